@@ -11,7 +11,11 @@
 // copies the caller may keep and modify.
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"math"
+)
 
 // QueueID names one queue of one topic inside the store.
 type QueueID struct {
@@ -21,7 +25,9 @@ type QueueID struct {
 
 // Entry is one record to append to a queue.
 type Entry struct {
-	Queue  QueueID
+	Queue QueueID
+	// Offset addresses the record inside its queue. It must be below
+	// math.MaxUint64, so that "last offset + 1" is always representable.
 	Offset uint64
 	Value  []byte
 }
@@ -50,8 +56,79 @@ type Record struct {
 type Limits struct {
 	// MaxEntries is the most entries plus metadata ops in one Batch.
 	MaxEntries int
-	// MaxBytes is the most bytes (keys plus values) in one Batch.
+	// MaxBytes is the most bytes (keys plus values) in one Batch: an Entry
+	// counts ValueCost of its Value, a MetaOp the length of its Key plus its
+	// Value. See Limits.Cost.
 	MaxBytes int
+	// ValueThreshold, when positive, is the value length from which an entry
+	// value is kept out of line (Badger's value log) and counts only
+	// PointerCost bytes against MaxBytes.
+	ValueThreshold int
+	// MaxValueSize, when positive, is the largest single entry value.
+	MaxValueSize int
+}
+
+// PointerCost is what an out-of-line value weighs against MaxBytes.
+const PointerCost = 12
+
+// ValueCost is what an entry value of n bytes weighs against MaxBytes.
+func (l Limits) ValueCost(n int) int {
+	if l.ValueThreshold > 0 && n >= l.ValueThreshold {
+		return PointerCost
+	}
+	return n
+}
+
+// Cost returns what b weighs against l: the number of entries plus
+// metadata ops, and the bytes they carry (ValueCost of entry values,
+// metadata keys and metadata values).
+func (l Limits) Cost(b *Batch) (ops, bytes int) {
+	if b == nil {
+		return 0, 0
+	}
+	for i := range b.Entries {
+		bytes += l.ValueCost(len(b.Entries[i].Value))
+	}
+	for i := range b.Meta {
+		bytes += len(b.Meta[i].Key) + len(b.Meta[i].Value)
+	}
+	return len(b.Entries) + len(b.Meta), bytes
+}
+
+// Allows reports whether b is within l, counting as Limits.Cost does. A zero
+// field of l does not limit.
+func (l Limits) Allows(b *Batch) bool {
+	if l.MaxValueSize > 0 {
+		for i := range b.Entries {
+			if len(b.Entries[i].Value) > l.MaxValueSize {
+				return false
+			}
+		}
+	}
+	ops, bytes := l.Cost(b)
+	if l.MaxEntries > 0 && ops > l.MaxEntries {
+		return false
+	}
+	if l.MaxBytes > 0 && bytes > l.MaxBytes {
+		return false
+	}
+	return true
+}
+
+// checkBatch validates b against l before anything is written.
+func checkBatch(b *Batch, l Limits) error {
+	if !l.Allows(b) {
+		ops, bytes := l.Cost(b)
+		return fmt.Errorf("%w: %d ops and %d bytes, limits are %d ops and %d bytes",
+			ErrBatchTooLarge, ops, bytes, l.MaxEntries, l.MaxBytes)
+	}
+	for i := range b.Entries {
+		if b.Entries[i].Offset == math.MaxUint64 {
+			return fmt.Errorf("store: entry %d of queue %d/%d: offset %d is reserved",
+				i, b.Entries[i].Queue.Topic, b.Entries[i].Queue.Queue, b.Entries[i].Offset)
+		}
+	}
+	return nil
 }
 
 var (
@@ -61,4 +138,7 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrBatchTooLarge is returned by Write when a batch exceeds Limits.
 	ErrBatchTooLarge = errors.New("store: batch too large")
+	// ErrLocked is returned by OpenBadger when another open store (in this
+	// process or another one) holds the directory.
+	ErrLocked = errors.New("store: directory is in use by another open store")
 )

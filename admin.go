@@ -1,0 +1,144 @@
+package equeue
+
+import (
+	"context"
+	"slices"
+	"sort"
+)
+
+// GroupInfo describes a consumer group for operators.
+type GroupInfo struct {
+	Name          string
+	Model         MessageModel
+	Subscriptions []Subscription
+	Strategy      string
+	Epoch         int64
+	Members       []MemberInfo
+	// Queues lists each subscribed queue with its owner (clustering), committed
+	// offset, max offset and lag. In a broadcasting group there is one row per
+	// member and queue.
+	Queues []GroupQueueInfo
+}
+
+// MemberInfo is one live member and the queues it owns.
+type MemberInfo struct {
+	ID     string
+	Queues []QueueRef
+}
+
+// GroupQueueInfo is one queue's progress in a group.
+type GroupQueueInfo struct {
+	QueueRef
+	// Owner is the member that holds the queue ("" when none); in a
+	// broadcasting group, the member whose offset this row shows.
+	Owner string
+	// Committed is the next offset to consume; -1 when the group has none yet.
+	Committed int64
+	// MaxOffset is one past the queue's last message.
+	MaxOffset int64
+	// Lag is MaxOffset minus Committed (from the queue's min offset when none
+	// is committed).
+	Lag int64
+}
+
+// Groups lists every consumer group the engine knows, sorted by name.
+func (e *Engine) Groups(ctx context.Context) ([]GroupInfo, error) {
+	if err := e.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	e.groups.mu.Lock()
+	names := make([]string, 0, len(e.groups.groups))
+	for n := range e.groups.groups {
+		names = append(names, n)
+	}
+	e.groups.mu.Unlock()
+	sort.Strings(names)
+	out := make([]GroupInfo, 0, len(names))
+	for _, n := range names {
+		gi, err := e.groupInfo(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gi)
+	}
+	return out, nil
+}
+
+// Group describes one consumer group.
+func (e *Engine) Group(ctx context.Context, name string) (GroupInfo, error) {
+	if err := e.enter(ctx); err != nil {
+		return GroupInfo{}, err
+	}
+	defer e.leave()
+	return e.groupInfo(name)
+}
+
+func (e *Engine) groupInfo(name string) (GroupInfo, error) {
+	g, err := e.groups.group(name)
+	if err != nil {
+		return GroupInfo{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gi := GroupInfo{Name: g.name, Model: g.model, Subscriptions: slices.Clone(g.subs), Strategy: g.strategy.Name(), Epoch: g.epoch}
+	ids := make([]string, 0, len(g.members))
+	for id := range g.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		mi := MemberInfo{ID: id}
+		for _, q := range g.assignment(id).Queues {
+			mi.Queues = append(mi.Queues, q.QueueRef)
+		}
+		gi.Members = append(gi.Members, mi)
+	}
+	queues := g.queues
+	if len(queues) == 0 {
+		for _, s := range g.subs {
+			if t, ok := e.lookupTopic(s.Topic); ok {
+				for _, q := range t.queueList() {
+					queues = append(queues, QueueRef{Topic: t.name, Queue: q.id})
+				}
+			}
+		}
+	}
+	row := func(q QueueRef, owner string, k offsetKey) {
+		r := GroupQueueInfo{QueueRef: q, Owner: owner, Committed: -1}
+		if qq, err := e.queueOf(q); err == nil {
+			min, next, _ := qq.bounds()
+			r.MaxOffset = next
+			r.Lag = next - min
+			if off, ok := g.offsets[k]; ok {
+				r.Committed = off
+				r.Lag = max(0, next-max(off, min))
+			}
+		}
+		gi.Queues = append(gi.Queues, r)
+	}
+	if g.model == Broadcasting {
+		members := map[string]bool{}
+		for k := range g.offsets {
+			members[k.member] = true
+		}
+		for id := range g.members {
+			members[id] = true
+		}
+		mids := make([]string, 0, len(members))
+		for id := range members {
+			mids = append(mids, id)
+		}
+		sort.Strings(mids)
+		for _, id := range mids {
+			for _, q := range queues {
+				row(q, id, offsetKey{member: id, q: q})
+			}
+		}
+		return gi, nil
+	}
+	for _, q := range queues {
+		row(q, g.owners[q].member, offsetKey{q: q})
+	}
+	return gi, nil
+}

@@ -1,0 +1,161 @@
+package equeue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// AppendRequest asks the broker to store messages in one queue, in order.
+type AppendRequest struct {
+	Topic    string
+	Queue    int
+	Messages []*Message
+	// Sync overrides the engine's sync policy for this append when non-nil.
+	Sync *SyncPolicy
+}
+
+// AppendResult reports where an append landed.
+type AppendResult struct {
+	Queue int
+	// FirstOffset is the offset of the first message; the others follow densely.
+	FirstOffset int64
+	StoredAt    time.Time
+	// IDs are the message IDs, in order (generated where the message had none).
+	IDs []string
+}
+
+// Route is what a producer needs to pick a queue.
+type Route struct {
+	Topic string
+	// Queues is the topic's queue count.
+	Queues int
+	// Writable lists the queue IDs open to producers, ascending.
+	Writable []int
+}
+
+// Route returns topic's queues, creating the topic when auto-create is on.
+func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
+	if err := e.enter(ctx); err != nil {
+		return Route{}, err
+	}
+	defer e.leave()
+	t, err := e.topicFor(ctx, topicName)
+	if err != nil {
+		return Route{}, err
+	}
+	qs := t.queueList()
+	r := Route{Topic: t.name, Queues: len(qs), Writable: make([]int, 0, len(qs))}
+	for _, q := range qs {
+		if q.writable.Load() {
+			r.Writable = append(r.Writable, q.id)
+		}
+	}
+	return r, nil
+}
+
+// Append stores messages in one queue and returns once they are written
+// (and durable, under SyncAlways). Concurrent appends share store writes and
+// fsyncs. If ctx ends first the outcome is unknown: the messages may or may
+// not be stored.
+func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
+	type outcome struct {
+		res AppendResult
+		err error
+	}
+	ch := make(chan outcome, 1)
+	e.AppendAsync(ctx, req, func(res AppendResult, err error) { ch <- outcome{res, err} })
+	select {
+	case o := <-ch:
+		return o.res, o.err
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	}
+}
+
+// AppendAsync is Append that reports through cb instead of blocking. cb runs
+// exactly once, on the engine's writer goroutine or the caller's, and must not block.
+func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(AppendResult, error)) {
+	if err := e.enter(ctx); err != nil {
+		cb(AppendResult{}, err)
+		return
+	}
+	defer e.leave()
+	r, ids, err := e.prepareAppend(ctx, req)
+	if err != nil {
+		cb(AppendResult{}, err)
+		return
+	}
+	r.done = func(r *appendReq) {
+		if r.err != nil {
+			cb(AppendResult{}, fmt.Errorf("equeue: append to %s/%d: %w", req.Topic, req.Queue, r.err))
+			return
+		}
+		cb(AppendResult{Queue: r.q.id, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids}, nil)
+	}
+	select {
+	case e.writeCh <- r:
+	case <-ctx.Done():
+		cb(AppendResult{}, ctx.Err())
+	}
+}
+
+// prepareAppend validates and encodes the messages of req.
+func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*appendReq, []string, error) {
+	if req == nil || len(req.Messages) == 0 {
+		return nil, nil, fmt.Errorf("%w: no messages to append", ErrInvalidArgument)
+	}
+	t, err := e.topicFor(ctx, req.Topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := t.queue(req.Queue)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !q.writable.Load() {
+		return nil, nil, fmt.Errorf("%w: %s/%d", ErrQueueNotWritable, t.name, q.id)
+	}
+	sync := e.opts.Sync
+	if req.Sync != nil {
+		if err := req.Sync.validate(); err != nil {
+			return nil, nil, err
+		}
+		sync = *req.Sync
+		if sync.kind == syncInterval {
+			e.requestFlushEvery(sync.every)
+		}
+	}
+	r := &appendReq{q: q, sync: sync.kind == syncAlways, recs: make([][]byte, len(req.Messages))}
+	ids := make([]string, len(req.Messages))
+	now := time.Now()
+	for i, m := range req.Messages {
+		if m == nil {
+			return nil, nil, fmt.Errorf("%w: message %d is nil", ErrInvalidArgument, i)
+		}
+		if m.Topic != "" && m.Topic != req.Topic {
+			return nil, nil, fmt.Errorf("%w: message %d is for topic %q, not %q", ErrInvalidArgument, i, m.Topic, req.Topic)
+		}
+		id := m.ID
+		if id == "" {
+			id = e.ids.next()
+		}
+		born := m.BornAt
+		if born.IsZero() {
+			born = now
+		}
+		rec := encodeRecord(m, id, born)
+		if len(rec) > e.opts.MaxMessageSize || (e.limits.MaxValueSize > 0 && len(rec) > e.limits.MaxValueSize) {
+			return nil, nil, fmt.Errorf("%w: %d bytes encoded, limit %d", ErrMessageTooLarge, len(rec), e.opts.MaxMessageSize)
+		}
+		r.recs[i] = rec
+		r.bytes += e.limits.ValueCost(len(rec))
+		ids[i] = id
+	}
+	maxEntries, maxBytes := e.batchLimits()
+	if len(r.recs) > maxEntries || r.bytes > maxBytes {
+		return nil, nil, fmt.Errorf("%w: %d messages, %d bytes; one append holds at most %d messages and %d bytes",
+			ErrBatchTooLarge, len(r.recs), r.bytes, maxEntries, maxBytes)
+	}
+	return r, ids, nil
+}

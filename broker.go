@@ -1,0 +1,152 @@
+package equeue
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Broker is what Producers and Consumers need from an engine. *Engine
+// implements it in-process; a network client (package remote) implements it
+// over the wire, so the same producer and consumer logic runs on both.
+type Broker interface {
+	// Route returns a topic's queues.
+	Route(ctx context.Context, topic string) (Route, error)
+	// Append stores messages in one queue, in order.
+	Append(ctx context.Context, req *AppendRequest) (AppendResult, error)
+	// Pull reads messages from one queue (long-poll when req.Wait > 0).
+	Pull(ctx context.Context, req *PullRequest) (PullResult, error)
+
+	// JoinGroup adds a member to a consumer group and returns its assignment.
+	JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, error)
+	// Heartbeat keeps a member alive. It returns at once when the group's
+	// assignment version differs from req.KnownVersion, else waits up to
+	// req.Wait for a change.
+	Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignment, error)
+	// LeaveGroup removes a member; its queues are handed to the others.
+	LeaveGroup(ctx context.Context, group, member string) error
+	// ReleaseQueues gives up queues a member was asked to hand over, after
+	// it committed their offsets.
+	ReleaseQueues(ctx context.Context, group, member string, queues []Grant) error
+	// CommitOffsets stores the next offset to consume for owned queues.
+	CommitOffsets(ctx context.Context, req *CommitRequest) error
+	// FetchOffsets returns the next offset to consume for each granted queue,
+	// resolving (and storing) the group's starting point the first time.
+	FetchOffsets(ctx context.Context, group, member string, queues []Grant) ([]int64, error)
+}
+
+var _ Broker = (*Engine)(nil)
+
+// QueueRef names one queue of a topic.
+type QueueRef struct {
+	Topic string
+	Queue int
+}
+
+func (q QueueRef) String() string { return fmt.Sprintf("%s/%d", q.Topic, q.Queue) }
+
+// MessageModel says how a group's members share messages.
+type MessageModel int
+
+const (
+	// Clustering shares a group's queues among its members: each message is
+	// handled by one member of the group.
+	Clustering MessageModel = iota
+	// Broadcasting gives every member every message, with its own offsets.
+	Broadcasting
+)
+
+func (m MessageModel) String() string {
+	switch m {
+	case Clustering:
+		return "clustering"
+	case Broadcasting:
+		return "broadcasting"
+	}
+	return fmt.Sprintf("MessageModel(%d)", int(m))
+}
+
+// ConsumeFrom says where a group with no committed offset starts.
+type ConsumeFrom int
+
+const (
+	// ConsumeFromLatest starts at the end of each queue: only messages sent
+	// after the group first owned the queue are delivered. The default.
+	ConsumeFromLatest ConsumeFrom = iota
+	// ConsumeFromEarliest starts at the oldest stored message.
+	ConsumeFromEarliest
+	// ConsumeFromTimestamp starts at the first message stored at or after a time.
+	ConsumeFromTimestamp
+)
+
+// Subscription is one topic and the tag expression a group consumes it with.
+type Subscription struct {
+	Topic  string
+	Filter string
+}
+
+// JoinRequest asks to add Member to Group.
+type JoinRequest struct {
+	Group         string
+	Member        string
+	Model         MessageModel
+	Subscriptions []Subscription
+	// From and FromTime apply to queues the group has no offset for.
+	From     ConsumeFrom
+	FromTime time.Time
+	// Strategy names the allocation strategy (package allocate); "" means "average".
+	Strategy string
+}
+
+// Grant is a queue a member may consume, under the epoch it was granted in.
+// Pulls and commits carry the epoch; a stale one is refused with ErrFenced.
+type Grant struct {
+	QueueRef
+	Epoch int64
+}
+
+// Assignment is a member's view of its group.
+type Assignment struct {
+	Group  string
+	Member string
+	// Epoch rises on every membership or queue change of the group.
+	Epoch int64
+	// Version rises on every change of any grant in the group.
+	Version int64
+	// Queues are the queues the member owns now.
+	Queues []Grant
+	// Pending counts queues allocated to the member that their previous
+	// owner has not released yet.
+	Pending int
+}
+
+// HeartbeatRequest keeps a member alive and waits for assignment changes.
+type HeartbeatRequest struct {
+	Group        string
+	Member       string
+	KnownVersion int64
+	Wait         time.Duration
+}
+
+// OffsetCommit is the next offset to consume of one granted queue.
+type OffsetCommit struct {
+	Grant
+	Offset int64
+}
+
+// CommitRequest commits offsets of queues Member owns.
+type CommitRequest struct {
+	Group   string
+	Member  string
+	Offsets []OffsetCommit
+}
+
+func sortRefs(refs []QueueRef) {
+	sort.Slice(refs, func(i, j int) bool {
+		if refs[i].Topic != refs[j].Topic {
+			return refs[i].Topic < refs[j].Topic
+		}
+		return refs[i].Queue < refs[j].Queue
+	})
+}

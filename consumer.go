@@ -1,0 +1,509 @@
+package equeue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler processes one message. Returning nil acknowledges it; an error (or
+// a panic, which is recovered) makes it be delivered again later.
+type Handler func(ctx context.Context, m *Message) error
+
+// ConsumerOptions configure a Consumer. Group, Subscriptions and Handler are
+// required; every zero field means the documented default.
+type ConsumerOptions struct {
+	// Group is the consumer group name.
+	Group string
+	// ID identifies this member. Default: host-pid-random. Broadcasting
+	// members need a stable ID to resume from their own offsets after a restart.
+	ID string
+	// Model is Clustering (default) or Broadcasting.
+	Model MessageModel
+	// Subscriptions are the topics and tag expressions to consume.
+	Subscriptions []Subscription
+	// Handler processes each message.
+	Handler Handler
+	// Orderly handles one message at a time per queue, in offset order; a
+	// failure retries the same message in place. Default false: concurrent.
+	Orderly bool
+	// Concurrency is the number of handler goroutines in concurrent mode. Zero means 16.
+	Concurrency int
+	// PullBatch is the most messages per pull. Zero means 32.
+	PullBatch int
+	// PullWait is the long-poll wait at the end of a queue. Zero means 15 s.
+	PullWait time.Duration
+	// MaxCachedMessages pauses pulling a queue while more messages are
+	// pulled but unfinished. Zero means 1,000.
+	MaxCachedMessages int
+	// MaxCachedBytes pauses pulling a queue while more body bytes are cached. Zero means 100 MiB.
+	MaxCachedBytes int64
+	// MaxSpan pauses pulling a queue (concurrent mode) while the lowest and
+	// highest unfinished offsets are further apart. Zero means 2,000.
+	MaxSpan int64
+	// CommitInterval is how often offsets are committed; they are also
+	// committed when a queue is handed over and on Close. Zero means 5 s.
+	CommitInterval time.Duration
+	// HandoffTimeout bounds how long a handed-over queue waits for its
+	// running handlers before it commits and is released. Zero means 30 s.
+	HandoffTimeout time.Duration
+	// HeartbeatInterval is the longest gap between heartbeats; it must stay
+	// well under the engine's session timeout. Zero means 3 s.
+	HeartbeatInterval time.Duration
+	// From says where the group starts in queues it has no offset for:
+	// ConsumeFromLatest (default), ConsumeFromEarliest or ConsumeFromTimestamp with FromTime.
+	From     ConsumeFrom
+	FromTime time.Time
+	// Strategy is the allocation strategy name ("average", "average-by-circle",
+	// "consistent-hash"). Empty means "average".
+	Strategy string
+	// RetryDelay is the pause before a failed message is handled again. Zero means 1 s.
+	RetryDelay time.Duration
+	// MaxAttempts is how many times a message is handled before it goes to
+	// the group's dead-letter topic. Zero means 16.
+	MaxAttempts int
+	// Hooks observe handling.
+	Hooks []Hooks
+	// Logger receives the consumer's logs. Nil means silent.
+	Logger *slog.Logger
+}
+
+func (o *ConsumerOptions) validate() error {
+	if err := ValidateName(o.Group); err != nil {
+		return err
+	}
+	if o.Handler == nil {
+		return fmt.Errorf("%w: nil handler", ErrInvalidOptions)
+	}
+	if len(o.Subscriptions) == 0 {
+		return fmt.Errorf("%w: no subscriptions", ErrInvalidOptions)
+	}
+	for _, s := range o.Subscriptions {
+		if err := ValidateName(stripInternal(s.Topic)); err != nil {
+			return err
+		}
+		if err := ValidateFilter(s.Filter); err != nil {
+			return err
+		}
+	}
+	if o.Model != Clustering && o.Model != Broadcasting {
+		return fmt.Errorf("%w: unknown model %d", ErrInvalidOptions, o.Model)
+	}
+	if o.Concurrency < 0 || o.PullBatch < 0 || o.PullBatch > MaxPullBatch || o.PullWait < 0 ||
+		o.MaxCachedMessages < 0 || o.MaxCachedBytes < 0 || o.MaxSpan < 0 || o.CommitInterval < 0 ||
+		o.HandoffTimeout < 0 || o.HeartbeatInterval < 0 || o.RetryDelay < 0 || o.MaxAttempts < 0 {
+		return fmt.Errorf("%w: negative or out-of-range consumer option", ErrInvalidOptions)
+	}
+	return nil
+}
+
+func (o *ConsumerOptions) setDefaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.Concurrency, 16)
+	def(&o.PullBatch, DefaultPullBatch)
+	def(&o.MaxCachedMessages, 1000)
+	def(&o.MaxAttempts, 16)
+	defD(&o.PullWait, DefaultMaxPullWait)
+	defD(&o.CommitInterval, 5*time.Second)
+	defD(&o.HandoffTimeout, 30*time.Second)
+	defD(&o.HeartbeatInterval, 3*time.Second)
+	defD(&o.RetryDelay, time.Second)
+	if o.MaxCachedBytes == 0 {
+		o.MaxCachedBytes = 100 << 20
+	}
+	if o.MaxSpan == 0 {
+		o.MaxSpan = 2000
+	}
+	if o.ID == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Consumer is a push-style member of a consumer group: it pulls its
+// assigned queues under the hood and calls the handler. Create it with
+// NewConsumer, Start it, and Close it to drain, commit and leave the group.
+// Its methods are safe for concurrent use.
+type Consumer struct {
+	b       Broker
+	o       ConsumerOptions
+	log     *slog.Logger
+	hooks   hookList
+	filters map[string]string
+
+	ctx    context.Context // cancelled by Close after draining
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine of the consumer
+	tasks  chan task
+
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	runners  map[QueueRef]*runner
+	stopping map[QueueRef]bool
+	version  int64
+	loopStop   <-chan struct{} // closed when the loops must stop
+	loopCtx    context.Context
+	loopCancel context.CancelFunc
+	crashed  atomic.Bool
+
+	handled atomic.Uint64
+	failed  atomic.Uint64
+}
+
+type task struct {
+	r *runner
+	m *Message
+}
+
+// NewConsumer returns a consumer on b; call Start to join the group.
+func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil broker", ErrInvalidArgument)
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	opts.setDefaults()
+	c := &Consumer{
+		b: b, o: opts, log: opts.Logger.With("group", opts.Group, "member", opts.ID), hooks: opts.Hooks,
+		filters:  map[string]string{},
+		runners:  map[QueueRef]*runner{},
+		stopping: map[QueueRef]bool{},
+	}
+	for _, s := range opts.Subscriptions {
+		c.filters[s.Topic] = s.Filter
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.loopCtx, c.loopCancel = context.WithCancel(c.ctx)
+	c.loopStop = c.loopCtx.Done()
+	return c, nil
+}
+
+// ID returns the member ID.
+func (c *Consumer) ID() string { return c.o.ID }
+
+func (c *Consumer) joinRequest() *JoinRequest {
+	return &JoinRequest{Group: c.o.Group, Member: c.o.ID, Model: c.o.Model, Subscriptions: c.o.Subscriptions,
+		From: c.o.From, FromTime: c.o.FromTime, Strategy: c.o.Strategy}
+}
+
+// Start joins the group and returns once the queues granted at join time
+// are being consumed. Consumption goes on in the background until Close.
+func (c *Consumer) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.started {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: consumer already started", ErrInvalidArgument)
+	}
+	c.started = true
+	c.mu.Unlock()
+	a, err := c.b.JoinGroup(ctx, c.joinRequest())
+	if err != nil {
+		c.mu.Lock()
+		c.started = false
+		c.mu.Unlock()
+		return err
+	}
+	if !c.o.Orderly {
+		c.tasks = make(chan task, c.o.Concurrency)
+		for i := 0; i < c.o.Concurrency; i++ {
+			c.goFunc(c.worker)
+		}
+	}
+	if err := c.apply(ctx, a); err != nil {
+		c.log.Warn("initial assignment", "err", err)
+	}
+	c.goFunc(c.membershipLoop)
+	c.goFunc(c.commitLoop)
+	return nil
+}
+
+func (c *Consumer) goFunc(f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+}
+
+// membershipLoop heartbeats and applies assignment changes.
+func (c *Consumer) membershipLoop() {
+	runMembership(c.loopCtx, c.b, c.joinRequest(), c.o.HeartbeatInterval, c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
+		return c.apply(ctx, a)
+	}, c.abandonAll)
+}
+
+func (c *Consumer) knownVersion() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+func (c *Consumer) isStopping() bool {
+	select {
+	case <-c.loopStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// apply makes the running queues match an assignment: queues no longer
+// granted are handed over (drain, commit, release), queues granted under a
+// new epoch are restarted from the committed offset, new queues are started.
+func (c *Consumer) apply(ctx context.Context, a Assignment) error {
+	c.mu.Lock()
+	if c.closed || c.crashed.Load() {
+		c.mu.Unlock()
+		return nil
+	}
+	granted := make(map[QueueRef]Grant, len(a.Queues))
+	for _, g := range a.Queues {
+		granted[g.QueueRef] = g
+	}
+	for ref, r := range c.runners {
+		g, ok := granted[ref]
+		switch {
+		case !ok:
+			delete(c.runners, ref)
+			c.stopping[ref] = true
+			c.goFunc(func() { c.handOver(r) })
+		case g.Epoch != r.grant.Epoch:
+			// Fenced (offset reset or re-grant): what it holds cannot be committed.
+			delete(c.runners, ref)
+			r.abandon()
+		}
+	}
+	var fresh []Grant
+	for ref, g := range granted {
+		if _, running := c.runners[ref]; !running && !c.stopping[ref] {
+			fresh = append(fresh, g)
+		}
+	}
+	c.mu.Unlock()
+	if len(fresh) > 0 {
+		offs, err := c.b.FetchOffsets(ctx, c.o.Group, c.o.ID, fresh)
+		if err != nil {
+			return fmt.Errorf("fetch offsets: %w", err)
+		}
+		c.mu.Lock()
+		for i, g := range fresh {
+			if c.closed || c.crashed.Load() {
+				break
+			}
+			r := c.newRunner(g, offs[i])
+			c.runners[g.QueueRef] = r
+			c.goFunc(r.pullLoop)
+		}
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	c.version = a.Version
+	c.mu.Unlock()
+	return nil
+}
+
+// handOver stops r gracefully, commits and releases its queue.
+func (c *Consumer) handOver(r *runner) {
+	r.drain(c.o.HandoffTimeout)
+	if !c.crashed.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.commit(ctx, []*runner{r}); err != nil {
+			c.log.Warn("commit on handover", "queue", r.grant.QueueRef, "err", err)
+		}
+		if err := c.b.ReleaseQueues(ctx, c.o.Group, c.o.ID, []Grant{r.grant}); err != nil && !errors.Is(err, ErrNotMember) {
+			c.log.Warn("release", "queue", r.grant.QueueRef, "err", err)
+		}
+		cancel()
+	}
+	c.mu.Lock()
+	delete(c.stopping, r.grant.QueueRef)
+	c.mu.Unlock()
+}
+
+// abandonAll stops every runner without committing (after fencing).
+func (c *Consumer) abandonAll() {
+	c.mu.Lock()
+	rs := c.runners
+	c.runners = map[QueueRef]*runner{}
+	c.version = 0
+	c.mu.Unlock()
+	for _, r := range rs {
+		r.abandon()
+	}
+}
+
+func (c *Consumer) commitLoop() {
+	t := time.NewTicker(c.o.CommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.loopStop:
+			return
+		case <-t.C:
+			if err := c.Commit(c.ctx); err != nil && !errors.Is(err, ErrClosed) {
+				c.log.Warn("periodic commit", "err", err)
+			}
+		}
+	}
+}
+
+// Commit commits the offsets of every queue the consumer runs now.
+func (c *Consumer) Commit(ctx context.Context) error {
+	c.mu.Lock()
+	rs := make([]*runner, 0, len(c.runners))
+	for _, r := range c.runners {
+		rs = append(rs, r)
+	}
+	c.mu.Unlock()
+	return c.commit(ctx, rs)
+}
+
+func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
+	if c.crashed.Load() {
+		return nil
+	}
+	req := &CommitRequest{Group: c.o.Group, Member: c.o.ID}
+	var sent []*runner
+	var offs []int64
+	for _, r := range rs {
+		if r.abandoned.Load() {
+			continue
+		}
+		off := r.pq.committable()
+		if off == r.committed.Load() {
+			continue
+		}
+		req.Offsets = append(req.Offsets, OffsetCommit{Grant: r.grant, Offset: off})
+		sent = append(sent, r)
+		offs = append(offs, off)
+	}
+	if len(req.Offsets) == 0 {
+		return nil
+	}
+	err := c.b.CommitOffsets(ctx, req)
+	if err == nil {
+		for i, r := range sent {
+			r.committed.Store(offs[i])
+		}
+	}
+	return err
+}
+
+// Close stops pulling, waits (up to HandoffTimeout) for running handlers,
+// commits, leaves the group and stops every goroutine. Idempotent.
+func (c *Consumer) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	started := c.started
+	rs := c.runners
+	c.runners = map[QueueRef]*runner{}
+	c.mu.Unlock()
+	if !started {
+		c.cancel()
+		return nil
+	}
+	c.loopCancel()
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.drain(c.o.HandoffTimeout)
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !c.crashed.Load() {
+		list := make([]*runner, 0, len(rs))
+		for _, r := range rs {
+			list = append(list, r)
+		}
+		if err := c.commit(ctx, list); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, fmt.Errorf("equeue: final commit: %w", err))
+		}
+		if err := c.b.LeaveGroup(ctx, c.o.Group, c.o.ID); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotMember) {
+			errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
+		}
+	}
+	c.cancel()
+	c.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// crash stops the consumer as a killed process would: nothing is committed,
+// the group is not told, running handlers are abandoned.
+func (c *Consumer) crash() {
+	c.crashed.Store(true)
+	c.mu.Lock()
+	c.closed = true
+	rs := c.runners
+	c.runners = map[QueueRef]*runner{}
+	c.mu.Unlock()
+	for _, r := range rs {
+		r.abandon()
+	}
+	c.loopCancel()
+	c.cancel()
+	c.wg.Wait()
+}
+
+// QueueStat is the live state of one queue a consumer owns.
+type QueueStat struct {
+	QueueRef
+	Epoch int64
+	// Cached counts pulled messages not finished yet.
+	Cached int
+	// CachedBytes is their body size.
+	CachedBytes int64
+	// Span is the distance between the lowest and highest unfinished offsets.
+	Span int64
+	// OldestInFlight is how long the lowest unfinished message has waited.
+	OldestInFlight time.Duration
+	// Committable is the offset a commit would store now.
+	Committable int64
+}
+
+// Queues reports the queues the consumer owns and their process-queue state.
+func (c *Consumer) Queues() []QueueStat {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]QueueStat, 0, len(c.runners))
+	for ref, r := range c.runners {
+		n, b, span, age := r.pq.stats()
+		out = append(out, QueueStat{QueueRef: ref, Epoch: r.grant.Epoch, Cached: n, CachedBytes: b, Span: span, OldestInFlight: age, Committable: r.pq.committable()})
+	}
+	return out
+}

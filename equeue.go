@@ -1,0 +1,243 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// Engine is an embedded queue engine on one store. It is the broker that
+// Producers and Consumers talk to in-process. All methods are safe for
+// concurrent use. Close it when done.
+type Engine struct {
+	opts Options
+	st   Store
+	log  *slog.Logger
+	ids  *idSource
+
+	mu      sync.RWMutex // guards topics
+	topics  map[string]*topic
+	adminMu sync.Mutex // serializes topic changes
+
+	writeCh chan *appendReq
+	limits  store.Limits
+
+	groups *coordinator
+
+	// Lifecycle: enter/leave count calls in progress; Close waits for them.
+	closed    atomic.Bool
+	active    atomic.Int64
+	drained   chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	bg        sync.WaitGroup // background goroutines
+	writerWG  sync.WaitGroup
+
+	flushEvery atomic.Int64 // nanoseconds; 0 = no interval flusher
+	flushKick  chan struct{}
+
+	stats engineStats
+}
+
+type engineStats struct {
+	corrupt atomic.Uint64
+	expired atomic.Uint64
+}
+
+// Open opens (creating if needed) an engine on dir. With Options.InMemory or
+// Options.Store, dir must be empty. Opening a directory that another open
+// engine holds returns an error matching ErrLocked.
+func Open(dir string, opts *Options) (*Engine, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	var st Store
+	switch {
+	case o.Store != nil:
+		if dir != "" {
+			return nil, fmt.Errorf("%w: dir must be empty with Options.Store", ErrInvalidOptions)
+		}
+		st = o.Store
+	case o.InMemory:
+		if dir != "" {
+			return nil, fmt.Errorf("%w: dir must be empty with InMemory", ErrInvalidOptions)
+		}
+		st = store.NewMemory()
+	default:
+		if dir == "" {
+			return nil, fmt.Errorf("%w: a directory is required (or set InMemory)", ErrInvalidOptions)
+		}
+		bo := store.DefaultBadgerOptions()
+		if o.Badger != nil {
+			bo = *o.Badger
+		}
+		if bo.Logger == nil {
+			bo.Logger = o.Logger
+		}
+		b, err := store.OpenBadger(dir, &bo)
+		if err != nil {
+			return nil, fmt.Errorf("equeue: open %s: %w", dir, err)
+		}
+		st = b
+	}
+	e := &Engine{
+		opts:      o,
+		st:        st,
+		log:       o.Logger,
+		ids:       newIDSource(),
+		topics:    make(map[string]*topic),
+		writeCh:   make(chan *appendReq, 1024),
+		limits:    st.Limits(),
+		drained:   make(chan struct{}, 1),
+		closing:   make(chan struct{}),
+		flushKick: make(chan struct{}, 1),
+	}
+	if err := e.loadTopics(); err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("equeue: load topics: %w", err)
+	}
+	e.groups = newCoordinator(e)
+	if err := e.groups.load(); err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("equeue: load groups: %w", err)
+	}
+	e.writerWG.Add(1)
+	go e.runWriter()
+	if o.Sync.kind == syncInterval {
+		e.requestFlushEvery(o.Sync.every)
+	}
+	e.goFunc(e.groups.run)
+	e.log.Info("engine open", "dir", dir, "topics", len(e.topics), "sync", o.Sync.String())
+	return e, nil
+}
+
+// goFunc runs f in a goroutine that Close waits for. f must return once
+// e.closing is closed.
+func (e *Engine) goFunc(f func()) {
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		f()
+	}()
+}
+
+// enter admits a call unless the engine is closed or ctx is done; every
+// successful enter must be paired with leave.
+func (e *Engine) enter(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	e.active.Add(1)
+	if e.closed.Load() {
+		e.leave()
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		e.leave()
+		return err
+	}
+	return nil
+}
+
+func (e *Engine) leave() {
+	if e.active.Add(-1) == 0 && e.closed.Load() {
+		select {
+		case e.drained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close stops background work, waits for calls in progress (long-poll pulls
+// are woken and return ErrClosed), writes what was queued, syncs and closes
+// the store. It is idempotent and returns the first error met.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.closed.Store(true)
+		close(e.closing)
+		for e.active.Load() > 0 {
+			select {
+			case <-e.drained:
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		e.bg.Wait()
+		close(e.writeCh)
+		e.writerWG.Wait()
+		var errs []error
+		if err := e.st.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
+			errs = append(errs, fmt.Errorf("equeue: final sync: %w", err))
+		}
+		if err := e.st.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("equeue: close store: %w", err))
+		}
+		e.closeErr = errors.Join(errs...)
+		e.log.Info("engine closed", "err", e.closeErr)
+	})
+	return e.closeErr
+}
+
+// requestFlushEvery starts (or speeds up) the background fsync for SyncInterval.
+func (e *Engine) requestFlushEvery(d time.Duration) {
+	for {
+		cur := e.flushEvery.Load()
+		if cur != 0 && cur <= int64(d) {
+			return
+		}
+		if e.flushEvery.CompareAndSwap(cur, int64(d)) {
+			if cur == 0 {
+				e.goFunc(e.runFlusher)
+			} else {
+				select {
+				case e.flushKick <- struct{}{}:
+				default:
+				}
+			}
+			return
+		}
+	}
+}
+
+func (e *Engine) runFlusher() {
+	t := time.NewTimer(time.Duration(e.flushEvery.Load()))
+	defer t.Stop()
+	for {
+		select {
+		case <-e.closing:
+			return
+		case <-e.flushKick:
+		case <-t.C:
+			if err := e.st.Sync(); err != nil {
+				e.log.Error("interval sync failed", "err", err)
+			}
+		}
+		t.Reset(time.Duration(e.flushEvery.Load()))
+	}
+}
+
+// Stats are engine-wide counters since open.
+type Stats struct {
+	// CorruptRecords counts records skipped because they failed their checksum.
+	CorruptRecords uint64
+	// ExpiredMessages counts messages skipped because their time-to-live ran out.
+	ExpiredMessages uint64
+	// StoreBytes is the size of the store.
+	StoreBytes int64
+}
+
+// Stats returns engine-wide counters.
+func (e *Engine) Stats() Stats {
+	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load()}
+	if !e.closed.Load() {
+		s.StoreBytes, _ = e.st.Size()
+	}
+	return s
+}

@@ -1,0 +1,53 @@
+package equeue
+
+import (
+	"errors"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// Sentinel errors. Match them with errors.Is: the engine wraps them with the
+// topic, queue or value at fault.
+var (
+	// ErrClosed is returned when the engine, producer or consumer is closed.
+	ErrClosed = errors.New("equeue: closed")
+	// ErrLocked is returned by Open when another open engine holds the directory.
+	ErrLocked = store.ErrLocked
+	// ErrInvalidOptions is returned when Options or per-client options fail Validate.
+	ErrInvalidOptions = errors.New("equeue: invalid options")
+	// ErrInvalidName is returned for a topic or group name that is not 1-127
+	// characters of [A-Za-z0-9._-], or that uses a reserved prefix.
+	ErrInvalidName = errors.New("equeue: invalid name")
+	// ErrInvalidArgument is returned for any other argument out of its documented range.
+	ErrInvalidArgument = errors.New("equeue: invalid argument")
+	// ErrTopicNotFound is returned when a topic does not exist and auto-create is off.
+	ErrTopicNotFound = errors.New("equeue: topic not found")
+	// ErrTopicExists is returned by CreateTopic when the topic already exists.
+	ErrTopicExists = errors.New("equeue: topic already exists")
+	// ErrQueueNotFound is returned when a queue ID is outside the topic's queues.
+	ErrQueueNotFound = errors.New("equeue: queue not found")
+	// ErrQueueNotWritable is returned when a message is sent to a queue closed to producers.
+	ErrQueueNotWritable = errors.New("equeue: queue closed to producers")
+	// ErrMessageTooLarge is returned when an encoded message exceeds MaxMessageSize.
+	ErrMessageTooLarge = errors.New("equeue: message too large")
+	// ErrBatchTooLarge is returned when one batch cannot be written in one store transaction.
+	ErrBatchTooLarge = errors.New("equeue: batch too large")
+	// ErrInvalidFilter is returned for a malformed tag expression.
+	ErrInvalidFilter = errors.New("equeue: invalid tag filter")
+	// ErrCorrupt is returned or reported when a stored record fails its checksum or cannot be decoded.
+	ErrCorrupt = errors.New("equeue: corrupt record")
+	// ErrGroupNotFound is returned by admin calls on a group the engine does not know.
+	ErrGroupNotFound = errors.New("equeue: group not found")
+	// ErrNotMember is returned when a consumer ID is not (or no longer) a member of its group,
+	// for example after its session expired.
+	ErrNotMember = errors.New("equeue: not a group member")
+	// ErrFenced is returned for a pull or commit that carries a stale epoch or a
+	// queue the caller no longer owns.
+	ErrFenced = errors.New("equeue: stale epoch or queue not owned")
+	// ErrSubscriptionMismatch is returned when a consumer joins a group whose
+	// members subscribe to different topics, tag filters or message model.
+	ErrSubscriptionMismatch = errors.New("equeue: subscription differs from the group's")
+)
+
+// ErrHandlerPanic wraps a panic recovered from a message handler.
+var ErrHandlerPanic = errors.New("equeue: handler panicked")

@@ -1,0 +1,563 @@
+package equeue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/equeue-go/equeue/allocate"
+	"github.com/equeue-go/equeue/store"
+)
+
+// coordinator is the engine's consumer-group coordinator: membership,
+// allocation, grants (who may consume which queue, under which epoch) and
+// committed offsets.
+//
+// Handoff: when allocation moves a queue from member A to member B, A keeps
+// its grant until it has stopped, committed and released the queue; only
+// then is the queue granted to B, which starts from the committed offset.
+type coordinator struct {
+	e      *Engine
+	mu     sync.Mutex
+	groups map[string]*group
+}
+
+type group struct {
+	name     string
+	model    MessageModel
+	subs     []Subscription // sorted by topic
+	strategy allocate.Strategy
+	from     ConsumeFrom
+	fromTime time.Time
+
+	mu         sync.Mutex
+	commitMu   sync.Mutex // orders offset writes of this group
+	epoch      int64
+	version    int64
+	resetEpoch int64 // broadcasting: grants' epoch, raised by offset resets
+	members    map[string]*member
+	owners     map[QueueRef]owner
+	target     map[QueueRef]string
+	queues     []QueueRef // sorted
+	changed    chan struct{}
+	offsets    map[offsetKey]int64
+}
+
+type member struct {
+	id       string
+	lastSeen time.Time
+	waiting  int // heartbeats in progress
+}
+
+type owner struct {
+	member string
+	epoch  int64
+}
+
+// offsetKey keys committed offsets: member is empty for clustering groups.
+type offsetKey struct {
+	member string
+	q      QueueRef
+}
+
+// groupMeta is the persisted description of a group.
+type groupMeta struct {
+	Name     string         `json:"name"`
+	Model    MessageModel   `json:"model"`
+	Subs     []Subscription `json:"subscriptions"`
+	Strategy string         `json:"strategy"`
+	From     ConsumeFrom    `json:"from"`
+	FromTime time.Time      `json:"from_time"`
+}
+
+var (
+	keyGroupPrefix  = []byte("grp/")
+	keyOffsetPrefix = []byte("off/")
+)
+
+func groupKey(name string) []byte { return append(slices.Clone(keyGroupPrefix), name...) }
+
+func offsetMetaKey(g string, k offsetKey) []byte {
+	b := slices.Clone(keyOffsetPrefix)
+	b = append(b, g...)
+	b = append(b, 0)
+	b = append(b, k.member...)
+	b = append(b, 0)
+	b = append(b, k.q.Topic...)
+	b = append(b, 0)
+	return fmt.Appendf(b, "%d", k.q.Queue)
+}
+
+func parseOffsetMetaKey(key []byte) (string, offsetKey, bool) {
+	parts := splitZero(key[len(keyOffsetPrefix):])
+	if len(parts) != 4 {
+		return "", offsetKey{}, false
+	}
+	var q int
+	if _, err := fmt.Sscanf(parts[3], "%d", &q); err != nil {
+		return "", offsetKey{}, false
+	}
+	return parts[0], offsetKey{member: parts[1], q: QueueRef{Topic: parts[2], Queue: q}}, true
+}
+
+func splitZero(b []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == 0 {
+			out = append(out, string(b[start:i]))
+			start = i + 1
+		}
+	}
+	return append(out, string(b[start:]))
+}
+
+func newCoordinator(e *Engine) *coordinator {
+	return &coordinator{e: e, groups: make(map[string]*group)}
+}
+
+func newGroup(m groupMeta) *group {
+	st, err := allocate.ByName(m.Strategy)
+	if err != nil {
+		st = allocate.Average()
+	}
+	return &group{
+		name: m.Name, model: m.Model, subs: m.Subs, strategy: st, from: m.From, fromTime: m.FromTime,
+		members: map[string]*member{}, owners: map[QueueRef]owner{}, target: map[QueueRef]string{},
+		changed: make(chan struct{}), offsets: map[offsetKey]int64{},
+	}
+}
+
+func (g *group) meta() groupMeta {
+	return groupMeta{Name: g.name, Model: g.model, Subs: g.subs, Strategy: g.strategy.Name(), From: g.from, FromTime: g.fromTime}
+}
+
+// load restores groups and committed offsets.
+func (c *coordinator) load() error {
+	err := c.e.st.ScanMeta(keyGroupPrefix, func(_, v []byte) error {
+		var m groupMeta
+		if err := json.Unmarshal(v, &m); err != nil {
+			return fmt.Errorf("%w: group metadata: %v", ErrCorrupt, err)
+		}
+		c.groups[m.Name] = newGroup(m)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.e.st.ScanMeta(keyOffsetPrefix, func(k, v []byte) error {
+		name, ok, good := parseOffsetMetaKey(k)
+		if !good || len(v) != 8 {
+			return fmt.Errorf("%w: offset key %q", ErrCorrupt, k)
+		}
+		g := c.groups[name]
+		if g == nil {
+			g = newGroup(groupMeta{Name: name})
+			c.groups[name] = g
+		}
+		g.offsets[ok] = int64(beUint64(v))
+		return nil
+	})
+}
+
+// run expires silent members until the engine closes.
+func (c *coordinator) run() {
+	every := min(c.e.opts.SessionTimeout/4, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.e.closing:
+			return
+		case now := <-t.C:
+			c.expire(now)
+		}
+	}
+}
+
+func (c *coordinator) expire(now time.Time) {
+	c.mu.Lock()
+	gs := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		gs = append(gs, g)
+	}
+	c.mu.Unlock()
+	for _, g := range gs {
+		g.mu.Lock()
+		var gone []string
+		for id, m := range g.members {
+			if m.waiting == 0 && now.Sub(m.lastSeen) > c.e.opts.SessionTimeout {
+				gone = append(gone, id)
+			}
+		}
+		for _, id := range gone {
+			c.e.log.Warn("group member expired", "group", g.name, "member", id)
+			g.removeMember(id)
+		}
+		if len(gone) > 0 {
+			c.rebalance(g)
+		}
+		g.mu.Unlock()
+	}
+}
+
+func (c *coordinator) group(name string) (*group, error) {
+	c.mu.Lock()
+	g := c.groups[name]
+	c.mu.Unlock()
+	if g == nil {
+		return nil, fmt.Errorf("%w: %q", ErrGroupNotFound, name)
+	}
+	return g, nil
+}
+
+// memberGroup returns the group and checks that id is a live member.
+// It returns with g.mu held on success.
+func (c *coordinator) memberGroup(name, id string) (*group, error) {
+	g, err := c.group(name)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	if _, ok := g.members[id]; !ok {
+		g.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q in group %q", ErrNotMember, id, name)
+	}
+	return g, nil
+}
+
+func (g *group) removeMember(id string) {
+	delete(g.members, id)
+	for q, o := range g.owners {
+		if o.member == id {
+			delete(g.owners, q)
+		}
+	}
+}
+
+func (g *group) notify() {
+	g.version++
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// rebalance recomputes the group's queues and allocation under a new epoch
+// and grants free queues. g.mu must be held.
+func (c *coordinator) rebalance(g *group) {
+	g.epoch++
+	g.queues = g.queues[:0]
+	for _, s := range g.subs {
+		t, ok := c.e.lookupTopic(s.Topic)
+		if !ok {
+			continue
+		}
+		for _, q := range t.queueList() {
+			g.queues = append(g.queues, QueueRef{Topic: t.name, Queue: q.id})
+		}
+	}
+	if g.model == Broadcasting {
+		g.notify()
+		return
+	}
+	ids := make([]string, 0, len(g.members))
+	for id := range g.members {
+		ids = append(ids, id)
+	}
+	aq := make([]allocate.Queue, len(g.queues))
+	for i, q := range g.queues {
+		aq[i] = allocate.Queue{Topic: q.Topic, ID: q.Queue}
+	}
+	clear(g.target)
+	for id, qs := range g.strategy.Allocate(aq, ids) {
+		for _, q := range qs {
+			g.target[QueueRef{Topic: q.Topic, Queue: q.ID}] = id
+		}
+	}
+	for q := range g.owners {
+		if _, ok := g.target[q]; !ok && !slices.Contains(g.queues, q) {
+			delete(g.owners, q) // the queue is gone
+		}
+	}
+	g.grantFree()
+	g.notify()
+}
+
+// grantFree grants every unowned queue to its target member. g.mu must be held.
+func (g *group) grantFree() {
+	for q, id := range g.target {
+		if _, held := g.owners[q]; !held {
+			g.owners[q] = owner{member: id, epoch: g.epoch}
+		}
+	}
+}
+
+// assignment is member id's view. g.mu must be held.
+func (g *group) assignment(id string) Assignment {
+	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: g.version, Queues: []Grant{}}
+	if g.model == Broadcasting {
+		for _, q := range g.queues {
+			a.Queues = append(a.Queues, Grant{QueueRef: q, Epoch: g.resetEpoch})
+		}
+		return a
+	}
+	for _, q := range g.queues {
+		o, held := g.owners[q]
+		target := g.target[q]
+		switch {
+		case held && o.member == id && target == id:
+			a.Queues = append(a.Queues, Grant{QueueRef: q, Epoch: o.epoch})
+		case target == id:
+			a.Pending++
+		}
+	}
+	return a
+}
+
+func sameSubs(a, b []Subscription) bool { return slices.Equal(a, b) }
+
+// normalizeSubs validates, normalizes and sorts subscriptions.
+func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([]Subscription, error) {
+	if len(subs) == 0 {
+		return nil, fmt.Errorf("%w: no subscriptions", ErrInvalidArgument)
+	}
+	out := make([]Subscription, 0, len(subs))
+	for _, s := range subs {
+		f, err := parseFilter(s.Filter)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.e.topicFor(ctx, s.Topic); err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(out, func(x Subscription) bool { return x.Topic == s.Topic }) {
+			return nil, fmt.Errorf("%w: topic %q subscribed twice", ErrInvalidArgument, s.Topic)
+		}
+		out = append(out, Subscription{Topic: s.Topic, Filter: f.expr})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
+	return out, nil
+}
+
+// JoinGroup adds req.Member to req.Group. A member whose model or
+// subscriptions differ from the live members' gets ErrSubscriptionMismatch.
+func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, error) {
+	if err := e.enter(ctx); err != nil {
+		return Assignment{}, err
+	}
+	defer e.leave()
+	if req == nil {
+		return Assignment{}, fmt.Errorf("%w: nil join request", ErrInvalidArgument)
+	}
+	if err := ValidateName(req.Group); err != nil {
+		return Assignment{}, err
+	}
+	if req.Member == "" || len(req.Member) > 255 {
+		return Assignment{}, fmt.Errorf("%w: member ID must be 1-255 bytes", ErrInvalidArgument)
+	}
+	if req.Model != Clustering && req.Model != Broadcasting {
+		return Assignment{}, fmt.Errorf("%w: unknown message model %d", ErrInvalidArgument, req.Model)
+	}
+	if req.From < ConsumeFromLatest || req.From > ConsumeFromTimestamp {
+		return Assignment{}, fmt.Errorf("%w: unknown consume-from %d", ErrInvalidArgument, req.From)
+	}
+	stratName := req.Strategy
+	if stratName == "" {
+		stratName = allocate.Average().Name()
+	}
+	strat, err := allocate.ByName(stratName)
+	if err != nil {
+		return Assignment{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	subs, err := e.groups.normalizeSubs(ctx, req.Subscriptions)
+	if err != nil {
+		return Assignment{}, err
+	}
+	c := e.groups
+	c.mu.Lock()
+	g := c.groups[req.Group]
+	if g == nil {
+		g = newGroup(groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: req.From, FromTime: req.FromTime})
+		c.groups[req.Group] = g
+	}
+	c.mu.Unlock()
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, rejoin := g.members[req.Member]
+	others := len(g.members)
+	if rejoin {
+		others--
+	}
+	if others > 0 && (g.model != req.Model || !sameSubs(g.subs, subs) || g.strategy.Name() != strat.Name()) {
+		return Assignment{}, fmt.Errorf("%w: group %q is %s with %v (strategy %s); member %q asks %s with %v (strategy %s)",
+			ErrSubscriptionMismatch, g.name, g.model, g.subs, g.strategy.Name(), req.Member, req.Model, subs, strat.Name())
+	}
+	if others == 0 {
+		g.model, g.subs, g.strategy, g.from, g.fromTime = req.Model, subs, strat, req.From, req.FromTime
+		v, _ := json.Marshal(g.meta())
+		if err := e.writeMeta(store.MetaOp{Key: groupKey(g.name), Value: v}); err != nil {
+			return Assignment{}, fmt.Errorf("equeue: save group %q: %w", g.name, err)
+		}
+	}
+	g.members[req.Member] = &member{id: req.Member, lastSeen: time.Now()}
+	if !rejoin {
+		e.log.Info("group member joined", "group", g.name, "member", req.Member)
+	}
+	c.rebalance(g)
+	return g.assignment(req.Member), nil
+}
+
+// Heartbeat keeps req.Member alive and returns its assignment as soon as it
+// differs from req.KnownVersion, or after req.Wait.
+func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignment, error) {
+	if err := e.enter(ctx); err != nil {
+		return Assignment{}, err
+	}
+	defer e.leave()
+	if req == nil || req.Wait < 0 {
+		return Assignment{}, fmt.Errorf("%w: bad heartbeat request", ErrInvalidArgument)
+	}
+	g, err := e.groups.memberGroup(req.Group, req.Member)
+	if err != nil {
+		return Assignment{}, err
+	}
+	m := g.members[req.Member]
+	m.lastSeen = time.Now()
+	if g.version != req.KnownVersion || req.Wait == 0 {
+		defer g.mu.Unlock()
+		return g.assignment(req.Member), nil
+	}
+	m.waiting++
+	changed := g.changed
+	g.mu.Unlock()
+	wait := min(req.Wait, e.opts.SessionTimeout/2)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var stop error
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-ctx.Done():
+		stop = ctx.Err()
+	case <-e.closing:
+		stop = ErrClosed
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m.waiting--
+	m.lastSeen = time.Now()
+	if stop != nil {
+		return Assignment{}, stop
+	}
+	if g.members[req.Member] != m {
+		return Assignment{}, fmt.Errorf("%w: %q in group %q", ErrNotMember, req.Member, req.Group)
+	}
+	return g.assignment(req.Member), nil
+}
+
+// LeaveGroup removes member from group and rebalances at once.
+func (e *Engine) LeaveGroup(ctx context.Context, groupName, memberID string) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.leave()
+	g, err := e.groups.memberGroup(groupName, memberID)
+	if err != nil {
+		return err
+	}
+	defer g.mu.Unlock()
+	g.removeMember(memberID)
+	e.log.Info("group member left", "group", groupName, "member", memberID)
+	e.groups.rebalance(g)
+	return nil
+}
+
+// ReleaseQueues gives up queues so that their new owners can start.
+func (e *Engine) ReleaseQueues(ctx context.Context, groupName, memberID string, queues []Grant) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.leave()
+	g, err := e.groups.memberGroup(groupName, memberID)
+	if err != nil {
+		return err
+	}
+	defer g.mu.Unlock()
+	released := false
+	for _, q := range queues {
+		if o, ok := g.owners[q.QueueRef]; ok && o.member == memberID && o.epoch == q.Epoch {
+			delete(g.owners, q.QueueRef)
+			released = true
+		}
+	}
+	if released {
+		g.grantFree()
+		g.notify()
+	}
+	return nil
+}
+
+// checkOwner fences a pull: member must own topic/queue under epoch.
+func (c *coordinator) checkOwner(groupName, memberID string, epoch int64, topic string, queue int) error {
+	g, err := c.memberGroup(groupName, memberID)
+	if err != nil {
+		return err
+	}
+	defer g.mu.Unlock()
+	return g.checkGrant(memberID, Grant{QueueRef: QueueRef{Topic: topic, Queue: queue}, Epoch: epoch})
+}
+
+// checkGrant reports ErrFenced unless member holds q under its epoch. g.mu must be held.
+func (g *group) checkGrant(memberID string, q Grant) error {
+	if g.model == Broadcasting {
+		if q.Epoch != g.resetEpoch || !slices.Contains(g.queues, q.QueueRef) {
+			return fmt.Errorf("%w: %s epoch %d in broadcast group %q (current %d)", ErrFenced, q.QueueRef, q.Epoch, g.name, g.resetEpoch)
+		}
+		return nil
+	}
+	o, ok := g.owners[q.QueueRef]
+	if !ok || o.member != memberID || o.epoch != q.Epoch {
+		return fmt.Errorf("%w: %s is not owned by %q under epoch %d in group %q", ErrFenced, q.QueueRef, memberID, q.Epoch, g.name)
+	}
+	return nil
+}
+
+// dropTopic forgets a deleted topic's offsets and rebalances its groups.
+func (c *coordinator) topicChanged(name string, deleted bool) {
+	c.mu.Lock()
+	gs := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		gs = append(gs, g)
+	}
+	c.mu.Unlock()
+	for _, g := range gs {
+		g.mu.Lock()
+		if deleted {
+			var ops []store.MetaOp
+			for k := range g.offsets {
+				if k.q.Topic == name {
+					delete(g.offsets, k)
+					ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Delete: true})
+				}
+			}
+			if len(ops) > 0 {
+				if err := c.e.st.Write(&store.Batch{Meta: ops}); err != nil {
+					c.e.log.Warn("dropping offsets of deleted topic", "group", g.name, "topic", name, "err", err)
+				}
+			}
+		}
+		if slices.ContainsFunc(g.subs, func(s Subscription) bool { return s.Topic == name }) && len(g.members) > 0 {
+			c.rebalance(g)
+		}
+		g.mu.Unlock()
+	}
+}
+
+func (e *Engine) notifyTopicChange(name string) {
+	_, exists := e.lookupTopic(name)
+	e.groups.topicChanged(name, !exists)
+}

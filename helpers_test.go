@@ -1,0 +1,125 @@
+package equeue_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// storeKinds runs a test against every store kind the engine ships.
+var storeKinds = []string{"badger", "memory"}
+
+// openEngine opens an engine of the given kind in t's temp dir and closes it
+// (checking the error) when the test ends. The returned reopen function
+// closes the engine and opens a new one on the same data (badger only).
+func openEngine(t testing.TB, kind string, opts *equeue.Options) (*equeue.Engine, func() *equeue.Engine) {
+	t.Helper()
+	var o equeue.Options
+	if opts != nil {
+		o = *opts
+	}
+	dir := ""
+	switch kind {
+	case "memory":
+		o.InMemory = true
+	case "badger":
+		dir = t.TempDir()
+	default:
+		t.Fatalf("unknown store kind %q", kind)
+	}
+	e, err := equeue.Open(dir, &o)
+	require.NoError(t, err)
+	cur := e
+	var mu sync.Mutex
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		require.NoError(t, cur.Close())
+	})
+	reopen := func() *equeue.Engine {
+		t.Helper()
+		require.Equal(t, "badger", kind, "only a durable store can be reopened")
+		mu.Lock()
+		defer mu.Unlock()
+		require.NoError(t, cur.Close())
+		n, err := equeue.Open(dir, &o)
+		require.NoError(t, err)
+		cur = n
+		return n
+	}
+	return e, reopen
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newProducer(t testing.TB, b equeue.Broker, opts *equeue.ProducerOptions) *equeue.Producer {
+	t.Helper()
+	p, err := equeue.NewProducer(b, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// eventually waits for cond with a deadline instead of sleeping.
+func eventually(t testing.TB, within time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: "+msg, append([]any{within}, args...)...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// countingStore wraps a store, counts calls and can inject write errors.
+type countingStore struct {
+	equeue.Store
+	writes   atomic.Int64
+	syncs    atomic.Int64
+	failNext atomic.Int64 // fail this many next writes
+	corrupt  atomic.Pointer[func(store.QueueID, uint64, []byte) []byte]
+}
+
+var errInjected = os.ErrDeadlineExceeded // any distinct error will do
+
+func (s *countingStore) Write(b *store.Batch) error {
+	s.writes.Add(1)
+	if s.failNext.Load() > 0 {
+		s.failNext.Add(-1)
+		return errInjected
+	}
+	return s.Store.Write(b)
+}
+
+func (s *countingStore) Sync() error {
+	s.syncs.Add(1)
+	return s.Store.Sync()
+}
+
+func (s *countingStore) Read(q store.QueueID, from, to uint64, max, maxBytes int) ([]store.Record, error) {
+	recs, err := s.Store.Read(q, from, to, max, maxBytes)
+	if f := s.corrupt.Load(); f != nil {
+		for i := range recs {
+			recs[i].Value = (*f)(q, recs[i].Offset, recs[i].Value)
+		}
+	}
+	return recs, err
+}

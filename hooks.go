@@ -1,0 +1,55 @@
+package equeue
+
+import (
+	"context"
+	"time"
+)
+
+// Hooks observe sends and handling, for tracing and metrics. Every field is
+// optional. Hooks run on the caller's goroutine and must be fast and safe for
+// concurrent use; a panic in a hook is not recovered.
+type Hooks struct {
+	// BeforeSend runs before a message is routed; it may set properties.
+	BeforeSend func(ctx context.Context, m *Message)
+	// AfterSend runs once the send has succeeded or failed.
+	AfterSend func(ctx context.Context, m *Message, res SendResult, err error)
+	// BeforeHandle runs before the handler gets a message.
+	BeforeHandle func(ctx context.Context, m *Message)
+	// AfterHandle runs after the handler returned (err is its error, or the
+	// recovered panic as an error), with the time it took.
+	AfterHandle func(ctx context.Context, m *Message, err error, took time.Duration)
+}
+
+type hookList []Hooks
+
+func (h hookList) beforeSend(ctx context.Context, m *Message) {
+	for _, x := range h {
+		if x.BeforeSend != nil {
+			x.BeforeSend(ctx, m)
+		}
+	}
+}
+
+func (h hookList) afterSend(ctx context.Context, m *Message, res SendResult, err error) {
+	for _, x := range h {
+		if x.AfterSend != nil {
+			x.AfterSend(ctx, m, res, err)
+		}
+	}
+}
+
+func (h hookList) beforeHandle(ctx context.Context, m *Message) {
+	for _, x := range h {
+		if x.BeforeHandle != nil {
+			x.BeforeHandle(ctx, m)
+		}
+	}
+}
+
+func (h hookList) afterHandle(ctx context.Context, m *Message, err error, took time.Duration) {
+	for _, x := range h {
+		if x.AfterHandle != nil {
+			x.AfterHandle(ctx, m, err, took)
+		}
+	}
+}

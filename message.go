@@ -1,0 +1,81 @@
+package equeue
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"sync/atomic"
+	"time"
+)
+
+// Message is one message: what a producer sends and what a consumer receives.
+//
+// On Send, Topic and Body are what matter; Tag, Keys, Properties, ID, TTL and
+// DeliverAt are optional. The engine fills Queue, Offset, StoredAt (and ID
+// and BornAt when empty). A received message carries every field as sent.
+type Message struct {
+	// ID identifies the message. Empty on Send means the engine generates a
+	// unique one; a producer-supplied ID is kept as is.
+	ID string
+	// Topic the message belongs to.
+	Topic string
+	// Tag is one optional label that subscriptions filter on ("*" or "A || B").
+	Tag string
+	// Keys are lookup keys. The first key, when present, routes the message:
+	// messages with the same first key go to the same queue, in send order.
+	Keys []string
+	// Properties are user key/value pairs, carried unchanged.
+	Properties map[string]string
+	// Body is the payload.
+	Body []byte
+	// BornAt is when the producer created the message (set on Send if zero).
+	BornAt time.Time
+	// StoredAt is when the engine wrote the message (set by the engine).
+	StoredAt time.Time
+	// Queue is the queue the message is stored in (set by the engine).
+	Queue int
+	// Offset is the message's position in its queue (set by the engine).
+	Offset int64
+	// DeliverAt, when in the future on Send, delays the message until then.
+	DeliverAt time.Time
+	// ExpiresAt, when set, is the end of the message's life: consumers never
+	// receive it after that moment. Producers usually set it through TTL.
+	ExpiresAt time.Time
+	// Attempt counts earlier failed deliveries of this message (0 on the first).
+	Attempt int
+
+	// sys holds engine-owned properties (retry origin, last error).
+	sys map[string]string
+}
+
+// routingKey is what key-hash selection uses.
+func (m *Message) routingKey() string {
+	if len(m.Keys) > 0 {
+		return m.Keys[0]
+	}
+	return ""
+}
+
+// SysProperty returns an engine-owned property, such as the origin of a retried message.
+func (m *Message) SysProperty(name string) string { return m.sys[name] }
+
+// idSource makes message IDs: 8 random bytes fixed per process followed by a
+// counter, so IDs are unique without a syscall per message.
+type idSource struct {
+	prefix [8]byte
+	n      atomic.Uint64
+}
+
+func newIDSource() *idSource {
+	s := &idSource{}
+	_, _ = rand.Read(s.prefix[:])
+	s.n.Store(uint64(time.Now().UnixNano()))
+	return s
+}
+
+func (s *idSource) next() string {
+	var b [16]byte
+	copy(b[:8], s.prefix[:])
+	binary.BigEndian.PutUint64(b[8:], s.n.Add(1))
+	return hex.EncodeToString(b[:])
+}

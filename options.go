@@ -1,0 +1,159 @@
+package equeue
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// Limits and defaults.
+const (
+	// MaxQueuesPerTopic is the most queues a topic can have.
+	MaxQueuesPerTopic = 256
+	// DefaultQueues is the queue count of a topic created without one.
+	DefaultQueues = 4
+	// DefaultMaxMessageSize is the default largest encoded message (4 MiB).
+	DefaultMaxMessageSize = 4 << 20
+	// DefaultPullBatch is the default number of messages a pull returns.
+	DefaultPullBatch = 32
+	// MaxPullBatch is the most messages one pull may ask for.
+	MaxPullBatch = 1024
+	// DefaultMaxPullWait bounds how long a long-poll pull waits for data.
+	DefaultMaxPullWait = 15 * time.Second
+	// DefaultSessionTimeout is how long a silent group member stays a member.
+	DefaultSessionTimeout = 30 * time.Second
+)
+
+type syncKind uint8
+
+const (
+	syncAlways syncKind = iota
+	syncInterval
+	syncNever
+)
+
+// SyncPolicy says when appended messages are made durable (fsync). The zero
+// value is SyncAlways.
+type SyncPolicy struct {
+	kind  syncKind
+	every time.Duration
+}
+
+var (
+	// SyncAlways makes Send return only after its message is fsynced. Concurrent
+	// sends share one fsync (group commit). A successful Send survives a crash
+	// of the process or of the machine.
+	SyncAlways = SyncPolicy{kind: syncAlways}
+	// SyncNever never forces an fsync; the OS writes data back when it likes.
+	// A successful Send survives a crash of the process, not of the machine.
+	SyncNever = SyncPolicy{kind: syncNever}
+)
+
+// SyncInterval fsyncs every d in the background; Send returns once the
+// message is written. A machine crash loses at most the last d of sends.
+func SyncInterval(d time.Duration) SyncPolicy { return SyncPolicy{kind: syncInterval, every: d} }
+
+// String names the policy.
+func (p SyncPolicy) String() string {
+	switch p.kind {
+	case syncAlways:
+		return "always"
+	case syncNever:
+		return "never"
+	default:
+		return "interval(" + p.every.String() + ")"
+	}
+}
+
+func (p SyncPolicy) validate() error {
+	if p.kind > syncNever {
+		return fmt.Errorf("%w: unknown sync policy", ErrInvalidOptions)
+	}
+	if p.kind == syncInterval && p.every <= 0 {
+		return fmt.Errorf("%w: SyncInterval needs a positive duration, got %v", ErrInvalidOptions, p.every)
+	}
+	return nil
+}
+
+// Options configure an Engine. A nil *Options, and every zero field, means the
+// documented default.
+type Options struct {
+	// InMemory keeps everything in memory (store.Memory); nothing touches
+	// disk and the dir argument of Open must be empty. Default false.
+	InMemory bool
+	// Store, when set, is used instead of opening one; the engine closes it on
+	// Close. dir must then be empty. Used for custom backends and fault tests.
+	Store Store
+	// Badger tunes the Badger store; nil means store.DefaultBadgerOptions(),
+	// an embedded profile that keeps an idle engine small.
+	Badger *store.BadgerOptions
+	// Sync is the default durability policy. Zero value: SyncAlways.
+	Sync SyncPolicy
+	// DefaultQueues is the queue count of auto-created topics and of
+	// CreateTopic with 0 queues. Zero means 4.
+	DefaultQueues int
+	// AutoCreateTopics creates unknown topics on first send instead of
+	// returning ErrTopicNotFound. Default false.
+	AutoCreateTopics bool
+	// MaxMessageSize is the largest encoded message in bytes. Zero means 4 MiB.
+	MaxMessageSize int
+	// MaxPullWait caps how long a long-poll pull waits. Zero means 15 s.
+	MaxPullWait time.Duration
+	// SessionTimeout is how long a group member may go without a heartbeat
+	// before it is expired and its queues reassigned. Zero means 30 s.
+	SessionTimeout time.Duration
+	// Logger receives the engine's structured logs. Nil means silent.
+	Logger *slog.Logger
+}
+
+// Validate reports the first field that is out of range, wrapped in ErrInvalidOptions.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	if err := o.Sync.validate(); err != nil {
+		return err
+	}
+	if o.DefaultQueues < 0 || o.DefaultQueues > MaxQueuesPerTopic {
+		return fmt.Errorf("%w: DefaultQueues %d not in 0..%d", ErrInvalidOptions, o.DefaultQueues, MaxQueuesPerTopic)
+	}
+	if o.MaxMessageSize < 0 || o.MaxMessageSize > 256<<20 {
+		return fmt.Errorf("%w: MaxMessageSize %d not in 0..256MiB", ErrInvalidOptions, o.MaxMessageSize)
+	}
+	if o.MaxPullWait < 0 {
+		return fmt.Errorf("%w: negative MaxPullWait", ErrInvalidOptions)
+	}
+	if o.SessionTimeout < 0 || (o.SessionTimeout > 0 && o.SessionTimeout < 100*time.Millisecond) {
+		return fmt.Errorf("%w: SessionTimeout %v must be 0 or at least 100ms", ErrInvalidOptions, o.SessionTimeout)
+	}
+	if o.InMemory && o.Store != nil {
+		return fmt.Errorf("%w: InMemory and Store are exclusive", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// withDefaults returns a copy with every zero field replaced by its default.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.DefaultQueues == 0 {
+		c.DefaultQueues = DefaultQueues
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if c.MaxPullWait == 0 {
+		c.MaxPullWait = DefaultMaxPullWait
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

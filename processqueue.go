@@ -1,0 +1,158 @@
+package equeue
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// processQueue holds the messages of one owned queue between pull and
+// completion, in offset order. Its committable offset is the lowest offset
+// not yet done, or one past the last pulled offset when everything is done:
+// the sliding window that makes at-least-once commits safe.
+type processQueue struct {
+	mu       sync.Mutex
+	entries  []pqEntry // ascending offsets; entries[:head] are done
+	head     int
+	count    int   // entries not done
+	bytes    int64 // body bytes of entries not done
+	running  int   // entries whose handler is running
+	pullNext int64 // one past the last offset pulled or skipped
+	stopping bool  // no new handler may start
+	changed  chan struct{}
+}
+
+type pqEntry struct {
+	off     int64
+	size    int64
+	born    time.Time // when pulled
+	done    bool
+	running bool
+}
+
+func newProcessQueue(start int64) *processQueue {
+	return &processQueue{pullNext: start, changed: make(chan struct{})}
+}
+
+func (p *processQueue) signal() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// add records pulled messages and where the next pull starts.
+func (p *processQueue) add(msgs []*Message, next int64) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range msgs {
+		p.entries = append(p.entries, pqEntry{off: m.Offset, size: int64(len(m.Body)), born: now})
+		p.count++
+		p.bytes += int64(len(m.Body))
+	}
+	if next > p.pullNext {
+		p.pullNext = next
+	}
+}
+
+// skip moves the pull position past offsets with nothing to deliver.
+func (p *processQueue) skip(next int64) {
+	p.mu.Lock()
+	if next > p.pullNext {
+		p.pullNext = next
+	}
+	p.mu.Unlock()
+}
+
+func (p *processQueue) find(off int64) int {
+	i := sort.Search(len(p.entries)-p.head, func(i int) bool { return p.entries[p.head+i].off >= off })
+	i += p.head
+	if i < len(p.entries) && p.entries[i].off == off {
+		return i
+	}
+	return -1
+}
+
+// begin marks off as running; false when the queue is stopping or off is
+// unknown, and the handler must not run.
+func (p *processQueue) begin(off int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := p.find(off)
+	if p.stopping || i < 0 || p.entries[i].done || p.entries[i].running {
+		return false
+	}
+	p.entries[i].running = true
+	p.running++
+	return true
+}
+
+// end marks a running entry no longer running; done says the message is finished.
+func (p *processQueue) end(off int64, done bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := p.find(off)
+	if i < 0 {
+		return
+	}
+	e := &p.entries[i]
+	if e.running {
+		e.running = false
+		p.running--
+	}
+	if done && !e.done {
+		e.done = true
+		p.count--
+		p.bytes -= e.size
+		for p.head < len(p.entries) && p.entries[p.head].done {
+			p.head++
+		}
+		if p.head > 1024 && p.head*2 > len(p.entries) {
+			p.entries = append(p.entries[:0], p.entries[p.head:]...)
+			p.head = 0
+		}
+	}
+	p.signal()
+}
+
+// committable is the next offset the group may commit for this queue.
+func (p *processQueue) committable() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.head < len(p.entries) {
+		return p.entries[p.head].off
+	}
+	return p.pullNext
+}
+
+// stats returns the cached count and bytes, the span between the lowest and
+// highest cached offsets, and the age of the oldest entry.
+func (p *processQueue) stats() (count int, bytes int64, span int64, oldest time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.head < len(p.entries) {
+		span = p.entries[len(p.entries)-1].off - p.entries[p.head].off
+		oldest = time.Since(p.entries[p.head].born)
+	}
+	return p.count, p.bytes, span, oldest
+}
+
+// wait returns a channel closed at the next change.
+func (p *processQueue) wait() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+// stop forbids new handlers and reports how many are running.
+func (p *processQueue) stop() {
+	p.mu.Lock()
+	p.stopping = true
+	p.signal()
+	p.mu.Unlock()
+}
+
+func (p *processQueue) runningCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
+}

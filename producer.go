@@ -1,0 +1,300 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ProducerOptions configure a Producer. Nil means defaults.
+type ProducerOptions struct {
+	// Selector picks the queue; nil means KeyHashSelector (key hash, else round robin).
+	Selector QueueSelector
+	// Sync overrides the engine's sync policy for this producer's sends when non-nil.
+	Sync *SyncPolicy
+	// RouteTTL is how long a topic's queue list is cached. Zero means 1 s.
+	RouteTTL time.Duration
+	// Hooks observe every send.
+	Hooks []Hooks
+}
+
+// SendResult says where a message was stored.
+type SendResult struct {
+	ID       string
+	Topic    string
+	Queue    int
+	Offset   int64
+	StoredAt time.Time
+}
+
+// BatchResult says where a batch was stored: one queue, consecutive offsets.
+type BatchResult struct {
+	Topic       string
+	Queue       int
+	FirstOffset int64
+	StoredAt    time.Time
+	IDs         []string
+}
+
+// Producer sends messages to a broker: an *Engine in-process or a remote
+// client. It is safe for concurrent use. Close it when done.
+type Producer struct {
+	b      Broker
+	sel    QueueSelector
+	sync   *SyncPolicy
+	ttl    time.Duration
+	hooks  hookList
+	closed atomic.Bool
+	async  sync.WaitGroup
+
+	mu     sync.Mutex
+	routes map[string]cachedRoute
+}
+
+type cachedRoute struct {
+	r   Route
+	exp time.Time
+}
+
+// NewProducer returns a producer on b.
+func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil broker", ErrInvalidArgument)
+	}
+	var o ProducerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.RouteTTL < 0 {
+		return nil, fmt.Errorf("%w: negative RouteTTL", ErrInvalidOptions)
+	}
+	if o.Sync != nil {
+		if err := o.Sync.validate(); err != nil {
+			return nil, err
+		}
+	}
+	if o.RouteTTL == 0 {
+		o.RouteTTL = time.Second
+	}
+	if o.Selector == nil {
+		o.Selector = KeyHashSelector()
+	}
+	return &Producer{b: b, sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks, routes: map[string]cachedRoute{}}, nil
+}
+
+// Close stops the producer after its pending SendAsync calls complete. Idempotent.
+func (p *Producer) Close() error {
+	p.closed.Store(true)
+	p.async.Wait()
+	return nil
+}
+
+func (p *Producer) route(ctx context.Context, topic string, fresh bool) (Route, error) {
+	now := time.Now()
+	p.mu.Lock()
+	c, ok := p.routes[topic]
+	p.mu.Unlock()
+	if ok && !fresh && now.Before(c.exp) {
+		return c.r, nil
+	}
+	r, err := p.b.Route(ctx, topic)
+	if err != nil {
+		return Route{}, err
+	}
+	p.mu.Lock()
+	p.routes[topic] = cachedRoute{r: r, exp: now.Add(p.ttl)}
+	p.mu.Unlock()
+	return r, nil
+}
+
+// pick chooses a queue for m, refreshing the route when fresh is set.
+func (p *Producer) pick(ctx context.Context, m *Message, fresh bool) (int, error) {
+	r, err := p.route(ctx, m.Topic, fresh)
+	if err != nil {
+		return 0, err
+	}
+	if len(r.Writable) == 0 {
+		return 0, fmt.Errorf("%w: topic %q has no queue open to producers", ErrQueueNotWritable, m.Topic)
+	}
+	q := p.sel.Select(m, r.Writable)
+	if q < 0 || q >= r.Queues {
+		return 0, fmt.Errorf("%w: selector chose queue %d of %d", ErrQueueNotFound, q, r.Queues)
+	}
+	return q, nil
+}
+
+func (p *Producer) check(ctx context.Context, msgs ...*Message) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: no messages", ErrInvalidArgument)
+	}
+	for i, m := range msgs {
+		if m == nil {
+			return fmt.Errorf("%w: message %d is nil", ErrInvalidArgument, i)
+		}
+		if m.Topic != msgs[0].Topic {
+			return fmt.Errorf("%w: a batch must be for one topic (%q and %q)", ErrInvalidArgument, msgs[0].Topic, m.Topic)
+		}
+	}
+	return ValidateName(stripInternal(msgs[0].Topic))
+}
+
+// routeRetryable reports whether a fresh route might make the send succeed.
+func routeRetryable(err error) bool {
+	return errors.Is(err, ErrQueueNotWritable) || errors.Is(err, ErrQueueNotFound)
+}
+
+// Send stores m and returns where it landed. Under SyncAlways it returns
+// after the message is durable. If ctx ends first the outcome is unknown.
+func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
+	if err := p.check(ctx, m); err != nil {
+		return SendResult{}, err
+	}
+	p.hooks.beforeSend(ctx, m)
+	res, err := p.send(ctx, m)
+	p.hooks.afterSend(ctx, m, res, err)
+	return res, err
+}
+
+func (p *Producer) send(ctx context.Context, m *Message) (SendResult, error) {
+	var (
+		ar  AppendResult
+		err error
+	)
+	for attempt := 0; attempt < 2; attempt++ {
+		var q int
+		if q, err = p.pick(ctx, m, attempt > 0); err != nil {
+			return SendResult{}, err
+		}
+		ar, err = p.b.Append(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync})
+		if err == nil || !routeRetryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return SendResult{}, err
+	}
+	return SendResult{ID: ar.IDs[0], Topic: m.Topic, Queue: ar.Queue, Offset: ar.FirstOffset, StoredAt: ar.StoredAt}, nil
+}
+
+// SendBatch stores msgs, all for one topic, in one queue and in order. The
+// queue is chosen from the first message. Either every message is stored or
+// none is.
+func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult, error) {
+	if err := p.check(ctx, msgs...); err != nil {
+		return BatchResult{}, err
+	}
+	for _, m := range msgs {
+		p.hooks.beforeSend(ctx, m)
+	}
+	var (
+		ar  AppendResult
+		err error
+	)
+	for attempt := 0; attempt < 2; attempt++ {
+		var q int
+		if q, err = p.pick(ctx, msgs[0], attempt > 0); err != nil {
+			break
+		}
+		ar, err = p.b.Append(ctx, &AppendRequest{Topic: msgs[0].Topic, Queue: q, Messages: msgs, Sync: p.sync})
+		if err == nil || !routeRetryable(err) {
+			break
+		}
+	}
+	res := BatchResult{Topic: msgs[0].Topic}
+	if err == nil {
+		res = BatchResult{Topic: msgs[0].Topic, Queue: ar.Queue, FirstOffset: ar.FirstOffset, StoredAt: ar.StoredAt, IDs: ar.IDs}
+	}
+	for i, m := range msgs {
+		sr := SendResult{Topic: m.Topic}
+		if err == nil {
+			sr = SendResult{ID: ar.IDs[i], Topic: m.Topic, Queue: ar.Queue, Offset: ar.FirstOffset + int64(i), StoredAt: ar.StoredAt}
+		}
+		p.hooks.afterSend(ctx, m, sr, err)
+	}
+	return res, err
+}
+
+// SendFuture is the pending result of SendAsync.
+type SendFuture struct {
+	done chan struct{}
+	res  SendResult
+	err  error
+}
+
+// Done is closed when the result is ready.
+func (f *SendFuture) Done() <-chan struct{} { return f.done }
+
+// Result waits for the send (or ctx) and returns its outcome.
+func (f *SendFuture) Result(ctx context.Context) (SendResult, error) {
+	select {
+	case <-f.done:
+		return f.res, f.err
+	case <-ctx.Done():
+		return SendResult{}, ctx.Err()
+	}
+}
+
+// asyncAppender is implemented by brokers that can append without a
+// goroutine per call (the in-process Engine).
+type asyncAppender interface {
+	AppendAsync(ctx context.Context, req *AppendRequest, cb func(AppendResult, error))
+}
+
+// SendAsync starts sending m and returns at once; many sends in flight let
+// the engine batch them into one write and one fsync. The future completes
+// when the send would have returned. m must not be modified until then.
+func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
+	f := &SendFuture{done: make(chan struct{})}
+	finish := func(res SendResult, err error) {
+		f.res, f.err = res, err
+		p.hooks.afterSend(ctx, m, res, err)
+		close(f.done)
+	}
+	if err := p.check(ctx, m); err != nil {
+		f.err = err
+		close(f.done)
+		return f
+	}
+	p.hooks.beforeSend(ctx, m)
+	aa, ok := p.b.(asyncAppender)
+	q, err := p.pick(ctx, m, false)
+	if !ok || err != nil {
+		p.async.Add(1)
+		go func() {
+			defer p.async.Done()
+			finish(p.send(ctx, m))
+		}()
+		return f
+	}
+	p.async.Add(1)
+	aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync},
+		func(ar AppendResult, err error) {
+			defer p.async.Done()
+			if err != nil {
+				finish(SendResult{}, err)
+				return
+			}
+			finish(SendResult{ID: ar.IDs[0], Topic: m.Topic, Queue: ar.Queue, Offset: ar.FirstOffset, StoredAt: ar.StoredAt}, nil)
+		})
+	return f
+}
+
+// stripInternal lets producers address the engine's retry and DLQ topics by
+// name validation of their group part.
+func stripInternal(topic string) string {
+	for _, p := range []string{RetryTopicPrefix, DLQTopicPrefix} {
+		if len(topic) > len(p) && topic[:len(p)] == p {
+			return topic[len(p):]
+		}
+	}
+	return topic
+}

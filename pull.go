@@ -1,0 +1,208 @@
+package equeue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PullStatus says what a pull found.
+type PullStatus int
+
+const (
+	// PullFound means Messages holds at least one message.
+	PullFound PullStatus = iota
+	// PullNoNewMessage means the offset is the queue's end and nothing arrived
+	// within the wait.
+	PullNoNewMessage
+	// PullNoMatch means messages were scanned but none matched the filter (or
+	// all had expired or were corrupt); NextOffset moves past them.
+	PullNoMatch
+	// PullOffsetMoved means the offset was below the queue's low watermark or
+	// beyond its end; NextOffset is the valid offset to continue from.
+	PullOffsetMoved
+)
+
+func (s PullStatus) String() string {
+	switch s {
+	case PullFound:
+		return "found"
+	case PullNoNewMessage:
+		return "no-new-message"
+	case PullNoMatch:
+		return "no-match"
+	case PullOffsetMoved:
+		return "offset-moved"
+	}
+	return fmt.Sprintf("PullStatus(%d)", int(s))
+}
+
+// PullRequest asks for messages of one queue from an offset.
+type PullRequest struct {
+	Topic  string
+	Queue  int
+	Offset int64
+	// Max is the most messages to return; 0 means 32, at most 1024.
+	Max int
+	// Filter is a tag expression: "*" (or empty) or "A || B".
+	Filter string
+	// Wait is how long to wait at the end of the queue for a new message
+	// (long-poll); 0 returns at once. Capped by Options.MaxPullWait.
+	Wait time.Duration
+
+	// Group, Member and Epoch fence the pull for a clustering consumer: the
+	// pull is refused with ErrFenced unless Member owns the queue in Group
+	// under Epoch. Empty Group means an unfenced read.
+	Group  string
+	Member string
+	Epoch  int64
+}
+
+// PullResult is the answer to a pull.
+type PullResult struct {
+	Status   PullStatus
+	Messages []*Message
+	// NextOffset is where the next pull of this queue should start.
+	NextOffset int64
+	// MinOffset and MaxOffset are the queue's bounds at the time of the pull
+	// (MaxOffset is one past the last message).
+	MinOffset int64
+	MaxOffset int64
+	// Corrupt lists offsets skipped because their records failed the checksum.
+	Corrupt []int64
+	// Expired counts messages skipped because their time-to-live ran out.
+	Expired int
+}
+
+// maxScanBatches bounds how many reads one pull makes to find a match.
+const maxScanBatches = 8
+
+// Pull reads up to req.Max messages matching the filter from req.Offset. At
+// the end of the queue it waits up to req.Wait for an append (woken at once
+// by it, not by polling), then reports PullNoNewMessage.
+func (e *Engine) Pull(ctx context.Context, req *PullRequest) (PullResult, error) {
+	if err := e.enter(ctx); err != nil {
+		return PullResult{}, err
+	}
+	defer e.leave()
+	if req == nil {
+		return PullResult{}, fmt.Errorf("%w: nil pull request", ErrInvalidArgument)
+	}
+	max := req.Max
+	if max == 0 {
+		max = DefaultPullBatch
+	}
+	if max < 0 || max > MaxPullBatch {
+		return PullResult{}, fmt.Errorf("%w: pull max %d not in 1..%d", ErrInvalidArgument, req.Max, MaxPullBatch)
+	}
+	if req.Wait < 0 {
+		return PullResult{}, fmt.Errorf("%w: negative pull wait", ErrInvalidArgument)
+	}
+	f, err := parseFilter(req.Filter)
+	if err != nil {
+		return PullResult{}, err
+	}
+	t, ok := e.lookupTopic(req.Topic)
+	if !ok {
+		return PullResult{}, fmt.Errorf("%w: %q", ErrTopicNotFound, req.Topic)
+	}
+	q, err := t.queue(req.Queue)
+	if err != nil {
+		return PullResult{}, err
+	}
+	if req.Group != "" {
+		if err := e.groups.checkOwner(req.Group, req.Member, req.Epoch, t.name, q.id); err != nil {
+			return PullResult{}, err
+		}
+	}
+	wait := min(req.Wait, e.opts.MaxPullWait)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		min, next, wake := q.bounds()
+		res := PullResult{MinOffset: min, MaxOffset: next, NextOffset: req.Offset}
+		switch {
+		case req.Offset < min:
+			res.Status, res.NextOffset = PullOffsetMoved, min
+			return res, nil
+		case req.Offset > next:
+			res.Status, res.NextOffset = PullOffsetMoved, next
+			return res, nil
+		case req.Offset < next:
+			return e.readQueue(q, req.Offset, next, max, f, res)
+		}
+		if wait <= 0 {
+			res.Status = PullNoNewMessage
+			return res, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
+		select {
+		case <-wake:
+			if t.deleted.Load() {
+				return PullResult{}, fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, t.name)
+			}
+		case <-timer.C:
+			res.Status = PullNoNewMessage
+			return res, nil
+		case <-ctx.Done():
+			return PullResult{}, ctx.Err()
+		case <-e.closing:
+			return PullResult{}, ErrClosed
+		}
+	}
+}
+
+// readQueue reads [from, end) in short read transactions until it has
+// matches or scanned maxScanBatches reads.
+func (e *Engine) readQueue(q *queue, from, end int64, max int, f tagFilter, res PullResult) (PullResult, error) {
+	off := from
+	now := time.Now()
+	for scans := 0; off < end && scans < maxScanBatches && len(res.Messages) == 0; scans++ {
+		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, 4<<20)
+		if err != nil {
+			return PullResult{}, fmt.Errorf("equeue: read %s/%d at %d: %w", q.topic.name, q.id, off, err)
+		}
+		if len(recs) == 0 {
+			// Records below end are gone: retention deleted them under us.
+			min, _, _ := q.bounds()
+			if min > off {
+				off = min
+				continue
+			}
+			break
+		}
+		for _, r := range recs {
+			off = int64(r.Offset) + 1
+			m, err := decodeRecord(r.Value)
+			if err != nil {
+				e.stats.corrupt.Add(1)
+				res.Corrupt = append(res.Corrupt, int64(r.Offset))
+				e.log.Error("corrupt record skipped", "topic", q.topic.name, "queue", q.id, "offset", r.Offset, "err", err)
+				continue
+			}
+			if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now) {
+				e.stats.expired.Add(1)
+				res.Expired++
+				continue
+			}
+			if !f.match(m.Tag) {
+				continue
+			}
+			m.Topic, m.Queue, m.Offset = q.topic.name, q.id, int64(r.Offset)
+			res.Messages = append(res.Messages, m)
+		}
+	}
+	res.NextOffset = off
+	if len(res.Messages) > 0 {
+		res.Status = PullFound
+	} else {
+		res.Status = PullNoMatch
+	}
+	return res, nil
+}

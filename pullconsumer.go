@@ -1,0 +1,245 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// PullConsumerOptions configure a PullConsumer. Group and Subscriptions are
+// required; zero fields mean the defaults of ConsumerOptions.
+type PullConsumerOptions struct {
+	Group             string
+	ID                string
+	Model             MessageModel
+	Subscriptions     []Subscription
+	From              ConsumeFrom
+	FromTime          time.Time
+	Strategy          string
+	HeartbeatInterval time.Duration
+	Logger            *slog.Logger
+}
+
+// PullConsumer is a group member for users who run their own loop: it
+// tracks which queues the group grants it, fetches batches on request and
+// commits only when told to. When a queue is taken away (another member
+// joined) it is released at once: progress not committed by then is
+// delivered again to the next owner. Safe for concurrent use.
+type PullConsumer struct {
+	b    Broker
+	join *JoinRequest
+	hb   time.Duration
+	log  *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	started   bool
+	closed    bool
+	version   int64
+	grants    map[QueueRef]Grant
+	positions map[QueueRef]int64
+	filters   map[string]string
+	changed   chan struct{}
+}
+
+// NewPullConsumer returns a pull consumer on b; call Start to join.
+func NewPullConsumer(b Broker, opts PullConsumerOptions) (*PullConsumer, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil broker", ErrInvalidArgument)
+	}
+	co := ConsumerOptions{Group: opts.Group, ID: opts.ID, Model: opts.Model, Subscriptions: opts.Subscriptions,
+		Handler: func(context.Context, *Message) error { return nil }, HeartbeatInterval: opts.HeartbeatInterval, Logger: opts.Logger}
+	if err := co.validate(); err != nil {
+		return nil, err
+	}
+	co.setDefaults()
+	pc := &PullConsumer{
+		b:    b,
+		join: &JoinRequest{Group: co.Group, Member: co.ID, Model: co.Model, Subscriptions: co.Subscriptions, From: opts.From, FromTime: opts.FromTime, Strategy: opts.Strategy},
+		hb:   co.HeartbeatInterval, log: co.Logger.With("group", co.Group, "member", co.ID),
+		grants: map[QueueRef]Grant{}, positions: map[QueueRef]int64{}, filters: map[string]string{},
+		changed: make(chan struct{}),
+	}
+	for _, s := range co.Subscriptions {
+		pc.filters[s.Topic] = s.Filter
+	}
+	pc.ctx, pc.cancel = context.WithCancel(context.Background())
+	return pc, nil
+}
+
+// ID returns the member ID.
+func (pc *PullConsumer) ID() string { return pc.join.Member }
+
+// Start joins the group.
+func (pc *PullConsumer) Start(ctx context.Context) error {
+	pc.mu.Lock()
+	if pc.closed || pc.started {
+		pc.mu.Unlock()
+		return fmt.Errorf("%w: pull consumer closed or already started", ErrClosed)
+	}
+	pc.started = true
+	pc.mu.Unlock()
+	a, err := pc.b.JoinGroup(ctx, pc.join)
+	if err != nil {
+		return err
+	}
+	if err := pc.apply(ctx, a); err != nil {
+		return err
+	}
+	pc.wg.Add(1)
+	go func() {
+		defer pc.wg.Done()
+		runMembership(pc.ctx, pc.b, pc.join, pc.hb, pc.log, func() int64 {
+			pc.mu.Lock()
+			defer pc.mu.Unlock()
+			return pc.version
+		}, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }) //nolint:errcheck // an empty assignment cannot fail
+	}()
+	return nil
+}
+
+func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
+	next := map[QueueRef]Grant{}
+	for _, g := range a.Queues {
+		next[g.QueueRef] = g
+	}
+	pc.mu.Lock()
+	var revoked, fresh []Grant
+	for ref, g := range pc.grants {
+		if ng, ok := next[ref]; !ok || ng.Epoch != g.Epoch {
+			revoked = append(revoked, g)
+			delete(pc.grants, ref)
+			delete(pc.positions, ref)
+		}
+	}
+	for ref, g := range next {
+		if _, ok := pc.grants[ref]; !ok {
+			fresh = append(fresh, g)
+		}
+	}
+	pc.mu.Unlock()
+	if len(revoked) > 0 && a.Member != "" {
+		if err := pc.b.ReleaseQueues(ctx, pc.join.Group, pc.join.Member, revoked); err != nil && !errors.Is(err, ErrNotMember) {
+			pc.log.Warn("release", "err", err)
+		}
+	}
+	var offs []int64
+	if len(fresh) > 0 {
+		var err error
+		if offs, err = pc.b.FetchOffsets(ctx, pc.join.Group, pc.join.Member, fresh); err != nil {
+			return err
+		}
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for i, g := range fresh {
+		pc.grants[g.QueueRef] = g
+		pc.positions[g.QueueRef] = offs[i]
+	}
+	pc.version = a.Version
+	if len(revoked) > 0 || len(fresh) > 0 {
+		close(pc.changed)
+		pc.changed = make(chan struct{})
+	}
+	return nil
+}
+
+// Assigned returns the queues the consumer owns now, sorted.
+func (pc *PullConsumer) Assigned() []QueueRef {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	out := make([]QueueRef, 0, len(pc.grants))
+	for ref := range pc.grants {
+		out = append(out, ref)
+	}
+	sortRefs(out)
+	return out
+}
+
+// Changed returns a channel closed at the next assignment change.
+func (pc *PullConsumer) Changed() <-chan struct{} {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.changed
+}
+
+// Fetch returns up to max messages of an owned queue from the consumer's
+// position (initially the group's committed offset) and moves the position
+// past them, waiting up to wait for new ones. It returns ErrFenced for a
+// queue the consumer does not own.
+func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait time.Duration) ([]*Message, error) {
+	pc.mu.Lock()
+	if pc.closed {
+		pc.mu.Unlock()
+		return nil, ErrClosed
+	}
+	g, ok := pc.grants[q]
+	pos := pc.positions[q]
+	pc.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
+	}
+	res, err := pc.b.Pull(ctx, &PullRequest{Topic: q.Topic, Queue: q.Queue, Offset: pos, Max: max, Filter: pc.filters[q.Topic],
+		Wait: wait, Group: pc.join.Group, Member: pc.join.Member, Epoch: g.Epoch})
+	if err != nil {
+		return nil, err
+	}
+	pc.mu.Lock()
+	if cur, ok := pc.grants[q]; ok && cur.Epoch == g.Epoch && pc.positions[q] == pos {
+		pc.positions[q] = res.NextOffset
+	}
+	pc.mu.Unlock()
+	return res.Messages, nil
+}
+
+// Commit stores offset as the next offset the group consumes from q.
+func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) error {
+	pc.mu.Lock()
+	g, ok := pc.grants[q]
+	pc.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
+	}
+	return pc.b.CommitOffsets(ctx, &CommitRequest{Group: pc.join.Group, Member: pc.join.Member,
+		Offsets: []OffsetCommit{{Grant: g, Offset: offset}}})
+}
+
+// Seek moves the consumer's position in an owned queue.
+func (pc *PullConsumer) Seek(q QueueRef, offset int64) error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if _, ok := pc.grants[q]; !ok {
+		return fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
+	}
+	pc.positions[q] = offset
+	return nil
+}
+
+// Close leaves the group without committing. Idempotent.
+func (pc *PullConsumer) Close() error {
+	pc.mu.Lock()
+	if pc.closed {
+		pc.mu.Unlock()
+		return nil
+	}
+	pc.closed = true
+	started := pc.started
+	pc.mu.Unlock()
+	pc.cancel()
+	pc.wg.Wait()
+	if !started {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := pc.b.LeaveGroup(ctx, pc.join.Group, pc.join.Member); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package equeue
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// queue is the live state of one queue: its offset bounds and the waiters of
+// long-poll pulls. Offsets are dense: every offset in [min, next) was written.
+type queue struct {
+	topic *topic
+	id    int
+	key   store.QueueID
+
+	mu   sync.Mutex
+	min  int64         // lowest offset still stored (low watermark)
+	next int64         // one past the last durable, visible offset
+	wake chan struct{} // closed and replaced when next advances
+
+	// wnext is the next offset to assign; only the writer goroutine touches it.
+	wnext int64
+
+	writable atomic.Bool
+
+	appended      atomic.Uint64 // messages appended since open
+	appendedBytes atomic.Uint64
+}
+
+func newQueue(t *topic, id int, min, next int64) *queue {
+	q := &queue{
+		topic: t,
+		id:    id,
+		key:   store.QueueID{Topic: t.id, Queue: uint32(id)},
+		min:   min,
+		next:  next,
+		wnext: next,
+		wake:  make(chan struct{}),
+	}
+	q.writable.Store(true)
+	return q
+}
+
+// bounds returns the low watermark, the next offset and the channel that is
+// closed when next moves.
+func (q *queue) bounds() (min, next int64, wake <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.min, q.next, q.wake
+}
+
+// publish makes offsets below next visible and wakes waiting pulls.
+func (q *queue) publish(next int64) {
+	q.mu.Lock()
+	if next > q.next {
+		q.next = next
+		close(q.wake)
+		q.wake = make(chan struct{})
+	}
+	q.mu.Unlock()
+}
+
+// setMin raises the low watermark.
+func (q *queue) setMin(min int64) {
+	q.mu.Lock()
+	if min > q.min {
+		q.min = min
+	}
+	q.mu.Unlock()
+}
+
+// release wakes every waiter, for example when the topic is deleted.
+func (q *queue) release() {
+	q.mu.Lock()
+	close(q.wake)
+	q.wake = make(chan struct{})
+	q.mu.Unlock()
+}

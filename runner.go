@@ -1,0 +1,277 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
+
+// runner consumes one owned queue: a pull loop feeding its process queue,
+// and (in concurrent mode) the consumer's worker pool handling what it pulled.
+type runner struct {
+	c         *Consumer
+	grant     Grant
+	filter    string
+	pq        *processQueue
+	ctx       context.Context // cancelled to stop pulling
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the pull loop has returned
+	abandoned atomic.Bool
+	committed atomic.Int64 // last offset committed, -1 before the first commit
+}
+
+func (c *Consumer) newRunner(g Grant, start int64) *runner {
+	r := &runner{c: c, grant: g, filter: c.filters[g.Topic], pq: newProcessQueue(start), done: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(c.ctx)
+	r.committed.Store(start)
+	return r
+}
+
+// drain stops pulling, stops new handlers from starting and waits up to
+// timeout for the running ones. Unstarted messages stay uncommitted, so the
+// next owner gets them and nobody handles them twice.
+func (r *runner) drain(timeout time.Duration) {
+	r.cancel()
+	<-r.done
+	r.pq.stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		ch := r.pq.wait()
+		if r.pq.runningCount() == 0 {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			r.c.log.Warn("handoff timeout: handlers still running; their messages may be delivered again",
+				"queue", r.grant.QueueRef, "running", r.pq.runningCount())
+			return
+		}
+	}
+}
+
+// abandon stops the runner without waiting or committing.
+func (r *runner) abandon() {
+	r.abandoned.Store(true)
+	r.pq.stop()
+	r.cancel()
+}
+
+func (r *runner) pullLoop() {
+	defer close(r.done)
+	c := r.c
+	next := r.pq.committable()
+	backoff := 100 * time.Millisecond
+	for r.ctx.Err() == nil {
+		if !r.waitForRoom() {
+			return
+		}
+		res, err := c.b.Pull(r.ctx, &PullRequest{
+			Topic: r.grant.Topic, Queue: r.grant.Queue, Offset: next, Max: c.o.PullBatch, Filter: r.filter,
+			Wait: c.o.PullWait, Group: c.o.Group, Member: c.o.ID, Epoch: r.grant.Epoch,
+		})
+		if err != nil {
+			if r.ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return
+			}
+			if errors.Is(err, ErrFenced) || errors.Is(err, ErrNotMember) || errors.Is(err, ErrTopicNotFound) || errors.Is(err, ErrQueueNotFound) {
+				// The assignment moved on; the membership loop will catch up.
+				c.log.Info("pull refused; stopping queue", "queue", r.grant.QueueRef, "err", err)
+				return
+			}
+			c.log.Warn("pull failed", "queue", r.grant.QueueRef, "err", err, "retry_in", backoff)
+			if !sleepCtx(r.ctx, backoff) {
+				return
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		switch res.Status {
+		case PullFound:
+			r.pq.add(res.Messages, res.NextOffset)
+			next = res.NextOffset
+			if c.o.Orderly {
+				for _, m := range res.Messages {
+					if !r.handleOrderly(m) {
+						return
+					}
+				}
+				continue
+			}
+			for _, m := range res.Messages {
+				select {
+				case c.tasks <- task{r: r, m: m}:
+				case <-r.ctx.Done():
+					return
+				}
+			}
+		case PullOffsetMoved:
+			c.log.Warn("offset moved", "queue", r.grant.QueueRef, "from", next, "to", res.NextOffset)
+			if res.NextOffset > next {
+				r.pq.skip(res.NextOffset)
+			}
+			next = res.NextOffset
+		default:
+			r.pq.skip(res.NextOffset)
+			next = res.NextOffset
+		}
+	}
+}
+
+// waitForRoom blocks while the process queue is over its flow-control
+// limits; false when the runner stops.
+func (r *runner) waitForRoom() bool {
+	o := &r.c.o
+	for {
+		ch := r.pq.wait()
+		n, b, span, _ := r.pq.stats()
+		if n < o.MaxCachedMessages && b < o.MaxCachedBytes && (o.Orderly || span < o.MaxSpan) {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-r.ctx.Done():
+			return false
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// worker handles messages of every queue in concurrent mode.
+func (c *Consumer) worker() {
+	for {
+		select {
+		case t := <-c.tasks:
+			t.r.handleConcurrent(t.m)
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// handleConcurrent runs the handler for m; a failure is retried after
+// RetryDelay until MaxAttempts, then the message goes to the dead letters.
+func (r *runner) handleConcurrent(m *Message) {
+	if !r.pq.begin(m.Offset) {
+		return
+	}
+	err := r.c.invoke(r.ctx, m)
+	if err == nil || r.abandoned.Load() {
+		r.pq.end(m.Offset, err == nil)
+		return
+	}
+	m.Attempt++
+	if m.Attempt >= r.c.o.MaxAttempts {
+		if r.c.deadLetter(r.ctx, m, err) {
+			r.pq.end(m.Offset, true)
+			return
+		}
+	}
+	r.pq.end(m.Offset, false)
+	// Retry later without blocking this worker.
+	r.c.goFunc(func() {
+		if !sleepCtx(r.ctx, r.c.o.RetryDelay) {
+			return
+		}
+		select {
+		case r.c.tasks <- task{r: r, m: m}:
+		case <-r.ctx.Done():
+		}
+	})
+}
+
+// handleOrderly handles m in place until it succeeds or is dead-lettered;
+// false when the runner stopped first (m stays unfinished).
+func (r *runner) handleOrderly(m *Message) bool {
+	for {
+		if !r.pq.begin(m.Offset) {
+			return false
+		}
+		err := r.c.invoke(r.ctx, m)
+		if err == nil {
+			r.pq.end(m.Offset, true)
+			return true
+		}
+		m.Attempt++
+		if m.Attempt >= r.c.o.MaxAttempts && r.c.deadLetter(r.ctx, m, err) {
+			r.pq.end(m.Offset, true)
+			return true
+		}
+		r.pq.end(m.Offset, false)
+		if !sleepCtx(r.ctx, r.c.o.RetryDelay) {
+			return false
+		}
+	}
+}
+
+// invoke calls the handler with hooks, turning a panic into an error.
+func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
+	c.hooks.beforeHandle(ctx, m)
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrHandlerPanic, p, debug.Stack())
+		}
+		if err != nil {
+			c.failed.Add(1)
+		} else {
+			c.handled.Add(1)
+		}
+		c.hooks.afterHandle(ctx, m, err, time.Since(start))
+	}()
+	return c.o.Handler(ctx, m)
+}
+
+// deadLetter stores m in the group's dead-letter topic with the reason.
+func (c *Consumer) deadLetter(ctx context.Context, m *Message, cause error) bool {
+	dl := *m
+	dl.Topic = DLQTopic(c.o.Group)
+	dl.sys = map[string]string{}
+	for k, v := range m.sys {
+		dl.sys[k] = v
+	}
+	if _, ok := dl.sys[SysOriginTopic]; !ok {
+		dl.sys[SysOriginTopic] = m.Topic
+		dl.sys[SysOriginQueue] = fmt.Sprint(m.Queue)
+		dl.sys[SysOriginOffset] = fmt.Sprint(m.Offset)
+	}
+	dl.sys[SysLastError] = truncate(cause.Error(), 1024)
+	dl.DeliverAt = time.Time{}
+	_, err := c.b.Append(ctx, &AppendRequest{Topic: dl.Topic, Queue: 0, Messages: []*Message{&dl}})
+	if err != nil {
+		c.log.Error("dead-letter failed; will retry", "topic", m.Topic, "offset", m.Offset, "err", err)
+		return false
+	}
+	c.log.Warn("message dead-lettered", "topic", m.Topic, "queue", m.Queue, "offset", m.Offset, "attempts", m.Attempt, "err", cause)
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// System property names set by the engine.
+const (
+	SysOriginTopic  = "origin-topic"
+	SysOriginQueue  = "origin-queue"
+	SysOriginOffset = "origin-offset"
+	SysLastError    = "last-error"
+)

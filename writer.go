@@ -1,0 +1,176 @@
+package equeue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// appendReq is one call's worth of records for one queue, handed to the
+// writer goroutine. The writer fills first/storedAt/err and then calls done.
+type appendReq struct {
+	q       *queue
+	recs    [][]byte
+	bytes   int
+	sync    bool
+	barrier bool // no records: completes once everything queued before it is written
+
+	first    int64
+	storedAt time.Time
+	err      error
+	done     func(*appendReq)
+}
+
+// Writer batching bounds used when the store sets no limit.
+const (
+	defaultMaxBatchEntries = 8192
+	defaultMaxBatchBytes   = 8 << 20
+)
+
+func (e *Engine) batchLimits() (entries, bytes int) {
+	entries, bytes = defaultMaxBatchEntries, defaultMaxBatchBytes
+	if e.limits.MaxEntries > 0 && e.limits.MaxEntries < entries {
+		entries = e.limits.MaxEntries
+	}
+	if e.limits.MaxBytes > 0 && e.limits.MaxBytes < bytes {
+		bytes = e.limits.MaxBytes
+	}
+	return entries, bytes
+}
+
+// runWriter is the single writer: it merges queued appends into one store
+// write (group commit), syncs once when any of them asks for it, then
+// publishes the new offsets and completes every request.
+func (e *Engine) runWriter() {
+	defer e.writerWG.Done()
+	maxEntries, maxBytes := e.batchLimits()
+	var (
+		batch []*appendReq
+		carry *appendReq
+	)
+	for {
+		batch = batch[:0]
+		first := carry
+		carry = nil
+		if first == nil {
+			r, ok := <-e.writeCh
+			if !ok {
+				return
+			}
+			first = r
+		}
+		batch = append(batch, first)
+		n, size := len(first.recs), first.bytes
+	gather:
+		for n < maxEntries && size < maxBytes {
+			select {
+			case r, ok := <-e.writeCh:
+				if !ok {
+					break gather
+				}
+				if n+len(r.recs) > maxEntries || size+r.bytes > maxBytes {
+					carry = r
+					break gather
+				}
+				batch = append(batch, r)
+				n += len(r.recs)
+				size += r.bytes
+			default:
+				break gather
+			}
+		}
+		e.commit(batch)
+	}
+}
+
+type touched struct {
+	q    *queue
+	orig int64
+}
+
+func (e *Engine) commit(batch []*appendReq) {
+	now := time.Now()
+	var (
+		entries  []store.Entry
+		queues   []touched
+		needSync bool
+	)
+	for _, r := range batch {
+		if r.barrier || len(r.recs) == 0 {
+			continue
+		}
+		if r.q.topic.deleted.Load() {
+			r.err = fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, r.q.topic.name)
+			continue
+		}
+		q := r.q
+		if !containsQueue(queues, q) {
+			queues = append(queues, touched{q: q, orig: q.wnext})
+		}
+		r.first = q.wnext
+		r.storedAt = now
+		for _, rec := range r.recs {
+			sealRecord(rec, now)
+			entries = append(entries, store.Entry{Queue: q.key, Offset: uint64(q.wnext), Value: rec})
+			q.wnext++
+		}
+		needSync = needSync || r.sync
+	}
+	var err error
+	if len(entries) > 0 {
+		err = e.st.Write(&store.Batch{Entries: entries})
+		if err == nil && needSync {
+			err = e.st.Sync()
+		}
+	}
+	if err != nil {
+		e.log.Error("append failed", "messages", len(entries), "err", err)
+		for _, t := range queues {
+			t.q.wnext = t.orig
+		}
+	} else {
+		for _, t := range queues {
+			t.q.publish(t.q.wnext)
+			n := uint64(t.q.wnext - t.orig)
+			t.q.appended.Add(n)
+		}
+	}
+	for _, r := range batch {
+		if r.barrier || r.err != nil {
+			// nothing to account
+		} else if err != nil {
+			r.err = err
+		} else {
+			r.q.appendedBytes.Add(uint64(r.bytes))
+		}
+		r.done(r)
+	}
+}
+
+func containsQueue(ts []touched, q *queue) bool {
+	for _, t := range ts {
+		if t.q == q {
+			return true
+		}
+	}
+	return false
+}
+
+// barrier returns once every append queued before it has been written.
+func (e *Engine) barrier(ctx context.Context) error {
+	ch := make(chan struct{})
+	r := &appendReq{barrier: true, done: func(*appendReq) { close(ch) }}
+	select {
+	case e.writeCh <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
