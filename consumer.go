@@ -157,16 +157,16 @@ type Consumer struct {
 	wg     sync.WaitGroup // every goroutine of the consumer
 	tasks  chan task
 
-	mu       sync.Mutex
-	started  bool
-	closed   bool
-	runners  map[QueueRef]*runner
-	stopping map[QueueRef]bool
-	version  int64
+	mu         sync.Mutex
+	started    bool
+	closed     bool
+	runners    map[QueueRef]*runner
+	stopping   map[QueueRef]bool
+	version    int64
 	loopStop   <-chan struct{} // closed when the loops must stop
 	loopCtx    context.Context
 	loopCancel context.CancelFunc
-	crashed  atomic.Bool
+	crashed    atomic.Bool
 
 	handled atomic.Uint64
 	failed  atomic.Uint64
@@ -263,15 +263,6 @@ func (c *Consumer) knownVersion() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.version
-}
-
-func (c *Consumer) isStopping() bool {
-	select {
-	case <-c.loopStop:
-		return true
-	default:
-		return false
-	}
 }
 
 // apply makes the running queues match an assignment: queues no longer

@@ -42,4 +42,3 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.D
 		backoff = min(backoff*2, 5*time.Second)
 	}
 }
-
