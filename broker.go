@@ -119,6 +119,9 @@ type Assignment struct {
 	// Pending counts queues allocated to the member that their previous
 	// owner has not released yet.
 	Pending int
+	// Revoking lists queues the member still holds but must hand over: it
+	// stops consuming them, commits and releases them (ReleaseQueues).
+	Revoking []Grant
 }
 
 // HeartbeatRequest keeps a member alive and waits for assignment changes.

@@ -274,6 +274,7 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		c.mu.Unlock()
 		return nil
 	}
+	c.log.Debug("apply", "version", a.Version, "queues", a.Queues, "pending", a.Pending, "running", len(c.runners), "stopping", c.stopping)
 	granted := make(map[QueueRef]Grant, len(a.Queues))
 	for _, g := range a.Queues {
 		granted[g.QueueRef] = g
@@ -291,6 +292,14 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 			r.abandon()
 		}
 	}
+	// Queues held without a runner (granted and revoked before this member
+	// saw them): nothing was consumed, so release them at once.
+	var idle []Grant
+	for _, g := range a.Revoking {
+		if _, running := c.runners[g.QueueRef]; !running && !c.stopping[g.QueueRef] {
+			idle = append(idle, g)
+		}
+	}
 	var fresh []Grant
 	for ref, g := range granted {
 		if _, running := c.runners[ref]; !running && !c.stopping[ref] {
@@ -298,6 +307,11 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		}
 	}
 	c.mu.Unlock()
+	if len(idle) > 0 {
+		if err := c.b.ReleaseQueues(ctx, c.o.Group, c.o.ID, idle); err != nil {
+			return fmt.Errorf("release: %w", err)
+		}
+	}
 	if len(fresh) > 0 {
 		offs, err := c.b.FetchOffsets(ctx, c.o.Group, c.o.ID, fresh)
 		if err != nil {

@@ -310,6 +310,8 @@ func (g *group) assignment(id string) Assignment {
 		switch {
 		case held && o.member == id && target == id:
 			a.Queues = append(a.Queues, Grant{QueueRef: q, Epoch: o.epoch})
+		case held && o.member == id:
+			a.Revoking = append(a.Revoking, Grant{QueueRef: q, Epoch: o.epoch})
 		case target == id:
 			a.Pending++
 		}

@@ -123,6 +123,7 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 			fresh = append(fresh, g)
 		}
 	}
+	revoked = append(revoked, a.Revoking...)
 	pc.mu.Unlock()
 	if len(revoked) > 0 && a.Member != "" {
 		if err := pc.b.ReleaseQueues(ctx, pc.join.Group, pc.join.Member, revoked); err != nil && !errors.Is(err, ErrNotMember) {
