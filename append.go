@@ -23,6 +23,13 @@ type AppendResult struct {
 	StoredAt    time.Time
 	// IDs are the message IDs, in order (generated where the message had none).
 	IDs []string
+	// Delayed is set when the messages were scheduled for later delivery:
+	// they get their offsets when they become visible, and FirstOffset is -1.
+	Delayed bool
+	// Duplicate is set when the topic's dedup window already held the
+	// messages' IDs: nothing was stored again and the offsets are the
+	// originals'.
+	Duplicate bool
 }
 
 // Route is what a producer needs to pick a queue.
@@ -91,6 +98,11 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 			cb(AppendResult{}, fmt.Errorf("equeue: append to %s/%d: %w", req.Topic, req.Queue, r.err))
 			return
 		}
+		if r.delayed {
+			e.sched.scheduled(r.firstDue)
+			cb(AppendResult{Queue: req.Queue, FirstOffset: -1, StoredAt: r.storedAt, IDs: ids, Delayed: true}, nil)
+			return
+		}
 		cb(AppendResult{Queue: r.q.id, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids}, nil)
 	}
 	select {
@@ -129,12 +141,32 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*append
 	r := &appendReq{q: q, sync: sync.kind == syncAlways, recs: make([][]byte, len(req.Messages))}
 	ids := make([]string, len(req.Messages))
 	now := time.Now()
+	var dues []time.Time
 	for i, m := range req.Messages {
 		if m == nil {
 			return nil, nil, fmt.Errorf("%w: message %d is nil", ErrInvalidArgument, i)
 		}
 		if m.Topic != "" && m.Topic != req.Topic {
 			return nil, nil, fmt.Errorf("%w: message %d is for topic %q, not %q", ErrInvalidArgument, i, m.Topic, req.Topic)
+		}
+		if m.Delay < 0 || m.TTL < 0 {
+			return nil, nil, fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
+		}
+		if m.Delay > 0 || m.TTL > 0 {
+			cp := *m
+			if m.Delay > 0 {
+				cp.DeliverAt = now.Add(m.Delay)
+			}
+			if m.TTL > 0 {
+				cp.ExpiresAt = now.Add(m.TTL)
+			}
+			m = &cp
+		}
+		if m.DeliverAt.After(now) {
+			if m.DeliverAt.Sub(now) > e.opts.MaxDelay {
+				return nil, nil, fmt.Errorf("%w: delivery at %v is beyond the %v limit", ErrInvalidDelay, m.DeliverAt, e.opts.MaxDelay)
+			}
+			dues = append(dues, m.DeliverAt)
 		}
 		id := m.ID
 		if id == "" {
@@ -151,6 +183,12 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*append
 		r.recs[i] = rec
 		r.bytes += e.limits.ValueCost(len(rec))
 		ids[i] = id
+	}
+	if len(dues) > 0 {
+		if len(dues) != len(req.Messages) {
+			return nil, nil, fmt.Errorf("%w: one append cannot mix delayed and immediate messages", ErrInvalidArgument)
+		}
+		e.delayRequest(r, q, dues)
 	}
 	maxEntries, maxBytes := e.batchLimits()
 	if len(r.recs) > maxEntries || r.bytes > maxBytes {

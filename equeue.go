@@ -29,6 +29,7 @@ type Engine struct {
 	limits  store.Limits
 
 	groups *coordinator
+	sched  *scheduler
 
 	// Lifecycle: enter/leave count calls in progress; Close waits for them.
 	closed    atomic.Bool
@@ -104,6 +105,10 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("equeue: load topics: %w", err)
 	}
+	if err := e.openScheduler(); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	e.groups = newCoordinator(e)
 	if err := e.groups.load(); err != nil {
 		_ = st.Close()
@@ -115,6 +120,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		e.requestFlushEvery(o.Sync.every)
 	}
 	e.goFunc(e.groups.run)
+	e.goFunc(e.sched.run)
 	e.log.Info("engine open", "dir", dir, "topics", len(e.topics), "sync", o.Sync.String())
 	return e, nil
 }

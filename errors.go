@@ -49,5 +49,9 @@ var (
 	ErrSubscriptionMismatch = errors.New("equeue: subscription differs from the group's")
 )
 
+// ErrInvalidDelay is returned for a negative delay or TTL, or a delivery
+// time beyond Options.MaxDelay.
+var ErrInvalidDelay = errors.New("equeue: invalid delay")
+
 // ErrHandlerPanic wraps a panic recovered from a message handler.
 var ErrHandlerPanic = errors.New("equeue: handler panicked")

@@ -36,8 +36,15 @@ type Message struct {
 	Queue int
 	// Offset is the message's position in its queue (set by the engine).
 	Offset int64
-	// DeliverAt, when in the future on Send, delays the message until then.
+	// DeliverAt, when in the future on Send, delays the message until then:
+	// it is stored at once and becomes visible in its queue at that time.
 	DeliverAt time.Time
+	// Delay, when positive on Send, sets DeliverAt to the send time plus Delay.
+	// It is not stored.
+	Delay time.Duration
+	// TTL, when positive on Send, sets ExpiresAt to the send time plus TTL.
+	// It is not stored.
+	TTL time.Duration
 	// ExpiresAt, when set, is the end of the message's life: consumers never
 	// receive it after that moment. Producers usually set it through TTL.
 	ExpiresAt time.Time

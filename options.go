@@ -104,6 +104,9 @@ type Options struct {
 	// SessionTimeout is how long a group member may go without a heartbeat
 	// before it is expired and its queues reassigned. Zero means 30 s.
 	SessionTimeout time.Duration
+	// MaxDelay is how far in the future a message may be scheduled. Zero
+	// means 7 days.
+	MaxDelay time.Duration
 	// Logger receives the engine's structured logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -121,6 +124,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxMessageSize < 0 || o.MaxMessageSize > 256<<20 {
 		return fmt.Errorf("%w: MaxMessageSize %d not in 0..256MiB", ErrInvalidOptions, o.MaxMessageSize)
+	}
+	if o.MaxDelay < 0 {
+		return fmt.Errorf("%w: negative MaxDelay", ErrInvalidOptions)
 	}
 	if o.MaxPullWait < 0 {
 		return fmt.Errorf("%w: negative MaxPullWait", ErrInvalidOptions)
@@ -151,6 +157,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

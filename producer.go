@@ -23,11 +23,26 @@ type ProducerOptions struct {
 
 // SendResult says where a message was stored.
 type SendResult struct {
-	ID       string
-	Topic    string
-	Queue    int
+	ID    string
+	Topic string
+	Queue int
+	// Offset is the message's offset; -1 for a delayed message, which gets
+	// its offset when it becomes visible.
 	Offset   int64
 	StoredAt time.Time
+	// Delayed is set when the message was scheduled for later delivery.
+	Delayed bool
+	// Duplicate is set when the topic's dedup window already held this ID:
+	// the result describes the original, and nothing was stored again.
+	Duplicate bool
+}
+
+func sendResult(topic string, ar AppendResult, i int) SendResult {
+	off := ar.FirstOffset
+	if off >= 0 {
+		off += int64(i)
+	}
+	return SendResult{ID: ar.IDs[i], Topic: topic, Queue: ar.Queue, Offset: off, StoredAt: ar.StoredAt, Delayed: ar.Delayed, Duplicate: ar.Duplicate}
 }
 
 // BatchResult says where a batch was stored: one queue, consecutive offsets.
@@ -182,7 +197,7 @@ func (p *Producer) send(ctx context.Context, m *Message) (SendResult, error) {
 	if err != nil {
 		return SendResult{}, err
 	}
-	return SendResult{ID: ar.IDs[0], Topic: m.Topic, Queue: ar.Queue, Offset: ar.FirstOffset, StoredAt: ar.StoredAt}, nil
+	return sendResult(m.Topic, ar, 0), nil
 }
 
 // SendBatch stores msgs, all for one topic, in one queue and in order. The
@@ -216,7 +231,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 	for i, m := range msgs {
 		sr := SendResult{Topic: m.Topic}
 		if err == nil {
-			sr = SendResult{ID: ar.IDs[i], Topic: m.Topic, Queue: ar.Queue, Offset: ar.FirstOffset + int64(i), StoredAt: ar.StoredAt}
+			sr = sendResult(m.Topic, ar, i)
 		}
 		p.hooks.afterSend(ctx, m, sr, err)
 	}
@@ -283,7 +298,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 				finish(SendResult{}, err)
 				return
 			}
-			finish(SendResult{ID: ar.IDs[0], Topic: m.Topic, Queue: ar.Queue, Offset: ar.FirstOffset, StoredAt: ar.StoredAt}, nil)
+			finish(sendResult(m.Topic, ar, 0), nil)
 		})
 	return f
 }

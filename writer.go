@@ -16,6 +16,13 @@ type appendReq struct {
 	bytes   int
 	sync    bool
 	barrier bool // no records: completes once everything queued before it is written
+	// meta is written atomically with the records; metaFor, when set, adds
+	// metadata that depends on the offsets the writer assigns.
+	meta    []store.MetaOp
+	metaFor func(first int64) []store.MetaOp
+	// delayed requests go to the delay log; firstDue is their earliest time.
+	delayed  bool
+	firstDue time.Time
 
 	first    int64
 	storedAt time.Time
@@ -139,6 +146,7 @@ func (e *Engine) commit(batch []*appendReq) {
 	now := time.Now()
 	var (
 		entries  []store.Entry
+		meta     []store.MetaOp
 		queues   []touched
 		needSync bool
 	)
@@ -161,11 +169,15 @@ func (e *Engine) commit(batch []*appendReq) {
 			entries = append(entries, store.Entry{Queue: q.key, Offset: uint64(q.wnext), Value: rec})
 			q.wnext++
 		}
+		meta = append(meta, r.meta...)
+		if r.metaFor != nil {
+			meta = append(meta, r.metaFor(r.first)...)
+		}
 		needSync = needSync || r.sync
 	}
 	var err error
 	if len(entries) > 0 {
-		err = e.st.Write(&store.Batch{Entries: entries})
+		err = e.st.Write(&store.Batch{Entries: entries, Meta: meta})
 		if err == nil && needSync {
 			err = e.st.Sync()
 		}

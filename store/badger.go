@@ -810,6 +810,14 @@ func (s *Badger) Reclaim() error {
 	if s.inMemory {
 		return nil
 	}
+	// Compact every level into one so tombstones and the keys they delete
+	// leave the LSM tree, then rewrite value-log files that are mostly garbage.
+	s.dropMu.RLock()
+	err := s.db.Flatten(1)
+	s.dropMu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("store: reclaim: flatten: %w", err)
+	}
 	for {
 		s.dropMu.RLock()
 		err := s.db.RunValueLogGC(0.5)
