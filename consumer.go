@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,8 +65,21 @@ type ConsumerOptions struct {
 	// Strategy is the allocation strategy name ("average", "average-by-circle",
 	// "consistent-hash"). Empty means "average".
 	Strategy string
-	// RetryDelay is the pause before a failed message is handled again. Zero means 1 s.
+	// RetryDelays are the waits before each redelivery of a failed message
+	// in a clustering group, which goes through the group's retry topic
+	// %RETRY%<group>. Nil means DefaultRetryDelays (10 s, 30 s, 1 m ... 2 h).
+	RetryDelays []time.Duration
+	// RetryDelay is the pause before a failed message is handled again
+	// locally: in orderly mode (in place), in broadcasting groups, and for
+	// a dead letter that could not be stored. Zero means 1 s.
 	RetryDelay time.Duration
+	// SendBackRetryDelay is the pause before a local retry when storing a
+	// failed message in the retry topic fails. Zero means 5 s.
+	SendBackRetryDelay time.Duration
+	// ConsumeTimeout is how long a handler may run before its message is
+	// sent back for retry (clustering, concurrent mode), so one stuck
+	// handler cannot pin the committed offset forever. Zero means 15 min.
+	ConsumeTimeout time.Duration
 	// MaxAttempts is how many times a message is handled before it goes to
 	// the group's dead-letter topic. Zero means 16.
 	MaxAttempts int
@@ -98,7 +112,8 @@ func (o *ConsumerOptions) validate() error {
 	}
 	if o.Concurrency < 0 || o.PullBatch < 0 || o.PullBatch > MaxPullBatch || o.PullWait < 0 ||
 		o.MaxCachedMessages < 0 || o.MaxCachedBytes < 0 || o.MaxSpan < 0 || o.CommitInterval < 0 ||
-		o.HandoffTimeout < 0 || o.HeartbeatInterval < 0 || o.RetryDelay < 0 || o.MaxAttempts < 0 {
+		o.HandoffTimeout < 0 || o.HeartbeatInterval < 0 || o.RetryDelay < 0 || o.MaxAttempts < 0 ||
+		o.SendBackRetryDelay < 0 || o.ConsumeTimeout < 0 || slices.ContainsFunc(o.RetryDelays, func(d time.Duration) bool { return d < 0 }) {
 		return fmt.Errorf("%w: negative or out-of-range consumer option", ErrInvalidOptions)
 	}
 	return nil
@@ -124,6 +139,11 @@ func (o *ConsumerOptions) setDefaults() {
 	defD(&o.HandoffTimeout, 30*time.Second)
 	defD(&o.HeartbeatInterval, 3*time.Second)
 	defD(&o.RetryDelay, time.Second)
+	defD(&o.SendBackRetryDelay, 5*time.Second)
+	defD(&o.ConsumeTimeout, 15*time.Minute)
+	if len(o.RetryDelays) == 0 {
+		o.RetryDelays = DefaultRetryDelays
+	}
 	if o.MaxCachedBytes == 0 {
 		o.MaxCachedBytes = 100 << 20
 	}
@@ -168,8 +188,8 @@ type Consumer struct {
 	loopCancel context.CancelFunc
 	crashed    atomic.Bool
 
-	handled atomic.Uint64
-	failed  atomic.Uint64
+	handled  atomic.Uint64
+	failures atomic.Uint64
 }
 
 type task struct {
@@ -192,7 +212,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 		runners:  map[QueueRef]*runner{},
 		stopping: map[QueueRef]bool{},
 	}
-	for _, s := range opts.Subscriptions {
+	for _, s := range c.subscriptions() {
 		c.filters[s.Topic] = s.Filter
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -204,9 +224,19 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 // ID returns the member ID.
 func (c *Consumer) ID() string { return c.o.ID }
 
+// joinRequest names the consumer's subscriptions; a clustering member also
+// consumes its group's retry topic.
 func (c *Consumer) joinRequest() *JoinRequest {
-	return &JoinRequest{Group: c.o.Group, Member: c.o.ID, Model: c.o.Model, Subscriptions: c.o.Subscriptions,
+	return &JoinRequest{Group: c.o.Group, Member: c.o.ID, Model: c.o.Model, Subscriptions: c.subscriptions(),
 		From: c.o.From, FromTime: c.o.FromTime, Strategy: c.o.Strategy}
+}
+
+func (c *Consumer) subscriptions() []Subscription {
+	subs := slices.Clone(c.o.Subscriptions)
+	if c.o.Model == Clustering && !c.o.Orderly {
+		subs = append(subs, Subscription{Topic: RetryTopic(c.o.Group), Filter: "*"})
+	}
+	return subs
 }
 
 // Start joins the group and returns once the queues granted at join time
@@ -241,6 +271,9 @@ func (c *Consumer) Start(ctx context.Context) error {
 	}
 	c.goFunc(c.membershipLoop)
 	c.goFunc(c.commitLoop)
+	if !c.o.Orderly && c.o.Model == Clustering {
+		c.goFunc(c.watchdog)
+	}
 	return nil
 }
 

@@ -116,7 +116,9 @@ func TestConsumer_ClusteringSharesQueuesByAverage(t *testing.T) {
 		got := map[string][]int{}
 		for _, m := range gi.Members {
 			for _, q := range m.Queues {
-				got[m.ID] = append(got[m.ID], q.Queue)
+				if q.Topic == "t" {
+					got[m.ID] = append(got[m.ID], q.Queue)
+				}
 			}
 		}
 		return fmt.Sprint(got) == fmt.Sprint(map[string][]int{"c1": {0, 1, 2}, "c2": {3, 4, 5}, "c3": {6, 7}})
@@ -388,7 +390,7 @@ func TestConsumer_FailuresRetryThenDeadLetter(t *testing.T) {
 			var attempts sync.Map
 			okCol := newCollector()
 			startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Orderly: orderly,
-				RetryDelay: 5 * time.Millisecond, MaxAttempts: 3, From: equeue.ConsumeFromEarliest,
+				RetryDelay: 5 * time.Millisecond, RetryDelays: []time.Duration{5 * time.Millisecond}, MaxAttempts: 3, From: equeue.ConsumeFromEarliest,
 				Handler: func(ctx context.Context, m *equeue.Message) error {
 					v, _ := attempts.LoadOrStore(m.ID, new(atomic.Int32))
 					n := v.(*atomic.Int32).Add(1)

@@ -267,14 +267,18 @@ func (c *coordinator) rebalance(g *group) {
 	for id := range g.members {
 		ids = append(ids, id)
 	}
-	aq := make([]allocate.Queue, len(g.queues))
-	for i, q := range g.queues {
-		aq[i] = allocate.Queue{Topic: q.Topic, ID: q.Queue}
+	// Like RocketMQ, each topic's queues are divided on their own, so a
+	// topic with fewer queues than members still spreads evenly.
+	byTopic := map[string][]allocate.Queue{}
+	for _, q := range g.queues {
+		byTopic[q.Topic] = append(byTopic[q.Topic], allocate.Queue{Topic: q.Topic, ID: q.Queue})
 	}
 	clear(g.target)
-	for id, qs := range g.strategy.Allocate(aq, ids) {
-		for _, q := range qs {
-			g.target[QueueRef{Topic: q.Topic, Queue: q.ID}] = id
+	for _, aq := range byTopic {
+		for id, qs := range g.strategy.Allocate(aq, ids) {
+			for _, q := range qs {
+				g.target[QueueRef{Topic: q.Topic, Queue: q.ID}] = id
+			}
 		}
 	}
 	for q := range g.owners {

@@ -80,14 +80,16 @@ func TestCoordinator_SilentMemberExpires(t *testing.T) {
 	e, _ := openEngine(t, "memory", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	// A member that joins and never heartbeats (a remote worker that died).
-	_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "silent", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	// (A Consumer in clustering mode also subscribes to its retry topic.)
+	_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "silent",
+		Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: equeue.RetryTopic("g")}}})
 	require.NoError(t, err)
 	col := newCollector()
 	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "live", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler("live"), HeartbeatInterval: 50 * time.Millisecond})
 	eventually(t, 10*time.Second, func() bool {
 		gi, err := e.Group(ctx, "g")
 		require.NoError(t, err)
-		return len(gi.Members) == 1 && gi.Members[0].ID == "live" && len(gi.Members[0].Queues) == 4
+		return len(gi.Members) == 1 && gi.Members[0].ID == "live" && countTopic(gi.Members[0].Queues, "t") == 4
 	}, "the silent member expired and its queues were reassigned")
 	p := newProducer(t, e, nil)
 	sendN(t, p, "t", 40, nil)
@@ -107,7 +109,7 @@ func TestCoordinator_QueueChangesRebalanceAtOnce(t *testing.T) {
 		require.NoError(t, err)
 		out := map[string]int{}
 		for _, m := range gi.Members {
-			out[m.ID] = len(m.Queues)
+			out[m.ID] = countTopic(m.Queues, "t")
 		}
 		return out
 	}
@@ -178,7 +180,7 @@ func TestConsumer_SlidingWindow(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return done.Load() == 19 }, "all but the slow one")
 	require.NoError(t, c.Commit(ctx))
 	assert.Equal(t, int64(5), startedCommit(t, e, "g"), "the slow message pins the committed offset")
-	qs := c.Queues()
+	qs := statsOf(c, "t")
 	require.Len(t, qs, 1)
 	assert.Equal(t, 1, qs[0].Cached)
 	assert.Positive(t, qs[0].OldestInFlight)
@@ -208,7 +210,7 @@ func TestConsumer_FlowControlPausesPulling(t *testing.T) {
 		}})
 	eventually(t, 10*time.Second, func() bool { return started.Load() >= 20 }, "cache filled")
 	time.Sleep(200 * time.Millisecond) // room for the pull loop to overrun, if it would
-	qs := c.Queues()
+	qs := statsOf(c, "t")
 	require.Len(t, qs, 1)
 	assert.LessOrEqual(t, qs[0].Cached, 20+8-1, "pulling pauses at the cached-message limit")
 	assert.GreaterOrEqual(t, qs[0].Cached, 20)
@@ -235,7 +237,7 @@ func TestConsumer_FlowControlPausesPulling(t *testing.T) {
 		}})
 	time.Sleep(300 * time.Millisecond)
 	assert.LessOrEqual(t, seen.Load(), int64(50+10), "the span between the stuck offset 0 and the newest caps pulling")
-	qs = c2.Queues()
+	qs = statsOf(c2, "s")
 	require.Len(t, qs, 1)
 	assert.LessOrEqual(t, qs[0].Span, int64(50+10))
 	close(hold)
@@ -264,8 +266,11 @@ func TestAdmin_GroupsLagAndResetOffsets(t *testing.T) {
 	assert.Equal(t, "g", g.Name)
 	assert.Equal(t, equeue.Clustering, g.Model)
 	require.Len(t, g.Members, 1)
-	assert.Len(t, g.Members[0].Queues, 2)
+	assert.Equal(t, 2, countTopic(g.Members[0].Queues, "t"))
 	for _, q := range g.Queues {
+		if q.Topic != "t" {
+			continue
+		}
 		assert.Equal(t, "m", q.Owner)
 		assert.Equal(t, int64(10), q.Committed)
 		assert.Equal(t, int64(10), q.MaxOffset)
@@ -286,7 +291,9 @@ func TestAdmin_GroupsLagAndResetOffsets(t *testing.T) {
 	require.NoError(t, err)
 	lag := map[int]int64{}
 	for _, q := range gi.Queues {
-		lag[q.Queue] = q.Lag
+		if q.Topic == "t" {
+			lag[q.Queue] = q.Lag
+		}
 	}
 	assert.Equal(t, map[int]int64{0: 0, 1: 3}, lag)
 	col2 := newCollector()
@@ -434,7 +441,7 @@ func TestConsumer_BackToBackJoinsSettle(t *testing.T) {
 			}
 			eventually(t, 10*time.Second, func() bool {
 				for _, c := range cs {
-					if len(c.Queues()) != 2 {
+					if len(statsOf(c, "t")) != 2 {
 						return false
 					}
 				}

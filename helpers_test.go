@@ -123,3 +123,25 @@ func (s *countingStore) Read(q store.QueueID, from, to uint64, max, maxBytes int
 	}
 	return recs, err
 }
+
+// countTopic counts the queues of topic in refs.
+func countTopic(refs []equeue.QueueRef, topic string) int {
+	n := 0
+	for _, r := range refs {
+		if r.Topic == topic {
+			n++
+		}
+	}
+	return n
+}
+
+// statsOf returns c's queue stats for topic.
+func statsOf(c *equeue.Consumer, topic string) []equeue.QueueStat {
+	var out []equeue.QueueStat
+	for _, q := range c.Queues() {
+		if q.Topic == topic {
+			out = append(out, q)
+		}
+	}
+	return out
+}

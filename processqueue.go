@@ -26,6 +26,8 @@ type pqEntry struct {
 	off     int64
 	size    int64
 	born    time.Time // when pulled
+	started time.Time // when its handler started
+	msg     *Message
 	done    bool
 	running bool
 }
@@ -45,7 +47,7 @@ func (p *processQueue) add(msgs []*Message, next int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range msgs {
-		p.entries = append(p.entries, pqEntry{off: m.Offset, size: int64(len(m.Body)), born: now})
+		p.entries = append(p.entries, pqEntry{off: m.Offset, size: int64(len(m.Body)), born: now, msg: m})
 		p.count++
 		p.bytes += int64(len(m.Body))
 	}
@@ -82,8 +84,31 @@ func (p *processQueue) begin(off int64) bool {
 		return false
 	}
 	p.entries[i].running = true
+	p.entries[i].started = time.Now()
 	p.running++
 	return true
+}
+
+// isDone reports whether off is finished (or unknown).
+func (p *processQueue) isDone(off int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := p.find(off)
+	return i < 0 || p.entries[i].done
+}
+
+// overdue returns the messages whose handlers have run longer than d.
+func (p *processQueue) overdue(d time.Duration) []*Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*Message
+	for i := p.head; i < len(p.entries); i++ {
+		e := &p.entries[i]
+		if e.running && !e.done && time.Since(e.started) > d {
+			out = append(out, e.msg)
+		}
+	}
+	return out
 }
 
 // end marks a running entry no longer running; done says the message is finished.
@@ -103,6 +128,7 @@ func (p *processQueue) end(off int64, done bool) {
 		e.done = true
 		p.count--
 		p.bytes -= e.size
+		e.msg = nil
 		for p.head < len(p.entries) && p.entries[p.head].done {
 			p.head++
 		}
@@ -112,6 +138,19 @@ func (p *processQueue) end(off int64, done bool) {
 		}
 	}
 	p.signal()
+}
+
+// expire finishes a running entry whose handler is stuck: the window may
+// move past it and handoffs no longer wait for it.
+func (p *processQueue) expire(off int64) {
+	p.mu.Lock()
+	i := p.find(off)
+	if i >= 0 && p.entries[i].running {
+		p.entries[i].running = false
+		p.running--
+	}
+	p.mu.Unlock()
+	p.end(off, true)
 }
 
 // committable is the next offset the group may commit for this queue.

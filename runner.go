@@ -164,32 +164,59 @@ func (c *Consumer) worker() {
 	}
 }
 
-// handleConcurrent runs the handler for m; a failure is retried after
-// RetryDelay until MaxAttempts, then the message goes to the dead letters.
+// handleConcurrent runs the handler for m. On failure a clustering consumer
+// sends m to the group's retry topic (due after the backoff for its attempt)
+// and a broadcasting one retries it locally after RetryDelay; after
+// MaxAttempts, or when the handler asks for it, m goes to the dead letters.
+// If storing it elsewhere fails, m is retried locally: it is never dropped.
 func (r *runner) handleConcurrent(m *Message) {
 	if !r.pq.begin(m.Offset) {
 		return
 	}
-	err := r.c.invoke(r.ctx, m)
+	view := origin(m)
+	err := r.c.invoke(r.ctx, view)
 	if err == nil || r.abandoned.Load() {
 		r.pq.end(m.Offset, err == nil)
 		return
 	}
-	m.Attempt++
-	if m.Attempt >= r.c.o.MaxAttempts {
-		if r.c.deadLetter(r.ctx, m, err) {
-			r.pq.end(m.Offset, true)
-			return
-		}
+	if r.pq.isDone(m.Offset) {
+		return // the consume timeout already sent it back
 	}
-	r.pq.end(m.Offset, false)
-	// Retry later without blocking this worker.
-	r.c.goFunc(func() {
-		if !sleepCtx(r.ctx, r.c.o.RetryDelay) {
+	r.pq.end(m.Offset, r.dispose(m, view, err))
+}
+
+// dispose deals with a failed message: true when it was stored in the retry
+// or dead-letter topic, false when it was scheduled for a local retry.
+func (r *runner) dispose(m, view *Message, err error) bool {
+	c, ctx := r.c, r.ctx
+	attempts := m.Attempt + 1
+	if attempts >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
+		if c.deadLetter(ctx, view, attempts, err) {
+			return true
+		}
+	} else if c.o.Model == Clustering {
+		serr := c.sendBack(ctx, view, attempts, err)
+		if serr == nil {
+			return true
+		}
+		c.log.Warn("send-back failed; retrying locally", "topic", view.Topic, "offset", view.Offset, "err", serr, "in", c.o.SendBackRetryDelay)
+		r.retryLocally(m, attempts, c.o.SendBackRetryDelay)
+		return false
+	}
+	r.retryLocally(m, attempts, c.o.RetryDelay)
+	return false
+}
+
+// retryLocally hands m to the worker pool again after d.
+func (r *runner) retryLocally(m *Message, attempts int, d time.Duration) {
+	c := r.c
+	m.Attempt = attempts
+	c.goFunc(func() {
+		if !sleepCtx(r.ctx, d) {
 			return
 		}
 		select {
-		case r.c.tasks <- task{r: r, m: m}:
+		case c.tasks <- task{r: r, m: m}:
 		case <-r.ctx.Done():
 		}
 	})
@@ -202,13 +229,14 @@ func (r *runner) handleOrderly(m *Message) bool {
 		if !r.pq.begin(m.Offset) {
 			return false
 		}
-		err := r.c.invoke(r.ctx, m)
+		view := origin(m)
+		err := r.c.invoke(r.ctx, view)
 		if err == nil {
 			r.pq.end(m.Offset, true)
 			return true
 		}
 		m.Attempt++
-		if m.Attempt >= r.c.o.MaxAttempts && r.c.deadLetter(r.ctx, m, err) {
+		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.c.deadLetter(r.ctx, view, m.Attempt, err) {
 			r.pq.end(m.Offset, true)
 			return true
 		}
@@ -228,7 +256,7 @@ func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
 			err = fmt.Errorf("%w: %v\n%s", ErrHandlerPanic, p, debug.Stack())
 		}
 		if err != nil {
-			c.failed.Add(1)
+			c.failures.Add(1)
 		} else {
 			c.handled.Add(1)
 		}
@@ -237,41 +265,3 @@ func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
 	return c.o.Handler(ctx, m)
 }
 
-// deadLetter stores m in the group's dead-letter topic with the reason.
-func (c *Consumer) deadLetter(ctx context.Context, m *Message, cause error) bool {
-	dl := *m
-	dl.Topic = DLQTopic(c.o.Group)
-	dl.sys = map[string]string{}
-	for k, v := range m.sys {
-		dl.sys[k] = v
-	}
-	if _, ok := dl.sys[SysOriginTopic]; !ok {
-		dl.sys[SysOriginTopic] = m.Topic
-		dl.sys[SysOriginQueue] = fmt.Sprint(m.Queue)
-		dl.sys[SysOriginOffset] = fmt.Sprint(m.Offset)
-	}
-	dl.sys[SysLastError] = truncate(cause.Error(), 1024)
-	dl.DeliverAt = time.Time{}
-	_, err := c.b.Append(ctx, &AppendRequest{Topic: dl.Topic, Queue: 0, Messages: []*Message{&dl}})
-	if err != nil {
-		c.log.Error("dead-letter failed; will retry", "topic", m.Topic, "offset", m.Offset, "err", err)
-		return false
-	}
-	c.log.Warn("message dead-lettered", "topic", m.Topic, "queue", m.Queue, "offset", m.Offset, "attempts", m.Attempt, "err", cause)
-	return true
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
-// System property names set by the engine.
-const (
-	SysOriginTopic  = "origin-topic"
-	SysOriginQueue  = "origin-queue"
-	SysOriginOffset = "origin-offset"
-	SysLastError    = "last-error"
-)

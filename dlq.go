@@ -1,0 +1,178 @@
+package equeue
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// DLQEntry is one message of a group's dead-letter topic.
+type DLQEntry struct {
+	// Offset is the message's offset in the dead-letter topic.
+	Offset int64
+	// Message is the message as its handler saw it: original topic, queue
+	// and offset, body, tag, keys and properties.
+	Message *Message
+	// LastError is the error of the last failed attempt.
+	LastError string
+	// Attempts is how many times the message was handled.
+	Attempts int
+	// Redriven is set once the message was sent back to its topic.
+	Redriven bool
+}
+
+var keyRedrivenPrefix = []byte("dlqr/")
+
+func redrivenKey(group string, off int64) []byte {
+	k := slices.Clone(keyRedrivenPrefix)
+	k = append(k, group...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, uint64(off))
+}
+
+func originView(m *Message) *Message {
+	if m.sys[SysOriginTopic] == "" {
+		return m
+	}
+	v := *m
+	v.Topic = m.sys[SysOriginTopic]
+	v.Queue, _ = strconv.Atoi(m.sys[SysOriginQueue])
+	v.Offset, _ = strconv.ParseInt(m.sys[SysOriginOffset], 10, 64)
+	return &v
+}
+
+// DeadLetters lists up to max (1..1024; 0 means 32) dead letters of group
+// from offset from of its dead-letter topic.
+func (e *Engine) DeadLetters(ctx context.Context, group string, from int64, max int) ([]DLQEntry, error) {
+	if err := ValidateName(group); err != nil {
+		return nil, err
+	}
+	res, err := e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: from, Max: max})
+	if errors.Is(err, ErrTopicNotFound) {
+		return nil, nil // no dead letters yet
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DLQEntry, 0, len(res.Messages))
+	for _, m := range res.Messages {
+		dl := DLQEntry{Offset: m.Offset, Message: originView(m), LastError: m.sys[SysLastError], Attempts: m.Attempt}
+		if _, err := e.st.GetMeta(redrivenKey(group, m.Offset)); err == nil {
+			dl.Redriven = true
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		out = append(out, dl)
+	}
+	return out, nil
+}
+
+// RedriveRequest selects dead letters to send back to their topics: the
+// listed Offsets, or the range [From, To), or All of them.
+type RedriveRequest struct {
+	Offsets  []int64
+	From, To int64
+	All      bool
+}
+
+// Redrive sends the selected dead letters back to their original topic and
+// queue (or, when that queue is gone or closed, the queue their key routes
+// to), as fresh messages with their ID, body, tag, keys and properties.
+// Each is marked redriven in the same write, so it is never redriven twice.
+// It returns how many were sent.
+func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) (int, error) {
+	if err := ValidateName(group); err != nil {
+		return 0, err
+	}
+	t, ok := e.lookupTopic(DLQTopic(group))
+	if !ok {
+		return 0, fmt.Errorf("%w: group %q has no dead letters", ErrTopicNotFound, group)
+	}
+	q, err := t.queue(0)
+	if err != nil {
+		return 0, err
+	}
+	min, next, _ := q.bounds()
+	want := func(off int64) bool { return true }
+	from, to := min, next
+	switch {
+	case req.All:
+	case len(req.Offsets) > 0:
+		want = func(off int64) bool { return slices.Contains(req.Offsets, off) }
+		from, to = slices.Min(req.Offsets), slices.Max(req.Offsets)+1
+	case req.To > req.From:
+		from, to = req.From, req.To
+	default:
+		return 0, fmt.Errorf("%w: redrive needs offsets, a range or All", ErrInvalidArgument)
+	}
+	if from < min || to > next || from < 0 {
+		return 0, fmt.Errorf("%w: dead letters %d..%d outside [%d, %d)", ErrInvalidArgument, from, to, min, next)
+	}
+	sent := 0
+	for off := from; off < to; {
+		dls, err := e.DeadLetters(ctx, group, off, MaxPullBatch)
+		if err != nil {
+			return sent, err
+		}
+		if len(dls) == 0 {
+			break
+		}
+		for _, dl := range dls {
+			off = dl.Offset + 1
+			if dl.Offset >= to {
+				break
+			}
+			if dl.Redriven || !want(dl.Offset) {
+				continue
+			}
+			if err := e.redriveOne(ctx, group, dl); err != nil {
+				return sent, err
+			}
+			sent++
+		}
+	}
+	return sent, nil
+}
+
+func (e *Engine) redriveOne(ctx context.Context, group string, dl DLQEntry) error {
+	v := dl.Message
+	fresh := &Message{ID: v.ID, Topic: v.Topic, Tag: v.Tag, Keys: v.Keys, Properties: v.Properties, Body: v.Body, BornAt: v.BornAt}
+	route, err := e.Route(ctx, v.Topic)
+	if err != nil {
+		return fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
+	}
+	if len(route.Writable) == 0 {
+		return fmt.Errorf("%w: topic %q has no writable queue", ErrQueueNotWritable, v.Topic)
+	}
+	queue := v.Queue
+	if !slices.Contains(route.Writable, queue) {
+		queue = KeyHashSelector().Select(fresh, route.Writable)
+	}
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.leave()
+	r, _, err := e.prepareAppend(ctx, &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}})
+	if err != nil {
+		return err
+	}
+	r.meta = []store.MetaOp{{Key: redrivenKey(group, dl.Offset), Value: []byte{1}}}
+	done := make(chan error, 1)
+	r.done = func(r *appendReq) { done <- r.err }
+	select {
+	case e.writeCh <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,179 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultRetryDelays are the waits before each redelivery of a failed
+// message in a clustering group: RocketMQ's delay levels from the third on
+// (10 s, 30 s, 1 m, ... 2 h). Attempts beyond the list wait its last value.
+var DefaultRetryDelays = []time.Duration{
+	10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute,
+	5 * time.Minute, 6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute,
+	20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+}
+
+// ErrDeadLetter is matched (errors.Is) by errors made with DeadLetter.
+var ErrDeadLetter = errors.New("equeue: send to dead letters")
+
+type retryAfterError struct {
+	d     time.Duration
+	cause error
+}
+
+func (e *retryAfterError) Error() string {
+	return fmt.Sprintf("retry after %v: %v", e.d, e.cause)
+}
+func (e *retryAfterError) Unwrap() error { return e.cause }
+
+// RetryAfter returns a handler error that asks for the message to be
+// delivered again after d (instead of the configured backoff). It still
+// counts as a failed attempt.
+func RetryAfter(d time.Duration, cause error) error {
+	if cause == nil {
+		cause = errors.New("retry requested")
+	}
+	return &retryAfterError{d: d, cause: cause}
+}
+
+type deadLetterError struct{ cause error }
+
+func (e *deadLetterError) Error() string        { return "dead letter: " + fmt.Sprint(e.cause) }
+func (e *deadLetterError) Unwrap() []error      { return []error{ErrDeadLetter, e.cause} }
+func (e *deadLetterError) Is(target error) bool { return target == ErrDeadLetter }
+
+// DeadLetter returns a handler error that sends the message straight to the
+// group's dead-letter topic, with no further attempt.
+func DeadLetter(cause error) error {
+	if cause == nil {
+		cause = errors.New("dead letter requested")
+	}
+	return &deadLetterError{cause: cause}
+}
+
+// System property names set by the engine on retried and dead-lettered messages.
+const (
+	SysOriginTopic  = "origin-topic"
+	SysOriginQueue  = "origin-queue"
+	SysOriginOffset = "origin-offset"
+	SysLastError    = "last-error"
+)
+
+// retryDelay is the wait before the given attempt (1 = first retry).
+func (c *Consumer) retryDelay(attempt int, cause error) time.Duration {
+	var ra *retryAfterError
+	if errors.As(cause, &ra) && ra.d >= 0 {
+		return ra.d
+	}
+	ds := c.o.RetryDelays
+	return ds[min(max(attempt, 1), len(ds))-1]
+}
+
+// origin returns the message as its handler should see it: a message
+// from the retry topic shows its original topic, queue and offset.
+func origin(m *Message) *Message {
+	if !strings.HasPrefix(m.Topic, RetryTopicPrefix) || m.sys[SysOriginTopic] == "" {
+		return m
+	}
+	v := *m
+	v.Topic = m.sys[SysOriginTopic]
+	v.Queue, _ = strconv.Atoi(m.sys[SysOriginQueue])
+	v.Offset, _ = strconv.ParseInt(m.sys[SysOriginOffset], 10, 64)
+	return &v
+}
+
+// derived returns a copy of view (the original-topic view of a message)
+// addressed to topic, carrying its origin and the last error.
+func derived(view *Message, topic string, attempts int, cause error) *Message {
+	d := *view
+	d.Topic = topic
+	d.Attempt = attempts
+	d.Delay, d.TTL, d.DeliverAt = 0, 0, time.Time{}
+	d.sys = make(map[string]string, len(view.sys)+4)
+	for k, v := range view.sys {
+		d.sys[k] = v
+	}
+	if d.sys[SysOriginTopic] == "" {
+		d.sys[SysOriginTopic] = view.Topic
+		d.sys[SysOriginQueue] = strconv.Itoa(view.Queue)
+		d.sys[SysOriginOffset] = strconv.FormatInt(view.Offset, 10)
+	}
+	if cause != nil {
+		d.sys[SysLastError] = truncate(cause.Error(), 1024)
+	}
+	return &d
+}
+
+// sendBack stores a failed message in the group's retry topic, due after
+// the backoff for its attempt.
+func (c *Consumer) sendBack(ctx context.Context, view *Message, attempts int, cause error) error {
+	d := derived(view, RetryTopic(c.o.Group), attempts, cause)
+	d.DeliverAt = time.Now().Add(c.retryDelay(attempts, cause))
+	_, err := c.b.Append(ctx, &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}})
+	return err
+}
+
+// deadLetter stores m in the group's dead-letter topic with the reason.
+func (c *Consumer) deadLetter(ctx context.Context, view *Message, attempts int, cause error) bool {
+	d := derived(view, DLQTopic(c.o.Group), attempts, cause)
+	_, err := c.b.Append(ctx, &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}})
+	if err != nil {
+		c.log.Error("dead-letter failed; will retry", "topic", view.Topic, "offset", view.Offset, "err", err)
+		return false
+	}
+	c.log.Warn("message dead-lettered", "topic", view.Topic, "queue", view.Queue, "offset", view.Offset, "attempts", attempts, "err", cause)
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// watchdog sends back messages whose handlers outlive ConsumeTimeout, so
+// the committed offset can move past them. The handler keeps running; its
+// result is ignored.
+func (c *Consumer) watchdog() {
+	every := min(c.o.ConsumeTimeout/4, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.loopStop:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		rs := make([]*runner, 0, len(c.runners))
+		for _, r := range c.runners {
+			rs = append(rs, r)
+		}
+		c.mu.Unlock()
+		for _, r := range rs {
+			for _, m := range r.pq.overdue(c.o.ConsumeTimeout) {
+				view := origin(m)
+				cause := fmt.Errorf("consume timeout: handler ran longer than %v", c.o.ConsumeTimeout)
+				attempts := m.Attempt + 1
+				var stored bool
+				if attempts >= c.o.MaxAttempts {
+					stored = c.deadLetter(r.ctx, view, attempts, cause)
+				} else if err := c.sendBack(r.ctx, view, attempts, cause); err == nil {
+					stored = true
+				} else {
+					c.log.Warn("send-back of a stuck message failed", "err", err)
+				}
+				if stored {
+					c.log.Warn("handler stuck; message sent back", "topic", view.Topic, "offset", view.Offset, "timeout", c.o.ConsumeTimeout)
+					r.pq.expire(m.Offset)
+				}
+			}
+		}
+	}
+}
