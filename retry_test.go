@@ -197,11 +197,11 @@ func TestDLQ_ListAndRedrive(t *testing.T) {
 		return len(dls) == 4
 	}, "four dead letters")
 	for _, dl := range dls {
-		b := string(dl.Message.Body)
+		want := sent[string(dl.Message.Body)]
 		assert.Equal(t, "t", dl.Message.Topic)
-		assert.Equal(t, sent[b].Queue, dl.Message.Queue)
-		assert.Equal(t, sent[b].Offset, dl.Message.Offset)
-		assert.Equal(t, sent[b].ID, dl.Message.ID)
+		assert.Equal(t, want.Queue, dl.Message.Queue)
+		assert.Equal(t, want.Offset, dl.Message.Offset)
+		assert.Equal(t, want.ID, dl.Message.ID)
 		assert.Contains(t, dl.LastError, "db down")
 		assert.False(t, dl.Redriven)
 	}

@@ -264,4 +264,3 @@ func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
 	}()
 	return c.o.Handler(ctx, m)
 }
-
