@@ -36,6 +36,8 @@ type Engine struct {
 	active    atomic.Int64
 	drained   chan struct{}
 	closing   chan struct{}
+	bgCtx     context.Context // cancelled when Close starts
+	bgCancel  context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
 	bg        sync.WaitGroup // background goroutines
@@ -101,6 +103,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		closing:   make(chan struct{}),
 		flushKick: make(chan struct{}, 1),
 	}
+	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	if err := e.loadTopics(); err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("equeue: load topics: %w", err)
@@ -121,6 +124,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	}
 	e.goFunc(e.groups.run)
 	e.goFunc(e.sched.run)
+	e.goFunc(e.runRetention)
 	e.log.Info("engine open", "dir", dir, "topics", len(e.topics), "sync", o.Sync.String())
 	return e, nil
 }
@@ -169,6 +173,7 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		close(e.closing)
+		e.bgCancel()
 		for e.active.Load() > 0 {
 			select {
 			case <-e.drained:

@@ -104,6 +104,9 @@ type Options struct {
 	// SessionTimeout is how long a group member may go without a heartbeat
 	// before it is expired and its queues reassigned. Zero means 30 s.
 	SessionTimeout time.Duration
+	// Retention says which old messages are deleted in the background.
+	// The zero value keeps messages 72 hours.
+	Retention RetentionPolicy
 	// MaxDelay is how far in the future a message may be scheduled. Zero
 	// means 7 days.
 	MaxDelay time.Duration
@@ -158,6 +161,7 @@ func (o *Options) withDefaults() Options {
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = DefaultSessionTimeout
 	}
+	c.Retention = c.Retention.withDefaults()
 	if c.MaxDelay == 0 {
 		c.MaxDelay = DefaultMaxDelay
 	}

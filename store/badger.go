@@ -810,8 +810,13 @@ func (s *Badger) Reclaim() error {
 	if s.inMemory {
 		return nil
 	}
-	// Compact every level into one so tombstones and the keys they delete
-	// leave the LSM tree, then rewrite value-log files that are mostly garbage.
+	// Flush the memtables (Badger flushes them for DropPrefix, so drop a
+	// sentinel key written for the purpose), compact every level into one so
+	// tombstones and the keys they delete leave the LSM tree, then rewrite
+	// value-log files that are mostly garbage.
+	if err := s.flushMemtables(); err != nil {
+		return fmt.Errorf("store: reclaim: flush: %w", err)
+	}
 	s.dropMu.RLock()
 	err := s.db.Flatten(1)
 	s.dropMu.RUnlock()
@@ -846,4 +851,17 @@ func (s *Badger) Close() error {
 		return fmt.Errorf("store: close badger at %q: %w", s.dir, err)
 	}
 	return nil
+}
+
+// flushSentinel is a key outside the record and metadata spaces, written
+// only to make DropPrefix flush the memtables.
+var flushSentinel = []byte{0xfe, 'f', 'l', 'u', 's', 'h'}
+
+func (s *Badger) flushMemtables() error {
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) }); err != nil {
+		return err
+	}
+	return s.db.DropPrefix(flushSentinel)
 }

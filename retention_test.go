@@ -1,0 +1,130 @@
+package equeue_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// fillQueue appends n small messages to queue 0 of topic in batches.
+func fillQueue(t testing.TB, e *equeue.Engine, topic string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	batch := make([]*equeue.Message, 0, 1000)
+	for i := 0; i < n; i++ {
+		batch = append(batch, &equeue.Message{Body: fmt.Appendf(nil, "m%07d", i)})
+		if len(batch) == cap(batch) || i == n-1 {
+			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: 0, Messages: batch})
+			require.NoError(t, err)
+			batch = batch[:0]
+		}
+	}
+}
+
+func TestRetention_ByAgeMovesWatermarkAndReclaims(t *testing.T) {
+	ctx := ctxT(t)
+	n := 100_000
+	if testing.Short() {
+		n = 20_000
+	}
+	e, reopen := openEngine(t, "badger", &equeue.Options{Sync: equeue.SyncNever, Retention: equeue.RetentionPolicy{Interval: -1}})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	fillQueue(t, e, "t", n)
+	time.Sleep(20 * time.Millisecond)
+	mark := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	fillQueue(t, e, "t", 10)
+	before := e.Stats().StoreBytes
+
+	res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Since(mark)})
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), res.Deleted)
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), info.Queues[0].MinOffset)
+	assert.Equal(t, int64(n+10), info.Queues[0].MaxOffset)
+	after := e.Stats().StoreBytes
+	t.Logf("store size before retention %d bytes, after %d bytes", before, after)
+	assert.Less(t, after, before, "disk space given back (%d -> %d bytes)", before, after)
+
+	pr, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 5})
+	require.NoError(t, err)
+	assert.Equal(t, equeue.PullOffsetMoved, pr.Status)
+	assert.Equal(t, int64(n), pr.NextOffset)
+	pr, err = e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: int64(n)})
+	require.NoError(t, err)
+	require.Len(t, pr.Messages, 10)
+	assert.Equal(t, fmt.Sprintf("m%07d", 0), string(pr.Messages[0].Body))
+
+	// The watermark is stored: after a restart nothing below it comes back.
+	e = reopen()
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), info.Queues[0].MinOffset)
+	pr, err = e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0})
+	require.NoError(t, err)
+	assert.Equal(t, equeue.PullOffsetMoved, pr.Status)
+
+	// Deleting everything keeps the next offset.
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
+	require.NoError(t, err)
+	e = reopen()
+	p := newProducer(t, e, nil)
+	r, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("next")})
+	require.NoError(t, err)
+	assert.Equal(t, int64(n+10), r.Offset, "offsets never go back after the queue was emptied")
+}
+
+func TestRetention_KeepUnconsumedAndSize(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	fillQueue(t, e, "t", 100)
+	col := newCollector()
+	var handled int
+	c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest,
+		Handler: func(ctx context.Context, m *equeue.Message) error {
+			if m.Offset >= 40 {
+				<-ctx.Done() // hold everything from 40 on
+				return ctx.Err()
+			}
+			handled++
+			return col.handler("c")(ctx, m)
+		}, HandoffTimeout: 50 * time.Millisecond})
+	eventually(t, 10*time.Second, func() bool { return col.count() == 40 }, "40 consumed")
+	require.NoError(t, c.Commit(ctx))
+	res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond, KeepUnconsumed: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), res.Deleted, "only what the group committed")
+
+	// Size: each pass trims a tenth of the queue while the store is too big.
+	require.NoError(t, e.CreateTopic(ctx, "big", 1))
+	fillQueue(t, e, "big", 1000)
+	res, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: -1, MaxBytes: 1})
+	require.NoError(t, err)
+	info, err := e.Topic(ctx, "big")
+	require.NoError(t, err)
+	assert.Equal(t, int64(100), info.Queues[0].MinOffset)
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(46), info.Queues[0].MinOffset, "KeepUnconsumed was not asked for: t loses a tenth of its 60")
+	_ = handled
+}
+
+func TestRetention_BackgroundPass(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{MaxAge: 50 * time.Millisecond, Interval: 20 * time.Millisecond}})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	fillQueue(t, e, "t", 10)
+	eventually(t, 10*time.Second, func() bool {
+		info, err := e.Topic(ctx, "t")
+		require.NoError(t, err)
+		return info.Queues[0].MinOffset == 10
+	}, "old messages deleted in the background")
+}
