@@ -98,6 +98,10 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 			cb(AppendResult{}, fmt.Errorf("equeue: append to %s/%d: %w", req.Topic, req.Queue, r.err))
 			return
 		}
+		if r.duplicate {
+			cb(AppendResult{Queue: r.dupQueue, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids, Duplicate: true}, nil)
+			return
+		}
 		if r.delayed {
 			e.sched.scheduled(r.firstDue)
 			cb(AppendResult{Queue: req.Queue, FirstOffset: -1, StoredAt: r.storedAt, IDs: ids, Delayed: true}, nil)
@@ -183,6 +187,13 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*append
 		r.recs[i] = rec
 		r.bytes += e.limits.ValueCost(len(rec))
 		ids[i] = id
+		if t.dedup > 0 && m.ID != "" {
+			r.dedupIDs = append(r.dedupIDs, id)
+			r.bytes += len(keyDedupPrefix) + 4 + len(id) + 20
+		}
+	}
+	if len(r.dedupIDs) != len(req.Messages) {
+		r.dedupIDs = nil // only a request whose every message has an ID can be a duplicate
 	}
 	if len(dues) > 0 {
 		if len(dues) != len(req.Messages) {

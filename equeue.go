@@ -30,6 +30,7 @@ type Engine struct {
 
 	groups *coordinator
 	sched  *scheduler
+	dedup  map[uint32]*dedupIndex // owned by the writer goroutine after Open
 
 	// Lifecycle: enter/leave count calls in progress; Close waits for them.
 	closed    atomic.Bool
@@ -107,6 +108,10 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if err := e.loadTopics(); err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("equeue: load topics: %w", err)
+	}
+	if err := e.loadDedup(); err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("equeue: load dedup index: %w", err)
 	}
 	if err := e.openScheduler(); err != nil {
 		_ = st.Close()

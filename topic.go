@@ -64,6 +64,9 @@ type topic struct {
 	created time.Time
 	queues  atomic.Pointer[[]*queue]
 	deleted atomic.Bool
+	// dedup is the window in which a producer-supplied message ID is stored
+	// only once; zero disables deduplication.
+	dedup time.Duration
 }
 
 func (t *topic) queueList() []*queue { return *t.queues.Load() }
@@ -78,15 +81,16 @@ func (t *topic) queue(id int) (*queue, error) {
 
 // topicMeta is the persisted form of a topic.
 type topicMeta struct {
-	Name      string    `json:"name"`
-	ID        uint32    `json:"id"`
-	Queues    int       `json:"queues"`
-	ReadOnly  []int     `json:"read_only,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	Name      string        `json:"name"`
+	ID        uint32        `json:"id"`
+	Queues    int           `json:"queues"`
+	ReadOnly  []int         `json:"read_only,omitempty"`
+	Dedup     time.Duration `json:"dedup_window,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
 }
 
 func (t *topic) meta() topicMeta {
-	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created}
+	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created, Dedup: t.dedup}
 	for _, q := range t.queueList() {
 		m.Queues++
 		if !q.writable.Load() {
@@ -153,7 +157,7 @@ func (e *Engine) loadTopics() error {
 		return err
 	}
 	for _, m := range metas {
-		t := &topic{name: m.Name, id: m.ID, created: m.CreatedAt}
+		t := &topic{name: m.Name, id: m.ID, created: m.CreatedAt, dedup: m.Dedup}
 		qs := make([]*queue, 0, m.Queues)
 		for i := 0; i < m.Queues; i++ {
 			key := store.QueueID{Topic: m.ID, Queue: uint32(i)}
@@ -217,10 +221,30 @@ func (e *Engine) writeMeta(ops ...store.MetaOp) error {
 // CreateTopic creates a topic with the given number of queues (0 means
 // Options.DefaultQueues). It returns ErrTopicExists if the topic exists.
 func (e *Engine) CreateTopic(ctx context.Context, name string, queues int) error {
-	return e.createTopic(ctx, name, queues, false)
+	return e.createTopic(ctx, name, TopicOptions{Queues: queues}, false)
 }
 
-func (e *Engine) createTopic(ctx context.Context, name string, queues int, internal bool) error {
+// TopicOptions configure a new topic.
+type TopicOptions struct {
+	// Queues is the queue count; 0 means Options.DefaultQueues.
+	Queues int
+	// DedupWindow, when positive, makes the topic idempotent for messages
+	// with a producer-supplied ID: a send whose every message ID was stored
+	// in this topic within the window is acknowledged with the original
+	// queue and offsets and stores nothing again.
+	DedupWindow time.Duration
+}
+
+// CreateTopicWith creates a topic with options.
+func (e *Engine) CreateTopicWith(ctx context.Context, name string, o TopicOptions) error {
+	if o.DedupWindow < 0 {
+		return fmt.Errorf("%w: negative dedup window", ErrInvalidArgument)
+	}
+	return e.createTopic(ctx, name, o, false)
+}
+
+func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, internal bool) error {
+	queues := o.Queues
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
@@ -243,7 +267,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, queues int, inter
 	if err != nil {
 		return err
 	}
-	t := &topic{name: name, id: id, created: time.Now().UTC().Truncate(time.Millisecond)}
+	t := &topic{name: name, id: id, created: time.Now().UTC().Truncate(time.Millisecond), dedup: o.DedupWindow}
 	qs := make([]*queue, queues)
 	for i := range qs {
 		qs[i] = newQueue(t, i, 0, 0)
@@ -427,7 +451,7 @@ func (e *Engine) topicFor(ctx context.Context, name string) (*topic, error) {
 	if internal {
 		queues = 1
 	}
-	if err := e.createTopic(ctx, name, queues, internal); err != nil && !errors.Is(err, ErrTopicExists) {
+	if err := e.createTopic(ctx, name, TopicOptions{Queues: queues}, internal); err != nil && !errors.Is(err, ErrTopicExists) {
 		return nil, err
 	}
 	t, ok := e.lookupTopic(name)

@@ -23,6 +23,10 @@ type appendReq struct {
 	// delayed requests go to the delay log; firstDue is their earliest time.
 	delayed  bool
 	firstDue time.Time
+	// dedupIDs are the producer-supplied IDs of a topic with a dedup window.
+	dedupIDs  []string
+	duplicate bool
+	dupQueue  int
 
 	first    int64
 	storedAt time.Time
@@ -148,14 +152,21 @@ func (e *Engine) commit(batch []*appendReq) {
 		entries  []store.Entry
 		meta     []store.MetaOp
 		queues   []touched
+		undos    []func()
 		needSync bool
 	)
+	for tid, idx := range e.dedup {
+		meta = append(meta, idx.expire(tid, now)...)
+	}
 	for _, r := range batch {
 		if r.barrier || len(r.recs) == 0 {
 			continue
 		}
 		if r.q.topic.deleted.Load() {
 			r.err = fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, r.q.topic.name)
+			continue
+		}
+		if e.dedupCheck(r, now) {
 			continue
 		}
 		q := r.q
@@ -169,6 +180,9 @@ func (e *Engine) commit(batch []*appendReq) {
 			entries = append(entries, store.Entry{Queue: q.key, Offset: uint64(q.wnext), Value: rec})
 			q.wnext++
 		}
+		ops, undo := e.dedupRecord(r, now)
+		meta = append(meta, ops...)
+		undos = append(undos, undo)
 		meta = append(meta, r.meta...)
 		if r.metaFor != nil {
 			meta = append(meta, r.metaFor(r.first)...)
@@ -176,7 +190,7 @@ func (e *Engine) commit(batch []*appendReq) {
 		needSync = needSync || r.sync
 	}
 	var err error
-	if len(entries) > 0 {
+	if len(entries) > 0 || len(meta) > 0 {
 		err = e.st.Write(&store.Batch{Entries: entries, Meta: meta})
 		if err == nil && needSync {
 			err = e.st.Sync()
@@ -187,6 +201,9 @@ func (e *Engine) commit(batch []*appendReq) {
 		for _, t := range queues {
 			t.q.wnext = t.orig
 		}
+		for _, u := range undos {
+			u()
+		}
 	} else {
 		for _, t := range queues {
 			t.q.publish(t.q.wnext)
@@ -195,11 +212,13 @@ func (e *Engine) commit(batch []*appendReq) {
 		}
 	}
 	for _, r := range batch {
-		if r.barrier || r.err != nil {
-			// nothing to account
-		} else if err != nil {
+		switch {
+		case r.barrier || r.err != nil:
+		case err != nil:
+			// A duplicate may refer to a message of this very batch: fail it too.
 			r.err = err
-		} else {
+		case r.duplicate:
+		default:
 			r.q.appendedBytes.Add(uint64(r.bytes))
 		}
 		r.done(r)

@@ -1,0 +1,102 @@
+package equeue_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+func TestDedup_ProducerIDStoredOnceWithinWindow(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 4, DedupWindow: time.Hour}))
+	require.NoError(t, e.CreateTopic(ctx, "plain", 1))
+	assert.ErrorIs(t, e.CreateTopicWith(ctx, "bad", equeue.TopicOptions{DedupWindow: -1}), equeue.ErrInvalidArgument)
+	p := newProducer(t, e, nil)
+
+	first, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: "order-1", Body: []byte("a")})
+	require.NoError(t, err)
+	assert.False(t, first.Duplicate)
+	// A retry by a producer that did not see the ack: round robin would pick
+	// another queue, but the original position is returned.
+	again, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: "order-1", Body: []byte("a")})
+	require.NoError(t, err)
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, first.Queue, again.Queue)
+	assert.Equal(t, first.Offset, again.Offset)
+
+	// Concurrent duplicates: exactly one is stored.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	dups := 0
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: "order-2", Body: []byte("b")})
+			assert.NoError(t, err)
+			mu.Lock()
+			if r.Duplicate {
+				dups++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 19, dups)
+
+	// A batch is a duplicate only when every ID is known.
+	b1, err := p.SendBatch(ctx, []*equeue.Message{{Topic: "t", ID: "b-1"}, {Topic: "t", ID: "b-2"}})
+	require.NoError(t, err)
+	b2, err := p.SendBatch(ctx, []*equeue.Message{{Topic: "t", ID: "b-1"}, {Topic: "t", ID: "b-2"}})
+	require.NoError(t, err)
+	assert.Equal(t, b1.FirstOffset, b2.FirstOffset)
+	assert.Equal(t, b1.Queue, b2.Queue)
+
+	// Topics without a window store every send.
+	for range 2 {
+		r, err := p.Send(ctx, &equeue.Message{Topic: "plain", ID: "same"})
+		require.NoError(t, err)
+		assert.False(t, r.Duplicate)
+	}
+
+	total := func(e *equeue.Engine, topic string) int64 {
+		info, err := e.Topic(ctx, topic)
+		require.NoError(t, err)
+		var n int64
+		for _, q := range info.Queues {
+			n += q.MaxOffset
+		}
+		return n
+	}
+	assert.Equal(t, int64(4), total(e, "t"))
+	assert.Equal(t, int64(2), total(e, "plain"))
+
+	// The index survives a restart.
+	e = reopen()
+	p = newProducer(t, e, nil)
+	r, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: "order-1"})
+	require.NoError(t, err)
+	assert.True(t, r.Duplicate)
+	assert.Equal(t, first.Offset, r.Offset)
+	assert.Equal(t, int64(4), total(e, "t"))
+}
+
+func TestDedup_WindowExpires(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: 50 * time.Millisecond}))
+	p := newProducer(t, e, nil)
+	_, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: "x"})
+	require.NoError(t, err)
+	time.Sleep(80 * time.Millisecond)
+	r, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: "x"})
+	require.NoError(t, err)
+	assert.False(t, r.Duplicate, "outside the window the ID is new again")
+	assert.Equal(t, int64(1), r.Offset)
+}
