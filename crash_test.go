@@ -1,0 +1,281 @@
+package equeue_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// The crash test runs this test binary as a child process that produces
+// (SyncAlways), consumes and commits, and kills it with SIGKILL at a random
+// moment, round after round, checking the store after each kill.
+//
+// EQUEUE_CRASH_ROUNDS sets the number of rounds (default 3; the long run uses 20+).
+
+const crashChildEnv = "EQUEUE_CRASH_CHILD_DIR"
+
+// TestCrashChild is the child's workload; it does nothing unless started by
+// TestCrash_KillAndReopen.
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv(crashChildEnv)
+	if dir == "" {
+		t.Skip("child process of TestCrash_KillAndReopen")
+	}
+	round := os.Getenv("EQUEUE_CRASH_ROUND")
+	ctx := context.Background()
+	var outMu sync.Mutex
+	say := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		_, _ = fmt.Fprintf(os.Stdout, format+"\n", args...)
+	}
+	e, err := equeue.Open(dir, nil) // SyncAlways
+	if err != nil {
+		say("ERROR open %v", err)
+		os.Exit(3)
+	}
+	for _, name := range []string{"t", "d"} {
+		if err := e.CreateTopic(ctx, name, 4); err != nil && !strings.Contains(err.Error(), "exists") {
+			say("ERROR create %v", err)
+			os.Exit(3)
+		}
+	}
+	c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", ID: "child", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		From: equeue.ConsumeFromEarliest, CommitInterval: time.Hour,
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			say("HANDLED %s %d %d", m.ID, m.Queue, m.Offset)
+			return nil
+		}})
+	if err == nil {
+		err = c.Start(ctx)
+	}
+	if err != nil {
+		say("ERROR consumer %v", err)
+		os.Exit(3)
+	}
+	p, _ := equeue.NewProducer(e, nil)
+	say("READY")
+	for g := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("r%s-g%d-%d", round, g, i)
+				r, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: id, Keys: []string{fmt.Sprint(i % 7)}, Body: []byte(id)})
+				if err != nil {
+					say("ERROR send %v", err)
+					return
+				}
+				say("ACK %s %d %d", id, r.Queue, r.Offset)
+				if i%25 == 0 {
+					did := "d" + id
+					if _, err := p.Send(ctx, &equeue.Message{Topic: "d", ID: did, Body: []byte(did), Delay: time.Duration(300+rand.IntN(1200)) * time.Millisecond}); err == nil {
+						say("DACK %s", did)
+					}
+				}
+			}
+		}()
+	}
+	for {
+		time.Sleep(20 * time.Millisecond)
+		if err := c.Commit(ctx); err != nil {
+			continue
+		}
+		gi, err := e.Group(ctx, "g")
+		if err != nil {
+			continue
+		}
+		for _, q := range gi.Queues {
+			if q.Topic == "t" && q.Committed >= 0 {
+				say("COMMITTED %d %d", q.Queue, q.Committed)
+			}
+		}
+	}
+}
+
+type crashPos struct {
+	queue  int
+	offset int64
+}
+
+func TestCrash_KillAndReopen(t *testing.T) {
+	rounds := 3
+	if v := os.Getenv("EQUEUE_CRASH_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		rounds = n
+	}
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	acked := map[string]crashPos{}
+	delayed := map[string]bool{}
+	handled := map[string]bool{}
+	committedAtStart := map[int]int64{}
+	for round := range rounds {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round))
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		lines := make(chan string, 1024)
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+		}()
+		ready := make(chan struct{})
+		var readyOnce sync.Once
+		lastCommit := map[int]int64{}
+		var parseErr []string
+		parsed := make(chan struct{})
+		go func() {
+			defer close(parsed)
+			for l := range lines {
+				f := strings.Fields(l)
+				switch {
+				case len(f) == 1 && f[0] == "READY":
+					readyOnce.Do(func() { close(ready) })
+				case len(f) == 4 && f[0] == "ACK":
+					q, _ := strconv.Atoi(f[2])
+					off, _ := strconv.ParseInt(f[3], 10, 64)
+					acked[f[1]] = crashPos{q, off}
+				case len(f) == 2 && f[0] == "DACK":
+					delayed[f[1]] = true
+				case len(f) == 4 && f[0] == "HANDLED":
+					q, _ := strconv.Atoi(f[2])
+					off, _ := strconv.ParseInt(f[3], 10, 64)
+					if off < committedAtStart[q] {
+						parseErr = append(parseErr, fmt.Sprintf("round %d: committed message %d/%d delivered again", round, q, off))
+					}
+					handled[f[1]] = true
+				case len(f) == 3 && f[0] == "COMMITTED":
+					q, _ := strconv.Atoi(f[1])
+					off, _ := strconv.ParseInt(f[2], 10, 64)
+					lastCommit[q] = max(lastCommit[q], off)
+				case strings.HasPrefix(l, "ERROR"):
+					parseErr = append(parseErr, l)
+				}
+			}
+		}()
+		select {
+		case <-ready:
+		case <-time.After(60 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("round %d: child never became ready", round)
+		}
+		time.Sleep(time.Duration(100+rand.IntN(500)) * time.Millisecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		<-parsed
+		require.Empty(t, parseErr)
+
+		// Reopen and check what the store holds.
+		e, err := equeue.Open(dir, nil)
+		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
+		info, err := e.Topic(ctx, "t")
+		require.NoError(t, err)
+		found := map[string][]crashPos{}
+		for _, q := range info.Queues {
+			next := q.MinOffset
+			for next < q.MaxOffset {
+				res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: q.ID, Offset: next, Max: 1024})
+				require.NoError(t, err)
+				require.Empty(t, res.Corrupt, "round %d: corrupt records", round)
+				for _, m := range res.Messages {
+					require.Equal(t, next, m.Offset, "round %d: queue %d has a gap at %d", round, q.ID, next)
+					next++
+					found[m.ID] = append(found[m.ID], crashPos{q.ID, m.Offset})
+				}
+				require.Equal(t, next, res.NextOffset)
+			}
+		}
+		for id, pos := range acked {
+			require.Equal(t, []crashPos{pos}, found[id], "round %d: acknowledged %s must be stored exactly once where its Send said", round, id)
+		}
+		gi, err := e.Group(ctx, "g")
+		require.NoError(t, err)
+		for _, q := range gi.Queues {
+			if q.Topic != "t" {
+				continue
+			}
+			assert.GreaterOrEqual(t, q.Committed, lastCommit[q.Queue], "round %d: a commit that returned was lost", round)
+			committedAtStart[q.Queue] = q.Committed
+		}
+		require.NoError(t, e.Close())
+		t.Logf("round %d: %d acknowledged sends stored exactly once, %d delayed pending or delivered", round, len(acked), len(delayed))
+	}
+	require.NotEmpty(t, acked)
+
+	// Finally: consume the rest and wait for every delayed message.
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer e.Close()
+	var mu sync.Mutex
+	c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", ID: "final", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			mu.Lock()
+			if m.Offset < committedAtStart[m.Queue] {
+				t.Errorf("committed message %d/%d delivered again", m.Queue, m.Offset)
+			}
+			handled[m.ID] = true
+			mu.Unlock()
+			return nil
+		}})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	eventually(t, 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for id := range acked {
+			if !handled[id] {
+				return false
+			}
+		}
+		return true
+	}, "every acknowledged message is handled at least once")
+	require.NoError(t, c.Close())
+	seenDelayed := func() map[string]int {
+		seen := map[string]int{}
+		info, err := e.Topic(ctx, "d")
+		require.NoError(t, err)
+		for _, q := range info.Queues {
+			for off := q.MinOffset; off < q.MaxOffset; {
+				res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "d", Queue: q.ID, Offset: off, Max: 1024})
+				require.NoError(t, err)
+				for _, m := range res.Messages {
+					seen[m.ID]++
+				}
+				off = res.NextOffset
+			}
+		}
+		return seen
+	}
+	var seen map[string]int
+	eventually(t, 30*time.Second, func() bool {
+		seen = seenDelayed()
+		for id := range delayed {
+			if seen[id] == 0 {
+				return false
+			}
+		}
+		return true
+	}, "every acknowledged delayed message delivered")
+	for id := range delayed {
+		assert.Equal(t, 1, seen[id], "delayed %s delivered exactly once", id)
+	}
+	t.Logf("%d rounds: %d acknowledged sends, %d delayed, all checked", rounds, len(acked), len(delayed))
+}
