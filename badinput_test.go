@@ -1,0 +1,138 @@
+package equeue_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// TestBadInput_DocumentedErrors feeds invalid input to every entry point:
+// each returns its documented error and nothing panics.
+func TestBadInput_DocumentedErrors(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", &equeue.Options{MaxMessageSize: 1 << 10, MaxDelay: time.Hour})
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	p := newProducer(t, e, nil)
+	ok := func(context.Context, *equeue.Message) error { return nil }
+	var nilCtx context.Context
+	cases := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"empty topic name", func() error { return e.CreateTopic(ctx, "", 1) }, equeue.ErrInvalidName},
+		{"long topic name", func() error { return e.CreateTopic(ctx, strings.Repeat("a", 128), 1) }, equeue.ErrInvalidName},
+		{"reserved prefix", func() error { return e.CreateTopic(ctx, "%DLQ%x", 1) }, equeue.ErrInvalidName},
+		{"zero queues add", func() error { return e.AddQueues(ctx, "t", 0) }, equeue.ErrInvalidArgument},
+		{"too many queues", func() error { return e.CreateTopic(ctx, "q", 1000) }, equeue.ErrInvalidArgument},
+		{"oversized message", func() error {
+			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: make([]byte, 2<<10)})
+			return err
+		}, equeue.ErrMessageTooLarge},
+		{"nil message", func() error { _, err := p.Send(ctx, nil); return err }, equeue.ErrInvalidArgument},
+		{"nil context", func() error {
+			_, err := p.Send(nilCtx, &equeue.Message{Topic: "t"})
+			return err
+		}, equeue.ErrInvalidArgument},
+		{"empty batch", func() error { _, err := p.SendBatch(ctx, nil); return err }, equeue.ErrInvalidArgument},
+		{"unknown topic", func() error { _, err := p.Send(ctx, &equeue.Message{Topic: "nope"}); return err }, equeue.ErrTopicNotFound},
+		{"negative delay", func() error {
+			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Delay: -1})
+			return err
+		}, equeue.ErrInvalidDelay},
+		{"too long delay", func() error {
+			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Delay: 2 * time.Hour})
+			return err
+		}, equeue.ErrInvalidDelay},
+		{"append to missing queue", func() error {
+			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 9, Messages: []*equeue.Message{{}}})
+			return err
+		}, equeue.ErrQueueNotFound},
+		{"append nothing", func() error { _, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t"}); return err }, equeue.ErrInvalidArgument},
+		{"append nil request", func() error { _, err := e.Append(ctx, nil); return err }, equeue.ErrInvalidArgument},
+		{"bad sync policy", func() error {
+			_, err := equeue.NewProducer(e, &equeue.ProducerOptions{Sync: &equeue.SyncPolicy{}})
+			if err != nil {
+				return err
+			}
+			bad := equeue.SyncInterval(-time.Second)
+			_, err = equeue.NewProducer(e, &equeue.ProducerOptions{Sync: &bad})
+			return err
+		}, equeue.ErrInvalidOptions},
+		{"nil handler", func() error {
+			_, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+			return err
+		}, equeue.ErrInvalidOptions},
+		{"negative retry delay", func() error {
+			_, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok, RetryDelays: []time.Duration{-1}})
+			return err
+		}, equeue.ErrInvalidOptions},
+		{"unknown group (admin)", func() error { _, err := e.Group(ctx, "nope"); return err }, equeue.ErrGroupNotFound},
+		{"unknown group (reset)", func() error { return e.ResetOffsets(ctx, "nope", equeue.ResetRequest{}) }, equeue.ErrGroupNotFound},
+		{"unknown group (heartbeat)", func() error {
+			_, err := e.Heartbeat(ctx, &equeue.HeartbeatRequest{Group: "nope", Member: "m"})
+			return err
+		}, equeue.ErrGroupNotFound},
+		{"negative pull max", func() error { _, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: -1}); return err }, equeue.ErrInvalidArgument},
+		{"bad filter", func() error { _, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Filter: "a||"}); return err }, equeue.ErrInvalidFilter},
+		{"commit negative offset", func() error {
+			a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g2", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+			if err != nil {
+				return err
+			}
+			return e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g2", Member: "m", Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: -4}}})
+		}, equeue.ErrInvalidArgument},
+		{"reset beyond the end", func() error {
+			return e.ResetOffsets(ctx, "g2", equeue.ResetRequest{To: equeue.ResetToOffsets, Offsets: map[equeue.QueueRef]int64{{Topic: "t"}: 99}})
+		}, equeue.ErrInvalidArgument},
+		{"reset of an unknown queue", func() error {
+			return e.ResetOffsets(ctx, "g2", equeue.ResetRequest{To: equeue.ResetToOffsets, Offsets: map[equeue.QueueRef]int64{{Topic: "t", Queue: 7}: 0}})
+		}, equeue.ErrQueueNotFound},
+		{"join with bad model", func() error {
+			_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g3", Member: "m", Model: 9, Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+			return err
+		}, equeue.ErrInvalidArgument},
+		{"join without subscriptions", func() error {
+			_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g3", Member: "m"})
+			return err
+		}, equeue.ErrInvalidArgument},
+		{"dead letters of a bad group name", func() error { _, err := e.DeadLetters(ctx, "a b", 0, 1); return err }, equeue.ErrInvalidName},
+		{"retention with a canceled context", func() error {
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			_, err := e.ApplyRetention(c, equeue.RetentionPolicy{})
+			return err
+		}, context.Canceled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = c.call() })
+			assert.ErrorIs(t, err, c.want)
+		})
+	}
+
+	// After Close, everything answers ErrClosed.
+	require.NoError(t, e.Close())
+	after := map[string]func() error{
+		"send":        func() error { _, err := p.Send(ctx, &equeue.Message{Topic: "t"}); return err },
+		"pull":        func() error { _, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t"}); return err },
+		"join":        func() error { _, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m"}); return err },
+		"groups":      func() error { _, err := e.Groups(ctx); return err },
+		"retention":   func() error { _, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{}); return err },
+		"add queues":  func() error { return e.AddQueues(ctx, "t", 1) },
+		"dead letter": func() error { _, err := e.DeadLetters(ctx, "g", 0, 1); return err },
+		"commit":      func() error { return e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m"}) },
+	}
+	for name, call := range after {
+		var err error
+		require.NotPanics(t, func() { err = call() }, name)
+		assert.ErrorIs(t, err, equeue.ErrClosed, name)
+	}
+}
