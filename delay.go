@@ -105,6 +105,11 @@ func (s *scheduler) run() {
 				}
 			}
 		}
+		// While scanning, the alarm is unknown: any message scheduled now
+		// kicks, so the scan cannot miss it.
+		s.mu.Lock()
+		s.alarm = time.Time{}
+		s.mu.Unlock()
 		next, err := s.moveDue()
 		if err != nil && !errors.Is(err, ErrClosed) {
 			s.e.log.Error("moving delayed messages", "err", err)

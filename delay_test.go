@@ -129,3 +129,20 @@ func TestDelay_ManyPendingAndDeletedTopic(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	assert.Equal(t, int64(200), total(), "nothing else is due")
 }
+
+// TestDelay_BackToBackSchedules schedules each message right after the
+// previous one was moved: a message scheduled while the scheduler is
+// scanning must not wait for its next idle wake-up (a minute).
+func TestDelay_BackToBackSchedules(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p := newProducer(t, e, nil)
+	for i := range 15 {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x"), Delay: 20 * time.Millisecond})
+		require.NoError(t, err)
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: int64(i), Wait: 10 * time.Second})
+		require.NoError(t, err)
+		require.Len(t, res.Messages, 1, "message %d not delivered in time", i)
+	}
+}
