@@ -110,6 +110,9 @@ type Options struct {
 	// MaxDelay is how far in the future a message may be scheduled. Zero
 	// means 7 days.
 	MaxDelay time.Duration
+	// Observer, when set, receives engine events for metrics (package
+	// metrics provides a Prometheus one).
+	Observer Observer
 	// Logger receives the engine's structured logs. Nil means silent.
 	Logger *slog.Logger
 }

@@ -80,7 +80,7 @@ const maxScanBatches = 8
 // Pull reads up to req.Max messages matching the filter from req.Offset. At
 // the end of the queue it waits up to req.Wait for an append (woken at once
 // by it, not by polling), then reports PullNoNewMessage.
-func (e *Engine) Pull(ctx context.Context, req *PullRequest) (PullResult, error) {
+func (e *Engine) Pull(ctx context.Context, req *PullRequest) (res PullResult, err error) {
 	if err := e.enter(ctx); err != nil {
 		return PullResult{}, err
 	}
@@ -114,6 +114,10 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (PullResult, error)
 		if err := e.groups.checkOwner(req.Group, req.Member, req.Epoch, t.name, q.id); err != nil {
 			return PullResult{}, err
 		}
+	}
+	if obs := e.opts.Observer; obs != nil {
+		start := time.Now()
+		defer func() { obs.ObservePull(t.name, q.id, time.Since(start), len(res.Messages)) }()
 	}
 	wait := min(req.Wait, e.opts.MaxPullWait)
 	var timer *time.Timer

@@ -1,0 +1,47 @@
+package equeue
+
+import (
+	"sort"
+	"time"
+)
+
+// QueueStats are the counters of one queue since the engine opened.
+type QueueStats struct {
+	Topic string
+	Queue int
+	// Appended counts messages appended; AppendedBytes their encoded size.
+	Appended      uint64
+	AppendedBytes uint64
+	MinOffset     int64
+	MaxOffset     int64
+}
+
+// QueueStats returns the counters of every queue (retry and dead-letter
+// topics included), sorted by topic and queue. Appends to %RETRY%<group>
+// count retries; appends to %DLQ%<group> count dead letters.
+func (e *Engine) QueueStats() []QueueStats {
+	e.mu.RLock()
+	var out []QueueStats
+	for _, t := range e.topics {
+		for _, q := range t.queueList() {
+			min, next, _ := q.bounds()
+			out = append(out, QueueStats{Topic: t.name, Queue: q.id, Appended: q.appended.Load(), AppendedBytes: q.appendedBytes.Load(), MinOffset: min, MaxOffset: next})
+		}
+	}
+	e.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Queue < out[j].Queue
+	})
+	return out
+}
+
+// Observer receives engine events for metrics. Methods must be fast and
+// safe for concurrent use.
+type Observer interface {
+	// ObservePull is called after each pull with its duration (long-poll
+	// wait included) and the number of messages returned.
+	ObservePull(topic string, queue int, took time.Duration, messages int)
+}
