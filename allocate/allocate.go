@@ -2,11 +2,12 @@
 // queue of a topic.
 //
 // A consumer group that subscribes to a topic spreads the topic's queues over
-// its live consumers. Every time a consumer joins or leaves, each member of
-// the group recomputes the division independently, so a Strategy must be a
-// pure function of the set of queues and the set of consumer IDs: the order in
-// which the inputs are listed, and any duplicates in them, make no
-// difference, and two processes given the same sets agree on the result.
+// its live consumers. The engine, as the group's coordinator, recomputes the
+// division every time a consumer joins or leaves or queues are added, so a
+// Strategy must be a pure function of the set of queues and the set of
+// consumer IDs: the order in which the inputs are listed, and any duplicates
+// in them, make no difference, and two processes given the same sets agree
+// on the result.
 //
 // Three strategies are provided:
 //

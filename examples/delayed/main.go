@@ -1,0 +1,66 @@
+// Delayed schedules jobs for later: each becomes visible to consumers at its
+// delivery time, survives restarts and is delivered once.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/equeue-go/equeue"
+)
+
+func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	eng, err := equeue.Open("", &equeue.Options{InMemory: true})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	if err := eng.CreateTopic(ctx, "reminders", 2); err != nil {
+		return err
+	}
+	start := time.Now()
+	got := make(chan string, 3)
+	c, err := equeue.NewConsumer(eng, equeue.ConsumerOptions{
+		Group:         "mailer",
+		Subscriptions: []equeue.Subscription{{Topic: "reminders"}},
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			got <- fmt.Sprintf("%-28s after %v", m.Body, time.Since(start).Round(100*time.Millisecond))
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	defer c.Close()
+
+	p, err := equeue.NewProducer(eng, nil)
+	if err != nil {
+		return err
+	}
+	for _, job := range []struct {
+		body  string
+		delay time.Duration
+	}{{"send the weekly digest", 1500 * time.Millisecond}, {"remind about the cart", 500 * time.Millisecond}, {"expire the trial", time.Second}} {
+		res, err := p.Send(ctx, &equeue.Message{Topic: "reminders", Body: []byte(job.body), Delay: job.delay})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("scheduled %-24q in %v (delayed=%v)\n", job.body, job.delay, res.Delayed)
+	}
+	for range 3 {
+		fmt.Println("delivered", <-got)
+	}
+	return nil
+}
