@@ -232,3 +232,25 @@ func TestDLQ_ListAndRedrive(t *testing.T) {
 	_, err = e.Redrive(ctx, "g", equeue.RedriveRequest{From: 2, To: 99})
 	assert.ErrorIs(t, err, equeue.ErrInvalidArgument)
 }
+
+func TestRetry_BroadcastRetriesLocally(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	var calls atomic.Int32
+	startConsumer(t, e, equeue.ConsumerOptions{Group: "b", ID: "m1", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		RetryDelay: 10 * time.Millisecond, From: equeue.ConsumeFromEarliest,
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			if calls.Add(1) == 1 {
+				return errors.New("first attempt fails")
+			}
+			assert.Equal(t, 1, m.Attempt)
+			return nil
+		}})
+	p := newProducer(t, e, nil)
+	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool { return calls.Load() == 2 }, "retried locally")
+	_, err = e.Topic(ctx, equeue.RetryTopic("b"))
+	assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "broadcast groups have no retry topic")
+}
