@@ -1,0 +1,101 @@
+// Package watermill connects equeue to Watermill
+// (github.com/ThreeDotsLabs/watermill): a Publisher and a Subscriber that
+// work on any equeue.Broker, the in-process *equeue.Engine or a remote
+// client. It is a separate module so that the equeue module does not
+// depend on Watermill.
+//
+// # Messages
+//
+// The payload is the equeue message body and every metadata entry is an
+// equeue property. The Watermill UUID travels in the UUIDProperty property
+// and comes back unchanged; the equeue message ID is left to the broker,
+// which keeps it unique per stored message even when one Watermill message
+// is published twice or to several topics. A received message also carries
+// where it was stored: the metadata keys equeue_topic, equeue_queue,
+// equeue_offset, equeue_message_id and equeue_attempt. A Marshaler and an
+// Unmarshaler can replace the mapping; DefaultMarshaler can take the routing
+// key and the tag from metadata.
+//
+// The Publisher creates a missing topic on its first publish to it (with
+// PublisherConfig.Queues queues) when the broker implements TopicCreator,
+// as *equeue.Engine does; the Subscriber does the same on Subscribe and in
+// SubscribeInitialize.
+//
+// # Delivery
+//
+// Each Subscribe call starts one equeue.Consumer. Its handler sends the
+// message on the subscription's channel and waits:
+//
+//   - Ack finishes the message. The consumer commits offsets through its
+//     sliding window (the lowest offset not finished yet) every
+//     ConsumerOptions.CommitInterval, when a queue is handed over and on
+//     Close, so a finished message is not delivered to the group again once
+//     that commit happened.
+//   - Nack (or a handler error in a Watermill Router) has the message
+//     delivered again after SubscriberConfig.NackResendDelay, up to
+//     MaxAttempts deliveries (1<<20 by default), after which equeue moves it
+//     to the group's dead-letter topic equeue.DLQTopic(group). An orderly
+//     subscription retries the message in place; an unordered one stores it
+//     in the group's retry topic equeue.RetryTopic(group), due after
+//     NackResendDelay (equeue.RetryAfter), and goes on with other messages.
+//     Either way the redelivered message keeps its UUID, metadata and
+//     original topic, queue and offset.
+//   - When the subscription's context ends or the Subscriber is closed, the
+//     message counts as not finished. The consumer stops, commits what was
+//     Ack'd, leaves its group, and then the channel is closed.
+//
+// Delivery is at least once: a message can be delivered again after a
+// crash (what was Ack'd since the last commit), after a rebalance that
+// interrupted it, or when an Ack races with a shutdown. Handlers should be
+// idempotent or deduplicate on the UUID.
+//
+// By default a subscription is orderly: one message at a time per queue, in
+// queue order, the next one only after the previous was Ack'd, a Nack'd one
+// retried in place. SubscriberConfig.Unordered handles up to Concurrency
+// messages of a subscription at once instead.
+//
+// # Consumer groups
+//
+// With SubscriberConfig.ConsumerGroup set, Subscribe calls (in one process
+// or many) join that equeue group in clustering mode: the topic's queues are
+// shared among the members, each message goes to one of them, and a new
+// member continues from the group's committed offsets. Empty ConsumerGroup
+// gives every Subscribe call a new group of its own, so each subscription
+// receives every message (fan-out). A group that has no offset yet starts
+// where SubscriberConfig.ConsumeFrom says, the earliest stored message by
+// default.
+//
+// An equeue group consumes one set of topics at a time. To subscribe one
+// Subscriber with a ConsumerGroup to several topics (a Router with several
+// handlers), set SubscriberConfig.GroupName, for example to
+// TopicScopedGroup. Groups made for fan-out subscriptions stay in the
+// engine's metadata after the subscription ends (equeue has no call to
+// delete a group), and an unordered one also leaves its retry topic.
+//
+// # Watermill features
+//
+// The package passes Watermill's universal Pub/Sub test suite
+// (pubsub/tests.TestPubSub) on an in-process engine, with fan-out
+// subscribers and with subscribers sharing a group, orderly and unordered,
+// with these Features:
+//
+//   - ConsumerGroups: true. Named groups share a topic's queues.
+//   - Persistent: true. Messages live in the broker, not in a Publisher or
+//     Subscriber; a later Subscriber reads what was published before it.
+//   - NewSubscriberReceivesOldMessages: true for subscribers without a
+//     ConsumerGroup, since each Subscribe call is a new group starting at the
+//     earliest message. A subscriber joining an existing named group starts
+//     from the group's offsets instead.
+//   - GuaranteedOrder: only for topics with one queue and orderly
+//     subscribers (the default mode), which is how it is tested. A topic's
+//     messages are spread over its queues and queues are consumed in
+//     parallel, so with several queues order holds per queue only: give
+//     messages that must stay ordered the same routing key
+//     (DefaultMarshaler.KeyMetadata), or create the topic with one queue.
+//   - ExactlyOnceDelivery: false. Delivery is at least once (see above).
+//   - ContextPreserved: false. A message's context does not travel through
+//     the broker; a received message's context derives from the Subscribe
+//     context and ends once it is Ack'd or Nack'd, or the subscription stops.
+//   - RestartServiceCommand: not set. The suite's reconnect test restarts an
+//     external broker process; the in-process engine has none.
+package watermill

@@ -1,0 +1,460 @@
+package watermill
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	wm "github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/equeue-go/equeue"
+)
+
+// ErrSubscriberClosed is returned by Subscribe and SubscribeInitialize after Close.
+var ErrSubscriberClosed = errors.New("equeue watermill: subscriber closed")
+
+// errNacked is what the handler returns to equeue for a Nack'd message.
+var errNacked = errors.New("equeue watermill: message nacked")
+
+// ConsumeFrom says where a consumer group that has no committed offset for a
+// queue starts. Unlike equeue.ConsumeFrom, the zero value is FromEarliest.
+type ConsumeFrom int
+
+const (
+	// FromEarliest starts at the oldest stored message, so a new group also
+	// receives what was published before it subscribed. The default.
+	FromEarliest ConsumeFrom = iota
+	// FromLatest starts at the end of each queue.
+	FromLatest
+	// FromTimestamp starts at the first message stored at or after
+	// SubscriberConfig.ConsumeFromTime.
+	FromTimestamp
+)
+
+func (c ConsumeFrom) equeue() (equeue.ConsumeFrom, error) {
+	switch c {
+	case FromEarliest:
+		return equeue.ConsumeFromEarliest, nil
+	case FromLatest:
+		return equeue.ConsumeFromLatest, nil
+	case FromTimestamp:
+		return equeue.ConsumeFromTimestamp, nil
+	}
+	return 0, fmt.Errorf("%w: unknown ConsumeFrom %d", equeue.ErrInvalidOptions, int(c))
+}
+
+// Defaults of SubscriberConfig.
+const (
+	DefaultNackResendDelay = 50 * time.Millisecond
+	DefaultMaxAttempts     = 1 << 20
+)
+
+// SubscriberConfig configures a Subscriber. Broker is required; every zero
+// field means the documented default.
+type SubscriberConfig struct {
+	// Broker serves the messages: an *equeue.Engine in-process or a remote
+	// client. The Subscriber does not close it.
+	Broker equeue.Broker
+
+	// ConsumerGroup is the equeue consumer group (clustering model) every
+	// Subscribe call joins: the group's members share the topic's queues and
+	// each message is handled by one of them; the group's committed offsets
+	// survive the Subscriber. Empty means every Subscribe call joins a new
+	// group of its own, so each subscription receives every message (fan-out).
+	//
+	// An equeue group consumes one set of topics at a time: while a member
+	// of group G consumes topic A, subscribing G to topic B fails with
+	// equeue.ErrSubscriptionMismatch. To subscribe one Subscriber to several
+	// topics (one Router, several handlers), set GroupName.
+	ConsumerGroup string
+	// GroupName, when set, derives the equeue group of each Subscribe call
+	// from ConsumerGroup and the topic, for example TopicScopedGroup. It is
+	// not used when ConsumerGroup is empty.
+	GroupName func(consumerGroup, topic string) string
+
+	// ConsumeFrom says where a group with no committed offset for a queue
+	// starts. Zero value: FromEarliest.
+	ConsumeFrom ConsumeFrom
+	// ConsumeFromTime is the start time for FromTimestamp.
+	ConsumeFromTime time.Time
+	// Filter is an equeue tag expression ("*", "A || B"); empty means every message.
+	Filter string
+
+	// Queues is the queue count of topics the Subscriber creates (when the
+	// Broker implements TopicCreator). Zero means 4.
+	Queues int
+
+	// NackResendDelay is the pause before a Nack'd message is delivered
+	// again: in place for an orderly subscription, through the group's
+	// retry topic for an unordered one. Zero means 50 ms.
+	NackResendDelay time.Duration
+	// MaxAttempts is how many deliveries a message gets before equeue moves
+	// it to the group's dead-letter topic (equeue.DLQTopic(group)). Zero means
+	// 1<<20: in practice a Nack'd message is always delivered again.
+	MaxAttempts int
+	// Unordered handles several messages of one queue at a time (up to
+	// Concurrency per subscription). The default, false, is equeue's orderly
+	// mode: one message at a time per queue, in queue order, the next one
+	// delivered only after the previous was Ack'd; a Nack'd message is
+	// delivered again before any later one of its queue.
+	Unordered bool
+	// Concurrency is the number of messages a subscription handles at once
+	// when Unordered. Zero means 16. Orderly subscriptions handle one message
+	// per owned queue at a time.
+	Concurrency int
+
+	// Consumer tunes each equeue.Consumer a Subscribe call starts:
+	// PullBatch, PullWait, CommitInterval, HeartbeatInterval, HandoffTimeout,
+	// ConsumeTimeout (unordered: a message not Ack'd or Nack'd within it is
+	// sent back for retry, so it may be delivered twice), flow-control
+	// limits, Strategy, Model, Hooks, Logger. Its Group, ID,
+	// Subscriptions, Handler, Orderly, Concurrency, RetryDelay, MaxAttempts,
+	// From and FromTime are set from the fields above. A nil Logger means
+	// equeue logs go to Logger.
+	Consumer equeue.ConsumerOptions
+
+	// Unmarshaler turns equeue messages into Watermill messages. Nil means
+	// DefaultMarshaler{}. The equeue_* metadata keys are set afterwards.
+	Unmarshaler Unmarshaler
+	// Logger receives the Subscriber's logs. Nil means watermill.NopLogger.
+	Logger wm.LoggerAdapter
+}
+
+// TopicScopedGroup names the equeue group "<consumerGroup>.<topic>", so one
+// Subscriber with a ConsumerGroup can subscribe to several topics.
+func TopicScopedGroup(consumerGroup, topic string) string { return consumerGroup + "." + topic }
+
+func (c *SubscriberConfig) setDefaults() {
+	if c.Queues == 0 {
+		c.Queues = equeue.DefaultQueues
+	}
+	if c.NackResendDelay == 0 {
+		c.NackResendDelay = DefaultNackResendDelay
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Unmarshaler == nil {
+		c.Unmarshaler = DefaultMarshaler{}
+	}
+	if c.Logger == nil {
+		c.Logger = wm.NopLogger{}
+	}
+}
+
+func (c *SubscriberConfig) validate() error {
+	if c.Broker == nil {
+		return fmt.Errorf("%w: SubscriberConfig.Broker is nil", equeue.ErrInvalidOptions)
+	}
+	if c.ConsumerGroup != "" && c.GroupName == nil {
+		if err := equeue.ValidateName(c.ConsumerGroup); err != nil {
+			return err
+		}
+	}
+	if _, err := c.ConsumeFrom.equeue(); err != nil {
+		return err
+	}
+	if c.Queues < 0 || c.Queues > equeue.MaxQueuesPerTopic {
+		return fmt.Errorf("%w: SubscriberConfig.Queues %d not in 0..%d", equeue.ErrInvalidOptions, c.Queues, equeue.MaxQueuesPerTopic)
+	}
+	if c.NackResendDelay < 0 || c.MaxAttempts < 0 || c.Concurrency < 0 {
+		return fmt.Errorf("%w: negative NackResendDelay, MaxAttempts or Concurrency", equeue.ErrInvalidOptions)
+	}
+	if err := equeue.ValidateFilter(c.Filter); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Subscriber is a Watermill message.Subscriber reading equeue topics. Each
+// Subscribe call starts one equeue.Consumer. It is safe for concurrent use.
+type Subscriber struct {
+	cfg     SubscriberConfig
+	from    equeue.ConsumeFrom
+	topics  *topicMaker
+	log     wm.LoggerAdapter
+	closing chan struct{}
+	ctx     context.Context // cancelled by Close
+	cancel  context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup // one per live subscription
+	errs   []error        // consumer Close errors met by Close
+}
+
+var (
+	_ message.Subscriber           = (*Subscriber)(nil)
+	_ message.SubscribeInitializer = (*Subscriber)(nil)
+)
+
+// NewSubscriber returns a Subscriber on cfg.Broker.
+func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	from, _ := cfg.ConsumeFrom.equeue()
+	s := &Subscriber{
+		cfg: cfg, from: from, topics: newTopicMaker(cfg.Broker, cfg.Queues), log: cfg.Logger,
+		closing: make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Consumer.Logger == nil {
+		s.cfg.Consumer.Logger = newSlogLogger(cfg.Logger)
+	}
+	return s, nil
+}
+
+// SubscribeInitialize creates topic (with Queues queues) when the Broker
+// can create topics and the topic does not exist yet.
+func (s *Subscriber) SubscribeInitialize(topic string) error {
+	if s.isClosed() {
+		return ErrSubscriberClosed
+	}
+	return s.topics.ensure(s.ctx, topic)
+}
+
+func (s *Subscriber) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// memberID names one Subscribe call's member: host-pid-random, unique even
+// for two subscriptions of one process to one group.
+func memberID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(6))
+}
+
+func (s *Subscriber) groupFor(topic string) (string, error) {
+	if s.cfg.ConsumerGroup == "" {
+		return "watermill-" + randomHex(8), nil
+	}
+	g := s.cfg.ConsumerGroup
+	if s.cfg.GroupName != nil {
+		g = s.cfg.GroupName(g, topic)
+	}
+	return g, equeue.ValidateName(g)
+}
+
+// Subscribe joins the consumer group (see SubscriberConfig.ConsumerGroup)
+// on topic, creating the topic if needed, and returns the channel its
+// messages arrive on. Each message must be Ack'd or Nack'd: Ack marks it
+// consumed (committed with the consumer's next offset commit), Nack has it
+// delivered again after NackResendDelay. In orderly mode the next message
+// of a queue is not delivered before the current one is Ack'd.
+//
+// The channel is closed when ctx is done or the Subscriber is closed, after
+// the equeue consumer has committed what was Ack'd and left the group.
+// Messages not Ack'd by then are delivered again to the group later.
+func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrSubscriberClosed
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			s.wg.Done()
+		}
+	}()
+
+	if err := s.topics.ensure(ctx, topic); err != nil {
+		return nil, err
+	}
+	group, err := s.groupFor(topic)
+	if err != nil {
+		return nil, err
+	}
+	o := s.cfg.Consumer
+	o.Group = group
+	o.ID = memberID()
+	sub := &subscription{
+		s:     s,
+		ctx:   ctx,
+		out:   make(chan *message.Message),
+		topic: topic,
+		group: group,
+		log:   s.log.With(wm.LogFields{"topic": topic, "consumer_group": group, "member": o.ID}),
+	}
+	o.Subscriptions = []equeue.Subscription{{Topic: topic, Filter: s.cfg.Filter}}
+	o.Handler = sub.handle
+	o.Orderly = !s.cfg.Unordered
+	o.Concurrency = s.cfg.Concurrency
+	o.RetryDelay = s.cfg.NackResendDelay
+	o.MaxAttempts = s.cfg.MaxAttempts
+	o.From = s.from
+	o.FromTime = s.cfg.ConsumeFromTime
+	c, err := equeue.NewConsumer(s.cfg.Broker, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("equeue watermill: subscribe to %q as group %q: %w", topic, group, err)
+	}
+	sub.consumer = c
+	started = true
+	go sub.run()
+	sub.log.Debug("subscribed", nil)
+	return sub.out, nil
+}
+
+// Close closes every subscription: each equeue consumer stops, commits
+// what was Ack'd and leaves its group, then its channel is closed. Close
+// returns once every channel is closed. It does not close the Broker.
+// Idempotent.
+func (s *Subscriber) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.closing)
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.errs...)
+}
+
+// subscription is one Subscribe call: an equeue consumer feeding out.
+type subscription struct {
+	s        *Subscriber
+	ctx      context.Context // the Subscribe call's
+	out      chan *message.Message
+	topic    string
+	group    string
+	consumer *equeue.Consumer
+	log      wm.LoggerAdapter
+}
+
+// run waits for the end of the subscription, stops the consumer and closes
+// the channel. Every handler has returned once Consumer.Close has, so
+// nothing is sent on out after it is closed.
+func (sub *subscription) run() {
+	defer sub.s.wg.Done()
+	byClose := false
+	select {
+	case <-sub.ctx.Done():
+	case <-sub.s.closing:
+		byClose = true
+	}
+	err := sub.consumer.Close()
+	close(sub.out)
+	if err != nil {
+		sub.log.Error("closing equeue consumer", err, nil)
+		if byClose {
+			sub.s.mu.Lock()
+			sub.s.errs = append(sub.s.errs, fmt.Errorf("equeue watermill: close subscription to %q: %w", sub.topic, err))
+			sub.s.mu.Unlock()
+		}
+	}
+	sub.log.Debug("subscription closed", nil)
+}
+
+// handle is the equeue Handler: it hands the message to the Watermill side
+// and waits for its Ack (nil: done) or Nack (an error: delivered again).
+// ctx is cancelled when the consumer stops.
+func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
+	if sub.ending() {
+		return sub.abandon(ctx, nil)
+	}
+	msg, err := sub.s.cfg.Unmarshaler.Unmarshal(em)
+	if err != nil {
+		sub.log.Error("cannot unmarshal message; it will be delivered again", err, wm.LogFields{
+			"queue": em.Queue, "offset": em.Offset,
+		})
+		return equeue.RetryAfter(sub.s.cfg.NackResendDelay, err)
+	}
+	setReceivedMetadata(msg, em)
+	// The message's context ends when the handler returns: after Ack or
+	// Nack, or when the subscription stops.
+	msgCtx, cancel := context.WithCancel(sub.ctx)
+	defer cancel()
+	msg.SetContext(msgCtx)
+	fields := wm.LogFields{"message_uuid": msg.UUID, "queue": em.Queue, "offset": em.Offset}
+
+	select {
+	case sub.out <- msg:
+		sub.log.Trace("message sent to subscriber channel", fields)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-sub.ctx.Done():
+		return sub.abandon(ctx, nil)
+	case <-sub.s.closing:
+		return sub.abandon(ctx, nil)
+	}
+
+	select {
+	case <-msg.Acked():
+		sub.log.Trace("message acked", fields)
+		return nil
+	case <-msg.Nacked():
+		sub.log.Trace("message nacked", fields)
+		// Orderly consumers retry in place after RetryDelay; unordered
+		// clustering ones send the message through the group's retry topic,
+		// where RetryAfter sets the delay instead of equeue's backoff.
+		return equeue.RetryAfter(sub.s.cfg.NackResendDelay, errNacked)
+	case <-ctx.Done():
+	case <-sub.ctx.Done():
+	case <-sub.s.closing:
+	}
+	return sub.abandon(ctx, msg)
+}
+
+// ending reports whether the subscription is stopping.
+func (sub *subscription) ending() bool {
+	select {
+	case <-sub.ctx.Done():
+		return true
+	case <-sub.s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// abandon ends the handling of a message when the subscription stops. It
+// waits for the consumer to cancel ctx (run closes the consumer at once), so
+// that the error it returns does not send the message to the retry topic:
+// the message stays uncommitted and the group gets it again from its
+// offset. An Ack that arrives meanwhile still counts.
+func (sub *subscription) abandon(ctx context.Context, msg *message.Message) error {
+	var acked <-chan struct{}
+	if msg != nil {
+		acked = msg.Acked()
+	}
+	select {
+	case <-acked:
+		return nil
+	case <-ctx.Done():
+	}
+	if msg != nil {
+		select {
+		case <-msg.Acked():
+			return nil
+		default:
+		}
+	}
+	return fmt.Errorf("%w: message not acked before the subscription stopped", ErrSubscriberClosed)
+}

@@ -1,0 +1,51 @@
+package watermill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/equeue-go/equeue"
+)
+
+// TopicCreator is implemented by brokers that can create topics;
+// *equeue.Engine does. When the configured Broker implements it, the
+// Publisher and the Subscriber create a missing topic on first use.
+type TopicCreator interface {
+	CreateTopic(ctx context.Context, name string, queues int) error
+}
+
+var _ TopicCreator = (*equeue.Engine)(nil)
+
+// topicMaker creates each topic at most once per Publisher or Subscriber.
+type topicMaker struct {
+	b      equeue.Broker
+	queues int
+	done   sync.Map // topic name -> struct{}
+}
+
+func newTopicMaker(b equeue.Broker, queues int) *topicMaker {
+	return &topicMaker{b: b, queues: queues}
+}
+
+// ensure creates topic with the configured queue count unless it exists.
+// An existing topic keeps its queue count. Brokers that cannot create
+// topics are left to auto-create them or to refuse unknown ones.
+func (t *topicMaker) ensure(ctx context.Context, topic string) error {
+	if _, ok := t.done.Load(topic); ok {
+		return nil
+	}
+	tc, ok := t.b.(TopicCreator)
+	// The engine creates its retry and dead-letter topics itself and refuses
+	// to create them on request.
+	internal := strings.HasPrefix(topic, equeue.RetryTopicPrefix) || strings.HasPrefix(topic, equeue.DLQTopicPrefix)
+	if ok && !internal {
+		if err := tc.CreateTopic(ctx, topic, t.queues); err != nil && !errors.Is(err, equeue.ErrTopicExists) {
+			return fmt.Errorf("equeue watermill: create topic %q: %w", topic, err)
+		}
+	}
+	t.done.Store(topic, struct{}{})
+	return nil
+}
