@@ -1,0 +1,181 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// Admin is the engine's administration API. *equeue.Engine implements it
+// in-process and *Client over the network, so tools can take either.
+type Admin interface {
+	CreateTopic(ctx context.Context, name string, queues int) error
+	AddQueues(ctx context.Context, name string, n int) error
+	DeleteTopic(ctx context.Context, name string) error
+	SetQueueWritable(ctx context.Context, name string, queueID int, writable bool) error
+	Topics(ctx context.Context) ([]equeue.TopicInfo, error)
+	Topic(ctx context.Context, name string) (equeue.TopicInfo, error)
+	Groups(ctx context.Context) ([]equeue.GroupInfo, error)
+	Group(ctx context.Context, name string) (equeue.GroupInfo, error)
+	ResetOffsets(ctx context.Context, group string, req equeue.ResetRequest) error
+	DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error)
+	Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error)
+}
+
+var (
+	_ Admin = (*equeue.Engine)(nil)
+	_ Admin = (*Client)(nil)
+)
+
+// CreateTopic creates a topic with the given number of queues (0 means the
+// engine's default). It returns ErrTopicExists if the topic exists.
+func (c *Client) CreateTopic(ctx context.Context, name string, queues int) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	if _, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(queues)}); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// AddQueues adds n queues to a topic.
+func (c *Client) AddQueues(ctx context.Context, name string, n int) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	if _, err := c.api.AddQueues(ctx, &pb.AddQueuesRequest{Name: name, Count: toInt32(n)}); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// DeleteTopic deletes a topic and all its messages.
+func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	if _, err := c.api.DeleteTopic(ctx, &pb.DeleteTopicRequest{Name: name}); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// SetQueueWritable opens or closes one queue to producers.
+func (c *Client) SetQueueWritable(ctx context.Context, name string, queueID int, writable bool) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	if _, err := c.api.SetQueueWritable(ctx, &pb.SetQueueWritableRequest{Name: name, Queue: toInt32(queueID), Writable: writable}); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// Topics lists every topic, sorted by name.
+func (c *Client) Topics(ctx context.Context) ([]equeue.TopicInfo, error) {
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	resp, err := c.api.ListTopics(ctx, &pb.ListTopicsRequest{})
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	out := make([]equeue.TopicInfo, len(resp.GetTopics()))
+	for i, t := range resp.GetTopics() {
+		out[i] = topicFromPB(t)
+	}
+	return out, nil
+}
+
+// Topic describes one topic.
+func (c *Client) Topic(ctx context.Context, name string) (equeue.TopicInfo, error) {
+	if err := c.enter(ctx); err != nil {
+		return equeue.TopicInfo{}, err
+	}
+	resp, err := c.api.DescribeTopic(ctx, &pb.DescribeTopicRequest{Name: name})
+	if err != nil {
+		return equeue.TopicInfo{}, c.fail(err)
+	}
+	return topicFromPB(resp.GetTopic()), nil
+}
+
+// Groups lists every consumer group, sorted by name.
+func (c *Client) Groups(ctx context.Context) ([]equeue.GroupInfo, error) {
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	resp, err := c.api.ListGroups(ctx, &pb.ListGroupsRequest{})
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	out := make([]equeue.GroupInfo, len(resp.GetGroups()))
+	for i, g := range resp.GetGroups() {
+		out[i] = groupFromPB(g)
+	}
+	return out, nil
+}
+
+// Group describes one consumer group.
+func (c *Client) Group(ctx context.Context, name string) (equeue.GroupInfo, error) {
+	if err := c.enter(ctx); err != nil {
+		return equeue.GroupInfo{}, err
+	}
+	resp, err := c.api.DescribeGroup(ctx, &pb.DescribeGroupRequest{Name: name})
+	if err != nil {
+		return equeue.GroupInfo{}, c.fail(err)
+	}
+	return groupFromPB(resp.GetGroup()), nil
+}
+
+// ResetOffsets moves a group's committed offsets.
+func (c *Client) ResetOffsets(ctx context.Context, group string, req equeue.ResetRequest) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	in := &pb.ResetOffsetsRequest{Group: group, To: pb.ResetTarget(req.To), TimeUnixNano: nanos(req.Time)}
+	for ref, off := range req.Offsets {
+		in.Offsets = append(in.Offsets, &pb.QueueOffset{Topic: ref.Topic, Queue: toInt32(ref.Queue), Offset: off})
+	}
+	if _, err := c.api.ResetOffsets(ctx, in); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// DeadLetters lists up to max (0 means 32) dead letters of group from offset
+// from of its dead-letter topic.
+func (c *Client) DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error) {
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	resp, err := c.api.ListDeadLetters(ctx, &pb.ListDeadLettersRequest{Group: group, From: from, Max: toInt32(max)})
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	if len(resp.GetDeadLetters()) == 0 {
+		return nil, nil
+	}
+	out := make([]equeue.DLQEntry, len(resp.GetDeadLetters()))
+	for i, d := range resp.GetDeadLetters() {
+		if out[i], err = deadLetterFromPB(d); err != nil {
+			return nil, fmt.Errorf("remote: bad dead-letter answer: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Redrive sends selected dead letters back to their topics and returns how
+// many were sent. On an error some may have been sent; the count is then 0.
+func (c *Client) Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error) {
+	if err := c.enter(ctx); err != nil {
+		return 0, err
+	}
+	resp, err := c.api.Redrive(ctx, &pb.RedriveRequest{Group: group, Offsets: req.Offsets, From: req.From, To: req.To, All: req.All})
+	if err != nil {
+		return 0, c.fail(err)
+	}
+	return int(resp.GetSent()), nil
+}

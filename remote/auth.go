@@ -1,0 +1,146 @@
+package remote
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// Rights is a bitmask of what a token may do.
+type Rights uint8
+
+const (
+	// RightProduce allows Route and Append.
+	RightProduce Rights = 1 << iota
+	// RightConsume allows Pull, JoinGroup, Heartbeat, LeaveGroup,
+	// ReleaseQueues, CommitOffsets and FetchOffsets, and Append to the
+	// engine's %RETRY% and %DLQ% topics (consumers dead-letter through it).
+	RightConsume
+	// RightAdmin allows the admin calls: topics, groups, offset resets and
+	// dead letters.
+	RightAdmin
+	// RightAll allows everything.
+	RightAll = RightProduce | RightConsume | RightAdmin
+)
+
+func (r Rights) String() string {
+	var parts []string
+	for _, x := range []struct {
+		r    Rights
+		name string
+	}{{RightProduce, "produce"}, {RightConsume, "consume"}, {RightAdmin, "admin"}} {
+		if r&x.r != 0 {
+			parts = append(parts, x.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "|")
+}
+
+// methodRights is the right each RPC needs.
+var methodRights = map[string]Rights{
+	pb.Broker_Route_FullMethodName:            RightProduce,
+	pb.Broker_Append_FullMethodName:           RightProduce,
+	pb.Broker_Pull_FullMethodName:             RightConsume,
+	pb.Broker_JoinGroup_FullMethodName:        RightConsume,
+	pb.Broker_Heartbeat_FullMethodName:        RightConsume,
+	pb.Broker_LeaveGroup_FullMethodName:       RightConsume,
+	pb.Broker_ReleaseQueues_FullMethodName:    RightConsume,
+	pb.Broker_CommitOffsets_FullMethodName:    RightConsume,
+	pb.Broker_FetchOffsets_FullMethodName:     RightConsume,
+	pb.Broker_CreateTopic_FullMethodName:      RightAdmin,
+	pb.Broker_AddQueues_FullMethodName:        RightAdmin,
+	pb.Broker_DeleteTopic_FullMethodName:      RightAdmin,
+	pb.Broker_SetQueueWritable_FullMethodName: RightAdmin,
+	pb.Broker_ListTopics_FullMethodName:       RightAdmin,
+	pb.Broker_DescribeTopic_FullMethodName:    RightAdmin,
+	pb.Broker_ListGroups_FullMethodName:       RightAdmin,
+	pb.Broker_DescribeGroup_FullMethodName:    RightAdmin,
+	pb.Broker_ResetOffsets_FullMethodName:     RightAdmin,
+	pb.Broker_ListDeadLetters_FullMethodName:  RightAdmin,
+	pb.Broker_Redrive_FullMethodName:          RightAdmin,
+}
+
+// neededRights returns the rights any one of which allows the call.
+func neededRights(method string, req any) Rights {
+	need, ok := methodRights[method]
+	if !ok {
+		return RightAdmin
+	}
+	if a, ok := req.(*pb.AppendRequest); ok {
+		t := a.GetTopic()
+		if strings.HasPrefix(t, equeue.RetryTopicPrefix) || strings.HasPrefix(t, equeue.DLQTopicPrefix) {
+			need |= RightConsume
+		}
+	}
+	return need
+}
+
+// tokenTable holds token digests, so a lookup compares fixed-size hashes
+// rather than the secrets themselves.
+type tokenTable map[[sha256.Size]byte]Rights
+
+func newTokenTable(tokens map[string]Rights) (tokenTable, error) {
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	t := make(tokenTable, len(tokens))
+	for tok, r := range tokens {
+		if tok == "" {
+			return nil, fmt.Errorf("%w: empty token in ServerOptions.Tokens", equeue.ErrInvalidOptions)
+		}
+		t[sha256.Sum256([]byte(tok))] = r
+	}
+	return t, nil
+}
+
+// authorize checks the call's bearer token against the table; a nil table
+// admits everything.
+func (t tokenTable) authorize(ctx context.Context, method string, req any) error {
+	if t == nil {
+		return nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("authorization")
+	if len(vals) == 0 {
+		return toStatus(fmt.Errorf("%w: no authorization token", ErrUnauthenticated))
+	}
+	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
+	if !ok {
+		return toStatus(fmt.Errorf("%w: authorization must be \"Bearer <token>\"", ErrUnauthenticated))
+	}
+	have, known := t[sha256.Sum256([]byte(tok))]
+	if !known {
+		return toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
+	}
+	if need := neededRights(method, req); have&need == 0 {
+		return toStatus(fmt.Errorf("%w: %s needs %s rights, token has %s", ErrPermissionDenied, method, need, have))
+	}
+	return nil
+}
+
+// tokenCreds sends "authorization: Bearer <token>" with every call.
+type tokenCreds struct {
+	header map[string]string
+}
+
+func newTokenCreds(token string) credentials.PerRPCCredentials {
+	return tokenCreds{header: map[string]string{"authorization": "Bearer " + token}}
+}
+
+func (c tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return c.header, nil
+}
+
+// RequireTransportSecurity is false so tokens work on plaintext loopback
+// connections too; use TLS anywhere the network is not trusted.
+func (tokenCreds) RequireTransportSecurity() bool { return false }

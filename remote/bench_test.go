@@ -1,0 +1,165 @@
+package remote_test
+
+import (
+	"context"
+	"crypto/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Each benchmark runs the same work in-process (on the *Engine) and through
+// the network adapter (a Client over loopback), on the in-memory store and
+// on Badger with the default SyncAlways policy, so the figures of one run
+// can be compared side by side.
+
+const benchBody = 256
+
+var benchStores = []string{"memory", "badger"}
+
+// benchBroker opens an engine of the given store and returns it as a broker
+// in-process or through a server and client, closed when b ends.
+func benchBroker(b *testing.B, storeKind, transport string) (equeue.Broker, *equeue.Engine) {
+	b.Helper()
+	var e *equeue.Engine
+	if storeKind == "memory" {
+		e = openEngine(b, nil)
+	} else {
+		var err error
+		e, err = equeue.Open(b.TempDir(), nil)
+		require.NoError(b, err)
+		b.Cleanup(func() { require.NoError(b, e.Close()) })
+	}
+	require.NoError(b, e.CreateTopic(context.Background(), "bench", 4))
+	if transport == "inproc" {
+		return e, e
+	}
+	s := startServer(b, e, "", nil)
+	return dial(b, s.addr, nil), e
+}
+
+func forEachSetup(b *testing.B, run func(b *testing.B, br equeue.Broker, e *equeue.Engine)) {
+	for _, st := range benchStores {
+		b.Run(st, func(b *testing.B) {
+			for _, tr := range []string{"inproc", "remote"} {
+				b.Run(tr, func(b *testing.B) {
+					br, e := benchBroker(b, st, tr)
+					run(b, br, e)
+				})
+			}
+		})
+	}
+}
+
+func benchMessage() *equeue.Message {
+	body := make([]byte, benchBody)
+	_, _ = rand.Read(body)
+	return &equeue.Message{Topic: "bench", Body: body}
+}
+
+func reportRate(b *testing.B, msgs int, d time.Duration) {
+	b.ReportMetric(float64(msgs)/d.Seconds(), "msgs/s")
+	b.SetBytes(benchBody)
+}
+
+// BenchmarkPublishSync: one sender, one synchronous Send at a time.
+func BenchmarkPublishSync(b *testing.B) {
+	forEachSetup(b, func(b *testing.B, br equeue.Broker, _ *equeue.Engine) {
+		p := newProducer(b, br)
+		ctx := context.Background()
+		m := benchMessage()
+		b.ResetTimer()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if _, err := p.Send(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportRate(b, b.N, time.Since(start))
+	})
+}
+
+// BenchmarkPublishBatch: 4 senders, each sending batches of 100 with SendBatch.
+// One op is one message.
+func BenchmarkPublishBatch(b *testing.B) {
+	const senders, batch = 4, 100
+	forEachSetup(b, func(b *testing.B, br equeue.Broker, _ *equeue.Engine) {
+		p := newProducer(b, br)
+		ctx := context.Background()
+		msgs := make([]*equeue.Message, batch)
+		for i := range msgs {
+			msgs[i] = benchMessage()
+		}
+		batches := int64((b.N + batch - 1) / batch)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, senders)
+		b.ResetTimer()
+		start := time.Now()
+		for s := 0; s < senders; s++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= batches {
+					if _, err := p.SendBatch(ctx, msgs); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		reportRate(b, int(batches)*batch, elapsed)
+	})
+}
+
+// BenchmarkConsume: a Consumer (default options) drains b.N stored messages.
+func BenchmarkConsume(b *testing.B) {
+	forEachSetup(b, func(b *testing.B, br equeue.Broker, e *equeue.Engine) {
+		ctx := context.Background()
+		never := equeue.SyncNever
+		m := benchMessage()
+		for sent := 0; sent < b.N; {
+			n := min(500, b.N-sent)
+			msgs := make([]*equeue.Message, n)
+			for i := range msgs {
+				msgs[i] = m
+			}
+			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "bench", Queue: sent / 500 % 4, Messages: msgs, Sync: &never})
+			require.NoError(b, err)
+			sent += n
+		}
+		var handled atomic.Int64
+		done := make(chan struct{})
+		c, err := equeue.NewConsumer(br, equeue.ConsumerOptions{Group: "bench", Subscriptions: []equeue.Subscription{{Topic: "bench"}},
+			From: equeue.ConsumeFromEarliest, Handler: func(context.Context, *equeue.Message) error {
+				if handled.Add(1) == int64(b.N) {
+					close(done)
+				}
+				return nil
+			}})
+		require.NoError(b, err)
+		b.ResetTimer()
+		start := time.Now()
+		require.NoError(b, c.Start(ctx))
+		select {
+		case <-done:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("consumed %d of %d", handled.Load(), b.N)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		require.NoError(b, c.Close())
+		reportRate(b, b.N, elapsed)
+	})
+}

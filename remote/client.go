@@ -1,0 +1,336 @@
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// ClientOptions configure a Client. A nil *ClientOptions, and every zero
+// field, means the documented default.
+type ClientOptions struct {
+	// TLS, when set, connects with TLS (add Certificates for mutual TLS).
+	// Nil means plaintext.
+	TLS *tls.Config
+	// Token is sent as "authorization: Bearer <token>" with every call.
+	// Empty sends none. Without TLS the token crosses the network in clear.
+	Token string
+	// DialTimeout, when positive, makes Dial wait up to this long for the
+	// connection to be ready and fail with ErrUnavailable otherwise. Zero
+	// means Dial returns at once and connects on the first call.
+	DialTimeout time.Duration
+	// MaxMessageBytes is the largest message the client sends or accepts.
+	// Zero means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// MaxReconnectDelay caps the wait between reconnection attempts while
+	// the broker is down. Zero means 5 s.
+	MaxReconnectDelay time.Duration
+	// Logger receives the client's logs. Nil means silent.
+	Logger *slog.Logger
+}
+
+// longPollSlack is how long past its wait a long-poll may take before the
+// client gives up on a call that has no deadline of its own.
+const longPollSlack = 30 * time.Second
+
+// Client is a broker over the network: it implements equeue.Broker, so
+// equeue.NewProducer and equeue.NewConsumer work on it as on an *Engine,
+// and the engine's admin calls (see Admin). It is safe for concurrent use;
+// Close it when done.
+//
+// Errors keep their engine sentinel (errors.Is(err, equeue.ErrFenced) and so
+// on). A broker that cannot be reached, is stopping, or whose engine is
+// closed gives ErrUnavailable, which is retryable: gRPC reconnects by
+// itself, and a Consumer on the client carries on once the broker is back.
+// equeue.ErrClosed is returned only after Close.
+type Client struct {
+	conn   *grpc.ClientConn
+	api    pb.BrokerClient
+	log    *slog.Logger
+	closed atomic.Bool
+}
+
+var _ equeue.Broker = (*Client)(nil)
+
+// Dial returns a client of the broker at addr ("host:port").
+func Dial(addr string, opts *ClientOptions) (*Client, error) {
+	var o ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.DialTimeout < 0 || o.MaxMessageBytes < 0 || o.MaxReconnectDelay < 0 {
+		return nil, fmt.Errorf("%w: negative ClientOptions field", equeue.ErrInvalidOptions)
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxReconnectDelay == 0 {
+		o.MaxReconnectDelay = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	creds := insecure.NewCredentials()
+	if o.TLS != nil {
+		creds = credentials.NewTLS(o.TLS)
+	}
+	bo := backoff.DefaultConfig
+	bo.BaseDelay = min(100*time.Millisecond, o.MaxReconnectDelay)
+	bo.MaxDelay = o.MaxReconnectDelay
+	dopts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+	}
+	if o.Token != "" {
+		dopts = append(dopts, grpc.WithPerRPCCredentials(newTokenCreds(o.Token)))
+	}
+	conn, err := grpc.NewClient(addr, dopts...)
+	if err != nil {
+		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
+	}
+	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger}
+	if o.DialTimeout > 0 {
+		if err := c.waitReady(o.DialTimeout); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("%w: dial %s: %v", ErrUnavailable, addr, err)
+		}
+	}
+	return c, nil
+}
+
+// waitReady connects and waits until the connection is ready.
+func (c *Client) waitReady(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c.conn.Connect()
+	for {
+		s := c.conn.GetState()
+		if s == connectivity.Ready {
+			return nil
+		}
+		if !c.conn.WaitForStateChange(ctx, s) {
+			return fmt.Errorf("not ready after %v (state %s)", timeout, s)
+		}
+	}
+}
+
+// Close closes the connection; calls in progress and later calls return
+// equeue.ErrClosed. Idempotent.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return c.conn.Close()
+}
+
+// enter refuses calls on a closed client or with a nil context.
+func (c *Client) enter(ctx context.Context) error {
+	if c.closed.Load() {
+		return equeue.ErrClosed
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// fail maps a call's error to the engine's (or this package's) errors.
+func (c *Client) fail(err error) error {
+	if c.closed.Load() {
+		return fmt.Errorf("%w: remote client closed", equeue.ErrClosed)
+	}
+	return fromStatus(err)
+}
+
+// longPoll bounds a long-poll that has no deadline, so a broker that
+// vanished without closing the connection cannot hold it forever.
+func longPoll(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, max(wait, 0)+longPollSlack)
+}
+
+// Route returns a topic's queues.
+func (c *Client) Route(ctx context.Context, topic string) (equeue.Route, error) {
+	if err := c.enter(ctx); err != nil {
+		return equeue.Route{}, err
+	}
+	resp, err := c.api.Route(ctx, &pb.RouteRequest{Topic: topic})
+	if err != nil {
+		return equeue.Route{}, c.fail(err)
+	}
+	r := equeue.Route{Topic: resp.GetTopic(), Queues: int(resp.GetQueues()), Writable: make([]int, len(resp.GetWritable()))}
+	for i, q := range resp.GetWritable() {
+		r.Writable[i] = int(q)
+	}
+	return r, nil
+}
+
+// Append stores messages in one queue, in order. If ctx ends or the
+// connection fails before the answer, the outcome is unknown.
+func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
+	if err := c.enter(ctx); err != nil {
+		return equeue.AppendResult{}, err
+	}
+	if req == nil {
+		return equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument)
+	}
+	msgs, err := messagesToPB(req.Messages)
+	if err != nil {
+		return equeue.AppendResult{}, err
+	}
+	sync, every, err := syncToPB(req.Sync)
+	if err != nil {
+		return equeue.AppendResult{}, err
+	}
+	resp, err := c.api.Append(ctx, &pb.AppendRequest{Topic: req.Topic, Queue: toInt32(req.Queue), Messages: msgs, Sync: sync, SyncInterval: every})
+	if err != nil {
+		return equeue.AppendResult{}, c.fail(err)
+	}
+	if len(resp.GetIds()) != len(req.Messages) {
+		return equeue.AppendResult{}, fmt.Errorf("remote: broker returned %d IDs for %d messages", len(resp.GetIds()), len(req.Messages))
+	}
+	return equeue.AppendResult{Queue: int(resp.GetQueue()), FirstOffset: resp.GetFirstOffset(),
+		StoredAt: fromNanos(resp.GetStoredAtUnixNano()), IDs: resp.GetIds(),
+		Delayed: resp.GetDelayed(), Duplicate: resp.GetDuplicate()}, nil
+}
+
+// Pull reads messages from one queue; at its end it waits up to req.Wait
+// (bounded by the broker's MaxPullWait and ctx) for new ones.
+func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error) {
+	if err := c.enter(ctx); err != nil {
+		return equeue.PullResult{}, err
+	}
+	if req == nil {
+		return equeue.PullResult{}, fmt.Errorf("%w: nil pull request", equeue.ErrInvalidArgument)
+	}
+	ctx, cancel := longPoll(ctx, req.Wait)
+	defer cancel()
+	resp, err := c.api.Pull(ctx, &pb.PullRequest{
+		Topic: req.Topic, Queue: toInt32(req.Queue), Offset: req.Offset, Max: toInt32(req.Max), Filter: req.Filter,
+		Wait: durationPB(req.Wait), Group: req.Group, Member: req.Member, Epoch: req.Epoch,
+	})
+	if err != nil {
+		return equeue.PullResult{}, c.fail(err)
+	}
+	msgs, err := messagesFromPB(resp.GetMessages())
+	if err != nil {
+		return equeue.PullResult{}, fmt.Errorf("remote: bad pull answer: %w", err)
+	}
+	return equeue.PullResult{
+		Status: equeue.PullStatus(resp.GetStatus()), Messages: msgs,
+		NextOffset: resp.GetNextOffset(), MinOffset: resp.GetMinOffset(), MaxOffset: resp.GetMaxOffset(),
+		Corrupt: resp.GetCorrupt(), Expired: int(resp.GetExpired()),
+	}, nil
+}
+
+// JoinGroup adds a member to a consumer group and returns its assignment.
+func (c *Client) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
+	if err := c.enter(ctx); err != nil {
+		return equeue.Assignment{}, err
+	}
+	if req == nil {
+		return equeue.Assignment{}, fmt.Errorf("%w: nil join request", equeue.ErrInvalidArgument)
+	}
+	resp, err := c.api.JoinGroup(ctx, &pb.JoinGroupRequest{
+		Group: req.Group, Member: req.Member, Model: pb.MessageModel(req.Model), Subscriptions: subsToPB(req.Subscriptions),
+		From: pb.ConsumeFrom(req.From), FromTimeUnixNano: nanos(req.FromTime), Strategy: req.Strategy,
+	})
+	if err != nil {
+		return equeue.Assignment{}, c.fail(err)
+	}
+	return assignmentFromPB(resp.GetAssignment()), nil
+}
+
+// Heartbeat keeps a member alive; it returns at once when the assignment
+// version differs from req.KnownVersion, else waits up to req.Wait.
+func (c *Client) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error) {
+	if err := c.enter(ctx); err != nil {
+		return equeue.Assignment{}, err
+	}
+	if req == nil {
+		return equeue.Assignment{}, fmt.Errorf("%w: nil heartbeat request", equeue.ErrInvalidArgument)
+	}
+	ctx, cancel := longPoll(ctx, req.Wait)
+	defer cancel()
+	resp, err := c.api.Heartbeat(ctx, &pb.HeartbeatRequest{Group: req.Group, Member: req.Member,
+		KnownVersion: req.KnownVersion, Wait: durationPB(req.Wait)})
+	if err != nil {
+		return equeue.Assignment{}, c.fail(err)
+	}
+	return assignmentFromPB(resp.GetAssignment()), nil
+}
+
+// LeaveGroup removes a member; its queues are handed to the others.
+func (c *Client) LeaveGroup(ctx context.Context, group, member string) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	_, err := c.api.LeaveGroup(ctx, &pb.LeaveGroupRequest{Group: group, Member: member})
+	if err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// ReleaseQueues gives up queues a member was asked to hand over.
+func (c *Client) ReleaseQueues(ctx context.Context, group, member string, queues []equeue.Grant) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	_, err := c.api.ReleaseQueues(ctx, &pb.ReleaseQueuesRequest{Group: group, Member: member, Queues: grantsToPB(queues)})
+	if err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// CommitOffsets stores the next offset to consume of owned queues.
+func (c *Client) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	if req == nil {
+		return fmt.Errorf("%w: nil commit request", equeue.ErrInvalidArgument)
+	}
+	in := &pb.CommitOffsetsRequest{Group: req.Group, Member: req.Member, Offsets: make([]*pb.OffsetCommit, len(req.Offsets))}
+	for i, o := range req.Offsets {
+		in.Offsets[i] = &pb.OffsetCommit{Grant: &pb.Grant{Topic: o.Topic, Queue: toInt32(o.Queue), Epoch: o.Epoch}, Offset: o.Offset}
+	}
+	if _, err := c.api.CommitOffsets(ctx, in); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// FetchOffsets returns the next offset to consume of each granted queue.
+func (c *Client) FetchOffsets(ctx context.Context, group, member string, queues []equeue.Grant) ([]int64, error) {
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	resp, err := c.api.FetchOffsets(ctx, &pb.FetchOffsetsRequest{Group: group, Member: member, Queues: grantsToPB(queues)})
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	offs := resp.GetOffsets()
+	if len(offs) != len(queues) {
+		return nil, fmt.Errorf("remote: broker returned %d offsets for %d queues", len(offs), len(queues))
+	}
+	return offs, nil
+}

@@ -1,0 +1,287 @@
+package remote
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// Conversions between the engine's types and the wire's. Times travel as
+// Unix nanoseconds with 0 for the zero time; decoding gives the same value
+// as the engine's own record decoding (time.Unix(0, n)).
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func durationPB(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+// fromDurationPB returns a wire duration; an invalid one is an error.
+func fromDurationPB(d *durationpb.Duration) (time.Duration, error) {
+	if d == nil {
+		return 0, nil
+	}
+	if err := d.CheckValid(); err != nil {
+		return 0, fmt.Errorf("%w: %v", equeue.ErrInvalidArgument, err)
+	}
+	return d.AsDuration(), nil
+}
+
+// toInt32 narrows an int for the wire; values out of range become the
+// nearest bound, which the server then rejects as out of range.
+func toInt32(v int) int32 {
+	return int32(max(math.MinInt32, min(v, math.MaxInt32)))
+}
+
+func messageToPB(m *equeue.Message) *pb.Message {
+	return &pb.Message{
+		Id: m.ID, Topic: m.Topic, Tag: m.Tag, Keys: m.Keys, Properties: m.Properties, Body: m.Body,
+		BornAtUnixNano: nanos(m.BornAt), StoredAtUnixNano: nanos(m.StoredAt),
+		DeliverAtUnixNano: nanos(m.DeliverAt), ExpiresAtUnixNano: nanos(m.ExpiresAt),
+		Queue: toInt32(m.Queue), Offset: m.Offset, Attempt: toInt32(m.Attempt),
+		SysProperties: m.SysProperties(), Delay: durationPB(m.Delay), Ttl: durationPB(m.TTL),
+	}
+}
+
+func messageFromPB(p *pb.Message) (*equeue.Message, error) {
+	delay, err := fromDurationPB(p.GetDelay())
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := fromDurationPB(p.GetTtl())
+	if err != nil {
+		return nil, err
+	}
+	m := &equeue.Message{
+		ID: p.GetId(), Topic: p.GetTopic(), Tag: p.GetTag(), Keys: p.GetKeys(), Properties: p.GetProperties(),
+		Body: p.GetBody(), BornAt: fromNanos(p.GetBornAtUnixNano()), StoredAt: fromNanos(p.GetStoredAtUnixNano()),
+		DeliverAt: fromNanos(p.GetDeliverAtUnixNano()), ExpiresAt: fromNanos(p.GetExpiresAtUnixNano()),
+		Queue: int(p.GetQueue()), Offset: p.GetOffset(), Attempt: int(p.GetAttempt()), Delay: delay, TTL: ttl,
+	}
+	if len(m.Properties) == 0 {
+		m.Properties = nil
+	}
+	if len(m.Body) == 0 {
+		m.Body = nil
+	}
+	m.SetSysProperties(p.GetSysProperties())
+	return m, nil
+}
+
+func messagesToPB(ms []*equeue.Message) ([]*pb.Message, error) {
+	out := make([]*pb.Message, len(ms))
+	for i, m := range ms {
+		if m == nil {
+			return nil, fmt.Errorf("%w: message %d is nil", equeue.ErrInvalidArgument, i)
+		}
+		out[i] = messageToPB(m)
+	}
+	return out, nil
+}
+
+func messagesFromPB(ps []*pb.Message) ([]*equeue.Message, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	out := make([]*equeue.Message, len(ps))
+	for i, p := range ps {
+		m, err := messageFromPB(p)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// syncToPB encodes a per-append sync override. SyncPolicy keeps its fields
+// private, so the interval is recovered from its String form.
+func syncToPB(p *equeue.SyncPolicy) (pb.SyncPolicy, *durationpb.Duration, error) {
+	switch {
+	case p == nil:
+		return pb.SyncPolicy_SYNC_POLICY_DEFAULT, nil, nil
+	case *p == equeue.SyncAlways:
+		return pb.SyncPolicy_SYNC_POLICY_ALWAYS, nil, nil
+	case *p == equeue.SyncNever:
+		return pb.SyncPolicy_SYNC_POLICY_NEVER, nil, nil
+	}
+	s := p.String()
+	if inner, ok := strings.CutPrefix(s, "interval("); ok {
+		if d, err := time.ParseDuration(strings.TrimSuffix(inner, ")")); err == nil && equeue.SyncInterval(d) == *p {
+			return pb.SyncPolicy_SYNC_POLICY_INTERVAL, durationpb.New(d), nil
+		}
+	}
+	return 0, nil, fmt.Errorf("%w: sync policy %s cannot be sent", equeue.ErrInvalidOptions, s)
+}
+
+func syncFromPB(k pb.SyncPolicy, every *durationpb.Duration) (*equeue.SyncPolicy, error) {
+	var p equeue.SyncPolicy
+	switch k {
+	case pb.SyncPolicy_SYNC_POLICY_DEFAULT:
+		return nil, nil
+	case pb.SyncPolicy_SYNC_POLICY_ALWAYS:
+		p = equeue.SyncAlways
+	case pb.SyncPolicy_SYNC_POLICY_NEVER:
+		p = equeue.SyncNever
+	case pb.SyncPolicy_SYNC_POLICY_INTERVAL:
+		d, err := fromDurationPB(every)
+		if err != nil {
+			return nil, err
+		}
+		p = equeue.SyncInterval(d)
+	default:
+		return nil, fmt.Errorf("%w: unknown sync policy %d", equeue.ErrInvalidOptions, k)
+	}
+	return &p, nil
+}
+
+func grantsToPB(gs []equeue.Grant) []*pb.Grant {
+	out := make([]*pb.Grant, len(gs))
+	for i, g := range gs {
+		out[i] = &pb.Grant{Topic: g.Topic, Queue: toInt32(g.Queue), Epoch: g.Epoch}
+	}
+	return out
+}
+
+func grantFromPB(g *pb.Grant) equeue.Grant {
+	return equeue.Grant{QueueRef: equeue.QueueRef{Topic: g.GetTopic(), Queue: int(g.GetQueue())}, Epoch: g.GetEpoch()}
+}
+
+func grantsFromPB(gs []*pb.Grant) []equeue.Grant {
+	out := make([]equeue.Grant, len(gs))
+	for i, g := range gs {
+		out[i] = grantFromPB(g)
+	}
+	return out
+}
+
+// revokingFromPB keeps the engine's nil for "nothing to hand over".
+func revokingFromPB(gs []*pb.Grant) []equeue.Grant {
+	if len(gs) == 0 {
+		return nil
+	}
+	return grantsFromPB(gs)
+}
+
+func assignmentToPB(a equeue.Assignment) *pb.Assignment {
+	return &pb.Assignment{Group: a.Group, Member: a.Member, Epoch: a.Epoch, Version: a.Version,
+		Queues: grantsToPB(a.Queues), Pending: toInt32(a.Pending), Revoking: grantsToPB(a.Revoking)}
+}
+
+func assignmentFromPB(a *pb.Assignment) equeue.Assignment {
+	return equeue.Assignment{Group: a.GetGroup(), Member: a.GetMember(), Epoch: a.GetEpoch(), Version: a.GetVersion(),
+		Queues: grantsFromPB(a.GetQueues()), Pending: int(a.GetPending()), Revoking: revokingFromPB(a.GetRevoking())}
+}
+
+func subsToPB(ss []equeue.Subscription) []*pb.Subscription {
+	out := make([]*pb.Subscription, len(ss))
+	for i, s := range ss {
+		out[i] = &pb.Subscription{Topic: s.Topic, Filter: s.Filter}
+	}
+	return out
+}
+
+func subsFromPB(ss []*pb.Subscription) []equeue.Subscription {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]equeue.Subscription, len(ss))
+	for i, s := range ss {
+		out[i] = equeue.Subscription{Topic: s.GetTopic(), Filter: s.GetFilter()}
+	}
+	return out
+}
+
+func topicToPB(t equeue.TopicInfo) *pb.TopicInfo {
+	out := &pb.TopicInfo{Name: t.Name, CreatedAtUnixNano: nanos(t.CreatedAt), Queues: make([]*pb.QueueInfo, len(t.Queues))}
+	for i, q := range t.Queues {
+		out.Queues[i] = &pb.QueueInfo{Id: toInt32(q.ID), MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Writable: q.Writable}
+	}
+	return out
+}
+
+func topicFromPB(t *pb.TopicInfo) equeue.TopicInfo {
+	out := equeue.TopicInfo{Name: t.GetName(), CreatedAt: fromNanos(t.GetCreatedAtUnixNano())}
+	if n := len(t.GetQueues()); n > 0 {
+		out.Queues = make([]equeue.QueueInfo, n)
+	}
+	for i, q := range t.GetQueues() {
+		out.Queues[i] = equeue.QueueInfo{ID: int(q.GetId()), MinOffset: q.GetMinOffset(), MaxOffset: q.GetMaxOffset(), Writable: q.GetWritable()}
+	}
+	return out
+}
+
+func groupToPB(g equeue.GroupInfo) *pb.GroupInfo {
+	out := &pb.GroupInfo{Name: g.Name, Model: pb.MessageModel(g.Model), Subscriptions: subsToPB(g.Subscriptions),
+		Strategy: g.Strategy, Epoch: g.Epoch}
+	for _, m := range g.Members {
+		mi := &pb.MemberInfo{Id: m.ID}
+		for _, q := range m.Queues {
+			mi.Queues = append(mi.Queues, &pb.QueueRef{Topic: q.Topic, Queue: toInt32(q.Queue)})
+		}
+		out.Members = append(out.Members, mi)
+	}
+	for _, q := range g.Queues {
+		out.Queues = append(out.Queues, &pb.GroupQueueInfo{Topic: q.Topic, Queue: toInt32(q.Queue), Owner: q.Owner,
+			Committed: q.Committed, MaxOffset: q.MaxOffset, Lag: q.Lag})
+	}
+	return out
+}
+
+func groupFromPB(g *pb.GroupInfo) equeue.GroupInfo {
+	out := equeue.GroupInfo{Name: g.GetName(), Model: equeue.MessageModel(g.GetModel()),
+		Subscriptions: subsFromPB(g.GetSubscriptions()), Strategy: g.GetStrategy(), Epoch: g.GetEpoch()}
+	for _, m := range g.GetMembers() {
+		mi := equeue.MemberInfo{ID: m.GetId()}
+		for _, q := range m.GetQueues() {
+			mi.Queues = append(mi.Queues, equeue.QueueRef{Topic: q.GetTopic(), Queue: int(q.GetQueue())})
+		}
+		out.Members = append(out.Members, mi)
+	}
+	for _, q := range g.GetQueues() {
+		out.Queues = append(out.Queues, equeue.GroupQueueInfo{QueueRef: equeue.QueueRef{Topic: q.GetTopic(), Queue: int(q.GetQueue())},
+			Owner: q.GetOwner(), Committed: q.GetCommitted(), MaxOffset: q.GetMaxOffset(), Lag: q.GetLag()})
+	}
+	return out
+}
+
+func deadLetterToPB(d equeue.DLQEntry) *pb.DeadLetter {
+	out := &pb.DeadLetter{Offset: d.Offset, LastError: d.LastError, Attempts: toInt32(d.Attempts), Redriven: d.Redriven}
+	if d.Message != nil {
+		out.Message = messageToPB(d.Message)
+	}
+	return out
+}
+
+func deadLetterFromPB(d *pb.DeadLetter) (equeue.DLQEntry, error) {
+	out := equeue.DLQEntry{Offset: d.GetOffset(), LastError: d.GetLastError(), Attempts: int(d.GetAttempts()), Redriven: d.GetRedriven()}
+	if d.GetMessage() != nil {
+		m, err := messageFromPB(d.GetMessage())
+		if err != nil {
+			return equeue.DLQEntry{}, err
+		}
+		out.Message = m
+	}
+	return out, nil
+}

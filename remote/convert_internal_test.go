@@ -1,0 +1,98 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/equeue-go/equeue"
+)
+
+func TestErrorTable_EverySentinelRoundTrips(t *testing.T) {
+	for _, s := range sentinels {
+		t.Run(s.reason, func(t *testing.T) {
+			err := fromStatus(toStatus(fmt.Errorf("somewhere: %w", s.err)))
+			assert.Equal(t, s.code, status.Code(err))
+			assert.Contains(t, err.Error(), "somewhere: ")
+			if s.err == equeue.ErrClosed {
+				assert.ErrorIs(t, err, ErrUnavailable)
+				assert.NotErrorIs(t, err, equeue.ErrClosed)
+				return
+			}
+			assert.ErrorIs(t, err, s.err)
+		})
+	}
+	// Every sentinel of package equeue has a row.
+	for _, e := range []error{equeue.ErrClosed, equeue.ErrLocked, equeue.ErrInvalidOptions, equeue.ErrInvalidName,
+		equeue.ErrInvalidArgument, equeue.ErrTopicNotFound, equeue.ErrTopicExists, equeue.ErrQueueNotFound,
+		equeue.ErrQueueNotWritable, equeue.ErrMessageTooLarge, equeue.ErrBatchTooLarge, equeue.ErrInvalidFilter,
+		equeue.ErrCorrupt, equeue.ErrGroupNotFound, equeue.ErrNotMember, equeue.ErrFenced,
+		equeue.ErrSubscriptionMismatch, equeue.ErrHandlerPanic, equeue.ErrInvalidDelay} {
+		found := false
+		for _, s := range sentinels {
+			found = found || s.err == e
+		}
+		assert.True(t, found, "no wire name for %v", e)
+	}
+}
+
+func TestErrorTable_PlainErrors(t *testing.T) {
+	err := fromStatus(toStatus(errors.New("disk on fire")))
+	assert.Equal(t, codes.Internal, status.Code(err))
+	assert.Equal(t, "disk on fire", err.Error())
+	assert.Nil(t, toStatus(nil))
+	assert.Nil(t, fromStatus(nil))
+	// Statuses without our detail map by code.
+	for code, want := range map[codes.Code]error{
+		codes.Unavailable:       ErrUnavailable,
+		codes.Unauthenticated:   ErrUnauthenticated,
+		codes.PermissionDenied:  ErrPermissionDenied,
+		codes.ResourceExhausted: equeue.ErrMessageTooLarge,
+	} {
+		assert.ErrorIs(t, fromStatus(status.Error(code, "x")), want, "code %s", code)
+	}
+}
+
+func TestSyncPolicy_RoundTrips(t *testing.T) {
+	for _, p := range []equeue.SyncPolicy{equeue.SyncAlways, equeue.SyncNever, equeue.SyncInterval(250 * time.Millisecond), equeue.SyncInterval(90 * time.Minute)} {
+		k, d, err := syncToPB(&p)
+		require.NoError(t, err)
+		got, err := syncFromPB(k, d)
+		require.NoError(t, err)
+		require.NotNil(t, got)
+		assert.Equal(t, p, *got, "%s", p)
+	}
+	k, d, err := syncToPB(nil)
+	require.NoError(t, err)
+	got, err := syncFromPB(k, d)
+	require.NoError(t, err)
+	assert.Nil(t, got)
+	_, err = syncFromPB(99, nil)
+	assert.ErrorIs(t, err, equeue.ErrInvalidOptions)
+}
+
+func TestTimes_ZeroIsZero(t *testing.T) {
+	assert.Equal(t, int64(0), nanos(time.Time{}))
+	assert.True(t, fromNanos(0).IsZero())
+	now := time.Now()
+	assert.True(t, now.Equal(fromNanos(nanos(now))))
+}
+
+func TestAssignment_RoundTrips(t *testing.T) {
+	g := func(q int, e int64) equeue.Grant {
+		return equeue.Grant{QueueRef: equeue.QueueRef{Topic: "t", Queue: q}, Epoch: e}
+	}
+	for _, a := range []equeue.Assignment{
+		{Group: "g", Member: "m", Epoch: 3, Version: 9, Queues: []equeue.Grant{}},
+		{Group: "g", Member: "m", Epoch: 3, Version: 9, Queues: []equeue.Grant{g(0, 2), g(1, 3)}, Pending: 1,
+			Revoking: []equeue.Grant{g(2, 1)}},
+	} {
+		assert.Equal(t, a, assignmentFromPB(assignmentToPB(a)))
+	}
+}

@@ -1,0 +1,59 @@
+// Package remote serves an equeue engine over the network and connects to it:
+// a Server wraps an *equeue.Engine in a gRPC service, and Dial returns a
+// Client that implements equeue.Broker, so equeue.NewProducer and
+// equeue.NewConsumer work on a remote broker exactly as on an in-process
+// engine, with the same errors and semantics.
+//
+// # Server
+//
+//	e, _ := equeue.Open(dir, nil)
+//	srv, _ := remote.NewServer(e, &remote.ServerOptions{Tokens: tokens})
+//	lis, _ := net.Listen("tcp", ":7070")
+//	go srv.Serve(lis)
+//	...
+//	srv.GracefulStop() // ends long-polls at once, waits for other calls
+//	e.Close()          // the server does not own the engine
+//
+// The server also registers the standard gRPC health service and server
+// reflection, so grpc_health_probe and grpcurl work against it.
+//
+// # Client
+//
+//	c, _ := remote.Dial("broker:7070", &remote.ClientOptions{Token: tok})
+//	defer c.Close()
+//	p, _ := equeue.NewProducer(c, nil)
+//	cons, _ := equeue.NewConsumer(c, equeue.ConsumerOptions{...})
+//
+// Client also has the engine's admin calls with the same signatures (topics,
+// groups, offset resets, dead letters); the Admin interface covers both, so
+// tools can run in-process or remotely. A Client is safe for concurrent use
+// and must be closed. Messages are batched on the wire (an Append carries
+// many messages, a Pull returns many); Pull and Heartbeat are long-polls
+// bounded by the request's wait and the call's deadline.
+//
+// # Errors
+//
+// Engine errors keep their sentinel across the wire: errors.Is(err,
+// equeue.ErrTopicNotFound) holds on the client as in-process. The status
+// carries a google.rpc.ErrorInfo detail (domain "equeue") naming the
+// sentinel, so other gRPC clients can read it too. The exception is
+// equeue.ErrClosed: a broker that is unreachable, stopping or whose engine is
+// closed gives ErrUnavailable, which is retryable, because a Consumer stops
+// for good on equeue.ErrClosed. The client returns equeue.ErrClosed only after
+// its own Close. Authentication failures give ErrUnauthenticated and
+// ErrPermissionDenied; a server over its MaxInFlight gives ErrBusy.
+//
+// # Security
+//
+// ServerOptions.TLS enables TLS (and mutual TLS through ClientAuth);
+// ServerOptions.Tokens enables bearer-token authentication with per-token
+// Rights. A refused call changes nothing.
+//
+// # Protocol
+//
+// The protocol is proto/equeue/v1/equeue.proto; the generated Go code is in
+// package equeuepb. Regenerate it with `go generate ./remote` (see
+// proto/README.md for the tools it needs).
+package remote
+
+//go:generate protoc -I proto --go_out=. --go_opt=module=github.com/equeue-go/equeue/remote --go-grpc_out=. --go-grpc_opt=module=github.com/equeue-go/equeue/remote equeue/v1/equeue.proto

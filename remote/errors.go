@@ -1,0 +1,185 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Errors of the transport itself. Engine errors keep their equeue sentinel
+// across the wire: errors.Is(err, equeue.ErrTopicNotFound) holds on the
+// client exactly as in-process.
+var (
+	// ErrUnavailable is returned when the broker cannot be reached (connection
+	// refused or lost, server stopping) or its engine is closed, as it is while
+	// the broker restarts. It is retryable: producers may send again and a
+	// Consumer keeps retrying until the broker is back. The client never
+	// returns equeue.ErrClosed for this, since a Consumer stops for good on
+	// equeue.ErrClosed; it returns equeue.ErrClosed only after Client.Close.
+	ErrUnavailable = errors.New("remote: broker unavailable")
+	// ErrUnauthenticated is returned when the server requires a token and the
+	// call had none, or one it does not know (gRPC code Unauthenticated).
+	ErrUnauthenticated = errors.New("remote: unauthenticated")
+	// ErrPermissionDenied is returned when the call's token lacks the right
+	// the call needs (gRPC code PermissionDenied).
+	ErrPermissionDenied = errors.New("remote: permission denied")
+	// ErrBusy is returned when the server already runs its MaxInFlight calls
+	// (gRPC code ResourceExhausted). It is retryable.
+	ErrBusy = errors.New("remote: server busy")
+)
+
+// errorDomain is the ErrorInfo domain of engine errors.
+const errorDomain = "equeue"
+
+// sentinel ties an engine error to its wire name and status code.
+type sentinel struct {
+	reason string
+	err    error
+	code   codes.Code
+}
+
+// sentinels lists every engine sentinel error. When an error matches several
+// (errors.Join), the first one here gives the status code.
+var sentinels = []sentinel{
+	{"CLOSED", equeue.ErrClosed, codes.Unavailable},
+	{"FENCED", equeue.ErrFenced, codes.FailedPrecondition},
+	{"NOT_MEMBER", equeue.ErrNotMember, codes.FailedPrecondition},
+	{"SUBSCRIPTION_MISMATCH", equeue.ErrSubscriptionMismatch, codes.FailedPrecondition},
+	{"QUEUE_NOT_WRITABLE", equeue.ErrQueueNotWritable, codes.FailedPrecondition},
+	{"LOCKED", equeue.ErrLocked, codes.FailedPrecondition},
+	{"TOPIC_NOT_FOUND", equeue.ErrTopicNotFound, codes.NotFound},
+	{"GROUP_NOT_FOUND", equeue.ErrGroupNotFound, codes.NotFound},
+	{"QUEUE_NOT_FOUND", equeue.ErrQueueNotFound, codes.NotFound},
+	{"TOPIC_EXISTS", equeue.ErrTopicExists, codes.AlreadyExists},
+	{"MESSAGE_TOO_LARGE", equeue.ErrMessageTooLarge, codes.InvalidArgument},
+	{"BATCH_TOO_LARGE", equeue.ErrBatchTooLarge, codes.InvalidArgument},
+	{"INVALID_NAME", equeue.ErrInvalidName, codes.InvalidArgument},
+	{"INVALID_FILTER", equeue.ErrInvalidFilter, codes.InvalidArgument},
+	{"INVALID_DELAY", equeue.ErrInvalidDelay, codes.InvalidArgument},
+	{"INVALID_OPTIONS", equeue.ErrInvalidOptions, codes.InvalidArgument},
+	{"INVALID_ARGUMENT", equeue.ErrInvalidArgument, codes.InvalidArgument},
+	{"CORRUPT", equeue.ErrCorrupt, codes.DataLoss},
+	{"HANDLER_PANIC", equeue.ErrHandlerPanic, codes.Internal},
+	{"UNAUTHENTICATED", ErrUnauthenticated, codes.Unauthenticated},
+	{"PERMISSION_DENIED", ErrPermissionDenied, codes.PermissionDenied},
+	{"BUSY", ErrBusy, codes.ResourceExhausted},
+	{"UNAVAILABLE", ErrUnavailable, codes.Unavailable},
+}
+
+// toStatus turns an engine (or this package's) error into a gRPC status error whose ErrorInfo
+// detail names the sentinels it matches.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		return err
+	}
+	var reasons []string
+	code := codes.Unknown
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			if len(reasons) == 0 {
+				code = s.code
+			}
+			reasons = append(reasons, s.reason)
+		}
+	}
+	if len(reasons) == 0 {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			return status.Error(codes.DeadlineExceeded, err.Error())
+		case errors.Is(err, context.Canceled):
+			return status.Error(codes.Canceled, err.Error())
+		}
+		return status.Error(codes.Internal, err.Error())
+	}
+	st := status.New(code, err.Error())
+	info := &errdetails.ErrorInfo{Reason: reasons[0], Domain: errorDomain,
+		Metadata: map[string]string{"reasons": strings.Join(reasons, ",")}}
+	if withInfo, derr := st.WithDetails(info); derr == nil {
+		st = withInfo
+	}
+	return st.Err()
+}
+
+// Error is an error returned through the wire. Its Error text is the
+// server's message; errors.Is matches the engine sentinels (or the transport
+// errors of this package) it stands for, and status.Code gives its gRPC code.
+type Error struct {
+	// Code is the gRPC status code.
+	Code codes.Code
+	// Message is the server's (or the transport's) description.
+	Message string
+
+	st   *status.Status
+	errs []error
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the sentinel errors e matches.
+func (e *Error) Unwrap() []error { return e.errs }
+
+// GRPCStatus returns the status e was made from, for status.Code and status.Convert.
+func (e *Error) GRPCStatus() *status.Status { return e.st }
+
+// fromStatus maps a call's error back to the engine's sentinels.
+func fromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	e := &Error{Code: st.Code(), Message: st.Message(), st: st}
+	for _, d := range st.Details() {
+		info, ok := d.(*errdetails.ErrorInfo)
+		if !ok || info.GetDomain() != errorDomain {
+			continue
+		}
+		names := info.GetMetadata()["reasons"]
+		if names == "" {
+			names = info.GetReason()
+		}
+		for _, name := range strings.Split(names, ",") {
+			for _, s := range sentinels {
+				if s.reason != name {
+					continue
+				}
+				if s.err == equeue.ErrClosed {
+					// The broker's engine is closed: from here that is a
+					// broker going away, which a client retries.
+					e.errs = append(e.errs, ErrUnavailable)
+				} else {
+					e.errs = append(e.errs, s.err)
+				}
+			}
+		}
+	}
+	if len(e.errs) == 0 {
+		switch st.Code() {
+		case codes.Unavailable:
+			e.errs = []error{ErrUnavailable}
+		case codes.Unauthenticated:
+			e.errs = []error{ErrUnauthenticated}
+		case codes.PermissionDenied:
+			e.errs = []error{ErrPermissionDenied}
+		case codes.ResourceExhausted:
+			// gRPC's own limit on message size (MaxMessageBytes).
+			e.errs = []error{equeue.ErrMessageTooLarge}
+		case codes.Canceled:
+			e.errs = []error{context.Canceled}
+		case codes.DeadlineExceeded:
+			e.errs = []error{context.DeadlineExceeded}
+		}
+	}
+	return e
+}

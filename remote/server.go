@@ -1,0 +1,231 @@
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// Defaults of ServerOptions and ClientOptions.
+const (
+	// DefaultMaxMessageBytes is the largest gRPC message accepted: room for
+	// an 8 MiB request or pull answer plus framing.
+	DefaultMaxMessageBytes = 8<<20 + 64<<10
+	// DefaultMaxInFlight is how many calls a server runs at once.
+	DefaultMaxInFlight = 1024
+)
+
+// ServerOptions configure a Server. A nil *ServerOptions, and every zero
+// field, means the documented default.
+type ServerOptions struct {
+	// TLS, when set, serves TLS with its certificates; set ClientAuth (and
+	// ClientCAs) for mutual TLS. Nil means plaintext.
+	TLS *tls.Config
+	// Tokens maps bearer tokens to their rights. A call must carry
+	// "authorization: Bearer <token>" metadata with a token that has the
+	// call's right (see Rights). Nil or empty means no authentication. The
+	// health and reflection services are open to all.
+	Tokens map[string]Rights
+	// MaxMessageBytes is the largest encoded request the server accepts, so
+	// it bounds the total size of one Append batch; larger requests fail
+	// with ResourceExhausted (equeue.ErrMessageTooLarge on the client). Keep
+	// it above the engine's MaxMessageSize. Zero means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// MaxInFlight is how many Broker calls run at once (long-polls
+	// included); calls beyond it fail at once with ResourceExhausted
+	// (ErrBusy on the client). Zero means DefaultMaxInFlight.
+	MaxInFlight int
+	// Logger receives the server's logs. Nil means silent.
+	Logger *slog.Logger
+}
+
+// Server serves an engine over gRPC: the equeue.v1.Broker service, the
+// standard health service and server reflection (so grpcurl works). It does
+// not own the engine: close the engine after stopping the server.
+type Server struct {
+	e           *equeue.Engine
+	grpc        *grpc.Server
+	health      *health.Server
+	svc         *service
+	desc        grpc.ServiceDesc
+	tokens      tokenTable
+	maxInFlight int64
+	inFlight    atomic.Int64
+	log         *slog.Logger
+
+	// stopping is cancelled by Stop and GracefulStop to end long-polls.
+	stopping context.Context
+	stop     context.CancelFunc
+}
+
+// errStopping ends long-polls when the server stops; the client retries.
+var errStopping = fmt.Errorf("%w: server stopping", ErrUnavailable)
+
+// NewServer returns a server for e. Call Serve to accept connections.
+func NewServer(e *equeue.Engine, opts *ServerOptions) (*Server, error) {
+	if e == nil {
+		return nil, fmt.Errorf("%w: nil engine", equeue.ErrInvalidArgument)
+	}
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 {
+		return nil, fmt.Errorf("%w: negative MaxMessageBytes or MaxInFlight", equeue.ErrInvalidOptions)
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	tokens, err := newTokenTable(o.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), log: o.Logger, health: health.NewServer()}
+	s.svc = &service{e: e, s: s}
+	s.stopping, s.stop = context.WithCancel(context.Background())
+	s.desc = s.serviceDesc()
+
+	gopts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
+		// Clients ping idle connections to find dead brokers; allow it.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		// Find dead clients so their long-polls end.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
+	}
+	if o.TLS != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(o.TLS)))
+	}
+	s.grpc = grpc.NewServer(gopts...)
+	s.Register(s.grpc)
+	s.health.SetServingStatus(pb.Broker_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	return s, nil
+}
+
+// Serve accepts connections on lis until Stop or GracefulStop, after which
+// it returns nil.
+func (s *Server) Serve(lis net.Listener) error {
+	s.log.Info("equeue server listening", "addr", lis.Addr().String())
+	return s.grpc.Serve(lis)
+}
+
+// Register adds the Broker service, with its authentication and in-flight
+// limit, to another gRPC server (for a process that serves more than
+// equeue). Stop and GracefulStop of s still end its long-polls there.
+func (s *Server) Register(reg grpc.ServiceRegistrar) {
+	reg.RegisterService(&s.desc, s.svc)
+}
+
+// GracefulStop stops accepting connections, ends long-polls at once (their
+// clients see ErrUnavailable and retry), and waits for other calls to finish.
+func (s *Server) GracefulStop() {
+	s.health.Shutdown()
+	s.stop()
+	s.grpc.GracefulStop()
+}
+
+// Stop closes every connection and cancels every call at once.
+func (s *Server) Stop() {
+	s.health.Shutdown()
+	s.stop()
+	s.grpc.Stop()
+}
+
+// serviceDesc wraps every Broker method so that guard runs first, whether
+// the service is registered on s's own gRPC server or on another.
+func (s *Server) serviceDesc() grpc.ServiceDesc {
+	d := pb.Broker_ServiceDesc
+	d.Methods = make([]grpc.MethodDesc, len(pb.Broker_ServiceDesc.Methods))
+	for i, m := range pb.Broker_ServiceDesc.Methods {
+		h := m.Handler
+		d.Methods[i] = grpc.MethodDesc{
+			MethodName: m.MethodName,
+			Handler: func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
+				if next == nil {
+					return h(srv, ctx, dec, s.guard)
+				}
+				return h(srv, ctx, dec, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+					return s.guard(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+						return next(ctx, req, info, handler)
+					})
+				})
+			},
+		}
+	}
+	return d
+}
+
+// guard authenticates and authorizes a call, bounds the calls in flight,
+// turns a panic into an Internal error and engine errors into statuses.
+func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	if err := s.tokens.authorize(ctx, info.FullMethod, req); err != nil {
+		s.log.Debug("call refused", "method", info.FullMethod, "err", err)
+		return nil, err
+	}
+	if n := s.inFlight.Add(1); n > s.maxInFlight {
+		s.inFlight.Add(-1)
+		return nil, toStatus(fmt.Errorf("%w: %d calls in flight", ErrBusy, s.maxInFlight))
+	}
+	defer s.inFlight.Add(-1)
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic in call", "method", info.FullMethod, "panic", p, "stack", string(debug.Stack()))
+			resp, err = nil, status.Errorf(codes.Internal, "remote: internal error in %s", info.FullMethod)
+		}
+	}()
+	resp, err = handler(ctx, req)
+	if err != nil {
+		err = toStatus(err)
+		switch status.Code(err) {
+		case codes.Internal, codes.Unknown, codes.DataLoss:
+			s.log.Warn("call failed", "method", info.FullMethod, "err", err)
+		default:
+			s.log.Debug("call failed", "method", info.FullMethod, "err", err)
+		}
+	}
+	return resp, err
+}
+
+// longPoll derives a call context that also ends when the server stops, so
+// that a stopping server does not wait out pulls and heartbeats.
+func (s *Server) longPoll(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(s.stopping, func() { cancel(errStopping) })
+	return ctx, func() {
+		unhook()
+		cancel(nil)
+	}
+}
+
+// stopped reports a long-poll ended by the server stopping as ErrUnavailable.
+func (s *Server) stopped(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errStopping) {
+		return errStopping
+	}
+	return err
+}

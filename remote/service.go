@@ -1,0 +1,255 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// service implements the Broker RPCs on an engine. Authentication, the
+// in-flight limit and error mapping are done around it (Server.guard); its
+// methods return engine errors as they are.
+type service struct {
+	pb.UnimplementedBrokerServer
+	e *equeue.Engine
+	s *Server
+}
+
+// nonNegative rejects a negative count that the engine would otherwise read
+// as "use the default" or report less clearly.
+func nonNegative(name string, v int64) error {
+	if v < 0 {
+		return fmt.Errorf("%w: negative %s %d", equeue.ErrInvalidArgument, name, v)
+	}
+	return nil
+}
+
+func (v *service) Route(ctx context.Context, req *pb.RouteRequest) (*pb.RouteResponse, error) {
+	r, err := v.e.Route(ctx, req.GetTopic())
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.RouteResponse{Topic: r.Topic, Queues: toInt32(r.Queues), Writable: make([]int32, len(r.Writable))}
+	for i, q := range r.Writable {
+		out.Writable[i] = toInt32(q)
+	}
+	return out, nil
+}
+
+func (v *service) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
+	if len(req.GetMessages()) == 0 {
+		return nil, fmt.Errorf("%w: no messages to append", equeue.ErrInvalidArgument)
+	}
+	sync, err := syncFromPB(req.GetSync(), req.GetSyncInterval())
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := messagesFromPB(req.GetMessages())
+	if err != nil {
+		return nil, err
+	}
+	res, err := v.e.Append(ctx, &equeue.AppendRequest{Topic: req.GetTopic(), Queue: int(req.GetQueue()), Messages: msgs, Sync: sync})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.AppendResponse{Queue: toInt32(res.Queue), FirstOffset: res.FirstOffset, StoredAtUnixNano: nanos(res.StoredAt),
+		Ids: res.IDs, Delayed: res.Delayed, Duplicate: res.Duplicate}, nil
+}
+
+func (v *service) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullResponse, error) {
+	wait, err := fromDurationPB(req.GetWait())
+	if err != nil {
+		return nil, err
+	}
+	if err := nonNegative("pull max", int64(req.GetMax())); err != nil {
+		return nil, err
+	}
+	ctx, done := v.s.longPoll(ctx)
+	defer done()
+	res, err := v.e.Pull(ctx, &equeue.PullRequest{
+		Topic: req.GetTopic(), Queue: int(req.GetQueue()), Offset: req.GetOffset(), Max: int(req.GetMax()),
+		Filter: req.GetFilter(), Wait: wait, Group: req.GetGroup(), Member: req.GetMember(), Epoch: req.GetEpoch(),
+	})
+	if err != nil {
+		return nil, v.s.stopped(ctx, err)
+	}
+	out := &pb.PullResponse{Status: pb.PullStatus(res.Status), NextOffset: res.NextOffset, MinOffset: res.MinOffset,
+		MaxOffset: res.MaxOffset, Corrupt: res.Corrupt, Expired: toInt32(res.Expired)}
+	out.Messages, err = messagesToPB(res.Messages)
+	return out, err
+}
+
+func (v *service) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
+	a, err := v.e.JoinGroup(ctx, &equeue.JoinRequest{
+		Group: req.GetGroup(), Member: req.GetMember(), Model: equeue.MessageModel(req.GetModel()),
+		Subscriptions: subsFromPB(req.GetSubscriptions()), From: equeue.ConsumeFrom(req.GetFrom()),
+		FromTime: fromNanos(req.GetFromTimeUnixNano()), Strategy: req.GetStrategy(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.JoinGroupResponse{Assignment: assignmentToPB(a)}, nil
+}
+
+func (v *service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
+	wait, err := fromDurationPB(req.GetWait())
+	if err != nil {
+		return nil, err
+	}
+	ctx, done := v.s.longPoll(ctx)
+	defer done()
+	a, err := v.e.Heartbeat(ctx, &equeue.HeartbeatRequest{Group: req.GetGroup(), Member: req.GetMember(),
+		KnownVersion: req.GetKnownVersion(), Wait: wait})
+	if err != nil {
+		return nil, v.s.stopped(ctx, err)
+	}
+	return &pb.HeartbeatResponse{Assignment: assignmentToPB(a)}, nil
+}
+
+func (v *service) LeaveGroup(ctx context.Context, req *pb.LeaveGroupRequest) (*pb.LeaveGroupResponse, error) {
+	if err := v.e.LeaveGroup(ctx, req.GetGroup(), req.GetMember()); err != nil {
+		return nil, err
+	}
+	return &pb.LeaveGroupResponse{}, nil
+}
+
+func (v *service) ReleaseQueues(ctx context.Context, req *pb.ReleaseQueuesRequest) (*pb.ReleaseQueuesResponse, error) {
+	if err := v.e.ReleaseQueues(ctx, req.GetGroup(), req.GetMember(), grantsFromPB(req.GetQueues())); err != nil {
+		return nil, err
+	}
+	return &pb.ReleaseQueuesResponse{}, nil
+}
+
+func (v *service) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest) (*pb.CommitOffsetsResponse, error) {
+	cr := &equeue.CommitRequest{Group: req.GetGroup(), Member: req.GetMember(), Offsets: make([]equeue.OffsetCommit, len(req.GetOffsets()))}
+	for i, o := range req.GetOffsets() {
+		if o.GetGrant() == nil {
+			return nil, fmt.Errorf("%w: offset %d has no grant", equeue.ErrInvalidArgument, i)
+		}
+		cr.Offsets[i] = equeue.OffsetCommit{Grant: grantFromPB(o.GetGrant()), Offset: o.GetOffset()}
+	}
+	if err := v.e.CommitOffsets(ctx, cr); err != nil {
+		return nil, err
+	}
+	return &pb.CommitOffsetsResponse{}, nil
+}
+
+func (v *service) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest) (*pb.FetchOffsetsResponse, error) {
+	offs, err := v.e.FetchOffsets(ctx, req.GetGroup(), req.GetMember(), grantsFromPB(req.GetQueues()))
+	if err != nil {
+		return nil, err
+	}
+	return &pb.FetchOffsetsResponse{Offsets: offs}, nil
+}
+
+func (v *service) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*pb.CreateTopicResponse, error) {
+	if err := nonNegative("queue count", int64(req.GetQueues())); err != nil {
+		return nil, err
+	}
+	if err := v.e.CreateTopic(ctx, req.GetName(), int(req.GetQueues())); err != nil {
+		return nil, err
+	}
+	return &pb.CreateTopicResponse{}, nil
+}
+
+func (v *service) AddQueues(ctx context.Context, req *pb.AddQueuesRequest) (*pb.AddQueuesResponse, error) {
+	if err := v.e.AddQueues(ctx, req.GetName(), int(req.GetCount())); err != nil {
+		return nil, err
+	}
+	return &pb.AddQueuesResponse{}, nil
+}
+
+func (v *service) DeleteTopic(ctx context.Context, req *pb.DeleteTopicRequest) (*pb.DeleteTopicResponse, error) {
+	if err := v.e.DeleteTopic(ctx, req.GetName()); err != nil {
+		return nil, err
+	}
+	return &pb.DeleteTopicResponse{}, nil
+}
+
+func (v *service) SetQueueWritable(ctx context.Context, req *pb.SetQueueWritableRequest) (*pb.SetQueueWritableResponse, error) {
+	if err := v.e.SetQueueWritable(ctx, req.GetName(), int(req.GetQueue()), req.GetWritable()); err != nil {
+		return nil, err
+	}
+	return &pb.SetQueueWritableResponse{}, nil
+}
+
+func (v *service) ListTopics(ctx context.Context, _ *pb.ListTopicsRequest) (*pb.ListTopicsResponse, error) {
+	ts, err := v.e.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.ListTopicsResponse{Topics: make([]*pb.TopicInfo, len(ts))}
+	for i, t := range ts {
+		out.Topics[i] = topicToPB(t)
+	}
+	return out, nil
+}
+
+func (v *service) DescribeTopic(ctx context.Context, req *pb.DescribeTopicRequest) (*pb.DescribeTopicResponse, error) {
+	t, err := v.e.Topic(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.DescribeTopicResponse{Topic: topicToPB(t)}, nil
+}
+
+func (v *service) ListGroups(ctx context.Context, _ *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
+	gs, err := v.e.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.ListGroupsResponse{Groups: make([]*pb.GroupInfo, len(gs))}
+	for i, g := range gs {
+		out.Groups[i] = groupToPB(g)
+	}
+	return out, nil
+}
+
+func (v *service) DescribeGroup(ctx context.Context, req *pb.DescribeGroupRequest) (*pb.DescribeGroupResponse, error) {
+	g, err := v.e.Group(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.DescribeGroupResponse{Group: groupToPB(g)}, nil
+}
+
+func (v *service) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest) (*pb.ResetOffsetsResponse, error) {
+	rr := equeue.ResetRequest{To: equeue.ResetTarget(req.GetTo()), Time: fromNanos(req.GetTimeUnixNano())}
+	if len(req.GetOffsets()) > 0 {
+		rr.Offsets = make(map[equeue.QueueRef]int64, len(req.GetOffsets()))
+		for _, o := range req.GetOffsets() {
+			ref := equeue.QueueRef{Topic: o.GetTopic(), Queue: int(o.GetQueue())}
+			if _, dup := rr.Offsets[ref]; dup {
+				return nil, fmt.Errorf("%w: %s given twice", equeue.ErrInvalidArgument, ref)
+			}
+			rr.Offsets[ref] = o.GetOffset()
+		}
+	}
+	if err := v.e.ResetOffsets(ctx, req.GetGroup(), rr); err != nil {
+		return nil, err
+	}
+	return &pb.ResetOffsetsResponse{}, nil
+}
+
+func (v *service) ListDeadLetters(ctx context.Context, req *pb.ListDeadLettersRequest) (*pb.ListDeadLettersResponse, error) {
+	dls, err := v.e.DeadLetters(ctx, req.GetGroup(), req.GetFrom(), int(req.GetMax()))
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.ListDeadLettersResponse{DeadLetters: make([]*pb.DeadLetter, len(dls))}
+	for i, d := range dls {
+		out.DeadLetters[i] = deadLetterToPB(d)
+	}
+	return out, nil
+}
+
+func (v *service) Redrive(ctx context.Context, req *pb.RedriveRequest) (*pb.RedriveResponse, error) {
+	n, err := v.e.Redrive(ctx, req.GetGroup(), equeue.RedriveRequest{Offsets: req.GetOffsets(), From: req.GetFrom(), To: req.GetTo(), All: req.GetAll()})
+	if err != nil {
+		// Some may have been sent: report the error, which names the failure.
+		return nil, err
+	}
+	return &pb.RedriveResponse{Sent: toInt32(n)}, nil
+}
