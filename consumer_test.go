@@ -100,12 +100,17 @@ func TestConsumer_BadOptions(t *testing.T) {
 }
 
 func TestConsumer_ClusteringSharesQueuesByAverage(t *testing.T) {
+	forTransports(t, testConsumer_ClusteringSharesQueuesByAverage)
+}
+
+func testConsumer_ClusteringSharesQueuesByAverage(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 8))
 	col := newCollector()
 	for _, id := range []string{"c1", "c2", "c3"} {
-		startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler(id)})
+		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler(id)})
 	}
 	eventually(t, 10*time.Second, func() bool {
 		gi, err := e.Group(ctx, "g")
@@ -124,7 +129,7 @@ func TestConsumer_ClusteringSharesQueuesByAverage(t *testing.T) {
 		return fmt.Sprint(got) == fmt.Sprint(map[string][]int{"c1": {0, 1, 2}, "c2": {3, 4, 5}, "c3": {6, 7}})
 	}, "8 queues over 3 consumers must be [0,1,2] [3,4,5] [6,7]")
 
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	sent := sendN(t, p, "t", 0, nil)
 	for i := range 400 {
 		r, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "%d", i)})
@@ -141,12 +146,17 @@ func TestConsumer_ClusteringSharesQueuesByAverage(t *testing.T) {
 }
 
 func TestConsumer_SubscriptionMismatchRejected(t *testing.T) {
+	forTransports(t, testConsumer_SubscriptionMismatchRejected)
+}
+
+func testConsumer_SubscriptionMismatchRejected(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "a", 2))
 	require.NoError(t, e.CreateTopic(ctx, "b", 2))
 	col := newCollector()
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "1", Subscriptions: []equeue.Subscription{{Topic: "a", Filter: "X"}}, Handler: col.handler("1")})
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: "1", Subscriptions: []equeue.Subscription{{Topic: "a", Filter: "X"}}, Handler: col.handler("1")})
 	for name, o := range map[string]equeue.ConsumerOptions{
 		"other topic":  {Subscriptions: []equeue.Subscription{{Topic: "b"}}},
 		"other filter": {Subscriptions: []equeue.Subscription{{Topic: "a", Filter: "Y"}}},
@@ -155,7 +165,7 @@ func TestConsumer_SubscriptionMismatchRejected(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			o.Group, o.ID, o.Handler = "g", "2", col.handler("2")
-			c, err := equeue.NewConsumer(e, o)
+			c, err := equeue.NewConsumer(b, o)
 			require.NoError(t, err)
 			err = c.Start(ctx)
 			assert.ErrorIs(t, err, equeue.ErrSubscriptionMismatch)
@@ -163,17 +173,18 @@ func TestConsumer_SubscriptionMismatchRejected(t *testing.T) {
 		})
 	}
 	// The same subscription written differently is the same subscription.
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "3", Subscriptions: []equeue.Subscription{{Topic: "a", Filter: " X "}}, Handler: col.handler("3")})
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: "3", Subscriptions: []equeue.Subscription{{Topic: "a", Filter: " X "}}, Handler: col.handler("3")})
 }
 
 // TestConsumer_HandoffNoLossNoDuplicates runs a group under continuous
 // production while members join and leave: every message must be handled
 // exactly once.
 func TestConsumer_HandoffNoLossNoDuplicates(t *testing.T) {
-	for _, kind := range storeKinds {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range []struct{ kind, tr string }{{"badger", "inproc"}, {"memory", "inproc"}, {"memory", "remote"}} {
+		t.Run(c.kind+"/"+c.tr, func(t *testing.T) {
 			ctx := ctxT(t)
-			e, _ := openEngine(t, kind, &equeue.Options{Sync: equeue.SyncNever})
+			e, _ := openEngine(t, c.kind, &equeue.Options{Sync: equeue.SyncNever})
+			b := brokerOver(t, e, c.tr)
 			require.NoError(t, e.CreateTopic(ctx, "t", 8))
 			col := newCollector()
 			opts := func(id string) equeue.ConsumerOptions {
@@ -185,9 +196,9 @@ func TestConsumer_HandoffNoLossNoDuplicates(t *testing.T) {
 			}
 			consumers := map[string]*equeue.Consumer{}
 			for _, id := range []string{"c1", "c2", "c3"} {
-				consumers[id] = startConsumer(t, e, opts(id))
+				consumers[id] = startConsumer(t, b, opts(id))
 			}
-			p := newProducer(t, e, nil)
+			p := newProducer(t, b, nil)
 			var sent []string
 			var sentMu sync.Mutex
 			stop := make(chan struct{})
@@ -214,15 +225,15 @@ func TestConsumer_HandoffNoLossNoDuplicates(t *testing.T) {
 			}()
 			step := func() { time.Sleep(150 * time.Millisecond) }
 			step()
-			consumers["c4"] = startConsumer(t, e, opts("c4"))
+			consumers["c4"] = startConsumer(t, b, opts("c4"))
 			step()
 			require.NoError(t, consumers["c2"].Close())
 			step()
-			consumers["c5"] = startConsumer(t, e, opts("c5"))
+			consumers["c5"] = startConsumer(t, b, opts("c5"))
 			step()
 			require.NoError(t, consumers["c1"].Close())
 			step()
-			consumers["c6"] = startConsumer(t, e, opts("c6"))
+			consumers["c6"] = startConsumer(t, b, opts("c6"))
 			step()
 			require.NoError(t, consumers["c4"].Close())
 			step()
@@ -246,12 +257,17 @@ func TestConsumer_HandoffNoLossNoDuplicates(t *testing.T) {
 // TestConsumer_CrashRedeliversOnlyUncommitted abandons a consumer without a
 // commit; the next owner must get exactly what it had not committed.
 func TestConsumer_CrashRedeliversOnlyUncommitted(t *testing.T) {
+	forTransports(t, testConsumer_CrashRedeliversOnlyUncommitted)
+}
+
+func testConsumer_CrashRedeliversOnlyUncommitted(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "badger", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	colA := newCollector()
-	a := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "a", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+	a := startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: "a", Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		Handler: colA.handler("a"), CommitInterval: time.Hour, From: equeue.ConsumeFromEarliest, HeartbeatInterval: 50 * time.Millisecond})
 	first := sendN(t, p, "t", 100, nil)
 	eventually(t, 10*time.Second, func() bool { return colA.count() == 100 }, "a handled the first 100")
@@ -261,7 +277,7 @@ func TestConsumer_CrashRedeliversOnlyUncommitted(t *testing.T) {
 	equeue.CrashConsumer(a) // no commit, no leave
 
 	colB := newCollector()
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "b", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: "b", Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		Handler: colB.handler("b"), From: equeue.ConsumeFromEarliest, HeartbeatInterval: 50 * time.Millisecond})
 	third := sendN(t, p, "t", 20, nil)
 	eventually(t, 15*time.Second, func() bool { return colB.count() >= 70 }, "b took over after a's session expired")
@@ -314,14 +330,17 @@ func TestConsumer_BroadcastAndResume(t *testing.T) {
 
 func consumersOf(testing.TB) []*equeue.Consumer { return nil }
 
-func TestConsumer_GroupsAreIsolated(t *testing.T) {
+func TestConsumer_GroupsAreIsolated(t *testing.T) { forTransports(t, testConsumer_GroupsAreIsolated) }
+
+func testConsumer_GroupsAreIsolated(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	c1, c2 := newCollector(), newCollector()
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g1", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: c1.handler("g1")})
-	g2 := startConsumer(t, e, equeue.ConsumerOptions{Group: "g2", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: c2.handler("g2")})
-	p := newProducer(t, e, nil)
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g1", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: c1.handler("g1")})
+	g2 := startConsumer(t, b, equeue.ConsumerOptions{Group: "g2", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: c2.handler("g2")})
+	p := newProducer(t, b, nil)
 	sendN(t, p, "t", 100, nil)
 	eventually(t, 10*time.Second, func() bool { return c1.count() == 100 && c2.count() == 100 }, "both groups get everything")
 	require.NoError(t, g2.Close())
@@ -340,13 +359,18 @@ func TestConsumer_GroupsAreIsolated(t *testing.T) {
 }
 
 func TestConsumer_OrderlyKeepsOrderAndRetriesInPlace(t *testing.T) {
+	forTransports(t, testConsumer_OrderlyKeepsOrderAndRetriesInPlace)
+}
+
+func testConsumer_OrderlyKeepsOrderAndRetriesInPlace(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	var mu sync.Mutex
 	seen := map[string][]int{}
 	failed := map[string]bool{}
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Orderly: true,
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Orderly: true,
 		RetryDelay: 10 * time.Millisecond, From: equeue.ConsumeFromEarliest,
 		Handler: func(_ context.Context, m *equeue.Message) error {
 			mu.Lock()
@@ -360,7 +384,7 @@ func TestConsumer_OrderlyKeepsOrderAndRetriesInPlace(t *testing.T) {
 			seen[m.Keys[0]] = append(seen[m.Keys[0]], n)
 			return nil
 		}})
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	for i := range 200 {
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Keys: []string{fmt.Sprint("k", i%5)}, Body: fmt.Appendf(nil, "%d", i)})
 		require.NoError(t, err)
@@ -382,14 +406,19 @@ func TestConsumer_OrderlyKeepsOrderAndRetriesInPlace(t *testing.T) {
 }
 
 func TestConsumer_FailuresRetryThenDeadLetter(t *testing.T) {
+	forTransports(t, testConsumer_FailuresRetryThenDeadLetter)
+}
+
+func testConsumer_FailuresRetryThenDeadLetter(t *testing.T, tr string) {
 	for _, orderly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("orderly=%v", orderly), func(t *testing.T) {
 			ctx := ctxT(t)
 			e, _ := openEngine(t, "memory", nil)
+			b := brokerOver(t, e, tr)
 			require.NoError(t, e.CreateTopic(ctx, "t", 1))
 			var attempts sync.Map
 			okCol := newCollector()
-			startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Orderly: orderly,
+			startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Orderly: orderly,
 				RetryDelay: 5 * time.Millisecond, RetryDelays: []time.Duration{5 * time.Millisecond}, MaxAttempts: 3, From: equeue.ConsumeFromEarliest,
 				Handler: func(ctx context.Context, m *equeue.Message) error {
 					v, _ := attempts.LoadOrStore(m.ID, new(atomic.Int32))
@@ -406,7 +435,7 @@ func TestConsumer_FailuresRetryThenDeadLetter(t *testing.T) {
 					}
 					return okCol.handler("c")(ctx, m)
 				}})
-			p := newProducer(t, e, nil)
+			p := newProducer(t, b, nil)
 			for _, b := range []string{"a", "poison", "flaky", "panics", "b"} {
 				_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte(b), Properties: map[string]string{"p": b}})
 				require.NoError(t, err)

@@ -76,8 +76,13 @@ func TestCoordinator_EpochsAndFencing(t *testing.T) {
 }
 
 func TestCoordinator_SilentMemberExpires(t *testing.T) {
+	forTransports(t, testCoordinator_SilentMemberExpires)
+}
+
+func testCoordinator_SilentMemberExpires(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	// A member that joins and never heartbeats (a remote worker that died).
 	// (A Consumer in clustering mode also subscribes to its retry topic.)
@@ -85,24 +90,29 @@ func TestCoordinator_SilentMemberExpires(t *testing.T) {
 		Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: equeue.RetryTopic("g")}}})
 	require.NoError(t, err)
 	col := newCollector()
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "live", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler("live"), HeartbeatInterval: 50 * time.Millisecond})
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: "live", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler("live"), HeartbeatInterval: 50 * time.Millisecond})
 	eventually(t, 10*time.Second, func() bool {
 		gi, err := e.Group(ctx, "g")
 		require.NoError(t, err)
 		return len(gi.Members) == 1 && gi.Members[0].ID == "live" && countTopic(gi.Members[0].Queues, "t") == 4
 	}, "the silent member expired and its queues were reassigned")
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	sendN(t, p, "t", 40, nil)
 	eventually(t, 10*time.Second, func() bool { return col.count() == 40 }, "live member gets everything")
 }
 
 func TestCoordinator_QueueChangesRebalanceAtOnce(t *testing.T) {
+	forTransports(t, testCoordinator_QueueChangesRebalanceAtOnce)
+}
+
+func testCoordinator_QueueChangesRebalanceAtOnce(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	col := newCollector()
 	for _, id := range []string{"a", "b"} {
-		startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler(id), HeartbeatInterval: time.Minute})
+		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler(id), HeartbeatInterval: time.Minute})
 	}
 	owned := func() map[string]int {
 		gi, err := e.Group(ctx, "g")
@@ -123,7 +133,7 @@ func TestCoordinator_QueueChangesRebalanceAtOnce(t *testing.T) {
 	after, err := e.Group(ctx, "g")
 	require.NoError(t, err)
 	assert.Greater(t, after.Epoch, before.Epoch)
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	res := sendN(t, p, "t", 0, nil)
 	for q := range 6 {
 		r, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: []byte("x")}}})
@@ -134,11 +144,14 @@ func TestCoordinator_QueueChangesRebalanceAtOnce(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return col.count() == 6 }, "new queues are consumed")
 }
 
-func TestConsumer_ConsumeFrom(t *testing.T) {
+func TestConsumer_ConsumeFrom(t *testing.T) { forTransports(t, testConsumer_ConsumeFrom) }
+
+func testConsumer_ConsumeFrom(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	sendN(t, p, "t", 10, nil)
 	time.Sleep(20 * time.Millisecond)
 	mark := time.Now()
@@ -146,9 +159,9 @@ func TestConsumer_ConsumeFrom(t *testing.T) {
 	sendN(t, p, "t", 5, nil)
 
 	latest, earliest, stamp := newCollector(), newCollector(), newCollector()
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "latest", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: latest.handler("l")})
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "earliest", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: earliest.handler("e"), From: equeue.ConsumeFromEarliest})
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "stamp", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: stamp.handler("s"), From: equeue.ConsumeFromTimestamp, FromTime: mark})
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "latest", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: latest.handler("l")})
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "earliest", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: earliest.handler("e"), From: equeue.ConsumeFromEarliest})
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "stamp", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: stamp.handler("s"), From: equeue.ConsumeFromTimestamp, FromTime: mark})
 	sendN(t, p, "t", 3, nil)
 	eventually(t, 10*time.Second, func() bool { return latest.count() == 3 && earliest.count() == 18 && stamp.count() == 8 },
 		"latest=%d earliest=%d stamp=%d", latest.count(), earliest.count(), stamp.count())
@@ -156,13 +169,16 @@ func TestConsumer_ConsumeFrom(t *testing.T) {
 
 // TestConsumer_SlidingWindow shows one slow message pins the committed
 // offset while later messages complete, and the offset jumps once it ends.
-func TestConsumer_SlidingWindow(t *testing.T) {
+func TestConsumer_SlidingWindow(t *testing.T) { forTransports(t, testConsumer_SlidingWindow) }
+
+func testConsumer_SlidingWindow(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	release := make(chan struct{})
 	var done atomic.Int64
-	c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest,
+	c := startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest,
 		CommitInterval: time.Hour, Concurrency: 4,
 		Handler: func(ctx context.Context, m *equeue.Message) error {
 			if m.Offset == 5 {
@@ -175,7 +191,7 @@ func TestConsumer_SlidingWindow(t *testing.T) {
 			done.Add(1)
 			return nil
 		}})
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	sendN(t, p, "t", 20, nil)
 	eventually(t, 10*time.Second, func() bool { return done.Load() == 19 }, "all but the slow one")
 	require.NoError(t, c.Commit(ctx))
@@ -191,14 +207,19 @@ func TestConsumer_SlidingWindow(t *testing.T) {
 }
 
 func TestConsumer_FlowControlPausesPulling(t *testing.T) {
+	forTransports(t, testConsumer_FlowControlPausesPulling)
+}
+
+func testConsumer_FlowControlPausesPulling(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	sendN(t, p, "t", 300, nil)
 	block := make(chan struct{})
 	var started atomic.Int64
-	c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest,
+	c := startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest,
 		MaxCachedMessages: 20, PullBatch: 8, Concurrency: 64,
 		Handler: func(ctx context.Context, m *equeue.Message) error {
 			started.Add(1)
@@ -223,7 +244,7 @@ func TestConsumer_FlowControlPausesPulling(t *testing.T) {
 	sendN(t, p, "s", 200, nil)
 	hold := make(chan struct{})
 	var seen atomic.Int64
-	c2 := startConsumer(t, e, equeue.ConsumerOptions{Group: "g2", Subscriptions: []equeue.Subscription{{Topic: "s"}}, From: equeue.ConsumeFromEarliest,
+	c2 := startConsumer(t, b, equeue.ConsumerOptions{Group: "g2", Subscriptions: []equeue.Subscription{{Topic: "s"}}, From: equeue.ConsumeFromEarliest,
 		MaxSpan: 50, PullBatch: 10, Concurrency: 4,
 		Handler: func(ctx context.Context, m *equeue.Message) error {
 			seen.Add(1)
@@ -311,8 +332,13 @@ func TestAdmin_GroupsLagAndResetOffsets(t *testing.T) {
 }
 
 func TestPullConsumer_FetchCommitAndRebalance(t *testing.T) {
+	forTransports(t, testPullConsumer_FetchCommitAndRebalance)
+}
+
+func testPullConsumer_FetchCommitAndRebalance(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	for q := range 2 {
 		for i := range 5 {
@@ -320,7 +346,7 @@ func TestPullConsumer_FetchCommitAndRebalance(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	pc, err := equeue.NewPullConsumer(e, equeue.PullConsumerOptions{Group: "pg", ID: "p1", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest, HeartbeatInterval: 50 * time.Millisecond})
+	pc, err := equeue.NewPullConsumer(b, equeue.PullConsumerOptions{Group: "pg", ID: "p1", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest, HeartbeatInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, pc.Start(ctx))
 	defer pc.Close()
@@ -340,7 +366,7 @@ func TestPullConsumer_FetchCommitAndRebalance(t *testing.T) {
 
 	// A second member takes queue 1 over; the first loses it at once.
 	changed := pc.Changed()
-	pc2, err := equeue.NewPullConsumer(e, equeue.PullConsumerOptions{Group: "pg", ID: "p2", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest, HeartbeatInterval: 50 * time.Millisecond})
+	pc2, err := equeue.NewPullConsumer(b, equeue.PullConsumerOptions{Group: "pg", ID: "p2", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest, HeartbeatInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, pc2.Start(ctx))
 	defer pc2.Close()
@@ -437,15 +463,20 @@ func TestCoordinator_RevokesQueuesAMemberNeverSaw(t *testing.T) {
 // TestConsumer_BackToBackJoinsSettle starts three consumers at once, several
 // times: every queue must end up consumed by its allocated owner.
 func TestConsumer_BackToBackJoinsSettle(t *testing.T) {
+	forTransports(t, testConsumer_BackToBackJoinsSettle)
+}
+
+func testConsumer_BackToBackJoinsSettle(t *testing.T, tr string) {
 	for round := range 5 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			ctx := ctxT(t)
 			e, _ := openEngine(t, "memory", nil)
+			b := brokerOver(t, e, tr)
 			require.NoError(t, e.CreateTopic(ctx, "t", 6))
 			col := newCollector()
 			var cs []*equeue.Consumer
 			for _, id := range []string{"w1", "w2", "w3"} {
-				cs = append(cs, startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}},
+				cs = append(cs, startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}},
 					Handler: col.handler(id), HeartbeatInterval: 5 * time.Second}))
 			}
 			eventually(t, 10*time.Second, func() bool {
@@ -456,7 +487,7 @@ func TestConsumer_BackToBackJoinsSettle(t *testing.T) {
 				}
 				return true
 			}, "each consumer runs 2 queues")
-			p := newProducer(t, e, nil)
+			p := newProducer(t, b, nil)
 			sendN(t, p, "t", 0, nil)
 			for q := range 6 {
 				_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: []byte("x")}}})

@@ -18,8 +18,13 @@ import (
 // goes through %RETRY%<group>, waits its backoff and reaches the handler
 // with its original topic, queue, offset, properties and attempt count.
 func TestRetry_ThroughRetryTopicWithBackoff(t *testing.T) {
+	forTransports(t, testRetry_ThroughRetryTopicWithBackoff)
+}
+
+func testRetry_ThroughRetryTopicWithBackoff(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "badger", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	type seen struct {
 		m  equeue.Message
@@ -27,7 +32,7 @@ func TestRetry_ThroughRetryTopicWithBackoff(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []seen
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t", Filter: "A"}},
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t", Filter: "A"}},
 		RetryDelays: []time.Duration{100 * time.Millisecond, 300 * time.Millisecond},
 		Handler: func(_ context.Context, m *equeue.Message) error {
 			mu.Lock()
@@ -38,7 +43,7 @@ func TestRetry_ThroughRetryTopicWithBackoff(t *testing.T) {
 			}
 			return nil
 		}})
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	r, err := p.Send(ctx, &equeue.Message{Topic: "t", Tag: "A", Keys: []string{"k"}, Body: []byte("b"), Properties: map[string]string{"x": "y"}})
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 }, "three deliveries")
@@ -64,12 +69,17 @@ func TestRetry_ThroughRetryTopicWithBackoff(t *testing.T) {
 }
 
 func TestRetry_HandlerAsksForDelayOrDeadLetter(t *testing.T) {
+	forTransports(t, testRetry_HandlerAsksForDelayOrDeadLetter)
+}
+
+func testRetry_HandlerAsksForDelayOrDeadLetter(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	var tries sync.Map
 	var okCount atomic.Int32
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		RetryDelays: []time.Duration{time.Hour}, // only an explicit RetryAfter can make a retry quick
 		Handler: func(_ context.Context, m *equeue.Message) error {
 			v, _ := tries.LoadOrStore(string(m.Body), new(atomic.Int32))
@@ -86,7 +96,7 @@ func TestRetry_HandlerAsksForDelayOrDeadLetter(t *testing.T) {
 			}
 			return nil
 		}})
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	for _, b := range []string{"later", "bad"} {
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte(b)})
 		require.NoError(t, err)
@@ -140,13 +150,18 @@ func TestRetry_SendBackFailureRetriesLocally(t *testing.T) {
 }
 
 func TestRetry_StuckHandlerIsSentBack(t *testing.T) {
+	forTransports(t, testRetry_StuckHandlerIsSentBack)
+}
+
+func testRetry_StuckHandlerIsSentBack(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	release := make(chan struct{})
 	defer close(release)
 	var calls atomic.Int32
-	c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+	c := startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		ConsumeTimeout: 200 * time.Millisecond, RetryDelays: []time.Duration{10 * time.Millisecond}, HandoffTimeout: 50 * time.Millisecond,
 		Handler: func(ctx context.Context, m *equeue.Message) error {
 			if calls.Add(1) == 1 {
@@ -158,7 +173,7 @@ func TestRetry_StuckHandlerIsSentBack(t *testing.T) {
 			}
 			return nil
 		}})
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
 	require.NoError(t, err)
 	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("y")})
@@ -234,11 +249,16 @@ func TestDLQ_ListAndRedrive(t *testing.T) {
 }
 
 func TestRetry_BroadcastRetriesLocally(t *testing.T) {
+	forTransports(t, testRetry_BroadcastRetriesLocally)
+}
+
+func testRetry_BroadcastRetriesLocally(t *testing.T, tr string) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	var calls atomic.Int32
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "b", ID: "m1", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}},
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "b", ID: "m1", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		RetryDelay: 10 * time.Millisecond, From: equeue.ConsumeFromEarliest,
 		Handler: func(_ context.Context, m *equeue.Message) error {
 			if calls.Add(1) == 1 {
@@ -247,7 +267,7 @@ func TestRetry_BroadcastRetriesLocally(t *testing.T) {
 			assert.Equal(t, 1, m.Attempt)
 			return nil
 		}})
-	p := newProducer(t, e, nil)
+	p := newProducer(t, b, nil)
 	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, func() bool { return calls.Load() == 2 }, "retried locally")
