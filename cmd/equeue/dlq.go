@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/equeue-go/equeue"
+)
+
+func (a *app) dlqCommand() *cobra.Command {
+	cmd := groupCommand("dlq", "List and redrive a group's dead letters",
+		`A message that failed too many times (or whose handler gave up with
+equeue.DeadLetter) goes to its group's dead-letter topic %DLQ%<group>, with
+its origin and last error. dlq list shows them; dlq redrive sends them back
+to their topic, each at most once.`)
+	cmd.Example = `  equeue --dir ./data dlq list billing
+  equeue --dir ./data dlq redrive billing --offset 0 --offset 3
+  equeue --dir ./data dlq redrive billing --all`
+	cmd.AddCommand(a.dlqList(), a.dlqRedrive())
+	return cmd
+}
+
+// deadLetterJSON is the JSON form of a dead letter.
+type deadLetterJSON struct {
+	Offset    int64       `json:"offset"`
+	Attempts  int         `json:"attempts"`
+	Redriven  bool        `json:"redriven"`
+	LastError string      `json:"last_error"`
+	Message   messageJSON `json:"message"`
+}
+
+func (a *app) dlqList() *cobra.Command {
+	var (
+		from   int64
+		max    int
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list GROUP",
+		Short: "List a group's dead letters",
+		Long: `list prints up to --max dead letters of GROUP from offset --from of its
+dead-letter topic: the offset to redrive it by, where it came from
+(topic/queue:offset), how many attempts it had, whether it was redriven,
+its last error and the start of its body.`,
+		Example: `  equeue --dir ./data dlq list billing
+  equeue --dir ./data dlq list billing --from 100 --max 50 --json`,
+		Args: argCount(1, 1, "GROUP"),
+		RunE: runE(func(cmd *cobra.Command, argv []string) error {
+			if from < 0 {
+				return usageErrorf("--from must not be negative")
+			}
+			if max < 1 || max > equeue.MaxPullBatch {
+				return usageErrorf("--max must be 1 to %d", equeue.MaxPullBatch)
+			}
+			group := argv[0]
+			return a.withConn(false, func(c *conn) error {
+				dls, err := c.DeadLetters(cmd.Context(), group, from, max)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					out := make([]deadLetterJSON, 0, len(dls))
+					for _, dl := range dls {
+						out = append(out, deadLetterJSON{Offset: dl.Offset, Attempts: dl.Attempts, Redriven: dl.Redriven, LastError: dl.LastError, Message: toMessageJSON(dl.Message)})
+					}
+					return writeJSONIndent(a.stdout, out)
+				}
+				if len(dls) == 0 {
+					fmt.Fprintf(a.stdout, "no dead letters for group %s from offset %d\n", group, from)
+					return nil
+				}
+				t := newTable(a.stdout, "OFFSET", "FROM", "ATTEMPTS", "REDRIVEN", "LAST ERROR", "BODY")
+				for _, dl := range dls {
+					m := dl.Message
+					t.row(dl.Offset, fmt.Sprintf("%s/%d:%d", m.Topic, m.Queue, m.Offset), dl.Attempts, dl.Redriven, orDash(shorten(dl.LastError, 40)), shorten(string(m.Body), 40))
+				}
+				if err := t.flush(); err != nil {
+					return err
+				}
+				if len(dls) == max {
+					fmt.Fprintf(a.stdout, "more may follow: dlq list %s --from %d\n", group, dls[len(dls)-1].Offset+1)
+				}
+				return nil
+			})
+		}),
+	}
+	cmd.Flags().Int64Var(&from, "from", 0, "first dead-letter offset to list")
+	cmd.Flags().IntVar(&max, "max", 32, "most dead letters to list (1-1024)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) dlqRedrive() *cobra.Command {
+	var (
+		offsets []int64
+		all     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "redrive GROUP (--offset N... | --all)",
+		Short: "Send dead letters back to their topic",
+		Long: `redrive sends the dead letters at the given offsets (as "dlq list" shows
+them), or all of them, back to their original topic and queue as fresh
+messages with their ID, body, tag, keys and properties. Each dead letter is
+redriven at most once; those already redriven are skipped.`,
+		Example: `  equeue --dir ./data dlq redrive billing --offset 0 --offset 3
+  equeue --server 127.0.0.1:7654 dlq redrive billing --all`,
+		Args: argCount(1, 1, "GROUP"),
+		RunE: runE(func(cmd *cobra.Command, argv []string) error {
+			if all == (len(offsets) > 0) {
+				return usageErrorf("give --offset N (repeatable) or --all")
+			}
+			for _, o := range offsets {
+				if o < 0 {
+					return usageErrorf("--offset %d: offsets are not negative", o)
+				}
+			}
+			group := argv[0]
+			return a.withConn(false, func(c *conn) error {
+				n, err := c.Redrive(cmd.Context(), group, equeue.RedriveRequest{Offsets: offsets, All: all})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "redrove %d dead letters of group %s\n", n, group)
+				return nil
+			})
+		}),
+	}
+	cmd.Flags().Int64SliceVar(&offsets, "offset", nil, "dead-letter offset to redrive (repeatable, or comma-separated)")
+	cmd.Flags().BoolVar(&all, "all", false, "redrive every dead letter not redriven yet")
+	return cmd
+}
+
+// shorten cuts s to at most n runes on one line.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if !utf8.ValidString(s) {
+		return "(binary)"
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

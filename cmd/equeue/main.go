@@ -1,0 +1,79 @@
+// Command equeue runs and administers equeue engines: it serves an engine
+// directory over the network (serve), and manages topics, produces and
+// consumes messages, inspects consumer groups, resets offsets, redrives dead
+// letters and measures throughput (bench), either on an engine directory it
+// opens itself (--dir) or through a running broker (--server).
+//
+// Exit codes: 0 on success, 1 when the operation failed, 2 when the command
+// line was wrong (unknown command or flag, missing or bad argument).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := newApp(stdin, stdout, stderr)
+	root := a.rootCommand()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ce *cliError
+	if !errors.As(err, &ce) {
+		// Errors that did not come out of a command's own code come from
+		// cobra itself: unknown commands and flags, bad flag values, wrong
+		// argument counts.
+		ce = &cliError{code: exitUsage, err: err}
+	}
+	if errors.Is(ce.err, equeue.ErrInvalidName) || errors.Is(ce.err, equeue.ErrInvalidFilter) {
+		ce.code = exitUsage // a bad name or tag expression typed on the command line
+	}
+	// Engine errors start with "equeue: " already.
+	fmt.Fprintf(stderr, "equeue: %s%s\n", strings.TrimPrefix(ce.err.Error(), "equeue: "), hint(ce.err))
+	if ce.code == exitUsage && cmd != nil {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return ce.code
+}
+
+// hint suggests the next step for common failures.
+func hint(err error) string {
+	switch {
+	case errors.Is(err, equeue.ErrTopicNotFound):
+		return "\n(list topics with \"equeue topic list\", create one with \"equeue topic create NAME\")"
+	case errors.Is(err, equeue.ErrGroupNotFound):
+		return "\n(list groups with \"equeue groups\")"
+	case errors.Is(err, remote.ErrUnauthenticated):
+		return "\n(give the server's token with --token or $" + envToken + ")"
+	case errors.Is(err, remote.ErrUnavailable):
+		return "\n(is \"equeue serve\" running there? check --server and the TLS flags)"
+	}
+	return ""
+}

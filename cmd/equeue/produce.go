@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/equeue-go/equeue"
+)
+
+// maxLine is the longest line read as one message (the engine's default
+// message limit is 4 MiB encoded).
+const maxLine = 8 << 20
+
+// pipelineDepth is how many sends are in flight at once on an in-process
+// engine, so that lines read from a file share fsyncs.
+const pipelineDepth = 256
+
+func (a *app) produceCommand() *cobra.Command {
+	var (
+		keys, props    []string
+		tag, file, id  string
+		delay, timeout time.Duration
+		asJSON         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "produce TOPIC [MESSAGE...]",
+		Short: "Send messages to a topic",
+		Long: `produce sends each MESSAGE argument as one message. With no MESSAGE (or a
+single "-") it sends one message per line of standard input; with --file,
+one message per line of that file. Empty lines are skipped.
+
+Every message gets the same --key, --tag, --property and --delay. The first
+--key routes the message: messages with the same key go to the same queue,
+in order. For each message it prints the queue, offset and ID it was stored
+with (a delayed message gets its offset when it becomes visible).`,
+		Example: `  equeue --dir ./data produce orders "first order" "second order"
+  echo '{"id":42}' | equeue --dir ./data produce orders --key customer-42 --tag created
+  equeue --dir ./data produce orders --file orders.txt --property source=import --json
+  equeue --dir ./data produce reminders "wake up" --delay 10m`,
+		Args: argCount(1, -1, "TOPIC [MESSAGE...]"),
+		RunE: runE(func(cmd *cobra.Command, argv []string) error {
+			topic, bodies := argv[0], argv[1:]
+			fromStdin := len(bodies) == 0 || (len(bodies) == 1 && bodies[0] == "-")
+			if file != "" && len(bodies) > 0 {
+				return usageErrorf("give messages as arguments or with --file, not both")
+			}
+			if id != "" && (file != "" || fromStdin || len(bodies) != 1) {
+				return usageErrorf("--id names one message: give exactly one MESSAGE argument")
+			}
+			if delay < 0 {
+				return usageErrorf("--delay must not be negative")
+			}
+			properties := map[string]string{}
+			for _, p := range props {
+				k, v, err := parseProperty(p)
+				if err != nil {
+					return usageErrorf("%v", err)
+				}
+				properties[k] = v
+			}
+			if len(properties) == 0 {
+				properties = nil
+			}
+			var src lineSource
+			switch {
+			case file != "" && file != "-":
+				f, err := os.Open(file)
+				if err != nil {
+					return fmt.Errorf("--file: %w", err)
+				}
+				defer f.Close()
+				src = newLines(f)
+			case file == "-" || fromStdin:
+				src = newLines(a.stdin)
+			default:
+				src = &argLines{bodies: bodies}
+			}
+			newMsg := func(body string) *equeue.Message {
+				return &equeue.Message{ID: id, Topic: topic, Tag: tag, Keys: keys, Properties: properties, Body: []byte(body), Delay: delay}
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			return a.withConn(false, func(c *conn) error {
+				// The broker itself, not the conn wrapper: an in-process engine
+				// appends asynchronously in call order only when seen as one.
+				p, err := equeue.NewProducer(c.broker, nil)
+				if err != nil {
+					return err
+				}
+				defer p.Close()
+				print := func(r equeue.SendResult) error {
+					if asJSON {
+						return writeJSON(a.stdout, sendJSON{Topic: r.Topic, Queue: r.Queue, Offset: r.Offset, ID: r.ID, StoredAt: r.StoredAt, Delayed: r.Delayed, Duplicate: r.Duplicate})
+					}
+					line := fmt.Sprintf("queue=%d offset=%d id=%s", r.Queue, r.Offset, r.ID)
+					if r.Delayed {
+						line = fmt.Sprintf("queue=%d offset=pending id=%s delayed=%s", r.Queue, r.ID, delay)
+					}
+					if r.Duplicate {
+						line += " duplicate"
+					}
+					_, err := fmt.Fprintln(a.stdout, line)
+					return err
+				}
+				var n int
+				if c.engine != nil {
+					n, err = sendPipelined(ctx, p, src, newMsg, print)
+				} else {
+					n, err = sendInOrder(ctx, p, src, newMsg, print)
+				}
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return usageErrorf("no message to send: the input had no non-empty line")
+				}
+				a.log.Info("produced", "topic", topic, "messages", n)
+				return nil
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&keys, "key", nil, "message key; the first one routes the message (repeatable)")
+	f.StringVar(&tag, "tag", "", "message tag, for consumers' --filter")
+	f.StringArrayVar(&props, "property", nil, "KEY=VALUE user property (repeatable)")
+	f.DurationVar(&delay, "delay", 0, "deliver the messages after this delay (e.g. 30s, 10m)")
+	f.StringVar(&file, "file", "", "read one message per line from this file (\"-\": standard input)")
+	f.StringVar(&id, "id", "", "message ID (for deduplicating topics); default: a generated one")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per message")
+	f.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
+	return cmd
+}
+
+// sendJSON is the JSON form of a send result.
+type sendJSON struct {
+	Topic     string    `json:"topic"`
+	Queue     int       `json:"queue"`
+	Offset    int64     `json:"offset"`
+	ID        string    `json:"id"`
+	StoredAt  time.Time `json:"stored_at"`
+	Delayed   bool      `json:"delayed,omitempty"`
+	Duplicate bool      `json:"duplicate,omitempty"`
+}
+
+// lineSource yields message bodies.
+type lineSource interface {
+	// next returns the next body, or io.EOF.
+	next() (string, error)
+}
+
+type argLines struct {
+	bodies []string
+	i      int
+}
+
+func (s *argLines) next() (string, error) {
+	if s.i >= len(s.bodies) {
+		return "", io.EOF
+	}
+	s.i++
+	return s.bodies[s.i-1], nil
+}
+
+type scanLines struct{ sc *bufio.Scanner }
+
+func newLines(r io.Reader) *scanLines {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	return &scanLines{sc: sc}
+}
+
+func (s *scanLines) next() (string, error) {
+	for s.sc.Scan() {
+		line := strings.TrimSuffix(s.sc.Text(), "\r")
+		if line != "" {
+			return line, nil
+		}
+	}
+	if err := s.sc.Err(); err != nil {
+		return "", fmt.Errorf("read input: %w", err)
+	}
+	return "", io.EOF
+}
+
+// sendInOrder sends one message at a time, so messages of a key keep their
+// order over the network.
+func sendInOrder(ctx context.Context, p *equeue.Producer, src lineSource, newMsg func(string) *equeue.Message, print func(equeue.SendResult) error) (int, error) {
+	n := 0
+	for {
+		body, err := src.next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		res, err := p.Send(ctx, newMsg(body))
+		if err != nil {
+			return n, fmt.Errorf("message %d: %w", n+1, err)
+		}
+		n++
+		if err := print(res); err != nil {
+			return n, err
+		}
+	}
+}
+
+// sendPipelined keeps up to pipelineDepth sends in flight on an in-process
+// engine (which stores them in call order, so per-key order holds) and
+// prints each result, in input order, as soon as it is known.
+func sendPipelined(ctx context.Context, p *equeue.Producer, src lineSource, newMsg func(string) *equeue.Message, print func(equeue.SendResult) error) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	futures := make(chan *equeue.SendFuture, pipelineDepth)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(futures)
+		for {
+			body, err := src.next()
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				readErr <- err
+				return
+			}
+			select {
+			case futures <- p.SendAsync(ctx, newMsg(body)):
+			case <-ctx.Done():
+				readErr <- nil
+				return
+			}
+		}
+	}()
+	n := 0
+	for f := range futures {
+		res, err := f.Result(ctx)
+		if err != nil {
+			// The reader may be blocked on its input; leave it behind.
+			return n, fmt.Errorf("message %d: %w", n+1, err)
+		}
+		n++
+		if err := print(res); err != nil {
+			return n, err
+		}
+	}
+	return n, <-readErr
+}

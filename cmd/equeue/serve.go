@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/metrics"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// shutdownGrace bounds how long serve waits for calls in progress when it
+// stops before it cuts the connections.
+const shutdownGrace = 10 * time.Second
+
+func (a *app) serveCommand() *cobra.Command {
+	var (
+		listen, clientCA, metricsAddr, syncFlag string
+		tokens                                  []string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve an engine directory to remote producers, consumers and admins",
+		Long: `serve opens the engine directory given by --dir and serves it over gRPC
+on --listen, until SIGINT or SIGTERM. It then stops accepting calls, lets
+calls in progress finish (up to 10 s), closes the engine cleanly and exits 0.
+
+Other equeue commands reach it with --server HOST:PORT. The directory stays
+locked while serve runs.
+
+Security: --tls-cert and --tls-key serve TLS; --client-ca also requires
+clients to present a certificate signed by that CA (mutual TLS). Each --token
+TOKEN=RIGHTS admits callers presenting that bearer token with the given
+rights, a comma-separated list of produce, consume and admin (or all); with
+no --token, every caller may do everything.
+
+With --metrics ADDR, Prometheus metrics are served on http://ADDR/metrics
+and a health check on http://ADDR/healthz.`,
+		Example: `  # Plaintext on the loopback interface, metrics on port 9100:
+  equeue serve --dir ./data --metrics 127.0.0.1:9100
+
+  # TLS with two tokens, syncing to disk every 100 ms:
+  equeue serve --dir /var/lib/equeue --listen 0.0.0.0:7654 \
+    --tls-cert server.pem --tls-key server-key.pem \
+    --token "$APP_TOKEN=produce,consume" --token "$OPS_TOKEN=all" \
+    --sync interval:100ms`,
+		Args: args(cobra.NoArgs),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if a.server != "" {
+				return usageErrorf("serve opens a directory: give --dir, not --server")
+			}
+			if a.dir == "" {
+				return usageErrorf("serve needs --dir DIR, the engine directory to serve")
+			}
+			sync, err := parseSync(syncFlag)
+			if err != nil {
+				return usageErrorf("--sync: %v", err)
+			}
+			toks, err := parseTokens(tokens)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			tlsConf, err := a.serverTLS(clientCA)
+			if err != nil {
+				return err
+			}
+			return a.serve(cmd.Context(), serveConfig{
+				listen: listen, metrics: metricsAddr, sync: sync, tokens: toks, tls: tlsConf != nil,
+				server: &remote.ServerOptions{TLS: tlsConf, Tokens: toks, Logger: a.log},
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:7654", "address to serve gRPC on")
+	f.StringVar(&clientCA, "client-ca", "", "PEM file of the CA client certificates must be signed by (mutual TLS)")
+	f.StringArrayVar(&tokens, "token", nil, "TOKEN=RIGHTS: admit this bearer token with these rights (produce,consume,admin or all); repeatable")
+	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off)")
+	f.StringVar(&syncFlag, "sync", "always", "when writes are fsynced: always, never or interval:DURATION")
+	return cmd
+}
+
+type serveConfig struct {
+	listen, metrics string
+	sync            equeue.SyncPolicy
+	tokens          map[string]remote.Rights
+	tls             bool
+	server          *remote.ServerOptions
+}
+
+func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
+	opts := &equeue.Options{Sync: c.sync}
+	var m *metrics.Collector
+	if c.metrics != "" {
+		m = metrics.New()
+		opts.Observer = m
+	}
+	eng, err := a.openEngine(a.dir, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := eng.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close engine: %w", cerr))
+		}
+	}()
+	srv, err := remote.NewServer(eng, c.server)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.listen, err)
+	}
+	if len(c.tokens) > 0 && !c.tls && !isLoopback(lis.Addr()) {
+		a.log.Warn("tokens are sent in clear text: serve TLS (--tls-cert, --tls-key) on a non-loopback address")
+	}
+	errc := make(chan error, 2)
+	var httpSrv *http.Server
+	if m != nil {
+		m.Attach(eng)
+		httpSrv, err = a.serveMetrics(c.metrics, m, errc)
+		if err != nil {
+			_ = lis.Close()
+			return err
+		}
+	}
+	go func() { errc <- srv.Serve(lis) }()
+	a.log.Info("serving", "dir", a.dir, "listen", lis.Addr().String(), "tls", c.tls, "tokens", len(c.tokens),
+		"sync", c.sync.String(), "metrics", c.metrics)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		a.log.Info("signal received, shutting down")
+	case serveErr = <-errc:
+		a.log.Error("server stopped", "err", serveErr)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(shutdownGrace):
+		a.log.Warn("calls still running after the grace period; closing their connections")
+		srv.Stop()
+		<-stopped
+	}
+	if httpSrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := httpSrv.Shutdown(sctx); err != nil {
+			a.log.Warn("metrics server shutdown", "err", err)
+		}
+		cancel()
+	}
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}
+
+// serveMetrics serves /metrics and /healthz on addr; a failure after the
+// listener is up is sent to errc.
+func (a *app) serveMetrics(addr string, m *metrics.Collector, errc chan<- error) (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{a}}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: listen on %s: %w", addr, err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("metrics server: %w", err)
+		}
+	}()
+	a.log.Info("metrics", "url", "http://"+lis.Addr().String()+"/metrics")
+	return hs, nil
+}
+
+// slogPrinter lets promhttp report errors through the CLI's logger.
+type slogPrinter struct{ a *app }
+
+func (p slogPrinter) Println(v ...any) { p.a.log.Error("metrics: " + fmt.Sprint(v...)) }
+
+func isLoopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/equeue-go/equeue"
+)
+
+// statsJSON is the JSON form of stats.
+type statsJSON struct {
+	Broker         string `json:"broker"`
+	Topics         int    `json:"topics"`
+	InternalTopics int    `json:"internal_topics"`
+	Queues         int    `json:"queues"`
+	Messages       int64  `json:"messages"`
+	Groups         int    `json:"groups"`
+	Members        int    `json:"members"`
+	Lag            int64  `json:"lag"`
+	// StoreBytes is known only in-process (--dir).
+	StoreBytes *int64 `json:"store_bytes,omitempty"`
+	// Scan is set with --scan.
+	Scan *scanJSON `json:"scan,omitempty"`
+}
+
+type scanJSON struct {
+	Read    int64 `json:"read"`
+	Corrupt int64 `json:"corrupt"`
+	Expired int64 `json:"expired"`
+}
+
+func (a *app) statsCommand() *cobra.Command {
+	var asJSON, scan bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Show engine counters: topics, queues, messages, groups, lag, store size",
+		Long: `stats sums up a broker: topics (user and the engine's own retry and
+dead-letter topics), queues, messages stored, consumer groups, live members,
+total lag and, with --dir, the size of the store on disk.
+
+--scan also reads every stored message and counts those that fail their
+checksum (corrupt) or whose time-to-live ran out (expired). It reads the
+whole store, so it takes a while on a large one.
+
+The live counters of a running broker (appends, pulls, handler latency)
+are served by "equeue serve --metrics".`,
+		Example: `  equeue --dir ./data stats
+  equeue --server 127.0.0.1:7654 stats --scan --json`,
+		Args: args(cobra.NoArgs),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			return a.withConn(false, func(c *conn) error {
+				ctx := cmd.Context()
+				st := statsJSON{Broker: a.where()}
+				topics, err := c.Topics(ctx)
+				if err != nil {
+					return err
+				}
+				for _, t := range topics {
+					if strings.HasPrefix(t.Name, equeue.RetryTopicPrefix) || strings.HasPrefix(t.Name, equeue.DLQTopicPrefix) {
+						st.InternalTopics++
+					} else {
+						st.Topics++
+					}
+					for _, q := range t.Queues {
+						st.Queues++
+						st.Messages += q.MaxOffset - q.MinOffset
+					}
+				}
+				groups, err := c.Groups(ctx)
+				if err != nil {
+					return err
+				}
+				st.Groups = len(groups)
+				for _, g := range groups {
+					st.Members += len(g.Members)
+					for _, q := range g.Queues {
+						st.Lag += q.Lag
+					}
+				}
+				if c.engine != nil {
+					b := c.engine.Stats().StoreBytes
+					st.StoreBytes = &b
+				}
+				if scan {
+					s, err := scanAll(ctx, c, topics)
+					if err != nil {
+						return err
+					}
+					st.Scan = &s
+				}
+				if asJSON {
+					return writeJSONIndent(a.stdout, st)
+				}
+				t := newTable(a.stdout)
+				t.row("broker:", st.Broker)
+				t.row("topics:", fmt.Sprintf("%d (+%d retry/dead-letter)", st.Topics, st.InternalTopics))
+				t.row("queues:", st.Queues)
+				t.row("messages stored:", st.Messages)
+				t.row("groups:", fmt.Sprintf("%d (%d live members)", st.Groups, st.Members))
+				t.row("total lag:", st.Lag)
+				if st.StoreBytes != nil {
+					t.row("store size:", humanBytes(*st.StoreBytes))
+				}
+				if st.Scan != nil {
+					t.row("messages read:", st.Scan.Read)
+					t.row("corrupt records:", st.Scan.Corrupt)
+					t.row("expired messages:", st.Scan.Expired)
+				}
+				return t.flush()
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&scan, "scan", false, "read every message to count corrupt and expired ones")
+	return cmd
+}
+
+// scanAll reads every stored message of every queue.
+func scanAll(ctx context.Context, b equeue.Broker, topics []equeue.TopicInfo) (scanJSON, error) {
+	var s scanJSON
+	for _, t := range topics {
+		for _, q := range t.Queues {
+			off := q.MinOffset
+			for off < q.MaxOffset {
+				res, err := b.Pull(ctx, &equeue.PullRequest{Topic: t.Name, Queue: q.ID, Offset: off, Max: equeue.MaxPullBatch})
+				if err != nil {
+					return s, fmt.Errorf("scan %s/%d at %d: %w", t.Name, q.ID, off, err)
+				}
+				s.Read += int64(len(res.Messages))
+				s.Corrupt += int64(len(res.Corrupt))
+				s.Expired += int64(res.Expired)
+				if res.NextOffset <= off || res.Status == equeue.PullNoNewMessage {
+					break
+				}
+				off = res.NextOffset
+			}
+		}
+	}
+	return s, nil
+}
+
+// humanBytes prints a size in binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(n)/float64(div), "KMGTPE"[exp], n)
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/equeue-go/equeue"
+)
+
+func (a *app) topicCommand() *cobra.Command {
+	cmd := groupCommand("topic", "Create, list, describe, grow and delete topics",
+		`A topic is a named stream split into queues (1-256). Each queue is an ordered
+log with dense offsets from 0; messages with the same key go to the same queue.`)
+	cmd.Example = `  equeue --dir ./data topic create orders --queues 4
+  equeue --dir ./data topic list
+  equeue --dir ./data topic describe orders`
+	cmd.AddCommand(a.topicCreate(), a.topicList(), a.topicDescribe(), a.topicAddQueues(), a.topicWritable(), a.topicDelete())
+	return cmd
+}
+
+// withConn runs f on an open broker and closes it.
+func (a *app) withConn(create bool, f func(c *conn) error) (err error) {
+	c, err := a.connect(create)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := c.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return f(c)
+}
+
+// topicCreatorWith is implemented by brokers that create topics with options.
+type topicCreatorWith interface {
+	CreateTopicWith(ctx context.Context, name string, o equeue.TopicOptions) error
+}
+
+func (a *app) topicCreate() *cobra.Command {
+	var (
+		queues int
+		dedup  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Long: `create makes a topic with --queues queues (default: the engine's default, 4).
+
+--dedup-window makes the topic idempotent for messages that carry their own
+ID (produce --id): a message whose ID was stored within the window is
+acknowledged with its original position and not stored again.`,
+		Example: `  equeue --dir ./data topic create orders --queues 8
+  equeue --dir ./data topic create payments --dedup-window 10m`,
+		Args: argCount(1, 1, "NAME"),
+		RunE: runE(func(cmd *cobra.Command, argv []string) error {
+			if queues < 0 || queues > equeue.MaxQueuesPerTopic {
+				return usageErrorf("--queues %d: a topic has 1 to %d queues", queues, equeue.MaxQueuesPerTopic)
+			}
+			if dedup < 0 {
+				return usageErrorf("--dedup-window must not be negative")
+			}
+			name := argv[0]
+			return a.withConn(true, func(c *conn) error {
+				ctx := cmd.Context()
+				if dedup > 0 {
+					cw, ok := c.broker.(topicCreatorWith)
+					if !ok {
+						return fmt.Errorf("--dedup-window is not available through --server (the protocol cannot set topic options); create the topic with --dir while the broker is stopped")
+					}
+					if err := cw.CreateTopicWith(ctx, name, equeue.TopicOptions{Queues: queues, DedupWindow: dedup}); err != nil {
+						return err
+					}
+				} else if err := c.CreateTopic(ctx, name, queues); err != nil {
+					return err
+				}
+				ti, err := c.Topic(ctx, name)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "created topic %s with %d queues\n", name, len(ti.Queues))
+				return nil
+			})
+		}),
+	}
+	cmd.Flags().IntVar(&queues, "queues", 0, "number of queues, 1-256 (default: the engine's default, 4)")
+	cmd.Flags().DurationVar(&dedup, "dedup-window", 0, "store a message ID only once within this window (e.g. 10m); 0: off")
+	return cmd
+}
+
+// topicJSON is the JSON form of a topic.
+type topicJSON struct {
+	Name      string      `json:"name"`
+	CreatedAt time.Time   `json:"created_at"`
+	Messages  int64       `json:"messages"`
+	Queues    []queueJSON `json:"queues"`
+}
+
+type queueJSON struct {
+	ID        int   `json:"id"`
+	MinOffset int64 `json:"min_offset"`
+	MaxOffset int64 `json:"max_offset"`
+	Messages  int64 `json:"messages"`
+	Writable  bool  `json:"writable"`
+}
+
+func toTopicJSON(ti equeue.TopicInfo) topicJSON {
+	out := topicJSON{Name: ti.Name, CreatedAt: ti.CreatedAt, Queues: []queueJSON{}}
+	for _, q := range ti.Queues {
+		n := q.MaxOffset - q.MinOffset
+		out.Messages += n
+		out.Queues = append(out.Queues, queueJSON{ID: q.ID, MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Messages: n, Writable: q.Writable})
+	}
+	return out
+}
+
+func (a *app) topicList() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List topics with their queue and message counts",
+		Long: `list prints every topic, its queues and the number of messages stored.
+The engine's own topics are listed too: %RETRY%<group> holds a group's
+messages waiting to be retried, %DLQ%<group> its dead letters.`,
+		Example: `  equeue --dir ./data topic list
+  equeue --server 127.0.0.1:7654 topic list --json`,
+		Args: args(cobra.NoArgs),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			return a.withConn(false, func(c *conn) error {
+				topics, err := c.Topics(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					out := make([]topicJSON, 0, len(topics))
+					for _, ti := range topics {
+						out = append(out, toTopicJSON(ti))
+					}
+					return writeJSONIndent(a.stdout, out)
+				}
+				if len(topics) == 0 {
+					fmt.Fprintln(a.stdout, "no topics (create one with: equeue topic create NAME)")
+					return nil
+				}
+				t := newTable(a.stdout, "TOPIC", "QUEUES", "MESSAGES", "CREATED")
+				for _, ti := range topics {
+					tj := toTopicJSON(ti)
+					t.row(ti.Name, len(ti.Queues), tj.Messages, formatTime(ti.CreatedAt))
+				}
+				return t.flush()
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) topicDescribe() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "describe NAME",
+		Short:   "Show a topic's queues and their offsets",
+		Example: `  equeue --dir ./data topic describe orders`,
+		Args:    argCount(1, 1, "NAME"),
+		RunE: runE(func(cmd *cobra.Command, argv []string) error {
+			return a.withConn(false, func(c *conn) error {
+				ti, err := c.Topic(cmd.Context(), argv[0])
+				if err != nil {
+					return err
+				}
+				tj := toTopicJSON(ti)
+				if asJSON {
+					return writeJSONIndent(a.stdout, tj)
+				}
+				fmt.Fprintf(a.stdout, "topic:    %s\ncreated:  %s\nqueues:   %d\nmessages: %d\n\n", ti.Name, formatTime(ti.CreatedAt), len(ti.Queues), tj.Messages)
+				t := newTable(a.stdout, "QUEUE", "MIN OFFSET", "MAX OFFSET", "MESSAGES", "WRITABLE")
+				for _, q := range tj.Queues {
+					t.row(q.ID, q.MinOffset, q.MaxOffset, q.Messages, q.Writable)
+				}
+				return t.flush()
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) topicAddQueues() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add-queues NAME N",
+		Short: "Add N queues to a live topic",
+		Long: `add-queues grows a topic by N queues. Producers use them from their next
+route refresh; consumer groups rebalance at once. Note that messages of a
+key may move to another queue, so per-key order holds only from then on.`,
+		Example: `  equeue --dir ./data topic add-queues orders 4`,
+		Args:    argCount(2, 2, "NAME N"),
+		RunE: runE(func(cmd *cobra.Command, argv []string) error {
+			n, err := strconv.Atoi(argv[1])
+			if err != nil || n < 1 {
+				return usageErrorf("N must be a positive number of queues, got %q", argv[1])
+			}
+			return a.withConn(false, func(c *conn) error {
+				if err := c.AddQueues(cmd.Context(), argv[0], n); err != nil {
+					return err
+				}
+				ti, err := c.Topic(cmd.Context(), argv[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "topic %s now has %d queues\n", argv[0], len(ti.Queues))
+				return nil
+			})
+		}),
+	}
+}
+
+func (a *app) topicWritable() *cobra.Command {
+	return &cobra.Command{
+		Use:   "set-writable NAME QUEUE true|false",
+		Short: "Open or close one queue to producers",
+		Long: `set-writable closes a queue to producers (false) or opens it again (true).
+A closed queue keeps its messages and is still consumed, so it can be
+drained before it is retired.`,
+		Example: `  equeue --dir ./data topic set-writable orders 3 false`,
+		Args:    argCount(3, 3, "NAME QUEUE true|false"),
+		RunE: runE(func(cmd *cobra.Command, argv []string) error {
+			q, err := strconv.Atoi(argv[1])
+			if err != nil || q < 0 {
+				return usageErrorf("QUEUE must be a queue number, got %q", argv[1])
+			}
+			w, err := strconv.ParseBool(argv[2])
+			if err != nil {
+				return usageErrorf("the last argument must be true or false, got %q", argv[2])
+			}
+			return a.withConn(false, func(c *conn) error {
+				if err := c.SetQueueWritable(cmd.Context(), argv[0], q, w); err != nil {
+					return err
+				}
+				state := "closed to"
+				if w {
+					state = "open to"
+				}
+				fmt.Fprintf(a.stdout, "queue %s/%d is %s producers\n", argv[0], q, state)
+				return nil
+			})
+		}),
+	}
+}
+
+func (a *app) topicDelete() *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete NAME",
+		Short:   "Delete a topic and all its messages",
+		Example: `  equeue --dir ./data topic delete orders`,
+		Args:    argCount(1, 1, "NAME"),
+		RunE: runE(func(cmd *cobra.Command, argv []string) error {
+			return a.withConn(false, func(c *conn) error {
+				if err := c.DeleteTopic(cmd.Context(), argv[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "deleted topic %s\n", argv[0])
+				return nil
+			})
+		}),
+	}
+}

@@ -1,0 +1,150 @@
+// Package metrics exports an equeue engine as Prometheus metrics.
+//
+// A Collector reads the engine's counters, queue offsets and group lag when
+// it is scraped, and records pulls (as the engine's Options.Observer) and
+// message handling (through Hooks) as they happen. The engine has to be
+// opened with its Observer, so a Collector can be made first and attached
+// afterwards:
+//
+//	m := metrics.New()
+//	eng, err := equeue.Open(dir, &equeue.Options{Observer: m})
+//	...
+//	m.Attach(eng)
+//	prometheus.MustRegister(m)
+//
+//	c, _ := equeue.NewConsumer(eng, equeue.ConsumerOptions{..., Hooks: []equeue.Hooks{m.Hooks()}})
+//
+// Metric names (all with the prefix equeue_):
+//
+//	appended_messages_total{topic,queue}    counter  messages appended since the engine opened
+//	appended_bytes_total{topic,queue}       counter  their encoded size
+//	queue_min_offset{topic,queue}           gauge    lowest stored offset
+//	queue_max_offset{topic,queue}           gauge    one past the last stored offset
+//	group_lag{group,topic,queue}            gauge    messages not yet committed by the group
+//	group_members{group}                    gauge    live members of the group
+//	retries_total{group}                    counter  messages sent to the group's retry topic
+//	dead_letters_total{group}               counter  messages sent to the group's dead-letter topic
+//	store_bytes                             gauge    size of the store
+//	corrupt_records_total                   counter  records skipped for a failed checksum
+//	expired_messages_total                  counter  messages skipped because their TTL ran out
+//	pull_duration_seconds{topic,result}     histogram time of each pull, long-poll wait included
+//	pulled_messages_total{topic}            counter  messages returned by pulls
+//	handler_duration_seconds{topic}         histogram time handlers took (Hooks)
+//	handler_errors_total{topic}             counter  handler errors and panics (Hooks)
+//
+// Counters read from the engine start again from zero when it is reopened,
+// which Prometheus treats as a counter reset. To export several engines
+// from one process, register each Collector through
+// prometheus.WrapRegistererWith with a distinguishing label.
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/equeue-go/equeue"
+)
+
+const namespace = "equeue"
+
+// Pull results, the values of the "result" label of pull_duration_seconds.
+const (
+	// ResultMessages labels pulls that returned at least one message.
+	ResultMessages = "messages"
+	// ResultEmpty labels pulls that returned none (end of queue after the
+	// long-poll wait, no match, moved offset, or an error).
+	ResultEmpty = "empty"
+)
+
+// Bucket boundaries, in seconds. Pulls include their long-poll wait (up to
+// 15 s by default), so their buckets reach further than a store read needs.
+var (
+	pullBuckets    = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20}
+	handlerBuckets = []float64{.0001, .0005, .001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+)
+
+// Observer records engine events as they happen: pulls, reported by the
+// engine when the Observer is its Options.Observer, and handling, reported
+// through Hooks. It is safe for concurrent use.
+//
+// An Observer is a prometheus.Collector of those event metrics alone. A
+// Collector embeds one (see CollectorOptions.Observer); register either the
+// Collector or a bare Observer, not both.
+type Observer struct {
+	pullDuration    *prometheus.HistogramVec
+	pulledMessages  *prometheus.CounterVec
+	handlerDuration *prometheus.HistogramVec
+	handlerErrors   *prometheus.CounterVec
+}
+
+var _ equeue.Observer = (*Observer)(nil)
+
+// NewObserver returns an Observer with no observations yet.
+func NewObserver() *Observer {
+	return &Observer{
+		pullDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "pull_duration_seconds",
+			Help:      "Duration of pulls, long-poll wait included, by topic and whether messages were returned.",
+			Buckets:   pullBuckets,
+		}, []string{"topic", "result"}),
+		pulledMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "pulled_messages_total",
+			Help:      "Messages returned by pulls, by topic.",
+		}, []string{"topic"}),
+		handlerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "handler_duration_seconds",
+			Help:      "Time message handlers took, by the message's topic (failed attempts included).",
+			Buckets:   handlerBuckets,
+		}, []string{"topic"}),
+		handlerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "handler_errors_total",
+			Help:      "Message handler calls that returned an error or panicked, by the message's topic.",
+		}, []string{"topic"}),
+	}
+}
+
+// ObservePull records one pull. The engine calls it when the Observer is its
+// Options.Observer.
+func (o *Observer) ObservePull(topic string, _ int, took time.Duration, messages int) {
+	result := ResultEmpty
+	if messages > 0 {
+		result = ResultMessages
+		o.pulledMessages.WithLabelValues(topic).Add(float64(messages))
+	}
+	o.pullDuration.WithLabelValues(topic, result).Observe(took.Seconds())
+}
+
+// Hooks returns consumer hooks that record handler time and errors by
+// topic. Pass them in ConsumerOptions.Hooks (or PullConsumer options).
+func (o *Observer) Hooks() equeue.Hooks {
+	return equeue.Hooks{
+		AfterHandle: func(_ context.Context, m *equeue.Message, err error, took time.Duration) {
+			o.handlerDuration.WithLabelValues(m.Topic).Observe(took.Seconds())
+			if err != nil {
+				o.handlerErrors.WithLabelValues(m.Topic).Inc()
+			}
+		},
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
+	o.pullDuration.Describe(ch)
+	o.pulledMessages.Describe(ch)
+	o.handlerDuration.Describe(ch)
+	o.handlerErrors.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (o *Observer) Collect(ch chan<- prometheus.Metric) {
+	o.pullDuration.Collect(ch)
+	o.pulledMessages.Collect(ch)
+	o.handlerDuration.Collect(ch)
+	o.handlerErrors.Collect(ch)
+}
