@@ -237,8 +237,11 @@ func TestDLQ_ListAndRedrive(t *testing.T) {
 	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "c", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col2.handler("c")})
 	eventually(t, 10*time.Second, func() bool { return col2.count() == 3 }, "the rest redriven")
 	got := col2.snapshot()
-	for _, b := range []string{"a", "c", "d"} {
-		assert.Contains(t, got, sent[b].ID)
+	first := string(dls[1].Message.Body) // redriven on its own above
+	for b, r := range sent {
+		if b != first {
+			assert.Contains(t, got, r.ID, "dead letter %q redriven", b)
+		}
 	}
 	_, err = e.Redrive(ctx, "g", equeue.RedriveRequest{})
 	assert.ErrorIs(t, err, equeue.ErrInvalidArgument)
