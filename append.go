@@ -72,6 +72,10 @@ func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, 
 	}
 	ch := make(chan outcome, 1)
 	e.AppendAsync(ctx, req, func(res AppendResult, err error) { ch <- outcome{res, err} })
+	if ctx.Done() == nil { // no cancellation: skip the select
+		o := <-ch
+		return o.res, o.err
+	}
 	select {
 	case o := <-ch:
 		return o.res, o.err
@@ -108,6 +112,10 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 			return
 		}
 		cb(AppendResult{Queue: r.q.id, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids}, nil)
+	}
+	if ctx.Done() == nil {
+		e.writeCh <- r
+		return
 	}
 	select {
 	case e.writeCh <- r:

@@ -65,8 +65,7 @@ type Producer struct {
 	closed atomic.Bool
 	async  sync.WaitGroup
 
-	mu     sync.Mutex
-	routes map[string]cachedRoute
+	routes sync.Map // topic -> cachedRoute; read on every send, so lock-free
 }
 
 type cachedRoute struct {
@@ -97,7 +96,7 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	if o.Selector == nil {
 		o.Selector = KeyHashSelector()
 	}
-	return &Producer{b: b, sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks, routes: map[string]cachedRoute{}}, nil
+	return &Producer{b: b, sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks}, nil
 }
 
 // Close stops the producer after its pending SendAsync calls complete. Idempotent.
@@ -109,19 +108,14 @@ func (p *Producer) Close() error {
 
 func (p *Producer) route(ctx context.Context, topic string, fresh bool) (Route, error) {
 	now := time.Now()
-	p.mu.Lock()
-	c, ok := p.routes[topic]
-	p.mu.Unlock()
-	if ok && !fresh && now.Before(c.exp) {
-		return c.r, nil
+	if v, ok := p.routes.Load(topic); ok && !fresh && now.Before(v.(cachedRoute).exp) {
+		return v.(cachedRoute).r, nil
 	}
 	r, err := p.b.Route(ctx, topic)
 	if err != nil {
 		return Route{}, err
 	}
-	p.mu.Lock()
-	p.routes[topic] = cachedRoute{r: r, exp: now.Add(p.ttl)}
-	p.mu.Unlock()
+	p.routes.Store(topic, cachedRoute{r: r, exp: now.Add(p.ttl)})
 	return r, nil
 }
 

@@ -66,7 +66,7 @@ func (e *Engine) runWriter() {
 	var (
 		batch  []*appendReq
 		carry  *appendReq
-		prev   int // requests in the previous synced batch: the senders likely to return
+		prev   int // recent synced batch size: the senders likely to return
 		linger = time.NewTimer(time.Hour)
 	)
 	linger.Stop()
@@ -129,10 +129,15 @@ func (e *Engine) runWriter() {
 			<-linger.C
 		}
 		e.commit(batch)
-		if needSync {
-			prev = len(batch)
-		} else {
+		switch {
+		case !needSync:
 			prev = 0
+		case len(batch) >= prev:
+			prev = len(batch)
+		default:
+			// Remember the largest recent cohort and let it decay slowly, so
+			// a batch that came up short does not lower the target for good.
+			prev--
 		}
 		if closed && carry == nil {
 			// Drain what is left after close.
