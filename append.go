@@ -66,22 +66,49 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 // fsyncs. If ctx ends first the outcome is unknown: the messages may or may
 // not be stored.
 func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
-	type outcome struct {
-		res AppendResult
-		err error
+	if err := e.enter(ctx); err != nil {
+		return AppendResult{}, err
 	}
-	ch := make(chan outcome, 1)
-	e.AppendAsync(ctx, req, func(res AppendResult, err error) { ch <- outcome{res, err} })
-	if ctx.Done() == nil { // no cancellation: skip the select
-		o := <-ch
-		return o.res, o.err
+	r, ids, err := e.prepareAppend(ctx, req)
+	if err != nil {
+		e.leave()
+		return AppendResult{}, err
+	}
+	// The writer closes r.doneCh; nothing else is allocated per call.
+	r.doneCh = make(chan struct{})
+	if ctx.Done() == nil { // no cancellation: skip the selects
+		e.writeCh <- r
+		e.leave()
+		<-r.doneCh
+		return e.appendResult(req, r, ids)
 	}
 	select {
-	case o := <-ch:
-		return o.res, o.err
+	case e.writeCh <- r:
+		e.leave()
+	case <-ctx.Done():
+		e.leave()
+		return AppendResult{}, ctx.Err()
+	}
+	select {
+	case <-r.doneCh:
+		return e.appendResult(req, r, ids)
 	case <-ctx.Done():
 		return AppendResult{}, ctx.Err()
 	}
+}
+
+// appendResult turns a completed request into Append's answer.
+func (e *Engine) appendResult(req *AppendRequest, r *appendReq, ids []string) (AppendResult, error) {
+	switch {
+	case r.err != nil:
+		return AppendResult{}, fmt.Errorf("equeue: append to %s/%d: %w", req.Topic, req.Queue, r.err)
+	case r.duplicate:
+		return AppendResult{Queue: r.dupQueue, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids, Duplicate: true}, nil
+	case r.delayed:
+		e.sched.scheduled(r.firstDue)
+		return AppendResult{Queue: req.Queue, FirstOffset: -1, StoredAt: r.storedAt, IDs: ids, Delayed: true}, nil
+	}
+	return AppendResult{Queue: r.q.id, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids}, nil
 }
 
 // AppendAsync is Append that reports through cb instead of blocking. cb runs
@@ -97,22 +124,7 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 		cb(AppendResult{}, err)
 		return
 	}
-	r.done = func(r *appendReq) {
-		if r.err != nil {
-			cb(AppendResult{}, fmt.Errorf("equeue: append to %s/%d: %w", req.Topic, req.Queue, r.err))
-			return
-		}
-		if r.duplicate {
-			cb(AppendResult{Queue: r.dupQueue, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids, Duplicate: true}, nil)
-			return
-		}
-		if r.delayed {
-			e.sched.scheduled(r.firstDue)
-			cb(AppendResult{Queue: req.Queue, FirstOffset: -1, StoredAt: r.storedAt, IDs: ids, Delayed: true}, nil)
-			return
-		}
-		cb(AppendResult{Queue: r.q.id, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids}, nil)
-	}
+	r.done = func(r *appendReq) { cb(e.appendResult(req, r, ids)) }
 	if ctx.Done() == nil {
 		e.writeCh <- r
 		return
@@ -150,8 +162,13 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*append
 			e.requestFlushEvery(sync.every)
 		}
 	}
-	r := &appendReq{q: q, sync: sync.kind == syncAlways, recs: make([][]byte, len(req.Messages))}
-	ids := make([]string, len(req.Messages))
+	r := &appendReq{q: q, sync: sync.kind == syncAlways}
+	var ids []string
+	if len(req.Messages) == 1 { // the common Send: no extra slices
+		r.recs, ids = r.rec1[:], r.id1[:]
+	} else {
+		r.recs, ids = make([][]byte, len(req.Messages)), make([]string, len(req.Messages))
+	}
 	now := time.Now()
 	var dues []time.Time
 	for i, m := range req.Messages {

@@ -110,7 +110,7 @@ func testConsumer_ClusteringSharesQueuesByAverage(t *testing.T, tr string) {
 	require.NoError(t, e.CreateTopic(ctx, "t", 8))
 	col := newCollector()
 	for _, id := range []string{"c1", "c2", "c3"} {
-		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler(id)})
+		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler(id), From: equeue.ConsumeFromEarliest})
 	}
 	eventually(t, 10*time.Second, func() bool {
 		gi, err := e.Group(ctx, "g")

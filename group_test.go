@@ -90,7 +90,7 @@ func testCoordinator_SilentMemberExpires(t *testing.T, tr string) {
 		Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: equeue.RetryTopic("g")}}})
 	require.NoError(t, err)
 	col := newCollector()
-	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: "live", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler("live"), HeartbeatInterval: 50 * time.Millisecond})
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: "live", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler("live"), HeartbeatInterval: 50 * time.Millisecond, From: equeue.ConsumeFromEarliest})
 	eventually(t, 10*time.Second, func() bool {
 		gi, err := e.Group(ctx, "g")
 		require.NoError(t, err)
@@ -112,7 +112,7 @@ func testCoordinator_QueueChangesRebalanceAtOnce(t *testing.T, tr string) {
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	col := newCollector()
 	for _, id := range []string{"a", "b"} {
-		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler(id), HeartbeatInterval: time.Minute})
+		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler(id), HeartbeatInterval: time.Minute, From: equeue.ConsumeFromEarliest})
 	}
 	owned := func() map[string]int {
 		gi, err := e.Group(ctx, "g")

@@ -84,5 +84,7 @@ func (s *idSource) next() string {
 	var b [16]byte
 	copy(b[:8], s.prefix[:])
 	binary.BigEndian.PutUint64(b[8:], s.n.Add(1))
-	return hex.EncodeToString(b[:])
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }
