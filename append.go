@@ -83,11 +83,16 @@ func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, 
 		return e.appendResult(req, r, ids)
 	}
 	select {
-	case e.writeCh <- r:
+	case e.writeCh <- r: // fast path: the queue has room
 		e.leave()
-	case <-ctx.Done():
-		e.leave()
-		return AppendResult{}, ctx.Err()
+	default:
+		select {
+		case e.writeCh <- r:
+			e.leave()
+		case <-ctx.Done():
+			e.leave()
+			return AppendResult{}, ctx.Err()
+		}
 	}
 	select {
 	case <-r.doneCh:
