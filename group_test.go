@@ -497,3 +497,30 @@ func testConsumer_BackToBackJoinsSettle(t *testing.T, tr string) {
 		})
 	}
 }
+
+func TestPullConsumer_PositionMovesPastFilteredMessages(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for _, tag := range []string{"A", "B", "B", "B"} {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Tag: tag}}})
+		require.NoError(t, err)
+	}
+	pc, err := equeue.NewPullConsumer(e, equeue.PullConsumerOptions{Group: "pg", Subscriptions: []equeue.Subscription{{Topic: "t", Filter: "A"}}, From: equeue.ConsumeFromEarliest})
+	require.NoError(t, err)
+	require.NoError(t, pc.Start(ctx))
+	defer pc.Close()
+	q := equeue.QueueRef{Topic: "t"}
+	msgs, err := pc.Fetch(ctx, q, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	pos, ok := pc.Position(q)
+	require.True(t, ok)
+	assert.Equal(t, int64(4), pos, "the position moved past the B messages")
+	require.NoError(t, pc.Commit(ctx, q, pos))
+	gi, err := e.Group(ctx, "pg")
+	require.NoError(t, err)
+	assert.Zero(t, gi.Queues[0].Lag)
+	_, ok = pc.Position(equeue.QueueRef{Topic: "t", Queue: 9})
+	assert.False(t, ok)
+}

@@ -211,6 +211,17 @@ func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) er
 		Offsets: []OffsetCommit{{Grant: g, Offset: offset}}})
 }
 
+// Position returns the consumer's position in an owned queue: where the
+// next Fetch starts. After a fetch that found only messages the filter
+// rejects, the position has moved past them; commit it to keep the group's
+// lag honest.
+func (pc *PullConsumer) Position(q QueueRef) (int64, bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	off, ok := pc.positions[q]
+	return off, ok
+}
+
 // Seek moves the consumer's position in an owned queue.
 func (pc *PullConsumer) Seek(q QueueRef, offset int64) error {
 	pc.mu.Lock()

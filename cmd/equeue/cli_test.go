@@ -149,6 +149,10 @@ func TestProduceConsume_GroupsAndReset(t *testing.T) {
 	if strings.Fields(out) == nil || !slices.Equal(strings.Fields(out), []string{"a1", "a2", "a3"}) {
 		t.Fatalf("filtered consume: %q", out)
 	}
+	// Messages the filter skipped are committed past too: no lag is left.
+	if g := decode[groupJSON](t, ok(t, dir, "groups", "equeue-cli", "--json")); g.Lag != 0 {
+		t.Fatalf("lag after a filtered consume: %+v", g)
+	}
 	fails(t, 1, "printed 0 of 1", dir, "consume", "orders", "--filter", "new", "--count", "1", "--timeout", "500ms")
 
 	st := decode[statsJSON](t, ok(t, dir, "stats", "--json", "--scan"))

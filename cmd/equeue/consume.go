@@ -145,6 +145,9 @@ type consumeLoop struct {
 type fetched struct {
 	q    equeue.QueueRef
 	msgs []*equeue.Message
+	// next is the consumer's position after the fetch: past messages the
+	// filter rejected too. -1 when unknown.
+	next int64
 }
 
 func (l *consumeLoop) run(ctx context.Context) error {
@@ -214,7 +217,7 @@ func (l *consumeLoop) run(ctx context.Context) error {
 			if done {
 				return nil
 			}
-			if timer != nil {
+			if timer != nil && len(b.msgs) > 0 { // only a message resets the idle timeout
 				timer.Reset(l.timeout)
 			}
 		}
@@ -226,8 +229,10 @@ func (l *consumeLoop) run(ctx context.Context) error {
 func (l *consumeLoop) deliver(b fetched) (bool, error) {
 	var last *equeue.Message
 	var err error
+	all := true
 	for _, m := range b.msgs {
 		if l.count > 0 && l.printed >= l.count {
+			all = false
 			break
 		}
 		if err = l.print(m); err != nil {
@@ -237,7 +242,15 @@ func (l *consumeLoop) deliver(b fetched) (bool, error) {
 		l.remaining.Add(-1)
 		last = m
 	}
+	commitAt := int64(-1)
 	if last != nil {
+		commitAt = last.Offset + 1
+	}
+	if err == nil && all && b.next > commitAt {
+		commitAt = b.next // every message of the batch was printed: skip filtered ones too
+	}
+	if commitAt >= 0 {
+		last := &equeue.Message{Offset: commitAt - 1}
 		ctx, cancel := context.WithTimeout(context.Background(), commitWithin)
 		cerr := l.pc.Commit(ctx, b.q, last.Offset+1)
 		cancel()
@@ -274,11 +287,16 @@ func (l *consumeLoop) fetch(ctx context.Context, q equeue.QueueRef, out chan<- f
 			case <-time.After(fetchBackoff):
 			}
 			continue
-		case len(msgs) == 0:
+		}
+		next, ok := l.pc.Position(q)
+		if !ok {
+			next = -1
+		}
+		if len(msgs) == 0 && next < 0 {
 			continue
 		}
 		select {
-		case out <- fetched{q: q, msgs: msgs}:
+		case out <- fetched{q: q, msgs: msgs, next: next}:
 		case <-ctx.Done():
 			return
 		}
