@@ -41,6 +41,20 @@ func (c *Client) CreateTopic(ctx context.Context, name string, queues int) error
 	return nil
 }
 
+// CreateTopicWith creates a topic with options (queue count, dedup window).
+func (c *Client) CreateTopicWith(ctx context.Context, name string, o equeue.TopicOptions) error {
+	if o.DedupWindow < 0 {
+		return fmt.Errorf("%w: negative dedup window", equeue.ErrInvalidArgument)
+	}
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	if _, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(o.Queues), DedupWindow: durationPB(o.DedupWindow)}); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
 // AddQueues adds n queues to a topic.
 func (c *Client) AddQueues(ctx context.Context, name string, n int) error {
 	if err := c.enter(ctx); err != nil {

@@ -148,7 +148,11 @@ func (v *service) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (
 	if err := nonNegative("queue count", int64(req.GetQueues())); err != nil {
 		return nil, err
 	}
-	if err := v.e.CreateTopic(ctx, req.GetName(), int(req.GetQueues())); err != nil {
+	dedup, err := fromDurationPB(req.GetDedupWindow())
+	if err != nil {
+		return nil, err
+	}
+	if err := v.e.CreateTopicWith(ctx, req.GetName(), equeue.TopicOptions{Queues: int(req.GetQueues()), DedupWindow: dedup}); err != nil {
 		return nil, err
 	}
 	return &pb.CreateTopicResponse{}, nil

@@ -1874,7 +1874,9 @@ type CreateTopicRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// 0 means the engine's default queue count.
-	Queues        int32 `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
+	Queues int32 `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
+	// When set and positive, the topic's dedup window (TopicOptions.DedupWindow).
+	DedupWindow   *durationpb.Duration `protobuf:"bytes,3,opt,name=dedup_window,json=dedupWindow,proto3" json:"dedup_window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1921,6 +1923,13 @@ func (x *CreateTopicRequest) GetQueues() int32 {
 		return x.Queues
 	}
 	return 0
+}
+
+func (x *CreateTopicRequest) GetDedupWindow() *durationpb.Duration {
+	if x != nil {
+		return x.DedupWindow
+	}
+	return nil
 }
 
 type CreateTopicResponse struct {
@@ -3518,10 +3527,11 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x12(\n" +
 	"\x06queues\x18\x03 \x03(\v2\x10.equeue.v1.GrantR\x06queues\"0\n" +
 	"\x14FetchOffsetsResponse\x12\x18\n" +
-	"\aoffsets\x18\x01 \x03(\x03R\aoffsets\"@\n" +
+	"\aoffsets\x18\x01 \x03(\x03R\aoffsets\"~\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06queues\x18\x02 \x01(\x05R\x06queues\"\x15\n" +
+	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12<\n" +
+	"\fdedup_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vdedupWindow\"\x15\n" +
 	"\x13CreateTopicResponse\"<\n" +
 	"\x10AddQueuesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -3761,65 +3771,66 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
 	24, // 20: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
 	7,  // 21: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	37, // 22: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
-	38, // 23: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
-	38, // 24: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
-	6,  // 25: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
-	2,  // 26: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
-	14, // 27: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
-	43, // 28: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
-	44, // 29: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
-	45, // 30: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
-	45, // 31: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
-	4,  // 32: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
-	50, // 33: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
-	5,  // 34: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
-	54, // 35: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	8,  // 36: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 37: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 38: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 39: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 40: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 41: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 42: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	25, // 43: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	27, // 44: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	29, // 45: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	31, // 46: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	33, // 47: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	35, // 48: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	39, // 49: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	41, // 50: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	46, // 51: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	48, // 52: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	51, // 53: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	53, // 54: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	56, // 55: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	9,  // 56: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 57: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 58: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 59: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 60: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 61: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 62: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	26, // 63: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	28, // 64: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	30, // 65: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	32, // 66: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	34, // 67: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	36, // 68: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	40, // 69: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	42, // 70: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	47, // 71: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	49, // 72: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	52, // 73: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	55, // 74: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	57, // 75: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	56, // [56:76] is the sub-list for method output_type
-	36, // [36:56] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	60, // 22: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	37, // 23: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
+	38, // 24: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
+	38, // 25: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
+	6,  // 26: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
+	2,  // 27: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
+	14, // 28: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
+	43, // 29: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
+	44, // 30: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
+	45, // 31: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
+	45, // 32: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
+	4,  // 33: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
+	50, // 34: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
+	5,  // 35: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
+	54, // 36: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
+	8,  // 37: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	10, // 38: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	12, // 39: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	16, // 40: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	18, // 41: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	20, // 42: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	22, // 43: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	25, // 44: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	27, // 45: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	29, // 46: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	31, // 47: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	33, // 48: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	35, // 49: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	39, // 50: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	41, // 51: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	46, // 52: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	48, // 53: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	51, // 54: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	53, // 55: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	56, // 56: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	9,  // 57: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 58: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 59: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 60: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 61: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 62: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 63: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	26, // 64: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	28, // 65: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	30, // 66: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	32, // 67: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	34, // 68: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	36, // 69: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	40, // 70: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	42, // 71: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	47, // 72: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	49, // 73: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	52, // 74: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	55, // 75: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	57, // 76: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	57, // [57:77] is the sub-list for method output_type
+	37, // [37:57] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
