@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -228,17 +227,7 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 // in-process and *remote.Client over the network.
 type broker interface {
 	equeue.Broker
-	CreateTopic(ctx context.Context, name string, queues int) error
-	AddQueues(ctx context.Context, name string, n int) error
-	DeleteTopic(ctx context.Context, name string) error
-	SetQueueWritable(ctx context.Context, name string, queueID int, writable bool) error
-	Topics(ctx context.Context) ([]equeue.TopicInfo, error)
-	Topic(ctx context.Context, name string) (equeue.TopicInfo, error)
-	Groups(ctx context.Context) ([]equeue.GroupInfo, error)
-	Group(ctx context.Context, name string) (equeue.GroupInfo, error)
-	ResetOffsets(ctx context.Context, group string, req equeue.ResetRequest) error
-	DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error)
-	Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error)
+	remote.Admin
 }
 
 var (
