@@ -86,7 +86,9 @@ func testCoordinator_SilentMemberExpires(t *testing.T, tr string) {
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	// A member that joins and never heartbeats (a remote worker that died).
 	// (A Consumer in clustering mode also subscribes to its retry topic.)
-	_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "silent",
+	// The first member sets where the new group starts: earliest, so the
+	// messages sent below are delivered whenever the live member's grant lands.
+	_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "silent", From: equeue.ConsumeFromEarliest,
 		Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: equeue.RetryTopic("g")}}})
 	require.NoError(t, err)
 	col := newCollector()
