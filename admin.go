@@ -96,13 +96,7 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 	}
 	queues := g.queues
 	if len(queues) == 0 {
-		for _, s := range g.subs {
-			if t, ok := e.lookupTopic(s.Topic); ok {
-				for _, q := range t.queueList() {
-					queues = append(queues, QueueRef{Topic: t.name, Queue: q.id})
-				}
-			}
-		}
+		queues = e.groups.subscribedQueues(g, nil)
 	}
 	row := func(q QueueRef, owner string, k offsetKey) {
 		r := GroupQueueInfo{QueueRef: q, Owner: owner, Committed: -1}

@@ -249,16 +249,7 @@ func (g *group) notify() {
 // and grants free queues. g.mu must be held.
 func (c *coordinator) rebalance(g *group) {
 	g.epoch++
-	g.queues = g.queues[:0]
-	for _, s := range g.subs {
-		t, ok := c.e.lookupTopic(s.Topic)
-		if !ok {
-			continue
-		}
-		for _, q := range t.queueList() {
-			g.queues = append(g.queues, QueueRef{Topic: t.name, Queue: q.id})
-		}
-	}
+	g.queues = c.subscribedQueues(g, g.queues[:0])
 	if g.model == Broadcasting {
 		g.notify()
 		return
@@ -288,6 +279,18 @@ func (c *coordinator) rebalance(g *group) {
 	}
 	g.grantFree()
 	g.notify()
+}
+
+// subscribedQueues appends the queues of every existing topic g subscribes to.
+func (c *coordinator) subscribedQueues(g *group, dst []QueueRef) []QueueRef {
+	for _, s := range g.subs {
+		if t, ok := c.e.lookupTopic(s.Topic); ok {
+			for _, q := range t.queueList() {
+				dst = append(dst, QueueRef{Topic: t.name, Queue: q.id})
+			}
+		}
+	}
+	return dst
 }
 
 // grantFree grants every unowned queue to its target member. g.mu must be held.

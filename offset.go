@@ -210,7 +210,7 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.queues) == 0 {
-		e.groups.rebalanceQueuesOnly(g)
+		g.queues = e.groups.subscribedQueues(g, g.queues)
 	}
 	targets := map[QueueRef]int64{}
 	switch req.To {
@@ -274,15 +274,4 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	g.notify()
 	e.log.Info("group offsets reset", "group", groupName, "queues", len(targets))
 	return nil
-}
-
-// rebalanceQueuesOnly fills g.queues for a group with no live members.
-func (c *coordinator) rebalanceQueuesOnly(g *group) {
-	for _, s := range g.subs {
-		if t, ok := c.e.lookupTopic(s.Topic); ok {
-			for _, q := range t.queueList() {
-				g.queues = append(g.queues, QueueRef{Topic: t.name, Queue: q.id})
-			}
-		}
-	}
 }

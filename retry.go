@@ -77,14 +77,10 @@ func (c *Consumer) retryDelay(attempt int, cause error) time.Duration {
 // origin returns the message as its handler should see it: a message
 // from the retry topic shows its original topic, queue and offset.
 func origin(m *Message) *Message {
-	if !strings.HasPrefix(m.Topic, RetryTopicPrefix) || m.sys[SysOriginTopic] == "" {
+	if !strings.HasPrefix(m.Topic, RetryTopicPrefix) {
 		return m
 	}
-	v := *m
-	v.Topic = m.sys[SysOriginTopic]
-	v.Queue, _ = strconv.Atoi(m.sys[SysOriginQueue])
-	v.Offset, _ = strconv.ParseInt(m.sys[SysOriginOffset], 10, 64)
-	return &v
+	return originView(m)
 }
 
 // derived returns a copy of view (the original-topic view of a message)

@@ -224,7 +224,7 @@ func TestMultiProcess_BrokerProducersConsumers(t *testing.T) {
 	require.NoError(t, err)
 	defer admin.Close()
 	ctx := context.Background()
-	waitFor(t, 30*time.Second, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		gi, err := admin.Group(ctx, "g")
 		if err != nil || len(gi.Members) != 2 {
 			return false
@@ -267,7 +267,7 @@ func TestMultiProcess_BrokerProducersConsumers(t *testing.T) {
 		}
 	}
 	require.Len(t, acked, 8000)
-	waitFor(t, 120*time.Second, func() bool {
+	eventually(t, 120*time.Second, func() bool {
 		handled := map[string]bool{}
 		for _, c := range consumers {
 			for _, id := range c.ids("HANDLED") {
@@ -287,15 +287,4 @@ func TestMultiProcess_BrokerProducersConsumers(t *testing.T) {
 	}
 	broker.stop(t, syscall.SIGTERM)
 	require.Equal(t, 0, broker.cmd.ProcessState.ExitCode())
-}
-
-func waitFor(t *testing.T, within time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", within, msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
