@@ -78,16 +78,19 @@ func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, 
 	r.doneCh = make(chan struct{})
 	if ctx.Done() == nil { // no cancellation: skip the selects
 		e.writeCh <- r
+		e.enqueued()
 		e.leave()
 		<-r.doneCh
 		return e.appendResult(req, r, ids)
 	}
 	select {
 	case e.writeCh <- r: // fast path: the queue has room
+		e.enqueued()
 		e.leave()
 	default:
 		select {
 		case e.writeCh <- r:
+			e.enqueued()
 			e.leave()
 		case <-ctx.Done():
 			e.leave()
@@ -132,10 +135,12 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 	r.done = func(r *appendReq) { cb(e.appendResult(req, r, ids)) }
 	if ctx.Done() == nil {
 		e.writeCh <- r
+		e.enqueued()
 		return
 	}
 	select {
 	case e.writeCh <- r:
+		e.enqueued()
 	case <-ctx.Done():
 		cb(AppendResult{}, ctx.Err())
 	}

@@ -230,6 +230,7 @@ func (s *scheduler) move(due []dueEntry) error {
 	for i, r := range pending {
 		select {
 		case s.e.writeCh <- r:
+			s.e.enqueued()
 		case <-s.e.closing:
 			// The writer drains until Close; requests not handed over stay pending.
 			for range pending[i:] {

@@ -166,6 +166,7 @@ func (e *Engine) redriveOne(ctx context.Context, group string, dl DLQEntry) erro
 	r.done = func(r *appendReq) { done <- r.err }
 	select {
 	case e.writeCh <- r:
+		e.enqueued()
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -26,7 +26,11 @@ type Engine struct {
 	adminMu sync.Mutex // serializes topic changes
 
 	writeCh chan *appendReq
-	limits  store.Limits
+	// lingerWant counts the requests a lingering writer still waits for;
+	// the sender that brings it to zero signals lingerWake.
+	lingerWant atomic.Int32
+	lingerWake chan struct{}
+	limits     store.Limits
 
 	groups *coordinator
 	sched  *scheduler
@@ -93,16 +97,17 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		st = b
 	}
 	e := &Engine{
-		opts:      o,
-		st:        st,
-		log:       o.Logger,
-		ids:       newIDSource(),
-		topics:    make(map[string]*topic),
-		writeCh:   make(chan *appendReq, 1024),
-		limits:    st.Limits(),
-		drained:   make(chan struct{}, 1),
-		closing:   make(chan struct{}),
-		flushKick: make(chan struct{}, 1),
+		opts:       o,
+		st:         st,
+		log:        o.Logger,
+		ids:        newIDSource(),
+		topics:     make(map[string]*topic),
+		writeCh:    make(chan *appendReq, 1024),
+		lingerWake: make(chan struct{}, 1),
+		limits:     st.Limits(),
+		drained:    make(chan struct{}, 1),
+		closing:    make(chan struct{}),
+		flushKick:  make(chan struct{}, 1),
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	if err := e.loadTopics(); err != nil {

@@ -89,8 +89,7 @@ func (e *Engine) runWriter() {
 		batch = append(batch, first)
 		n, size := len(first.recs), first.bytes
 		needSync := first.sync
-		lingering := false
-		closed := false
+		lingering, expired, closed := false, false, false
 	gather:
 		for n < maxEntries && size < maxBytes {
 			var (
@@ -102,19 +101,17 @@ func (e *Engine) runWriter() {
 			default:
 				// Queue empty: wait a little for returning senders only when an
 				// fsync is coming and fewer requests than last time are here.
-				if !needSync || len(batch) >= prev {
+				if expired || !needSync || len(batch) >= prev {
 					break gather
 				}
 				if !lingering {
 					lingering = true
 					linger.Reset(groupCommitLinger)
 				}
-				select {
-				case r, ok = <-e.writeCh:
-				case <-linger.C:
-					lingering = false
-					break gather
+				if !e.awaitSenders(min(prev-len(batch), cap(e.writeCh)), linger.C) {
+					lingering, expired = false, true
 				}
+				continue
 			}
 			if !ok {
 				closed = true
@@ -146,6 +143,42 @@ func (e *Engine) runWriter() {
 		if closed && carry == nil {
 			// Drain what is left after close.
 			continue
+		}
+	}
+}
+
+// awaitSenders sleeps until want requests are queued or expire fires (then
+// it reports false). Senders queue without waking the writer one by one —
+// on two cores those wake-ups cost as much as the senders' own work — and
+// the one that brings the queue to want wakes it (see enqueued).
+func (e *Engine) awaitSenders(want int, expire <-chan time.Time) bool {
+	select {
+	case <-e.lingerWake: // a late signal meant for an earlier wait
+	default:
+	}
+	e.lingerWant.Store(int32(want))
+	if len(e.writeCh) >= want { // queued before want was published
+		e.lingerWant.Store(0)
+		return true
+	}
+	select {
+	case <-e.lingerWake:
+		return true
+	case <-expire:
+		e.lingerWant.Store(0)
+		return false
+	}
+}
+
+// enqueued is called after a request was put on writeCh. When the writer
+// lingers for the queue to reach a length and it has, it wakes the writer.
+// A sender that queued before the writer published its wait is counted by
+// the writer's own length check, so no wake-up is lost.
+func (e *Engine) enqueued() {
+	if want := e.lingerWant.Load(); want > 0 && len(e.writeCh) >= int(want) && e.lingerWant.CompareAndSwap(want, 0) {
+		select {
+		case e.lingerWake <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -253,6 +286,7 @@ func (e *Engine) barrier(ctx context.Context) error {
 	r := &appendReq{barrier: true, done: func(*appendReq) { close(ch) }}
 	select {
 	case e.writeCh <- r:
+		e.enqueued()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
