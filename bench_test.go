@@ -493,10 +493,14 @@ func benchRecordKey(dst []byte, topic, queue uint32, off uint64) []byte {
 // BenchmarkBaselineBadger writes records of the engine's encoded size
 // (body + benchRecordOverhead) from one goroutine in transactions of 64 or
 // 1024 records, spread round robin over 4 queues under the engine's key
-// layout, with a Sync after every transaction or none. api=store goes
-// through store.Badger (Write + Sync: the store the engine sits on);
-// api=badger calls Badger directly (txn.SetEntry, txn.Commit, db.Sync) with
-// the same options.
+// layout, with a Sync after every transaction or none.
+//
+// api=badger is raw Badger, the baseline the engine's targets are stated
+// against: one key per record (txn.SetEntry, txn.Commit, db.Sync) with the
+// options store.OpenBadger derives from its defaults. api=store goes through
+// store.Badger (Write + Sync: the store the engine sits on), which packs the
+// consecutive records of a queue into segments, one key per segment; it
+// shows what the store alone does with the same records.
 func BenchmarkBaselineBadger(b *testing.B) {
 	cases := []struct {
 		name   string

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -21,8 +23,11 @@ import (
 // the first byte, so no metadata key, whatever its bytes, can be mistaken for
 // a record or collide with one:
 //
-//	record:   'm' | topic uint32 BE | queue uint32 BE | offset uint64 BE   (17 bytes)
+//	records:  'm' | topic uint32 BE | queue uint32 BE | offset uint64 BE   (17 bytes)
 //	metadata: 'x' | caller's key
+//
+// A record key holds a segment: the records of a run of consecutive
+// offsets starting at the key's offset (segment.go).
 //
 // Record keys have a fixed width, so the 9-byte queue prefix of one queue is
 // never a prefix of another queue's keys, and big-endian offsets sort in
@@ -313,10 +318,12 @@ func badgerBatchLimits(memTableSize int64) (maxBytes, maxCount int64) {
 
 // opOverhead bounds what Badger charges one operation beyond the bytes
 // Batch.Cost counts: up to 17 bytes of our key (record key, or the metadata
-// space byte), 2 meta bytes and 10 bytes of version, rounded up. A value
-// stored in the value log is charged a 12-byte pointer instead of its
-// length, which is less since values that long are at least 64 bytes.
-const opOverhead = 32
+// space byte), 2 meta bytes, 10 bytes of version and up to segmentOverhead
+// (11) bytes of segment framing, rounded up. A value stored in the value log
+// is charged a 12-byte pointer instead of its length, which is less since
+// values that long are at least 64 bytes. Records packed into one segment
+// share one key, so packing only lowers the charge.
+const opOverhead = 48
 
 // limitsFor turns Badger's transaction limits into Limits with margin:
 // half the count Badger allows, and 90% of its byte budget less the
@@ -352,14 +359,15 @@ func optionLimits(o BadgerOptions) Limits {
 	return limitsFor(size, count, valueCap(o), outOfLine(o))
 }
 
-// valueCap is the largest single value Badger stores with resolved options
-// o: in memory, values above the threshold are refused; on disk, values
-// above the value-log file size.
+// valueCap is the largest single record the Badger store takes with
+// resolved options o: the largest value Badger stores (in memory, values
+// above the threshold are refused; on disk, values above the value-log
+// file size) less the framing of a segment holding the record alone.
 func valueCap(o BadgerOptions) int64 {
 	if o.InMemory {
-		return o.ValueThreshold
+		return o.ValueThreshold - segmentOverhead
 	}
-	return o.ValueLogFileSize
+	return o.ValueLogFileSize - segmentOverhead
 }
 
 // slogLogger passes Badger's log lines to a *slog.Logger.
@@ -395,6 +403,17 @@ type Badger struct {
 	// DropPrefix blocks writes and fails those that arrive meanwhile, so
 	// they are made to wait instead.
 	dropMu sync.RWMutex
+
+	// segLimit is the largest segment value that packs several records:
+	// one byte below the value threshold, so segments stay in the LSM tree.
+	segLimit int
+	// wmu serializes the changes to records (Write, DeleteRange, DropQueue),
+	// which read segments to keep them from overlapping, and guards ends.
+	wmu sync.Mutex
+	// ends holds, per queue written since open, an upper bound of the end
+	// of its records: an append at or past it cannot touch an existing
+	// segment. A queue not in the map has its end looked up.
+	ends map[QueueID]uint64
 }
 
 // OpenBadger opens (creating it if needed) the Badger store in dir. Nil opts
@@ -433,7 +452,11 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		return nil, fmt.Errorf("store: open badger at %q: %w", dir, err)
 	}
 	limits := limitsFor(db.MaxBatchSize(), db.MaxBatchCount(), valueCap(o), outOfLine(o))
-	return &Badger{db: db, dir: dir, inMemory: o.InMemory, limits: limits}, nil
+	return &Badger{
+		db: db, dir: dir, inMemory: o.InMemory, limits: limits,
+		segLimit: int(o.ValueThreshold) - 1,
+		ends:     make(map[QueueID]uint64),
+	}, nil
 }
 
 // isLockError reports whether err is Badger failing to take the directory
@@ -454,7 +477,8 @@ func (s *Badger) acquire() error {
 
 func (s *Badger) release() { s.mu.RUnlock() }
 
-// Write applies b in one read-write transaction.
+// Write applies b in one read-write transaction. Records are packed into
+// segments (see segment.go): consecutive offsets of one queue share a key.
 func (s *Badger) Write(b *Batch) error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -469,18 +493,14 @@ func (s *Badger) Write(b *Batch) error {
 
 	s.dropMu.RLock()
 	defer s.dropMu.RUnlock()
+	if len(b.Entries) > 0 {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	// One buffer for all record keys; it is sized up front, so the keys
-	// handed to the transaction never move.
-	keys := make([]byte, 0, len(b.Entries)*recordKeyLen)
-	for i := range b.Entries {
-		e := &b.Entries[i]
-		start := len(keys)
-		keys = appendRecordKey(keys, e.Queue, e.Offset)
-		if err := txn.SetEntry(badger.NewEntry(keys[start:len(keys):len(keys)], e.Value)); err != nil {
-			return writeError(err)
-		}
+	if err := s.writeRecords(txn, b.Entries); err != nil {
+		return writeError(err)
 	}
 	for i := range b.Meta {
 		op := &b.Meta[i]
@@ -498,6 +518,229 @@ func (s *Badger) Write(b *Batch) error {
 		return writeError(err)
 	}
 	return nil
+}
+
+// writeRecords adds entries to txn as segments, queue by queue. An append
+// past a queue's known end is packed as it comes; a write into or before
+// existing records merges with the segments it overlaps. Call with wmu held.
+func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	sorted := make([]Entry, len(entries))
+	copy(sorted, entries)
+	// Stable: of two entries for one offset, the later one wins below.
+	slices.SortStableFunc(sorted, func(a, b Entry) int {
+		if c := cmp.Compare(a.Queue.Topic, b.Queue.Topic); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Queue.Queue, b.Queue.Queue); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Offset, b.Offset)
+	})
+	// Keys and segment values are handed to the transaction, which keeps
+	// them until the commit: both buffers are sized up front so they never move.
+	keys := make([]byte, 0, len(sorted)*recordKeyLen)
+	size := 0
+	for i := range sorted {
+		size += len(sorted[i].Value) + segmentRecordOverhead + segmentOverhead
+	}
+	vals := make([]byte, 0, size)
+	for i := 0; i < len(sorted); {
+		q := sorted[i].Queue
+		j := i
+		for j < len(sorted) && sorted[j].Queue == q {
+			j++
+		}
+		group := lastWins(sorted[i:j])
+		i = j
+		end, known := s.ends[q]
+		if !known {
+			var err error
+			if end, err = queueEnd(txn, q); err != nil {
+				return err
+			}
+		}
+		lo, hi := group[0].Offset, group[len(group)-1].Offset+1
+		if lo < end {
+			merged, err := s.takeOverlap(txn, q, lo, hi)
+			if err != nil {
+				return err
+			}
+			group = mergeRecords(merged, group)
+		}
+		var err error
+		if keys, vals, err = s.putSegments(txn, q, group, keys, vals); err != nil {
+			return err
+		}
+		s.ends[q] = max(end, hi)
+	}
+	return nil
+}
+
+// lastWins drops all but the last of entries with equal offsets from a
+// group sorted stably by offset.
+func lastWins(group []Entry) []Entry {
+	out := group[:0]
+	for i := range group {
+		if i+1 < len(group) && group[i+1].Offset == group[i].Offset {
+			continue
+		}
+		out = append(out, group[i])
+	}
+	return out
+}
+
+// mergeRecords merges the records of existing segments with new entries,
+// both sorted by offset; a new entry replaces an existing record.
+func mergeRecords(old, fresh []Entry) []Entry {
+	out := make([]Entry, 0, len(old)+len(fresh))
+	i, j := 0, 0
+	for i < len(old) || j < len(fresh) {
+		switch {
+		case j == len(fresh) || (i < len(old) && old[i].Offset < fresh[j].Offset):
+			out = append(out, old[i])
+			i++
+		case i < len(old) && old[i].Offset == fresh[j].Offset:
+			i++ // replaced by fresh[j]
+		default:
+			out = append(out, fresh[j])
+			j++
+		}
+	}
+	return out
+}
+
+// putSegments packs group (one queue, ascending, distinct offsets) into
+// segments of consecutive offsets and sets them in txn. Segment keys and
+// values are appended to keys and vals, which must have room for them.
+func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte) ([]byte, []byte, error) {
+	recs := make([][]byte, 0, len(group))
+	for i := 0; i < len(group); {
+		recs = append(recs[:0], group[i].Value)
+		// size bounds the encoded segment: header and checksum at their
+		// largest, and each record with its length.
+		size := 1 + binary.MaxVarintLen32 + 4 + uvarintLen(uint64(len(group[i].Value))) + len(group[i].Value)
+		j := i + 1
+		for ; j < len(group) && group[j].Offset == group[j-1].Offset+1; j++ {
+			n := uvarintLen(uint64(len(group[j].Value))) + len(group[j].Value)
+			if size+n > s.segLimit {
+				break
+			}
+			size += n
+			recs = append(recs, group[j].Value)
+		}
+		k0, v0 := len(keys), len(vals)
+		keys = appendRecordKey(keys, q, group[i].Offset)
+		if len(vals)+size > cap(vals) {
+			// Records merged from existing segments need more room: start a
+			// new buffer rather than move the values already handed to txn.
+			vals = make([]byte, 0, max(size, cap(vals)))
+			v0 = 0
+		}
+		vals = encodeSegment(vals, recs)
+		if err := txn.SetEntry(badger.NewEntry(keys[k0:len(keys):len(keys)], vals[v0:len(vals):len(vals)])); err != nil {
+			return keys, vals, err
+		}
+		i = j
+	}
+	return keys, vals, nil
+}
+
+// takeOverlap deletes, in txn, every segment of q holding an offset in
+// [lo, hi) and returns all of their records (those outside [lo, hi) too),
+// ascending, for the caller to write back.
+func (s *Badger) takeOverlap(txn *badger.Txn, q QueueID, lo, hi uint64) ([]Entry, error) {
+	var out []Entry
+	err := scanSegments(txn, q, lo, hi, func(start uint64, v []byte) error {
+		if err := txn.Delete(recordKey(q, start)); err != nil {
+			return err
+		}
+		return decodeSegment(v, func(i int, rec []byte) bool {
+			out = append(out, Entry{Queue: q, Offset: start + uint64(i), Value: rec})
+			return true
+		})
+	})
+	return out, err
+}
+
+// scanSegments calls fn with the first offset and a copy of the value of
+// every segment of q that may hold an offset in [lo, hi): the one starting
+// at or before lo, if it reaches lo, and those starting in (lo, hi). The
+// segments are collected first, so fn may write to txn.
+func scanSegments(txn *badger.Txn, q QueueID, lo, hi uint64, fn func(start uint64, v []byte) error) error {
+	type seg struct {
+		start uint64
+		v     []byte
+	}
+	var segs []seg
+	prefix := queuePrefix(q)
+	if start, v, ok, err := segmentAtOrBefore(txn, prefix, q, lo); err != nil {
+		return err
+	} else if ok && start < lo {
+		if n, err := segmentCount(v); err != nil || start+uint64(n) > lo {
+			segs = append(segs, seg{start, v})
+		}
+	}
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
+	for it.Seek(recordKey(q, lo)); it.Valid(); it.Next() {
+		start, err := recordOffset(it.Item().Key())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if start >= hi {
+			break
+		}
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			it.Close()
+			return err
+		}
+		segs = append(segs, seg{start, v})
+	}
+	it.Close()
+	for _, sg := range segs {
+		if err := fn(sg.start, sg.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// segmentAtOrBefore returns the first offset and a copy of the value of the
+// last segment of q starting at or before off.
+func segmentAtOrBefore(txn *badger.Txn, prefix []byte, q QueueID, off uint64) (uint64, []byte, bool, error) {
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix, Reverse: true})
+	defer it.Close()
+	it.Seek(recordKey(q, off))
+	if !it.Valid() {
+		return 0, nil, false, nil
+	}
+	start, err := recordOffset(it.Item().Key())
+	if err != nil {
+		return 0, nil, false, err
+	}
+	v, err := it.Item().ValueCopy(nil)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	return start, v, true, nil
+}
+
+// queueEnd returns one past the last offset of q (0 when q is empty). A
+// last segment whose count cannot be read is taken to hold one record.
+func queueEnd(txn *badger.Txn, q QueueID) (uint64, error) {
+	start, v, ok, err := segmentAtOrBefore(txn, queuePrefix(q), q, ^uint64(0))
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := segmentCount(v)
+	if err != nil {
+		n = 1
+	}
+	return start + uint64(n), nil
 }
 
 func writeError(err error) error {
@@ -521,8 +764,11 @@ func (s *Badger) Sync() error {
 
 // Read returns records of q with offsets in [from, to), ascending, bounded
 // by max records and maxBytes of values (the record that reaches maxBytes is
-// included). Keys are walked without prefetching values; each value is
-// copied out as it is taken.
+// included). It starts at the segment holding from and walks forward; each
+// segment's value is copied once and its records are slices of that copy.
+// A segment that cannot be decoded yields a record with no value for each
+// offset it may hold (up to the next segment), which the engine reports as
+// corrupt and skips.
 func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, error) {
 	if err := s.acquire(); err != nil {
 		return nil, err
@@ -535,27 +781,60 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 	if max > 0 {
 		out = make([]Record, 0, min(max, 256))
 	}
+	full := func(sum int) bool {
+		return (max > 0 && len(out) >= max) || (maxBytes > 0 && sum >= maxBytes)
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: queuePrefix(q)})
+		prefix := queuePrefix(q)
+		seek := from
+		if start, _, ok, err := segmentAtOrBefore(txn, prefix, q, from); err != nil {
+			return err
+		} else if ok {
+			seek = start
+		}
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
 		defer it.Close()
 		sum := 0
-		for it.Seek(recordKey(q, from)); it.Valid(); it.Next() {
-			item := it.Item()
-			off, err := recordOffset(item.Key())
+		for it.Seek(recordKey(q, seek)); it.Valid() && !full(sum); {
+			start, err := recordOffset(it.Item().Key())
 			if err != nil {
 				return err
 			}
-			if off >= to {
+			if start >= to {
 				break
 			}
-			v, err := item.ValueCopy(nil)
+			v, err := it.Item().ValueCopy(nil)
 			if err != nil {
 				return err
 			}
-			out = append(out, Record{Offset: off, Value: v})
-			sum += len(v)
-			if (max > 0 && len(out) >= max) || (maxBytes > 0 && sum >= maxBytes) {
-				break
+			it.Next()
+			derr := decodeSegment(v, func(i int, rec []byte) bool {
+				off := start + uint64(i)
+				if off < from {
+					return true
+				}
+				if off >= to {
+					return false
+				}
+				if len(rec) == 0 {
+					rec = nil // as Badger gives an empty value
+				}
+				out = append(out, Record{Offset: off, Value: rec})
+				sum += len(rec)
+				return !full(sum)
+			})
+			if derr == nil {
+				continue
+			}
+			// Damaged: its offsets run to the next segment, or it is one.
+			end := start + 1
+			if it.Valid() {
+				if next, err := recordOffset(it.Item().Key()); err == nil && next > start {
+					end = next
+				}
+			}
+			for off := max64(start, from); off < end && off < to && !full(sum); off++ {
+				out = append(out, Record{Offset: off})
 			}
 		}
 		return nil
@@ -569,8 +848,15 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 	return out, nil
 }
 
+func max64(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
 // Bounds finds the first offset of q with a forward seek to the queue's
-// prefix and the last with a reverse seek to the prefix's upper end.
+// prefix and the end from the last segment, found with a reverse seek.
 func (s *Badger) Bounds(q QueueID) (first, next uint64, ok bool, err error) {
 	if err := s.acquire(); err != nil {
 		return 0, 0, false, err
@@ -578,18 +864,20 @@ func (s *Badger) Bounds(q QueueID) (first, next uint64, ok bool, err error) {
 	defer s.release()
 	prefix := queuePrefix(q)
 	err = s.db.View(func(txn *badger.Txn) error {
-		var found bool
-		first, found, err = seekOne(txn, prefix, recordKey(q, 0), false)
-		if err != nil || !found {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
+		it.Seek(recordKey(q, 0))
+		if !it.Valid() {
+			it.Close()
+			return nil
+		}
+		first, err = recordOffset(it.Item().Key())
+		it.Close()
+		if err != nil {
 			return err
 		}
-		var last uint64
-		last, found, err = seekOne(txn, prefix, recordKey(q, ^uint64(0)), true)
-		if err != nil || !found {
-			return err
-		}
-		next, ok = last+1, true
-		return nil
+		next, err = queueEnd(txn, q)
+		ok = err == nil
+		return err
 	})
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("store: bounds %d/%d: %w", q.Topic, q.Queue, err)
@@ -600,73 +888,80 @@ func (s *Badger) Bounds(q QueueID) (first, next uint64, ok bool, err error) {
 	return first, next, true, nil
 }
 
-// seekOne returns the offset of the first key under prefix at or after
-// (reverse: at or before) key.
-func seekOne(txn *badger.Txn, prefix, key []byte, reverse bool) (uint64, bool, error) {
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix, Reverse: reverse})
-	defer it.Close()
-	it.Seek(key)
-	if !it.Valid() {
-		return 0, false, nil
-	}
-	off, err := recordOffset(it.Item().Key())
-	return off, err == nil, err
-}
-
-// DeleteRange deletes the records of q with offsets in [from, to). The keys
-// are found with key-only iteration and deleted in transactions of at most
-// Limits().MaxEntries deletions each.
+// DeleteRange deletes the records of q with offsets in [from, to): a
+// segment inside the range is deleted, one reaching over an end is written
+// back with the records outside the range. It works in transactions of at
+// most Limits().MaxEntries segments each.
 func (s *Badger) DeleteRange(q QueueID, from, to uint64) error {
 	if err := s.acquire(); err != nil {
 		return err
 	}
 	defer s.release()
-	chunk := s.limits.MaxEntries
-	prefix := queuePrefix(q)
-	keys := make([][]byte, 0, 64)
 	for from < to {
-		keys = keys[:0]
-		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
-			defer it.Close()
-			for it.Seek(recordKey(q, from)); it.Valid() && len(keys) < chunk; it.Next() {
-				off, err := recordOffset(it.Item().Key())
-				if err != nil {
-					return err
-				}
-				if off >= to {
-					break
-				}
-				keys = append(keys, it.Item().KeyCopy(nil))
-			}
-			return nil
-		})
-		if err == nil && len(keys) > 0 {
-			err = s.deleteKeys(keys)
-		}
+		var done bool
+		var err error
+		from, done, err = s.deleteChunk(q, from, to)
 		if err != nil {
 			return fmt.Errorf("store: delete range [%d, %d) of %d/%d: %w", from, to, q.Topic, q.Queue, err)
 		}
-		if len(keys) < chunk {
+		if done {
 			return nil
 		}
-		last, _ := recordOffset(keys[len(keys)-1])
-		from = last + 1 // last < to, so this does not overflow
 	}
 	return nil
 }
 
-func (s *Badger) deleteKeys(keys [][]byte) error {
+// deleteChunk deletes [from, to) from up to MaxEntries/2 segments of q in
+// one transaction and returns where the next chunk starts.
+func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, bool, error) {
 	s.dropMu.RLock()
 	defer s.dropMu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	chunk := max(s.limits.MaxEntries/2, 1) // a split segment costs two operations
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	for _, k := range keys {
-		if err := txn.Delete(k); err != nil {
-			return writeError(err)
+	var (
+		kept  []Entry
+		n     int
+		next  = to
+		errCh = errors.New("chunk full")
+	)
+	err := scanSegments(txn, q, from, to, func(start uint64, v []byte) error {
+		if n == chunk {
+			next = start
+			return errCh
+		}
+		n++
+		if err := txn.Delete(recordKey(q, start)); err != nil {
+			return err
+		}
+		return decodeSegment(v, func(i int, rec []byte) bool {
+			if off := start + uint64(i); off < from || off >= to {
+				kept = append(kept, Entry{Queue: q, Offset: off, Value: rec})
+			}
+			return true
+		})
+	})
+	if err != nil && err != errCh {
+		return from, false, err
+	}
+	if n == 0 {
+		return to, true, nil
+	}
+	if len(kept) > 0 {
+		size := 0
+		for _, e := range kept {
+			size += len(e.Value) + segmentRecordOverhead + segmentOverhead
+		}
+		if _, _, err := s.putSegments(txn, q, kept, make([]byte, 0, len(kept)*recordKeyLen), make([]byte, 0, size)); err != nil {
+			return from, false, err
 		}
 	}
-	return txn.Commit()
+	if err := txn.Commit(); err != nil {
+		return from, false, err
+	}
+	return next, next >= to, nil
 }
 
 // DropQueue deletes every record of q with Badger's DropPrefix. Writes wait
@@ -678,6 +973,9 @@ func (s *Badger) DropQueue(q QueueID) error {
 	defer s.release()
 	s.dropMu.Lock()
 	defer s.dropMu.Unlock()
+	s.wmu.Lock()
+	delete(s.ends, q)
+	s.wmu.Unlock()
 	if err := s.db.DropPrefix(queuePrefix(q)); err != nil {
 		return fmt.Errorf("store: drop queue %d/%d: %w", q.Topic, q.Queue, err)
 	}
