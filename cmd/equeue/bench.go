@@ -59,10 +59,11 @@ on --dir DIR, or against a running broker with --server. It creates a topic
 of its own (--topic, default bench-<random>) with --queues queues and
 deletes it afterwards unless --keep.
 
-For comparison it also measures a raw Badger baseline in a temporary
-directory: the same number of values of the same size, written by the
-same number of goroutines in batches of --batch values, each batch fsynced
-when --sync is always. The ratio is the engine's messages per second over
+For comparison it also measures a storage baseline in a temporary
+directory: the same number of values of the same size written straight to
+the Badger store the engine sits on (which packs consecutive values of a
+queue into segments), by the same number of goroutines in batches of
+--batch values, each batch fsynced when --sync is always. The ratio is the engine's messages per second over
 the baseline's values per second.
 
 A progress bar goes to stderr unless --json; --json prints one JSON object.`,
