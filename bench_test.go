@@ -573,21 +573,7 @@ func benchBaselineRaw(b *testing.B, txnSize int, synced bool, size int) {
 	start := time.Now()
 	for done := 0; done < b.N; {
 		k := min(txnSize, b.N-done)
-		// Badger holds on to the keys until the commit: one buffer per
-		// transaction, sized up front so they never move (as the store does).
-		keys := make([]byte, 0, k*benchRecordKeyLen)
-		txn := db.NewTransaction(true)
-		for i := range k {
-			q := (done + i) % benchQueues
-			at := len(keys)
-			keys = benchRecordKey(keys, 1, uint32(q), offs[q])
-			offs[q]++
-			if err := txn.SetEntry(badger.NewEntry(keys[at:len(keys):len(keys)], value)); err != nil {
-				txn.Discard()
-				b.Fatal(err)
-			}
-		}
-		if err := txn.Commit(); err != nil {
+		if err := benchRawTxn(db, done, k, &offs, value); err != nil {
 			b.Fatal(err)
 		}
 		if synced {
@@ -716,24 +702,33 @@ func benchRawFill(b *testing.B, dir string, n, size int) {
 	var offs [benchQueues]uint64
 	for done := 0; done < n; {
 		k := min(1024, n-done)
-		keys := make([]byte, 0, k*benchRecordKeyLen)
-		txn := db.NewTransaction(true)
-		for i := range k {
-			q := (done + i) % benchQueues
-			at := len(keys)
-			keys = benchRecordKey(keys, 1, uint32(q), offs[q])
-			offs[q]++
-			if err := txn.SetEntry(badger.NewEntry(keys[at:len(keys):len(keys)], value)); err != nil {
-				txn.Discard()
-				b.Fatal(err)
-			}
-		}
-		if err := txn.Commit(); err != nil {
+		if err := benchRawTxn(db, done, k, &offs, value); err != nil {
 			b.Fatal(err)
 		}
 		done += k
 	}
 	benchClose(b, db)
+}
+
+// benchRawTxn writes k copies of value with raw Badger in one transaction,
+// one key per value: records done, done+1, ... of topic 1 go to the queues
+// round robin at the offsets in offs, which it advances.
+func benchRawTxn(db *badger.DB, done, k int, offs *[benchQueues]uint64, value []byte) error {
+	// Badger holds on to the keys until the commit: one buffer per
+	// transaction, sized up front so they never move (as the store does).
+	keys := make([]byte, 0, k*benchRecordKeyLen)
+	txn := db.NewTransaction(true)
+	defer txn.Discard()
+	for i := range k {
+		q := (done + i) % benchQueues
+		at := len(keys)
+		keys = benchRecordKey(keys, 1, uint32(q), offs[q])
+		offs[q]++
+		if err := txn.SetEntry(badger.NewEntry(keys[at:len(keys):len(keys)], value)); err != nil {
+			return err
+		}
+	}
+	return txn.Commit()
 }
 
 // benchQueueStarts finds the store topic ID of the only topic in db (from
