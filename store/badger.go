@@ -712,6 +712,12 @@ func scanSegments(txn *badger.Txn, q QueueID, lo, hi uint64, fn func(start uint6
 // segmentAtOrBefore returns the first offset and a copy of the value of the
 // last segment of q starting at or before off.
 func segmentAtOrBefore(txn *badger.Txn, prefix []byte, q QueueID, off uint64) (uint64, []byte, bool, error) {
+	return lastSegment(txn, prefix, q, off, true)
+}
+
+// lastSegment is segmentAtOrBefore; withValue false skips the value copy
+// (the value returned is then nil).
+func lastSegment(txn *badger.Txn, prefix []byte, q QueueID, off uint64, withValue bool) (uint64, []byte, bool, error) {
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix, Reverse: true})
 	defer it.Close()
 	it.Seek(recordKey(q, off))
@@ -719,8 +725,8 @@ func segmentAtOrBefore(txn *badger.Txn, prefix []byte, q QueueID, off uint64) (u
 		return 0, nil, false, nil
 	}
 	start, err := recordOffset(it.Item().Key())
-	if err != nil {
-		return 0, nil, false, err
+	if err != nil || !withValue {
+		return start, nil, err == nil, err
 	}
 	v, err := it.Item().ValueCopy(nil)
 	if err != nil {
@@ -787,7 +793,7 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 	err := s.db.View(func(txn *badger.Txn) error {
 		prefix := queuePrefix(q)
 		seek := from
-		if start, _, ok, err := segmentAtOrBefore(txn, prefix, q, from); err != nil {
+		if start, _, ok, err := lastSegment(txn, prefix, q, from, false); err != nil {
 			return err
 		} else if ok {
 			seek = start
