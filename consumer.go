@@ -15,7 +15,11 @@ import (
 )
 
 // Handler processes one message. Returning nil acknowledges it; an error (or
-// a panic, which is recovered) makes it be delivered again later.
+// a panic, which is recovered) makes it be delivered again later. ctx is
+// cancelled when the consumer closes, and when a queue being handed over to
+// another member is still running the handler after HandoffTimeout; an
+// error returned after that is not counted as an attempt and the message
+// stays uncommitted, so the group gets it again.
 type Handler func(ctx context.Context, m *Message) error
 
 // ConsumerOptions configure a Consumer. Group, Subscriptions and Handler are
@@ -174,15 +178,27 @@ type Consumer struct {
 
 	ctx    context.Context // cancelled by Close after draining
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // every goroutine of the consumer
-	tasks  chan task
+	// hctx is the parent of every handler's context: Close cancels it first
+	// to ask running handlers to return, while a rebalance handoff lets
+	// them finish with a live context.
+	hctx    context.Context
+	hcancel context.CancelFunc
+	wg      sync.WaitGroup // every goroutine of the consumer
+	tasks   chan task
+
+	// commitMu orders the consumer's commits: each computes its offsets
+	// under it, so a periodic commit still in flight cannot land after (and
+	// undo) the final commit of a handover or Close.
+	commitMu sync.Mutex
 
 	mu         sync.Mutex
 	started    bool
 	closed     bool
 	runners    map[QueueRef]*runner
 	stopping   map[QueueRef]bool
+	handoffs   sync.WaitGroup // handOver goroutines
 	version    int64
+	stale      bool            // a handover ended since the last apply: apply again
 	loopStop   <-chan struct{} // closed when the loops must stop
 	loopCtx    context.Context
 	loopCancel context.CancelFunc
@@ -216,6 +232,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 		c.filters[s.Topic] = s.Filter
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.hctx, c.hcancel = context.WithCancel(c.ctx)
 	c.loopCtx, c.loopCancel = context.WithCancel(c.ctx)
 	c.loopStop = c.loopCtx.Done()
 	return c, nil
@@ -292,9 +309,16 @@ func (c *Consumer) membershipLoop() {
 	}, c.abandonAll)
 }
 
+// knownVersion is the assignment version the consumer has applied; zero
+// after a handover ended, so that the next heartbeat returns the assignment
+// again and a queue granted back to this member while it was still handing
+// it over gets started.
 func (c *Consumer) knownVersion() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stale {
+		return 0
+	}
 	return c.version
 }
 
@@ -308,6 +332,7 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		return nil
 	}
 	c.log.Debug("apply", "version", a.Version, "queues", a.Queues, "pending", a.Pending, "running", len(c.runners), "stopping", c.stopping)
+	c.stale = false
 	granted := make(map[QueueRef]Grant, len(a.Queues))
 	for _, g := range a.Queues {
 		granted[g.QueueRef] = g
@@ -318,7 +343,11 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		case !ok:
 			delete(c.runners, ref)
 			c.stopping[ref] = true
-			c.goFunc(func() { c.handOver(r) })
+			c.handoffs.Add(1)
+			c.goFunc(func() {
+				defer c.handoffs.Done()
+				c.handOver(r)
+			})
 		case g.Epoch != r.grant.Epoch:
 			// Fenced (offset reset or re-grant): what it holds cannot be committed.
 			delete(c.runners, ref)
@@ -382,6 +411,7 @@ func (c *Consumer) handOver(r *runner) {
 	}
 	c.mu.Lock()
 	delete(c.stopping, r.grant.QueueRef)
+	c.stale = true
 	c.mu.Unlock()
 }
 
@@ -424,6 +454,8 @@ func (c *Consumer) Commit(ctx context.Context) error {
 }
 
 func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
 	if c.crashed.Load() {
 		return nil
 	}
@@ -454,8 +486,10 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 	return err
 }
 
-// Close stops pulling, waits (up to HandoffTimeout) for running handlers,
-// commits, leaves the group and stops every goroutine. Idempotent.
+// Close stops pulling, cancels the context of running handlers and waits
+// (up to HandoffTimeout) for them to return, commits, leaves the group and
+// stops every goroutine. A message whose handler returns an error once its
+// context is cancelled stays uncommitted: the group gets it again. Idempotent.
 func (c *Consumer) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -472,7 +506,16 @@ func (c *Consumer) Close() error {
 		return nil
 	}
 	c.loopCancel()
+	c.hcancel()
 	var wg sync.WaitGroup
+	// Handovers still running commit and release their queues before this
+	// member leaves; leaving first would grant those queues to others while
+	// their handlers still run.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.handoffs.Wait()
+	}()
 	for _, r := range rs {
 		wg.Add(1)
 		go func() {

@@ -271,6 +271,7 @@ func testConsumer_CrashRedeliversOnlyUncommitted(t *testing.T, tr string) {
 		Handler: colA.handler("a"), CommitInterval: time.Hour, From: equeue.ConsumeFromEarliest, HeartbeatInterval: 50 * time.Millisecond})
 	first := sendN(t, p, "t", 100, nil)
 	eventually(t, 10*time.Second, func() bool { return colA.count() == 100 }, "a handled the first 100")
+	waitWindow(t, a, "t", 100)
 	require.NoError(t, a.Commit(ctx))
 	second := sendN(t, p, "t", 50, nil)
 	eventually(t, 10*time.Second, func() bool { return colA.count() == 150 }, "a handled 50 more")

@@ -195,7 +195,15 @@ func testConsumer_SlidingWindow(t *testing.T, tr string) {
 		}})
 	p := newProducer(t, b, nil)
 	sendN(t, p, "t", 20, nil)
-	eventually(t, 10*time.Second, func() bool { return done.Load() == 19 }, "all but the slow one")
+	// A handler counts its message before the consumer marks it finished, so
+	// wait for the window itself before committing.
+	committable := func() int64 {
+		if qs := statsOf(c, "t"); len(qs) == 1 {
+			return qs[0].Committable
+		}
+		return -1
+	}
+	eventually(t, 10*time.Second, func() bool { return done.Load() == 19 && committable() == 5 }, "all but the slow one")
 	require.NoError(t, c.Commit(ctx))
 	assert.Equal(t, int64(5), startedCommit(t, e, "g"), "the slow message pins the committed offset")
 	qs := statsOf(c, "t")
@@ -203,7 +211,7 @@ func testConsumer_SlidingWindow(t *testing.T, tr string) {
 	assert.Equal(t, 1, qs[0].Cached)
 	assert.Positive(t, qs[0].OldestInFlight)
 	close(release)
-	eventually(t, 10*time.Second, func() bool { return done.Load() == 20 }, "slow one done")
+	eventually(t, 10*time.Second, func() bool { return done.Load() == 20 && committable() == 20 }, "slow one done")
 	require.NoError(t, c.Commit(ctx))
 	assert.Equal(t, int64(20), startedCommit(t, e, "g"), "the window slides to max+1")
 }
@@ -281,6 +289,7 @@ func TestAdmin_GroupsLagAndResetOffsets(t *testing.T) {
 	col := newCollector()
 	c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: col.handler("m"), From: equeue.ConsumeFromEarliest})
 	eventually(t, 10*time.Second, func() bool { return col.count() == 20 }, "consumed")
+	waitWindow(t, c, "t", 20)
 	require.NoError(t, c.Commit(ctx))
 	gs, err := e.Groups(ctx)
 	require.NoError(t, err)

@@ -145,3 +145,18 @@ func statsOf(c *equeue.Consumer, topic string) []equeue.QueueStat {
 	}
 	return out
 }
+
+// waitWindow waits until the committable offsets of c's queues of topic add
+// up to sum: a handler returns before the consumer marks its message
+// finished, so counting handled messages is not enough before a commit.
+func waitWindow(t testing.TB, c *equeue.Consumer, topic string, sum int64) {
+	t.Helper()
+	got := func() int64 {
+		var n int64
+		for _, q := range statsOf(c, topic) {
+			n += q.Committable
+		}
+		return n
+	}
+	eventually(t, 10*time.Second, func() bool { return got() == sum }, "committable offsets of %s add up to %d", topic, sum)
+}

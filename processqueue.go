@@ -18,7 +18,8 @@ type processQueue struct {
 	bytes    int64 // body bytes of entries not done
 	running  int   // entries whose handler is running
 	pullNext int64 // one past the last offset pulled or skipped
-	stopping bool  // no new handler may start
+	stopping bool  // only offsets below fence may start a handler
+	fence    int64
 	changed  chan struct{}
 }
 
@@ -30,6 +31,7 @@ type pqEntry struct {
 	msg     *Message
 	done    bool
 	running bool
+	tried   bool // handed to a handler by the drain
 }
 
 func newProcessQueue(start int64) *processQueue {
@@ -74,13 +76,14 @@ func (p *processQueue) find(off int64) int {
 	return -1
 }
 
-// begin marks off as running; false when the queue is stopping or off is
-// unknown, and the handler must not run.
+// begin marks off as running; false when off is unknown, finished or
+// running, or the queue is stopping and off is not below its fence: then the
+// handler must not run.
 func (p *processQueue) begin(off int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	i := p.find(off)
-	if p.stopping || i < 0 || p.entries[i].done || p.entries[i].running {
+	if (p.stopping && off >= p.fence) || i < 0 || p.entries[i].done || p.entries[i].running {
 		return false
 	}
 	p.entries[i].running = true
@@ -182,10 +185,51 @@ func (p *processQueue) wait() <-chan struct{} {
 	return p.changed
 }
 
-// stop forbids new handlers and reports how many are running.
+// stop forbids every new handler.
 func (p *processQueue) stop() {
 	p.mu.Lock()
 	p.stopping = true
+	p.fence = -1
+	p.signal()
+	p.mu.Unlock()
+}
+
+// stopAfterGaps forbids new handlers except for the gaps: unfinished messages
+// below the highest offset already running or finished. Handling those lets
+// the committed offset pass everything handled, so the next owner of the
+// queue repeats nothing.
+func (p *processQueue) stopAfterGaps() {
+	p.mu.Lock()
+	p.stopping = true
+	p.fence = -1
+	for i := len(p.entries) - 1; i >= p.head; i-- {
+		if e := &p.entries[i]; e.done || e.running {
+			p.fence = e.off + 1
+			break
+		}
+	}
+	p.signal()
+	p.mu.Unlock()
+}
+
+// gaps returns the messages below the fence that are neither running nor
+// finished and were not returned before, and whether any handler is running.
+func (p *processQueue) gaps() (msgs []*Message, running bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := p.head; i < len(p.entries) && p.entries[i].off < p.fence; i++ {
+		e := &p.entries[i]
+		if !e.done && !e.running && !e.tried {
+			e.tried = true
+			msgs = append(msgs, e.msg)
+		}
+	}
+	return msgs, p.running > 0
+}
+
+// poke wakes whoever waits for a change.
+func (p *processQueue) poke() {
+	p.mu.Lock()
 	p.signal()
 	p.mu.Unlock()
 }

@@ -96,6 +96,7 @@ func TestRetention_KeepUnconsumedAndSize(t *testing.T) {
 			return col.handler("c")(ctx, m)
 		}, HandoffTimeout: 50 * time.Millisecond})
 	eventually(t, 10*time.Second, func() bool { return col.count() == 40 }, "40 consumed")
+	waitWindow(t, c, "t", 40)
 	require.NoError(t, c.Commit(ctx))
 	res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond, KeepUnconsumed: true})
 	require.NoError(t, err)

@@ -159,8 +159,8 @@ func (c *Consumer) watchdog() {
 				attempts := m.Attempt + 1
 				var stored bool
 				if attempts >= c.o.MaxAttempts {
-					stored = c.deadLetter(r.ctx, view, attempts, cause)
-				} else if err := c.sendBack(r.ctx, view, attempts, cause); err == nil {
+					stored = c.deadLetter(r.hctx, view, attempts, cause)
+				} else if err := c.sendBack(r.hctx, view, attempts, cause); err == nil {
 					stored = true
 				} else {
 					c.log.Warn("send-back of a stuck message failed", "err", err)

@@ -179,6 +179,7 @@ func testRetry_StuckHandlerIsSentBack(t *testing.T, tr string) {
 	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("y")})
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, func() bool { return calls.Load() == 3 }, "the stuck message was redelivered")
+	waitWindow(t, c, "t", 2)
 	require.NoError(t, c.Commit(ctx))
 	assert.Equal(t, int64(2), startedCommit(t, e, "g"), "the stuck message no longer pins the offset")
 }

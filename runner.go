@@ -18,6 +18,8 @@ type runner struct {
 	pq        *processQueue
 	ctx       context.Context // cancelled to stop pulling
 	cancel    context.CancelFunc
+	hctx      context.Context // handlers' context: cancelled by Close, by abandon and when a drain ends
+	hcancel   context.CancelFunc
 	done      chan struct{} // closed when the pull loop has returned
 	abandoned atomic.Bool
 	committed atomic.Int64 // last offset committed, -1 before the first commit
@@ -26,22 +28,43 @@ type runner struct {
 func (c *Consumer) newRunner(g Grant, start int64) *runner {
 	r := &runner{c: c, grant: g, filter: c.filters[g.Topic], pq: newProcessQueue(start), done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(c.ctx)
+	r.hctx, r.hcancel = context.WithCancel(c.hctx)
 	r.committed.Store(start)
 	return r
 }
 
-// drain stops pulling, stops new handlers from starting and waits up to
-// timeout for the running ones. Unstarted messages stay uncommitted, so the
-// next owner gets them and nobody handles them twice.
+// drain stops pulling and starting handlers, and waits up to timeout for
+// the running ones. Messages below the highest offset already running or
+// finished (a concurrent pool finishes out of order) are handled first, so
+// the committed offset passes every handled message; the rest stay
+// uncommitted for the next owner. Nobody handles a message twice unless the
+// timeout strikes.
 func (r *runner) drain(timeout time.Duration) {
-	r.cancel()
-	<-r.done
-	r.pq.stop()
+	defer r.hcancel()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	r.cancel()
+	select {
+	case <-r.done: // in orderly mode, after the running handler returned
+	case <-deadline.C:
+		r.c.log.Warn("handoff timeout: orderly handler still running; its message may be delivered again", "queue", r.grant.QueueRef)
+		r.pq.stop()
+		return
+	}
+	r.pq.stopAfterGaps()
+	var gapping atomic.Int32 // gap handlers started here and not returned
 	for {
 		ch := r.pq.wait()
-		if r.pq.runningCount() == 0 {
+		gaps, running := r.pq.gaps()
+		for _, m := range gaps {
+			gapping.Add(1)
+			r.c.goFunc(func() {
+				defer r.pq.poke()
+				defer gapping.Add(-1)
+				r.handleConcurrent(m) // a worker may hold it already: begin decides
+			})
+		}
+		if !running && len(gaps) == 0 && gapping.Load() == 0 {
 			return
 		}
 		select {
@@ -59,6 +82,7 @@ func (r *runner) abandon() {
 	r.abandoned.Store(true)
 	r.pq.stop()
 	r.cancel()
+	r.hcancel()
 }
 
 func (r *runner) pullLoop() {
@@ -174,8 +198,10 @@ func (r *runner) handleConcurrent(m *Message) {
 		return
 	}
 	view := origin(m)
-	err := r.c.invoke(r.ctx, view)
-	if err == nil || r.abandoned.Load() {
+	err := r.c.invoke(r.hctx, view)
+	if err == nil || r.abandoned.Load() || r.hctx.Err() != nil {
+		// A failure after the consumer asked the handler to stop is not an
+		// attempt: the message stays unfinished for the next delivery.
 		r.pq.end(m.Offset, err == nil)
 		return
 	}
@@ -188,7 +214,7 @@ func (r *runner) handleConcurrent(m *Message) {
 // dispose deals with a failed message: true when it was stored in the retry
 // or dead-letter topic, false when it was scheduled for a local retry.
 func (r *runner) dispose(m, view *Message, err error) bool {
-	c, ctx := r.c, r.ctx
+	c, ctx := r.c, r.hctx
 	attempts := m.Attempt + 1
 	if attempts >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
 		if c.deadLetter(ctx, view, attempts, err) {
@@ -212,12 +238,12 @@ func (r *runner) retryLocally(m *Message, attempts int, d time.Duration) {
 	c := r.c
 	m.Attempt = attempts
 	c.goFunc(func() {
-		if !sleepCtx(r.ctx, d) {
+		if !sleepCtx(r.hctx, d) {
 			return
 		}
 		select {
 		case c.tasks <- task{r: r, m: m}:
-		case <-r.ctx.Done():
+		case <-r.hctx.Done():
 		}
 	})
 }
@@ -230,13 +256,17 @@ func (r *runner) handleOrderly(m *Message) bool {
 			return false
 		}
 		view := origin(m)
-		err := r.c.invoke(r.ctx, view)
+		err := r.c.invoke(r.hctx, view)
 		if err == nil {
 			r.pq.end(m.Offset, true)
 			return true
 		}
+		if r.hctx.Err() != nil { // asked to stop: not an attempt
+			r.pq.end(m.Offset, false)
+			return false
+		}
 		m.Attempt++
-		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.c.deadLetter(r.ctx, view, m.Attempt, err) {
+		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.c.deadLetter(r.hctx, view, m.Attempt, err) {
 			r.pq.end(m.Offset, true)
 			return true
 		}
