@@ -64,7 +64,7 @@ func (r *runner) drain(timeout time.Duration) {
 				r.handleConcurrent(m) // a worker may hold it already: begin decides
 			})
 		}
-		if !running && len(gaps) == 0 && gapping.Load() == 0 {
+		if !running && gapping.Load() == 0 {
 			return
 		}
 		select {
