@@ -1,0 +1,168 @@
+// Package faultstore wraps a store with injectable failures and delays, so
+// tests can prove what the engine promises when a Write, a Sync or a range
+// delete fails or stalls.
+//
+// A failed Write never reaches the wrapped store (the batch is "not stored");
+// a failed Sync happens after the earlier Writes were applied (they are
+// "stored but not known durable"), which is what a real fsync error leaves.
+package faultstore
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// Store is the method set of the engine's store (equeue.Store), repeated
+// here so this package does not import the engine.
+type Store interface {
+	Write(b *store.Batch) error
+	Sync() error
+	Read(q store.QueueID, from, to uint64, max, maxBytes int) ([]store.Record, error)
+	Bounds(q store.QueueID) (first, next uint64, ok bool, err error)
+	DeleteRange(q store.QueueID, from, to uint64) error
+	DropQueue(q store.QueueID) error
+	GetMeta(key []byte) ([]byte, error)
+	ScanMeta(prefix []byte, fn func(key, value []byte) error) error
+	Size() (int64, error)
+	Limits() store.Limits
+	Reclaim() error
+	Close() error
+}
+
+// ErrInjected is the error the convenience methods inject.
+var ErrInjected = errors.New("faultstore: injected failure")
+
+// FS is a Store whose Write, Sync and DeleteRange can be made to fail or
+// wait. The zero hooks pass every call through. Safe for concurrent use.
+type FS struct {
+	Store
+
+	mu          sync.Mutex
+	writeHook   func(b *store.Batch) error
+	syncHook    func() error
+	deleteHook  func(q store.QueueID, from, to uint64) error
+	failWrites  int
+	failSyncs   int
+	failDeletes int
+	writeDelay  time.Duration
+	syncDelay   time.Duration
+
+	writes, syncs, writeFails, syncFails atomic.Int64
+}
+
+// New wraps s.
+func New(s Store) *FS { return &FS{Store: s} }
+
+// FailWrites makes the next n Writes return ErrInjected without writing.
+func (f *FS) FailWrites(n int) { f.mu.Lock(); f.failWrites = n; f.mu.Unlock() }
+
+// FailSyncs makes the next n Syncs return ErrInjected (after the Writes
+// before them were applied).
+func (f *FS) FailSyncs(n int) { f.mu.Lock(); f.failSyncs = n; f.mu.Unlock() }
+
+// FailDeletes makes the next n DeleteRange calls return ErrInjected without deleting.
+func (f *FS) FailDeletes(n int) { f.mu.Lock(); f.failDeletes = n; f.mu.Unlock() }
+
+// OnWrite sets a hook called before each Write; a non-nil error fails that
+// Write without writing. nil removes the hook.
+func (f *FS) OnWrite(h func(b *store.Batch) error) { f.mu.Lock(); f.writeHook = h; f.mu.Unlock() }
+
+// OnSync sets a hook called before each Sync; a non-nil error fails that Sync.
+func (f *FS) OnSync(h func() error) { f.mu.Lock(); f.syncHook = h; f.mu.Unlock() }
+
+// OnDeleteRange sets a hook called before each DeleteRange; a non-nil error
+// fails it without deleting.
+func (f *FS) OnDeleteRange(h func(q store.QueueID, from, to uint64) error) {
+	f.mu.Lock()
+	f.deleteHook = h
+	f.mu.Unlock()
+}
+
+// Delay makes every Write and Sync wait the given time first.
+func (f *FS) Delay(write, sync time.Duration) {
+	f.mu.Lock()
+	f.writeDelay, f.syncDelay = write, sync
+	f.mu.Unlock()
+}
+
+// Writes, Syncs, WriteFailures and SyncFailures count calls since New.
+func (f *FS) Writes() int64        { return f.writes.Load() }
+func (f *FS) Syncs() int64         { return f.syncs.Load() }
+func (f *FS) WriteFailures() int64 { return f.writeFails.Load() }
+func (f *FS) SyncFailures() int64  { return f.syncFails.Load() }
+
+// Write applies b unless a failure is due.
+func (f *FS) Write(b *store.Batch) error {
+	f.writes.Add(1)
+	f.mu.Lock()
+	hook, delay := f.writeHook, f.writeDelay
+	fail := f.failWrites > 0
+	if fail {
+		f.failWrites--
+	}
+	f.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	var err error
+	if fail {
+		err = ErrInjected
+	} else if hook != nil {
+		err = hook(b)
+	}
+	if err != nil {
+		f.writeFails.Add(1)
+		return err
+	}
+	return f.Store.Write(b)
+}
+
+// Sync syncs unless a failure is due.
+func (f *FS) Sync() error {
+	f.syncs.Add(1)
+	f.mu.Lock()
+	hook, delay := f.syncHook, f.syncDelay
+	fail := f.failSyncs > 0
+	if fail {
+		f.failSyncs--
+	}
+	f.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	var err error
+	if fail {
+		err = ErrInjected
+	} else if hook != nil {
+		err = hook()
+	}
+	if err != nil {
+		f.syncFails.Add(1)
+		return err
+	}
+	return f.Store.Sync()
+}
+
+// DeleteRange deletes unless a failure is due.
+func (f *FS) DeleteRange(q store.QueueID, from, to uint64) error {
+	f.mu.Lock()
+	hook := f.deleteHook
+	fail := f.failDeletes > 0
+	if fail {
+		f.failDeletes--
+	}
+	f.mu.Unlock()
+	if fail {
+		return ErrInjected
+	}
+	if hook != nil {
+		if err := hook(q, from, to); err != nil {
+			return err
+		}
+	}
+	return f.Store.DeleteRange(q, from, to)
+}
