@@ -386,15 +386,7 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 		return Assignment{}, err
 	}
 	c := e.groups
-	c.mu.Lock()
-	g := c.groups[req.Group]
-	if g == nil {
-		g = newGroup(groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: req.From, FromTime: req.FromTime})
-		c.groups[req.Group] = g
-	}
-	c.mu.Unlock()
-
-	g.mu.Lock()
+	g, created := c.lockForJoin(groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: req.From, FromTime: req.FromTime})
 	defer g.mu.Unlock()
 	_, rejoin := g.members[req.Member]
 	others := len(g.members)
@@ -406,11 +398,12 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 			ErrSubscriptionMismatch, g.name, g.model, g.subs, g.strategy.Name(), req.Member, req.Model, subs, strat.Name())
 	}
 	if others == 0 {
-		g.model, g.subs, g.strategy, g.from, g.fromTime = req.Model, subs, strat, req.From, req.FromTime
-		v, _ := json.Marshal(g.meta())
-		if err := e.writeMeta(store.MetaOp{Key: groupKey(g.name), Value: v}); err != nil {
-			return Assignment{}, fmt.Errorf("equeue: save group %q: %w", g.name, err)
+		// Store the group's configuration first; memory follows.
+		m := groupMeta{Name: g.name, Model: req.Model, Subs: subs, Strategy: strat.Name(), From: req.From, FromTime: req.FromTime}
+		if err := c.saveGroupMeta(g, m, created); err != nil {
+			return Assignment{}, err
 		}
+		g.model, g.subs, g.strategy, g.from, g.fromTime = req.Model, subs, strat, req.From, req.FromTime
 	}
 	g.members[req.Member] = &member{id: req.Member, lastSeen: time.Now()}
 	if !rejoin {
@@ -535,35 +528,68 @@ func (g *group) checkGrant(memberID string, q Grant) error {
 	return nil
 }
 
-// dropTopic forgets a deleted topic's offsets and rebalances its groups.
+// topicChanged rebalances the groups subscribed to a topic that was
+// created, grown or deleted. DeleteTopic removed a deleted topic's offsets
+// already, in the same store write as the topic. A broadcasting group's
+// grants are renewed when a topic it reads is deleted, so that a commit made
+// under a grant of the old topic cannot land in a topic re-created under the
+// same name.
 func (c *coordinator) topicChanged(name string, deleted bool) {
-	c.mu.Lock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		gs = append(gs, g)
-	}
-	c.mu.Unlock()
-	for _, g := range gs {
+	for _, g := range c.snapshot() {
 		g.mu.Lock()
-		if deleted {
-			var ops []store.MetaOp
-			for k := range g.offsets {
-				if k.q.Topic == name {
-					delete(g.offsets, k)
-					ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Delete: true})
-				}
-			}
-			if len(ops) > 0 {
-				if err := c.e.st.Write(&store.Batch{Meta: ops}); err != nil {
-					c.e.log.Warn("dropping offsets of deleted topic", "group", g.name, "topic", name, "err", err)
-				}
-			}
-		}
 		if slices.ContainsFunc(g.subs, func(s Subscription) bool { return s.Topic == name }) && len(g.members) > 0 {
 			c.rebalance(g)
+			if deleted && g.model == Broadcasting {
+				g.resetEpoch = g.epoch
+			}
 		}
 		g.mu.Unlock()
 	}
+}
+
+// lockForJoin returns the group named in m with g.mu held, creating it from
+// m when it does not exist (created is then true). A group whose first join
+// failed is dropped again (see saveGroupMeta): lock the current one.
+func (c *coordinator) lockForJoin(m groupMeta) (g *group, created bool) {
+	for {
+		c.mu.Lock()
+		g = c.groups[m.Name]
+		created = g == nil
+		if created {
+			g = newGroup(m)
+			c.groups[m.Name] = g
+		}
+		c.mu.Unlock()
+		g.mu.Lock()
+		c.mu.Lock()
+		current := c.groups[m.Name] == g
+		c.mu.Unlock()
+		if current {
+			return g, created
+		}
+		g.mu.Unlock()
+	}
+}
+
+// saveGroupMeta stores m as g's configuration. When the write fails and
+// this join created g, g is dropped, so the engine is as before the join.
+// g.mu must be held; lock order is g.mu, then c.mu.
+func (c *coordinator) saveGroupMeta(g *group, m groupMeta, created bool) error {
+	v, err := json.Marshal(m)
+	if err == nil {
+		err = c.e.writeMeta(store.MetaOp{Key: groupKey(m.Name), Value: v})
+	}
+	if err == nil {
+		return nil
+	}
+	if created && len(g.members) == 0 && len(g.offsets) == 0 {
+		c.mu.Lock()
+		if c.groups[m.Name] == g {
+			delete(c.groups, m.Name)
+		}
+		c.mu.Unlock()
+	}
+	return fmt.Errorf("equeue: save group %q: %w", m.Name, err)
 }
 
 func (e *Engine) notifyTopicChange(name string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -25,8 +26,9 @@ func (g *group) offsetKeyFor(memberID string, q QueueRef) offsetKey {
 }
 
 // CommitOffsets stores the next offset to consume of queues the member owns.
-// Offsets of queues it does not own under the given epoch are refused with
-// ErrFenced; the others are stored.
+// Offsets of queues it does not own under the given epoch, or of a topic
+// that was deleted, are refused with ErrFenced; the others are stored. The
+// engine's view changes only after the store write returned.
 func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -35,6 +37,8 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	if req == nil {
 		return fmt.Errorf("%w: nil commit request", ErrInvalidArgument)
 	}
+	gate := e.gateTopics(topicsOfCommits(req.Offsets))
+	defer gate.release()
 	g, err := e.groups.memberGroup(req.Group, req.Member)
 	if err != nil {
 		return err
@@ -45,9 +49,14 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	g.mu.Lock()
 	var (
 		ops  []store.MetaOp
+		set  []offsetSet
 		errs []error
 	)
 	for _, oc := range req.Offsets {
+		if err := gate.check(oc.Topic); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := g.checkGrant(req.Member, oc.Grant); err != nil {
 			errs = append(errs, err)
 			continue
@@ -60,16 +69,152 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 		if cur, ok := g.offsets[k]; ok && cur == oc.Offset {
 			continue
 		}
-		g.offsets[k] = oc.Offset
+		set = append(set, offsetSet{k, oc.Offset})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset)})
 	}
 	g.mu.Unlock()
-	if len(ops) > 0 {
-		if err := e.writeMeta(ops...); err != nil {
-			errs = append(errs, fmt.Errorf("equeue: commit offsets of %q: %w", req.Group, err))
-		}
+	if err := e.storeOffsets(g, ops, set); err != nil {
+		errs = append(errs, fmt.Errorf("equeue: commit offsets of %q: %w", req.Group, err))
 	}
 	return errors.Join(errs...)
+}
+
+// offsetSet is one committed offset to publish in a group's memory.
+type offsetSet struct {
+	k   offsetKey
+	off int64
+}
+
+// storeOffsets writes ops and then, if the write succeeded, sets the
+// offsets in g's memory. g.commitMu must be held, g.mu must not.
+func (e *Engine) storeOffsets(g *group, ops []store.MetaOp, set []offsetSet) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := e.writeMeta(ops...); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	for _, s := range set {
+		g.offsets[s.k] = s.off
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+func topicsOfCommits(ocs []OffsetCommit) []string {
+	names := make([]string, 0, 1)
+	for _, oc := range ocs {
+		names = append(names, oc.Topic)
+	}
+	return names
+}
+
+func topicsOfGrants(gs []Grant) []string {
+	names := make([]string, 0, 1)
+	for _, g := range gs {
+		names = append(names, g.Topic)
+	}
+	return names
+}
+
+// topicGate holds the offset gates of some topics (shared): while it is
+// held none of them can be deleted, so an offset written under it never
+// outlives its topic. Take it before any group lock.
+type topicGate struct {
+	held []*topic
+}
+
+// gateTopics takes the gate of each named topic that exists.
+func (e *Engine) gateTopics(names []string) *topicGate {
+	slices.Sort(names)
+	names = slices.Compact(names)
+	g := &topicGate{}
+	for _, n := range names {
+		if t, ok := e.lookupTopic(n); ok {
+			t.gate.RLock()
+			if t.deleted.Load() {
+				t.gate.RUnlock()
+				continue
+			}
+			g.held = append(g.held, t)
+		}
+	}
+	return g
+}
+
+// check reports ErrFenced (and ErrTopicNotFound) unless name is held live.
+func (g *topicGate) check(name string) error {
+	for _, t := range g.held {
+		if t.name == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %w: %q", ErrFenced, ErrTopicNotFound, name)
+}
+
+func (g *topicGate) release() {
+	for _, t := range g.held {
+		t.gate.RUnlock()
+	}
+	g.held = nil
+}
+
+// offsetKeysOf returns the store keys of every committed offset of topic,
+// in the store and in memory.
+func (c *coordinator) offsetKeysOf(topic string) ([][]byte, error) {
+	seen := map[string]bool{}
+	var keys [][]byte
+	add := func(k []byte) {
+		if !seen[string(k)] {
+			seen[string(k)] = true
+			keys = append(keys, slices.Clone(k))
+		}
+	}
+	err := c.e.st.ScanMeta(keyOffsetPrefix, func(k, _ []byte) error {
+		if _, ok, good := parseOffsetMetaKey(k); good && ok.q.Topic == topic {
+			add(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range c.snapshot() {
+		g.mu.Lock()
+		for k := range g.offsets {
+			if k.q.Topic == topic {
+				add(offsetMetaKey(g.name, k))
+			}
+		}
+		g.mu.Unlock()
+	}
+	return keys, nil
+}
+
+// forgetOffsets drops topic's offsets from every group's memory, after
+// they were deleted from the store.
+func (c *coordinator) forgetOffsets(topic string) {
+	for _, g := range c.snapshot() {
+		g.mu.Lock()
+		for k := range g.offsets {
+			if k.q.Topic == topic {
+				delete(g.offsets, k)
+			}
+		}
+		g.mu.Unlock()
+	}
+}
+
+// snapshot lists the groups.
+func (c *coordinator) snapshot() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gs := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		gs = append(gs, g)
+	}
+	return gs
 }
 
 // FetchOffsets returns the next offset to consume of each granted queue. A
@@ -80,6 +225,8 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 		return nil, err
 	}
 	defer e.leave()
+	gate := e.gateTopics(topicsOfGrants(queues))
+	defer gate.release()
 	g, err := e.groups.memberGroup(groupName, memberID)
 	if err != nil {
 		return nil, err
@@ -89,8 +236,15 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
 	out := make([]int64, len(queues))
-	var ops []store.MetaOp
+	var (
+		ops []store.MetaOp
+		set []offsetSet
+	)
 	for i, q := range queues {
+		if err := gate.check(q.Topic); err != nil {
+			g.mu.Unlock()
+			return nil, err
+		}
 		if err := g.checkGrant(memberID, q); err != nil {
 			g.mu.Unlock()
 			return nil, err
@@ -105,15 +259,13 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			g.mu.Unlock()
 			return nil, err
 		}
-		g.offsets[k] = off
 		out[i] = off
+		set = append(set, offsetSet{k, off})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off)})
 	}
 	g.mu.Unlock()
-	if len(ops) > 0 {
-		if err := e.writeMeta(ops...); err != nil {
-			return nil, fmt.Errorf("equeue: store start offsets of %q: %w", groupName, err)
-		}
+	if err := e.storeOffsets(g, ops, set); err != nil {
+		return nil, fmt.Errorf("equeue: store start offsets of %q: %w", groupName, err)
 	}
 	return out, nil
 }
@@ -205,6 +357,17 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	if err != nil {
 		return err
 	}
+	g.mu.Lock()
+	names := make([]string, 0, len(g.subs)+len(req.Offsets))
+	for _, s := range g.subs {
+		names = append(names, s.Topic)
+	}
+	g.mu.Unlock()
+	for ref := range req.Offsets {
+		names = append(names, ref.Topic)
+	}
+	gate := e.gateTopics(names)
+	defer gate.release()
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
@@ -221,12 +384,18 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 			if err != nil {
 				return err
 			}
+			if err := gate.check(q.Topic); err != nil {
+				return err
+			}
 			targets[q] = off
 		}
 	case ResetToOffsets:
 		for ref, off := range req.Offsets {
 			q, err := e.queueOf(ref)
 			if err != nil {
+				return err
+			}
+			if err := gate.check(ref.Topic); err != nil {
 				return err
 			}
 			min, next, _ := q.bounds()

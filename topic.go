@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,11 @@ type topic struct {
 	created time.Time
 	queues  atomic.Pointer[[]*queue]
 	deleted atomic.Bool
+	// gate orders offset writes against deletion: offset commits of the
+	// topic hold it shared and check deleted; DeleteTopic holds it
+	// exclusively while it removes the topic and its offsets, so no commit
+	// lands after the offsets were dropped.
+	gate sync.RWMutex
 	// dedup is the window in which a producer-supplied message ID is stored
 	// only once; zero disables deduplication.
 	dedup time.Duration
@@ -89,6 +95,8 @@ type topicMeta struct {
 	CreatedAt time.Time     `json:"created_at"`
 }
 
+// meta is the topic's current persisted form. Admin changes edit a copy,
+// store it, and only then change the live topic.
 func (t *topic) meta() topicMeta {
 	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created, Dedup: t.dedup}
 	for _, q := range t.queueList() {
@@ -199,12 +207,22 @@ func (e *Engine) loadWatermark(q store.QueueID) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-func (e *Engine) saveTopic(t *topic) error {
-	v, err := json.Marshal(t.meta())
+// topicOp is the store operation that saves m.
+func topicOp(m topicMeta) (store.MetaOp, error) {
+	v, err := json.Marshal(m)
+	if err != nil {
+		return store.MetaOp{}, err
+	}
+	return store.MetaOp{Key: topicKey(m.Name), Value: v}, nil
+}
+
+// saveTopicMeta stores m, the next persisted form of a live topic.
+func (e *Engine) saveTopicMeta(m topicMeta) error {
+	op, err := topicOp(m)
 	if err != nil {
 		return err
 	}
-	return e.writeMeta(store.MetaOp{Key: topicKey(t.name), Value: v})
+	return e.writeMeta(op)
 }
 
 // writeMeta writes metadata and makes it durable under the engine's policy.
@@ -263,7 +281,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	if _, ok := e.lookupTopic(name); ok {
 		return fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
-	id, err := e.nextTopicID()
+	id, seq, err := e.nextTopicID()
 	if err != nil {
 		return err
 	}
@@ -273,7 +291,12 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 		qs[i] = newQueue(t, i, 0, 0)
 	}
 	t.queues.Store(&qs)
-	if err := e.saveTopic(t); err != nil {
+	op, err := topicOp(t.meta())
+	if err != nil {
+		return err
+	}
+	// The sequence and the topic are one write: a failure leaves neither.
+	if err := e.writeMeta(seq, op); err != nil {
 		return fmt.Errorf("equeue: create topic %q: %w", name, err)
 	}
 	e.mu.Lock()
@@ -284,23 +307,23 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	return nil
 }
 
-func (e *Engine) nextTopicID() (uint32, error) {
+// nextTopicID returns the next topic ID and the operation that stores the
+// raised sequence; the caller writes it together with the new topic.
+// adminMu must be held.
+func (e *Engine) nextTopicID() (uint32, store.MetaOp, error) {
 	var id uint32
 	v, err := e.st.GetMeta(keyTopicSeq)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return 0, err
+		return 0, store.MetaOp{}, err
 	case len(v) == 4:
 		id = binary.BigEndian.Uint32(v)
 	default:
-		return 0, fmt.Errorf("%w: topic sequence", ErrCorrupt)
+		return 0, store.MetaOp{}, fmt.Errorf("%w: topic sequence", ErrCorrupt)
 	}
 	id++
-	if err := e.writeMeta(store.MetaOp{Key: keyTopicSeq, Value: binary.BigEndian.AppendUint32(nil, id)}); err != nil {
-		return 0, err
-	}
-	return id, nil
+	return id, store.MetaOp{Key: keyTopicSeq, Value: binary.BigEndian.AppendUint32(nil, id)}, nil
 }
 
 // AddQueues adds n queues to a live topic. Producers see them on their next
@@ -320,15 +343,16 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	if n < 1 || len(old)+n > MaxQueuesPerTopic {
 		return fmt.Errorf("%w: adding %d queues to %d exceeds 1..%d", ErrInvalidArgument, n, len(old), MaxQueuesPerTopic)
 	}
+	m := t.meta()
+	m.Queues += n
+	if err := e.saveTopicMeta(m); err != nil {
+		return fmt.Errorf("equeue: add queues to %q: %w", name, err)
+	}
 	qs := slices.Clone(old)
 	for i := 0; i < n; i++ {
 		qs = append(qs, newQueue(t, len(old)+i, 0, 0))
 	}
 	t.queues.Store(&qs)
-	if err := e.saveTopic(t); err != nil {
-		t.queues.Store(&old)
-		return fmt.Errorf("equeue: add queues to %q: %w", name, err)
-	}
 	e.log.Info("queues added", "topic", name, "queues", len(qs))
 	e.notifyTopicChange(name)
 	return nil
@@ -352,15 +376,23 @@ func (e *Engine) SetQueueWritable(ctx context.Context, name string, queueID int,
 	if err != nil {
 		return err
 	}
-	prev := q.writable.Swap(writable)
-	if err := e.saveTopic(t); err != nil {
-		q.writable.Store(prev)
-		return err
+	m := t.meta()
+	m.ReadOnly = slices.DeleteFunc(m.ReadOnly, func(id int) bool { return id == queueID })
+	if !writable {
+		m.ReadOnly = append(m.ReadOnly, queueID)
+		slices.Sort(m.ReadOnly)
 	}
+	if err := e.saveTopicMeta(m); err != nil {
+		return fmt.Errorf("equeue: set queue %s/%d writable=%v: %w", name, queueID, writable, err)
+	}
+	q.writable.Store(writable)
 	return nil
 }
 
-// DeleteTopic deletes a topic and all its messages.
+// DeleteTopic deletes a topic, all its messages and every group's committed
+// offsets of it. The topic's metadata, low watermarks and offsets go in one
+// store write; if that write fails, the topic and its offsets are left as
+// they were and the error says so.
 func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -372,21 +404,15 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
-	e.mu.Lock()
-	delete(e.topics, name)
-	e.mu.Unlock()
-	t.deleted.Store(true)
-	// Let appends already queued for this topic reach the store first, so
-	// nothing is written after the drop.
-	if err := e.barrier(ctx); err != nil {
-		return err
-	}
-	ops := []store.MetaOp{{Key: topicKey(name), Delete: true}}
-	for _, q := range t.queueList() {
-		ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Delete: true})
-	}
-	if err := e.writeMeta(ops...); err != nil {
+	if err := e.dropTopicMeta(t); err != nil {
 		return fmt.Errorf("equeue: delete topic %q: %w", name, err)
+	}
+	// Appends queued before the topic was marked deleted may still be
+	// written: wait for them, so the drop below removes them too. The
+	// topic is gone from the store already, so the caller's context no
+	// longer cuts this short.
+	if err := e.barrier(context.WithoutCancel(ctx)); err != nil {
+		e.log.Warn("waiting for appends to a deleted topic", "topic", name, "err", err)
 	}
 	for _, q := range t.queueList() {
 		if err := e.st.DropQueue(q.key); err != nil {
@@ -396,6 +422,34 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	}
 	e.log.Info("topic deleted", "topic", name)
 	e.notifyTopicChange(name)
+	return nil
+}
+
+// dropTopicMeta removes t's metadata, watermarks and committed offsets in
+// one store write and then, only if it succeeded, removes t from memory.
+// No offset commit of t runs meanwhile (t.gate) and none is accepted after.
+func (e *Engine) dropTopicMeta(t *topic) error {
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	ops := []store.MetaOp{{Key: topicKey(t.name), Delete: true}}
+	for _, q := range t.queueList() {
+		ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Delete: true})
+	}
+	offs, err := e.groups.offsetKeysOf(t.name)
+	if err != nil {
+		return err
+	}
+	for _, k := range offs {
+		ops = append(ops, store.MetaOp{Key: k, Delete: true})
+	}
+	if err := e.writeMeta(ops...); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	delete(e.topics, t.name)
+	e.mu.Unlock()
+	t.deleted.Store(true)
+	e.groups.forgetOffsets(t.name)
 	return nil
 }
 
