@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/equeue-go/equeue/store"
@@ -75,6 +76,11 @@ func (e *Engine) runRetention() {
 // ApplyRetention runs one retention pass with policy p now: it moves each
 // queue's low watermark (stored, so pulls below it report PullOffsetMoved
 // across restarts), deletes the records below it and gives the space back.
+//
+// The watermark is stored before the records are deleted, so a queue's next
+// offset survives a crash even when every record is deleted. Records a
+// failed or interrupted delete left below the watermark are deleted by the
+// next pass, and on open.
 func (e *Engine) ApplyRetention(ctx context.Context, p RetentionPolicy) (RetentionResult, error) {
 	if err := e.enter(ctx); err != nil {
 		return RetentionResult{}, err
@@ -97,54 +103,110 @@ func (e *Engine) ApplyRetention(ctx context.Context, p RetentionPolicy) (Retenti
 	}
 	e.mu.RUnlock()
 	now := time.Now()
+	var err error
 	for _, t := range topics {
-		for _, q := range t.queueList() {
-			if err := ctx.Err(); err != nil {
-				return res, err
-			}
-			min, next, _ := q.bounds()
-			cutoff := min
-			if p.MaxAge > 0 {
-				off, err := e.offsetForTime(q, now.Add(-p.MaxAge))
-				if err != nil {
-					return res, err
-				}
-				cutoff = off
-			}
-			if oversize && next > min {
-				cutoff = max(cutoff, min+max((next-min)/10, 1))
-			}
-			if p.KeepUnconsumed {
-				cutoff = e.groups.consumedBelow(QueueRef{Topic: t.name, Queue: q.id}, cutoff)
-			}
-			if cutoff <= min {
-				continue
-			}
-			if err := e.deleteBelow(q, min, cutoff); err != nil {
-				return res, err
-			}
-			res.Deleted += cutoff - min
-			res.Queues++
+		if err = e.retainTopic(ctx, t, p, now, oversize, &res); err != nil {
+			break
 		}
 	}
 	if res.Deleted > 0 {
-		if err := e.st.Reclaim(); err != nil {
-			return res, fmt.Errorf("equeue: reclaim after retention: %w", err)
+		if rerr := e.st.Reclaim(); rerr != nil && err == nil {
+			err = fmt.Errorf("equeue: reclaim after retention: %w", rerr)
 		}
 	}
-	return res, nil
+	return res, err
 }
 
-// deleteBelow raises q's low watermark to cutoff, then deletes the records below.
+// retainTopic applies p to t's queues. Passes over one topic take turns.
+func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, now time.Time, oversize bool, res *RetentionResult) error {
+	t.retain.mu.Lock()
+	defer t.retain.mu.Unlock()
+	if t.deleted.Load() {
+		return nil
+	}
+	for _, q := range t.queueList() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := e.sweep(q)
+		res.Deleted += n
+		if err != nil {
+			return err
+		}
+		min, next, _ := q.bounds()
+		cutoff := min
+		if p.MaxAge > 0 {
+			off, err := e.offsetForTime(q, now.Add(-p.MaxAge))
+			if err != nil {
+				return err
+			}
+			cutoff = off
+		}
+		if oversize && next > min {
+			cutoff = max(cutoff, min+max((next-min)/10, 1))
+		}
+		if p.KeepUnconsumed {
+			cutoff = e.groups.consumedBelow(QueueRef{Topic: t.name, Queue: q.id}, cutoff)
+		}
+		if cutoff <= min {
+			continue
+		}
+		if err := e.deleteBelow(q, min, cutoff); err != nil {
+			return err
+		}
+		res.Deleted += cutoff - min
+		res.Queues++
+	}
+	return nil
+}
+
+// deleteBelow raises q's low watermark to cutoff, then deletes the records
+// below. If the delete fails, the range is remembered for the next pass.
+// q.topic.retain.mu must be held.
 func (e *Engine) deleteBelow(q *queue, min, cutoff int64) error {
 	if err := e.writeMeta(store.MetaOp{Key: watermarkKey(q.key), Value: binary.BigEndian.AppendUint64(nil, uint64(cutoff))}); err != nil {
 		return fmt.Errorf("equeue: store watermark of %s/%d: %w", q.topic.name, q.id, err)
 	}
 	q.setMin(cutoff)
 	if err := e.st.DeleteRange(q.key, uint64(min), uint64(cutoff)); err != nil {
+		q.topic.retain.unswept(q.id, min)
 		return fmt.Errorf("equeue: delete %s/%d below %d: %w", q.topic.name, q.id, cutoff, err)
 	}
 	return nil
+}
+
+// sweep deletes what an earlier failed delete left below q's watermark and
+// returns how many offsets it covered. q.topic.retain.mu must be held.
+func (e *Engine) sweep(q *queue) (int64, error) {
+	from, ok := q.topic.retain.pending[q.id]
+	if !ok {
+		return 0, nil
+	}
+	min, _, _ := q.bounds()
+	if err := e.st.DeleteRange(q.key, uint64(from), uint64(min)); err != nil {
+		return 0, fmt.Errorf("equeue: delete %s/%d below its watermark %d: %w", q.topic.name, q.id, min, err)
+	}
+	delete(q.topic.retain.pending, q.id)
+	return max(min-from, 0), nil
+}
+
+// retainState is one topic's retention bookkeeping.
+type retainState struct {
+	mu sync.Mutex
+	// pending maps a queue ID to the lowest offset that may still be
+	// stored below the queue's low watermark, after a delete failed.
+	pending map[int]int64
+}
+
+// unswept notes that q's records from offset from up to the watermark may
+// still be stored. mu must be held.
+func (r *retainState) unswept(q int, from int64) {
+	if r.pending == nil {
+		r.pending = map[int]int64{}
+	}
+	if cur, ok := r.pending[q]; !ok || from < cur {
+		r.pending[q] = from
+	}
 }
 
 // consumedBelow lowers cutoff to the smallest offset some group subscribed

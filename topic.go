@@ -70,6 +70,9 @@ type topic struct {
 	// exclusively while it removes the topic and its offsets, so no commit
 	// lands after the offsets were dropped.
 	gate sync.RWMutex
+	// retain serializes retention passes over the topic's queues and holds
+	// what a failed delete left below the low watermark (see retention.go).
+	retain retainState
 	// dedup is the window in which a producer-supplied message ID is stored
 	// only once; zero disables deduplication.
 	dedup time.Duration
@@ -179,6 +182,14 @@ func (e *Engine) loadTopics() error {
 			}
 			if !ok {
 				first, next = wm, wm
+			}
+			if first < wm {
+				// A delete below the watermark failed or was cut short by a
+				// crash: finish it now, or on the first retention pass.
+				if err := e.st.DeleteRange(key, first, wm); err != nil {
+					e.log.Warn("deleting records below the watermark", "topic", m.Name, "queue", i, "err", err)
+					t.retain.unswept(i, int64(first))
+				}
 			}
 			qs = append(qs, newQueue(t, i, int64(max(first, wm)), int64(max(next, wm))))
 		}
@@ -429,6 +440,8 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 // one store write and then, only if it succeeded, removes t from memory.
 // No offset commit of t runs meanwhile (t.gate) and none is accepted after.
 func (e *Engine) dropTopicMeta(t *topic) error {
+	t.retain.mu.Lock()
+	defer t.retain.mu.Unlock()
 	t.gate.Lock()
 	defer t.gate.Unlock()
 	ops := []store.MetaOp{{Key: topicKey(t.name), Delete: true}}
