@@ -201,6 +201,9 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*append
 			}
 			m = &cp
 		}
+		if m, err = validateMessage(i, m); err != nil {
+			return nil, nil, err
+		}
 		if m.DeliverAt.After(now) {
 			if m.DeliverAt.Sub(now) > e.opts.MaxDelay {
 				return nil, nil, fmt.Errorf("%w: delivery at %v is beyond the %v limit", ErrInvalidDelay, m.DeliverAt, e.opts.MaxDelay)

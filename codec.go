@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"time"
 )
 
@@ -26,6 +27,47 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// What a record can hold. Times are int64 unix nanoseconds (1677-09-21 to
+// 2262-04-11 UTC) with 0 meaning "none", so the instant of the Unix epoch
+// itself cannot be stored; the decoder refuses an attempt above 1<<30.
+var (
+	minRecordTime = time.Unix(0, math.MinInt64)
+	maxRecordTime = time.Unix(0, math.MaxInt64)
+)
+
+const maxRecordAttempt = 1<<30 - 1
+
+// checkRecord reports, with an error wrapping ErrInvalidArgument, a field of
+// m that encodeRecord could not write so that decodeRecord reads it back:
+// encodeRecord must only be given messages that pass it (with born being the
+// born-at time to store).
+func checkRecord(m *Message, born time.Time) error {
+	if m.Attempt < 0 || m.Attempt > maxRecordAttempt {
+		return fmt.Errorf("%w: attempt %d not in 0..%d", ErrInvalidArgument, m.Attempt, maxRecordAttempt)
+	}
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"born-at", born}, {"deliver-at", m.DeliverAt}, {"expires-at", m.ExpiresAt}} {
+		if err := checkRecordTime(f.name, f.t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkRecordTime(name string, t time.Time) error {
+	switch {
+	case t.IsZero():
+		return nil
+	case t.Before(minRecordTime) || t.After(maxRecordTime):
+		return fmt.Errorf("%w: %s %v outside %v..%v", ErrInvalidArgument, name, t.UTC(), minRecordTime.UTC(), maxRecordTime.UTC())
+	case t.UnixNano() == 0:
+		return fmt.Errorf("%w: %s at the Unix epoch reads back as unset; use the zero time.Time", ErrInvalidArgument, name)
+	}
+	return nil
+}
 
 func putTime(b []byte, t time.Time) {
 	var v int64
@@ -68,6 +110,7 @@ func encodedSize(m *Message) int {
 
 // encodeRecord encodes m. The stored-at slot and checksum are filled by sealRecord.
 // id and born replace m.ID and m.BornAt so the caller's message is not modified.
+// m and born must pass checkRecord: the record is then decoded as m was.
 func encodeRecord(m *Message, id string, born time.Time) []byte {
 	b := make([]byte, recordHeaderSize, encodedSize(m)+len(id))
 	b[0] = recordVersion

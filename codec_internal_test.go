@@ -3,6 +3,9 @@ package equeue
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,4 +97,96 @@ func FuzzDecodeSealed(f *testing.F) {
 			t.Fatalf("error %v does not wrap ErrCorrupt", err)
 		}
 	})
+}
+
+// FuzzRecordRoundTrip builds messages from fuzzed fields: every message the
+// append path accepts (validateMessage) encodes to a record that decodes to
+// the same message, and every one it refuses is refused with
+// ErrInvalidArgument.
+func FuzzRecordRoundTrip(f *testing.F) {
+	f.Add("id", "tag", "k1", "k2", "p", "v", []byte("body"), int64(0), int64(10), int64(5), int64(0), int64(50), int64(0), int64(100), int64(0))
+	f.Add("", "", "", "", "", "", []byte{}, int64(1<<30-1), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0), int64(0))
+	f.Add("x", "", "", "", "", "", []byte(nil), int64(-1), int64(-9223372036), int64(-854775808), int64(9223372036), int64(854775807), int64(1), int64(0), int64(0))
+	f.Add("x", "", "", "", "", "", []byte(nil), int64(1<<31), int64(-14831769600), int64(0), int64(0), int64(0), int64(32503680000), int64(0), int64(0))
+	f.Add("x", "", "", "", "", "", []byte(nil), int64(1<<30), int64(0), int64(1), int64(32503680000), int64(0), int64(-1), int64(999999999), int64(0))
+	f.Fuzz(func(t *testing.T, id, tag, k1, k2, pk, pv string, body []byte, attempt, bornS, bornN, delS, delN, expS, expN int64, sysN int64) {
+		at := func(s, n int64) time.Time {
+			if s == 0 && n == 0 {
+				return time.Time{}
+			}
+			return time.Unix(s, n)
+		}
+		m := &Message{ID: id, Tag: tag, Body: body, Attempt: int(attempt),
+			BornAt: at(bornS, bornN), DeliverAt: at(delS, delN), ExpiresAt: at(expS, expN)}
+		if k1 != "" || k2 != "" {
+			m.Keys = []string{k1, k2}
+		}
+		if pk != "" {
+			m.Properties = map[string]string{pk: pv}
+		}
+		if sysN != 0 {
+			m.sys = map[string]string{"n": fmt.Sprint(sysN)}
+		}
+		v, err := validateMessage(0, m)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("refusal %v does not wrap ErrInvalidArgument", err)
+			}
+			return
+		}
+		born := v.BornAt
+		if born.IsZero() {
+			born = time.Now()
+		}
+		rec := encodeRecord(v, v.ID, born)
+		stored := time.Now()
+		sealRecord(rec, stored)
+		got, err := decodeRecord(rec)
+		if err != nil {
+			t.Fatalf("accepted message does not decode: %v", err)
+		}
+		sameTime := func(name string, a, b time.Time) {
+			if a.IsZero() != b.IsZero() || !a.Equal(b) {
+				t.Fatalf("%s: stored %v, read back %v", name, a, b)
+			}
+		}
+		sameTime("born-at", born, got.BornAt)
+		sameTime("stored-at", stored, got.StoredAt)
+		sameTime("deliver-at", v.DeliverAt, got.DeliverAt)
+		sameTime("expires-at", v.ExpiresAt, got.ExpiresAt)
+		if !v.ExpiresAt.Equal(m.ExpiresAt) && !(m.ExpiresAt.After(maxRecordTime) && v.ExpiresAt.IsZero()) {
+			t.Fatalf("expires-at changed from %v to %v", m.ExpiresAt, v.ExpiresAt)
+		}
+		if got.ID != v.ID || got.Tag != v.Tag || got.Attempt != v.Attempt || !bytes.Equal(got.Body, v.Body) ||
+			!slices.Equal(got.Keys, v.Keys) || !maps.Equal(got.Properties, v.Properties) || !maps.Equal(got.sys, v.sys) {
+			t.Fatalf("round trip changed the message:\n%+v\n%+v", v, got)
+		}
+	})
+}
+
+func TestValidateMessage_Limits(t *testing.T) {
+	year := func(y int) time.Time { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC) }
+	for name, m := range map[string]*Message{
+		"attempt -1":      {Attempt: -1},
+		"attempt 1<<30":   {Attempt: 1 << 30},
+		"attempt 1<<31":   {Attempt: 1 << 31},
+		"born 1500":       {BornAt: year(1500)},
+		"born 2300":       {BornAt: year(2300)},
+		"born at epoch":   {BornAt: time.Unix(0, 0)},
+		"deliver 1500":    {DeliverAt: year(1500)},
+		"deliver 3000":    {DeliverAt: year(3000)},
+		"expires 1500":    {ExpiresAt: year(1500)},
+		"expires at zero": {ExpiresAt: time.Unix(0, 0)},
+	} {
+		_, err := validateMessage(0, m)
+		assert.ErrorIs(t, err, ErrInvalidArgument, name)
+	}
+	_, err := validateMessage(0, &Message{DeliverAt: year(3000)})
+	assert.ErrorIs(t, err, ErrInvalidDelay, "a delivery time beyond 2262 is also an invalid delay")
+
+	far := &Message{ExpiresAt: year(3000), Attempt: 1<<30 - 1, BornAt: year(1700)}
+	v, err := validateMessage(0, far)
+	require.NoError(t, err)
+	assert.True(t, v.ExpiresAt.IsZero(), "an expiry after 2262 means never")
+	assert.Equal(t, year(3000), far.ExpiresAt, "the caller's message is not modified")
 }

@@ -29,6 +29,9 @@ type Message struct {
 	// Body is the payload.
 	Body []byte
 	// BornAt is when the producer created the message (set on Send if zero).
+	// A time set on Send must lie in 1678..2262 (what int64 unix nanoseconds
+	// hold) and not be the Unix epoch itself, else Send returns
+	// ErrInvalidArgument.
 	BornAt time.Time
 	// StoredAt is when the engine wrote the message (set by the engine).
 	StoredAt time.Time
@@ -38,6 +41,8 @@ type Message struct {
 	Offset int64
 	// DeliverAt, when in the future on Send, delays the message until then:
 	// it is stored at once and becomes visible in its queue at that time.
+	// A time after Options.MaxDelay from now returns ErrInvalidDelay; one
+	// outside 1678..2262 or at the Unix epoch returns ErrInvalidArgument.
 	DeliverAt time.Time
 	// Delay, when positive on Send, sets DeliverAt to the send time plus Delay.
 	// It is not stored.
@@ -47,8 +52,13 @@ type Message struct {
 	TTL time.Duration
 	// ExpiresAt, when set, is the end of the message's life: consumers never
 	// receive it after that moment. Producers usually set it through TTL.
+	// A time after 2262 (beyond int64 unix nanoseconds, a common way to say
+	// "never") means no expiry: the message is stored, and received, with a
+	// zero ExpiresAt. One before 1678 or at the Unix epoch returns
+	// ErrInvalidArgument.
 	ExpiresAt time.Time
-	// Attempt counts earlier failed deliveries of this message (0 on the first).
+	// Attempt counts earlier failed deliveries of this message (0 on the
+	// first). On Send it must be in 0..1<<30-1, else ErrInvalidArgument.
 	Attempt int
 
 	// sys holds engine-owned properties (retry origin, last error).

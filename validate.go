@@ -1,0 +1,30 @@
+package equeue
+
+import (
+	"fmt"
+	"time"
+)
+
+// validateMessage checks the fields of message i of an append that the
+// record format limits, after Delay and TTL were applied, and returns the
+// message to store: m itself, or a copy whose ExpiresAt beyond what a record
+// can hold (after 2262) is cleared, since such a time means "never expires".
+//
+// Errors wrap ErrInvalidArgument: Attempt outside 0..1<<30-1; BornAt,
+// DeliverAt or ExpiresAt before 1678, BornAt or DeliverAt after 2262
+// (DeliverAt then also matches ErrInvalidDelay), or any of them exactly at
+// the Unix epoch. The BornAt the engine fills in when it is zero is always valid.
+func validateMessage(i int, m *Message) (*Message, error) {
+	if m.ExpiresAt.After(maxRecordTime) {
+		cp := *m
+		cp.ExpiresAt = time.Time{}
+		m = &cp
+	}
+	if m.DeliverAt.After(maxRecordTime) {
+		return nil, fmt.Errorf("%w: %w: message %d: deliver-at %v is after %v", ErrInvalidDelay, ErrInvalidArgument, i, m.DeliverAt.UTC(), maxRecordTime.UTC())
+	}
+	if err := checkRecord(m, m.BornAt); err != nil {
+		return nil, fmt.Errorf("message %d: %w", i, err)
+	}
+	return m, nil
+}
