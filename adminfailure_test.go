@@ -251,3 +251,64 @@ func TestAdmin_CommitAfterDeleteIsFenced(t *testing.T) {
 	_, err = f.fs.GetMeta([]byte("off/g\x00m\x00t\x000"))
 	assert.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// TestAdmin_FailedSyncKeepsMemoryWithStore fails the fsync after each admin
+// change's write succeeded: the change is in the store, so the engine shows
+// it too (memory never contradicts the store), and the error says it may
+// not be durable. After a reopen the store and the engine agree.
+func TestAdmin_FailedSyncKeepsMemoryWithStore(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := ctxT(t)
+			f := openFaultEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := f.e
+			require.NoError(t, e.CreateTopic(ctx, "t", 2))
+			require.NoError(t, e.CreateTopic(ctx, "v", 1))
+			a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+			require.NoError(t, err)
+
+			failSync := func(name string, call func() error) {
+				t.Helper()
+				f.fs.FailSyncs(1)
+				assert.ErrorIs(t, call(), faultstore.ErrInjected, name)
+			}
+			failSync("create", func() error { return e.CreateTopic(ctx, "u", 1) })
+			failSync("add queues", func() error { return e.AddQueues(ctx, "t", 2) })
+			failSync("close queue", func() error { return e.SetQueueWritable(ctx, "t", 1, false) })
+			failSync("delete", func() error { return e.DeleteTopic(ctx, "v") })
+			failSync("commit", func() error {
+				return e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m", Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 0}}})
+			})
+			failSync("join", func() error {
+				_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "new", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "u"}}})
+				return err
+			})
+
+			applied := func(e *equeue.Engine, when string) {
+				t.Helper()
+				_, err := e.Topic(ctx, "u")
+				assert.NoError(t, err, "%s: topic u", when)
+				_, err = e.Topic(ctx, "v")
+				assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "%s: topic v", when)
+				info, err := e.Topic(ctx, "t")
+				require.NoError(t, err)
+				require.Len(t, info.Queues, 4, when)
+				assert.False(t, info.Queues[1].Writable, when)
+				gi, err := e.Group(ctx, "g")
+				require.NoError(t, err)
+				committed := map[equeue.QueueRef]int64{}
+				for _, q := range gi.Queues {
+					committed[q.QueueRef] = q.Committed
+				}
+				assert.Equal(t, int64(0), committed[a.Queues[0].QueueRef], "%s: committed offset", when)
+				gi, err = e.Group(ctx, "new")
+				require.NoError(t, err, "%s: group new", when)
+				assert.Equal(t, []string{"u"}, subTopics(gi), when)
+			}
+			applied(e, "in process")
+			if kind == "badger" {
+				applied(f.reopen(), "after reopen")
+			}
+		})
+	}
+}

@@ -400,10 +400,17 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if others == 0 {
 		// Store the group's configuration first; memory follows.
 		m := groupMeta{Name: g.name, Model: req.Model, Subs: subs, Strategy: strat.Name(), From: req.From, FromTime: req.FromTime}
-		if err := c.saveGroupMeta(g, m, created); err != nil {
+		applied, err := c.saveGroupMeta(g, m, created)
+		if !applied {
 			return Assignment{}, err
 		}
 		g.model, g.subs, g.strategy, g.from, g.fromTime = req.Model, subs, strat, req.From, req.FromTime
+		if err != nil {
+			// Stored but maybe not durable: the configuration stands, the
+			// member is not added; joining again completes it.
+			c.rebalance(g)
+			return Assignment{}, notDurable(err, "save group %q", g.name)
+		}
 	}
 	g.members[req.Member] = &member{id: req.Member, lastSeen: time.Now()}
 	if !rejoin {
@@ -571,16 +578,17 @@ func (c *coordinator) lockForJoin(m groupMeta) (g *group, created bool) {
 	}
 }
 
-// saveGroupMeta stores m as g's configuration. When the write fails and
-// this join created g, g is dropped, so the engine is as before the join.
-// g.mu must be held; lock order is g.mu, then c.mu.
-func (c *coordinator) saveGroupMeta(g *group, m groupMeta, created bool) error {
+// saveGroupMeta stores m as g's configuration (see storeMeta for applied).
+// When the write did not reach the store and this join created g, g is
+// dropped, so the engine is as before the join. g.mu must be held; lock
+// order is g.mu, then c.mu.
+func (c *coordinator) saveGroupMeta(g *group, m groupMeta, created bool) (applied bool, err error) {
 	v, err := json.Marshal(m)
 	if err == nil {
-		err = c.e.writeMeta(store.MetaOp{Key: groupKey(m.Name), Value: v})
+		applied, err = c.e.storeMeta(store.MetaOp{Key: groupKey(m.Name), Value: v})
 	}
-	if err == nil {
-		return nil
+	if applied {
+		return true, err
 	}
 	if created && len(g.members) == 0 && len(g.offsets) == 0 {
 		c.mu.Lock()
@@ -589,7 +597,7 @@ func (c *coordinator) saveGroupMeta(g *group, m groupMeta, created bool) error {
 		}
 		c.mu.Unlock()
 	}
-	return fmt.Errorf("equeue: save group %q: %w", m.Name, err)
+	return false, fmt.Errorf("equeue: save group %q: %w", m.Name, err)
 }
 
 func (e *Engine) notifyTopicChange(name string) {

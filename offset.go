@@ -85,13 +85,15 @@ type offsetSet struct {
 	off int64
 }
 
-// storeOffsets writes ops and then, if the write succeeded, sets the
-// offsets in g's memory. g.commitMu must be held, g.mu must not.
+// storeOffsets writes ops and then, if they reached the store (see
+// storeMeta), sets the offsets in g's memory. g.commitMu must be held, g.mu
+// must not.
 func (e *Engine) storeOffsets(g *group, ops []store.MetaOp, set []offsetSet) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if err := e.writeMeta(ops...); err != nil {
+	applied, err := e.storeMeta(ops...)
+	if !applied {
 		return err
 	}
 	g.mu.Lock()
@@ -99,7 +101,7 @@ func (e *Engine) storeOffsets(g *group, ops []store.MetaOp, set []offsetSet) err
 		g.offsets[s.k] = s.off
 	}
 	g.mu.Unlock()
-	return nil
+	return notDurable(err, "offsets of group %q", g.name)
 }
 
 func topicsOfCommits(ocs []OffsetCommit) []string {
@@ -430,7 +432,8 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	for _, k := range keys {
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q])})
 	}
-	if err := e.writeMeta(ops...); err != nil {
+	applied, err := e.storeMeta(ops...)
+	if !applied {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
 	}
 	for _, k := range keys {
@@ -442,5 +445,5 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	g.resetEpoch = g.epoch
 	g.notify()
 	e.log.Info("group offsets reset", "group", groupName, "queues", len(targets))
-	return nil
+	return notDurable(err, "reset offsets of %q", groupName)
 }

@@ -164,10 +164,17 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 // below. If the delete fails, the range is remembered for the next pass.
 // q.topic.retain.mu must be held.
 func (e *Engine) deleteBelow(q *queue, min, cutoff int64) error {
-	if err := e.writeMeta(store.MetaOp{Key: watermarkKey(q.key), Value: binary.BigEndian.AppendUint64(nil, uint64(cutoff))}); err != nil {
+	applied, err := e.storeMeta(store.MetaOp{Key: watermarkKey(q.key), Value: binary.BigEndian.AppendUint64(nil, uint64(cutoff))})
+	if !applied {
 		return fmt.Errorf("equeue: store watermark of %s/%d: %w", q.topic.name, q.id, err)
 	}
 	q.setMin(cutoff)
+	if err != nil {
+		// The watermark may not be durable: delete nothing yet, the next
+		// pass (or open) does.
+		q.topic.retain.unswept(q.id, min)
+		return notDurable(err, "watermark of %s/%d", q.topic.name, q.id)
+	}
 	if err := e.st.DeleteRange(q.key, uint64(min), uint64(cutoff)); err != nil {
 		q.topic.retain.unswept(q.id, min)
 		return fmt.Errorf("equeue: delete %s/%d below %d: %w", q.topic.name, q.id, cutoff, err)

@@ -116,3 +116,35 @@ func TestRetention_InterruptedDeleteRepairedOnOpen(t *testing.T) {
 		assert.Equal(t, "m0000060", string(pr.Messages[0].Body))
 	})
 }
+
+// TestRetention_FailedWatermarkWrite: a watermark write that fails changes
+// nothing; one whose fsync fails is applied (the store holds it) but
+// deletes nothing until a later pass.
+func TestRetention_FailedWatermarkWrite(t *testing.T) {
+	ctx := ctxT(t)
+	f := openFaultEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	e := f.e
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	fillQueue(t, e, "t", 100)
+	minOffset := func() int64 {
+		info, err := e.Topic(ctx, "t")
+		require.NoError(t, err)
+		return info.Queues[0].MinOffset
+	}
+
+	f.fs.FailWrites(1)
+	_, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
+	require.ErrorIs(t, err, faultstore.ErrInjected)
+	assert.Equal(t, int64(0), minOffset(), "a failed watermark write moves nothing")
+	assert.True(t, storedBelow(t, f.fs, firstTopicQueue0, 1))
+
+	f.fs.FailSyncs(1)
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
+	require.ErrorIs(t, err, faultstore.ErrInjected)
+	assert.Equal(t, int64(100), minOffset(), "the stored watermark shows")
+	assert.True(t, storedBelow(t, f.fs, firstTopicQueue0, 100), "nothing deleted while the watermark may not be durable")
+
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: -1})
+	require.NoError(t, err)
+	assert.False(t, storedBelow(t, f.fs, firstTopicQueue0, 100), "the next pass deleted the records")
+}

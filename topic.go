@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -227,13 +228,14 @@ func topicOp(m topicMeta) (store.MetaOp, error) {
 	return store.MetaOp{Key: topicKey(m.Name), Value: v}, nil
 }
 
-// saveTopicMeta stores m, the next persisted form of a live topic.
-func (e *Engine) saveTopicMeta(m topicMeta) error {
+// saveTopicMeta stores m, the next persisted form of a live topic (see
+// storeMeta for applied).
+func (e *Engine) saveTopicMeta(m topicMeta) (applied bool, err error) {
 	op, err := topicOp(m)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return e.writeMeta(op)
+	return e.storeMeta(op)
 }
 
 // writeMeta writes metadata and makes it durable under the engine's policy.
@@ -307,7 +309,8 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 		return err
 	}
 	// The sequence and the topic are one write: a failure leaves neither.
-	if err := e.writeMeta(seq, op); err != nil {
+	applied, err := e.storeMeta(op, seq)
+	if !applied {
 		return fmt.Errorf("equeue: create topic %q: %w", name, err)
 	}
 	e.mu.Lock()
@@ -315,7 +318,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	e.mu.Unlock()
 	e.log.Info("topic created", "topic", name, "queues", queues)
 	e.notifyTopicChange(name)
-	return nil
+	return notDurable(err, "create topic %q", name)
 }
 
 // nextTopicID returns the next topic ID and the operation that stores the
@@ -356,7 +359,8 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	}
 	m := t.meta()
 	m.Queues += n
-	if err := e.saveTopicMeta(m); err != nil {
+	applied, err := e.saveTopicMeta(m)
+	if !applied {
 		return fmt.Errorf("equeue: add queues to %q: %w", name, err)
 	}
 	qs := slices.Clone(old)
@@ -366,7 +370,7 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	t.queues.Store(&qs)
 	e.log.Info("queues added", "topic", name, "queues", len(qs))
 	e.notifyTopicChange(name)
-	return nil
+	return notDurable(err, "add queues to %q", name)
 }
 
 // SetQueueWritable opens or closes one queue to producers. A closed queue
@@ -393,11 +397,12 @@ func (e *Engine) SetQueueWritable(ctx context.Context, name string, queueID int,
 		m.ReadOnly = append(m.ReadOnly, queueID)
 		slices.Sort(m.ReadOnly)
 	}
-	if err := e.saveTopicMeta(m); err != nil {
+	applied, err := e.saveTopicMeta(m)
+	if !applied {
 		return fmt.Errorf("equeue: set queue %s/%d writable=%v: %w", name, queueID, writable, err)
 	}
 	q.writable.Store(writable)
-	return nil
+	return notDurable(err, "set queue %s/%d writable=%v", name, queueID, writable)
 }
 
 // DeleteTopic deletes a topic, all its messages and every group's committed
@@ -415,7 +420,8 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
-	if err := e.dropTopicMeta(t); err != nil {
+	applied, err := e.dropTopicMeta(t)
+	if !applied {
 		return fmt.Errorf("equeue: delete topic %q: %w", name, err)
 	}
 	// Appends queued before the topic was marked deleted may still be
@@ -433,13 +439,14 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	}
 	e.log.Info("topic deleted", "topic", name)
 	e.notifyTopicChange(name)
-	return nil
+	return notDurable(err, "delete topic %q", name)
 }
 
 // dropTopicMeta removes t's metadata, watermarks and committed offsets in
-// one store write and then, only if it succeeded, removes t from memory.
-// No offset commit of t runs meanwhile (t.gate) and none is accepted after.
-func (e *Engine) dropTopicMeta(t *topic) error {
+// one store write and then, only if it reached the store, removes t from
+// memory (see storeMeta for applied). No offset commit of t runs meanwhile
+// (t.gate) and none is accepted after.
+func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.retain.mu.Lock()
 	defer t.retain.mu.Unlock()
 	t.gate.Lock()
@@ -450,20 +457,20 @@ func (e *Engine) dropTopicMeta(t *topic) error {
 	}
 	offs, err := e.groups.offsetKeysOf(t.name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, k := range offs {
 		ops = append(ops, store.MetaOp{Key: k, Delete: true})
 	}
-	if err := e.writeMeta(ops...); err != nil {
-		return err
+	if applied, err = e.storeMeta(ops...); !applied {
+		return false, err
 	}
 	e.mu.Lock()
 	delete(e.topics, t.name)
 	e.mu.Unlock()
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)
-	return nil
+	return true, err
 }
 
 // Topic describes one topic.
@@ -526,4 +533,37 @@ func (e *Engine) topicFor(ctx context.Context, name string) (*topic, error) {
 		return nil, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
 	return t, nil
+}
+
+// storeMeta writes ops with writeMeta and reports whether they are in the
+// store: applied is true when the write succeeded, and also when it returned
+// an error but the first op reads back as written (the write reached the
+// store and a later step, such as the fsync, failed). The caller changes
+// memory exactly when applied is true, so memory always matches the store,
+// and returns err (see notDurable) so the caller learns the outcome is not
+// known durable. Ops must be one atomic write, so the first stands for all.
+func (e *Engine) storeMeta(ops ...store.MetaOp) (applied bool, err error) {
+	err = e.writeMeta(ops...)
+	if err == nil {
+		return true, nil
+	}
+	return e.metaHolds(ops[0]), err
+}
+
+// metaHolds reports whether the store holds op's effect.
+func (e *Engine) metaHolds(op store.MetaOp) bool {
+	v, err := e.st.GetMeta(op.Key)
+	if op.Delete {
+		return errors.Is(err, store.ErrNotFound)
+	}
+	return err == nil && bytes.Equal(v, op.Value)
+}
+
+// notDurable wraps the error of a change that reached the store and the
+// engine's memory but may not be durable; nil stays nil.
+func notDurable(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("equeue: %s: written and applied, but not known durable: %w", fmt.Sprintf(format, args...), err)
 }
