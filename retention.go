@@ -219,13 +219,7 @@ func (r *retainState) unswept(q int, from int64) {
 // consumedBelow lowers cutoff to the smallest offset some group subscribed
 // to q's topic still needs.
 func (c *coordinator) consumedBelow(q QueueRef, cutoff int64) int64 {
-	c.mu.Lock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		gs = append(gs, g)
-	}
-	c.mu.Unlock()
-	for _, g := range gs {
+	for _, g := range c.snapshot() {
 		g.mu.Lock()
 		subscribed := false
 		for _, s := range g.subs {
