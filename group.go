@@ -132,10 +132,6 @@ func newGroup(m groupMeta) *group {
 	}
 }
 
-func (g *group) meta() groupMeta {
-	return groupMeta{Name: g.name, Model: g.model, Subs: g.subs, Strategy: g.strategy.Name(), From: g.from, FromTime: g.fromTime}
-}
-
 // load restores groups and committed offsets.
 func (c *coordinator) load() error {
 	err := c.e.st.ScanMeta(keyGroupPrefix, func(_, v []byte) error {
