@@ -54,7 +54,7 @@ func TestAdmin_FailedWriteLeavesEngineAsBefore(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
-			f := openFaultEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			f := openFaultyEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
 			e := f.e
 			require.NoError(t, e.CreateTopic(ctx, "t", 2))
 			require.NoError(t, e.CreateTopic(ctx, "v", 1))
@@ -161,7 +161,7 @@ func TestAdmin_CommitRacingDeleteTopic(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
-			f := openFaultEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			f := openFaultyEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
 			e := f.e
 			require.NoError(t, e.CreateTopic(ctx, "t", 1))
 			fillQueue(t, e, "t", 5)
@@ -228,7 +228,7 @@ func TestAdmin_CommitRacingDeleteTopic(t *testing.T) {
 // is refused and stores nothing, even once the topic is re-created.
 func TestAdmin_CommitAfterDeleteIsFenced(t *testing.T) {
 	ctx := ctxT(t)
-	f := openFaultEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	f := openFaultyEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
 	e := f.e
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}}})
@@ -260,7 +260,7 @@ func TestAdmin_FailedSyncKeepsMemoryWithStore(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
-			f := openFaultEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			f := openFaultyEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
 			e := f.e
 			require.NoError(t, e.CreateTopic(ctx, "t", 2))
 			require.NoError(t, e.CreateTopic(ctx, "v", 1))

@@ -34,7 +34,7 @@ func TestRetention_FailedDeleteIsSweptLater(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
-			f := openFaultEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			f := openFaultyEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
 			e := f.e
 			require.NoError(t, e.CreateTopic(ctx, "t", 1))
 			fillQueue(t, e, "t", 100)
@@ -75,7 +75,7 @@ func TestRetention_InterruptedDeleteRepairedOnOpen(t *testing.T) {
 	ctx := ctxT(t)
 
 	t.Run("failed delete, then restart", func(t *testing.T) {
-		f := openFaultEngine(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+		f := openFaultyEngine(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
 		require.NoError(t, f.e.CreateTopic(ctx, "t", 1))
 		fillQueue(t, f.e, "t", 100)
 		f.fs.FailDeletes(1)
@@ -92,7 +92,7 @@ func TestRetention_InterruptedDeleteRepairedOnOpen(t *testing.T) {
 	})
 
 	t.Run("watermark written, delete never ran", func(t *testing.T) {
-		f := openFaultEngine(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+		f := openFaultyEngine(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
 		require.NoError(t, f.e.CreateTopic(ctx, "t", 1))
 		fillQueue(t, f.e, "t", 100)
 		// Write the intermediate state directly: the watermark key is
@@ -122,7 +122,7 @@ func TestRetention_InterruptedDeleteRepairedOnOpen(t *testing.T) {
 // deletes nothing until a later pass.
 func TestRetention_FailedWatermarkWrite(t *testing.T) {
 	ctx := ctxT(t)
-	f := openFaultEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	f := openFaultyEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
 	e := f.e
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	fillQueue(t, e, "t", 100)

@@ -11,8 +11,8 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// faultEngine is an engine on a store wrapped by faultstore.
-type faultEngine struct {
+// faultyEngine is an engine on a store wrapped by faultstore.
+type faultyEngine struct {
 	t    testing.TB
 	kind string
 	dir  string
@@ -23,11 +23,11 @@ type faultEngine struct {
 	fs *faultstore.FS
 }
 
-// openFaultEngine opens an engine of the given kind ("badger" or "memory")
+// openFaultyEngine opens an engine of the given kind ("badger" or "memory")
 // on a faultstore wrapper and closes it when the test ends.
-func openFaultEngine(t testing.TB, kind string, opts *equeue.Options) *faultEngine {
+func openFaultyEngine(t testing.TB, kind string, opts *equeue.Options) *faultyEngine {
 	t.Helper()
-	f := &faultEngine{t: t, kind: kind}
+	f := &faultyEngine{t: t, kind: kind}
 	if opts != nil {
 		f.opts = *opts
 	}
@@ -45,7 +45,7 @@ func openFaultEngine(t testing.TB, kind string, opts *equeue.Options) *faultEngi
 	return f
 }
 
-func (f *faultEngine) open() {
+func (f *faultyEngine) open() {
 	f.t.Helper()
 	var inner faultstore.Store
 	switch f.kind {
@@ -70,7 +70,7 @@ func (f *faultEngine) open() {
 }
 
 // reopen closes the engine and opens a new one on the same data (badger only).
-func (f *faultEngine) reopen() *equeue.Engine {
+func (f *faultyEngine) reopen() *equeue.Engine {
 	f.t.Helper()
 	require.Equal(f.t, "badger", f.kind, "only a durable store can be reopened")
 	f.mu.Lock()
