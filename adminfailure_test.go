@@ -312,3 +312,46 @@ func TestAdmin_FailedSyncKeepsMemoryWithStore(t *testing.T) {
 		})
 	}
 }
+
+// dropFailStore fails DropQueue while fail is set.
+type dropFailStore struct {
+	*faultstore.FS
+	fail atomic.Bool
+}
+
+func (s *dropFailStore) DropQueue(q store.QueueID) error {
+	if s.fail.Load() {
+		return faultstore.ErrInjected
+	}
+	return s.FS.DropQueue(q)
+}
+
+// TestAdmin_DeletedTopicRecordsDroppedOnOpen: when dropping a deleted
+// topic's records fails (or the process dies before), the next open drops
+// them; nothing is left that is never deleted.
+func TestAdmin_DeletedTopicRecordsDroppedOnOpen(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	open := func(fail bool) (*equeue.Engine, *dropFailStore) {
+		bo := store.DefaultBadgerOptions()
+		b, err := store.OpenBadger(dir, &bo)
+		require.NoError(t, err)
+		s := &dropFailStore{FS: faultstore.New(b)}
+		s.fail.Store(fail)
+		e, err := equeue.Open("", &equeue.Options{Store: s, Retention: equeue.RetentionPolicy{Interval: -1}})
+		require.NoError(t, err)
+		return e, s
+	}
+	e, s := open(true)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	fillQueue(t, e, "t", 50)
+	require.NoError(t, e.DeleteTopic(ctx, "t"), "the topic is deleted even if its records are not dropped yet")
+	_, err := e.Topic(ctx, "t")
+	require.ErrorIs(t, err, equeue.ErrTopicNotFound)
+	require.True(t, storedBelow(t, s, firstTopicQueue0, 50), "the failed drop left the records")
+	require.NoError(t, e.Close())
+
+	e, s = open(false)
+	assert.False(t, storedBelow(t, s, firstTopicQueue0, 50), "open dropped the deleted topic's records")
+	require.NoError(t, e.Close())
+}

@@ -117,7 +117,15 @@ var (
 	keyTopicPrefix = []byte("topic/")
 	keyTopicSeq    = []byte("seq/topic")
 	keyWatermark   = []byte("wm/")
+	// keyDropPrefix marks a deleted topic whose records may still be
+	// stored: written with the deletion, removed once every queue was
+	// dropped. Open finishes what a crash or a failed drop left.
+	keyDropPrefix = []byte("drop/")
 )
+
+func dropKey(id uint32) []byte {
+	return binary.BigEndian.AppendUint32(slices.Clone(keyDropPrefix), id)
+}
 
 func topicKey(name string) []byte { return append(slices.Clone(keyTopicPrefix), name...) }
 
@@ -154,8 +162,10 @@ func (t *topic) info() TopicInfo {
 	return ti
 }
 
-// loadTopics restores every topic and each queue's bounds from the store.
+// loadTopics restores every topic and each queue's bounds from the store,
+// and finishes the cleanup of deleted topics.
 func (e *Engine) loadTopics() error {
+	e.finishDrops()
 	var metas []topicMeta
 	err := e.st.ScanMeta(keyTopicPrefix, func(_, v []byte) error {
 		var m topicMeta
@@ -431,10 +441,10 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	if err := e.barrier(context.WithoutCancel(ctx)); err != nil {
 		e.log.Warn("waiting for appends to a deleted topic", "topic", name, "err", err)
 	}
+	if derr := e.dropQueues(t.id, len(t.queueList()), e.writeMeta); derr != nil {
+		e.log.Warn("dropping the records of a deleted topic; the next open retries", "topic", name, "err", derr)
+	}
 	for _, q := range t.queueList() {
-		if err := e.st.DropQueue(q.key); err != nil {
-			e.log.Warn("dropping queue of deleted topic", "topic", name, "queue", q.id, "err", err)
-		}
 		q.release()
 	}
 	e.log.Info("topic deleted", "topic", name)
@@ -455,6 +465,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	for _, q := range t.queueList() {
 		ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Delete: true})
 	}
+	ops = append(ops, store.MetaOp{Key: dropKey(t.id), Value: binary.BigEndian.AppendUint32(nil, uint32(len(t.queueList())))})
 	offs, err := e.groups.offsetKeysOf(t.name)
 	if err != nil {
 		return false, err
@@ -471,6 +482,47 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)
 	return true, err
+}
+
+// dropQueues deletes the records of the n queues of deleted topic id, then
+// its drop mark with write.
+func (e *Engine) dropQueues(id uint32, n int, write func(...store.MetaOp) error) error {
+	var errs []error
+	for i := 0; i < n; i++ {
+		if err := e.st.DropQueue(store.QueueID{Topic: id, Queue: uint32(i)}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return write(store.MetaOp{Key: dropKey(id), Delete: true})
+}
+
+// finishDrops drops the records of topics deleted before a crash or a
+// failed drop. It runs in Open, before the writer starts.
+func (e *Engine) finishDrops() {
+	type drop struct {
+		id uint32
+		n  int
+	}
+	var drops []drop
+	err := e.st.ScanMeta(keyDropPrefix, func(k, v []byte) error {
+		if len(k) == len(keyDropPrefix)+4 && len(v) == 4 {
+			drops = append(drops, drop{binary.BigEndian.Uint32(k[len(keyDropPrefix):]), int(binary.BigEndian.Uint32(v))})
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Warn("listing deleted topics to drop", "err", err)
+		return
+	}
+	direct := func(ops ...store.MetaOp) error { return e.st.Write(&store.Batch{Meta: ops}) }
+	for _, d := range drops {
+		if err := e.dropQueues(d.id, d.n, direct); err != nil {
+			e.log.Warn("dropping the records of a deleted topic", "topic_id", d.id, "err", err)
+		}
+	}
 }
 
 // Topic describes one topic.
