@@ -3,7 +3,6 @@ package store
 import (
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 )
 
@@ -17,14 +16,15 @@ const recordKeySize = 4 + 4 + 8
 //
 // Each queue is a slice of records sorted by offset, so appends in offset
 // order are amortised O(1) and reads are a binary search. Metadata lives in
-// a map that is sorted when scanned.
+// an ordered map (ordered.go), so a scan that stops early costs what it
+// reads, not the number of keys under its prefix.
 type Memory struct {
 	limits Limits
 
 	mu     sync.RWMutex
 	closed bool
 	queues map[QueueID][]Record
-	meta   map[string][]byte
+	meta   *orderedMap
 	size   int64
 }
 
@@ -41,7 +41,7 @@ func NewMemoryWithLimits(l Limits) *Memory {
 	return &Memory{
 		limits: l,
 		queues: make(map[QueueID][]Record),
-		meta:   make(map[string][]byte),
+		meta:   newOrderedMap(defaultLeafSize),
 	}
 }
 
@@ -84,16 +84,17 @@ func (m *Memory) Write(b *Batch) error {
 	}
 	for _, op := range ops {
 		k := string(op.Key) // copies the key; b is not modified during Write
-		old, had := m.meta[k]
+		var old []byte
+		var had bool
+		if op.Delete {
+			old, had = m.meta.Delete(k)
+		} else {
+			old, had = m.meta.Set(k, op.Value)
+			m.size += int64(len(k) + len(op.Value))
+		}
 		if had {
 			m.size -= int64(len(k) + len(old))
 		}
-		if op.Delete {
-			delete(m.meta, k)
-			continue
-		}
-		m.meta[k] = op.Value
-		m.size += int64(len(k) + len(op.Value))
 	}
 	return nil
 }
@@ -224,42 +225,52 @@ func (m *Memory) GetMeta(key []byte) ([]byte, error) {
 	if m.closed {
 		return nil, ErrClosed
 	}
-	v, ok := m.meta[string(key)]
+	v, ok := m.meta.Get(string(key))
 	if !ok {
 		return nil, ErrNotFound
 	}
 	return clone(v), nil
 }
 
+// memScanChunk is how many metadata pairs ScanMeta copies per lock hold.
+const memScanChunk = 256
+
 // ScanMeta calls fn, in key order, for every metadata key with the prefix.
-// The matching pairs are copied under the lock and fn runs without it, so fn
-// may call back into the store.
+// Pairs are copied out under the lock in chunks, each found by a seek past
+// the last key seen, and fn runs without the lock, so fn may call back into
+// the store; a scan that fn stops early costs what it read, whatever number
+// of keys follow. As on Badger, a scan is not one snapshot: keys written
+// during it may or may not be seen.
 func (m *Memory) ScanMeta(prefix []byte, fn func(key, value []byte) error) error {
 	type kv struct {
 		k string
 		v []byte
 	}
-	m.mu.RLock()
-	if m.closed {
-		m.mu.RUnlock()
-		return ErrClosed
-	}
 	p := string(prefix)
-	var found []kv
-	for k, v := range m.meta {
-		if strings.HasPrefix(k, p) {
-			found = append(found, kv{k, clone(v)})
+	from := p
+	batch := make([]kv, 0, memScanChunk)
+	for {
+		batch = batch[:0]
+		m.mu.RLock()
+		if m.closed {
+			m.mu.RUnlock()
+			return ErrClosed
 		}
-	}
-	m.mu.RUnlock()
-
-	slices.SortFunc(found, func(a, b kv) int { return strings.Compare(a.k, b.k) })
-	for _, e := range found {
-		if err := fn([]byte(e.k), e.v); err != nil {
-			return err
+		m.meta.Ascend(from, p, func(k string, v []byte) bool {
+			batch = append(batch, kv{k, clone(v)})
+			return len(batch) < memScanChunk
+		})
+		m.mu.RUnlock()
+		for _, e := range batch {
+			if err := fn([]byte(e.k), e.v); err != nil {
+				return err
+			}
 		}
+		if len(batch) < memScanChunk {
+			return nil
+		}
+		from = batch[len(batch)-1].k + "\x00" // the smallest key after the last one seen
 	}
-	return nil
 }
 
 // Size returns the sum of the lengths of all keys and values; a record's key
