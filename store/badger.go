@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -22,17 +23,28 @@ type Badger struct {
 	mu     sync.RWMutex
 	closed bool
 
-	// dropMu is held for reading by everything that writes (Write,
-	// DeleteRange, a Reclaim round) and for writing by DropQueue: Badger's
-	// DropPrefix blocks writes and fails those that arrive meanwhile, so
-	// they are made to wait instead.
+	// dropMu is held for reading by everything that writes (Write, a
+	// DeleteRange chunk) and for writing by Reclaim's memtable flush:
+	// Badger's DropPrefix blocks writes and fails those that arrive
+	// meanwhile, so they are made to wait instead.
 	dropMu sync.RWMutex
+	// reclaimMu runs one Reclaim at a time: Badger's Flatten and
+	// DropPrefix both stop and restart compactions.
+	reclaimMu sync.Mutex
+	// writes counts Write calls started and writing those running, so
+	// Reclaim can tell a quiet store from a busy one.
+	writes  atomic.Uint64
+	writing atomic.Int64
+	// writersWaiting counts Writes waiting for wmu; a DeleteRange lets
+	// them go first between its chunks.
+	writersWaiting atomic.Int64
 
 	// segLimit is the largest segment value that packs several records:
 	// one byte below the value threshold, so segments stay in the LSM tree.
 	segLimit int
-	// wmu serializes the changes to records (Write, DeleteRange, DropQueue),
-	// which read segments to keep them from overlapping, and guards ends.
+	// wmu serializes the changes to records (Write, each chunk of
+	// DeleteRange and DropQueue), which read segments to keep them from
+	// overlapping, and guards ends.
 	wmu sync.Mutex
 	// ends holds, per queue written since open, an upper bound of the end
 	// of its records: an append at or past it cannot touch an existing

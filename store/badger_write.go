@@ -17,6 +17,9 @@ func (s *Badger) Write(b *Batch) error {
 		return err
 	}
 	defer s.release()
+	s.writes.Add(1)
+	s.writing.Add(1)
+	defer s.writing.Add(-1)
 	if b == nil || len(b.Entries)+len(b.Meta) == 0 {
 		return nil
 	}
@@ -27,7 +30,9 @@ func (s *Badger) Write(b *Batch) error {
 	s.dropMu.RLock()
 	defer s.dropMu.RUnlock()
 	if len(b.Entries) > 0 {
+		s.writersWaiting.Add(1)
 		s.wmu.Lock()
+		s.writersWaiting.Add(-1)
 		defer s.wmu.Unlock()
 	}
 	txn := s.db.NewTransaction(true)
