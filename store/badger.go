@@ -38,6 +38,12 @@ type Badger struct {
 	// writersWaiting counts Writes waiting for wmu; a DeleteRange lets
 	// them go first between its chunks.
 	writersWaiting atomic.Int64
+	// chunkSegments is the most segments one DeleteRange transaction
+	// deletes (deleteChunkSegments; tests make it small).
+	chunkSegments int
+	// afterChunk, when set (by tests), runs between two DeleteRange
+	// chunks, without any lock, with where the next chunk starts.
+	afterChunk func(next uint64)
 
 	// segLimit is the largest segment value that packs several records:
 	// one byte below the value threshold, so segments stay in the LSM tree.
@@ -90,8 +96,9 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 	limits := limitsFor(db.MaxBatchSize(), db.MaxBatchCount(), valueCap(o), outOfLine(o))
 	return &Badger{
 		db: db, dir: dir, inMemory: o.InMemory, limits: limits,
-		segLimit: int(o.ValueThreshold) - 1,
-		ends:     make(map[QueueID]uint64),
+		segLimit:      int(o.ValueThreshold) - 1,
+		chunkSegments: deleteChunkSegments,
+		ends:          make(map[QueueID]uint64),
 	}, nil
 }
 

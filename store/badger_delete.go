@@ -39,6 +39,9 @@ func (s *Badger) deleteRange(q QueueID, from, to uint64) error {
 			return fmt.Errorf("store: delete range [%d, %d) of %d/%d at %d: %w", from, to, q.Topic, q.Queue, at, err)
 		}
 		at = next
+		if at < to && s.afterChunk != nil {
+			s.afterChunk(at)
+		}
 		if at < to && s.writes.Load() != writes {
 			// Writes are coming in: leave them at least half of the
 			// machine and of Badger's write pipeline.
@@ -59,7 +62,7 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	// A split segment costs two operations.
-	chunk := min(deleteChunkSegments, max(s.limits.MaxEntries/2, 1))
+	chunk := min(s.chunkSegments, max(s.limits.MaxEntries/2, 1))
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	prefix := queuePrefix(q)

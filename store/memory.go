@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -170,20 +171,43 @@ func (m *Memory) Bounds(q QueueID) (first, next uint64, ok bool, err error) {
 	return recs[0].Offset, recs[len(recs)-1].Offset + 1, true, nil
 }
 
-// DeleteRange deletes the records of q with offsets in [from, to).
+// memDeleteChunk is the most records DeleteRange and DropQueue delete from
+// the head of a queue in one hold of the lock, so writers wait for a chunk
+// at most, not for the whole range.
+const memDeleteChunk = 8192
+
+// DeleteRange deletes the records of q with offsets in [from, to). A range
+// at the head of the queue (what retention deletes) goes in chunks of
+// memDeleteChunk records with the lock released in between; a range inside
+// the queue goes at once, since removing it moves the records after it.
 func (m *Memory) DeleteRange(q QueueID, from, to uint64) error {
+	for {
+		done, err := m.deleteChunk(q, from, to)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// deleteChunk deletes the first chunk of [from, to) and reports whether the
+// range is done.
+func (m *Memory) deleteChunk(q QueueID, from, to uint64) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return ErrClosed
+		return false, ErrClosed
 	}
 	if from >= to {
-		return nil
+		return true, nil
 	}
 	recs := m.queues[q]
 	i, j := lowerBound(recs, from), lowerBound(recs, to)
 	if i == j {
-		return nil
+		return true, nil
+	}
+	done := true
+	if i == 0 && j > memDeleteChunk {
+		j, done = memDeleteChunk, false
 	}
 	for _, r := range recs[i:j] {
 		m.size -= int64(recordKeySize + len(r.Value))
@@ -201,21 +225,12 @@ func (m *Memory) DeleteRange(q QueueID, from, to uint64) error {
 	default:
 		m.queues[q] = slices.Delete(recs, i, j)
 	}
-	return nil
+	return done, nil
 }
 
-// DropQueue deletes every record of q.
+// DropQueue deletes every record of q, in chunks as DeleteRange does.
 func (m *Memory) DropQueue(q QueueID) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return ErrClosed
-	}
-	for _, r := range m.queues[q] {
-		m.size -= int64(recordKeySize + len(r.Value))
-	}
-	delete(m.queues, q)
-	return nil
+	return m.DeleteRange(q, 0, math.MaxUint64)
 }
 
 // GetMeta returns a copy of the metadata value of key, or ErrNotFound.

@@ -140,6 +140,10 @@ func TestSegmentsModel(t *testing.T) {
 		o.ValueThreshold = int64(rapid.SampledFrom([]int{64, 256, 1024}).Draw(rt, "threshold"))
 		s, err := OpenBadger(dir, &o)
 		require.NoError(rt, err)
+		// Deletions of a few segments per transaction, so ranges and
+		// drops cross chunk boundaries.
+		chunk := rapid.IntRange(1, 3).Draw(rt, "chunkSegments")
+		s.chunkSegments = chunk
 		defer func() { require.NoError(rt, s.Close()) }()
 		m := NewMemory()
 		queues := []QueueID{{Topic: 1, Queue: 0}, {Topic: 1, Queue: 1}, {Topic: 2, Queue: 0}}
@@ -196,6 +200,7 @@ func TestSegmentsModel(t *testing.T) {
 				require.NoError(rt, s.Close())
 				s, err = OpenBadger(dir, &o)
 				require.NoError(rt, err)
+				s.chunkSegments = chunk
 			}
 			check(step)
 		}
