@@ -109,14 +109,16 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 		return to, nil
 	}
 	// A segment followed by one starting below to ends before it; the
-	// last segment of the range may reach past to.
+	// last segment of the range may reach past to. One whose count cannot
+	// be read is taken to hold one record, as Read and Bounds take it, and
+	// deleted.
 	if next == to && len(inside) > 0 {
 		last := inside[len(inside)-1]
 		v, err := segmentValue(txn, q, last)
 		if err != nil {
 			return from, err
 		}
-		if c, err := segmentCount(v); err != nil || last+uint64(c) > to {
+		if c, err := segmentCount(v); err == nil && last+uint64(c) > to {
 			edges = append(edges, edge{last, v})
 			inside = inside[:len(inside)-1]
 		}
