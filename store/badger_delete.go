@@ -77,13 +77,28 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 	}
 	var edges []edge
 	n := 0
-	if start, v, ok, err := segmentAtOrBefore(txn, prefix, q, from); err != nil {
-		return from, err
-	} else if ok && start < from {
-		if c, err := segmentCount(v); err != nil || start+uint64(c) > from {
-			edges = append(edges, edge{start, v})
-			n++
+	// A segment starting at from is found with a point lookup first.
+	// Badger's seek reads one live key beyond the one it lands on, and
+	// backwards that means stepping over every tombstone below it: a
+	// reverse seek from the first live segment of a queue whose head was
+	// deleted walks all of those tombstones until compaction removes them.
+	// Retention leaves the queue starting at a segment boundary, and each
+	// chunk starts at one, so the lookup usually answers.
+	_, err := txn.Get(recordKey(q, from))
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		start, v, ok, err := segmentAtOrBefore(txn, prefix, q, from)
+		if err != nil {
+			return from, err
 		}
+		if ok && start < from {
+			if c, err := segmentCount(v); err != nil || start+uint64(c) > from {
+				edges = append(edges, edge{start, v})
+				n++
+			}
+		}
+	case err != nil:
+		return from, err
 	}
 	next := to
 	var inside []uint64

@@ -57,28 +57,7 @@ func segmentAtOrBefore(txn *badger.Txn, prefix []byte, q QueueID, off uint64) (u
 
 // lastSegment is segmentAtOrBefore; withValue false skips the value copy
 // (the value returned is then nil).
-//
-// A segment starting at off is found with a point lookup first. Badger's
-// seek reads one live key beyond the one it lands on, and backwards that
-// means stepping over every tombstone below it: after retention deleted a
-// queue's head, a reverse seek from the first live segment walks all of
-// them until compaction removes them. Retention and the scheduler's trims
-// leave the queue starting at a segment boundary, so the lookup usually
-// answers.
 func lastSegment(txn *badger.Txn, prefix []byte, q QueueID, off uint64, withValue bool) (uint64, []byte, bool, error) {
-	item, err := txn.Get(recordKey(q, off))
-	switch {
-	case err == nil && !withValue:
-		return off, nil, true, nil
-	case err == nil:
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return 0, nil, false, err
-		}
-		return off, v, true, nil
-	case !errors.Is(err, badger.ErrKeyNotFound):
-		return 0, nil, false, err
-	}
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix, Reverse: true})
 	defer it.Close()
 	it.Seek(recordKey(q, off))
