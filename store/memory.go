@@ -247,8 +247,13 @@ func (m *Memory) GetMeta(key []byte) ([]byte, error) {
 	return clone(v), nil
 }
 
-// memScanChunk is how many metadata pairs ScanMeta copies per lock hold.
-const memScanChunk = 256
+// ScanMeta copies metadata pairs out in chunks, the first of memScanFirst
+// pairs (a scan is often stopped at its first keys), each further one
+// twice as large up to memScanChunk.
+const (
+	memScanFirst = 16
+	memScanChunk = 256
+)
 
 // ScanMeta calls fn, in key order, for every metadata key with the prefix.
 // Pairs are copied out under the lock in chunks, each found by a seek past
@@ -263,7 +268,8 @@ func (m *Memory) ScanMeta(prefix []byte, fn func(key, value []byte) error) error
 	}
 	p := string(prefix)
 	from := p
-	batch := make([]kv, 0, memScanChunk)
+	limit := memScanFirst
+	batch := make([]kv, 0, limit)
 	for {
 		batch = batch[:0]
 		m.mu.RLock()
@@ -273,7 +279,7 @@ func (m *Memory) ScanMeta(prefix []byte, fn func(key, value []byte) error) error
 		}
 		m.meta.Ascend(from, p, func(k string, v []byte) bool {
 			batch = append(batch, kv{k, clone(v)})
-			return len(batch) < memScanChunk
+			return len(batch) < limit
 		})
 		m.mu.RUnlock()
 		for _, e := range batch {
@@ -281,10 +287,11 @@ func (m *Memory) ScanMeta(prefix []byte, fn func(key, value []byte) error) error
 				return err
 			}
 		}
-		if len(batch) < memScanChunk {
+		if len(batch) < limit {
 			return nil
 		}
 		from = batch[len(batch)-1].k + "\x00" // the smallest key after the last one seen
+		limit = min(2*limit, memScanChunk)
 	}
 }
 
