@@ -114,3 +114,48 @@ func TestBadgerDropQueue_ChunksLetWritesIn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []any{uint64(0), written, true}, []any{first, next, ok})
 }
+
+// TestBadgerReclaim_QuietStore checks how Reclaim tells a quiet store,
+// whose memtables it flushes, from a busy one, whose writes it must not
+// block: a Write running, or one started while it watches, means busy.
+func TestBadgerReclaim_QuietStore(t *testing.T) {
+	s, err := OpenBadger(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	require.True(t, s.quiet(), "no write at all")
+
+	s.writing.Add(1) // as a Write in progress does
+	require.False(t, s.quiet(), "a Write in progress")
+	s.writing.Add(-1)
+
+	// Writes that keep coming: within 50 windows of quietFor, a Write
+	// loop starts one inside a window however the machine schedules it.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for off := uint64(0); ; off++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := s.Write(&Batch{Entries: []Entry{{Queue: QueueID{Topic: 1}, Offset: off, Value: []byte("x")}}}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	busy := false
+	for range 50 {
+		if !s.quiet() {
+			busy = true
+			break
+		}
+	}
+	close(stop)
+	<-done
+	require.True(t, busy, "a store written in a loop is never quiet")
+	require.True(t, s.quiet(), "quiet again once the writes stop")
+	require.NoError(t, s.Reclaim())
+}
