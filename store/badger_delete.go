@@ -20,8 +20,9 @@ const deleteChunkSegments = 256
 // segment inside the range is deleted, one reaching over an end is written
 // back with the records outside the range. It works in transactions of at
 // most deleteChunkSegments segments each and lets writes in between them,
-// so a large deletion does not stall writers; the deletion is therefore
-// not atomic, and a failure may leave a prefix of the range deleted.
+// pausing after a chunk during which writes came in, so a large deletion
+// does not stall writers; the deletion is therefore not atomic, and a
+// failure may leave a prefix of the range deleted.
 func (s *Badger) DeleteRange(q QueueID, from, to uint64) error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -43,9 +44,10 @@ func (s *Badger) deleteRange(q QueueID, from, to uint64) error {
 			s.afterChunk(at)
 		}
 		if at < to && s.writes.Load() != writes {
-			// Writes are coming in: leave them at least half of the
-			// machine and of Badger's write pipeline.
-			time.Sleep(time.Since(start))
+			// Writes are coming in: leave them three quarters of the
+			// time, of the machine and of Badger's write pipeline.
+			// Deletion is background work; a sender is waiting.
+			time.Sleep(3 * time.Since(start))
 		}
 	}
 	return nil
