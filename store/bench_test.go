@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/equeue-go/equeue/store"
@@ -105,4 +107,55 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportMetric(float64(read)/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}
+}
+
+// BenchmarkMemoryMeta measures metadata writes (one set and one delete of
+// random keys per batch) and a prefix scan that stops at its first key, on
+// a memory store holding 200,000 metadata keys.
+func BenchmarkMemoryMeta(b *testing.B) {
+	const keys = 200_000
+	key := func(i uint64) []byte {
+		// Spread over the key space, as hashed dedup IDs are.
+		return fmt.Appendf(nil, "d/%016x", i*0x9e3779b97f4a7c15)
+	}
+	fill := func(b *testing.B) *store.Memory {
+		s := store.NewMemory()
+		batch := &store.Batch{}
+		for i := uint64(0); i < keys; i++ {
+			batch.Meta = append(batch.Meta, store.MetaOp{Key: key(i), Value: []byte("v")})
+			if len(batch.Meta) == 1000 {
+				if err := s.Write(batch); err != nil {
+					b.Fatal(err)
+				}
+				batch.Meta = batch.Meta[:0]
+			}
+		}
+		return s
+	}
+	b.Run("write", func(b *testing.B) {
+		s := fill(b)
+		defer closeBench(b, s)
+		next := uint64(keys)
+		for b.Loop() {
+			batch := &store.Batch{Meta: []store.MetaOp{
+				{Key: key(next), Value: []byte("v")},
+				{Key: key(next - keys), Delete: true},
+			}}
+			if err := s.Write(batch); err != nil {
+				b.Fatal(err)
+			}
+			next++
+		}
+	})
+	b.Run("scan-first", func(b *testing.B) {
+		s := fill(b)
+		defer closeBench(b, s)
+		stop := errors.New("stop")
+		for b.Loop() {
+			err := s.ScanMeta([]byte("d/"), func(_, _ []byte) error { return stop })
+			if !errors.Is(err, stop) {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -1,9 +1,9 @@
 package store
 
 import (
+	"math"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 )
 
@@ -17,14 +17,15 @@ const recordKeySize = 4 + 4 + 8
 //
 // Each queue is a slice of records sorted by offset, so appends in offset
 // order are amortised O(1) and reads are a binary search. Metadata lives in
-// a map that is sorted when scanned.
+// an ordered map (ordered.go), so a scan that stops early costs what it
+// reads, not the number of keys under its prefix.
 type Memory struct {
 	limits Limits
 
 	mu     sync.RWMutex
 	closed bool
 	queues map[QueueID][]Record
-	meta   map[string][]byte
+	meta   *orderedMap
 	size   int64
 }
 
@@ -41,7 +42,7 @@ func NewMemoryWithLimits(l Limits) *Memory {
 	return &Memory{
 		limits: l,
 		queues: make(map[QueueID][]Record),
-		meta:   make(map[string][]byte),
+		meta:   newOrderedMap(defaultLeafSize),
 	}
 }
 
@@ -84,16 +85,17 @@ func (m *Memory) Write(b *Batch) error {
 	}
 	for _, op := range ops {
 		k := string(op.Key) // copies the key; b is not modified during Write
-		old, had := m.meta[k]
+		var old []byte
+		var had bool
+		if op.Delete {
+			old, had = m.meta.Delete(k)
+		} else {
+			old, had = m.meta.Set(k, op.Value)
+			m.size += int64(len(k) + len(op.Value))
+		}
 		if had {
 			m.size -= int64(len(k) + len(old))
 		}
-		if op.Delete {
-			delete(m.meta, k)
-			continue
-		}
-		m.meta[k] = op.Value
-		m.size += int64(len(k) + len(op.Value))
 	}
 	return nil
 }
@@ -169,20 +171,43 @@ func (m *Memory) Bounds(q QueueID) (first, next uint64, ok bool, err error) {
 	return recs[0].Offset, recs[len(recs)-1].Offset + 1, true, nil
 }
 
-// DeleteRange deletes the records of q with offsets in [from, to).
+// memDeleteChunk is the most records DeleteRange and DropQueue delete from
+// the head of a queue in one hold of the lock, so writers wait for a chunk
+// at most, not for the whole range.
+const memDeleteChunk = 8192
+
+// DeleteRange deletes the records of q with offsets in [from, to). A range
+// at the head of the queue (what retention deletes) goes in chunks of
+// memDeleteChunk records with the lock released in between; a range inside
+// the queue goes at once, since removing it moves the records after it.
 func (m *Memory) DeleteRange(q QueueID, from, to uint64) error {
+	for {
+		done, err := m.deleteChunk(q, from, to)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// deleteChunk deletes the first chunk of [from, to) and reports whether the
+// range is done.
+func (m *Memory) deleteChunk(q QueueID, from, to uint64) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return ErrClosed
+		return false, ErrClosed
 	}
 	if from >= to {
-		return nil
+		return true, nil
 	}
 	recs := m.queues[q]
 	i, j := lowerBound(recs, from), lowerBound(recs, to)
 	if i == j {
-		return nil
+		return true, nil
+	}
+	done := true
+	if i == 0 && j > memDeleteChunk {
+		j, done = memDeleteChunk, false
 	}
 	for _, r := range recs[i:j] {
 		m.size -= int64(recordKeySize + len(r.Value))
@@ -200,21 +225,12 @@ func (m *Memory) DeleteRange(q QueueID, from, to uint64) error {
 	default:
 		m.queues[q] = slices.Delete(recs, i, j)
 	}
-	return nil
+	return done, nil
 }
 
-// DropQueue deletes every record of q.
+// DropQueue deletes every record of q, in chunks as DeleteRange does.
 func (m *Memory) DropQueue(q QueueID) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return ErrClosed
-	}
-	for _, r := range m.queues[q] {
-		m.size -= int64(recordKeySize + len(r.Value))
-	}
-	delete(m.queues, q)
-	return nil
+	return m.DeleteRange(q, 0, math.MaxUint64)
 }
 
 // GetMeta returns a copy of the metadata value of key, or ErrNotFound.
@@ -224,42 +240,59 @@ func (m *Memory) GetMeta(key []byte) ([]byte, error) {
 	if m.closed {
 		return nil, ErrClosed
 	}
-	v, ok := m.meta[string(key)]
+	v, ok := m.meta.Get(string(key))
 	if !ok {
 		return nil, ErrNotFound
 	}
 	return clone(v), nil
 }
 
+// ScanMeta copies metadata pairs out in chunks, the first of memScanFirst
+// pairs (a scan is often stopped at its first keys), each further one
+// twice as large up to memScanChunk.
+const (
+	memScanFirst = 16
+	memScanChunk = 256
+)
+
 // ScanMeta calls fn, in key order, for every metadata key with the prefix.
-// The matching pairs are copied under the lock and fn runs without it, so fn
-// may call back into the store.
+// Pairs are copied out under the lock in chunks, each found by a seek past
+// the last key seen, and fn runs without the lock, so fn may call back into
+// the store; a scan that fn stops early costs what it read, whatever number
+// of keys follow. As on Badger, a scan is not one snapshot: keys written
+// during it may or may not be seen.
 func (m *Memory) ScanMeta(prefix []byte, fn func(key, value []byte) error) error {
 	type kv struct {
 		k string
 		v []byte
 	}
-	m.mu.RLock()
-	if m.closed {
-		m.mu.RUnlock()
-		return ErrClosed
-	}
 	p := string(prefix)
-	var found []kv
-	for k, v := range m.meta {
-		if strings.HasPrefix(k, p) {
-			found = append(found, kv{k, clone(v)})
+	from := p
+	limit := memScanFirst
+	batch := make([]kv, 0, limit)
+	for {
+		batch = batch[:0]
+		m.mu.RLock()
+		if m.closed {
+			m.mu.RUnlock()
+			return ErrClosed
 		}
-	}
-	m.mu.RUnlock()
-
-	slices.SortFunc(found, func(a, b kv) int { return strings.Compare(a.k, b.k) })
-	for _, e := range found {
-		if err := fn([]byte(e.k), e.v); err != nil {
-			return err
+		m.meta.Ascend(from, p, func(k string, v []byte) bool {
+			batch = append(batch, kv{k, clone(v)})
+			return len(batch) < limit
+		})
+		m.mu.RUnlock()
+		for _, e := range batch {
+			if err := fn([]byte(e.k), e.v); err != nil {
+				return err
+			}
 		}
+		if len(batch) < limit {
+			return nil
+		}
+		from = batch[len(batch)-1].k + "\x00" // the smallest key after the last one seen
+		limit = min(2*limit, memScanChunk)
 	}
-	return nil
 }
 
 // Size returns the sum of the lengths of all keys and values; a record's key

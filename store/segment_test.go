@@ -107,6 +107,38 @@ func TestSegmentsDamaged(t *testing.T) {
 	// Writing into a damaged segment cannot keep its other records: it fails.
 	err = s.Write(&Batch{Entries: []Entry{{Queue: q, Offset: 2, Value: []byte("new")}}})
 	require.ErrorIs(t, err, errSegment)
+
+	// So does deleting part of it; deleting all of it needs none of its
+	// records, so a range that covers it deletes it unread, and so does
+	// dropping the queue.
+	require.ErrorIs(t, s.DeleteRange(q, 0, 3), errSegment)
+	require.NoError(t, s.DeleteRange(q, 0, 6))
+	first, next, ok, err = s.Bounds(q)
+	require.NoError(t, err)
+	require.Equal(t, []any{uint64(6), uint64(7), true}, []any{first, next, ok})
+	damageSegment(t, s, q, 6)
+	require.NoError(t, s.DropQueue(q))
+	_, _, ok, err = s.Bounds(q)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+// damageSegment flips a byte of the segment of q starting at start, behind
+// the store's back.
+func damageSegment(t *testing.T, s *Badger, q QueueID, start uint64) {
+	t.Helper()
+	require.NoError(t, s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(recordKey(q, start))
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		v[len(v)-1] ^= 0xff
+		return txn.Set(recordKey(q, start), v)
+	}))
 }
 
 func FuzzDecodeSegment(f *testing.F) {
@@ -140,6 +172,10 @@ func TestSegmentsModel(t *testing.T) {
 		o.ValueThreshold = int64(rapid.SampledFrom([]int{64, 256, 1024}).Draw(rt, "threshold"))
 		s, err := OpenBadger(dir, &o)
 		require.NoError(rt, err)
+		// Deletions of a few segments per transaction, so ranges and
+		// drops cross chunk boundaries.
+		chunk := rapid.IntRange(1, 3).Draw(rt, "chunkSegments")
+		s.chunkSegments = chunk
 		defer func() { require.NoError(rt, s.Close()) }()
 		m := NewMemory()
 		queues := []QueueID{{Topic: 1, Queue: 0}, {Topic: 1, Queue: 1}, {Topic: 2, Queue: 0}}
@@ -196,6 +232,7 @@ func TestSegmentsModel(t *testing.T) {
 				require.NoError(rt, s.Close())
 				s, err = OpenBadger(dir, &o)
 				require.NoError(rt, err)
+				s.chunkSegments = chunk
 			}
 			check(step)
 		}

@@ -1,0 +1,283 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// deleteChunkSegments is the most segments one DeleteRange transaction
+// deletes. A chunk runs under wmu, so it is what a concurrent Write may wait
+// for: the chunk walks keys only and decodes at most the two segments at
+// the ends of the range, so 256 segments take a millisecond or two.
+const deleteChunkSegments = 256
+
+// DeleteRange deletes the records of q with offsets in [from, to): a
+// segment inside the range is deleted, one reaching over an end is written
+// back with the records outside the range. It works in transactions of at
+// most deleteChunkSegments segments each and lets writes in between them,
+// pausing after a chunk during which writes came in, so a large deletion
+// does not stall writers; the deletion is therefore not atomic, and a
+// failure may leave a prefix of the range deleted.
+func (s *Badger) DeleteRange(q QueueID, from, to uint64) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	return s.deleteRange(q, from, to)
+}
+
+func (s *Badger) deleteRange(q QueueID, from, to uint64) error {
+	for at := from; at < to; {
+		writes := s.writes.Load()
+		start := time.Now()
+		next, err := s.deleteChunk(q, at, to)
+		if err != nil {
+			return fmt.Errorf("store: delete range [%d, %d) of %d/%d at %d: %w", from, to, q.Topic, q.Queue, at, err)
+		}
+		at = next
+		if at < to && s.afterChunk != nil {
+			s.afterChunk(at)
+		}
+		if at < to && s.writes.Load() != writes {
+			// Writes are coming in: leave them three quarters of the
+			// time, of the machine and of Badger's write pipeline.
+			// Deletion is background work; a sender is waiting.
+			time.Sleep(3 * time.Since(start))
+		}
+	}
+	return nil
+}
+
+// deleteChunk deletes [from, to) from up to deleteChunkSegments segments
+// of q in one transaction, with wmu held, and returns where the next chunk
+// starts (to when the range is done). Segments are looked up under the
+// lock, so a Write between two chunks is seen by the next.
+func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
+	s.yieldToWriters()
+	s.dropMu.RLock()
+	defer s.dropMu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	// A split segment costs two operations.
+	chunk := min(s.chunkSegments, max(s.limits.MaxEntries/2, 1))
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	prefix := queuePrefix(q)
+
+	// edges are the segments to decode and write back in part: the one
+	// starting before from, if it reaches from, and the last one, if it
+	// may reach past to. The others lie inside the range and are deleted
+	// unread.
+	type edge struct {
+		start uint64
+		v     []byte
+	}
+	var edges []edge
+	n := 0
+	// A segment starting at from is found with a point lookup first.
+	// Badger's seek reads one live key beyond the one it lands on, and
+	// backwards that means stepping over every tombstone below it: a
+	// reverse seek from the first live segment of a queue whose head was
+	// deleted walks all of those tombstones until compaction removes them.
+	// Retention leaves the queue starting at a segment boundary, and each
+	// chunk starts at one, so the lookup usually answers.
+	_, err := txn.Get(recordKey(q, from))
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		start, v, ok, err := segmentAtOrBefore(txn, prefix, q, from)
+		if err != nil {
+			return from, err
+		}
+		if ok && start < from {
+			if c, err := segmentCount(v); err != nil || start+uint64(c) > from {
+				edges = append(edges, edge{start, v})
+				n++
+			}
+		}
+	case err != nil:
+		return from, err
+	}
+	next := to
+	var inside []uint64
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
+	for it.Seek(recordKey(q, from)); it.Valid(); it.Next() {
+		start, err := recordOffset(it.Item().Key())
+		if err != nil {
+			it.Close()
+			return from, err
+		}
+		if start >= to {
+			break
+		}
+		if n == chunk {
+			next = start
+			break
+		}
+		inside = append(inside, start)
+		n++
+	}
+	it.Close()
+	if n == 0 {
+		return to, nil
+	}
+	// A segment followed by one starting below to ends before it; the
+	// last segment of the range may reach past to. One whose count cannot
+	// be read is taken to hold one record, as Read and Bounds take it, and
+	// deleted.
+	if next == to && len(inside) > 0 {
+		last := inside[len(inside)-1]
+		v, err := segmentValue(txn, q, last)
+		if err != nil {
+			return from, err
+		}
+		if c, err := segmentCount(v); err == nil && last+uint64(c) > to {
+			edges = append(edges, edge{last, v})
+			inside = inside[:len(inside)-1]
+		}
+	}
+	for _, start := range inside {
+		if err := txn.Delete(recordKey(q, start)); err != nil {
+			return from, err
+		}
+	}
+	var kept []Entry
+	for _, e := range edges {
+		if err := txn.Delete(recordKey(q, e.start)); err != nil {
+			return from, err
+		}
+		err := decodeSegment(e.v, func(i int, rec []byte) bool {
+			if off := e.start + uint64(i); off < from || off >= to {
+				kept = append(kept, Entry{Queue: q, Offset: off, Value: rec})
+			}
+			return true
+		})
+		if err != nil {
+			return from, err
+		}
+	}
+	if len(kept) > 0 {
+		size := 0
+		for _, e := range kept {
+			size += len(e.Value) + segmentRecordOverhead + segmentOverhead
+		}
+		if _, _, err := s.putSegments(txn, q, kept, make([]byte, 0, len(kept)*recordKeyLen), make([]byte, 0, size)); err != nil {
+			return from, err
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return from, err
+	}
+	return next, nil
+}
+
+// yieldToWriters lets the Writes waiting for wmu take it before the next
+// chunk does: sync.Mutex would often hand it back to the goroutine that just
+// released it, and a writer would wait for several chunks. The wait is
+// bounded, so a steady stream of writes cannot starve a deletion.
+func (s *Badger) yieldToWriters() {
+	for i := 0; i < 1000 && s.writersWaiting.Load() > 0; i++ {
+		runtime.Gosched()
+	}
+}
+
+// segmentValue returns a copy of the value of q's segment starting at start.
+func segmentValue(txn *badger.Txn, q QueueID, start uint64) ([]byte, error) {
+	item, err := txn.Get(recordKey(q, start))
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+// DropQueue deletes every record of q, in chunks as DeleteRange does, so
+// writes to other queues go on meanwhile.
+func (s *Badger) DropQueue(q QueueID) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	if err := s.deleteRange(q, 0, math.MaxUint64); err != nil {
+		return fmt.Errorf("store: drop queue %d/%d: %w", q.Topic, q.Queue, err)
+	}
+	s.wmu.Lock()
+	delete(s.ends, q)
+	s.wmu.Unlock()
+	return nil
+}
+
+// quietFor is how long Reclaim watches for writes before it flushes the
+// memtables.
+const quietFor = 20 * time.Millisecond
+
+// Reclaim gives the space of deleted records back: it compacts every level
+// of the LSM tree into one, so tombstones and the keys they delete leave
+// it, then runs value-log garbage collection until a round rewrites
+// nothing. It does nothing in memory, where there is no value log.
+//
+// Tombstones still in the memtables are compacted only once the memtables
+// are flushed. Badger flushes them on demand only by blocking every write
+// until the flush is done (DropPrefix), which takes up to ~100 ms per full
+// memtable, so Reclaim forces a flush only when no Write ran for quietFor;
+// on a busy store the memtables fill and flush on their own, and the next
+// Reclaim takes what this one left.
+func (s *Badger) Reclaim() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	if s.inMemory {
+		return nil
+	}
+	s.reclaimMu.Lock()
+	defer s.reclaimMu.Unlock()
+	if s.quiet() {
+		if err := s.flushMemtables(); err != nil {
+			return fmt.Errorf("store: reclaim: flush: %w", err)
+		}
+	}
+	if err := s.db.Flatten(1); err != nil {
+		return fmt.Errorf("store: reclaim: flatten: %w", err)
+	}
+	for {
+		err := s.db.RunValueLogGC(0.5)
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, badger.ErrNoRewrite), errors.Is(err, badger.ErrRejected):
+			return nil
+		default:
+			return fmt.Errorf("store: reclaim: %w", err)
+		}
+	}
+}
+
+// quiet reports whether no Write was running or started for quietFor.
+func (s *Badger) quiet() bool {
+	before := s.writes.Load()
+	if s.writing.Load() > 0 {
+		return false
+	}
+	time.Sleep(quietFor)
+	return s.writes.Load() == before && s.writing.Load() == 0
+}
+
+// flushSentinel is a key outside the record and metadata spaces, written
+// only to make DropPrefix flush the memtables.
+var flushSentinel = []byte{0xfe, 'f', 'l', 'u', 's', 'h'}
+
+// flushMemtables makes Badger flush its memtables to level 0 by dropping
+// a sentinel key. Badger refuses writes meanwhile, so Write is held off by
+// dropMu instead of failing.
+func (s *Badger) flushMemtables() error {
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) }); err != nil {
+		return err
+	}
+	return s.db.DropPrefix(flushSentinel)
+}

@@ -1,0 +1,328 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/skl"
+)
+
+// Compression selects how Badger compresses SSTable blocks.
+type Compression uint8
+
+const (
+	// CompressionNone stores blocks as they are. It is the zero value and
+	// the default.
+	CompressionNone Compression = iota
+	// CompressionSnappy compresses blocks with Snappy.
+	CompressionSnappy
+	// CompressionZSTD compresses blocks with Zstandard at level 1.
+	CompressionZSTD
+)
+
+// String returns the name of c.
+func (c Compression) String() string {
+	switch c {
+	case CompressionNone:
+		return "none"
+	case CompressionSnappy:
+		return "snappy"
+	case CompressionZSTD:
+		return "zstd"
+	}
+	return fmt.Sprintf("Compression(%d)", uint8(c))
+}
+
+// BadgerOptions tunes a Badger store. Every field's zero value means "what
+// DefaultBadgerOptions uses", so a partly filled struct is valid:
+// &BadgerOptions{InMemory: true} is the default profile kept in memory.
+//
+// Whatever the options, the store opens Badger with SyncWrites off (the
+// engine calls Sync itself), conflict detection off (the engine is the only
+// writer) and one version kept per key.
+type BadgerOptions struct {
+	// MemTableSize is the size of one memtable, the in-memory write buffer
+	// that is flushed to a level-0 table when full. It also fixes the
+	// largest atomic batch: Badger takes at most 15% of it in one
+	// transaction. Zero means 8 MiB; below 1 MiB is rejected.
+	MemTableSize int64
+	// NumMemtables is how many full memtables may wait to be flushed
+	// before writes stall; one more is being filled. Zero means 2.
+	NumMemtables int
+	// NumLevelZeroTables is how many level-0 tables trigger a compaction
+	// into level 1. Zero means 4.
+	NumLevelZeroTables int
+	// NumLevelZeroTablesStall is how many level-0 tables stall writes until
+	// compaction catches up. Zero means 3 x NumLevelZeroTables; it must be
+	// above NumLevelZeroTables.
+	NumLevelZeroTablesStall int
+	// BlockCacheSize is the budget of the cache of SSTable blocks read from
+	// disk. Zero means 8 MiB; negative means no cache, which Badger allows
+	// only without compression.
+	BlockCacheSize int64
+	// IndexCacheSize is the budget of the cache of table indexes. Badger
+	// (v4) consults it only for encrypted tables, which this package never
+	// writes; unencrypted indexes stay with their memory-mapped tables
+	// whatever this says. Zero or negative means no index cache (the
+	// default).
+	IndexCacheSize int64
+	// ValueThreshold is the value length from which a value is kept in the
+	// value log rather than inline in the LSM tree. Zero means 1 KiB; it
+	// must be between 64 bytes and 1 MiB and at most 15% of MemTableSize.
+	// In InMemory mode there is no value log: the threshold is raised to
+	// the largest value Badger takes in memory and this field is ignored.
+	ValueThreshold int64
+	// ValueLogFileSize is the size at which a value-log file is closed and
+	// a new one started; Reclaim rewrites whole files, so smaller files
+	// give space back sooner. Zero means 64 MiB; it must be at least 1 MiB
+	// and below 2 GiB.
+	ValueLogFileSize int64
+	// NumCompactors is how many goroutines compact the LSM tree. Zero
+	// means 2, the least Badger accepts.
+	NumCompactors int
+	// Compression compresses SSTable blocks. The zero value is
+	// CompressionNone, the default.
+	Compression Compression
+	// InMemory keeps everything in memory (Badger's in-memory mode): the
+	// directory given to OpenBadger is ignored, nothing is durable, Sync
+	// and Reclaim do nothing.
+	InMemory bool
+	// Logger receives Badger's log lines at Debug, Info, Warn and Error
+	// level. Nil means silent.
+	Logger *slog.Logger
+}
+
+// Sizes used by DefaultBadgerOptions.
+const (
+	kib = 1 << 10
+	mib = 1 << 20
+)
+
+// DefaultBadgerOptions returns a profile for an engine embedded in a larger
+// program, rather than Badger's own server-sized defaults (64 MiB memtables
+// x 5, 256 MiB block cache, 1 GiB value-log files). An idle store stays
+// well under 64 MiB of resident memory:
+//
+//   - 8 MiB memtables, 2 waiting to flush plus the active one: at most
+//     ~30 MiB of write buffers under a write burst, one partly used buffer
+//     when idle. Batches of up to ~1.2 MiB fit (15% of a memtable).
+//   - 4 level-0 tables before compaction, writes stall at 12: short level 0
+//     keeps the Bounds and Read seeks cheap.
+//   - 8 MiB block cache, no index cache (unused without encryption).
+//   - 1 KiB value threshold: typical messages (up to a few hundred bytes)
+//     stay inline and are read in one seek and given back by compaction;
+//     larger ones go to the value log so compaction does not copy them.
+//   - 64 MiB value-log files: Reclaim rewrites whole files, so small files
+//     return space soon after retention deletes records.
+//   - 2 compactors, the least Badger accepts.
+//   - No compression: messages are often already compressed or small, and
+//     compression would require the block cache for every read.
+func DefaultBadgerOptions() BadgerOptions {
+	return BadgerOptions{
+		MemTableSize:            8 * mib,
+		NumMemtables:            2,
+		NumLevelZeroTables:      4,
+		NumLevelZeroTablesStall: 12,
+		BlockCacheSize:          8 * mib,
+		IndexCacheSize:          0,
+		ValueThreshold:          1 * kib,
+		ValueLogFileSize:        64 * mib,
+		NumCompactors:           2,
+		Compression:             CompressionNone,
+	}
+}
+
+// Badger's own bounds (badger/v4 options and db.go).
+const (
+	badgerMaxValueThreshold = 1 * mib
+	minValueThreshold       = 64
+	badgerMinVlogFileSize   = 1 * mib
+	badgerMaxVlogFileSize   = 2<<30 - 1
+)
+
+// resolve replaces zero fields by their defaults and validates the result.
+func (o BadgerOptions) resolve() (BadgerOptions, error) {
+	d := DefaultBadgerOptions()
+	if o.MemTableSize == 0 {
+		o.MemTableSize = d.MemTableSize
+	}
+	if o.NumMemtables == 0 {
+		o.NumMemtables = d.NumMemtables
+	}
+	if o.NumLevelZeroTables == 0 {
+		o.NumLevelZeroTables = d.NumLevelZeroTables
+	}
+	if o.NumLevelZeroTablesStall == 0 {
+		o.NumLevelZeroTablesStall = 3 * o.NumLevelZeroTables
+	}
+	switch {
+	case o.BlockCacheSize == 0:
+		o.BlockCacheSize = d.BlockCacheSize
+	case o.BlockCacheSize < 0:
+		o.BlockCacheSize = 0
+	}
+	if o.IndexCacheSize < 0 {
+		o.IndexCacheSize = 0
+	}
+	if o.ValueThreshold == 0 {
+		o.ValueThreshold = d.ValueThreshold
+	}
+	if o.ValueLogFileSize == 0 {
+		o.ValueLogFileSize = d.ValueLogFileSize
+	}
+	if o.NumCompactors == 0 {
+		o.NumCompactors = d.NumCompactors
+	}
+
+	maxBatch, _ := badgerBatchLimits(o.MemTableSize)
+	switch {
+	case o.MemTableSize < 1*mib:
+		return o, fmt.Errorf("MemTableSize %d is below 1 MiB", o.MemTableSize)
+	case o.NumMemtables < 1:
+		return o, fmt.Errorf("NumMemtables %d is below 1", o.NumMemtables)
+	case o.NumLevelZeroTables < 1:
+		return o, fmt.Errorf("NumLevelZeroTables %d is below 1", o.NumLevelZeroTables)
+	case o.NumLevelZeroTablesStall <= o.NumLevelZeroTables:
+		return o, fmt.Errorf("NumLevelZeroTablesStall %d must be above NumLevelZeroTables %d",
+			o.NumLevelZeroTablesStall, o.NumLevelZeroTables)
+	case o.NumCompactors < 2:
+		return o, fmt.Errorf("NumCompactors %d is below 2, the least Badger accepts", o.NumCompactors)
+	case o.ValueLogFileSize < badgerMinVlogFileSize || o.ValueLogFileSize > badgerMaxVlogFileSize:
+		return o, fmt.Errorf("ValueLogFileSize %d is outside [1 MiB, 2 GiB)", o.ValueLogFileSize)
+	case o.Compression > CompressionZSTD:
+		return o, fmt.Errorf("unknown compression %v", o.Compression)
+	case o.Compression != CompressionNone && o.BlockCacheSize == 0:
+		return o, fmt.Errorf("compression %v needs a block cache", o.Compression)
+	}
+	if o.InMemory {
+		// No value log in memory: every value must fit under the
+		// threshold, so raise it as far as Badger allows.
+		o.ValueThreshold = min(badgerMaxValueThreshold, maxBatch)
+	} else if o.ValueThreshold < minValueThreshold || o.ValueThreshold > badgerMaxValueThreshold ||
+		o.ValueThreshold > maxBatch {
+		return o, fmt.Errorf("ValueThreshold %d is outside [%d, %d]", o.ValueThreshold,
+			minValueThreshold, min(badgerMaxValueThreshold, maxBatch))
+	}
+	return o, nil
+}
+
+// badgerOptions translates resolved options for badger.Open.
+func (o BadgerOptions) badgerOptions(dir string) badger.Options {
+	var bo badger.Options
+	if o.InMemory {
+		bo = badger.DefaultOptions("").WithInMemory(true)
+	} else {
+		bo = badger.DefaultOptions(dir)
+	}
+	bo = bo.
+		WithSyncWrites(false).
+		WithDetectConflicts(false).
+		WithNumVersionsToKeep(1).
+		WithMetricsEnabled(false).
+		WithMemTableSize(o.MemTableSize).
+		WithNumMemtables(o.NumMemtables).
+		WithNumLevelZeroTables(o.NumLevelZeroTables).
+		WithNumLevelZeroTablesStall(o.NumLevelZeroTablesStall).
+		WithBlockCacheSize(o.BlockCacheSize).
+		WithIndexCacheSize(o.IndexCacheSize).
+		WithValueThreshold(o.ValueThreshold).
+		WithValueLogFileSize(o.ValueLogFileSize).
+		WithNumCompactors(o.NumCompactors)
+	switch o.Compression {
+	case CompressionSnappy:
+		bo = bo.WithCompression(options.Snappy)
+	case CompressionZSTD:
+		bo = bo.WithCompression(options.ZSTD).WithZSTDCompressionLevel(1)
+	default:
+		bo = bo.WithCompression(options.None)
+	}
+	// Badger tests the interface against nil, so a nil *slogLogger must
+	// not be stored in it.
+	bo.Logger = nil
+	if o.Logger != nil {
+		bo.Logger = slogLogger{o.Logger}
+	}
+	return bo
+}
+
+// badgerBatchLimits repeats Badger's derivation of its transaction limits
+// from the memtable size (db.go, checkAndSetOptions): 15% of a memtable, and
+// that many bytes divided by the size of a full skiplist node.
+func badgerBatchLimits(memTableSize int64) (maxBytes, maxCount int64) {
+	maxBytes = 15 * memTableSize / 100
+	return maxBytes, maxBytes / int64(skl.MaxNodeSize)
+}
+
+// opOverhead bounds what Badger charges one operation beyond the bytes
+// Batch.Cost counts: up to 17 bytes of our key (record key, or the metadata
+// space byte), 2 meta bytes, 10 bytes of version and up to segmentOverhead
+// (11) bytes of segment framing, rounded up. A value stored in the value log
+// is charged a 12-byte pointer instead of its length, which is less since
+// values that long are at least 64 bytes. Records packed into one segment
+// share one key, so packing only lowers the charge.
+const opOverhead = 48
+
+// limitsFor turns Badger's transaction limits into Limits with margin:
+// half the count Badger allows, and 90% of its byte budget less the
+// per-operation overhead of that many operations, capped at valueCap (the
+// largest single value Badger takes), so that every batch within Limits
+// commits.
+func limitsFor(maxBytes, maxCount, valueCap, threshold int64) Limits {
+	ops := max(maxCount/2, 1)
+	budget := max(maxBytes*9/10-ops*opOverhead, 1)
+	return Limits{MaxEntries: int(ops), MaxBytes: int(budget), ValueThreshold: int(threshold), MaxValueSize: int(valueCap)}
+}
+
+// outOfLine is the value length from which Badger keeps values in its value
+// log (0 in memory, where no value log exists).
+func outOfLine(o BadgerOptions) int64 {
+	if o.InMemory {
+		return 0
+	}
+	return o.ValueThreshold
+}
+
+// defaultLimits is what a store opened with DefaultBadgerOptions reports.
+func defaultLimits() Limits {
+	o, err := DefaultBadgerOptions().resolve()
+	if err != nil {
+		panic("store: default Badger options are invalid: " + err.Error())
+	}
+	return optionLimits(o)
+}
+
+func optionLimits(o BadgerOptions) Limits {
+	size, count := badgerBatchLimits(o.MemTableSize)
+	return limitsFor(size, count, valueCap(o), outOfLine(o))
+}
+
+// valueCap is the largest single record the Badger store takes with
+// resolved options o: the largest value Badger stores (in memory, values
+// above the threshold are refused; on disk, values above the value-log
+// file size) less the framing of a segment holding the record alone.
+func valueCap(o BadgerOptions) int64 {
+	if o.InMemory {
+		return o.ValueThreshold - segmentOverhead
+	}
+	return o.ValueLogFileSize - segmentOverhead
+}
+
+// slogLogger passes Badger's log lines to a *slog.Logger.
+type slogLogger struct{ l *slog.Logger }
+
+func (s slogLogger) log(level slog.Level, format string, args ...any) {
+	ctx := context.Background()
+	if !s.l.Enabled(ctx, level) {
+		return
+	}
+	s.l.Log(ctx, level, strings.TrimRight(fmt.Sprintf(format, args...), "\n"), "component", "badger")
+}
+
+func (s slogLogger) Errorf(format string, args ...any)   { s.log(slog.LevelError, format, args...) }
+func (s slogLogger) Warningf(format string, args ...any) { s.log(slog.LevelWarn, format, args...) }
+func (s slogLogger) Infof(format string, args ...any)    { s.log(slog.LevelInfo, format, args...) }
+func (s slogLogger) Debugf(format string, args ...any)   { s.log(slog.LevelDebug, format, args...) }
