@@ -53,5 +53,13 @@ var (
 // time beyond Options.MaxDelay.
 var ErrInvalidDelay = errors.New("equeue: invalid delay")
 
+// ErrIndeterminate is returned when the outcome of a write is unknown: the
+// store took it but making it durable failed (an fsync error). The engine
+// keeps what was written (its offsets are never reused, its dedup entries
+// stay), but it may be lost in a crash before the next successful fsync.
+// Retry with the same message IDs on a topic with a dedup window to store a
+// message at most once.
+var ErrIndeterminate = errors.New("equeue: outcome unknown")
+
 // ErrHandlerPanic wraps a panic recovered from a message handler.
 var ErrHandlerPanic = errors.New("equeue: handler panicked")
