@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -223,9 +224,12 @@ func (s *scheduler) move(due []dueEntry) error {
 		cmds = append(cmds, c)
 		seqs = append(seqs, d.seq)
 	}
+	// Wait for every queued move, even when Close started (the writer runs
+	// until the scheduler returned): a scan while a move is still queued
+	// would queue it again.
 	var moved []int64
 	for i, c := range cmds {
-		completed, err := s.e.wait(ctx, c)
+		completed, err := s.e.wait(context.Background(), c)
 		if !completed {
 			errs = append(errs, err)
 			break
