@@ -33,6 +33,9 @@ type writerModel struct {
 	msgs  map[string]*modelMsg // by body; bodies are unique
 	ids   map[string]string    // dedup topic: message ID -> body stored for it
 	bodyN int
+	// dead letters of group "g" by body (true: acknowledged, false: maybe);
+	// a redriven one's body is in msgs once its mark was seen.
+	dlq map[string]bool
 }
 
 var modelQueues = map[string]int{"p": 2, "d": 1}
@@ -148,8 +151,61 @@ func (m *writerModel) send(rt *rapid.T, e *equeue.Engine, topic string, q, count
 	}
 }
 
+// deadLetter stores a dead letter of group "g" whose origin is p/q.
+func (m *writerModel) deadLetter(rt *rapid.T, e *equeue.Engine, q int) {
+	m.bodyN++
+	b := fmt.Sprintf("m%d", m.bodyN)
+	msg := &equeue.Message{Body: []byte(b)}
+	msg.SetSysProperties(map[string]string{equeue.SysOriginTopic: "p", equeue.SysOriginQueue: fmt.Sprint(q), equeue.SysOriginOffset: "0"})
+	_, err := e.Append(context.Background(), &equeue.AppendRequest{Topic: equeue.DLQTopic("g"), Messages: []*equeue.Message{msg}})
+	switch {
+	case err == nil:
+		m.dlq[b] = true
+	case errors.Is(err, equeue.ErrIndeterminate):
+		m.dlq[b] = false
+	case errors.Is(err, faultstore.ErrInjected):
+	default:
+		rt.Fatalf("dead letter: %v", err)
+	}
+}
+
+// redrive redrives every dead letter and learns which ones are marked: a
+// mark and its copy are one write, so a marked dead letter's body is in its
+// topic (at most once while its outcome is unknown).
+func (m *writerModel) redrive(rt *rapid.T, e *equeue.Engine) {
+	_, err := e.Redrive(context.Background(), "g", equeue.RedriveRequest{All: true})
+	if err != nil && !errors.Is(err, faultstore.ErrInjected) && !errors.Is(err, equeue.ErrTopicNotFound) {
+		rt.Fatalf("redrive: %v", err)
+	}
+	m.learnRedriven(rt, e, err != nil, false)
+}
+
+// learnRedriven adds the copies of marked dead letters to the model; maybe
+// says the last redrive failed, reopened that the engine was just reopened
+// (everything stored is visible, so a marked copy must be there).
+func (m *writerModel) learnRedriven(rt *rapid.T, e *equeue.Engine, maybe, reopened bool) {
+	dls, err := e.DeadLetters(context.Background(), "g", 0, 1024)
+	if err != nil {
+		rt.Fatalf("dead letters: %v", err)
+	}
+	for _, dl := range dls {
+		b := string(dl.Message.Body)
+		if _, ok := m.dlq[b]; !ok {
+			rt.Fatalf("dead letter %q was not stored", b)
+		}
+		switch {
+		case !dl.Redriven:
+		case m.msgs[b] == nil:
+			m.msgs[b] = &modelMsg{topic: "p", queue: dl.Message.Queue, offset: -1, maybe: maybe}
+		case reopened:
+			m.msgs[b].maybe = false
+		}
+	}
+}
+
 // TestWriter_ModelWithFailures drives random sends (plain, batch, delayed,
-// dedup), injected Write and Sync failures and reopens against a model, and
+// dedup), dead letters and redrives, injected Write and Sync failures and
+// reopens against a model, and
 // checks after every step and after a final reopen: every acknowledged
 // message exactly once at its offset, dense offsets, nothing stored that
 // the model says is not, indeterminate sends at most once. Run more cases
@@ -184,10 +240,10 @@ func TestWriter_ModelWithFailures(t *testing.T) {
 		if err := e.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: modelQueues["d"], DedupWindow: time.Hour}); err != nil {
 			rt.Fatal(err)
 		}
-		m := &writerModel{msgs: map[string]*modelMsg{}, ids: map[string]string{}}
+		m := &writerModel{msgs: map[string]*modelMsg{}, ids: map[string]string{}, dlq: map[string]bool{}}
 		steps := rapid.IntRange(1, 30).Draw(rt, "steps")
 		for i := 0; i < steps; i++ {
-			switch rapid.IntRange(0, 6).Draw(rt, "op") {
+			switch rapid.IntRange(0, 8).Draw(rt, "op") {
 			case 0, 1:
 				m.send(rt, e, "p", rapid.IntRange(0, 1).Draw(rt, "queue"), rapid.IntRange(1, 3).Draw(rt, "count"),
 					rapid.Bool().Draw(rt, "delayed"), "")
@@ -199,6 +255,10 @@ func TestWriter_ModelWithFailures(t *testing.T) {
 				fs.FailSyncs(1)
 			case 6:
 				reopen()
+			case 7:
+				m.deadLetter(rt, e, rapid.IntRange(0, 1).Draw(rt, "queue"))
+			case 8:
+				m.redrive(rt, e)
 			}
 			m.check(rt, e, false)
 		}
@@ -219,6 +279,9 @@ func TestWriter_ModelWithFailures(t *testing.T) {
 		// A move is published after its write returned: the reopen below
 		// makes everything stored visible before the final check.
 		reopen()
+		m.check(rt, e, true)
+		// Every dead letter marked redriven has its copy, also after a reopen.
+		m.learnRedriven(rt, e, false, true)
 		m.check(rt, e, true)
 	})
 }
