@@ -30,7 +30,9 @@ var (
 	ErrQueueNotWritable = errors.New("equeue: queue closed to producers")
 	// ErrMessageTooLarge is returned when an encoded message exceeds MaxMessageSize.
 	ErrMessageTooLarge = errors.New("equeue: message too large")
-	// ErrBatchTooLarge is returned when one batch cannot be written in one store transaction.
+	// ErrBatchTooLarge is returned, before anything is queued, when one append
+	// (its records with their dedup entries or delay index keys) cannot fit
+	// in one store write.
 	ErrBatchTooLarge = errors.New("equeue: batch too large")
 	// ErrInvalidFilter is returned for a malformed tag expression.
 	ErrInvalidFilter = errors.New("equeue: invalid tag filter")

@@ -64,15 +64,17 @@ func (e *Engine) runWriter() {
 	)
 	linger.Stop()
 	defer linger.Stop()
-	// next takes the next queued command; with block it waits for one
-	// (or for stop), else it returns nil at once when none is queued.
-	next := func(block bool) *command {
+	// take returns the next queued command. With wait it blocks until one
+	// comes or Close stops the writer; once stopping it only drains what is
+	// queued and returns nil when nothing is.
+	var take func(wait bool) *command
+	take = func(wait bool) *command {
 		select {
 		case c := <-e.writeCh:
 			return c
 		default:
 		}
-		if !block || stopping {
+		if !wait || stopping {
 			return nil
 		}
 		select {
@@ -80,7 +82,7 @@ func (e *Engine) runWriter() {
 			return c
 		case <-e.writerStop:
 			stopping = true
-			return next0(e)
+			return take(false)
 		}
 	}
 	for {
@@ -88,7 +90,7 @@ func (e *Engine) runWriter() {
 		first := carry
 		carry = nil
 		if first == nil {
-			first = next(!expiring)
+			first = take(!expiring)
 		}
 		if first == nil && !expiring {
 			if stopping {
@@ -107,7 +109,7 @@ func (e *Engine) runWriter() {
 		}
 		lingering, expired := false, false
 		for len(batch) > 0 && ops < maxOps && bytes < maxBytes {
-			c := next(false)
+			c := take(false)
 			if c == nil {
 				// Queue empty: wait a little for returning senders only when an
 				// fsync is coming and fewer requests than last time are here.
@@ -153,16 +155,6 @@ func (e *Engine) runWriter() {
 			// a batch that came up short does not lower the target for good.
 			prev--
 		}
-	}
-}
-
-// next0 takes a queued command without waiting (nil when none is queued).
-func next0(e *Engine) *command {
-	select {
-	case c := <-e.writeCh:
-		return c
-	default:
-		return nil
 	}
 }
 

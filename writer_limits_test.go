@@ -64,104 +64,116 @@ func bulk(n int, f func(i int, m *equeue.Message)) []*equeue.Message {
 // messages with dedup entries or delay index keys are 8,000 store
 // operations, above the store's limit) is refused with ErrBatchTooLarge
 // before it is queued, and the sends queued beside it succeed; sends of
-// 3,000 (6,000 operations) are stored.
+// 3,000 (6,000 operations) are stored. Both stores have the same limits.
 func TestWriter_OversizedSendIsRefusedAlone(t *testing.T) {
-	r := newFaultRig(t, "memory", nil)
-	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 4))
-	require.NoError(t, r.E.CreateTopicWith(ctxBG, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
-	dedupMsgs := func(n int, tag string) []*equeue.Message {
-		return bulk(n, func(i int, m *equeue.Message) { m.ID = fmt.Sprintf("%s-%d", tag, i) })
-	}
-	delayedMsgs := func(n int) []*equeue.Message {
-		return bulk(n, func(_ int, m *equeue.Message) { m.Delay = 10 * time.Millisecond })
-	}
-	for name, big := range map[string]*equeue.AppendRequest{
-		"dedup":   {Topic: "d", Messages: dedupMsgs(4000, "big")},
-		"delayed": {Topic: "t", Messages: delayedMsgs(4000)},
-	} {
-		t.Run(name, func(t *testing.T) {
-			release := plug(t, r)
-			wait := innocents(r.E, 20)
-			bigErr := make(chan error, 1)
-			go func() {
-				_, err := r.E.Append(ctxBG, big)
-				bigErr <- err
-			}()
-			// Refused without the writer's help; the bound only keeps a
-			// writer that queued it (the old behaviour) from deadlocking here.
-			var err error
-			select {
-			case err = <-bigErr:
-				release()
-			case <-time.After(time.Second):
-				release()
-				err = <-bigErr
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, nil)
+			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 4))
+			require.NoError(t, r.E.CreateTopicWith(ctxBG, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+			dedupMsgs := func(n int, tag string) []*equeue.Message {
+				return bulk(n, func(i int, m *equeue.Message) { m.ID = fmt.Sprintf("%s-%d", tag, i) })
 			}
-			require.ErrorIs(t, err, equeue.ErrBatchTooLarge)
-			for i, err := range wait() {
-				assert.NoError(t, err, "innocent send %d", i)
+			delayedMsgs := func(n int) []*equeue.Message {
+				return bulk(n, func(_ int, m *equeue.Message) { m.Delay = 10 * time.Millisecond })
 			}
-			r.FS.OnWrite(nil)
+			for name, big := range map[string]*equeue.AppendRequest{
+				"dedup":   {Topic: "d", Messages: dedupMsgs(4000, "big")},
+				"delayed": {Topic: "t", Messages: delayedMsgs(4000)},
+			} {
+				t.Run(name, func(t *testing.T) {
+					release := plug(t, r)
+					wait := innocents(r.E, 20)
+					bigErr := make(chan error, 1)
+					go func() {
+						_, err := r.E.Append(ctxBG, big)
+						bigErr <- err
+					}()
+					// Refused without the writer's help; the bound only keeps a
+					// writer that queued it (the old behaviour) from deadlocking here.
+					var err error
+					select {
+					case err = <-bigErr:
+						release()
+					case <-time.After(time.Second):
+						release()
+						err = <-bigErr
+					}
+					require.ErrorIs(t, err, equeue.ErrBatchTooLarge)
+					for i, err := range wait() {
+						assert.NoError(t, err, "innocent send %d", i)
+					}
+					r.FS.OnWrite(nil)
+				})
+			}
+			res, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: dedupMsgs(3000, "ok")})
+			require.NoError(t, err)
+			assert.Equal(t, int64(0), res.FirstOffset)
+			_, err = r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: delayedMsgs(3000)})
+			require.NoError(t, err)
+			eventually(t, waitLong, func() bool { return len(queueBodies(t, r.E, "t", 1)) >= 3010 }, "3,000 delayed messages moved")
+			assert.Len(t, queueBodies(t, r.E, "t", 1), 3010) // with five innocents of each subtest
 		})
 	}
-	res, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: dedupMsgs(3000, "ok")})
-	require.NoError(t, err)
-	assert.Equal(t, int64(0), res.FirstOffset)
-	_, err = r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: delayedMsgs(3000)})
-	require.NoError(t, err)
-	eventually(t, waitLong, func() bool { return len(queueBodies(t, r.E, "t", 1)) >= 3010 }, "3,000 delayed messages moved")
-	assert.Len(t, queueBodies(t, r.E, "t", 1), 3010) // with five innocents of each subtest
 }
 
 // Issue 11, scenario 2: 7,000 dedup IDs expiring together are deleted a
 // batch's room at a time; the unrelated send that wakes the writer is
 // stored, and every expired entry leaves the store.
 func TestWriter_DedupExpiryIsBoundedPerBatch(t *testing.T) {
-	r := newFaultRig(t, "memory", nil)
-	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
-	const window = 2 * time.Second
-	require.NoError(t, r.E.CreateTopicWith(ctxBG, "d", equeue.TopicOptions{Queues: 1, DedupWindow: window}))
-	for b := 0; b < 7; b++ {
-		ms := bulk(1000, func(i int, m *equeue.Message) { m.ID = fmt.Sprintf("%d-%d", b, i) })
-		_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: ms})
-		require.NoError(t, err)
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, nil)
+			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+			const window = 2 * time.Second
+			require.NoError(t, r.E.CreateTopicWith(ctxBG, "d", equeue.TopicOptions{Queues: 1, DedupWindow: window}))
+			for b := 0; b < 7; b++ {
+				ms := bulk(1000, func(i int, m *equeue.Message) { m.ID = fmt.Sprintf("%d-%d", b, i) })
+				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: ms})
+				require.NoError(t, err)
+			}
+			last := time.Now()
+			require.Equal(t, 7000, metaKeys(t, r.FS, "u/"))
+			eventually(t, waitLong, func() bool { return time.Since(last) > window+50*time.Millisecond }, "the window passes")
+			_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("unrelated")}}})
+			require.NoError(t, err)
+			eventually(t, waitLong, func() bool { return metaKeys(t, r.FS, "u/") == 0 }, "expired dedup entries deleted")
+			// The IDs are free again.
+			res, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "0-0", Body: []byte("again")}}})
+			require.NoError(t, err)
+			assert.False(t, res.Duplicate)
+		})
 	}
-	last := time.Now()
-	require.Equal(t, 7000, metaKeys(t, r.FS, "u/"))
-	eventually(t, waitLong, func() bool { return time.Since(last) > window+50*time.Millisecond }, "the window passes")
-	_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("unrelated")}}})
-	require.NoError(t, err)
-	eventually(t, waitLong, func() bool { return metaKeys(t, r.FS, "u/") == 0 }, "expired dedup entries deleted")
-	// The IDs are free again.
-	res, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "0-0", Body: []byte("again")}}})
-	require.NoError(t, err)
-	assert.False(t, res.Duplicate)
 }
 
 // Issue 11, scenario 2: 512 due delayed messages moved while a 6,000-record
 // batch and 60 single sends are queued: the scheduler's moves are bounded
 // per batch and never make a user send fail.
 func TestWriter_SchedulerMovesDoNotFailUserSends(t *testing.T) {
-	r := newFaultRig(t, "memory", nil)
-	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 4))
-	require.NoError(t, r.E.CreateTopic(ctxBG, "d", 1))
-	due := time.Now().Add(300 * time.Millisecond)
-	_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: bulk(512, func(_ int, m *equeue.Message) { m.DeliverAt = due })})
-	require.NoError(t, err)
-	release := plug(t, r)
-	wait := innocents(r.E, 60)
-	bigErr := make(chan error, 1)
-	go func() {
-		_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: bulk(6000, func(int, *equeue.Message) {})})
-		bigErr <- err
-	}()
-	// Let the moves come due and queue behind the held write (best effort:
-	// the assertions hold however the commands interleave).
-	eventually(t, waitLong, func() bool { return time.Since(due) > 200*time.Millisecond }, "the delayed messages are due")
-	release()
-	require.NoError(t, <-bigErr)
-	for i, err := range wait() {
-		assert.NoError(t, err, "user send %d", i)
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, nil)
+			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 4))
+			require.NoError(t, r.E.CreateTopic(ctxBG, "d", 1))
+			due := time.Now().Add(300 * time.Millisecond)
+			_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: bulk(512, func(_ int, m *equeue.Message) { m.DeliverAt = due })})
+			require.NoError(t, err)
+			release := plug(t, r)
+			wait := innocents(r.E, 60)
+			bigErr := make(chan error, 1)
+			go func() {
+				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: bulk(6000, func(int, *equeue.Message) {})})
+				bigErr <- err
+			}()
+			// Let the moves come due and queue behind the held write (best effort:
+			// the assertions hold however the commands interleave).
+			eventually(t, waitLong, func() bool { return time.Since(due) > 200*time.Millisecond }, "the delayed messages are due")
+			release()
+			require.NoError(t, <-bigErr)
+			for i, err := range wait() {
+				assert.NoError(t, err, "user send %d", i)
+			}
+			eventually(t, waitLong, func() bool { return len(queueBodies(t, r.E, "d", 0)) == 512 }, "512 moved")
+		})
 	}
-	eventually(t, waitLong, func() bool { return len(queueBodies(t, r.E, "d", 0)) == 512 }, "512 moved")
 }
