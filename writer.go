@@ -282,6 +282,9 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	b := &batchState{now: now}
 	e.apply(b, batch)
 	expiring = e.planExpiry(b, roomOps, roomBytes)
+	if len(batch) == 0 && len(b.meta) == 0 {
+		expiring = false // nothing fits even an empty batch: do not spin
+	}
 	var err, syncErr error
 	if len(b.entries) > 0 || len(b.meta) > 0 {
 		err = e.st.Write(&store.Batch{Entries: b.entries, Meta: b.meta})
