@@ -64,59 +64,43 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 // Append stores messages in one queue and returns once they are written
 // (and durable, under SyncAlways). Concurrent appends share store writes and
 // fsyncs. If ctx ends first the outcome is unknown: the messages may or may
-// not be stored.
+// not be stored. An error matching ErrIndeterminate also means the outcome
+// is unknown (the store took the write but its fsync failed): retry with the
+// same message IDs on a topic with a dedup window to store them at most once.
+// Any other error means nothing was stored.
 func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
 	if err := e.enter(ctx); err != nil {
 		return AppendResult{}, err
 	}
-	r, ids, err := e.prepareAppend(ctx, req)
+	c, ids, err := e.prepareAppend(ctx, req)
 	if err != nil {
 		e.leave()
 		return AppendResult{}, err
 	}
-	// The writer closes r.doneCh; nothing else is allocated per call.
-	r.doneCh = make(chan struct{})
-	if ctx.Done() == nil { // no cancellation: skip the selects
-		e.writeCh <- r
-		e.enqueued()
-		e.leave()
-		<-r.doneCh
-		return e.appendResult(req, r, ids)
+	// The writer closes c.doneCh; nothing else is allocated per call.
+	c.doneCh = make(chan struct{})
+	err = e.enqueue(ctx, c)
+	e.leave()
+	if err != nil {
+		return AppendResult{}, err
 	}
-	select {
-	case e.writeCh <- r: // fast path: the queue has room
-		e.enqueued()
-		e.leave()
-	default:
-		select {
-		case e.writeCh <- r:
-			e.enqueued()
-			e.leave()
-		case <-ctx.Done():
-			e.leave()
-			return AppendResult{}, ctx.Err()
-		}
+	if completed, err := e.wait(ctx, c); !completed {
+		return AppendResult{}, err
 	}
-	select {
-	case <-r.doneCh:
-		return e.appendResult(req, r, ids)
-	case <-ctx.Done():
-		return AppendResult{}, ctx.Err()
-	}
+	return e.appendResult(req, c, ids)
 }
 
-// appendResult turns a completed request into Append's answer.
-func (e *Engine) appendResult(req *AppendRequest, r *appendReq, ids []string) (AppendResult, error) {
+// appendResult turns a completed command into Append's answer.
+func (e *Engine) appendResult(req *AppendRequest, c *command, ids []string) (AppendResult, error) {
 	switch {
-	case r.err != nil:
-		return AppendResult{}, fmt.Errorf("equeue: append to %s/%d: %w", req.Topic, req.Queue, r.err)
-	case r.duplicate:
-		return AppendResult{Queue: r.dupQueue, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids, Duplicate: true}, nil
-	case r.delayed:
-		e.sched.scheduled(r.firstDue)
-		return AppendResult{Queue: req.Queue, FirstOffset: -1, StoredAt: r.storedAt, IDs: ids, Delayed: true}, nil
+	case c.err != nil:
+		return AppendResult{}, fmt.Errorf("equeue: append to %s/%d: %w", req.Topic, req.Queue, c.err)
+	case c.duplicate:
+		return AppendResult{Queue: c.dupQueue, FirstOffset: c.first, StoredAt: c.storedAt, IDs: ids, Duplicate: true, Delayed: c.first < 0}, nil
+	case c.kind == cmdDelay:
+		return AppendResult{Queue: req.Queue, FirstOffset: -1, StoredAt: c.storedAt, IDs: ids, Delayed: true}, nil
 	}
-	return AppendResult{Queue: r.q.id, FirstOffset: r.first, StoredAt: r.storedAt, IDs: ids}, nil
+	return AppendResult{Queue: c.q.id, FirstOffset: c.first, StoredAt: c.storedAt, IDs: ids}, nil
 }
 
 // AppendAsync is Append that reports through cb instead of blocking. cb runs
@@ -127,27 +111,20 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 		return
 	}
 	defer e.leave()
-	r, ids, err := e.prepareAppend(ctx, req)
+	c, ids, err := e.prepareAppend(ctx, req)
 	if err != nil {
 		cb(AppendResult{}, err)
 		return
 	}
-	r.done = func(r *appendReq) { cb(e.appendResult(req, r, ids)) }
-	if ctx.Done() == nil {
-		e.writeCh <- r
-		e.enqueued()
-		return
-	}
-	select {
-	case e.writeCh <- r:
-		e.enqueued()
-	case <-ctx.Done():
-		cb(AppendResult{}, ctx.Err())
+	c.done = func(c *command) { cb(e.appendResult(req, c, ids)) }
+	if err := e.enqueue(ctx, c); err != nil {
+		cb(AppendResult{}, err)
 	}
 }
 
 // prepareAppend validates and encodes the messages of req.
-func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*appendReq, []string, error) {
+// The command it returns is sealed and known to fit in one store write.
+func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*command, []string, error) {
 	if req == nil || len(req.Messages) == 0 {
 		return nil, nil, fmt.Errorf("%w: no messages to append", ErrInvalidArgument)
 	}
@@ -172,7 +149,7 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*append
 			e.requestFlushEvery(sync.every)
 		}
 	}
-	r := &appendReq{q: q, sync: sync.kind == syncAlways}
+	r := &command{kind: cmdAppend, q: q, sync: sync.kind == syncAlways}
 	var ids []string
 	if len(req.Messages) == 1 { // the common Send: no extra slices
 		r.recs, ids = r.rec1[:], r.id1[:]
@@ -223,11 +200,9 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*append
 			return nil, nil, fmt.Errorf("%w: %d bytes encoded, limit %d", ErrMessageTooLarge, len(rec), e.opts.MaxMessageSize)
 		}
 		r.recs[i] = rec
-		r.bytes += e.limits.ValueCost(len(rec))
 		ids[i] = id
 		if t.dedup > 0 && m.ID != "" {
 			r.dedupIDs = append(r.dedupIDs, id)
-			r.bytes += len(keyDedupPrefix) + 4 + len(id) + 20
 		}
 	}
 	if len(r.dedupIDs) != len(req.Messages) {
@@ -237,12 +212,11 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*append
 		if len(dues) != len(req.Messages) {
 			return nil, nil, fmt.Errorf("%w: one append cannot mix delayed and immediate messages", ErrInvalidArgument)
 		}
-		e.delayRequest(r, q, dues)
+		r.kind, r.q, r.target, r.dues = cmdDelay, e.sched.log, q, dues
 	}
-	maxEntries, maxBytes := e.batchLimits()
-	if len(r.recs) > maxEntries || r.bytes > maxBytes {
-		return nil, nil, fmt.Errorf("%w: %d messages, %d bytes; one append holds at most %d messages and %d bytes",
-			ErrBatchTooLarge, len(r.recs), r.bytes, maxEntries, maxBytes)
+	r.seal(e.limits)
+	if err := e.fits(r); err != nil {
+		return nil, nil, err
 	}
 	return r, ids, nil
 }

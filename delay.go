@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,7 +22,9 @@ import (
 // The scheduler seeks the index from its start, so finding what is due costs
 // only the due entries, however many are pending. Moving a message appends
 // it to its queue and deletes its index key in one atomic store write, so a
-// delayed message is delivered once, across crashes.
+// delayed message is delivered once, across crashes. The delay-log record
+// is trimmed after that write; records left behind by a crash between the
+// two are swept on open.
 
 var (
 	keyDelayPrefix = []byte("d/")
@@ -65,6 +68,8 @@ func (e *Engine) openScheduler() error {
 	}
 	if !ok {
 		first, next = 0, 0
+	} else if err := e.sweepDelayLog(first, next); err != nil {
+		return fmt.Errorf("equeue: sweep the delay log: %w", err)
 	}
 	pseudo := &topic{name: "%DELAY%", id: 0}
 	q := newQueue(pseudo, 0, int64(first), int64(next))
@@ -175,103 +180,123 @@ func (s *scheduler) moveDue() (time.Time, error) {
 	}
 }
 
-// move appends due messages to their queues, each together with the
-// deletion of its index key, and then trims the delay log.
+// move appends due messages to their queues, each as one command that also
+// deletes its index key, and then trims the delay log of the slots whose
+// move was stored. A slot whose outcome is unknown is left for the sweep on
+// open (its index key may be gone).
 func (s *scheduler) move(due []dueEntry) error {
+	ctx := s.e.bgCtx
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		errs    []error
-		moved   []int64
-		pending []*appendReq
+		cmds []*command
+		seqs []int64
+		errs []error
 	)
 	for _, d := range due {
 		del := []store.MetaOp{{Key: d.key, Delete: true}}
-		var q *queue
-		var rec []byte
+		var c *command
 		if d.seq >= 0 {
 			recs, err := s.e.st.Read(delayLogID, uint64(d.seq), uint64(d.seq)+1, 1, 0)
 			if err != nil {
 				return err
 			}
 			if t := s.e.topicByID(d.topic); t != nil && len(recs) == 1 {
-				if qq, err := t.queue(int(d.queue)); err == nil {
-					q, rec = qq, recs[0].Value
+				if q, err := t.queue(int(d.queue)); err == nil {
+					c = &command{kind: cmdMove, q: q, recs: [][]byte{recs[0].Value}, meta: del,
+						sync: s.e.opts.Sync.kind == syncAlways, internal: true}
+					c.seal(s.e.limits)
 				}
 			}
 		}
-		if q == nil {
+		if c == nil {
 			// Topic deleted, queue gone or record missing: drop the entry.
 			s.e.log.Warn("delayed message dropped: its topic or record is gone", "topic_id", d.topic, "queue", d.queue, "seq", d.seq)
-			s.dropped++
-			if err := s.e.st.Write(&store.Batch{Meta: del}); err != nil {
-				return err
-			}
-			if d.seq >= 0 {
-				moved = append(moved, d.seq)
-			}
+			c = s.e.metaCommand(del, true)
+		}
+		if err := s.e.fits(c); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		wg.Add(1)
-		seq := d.seq
-		pending = append(pending, &appendReq{q: q, recs: [][]byte{rec}, bytes: s.e.limits.ValueCost(len(rec)), meta: del,
-			sync: s.e.opts.Sync.kind == syncAlways,
-			done: func(r *appendReq) {
-				mu.Lock()
-				if r.err != nil {
-					errs = append(errs, r.err)
-				} else {
-					moved = append(moved, seq)
-				}
-				mu.Unlock()
-				wg.Done()
-			}})
+		c.doneCh = make(chan struct{})
+		if err := s.e.enqueue(ctx, c); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		cmds = append(cmds, c)
+		seqs = append(seqs, d.seq)
 	}
-	for i, r := range pending {
-		select {
-		case s.e.writeCh <- r:
-			s.e.enqueued()
-		case <-s.e.closing:
-			// The writer drains until Close; requests not handed over stay pending.
-			for range pending[i:] {
-				wg.Done()
-			}
-			wg.Wait()
-			return ErrClosed
+	// Wait for every queued move, even when Close started (the writer runs
+	// until the scheduler returned): a scan while a move is still queued
+	// would queue it again.
+	var moved []int64
+	for i, c := range cmds {
+		completed, err := s.e.wait(context.Background(), c)
+		if !completed {
+			errs = append(errs, err)
+			break
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if c.kind == cmdMove {
+			s.moved++
+		} else {
+			s.dropped++
+		}
+		if seqs[i] >= 0 {
+			moved = append(moved, seqs[i])
 		}
 	}
-	wg.Wait()
-	s.moved += uint64(len(moved))
-	slices.Sort(moved)
-	for i := 0; i < len(moved); {
+	s.trim(moved)
+	return errors.Join(errs...)
+}
+
+// trim deletes delay-log slots, in runs of consecutive slots.
+func (s *scheduler) trim(slots []int64) {
+	slices.Sort(slots)
+	for i := 0; i < len(slots); {
 		j := i + 1
-		for j < len(moved) && moved[j] == moved[j-1]+1 {
+		for j < len(slots) && slots[j] == slots[j-1]+1 {
 			j++
 		}
-		if err := s.e.st.DeleteRange(delayLogID, uint64(moved[i]), uint64(moved[j-1])+1); err != nil {
+		if err := s.e.st.DeleteRange(delayLogID, uint64(slots[i]), uint64(slots[j-1])+1); err != nil {
 			s.e.log.Warn("trimming the delay log", "err", err)
 		}
 		i = j
 	}
-	return errors.Join(errs...)
 }
 
-// delayRequest turns r into a write to the delay log, with one index key per
-// message, each due at its own time.
-func (e *Engine) delayRequest(r *appendReq, target *queue, dues []time.Time) {
-	r.q = e.sched.log
-	r.delayed = true
-	r.firstDue = slices.MinFunc(dues, func(a, b time.Time) int { return a.Compare(b) })
-	val := binary.BigEndian.AppendUint32(nil, target.topic.id)
-	val = binary.BigEndian.AppendUint32(val, uint32(target.id))
-	r.metaFor = func(first int64) []store.MetaOp {
-		ops := make([]store.MetaOp, len(dues))
-		for i, at := range dues {
-			ops[i] = store.MetaOp{Key: delayKey(at, first+int64(i)), Value: val}
+// sweepDelayLog deletes delay-log records that no index key refers to: the
+// move of a record deletes its key and the trim of its slot follows, so a
+// crash or failure between the two leaves such a record behind.
+func (e *Engine) sweepDelayLog(first, next uint64) error {
+	var live []uint64
+	err := e.st.ScanMeta(keyDelayPrefix, func(k, _ []byte) error {
+		if _, seq, ok := parseDelayKey(k); ok && seq >= 0 {
+			live = append(live, uint64(seq))
 		}
-		return ops
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	r.bytes += len(dues) * (len(keyDelayPrefix) + 16 + len(val))
+	slices.Sort(live)
+	from := first
+	for _, seq := range append(live, next) {
+		if seq > from && from < next {
+			if err := e.st.DeleteRange(delayLogID, from, min(seq, next)); err != nil {
+				return err
+			}
+		}
+		from = max(from, seq+1)
+	}
+	return nil
+}
+
+func delayIndexValue(target *queue) []byte {
+	v := make([]byte, 0, delayIndexValueLen)
+	v = binary.BigEndian.AppendUint32(v, target.topic.id)
+	return binary.BigEndian.AppendUint32(v, uint32(target.id))
 }
 
 func (e *Engine) topicByID(id uint32) *topic {

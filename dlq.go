@@ -157,23 +157,18 @@ func (e *Engine) redriveOne(ctx context.Context, group string, dl DLQEntry) erro
 		return err
 	}
 	defer e.leave()
-	r, _, err := e.prepareAppend(ctx, &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}})
+	c, _, err := e.prepareAppend(ctx, &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}})
 	if err != nil {
 		return err
 	}
-	r.meta = []store.MetaOp{{Key: redrivenKey(group, dl.Offset), Value: []byte{1}}}
-	done := make(chan error, 1)
-	r.done = func(r *appendReq) { done <- r.err }
-	select {
-	case e.writeCh <- r:
-		e.enqueued()
-	case <-ctx.Done():
-		return ctx.Err()
+	// The copy is sent again on purpose: it bypasses the topic's dedup window
+	// (and becomes the ID's entry there), and its redriven mark is written
+	// in the same batch.
+	c.dedupBypass = true
+	c.meta = append(c.meta, store.MetaOp{Key: redrivenKey(group, dl.Offset), Value: []byte{1}})
+	c.seal(e.limits)
+	if err := e.submit(ctx, c); err != nil {
+		return fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }

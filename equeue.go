@@ -25,7 +25,12 @@ type Engine struct {
 	topics  map[string]*topic
 	adminMu sync.Mutex // serializes topic changes
 
-	writeCh chan *appendReq
+	// writeCh carries commands to the writer (writer.go). Close closes
+	// writerStop; the writer drains writeCh and closes writerDone.
+	writeCh    chan *command
+	writerStop chan struct{}
+	writerDone chan struct{}
+	withheld   []*queue // owned by the writer: offsets kept after a failed sync, not yet published
 	// lingerWant counts the requests a lingering writer still waits for;
 	// the sender that brings it to zero signals lingerWake.
 	lingerWant atomic.Int32
@@ -102,7 +107,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		log:        o.Logger,
 		ids:        newIDSource(),
 		topics:     make(map[string]*topic),
-		writeCh:    make(chan *appendReq, 1024),
+		writeCh:    make(chan *command, 1024),
+		writerStop: make(chan struct{}),
+		writerDone: make(chan struct{}),
 		lingerWake: make(chan struct{}, 1),
 		limits:     st.Limits(),
 		drained:    make(chan struct{}, 1),
@@ -191,7 +198,7 @@ func (e *Engine) Close() error {
 			}
 		}
 		e.bg.Wait()
-		close(e.writeCh)
+		close(e.writerStop)
 		e.writerWG.Wait()
 		var errs []error
 		if err := e.st.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {

@@ -30,7 +30,9 @@ var (
 	ErrQueueNotWritable = errors.New("equeue: queue closed to producers")
 	// ErrMessageTooLarge is returned when an encoded message exceeds MaxMessageSize.
 	ErrMessageTooLarge = errors.New("equeue: message too large")
-	// ErrBatchTooLarge is returned when one batch cannot be written in one store transaction.
+	// ErrBatchTooLarge is returned, before anything is queued, when one append
+	// (its records with their dedup entries or delay index keys) cannot fit
+	// in one store write.
 	ErrBatchTooLarge = errors.New("equeue: batch too large")
 	// ErrInvalidFilter is returned for a malformed tag expression.
 	ErrInvalidFilter = errors.New("equeue: invalid tag filter")
@@ -52,6 +54,14 @@ var (
 // ErrInvalidDelay is returned for a negative delay or TTL, or a delivery
 // time beyond Options.MaxDelay.
 var ErrInvalidDelay = errors.New("equeue: invalid delay")
+
+// ErrIndeterminate is returned when the outcome of a write is unknown: the
+// store took it but making it durable failed (an fsync error). The engine
+// keeps what was written (its offsets are never reused, its dedup entries
+// stay), but it may be lost in a crash before the next successful fsync.
+// Retry with the same message IDs on a topic with a dedup window to store a
+// message at most once.
+var ErrIndeterminate = errors.New("equeue: outcome unknown")
 
 // ErrHandlerPanic wraps a panic recovered from a message handler.
 var ErrHandlerPanic = errors.New("equeue: handler panicked")

@@ -248,15 +248,12 @@ func (e *Engine) saveTopicMeta(m topicMeta) (applied bool, err error) {
 	return e.storeMeta(op)
 }
 
-// writeMeta writes metadata and makes it durable under the engine's policy.
+// writeMeta writes metadata through the writer, as one command, and makes
+// it durable under the engine's policy. An error matching ErrIndeterminate
+// means the write was taken but not made durable; any other error means
+// nothing was written.
 func (e *Engine) writeMeta(ops ...store.MetaOp) error {
-	if err := e.st.Write(&store.Batch{Meta: ops}); err != nil {
-		return err
-	}
-	if e.opts.Sync.kind == syncAlways {
-		return e.st.Sync()
-	}
-	return nil
+	return e.submit(context.Background(), e.metaCommand(ops, false))
 }
 
 // CreateTopic creates a topic with the given number of queues (0 means

@@ -1,42 +1,26 @@
 package equeue
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/equeue-go/equeue/store"
 )
 
-// appendReq is one call's worth of records for one queue, handed to the
-// writer goroutine. The writer fills first/storedAt/err and then calls done.
-type appendReq struct {
-	q       *queue
-	recs    [][]byte
-	bytes   int
-	sync    bool
-	barrier bool // no records: completes once everything queued before it is written
-	// meta is written atomically with the records; metaFor, when set, adds
-	// metadata that depends on the offsets the writer assigns.
-	meta    []store.MetaOp
-	metaFor func(first int64) []store.MetaOp
-	// delayed requests go to the delay log; firstDue is their earliest time.
-	delayed  bool
-	firstDue time.Time
-	// dedupIDs are the producer-supplied IDs of a topic with a dedup window.
-	dedupIDs  []string
-	duplicate bool
-	dupQueue  int
-
-	first    int64
-	storedAt time.Time
-	err      error
-	done     func(*appendReq) // called by the writer when set
-	doneCh   chan struct{}    // else closed by the writer
-
-	rec1 [1][]byte // backing arrays for one-message appends
-	id1  [1]string
-}
+// The writer. One goroutine takes commands (command.go) from writeCh, packs
+// whole commands into a batch whose cost stays within the store's limits,
+// stamps the batch with the time, applies it as one store write, syncs once
+// when any command asks for it, and only then changes memory and completes
+// the commands.
+//
+// Failure semantics (see the README's guarantees):
+//   - Write fails: nothing of the batch is stored and memory is unchanged;
+//     every command gets the store's error ("not stored").
+//   - Write succeeds, Sync fails: the batch is kept. Offsets, delay-log slots
+//     and dedup entries advance as if it were durable, so nothing it wrote is
+//     reused or contradicted, and every command gets an error matching
+//     ErrIndeterminate ("outcome unknown"). The batch's new offsets are not
+//     published to readers until a later synced write succeeds.
 
 // Writer batching bounds used when the store sets no limit.
 const (
@@ -44,16 +28,20 @@ const (
 	defaultMaxBatchBytes   = 8 << 20
 )
 
-func (e *Engine) batchLimits() (entries, bytes int) {
-	entries, bytes = defaultMaxBatchEntries, defaultMaxBatchBytes
-	if e.limits.MaxEntries > 0 && e.limits.MaxEntries < entries {
-		entries = e.limits.MaxEntries
+func (e *Engine) batchLimits() (ops, bytes int) {
+	ops, bytes = defaultMaxBatchEntries, defaultMaxBatchBytes
+	if e.limits.MaxEntries > 0 && e.limits.MaxEntries < ops {
+		ops = e.limits.MaxEntries
 	}
 	if e.limits.MaxBytes > 0 && e.limits.MaxBytes < bytes {
 		bytes = e.limits.MaxBytes
 	}
-	return entries, bytes
+	return ops, bytes
 }
+
+// internalShare bounds the scheduler's work in one batch to 1/internalShare
+// of its operations, so moving due messages never crowds out senders.
+const internalShare = 4
 
 // groupCommitLinger bounds how long the writer waits for the senders of
 // its previous batch to come back before it writes and fsyncs a batch. Without
@@ -61,48 +49,72 @@ func (e *Engine) batchLimits() (entries, bytes int) {
 // between waiting on an fsync and queueing, halving every group commit.
 const groupCommitLinger = 200 * time.Microsecond
 
-// runWriter is the single writer: it merges queued appends into one store
-// write (group commit), syncs once when any of them asks for it, then
-// publishes the new offsets and completes every request.
+// runWriter is the single writer loop: gather, stamp, apply, complete.
 func (e *Engine) runWriter() {
 	defer e.writerWG.Done()
-	maxEntries, maxBytes := e.batchLimits()
+	defer close(e.writerDone)
+	maxOps, maxBytes := e.batchLimits()
 	var (
-		batch  []*appendReq
-		carry  *appendReq
-		prev   int // recent synced batch size: the senders likely to return
-		linger = time.NewTimer(time.Hour)
+		batch    []*command
+		carry    *command
+		prev     int  // recent synced batch size: the senders likely to return
+		stopping bool // Close asked the writer to drain and stop
+		expiring bool // expired dedup entries are left for another batch
+		linger   = time.NewTimer(time.Hour)
 	)
 	linger.Stop()
 	defer linger.Stop()
+	// take returns the next queued command. With wait it blocks until one
+	// comes or Close stops the writer; once stopping it only drains what is
+	// queued and returns nil when nothing is.
+	var take func(wait bool) *command
+	take = func(wait bool) *command {
+		select {
+		case c := <-e.writeCh:
+			return c
+		default:
+		}
+		if !wait || stopping {
+			return nil
+		}
+		select {
+		case c := <-e.writeCh:
+			return c
+		case <-e.writerStop:
+			stopping = true
+			return take(false)
+		}
+	}
 	for {
 		batch = batch[:0]
 		first := carry
 		carry = nil
 		if first == nil {
-			r, ok := <-e.writeCh
-			if !ok {
+			first = take(!expiring)
+		}
+		if first == nil && !expiring {
+			if stopping {
 				return
 			}
-			first = r
+			continue
 		}
-		batch = append(batch, first)
-		n, size := len(first.recs), first.bytes
-		needSync := first.sync
-		lingering, expired, closed := false, false, false
-	gather:
-		for n < maxEntries && size < maxBytes {
-			var (
-				r  *appendReq
-				ok bool
-			)
-			select {
-			case r, ok = <-e.writeCh:
-			default:
+		ops, bytes, internal := 0, 0, 0
+		needSync := false
+		if first != nil {
+			batch = append(batch, first)
+			ops, bytes, needSync = first.ops, first.bytes, first.sync
+			if first.internal {
+				internal = first.ops
+			}
+		}
+		lingering, expired := false, false
+		for len(batch) > 0 && ops < maxOps && bytes < maxBytes {
+			c := take(false)
+			if c == nil {
 				// Queue empty: wait a little for returning senders only when an
 				// fsync is coming and fewer requests than last time are here.
-				if expired || !needSync || len(batch) >= prev {
-					break gather
+				if stopping || expired || !needSync || len(batch) >= prev {
+					break
 				}
 				if !lingering {
 					lingering = true
@@ -113,23 +125,26 @@ func (e *Engine) runWriter() {
 				}
 				continue
 			}
-			if !ok {
-				closed = true
-				break gather
+			if ops+c.ops > maxOps || bytes+c.bytes > maxBytes || (c.internal && internal+c.ops > maxOps/internalShare) {
+				carry = c
+				break
 			}
-			if n+len(r.recs) > maxEntries || size+r.bytes > maxBytes {
-				carry = r
-				break gather
+			batch = append(batch, c)
+			ops += c.ops
+			bytes += c.bytes
+			if c.internal {
+				internal += c.ops
 			}
-			batch = append(batch, r)
-			n += len(r.recs)
-			size += r.bytes
-			needSync = needSync || r.sync
+			needSync = needSync || c.sync
 		}
 		if lingering && !linger.Stop() {
 			<-linger.C
 		}
-		e.commit(batch)
+		var failed bool
+		expiring, failed = e.runBatch(batch, time.Now(), maxOps-ops, maxBytes-bytes)
+		if failed && len(batch) == 0 {
+			expiring = false // retried with the next command, not in a loop
+		}
 		switch {
 		case !needSync:
 			prev = 0
@@ -139,10 +154,6 @@ func (e *Engine) runWriter() {
 			// Remember the largest recent cohort and let it decay slowly, so
 			// a batch that came up short does not lower the target for good.
 			prev--
-		}
-		if closed && carry == nil {
-			// Drain what is left after close.
-			continue
 		}
 	}
 }
@@ -183,117 +194,166 @@ func (e *Engine) enqueued() {
 	}
 }
 
-type touched struct {
-	q    *queue
-	orig int64
+// batchState is what applying a batch decided, before the store write: the
+// write itself and the memory changes to make once it returned.
+type batchState struct {
+	now      time.Time
+	entries  []store.Entry
+	meta     []store.MetaOp
+	queues   []touched
+	needSync bool
+	firstDue time.Time // earliest delivery time the batch schedules
+
+	pending      map[dedupRef]dedupEntry // dedup entries this batch records
+	dedup        []dedupPut
+	expired      []dedupPut
+	expiredOrder []expiredPrefix
 }
 
-func (e *Engine) commit(batch []*appendReq) {
-	now := time.Now()
-	var (
-		entries  []store.Entry
-		meta     []store.MetaOp
-		queues   []touched
-		undos    []func()
-		needSync bool
-	)
-	for tid, idx := range e.dedup {
-		meta = append(meta, idx.expire(tid, now)...)
-	}
-	for _, r := range batch {
-		if r.barrier || len(r.recs) == 0 {
-			continue
-		}
-		if r.q.topic.deleted.Load() {
-			r.err = fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, r.q.topic.name)
-			continue
-		}
-		if e.dedupCheck(r, now) {
-			continue
-		}
-		q := r.q
-		if !containsQueue(queues, q) {
-			queues = append(queues, touched{q: q, orig: q.wnext})
-		}
-		r.first = q.wnext
-		r.storedAt = now
-		for _, rec := range r.recs {
-			sealRecord(rec, now)
-			entries = append(entries, store.Entry{Queue: q.key, Offset: uint64(q.wnext), Value: rec})
-			q.wnext++
-		}
-		ops, undo := e.dedupRecord(r, now)
-		meta = append(meta, ops...)
-		undos = append(undos, undo)
-		meta = append(meta, r.meta...)
-		if r.metaFor != nil {
-			meta = append(meta, r.metaFor(r.first)...)
-		}
-		needSync = needSync || r.sync
-	}
-	var err error
-	if len(entries) > 0 || len(meta) > 0 {
-		err = e.st.Write(&store.Batch{Entries: entries, Meta: meta})
-		if err == nil && needSync {
-			err = e.st.Sync()
+// touched is a queue the batch appends to: its next offset before and after.
+type touched struct {
+	q          *queue
+	orig, next int64
+}
+
+func (b *batchState) queue(q *queue) *touched {
+	for i := range b.queues {
+		if b.queues[i].q == q {
+			return &b.queues[i]
 		}
 	}
-	if err != nil {
-		e.log.Error("append failed", "messages", len(entries), "err", err)
-		for _, t := range queues {
-			t.q.wnext = t.orig
+	b.queues = append(b.queues, touched{q: q, orig: q.wnext, next: q.wnext})
+	return &b.queues[len(b.queues)-1]
+}
+
+// apply decides what batch writes, as of b.now. It reads the writer's
+// memory (next offsets, dedup index) and the commands, and changes neither
+// beyond the commands' results: the same stored state, batch and time give
+// the same write.
+func (e *Engine) apply(b *batchState, batch []*command) {
+	for _, c := range batch {
+		switch c.kind {
+		case cmdBarrier:
+			continue
+		case cmdMeta:
+			b.meta = append(b.meta, c.meta...)
+			b.needSync = b.needSync || c.sync
+			continue
 		}
-		for _, u := range undos {
-			u()
+		dest := c.q
+		if c.kind == cmdDelay {
+			dest = c.target
+		}
+		if dest.topic.deleted.Load() {
+			c.err = fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, dest.topic.name)
+			continue
+		}
+		if e.dedupCheck(b, c) {
+			continue
+		}
+		t := b.queue(c.q)
+		c.first, c.storedAt = t.next, b.now
+		for _, rec := range c.recs {
+			sealRecord(rec, b.now)
+			b.entries = append(b.entries, store.Entry{Queue: c.q.key, Offset: uint64(t.next), Value: rec})
+			t.next++
+		}
+		if c.kind == cmdDelay {
+			val := delayIndexValue(c.target)
+			for i, at := range c.dues {
+				b.meta = append(b.meta, store.MetaOp{Key: delayKey(at, c.first+int64(i)), Value: val})
+				if b.firstDue.IsZero() || at.Before(b.firstDue) {
+					b.firstDue = at
+				}
+			}
+			e.dedupRecord(b, c, c.target.id, -1)
+		} else {
+			e.dedupRecord(b, c, c.q.id, c.first)
+		}
+		b.meta = append(b.meta, c.meta...)
+		b.needSync = b.needSync || c.sync
+	}
+}
+
+// runBatch applies batch at now, with room left for dedup expiry, writes
+// it, then updates memory and completes the commands. It reports whether
+// expired dedup entries are left and whether the store failed.
+func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes int) (expiring, failed bool) {
+	b := &batchState{now: now}
+	e.apply(b, batch)
+	expiring = e.planExpiry(b, roomOps, roomBytes)
+	if len(batch) == 0 && len(b.meta) == 0 {
+		expiring = false // nothing fits even an empty batch: do not spin
+	}
+	var err, syncErr error
+	if len(b.entries) > 0 || len(b.meta) > 0 {
+		err = e.st.Write(&store.Batch{Entries: b.entries, Meta: b.meta})
+		if err == nil && b.needSync {
+			syncErr = e.st.Sync()
+		}
+	}
+	switch {
+	case err != nil:
+		// Not stored: memory stays as it was.
+		e.log.Error("write failed", "messages", len(b.entries), "err", err)
+		expiring = false
+	default:
+		e.commitBatch(b, syncErr == nil)
+		if syncErr != nil {
+			e.log.Error("sync failed; the batch is kept, its outcome reported unknown", "messages", len(b.entries), "err", syncErr)
+			err = fmt.Errorf("%w: %w", ErrIndeterminate, syncErr)
+		}
+	}
+	for _, c := range batch {
+		switch {
+		case c.kind == cmdBarrier || c.err != nil:
+		case err != nil:
+			// A duplicate may refer to a message of this very batch: it shares
+			// the batch's outcome.
+			c.err = err
+		case c.duplicate:
+		case c.kind == cmdAppend || c.kind == cmdMove:
+			c.q.appendedBytes.Add(uint64(c.bytes))
+		}
+		c.complete()
+	}
+	return expiring, err != nil && syncErr == nil
+}
+
+// commitBatch makes memory follow a batch the store took: next offsets,
+// dedup entries, and (when it is durable) visibility to readers.
+func (e *Engine) commitBatch(b *batchState, durable bool) {
+	for _, t := range b.queues {
+		t.q.wnext = t.next
+		t.q.appended.Add(uint64(t.next - t.orig))
+	}
+	b.commitDedup()
+	if !durable {
+		// Kept but not known durable: readers see it after the next synced write.
+		for _, t := range b.queues {
+			e.withheld = appendQueue(e.withheld, t.q)
 		}
 	} else {
-		for _, t := range queues {
-			t.q.publish(t.q.wnext)
-			n := uint64(t.q.wnext - t.orig)
-			t.q.appended.Add(n)
+		for _, t := range b.queues {
+			t.q.publish(t.next)
+		}
+		if b.needSync {
+			for _, q := range e.withheld {
+				q.publish(q.wnext)
+			}
+			e.withheld = e.withheld[:0]
 		}
 	}
-	for _, r := range batch {
-		switch {
-		case r.barrier || r.err != nil:
-		case err != nil:
-			// A duplicate may refer to a message of this very batch: fail it too.
-			r.err = err
-		case r.duplicate:
-		default:
-			r.q.appendedBytes.Add(uint64(r.bytes))
-		}
-		if r.done != nil {
-			r.done(r)
-		} else {
-			close(r.doneCh)
-		}
+	if !b.firstDue.IsZero() {
+		e.sched.scheduled(b.firstDue)
 	}
 }
 
-func containsQueue(ts []touched, q *queue) bool {
-	for _, t := range ts {
-		if t.q == q {
-			return true
+func appendQueue(qs []*queue, q *queue) []*queue {
+	for _, x := range qs {
+		if x == q {
+			return qs
 		}
 	}
-	return false
-}
-
-// barrier returns once every append queued before it has been written.
-func (e *Engine) barrier(ctx context.Context) error {
-	ch := make(chan struct{})
-	r := &appendReq{barrier: true, done: func(*appendReq) { close(ch) }}
-	select {
-	case e.writeCh <- r:
-		e.enqueued()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return append(qs, q)
 }

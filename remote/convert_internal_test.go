@@ -33,7 +33,7 @@ func TestErrorTable_EverySentinelRoundTrips(t *testing.T) {
 		equeue.ErrInvalidArgument, equeue.ErrTopicNotFound, equeue.ErrTopicExists, equeue.ErrQueueNotFound,
 		equeue.ErrQueueNotWritable, equeue.ErrMessageTooLarge, equeue.ErrBatchTooLarge, equeue.ErrInvalidFilter,
 		equeue.ErrCorrupt, equeue.ErrGroupNotFound, equeue.ErrNotMember, equeue.ErrFenced,
-		equeue.ErrSubscriptionMismatch, equeue.ErrHandlerPanic, equeue.ErrInvalidDelay} {
+		equeue.ErrSubscriptionMismatch, equeue.ErrHandlerPanic, equeue.ErrInvalidDelay, equeue.ErrIndeterminate} {
 		found := false
 		for _, s := range sentinels {
 			found = found || s.err == e

@@ -48,6 +48,7 @@ type sentinel struct {
 // (errors.Join), the first one here gives the status code.
 var sentinels = []sentinel{
 	{"CLOSED", equeue.ErrClosed, codes.Unavailable},
+	{"INDETERMINATE", equeue.ErrIndeterminate, codes.Unknown},
 	{"FENCED", equeue.ErrFenced, codes.FailedPrecondition},
 	{"NOT_MEMBER", equeue.ErrNotMember, codes.FailedPrecondition},
 	{"SUBSCRIPTION_MISMATCH", equeue.ErrSubscriptionMismatch, codes.FailedPrecondition},

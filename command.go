@@ -1,0 +1,200 @@
+package equeue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// Commands. Every change of stored state that goes through the writer is a
+// command: a value that says what it will write before it is queued. Its
+// cost (store operations and bytes, counted as store.Limits.Cost counts
+// them) is known when it is built, so the writer packs whole commands into
+// batches that fit the store's limits, and a command too large for any
+// batch is refused before it is queued. The writer applies a batch as one
+// store write (see writer.go): every command in it is stored, or none is.
+//
+//	kind         writes                                         cost (ops)
+//	cmdAppend    records to a queue, dedup entries, extra meta  recs + ids + meta
+//	cmdDelay     records to the delay log, one index key each,  2*recs + ids
+//	             dedup entries of the destination topic
+//	cmdMove      one due record to its queue, index key deleted recs + meta
+//	cmdMeta      metadata (topics, groups, offsets, watermarks) meta
+//	cmdBarrier   nothing; completes after what was queued before 0
+//
+// Dedup expiry is planned by the writer itself from the room left in a
+// batch (dedup.go), so it never takes room a sender needs.
+type cmdKind uint8
+
+const (
+	cmdAppend cmdKind = iota
+	cmdDelay
+	cmdMove
+	cmdMeta
+	cmdBarrier
+)
+
+// command is one unit of change. The fields above the results are set
+// before it is queued and not changed after; the writer fills the results
+// and then calls done or closes doneCh.
+type command struct {
+	kind cmdKind
+	q    *queue // append, move: the destination; delay: the delay log
+	recs [][]byte
+	sync bool
+	// internal marks scheduler work: the writer bounds it per batch.
+	internal bool
+	// meta is written as is with the records: redrive marks, a move's index
+	// deletion, or the whole change of a cmdMeta.
+	meta []store.MetaOp
+	// dues and target describe a cmdDelay: each record's delivery time and
+	// the queue it will be moved to.
+	dues   []time.Time
+	target *queue
+	// dedupIDs are the producer-supplied IDs of a send to a topic with a
+	// dedup window (the target's topic for a delayed send). dedupBypass
+	// records them without checking the window (a redriven dead letter is
+	// sent again on purpose).
+	dedupIDs    []string
+	dedupBypass bool
+
+	ops, bytes int // exact store cost, set by seal
+
+	// Results.
+	first     int64 // first offset (append, move), first delay-log slot (delay)
+	storedAt  time.Time
+	duplicate bool
+	dupQueue  int
+	err       error
+	done      func(*command) // called by the writer when set
+	doneCh    chan struct{}  // else closed by the writer
+
+	rec1 [1][]byte // backing arrays for one-message appends
+	id1  [1]string
+}
+
+// delayIndexValueLen is the length of a delay index value: topic id, queue.
+const delayIndexValueLen = 8
+
+// dedupTopic is the topic whose window c's IDs are checked against.
+func (c *command) dedupTopic() *topic {
+	if c.kind == cmdDelay {
+		return c.target.topic
+	}
+	return c.q.topic
+}
+
+// seal computes c's exact store cost under l.
+func (c *command) seal(l store.Limits) {
+	ops, bytes := len(c.recs)+len(c.meta), 0
+	for _, r := range c.recs {
+		bytes += l.ValueCost(len(r))
+	}
+	for _, m := range c.meta {
+		bytes += len(m.Key) + len(m.Value)
+	}
+	if c.kind == cmdDelay {
+		ops += len(c.recs)
+		bytes += len(c.recs) * (len(keyDelayPrefix) + 16 + delayIndexValueLen)
+	}
+	for _, id := range c.dedupIDs {
+		ops++
+		bytes += dedupKeyLen(id) + dedupValueLen
+	}
+	c.ops, c.bytes = ops, bytes
+}
+
+// fits refuses a command that no batch can hold.
+func (e *Engine) fits(c *command) error {
+	maxOps, maxBytes := e.batchLimits()
+	if c.ops > maxOps || c.bytes > maxBytes {
+		return fmt.Errorf("%w: %d store operations, %d bytes; one write holds at most %d operations and %d bytes",
+			ErrBatchTooLarge, c.ops, c.bytes, maxOps, maxBytes)
+	}
+	return nil
+}
+
+// enqueue hands c to the writer. When it returns an error, c was not
+// queued and nothing of it is stored.
+func (e *Engine) enqueue(ctx context.Context, c *command) error {
+	if ctx.Done() == nil { // no cancellation: skip the ctx case
+		select {
+		case e.writeCh <- c:
+			e.enqueued()
+			return nil
+		case <-e.writerDone:
+			return ErrClosed
+		}
+	}
+	select {
+	case e.writeCh <- c: // fast path: the queue has room
+		e.enqueued()
+		return nil
+	default:
+	}
+	select {
+	case e.writeCh <- c:
+		e.enqueued()
+		return nil
+	case <-e.writerDone:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// wait waits for the writer to complete c (queued with doneCh set) and
+// returns c's error. completed is false when ctx ended first (the outcome
+// is unknown) or the writer stopped before it took c (not stored).
+func (e *Engine) wait(ctx context.Context, c *command) (completed bool, err error) {
+	select {
+	case <-c.doneCh:
+		return true, c.err
+	case <-e.writerDone:
+		select {
+		case <-c.doneCh:
+			return true, c.err
+		default:
+			return false, ErrClosed
+		}
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// submit is the one enqueue-and-wait path: it refuses c if it cannot fit,
+// queues it, and waits for the writer.
+func (e *Engine) submit(ctx context.Context, c *command) error {
+	if err := e.fits(c); err != nil {
+		return err
+	}
+	c.doneCh = make(chan struct{})
+	if err := e.enqueue(ctx, c); err != nil {
+		return err
+	}
+	_, err := e.wait(ctx, c)
+	return err
+}
+
+// complete reports c to whoever waits for it.
+func (c *command) complete() {
+	if c.done != nil {
+		c.done(c)
+	} else if c.doneCh != nil {
+		close(c.doneCh)
+	}
+}
+
+// metaCommand writes ops, synced under SyncAlways.
+func (e *Engine) metaCommand(ops []store.MetaOp, internal bool) *command {
+	c := &command{kind: cmdMeta, meta: ops, sync: e.opts.Sync.kind == syncAlways, internal: internal}
+	c.seal(e.limits)
+	return c
+}
+
+// barrier returns once every command queued before it has been written.
+func (e *Engine) barrier(ctx context.Context) error {
+	return e.submit(ctx, &command{kind: cmdBarrier})
+}

@@ -1,0 +1,141 @@
+package equeue_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+)
+
+// makeDeadLetters sends msgs to topic t and waits until group g holds them
+// as dead letters; the consumer that put them there is closed on return.
+func makeDeadLetters(t *testing.T, e *equeue.Engine, ms ...*equeue.Message) []equeue.DLQEntry {
+	t.Helper()
+	c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "c", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(context.Context, *equeue.Message) error { return equeue.DeadLetter(errors.New("no")) }})
+	p := newProducer(t, e, nil)
+	for _, m := range ms {
+		_, err := p.Send(ctxBG, m)
+		require.NoError(t, err)
+	}
+	var dls []equeue.DLQEntry
+	eventually(t, waitLong, func() bool {
+		var err error
+		dls, err = e.DeadLetters(ctxBG, "g", 0, 100)
+		require.NoError(t, err)
+		return len(dls) == len(ms)
+	}, "%d dead letters", len(ms))
+	require.NoError(t, c.Close())
+	return dls
+}
+
+func redriven(t *testing.T, e *equeue.Engine) []bool {
+	t.Helper()
+	dls, err := e.DeadLetters(ctxBG, "g", 0, 100)
+	require.NoError(t, err)
+	out := make([]bool, len(dls))
+	for i, dl := range dls {
+		out[i] = dl.Redriven
+	}
+	return out
+}
+
+// Issue 11, point 3: a delayed send on a dedup topic is checked against the
+// topic's window when it is sent: a delayed duplicate is answered as a
+// duplicate and one copy is delivered.
+func TestWriter_DelayedSendIsDeduplicatedAtSendTime(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, nil)
+			require.NoError(t, r.E.CreateTopicWith(ctxBG, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+			send := func(delay time.Duration) equeue.AppendResult {
+				res, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: "x", Body: []byte("x"), Delay: delay}}})
+				require.NoError(t, err)
+				return res
+			}
+			first := send(20 * time.Millisecond)
+			assert.True(t, first.Delayed)
+			assert.False(t, first.Duplicate)
+			again := send(20 * time.Millisecond)
+			assert.True(t, again.Duplicate, "a delayed duplicate is acknowledged as a duplicate")
+			assert.True(t, again.Delayed)
+			assert.Equal(t, int64(-1), again.FirstOffset)
+			assert.True(t, send(0).Duplicate, "an immediate send of a delayed ID is a duplicate too")
+			eventually(t, waitLong, func() bool {
+				return metaKeys(t, r.FS, "d/") == 0 && len(queueBodies(t, r.E, "t", 0)) > 0
+			}, "delayed message moved")
+			assert.Equal(t, []string{"x"}, queueBodies(t, r.E, "t", 0))
+		})
+	}
+}
+
+// Issue 11, point 4: Redrive on a dedup topic stores the copy (it bypasses
+// the window on purpose) and marks the dead letter, instead of reporting it
+// sent while the window swallows it.
+func TestWriter_RedriveOnDedupTopicIsNotSwallowed(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, nil)
+			require.NoError(t, r.E.CreateTopicWith(ctxBG, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+			makeDeadLetters(t, r.E, &equeue.Message{Topic: "t", ID: "x", Body: []byte("x")})
+			n, err := r.E.Redrive(ctxBG, "g", equeue.RedriveRequest{All: true})
+			require.NoError(t, err)
+			assert.Equal(t, 1, n)
+			assert.Equal(t, []string{"x", "x"}, queueBodies(t, r.E, "t", 0))
+			assert.Equal(t, []bool{true}, redriven(t, r.E))
+			n, err = r.E.Redrive(ctxBG, "g", equeue.RedriveRequest{All: true})
+			require.NoError(t, err)
+			assert.Equal(t, 0, n, "never redriven twice")
+			// A producer retry of the ID now finds the redriven copy.
+			res, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: "x", Body: []byte("x")}}})
+			require.NoError(t, err)
+			assert.True(t, res.Duplicate)
+			assert.Equal(t, int64(1), res.FirstOffset)
+		})
+	}
+}
+
+// A redrive whose Write fails sends and marks nothing; one whose Sync fails
+// is kept (sent and marked, reported indeterminate) and is never sent twice,
+// also after a reopen.
+func TestWriter_RedriveFailures(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, nil)
+			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+			dls := makeDeadLetters(t, r.E, &equeue.Message{Topic: "t", Body: []byte("a")}, &equeue.Message{Topic: "t", Body: []byte("b")})
+
+			r.FS.FailWrites(1)
+			n, err := r.E.Redrive(ctxBG, "g", equeue.RedriveRequest{All: true})
+			require.ErrorIs(t, err, faultstore.ErrInjected)
+			assert.NotErrorIs(t, err, equeue.ErrIndeterminate)
+			assert.Equal(t, 0, n)
+			assert.Equal(t, []bool{false, false}, redriven(t, r.E))
+			assert.Equal(t, []string{"a", "b"}, queueBodies(t, r.E, "t", 0))
+
+			r.FS.FailSyncs(1)
+			n, err = r.E.Redrive(ctxBG, "g", equeue.RedriveRequest{Offsets: []int64{0}})
+			require.ErrorIs(t, err, equeue.ErrIndeterminate)
+			assert.Equal(t, 0, n)
+			assert.Equal(t, []bool{true, false}, redriven(t, r.E), "the kept redrive is marked")
+
+			n, err = r.E.Redrive(ctxBG, "g", equeue.RedriveRequest{All: true})
+			require.NoError(t, err)
+			assert.Equal(t, 1, n, "only the unmarked dead letter is sent")
+			// Dead letters are redriven in their order in the dead-letter topic.
+			want := []string{"a", "b", string(dls[0].Message.Body), string(dls[1].Message.Body)}
+			assert.Equal(t, want, queueBodies(t, r.E, "t", 0))
+			if kind == "badger" {
+				e := r.reopen()
+				assert.Equal(t, want, queueBodies(t, e, "t", 0))
+				assert.Equal(t, []bool{true, true}, redriven(t, e))
+			}
+		})
+	}
+}

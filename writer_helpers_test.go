@@ -1,0 +1,130 @@
+package equeue_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
+)
+
+// faultRig is an engine on a fault-injecting store: a memory store, or a
+// Badger store that reopen closes and opens again on the same directory.
+type faultRig struct {
+	t    testing.TB
+	kind string
+	dir  string
+	opts equeue.Options
+	mem  *store.Memory // the memory store under FS, for kind "memory"
+
+	mu sync.Mutex
+	E  *equeue.Engine
+	FS *faultstore.FS
+}
+
+func newFaultRig(t testing.TB, kind string, opts *equeue.Options) *faultRig {
+	t.Helper()
+	r := &faultRig{t: t, kind: kind}
+	if opts != nil {
+		r.opts = *opts
+	}
+	if kind == "badger" {
+		r.dir = t.TempDir()
+	}
+	r.open()
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.FS.FailWrites(0)
+		r.FS.FailSyncs(0)
+		r.FS.OnWrite(nil)
+		_ = r.E.Close() // a store that failed a sync may report it again
+	})
+	return r
+}
+
+func (r *faultRig) open() {
+	r.t.Helper()
+	var s faultstore.Store
+	switch r.kind {
+	case "memory":
+		if r.mem == nil {
+			r.mem = store.NewMemory()
+		}
+		s = r.mem
+	case "badger":
+		b, err := store.OpenBadger(r.dir, nil)
+		require.NoError(r.t, err)
+		s = b
+	default:
+		r.t.Fatalf("unknown store kind %q", r.kind)
+	}
+	r.FS = faultstore.New(s)
+	o := r.opts
+	o.Store = r.FS
+	e, err := equeue.Open("", &o)
+	require.NoError(r.t, err)
+	r.E = e
+}
+
+// reopen closes the engine and opens a new one on the same Badger data.
+func (r *faultRig) reopen() *equeue.Engine {
+	r.t.Helper()
+	require.Equal(r.t, "badger", r.kind, "only a durable store can be reopened")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.FS.FailWrites(0)
+	r.FS.FailSyncs(0)
+	_ = r.E.Close()
+	r.open()
+	return r.E
+}
+
+// queueBodies reads every visible message of one queue and checks that
+// their offsets are dense from the queue's low watermark.
+func queueBodies(t testing.TB, e *equeue.Engine, topic string, queue int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	var off int64
+	for {
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: 1024})
+		require.NoError(t, err)
+		if off == 0 {
+			off = res.MinOffset
+		}
+		for _, m := range res.Messages {
+			require.Equal(t, off, m.Offset, "offsets of %s/%d are dense", topic, queue)
+			out = append(out, string(m.Body))
+			off++
+		}
+		if len(res.Messages) == 0 || off >= res.MaxOffset {
+			return out
+		}
+	}
+}
+
+// metaKeys counts the store's metadata keys under prefix.
+func metaKeys(t testing.TB, s faultstore.Store, prefix string) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, s.ScanMeta([]byte(prefix), func(_, _ []byte) error { n++; return nil }))
+	return n
+}
+
+func msgs(bodies ...string) []*equeue.Message {
+	out := make([]*equeue.Message, len(bodies))
+	for i, b := range bodies {
+		out[i] = &equeue.Message{Topic: "t", Body: []byte(b)}
+	}
+	return out
+}
+
+const waitLong = 20 * time.Second
+
+var ctxBG = context.Background()
