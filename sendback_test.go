@@ -114,7 +114,7 @@ func testSendBack_RightsHold(t *testing.T, tr string) {
 	forged := &equeue.Message{Body: []byte("forged"), Properties: map[string]string{equeue.SysOriginTopic: "orders"}}
 	for _, topic := range []string{
 		equeue.RetryTopic("nobody"), equeue.DLQTopic("nobody"), // would create topics
-		equeue.RetryTopic("billing"), // another group's retry topic
+		equeue.RetryTopic("billing"),                   // another group's retry topic
 		equeue.RetryTopic("og"), equeue.DLQTopic("og"), // its own: only through SendBack
 	} {
 		_, err := b.Append(ctx, &equeue.AppendRequest{Topic: topic, Messages: []*equeue.Message{forged}})
