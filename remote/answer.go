@@ -2,6 +2,8 @@ package remote
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -44,4 +46,15 @@ func pullAnswer(res equeue.PullResult, limit int) (*pb.PullResponse, error) {
 		out.NextOffset = res.Messages[n-1].Offset
 	}
 	return out, nil
+}
+
+// spread shortens a long-poll's wait by up to a quarter at random, so the
+// pulls of consumers started together do not all expire, and come back,
+// at the same moment (a pull may always end early with no new message).
+// Waits under a second are kept as asked.
+func spread(wait time.Duration) time.Duration {
+	if wait < time.Second {
+		return wait
+	}
+	return wait - time.Duration(rand.Int64N(int64(wait/4)))
 }

@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -60,7 +61,9 @@ func TestFlow_BusyIsRetriedByTheClient(t *testing.T) {
 	fs := faultstore.New(store.NewMemory())
 	e := openEngine(t, &equeue.Options{Store: fs})
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	_, _, addr, entered := interceptedServer(t, e, &remote.ServerOptions{MaxInFlight: 1})
+	refused := make(chan string, 64)
+	log := slog.New(&busyLog{refused: refused})
+	_, _, addr, entered := interceptedServer(t, e, &remote.ServerOptions{MaxInFlight: 1, Logger: log})
 	c := dial(t, addr, nil)
 
 	// Hold the only slot with an append whose store write waits.
@@ -80,6 +83,7 @@ func TestFlow_BusyIsRetriedByTheClient(t *testing.T) {
 		held <- err
 	}()
 	<-writing
+	waitEntered(t, entered, pb.Broker_Append_FullMethodName)
 	t.Cleanup(func() { // a failed check must not leave the writer waiting
 		select {
 		case <-release:
@@ -91,6 +95,7 @@ func TestFlow_BusyIsRetriedByTheClient(t *testing.T) {
 	// The server refuses a call over the bound (seen without the client's retry).
 	_, err := rawClient(t, addr).ListTopics(ctx, &pb.ListTopicsRequest{})
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+	assert.Equal(t, pb.Broker_ListTopics_FullMethodName, <-refused)
 	assert.ErrorIs(t, remote.FromStatus(err), remote.ErrBusy)
 	assert.ErrorIs(t, remote.FromStatus(err), equeue.ErrBusy)
 
@@ -100,7 +105,7 @@ func TestFlow_BusyIsRetriedByTheClient(t *testing.T) {
 		_, err := c.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("b")}}})
 		retried <- err
 	}()
-	waitEntered(t, entered, pb.Broker_Append_FullMethodName) // refused at least once
+	assert.Equal(t, pb.Broker_Append_FullMethodName, <-refused, "refused at least once")
 	select {
 	case err := <-retried:
 		t.Fatalf("the append ended while the slot was held: %v", err)
@@ -147,4 +152,26 @@ func rawClient(t *testing.T, addr string) pb.BrokerClient {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cc.Close() })
 	return pb.NewBrokerClient(cc)
+}
+
+// busyLog is a slog handler that reports the methods of busy refusals.
+type busyLog struct{ refused chan<- string }
+
+func (h *busyLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *busyLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *busyLog) WithGroup(string) slog.Handler            { return h }
+func (h *busyLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "call refused: busy" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "method" {
+			select {
+			case h.refused <- a.Value.String():
+			default:
+			}
+		}
+		return true
+	})
+	return nil
 }

@@ -49,7 +49,7 @@ func TestMultiProcessChild(t *testing.T) {
 	case "broker", "bench-broker":
 		opts := &equeue.Options{SessionTimeout: time.Second}
 		if role == "bench-broker" {
-			opts = nil // defaults throughout
+			opts = &equeue.Options{InMemory: os.Getenv("EQUEUE_MP_DIR") == ""} // else defaults throughout
 			usr1 := make(chan os.Signal, 1)
 			signal.Notify(usr1, syscall.SIGUSR1)
 			go func() {

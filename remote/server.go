@@ -208,6 +208,7 @@ func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	}
 	if n := count.Add(1); n > limit {
 		count.Add(-1)
+		s.log.Debug("call refused: busy", "method", info.FullMethod, "limit", limit, "of", what)
 		return nil, toStatus(fmt.Errorf("%w: %d %s in flight", ErrBusy, limit, what))
 	}
 	defer count.Add(-1)

@@ -70,6 +70,7 @@ func (v *service) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespon
 		return nil, err
 	}
 	limit := v.s.answerLimit(int(req.GetMaxAnswerBytes()))
+	wait = spread(wait)
 	ctx, done := v.s.longPoll(ctx)
 	defer done()
 	res, err := v.e.Pull(ctx, &equeue.PullRequest{
