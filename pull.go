@@ -3,6 +3,7 @@ package equeue
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -238,4 +239,59 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 		res.Status = PullNoMatch
 	}
 	return res, nil
+}
+
+// WaitAny waits up to wait (capped by Options.MaxPullWait) until at least
+// one of the pulls would find something at its offset: a message, or an
+// offset outside the queue's bounds. It returns nil then, or when the wait
+// ends, without reading anything; an unknown topic or queue also returns
+// nil at once, for the pull itself to report. One call waits on every
+// queue without a goroutine per queue, so a transport can serve many
+// consumers' long-polls cheaply.
+func (e *Engine) WaitAny(ctx context.Context, pulls []*PullRequest, wait time.Duration) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.leave()
+	wait = min(wait, e.opts.MaxPullWait)
+	if wait <= 0 || len(pulls) == 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	fixed := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(e.closing)},
+	}
+	cases := make([]reflect.SelectCase, 0, len(fixed)+len(pulls))
+	for {
+		cases = append(cases[:0], fixed...)
+		for _, p := range pulls {
+			if p == nil {
+				return nil
+			}
+			t, ok := e.lookupTopic(p.Topic)
+			if !ok || t.deleted.Load() {
+				return nil
+			}
+			q, err := t.queue(p.Queue)
+			if err != nil {
+				return nil
+			}
+			min, next, wake := q.bounds()
+			if p.Offset != next || p.Offset < min {
+				return nil
+			}
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wake)})
+		}
+		switch chosen, _, _ := reflect.Select(cases); chosen {
+		case 0:
+			return ctx.Err()
+		case 1:
+			return nil
+		case 2:
+			return ErrClosed
+		}
+	}
 }

@@ -60,6 +60,7 @@ var methodRights = map[string]Rights{
 	pb.Broker_CommitOffsets_FullMethodName:    RightConsume,
 	pb.Broker_FetchOffsets_FullMethodName:     RightConsume,
 	pb.Broker_SendBack_FullMethodName:         RightConsume,
+	pb.Broker_PullMany_FullMethodName:         RightConsume,
 	pb.Broker_CreateTopic_FullMethodName:      RightAdmin,
 	pb.Broker_AddQueues_FullMethodName:        RightAdmin,
 	pb.Broker_DeleteTopic_FullMethodName:      RightAdmin,

@@ -65,6 +65,8 @@ type Client struct {
 	// maxAnswer is the client's receive limit, sent with every pull so the
 	// broker never answers more than the client can take.
 	maxAnswer int
+	// mux carries the consumers' long-polls, all in one call.
+	mux *pullMux
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -109,6 +111,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes}
+	c.mux = newPullMux(c)
 	if o.DialTimeout > 0 {
 		if err := c.waitReady(o.DialTimeout); err != nil {
 			_ = conn.Close()
@@ -140,6 +143,7 @@ func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	c.mux.close()
 	return c.conn.Close()
 }
 
@@ -227,13 +231,24 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 	}
 	ctx, cancel := longPoll(ctx, req.Wait)
 	defer cancel()
-	resp, err := c.api.Pull(ctx, &pb.PullRequest{
+	in := &pb.PullRequest{
 		Topic: req.Topic, Queue: toInt32(req.Queue), Offset: req.Offset, Max: toInt32(req.Max), Filter: req.Filter,
 		Wait: durationPB(req.Wait), Group: req.Group, Member: req.Member, Epoch: req.Epoch,
 		MaxAnswerBytes: int32(min(c.maxAnswer, math.MaxInt32)),
-	})
+	}
+	var resp *pb.PullResponse
+	var err error
+	if req.Wait > 0 && req.Group != "" {
+		// A group member's long-poll: one call carries all of them.
+		resp, err = c.mux.pull(ctx, in)
+	} else if resp, err = c.api.Pull(ctx, in); err != nil {
+		err = c.fail(err)
+	}
 	if err != nil {
-		return equeue.PullResult{}, c.fail(err)
+		if c.closed.Load() {
+			return equeue.PullResult{}, fmt.Errorf("%w: remote client closed", equeue.ErrClosed)
+		}
+		return equeue.PullResult{}, err
 	}
 	msgs, err := messagesFromPB(resp.GetMessages())
 	if err != nil {

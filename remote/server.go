@@ -257,6 +257,8 @@ func isLongPoll(req any) bool {
 		return r.GetWait().AsDuration() > 0
 	case *pb.HeartbeatRequest:
 		return r.GetWait().AsDuration() > 0
+	case *pb.PullManyRequest:
+		return r.GetWait().AsDuration() > 0
 	}
 	return false
 }
