@@ -22,9 +22,9 @@ type pullMux struct {
 	wait    []*muxPull // pulls not answered yet
 	started bool       // the loop runs (from the first pull on)
 	kick    chan struct{}
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
 type muxPull struct {
