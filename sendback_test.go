@@ -138,6 +138,9 @@ func testSendBack_RightsHold(t *testing.T, tr string) {
 		assert.ErrorIs(t, err, remote.ErrPermissionDenied)
 		_, err = b.Append(ctx, &equeue.AppendRequest{Topic: "fresh", Messages: []*equeue.Message{forged}})
 		assert.ErrorIs(t, err, remote.ErrPermissionDenied)
+		for _, name := range []string{"fresh", equeue.RetryTopic("nobody")} {
+			assert.ErrorIs(t, b.(*remote.Client).CreateTopic(ctx, name, 1), remote.ErrPermissionDenied, name)
+		}
 	}
 
 	// Send-backs that name what the member did not pull, or does not own.
