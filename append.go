@@ -128,6 +128,9 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*comman
 	if req == nil || len(req.Messages) == 0 {
 		return nil, nil, fmt.Errorf("%w: no messages to append", ErrInvalidArgument)
 	}
+	if err := checkClientAppend(ctx, req.Topic); err != nil { // internal topics: sendback.go
+		return nil, nil, err
+	}
 	t, err := e.topicFor(ctx, req.Topic)
 	if err != nil {
 		return nil, nil, err

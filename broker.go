@@ -34,6 +34,9 @@ type Broker interface {
 	// FetchOffsets returns the next offset to consume for each granted queue,
 	// resolving (and storing) the group's starting point the first time.
 	FetchOffsets(ctx context.Context, group, member string, queues []Grant) ([]int64, error)
+	// SendBack stores a message the member pulled and failed to handle in
+	// its group's retry or dead-letter topic (see SendBackRequest).
+	SendBack(ctx context.Context, req *SendBackRequest) (SendBackResult, error)
 }
 
 var _ Broker = (*Engine)(nil)

@@ -40,6 +40,7 @@ func originView(m *Message) *Message {
 		return m
 	}
 	v := *m
+	v.pulled = m
 	v.Topic = m.sys[SysOriginTopic]
 	v.Queue, _ = strconv.Atoi(m.sys[SysOriginQueue])
 	v.Offset, _ = strconv.ParseInt(m.sys[SysOriginOffset], 10, 64)
@@ -62,6 +63,7 @@ func (e *Engine) DeadLetters(ctx context.Context, group string, from int64, max 
 	out := make([]DLQEntry, 0, len(res.Messages))
 	for _, m := range res.Messages {
 		dl := DLQEntry{Offset: m.Offset, Message: originView(m), LastError: m.sys[SysLastError], Attempts: m.Attempt}
+		dl.Message.pulled = nil // an admin view: nothing to send back
 		if _, err := e.st.GetMeta(redrivenKey(group, m.Offset)); err == nil {
 			dl.Redriven = true
 		} else if !errors.Is(err, store.ErrNotFound) {

@@ -38,6 +38,7 @@ type Engine struct {
 	limits     store.Limits
 
 	groups *coordinator
+	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)
 	sched  *scheduler
 	dedup  map[uint32]*dedupIndex // owned by the writer goroutine after Open
 

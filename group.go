@@ -377,7 +377,8 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if err != nil {
 		return Assignment{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
-	subs, err := e.groups.normalizeSubs(ctx, req.Subscriptions)
+	// The group's own retry topic is the one internal topic a join may create.
+	subs, err := e.groups.normalizeSubs(allowInternal(ctx, RetryTopic(req.Group)), req.Subscriptions)
 	if err != nil {
 		return Assignment{}, err
 	}

@@ -63,6 +63,9 @@ type Message struct {
 
 	// sys holds engine-owned properties (retry origin, last error).
 	sys map[string]string
+	// pulled is the message as pulled from the retry topic when this is
+	// its origin view: what a send-back names (sendback.go).
+	pulled *Message
 }
 
 // routingKey is what key-hash selection uses.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,7 +154,10 @@ func (p *Producer) check(ctx context.Context, msgs ...*Message) error {
 			return fmt.Errorf("%w: a batch must be for one topic (%q and %q)", ErrInvalidArgument, msgs[0].Topic, m.Topic)
 		}
 	}
-	return ValidateName(stripInternal(msgs[0].Topic))
+	if isInternalTopic(msgs[0].Topic) {
+		return fmt.Errorf("%w: %q", ErrInternalTopic, msgs[0].Topic)
+	}
+	return ValidateName(msgs[0].Topic)
 }
 
 // routeRetryable reports whether a fresh route might make the send succeed.
@@ -183,7 +187,7 @@ func (p *Producer) send(ctx context.Context, m *Message) (SendResult, error) {
 		if q, err = p.pick(ctx, m, attempt > 0); err != nil {
 			return SendResult{}, err
 		}
-		ar, err = p.b.Append(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync})
+		ar, err = p.append(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync})
 		if err == nil || !routeRetryable(err) {
 			break
 		}
@@ -213,7 +217,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 		if q, err = p.pick(ctx, msgs[0], attempt > 0); err != nil {
 			break
 		}
-		ar, err = p.b.Append(ctx, &AppendRequest{Topic: msgs[0].Topic, Queue: q, Messages: msgs, Sync: p.sync})
+		ar, err = p.append(ctx, &AppendRequest{Topic: msgs[0].Topic, Queue: q, Messages: msgs, Sync: p.sync})
 		if err == nil || !routeRetryable(err) {
 			break
 		}
@@ -297,7 +301,35 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	return f
 }
 
-// stripInternal lets producers address the engine's retry and DLQ topics by
+// ErrBusy is returned when a broker refuses a call for lack of capacity
+// before running it: nothing was stored, and the call may be retried.
+// Producers retry it themselves, backing off, until their context ends.
+var ErrBusy = errors.New("equeue: broker busy")
+
+// Bounds of the producer's backoff while the broker is busy.
+const (
+	busyBackoffMin = 5 * time.Millisecond
+	busyBackoffMax = time.Second
+)
+
+// append appends req, retrying while the broker answers ErrBusy (the
+// request was not run, so a retry cannot store it twice).
+func (p *Producer) append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
+	wait := busyBackoffMin
+	for {
+		ar, err := p.b.Append(ctx, req)
+		if !errors.Is(err, ErrBusy) {
+			return ar, err
+		}
+		// Jitter spreads the retries of many producers refused together.
+		if !sleepCtx(ctx, wait/2+time.Duration(rand.Int64N(int64(wait/2)+1))) {
+			return AppendResult{}, err
+		}
+		wait = min(2*wait, busyBackoffMax)
+	}
+}
+
+// stripInternal lets consumers name the engine's retry and DLQ topics by
 // name validation of their group part.
 func stripInternal(topic string) string {
 	for _, p := range []string{RetryTopicPrefix, DLQTopicPrefix} {

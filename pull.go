@@ -3,6 +3,7 @@ package equeue
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -49,6 +50,11 @@ type PullRequest struct {
 	// Wait is how long to wait at the end of the queue for a new message
 	// (long-poll); 0 returns at once. Capped by Options.MaxPullWait.
 	Wait time.Duration
+	// MaxBytes, when positive, bounds the stored size of the messages
+	// returned: the pull stops before a message that would pass it. A
+	// first message larger than MaxBytes fails with ErrMessageTooLarge.
+	// Zero means no bound beyond the engine's own read budget.
+	MaxBytes int
 
 	// Group, Member and Epoch fence the pull for a clustering consumer: the
 	// pull is refused with ErrFenced unless Member owns the queue in Group
@@ -95,8 +101,8 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (res PullResult, er
 	if max < 0 || max > MaxPullBatch {
 		return PullResult{}, fmt.Errorf("%w: pull max %d not in 1..%d", ErrInvalidArgument, req.Max, MaxPullBatch)
 	}
-	if req.Wait < 0 {
-		return PullResult{}, fmt.Errorf("%w: negative pull wait", ErrInvalidArgument)
+	if req.Wait < 0 || req.MaxBytes < 0 {
+		return PullResult{}, fmt.Errorf("%w: negative pull wait or byte bound", ErrInvalidArgument)
 	}
 	f, err := parseFilter(req.Filter)
 	if err != nil {
@@ -137,7 +143,11 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (res PullResult, er
 			res.Status, res.NextOffset = PullOffsetMoved, next
 			return res, nil
 		case req.Offset < next:
-			return e.readQueue(q, req.Offset, next, max, f, res)
+			res, err := e.readQueue(q, req.Offset, next, max, req.MaxBytes, f, res)
+			if err == nil && req.Group != "" {
+				e.marks.record(req.Group, req.Member, Grant{QueueRef: QueueRef{Topic: t.name, Queue: q.id}, Epoch: req.Epoch}, res.NextOffset)
+			}
+			return res, err
 		}
 		if wait <= 0 {
 			res.Status = PullNoNewMessage
@@ -162,13 +172,22 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (res PullResult, er
 	}
 }
 
+// readBudget is the most bytes one store read of a pull asks for.
+const readBudget = 4 << 20
+
 // readQueue reads [from, end) in short read transactions until it has
-// matches or scanned maxScanBatches reads.
-func (e *Engine) readQueue(q *queue, from, end int64, max int, f tagFilter, res PullResult) (PullResult, error) {
+// matches or scanned maxScanBatches reads. With maxBytes > 0 it returns
+// no more than maxBytes of stored records.
+func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFilter, res PullResult) (PullResult, error) {
 	off := from
 	now := time.Now()
+	budget := readBudget
+	if maxBytes > 0 {
+		budget = min(budget, maxBytes)
+	}
+	size := 0
 	for scans := 0; off < end && scans < maxScanBatches && len(res.Messages) == 0; scans++ {
-		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, 4<<20)
+		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, budget)
 		if err != nil {
 			return PullResult{}, fmt.Errorf("equeue: read %s/%d at %d: %w", q.topic.name, q.id, off, err)
 		}
@@ -182,22 +201,33 @@ func (e *Engine) readQueue(q *queue, from, end int64, max int, f tagFilter, res 
 			break
 		}
 		for _, r := range recs {
-			off = int64(r.Offset) + 1
 			m, err := decodeRecord(r.Value)
 			if err != nil {
+				off = int64(r.Offset) + 1
 				e.stats.corrupt.Add(1)
 				res.Corrupt = append(res.Corrupt, int64(r.Offset))
 				e.log.Error("corrupt record skipped", "topic", q.topic.name, "queue", q.id, "offset", r.Offset, "err", err)
 				continue
 			}
 			if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now) {
+				off = int64(r.Offset) + 1
 				e.stats.expired.Add(1)
 				res.Expired++
 				continue
 			}
 			if !f.match(m.Tag) {
+				off = int64(r.Offset) + 1
 				continue
 			}
+			if maxBytes > 0 && size+len(r.Value) > maxBytes {
+				if len(res.Messages) == 0 {
+					return PullResult{}, fmt.Errorf("%w: %s/%d offset %d is %d bytes stored; the puller accepts at most %d",
+						ErrMessageTooLarge, q.topic.name, q.id, r.Offset, len(r.Value), maxBytes)
+				}
+				break // the rest is for the next pull
+			}
+			size += len(r.Value)
+			off = int64(r.Offset) + 1
 			m.Topic, m.Queue, m.Offset = q.topic.name, q.id, int64(r.Offset)
 			res.Messages = append(res.Messages, m)
 		}
@@ -209,4 +239,59 @@ func (e *Engine) readQueue(q *queue, from, end int64, max int, f tagFilter, res 
 		res.Status = PullNoMatch
 	}
 	return res, nil
+}
+
+// WaitAny waits up to wait (capped by Options.MaxPullWait) until at least
+// one of the pulls would find something at its offset: a message, or an
+// offset outside the queue's bounds. It returns nil then, or when the wait
+// ends, without reading anything; an unknown topic or queue also returns
+// nil at once, for the pull itself to report. One call waits on every
+// queue without a goroutine per queue, so a transport can serve many
+// consumers' long-polls cheaply.
+func (e *Engine) WaitAny(ctx context.Context, pulls []*PullRequest, wait time.Duration) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.leave()
+	wait = min(wait, e.opts.MaxPullWait)
+	if wait <= 0 || len(pulls) == 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	fixed := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(e.closing)},
+	}
+	cases := make([]reflect.SelectCase, 0, len(fixed)+len(pulls))
+	for {
+		cases = append(cases[:0], fixed...)
+		for _, p := range pulls {
+			if p == nil {
+				return nil
+			}
+			t, ok := e.lookupTopic(p.Topic)
+			if !ok || t.deleted.Load() {
+				return nil
+			}
+			q, err := t.queue(p.Queue)
+			if err != nil {
+				return nil
+			}
+			min, next, wake := q.bounds()
+			if p.Offset != next || p.Offset < min {
+				return nil
+			}
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wake)})
+		}
+		switch chosen, _, _ := reflect.Select(cases); chosen {
+		case 0:
+			return ctx.Err()
+		case 1:
+			return nil
+		case 2:
+			return ErrClosed
+		}
+	}
 }

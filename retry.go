@@ -108,16 +108,13 @@ func derived(view *Message, topic string, attempts int, cause error) *Message {
 // sendBack stores a failed message in the group's retry topic, due after
 // the backoff for its attempt.
 func (c *Consumer) sendBack(ctx context.Context, view *Message, attempts int, cause error) error {
-	d := derived(view, RetryTopic(c.o.Group), attempts, cause)
-	d.DeliverAt = time.Now().Add(c.retryDelay(attempts, cause))
-	_, err := c.b.Append(ctx, &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}})
+	_, err := c.b.SendBack(ctx, c.sendBackRequest(view, attempts, cause, false))
 	return err
 }
 
 // deadLetter stores m in the group's dead-letter topic with the reason.
 func (c *Consumer) deadLetter(ctx context.Context, view *Message, attempts int, cause error) bool {
-	d := derived(view, DLQTopic(c.o.Group), attempts, cause)
-	_, err := c.b.Append(ctx, &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}})
+	_, err := c.b.SendBack(ctx, c.sendBackRequest(view, attempts, cause, true))
 	if err != nil {
 		c.log.Error("dead-letter failed; will retry", "topic", view.Topic, "offset", view.Offset, "err", err)
 		return false

@@ -112,19 +112,19 @@ func testRetry_HandlerAsksForDelayOrDeadLetter(t *testing.T, tr string) {
 	assert.Equal(t, int32(1), v.(*atomic.Int32).Load())
 }
 
-// failingRetryBroker refuses appends to retry topics while fail is set.
+// failingRetryBroker refuses send-backs to retry topics while fail is set.
 type failingRetryBroker struct {
 	*equeue.Engine
 	fail atomic.Bool
 	hits atomic.Int32
 }
 
-func (b *failingRetryBroker) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
-	if b.fail.Load() && req.Topic == equeue.RetryTopic("g") {
+func (b *failingRetryBroker) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equeue.SendBackResult, error) {
+	if b.fail.Load() && !req.DeadLetter {
 		b.hits.Add(1)
-		return equeue.AppendResult{}, errors.New("retry topic unavailable")
+		return equeue.SendBackResult{}, errors.New("retry topic unavailable")
 	}
-	return b.Engine.Append(ctx, req)
+	return b.Engine.SendBack(ctx, req)
 }
 
 func TestRetry_SendBackFailureRetriesLocally(t *testing.T) {

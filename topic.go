@@ -563,7 +563,7 @@ func (e *Engine) topicFor(ctx context.Context, name string) (*topic, error) {
 	if t, ok := e.lookupTopic(name); ok {
 		return t, nil
 	}
-	internal := strings.HasPrefix(name, RetryTopicPrefix) || strings.HasPrefix(name, DLQTopicPrefix)
+	internal := isInternalTopic(name) && internalAllowed(ctx, name) // only the engine creates them (sendback.go)
 	if !e.opts.AutoCreateTopics && !internal {
 		if err := validateTopicName(name, false); err != nil {
 			return nil, err

@@ -20,8 +20,10 @@ const (
 	// RightProduce allows Route and Append.
 	RightProduce Rights = 1 << iota
 	// RightConsume allows Pull, JoinGroup, Heartbeat, LeaveGroup,
-	// ReleaseQueues, CommitOffsets and FetchOffsets, and Append to the
-	// engine's %RETRY% and %DLQ% topics (consumers dead-letter through it).
+	// ReleaseQueues, CommitOffsets, FetchOffsets and SendBack (retries and
+	// dead letters of messages the member pulled). It does not imply
+	// RightProduce: no token can append to the engine's %RETRY% and %DLQ%
+	// topics, which only the engine writes.
 	RightConsume
 	// RightAdmin allows the admin calls: topics, groups, offset resets and
 	// dead letters.
@@ -57,6 +59,8 @@ var methodRights = map[string]Rights{
 	pb.Broker_ReleaseQueues_FullMethodName:    RightConsume,
 	pb.Broker_CommitOffsets_FullMethodName:    RightConsume,
 	pb.Broker_FetchOffsets_FullMethodName:     RightConsume,
+	pb.Broker_SendBack_FullMethodName:         RightConsume,
+	pb.Broker_PullMany_FullMethodName:         RightConsume,
 	pb.Broker_CreateTopic_FullMethodName:      RightAdmin,
 	pb.Broker_AddQueues_FullMethodName:        RightAdmin,
 	pb.Broker_DeleteTopic_FullMethodName:      RightAdmin,
@@ -71,16 +75,10 @@ var methodRights = map[string]Rights{
 }
 
 // neededRights returns the rights any one of which allows the call.
-func neededRights(method string, req any) Rights {
+func neededRights(method string) Rights {
 	need, ok := methodRights[method]
 	if !ok {
 		return RightAdmin
-	}
-	if a, ok := req.(*pb.AppendRequest); ok {
-		t := a.GetTopic()
-		if strings.HasPrefix(t, equeue.RetryTopicPrefix) || strings.HasPrefix(t, equeue.DLQTopicPrefix) {
-			need |= RightConsume
-		}
 	}
 	return need
 }
@@ -122,7 +120,7 @@ func (t tokenTable) authorize(ctx context.Context, method string, req any) error
 	if !known {
 		return toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
 	}
-	if need := neededRights(method, req); have&need == 0 {
+	if need := neededRights(method); have&need == 0 {
 		return toStatus(fmt.Errorf("%w: %s needs %s rights, token has %s", ErrPermissionDenied, method, need, have))
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,11 @@ type Client struct {
 	api    pb.BrokerClient
 	log    *slog.Logger
 	closed atomic.Bool
+	// maxAnswer is the client's receive limit, sent with every pull so the
+	// broker never answers more than the client can take.
+	maxAnswer int
+	// mux carries the consumers' long-polls, all in one call.
+	mux *pullMux
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -95,6 +101,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.WithChainUnaryInterceptor(retryBusy),
 	}
 	if o.Token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(newTokenCreds(o.Token)))
@@ -103,7 +110,8 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
-	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger}
+	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes}
+	c.mux = newPullMux(c)
 	if o.DialTimeout > 0 {
 		if err := c.waitReady(o.DialTimeout); err != nil {
 			_ = conn.Close()
@@ -135,6 +143,7 @@ func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	c.mux.close()
 	return c.conn.Close()
 }
 
@@ -222,12 +231,24 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 	}
 	ctx, cancel := longPoll(ctx, req.Wait)
 	defer cancel()
-	resp, err := c.api.Pull(ctx, &pb.PullRequest{
+	in := &pb.PullRequest{
 		Topic: req.Topic, Queue: toInt32(req.Queue), Offset: req.Offset, Max: toInt32(req.Max), Filter: req.Filter,
 		Wait: durationPB(req.Wait), Group: req.Group, Member: req.Member, Epoch: req.Epoch,
-	})
+		MaxAnswerBytes: int32(min(c.maxAnswer, math.MaxInt32)),
+	}
+	var resp *pb.PullResponse
+	var err error
+	if req.Wait > 0 && req.Group != "" {
+		// A group member's long-poll: one call carries all of them.
+		resp, err = c.mux.pull(ctx, in)
+	} else if resp, err = c.api.Pull(ctx, in); err != nil {
+		err = c.fail(err)
+	}
 	if err != nil {
-		return equeue.PullResult{}, c.fail(err)
+		if c.closed.Load() {
+			return equeue.PullResult{}, fmt.Errorf("%w: remote client closed", equeue.ErrClosed)
+		}
+		return equeue.PullResult{}, err
 	}
 	msgs, err := messagesFromPB(resp.GetMessages())
 	if err != nil {
@@ -333,4 +354,24 @@ func (c *Client) FetchOffsets(ctx context.Context, group, member string, queues 
 		return nil, fmt.Errorf("remote: broker returned %d offsets for %d queues", len(offs), len(queues))
 	}
 	return offs, nil
+}
+
+// SendBack stores a message the member pulled and failed to handle in its
+// group's retry or dead-letter topic. If ctx ends or the connection fails
+// before the answer, the outcome is unknown.
+func (c *Client) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equeue.SendBackResult, error) {
+	if err := c.enter(ctx); err != nil {
+		return equeue.SendBackResult{}, err
+	}
+	if req == nil {
+		return equeue.SendBackResult{}, fmt.Errorf("%w: nil send-back request", equeue.ErrInvalidArgument)
+	}
+	resp, err := c.api.SendBack(ctx, &pb.SendBackRequest{
+		Group: req.Group, Member: req.Member, Grant: &pb.Grant{Topic: req.Grant.Topic, Queue: toInt32(req.Grant.Queue), Epoch: req.Grant.Epoch},
+		Offset: req.Offset, Attempts: toInt32(req.Attempts), Delay: durationPB(req.Delay), Cause: req.Cause, DeadLetter: req.DeadLetter,
+	})
+	if err != nil {
+		return equeue.SendBackResult{}, c.fail(err)
+	}
+	return equeue.SendBackResult{Topic: resp.GetTopic(), Attempts: int(resp.GetAttempts())}, nil
 }

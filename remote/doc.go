@@ -29,7 +29,10 @@
 // tools can run in-process or remotely. A Client is safe for concurrent use
 // and must be closed. Messages are batched on the wire (an Append carries
 // many messages, a Pull returns many); Pull and Heartbeat are long-polls
-// bounded by the request's wait and the call's deadline.
+// bounded by the request's wait and the call's deadline. The group
+// long-polls of all consumers on one Client travel in one PullMany call, so
+// a consumer costs the server the same whatever its number of queues, and
+// every pull answer stays within the client's MaxMessageBytes.
 //
 // # Errors
 //
@@ -41,13 +44,18 @@
 // closed gives ErrUnavailable, which is retryable, because a Consumer stops
 // for good on equeue.ErrClosed. The client returns equeue.ErrClosed only after
 // its own Close. Authentication failures give ErrUnauthenticated and
-// ErrPermissionDenied; a server over its MaxInFlight gives ErrBusy.
+// ErrPermissionDenied; a server over its MaxInFlight (or, for long-polls,
+// MaxLongPolls) gives ErrBusy before running the call, which the Client
+// retries with backoff until the call's context ends.
 //
 // # Security
 //
 // ServerOptions.TLS enables TLS (and mutual TLS through ClientAuth);
 // ServerOptions.Tokens enables bearer-token authentication with per-token
-// Rights. A refused call changes nothing.
+// Rights. A refused call changes nothing. Consume rights do not include
+// produce rights, and no token may append to the engine's %RETRY% and %DLQ%
+// topics: a consumer hands failures back with SendBack, which the engine
+// checks against what the member owns and pulled.
 //
 // # Protocol
 //

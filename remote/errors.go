@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -30,8 +31,10 @@ var (
 	// the call needs (gRPC code PermissionDenied).
 	ErrPermissionDenied = errors.New("remote: permission denied")
 	// ErrBusy is returned when the server already runs its MaxInFlight calls
-	// (gRPC code ResourceExhausted). It is retryable.
-	ErrBusy = errors.New("remote: server busy")
+	// or MaxLongPolls long-polls (gRPC code ResourceExhausted), before the
+	// call ran: nothing was stored. It is retryable, and the Client retries
+	// it itself until the call's context ends. It matches equeue.ErrBusy.
+	ErrBusy = fmt.Errorf("remote: server busy: %w", equeue.ErrBusy)
 )
 
 // errorDomain is the ErrorInfo domain of engine errors.
@@ -65,6 +68,8 @@ var sentinels = []sentinel{
 	{"INVALID_DELAY", equeue.ErrInvalidDelay, codes.InvalidArgument},
 	{"INVALID_OPTIONS", equeue.ErrInvalidOptions, codes.InvalidArgument},
 	{"INVALID_ARGUMENT", equeue.ErrInvalidArgument, codes.InvalidArgument},
+	{"INTERNAL_TOPIC", equeue.ErrInternalTopic, codes.PermissionDenied},
+	{"NOT_PULLED", equeue.ErrNotPulled, codes.FailedPrecondition},
 	{"CORRUPT", equeue.ErrCorrupt, codes.DataLoss},
 	{"HANDLER_PANIC", equeue.ErrHandlerPanic, codes.Internal},
 	{"UNAUTHENTICATED", ErrUnauthenticated, codes.Unauthenticated},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,13 +46,26 @@ func TestMultiProcessChild(t *testing.T) {
 	signal.Notify(term, syscall.SIGTERM)
 	ctx := context.Background()
 	switch role {
-	case "broker":
-		e, err := equeue.Open(os.Getenv("EQUEUE_MP_DIR"), &equeue.Options{SessionTimeout: time.Second})
+	case "broker", "bench-broker":
+		opts := &equeue.Options{SessionTimeout: time.Second}
+		if role == "bench-broker" {
+			opts = &equeue.Options{InMemory: os.Getenv("EQUEUE_MP_DIR") == ""} // else defaults throughout
+			usr1 := make(chan os.Signal, 1)
+			signal.Notify(usr1, syscall.SIGUSR1)
+			go func() {
+				for range usr1 {
+					say("GOROUTINES %d", runtime.NumGoroutine())
+				}
+			}()
+		}
+		e, err := equeue.Open(os.Getenv("EQUEUE_MP_DIR"), opts)
 		if err != nil {
 			say("ERROR %v", err)
 			os.Exit(3)
 		}
-		_ = e.CreateTopic(ctx, "t", 6)
+		if role == "broker" {
+			_ = e.CreateTopic(ctx, "t", 6)
+		}
 		srv, err := remote.NewServer(e, nil)
 		if err != nil {
 			say("ERROR %v", err)
@@ -94,6 +108,7 @@ func TestMultiProcessChild(t *testing.T) {
 				if err == nil {
 					break
 				}
+				say("SENDERR %s %v", id, err)     // the parent reports the last one
 				time.Sleep(50 * time.Millisecond) // broker down: retry the same message
 			}
 			say("ACK %s", id)
@@ -131,15 +146,17 @@ func TestMultiProcessChild(t *testing.T) {
 
 // mpChild is a running child process and what it printed.
 type mpChild struct {
-	name  string
-	cmd   *exec.Cmd
-	ready chan struct{}
-	done  chan struct{} // closed when its output ends
-	mu    sync.Mutex
-	lines []string
+	name     string
+	cmd      *exec.Cmd
+	ready    chan struct{}
+	done     chan struct{} // closed when its output ends
+	mu       sync.Mutex
+	lines    []string
+	lastAck  time.Time // when the last ACK line arrived
+	ackTimes []time.Time
 }
 
-func startChild(t *testing.T, role, name string, env ...string) *mpChild {
+func startChild(t testing.TB, role, name string, env ...string) *mpChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestMultiProcessChild$", "-test.count=1")
 	cmd.Env = append(append(os.Environ(), mpRoleEnv+"="+role, "EQUEUE_MP_NAME="+name), env...)
@@ -159,6 +176,10 @@ func startChild(t *testing.T, role, name string, env ...string) *mpChild {
 			}
 			c.mu.Lock()
 			c.lines = append(c.lines, l)
+			if strings.HasPrefix(l, "ACK ") {
+				c.lastAck = time.Now()
+				c.ackTimes = append(c.ackTimes, c.lastAck)
+			}
 			c.mu.Unlock()
 		}
 	}()
@@ -172,6 +193,44 @@ func startChild(t *testing.T, role, name string, env ...string) *mpChild {
 		t.Fatalf("%s never became ready", name)
 	}
 	return c
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close())
+	return addr
+}
+
+// progress says how far a producer child got: messages acknowledged, when
+// it last acknowledged one, and its last send error.
+func (c *mpChild) progress() (acked int, last time.Time, lastErr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.lines {
+		switch {
+		case strings.HasPrefix(l, "ACK "):
+			acked++
+		case strings.HasPrefix(l, "SENDERR "):
+			lastErr = l
+		}
+	}
+	return acked, c.lastAck, lastErr
+}
+
+// firstAckAfter is how long after t the producer's first ACK arrived.
+func (c *mpChild) firstAckAfter(t time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, at := range c.ackTimes {
+		if at.After(t) {
+			return at.Sub(t).Round(time.Millisecond)
+		}
+	}
+	return -1
 }
 
 // ids returns the IDs on lines starting with prefix.
@@ -251,13 +310,12 @@ func TestMultiProcess_BrokerProducersConsumers(t *testing.T) {
 		}
 	}
 	broker = startChild(t, "broker", "broker2", brokerEnv...)
+	restarted := time.Now()
 
+	// A producer on a loaded machine may be slow; one that stopped making
+	// progress is stuck. Wait while it progresses, and say which it was.
 	for _, p := range producers {
-		select {
-		case <-p.done:
-		case <-time.After(120 * time.Second):
-			t.Fatalf("%s did not finish", p.name)
-		}
+		waitProducer(t, p, restarted, 60*time.Second)
 	}
 	acked := map[string]bool{}
 	for _, p := range producers {
@@ -287,4 +345,38 @@ func TestMultiProcess_BrokerProducersConsumers(t *testing.T) {
 	}
 	broker.stop(t, syscall.SIGTERM)
 	require.Equal(t, 0, broker.cmd.ProcessState.ExitCode())
+}
+
+// waitProducer waits for p to finish for as long as it keeps acknowledging
+// messages; it fails when p made no progress for stall, saying whether p
+// was stuck (nothing acknowledged since the broker restart, or nothing for
+// stall) and what its last send error was.
+func waitProducer(t *testing.T, p *mpChild, restarted time.Time, stall time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			acked, last, _ := p.progress()
+			t.Logf("%s finished: %d acknowledged, the last %v after the broker restart; first after the restart at +%v",
+				p.name, acked, last.Sub(restarted).Round(time.Millisecond), p.firstAckAfter(restarted))
+			return
+		case <-tick.C:
+		}
+		acked, last, lastErr := p.progress()
+		since := last
+		if since.Before(restarted) {
+			since = restarted
+		}
+		if time.Since(since) < stall {
+			continue // still progressing (or reconnecting within stall)
+		}
+		what := fmt.Sprintf("STUCK: no message acknowledged for %v", stall)
+		if last.Before(restarted) {
+			what = "STUCK: no message acknowledged since the broker restart (a reconnect problem)"
+		}
+		t.Fatalf("%s did not finish: %s; %d of its messages acknowledged, last at %v (broker restarted at %v); last send error: %q",
+			p.name, what, acked, last.Format(time.TimeOnly), restarted.Format(time.TimeOnly), lastErr)
+	}
 }

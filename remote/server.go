@@ -31,6 +31,8 @@ const (
 	DefaultMaxMessageBytes = 8<<20 + 64<<10
 	// DefaultMaxInFlight is how many calls a server runs at once.
 	DefaultMaxInFlight = 1024
+	// DefaultMaxLongPolls is how many long-polls a server holds at once.
+	DefaultMaxLongPolls = 1 << 16
 )
 
 // ServerOptions configure a Server. A nil *ServerOptions, and every zero
@@ -49,10 +51,15 @@ type ServerOptions struct {
 	// with ResourceExhausted (equeue.ErrMessageTooLarge on the client). Keep
 	// it above the engine's MaxMessageSize. Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	// MaxInFlight is how many Broker calls run at once (long-polls
-	// included); calls beyond it fail at once with ResourceExhausted
-	// (ErrBusy on the client). Zero means DefaultMaxInFlight.
+	// MaxInFlight is how many Broker calls other than long-polls run at
+	// once; calls beyond it fail at once with ResourceExhausted (ErrBusy on
+	// the client, which retries it). Waiting consumers never count against
+	// it. Zero means DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxLongPolls is how many long-polls (Pull and Heartbeat with a wait)
+	// are held at once, apart from MaxInFlight; beyond it they fail with
+	// ResourceExhausted like other calls. Zero means DefaultMaxLongPolls.
+	MaxLongPolls int
 	// Logger receives the server's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -69,7 +76,11 @@ type Server struct {
 	tokens      tokenTable
 	maxInFlight int64
 	inFlight    atomic.Int64
-	log         *slog.Logger
+	// Long-polls are bounded apart, so idle consumers never crowd out producers.
+	maxLongPolls    int64
+	longPolls       atomic.Int64
+	maxMessageBytes int
+	log             *slog.Logger
 
 	// stopping is cancelled by Stop and GracefulStop to end long-polls.
 	stopping context.Context
@@ -88,8 +99,11 @@ func NewServer(e *equeue.Engine, opts *ServerOptions) (*Server, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 {
-		return nil, fmt.Errorf("%w: negative MaxMessageBytes or MaxInFlight", equeue.ErrInvalidOptions)
+	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 {
+		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight or MaxLongPolls", equeue.ErrInvalidOptions)
+	}
+	if o.MaxLongPolls == 0 {
+		o.MaxLongPolls = DefaultMaxLongPolls
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
@@ -104,7 +118,8 @@ func NewServer(e *equeue.Engine, opts *ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), log: o.Logger, health: health.NewServer()}
+	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), maxLongPolls: int64(o.MaxLongPolls),
+		maxMessageBytes: o.MaxMessageBytes, log: o.Logger, health: health.NewServer()}
 	s.svc = &service{e: e, s: s}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.desc = s.serviceDesc()
@@ -187,11 +202,16 @@ func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		s.log.Debug("call refused", "method", info.FullMethod, "err", err)
 		return nil, err
 	}
-	if n := s.inFlight.Add(1); n > s.maxInFlight {
-		s.inFlight.Add(-1)
-		return nil, toStatus(fmt.Errorf("%w: %d calls in flight", ErrBusy, s.maxInFlight))
+	count, limit, what := &s.inFlight, s.maxInFlight, "calls"
+	if isLongPoll(req) {
+		count, limit, what = &s.longPolls, s.maxLongPolls, "long-polls"
 	}
-	defer s.inFlight.Add(-1)
+	if n := count.Add(1); n > limit {
+		count.Add(-1)
+		s.log.Debug("call refused: busy", "method", info.FullMethod, "limit", limit, "of", what)
+		return nil, toStatus(fmt.Errorf("%w: %d %s in flight", ErrBusy, limit, what))
+	}
+	defer count.Add(-1)
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic in call", "method", info.FullMethod, "panic", p, "stack", string(debug.Stack()))
@@ -228,4 +248,17 @@ func (s *Server) stopped(ctx context.Context, err error) error {
 		return errStopping
 	}
 	return err
+}
+
+// isLongPoll reports whether a request may wait for data or a change.
+func isLongPoll(req any) bool {
+	switch r := req.(type) {
+	case *pb.PullRequest:
+		return r.GetWait().AsDuration() > 0
+	case *pb.HeartbeatRequest:
+		return r.GetWait().AsDuration() > 0
+	case *pb.PullManyRequest:
+		return r.GetWait().AsDuration() > 0
+	}
+	return false
 }

@@ -1,7 +1,6 @@
 package remote_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -154,32 +153,6 @@ func TestServer_HealthAndReflection(t *testing.T) {
 	assert.Contains(t, names, "grpc.health.v1.Health")
 }
 
-func TestServer_MaxInFlight(t *testing.T) {
-	ctx := ctxT(t)
-	e := openEngine(t, nil)
-	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	_, _, addr, entered := interceptedServer(t, e, &remote.ServerOptions{MaxInFlight: 1})
-	c := dial(t, addr, nil)
-	done := make(chan error, 1)
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		_, err := c.Pull(pctx, &equeue.PullRequest{Topic: "t", Wait: 30 * time.Second})
-		done <- err
-	}()
-	// Once the long-poll holds the only slot, other calls are refused.
-	waitEntered(t, entered, pb.Broker_Pull_FullMethodName)
-	_, err := c.Topics(ctx)
-	assert.ErrorIs(t, err, remote.ErrBusy)
-	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
-	cancel()
-	assert.ErrorIs(t, <-done, context.Canceled)
-	eventually(t, 10*time.Second, func() bool {
-		_, err := c.Topics(ctx)
-		return err == nil
-	}, "slot freed")
-}
-
 func TestAuth_TokensAndRights(t *testing.T) {
 	ctx := ctxT(t)
 	e := openEngine(t, nil)
@@ -239,9 +212,13 @@ func TestAuth_TokensAndRights(t *testing.T) {
 	res, err := consumer.Pull(ctx, &equeue.PullRequest{Topic: "t"})
 	require.NoError(t, err)
 	assert.Len(t, res.Messages, 1)
-	// Consumers may dead-letter: Append to the engine's own topics.
+	// Only the engine writes its own topics: consumers send back (SendBack).
 	_, err = consumer.Append(ctx, &equeue.AppendRequest{Topic: equeue.DLQTopic("g"), Messages: one})
-	require.NoError(t, err)
+	assert.Equal(t, codes.PermissionDenied, status.Code(err))
+	_, err = admin.Append(ctx, &equeue.AppendRequest{Topic: equeue.DLQTopic("g"), Messages: one})
+	assert.ErrorIs(t, err, equeue.ErrInternalTopic)
+	_, err = e.Topic(ctx, equeue.DLQTopic("g"))
+	assert.ErrorIs(t, err, equeue.ErrTopicNotFound)
 	require.NoError(t, admin.CreateTopic(ctx, "new", 1))
 	_, err = admin.Append(ctx, &equeue.AppendRequest{Topic: "new", Messages: one})
 	require.NoError(t, err)

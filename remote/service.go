@@ -66,19 +66,40 @@ func (v *service) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespon
 	if err := nonNegative("pull max", int64(req.GetMax())); err != nil {
 		return nil, err
 	}
+	if err := nonNegative("pull answer bytes", int64(req.GetMaxAnswerBytes())); err != nil {
+		return nil, err
+	}
+	limit := v.s.answerLimit(int(req.GetMaxAnswerBytes()))
+	wait = spread(wait)
 	ctx, done := v.s.longPoll(ctx)
 	defer done()
 	res, err := v.e.Pull(ctx, &equeue.PullRequest{
 		Topic: req.GetTopic(), Queue: int(req.GetQueue()), Offset: req.GetOffset(), Max: int(req.GetMax()),
 		Filter: req.GetFilter(), Wait: wait, Group: req.GetGroup(), Member: req.GetMember(), Epoch: req.GetEpoch(),
+		MaxBytes: max(limit-answerSlack, 1),
 	})
 	if err != nil {
 		return nil, v.s.stopped(ctx, err)
 	}
-	out := &pb.PullResponse{Status: pb.PullStatus(res.Status), NextOffset: res.NextOffset, MinOffset: res.MinOffset,
-		MaxOffset: res.MaxOffset, Corrupt: res.Corrupt, Expired: toInt32(res.Expired)}
-	out.Messages, err = messagesToPB(res.Messages)
-	return out, err
+	return pullAnswer(res, limit)
+}
+
+func (v *service) SendBack(ctx context.Context, req *pb.SendBackRequest) (*pb.SendBackResponse, error) {
+	if req.GetGrant() == nil {
+		return nil, fmt.Errorf("%w: send-back has no grant", equeue.ErrInvalidArgument)
+	}
+	delay, err := fromDurationPB(req.GetDelay())
+	if err != nil {
+		return nil, err
+	}
+	res, err := v.e.SendBack(ctx, &equeue.SendBackRequest{
+		Group: req.GetGroup(), Member: req.GetMember(), Grant: grantFromPB(req.GetGrant()), Offset: req.GetOffset(),
+		Attempts: int(req.GetAttempts()), Delay: delay, Cause: req.GetCause(), DeadLetter: req.GetDeadLetter(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.SendBackResponse{Topic: res.Topic, Attempts: toInt32(res.Attempts)}, nil
 }
 
 func (v *service) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {

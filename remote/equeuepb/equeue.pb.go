@@ -848,11 +848,14 @@ type PullRequest struct {
 	// Long-poll wait at the end of the queue; unset or zero returns at once.
 	Wait *durationpb.Duration `protobuf:"bytes,6,opt,name=wait,proto3" json:"wait,omitempty"`
 	// Fencing of a group member's pull; empty group means an unfenced read.
-	Group         string `protobuf:"bytes,7,opt,name=group,proto3" json:"group,omitempty"`
-	Member        string `protobuf:"bytes,8,opt,name=member,proto3" json:"member,omitempty"`
-	Epoch         int64  `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Group  string `protobuf:"bytes,7,opt,name=group,proto3" json:"group,omitempty"`
+	Member string `protobuf:"bytes,8,opt,name=member,proto3" json:"member,omitempty"`
+	Epoch  int64  `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The most bytes the client accepts in one answer (its receive limit);
+	// the broker stops the answer before it. 0 means the broker's own limit.
+	MaxAnswerBytes int32 `protobuf:"varint,10,opt,name=max_answer_bytes,json=maxAnswerBytes,proto3" json:"max_answer_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PullRequest) Reset() {
@@ -944,6 +947,13 @@ func (x *PullRequest) GetMember() string {
 func (x *PullRequest) GetEpoch() int64 {
 	if x != nil {
 		return x.Epoch
+	}
+	return 0
+}
+
+func (x *PullRequest) GetMaxAnswerBytes() int32 {
+	if x != nil {
+		return x.MaxAnswerBytes
 	}
 	return 0
 }
@@ -3394,6 +3404,387 @@ func (x *RedriveResponse) GetSent() int32 {
 	return 0
 }
 
+// SendBackRequest names a message a member pulled (grant and offset); the
+// broker derives the retry or dead-letter message from what it stored.
+type SendBackRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Group  string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Member string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
+	// The queue the message was pulled from; epoch 0 means the epoch of the
+	// member's latest pull of it.
+	Grant  *Grant `protobuf:"bytes,3,opt,name=grant,proto3" json:"grant,omitempty"`
+	Offset int64  `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Handler runs so far, the failed one included.
+	Attempts int32 `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// Wait before redelivery; ignored with dead_letter.
+	Delay         *durationpb.Duration `protobuf:"bytes,6,opt,name=delay,proto3" json:"delay,omitempty"`
+	Cause         string               `protobuf:"bytes,7,opt,name=cause,proto3" json:"cause,omitempty"`
+	DeadLetter    bool                 `protobuf:"varint,8,opt,name=dead_letter,json=deadLetter,proto3" json:"dead_letter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendBackRequest) Reset() {
+	*x = SendBackRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendBackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendBackRequest) ProtoMessage() {}
+
+func (x *SendBackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendBackRequest.ProtoReflect.Descriptor instead.
+func (*SendBackRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SendBackRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *SendBackRequest) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+func (x *SendBackRequest) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *SendBackRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *SendBackRequest) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *SendBackRequest) GetDelay() *durationpb.Duration {
+	if x != nil {
+		return x.Delay
+	}
+	return nil
+}
+
+func (x *SendBackRequest) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *SendBackRequest) GetDeadLetter() bool {
+	if x != nil {
+		return x.DeadLetter
+	}
+	return false
+}
+
+type SendBackResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Attempts      int32                  `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendBackResponse) Reset() {
+	*x = SendBackResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendBackResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendBackResponse) ProtoMessage() {}
+
+func (x *SendBackResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendBackResponse.ProtoReflect.Descriptor instead.
+func (*SendBackResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *SendBackResponse) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *SendBackResponse) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+type PullManyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pulls; their own wait and max_answer_bytes are ignored.
+	Pulls []*PullRequest `protobuf:"bytes,1,rep,name=pulls,proto3" json:"pulls,omitempty"`
+	// Long-poll wait while none of the pulls finds anything.
+	Wait *durationpb.Duration `protobuf:"bytes,2,opt,name=wait,proto3" json:"wait,omitempty"`
+	// The most bytes the client accepts in the whole answer.
+	MaxAnswerBytes int32 `protobuf:"varint,3,opt,name=max_answer_bytes,json=maxAnswerBytes,proto3" json:"max_answer_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PullManyRequest) Reset() {
+	*x = PullManyRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullManyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullManyRequest) ProtoMessage() {}
+
+func (x *PullManyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullManyRequest.ProtoReflect.Descriptor instead.
+func (*PullManyRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *PullManyRequest) GetPulls() []*PullRequest {
+	if x != nil {
+		return x.Pulls
+	}
+	return nil
+}
+
+func (x *PullManyRequest) GetWait() *durationpb.Duration {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+func (x *PullManyRequest) GetMaxAnswerBytes() int32 {
+	if x != nil {
+		return x.MaxAnswerBytes
+	}
+	return 0
+}
+
+type PullManyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per pull, in request order.
+	Items         []*PullManyItem `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullManyResponse) Reset() {
+	*x = PullManyResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullManyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullManyResponse) ProtoMessage() {}
+
+func (x *PullManyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullManyResponse.ProtoReflect.Descriptor instead.
+func (*PullManyResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *PullManyResponse) GetItems() []*PullManyItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type PullManyItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the pull succeeded.
+	Response *PullResponse `protobuf:"bytes,1,opt,name=response,proto3" json:"response,omitempty"`
+	// Set when the pull failed: its status as a unary Pull would return it.
+	Error         *PullError `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullManyItem) Reset() {
+	*x = PullManyItem{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullManyItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullManyItem) ProtoMessage() {}
+
+func (x *PullManyItem) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullManyItem.ProtoReflect.Descriptor instead.
+func (*PullManyItem) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *PullManyItem) GetResponse() *PullResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *PullManyItem) GetError() *PullError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type PullError struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Code    uint32                 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The equeue sentinel names the error matches, comma separated.
+	Reasons       string `protobuf:"bytes,3,opt,name=reasons,proto3" json:"reasons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PullError) Reset() {
+	*x = PullError{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullError) ProtoMessage() {}
+
+func (x *PullError) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullError.ProtoReflect.Descriptor instead.
+func (*PullError) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *PullError) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *PullError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PullError) GetReasons() string {
+	if x != nil {
+		return x.Reasons
+	}
+	return ""
+}
+
 var File_equeue_v1_equeue_proto protoreflect.FileDescriptor
 
 const file_equeue_v1_equeue_proto_rawDesc = "" +
@@ -3450,7 +3841,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x13stored_at_unix_nano\x18\x03 \x01(\x03R\x10storedAtUnixNano\x12\x10\n" +
 	"\x03ids\x18\x04 \x03(\tR\x03ids\x12\x18\n" +
 	"\adelayed\x18\x05 \x01(\bR\adelayed\x12\x1c\n" +
-	"\tduplicate\x18\x06 \x01(\bR\tduplicate\"\xee\x01\n" +
+	"\tduplicate\x18\x06 \x01(\bR\tduplicate\"\x98\x02\n" +
 	"\vPullRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\x12\x16\n" +
@@ -3460,7 +3851,9 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x04wait\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12\x14\n" +
 	"\x05group\x18\a \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\b \x01(\tR\x06member\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x03R\x05epoch\"\x80\x02\n" +
+	"\x05epoch\x18\t \x01(\x03R\x05epoch\x12(\n" +
+	"\x10max_answer_bytes\x18\n" +
+	" \x01(\x05R\x0emaxAnswerBytes\"\x80\x02\n" +
 	"\fPullResponse\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.equeue.v1.PullStatusR\x06status\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.equeue.v1.MessageR\bmessages\x12\x1f\n" +
@@ -3621,7 +4014,33 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x02to\x18\x04 \x01(\x03R\x02to\x12\x10\n" +
 	"\x03all\x18\x05 \x01(\bR\x03all\"%\n" +
 	"\x0fRedriveResponse\x12\x12\n" +
-	"\x04sent\x18\x01 \x01(\x05R\x04sent*n\n" +
+	"\x04sent\x18\x01 \x01(\x05R\x04sent\"\x83\x02\n" +
+	"\x0fSendBackRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\tR\x06member\x12&\n" +
+	"\x05grant\x18\x03 \x01(\v2\x10.equeue.v1.GrantR\x05grant\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x1a\n" +
+	"\battempts\x18\x05 \x01(\x05R\battempts\x12/\n" +
+	"\x05delay\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12\x14\n" +
+	"\x05cause\x18\a \x01(\tR\x05cause\x12\x1f\n" +
+	"\vdead_letter\x18\b \x01(\bR\n" +
+	"deadLetter\"D\n" +
+	"\x10SendBackResponse\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1a\n" +
+	"\battempts\x18\x02 \x01(\x05R\battempts\"\x98\x01\n" +
+	"\x0fPullManyRequest\x12,\n" +
+	"\x05pulls\x18\x01 \x03(\v2\x16.equeue.v1.PullRequestR\x05pulls\x12-\n" +
+	"\x04wait\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12(\n" +
+	"\x10max_answer_bytes\x18\x03 \x01(\x05R\x0emaxAnswerBytes\"A\n" +
+	"\x10PullManyResponse\x12-\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.equeue.v1.PullManyItemR\x05items\"o\n" +
+	"\fPullManyItem\x123\n" +
+	"\bresponse\x18\x01 \x01(\v2\x17.equeue.v1.PullResponseR\bresponse\x12*\n" +
+	"\x05error\x18\x02 \x01(\v2\x14.equeue.v1.PullErrorR\x05error\"S\n" +
+	"\tPullError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
+	"\areasons\x18\x03 \x01(\tR\areasons*n\n" +
 	"\n" +
 	"SyncPolicy\x12\x17\n" +
 	"\x13SYNC_POLICY_DEFAULT\x10\x00\x12\x16\n" +
@@ -3645,7 +4064,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x15RESET_TARGET_EARLIEST\x10\x00\x12\x17\n" +
 	"\x13RESET_TARGET_LATEST\x10\x01\x12\x15\n" +
 	"\x11RESET_TARGET_TIME\x10\x02\x12\x18\n" +
-	"\x14RESET_TARGET_OFFSETS\x10\x032\xfc\v\n" +
+	"\x14RESET_TARGET_OFFSETS\x10\x032\x86\r\n" +
 	"\x06Broker\x12:\n" +
 	"\x05Route\x12\x17.equeue.v1.RouteRequest\x1a\x18.equeue.v1.RouteResponse\x12=\n" +
 	"\x06Append\x12\x18.equeue.v1.AppendRequest\x1a\x19.equeue.v1.AppendResponse\x127\n" +
@@ -3656,7 +4075,9 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"LeaveGroup\x12\x1c.equeue.v1.LeaveGroupRequest\x1a\x1d.equeue.v1.LeaveGroupResponse\x12R\n" +
 	"\rReleaseQueues\x12\x1f.equeue.v1.ReleaseQueuesRequest\x1a .equeue.v1.ReleaseQueuesResponse\x12R\n" +
 	"\rCommitOffsets\x12\x1f.equeue.v1.CommitOffsetsRequest\x1a .equeue.v1.CommitOffsetsResponse\x12O\n" +
-	"\fFetchOffsets\x12\x1e.equeue.v1.FetchOffsetsRequest\x1a\x1f.equeue.v1.FetchOffsetsResponse\x12L\n" +
+	"\fFetchOffsets\x12\x1e.equeue.v1.FetchOffsetsRequest\x1a\x1f.equeue.v1.FetchOffsetsResponse\x12C\n" +
+	"\bSendBack\x12\x1a.equeue.v1.SendBackRequest\x1a\x1b.equeue.v1.SendBackResponse\x12C\n" +
+	"\bPullMany\x12\x1a.equeue.v1.PullManyRequest\x1a\x1b.equeue.v1.PullManyResponse\x12L\n" +
 	"\vCreateTopic\x12\x1d.equeue.v1.CreateTopicRequest\x1a\x1e.equeue.v1.CreateTopicResponse\x12F\n" +
 	"\tAddQueues\x12\x1b.equeue.v1.AddQueuesRequest\x1a\x1c.equeue.v1.AddQueuesResponse\x12L\n" +
 	"\vDeleteTopic\x12\x1d.equeue.v1.DeleteTopicRequest\x1a\x1e.equeue.v1.DeleteTopicResponse\x12[\n" +
@@ -3684,7 +4105,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -3744,19 +4165,25 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*ListDeadLettersResponse)(nil),  // 55: equeue.v1.ListDeadLettersResponse
 	(*RedriveRequest)(nil),           // 56: equeue.v1.RedriveRequest
 	(*RedriveResponse)(nil),          // 57: equeue.v1.RedriveResponse
-	nil,                              // 58: equeue.v1.Message.PropertiesEntry
-	nil,                              // 59: equeue.v1.Message.SysPropertiesEntry
-	(*durationpb.Duration)(nil),      // 60: google.protobuf.Duration
+	(*SendBackRequest)(nil),          // 58: equeue.v1.SendBackRequest
+	(*SendBackResponse)(nil),         // 59: equeue.v1.SendBackResponse
+	(*PullManyRequest)(nil),          // 60: equeue.v1.PullManyRequest
+	(*PullManyResponse)(nil),         // 61: equeue.v1.PullManyResponse
+	(*PullManyItem)(nil),             // 62: equeue.v1.PullManyItem
+	(*PullError)(nil),                // 63: equeue.v1.PullError
+	nil,                              // 64: equeue.v1.Message.PropertiesEntry
+	nil,                              // 65: equeue.v1.Message.SysPropertiesEntry
+	(*durationpb.Duration)(nil),      // 66: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	58, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	59, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	60, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	60, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	64, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	65, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	66, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	66, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	60, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	60, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	66, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	66, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
@@ -3765,13 +4192,13 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
 	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	60, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	66, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
 	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
 	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
 	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
 	24, // 20: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
 	7,  // 21: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	60, // 22: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	66, // 22: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
 	37, // 23: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
 	38, // 24: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
 	38, // 25: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
@@ -3786,51 +4213,62 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	50, // 34: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
 	5,  // 35: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
 	54, // 36: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	8,  // 37: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 38: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 39: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 40: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 41: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 42: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 43: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	25, // 44: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	27, // 45: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	29, // 46: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	31, // 47: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	33, // 48: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	35, // 49: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	39, // 50: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	41, // 51: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	46, // 52: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	48, // 53: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	51, // 54: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	53, // 55: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	56, // 56: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	9,  // 57: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 58: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 59: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 60: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 61: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 62: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 63: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	26, // 64: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	28, // 65: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	30, // 66: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	32, // 67: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	34, // 68: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	36, // 69: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	40, // 70: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	42, // 71: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	47, // 72: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	49, // 73: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	52, // 74: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	55, // 75: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	57, // 76: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	57, // [57:77] is the sub-list for method output_type
-	37, // [37:57] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	7,  // 37: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
+	66, // 38: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	12, // 39: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
+	66, // 40: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	62, // 41: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
+	13, // 42: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
+	63, // 43: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
+	8,  // 44: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	10, // 45: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	12, // 46: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	16, // 47: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	18, // 48: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	20, // 49: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	22, // 50: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	25, // 51: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	27, // 52: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	58, // 53: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	60, // 54: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	29, // 55: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	31, // 56: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	33, // 57: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	35, // 58: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	39, // 59: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	41, // 60: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	46, // 61: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	48, // 62: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	51, // 63: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	53, // 64: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	56, // 65: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	9,  // 66: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 67: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 68: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 69: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 70: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 71: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 72: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	26, // 73: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	28, // 74: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	59, // 75: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	61, // 76: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	30, // 77: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	32, // 78: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	34, // 79: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	36, // 80: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	40, // 81: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	42, // 82: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	47, // 83: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	49, // 84: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	52, // 85: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	55, // 86: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	57, // 87: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	66, // [66:88] is the sub-list for method output_type
+	44, // [44:66] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -3844,7 +4282,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   55,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

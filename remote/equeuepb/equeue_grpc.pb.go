@@ -42,6 +42,8 @@ const (
 	Broker_ReleaseQueues_FullMethodName    = "/equeue.v1.Broker/ReleaseQueues"
 	Broker_CommitOffsets_FullMethodName    = "/equeue.v1.Broker/CommitOffsets"
 	Broker_FetchOffsets_FullMethodName     = "/equeue.v1.Broker/FetchOffsets"
+	Broker_SendBack_FullMethodName         = "/equeue.v1.Broker/SendBack"
+	Broker_PullMany_FullMethodName         = "/equeue.v1.Broker/PullMany"
 	Broker_CreateTopic_FullMethodName      = "/equeue.v1.Broker/CreateTopic"
 	Broker_AddQueues_FullMethodName        = "/equeue.v1.Broker/AddQueues"
 	Broker_DeleteTopic_FullMethodName      = "/equeue.v1.Broker/DeleteTopic"
@@ -73,6 +75,13 @@ type BrokerClient interface {
 	ReleaseQueues(ctx context.Context, in *ReleaseQueuesRequest, opts ...grpc.CallOption) (*ReleaseQueuesResponse, error)
 	CommitOffsets(ctx context.Context, in *CommitOffsetsRequest, opts ...grpc.CallOption) (*CommitOffsetsResponse, error)
 	FetchOffsets(ctx context.Context, in *FetchOffsetsRequest, opts ...grpc.CallOption) (*FetchOffsetsResponse, error)
+	// SendBack stores a message the member pulled and failed to handle in its
+	// group's retry or dead-letter topic; the broker reads the message itself.
+	SendBack(ctx context.Context, in *SendBackRequest, opts ...grpc.CallOption) (*SendBackResponse, error)
+	// PullMany is one long-poll over many queues: it answers every pull as
+	// soon as any of them finds something (or the wait ends), so a client's
+	// consumers cost the server one call, not one per queue.
+	PullMany(ctx context.Context, in *PullManyRequest, opts ...grpc.CallOption) (*PullManyResponse, error)
 	// Admin calls.
 	CreateTopic(ctx context.Context, in *CreateTopicRequest, opts ...grpc.CallOption) (*CreateTopicResponse, error)
 	AddQueues(ctx context.Context, in *AddQueuesRequest, opts ...grpc.CallOption) (*AddQueuesResponse, error)
@@ -179,6 +188,26 @@ func (c *brokerClient) FetchOffsets(ctx context.Context, in *FetchOffsetsRequest
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(FetchOffsetsResponse)
 	err := c.cc.Invoke(ctx, Broker_FetchOffsets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *brokerClient) SendBack(ctx context.Context, in *SendBackRequest, opts ...grpc.CallOption) (*SendBackResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SendBackResponse)
+	err := c.cc.Invoke(ctx, Broker_SendBack_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *brokerClient) PullMany(ctx context.Context, in *PullManyRequest, opts ...grpc.CallOption) (*PullManyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PullManyResponse)
+	err := c.cc.Invoke(ctx, Broker_PullMany_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -313,6 +342,13 @@ type BrokerServer interface {
 	ReleaseQueues(context.Context, *ReleaseQueuesRequest) (*ReleaseQueuesResponse, error)
 	CommitOffsets(context.Context, *CommitOffsetsRequest) (*CommitOffsetsResponse, error)
 	FetchOffsets(context.Context, *FetchOffsetsRequest) (*FetchOffsetsResponse, error)
+	// SendBack stores a message the member pulled and failed to handle in its
+	// group's retry or dead-letter topic; the broker reads the message itself.
+	SendBack(context.Context, *SendBackRequest) (*SendBackResponse, error)
+	// PullMany is one long-poll over many queues: it answers every pull as
+	// soon as any of them finds something (or the wait ends), so a client's
+	// consumers cost the server one call, not one per queue.
+	PullMany(context.Context, *PullManyRequest) (*PullManyResponse, error)
 	// Admin calls.
 	CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error)
 	AddQueues(context.Context, *AddQueuesRequest) (*AddQueuesResponse, error)
@@ -361,6 +397,12 @@ func (UnimplementedBrokerServer) CommitOffsets(context.Context, *CommitOffsetsRe
 }
 func (UnimplementedBrokerServer) FetchOffsets(context.Context, *FetchOffsetsRequest) (*FetchOffsetsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FetchOffsets not implemented")
+}
+func (UnimplementedBrokerServer) SendBack(context.Context, *SendBackRequest) (*SendBackResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SendBack not implemented")
+}
+func (UnimplementedBrokerServer) PullMany(context.Context, *PullManyRequest) (*PullManyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PullMany not implemented")
 }
 func (UnimplementedBrokerServer) CreateTopic(context.Context, *CreateTopicRequest) (*CreateTopicResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateTopic not implemented")
@@ -574,6 +616,42 @@ func _Broker_FetchOffsets_Handler(srv interface{}, ctx context.Context, dec func
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(BrokerServer).FetchOffsets(ctx, req.(*FetchOffsetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Broker_SendBack_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SendBackRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).SendBack(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_SendBack_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).SendBack(ctx, req.(*SendBackRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Broker_PullMany_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PullManyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).PullMany(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_PullMany_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).PullMany(ctx, req.(*PullManyRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -818,6 +896,14 @@ var Broker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FetchOffsets",
 			Handler:    _Broker_FetchOffsets_Handler,
+		},
+		{
+			MethodName: "SendBack",
+			Handler:    _Broker_SendBack_Handler,
+		},
+		{
+			MethodName: "PullMany",
+			Handler:    _Broker_PullMany_Handler,
 		},
 		{
 			MethodName: "CreateTopic",

@@ -1,0 +1,71 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// Scenario 8: with MaxMessageSize 6 MiB, a 3 MiB then a 6 MiB message used
+// to make one pull answer larger than the client accepts, failing every
+// pull forever. The answer now stops where the client's limit would be
+// passed, and the consumer receives both.
+func TestAnswer_LargeMessagesReachARemoteConsumer(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, &equeue.Options{MaxMessageSize: 6 << 20})
+	s := startServer(t, e, "", nil)
+	c := dial(t, s.addr, nil)
+	require.NoError(t, e.CreateTopic(ctx, "big", 1))
+	p := newProducer(t, c)
+	sizes := []int{3 << 20, 6<<20 - 4<<10} // the second just under the engine's limit
+	for i, n := range sizes {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "big", Body: bytes.Repeat([]byte{byte('a' + i)}, n)})
+		require.NoError(t, err, "message %d", i)
+	}
+	got := make(chan int, len(sizes))
+	startConsumer(t, c, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "big"}},
+		From: equeue.ConsumeFromEarliest, Handler: func(_ context.Context, m *equeue.Message) error {
+			got <- len(m.Body)
+			return nil
+		}})
+	for i := range sizes {
+		select {
+		case n := <-got:
+			assert.Equal(t, sizes[i], n)
+		case <-ctx.Done():
+			t.Fatalf("consumer handled %d of %d messages", i, len(sizes))
+		}
+	}
+}
+
+// A single message larger than what the client accepts is a clear
+// ErrMessageTooLarge naming it, and the pull answer never passes the limit.
+func TestAnswer_MessageLargerThanTheClientAccepts(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	small := dial(t, s.addr, &remote.ClientOptions{MaxMessageBytes: 1 << 20})
+	for _, n := range []int{600 << 10, 600 << 10, 2 << 20} {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: make([]byte, n)}}})
+		require.NoError(t, err)
+	}
+	res, err := small.Pull(ctx, &equeue.PullRequest{Topic: "t"})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1, "the second would pass the client's limit")
+	assert.Equal(t, int64(1), res.NextOffset)
+	res, err = small.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 1})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	assert.Equal(t, int64(2), res.NextOffset)
+	_, err = small.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 2, Wait: time.Second})
+	assert.ErrorIs(t, err, equeue.ErrMessageTooLarge)
+	assert.Contains(t, err.Error(), "t/0 offset 2")
+}

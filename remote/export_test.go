@@ -1,0 +1,4 @@
+package remote
+
+// FromStatus exposes fromStatus to the external tests.
+var FromStatus = fromStatus

@@ -1,0 +1,116 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// maxPullMany bounds the pulls of one PullMany call.
+const maxPullMany = 4096
+
+// PullMany answers many pulls in one long-poll: each pull is tried at once;
+// if none finds anything the call waits on all their queues together
+// (Engine.WaitAny, no goroutine per queue) and tries them again. The
+// answer never passes the client's limit: pulls beyond it answer "no new
+// message" at their own offset, to be asked again.
+func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.PullManyResponse, error) {
+	if n := len(req.GetPulls()); n == 0 || n > maxPullMany {
+		return nil, fmt.Errorf("%w: %d pulls in one call, want 1..%d", equeue.ErrInvalidArgument, n, maxPullMany)
+	}
+	wait, err := fromDurationPB(req.GetWait())
+	if err != nil {
+		return nil, err
+	}
+	if err := nonNegative("pull answer bytes", int64(req.GetMaxAnswerBytes())); err != nil {
+		return nil, err
+	}
+	pulls := make([]*equeue.PullRequest, len(req.GetPulls()))
+	for i, p := range req.GetPulls() {
+		if p == nil {
+			return nil, fmt.Errorf("%w: pull %d is empty", equeue.ErrInvalidArgument, i)
+		}
+		if err := nonNegative("pull max", int64(p.GetMax())); err != nil {
+			return nil, err
+		}
+		pulls[i] = &equeue.PullRequest{Topic: p.GetTopic(), Queue: int(p.GetQueue()), Offset: p.GetOffset(), Max: int(p.GetMax()),
+			Filter: p.GetFilter(), Group: p.GetGroup(), Member: p.GetMember(), Epoch: p.GetEpoch()}
+	}
+	limit := v.s.answerLimit(int(req.GetMaxAnswerBytes()))
+	ctx, done := v.s.longPoll(ctx)
+	defer done()
+	out, found := v.pullAll(ctx, pulls, limit)
+	if found || wait <= 0 {
+		return out, nil
+	}
+	if err := v.e.WaitAny(ctx, pulls, spread(wait)); err != nil {
+		return nil, v.s.stopped(ctx, err)
+	}
+	out, _ = v.pullAll(ctx, pulls, limit)
+	return out, nil
+}
+
+// pullAll pulls each queue once, without waiting, within limit bytes in
+// all; found reports whether any pull has something for its caller (a
+// message, an error, a moved offset or skipped records).
+func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, limit int) (out *pb.PullManyResponse, found bool) {
+	out = &pb.PullManyResponse{Items: make([]*pb.PullManyItem, len(pulls))}
+	budget := limit - answerSlack
+	for i, p := range pulls {
+		if budget <= 0 {
+			out.Items[i] = &pb.PullManyItem{Response: &pb.PullResponse{Status: pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, NextOffset: p.Offset}}
+			continue
+		}
+		q := *p
+		q.MaxBytes = budget
+		res, err := v.e.Pull(ctx, &q)
+		var resp *pb.PullResponse
+		if err == nil {
+			resp, err = pullAnswer(res, budget)
+		}
+		if err != nil {
+			out.Items[i] = &pb.PullManyItem{Error: pullError(err)}
+			found = true
+			continue
+		}
+		out.Items[i] = &pb.PullManyItem{Response: resp}
+		budget -= proto.Size(out.Items[i]) + 16
+		if res.Status != equeue.PullNoNewMessage {
+			found = true
+		}
+	}
+	return out, found
+}
+
+// pullError carries one pull's error as its status would.
+func pullError(err error) *pb.PullError {
+	st := status.Convert(toStatus(err))
+	pe := &pb.PullError{Code: uint32(st.Code()), Message: st.Message()}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
+			pe.Reasons = info.GetMetadata()["reasons"]
+		}
+	}
+	return pe
+}
+
+// pullErrorFromPB turns a PullError back into the error a Pull returns.
+func pullErrorFromPB(pe *pb.PullError) error {
+	st := status.New(codes.Code(pe.GetCode()), pe.GetMessage())
+	if pe.GetReasons() != "" {
+		first, _, _ := strings.Cut(pe.GetReasons(), ",")
+		info := &errdetails.ErrorInfo{Reason: first, Domain: errorDomain, Metadata: map[string]string{"reasons": pe.GetReasons()}}
+		if withInfo, err := st.WithDetails(info); err == nil {
+			st = withInfo
+		}
+	}
+	return fromStatus(st.Err())
+}

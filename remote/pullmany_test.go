@@ -1,0 +1,111 @@
+package remote_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// A consumer of 16 queues holds one long-poll for all of them (plus its
+// heartbeat): with room for only two long-polls on the server it still
+// receives from every queue. With one long-poll per queue it could not.
+func TestPullMany_OneLongPollForAllQueues(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 16))
+	s := startServer(t, e, "", &remote.ServerOptions{MaxLongPolls: 2})
+	c := dial(t, s.addr, nil)
+	got := newCollector()
+	startConsumer(t, c, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		From: equeue.ConsumeFromEarliest, Handler: got.handler("c")})
+	for q := range 16 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: []byte(fmt.Sprint(q))}}})
+		require.NoError(t, err)
+	}
+	eventually(t, 30*time.Second, func() bool { return got.count() == 16 }, "every queue delivered (%d of 16)", got.count())
+	for q := range 16 {
+		assert.True(t, got.has(fmt.Sprint(q)), "queue %d", q)
+	}
+}
+
+// Pulls that share one call keep their own answers: a fenced one fails with
+// ErrFenced, a cancelled one with its context's error, the others get
+// their messages.
+func TestPullMany_PullsKeepTheirOwnOutcome(t *testing.T) {
+	ctx := ctxT(t)
+	e, c := setup(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 3))
+	a, err := c.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 3)
+	pull := func(ctx context.Context, g equeue.Grant) (equeue.PullResult, error) {
+		return c.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: g.Queue, Group: "g", Member: "m", Epoch: g.Epoch, Wait: 20 * time.Second})
+	}
+	type outcome struct {
+		res equeue.PullResult
+		err error
+	}
+	var wg sync.WaitGroup
+	outs := make([]outcome, 3)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i, g := range a.Queues {
+		wg.Go(func() {
+			pctx := ctx
+			switch i {
+			case 1:
+				g.Epoch += 100 // not this member's grant
+			case 2:
+				pctx = cctx
+			}
+			outs[i].res, outs[i].err = pull(pctx, g)
+		})
+	}
+	// The fenced pull answers at once; the cancelled one when cancelled;
+	// the first when its queue gets a message.
+	eventually(t, 10*time.Second, func() bool {
+		st, err := e.Group(ctx, "g")
+		return err == nil && len(st.Members) == 1
+	}, "member present")
+	cancel()
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: a.Queues[0].Queue, Messages: []*equeue.Message{{Body: []byte("x")}}})
+	require.NoError(t, err)
+	wg.Wait()
+	require.NoError(t, outs[0].err)
+	require.Len(t, outs[0].res.Messages, 1)
+	assert.Equal(t, "x", string(outs[0].res.Messages[0].Body))
+	assert.ErrorIs(t, outs[1].err, equeue.ErrFenced)
+	assert.ErrorIs(t, outs[2].err, context.Canceled)
+}
+
+// Closing the client ends its waiting pulls with ErrClosed and leaves no
+// goroutine behind (goleak checks at the end of the package).
+func TestPullMany_CloseEndsWaitingPulls(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	c, err := remote.Dial(s.addr, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	a, err := c.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: "g", Member: "m", Epoch: a.Queues[0].Epoch, Wait: 30 * time.Second})
+		done <- err
+	}()
+	eventually(t, 10*time.Second, func() bool {
+		gi, err := e.Group(ctx, "g")
+		return err == nil && len(gi.Members) == 1
+	}, "joined")
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, <-done, equeue.ErrClosed)
+}

@@ -1,0 +1,268 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Errors of the send-back operation and of the engine's internal topics.
+var (
+	// ErrInternalTopic is returned when a client appends to an engine-internal
+	// topic (%RETRY%<group> or %DLQ%<group>): only the engine writes them,
+	// through SendBack. Nothing is stored and no topic is created.
+	ErrInternalTopic = errors.New("equeue: internal topic is written only by the engine")
+	// ErrNotPulled is returned by SendBack when the offset is not below what
+	// the member has pulled from the queue under its grant, or the message
+	// is no longer stored. Nothing is stored.
+	ErrNotPulled = errors.New("equeue: message was not pulled by this member")
+)
+
+// SendBackRequest asks the engine to deliver again, later, a message that
+// a group member pulled and failed to handle, or to move it to the group's
+// dead letters. The engine reads the message itself: a member can send
+// back only what it pulled from a queue it owns, and cannot change its
+// body or origin.
+type SendBackRequest struct {
+	Group  string
+	Member string
+	// Grant is the queue the message was pulled from (the group's retry
+	// topic for a redelivered message), under the epoch of the pull. Epoch
+	// 0 means the epoch of the member's latest pull of that queue; the
+	// member must still own the queue under it.
+	Grant Grant
+	// Offset is the message's offset in Grant's queue.
+	Offset int64
+	// Attempts counts the handler runs so far, the failed one included.
+	// The engine stores at least the message's stored attempt count + 1.
+	Attempts int
+	// Delay is the wait before the redelivery; capped by Options.MaxDelay.
+	// Ignored with DeadLetter.
+	Delay time.Duration
+	// Cause is the handler's error text, kept (up to 1 KiB) with the message.
+	Cause string
+	// DeadLetter moves the message to %DLQ%<group> instead of %RETRY%<group>.
+	DeadLetter bool
+}
+
+// SendBackResult says where a sent-back message was stored.
+type SendBackResult struct {
+	// Topic is %RETRY%<group> or %DLQ%<group>.
+	Topic string
+	// Attempts is the attempt count stored with the message.
+	Attempts int
+}
+
+// SendBack stores a failed message in the group's retry topic (due after
+// req.Delay) or dead-letter topic, creating that topic if needed. The
+// member must own req.Grant under its epoch and have pulled req.Offset.
+// Like Append, if ctx ends first the outcome is unknown.
+func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackResult, error) {
+	if err := e.enter(ctx); err != nil {
+		return SendBackResult{}, err
+	}
+	defer e.leave()
+	if req == nil {
+		return SendBackResult{}, fmt.Errorf("%w: nil send-back request", ErrInvalidArgument)
+	}
+	if err := ValidateName(req.Group); err != nil {
+		return SendBackResult{}, err
+	}
+	if req.Offset < 0 || req.Delay < 0 || req.Attempts < 0 {
+		return SendBackResult{}, fmt.Errorf("%w: negative offset, delay or attempts in send-back", ErrInvalidArgument)
+	}
+	src := req.Grant.Topic
+	if isInternalTopic(src) && src != RetryTopic(req.Group) {
+		return SendBackResult{}, fmt.Errorf("%w: group %q cannot send back from %q", ErrFenced, req.Group, src)
+	}
+	grant := req.Grant
+	if grant.Epoch == 0 {
+		grant.Epoch = e.marks.epoch(req.Group, req.Member, grant.QueueRef)
+	}
+	model, err := e.groups.ownerModel(req.Group, req.Member, grant)
+	if err != nil {
+		return SendBackResult{}, err
+	}
+	if model == Broadcasting && !req.DeadLetter {
+		return SendBackResult{}, fmt.Errorf("%w: broadcast group %q retries locally; only dead letters are sent back", ErrInvalidArgument, req.Group)
+	}
+	if !e.marks.pulled(req.Group, req.Member, grant, req.Offset) {
+		return SendBackResult{}, fmt.Errorf("%w: %s offset %d in group %q by %q", ErrNotPulled, grant.QueueRef, req.Offset, req.Group, req.Member)
+	}
+	m, err := e.readOne(grant.QueueRef, req.Offset)
+	if err != nil {
+		return SendBackResult{}, err
+	}
+	view := m
+	if strings.HasPrefix(m.Topic, RetryTopicPrefix) {
+		view = originView(m)
+	}
+	attempts := max(m.Attempt+1, req.Attempts)
+	target := RetryTopic(req.Group)
+	if req.DeadLetter {
+		target = DLQTopic(req.Group)
+	}
+	var cause error
+	if req.Cause != "" {
+		cause = errors.New(req.Cause)
+	}
+	d := derived(view, target, attempts, cause)
+	if !req.DeadLetter && req.Delay > 0 {
+		d.DeliverAt = time.Now().Add(min(req.Delay, e.opts.MaxDelay))
+	}
+	if _, err := e.Append(allowInternal(ctx, target), &AppendRequest{Topic: target, Queue: 0, Messages: []*Message{d}}); err != nil {
+		return SendBackResult{}, err
+	}
+	return SendBackResult{Topic: target, Attempts: attempts}, nil
+}
+
+// readOne reads the message stored at ref's offset.
+func (e *Engine) readOne(ref QueueRef, off int64) (*Message, error) {
+	q, err := e.queueOf(ref)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := e.st.Read(q.key, uint64(off), uint64(off)+1, 1, 0)
+	if err != nil {
+		return nil, fmt.Errorf("equeue: read %s at %d: %w", ref, off, err)
+	}
+	if len(recs) == 0 || int64(recs[0].Offset) != off {
+		return nil, fmt.Errorf("%w: %s offset %d is no longer stored", ErrNotPulled, ref, off)
+	}
+	m, err := decodeRecord(recs[0].Value)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s offset %d: %v", ErrCorrupt, ref, off, err)
+	}
+	m.Topic, m.Queue, m.Offset = ref.Topic, ref.Queue, off
+	return m, nil
+}
+
+// ownerModel checks that member owns g under its epoch in group and returns
+// the group's message model.
+func (c *coordinator) ownerModel(groupName, memberID string, g Grant) (MessageModel, error) {
+	grp, err := c.memberGroup(groupName, memberID)
+	if err != nil {
+		return 0, err
+	}
+	defer grp.mu.Unlock()
+	if err := grp.checkGrant(memberID, g); err != nil {
+		return 0, err
+	}
+	return grp.model, nil
+}
+
+// isInternalTopic reports whether name is an engine-internal topic.
+func isInternalTopic(name string) bool {
+	return strings.HasPrefix(name, RetryTopicPrefix) || strings.HasPrefix(name, DLQTopicPrefix)
+}
+
+// internalKey marks a context of the engine's own write to one internal topic.
+type internalKey struct{}
+
+// allowInternal returns ctx allowing the engine to create and write topic.
+// Only code of this package can make such a context.
+func allowInternal(ctx context.Context, topic string) context.Context {
+	return context.WithValue(ctx, internalKey{}, topic)
+}
+
+// internalAllowed reports whether ctx allows writing (or creating) the
+// internal topic name.
+func internalAllowed(ctx context.Context, name string) bool {
+	t, _ := ctx.Value(internalKey{}).(string)
+	return t == name
+}
+
+// checkClientAppend refuses an append to an internal topic that does not
+// come from the engine itself.
+func checkClientAppend(ctx context.Context, topic string) error {
+	if isInternalTopic(topic) && !internalAllowed(ctx, topic) {
+		return fmt.Errorf("%w: %q", ErrInternalTopic, topic)
+	}
+	return nil
+}
+
+// pullMarks remembers, per group member and granted queue, the offset below
+// which the member has pulled: what it may send back. The zero value is
+// ready to use.
+type pullMarks struct {
+	mu sync.Mutex
+	m  map[markKey]map[string]mark // member -> its mark
+}
+
+type markKey struct {
+	group string
+	q     QueueRef
+}
+
+type mark struct {
+	epoch int64
+	next  int64
+}
+
+// record notes that member pulled q below next under epoch. Marks of older
+// epochs (past owners of the queue) are dropped.
+func (p *pullMarks) record(group, member string, g Grant, next int64) {
+	k := markKey{group: group, q: g.QueueRef}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = make(map[markKey]map[string]mark)
+	}
+	ms := p.m[k]
+	if ms == nil {
+		ms = make(map[string]mark, 1)
+		p.m[k] = ms
+	}
+	for id, mk := range ms {
+		if mk.epoch < g.Epoch {
+			delete(ms, id)
+		}
+	}
+	if mk, ok := ms[member]; ok && mk.epoch == g.Epoch && mk.next >= next {
+		return
+	}
+	ms[member] = mark{epoch: g.Epoch, next: next}
+}
+
+// epoch returns the epoch of member's latest pull of q, 0 if none.
+func (p *pullMarks) epoch(group, member string, q QueueRef) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[markKey{group: group, q: q}][member].epoch
+}
+
+// pulled reports whether member pulled offset off of q under its epoch.
+func (p *pullMarks) pulled(group, member string, g Grant, off int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mk, ok := p.m[markKey{group: group, q: g.QueueRef}][member]
+	return ok && mk.epoch == g.Epoch && off < mk.next
+}
+
+// sendBackRequest names the message behind view (as the consumer pulled
+// it) for SendBack, under the grant of its queue's runner.
+func (c *Consumer) sendBackRequest(view *Message, attempts int, cause error, dead bool) *SendBackRequest {
+	src := view
+	if view.pulled != nil {
+		src = view.pulled
+	}
+	ref := QueueRef{Topic: src.Topic, Queue: src.Queue}
+	var epoch int64 // 0: the grant of the member's latest pull (a draining runner is no longer listed)
+	c.mu.Lock()
+	if r := c.runners[ref]; r != nil {
+		epoch = r.grant.Epoch
+	}
+	c.mu.Unlock()
+	req := &SendBackRequest{Group: c.o.Group, Member: c.o.ID, Grant: Grant{QueueRef: ref, Epoch: epoch},
+		Offset: src.Offset, Attempts: attempts, DeadLetter: dead}
+	if cause != nil {
+		req.Cause = truncate(cause.Error(), 1024)
+	}
+	if !dead {
+		req.Delay = c.retryDelay(attempts, cause)
+	}
+	return req
+}
