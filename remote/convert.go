@@ -95,9 +95,43 @@ func messagesToPB(ms []*equeue.Message) ([]*pb.Message, error) {
 		if m == nil {
 			return nil, fmt.Errorf("%w: message %d is nil", equeue.ErrInvalidArgument, i)
 		}
+		if err := wireTimes(i, m); err != nil {
+			return nil, err
+		}
 		out[i] = messageToPB(m)
+		if m.ExpiresAt.After(maxWireTime) {
+			out[i].ExpiresAtUnixNano = 0 // beyond 2262: never expires, as in the engine
+		}
 	}
 	return out, nil
+}
+
+// The range of times Unix nanoseconds in an int64 can carry (1677..2262).
+var (
+	minWireTime = time.Unix(0, math.MinInt64)
+	maxWireTime = time.Unix(0, math.MaxInt64)
+)
+
+// wireTimes refuses the times of message i that the wire cannot carry,
+// with the engine's errors: UnixNano would wrap them to another date. An
+// ExpiresAt after the range means "never" and is sent as none.
+func wireTimes(i int, m *equeue.Message) error {
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"born-at", m.BornAt}, {"deliver-at", m.DeliverAt}, {"expires-at", m.ExpiresAt}} {
+		if f.t.IsZero() || (!f.t.Before(minWireTime) && !f.t.After(maxWireTime)) {
+			continue
+		}
+		switch {
+		case f.name == "expires-at" && f.t.After(maxWireTime):
+			continue
+		case f.name == "deliver-at" && f.t.After(maxWireTime):
+			return fmt.Errorf("%w: %w: message %d: deliver-at %v is after %v", equeue.ErrInvalidDelay, equeue.ErrInvalidArgument, i, f.t.UTC(), maxWireTime.UTC())
+		}
+		return fmt.Errorf("%w: message %d: %s %v outside %v..%v", equeue.ErrInvalidArgument, i, f.name, f.t.UTC(), minWireTime.UTC(), maxWireTime.UTC())
+	}
+	return nil
 }
 
 func messagesFromPB(ps []*pb.Message) ([]*equeue.Message, error) {
