@@ -157,7 +157,7 @@ func (m *writerModel) deadLetter(rt *rapid.T, e *equeue.Engine, q int) {
 	b := fmt.Sprintf("m%d", m.bodyN)
 	msg := &equeue.Message{Body: []byte(b)}
 	msg.SetSysProperties(map[string]string{equeue.SysOriginTopic: "p", equeue.SysOriginQueue: fmt.Sprint(q), equeue.SysOriginOffset: "0"})
-	_, err := e.Append(context.Background(), &equeue.AppendRequest{Topic: equeue.DLQTopic("g"), Messages: []*equeue.Message{msg}})
+	_, err := equeue.AppendInternal(context.Background(), e, &equeue.AppendRequest{Topic: equeue.DLQTopic("g"), Messages: []*equeue.Message{msg}})
 	switch {
 	case err == nil:
 		m.dlq[b] = true
