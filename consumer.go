@@ -15,11 +15,12 @@ import (
 )
 
 // Handler processes one message. Returning nil acknowledges it; an error (or
-// a panic, which is recovered) makes it be delivered again later. ctx is
-// cancelled when the consumer closes, and when a queue being handed over to
-// another member is still running the handler after HandoffTimeout; an
-// error returned after that is not counted as an attempt and the message
-// stays uncommitted, so the group gets it again.
+// a panic, which is recovered) is a failed attempt: the message is delivered
+// again later, or goes to the dead letters after MaxAttempts. ctx stays live
+// while the consumer closes or hands a queue over, and is cancelled only
+// when the handler is still running after ShutdownTimeout (on Close) or
+// HandoffTimeout (on a handover); an error returned after that is a failed
+// attempt like any other.
 type Handler func(ctx context.Context, m *Message) error
 
 // ConsumerOptions configure a Consumer. Group, Subscriptions and Handler are
@@ -59,6 +60,10 @@ type ConsumerOptions struct {
 	// HandoffTimeout bounds how long a handed-over queue waits for its
 	// running handlers before it commits and is released. Zero means 30 s.
 	HandoffTimeout time.Duration
+	// ShutdownTimeout bounds how long Close lets running handlers finish
+	// with a live context; it then cancels their context and waits up to
+	// ShutdownTimeout more for them to return. Zero means 30 s.
+	ShutdownTimeout time.Duration
 	// HeartbeatInterval is the longest gap between heartbeats; it must stay
 	// well under the engine's session timeout. Zero means 3 s.
 	HeartbeatInterval time.Duration
@@ -116,7 +121,7 @@ func (o *ConsumerOptions) validate() error {
 	}
 	if o.Concurrency < 0 || o.PullBatch < 0 || o.PullBatch > MaxPullBatch || o.PullWait < 0 ||
 		o.MaxCachedMessages < 0 || o.MaxCachedBytes < 0 || o.MaxSpan < 0 || o.CommitInterval < 0 ||
-		o.HandoffTimeout < 0 || o.HeartbeatInterval < 0 || o.RetryDelay < 0 || o.MaxAttempts < 0 ||
+		o.HandoffTimeout < 0 || o.ShutdownTimeout < 0 || o.HeartbeatInterval < 0 || o.RetryDelay < 0 || o.MaxAttempts < 0 ||
 		o.SendBackRetryDelay < 0 || o.ConsumeTimeout < 0 || slices.ContainsFunc(o.RetryDelays, func(d time.Duration) bool { return d < 0 }) {
 		return fmt.Errorf("%w: negative or out-of-range consumer option", ErrInvalidOptions)
 	}
@@ -141,6 +146,7 @@ func (o *ConsumerOptions) setDefaults() {
 	defD(&o.PullWait, DefaultMaxPullWait)
 	defD(&o.CommitInterval, 5*time.Second)
 	defD(&o.HandoffTimeout, 30*time.Second)
+	defD(&o.ShutdownTimeout, 30*time.Second)
 	defD(&o.HeartbeatInterval, 3*time.Second)
 	defD(&o.RetryDelay, time.Second)
 	defD(&o.SendBackRetryDelay, 5*time.Second)
@@ -178,9 +184,9 @@ type Consumer struct {
 
 	ctx    context.Context // cancelled by Close after draining
 	cancel context.CancelFunc
-	// hctx is the parent of every handler's context: Close cancels it first
-	// to ask running handlers to return, while a rebalance handoff lets
-	// them finish with a live context.
+	// hctx is the parent of every handler's context; Close cancels it once
+	// every queue is drained (each runner cancels its own handlers' context
+	// when its drain times out).
 	hctx    context.Context
 	hcancel context.CancelFunc
 	wg      sync.WaitGroup // every goroutine of the consumer
@@ -486,10 +492,15 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 	return err
 }
 
-// Close stops pulling, cancels the context of running handlers and waits
-// (up to HandoffTimeout) for them to return, commits, leaves the group and
-// stops every goroutine. A message whose handler returns an error once its
-// context is cancelled stays uncommitted: the group gets it again. Idempotent.
+// Close stops pulling and lets running handlers finish with a live context
+// for up to ShutdownTimeout; it then cancels their context and waits up to
+// ShutdownTimeout more. A handler that fails meanwhile is a counted attempt
+// and its message goes to the retry or dead-letter topic as usual, so the
+// final commit passes every handled message. Close then commits, leaves the
+// group and stops every goroutine. Only a message whose send-back could not
+// be stored, or whose handler outlived both waits, stays uncommitted: the
+// group gets it again. The returned error says what could not be stored
+// (the final commit, or leaving the group). Idempotent: later calls return nil.
 func (c *Consumer) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -506,7 +517,6 @@ func (c *Consumer) Close() error {
 		return nil
 	}
 	c.loopCancel()
-	c.hcancel()
 	var wg sync.WaitGroup
 	// Handovers still running commit and release their queues before this
 	// member leaves; leaving first would grant those queues to others while
@@ -520,10 +530,11 @@ func (c *Consumer) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.drain(c.o.HandoffTimeout)
+			r.drain(c.o.ShutdownTimeout)
 		}()
 	}
 	wg.Wait()
+	c.hcancel()
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -532,10 +543,11 @@ func (c *Consumer) Close() error {
 		for _, r := range rs {
 			list = append(list, r)
 		}
-		if err := c.commit(ctx, list); err != nil && !errors.Is(err, ErrClosed) {
+		if err := c.commit(ctx, list); err != nil {
 			errs = append(errs, fmt.Errorf("equeue: final commit: %w", err))
 		}
-		if err := c.b.LeaveGroup(ctx, c.o.Group, c.o.ID); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotMember) {
+		// A closed engine has no members left to leave.
+		if err := c.b.LeaveGroup(ctx, c.o.Group, c.o.ID); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
 			errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
 		}
 	}

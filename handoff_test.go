@@ -94,8 +94,10 @@ func TestConsumer_SlowPeriodicCommitDoesNotUndoFinalCommit(t *testing.T) {
 // messages out of order. When a member stops, an unfinished message below
 // finished ones (here offset 0, waiting for a local retry) is tried again
 // before the final commit, so the commit passes every handled message and
-// the next consumer gets nothing twice. Close cancels handler contexts: if
-// that attempt gives up, it is not counted and offset 0 stays uncommitted.
+// the next consumer gets nothing twice. If that attempt outlives
+// ShutdownTimeout, Close cancels its context; its failure is a counted
+// attempt, which a broadcasting member retries locally, so offset 0 stays
+// uncommitted.
 func TestConsumer_CloseHandlesGapsBeforeCommitting(t *testing.T) {
 	for _, giveUp := range []bool{false, true} {
 		t.Run(fmt.Sprintf("give-up=%v", giveUp), func(t *testing.T) {
@@ -106,7 +108,7 @@ func TestConsumer_CloseHandlesGapsBeforeCommitting(t *testing.T) {
 			seen := map[int64]int{}
 			c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "a", Model: equeue.Broadcasting,
 				Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest, Concurrency: 4,
-				RetryDelay: time.Hour, CommitInterval: time.Hour,
+				RetryDelay: time.Hour, CommitInterval: time.Hour, ShutdownTimeout: 50 * time.Millisecond,
 				Handler: func(ctx context.Context, m *equeue.Message) error {
 					mu.Lock()
 					seen[m.Offset]++

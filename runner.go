@@ -22,6 +22,7 @@ type runner struct {
 	hcancel   context.CancelFunc
 	done      chan struct{} // closed when the pull loop has returned
 	abandoned atomic.Bool
+	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	committed atomic.Int64 // last offset committed, -1 before the first commit
 }
 
@@ -33,23 +34,45 @@ func (c *Consumer) newRunner(g Grant, start int64) *runner {
 	return r
 }
 
-// drain stops pulling and starting handlers, and waits up to timeout for
-// the running ones. Messages below the highest offset already running or
-// finished (a concurrent pool finishes out of order) are handled first, so
-// the committed offset passes every handled message; the rest stay
-// uncommitted for the next owner. Nobody handles a message twice unless the
-// timeout strikes.
+// drain stops pulling and starting handlers, and waits for the running
+// ones: first with their context live for up to timeout, then with it
+// cancelled for up to timeout more. A handler that fails, before or after
+// the cancellation, is a counted attempt and goes through the normal failure
+// path (retry topic or dead letters). Messages below the highest offset
+// already running or finished (a concurrent pool finishes out of order) are
+// handled first, so the committed offset passes every handled message; the
+// rest stay uncommitted for the next owner. Only a handler still running
+// after both waits is given up: its message stays uncommitted and its late
+// result is ignored.
 func (r *runner) drain(timeout time.Duration) {
 	defer r.hcancel()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	cancelled := false
+	// expired cancels the handlers' context at the first deadline and
+	// reports true at the second.
+	expired := func() bool {
+		if cancelled {
+			r.gaveUp.Store(true)
+			return true
+		}
+		cancelled = true
+		r.hcancel()
+		deadline.Reset(timeout)
+		return false
+	}
 	r.cancel()
-	select {
-	case <-r.done: // in orderly mode, after the running handler returned
-	case <-deadline.C:
-		r.c.log.Warn("handoff timeout: orderly handler still running; its message may be delivered again", "queue", r.grant.QueueRef)
-		r.pq.stop()
-		return
+	for waiting := true; waiting; {
+		select {
+		case <-r.done: // in orderly mode, after the running handler returned
+			waiting = false
+		case <-deadline.C:
+			if expired() {
+				r.c.log.Warn("stop timeout: orderly handler still running; its message may be delivered again", "queue", r.grant.QueueRef)
+				r.pq.stop()
+				return
+			}
+		}
 	}
 	r.pq.stopAfterGaps()
 	var gapping atomic.Int32 // gap handlers started here and not returned
@@ -70,9 +93,11 @@ func (r *runner) drain(timeout time.Duration) {
 		select {
 		case <-ch:
 		case <-deadline.C:
-			r.c.log.Warn("handoff timeout: handlers still running; their messages may be delivered again",
-				"queue", r.grant.QueueRef, "running", r.pq.runningCount())
-			return
+			if expired() {
+				r.c.log.Warn("stop timeout: handlers still running; their messages may be delivered again",
+					"queue", r.grant.QueueRef, "running", r.pq.runningCount())
+				return
+			}
 		}
 	}
 }
@@ -199,9 +224,9 @@ func (r *runner) handleConcurrent(m *Message) {
 	}
 	view := origin(m)
 	err := r.c.invoke(r.hctx, view)
-	if err == nil || r.abandoned.Load() || r.hctx.Err() != nil {
-		// A failure after the consumer asked the handler to stop is not an
-		// attempt: the message stays unfinished for the next delivery.
+	if err == nil || r.abandoned.Load() || r.gaveUp.Load() {
+		// A fenced runner cannot commit, and a drain that gave up has
+		// committed already: a failure there stays for the next delivery.
 		r.pq.end(m.Offset, err == nil)
 		return
 	}
@@ -214,7 +239,11 @@ func (r *runner) handleConcurrent(m *Message) {
 // dispose deals with a failed message: true when it was stored in the retry
 // or dead-letter topic, false when it was scheduled for a local retry.
 func (r *runner) dispose(m, view *Message, err error) bool {
-	c, ctx := r.c, r.hctx
+	c := r.c
+	// Not the handler's context: a failure after Close cancelled it is
+	// still stored in the retry or dead-letter topic.
+	ctx, cancel := context.WithTimeout(c.ctx, sendBackTimeout)
+	defer cancel()
 	attempts := m.Attempt + 1
 	if attempts >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
 		if c.deadLetter(ctx, view, attempts, err) {
@@ -261,20 +290,36 @@ func (r *runner) handleOrderly(m *Message) bool {
 			r.pq.end(m.Offset, true)
 			return true
 		}
-		if r.hctx.Err() != nil { // asked to stop: not an attempt
+		if r.abandoned.Load() || r.gaveUp.Load() {
 			r.pq.end(m.Offset, false)
 			return false
 		}
+		// Every run counts, also one that failed because it was asked to stop.
 		m.Attempt++
-		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.c.deadLetter(r.hctx, view, m.Attempt, err) {
+		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(view, m.Attempt, err) {
 			r.pq.end(m.Offset, true)
 			return true
 		}
 		r.pq.end(m.Offset, false)
+		if r.hctx.Err() != nil {
+			return false // stopping: the message stays uncommitted
+		}
 		if !sleepCtx(r.ctx, r.c.o.RetryDelay) {
 			return false
 		}
 	}
+}
+
+// sendBackTimeout bounds one store of a failed message in the retry or
+// dead-letter topic.
+const sendBackTimeout = 30 * time.Second
+
+// deadLetterNow stores a failed message in the dead letters under its own
+// deadline, not the handler's context.
+func (r *runner) deadLetterNow(view *Message, attempts int, cause error) bool {
+	ctx, cancel := context.WithTimeout(r.c.ctx, sendBackTimeout)
+	defer cancel()
+	return r.c.deadLetter(ctx, view, attempts, cause)
 }
 
 // invoke calls the handler with hooks, turning a panic into an error.
