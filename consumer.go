@@ -200,6 +200,7 @@ type Consumer struct {
 	mu         sync.Mutex
 	started    bool
 	closed     bool
+	closeDone  chan struct{} // closed when the first Close (or crash) returns
 	runners    map[QueueRef]*runner
 	stopping   map[QueueRef]bool
 	handoffs   sync.WaitGroup // handOver goroutines
@@ -231,8 +232,9 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	c := &Consumer{
 		b: b, o: opts, log: opts.Logger.With("group", opts.Group, "member", opts.ID), hooks: opts.Hooks,
 		filters:  map[string]string{},
-		runners:  map[QueueRef]*runner{},
-		stopping: map[QueueRef]bool{},
+		runners:   map[QueueRef]*runner{},
+		stopping:  map[QueueRef]bool{},
+		closeDone: make(chan struct{}),
 	}
 	for _, s := range c.subscriptions() {
 		c.filters[s.Topic] = s.Filter
@@ -241,6 +243,9 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	c.hctx, c.hcancel = context.WithCancel(c.ctx)
 	c.loopCtx, c.loopCancel = context.WithCancel(c.ctx)
 	c.loopStop = c.loopCtx.Done()
+	if e := engineOf(b); e != nil {
+		e.clients.addConsumer(c)
+	}
 	return c, nil
 }
 
@@ -500,18 +505,25 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // group and stops every goroutine. Only a message whose send-back could not
 // be stored, or whose handler outlived both waits, stays uncommitted: the
 // group gets it again. The returned error says what could not be stored
-// (the final commit, or leaving the group). Idempotent: later calls return nil.
+// (the final commit, or leaving the group). Idempotent: a later call waits
+// for the first to finish and returns nil. Engine.Close closes the
+// consumers opened on it in-process first.
 func (c *Consumer) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.closeDone
 		return nil
 	}
 	c.closed = true
+	defer close(c.closeDone)
 	started := c.started
 	rs := c.runners
 	c.runners = map[QueueRef]*runner{}
 	c.mu.Unlock()
+	if e := engineOf(c.b); e != nil {
+		defer e.clients.removeConsumer(c)
+	}
 	if !started {
 		c.cancel()
 		return nil
@@ -561,6 +573,9 @@ func (c *Consumer) Close() error {
 func (c *Consumer) crash() {
 	c.crashed.Store(true)
 	c.mu.Lock()
+	if !c.closed {
+		defer close(c.closeDone)
+	}
 	c.closed = true
 	rs := c.runners
 	c.runners = map[QueueRef]*runner{}
@@ -571,6 +586,9 @@ func (c *Consumer) crash() {
 	c.loopCancel()
 	c.cancel()
 	c.wg.Wait()
+	if e := engineOf(c.b); e != nil {
+		e.clients.removeConsumer(c)
+	}
 }
 
 // QueueStat is the live state of one queue a consumer owns.

@@ -32,7 +32,8 @@ type Engine struct {
 	lingerWake chan struct{}
 	limits     store.Limits
 
-	groups *coordinator
+	groups  *coordinator
+	clients clientSet // in-process consumers and producers, closed first by Close
 	sched  *scheduler
 	dedup  map[uint32]*dedupIndex // owned by the writer goroutine after Open
 
@@ -176,11 +177,17 @@ func (e *Engine) leave() {
 	}
 }
 
-// Close stops background work, waits for calls in progress (long-poll pulls
-// are woken and return ErrClosed), writes what was queued, syncs and closes
-// the store. It is idempotent and returns the first error met.
+// Close shuts the engine down in this order: it first closes every Consumer
+// and Producer opened on it in-process (consumers drain their handlers,
+// commit and leave their groups; producers finish their pending SendAsync
+// calls), then stops background work, waits for calls in progress (long-poll
+// pulls are woken and return ErrClosed), writes what was queued, syncs and
+// closes the store. A consumer's final commit that could not be stored is
+// among the errors returned. Closing those consumers and producers yourself
+// first is fine. Idempotent.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		clientErr := e.clients.closeAll()
 		e.closed.Store(true)
 		close(e.closing)
 		e.bgCancel()
@@ -193,7 +200,7 @@ func (e *Engine) Close() error {
 		e.bg.Wait()
 		close(e.writeCh)
 		e.writerWG.Wait()
-		var errs []error
+		errs := []error{clientErr}
 		if err := e.st.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
 			errs = append(errs, fmt.Errorf("equeue: final sync: %w", err))
 		}
