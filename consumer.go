@@ -231,7 +231,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	opts.setDefaults()
 	c := &Consumer{
 		b: b, o: opts, log: opts.Logger.With("group", opts.Group, "member", opts.ID), hooks: opts.Hooks,
-		filters:  map[string]string{},
+		filters:   map[string]string{},
 		runners:   map[QueueRef]*runner{},
 		stopping:  map[QueueRef]bool{},
 		closeDone: make(chan struct{}),

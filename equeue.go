@@ -34,8 +34,8 @@ type Engine struct {
 
 	groups  *coordinator
 	clients clientSet // in-process consumers and producers, closed first by Close
-	sched  *scheduler
-	dedup  map[uint32]*dedupIndex // owned by the writer goroutine after Open
+	sched   *scheduler
+	dedup   map[uint32]*dedupIndex // owned by the writer goroutine after Open
 
 	// Lifecycle: enter/leave count calls in progress; Close waits for them.
 	closed    atomic.Bool
