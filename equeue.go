@@ -32,10 +32,12 @@ type Engine struct {
 	lingerWake chan struct{}
 	limits     store.Limits
 
-	groups  *coordinator
-	clients clientSet // in-process consumers and producers, closed first by Close
-	sched   *scheduler
-	dedup   map[uint32]*dedupIndex // owned by the writer goroutine after Open
+	groups *coordinator
+	sched  *scheduler
+	dedup  map[uint32]*dedupIndex // owned by the writer goroutine after Open
+
+	// clients are the in-process consumers and producers; Close closes them first.
+	clients clientSet
 
 	// Lifecycle: enter/leave count calls in progress; Close waits for them.
 	closed    atomic.Bool
