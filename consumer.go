@@ -67,8 +67,10 @@ type ConsumerOptions struct {
 	// HeartbeatInterval is the longest gap between heartbeats; it must stay
 	// well under the engine's session timeout. Zero means 3 s.
 	HeartbeatInterval time.Duration
-	// From says where the group starts in queues it has no offset for:
-	// ConsumeFromLatest (default), ConsumeFromEarliest or ConsumeFromTimestamp with FromTime.
+	// From says where a new group starts in queues it has no offset for:
+	// ConsumeFromEarliest (the default, also for the zero value
+	// ConsumeFromDefault), ConsumeFromLatest, or ConsumeFromTimestamp with
+	// FromTime. A group keeps the setting it was created with.
 	From     ConsumeFrom
 	FromTime time.Time
 	// Strategy is the allocation strategy name ("average", "average-by-circle",
@@ -210,6 +212,10 @@ type Consumer struct {
 	loopCtx    context.Context
 	loopCancel context.CancelFunc
 	crashed    atomic.Bool
+	// incarnation is this Start's token (see JoinRequest.Incarnation);
+	// replaced is set while another incarnation holds the member ID.
+	incarnation string
+	replaced    atomic.Bool
 
 	handled  atomic.Uint64
 	failures atomic.Uint64
@@ -256,7 +262,7 @@ func (c *Consumer) ID() string { return c.o.ID }
 // consumes its group's retry topic.
 func (c *Consumer) joinRequest() *JoinRequest {
 	return &JoinRequest{Group: c.o.Group, Member: c.o.ID, Model: c.o.Model, Subscriptions: c.subscriptions(),
-		From: c.o.From, FromTime: c.o.FromTime, Strategy: c.o.Strategy}
+		From: c.o.From, FromTime: c.o.FromTime, Strategy: c.o.Strategy, Incarnation: c.incarnation}
 }
 
 func (c *Consumer) subscriptions() []Subscription {
@@ -269,6 +275,10 @@ func (c *Consumer) subscriptions() []Subscription {
 
 // Start joins the group and returns once the queues granted at join time
 // are being consumed. Consumption goes on in the background until Close.
+// Each Start is a new incarnation of the member ID: while another consumer
+// with the same ID is live in the group, Start returns ErrMemberIDInUse (a
+// restart after a crash succeeds once the crashed one's session expired).
+// Start may be called again after it returned an error.
 func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -280,6 +290,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: consumer already started", ErrInvalidArgument)
 	}
 	c.started = true
+	c.incarnation = newIncarnation()
 	c.mu.Unlock()
 	a, err := c.b.JoinGroup(ctx, c.joinRequest())
 	if err != nil {
@@ -317,7 +328,7 @@ func (c *Consumer) goFunc(f func()) {
 func (c *Consumer) membershipLoop() {
 	runMembership(c.loopCtx, c.b, c.joinRequest(), c.o.HeartbeatInterval, c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
 		return c.apply(ctx, a)
-	}, c.abandonAll)
+	}, c.abandonAll, c.replaced.Store)
 }
 
 // knownVersion is the assignment version the consumer has applied; zero
@@ -558,9 +569,13 @@ func (c *Consumer) Close() error {
 		if err := c.commit(ctx, list); err != nil {
 			errs = append(errs, fmt.Errorf("equeue: final commit: %w", err))
 		}
-		// A closed engine has no members left to leave.
-		if err := c.b.LeaveGroup(ctx, c.o.Group, c.o.ID); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
-			errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
+		// A closed engine has no members left to leave; a replaced member
+		// must not leave in the name of the incarnation that holds its ID.
+		if !c.replaced.Load() {
+			err := c.b.LeaveGroup(ctx, c.o.Group, c.o.ID)
+			if err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+				errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
+			}
 		}
 	}
 	c.cancel()

@@ -48,9 +48,10 @@ type group struct {
 }
 
 type member struct {
-	id       string
-	lastSeen time.Time
-	waiting  int // heartbeats in progress
+	id          string
+	incarnation string // of the Start that joined; "" from clients without one
+	lastSeen    time.Time
+	waiting     int // heartbeats in progress
 }
 
 type owner struct {
@@ -70,7 +71,7 @@ type groupMeta struct {
 	Model    MessageModel   `json:"model"`
 	Subs     []Subscription `json:"subscriptions"`
 	Strategy string         `json:"strategy"`
-	From     ConsumeFrom    `json:"from"`
+	From     storedFrom     `json:"from"`
 	FromTime time.Time      `json:"from_time"`
 }
 
@@ -126,14 +127,14 @@ func newGroup(m groupMeta) *group {
 		st = allocate.Average()
 	}
 	return &group{
-		name: m.Name, model: m.Model, subs: m.Subs, strategy: st, from: m.From, fromTime: m.FromTime,
+		name: m.Name, model: m.Model, subs: m.Subs, strategy: st, from: m.From.consumeFrom(), fromTime: m.FromTime,
 		members: map[string]*member{}, owners: map[QueueRef]owner{}, target: map[QueueRef]string{},
 		changed: make(chan struct{}), offsets: map[offsetKey]int64{},
 	}
 }
 
 func (g *group) meta() groupMeta {
-	return groupMeta{Name: g.name, Model: g.model, Subs: g.subs, Strategy: g.strategy.Name(), From: g.from, FromTime: g.fromTime}
+	return groupMeta{Name: g.name, Model: g.model, Subs: g.subs, Strategy: g.strategy.Name(), From: toStoredFrom(g.from), FromTime: g.fromTime}
 }
 
 // load restores groups and committed offsets.
@@ -190,7 +191,7 @@ func (c *coordinator) expire(now time.Time) {
 		g.mu.Lock()
 		var gone []string
 		for id, m := range g.members {
-			if m.waiting == 0 && now.Sub(m.lastSeen) > c.e.opts.SessionTimeout {
+			if m.expired(now, c.e.opts.SessionTimeout) {
 				gone = append(gone, id)
 			}
 		}
@@ -370,8 +371,13 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if req.Model != Clustering && req.Model != Broadcasting {
 		return Assignment{}, fmt.Errorf("%w: unknown message model %d", ErrInvalidArgument, req.Model)
 	}
-	if req.From < ConsumeFromLatest || req.From > ConsumeFromTimestamp {
+	if req.From < ConsumeFromDefault || req.From > ConsumeFromLatest {
 		return Assignment{}, fmt.Errorf("%w: unknown consume-from %d", ErrInvalidArgument, req.From)
+	}
+	if req.From == ConsumeFromDefault {
+		r := *req
+		r.From = r.From.resolve()
+		req = &r
 	}
 	stratName := req.Strategy
 	if stratName == "" {
@@ -389,13 +395,16 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	c.mu.Lock()
 	g := c.groups[req.Group]
 	if g == nil {
-		g = newGroup(groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: req.From, FromTime: req.FromTime})
+		g = newGroup(groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: toStoredFrom(req.From), FromTime: req.FromTime})
 		c.groups[req.Group] = g
 	}
 	c.mu.Unlock()
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if err := e.groups.checkIncarnation(g, req); err != nil {
+		return Assignment{}, err
+	}
 	_, rejoin := g.members[req.Member]
 	others := len(g.members)
 	if rejoin {
@@ -412,12 +421,30 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 			return Assignment{}, fmt.Errorf("equeue: save group %q: %w", g.name, err)
 		}
 	}
-	g.members[req.Member] = &member{id: req.Member, lastSeen: time.Now()}
+	g.members[req.Member] = &member{id: req.Member, incarnation: req.Incarnation, lastSeen: time.Now()}
 	if !rejoin {
 		e.log.Info("group member joined", "group", g.name, "member", req.Member)
 	}
 	c.rebalance(g)
 	return g.assignment(req.Member), nil
+}
+
+// checkIncarnation refuses a join with the member ID of a live member of
+// another incarnation (ErrMemberIDInUse). An incarnation is gone once it
+// left the group or its session expired (no heartbeat in progress and none
+// for SessionTimeout); such a member is removed here at once, without
+// waiting for the next expiry sweep. g.mu must be held.
+func (c *coordinator) checkIncarnation(g *group, req *JoinRequest) error {
+	m, ok := g.members[req.Member]
+	if !ok || req.Incarnation == "" || m.incarnation == "" || m.incarnation == req.Incarnation {
+		return nil
+	}
+	if !m.expired(time.Now(), c.e.opts.SessionTimeout) {
+		return fmt.Errorf("%w: %q in group %q", ErrMemberIDInUse, req.Member, g.name)
+	}
+	c.e.log.Warn("group member expired; a new incarnation takes its ID", "group", g.name, "member", req.Member)
+	g.removeMember(req.Member)
+	return nil
 }
 
 // Heartbeat keeps req.Member alive and returns its assignment as soon as it
@@ -435,6 +462,10 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 		return Assignment{}, err
 	}
 	m := g.members[req.Member]
+	if req.Incarnation != "" && m.incarnation != "" && m.incarnation != req.Incarnation {
+		g.mu.Unlock()
+		return Assignment{}, fmt.Errorf("%w: %q in group %q belongs to another incarnation", ErrNotMember, req.Member, req.Group)
+	}
 	m.lastSeen = time.Now()
 	if g.version != req.KnownVersion || req.Wait == 0 {
 		defer g.mu.Unlock()
