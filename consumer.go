@@ -40,7 +40,8 @@ type ConsumerOptions struct {
 	// Orderly handles one message at a time per queue, in offset order; a
 	// failure retries the same message in place. Default false: concurrent.
 	Orderly bool
-	// Concurrency is the number of handler goroutines in concurrent mode. Zero means 16.
+	// Concurrency is the most handler goroutines in concurrent mode; they
+	// start when messages arrive and end when idle. Zero means 16.
 	Concurrency int
 	// PullBatch is the most messages per pull. Zero means 32.
 	PullBatch int
@@ -192,7 +193,7 @@ type Consumer struct {
 	hctx    context.Context
 	hcancel context.CancelFunc
 	wg      sync.WaitGroup // every goroutine of the consumer
-	tasks   chan task
+	pool    *workerPool    // concurrent mode
 
 	// commitMu orders the consumer's commits: each computes its offsets
 	// under it, so a periodic commit still in flight cannot land after (and
@@ -249,6 +250,9 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	c.hctx, c.hcancel = context.WithCancel(c.ctx)
 	c.loopCtx, c.loopCancel = context.WithCancel(c.ctx)
 	c.loopStop = c.loopCtx.Done()
+	if !opts.Orderly {
+		c.pool = newWorkerPool(opts.Concurrency)
+	}
 	if e := engineOf(b); e != nil {
 		e.clients.addConsumer(c)
 	}
@@ -299,20 +303,11 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
-	if !c.o.Orderly {
-		c.tasks = make(chan task, c.o.Concurrency)
-		for i := 0; i < c.o.Concurrency; i++ {
-			c.goFunc(c.worker)
-		}
-	}
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)
 	}
 	c.goFunc(c.membershipLoop)
-	c.goFunc(c.commitLoop)
-	if !c.o.Orderly && c.o.Model == Clustering {
-		c.goFunc(c.watchdog)
-	}
+	c.goFunc(c.timerLoop)
 	return nil
 }
 
@@ -449,9 +444,18 @@ func (c *Consumer) abandonAll() {
 	}
 }
 
-func (c *Consumer) commitLoop() {
+// timerLoop commits periodically and, in concurrent clustering mode, sends
+// back messages whose handlers are stuck: one goroutine for both, so that
+// an idle consumer holds few.
+func (c *Consumer) timerLoop() {
 	t := time.NewTicker(c.o.CommitInterval)
 	defer t.Stop()
+	var watchdog <-chan time.Time
+	if !c.o.Orderly && c.o.Model == Clustering {
+		w := time.NewTicker(c.watchdogEvery())
+		defer w.Stop()
+		watchdog = w.C
+	}
 	for {
 		select {
 		case <-c.loopStop:
@@ -460,6 +464,8 @@ func (c *Consumer) commitLoop() {
 			if err := c.Commit(c.ctx); err != nil && !errors.Is(err, ErrClosed) {
 				c.log.Warn("periodic commit", "err", err)
 			}
+		case <-watchdog:
+			c.sendBackOverdue()
 		}
 	}
 }

@@ -153,9 +153,7 @@ func (r *runner) pullLoop() {
 				continue
 			}
 			for _, m := range res.Messages {
-				select {
-				case c.tasks <- task{r: r, m: m}:
-				case <-r.ctx.Done():
+				if !c.submit(task{r: r, m: m}, r.ctx.Done()) {
 					return
 				}
 			}
@@ -198,18 +196,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
-	}
-}
-
-// worker handles messages of every queue in concurrent mode.
-func (c *Consumer) worker() {
-	for {
-		select {
-		case t := <-c.tasks:
-			t.r.handleConcurrent(t.m)
-		case <-c.ctx.Done():
-			return
-		}
 	}
 }
 
@@ -267,12 +253,8 @@ func (r *runner) retryLocally(m *Message, attempts int, d time.Duration) {
 	c := r.c
 	m.Attempt = attempts
 	c.goFunc(func() {
-		if !sleepCtx(r.hctx, d) {
-			return
-		}
-		select {
-		case c.tasks <- task{r: r, m: m}:
-		case <-r.hctx.Done():
+		if sleepCtx(r.hctx, d) {
+			c.submit(task{r: r, m: m}, r.hctx.Done())
 		}
 	})
 }
