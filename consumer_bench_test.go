@@ -94,3 +94,36 @@ func BenchmarkIdleConsumers(b *testing.B) {
 	}
 	benchClose(b, p, e)
 }
+
+// BenchmarkGroupJoin measures joining a new one-member group (which creates
+// its retry topic) when 0 or 2,000 groups with live members exist already.
+// A topic creation used to visit every group, so the cost per join grew
+// with the number of groups; it should not. One op is one new group.
+func BenchmarkGroupJoin(b *testing.B) {
+	for _, existing := range []int{0, 2000} {
+		b.Run(fmt.Sprintf("existing=%d", existing), func(b *testing.B) {
+			ctx := benchCtx(b)
+			e := benchOpenEngine(b, "", &equeue.Options{InMemory: true})
+			if err := e.CreateTopic(ctx, benchTopicName, benchQueues); err != nil {
+				b.Fatal(err)
+			}
+			join := func(i int) {
+				g := fmt.Sprintf("g%06d", i)
+				_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: g, Member: "m", Subscriptions: []equeue.Subscription{
+					{Topic: benchTopicName}, {Topic: equeue.RetryTopic(g)}}})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range existing {
+				join(i)
+			}
+			i := existing
+			for b.Loop() {
+				join(i)
+				i++
+			}
+			benchClose(b, e)
+		})
+	}
+}

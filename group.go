@@ -24,6 +24,9 @@ type coordinator struct {
 	e      *Engine
 	mu     sync.Mutex
 	groups map[string]*group
+	// subscribers indexes groups by topic; a group is (re)indexed on every
+	// rebalance, and only groups with members need a topic's changes.
+	subscribers subscriberIndex
 }
 
 type group struct {
@@ -249,6 +252,7 @@ func (g *group) notify() {
 // rebalance recomputes the group's queues and allocation under a new epoch
 // and grants free queues. g.mu must be held.
 func (c *coordinator) rebalance(g *group) {
+	c.subscribers.set(g)
 	g.epoch++
 	g.queues = c.subscribedQueues(g, g.queues[:0])
 	if g.model == Broadcasting {
@@ -568,12 +572,17 @@ func (g *group) checkGrant(memberID string, q Grant) error {
 
 // dropTopic forgets a deleted topic's offsets and rebalances its groups.
 func (c *coordinator) topicChanged(name string, deleted bool) {
-	c.mu.Lock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		gs = append(gs, g)
+	var gs []*group
+	if deleted { // every group may hold offsets of the topic
+		c.mu.Lock()
+		gs = make([]*group, 0, len(c.groups))
+		for _, g := range c.groups {
+			gs = append(gs, g)
+		}
+		c.mu.Unlock()
+	} else {
+		gs = c.subscribers.of(name)
 	}
-	c.mu.Unlock()
 	for _, g := range gs {
 		g.mu.Lock()
 		if deleted {
