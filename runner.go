@@ -61,6 +61,12 @@ func (r *runner) drain(timeout time.Duration) {
 		deadline.Reset(timeout)
 		return false
 	}
+	orderly := r.c.o.Orderly
+	if !orderly {
+		// From now on a worker starts only the gaps: no new message begins
+		// after the stop was asked for.
+		r.pq.stopAfterGaps()
+	}
 	r.cancel()
 	for waiting := true; waiting; {
 		select {
@@ -74,7 +80,10 @@ func (r *runner) drain(timeout time.Duration) {
 			}
 		}
 	}
-	r.pq.stopAfterGaps()
+	if orderly {
+		// The running handler has returned: the fence covers what it handled.
+		r.pq.stopAfterGaps()
+	}
 	var gapping atomic.Int32 // gap handlers started here and not returned
 	for {
 		ch := r.pq.wait()
