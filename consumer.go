@@ -578,7 +578,7 @@ func (c *Consumer) Close() error {
 		// A closed engine has no members left to leave; a replaced member
 		// must not leave in the name of the incarnation that holds its ID.
 		if !c.replaced.Load() {
-			err := c.b.LeaveGroup(ctx, c.o.Group, c.o.ID)
+			err := leaveGroup(ctx, c.b, c.joinRequest())
 			if err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
 				errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
 			}

@@ -176,3 +176,46 @@ func TestGroup_StaleIncarnationLosesTheID(t *testing.T) {
 	assert.NoError(t, beat("two"))
 	assert.NoError(t, beat(""), "a client without incarnations is not checked")
 }
+
+// partitionBroker blocks a member's heartbeats while cut is set, as a
+// network partition would: the engine stops hearing from it.
+type partitionBroker struct {
+	equeue.Broker
+	cut atomic.Bool
+}
+
+func (b *partitionBroker) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error) {
+	if b.cut.Load() {
+		<-ctx.Done()
+		return equeue.Assignment{}, ctx.Err()
+	}
+	return b.Broker.Heartbeat(ctx, req)
+}
+
+// TestConsumer_StaleIncarnationDoesNotLeaveForTheNewOne: a member cut off
+// long enough to expire is replaced by a restart with the same ID; when the
+// old one is finally closed, it does not remove the new one from the group.
+func TestConsumer_StaleIncarnationDoesNotLeaveForTheNewOne(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", &equeue.Options{SessionTimeout: 200 * time.Millisecond})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	opts := equeue.ConsumerOptions{Group: "g", ID: "w", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		HeartbeatInterval: 50 * time.Millisecond, Handler: func(context.Context, *equeue.Message) error { return nil }}
+	pb := &partitionBroker{Broker: e}
+	old := startConsumer(t, pb, opts)
+	pb.cut.Store(true)
+	restarted, err := equeue.NewConsumer(e, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = restarted.Close() })
+	eventually(t, 30*time.Second, func() bool { return restarted.Start(ctx) == nil }, "the restart takes the ID once the old session expired")
+	eventually(t, 30*time.Second, func() bool { return len(statsOf(restarted, "t")) == 1 }, "the restart owns the queue")
+	before, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	pb.cut.Store(false)
+	require.NoError(t, old.Close())
+	after, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, before.Epoch, after.Epoch, "the group did not change: the old incarnation did not leave in the new one's name")
+	require.Len(t, after.Members, 1)
+	assert.Equal(t, "w", after.Members[0].ID)
+}

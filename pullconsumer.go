@@ -256,7 +256,7 @@ func (pc *PullConsumer) Close() error {
 	if pc.replaced.Load() {
 		return nil // the member ID belongs to another incarnation now
 	}
-	if err := pc.b.LeaveGroup(ctx, pc.join.Group, pc.join.Member); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+	if err := leaveGroup(ctx, pc.b, pc.join); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
 		return err
 	}
 	return nil
