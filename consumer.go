@@ -194,6 +194,8 @@ type Consumer struct {
 	hcancel context.CancelFunc
 	wg      sync.WaitGroup // every goroutine of the consumer
 	pool    *workerPool    // concurrent mode
+	parkCh  chan parkedRunner
+	parkedN atomic.Int32 // runners parked now (see park.go)
 
 	// commitMu orders the consumer's commits: each computes its offsets
 	// under it, so a periodic commit still in flight cannot land after (and
@@ -242,6 +244,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 		runners:   map[QueueRef]*runner{},
 		stopping:  map[QueueRef]bool{},
 		closeDone: make(chan struct{}),
+		parkCh:    make(chan parkedRunner),
 	}
 	for _, s := range c.subscriptions() {
 		c.filters[s.Topic] = s.Filter
@@ -302,6 +305,9 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.started = false
 		c.mu.Unlock()
 		return err
+	}
+	if engineOf(c.b) != nil {
+		c.goFunc(c.parkLoop) // before any runner can park
 	}
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)

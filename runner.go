@@ -20,7 +20,8 @@ type runner struct {
 	cancel    context.CancelFunc
 	hctx      context.Context // handlers' context: cancelled by Close, by abandon and when a drain ends
 	hcancel   context.CancelFunc
-	done      chan struct{} // closed when the pull loop has returned
+	done      chan struct{} // closed when the pull loop has returned for good (not parked)
+	next      int64         // where the pull loop goes on; only the pull loop touches it
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	committed atomic.Int64 // last offset committed, -1 before the first commit
@@ -31,6 +32,7 @@ func (c *Consumer) newRunner(g Grant, start int64) *runner {
 	r.ctx, r.cancel = context.WithCancel(c.ctx)
 	r.hctx, r.hcancel = context.WithCancel(c.hctx)
 	r.committed.Store(start)
+	r.next = start
 	return r
 }
 
@@ -119,10 +121,24 @@ func (r *runner) abandon() {
 	r.hcancel()
 }
 
+// pullLoop pulls the queue into the process queue and dispatches what it
+// pulled. In-process, at the end of the queue it parks the runner (see
+// park.go) and returns instead of holding a goroutine in a long-poll; it
+// runs again at the next append.
 func (r *runner) pullLoop() {
-	defer close(r.done)
+	parked := false
+	defer func() {
+		if !parked {
+			close(r.done)
+		}
+	}()
 	c := r.c
-	next := r.pq.committable()
+	e := engineOf(c.b)
+	wait := c.o.PullWait
+	if e != nil {
+		wait = 0 // park instead of long-polling
+	}
+	next := r.next // where the last loop parked
 	backoff := 100 * time.Millisecond
 	for r.ctx.Err() == nil {
 		if !r.waitForRoom() {
@@ -130,7 +146,7 @@ func (r *runner) pullLoop() {
 		}
 		res, err := c.b.Pull(r.ctx, &PullRequest{
 			Topic: r.grant.Topic, Queue: r.grant.Queue, Offset: next, Max: c.o.PullBatch, Filter: r.filter,
-			Wait: c.o.PullWait, Group: c.o.Group, Member: c.o.ID, Epoch: r.grant.Epoch,
+			Wait: wait, Group: c.o.Group, Member: c.o.ID, Epoch: r.grant.Epoch,
 		})
 		if err != nil {
 			if r.ctx.Err() != nil || errors.Is(err, ErrClosed) {
@@ -175,6 +191,14 @@ func (r *runner) pullLoop() {
 		default:
 			r.pq.skip(res.NextOffset)
 			next = res.NextOffset
+			if e != nil && res.Status == PullNoNewMessage {
+				if wake, ok := e.wakeAt(r.grant.QueueRef, next); ok {
+					r.next = next
+					if parked = c.park(r, wake); parked {
+						return
+					}
+				}
+			}
 		}
 	}
 }

@@ -62,3 +62,35 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestPark_IdleRunnersHoldNoGoroutine: in-process, a runner at the end of
+// its queue parks (its pull loop returns) and runs again at the next
+// append; a parked runner still stops on Close.
+func TestPark_IdleRunnersHoldNoGoroutine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	got := make(chan string, 8)
+	c, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Subscriptions: []Subscription{{Topic: "t"}},
+		Handler: func(_ context.Context, m *Message) error { got <- string(m.Body); return nil }})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	// Two queues of t and the group's retry queue.
+	waitFor(t, func() bool { return c.parkedN.Load() == 3 }, "every idle runner parks")
+	for i, body := range []string{"one", "two"} {
+		_, err := e.Append(ctx, &AppendRequest{Topic: "t", Queue: i % 2, Messages: []*Message{{Body: []byte(body)}}})
+		require.NoError(t, err)
+		select {
+		case b := <-got:
+			assert.Equal(t, body, b)
+		case <-ctx.Done():
+			t.Fatal("a parked runner did not wake at the append")
+		}
+		waitFor(t, func() bool { return c.parkedN.Load() == 3 }, "the runner parks again")
+	}
+	require.NoError(t, c.Close())
+	assert.Empty(t, got, "nothing handled twice")
+}
