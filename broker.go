@@ -74,14 +74,65 @@ func (m MessageModel) String() string {
 type ConsumeFrom int
 
 const (
-	// ConsumeFromLatest starts at the end of each queue: only messages sent
-	// after the group first owned the queue are delivered. The default.
-	ConsumeFromLatest ConsumeFrom = iota
+	// ConsumeFromDefault is the zero value: a new group starts at the
+	// earliest message (ConsumeFromEarliest), so a work queue whose workers
+	// start after the first jobs were sent does not skip them.
+	ConsumeFromDefault ConsumeFrom = iota
 	// ConsumeFromEarliest starts at the oldest stored message.
 	ConsumeFromEarliest
 	// ConsumeFromTimestamp starts at the first message stored at or after a time.
 	ConsumeFromTimestamp
+	// ConsumeFromLatest starts at the end of each queue: only messages sent
+	// after the group first owned the queue are delivered.
+	ConsumeFromLatest
 )
+
+// resolve maps ConsumeFromDefault to what it means.
+func (f ConsumeFrom) resolve() ConsumeFrom {
+	if f == ConsumeFromDefault {
+		return ConsumeFromEarliest
+	}
+	return f
+}
+
+func (f ConsumeFrom) String() string {
+	switch f {
+	case ConsumeFromDefault:
+		return "default"
+	case ConsumeFromEarliest:
+		return "earliest"
+	case ConsumeFromTimestamp:
+		return "timestamp"
+	case ConsumeFromLatest:
+		return "latest"
+	}
+	return fmt.Sprintf("ConsumeFrom(%d)", int(f))
+}
+
+// storedFrom is a ConsumeFrom as group metadata stores it. The numbers are
+// those of the first releases, where 0 meant latest (then the default), so
+// groups stored before keep their meaning.
+type storedFrom int
+
+func toStoredFrom(f ConsumeFrom) storedFrom {
+	switch f.resolve() {
+	case ConsumeFromLatest:
+		return 0
+	case ConsumeFromTimestamp:
+		return 2
+	}
+	return 1
+}
+
+func (s storedFrom) consumeFrom() ConsumeFrom {
+	switch s {
+	case 0:
+		return ConsumeFromLatest
+	case 2:
+		return ConsumeFromTimestamp
+	}
+	return ConsumeFromEarliest
+}
 
 // Subscription is one topic and the tag expression a group consumes it with.
 type Subscription struct {
@@ -95,11 +146,16 @@ type JoinRequest struct {
 	Member        string
 	Model         MessageModel
 	Subscriptions []Subscription
-	// From and FromTime apply to queues the group has no offset for.
+	// From and FromTime apply to queues the group has no offset for; the
+	// zero value (ConsumeFromDefault) means ConsumeFromEarliest.
 	From     ConsumeFrom
 	FromTime time.Time
 	// Strategy names the allocation strategy (package allocate); "" means "average".
 	Strategy string
+	// Incarnation is a token unique to one Start of the member. A join with
+	// the member ID of a live member of another incarnation is refused with
+	// ErrMemberIDInUse. Empty means no check (clients that predate it).
+	Incarnation string
 }
 
 // Grant is a queue a member may consume, under the epoch it was granted in.
@@ -133,6 +189,10 @@ type HeartbeatRequest struct {
 	Member       string
 	KnownVersion int64
 	Wait         time.Duration
+	// Incarnation is the token the member joined with; a heartbeat of
+	// another incarnation of the member ID gets ErrNotMember. Empty means
+	// no check.
+	Incarnation string
 }
 
 // OffsetCommit is the next offset to consume of one granted queue.

@@ -15,11 +15,12 @@ import (
 )
 
 // Handler processes one message. Returning nil acknowledges it; an error (or
-// a panic, which is recovered) makes it be delivered again later. ctx is
-// cancelled when the consumer closes, and when a queue being handed over to
-// another member is still running the handler after HandoffTimeout; an
-// error returned after that is not counted as an attempt and the message
-// stays uncommitted, so the group gets it again.
+// a panic, which is recovered) is a failed attempt: the message is delivered
+// again later, or goes to the dead letters after MaxAttempts. ctx stays live
+// while the consumer closes or hands a queue over, and is cancelled only
+// when the handler is still running after ShutdownTimeout (on Close) or
+// HandoffTimeout (on a handover); an error returned after that is a failed
+// attempt like any other.
 type Handler func(ctx context.Context, m *Message) error
 
 // ConsumerOptions configure a Consumer. Group, Subscriptions and Handler are
@@ -39,7 +40,8 @@ type ConsumerOptions struct {
 	// Orderly handles one message at a time per queue, in offset order; a
 	// failure retries the same message in place. Default false: concurrent.
 	Orderly bool
-	// Concurrency is the number of handler goroutines in concurrent mode. Zero means 16.
+	// Concurrency is the most handler goroutines in concurrent mode; they
+	// start when messages arrive and end when idle. Zero means 16.
 	Concurrency int
 	// PullBatch is the most messages per pull. Zero means 32.
 	PullBatch int
@@ -59,11 +61,17 @@ type ConsumerOptions struct {
 	// HandoffTimeout bounds how long a handed-over queue waits for its
 	// running handlers before it commits and is released. Zero means 30 s.
 	HandoffTimeout time.Duration
+	// ShutdownTimeout bounds how long Close lets running handlers finish
+	// with a live context; it then cancels their context and waits up to
+	// ShutdownTimeout more for them to return. Zero means 30 s.
+	ShutdownTimeout time.Duration
 	// HeartbeatInterval is the longest gap between heartbeats; it must stay
 	// well under the engine's session timeout. Zero means 3 s.
 	HeartbeatInterval time.Duration
-	// From says where the group starts in queues it has no offset for:
-	// ConsumeFromLatest (default), ConsumeFromEarliest or ConsumeFromTimestamp with FromTime.
+	// From says where a new group starts in queues it has no offset for:
+	// ConsumeFromEarliest (the default, also for the zero value
+	// ConsumeFromDefault), ConsumeFromLatest, or ConsumeFromTimestamp with
+	// FromTime. A group keeps the setting it was created with.
 	From     ConsumeFrom
 	FromTime time.Time
 	// Strategy is the allocation strategy name ("average", "average-by-circle",
@@ -116,7 +124,7 @@ func (o *ConsumerOptions) validate() error {
 	}
 	if o.Concurrency < 0 || o.PullBatch < 0 || o.PullBatch > MaxPullBatch || o.PullWait < 0 ||
 		o.MaxCachedMessages < 0 || o.MaxCachedBytes < 0 || o.MaxSpan < 0 || o.CommitInterval < 0 ||
-		o.HandoffTimeout < 0 || o.HeartbeatInterval < 0 || o.RetryDelay < 0 || o.MaxAttempts < 0 ||
+		o.HandoffTimeout < 0 || o.ShutdownTimeout < 0 || o.HeartbeatInterval < 0 || o.RetryDelay < 0 || o.MaxAttempts < 0 ||
 		o.SendBackRetryDelay < 0 || o.ConsumeTimeout < 0 || slices.ContainsFunc(o.RetryDelays, func(d time.Duration) bool { return d < 0 }) {
 		return fmt.Errorf("%w: negative or out-of-range consumer option", ErrInvalidOptions)
 	}
@@ -141,6 +149,7 @@ func (o *ConsumerOptions) setDefaults() {
 	defD(&o.PullWait, DefaultMaxPullWait)
 	defD(&o.CommitInterval, 5*time.Second)
 	defD(&o.HandoffTimeout, 30*time.Second)
+	defD(&o.ShutdownTimeout, 30*time.Second)
 	defD(&o.HeartbeatInterval, 3*time.Second)
 	defD(&o.RetryDelay, time.Second)
 	defD(&o.SendBackRetryDelay, 5*time.Second)
@@ -178,13 +187,15 @@ type Consumer struct {
 
 	ctx    context.Context // cancelled by Close after draining
 	cancel context.CancelFunc
-	// hctx is the parent of every handler's context: Close cancels it first
-	// to ask running handlers to return, while a rebalance handoff lets
-	// them finish with a live context.
+	// hctx is the parent of every handler's context; Close cancels it once
+	// every queue is drained (each runner cancels its own handlers' context
+	// when its drain times out).
 	hctx    context.Context
 	hcancel context.CancelFunc
 	wg      sync.WaitGroup // every goroutine of the consumer
-	tasks   chan task
+	pool    *workerPool    // concurrent mode
+	parkCh  chan parkedRunner
+	parkedN atomic.Int32 // runners parked now (see park.go)
 
 	// commitMu orders the consumer's commits: each computes its offsets
 	// under it, so a periodic commit still in flight cannot land after (and
@@ -194,6 +205,7 @@ type Consumer struct {
 	mu         sync.Mutex
 	started    bool
 	closed     bool
+	closeDone  chan struct{} // closed when the first Close (or crash) returns
 	runners    map[QueueRef]*runner
 	stopping   map[QueueRef]bool
 	handoffs   sync.WaitGroup // handOver goroutines
@@ -203,6 +215,10 @@ type Consumer struct {
 	loopCtx    context.Context
 	loopCancel context.CancelFunc
 	crashed    atomic.Bool
+	// incarnation is this Start's token (see JoinRequest.Incarnation);
+	// replaced is set while another incarnation holds the member ID.
+	incarnation string
+	replaced    atomic.Bool
 
 	handled  atomic.Uint64
 	failures atomic.Uint64
@@ -224,9 +240,11 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	opts.setDefaults()
 	c := &Consumer{
 		b: b, o: opts, log: opts.Logger.With("group", opts.Group, "member", opts.ID), hooks: opts.Hooks,
-		filters:  map[string]string{},
-		runners:  map[QueueRef]*runner{},
-		stopping: map[QueueRef]bool{},
+		filters:   map[string]string{},
+		runners:   map[QueueRef]*runner{},
+		stopping:  map[QueueRef]bool{},
+		closeDone: make(chan struct{}),
+		parkCh:    make(chan parkedRunner),
 	}
 	for _, s := range c.subscriptions() {
 		c.filters[s.Topic] = s.Filter
@@ -235,6 +253,12 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	c.hctx, c.hcancel = context.WithCancel(c.ctx)
 	c.loopCtx, c.loopCancel = context.WithCancel(c.ctx)
 	c.loopStop = c.loopCtx.Done()
+	if !opts.Orderly {
+		c.pool = newWorkerPool(opts.Concurrency)
+	}
+	if e := engineOf(b); e != nil {
+		e.clients.addConsumer(c)
+	}
 	return c, nil
 }
 
@@ -245,7 +269,7 @@ func (c *Consumer) ID() string { return c.o.ID }
 // consumes its group's retry topic.
 func (c *Consumer) joinRequest() *JoinRequest {
 	return &JoinRequest{Group: c.o.Group, Member: c.o.ID, Model: c.o.Model, Subscriptions: c.subscriptions(),
-		From: c.o.From, FromTime: c.o.FromTime, Strategy: c.o.Strategy}
+		From: c.o.From, FromTime: c.o.FromTime, Strategy: c.o.Strategy, Incarnation: c.incarnation}
 }
 
 func (c *Consumer) subscriptions() []Subscription {
@@ -258,6 +282,10 @@ func (c *Consumer) subscriptions() []Subscription {
 
 // Start joins the group and returns once the queues granted at join time
 // are being consumed. Consumption goes on in the background until Close.
+// Each Start is a new incarnation of the member ID: while another consumer
+// with the same ID is live in the group, Start returns ErrMemberIDInUse (a
+// restart after a crash succeeds once the crashed one's session expired).
+// Start may be called again after it returned an error.
 func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -269,6 +297,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: consumer already started", ErrInvalidArgument)
 	}
 	c.started = true
+	c.incarnation = newIncarnation()
 	c.mu.Unlock()
 	a, err := c.b.JoinGroup(ctx, c.joinRequest())
 	if err != nil {
@@ -277,20 +306,14 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
-	if !c.o.Orderly {
-		c.tasks = make(chan task, c.o.Concurrency)
-		for i := 0; i < c.o.Concurrency; i++ {
-			c.goFunc(c.worker)
-		}
+	if engineOf(c.b) != nil {
+		c.goFunc(c.parkLoop) // before any runner can park
 	}
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)
 	}
 	c.goFunc(c.membershipLoop)
-	c.goFunc(c.commitLoop)
-	if !c.o.Orderly && c.o.Model == Clustering {
-		c.goFunc(c.watchdog)
-	}
+	c.goFunc(c.timerLoop)
 	return nil
 }
 
@@ -306,7 +329,7 @@ func (c *Consumer) goFunc(f func()) {
 func (c *Consumer) membershipLoop() {
 	runMembership(c.loopCtx, c.b, c.joinRequest(), c.o.HeartbeatInterval, c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
 		return c.apply(ctx, a)
-	}, c.abandonAll)
+	}, c.abandonAll, c.replaced.Store)
 }
 
 // knownVersion is the assignment version the consumer has applied; zero
@@ -427,9 +450,18 @@ func (c *Consumer) abandonAll() {
 	}
 }
 
-func (c *Consumer) commitLoop() {
+// timerLoop commits periodically and, in concurrent clustering mode, sends
+// back messages whose handlers are stuck: one goroutine for both, so that
+// an idle consumer holds few.
+func (c *Consumer) timerLoop() {
 	t := time.NewTicker(c.o.CommitInterval)
 	defer t.Stop()
+	var watchdog <-chan time.Time
+	if !c.o.Orderly && c.o.Model == Clustering {
+		w := time.NewTicker(c.watchdogEvery())
+		defer w.Stop()
+		watchdog = w.C
+	}
 	for {
 		select {
 		case <-c.loopStop:
@@ -438,6 +470,8 @@ func (c *Consumer) commitLoop() {
 			if err := c.Commit(c.ctx); err != nil && !errors.Is(err, ErrClosed) {
 				c.log.Warn("periodic commit", "err", err)
 			}
+		case <-watchdog:
+			c.sendBackOverdue()
 		}
 	}
 }
@@ -486,27 +520,38 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 	return err
 }
 
-// Close stops pulling, cancels the context of running handlers and waits
-// (up to HandoffTimeout) for them to return, commits, leaves the group and
-// stops every goroutine. A message whose handler returns an error once its
-// context is cancelled stays uncommitted: the group gets it again. Idempotent.
+// Close stops pulling and lets running handlers finish with a live context
+// for up to ShutdownTimeout; it then cancels their context and waits up to
+// ShutdownTimeout more. A handler that fails meanwhile is a counted attempt
+// and its message goes to the retry or dead-letter topic as usual, so the
+// final commit passes every handled message. Close then commits, leaves the
+// group and stops every goroutine. Only a message whose send-back could not
+// be stored, or whose handler outlived both waits, stays uncommitted: the
+// group gets it again. The returned error says what could not be stored
+// (the final commit, or leaving the group). Idempotent: a later call waits
+// for the first to finish and returns nil. Engine.Close closes the
+// consumers opened on it in-process first.
 func (c *Consumer) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.closeDone
 		return nil
 	}
 	c.closed = true
+	defer close(c.closeDone)
 	started := c.started
 	rs := c.runners
 	c.runners = map[QueueRef]*runner{}
 	c.mu.Unlock()
+	if e := engineOf(c.b); e != nil {
+		defer e.clients.removeConsumer(c)
+	}
 	if !started {
 		c.cancel()
 		return nil
 	}
 	c.loopCancel()
-	c.hcancel()
 	var wg sync.WaitGroup
 	// Handovers still running commit and release their queues before this
 	// member leaves; leaving first would grant those queues to others while
@@ -520,10 +565,11 @@ func (c *Consumer) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.drain(c.o.HandoffTimeout)
+			r.drain(c.o.ShutdownTimeout)
 		}()
 	}
 	wg.Wait()
+	c.hcancel()
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -532,11 +578,16 @@ func (c *Consumer) Close() error {
 		for _, r := range rs {
 			list = append(list, r)
 		}
-		if err := c.commit(ctx, list); err != nil && !errors.Is(err, ErrClosed) {
+		if err := c.commit(ctx, list); err != nil {
 			errs = append(errs, fmt.Errorf("equeue: final commit: %w", err))
 		}
-		if err := c.b.LeaveGroup(ctx, c.o.Group, c.o.ID); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotMember) {
-			errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
+		// A closed engine has no members left to leave; a replaced member
+		// must not leave in the name of the incarnation that holds its ID.
+		if !c.replaced.Load() {
+			err := leaveGroup(ctx, c.b, c.joinRequest())
+			if err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+				errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
+			}
 		}
 	}
 	c.cancel()
@@ -549,6 +600,9 @@ func (c *Consumer) Close() error {
 func (c *Consumer) crash() {
 	c.crashed.Store(true)
 	c.mu.Lock()
+	if !c.closed {
+		defer close(c.closeDone)
+	}
 	c.closed = true
 	rs := c.runners
 	c.runners = map[QueueRef]*runner{}
@@ -559,6 +613,9 @@ func (c *Consumer) crash() {
 	c.loopCancel()
 	c.cancel()
 	c.wg.Wait()
+	if e := engineOf(c.b); e != nil {
+		e.clients.removeConsumer(c)
+	}
 }
 
 // QueueStat is the live state of one queue a consumer owns.

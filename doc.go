@@ -9,6 +9,9 @@
 // Open an Engine on a directory (or with Options.InMemory) and Close it when
 // done. The Engine is the broker: it stores messages, answers pulls, and
 // coordinates consumer groups. All its methods are safe for concurrent use.
+// Engine.Close first closes the Consumers and Producers opened on it
+// in-process, so their final commits and pending sends are stored; do not
+// call it from a Handler, since it waits for handlers to return.
 //
 // # Producing
 //
@@ -20,8 +23,10 @@
 // # Consuming
 //
 // A Consumer joins a group, consumes the queues the group grants it, calls
-// the Handler for each message and commits offsets. Close it to drain,
-// commit and leave the group. A PullConsumer is the same membership for
+// the Handler for each message and commits offsets. A new group starts at
+// the earliest stored message unless ConsumerOptions.From says otherwise.
+// Close it to drain (running handlers finish with a live context, up to
+// ShutdownTimeout), commit and leave the group. A PullConsumer is the same membership for
 // programs that run their own fetch loop and commit explicitly.
 //
 // # Errors

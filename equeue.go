@@ -42,6 +42,9 @@ type Engine struct {
 	sched  *scheduler
 	dedup  map[uint32]*dedupIndex // owned by the writer goroutine after Open
 
+	// clients are the in-process consumers and producers; Close closes them first.
+	clients clientSet
+
 	// Lifecycle: enter/leave count calls in progress; Close waits for them.
 	closed    atomic.Bool
 	active    atomic.Int64
@@ -184,11 +187,17 @@ func (e *Engine) leave() {
 	}
 }
 
-// Close stops background work, waits for calls in progress (long-poll pulls
-// are woken and return ErrClosed), writes what was queued, syncs and closes
-// the store. It is idempotent and returns the first error met.
+// Close shuts the engine down in this order: it first closes every Consumer
+// and Producer opened on it in-process (consumers drain their handlers,
+// commit and leave their groups; producers finish their pending SendAsync
+// calls), then stops background work, waits for calls in progress (long-poll
+// pulls are woken and return ErrClosed), writes what was queued, syncs and
+// closes the store. A consumer's final commit that could not be stored is
+// among the errors returned. Closing those consumers and producers yourself
+// first is fine. Idempotent.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		clientErr := e.clients.closeAll()
 		e.closed.Store(true)
 		close(e.closing)
 		e.bgCancel()
@@ -201,7 +210,7 @@ func (e *Engine) Close() error {
 		e.bg.Wait()
 		close(e.writerStop)
 		e.writerWG.Wait()
-		var errs []error
+		errs := []error{clientErr}
 		if err := e.st.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
 			errs = append(errs, fmt.Errorf("equeue: final sync: %w", err))
 		}

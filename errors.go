@@ -43,6 +43,10 @@ var (
 	// ErrNotMember is returned when a consumer ID is not (or no longer) a member of its group,
 	// for example after its session expired.
 	ErrNotMember = errors.New("equeue: not a group member")
+	// ErrMemberIDInUse is returned when a consumer joins with the member ID of
+	// another live incarnation (another Start); that incarnation is gone, and
+	// the ID free again, once it left its group or its session expired.
+	ErrMemberIDInUse = errors.New("equeue: member ID in use by a live consumer")
 	// ErrFenced is returned for a pull or commit that carries a stale epoch or a
 	// queue the caller no longer owns.
 	ErrFenced = errors.New("equeue: stale epoch or queue not owned")

@@ -24,6 +24,9 @@ type coordinator struct {
 	e      *Engine
 	mu     sync.Mutex
 	groups map[string]*group
+	// subscribers indexes groups by topic; a group is (re)indexed on every
+	// rebalance, and only groups with members need a topic's changes.
+	subscribers subscriberIndex
 }
 
 type group struct {
@@ -48,9 +51,10 @@ type group struct {
 }
 
 type member struct {
-	id       string
-	lastSeen time.Time
-	waiting  int // heartbeats in progress
+	id          string
+	incarnation string // of the Start that joined; "" from clients without one
+	lastSeen    time.Time
+	waiting     int // heartbeats in progress
 }
 
 type owner struct {
@@ -70,7 +74,7 @@ type groupMeta struct {
 	Model    MessageModel   `json:"model"`
 	Subs     []Subscription `json:"subscriptions"`
 	Strategy string         `json:"strategy"`
-	From     ConsumeFrom    `json:"from"`
+	From     storedFrom     `json:"from"`
 	FromTime time.Time      `json:"from_time"`
 }
 
@@ -126,7 +130,7 @@ func newGroup(m groupMeta) *group {
 		st = allocate.Average()
 	}
 	return &group{
-		name: m.Name, model: m.Model, subs: m.Subs, strategy: st, from: m.From, fromTime: m.FromTime,
+		name: m.Name, model: m.Model, subs: m.Subs, strategy: st, from: m.From.consumeFrom(), fromTime: m.FromTime,
 		members: map[string]*member{}, owners: map[QueueRef]owner{}, target: map[QueueRef]string{},
 		changed: make(chan struct{}), offsets: map[offsetKey]int64{},
 	}
@@ -186,7 +190,7 @@ func (c *coordinator) expire(now time.Time) {
 		g.mu.Lock()
 		var gone []string
 		for id, m := range g.members {
-			if m.waiting == 0 && now.Sub(m.lastSeen) > c.e.opts.SessionTimeout {
+			if m.expired(now, c.e.opts.SessionTimeout) {
 				gone = append(gone, id)
 			}
 		}
@@ -244,6 +248,7 @@ func (g *group) notify() {
 // rebalance recomputes the group's queues and allocation under a new epoch
 // and grants free queues. g.mu must be held.
 func (c *coordinator) rebalance(g *group) {
+	c.subscribers.set(g)
 	g.epoch++
 	g.queues = c.subscribedQueues(g, g.queues[:0])
 	if g.model == Broadcasting {
@@ -366,8 +371,13 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if req.Model != Clustering && req.Model != Broadcasting {
 		return Assignment{}, fmt.Errorf("%w: unknown message model %d", ErrInvalidArgument, req.Model)
 	}
-	if req.From < ConsumeFromLatest || req.From > ConsumeFromTimestamp {
+	if req.From < ConsumeFromDefault || req.From > ConsumeFromLatest {
 		return Assignment{}, fmt.Errorf("%w: unknown consume-from %d", ErrInvalidArgument, req.From)
+	}
+	if req.From == ConsumeFromDefault {
+		r := *req
+		r.From = r.From.resolve()
+		req = &r
 	}
 	stratName := req.Strategy
 	if stratName == "" {
@@ -383,8 +393,11 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 		return Assignment{}, err
 	}
 	c := e.groups
-	g, created := c.lockForJoin(groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: req.From, FromTime: req.FromTime})
+	g, created := c.lockForJoin(groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: toStoredFrom(req.From), FromTime: req.FromTime})
 	defer g.mu.Unlock()
+	if err := e.groups.checkIncarnation(g, req); err != nil {
+		return Assignment{}, err
+	}
 	_, rejoin := g.members[req.Member]
 	others := len(g.members)
 	if rejoin {
@@ -396,7 +409,7 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	}
 	if others == 0 {
 		// Store the group's configuration first; memory follows.
-		m := groupMeta{Name: g.name, Model: req.Model, Subs: subs, Strategy: strat.Name(), From: req.From, FromTime: req.FromTime}
+		m := groupMeta{Name: g.name, Model: req.Model, Subs: subs, Strategy: strat.Name(), From: toStoredFrom(req.From), FromTime: req.FromTime}
 		applied, err := c.saveGroupMeta(g, m, created)
 		if !applied {
 			return Assignment{}, err
@@ -409,12 +422,30 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 			return Assignment{}, notDurable(err, "save group %q", g.name)
 		}
 	}
-	g.members[req.Member] = &member{id: req.Member, lastSeen: time.Now()}
+	g.members[req.Member] = &member{id: req.Member, incarnation: req.Incarnation, lastSeen: time.Now()}
 	if !rejoin {
 		e.log.Info("group member joined", "group", g.name, "member", req.Member)
 	}
 	c.rebalance(g)
 	return g.assignment(req.Member), nil
+}
+
+// checkIncarnation refuses a join with the member ID of a live member of
+// another incarnation (ErrMemberIDInUse). An incarnation is gone once it
+// left the group or its session expired (no heartbeat in progress and none
+// for SessionTimeout); such a member is removed here at once, without
+// waiting for the next expiry sweep. g.mu must be held.
+func (c *coordinator) checkIncarnation(g *group, req *JoinRequest) error {
+	m, ok := g.members[req.Member]
+	if !ok || req.Incarnation == "" || m.incarnation == "" || m.incarnation == req.Incarnation {
+		return nil
+	}
+	if !m.expired(time.Now(), c.e.opts.SessionTimeout) {
+		return fmt.Errorf("%w: %q in group %q", ErrMemberIDInUse, req.Member, g.name)
+	}
+	c.e.log.Warn("group member expired; a new incarnation takes its ID", "group", g.name, "member", req.Member)
+	g.removeMember(req.Member)
+	return nil
 }
 
 // Heartbeat keeps req.Member alive and returns its assignment as soon as it
@@ -432,6 +463,10 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 		return Assignment{}, err
 	}
 	m := g.members[req.Member]
+	if req.Incarnation != "" && m.incarnation != "" && m.incarnation != req.Incarnation {
+		g.mu.Unlock()
+		return Assignment{}, fmt.Errorf("%w: %q in group %q belongs to another incarnation", ErrNotMember, req.Member, req.Group)
+	}
 	m.lastSeen = time.Now()
 	if g.version != req.KnownVersion || req.Wait == 0 {
 		defer g.mu.Unlock()
@@ -539,7 +574,7 @@ func (g *group) checkGrant(memberID string, q Grant) error {
 // under a grant of the old topic cannot land in a topic re-created under the
 // same name.
 func (c *coordinator) topicChanged(name string, deleted bool) {
-	for _, g := range c.snapshot() {
+	for _, g := range c.subscribers.of(name) {
 		g.mu.Lock()
 		if slices.ContainsFunc(g.subs, func(s Subscription) bool { return s.Topic == name }) && len(g.members) > 0 {
 			c.rebalance(g)

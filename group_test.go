@@ -160,13 +160,15 @@ func testConsumer_ConsumeFrom(t *testing.T, tr string) {
 	time.Sleep(20 * time.Millisecond)
 	sendN(t, p, "t", 5, nil)
 
-	latest, earliest, stamp := newCollector(), newCollector(), newCollector()
-	startConsumer(t, b, equeue.ConsumerOptions{Group: "latest", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: latest.handler("l")})
+	latest, earliest, stamp, def := newCollector(), newCollector(), newCollector(), newCollector()
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "latest", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: latest.handler("l"), From: equeue.ConsumeFromLatest})
+	startConsumer(t, b, equeue.ConsumerOptions{Group: "default", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: def.handler("d")})
 	startConsumer(t, b, equeue.ConsumerOptions{Group: "earliest", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: earliest.handler("e"), From: equeue.ConsumeFromEarliest})
 	startConsumer(t, b, equeue.ConsumerOptions{Group: "stamp", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: stamp.handler("s"), From: equeue.ConsumeFromTimestamp, FromTime: mark})
 	sendN(t, p, "t", 3, nil)
-	eventually(t, 10*time.Second, func() bool { return latest.count() == 3 && earliest.count() == 18 && stamp.count() == 8 },
-		"latest=%d earliest=%d stamp=%d", latest.count(), earliest.count(), stamp.count())
+	eventually(t, 10*time.Second, func() bool {
+		return latest.count() == 3 && earliest.count() == 18 && stamp.count() == 8 && def.count() == 18
+	}, "latest=%d earliest=%d stamp=%d default=%d", latest.count(), earliest.count(), stamp.count(), def.count())
 }
 
 // TestConsumer_SlidingWindow shows one slow message pins the committed

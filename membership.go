@@ -2,21 +2,40 @@ package equeue
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"time"
 )
 
+// newIncarnation returns a token for one Start of a member: a later Start
+// with the same member ID (a restart) carries another one.
+func newIncarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// expired reports whether m is gone for good: no heartbeat in progress and
+// none for longer than the session timeout.
+func (m *member) expired(now time.Time, session time.Duration) bool {
+	return m.waiting == 0 && now.Sub(m.lastSeen) > session
+}
+
 // runMembership keeps a member in its group until ctx ends: it heartbeats
 // (a long-poll that returns early when the group's assignment changes),
 // hands every new assignment to apply, and rejoins after the engine expired
-// the member (calling lost first, since its grants are gone).
+// the member (calling lost first, since its grants are gone). While another
+// incarnation holds the member ID, rejoining is refused with
+// ErrMemberIDInUse; it goes on trying (with backoff) and reports replaced
+// meanwhile, so the member does not leave in the other one's name.
 func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.Duration, log *slog.Logger,
-	known func() int64, apply func(context.Context, Assignment) error, lost func()) {
+	known func() int64, apply func(context.Context, Assignment) error, lost func(), replaced func(bool)) {
 	const minBackoff = 100 * time.Millisecond
 	backoff := minBackoff
 	for ctx.Err() == nil {
-		a, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: known(), Wait: wait})
+		a, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: known(), Wait: wait, Incarnation: join.Incarnation})
 		if err == nil {
 			if a.Version != known() {
 				err = apply(ctx, a)
@@ -24,7 +43,9 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.D
 		} else if errors.Is(err, ErrNotMember) {
 			log.Warn("no longer a group member; rejoining", "err", err)
 			lost()
-			if a, err = b.JoinGroup(ctx, join); err == nil {
+			a, err = b.JoinGroup(ctx, join)
+			replaced(errors.Is(err, ErrMemberIDInUse))
+			if err == nil {
 				err = apply(ctx, a)
 			}
 		}
@@ -41,4 +62,18 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.D
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// leaveGroup removes a member on Close, unless its member ID now belongs
+// to another incarnation (the engine expired this one while it was cut
+// off, and a restart took the ID): a heartbeat of its own incarnation,
+// answered at once, tells which. LeaveGroup itself names no incarnation.
+func leaveGroup(ctx context.Context, b Broker, join *JoinRequest) error {
+	if join.Incarnation != "" {
+		_, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: -1, Incarnation: join.Incarnation})
+		if errors.Is(err, ErrNotMember) {
+			return nil
+		}
+	}
+	return b.LeaveGroup(ctx, join.Group, join.Member)
 }

@@ -288,11 +288,11 @@ func (e *Engine) startOffset(ref QueueRef, from ConsumeFrom, at time.Time) (int6
 	}
 	min, next, _ := q.bounds()
 	switch from {
-	case ConsumeFromEarliest:
+	case ConsumeFromDefault, ConsumeFromEarliest:
 		return min, nil
 	case ConsumeFromTimestamp:
 		return e.offsetForTime(q, at)
-	default:
+	default: // ConsumeFromLatest
 		return next, nil
 	}
 }

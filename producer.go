@@ -97,13 +97,20 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	if o.Selector == nil {
 		o.Selector = KeyHashSelector()
 	}
-	return &Producer{b: b, sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks}, nil
+	p := &Producer{b: b, sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks}
+	if e := engineOf(b); e != nil {
+		e.clients.addProducer(p) // Engine.Close closes it first
+	}
+	return p, nil
 }
 
 // Close stops the producer after its pending SendAsync calls complete. Idempotent.
 func (p *Producer) Close() error {
 	p.closed.Store(true)
 	p.async.Wait()
+	if e := engineOf(p.b); e != nil {
+		e.clients.removeProducer(p)
+	}
 	return nil
 }
 

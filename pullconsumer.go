@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +42,7 @@ type PullConsumer struct {
 	mu        sync.Mutex
 	started   bool
 	closed    bool
+	replaced  atomic.Bool // another incarnation holds the member ID
 	version   int64
 	grants    map[QueueRef]Grant
 	positions map[QueueRef]int64
@@ -84,6 +86,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: pull consumer closed or already started", ErrClosed)
 	}
 	pc.started = true
+	pc.join.Incarnation = newIncarnation()
 	pc.mu.Unlock()
 	a, err := pc.b.JoinGroup(ctx, pc.join)
 	if err != nil {
@@ -99,7 +102,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 			pc.mu.Lock()
 			defer pc.mu.Unlock()
 			return pc.version
-		}, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }) //nolint:errcheck // an empty assignment cannot fail
+		}, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }, pc.replaced.Store) //nolint:errcheck // an empty assignment cannot fail
 	}()
 	return nil
 }
@@ -250,7 +253,10 @@ func (pc *PullConsumer) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := pc.b.LeaveGroup(ctx, pc.join.Group, pc.join.Member); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+	if pc.replaced.Load() {
+		return nil // the member ID belongs to another incarnation now
+	}
+	if err := leaveGroup(ctx, pc.b, pc.join); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
 		return err
 	}
 	return nil

@@ -130,42 +130,35 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// watchdog sends back messages whose handlers outlive ConsumeTimeout, so
-// the committed offset can move past them. The handler keeps running; its
-// result is ignored.
-func (c *Consumer) watchdog() {
-	every := min(c.o.ConsumeTimeout/4, time.Second)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.loopStop:
-			return
-		case <-t.C:
-		}
-		c.mu.Lock()
-		rs := make([]*runner, 0, len(c.runners))
-		for _, r := range c.runners {
-			rs = append(rs, r)
-		}
-		c.mu.Unlock()
-		for _, r := range rs {
-			for _, m := range r.pq.overdue(c.o.ConsumeTimeout) {
-				view := origin(m)
-				cause := fmt.Errorf("consume timeout: handler ran longer than %v", c.o.ConsumeTimeout)
-				attempts := m.Attempt + 1
-				var stored bool
-				if attempts >= c.o.MaxAttempts {
-					stored = c.deadLetter(r.hctx, view, attempts, cause)
-				} else if err := c.sendBack(r.hctx, view, attempts, cause); err == nil {
-					stored = true
-				} else {
-					c.log.Warn("send-back of a stuck message failed", "err", err)
-				}
-				if stored {
-					c.log.Warn("handler stuck; message sent back", "topic", view.Topic, "offset", view.Offset, "timeout", c.o.ConsumeTimeout)
-					r.pq.expire(m.Offset)
-				}
+// watchdogEvery is how often sendBackOverdue runs.
+func (c *Consumer) watchdogEvery() time.Duration { return min(c.o.ConsumeTimeout/4, time.Second) }
+
+// sendBackOverdue sends back messages whose handlers outlive ConsumeTimeout,
+// so the committed offset can move past them. The handler keeps running;
+// its result is ignored.
+func (c *Consumer) sendBackOverdue() {
+	c.mu.Lock()
+	rs := make([]*runner, 0, len(c.runners))
+	for _, r := range c.runners {
+		rs = append(rs, r)
+	}
+	c.mu.Unlock()
+	for _, r := range rs {
+		for _, m := range r.pq.overdue(c.o.ConsumeTimeout) {
+			view := origin(m)
+			cause := fmt.Errorf("consume timeout: handler ran longer than %v", c.o.ConsumeTimeout)
+			attempts := m.Attempt + 1
+			var stored bool
+			if attempts >= c.o.MaxAttempts {
+				stored = c.deadLetter(r.hctx, view, attempts, cause)
+			} else if err := c.sendBack(r.hctx, view, attempts, cause); err == nil {
+				stored = true
+			} else {
+				c.log.Warn("send-back of a stuck message failed", "err", err)
+			}
+			if stored {
+				c.log.Warn("handler stuck; message sent back", "topic", view.Topic, "offset", view.Offset, "timeout", c.o.ConsumeTimeout)
+				r.pq.expire(m.Offset)
 			}
 		}
 	}

@@ -20,8 +20,10 @@ type runner struct {
 	cancel    context.CancelFunc
 	hctx      context.Context // handlers' context: cancelled by Close, by abandon and when a drain ends
 	hcancel   context.CancelFunc
-	done      chan struct{} // closed when the pull loop has returned
+	done      chan struct{} // closed when the pull loop has returned for good (not parked)
+	next      int64         // where the pull loop goes on; only the pull loop touches it
 	abandoned atomic.Bool
+	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	committed atomic.Int64 // last offset committed, -1 before the first commit
 }
 
@@ -30,28 +32,60 @@ func (c *Consumer) newRunner(g Grant, start int64) *runner {
 	r.ctx, r.cancel = context.WithCancel(c.ctx)
 	r.hctx, r.hcancel = context.WithCancel(c.hctx)
 	r.committed.Store(start)
+	r.next = start
 	return r
 }
 
-// drain stops pulling and starting handlers, and waits up to timeout for
-// the running ones. Messages below the highest offset already running or
-// finished (a concurrent pool finishes out of order) are handled first, so
-// the committed offset passes every handled message; the rest stay
-// uncommitted for the next owner. Nobody handles a message twice unless the
-// timeout strikes.
+// drain stops pulling and starting handlers, and waits for the running
+// ones: first with their context live for up to timeout, then with it
+// cancelled for up to timeout more. A handler that fails, before or after
+// the cancellation, is a counted attempt and goes through the normal failure
+// path (retry topic or dead letters). Messages below the highest offset
+// already running or finished (a concurrent pool finishes out of order) are
+// handled first, so the committed offset passes every handled message; the
+// rest stay uncommitted for the next owner. Only a handler still running
+// after both waits is given up: its message stays uncommitted and its late
+// result is ignored.
 func (r *runner) drain(timeout time.Duration) {
 	defer r.hcancel()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	r.cancel()
-	select {
-	case <-r.done: // in orderly mode, after the running handler returned
-	case <-deadline.C:
-		r.c.log.Warn("handoff timeout: orderly handler still running; its message may be delivered again", "queue", r.grant.QueueRef)
-		r.pq.stop()
-		return
+	cancelled := false
+	// expired cancels the handlers' context at the first deadline and
+	// reports true at the second.
+	expired := func() bool {
+		if cancelled {
+			r.gaveUp.Store(true)
+			return true
+		}
+		cancelled = true
+		r.hcancel()
+		deadline.Reset(timeout)
+		return false
 	}
-	r.pq.stopAfterGaps()
+	orderly := r.c.o.Orderly
+	if !orderly {
+		// From now on a worker starts only the gaps: no new message begins
+		// after the stop was asked for.
+		r.pq.stopAfterGaps()
+	}
+	r.cancel()
+	for waiting := true; waiting; {
+		select {
+		case <-r.done: // in orderly mode, after the running handler returned
+			waiting = false
+		case <-deadline.C:
+			if expired() {
+				r.c.log.Warn("stop timeout: orderly handler still running; its message may be delivered again", "queue", r.grant.QueueRef)
+				r.pq.stop()
+				return
+			}
+		}
+	}
+	if orderly {
+		// The running handler has returned: the fence covers what it handled.
+		r.pq.stopAfterGaps()
+	}
 	var gapping atomic.Int32 // gap handlers started here and not returned
 	for {
 		ch := r.pq.wait()
@@ -70,9 +104,11 @@ func (r *runner) drain(timeout time.Duration) {
 		select {
 		case <-ch:
 		case <-deadline.C:
-			r.c.log.Warn("handoff timeout: handlers still running; their messages may be delivered again",
-				"queue", r.grant.QueueRef, "running", r.pq.runningCount())
-			return
+			if expired() {
+				r.c.log.Warn("stop timeout: handlers still running; their messages may be delivered again",
+					"queue", r.grant.QueueRef, "running", r.pq.runningCount())
+				return
+			}
 		}
 	}
 }
@@ -85,10 +121,24 @@ func (r *runner) abandon() {
 	r.hcancel()
 }
 
+// pullLoop pulls the queue into the process queue and dispatches what it
+// pulled. In-process, at the end of the queue it parks the runner (see
+// park.go) and returns instead of holding a goroutine in a long-poll; it
+// runs again at the next append.
 func (r *runner) pullLoop() {
-	defer close(r.done)
+	parked := false
+	defer func() {
+		if !parked {
+			close(r.done)
+		}
+	}()
 	c := r.c
-	next := r.pq.committable()
+	e := engineOf(c.b)
+	wait := c.o.PullWait
+	if e != nil {
+		wait = 0 // park instead of long-polling
+	}
+	next := r.next // where the last loop parked
 	backoff := 100 * time.Millisecond
 	for r.ctx.Err() == nil {
 		if !r.waitForRoom() {
@@ -96,7 +146,7 @@ func (r *runner) pullLoop() {
 		}
 		res, err := c.b.Pull(r.ctx, &PullRequest{
 			Topic: r.grant.Topic, Queue: r.grant.Queue, Offset: next, Max: c.o.PullBatch, Filter: r.filter,
-			Wait: c.o.PullWait, Group: c.o.Group, Member: c.o.ID, Epoch: r.grant.Epoch,
+			Wait: wait, Group: c.o.Group, Member: c.o.ID, Epoch: r.grant.Epoch,
 		})
 		if err != nil {
 			if r.ctx.Err() != nil || errors.Is(err, ErrClosed) {
@@ -128,9 +178,7 @@ func (r *runner) pullLoop() {
 				continue
 			}
 			for _, m := range res.Messages {
-				select {
-				case c.tasks <- task{r: r, m: m}:
-				case <-r.ctx.Done():
+				if !c.submit(task{r: r, m: m}, r.ctx.Done()) {
 					return
 				}
 			}
@@ -143,6 +191,14 @@ func (r *runner) pullLoop() {
 		default:
 			r.pq.skip(res.NextOffset)
 			next = res.NextOffset
+			if e != nil && res.Status == PullNoNewMessage {
+				if wake, ok := e.wakeAt(r.grant.QueueRef, next); ok {
+					r.next = next
+					if parked = c.park(r, wake); parked {
+						return
+					}
+				}
+			}
 		}
 	}
 }
@@ -176,18 +232,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// worker handles messages of every queue in concurrent mode.
-func (c *Consumer) worker() {
-	for {
-		select {
-		case t := <-c.tasks:
-			t.r.handleConcurrent(t.m)
-		case <-c.ctx.Done():
-			return
-		}
-	}
-}
-
 // handleConcurrent runs the handler for m. On failure a clustering consumer
 // sends m to the group's retry topic (due after the backoff for its attempt)
 // and a broadcasting one retries it locally after RetryDelay; after
@@ -199,9 +243,9 @@ func (r *runner) handleConcurrent(m *Message) {
 	}
 	view := origin(m)
 	err := r.c.invoke(r.hctx, view)
-	if err == nil || r.abandoned.Load() || r.hctx.Err() != nil {
-		// A failure after the consumer asked the handler to stop is not an
-		// attempt: the message stays unfinished for the next delivery.
+	if err == nil || r.abandoned.Load() || r.gaveUp.Load() {
+		// A fenced runner cannot commit, and a drain that gave up has
+		// committed already: a failure there stays for the next delivery.
 		r.pq.end(m.Offset, err == nil)
 		return
 	}
@@ -214,7 +258,11 @@ func (r *runner) handleConcurrent(m *Message) {
 // dispose deals with a failed message: true when it was stored in the retry
 // or dead-letter topic, false when it was scheduled for a local retry.
 func (r *runner) dispose(m, view *Message, err error) bool {
-	c, ctx := r.c, r.hctx
+	c := r.c
+	// Not the handler's context: a failure after Close cancelled it is
+	// still stored in the retry or dead-letter topic.
+	ctx, cancel := context.WithTimeout(c.ctx, sendBackTimeout)
+	defer cancel()
 	attempts := m.Attempt + 1
 	if attempts >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
 		if c.deadLetter(ctx, view, attempts, err) {
@@ -238,12 +286,8 @@ func (r *runner) retryLocally(m *Message, attempts int, d time.Duration) {
 	c := r.c
 	m.Attempt = attempts
 	c.goFunc(func() {
-		if !sleepCtx(r.hctx, d) {
-			return
-		}
-		select {
-		case c.tasks <- task{r: r, m: m}:
-		case <-r.hctx.Done():
+		if sleepCtx(r.hctx, d) {
+			c.submit(task{r: r, m: m}, r.hctx.Done())
 		}
 	})
 }
@@ -261,20 +305,36 @@ func (r *runner) handleOrderly(m *Message) bool {
 			r.pq.end(m.Offset, true)
 			return true
 		}
-		if r.hctx.Err() != nil { // asked to stop: not an attempt
+		if r.abandoned.Load() || r.gaveUp.Load() {
 			r.pq.end(m.Offset, false)
 			return false
 		}
+		// Every run counts, also one that failed because it was asked to stop.
 		m.Attempt++
-		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.c.deadLetter(r.hctx, view, m.Attempt, err) {
+		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(view, m.Attempt, err) {
 			r.pq.end(m.Offset, true)
 			return true
 		}
 		r.pq.end(m.Offset, false)
+		if r.hctx.Err() != nil {
+			return false // stopping: the message stays uncommitted
+		}
 		if !sleepCtx(r.ctx, r.c.o.RetryDelay) {
 			return false
 		}
 	}
+}
+
+// sendBackTimeout bounds one store of a failed message in the retry or
+// dead-letter topic.
+const sendBackTimeout = 30 * time.Second
+
+// deadLetterNow stores a failed message in the dead letters under its own
+// deadline, not the handler's context.
+func (r *runner) deadLetterNow(view *Message, attempts int, cause error) bool {
+	ctx, cancel := context.WithTimeout(r.c.ctx, sendBackTimeout)
+	defer cancel()
+	return r.c.deadLetter(ctx, view, attempts, cause)
 }
 
 // invoke calls the handler with hooks, turning a panic into an error.

@@ -271,7 +271,8 @@ func (c *Client) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue
 	}
 	resp, err := c.api.JoinGroup(ctx, &pb.JoinGroupRequest{
 		Group: req.Group, Member: req.Member, Model: pb.MessageModel(req.Model), Subscriptions: subsToPB(req.Subscriptions),
-		From: pb.ConsumeFrom(req.From), FromTimeUnixNano: nanos(req.FromTime), Strategy: req.Strategy,
+		From: consumeFromToPB(req.From), FromTimeUnixNano: nanos(req.FromTime), Strategy: req.Strategy,
+		Incarnation: req.Incarnation,
 	})
 	if err != nil {
 		return equeue.Assignment{}, c.fail(err)
@@ -291,7 +292,7 @@ func (c *Client) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (e
 	ctx, cancel := longPoll(ctx, req.Wait)
 	defer cancel()
 	resp, err := c.api.Heartbeat(ctx, &pb.HeartbeatRequest{Group: req.Group, Member: req.Member,
-		KnownVersion: req.KnownVersion, Wait: durationPB(req.Wait)})
+		KnownVersion: req.KnownVersion, Wait: durationPB(req.Wait), Incarnation: req.Incarnation})
 	if err != nil {
 		return equeue.Assignment{}, c.fail(err)
 	}

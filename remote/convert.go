@@ -319,3 +319,34 @@ func deadLetterFromPB(d *pb.DeadLetter) (equeue.DLQEntry, error) {
 	}
 	return out, nil
 }
+
+// consumeFromToPB and consumeFromFromPB map ConsumeFrom by name: the wire
+// keeps 0 = latest for older clients, while package equeue's zero value is
+// the default (earliest).
+func consumeFromToPB(f equeue.ConsumeFrom) pb.ConsumeFrom {
+	switch f {
+	case equeue.ConsumeFromDefault:
+		return pb.ConsumeFrom_CONSUME_FROM_DEFAULT
+	case equeue.ConsumeFromEarliest:
+		return pb.ConsumeFrom_CONSUME_FROM_EARLIEST
+	case equeue.ConsumeFromTimestamp:
+		return pb.ConsumeFrom_CONSUME_FROM_TIMESTAMP
+	case equeue.ConsumeFromLatest:
+		return pb.ConsumeFrom_CONSUME_FROM_LATEST
+	}
+	return pb.ConsumeFrom(-1) // the engine refuses it
+}
+
+func consumeFromFromPB(f pb.ConsumeFrom) equeue.ConsumeFrom {
+	switch f {
+	case pb.ConsumeFrom_CONSUME_FROM_DEFAULT:
+		return equeue.ConsumeFromDefault
+	case pb.ConsumeFrom_CONSUME_FROM_EARLIEST:
+		return equeue.ConsumeFromEarliest
+	case pb.ConsumeFrom_CONSUME_FROM_TIMESTAMP:
+		return equeue.ConsumeFromTimestamp
+	case pb.ConsumeFrom_CONSUME_FROM_LATEST:
+		return equeue.ConsumeFromLatest
+	}
+	return equeue.ConsumeFrom(-1) // the engine refuses it
+}

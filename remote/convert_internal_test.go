@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
 
 func TestErrorTable_EverySentinelRoundTrips(t *testing.T) {
@@ -95,4 +96,14 @@ func TestAssignment_RoundTrips(t *testing.T) {
 	} {
 		assert.Equal(t, a, assignmentFromPB(assignmentToPB(a)))
 	}
+}
+
+// TestConsumeFromMapping: the wire keeps 0 = latest for older clients; the
+// engine's zero value (the default, earliest) travels as its own value.
+func TestConsumeFromMapping(t *testing.T) {
+	for _, f := range []equeue.ConsumeFrom{equeue.ConsumeFromDefault, equeue.ConsumeFromEarliest, equeue.ConsumeFromTimestamp, equeue.ConsumeFromLatest} {
+		assert.Equal(t, f, consumeFromFromPB(consumeFromToPB(f)), f.String())
+	}
+	assert.Equal(t, equeue.ConsumeFromLatest, consumeFromFromPB(0), "what an older client sends by default")
+	assert.Equal(t, pb.ConsumeFrom_CONSUME_FROM_DEFAULT, consumeFromToPB(equeue.ConsumeFrom(0)))
 }

@@ -54,6 +54,7 @@ var sentinels = []sentinel{
 	{"INDETERMINATE", equeue.ErrIndeterminate, codes.Unknown},
 	{"FENCED", equeue.ErrFenced, codes.FailedPrecondition},
 	{"NOT_MEMBER", equeue.ErrNotMember, codes.FailedPrecondition},
+	{"MEMBER_ID_IN_USE", equeue.ErrMemberIDInUse, codes.FailedPrecondition},
 	{"SUBSCRIPTION_MISMATCH", equeue.ErrSubscriptionMismatch, codes.FailedPrecondition},
 	{"QUEUE_NOT_WRITABLE", equeue.ErrQueueNotWritable, codes.FailedPrecondition},
 	{"LOCKED", equeue.ErrLocked, codes.FailedPrecondition},

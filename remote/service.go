@@ -105,8 +105,8 @@ func (v *service) SendBack(ctx context.Context, req *pb.SendBackRequest) (*pb.Se
 func (v *service) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
 	a, err := v.e.JoinGroup(ctx, &equeue.JoinRequest{
 		Group: req.GetGroup(), Member: req.GetMember(), Model: equeue.MessageModel(req.GetModel()),
-		Subscriptions: subsFromPB(req.GetSubscriptions()), From: equeue.ConsumeFrom(req.GetFrom()),
-		FromTime: fromNanos(req.GetFromTimeUnixNano()), Strategy: req.GetStrategy(),
+		Subscriptions: subsFromPB(req.GetSubscriptions()), From: consumeFromFromPB(req.GetFrom()),
+		FromTime: fromNanos(req.GetFromTimeUnixNano()), Strategy: req.GetStrategy(), Incarnation: req.GetIncarnation(),
 	})
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (v *service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.
 	ctx, done := v.s.longPoll(ctx)
 	defer done()
 	a, err := v.e.Heartbeat(ctx, &equeue.HeartbeatRequest{Group: req.GetGroup(), Member: req.GetMember(),
-		KnownVersion: req.GetKnownVersion(), Wait: wait})
+		KnownVersion: req.GetKnownVersion(), Wait: wait, Incarnation: req.GetIncarnation()})
 	if err != nil {
 		return nil, v.s.stopped(ctx, err)
 	}

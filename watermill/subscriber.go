@@ -434,21 +434,12 @@ func (sub *subscription) ending() bool {
 	}
 }
 
-// abandon ends the handling of a message when the subscription stops. It
-// waits for the consumer to cancel ctx (run closes the consumer at once), so
-// that the error it returns does not send the message to the retry topic:
-// the message stays uncommitted and the group gets it again from its
-// offset. An Ack that arrives meanwhile still counts.
-func (sub *subscription) abandon(ctx context.Context, msg *message.Message) error {
-	var acked <-chan struct{}
-	if msg != nil {
-		acked = msg.Acked()
-	}
-	select {
-	case <-acked:
-		return nil
-	case <-ctx.Done():
-	}
+// abandon ends the handling of a message when the subscription stops: an
+// Ack that arrived counts; otherwise the message fails at once (the
+// consumer's Close waits for running handlers), with no delay, so the group
+// gets it again promptly: through its retry topic when unordered, from its
+// offset when orderly.
+func (sub *subscription) abandon(_ context.Context, msg *message.Message) error {
 	if msg != nil {
 		select {
 		case <-msg.Acked():
@@ -456,5 +447,5 @@ func (sub *subscription) abandon(ctx context.Context, msg *message.Message) erro
 		default:
 		}
 	}
-	return fmt.Errorf("%w: message not acked before the subscription stopped", ErrSubscriberClosed)
+	return equeue.RetryAfter(0, fmt.Errorf("%w: message not acked before the subscription stopped", ErrSubscriberClosed))
 }

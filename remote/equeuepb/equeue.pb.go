@@ -189,12 +189,17 @@ func (MessageModel) EnumDescriptor() ([]byte, []int) {
 	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{2}
 }
 
+// Unlike other enums, ConsumeFrom's numbers are not package equeue's: 0
+// stays "latest", what clients that predate CONSUME_FROM_DEFAULT meant by
+// their default; newer clients send CONSUME_FROM_DEFAULT (earliest).
 type ConsumeFrom int32
 
 const (
 	ConsumeFrom_CONSUME_FROM_LATEST    ConsumeFrom = 0
 	ConsumeFrom_CONSUME_FROM_EARLIEST  ConsumeFrom = 1
 	ConsumeFrom_CONSUME_FROM_TIMESTAMP ConsumeFrom = 2
+	// The engine's default for a new group: earliest.
+	ConsumeFrom_CONSUME_FROM_DEFAULT ConsumeFrom = 3
 )
 
 // Enum value maps for ConsumeFrom.
@@ -203,11 +208,13 @@ var (
 		0: "CONSUME_FROM_LATEST",
 		1: "CONSUME_FROM_EARLIEST",
 		2: "CONSUME_FROM_TIMESTAMP",
+		3: "CONSUME_FROM_DEFAULT",
 	}
 	ConsumeFrom_value = map[string]int32{
 		"CONSUME_FROM_LATEST":    0,
 		"CONSUME_FROM_EARLIEST":  1,
 		"CONSUME_FROM_TIMESTAMP": 2,
+		"CONSUME_FROM_DEFAULT":   3,
 	}
 )
 
@@ -1204,8 +1211,10 @@ type JoinGroupRequest struct {
 	From             ConsumeFrom            `protobuf:"varint,5,opt,name=from,proto3,enum=equeue.v1.ConsumeFrom" json:"from,omitempty"`
 	FromTimeUnixNano int64                  `protobuf:"varint,6,opt,name=from_time_unix_nano,json=fromTimeUnixNano,proto3" json:"from_time_unix_nano,omitempty"`
 	Strategy         string                 `protobuf:"bytes,7,opt,name=strategy,proto3" json:"strategy,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A token unique to one Start of the member; empty skips the check.
+	Incarnation   string `protobuf:"bytes,8,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinGroupRequest) Reset() {
@@ -1287,6 +1296,13 @@ func (x *JoinGroupRequest) GetStrategy() string {
 	return ""
 }
 
+func (x *JoinGroupRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
 type JoinGroupResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Assignment    *Assignment            `protobuf:"bytes,1,opt,name=assignment,proto3" json:"assignment,omitempty"`
@@ -1332,11 +1348,13 @@ func (x *JoinGroupResponse) GetAssignment() *Assignment {
 }
 
 type HeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	Member        string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
-	KnownVersion  int64                  `protobuf:"varint,3,opt,name=known_version,json=knownVersion,proto3" json:"known_version,omitempty"`
-	Wait          *durationpb.Duration   `protobuf:"bytes,4,opt,name=wait,proto3" json:"wait,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Group        string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Member       string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
+	KnownVersion int64                  `protobuf:"varint,3,opt,name=known_version,json=knownVersion,proto3" json:"known_version,omitempty"`
+	Wait         *durationpb.Duration   `protobuf:"bytes,4,opt,name=wait,proto3" json:"wait,omitempty"`
+	// The token the member joined with; empty skips the check.
+	Incarnation   string `protobuf:"bytes,5,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1397,6 +1415,13 @@ func (x *HeartbeatRequest) GetWait() *durationpb.Duration {
 		return x.Wait
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
 }
 
 type HeartbeatResponse struct {
@@ -3876,7 +3901,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\aversion\x18\x04 \x01(\x03R\aversion\x12(\n" +
 	"\x06queues\x18\x05 \x03(\v2\x10.equeue.v1.GrantR\x06queues\x12\x18\n" +
 	"\apending\x18\x06 \x01(\x05R\apending\x12,\n" +
-	"\brevoking\x18\a \x03(\v2\x10.equeue.v1.GrantR\brevoking\"\xa5\x02\n" +
+	"\brevoking\x18\a \x03(\v2\x10.equeue.v1.GrantR\brevoking\"\xc7\x02\n" +
 	"\x10JoinGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x12-\n" +
@@ -3884,16 +3909,18 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\rsubscriptions\x18\x04 \x03(\v2\x17.equeue.v1.SubscriptionR\rsubscriptions\x12*\n" +
 	"\x04from\x18\x05 \x01(\x0e2\x16.equeue.v1.ConsumeFromR\x04from\x12-\n" +
 	"\x13from_time_unix_nano\x18\x06 \x01(\x03R\x10fromTimeUnixNano\x12\x1a\n" +
-	"\bstrategy\x18\a \x01(\tR\bstrategy\"J\n" +
+	"\bstrategy\x18\a \x01(\tR\bstrategy\x12 \n" +
+	"\vincarnation\x18\b \x01(\tR\vincarnation\"J\n" +
 	"\x11JoinGroupResponse\x125\n" +
 	"\n" +
 	"assignment\x18\x01 \x01(\v2\x15.equeue.v1.AssignmentR\n" +
-	"assignment\"\x94\x01\n" +
+	"assignment\"\xb6\x01\n" +
 	"\x10HeartbeatRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x12#\n" +
 	"\rknown_version\x18\x03 \x01(\x03R\fknownVersion\x12-\n" +
-	"\x04wait\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"J\n" +
+	"\x04wait\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12 \n" +
+	"\vincarnation\x18\x05 \x01(\tR\vincarnation\"J\n" +
 	"\x11HeartbeatResponse\x125\n" +
 	"\n" +
 	"assignment\x18\x01 \x01(\v2\x15.equeue.v1.AssignmentR\n" +
@@ -4055,11 +4082,12 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x18PULL_STATUS_OFFSET_MOVED\x10\x03*L\n" +
 	"\fMessageModel\x12\x1c\n" +
 	"\x18MESSAGE_MODEL_CLUSTERING\x10\x00\x12\x1e\n" +
-	"\x1aMESSAGE_MODEL_BROADCASTING\x10\x01*]\n" +
+	"\x1aMESSAGE_MODEL_BROADCASTING\x10\x01*w\n" +
 	"\vConsumeFrom\x12\x17\n" +
 	"\x13CONSUME_FROM_LATEST\x10\x00\x12\x19\n" +
 	"\x15CONSUME_FROM_EARLIEST\x10\x01\x12\x1a\n" +
-	"\x16CONSUME_FROM_TIMESTAMP\x10\x02*r\n" +
+	"\x16CONSUME_FROM_TIMESTAMP\x10\x02\x12\x18\n" +
+	"\x14CONSUME_FROM_DEFAULT\x10\x03*r\n" +
 	"\vResetTarget\x12\x19\n" +
 	"\x15RESET_TARGET_EARLIEST\x10\x00\x12\x17\n" +
 	"\x13RESET_TARGET_LATEST\x10\x01\x12\x15\n" +

@@ -1,0 +1,81 @@
+package equeue
+
+import (
+	"errors"
+	"sync"
+)
+
+// clientSet tracks the consumers and producers opened on an engine
+// in-process, so that Engine.Close can close them first: consumers drain
+// and commit while the engine still stores their offsets, then producers
+// finish their pending asynchronous sends.
+type clientSet struct {
+	mu        sync.Mutex
+	consumers map[*Consumer]struct{}
+	producers map[*Producer]struct{}
+}
+
+// engineOf returns the engine behind b when b is one in-process.
+func engineOf(b Broker) *Engine {
+	e, _ := b.(*Engine)
+	return e
+}
+
+func (s *clientSet) addConsumer(c *Consumer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.consumers == nil {
+		s.consumers = map[*Consumer]struct{}{}
+	}
+	s.consumers[c] = struct{}{}
+}
+
+func (s *clientSet) removeConsumer(c *Consumer) {
+	s.mu.Lock()
+	delete(s.consumers, c)
+	s.mu.Unlock()
+}
+
+func (s *clientSet) addProducer(p *Producer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.producers == nil {
+		s.producers = map[*Producer]struct{}{}
+	}
+	s.producers[p] = struct{}{}
+}
+
+func (s *clientSet) removeProducer(p *Producer) {
+	s.mu.Lock()
+	delete(s.producers, p)
+	s.mu.Unlock()
+}
+
+// closeAll closes every consumer (concurrently: each drains its own
+// handlers), then every producer, and returns what failed.
+func (s *clientSet) closeAll() error {
+	s.mu.Lock()
+	cs := make([]*Consumer, 0, len(s.consumers))
+	for c := range s.consumers {
+		cs = append(cs, c)
+	}
+	ps := make([]*Producer, 0, len(s.producers))
+	for p := range s.producers {
+		ps = append(ps, p)
+	}
+	s.mu.Unlock()
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Close()
+		}()
+	}
+	wg.Wait()
+	for _, p := range ps {
+		errs = append(errs, p.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,96 @@
+package equeue_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
+)
+
+// TestEngine_CloseClosesConsumersFirst: closing the engine before its
+// consumers used to lose every commit silently (lag stayed 100). Engine.Close
+// now closes the in-process consumers first, so their final commits are
+// stored; the consumers' own Close calls afterwards are no-ops.
+func TestEngine_CloseClosesConsumersFirst(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 3))
+	var handled atomic.Int64
+	var cs []*equeue.Consumer
+	for _, id := range []string{"a", "b", "c"} {
+		c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}},
+			From: equeue.ConsumeFromEarliest, CommitInterval: time.Hour,
+			Handler: func(context.Context, *equeue.Message) error { handled.Add(1); return nil }})
+		require.NoError(t, err)
+		require.NoError(t, c.Start(ctx))
+		cs = append(cs, c)
+	}
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	for i := range 100 {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "%d", i)})
+		require.NoError(t, err)
+	}
+	eventually(t, 30*time.Second, func() bool { return handled.Load() == 100 }, "handled %d of 100", handled.Load())
+	e = reopen() // Engine.Close first, consumers and producer still open
+	for _, c := range cs {
+		assert.NoError(t, c.Close(), "already closed by the engine")
+	}
+	assert.NoError(t, p.Close())
+	assert.Zero(t, groupLag(t, e, "g"), "the final commits were stored")
+}
+
+// TestConsumer_CloseReportsUnstoredCommit: a final commit that cannot be
+// stored is reported by Consumer.Close, and by Engine.Close when the engine
+// closes the consumer.
+func TestConsumer_CloseReportsUnstoredCommit(t *testing.T) {
+	for _, engineFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("engine-first=%v", engineFirst), func(t *testing.T) {
+			ctx := ctxT(t)
+			fs := faultstore.New(store.NewMemory())
+			e, err := equeue.Open("", &equeue.Options{Store: fs})
+			require.NoError(t, err)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			var handled atomic.Int64
+			c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", ID: "a", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+				From: equeue.ConsumeFromEarliest, CommitInterval: time.Hour,
+				Handler: func(context.Context, *equeue.Message) error { handled.Add(1); return nil }})
+			require.NoError(t, err)
+			require.NoError(t, c.Start(ctx))
+			p := newProducer(t, e, nil)
+			for range 10 {
+				_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+				require.NoError(t, err)
+			}
+			eventually(t, 30*time.Second, func() bool { return handled.Load() == 10 }, "handled %d of 10", handled.Load())
+			fs.OnWrite(func(b *store.Batch) error {
+				for _, op := range b.Meta {
+					if strings.HasPrefix(string(op.Key), "off/") {
+						return faultstore.ErrInjected
+					}
+				}
+				return nil
+			})
+			if engineFirst {
+				err = e.Close()
+				require.ErrorIs(t, err, faultstore.ErrInjected)
+				assert.ErrorContains(t, err, "final commit")
+				assert.NoError(t, c.Close())
+				return
+			}
+			err = c.Close()
+			require.ErrorIs(t, err, faultstore.ErrInjected)
+			assert.ErrorContains(t, err, "final commit")
+			require.NoError(t, e.Close())
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package equeue
+
+import (
+	"reflect"
+	"slices"
+)
+
+// Parking: an idle in-process consumer holds no goroutine per queue. A
+// runner whose pull found the end of its queue hands the queue's wake-up
+// channel to the consumer's one parking goroutine and its pull loop
+// returns; the parking goroutine starts the loop again at the next append,
+// or ends the runner when it stops. Over the network (package remote) the
+// pull loops long-poll instead.
+
+// parkedRunner is a runner waiting for wake to close.
+type parkedRunner struct {
+	r    *runner
+	wake <-chan struct{}
+}
+
+// wakeAt returns the channel closed at the next append to ref, or false
+// when messages at or past off are visible already or the queue is gone.
+func (e *Engine) wakeAt(ref QueueRef, off int64) (<-chan struct{}, bool) {
+	q, err := e.queueOf(ref)
+	if err != nil {
+		return nil, false
+	}
+	_, next, wake := q.bounds()
+	if next > off {
+		return nil, false
+	}
+	return wake, true
+}
+
+// park hands r to the parking goroutine; false when the consumer stopped
+// (then the pull loop ends as usual).
+func (c *Consumer) park(r *runner, wake <-chan struct{}) bool {
+	select {
+	case c.parkCh <- parkedRunner{r: r, wake: wake}:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// parkLoop restarts a parked runner's pull loop when its queue wakes, and
+// ends a parked runner (closing its done channel, as its pull loop would)
+// when the runner or the consumer stops.
+func (c *Consumer) parkLoop() {
+	var parked []parkedRunner
+	recv := func(ch any) reflect.SelectCase {
+		return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
+	}
+	for {
+		cases := make([]reflect.SelectCase, 0, 2+2*len(parked))
+		cases = append(cases, recv(c.ctx.Done()), recv(c.parkCh))
+		for _, p := range parked {
+			cases = append(cases, recv(p.wake), recv(p.r.ctx.Done()))
+		}
+		c.parkedN.Store(int32(len(parked)))
+		i, v, _ := reflect.Select(cases)
+		switch {
+		case i == 0:
+			for _, p := range parked {
+				close(p.r.done)
+			}
+			return
+		case i == 1:
+			parked = append(parked, v.Interface().(parkedRunner))
+		default:
+			k := (i - 2) / 2
+			p := parked[k]
+			parked = slices.Delete(parked, k, k+1)
+			if (i-2)%2 == 1 || p.r.ctx.Err() != nil {
+				close(p.r.done) // stopped while parked
+			} else {
+				c.goFunc(p.r.pullLoop)
+			}
+		}
+	}
+}
