@@ -54,8 +54,8 @@ func TestAdmin_FailedWriteLeavesEngineAsBefore(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
-			f := openFaultyEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
-			e := f.e
+			f := newFaultRig(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := f.E
 			require.NoError(t, e.CreateTopic(ctx, "t", 2))
 			require.NoError(t, e.CreateTopic(ctx, "v", 1))
 			_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "old", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
@@ -63,14 +63,14 @@ func TestAdmin_FailedWriteLeavesEngineAsBefore(t *testing.T) {
 			require.NoError(t, e.LeaveGroup(ctx, "old", "m"))
 
 			// CreateTopic: the topic sequence and the topic are one write.
-			before := metaDump(t, f.fs)
-			failWritesOf(f.fs, "topic/u")
+			before := metaDump(t, f.FS)
+			failWritesOf(f.FS, "topic/u")
 			require.ErrorIs(t, e.CreateTopic(ctx, "u", 1), faultstore.ErrInjected)
-			assert.Equal(t, before, metaDump(t, f.fs), "a failed CreateTopic stores nothing")
+			assert.Equal(t, before, metaDump(t, f.FS), "a failed CreateTopic stores nothing")
 
 			// AddQueues and SetQueueWritable: nothing shows before the write returned.
 			var seenQueues, seenWritable atomic.Value
-			f.fs.OnWrite(func(*store.Batch) error {
+			f.FS.OnWrite(func(*store.Batch) error {
 				info, err := e.Topic(ctx, "t")
 				if err == nil {
 					seenQueues.Store(len(info.Queues))
@@ -84,15 +84,15 @@ func TestAdmin_FailedWriteLeavesEngineAsBefore(t *testing.T) {
 			assert.Equal(t, true, seenWritable.Load(), "queue 1 seen writable during the write")
 
 			// DeleteTopic and JoinGroup's configuration.
-			failWritesOf(f.fs, "topic/t")
+			failWritesOf(f.FS, "topic/t")
 			require.ErrorIs(t, e.DeleteTopic(ctx, "t"), faultstore.ErrInjected)
-			failWritesOf(f.fs, "grp/new")
+			failWritesOf(f.FS, "grp/new")
 			_, err = e.JoinGroup(ctx, &equeue.JoinRequest{Group: "new", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
 			require.ErrorIs(t, err, faultstore.ErrInjected)
-			failWritesOf(f.fs, "grp/old")
+			failWritesOf(f.FS, "grp/old")
 			_, err = e.JoinGroup(ctx, &equeue.JoinRequest{Group: "old", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "v"}}})
 			require.ErrorIs(t, err, faultstore.ErrInjected)
-			f.fs.OnWrite(nil)
+			f.FS.OnWrite(nil)
 
 			unchanged := func(e *equeue.Engine, when string) {
 				t.Helper()
@@ -161,8 +161,8 @@ func TestAdmin_CommitRacingDeleteTopic(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
-			f := openFaultyEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
-			e := f.e
+			f := newFaultRig(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := f.E
 			require.NoError(t, e.CreateTopic(ctx, "t", 1))
 			fillQueue(t, e, "t", 5)
 			join := &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest}
@@ -172,11 +172,11 @@ func TestAdmin_CommitRacingDeleteTopic(t *testing.T) {
 
 			// Unsynced tracks whether a store write is not yet followed by a sync.
 			var unsynced atomic.Bool
-			f.fs.OnSync(func() error { unsynced.Store(false); return nil })
+			f.FS.OnSync(func() error { unsynced.Store(false); return nil })
 			offKey := []byte("off/g\x00\x00t\x000")
 			deleted := make(chan error, 1)
 			var once sync.Once
-			f.fs.OnWrite(func(b *store.Batch) error {
+			f.FS.OnWrite(func(b *store.Batch) error {
 				unsynced.Store(true)
 				for _, op := range b.Meta {
 					if bytes.Equal(op.Key, offKey) && !op.Delete {
@@ -198,8 +198,8 @@ func TestAdmin_CommitRacingDeleteTopic(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, <-deleted)
 			assert.False(t, unsynced.Load(), "every metadata write of the deletion is synced under SyncAlways")
-			f.fs.OnWrite(nil)
-			f.fs.OnSync(nil)
+			f.FS.OnWrite(nil)
+			f.FS.OnSync(nil)
 
 			startsAtNewMessages := func(e *equeue.Engine, when string) {
 				t.Helper()
@@ -228,27 +228,27 @@ func TestAdmin_CommitRacingDeleteTopic(t *testing.T) {
 // is refused and stores nothing, even once the topic is re-created.
 func TestAdmin_CommitAfterDeleteIsFenced(t *testing.T) {
 	ctx := ctxT(t)
-	f := openFaultyEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
-	e := f.e
+	f := newFaultRig(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	e := f.E
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}}})
 	require.NoError(t, err)
 	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m", Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 0}}}))
 	var unsynced atomic.Bool
-	f.fs.OnSync(func() error { unsynced.Store(false); return nil })
-	f.fs.OnWrite(func(*store.Batch) error { unsynced.Store(true); return nil })
+	f.FS.OnSync(func() error { unsynced.Store(false); return nil })
+	f.FS.OnWrite(func(*store.Batch) error { unsynced.Store(true); return nil })
 	require.NoError(t, e.DeleteTopic(ctx, "t"))
 	assert.False(t, unsynced.Load(), "every metadata write of the deletion is synced under SyncAlways")
-	f.fs.OnWrite(nil)
-	f.fs.OnSync(nil)
-	_, err = f.fs.GetMeta([]byte("off/g\x00m\x00t\x000"))
+	f.FS.OnWrite(nil)
+	f.FS.OnSync(nil)
+	_, err = f.FS.GetMeta([]byte("off/g\x00m\x00t\x000"))
 	require.ErrorIs(t, err, store.ErrNotFound, "the deleted topic's offset is gone")
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	// The grant was made for the deleted topic: it must not set an offset
 	// of the new one.
 	err = e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m", Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 7}}})
 	require.ErrorIs(t, err, equeue.ErrFenced)
-	_, err = f.fs.GetMeta([]byte("off/g\x00m\x00t\x000"))
+	_, err = f.FS.GetMeta([]byte("off/g\x00m\x00t\x000"))
 	assert.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -260,8 +260,8 @@ func TestAdmin_FailedSyncKeepsMemoryWithStore(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
-			f := openFaultyEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
-			e := f.e
+			f := newFaultRig(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := f.E
 			require.NoError(t, e.CreateTopic(ctx, "t", 2))
 			require.NoError(t, e.CreateTopic(ctx, "v", 1))
 			a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
@@ -269,7 +269,7 @@ func TestAdmin_FailedSyncKeepsMemoryWithStore(t *testing.T) {
 
 			failSync := func(name string, call func() error) {
 				t.Helper()
-				f.fs.FailSyncs(1)
+				f.FS.FailSyncs(1)
 				assert.ErrorIs(t, call(), faultstore.ErrInjected, name)
 			}
 			failSync("create", func() error { return e.CreateTopic(ctx, "u", 1) })

@@ -34,24 +34,24 @@ func TestRetention_FailedDeleteIsSweptLater(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
-			f := openFaultyEngine(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
-			e := f.e
+			f := newFaultRig(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := f.E
 			require.NoError(t, e.CreateTopic(ctx, "t", 1))
 			fillQueue(t, e, "t", 100)
 
-			f.fs.FailDeletes(1)
+			f.FS.FailDeletes(1)
 			_, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
 			require.ErrorIs(t, err, faultstore.ErrInjected)
 			info, err := e.Topic(ctx, "t")
 			require.NoError(t, err)
 			require.Equal(t, int64(100), info.Queues[0].MinOffset, "the watermark was stored before the delete")
-			require.True(t, storedBelow(t, f.fs, firstTopicQueue0, 100), "the failed delete left the records")
+			require.True(t, storedBelow(t, f.FS, firstTopicQueue0, 100), "the failed delete left the records")
 
 			// A pass with nothing new to delete still finishes the old delete.
 			res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: -1})
 			require.NoError(t, err)
 			assert.Equal(t, int64(100), res.Deleted)
-			assert.False(t, storedBelow(t, f.fs, firstTopicQueue0, 100), "nothing is left below the watermark")
+			assert.False(t, storedBelow(t, f.FS, firstTopicQueue0, 100), "nothing is left below the watermark")
 
 			p := newProducer(t, e, nil)
 			r, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("next")})
@@ -75,16 +75,16 @@ func TestRetention_InterruptedDeleteRepairedOnOpen(t *testing.T) {
 	ctx := ctxT(t)
 
 	t.Run("failed delete, then restart", func(t *testing.T) {
-		f := openFaultyEngine(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
-		require.NoError(t, f.e.CreateTopic(ctx, "t", 1))
-		fillQueue(t, f.e, "t", 100)
-		f.fs.FailDeletes(1)
-		_, err := f.e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
+		f := newFaultRig(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+		require.NoError(t, f.E.CreateTopic(ctx, "t", 1))
+		fillQueue(t, f.E, "t", 100)
+		f.FS.FailDeletes(1)
+		_, err := f.E.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
 		require.ErrorIs(t, err, faultstore.ErrInjected)
-		require.True(t, storedBelow(t, f.fs, firstTopicQueue0, 100))
+		require.True(t, storedBelow(t, f.FS, firstTopicQueue0, 100))
 
 		e := f.reopen()
-		assert.False(t, storedBelow(t, f.fs, firstTopicQueue0, 100), "open deleted the records below the watermark")
+		assert.False(t, storedBelow(t, f.FS, firstTopicQueue0, 100), "open deleted the records below the watermark")
 		info, err := e.Topic(ctx, "t")
 		require.NoError(t, err)
 		assert.Equal(t, int64(100), info.Queues[0].MinOffset)
@@ -92,20 +92,20 @@ func TestRetention_InterruptedDeleteRepairedOnOpen(t *testing.T) {
 	})
 
 	t.Run("watermark written, delete never ran", func(t *testing.T) {
-		f := openFaultyEngine(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
-		require.NoError(t, f.e.CreateTopic(ctx, "t", 1))
-		fillQueue(t, f.e, "t", 100)
+		f := newFaultRig(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+		require.NoError(t, f.E.CreateTopic(ctx, "t", 1))
+		fillQueue(t, f.E, "t", 100)
 		// Write the intermediate state directly: the watermark key is
 		// "wm/" + topic ID + queue ID (big-endian uint32s), its value a
 		// big-endian uint64.
 		key := binary.BigEndian.AppendUint32([]byte("wm/"), firstTopicQueue0.Topic)
 		key = binary.BigEndian.AppendUint32(key, firstTopicQueue0.Queue)
-		require.NoError(t, f.fs.Write(&store.Batch{Meta: []store.MetaOp{{Key: key, Value: binary.BigEndian.AppendUint64(nil, 60)}}}))
-		require.NoError(t, f.fs.Sync())
+		require.NoError(t, f.FS.Write(&store.Batch{Meta: []store.MetaOp{{Key: key, Value: binary.BigEndian.AppendUint64(nil, 60)}}}))
+		require.NoError(t, f.FS.Sync())
 
 		e := f.reopen()
-		assert.False(t, storedBelow(t, f.fs, firstTopicQueue0, 60), "open deleted the records below the watermark")
-		assert.True(t, storedBelow(t, f.fs, firstTopicQueue0, 61), "and kept the rest")
+		assert.False(t, storedBelow(t, f.FS, firstTopicQueue0, 60), "open deleted the records below the watermark")
+		assert.True(t, storedBelow(t, f.FS, firstTopicQueue0, 61), "and kept the rest")
 		info, err := e.Topic(ctx, "t")
 		require.NoError(t, err)
 		assert.Equal(t, int64(60), info.Queues[0].MinOffset)
@@ -122,8 +122,8 @@ func TestRetention_InterruptedDeleteRepairedOnOpen(t *testing.T) {
 // deletes nothing until a later pass.
 func TestRetention_FailedWatermarkWrite(t *testing.T) {
 	ctx := ctxT(t)
-	f := openFaultyEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
-	e := f.e
+	f := newFaultRig(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	e := f.E
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	fillQueue(t, e, "t", 100)
 	minOffset := func() int64 {
@@ -132,19 +132,19 @@ func TestRetention_FailedWatermarkWrite(t *testing.T) {
 		return info.Queues[0].MinOffset
 	}
 
-	f.fs.FailWrites(1)
+	f.FS.FailWrites(1)
 	_, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
 	require.ErrorIs(t, err, faultstore.ErrInjected)
 	assert.Equal(t, int64(0), minOffset(), "a failed watermark write moves nothing")
-	assert.True(t, storedBelow(t, f.fs, firstTopicQueue0, 1))
+	assert.True(t, storedBelow(t, f.FS, firstTopicQueue0, 1))
 
-	f.fs.FailSyncs(1)
+	f.FS.FailSyncs(1)
 	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
 	require.ErrorIs(t, err, faultstore.ErrInjected)
 	assert.Equal(t, int64(100), minOffset(), "the stored watermark shows")
-	assert.True(t, storedBelow(t, f.fs, firstTopicQueue0, 100), "nothing deleted while the watermark may not be durable")
+	assert.True(t, storedBelow(t, f.FS, firstTopicQueue0, 100), "nothing deleted while the watermark may not be durable")
 
 	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: -1})
 	require.NoError(t, err)
-	assert.False(t, storedBelow(t, f.fs, firstTopicQueue0, 100), "the next pass deleted the records")
+	assert.False(t, storedBelow(t, f.FS, firstTopicQueue0, 100), "the next pass deleted the records")
 }

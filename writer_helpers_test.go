@@ -13,8 +13,10 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// faultRig is an engine on a fault-injecting store: a memory store, or a
-// Badger store that reopen closes and opens again on the same directory.
+// faultRig is an engine on a fault-injecting store (internal/faultstore): a
+// memory store, or a Badger store that reopen closes and opens again on the
+// same directory. The engine is closed when the test ends, and its Close
+// must succeed unless a failed fsync was injected.
 type faultRig struct {
 	t    testing.TB
 	kind string
@@ -43,7 +45,10 @@ func newFaultRig(t testing.TB, kind string, opts *equeue.Options) *faultRig {
 		r.FS.FailWrites(0)
 		r.FS.FailSyncs(0)
 		r.FS.OnWrite(nil)
-		_ = r.E.Close() // a store that failed a sync may report it again
+		err := r.E.Close()
+		if r.FS.SyncFailures() == 0 { // a store that failed a sync may report it again
+			require.NoError(t, err)
+		}
 	})
 	return r
 }
