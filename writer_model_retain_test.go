@@ -2,6 +2,7 @@ package equeue_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,6 +101,24 @@ func (m *writerModel) checkRetention(rt *rapid.T, e *equeue.Engine, fs *faultsto
 			rt.Fatalf("group %q has offset %d on %s, the model %d", retainGroup, got[k], k, want)
 		}
 	}
+	// Memory follows the store: the watermark each queue reports (checked
+	// against the model by check) is the stored one.
+	for topic, n := range modelQueues {
+		for q := 0; q < n; q++ {
+			key := binary.BigEndian.AppendUint32([]byte("wm/"), m.ret.topicIDs[topic])
+			key = binary.BigEndian.AppendUint32(key, uint32(q))
+			var stored int64
+			switch v, err := fs.GetMeta(key); {
+			case err == nil && len(v) == 8:
+				stored = int64(binary.BigEndian.Uint64(v))
+			case !errors.Is(err, store.ErrNotFound):
+				rt.Fatalf("stored watermark of %s: %x, %v", queueKey(topic, q), v, err)
+			}
+			if wm := m.ret.wm[queueKey(topic, q)]; stored != wm {
+				rt.Fatalf("%s: watermark %d, stored %d", queueKey(topic, q), wm, stored)
+			}
+		}
+	}
 	if m.ret.dirty {
 		return
 	}
@@ -116,21 +135,27 @@ func (m *writerModel) checkRetention(rt *rapid.T, e *equeue.Engine, fs *faultsto
 	}
 }
 
-// deleteFault is how a retention pass's range deletes fail.
-type deleteFault int
+// passFault is how the store fails during a retention pass.
+type passFault int
 
 const (
-	deletesPass      deleteFault = iota
-	deletesFailOne               // the next DeleteRange fails and deletes nothing
-	deletesCutOne                // the next delete of a model queue removes half its range, then fails
-	deletesFailQueue             // the next delete of a model queue fails and deletes nothing
+	passNoFault      passFault = iota
+	deletesFailOne             // the next DeleteRange fails and deletes nothing
+	deletesCutOne              // the next delete of a model queue removes half its range, then fails
+	deletesFailQueue           // the next delete of a model queue fails and deletes nothing
+	passWriteFails             // the pass's next store write fails (a watermark is not stored)
+	passSyncFails              // the pass's next fsync fails (a watermark is stored, not known durable)
 )
 
-// armDeletes makes the store's range deletes fail as f says.
-func (m *writerModel) armDeletes(fs *faultstore.FS, mem *store.Memory, f deleteFault) {
+// armPass makes the store fail as f says.
+func (m *writerModel) armPass(fs *faultstore.FS, mem *store.Memory, f passFault) {
 	switch f {
 	case deletesFailOne:
 		fs.FailDeletes(1)
+	case passWriteFails:
+		fs.FailWrites(1)
+	case passSyncFails:
+		fs.FailSyncs(1)
 	case deletesCutOne, deletesFailQueue:
 		ids := map[uint32]bool{}
 		for _, id := range m.ret.topicIDs {
@@ -161,11 +186,11 @@ func disarmDeletes(fs *faultstore.FS) {
 }
 
 // retain moves some of retainGroup's offsets (up to what the last check
-// read), runs one retention pass with the deletes failing as f says, and
+// read), runs one retention pass with the store failing as f says, and
 // learns each queue's new watermark: exactly the group's offset after a
 // pass that returned nil, the old watermark or that offset after a failed
 // one.
-func (m *writerModel) retain(rt *rapid.T, e *equeue.Engine, fs *faultstore.FS, mem *store.Memory, f deleteFault) {
+func (m *writerModel) retain(rt *rapid.T, e *equeue.Engine, fs *faultstore.FS, mem *store.Memory, f passFault) {
 	ctx := context.Background()
 	offs := map[equeue.QueueRef]int64{}
 	for topic, n := range modelQueues {
@@ -195,7 +220,7 @@ func (m *writerModel) retain(rt *rapid.T, e *equeue.Engine, fs *faultstore.FS, m
 			}
 		}
 	}
-	m.armDeletes(fs, mem, f)
+	m.armPass(fs, mem, f)
 	_, err := e.ApplyRetention(ctx, retainPolicy)
 	disarmDeletes(fs)
 	if err != nil && !errors.Is(err, faultstore.ErrInjected) {

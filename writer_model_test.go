@@ -279,7 +279,7 @@ func TestWriter_ModelWithFailures(t *testing.T) {
 			_ = e.Close() // may repeat an injected sync failure
 			if failSweep {
 				fs = faultstore.New(keepOpen{mem})
-				m.armDeletes(fs, mem, deletesFailQueue)
+				m.armPass(fs, mem, deletesFailQueue)
 				var err error
 				if e, err = equeue.Open("", &equeue.Options{Store: fs, Retention: equeue.RetentionPolicy{Interval: -1}}); err != nil {
 					e = nil
@@ -325,7 +325,7 @@ func TestWriter_ModelWithFailures(t *testing.T) {
 			case 8:
 				m.redrive(rt, e)
 			case 9, 10:
-				f := deleteFault(rapid.IntRange(int(deletesPass), int(deletesFailQueue)).Draw(rt, "deletes"))
+				f := passFault(rapid.IntRange(int(passNoFault), int(passSyncFails)).Draw(rt, "fault"))
 				m.retain(rt, e, fs, mem, f)
 			}
 			m.check(rt, e, fs, false)
