@@ -148,7 +148,7 @@ const (
 )
 
 // armPass makes the store fail as f says.
-func (m *writerModel) armPass(fs *faultstore.FS, mem *store.Memory, f passFault) {
+func (m *writerModel) armPass(fs *faultstore.FS, f passFault) {
 	switch f {
 	case deletesFailOne:
 		fs.FailDeletes(1)
@@ -170,7 +170,7 @@ func (m *writerModel) armPass(fs *faultstore.FS, mem *store.Memory, f passFault)
 			once.Do(func() {
 				if f == deletesCutOne {
 					// An interrupted delete: the head of the range is gone.
-					_ = mem.DeleteRange(q, from, from+(to-from)/2)
+					_ = fs.Store.DeleteRange(q, from, from+(to-from)/2)
 				}
 				err = faultstore.ErrInjected
 			})
@@ -190,7 +190,7 @@ func disarmDeletes(fs *faultstore.FS) {
 // learns each queue's new watermark: exactly the group's offset after a
 // pass that returned nil, the old watermark or that offset after a failed
 // one.
-func (m *writerModel) retain(rt *rapid.T, e *equeue.Engine, fs *faultstore.FS, mem *store.Memory, f passFault) {
+func (m *writerModel) retain(rt *rapid.T, e *equeue.Engine, fs *faultstore.FS, f passFault) {
 	ctx := context.Background()
 	offs := map[equeue.QueueRef]int64{}
 	for topic, n := range modelQueues {
@@ -220,7 +220,7 @@ func (m *writerModel) retain(rt *rapid.T, e *equeue.Engine, fs *faultstore.FS, m
 			}
 		}
 	}
-	m.armPass(fs, mem, f)
+	m.armPass(fs, f)
 	_, err := e.ApplyRetention(ctx, retainPolicy)
 	disarmDeletes(fs)
 	if err != nil && !errors.Is(err, faultstore.ErrInjected) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -250,106 +251,129 @@ func (m *writerModel) learnRedriven(rt *rapid.T, e *equeue.Engine, maybe, reopen
 // acknowledged message exactly once at its offset unless retention removed
 // it (offsets below the queue's modelled watermark are gone, from the store
 // too once a sweep succeeded; the rest is dense and exact), nothing stored
-// that the model says is not, indeterminate sends at most once. Run more
-// cases with -rapid.checks.
+// that the model says is not, indeterminate sends at most once. It runs on
+// the memory store; EQUEUE_MODEL_BADGER=1 runs it on Badger as well (closed
+// and opened again on every reopen). Run more cases with -rapid.checks.
 func TestWriter_ModelWithFailures(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		mem := store.NewMemory()
-		defer mem.Close()
-		var (
-			fs *faultstore.FS
-			e  *equeue.Engine
-		)
-		open := func() {
-			fs = faultstore.New(keepOpen{mem})
-			var err error
-			opts := &equeue.Options{Store: fs, Retention: equeue.RetentionPolicy{Interval: -1}}
-			if e, err = equeue.Open("", opts); err != nil {
-				e = nil
-				rt.Fatalf("open: %v", err)
-			}
+	t.Run("memory", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) {
+			mem := store.NewMemory()
+			defer mem.Close()
+			runWriterModel(rt, func() faultstore.Store { return keepOpen{mem} })
+		})
+	})
+	t.Run("badger", func(t *testing.T) {
+		if os.Getenv("EQUEUE_MODEL_BADGER") == "" {
+			t.Skip("set EQUEUE_MODEL_BADGER=1 to run the model on Badger")
 		}
-		m := &writerModel{msgs: map[string]*modelMsg{}, ids: map[string]string{}, dlq: map[string]bool{}}
-		// reopen reopens the engine on what the store holds; failSweep
-		// makes the first range delete of the open (its sweep below the
-		// watermarks) fail.
-		reopen := func(failSweep bool) {
-			fs.FailWrites(0)
-			fs.FailSyncs(0)
-			_ = e.Close() // may repeat an injected sync failure
-			if failSweep {
-				fs = faultstore.New(keepOpen{mem})
-				m.armPass(fs, mem, deletesFailQueue)
-				var err error
-				if e, err = equeue.Open("", &equeue.Options{Store: fs, Retention: equeue.RetentionPolicy{Interval: -1}}); err != nil {
-					e = nil
-					rt.Fatalf("open with a failing sweep: %v", err)
-				}
-				disarmDeletes(fs)
-				return // a failed sweep leaves m.ret.dirty as it was
+		root := t.TempDir()
+		rapid.Check(t, func(rt *rapid.T) {
+			dir, err := os.MkdirTemp(root, "model")
+			if err != nil {
+				rt.Fatal(err)
 			}
-			open()
+			defer os.RemoveAll(dir)
+			runWriterModel(rt, func() faultstore.Store {
+				s, err := store.OpenBadger(dir, nil)
+				if err != nil {
+					rt.Fatalf("open badger: %v", err)
+				}
+				return s
+			})
+		})
+	})
+}
+
+// runWriterModel runs one case of TestWriter_ModelWithFailures on the
+// stores newStore opens: one per engine, which the engine closes, so a
+// store that keeps its data across Close is reopened on the same data.
+func runWriterModel(rt *rapid.T, newStore func() faultstore.Store) {
+	var (
+		fs *faultstore.FS
+		e  *equeue.Engine
+	)
+	m := &writerModel{msgs: map[string]*modelMsg{}, ids: map[string]string{}, dlq: map[string]bool{}}
+	// open opens an engine; failSweep makes the first range delete of a
+	// model queue during the open (its sweep below the watermarks) fail.
+	open := func(failSweep bool) {
+		fs = faultstore.New(newStore())
+		if failSweep {
+			m.armPass(fs, deletesFailQueue)
+		}
+		var err error
+		if e, err = equeue.Open("", &equeue.Options{Store: fs, Retention: equeue.RetentionPolicy{Interval: -1}}); err != nil {
+			e = nil
+			rt.Fatalf("open (failing sweep %v): %v", failSweep, err)
+		}
+		disarmDeletes(fs)
+		if !failSweep {
 			m.ret.dirty = false // open swept below every watermark
 		}
-		open()
-		defer func() {
-			if e != nil {
-				_ = e.Close()
-			}
-		}()
-		ctx := context.Background()
-		if err := e.CreateTopic(ctx, "p", modelQueues["p"]); err != nil {
-			rt.Fatal(err)
-		}
-		if err := e.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: modelQueues["d"], DedupWindow: time.Hour}); err != nil {
-			rt.Fatal(err)
-		}
-		m.setupRetention(rt, e, fs)
-		m.check(rt, e, fs, false)
-		steps := rapid.IntRange(1, 30).Draw(rt, "steps")
-		for i := 0; i < steps; i++ {
-			switch rapid.IntRange(0, 10).Draw(rt, "op") {
-			case 0, 1:
-				m.send(rt, e, "p", rapid.IntRange(0, 1).Draw(rt, "queue"), rapid.IntRange(1, 3).Draw(rt, "count"),
-					rapid.Bool().Draw(rt, "delayed"), "")
-			case 2, 3:
-				m.send(rt, e, "d", 0, 1, rapid.Bool().Draw(rt, "delayed"), rapid.SampledFrom([]string{"a", "b", "c", "d"}).Draw(rt, "id"))
-			case 4:
-				fs.FailWrites(1)
-			case 5:
-				fs.FailSyncs(1)
-			case 6:
-				reopen(rapid.Bool().Draw(rt, "failSweep"))
-			case 7:
-				m.deadLetter(rt, e, rapid.IntRange(0, 1).Draw(rt, "queue"))
-			case 8:
-				m.redrive(rt, e)
-			case 9, 10:
-				f := passFault(rapid.IntRange(int(passNoFault), int(passSyncFails)).Draw(rt, "fault"))
-				m.retain(rt, e, fs, mem, f)
-			}
-			m.check(rt, e, fs, false)
-		}
+	}
+	reopen := func(failSweep bool) {
 		fs.FailWrites(0)
 		fs.FailSyncs(0)
-		deadline := time.Now().Add(waitLong)
-		for {
-			n := 0
-			_ = fs.ScanMeta([]byte("d/"), func(_, _ []byte) error { n++; return nil })
-			if n == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				rt.Fatalf("%d delayed messages never moved", n)
-			}
-			time.Sleep(5 * time.Millisecond)
+		_ = e.Close() // may repeat an injected sync failure
+		open(failSweep)
+	}
+	open(false)
+	defer func() {
+		if e != nil {
+			_ = e.Close()
 		}
-		// A move is published after its write returned: the reopen below
-		// makes everything stored visible before the final check.
-		reopen(false)
-		m.check(rt, e, fs, true)
-		// Every dead letter marked redriven has its copy, also after a reopen.
-		m.learnRedriven(rt, e, false, true)
-		m.check(rt, e, fs, true)
-	})
+	}()
+	ctx := context.Background()
+	if err := e.CreateTopic(ctx, "p", modelQueues["p"]); err != nil {
+		rt.Fatal(err)
+	}
+	if err := e.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: modelQueues["d"], DedupWindow: time.Hour}); err != nil {
+		rt.Fatal(err)
+	}
+	m.setupRetention(rt, e, fs)
+	m.check(rt, e, fs, false)
+	steps := rapid.IntRange(1, 30).Draw(rt, "steps")
+	for i := 0; i < steps; i++ {
+		switch rapid.IntRange(0, 10).Draw(rt, "op") {
+		case 0, 1:
+			m.send(rt, e, "p", rapid.IntRange(0, 1).Draw(rt, "queue"), rapid.IntRange(1, 3).Draw(rt, "count"),
+				rapid.Bool().Draw(rt, "delayed"), "")
+		case 2, 3:
+			m.send(rt, e, "d", 0, 1, rapid.Bool().Draw(rt, "delayed"), rapid.SampledFrom([]string{"a", "b", "c", "d"}).Draw(rt, "id"))
+		case 4:
+			fs.FailWrites(1)
+		case 5:
+			fs.FailSyncs(1)
+		case 6:
+			reopen(rapid.Bool().Draw(rt, "failSweep"))
+		case 7:
+			m.deadLetter(rt, e, rapid.IntRange(0, 1).Draw(rt, "queue"))
+		case 8:
+			m.redrive(rt, e)
+		case 9, 10:
+			f := passFault(rapid.IntRange(int(passNoFault), int(passSyncFails)).Draw(rt, "fault"))
+			m.retain(rt, e, fs, f)
+		}
+		m.check(rt, e, fs, false)
+	}
+	fs.FailWrites(0)
+	fs.FailSyncs(0)
+	deadline := time.Now().Add(waitLong)
+	for {
+		n := 0
+		_ = fs.ScanMeta([]byte("d/"), func(_, _ []byte) error { n++; return nil })
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			rt.Fatalf("%d delayed messages never moved", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A move is published after its write returned: the reopen below
+	// makes everything stored visible before the final check.
+	reopen(false)
+	m.check(rt, e, fs, true)
+	// Every dead letter marked redriven has its copy, also after a reopen.
+	m.learnRedriven(rt, e, false, true)
+	m.check(rt, e, fs, true)
 }
