@@ -1,7 +1,6 @@
 package equeue
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -585,27 +584,16 @@ func (e *Engine) topicFor(ctx context.Context, name string) (*topic, error) {
 }
 
 // storeMeta writes ops with writeMeta and reports whether they are in the
-// store: applied is true when the write succeeded, and also when it returned
-// an error but the first op reads back as written (the write reached the
-// store and a later step, such as the fsync, failed). The caller changes
-// memory exactly when applied is true, so memory always matches the store,
-// and returns err (see notDurable) so the caller learns the outcome is not
-// known durable. Ops must be one atomic write, so the first stands for all.
+// store: applied is true when the write succeeded, and when it was written
+// but its fsync failed (an error matching ErrIndeterminate); any other error
+// means nothing was written. The writer knows which, so this is not guessed
+// by reading an op back: a failed write whose op happened to hold already
+// would read as stored. The caller changes memory exactly when applied is
+// true, so memory always matches the store, and returns err (see
+// notDurable) so the caller learns the outcome is not known durable.
 func (e *Engine) storeMeta(ops ...store.MetaOp) (applied bool, err error) {
 	err = e.writeMeta(ops...)
-	if err == nil {
-		return true, nil
-	}
-	return e.metaHolds(ops[0]), err
-}
-
-// metaHolds reports whether the store holds op's effect.
-func (e *Engine) metaHolds(op store.MetaOp) bool {
-	v, err := e.st.GetMeta(op.Key)
-	if op.Delete {
-		return errors.Is(err, store.ErrNotFound)
-	}
-	return err == nil && bytes.Equal(v, op.Value)
+	return err == nil || errors.Is(err, ErrIndeterminate), err
 }
 
 // notDurable wraps the error of a change that reached the store and the
