@@ -495,18 +495,16 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 	}
 	req := &CommitRequest{Group: c.o.Group, Member: c.o.ID}
 	var sent []*runner
-	var offs []int64
 	for _, r := range rs {
 		if r.abandoned.Load() {
 			continue
 		}
-		off := r.pq.committable()
-		if off == r.committed.Load() {
+		off, atts := r.pq.committableState()
+		if off == r.committed.Load() && slices.Equal(atts, r.committedAtts) {
 			continue
 		}
-		req.Offsets = append(req.Offsets, OffsetCommit{Grant: r.grant, Offset: off})
+		req.Offsets = append(req.Offsets, OffsetCommit{Grant: r.grant, Offset: off, Attempts: atts})
 		sent = append(sent, r)
-		offs = append(offs, off)
 	}
 	if len(req.Offsets) == 0 {
 		return nil
@@ -514,7 +512,8 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 	err := c.b.CommitOffsets(ctx, req)
 	if err == nil {
 		for i, r := range sent {
-			r.committed.Store(offs[i])
+			r.committed.Store(req.Offsets[i].Offset)
+			r.committedAtts = req.Offsets[i].Attempts
 		}
 	}
 	return err

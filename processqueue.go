@@ -1,6 +1,8 @@
 package equeue
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -21,6 +23,9 @@ type processQueue struct {
 	stopping bool  // only offsets below fence may start a handler
 	fence    int64
 	changed  chan struct{}
+	// restored holds the stored attempts (see OffsetCommit.Attempts) of
+	// messages not pulled yet; add moves them onto the pulled messages.
+	restored map[int64]int
 }
 
 type pqEntry struct {
@@ -32,10 +37,24 @@ type pqEntry struct {
 	done    bool
 	running bool
 	tried   bool // handed to a handler by the drain
+	// attempts counts the handler runs of an unfinished message retried
+	// in place (orderly, broadcasting, failed send-back), or restored from
+	// the committed state; zero when its stored record says all.
+	attempts int
 }
 
-func newProcessQueue(start int64) *processQueue {
-	return &processQueue{pullNext: start, changed: make(chan struct{})}
+// newProcessQueue starts at the committed state st of its queue.
+func newProcessQueue(st OffsetCommit) *processQueue {
+	p := &processQueue{pullNext: st.Offset, changed: make(chan struct{})}
+	for _, a := range st.Attempts {
+		if a.Offset >= st.Offset {
+			if p.restored == nil {
+				p.restored = make(map[int64]int, len(st.Attempts))
+			}
+			p.restored[a.Offset] = a.Attempts
+		}
+	}
+	return p
 }
 
 func (p *processQueue) signal() {
@@ -49,7 +68,13 @@ func (p *processQueue) add(msgs []*Message, next int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range msgs {
-		p.entries = append(p.entries, pqEntry{off: m.Offset, size: int64(len(m.Body)), born: now, msg: m})
+		attempts := 0
+		if n, ok := p.restored[m.Offset]; ok {
+			delete(p.restored, m.Offset)
+			m.Attempt = max(m.Attempt, n)
+			attempts = n
+		}
+		p.entries = append(p.entries, pqEntry{off: m.Offset, size: int64(len(m.Body)), born: now, msg: m, attempts: attempts})
 		p.count++
 		p.bytes += int64(len(m.Body))
 	}
@@ -164,6 +189,41 @@ func (p *processQueue) committable() int64 {
 		return p.entries[p.head].off
 	}
 	return p.pullNext
+}
+
+// failed records that the unfinished message at off has been handled
+// attempts times so far.
+func (p *processQueue) failed(off int64, attempts int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := p.find(off); i >= 0 && !p.entries[i].done {
+		p.entries[i].attempts = max(p.entries[i].attempts, attempts)
+	}
+}
+
+// committableState is committable with the attempts of the unfinished
+// messages at or above it that were retried in place (or restored and not
+// pulled yet), lowest offset first, at most MaxCommitAttempts.
+func (p *processQueue) committableState() (int64, []MessageAttempts) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	off := p.pullNext
+	if p.head < len(p.entries) {
+		off = p.entries[p.head].off
+	}
+	var atts []MessageAttempts
+	for i := p.head; i < len(p.entries) && len(atts) < MaxCommitAttempts; i++ {
+		if e := &p.entries[i]; !e.done && e.attempts > 0 {
+			atts = append(atts, MessageAttempts{Offset: e.off, Attempts: e.attempts})
+		}
+	}
+	for o, n := range p.restored {
+		if o >= off {
+			atts = append(atts, MessageAttempts{Offset: o, Attempts: n})
+		}
+	}
+	slices.SortFunc(atts, func(a, b MessageAttempts) int { return cmp.Compare(a.Offset, b.Offset) })
+	return off, atts[:min(len(atts), MaxCommitAttempts)]
 }
 
 // stats returns the cached count and bytes, the span between the lowest and

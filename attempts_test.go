@@ -1,0 +1,158 @@
+package equeue_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// TestConsumer_InPlaceRetriesCountAcrossCloses: consumers that retry a
+// failed message in place (orderly ones, and broadcasting ones, which retry
+// locally) store its attempt count with their offsets, so a poison message
+// with MaxAttempts 3 runs exactly three times over close-and-restart cycles
+// and then sits in the dead letters with 3 attempts.
+func TestConsumer_InPlaceRetriesCountAcrossCloses(t *testing.T) {
+	modes := []struct {
+		name    string
+		model   equeue.MessageModel
+		orderly bool
+	}{
+		{"orderly", equeue.Clustering, true},
+		{"broadcasting", equeue.Broadcasting, false},
+		{"orderly-broadcasting", equeue.Broadcasting, true},
+	}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			forTransports(t, func(t *testing.T, tr string) {
+				testInPlaceRetriesCountAcrossCloses(t, tr, mode.model, mode.orderly)
+			})
+		})
+	}
+}
+
+func testInPlaceRetriesCountAcrossCloses(t *testing.T, tr string, model equeue.MessageModel, orderly bool) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	b := brokerOver(t, e, tr)
+	var runs atomic.Int64
+	var seen []int // attempt counts the handler saw, in order
+	seenCh := make(chan int, 64)
+	opts := equeue.ConsumerOptions{Group: "g", ID: "w", Model: model, Orderly: orderly,
+		Subscriptions: []equeue.Subscription{{Topic: "t"}}, MaxAttempts: 3,
+		RetryDelay: time.Hour, ShutdownTimeout: 20 * time.Millisecond,
+		Handler: func(ctx context.Context, m *equeue.Message) error {
+			runs.Add(1)
+			seenCh <- m.Attempt
+			<-ctx.Done() // fails only because Close stops it
+			return ctx.Err()
+		}}
+	p := newProducer(t, b, nil)
+	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("poison")})
+	require.NoError(t, err)
+	deadLetters := func() []equeue.DLQEntry {
+		dl, err := e.DeadLetters(ctx, "g", 0, 10)
+		require.NoError(t, err)
+		return dl
+	}
+	for cycle := 0; cycle < 6 && len(deadLetters()) == 0; cycle++ {
+		c, err := equeue.NewConsumer(b, opts)
+		require.NoError(t, err)
+		before := runs.Load()
+		require.NoError(t, c.Start(ctx))
+		eventually(t, 30*time.Second, func() bool { return runs.Load() > before }, "cycle %d: the job did not run", cycle)
+		require.NoError(t, c.Close(), "cycle %d", cycle)
+	}
+	close(seenCh)
+	for a := range seenCh {
+		seen = append(seen, a)
+	}
+	dl := deadLetters()
+	require.Len(t, dl, 1, "the job ends in the dead letters (attempts seen: %v)", seen)
+	assert.Equal(t, 3, dl[0].Attempts)
+	assert.Equal(t, int64(3), runs.Load(), "MaxAttempts caps the handler runs across closes")
+	assert.Equal(t, []int{0, 1, 2}, seen, "each run carries the count of the runs before it")
+}
+
+// TestEngine_CommitAttemptsSurviveReopen: the attempts committed with an
+// offset are stored with it (Badger), fetched back after a reopen, replaced
+// by the next commit and dropped by an offset reset.
+func TestEngine_CommitAttemptsSurviveReopen(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p := newProducer(t, e, nil)
+	for i := 0; i < 3; i++ {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Close())
+	join := &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}}
+	a, err := e.JoinGroup(ctx, join)
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 1)
+	atts := []equeue.MessageAttempts{{Offset: 1, Attempts: 2}, {Offset: 2, Attempts: 5}}
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 1, Attempts: atts}}}))
+
+	e = reopen()
+	a, err = e.JoinGroup(ctx, join)
+	require.NoError(t, err)
+	offs, err := e.FetchOffsets(ctx, "g", "m", a.Queues)
+	require.NoError(t, err)
+	require.Len(t, offs, 1)
+	assert.Equal(t, int64(1), offs[0].Offset)
+	assert.Equal(t, atts, offs[0].Attempts, "attempts are stored with the offset")
+
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 1, Attempts: atts[:1]}}}))
+	offs, err = e.FetchOffsets(ctx, "g", "m", a.Queues)
+	require.NoError(t, err)
+	assert.Equal(t, atts[:1], offs[0].Attempts, "a commit with the same offset replaces the attempts")
+
+	require.NoError(t, e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest}))
+	a, err = e.Heartbeat(ctx, &equeue.HeartbeatRequest{Group: "g", Member: "m", KnownVersion: -1})
+	require.NoError(t, err)
+	offs, err = e.FetchOffsets(ctx, "g", "m", a.Queues)
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), offs[0].Offset)
+	assert.Empty(t, offs[0].Attempts, "a reset drops the attempts")
+}
+
+// TestEngine_CommitAttemptsChecked: malformed attempts are refused with
+// ErrInvalidArgument and change nothing.
+func TestEngine_CommitAttemptsChecked(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 1)
+	bad := map[string][]equeue.MessageAttempts{
+		"below the offset":  {{Offset: 4, Attempts: 1}},
+		"zero attempts":     {{Offset: 5, Attempts: 0}},
+		"negative attempts": {{Offset: 5, Attempts: -1}},
+		"not ascending":     {{Offset: 6, Attempts: 1}, {Offset: 5, Attempts: 1}},
+		"duplicate offset":  {{Offset: 5, Attempts: 1}, {Offset: 5, Attempts: 2}},
+		"too many":          make([]equeue.MessageAttempts, equeue.MaxCommitAttempts+1),
+	}
+	for i := range bad["too many"] {
+		bad["too many"][i] = equeue.MessageAttempts{Offset: int64(5 + i), Attempts: 1}
+	}
+	for name, atts := range bad {
+		err := e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+			Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 5, Attempts: atts}}})
+		assert.ErrorIs(t, err, equeue.ErrInvalidArgument, name)
+	}
+	offs, err := e.FetchOffsets(ctx, "g", "m", a.Queues)
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), offs[0].Offset, "a refused commit stores nothing")
+	assert.Empty(t, offs[0].Attempts)
+}
