@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
 )
 
 // TestConsumer_InPlaceRetriesCountAcrossCloses: consumers that retry a
@@ -155,4 +157,34 @@ func TestEngine_CommitAttemptsChecked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), offs[0].Offset, "a refused commit stores nothing")
 	assert.Empty(t, offs[0].Attempts)
+}
+
+// TestEngine_CommitAttemptsFollowTheStore: a commit whose store write fails
+// returns an error and leaves the stored attempts (and the engine's view of
+// them) as they were; the next commit stores them.
+func TestEngine_CommitAttemptsFollowTheStore(t *testing.T) {
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	e, err := equeue.Open("", &equeue.Options{Store: fs})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 1)
+	commit := func(n int) error {
+		return e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+			Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 0, Attempts: []equeue.MessageAttempts{{Offset: 0, Attempts: n}}}}})
+	}
+	fetched := func() []equeue.MessageAttempts {
+		offs, err := e.FetchOffsets(ctx, "g", "m", a.Queues)
+		require.NoError(t, err)
+		return offs[0].Attempts
+	}
+	require.NoError(t, commit(1))
+	fs.FailWrites(1)
+	require.Error(t, commit(2), "the failed write is reported")
+	assert.Equal(t, []equeue.MessageAttempts{{Offset: 0, Attempts: 1}}, fetched(), "memory follows the store: the old count stays")
+	require.NoError(t, commit(2))
+	assert.Equal(t, []equeue.MessageAttempts{{Offset: 0, Attempts: 2}}, fetched())
 }
