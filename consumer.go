@@ -306,14 +306,18 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
-	if engineOf(c.b) != nil {
-		c.goFunc(c.parkLoop) // before any runner can park
+	inProcess := engineOf(c.b) != nil
+	if inProcess {
+		// Before any runner can park; it also runs the timers.
+		c.goFunc(c.parkLoop)
 	}
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)
 	}
 	c.goFunc(c.membershipLoop)
-	c.goFunc(c.timerLoop)
+	if !inProcess {
+		c.goFunc(c.timerLoop)
+	}
 	return nil
 }
 
@@ -450,26 +454,37 @@ func (c *Consumer) abandonAll() {
 	}
 }
 
-// timerLoop commits periodically and, in concurrent clustering mode, sends
-// back messages whose handlers are stuck: one goroutine for both, so that
-// an idle consumer holds few.
-func (c *Consumer) timerLoop() {
+// startTimers starts the periodic commit and, in concurrent clustering
+// mode, the watchdog that sends back messages whose handlers are stuck
+// (watchdog is nil otherwise).
+func (c *Consumer) startTimers() (commit, watchdog <-chan time.Time, stop func()) {
 	t := time.NewTicker(c.o.CommitInterval)
-	defer t.Stop()
-	var watchdog <-chan time.Time
-	if !c.o.Orderly && c.o.Model == Clustering {
-		w := time.NewTicker(c.watchdogEvery())
-		defer w.Stop()
-		watchdog = w.C
+	if c.o.Orderly || c.o.Model != Clustering {
+		return t.C, nil, t.Stop
 	}
+	w := time.NewTicker(c.watchdogEvery())
+	return t.C, w.C, func() { t.Stop(); w.Stop() }
+}
+
+// periodicCommit is the commit of the commit timer.
+func (c *Consumer) periodicCommit() {
+	if err := c.Commit(c.ctx); err != nil && !errors.Is(err, ErrClosed) {
+		c.log.Warn("periodic commit", "err", err)
+	}
+}
+
+// timerLoop runs the timers of a consumer over the network; in-process
+// the parking goroutine runs them (see park.go), so that an idle consumer
+// holds few goroutines.
+func (c *Consumer) timerLoop() {
+	commit, watchdog, stop := c.startTimers()
+	defer stop()
 	for {
 		select {
 		case <-c.loopStop:
 			return
-		case <-t.C:
-			if err := c.Commit(c.ctx); err != nil && !errors.Is(err, ErrClosed) {
-				c.log.Warn("periodic commit", "err", err)
-			}
+		case <-commit:
+			c.periodicCommit()
 		case <-watchdog:
 			c.sendBackOverdue()
 		}
