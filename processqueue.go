@@ -22,7 +22,7 @@ type processQueue struct {
 	pullNext int64 // one past the last offset pulled or skipped
 	stopping bool  // only offsets below fence may start a handler
 	fence    int64
-	changed  chan struct{}
+	changed  chan struct{} // made by wait, closed by the next change: nil while nobody waits
 	// restored holds the stored attempts (see OffsetCommit.Attempts) of
 	// messages not pulled yet; add moves them onto the pulled messages.
 	restored map[int64]int
@@ -45,7 +45,7 @@ type pqEntry struct {
 
 // newProcessQueue starts at the committed state st of its queue.
 func newProcessQueue(st OffsetCommit) *processQueue {
-	p := &processQueue{pullNext: st.Offset, changed: make(chan struct{})}
+	p := &processQueue{pullNext: st.Offset}
 	for _, a := range st.Attempts {
 		if a.Offset >= st.Offset {
 			if p.restored == nil {
@@ -58,8 +58,10 @@ func newProcessQueue(st OffsetCommit) *processQueue {
 }
 
 func (p *processQueue) signal() {
-	close(p.changed)
-	p.changed = make(chan struct{})
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
 }
 
 // add records pulled messages and where the next pull starts.
@@ -242,6 +244,9 @@ func (p *processQueue) stats() (count int, bytes int64, span int64, oldest time.
 func (p *processQueue) wait() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
 	return p.changed
 }
 
