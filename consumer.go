@@ -195,7 +195,8 @@ type Consumer struct {
 	wg      sync.WaitGroup // every goroutine of the consumer
 	pool    *workerPool    // concurrent mode
 	parkCh  chan parkedRunner
-	parkedN atomic.Int32 // runners parked now (see park.go)
+	unpark  chan struct{} // poked (cap 1) when a runner stops: its parking ends
+	parkedN atomic.Int32  // runners parked now (see park.go)
 
 	// commitMu orders the consumer's commits: each computes its offsets
 	// under it, so a periodic commit still in flight cannot land after (and
@@ -245,6 +246,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 		stopping:  map[QueueRef]bool{},
 		closeDone: make(chan struct{}),
 		parkCh:    make(chan parkedRunner),
+		unpark:    make(chan struct{}, 1),
 	}
 	for _, s := range c.subscriptions() {
 		c.filters[s.Topic] = s.Filter

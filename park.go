@@ -67,12 +67,15 @@ func (c *Consumer) parkLoop() {
 	recv := func(ch any) reflect.SelectCase {
 		return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
 	}
-	const fixed = 4 // cases before the parked runners'
+	// A runner stopped while parked (its context cancelled) is seen at the
+	// unpark poke that follows every stop (runner.stopPulling), or when it
+	// arrives here already stopped.
+	const fixed = 5 // cases before the parked runners'
 	var cases []reflect.SelectCase
 	for {
-		cases = append(cases[:0], recv(c.ctx.Done()), recv(c.parkCh), recv(commit), recv(watchdog))
+		cases = append(cases[:0], recv(c.ctx.Done()), recv(c.parkCh), recv(c.unpark), recv(commit), recv(watchdog))
 		for _, p := range parked {
-			cases = append(cases, recv(p.wake), recv(p.r.ctx.Done()))
+			cases = append(cases, recv(p.wake))
 		}
 		c.parkedN.Store(int32(len(parked)))
 		i, v, _ := reflect.Select(cases)
@@ -83,16 +86,29 @@ func (c *Consumer) parkLoop() {
 			}
 			return
 		case i == 1:
-			parked = append(parked, v.Interface().(parkedRunner))
+			p := v.Interface().(parkedRunner)
+			if p.r.ctx.Err() != nil {
+				close(p.r.done) // stopped on its way here
+			} else {
+				parked = append(parked, p)
+			}
 		case i == 2:
-			tick(&committing, c.periodicCommit)
+			parked = slices.DeleteFunc(parked, func(p parkedRunner) bool {
+				if p.r.ctx.Err() != nil {
+					close(p.r.done) // stopped while parked
+					return true
+				}
+				return false
+			})
 		case i == 3:
+			tick(&committing, c.periodicCommit)
+		case i == 4:
 			tick(&watching, c.sendBackOverdue)
 		default:
-			k := (i - fixed) / 2
+			k := i - fixed
 			p := parked[k]
 			parked = slices.Delete(parked, k, k+1)
-			if (i-fixed)%2 == 1 || p.r.ctx.Err() != nil {
+			if p.r.ctx.Err() != nil {
 				close(p.r.done) // stopped while parked
 			} else {
 				c.goFunc(p.r.pullLoop)

@@ -75,7 +75,7 @@ func (r *runner) drain(timeout time.Duration) {
 		// after the stop was asked for.
 		r.pq.stopAfterGaps()
 	}
-	r.cancel()
+	r.stopPulling()
 	for waiting := true; waiting; {
 		select {
 		case <-r.done: // in orderly mode, after the running handler returned
@@ -119,11 +119,21 @@ func (r *runner) drain(timeout time.Duration) {
 	}
 }
 
+// stopPulling cancels the pull loop's context and tells the parking
+// goroutine, which ends the runner if it is parked.
+func (r *runner) stopPulling() {
+	r.cancel()
+	select {
+	case r.c.unpark <- struct{}{}:
+	default: // a poke is pending already: it covers this stop too
+	}
+}
+
 // abandon stops the runner without waiting or committing.
 func (r *runner) abandon() {
 	r.abandoned.Store(true)
 	r.pq.stop()
-	r.cancel()
+	r.stopPulling()
 	r.hcancel()
 }
 
