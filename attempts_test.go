@@ -188,3 +188,50 @@ func TestEngine_CommitAttemptsFollowTheStore(t *testing.T) {
 	require.NoError(t, commit(2))
 	assert.Equal(t, []equeue.MessageAttempts{{Offset: 0, Attempts: 2}}, fetched())
 }
+
+// TestConsumer_OrderlyHandoverCarriesAttempts: when an orderly queue moves
+// to another member while its message keeps failing, the new owner goes on
+// from the count the old one reached instead of starting again.
+func TestConsumer_OrderlyHandoverCarriesAttempts(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		ctx := ctxT(t)
+		e, _ := openEngine(t, "memory", nil)
+		require.NoError(t, e.CreateTopic(ctx, "t", 1))
+		b := brokerOver(t, e, tr)
+		p := newProducer(t, b, nil)
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("poison")})
+		require.NoError(t, err)
+		oldRan := make(chan struct{}, 8)
+		newSaw := make(chan int, 8)
+		consumer := func(id string, h equeue.Handler) *equeue.Consumer {
+			c, err := equeue.NewConsumer(b, equeue.ConsumerOptions{Group: "g", ID: id, Orderly: true,
+				Subscriptions: []equeue.Subscription{{Topic: "t"}}, MaxAttempts: 10,
+				RetryDelay: time.Hour, HandoffTimeout: 20 * time.Millisecond, Handler: h})
+			require.NoError(t, err)
+			require.NoError(t, c.Start(ctx))
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+		// "z" owns the queue first; "a" sorts first, so the queue moves to it.
+		consumer("z", func(ctx context.Context, m *equeue.Message) error {
+			oldRan <- struct{}{}
+			<-ctx.Done() // fails because the handover stops it
+			return ctx.Err()
+		})
+		select {
+		case <-oldRan:
+		case <-ctx.Done():
+			t.Fatal("the first owner did not run the message")
+		}
+		consumer("a", func(ctx context.Context, m *equeue.Message) error {
+			newSaw <- m.Attempt
+			return nil
+		})
+		select {
+		case a := <-newSaw:
+			assert.Equal(t, 1, a, "the new owner sees the run the old one made")
+		case <-ctx.Done():
+			t.Fatal("the new owner did not get the message")
+		}
+	})
+}
