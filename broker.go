@@ -25,15 +25,17 @@ type Broker interface {
 	// req.Wait for a change.
 	Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignment, error)
 	// LeaveGroup removes a member; its queues are handed to the others.
-	LeaveGroup(ctx context.Context, group, member string) error
+	LeaveGroup(ctx context.Context, req *LeaveRequest) error
 	// ReleaseQueues gives up queues a member was asked to hand over, after
 	// it committed their offsets.
 	ReleaseQueues(ctx context.Context, group, member string, queues []Grant) error
-	// CommitOffsets stores the next offset to consume for owned queues.
+	// CommitOffsets stores the next offset to consume for owned queues, and
+	// the attempts already made on their unfinished messages.
 	CommitOffsets(ctx context.Context, req *CommitRequest) error
-	// FetchOffsets returns the next offset to consume for each granted queue,
-	// resolving (and storing) the group's starting point the first time.
-	FetchOffsets(ctx context.Context, group, member string, queues []Grant) ([]int64, error)
+	// FetchOffsets returns the committed state of each granted queue (next
+	// offset and stored attempts), resolving (and storing) the group's
+	// starting point the first time.
+	FetchOffsets(ctx context.Context, group, member string, queues []Grant) ([]OffsetCommit, error)
 	// SendBack stores a message the member pulled and failed to handle in
 	// its group's retry or dead-letter topic (see SendBackRequest).
 	SendBack(ctx context.Context, req *SendBackRequest) (SendBackResult, error)
@@ -199,6 +201,31 @@ type HeartbeatRequest struct {
 type OffsetCommit struct {
 	Grant
 	Offset int64
+	// Attempts lists handler runs already made on unfinished messages at
+	// or above Offset, lowest offset first, at most MaxCommitAttempts
+	// entries. Orderly and broadcasting consumers retry such messages in
+	// place; storing their counts with the offset lets MaxAttempts hold
+	// across a close and restart. A commit replaces the stored list.
+	Attempts []MessageAttempts
+}
+
+// MessageAttempts is how many times the message at Offset was handled.
+type MessageAttempts struct {
+	Offset   int64
+	Attempts int
+}
+
+// MaxCommitAttempts is the most Attempts entries one OffsetCommit may carry.
+const MaxCommitAttempts = 1024
+
+// LeaveRequest asks to remove Member from Group.
+type LeaveRequest struct {
+	Group  string
+	Member string
+	// Incarnation is the token the member joined with: a leave of another
+	// incarnation of the member ID (one that was replaced) gets
+	// ErrNotMember and changes nothing. Empty means no check.
+	Incarnation string
 }
 
 // CommitRequest commits offsets of queues Member owns.

@@ -195,7 +195,8 @@ type Consumer struct {
 	wg      sync.WaitGroup // every goroutine of the consumer
 	pool    *workerPool    // concurrent mode
 	parkCh  chan parkedRunner
-	parkedN atomic.Int32 // runners parked now (see park.go)
+	unpark  chan struct{} // poked (cap 1) when a runner stops: its parking ends
+	parkedN atomic.Int32  // runners parked now (see park.go)
 
 	// commitMu orders the consumer's commits: each computes its offsets
 	// under it, so a periodic commit still in flight cannot land after (and
@@ -245,6 +246,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 		stopping:  map[QueueRef]bool{},
 		closeDone: make(chan struct{}),
 		parkCh:    make(chan parkedRunner),
+		unpark:    make(chan struct{}, 1),
 	}
 	for _, s := range c.subscriptions() {
 		c.filters[s.Topic] = s.Filter
@@ -306,14 +308,18 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
-	if engineOf(c.b) != nil {
-		c.goFunc(c.parkLoop) // before any runner can park
+	inProcess := engineOf(c.b) != nil
+	if inProcess {
+		// Before any runner can park; it also runs the timers.
+		c.goFunc(c.parkLoop)
 	}
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)
 	}
 	c.goFunc(c.membershipLoop)
-	c.goFunc(c.timerLoop)
+	if !inProcess {
+		c.goFunc(c.timerLoop)
+	}
 	return nil
 }
 
@@ -450,26 +456,37 @@ func (c *Consumer) abandonAll() {
 	}
 }
 
-// timerLoop commits periodically and, in concurrent clustering mode, sends
-// back messages whose handlers are stuck: one goroutine for both, so that
-// an idle consumer holds few.
-func (c *Consumer) timerLoop() {
+// startTimers starts the periodic commit and, in concurrent clustering
+// mode, the watchdog that sends back messages whose handlers are stuck
+// (watchdog is nil otherwise).
+func (c *Consumer) startTimers() (commit, watchdog <-chan time.Time, stop func()) {
 	t := time.NewTicker(c.o.CommitInterval)
-	defer t.Stop()
-	var watchdog <-chan time.Time
-	if !c.o.Orderly && c.o.Model == Clustering {
-		w := time.NewTicker(c.watchdogEvery())
-		defer w.Stop()
-		watchdog = w.C
+	if c.o.Orderly || c.o.Model != Clustering {
+		return t.C, nil, t.Stop
 	}
+	w := time.NewTicker(c.watchdogEvery())
+	return t.C, w.C, func() { t.Stop(); w.Stop() }
+}
+
+// periodicCommit is the commit of the commit timer.
+func (c *Consumer) periodicCommit() {
+	if err := c.Commit(c.ctx); err != nil && !errors.Is(err, ErrClosed) {
+		c.log.Warn("periodic commit", "err", err)
+	}
+}
+
+// timerLoop runs the timers of a consumer over the network; in-process
+// the parking goroutine runs them (see park.go), so that an idle consumer
+// holds few goroutines.
+func (c *Consumer) timerLoop() {
+	commit, watchdog, stop := c.startTimers()
+	defer stop()
 	for {
 		select {
 		case <-c.loopStop:
 			return
-		case <-t.C:
-			if err := c.Commit(c.ctx); err != nil && !errors.Is(err, ErrClosed) {
-				c.log.Warn("periodic commit", "err", err)
-			}
+		case <-commit:
+			c.periodicCommit()
 		case <-watchdog:
 			c.sendBackOverdue()
 		}
@@ -495,18 +512,16 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 	}
 	req := &CommitRequest{Group: c.o.Group, Member: c.o.ID}
 	var sent []*runner
-	var offs []int64
 	for _, r := range rs {
 		if r.abandoned.Load() {
 			continue
 		}
-		off := r.pq.committable()
-		if off == r.committed.Load() {
+		off, atts := r.pq.committableState()
+		if off == r.committed.Load() && slices.Equal(atts, r.committedAtts) {
 			continue
 		}
-		req.Offsets = append(req.Offsets, OffsetCommit{Grant: r.grant, Offset: off})
+		req.Offsets = append(req.Offsets, OffsetCommit{Grant: r.grant, Offset: off, Attempts: atts})
 		sent = append(sent, r)
-		offs = append(offs, off)
 	}
 	if len(req.Offsets) == 0 {
 		return nil
@@ -514,7 +529,8 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 	err := c.b.CommitOffsets(ctx, req)
 	if err == nil {
 		for i, r := range sent {
-			r.committed.Store(offs[i])
+			r.committed.Store(req.Offsets[i].Offset)
+			r.committedAtts = req.Offsets[i].Attempts
 		}
 	}
 	return err

@@ -48,6 +48,9 @@ type group struct {
 	queues     []QueueRef // sorted
 	changed    chan struct{}
 	offsets    map[offsetKey]int64
+	// attempts holds the stored attempts of unfinished messages of an
+	// offset key, when there are any (see OffsetCommit.Attempts).
+	attempts map[offsetKey][]MessageAttempts
 }
 
 type member struct {
@@ -132,7 +135,7 @@ func newGroup(m groupMeta) *group {
 	return &group{
 		name: m.Name, model: m.Model, subs: m.Subs, strategy: st, from: m.From.consumeFrom(), fromTime: m.FromTime,
 		members: map[string]*member{}, owners: map[QueueRef]owner{}, target: map[QueueRef]string{},
-		changed: make(chan struct{}), offsets: map[offsetKey]int64{},
+		changed: make(chan struct{}), offsets: map[offsetKey]int64{}, attempts: map[offsetKey][]MessageAttempts{},
 	}
 }
 
@@ -151,7 +154,8 @@ func (c *coordinator) load() error {
 	}
 	return c.e.st.ScanMeta(keyOffsetPrefix, func(k, v []byte) error {
 		name, ok, good := parseOffsetMetaKey(k)
-		if !good || len(v) != 8 {
+		off, atts, goodValue := parseOffsetValue(v)
+		if !good || !goodValue {
 			return fmt.Errorf("%w: offset key %q", ErrCorrupt, k)
 		}
 		g := c.groups[name]
@@ -159,7 +163,10 @@ func (c *coordinator) load() error {
 			g = newGroup(groupMeta{Name: name})
 			c.groups[name] = g
 		}
-		g.offsets[ok] = int64(beUint64(v))
+		g.offsets[ok] = off
+		if len(atts) > 0 {
+			g.attempts[ok] = atts
+		}
 		return nil
 	})
 }
@@ -500,19 +507,27 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	return g.assignment(req.Member), nil
 }
 
-// LeaveGroup removes member from group and rebalances at once.
-func (e *Engine) LeaveGroup(ctx context.Context, groupName, memberID string) error {
+// LeaveGroup removes a member from its group and rebalances at once. A
+// leave naming another incarnation than the live member's (one that was
+// replaced by a restart) gets ErrNotMember and changes nothing.
+func (e *Engine) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
 	defer e.leave()
-	g, err := e.groups.memberGroup(groupName, memberID)
+	if req == nil {
+		return fmt.Errorf("%w: nil leave request", ErrInvalidArgument)
+	}
+	g, err := e.groups.memberGroup(req.Group, req.Member)
 	if err != nil {
 		return err
 	}
 	defer g.mu.Unlock()
-	g.removeMember(memberID)
-	e.log.Info("group member left", "group", groupName, "member", memberID)
+	if m := g.members[req.Member]; req.Incarnation != "" && m.incarnation != "" && m.incarnation != req.Incarnation {
+		return fmt.Errorf("%w: %q in group %q belongs to another incarnation", ErrNotMember, req.Member, req.Group)
+	}
+	g.removeMember(req.Member)
+	e.log.Info("group member left", "group", req.Group, "member", req.Member)
 	e.groups.rebalance(g)
 	return nil
 }

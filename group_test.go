@@ -68,7 +68,7 @@ func TestCoordinator_EpochsAndFencing(t *testing.T) {
 	assert.ErrorIs(t, err, equeue.ErrNotMember)
 	_, err = e.Heartbeat(ctx, &equeue.HeartbeatRequest{Group: "nope", Member: "m1"})
 	assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
-	assert.ErrorIs(t, e.LeaveGroup(ctx, "g", "ghost"), equeue.ErrNotMember)
+	assert.ErrorIs(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "ghost"}), equeue.ErrNotMember)
 	_, err = e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
 	assert.ErrorIs(t, err, equeue.ErrInvalidArgument)
 	_, err = e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "x", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Strategy: "nope"})

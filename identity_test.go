@@ -45,7 +45,7 @@ func testConsumer_DefaultStartsAtEarliest(t *testing.T, tr string) {
 		}
 	}
 	assert.Equal(t, int64(6), lag, "pending jobs show as lag")
-	require.NoError(t, e.LeaveGroup(ctx, "g", "probe"))
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "probe"}))
 
 	var handled atomic.Int64
 	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},

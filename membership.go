@@ -64,16 +64,10 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.D
 	}
 }
 
-// leaveGroup removes a member on Close, unless its member ID now belongs
-// to another incarnation (the engine expired this one while it was cut
-// off, and a restart took the ID): a heartbeat of its own incarnation,
-// answered at once, tells which. LeaveGroup itself names no incarnation.
+// leaveGroup removes a member on Close. The leave names the member's
+// incarnation: if the engine expired this one while it was cut off and a
+// restart took the member ID, the engine answers ErrNotMember and the
+// other incarnation stays.
 func leaveGroup(ctx context.Context, b Broker, join *JoinRequest) error {
-	if join.Incarnation != "" {
-		_, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: -1, Incarnation: join.Incarnation})
-		if errors.Is(err, ErrNotMember) {
-			return nil
-		}
-	}
-	return b.LeaveGroup(ctx, join.Group, join.Member)
+	return b.LeaveGroup(ctx, &LeaveRequest{Group: join.Group, Member: join.Member, Incarnation: join.Incarnation})
 }

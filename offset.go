@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -14,7 +15,49 @@ import (
 
 func beUint64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
-func offsetValue(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+// offsetValue encodes a committed offset and the attempts of unfinished
+// messages at or above it: the offset (8 bytes), then per message its offset
+// (8 bytes) and attempts (4 bytes). Without attempts the value is the 8
+// bytes of the first releases.
+func offsetValue(v int64, atts []MessageAttempts) []byte {
+	b := make([]byte, 0, 8+12*len(atts))
+	b = binary.BigEndian.AppendUint64(b, uint64(v))
+	for _, a := range atts {
+		b = binary.BigEndian.AppendUint64(b, uint64(a.Offset))
+		b = binary.BigEndian.AppendUint32(b, uint32(a.Attempts))
+	}
+	return b
+}
+
+// parseOffsetValue decodes an offsetValue; false when it is malformed.
+func parseOffsetValue(v []byte) (int64, []MessageAttempts, bool) {
+	if len(v) < 8 || (len(v)-8)%12 != 0 {
+		return 0, nil, false
+	}
+	off := int64(beUint64(v))
+	var atts []MessageAttempts
+	for rest := v[8:]; len(rest) > 0; rest = rest[12:] {
+		atts = append(atts, MessageAttempts{Offset: int64(beUint64(rest)), Attempts: int(binary.BigEndian.Uint32(rest[8:]))})
+	}
+	return off, atts, true
+}
+
+// checkAttempts reports ErrInvalidArgument unless oc's attempts are at most
+// MaxCommitAttempts entries at or above its offset, in ascending offset
+// order, each positive.
+func checkAttempts(oc OffsetCommit) error {
+	if len(oc.Attempts) > MaxCommitAttempts {
+		return fmt.Errorf("%w: %d attempt entries for %s (most %d)", ErrInvalidArgument, len(oc.Attempts), oc.QueueRef, MaxCommitAttempts)
+	}
+	prev := oc.Offset - 1
+	for _, a := range oc.Attempts {
+		if a.Offset <= prev || a.Attempts <= 0 || a.Attempts > math.MaxInt32 {
+			return fmt.Errorf("%w: attempts %+v for %s at offset %d", ErrInvalidArgument, a, oc.QueueRef, oc.Offset)
+		}
+		prev = a.Offset
+	}
+	return nil
+}
 
 // offsetKeyFor is the committed-offset key of a member for q: per member in
 // broadcasting groups, shared in clustering groups.
@@ -65,12 +108,17 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 			errs = append(errs, fmt.Errorf("%w: negative offset %d for %s", ErrInvalidArgument, oc.Offset, oc.QueueRef))
 			continue
 		}
-		k := g.offsetKeyFor(req.Member, oc.QueueRef)
-		if cur, ok := g.offsets[k]; ok && cur == oc.Offset {
+		if err := checkAttempts(oc); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		set = append(set, offsetSet{k, oc.Offset})
-		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset)})
+		k := g.offsetKeyFor(req.Member, oc.QueueRef)
+		if cur, ok := g.offsets[k]; ok && cur == oc.Offset && slices.Equal(g.attempts[k], oc.Attempts) {
+			continue
+		}
+		atts := slices.Clone(oc.Attempts)
+		set = append(set, offsetSet{k, oc.Offset, atts})
+		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, atts)})
 	}
 	g.mu.Unlock()
 	if err := e.storeOffsets(g, ops, set); err != nil {
@@ -81,8 +129,9 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 
 // offsetSet is one committed offset to publish in a group's memory.
 type offsetSet struct {
-	k   offsetKey
-	off int64
+	k    offsetKey
+	off  int64
+	atts []MessageAttempts
 }
 
 // storeOffsets writes ops and then, if they reached the store (see
@@ -98,10 +147,20 @@ func (e *Engine) storeOffsets(g *group, ops []store.MetaOp, set []offsetSet) err
 	}
 	g.mu.Lock()
 	for _, s := range set {
-		g.offsets[s.k] = s.off
+		g.setOffset(s.k, s.off, s.atts)
 	}
 	g.mu.Unlock()
 	return notDurable(err, "offsets of group %q", g.name)
+}
+
+// setOffset sets a committed offset and its attempts in memory. g.mu must be held.
+func (g *group) setOffset(k offsetKey, off int64, atts []MessageAttempts) {
+	g.offsets[k] = off
+	if len(atts) > 0 {
+		g.attempts[k] = atts
+	} else {
+		delete(g.attempts, k)
+	}
 }
 
 func topicsOfCommits(ocs []OffsetCommit) []string {
@@ -202,6 +261,7 @@ func (c *coordinator) forgetOffsets(topic string) {
 		for k := range g.offsets {
 			if k.q.Topic == topic {
 				delete(g.offsets, k)
+				delete(g.attempts, k)
 			}
 		}
 		g.mu.Unlock()
@@ -219,10 +279,11 @@ func (c *coordinator) snapshot() []*group {
 	return gs
 }
 
-// FetchOffsets returns the next offset to consume of each granted queue. A
+// FetchOffsets returns the committed state of each granted queue: the next
+// offset to consume and the stored attempts of its unfinished messages. A
 // queue the group has no offset for starts where the group's ConsumeFrom
 // says, and that start is stored at once so a restart does not skip ahead.
-func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, queues []Grant) ([]int64, error) {
+func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, queues []Grant) ([]OffsetCommit, error) {
 	if err := e.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -237,7 +298,7 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
-	out := make([]int64, len(queues))
+	out := make([]OffsetCommit, len(queues))
 	var (
 		ops []store.MetaOp
 		set []offsetSet
@@ -252,8 +313,10 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			return nil, err
 		}
 		k := g.offsetKeyFor(memberID, q.QueueRef)
+		out[i].Grant = q
 		if off, ok := g.offsets[k]; ok {
-			out[i] = off
+			out[i].Offset = off
+			out[i].Attempts = slices.Clone(g.attempts[k])
 			continue
 		}
 		off, err := e.startOffset(q.QueueRef, g.from, g.fromTime)
@@ -261,9 +324,9 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			g.mu.Unlock()
 			return nil, err
 		}
-		out[i] = off
-		set = append(set, offsetSet{k, off})
-		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off)})
+		out[i].Offset = off
+		set = append(set, offsetSet{k, off, nil})
+		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
 	}
 	g.mu.Unlock()
 	if err := e.storeOffsets(g, ops, set); err != nil {
@@ -430,14 +493,14 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	}
 	ops := make([]store.MetaOp, 0, len(keys))
 	for _, k := range keys {
-		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q])})
+		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q], nil)})
 	}
 	applied, err := e.storeMeta(ops...)
 	if !applied {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
 	}
 	for _, k := range keys {
-		g.offsets[k] = targets[k.q]
+		g.setOffset(k, targets[k.q], nil)
 	}
 	// Fence every current grant: owners must drop what they hold and refetch.
 	clear(g.owners)

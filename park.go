@@ -3,6 +3,7 @@ package equeue
 import (
 	"reflect"
 	"slices"
+	"sync/atomic"
 )
 
 // Parking: an idle in-process consumer holds no goroutine per queue. A
@@ -45,17 +46,36 @@ func (c *Consumer) park(r *runner, wake <-chan struct{}) bool {
 
 // parkLoop restarts a parked runner's pull loop when its queue wakes, and
 // ends a parked runner (closing its done channel, as its pull loop would)
-// when the runner or the consumer stops.
+// when the runner or the consumer stops. It also runs the consumer's
+// timers (periodic commit, stuck-handler watchdog) until the loops stop;
+// each tick's work runs in its own goroutine, so a slow store delays no
+// wake-up, and a tick is skipped while the previous one's work still runs.
 func (c *Consumer) parkLoop() {
+	commit, watchdog, stopTimers := c.startTimers()
+	defer stopTimers()
+	var committing, watching atomic.Bool
+	tick := func(busy *atomic.Bool, work func()) {
+		if c.loopCtx.Err() != nil || !busy.CompareAndSwap(false, true) {
+			return
+		}
+		c.goFunc(func() {
+			defer busy.Store(false)
+			work()
+		})
+	}
 	var parked []parkedRunner
 	recv := func(ch any) reflect.SelectCase {
 		return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
 	}
+	// A runner stopped while parked (its context cancelled) is seen at the
+	// unpark poke that follows every stop (runner.stopPulling), or when it
+	// arrives here already stopped.
+	const fixed = 5 // cases before the parked runners'
+	var cases []reflect.SelectCase
 	for {
-		cases := make([]reflect.SelectCase, 0, 2+2*len(parked))
-		cases = append(cases, recv(c.ctx.Done()), recv(c.parkCh))
+		cases = append(cases[:0], recv(c.ctx.Done()), recv(c.parkCh), recv(c.unpark), recv(commit), recv(watchdog))
 		for _, p := range parked {
-			cases = append(cases, recv(p.wake), recv(p.r.ctx.Done()))
+			cases = append(cases, recv(p.wake))
 		}
 		c.parkedN.Store(int32(len(parked)))
 		i, v, _ := reflect.Select(cases)
@@ -66,12 +86,29 @@ func (c *Consumer) parkLoop() {
 			}
 			return
 		case i == 1:
-			parked = append(parked, v.Interface().(parkedRunner))
+			p := v.Interface().(parkedRunner)
+			if p.r.ctx.Err() != nil {
+				close(p.r.done) // stopped on its way here
+			} else {
+				parked = append(parked, p)
+			}
+		case i == 2:
+			parked = slices.DeleteFunc(parked, func(p parkedRunner) bool {
+				if p.r.ctx.Err() != nil {
+					close(p.r.done) // stopped while parked
+					return true
+				}
+				return false
+			})
+		case i == 3:
+			tick(&committing, c.periodicCommit)
+		case i == 4:
+			tick(&watching, c.sendBackOverdue)
 		default:
-			k := (i - 2) / 2
+			k := i - fixed
 			p := parked[k]
 			parked = slices.Delete(parked, k, k+1)
-			if (i-2)%2 == 1 || p.r.ctx.Err() != nil {
+			if p.r.ctx.Err() != nil {
 				close(p.r.done) // stopped while parked
 			} else {
 				c.goFunc(p.r.pullLoop)

@@ -1,6 +1,8 @@
 package equeue
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -20,7 +22,10 @@ type processQueue struct {
 	pullNext int64 // one past the last offset pulled or skipped
 	stopping bool  // only offsets below fence may start a handler
 	fence    int64
-	changed  chan struct{}
+	changed  chan struct{} // made by wait, closed by the next change: nil while nobody waits
+	// restored holds the stored attempts (see OffsetCommit.Attempts) of
+	// messages not pulled yet; add moves them onto the pulled messages.
+	restored map[int64]int
 }
 
 type pqEntry struct {
@@ -32,15 +37,31 @@ type pqEntry struct {
 	done    bool
 	running bool
 	tried   bool // handed to a handler by the drain
+	// attempts counts the handler runs of an unfinished message retried
+	// in place (orderly, broadcasting, failed send-back), or restored from
+	// the committed state; zero when its stored record says all.
+	attempts int
 }
 
-func newProcessQueue(start int64) *processQueue {
-	return &processQueue{pullNext: start, changed: make(chan struct{})}
+// newProcessQueue starts at the committed state st of its queue.
+func newProcessQueue(st OffsetCommit) *processQueue {
+	p := &processQueue{pullNext: st.Offset}
+	for _, a := range st.Attempts {
+		if a.Offset >= st.Offset {
+			if p.restored == nil {
+				p.restored = make(map[int64]int, len(st.Attempts))
+			}
+			p.restored[a.Offset] = a.Attempts
+		}
+	}
+	return p
 }
 
 func (p *processQueue) signal() {
-	close(p.changed)
-	p.changed = make(chan struct{})
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
 }
 
 // add records pulled messages and where the next pull starts.
@@ -49,7 +70,13 @@ func (p *processQueue) add(msgs []*Message, next int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, m := range msgs {
-		p.entries = append(p.entries, pqEntry{off: m.Offset, size: int64(len(m.Body)), born: now, msg: m})
+		attempts := 0
+		if n, ok := p.restored[m.Offset]; ok {
+			delete(p.restored, m.Offset)
+			m.Attempt = max(m.Attempt, n)
+			attempts = n
+		}
+		p.entries = append(p.entries, pqEntry{off: m.Offset, size: int64(len(m.Body)), born: now, msg: m, attempts: attempts})
 		p.count++
 		p.bytes += int64(len(m.Body))
 	}
@@ -166,6 +193,41 @@ func (p *processQueue) committable() int64 {
 	return p.pullNext
 }
 
+// failed records that the unfinished message at off has been handled
+// attempts times so far.
+func (p *processQueue) failed(off int64, attempts int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := p.find(off); i >= 0 && !p.entries[i].done {
+		p.entries[i].attempts = max(p.entries[i].attempts, attempts)
+	}
+}
+
+// committableState is committable with the attempts of the unfinished
+// messages at or above it that were retried in place (or restored and not
+// pulled yet), lowest offset first, at most MaxCommitAttempts.
+func (p *processQueue) committableState() (int64, []MessageAttempts) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	off := p.pullNext
+	if p.head < len(p.entries) {
+		off = p.entries[p.head].off
+	}
+	var atts []MessageAttempts
+	for i := p.head; i < len(p.entries) && len(atts) < MaxCommitAttempts; i++ {
+		if e := &p.entries[i]; !e.done && e.attempts > 0 {
+			atts = append(atts, MessageAttempts{Offset: e.off, Attempts: e.attempts})
+		}
+	}
+	for o, n := range p.restored {
+		if o >= off {
+			atts = append(atts, MessageAttempts{Offset: o, Attempts: n})
+		}
+	}
+	slices.SortFunc(atts, func(a, b MessageAttempts) int { return cmp.Compare(a.Offset, b.Offset) })
+	return off, atts[:min(len(atts), MaxCommitAttempts)]
+}
+
 // stats returns the cached count and bytes, the span between the lowest and
 // highest cached offsets, and the age of the oldest entry.
 func (p *processQueue) stats() (count int, bytes int64, span int64, oldest time.Duration) {
@@ -182,6 +244,9 @@ func (p *processQueue) stats() (count int, bytes int64, span int64, oldest time.
 func (p *processQueue) wait() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
 	return p.changed
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 func pqWith(offs ...int64) *processQueue {
-	p := newProcessQueue(offs[0])
+	p := newProcessQueue(OffsetCommit{Offset: offs[0]})
 	msgs := make([]*Message, len(offs))
 	for i, o := range offs {
 		msgs[i] = &Message{Offset: o}

@@ -133,7 +133,7 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 			pc.log.Warn("release", "err", err)
 		}
 	}
-	var offs []int64
+	var offs []OffsetCommit
 	if len(fresh) > 0 {
 		var err error
 		if offs, err = pc.b.FetchOffsets(ctx, pc.join.Group, pc.join.Member, fresh); err != nil {
@@ -144,7 +144,7 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 	defer pc.mu.Unlock()
 	for i, g := range fresh {
 		pc.grants[g.QueueRef] = g
-		pc.positions[g.QueueRef] = offs[i]
+		pc.positions[g.QueueRef] = offs[i].Offset
 	}
 	pc.version = a.Version
 	if len(revoked) > 0 || len(fresh) > 0 {

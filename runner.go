@@ -25,14 +25,20 @@ type runner struct {
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	committed atomic.Int64 // last offset committed, -1 before the first commit
+	// committedAtts are the attempts stored with committed; guarded by
+	// the consumer's commitMu.
+	committedAtts []MessageAttempts
 }
 
-func (c *Consumer) newRunner(g Grant, start int64) *runner {
-	r := &runner{c: c, grant: g, filter: c.filters[g.Topic], pq: newProcessQueue(start), done: make(chan struct{})}
+// newRunner starts at st, the queue's committed state.
+func (c *Consumer) newRunner(g Grant, st OffsetCommit) *runner {
+	pq := newProcessQueue(st)
+	r := &runner{c: c, grant: g, filter: c.filters[g.Topic], pq: pq, done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(c.ctx)
 	r.hctx, r.hcancel = context.WithCancel(c.hctx)
-	r.committed.Store(start)
-	r.next = start
+	r.committed.Store(st.Offset)
+	_, r.committedAtts = pq.committableState()
+	r.next = st.Offset
 	return r
 }
 
@@ -69,7 +75,7 @@ func (r *runner) drain(timeout time.Duration) {
 		// after the stop was asked for.
 		r.pq.stopAfterGaps()
 	}
-	r.cancel()
+	r.stopPulling()
 	for waiting := true; waiting; {
 		select {
 		case <-r.done: // in orderly mode, after the running handler returned
@@ -113,11 +119,21 @@ func (r *runner) drain(timeout time.Duration) {
 	}
 }
 
+// stopPulling cancels the pull loop's context and tells the parking
+// goroutine, which ends the runner if it is parked.
+func (r *runner) stopPulling() {
+	r.cancel()
+	select {
+	case r.c.unpark <- struct{}{}:
+	default: // a poke is pending already: it covers this stop too
+	}
+}
+
 // abandon stops the runner without waiting or committing.
 func (r *runner) abandon() {
 	r.abandoned.Store(true)
 	r.pq.stop()
-	r.cancel()
+	r.stopPulling()
 	r.hcancel()
 }
 
@@ -285,6 +301,7 @@ func (r *runner) dispose(m, view *Message, err error) bool {
 func (r *runner) retryLocally(m *Message, attempts int, d time.Duration) {
 	c := r.c
 	m.Attempt = attempts
+	r.pq.failed(m.Offset, attempts) // stored with the next commit
 	c.goFunc(func() {
 		if sleepCtx(r.hctx, d) {
 			c.submit(task{r: r, m: m}, r.hctx.Done())
@@ -309,8 +326,11 @@ func (r *runner) handleOrderly(m *Message) bool {
 			r.pq.end(m.Offset, false)
 			return false
 		}
-		// Every run counts, also one that failed because it was asked to stop.
+		// Every run counts, also one that failed because it was asked to
+		// stop; the count is stored with the next commit, so a restart
+		// goes on from it.
 		m.Attempt++
+		r.pq.failed(m.Offset, m.Attempt)
 		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(view, m.Attempt, err) {
 			r.pq.end(m.Offset, true)
 			return true

@@ -299,12 +299,16 @@ func (c *Client) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (e
 	return assignmentFromPB(resp.GetAssignment()), nil
 }
 
-// LeaveGroup removes a member; its queues are handed to the others.
-func (c *Client) LeaveGroup(ctx context.Context, group, member string) error {
+// LeaveGroup removes a member; its queues are handed to the others. A
+// leave of a replaced incarnation gets equeue.ErrNotMember.
+func (c *Client) LeaveGroup(ctx context.Context, req *equeue.LeaveRequest) error {
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	_, err := c.api.LeaveGroup(ctx, &pb.LeaveGroupRequest{Group: group, Member: member})
+	if req == nil {
+		return fmt.Errorf("%w: nil leave request", equeue.ErrInvalidArgument)
+	}
+	_, err := c.api.LeaveGroup(ctx, &pb.LeaveGroupRequest{Group: req.Group, Member: req.Member, Incarnation: req.Incarnation})
 	if err != nil {
 		return c.fail(err)
 	}
@@ -333,7 +337,7 @@ func (c *Client) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) e
 	}
 	in := &pb.CommitOffsetsRequest{Group: req.Group, Member: req.Member, Offsets: make([]*pb.OffsetCommit, len(req.Offsets))}
 	for i, o := range req.Offsets {
-		in.Offsets[i] = &pb.OffsetCommit{Grant: &pb.Grant{Topic: o.Topic, Queue: toInt32(o.Queue), Epoch: o.Epoch}, Offset: o.Offset}
+		in.Offsets[i] = &pb.OffsetCommit{Grant: &pb.Grant{Topic: o.Topic, Queue: toInt32(o.Queue), Epoch: o.Epoch}, Offset: o.Offset, Attempts: attemptsToPB(o.Attempts)}
 	}
 	if _, err := c.api.CommitOffsets(ctx, in); err != nil {
 		return c.fail(err)
@@ -341,8 +345,8 @@ func (c *Client) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) e
 	return nil
 }
 
-// FetchOffsets returns the next offset to consume of each granted queue.
-func (c *Client) FetchOffsets(ctx context.Context, group, member string, queues []equeue.Grant) ([]int64, error) {
+// FetchOffsets returns the committed state of each granted queue.
+func (c *Client) FetchOffsets(ctx context.Context, group, member string, queues []equeue.Grant) ([]equeue.OffsetCommit, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -354,7 +358,18 @@ func (c *Client) FetchOffsets(ctx context.Context, group, member string, queues 
 	if len(offs) != len(queues) {
 		return nil, fmt.Errorf("remote: broker returned %d offsets for %d queues", len(offs), len(queues))
 	}
-	return offs, nil
+	out := make([]equeue.OffsetCommit, len(queues))
+	for i, q := range queues {
+		out[i] = equeue.OffsetCommit{Grant: q, Offset: offs[i]}
+	}
+	for _, fa := range resp.GetAttempts() {
+		i := int(fa.GetQueueIndex())
+		if i < 0 || i >= len(out) || fa.GetAttempts() == nil {
+			return nil, fmt.Errorf("remote: broker returned attempts for queue index %d of %d", i, len(out))
+		}
+		out[i].Attempts = append(out[i].Attempts, attemptsFromPB([]*pb.MessageAttempts{fa.GetAttempts()})...)
+	}
+	return out, nil
 }
 
 // SendBack stores a message the member pulled and failed to handle in its

@@ -350,3 +350,37 @@ func consumeFromFromPB(f pb.ConsumeFrom) equeue.ConsumeFrom {
 	}
 	return equeue.ConsumeFrom(-1) // the engine refuses it
 }
+
+func attemptsToPB(atts []equeue.MessageAttempts) []*pb.MessageAttempts {
+	if len(atts) == 0 {
+		return nil
+	}
+	out := make([]*pb.MessageAttempts, len(atts))
+	for i, a := range atts {
+		out[i] = &pb.MessageAttempts{Offset: a.Offset, Attempts: toInt32(a.Attempts)}
+	}
+	return out
+}
+
+func attemptsFromPB(atts []*pb.MessageAttempts) []equeue.MessageAttempts {
+	if len(atts) == 0 {
+		return nil
+	}
+	out := make([]equeue.MessageAttempts, len(atts))
+	for i, a := range atts {
+		out[i] = equeue.MessageAttempts{Offset: a.GetOffset(), Attempts: int(a.GetAttempts())}
+	}
+	return out
+}
+
+// fetchedToPB flattens the stored attempts of fetched queues, each tagged
+// with the index of its queue.
+func fetchedToPB(offs []equeue.OffsetCommit) []*pb.FetchedAttempts {
+	var out []*pb.FetchedAttempts
+	for i, o := range offs {
+		for _, a := range attemptsToPB(o.Attempts) {
+			out = append(out, &pb.FetchedAttempts{QueueIndex: toInt32(i), Attempts: a})
+		}
+	}
+	return out
+}

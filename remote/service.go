@@ -130,7 +130,7 @@ func (v *service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.
 }
 
 func (v *service) LeaveGroup(ctx context.Context, req *pb.LeaveGroupRequest) (*pb.LeaveGroupResponse, error) {
-	if err := v.e.LeaveGroup(ctx, req.GetGroup(), req.GetMember()); err != nil {
+	if err := v.e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: req.GetGroup(), Member: req.GetMember(), Incarnation: req.GetIncarnation()}); err != nil {
 		return nil, err
 	}
 	return &pb.LeaveGroupResponse{}, nil
@@ -149,7 +149,7 @@ func (v *service) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsReques
 		if o.GetGrant() == nil {
 			return nil, fmt.Errorf("%w: offset %d has no grant", equeue.ErrInvalidArgument, i)
 		}
-		cr.Offsets[i] = equeue.OffsetCommit{Grant: grantFromPB(o.GetGrant()), Offset: o.GetOffset()}
+		cr.Offsets[i] = equeue.OffsetCommit{Grant: grantFromPB(o.GetGrant()), Offset: o.GetOffset(), Attempts: attemptsFromPB(o.GetAttempts())}
 	}
 	if err := v.e.CommitOffsets(ctx, cr); err != nil {
 		return nil, err
@@ -162,7 +162,11 @@ func (v *service) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsRequest)
 	if err != nil {
 		return nil, err
 	}
-	return &pb.FetchOffsetsResponse{Offsets: offs}, nil
+	out := &pb.FetchOffsetsResponse{Offsets: make([]int64, len(offs)), Attempts: fetchedToPB(offs)}
+	for i, o := range offs {
+		out.Offsets[i] = o.Offset
+	}
+	return out, nil
 }
 
 func (v *service) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (*pb.CreateTopicResponse, error) {

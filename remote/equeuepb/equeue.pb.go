@@ -1469,9 +1469,12 @@ func (x *HeartbeatResponse) GetAssignment() *Assignment {
 }
 
 type LeaveGroupRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	Member        string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Group  string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Member string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
+	// The incarnation the member joined with; a leave of a replaced
+	// incarnation is refused (NotMember). Empty means no check.
+	Incarnation   string `protobuf:"bytes,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1516,6 +1519,13 @@ func (x *LeaveGroupRequest) GetGroup() string {
 func (x *LeaveGroupRequest) GetMember() string {
 	if x != nil {
 		return x.Member
+	}
+	return ""
+}
+
+func (x *LeaveGroupRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
 	}
 	return ""
 }
@@ -1653,9 +1663,13 @@ func (*ReleaseQueuesResponse) Descriptor() ([]byte, []int) {
 }
 
 type OffsetCommit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Grant         *Grant                 `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
-	Offset        int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Grant  *Grant                 `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	Offset int64                  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Handler runs already made on unfinished messages at or above offset
+	// (orderly and broadcasting consumers retry in place), so MaxAttempts
+	// holds across restarts.
+	Attempts      []*MessageAttempts `protobuf:"bytes,3,rep,name=attempts,proto3" json:"attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1704,6 +1718,118 @@ func (x *OffsetCommit) GetOffset() int64 {
 	return 0
 }
 
+func (x *OffsetCommit) GetAttempts() []*MessageAttempts {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+type MessageAttempts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Offset        int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Attempts      int32                  `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageAttempts) Reset() {
+	*x = MessageAttempts{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageAttempts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageAttempts) ProtoMessage() {}
+
+func (x *MessageAttempts) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageAttempts.ProtoReflect.Descriptor instead.
+func (*MessageAttempts) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *MessageAttempts) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *MessageAttempts) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+type FetchedAttempts struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Index of the queue in FetchOffsetsRequest.queues.
+	QueueIndex    int32            `protobuf:"varint,1,opt,name=queue_index,json=queueIndex,proto3" json:"queue_index,omitempty"`
+	Attempts      *MessageAttempts `protobuf:"bytes,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchedAttempts) Reset() {
+	*x = FetchedAttempts{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchedAttempts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchedAttempts) ProtoMessage() {}
+
+func (x *FetchedAttempts) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchedAttempts.ProtoReflect.Descriptor instead.
+func (*FetchedAttempts) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *FetchedAttempts) GetQueueIndex() int32 {
+	if x != nil {
+		return x.QueueIndex
+	}
+	return 0
+}
+
+func (x *FetchedAttempts) GetAttempts() *MessageAttempts {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
 type CommitOffsetsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
@@ -1715,7 +1841,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[20]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1853,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[20]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1866,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{20}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -1772,7 +1898,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[21]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1910,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[21]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1923,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{21}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{23}
 }
 
 type FetchOffsetsRequest struct {
@@ -1811,7 +1937,7 @@ type FetchOffsetsRequest struct {
 
 func (x *FetchOffsetsRequest) Reset() {
 	*x = FetchOffsetsRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[22]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1949,7 @@ func (x *FetchOffsetsRequest) String() string {
 func (*FetchOffsetsRequest) ProtoMessage() {}
 
 func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[22]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1962,7 @@ func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{22}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FetchOffsetsRequest) GetGroup() string {
@@ -1863,14 +1989,16 @@ func (x *FetchOffsetsRequest) GetQueues() []*Grant {
 type FetchOffsetsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One per requested queue, in request order.
-	Offsets       []int64 `protobuf:"varint,1,rep,packed,name=offsets,proto3" json:"offsets,omitempty"`
+	Offsets []int64 `protobuf:"varint,1,rep,packed,name=offsets,proto3" json:"offsets,omitempty"`
+	// Stored attempts of unfinished messages of the requested queues.
+	Attempts      []*FetchedAttempts `protobuf:"bytes,2,rep,name=attempts,proto3" json:"attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FetchOffsetsResponse) Reset() {
 	*x = FetchOffsetsResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[23]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2010,7 @@ func (x *FetchOffsetsResponse) String() string {
 func (*FetchOffsetsResponse) ProtoMessage() {}
 
 func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[23]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,12 +2023,19 @@ func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{23}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FetchOffsetsResponse) GetOffsets() []int64 {
 	if x != nil {
 		return x.Offsets
+	}
+	return nil
+}
+
+func (x *FetchOffsetsResponse) GetAttempts() []*FetchedAttempts {
+	if x != nil {
+		return x.Attempts
 	}
 	return nil
 }
@@ -1918,7 +2053,7 @@ type CreateTopicRequest struct {
 
 func (x *CreateTopicRequest) Reset() {
 	*x = CreateTopicRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[24]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1930,7 +2065,7 @@ func (x *CreateTopicRequest) String() string {
 func (*CreateTopicRequest) ProtoMessage() {}
 
 func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[24]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1943,7 +2078,7 @@ func (x *CreateTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicRequest.ProtoReflect.Descriptor instead.
 func (*CreateTopicRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{24}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateTopicRequest) GetName() string {
@@ -1975,7 +2110,7 @@ type CreateTopicResponse struct {
 
 func (x *CreateTopicResponse) Reset() {
 	*x = CreateTopicResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[25]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2122,7 @@ func (x *CreateTopicResponse) String() string {
 func (*CreateTopicResponse) ProtoMessage() {}
 
 func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[25]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2135,7 @@ func (x *CreateTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTopicResponse.ProtoReflect.Descriptor instead.
 func (*CreateTopicResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{25}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{27}
 }
 
 type AddQueuesRequest struct {
@@ -2013,7 +2148,7 @@ type AddQueuesRequest struct {
 
 func (x *AddQueuesRequest) Reset() {
 	*x = AddQueuesRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[26]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2160,7 @@ func (x *AddQueuesRequest) String() string {
 func (*AddQueuesRequest) ProtoMessage() {}
 
 func (x *AddQueuesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[26]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2173,7 @@ func (x *AddQueuesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddQueuesRequest.ProtoReflect.Descriptor instead.
 func (*AddQueuesRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{26}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AddQueuesRequest) GetName() string {
@@ -2063,7 +2198,7 @@ type AddQueuesResponse struct {
 
 func (x *AddQueuesResponse) Reset() {
 	*x = AddQueuesResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[27]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2210,7 @@ func (x *AddQueuesResponse) String() string {
 func (*AddQueuesResponse) ProtoMessage() {}
 
 func (x *AddQueuesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[27]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2223,7 @@ func (x *AddQueuesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddQueuesResponse.ProtoReflect.Descriptor instead.
 func (*AddQueuesResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{27}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{29}
 }
 
 type DeleteTopicRequest struct {
@@ -2100,7 +2235,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[28]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2247,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[28]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2260,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{28}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteTopicRequest) GetName() string {
@@ -2143,7 +2278,7 @@ type DeleteTopicResponse struct {
 
 func (x *DeleteTopicResponse) Reset() {
 	*x = DeleteTopicResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[29]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2290,7 @@ func (x *DeleteTopicResponse) String() string {
 func (*DeleteTopicResponse) ProtoMessage() {}
 
 func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[29]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2303,7 @@ func (x *DeleteTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{29}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{31}
 }
 
 type SetQueueWritableRequest struct {
@@ -2182,7 +2317,7 @@ type SetQueueWritableRequest struct {
 
 func (x *SetQueueWritableRequest) Reset() {
 	*x = SetQueueWritableRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[30]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2329,7 @@ func (x *SetQueueWritableRequest) String() string {
 func (*SetQueueWritableRequest) ProtoMessage() {}
 
 func (x *SetQueueWritableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[30]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2342,7 @@ func (x *SetQueueWritableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQueueWritableRequest.ProtoReflect.Descriptor instead.
 func (*SetQueueWritableRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{30}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SetQueueWritableRequest) GetName() string {
@@ -2239,7 +2374,7 @@ type SetQueueWritableResponse struct {
 
 func (x *SetQueueWritableResponse) Reset() {
 	*x = SetQueueWritableResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[31]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2386,7 @@ func (x *SetQueueWritableResponse) String() string {
 func (*SetQueueWritableResponse) ProtoMessage() {}
 
 func (x *SetQueueWritableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[31]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2399,7 @@ func (x *SetQueueWritableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQueueWritableResponse.ProtoReflect.Descriptor instead.
 func (*SetQueueWritableResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{31}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{33}
 }
 
 type QueueInfo struct {
@@ -2279,7 +2414,7 @@ type QueueInfo struct {
 
 func (x *QueueInfo) Reset() {
 	*x = QueueInfo{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[32]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2426,7 @@ func (x *QueueInfo) String() string {
 func (*QueueInfo) ProtoMessage() {}
 
 func (x *QueueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[32]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2439,7 @@ func (x *QueueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueInfo.ProtoReflect.Descriptor instead.
 func (*QueueInfo) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{32}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QueueInfo) GetId() int32 {
@@ -2346,7 +2481,7 @@ type TopicInfo struct {
 
 func (x *TopicInfo) Reset() {
 	*x = TopicInfo{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[33]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2493,7 @@ func (x *TopicInfo) String() string {
 func (*TopicInfo) ProtoMessage() {}
 
 func (x *TopicInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[33]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2506,7 @@ func (x *TopicInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicInfo.ProtoReflect.Descriptor instead.
 func (*TopicInfo) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{33}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TopicInfo) GetName() string {
@@ -2403,7 +2538,7 @@ type ListTopicsRequest struct {
 
 func (x *ListTopicsRequest) Reset() {
 	*x = ListTopicsRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[34]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2550,7 @@ func (x *ListTopicsRequest) String() string {
 func (*ListTopicsRequest) ProtoMessage() {}
 
 func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[34]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2563,7 @@ func (x *ListTopicsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsRequest.ProtoReflect.Descriptor instead.
 func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{34}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{36}
 }
 
 type ListTopicsResponse struct {
@@ -2440,7 +2575,7 @@ type ListTopicsResponse struct {
 
 func (x *ListTopicsResponse) Reset() {
 	*x = ListTopicsResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[35]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2452,7 +2587,7 @@ func (x *ListTopicsResponse) String() string {
 func (*ListTopicsResponse) ProtoMessage() {}
 
 func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[35]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2465,7 +2600,7 @@ func (x *ListTopicsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTopicsResponse.ProtoReflect.Descriptor instead.
 func (*ListTopicsResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{35}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListTopicsResponse) GetTopics() []*TopicInfo {
@@ -2484,7 +2619,7 @@ type DescribeTopicRequest struct {
 
 func (x *DescribeTopicRequest) Reset() {
 	*x = DescribeTopicRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[36]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2631,7 @@ func (x *DescribeTopicRequest) String() string {
 func (*DescribeTopicRequest) ProtoMessage() {}
 
 func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[36]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2644,7 @@ func (x *DescribeTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTopicRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{36}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DescribeTopicRequest) GetName() string {
@@ -2528,7 +2663,7 @@ type DescribeTopicResponse struct {
 
 func (x *DescribeTopicResponse) Reset() {
 	*x = DescribeTopicResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[37]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2540,7 +2675,7 @@ func (x *DescribeTopicResponse) String() string {
 func (*DescribeTopicResponse) ProtoMessage() {}
 
 func (x *DescribeTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[37]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2553,7 +2688,7 @@ func (x *DescribeTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicResponse.ProtoReflect.Descriptor instead.
 func (*DescribeTopicResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{37}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DescribeTopicResponse) GetTopic() *TopicInfo {
@@ -2573,7 +2708,7 @@ type MemberInfo struct {
 
 func (x *MemberInfo) Reset() {
 	*x = MemberInfo{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[38]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2585,7 +2720,7 @@ func (x *MemberInfo) String() string {
 func (*MemberInfo) ProtoMessage() {}
 
 func (x *MemberInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[38]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2598,7 +2733,7 @@ func (x *MemberInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberInfo.ProtoReflect.Descriptor instead.
 func (*MemberInfo) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{38}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MemberInfo) GetId() string {
@@ -2630,7 +2765,7 @@ type GroupQueueInfo struct {
 
 func (x *GroupQueueInfo) Reset() {
 	*x = GroupQueueInfo{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[39]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +2777,7 @@ func (x *GroupQueueInfo) String() string {
 func (*GroupQueueInfo) ProtoMessage() {}
 
 func (x *GroupQueueInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[39]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +2790,7 @@ func (x *GroupQueueInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupQueueInfo.ProtoReflect.Descriptor instead.
 func (*GroupQueueInfo) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{39}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GroupQueueInfo) GetTopic() string {
@@ -2715,7 +2850,7 @@ type GroupInfo struct {
 
 func (x *GroupInfo) Reset() {
 	*x = GroupInfo{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[40]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2862,7 @@ func (x *GroupInfo) String() string {
 func (*GroupInfo) ProtoMessage() {}
 
 func (x *GroupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[40]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2875,7 @@ func (x *GroupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupInfo.ProtoReflect.Descriptor instead.
 func (*GroupInfo) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{40}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GroupInfo) GetName() string {
@@ -2800,7 +2935,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[41]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +2947,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[41]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +2960,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{41}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{43}
 }
 
 type ListGroupsResponse struct {
@@ -2837,7 +2972,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[42]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2984,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[42]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2997,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{42}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupInfo {
@@ -2881,7 +3016,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[43]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2893,7 +3028,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[43]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2906,7 +3041,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{43}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *DescribeGroupRequest) GetName() string {
@@ -2925,7 +3060,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[44]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3072,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[44]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3085,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{44}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DescribeGroupResponse) GetGroup() *GroupInfo {
@@ -2971,7 +3106,7 @@ type QueueOffset struct {
 
 func (x *QueueOffset) Reset() {
 	*x = QueueOffset{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[45]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2983,7 +3118,7 @@ func (x *QueueOffset) String() string {
 func (*QueueOffset) ProtoMessage() {}
 
 func (x *QueueOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[45]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2996,7 +3131,7 @@ func (x *QueueOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueOffset.ProtoReflect.Descriptor instead.
 func (*QueueOffset) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{45}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *QueueOffset) GetTopic() string {
@@ -3033,7 +3168,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[46]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3180,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[46]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3193,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{46}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ResetOffsetsRequest) GetGroup() string {
@@ -3097,7 +3232,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[47]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3109,7 +3244,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[47]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3122,7 +3257,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{47}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{49}
 }
 
 type ListDeadLettersRequest struct {
@@ -3138,7 +3273,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[48]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3150,7 +3285,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[48]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3163,7 +3298,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{48}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListDeadLettersRequest) GetGroup() string {
@@ -3201,7 +3336,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[49]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3213,7 +3348,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[49]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3226,7 +3361,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{49}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DeadLetter) GetOffset() int64 {
@@ -3273,7 +3408,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[50]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3285,7 +3420,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[50]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3298,7 +3433,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{50}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -3322,7 +3457,7 @@ type RedriveRequest struct {
 
 func (x *RedriveRequest) Reset() {
 	*x = RedriveRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[51]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3469,7 @@ func (x *RedriveRequest) String() string {
 func (*RedriveRequest) ProtoMessage() {}
 
 func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[51]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3482,7 @@ func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{51}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RedriveRequest) GetGroup() string {
@@ -3394,7 +3529,7 @@ type RedriveResponse struct {
 
 func (x *RedriveResponse) Reset() {
 	*x = RedriveResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[52]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3406,7 +3541,7 @@ func (x *RedriveResponse) String() string {
 func (*RedriveResponse) ProtoMessage() {}
 
 func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[52]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3419,7 +3554,7 @@ func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveResponse.ProtoReflect.Descriptor instead.
 func (*RedriveResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{52}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RedriveResponse) GetSent() int32 {
@@ -3451,7 +3586,7 @@ type SendBackRequest struct {
 
 func (x *SendBackRequest) Reset() {
 	*x = SendBackRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[53]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +3598,7 @@ func (x *SendBackRequest) String() string {
 func (*SendBackRequest) ProtoMessage() {}
 
 func (x *SendBackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[53]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3476,7 +3611,7 @@ func (x *SendBackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendBackRequest.ProtoReflect.Descriptor instead.
 func (*SendBackRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{53}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SendBackRequest) GetGroup() string {
@@ -3545,7 +3680,7 @@ type SendBackResponse struct {
 
 func (x *SendBackResponse) Reset() {
 	*x = SendBackResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[54]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3692,7 @@ func (x *SendBackResponse) String() string {
 func (*SendBackResponse) ProtoMessage() {}
 
 func (x *SendBackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[54]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3705,7 @@ func (x *SendBackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendBackResponse.ProtoReflect.Descriptor instead.
 func (*SendBackResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{54}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SendBackResponse) GetTopic() string {
@@ -3601,7 +3736,7 @@ type PullManyRequest struct {
 
 func (x *PullManyRequest) Reset() {
 	*x = PullManyRequest{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[55]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3748,7 @@ func (x *PullManyRequest) String() string {
 func (*PullManyRequest) ProtoMessage() {}
 
 func (x *PullManyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[55]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3761,7 @@ func (x *PullManyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullManyRequest.ProtoReflect.Descriptor instead.
 func (*PullManyRequest) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{55}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *PullManyRequest) GetPulls() []*PullRequest {
@@ -3660,7 +3795,7 @@ type PullManyResponse struct {
 
 func (x *PullManyResponse) Reset() {
 	*x = PullManyResponse{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[56]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3672,7 +3807,7 @@ func (x *PullManyResponse) String() string {
 func (*PullManyResponse) ProtoMessage() {}
 
 func (x *PullManyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[56]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3685,7 +3820,7 @@ func (x *PullManyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullManyResponse.ProtoReflect.Descriptor instead.
 func (*PullManyResponse) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{56}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *PullManyResponse) GetItems() []*PullManyItem {
@@ -3707,7 +3842,7 @@ type PullManyItem struct {
 
 func (x *PullManyItem) Reset() {
 	*x = PullManyItem{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[57]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3719,7 +3854,7 @@ func (x *PullManyItem) String() string {
 func (*PullManyItem) ProtoMessage() {}
 
 func (x *PullManyItem) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[57]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3732,7 +3867,7 @@ func (x *PullManyItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullManyItem.ProtoReflect.Descriptor instead.
 func (*PullManyItem) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{57}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PullManyItem) GetResponse() *PullResponse {
@@ -3761,7 +3896,7 @@ type PullError struct {
 
 func (x *PullError) Reset() {
 	*x = PullError{}
-	mi := &file_equeue_v1_equeue_proto_msgTypes[58]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3773,7 +3908,7 @@ func (x *PullError) String() string {
 func (*PullError) ProtoMessage() {}
 
 func (x *PullError) ProtoReflect() protoreflect.Message {
-	mi := &file_equeue_v1_equeue_proto_msgTypes[58]
+	mi := &file_equeue_v1_equeue_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3786,7 +3921,7 @@ func (x *PullError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullError.ProtoReflect.Descriptor instead.
 func (*PullError) Descriptor() ([]byte, []int) {
-	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{58}
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PullError) GetCode() uint32 {
@@ -3924,19 +4059,28 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x11HeartbeatResponse\x125\n" +
 	"\n" +
 	"assignment\x18\x01 \x01(\v2\x15.equeue.v1.AssignmentR\n" +
-	"assignment\"A\n" +
+	"assignment\"c\n" +
 	"\x11LeaveGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
-	"\x06member\x18\x02 \x01(\tR\x06member\"\x14\n" +
+	"\x06member\x18\x02 \x01(\tR\x06member\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\"\x14\n" +
 	"\x12LeaveGroupResponse\"n\n" +
 	"\x14ReleaseQueuesRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x12(\n" +
 	"\x06queues\x18\x03 \x03(\v2\x10.equeue.v1.GrantR\x06queues\"\x17\n" +
-	"\x15ReleaseQueuesResponse\"N\n" +
+	"\x15ReleaseQueuesResponse\"\x86\x01\n" +
 	"\fOffsetCommit\x12&\n" +
 	"\x05grant\x18\x01 \x01(\v2\x10.equeue.v1.GrantR\x05grant\x12\x16\n" +
-	"\x06offset\x18\x02 \x01(\x03R\x06offset\"w\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\x126\n" +
+	"\battempts\x18\x03 \x03(\v2\x1a.equeue.v1.MessageAttemptsR\battempts\"E\n" +
+	"\x0fMessageAttempts\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
+	"\battempts\x18\x02 \x01(\x05R\battempts\"j\n" +
+	"\x0fFetchedAttempts\x12\x1f\n" +
+	"\vqueue_index\x18\x01 \x01(\x05R\n" +
+	"queueIndex\x126\n" +
+	"\battempts\x18\x02 \x01(\v2\x1a.equeue.v1.MessageAttemptsR\battempts\"w\n" +
 	"\x14CommitOffsetsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x121\n" +
@@ -3945,9 +4089,10 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x13FetchOffsetsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x12(\n" +
-	"\x06queues\x18\x03 \x03(\v2\x10.equeue.v1.GrantR\x06queues\"0\n" +
+	"\x06queues\x18\x03 \x03(\v2\x10.equeue.v1.GrantR\x06queues\"h\n" +
 	"\x14FetchOffsetsResponse\x12\x18\n" +
-	"\aoffsets\x18\x01 \x03(\x03R\aoffsets\"~\n" +
+	"\aoffsets\x18\x01 \x03(\x03R\aoffsets\x126\n" +
+	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"~\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12<\n" +
@@ -4133,7 +4278,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -4160,58 +4305,60 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*ReleaseQueuesRequest)(nil),     // 22: equeue.v1.ReleaseQueuesRequest
 	(*ReleaseQueuesResponse)(nil),    // 23: equeue.v1.ReleaseQueuesResponse
 	(*OffsetCommit)(nil),             // 24: equeue.v1.OffsetCommit
-	(*CommitOffsetsRequest)(nil),     // 25: equeue.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),    // 26: equeue.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),      // 27: equeue.v1.FetchOffsetsRequest
-	(*FetchOffsetsResponse)(nil),     // 28: equeue.v1.FetchOffsetsResponse
-	(*CreateTopicRequest)(nil),       // 29: equeue.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 30: equeue.v1.CreateTopicResponse
-	(*AddQueuesRequest)(nil),         // 31: equeue.v1.AddQueuesRequest
-	(*AddQueuesResponse)(nil),        // 32: equeue.v1.AddQueuesResponse
-	(*DeleteTopicRequest)(nil),       // 33: equeue.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 34: equeue.v1.DeleteTopicResponse
-	(*SetQueueWritableRequest)(nil),  // 35: equeue.v1.SetQueueWritableRequest
-	(*SetQueueWritableResponse)(nil), // 36: equeue.v1.SetQueueWritableResponse
-	(*QueueInfo)(nil),                // 37: equeue.v1.QueueInfo
-	(*TopicInfo)(nil),                // 38: equeue.v1.TopicInfo
-	(*ListTopicsRequest)(nil),        // 39: equeue.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 40: equeue.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),     // 41: equeue.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),    // 42: equeue.v1.DescribeTopicResponse
-	(*MemberInfo)(nil),               // 43: equeue.v1.MemberInfo
-	(*GroupQueueInfo)(nil),           // 44: equeue.v1.GroupQueueInfo
-	(*GroupInfo)(nil),                // 45: equeue.v1.GroupInfo
-	(*ListGroupsRequest)(nil),        // 46: equeue.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 47: equeue.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),     // 48: equeue.v1.DescribeGroupRequest
-	(*DescribeGroupResponse)(nil),    // 49: equeue.v1.DescribeGroupResponse
-	(*QueueOffset)(nil),              // 50: equeue.v1.QueueOffset
-	(*ResetOffsetsRequest)(nil),      // 51: equeue.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),     // 52: equeue.v1.ResetOffsetsResponse
-	(*ListDeadLettersRequest)(nil),   // 53: equeue.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),               // 54: equeue.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),  // 55: equeue.v1.ListDeadLettersResponse
-	(*RedriveRequest)(nil),           // 56: equeue.v1.RedriveRequest
-	(*RedriveResponse)(nil),          // 57: equeue.v1.RedriveResponse
-	(*SendBackRequest)(nil),          // 58: equeue.v1.SendBackRequest
-	(*SendBackResponse)(nil),         // 59: equeue.v1.SendBackResponse
-	(*PullManyRequest)(nil),          // 60: equeue.v1.PullManyRequest
-	(*PullManyResponse)(nil),         // 61: equeue.v1.PullManyResponse
-	(*PullManyItem)(nil),             // 62: equeue.v1.PullManyItem
-	(*PullError)(nil),                // 63: equeue.v1.PullError
-	nil,                              // 64: equeue.v1.Message.PropertiesEntry
-	nil,                              // 65: equeue.v1.Message.SysPropertiesEntry
-	(*durationpb.Duration)(nil),      // 66: google.protobuf.Duration
+	(*MessageAttempts)(nil),          // 25: equeue.v1.MessageAttempts
+	(*FetchedAttempts)(nil),          // 26: equeue.v1.FetchedAttempts
+	(*CommitOffsetsRequest)(nil),     // 27: equeue.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 28: equeue.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 29: equeue.v1.FetchOffsetsRequest
+	(*FetchOffsetsResponse)(nil),     // 30: equeue.v1.FetchOffsetsResponse
+	(*CreateTopicRequest)(nil),       // 31: equeue.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 32: equeue.v1.CreateTopicResponse
+	(*AddQueuesRequest)(nil),         // 33: equeue.v1.AddQueuesRequest
+	(*AddQueuesResponse)(nil),        // 34: equeue.v1.AddQueuesResponse
+	(*DeleteTopicRequest)(nil),       // 35: equeue.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 36: equeue.v1.DeleteTopicResponse
+	(*SetQueueWritableRequest)(nil),  // 37: equeue.v1.SetQueueWritableRequest
+	(*SetQueueWritableResponse)(nil), // 38: equeue.v1.SetQueueWritableResponse
+	(*QueueInfo)(nil),                // 39: equeue.v1.QueueInfo
+	(*TopicInfo)(nil),                // 40: equeue.v1.TopicInfo
+	(*ListTopicsRequest)(nil),        // 41: equeue.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 42: equeue.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),     // 43: equeue.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),    // 44: equeue.v1.DescribeTopicResponse
+	(*MemberInfo)(nil),               // 45: equeue.v1.MemberInfo
+	(*GroupQueueInfo)(nil),           // 46: equeue.v1.GroupQueueInfo
+	(*GroupInfo)(nil),                // 47: equeue.v1.GroupInfo
+	(*ListGroupsRequest)(nil),        // 48: equeue.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 49: equeue.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),     // 50: equeue.v1.DescribeGroupRequest
+	(*DescribeGroupResponse)(nil),    // 51: equeue.v1.DescribeGroupResponse
+	(*QueueOffset)(nil),              // 52: equeue.v1.QueueOffset
+	(*ResetOffsetsRequest)(nil),      // 53: equeue.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),     // 54: equeue.v1.ResetOffsetsResponse
+	(*ListDeadLettersRequest)(nil),   // 55: equeue.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),               // 56: equeue.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),  // 57: equeue.v1.ListDeadLettersResponse
+	(*RedriveRequest)(nil),           // 58: equeue.v1.RedriveRequest
+	(*RedriveResponse)(nil),          // 59: equeue.v1.RedriveResponse
+	(*SendBackRequest)(nil),          // 60: equeue.v1.SendBackRequest
+	(*SendBackResponse)(nil),         // 61: equeue.v1.SendBackResponse
+	(*PullManyRequest)(nil),          // 62: equeue.v1.PullManyRequest
+	(*PullManyResponse)(nil),         // 63: equeue.v1.PullManyResponse
+	(*PullManyItem)(nil),             // 64: equeue.v1.PullManyItem
+	(*PullError)(nil),                // 65: equeue.v1.PullError
+	nil,                              // 66: equeue.v1.Message.PropertiesEntry
+	nil,                              // 67: equeue.v1.Message.SysPropertiesEntry
+	(*durationpb.Duration)(nil),      // 68: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	64, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	65, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	66, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	66, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	66, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	67, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	68, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	68, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	66, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	66, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	68, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	68, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
@@ -4220,83 +4367,86 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
 	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	66, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	68, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
 	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
 	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
 	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
-	24, // 20: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
-	7,  // 21: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	66, // 22: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
-	37, // 23: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
-	38, // 24: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
-	38, // 25: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
-	6,  // 26: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
-	2,  // 27: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
-	14, // 28: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
-	43, // 29: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
-	44, // 30: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
-	45, // 31: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
-	45, // 32: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
-	4,  // 33: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
-	50, // 34: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
-	5,  // 35: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
-	54, // 36: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	7,  // 37: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	66, // 38: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
-	12, // 39: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	66, // 40: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
-	62, // 41: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
-	13, // 42: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
-	63, // 43: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	8,  // 44: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 45: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 46: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 47: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 48: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 49: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 50: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	25, // 51: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	27, // 52: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	58, // 53: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	60, // 54: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	29, // 55: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	31, // 56: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	33, // 57: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	35, // 58: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	39, // 59: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	41, // 60: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	46, // 61: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	48, // 62: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	51, // 63: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	53, // 64: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	56, // 65: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	9,  // 66: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 67: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 68: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 69: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 70: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 71: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 72: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	26, // 73: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	28, // 74: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	59, // 75: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	61, // 76: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	30, // 77: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	32, // 78: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	34, // 79: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	36, // 80: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	40, // 81: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	42, // 82: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	47, // 83: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	49, // 84: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	52, // 85: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	55, // 86: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	57, // 87: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	66, // [66:88] is the sub-list for method output_type
-	44, // [44:66] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	25, // 20: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
+	25, // 21: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
+	24, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
+	7,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
+	26, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
+	68, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	39, // 26: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
+	40, // 27: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
+	40, // 28: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
+	6,  // 29: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
+	2,  // 30: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
+	14, // 31: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
+	45, // 32: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
+	46, // 33: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
+	47, // 34: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
+	47, // 35: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
+	4,  // 36: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
+	52, // 37: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
+	5,  // 38: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
+	56, // 39: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
+	7,  // 40: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
+	68, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	12, // 42: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
+	68, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	64, // 44: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
+	13, // 45: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
+	65, // 46: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
+	8,  // 47: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	10, // 48: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	12, // 49: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	16, // 50: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	18, // 51: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	20, // 52: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	22, // 53: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	27, // 54: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	29, // 55: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	60, // 56: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	62, // 57: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	31, // 58: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	33, // 59: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	35, // 60: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	37, // 61: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	41, // 62: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	43, // 63: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	48, // 64: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	50, // 65: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	53, // 66: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	55, // 67: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	58, // 68: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	9,  // 69: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 70: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 71: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 72: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 73: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 74: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 75: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	28, // 76: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	30, // 77: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	61, // 78: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	63, // 79: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	32, // 80: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	34, // 81: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	36, // 82: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	38, // 83: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	42, // 84: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	44, // 85: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	49, // 86: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	51, // 87: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	54, // 88: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	57, // 89: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	59, // 90: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	69, // [69:91] is the sub-list for method output_type
+	47, // [47:69] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -4310,7 +4460,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   61,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
