@@ -44,7 +44,7 @@ func TestResetOffsets_FailedWriteChangesNothing(t *testing.T) {
 			join := &equeue.JoinRequest{Group: "g", Member: "m", Model: equeue.Clustering, Subscriptions: []equeue.Subscription{{Topic: "t", Filter: "*"}}}
 			_, err = r.E.JoinGroup(ctx, join)
 			require.NoError(t, err)
-			require.NoError(t, r.E.LeaveGroup(ctx, "g", "m"))
+			require.NoError(t, r.E.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
 			at := func(q0 int64) equeue.ResetRequest {
 				offs := map[equeue.QueueRef]int64{}
 				for q := 0; q < queues; q++ {

@@ -70,7 +70,7 @@ func (m *writerModel) setupRetention(rt *rapid.T, e *equeue.Engine, fs *faultsto
 	if _, err := e.JoinGroup(ctx, join); err != nil {
 		rt.Fatalf("join: %v", err)
 	}
-	if err := e.LeaveGroup(ctx, retainGroup, "m"); err != nil {
+	if err := e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: retainGroup, Member: "m"}); err != nil {
 		rt.Fatalf("leave: %v", err)
 	}
 	if err := e.ResetOffsets(ctx, retainGroup, equeue.ResetRequest{To: equeue.ResetToOffsets, Offsets: offs}); err != nil {
