@@ -203,7 +203,9 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	b.ReportMetric(float64(g), "broker-goroutines")
 	b.ReportMetric(float64(g-idleGoroutines)/float64(n), "broker-goroutines/consumer")
 
+	brokerProfile(b, br)
 	busy := produceRate(b, admin)
+	brokerProfile(b, br)
 	// Shared disks make fsync-bound rates noisy: compare with the mean of
 	// a run before the consumers started and one after they left.
 	closeAll()
