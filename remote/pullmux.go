@@ -25,10 +25,14 @@ type pullMux struct {
 	mu      sync.Mutex
 	wait    []*muxPull // pulls not answered yet
 	started bool       // the loop runs (from the first pull on)
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	// call cancels the PullMany in flight, nil between calls; kicked says
+	// it was cancelled for a new or cancelled pull.
+	call   context.CancelFunc
+	kicked bool
+	kick   chan struct{} // wakes the loop between calls
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
 }
 
 type muxPull struct {
@@ -50,8 +54,11 @@ func newPullMux(c *Client) *pullMux {
 // close ends the loop, answering waiting pulls with ErrClosed. Idempotent.
 func (m *pullMux) close() {
 	m.once.Do(func() {
-		close(m.stop)
 		m.mu.Lock()
+		close(m.stop)
+		if m.call != nil {
+			m.call()
+		}
 		started := m.started
 		m.mu.Unlock()
 		if started {
@@ -60,7 +67,17 @@ func (m *pullMux) close() {
 	})
 }
 
+// poke tells the loop that the waiting pulls changed: it cancels the call
+// in flight, whose pulls the next call asks again, or wakes the loop.
 func (m *pullMux) poke() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.call != nil {
+		m.kicked = true
+		m.call()
+		m.call = nil
+		return
+	}
 	select {
 	case m.kick <- struct{}{}:
 	default:
@@ -195,37 +212,40 @@ func (m *pullMux) round(batch []*muxPull) (found int, ok bool) {
 	in.Wait = durationPB(max(wait, 0))
 	ctx, cancel := context.WithTimeout(context.Background(), wait+longPollSlack)
 	defer cancel()
-	type answer struct {
-		resp *pb.PullManyResponse
-		err  error
-	}
-	got := make(chan answer, 1)
-	go func() {
-		resp, err := m.c.api.PullMany(ctx, in)
-		got <- answer{resp, err}
-	}()
-	var a answer
+	// The call runs on the loop's goroutine; poke and close cancel it.
+	m.mu.Lock()
 	select {
-	case a = <-got:
-	case <-m.kick:
-		cancel()
-		a = <-got
-		if a.err != nil {
-			return 0, true // cancelled for a new batch
-		}
 	case <-m.stop:
-		cancel()
-		<-got
+		m.mu.Unlock()
 		return 0, false
+	case <-m.kick: // the pulls changed since take: take them again
+		m.mu.Unlock()
+		return 0, true
+	default:
 	}
-	if a.err != nil {
-		err := m.c.fail(a.err)
+	m.call, m.kicked = cancel, false
+	m.mu.Unlock()
+	resp, err := m.c.api.PullMany(ctx, in)
+	m.mu.Lock()
+	m.call = nil
+	kicked := m.kicked
+	m.mu.Unlock()
+	select {
+	case <-m.stop:
+		return 0, false
+	default:
+	}
+	if err != nil && kicked {
+		return 0, true // cancelled for a new batch
+	}
+	if err != nil {
+		err := m.c.fail(err)
 		for _, p := range batch {
 			m.answered(p, muxResult{err: err})
 		}
 		return 0, true
 	}
-	items := a.resp.GetItems()
+	items := resp.GetItems()
 	if len(items) != len(batch) {
 		err := fmt.Errorf("remote: broker returned %d pull answers for %d pulls", len(items), len(batch))
 		for _, p := range batch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,6 +127,7 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	alone := produceRate(b, admin)
 	idleGoroutines := brokerGoroutines(b, br)
 
+	ownGoroutines := runtime.NumGoroutine()
 	var got atomic.Int64
 	var mu sync.Mutex
 	cs := make([]*equeue.Consumer, n)
@@ -202,6 +204,8 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	g := brokerGoroutines(b, br)
 	b.ReportMetric(float64(g), "broker-goroutines")
 	b.ReportMetric(float64(g-idleGoroutines)/float64(n), "broker-goroutines/consumer")
+	// Their own side: the consumers, their clients and connections.
+	b.ReportMetric(float64(runtime.NumGoroutine()-ownGoroutines)/float64(n), "consumer-goroutines/consumer")
 
 	brokerProfile(b, br)
 	busy := produceRate(b, admin)
