@@ -209,7 +209,8 @@ func (m *pullMux) round(batch []*muxPull) (found int, ok bool) {
 		in.Pulls[i] = p.req
 		wait = min(wait, p.deadline.Sub(now))
 	}
-	in.Wait = durationPB(max(wait, 0))
+	wait = max(wait, 0)
+	in.Wait = durationPB(wait)
 	ctx, cancel := context.WithTimeout(context.Background(), wait+longPollSlack)
 	defer cancel()
 	// The call runs on the loop's goroutine; poke and close cancel it.
