@@ -213,7 +213,10 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	// Shared disks make fsync-bound rates noisy: compare with the mean of
 	// a run before the consumers started and one after they left.
 	closeAll()
-	alone = (alone + produceRate(b, admin)) / 2
+	after := produceRate(b, admin)
+	b.ReportMetric(alone, "produce-alone-before-msgs/s")
+	b.ReportMetric(after, "produce-alone-after-msgs/s")
+	alone = (alone + after) / 2
 	b.ReportMetric(alone, "produce-alone-msgs/s")
 	b.ReportMetric(busy, "produce-with-consumers-msgs/s")
 	b.ReportMetric(busy/alone, "produce-ratio")
