@@ -32,7 +32,9 @@
 // bounded by the request's wait and the call's deadline. The group
 // long-polls of all consumers on one Client travel in one PullMany call, so
 // a consumer costs the server the same whatever its number of queues, and
-// every pull answer stays within the client's MaxMessageBytes.
+// every pull answer stays within the client's MaxMessageBytes. A message
+// answers only the pull of its queue: the others stay in the next call
+// until their own wait ends, so they do not come back empty and re-ask.
 //
 // # Errors
 //

@@ -57,6 +57,7 @@ func TestMultiProcessChild(t *testing.T) {
 					say("GOROUTINES %d", runtime.NumGoroutine())
 				}
 			}()
+			profileOnSignal(os.Getenv(benchProfileEnv))
 		}
 		e, err := equeue.Open(os.Getenv("EQUEUE_MP_DIR"), opts)
 		if err != nil {

@@ -109,3 +109,41 @@ func TestPullMany_CloseEndsWaitingPulls(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, <-done, equeue.ErrClosed)
 }
+
+// A message on one queue answers that queue's pull only: the client's
+// other pulls, in the same long-poll, keep waiting and get the next
+// message of their own queue instead of coming back empty.
+func TestPullMany_OneMessageAnswersOnlyItsPull(t *testing.T) {
+	ctx := ctxT(t)
+	e, c := setup(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	a, err := c.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 2)
+	type outcome struct {
+		res equeue.PullResult
+		err error
+	}
+	outs := make([]chan outcome, 2)
+	for i, g := range a.Queues {
+		outs[i] = make(chan outcome, 1)
+		go func() {
+			res, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: g.Queue, Group: "g", Member: "m", Epoch: g.Epoch, Wait: 30 * time.Second})
+			outs[i] <- outcome{res, err}
+		}()
+	}
+	send := func(q int, body string) {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: []byte(body)}}})
+		require.NoError(t, err)
+	}
+	send(a.Queues[0].Queue, "first")
+	first := <-outs[0]
+	require.NoError(t, first.err)
+	require.Len(t, first.res.Messages, 1)
+	assert.Equal(t, "first", string(first.res.Messages[0].Body))
+	send(a.Queues[1].Queue, "second")
+	second := <-outs[1]
+	require.NoError(t, second.err)
+	require.Equal(t, equeue.PullFound, second.res.Status, "the other pull came back empty")
+	assert.Equal(t, "second", string(second.res.Messages[0].Body))
+}

@@ -15,22 +15,31 @@ import (
 // PullMany call at a time, so a client's consumers cost the server one
 // waiting call, not one per queue. A pull that arrives, or is cancelled,
 // while a call is out cancels that call and a new one covers every pull
-// still waiting (pulls only read, so nothing is lost).
+// still waiting (pulls only read, so nothing is lost). When a call comes
+// back because some of its queues had something, only those pulls are
+// answered: the others keep waiting, in the next call, until their own
+// wait ends, so one message does not send every idle pull of the client
+// round the loop again.
 type pullMux struct {
 	c       *Client
 	mu      sync.Mutex
 	wait    []*muxPull // pulls not answered yet
 	started bool       // the loop runs (from the first pull on)
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	// call cancels the PullMany in flight, nil between calls; kicked says
+	// it was cancelled for a new or cancelled pull.
+	call   context.CancelFunc
+	kicked bool
+	kick   chan struct{} // wakes the loop between calls
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
 }
 
 type muxPull struct {
-	ctx context.Context
-	req *pb.PullRequest
-	res chan muxResult // buffered: the loop never blocks on it
+	ctx      context.Context
+	req      *pb.PullRequest
+	deadline time.Time      // when the pull's own wait ends
+	res      chan muxResult // buffered: the loop never blocks on it
 }
 
 type muxResult struct {
@@ -45,8 +54,11 @@ func newPullMux(c *Client) *pullMux {
 // close ends the loop, answering waiting pulls with ErrClosed. Idempotent.
 func (m *pullMux) close() {
 	m.once.Do(func() {
-		close(m.stop)
 		m.mu.Lock()
+		close(m.stop)
+		if m.call != nil {
+			m.call()
+		}
 		started := m.started
 		m.mu.Unlock()
 		if started {
@@ -55,7 +67,17 @@ func (m *pullMux) close() {
 	})
 }
 
+// poke tells the loop that the waiting pulls changed: it cancels the call
+// in flight, whose pulls the next call asks again, or wakes the loop.
 func (m *pullMux) poke() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.call != nil {
+		m.kicked = true
+		m.call()
+		m.call = nil
+		return
+	}
 	select {
 	case m.kick <- struct{}{}:
 	default:
@@ -64,7 +86,7 @@ func (m *pullMux) poke() {
 
 // pull queues req and waits for its answer.
 func (m *pullMux) pull(ctx context.Context, req *pb.PullRequest) (*pb.PullResponse, error) {
-	p := &muxPull{ctx: ctx, req: req, res: make(chan muxResult, 1)}
+	p := &muxPull{ctx: ctx, req: req, deadline: time.Now().Add(req.GetWait().AsDuration()), res: make(chan muxResult, 1)}
 	m.mu.Lock()
 	select {
 	case <-m.stop:
@@ -135,7 +157,12 @@ func (m *pullMux) loop() {
 			if len(batch) == 0 {
 				break
 			}
-			if !m.round(batch) {
+			found, ok := m.round(batch)
+			if !ok {
+				m.failAll(equeue.ErrClosed)
+				return
+			}
+			if found > 0 && !m.settle(len(batch)) {
 				m.failAll(equeue.ErrClosed)
 				return
 			}
@@ -143,65 +170,115 @@ func (m *pullMux) loop() {
 	}
 }
 
-// round makes one PullMany call for batch; false when the client closes.
-// A kick (a new or cancelled pull) cancels the call; the next round asks
-// again for every pull still waiting.
-func (m *pullMux) round(batch []*muxPull) bool {
+// settleTime is how long the loop, after answering pulls with messages,
+// waits for their callers to pull again before the next call, so that it
+// need not cancel that call at once to add them.
+const settleTime = 2 * time.Millisecond
+
+// settle waits until as many pulls wait as the last call carried, or
+// settleTime; false when the client closes.
+func (m *pullMux) settle(want int) bool {
+	t := time.NewTimer(settleTime)
+	defer t.Stop()
+	for {
+		m.mu.Lock()
+		n := len(m.wait)
+		m.mu.Unlock()
+		if n >= want {
+			return true
+		}
+		select {
+		case <-m.kick:
+		case <-t.C:
+			return true
+		case <-m.stop:
+			return false
+		}
+	}
+}
+
+// round makes one PullMany call for batch; ok is false when the client
+// closes, found counts the pulls answered with something other than "no
+// new message". A kick (a new or cancelled pull) cancels the call; the
+// next round asks again for every pull still waiting.
+func (m *pullMux) round(batch []*muxPull) (found int, ok bool) {
 	wait := time.Duration(math.MaxInt64)
 	in := &pb.PullManyRequest{Pulls: make([]*pb.PullRequest, len(batch)), MaxAnswerBytes: int32(min(m.c.maxAnswer, math.MaxInt32))}
+	now := time.Now()
 	for i, p := range batch {
 		in.Pulls[i] = p.req
-		wait = min(wait, p.req.GetWait().AsDuration())
+		wait = min(wait, p.deadline.Sub(now))
 	}
+	wait = max(wait, 0)
 	in.Wait = durationPB(wait)
 	ctx, cancel := context.WithTimeout(context.Background(), wait+longPollSlack)
 	defer cancel()
-	type answer struct {
-		resp *pb.PullManyResponse
-		err  error
-	}
-	got := make(chan answer, 1)
-	go func() {
-		resp, err := m.c.api.PullMany(ctx, in)
-		got <- answer{resp, err}
-	}()
-	var a answer
+	// The call runs on the loop's goroutine; poke and close cancel it.
+	m.mu.Lock()
 	select {
-	case a = <-got:
-	case <-m.kick:
-		cancel()
-		a = <-got
-		if a.err != nil {
-			return true // cancelled for a new batch
-		}
 	case <-m.stop:
-		cancel()
-		<-got
-		return false
+		m.mu.Unlock()
+		return 0, false
+	case <-m.kick: // the pulls changed since take: take them again
+		m.mu.Unlock()
+		return 0, true
+	default:
 	}
-	if a.err != nil {
-		err := m.c.fail(a.err)
+	m.call, m.kicked = cancel, false
+	m.mu.Unlock()
+	resp, err := m.c.api.PullMany(ctx, in)
+	m.mu.Lock()
+	m.call = nil
+	kicked := m.kicked
+	m.mu.Unlock()
+	select {
+	case <-m.stop:
+		return 0, false
+	default:
+	}
+	if err != nil && kicked {
+		return 0, true // cancelled for a new batch
+	}
+	if err != nil {
+		err := m.c.fail(err)
 		for _, p := range batch {
 			m.answered(p, muxResult{err: err})
 		}
-		return true
+		return 0, true
 	}
-	items := a.resp.GetItems()
+	items := resp.GetItems()
 	if len(items) != len(batch) {
 		err := fmt.Errorf("remote: broker returned %d pull answers for %d pulls", len(items), len(batch))
 		for _, p := range batch {
 			m.answered(p, muxResult{err: err})
 		}
-		return true
+		return 0, true
 	}
 	for i, p := range batch {
-		if pe := items[i].GetError(); pe != nil {
+		if !idle(p, items[i]) {
+			found++
+		}
+	}
+	now = time.Now()
+	for i, p := range batch {
+		switch pe := items[i].GetError(); {
+		case pe != nil:
 			m.answered(p, muxResult{err: pullErrorFromPB(pe)})
-		} else {
+		case found > 0 && idle(p, items[i]) && now.Before(p.deadline):
+			// Still waiting: the next call carries it.
+		default:
 			m.answered(p, muxResult{resp: items[i].GetResponse()})
 		}
 	}
-	return true
+	return found, true
+}
+
+// idle reports whether item answers p with nothing: no message, no error,
+// the offset unchanged.
+func idle(p *muxPull, item *pb.PullManyItem) bool {
+	r := item.GetResponse()
+	return item.GetError() == nil && r.GetStatus() == pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE &&
+		len(r.GetMessages()) == 0 && r.GetNextOffset() == p.req.GetOffset()
 }
 
 func (m *pullMux) failAll(err error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,6 +127,7 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	alone := produceRate(b, admin)
 	idleGoroutines := brokerGoroutines(b, br)
 
+	ownGoroutines := runtime.NumGoroutine()
 	var got atomic.Int64
 	var mu sync.Mutex
 	cs := make([]*equeue.Consumer, n)
@@ -202,12 +204,19 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	g := brokerGoroutines(b, br)
 	b.ReportMetric(float64(g), "broker-goroutines")
 	b.ReportMetric(float64(g-idleGoroutines)/float64(n), "broker-goroutines/consumer")
+	// Their own side: the consumers, their clients and connections.
+	b.ReportMetric(float64(runtime.NumGoroutine()-ownGoroutines)/float64(n), "consumer-goroutines/consumer")
 
+	brokerProfile(b, br)
 	busy := produceRate(b, admin)
+	brokerProfile(b, br)
 	// Shared disks make fsync-bound rates noisy: compare with the mean of
 	// a run before the consumers started and one after they left.
 	closeAll()
-	alone = (alone + produceRate(b, admin)) / 2
+	after := produceRate(b, admin)
+	b.ReportMetric(alone, "produce-alone-before-msgs/s")
+	b.ReportMetric(after, "produce-alone-after-msgs/s")
+	alone = (alone + after) / 2
 	b.ReportMetric(alone, "produce-alone-msgs/s")
 	b.ReportMetric(busy, "produce-with-consumers-msgs/s")
 	b.ReportMetric(busy/alone, "produce-ratio")
