@@ -15,17 +15,21 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// TestConsumer_InPlaceRetriesCountAcrossCloses: consumers that retry a
-// failed message in place (orderly ones, and broadcasting ones, which retry
-// locally) store its attempt count with their offsets, so a poison message
-// with MaxAttempts 3 runs exactly three times over close-and-restart cycles
+// TestConsumer_MaxAttemptsHonouredAcrossCloses: a poison job whose handler
+// fails only because Close cancels it counts every run, whatever mode
+// retries it: a concurrent clustering consumer sends it back through the
+// retry topic as a counted attempt; consumers that retry in place (orderly
+// ones, and broadcasting ones, which retry locally) store its attempt count
+// with their offsets. With MaxAttempts 3 it runs exactly three times over
+// close-and-restart cycles, each run seeing the count of the runs before,
 // and then sits in the dead letters with 3 attempts.
-func TestConsumer_InPlaceRetriesCountAcrossCloses(t *testing.T) {
+func TestConsumer_MaxAttemptsHonouredAcrossCloses(t *testing.T) {
 	modes := []struct {
 		name    string
 		model   equeue.MessageModel
 		orderly bool
 	}{
+		{"concurrent", equeue.Clustering, false},
 		{"orderly", equeue.Clustering, true},
 		{"broadcasting", equeue.Broadcasting, false},
 		{"orderly-broadcasting", equeue.Broadcasting, true},
@@ -33,13 +37,13 @@ func TestConsumer_InPlaceRetriesCountAcrossCloses(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			forTransports(t, func(t *testing.T, tr string) {
-				testInPlaceRetriesCountAcrossCloses(t, tr, mode.model, mode.orderly)
+				testMaxAttemptsAcrossCloses(t, tr, mode.model, mode.orderly)
 			})
 		})
 	}
 }
 
-func testInPlaceRetriesCountAcrossCloses(t *testing.T, tr string, model equeue.MessageModel, orderly bool) {
+func testMaxAttemptsAcrossCloses(t *testing.T, tr string, model equeue.MessageModel, orderly bool) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
@@ -49,7 +53,9 @@ func testInPlaceRetriesCountAcrossCloses(t *testing.T, tr string, model equeue.M
 	seenCh := make(chan int, 64)
 	opts := equeue.ConsumerOptions{Group: "g", ID: "w", Model: model, Orderly: orderly,
 		Subscriptions: []equeue.Subscription{{Topic: "t"}}, MaxAttempts: 3,
-		RetryDelay: time.Hour, ShutdownTimeout: 20 * time.Millisecond,
+		// In-place retries wait RetryDelay; a concurrent consumer's send-back
+		// is due after RetryDelays, short so the next cycle receives it.
+		RetryDelay: time.Hour, RetryDelays: []time.Duration{10 * time.Millisecond}, ShutdownTimeout: 20 * time.Millisecond,
 		Handler: func(ctx context.Context, m *equeue.Message) error {
 			runs.Add(1)
 			seenCh <- m.Attempt
