@@ -13,25 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/store"
 )
 
-// Store is the method set of the engine's store (equeue.Store), repeated
-// here so this package does not import the engine.
-type Store interface {
-	Write(b *store.Batch) error
-	Sync() error
-	Read(q store.QueueID, from, to uint64, max, maxBytes int) ([]store.Record, error)
-	Bounds(q store.QueueID) (first, next uint64, ok bool, err error)
-	DeleteRange(q store.QueueID, from, to uint64) error
-	DropQueue(q store.QueueID) error
-	GetMeta(key []byte) ([]byte, error)
-	ScanMeta(prefix []byte, fn func(key, value []byte) error) error
-	Size() (int64, error)
-	Limits() store.Limits
-	Reclaim() error
-	Close() error
-}
+// Store is the engine's store interface, which FS wraps and implements.
+type Store = equeue.Store
+
+var _ Store = (*FS)(nil)
 
 // ErrInjected is the error the convenience methods inject.
 var ErrInjected = errors.New("faultstore: injected failure")
