@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,10 @@ func (a *app) serveCommand() *cobra.Command {
 		listen, clientCA, metricsAddr, syncFlag string
 		tokens                                  []string
 	)
+	addons := make([]serveAddon, 0, len(serveAddons))
+	for _, mk := range serveAddons {
+		addons = append(addons, mk(a))
+	}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve an engine directory to remote producers, consumers and admins",
@@ -73,8 +78,15 @@ and a health check on http://ADDR/healthz.`,
 			if err != nil {
 				return err
 			}
+			var on []serveAddon
+			for _, ad := range addons {
+				if ad.enabled() {
+					on = append(on, ad)
+				}
+			}
 			return a.serve(cmd.Context(), serveConfig{
 				listen: listen, metrics: metricsAddr, sync: sync, tokens: toks, tls: tlsConf != nil,
+				tlsConf: tlsConf, addons: on,
 				server: &remote.ServerOptions{TLS: tlsConf, Tokens: toks, Logger: a.log},
 			})
 		}),
@@ -85,6 +97,9 @@ and a health check on http://ADDR/healthz.`,
 	f.StringArrayVar(&tokens, "token", nil, "TOKEN=RIGHTS: admit this bearer token with these rights (produce,consume,admin or all); repeatable")
 	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off)")
 	f.StringVar(&syncFlag, "sync", "always", "when writes are fsynced: always, never or interval:DURATION")
+	for _, ad := range addons {
+		ad.addFlags(f)
+	}
 	return cmd
 }
 
@@ -93,7 +108,9 @@ type serveConfig struct {
 	sync            equeue.SyncPolicy
 	tokens          map[string]remote.Rights
 	tls             bool
+	tlsConf         *tls.Config
 	server          *remote.ServerOptions
+	addons          []serveAddon
 }
 
 func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
@@ -102,6 +119,11 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	if c.metrics != "" {
 		m = metrics.New()
 		opts.Observer = m
+	}
+	for _, ad := range c.addons {
+		if err := ad.configure(opts); err != nil {
+			return err
+		}
 	}
 	eng, err := a.openEngine(a.dir, opts)
 	if err != nil {
@@ -123,7 +145,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	if len(c.tokens) > 0 && !c.tls && !isLoopback(lis.Addr()) {
 		a.log.Warn("tokens are sent in clear text: serve TLS (--tls-cert, --tls-key) on a non-loopback address")
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 2+len(c.addons))
 	var httpSrv *http.Server
 	if m != nil {
 		m.Attach(eng)
@@ -132,6 +154,27 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 			_ = lis.Close()
 			return err
 		}
+	}
+	var stops []func(context.Context) error
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			if serr := stops[i](sctx); serr != nil {
+				a.log.Warn("add-on shutdown", "err", serr)
+			}
+		}
+	}()
+	for _, ad := range c.addons {
+		stop, aerr := ad.start(ctx, serveEnv{eng: eng, tokens: c.tokens, tls: c.tlsConf, log: a.log, errc: errc})
+		if aerr != nil {
+			_ = lis.Close()
+			if httpSrv != nil {
+				_ = httpSrv.Close()
+			}
+			return aerr
+		}
+		stops = append(stops, stop)
 	}
 	go func() { errc <- srv.Serve(lis) }()
 	a.log.Info("serving", "dir", a.dir, "listen", lis.Addr().String(), "tls", c.tls, "tokens", len(c.tokens),

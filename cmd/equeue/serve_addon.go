@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+
+	"github.com/spf13/pflag"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// serveAddon is an optional part of `equeue serve` that runs beside the gRPC
+// server: the web console, the Kafka listener, tracing export. Each one lives
+// in its own file and registers a constructor in serveAddons from an init
+// function, so serve.go does not change when one is added.
+type serveAddon interface {
+	// addFlags registers the add-on's flags on the serve command.
+	addFlags(f *pflag.FlagSet)
+	// enabled reports whether the flags given switch the add-on on.
+	enabled() bool
+	// configure adjusts the engine options before the engine is opened
+	// (for example to install an observer). It may be a no-op.
+	configure(opts *equeue.Options) error
+	// start runs the add-on against the open engine. A failure after start
+	// returned (a listener dying) is sent to env.errc. The returned stop
+	// function is called once on shutdown, before the engine closes.
+	start(ctx context.Context, env serveEnv) (stop func(context.Context) error, err error)
+}
+
+// serveEnv is what serve hands an add-on.
+type serveEnv struct {
+	eng    *equeue.Engine
+	tokens map[string]remote.Rights // nil: every caller may do everything
+	tls    *tls.Config              // nil: plaintext
+	log    *slog.Logger
+	errc   chan<- error
+}
+
+// serveAddons holds one constructor per add-on; each serve command gets fresh
+// instances.
+var serveAddons []func(a *app) serveAddon
