@@ -194,9 +194,8 @@ type Consumer struct {
 	hcancel context.CancelFunc
 	wg      sync.WaitGroup // every goroutine of the consumer
 	pool    *workerPool    // concurrent mode
-	parkCh  chan parkedRunner
-	unpark  chan struct{} // poked (cap 1) when a runner stops: its parking ends
-	parkedN atomic.Int32  // runners parked now (see park.go)
+	parking parking        // in-process runners parked at the end of their queues
+	timers  consumerTimers // periodic commit and watchdog
 
 	// commitMu orders the consumer's commits: each computes its offsets
 	// under it, so a periodic commit still in flight cannot land after (and
@@ -245,8 +244,6 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 		runners:   map[QueueRef]*runner{},
 		stopping:  map[QueueRef]bool{},
 		closeDone: make(chan struct{}),
-		parkCh:    make(chan parkedRunner),
-		unpark:    make(chan struct{}, 1),
 	}
 	for _, s := range c.subscriptions() {
 		c.filters[s.Topic] = s.Filter
@@ -308,18 +305,11 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
-	inProcess := engineOf(c.b) != nil
-	if inProcess {
-		// Before any runner can park; it also runs the timers.
-		c.goFunc(c.parkLoop)
-	}
+	c.startTimers()
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)
 	}
 	c.goFunc(c.membershipLoop)
-	if !inProcess {
-		c.goFunc(c.timerLoop)
-	}
 	return nil
 }
 
@@ -457,39 +447,19 @@ func (c *Consumer) abandonAll() {
 }
 
 // startTimers starts the periodic commit and, in concurrent clustering
-// mode, the watchdog that sends back messages whose handlers are stuck
-// (watchdog is nil otherwise).
-func (c *Consumer) startTimers() (commit, watchdog <-chan time.Time, stop func()) {
-	t := time.NewTicker(c.o.CommitInterval)
-	if c.o.Orderly || c.o.Model != Clustering {
-		return t.C, nil, t.Stop
+// mode, the watchdog that sends back messages whose handlers are stuck.
+// Between ticks they hold no goroutine (see timers.go).
+func (c *Consumer) startTimers() {
+	c.timers.every(c.o.CommitInterval, c.periodicCommit)
+	if !c.o.Orderly && c.o.Model == Clustering {
+		c.timers.every(c.watchdogEvery(), c.sendBackOverdue)
 	}
-	w := time.NewTicker(c.watchdogEvery())
-	return t.C, w.C, func() { t.Stop(); w.Stop() }
 }
 
 // periodicCommit is the commit of the commit timer.
 func (c *Consumer) periodicCommit() {
 	if err := c.Commit(c.ctx); err != nil && !errors.Is(err, ErrClosed) {
 		c.log.Warn("periodic commit", "err", err)
-	}
-}
-
-// timerLoop runs the timers of a consumer over the network; in-process
-// the parking goroutine runs them (see park.go), so that an idle consumer
-// holds few goroutines.
-func (c *Consumer) timerLoop() {
-	commit, watchdog, stop := c.startTimers()
-	defer stop()
-	for {
-		select {
-		case <-c.loopStop:
-			return
-		case <-commit:
-			c.periodicCommit()
-		case <-watchdog:
-			c.sendBackOverdue()
-		}
 	}
 }
 
@@ -568,6 +538,7 @@ func (c *Consumer) Close() error {
 		return nil
 	}
 	c.loopCancel()
+	c.timers.stop()
 	var wg sync.WaitGroup
 	// Handovers still running commit and release their queues before this
 	// member leaves; leaving first would grant those queues to others while
@@ -607,6 +578,7 @@ func (c *Consumer) Close() error {
 		}
 	}
 	c.cancel()
+	c.closeParking()
 	c.wg.Wait()
 	return errors.Join(errs...)
 }
@@ -627,7 +599,9 @@ func (c *Consumer) crash() {
 		r.abandon()
 	}
 	c.loopCancel()
+	c.timers.stop()
 	c.cancel()
+	c.closeParking()
 	c.wg.Wait()
 	if e := engineOf(c.b); e != nil {
 		e.clients.removeConsumer(c)

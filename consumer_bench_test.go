@@ -2,9 +2,15 @@ package equeue_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,18 +26,33 @@ import (
 // nothing here.
 //
 // Metrics (VmRSS from /proc/self/status, so Linux only):
+//
 //   - base-rss-MiB: before the engine is opened (the test binary itself).
+//
 //   - rss-MiB: with the consumers idle, after a runtime.GC().
+//
 //   - consumers-rss-MiB: rss-MiB minus the same figure measured with the
 //     engine open but no consumers: what the consumers add.
+//
 //   - go-heap-inuse-MiB, stack-inuse-MiB: the Go heap and goroutine stacks in use.
+//
 //   - goroutines/consumer: goroutines added per idle consumer.
+//
+//   - program-rss-MiB, program-consumers-rss-MiB: the whole process, and
+//     what the consumers add, when the same scenario runs in a program that
+//     contains nothing else (internal/idleconsumers, built with go build).
+//
+// With EQUEUE_BENCH_HEAPPROFILE=FILE it also writes the live heap while the
+// consumers are idle.
 func BenchmarkIdleConsumers(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("reads VmRSS from /proc/self/status, which only Linux has")
 	}
 	const groups = 1000
 	ctx := benchCtx(b)
+	if os.Getenv("EQUEUE_BENCH_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 1
+	}
 	runtime.GC()
 	base := benchRSS(b)
 	e := benchNewEngine(b, nil)
@@ -81,6 +102,9 @@ func BenchmarkIdleConsumers(b *testing.B) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 
+	if path := os.Getenv("EQUEUE_BENCH_HEAPPROFILE"); path != "" {
+		writeHeapProfile(b, path)
+	}
 	b.ReportMetric(float64(base)/benchMiB, "base-rss-MiB")
 	b.ReportMetric(float64(rss)/benchMiB, "rss-MiB")
 	b.ReportMetric(float64(rss-engineRSS)/benchMiB, "consumers-rss-MiB")
@@ -93,6 +117,23 @@ func BenchmarkIdleConsumers(b *testing.B) {
 		}
 	}
 	benchClose(b, p, e)
+
+	// The same scenario in a program that contains nothing else: what a
+	// service embedding the engine pays, without the test binary's weight.
+	exe := filepath.Join(b.TempDir(), "idleconsumers")
+	if out, err := exec.Command("go", "build", "-o", exe, "./internal/idleconsumers").CombinedOutput(); err != nil {
+		b.Fatalf("build internal/idleconsumers: %v\n%s", err, out)
+	}
+	out, err := exec.Command(exe, "-groups", strconv.Itoa(groups)).Output()
+	if err != nil {
+		b.Fatalf("run idleconsumers: %v", err)
+	}
+	var rep struct{ BaseKiB, EngineKiB, IdleKiB int64 }
+	if err := json.Unmarshal(out, &rep); err != nil {
+		b.Fatalf("idleconsumers printed %q: %v", out, err)
+	}
+	b.ReportMetric(float64(rep.IdleKiB)/1024, "program-rss-MiB")
+	b.ReportMetric(float64(rep.IdleKiB-rep.EngineKiB)/1024, "program-consumers-rss-MiB")
 }
 
 // BenchmarkGroupJoin measures joining a new one-member group (which creates
@@ -125,5 +166,19 @@ func BenchmarkGroupJoin(b *testing.B) {
 			}
 			benchClose(b, e)
 		})
+	}
+}
+
+// writeHeapProfile writes the live heap to path, for looking at what idle
+// consumers hold (go tool pprof -sample_index=inuse_space).
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
 	}
 }

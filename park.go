@@ -1,118 +1,151 @@
 package equeue
 
 import (
-	"reflect"
 	"slices"
-	"sync/atomic"
+	"sync"
 )
 
-// Parking: an idle in-process consumer holds no goroutine per queue. A
-// runner whose pull found the end of its queue hands the queue's wake-up
-// channel to the consumer's one parking goroutine and its pull loop
-// returns; the parking goroutine starts the loop again at the next append,
-// or ends the runner when it stops. Over the network (package remote) the
+// Parking: an idle in-process consumer holds no goroutine for its queues. A
+// runner whose pull found the end of its queue leaves a parkSlot on the
+// queue and its pull loop returns; the next append to the queue (or the
+// queue's deletion) starts the loop again, and the runner's stop ends it.
+// Nothing waits in between: the slot is a callback, and the runner's stop
+// (stopPulling) ends its parking. Over the network (package remote) the
 // pull loops long-poll instead.
 
-// parkedRunner is a runner waiting for wake to close.
-type parkedRunner struct {
-	r    *runner
-	wake <-chan struct{}
+// parkSlot is one parked runner's place on its queue.
+type parkSlot struct {
+	q *queue
+	r *runner
 }
 
-// wakeAt returns the channel closed at the next append to ref, or false
-// when messages at or past off are visible already or the queue is gone.
-func (e *Engine) wakeAt(ref QueueRef, off int64) (<-chan struct{}, bool) {
+// parkAt leaves s on ref's queue, to be fired at the next append; false
+// when messages at or past off are visible already or the queue is gone
+// (then the caller pulls again, or learns that the queue is gone).
+func (e *Engine) parkAt(ref QueueRef, off int64, s *parkSlot) bool {
 	q, err := e.queueOf(ref)
 	if err != nil {
-		return nil, false
-	}
-	_, next, wake := q.bounds()
-	if next > off {
-		return nil, false
-	}
-	return wake, true
-}
-
-// park hands r to the parking goroutine; false when the consumer stopped
-// (then the pull loop ends as usual).
-func (c *Consumer) park(r *runner, wake <-chan struct{}) bool {
-	select {
-	case c.parkCh <- parkedRunner{r: r, wake: wake}:
-		return true
-	case <-c.ctx.Done():
 		return false
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.next > off {
+		return false
+	}
+	if q.parked == nil {
+		q.parked = map[*parkSlot]struct{}{}
+	}
+	q.parked[s] = struct{}{}
+	s.q = q
+	return true
 }
 
-// parkLoop restarts a parked runner's pull loop when its queue wakes, and
-// ends a parked runner (closing its done channel, as its pull loop would)
-// when the runner or the consumer stops. It also runs the consumer's
-// timers (periodic commit, stuck-handler watchdog) until the loops stop;
-// each tick's work runs in its own goroutine, so a slow store delays no
-// wake-up, and a tick is skipped while the previous one's work still runs.
-func (c *Consumer) parkLoop() {
-	commit, watchdog, stopTimers := c.startTimers()
-	defer stopTimers()
-	var committing, watching atomic.Bool
-	tick := func(busy *atomic.Bool, work func()) {
-		if c.loopCtx.Err() != nil || !busy.CompareAndSwap(false, true) {
-			return
-		}
-		c.goFunc(func() {
-			defer busy.Store(false)
-			work()
-		})
+// remove removes s from its queue if it is still there.
+func (s *parkSlot) remove() {
+	s.q.mu.Lock()
+	delete(s.q.parked, s)
+	s.q.mu.Unlock()
+}
+
+// takeParkedLocked empties q's parked slots for the caller to fire; q.mu is held.
+func (q *queue) takeParkedLocked() map[*parkSlot]struct{} {
+	p := q.parked
+	q.parked = nil
+	return p
+}
+
+// fireParked resumes the parked runners of one append (or deletion), in
+// one goroutine so the writer does not wait for them.
+func fireParked(slots map[*parkSlot]struct{}) {
+	if len(slots) == 0 {
+		return
 	}
-	var parked []parkedRunner
-	recv := func(ch any) reflect.SelectCase {
-		return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
-	}
-	// A runner stopped while parked (its context cancelled) is seen at the
-	// unpark poke that follows every stop (runner.stopPulling), or when it
-	// arrives here already stopped.
-	const fixed = 5 // cases before the parked runners'
-	var cases []reflect.SelectCase
-	for {
-		cases = append(cases[:0], recv(c.ctx.Done()), recv(c.parkCh), recv(c.unpark), recv(commit), recv(watchdog))
-		for _, p := range parked {
-			cases = append(cases, recv(p.wake))
+	go func() {
+		for s := range slots {
+			s.r.c.unpark(s, true)
 		}
-		c.parkedN.Store(int32(len(parked)))
-		i, v, _ := reflect.Select(cases)
-		switch {
-		case i == 0:
-			for _, p := range parked {
-				close(p.r.done)
-			}
-			return
-		case i == 1:
-			p := v.Interface().(parkedRunner)
-			if p.r.ctx.Err() != nil {
-				close(p.r.done) // stopped on its way here
-			} else {
-				parked = append(parked, p)
-			}
-		case i == 2:
-			parked = slices.DeleteFunc(parked, func(p parkedRunner) bool {
-				if p.r.ctx.Err() != nil {
-					close(p.r.done) // stopped while parked
-					return true
-				}
-				return false
-			})
-		case i == 3:
-			tick(&committing, c.periodicCommit)
-		case i == 4:
-			tick(&watching, c.sendBackOverdue)
-		default:
-			k := i - fixed
-			p := parked[k]
-			parked = slices.Delete(parked, k, k+1)
-			if p.r.ctx.Err() != nil {
-				close(p.r.done) // stopped while parked
-			} else {
-				c.goFunc(p.r.pullLoop)
-			}
-		}
+	}()
+}
+
+// parking is a consumer's side of parking: who owns each parked runner.
+type parking struct {
+	mu     sync.Mutex
+	closed bool        // set by Close after cancelling: nothing resumes any more
+	slots  []*parkSlot // runners parked now (a handful: one per owned queue)
+}
+
+// park leaves r on its queue at off. It returns parked when the pull loop
+// must return (the runner resumes later), and retry when messages are
+// visible already (the loop goes on pulling). Neither: the runner stopped.
+func (c *Consumer) park(e *Engine, r *runner, off int64) (parked, retry bool) {
+	c.parking.mu.Lock()
+	defer c.parking.mu.Unlock()
+	if c.parking.closed || r.ctx.Err() != nil {
+		return false, false
 	}
+	s := &parkSlot{r: r}
+	if !e.parkAt(r.grant.QueueRef, off, s) {
+		return false, true
+	}
+	r.next = off
+	r.slot = s
+	c.parking.slots = append(c.parking.slots, s)
+	return true, false
+}
+
+// unpark ends s's parking, once: at an append (appended) the pull loop
+// starts again unless the runner stopped meanwhile; at the runner's stop the
+// runner ends, closing its done channel as its pull loop would have.
+func (c *Consumer) unpark(s *parkSlot, appended bool) {
+	r := s.r
+	c.parking.mu.Lock()
+	if r.slot != s {
+		c.parking.mu.Unlock()
+		return // the other side came first
+	}
+	r.slot = nil
+	c.parking.slots = slices.DeleteFunc(c.parking.slots, func(o *parkSlot) bool { return o == s })
+	if !appended {
+		s.remove()
+	}
+	resume := appended && !c.parking.closed && r.ctx.Err() == nil
+	if resume {
+		// Under the lock: Close sets closed under it before it waits for
+		// the consumer's goroutines, so this Add comes before that Wait.
+		c.goFunc(r.pullLoop)
+	}
+	c.parking.mu.Unlock()
+	if !resume {
+		close(r.done)
+	}
+}
+
+// stopParked ends r if it is parked (its pull loop is not running).
+func (c *Consumer) stopParked(r *runner) {
+	c.parking.mu.Lock()
+	s := r.slot
+	c.parking.mu.Unlock()
+	if s != nil {
+		c.unpark(s, false)
+	}
+}
+
+// closeParking ends every runner still parked and makes every later unpark
+// end its runner instead of resuming it; Close calls it after cancelling
+// the runners, before it waits for the consumer's goroutines.
+func (c *Consumer) closeParking() {
+	c.parking.mu.Lock()
+	c.parking.closed = true
+	left := slices.Clone(c.parking.slots)
+	c.parking.mu.Unlock()
+	for _, s := range left {
+		c.unpark(s, false)
+	}
+}
+
+// parkedCount reports how many runners are parked now.
+func (c *Consumer) parkedCount() int {
+	c.parking.mu.Lock()
+	defer c.parking.mu.Unlock()
+	return len(c.parking.slots)
 }

@@ -18,6 +18,8 @@ type queue struct {
 	min  int64         // lowest offset still stored (low watermark)
 	next int64         // one past the last durable, visible offset
 	wake chan struct{} // closed and replaced when next advances
+	// parked are in-process runners waiting for the next append (park.go).
+	parked map[*parkSlot]struct{}
 
 	// wnext is the next offset to assign; only the writer goroutine touches it.
 	wnext int64
@@ -52,13 +54,16 @@ func (q *queue) bounds() (min, next int64, wake <-chan struct{}) {
 
 // publish makes offsets below next visible and wakes waiting pulls.
 func (q *queue) publish(next int64) {
+	var fire map[*parkSlot]struct{}
 	q.mu.Lock()
 	if next > q.next {
 		q.next = next
 		close(q.wake)
 		q.wake = make(chan struct{})
+		fire = q.takeParkedLocked()
 	}
 	q.mu.Unlock()
+	fireParked(fire)
 }
 
 // setMin raises the low watermark.
@@ -75,5 +80,7 @@ func (q *queue) release() {
 	q.mu.Lock()
 	close(q.wake)
 	q.wake = make(chan struct{})
+	fire := q.takeParkedLocked()
 	q.mu.Unlock()
+	fireParked(fire)
 }

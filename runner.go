@@ -21,6 +21,7 @@ type runner struct {
 	hctx      context.Context // handlers' context: cancelled by Close, by abandon and when a drain ends
 	hcancel   context.CancelFunc
 	done      chan struct{} // closed when the pull loop has returned for good (not parked)
+	slot      *parkSlot     // set while parked; guarded by the consumer's parking.mu
 	next      int64         // where the pull loop goes on; only the pull loop touches it
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
@@ -119,14 +120,11 @@ func (r *runner) drain(timeout time.Duration) {
 	}
 }
 
-// stopPulling cancels the pull loop's context and tells the parking
-// goroutine, which ends the runner if it is parked.
+// stopPulling cancels the pull loop's context, and ends the runner if it
+// is parked (see park.go).
 func (r *runner) stopPulling() {
 	r.cancel()
-	select {
-	case r.c.unpark <- struct{}{}:
-	default: // a poke is pending already: it covers this stop too
-	}
+	r.c.stopParked(r)
 }
 
 // abandon stops the runner without waiting or committing.
@@ -208,11 +206,9 @@ func (r *runner) pullLoop() {
 			r.pq.skip(res.NextOffset)
 			next = res.NextOffset
 			if e != nil && res.Status == PullNoNewMessage {
-				if wake, ok := e.wakeAt(r.grant.QueueRef, next); ok {
-					r.next = next
-					if parked = c.park(r, wake); parked {
-						return
-					}
+				var retry bool
+				if parked, retry = c.park(e, r, next); !retry {
+					return
 				}
 			}
 		}

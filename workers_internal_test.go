@@ -79,7 +79,7 @@ func TestPark_IdleRunnersHoldNoGoroutine(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
 	// Two queues of t and the group's retry queue.
-	waitFor(t, func() bool { return c.parkedN.Load() == 3 }, "every idle runner parks")
+	waitFor(t, func() bool { return c.parkedCount() == 3 }, "every idle runner parks")
 	for i, body := range []string{"one", "two"} {
 		_, err := e.Append(ctx, &AppendRequest{Topic: "t", Queue: i % 2, Messages: []*Message{{Body: []byte(body)}}})
 		require.NoError(t, err)
@@ -89,8 +89,53 @@ func TestPark_IdleRunnersHoldNoGoroutine(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("a parked runner did not wake at the append")
 		}
-		waitFor(t, func() bool { return c.parkedN.Load() == 3 }, "the runner parks again")
+		waitFor(t, func() bool { return c.parkedCount() == 3 }, "the runner parks again")
 	}
 	require.NoError(t, c.Close())
 	assert.Empty(t, got, "nothing handled twice")
+	assert.Zero(t, c.parkedCount())
+	assert.Zero(t, parkedOn(t, e, "t", 0)+parkedOn(t, e, "t", 1)+parkedOn(t, e, RetryTopic("g"), 0),
+		"a closed consumer leaves nothing parked on the engine's queues")
+}
+
+// TestPark_HandoverLeavesNoSlots: runners that park and are handed over (a
+// second member joins) or stop leave no callback behind on the queues, so
+// repeated rebalances of idle queues do not grow the engine's memory.
+func TestPark_HandoverLeavesNoSlots(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 4))
+	h := func(context.Context, *Message) error { return nil }
+	a, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Subscriptions: []Subscription{{Topic: "t"}}, Handler: h})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	waitFor(t, func() bool { return a.parkedCount() == 5 }, "a parks on every queue")
+	for range 5 {
+		b, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "b", Subscriptions: []Subscription{{Topic: "t"}}, Handler: h})
+		require.NoError(t, err)
+		require.NoError(t, b.Start(ctx))
+		waitFor(t, func() bool { return a.parkedCount()+b.parkedCount() == 5 }, "the queues are shared and parked")
+		require.NoError(t, b.Close())
+		waitFor(t, func() bool { return a.parkedCount() == 5 }, "a owns every queue again")
+	}
+	total := 0
+	for q := range 4 {
+		total += parkedOn(t, e, "t", q)
+	}
+	total += parkedOn(t, e, RetryTopic("g"), 0)
+	assert.Equal(t, 5, total, "exactly a's five runners are parked on the queues")
+	require.NoError(t, a.Close())
+}
+
+// parkedOn counts the parked runners on one queue.
+func parkedOn(t *testing.T, e *Engine, topic string, queue int) int {
+	t.Helper()
+	q, err := e.queueOf(QueueRef{Topic: topic, Queue: queue})
+	require.NoError(t, err)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.parked)
 }
