@@ -118,6 +118,9 @@ func TestMultiProcessChild(t *testing.T) {
 		say("DONE")
 		_ = c.Close()
 		os.Exit(0)
+	case "bench-consumers":
+		runBenchConsumers(addr, say, term)
+		os.Exit(0)
 	case "consumer":
 		c, err := remote.Dial(addr, nil)
 		if err != nil {

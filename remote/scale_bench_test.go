@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,13 +105,109 @@ func produceRate(b *testing.B, c *remote.Client) float64 {
 	return float64(sent.Load()) / time.Since(start).Seconds()
 }
 
+// runBenchConsumers is the consumers child of BenchmarkThousandConsumers:
+// EQUEUE_BENCH_CONSUMERS remote consumers, each with its own client
+// (connection) and group, subscribed to "fan" from the earliest offset. It
+// prints READY once all have started, "ALL k" each time every consumer has
+// handled k messages, "GOROUTINES n" (per consumer, times 1000) on SIGUSR1,
+// and closes them all on SIGTERM.
+func runBenchConsumers(addr string, say func(string, ...any), term <-chan os.Signal) {
+	n := 1000
+	if v := os.Getenv("EQUEUE_BENCH_CONSUMERS"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	ctx := context.Background()
+	before := runtime.NumGoroutine()
+	var (
+		mu      sync.Mutex
+		perCons = make([]int, n)
+		atLeast = map[int]int{} // k: consumers that handled k or more
+	)
+	handled := func(i int) {
+		mu.Lock()
+		defer mu.Unlock()
+		perCons[i]++
+		k := perCons[i]
+		atLeast[k]++
+		if atLeast[k] == n {
+			say("ALL %d", k)
+		}
+	}
+	cs := make([]*equeue.Consumer, n)
+	cls := make([]*remote.Client, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	var failed atomic.Bool
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cl, err := remote.Dial(addr, nil)
+			if err != nil {
+				say("ERROR dial: %v", err)
+				failed.Store(true)
+				return
+			}
+			cls[i] = cl
+			c, err := equeue.NewConsumer(cl, equeue.ConsumerOptions{Group: fmt.Sprintf("g%d", i), ID: "m",
+				Subscriptions: []equeue.Subscription{{Topic: "fan"}}, From: equeue.ConsumeFromEarliest,
+				Handler: func(context.Context, *equeue.Message) error { handled(i); return nil }})
+			if err == nil {
+				err = c.Start(ctx)
+			}
+			if err != nil {
+				say("ERROR start: %v", err)
+				failed.Store(true)
+				return
+			}
+			cs[i] = c
+		})
+	}
+	wg.Wait()
+	if failed.Load() {
+		os.Exit(3)
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			say("GOROUTINES %d", (runtime.NumGoroutine()-before)*1000/n)
+		}
+	}()
+	say("READY")
+	<-term
+	for i := range n {
+		wg.Go(func() {
+			_ = cs[i].Close()
+			_ = cls[i].Close()
+		})
+	}
+	wg.Wait()
+	say("CLOSED all")
+}
+
+// waitLine waits until ch printed a line "prefix rest" with rest as given.
+func waitLine(b *testing.B, ch *mpChild, prefix, rest string, within time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if slices.Contains(ch.ids(prefix), rest) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.Fatalf("%s did not print %q %q within %v; its errors: %v", ch.name, prefix, rest, within, ch.ids("ERROR"))
+}
+
 // BenchmarkThousandConsumers: a broker process with default server options,
 // and 1,000 remote consumers (each its own group and connection) of a
-// 4-queue topic in this process. Each iteration sends one message, which
-// every consumer receives. Reported: the fan-out time, the broker's idle
-// CPU, RSS and goroutines with every consumer long-polling, and producer
-// throughput with the consumers idle relative to none (same run). The
-// setup is heavy: run it once, with -benchtime=1x:
+// 4-queue topic in a second process, as a fleet of workers on other
+// machines would be. Each iteration sends one message, which every
+// consumer receives. Reported: the fan-out time, the broker's idle CPU, RSS
+// and goroutines with every consumer long-polling, the consumers' own idle
+// CPU, and producer throughput (8 producers in this process) with the
+// consumers idle relative to none (before they start and after they left,
+// same run). The setup is heavy: run it once, with -benchtime=1x:
 //
 //	go test -run '^$' -bench ThousandConsumers -benchtime=1x ./remote
 func BenchmarkThousandConsumers(b *testing.B) {
@@ -127,52 +225,7 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	alone := produceRate(b, admin)
 	idleGoroutines := brokerGoroutines(b, br)
 
-	ownGoroutines := runtime.NumGoroutine()
-	var got atomic.Int64
-	var mu sync.Mutex
-	cs := make([]*equeue.Consumer, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cl, err := remote.Dial(addr, nil)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			b.Cleanup(func() { _ = cl.Close() })
-			c, err := equeue.NewConsumer(cl, equeue.ConsumerOptions{Group: fmt.Sprintf("g%d", i), ID: "m",
-				Subscriptions: []equeue.Subscription{{Topic: "fan"}}, From: equeue.ConsumeFromEarliest,
-				Handler: func(context.Context, *equeue.Message) error { got.Add(1); return nil }})
-			if err == nil {
-				err = c.Start(ctx)
-			}
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			mu.Lock()
-			cs[i] = c
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if b.Failed() {
-		for _, c := range cs {
-			if c != nil {
-				_ = c.Close()
-			}
-		}
-		return
-	}
-	closeAll := func() {
-		for _, c := range cs {
-			wg.Go(func() { _ = c.Close() })
-		}
-		wg.Wait()
-	}
+	cons := startChild(b, "bench-consumers", "consumers", "EQUEUE_MP_ADDR="+addr, fmt.Sprintf("EQUEUE_BENCH_CONSUMERS=%d", n))
 	p, err := equeue.NewProducer(admin, nil)
 	require.NoError(b, err)
 	defer p.Close()
@@ -182,37 +235,41 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	for i := range b.N {
 		_, err := p.Send(ctx, &equeue.Message{Topic: "fan", Body: []byte("x")})
 		require.NoError(b, err)
-		want := int64(n) * int64(i+1)
-		for got.Load() < want {
-			time.Sleep(time.Millisecond)
-		}
+		waitLine(b, cons, "ALL", strconv.Itoa(i+1), time.Minute)
 	}
 	b.ReportMetric(time.Since(start).Seconds()/float64(b.N), "s/fanout")
 	b.StopTimer()
 
 	// Idle: every consumer long-polls its queues and heartbeats.
 	cpu0, _ := procStat(b, br.cmd.Process.Pid)
-	own0, _ := procStat(b, os.Getpid())
+	own0, _ := procStat(b, cons.cmd.Process.Pid)
 	const idle = 10 * time.Second
 	time.Sleep(idle)
 	cpu1, rss := procStat(b, br.cmd.Process.Pid)
-	own1, _ := procStat(b, os.Getpid())
+	own1, consRSS := procStat(b, cons.cmd.Process.Pid)
 	b.ReportMetric(100*(cpu1-cpu0).Seconds()/idle.Seconds(), "broker-idle-cpu-%")
-	// The consumers run in this process, beside the producers measured below.
 	b.ReportMetric(100*(own1-own0).Seconds()/idle.Seconds(), "consumers-idle-cpu-%")
 	b.ReportMetric(float64(rss)/1024, "broker-rss-MiB")
+	b.ReportMetric(float64(consRSS)/1024, "consumers-rss-MiB")
 	g := brokerGoroutines(b, br)
 	b.ReportMetric(float64(g), "broker-goroutines")
 	b.ReportMetric(float64(g-idleGoroutines)/float64(n), "broker-goroutines/consumer")
 	// Their own side: the consumers, their clients and connections.
-	b.ReportMetric(float64(runtime.NumGoroutine()-ownGoroutines)/float64(n), "consumer-goroutines/consumer")
+	before := len(cons.ids("GOROUTINES"))
+	require.NoError(b, cons.cmd.Process.Signal(syscall.SIGUSR1))
+	for len(cons.ids("GOROUTINES")) == before {
+		time.Sleep(10 * time.Millisecond)
+	}
+	perK, err := strconv.Atoi(cons.ids("GOROUTINES")[before])
+	require.NoError(b, err)
+	b.ReportMetric(float64(perK)/1000, "consumer-goroutines/consumer")
 
 	brokerProfile(b, br)
 	busy := produceRate(b, admin)
 	brokerProfile(b, br)
-	// Shared disks make fsync-bound rates noisy: compare with the mean of
-	// a run before the consumers started and one after they left.
-	closeAll()
+	require.NoError(b, cons.cmd.Process.Signal(syscall.SIGTERM))
+	waitLine(b, cons, "CLOSED", "all", 2*time.Minute)
+	_ = cons.cmd.Wait()
 	after := produceRate(b, admin)
 	b.ReportMetric(alone, "produce-alone-before-msgs/s")
 	b.ReportMetric(after, "produce-alone-after-msgs/s")
