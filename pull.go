@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -144,8 +145,17 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (res PullResult, er
 			return res, nil
 		case req.Offset < next:
 			res, err := e.readQueue(q, req.Offset, next, max, req.MaxBytes, f, res)
-			if err == nil && req.Group != "" {
-				e.marks.record(req.Group, req.Member, Grant{QueueRef: QueueRef{Topic: t.name, Queue: q.id}, Epoch: req.Epoch}, res.NextOffset)
+			if req.Group != "" {
+				grant := Grant{QueueRef: QueueRef{Topic: t.name, Queue: q.id}, Epoch: req.Epoch}
+				var big *MessageTooLargeError
+				switch {
+				case err == nil:
+					e.marks.record(req.Group, req.Member, grant, res.NextOffset)
+				case errors.As(err, &big):
+					// Offered but too large for the puller: it may send
+					// it back (to the dead letters) by reference.
+					e.marks.record(req.Group, req.Member, grant, big.Offset+1)
+				}
 			}
 			return res, err
 		}
@@ -221,8 +231,8 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			}
 			if maxBytes > 0 && size+len(r.Value) > maxBytes {
 				if len(res.Messages) == 0 {
-					return PullResult{}, fmt.Errorf("%w: %s/%d offset %d is %d bytes stored; the puller accepts at most %d",
-						ErrMessageTooLarge, q.topic.name, q.id, r.Offset, len(r.Value), maxBytes)
+					return PullResult{}, &MessageTooLargeError{QueueRef: QueueRef{Topic: q.topic.name, Queue: q.id},
+						Offset: int64(r.Offset), Size: len(r.Value), Limit: maxBytes}
 				}
 				break // the rest is for the next pull
 			}

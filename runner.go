@@ -171,6 +171,11 @@ func (r *runner) pullLoop() {
 				c.log.Info("pull refused; stopping queue", "queue", r.grant.QueueRef, "err", err)
 				return
 			}
+			if past, ok := r.deadLetterTooLarge(err, next); ok {
+				next = past
+				backoff = 100 * time.Millisecond
+				continue
+			}
 			c.log.Warn("pull failed", "queue", r.grant.QueueRef, "err", err, "retry_in", backoff)
 			if !sleepCtx(r.ctx, backoff) {
 				return
@@ -369,4 +374,28 @@ func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
 		c.hooks.afterHandle(ctx, m, err, time.Since(start))
 	}()
 	return c.o.Handler(ctx, m)
+}
+
+// deadLetterTooLarge handles a pull refused because the next message is
+// larger than this client can receive (see MessageTooLargeError): the
+// message goes to the group's dead letters by reference, and the pull goes
+// on past it. ok is false when err is another error or the message could
+// not be stored there (then the pull is retried, with backoff).
+func (r *runner) deadLetterTooLarge(err error, next int64) (past int64, ok bool) {
+	var big *MessageTooLargeError
+	if !errors.As(err, &big) || big.QueueRef != r.grant.QueueRef || big.Offset < next {
+		return 0, false
+	}
+	c := r.c
+	req := &SendBackRequest{Group: c.o.Group, Member: c.o.ID, Grant: r.grant, Offset: big.Offset,
+		Attempts: 1, Cause: truncate(big.Error(), 1024), DeadLetter: true}
+	if _, err := c.b.SendBack(r.ctx, req); err != nil {
+		c.log.Error("message too large for this client; moving it to the dead letters failed, will retry",
+			"queue", r.grant.QueueRef, "offset", big.Offset, "err", err)
+		return 0, false
+	}
+	c.failures.Add(1)
+	c.log.Warn("message too large for this client: dead-lettered", "queue", r.grant.QueueRef, "offset", big.Offset, "limit", big.Limit)
+	r.pq.skip(big.Offset + 1)
+	return big.Offset + 1, true
 }

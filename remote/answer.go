@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -39,8 +38,7 @@ func pullAnswer(res equeue.PullResult, limit int) (*pb.PullResponse, error) {
 		n := len(out.Messages)
 		if n <= 1 {
 			m := res.Messages[0]
-			return nil, fmt.Errorf("%w: %s/%d offset %d does not fit the client's %d-byte answer limit",
-				equeue.ErrMessageTooLarge, m.Topic, m.Queue, m.Offset, limit)
+			return nil, &equeue.MessageTooLargeError{QueueRef: equeue.QueueRef{Topic: m.Topic, Queue: m.Queue}, Offset: m.Offset, Limit: limit}
 		}
 		out.Messages = out.Messages[:n-1]
 		out.NextOffset = res.Messages[n-1].Offset

@@ -69,3 +69,46 @@ func TestAnswer_MessageLargerThanTheClientAccepts(t *testing.T) {
 	assert.ErrorIs(t, err, equeue.ErrMessageTooLarge)
 	assert.Contains(t, err.Error(), "t/0 offset 2")
 }
+
+// A consumer whose client cannot receive a stored message (its
+// MaxMessageBytes is below the message's size) does not stay stuck on it:
+// the message goes to the group's dead letters, by reference, with a cause
+// naming the limit, and the messages after it are handled.
+func TestAnswer_ConsumerDeadLettersAMessageItCannotReceive(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for _, n := range []int{10, 2 << 20, 20} {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: make([]byte, n)}}})
+		require.NoError(t, err)
+	}
+	small := dial(t, s.addr, &remote.ClientOptions{MaxMessageBytes: 1 << 20})
+	got := make(chan int, 4)
+	c, err := equeue.NewConsumer(small, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(_ context.Context, m *equeue.Message) error { got <- len(m.Body); return nil }})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	for _, want := range []int{10, 20} {
+		select {
+		case n := <-got:
+			assert.Equal(t, want, n)
+		case <-ctx.Done():
+			t.Fatalf("the consumer is stuck before the %d-byte message", want)
+		}
+	}
+	require.NoError(t, c.Close())
+	dead, err := e.DeadLetters(ctx, "g", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	assert.Equal(t, int64(1), dead[0].Message.Offset, "the dead letter is the message at offset 1")
+	assert.Len(t, dead[0].Message.Body, 2<<20, "stored whole, by the engine")
+	assert.Contains(t, dead[0].LastError, "t/0 offset 1 is 2097")
+	info, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	for _, q := range info.Queues {
+		if q.Topic == "t" {
+			assert.Equal(t, int64(3), q.Committed, "the group committed past all three")
+		}
+	}
+}

@@ -110,6 +110,7 @@ func toStatus(err error) error {
 	st := status.New(code, err.Error())
 	info := &errdetails.ErrorInfo{Reason: reasons[0], Domain: errorDomain,
 		Metadata: map[string]string{"reasons": strings.Join(reasons, ",")}}
+	addTooLarge(err, info.Metadata)
 	if withInfo, derr := st.WithDetails(info); derr == nil {
 		st = withInfo
 	}
@@ -155,6 +156,9 @@ func fromStatus(err error) error {
 		names := info.GetMetadata()["reasons"]
 		if names == "" {
 			names = info.GetReason()
+		}
+		if big := tooLargeFrom(info.GetMetadata()); big != nil {
+			e.errs = append(e.errs, big)
 		}
 		for _, name := range strings.Split(names, ",") {
 			for _, s := range sentinels {

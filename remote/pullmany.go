@@ -97,6 +97,14 @@ func pullError(err error) *pb.PullError {
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
 			pe.Reasons = info.GetMetadata()["reasons"]
+			for k, v := range info.GetMetadata() {
+				if k != "reasons" {
+					if pe.Metadata == nil {
+						pe.Metadata = map[string]string{}
+					}
+					pe.Metadata[k] = v
+				}
+			}
 		}
 	}
 	return pe
@@ -107,7 +115,13 @@ func pullErrorFromPB(pe *pb.PullError) error {
 	st := status.New(codes.Code(pe.GetCode()), pe.GetMessage())
 	if pe.GetReasons() != "" {
 		first, _, _ := strings.Cut(pe.GetReasons(), ",")
-		info := &errdetails.ErrorInfo{Reason: first, Domain: errorDomain, Metadata: map[string]string{"reasons": pe.GetReasons()}}
+		md := map[string]string{"reasons": pe.GetReasons()}
+		for k, v := range pe.GetMetadata() {
+			if k != "reasons" {
+				md[k] = v
+			}
+		}
+		info := &errdetails.ErrorInfo{Reason: first, Domain: errorDomain, Metadata: md}
 		if withInfo, err := st.WithDetails(info); err == nil {
 			st = withInfo
 		}

@@ -3889,7 +3889,10 @@ type PullError struct {
 	Code    uint32                 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// The equeue sentinel names the error matches, comma separated.
-	Reasons       string `protobuf:"bytes,3,opt,name=reasons,proto3" json:"reasons,omitempty"`
+	Reasons string `protobuf:"bytes,3,opt,name=reasons,proto3" json:"reasons,omitempty"`
+	// Further details, as in the ErrorInfo of a failed call (for example
+	// where a message too large for the client is).
+	Metadata      map[string]string `protobuf:"bytes,4,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3943,6 +3946,13 @@ func (x *PullError) GetReasons() string {
 		return x.Reasons
 	}
 	return ""
+}
+
+func (x *PullError) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
 }
 
 var File_equeue_v1_equeue_proto protoreflect.FileDescriptor
@@ -4208,11 +4218,15 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x05items\x18\x01 \x03(\v2\x17.equeue.v1.PullManyItemR\x05items\"o\n" +
 	"\fPullManyItem\x123\n" +
 	"\bresponse\x18\x01 \x01(\v2\x17.equeue.v1.PullResponseR\bresponse\x12*\n" +
-	"\x05error\x18\x02 \x01(\v2\x14.equeue.v1.PullErrorR\x05error\"S\n" +
+	"\x05error\x18\x02 \x01(\v2\x14.equeue.v1.PullErrorR\x05error\"\xd0\x01\n" +
 	"\tPullError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
-	"\areasons\x18\x03 \x01(\tR\areasons*n\n" +
+	"\areasons\x18\x03 \x01(\tR\areasons\x12>\n" +
+	"\bmetadata\x18\x04 \x03(\v2\".equeue.v1.PullError.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*n\n" +
 	"\n" +
 	"SyncPolicy\x12\x17\n" +
 	"\x13SYNC_POLICY_DEFAULT\x10\x00\x12\x16\n" +
@@ -4278,7 +4292,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -4348,17 +4362,18 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*PullError)(nil),                // 65: equeue.v1.PullError
 	nil,                              // 66: equeue.v1.Message.PropertiesEntry
 	nil,                              // 67: equeue.v1.Message.SysPropertiesEntry
-	(*durationpb.Duration)(nil),      // 68: google.protobuf.Duration
+	nil,                              // 68: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 69: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	66, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
 	67, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	68, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	68, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	69, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	69, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	68, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	68, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	69, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	69, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
@@ -4367,7 +4382,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
 	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	68, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	69, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
 	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
 	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
 	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
@@ -4376,7 +4391,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	24, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
 	7,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
 	26, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	68, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	69, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
 	39, // 26: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
 	40, // 27: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
 	40, // 28: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
@@ -4392,61 +4407,62 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	5,  // 38: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
 	56, // 39: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
 	7,  // 40: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	68, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	69, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
 	12, // 42: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	68, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	69, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
 	64, // 44: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
 	13, // 45: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
 	65, // 46: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	8,  // 47: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 48: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 49: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 50: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 51: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 52: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 53: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	27, // 54: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	29, // 55: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	60, // 56: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	62, // 57: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	31, // 58: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	33, // 59: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	35, // 60: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	37, // 61: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	41, // 62: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	43, // 63: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	48, // 64: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	50, // 65: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	53, // 66: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	55, // 67: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	58, // 68: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	9,  // 69: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 70: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 71: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 72: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 73: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 74: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 75: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	28, // 76: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	30, // 77: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	61, // 78: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	63, // 79: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	32, // 80: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	34, // 81: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	36, // 82: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	38, // 83: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	42, // 84: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	44, // 85: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	49, // 86: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	51, // 87: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	54, // 88: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	57, // 89: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	59, // 90: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	69, // [69:91] is the sub-list for method output_type
-	47, // [47:69] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	68, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	8,  // 48: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	10, // 49: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	12, // 50: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	16, // 51: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	18, // 52: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	20, // 53: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	22, // 54: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	27, // 55: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	29, // 56: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	60, // 57: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	62, // 58: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	31, // 59: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	33, // 60: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	35, // 61: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	37, // 62: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	41, // 63: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	43, // 64: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	48, // 65: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	50, // 66: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	53, // 67: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	55, // 68: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	58, // 69: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	9,  // 70: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 71: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 72: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 73: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 74: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 75: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 76: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	28, // 77: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	30, // 78: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	61, // 79: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	63, // 80: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	32, // 81: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	34, // 82: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	36, // 83: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	38, // 84: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	42, // 85: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	44, // 86: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	49, // 87: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	51, // 88: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	54, // 89: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	57, // 90: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	59, // 91: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	70, // [70:92] is the sub-list for method output_type
+	48, // [48:70] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -4460,7 +4476,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   63,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
