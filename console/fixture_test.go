@@ -172,7 +172,7 @@ func serve(t testing.TB, b console.Broker, o console.Options) *site {
 		o.Prefix = prefix
 	}
 	mux := http.NewServeMux()
-	mux.Handle(o.Prefix, console.New(b, o))
+	mux.Handle("/"+strings.Trim(o.Prefix, "/")+"/", console.New(b, o))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "host app", http.StatusTeapot) })
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

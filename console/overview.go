@@ -1,6 +1,7 @@
 package console
 
 import (
+	"html/template"
 	"net/http"
 	"strings"
 	"time"
@@ -20,6 +21,8 @@ type overviewData struct {
 	Delayed       int
 	DelayedMore   bool
 	HasDelayed    bool
+	// The tables' rows, rendered in Go (see rows.go).
+	TopicRows, GroupRows, InternalRows template.HTML
 }
 
 func (overviewData) refresh() int { return 3 }
@@ -98,6 +101,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 	for i := range d.Internal {
 		d.Internal[i].InRate = perTopic[d.Internal[i].Name]
 	}
+	d.TopicRows, d.GroupRows, d.InternalRows = c.topicRowsHTML(d.Topics, true), c.groupRowsHTML(d.Groups), c.topicRowsHTML(d.Internal, false)
 	d.Chart = c.rates.chart()
 	if s, ok := c.b.(statser); ok {
 		d.StoreBytes, d.HasStore = s.Stats().StoreBytes, true
