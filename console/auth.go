@@ -68,7 +68,9 @@ type viewer struct {
 	csrf    string
 }
 
-func (v viewer) canView() bool { return v.known && v.rights&(remote.RightAdmin|remote.RightConsume) != 0 }
+func (v viewer) canView() bool {
+	return v.known && v.rights&(remote.RightAdmin|remote.RightConsume) != 0
+}
 
 // who identifies the request, setting the anonymous CSRF cookie when the
 // caller has none yet.

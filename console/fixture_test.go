@@ -118,7 +118,7 @@ func seed(t testing.TB, e *equeue.Engine) seeded {
 	// audit joins payments and orders and reads nothing: it has lag.
 	a, err := equeue.NewConsumer(e, equeue.ConsumerOptions{
 		Group: "audit", Subscriptions: []equeue.Subscription{{Topic: "payments"}},
-		Handler: func(context.Context, *equeue.Message) error { return errors.New("audit is down") },
+		Handler:     func(context.Context, *equeue.Message) error { return errors.New("audit is down") },
 		RetryDelays: []time.Duration{time.Hour}, MaxAttempts: 2, CommitInterval: 10 * time.Millisecond,
 	})
 	require.NoError(t, err)
