@@ -39,6 +39,9 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		}
 	}
 	for _, s := range g.Subscriptions {
+		if isInternal(s.Topic) {
+			continue
+		}
 		d.Subs = append(d.Subs, fmt.Sprintf("%s (%s)", s.Topic, s.Filter))
 	}
 	c.render(w, r, v, http.StatusOK, "group", "Group "+name, d)

@@ -82,7 +82,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		row := groupRow{Name: g.Name, Model: g.Model.String(), Members: len(g.Members), Queues: len(g.Queues)}
 		names := make([]string, 0, len(g.Subscriptions))
 		for _, s := range g.Subscriptions {
-			names = append(names, s.Topic)
+			if !isInternal(s.Topic) {
+				names = append(names, s.Topic)
+			}
 		}
 		row.Topics = strings.Join(names, ", ")
 		for _, q := range g.Queues {

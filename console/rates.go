@@ -102,7 +102,7 @@ func (r *rates) chart() chart {
 	}
 	c.InNow, c.OutNow = pts[len(pts)-1].in, pts[len(pts)-1].out
 	c.Span = pts[len(pts)-1].at.Sub(pts[0].at).Round(time.Second).String()
-	top := c.Max
+	top := c.Max * 1.25 // headroom, so a steady rate is not drawn on the frame
 	if top == 0 {
 		top = 1
 	}
