@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -147,4 +149,51 @@ func TestConsole_DelayedPage(t *testing.T) {
 	require.Equal(t, http.StatusOK, pg.status)
 	assert.Contains(t, pg.body, `<b id="delayed-count">7</b>`, "6 audit retries in an hour and one reminder")
 	assert.Contains(t, pg.body, "in 59m")
+}
+
+func TestConsole_RedriveAllAtARateSendsEachOnce(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t)
+	require.NoError(t, e.CreateTopic(ctx, "jobs", 1))
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	for i := range 4 {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "jobs", Body: []byte(fmt.Sprintf("job-%d", i))})
+		require.NoError(t, err)
+	}
+	c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "workers", Subscriptions: []equeue.Subscription{{Topic: "jobs"}},
+		Handler: func(context.Context, *equeue.Message) error {
+			return equeue.DeadLetter(errors.New("no worker for this job"))
+		}})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	eventually(t, 20*time.Second, func() bool {
+		dl, err := e.DeadLetters(ctx, "workers", 0, 10)
+		return err == nil && len(dl) == 4
+	}, "four dead letters")
+	require.NoError(t, c.Close())
+
+	s := serve(t, e, console.Options{})
+	tok := csrf(t, s.get(t, prefix+"groups/workers/dlq"))
+	// One selected first, then all the others at 200/s: each is sent once.
+	pg := s.post(t, prefix+"groups/workers/dlq/redrive", url.Values{"csrf": {tok}, "offset": {"2"}, "rate": {"200"}, "confirm": {"1"}})
+	require.Equal(t, http.StatusSeeOther, pg.status, pg.body)
+	pg = s.post(t, prefix+"groups/workers/dlq/redrive", url.Values{"csrf": {tok}, "all": {"1"}, "rate": {"200"}})
+	require.Equal(t, http.StatusOK, pg.status)
+	assert.Contains(t, pg.body, "At most 200 per second")
+	pg = s.post(t, prefix+"groups/workers/dlq/redrive", url.Values{"csrf": {tok}, "all": {"1"}, "rate": {"200"}, "confirm": {"1"}})
+	require.Equal(t, http.StatusSeeOther, pg.status, pg.body)
+	assert.Equal(t, prefix+"groups/workers/dlq?done=redrive%3A3", pg.header.Get("Location"))
+	dl, err := e.DeadLetters(ctx, "workers", 0, 10)
+	require.NoError(t, err)
+	for _, d := range dl {
+		assert.True(t, d.Redriven, "dead letter %d", d.Offset)
+	}
+	ti, err := e.Topic(ctx, "jobs")
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), ti.Queues[0].MaxOffset, "four jobs and four redriven copies")
+	pg = s.get(t, pg.header.Get("Location"))
+	assert.Contains(t, pg.body, "3 dead letter(s) sent back")
+	assert.Equal(t, 4, strings.Count(pg.body, `<span class="badge ok">redriven</span>`))
 }
