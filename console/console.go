@@ -37,7 +37,8 @@ var (
 // statser is implemented by brokers that report their store size.
 type statser interface{ Stats() equeue.Stats }
 
-// delayedLister is implemented by brokers that report delayed messages.
+// delayedLister is implemented by brokers that report delayed messages
+// (*equeue.Engine and *remote.Client).
 type delayedLister interface {
 	Delayed(ctx context.Context, max int) (equeue.DelayedInfo, error)
 }

@@ -19,8 +19,8 @@
 // The console needs only the administration seam (remote.Admin) and
 // unfenced pulls for browsing, so it runs over an in-process
 // *equeue.Engine and over a *remote.Client alike. Optional extras are found
-// by type assertion: the store size (Stats) and the delayed messages
-// (Delayed), which *equeue.Engine reports.
+// by type assertion: the store size (Stats), which *equeue.Engine reports,
+// and the delayed messages (Delayed), which both report.
 //
 // # Security
 //

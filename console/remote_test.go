@@ -35,7 +35,7 @@ func TestConsole_OverRemote(t *testing.T) {
 		pg := s.get(t, prefix+p)
 		require.Equal(t, http.StatusOK, pg.status, "%s: %s", p, pg.body)
 	}
-	assert.Contains(t, s.get(t, prefix+"delayed").body, "does not report delayed messages")
+	assert.Contains(t, s.get(t, prefix+"delayed").body, `<b id="delayed-count">7</b>`, "delayed messages over the wire")
 	pg := s.get(t, prefix+"topics/orders/messages?id="+sd.poisonID)
 	assert.Contains(t, pg.body, "1 found")
 	assert.Equal(t, http.StatusNotFound, s.get(t, prefix+"topics/nosuch").status, "engine errors keep their kind over the wire")
@@ -46,4 +46,17 @@ func TestConsole_OverRemote(t *testing.T) {
 	dl, err := e.DeadLetters(ctx, "billing", 0, 10)
 	require.NoError(t, err)
 	assert.True(t, dl[0].Redriven)
+}
+
+// plainBroker hides the optional extras of the engine.
+type plainBroker struct{ console.Broker }
+
+func TestConsole_WithoutOptionalExtras(t *testing.T) {
+	e := openEngine(t)
+	seed(t, e)
+	s := serve(t, plainBroker{e}, console.Options{})
+	pg := s.get(t, prefix)
+	require.Equal(t, http.StatusOK, pg.status)
+	assert.NotContains(t, pg.body, "Store size")
+	assert.Contains(t, s.get(t, prefix+"delayed").body, "does not report delayed messages")
 }
