@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,9 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 	}
 	if len(env.tokens) == 0 && !isLoopback(lis.Addr()) {
 		env.log.Warn("the console has no tokens: anyone who reaches it may act; pass --token or listen on a loopback address")
+	}
+	if env.tls != nil && env.tls.ClientAuth >= tls.RequireAnyClientCert {
+		env.log.Warn("the console shares the server's TLS settings: browsers must present a client certificate too")
 	}
 	mux := http.NewServeMux()
 	mux.Handle(prefix, h)
