@@ -235,19 +235,31 @@ func (c *Console) retryPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	d := retryData{Group: group}
 	rt := equeue.RetryTopic(group)
+	t, err := c.b.Topic(ctx, rt)
+	if errors.Is(err, equeue.ErrTopicNotFound) {
+		c.render(w, r, v, http.StatusOK, "retry", "Retries of "+group, d)
+		return
+	}
+	if err != nil {
+		c.brokerFail(w, r, v, "retries of "+group, err)
+		return
+	}
+	committed := map[int]int64{}
 	for _, q := range g.Queues {
-		if q.Topic != rt {
-			continue
+		if q.Topic == rt && q.Committed >= 0 {
+			committed[q.Queue] = q.Committed
 		}
-		d.Pending += q.Lag
-		from := q.Committed
-		if from < 0 {
-			from = q.MaxOffset - q.Lag
+	}
+	for _, q := range t.Queues {
+		from := q.MinOffset
+		if off, ok := committed[q.ID]; ok {
+			from = max(from, off)
 		}
+		d.Pending += max(0, q.MaxOffset-from)
 		if len(d.Messages) >= maxRetryShown {
 			continue
 		}
-		msgs, err := c.readRange(ctx, rt, equeue.QueueInfo{ID: q.Queue, MaxOffset: q.MaxOffset}, from, maxRetryShown-len(d.Messages))
+		msgs, err := c.readRange(ctx, rt, q, from, maxRetryShown-len(d.Messages))
 		if err != nil {
 			c.brokerFail(w, r, v, "reading retries of "+group, err)
 			return
