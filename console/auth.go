@@ -29,6 +29,7 @@ type auth struct {
 
 	mu       sync.Mutex
 	sessions map[string]session
+	throttle loginThrottle
 }
 
 type session struct {
@@ -183,11 +184,10 @@ type pageFunc func(w http.ResponseWriter, r *http.Request, v viewer)
 func (c *Console) view(f pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := c.auth.who(w, r)
+		if !c.bearerOK(w, r, v) {
+			return
+		}
 		if !v.known {
-			if r.Header.Get("Authorization") != "" {
-				c.fail(w, r, v, http.StatusUnauthorized, "Not signed in", "The bearer token is not one this console knows.")
-				return
-			}
 			http.Redirect(w, r, c.prefix+"login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
@@ -204,6 +204,9 @@ func (c *Console) act(f pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		v := c.auth.who(w, r)
+		if !c.bearerOK(w, r, v) {
+			return
+		}
 		if !v.known {
 			c.fail(w, r, v, http.StatusUnauthorized, "Not signed in", "Sign in with a token that has the admin right to do this.")
 			return
@@ -218,6 +221,26 @@ func (c *Console) act(f pageFunc) http.Handler {
 		}
 		f(w, r, v)
 	})
+}
+
+// bearerOK answers a request whose bearer token is unknown (401) or comes
+// from an address with too many failures (429), and counts the failure: a
+// bearer header is throttled like the login form.
+func (c *Console) bearerOK(w http.ResponseWriter, r *http.Request, v viewer) bool {
+	if c.auth.tokens == nil || r.Header.Get("Authorization") == "" || v.session {
+		return true
+	}
+	addr, now := clientAddr(r), time.Now()
+	if !c.auth.throttle.allowed(addr, now) {
+		c.fail(w, r, v, http.StatusTooManyRequests, "Too many failed sign-ins", "Too many unknown tokens from this address: wait a minute.")
+		return false
+	}
+	if !v.known {
+		c.auth.throttle.failed(addr, now)
+		c.fail(w, r, v, http.StatusUnauthorized, "Not signed in", "The bearer token is not one this console knows.")
+		return false
+	}
+	return true
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -246,8 +269,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, v, http.StatusForbidden, "login", "Sign in", loginData{Next: next, Error: "The form expired. Please try again."})
 		return
 	}
+	addr, now := clientAddr(r), time.Now()
+	if !c.auth.throttle.allowed(addr, now) {
+		c.render(w, r, v, http.StatusTooManyRequests, "login", "Sign in", loginData{Next: next, Error: "Too many failed sign-ins from this address: wait a minute."})
+		return
+	}
 	rights, ok := c.auth.checkToken(r.PostFormValue("token"))
 	if !ok {
+		c.auth.throttle.failed(addr, now)
 		c.render(w, r, v, http.StatusUnauthorized, "login", "Sign in", loginData{Next: next, Error: "Unknown token."})
 		return
 	}

@@ -126,3 +126,23 @@ func TestConsole_LoginRedirectStaysInTheConsole(t *testing.T) {
 		assert.True(t, strings.HasPrefix(loc, prefix), "next %q led to %q", next, loc)
 	}
 }
+
+func TestConsole_LoginIsThrottledAfterFailures(t *testing.T) {
+	e := openEngine(t)
+	s := serve(t, e, console.Options{Tokens: tokens})
+	for i := range 10 {
+		assert.Equal(t, http.StatusUnauthorized, login(t, s, "guess", prefix).status, "attempt %d", i)
+	}
+	pg := login(t, s, "admin-secret", prefix)
+	assert.Equal(t, http.StatusTooManyRequests, pg.status, "even the right token waits")
+	assert.Contains(t, pg.body, "Too many failed sign-ins")
+	assert.Equal(t, http.StatusTooManyRequests, s.get(t, prefix, "Authorization", "Bearer admin-secret").status, "nor a bearer token")
+
+	// Unknown bearer tokens count too.
+	s = serve(t, e, console.Options{Tokens: tokens})
+	for range 10 {
+		assert.Equal(t, http.StatusUnauthorized, s.get(t, prefix, "Authorization", "Bearer guess").status)
+	}
+	assert.Equal(t, http.StatusTooManyRequests, s.get(t, prefix, "Authorization", "Bearer admin-secret").status)
+	assert.Equal(t, http.StatusTooManyRequests, login(t, s, "admin-secret", prefix).status)
+}
