@@ -3955,6 +3955,173 @@ func (x *PullError) GetMetadata() map[string]string {
 	return nil
 }
 
+// ListDelayedRequest asks for the pending delayed messages (equeue.Engine.Delayed).
+type ListDelayedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many of the soonest to list; 0 means the engine's default.
+	Max           int32 `protobuf:"varint,1,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDelayedRequest) Reset() {
+	*x = ListDelayedRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDelayedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDelayedRequest) ProtoMessage() {}
+
+func (x *ListDelayedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDelayedRequest.ProtoReflect.Descriptor instead.
+func (*ListDelayedRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ListDelayedRequest) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+type DelayedEntry struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	DeliverAtUnixNano int64                  `protobuf:"varint,1,opt,name=deliver_at_unix_nano,json=deliverAtUnixNano,proto3" json:"deliver_at_unix_nano,omitempty"`
+	Topic             string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	Queue             int32                  `protobuf:"varint,3,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DelayedEntry) Reset() {
+	*x = DelayedEntry{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DelayedEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DelayedEntry) ProtoMessage() {}
+
+func (x *DelayedEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DelayedEntry.ProtoReflect.Descriptor instead.
+func (*DelayedEntry) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *DelayedEntry) GetDeliverAtUnixNano() int64 {
+	if x != nil {
+		return x.DeliverAtUnixNano
+	}
+	return 0
+}
+
+func (x *DelayedEntry) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DelayedEntry) GetQueue() int32 {
+	if x != nil {
+		return x.Queue
+	}
+	return 0
+}
+
+type ListDelayedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pending counted; complete is false when counting stopped at its bound.
+	Pending       int64           `protobuf:"varint,1,opt,name=pending,proto3" json:"pending,omitempty"`
+	Complete      bool            `protobuf:"varint,2,opt,name=complete,proto3" json:"complete,omitempty"`
+	Next          []*DelayedEntry `protobuf:"bytes,3,rep,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDelayedResponse) Reset() {
+	*x = ListDelayedResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDelayedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDelayedResponse) ProtoMessage() {}
+
+func (x *ListDelayedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDelayedResponse.ProtoReflect.Descriptor instead.
+func (*ListDelayedResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ListDelayedResponse) GetPending() int64 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *ListDelayedResponse) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
+func (x *ListDelayedResponse) GetNext() []*DelayedEntry {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
 var File_equeue_v1_equeue_proto protoreflect.FileDescriptor
 
 const file_equeue_v1_equeue_proto_rawDesc = "" +
@@ -4226,7 +4393,17 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\bmetadata\x18\x04 \x03(\v2\".equeue.v1.PullError.MetadataEntryR\bmetadata\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*n\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"&\n" +
+	"\x12ListDelayedRequest\x12\x10\n" +
+	"\x03max\x18\x01 \x01(\x05R\x03max\"k\n" +
+	"\fDelayedEntry\x12/\n" +
+	"\x14deliver_at_unix_nano\x18\x01 \x01(\x03R\x11deliverAtUnixNano\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x14\n" +
+	"\x05queue\x18\x03 \x01(\x05R\x05queue\"x\n" +
+	"\x13ListDelayedResponse\x12\x18\n" +
+	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
+	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
+	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next*n\n" +
 	"\n" +
 	"SyncPolicy\x12\x17\n" +
 	"\x13SYNC_POLICY_DEFAULT\x10\x00\x12\x16\n" +
@@ -4251,7 +4428,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x15RESET_TARGET_EARLIEST\x10\x00\x12\x17\n" +
 	"\x13RESET_TARGET_LATEST\x10\x01\x12\x15\n" +
 	"\x11RESET_TARGET_TIME\x10\x02\x12\x18\n" +
-	"\x14RESET_TARGET_OFFSETS\x10\x032\x86\r\n" +
+	"\x14RESET_TARGET_OFFSETS\x10\x032\xd4\r\n" +
 	"\x06Broker\x12:\n" +
 	"\x05Route\x12\x17.equeue.v1.RouteRequest\x1a\x18.equeue.v1.RouteResponse\x12=\n" +
 	"\x06Append\x12\x18.equeue.v1.AppendRequest\x1a\x19.equeue.v1.AppendResponse\x127\n" +
@@ -4277,7 +4454,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\rDescribeGroup\x12\x1f.equeue.v1.DescribeGroupRequest\x1a .equeue.v1.DescribeGroupResponse\x12O\n" +
 	"\fResetOffsets\x12\x1e.equeue.v1.ResetOffsetsRequest\x1a\x1f.equeue.v1.ResetOffsetsResponse\x12X\n" +
 	"\x0fListDeadLetters\x12!.equeue.v1.ListDeadLettersRequest\x1a\".equeue.v1.ListDeadLettersResponse\x12@\n" +
-	"\aRedrive\x12\x19.equeue.v1.RedriveRequest\x1a\x1a.equeue.v1.RedriveResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
+	"\aRedrive\x12\x19.equeue.v1.RedriveRequest\x1a\x1a.equeue.v1.RedriveResponse\x12L\n" +
+	"\vListDelayed\x12\x1d.equeue.v1.ListDelayedRequest\x1a\x1e.equeue.v1.ListDelayedResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
 
 var (
 	file_equeue_v1_equeue_proto_rawDescOnce sync.Once
@@ -4292,7 +4470,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -4360,20 +4538,23 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*PullManyResponse)(nil),         // 63: equeue.v1.PullManyResponse
 	(*PullManyItem)(nil),             // 64: equeue.v1.PullManyItem
 	(*PullError)(nil),                // 65: equeue.v1.PullError
-	nil,                              // 66: equeue.v1.Message.PropertiesEntry
-	nil,                              // 67: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 68: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 69: google.protobuf.Duration
+	(*ListDelayedRequest)(nil),       // 66: equeue.v1.ListDelayedRequest
+	(*DelayedEntry)(nil),             // 67: equeue.v1.DelayedEntry
+	(*ListDelayedResponse)(nil),      // 68: equeue.v1.ListDelayedResponse
+	nil,                              // 69: equeue.v1.Message.PropertiesEntry
+	nil,                              // 70: equeue.v1.Message.SysPropertiesEntry
+	nil,                              // 71: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 72: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	66, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	67, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	69, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	69, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	69, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	70, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	72, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	72, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	69, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	69, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	72, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	72, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
@@ -4382,7 +4563,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
 	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	69, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	72, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
 	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
 	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
 	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
@@ -4391,7 +4572,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	24, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
 	7,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
 	26, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	69, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	72, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
 	39, // 26: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
 	40, // 27: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
 	40, // 28: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
@@ -4407,62 +4588,65 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	5,  // 38: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
 	56, // 39: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
 	7,  // 40: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	69, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	72, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
 	12, // 42: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	69, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	72, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
 	64, // 44: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
 	13, // 45: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
 	65, // 46: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	68, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
-	8,  // 48: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 49: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 50: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 51: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 52: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 53: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 54: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	27, // 55: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	29, // 56: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	60, // 57: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	62, // 58: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	31, // 59: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	33, // 60: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	35, // 61: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	37, // 62: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	41, // 63: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	43, // 64: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	48, // 65: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	50, // 66: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	53, // 67: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	55, // 68: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	58, // 69: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	9,  // 70: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 71: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 72: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 73: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 74: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 75: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 76: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	28, // 77: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	30, // 78: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	61, // 79: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	63, // 80: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	32, // 81: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	34, // 82: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	36, // 83: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	38, // 84: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	42, // 85: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	44, // 86: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	49, // 87: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	51, // 88: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	54, // 89: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	57, // 90: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	59, // 91: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	70, // [70:92] is the sub-list for method output_type
-	48, // [48:70] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	71, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	67, // 48: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
+	8,  // 49: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	10, // 50: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	12, // 51: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	16, // 52: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	18, // 53: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	20, // 54: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	22, // 55: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	27, // 56: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	29, // 57: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	60, // 58: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	62, // 59: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	31, // 60: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	33, // 61: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	35, // 62: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	37, // 63: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	41, // 64: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	43, // 65: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	48, // 66: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	50, // 67: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	53, // 68: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	55, // 69: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	58, // 70: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	66, // 71: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
+	9,  // 72: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 73: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 74: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 75: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 76: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 77: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 78: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	28, // 79: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	30, // 80: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	61, // 81: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	63, // 82: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	32, // 83: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	34, // 84: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	36, // 85: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	38, // 86: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	42, // 87: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	44, // 88: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	49, // 89: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	51, // 90: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	54, // 91: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	57, // 92: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	59, // 93: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	68, // 94: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	72, // [72:95] is the sub-list for method output_type
+	49, // [49:72] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -4476,7 +4660,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   64,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -55,6 +55,7 @@ const (
 	Broker_ResetOffsets_FullMethodName     = "/equeue.v1.Broker/ResetOffsets"
 	Broker_ListDeadLetters_FullMethodName  = "/equeue.v1.Broker/ListDeadLetters"
 	Broker_Redrive_FullMethodName          = "/equeue.v1.Broker/Redrive"
+	Broker_ListDelayed_FullMethodName      = "/equeue.v1.Broker/ListDelayed"
 )
 
 // BrokerClient is the client API for Broker service.
@@ -94,6 +95,7 @@ type BrokerClient interface {
 	ResetOffsets(ctx context.Context, in *ResetOffsetsRequest, opts ...grpc.CallOption) (*ResetOffsetsResponse, error)
 	ListDeadLetters(ctx context.Context, in *ListDeadLettersRequest, opts ...grpc.CallOption) (*ListDeadLettersResponse, error)
 	Redrive(ctx context.Context, in *RedriveRequest, opts ...grpc.CallOption) (*RedriveResponse, error)
+	ListDelayed(ctx context.Context, in *ListDelayedRequest, opts ...grpc.CallOption) (*ListDelayedResponse, error)
 }
 
 type brokerClient struct {
@@ -324,6 +326,16 @@ func (c *brokerClient) Redrive(ctx context.Context, in *RedriveRequest, opts ...
 	return out, nil
 }
 
+func (c *brokerClient) ListDelayed(ctx context.Context, in *ListDelayedRequest, opts ...grpc.CallOption) (*ListDelayedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDelayedResponse)
+	err := c.cc.Invoke(ctx, Broker_ListDelayed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BrokerServer is the server API for Broker service.
 // All implementations must embed UnimplementedBrokerServer
 // for forward compatibility.
@@ -361,6 +373,7 @@ type BrokerServer interface {
 	ResetOffsets(context.Context, *ResetOffsetsRequest) (*ResetOffsetsResponse, error)
 	ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error)
 	Redrive(context.Context, *RedriveRequest) (*RedriveResponse, error)
+	ListDelayed(context.Context, *ListDelayedRequest) (*ListDelayedResponse, error)
 	mustEmbedUnimplementedBrokerServer()
 }
 
@@ -436,6 +449,9 @@ func (UnimplementedBrokerServer) ListDeadLetters(context.Context, *ListDeadLette
 }
 func (UnimplementedBrokerServer) Redrive(context.Context, *RedriveRequest) (*RedriveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Redrive not implemented")
+}
+func (UnimplementedBrokerServer) ListDelayed(context.Context, *ListDelayedRequest) (*ListDelayedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDelayed not implemented")
 }
 func (UnimplementedBrokerServer) mustEmbedUnimplementedBrokerServer() {}
 func (UnimplementedBrokerServer) testEmbeddedByValue()                {}
@@ -854,6 +870,24 @@ func _Broker_Redrive_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Broker_ListDelayed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDelayedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).ListDelayed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_ListDelayed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).ListDelayed(ctx, req.(*ListDelayedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Broker_ServiceDesc is the grpc.ServiceDesc for Broker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -948,6 +982,10 @@ var Broker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Redrive",
 			Handler:    _Broker_Redrive_Handler,
+		},
+		{
+			MethodName: "ListDelayed",
+			Handler:    _Broker_ListDelayed_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestServe_Console(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "orders", "--queues", "2")
+	addr, caddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--console", caddr, "--console-prefix", "ops",
+		"--token", "boss=all", "--token", "viewer=consume")
+	base := "http://" + caddr + "/ops/"
+	eventually(t, 20*time.Second, "the console answers", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		code, _, err := httpGet(base + "login")
+		return err == nil && code == http.StatusOK
+	})
+	ok(t, "--server", addr, "--token", "boss", "produce", "orders", "hello")
+
+	// Without a token the console asks for one; with the server's tokens it
+	// shows the engine, and only the admin token may act.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer c.CloseIdleConnections()
+	get := func(path, token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("topics/orders", ""); code != http.StatusSeeOther {
+		t.Fatalf("anonymous: %d, want a redirect to the login form", code)
+	}
+	code, body := get("topics/orders", "viewer")
+	if code != http.StatusOK || !strings.Contains(body, "<h1>orders") {
+		t.Fatalf("viewer: %d %s", code, body)
+	}
+	code, body = get("topics/orders", "boss")
+	if code != http.StatusOK || !strings.Contains(body, "Add queues") {
+		t.Fatalf("boss: %d", code)
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if csrf == nil {
+		t.Fatal("no CSRF token on the topic page")
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"topics/orders/queues", strings.NewReader(url.Values{"csrf": {csrf[1]}, "count": {"1"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer boss")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add queues: %d", resp.StatusCode)
+	}
+	topics := decode[[]topicJSON](t, ok(t, "--server", addr, "--token", "boss", "topic", "list", "--json"))
+	if len(topics) != 1 || len(topics[0].Queues) != 3 {
+		t.Fatalf("topics after adding a queue in the console: %+v", topics)
+	}
+	if code := srv.stop(t); code != 0 {
+		t.Fatalf("serve exit code %d\n%s", code, srv.stderr)
+	}
+}

@@ -1,0 +1,307 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/equeue-go/equeue/remote"
+)
+
+const (
+	sessionCookie = "equeue_console"
+	anonCookie    = "equeue_console_csrf"
+	csrfField     = "csrf"
+	maxSessions   = 1024
+)
+
+// auth holds the console's tokens, login sessions and CSRF secret.
+type auth struct {
+	tokens map[[sha256.Size]byte]remote.Rights // nil: no authentication
+	ttl    time.Duration
+	path   string // cookie path: the prefix
+	secret []byte
+
+	mu       sync.Mutex
+	sessions map[string]session
+	throttle loginThrottle
+}
+
+type session struct {
+	rights  remote.Rights
+	expires time.Time
+}
+
+func newAuth(tokens map[string]remote.Rights, ttl time.Duration, prefix string) *auth {
+	a := &auth{ttl: ttl, path: prefix, secret: randomBytes(32), sessions: map[string]session{}}
+	if len(tokens) > 0 {
+		a.tokens = make(map[[sha256.Size]byte]remote.Rights, len(tokens))
+		for tok, r := range tokens {
+			if tok != "" {
+				a.tokens[sha256.Sum256([]byte(tok))] = r
+			}
+		}
+	}
+	return a
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return b
+}
+
+// viewer is who made a request and what they may do.
+type viewer struct {
+	// known is false when tokens are required and none was presented.
+	known  bool
+	rights remote.Rights
+	// identity binds the CSRF token: the session, bearer token or anonymous
+	// cookie the request carried.
+	identity string
+	// session is set for a logged-in user (who can log out).
+	session bool
+	csrf    string
+}
+
+func (v viewer) canView() bool {
+	return v.known && v.rights&(remote.RightAdmin|remote.RightConsume) != 0
+}
+
+// who identifies the request, setting the anonymous CSRF cookie when the
+// caller has none yet.
+func (a *auth) who(w http.ResponseWriter, r *http.Request) viewer {
+	v := viewer{}
+	if a.tokens == nil {
+		v.known, v.rights = true, remote.RightAll
+	} else if ck, err := r.Cookie(sessionCookie); err == nil {
+		if s, ok := a.lookup(ck.Value); ok {
+			v.known, v.rights, v.session, v.identity = true, s.rights, true, "s:"+ck.Value
+		}
+	}
+	if a.tokens != nil && !v.known {
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			sum := sha256.Sum256([]byte(tok))
+			if rights, ok := a.tokens[sum]; ok {
+				v.known, v.rights = true, rights
+				v.identity = "b:" + base64.RawURLEncoding.EncodeToString(sum[:])
+			}
+		}
+	}
+	if v.identity == "" {
+		ck, err := r.Cookie(anonCookie)
+		val := ""
+		if err == nil && len(ck.Value) >= 16 {
+			val = ck.Value
+		} else {
+			val = base64.RawURLEncoding.EncodeToString(randomBytes(18))
+			http.SetCookie(w, a.cookie(r, anonCookie, val, 0))
+		}
+		v.identity = "a:" + val
+	}
+	v.csrf = a.csrfFor(v.identity)
+	return v
+}
+
+func (a *auth) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: a.path, MaxAge: maxAge, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode}
+}
+
+func (a *auth) csrfFor(identity string) string {
+	m := hmac.New(sha256.New, a.secret)
+	m.Write([]byte(identity))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// csrfOK checks the form's CSRF token against the caller's identity.
+func (a *auth) csrfOK(r *http.Request, v viewer) bool {
+	got := r.PostFormValue(csrfField)
+	return got != "" && hmac.Equal([]byte(got), []byte(v.csrf))
+}
+
+// checkToken returns the rights of a token.
+func (a *auth) checkToken(tok string) (remote.Rights, bool) {
+	if a.tokens == nil || tok == "" {
+		return 0, false
+	}
+	r, ok := a.tokens[sha256.Sum256([]byte(tok))]
+	return r, ok
+}
+
+func (a *auth) lookup(id string) (session, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[id]
+	if !ok {
+		return session{}, false
+	}
+	if time.Now().After(s.expires) {
+		delete(a.sessions, id)
+		return session{}, false
+	}
+	return s, true
+}
+
+// start opens a session, evicting expired ones, and the oldest when full.
+func (a *auth) start(rights remote.Rights) string {
+	id := base64.RawURLEncoding.EncodeToString(randomBytes(24))
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.sessions) >= maxSessions {
+		oldest, at := "", now.Add(a.ttl+time.Hour)
+		for k, s := range a.sessions {
+			if now.After(s.expires) {
+				delete(a.sessions, k)
+			} else if s.expires.Before(at) {
+				oldest, at = k, s.expires
+			}
+		}
+		if len(a.sessions) >= maxSessions {
+			delete(a.sessions, oldest)
+		}
+	}
+	a.sessions[id] = session{rights: rights, expires: now.Add(a.ttl)}
+	return id
+}
+
+func (a *auth) end(id string) {
+	a.mu.Lock()
+	delete(a.sessions, id)
+	a.mu.Unlock()
+}
+
+// pageFunc renders one page for a viewer that may see it.
+type pageFunc func(w http.ResponseWriter, r *http.Request, v viewer)
+
+// view admits viewers that may look; others go to the login form (or get
+// 401/403).
+func (c *Console) view(f pageFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := c.auth.who(w, r)
+		if !c.bearerOK(w, r, v) {
+			return
+		}
+		if !v.known {
+			http.Redirect(w, r, c.prefix+"login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		if !v.canView() {
+			c.fail(w, r, v, http.StatusForbidden, "Not allowed", "This token may not view the console (it needs the consume or admin right).")
+			return
+		}
+		f(w, r, v)
+	})
+}
+
+// act admits POSTs with a valid CSRF token from viewers with the admin right.
+func (c *Console) act(f pageFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		v := c.auth.who(w, r)
+		if !c.bearerOK(w, r, v) {
+			return
+		}
+		if !v.known {
+			c.fail(w, r, v, http.StatusUnauthorized, "Not signed in", "Sign in with a token that has the admin right to do this.")
+			return
+		}
+		if !c.auth.csrfOK(r, v) {
+			c.fail(w, r, v, http.StatusForbidden, "Request refused", "The form's security token is missing or stale. Reload the page and try again.")
+			return
+		}
+		if v.rights&remote.RightAdmin == 0 {
+			c.fail(w, r, v, http.StatusForbidden, "Not allowed", "This token may look but not change anything (it needs the admin right).")
+			return
+		}
+		f(w, r, v)
+	})
+}
+
+// bearerOK answers a request whose bearer token is unknown (401) or comes
+// from an address with too many failures (429), and counts the failure: a
+// bearer header is throttled like the login form.
+func (c *Console) bearerOK(w http.ResponseWriter, r *http.Request, v viewer) bool {
+	if c.auth.tokens == nil || r.Header.Get("Authorization") == "" || v.session {
+		return true
+	}
+	addr, now := clientAddr(r), time.Now()
+	if !c.auth.throttle.allowed(addr, now) {
+		c.fail(w, r, v, http.StatusTooManyRequests, "Too many failed sign-ins", "Too many unknown tokens from this address: wait a minute.")
+		return false
+	}
+	if !v.known {
+		c.auth.throttle.failed(addr, now)
+		c.fail(w, r, v, http.StatusUnauthorized, "Not signed in", "The bearer token is not one this console knows.")
+		return false
+	}
+	return true
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	v := c.auth.who(w, r)
+	if c.auth.tokens == nil {
+		http.Redirect(w, r, c.prefix, http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, v, http.StatusOK, "login", "Sign in", loginData{Next: c.safeNext(r.URL.Query().Get("next"))})
+}
+
+type loginData struct {
+	Next  string
+	Error string
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	v := c.auth.who(w, r)
+	if c.auth.tokens == nil {
+		http.Redirect(w, r, c.prefix, http.StatusSeeOther)
+		return
+	}
+	next := c.safeNext(r.PostFormValue("next"))
+	if !c.auth.csrfOK(r, v) {
+		c.render(w, r, v, http.StatusForbidden, "login", "Sign in", loginData{Next: next, Error: "The form expired. Please try again."})
+		return
+	}
+	addr, now := clientAddr(r), time.Now()
+	if !c.auth.throttle.allowed(addr, now) {
+		c.render(w, r, v, http.StatusTooManyRequests, "login", "Sign in", loginData{Next: next, Error: "Too many failed sign-ins from this address: wait a minute."})
+		return
+	}
+	rights, ok := c.auth.checkToken(r.PostFormValue("token"))
+	if !ok {
+		c.auth.throttle.failed(addr, now)
+		c.render(w, r, v, http.StatusUnauthorized, "login", "Sign in", loginData{Next: next, Error: "Unknown token."})
+		return
+	}
+	id := c.auth.start(rights)
+	http.SetCookie(w, c.auth.cookie(r, sessionCookie, id, int(c.o.SessionTTL/time.Second)))
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	v := c.auth.who(w, r)
+	if !c.auth.csrfOK(r, v) {
+		c.fail(w, r, v, http.StatusForbidden, "Request refused", "The form's security token is missing or stale.")
+		return
+	}
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		c.auth.end(ck.Value)
+	}
+	http.SetCookie(w, c.auth.cookie(r, sessionCookie, "", -1))
+	http.Redirect(w, r, c.prefix+"login", http.StatusSeeOther)
+}
+
+// safeNext keeps a post-login target only when it is a path of this console.
+func (c *Console) safeNext(next string) string {
+	if strings.HasPrefix(next, c.prefix) && !strings.HasPrefix(next, "//") && !strings.ContainsAny(next, "\\\r\n") {
+		return next
+	}
+	return c.prefix
+}

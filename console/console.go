@@ -1,0 +1,191 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Broker is what the console needs from a broker: the administration seam
+// and unfenced pulls to browse queues. *equeue.Engine and *remote.Client
+// implement it.
+type Broker interface {
+	remote.Admin
+	Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error)
+}
+
+var (
+	_ Broker = (*equeue.Engine)(nil)
+	_ Broker = (*remote.Client)(nil)
+)
+
+// statser is implemented by brokers that report their store size.
+type statser interface{ Stats() equeue.Stats }
+
+// delayedLister is implemented by brokers that report delayed messages
+// (*equeue.Engine and *remote.Client).
+type delayedLister interface {
+	Delayed(ctx context.Context, max int) (equeue.DelayedInfo, error)
+}
+
+// Options configure a console. The zero value serves at "/" with every
+// action enabled and no authentication of its own.
+type Options struct {
+	// Prefix is the path the console is mounted at, such as "/admin/".
+	// Empty means "/". Leading and trailing slashes are added when missing.
+	Prefix string
+	// ReadOnly registers no route that changes anything: the console only
+	// shows.
+	ReadOnly bool
+	// Tokens, when not empty, requires a login with one of these tokens
+	// (the server's bearer tokens): RightAdmin may act, RightConsume may
+	// look. Nil means the console does no authentication.
+	Tokens map[string]remote.Rights
+	// Title is shown in the header. Empty means "equeue".
+	Title string
+	// ScanLimit is how many messages one search by key or ID reads at most
+	// (the newest of each queue). Zero means 10,000.
+	ScanLimit int
+	// SessionTTL is how long a login lasts. Zero means 12 hours.
+	SessionTTL time.Duration
+	// RequestTimeout bounds each call to the broker a page makes (a rate
+	// limited redrive runs until done or the request ends). Zero means 10 s.
+	RequestTimeout time.Duration
+	// Logger receives failed broker calls. Nil means silent.
+	Logger *slog.Logger
+}
+
+const (
+	defaultScanLimit  = 10_000
+	defaultSessionTTL = 12 * time.Hour
+	defaultTimeout    = 10 * time.Second
+	maxPageSize       = 500
+	defaultPageSize   = 50
+)
+
+// Console is the console's http.Handler.
+type Console struct {
+	b       Broker
+	o       Options
+	prefix  string
+	mux     *http.ServeMux
+	pages   map[string]*template.Template
+	auth    *auth
+	rates   *rates
+	static  http.Handler
+	started time.Time
+}
+
+// New returns the console for b. See Options for what can be set.
+func New(b Broker, o Options) http.Handler {
+	c := &Console{b: b, o: o, prefix: cleanPrefix(o.Prefix), rates: newRates(), started: time.Now()}
+	if c.o.Title == "" {
+		c.o.Title = "equeue"
+	}
+	if c.o.ScanLimit <= 0 {
+		c.o.ScanLimit = defaultScanLimit
+	}
+	if c.o.SessionTTL <= 0 {
+		c.o.SessionTTL = defaultSessionTTL
+	}
+	if c.o.RequestTimeout <= 0 {
+		c.o.RequestTimeout = defaultTimeout
+	}
+	if c.o.Logger == nil {
+		c.o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.auth = newAuth(o.Tokens, c.o.SessionTTL, c.prefix)
+	c.pages = c.parsePages()
+	sub, _ := fs.Sub(staticFS, "static") // the directory is embedded: cannot fail
+	c.static = http.StripPrefix(c.prefix+"static/", http.FileServerFS(sub))
+	c.routes()
+	return c
+}
+
+// cleanPrefix turns any prefix into "/", or "/a/b/".
+func cleanPrefix(p string) string {
+	p = path.Clean("/" + p)
+	if p == "/" {
+		return p
+	}
+	return p + "/"
+}
+
+func (c *Console) routes() {
+	m := http.NewServeMux()
+	p := c.prefix
+	m.HandleFunc("GET "+p+"static/", c.serveStatic)
+	m.HandleFunc("GET "+p+"login", c.loginPage)
+	m.HandleFunc("POST "+p+"login", c.login)
+	m.HandleFunc("POST "+p+"logout", c.logout)
+	m.Handle("GET "+p+"{$}", c.view(c.overview))
+	m.Handle("GET "+p+"topics/{topic}", c.view(c.topicPage))
+	m.Handle("GET "+p+"topics/{topic}/messages", c.view(c.messagesPage))
+	m.Handle("GET "+p+"topics/{topic}/messages/{queue}/{offset}", c.view(c.messagePage))
+	m.Handle("GET "+p+"groups/{group}", c.view(c.groupPage))
+	m.Handle("GET "+p+"groups/{group}/retry", c.view(c.retryPage))
+	m.Handle("GET "+p+"groups/{group}/dlq", c.view(c.dlqPage))
+	m.Handle("GET "+p+"delayed", c.view(c.delayedPage))
+	if !c.o.ReadOnly {
+		m.Handle("POST "+p+"topics/{topic}/queues", c.act(c.addQueues))
+		m.Handle("POST "+p+"topics/{topic}/queues/{queue}/writable", c.act(c.setWritable))
+		m.Handle("POST "+p+"groups/{group}/reset", c.act(c.resetOffsets))
+		m.Handle("POST "+p+"groups/{group}/dlq/redrive", c.act(c.redrive))
+	}
+	m.HandleFunc(p, c.notFound)
+	c.mux = m
+}
+
+// ServeHTTP serves the console's pages, actions and assets.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	if !strings.HasPrefix(r.URL.Path, c.prefix) {
+		c.notFound(w, r)
+		return
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *Console) serveStatic(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	c.static.ServeHTTP(w, r)
+}
+
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
+	v := c.auth.who(w, r)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		c.fail(w, r, v, http.StatusMethodNotAllowed, "No such action", "This console does not accept "+r.Method+" at this address"+c.readOnlyNote()+".")
+		return
+	}
+	c.fail(w, r, v, http.StatusNotFound, "Page not found", "There is no page at this address.")
+}
+
+func (c *Console) readOnlyNote() string {
+	if c.o.ReadOnly {
+		return " (it is read-only)"
+	}
+	return ""
+}
+
+// ctx bounds one page's broker calls.
+func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), c.o.RequestTimeout)
+}

@@ -1,0 +1,274 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/equeue-go/equeue"
+)
+
+type dlqData struct {
+	Group            string
+	Entries          []dlqRow
+	Min, Max         int64
+	From, Next, Prev int64
+	HasNext, HasPrev bool
+	Count            int
+	Pending          int
+}
+
+type dlqRow struct {
+	equeue.DLQEntry
+	Preview string
+}
+
+func (c *Console) dlqPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	group := r.PathValue("group")
+	if _, err := c.b.Group(ctx, group); err != nil {
+		c.brokerFail(w, r, v, fmt.Sprintf("group %q", group), err)
+		return
+	}
+	d := dlqData{Group: group, Count: defaultPageSize}
+	qv := r.URL.Query()
+	if s := qv.Get("count"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxPageSize {
+			c.badInput(w, r, v, fmt.Sprintf("The page size must be a number from 1 to %d (got %q).", maxPageSize, s))
+			return
+		}
+		d.Count = n
+	}
+	t, err := c.b.Topic(ctx, equeue.DLQTopic(group))
+	if errors.Is(err, equeue.ErrTopicNotFound) || (err == nil && len(t.Queues) == 0) {
+		c.render(w, r, v, http.StatusOK, "dlq", "Dead letters of "+group, d)
+		return
+	}
+	if err != nil {
+		c.brokerFail(w, r, v, "dead letters of "+group, err)
+		return
+	}
+	d.Min, d.Max = t.Queues[0].MinOffset, t.Queues[0].MaxOffset
+	d.From = d.Min
+	if s := qv.Get("from"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < d.Min || n > d.Max {
+			c.badInput(w, r, v, fmt.Sprintf("Offset %q is outside the dead letters' range %d to %d.", s, d.Min, d.Max))
+			return
+		}
+		d.From = n
+	}
+	off := d.From
+	for len(d.Entries) < d.Count && off < d.Max {
+		es, err := c.b.DeadLetters(ctx, group, off, min(d.Count-len(d.Entries), 1024))
+		if err != nil {
+			c.brokerFail(w, r, v, "dead letters of "+group, err)
+			return
+		}
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			d.Entries = append(d.Entries, dlqRow{DLQEntry: e, Preview: preview(e.Message.Body)})
+			if !e.Redriven {
+				d.Pending++
+			}
+		}
+		off = es[len(es)-1].Offset + 1
+	}
+	d.Next, d.HasNext = off, off < d.Max
+	d.Prev, d.HasPrev = max(d.Min, d.From-int64(d.Count)), d.From > d.Min
+	c.render(w, r, v, http.StatusOK, "dlq", "Dead letters of "+group, d)
+}
+
+// maxRedriveRate bounds the rate field (messages per second).
+const maxRedriveRate = 100_000
+
+func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
+	group := r.PathValue("group")
+	if err := r.ParseForm(); err != nil {
+		c.badInput(w, r, v, "The form could not be read: "+err.Error())
+		return
+	}
+	all := r.PostFormValue("all") == "1"
+	var offsets []int64
+	for _, s := range r.PostForm["offset"] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			c.badInput(w, r, v, fmt.Sprintf("%q is not a dead-letter offset.", s))
+			return
+		}
+		offsets = append(offsets, n)
+	}
+	if !all && len(offsets) == 0 {
+		c.badInput(w, r, v, "Select at least one dead letter, or redrive all.")
+		return
+	}
+	rate := 0.0
+	if s := r.PostFormValue("rate"); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f < 0 || f > maxRedriveRate {
+			c.badInput(w, r, v, fmt.Sprintf("The rate must be a number of messages per second from 0 (no limit) to %d.", maxRedriveRate))
+			return
+		}
+		rate = f
+	}
+	back := c.prefix + "groups/" + url.PathEscape(group) + "/dlq"
+	if r.PostFormValue("confirm") != "1" {
+		d := confirmData{Action: r.URL.Path, Button: "Redrive", Cancel: back, Fields: []field{{"rate", r.PostFormValue("rate")}}}
+		if all {
+			d.Heading = "Redrive every dead letter of " + group + "?"
+			d.Fields = append(d.Fields, field{"all", "1"})
+		} else {
+			d.Heading = fmt.Sprintf("Redrive %d dead letter(s) of %s?", len(offsets), group)
+			for _, o := range offsets {
+				d.Fields = append(d.Fields, field{"offset", strconv.FormatInt(o, 10)})
+				d.Items = append(d.Items, "dead letter at offset "+strconv.FormatInt(o, 10))
+			}
+		}
+		d.Detail = "Each message is sent back to its original topic as a fresh message and marked redriven, so it is never sent twice."
+		if rate > 0 {
+			d.Detail += fmt.Sprintf(" At most %g per second: this page waits until they are sent.", rate)
+		}
+		c.confirm(w, r, v, d)
+		return
+	}
+	n, err := c.doRedrive(r.Context(), group, all, offsets, rate)
+	if err != nil {
+		c.brokerFail(w, r, v, fmt.Sprintf("redriving dead letters of %s (%d sent before the failure)", group, n), err)
+		return
+	}
+	c.done(w, r, back, "redrive:"+strconv.Itoa(n))
+}
+
+// doRedrive redrives in one call, or one message at a time at the rate.
+func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets []int64, rate float64) (int, error) {
+	call := func(req equeue.RedriveRequest) (int, error) {
+		cctx, cancel := context.WithTimeout(ctx, c.o.RequestTimeout)
+		defer cancel()
+		return c.b.Redrive(cctx, group, req)
+	}
+	if rate == 0 {
+		if all {
+			return call(equeue.RedriveRequest{All: true})
+		}
+		return call(equeue.RedriveRequest{Offsets: offsets})
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	sent := 0
+	one := func(off int64) error {
+		if sent > 0 {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		n, err := call(equeue.RedriveRequest{Offsets: []int64{off}})
+		sent += n
+		return err
+	}
+	if !all {
+		for _, off := range offsets {
+			if err := one(off); err != nil {
+				return sent, err
+			}
+		}
+		return sent, nil
+	}
+	var from int64
+	for {
+		lctx, cancel := context.WithTimeout(ctx, c.o.RequestTimeout)
+		es, err := c.b.DeadLetters(lctx, group, from, 256)
+		cancel()
+		if err != nil || len(es) == 0 {
+			return sent, err
+		}
+		for _, e := range es {
+			if e.Redriven {
+				continue
+			}
+			if err := one(e.Offset); err != nil {
+				return sent, err
+			}
+		}
+		from = es[len(es)-1].Offset + 1
+	}
+}
+
+type retryData struct {
+	Group    string
+	Messages []retryRow
+	Pending  int64
+	Shown    int64
+}
+
+type retryRow struct {
+	M         *equeue.Message
+	Origin    string
+	OriginQ   string
+	OriginOff string
+	LastError string
+	Preview   string
+}
+
+func (retryData) refresh() int { return 5 }
+
+// maxRetryShown bounds the retry page's list.
+const maxRetryShown = 200
+
+func (c *Console) retryPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	group := r.PathValue("group")
+	g, err := c.b.Group(ctx, group)
+	if err != nil {
+		c.brokerFail(w, r, v, fmt.Sprintf("group %q", group), err)
+		return
+	}
+	d := retryData{Group: group}
+	rt := equeue.RetryTopic(group)
+	t, err := c.b.Topic(ctx, rt)
+	if errors.Is(err, equeue.ErrTopicNotFound) {
+		c.render(w, r, v, http.StatusOK, "retry", "Retries of "+group, d)
+		return
+	}
+	if err != nil {
+		c.brokerFail(w, r, v, "retries of "+group, err)
+		return
+	}
+	committed := map[int]int64{}
+	for _, q := range g.Queues {
+		if q.Topic == rt && q.Committed >= 0 {
+			committed[q.Queue] = q.Committed
+		}
+	}
+	for _, q := range t.Queues {
+		from := q.MinOffset
+		if off, ok := committed[q.ID]; ok {
+			from = max(from, off)
+		}
+		d.Pending += max(0, q.MaxOffset-from)
+		if len(d.Messages) >= maxRetryShown {
+			continue
+		}
+		msgs, err := c.readRange(ctx, rt, q, from, maxRetryShown-len(d.Messages))
+		if err != nil {
+			c.brokerFail(w, r, v, "reading retries of "+group, err)
+			return
+		}
+		for _, m := range msgs {
+			d.Messages = append(d.Messages, retryRow{M: m, Origin: m.SysProperty(equeue.SysOriginTopic), OriginQ: m.SysProperty(equeue.SysOriginQueue),
+				OriginOff: m.SysProperty(equeue.SysOriginOffset), LastError: m.SysProperty(equeue.SysLastError), Preview: preview(m.Body)})
+		}
+	}
+	d.Shown = int64(len(d.Messages))
+	c.render(w, r, v, http.StatusOK, "retry", "Retries of "+group, d)
+}

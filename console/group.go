@@ -1,0 +1,143 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/equeue-go/equeue"
+)
+
+type groupData struct {
+	G        equeue.GroupInfo
+	Lag      int64
+	Internal []equeue.GroupQueueInfo
+	Queues   []equeue.GroupQueueInfo
+	Subs     []string
+}
+
+func (groupData) refresh() int { return 5 }
+
+func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	name := r.PathValue("group")
+	g, err := c.b.Group(ctx, name)
+	if err != nil {
+		c.brokerFail(w, r, v, fmt.Sprintf("group %q", name), err)
+		return
+	}
+	d := groupData{G: g}
+	for _, q := range g.Queues {
+		d.Lag += q.Lag
+		if isInternal(q.Topic) {
+			d.Internal = append(d.Internal, q)
+		} else {
+			d.Queues = append(d.Queues, q)
+		}
+	}
+	for _, s := range g.Subscriptions {
+		if isInternal(s.Topic) {
+			continue
+		}
+		d.Subs = append(d.Subs, fmt.Sprintf("%s (%s)", s.Topic, s.Filter))
+	}
+	c.render(w, r, v, http.StatusOK, "group", "Group "+name, d)
+}
+
+func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request, v viewer) {
+	name := r.PathValue("group")
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	g, err := c.b.Group(ctx, name)
+	if err != nil {
+		c.brokerFail(w, r, v, fmt.Sprintf("group %q", name), err)
+		return
+	}
+	req := equeue.ResetRequest{}
+	to := r.PostFormValue("to")
+	fields := []field{{"to", to}}
+	var what string
+	switch to {
+	case "earliest":
+		req.To, what = equeue.ResetToEarliest, "to the oldest stored message of every queue: stored messages are delivered again"
+	case "latest":
+		req.To, what = equeue.ResetToLatest, fmt.Sprintf("to the end of every queue: %s pending message(s) will be skipped", formatNum(lagOf(g)))
+	case "time":
+		at, ok := parseTime(strings.TrimSpace(r.PostFormValue("time")))
+		if !ok {
+			c.badInput(w, r, v, fmt.Sprintf("%q is not a time: use 2006-01-02T15:04:05Z or 2006-01-02 15:04 (UTC).", r.PostFormValue("time")))
+			return
+		}
+		req.To, req.Time = equeue.ResetToTime, at
+		what = "to the first message stored at or after " + when(at) + " in every queue"
+		fields = append(fields, field{"time", r.PostFormValue("time")})
+	case "offset":
+		ref, off, err := parseQueueOffset(r.PostFormValue("queue"), r.PostFormValue("offset"))
+		if err != nil {
+			c.badInput(w, r, v, err.Error())
+			return
+		}
+		known := false
+		for _, q := range g.Queues {
+			if q.QueueRef == ref {
+				known = true
+				if off > q.MaxOffset {
+					c.badInput(w, r, v, fmt.Sprintf("Offset %d is past the end of %s (%d).", off, ref, q.MaxOffset))
+					return
+				}
+			}
+		}
+		if !known {
+			c.badInput(w, r, v, fmt.Sprintf("Group %s does not consume %s.", name, ref))
+			return
+		}
+		req.To, req.Offsets = equeue.ResetToOffsets, map[equeue.QueueRef]int64{ref: off}
+		what = fmt.Sprintf("on %s to offset %d", ref, off)
+		fields = append(fields, field{"queue", r.PostFormValue("queue")}, field{"offset", r.PostFormValue("offset")})
+	default:
+		c.badInput(w, r, v, "Choose where to reset to: earliest, latest, time or offset.")
+		return
+	}
+	back := c.prefix + "groups/" + url.PathEscape(name)
+	if r.PostFormValue("confirm") != "1" {
+		c.confirm(w, r, v, confirmData{
+			Heading: "Reset the offsets of group " + name + "?",
+			Detail:  "Move the group " + what + ". Live members restart from the new offsets at once.",
+			Action:  r.URL.Path, Button: "Reset offsets", Cancel: back, Fields: fields,
+		})
+		return
+	}
+	if err := c.b.ResetOffsets(ctx, name, req); err != nil {
+		c.brokerFail(w, r, v, "resetting offsets of "+name, err)
+		return
+	}
+	c.done(w, r, back, "reset")
+}
+
+func lagOf(g equeue.GroupInfo) int64 {
+	var n int64
+	for _, q := range g.Queues {
+		n += q.Lag
+	}
+	return n
+}
+
+// parseQueueOffset reads "topic/queue" and an offset.
+func parseQueueOffset(queue, offset string) (equeue.QueueRef, int64, error) {
+	i := strings.LastIndexByte(queue, '/')
+	if i <= 0 {
+		return equeue.QueueRef{}, 0, fmt.Errorf("%q does not name a queue (topic/queue)", queue)
+	}
+	qn, err := strconv.Atoi(queue[i+1:])
+	if err != nil || qn < 0 {
+		return equeue.QueueRef{}, 0, fmt.Errorf("%q does not name a queue (topic/queue)", queue)
+	}
+	off, err := strconv.ParseInt(strings.TrimSpace(offset), 10, 64)
+	if err != nil || off < 0 {
+		return equeue.QueueRef{}, 0, fmt.Errorf("%q is not an offset", offset)
+	}
+	return equeue.QueueRef{Topic: queue[:i], Queue: qn}, off, nil
+}

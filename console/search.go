@@ -1,0 +1,84 @@
+package console
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/equeue-go/equeue"
+)
+
+// scanReport says what a bounded search read of each queue.
+type scanReport struct {
+	Queue    int
+	From, To int64 // offsets read: [From, To)
+	Older    bool  // messages below From were not read
+}
+
+// maxMatches bounds how many matches a search returns.
+const maxMatches = 100
+
+// search reads the newest messages of each queue of t, up to the scan
+// limit shared among the queues, and returns those match accepts.
+func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*equeue.Message) bool) (found []*equeue.Message, report []scanReport, complete bool, err error) {
+	complete = true
+	if len(t.Queues) == 0 {
+		return nil, nil, true, nil
+	}
+	per := max(int64(c.o.ScanLimit/len(t.Queues)), 1)
+	for _, q := range t.Queues {
+		from := max(q.MinOffset, q.MaxOffset-per)
+		rep := scanReport{Queue: q.ID, From: from, To: from, Older: from > q.MinOffset}
+		off := from
+		for off < q.MaxOffset && len(found) < maxMatches {
+			res, err := c.b.Pull(ctx, &equeue.PullRequest{Topic: t.Name, Queue: q.ID, Offset: off, Max: int(min(q.MaxOffset-off, 1024))})
+			if err != nil {
+				return nil, nil, false, err
+			}
+			for _, m := range res.Messages {
+				if m.Offset < q.MaxOffset && match(m) {
+					found = append(found, m)
+				}
+			}
+			if res.NextOffset <= off {
+				break
+			}
+			off = res.NextOffset
+		}
+		rep.To = min(off, q.MaxOffset)
+		if rep.Older || rep.To < q.MaxOffset {
+			complete = false
+		}
+		report = append(report, rep)
+		if len(found) >= maxMatches {
+			complete = false
+			break
+		}
+	}
+	slices.SortFunc(found, func(a, b *equeue.Message) int { return b.StoredAt.Compare(a.StoredAt) })
+	return found, report, complete, nil
+}
+
+// offsetAt finds the first offset of queue q stored at or after at, by
+// binary search over single-message pulls: O(log n) reads.
+func (c *Console) offsetAt(ctx context.Context, topic string, q equeue.QueueInfo, at time.Time) (int64, error) {
+	lo, hi := q.MinOffset, q.MaxOffset
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		res, err := c.b.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: mid, Max: 1})
+		if err != nil {
+			return 0, err
+		}
+		if len(res.Messages) == 0 {
+			hi = mid // nothing readable from mid on
+			continue
+		}
+		m := res.Messages[0]
+		if m.StoredAt.Before(at) {
+			lo = max(m.Offset, mid) + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}

@@ -1,0 +1,80 @@
+package equeue
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DelayedInfo summarises the messages waiting for their delivery time.
+type DelayedInfo struct {
+	// Pending is how many delayed messages were counted. When Complete is
+	// false the count stopped at the scan limit and more are pending.
+	Pending  int
+	Complete bool
+	// Next lists the earliest pending messages, soonest first.
+	Next []DelayedEntry
+}
+
+// DelayedEntry is one pending delayed message.
+type DelayedEntry struct {
+	DeliverAt time.Time
+	QueueRef
+}
+
+// maxDelayedCount bounds how many index keys one Delayed call counts.
+const maxDelayedCount = 100_000
+
+// Delayed reports how many delayed messages are pending (counting at most
+// 100,000) and the delivery times and queues of the earliest max of them
+// (0 means 32, at most 1024). A message whose topic was deleted is counted
+// with an empty topic name.
+func (e *Engine) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
+	if max < 0 || max > 1024 {
+		return DelayedInfo{}, fmt.Errorf("%w: delayed list size %d is outside 0..1024", ErrInvalidArgument, max)
+	}
+	if max == 0 {
+		max = 32
+	}
+	if err := e.enter(ctx); err != nil {
+		return DelayedInfo{}, err
+	}
+	defer e.leave()
+	info := DelayedInfo{Complete: true}
+	names := map[uint32]string{}
+	err := e.st.ScanMeta(keyDelayPrefix, func(k, v []byte) error {
+		if info.Pending >= maxDelayedCount {
+			info.Complete = false
+			return errStopScan
+		}
+		if info.Pending%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		info.Pending++
+		if len(info.Next) >= max {
+			return nil
+		}
+		at, _, ok := parseDelayKey(k)
+		if !ok || len(v) != delayIndexValueLen {
+			return nil
+		}
+		id := binary.BigEndian.Uint32(v)
+		name, seen := names[id]
+		if !seen {
+			if t := e.topicByID(id); t != nil {
+				name = t.name
+			}
+			names[id] = name
+		}
+		info.Next = append(info.Next, DelayedEntry{DeliverAt: at, QueueRef: QueueRef{Topic: name, Queue: int(binary.BigEndian.Uint32(v[4:]))}})
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return DelayedInfo{}, err
+	}
+	return info, nil
+}
