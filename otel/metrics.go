@@ -267,17 +267,28 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 }
 
 // Observers returns an Observer that passes every event to each of obs
-// (nil ones skipped), so an engine can feed both a Prometheus collector and
-// Metrics.
+// (nil ones skipped), so an engine can feed a Prometheus collector,
+// Metrics and a Tracer's Observer at once. It is a MoveObserver when one
+// of obs is.
 func Observers(obs ...equeue.Observer) equeue.Observer {
-	var list tee
+	var (
+		list  tee
+		moves bool
+	)
 	for _, o := range obs {
-		if o != nil {
-			list = append(list, o)
+		if o == nil {
+			continue
+		}
+		list = append(list, o)
+		if _, ok := o.(equeue.MoveObserver); ok {
+			moves = true
 		}
 	}
-	if len(list) == 1 {
+	switch {
+	case len(list) == 1:
 		return list[0]
+	case moves:
+		return moveTee{list}
 	}
 	return list
 }
@@ -287,5 +298,16 @@ type tee []equeue.Observer
 func (t tee) ObservePull(topic string, queue int, took time.Duration, messages int) {
 	for _, o := range t {
 		o.ObservePull(topic, queue, took, messages)
+	}
+}
+
+// moveTee is a tee with a MoveObserver among its observers.
+type moveTee struct{ tee }
+
+func (t moveTee) ObserveMove(ctx context.Context, ev equeue.MoveEvent) {
+	for _, o := range t.tee {
+		if mo, ok := o.(equeue.MoveObserver); ok {
+			mo.ObserveMove(ctx, ev)
+		}
 	}
 }

@@ -103,7 +103,7 @@ func TestTracer_RetryKeepsTrace(t *testing.T) {
 		ctx := ctxT(t)
 		tp, rec := recorder(t)
 		tr := otel.NewTracer(&otel.TracerOptions{TracerProvider: tp})
-		e := openEngine(t, nil)
+		e := openEngine(t, &equeue.Options{Observer: tr.Observer()})
 		b := brokerOver(t, e, transport)
 		require.NoError(t, e.CreateTopic(ctx, "jobs", 1))
 		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "jobs"}},
@@ -138,6 +138,14 @@ func TestTracer_RetryKeepsTrace(t *testing.T) {
 		assert.Equal(t, codes.Unset, second.Status().Code)
 		assert.Equal(t, "handled", attr(second, "messaging.equeue.outcome"))
 		assert.False(t, second.StartTime().Before(first.EndTime()), "the retry starts after the failed attempt")
+
+		stored := spansNamed(rec, "retry g")
+		require.Len(t, stored, 1, "the broker's span of storing the retry")
+		assert.Equal(t, send.SpanContext().TraceID(), stored[0].SpanContext().TraceID())
+		assert.Equal(t, send.SpanContext().SpanID(), stored[0].Parent().SpanID())
+		assert.Equal(t, equeue.RetryTopic("g"), attr(stored[0], "messaging.destination.name"))
+		assert.Equal(t, "1", attr(stored[0], "messaging.equeue.attempt"))
+		assert.Equal(t, "g", attr(stored[0], "messaging.consumer.group.name"))
 	})
 }
 
@@ -149,7 +157,7 @@ func TestTracer_DelayedStartsAfterDelay(t *testing.T) {
 		ctx := ctxT(t)
 		tp, rec := recorder(t)
 		tr := otel.NewTracer(&otel.TracerOptions{TracerProvider: tp})
-		e := openEngine(t, nil)
+		e := openEngine(t, &equeue.Options{Observer: tr.Observer()})
 		b := brokerOver(t, e, transport)
 		require.NoError(t, e.CreateTopic(ctx, "later", 1))
 		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "later"}},
@@ -171,6 +179,14 @@ func TestTracer_DelayedStartsAfterDelay(t *testing.T) {
 		assert.False(t, proc.StartTime().Before(send.StartTime().Add(delay)), "process starts %v after send, not before the delay", proc.StartTime().Sub(send.StartTime()))
 		assert.False(t, proc.StartTime().Before(at), "process starts after the delivery time")
 		assert.NotEmpty(t, attr(proc, "messaging.equeue.deliver_at"))
+
+		due := spansNamed(rec, "deliver later")
+		require.Len(t, due, 1, "the broker's span of making the message visible")
+		assert.Equal(t, send.SpanContext().TraceID(), due[0].SpanContext().TraceID())
+		assert.Equal(t, send.SpanContext().SpanID(), due[0].Parent().SpanID())
+		assert.False(t, due[0].StartTime().Before(at), "made visible once due")
+		assert.False(t, proc.StartTime().Before(due[0].StartTime()), "handled after it was made visible")
+		assert.Equal(t, attr(proc, "messaging.equeue.offset"), attr(due[0], "messaging.equeue.offset"), "the offset it was given")
 	})
 }
 
@@ -181,7 +197,7 @@ func TestTracer_DeadLetterAndRedrive(t *testing.T) {
 	ctx := ctxT(t)
 	tp, rec := recorder(t)
 	tr := otel.NewTracer(&otel.TracerOptions{TracerProvider: tp})
-	e := openEngine(t, nil)
+	e := openEngine(t, &equeue.Options{Observer: tr.Observer()})
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	var fail sync.Map
 	fail.Store("x", true)
@@ -200,6 +216,10 @@ func TestTracer_DeadLetterAndRedrive(t *testing.T) {
 	_, ok := event(first, otel.EventDeadLetter)
 	assert.True(t, ok, "dead-lettering is recorded")
 	assert.Equal(t, "dead-letter", attr(first, "messaging.equeue.outcome"))
+	dl := spansNamed(rec, "dead-letter g")
+	require.Len(t, dl, 1, "the broker's span of storing the dead letter")
+	assert.Equal(t, first.SpanContext().TraceID(), dl[0].SpanContext().TraceID())
+	assert.Equal(t, equeue.DLQTopic("g"), attr(dl[0], "messaging.destination.name"))
 
 	fail.Delete("x")
 	n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
