@@ -209,7 +209,8 @@ func (t *Tracer) StartProcess(ctx context.Context, m *equeue.Message, group stri
 }
 
 func (t *Tracer) start(ctx context.Context, m *equeue.Message, group, member string) (context.Context, trace.Span) {
-	attrs := []attribute.KeyValue{
+	attrs := make([]attribute.KeyValue, 0, 14)
+	attrs = append(attrs,
 		systemAttr,
 		semconv.MessagingOperationTypeProcess,
 		semconv.MessagingOperationName("process"),
@@ -219,7 +220,7 @@ func (t *Tracer) start(ctx context.Context, m *equeue.Message, group, member str
 		semconv.MessagingMessageBodySize(len(m.Body)),
 		AttrOffset.Int64(m.Offset),
 		AttrAttempt.Int(m.Attempt),
-	}
+	)
 	if group != "" {
 		attrs = append(attrs, semconv.MessagingConsumerGroupName(group))
 	}
