@@ -33,8 +33,8 @@ import (
 const dashboardPicPath = "../docs/dashboard.svg"
 
 type picPanel struct {
-	Type    string `json:"type"`
-	Title   string `json:"title"`
+	Type    string                   `json:"type"`
+	Title   string                   `json:"title"`
 	GridPos struct{ X, Y, W, H int } `json:"gridPos"`
 	Field   struct {
 		Defaults struct {
