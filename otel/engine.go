@@ -13,7 +13,7 @@ import (
 )
 
 // Observer returns an engine Observer that adds the broker's own spans to
-// each message's trace: "retry <group>" and "dead_letter <group>" when the
+// each message's trace: "retry <group>" and "dead-letter <group>" when the
 // engine stores a failed message in a group's retry topic or dead letters,
 // and "deliver <topic>" when a delayed message becomes visible. Give it to
 // the engine (Options.Observer, with others through Observers); on a remote

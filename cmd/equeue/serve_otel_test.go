@@ -98,9 +98,9 @@ func TestServe_OTLPAndPprof(t *testing.T) {
 	coll, caddr := startCollector(t)
 	dir := t.TempDir()
 	ok(t, "--dir", dir, "topic", "create", "later")
-	addr, paddr := freePort(t), freePort(t)
+	addr, paddr, maddr := freePort(t), freePort(t), freePort(t)
 	srv := startServe(t, "--dir", dir, "--listen", addr, "--otlp-endpoint", "http://"+caddr,
-		"--otlp-metrics-interval", "100ms", "--pprof", paddr)
+		"--otlp-metrics-interval", "100ms", "--pprof", paddr, "--metrics", maddr)
 	eventually(t, 20*time.Second, "serve's /debug/pprof/", func() bool {
 		if srv.exited() {
 			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
@@ -116,6 +116,11 @@ func TestServe_OTLPAndPprof(t *testing.T) {
 		defer coll.mu.Unlock()
 		return coll.metrics["equeue.appended.messages"] && coll.metrics["equeue.store.bytes"]
 	})
+	// Prometheus metrics are still served beside the export.
+	if code, body, err := httpGet("http://" + maddr + "/metrics"); err != nil || code != http.StatusOK ||
+		!strings.Contains(body, "equeue_appended_messages_total{") {
+		t.Fatalf("/metrics beside OTLP: %d %v", code, err)
+	}
 	// The delayed message is moved within a second; stopping flushes its span.
 	eventually(t, 20*time.Second, "the delayed message", func() bool {
 		return decode[topicJSON](t, ok(t, "--server", addr, "topic", "describe", "later", "--json")).Messages == 1
