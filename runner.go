@@ -263,8 +263,8 @@ func (r *runner) handleConcurrent(m *Message) {
 	if err == nil || r.abandoned.Load() || r.gaveUp.Load() {
 		// A fenced runner cannot commit, and a drain that gave up has
 		// committed already: a failure there stays for the next delivery.
-		r.pq.end(m.Offset, err == nil)
 		end.end(HandleOutcome{Err: err, Outcome: outcomeIf(err == nil, OutcomeHandled, OutcomeUnfinished), Attempts: m.Attempt + 1})
+		r.pq.end(m.Offset, err == nil)
 		return
 	}
 	if r.pq.isDone(m.Offset) {
@@ -272,8 +272,8 @@ func (r *runner) handleConcurrent(m *Message) {
 		return // the consume timeout already sent it back
 	}
 	out := r.dispose(m, view, err)
+	end.end(out) // before the message is done, so a drained consumer has ended its spans
 	r.pq.end(m.Offset, out.Outcome == OutcomeRetry || out.Outcome == OutcomeDeadLetter)
-	end.end(out)
 }
 
 // dispose deals with a failed message: it is stored in the retry or
@@ -328,13 +328,13 @@ func (r *runner) handleOrderly(m *Message) bool {
 		ctx, end := r.c.traceHandle(r.hctx, view)
 		err := r.c.invoke(ctx, view)
 		if err == nil {
-			r.pq.end(m.Offset, true)
 			end.end(HandleOutcome{Outcome: OutcomeHandled, Attempts: m.Attempt + 1})
+			r.pq.end(m.Offset, true)
 			return true
 		}
 		if r.abandoned.Load() || r.gaveUp.Load() {
-			r.pq.end(m.Offset, false)
 			end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
+			r.pq.end(m.Offset, false)
 			return false
 		}
 		// Every run counts, also one that failed because it was asked to
@@ -343,8 +343,8 @@ func (r *runner) handleOrderly(m *Message) bool {
 		m.Attempt++
 		r.pq.failed(m.Offset, m.Attempt)
 		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(view, m.Attempt, err) {
-			r.pq.end(m.Offset, true)
 			end.end(HandleOutcome{Err: err, Outcome: OutcomeDeadLetter, Attempts: m.Attempt})
+			r.pq.end(m.Offset, true)
 			return true
 		}
 		r.pq.end(m.Offset, false)
@@ -352,6 +352,8 @@ func (r *runner) handleOrderly(m *Message) bool {
 			end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt})
 			return false // stopping: the message stays uncommitted
 		}
+		// (The orderly runner's drain waits for this loop to return, so
+		// ending the span after the message is done is still in time.)
 		end.end(HandleOutcome{Err: err, Outcome: OutcomeRetryLocal, Attempts: m.Attempt, Delay: r.c.o.RetryDelay})
 		if !sleepCtx(r.ctx, r.c.o.RetryDelay) {
 			return false
