@@ -130,7 +130,7 @@ func spansNamed(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpa
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
@@ -149,7 +149,7 @@ func event(s sdktrace.ReadOnlySpan, name string) (sdktrace.Event, bool) {
 func eventAttr(e sdktrace.Event, key string) string {
 	for _, kv := range e.Attributes {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -255,10 +255,10 @@ func spanNote(s sdktrace.ReadOnlySpan) string {
 		switch kv.Key {
 		case otel.AttrAttempt:
 			if s.SpanKind() == trace.SpanKindConsumer {
-				parts = append(parts, "attempt "+kv.Value.Emit())
+				parts = append(parts, "attempt "+kv.Value.String())
 			}
 		case otel.AttrOutcome:
-			parts = append(parts, kv.Value.Emit())
+			parts = append(parts, kv.Value.String())
 		}
 	}
 	for _, ev := range s.Events() {
@@ -273,7 +273,7 @@ func spanNote(s sdktrace.ReadOnlySpan) string {
 func spanTitle(s sdktrace.ReadOnlySpan) string {
 	lines := []string{s.Name()}
 	for _, kv := range s.Attributes() {
-		lines = append(lines, string(kv.Key)+"="+kv.Value.Emit())
+		lines = append(lines, string(kv.Key)+"="+kv.Value.String())
 	}
 	return strings.Join(lines, "\n")
 }
