@@ -1,5 +1,8 @@
 // Package otel traces and measures an equeue engine with OpenTelemetry.
 //
+// The package shares its name with go.opentelemetry.io/otel; a file that
+// needs both imports one under another name (for example eqotel).
+//
 // It lives apart from the engine so that a program that does not import it
 // links no OpenTelemetry SDK: the engine only offers generic hooks
 // (equeue.Hooks.Trace and equeue.Observer), which this package implements.
