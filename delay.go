@@ -186,6 +186,7 @@ func (s *scheduler) moveDue() (time.Time, error) {
 // open (its index key may be gone).
 func (s *scheduler) move(due []dueEntry) error {
 	ctx := s.e.bgCtx
+	mo, start := s.e.moveObserver(), time.Now()
 	var (
 		cmds []*command
 		seqs []int64
@@ -240,6 +241,9 @@ func (s *scheduler) move(due []dueEntry) error {
 		}
 		if c.kind == cmdMove {
 			s.moved++
+			if mo != nil {
+				s.e.observeDue(mo, c, start)
+			}
 		} else {
 			s.dropped++
 		}

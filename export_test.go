@@ -1,6 +1,9 @@
 package equeue
 
-import "context"
+import (
+	"context"
+	"testing"
+)
 
 // CrashConsumer stops c as a killed process would: no commit, no leave.
 func CrashConsumer(c *Consumer) { c.crash() }
@@ -9,4 +12,24 @@ func CrashConsumer(c *Consumer) { c.crash() }
 // topics, which clients may not write; tests use it to set up state.
 func AppendInternal(ctx context.Context, e *Engine, req *AppendRequest) (AppendResult, error) {
 	return e.Append(allowInternal(ctx, req.Topic), req)
+}
+
+// TraceSeamAllocs reports the allocations per run of the tracing seams of a
+// send and of a handling attempt, with hooks h (that do not trace).
+func TraceSeamAllocs(m *Message, h []Hooks) float64 {
+	hooks := hookList(h)
+	c := &Consumer{hooks: hooks}
+	ctx := context.Background()
+	batch := []*Message{m, m}
+	return testing.AllocsPerRun(100, func() {
+		sctx, send := hooks.traceSend(ctx, m)
+		send.one(SendResult{}, nil)
+		_, bend := hooks.startSend(sctx, batch...)
+		if bend != nil {
+			panic("no trace hooks, yet an end")
+		}
+		hctx, end := c.traceHandle(ctx, m)
+		end.end(HandleOutcome{Outcome: OutcomeHandled})
+		_ = hctx
+	})
 }

@@ -18,6 +18,8 @@ type Hooks struct {
 	// AfterHandle runs after the handler returned (err is its error, or the
 	// recovered panic as an error), with the time it took.
 	AfterHandle func(ctx context.Context, m *Message, err error, took time.Duration)
+	// Trace, when set, traces sends and handling (see TraceHooks).
+	Trace *TraceHooks
 }
 
 type hookList []Hooks

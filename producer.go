@@ -178,9 +178,11 @@ func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
 	if err := p.check(ctx, m); err != nil {
 		return SendResult{}, err
 	}
+	ctx, end := p.hooks.traceSend(ctx, m)
 	p.hooks.beforeSend(ctx, m)
 	res, err := p.send(ctx, m)
 	p.hooks.afterSend(ctx, m, res, err)
+	end.one(res, err)
 	return res, err
 }
 
@@ -212,6 +214,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 	if err := p.check(ctx, msgs...); err != nil {
 		return BatchResult{}, err
 	}
+	ctx, end := p.hooks.startSend(ctx, msgs...)
 	for _, m := range msgs {
 		p.hooks.beforeSend(ctx, m)
 	}
@@ -239,6 +242,9 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 			sr = sendResult(m.Topic, ar, i)
 		}
 		p.hooks.afterSend(ctx, m, sr, err)
+	}
+	if end != nil {
+		end(batchResults(msgs[0].Topic, ar, len(msgs), err), err)
 	}
 	return res, err
 }
@@ -274,15 +280,17 @@ type asyncAppender interface {
 // when the send would have returned. m must not be modified until then.
 func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	f := &SendFuture{done: make(chan struct{})}
-	finish := func(res SendResult, err error) {
-		f.res, f.err = res, err
-		p.hooks.afterSend(ctx, m, res, err)
-		close(f.done)
-	}
 	if err := p.check(ctx, m); err != nil {
 		f.err = err
 		close(f.done)
 		return f
+	}
+	ctx, end := p.hooks.traceSend(ctx, m)
+	finish := func(res SendResult, err error) {
+		f.res, f.err = res, err
+		p.hooks.afterSend(ctx, m, res, err)
+		end.one(res, err)
+		close(f.done)
 	}
 	p.hooks.beforeSend(ctx, m)
 	aa, ok := p.b.(asyncAppender)

@@ -259,43 +259,51 @@ func (r *runner) handleConcurrent(m *Message) {
 		return
 	}
 	view := origin(m)
-	err := r.c.invoke(r.hctx, view)
+	ctx, end := r.c.traceHandle(r.hctx, view)
+	err := r.c.invoke(ctx, view)
 	if err == nil || r.abandoned.Load() || r.gaveUp.Load() {
 		// A fenced runner cannot commit, and a drain that gave up has
 		// committed already: a failure there stays for the next delivery.
+		end.end(HandleOutcome{Err: err, Outcome: outcomeIf(err == nil, OutcomeHandled, OutcomeUnfinished), Attempts: m.Attempt + 1})
 		r.pq.end(m.Offset, err == nil)
 		return
 	}
 	if r.pq.isDone(m.Offset) {
+		end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
 		return // the consume timeout already sent it back
 	}
-	r.pq.end(m.Offset, r.dispose(m, view, err))
+	out := r.dispose(m, view, err)
+	end.end(out) // before the message is done, so a drained consumer has ended its spans
+	r.pq.end(m.Offset, out.Outcome == OutcomeRetry || out.Outcome == OutcomeDeadLetter)
 }
 
-// dispose deals with a failed message: true when it was stored in the retry
-// or dead-letter topic, false when it was scheduled for a local retry.
-func (r *runner) dispose(m, view *Message, err error) bool {
+// dispose deals with a failed message: it is stored in the retry or
+// dead-letter topic (OutcomeRetry, OutcomeDeadLetter) or scheduled for a
+// local retry (OutcomeRetryLocal).
+func (r *runner) dispose(m, view *Message, err error) HandleOutcome {
 	c := r.c
 	// Not the handler's context: a failure after Close cancelled it is
 	// still stored in the retry or dead-letter topic.
 	ctx, cancel := context.WithTimeout(c.ctx, sendBackTimeout)
 	defer cancel()
 	attempts := m.Attempt + 1
+	out := HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeRetryLocal, Delay: c.o.RetryDelay}
 	if attempts >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
 		if c.deadLetter(ctx, view, attempts, err) {
-			return true
+			return HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeDeadLetter}
 		}
 	} else if c.o.Model == Clustering {
 		serr := c.sendBack(ctx, view, attempts, err)
 		if serr == nil {
-			return true
+			return HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeRetry, Delay: c.retryDelay(attempts, err)}
 		}
 		c.log.Warn("send-back failed; retrying locally", "topic", view.Topic, "offset", view.Offset, "err", serr, "in", c.o.SendBackRetryDelay)
 		r.retryLocally(m, attempts, c.o.SendBackRetryDelay)
-		return false
+		out.Delay, out.StoreErr = c.o.SendBackRetryDelay, serr
+		return out
 	}
 	r.retryLocally(m, attempts, c.o.RetryDelay)
-	return false
+	return out
 }
 
 // retryLocally hands m to the worker pool again after d.
@@ -318,12 +326,15 @@ func (r *runner) handleOrderly(m *Message) bool {
 			return false
 		}
 		view := origin(m)
-		err := r.c.invoke(r.hctx, view)
+		ctx, end := r.c.traceHandle(r.hctx, view)
+		err := r.c.invoke(ctx, view)
 		if err == nil {
+			end.end(HandleOutcome{Outcome: OutcomeHandled, Attempts: m.Attempt + 1})
 			r.pq.end(m.Offset, true)
 			return true
 		}
 		if r.abandoned.Load() || r.gaveUp.Load() {
+			end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
 			r.pq.end(m.Offset, false)
 			return false
 		}
@@ -333,13 +344,18 @@ func (r *runner) handleOrderly(m *Message) bool {
 		m.Attempt++
 		r.pq.failed(m.Offset, m.Attempt)
 		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(view, m.Attempt, err) {
+			end.end(HandleOutcome{Err: err, Outcome: OutcomeDeadLetter, Attempts: m.Attempt})
 			r.pq.end(m.Offset, true)
 			return true
 		}
 		r.pq.end(m.Offset, false)
 		if r.hctx.Err() != nil {
+			end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt})
 			return false // stopping: the message stays uncommitted
 		}
+		// (The orderly runner's drain waits for this loop to return, so
+		// ending the span after the message is done is still in time.)
+		end.end(HandleOutcome{Err: err, Outcome: OutcomeRetryLocal, Attempts: m.Attempt, Delay: r.c.o.RetryDelay})
 		if !sleepCtx(r.ctx, r.c.o.RetryDelay) {
 			return false
 		}

@@ -113,7 +113,10 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if !req.DeadLetter && req.Delay > 0 {
 		d.DeliverAt = time.Now().Add(min(req.Delay, e.opts.MaxDelay))
 	}
-	if _, err := e.Append(allowInternal(ctx, target), &AppendRequest{Topic: target, Queue: 0, Messages: []*Message{d}}); err != nil {
+	start := time.Now()
+	_, err = e.Append(allowInternal(ctx, target), &AppendRequest{Topic: target, Queue: 0, Messages: []*Message{d}})
+	e.observeSendBack(ctx, req, d, start, err)
+	if err != nil {
 		return SendBackResult{}, err
 	}
 	return SendBackResult{Topic: target, Attempts: attempts}, nil

@@ -1,0 +1,210 @@
+package equeue
+
+import (
+	"context"
+	"time"
+)
+
+// TraceHooks let a tracer follow a message from the send that produced it,
+// through retries and delays, to the handler that finished it. Set them in
+// Hooks.Trace; the package equeue/otel implements them with OpenTelemetry,
+// carrying the trace context in message properties so it crosses remote
+// brokers unchanged. Every field is optional.
+//
+// Unlike the other hooks, these return the context the send or the handler
+// runs in, and a function that ends what they started. Without them, sends
+// and handling carry no tracing cost.
+type TraceHooks struct {
+	// StartSend runs once per Send, SendAsync or SendBatch, after the call's
+	// arguments were checked and before its messages are routed; msgs are
+	// the call's messages (one, or the batch). It may set their Properties,
+	// replacing the map rather than writing into it (the caller may share
+	// it). The returned context is the send's; end, when not nil, is called
+	// once with one result per message (zero results when err is not nil)
+	// when the send would return.
+	StartSend func(ctx context.Context, msgs []*Message) (_ context.Context, end func(res []SendResult, err error))
+	// StartHandle runs before a Consumer's handler gets m (m shows the
+	// original topic, queue and offset of a retried message, and its
+	// Attempt). The handler runs with the returned context; end, when not
+	// nil, is called once when this attempt's outcome is decided: after
+	// the handler returned and a failed message was stored for a retry or
+	// in the dead letters (or scheduled for a local retry).
+	StartHandle func(ctx context.Context, m *Message, d Delivery) (_ context.Context, end func(HandleOutcome))
+}
+
+// Delivery says which consumer handles a message, for TraceHooks.
+type Delivery struct {
+	// Group is the consumer group.
+	Group string
+	// Consumer is the member ID.
+	Consumer string
+	// Model is the group's message model.
+	Model MessageModel
+}
+
+// Outcome is what follows one handling attempt of a message.
+type Outcome int
+
+const (
+	// OutcomeHandled: the handler succeeded; the message is done.
+	OutcomeHandled Outcome = iota
+	// OutcomeRetry: the message was stored in the group's retry topic and
+	// is delivered again after HandleOutcome.Delay.
+	OutcomeRetry
+	// OutcomeRetryLocal: the consumer handles the message again itself after
+	// HandleOutcome.Delay (orderly mode, broadcasting groups, or a retry or
+	// dead-letter store that failed).
+	OutcomeRetryLocal
+	// OutcomeDeadLetter: the message was stored in the group's dead letters.
+	OutcomeDeadLetter
+	// OutcomeUnfinished: the consumer stopped or lost the queue before the
+	// outcome was stored; the message is delivered again to the queue's
+	// next owner. Also reported when the consume timeout had already sent
+	// the message back while its handler still ran.
+	OutcomeUnfinished
+)
+
+// String names the outcome.
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeHandled:
+		return "handled"
+	case OutcomeRetry:
+		return "retry"
+	case OutcomeRetryLocal:
+		return "retry-local"
+	case OutcomeDeadLetter:
+		return "dead-letter"
+	case OutcomeUnfinished:
+		return "unfinished"
+	}
+	return "unknown"
+}
+
+// HandleOutcome describes the end of one handling attempt, for TraceHooks.
+type HandleOutcome struct {
+	// Err is the handler's error (a panic as ErrHandlerPanic); nil when it
+	// succeeded.
+	Err error
+	// Outcome is what follows.
+	Outcome Outcome
+	// Attempts counts the handler runs of the message so far, this one
+	// included.
+	Attempts int
+	// Delay is the wait before the next attempt (OutcomeRetry and
+	// OutcomeRetryLocal).
+	Delay time.Duration
+	// StoreErr is why storing the message in the retry topic failed, when
+	// that turned an OutcomeRetry into an OutcomeRetryLocal.
+	StoreErr error
+}
+
+// tracing reports whether any hook traces sends or handling.
+func (h hookList) tracing() bool {
+	for _, x := range h {
+		if x.Trace != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// startSend runs the StartSend hooks in order, each in the context the
+// previous one returned; the returned end calls theirs in reverse order.
+// Without trace hooks it returns ctx and a nil end, at no cost.
+func (h hookList) startSend(ctx context.Context, msgs ...*Message) (context.Context, sendEnd) {
+	var end sendEnd
+	for _, x := range h {
+		if x.Trace == nil || x.Trace.StartSend == nil {
+			continue
+		}
+		var e sendEnd
+		ctx, e = x.Trace.StartSend(ctx, msgs)
+		switch {
+		case e == nil:
+		case end == nil:
+			end = e
+		default:
+			outer := end
+			end = func(res []SendResult, err error) { e(res, err); outer(res, err) }
+		}
+	}
+	return ctx, end
+}
+
+// traceSend is startSend for one message, without allocating when nothing
+// traces.
+func (h hookList) traceSend(ctx context.Context, m *Message) (context.Context, sendEnd) {
+	if !h.tracing() {
+		return ctx, nil
+	}
+	return h.startSend(ctx, m)
+}
+
+// sendEnd ends a traced send; a nil sendEnd does nothing.
+type sendEnd func(res []SendResult, err error)
+
+// one ends a send of one message.
+func (e sendEnd) one(res SendResult, err error) {
+	if e != nil {
+		e([]SendResult{res}, err)
+	}
+}
+
+// startHandle runs the StartHandle hooks like startSend.
+func (h hookList) startHandle(ctx context.Context, m *Message, d Delivery) (context.Context, handleEnd) {
+	var end handleEnd
+	for _, x := range h {
+		if x.Trace == nil || x.Trace.StartHandle == nil {
+			continue
+		}
+		var e handleEnd
+		ctx, e = x.Trace.StartHandle(ctx, m, d)
+		switch {
+		case e == nil:
+		case end == nil:
+			end = e
+		default:
+			outer := end
+			end = func(o HandleOutcome) { e(o); outer(o) }
+		}
+	}
+	return ctx, end
+}
+
+// handleEnd ends a traced handling attempt; a nil handleEnd does nothing.
+type handleEnd func(HandleOutcome)
+
+func (e handleEnd) end(o HandleOutcome) {
+	if e != nil {
+		e(o)
+	}
+}
+
+// traceHandle starts tracing the handling of m by c.
+func (c *Consumer) traceHandle(ctx context.Context, m *Message) (context.Context, handleEnd) {
+	if !c.hooks.tracing() {
+		return ctx, nil
+	}
+	return c.hooks.startHandle(ctx, m, Delivery{Group: c.o.Group, Consumer: c.o.ID, Model: c.o.Model})
+}
+
+// batchResults lists the per-message results of a batch append, for
+// StartSend's end: zero results when err is not nil.
+func batchResults(topic string, ar AppendResult, n int, err error) []SendResult {
+	res := make([]SendResult, n)
+	for i := range res {
+		res[i].Topic = topic
+		if err == nil {
+			res[i] = sendResult(topic, ar, i)
+		}
+	}
+	return res
+}
+
+func outcomeIf(ok bool, yes, no Outcome) Outcome {
+	if ok {
+		return yes
+	}
+	return no
+}
