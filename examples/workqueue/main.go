@@ -89,10 +89,17 @@ func run() error {
 	for _, n := range names {
 		fmt.Printf("%s handled %d jobs\n", n, handled[n])
 	}
+	// The group also consumes its own retry topic (%RETRY%resizers), so
+	// count only the queues of the topic the jobs were sent to.
+	var queues int
 	var lag int64
 	for _, q := range g.Queues {
+		if q.Topic != "jobs" {
+			continue
+		}
+		queues++
 		lag += q.Lag
 	}
-	fmt.Printf("group %q: %d queues, lag %d after all workers committed and left\n", g.Name, len(g.Queues), lag)
+	fmt.Printf("group %q: %d queues of topic jobs, lag %d after all workers committed and left\n", g.Name, queues, lag)
 	return nil
 }
