@@ -160,6 +160,14 @@ func TestClient_DeadLetterSysPropertiesCrossTheWire(t *testing.T) {
 	dls, err = c.DeadLetters(ctx, "g", 0, 0)
 	require.NoError(t, err)
 	assert.True(t, dls[0].Redriven)
+	// ListDeadLetters, the named form, answers the same; past the last
+	// dead letter it answers nothing.
+	listed, err := c.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{Max: 1})
+	require.NoError(t, err)
+	assert.Equal(t, dls, listed)
+	listed, err = c.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{From: 1})
+	require.NoError(t, err)
+	assert.Empty(t, listed)
 	_, err = c.Redrive(ctx, "g", equeue.RedriveRequest{})
 	assert.ErrorIs(t, err, equeue.ErrInvalidArgument)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -228,6 +229,7 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 type broker interface {
 	equeue.Broker
 	remote.Admin
+	ListDeadLetters(ctx context.Context, group string, req equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error)
 }
 
 var (

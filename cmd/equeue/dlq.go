@@ -57,7 +57,7 @@ its last error and the start of its body.`,
 			}
 			group := argv[0]
 			return a.withConn(false, func(c *conn) error {
-				dls, err := c.DeadLetters(cmd.Context(), group, from, max)
+				dls, err := c.ListDeadLetters(cmd.Context(), group, equeue.ListDeadLettersRequest{From: from, Max: max})
 				if err != nil {
 					return err
 				}
