@@ -304,7 +304,7 @@ func deadLetters(t *testing.T, dir, group string, n int) {
 		}
 	}
 	eventually(t, 20*time.Second, "dead letters", func() bool {
-		dls, err := e.DeadLetters(ctx, group, 0, 32)
+		dls, err := e.ListDeadLetters(ctx, group, equeue.ListDeadLettersRequest{})
 		return err == nil && len(dls) == n
 	})
 }
