@@ -28,19 +28,24 @@ func main() {
 		}
 		return
 	}
-	// Otherwise a fresh temporary folder, removed at the end, so repeated
-	// runs leave nothing behind.
+	if err := runInTemp(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// runInTemp runs in a fresh temporary folder and removes it at the end, so
+// repeated runs leave nothing behind.
+func runInTemp() (err error) {
 	dir, err := os.MkdirTemp("", "equeue-quickstart-*")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	err = run(dir)
-	if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
-		err = rerr
-	}
-	if err != nil {
-		log.Fatal(err)
-	}
+	defer func() {
+		if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	return run(dir)
 }
 
 func run(dir string) error {
