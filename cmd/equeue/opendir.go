@@ -81,6 +81,11 @@ func openReadOnly(dir string, bo store.BadgerOptions) (equeue.Store, error) {
 	bo.ReadOnly = true
 	b, err := store.OpenBadger(filepath.Clean(dir), &bo)
 	if err != nil {
+		if strings.Contains(err.Error(), "truncate required") {
+			// Badger must cut a log that a crash left half-written: a
+			// write, which a read-only open does not make.
+			return nil, fmt.Errorf("directory %s was not closed cleanly (the process that held it stopped without closing it), and a read-only command does not repair it: run \"equeue serve --dir %s\" or any command that changes it once, which recovers it: %w", dir, dir, err)
+		}
 		return nil, err
 	}
 	return readOnlyStore{b}, nil
