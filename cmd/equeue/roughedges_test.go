@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -289,4 +290,18 @@ func TestCLI_ReadOnlyAfterACrash(t *testing.T) {
 	assert.Equal(t, before, snapshot(t, dir), "the refused command changed the directory")
 	ok(t, d, "produce", "orders", "after the crash")
 	assert.Contains(t, ok(t, d, "topic", "list"), "orders")
+}
+
+// The question topic delete asks on a terminal takes only y or yes.
+func TestCLI_ConfirmAnswers(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]bool{"y\n": true, "YES\n": true, " yes ": true, "n\n": false, "\n": false, "": false, "yep\n": false} {
+		var stderr strings.Builder
+		a := newApp(strings.NewReader(in), io.Discard, &stderr)
+		got, err := a.confirm("Delete? [y/N] ")
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "answer %q", in)
+		assert.Equal(t, "Delete? [y/N] ", stderr.String())
+		assert.False(t, a.stdinIsTerminal(), "a reader is no terminal")
+	}
 }
