@@ -113,13 +113,14 @@ func ExampleEngine_Redrive() {
 	_ = c.Start(ctx)
 	defer c.Close()
 	p, _ := equeue.NewProducer(eng, nil)
-	for _, body := range []string{"order 1", "order 2", "order 3"} {
+	for i, body := range []string{"order 1", "order 2", "order 3"} {
 		_, _ = p.Send(ctx, &equeue.Message{Topic: "orders", Body: []byte(body)})
+		// One at a time, so the dead letters keep the orders' order.
+		waitFor(func() bool {
+			all, _ := eng.ListDeadLetters(ctx, "shipping", equeue.ListDeadLettersRequest{})
+			return len(all) == i+1
+		})
 	}
-	waitFor(func() bool {
-		all, _ := eng.ListDeadLetters(ctx, "shipping", equeue.ListDeadLettersRequest{})
-		return len(all) == 3
-	})
 
 	// Two per page: the next page starts past the last entry listed.
 	from := int64(0)
