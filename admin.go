@@ -8,12 +8,23 @@ import (
 
 // GroupInfo describes a consumer group for operators.
 type GroupInfo struct {
-	Name          string
-	Model         MessageModel
+	// Name is the group name.
+	Name string
+	// Model is Clustering or Broadcasting, as the member that created the
+	// group asked.
+	Model MessageModel
+	// Subscriptions are the topics and tag filters the group consumes; every
+	// member must join with the same ones (ErrSubscriptionMismatch).
 	Subscriptions []Subscription
-	Strategy      string
-	Epoch         int64
-	Members       []MemberInfo
+	// Strategy is the allocation strategy dividing the queues among members
+	// ("average", "average-by-circle" or "consistent-hash").
+	Strategy string
+	// Epoch rises on every membership or queue-count change; pulls and
+	// commits under an older epoch are refused (ErrFenced).
+	Epoch int64
+	// Members lists the live members, sorted by ID; empty when none is
+	// connected.
+	Members []MemberInfo
 	// Queues lists each subscribed queue with its owner (clustering), committed
 	// offset, max offset and lag. In a broadcasting group there is one row per
 	// member and queue.
@@ -22,7 +33,9 @@ type GroupInfo struct {
 
 // MemberInfo is one live member and the queues it owns.
 type MemberInfo struct {
-	ID     string
+	// ID is the member ID (ConsumerOptions.ID).
+	ID string
+	// Queues are the queues granted to the member now.
 	Queues []QueueRef
 }
 

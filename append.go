@@ -8,8 +8,13 @@ import (
 
 // AppendRequest asks the broker to store messages in one queue, in order.
 type AppendRequest struct {
-	Topic    string
-	Queue    int
+	// Topic is the topic to append to; it must exist unless the engine
+	// auto-creates topics.
+	Topic string
+	// Queue is the queue number, from 0; it must be writable.
+	Queue int
+	// Messages are stored in this order at consecutive offsets, all or
+	// none.
 	Messages []*Message
 	// Sync overrides the engine's sync policy for this append when non-nil.
 	Sync *SyncPolicy
@@ -17,10 +22,13 @@ type AppendRequest struct {
 
 // AppendResult reports where an append landed.
 type AppendResult struct {
+	// Queue is the queue the messages were stored in.
 	Queue int
 	// FirstOffset is the offset of the first message; the others follow densely.
 	FirstOffset int64
-	StoredAt    time.Time
+	// StoredAt is when the engine stored the messages (for delayed ones:
+	// when they were accepted).
+	StoredAt time.Time
 	// IDs are the message IDs, in order (generated where the message had none).
 	IDs []string
 	// Delayed is set when the messages were scheduled for later delivery:
@@ -34,6 +42,7 @@ type AppendResult struct {
 
 // Route is what a producer needs to pick a queue.
 type Route struct {
+	// Topic is the topic name.
 	Topic string
 	// Queues is the topic's queue count.
 	Queues int
@@ -42,6 +51,9 @@ type Route struct {
 }
 
 // Route returns topic's queues, creating the topic when auto-create is on.
+//
+// Broker seam: Producers call Route to pick a queue; applications
+// need not.
 func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 	if err := e.enter(ctx); err != nil {
 		return Route{}, err
@@ -68,6 +80,9 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 // is unknown (the store took the write but its fsync failed): retry with the
 // same message IDs on a topic with a dedup window to store them at most once.
 // Any other error means nothing was stored.
+//
+// Broker seam: Producers call Append; applications send with a Producer
+// (Send, SendBatch, SendAsync) instead.
 func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
 	if err := e.enter(ctx); err != nil {
 		return AppendResult{}, err
@@ -105,6 +120,8 @@ func (e *Engine) appendResult(req *AppendRequest, c *command, ids []string) (App
 
 // AppendAsync is Append that reports through cb instead of blocking. cb runs
 // exactly once, on the engine's writer goroutine or the caller's, and must not block.
+//
+// Broker seam: Producer.SendAsync calls it; applications use SendAsync.
 func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(AppendResult, error)) {
 	if err := e.enter(ctx); err != nil {
 		cb(AppendResult{}, err)

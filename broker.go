@@ -45,10 +45,13 @@ var _ Broker = (*Engine)(nil)
 
 // QueueRef names one queue of a topic.
 type QueueRef struct {
+	// Topic is the topic name.
 	Topic string
+	// Queue is the queue number within the topic, from 0.
 	Queue int
 }
 
+// String formats the queue as "topic/queue".
 func (q QueueRef) String() string { return fmt.Sprintf("%s/%d", q.Topic, q.Queue) }
 
 // MessageModel says how a group's members share messages.
@@ -62,6 +65,7 @@ const (
 	Broadcasting
 )
 
+// String returns "clustering" or "broadcasting".
 func (m MessageModel) String() string {
 	switch m {
 	case Clustering:
@@ -97,6 +101,7 @@ func (f ConsumeFrom) resolve() ConsumeFrom {
 	return f
 }
 
+// String returns "default", "earliest", "timestamp" or "latest".
 func (f ConsumeFrom) String() string {
 	switch f {
 	case ConsumeFromDefault:
@@ -138,19 +143,27 @@ func (s storedFrom) consumeFrom() ConsumeFrom {
 
 // Subscription is one topic and the tag expression a group consumes it with.
 type Subscription struct {
-	Topic  string
+	// Topic is the topic to consume.
+	Topic string
+	// Filter selects messages by tag: "*" or "" for all, "A || B" for
+	// either tag (see ValidateFilter).
 	Filter string
 }
 
 // JoinRequest asks to add Member to Group.
 type JoinRequest struct {
-	Group         string
-	Member        string
-	Model         MessageModel
+	// Group is the consumer group to join; it is created on first join.
+	Group string
+	// Member is the member ID, unique among the group's live members.
+	Member string
+	// Model is Clustering or Broadcasting; it must match the group's.
+	Model MessageModel
+	// Subscriptions must match the group's (ErrSubscriptionMismatch).
 	Subscriptions []Subscription
 	// From and FromTime apply to queues the group has no offset for; the
 	// zero value (ConsumeFromDefault) means ConsumeFromEarliest.
-	From     ConsumeFrom
+	From ConsumeFrom
+	// FromTime is the start time when From is ConsumeFromTimestamp.
 	FromTime time.Time
 	// Strategy names the allocation strategy (package allocate); "" means "average".
 	Strategy string
@@ -164,12 +177,15 @@ type JoinRequest struct {
 // Pulls and commits carry the epoch; a stale one is refused with ErrFenced.
 type Grant struct {
 	QueueRef
+	// Epoch is the group epoch the queue was granted in.
 	Epoch int64
 }
 
 // Assignment is a member's view of its group.
 type Assignment struct {
-	Group  string
+	// Group is the group name.
+	Group string
+	// Member is the member this assignment belongs to.
 	Member string
 	// Epoch rises on every membership or queue change of the group.
 	Epoch int64
@@ -187,10 +203,16 @@ type Assignment struct {
 
 // HeartbeatRequest keeps a member alive and waits for assignment changes.
 type HeartbeatRequest struct {
-	Group        string
-	Member       string
+	// Group is the member's group.
+	Group string
+	// Member is the member ID.
+	Member string
+	// KnownVersion is the Assignment.Version the member holds; the heartbeat
+	// answers at once when the group's version differs.
 	KnownVersion int64
-	Wait         time.Duration
+	// Wait is how long the heartbeat may wait for a change of the
+	// assignment (long-poll); 0 answers at once.
+	Wait time.Duration
 	// Incarnation is the token the member joined with; a heartbeat of
 	// another incarnation of the member ID gets ErrNotMember. Empty means
 	// no check.
@@ -200,6 +222,7 @@ type HeartbeatRequest struct {
 // OffsetCommit is the next offset to consume of one granted queue.
 type OffsetCommit struct {
 	Grant
+	// Offset is the next offset to consume: every message below it is done.
 	Offset int64
 	// Attempts lists handler runs already made on unfinished messages at
 	// or above Offset, lowest offset first, at most MaxCommitAttempts
@@ -211,7 +234,9 @@ type OffsetCommit struct {
 
 // MessageAttempts is how many times the message at Offset was handled.
 type MessageAttempts struct {
-	Offset   int64
+	// Offset is the message's offset in the committed queue.
+	Offset int64
+	// Attempts counts its handler runs so far.
 	Attempts int
 }
 
@@ -220,7 +245,9 @@ const MaxCommitAttempts = 1024
 
 // LeaveRequest asks to remove Member from Group.
 type LeaveRequest struct {
-	Group  string
+	// Group is the member's group.
+	Group string
+	// Member is the member ID to remove.
 	Member string
 	// Incarnation is the token the member joined with: a leave of another
 	// incarnation of the member ID (one that was replaced) gets
@@ -230,8 +257,12 @@ type LeaveRequest struct {
 
 // CommitRequest commits offsets of queues Member owns.
 type CommitRequest struct {
-	Group   string
-	Member  string
+	// Group is the member's group.
+	Group string
+	// Member is the committing member; it must own every queue it commits
+	// under the grant's epoch (ErrFenced otherwise).
+	Member string
+	// Offsets are the queues' new committed offsets, stored in one write.
 	Offsets []OffsetCommit
 }
 

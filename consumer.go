@@ -72,18 +72,37 @@ type ConsumerOptions struct {
 	// ConsumeFromEarliest (the default, also for the zero value
 	// ConsumeFromDefault), ConsumeFromLatest, or ConsumeFromTimestamp with
 	// FromTime. A group keeps the setting it was created with.
-	From     ConsumeFrom
+	From ConsumeFrom
+	// FromTime is the start time when From is ConsumeFromTimestamp: the
+	// group starts at the first message stored at or after it.
 	FromTime time.Time
 	// Strategy is the allocation strategy name ("average", "average-by-circle",
 	// "consistent-hash"). Empty means "average".
 	Strategy string
-	// RetryDelays are the waits before each redelivery of a failed message
-	// in a clustering group, which goes through the group's retry topic
-	// %RETRY%<group>. Nil means DefaultRetryDelays (10 s, 30 s, 1 m ... 2 h).
+	// RetryTopicDelays are the waits before each redelivery of a failed
+	// message in a clustering group, which goes through the group's retry
+	// topic %RETRY%<group>: entry i is the wait after the (i+1)-th failed
+	// attempt, and attempts beyond the list wait its last entry. Nil means
+	// DefaultRetryDelays (10 s, 30 s, 1 m ... 2 h); a work queue that wants
+	// a quick first retry sets its own, e.g. {time.Second, 5 * time.Second,
+	// time.Minute}. A handler can choose one message's wait with RetryAfter.
+	RetryTopicDelays []time.Duration
+	// LocalRetryDelay is the pause before a failed message is handled again
+	// by this consumer itself, without the retry topic: in orderly mode (in
+	// place, so the queue's order holds), in broadcasting groups, and for a
+	// dead letter that could not be stored. Zero means 1 s.
+	LocalRetryDelay time.Duration
+	// RetryDelays is the former name of RetryTopicDelays, used when
+	// RetryTopicDelays is nil. Setting both to different values is an
+	// ErrInvalidOptions.
+	//
+	// Deprecated: use RetryTopicDelays.
 	RetryDelays []time.Duration
-	// RetryDelay is the pause before a failed message is handled again
-	// locally: in orderly mode (in place), in broadcasting groups, and for
-	// a dead letter that could not be stored. Zero means 1 s.
+	// RetryDelay is the former name of LocalRetryDelay, used when
+	// LocalRetryDelay is zero. Setting both to different values is an
+	// ErrInvalidOptions.
+	//
+	// Deprecated: use LocalRetryDelay.
 	RetryDelay time.Duration
 	// SendBackRetryDelay is the pause before a local retry when storing a
 	// failed message in the retry topic fails. Zero means 5 s.
@@ -125,8 +144,16 @@ func (o *ConsumerOptions) validate() error {
 	if o.Concurrency < 0 || o.PullBatch < 0 || o.PullBatch > MaxPullBatch || o.PullWait < 0 ||
 		o.MaxCachedMessages < 0 || o.MaxCachedBytes < 0 || o.MaxSpan < 0 || o.CommitInterval < 0 ||
 		o.HandoffTimeout < 0 || o.ShutdownTimeout < 0 || o.HeartbeatInterval < 0 || o.RetryDelay < 0 || o.MaxAttempts < 0 ||
-		o.SendBackRetryDelay < 0 || o.ConsumeTimeout < 0 || slices.ContainsFunc(o.RetryDelays, func(d time.Duration) bool { return d < 0 }) {
+		o.SendBackRetryDelay < 0 || o.ConsumeTimeout < 0 || o.LocalRetryDelay < 0 ||
+		slices.ContainsFunc(o.RetryDelays, func(d time.Duration) bool { return d < 0 }) ||
+		slices.ContainsFunc(o.RetryTopicDelays, func(d time.Duration) bool { return d < 0 }) {
 		return fmt.Errorf("%w: negative or out-of-range consumer option", ErrInvalidOptions)
+	}
+	if o.LocalRetryDelay != 0 && o.RetryDelay != 0 && o.LocalRetryDelay != o.RetryDelay {
+		return fmt.Errorf("%w: LocalRetryDelay and its former name RetryDelay differ; set only LocalRetryDelay", ErrInvalidOptions)
+	}
+	if len(o.RetryTopicDelays) > 0 && len(o.RetryDelays) > 0 && !slices.Equal(o.RetryTopicDelays, o.RetryDelays) {
+		return fmt.Errorf("%w: RetryTopicDelays and its former name RetryDelays differ; set only RetryTopicDelays", ErrInvalidOptions)
 	}
 	return nil
 }
@@ -151,12 +178,20 @@ func (o *ConsumerOptions) setDefaults() {
 	defD(&o.HandoffTimeout, 30*time.Second)
 	defD(&o.ShutdownTimeout, 30*time.Second)
 	defD(&o.HeartbeatInterval, 3*time.Second)
-	defD(&o.RetryDelay, time.Second)
+	// The new and the former option names hold the same value from here on,
+	// so code reading either sees the setting the user made.
+	defD(&o.LocalRetryDelay, o.RetryDelay)
+	defD(&o.LocalRetryDelay, time.Second)
+	o.RetryDelay = o.LocalRetryDelay
 	defD(&o.SendBackRetryDelay, 5*time.Second)
 	defD(&o.ConsumeTimeout, 15*time.Minute)
-	if len(o.RetryDelays) == 0 {
-		o.RetryDelays = DefaultRetryDelays
+	if len(o.RetryTopicDelays) == 0 {
+		o.RetryTopicDelays = o.RetryDelays
 	}
+	if len(o.RetryTopicDelays) == 0 {
+		o.RetryTopicDelays = DefaultRetryDelays
+	}
+	o.RetryDelays = o.RetryTopicDelays
 	if o.MaxCachedBytes == 0 {
 		o.MaxCachedBytes = 100 << 20
 	}
@@ -611,6 +646,7 @@ func (c *Consumer) crash() {
 // QueueStat is the live state of one queue a consumer owns.
 type QueueStat struct {
 	QueueRef
+	// Epoch is the group epoch the queue was granted in.
 	Epoch int64
 	// Cached counts pulled messages not finished yet.
 	Cached int

@@ -47,13 +47,26 @@ func originView(m *Message) *Message {
 	return &v
 }
 
-// DeadLetters lists up to max (1..1024; 0 means 32) dead letters of group
-// from offset from of its dead-letter topic.
-func (e *Engine) DeadLetters(ctx context.Context, group string, from int64, max int) ([]DLQEntry, error) {
+// ListDeadLettersRequest selects a page of a group's dead letters.
+type ListDeadLettersRequest struct {
+	// From is the first offset of the group's dead-letter topic to list
+	// (DLQEntry.Offset); 0 starts at the oldest. To page through them, pass
+	// the last listed entry's Offset plus one.
+	From int64
+	// Max is the most entries to return, 1 to MaxPullBatch (1,024). Zero
+	// means 32.
+	Max int
+}
+
+// ListDeadLetters lists a page of group's dead letters (see
+// ListDeadLettersRequest), oldest first. A group with no dead-letter topic
+// yet has none: the answer is empty, not an error, as it is for a From past
+// the last dead letter. A Max outside 0..1024 returns ErrInvalidArgument.
+func (e *Engine) ListDeadLetters(ctx context.Context, group string, req ListDeadLettersRequest) ([]DLQEntry, error) {
 	if err := ValidateName(group); err != nil {
 		return nil, err
 	}
-	res, err := e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: from, Max: max})
+	res, err := e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: req.From, Max: req.Max})
 	if errors.Is(err, ErrTopicNotFound) {
 		return nil, nil // no dead letters yet
 	}
@@ -74,12 +87,29 @@ func (e *Engine) DeadLetters(ctx context.Context, group string, from int64, max 
 	return out, nil
 }
 
+// DeadLetters lists up to max (1..1024; 0 means 32) dead letters of group
+// from offset from of its dead-letter topic.
+//
+// Deprecated: use ListDeadLetters, whose request names the two numbers:
+// DeadLetters(ctx, g, from, max) is ListDeadLetters(ctx, g,
+// ListDeadLettersRequest{From: from, Max: max}).
+func (e *Engine) DeadLetters(ctx context.Context, group string, from int64, max int) ([]DLQEntry, error) {
+	return e.ListDeadLetters(ctx, group, ListDeadLettersRequest{From: from, Max: max})
+}
+
 // RedriveRequest selects dead letters to send back to their topics: the
-// listed Offsets, or the range [From, To), or All of them.
+// listed Offsets, or the range [From, To), or All of them. Offsets are
+// those of the dead-letter topic (DLQEntry.Offset).
 type RedriveRequest struct {
-	Offsets  []int64
+	// Offsets lists single dead letters to redrive. When set (and All is
+	// not), From and To are ignored.
+	Offsets []int64
+	// From and To select the dead letters at offsets From (inclusive) to To
+	// (exclusive) when Offsets is empty and All is false.
 	From, To int64
-	All      bool
+	// All redrives every dead letter of the group not redriven yet; it
+	// takes precedence over Offsets and the range.
+	All bool
 }
 
 // Redrive sends the selected dead letters back to their original topic and
@@ -117,7 +147,7 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	}
 	sent := 0
 	for off := from; off < to; {
-		dls, err := e.DeadLetters(ctx, group, off, MaxPullBatch)
+		dls, err := e.ListDeadLetters(ctx, group, ListDeadLettersRequest{From: off, Max: MaxPullBatch})
 		if err != nil {
 			return sent, err
 		}

@@ -29,6 +29,28 @@
 // ShutdownTimeout), commit and leave the group. A PullConsumer is the same membership for
 // programs that run their own fetch loop and commit explicitly.
 //
+// # Methods users call, and the Broker seam
+//
+// Producers and Consumers reach a broker through the Broker interface, which
+// the Engine implements in-process and package remote over the network. Its
+// methods (Route, Append, JoinGroup, Heartbeat, LeaveGroup, ReleaseQueues,
+// CommitOffsets, FetchOffsets, SendBack) appear in the Engine's method list
+// but are the group protocol: applications send with Producer, consume
+// with Consumer or PullConsumer, and administer with the Engine's topic,
+// group, offset and dead-letter methods. See the Engine type for the full
+// grouping.
+//
+// # Retries and dead letters
+//
+// A Handler's error is a failed attempt. In a clustering group the message
+// comes back through the group's retry topic after
+// ConsumerOptions.RetryTopicDelays (default DefaultRetryDelays: 10 s, 30 s,
+// 1 m ... 2 h); orderly and broadcasting consumers retry it in place after
+// LocalRetryDelay. A handler can return RetryAfter to choose the wait or
+// DeadLetter to give up at once. After MaxAttempts the message goes to the
+// group's dead-letter topic, which Engine.ListDeadLetters lists and
+// Engine.Redrive sends back.
+//
 // # Errors
 //
 // Errors callers may need to tell apart are exported sentinels matched with

@@ -15,6 +15,22 @@ import (
 // Engine is an embedded queue engine on one store. It is the broker that
 // Producers and Consumers talk to in-process. All methods are safe for
 // concurrent use. Close it when done.
+//
+// Its methods fall in three groups. Applications call the first two:
+//
+//   - Life cycle and reading: Open, Close, Pull, Stats, QueueStats,
+//     ApplyRetention.
+//   - Administration (most of it is remote.Admin, so tools can take an
+//     Engine or a remote Client): CreateTopic, CreateTopicWith,
+//     AddQueues, SetQueueWritable, DeleteTopic, Topics, Topic, Groups,
+//     Group, ResetOffsets, ListDeadLetters (DeadLetters), Redrive.
+//
+// The third group is the Broker seam, which Producers, Consumers,
+// PullConsumers and transports (package remote) call, and applications do
+// not: Route, Append, AppendAsync, JoinGroup, Heartbeat, LeaveGroup,
+// ReleaseQueues, CommitOffsets, FetchOffsets, SendBack and WaitAny. Each
+// says so in its documentation. Send with a Producer and consume with a
+// Consumer (or a PullConsumer) instead.
 type Engine struct {
 	opts Options
 	st   Store

@@ -361,6 +361,9 @@ func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([
 
 // JoinGroup adds req.Member to req.Group. A member whose model or
 // subscriptions differ from the live members' gets ErrSubscriptionMismatch.
+//
+// Broker seam: Consumers and PullConsumers call it on Start;
+// applications do not.
 func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, error) {
 	if err := e.enter(ctx); err != nil {
 		return Assignment{}, err
@@ -457,6 +460,8 @@ func (c *coordinator) checkIncarnation(g *group, req *JoinRequest) error {
 
 // Heartbeat keeps req.Member alive and returns its assignment as soon as it
 // differs from req.KnownVersion, or after req.Wait.
+//
+// Broker seam: Consumers and PullConsumers call it; applications do not.
 func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignment, error) {
 	if err := e.enter(ctx); err != nil {
 		return Assignment{}, err
@@ -510,6 +515,9 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 // LeaveGroup removes a member from its group and rebalances at once. A
 // leave naming another incarnation than the live member's (one that was
 // replaced by a restart) gets ErrNotMember and changes nothing.
+//
+// Broker seam: Consumer.Close and PullConsumer.Close call it;
+// applications do not.
 func (e *Engine) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -533,6 +541,9 @@ func (e *Engine) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 }
 
 // ReleaseQueues gives up queues so that their new owners can start.
+//
+// Broker seam: Consumers and PullConsumers call it on a handover;
+// applications do not.
 func (e *Engine) ReleaseQueues(ctx context.Context, groupName, memberID string, queues []Grant) error {
 	if err := e.enter(ctx); err != nil {
 		return err

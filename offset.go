@@ -72,6 +72,10 @@ func (g *group) offsetKeyFor(memberID string, q QueueRef) offsetKey {
 // Offsets of queues it does not own under the given epoch, or of a topic
 // that was deleted, are refused with ErrFenced; the others are stored. The
 // engine's view changes only after the store write returned.
+//
+// Broker seam: Consumers commit through it (PullConsumer.Commit for
+// programs that run their own loop); to move a group's offsets as an
+// operator, use ResetOffsets.
 func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -283,6 +287,9 @@ func (c *coordinator) snapshot() []*group {
 // offset to consume and the stored attempts of its unfinished messages. A
 // queue the group has no offset for starts where the group's ConsumeFrom
 // says, and that start is stored at once so a restart does not skip ahead.
+//
+// Broker seam: Consumers and PullConsumers call it when granted a
+// queue; to read a group's offsets, use Group.
 func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, queues []Grant) ([]OffsetCommit, error) {
 	if err := e.enter(ctx); err != nil {
 		return nil, err
@@ -405,8 +412,13 @@ const (
 
 // ResetRequest describes an offset reset.
 type ResetRequest struct {
-	To      ResetTarget
-	Time    time.Time
+	// To says where to move: ResetToEarliest, ResetToLatest, ResetToTime
+	// or ResetToOffsets.
+	To ResetTarget
+	// Time is the target time for ResetToTime.
+	Time time.Time
+	// Offsets are the explicit offsets for ResetToOffsets; queues not
+	// listed keep theirs.
 	Offsets map[QueueRef]int64
 }
 

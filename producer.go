@@ -24,12 +24,16 @@ type ProducerOptions struct {
 
 // SendResult says where a message was stored.
 type SendResult struct {
-	ID    string
+	// ID is the message ID: the one the message carried, or a generated one.
+	ID string
+	// Topic is the topic the message was sent to.
 	Topic string
+	// Queue is the queue the message was stored in.
 	Queue int
 	// Offset is the message's offset; -1 for a delayed message, which gets
 	// its offset when it becomes visible.
-	Offset   int64
+	Offset int64
+	// StoredAt is when the engine stored the message.
 	StoredAt time.Time
 	// Delayed is set when the message was scheduled for later delivery.
 	Delayed bool
@@ -48,11 +52,18 @@ func sendResult(topic string, ar AppendResult, i int) SendResult {
 
 // BatchResult says where a batch was stored: one queue, consecutive offsets.
 type BatchResult struct {
-	Topic       string
-	Queue       int
+	// Topic is the topic the batch was sent to.
+	Topic string
+	// Queue is the one queue holding the whole batch.
+	Queue int
+	// FirstOffset is the first message's offset; message i is at
+	// FirstOffset+i. -1 for a delayed batch, which gets its offsets when it
+	// becomes visible.
 	FirstOffset int64
-	StoredAt    time.Time
-	IDs         []string
+	// StoredAt is when the engine stored the batch.
+	StoredAt time.Time
+	// IDs are the messages' IDs, in batch order.
+	IDs []string
 }
 
 // Producer sends messages to a broker: an *Engine in-process or a remote

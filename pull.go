@@ -25,6 +25,7 @@ const (
 	PullOffsetMoved
 )
 
+// String returns the status in words, e.g. "offset-moved".
 func (s PullStatus) String() string {
 	switch s {
 	case PullFound:
@@ -41,8 +42,12 @@ func (s PullStatus) String() string {
 
 // PullRequest asks for messages of one queue from an offset.
 type PullRequest struct {
-	Topic  string
-	Queue  int
+	// Topic is the topic to read.
+	Topic string
+	// Queue is the queue number, from 0.
+	Queue int
+	// Offset is the first offset to read; PullResult.NextOffset gives the
+	// next one.
 	Offset int64
 	// Max is the most messages to return; 0 means 32, at most 1024.
 	Max int
@@ -60,20 +65,26 @@ type PullRequest struct {
 	// Group, Member and Epoch fence the pull for a clustering consumer: the
 	// pull is refused with ErrFenced unless Member owns the queue in Group
 	// under Epoch. Empty Group means an unfenced read.
-	Group  string
+	Group string
+	// Member is the member that owns the queue (see Group).
 	Member string
-	Epoch  int64
+	// Epoch is the group epoch Member was granted the queue in (see Group).
+	Epoch int64
 }
 
 // PullResult is the answer to a pull.
 type PullResult struct {
-	Status   PullStatus
+	// Status says whether messages were found, and if not, why.
+	Status PullStatus
+	// Messages are the messages read, in offset order (empty unless Status
+	// is PullFound).
 	Messages []*Message
 	// NextOffset is where the next pull of this queue should start.
 	NextOffset int64
 	// MinOffset and MaxOffset are the queue's bounds at the time of the pull
 	// (MaxOffset is one past the last message).
 	MinOffset int64
+	// MaxOffset is one past the queue's last message (see MinOffset).
 	MaxOffset int64
 	// Corrupt lists offsets skipped because their records failed the checksum.
 	Corrupt []int64
@@ -258,6 +269,9 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 // nil at once, for the pull itself to report. One call waits on every
 // queue without a goroutine per queue, so a transport can serve many
 // consumers' long-polls cheaply.
+//
+// Transport seam: package remote calls it to serve long-polls;
+// applications do not.
 func (e *Engine) WaitAny(ctx context.Context, pulls []*PullRequest, wait time.Duration) error {
 	if err := e.enter(ctx); err != nil {
 		return err

@@ -13,15 +13,27 @@ import (
 // PullConsumerOptions configure a PullConsumer. Group and Subscriptions are
 // required; zero fields mean the defaults of ConsumerOptions.
 type PullConsumerOptions struct {
-	Group             string
-	ID                string
-	Model             MessageModel
-	Subscriptions     []Subscription
-	From              ConsumeFrom
-	FromTime          time.Time
-	Strategy          string
+	// Group is the consumer group to join (required).
+	Group string
+	// ID identifies this member. Default: host-pid-random; broadcasting
+	// members need a stable ID to resume from their own offsets.
+	ID string
+	// Model is Clustering (default) or Broadcasting.
+	Model MessageModel
+	// Subscriptions are the topics and tag filters to consume (required).
+	Subscriptions []Subscription
+	// From says where a new group starts: ConsumeFromEarliest (default),
+	// ConsumeFromLatest or ConsumeFromTimestamp with FromTime.
+	From ConsumeFrom
+	// FromTime is the start time for ConsumeFromTimestamp.
+	FromTime time.Time
+	// Strategy is the allocation strategy name; empty means "average".
+	Strategy string
+	// HeartbeatInterval is the longest gap between heartbeats; it must stay
+	// well under the engine's session timeout. Zero means 3 s.
 	HeartbeatInterval time.Duration
-	Logger            *slog.Logger
+	// Logger receives the consumer's logs. Nil means silent.
+	Logger *slog.Logger
 }
 
 // PullConsumer is a group member for users who run their own loop: it

@@ -9,6 +9,7 @@ import (
 // topic's queue IDs open to producers (never empty); Select returns one of
 // them. Implementations must be safe for concurrent use.
 type QueueSelector interface {
+	// Select returns the queue ID, one of writable, for m.
 	Select(m *Message, writable []int) int
 }
 

@@ -27,7 +27,9 @@ var (
 // back only what it pulled from a queue it owns, and cannot change its
 // body or origin.
 type SendBackRequest struct {
-	Group  string
+	// Group is the member's group.
+	Group string
+	// Member is the member that pulled the message.
 	Member string
 	// Grant is the queue the message was pulled from (the group's retry
 	// topic for a redelivered message), under the epoch of the pull. Epoch
@@ -60,6 +62,9 @@ type SendBackResult struct {
 // req.Delay) or dead-letter topic, creating that topic if needed. The
 // member must own req.Grant under its epoch and have pulled req.Offset.
 // Like Append, if ctx ends first the outcome is unknown.
+//
+// Broker seam: Consumers call it for a failed handler; a handler
+// chooses the outcome by returning RetryAfter or DeadLetter.
 func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackResult, error) {
 	if err := e.enter(ctx); err != nil {
 		return SendBackResult{}, err

@@ -7,13 +7,18 @@ import (
 
 // QueueStats are the counters of one queue since the engine opened.
 type QueueStats struct {
+	// Topic is the topic name.
 	Topic string
+	// Queue is the queue number.
 	Queue int
 	// Appended counts messages appended; AppendedBytes their encoded size.
-	Appended      uint64
+	Appended uint64
+	// AppendedBytes is the encoded size of the messages appended.
 	AppendedBytes uint64
-	MinOffset     int64
-	MaxOffset     int64
+	// MinOffset is the lowest offset still stored.
+	MinOffset int64
+	// MaxOffset is one past the last message.
+	MaxOffset int64
 }
 
 // QueueStats returns the counters of every queue (retry and dead-letter

@@ -136,6 +136,7 @@ func watermarkKey(q store.QueueID) []byte {
 
 // QueueInfo describes one queue.
 type QueueInfo struct {
+	// ID is the queue number within the topic, from 0.
 	ID int
 	// MinOffset is the lowest offset still stored.
 	MinOffset int64
@@ -147,9 +148,12 @@ type QueueInfo struct {
 
 // TopicInfo describes one topic.
 type TopicInfo struct {
-	Name      string
+	// Name is the topic name.
+	Name string
+	// CreatedAt is when the topic was created.
 	CreatedAt time.Time
-	Queues    []QueueInfo
+	// Queues lists the topic's queues in ID order.
+	Queues []QueueInfo
 }
 
 func (t *topic) info() TopicInfo {

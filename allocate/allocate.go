@@ -29,8 +29,10 @@ import (
 
 // Queue identifies one queue of a topic.
 type Queue struct {
+	// Topic is the topic name.
 	Topic string
-	ID    int
+	// ID is the queue number within the topic, from 0.
+	ID int
 }
 
 // Strategy divides a group's queues among its live consumers.

@@ -11,16 +11,39 @@ import (
 // Admin is the engine's administration API. *equeue.Engine implements it
 // in-process and *Client over the network, so tools can take either.
 type Admin interface {
+	// CreateTopic creates a topic with queues queues (0: the engine's
+	// default, 4). It returns equeue.ErrTopicExists if the topic exists.
 	CreateTopic(ctx context.Context, name string, queues int) error
+	// AddQueues grows a live topic by n queues; producers use them from
+	// their next route refresh and groups rebalance at once.
 	AddQueues(ctx context.Context, name string, n int) error
+	// DeleteTopic deletes a topic, its messages and every group's offsets
+	// of it.
 	DeleteTopic(ctx context.Context, name string) error
+	// SetQueueWritable closes one queue to producers (false), so it can be
+	// drained, or opens it again (true). Consumers keep reading it.
 	SetQueueWritable(ctx context.Context, name string, queueID int, writable bool) error
+	// Topics lists every topic, the engine's %RETRY% and %DLQ% topics
+	// included, sorted by name.
 	Topics(ctx context.Context) ([]equeue.TopicInfo, error)
+	// Topic describes one topic and its queues' offsets; an unknown name
+	// returns equeue.ErrTopicNotFound.
 	Topic(ctx context.Context, name string) (equeue.TopicInfo, error)
+	// Groups lists every consumer group, sorted by name.
 	Groups(ctx context.Context) ([]equeue.GroupInfo, error)
+	// Group describes one group: members, assignment, committed offsets and
+	// lag; an unknown name returns equeue.ErrGroupNotFound.
 	Group(ctx context.Context, name string) (equeue.GroupInfo, error)
+	// ResetOffsets stores new committed offsets for a group; its live
+	// members restart from them at once.
 	ResetOffsets(ctx context.Context, group string, req equeue.ResetRequest) error
+	// DeadLetters lists up to max (0: 32) dead letters of group from
+	// offset from of its dead-letter topic. Engine and Client also offer
+	// ListDeadLetters, the same call with a request struct that names the
+	// two numbers; prefer it when you hold one of them.
 	DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error)
+	// Redrive sends the selected dead letters back to their topics, each at
+	// most once, and returns how many were sent.
 	Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error)
 }
 
@@ -159,13 +182,13 @@ func (c *Client) ResetOffsets(ctx context.Context, group string, req equeue.Rese
 	return nil
 }
 
-// DeadLetters lists up to max (0 means 32) dead letters of group from offset
-// from of its dead-letter topic.
-func (c *Client) DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error) {
+// ListDeadLetters lists a page of group's dead letters, as
+// equeue.Engine.ListDeadLetters does.
+func (c *Client) ListDeadLetters(ctx context.Context, group string, req equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
-	resp, err := c.api.ListDeadLetters(ctx, &pb.ListDeadLettersRequest{Group: group, From: from, Max: toInt32(max)})
+	resp, err := c.api.ListDeadLetters(ctx, &pb.ListDeadLettersRequest{Group: group, From: req.From, Max: toInt32(req.Max)})
 	if err != nil {
 		return nil, c.fail(err)
 	}
@@ -179,6 +202,14 @@ func (c *Client) DeadLetters(ctx context.Context, group string, from int64, max 
 		}
 	}
 	return out, nil
+}
+
+// DeadLetters lists up to max (0 means 32) dead letters of group from offset
+// from of its dead-letter topic.
+//
+// Deprecated: use ListDeadLetters, whose request names the two numbers.
+func (c *Client) DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error) {
+	return c.ListDeadLetters(ctx, group, equeue.ListDeadLettersRequest{From: from, Max: max})
 }
 
 // Redrive sends selected dead letters back to their topics and returns how

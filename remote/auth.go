@@ -32,6 +32,7 @@ const (
 	RightAll = RightProduce | RightConsume | RightAdmin
 )
 
+// String lists the rights as "produce|consume|admin" ("none" when empty).
 func (r Rights) String() string {
 	var parts []string
 	for _, x := range []struct {

@@ -114,7 +114,7 @@ func TestClient_DeadLetterSysPropertiesCrossTheWire(t *testing.T) {
 	require.NoError(t, c.CreateTopic(ctx, "t", 1))
 	ok := newCollector()
 	startConsumer(t, c, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
-		From: equeue.ConsumeFromEarliest, RetryDelays: []time.Duration{20 * time.Millisecond}, MaxAttempts: 2,
+		From: equeue.ConsumeFromEarliest, RetryTopicDelays: []time.Duration{20 * time.Millisecond}, MaxAttempts: 2,
 		Handler: func(ctx context.Context, m *equeue.Message) error {
 			if string(m.Body) == "poison" {
 				return errors.New("cannot digest")
@@ -145,10 +145,11 @@ func TestClient_DeadLetterSysPropertiesCrossTheWire(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, direct.Messages[0].SysProperties(), m.SysProperties())
 
-	// The dead-letter admin calls work remotely too.
+	// The dead-letter admin calls work remotely too, the deprecated
+	// positional form included.
 	dls, err := c.DeadLetters(ctx, "g", 0, 0)
 	require.NoError(t, err)
-	want, err := e.DeadLetters(ctx, "g", 0, 0)
+	want, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, want, dls)
 	require.Len(t, dls, 1)
@@ -157,9 +158,17 @@ func TestClient_DeadLetterSysPropertiesCrossTheWire(t *testing.T) {
 	n, err := c.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	dls, err = c.DeadLetters(ctx, "g", 0, 0)
+	dls, err = c.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
 	require.NoError(t, err)
 	assert.True(t, dls[0].Redriven)
+	// ListDeadLetters, the named form, answers the same; past the last
+	// dead letter it answers nothing.
+	listed, err := c.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{Max: 1})
+	require.NoError(t, err)
+	assert.Equal(t, dls, listed)
+	listed, err = c.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{From: 1})
+	require.NoError(t, err)
+	assert.Empty(t, listed)
 	_, err = c.Redrive(ctx, "g", equeue.RedriveRequest{})
 	assert.ErrorIs(t, err, equeue.ErrInvalidArgument)
 }

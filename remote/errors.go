@@ -130,6 +130,7 @@ type Error struct {
 	errs []error
 }
 
+// Error returns the server's description of the failure.
 func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the sentinel errors e matches.

@@ -81,6 +81,7 @@ type Server struct {
 	longPolls       atomic.Int64
 	maxMessageBytes int
 	log             *slog.Logger
+	refusals        *refusalLog
 
 	// stopping is cancelled by Stop and GracefulStop to end long-polls.
 	stopping context.Context
@@ -119,7 +120,7 @@ func NewServer(e *equeue.Engine, opts *ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), maxLongPolls: int64(o.MaxLongPolls),
-		maxMessageBytes: o.MaxMessageBytes, log: o.Logger, health: health.NewServer()}
+		maxMessageBytes: o.MaxMessageBytes, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
 	s.svc = &service{e: e, s: s}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.desc = s.serviceDesc()
@@ -199,7 +200,7 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 // turns a panic into an Internal error and engine errors into statuses.
 func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	if err := s.tokens.authorize(ctx, info.FullMethod, req); err != nil {
-		s.log.Debug("call refused", "method", info.FullMethod, "err", err)
+		s.refusals.refused(ctx, info.FullMethod, err)
 		return nil, err
 	}
 	count, limit, what := &s.inFlight, s.maxInFlight, "calls"

@@ -263,7 +263,7 @@ func (v *service) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest)
 }
 
 func (v *service) ListDeadLetters(ctx context.Context, req *pb.ListDeadLettersRequest) (*pb.ListDeadLettersResponse, error) {
-	dls, err := v.e.DeadLetters(ctx, req.GetGroup(), req.GetFrom(), int(req.GetMax()))
+	dls, err := v.e.ListDeadLetters(ctx, req.GetGroup(), equeue.ListDeadLettersRequest{From: req.GetFrom(), Max: int(req.GetMax())})
 	if err != nil {
 		return nil, err
 	}

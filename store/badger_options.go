@@ -91,6 +91,13 @@ type BadgerOptions struct {
 	// directory given to OpenBadger is ignored, nothing is durable, Sync
 	// and Reclaim do nothing.
 	InMemory bool
+	// ReadOnly opens an existing directory without changing it: Badger
+	// creates and writes no file and takes a shared lock, so several
+	// read-only processes may open it while no writer holds it. Writes
+	// fail; callers that must not write (the equeue command's read-only
+	// commands) refuse them before they reach the store. Not with
+	// InMemory.
+	ReadOnly bool
 	// Logger receives Badger's log lines at Debug, Info, Warn and Error
 	// level. Nil means silent.
 	Logger *slog.Logger
@@ -197,6 +204,8 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 		return o, fmt.Errorf("unknown compression %v", o.Compression)
 	case o.Compression != CompressionNone && o.BlockCacheSize == 0:
 		return o, fmt.Errorf("compression %v needs a block cache", o.Compression)
+	case o.ReadOnly && o.InMemory:
+		return o, fmt.Errorf("ReadOnly needs a directory, not InMemory")
 	}
 	if o.InMemory {
 		// No value log in memory: every value must fit under the
@@ -231,7 +240,8 @@ func (o BadgerOptions) badgerOptions(dir string) badger.Options {
 		WithIndexCacheSize(o.IndexCacheSize).
 		WithValueThreshold(o.ValueThreshold).
 		WithValueLogFileSize(o.ValueLogFileSize).
-		WithNumCompactors(o.NumCompactors)
+		WithNumCompactors(o.NumCompactors).
+		WithReadOnly(o.ReadOnly)
 	switch o.Compression {
 	case CompressionSnappy:
 		bo = bo.WithCompression(options.Snappy)

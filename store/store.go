@@ -19,37 +19,48 @@ import (
 
 // QueueID names one queue of one topic inside the store.
 type QueueID struct {
+	// Topic is the engine's numeric ID of the topic.
 	Topic uint32
+	// Queue is the queue number within the topic.
 	Queue uint32
 }
 
 // Entry is one record to append to a queue.
 type Entry struct {
+	// Queue is the queue the record belongs to.
 	Queue QueueID
 	// Offset addresses the record inside its queue. It must be below
 	// math.MaxUint64, so that "last offset + 1" is always representable.
 	Offset uint64
-	Value  []byte
+	// Value is the encoded record; the store keeps it as given.
+	Value []byte
 }
 
 // MetaOp is one metadata change applied in the same atomic write as entries.
 type MetaOp struct {
-	Key    []byte
-	Value  []byte
+	// Key is the metadata key.
+	Key []byte
+	// Value is the new value of Key (ignored when Delete is set).
+	Value []byte
+	// Delete removes Key instead of setting it.
 	Delete bool
 }
 
 // Batch is applied atomically by Write: every entry and metadata change, or
 // none of them.
 type Batch struct {
+	// Entries are the records to append.
 	Entries []Entry
-	Meta    []MetaOp
+	// Meta are the metadata changes written with them.
+	Meta []MetaOp
 }
 
 // Record is one record read back from a queue.
 type Record struct {
+	// Offset is the record's offset in its queue.
 	Offset uint64
-	Value  []byte
+	// Value is the record as it was written.
+	Value []byte
 }
 
 // Limits says how large one atomic Batch may be. A zero field means no limit.

@@ -32,12 +32,14 @@ var receivedKeys = []string{MetadataTopic, MetadataQueue, MetadataOffset, Metada
 
 // Marshaler turns a Watermill message into an equeue message for topic.
 type Marshaler interface {
+	// Marshal returns the equeue message to send msg as, to topic.
 	Marshal(topic string, msg *message.Message) (*equeue.Message, error)
 }
 
 // Unmarshaler turns a received equeue message into a Watermill message.
 // An error is handled like a Nack.
 type Unmarshaler interface {
+	// Unmarshal returns the Watermill message to deliver for m.
 	Unmarshal(m *equeue.Message) (*message.Message, error)
 }
 

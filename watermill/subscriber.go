@@ -114,7 +114,8 @@ type SubscriberConfig struct {
 	// ConsumeTimeout (unordered: a message not Ack'd or Nack'd within it is
 	// sent back for retry, so it may be delivered twice), flow-control
 	// limits, Strategy, Model, Hooks, Logger. Its Group, ID,
-	// Subscriptions, Handler, Orderly, Concurrency, RetryDelay, MaxAttempts,
+	// Subscriptions, Handler, Orderly, Concurrency, LocalRetryDelay (and its
+	// former name RetryDelay), MaxAttempts,
 	// From and FromTime are set from the fields above. A nil Logger means
 	// equeue logs go to Logger.
 	Consumer equeue.ConsumerOptions
@@ -298,7 +299,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	o.Handler = sub.handle
 	o.Orderly = !s.cfg.Unordered
 	o.Concurrency = s.cfg.Concurrency
-	o.RetryDelay = s.cfg.NackResendDelay
+	// Both names of the local retry pause, so a value left in the former
+	// name cannot disagree with the new one.
+	o.LocalRetryDelay, o.RetryDelay = s.cfg.NackResendDelay, s.cfg.NackResendDelay
 	o.MaxAttempts = s.cfg.MaxAttempts
 	o.From = s.from
 	o.FromTime = s.cfg.ConsumeFromTime
@@ -411,7 +414,7 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 		return nil
 	case <-msg.Nacked():
 		sub.log.Trace("message nacked", fields)
-		// Orderly consumers retry in place after RetryDelay; unordered
+		// Orderly consumers retry in place after LocalRetryDelay; unordered
 		// clustering ones send the message through the group's retry topic,
 		// where RetryAfter sets the delay instead of equeue's backoff.
 		return equeue.RetryAfter(sub.s.cfg.NackResendDelay, errNacked)

@@ -14,6 +14,8 @@ import (
 // *equeue.Engine does. When the configured Broker implements it, the
 // Publisher and the Subscriber create a missing topic on first use.
 type TopicCreator interface {
+	// CreateTopic creates a topic with queues queues (0: the broker's
+	// default). It returns equeue.ErrTopicExists if the topic exists.
 	CreateTopic(ctx context.Context, name string, queues int) error
 }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -143,7 +146,12 @@ time: while "equeue serve" runs on it, use --server to reach it.`,
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// A negative number among the arguments reads as a bundle of
+		// one-letter flags ("-1"): say what is really wrong.
+		if m := negativeArg.FindStringSubmatch(err.Error()); m != nil {
+			err = fmt.Errorf("%s: negative numbers are not valid arguments of %s (counts, queue numbers and offsets are 0 or more)", m[1], cmd.CommandPath())
+		}
 		return &cliError{code: exitUsage, err: err}
 	})
 	root.CompletionOptions.HiddenDefaultCmd = true
@@ -171,8 +179,12 @@ time: while "equeue serve" runs on it, use --server to reach it.`,
 		a.statsCommand(),
 		a.benchCommand(),
 	)
+	tidyHelp(root)
 	return root
 }
+
+// negativeArg matches pflag's error for an argument such as "-1".
+var negativeArg = regexp.MustCompile(`^unknown shorthand flag: '[0-9]' in (-[0-9][0-9.]*)$`)
 
 // setup validates the global flags and builds the logger.
 func (a *app) setup(cmd *cobra.Command, _ []string) error {
@@ -192,6 +204,11 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	}
 	if f := flags.Lookup("token"); f != nil && f.Value.Type() == "string" {
 		envDefault("token", &a.token, envToken)
+	}
+	if a.server != "" {
+		if _, port, err := net.SplitHostPort(a.server); err != nil || port == "" {
+			return usageErrorf("--server %q: want HOST:PORT, e.g. 127.0.0.1:7654", a.server)
+		}
 	}
 	if a.dir != "" && a.server != "" {
 		return usageErrorf("--dir and --server are mutually exclusive: open a directory here or talk to a broker")
@@ -228,6 +245,7 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 type broker interface {
 	equeue.Broker
 	remote.Admin
+	ListDeadLetters(ctx context.Context, group string, req equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error)
 }
 
 var (
@@ -253,10 +271,12 @@ func (a *app) where() string {
 	return a.dir
 }
 
-// connect opens the engine directory or dials the server. Only commands
-// that make something (topic create) may open a directory that does not
-// exist yet; for the others a missing directory is most likely a typo.
-func (a *app) connect(create bool) (*conn, error) {
+// connect opens the engine directory or dials the server. mode says what
+// the command does to a directory: read-only commands open it without
+// changing it, and only commands that make something (topic create) may
+// open a directory that does not hold an engine yet; for the others a
+// missing directory is most likely a typo.
+func (a *app) connect(mode openMode) (*conn, error) {
 	switch {
 	case a.server != "":
 		c, err := a.dial()
@@ -265,12 +285,18 @@ func (a *app) connect(create bool) (*conn, error) {
 		}
 		return &conn{broker: c, close: c.Close}, nil
 	case a.dir != "":
-		if !create {
-			if _, err := os.Stat(a.dir); errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("directory %s does not exist: create an engine there with \"equeue --dir %s topic create NAME\" (or serve it with \"equeue serve --dir %s\")", a.dir, a.dir, a.dir)
-			}
+		if err := checkDir(a.dir, mode); err != nil {
+			return nil, err
 		}
-		e, err := a.openEngine(a.dir, nil)
+		var opts *equeue.Options
+		if mode == readOnly {
+			st, err := openReadOnly(a.dir, badgerOptions(a.log))
+			if err != nil {
+				return nil, a.explainOpen(a.dir, err)
+			}
+			opts = &equeue.Options{Store: st}
+		}
+		e, err := a.openEngine(a.dir, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -279,22 +305,36 @@ func (a *app) connect(create bool) (*conn, error) {
 	return nil, usageErrorf("no broker: give --dir DIR (an engine directory) or --server HOST:PORT (a running \"equeue serve\"), or set $%s or $%s", envDir, envServer)
 }
 
-// openEngine opens an engine on dir with the CLI's logger.
+// openEngine opens an engine on dir with the CLI's logger; with
+// opts.Store set, on that store instead.
 func (a *app) openEngine(dir string, opts *equeue.Options) (*equeue.Engine, error) {
 	var o equeue.Options
 	if opts != nil {
 		o = *opts
 	}
 	o.Logger = a.log
-	if o.Badger == nil {
+	if o.Store != nil {
+		dir = ""
+	} else if o.Badger == nil {
 		bo := badgerOptions(a.log)
 		o.Badger = &bo
 	}
 	e, err := equeue.Open(dir, &o)
-	if errors.Is(err, equeue.ErrLocked) {
-		return nil, &lockedError{dir: dir, err: err}
+	if err != nil {
+		if o.Store != nil {
+			_ = o.Store.Close()
+		}
+		return nil, a.explainOpen(a.dir, err)
 	}
-	return e, err
+	return e, nil
+}
+
+// explainOpen turns a failure to open dir into the command line's terms.
+func (a *app) explainOpen(dir string, err error) error {
+	if errors.Is(err, equeue.ErrLocked) {
+		return &lockedError{dir: dir, err: err}
+	}
+	return err
 }
 
 // lockedError explains equeue.ErrLocked in terms of the command line.
@@ -315,9 +355,16 @@ func (a *app) dial() (*remote.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A plain TCP connection first: when nothing listens there, say so at
+	// once instead of waiting out the gRPC connection's state machine.
+	probe, err := net.DialTimeout("tcp", a.server, a.connectTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("nothing answers at %s (%v)\n(is \"equeue serve\" running there? check --server)", a.server, err)
+	}
+	_ = probe.Close()
 	c, err := remote.Dial(a.server, &remote.ClientOptions{TLS: tlsConf, Token: a.token, DialTimeout: a.connectTimeout, Logger: a.log})
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", a.server, err)
+		return nil, fmt.Errorf("connect to %s: something listens there but did not answer as an equeue server: %w", a.server, err)
 	}
 	return c, nil
 }

@@ -233,6 +233,11 @@ func (a *app) bench(ctx context.Context, c benchConfig) (err error) {
 	default:
 		dir := a.dir
 		res.Mode, res.Target = "dir", dir
+		if dir != "" {
+			if err := checkDir(dir, create); err != nil {
+				return err
+			}
+		}
 		if dir == "" {
 			tmp, err := os.MkdirTemp("", "equeue-bench-*")
 			if err != nil {

@@ -47,7 +47,7 @@ func TestTopic_Lifecycle(t *testing.T) {
 		t.Fatalf("describe --json after add-queues and set-writable: %+v", ti)
 	}
 
-	ok(t, dir, "topic", "delete", "audit")
+	ok(t, dir, "topic", "delete", "audit", "--yes")
 	fails(t, 1, "topic not found", dir, "topic", "describe", "audit")
 	topics = decode[[]topicJSON](t, ok(t, dir, "topic", "list", "--json"))
 	if len(topics) != 1 || topics[0].Name != "orders" {
@@ -165,13 +165,15 @@ func TestDLQ_EmptyGroup(t *testing.T) {
 	t.Parallel()
 	dir := "--dir=" + t.TempDir()
 	ok(t, dir, "topic", "create", "orders")
+	// The group exists (it consumed) but never dead-lettered anything.
+	ok(t, dir, "consume", "orders", "--group", "billing", "--timeout", "1s")
 	if out := ok(t, dir, "dlq", "list", "billing"); !strings.Contains(out, "no dead letters for group billing") {
 		t.Fatalf("dlq list: %q", out)
 	}
 	if out := strings.TrimSpace(ok(t, dir, "dlq", "list", "billing", "--json")); out != "[]" {
 		t.Fatalf("dlq list --json: %q", out)
 	}
-	fails(t, 1, "no dead letters", dir, "dlq", "redrive", "billing", "--all")
+	fails(t, 1, "group billing has no dead letters", dir, "dlq", "redrive", "billing", "--offset", "0")
 	fails(t, 2, "--offset N (repeatable) or --all", dir, "dlq", "redrive", "billing")
 }
 
@@ -302,7 +304,7 @@ func deadLetters(t *testing.T, dir, group string, n int) {
 		}
 	}
 	eventually(t, 20*time.Second, "dead letters", func() bool {
-		dls, err := e.DeadLetters(ctx, group, 0, 32)
+		dls, err := e.ListDeadLetters(ctx, group, equeue.ListDeadLettersRequest{})
 		return err == nil && len(dls) == n
 	})
 }

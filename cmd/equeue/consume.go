@@ -88,13 +88,20 @@ that is not UTF-8 comes as body_base64) or body (the body alone).`,
 				return usageErrorf("--group: %v", err)
 			}
 			topic := argv[0]
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readWrite, func(c *conn) error {
 				ctx := cmd.Context()
 				// A group may subscribe to a topic that does not exist yet;
 				// for a command line that is almost always a typo. A pull
 				// finds out with the consume right alone.
 				if _, err := c.Pull(ctx, &equeue.PullRequest{Topic: topic, Max: 1}); err != nil {
 					return err
+				}
+				// Say where a new group starts: a consume that prints
+				// nothing because the group began at the end of the queues
+				// is otherwise a puzzle. (Without the admin right the
+				// question cannot be asked; then say nothing.)
+				if _, err := c.Group(ctx, group); errors.Is(err, equeue.ErrGroupNotFound) {
+					fmt.Fprintf(a.stderr, "new group %s %s\n", group, startsAt(start, startTime))
 				}
 				pc, err := equeue.NewPullConsumer(c.broker, equeue.PullConsumerOptions{
 					Group: group, ID: member, Model: model,
@@ -127,6 +134,17 @@ that is not UTF-8 comes as body_base64) or body (the body alone).`,
 	f.Var(output, "output", "output format: text, json or body")
 	f.DurationVar(&timeout, "timeout", 0, "exit after this long without a message (0: wait forever)")
 	return cmd
+}
+
+// startsAt says in words where a new group starts.
+func startsAt(from equeue.ConsumeFrom, t time.Time) string {
+	switch from {
+	case equeue.ConsumeFromEarliest:
+		return "starts at the oldest stored message (--from earliest)"
+	case equeue.ConsumeFromTimestamp:
+		return "starts at the first message stored at or after " + t.UTC().Format(time.RFC3339Nano)
+	}
+	return "starts at the end of each queue (--from latest): only messages sent from now on arrive; --from earliest reads what is stored"
 }
 
 // consumeLoop fetches the queues the group grants, prints what arrives and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -56,10 +57,17 @@ its last error and the start of its body.`,
 				return usageErrorf("--max must be 1 to %d", equeue.MaxPullBatch)
 			}
 			group := argv[0]
-			return a.withConn(false, func(c *conn) error {
-				dls, err := c.DeadLetters(cmd.Context(), group, from, max)
+			return a.withConn(readOnly, func(c *conn) error {
+				dls, err := c.ListDeadLetters(cmd.Context(), group, equeue.ListDeadLettersRequest{From: from, Max: max})
 				if err != nil {
 					return err
+				}
+				if len(dls) == 0 {
+					// No dead letters, or no such group: a typo in the
+					// group name must not look like a clean bill.
+					if _, err := c.Group(cmd.Context(), group); err != nil {
+						return err
+					}
 				}
 				if asJSON {
 					out := make([]deadLetterJSON, 0, len(dls))
@@ -87,8 +95,8 @@ its last error and the start of its body.`,
 			})
 		}),
 	}
-	cmd.Flags().Int64Var(&from, "from", 0, "first dead-letter offset to list")
-	cmd.Flags().IntVar(&max, "max", 32, "most dead letters to list (1-1024)")
+	cmd.Flags().Int64Var(&from, "from", 0, "first dead-letter `OFFSET` to list")
+	cmd.Flags().IntVar(&max, "max", 32, "most dead letters to list, `N` from 1 to 1024")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -118,8 +126,20 @@ redriven at most once; those already redriven are skipped.`,
 				}
 			}
 			group := argv[0]
-			return a.withConn(false, func(c *conn) error {
-				n, err := c.Redrive(cmd.Context(), group, equeue.RedriveRequest{Offsets: offsets, All: all})
+			return a.withConn(readWrite, func(c *conn) error {
+				ctx := cmd.Context()
+				if _, err := c.Group(ctx, group); err != nil {
+					return err
+				}
+				n, err := c.Redrive(ctx, group, equeue.RedriveRequest{Offsets: offsets, All: all})
+				if errors.Is(err, equeue.ErrTopicNotFound) {
+					// The group exists but never dead-lettered anything.
+					if all {
+						n, err = 0, nil
+					} else {
+						return fmt.Errorf("group %s has no dead letters (see \"equeue dlq list %s\")", group, group)
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -128,7 +148,7 @@ redriven at most once; those already redriven are skipped.`,
 			})
 		}),
 	}
-	cmd.Flags().Int64SliceVar(&offsets, "offset", nil, "dead-letter offset to redrive (repeatable, or comma-separated)")
+	cmd.Flags().Int64SliceVar(&offsets, "offset", nil, "dead-letter `OFFSET` to redrive, as \"dlq list\" shows it (repeatable, or comma-separated)")
 	cmd.Flags().BoolVar(&all, "all", false, "redrive every dead letter not redriven yet")
 	return cmd
 }

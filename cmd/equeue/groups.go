@@ -23,7 +23,7 @@ group has none yet), the queue's max offset and the lag between them.`,
   equeue --server 127.0.0.1:7654 groups billing --json`,
 		Args: argCount(0, 1, "an optional group NAME"),
 		RunE: runE(func(cmd *cobra.Command, argv []string) error {
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readOnly, func(c *conn) error {
 				var groups []equeue.GroupInfo
 				if len(argv) == 1 {
 					g, err := c.Group(cmd.Context(), argv[0])

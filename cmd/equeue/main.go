@@ -55,12 +55,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.Is(ce.err, equeue.ErrInvalidName) || errors.Is(ce.err, equeue.ErrInvalidFilter) {
 		ce.code = exitUsage // a bad name or tag expression typed on the command line
 	}
-	// Engine errors start with "equeue: " already.
-	fmt.Fprintf(stderr, "equeue: %s%s\n", strings.TrimPrefix(ce.err.Error(), "equeue: "), hint(ce.err))
+	fmt.Fprintf(stderr, "equeue: %s%s\n", errorText(ce.err), hint(ce.err))
 	if ce.code == exitUsage && cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return ce.code
+}
+
+// errorText is err's message without the "equeue: " prefixes of the engine
+// errors it wraps, since the line already starts with one.
+func errorText(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "equeue: ")
+	return strings.ReplaceAll(msg, ": equeue: ", ": ")
 }
 
 // hint suggests the next step for common failures.

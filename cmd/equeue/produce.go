@@ -91,7 +91,7 @@ with (a delayed message gets its offset when it becomes visible).`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readWrite, func(c *conn) error {
 				// The broker itself, not the conn wrapper: an in-process engine
 				// appends asynchronously in call order only when seen as one.
 				p, err := equeue.NewProducer(c.broker, nil)
@@ -131,9 +131,9 @@ with (a delayed message gets its offset when it becomes visible).`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&keys, "key", nil, "message key; the first one routes the message (repeatable)")
+	f.StringArrayVar(&keys, "key", nil, "message `KEY`; the first one routes the message (repeatable)")
 	f.StringVar(&tag, "tag", "", "message tag, for consumers' --filter")
-	f.StringArrayVar(&props, "property", nil, "KEY=VALUE user property (repeatable)")
+	f.StringArrayVar(&props, "property", nil, "user property `KEY=VALUE` (repeatable)")
 	f.DurationVar(&delay, "delay", 0, "deliver the messages after this delay (e.g. 30s, 10m)")
 	f.StringVar(&file, "file", "", "read one message per line from this file (\"-\": standard input)")
 	f.StringVar(&id, "id", "", "message ID (for deduplicating topics); default: a generated one")

@@ -64,7 +64,7 @@ from the new offsets. It prints the group afterwards.`,
 				}
 			}
 			group := argv[0]
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readWrite, func(c *conn) error {
 				if err := c.ResetOffsets(cmd.Context(), group, req); err != nil {
 					return err
 				}
@@ -78,6 +78,6 @@ from the new offsets. It prints the group afterwards.`,
 		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "earliest, latest or an RFC 3339 time")
-	cmd.Flags().StringArrayVar(&offsets, "offset", nil, "TOPIC/QUEUE=N: set one queue's offset (repeatable)")
+	cmd.Flags().StringArrayVar(&offsets, "offset", nil, "set one queue's offset, `TOPIC/QUEUE=N` (repeatable)")
 	return cmd
 }

@@ -94,7 +94,7 @@ and a health check on http://ADDR/healthz.`,
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:7654", "address to serve gRPC on")
 	f.StringVar(&clientCA, "client-ca", "", "PEM file of the CA client certificates must be signed by (mutual TLS)")
-	f.StringArrayVar(&tokens, "token", nil, "TOKEN=RIGHTS: admit this bearer token with these rights (produce,consume,admin or all); repeatable")
+	f.StringArrayVar(&tokens, "token", nil, "admit a bearer token with its rights, `TOKEN=RIGHTS` (rights: produce,consume,admin or all); repeatable")
 	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off)")
 	f.StringVar(&syncFlag, "sync", "always", "when writes are fsynced: always, never or interval:DURATION")
 	for _, ad := range addons {
@@ -125,8 +125,28 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 			return err
 		}
 	}
+	// Take the ports before the directory, so a busy port leaves no
+	// engine directory behind.
+	if err := checkDir(a.dir, create); err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.listen, err)
+	}
+	var metricsLis net.Listener
+	if m != nil {
+		if metricsLis, err = net.Listen("tcp", c.metrics); err != nil {
+			_ = lis.Close()
+			return fmt.Errorf("--metrics: listen on %s: %w", c.metrics, err)
+		}
+	}
 	eng, err := a.openEngine(a.dir, opts)
 	if err != nil {
+		_ = lis.Close()
+		if metricsLis != nil {
+			_ = metricsLis.Close()
+		}
 		return err
 	}
 	defer func() {
@@ -136,11 +156,11 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	}()
 	srv, err := remote.NewServer(eng, c.server)
 	if err != nil {
+		_ = lis.Close()
+		if metricsLis != nil {
+			_ = metricsLis.Close()
+		}
 		return err
-	}
-	lis, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.listen, err)
 	}
 	if len(c.tokens) > 0 && !c.tls && !isLoopback(lis.Addr()) {
 		a.log.Warn("tokens are sent in clear text: serve TLS (--tls-cert, --tls-key) on a non-loopback address")
@@ -149,11 +169,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	var httpSrv *http.Server
 	if m != nil {
 		m.Attach(eng)
-		httpSrv, err = a.serveMetrics(c.metrics, m, errc)
-		if err != nil {
-			_ = lis.Close()
-			return err
-		}
+		httpSrv = a.serveMetrics(metricsLis, m, errc)
 	}
 	var stops []func(context.Context) error
 	defer func() {
@@ -212,9 +228,9 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	return nil
 }
 
-// serveMetrics serves /metrics and /healthz on addr; a failure after the
-// listener is up is sent to errc.
-func (a *app) serveMetrics(addr string, m *metrics.Collector, errc chan<- error) (*http.Server, error) {
+// serveMetrics serves /metrics and /healthz on lis; a failure after it
+// started is sent to errc.
+func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, errc chan<- error) *http.Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
@@ -222,10 +238,6 @@ func (a *app) serveMetrics(addr string, m *metrics.Collector, errc chan<- error)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics: listen on %s: %w", addr, err)
-	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -233,7 +245,7 @@ func (a *app) serveMetrics(addr string, m *metrics.Collector, errc chan<- error)
 		}
 	}()
 	a.log.Info("metrics", "url", "http://"+lis.Addr().String()+"/metrics")
-	return hs, nil
+	return hs
 }
 
 // slogPrinter lets promhttp report errors through the CLI's logger.

@@ -51,7 +51,7 @@ are served by "equeue serve --metrics".`,
   equeue --server 127.0.0.1:7654 stats --scan --json`,
 		Args: args(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readOnly, func(c *conn) error {
 				ctx := cmd.Context()
 				st := statsJSON{Broker: a.where()}
 				topics, err := c.Topics(ctx)

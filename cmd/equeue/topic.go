@@ -22,9 +22,10 @@ log with dense offsets from 0; messages with the same key go to the same queue.`
 	return cmd
 }
 
-// withConn runs f on an open broker and closes it.
-func (a *app) withConn(create bool, f func(c *conn) error) (err error) {
-	c, err := a.connect(create)
+// withConn runs f on an open broker and closes it. mode says what f does
+// to an engine directory (see openMode).
+func (a *app) withConn(mode openMode, f func(c *conn) error) (err error) {
+	c, err := a.connect(mode)
 	if err != nil {
 		return err
 	}
@@ -58,14 +59,14 @@ acknowledged with its original position and not stored again.`,
   equeue --dir ./data topic create payments --dedup-window 10m`,
 		Args: argCount(1, 1, "NAME"),
 		RunE: runE(func(cmd *cobra.Command, argv []string) error {
-			if queues < 0 || queues > equeue.MaxQueuesPerTopic {
-				return usageErrorf("--queues %d: a topic has 1 to %d queues", queues, equeue.MaxQueuesPerTopic)
+			if cmd.Flags().Changed("queues") && (queues < 1 || queues > equeue.MaxQueuesPerTopic) {
+				return usageErrorf("--queues %d: a topic has 1 to %d queues (leave --queues out for the engine's default, 4)", queues, equeue.MaxQueuesPerTopic)
 			}
 			if dedup < 0 {
 				return usageErrorf("--dedup-window must not be negative")
 			}
 			name := argv[0]
-			return a.withConn(true, func(c *conn) error {
+			return a.withConn(create, func(c *conn) error {
 				ctx := cmd.Context()
 				if dedup > 0 {
 					cw, ok := c.broker.(topicCreatorWith)
@@ -130,7 +131,7 @@ messages waiting to be retried, %DLQ%<group> its dead letters.`,
   equeue --server 127.0.0.1:7654 topic list --json`,
 		Args: args(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readOnly, func(c *conn) error {
 				topics, err := c.Topics(cmd.Context())
 				if err != nil {
 					return err
@@ -167,7 +168,7 @@ func (a *app) topicDescribe() *cobra.Command {
 		Example: `  equeue --dir ./data topic describe orders`,
 		Args:    argCount(1, 1, "NAME"),
 		RunE: runE(func(cmd *cobra.Command, argv []string) error {
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readOnly, func(c *conn) error {
 				ti, err := c.Topic(cmd.Context(), argv[0])
 				if err != nil {
 					return err
@@ -203,7 +204,7 @@ key may move to another queue, so per-key order holds only from then on.`,
 			if err != nil || n < 1 {
 				return usageErrorf("N must be a positive number of queues, got %q", argv[1])
 			}
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readWrite, func(c *conn) error {
 				if err := c.AddQueues(cmd.Context(), argv[0], n); err != nil {
 					return err
 				}
@@ -236,7 +237,7 @@ drained before it is retired.`,
 			if err != nil {
 				return usageErrorf("the last argument must be true or false, got %q", argv[2])
 			}
-			return a.withConn(false, func(c *conn) error {
+			return a.withConn(readWrite, func(c *conn) error {
 				if err := c.SetQueueWritable(cmd.Context(), argv[0], q, w); err != nil {
 					return err
 				}
@@ -252,19 +253,45 @@ drained before it is retired.`,
 }
 
 func (a *app) topicDelete() *cobra.Command {
-	return &cobra.Command{
-		Use:     "delete NAME",
-		Short:   "Delete a topic and all its messages",
-		Example: `  equeue --dir ./data topic delete orders`,
-		Args:    argCount(1, 1, "NAME"),
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a topic and all its messages",
+		Long: `delete removes a topic, every message in it and every group's offsets of
+it. It cannot be undone. On a terminal it asks for confirmation; otherwise
+(a script, a pipe) it needs --yes.`,
+		Example: `  equeue --dir ./data topic delete orders
+  equeue --dir ./data topic delete orders --yes`,
+		Args: argCount(1, 1, "NAME"),
 		RunE: runE(func(cmd *cobra.Command, argv []string) error {
-			return a.withConn(false, func(c *conn) error {
-				if err := c.DeleteTopic(cmd.Context(), argv[0]); err != nil {
+			name := argv[0]
+			if !yes && !a.stdinIsTerminal() {
+				return usageErrorf("topic delete removes topic %s and all its messages: confirm with --yes (standard input is not a terminal, so it cannot ask)", name)
+			}
+			return a.withConn(readWrite, func(c *conn) error {
+				ctx := cmd.Context()
+				if !yes {
+					ti, err := c.Topic(ctx, name)
+					if err != nil {
+						return err
+					}
+					ok, err := a.confirm(fmt.Sprintf("Delete topic %s, its %d queues and %d messages? [y/N] ", name, len(ti.Queues), toTopicJSON(ti).Messages))
+					if err != nil {
+						return err
+					}
+					if !ok {
+						fmt.Fprintf(a.stdout, "topic %s kept\n", name)
+						return nil
+					}
+				}
+				if err := c.DeleteTopic(ctx, name); err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stdout, "deleted topic %s\n", argv[0])
+				fmt.Fprintf(a.stdout, "deleted topic %s\n", name)
 				return nil
 			})
 		}),
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")
+	return cmd
 }

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -111,4 +116,29 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// stdinIsTerminal reports whether standard input is a terminal someone can
+// answer a question on.
+func (a *app) stdinIsTerminal() bool {
+	f, ok := a.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// confirm asks question on stderr and reads a yes or no from stdin; only
+// "y" or "yes" is a yes.
+func (a *app) confirm(question string) (bool, error) {
+	fmt.Fprint(a.stderr, question)
+	line, err := bufio.NewReader(a.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		return false, err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
 }

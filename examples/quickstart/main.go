@@ -1,5 +1,12 @@
-// Quickstart opens an engine in a local folder, creates a topic, sends
-// messages by key and reads them back.
+// Quickstart opens an engine in a folder, creates a topic, sends messages
+// by key and reads them back.
+//
+// With no argument it uses a new temporary folder and removes it at the end;
+// with a folder as argument it uses (and keeps) that one, so running it
+// twice on the same folder shows the offsets continuing:
+//
+//	go run ./examples/quickstart
+//	go run ./examples/quickstart ./qs-data
 package main
 
 import (
@@ -8,19 +15,37 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 
 	"github.com/equeue-go/equeue"
 )
 
 func main() {
-	dir := filepath.Join(os.TempDir(), "equeue-quickstart")
 	if len(os.Args) > 1 {
-		dir = os.Args[1]
+		// A folder given on the command line is kept, so a second run
+		// shows the offsets continuing.
+		if err := run(os.Args[1]); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
-	if err := run(dir); err != nil {
+	if err := runInTemp(); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// runInTemp runs in a fresh temporary folder and removes it at the end, so
+// repeated runs leave nothing behind.
+func runInTemp() (err error) {
+	dir, err := os.MkdirTemp("", "equeue-quickstart-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	return run(dir)
 }
 
 func run(dir string) error {
@@ -68,6 +93,6 @@ func run(dir string) error {
 			fmt.Printf("read   queue %d offset %d key=%-5s tag=%s body=%q\n", m.Queue, m.Offset, m.Keys[0], m.Tag, m.Body)
 		}
 	}
-	fmt.Println("every message is durable on disk; run again to see offsets continue")
+	fmt.Println("every message is durable on disk; give a folder as argument and run twice to see offsets continue")
 	return nil
 }

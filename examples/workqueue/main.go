@@ -5,7 +5,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -14,12 +16,12 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run() error {
+func run(out io.Writer) error {
 	ctx := context.Background()
 	eng, err := equeue.Open("", &equeue.Options{InMemory: true})
 	if err != nil {
@@ -87,12 +89,19 @@ func run() error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Printf("%s handled %d jobs\n", n, handled[n])
+		fmt.Fprintf(out, "%s handled %d jobs\n", n, handled[n])
 	}
+	// The group also consumes its own retry topic (%RETRY%resizers), so
+	// count only the queues of the topic the jobs were sent to.
+	var queues int
 	var lag int64
 	for _, q := range g.Queues {
+		if q.Topic != "jobs" {
+			continue
+		}
+		queues++
 		lag += q.Lag
 	}
-	fmt.Printf("group %q: %d queues, lag %d after all workers committed and left\n", g.Name, len(g.Queues), lag)
+	fmt.Fprintf(out, "group %q: %d queues of topic jobs, lag %d after all workers committed and left\n", g.Name, queues, lag)
 	return nil
 }

@@ -78,11 +78,17 @@ func (f *FS) Delay(write, sync time.Duration) {
 	f.mu.Unlock()
 }
 
-// Writes, Syncs, WriteFailures and SyncFailures count calls since New.
-func (f *FS) Writes() int64        { return f.writes.Load() }
-func (f *FS) Syncs() int64         { return f.syncs.Load() }
+// Writes counts Write calls since New, failed ones included.
+func (f *FS) Writes() int64 { return f.writes.Load() }
+
+// Syncs counts Sync calls since New, failed ones included.
+func (f *FS) Syncs() int64 { return f.syncs.Load() }
+
+// WriteFailures counts the Write calls that were made to fail.
 func (f *FS) WriteFailures() int64 { return f.writeFails.Load() }
-func (f *FS) SyncFailures() int64  { return f.syncFails.Load() }
+
+// SyncFailures counts the Sync calls that were made to fail.
+func (f *FS) SyncFailures() int64 { return f.syncFails.Load() }
 
 // Write applies b unless a failure is due.
 func (f *FS) Write(b *store.Batch) error {

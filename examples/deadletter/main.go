@@ -1,0 +1,130 @@
+// Deadletter is the billing service of the README's walkthrough: it joins
+// the consumer group "billing" on the topic "payments" of an engine
+// directory, charges each card number that passes the Luhn check and sends
+// the others to the group's dead letters with equeue.DeadLetter. It stops
+// once every stored payment was handled, and prints what it did.
+//
+//	go run ./examples/deadletter ./data
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/equeue-go/equeue"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		log.Fatal("usage: deadletter DIR (an engine directory with a topic \"payments\")")
+	}
+	if err := run(context.Background(), os.Args[1], os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// errLuhn is why a payment is refused.
+var errLuhn = errors.New("card number fails the Luhn check")
+
+func run(ctx context.Context, dir string, out io.Writer) (err error) {
+	eng, err := equeue.Open(dir, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := eng.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	info, err := eng.Topic(ctx, "payments")
+	if err != nil {
+		return err
+	}
+	var stored int64
+	for _, q := range info.Queues {
+		stored += q.MaxOffset - q.MinOffset
+	}
+
+	var (
+		mu      sync.Mutex
+		results []string
+		handled = make(chan struct{}, stored)
+	)
+	c, err := equeue.NewConsumer(eng, equeue.ConsumerOptions{
+		Group:         "billing",
+		Subscriptions: []equeue.Subscription{{Topic: "payments"}},
+		From:          equeue.ConsumeFromEarliest,
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			verdict := "charged"
+			var herr error
+			if !luhn(string(m.Body)) {
+				verdict, herr = "dead letter: "+errLuhn.Error(), equeue.DeadLetter(errLuhn)
+			}
+			mu.Lock()
+			results = append(results, fmt.Sprintf("%s/%d:%d  %s  %s", m.Topic, m.Queue, m.Offset, m.Body, verdict))
+			mu.Unlock()
+			handled <- struct{}{}
+			return herr
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	timeout := time.After(time.Minute)
+	for range stored {
+		select {
+		case <-handled:
+		case <-timeout:
+			_ = c.Close()
+			return fmt.Errorf("handled fewer than the %d stored payments within a minute", stored)
+		}
+	}
+	// Close commits, and waits for the dead letters to be stored.
+	if err := c.Close(); err != nil {
+		return err
+	}
+	sort.Strings(results)
+	for _, r := range results {
+		fmt.Fprintln(out, r)
+	}
+	return nil
+}
+
+// luhn reports whether the digits of s pass the Luhn checksum.
+func luhn(s string) bool {
+	digits := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		if r == ' ' {
+			return -1
+		}
+		return 'x'
+	}, s)
+	if digits == "" || strings.ContainsRune(digits, 'x') {
+		return false
+	}
+	sum := 0
+	for i := range len(digits) {
+		d := int(digits[len(digits)-1-i] - '0')
+		if i%2 == 1 {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+	}
+	return sum%10 == 0
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/equeue-go/equeue"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestLuhn(t *testing.T) {
+	for s, want := range map[string]bool{
+		"4111 1111 1111 1111": true,
+		"4111 1111 1111 1112": false,
+		"79927398713":         true,
+		"":                    false,
+		"4111-1111":           false,
+	} {
+		assert.Equal(t, want, luhn(s), s)
+	}
+}
+
+// A valid card is charged, an invalid one ends in the billing group's dead
+// letters with the reason.
+func TestRun_DeadLettersInvalidCards(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	eng, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, eng.CreateTopic(ctx, "payments", 2))
+	p, err := equeue.NewProducer(eng, nil)
+	require.NoError(t, err)
+	for _, b := range []string{"4111 1111 1111 1111", "4111 1111 1111 1112"} {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "payments", Body: []byte(b)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, eng.Close())
+
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, dir, &out))
+	assert.Equal(t, "payments/0:0  4111 1111 1111 1111  charged\n"+
+		"payments/1:0  4111 1111 1111 1112  dead letter: card number fails the Luhn check\n", out.String())
+
+	eng, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer eng.Close()
+	dls, err := eng.ListDeadLetters(ctx, "billing", equeue.ListDeadLettersRequest{})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	assert.Equal(t, "4111 1111 1111 1112", string(dls[0].Message.Body))
+}
