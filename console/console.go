@@ -26,6 +26,7 @@ var staticFS embed.FS
 // implement it.
 type Broker interface {
 	remote.Admin
+	// Pull reads a queue without a group (the message browser).
 	Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error)
 }
 

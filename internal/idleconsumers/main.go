@@ -25,8 +25,11 @@ import (
 
 // Report is what the program prints.
 type Report struct {
+	// BaseKiB, EngineKiB and IdleKiB are the resident set sizes before
+	// the engine opened, with it open, and with the consumers idle.
 	BaseKiB, EngineKiB, IdleKiB int64
-	Goroutines                  int
+	// Goroutines is the goroutine count with the consumers idle.
+	Goroutines int
 }
 
 func main() {
