@@ -35,8 +35,15 @@ var (
 	_ Broker = (*remote.Client)(nil)
 )
 
-// statser is implemented by brokers that report their store size.
+// statser is implemented by brokers that report their store size
+// in-process (*equeue.Engine).
 type statser interface{ Stats() equeue.Stats }
+
+// remoteStatser is implemented by brokers that report it over the wire
+// (*remote.Client).
+type remoteStatser interface {
+	EngineStats(ctx context.Context) (equeue.Stats, error)
+}
 
 // delayedLister is implemented by brokers that report delayed messages
 // (*equeue.Engine and *remote.Client).

@@ -105,8 +105,13 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	d.TopicRows, d.GroupRows, d.InternalRows = c.topicRowsHTML(d.Topics, true), c.groupRowsHTML(d.Groups), c.topicRowsHTML(d.Internal, false)
 	d.Chart = c.rates.chart()
-	if s, ok := c.b.(statser); ok {
+	switch s := c.b.(type) {
+	case statser:
 		d.StoreBytes, d.HasStore = s.Stats().StoreBytes, true
+	case remoteStatser:
+		if st, err := s.EngineStats(ctx); err == nil {
+			d.StoreBytes, d.HasStore = st.StoreBytes, true
+		}
 	}
 	if dl, ok := c.b.(delayedLister); ok {
 		if info, err := dl.Delayed(ctx, 1); err == nil {

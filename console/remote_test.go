@@ -36,6 +36,7 @@ func TestConsole_OverRemote(t *testing.T) {
 		require.Equal(t, http.StatusOK, pg.status, "%s: %s", p, pg.body)
 	}
 	assert.Contains(t, s.get(t, prefix+"delayed").body, `<b id="delayed-count">7</b>`, "delayed messages over the wire")
+	assert.Contains(t, s.get(t, prefix).body, "Store size", "the store size over the wire")
 	pg := s.get(t, prefix+"topics/orders/messages?id="+sd.poisonID)
 	assert.Contains(t, pg.body, "1 found")
 	assert.Equal(t, http.StatusNotFound, s.get(t, prefix+"topics/nosuch").status, "engine errors keep their kind over the wire")

@@ -83,6 +83,13 @@ are served by "equeue serve --metrics".`,
 				if c.engine != nil {
 					b := c.engine.Stats().StoreBytes
 					st.StoreBytes = &b
+				} else if rs, ok := c.broker.(interface {
+					EngineStats(context.Context) (equeue.Stats, error)
+				}); ok {
+					if es, err := rs.EngineStats(ctx); err == nil {
+						b := es.StoreBytes
+						st.StoreBytes = &b
+					}
 				}
 				if scan {
 					s, err := scanAll(ctx, c, topics)
