@@ -118,7 +118,7 @@ func TestConsole_RedriveSelectedAndAllWithARate(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, pg.status, pg.body)
 	assert.Equal(t, prefix+"groups/billing/dlq?done=redrive%3A1", pg.header.Get("Location"))
 	assert.Equal(t, int64(1), added(t, e, before), "the dead letter is back in orders")
-	dl, err := e.DeadLetters(ctx, "billing", 0, 10)
+	dl, err := e.ListDeadLetters(ctx, "billing", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 	require.NoError(t, err)
 	assert.True(t, dl[0].Redriven)
 
@@ -169,7 +169,7 @@ func TestConsole_RedriveAllAtARateSendsEachOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
 	eventually(t, 20*time.Second, func() bool {
-		dl, err := e.DeadLetters(ctx, "workers", 0, 10)
+		dl, err := e.ListDeadLetters(ctx, "workers", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 		return err == nil && len(dl) == 4
 	}, "four dead letters")
 	require.NoError(t, c.Close())
@@ -185,7 +185,7 @@ func TestConsole_RedriveAllAtARateSendsEachOnce(t *testing.T) {
 	pg = s.post(t, prefix+"groups/workers/dlq/redrive", url.Values{"csrf": {tok}, "all": {"1"}, "rate": {"200"}, "confirm": {"1"}})
 	require.Equal(t, http.StatusSeeOther, pg.status, pg.body)
 	assert.Equal(t, prefix+"groups/workers/dlq?done=redrive%3A3", pg.header.Get("Location"))
-	dl, err := e.DeadLetters(ctx, "workers", 0, 10)
+	dl, err := e.ListDeadLetters(ctx, "workers", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 	require.NoError(t, err)
 	for _, d := range dl {
 		assert.True(t, d.Redriven, "dead letter %d", d.Offset)

@@ -272,7 +272,7 @@ func TestBrowser_OperatorTour(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(`input[name=offset][value="0"]`)), chromedp.Click(chromedp.ID("redrive-selected")), chromedp.WaitVisible(chromedp.ID("confirm")))
 	b.do(chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("flash")))
 	assert.Contains(t, b.text("#flash"), "1 dead letter(s) sent back")
-	dl, err := e.DeadLetters(ctx, "billing", 0, 10)
+	dl, err := e.ListDeadLetters(ctx, "billing", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	assert.True(t, dl[0].Redriven)

@@ -109,7 +109,7 @@ func seed(t testing.TB, e *equeue.Engine) seeded {
 		<-done
 	}
 	eventually(t, 20*time.Second, func() bool {
-		dl, err := e.DeadLetters(ctx, "billing", 0, 10)
+		dl, err := e.ListDeadLetters(ctx, "billing", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 		g, gerr := e.Group(ctx, "billing")
 		return err == nil && gerr == nil && len(dl) == 1 && lag(g) == 0
 	}, "billing consumed everything and dead-lettered the poison order")
@@ -118,8 +118,8 @@ func seed(t testing.TB, e *equeue.Engine) seeded {
 	// audit joins payments and orders and reads nothing: it has lag.
 	a, err := equeue.NewConsumer(e, equeue.ConsumerOptions{
 		Group: "audit", Subscriptions: []equeue.Subscription{{Topic: "payments"}},
-		Handler:     func(context.Context, *equeue.Message) error { return errors.New("audit is down") },
-		RetryDelays: []time.Duration{time.Hour}, MaxAttempts: 2, CommitInterval: 10 * time.Millisecond,
+		Handler:          func(context.Context, *equeue.Message) error { return errors.New("audit is down") },
+		RetryTopicDelays: []time.Duration{time.Hour}, MaxAttempts: 2, CommitInterval: 10 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))

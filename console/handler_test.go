@@ -176,7 +176,7 @@ func assertUnchanged(t *testing.T, ctx context.Context, sd seeded) {
 	g, err := e.Group(ctx, "billing")
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), lag(g), "offsets not reset")
-	dl, err := e.DeadLetters(ctx, "billing", 0, 10)
+	dl, err := e.ListDeadLetters(ctx, "billing", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	assert.False(t, dl[0].Redriven, "dead letter not redriven")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/console"
 	"github.com/equeue-go/equeue/remote"
 )
@@ -44,7 +45,7 @@ func TestConsole_OverRemote(t *testing.T) {
 	tok := csrf(t, s.get(t, prefix+"groups/billing/dlq"))
 	pg = s.post(t, prefix+"groups/billing/dlq/redrive", url.Values{"csrf": {tok}, "all": {"1"}, "confirm": {"1"}})
 	require.Equal(t, http.StatusSeeOther, pg.status, pg.body)
-	dl, err := e.DeadLetters(ctx, "billing", 0, 10)
+	dl, err := e.ListDeadLetters(ctx, "billing", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 	require.NoError(t, err)
 	assert.True(t, dl[0].Redriven)
 }

@@ -102,7 +102,7 @@ func TestDashboardPicture(t *testing.T) {
 			subs = append(subs, equeue.Subscription{Topic: tp})
 		}
 		startConsumer(t, e, equeue.ConsumerOptions{Group: g.name, ID: fmt.Sprint("w", i), Subscriptions: subs, Concurrency: 4,
-			RetryDelays: []time.Duration{200 * time.Millisecond}, CommitInterval: 100 * time.Millisecond,
+			RetryTopicDelays: []time.Duration{200 * time.Millisecond}, CommitInterval: 100 * time.Millisecond,
 			Hooks: []equeue.Hooks{c.Hooks()}, Handler: work(g.fail, g.slow)})
 	}
 	p := newProducer(t, e, nil)

@@ -72,7 +72,7 @@ func busyEngine(t *testing.T, obs equeue.Observer, hooks ...equeue.Hooks) *equeu
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	done := make(chan struct{}, 8)
 	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
-		RetryDelays: []time.Duration{time.Millisecond}, CommitInterval: 20 * time.Millisecond, Hooks: hooks,
+		RetryTopicDelays: []time.Duration{time.Millisecond}, CommitInterval: 20 * time.Millisecond, Hooks: hooks,
 		Handler: func(_ context.Context, m *equeue.Message) error {
 			defer func() { done <- struct{}{} }()
 			switch {

@@ -107,7 +107,7 @@ func TestTracer_RetryKeepsTrace(t *testing.T) {
 		b := brokerOver(t, e, transport)
 		require.NoError(t, e.CreateTopic(ctx, "jobs", 1))
 		startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "jobs"}},
-			RetryDelays: []time.Duration{20 * time.Millisecond}, Hooks: []equeue.Hooks{tr.Hooks()},
+			RetryTopicDelays: []time.Duration{20 * time.Millisecond}, Hooks: []equeue.Hooks{tr.Hooks()},
 			Handler: func(_ context.Context, m *equeue.Message) error {
 				if m.Attempt == 0 {
 					return errors.New("card declined")

@@ -44,7 +44,7 @@ func TestWaterfall(t *testing.T) {
 	require.NoError(t, e.CreateTopic(ctx, "orders", 2))
 	app := tp.Tracer("shop")
 	startConsumer(t, e, equeue.ConsumerOptions{Group: "billing", ID: "worker-1", Subscriptions: []equeue.Subscription{{Topic: "orders"}},
-		RetryDelays: []time.Duration{60 * time.Millisecond}, Hooks: []equeue.Hooks{tr.Hooks()},
+		RetryTopicDelays: []time.Duration{60 * time.Millisecond}, Hooks: []equeue.Hooks{tr.Hooks()},
 		Handler: func(ctx context.Context, m *equeue.Message) error {
 			_, span := app.Start(ctx, "charge card")
 			defer span.End()

@@ -98,7 +98,7 @@ func TestAnswer_ConsumerDeadLettersAMessageItCannotReceive(t *testing.T) {
 		}
 	}
 	require.NoError(t, c.Close())
-	dead, err := e.DeadLetters(ctx, "g", 0, 10)
+	dead, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 	require.NoError(t, err)
 	require.Len(t, dead, 1)
 	assert.Equal(t, int64(1), dead[0].Message.Offset, "the dead letter is the message at offset 1")
