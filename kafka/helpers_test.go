@@ -99,3 +99,17 @@ func pollN(ctx context.Context, t testing.TB, c *kgo.Client, n int) []*kgo.Recor
 	}
 	return out
 }
+
+// serveOnce serves b until the calling function's deferred cleanups run:
+// it returns the address and closes the server with t.Cleanup too, but
+// callers that restart the engine close it themselves first.
+func serveOnce(t testing.TB, b kafka.Broker) string {
+	t.Helper()
+	s, err := kafka.NewServer(b, nil)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(func() { _ = s.Close() })
+	return lis.Addr().String()
+}
