@@ -16,7 +16,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// sarama's metrics library starts one process-wide ticker that never stops.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
 }
 
 // openEngine opens an in-memory engine closed when the test ends.
