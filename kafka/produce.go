@@ -102,11 +102,54 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (int64, in
 	return c.appendBatch(topic, part, b)
 }
 
+// appendBatch stores a batch with one engine append. A batch larger than
+// one store write holds (Kafka clients batch up to 1 MiB by default) is
+// stored in consecutive chunks instead, under the partition's exclusive
+// lock so no other Kafka producer's records land between them (native
+// producers are not held back: their messages may, and then the offsets
+// the client computes for the later chunks are not theirs).
 func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (int64, int16) {
-	res, err := c.s.b.Append(c.ctx, &equeue.AppendRequest{Topic: topic, Queue: int(part), Messages: b.msgs})
+	lk := c.s.partLock(topic, part)
+	lk.RLock()
+	base, err := c.appendMsgs(topic, part, b.msgs)
+	lk.RUnlock()
+	if errors.Is(err, equeue.ErrBatchTooLarge) && len(b.msgs) > 1 {
+		lk.Lock()
+		base, err = c.appendChunks(topic, part, b.msgs)
+		lk.Unlock()
+	}
 	if err != nil {
 		c.s.log.Debug("kafka: produce", "topic", topic, "partition", part, "err", err)
 		return 0, errorCode(err)
 	}
-	return res.FirstOffset, errNone
+	return base, errNone
+}
+
+// appendChunks stores msgs in as few consecutive appends as fit, halving
+// the chunk size until they do. A failure after the first chunk leaves the
+// chunks before it stored.
+func (c *conn) appendChunks(topic string, part int32, msgs []*equeue.Message) (int64, error) {
+	size := (len(msgs) + 1) / 2
+	base := int64(-1)
+	for len(msgs) > 0 {
+		n := min(size, len(msgs))
+		first, err := c.appendMsgs(topic, part, msgs[:n])
+		if errors.Is(err, equeue.ErrBatchTooLarge) && n > 1 {
+			size = (n + 1) / 2
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if base < 0 {
+			base = first
+		}
+		msgs = msgs[n:]
+	}
+	return base, nil
+}
+
+func (c *conn) appendMsgs(topic string, part int32, msgs []*equeue.Message) (int64, error) {
+	res, err := c.s.b.Append(c.ctx, &equeue.AppendRequest{Topic: topic, Queue: int(part), Messages: msgs})
+	return res.FirstOffset, err
 }

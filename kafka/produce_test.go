@@ -119,3 +119,36 @@ func TestProduce_Codecs(t *testing.T) {
 		})
 	}
 }
+
+// TestProduce_BatchLargerThanOneStoreWrite: a record batch with more
+// records than one Badger write holds is stored in order, in chunks, and
+// acknowledged at its first offset.
+func TestProduce_BatchLargerThanOneStoreWrite(t *testing.T) {
+	e, err := equeue.Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "big", 1))
+	addr := serve(t, e, nil)
+	cl := kclient(t, addr)
+	values := make([]string, 20_000)
+	for i := range values {
+		values[i] = fmt.Sprintf("r%05d", i)
+	}
+	small := produceRaw(ctx, t, cl, "big", 0, rawBatch(-1, -1, -1, "first"))
+	require.Equal(t, int16(0), small.ErrorCode)
+	big := produceRaw(ctx, t, cl, "big", 0, rawBatch(-1, -1, -1, values...))
+	require.Equal(t, int16(0), big.ErrorCode, "RECORD_LIST_TOO_LARGE is 18")
+	assert.Equal(t, int64(1), big.BaseOffset)
+	next := int64(1)
+	for next < 20_001 {
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "big", Offset: next, Max: equeue.MaxPullBatch})
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Messages)
+		for _, m := range res.Messages {
+			require.Equal(t, values[m.Offset-1], string(m.Body))
+		}
+		next = res.NextOffset
+	}
+	assert.Equal(t, int64(20_001), next)
+}

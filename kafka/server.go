@@ -81,6 +81,7 @@ type Server struct {
 	tokens map[[sha256.Size]byte]remote.Rights
 	groups *coordinator
 	pids   *producers
+	parts  sync.Map // equeue.QueueRef -> *sync.RWMutex (see appendBatch)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -220,4 +221,14 @@ func (s *Server) Close() error {
 func (s *Server) rightsOf(token string) (remote.Rights, bool) {
 	r, ok := s.tokens[sha256.Sum256([]byte(token))]
 	return r, ok
+}
+
+// partLock returns the produce lock of a partition.
+func (s *Server) partLock(topic string, part int32) *sync.RWMutex {
+	ref := equeue.QueueRef{Topic: topic, Queue: int(part)}
+	if l, ok := s.parts.Load(ref); ok {
+		return l.(*sync.RWMutex)
+	}
+	l, _ := s.parts.LoadOrStore(ref, &sync.RWMutex{})
+	return l.(*sync.RWMutex)
 }
