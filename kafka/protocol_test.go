@@ -1,0 +1,159 @@
+package kafka_test
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestProtocol_ApiVersionsTooNew: an ApiVersions request of a version the
+// listener does not serve gets UNSUPPORTED_VERSION in a v0 answer that
+// lists the versions it does serve, as Kafka brokers do.
+func TestProtocol_ApiVersionsTooNew(t *testing.T) {
+	_, addr := setup(t, nil)
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer func() { _ = nc.Close() }()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(req.MaxVersion()) // beyond the v3 served
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+	body := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, req, 42)
+	_, err = nc.Write(body)
+	require.NoError(t, err)
+	var size [4]byte
+	_, err = io.ReadFull(nc, size[:])
+	require.NoError(t, err)
+	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err = io.ReadFull(nc, buf)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(42), binary.BigEndian.Uint32(buf), "correlation ID")
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	require.NoError(t, resp.ReadFrom(buf[4:]))
+	assert.Equal(t, int16(35), resp.ErrorCode, "UNSUPPORTED_VERSION")
+	var apiVersions kmsg.ApiVersionsResponseApiKey
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 18 {
+			apiVersions = k
+		}
+		if k.ApiKey == 0 {
+			assert.Equal(t, int16(0), k.MinVersion, "Produce is advertised from v0")
+		}
+	}
+	assert.Equal(t, int16(3), apiVersions.MaxVersion)
+}
+
+// TestProtocol_PipelinedResponsesInOrder: requests sent back to back on one
+// connection, a slow long-poll fetch first, are answered in request order.
+func TestProtocol_PipelinedResponsesInOrder(t *testing.T) {
+	_, addr := setup(t, map[string]int{"t": 1})
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer func() { _ = nc.Close() }()
+	f := kmsg.NewRequestFormatter()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(11)
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 300, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(9)
+	// One write with three requests (the formatter sizes a frame by its
+	// whole buffer, so each is formatted alone).
+	var out []byte
+	out = append(out, f.AppendRequest(nil, fetch, 1)...)
+	out = append(out, f.AppendRequest(nil, meta, 2)...)
+	out = append(out, f.AppendRequest(nil, meta, 3)...)
+	_, err = nc.Write(out)
+	require.NoError(t, err)
+	for want := uint32(1); want <= 3; want++ {
+		var size [4]byte
+		_, err = io.ReadFull(nc, size[:])
+		require.NoError(t, err)
+		buf := make([]byte, binary.BigEndian.Uint32(size[:]))
+		_, err = io.ReadFull(nc, buf)
+		require.NoError(t, err)
+		assert.Equal(t, want, binary.BigEndian.Uint32(buf))
+	}
+}
+
+// TestGroups_FollowerSyncWaitsForLeader: a follower's SyncGroup is answered
+// when the leader's assignment arrives, with the part the leader gave it.
+func TestGroups_FollowerSyncWaitsForLeader(t *testing.T) {
+	_, addr := setup(t, map[string]int{"t": 2})
+	ctx := testCtx(t)
+	a, b := kclient(t, addr), kclient(t, addr)
+	join := func(cl *kgo.Client, id string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = "g", id, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30_000, 30_000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("m")}}
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		require.Equal(t, int16(0), resp.ErrorCode)
+		return resp
+	}
+	sync := func(cl *kgo.Client, gen int32, id string, assign map[string]string) *kmsg.SyncGroupResponse {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.Generation, req.MemberID = "g", gen, id
+		for m, v := range assign {
+			req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: m, MemberAssignment: []byte(v)})
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp
+	}
+	ja := join(a, "")
+	require.Equal(t, ja.MemberID, ja.LeaderID, "the only member leads")
+	require.Equal(t, int16(0), sync(a, ja.Generation, ja.MemberID, map[string]string{ja.MemberID: "all"}).ErrorCode)
+
+	// b joins; a learns of the rebalance through its heartbeat and rejoins.
+	jb := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { jb <- join(b, "") }()
+	require.Eventually(t, func() bool {
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.Generation, hb.MemberID = "g", ja.Generation, ja.MemberID
+		resp, err := hb.RequestWith(ctx, a)
+		require.NoError(t, err)
+		return resp.ErrorCode == 27 // REBALANCE_IN_PROGRESS
+	}, 30*time.Second, time.Millisecond)
+	ja2 := join(a, ja.MemberID)
+	jb2 := <-jb
+	require.Equal(t, ja2.Generation, jb2.Generation)
+	require.Equal(t, ja.MemberID, ja2.LeaderID, "the leader stays")
+	assert.Len(t, ja2.Members, 2, "the leader sees every member")
+	assert.Empty(t, jb2.Members)
+
+	follower := make(chan *kmsg.SyncGroupResponse, 1)
+	go func() { follower <- sync(b, jb2.Generation, jb2.MemberID, nil) }()
+	// Until the leader syncs the group is completing and the follower waits.
+	require.Eventually(t, func() bool {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{"g"}
+		resp, err := req.RequestWith(ctx, a)
+		require.NoError(t, err)
+		return resp.Groups[0].State == "CompletingRebalance"
+	}, 30*time.Second, time.Millisecond)
+	select {
+	case r := <-follower:
+		t.Fatalf("the follower's sync returned before the leader's: %+v", r)
+	default:
+	}
+	la := sync(a, ja2.Generation, ja2.MemberID, map[string]string{ja2.MemberID: "p0", jb2.MemberID: "p1"})
+	require.Equal(t, int16(0), la.ErrorCode)
+	assert.Equal(t, "p0", string(la.MemberAssignment))
+	fb := <-follower
+	require.Equal(t, int16(0), fb.ErrorCode)
+	assert.Equal(t, "p1", string(fb.MemberAssignment))
+}
