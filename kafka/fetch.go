@@ -100,19 +100,19 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 		return 0, errTopicAuthorizationFailed
 	}
 	maxBytes := min(int(p.PartitionMaxBytes), budget)
-	if maxBytes <= 0 && !first {
-		maxBytes = 0
-	}
 	pr := &equeue.PullRequest{Topic: topic, Queue: int(p.Partition), Offset: p.FetchOffset, Max: equeue.MaxPullBatch, MaxBytes: max(maxBytes, 1)}
 	res, err := c.s.b.Pull(c.ctx, pr)
-	if errors.Is(err, equeue.ErrMessageTooLarge) && first {
+	if errors.Is(err, equeue.ErrMessageTooLarge) {
+		// The first message is larger than what is left: the first
+		// partition of a fetch returns it alone anyway; the others only
+		// report their bounds, and the next fetch gets it.
 		one := *pr
 		one.Max, one.MaxBytes = 1, 0
 		res, err = c.s.b.Pull(c.ctx, &one)
-	}
-	if errors.Is(err, equeue.ErrMessageTooLarge) {
-		err = nil // nothing fits this time; the next fetch gets it
-		res.Status, res.NextOffset = equeue.PullNoMatch, p.FetchOffset
+		if err == nil && !first {
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.MaxOffset, res.MaxOffset, res.MinOffset
+			return 0, errNone
+		}
 	}
 	if err != nil {
 		return 0, errorCode(err)

@@ -66,17 +66,22 @@ func newCoordinator(s *Server) *coordinator {
 	return &coordinator{s: s, groups: map[string]*kgroup{}}
 }
 
-// run expires silent members and ends join phases whose rebalance timeout
-// passed, until ctx ends.
+// run expires silent members, ends join phases whose rebalance timeout
+// passed and forgets idle producers' sequence state, until ctx ends.
 func (c *coordinator) run(ctx context.Context) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	lastExpiry := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			c.tick(now)
+			if now.Sub(lastExpiry) > time.Minute {
+				c.s.pids.expire(now, producerIdle)
+				lastExpiry = now
+			}
 		}
 	}
 }

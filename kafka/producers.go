@@ -29,6 +29,7 @@ type pidPart struct {
 // producer and partition are checked and stored one at a time.
 type seqState struct {
 	mu      sync.Mutex
+	used    time.Time // last batch checked; idle states expire (see expire)
 	known   bool
 	epoch   int16
 	lastSeq int32
@@ -81,7 +82,27 @@ func (p *producers) lock(pid int64, topic string, part int32) *seqState {
 	}
 	p.mu.Unlock()
 	st.mu.Lock()
+	st.used = time.Now()
 	return st
+}
+
+// producerIdle is how long a producer's sequence state is kept after its
+// last batch to a partition (Kafka's producer.id.expiration.ms default).
+const producerIdle = 24 * time.Hour
+
+// expire forgets the state of producers idle on a partition since before
+// now-idle; a batch they send later is taken as it comes.
+func (p *producers) expire(now time.Time, idle time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, st := range p.parts {
+		if st.mu.TryLock() {
+			if now.Sub(st.used) > idle {
+				delete(p.parts, k)
+			}
+			st.mu.Unlock()
+		}
+	}
 }
 
 // check decides what to do with a batch: store it (code 0, dup false),

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
 )
 
 // TestProtocol_ApiVersionsTooNew: an ApiVersions request of a version the
@@ -156,4 +158,39 @@ func TestGroups_FollowerSyncWaitsForLeader(t *testing.T) {
 	fb := <-follower
 	require.Equal(t, int16(0), fb.ErrorCode)
 	assert.Equal(t, "p1", string(fb.MemberAssignment))
+}
+
+// TestProtocol_FetchByteBudget: a fetch returns whole messages within its
+// byte budget, the first one even when larger (so a consumer never stalls),
+// and still reports every partition's high watermark.
+func TestProtocol_FetchByteBudget(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 2})
+	ctx := testCtx(t)
+	big := make([]byte, 1000)
+	for q := range 2 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: big}, {Body: big}}})
+		require.NoError(t, err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 500
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	for p := range int32(2) {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	req.Topics = append(req.Topics, ft)
+	resp, err := req.RequestWith(ctx, kclient(t, addr))
+	require.NoError(t, err)
+	ps := resp.Topics[0].Partitions
+	require.Len(t, ps, 2)
+	var b kmsg.RecordBatch
+	require.NoError(t, b.ReadFrom(ps[0].RecordBatches))
+	assert.Equal(t, int32(1), b.NumRecords, "the first message, alone, though larger than the budget")
+	assert.Empty(t, ps[1].RecordBatches, "no room left")
+	for _, p := range ps {
+		assert.Equal(t, int16(0), p.ErrorCode)
+		assert.Equal(t, int64(2), p.HighWatermark)
+	}
 }

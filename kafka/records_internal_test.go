@@ -90,3 +90,22 @@ func FuzzRequestHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestProducers_ExpireIdle: sequence state idle longer than the limit is
+// forgotten; recent state is kept.
+func TestProducers_ExpireIdle(t *testing.T) {
+	p := newProducers()
+	b := &producedBatch{producerID: 7, firstSeq: 0, msgs: make([]*equeue.Message, 2)}
+	st := p.lock(7, "t", 0)
+	st.stored(b, 0)
+	st.mu.Unlock()
+	p.expire(time.Now(), time.Hour)
+	require.Len(t, p.parts, 1)
+	st = p.lock(7, "t", 0)
+	_, dup, code := st.check(b)
+	st.mu.Unlock()
+	assert.True(t, dup)
+	assert.Equal(t, errNone, code)
+	p.expire(time.Now().Add(2*time.Hour), time.Hour)
+	assert.Empty(t, p.parts)
+}
