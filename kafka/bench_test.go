@@ -17,7 +17,7 @@ import (
 // the same kind of engine (Badger in a temporary directory, SyncAlways), so
 // their msgs/s compare within one run:
 //
-//	go test -run '^$' -bench 'Produce|Consume' -benchtime 20000x ./kafka
+//	go test -run '^$' -bench 'Produce|Consume' -benchtime 100000x -count 3 ./kafka
 
 const (
 	benchQueues = 4
@@ -157,4 +157,24 @@ func BenchmarkConsume_Native(b *testing.B) {
 	<-done
 	report(b, b.N, time.Since(start))
 	require.NoError(b, c.Close())
+}
+
+// BenchmarkConsume_KafkaGroup: franz-go as a consumer group member (join,
+// sync, offset fetch and its periodic commits included), the closer match
+// to the native consumer.
+func BenchmarkConsume_KafkaGroup(b *testing.B) {
+	e := benchEngine(b)
+	fill(b, e, b.N)
+	addr := serve(b, e, nil)
+	b.ResetTimer()
+	start := time.Now()
+	cl := kclient(b, addr, kgo.ConsumerGroup("bench"), kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := context.Background()
+	got := 0
+	for got < b.N {
+		fs := cl.PollFetches(ctx)
+		require.Empty(b, fs.Errors())
+		got += fs.NumRecords()
+	}
+	report(b, got, time.Since(start))
 }
