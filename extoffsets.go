@@ -123,3 +123,17 @@ func (e *Engine) GroupOffsets(ctx context.Context, group string) (map[QueueRef]i
 	}
 	return out, nil
 }
+
+// offsetQueues lists, sorted, the queues a clustering group has committed
+// offsets for: what a group without subscriptions (one whose members the
+// engine does not know) consumes. g.mu must be held.
+func (g *group) offsetQueues() []QueueRef {
+	var refs []QueueRef
+	for k := range g.offsets {
+		if k.member == "" {
+			refs = append(refs, k.q)
+		}
+	}
+	sortRefs(refs)
+	return refs
+}

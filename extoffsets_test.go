@@ -30,6 +30,10 @@ func TestGroupOffsets_CommitFetchReopen(t *testing.T) {
 	gi, err := e.Group(ctx, "kg")
 	require.NoError(t, err)
 	assert.Equal(t, "kg", gi.Name)
+	require.Len(t, gi.Queues, 2, "the group's committed queues show with their progress")
+	assert.Equal(t, q0, gi.Queues[0].QueueRef)
+	assert.Equal(t, int64(5), gi.Queues[0].Committed)
+	assert.Equal(t, int64(7), gi.Queues[1].Committed)
 
 	e = f.reopen()
 	got, err = e.GroupOffsets(ctx, "kg")
