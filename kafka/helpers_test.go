@@ -114,4 +114,3 @@ func serveOnce(t testing.TB, b kafka.Broker) string {
 	t.Cleanup(func() { _ = s.Close() })
 	return lis.Addr().String()
 }
-
