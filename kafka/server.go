@@ -69,7 +69,7 @@ type Options struct {
 // DefaultTagHeader is the header that carries a message's tag by default.
 const DefaultTagHeader = "equeue-tag"
 
-// ErrServerClosed is returned by Serve after Close.
+// ErrServerClosed is returned by Serve when the server was closed.
 var ErrServerClosed = errors.New("kafka: server closed")
 
 // Server serves the Kafka wire protocol over a Broker. Its methods are safe
