@@ -10,7 +10,6 @@ import (
 // Kafka protocol error codes the listener answers with.
 const (
 	errNone                       int16 = 0
-	errUnknown                    int16 = -1
 	errOffsetOutOfRange           int16 = 1
 	errCorruptMessage             int16 = 2
 	errUnknownTopicOrPartition    int16 = 3
@@ -70,13 +69,12 @@ func errorCode(err error) int16 {
 		return errInvalidRecord
 	case errors.Is(err, context.DeadlineExceeded):
 		return errRequestTimedOut
-	case errors.Is(err, equeue.ErrIndeterminate):
-		// The write may or may not be stored: a retryable storage error
-		// makes the client retry, and idempotent producers then land a
-		// duplicate check (see producers).
-		return errKafkaStorageError
 	case errors.Is(err, equeue.ErrClosed):
 		return errCoordinatorNotAvailable
 	}
-	return errUnknown
+	// A store failure: nothing stored, or (ErrIndeterminate) written but
+	// not known durable. KAFKA_STORAGE_ERROR is retriable, so clients
+	// retry; after an unknown outcome the retry may store a batch twice
+	// (the listener does not remember it, see producers).
+	return errKafkaStorageError
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
 )
 
 // rawBatch encodes values as one uncompressed v2 record batch of an
@@ -151,4 +153,36 @@ func TestProduce_BatchLargerThanOneStoreWrite(t *testing.T) {
 		next = res.NextOffset
 	}
 	assert.Equal(t, int64(20_001), next)
+}
+
+// TestProduce_StoreFailures: a produce whose store write fails is answered
+// with the retriable KAFKA_STORAGE_ERROR and stores nothing; one whose
+// fsync fails (outcome unknown) gets the same code; a retry then succeeds.
+func TestProduce_StoreFailures(t *testing.T) {
+	fs := faultstore.New(store.NewMemory())
+	e := openEngine(t, &equeue.Options{Store: fs})
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	cl := kclient(t, serve(t, e, nil))
+
+	fs.FailWrites(1)
+	failed := produceRaw(ctx, t, cl, "t", 0, rawBatch(-1, -1, -1, "a"))
+	assert.Equal(t, int16(56), failed.ErrorCode, "KAFKA_STORAGE_ERROR")
+	ti, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), ti.Queues[0].MaxOffset, "not stored")
+
+	fs.FailSyncs(1)
+	unknown := produceRaw(ctx, t, cl, "t", 0, rawBatch(-1, -1, -1, "b"))
+	assert.Equal(t, int16(56), unknown.ErrorCode, "KAFKA_STORAGE_ERROR")
+
+	ok := produceRaw(ctx, t, cl, "t", 0, rawBatch(-1, -1, -1, "c"))
+	require.Equal(t, int16(0), ok.ErrorCode)
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0, Max: 10})
+	require.NoError(t, err)
+	var bodies []string
+	for _, m := range res.Messages {
+		bodies = append(bodies, string(m.Body))
+	}
+	assert.Equal(t, []string{"b", "c"}, bodies, "the unknown outcome was in fact stored; the failed write was not")
 }
