@@ -33,7 +33,10 @@
 // idempotent producer's sequence numbers are checked per partition: a
 // retried batch is acknowledged with its first offset and not stored twice.
 // That state is kept in memory only, so it does not cover a restart of the
-// listener. Transactions are not offered.
+// listener, nor a batch whose append had an unknown outcome, unless the
+// topic has a dedup window: an idempotent producer's records are given the
+// message IDs kafka-<producer>-<epoch>-<partition>-<sequence>, which the
+// window recognizes. Transactions are not offered.
 //
 // # Security
 //

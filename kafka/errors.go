@@ -75,6 +75,6 @@ func errorCode(err error) int16 {
 	// A store failure: nothing stored, or (ErrIndeterminate) written but
 	// not known durable. KAFKA_STORAGE_ERROR is retriable, so clients
 	// retry; after an unknown outcome the retry may store a batch twice
-	// (the listener does not remember it, see producers).
+	// unless the topic has a dedup window (see setIDs).
 	return errKafkaStorageError
 }

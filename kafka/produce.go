@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -93,6 +94,7 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (int64, in
 		if code != errNone || dup {
 			return base, code
 		}
+		setIDs(b, part)
 		base, code = c.appendBatch(topic, part, b)
 		if code == errNone {
 			st.stored(b, base)
@@ -108,6 +110,18 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (int64, in
 // lock so no other Kafka producer's records land between them (native
 // producers are not held back: their messages may, and then the offsets
 // the client computes for the later chunks are not theirs).
+// setIDs names an idempotent producer's records by producer, epoch,
+// partition and sequence number. On a topic with a dedup window the engine
+// then recognizes a batch sent again after an unknown outcome (a failed
+// fsync, a lost connection mid-append), which the listener's own sequence
+// check cannot: it only remembers batches it saw stored.
+func setIDs(b *producedBatch, part int32) {
+	prefix := "kafka-" + strconv.FormatInt(b.producerID, 10) + "-" + strconv.Itoa(int(b.producerEpoch)) + "-" + strconv.Itoa(int(part)) + "-"
+	for i, m := range b.msgs {
+		m.ID = prefix + strconv.FormatInt(int64(b.firstSeq)+int64(i), 10)
+	}
+}
+
 func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (int64, int16) {
 	lk := c.s.partLock(topic, part)
 	lk.RLock()

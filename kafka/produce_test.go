@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -185,4 +186,36 @@ func TestProduce_StoreFailures(t *testing.T) {
 		bodies = append(bodies, string(m.Body))
 	}
 	assert.Equal(t, []string{"b", "c"}, bodies, "the unknown outcome was in fact stored; the failed write was not")
+}
+
+// TestProduce_IdempotentUnknownOutcomeWithDedupWindow: after a failed fsync
+// (outcome unknown) the idempotent producer's retry of the same batch is
+// recognized by the topic's dedup window and stored once.
+func TestProduce_IdempotentUnknownOutcomeWithDedupWindow(t *testing.T) {
+	fs := faultstore.New(store.NewMemory())
+	e := openEngine(t, &equeue.Options{Store: fs})
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	cl := kclient(t, serve(t, e, nil))
+	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+	require.NoError(t, err)
+	pid, epoch := init.ProducerID, init.ProducerEpoch
+
+	fs.FailSyncs(1)
+	unknown := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, "a", "b"))
+	require.Equal(t, int16(56), unknown.ErrorCode, "KAFKA_STORAGE_ERROR: retry")
+	retry := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, "a", "b"))
+	require.Equal(t, int16(0), retry.ErrorCode)
+	assert.Equal(t, int64(0), retry.BaseOffset, "acknowledged at the offsets of the first try")
+	next := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 2, "c"))
+	require.Equal(t, int16(0), next.ErrorCode)
+	assert.Equal(t, int64(2), next.BaseOffset)
+
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0, Max: 10})
+	require.NoError(t, err)
+	var bodies []string
+	for _, m := range res.Messages {
+		bodies = append(bodies, string(m.Body))
+	}
+	assert.Equal(t, []string{"a", "b", "c"}, bodies)
 }
