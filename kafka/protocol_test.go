@@ -194,3 +194,37 @@ func TestProtocol_FetchByteBudget(t *testing.T) {
 		assert.Equal(t, int64(2), p.HighWatermark)
 	}
 }
+
+// TestProtocol_AcksZeroGetsNoAnswer: a produce with acks=0 is stored and
+// not answered; the next request's answer is the next frame.
+func TestProtocol_AcksZeroGetsNoAnswer(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 1})
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer func() { _ = nc.Close() }()
+	f := kmsg.NewRequestFormatter()
+	prod := kmsg.NewPtrProduceRequest()
+	prod.SetVersion(7)
+	prod.Acks, prod.TimeoutMillis = 0, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = rawBatch(-1, -1, -1, "fire and forget")
+	rt.Partitions = append(rt.Partitions, rp)
+	prod.Topics = append(prod.Topics, rt)
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(4)
+	out := append(f.AppendRequest(nil, prod, 7), f.AppendRequest(nil, meta, 8)...)
+	_, err = nc.Write(out)
+	require.NoError(t, err)
+	var size [4]byte
+	_, err = io.ReadFull(nc, size[:])
+	require.NoError(t, err)
+	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err = io.ReadFull(nc, buf)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(8), binary.BigEndian.Uint32(buf), "the metadata answer comes first")
+	ti, err := e.Topic(testCtx(t), "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), ti.Queues[0].MaxOffset, "stored")
+}
