@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -227,4 +228,31 @@ func TestProtocol_AcksZeroGetsNoAnswer(t *testing.T) {
 	ti, err := e.Topic(testCtx(t), "t")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), ti.Queues[0].MaxOffset, "stored")
+}
+
+// TestProtocol_FindCoordinatorBatched: v4+ asks for several groups at once;
+// every one is coordinated here. Transaction coordinators do not exist.
+func TestProtocol_FindCoordinatorBatched(t *testing.T) {
+	_, addr := setup(t, nil)
+	ctx := testCtx(t)
+	cl := kclient(t, addr)
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKeys = []string{"g1", "g2"}
+	resp, err := req.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Len(t, resp.Coordinators, 2)
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	for i, c := range resp.Coordinators {
+		assert.Equal(t, req.CoordinatorKeys[i], c.Key)
+		assert.Equal(t, int16(0), c.ErrorCode)
+		assert.Equal(t, host, c.Host)
+		assert.Equal(t, port, fmt.Sprint(c.Port))
+	}
+	txn := kmsg.NewPtrFindCoordinatorRequest()
+	txn.CoordinatorType, txn.CoordinatorKeys = 1, []string{"tx"}
+	tresp, err := txn.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Len(t, tresp.Coordinators, 1)
+	assert.Equal(t, int16(15), tresp.Coordinators[0].ErrorCode, "COORDINATOR_NOT_AVAILABLE: no transactions")
 }
