@@ -10,8 +10,6 @@ import (
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/equeue-go/equeue/remote"
 )
 
 // maxRequestSize bounds one request frame (Kafka's socket.request.max.bytes).
@@ -29,7 +27,7 @@ type conn struct {
 	// SASL state: authed is set once a token was accepted (or when the
 	// server needs none); rights are that token's.
 	authed    bool
-	rights    remote.Rights
+	rights    Rights
 	handshake bool // SaslHandshake asked for PLAIN
 	out       []byte
 	fetch     fetchScratch
@@ -39,7 +37,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{s: s, nc: nc, r: bufio.NewReaderSize(nc, 64<<10), ctx: ctx, cancel: cancel}
 	if s.tokens == nil {
-		c.authed, c.rights = true, remote.RightAll
+		c.authed, c.rights = true, RightAll
 	}
 	return c
 }

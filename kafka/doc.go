@@ -41,6 +41,7 @@
 // # Security
 //
 // With Options.TLS the listener serves TLS; with Options.Tokens it requires
-// SASL/PLAIN, the password being a token whose rights (remote.Rights)
+// SASL/PLAIN, the password being a token whose rights (Rights, the same
+// as remote.Rights)
 // decide what the connection may do, as for gRPC.
 package kafka

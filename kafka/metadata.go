@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/remote"
 )
 
 // nodeID is this broker's ID: the only broker, leader of every partition.
@@ -77,7 +76,7 @@ func (c *conn) oneTopic(name string, autoCreate bool) kmsg.MetadataResponseTopic
 		return bad
 	}
 	ti, err := c.s.b.Topic(c.ctx, name)
-	if errors.Is(err, equeue.ErrTopicNotFound) && autoCreate && c.rights&remote.RightProduce != 0 {
+	if errors.Is(err, equeue.ErrTopicNotFound) && autoCreate && c.rights&RightProduce != 0 {
 		if _, rerr := c.s.b.Route(c.ctx, name); rerr == nil {
 			ti, err = c.s.b.Topic(c.ctx, name)
 		}

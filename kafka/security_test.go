@@ -51,7 +51,7 @@ func TestSecurity_TLSAndSASLRights(t *testing.T) {
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	cert, pool := selfSigned(t)
 	addr := serve(t, e, &kafka.Options{TLS: &tls.Config{Certificates: []tls.Certificate{cert}},
-		Tokens: map[string]remote.Rights{"w": remote.RightProduce, "r": remote.RightConsume, "a": remote.RightAdmin}})
+		Tokens: map[string]kafka.Rights{"w": kafka.RightProduce, "r": kafka.RightConsume, "a": kafka.RightAdmin}})
 	client := func(token string, opts ...kgo.Opt) *kgo.Client {
 		return kclient(t, addr, append([]kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: pool}),
 			kgo.SASL(plain.Auth{User: "u", Pass: token}.AsMechanism()), kgo.RequestRetries(0)}, opts...)...)
@@ -113,4 +113,13 @@ func TestGroups_SilentMemberExpires(t *testing.T) {
 		ca, ok := g.Members[0].Assigned.AsConsumer()
 		return ok && len(ca.Topics) == 1 && len(ca.Topics[0].Partitions) == 2
 	}, 30*time.Second, 10*time.Millisecond, "the live member owns both partitions")
+}
+
+// TestRights_SameBitsAsRemote: serve hands its gRPC token table to the
+// Kafka listener by converting the bits.
+func TestRights_SameBitsAsRemote(t *testing.T) {
+	assert.Equal(t, kafka.RightProduce, kafka.Rights(remote.RightProduce))
+	assert.Equal(t, kafka.RightConsume, kafka.Rights(remote.RightConsume))
+	assert.Equal(t, kafka.RightAdmin, kafka.Rights(remote.RightAdmin))
+	assert.Equal(t, kafka.RightAll, kafka.Rights(remote.RightAll))
 }

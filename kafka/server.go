@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/remote"
 )
 
 // Broker is what the listener needs from an engine: the producer and
@@ -50,7 +49,7 @@ type Options struct {
 	// apply as for gRPC (produce: Produce and InitProducerId; consume:
 	// Fetch, groups and offsets; admin: topic and group administration).
 	// Metadata, ListOffsets and FindCoordinator need any right.
-	Tokens map[string]remote.Rights
+	Tokens map[string]Rights
 	// TagHeader names the record header that carries a message's tag: on
 	// produce its value becomes the tag (and is not kept as a property), on
 	// fetch the tag is sent in it. Empty means DefaultTagHeader.
@@ -78,7 +77,7 @@ type Server struct {
 	b      Broker
 	o      Options
 	log    *slog.Logger
-	tokens map[[sha256.Size]byte]remote.Rights
+	tokens map[[sha256.Size]byte]Rights
 	groups *coordinator
 	pids   *producers
 	parts  sync.Map // equeue.QueueRef -> *sync.RWMutex (see appendBatch)
@@ -125,7 +124,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	}
 	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers()}
 	if len(o.Tokens) > 0 {
-		s.tokens = make(map[[sha256.Size]byte]remote.Rights, len(o.Tokens))
+		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))
 		for tok, r := range o.Tokens {
 			if tok == "" {
 				return nil, fmt.Errorf("%w: empty token", equeue.ErrInvalidOptions)
@@ -218,7 +217,7 @@ func (s *Server) Close() error {
 }
 
 // rightsOf returns the rights of a SASL/PLAIN password, and whether it is a token.
-func (s *Server) rightsOf(token string) (remote.Rights, bool) {
+func (s *Server) rightsOf(token string) (Rights, bool) {
 	r, ok := s.tokens[sha256.Sum256([]byte(token))]
 	return r, ok
 }

@@ -5,8 +5,6 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/equeue-go/equeue/remote"
 )
 
 const (
@@ -37,7 +35,7 @@ const (
 // right a caller needs for it (0: any authenticated caller).
 type versionRange struct {
 	min, max int16
-	need     remote.Rights
+	need     Rights
 }
 
 // supported lists every API served. Produce is advertised from v0 as Kafka
@@ -46,27 +44,27 @@ type versionRange struct {
 // last version that names topics instead of topic IDs; transactions are not
 // offered.
 var supported = map[int16]versionRange{
-	produceKey:          {0, 9, remote.RightProduce},
-	fetchKey:            {4, 12, remote.RightConsume},
+	produceKey:          {0, 9, RightProduce},
+	fetchKey:            {4, 12, RightConsume},
 	listOffsetsKey:      {1, 7, 0},
 	metadataKey:         {0, 12, 0},
-	offsetCommitKey:     {2, 8, remote.RightConsume},
-	offsetFetchKey:      {1, 8, remote.RightConsume},
+	offsetCommitKey:     {2, 8, RightConsume},
+	offsetFetchKey:      {1, 8, RightConsume},
 	findCoordinatorKey:  {0, 4, 0},
-	joinGroupKey:        {0, 9, remote.RightConsume},
-	heartbeatKey:        {0, 4, remote.RightConsume},
-	leaveGroupKey:       {0, 5, remote.RightConsume},
-	syncGroupKey:        {0, 5, remote.RightConsume},
-	describeGroupsKey:   {0, 5, remote.RightAdmin},
-	listGroupsKey:       {0, 4, remote.RightAdmin},
+	joinGroupKey:        {0, 9, RightConsume},
+	heartbeatKey:        {0, 4, RightConsume},
+	leaveGroupKey:       {0, 5, RightConsume},
+	syncGroupKey:        {0, 5, RightConsume},
+	describeGroupsKey:   {0, 5, RightAdmin},
+	listGroupsKey:       {0, 4, RightAdmin},
 	saslHandshakeKey:    {1, 1, 0},
 	apiVersionsKey:      {0, 3, 0},
-	createTopicsKey:     {0, 7, remote.RightAdmin},
-	deleteTopicsKey:     {0, 5, remote.RightAdmin},
-	initProducerIDKey:   {0, 4, remote.RightProduce},
-	describeConfigsKey:  {0, 4, remote.RightAdmin},
+	createTopicsKey:     {0, 7, RightAdmin},
+	deleteTopicsKey:     {0, 5, RightAdmin},
+	initProducerIDKey:   {0, 4, RightProduce},
+	describeConfigsKey:  {0, 4, RightAdmin},
 	saslAuthenticateKey: {0, 2, 0},
-	createPartitionsKey: {0, 3, remote.RightAdmin},
+	createPartitionsKey: {0, 3, RightAdmin},
 }
 
 func (c *conn) apiVersions() *kmsg.ApiVersionsResponse {

@@ -32,7 +32,14 @@ func (k *kafkaAddon) enabled() bool { return k.addr != "" }
 func (k *kafkaAddon) configure(*equeue.Options) error { return nil }
 
 func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
-	srv, err := kafka.NewServer(env.eng, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: env.tokens, Logger: env.log})
+	var tokens map[string]kafka.Rights
+	if len(env.tokens) > 0 {
+		tokens = make(map[string]kafka.Rights, len(env.tokens))
+		for tok, r := range env.tokens {
+			tokens[tok] = kafka.Rights(r) // the same bits
+		}
+	}
+	srv, err := kafka.NewServer(env.eng, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log})
 	if err != nil {
 		return nil, usageErrorf("--kafka: %v", err)
 	}
