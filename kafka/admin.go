@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -163,7 +164,7 @@ func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeC
 			rr.ErrorCode = errInvalidRequest
 		}
 		for _, kv := range configs {
-			if len(r.ConfigNames) > 0 && !contains(r.ConfigNames, kv[0]) {
+			if len(r.ConfigNames) > 0 && !slices.Contains(r.ConfigNames, kv[0]) {
 				continue
 			}
 			rc := kmsg.NewDescribeConfigsResponseResourceConfig()

@@ -1,0 +1,97 @@
+package kafka
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Finding and describing groups: FindCoordinator, DescribeGroups, ListGroups.
+
+// findCoordinator names this broker for every group (and refuses
+// transaction coordinators: transactions are not offered).
+func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	host, port := c.advertised()
+	code := errNone
+	if req.CoordinatorType != 0 {
+		code = errCoordinatorNotAvailable
+	}
+	if req.GetVersion() < 4 {
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, nodeID, host, port
+		if code != errNone {
+			resp.NodeID, resp.Host, resp.Port = -1, "", -1
+		}
+		return resp
+	}
+	for _, k := range req.CoordinatorKeys {
+		rc := kmsg.NewFindCoordinatorResponseCoordinator()
+		rc.Key, rc.NodeID, rc.Host, rc.Port, rc.ErrorCode = k, nodeID, host, port, code
+		if code != errNone {
+			rc.NodeID, rc.Host, rc.Port = -1, "", -1
+		}
+		resp.Coordinators = append(resp.Coordinators, rc)
+	}
+	return resp
+}
+
+func (c *coordinator) describe(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := kmsg.NewPtrDescribeGroupsResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = name
+		g := c.groups[name]
+		if g == nil {
+			rg.State = "Dead"
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		rg.State, rg.ProtocolType = g.state.String(), g.protocolType
+		if g.state == stateStable || g.state == stateCompleting {
+			rg.Protocol = g.protocol
+		}
+		ids := make([]string, 0, len(g.members))
+		for id := range g.members {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			m := g.members[id]
+			rm := kmsg.NewDescribeGroupsResponseGroupMember()
+			rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = id, m.instanceID, m.clientID, m.clientHost
+			for _, p := range m.protocols {
+				if p.Name == g.protocol {
+					rm.ProtocolMetadata = p.Metadata
+				}
+			}
+			rm.MemberAssignment = m.assignment
+			rg.Members = append(rg.Members, rm)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+func (c *coordinator) list(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := kmsg.NewPtrListGroupsResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.groups))
+	for n := range c.groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g := c.groups[n]
+		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, g.state.String()) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = n, g.protocolType, g.state.String(), "classic"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp
+}
