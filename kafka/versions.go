@@ -118,9 +118,9 @@ func (c *conn) dispatch(h header, req kmsg.Request) (kmsg.Response, error) {
 	case *kmsg.OffsetFetchRequest:
 		return c.s.groups.offsetFetch(c.ctx, r), nil
 	case *kmsg.DescribeGroupsRequest:
-		return c.s.groups.describe(r), nil
+		return c.s.groups.describe(c.ctx, r), nil
 	case *kmsg.ListGroupsRequest:
-		return c.s.groups.list(r), nil
+		return c.s.groups.list(c.ctx, r), nil
 	case *kmsg.CreateTopicsRequest:
 		return c.createTopics(r), nil
 	case *kmsg.DeleteTopicsRequest:
