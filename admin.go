@@ -111,6 +111,9 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 	if len(queues) == 0 {
 		queues = e.groups.subscribedQueues(g, nil)
 	}
+	if len(queues) == 0 {
+		queues = g.offsetQueues() // a group coordinated outside the engine (extoffsets.go)
+	}
 	row := func(q QueueRef, owner string, k offsetKey) {
 		r := GroupQueueInfo{QueueRef: q, Owner: owner, Committed: -1}
 		if qq, err := e.queueOf(q); err == nil {

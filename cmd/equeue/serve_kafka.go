@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/spf13/pflag"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
+)
+
+// kafkaAddon serves the Kafka wire protocol beside gRPC (package kafka),
+// with serve's TLS and tokens (SASL/PLAIN, the token as the password).
+type kafkaAddon struct {
+	addr, advertise string
+}
+
+func init() {
+	serveAddons = append(serveAddons, func(*app) serveAddon { return &kafkaAddon{} })
+}
+
+func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&k.addr, "kafka", "", "address to serve the Kafka protocol on, e.g. 127.0.0.1:9092 (empty: off)")
+	f.StringVar(&k.advertise, "kafka-advertise", "", "host:port Kafka clients are told to connect to (default: the address they reached)")
+}
+
+func (k *kafkaAddon) enabled() bool { return k.addr != "" }
+
+func (k *kafkaAddon) configure(*equeue.Options) error { return nil }
+
+func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
+	var tokens map[string]kafka.Rights
+	if len(env.tokens) > 0 {
+		tokens = make(map[string]kafka.Rights, len(env.tokens))
+		for tok, r := range env.tokens {
+			tokens[tok] = kafka.Rights(r) // the same bits
+		}
+	}
+	srv, err := kafka.NewServer(env.eng, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log})
+	if err != nil {
+		return nil, usageErrorf("--kafka: %v", err)
+	}
+	lis, err := net.Listen("tcp", k.addr)
+	if err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("listen on %s (--kafka): %w", k.addr, err)
+	}
+	if len(env.tokens) > 0 && env.tls == nil && !isLoopback(lis.Addr()) {
+		env.log.Warn("Kafka SASL/PLAIN passwords are sent in clear text: serve TLS (--tls-cert, --tls-key) on a non-loopback address")
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(lis); !errors.Is(err, kafka.ErrServerClosed) {
+			env.errc <- fmt.Errorf("kafka listener: %w", err)
+		}
+	}()
+	env.log.Info("serving Kafka protocol", "listen", lis.Addr().String(), "tls", env.tls != nil, "sasl", len(env.tokens) > 0)
+	return func(context.Context) error {
+		err := srv.Close()
+		<-served
+		return err
+	}, nil
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+func saslClient(t *testing.T, addr, token string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(plain.Auth{User: "u", Pass: token}.AsMechanism()),
+		kgo.RequestRetries(0), kgo.RetryTimeout(5 * time.Second)}, opts...)
+	c, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestServe_Kafka: `serve --kafka` serves Kafka clients beside gRPC, with
+// serve's tokens as SASL/PLAIN passwords and their rights.
+func TestServe_Kafka(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "orders", "--queues", "2")
+	addr, kaddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--kafka", kaddr,
+		"--token", "writer=produce", "--token", "reader=consume")
+	eventually(t, 20*time.Second, "the Kafka listener", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		c, err := net.Dial("tcp", kaddr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	w := saslClient(t, kaddr, "writer", kgo.DefaultProduceTopic("orders"))
+	if err := w.ProduceSync(ctx, &kgo.Record{Value: []byte("via kafka")}).FirstErr(); err != nil {
+		t.Fatalf("produce with the writer token: %v", err)
+	}
+	// The reader token may not produce; an unknown token is refused.
+	r := saslClient(t, kaddr, "reader", kgo.DefaultProduceTopic("orders"), kgo.DisableIdempotentWrite())
+	if err := r.ProduceSync(ctx, &kgo.Record{Value: []byte("no")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce with the reader token: %v", err)
+	}
+	bad := saslClient(t, kaddr, "wrong")
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("produce with a wrong token: %v", err)
+	}
+	c := saslClient(t, kaddr, "reader", kgo.ConsumeTopics("orders"))
+	fs := c.PollFetches(ctx)
+	if errs := fs.Errors(); len(errs) > 0 || len(fs.Records()) != 1 || string(fs.Records()[0].Value) != "via kafka" {
+		t.Fatalf("consume with the reader token: %v %v", errs, fs.Records())
+	}
+	c.Close()
+	w.Close()
+	r.Close()
+	bad.Close()
+	if code := srv.stop(t); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM; its log:\n%s", code, srv.stderr)
+	}
+	if log := srv.stderr.String(); !strings.Contains(log, "serving Kafka protocol") {
+		t.Errorf("serve's log lacks the Kafka listener:\n%s", log)
+	}
+	// Only the one message the writer token produced was stored.
+	ti := decode[topicJSON](t, ok(t, "--dir", dir, "topic", "describe", "orders", "--json"))
+	if ti.Messages != 1 {
+		t.Fatalf("after serve: %+v", ti)
+	}
+}

@@ -1,0 +1,178 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Topic administration: a Kafka topic is an equeue topic, its partitions
+// are the topic's queues. There is one broker, so the replication factor
+// must be 1 or -1 (the default); configs are accepted and ignored.
+
+func (c *conn) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		code, msg := c.createTopic(t, req.ValidateOnly)
+		rt.ErrorCode = code
+		if msg != "" {
+			rt.ErrorMessage = &msg
+		}
+		if code == errNone {
+			if ti, err := c.s.b.Topic(c.ctx, t.Topic); err == nil {
+				rt.NumPartitions, rt.ReplicationFactor = int32(len(ti.Queues)), 1
+			} else if req.ValidateOnly {
+				rt.NumPartitions, rt.ReplicationFactor = t.NumPartitions, 1
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (c *conn) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) (int16, string) {
+	switch {
+	case hidden(t.Topic) || equeue.ValidateName(t.Topic) != nil:
+		return errInvalidTopic, fmt.Sprintf("topic names are 1-127 characters of [A-Za-z0-9._-]: %q", t.Topic)
+	case t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
+		return errInvalidReplicationFactor, "one broker: replication factor must be 1"
+	case len(t.ReplicaAssignment) > 0:
+		return errInvalidRequest, "manual replica assignment is not supported"
+	case t.NumPartitions == 0 || t.NumPartitions < -1 || t.NumPartitions > 256:
+		return errInvalidPartitions, "partitions must be 1..256 (or -1 for the default)"
+	}
+	n := int(t.NumPartitions)
+	if n < 0 {
+		n = 0 // the engine's default
+	}
+	if validateOnly {
+		if _, err := c.s.b.Topic(c.ctx, t.Topic); err == nil {
+			return errTopicAlreadyExists, ""
+		}
+		return errNone, ""
+	}
+	if err := c.s.b.CreateTopic(c.ctx, t.Topic, n); err != nil {
+		return errorCode(err), err.Error()
+	}
+	return errNone, ""
+}
+
+func (c *conn) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	names := req.TopicNames
+	for _, t := range req.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	for _, name := range names {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		var err error
+		if hidden(name) {
+			err = fmt.Errorf("%w: %q", equeue.ErrTopicNotFound, name)
+		} else {
+			err = c.s.b.DeleteTopic(c.ctx, name)
+		}
+		rt.ErrorCode = errorCode(err)
+		if err != nil {
+			msg := err.Error()
+			rt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (c *conn) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	resp := kmsg.NewPtrCreatePartitionsResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		code, msg := c.createPartition(t, req.ValidateOnly)
+		rt.ErrorCode = code
+		if msg != "" {
+			rt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (c *conn) createPartition(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {
+	if hidden(t.Topic) {
+		return errUnknownTopicOrPartition, ""
+	}
+	ti, err := c.s.b.Topic(c.ctx, t.Topic)
+	if err != nil {
+		return errorCode(err), err.Error()
+	}
+	add := int(t.Count) - len(ti.Queues)
+	if add <= 0 {
+		return errInvalidPartitions, fmt.Sprintf("topic has %d partitions; the count can only grow", len(ti.Queues))
+	}
+	if len(t.Assignment) > 0 {
+		return errInvalidRequest, "manual replica assignment is not supported"
+	}
+	if validateOnly {
+		return errNone, ""
+	}
+	if err := c.s.b.AddQueues(c.ctx, t.Topic, add); err != nil {
+		code := errorCode(err)
+		if errors.Is(err, equeue.ErrInvalidArgument) {
+			code = errInvalidPartitions
+		}
+		return code, err.Error()
+	}
+	return errNone, ""
+}
+
+// describeConfigs answers the few topic and broker settings clients ask
+// about, read-only.
+func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	for _, r := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		var configs [][2]string
+		switch r.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			if hidden(r.ResourceName) {
+				rr.ErrorCode = errUnknownTopicOrPartition
+				break
+			}
+			if _, err := c.s.b.Topic(c.ctx, r.ResourceName); err != nil {
+				rr.ErrorCode = errorCode(err)
+				break
+			}
+			ts := "CreateTime"
+			if c.s.o.LogAppendTime {
+				ts = "LogAppendTime"
+			}
+			configs = [][2]string{{"cleanup.policy", "delete"}, {"message.timestamp.type", ts}, {"compression.type", "producer"}}
+		case kmsg.ConfigResourceTypeBroker:
+			configs = [][2]string{{"broker.id", strconv.Itoa(int(nodeID))}, {"default.replication.factor", "1"}, {"min.insync.replicas", "1"}}
+		default:
+			rr.ErrorCode = errInvalidRequest
+		}
+		for _, kv := range configs {
+			if len(r.ConfigNames) > 0 && !slices.Contains(r.ConfigNames, kv[0]) {
+				continue
+			}
+			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+			rc.Name, rc.Value, rc.ReadOnly = kv[0], kmsg.StringPtr(kv[1]), true
+			rc.Source = kmsg.ConfigSourceDefaultConfig
+			rr.Configs = append(rr.Configs, rc)
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}

@@ -1,0 +1,182 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxRequestSize bounds one request frame (Kafka's socket.request.max.bytes).
+const maxRequestSize = 100 << 20
+
+// conn serves one client connection. Requests are handled one at a time, in
+// the order they arrived, so responses go out in request order, as Kafka
+// brokers do; a client pipelines by sending ahead.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	r      *bufio.Reader
+	ctx    context.Context
+	cancel context.CancelFunc
+	// SASL state: authed is set once a token was accepted (or when the
+	// server needs none); rights are that token's.
+	authed    bool
+	rights    Rights
+	handshake bool // SaslHandshake asked for PLAIN
+	out       []byte
+	fetch     fetchScratch
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	c := &conn{s: s, nc: nc, r: bufio.NewReaderSize(nc, 64<<10), ctx: ctx, cancel: cancel}
+	if s.tokens == nil {
+		c.authed, c.rights = true, RightAll
+	}
+	return c
+}
+
+// header is a request header (v1, or v2 for flexible requests).
+type header struct {
+	key, version int16
+	correlation  int32
+	clientID     string
+}
+
+func (c *conn) serve() {
+	defer c.cancel()
+	defer func() { _ = c.nc.Close() }()
+	// A closed connection or a server shutdown ends every call in progress.
+	stop := context.AfterFunc(c.ctx, func() { _ = c.nc.Close() })
+	defer stop()
+	var size [4]byte
+	for {
+		if _, err := io.ReadFull(c.r, size[:]); err != nil {
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 8 || n > maxRequestSize {
+			c.s.log.Warn("kafka: bad request size; closing", "remote", c.nc.RemoteAddr().String(), "size", n)
+			return
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(c.r, buf); err != nil {
+			return
+		}
+		if err := c.handle(buf); err != nil {
+			c.s.log.Info("kafka: closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
+			return
+		}
+	}
+}
+
+// handle parses and answers one request. An error closes the connection.
+func (c *conn) handle(buf []byte) error {
+	h, body, err := parseHeader(buf)
+	if err != nil {
+		return err
+	}
+	req := kmsg.RequestForKey(h.key)
+	sup, known := supported[h.key]
+	if req == nil || !known {
+		return fmt.Errorf("unsupported api key %d", h.key)
+	}
+	if h.version < sup.min || h.version > sup.max {
+		if h.key == apiVersionsKey {
+			// Answer in v0, which every client reads, and say which
+			// versions we serve (KIP-511).
+			resp := c.apiVersions()
+			resp.ErrorCode = errUnsupportedVersion
+			resp.SetVersion(0)
+			return c.write(h, resp)
+		}
+		return fmt.Errorf("%s v%d not supported (serving v%d..v%d)", kmsg.NameForKey(h.key), h.version, sup.min, sup.max)
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() { // a v2 header; only ApiVersions' response header has no tags
+		if body, err = skipHeaderTags(body); err != nil {
+			return err
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(h.key), h.version, err)
+	}
+	if !c.authed && h.key != apiVersionsKey && h.key != saslHandshakeKey && h.key != saslAuthenticateKey {
+		return fmt.Errorf("%s before SASL authentication", kmsg.NameForKey(h.key))
+	}
+	resp, err := c.dispatch(h, req)
+	if err != nil {
+		return err
+	}
+	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+		return nil // acks=0: the producer expects no answer
+	}
+	resp.SetVersion(h.version)
+	return c.write(h, resp)
+}
+
+// write sends one response: size, correlation ID, header tags for flexible
+// responses other than ApiVersions, body.
+func (c *conn) write(h header, resp kmsg.Response) error {
+	b := append(c.out[:0], 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(h.correlation))
+	if resp.IsFlexible() && h.key != apiVersionsKey {
+		b = append(b, 0)
+	}
+	b = resp.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	_, err := c.nc.Write(b)
+	if cap(b) <= 4<<20 {
+		c.out = b[:0] // keep a moderate buffer for the next response
+	} else {
+		c.out = nil
+	}
+	return err
+}
+
+// parseHeader reads the fixed part of a request header.
+func parseHeader(b []byte) (header, []byte, error) {
+	var h header
+	if len(b) < 10 {
+		return h, nil, errors.New("short request header")
+	}
+	h.key = int16(binary.BigEndian.Uint16(b))
+	h.version = int16(binary.BigEndian.Uint16(b[2:]))
+	h.correlation = int32(binary.BigEndian.Uint32(b[4:]))
+	n := int16(binary.BigEndian.Uint16(b[8:]))
+	b = b[10:]
+	if n > 0 {
+		if int(n) > len(b) {
+			return h, nil, errors.New("short client ID")
+		}
+		h.clientID, b = string(b[:n]), b[n:]
+	}
+	return h, b, nil
+}
+
+// skipHeaderTags drops the tagged fields of a v2 request header.
+func skipHeaderTags(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errors.New("bad header tags")
+	}
+	b = b[k:]
+	for range n {
+		if _, k = binary.Uvarint(b); k <= 0 {
+			return nil, errors.New("bad header tag")
+		}
+		b = b[k:]
+		size, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < size {
+			return nil, errors.New("bad header tag size")
+		}
+		b = b[k+int(size):]
+	}
+	return b, nil
+}

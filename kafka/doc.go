@@ -1,0 +1,47 @@
+// Package kafka serves the Kafka wire protocol over an equeue engine, so
+// existing Kafka clients (franz-go, sarama, librdkafka and kcat, the Python
+// and Java clients) produce to and consume from it.
+//
+// # Mapping
+//
+// The listener is one broker that leads every partition. A Kafka topic is an
+// equeue topic and its partitions are the topic's queues; offsets are queue
+// offsets, the high watermark is the queue's end and the log start offset is
+// its low watermark (what retention left). A record's key becomes the
+// message's first key, its value the body, its headers the properties (a
+// repeated header keeps its last value and header order is lost), and the
+// header named by Options.TagHeader the tag. The record timestamp becomes
+// the message's BornAt; fetched records carry BornAt (CreateTime) or the
+// time the engine stored them (LogAppendTime, see Options). A null value is
+// fetched as an empty one. The engine's internal topics (%RETRY%, %DLQ%) are
+// not legal Kafka names and are hidden.
+//
+// # Groups
+//
+// Consumer groups use the classic protocol, coordinated here: members join,
+// the group leader assigns partitions on the client side, the listener
+// relays the assignment (SyncGroup followers wait for the leader, never for
+// a timer). Membership lives in the listener; committed offsets are stored
+// in the engine beside those of native groups (Engine.CommitGroupOffsets),
+// so they survive restarts, and a native consumer group and a Kafka group
+// can read the same topic.
+//
+// # Produce
+//
+// A produce request stores each partition's record batch with one engine
+// append. Batches may be compressed with gzip, snappy, lz4 or zstd. An
+// idempotent producer's sequence numbers are checked per partition: a
+// retried batch is acknowledged with its first offset and not stored twice.
+// That state is kept in memory only, so it does not cover a restart of the
+// listener, nor a batch whose append had an unknown outcome, unless the
+// topic has a dedup window: an idempotent producer's records are given the
+// message IDs kafka-<producer>-<epoch>-<partition>-<sequence>, which the
+// window recognizes. Transactions are not offered.
+//
+// # Security
+//
+// With Options.TLS the listener serves TLS; with Options.Tokens it requires
+// SASL/PLAIN, the password being a token whose rights (Rights, the same
+// as remote.Rights)
+// decide what the connection may do, as for gRPC.
+package kafka

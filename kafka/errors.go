@@ -1,0 +1,80 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Kafka protocol error codes the listener answers with.
+const (
+	errNone                       int16 = 0
+	errOffsetOutOfRange           int16 = 1
+	errCorruptMessage             int16 = 2
+	errUnknownTopicOrPartition    int16 = 3
+	errMessageTooLarge            int16 = 10
+	errCoordinatorNotAvailable    int16 = 15
+	errInvalidTopic               int16 = 17
+	errRecordListTooLarge         int16 = 18
+	errIllegalGeneration          int16 = 22
+	errInconsistentGroupProtocol  int16 = 23
+	errInvalidGroupID             int16 = 24
+	errUnknownMemberID            int16 = 25
+	errInvalidSessionTimeout      int16 = 26
+	errRebalanceInProgress        int16 = 27
+	errTopicAuthorizationFailed   int16 = 29
+	errGroupAuthorizationFailed   int16 = 30
+	errClusterAuthorizationFailed int16 = 31
+	errInvalidTimestamp           int16 = 32
+	errUnsupportedSASLMechanism   int16 = 33
+	errTopicAlreadyExists         int16 = 36
+	errInvalidPartitions          int16 = 37
+	errInvalidReplicationFactor   int16 = 38
+	errInvalidRequest             int16 = 42
+	errUnsupportedForMessageFmt   int16 = 43
+	errOutOfOrderSequence         int16 = 45
+	errInvalidProducerEpoch       int16 = 47
+	errUnsupportedVersion         int16 = 35
+	errInvalidConfig              int16 = 40
+	errSASLAuthenticationFailed   int16 = 58
+	errKafkaStorageError          int16 = 56
+	errGroupIDNotFound            int16 = 69
+	errNonEmptyGroup              int16 = 68
+	errUnknownProducerID          int16 = 59
+	errRequestTimedOut            int16 = 7
+	errInvalidRecord              int16 = 87
+	errGroupMaxSizeReached        int16 = 81
+	errFencedInstanceID           int16 = 82
+)
+
+// errorCode maps an engine error to the closest Kafka error code.
+func errorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return errNone
+	case errors.Is(err, equeue.ErrTopicNotFound), errors.Is(err, equeue.ErrQueueNotFound):
+		return errUnknownTopicOrPartition
+	case errors.Is(err, equeue.ErrTopicExists):
+		return errTopicAlreadyExists
+	case errors.Is(err, equeue.ErrInvalidName):
+		return errInvalidTopic
+	case errors.Is(err, equeue.ErrMessageTooLarge):
+		return errMessageTooLarge
+	case errors.Is(err, equeue.ErrBatchTooLarge):
+		return errRecordListTooLarge
+	case errors.Is(err, equeue.ErrQueueNotWritable):
+		return errInvalidPartitions
+	case errors.Is(err, equeue.ErrInvalidArgument):
+		return errInvalidRecord
+	case errors.Is(err, context.DeadlineExceeded):
+		return errRequestTimedOut
+	case errors.Is(err, equeue.ErrClosed):
+		return errCoordinatorNotAvailable
+	}
+	// A store failure: nothing stored, or (ErrIndeterminate) written but
+	// not known durable. KAFKA_STORAGE_ERROR is retriable, so clients
+	// retry; after an unknown outcome the retry may store a batch twice
+	// unless the topic has a dedup window (see setIDs).
+	return errKafkaStorageError
+}

@@ -1,0 +1,143 @@
+package kafka
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Finding and describing groups: FindCoordinator, DescribeGroups, ListGroups.
+
+// groupLister is the optional capability of listing the engine's groups
+// (equeue.Engine.Groups): with it, groups that have committed offsets but no
+// live member since the listener started (after a restart) are listed and
+// described as Empty, as Kafka does.
+type groupLister interface {
+	Groups(ctx context.Context) ([]equeue.GroupInfo, error)
+}
+
+// storedGroups returns the names of the engine's groups that have no
+// subscriptions of their own (Kafka-protocol groups: the engine only keeps
+// their offsets).
+func (c *coordinator) storedGroups(ctx context.Context) map[string]bool {
+	gl, ok := c.s.b.(groupLister)
+	if !ok {
+		return nil
+	}
+	gs, err := gl.Groups(ctx)
+	if err != nil {
+		c.s.log.Warn("kafka: list stored groups", "err", err)
+		return nil
+	}
+	out := map[string]bool{}
+	for _, g := range gs {
+		if len(g.Subscriptions) == 0 && len(g.Members) == 0 {
+			out[g.Name] = true
+		}
+	}
+	return out
+}
+
+// findCoordinator names this broker for every group (and refuses
+// transaction coordinators: transactions are not offered).
+func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	host, port := c.advertised()
+	code := errNone
+	if req.CoordinatorType != 0 {
+		code = errCoordinatorNotAvailable
+	}
+	if req.GetVersion() < 4 {
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, nodeID, host, port
+		if code != errNone {
+			resp.NodeID, resp.Host, resp.Port = -1, "", -1
+		}
+		return resp
+	}
+	for _, k := range req.CoordinatorKeys {
+		rc := kmsg.NewFindCoordinatorResponseCoordinator()
+		rc.Key, rc.NodeID, rc.Host, rc.Port, rc.ErrorCode = k, nodeID, host, port, code
+		if code != errNone {
+			rc.NodeID, rc.Host, rc.Port = -1, "", -1
+		}
+		resp.Coordinators = append(resp.Coordinators, rc)
+	}
+	return resp
+}
+
+func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := kmsg.NewPtrDescribeGroupsResponse()
+	stored := c.storedGroups(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = name
+		g := c.groups[name]
+		if g == nil {
+			rg.State = "Dead"
+			if stored[name] {
+				rg.State, rg.ProtocolType = stateEmpty.String(), "consumer"
+			}
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		rg.State, rg.ProtocolType = g.state.String(), g.protocolType
+		if g.state == stateStable || g.state == stateCompleting {
+			rg.Protocol = g.protocol
+		}
+		ids := make([]string, 0, len(g.members))
+		for id := range g.members {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			m := g.members[id]
+			rm := kmsg.NewDescribeGroupsResponseGroupMember()
+			rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = id, m.instanceID, m.clientID, m.clientHost
+			for _, p := range m.protocols {
+				if p.Name == g.protocol {
+					rm.ProtocolMetadata = p.Metadata
+				}
+			}
+			rm.MemberAssignment = m.assignment
+			rg.Members = append(rg.Members, rm)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+func (c *coordinator) list(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := kmsg.NewPtrListGroupsResponse()
+	stored := c.storedGroups(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.groups)+len(stored))
+	for n := range c.groups {
+		names = append(names, n)
+	}
+	for n := range stored {
+		if c.groups[n] == nil {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		state, ptype := stateEmpty, "consumer"
+		if g := c.groups[n]; g != nil {
+			state, ptype = g.state, g.protocolType
+		}
+		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, state.String()) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = n, ptype, state.String(), "classic"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp
+}

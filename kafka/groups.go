@@ -1,0 +1,463 @@
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The classic group protocol, coordinated by the listener: members join,
+// the leader computes the assignment on the client side, the broker relays
+// it. Membership is in memory; committed offsets go to the engine.
+
+type groupState int
+
+const (
+	stateEmpty groupState = iota
+	statePreparing
+	stateCompleting
+	stateStable
+)
+
+func (s groupState) String() string {
+	return [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable"}[s]
+}
+
+type coordinator struct {
+	s      *Server
+	mu     sync.Mutex
+	groups map[string]*kgroup
+}
+
+type kgroup struct {
+	name         string
+	state        groupState
+	generation   int32
+	protocolType string
+	protocol     string
+	leader       string
+	members      map[string]*kmember
+	// joined is closed when the current join phase completes; synced when
+	// the leader's assignment of the current generation arrived or a new
+	// rebalance began. Waiting calls hold a copy and re-check state.
+	joined   chan struct{}
+	synced   chan struct{}
+	deadline time.Time // of the join phase
+}
+
+type kmember struct {
+	id, clientID, clientHost string
+	instanceID               *string
+	protocols                []kmsg.JoinGroupRequestProtocol
+	session, rebalance       time.Duration
+	lastSeen                 time.Time
+	busy                     int  // join or sync calls waiting
+	rejoined                 bool // joined in the current join phase
+	join                     *kmsg.JoinGroupResponse
+	assignment               []byte
+}
+
+func newCoordinator(s *Server) *coordinator {
+	return &coordinator{s: s, groups: map[string]*kgroup{}}
+}
+
+// run expires silent members, ends join phases whose rebalance timeout
+// passed and forgets idle producers' sequence state, until ctx ends.
+func (c *coordinator) run(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	lastExpiry := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			c.tick(now)
+			if now.Sub(lastExpiry) > time.Minute {
+				c.s.pids.expire(now, producerIdle)
+				lastExpiry = now
+			}
+		}
+	}
+}
+
+func (c *coordinator) tick(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range c.groups {
+		var gone []string
+		for id, m := range g.members {
+			if m.busy == 0 && now.Sub(m.lastSeen) > m.session && !(g.state == statePreparing && m.rejoined) {
+				gone = append(gone, id)
+			}
+		}
+		for _, id := range gone {
+			c.s.log.Info("kafka: group member expired", "group", g.name, "member", id)
+			g.remove(id)
+		}
+		switch {
+		case g.state == statePreparing && (now.After(g.deadline) || g.allJoined()):
+			g.complete()
+		case len(gone) > 0:
+			g.rebalance(now)
+		}
+	}
+}
+
+func (g *kgroup) allJoined() bool {
+	for _, m := range g.members {
+		if !m.rejoined {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *kgroup) remove(id string) {
+	delete(g.members, id)
+	if g.leader == id {
+		g.leader = ""
+	}
+}
+
+// rebalance starts a join phase: every member must join again. Members
+// waiting for an assignment are released with REBALANCE_IN_PROGRESS.
+func (g *kgroup) rebalance(now time.Time) {
+	if len(g.members) == 0 {
+		g.toEmpty()
+		return
+	}
+	if g.state != statePreparing {
+		g.state = statePreparing
+		g.joined = make(chan struct{})
+		var longest time.Duration
+		for _, m := range g.members {
+			m.rejoined = false
+			longest = max(longest, m.rebalance)
+		}
+		g.deadline = now.Add(longest)
+	}
+	g.wakeSync()
+}
+
+func (g *kgroup) wakeSync() {
+	if g.synced != nil {
+		close(g.synced)
+	}
+	g.synced = make(chan struct{})
+}
+
+func (g *kgroup) toEmpty() {
+	if g.state != stateEmpty {
+		g.generation++
+	}
+	g.state, g.leader, g.protocol = stateEmpty, "", ""
+	if g.joined != nil {
+		close(g.joined)
+		g.joined = nil
+	}
+	g.wakeSync()
+}
+
+// complete ends a join phase: members that did not join are dropped, the
+// generation rises, a protocol every member supports is chosen, and each
+// waiting join gets its answer (the leader's lists every member).
+func (g *kgroup) complete() {
+	for id, m := range g.members {
+		if !m.rejoined {
+			g.remove(id)
+		}
+	}
+	if len(g.members) == 0 {
+		g.toEmpty()
+		return
+	}
+	ids := make([]string, 0, len(g.members))
+	for id := range g.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	if g.leader == "" {
+		g.leader = ids[0]
+	}
+	g.protocol = g.chooseProtocol(ids)
+	g.generation++
+	g.state = stateCompleting
+	for _, id := range ids {
+		m := g.members[id]
+		m.assignment = nil
+		r := kmsg.NewPtrJoinGroupResponse()
+		r.Generation, r.LeaderID, r.MemberID = g.generation, g.leader, id
+		r.Protocol, r.ProtocolType = &g.protocol, &g.protocolType
+		if id == g.leader {
+			for _, oid := range ids {
+				om := g.members[oid]
+				jm := kmsg.NewJoinGroupResponseMember()
+				jm.MemberID, jm.InstanceID = oid, om.instanceID
+				for _, p := range om.protocols {
+					if p.Name == g.protocol {
+						jm.ProtocolMetadata = p.Metadata
+					}
+				}
+				r.Members = append(r.Members, jm)
+			}
+		}
+		m.join = r
+	}
+	close(g.joined)
+	g.joined = nil
+	g.wakeSync()
+}
+
+// chooseProtocol picks, among the leader's protocols in its order of
+// preference, the first every member supports.
+func (g *kgroup) chooseProtocol(ids []string) string {
+	for _, p := range g.members[g.leader].protocols {
+		all := true
+		for _, id := range ids {
+			if !supports(g.members[id].protocols, p.Name) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return p.Name
+		}
+	}
+	return g.members[g.leader].protocols[0].Name
+}
+
+func supports(ps []kmsg.JoinGroupRequestProtocol, name string) bool {
+	for _, p := range ps {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func newMemberID(clientID string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	if clientID == "" {
+		clientID = "member"
+	}
+	return clientID + "-" + hex.EncodeToString(b[:])
+}
+
+func (c *coordinator) join(ctx context.Context, h header, remote string, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.Generation, resp.MemberID = -1, req.MemberID
+	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
+	rebalance := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	if req.GetVersion() == 0 || rebalance <= 0 {
+		rebalance = session
+	}
+	switch {
+	case req.Group == "":
+		resp.ErrorCode = errInvalidGroupID
+		return resp
+	case session < c.s.o.MinSessionTimeout || session > c.s.o.MaxSessionTimeout:
+		resp.ErrorCode = errInvalidSessionTimeout
+		return resp
+	case len(req.Protocols) == 0 || req.ProtocolType == "":
+		resp.ErrorCode = errInconsistentGroupProtocol
+		return resp
+	}
+	c.mu.Lock()
+	g := c.groups[req.Group]
+	if g == nil {
+		g = &kgroup{name: req.Group, members: map[string]*kmember{}, synced: make(chan struct{})}
+		c.groups[req.Group] = g
+	}
+	if len(g.members) > 0 && (g.protocolType != req.ProtocolType || !g.sharesProtocol(req.Protocols)) {
+		c.mu.Unlock()
+		resp.ErrorCode = errInconsistentGroupProtocol
+		return resp
+	}
+	id := req.MemberID
+	m := g.members[id]
+	if id == "" {
+		id = newMemberID(h.clientID)
+		m = &kmember{id: id}
+		g.members[id] = m
+	} else if m == nil {
+		c.mu.Unlock()
+		resp.ErrorCode = errUnknownMemberID
+		return resp
+	}
+	now := time.Now()
+	m.clientID, m.clientHost, m.instanceID = h.clientID, remote, req.InstanceID
+	m.protocols, m.session, m.rebalance, m.lastSeen = req.Protocols, session, rebalance, now
+	g.protocolType = req.ProtocolType
+	g.rebalance(now)
+	m.rejoined, m.join = true, nil
+	if g.allJoined() {
+		g.complete()
+	}
+	m.busy++
+	for m.join == nil && g.members[id] == m && g.state == statePreparing {
+		wait := g.joined
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	m.busy--
+	m.lastSeen = time.Now()
+	defer c.mu.Unlock()
+	switch {
+	case g.members[id] != m:
+		resp.ErrorCode = errUnknownMemberID
+	case m.join != nil:
+		r := m.join
+		m.join = nil
+		return r
+	default:
+		resp.ErrorCode = errRebalanceInProgress
+	}
+	return resp
+}
+
+func (g *kgroup) sharesProtocol(ps []kmsg.JoinGroupRequestProtocol) bool {
+	for _, m := range g.members {
+		for _, p := range ps {
+			if supports(m.protocols, p.Name) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// member finds a live member of a group of the given generation, or says
+// why not.
+func (c *coordinator) member(group, id string, generation int32) (*kgroup, *kmember, int16) {
+	g := c.groups[group]
+	if g == nil {
+		return nil, nil, errUnknownMemberID
+	}
+	m := g.members[id]
+	if m == nil {
+		return g, nil, errUnknownMemberID
+	}
+	if generation != g.generation {
+		return g, m, errIllegalGeneration
+	}
+	return g, m, errNone
+}
+
+func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	resp := kmsg.NewPtrSyncGroupResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, m, code := c.member(req.Group, req.MemberID, req.Generation)
+	if code != errNone {
+		resp.ErrorCode = code
+		return resp
+	}
+	resp.ProtocolType, resp.Protocol = &g.protocolType, &g.protocol
+	m.lastSeen = time.Now()
+	if g.state == stateCompleting && g.leader == m.id {
+		for _, a := range req.GroupAssignment {
+			if om := g.members[a.MemberID]; om != nil {
+				om.assignment = a.MemberAssignment
+			}
+		}
+		g.state = stateStable
+		g.wakeSync()
+	}
+	// Followers wait for the leader's assignment: no timer ends the wait,
+	// only the assignment, a new rebalance, or the connection closing.
+	gen := g.generation
+	m.busy++
+	for g.state == stateCompleting && g.generation == gen && g.members[m.id] == m {
+		wait := g.synced
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	m.busy--
+	m.lastSeen = time.Now()
+	switch {
+	case g.members[m.id] != m:
+		resp.ErrorCode = errUnknownMemberID
+	case g.generation != gen || g.state != stateStable:
+		resp.ErrorCode = errRebalanceInProgress
+	default:
+		resp.MemberAssignment = m.assignment
+	}
+	return resp
+}
+
+func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	resp := kmsg.NewPtrHeartbeatResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, m, code := c.member(req.Group, req.MemberID, req.Generation)
+	if m != nil {
+		m.lastSeen = time.Now()
+	}
+	if code == errNone && g.state == statePreparing {
+		code = errRebalanceInProgress
+	}
+	resp.ErrorCode = code
+	return resp
+}
+
+func (c *coordinator) leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	ids := []string{req.MemberID}
+	if req.GetVersion() >= 3 {
+		ids = ids[:0]
+		for _, m := range req.Members {
+			ids = append(ids, m.MemberID)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[req.Group]
+	left := 0
+	for i, id := range ids {
+		code := errNone
+		if g == nil || g.members[id] == nil {
+			code = errUnknownMemberID
+		} else {
+			c.s.log.Info("kafka: group member left", "group", g.name, "member", id)
+			g.remove(id)
+			left++
+		}
+		if req.GetVersion() >= 3 {
+			lm := kmsg.NewLeaveGroupResponseMember()
+			lm.MemberID, lm.InstanceID, lm.ErrorCode = id, req.Members[i].InstanceID, code
+			resp.Members = append(resp.Members, lm)
+		} else {
+			resp.ErrorCode = code
+		}
+	}
+	if left > 0 {
+		if g.state == statePreparing && g.allJoined() && len(g.members) > 0 {
+			g.complete()
+		} else {
+			g.rebalance(time.Now())
+		}
+	}
+	return resp
+}

@@ -1,0 +1,116 @@
+package kafka_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
+)
+
+func TestMain(m *testing.M) {
+	// sarama's metrics library starts one process-wide ticker that never stops.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+}
+
+// openEngine opens an in-memory engine closed when the test ends.
+func openEngine(t testing.TB, opts *equeue.Options) *equeue.Engine {
+	t.Helper()
+	var o equeue.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Store == nil {
+		o.InMemory = true
+	}
+	e, err := equeue.Open("", &o)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	return e
+}
+
+// serve starts a Kafka listener on 127.0.0.1:0 over b, closed when the
+// test ends (before the engine, whose cleanup was registered first).
+func serve(t testing.TB, b kafka.Broker, opts *kafka.Options) string {
+	t.Helper()
+	s, err := kafka.NewServer(b, opts)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(lis) }()
+	t.Cleanup(func() {
+		require.NoError(t, s.Close())
+		require.ErrorIs(t, <-done, kafka.ErrServerClosed)
+	})
+	return lis.Addr().String()
+}
+
+// setup opens an engine with the topics given (name -> partitions) and
+// serves it; it returns the engine and the listener's address.
+func setup(t testing.TB, topics map[string]int) (*equeue.Engine, string) {
+	t.Helper()
+	e := openEngine(t, nil)
+	for name, n := range topics {
+		require.NoError(t, e.CreateTopic(context.Background(), name, n))
+	}
+	return e, serve(t, e, nil)
+}
+
+// kclient returns a franz-go client of addr closed when the test ends.
+func kclient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.MetadataMinAge(50 * time.Millisecond)}, opts...)
+	c, err := kgo.NewClient(opts...)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func kadmin(t testing.TB, addr string) *kadm.Client {
+	t.Helper()
+	return kadm.NewClient(kclient(t, addr))
+}
+
+// testCtx is a context that ends with the test or after a minute.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// pollN polls c until it has n records or ctx ends.
+func pollN(ctx context.Context, t testing.TB, c *kgo.Client, n int) []*kgo.Record {
+	t.Helper()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := c.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "got %d of %d records", len(out), n)
+		fs.EachError(func(topic string, p int32, err error) {
+			t.Logf("fetch error %s/%d: %v", topic, p, err)
+		})
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// serveOnce serves b until the calling function's deferred cleanups run:
+// it returns the address and closes the server with t.Cleanup too, but
+// callers that restart the engine close it themselves first.
+func serveOnce(t testing.TB, b kafka.Broker) string {
+	t.Helper()
+	s, err := kafka.NewServer(b, nil)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(func() { _ = s.Close() })
+	return lis.Addr().String()
+}

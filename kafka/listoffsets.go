@@ -1,0 +1,121 @@
+package kafka
+
+import (
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+)
+
+// ListOffsets special timestamps.
+const (
+	latestTimestamp   = -1
+	earliestTimestamp = -2
+	maxTimestamp      = -3
+)
+
+func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+	resp := kmsg.NewPtrListOffsetsResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		var ti equeue.TopicInfo
+		var terr error
+		if hidden(t.Topic) {
+			terr = equeue.ErrTopicNotFound
+		} else {
+			ti, terr = c.s.b.Topic(c.ctx, t.Topic)
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition, rp.Timestamp, rp.Offset = p.Partition, -1, -1
+			switch {
+			case terr != nil:
+				rp.ErrorCode = errorCode(terr)
+			case p.Partition < 0 || int(p.Partition) >= len(ti.Queues):
+				rp.ErrorCode = errUnknownTopicOrPartition
+			default:
+				q := ti.Queues[p.Partition]
+				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, q, p.Timestamp)
+			}
+			if req.GetVersion() == 0 && rp.Offset >= 0 {
+				rp.OldStyleOffsets = []int64{rp.Offset}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// offsetFor resolves a ListOffsets timestamp in one queue: the end, the
+// low watermark, the last message, or the first message stored at or after
+// a time (by the time the engine stored it, which grows with the offset).
+func (c *conn) offsetFor(topic string, q equeue.QueueInfo, ts int64) (int64, int64, int16) {
+	switch ts {
+	case latestTimestamp:
+		return q.MaxOffset, -1, errNone
+	case earliestTimestamp:
+		return q.MinOffset, -1, errNone
+	case maxTimestamp:
+		if q.MaxOffset == q.MinOffset {
+			return -1, -1, errNone
+		}
+		m, err := c.messageAt(topic, q.ID, q.MaxOffset-1)
+		if err != nil || m == nil {
+			return -1, -1, errorCode(err)
+		}
+		return m.Offset, c.timestampOf(m), errNone
+	}
+	if ts < 0 {
+		return -1, -1, errInvalidRequest
+	}
+	at := time.UnixMilli(ts)
+	var (
+		found  *equeue.Message
+		errOut error
+	)
+	n := int(q.MaxOffset - q.MinOffset)
+	i := sort.Search(n, func(i int) bool {
+		if errOut != nil {
+			return true
+		}
+		m, err := c.messageAt(topic, q.ID, q.MinOffset+int64(i))
+		if err != nil {
+			errOut = err
+			return true
+		}
+		if m == nil || !m.StoredAt.Before(at) {
+			if m != nil && (found == nil || m.Offset < found.Offset) {
+				found = m
+			}
+			return true
+		}
+		return false
+	})
+	if errOut != nil {
+		return -1, -1, errorCode(errOut)
+	}
+	if i >= n || found == nil {
+		return q.MaxOffset, -1, errNone
+	}
+	return found.Offset, c.timestampOf(found), errNone
+}
+
+// messageAt returns the first message at or after off (nil at the end).
+func (c *conn) messageAt(topic string, queue int, off int64) (*equeue.Message, error) {
+	res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: 1})
+	if err != nil || len(res.Messages) == 0 {
+		return nil, err
+	}
+	return res.Messages[0], nil
+}
+
+func (c *conn) timestampOf(m *equeue.Message) int64 {
+	if c.s.o.LogAppendTime || m.BornAt.IsZero() {
+		return m.StoredAt.UnixMilli()
+	}
+	return m.BornAt.UnixMilli()
+}

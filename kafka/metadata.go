@@ -1,0 +1,105 @@
+package kafka
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+)
+
+// nodeID is this broker's ID: the only broker, leader of every partition.
+const nodeID int32 = 0
+
+// clusterID names the single-broker cluster.
+const clusterID = "equeue"
+
+// advertised returns the host and port clients should use for this broker.
+func (c *conn) advertised() (string, int32) {
+	addr := c.s.o.AdvertisedAddr
+	if addr == "" {
+		addr = c.nc.LocalAddr().String()
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	p, _ := strconv.Atoi(port)
+	return host, int32(p)
+}
+
+// hidden reports whether a topic is internal to the engine (retry and
+// dead-letter topics): such names are not legal Kafka topic names, so Kafka
+// clients never see them.
+func hidden(name string) bool { return strings.HasPrefix(name, "%") }
+
+func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	resp := kmsg.NewPtrMetadataResponse()
+	host, port := c.advertised()
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: nodeID, Host: host, Port: port}}
+	resp.ClusterID = kmsg.StringPtr(clusterID)
+	resp.ControllerID = nodeID
+	all := req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0)
+	if all {
+		topics, err := c.s.b.Topics(c.ctx)
+		if err != nil {
+			c.s.log.Warn("kafka: metadata: list topics", "err", err)
+			return resp
+		}
+		for _, ti := range topics {
+			if !hidden(ti.Name) {
+				resp.Topics = append(resp.Topics, topicMetadata(ti))
+			}
+		}
+		return resp
+	}
+	for _, t := range req.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		resp.Topics = append(resp.Topics, c.oneTopic(name, req.AllowAutoTopicCreation || req.GetVersion() < 4))
+	}
+	return resp
+}
+
+// oneTopic describes a named topic, creating it through the broker's
+// auto-create (Route) when the client allows it and the engine does.
+func (c *conn) oneTopic(name string, autoCreate bool) kmsg.MetadataResponseTopic {
+	bad := kmsg.NewMetadataResponseTopic()
+	bad.Topic = kmsg.StringPtr(name)
+	if hidden(name) || equeue.ValidateName(name) != nil {
+		bad.ErrorCode = errInvalidTopic
+		return bad
+	}
+	ti, err := c.s.b.Topic(c.ctx, name)
+	if errors.Is(err, equeue.ErrTopicNotFound) && autoCreate && c.rights&RightProduce != 0 {
+		if _, rerr := c.s.b.Route(c.ctx, name); rerr == nil {
+			ti, err = c.s.b.Topic(c.ctx, name)
+		}
+	}
+	if err != nil {
+		bad.ErrorCode = errorCode(err)
+		return bad
+	}
+	return topicMetadata(ti)
+}
+
+func topicMetadata(ti equeue.TopicInfo) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	t.Topic = kmsg.StringPtr(ti.Name)
+	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(ti.Queues))
+	for _, q := range ti.Queues {
+		p := kmsg.NewMetadataResponseTopicPartition()
+		p.Partition = int32(q.ID)
+		p.Leader = nodeID
+		p.LeaderEpoch = 0
+		p.Replicas = []int32{nodeID}
+		p.ISR = []int32{nodeID}
+		t.Partitions = append(t.Partitions, p)
+	}
+	return t
+}

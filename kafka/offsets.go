@@ -1,0 +1,168 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+)
+
+// offsetCommit stores a group's offsets in the engine, beside native groups'.
+// A member of the current generation may commit in any state (a consumer
+// commits what it processed when a rebalance begins); a commit without a
+// generation (-1) is a standalone consumer's, accepted while the group has
+// no members. The commit metadata string is not kept.
+func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	code := c.checkCommitter(req)
+	if code == errNone && equeue.ValidateName(req.Group) != nil {
+		code = errInvalidGroupID
+	}
+	offsets := map[equeue.QueueRef]int64{}
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+		var ti equeue.TopicInfo
+		terr := equeue.ErrTopicNotFound
+		if code == errNone && !hidden(t.Topic) {
+			ti, terr = c.s.b.Topic(ctx, t.Topic)
+		}
+		for j, p := range t.Partitions {
+			switch {
+			case code != errNone:
+				codes[i][j] = code
+			case terr != nil:
+				codes[i][j] = errorCode(terr)
+			case p.Partition < 0 || int(p.Partition) >= len(ti.Queues):
+				codes[i][j] = errUnknownTopicOrPartition
+			case p.Offset < 0:
+				codes[i][j] = errOffsetOutOfRange
+			default:
+				offsets[equeue.QueueRef{Topic: t.Topic, Queue: int(p.Partition)}] = p.Offset
+			}
+		}
+	}
+	var cerr int16
+	if len(offsets) > 0 {
+		if err := c.s.b.CommitGroupOffsets(ctx, req.Group, offsets); err != nil {
+			c.s.log.Warn("kafka: commit offsets", "group", req.Group, "err", err)
+			cerr = errorCode(err)
+			if errors.Is(err, equeue.ErrFenced) {
+				cerr = errGroupAuthorizationFailed // a native group of that name
+			}
+		}
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			if rp.ErrorCode == errNone {
+				rp.ErrorCode = cerr
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.Generation < 0 && req.MemberID == "" {
+		if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
+			return errIllegalGeneration
+		}
+		return errNone
+	}
+	_, m, code := c.member(req.Group, req.MemberID, req.Generation)
+	if m != nil && code == errNone {
+		m.lastSeen = time.Now()
+	}
+	return code
+}
+
+func (c *coordinator) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	if req.GetVersion() >= 8 {
+		for _, rg := range req.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			topics := make([]kmsg.OffsetFetchRequestTopic, 0, len(rg.Topics))
+			for _, t := range rg.Topics {
+				topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
+			}
+			if rg.Topics == nil {
+				topics = nil
+			}
+			rts, code := c.fetchGroupOffsets(ctx, rg.Group, topics)
+			g.ErrorCode = code
+			for _, rt := range rts {
+				gt := kmsg.NewOffsetFetchResponseGroupTopic()
+				gt.Topic = rt.Topic
+				for _, p := range rt.Partitions {
+					gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+					gt.Partitions = append(gt.Partitions, gp)
+				}
+				g.Topics = append(g.Topics, gt)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp
+	}
+	topics := req.Topics
+	if req.GetVersion() < 2 && topics == nil {
+		topics = []kmsg.OffsetFetchRequestTopic{}
+	}
+	resp.Topics, resp.ErrorCode = c.fetchGroupOffsets(ctx, req.Group, topics)
+	return resp
+}
+
+// fetchGroupOffsets answers the committed offsets of the named partitions,
+// or of every partition the group has one for when topics is nil; -1 where
+// none is committed.
+func (c *coordinator) fetchGroupOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestTopic) ([]kmsg.OffsetFetchResponseTopic, int16) {
+	if equeue.ValidateName(group) != nil {
+		return nil, errInvalidGroupID
+	}
+	offs, err := c.s.b.GroupOffsets(ctx, group)
+	if err != nil {
+		return nil, errorCode(err)
+	}
+	if topics == nil {
+		byTopic := map[string][]int32{}
+		for ref := range offs {
+			if !hidden(ref.Topic) {
+				byTopic[ref.Topic] = append(byTopic[ref.Topic], int32(ref.Queue))
+			}
+		}
+		for t, ps := range byTopic {
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t, Partitions: ps})
+		}
+		sort.Slice(topics, func(i, j int) bool { return topics[i].Topic < topics[j].Topic })
+	}
+	empty := ""
+	out := make([]kmsg.OffsetFetchResponseTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, -1, -1, &empty
+			if off, ok := offs[equeue.QueueRef{Topic: t.Topic, Queue: int(p)}]; ok {
+				rp.Offset = off
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out, errNone
+}

@@ -1,0 +1,147 @@
+package kafka
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// producers tracks idempotent producers: the sequence numbers each producer
+// ID sent to each partition, so a retried batch is acknowledged with its
+// first offsets instead of being stored twice. The state is in memory: after
+// a restart a producer's next batch is taken as it comes.
+type producers struct {
+	mu    sync.Mutex
+	next  int64
+	parts map[pidPart]*seqState
+}
+
+type pidPart struct {
+	pid   int64
+	topic string
+	part  int32
+}
+
+// seqState is one producer's progress on one partition. mu is held from
+// the sequence check until the batch's append returned, so batches of one
+// producer and partition are checked and stored one at a time.
+type seqState struct {
+	mu      sync.Mutex
+	used    time.Time // last batch checked; idle states expire (see expire)
+	known   bool
+	epoch   int16
+	lastSeq int32
+	// recent holds the last batches stored, for duplicate detection (Kafka
+	// clients have at most 5 batches in flight per partition).
+	recent [5]storedBatch
+	nrec   int
+}
+
+type storedBatch struct {
+	first, last int32
+	base        int64
+	epoch       int16
+}
+
+func newProducers() *producers {
+	// IDs start from the clock so a restarted listener does not hand out
+	// an ID a producer of the previous run may still use.
+	return &producers{next: time.Now().UnixMicro(), parts: map[pidPart]*seqState{}}
+}
+
+func (c *conn) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	if req.TransactionalID != nil {
+		resp.ErrorCode = errInvalidRequest // no transactions
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp
+	}
+	p := c.s.pids
+	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < math.MaxInt16 {
+		// KIP-360: the producer bumps its epoch after an unknown outcome.
+		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
+		return resp
+	}
+	p.mu.Lock()
+	p.next++
+	resp.ProducerID = p.next
+	p.mu.Unlock()
+	return resp
+}
+
+// lock returns the locked state of a producer on a partition.
+func (p *producers) lock(pid int64, topic string, part int32) *seqState {
+	k := pidPart{pid, topic, part}
+	p.mu.Lock()
+	st := p.parts[k]
+	if st == nil {
+		st = &seqState{}
+		p.parts[k] = st
+	}
+	p.mu.Unlock()
+	st.mu.Lock()
+	st.used = time.Now()
+	return st
+}
+
+// producerIdle is how long a producer's sequence state is kept after its
+// last batch to a partition (Kafka's producer.id.expiration.ms default).
+const producerIdle = 24 * time.Hour
+
+// expire forgets the state of producers idle on a partition since before
+// now-idle; a batch they send later is taken as it comes.
+func (p *producers) expire(now time.Time, idle time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, st := range p.parts {
+		if st.mu.TryLock() {
+			if now.Sub(st.used) > idle {
+				delete(p.parts, k)
+			}
+			st.mu.Unlock()
+		}
+	}
+}
+
+// check decides what to do with a batch: store it (code 0, dup false),
+// acknowledge it as already stored at base (dup true), or refuse it.
+func (st *seqState) check(b *producedBatch) (base int64, dup bool, code int16) {
+	if !st.known || b.producerEpoch > st.epoch {
+		return 0, false, errNone
+	}
+	if b.producerEpoch < st.epoch {
+		return 0, false, errInvalidProducerEpoch
+	}
+	for i := range st.nrec {
+		r := st.recent[i]
+		if r.epoch == b.producerEpoch && r.first == b.firstSeq && r.last == b.lastSeq() {
+			return r.base, true, errNone
+		}
+	}
+	want := st.lastSeq + 1
+	if st.lastSeq == math.MaxInt32 {
+		want = 0
+	}
+	if b.firstSeq != want {
+		return 0, false, errOutOfOrderSequence
+	}
+	return 0, false, errNone
+}
+
+// stored records a batch stored at base.
+func (st *seqState) stored(b *producedBatch, base int64) {
+	if b.producerEpoch != st.epoch {
+		st.nrec = 0
+	}
+	st.known, st.epoch, st.lastSeq = true, b.producerEpoch, b.lastSeq()
+	rec := storedBatch{first: b.firstSeq, last: b.lastSeq(), base: base, epoch: b.producerEpoch}
+	if st.nrec < len(st.recent) {
+		st.recent[st.nrec] = rec
+		st.nrec++
+		return
+	}
+	copy(st.recent[:], st.recent[1:])
+	st.recent[len(st.recent)-1] = rec
+}

@@ -1,0 +1,240 @@
+package kafka
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Broker is what the listener needs from an engine: the producer and
+// consumer seam plus the topic administration and the offsets of groups the
+// listener coordinates. *equeue.Engine implements it.
+type Broker interface {
+	equeue.Broker
+	// CreateTopic creates a topic (CreateTopics).
+	CreateTopic(ctx context.Context, name string, queues int) error
+	// AddQueues grows a topic (CreatePartitions).
+	AddQueues(ctx context.Context, name string, n int) error
+	// DeleteTopic deletes a topic (DeleteTopics).
+	DeleteTopic(ctx context.Context, name string) error
+	// Topics lists the topics (Metadata).
+	Topics(ctx context.Context) ([]equeue.TopicInfo, error)
+	// Topic describes one topic (Metadata, ListOffsets).
+	Topic(ctx context.Context, name string) (equeue.TopicInfo, error)
+	// CommitGroupOffsets stores a Kafka-protocol group's offsets (OffsetCommit).
+	CommitGroupOffsets(ctx context.Context, group string, offsets map[equeue.QueueRef]int64) error
+	// GroupOffsets returns a Kafka-protocol group's offsets (OffsetFetch).
+	GroupOffsets(ctx context.Context, group string) (map[equeue.QueueRef]int64, error)
+}
+
+// waiter is the optional capability of waiting on many queues at once
+// (equeue.Engine.WaitAny); without it a fetch long-polls its first partition.
+type waiter interface {
+	WaitAny(ctx context.Context, pulls []*equeue.PullRequest, wait time.Duration) error
+}
+
+var _ Broker = (*equeue.Engine)(nil)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// AdvertisedAddr is the host:port Metadata gives clients for this
+	// broker. Empty means the local address of the connection the request
+	// came on, which is right unless clients go through a proxy or NAT.
+	AdvertisedAddr string
+	// TLS, when set, serves TLS only.
+	TLS *tls.Config
+	// Tokens, when not empty, require SASL/PLAIN authentication: the
+	// password is a token, the user name is free, and the token's rights
+	// apply as for gRPC (produce: Produce and InitProducerId; consume:
+	// Fetch, groups and offsets; admin: topic and group administration).
+	// Metadata, ListOffsets and FindCoordinator need any right.
+	Tokens map[string]Rights
+	// TagHeader names the record header that carries a message's tag: on
+	// produce its value becomes the tag (and is not kept as a property), on
+	// fetch the tag is sent in it. Empty means DefaultTagHeader.
+	TagHeader string
+	// LogAppendTime, when true, gives fetched records the time the engine
+	// stored them (LogAppendTime); false gives the producer's timestamp
+	// (CreateTime).
+	LogAppendTime bool
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// group member may ask for. Zero means 1 s and 5 min.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// Logger receives the listener's logs. Nil means silent.
+	Logger *slog.Logger
+}
+
+// DefaultTagHeader is the header that carries a message's tag by default.
+const DefaultTagHeader = "equeue-tag"
+
+// ErrServerClosed is returned by Serve when the server was closed.
+var ErrServerClosed = errors.New("kafka: server closed")
+
+// Server serves the Kafka wire protocol over a Broker. Its methods are safe
+// for concurrent use; Close it when done.
+type Server struct {
+	b      Broker
+	o      Options
+	log    *slog.Logger
+	tokens map[[sha256.Size]byte]Rights
+	groups *coordinator
+	pids   *producers
+	parts  sync.Map // equeue.QueueRef -> *sync.RWMutex (see appendBatch)
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	lis    map[net.Listener]struct{}
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewServer returns a server over b. It returns equeue.ErrInvalidArgument for
+// a nil broker and equeue.ErrInvalidOptions for bad options.
+func NewServer(b Broker, opts *Options) (*Server, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil broker", equeue.ErrInvalidArgument)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.TagHeader == "" {
+		o.TagHeader = DefaultTagHeader
+	}
+	if o.MinSessionTimeout == 0 {
+		o.MinSessionTimeout = time.Second
+	}
+	if o.MaxSessionTimeout == 0 {
+		o.MaxSessionTimeout = 5 * time.Minute
+	}
+	if o.MinSessionTimeout < 0 || o.MaxSessionTimeout < o.MinSessionTimeout {
+		return nil, fmt.Errorf("%w: session timeout bounds %v..%v", equeue.ErrInvalidOptions, o.MinSessionTimeout, o.MaxSessionTimeout)
+	}
+	if o.AdvertisedAddr != "" {
+		if _, _, err := net.SplitHostPort(o.AdvertisedAddr); err != nil {
+			return nil, fmt.Errorf("%w: advertised address: %v", equeue.ErrInvalidOptions, err)
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers()}
+	if len(o.Tokens) > 0 {
+		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))
+		for tok, r := range o.Tokens {
+			if tok == "" {
+				return nil, fmt.Errorf("%w: empty token", equeue.ErrInvalidOptions)
+			}
+			s.tokens[sha256.Sum256([]byte(tok))] = r
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.groups = newCoordinator(s)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.groups.run(s.ctx)
+	}()
+	return s, nil
+}
+
+// Serve accepts connections on lis until Close; it returns ErrServerClosed
+// then, or the accept error that stopped it. With Options.TLS the
+// connections are served over TLS.
+func (s *Server) Serve(lis net.Listener) error {
+	if s.o.TLS != nil {
+		lis = tls.NewListener(lis, s.o.TLS)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = lis.Close()
+		return ErrServerClosed
+	}
+	s.lis[lis] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	for {
+		nc, err := lis.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			delete(s.lis, lis)
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			return err
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			continue
+		}
+		s.conns[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			newConn(s, nc).serve()
+			s.mu.Lock()
+			delete(s.conns, nc)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops the listeners, closes every connection, ends group
+// coordination and waits for every goroutine the server started. It is
+// idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for l := range s.lis {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// rightsOf returns the rights of a SASL/PLAIN password, and whether it is a token.
+func (s *Server) rightsOf(token string) (Rights, bool) {
+	r, ok := s.tokens[sha256.Sum256([]byte(token))]
+	return r, ok
+}
+
+// partLock returns the produce lock of a partition.
+func (s *Server) partLock(topic string, part int32) *sync.RWMutex {
+	ref := equeue.QueueRef{Topic: topic, Queue: int(part)}
+	if l, ok := s.parts.Load(ref); ok {
+		return l.(*sync.RWMutex)
+	}
+	l, _ := s.parts.LoadOrStore(ref, &sync.RWMutex{})
+	return l.(*sync.RWMutex)
+}
