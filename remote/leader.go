@@ -211,7 +211,9 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			hops = 0
 			cc.redirect(addr, "")
 		default:
-			if errors.Is(err, ErrUnavailable) {
+			if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+				// Unreachable, or too slow (a paused leader holds calls
+				// until they time out): the next call asks the others.
 				cc.redirect(addr, "")
 			}
 			return zero, err
