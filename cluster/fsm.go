@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -69,6 +70,8 @@ type fsm struct {
 	log *slog.Logger
 	// onTenure is called (on the FSM goroutine) after a tenure entry applied.
 	onTenure func(fsmState)
+
+	restores atomic.Uint64 // snapshots installed
 
 	mu     sync.Mutex // guards state and broken for readers off the FSM goroutine
 	state  fsmState
@@ -217,6 +220,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := f.st.Restore(rc); err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}
+	f.restores.Add(1)
 	f.mu.Lock()
 	f.broken = nil
 	f.mu.Unlock()

@@ -110,11 +110,17 @@ type Status struct {
 	Serving      bool
 	CommitIndex  uint64
 	AppliedIndex uint64 // applied by Raft to the FSM
-	LastLogIndex uint64
+	// FirstLogIndex and LastLogIndex bound the node's Raft log: entries
+	// before FirstLogIndex were compacted into a snapshot.
+	FirstLogIndex uint64
+	LastLogIndex  uint64
 	// Tenures counts the engines this node opened as leader since it
 	// started: each is a leader change that made it the leader.
 	Tenures uint64
-	Servers []Server
+	// SnapshotsInstalled counts snapshots this node loaded into its store
+	// since it started (it was too far behind to catch up from the log).
+	SnapshotsInstalled uint64
+	Servers            []Server
 	// LastContact is when a follower last heard from the leader.
 	LastContact time.Time
 }
@@ -124,7 +130,8 @@ func (n *Node) Status() Status {
 	_, leaderID := n.raft.LeaderWithID()
 	s := Status{ID: n.opts.ID, State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
 		LeaderID: string(leaderID), AppliedIndex: n.raft.AppliedIndex(), LastLogIndex: n.raft.LastIndex(),
-		Tenures: n.tenures.Load(), LastContact: n.raft.LastContact()}
+		Tenures: n.tenures.Load(), SnapshotsInstalled: n.fsm.restores.Load(), LastContact: n.raft.LastContact()}
+	s.FirstLogIndex, _ = n.logs.FirstIndex()
 	st := n.raft.Stats()
 	s.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)
 	if fs := n.fsm.current(); fs.leaderID == s.LeaderID {
