@@ -19,6 +19,8 @@ const (
 	childEnv   = "EQUEUE_CLUSTER_CHILD" // node ID
 	childDir   = "EQUEUE_CLUSTER_DIR"
 	childPeers = "EQUEUE_CLUSTER_PEERS" // id=raftAddr=clientAddr,...
+	// childDefaults set makes a node keep Raft's default timeouts.
+	childDefaults = "EQUEUE_CLUSTER_DEFAULT_TIMEOUTS"
 )
 
 // TestClusterChild is one node process; it does nothing unless started by
@@ -42,6 +44,9 @@ func TestClusterChild(t *testing.T) {
 		}
 	}
 	o := nodeOptions(id, self.RaftAddr)
+	if os.Getenv(childDefaults) != "" {
+		o.HeartbeatTimeout, o.ElectionTimeout, o.LeaderLeaseTimeout = 0, 0, 0
+	}
 	o.ClientAddr = self.ClientAddr
 	o.Bootstrap, o.Peers = true, peers
 	o.RaftLog = os.Stderr

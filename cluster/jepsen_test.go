@@ -48,9 +48,10 @@ type proc struct {
 }
 
 type jepsen struct {
-	t     *testing.T
+	t     testing.TB
 	procs []*proc
 	peers string
+	env   []string // extra environment of the node processes
 	cc    *remote.ClusterClient
 	start time.Time
 
@@ -80,7 +81,7 @@ const (
 	opUnknown                // may or may not be stored
 )
 
-func freeAddrs(t *testing.T, n int) []string {
+func freeAddrs(t testing.TB, n int) []string {
 	var ls []net.Listener
 	var out []string
 	for range n {
@@ -95,8 +96,8 @@ func freeAddrs(t *testing.T, n int) []string {
 	return out
 }
 
-func startJepsen(t *testing.T, n int) *jepsen {
-	j := &jepsen{t: t, start: time.Now(), commits: map[int][]int64{}}
+func startJepsen(t testing.TB, n int, env ...string) *jepsen {
+	j := &jepsen{t: t, start: time.Now(), commits: map[int][]int64{}, env: env}
 	addrs := freeAddrs(t, 2*n)
 	base := t.TempDir()
 	var peers []string
@@ -144,6 +145,7 @@ func startJepsen(t *testing.T, n int) *jepsen {
 func (j *jepsen) launch(p *proc) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestClusterChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+p.id, childDir+"="+p.dir, childPeers+"="+j.peers)
+	cmd.Env = append(cmd.Env, j.env...)
 	logf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(j.t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
