@@ -64,8 +64,10 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
-	f := n.raft.LeadershipTransfer()
-	if id != "" {
+	var f raft.Future
+	if id == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
 		addr, err := n.serverAddr(id)
 		if err != nil {
 			return err
@@ -117,6 +119,9 @@ type Status struct {
 	// Tenures counts the engines this node opened as leader since it
 	// started: each is a leader change that made it the leader.
 	Tenures uint64
+	// LeaderChanges counts the leader changes this node observed since it
+	// started (each election outcome, including "no leader").
+	LeaderChanges uint64
 	// SnapshotsInstalled counts snapshots this node loaded into its store
 	// since it started (it was too far behind to catch up from the log).
 	SnapshotsInstalled uint64
@@ -130,7 +135,7 @@ func (n *Node) Status() Status {
 	_, leaderID := n.raft.LeaderWithID()
 	s := Status{ID: n.opts.ID, State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
 		LeaderID: string(leaderID), AppliedIndex: n.raft.AppliedIndex(), LastLogIndex: n.raft.LastIndex(),
-		Tenures: n.tenures.Load(), SnapshotsInstalled: n.fsm.restores.Load(), LastContact: n.raft.LastContact()}
+		Tenures: n.tenures.Load(), SnapshotsInstalled: n.fsm.restores.Load(), LeaderChanges: n.leaderChanges.Load(), LastContact: n.raft.LastContact()}
 	s.FirstLogIndex, _ = n.logs.FirstIndex()
 	st := n.raft.Stats()
 	s.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)

@@ -49,7 +49,8 @@ type Node struct {
 	closing chan struct{}
 	wg      sync.WaitGroup
 
-	tenures atomic.Uint64 // engines opened as leader
+	tenures       atomic.Uint64 // engines opened as leader
+	leaderChanges atomic.Uint64 // leader observations (elections seen)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -239,7 +240,10 @@ func (n *Node) run() {
 		case <-n.closing:
 			return
 		case <-n.kick:
-		case <-n.obsCh:
+		case o := <-n.obsCh:
+			if _, ok := o.Data.(raft.LeaderObservation); ok {
+				n.leaderChanges.Add(1)
+			}
 		case <-t.C:
 		}
 		n.reconcile()
@@ -309,6 +313,9 @@ func (n *Node) startTenure() error {
 	n.engine, n.rstore = e, rs
 	n.mu.Unlock()
 	n.tenures.Add(1)
+	if n.opts.OnEngine != nil {
+		n.opts.OnEngine(e)
+	}
 	n.log.Info("serving as leader", "term", term, "tenure", tenure)
 	return nil
 }
@@ -321,6 +328,9 @@ func (n *Node) stopEngine() {
 	n.mu.Unlock()
 	if e == nil {
 		return
+	}
+	if n.opts.OnEngine != nil {
+		n.opts.OnEngine(nil)
 	}
 	rs.fence(errFenced)
 	if err := e.Close(); err != nil {

@@ -71,6 +71,11 @@ type Options struct {
 	TrailingLogs      uint64
 	SnapshotInterval  time.Duration
 
+	// OnEngine, when set, is called with the engine when the node starts
+	// serving as leader, and with nil when it stops (to attach metrics,
+	// for one). It runs on the node's own goroutine: keep it short.
+	OnEngine func(e *equeue.Engine)
+
 	// Logger receives the node's logs. Nil means silent.
 	Logger *slog.Logger
 	// RaftLog receives the Raft library's own logs. Nil means silent.

@@ -57,14 +57,12 @@ func TestCluster_SnapshotInstallOnNodeBehind(t *testing.T) {
 	c.waitConverged()
 	assert.Positive(t, c.nodes[down].Status().SnapshotsInstalled, "caught up from a snapshot")
 	// It serves as leader with what it restored.
+	require.NoError(t, c.waitLeader().TransferLeadership(ctx, c.id(down)))
 	eventually(t, 30*time.Second, func() error {
-		if c.nodes[down].Status().Serving {
-			return nil
+		if !c.nodes[down].Status().Serving {
+			return fmt.Errorf("%s does not lead", c.id(down))
 		}
-		if err := c.waitLeader().TransferLeadership(ctx, c.id(down)); err != nil {
-			return err
-		}
-		return fmt.Errorf("%s does not lead yet", c.id(down))
+		return nil
 	})
 	res, err := c.nodes[down].Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
 	require.NoError(t, err)

@@ -170,6 +170,7 @@ time: while "equeue serve" runs on it, use --server to reach it.`,
 		a.dlqCommand(),
 		a.statsCommand(),
 		a.benchCommand(),
+		a.clusterCommand(),
 	)
 	return root
 }
