@@ -70,6 +70,10 @@ const defaultApplyTimeout = 10 * time.Second
 // notifications, that it serves an engine exactly while it leads.
 const reconcileEvery = 100 * time.Millisecond
 
+// followerReclaimEvery is how often a follower gives the space of deleted
+// records back (the leader's engine does it with its retention passes).
+const followerReclaimEvery = 10 * time.Minute
+
 // Open opens (creating it when needed) the node kept in dir and starts its
 // Raft member.
 func Open(dir string, opts *Options) (n *Node, err error) {
@@ -235,10 +239,19 @@ func (n *Node) run() {
 	defer n.wg.Done()
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
+	reclaim := time.NewTicker(followerReclaimEvery)
+	defer reclaim.Stop()
 	for {
 		select {
 		case <-n.closing:
 			return
+		case <-reclaim.C:
+			if !n.Status().Serving {
+				if err := n.st.Reclaim(); err != nil {
+					n.log.Warn("reclaim", "err", err)
+				}
+			}
+			continue
 		case <-n.kick:
 		case o := <-n.obsCh:
 			if _, ok := o.Data.(raft.LeaderObservation); ok {
@@ -257,7 +270,9 @@ func (n *Node) reconcile() {
 	n.mu.RLock()
 	e, rs := n.engine, n.rstore
 	n.mu.RUnlock()
-	if e != nil && (!leader || rs.isFenced() || n.fsm.current().tenure != rs.tenure) {
+	// A term change ends the tenure even when this node leads again: it may
+	// have missed another leader's writes in between.
+	if e != nil && (!leader || rs.isFenced() || n.fsm.current().tenure != rs.tenure || n.raft.CurrentTerm() != rs.term) {
 		n.stopEngine()
 		e = nil
 	}
@@ -291,7 +306,7 @@ func (n *Node) startTenure() error {
 	if n.fsm.current().tenure != tenure {
 		return errors.New("cluster: another tenure started meanwhile")
 	}
-	rs := newReplicatedStore(n.raft, n.st, tenure, n.opts.ApplyTimeout, n.wake)
+	rs := newReplicatedStore(n.raft, n.st, term, tenure, n.opts.ApplyTimeout, n.wake)
 	var eo equeue.Options
 	if n.opts.Engine != nil {
 		eo = *n.opts.Engine

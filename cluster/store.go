@@ -27,6 +27,7 @@ type replicatedStore struct {
 	raft    *raft.Raft
 	local   *store.Badger
 	tenure  uint64
+	term    uint64 // the Raft term the tenure started in
 	timeout time.Duration
 	limits  store.Limits
 	onFence func()
@@ -37,7 +38,7 @@ type replicatedStore struct {
 
 var _ equeue.Store = (*replicatedStore)(nil)
 
-func newReplicatedStore(r *raft.Raft, local *store.Badger, tenure uint64, timeout time.Duration, onFence func()) *replicatedStore {
+func newReplicatedStore(r *raft.Raft, local *store.Badger, term, tenure uint64, timeout time.Duration, onFence func()) *replicatedStore {
 	l := local.Limits()
 	// Leave room for the FSM's state op, written with every batch.
 	if l.MaxEntries > 0 {
@@ -46,7 +47,7 @@ func newReplicatedStore(r *raft.Raft, local *store.Badger, tenure uint64, timeou
 	if l.MaxBytes > 0 {
 		l.MaxBytes -= stateRoom
 	}
-	return &replicatedStore{raft: r, local: local, tenure: tenure, timeout: timeout, limits: l, onFence: onFence}
+	return &replicatedStore{raft: r, local: local, term: term, tenure: tenure, timeout: timeout, limits: l, onFence: onFence}
 }
 
 // errFenced is the cause carried by writes refused after the tenure ended.
