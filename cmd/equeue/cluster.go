@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/remote"
 )
 
 const envClusterAdmin = "EQUEUE_CLUSTER_ADMIN"
@@ -147,4 +148,24 @@ and names the leader.`,
 	}
 	cmd.AddCommand(status, add, remove, transfer)
 	return cmd
+}
+
+// dialCluster connects to the comma-separated nodes of --server and
+// follows their leader.
+func (a *app) dialCluster() (*remote.ClusterClient, error) {
+	tlsConf, err := a.clientTLS()
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, s := range strings.Split(a.server, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			addrs = append(addrs, s)
+		}
+	}
+	c, err := remote.DialCluster(addrs, &remote.ClientOptions{TLS: tlsConf, Token: a.token, Logger: a.log})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", a.server, err)
+	}
+	return c, nil
 }

@@ -65,13 +65,17 @@ func TestCluster_ServeAddProduceTransferRemove(t *testing.T) {
 	// A follower refuses clients and names the leader.
 	fails(t, 1, n1.listen, "--server", n2.listen, "topic", "list")
 
+	// --server with several nodes follows the leader.
+	all := n2.listen + "," + n3.listen + "," + n1.listen
+	ok(t, "--server", all, "produce", "orders", "world")
+
 	ok(t, "cluster", "transfer-leadership", "n2", "--admin", n1.admin)
 	eventually(t, 60*time.Second, "n2 leads", func() bool {
 		s, ok := n2.status(t)
 		return ok && s.Serving
 	})
-	out := ok(t, "--server", n2.listen, "consume", "orders", "--from", "earliest", "--count", "1")
-	if !strings.Contains(out, "hello") {
+	out := ok(t, "--server", all, "consume", "orders", "--from", "earliest", "--count", "2")
+	if !strings.Contains(out, "hello") || !strings.Contains(out, "world") {
 		t.Fatalf("consume on the new leader said %q", out)
 	}
 	ok(t, "cluster", "remove", "n3", "--admin", n2.admin)
