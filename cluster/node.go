@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -354,6 +355,29 @@ func (n *Node) stopEngine() {
 	n.log.Info("stopped serving as leader")
 }
 
+// closeDrain bounds how long Close waits for committed entries to reach
+// the store.
+const closeDrain = 2 * time.Second
+
+// drain waits (a little) until what Raft committed is applied to the
+// store, so a clean close leaves the store complete. Raft drops what its
+// FSM goroutine had not taken when it shuts down; nothing is lost (the log
+// has it and a restart applies it), but the store would lag the log.
+func (n *Node) drain() {
+	if n.raft.State() == raft.Leader {
+		_ = n.raft.Barrier(closeDrain).Error()
+	}
+	deadline := time.Now().Add(closeDrain)
+	for time.Now().Before(deadline) {
+		st := n.raft.Stats()
+		commit, _ := strconv.ParseUint(st["commit_index"], 10, 64)
+		if st["fsm_pending"] == "0" && n.raft.AppliedIndex() >= commit {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // Close stops serving, leaves Raft running no more, and closes the stores.
 // It does not remove the node from the cluster (see RemoveServer).
 // Idempotent.
@@ -362,6 +386,7 @@ func (n *Node) Close() error {
 		close(n.closing)
 		n.wg.Wait()
 		n.stopEngine()
+		n.drain()
 		var errs []error
 		if err := n.raft.Shutdown().Error(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))

@@ -84,11 +84,20 @@ func TestCluster_FollowerNamesLeaderOverTheWire(t *testing.T) {
 	c, err := remote.Dial(sc.addrs[follower], nil)
 	require.NoError(t, err)
 	defer c.Close()
-	_, err = c.Route(ctx, "nothing")
-	require.ErrorIs(t, err, equeue.ErrNotLeader)
-	var re *remote.Error
-	require.True(t, errors.As(err, &re))
-	assert.Equal(t, sc.addrs[leader], re.Leader)
+	// A follower added a moment ago may not have applied the leader's
+	// tenure entry yet (then it names no leader): wait for it.
+	eventually(t, 30*time.Second, func() error {
+		_, err := c.Route(ctx, "nothing")
+		if !errors.Is(err, equeue.ErrNotLeader) {
+			return fmt.Errorf("want ErrNotLeader, got %v", err)
+		}
+		var re *remote.Error
+		require.True(t, errors.As(err, &re))
+		if re.Leader != sc.addrs[leader] {
+			return fmt.Errorf("follower names %q, leader serves at %s", re.Leader, sc.addrs[leader])
+		}
+		return nil
+	})
 }
 
 func TestCluster_RemoteProducerAndConsumerSurviveLeaderLoss(t *testing.T) {
@@ -121,7 +130,7 @@ func TestCluster_RemoteProducerAndConsumerSurviveLeaderLoss(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, cons.Start(ctx))
-	defer func() { assert.NoError(t, cons.Close()) }()
+	defer closeConsumer(t, cons)
 
 	p, err := equeue.NewProducer(cc, nil)
 	require.NoError(t, err)
