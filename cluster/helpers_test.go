@@ -195,3 +195,28 @@ func readAll(t testing.TB, dir, topic string) map[int][]string {
 	}
 	return out
 }
+
+// readFrom opens the engine directory of a closed node as a plain engine
+// and returns one queue's low watermark and the bodies from there on.
+func readFrom(t testing.TB, dir, topic string, queue int) (int64, []string) {
+	t.Helper()
+	e, err := equeue.Open(filepath.Join(dir, "engine"), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	ctx := context.Background()
+	info, err := e.Topic(ctx, topic)
+	require.NoError(t, err)
+	first := info.Queues[queue].MinOffset
+	var bodies []string
+	for off := first; ; {
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: equeue.MaxPullBatch})
+		require.NoError(t, err)
+		if len(res.Messages) == 0 {
+			return first, bodies
+		}
+		for _, m := range res.Messages {
+			bodies = append(bodies, string(m.Body))
+		}
+		off = res.NextOffset
+	}
+}
