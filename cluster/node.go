@@ -64,6 +64,13 @@ const (
 	raftDB    = "raft.db"
 )
 
+// Log compaction defaults (see Options.SnapshotThreshold): lower than
+// Raft's own (8192 and 10240), because an entry here is a whole writer batch.
+const (
+	defaultSnapshotThreshold = 4096
+	defaultTrailingLogs      = 1024
+)
+
 // defaultApplyTimeout bounds the wait to queue a write into Raft.
 const defaultApplyTimeout = 10 * time.Second
 
@@ -196,6 +203,7 @@ func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		c.LeaderLeaseTimeout = c.HeartbeatTimeout
 	}
+	c.SnapshotThreshold, c.TrailingLogs = defaultSnapshotThreshold, defaultTrailingLogs
 	if n.opts.SnapshotThreshold > 0 {
 		c.SnapshotThreshold = n.opts.SnapshotThreshold
 	}

@@ -44,9 +44,10 @@ type Options struct {
 	Peers []Peer
 
 	// Engine configures the engine the leader runs. Its Store, InMemory
-	// and Badger fields must be unset (the node opens the store); its Sync
-	// policy is irrelevant: a write is acknowledged once a majority has it
-	// in its fsynced Raft log. Nil means defaults.
+	// and Badger fields must be unset (the node opens the store). The node
+	// sets Sync (a write is acknowledged once a majority has it in its
+	// fsynced Raft log, whatever the policy) and EpochBase (from the Raft
+	// term). Nil means defaults.
 	Engine *equeue.Options
 	// Badger tunes the node's Badger store; nil means
 	// store.DefaultBadgerOptions().
@@ -65,8 +66,11 @@ type Options struct {
 	ApplyTimeout time.Duration
 	// SnapshotThreshold is how many new log entries trigger a snapshot;
 	// TrailingLogs how many entries a snapshot leaves in the log for slow
-	// followers; SnapshotInterval how often the threshold is checked. Zero
-	// means Raft's defaults (8192, 10240, 120 s).
+	// followers; SnapshotInterval how often the threshold is checked. An
+	// entry is one writer batch (up to the store's batch limit, megabytes
+	// for bulk sends), so the log holds up to about threshold + trailing
+	// entries; a snapshot copies the whole store. Zero means 4096, 1024
+	// and 2 min.
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	SnapshotInterval  time.Duration
