@@ -36,12 +36,16 @@ func newHistory() *history {
 // (nothing stored) until ctx ends. An indeterminate outcome is recorded as
 // unknown and not retried.
 func (h *history) sendOne(ctx context.Context, c *testCluster, nodes func() []*cluster.Node, topic string, queue int, value string) {
+	h.send(ctx, c, nodes, topic, queue, value, "")
+}
+
+func (h *history) send(ctx context.Context, c *testCluster, nodes func() []*cluster.Node, topic string, queue int, value, id string) {
 	for ctx.Err() == nil {
 		for _, n := range nodes() {
 			if n == nil {
 				continue
 			}
-			res, err := n.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: queue, Messages: []*equeue.Message{{Body: []byte(value)}}})
+			res, err := n.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: queue, Messages: []*equeue.Message{{ID: id, Body: []byte(value)}}})
 			switch {
 			case err == nil:
 				h.mu.Lock()
@@ -65,6 +69,24 @@ func (h *history) sendOne(ctx context.Context, c *testCluster, nodes func() []*c
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// sendAcked sends value (as its own message ID) until it is acknowledged:
+// an unknown outcome (a leader change under load) is sent again, which a
+// topic with a dedup window stores once.
+func (h *history) sendAcked(ctx context.Context, c *testCluster, nodes func() []*cluster.Node, topic string, queue int, value string) {
+	c.t.Helper()
+	for range 20 {
+		h.send(ctx, c, nodes, topic, queue, value, value)
+		h.mu.Lock()
+		_, ok := h.acked[value]
+		delete(h.unknown, value)
+		h.mu.Unlock()
+		if ok {
+			return
+		}
+	}
+	c.t.Fatalf("%s not acknowledged after 20 tries", value)
 }
 
 func (h *history) ackedCount() int {

@@ -25,13 +25,13 @@ import (
 // producers send unique values and a nemesis kills (SIGKILL) or pauses
 // (SIGSTOP, later SIGCONT) the leader and restarts killed nodes; then it
 // heals the cluster, drains every queue of every node and checks the
-// history (see checkJepsen). EQUEUE_CLUSTER_LONG=1 runs 30 nemesis rounds
-// instead of 3.
+// history (see check). EQUEUE_CLUSTER_LONG=1 runs 30 nemesis rounds
+// instead of 2 (one SIGKILL and restart, one SIGSTOP and SIGCONT).
 func TestCluster_Jepsen(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
-	rounds := 3
+	rounds := 2
 	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
 		rounds = 30
 	}

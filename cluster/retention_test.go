@@ -41,16 +41,16 @@ func TestCluster_RetentionTrimsEveryNode(t *testing.T) {
 		o.Engine = &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}}
 	})
 	ctx := context.Background()
-	require.NoError(t, c.waitLeader().CreateTopic(ctx, "t", 1))
+	require.NoError(t, c.waitLeader().CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
 	h := newHistory()
 	nodes := func() []*cluster.Node { return c.nodes }
 	for i := range 50 {
-		h.sendOne(ctx, c, nodes, "t", 0, fmt.Sprintf("old-%d", i))
+		h.sendAcked(ctx, c, nodes, "t", 0, fmt.Sprintf("old-%d", i))
 	}
 	time.Sleep(20 * time.Millisecond) // the old messages are older than MaxAge below
 	cut := time.Now()
 	for i := range 10 {
-		h.sendOne(ctx, c, nodes, "t", 0, fmt.Sprintf("new-%d", i))
+		h.sendAcked(ctx, c, nodes, "t", 0, fmt.Sprintf("new-%d", i))
 	}
 	e, err := c.waitLeader().Engine()
 	require.NoError(t, err)

@@ -27,7 +27,7 @@ func TestCluster_SnapshotInstallOnNodeBehind(t *testing.T) {
 	c := newCluster(t, 3, snapshotOften)
 	ctx := context.Background()
 	leader := c.waitLeader()
-	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
+	require.NoError(t, leader.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
 	l := c.leaderIndex()
 	down := (l + 1) % 3
 	downIndex := c.nodes[down].Status().LastLogIndex
@@ -36,7 +36,7 @@ func TestCluster_SnapshotInstallOnNodeBehind(t *testing.T) {
 	h := newHistory()
 	nodes := func() []*cluster.Node { return c.nodes }
 	for i := range 300 {
-		h.sendOne(ctx, c, nodes, "t", 0, "m"+strconv.Itoa(i))
+		h.sendAcked(ctx, c, nodes, "t", 0, "m"+strconv.Itoa(i))
 	}
 	require.Len(t, h.acked, 300)
 	// The leader compacted its log past what the stopped node has.
