@@ -67,5 +67,11 @@ var ErrInvalidDelay = errors.New("equeue: invalid delay")
 // message at most once.
 var ErrIndeterminate = errors.New("equeue: outcome unknown")
 
+// ErrNotLeader is returned when a node of a replicated cluster (package
+// cluster) is asked to write or read while it is not the leader, or while
+// leadership is changing. Nothing was done: retry on the leader, whose
+// client address the error carries when it is known (cluster.NotLeaderError).
+var ErrNotLeader = errors.New("equeue: not the cluster leader")
+
 // ErrHandlerPanic wraps a panic recovered from a message handler.
 var ErrHandlerPanic = errors.New("equeue: handler panicked")

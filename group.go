@@ -139,6 +139,14 @@ func newGroup(m groupMeta) *group {
 	}
 }
 
+// create returns a new group whose epochs and versions start above the
+// engine's Options.EpochBase.
+func (c *coordinator) create(m groupMeta) *group {
+	g := newGroup(m)
+	g.epoch, g.version, g.resetEpoch = c.e.opts.EpochBase, c.e.opts.EpochBase, c.e.opts.EpochBase
+	return g
+}
+
 // load restores groups and committed offsets.
 func (c *coordinator) load() error {
 	err := c.e.st.ScanMeta(keyGroupPrefix, func(_, v []byte) error {
@@ -146,7 +154,7 @@ func (c *coordinator) load() error {
 		if err := json.Unmarshal(v, &m); err != nil {
 			return fmt.Errorf("%w: group metadata: %v", ErrCorrupt, err)
 		}
-		c.groups[m.Name] = newGroup(m)
+		c.groups[m.Name] = c.create(m)
 		return nil
 	})
 	if err != nil {
@@ -160,7 +168,7 @@ func (c *coordinator) load() error {
 		}
 		g := c.groups[name]
 		if g == nil {
-			g = newGroup(groupMeta{Name: name})
+			g = c.create(groupMeta{Name: name})
 			c.groups[name] = g
 		}
 		g.offsets[ok] = off
@@ -621,7 +629,7 @@ func (c *coordinator) lockForJoin(m groupMeta) (g *group, created bool) {
 		g = c.groups[m.Name]
 		created = g == nil
 		if created {
-			g = newGroup(m)
+			g = c.create(m)
 			c.groups[m.Name] = g
 		}
 		c.mu.Unlock()

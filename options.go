@@ -115,6 +115,11 @@ type Options struct {
 	Observer Observer
 	// Logger receives the engine's structured logs. Nil means silent.
 	Logger *slog.Logger
+	// EpochBase is where group epochs and assignment versions start: every
+	// epoch the engine grants is above it. A replicated cluster (package
+	// cluster) derives it from the Raft term, so that epochs keep rising
+	// when another node's engine takes over. Zero: epochs start at 1.
+	EpochBase int64
 }
 
 // Validate reports the first field that is out of range, wrapped in ErrInvalidOptions.
@@ -139,6 +144,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SessionTimeout < 0 || (o.SessionTimeout > 0 && o.SessionTimeout < 100*time.Millisecond) {
 		return fmt.Errorf("%w: SessionTimeout %v must be 0 or at least 100ms", ErrInvalidOptions, o.SessionTimeout)
+	}
+	if o.EpochBase < 0 {
+		return fmt.Errorf("%w: negative EpochBase", ErrInvalidOptions)
 	}
 	if o.InMemory && o.Store != nil {
 		return fmt.Errorf("%w: InMemory and Store are exclusive", ErrInvalidOptions)

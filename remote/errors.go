@@ -40,6 +40,9 @@ var (
 // errorDomain is the ErrorInfo domain of engine errors.
 const errorDomain = "equeue"
 
+// leaderKey is the ErrorInfo metadata key of a follower's leader address.
+const leaderKey = "leader"
+
 // sentinel ties an engine error to its wire name and status code.
 type sentinel struct {
 	reason string
@@ -50,6 +53,7 @@ type sentinel struct {
 // sentinels lists every engine sentinel error. When an error matches several
 // (errors.Join), the first one here gives the status code.
 var sentinels = []sentinel{
+	{"NOT_LEADER", equeue.ErrNotLeader, codes.Unavailable},
 	{"CLOSED", equeue.ErrClosed, codes.Unavailable},
 	{"INDETERMINATE", equeue.ErrIndeterminate, codes.Unknown},
 	{"FENCED", equeue.ErrFenced, codes.FailedPrecondition},
@@ -111,6 +115,10 @@ func toStatus(err error) error {
 	info := &errdetails.ErrorInfo{Reason: reasons[0], Domain: errorDomain,
 		Metadata: map[string]string{"reasons": strings.Join(reasons, ",")}}
 	addTooLarge(err, info.Metadata)
+	var hint interface{ Leader() string }
+	if errors.As(err, &hint) && hint.Leader() != "" {
+		info.Metadata[leaderKey] = hint.Leader()
+	}
 	if withInfo, derr := st.WithDetails(info); derr == nil {
 		st = withInfo
 	}
@@ -125,6 +133,10 @@ type Error struct {
 	Code codes.Code
 	// Message is the server's (or the transport's) description.
 	Message string
+	// Leader is the client address of the cluster's leader, sent by a
+	// follower of a replicated cluster with an error matching
+	// equeue.ErrNotLeader when it knows the leader. Empty otherwise.
+	Leader string
 
 	st   *status.Status
 	errs []error
@@ -154,6 +166,7 @@ func fromStatus(err error) error {
 		if !ok || info.GetDomain() != errorDomain {
 			continue
 		}
+		e.Leader = info.GetMetadata()[leaderKey]
 		names := info.GetMetadata()["reasons"]
 		if names == "" {
 			names = info.GetReason()

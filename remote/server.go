@@ -68,7 +68,7 @@ type ServerOptions struct {
 // standard health service and server reflection (so grpcurl works). It does
 // not own the engine: close the engine after stopping the server.
 type Server struct {
-	e           *equeue.Engine
+	e           Backend
 	grpc        *grpc.Server
 	health      *health.Server
 	svc         *service
@@ -96,6 +96,10 @@ func NewServer(e *equeue.Engine, opts *ServerOptions) (*Server, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: nil engine", equeue.ErrInvalidArgument)
 	}
+	return newServer(e, opts)
+}
+
+func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	var o ServerOptions
 	if opts != nil {
 		o = *opts

@@ -3,6 +3,9 @@ package remote
 import (
 	"context"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
@@ -15,7 +18,20 @@ func (v *service) EngineStats(ctx context.Context, _ *pb.EngineStatsRequest) (*p
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	st := v.e.Stats()
+	var st equeue.Stats
+	switch b := v.e.(type) {
+	case interface {
+		EngineStats(context.Context) (equeue.Stats, error)
+	}:
+		var err error
+		if st, err = b.EngineStats(ctx); err != nil {
+			return nil, err
+		}
+	case interface{ Stats() equeue.Stats }:
+		st = b.Stats()
+	default:
+		return nil, status.Error(codes.Unimplemented, "this backend reports no engine stats")
+	}
 	return &pb.EngineStatsResponse{CorruptRecords: st.CorruptRecords, ExpiredMessages: st.ExpiredMessages, StoreBytes: st.StoreBytes}, nil
 }
 

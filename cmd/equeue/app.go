@@ -158,7 +158,7 @@ time: while "equeue serve" runs on it, use --server to reach it.`,
 
 	f := root.PersistentFlags()
 	f.StringVar(&a.dir, "dir", "", "engine directory to open in this process (default $"+envDir+")")
-	f.StringVar(&a.server, "server", "", "address host:port of a broker started with \"equeue serve\" (default $"+envServer+")")
+	f.StringVar(&a.server, "server", "", "address host:port of a broker started with \"equeue serve\", or several comma-separated nodes of a cluster (default $"+envServer+")")
 	f.StringVar(&a.tlsCA, "tls-ca", "", "PEM file of the CA that signed the server's certificate (enables TLS)")
 	f.StringVar(&a.tlsCert, "tls-cert", "", "PEM certificate this process presents: the server's with serve, the client's (mutual TLS) otherwise")
 	f.StringVar(&a.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
@@ -178,6 +178,7 @@ time: while "equeue serve" runs on it, use --server to reach it.`,
 		a.dlqCommand(),
 		a.statsCommand(),
 		a.benchCommand(),
+		a.clusterCommand(),
 	)
 	tidyHelp(root)
 	return root
@@ -278,6 +279,12 @@ func (a *app) where() string {
 // missing directory is most likely a typo.
 func (a *app) connect(mode openMode) (*conn, error) {
 	switch {
+	case strings.Contains(a.server, ","):
+		c, err := a.dialCluster() // cluster.go
+		if err != nil {
+			return nil, err
+		}
+		return &conn{broker: c, close: c.Close}, nil
 	case a.server != "":
 		c, err := a.dial()
 		if err != nil {

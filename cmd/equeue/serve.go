@@ -27,6 +27,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var (
 		listen, clientCA, metricsAddr, syncFlag string
 		tokens                                  []string
+		cl                                      clusterFlags
 	)
 	addons := make([]serveAddon, 0, len(serveAddons))
 	for _, mk := range serveAddons {
@@ -49,7 +50,10 @@ rights, a comma-separated list of produce, consume and admin (or all); with
 no --token, every caller may do everything.
 
 With --metrics ADDR, Prometheus metrics are served on http://ADDR/metrics
-and a health check on http://ADDR/healthz.`,
+and a health check on http://ADDR/healthz.
+
+With --cluster-id, serve runs one node of a replicated cluster (Raft) on
+the directory instead of a single engine; see "equeue cluster --help".`,
 		Example: `  # Plaintext on the loopback interface, metrics on port 9100:
   equeue serve --dir ./data --metrics 127.0.0.1:9100
 
@@ -57,7 +61,13 @@ and a health check on http://ADDR/healthz.`,
   equeue serve --dir /var/lib/equeue --listen 0.0.0.0:7654 \
     --tls-cert server.pem --tls-key server-key.pem \
     --token "$APP_TOKEN=produce,consume" --token "$OPS_TOKEN=all" \
-    --sync interval:100ms`,
+    --sync interval:100ms
+
+  # The first node of a new 3-node cluster on one machine (the others are
+  # started with their own --cluster-id, --cluster-raft and --listen, then
+  # added with "equeue cluster add"):
+  equeue serve --dir ./n1 --listen 127.0.0.1:7651 --cluster-id n1 \
+    --cluster-raft 127.0.0.1:7751 --cluster-admin 127.0.0.1:7851 --cluster-bootstrap`,
 		Args: args(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			if a.server != "" {
@@ -86,7 +96,7 @@ and a health check on http://ADDR/healthz.`,
 			}
 			return a.serve(cmd.Context(), serveConfig{
 				listen: listen, metrics: metricsAddr, sync: sync, tokens: toks, tls: tlsConf != nil,
-				tlsConf: tlsConf, addons: on,
+				tlsConf: tlsConf, addons: on, cluster: &cl,
 				server: &remote.ServerOptions{TLS: tlsConf, Tokens: toks, Logger: a.log},
 			})
 		}),
@@ -100,6 +110,7 @@ and a health check on http://ADDR/healthz.`,
 	for _, ad := range addons {
 		ad.addFlags(f)
 	}
+	cl.addFlags(f)
 	return cmd
 }
 
@@ -111,9 +122,13 @@ type serveConfig struct {
 	tlsConf         *tls.Config
 	server          *remote.ServerOptions
 	addons          []serveAddon
+	cluster         *clusterFlags // cluster mode when enabled (serve_cluster.go)
 }
 
 func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
+	if c.cluster.enabled() {
+		return a.serveCluster(ctx, c)
+	}
 	opts := &equeue.Options{Sync: c.sync}
 	var m *metrics.Collector
 	if c.metrics != "" {

@@ -1,0 +1,151 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Benchmarks compare a 3-node cluster (in one process, Raft over
+// loopback TCP, every node on disk) with one engine under SyncAlways, in
+// the same run:
+//
+//	go test -run '^$' -bench 'BenchmarkSend' -benchtime 20000x ./cluster/
+//
+// Each op is one message of 100 bytes; 64 goroutines send.
+const (
+	benchSenders = 64
+	benchBody    = 100
+)
+
+func BenchmarkSend(b *testing.B) {
+	b.Run("single-SyncAlways", func(b *testing.B) { benchSingle(b, 1) })
+	b.Run("cluster3", func(b *testing.B) { benchCluster(b, 1) })
+}
+
+func BenchmarkSendBatch(b *testing.B) {
+	b.Run("single-SyncAlways", func(b *testing.B) { benchSingle(b, 32) })
+	b.Run("cluster3", func(b *testing.B) { benchCluster(b, 32) })
+}
+
+func benchSingle(b *testing.B, batch int) {
+	dir := b.TempDir()
+	e, err := equeue.Open(dir, &equeue.Options{Sync: equeue.SyncAlways})
+	require.NoError(b, err)
+	require.NoError(b, e.CreateTopic(context.Background(), "bench", 4))
+	runSenders(b, e, batch)
+	require.NoError(b, e.Close()) // sizes after close, as for the cluster
+	b.ReportMetric(float64(dirSize(b, dir))/float64(b.N), "disk-B/msg")
+}
+
+func benchCluster(b *testing.B, batch int) {
+	c := newCluster(b, 3, nil)
+	leader := c.waitLeader()
+	require.NoError(b, leader.CreateTopic(context.Background(), "bench", 4))
+	before := leader.Status().LastLogIndex
+	runSenders(b, leader, batch)
+	b.ReportMetric(float64(b.N)/float64(leader.Status().LastLogIndex-before), "msgs/entry")
+	c.waitConverged()
+	b.StopTimer()
+	c.closeAll()
+	var size int64
+	for _, d := range c.dirs {
+		size += dirSize(b, d)
+	}
+	b.ReportMetric(float64(size)/float64(b.N)/3, "disk-B/msg/node")
+}
+
+// runSenders sends b.N messages from benchSenders goroutines, batch per
+// Append, and reports msgs/s.
+func runSenders(b *testing.B, br equeue.Broker, batch int) {
+	body := make([]byte, benchBody)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for s := range benchSenders {
+		wg.Go(func() {
+			for {
+				n := next.Add(int64(batch))
+				if n-int64(batch) >= int64(b.N) {
+					return
+				}
+				msgs := make([]*equeue.Message, batch)
+				for i := range msgs {
+					msgs[i] = &equeue.Message{Body: body}
+				}
+				if _, err := br.Append(context.Background(), &equeue.AppendRequest{Topic: "bench", Queue: s % 4, Messages: msgs}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	sent := (int64(b.N) + int64(batch) - 1) / int64(batch) * int64(batch)
+	b.ReportMetric(float64(sent)/elapsed.Seconds(), "msgs/s")
+}
+
+func dirSize(b *testing.B, dir string) int64 {
+	var n int64
+	require.NoError(b, filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	}))
+	return n
+}
+
+// BenchmarkFailover measures, over 10 SIGKILLs of the leader process of a
+// 3-process cluster with Raft's default timeouts, the time from the kill
+// to the first acknowledged send. It runs once whatever b.N:
+//
+//	go test -run '^$' -bench BenchmarkFailover -benchtime 1x ./cluster/
+func BenchmarkFailover(b *testing.B) {
+	j := startJepsen(b, 3, childDefaults+"=1")
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				j.send(ctx, fmt.Sprintf("w%d-%d", w, i), (w+i)%4)
+			}
+		})
+	}
+	j.waitProgress(50)
+	var times []time.Duration
+	for range 10 {
+		l := j.waitLeader(nil)
+		killed := time.Now()
+		require.NoError(b, l.cmd.Process.Kill())
+		<-l.done
+		l.cmd = nil
+		j.waitProgress(1)
+		times = append(times, time.Since(killed))
+		j.launch(l)
+		j.waitProgress(50)
+	}
+	stop()
+	wg.Wait()
+	slices.Sort(times)
+	b.ReportMetric(times[len(times)/2].Seconds(), "failover-p50-s")
+	b.ReportMetric(times[len(times)-1].Seconds(), "failover-max-s")
+	b.Logf("failover times: %v", times)
+}

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+
+	"github.com/equeue-go/equeue"
+)
+
+var _ equeue.Broker = (*Node)(nil)
+
+// Engine returns the engine this node serves while it leads, or a
+// *NotLeaderError. The engine is closed when the node stops leading: a call
+// on it then fails with equeue.ErrClosed. Use it for administration
+// (topics, groups); producers and consumers should use the Node itself.
+func (n *Node) Engine() (*equeue.Engine, error) {
+	n.mu.RLock()
+	e := n.engine
+	n.mu.RUnlock()
+	if e == nil {
+		return nil, n.notLeader()
+	}
+	return e, nil
+}
+
+// notLeader describes the current leader for a refused call.
+func (n *Node) notLeader() error {
+	_, id := n.raft.LeaderWithID()
+	err := &NotLeaderError{LeaderID: string(id)}
+	if id == "" {
+		return err
+	}
+	if s := n.fsm.current(); s.leaderID == string(id) && s.clientAddr != "" {
+		err.LeaderAddr = s.clientAddr
+	} else {
+		err.LeaderAddr = n.peers[string(id)]
+	}
+	if string(id) == n.opts.ID {
+		// Elected, but the engine is not open yet (or just closed).
+		err.LeaderAddr = ""
+	}
+	return err
+}
+
+// call runs f on the current engine. An engine closed under f (its tenure
+// ended) did nothing for f: that is reported as not leading.
+func call[T any](n *Node, f func(e *equeue.Engine) (T, error)) (T, error) {
+	e, err := n.Engine()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := f(e)
+	if err != nil && errors.Is(err, equeue.ErrClosed) {
+		select {
+		case <-n.closing:
+		default:
+			return v, n.notLeader()
+		}
+	}
+	return v, err
+}
+
+func call0(n *Node, f func(e *equeue.Engine) error) error {
+	_, err := call(n, func(e *equeue.Engine) (struct{}, error) { return struct{}{}, f(e) })
+	return err
+}
+
+// The Broker seam: the methods producers, consumers and transports call.
+
+// Route returns a topic's queues.
+func (n *Node) Route(ctx context.Context, topic string) (equeue.Route, error) {
+	return call(n, func(e *equeue.Engine) (equeue.Route, error) { return e.Route(ctx, topic) })
+}
+
+// Append stores messages once a majority of the cluster has them.
+func (n *Node) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
+	return call(n, func(e *equeue.Engine) (equeue.AppendResult, error) { return e.Append(ctx, req) })
+}
+
+// Pull reads messages from one queue of the leader.
+func (n *Node) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error) {
+	return call(n, func(e *equeue.Engine) (equeue.PullResult, error) { return e.Pull(ctx, req) })
+}
+
+// JoinGroup adds a member to a group coordinated by the leader.
+func (n *Node) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
+	return call(n, func(e *equeue.Engine) (equeue.Assignment, error) { return e.JoinGroup(ctx, req) })
+}
+
+// Heartbeat keeps a member alive.
+func (n *Node) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error) {
+	return call(n, func(e *equeue.Engine) (equeue.Assignment, error) { return e.Heartbeat(ctx, req) })
+}
+
+// LeaveGroup removes a member.
+func (n *Node) LeaveGroup(ctx context.Context, req *equeue.LeaveRequest) error {
+	return call0(n, func(e *equeue.Engine) error { return e.LeaveGroup(ctx, req) })
+}
+
+// ReleaseQueues gives up queues a member was asked to hand over.
+func (n *Node) ReleaseQueues(ctx context.Context, group, member string, queues []equeue.Grant) error {
+	return call0(n, func(e *equeue.Engine) error { return e.ReleaseQueues(ctx, group, member, queues) })
+}
+
+// CommitOffsets stores committed offsets (replicated).
+func (n *Node) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) error {
+	return call0(n, func(e *equeue.Engine) error { return e.CommitOffsets(ctx, req) })
+}
+
+// FetchOffsets returns committed offsets.
+func (n *Node) FetchOffsets(ctx context.Context, group, member string, queues []equeue.Grant) ([]equeue.OffsetCommit, error) {
+	return call(n, func(e *equeue.Engine) ([]equeue.OffsetCommit, error) {
+		return e.FetchOffsets(ctx, group, member, queues)
+	})
+}
+
+// SendBack stores a failed message in its group's retry or dead-letter topic.
+func (n *Node) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equeue.SendBackResult, error) {
+	return call(n, func(e *equeue.Engine) (equeue.SendBackResult, error) { return e.SendBack(ctx, req) })
+}

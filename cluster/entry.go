@@ -1,0 +1,233 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// Raft entries. Every change of a node's store is one Raft entry, applied
+// by the FSM (fsm.go) in log order on every node:
+//
+//	entryTenure  a leader starts serving: its tenure, node ID and client address
+//	entryBatch   one engine write (store.Batch): one group commit of the writer
+//	entryDelete  store.DeleteRange of one queue (retention, trims)
+//	entryDrop    store.DropQueue (a deleted topic's queues)
+//
+// A tenure is one period in which one engine on the leader writes. The
+// engine assigns offsets from its memory, which is right only while no other
+// engine wrote since it opened, so write entries carry their tenure and the
+// FSM ignores those of a tenure other than the last one started: a deposed
+// leader's late entries can never land on top of its successor's.
+//
+// Encoding: kind byte, tenure uint64 big-endian, then the kind's body.
+type entryKind uint8
+
+const (
+	entryTenure entryKind = iota + 1
+	entryBatch
+	entryDelete
+	entryDrop
+)
+
+// entry is one decoded Raft entry.
+type entry struct {
+	kind   entryKind
+	tenure uint64
+
+	// entryTenure
+	nodeID, clientAddr string
+	// entryBatch
+	batch *store.Batch
+	// entryDelete, entryDrop
+	queue    store.QueueID
+	from, to uint64
+}
+
+// errBadEntry is returned when a Raft entry does not decode.
+var errBadEntry = errors.New("cluster: bad raft entry")
+
+func appendHeader(b []byte, k entryKind, tenure uint64) []byte {
+	b = append(b, byte(k))
+	return binary.BigEndian.AppendUint64(b, tenure)
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func encodeTenure(tenure uint64, nodeID, clientAddr string) []byte {
+	b := appendHeader(nil, entryTenure, tenure)
+	b = appendBytes(b, []byte(nodeID))
+	return appendBytes(b, []byte(clientAddr))
+}
+
+func encodeBatch(tenure uint64, sb *store.Batch) []byte {
+	size := 9 + 2*binary.MaxVarintLen64
+	for i := range sb.Entries {
+		size += 8 + 2*binary.MaxVarintLen64 + len(sb.Entries[i].Value)
+	}
+	for i := range sb.Meta {
+		size += 1 + 2*binary.MaxVarintLen64 + len(sb.Meta[i].Key) + len(sb.Meta[i].Value)
+	}
+	b := appendHeader(make([]byte, 0, size), entryBatch, tenure)
+	b = binary.AppendUvarint(b, uint64(len(sb.Entries)))
+	for i := range sb.Entries {
+		e := &sb.Entries[i]
+		b = binary.BigEndian.AppendUint32(b, e.Queue.Topic)
+		b = binary.BigEndian.AppendUint32(b, e.Queue.Queue)
+		b = binary.AppendUvarint(b, e.Offset)
+		b = appendBytes(b, e.Value)
+	}
+	b = binary.AppendUvarint(b, uint64(len(sb.Meta)))
+	for i := range sb.Meta {
+		m := &sb.Meta[i]
+		var del byte
+		if m.Delete {
+			del = 1
+		}
+		b = append(b, del)
+		b = appendBytes(b, m.Key)
+		b = appendBytes(b, m.Value)
+	}
+	return b
+}
+
+func encodeRange(k entryKind, tenure uint64, q store.QueueID, from, to uint64) []byte {
+	b := appendHeader(make([]byte, 0, 9+8+2*binary.MaxVarintLen64), k, tenure)
+	b = binary.BigEndian.AppendUint32(b, q.Topic)
+	b = binary.BigEndian.AppendUint32(b, q.Queue)
+	b = binary.AppendUvarint(b, from)
+	return binary.AppendUvarint(b, to)
+}
+
+// decoder reads an entry body, remembering the first failure.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errBadEntry, what)
+	}
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) u32(what string) uint32 {
+	if d.err != nil || len(d.b) < 4 {
+		d.fail(what)
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *decoder) byte1(what string) byte {
+	if d.err != nil || len(d.b) < 1 {
+		d.fail(what)
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+// bytes returns a slice of the entry's buffer (not a copy).
+func (d *decoder) bytes(what string) []byte {
+	n := d.uvarint(what)
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(what)
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a number of items each at least min bytes long, refusing
+// counts the rest of the entry cannot hold.
+func (d *decoder) count(what string, min int) int {
+	n := d.uvarint(what)
+	if d.err == nil && n > uint64(len(d.b)/min) {
+		d.fail(what)
+		return 0
+	}
+	return int(n)
+}
+
+// decodeEntry decodes a Raft entry's data. Byte slices of the result point
+// into data.
+func decodeEntry(data []byte) (*entry, error) {
+	if len(data) < 9 {
+		return nil, fmt.Errorf("%w: %d bytes", errBadEntry, len(data))
+	}
+	e := &entry{kind: entryKind(data[0]), tenure: binary.BigEndian.Uint64(data[1:9])}
+	d := &decoder{b: data[9:]}
+	switch e.kind {
+	case entryTenure:
+		e.nodeID = string(d.bytes("node id"))
+		e.clientAddr = string(d.bytes("client address"))
+	case entryBatch:
+		sb := &store.Batch{}
+		if n := d.count("entry count", 10); n > 0 {
+			sb.Entries = make([]store.Entry, n)
+		}
+		for i := range sb.Entries {
+			en := &sb.Entries[i]
+			en.Queue.Topic = d.u32("topic")
+			en.Queue.Queue = d.u32("queue")
+			en.Offset = d.uvarint("offset")
+			en.Value = d.bytes("value")
+		}
+		if n := d.count("meta count", 3); n > 0 {
+			sb.Meta = make([]store.MetaOp, n)
+		}
+		for i := range sb.Meta {
+			m := &sb.Meta[i]
+			switch d.byte1("meta flag") {
+			case 0:
+			case 1:
+				m.Delete = true
+			default:
+				d.fail("meta flag")
+			}
+			m.Key = d.bytes("meta key")
+			m.Value = d.bytes("meta value")
+		}
+		e.batch = sb
+	case entryDelete, entryDrop:
+		e.queue.Topic = d.u32("topic")
+		e.queue.Queue = d.u32("queue")
+		e.from = d.uvarint("from")
+		e.to = d.uvarint("to")
+	default:
+		return nil, fmt.Errorf("%w: kind %d", errBadEntry, e.kind)
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return e, nil
+}

@@ -1,0 +1,30 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/equeue-go/equeue"
+)
+
+// NotLeaderError is returned by a node that does not lead (or is between
+// tenures): nothing was done. It matches equeue.ErrNotLeader. LeaderAddr is
+// the leader's client address when the node knows it.
+type NotLeaderError struct {
+	LeaderID   string // the leader's node ID ("" when unknown)
+	LeaderAddr string // the leader's client address ("" when unknown)
+}
+
+// Error names the leader when the node knows it.
+func (e *NotLeaderError) Error() string {
+	if e.LeaderAddr == "" {
+		return fmt.Sprintf("%v (leader unknown)", equeue.ErrNotLeader)
+	}
+	return fmt.Sprintf("%v (leader %s at %s)", equeue.ErrNotLeader, e.LeaderID, e.LeaderAddr)
+}
+
+// Is makes errors.Is(err, equeue.ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == equeue.ErrNotLeader }
+
+// Leader returns the leader's client address, "" when unknown. Package
+// remote sends it to clients, which follow it.
+func (e *NotLeaderError) Leader() string { return e.LeaderAddr }

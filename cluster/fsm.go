@@ -1,0 +1,257 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// The FSM applies committed Raft entries to the node's Badger store, in log
+// order, on every node. Applying is deterministic: an entry's effect depends
+// only on the store and the entry (the leader's engine already decided
+// offsets and stamped times into the records), so every node holds the same
+// queues at the same offsets.
+//
+// The index of the last applied entry and the current tenure are stored in
+// the same Badger write as each applied batch (stateKey), so a node that
+// restarts skips what it already applied and never applies an entry twice.
+// Badger writes unsynced: the fsynced Raft log is the source of truth, and
+// Badger is synced before Raft may compact the log (Snapshot).
+
+// stateKey is the metadata key of the FSM's state. The engine's metadata
+// keys are printable names; this one starts with a byte none of them use.
+var stateKey = []byte("\x00cluster/state")
+
+// errStaleTenure is what the FSM answers to a write entry of a tenure that
+// is not the current one: the entry was ignored, nothing of it is stored.
+var errStaleTenure = errors.New("cluster: write of a superseded leader tenure ignored")
+
+// fsmState is what stateKey holds.
+type fsmState struct {
+	applied    uint64
+	tenure     uint64
+	leaderID   string
+	clientAddr string
+}
+
+func (s fsmState) encode() []byte {
+	b := binary.BigEndian.AppendUint64(nil, s.applied)
+	b = binary.BigEndian.AppendUint64(b, s.tenure)
+	b = appendBytes(b, []byte(s.leaderID))
+	return appendBytes(b, []byte(s.clientAddr))
+}
+
+func decodeState(v []byte) (fsmState, error) {
+	if len(v) < 16 {
+		return fsmState{}, fmt.Errorf("%w: cluster state of %d bytes", errBadEntry, len(v))
+	}
+	s := fsmState{applied: binary.BigEndian.Uint64(v), tenure: binary.BigEndian.Uint64(v[8:])}
+	d := &decoder{b: v[16:]}
+	s.leaderID = string(d.bytes("leader id"))
+	s.clientAddr = string(d.bytes("client address"))
+	return s, d.err
+}
+
+// stateRoom is what the state op adds to a batch: one operation and at
+// most this many bytes (key, fixed fields, IDs and addresses up to 255
+// bytes each).
+const stateRoom = 64 + 2*(255+2)
+
+type fsm struct {
+	st  *store.Badger
+	log *slog.Logger
+	// onTenure is called (on the FSM goroutine) after a tenure entry applied.
+	onTenure func(fsmState)
+
+	restores atomic.Uint64 // snapshots installed
+
+	mu     sync.Mutex // guards state and broken for readers off the FSM goroutine
+	state  fsmState
+	broken error // a store failure: this node's copy can no longer follow the log
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+func newFSM(st *store.Badger, log *slog.Logger) (*fsm, error) {
+	f := &fsm{st: st, log: log}
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *fsm) load() error {
+	v, err := f.st.GetMeta(stateKey)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		f.setState(fsmState{})
+		return nil
+	case err != nil:
+		return fmt.Errorf("cluster: read state: %w", err)
+	}
+	s, err := decodeState(v)
+	if err != nil {
+		return err
+	}
+	f.setState(s)
+	return nil
+}
+
+func (f *fsm) setState(s fsmState) {
+	f.mu.Lock()
+	f.state = s
+	f.mu.Unlock()
+}
+
+// current returns the state as of the last applied entry.
+func (f *fsm) current() fsmState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+func (f *fsm) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.broken
+}
+
+// Apply applies one committed entry. What it returns is the answer the
+// leader's ApplyFuture gives: nil or an error saying the entry was ignored
+// or failed.
+func (f *fsm) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	if err := f.err(); err != nil {
+		return err
+	}
+	s := f.current()
+	if l.Index <= s.applied {
+		return nil // applied before a restart
+	}
+	e, err := decodeEntry(l.Data)
+	if err != nil {
+		// Every node decodes the same bytes the same way: skip it everywhere.
+		f.log.Error("raft entry skipped", "index", l.Index, "err", err)
+		return err
+	}
+	next := s
+	next.applied = l.Index
+	switch e.kind {
+	case entryTenure:
+		next.tenure, next.leaderID, next.clientAddr = e.tenure, e.nodeID, e.clientAddr
+		err = f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}})
+	case entryBatch:
+		if e.tenure != s.tenure {
+			return errStaleTenure
+		}
+		b := e.batch
+		b.Meta = append(b.Meta, store.MetaOp{Key: stateKey, Value: next.encode()})
+		err = f.st.Write(b)
+	case entryDelete, entryDrop:
+		if e.tenure != s.tenure {
+			return errStaleTenure
+		}
+		// Deleting is idempotent, so a crash between it and the state
+		// write only repeats it.
+		if e.kind == entryDelete {
+			err = f.st.DeleteRange(e.queue, e.from, e.to)
+		} else {
+			err = f.st.DropQueue(e.queue)
+		}
+		if err == nil {
+			err = f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}})
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("cluster: apply entry %d: %w", l.Index, err)
+		f.log.Error("apply failed; this node stops following the log", "err", err)
+		f.mu.Lock()
+		f.broken = err
+		f.mu.Unlock()
+		return err
+	}
+	f.setState(next)
+	if e.kind == entryTenure && f.onTenure != nil {
+		f.onTenure(next)
+	}
+	return nil
+}
+
+// Snapshot syncs Badger, so that everything applied so far survives the
+// log compaction that follows, and pins the store's state in one read
+// transaction; Persist streams it while Apply goes on.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	if err := f.st.Sync(); err != nil {
+		return nil, fmt.Errorf("cluster: snapshot: sync: %w", err)
+	}
+	sn, err := f.st.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: snapshot: %w", err)
+	}
+	return &fsmSnapshot{sn: sn, applied: f.current().applied}, nil
+}
+
+// Restore replaces the store with a snapshot. Raft also restores the
+// latest snapshot when a node starts: when the store already holds that
+// point (or later), it is kept as it is.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var hdr [8]byte
+	if _, err := io.ReadFull(rc, hdr[:]); err != nil {
+		return fmt.Errorf("cluster: restore: header: %w", err)
+	}
+	applied := binary.BigEndian.Uint64(hdr[:])
+	if f.err() == nil && f.current().applied >= applied {
+		return nil
+	}
+	if err := f.st.Restore(rc); err != nil {
+		return fmt.Errorf("cluster: restore: %w", err)
+	}
+	f.restores.Add(1)
+	f.mu.Lock()
+	f.broken = nil
+	f.mu.Unlock()
+	if err := f.load(); err != nil {
+		return err
+	}
+	if f.onTenure != nil {
+		f.onTenure(f.current())
+	}
+	return nil
+}
+
+type fsmSnapshot struct {
+	sn      *store.BadgerSnapshot
+	applied uint64
+}
+
+// Persist writes the applied index, then the store's snapshot.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	err := func() error {
+		if _, err := sink.Write(binary.BigEndian.AppendUint64(nil, s.applied)); err != nil {
+			return err
+		}
+		_, err := s.sn.WriteTo(sink)
+		return err
+	}()
+	if err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("cluster: persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() { s.sn.Release() }

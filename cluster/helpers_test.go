@@ -1,0 +1,222 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testCluster is nodes in one process, on loopback.
+type testCluster struct {
+	t     testing.TB
+	dirs  []string
+	addrs []string // raft addresses, kept across restarts
+	nodes []*cluster.Node
+	mod   func(*cluster.Options)
+}
+
+func nodeOptions(id, raftAddr string) *cluster.Options {
+	return &cluster.Options{
+		ID: id, RaftAddr: raftAddr, ClientAddr: "client-" + id,
+		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
+	}
+}
+
+// newCluster starts n nodes: the first bootstraps, the others are added.
+func newCluster(t testing.TB, n int, mod func(*cluster.Options)) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, mod: mod}
+	base := t.TempDir()
+	for i := range n {
+		c.dirs = append(c.dirs, filepath.Join(base, fmt.Sprintf("n%d", i+1)))
+		c.addrs = append(c.addrs, "127.0.0.1:0")
+		c.nodes = append(c.nodes, nil)
+	}
+	t.Cleanup(c.closeAll)
+	c.start(0, true)
+	c.waitLeader()
+	for i := 1; i < n; i++ {
+		c.start(i, false)
+		c.addVoter(i)
+	}
+	return c
+}
+
+func (c *testCluster) id(i int) string { return fmt.Sprintf("n%d", i+1) }
+
+func (c *testCluster) start(i int, bootstrap bool) {
+	c.t.Helper()
+	o := nodeOptions(c.id(i), c.addrs[i])
+	o.Bootstrap = bootstrap
+	if c.mod != nil {
+		c.mod(o)
+	}
+	n, err := cluster.Open(c.dirs[i], o)
+	require.NoError(c.t, err)
+	c.nodes[i] = n
+	c.addrs[i] = n.RaftAddr()
+}
+
+func (c *testCluster) addVoter(i int) {
+	c.t.Helper()
+	eventually(c.t, 20*time.Second, func() error {
+		l := c.waitLeader()
+		return l.AddVoter(context.Background(), c.id(i), c.addrs[i])
+	})
+}
+
+// stop closes node i (in-process stand-in for a crash: nothing more is
+// written by it).
+func (c *testCluster) stop(i int) {
+	c.t.Helper()
+	require.NoError(c.t, c.nodes[i].Close())
+	c.nodes[i] = nil
+}
+
+func (c *testCluster) closeAll() {
+	for i, n := range c.nodes {
+		if n != nil {
+			if err := n.Close(); err != nil {
+				c.t.Errorf("close %s: %v", c.id(i), err)
+			}
+			c.nodes[i] = nil
+		}
+	}
+}
+
+// waitLeader returns the node that serves an engine.
+func (c *testCluster) waitLeader() *cluster.Node {
+	c.t.Helper()
+	var leader *cluster.Node
+	eventually(c.t, 30*time.Second, func() error {
+		for _, n := range c.nodes {
+			if n != nil && n.Status().Serving {
+				leader = n
+				return nil
+			}
+		}
+		return errors.New("no node serves")
+	})
+	return leader
+}
+
+func (c *testCluster) leaderIndex() int {
+	l := c.waitLeader()
+	for i, n := range c.nodes {
+		if n == l {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitConverged waits until every running node applied the same last index.
+func (c *testCluster) waitConverged() {
+	c.t.Helper()
+	eventually(c.t, 30*time.Second, func() error {
+		var want uint64
+		for _, n := range c.nodes {
+			if n != nil && n.Status().Serving {
+				want = n.Status().LastLogIndex
+			}
+		}
+		if want == 0 {
+			return errors.New("no leader")
+		}
+		for i, n := range c.nodes {
+			if n == nil {
+				continue
+			}
+			if got := n.Status().AppliedIndex; got != want {
+				return fmt.Errorf("%s applied %d, leader's log ends at %d", c.id(i), got, want)
+			}
+		}
+		return nil
+	})
+}
+
+// eventually retries f until it succeeds or the deadline passes.
+func eventually(t testing.TB, within time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %v", within, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readAll opens the engine directory of a closed node as a plain engine
+// and returns every message body of each queue of topic, by offset.
+func readAll(t testing.TB, dir, topic string) map[int][]string {
+	t.Helper()
+	e, err := equeue.Open(filepath.Join(dir, "engine"), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	ctx := context.Background()
+	info, err := e.Topic(ctx, topic)
+	require.NoError(t, err)
+	out := map[int][]string{}
+	for q := range info.Queues {
+		var bodies []string
+		off := int64(0)
+		for {
+			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q, Offset: off, Max: equeue.MaxPullBatch})
+			require.NoError(t, err)
+			for _, m := range res.Messages {
+				require.Equal(t, int64(len(bodies)), m.Offset, "offsets of %s/%d dense from 0", topic, q)
+				bodies = append(bodies, string(m.Body))
+			}
+			if len(res.Messages) == 0 {
+				break
+			}
+			off = res.NextOffset
+		}
+		out[q] = bodies
+	}
+	return out
+}
+
+// readFrom opens the engine directory of a closed node as a plain engine
+// and returns one queue's low watermark and the bodies from there on.
+func readFrom(t testing.TB, dir, topic string, queue int) (int64, []string) {
+	t.Helper()
+	e, err := equeue.Open(filepath.Join(dir, "engine"), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	ctx := context.Background()
+	info, err := e.Topic(ctx, topic)
+	require.NoError(t, err)
+	first := info.Queues[queue].MinOffset
+	var bodies []string
+	for off := first; ; {
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: equeue.MaxPullBatch})
+		require.NoError(t, err)
+		if len(res.Messages) == 0 {
+			return first, bodies
+		}
+		for _, m := range res.Messages {
+			bodies = append(bodies, string(m.Body))
+		}
+		off = res.NextOffset
+	}
+}

@@ -1,0 +1,319 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// TestCluster_Jepsen runs three nodes as OS processes on loopback while
+// producers send unique values and a nemesis kills (SIGKILL) or pauses
+// (SIGSTOP, later SIGCONT) the leader and restarts killed nodes; then it
+// heals the cluster, drains every queue of every node and checks the
+// history (see check). EQUEUE_CLUSTER_LONG=1 runs 30 nemesis rounds
+// instead of 2 (one SIGKILL and restart, one SIGSTOP and SIGCONT).
+func TestCluster_Jepsen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	rounds := 2
+	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
+		rounds = 30
+	}
+	j := startJepsen(t, 3)
+	j.run(rounds)
+}
+
+// proc is one node process.
+type proc struct {
+	id, dir, client string
+	cmd             *exec.Cmd
+	done            chan struct{}
+	paused          bool
+}
+
+type jepsen struct {
+	t     testing.TB
+	procs []*proc
+	peers string
+	env   []string // extra environment of the node processes
+	cc    *remote.ClusterClient
+	start time.Time
+
+	mu       sync.Mutex
+	ops      []jepsenOp // topic "jepsen"
+	linOps   []linOp    // topic "lin", for porcupine
+	commits  map[int][]int64
+	nemesis  []string
+	failover []time.Duration
+}
+
+// jepsenOp is one send: its value, queue, and outcome.
+type jepsenOp struct {
+	value        string
+	queue        int
+	invoke, done time.Duration
+	outcome      outcome
+	offset       int64
+	err          string
+}
+
+type outcome int
+
+const (
+	opOK      outcome = iota // acknowledged at (queue, offset)
+	opFailed                 // refused: nothing stored
+	opUnknown                // may or may not be stored
+)
+
+func freeAddrs(t testing.TB, n int) []string {
+	var ls []net.Listener
+	var out []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		require.NoError(t, l.Close())
+	}
+	return out
+}
+
+func startJepsen(t testing.TB, n int, env ...string) *jepsen {
+	j := &jepsen{t: t, start: time.Now(), commits: map[int][]int64{}, env: env}
+	addrs := freeAddrs(t, 2*n)
+	base := t.TempDir()
+	var peers []string
+	var clients []string
+	for i := range n {
+		p := &proc{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), client: addrs[n+i]}
+		j.procs = append(j.procs, p)
+		peers = append(peers, p.id+"="+addrs[i]+"="+p.client)
+		clients = append(clients, p.client)
+	}
+	j.peers = strings.Join(peers, ",")
+	t.Cleanup(func() {
+		for _, p := range j.procs {
+			if p.cmd != nil {
+				_ = p.cmd.Process.Signal(syscall.SIGCONT)
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+	})
+	for _, p := range j.procs {
+		j.launch(p)
+	}
+	cc, err := remote.DialCluster(clients, nil)
+	require.NoError(t, err)
+	j.cc = cc
+	t.Cleanup(func() { _ = cc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, topic := range []struct {
+		name   string
+		queues int
+	}{{"jepsen", 4}, {"lin", 1}} {
+		require.NoError(t, cc.OnLeader(ctx, func(c *remote.Client) error {
+			err := c.CreateTopic(ctx, topic.name, topic.queues)
+			if errors.Is(err, equeue.ErrTopicExists) {
+				return nil
+			}
+			return err
+		}))
+	}
+	return j
+}
+
+func (j *jepsen) launch(p *proc) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestClusterChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+p.id, childDir+"="+p.dir, childPeers+"="+j.peers)
+	cmd.Env = append(cmd.Env, j.env...)
+	logf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(j.t, err)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(j.t, cmd.Start())
+	p.cmd, p.done, p.paused = cmd, make(chan struct{}), false
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(p.done)
+	}()
+}
+
+func (j *jepsen) now() time.Duration { return time.Since(j.start) }
+
+func (j *jepsen) note(format string, args ...any) {
+	j.mu.Lock()
+	j.nemesis = append(j.nemesis, fmt.Sprintf("%8.3fs ", j.now().Seconds())+fmt.Sprintf(format, args...))
+	j.mu.Unlock()
+}
+
+// leader asks every running, unpaused node who leads: the one that does
+// not refuse a call.
+func (j *jepsen) leader() *proc {
+	for _, p := range j.procs {
+		if p.cmd == nil || p.paused {
+			continue
+		}
+		c, err := remote.Dial(p.client, nil)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err = c.Route(ctx, "jepsen")
+		cancel()
+		_ = c.Close()
+		if err == nil {
+			return p
+		}
+	}
+	return nil
+}
+
+func (j *jepsen) waitLeader(not *proc) *proc {
+	var l *proc
+	eventually(j.t, 60*time.Second, func() error {
+		if l = j.leader(); l == nil || l == not {
+			return errors.New("no leader")
+		}
+		return nil
+	})
+	return l
+}
+
+// send appends one value and records its outcome.
+func (j *jepsen) send(ctx context.Context, value string, queue int) {
+	op := jepsenOp{value: value, queue: queue, invoke: j.now()}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	res, err := j.cc.Append(cctx, &equeue.AppendRequest{Topic: "jepsen", Queue: queue,
+		Messages: []*equeue.Message{{ID: value, Body: []byte(value)}}})
+	cancel()
+	op.done = j.now()
+	switch {
+	case err == nil:
+		op.outcome, op.offset = opOK, res.FirstOffset
+	case isRefusal(err):
+		op.outcome, op.err = opFailed, err.Error()
+	default:
+		op.outcome, op.err = opUnknown, err.Error()
+	}
+	j.mu.Lock()
+	j.ops = append(j.ops, op)
+	j.mu.Unlock()
+}
+
+func (j *jepsen) acked() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := 0
+	for _, op := range j.ops {
+		if op.outcome == opOK {
+			n++
+		}
+	}
+	return n
+}
+
+// waitProgress waits until more sends are acknowledged than now.
+func (j *jepsen) waitProgress(more int) time.Duration {
+	start := time.Now()
+	want := j.acked() + more
+	eventually(j.t, 60*time.Second, func() error {
+		if got := j.acked(); got < want {
+			return fmt.Errorf("%d of %d acknowledged", got, want)
+		}
+		return nil
+	})
+	return time.Since(start)
+}
+
+func (j *jepsen) run(rounds int) {
+	t := j.t
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				j.send(ctx, fmt.Sprintf("w%d-%d", w, i), (w+i)%4)
+			}
+		})
+	}
+	for c := range 2 {
+		wg.Go(func() { j.linClient(ctx, c) })
+	}
+	wg.Go(func() { j.consumeAndSampleCommits(ctx) })
+
+	j.waitProgress(100)
+	for r := range rounds {
+		l := j.waitLeader(nil)
+		if r%2 == 0 {
+			j.note("SIGKILL leader %s", l.id)
+			killed := time.Now()
+			require.NoError(t, l.cmd.Process.Kill())
+			<-l.done
+			l.cmd = nil
+			j.waitProgress(1)
+			j.mu.Lock()
+			j.failover = append(j.failover, time.Since(killed))
+			j.mu.Unlock()
+			j.waitProgress(50)
+			j.note("restart %s", l.id)
+			j.launch(l)
+		} else {
+			j.note("SIGSTOP leader %s", l.id)
+			require.NoError(t, l.cmd.Process.Signal(syscall.SIGSTOP))
+			l.paused = true
+			j.waitLeader(l)
+			j.waitProgress(50)
+			j.note("SIGCONT %s", l.id)
+			require.NoError(t, l.cmd.Process.Signal(syscall.SIGCONT))
+			l.paused = false
+		}
+		j.waitProgress(50)
+	}
+	j.note("heal")
+	j.waitLeader(nil)
+	j.waitProgress(20)
+	stop()
+	wg.Wait()
+	j.freshGroupGetsEverything()
+	time.Sleep(time.Second) // let heartbeats carry the final commit index
+	j.stopAll()
+	j.check()
+}
+
+// stopAll stops every node gracefully (SIGTERM); each applies what is
+// committed before it exits.
+func (j *jepsen) stopAll() {
+	for _, p := range j.procs {
+		require.NotNil(j.t, p.cmd)
+		require.NoError(j.t, p.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, p := range j.procs {
+		select {
+		case <-p.done:
+		case <-time.After(60 * time.Second):
+			j.t.Fatalf("%s did not stop", p.id)
+		}
+		assert.True(j.t, p.cmd.ProcessState.Success(), "%s exited with %v (see %s.log)", p.id, p.cmd.ProcessState, p.dir)
+		p.cmd = nil
+	}
+}

@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector exports a node's Raft state as Prometheus metrics. Register it
+// beside the engine's collector (package metrics; attach the engine with
+// Options.OnEngine).
+type Collector struct {
+	n *Node
+
+	state, term, commit, applied, lastLog, firstLog, serving *prometheus.Desc
+	applyLag, lastContact, leaderChanges, tenures, snapshots *prometheus.Desc
+}
+
+// NewCollector returns a collector of n's metrics.
+func NewCollector(n *Node) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("equeue_cluster_"+name, help, labels, prometheus.Labels{"node": n.ID()})
+	}
+	return &Collector{n: n,
+		state:         d("raft_state", "1 for the node's current Raft state.", "state"),
+		term:          d("term", "Current Raft term."),
+		commit:        d("commit_index", "Highest log index known committed."),
+		applied:       d("applied_index", "Highest log index applied to the store."),
+		lastLog:       d("last_log_index", "Last index in the node's Raft log."),
+		firstLog:      d("first_log_index", "First index in the node's Raft log (earlier ones are in a snapshot)."),
+		serving:       d("serving", "1 while the node serves an engine as leader."),
+		applyLag:      d("apply_lag_entries", "Committed entries not yet applied to the store (a follower's lag)."),
+		lastContact:   d("last_contact_seconds", "Seconds since a follower last heard from the leader."),
+		leaderChanges: d("leader_changes_total", "Leader changes observed by the node."),
+		tenures:       d("tenures_total", "Engines opened by this node as leader."),
+		snapshots:     d("snapshots_installed_total", "Snapshots installed into the node's store."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.lastLog, c.firstLog, c.serving,
+		c.applyLag, c.lastContact, c.leaderChanges, c.tenures, c.snapshots} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.n.Status()
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	cnt := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	for _, st := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
+		v := 0.0
+		if st.String() == s.State {
+			v = 1
+		}
+		g(c.state, v, st.String())
+	}
+	g(c.term, float64(s.Term))
+	g(c.commit, float64(s.CommitIndex))
+	g(c.applied, float64(s.AppliedIndex))
+	g(c.lastLog, float64(s.LastLogIndex))
+	g(c.firstLog, float64(s.FirstLogIndex))
+	serving := 0.0
+	if s.Serving {
+		serving = 1
+	}
+	g(c.serving, serving)
+	lag := 0.0
+	if s.CommitIndex > s.AppliedIndex {
+		lag = float64(s.CommitIndex - s.AppliedIndex)
+	}
+	g(c.applyLag, lag)
+	if !s.LastContact.IsZero() && s.State != raft.Leader.String() {
+		g(c.lastContact, time.Since(s.LastContact).Seconds())
+	}
+	cnt(c.leaderChanges, s.LeaderChanges)
+	cnt(c.tenures, s.Tenures)
+	cnt(c.snapshots, s.SnapshotsInstalled)
+}

@@ -1,0 +1,45 @@
+package cluster_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue/cluster"
+)
+
+func TestCollector_ReportsRaftState(t *testing.T) {
+	c := newCluster(t, 2, nil)
+	leader := c.waitLeader()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(cluster.NewCollector(leader)))
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	assert.Positive(t, n)
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "state" {
+					name += "/" + l.GetValue()
+				}
+			}
+			if m.GetGauge() != nil {
+				got[name] = m.GetGauge().GetValue()
+			} else if m.GetCounter() != nil {
+				got[name] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	assert.Equal(t, 1.0, got["equeue_cluster_serving"])
+	assert.Equal(t, 1.0, got["equeue_cluster_raft_state/Leader"])
+	assert.Equal(t, 0.0, got["equeue_cluster_raft_state/Follower"])
+	assert.Positive(t, got["equeue_cluster_commit_index"])
+	assert.Positive(t, got["equeue_cluster_tenures_total"])
+}

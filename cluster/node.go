@@ -1,0 +1,418 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
+)
+
+// Node is one member of a replicated cluster: a Badger store kept by the
+// Raft FSM, a Raft log (raft-boltdb) and snapshot store, and — while it
+// leads — an engine whose writes are Raft entries. It implements
+// equeue.Broker, so producers and consumers (in-process, or remote through
+// a remote.Server) use it as they use an engine; on a follower every call
+// is refused with a *NotLeaderError that names the leader.
+//
+// A Node is safe for concurrent use. Close it when done.
+type Node struct {
+	opts  Options
+	log   *slog.Logger
+	st    *store.Badger
+	logs  *raftboltdb.BoltStore
+	trans *raft.NetworkTransport
+	raft  *raft.Raft
+	fsm   *fsm
+	peers map[string]string // node ID -> client address, from Options.Peers
+	obs   *raft.Observer
+
+	mu     sync.RWMutex
+	engine *equeue.Engine
+	rstore *replicatedStore
+	seq    uint64 // tenures started by this node (run goroutine only)
+
+	kick    chan struct{}
+	obsCh   chan raft.Observation
+	closing chan struct{}
+	wg      sync.WaitGroup
+
+	tenures       atomic.Uint64 // engines opened as leader
+	leaderChanges atomic.Uint64 // leader observations (elections seen)
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Directory layout of a node.
+const (
+	engineDir = "engine"
+	raftDir   = "raft"
+	raftDB    = "raft.db"
+)
+
+// Log compaction defaults (see Options.SnapshotThreshold): lower than
+// Raft's own (8192 and 10240), because an entry here is a whole writer batch.
+const (
+	defaultSnapshotThreshold = 4096
+	defaultTrailingLogs      = 1024
+)
+
+// defaultApplyTimeout bounds the wait to queue a write into Raft.
+const defaultApplyTimeout = 10 * time.Second
+
+// reconcileEvery is how often the node checks, besides Raft's
+// notifications, that it serves an engine exactly while it leads.
+const reconcileEvery = 100 * time.Millisecond
+
+// followerReclaimEvery is how often a follower gives the space of deleted
+// records back (the leader's engine does it with its retention passes).
+const followerReclaimEvery = 10 * time.Minute
+
+// Open opens (creating it when needed) the node kept in dir and starts its
+// Raft member.
+func Open(dir string, opts *Options) (n *Node, err error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w: a directory is required", equeue.ErrInvalidOptions)
+	}
+	o := *opts
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ApplyTimeout == 0 {
+		o.ApplyTimeout = defaultApplyTimeout
+	}
+	n = &Node{opts: o, log: o.Logger, peers: map[string]string{},
+		kick: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{})}
+	for _, p := range o.Peers {
+		n.peers[p.ID] = p.ClientAddr
+	}
+	var closers []io.Closer
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i].Close()
+			}
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(dir, raftDir), 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
+	}
+	bo := store.DefaultBadgerOptions()
+	if o.Badger != nil {
+		bo = *o.Badger
+	}
+	if bo.Logger == nil {
+		bo.Logger = o.Logger
+	}
+	if n.st, err = store.OpenBadger(filepath.Join(dir, engineDir), &bo); err != nil {
+		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
+	}
+	closers = append(closers, n.st)
+	if n.fsm, err = newFSM(n.st, n.log); err != nil {
+		return nil, err
+	}
+	n.fsm.onTenure = func(fsmState) { n.wake() }
+	if n.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, raftDir, raftDB)}); err != nil {
+		return nil, fmt.Errorf("cluster: open raft log: %w", err)
+	}
+	closers = append(closers, n.logs)
+	rlogOut := o.RaftLog
+	if rlogOut == nil {
+		rlogOut = io.Discard
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: rlogOut, Level: hclog.Info})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, raftDir), 2, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open snapshots: %w", err)
+	}
+	addr, err := net.ResolveTCPAddr("tcp", o.RaftAddr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: RaftAddr %q: %v", equeue.ErrInvalidOptions, o.RaftAddr, err)
+	}
+	if addr.IP == nil || addr.IP.IsUnspecified() {
+		return nil, fmt.Errorf("%w: RaftAddr %q must name a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
+	}
+	if n.trans, err = raft.NewTCPTransportWithLogger(o.RaftAddr, nil, 3, 10*time.Second, hlog); err != nil {
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
+	}
+	closers = append(closers, n.trans)
+
+	conf := n.raftConfig(hlog)
+	cache, err := raft.NewLogCache(512, n.logs)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if o.Bootstrap {
+		has, err := raft.HasExistingState(cache, n.logs, snaps)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: read raft state: %w", err)
+		}
+		if !has {
+			if err := raft.BootstrapCluster(conf, cache, n.logs, snaps, n.trans, n.bootConfig()); err != nil {
+				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+			}
+		}
+	}
+	if n.raft, err = raft.NewRaft(conf, n.fsm, cache, n.logs, snaps, n.trans); err != nil {
+		return nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	n.obs = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.LeaderObservation, raft.RaftState:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(n.obs)
+	n.wg.Add(1)
+	go n.run()
+	n.log.Info("cluster node open", "id", o.ID, "raft", n.RaftAddr(), "client", o.ClientAddr)
+	return n, nil
+}
+
+func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(n.opts.ID)
+	c.Logger = hlog
+	if n.opts.HeartbeatTimeout > 0 {
+		c.HeartbeatTimeout = n.opts.HeartbeatTimeout
+	}
+	if n.opts.ElectionTimeout > 0 {
+		c.ElectionTimeout = n.opts.ElectionTimeout
+	}
+	if n.opts.LeaderLeaseTimeout > 0 {
+		c.LeaderLeaseTimeout = n.opts.LeaderLeaseTimeout
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		c.LeaderLeaseTimeout = c.HeartbeatTimeout
+	}
+	c.SnapshotThreshold, c.TrailingLogs = defaultSnapshotThreshold, defaultTrailingLogs
+	if n.opts.SnapshotThreshold > 0 {
+		c.SnapshotThreshold = n.opts.SnapshotThreshold
+	}
+	if n.opts.TrailingLogs > 0 {
+		c.TrailingLogs = n.opts.TrailingLogs
+	}
+	if n.opts.SnapshotInterval > 0 {
+		c.SnapshotInterval = n.opts.SnapshotInterval
+	}
+	return c
+}
+
+func (n *Node) bootConfig() raft.Configuration {
+	if len(n.opts.Peers) == 0 {
+		return raft.Configuration{Servers: []raft.Server{{ID: raft.ServerID(n.opts.ID), Address: n.trans.LocalAddr()}}}
+	}
+	var c raft.Configuration
+	for _, p := range n.opts.Peers {
+		c.Servers = append(c.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+	}
+	return c
+}
+
+// ID returns the node's ID.
+func (n *Node) ID() string { return n.opts.ID }
+
+// RaftAddr returns the address the node's Raft transport listens on.
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// ClientAddr returns the client address the node was opened with.
+func (n *Node) ClientAddr() string { return n.opts.ClientAddr }
+
+func (n *Node) wake() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run keeps the node serving an engine exactly while it leads.
+func (n *Node) run() {
+	defer n.wg.Done()
+	t := time.NewTicker(reconcileEvery)
+	defer t.Stop()
+	reclaim := time.NewTicker(followerReclaimEvery)
+	defer reclaim.Stop()
+	for {
+		select {
+		case <-n.closing:
+			return
+		case <-reclaim.C:
+			if !n.Status().Serving {
+				if err := n.st.Reclaim(); err != nil {
+					n.log.Warn("reclaim", "err", err)
+				}
+			}
+			continue
+		case <-n.kick:
+		case o := <-n.obsCh:
+			if _, ok := o.Data.(raft.LeaderObservation); ok {
+				n.leaderChanges.Add(1)
+			}
+		case <-t.C:
+		}
+		n.reconcile()
+	}
+}
+
+// reconcile closes an engine whose tenure ended and opens one when the
+// node leads without one.
+func (n *Node) reconcile() {
+	leader := n.raft.State() == raft.Leader
+	n.mu.RLock()
+	e, rs := n.engine, n.rstore
+	n.mu.RUnlock()
+	// A term change ends the tenure even when this node leads again: it may
+	// have missed another leader's writes in between.
+	if e != nil && (!leader || rs.isFenced() || n.fsm.current().tenure != rs.tenure || n.raft.CurrentTerm() != rs.term) {
+		n.stopEngine()
+		e = nil
+	}
+	if leader && e == nil && n.fsm.err() == nil {
+		if err := n.startTenure(); err != nil {
+			n.log.Warn("could not start serving as leader; retrying", "err", err)
+		}
+	}
+}
+
+// maxTerm is the highest Raft term a tenure (and so a group epoch base)
+// can be derived from.
+const maxTerm = 1<<27 - 1
+
+// startTenure commits a tenure entry — after which this node's store holds
+// every entry committed before — and opens an engine on it.
+func (n *Node) startTenure() error {
+	term := n.raft.CurrentTerm()
+	if term > maxTerm {
+		return fmt.Errorf("cluster: raft term %d too high for group epochs", term)
+	}
+	n.seq++
+	tenure := term<<16 | n.seq&0xffff
+	f := n.raft.Apply(encodeTenure(tenure, n.opts.ID, n.opts.ClientAddr), n.opts.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cluster: start tenure: %w", err)
+	}
+	if err, ok := f.Response().(error); ok && err != nil {
+		return fmt.Errorf("cluster: start tenure: %w", err)
+	}
+	if n.fsm.current().tenure != tenure {
+		return errors.New("cluster: another tenure started meanwhile")
+	}
+	rs := newReplicatedStore(n.raft, n.st, term, tenure, n.opts.ApplyTimeout, n.wake)
+	var eo equeue.Options
+	if n.opts.Engine != nil {
+		eo = *n.opts.Engine
+	}
+	eo.Store = rs
+	eo.Sync = equeue.SyncAlways // acknowledged on commit: every write waits for it
+	// Group epochs rise across tenures: the tenure (term, then a counter)
+	// in the high bits, 2^20 epochs per tenure below.
+	eo.EpochBase = int64(tenure) << 20
+	if eo.Logger == nil {
+		eo.Logger = n.log
+	}
+	e, err := equeue.Open("", &eo)
+	if err != nil {
+		rs.fence(err)
+		return fmt.Errorf("cluster: open engine: %w", err)
+	}
+	n.mu.Lock()
+	n.engine, n.rstore = e, rs
+	n.mu.Unlock()
+	n.tenures.Add(1)
+	if n.opts.OnEngine != nil {
+		n.opts.OnEngine(e)
+	}
+	n.log.Info("serving as leader", "term", term, "tenure", tenure)
+	return nil
+}
+
+// stopEngine ends the current tenure and closes its engine.
+func (n *Node) stopEngine() {
+	n.mu.Lock()
+	e, rs := n.engine, n.rstore
+	n.engine, n.rstore = nil, nil
+	n.mu.Unlock()
+	if e == nil {
+		return
+	}
+	if n.opts.OnEngine != nil {
+		n.opts.OnEngine(nil)
+	}
+	rs.fence(errFenced)
+	if err := e.Close(); err != nil {
+		n.log.Warn("engine of an ended tenure closed with errors", "err", err)
+	}
+	n.log.Info("stopped serving as leader")
+}
+
+// closeDrain bounds how long Close waits for committed entries to reach
+// the store.
+const closeDrain = 2 * time.Second
+
+// drain waits (a little) until what Raft committed is applied to the
+// store, so a clean close leaves the store complete. Raft drops what its
+// FSM goroutine had not taken when it shuts down; nothing is lost (the log
+// has it and a restart applies it), but the store would lag the log.
+func (n *Node) drain() {
+	if n.raft.State() == raft.Leader {
+		_ = n.raft.Barrier(closeDrain).Error()
+	}
+	deadline := time.Now().Add(closeDrain)
+	for time.Now().Before(deadline) {
+		st := n.raft.Stats()
+		commit, _ := strconv.ParseUint(st["commit_index"], 10, 64)
+		if st["fsm_pending"] == "0" && n.raft.AppliedIndex() >= commit {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Close stops serving, leaves Raft running no more, and closes the stores.
+// It does not remove the node from the cluster (see RemoveServer).
+// Idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		close(n.closing)
+		n.wg.Wait()
+		n.stopEngine()
+		n.drain()
+		var errs []error
+		if err := n.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
+		}
+		n.raft.DeregisterObserver(n.obs)
+		// Close the connections this node opened, so the peers' handlers
+		// of them end too; Close alone leaves them open.
+		n.trans.CloseStreams()
+		if err := n.trans.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: raft transport: %w", err))
+		}
+		if err := n.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
+		}
+		if err := n.st.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: store: %w", err))
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}

@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
+)
+
+// Peer is one voter named at bootstrap.
+type Peer struct {
+	// ID is the node's Raft server ID.
+	ID string
+	// RaftAddr is the host:port its Raft transport listens on.
+	RaftAddr string
+	// ClientAddr is the address clients reach it at (its gRPC server), told
+	// to clients that ask a follower. Optional.
+	ClientAddr string
+}
+
+// Options configure a Node. A nil *Options is refused: ID and RaftAddr
+// are required.
+type Options struct {
+	// ID names the node in the cluster; it must stay the same across
+	// restarts. Required.
+	ID string
+	// RaftAddr is the host:port the Raft transport listens on and other
+	// nodes dial. Required. Port 0 picks a free port (tests); Node.RaftAddr
+	// reports it.
+	RaftAddr string
+	// ClientAddr is the address clients reach this node at (its gRPC
+	// server). Followers tell clients the leader's. Optional.
+	ClientAddr string
+	// Bootstrap starts a new cluster of Peers (which must include this
+	// node; empty Peers means this node alone) when the node's directory
+	// holds no Raft state yet. Exactly one node should bootstrap a new
+	// cluster, or all with the same Peers.
+	// Without it a new node waits until the leader adds it (Node.AddVoter).
+	Bootstrap bool
+	// Peers are the voters of a bootstrapped cluster.
+	Peers []Peer
+
+	// Engine configures the engine the leader runs. Its Store, InMemory
+	// and Badger fields must be unset (the node opens the store). The node
+	// sets Sync (a write is acknowledged once a majority has it in its
+	// fsynced Raft log, whatever the policy) and EpochBase (from the Raft
+	// term). Nil means defaults.
+	Engine *equeue.Options
+	// Badger tunes the node's Badger store; nil means
+	// store.DefaultBadgerOptions().
+	Badger *store.BadgerOptions
+
+	// HeartbeatTimeout and ElectionTimeout are how long a follower goes
+	// without hearing from the leader before it starts an election. Zero
+	// means 1 s each (Raft's defaults).
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration // see HeartbeatTimeout
+	// LeaderLeaseTimeout is how long a leader goes without reaching a
+	// majority before it steps down. Zero means 500 ms.
+	LeaderLeaseTimeout time.Duration
+	// ApplyTimeout bounds the wait to hand a write to Raft (not the wait
+	// for its commit). Zero means 10 s.
+	ApplyTimeout time.Duration
+	// SnapshotThreshold is how many new log entries trigger a snapshot;
+	// TrailingLogs how many entries a snapshot leaves in the log for slow
+	// followers; SnapshotInterval how often the threshold is checked. An
+	// entry is one writer batch (up to the store's batch limit, megabytes
+	// for bulk sends), so the log holds up to about threshold + trailing
+	// entries; a snapshot copies the whole store. Zero means 4096, 1024
+	// and 2 min.
+	SnapshotThreshold uint64
+	TrailingLogs      uint64        // see SnapshotThreshold
+	SnapshotInterval  time.Duration // see SnapshotThreshold
+
+	// OnEngine, when set, is called with the engine when the node starts
+	// serving as leader, and with nil when it stops (to attach metrics,
+	// for one). It runs on the node's own goroutine: keep it short.
+	OnEngine func(e *equeue.Engine)
+
+	// Logger receives the node's logs. Nil means silent.
+	Logger *slog.Logger
+	// RaftLog receives the Raft library's own logs. Nil means silent.
+	RaftLog io.Writer
+}
+
+func (o *Options) validate() error {
+	if o == nil {
+		return fmt.Errorf("%w: nil cluster options", equeue.ErrInvalidOptions)
+	}
+	if o.ID == "" || len(o.ID) > 255 {
+		return fmt.Errorf("%w: node ID must be 1-255 bytes", equeue.ErrInvalidOptions)
+	}
+	if o.RaftAddr == "" {
+		return fmt.Errorf("%w: RaftAddr is required", equeue.ErrInvalidOptions)
+	}
+	if len(o.ClientAddr) > 255 {
+		return fmt.Errorf("%w: ClientAddr longer than 255 bytes", equeue.ErrInvalidOptions)
+	}
+	if o.Engine != nil {
+		if o.Engine.Store != nil || o.Engine.InMemory || o.Engine.Badger != nil {
+			return fmt.Errorf("%w: Engine.Store, Engine.InMemory and Engine.Badger must be unset; the node opens its store", equeue.ErrInvalidOptions)
+		}
+		if err := o.Engine.Validate(); err != nil {
+			return err
+		}
+	}
+	if o.Bootstrap && len(o.Peers) > 0 {
+		self := false
+		for _, p := range o.Peers {
+			if p.ID == "" || p.RaftAddr == "" {
+				return fmt.Errorf("%w: a peer needs an ID and a RaftAddr", equeue.ErrInvalidOptions)
+			}
+			self = self || p.ID == o.ID
+		}
+		if !self {
+			return fmt.Errorf("%w: Bootstrap needs Peers that include this node (%q)", equeue.ErrInvalidOptions, o.ID)
+		}
+	}
+	for _, d := range []time.Duration{o.HeartbeatTimeout, o.ElectionTimeout, o.LeaderLeaseTimeout, o.ApplyTimeout, o.SnapshotInterval} {
+		if d < 0 {
+			return fmt.Errorf("%w: negative timeout", equeue.ErrInvalidOptions)
+		}
+	}
+	return nil
+}

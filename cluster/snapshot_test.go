@@ -1,0 +1,83 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+)
+
+// snapshotOften makes nodes snapshot every few entries and keep a short log.
+func snapshotOften(o *cluster.Options) {
+	o.SnapshotThreshold = 32
+	o.TrailingLogs = 8
+	o.SnapshotInterval = 50 * time.Millisecond
+}
+
+// A node that was down while the others wrote more than their trailing
+// logs catches up from a snapshot plus the log.
+func TestCluster_SnapshotInstallOnNodeBehind(t *testing.T) {
+	c := newCluster(t, 3, snapshotOften)
+	ctx := context.Background()
+	leader := c.waitLeader()
+	require.NoError(t, leader.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	l := c.leaderIndex()
+	down := (l + 1) % 3
+	downIndex := c.nodes[down].Status().LastLogIndex
+	c.stop(down)
+
+	h := newHistory()
+	nodes := func() []*cluster.Node { return c.nodes }
+	for i := range 300 {
+		h.sendAcked(ctx, c, nodes, "t", 0, "m"+strconv.Itoa(i))
+	}
+	require.Len(t, h.acked, 300)
+	// The leader compacted its log past what the stopped node has.
+	eventually(t, 30*time.Second, func() error {
+		if _, err := c.waitLeader().Engine(); err != nil {
+			return err
+		}
+		for _, n := range c.nodes {
+			if n != nil && n.Status().Serving {
+				if first := firstLogIndex(t, n); first <= downIndex+1 {
+					return fmt.Errorf("leader's log still starts at %d", first)
+				}
+			}
+		}
+		return nil
+	})
+	c.start(down, false)
+	c.waitConverged()
+	assert.Positive(t, c.nodes[down].Status().SnapshotsInstalled, "caught up from a snapshot")
+	// It serves as leader with what it restored.
+	require.NoError(t, c.waitLeader().TransferLeadership(ctx, c.id(down)))
+	eventually(t, 30*time.Second, func() error {
+		if !c.nodes[down].Status().Serving {
+			return fmt.Errorf("%s does not lead", c.id(down))
+		}
+		return nil
+	})
+	res, err := c.nodes[down].Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(300), res.FirstOffset)
+	h.acked["after"] = ack{queue: 0, offset: 300}
+	c.waitConverged()
+	c.closeAll()
+	var stored []map[int][]string
+	for _, dir := range c.dirs {
+		stored = append(stored, readAll(t, dir, "t"))
+	}
+	h.check(t, stored)
+}
+
+func firstLogIndex(t *testing.T, n *cluster.Node) uint64 {
+	t.Helper()
+	return n.Status().FirstLogIndex
+}

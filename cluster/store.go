@@ -1,0 +1,158 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
+)
+
+// replicatedStore is the equeue.Store the leader's engine runs on. It is
+// the seam between the engine and Raft: every write the engine makes — the
+// writer's sealed batch of commands, retention trims, dropped queues —
+// becomes one Raft entry of the engine's tenure, and returns once a
+// majority has it in its log and the local FSM applied it. Reads go to the
+// local Badger store, which the FSM keeps.
+//
+// It serves one tenure. The first write that fails fences it for good:
+// the engine's memory may no longer match the store (an indeterminate
+// write may yet be committed), so every later write is refused and the
+// node opens a new engine under a new tenure.
+type replicatedStore struct {
+	raft    *raft.Raft
+	local   *store.Badger
+	tenure  uint64
+	term    uint64 // the Raft term the tenure started in
+	timeout time.Duration
+	limits  store.Limits
+	onFence func()
+
+	mu     sync.Mutex
+	fenced error
+}
+
+var _ equeue.Store = (*replicatedStore)(nil)
+
+func newReplicatedStore(r *raft.Raft, local *store.Badger, term, tenure uint64, timeout time.Duration, onFence func()) *replicatedStore {
+	l := local.Limits()
+	// Leave room for the FSM's state op, written with every batch.
+	if l.MaxEntries > 0 {
+		l.MaxEntries--
+	}
+	if l.MaxBytes > 0 {
+		l.MaxBytes -= stateRoom
+	}
+	return &replicatedStore{raft: r, local: local, term: term, tenure: tenure, timeout: timeout, limits: l, onFence: onFence}
+}
+
+// errFenced is the cause carried by writes refused after the tenure ended.
+var errFenced = errors.New("cluster: leader tenure ended")
+
+// fence ends the tenure with cause.
+func (s *replicatedStore) fence(cause error) {
+	s.mu.Lock()
+	first := s.fenced == nil
+	if first {
+		s.fenced = cause
+	}
+	s.mu.Unlock()
+	if first && s.onFence != nil {
+		s.onFence()
+	}
+}
+
+func (s *replicatedStore) isFenced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fenced != nil
+}
+
+// apply replicates one entry and reports its outcome as the engine needs
+// it: nil (committed and applied), an error matching equeue.ErrNotLeader
+// (not stored) or one matching equeue.ErrIndeterminate (unknown).
+func (s *replicatedStore) apply(data []byte) error {
+	s.mu.Lock()
+	fenced := s.fenced
+	s.mu.Unlock()
+	if fenced != nil {
+		return fmt.Errorf("%w: %w", equeue.ErrNotLeader, fenced)
+	}
+	f := s.raft.Apply(data, s.timeout)
+	err := f.Error()
+	if err == nil {
+		if rerr, ok := f.Response().(error); ok && rerr != nil {
+			err = rerr
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	s.fence(err)
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, errStaleTenure):
+		// Never entered the log, or ignored by every node's FSM.
+		return fmt.Errorf("%w: %w", equeue.ErrNotLeader, err)
+	default:
+		// In the log, and a later leader may commit it (or not).
+		return fmt.Errorf("%w: %w", equeue.ErrIndeterminate, err)
+	}
+}
+
+// Write replicates b as one Raft entry.
+func (s *replicatedStore) Write(b *store.Batch) error {
+	if b == nil || len(b.Entries)+len(b.Meta) == 0 {
+		return nil
+	}
+	if !s.limits.Allows(b) {
+		return fmt.Errorf("%w: the batch exceeds the store's limits", store.ErrBatchTooLarge)
+	}
+	return s.apply(encodeBatch(s.tenure, b))
+}
+
+// Sync does nothing: a write returns once the Raft log holding it is
+// fsynced on a majority.
+func (s *replicatedStore) Sync() error { return nil }
+
+// DeleteRange replicates the deletion.
+func (s *replicatedStore) DeleteRange(q store.QueueID, from, to uint64) error {
+	return s.apply(encodeRange(entryDelete, s.tenure, q, from, to))
+}
+
+// DropQueue replicates the deletion of q.
+func (s *replicatedStore) DropQueue(q store.QueueID) error {
+	return s.apply(encodeRange(entryDrop, s.tenure, q, 0, 0))
+}
+
+func (s *replicatedStore) Read(q store.QueueID, from, to uint64, max, maxBytes int) ([]store.Record, error) {
+	return s.local.Read(q, from, to, max, maxBytes)
+}
+
+func (s *replicatedStore) Bounds(q store.QueueID) (first, next uint64, ok bool, err error) {
+	return s.local.Bounds(q)
+}
+
+func (s *replicatedStore) GetMeta(key []byte) ([]byte, error) { return s.local.GetMeta(key) }
+
+func (s *replicatedStore) ScanMeta(prefix []byte, fn func(key, value []byte) error) error {
+	return s.local.ScanMeta(prefix, fn)
+}
+
+func (s *replicatedStore) Size() (int64, error) { return s.local.Size() }
+
+func (s *replicatedStore) Limits() store.Limits { return s.limits }
+
+// Reclaim compacts the local store only; every node reclaims its own.
+func (s *replicatedStore) Reclaim() error { return s.local.Reclaim() }
+
+// Close does not close the local store: the node owns it and outlives
+// the engine.
+func (s *replicatedStore) Close() error {
+	s.fence(errFenced)
+	return nil
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/remote"
+)
+
+const envClusterAdmin = "EQUEUE_CLUSTER_ADMIN"
+
+// clusterCommand administers a replicated cluster through a node's
+// --cluster-admin address.
+func (a *app) clusterCommand() *cobra.Command {
+	var admin string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Administer a replicated cluster (equeue serve --cluster-id)",
+		Long: `cluster talks to the administration address (--cluster-admin) of a node
+started with "equeue serve --cluster-id". Changes (add, remove,
+transfer-leadership) must go to the leader's node; status works on any node
+and names the leader.`,
+		Example: `  equeue cluster status --admin 127.0.0.1:7851
+  equeue cluster add n2 127.0.0.1:7752 --admin 127.0.0.1:7851
+  equeue cluster remove n3 --admin 127.0.0.1:7851
+  equeue cluster transfer-leadership --admin 127.0.0.1:7851`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&admin, "admin", "", "HOST:PORT of a node's --cluster-admin (default $"+envClusterAdmin+")")
+	call := func(ctx context.Context, method, path string, q url.Values, out any) error {
+		if admin == "" {
+			admin = os.Getenv(envClusterAdmin)
+		}
+		if admin == "" {
+			return usageErrorf("give --admin HOST:PORT, a node's --cluster-admin address")
+		}
+		ctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+		defer cancel()
+		u := "http://" + admin + path
+		if len(q) > 0 {
+			u += "?" + q.Encode()
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, nil)
+		if err != nil {
+			return err
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("reach %s: %w", admin, err)
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		if err != nil {
+			return err
+		}
+		if res.StatusCode != http.StatusOK {
+			var e struct{ Error string }
+			if json.Unmarshal(body, &e) == nil && e.Error != "" {
+				return fmt.Errorf("%s", e.Error)
+			}
+			return fmt.Errorf("%s: %s", res.Status, strings.TrimSpace(string(body)))
+		}
+		if out != nil {
+			return json.Unmarshal(body, out)
+		}
+		return nil
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show a node's view of the cluster",
+		Args:  args(cobra.NoArgs),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			var s cluster.Status
+			if err := call(cmd.Context(), http.MethodGet, "/cluster/status", nil, &s); err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(s)
+			}
+			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "node:\t%s (%s, term %d)\n", s.ID, s.State, s.Term)
+			fmt.Fprintf(w, "leader:\t%s %s\n", s.LeaderID, s.LeaderAddr)
+			fmt.Fprintf(w, "serving:\t%v\n", s.Serving)
+			fmt.Fprintf(w, "log:\tfirst %d, last %d, commit %d, applied %d\n", s.FirstLogIndex, s.LastLogIndex, s.CommitIndex, s.AppliedIndex)
+			fmt.Fprintf(w, "leader changes:\t%d (tenures here %d, snapshots installed %d)\n", s.LeaderChanges, s.Tenures, s.SnapshotsInstalled)
+			fmt.Fprintln(w, "SERVER\tRAFT ADDRESS\tVOTER")
+			for _, sv := range s.Servers {
+				fmt.Fprintf(w, "%s\t%s\t%v\n", sv.ID, sv.RaftAddr, sv.Voter)
+			}
+			return w.Flush()
+		}),
+	}
+	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	add := &cobra.Command{
+		Use:   "add ID RAFTADDR",
+		Short: "Add a voter (ask the leader's node)",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := call(cmd.Context(), http.MethodPost, "/cluster/add", url.Values{"id": {args[0]}, "raft": {args[1]}}, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "added %s at %s\n", args[0], args[1])
+			return nil
+		}),
+	}
+	remove := &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a server (ask the leader's node)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := call(cmd.Context(), http.MethodPost, "/cluster/remove", url.Values{"id": {args[0]}}, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "removed %s\n", args[0])
+			return nil
+		}),
+	}
+	transfer := &cobra.Command{
+		Use:   "transfer-leadership [ID]",
+		Short: "Hand leadership to another voter (ask the leader's node)",
+		Args:  args(cobra.MaximumNArgs(1)),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if len(args) == 1 {
+				q.Set("id", args[0])
+			}
+			if err := call(cmd.Context(), http.MethodPost, "/cluster/transfer", q, nil); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, "leadership transferred")
+			return nil
+		}),
+	}
+	cmd.AddCommand(status, add, remove, transfer)
+	return cmd
+}
+
+// dialCluster connects to the comma-separated nodes of --server and
+// follows their leader.
+func (a *app) dialCluster() (*remote.ClusterClient, error) {
+	tlsConf, err := a.clientTLS()
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, s := range strings.Split(a.server, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			addrs = append(addrs, s)
+		}
+	}
+	c, err := remote.DialCluster(addrs, &remote.ClientOptions{TLS: tlsConf, Token: a.token, Logger: a.log})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", a.server, err)
+	}
+	return c, nil
+}

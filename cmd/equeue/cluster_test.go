@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clusterNode is one "equeue serve --cluster-id" process.
+type clusterNode struct {
+	id, dir, listen, raft, admin string
+	srv                          *server
+}
+
+func startClusterNode(t *testing.T, base, id string, bootstrap bool) *clusterNode {
+	n := &clusterNode{id: id, dir: filepath.Join(base, id), listen: freePort(t), raft: freePort(t), admin: freePort(t)}
+	args := []string{"--dir", n.dir, "--listen", n.listen, "--cluster-id", id, "--cluster-raft", n.raft, "--cluster-admin", n.admin}
+	if bootstrap {
+		args = append(args, "--cluster-bootstrap")
+	}
+	n.srv = startServe(t, args...)
+	return n
+}
+
+type statusJSON struct {
+	ID, State, LeaderID, LeaderAddr string
+	Serving                         bool
+	Servers                         []struct{ ID string }
+}
+
+func (n *clusterNode) status(t *testing.T) (statusJSON, bool) {
+	r := cli(t, "cluster", "status", "--json", "--admin", n.admin)
+	var s statusJSON
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &s) != nil {
+		return s, false
+	}
+	return s, true
+}
+
+func TestCluster_ServeAddProduceTransferRemove(t *testing.T) {
+	base := t.TempDir()
+	n1 := startClusterNode(t, base, "n1", true)
+	eventually(t, 60*time.Second, "n1 leads", func() bool {
+		s, ok := n1.status(t)
+		return ok && s.Serving
+	})
+	n2 := startClusterNode(t, base, "n2", false)
+	n3 := startClusterNode(t, base, "n3", false)
+	for _, n := range []*clusterNode{n2, n3} {
+		if out := ok(t, "cluster", "add", n.id, n.raft, "--admin", n1.admin); !strings.Contains(out, "added "+n.id) {
+			t.Fatalf("add said %q", out)
+		}
+	}
+	eventually(t, 60*time.Second, "n3 sees three voters and the leader", func() bool {
+		s, ok := n3.status(t)
+		return ok && len(s.Servers) == 3 && s.LeaderID == "n1" && s.LeaderAddr == n1.listen
+	})
+	// A change asked of a follower is refused and names the leader.
+	fails(t, 1, "not the cluster leader", "cluster", "remove", "n1", "--admin", n2.admin)
+
+	ok(t, "--server", n1.listen, "topic", "create", "orders", "--queues", "2")
+	ok(t, "--server", n1.listen, "produce", "orders", "hello")
+	// A follower refuses clients and names the leader.
+	fails(t, 1, n1.listen, "--server", n2.listen, "topic", "list")
+
+	// --server with several nodes follows the leader.
+	all := n2.listen + "," + n3.listen + "," + n1.listen
+	ok(t, "--server", all, "produce", "orders", "world")
+
+	ok(t, "cluster", "transfer-leadership", "n2", "--admin", n1.admin)
+	eventually(t, 60*time.Second, "n2 leads", func() bool {
+		s, ok := n2.status(t)
+		return ok && s.Serving
+	})
+	out := ok(t, "--server", all, "consume", "orders", "--from", "earliest", "--count", "2")
+	if !strings.Contains(out, "hello") || !strings.Contains(out, "world") {
+		t.Fatalf("consume on the new leader said %q", out)
+	}
+	ok(t, "cluster", "remove", "n3", "--admin", n2.admin)
+	eventually(t, 60*time.Second, "two voters left", func() bool {
+		s, ok := n2.status(t)
+		return ok && len(s.Servers) == 2
+	})
+	for _, n := range []*clusterNode{n3, n1, n2} {
+		if code := n.srv.stop(t); code != 0 {
+			t.Fatalf("%s exited %d:\n%s", n.id, code, n.srv.stderr)
+		}
+	}
+}

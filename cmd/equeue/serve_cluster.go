@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/metrics"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// clusterFlags switch `equeue serve` to a node of a replicated cluster
+// (package cluster): the directory then holds the node's store and Raft log,
+// and --listen is the address followers name to clients.
+type clusterFlags struct {
+	id, raft, advertise, peers, admin string
+	bootstrap                         bool
+}
+
+func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&c.id, "cluster-id", "", "serve as the node with this ID of a replicated cluster (cluster mode)")
+	f.StringVar(&c.raft, "cluster-raft", "", "HOST:PORT the node's Raft transport listens on and other nodes dial")
+	f.StringVar(&c.advertise, "cluster-advertise", "", "client address (HOST:PORT) of this node told to clients (default --listen)")
+	f.BoolVar(&c.bootstrap, "cluster-bootstrap", false, "start a new cluster of --cluster-peers (or of this node alone) if the directory has no Raft state")
+	f.StringVar(&c.peers, "cluster-peers", "", "ID=RAFT=CLIENT,... the voters of a new cluster, with --cluster-bootstrap")
+	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP, no authentication) on, for \"equeue cluster\"")
+}
+
+func (c *clusterFlags) enabled() bool { return c != nil && c.id != "" }
+
+func parsePeers(s string) ([]cluster.Peer, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []cluster.Peer
+	for _, p := range strings.Split(s, ",") {
+		f := strings.Split(p, "=")
+		if len(f) < 2 || len(f) > 3 || f[0] == "" || f[1] == "" {
+			return nil, fmt.Errorf("peer %q: want ID=RAFTADDR or ID=RAFTADDR=CLIENTADDR", p)
+		}
+		peer := cluster.Peer{ID: f[0], RaftAddr: f[1]}
+		if len(f) == 3 {
+			peer.ClientAddr = f[2]
+		}
+		out = append(out, peer)
+	}
+	return out, nil
+}
+
+// serveCluster is `equeue serve` in cluster mode.
+func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
+	cf := c.cluster
+	if cf.raft == "" {
+		return usageErrorf("--cluster-id needs --cluster-raft HOST:PORT")
+	}
+	if len(c.addons) > 0 {
+		return usageErrorf("serve add-ons are not available in cluster mode yet")
+	}
+	peers, err := parsePeers(cf.peers)
+	if err != nil {
+		return usageErrorf("--cluster-peers: %v", err)
+	}
+	advertise := cf.advertise
+	if advertise == "" {
+		advertise = c.listen
+	}
+	eopts := &equeue.Options{Logger: a.log}
+	var m *metrics.Collector
+	if c.metrics != "" {
+		m = metrics.New()
+		eopts.Observer = m
+	}
+	bo := badgerOptions(a.log)
+	node, err := cluster.Open(a.dir, &cluster.Options{
+		ID: cf.id, RaftAddr: cf.raft, ClientAddr: advertise, Bootstrap: cf.bootstrap, Peers: peers,
+		Engine: eopts, Badger: &bo, Logger: a.log,
+		OnEngine: func(e *equeue.Engine) {
+			if m != nil {
+				m.Attach(e)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := node.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close cluster node: %w", cerr))
+		}
+	}()
+	srv, err := remote.NewBackendServer(node, c.server)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.listen, err)
+	}
+	errc := make(chan error, 3)
+	var https []*http.Server
+	defer func() {
+		for _, hs := range https {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = hs.Shutdown(sctx)
+			cancel()
+		}
+	}()
+	if m != nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(m, cluster.NewCollector(node), collectors.NewGoCollector(),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{a}}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+		hs, err := serveHTTP(c.metrics, mux, errc)
+		if err != nil {
+			_ = lis.Close()
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		https = append(https, hs)
+	}
+	if cf.admin != "" {
+		hs, err := serveHTTP(cf.admin, cluster.AdminHandler(node), errc)
+		if err != nil {
+			_ = lis.Close()
+			return fmt.Errorf("--cluster-admin: %w", err)
+		}
+		https = append(https, hs)
+	}
+	go func() { errc <- srv.Serve(lis) }()
+	a.log.Info("serving cluster node", "dir", a.dir, "id", cf.id, "raft", node.RaftAddr(), "listen", lis.Addr().String(),
+		"admin", cf.admin, "metrics", c.metrics)
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		a.log.Info("signal received, shutting down")
+	case serveErr = <-errc:
+		a.log.Error("server stopped", "err", serveErr)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(shutdownGrace):
+		srv.Stop()
+		<-stopped
+	}
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}
+
+// serveHTTP serves h on addr; a failure after the listener is up goes to errc.
+func serveHTTP(addr string, h http.Handler, errc chan<- error) (*http.Server, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	return hs, nil
+}

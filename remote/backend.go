@@ -1,0 +1,58 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Backend is what a Server serves: the broker seam plus the engine's admin
+// calls. *equeue.Engine implements it; so does a replicated cluster node
+// (package cluster), whose followers refuse calls with an error matching
+// equeue.ErrNotLeader that names the leader (see Error.Leader).
+type Backend interface {
+	equeue.Broker
+
+	// WaitAny waits until one of pulls has something (PullMany).
+	WaitAny(ctx context.Context, pulls []*equeue.PullRequest, wait time.Duration) error
+
+	// Topics lists the topics.
+	Topics(ctx context.Context) ([]equeue.TopicInfo, error)
+	// Topic describes one topic.
+	Topic(ctx context.Context, name string) (equeue.TopicInfo, error)
+	// CreateTopicWith creates a topic with options.
+	CreateTopicWith(ctx context.Context, name string, o equeue.TopicOptions) error
+	// AddQueues adds queues to a topic.
+	AddQueues(ctx context.Context, name string, n int) error
+	// SetQueueWritable opens or closes a queue to producers.
+	SetQueueWritable(ctx context.Context, name string, queueID int, writable bool) error
+	// DeleteTopic deletes a topic and its messages.
+	DeleteTopic(ctx context.Context, name string) error
+	// Groups lists the consumer groups.
+	Groups(ctx context.Context) ([]equeue.GroupInfo, error)
+	// Group describes one consumer group.
+	Group(ctx context.Context, name string) (equeue.GroupInfo, error)
+	// ResetOffsets moves a group's committed offsets.
+	ResetOffsets(ctx context.Context, group string, req equeue.ResetRequest) error
+	// DeadLetters lists a group's dead letters (positional form).
+	DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error)
+	// ListDeadLetters lists a group's dead letters.
+	ListDeadLetters(ctx context.Context, group string, req equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error)
+	// Redrive sends dead letters back to their topics.
+	Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error)
+	// Delayed reports pending delayed messages.
+	Delayed(ctx context.Context, max int) (equeue.DelayedInfo, error)
+}
+
+var _ Backend = (*equeue.Engine)(nil)
+
+// NewBackendServer returns a server for b (an engine or a cluster node).
+// NewServer(e, opts) is NewBackendServer(e, opts).
+func NewBackendServer(b Backend, opts *ServerOptions) (*Server, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil backend", equeue.ErrInvalidArgument)
+	}
+	return newServer(b, opts)
+}

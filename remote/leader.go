@@ -1,0 +1,287 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/equeue-go/equeue"
+)
+
+// ClusterClient is a client of a replicated cluster (package cluster). It
+// knows several nodes' addresses, sends every call to the leader, follows
+// a follower's answer naming the leader, and retries through elections
+// with backoff. It implements equeue.Broker, so producers and consumers use
+// it as they use a Client. Safe for concurrent use; Close it when done.
+//
+// Retries: a refusal matching equeue.ErrNotLeader or ErrBusy did nothing,
+// so every call is retried on it. Calls that change nothing twice when
+// repeated (Route, Pull, group membership, offsets) are also retried when
+// a node cannot be reached. Append and SendBack are not: when the
+// connection fails during one, it may have been stored, and the error
+// (ErrUnavailable, or equeue.ErrIndeterminate when the leader lost its
+// leadership during the write) is returned; send again with the same
+// message IDs on a topic with a dedup window to store it at most once.
+// Retries stop when the call's context ends, or after FailoverWait.
+type ClusterClient struct {
+	opts  ClientOptions
+	addrs []string // every address known, in the order given, then learned
+
+	mu      sync.Mutex
+	clients map[string]*Client
+	leader  string // best guess; "" when unknown
+	next    int    // round robin over addrs when the leader is unknown
+
+	closed atomic.Bool
+}
+
+// FailoverWait bounds how long a ClusterClient call retries through an
+// election when its context has no deadline.
+const FailoverWait = 30 * time.Second
+
+var _ equeue.Broker = (*ClusterClient)(nil)
+
+// DialCluster returns a client of the cluster whose nodes serve at addrs
+// (each "host:port"). One reachable node is enough: followers name the
+// leader. opts apply to the connection to each node.
+func DialCluster(addrs []string, opts *ClientOptions) (*ClusterClient, error) {
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: no addresses", equeue.ErrInvalidArgument)
+	}
+	cc := &ClusterClient{clients: map[string]*Client{}}
+	if opts != nil {
+		cc.opts = *opts
+	}
+	cc.opts.DialTimeout = 0 // connect lazily: some nodes may be down
+	for _, a := range addrs {
+		if a == "" {
+			return nil, fmt.Errorf("%w: empty address", equeue.ErrInvalidArgument)
+		}
+		if !slices.Contains(cc.addrs, a) {
+			cc.addrs = append(cc.addrs, a)
+		}
+	}
+	return cc, nil
+}
+
+// client returns the client of addr, dialing it the first time.
+func (cc *ClusterClient) client(addr string) (*Client, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.closed.Load() {
+		return nil, equeue.ErrClosed
+	}
+	if c, ok := cc.clients[addr]; ok {
+		return c, nil
+	}
+	c, err := Dial(addr, &cc.opts)
+	if err != nil {
+		return nil, err
+	}
+	cc.clients[addr] = c
+	if !slices.Contains(cc.addrs, addr) {
+		cc.addrs = append(cc.addrs, addr)
+	}
+	return c, nil
+}
+
+// target is the address to call next.
+func (cc *ClusterClient) target() string {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.leader != "" {
+		return cc.leader
+	}
+	a := cc.addrs[cc.next%len(cc.addrs)]
+	cc.next++
+	return a
+}
+
+// redirect records what a call to addr learned: the leader's address, or
+// that addr is not it (leader "").
+func (cc *ClusterClient) redirect(addr, leader string) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	switch {
+	case leader != "":
+		cc.leader = leader
+	case cc.leader == addr:
+		cc.leader = ""
+	}
+}
+
+// Leader returns the address the client currently takes for the leader's,
+// "" when it does not know.
+func (cc *ClusterClient) Leader() string {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.leader
+}
+
+// Close closes the connections to every node. Idempotent.
+func (cc *ClusterClient) Close() error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !cc.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var errs []error
+	for _, c := range cc.clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// onCluster runs f on the leader's client until it succeeds, fails with an
+// error retrying cannot help, or ctx (or FailoverWait) ends. repeatable
+// says whether f may run again after a failure that may have reached the
+// node (see ClusterClient).
+func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f func(*Client) (T, error)) (T, error) {
+	var zero T
+	if ctx == nil {
+		return zero, fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument)
+	}
+	giveUp := time.Now().Add(FailoverWait)
+	if d, ok := ctx.Deadline(); ok {
+		giveUp = d
+	}
+	delay := 10 * time.Millisecond
+	var last error
+	hops := 0 // redirects followed without waiting
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && hops == 0 {
+			if time.Now().Add(delay).After(giveUp) {
+				return zero, last
+			}
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return zero, last
+			case <-t.C:
+			}
+			delay = min(2*delay, 500*time.Millisecond)
+		}
+		addr := cc.target()
+		c, err := cc.client(addr)
+		if err != nil {
+			if errors.Is(err, equeue.ErrClosed) {
+				return zero, err
+			}
+			last = err
+			cc.redirect(addr, "")
+			continue
+		}
+		if !repeatable && c.conn.GetState() == connectivity.TransientFailure {
+			// The node cannot be reached: a call would fail before it is
+			// sent. Try another one.
+			c.conn.Connect()
+			last = fmt.Errorf("%w: %s unreachable", ErrUnavailable, addr)
+			cc.redirect(addr, "")
+			continue
+		}
+		v, err := f(c)
+		if err == nil {
+			cc.redirect(addr, addr)
+			return v, nil
+		}
+		last = err
+		var re *Error
+		switch {
+		case errors.Is(err, equeue.ErrNotLeader):
+			leader := ""
+			if errors.As(err, &re) && re.Leader != addr {
+				leader = re.Leader
+			}
+			cc.redirect(addr, leader)
+			if leader != "" && hops < 3 && ctx.Err() == nil {
+				hops++ // follow at once, a few times in a row
+				continue
+			}
+			hops = 0
+		case errors.Is(err, ErrBusy):
+			hops = 0
+		case errors.Is(err, ErrUnavailable) && repeatable:
+			hops = 0
+			cc.redirect(addr, "")
+		default:
+			if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+				// Unreachable, or too slow (a paused leader holds calls
+				// until they time out): the next call asks the others.
+				cc.redirect(addr, "")
+			}
+			return zero, err
+		}
+	}
+}
+
+func onCluster0(ctx context.Context, cc *ClusterClient, repeatable bool, f func(*Client) error) error {
+	_, err := onCluster(ctx, cc, repeatable, func(c *Client) (struct{}, error) { return struct{}{}, f(c) })
+	return err
+}
+
+// Route returns a topic's queues, from the leader.
+func (cc *ClusterClient) Route(ctx context.Context, topic string) (equeue.Route, error) {
+	return onCluster(ctx, cc, true, func(c *Client) (equeue.Route, error) { return c.Route(ctx, topic) })
+}
+
+// Append stores messages on the cluster (see ClusterClient for retries).
+func (cc *ClusterClient) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
+	return onCluster(ctx, cc, false, func(c *Client) (equeue.AppendResult, error) { return c.Append(ctx, req) })
+}
+
+// Pull reads from the leader.
+func (cc *ClusterClient) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error) {
+	return onCluster(ctx, cc, true, func(c *Client) (equeue.PullResult, error) { return c.Pull(ctx, req) })
+}
+
+// JoinGroup joins a group coordinated by the leader.
+func (cc *ClusterClient) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
+	return onCluster(ctx, cc, true, func(c *Client) (equeue.Assignment, error) { return c.JoinGroup(ctx, req) })
+}
+
+// Heartbeat keeps a member alive on the leader.
+func (cc *ClusterClient) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error) {
+	return onCluster(ctx, cc, true, func(c *Client) (equeue.Assignment, error) { return c.Heartbeat(ctx, req) })
+}
+
+// LeaveGroup removes a member.
+func (cc *ClusterClient) LeaveGroup(ctx context.Context, req *equeue.LeaveRequest) error {
+	return onCluster0(ctx, cc, true, func(c *Client) error { return c.LeaveGroup(ctx, req) })
+}
+
+// ReleaseQueues gives up queues a member was asked to hand over.
+func (cc *ClusterClient) ReleaseQueues(ctx context.Context, group, member string, queues []equeue.Grant) error {
+	return onCluster0(ctx, cc, true, func(c *Client) error { return c.ReleaseQueues(ctx, group, member, queues) })
+}
+
+// CommitOffsets commits offsets on the leader.
+func (cc *ClusterClient) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) error {
+	return onCluster0(ctx, cc, true, func(c *Client) error { return c.CommitOffsets(ctx, req) })
+}
+
+// FetchOffsets returns committed offsets.
+func (cc *ClusterClient) FetchOffsets(ctx context.Context, group, member string, queues []equeue.Grant) ([]equeue.OffsetCommit, error) {
+	return onCluster(ctx, cc, true, func(c *Client) ([]equeue.OffsetCommit, error) {
+		return c.FetchOffsets(ctx, group, member, queues)
+	})
+}
+
+// SendBack stores a failed message in its group's retry or dead-letter
+// topic (not retried when the connection fails; see ClusterClient).
+func (cc *ClusterClient) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equeue.SendBackResult, error) {
+	return onCluster(ctx, cc, false, func(c *Client) (equeue.SendBackResult, error) { return c.SendBack(ctx, req) })
+}
+
+// OnLeader runs f with the leader's client, following the leader and
+// retrying through elections as other calls do — for admin calls (Admin)
+// that are safe to repeat.
+func (cc *ClusterClient) OnLeader(ctx context.Context, f func(*Client) error) error {
+	return onCluster0(ctx, cc, true, f)
+}

@@ -1,0 +1,169 @@
+package store
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Snapshots copy a whole Badger store: a replicated cluster (package
+// cluster) sends one to a node that is too far behind to catch up from the
+// log. The copy is the raw key space (records and metadata), so it does not
+// depend on how records are packed.
+//
+// Format: snapshotMagic, then one frame per key — uvarint key length,
+// uvarint value length, key, value — then a frame with an empty key. A
+// stream without that final frame is truncated and refused.
+var snapshotMagic = []byte("equeue-badger-snapshot-1\n")
+
+// ErrBadSnapshot is returned when Restore is given a stream that is not a
+// complete snapshot. The store is then empty or partly loaded: restore a
+// good snapshot before using it.
+var ErrBadSnapshot = errors.New("store: bad snapshot")
+
+// BadgerSnapshot is a consistent point-in-time view of a Badger store,
+// taken by Badger.Snapshot. Writes made after it was taken are not in it.
+// Release it when done.
+type BadgerSnapshot struct {
+	s   *Badger
+	txn *badger.Txn
+}
+
+// Snapshot pins the store's current state in one read transaction.
+func (s *Badger) Snapshot() (*BadgerSnapshot, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	return &BadgerSnapshot{s: s, txn: s.db.NewTransaction(false)}, nil
+}
+
+// Release ends the snapshot's read transaction. It is idempotent.
+func (sn *BadgerSnapshot) Release() {
+	if sn.txn != nil {
+		sn.txn.Discard()
+		sn.txn = nil
+	}
+}
+
+// WriteTo streams the snapshot to w and returns the bytes written.
+func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
+	if sn.txn == nil {
+		return 0, fmt.Errorf("store: snapshot: released")
+	}
+	if err := sn.s.acquire(); err != nil {
+		return 0, err
+	}
+	defer sn.s.release()
+	cw := &countingWriter{w: bufio.NewWriterSize(w, 1<<20)}
+	if _, err := cw.Write(snapshotMagic); err != nil {
+		return cw.n, err
+	}
+	it := sn.txn.NewIterator(badger.DefaultIteratorOptions)
+	defer it.Close()
+	var hdr [2 * binary.MaxVarintLen64]byte
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		key := item.Key()
+		if len(key) == 0 || (key[0] != recordSpace && key[0] != metaSpace) {
+			continue // sentinels outside the two key spaces
+		}
+		val, err := item.ValueCopy(nil)
+		if err != nil {
+			return cw.n, fmt.Errorf("store: snapshot: read %x: %w", key, err)
+		}
+		n := binary.PutUvarint(hdr[:], uint64(len(key)))
+		n += binary.PutUvarint(hdr[n:], uint64(len(val)))
+		for _, b := range [][]byte{hdr[:n], key, val} {
+			if _, err := cw.Write(b); err != nil {
+				return cw.n, err
+			}
+		}
+	}
+	if _, err := cw.Write([]byte{0, 0}); err != nil {
+		return cw.n, err
+	}
+	return cw.n, cw.w.(*bufio.Writer).Flush()
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// maxSnapshotFrame bounds one key or value read from a snapshot, so a
+// corrupt length cannot make Restore allocate without limit.
+const maxSnapshotFrame = 1 << 30
+
+// Restore replaces everything in the store with the snapshot read from r.
+// It loads the keys in batches that stay within Badger's transaction
+// limits. Nothing else may use the store meanwhile; the caller ensures it
+// (a cluster node restores only while it serves no engine).
+func (s *Badger) Restore(r io.Reader) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	s.reclaimMu.Lock()
+	defer s.reclaimMu.Unlock()
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	clear(s.ends)
+
+	br := bufio.NewReaderSize(r, 1<<20)
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != string(snapshotMagic) {
+		return fmt.Errorf("%w: missing header", ErrBadSnapshot)
+	}
+	if err := s.db.DropAll(); err != nil {
+		return fmt.Errorf("store: restore: drop: %w", err)
+	}
+	wb := s.db.NewWriteBatch() // commits whenever a transaction fills up
+	defer wb.Cancel()
+	for {
+		klen, err := binary.ReadUvarint(br)
+		if err != nil {
+			return fmt.Errorf("%w: key length: %v", ErrBadSnapshot, err)
+		}
+		vlen, err := binary.ReadUvarint(br)
+		if err != nil {
+			return fmt.Errorf("%w: value length: %v", ErrBadSnapshot, err)
+		}
+		if klen == 0 {
+			break
+		}
+		if klen > maxSnapshotFrame || vlen > maxSnapshotFrame {
+			return fmt.Errorf("%w: frame of %d+%d bytes", ErrBadSnapshot, klen, vlen)
+		}
+		buf := make([]byte, klen+vlen)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return fmt.Errorf("%w: truncated frame: %v", ErrBadSnapshot, err)
+		}
+		key, val := buf[:klen], buf[klen:]
+		if key[0] != recordSpace && key[0] != metaSpace {
+			return fmt.Errorf("%w: key %x outside the store's key spaces", ErrBadSnapshot, key)
+		}
+		if err := wb.Set(key, val); err != nil {
+			return fmt.Errorf("store: restore: %w", err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("store: restore: %w", err)
+	}
+	if err := s.db.Sync(); err != nil {
+		return fmt.Errorf("store: restore: sync: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package store_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+func TestBadgerSnapshot_RestoreGivesThePointInTime(t *testing.T) {
+	src := openBadger(t, t.TempDir(), nil)
+	q := store.QueueID{Topic: 1, Queue: 2}
+	write := func(s *store.Badger, from, to int) {
+		var b store.Batch
+		for i := from; i < to; i++ {
+			b.Entries = append(b.Entries, store.Entry{Queue: q, Offset: uint64(i), Value: []byte(fmt.Sprintf("v%d", i))})
+		}
+		b.Meta = append(b.Meta, store.MetaOp{Key: []byte("k"), Value: []byte(fmt.Sprint(to))})
+		require.NoError(t, s.Write(&b))
+	}
+	write(src, 0, 100)
+	sn, err := src.Snapshot()
+	require.NoError(t, err)
+	write(src, 100, 150) // after the snapshot: not in it
+	var buf bytes.Buffer
+	n, err := sn.WriteTo(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, int64(buf.Len()), n)
+	sn.Release()
+
+	dst := openBadger(t, t.TempDir(), nil)
+	write(dst, 0, 300) // replaced by the restore
+	require.NoError(t, dst.Restore(bytes.NewReader(buf.Bytes())))
+	first, next, ok, err := dst.Bounds(q)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(0), first)
+	assert.Equal(t, uint64(100), next)
+	recs, err := dst.Read(q, 0, 100, 1000, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, recs, 100)
+	assert.Equal(t, "v99", string(recs[99].Value))
+	v, err := dst.GetMeta([]byte("k"))
+	require.NoError(t, err)
+	assert.Equal(t, "100", string(v))
+	// Appends after a restore continue the restored queue.
+	write(dst, 100, 110)
+	recs, err = dst.Read(q, 95, 110, 1000, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, recs, 15)
+	assert.Equal(t, "v109", string(recs[14].Value))
+}
+
+func TestBadgerSnapshot_RestoreRefusesATruncatedStream(t *testing.T) {
+	src := openBadger(t, t.TempDir(), nil)
+	require.NoError(t, src.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("a"), Value: []byte("b")}}}))
+	sn, err := src.Snapshot()
+	require.NoError(t, err)
+	defer sn.Release()
+	var buf bytes.Buffer
+	_, err = sn.WriteTo(&buf)
+	require.NoError(t, err)
+	dst := openBadger(t, t.TempDir(), nil)
+	for _, cut := range []int{0, 5, buf.Len() - 1} {
+		err := dst.Restore(bytes.NewReader(buf.Bytes()[:cut]))
+		assert.ErrorIs(t, err, store.ErrBadSnapshot, "cut at %d", cut)
+	}
+}
