@@ -207,9 +207,10 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 		}
 		stops = append(stops, stop)
 	}
-	go func() { errc <- srv.Serve(lis) }()
+	// Logged before Serve starts, so the log's order is always the same.
 	a.log.Info("serving", "dir", a.dir, "listen", lis.Addr().String(), "tls", c.tls, "tokens", len(c.tokens),
 		"sync", c.sync.String(), "metrics", c.metrics)
+	go func() { errc <- srv.Serve(lis) }()
 
 	var serveErr error
 	select {
