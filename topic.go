@@ -43,7 +43,7 @@ func ValidateName(s string) error {
 // %RETRY%<group> and %DLQ%<group> names.
 func validateTopicName(s string, internal bool) error {
 	if internal {
-		for _, p := range []string{RetryTopicPrefix, DLQTopicPrefix} {
+		for _, p := range []string{RetryTopicPrefix, DLQTopicPrefix, ReplyTopicPrefix} {
 			if rest, ok := strings.CutPrefix(s, p); ok {
 				return ValidateName(rest)
 			}

@@ -4122,6 +4122,176 @@ func (x *ListDelayedResponse) GetNext() []*DelayedEntry {
 	return nil
 }
 
+type DeleteReplyTopicRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reply topic, "%REPLY%" and the requester's ID.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteReplyTopicRequest) Reset() {
+	*x = DeleteReplyTopicRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteReplyTopicRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteReplyTopicRequest) ProtoMessage() {}
+
+func (x *DeleteReplyTopicRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteReplyTopicRequest.ProtoReflect.Descriptor instead.
+func (*DeleteReplyTopicRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *DeleteReplyTopicRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteReplyTopicResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteReplyTopicResponse) Reset() {
+	*x = DeleteReplyTopicResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteReplyTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteReplyTopicResponse) ProtoMessage() {}
+
+func (x *DeleteReplyTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteReplyTopicResponse.ProtoReflect.Descriptor instead.
+func (*DeleteReplyTopicResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{65}
+}
+
+type DeleteGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Delete even while members are live; they are fenced.
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupRequest) Reset() {
+	*x = DeleteGroupRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupRequest) ProtoMessage() {}
+
+func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
+func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *DeleteGroupRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteGroupRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type DeleteGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupResponse) Reset() {
+	*x = DeleteGroupResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupResponse) ProtoMessage() {}
+
+func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
+func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{67}
+}
+
 var File_equeue_v1_equeue_proto protoreflect.FileDescriptor
 
 const file_equeue_v1_equeue_proto_rawDesc = "" +
@@ -4403,7 +4573,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x13ListDelayedResponse\x12\x18\n" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
-	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next*n\n" +
+	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next\"-\n" +
+	"\x17DeleteReplyTopicRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
+	"\x18DeleteReplyTopicResponse\">\n" +
+	"\x12DeleteGroupRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x15\n" +
+	"\x13DeleteGroupResponse*n\n" +
 	"\n" +
 	"SyncPolicy\x12\x17\n" +
 	"\x13SYNC_POLICY_DEFAULT\x10\x00\x12\x16\n" +
@@ -4428,7 +4605,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x15RESET_TARGET_EARLIEST\x10\x00\x12\x17\n" +
 	"\x13RESET_TARGET_LATEST\x10\x01\x12\x15\n" +
 	"\x11RESET_TARGET_TIME\x10\x02\x12\x18\n" +
-	"\x14RESET_TARGET_OFFSETS\x10\x032\xd4\r\n" +
+	"\x14RESET_TARGET_OFFSETS\x10\x032\xff\x0e\n" +
 	"\x06Broker\x12:\n" +
 	"\x05Route\x12\x17.equeue.v1.RouteRequest\x1a\x18.equeue.v1.RouteResponse\x12=\n" +
 	"\x06Append\x12\x18.equeue.v1.AppendRequest\x1a\x19.equeue.v1.AppendResponse\x127\n" +
@@ -4455,7 +4632,9 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\fResetOffsets\x12\x1e.equeue.v1.ResetOffsetsRequest\x1a\x1f.equeue.v1.ResetOffsetsResponse\x12X\n" +
 	"\x0fListDeadLetters\x12!.equeue.v1.ListDeadLettersRequest\x1a\".equeue.v1.ListDeadLettersResponse\x12@\n" +
 	"\aRedrive\x12\x19.equeue.v1.RedriveRequest\x1a\x1a.equeue.v1.RedriveResponse\x12L\n" +
-	"\vListDelayed\x12\x1d.equeue.v1.ListDelayedRequest\x1a\x1e.equeue.v1.ListDelayedResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
+	"\vListDelayed\x12\x1d.equeue.v1.ListDelayedRequest\x1a\x1e.equeue.v1.ListDelayedResponse\x12[\n" +
+	"\x10DeleteReplyTopic\x12\".equeue.v1.DeleteReplyTopicRequest\x1a#.equeue.v1.DeleteReplyTopicResponse\x12L\n" +
+	"\vDeleteGroup\x12\x1d.equeue.v1.DeleteGroupRequest\x1a\x1e.equeue.v1.DeleteGroupResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
 
 var (
 	file_equeue_v1_equeue_proto_rawDescOnce sync.Once
@@ -4470,7 +4649,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -4541,20 +4720,24 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*ListDelayedRequest)(nil),       // 66: equeue.v1.ListDelayedRequest
 	(*DelayedEntry)(nil),             // 67: equeue.v1.DelayedEntry
 	(*ListDelayedResponse)(nil),      // 68: equeue.v1.ListDelayedResponse
-	nil,                              // 69: equeue.v1.Message.PropertiesEntry
-	nil,                              // 70: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 71: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 72: google.protobuf.Duration
+	(*DeleteReplyTopicRequest)(nil),  // 69: equeue.v1.DeleteReplyTopicRequest
+	(*DeleteReplyTopicResponse)(nil), // 70: equeue.v1.DeleteReplyTopicResponse
+	(*DeleteGroupRequest)(nil),       // 71: equeue.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 72: equeue.v1.DeleteGroupResponse
+	nil,                              // 73: equeue.v1.Message.PropertiesEntry
+	nil,                              // 74: equeue.v1.Message.SysPropertiesEntry
+	nil,                              // 75: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 76: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	69, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	70, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	72, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	72, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	73, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	74, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	76, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	76, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	72, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	72, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	76, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	76, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
@@ -4563,7 +4746,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
 	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	72, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	76, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
 	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
 	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
 	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
@@ -4572,7 +4755,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	24, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
 	7,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
 	26, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	72, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	76, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
 	39, // 26: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
 	40, // 27: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
 	40, // 28: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
@@ -4588,13 +4771,13 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	5,  // 38: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
 	56, // 39: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
 	7,  // 40: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	72, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	76, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
 	12, // 42: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	72, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	76, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
 	64, // 44: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
 	13, // 45: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
 	65, // 46: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	71, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	75, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
 	67, // 48: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
 	8,  // 49: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
 	10, // 50: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
@@ -4619,31 +4802,35 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	55, // 69: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
 	58, // 70: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
 	66, // 71: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
-	9,  // 72: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 73: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 74: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 75: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 76: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 77: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 78: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	28, // 79: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	30, // 80: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	61, // 81: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	63, // 82: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	32, // 83: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	34, // 84: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	36, // 85: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	38, // 86: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	42, // 87: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	44, // 88: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	49, // 89: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	51, // 90: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	54, // 91: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	57, // 92: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	59, // 93: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	68, // 94: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	72, // [72:95] is the sub-list for method output_type
-	49, // [49:72] is the sub-list for method input_type
+	69, // 72: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
+	71, // 73: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
+	9,  // 74: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 75: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 76: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 77: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 78: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 79: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 80: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	28, // 81: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	30, // 82: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	61, // 83: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	63, // 84: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	32, // 85: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	34, // 86: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	36, // 87: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	38, // 88: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	42, // 89: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	44, // 90: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	49, // 91: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	51, // 92: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	54, // 93: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	57, // 94: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	59, // 95: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	68, // 96: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	70, // 97: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
+	72, // 98: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
+	74, // [74:99] is the sub-list for method output_type
+	49, // [49:74] is the sub-list for method input_type
 	49, // [49:49] is the sub-list for extension type_name
 	49, // [49:49] is the sub-list for extension extendee
 	0,  // [0:49] is the sub-list for field type_name
@@ -4660,7 +4847,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   67,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -56,6 +56,8 @@ const (
 	Broker_ListDeadLetters_FullMethodName  = "/equeue.v1.Broker/ListDeadLetters"
 	Broker_Redrive_FullMethodName          = "/equeue.v1.Broker/Redrive"
 	Broker_ListDelayed_FullMethodName      = "/equeue.v1.Broker/ListDelayed"
+	Broker_DeleteReplyTopic_FullMethodName = "/equeue.v1.Broker/DeleteReplyTopic"
+	Broker_DeleteGroup_FullMethodName      = "/equeue.v1.Broker/DeleteGroup"
 )
 
 // BrokerClient is the client API for Broker service.
@@ -96,6 +98,12 @@ type BrokerClient interface {
 	ListDeadLetters(ctx context.Context, in *ListDeadLettersRequest, opts ...grpc.CallOption) (*ListDeadLettersResponse, error)
 	Redrive(ctx context.Context, in *RedriveRequest, opts ...grpc.CallOption) (*RedriveResponse, error)
 	ListDelayed(ctx context.Context, in *ListDelayedRequest, opts ...grpc.CallOption) (*ListDelayedResponse, error)
+	// DeleteReplyTopic deletes a producer's request-reply topic
+	// (equeue.Engine.DeleteReplyTopic); any other topic is refused.
+	DeleteReplyTopic(ctx context.Context, in *DeleteReplyTopicRequest, opts ...grpc.CallOption) (*DeleteReplyTopicResponse, error)
+	// DeleteGroup deletes a consumer group and everything stored for it
+	// (equeue.Engine.DeleteGroup).
+	DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error)
 }
 
 type brokerClient struct {
@@ -336,6 +344,26 @@ func (c *brokerClient) ListDelayed(ctx context.Context, in *ListDelayedRequest, 
 	return out, nil
 }
 
+func (c *brokerClient) DeleteReplyTopic(ctx context.Context, in *DeleteReplyTopicRequest, opts ...grpc.CallOption) (*DeleteReplyTopicResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteReplyTopicResponse)
+	err := c.cc.Invoke(ctx, Broker_DeleteReplyTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *brokerClient) DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteGroupResponse)
+	err := c.cc.Invoke(ctx, Broker_DeleteGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BrokerServer is the server API for Broker service.
 // All implementations must embed UnimplementedBrokerServer
 // for forward compatibility.
@@ -374,6 +402,12 @@ type BrokerServer interface {
 	ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error)
 	Redrive(context.Context, *RedriveRequest) (*RedriveResponse, error)
 	ListDelayed(context.Context, *ListDelayedRequest) (*ListDelayedResponse, error)
+	// DeleteReplyTopic deletes a producer's request-reply topic
+	// (equeue.Engine.DeleteReplyTopic); any other topic is refused.
+	DeleteReplyTopic(context.Context, *DeleteReplyTopicRequest) (*DeleteReplyTopicResponse, error)
+	// DeleteGroup deletes a consumer group and everything stored for it
+	// (equeue.Engine.DeleteGroup).
+	DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error)
 	mustEmbedUnimplementedBrokerServer()
 }
 
@@ -452,6 +486,12 @@ func (UnimplementedBrokerServer) Redrive(context.Context, *RedriveRequest) (*Red
 }
 func (UnimplementedBrokerServer) ListDelayed(context.Context, *ListDelayedRequest) (*ListDelayedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDelayed not implemented")
+}
+func (UnimplementedBrokerServer) DeleteReplyTopic(context.Context, *DeleteReplyTopicRequest) (*DeleteReplyTopicResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteReplyTopic not implemented")
+}
+func (UnimplementedBrokerServer) DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteGroup not implemented")
 }
 func (UnimplementedBrokerServer) mustEmbedUnimplementedBrokerServer() {}
 func (UnimplementedBrokerServer) testEmbeddedByValue()                {}
@@ -888,6 +928,42 @@ func _Broker_ListDelayed_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Broker_DeleteReplyTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteReplyTopicRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).DeleteReplyTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_DeleteReplyTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).DeleteReplyTopic(ctx, req.(*DeleteReplyTopicRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Broker_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).DeleteGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_DeleteGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).DeleteGroup(ctx, req.(*DeleteGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Broker_ServiceDesc is the grpc.ServiceDesc for Broker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -986,6 +1062,14 @@ var Broker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListDelayed",
 			Handler:    _Broker_ListDelayed_Handler,
+		},
+		{
+			MethodName: "DeleteReplyTopic",
+			Handler:    _Broker_DeleteReplyTopic_Handler,
+		},
+		{
+			MethodName: "DeleteGroup",
+			Handler:    _Broker_DeleteGroup_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
