@@ -77,7 +77,7 @@ type Producer struct {
 	closed atomic.Bool
 	async  sync.WaitGroup
 
-	routes sync.Map // topic -> cachedRoute; read on every send, so lock-free
+	routes sync.Map       // topic -> cachedRoute; read on every send, so lock-free
 	req    requesterState // request-reply (request.go)
 }
 
