@@ -162,6 +162,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	e.goFunc(e.groups.run)
 	e.goFunc(e.sched.run)
 	e.goFunc(e.runRetention)
+	if e.opts.GroupIdleTTL > 0 {
+		e.goFunc(e.runGroupExpiry)
+	}
 	e.log.Info("engine open", "dir", dir, "topics", len(e.topics), "sync", o.Sync.String())
 	return e, nil
 }

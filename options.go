@@ -115,6 +115,11 @@ type Options struct {
 	Observer Observer
 	// Logger receives the engine's structured logs. Nil means silent.
 	Logger *slog.Logger
+	// GroupIdleTTL, when positive, deletes a consumer group (as DeleteGroup
+	// does) once it has had no live member for that long, checked on a
+	// timer. Idle time counts from Open for groups loaded from the store.
+	// Zero means groups are never deleted by age.
+	GroupIdleTTL time.Duration
 }
 
 // Validate reports the first field that is out of range, wrapped in ErrInvalidOptions.
@@ -142,6 +147,9 @@ func (o *Options) Validate() error {
 	}
 	if o.InMemory && o.Store != nil {
 		return fmt.Errorf("%w: InMemory and Store are exclusive", ErrInvalidOptions)
+	}
+	if o.GroupIdleTTL < 0 {
+		return fmt.Errorf("%w: negative GroupIdleTTL", ErrInvalidOptions)
 	}
 	return nil
 }
