@@ -178,6 +178,7 @@ time: while "equeue serve" runs on it, use --server to reach it.`,
 		a.dlqCommand(),
 		a.statsCommand(),
 		a.benchCommand(),
+		a.peekCommand(),
 	)
 	tidyHelp(root)
 	return root
