@@ -57,6 +57,7 @@ type requester struct {
 	mu      sync.Mutex
 	pending map[string]chan *Message // correlation ID -> the waiting request
 	stopped bool
+	err     error // why it stopped: what waiting requests return
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -84,8 +85,16 @@ func (p *Producer) requester(ctx context.Context) (*requester, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
 	}
-	if p.req.r != nil {
-		return p.req.r, nil
+	if r := p.req.r; r != nil {
+		r.mu.Lock()
+		gone := r.stopped
+		r.mu.Unlock()
+		if !gone {
+			return r, nil
+		}
+		// Its reply topic was deleted under it: start a new one.
+		r.cancel()
+		<-r.done
 	}
 	r := &requester{p: p, topic: ReplyTopicPrefix + randomID(), pending: map[string]chan *Message{}}
 	if _, err := p.b.Route(ctx, r.topic); err != nil {
@@ -107,17 +116,7 @@ func (p *Producer) stopRequester() {
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return
-	}
-	r.stopped = true
-	for id, ch := range r.pending {
-		close(ch)
-		delete(r.pending, id)
-	}
-	r.mu.Unlock()
+	r.stop(ErrClosed)
 	r.cancel()
 	<-r.done
 	if d, ok := p.b.(replyTopicDeleter); ok {
@@ -127,7 +126,24 @@ func (p *Producer) stopRequester() {
 	}
 }
 
-// listen reads the reply topic and hands each reply to its request.
+// stop fails the waiting requests with err and refuses new ones.
+// Idempotent: the first reason stays.
+func (r *requester) stop(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	r.stopped, r.err = true, err
+	for id, ch := range r.pending {
+		close(ch)
+		delete(r.pending, id)
+	}
+}
+
+// listen reads the reply topic and hands each reply to its request. When
+// the topic disappears (deleted by an admin) it stops the requester, so
+// that waiting requests fail at once and the next one starts afresh.
 func (r *requester) listen(ctx context.Context) {
 	defer close(r.done)
 	var off int64
@@ -135,7 +151,8 @@ func (r *requester) listen(ctx context.Context) {
 	for ctx.Err() == nil {
 		res, err := r.p.b.Pull(ctx, &PullRequest{Topic: r.topic, Offset: off, Max: MaxPullBatch, Wait: replyPullWait})
 		if err != nil {
-			if errors.Is(err, ErrClosed) || errors.Is(err, ErrTopicNotFound) {
+			if ctx.Err() == nil && (errors.Is(err, ErrClosed) || errors.Is(err, ErrTopicNotFound)) {
+				r.stop(fmt.Errorf("equeue: reply topic %s: %w", r.topic, err))
 				return
 			}
 			if !sleepCtx(ctx, backoff) {
@@ -173,7 +190,7 @@ func (r *requester) add(id string) (chan *Message, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
-		return nil, ErrClosed
+		return nil, r.err
 	}
 	ch := make(chan *Message, 1)
 	r.pending[id] = ch
@@ -238,7 +255,10 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 	select {
 	case rep, ok := <-ch:
 		if !ok {
-			return nil, ErrClosed
+			r.mu.Lock()
+			err := r.err
+			r.mu.Unlock()
+			return nil, err
 		}
 		return rep, nil
 	case <-ctx.Done():

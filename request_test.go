@@ -165,3 +165,28 @@ func TestReply_Refusals(t *testing.T) {
 	assert.ErrorIs(t, e.CreateTopic(ctx, equeue.ReplyTopicPrefix+"x", 1), equeue.ErrInvalidName)
 	assert.ErrorIs(t, e.DeleteReplyTopic(ctx, "t"), equeue.ErrInvalidName)
 }
+
+// TestRequest_ReplyTopicDeletedUnderIt: an admin deleting a requester's
+// reply topic fails its waiting requests at once, and the next request
+// makes a new reply topic.
+func TestRequest_ReplyTopicDeletedUnderIt(t *testing.T) {
+	e, _ := openEngine(t, "memory", nil)
+	ctx := ctxT(t)
+	require.NoError(t, e.CreateTopic(ctx, "rpc", 1))
+	p := newProducer(t, e, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Request(ctx, &equeue.Message{Topic: "rpc", Body: []byte("x")})
+		done <- err
+	}()
+	eventually(t, 10*time.Second, func() bool { n, _ := equeue.PendingRequests(p); return n == 1 }, "request waiting")
+	first := equeue.ReplyTopicOf(p)
+	require.NoError(t, e.DeleteTopic(ctx, first))
+	assert.ErrorIs(t, <-done, equeue.ErrTopicNotFound)
+
+	replier(t, e, "rpc", nil)
+	rep, err := p.Request(ctx, &equeue.Message{Topic: "rpc", Body: []byte("again")})
+	require.NoError(t, err)
+	assert.Equal(t, "re:again", string(rep.Body))
+	assert.NotEqual(t, first, equeue.ReplyTopicOf(p))
+}
