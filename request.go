@@ -279,7 +279,9 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 // that was sent with Producer.Request. The reply goes to the requester's
 // reply topic with req's correlation ID; props, which may be nil, become
 // its Properties. It returns ErrNotRequest when req carries no reply
-// address. A requester that stopped waiting drops the reply.
+// address. A reply nobody can receive is dropped, and Reply returns nil:
+// the requester stopped waiting (it drops the reply), or it closed and its
+// reply topic is gone (retrying would not help a handler either).
 func Reply(ctx context.Context, p *Producer, req *Message, body []byte, props map[string]string) error {
 	if p == nil || req == nil {
 		return fmt.Errorf("%w: nil producer or request", ErrInvalidArgument)
@@ -296,7 +298,7 @@ func Reply(ctx context.Context, p *Producer, req *Message, body []byte, props ma
 	// Reply topics have one queue; a requester that closed deleted it.
 	_, err := p.append(ctx, &AppendRequest{Topic: to, Queue: 0, Messages: []*Message{m}, Sync: p.sync})
 	if errors.Is(err, ErrTopicNotFound) {
-		return fmt.Errorf("%w: the requester is gone: %w", ErrNotRequest, err)
+		return nil // the requester closed: nobody to answer
 	}
 	return err
 }
@@ -307,7 +309,7 @@ var (
 	// arrived before its context ended (or DefaultRequestTimeout passed).
 	ErrRequestTimeout = errors.New("equeue: request timed out")
 	// ErrNotRequest is returned by Reply when the message was not sent with
-	// Producer.Request, or its requester is gone.
+	// Producer.Request (it has no reply address).
 	ErrNotRequest = errors.New("equeue: message is not a request")
 )
 

@@ -190,3 +190,30 @@ func TestRequest_ReplyTopicDeletedUnderIt(t *testing.T) {
 	assert.Equal(t, "re:again", string(rep.Body))
 	assert.NotEqual(t, first, equeue.ReplyTopicOf(p))
 }
+
+// TestReply_ToAClosedRequesterIsDropped: the requester closed, its reply
+// topic is gone; the reply is dropped without an error (a handler retrying
+// it could never succeed) and does not bring the topic back.
+func TestReply_ToAClosedRequesterIsDropped(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		e, _ := openEngine(t, "memory", nil)
+		ctx := ctxT(t)
+		require.NoError(t, e.CreateTopic(ctx, "rpc", 1))
+		b := brokerOver(t, e, tr)
+		p := newProducer(t, b, nil)
+		rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		_, err := p.Request(rctx, &equeue.Message{Topic: "rpc", Body: []byte("x")})
+		require.ErrorIs(t, err, equeue.ErrRequestTimeout)
+		topic := equeue.ReplyTopicOf(p)
+		require.NoError(t, p.Close())
+
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "rpc", Max: 1})
+		require.NoError(t, err)
+		require.Len(t, res.Messages, 1)
+		rp := newProducer(t, b, nil)
+		assert.NoError(t, equeue.Reply(ctx, rp, res.Messages[0], []byte("late"), nil))
+		_, err = e.Topic(ctx, topic)
+		assert.ErrorIs(t, err, equeue.ErrTopicNotFound)
+	})
+}
