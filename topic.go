@@ -567,7 +567,8 @@ func (e *Engine) topicFor(ctx context.Context, name string) (*topic, error) {
 		return t, nil
 	}
 	internal := isInternalTopic(name) && internalAllowed(ctx, name) // only the engine creates them (sendback.go)
-	if isReplyTopic(name) {                                         // only Route creates reply topics
+	// Only Route creates reply topics (request.go).
+	if isReplyTopic(name) {
 		return nil, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
 	if !e.opts.AutoCreateTopics && !internal {
