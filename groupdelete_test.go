@@ -231,3 +231,39 @@ func TestGroupIdleTTL_DeletesOnlyIdleGroups(t *testing.T) {
 	assert.Len(t, gi.Members, 1)
 	require.NoError(t, live.Close())
 }
+
+// TestDeleteGroup_FailedRecordDropsFinishOnOpen fails every record
+// deletion of a delete (the delay log trim, the topics' records): the group
+// and its metadata are gone all the same, and the records left behind are
+// swept when the engine opens again.
+func TestDeleteGroup_FailedRecordDropsFinishOnOpen(t *testing.T) {
+	ctx := ctxT(t)
+	rig := newFaultRig(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	closeG := setUpGroup(t, rig.E, rig.E)
+	closeG()
+	queues := append(topicQueueIDs(t, rig.FS, equeue.RetryTopic("g")), topicQueueIDs(t, rig.FS, equeue.DLQTopic("g"))...)
+	queues = append(queues, store.QueueID{}) // the delay log
+	left := func() int {
+		n := 0
+		for _, q := range queues {
+			_, _, ok, err := rig.FS.Bounds(q)
+			require.NoError(t, err)
+			if ok {
+				n++
+			}
+		}
+		return n
+	}
+	require.Positive(t, left())
+
+	rig.FS.FailDeletes(1 << 20)
+	require.NoError(t, rig.E.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}))
+	rig.FS.FailDeletes(0)
+	assert.Empty(t, groupFootprint(t, rig.FS, "g"))
+	t.Logf("queues with records left after failed deletions: %d", left())
+
+	rig.reopen()
+	assert.Zero(t, left(), "records swept on open")
+	_, err := rig.E.Group(ctx, "g")
+	assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
+}
