@@ -33,8 +33,7 @@ func (c *Client) DeleteGroup(ctx context.Context, name string, o equeue.DeleteGr
 }
 
 // DeleteReplyTopic deletes a producer's reply topic; Producer.Close calls
-// it. Any token with the produce or consume right may, for reply topics
-// only.
+// it. It needs the produce right, and deletes reply topics only.
 //
 // Broker seam: producers call it; applications need not.
 func (c *Client) DeleteReplyTopic(ctx context.Context, name string) error {
@@ -61,26 +60,25 @@ func (v *service) DeleteReplyTopic(ctx context.Context, req *pb.DeleteReplyTopic
 	return &pb.DeleteReplyTopicResponse{}, nil
 }
 
-// replyRights widens what a call on a reply topic needs: a requester
-// (produce right) reads its replies and deletes its reply topic; a replier
-// (consume right, answering from a handler) writes replies. Other calls
-// keep need.
+// replyRights adjusts what a call on a reply topic needs. The requester
+// (produce right) creates its reply topic with Route, reads replies with
+// Pull and deletes the topic with DeleteReplyTopic; a service answering
+// from its handler (consume right) writes replies with Append. So Pull and
+// Append of a reply topic take either right; Route keeps the produce
+// right, so a consume-only token cannot create topics. Other calls keep
+// need.
 func replyRights(method string, req any, need Rights) Rights {
-	var topic string
 	switch r := req.(type) {
-	case *pb.RouteRequest:
-		topic = r.GetTopic()
 	case *pb.AppendRequest:
-		topic = r.GetTopic()
+		if equeue.IsReplyTopic(r.GetTopic()) {
+			return RightProduce | RightConsume
+		}
 	case *pb.PullRequest:
-		topic = r.GetTopic()
+		if equeue.IsReplyTopic(r.GetTopic()) {
+			return RightProduce | RightConsume
+		}
 	case *pb.DeleteReplyTopicRequest:
-		topic = r.GetName()
-	default:
-		return need
-	}
-	if method == pb.Broker_DeleteReplyTopic_FullMethodName || equeue.IsReplyTopic(topic) {
-		return RightProduce | RightConsume
+		return RightProduce
 	}
 	return need
 }

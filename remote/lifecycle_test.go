@@ -37,8 +37,12 @@ func TestRequestReply_TokenRights(t *testing.T) {
 	// The consume-only token still cannot send to a user topic.
 	_, err = rp.Send(ctx, &equeue.Message{Topic: "rpc", Body: []byte("x")})
 	assert.ErrorIs(t, err, remote.ErrPermissionDenied)
-	// Nor can it delete a topic that is not a reply topic.
-	assert.ErrorIs(t, repC.DeleteReplyTopic(ctx, "rpc"), equeue.ErrInvalidName)
+	// It can neither create nor delete reply topics...
+	_, err = repC.Route(ctx, equeue.ReplyTopicPrefix+"x")
+	assert.ErrorIs(t, err, remote.ErrPermissionDenied)
+	assert.ErrorIs(t, repC.DeleteReplyTopic(ctx, equeue.ReplyTopicPrefix+"x"), remote.ErrPermissionDenied)
+	// ...and a producer deletes nothing but reply topics.
+	assert.ErrorIs(t, reqC.DeleteReplyTopic(ctx, "rpc"), equeue.ErrInvalidName)
 
 	// Deleting a group needs the admin right.
 	assert.ErrorIs(t, reqC.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{Force: true}), remote.ErrPermissionDenied)
