@@ -59,6 +59,9 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 		return Route{}, err
 	}
 	defer e.leave()
+	if err := e.ensureReplyTopic(ctx, topicName); err != nil {
+		return Route{}, err
+	}
 	t, err := e.topicFor(ctx, topicName)
 	if err != nil {
 		return Route{}, err

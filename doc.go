@@ -51,6 +51,13 @@
 // group's dead-letter topic, which Engine.ListDeadLetters lists and
 // Engine.Redrive sends back.
 //
+// # Request-reply and group lifecycle
+//
+// Producer.Request sends a message and waits for the answer a handler sends
+// with Reply, through a reply topic of the producer's own. Engine.DeleteGroup
+// removes a group with its offsets, retries and dead letters;
+// Options.GroupIdleTTL does so for groups left without members.
+//
 // # Errors
 //
 // Errors callers may need to tell apart are exported sentinels matched with

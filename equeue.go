@@ -23,12 +23,14 @@ import (
 //   - Administration (most of it is remote.Admin, so tools can take an
 //     Engine or a remote Client): CreateTopic, CreateTopicWith,
 //     AddQueues, SetQueueWritable, DeleteTopic, Topics, Topic, Groups,
-//     Group, ResetOffsets, ListDeadLetters (DeadLetters), Redrive.
+//     Group, ResetOffsets, ListDeadLetters (DeadLetters), Redrive,
+//     DeleteGroup.
 //
 // The third group is the Broker seam, which Producers, Consumers,
 // PullConsumers and transports (package remote) call, and applications do
 // not: Route, Append, AppendAsync, JoinGroup, Heartbeat, LeaveGroup,
-// ReleaseQueues, CommitOffsets, FetchOffsets, SendBack and WaitAny. Each
+// ReleaseQueues, CommitOffsets, FetchOffsets, SendBack, WaitAny and
+// DeleteReplyTopic. Each
 // says so in its documentation. Send with a Producer and consume with a
 // Consumer (or a PullConsumer) instead.
 type Engine struct {
@@ -162,6 +164,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	e.goFunc(e.groups.run)
 	e.goFunc(e.sched.run)
 	e.goFunc(e.runRetention)
+	if e.opts.GroupIdleTTL > 0 {
+		e.goFunc(e.runGroupExpiry)
+	}
 	e.log.Info("engine open", "dir", dir, "topics", len(e.topics), "sync", o.Sync.String())
 	return e, nil
 }

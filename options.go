@@ -120,6 +120,11 @@ type Options struct {
 	// cluster) derives it from the Raft term, so that epochs keep rising
 	// when another node's engine takes over. Zero: epochs start at 1.
 	EpochBase int64
+	// GroupIdleTTL, when positive, deletes a consumer group (as DeleteGroup
+	// does) once it has had no live member for that long, checked on a
+	// timer. Idle time counts from Open for groups loaded from the store.
+	// Zero means groups are never deleted by age.
+	GroupIdleTTL time.Duration
 }
 
 // Validate reports the first field that is out of range, wrapped in ErrInvalidOptions.
@@ -150,6 +155,9 @@ func (o *Options) Validate() error {
 	}
 	if o.InMemory && o.Store != nil {
 		return fmt.Errorf("%w: InMemory and Store are exclusive", ErrInvalidOptions)
+	}
+	if o.GroupIdleTTL < 0 {
+		return fmt.Errorf("%w: negative GroupIdleTTL", ErrInvalidOptions)
 	}
 	return nil
 }

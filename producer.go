@@ -77,7 +77,8 @@ type Producer struct {
 	closed atomic.Bool
 	async  sync.WaitGroup
 
-	routes sync.Map // topic -> cachedRoute; read on every send, so lock-free
+	routes sync.Map       // topic -> cachedRoute; read on every send, so lock-free
+	req    requesterState // request-reply (request.go)
 }
 
 type cachedRoute struct {
@@ -115,9 +116,12 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	return p, nil
 }
 
-// Close stops the producer after its pending SendAsync calls complete. Idempotent.
+// Close stops the producer after its pending SendAsync calls complete. It
+// fails waiting Requests with ErrClosed and deletes the reply topic.
+// Idempotent.
 func (p *Producer) Close() error {
 	p.closed.Store(true)
+	p.stopRequester()
 	p.async.Wait()
 	if e := engineOf(p.b); e != nil {
 		e.clients.removeProducer(p)

@@ -43,7 +43,7 @@ func ValidateName(s string) error {
 // %RETRY%<group> and %DLQ%<group> names.
 func validateTopicName(s string, internal bool) error {
 	if internal {
-		for _, p := range []string{RetryTopicPrefix, DLQTopicPrefix} {
+		for _, p := range []string{RetryTopicPrefix, DLQTopicPrefix, ReplyTopicPrefix} {
 			if rest, ok := strings.CutPrefix(s, p); ok {
 				return ValidateName(rest)
 			}
@@ -567,6 +567,10 @@ func (e *Engine) topicFor(ctx context.Context, name string) (*topic, error) {
 		return t, nil
 	}
 	internal := isInternalTopic(name) && internalAllowed(ctx, name) // only the engine creates them (sendback.go)
+	// Only Route creates reply topics (request.go).
+	if isReplyTopic(name) {
+		return nil, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
 	if !e.opts.AutoCreateTopics && !internal {
 		if err := validateTopicName(name, false); err != nil {
 			return nil, err

@@ -98,3 +98,14 @@ func (n *Node) EngineStats(ctx context.Context) (equeue.Stats, error) {
 		return e.Stats(), nil
 	})
 }
+
+// DeleteGroup deletes a consumer group on the leader (see Engine.DeleteGroup).
+func (n *Node) DeleteGroup(ctx context.Context, name string, o equeue.DeleteGroupOptions) error {
+	return call0(n, func(e *equeue.Engine) error { return e.DeleteGroup(ctx, name, o) })
+}
+
+// DeleteReplyTopic deletes a requester's reply topic on the leader (see
+// Engine.DeleteReplyTopic).
+func (n *Node) DeleteReplyTopic(ctx context.Context, name string) error {
+	return call0(n, func(e *equeue.Engine) error { return e.DeleteReplyTopic(ctx, name) })
+}

@@ -122,7 +122,7 @@ func (t tokenTable) authorize(ctx context.Context, method string, req any) error
 	if !known {
 		return toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
 	}
-	if need := neededRights(method); have&need == 0 {
+	if need := replyRights(method, req, neededRights(method)); have&need == 0 {
 		return toStatus(fmt.Errorf("%w: %s needs %s rights, token has %s", ErrPermissionDenied, method, need, have))
 	}
 	return nil

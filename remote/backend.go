@@ -44,6 +44,10 @@ type Backend interface {
 	Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error)
 	// Delayed reports pending delayed messages.
 	Delayed(ctx context.Context, max int) (equeue.DelayedInfo, error)
+	// DeleteGroup deletes a consumer group and what is stored for it.
+	DeleteGroup(ctx context.Context, name string, o equeue.DeleteGroupOptions) error
+	// DeleteReplyTopic deletes a requester's reply topic.
+	DeleteReplyTopic(ctx context.Context, name string) error
 }
 
 var _ Backend = (*equeue.Engine)(nil)

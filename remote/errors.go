@@ -81,6 +81,7 @@ var sentinels = []sentinel{
 	{"PERMISSION_DENIED", ErrPermissionDenied, codes.PermissionDenied},
 	{"BUSY", ErrBusy, codes.ResourceExhausted},
 	{"UNAVAILABLE", ErrUnavailable, codes.Unavailable},
+	{"GROUP_HAS_MEMBERS", equeue.ErrGroupHasMembers, codes.FailedPrecondition},
 }
 
 // toStatus turns an engine (or this package's) error into a gRPC status error whose ErrorInfo

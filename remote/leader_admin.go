@@ -88,3 +88,16 @@ func (cc *ClusterClient) Delayed(ctx context.Context, max int) (equeue.DelayedIn
 func (cc *ClusterClient) EngineStats(ctx context.Context) (equeue.Stats, error) {
 	return onCluster(ctx, cc, true, func(c *Client) (equeue.Stats, error) { return c.EngineStats(ctx) })
 }
+
+// DeleteGroup deletes a consumer group (see Client.DeleteGroup).
+func (cc *ClusterClient) DeleteGroup(ctx context.Context, name string, o equeue.DeleteGroupOptions) error {
+	_, err := onCluster(ctx, cc, false, func(c *Client) (struct{}, error) { return struct{}{}, c.DeleteGroup(ctx, name, o) })
+	return err
+}
+
+// DeleteReplyTopic deletes a requester's reply topic (see
+// Client.DeleteReplyTopic).
+func (cc *ClusterClient) DeleteReplyTopic(ctx context.Context, name string) error {
+	_, err := onCluster(ctx, cc, false, func(c *Client) (struct{}, error) { return struct{}{}, c.DeleteReplyTopic(ctx, name) })
+	return err
+}

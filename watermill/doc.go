@@ -69,8 +69,9 @@
 // Subscriber with a ConsumerGroup to several topics (a Router with several
 // handlers), set SubscriberConfig.GroupName, for example to
 // TopicScopedGroup. Groups made for fan-out subscriptions stay in the
-// engine's metadata after the subscription ends (equeue has no call to
-// delete a group), and an unordered one also leaves its retry topic.
+// engine after the subscription ends (an unordered one with its retry
+// topic) until they are deleted: Engine.DeleteGroup, or the engine option
+// Options.GroupIdleTTL, which deletes groups idle for that long.
 //
 // # Watermill features
 //

@@ -179,6 +179,7 @@ time: while "equeue serve" runs on it, use --server to reach it.`,
 		a.statsCommand(),
 		a.benchCommand(),
 		a.clusterCommand(),
+		a.peekCommand(),
 	)
 	tidyHelp(root)
 	return root

@@ -30,6 +30,7 @@ const (
 func (a *app) consumeCommand() *cobra.Command {
 	var (
 		group, from, filter, member string
+		deadIf, deadReason          string
 		broadcast                   bool
 		count                       int
 		timeout                     time.Duration
@@ -55,6 +56,11 @@ RFC 3339 time. It does not move a group that has offsets: use
 reset-offsets for that.
 
 --filter selects messages by tag: "*" (all, the default) or "A || B".
+
+--dead-letter-if EXPR moves the messages it matches to the group's dead
+letters (%DLQ%GROUP, see dlq list), with --reason as their error, as a
+handler giving up on them would: *, tag=T, key=K, prop.NAME=V, body=B
+(the whole body) or body~S (the body contains S).
 
 Output: text (one line per message: topic/queue:offset, tag, keys,
 properties, body), json (one JSON object per line: id, topic, queue,
@@ -87,6 +93,15 @@ that is not UTF-8 comes as body_base64) or body (the body alone).`,
 			if err := equeue.ValidateName(group); err != nil {
 				return usageErrorf("--group: %v", err)
 			}
+			var dl *deadLetterRule
+			if deadIf != "" {
+				if broadcast {
+					return usageErrorf("--dead-letter-if needs a clustering group: broadcasting groups have no dead letters")
+				}
+				if dl, err = parseDeadLetterRule(deadIf, deadReason); err != nil {
+					return usageErrorf("--dead-letter-if %v", err)
+				}
+			}
 			topic := argv[0]
 			return a.withConn(readWrite, func(c *conn) error {
 				ctx := cmd.Context()
@@ -114,7 +129,8 @@ that is not UTF-8 comes as body_base64) or body (the body alone).`,
 				if err := pc.Start(ctx); err != nil {
 					return fmt.Errorf("join group %s: %w", group, err)
 				}
-				l := &consumeLoop{a: a, pc: pc, count: count, timeout: timeout, print: a.messagePrinter(output.value)}
+				l := &consumeLoop{a: a, pc: pc, count: count, timeout: timeout, print: a.messagePrinter(output.value),
+					b: c.broker, group: group, dl: dl}
 				err = l.run(ctx)
 				if cerr := pc.Close(); cerr != nil && !errors.Is(cerr, equeue.ErrClosed) {
 					err = errors.Join(err, fmt.Errorf("leave group %s: %w", group, cerr))
@@ -133,6 +149,8 @@ that is not UTF-8 comes as body_base64) or body (the body alone).`,
 	f.IntVar(&count, "count", 0, "exit after printing this many messages (0: no limit)")
 	f.Var(output, "output", "output format: text, json or body")
 	f.DurationVar(&timeout, "timeout", 0, "exit after this long without a message (0: wait forever)")
+	f.StringVar(&deadIf, "dead-letter-if", "", "move matching messages to the group's dead letters: *, tag=T, key=K, prop.NAME=V, body=B or body~S")
+	f.StringVar(&deadReason, "reason", "", "the error text stored with --dead-letter-if's dead letters")
 	return cmd
 }
 
@@ -155,6 +173,10 @@ type consumeLoop struct {
 	count   int
 	timeout time.Duration
 	print   func(*equeue.Message) error
+	// b, group and dl serve --dead-letter-if (dl nil: not given).
+	b     equeue.Broker
+	group string
+	dl    *deadLetterRule
 
 	printed   int
 	remaining atomic.Int64 // messages still wanted; large when unlimited
@@ -254,7 +276,14 @@ func (l *consumeLoop) deliver(b fetched) (bool, error) {
 			break
 		}
 		if err = l.print(m); err != nil {
+			err = fmt.Errorf("write output: %w", err)
 			break
+		}
+		if l.dl != nil && l.dl.match(m) {
+			// Stored as a dead letter before the commit passes it.
+			if err = l.deadLetter(b.q, m); err != nil {
+				break
+			}
 		}
 		l.printed++
 		l.remaining.Add(-1)
@@ -279,7 +308,7 @@ func (l *consumeLoop) deliver(b fetched) (bool, error) {
 		}
 	}
 	if err != nil {
-		return true, fmt.Errorf("write output: %w", err)
+		return true, err
 	}
 	return l.count > 0 && l.printed >= l.count, nil
 }

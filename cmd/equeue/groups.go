@@ -64,6 +64,7 @@ group has none yet), the queue's max offset and the lag between them.`,
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(a.groupsDeleteCommand())
 	return cmd
 }
 

@@ -26,6 +26,7 @@ func (a *app) produceCommand() *cobra.Command {
 	var (
 		keys, props    []string
 		tag, file, id  string
+		bodyFile       string
 		delay, timeout time.Duration
 		asJSON         bool
 	)
@@ -34,7 +35,8 @@ func (a *app) produceCommand() *cobra.Command {
 		Short: "Send messages to a topic",
 		Long: `produce sends each MESSAGE argument as one message. With no MESSAGE (or a
 single "-") it sends one message per line of standard input; with --file,
-one message per line of that file. Empty lines are skipped.
+one message per line of that file. Empty lines are skipped. --body-file
+sends a whole file, binary-safe, as one message.
 
 Every message gets the same --key, --tag, --property and --delay. The first
 --key routes the message: messages with the same key go to the same queue,
@@ -51,7 +53,10 @@ with (a delayed message gets its offset when it becomes visible).`,
 			if file != "" && len(bodies) > 0 {
 				return usageErrorf("give messages as arguments or with --file, not both")
 			}
-			if id != "" && (file != "" || fromStdin || len(bodies) != 1) {
+			if bodyFile != "" && (file != "" || len(bodies) > 0) {
+				return usageErrorf("--body-file is the one message: give no MESSAGE and no --file")
+			}
+			if id != "" && bodyFile == "" && (file != "" || fromStdin || len(bodies) != 1) {
 				return usageErrorf("--id names one message: give exactly one MESSAGE argument")
 			}
 			if delay < 0 {
@@ -70,6 +75,12 @@ with (a delayed message gets its offset when it becomes visible).`,
 			}
 			var src lineSource
 			switch {
+			case bodyFile != "":
+				body, err := readBodyFile(bodyFile, a.stdin)
+				if err != nil {
+					return err
+				}
+				src = &argLines{bodies: []string{body}}
 			case file != "" && file != "-":
 				f, err := os.Open(file)
 				if err != nil {
@@ -136,6 +147,7 @@ with (a delayed message gets its offset when it becomes visible).`,
 	f.StringArrayVar(&props, "property", nil, "user property `KEY=VALUE` (repeatable)")
 	f.DurationVar(&delay, "delay", 0, "deliver the messages after this delay (e.g. 30s, 10m)")
 	f.StringVar(&file, "file", "", "read one message per line from this file (\"-\": standard input)")
+	f.StringVar(&bodyFile, "body-file", "", "send this whole file, byte for byte, as one message (\"-\": standard input)")
 	f.StringVar(&id, "id", "", "message ID (for deduplicating topics); default: a generated one")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per message")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")

@@ -4218,6 +4218,176 @@ func (x *EngineStatsResponse) GetStoreBytes() int64 {
 	return 0
 }
 
+type DeleteReplyTopicRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reply topic, "%REPLY%" and the requester's ID.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteReplyTopicRequest) Reset() {
+	*x = DeleteReplyTopicRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteReplyTopicRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteReplyTopicRequest) ProtoMessage() {}
+
+func (x *DeleteReplyTopicRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteReplyTopicRequest.ProtoReflect.Descriptor instead.
+func (*DeleteReplyTopicRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *DeleteReplyTopicRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteReplyTopicResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteReplyTopicResponse) Reset() {
+	*x = DeleteReplyTopicResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteReplyTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteReplyTopicResponse) ProtoMessage() {}
+
+func (x *DeleteReplyTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteReplyTopicResponse.ProtoReflect.Descriptor instead.
+func (*DeleteReplyTopicResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{67}
+}
+
+type DeleteGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Delete even while members are live; they are fenced.
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupRequest) Reset() {
+	*x = DeleteGroupRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupRequest) ProtoMessage() {}
+
+func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
+func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *DeleteGroupRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteGroupRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type DeleteGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupResponse) Reset() {
+	*x = DeleteGroupResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupResponse) ProtoMessage() {}
+
+func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
+func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{69}
+}
+
 var File_equeue_v1_equeue_proto protoreflect.FileDescriptor
 
 const file_equeue_v1_equeue_proto_rawDesc = "" +
@@ -4505,7 +4675,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x0fcorrupt_records\x18\x01 \x01(\x04R\x0ecorruptRecords\x12)\n" +
 	"\x10expired_messages\x18\x02 \x01(\x04R\x0fexpiredMessages\x12\x1f\n" +
 	"\vstore_bytes\x18\x03 \x01(\x03R\n" +
-	"storeBytes*n\n" +
+	"storeBytes\"-\n" +
+	"\x17DeleteReplyTopicRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
+	"\x18DeleteReplyTopicResponse\">\n" +
+	"\x12DeleteGroupRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x15\n" +
+	"\x13DeleteGroupResponse*n\n" +
 	"\n" +
 	"SyncPolicy\x12\x17\n" +
 	"\x13SYNC_POLICY_DEFAULT\x10\x00\x12\x16\n" +
@@ -4530,7 +4707,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x15RESET_TARGET_EARLIEST\x10\x00\x12\x17\n" +
 	"\x13RESET_TARGET_LATEST\x10\x01\x12\x15\n" +
 	"\x11RESET_TARGET_TIME\x10\x02\x12\x18\n" +
-	"\x14RESET_TARGET_OFFSETS\x10\x032\xa2\x0e\n" +
+	"\x14RESET_TARGET_OFFSETS\x10\x032\xcd\x0f\n" +
 	"\x06Broker\x12:\n" +
 	"\x05Route\x12\x17.equeue.v1.RouteRequest\x1a\x18.equeue.v1.RouteResponse\x12=\n" +
 	"\x06Append\x12\x18.equeue.v1.AppendRequest\x1a\x19.equeue.v1.AppendResponse\x127\n" +
@@ -4558,7 +4735,9 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x0fListDeadLetters\x12!.equeue.v1.ListDeadLettersRequest\x1a\".equeue.v1.ListDeadLettersResponse\x12@\n" +
 	"\aRedrive\x12\x19.equeue.v1.RedriveRequest\x1a\x1a.equeue.v1.RedriveResponse\x12L\n" +
 	"\vListDelayed\x12\x1d.equeue.v1.ListDelayedRequest\x1a\x1e.equeue.v1.ListDelayedResponse\x12L\n" +
-	"\vEngineStats\x12\x1d.equeue.v1.EngineStatsRequest\x1a\x1e.equeue.v1.EngineStatsResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
+	"\vEngineStats\x12\x1d.equeue.v1.EngineStatsRequest\x1a\x1e.equeue.v1.EngineStatsResponse\x12[\n" +
+	"\x10DeleteReplyTopic\x12\".equeue.v1.DeleteReplyTopicRequest\x1a#.equeue.v1.DeleteReplyTopicResponse\x12L\n" +
+	"\vDeleteGroup\x12\x1d.equeue.v1.DeleteGroupRequest\x1a\x1e.equeue.v1.DeleteGroupResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
 
 var (
 	file_equeue_v1_equeue_proto_rawDescOnce sync.Once
@@ -4573,7 +4752,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -4646,20 +4825,24 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*ListDelayedResponse)(nil),      // 68: equeue.v1.ListDelayedResponse
 	(*EngineStatsRequest)(nil),       // 69: equeue.v1.EngineStatsRequest
 	(*EngineStatsResponse)(nil),      // 70: equeue.v1.EngineStatsResponse
-	nil,                              // 71: equeue.v1.Message.PropertiesEntry
-	nil,                              // 72: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 73: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 74: google.protobuf.Duration
+	(*DeleteReplyTopicRequest)(nil),  // 71: equeue.v1.DeleteReplyTopicRequest
+	(*DeleteReplyTopicResponse)(nil), // 72: equeue.v1.DeleteReplyTopicResponse
+	(*DeleteGroupRequest)(nil),       // 73: equeue.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 74: equeue.v1.DeleteGroupResponse
+	nil,                              // 75: equeue.v1.Message.PropertiesEntry
+	nil,                              // 76: equeue.v1.Message.SysPropertiesEntry
+	nil,                              // 77: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 78: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	71, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	72, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	74, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	74, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	75, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	76, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	78, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	78, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	74, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	74, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	78, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	78, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
@@ -4668,7 +4851,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
 	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	74, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	78, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
 	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
 	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
 	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
@@ -4677,7 +4860,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	24, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
 	7,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
 	26, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	74, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	78, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
 	39, // 26: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
 	40, // 27: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
 	40, // 28: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
@@ -4693,13 +4876,13 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	5,  // 38: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
 	56, // 39: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
 	7,  // 40: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	74, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	78, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
 	12, // 42: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	74, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	78, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
 	64, // 44: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
 	13, // 45: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
 	65, // 46: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	73, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	77, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
 	67, // 48: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
 	8,  // 49: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
 	10, // 50: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
@@ -4725,32 +4908,36 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	58, // 70: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
 	66, // 71: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
 	69, // 72: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
-	9,  // 73: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 74: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 75: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 76: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 77: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 78: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 79: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	28, // 80: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	30, // 81: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	61, // 82: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	63, // 83: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	32, // 84: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	34, // 85: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	36, // 86: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	38, // 87: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	42, // 88: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	44, // 89: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	49, // 90: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	51, // 91: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	54, // 92: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	57, // 93: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	59, // 94: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	68, // 95: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	70, // 96: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
-	73, // [73:97] is the sub-list for method output_type
-	49, // [49:73] is the sub-list for method input_type
+	71, // 73: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
+	73, // 74: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
+	9,  // 75: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 76: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 77: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 78: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 79: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 80: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 81: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	28, // 82: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	30, // 83: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	61, // 84: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	63, // 85: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	32, // 86: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	34, // 87: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	36, // 88: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	38, // 89: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	42, // 90: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	44, // 91: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	49, // 92: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	51, // 93: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	54, // 94: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	57, // 95: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	59, // 96: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	68, // 97: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	70, // 98: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
+	72, // 99: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
+	74, // 100: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
+	75, // [75:101] is the sub-list for method output_type
+	49, // [49:75] is the sub-list for method input_type
 	49, // [49:49] is the sub-list for extension type_name
 	49, // [49:49] is the sub-list for extension extendee
 	0,  // [0:49] is the sub-list for field type_name
@@ -4767,7 +4954,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   69,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

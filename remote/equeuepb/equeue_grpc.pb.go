@@ -57,6 +57,8 @@ const (
 	Broker_Redrive_FullMethodName          = "/equeue.v1.Broker/Redrive"
 	Broker_ListDelayed_FullMethodName      = "/equeue.v1.Broker/ListDelayed"
 	Broker_EngineStats_FullMethodName      = "/equeue.v1.Broker/EngineStats"
+	Broker_DeleteReplyTopic_FullMethodName = "/equeue.v1.Broker/DeleteReplyTopic"
+	Broker_DeleteGroup_FullMethodName      = "/equeue.v1.Broker/DeleteGroup"
 )
 
 // BrokerClient is the client API for Broker service.
@@ -99,6 +101,12 @@ type BrokerClient interface {
 	ListDelayed(ctx context.Context, in *ListDelayedRequest, opts ...grpc.CallOption) (*ListDelayedResponse, error)
 	// Engine-wide counters and the store size (equeue.Engine.Stats).
 	EngineStats(ctx context.Context, in *EngineStatsRequest, opts ...grpc.CallOption) (*EngineStatsResponse, error)
+	// DeleteReplyTopic deletes a producer's request-reply topic
+	// (equeue.Engine.DeleteReplyTopic); any other topic is refused.
+	DeleteReplyTopic(ctx context.Context, in *DeleteReplyTopicRequest, opts ...grpc.CallOption) (*DeleteReplyTopicResponse, error)
+	// DeleteGroup deletes a consumer group and everything stored for it
+	// (equeue.Engine.DeleteGroup).
+	DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error)
 }
 
 type brokerClient struct {
@@ -349,6 +357,26 @@ func (c *brokerClient) EngineStats(ctx context.Context, in *EngineStatsRequest, 
 	return out, nil
 }
 
+func (c *brokerClient) DeleteReplyTopic(ctx context.Context, in *DeleteReplyTopicRequest, opts ...grpc.CallOption) (*DeleteReplyTopicResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteReplyTopicResponse)
+	err := c.cc.Invoke(ctx, Broker_DeleteReplyTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *brokerClient) DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteGroupResponse)
+	err := c.cc.Invoke(ctx, Broker_DeleteGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BrokerServer is the server API for Broker service.
 // All implementations must embed UnimplementedBrokerServer
 // for forward compatibility.
@@ -389,6 +417,12 @@ type BrokerServer interface {
 	ListDelayed(context.Context, *ListDelayedRequest) (*ListDelayedResponse, error)
 	// Engine-wide counters and the store size (equeue.Engine.Stats).
 	EngineStats(context.Context, *EngineStatsRequest) (*EngineStatsResponse, error)
+	// DeleteReplyTopic deletes a producer's request-reply topic
+	// (equeue.Engine.DeleteReplyTopic); any other topic is refused.
+	DeleteReplyTopic(context.Context, *DeleteReplyTopicRequest) (*DeleteReplyTopicResponse, error)
+	// DeleteGroup deletes a consumer group and everything stored for it
+	// (equeue.Engine.DeleteGroup).
+	DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error)
 	mustEmbedUnimplementedBrokerServer()
 }
 
@@ -470,6 +504,12 @@ func (UnimplementedBrokerServer) ListDelayed(context.Context, *ListDelayedReques
 }
 func (UnimplementedBrokerServer) EngineStats(context.Context, *EngineStatsRequest) (*EngineStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EngineStats not implemented")
+}
+func (UnimplementedBrokerServer) DeleteReplyTopic(context.Context, *DeleteReplyTopicRequest) (*DeleteReplyTopicResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteReplyTopic not implemented")
+}
+func (UnimplementedBrokerServer) DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteGroup not implemented")
 }
 func (UnimplementedBrokerServer) mustEmbedUnimplementedBrokerServer() {}
 func (UnimplementedBrokerServer) testEmbeddedByValue()                {}
@@ -924,6 +964,42 @@ func _Broker_EngineStats_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Broker_DeleteReplyTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteReplyTopicRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).DeleteReplyTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_DeleteReplyTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).DeleteReplyTopic(ctx, req.(*DeleteReplyTopicRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Broker_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).DeleteGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_DeleteGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).DeleteGroup(ctx, req.(*DeleteGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Broker_ServiceDesc is the grpc.ServiceDesc for Broker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1026,6 +1102,14 @@ var Broker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EngineStats",
 			Handler:    _Broker_EngineStats_Handler,
+		},
+		{
+			MethodName: "DeleteReplyTopic",
+			Handler:    _Broker_DeleteReplyTopic_Handler,
+		},
+		{
+			MethodName: "DeleteGroup",
+			Handler:    _Broker_DeleteGroup_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,213 @@
+package equeue
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// ErrGroupHasMembers is returned by DeleteGroup when the group has live
+// members and DeleteGroupOptions.Force is not set: nothing was deleted.
+var ErrGroupHasMembers = errors.New("equeue: group has live members")
+
+// DeleteGroupOptions configure DeleteGroup.
+type DeleteGroupOptions struct {
+	// Force deletes a group that has live members. They are removed from
+	// the group at once: their pulls, commits and heartbeats are refused
+	// (ErrFenced, ErrNotMember), and a consumer that joins again starts a
+	// new group. False refuses with ErrGroupHasMembers.
+	Force bool
+}
+
+// deleteChunk bounds the store operations of one write of DeleteGroup, so
+// a group with many offsets never makes a batch too large for the store.
+const deleteChunk = 512
+
+// DeleteGroup deletes a consumer group and everything stored for it: its
+// metadata, committed offsets (of every member, for a broadcasting group),
+// the marks of redriven dead letters, pending delayed retries, and its
+// %RETRY% and %DLQ% topics with their messages. It returns
+// ErrGroupNotFound when nothing of the group exists, and ErrGroupHasMembers
+// while members are live unless o.Force.
+//
+// A failed delete is resumable, not atomic: the group's keys go in writes
+// of at most 512 operations with its metadata in the last, then its two
+// topics are deleted one by one. After an error some of it may be gone
+// (memory always matches the store); calling DeleteGroup again deletes the
+// rest. When the error is ErrGroupHasMembers, nothing was changed.
+func (e *Engine) DeleteGroup(ctx context.Context, name string, o DeleteGroupOptions) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.leave()
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	found, err := e.deleteGroupKeys(name, o.Force)
+	if err != nil {
+		return err
+	}
+	for _, t := range []string{RetryTopic(name), DLQTopic(name)} {
+		if _, ok := e.lookupTopic(t); !ok {
+			continue
+		}
+		found = true
+		if err := e.DeleteTopic(ctx, t); err != nil && !errors.Is(err, ErrTopicNotFound) {
+			return fmt.Errorf("equeue: delete group %q: its keys are deleted, not yet all its topics (delete it again to finish): %w", name, err)
+		}
+	}
+	if !found {
+		return fmt.Errorf("%w: %q", ErrGroupNotFound, name)
+	}
+	e.log.Info("group deleted", "group", name, "force", o.Force)
+	return nil
+}
+
+// deleteGroupKeys deletes the group's stored keys and, once they are gone,
+// the group from memory. found says whether there was anything.
+func (e *Engine) deleteGroupKeys(name string, force bool) (found bool, err error) {
+	c := e.groups
+	g, _ := c.group(name)
+	if g != nil {
+		g.commitMu.Lock()
+		defer g.commitMu.Unlock()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if len(g.members) > 0 {
+			if !force {
+				return false, fmt.Errorf("%w: group %q has %d", ErrGroupHasMembers, name, len(g.members))
+			}
+			for id := range g.members {
+				g.removeMember(id)
+				e.log.Warn("group member fenced: its group is deleted", "group", name, "member", id)
+			}
+			g.owners = map[QueueRef]owner{}
+			g.target = map[QueueRef]string{}
+			g.epoch++
+			g.notify()
+		}
+	}
+	keys, err := e.groupKeys(name)
+	if err != nil {
+		return false, fmt.Errorf("equeue: delete group %q: %w", name, err)
+	}
+	found = len(keys) > 0
+	for len(keys) > 0 {
+		n := min(len(keys), deleteChunk)
+		chunk := keys[len(keys)-n:] // the metadata key is first: deleted last
+		ops := make([]store.MetaOp, len(chunk))
+		for i, k := range chunk {
+			ops[i] = store.MetaOp{Key: k, Delete: true}
+		}
+		applied, werr := e.storeMeta(ops...)
+		if !applied {
+			return false, fmt.Errorf("equeue: delete group %q: %w", name, werr)
+		}
+		if g != nil {
+			g.forgetKeys(chunk)
+		}
+		e.trimDelayed(chunk)
+		if werr != nil {
+			return false, notDurable(werr, "delete group %q", name)
+		}
+		keys = keys[:len(keys)-n]
+	}
+	if g != nil {
+		c.mu.Lock()
+		if c.groups[name] == g {
+			delete(c.groups, name)
+		}
+		c.mu.Unlock()
+		c.subscribers.remove(g)
+	}
+	return g != nil || found, nil
+}
+
+// trimDelayed deletes the delay-log records of the delay index keys among
+// keys, which were just deleted. A failure leaves them for the sweep on
+// open, as a crash would.
+func (e *Engine) trimDelayed(keys [][]byte) {
+	for _, k := range keys {
+		if _, seq, ok := parseDelayKey(k); ok && bytes.HasPrefix(k, keyDelayPrefix) && seq >= 0 {
+			if err := e.st.DeleteRange(delayLogID, uint64(seq), uint64(seq)+1); err != nil {
+				e.log.Warn("trimming the delay log of a deleted group", "err", err)
+			}
+		}
+	}
+}
+
+// groupKeys lists every stored key of group name other than its topics:
+// the metadata key first (it must be deleted last), then offsets, redriven
+// marks and the delay index entries of its retry and dead-letter topics.
+func (e *Engine) groupKeys(name string) ([][]byte, error) {
+	var keys [][]byte
+	meta := groupKey(name)
+	if _, err := e.st.GetMeta(meta); err == nil {
+		keys = append(keys, meta)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	collect := func(prefix []byte) error {
+		return e.st.ScanMeta(prefix, func(k, _ []byte) error {
+			keys = append(keys, slices.Clone(k))
+			return nil
+		})
+	}
+	if err := collect(append(append(slices.Clone(keyOffsetPrefix), name...), 0)); err != nil {
+		return nil, err
+	}
+	if err := collect(append(append(slices.Clone(keyRedrivenPrefix), name...), 0)); err != nil {
+		return nil, err
+	}
+	var ids []uint32
+	for _, t := range []string{RetryTopic(name), DLQTopic(name)} {
+		if tp, ok := e.lookupTopic(t); ok {
+			ids = append(ids, tp.id)
+		}
+	}
+	if len(ids) > 0 {
+		err := e.st.ScanMeta(keyDelayPrefix, func(k, v []byte) error {
+			if len(v) == delayIndexValueLen && slices.Contains(ids, binary.BigEndian.Uint32(v)) {
+				keys = append(keys, slices.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// forgetKeys drops from g's memory the offsets whose keys were deleted.
+// g.mu must be held.
+func (g *group) forgetKeys(keys [][]byte) {
+	prefix := append(append(slices.Clone(keyOffsetPrefix), g.name...), 0)
+	for _, k := range keys {
+		if !bytes.HasPrefix(k, prefix) {
+			continue
+		}
+		if _, ok, good := parseOffsetMetaKey(k); good {
+			delete(g.offsets, ok)
+			delete(g.attempts, ok)
+		}
+	}
+}
+
+// remove drops g from the index (its group was deleted).
+func (x *subscriberIndex) remove(g *group) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, t := range x.topics[g] {
+		delete(x.byTopic[t], g)
+		if len(x.byTopic[t]) == 0 {
+			delete(x.byTopic, t)
+		}
+	}
+	delete(x.topics, g)
+}

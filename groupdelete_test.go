@@ -1,0 +1,269 @@
+package equeue_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/remote"
+	"github.com/equeue-go/equeue/store"
+)
+
+// groupDeleterOver returns what deletes groups over the transport.
+func groupDeleterOver(b equeue.Broker) remote.GroupDeleter { return b.(remote.GroupDeleter) }
+
+// topicQueueIDs reads the store IDs of a topic's queues from its metadata.
+func topicQueueIDs(t *testing.T, fs *faultstore.FS, name string) []store.QueueID {
+	t.Helper()
+	v, err := fs.GetMeta([]byte("topic/" + name))
+	require.NoError(t, err, "topic %s stored", name)
+	var m struct {
+		ID     uint32 `json:"id"`
+		Queues int    `json:"queues"`
+	}
+	require.NoError(t, json.Unmarshal(v, &m))
+	ids := make([]store.QueueID, m.Queues)
+	for i := range ids {
+		ids[i] = store.QueueID{Topic: m.ID, Queue: uint32(i)}
+	}
+	return ids
+}
+
+// groupFootprint lists the metadata keys that belong to group g.
+func groupFootprint(t *testing.T, fs *faultstore.FS, g string) []string {
+	t.Helper()
+	var left []string
+	for k := range metaDump(t, fs) {
+		for _, p := range []string{"grp/" + g, "off/" + g + "\x00", "dlqr/" + g + "\x00", "topic/%RETRY%" + g, "topic/%DLQ%" + g, "d/"} {
+			if k == p || (strings.HasSuffix(p, "\x00") || p == "d/") && strings.HasPrefix(k, p) {
+				left = append(left, k)
+			}
+		}
+	}
+	return left
+}
+
+// setUpGroup leaves group g with committed offsets, a retry pending in the
+// delay index, a dead letter and a redriven mark, and group "keep" with
+// offsets of the same topic.
+func setUpGroup(t *testing.T, e *equeue.Engine, b equeue.Broker) (closeG func()) {
+	ctx := ctxT(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	p := newProducer(t, b, nil)
+	for _, body := range []string{"ok", "retry", "dead", "ok2"} {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte(body)})
+		require.NoError(t, err)
+	}
+	handler := func(_ context.Context, m *equeue.Message) error {
+		switch string(m.Body) {
+		case "retry":
+			return equeue.RetryAfter(time.Hour, errors.New("later"))
+		case "dead":
+			return equeue.DeadLetter(errors.New("never"))
+		}
+		return nil
+	}
+	c := startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: handler})
+	keep := startConsumer(t, b, equeue.ConsumerOptions{Group: "keep", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(context.Context, *equeue.Message) error { return nil }})
+	eventually(t, 30*time.Second, func() bool {
+		dl, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+		return err == nil && len(dl) == 1
+	}, "dead letter stored")
+	eventually(t, 30*time.Second, func() bool {
+		d, err := e.Delayed(ctx, 10)
+		return err == nil && d.Pending == 1
+	}, "retry pending")
+	require.NoError(t, keep.Close())
+	return func() { require.NoError(t, c.Close()) }
+}
+
+func TestDeleteGroup_NothingOfTheGroupRemains(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			forTransports(t, func(t *testing.T, tr string) {
+				ctx := ctxT(t)
+				rig := newFaultRig(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+				e := rig.E
+				b := brokerOver(t, e, tr)
+				del := groupDeleterOver(b)
+				closeG := setUpGroup(t, e, b)
+
+				// Live members: refused, nothing changed.
+				err := del.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{})
+				require.ErrorIs(t, err, equeue.ErrGroupHasMembers)
+				_, err = e.Group(ctx, "g")
+				require.NoError(t, err)
+				closeG()
+
+				dl, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+				require.NoError(t, err)
+				_, err = e.Redrive(ctx, "g", equeue.RedriveRequest{Offsets: []int64{dl[0].Offset}})
+				require.NoError(t, err)
+
+				queues := append(topicQueueIDs(t, rig.FS, equeue.RetryTopic("g")), topicQueueIDs(t, rig.FS, equeue.DLQTopic("g"))...)
+				require.NotEmpty(t, groupFootprint(t, rig.FS, "g"))
+				keepBefore := len(offsetKeys(t, rig.FS, "keep"))
+				require.Positive(t, keepBefore)
+
+				require.NoError(t, del.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}))
+
+				assert.Empty(t, groupFootprint(t, rig.FS, "g"), "no key of the group left")
+				for _, q := range append(queues, store.QueueID{}) { // the delay log too
+					_, _, ok, err := rig.FS.Bounds(q)
+					require.NoError(t, err)
+					assert.False(t, ok, "records left in %v", q)
+				}
+				_, err = e.Group(ctx, "g")
+				assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
+				assert.ErrorIs(t, del.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}), equeue.ErrGroupNotFound)
+				assert.Len(t, offsetKeys(t, rig.FS, "keep"), keepBefore, "other groups untouched")
+				d, err := e.Delayed(ctx, 10)
+				require.NoError(t, err)
+				assert.Zero(t, d.Pending)
+			})
+		})
+	}
+}
+
+func offsetKeys(t *testing.T, fs *faultstore.FS, g string) []string {
+	var out []string
+	for k := range metaDump(t, fs) {
+		if strings.HasPrefix(k, "off/"+g+"\x00") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func TestDeleteGroup_ForceFencesMembers(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		ctx := ctxT(t)
+		rig := newFaultRig(t, "memory", nil)
+		e := rig.E
+		b := brokerOver(t, e, tr)
+		require.NoError(t, e.CreateTopic(ctx, "t", 2))
+		c := startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+			Handler: func(context.Context, *equeue.Message) error { return nil }})
+		eventually(t, 30*time.Second, func() bool {
+			gi, err := e.Group(ctx, "g")
+			return err == nil && len(gi.Members) == 1
+		}, "member joined")
+		// The member is a dead process that has not expired yet.
+		equeue.CrashConsumer(c)
+		require.NoError(t, groupDeleterOver(b).DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{Force: true}))
+		_, err := e.Group(ctx, "g")
+		assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
+		assert.Empty(t, groupFootprint(t, rig.FS, "g"))
+	})
+}
+
+// TestDeleteGroup_FailedWriteIsResumable fails each store write of a
+// delete in turn: the call reports the error (or, for the write that
+// drops a deleted topic's records, which DeleteTopic finishes on the next
+// open, succeeds), memory matches the store, and deleting again finishes
+// the job.
+func TestDeleteGroup_FailedWriteIsResumable(t *testing.T) {
+	for fail := 1; fail <= 5; fail++ {
+		t.Run("", func(t *testing.T) {
+			ctx := ctxT(t)
+			rig := newFaultRig(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := rig.E
+			closeG := setUpGroup(t, e, e)
+			closeG()
+			writes := 0
+			rig.FS.OnWrite(func(*store.Batch) error {
+				writes++
+				if writes == fail {
+					return faultstore.ErrInjected
+				}
+				return nil
+			})
+			before := metaDump(t, rig.FS)
+			err := e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{})
+			rig.FS.OnWrite(nil)
+			if err == nil {
+				t.Logf("write %d failing is not an error of the delete", fail)
+				assert.Empty(t, groupFootprint(t, rig.FS, "g"))
+				return
+			}
+			if fail == 1 {
+				assert.Equal(t, before, metaDump(t, rig.FS), "a failed first write changes nothing")
+				gi, err := e.Group(ctx, "g")
+				require.NoError(t, err)
+				assert.NotEmpty(t, gi.Queues)
+			}
+			require.NoError(t, e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}))
+			assert.Empty(t, groupFootprint(t, rig.FS, "g"))
+		})
+	}
+}
+
+func TestGroupIdleTTL_DeletesOnlyIdleGroups(t *testing.T) {
+	ctx := ctxT(t)
+	rig := newFaultRig(t, "memory", &equeue.Options{GroupIdleTTL: 100 * time.Millisecond})
+	e := rig.E
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	ok := func(context.Context, *equeue.Message) error { return nil }
+	live := startConsumer(t, e, equeue.ConsumerOptions{Group: "live", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok})
+	gone := startConsumer(t, e, equeue.ConsumerOptions{Group: "gone", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok})
+	p := newProducer(t, e, nil)
+	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() bool { return len(offsetKeys(t, rig.FS, "gone")) > 0 }, "offsets stored")
+	require.NoError(t, gone.Close())
+
+	eventually(t, 30*time.Second, func() bool {
+		_, err := e.Group(ctx, "gone")
+		return errors.Is(err, equeue.ErrGroupNotFound)
+	}, "idle group expired")
+	assert.Empty(t, groupFootprint(t, rig.FS, "gone"))
+	gi, err := e.Group(ctx, "live")
+	require.NoError(t, err, "a group with a live member stays")
+	assert.Len(t, gi.Members, 1)
+	require.NoError(t, live.Close())
+}
+
+// TestDeleteGroup_FailedRecordDropsFinishOnOpen fails every record
+// deletion of a delete (the delay log trim, the topics' records): the group
+// and its metadata are gone all the same, and the records left behind are
+// swept when the engine opens again.
+func TestDeleteGroup_FailedRecordDropsFinishOnOpen(t *testing.T) {
+	ctx := ctxT(t)
+	rig := newFaultRig(t, "badger", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	closeG := setUpGroup(t, rig.E, rig.E)
+	closeG()
+	queues := append(topicQueueIDs(t, rig.FS, equeue.RetryTopic("g")), topicQueueIDs(t, rig.FS, equeue.DLQTopic("g"))...)
+	queues = append(queues, store.QueueID{}) // the delay log
+	left := func() int {
+		n := 0
+		for _, q := range queues {
+			_, _, ok, err := rig.FS.Bounds(q)
+			require.NoError(t, err)
+			if ok {
+				n++
+			}
+		}
+		return n
+	}
+	require.Positive(t, left())
+
+	rig.FS.FailDeletes(1 << 20)
+	require.NoError(t, rig.E.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}))
+	rig.FS.FailDeletes(0)
+	assert.Empty(t, groupFootprint(t, rig.FS, "g"))
+	t.Logf("queues with records left after failed deletions: %d", left())
+
+	rig.reopen()
+	assert.Zero(t, left(), "records swept on open")
+	_, err := rig.E.Group(ctx, "g")
+	assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
+}

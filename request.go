@@ -1,0 +1,342 @@
+package equeue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ReplyTopicPrefix starts the name of every reply topic. User topic names
+// cannot contain '%', so no user topic collides with a reply topic.
+const ReplyTopicPrefix = "%REPLY%"
+
+// System properties of request-reply (read them with Message.SysProperty).
+const (
+	// SysReplyTo names the reply topic a request's reply goes to.
+	SysReplyTo = "reply-to"
+	// SysCorrelationID ties a reply to its request.
+	SysCorrelationID = "correlation-id"
+)
+
+// DefaultRequestTimeout bounds Producer.Request when its context has no deadline.
+const DefaultRequestTimeout = 30 * time.Second
+
+// replyPullWait is how long the reply listener's pulls wait for a reply.
+const replyPullWait = 5 * time.Second
+
+// isReplyTopic reports whether name is a reply topic.
+func isReplyTopic(name string) bool {
+	rest, ok := strings.CutPrefix(name, ReplyTopicPrefix)
+	return ok && ValidateName(rest) == nil
+}
+
+// IsReplyTopic reports whether name is a reply topic (ReplyTopicPrefix
+// followed by a valid name). Transports use it to let a producer read, and
+// a consumer write, reply topics.
+func IsReplyTopic(name string) bool { return isReplyTopic(name) }
+
+// replyTopicDeleter is the optional broker capability Producer.Close uses
+// to remove its reply topic. *Engine and the remote client implement it.
+type replyTopicDeleter interface {
+	DeleteReplyTopic(ctx context.Context, name string) error
+}
+
+// requester is a producer's request-reply state: its reply topic, the
+// requests waiting for a reply, and the goroutine that reads replies. It is
+// started by the first Request and stopped by Producer.Close.
+type requester struct {
+	p     *Producer
+	topic string
+
+	mu      sync.Mutex
+	pending map[string]chan *Message // correlation ID -> the waiting request
+	stopped bool
+	err     error // why it stopped: what waiting requests return
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	dropped atomic.Int64 // replies nobody waited for (late or unknown)
+}
+
+// requesterState is the Producer's lazily created requester.
+type requesterState struct {
+	mu sync.Mutex
+	r  *requester
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// requester returns the producer's requester, starting it on first use:
+// the reply topic is created (Route creates reply topics) before the
+// listener starts, so no reply can be sent to a topic that does not exist.
+func (p *Producer) requester(ctx context.Context) (*requester, error) {
+	p.req.mu.Lock()
+	defer p.req.mu.Unlock()
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	if r := p.req.r; r != nil {
+		r.mu.Lock()
+		gone := r.stopped
+		r.mu.Unlock()
+		if !gone {
+			return r, nil
+		}
+		// Its reply topic was deleted under it: start a new one.
+		r.cancel()
+		<-r.done
+	}
+	r := &requester{p: p, topic: ReplyTopicPrefix + randomID(), pending: map[string]chan *Message{}}
+	if _, err := p.b.Route(ctx, r.topic); err != nil {
+		return nil, fmt.Errorf("equeue: create reply topic: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go r.listen(lctx)
+	p.req.r = r
+	return r, nil
+}
+
+// stopRequester stops the listener, fails waiting requests with ErrClosed
+// and deletes the reply topic when the broker can. Idempotent.
+func (p *Producer) stopRequester() {
+	p.req.mu.Lock()
+	r := p.req.r
+	p.req.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.stop(ErrClosed)
+	r.cancel()
+	<-r.done
+	if d, ok := p.b.(replyTopicDeleter); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.DeleteReplyTopic(ctx, r.topic) // best effort: a leftover reply topic holds only late replies
+		cancel()
+	}
+}
+
+// stop fails the waiting requests with err and refuses new ones.
+// Idempotent: the first reason stays.
+func (r *requester) stop(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	r.stopped, r.err = true, err
+	for id, ch := range r.pending {
+		close(ch)
+		delete(r.pending, id)
+	}
+}
+
+// listen reads the reply topic and hands each reply to its request. When
+// the topic disappears (deleted by an admin) it stops the requester, so
+// that waiting requests fail at once and the next one starts afresh.
+func (r *requester) listen(ctx context.Context) {
+	defer close(r.done)
+	var off int64
+	backoff := busyBackoffMin
+	for ctx.Err() == nil {
+		res, err := r.p.b.Pull(ctx, &PullRequest{Topic: r.topic, Offset: off, Max: MaxPullBatch, Wait: replyPullWait})
+		if err != nil {
+			if ctx.Err() == nil && (errors.Is(err, ErrClosed) || errors.Is(err, ErrTopicNotFound)) {
+				r.stop(fmt.Errorf("equeue: reply topic %s: %w", r.topic, err))
+				return
+			}
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, busyBackoffMax)
+			continue
+		}
+		backoff = busyBackoffMin
+		off = res.NextOffset
+		for _, m := range res.Messages {
+			r.deliver(m)
+		}
+	}
+}
+
+// deliver hands m to the request waiting for it, or drops it.
+func (r *requester) deliver(m *Message) {
+	id := m.SysProperty(SysCorrelationID)
+	r.mu.Lock()
+	ch, ok := r.pending[id]
+	if ok {
+		delete(r.pending, id)
+	}
+	r.mu.Unlock()
+	if !ok {
+		r.dropped.Add(1)
+		return
+	}
+	ch <- m // buffered, and each channel gets at most one message
+}
+
+// add registers a request waiting for a reply.
+func (r *requester) add(id string) (chan *Message, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil, r.err
+	}
+	ch := make(chan *Message, 1)
+	r.pending[id] = ch
+	return ch, nil
+}
+
+// forget removes a request that stopped waiting.
+func (r *requester) forget(id string) {
+	r.mu.Lock()
+	delete(r.pending, id)
+	r.mu.Unlock()
+}
+
+// Request sends m and waits for its reply: a message a handler sent with
+// Reply. m carries the producer's reply topic and a fresh correlation ID
+// (system properties SysReplyTo and SysCorrelationID; properties m already
+// holds are replaced). Request waits until ctx ends, or
+// DefaultRequestTimeout when ctx has no deadline; then it returns an error
+// matching ErrRequestTimeout (and the context's error), and a reply that
+// arrives later is dropped. The request itself may then have been handled
+// or not: as with Send, a send error says whether it was stored.
+//
+// The first Request creates the producer's reply topic and starts one
+// goroutine reading it; Close stops it and deletes the topic.
+func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
+	if err := p.check(ctx, m); err != nil {
+		return nil, err
+	}
+	if m.Delay > 0 || !m.DeliverAt.IsZero() {
+		return nil, fmt.Errorf("%w: a request cannot be delayed", ErrInvalidArgument)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultRequestTimeout)
+		defer cancel()
+	}
+	r, err := p.requester(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrRequestTimeout, err)
+		}
+		return nil, err
+	}
+	id := randomID()
+	ch, err := r.add(id)
+	if err != nil {
+		return nil, err
+	}
+	sys := m.SysProperties()
+	if sys == nil {
+		sys = map[string]string{}
+	}
+	sys[SysReplyTo], sys[SysCorrelationID] = r.topic, id
+	m.SetSysProperties(sys)
+	if _, err := p.Send(ctx, m); err != nil {
+		r.forget(id)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: sending the request: %w", ErrRequestTimeout, err)
+		}
+		return nil, err
+	}
+	select {
+	case rep, ok := <-ch:
+		if !ok {
+			r.mu.Lock()
+			err := r.err
+			r.mu.Unlock()
+			return nil, err
+		}
+		return rep, nil
+	case <-ctx.Done():
+		r.forget(id)
+		// A reply may have been handed over just before forget.
+		select {
+		case rep, ok := <-ch:
+			if ok {
+				return rep, nil
+			}
+		default:
+		}
+		return nil, fmt.Errorf("%w: %w", ErrRequestTimeout, ctx.Err())
+	}
+}
+
+// Reply sends body as the reply to req, a message received by a handler
+// that was sent with Producer.Request. The reply goes to the requester's
+// reply topic with req's correlation ID; props, which may be nil, become
+// its Properties. It returns ErrNotRequest when req carries no reply
+// address. A reply nobody can receive is dropped, and Reply returns nil:
+// the requester stopped waiting (it drops the reply), or it closed and its
+// reply topic is gone (retrying would not help a handler either).
+func Reply(ctx context.Context, p *Producer, req *Message, body []byte, props map[string]string) error {
+	if p == nil || req == nil {
+		return fmt.Errorf("%w: nil producer or request", ErrInvalidArgument)
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	to, id := req.SysProperty(SysReplyTo), req.SysProperty(SysCorrelationID)
+	if !isReplyTopic(to) || id == "" {
+		return fmt.Errorf("%w: message %s", ErrNotRequest, req.ID)
+	}
+	m := &Message{Topic: to, Body: body, Properties: props}
+	m.SetSysProperties(map[string]string{SysCorrelationID: id})
+	// Reply topics have one queue; a requester that closed deleted it.
+	_, err := p.append(ctx, &AppendRequest{Topic: to, Queue: 0, Messages: []*Message{m}, Sync: p.sync})
+	if errors.Is(err, ErrTopicNotFound) {
+		return nil // the requester closed: nobody to answer
+	}
+	return err
+}
+
+// Errors of request-reply.
+var (
+	// ErrRequestTimeout is returned by Producer.Request when no reply
+	// arrived before its context ended (or DefaultRequestTimeout passed).
+	ErrRequestTimeout = errors.New("equeue: request timed out")
+	// ErrNotRequest is returned by Reply when the message was not sent with
+	// Producer.Request (it has no reply address).
+	ErrNotRequest = errors.New("equeue: message is not a request")
+)
+
+// ensureReplyTopic creates the reply topic name (one queue) when it is one
+// and does not exist. Only Route creates reply topics: an Append to a
+// deleted one fails, so a late reply cannot bring it back.
+func (e *Engine) ensureReplyTopic(ctx context.Context, name string) error {
+	if !isReplyTopic(name) {
+		return nil
+	}
+	if _, ok := e.lookupTopic(name); ok {
+		return nil
+	}
+	err := e.createTopic(ctx, name, TopicOptions{Queues: 1}, true)
+	if errors.Is(err, ErrTopicExists) {
+		return nil
+	}
+	return err
+}
+
+// DeleteReplyTopic deletes a reply topic (Producer.Close calls it through
+// the broker). It returns ErrInvalidName for any other topic.
+//
+// Broker seam: producers call it; applications need not.
+func (e *Engine) DeleteReplyTopic(ctx context.Context, name string) error {
+	if !isReplyTopic(name) {
+		return fmt.Errorf("%w: %q is not a reply topic", ErrInvalidName, name)
+	}
+	return e.DeleteTopic(ctx, name)
+}
