@@ -188,18 +188,8 @@ func (r *runner) pullLoop() {
 		case PullFound:
 			r.pq.add(res.Messages, res.NextOffset)
 			next = res.NextOffset
-			if c.o.Orderly {
-				for _, m := range res.Messages {
-					if !r.handleOrderly(m) {
-						return
-					}
-				}
-				continue
-			}
-			for _, m := range res.Messages {
-				if !c.submit(task{r: r, m: m}, r.ctx.Done()) {
-					return
-				}
+			if !r.dispatch(res.Messages) {
+				return
 			}
 		case PullOffsetMoved:
 			c.log.Warn("offset moved", "queue", r.grant.QueueRef, "from", next, "to", res.NextOffset)
@@ -260,7 +250,12 @@ func (r *runner) handleConcurrent(m *Message) {
 	}
 	view := origin(m)
 	ctx, end := r.c.traceHandle(r.hctx, view)
-	err := r.c.invoke(ctx, view)
+	r.finish(m, view, r.c.invoke(ctx, view), end)
+}
+
+// finish records the result of one handling of m (view is what the handler
+// saw): done on success, else through the failure path (see dispose).
+func (r *runner) finish(m, view *Message, err error, end handleEnd) {
 	if err == nil || r.abandoned.Load() || r.gaveUp.Load() {
 		// A fenced runner cannot commit, and a drain that gave up has
 		// committed already: a failure there stays for the next delivery.
@@ -376,6 +371,9 @@ func (r *runner) deadLetterNow(view *Message, attempts int, cause error) bool {
 
 // invoke calls the handler with hooks, turning a panic into an error.
 func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
+	if c.o.BatchHandler != nil {
+		return c.invokeBatch(ctx, []*Message{m})[0]
+	}
 	c.hooks.beforeHandle(ctx, m)
 	start := time.Now()
 	defer func() {
