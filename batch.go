@@ -69,6 +69,7 @@ func (r *runner) dispatch(msgs []*Message) bool {
 	if c.o.BatchHandler != nil {
 		size = c.o.BatchSize
 	}
+	r.markPriority(msgs)
 	for chunk := range slices.Chunk(msgs, size) {
 		if !r.laneTurn() {
 			return false

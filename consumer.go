@@ -242,6 +242,7 @@ type Consumer struct {
 	pool    *workerPool    // concurrent mode
 	parking parking        // in-process runners parked at the end of their queues
 	timers  consumerTimers // periodic commit and watchdog
+	lanes   laneBoard      // priority lanes (priority.go)
 
 	// commitMu orders the consumer's commits: each computes its offsets
 	// under it, so a periodic commit still in flight cannot land after (and
@@ -441,6 +442,7 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		}
 	}
 	if len(fresh) > 0 {
+		c.learnLanes(ctx, fresh)
 		offs, err := c.b.FetchOffsets(ctx, c.o.Group, c.o.ID, fresh)
 		if err != nil {
 			return fmt.Errorf("fetch offsets: %w", err)

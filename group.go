@@ -273,12 +273,8 @@ func (c *coordinator) rebalance(g *group) {
 		byTopic[q.Topic] = append(byTopic[q.Topic], allocate.Queue{Topic: q.Topic, ID: q.Queue})
 	}
 	clear(g.target)
-	for _, aq := range byTopic {
-		for id, qs := range g.strategy.Allocate(aq, ids) {
-			for _, q := range qs {
-				g.target[QueueRef{Topic: q.Topic, Queue: q.ID}] = id
-			}
-		}
+	for name, aq := range byTopic {
+		allocateLanes(g.strategy, c.e.topicLanes(name), aq, ids, g.target) // a queue's lanes go together
 	}
 	for q := range g.owners {
 		if _, ok := g.target[q]; !ok && !slices.Contains(g.queues, q) {

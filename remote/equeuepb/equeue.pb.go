@@ -623,10 +623,12 @@ func (x *RouteRequest) GetTopic() string {
 }
 
 type RouteResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Queues        int32                  `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
-	Writable      []int32                `protobuf:"varint,3,rep,packed,name=writable,proto3" json:"writable,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Topic    string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Queues   int32                  `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
+	Writable []int32                `protobuf:"varint,3,rep,packed,name=writable,proto3" json:"writable,omitempty"`
+	// Priority lanes per queue (Route.Priorities); 0 without priorities.
+	Priorities    int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -680,6 +682,13 @@ func (x *RouteResponse) GetWritable() []int32 {
 		return x.Writable
 	}
 	return nil
+}
+
+func (x *RouteResponse) GetPriorities() int32 {
+	if x != nil {
+		return x.Priorities
+	}
+	return 0
 }
 
 type AppendRequest struct {
@@ -2046,7 +2055,9 @@ type CreateTopicRequest struct {
 	// 0 means the engine's default queue count.
 	Queues int32 `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
 	// When set and positive, the topic's dedup window (TopicOptions.DedupWindow).
-	DedupWindow   *durationpb.Duration `protobuf:"bytes,3,opt,name=dedup_window,json=dedupWindow,proto3" json:"dedup_window,omitempty"`
+	DedupWindow *durationpb.Duration `protobuf:"bytes,3,opt,name=dedup_window,json=dedupWindow,proto3" json:"dedup_window,omitempty"`
+	// Priority lanes per queue (TopicOptions.Priorities); 0 means none.
+	Priorities    int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2100,6 +2111,13 @@ func (x *CreateTopicRequest) GetDedupWindow() *durationpb.Duration {
 		return x.DedupWindow
 	}
 	return nil
+}
+
+func (x *CreateTopicRequest) GetPriorities() int32 {
+	if x != nil {
+		return x.Priorities
+	}
+	return 0
 }
 
 type CreateTopicResponse struct {
@@ -2475,8 +2493,10 @@ type TopicInfo struct {
 	Name              string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	CreatedAtUnixNano int64                  `protobuf:"varint,2,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
 	Queues            []*QueueInfo           `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Priority lanes per queue (TopicInfo.Priorities); 0 without priorities.
+	Priorities    int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TopicInfo) Reset() {
@@ -2528,6 +2548,13 @@ func (x *TopicInfo) GetQueues() []*QueueInfo {
 		return x.Queues
 	}
 	return nil
+}
+
+func (x *TopicInfo) GetPriorities() int32 {
+	if x != nil {
+		return x.Priorities
+	}
+	return 0
 }
 
 type ListTopicsRequest struct {
@@ -4161,11 +4188,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"$\n" +
 	"\fRouteRequest\x12\x14\n" +
-	"\x05topic\x18\x01 \x01(\tR\x05topic\"Y\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\"y\n" +
 	"\rRouteResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12\x1a\n" +
-	"\bwritable\x18\x03 \x03(\x05R\bwritable\"\xd6\x01\n" +
+	"\bwritable\x18\x03 \x03(\x05R\bwritable\x12\x1e\n" +
+	"\n" +
+	"priorities\x18\x10 \x01(\x05R\n" +
+	"priorities\"\xd6\x01\n" +
 	"\rAppendRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\x12.\n" +
@@ -4269,11 +4299,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x06queues\x18\x03 \x03(\v2\x10.equeue.v1.GrantR\x06queues\"h\n" +
 	"\x14FetchOffsetsResponse\x12\x18\n" +
 	"\aoffsets\x18\x01 \x03(\x03R\aoffsets\x126\n" +
-	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"~\n" +
+	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"\x9e\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12<\n" +
-	"\fdedup_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vdedupWindow\"\x15\n" +
+	"\fdedup_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vdedupWindow\x12\x1e\n" +
+	"\n" +
+	"priorities\x18\x10 \x01(\x05R\n" +
+	"priorities\"\x15\n" +
 	"\x13CreateTopicResponse\"<\n" +
 	"\x10AddQueuesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -4293,11 +4326,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"min_offset\x18\x02 \x01(\x03R\tminOffset\x12\x1d\n" +
 	"\n" +
 	"max_offset\x18\x03 \x01(\x03R\tmaxOffset\x12\x1a\n" +
-	"\bwritable\x18\x04 \x01(\bR\bwritable\"~\n" +
+	"\bwritable\x18\x04 \x01(\bR\bwritable\"\x9e\x01\n" +
 	"\tTopicInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\x14created_at_unix_nano\x18\x02 \x01(\x03R\x11createdAtUnixNano\x12,\n" +
-	"\x06queues\x18\x03 \x03(\v2\x14.equeue.v1.QueueInfoR\x06queues\"\x13\n" +
+	"\x06queues\x18\x03 \x03(\v2\x14.equeue.v1.QueueInfoR\x06queues\x12\x1e\n" +
+	"\n" +
+	"priorities\x18\x10 \x01(\x05R\n" +
+	"priorities\"\x13\n" +
 	"\x11ListTopicsRequest\"B\n" +
 	"\x12ListTopicsResponse\x12,\n" +
 	"\x06topics\x18\x01 \x03(\v2\x14.equeue.v1.TopicInfoR\x06topics\"*\n" +
