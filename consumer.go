@@ -442,7 +442,7 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		}
 	}
 	if len(fresh) > 0 {
-		c.learnLanes(ctx, fresh)
+		c.learnLanes(a.Priorities, fresh)
 		offs, err := c.b.FetchOffsets(ctx, c.o.Group, c.o.ID, fresh)
 		if err != nil {
 			return fmt.Errorf("fetch offsets: %w", err)

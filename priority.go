@@ -1,7 +1,6 @@
 package equeue
 
 import (
-	"context"
 	"strconv"
 	"sync"
 	"time"
@@ -168,31 +167,35 @@ func (b *laneBoard) turn(s *laneSlot) (bool, <-chan struct{}) {
 	return true, nil
 }
 
-// learnLanes looks up the lane count of the topics of grants it does not
-// know yet, and marks their lanes busy before any of their runners starts,
-// so that no lower lane goes first while a higher one is being started. A
-// topic whose route cannot be read is consumed without priority until it
-// is looked up again.
-func (c *Consumer) learnLanes(ctx context.Context, grants []Grant) {
-	defer func() {
-		for _, g := range grants {
-			c.laneSlotFor(g)
+// learnLanes records the lane counts of topics with priorities (from an
+// assignment), and marks the lanes of fresh grants busy before any of their
+// runners starts, so that no lower lane goes first while a higher one is
+// being started. Lane counts never change: a topic's priorities are fixed
+// at creation.
+func (c *Consumer) learnLanes(lanes map[string]int, fresh []Grant) {
+	for t, n := range lanes {
+		if n > 1 {
+			c.lanes.counts.Store(t, n)
 		}
-	}()
-	for _, g := range grants {
-		if isInternalTopic(g.Topic) {
-			continue
-		}
-		if _, ok := c.lanes.counts.Load(g.Topic); ok {
-			continue
-		}
-		r, err := c.b.Route(ctx, g.Topic)
-		if err != nil {
-			c.log.Warn("reading the priorities of a topic; consuming it without priority", "topic", g.Topic, "err", err)
-			continue
-		}
-		c.lanes.counts.Store(g.Topic, max(r.Priorities, 1))
 	}
+	for _, g := range fresh {
+		c.laneSlotFor(g)
+	}
+}
+
+// subscribedLanes returns the lane counts of g's subscribed topics that
+// have priorities, nil when none has.
+func (c *coordinator) subscribedLanes(g *group) map[string]int {
+	var out map[string]int
+	for _, s := range g.subs {
+		if n := c.e.topicLanes(s.Topic); n > 1 {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[s.Topic] = n
+		}
+	}
+	return out
 }
 
 // laneCount returns the lane count learned for topic, 1 when unknown.

@@ -1127,7 +1127,9 @@ type Assignment struct {
 	Queues  []*Grant               `protobuf:"bytes,5,rep,name=queues,proto3" json:"queues,omitempty"`
 	Pending int32                  `protobuf:"varint,6,opt,name=pending,proto3" json:"pending,omitempty"`
 	// Queues the member still holds but must hand over (release).
-	Revoking      []*Grant `protobuf:"bytes,7,rep,name=revoking,proto3" json:"revoking,omitempty"`
+	Revoking []*Grant `protobuf:"bytes,7,rep,name=revoking,proto3" json:"revoking,omitempty"`
+	// Lane count of each subscribed topic with priorities (Assignment.Priorities).
+	Priorities    map[string]int32 `protobuf:"bytes,16,rep,name=priorities,proto3" json:"priorities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1207,6 +1209,13 @@ func (x *Assignment) GetPending() int32 {
 func (x *Assignment) GetRevoking() []*Grant {
 	if x != nil {
 		return x.Revoking
+	}
+	return nil
+}
+
+func (x *Assignment) GetPriorities() map[string]int32 {
+	if x != nil {
+		return x.Priorities
 	}
 	return nil
 }
@@ -4234,7 +4243,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\aexpired\x18\a \x01(\x05R\aexpired\"<\n" +
 	"\fSubscription\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
-	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xdc\x01\n" +
+	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xe2\x02\n" +
 	"\n" +
 	"Assignment\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
@@ -4243,7 +4252,13 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\aversion\x18\x04 \x01(\x03R\aversion\x12(\n" +
 	"\x06queues\x18\x05 \x03(\v2\x10.equeue.v1.GrantR\x06queues\x12\x18\n" +
 	"\apending\x18\x06 \x01(\x05R\apending\x12,\n" +
-	"\brevoking\x18\a \x03(\v2\x10.equeue.v1.GrantR\brevoking\"\xc7\x02\n" +
+	"\brevoking\x18\a \x03(\v2\x10.equeue.v1.GrantR\brevoking\x12E\n" +
+	"\n" +
+	"priorities\x18\x10 \x03(\v2%.equeue.v1.Assignment.PrioritiesEntryR\n" +
+	"priorities\x1a=\n" +
+	"\x0fPrioritiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xc7\x02\n" +
 	"\x10JoinGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x12-\n" +
@@ -4506,7 +4521,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -4579,110 +4594,112 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*ListDelayedResponse)(nil),      // 68: equeue.v1.ListDelayedResponse
 	nil,                              // 69: equeue.v1.Message.PropertiesEntry
 	nil,                              // 70: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 71: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 72: google.protobuf.Duration
+	nil,                              // 71: equeue.v1.Assignment.PrioritiesEntry
+	nil,                              // 72: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 73: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	69, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
 	70, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	72, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	72, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	73, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	73, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	72, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	72, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	73, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	73, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
 	7,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
-	2,  // 12: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
-	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
-	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
-	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	72, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
-	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
-	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
-	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
-	25, // 20: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
-	25, // 21: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
-	24, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
-	7,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	26, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	72, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
-	39, // 26: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
-	40, // 27: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
-	40, // 28: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
-	6,  // 29: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
-	2,  // 30: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
-	14, // 31: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
-	45, // 32: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
-	46, // 33: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
-	47, // 34: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
-	47, // 35: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
-	4,  // 36: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
-	52, // 37: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
-	5,  // 38: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
-	56, // 39: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	7,  // 40: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	72, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
-	12, // 42: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	72, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
-	64, // 44: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
-	13, // 45: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
-	65, // 46: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	71, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
-	67, // 48: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
-	8,  // 49: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 50: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 51: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 52: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 53: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 54: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 55: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	27, // 56: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	29, // 57: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	60, // 58: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	62, // 59: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	31, // 60: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	33, // 61: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	35, // 62: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	37, // 63: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	41, // 64: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	43, // 65: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	48, // 66: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	50, // 67: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	53, // 68: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	55, // 69: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	58, // 70: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	66, // 71: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
-	9,  // 72: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 73: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 74: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 75: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 76: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 77: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 78: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	28, // 79: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	30, // 80: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	61, // 81: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	63, // 82: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	32, // 83: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	34, // 84: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	36, // 85: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	38, // 86: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	42, // 87: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	44, // 88: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	49, // 89: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	51, // 90: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	54, // 91: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	57, // 92: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	59, // 93: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	68, // 94: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	72, // [72:95] is the sub-list for method output_type
-	49, // [49:72] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	71, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
+	2,  // 13: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
+	14, // 14: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
+	3,  // 15: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
+	15, // 16: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
+	73, // 17: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	15, // 18: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
+	7,  // 19: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
+	7,  // 20: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
+	25, // 21: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
+	25, // 22: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
+	24, // 23: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
+	7,  // 24: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
+	26, // 25: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
+	73, // 26: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	39, // 27: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
+	40, // 28: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
+	40, // 29: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
+	6,  // 30: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
+	2,  // 31: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
+	14, // 32: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
+	45, // 33: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
+	46, // 34: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
+	47, // 35: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
+	47, // 36: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
+	4,  // 37: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
+	52, // 38: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
+	5,  // 39: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
+	56, // 40: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
+	7,  // 41: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
+	73, // 42: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	12, // 43: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
+	73, // 44: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	64, // 45: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
+	13, // 46: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
+	65, // 47: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
+	72, // 48: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	67, // 49: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
+	8,  // 50: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	10, // 51: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	12, // 52: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	16, // 53: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	18, // 54: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	20, // 55: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	22, // 56: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	27, // 57: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	29, // 58: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	60, // 59: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	62, // 60: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	31, // 61: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	33, // 62: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	35, // 63: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	37, // 64: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	41, // 65: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	43, // 66: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	48, // 67: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	50, // 68: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	53, // 69: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	55, // 70: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	58, // 71: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	66, // 72: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
+	9,  // 73: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 74: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 75: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 76: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 77: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 78: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 79: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	28, // 80: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	30, // 81: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	61, // 82: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	63, // 83: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	32, // 84: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	34, // 85: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	36, // 86: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	38, // 87: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	42, // 88: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	44, // 89: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	49, // 90: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	51, // 91: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	54, // 92: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	57, // 93: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	59, // 94: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	68, // 95: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	73, // [73:96] is the sub-list for method output_type
+	50, // [50:73] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -4696,7 +4713,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   67,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
