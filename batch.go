@@ -28,7 +28,8 @@ import (
 // LocalRetryDelay (only the failed ones count an attempt), so the queue's
 // order holds.
 //
-// ctx follows the rules of Handler's context.
+// ctx follows the rules of Handler's context, and ConsumeTimeout applies to
+// every message of a running batch as to a single message.
 type BatchHandler func(ctx context.Context, msgs []*Message) error
 
 // BatchError is a BatchHandler's per-message outcome: the messages at the

@@ -100,6 +100,16 @@ func (r Route) laneWritable(n, lane int) []int {
 	return out
 }
 
+// reroute picks a writable queue ID for m, which was stored at queue: one
+// its key routes to in the same priority lane, else in any lane.
+func (r Route) reroute(m *Message, queue int) int {
+	n := max(r.Priorities, 1)
+	if w := r.laneWritable(n, queue%n); n > 1 && len(w) > 0 {
+		return KeyHashSelector().Select(m, w)*n + queue%n
+	}
+	return KeyHashSelector().Select(m, r.Writable)
+}
+
 // laneSlot is one priority lane a consumer runs: its queue's key on the
 // consumer's laneBoard and whether it has messages to hand out.
 type laneSlot struct {
