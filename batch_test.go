@@ -222,7 +222,8 @@ func testBatch_OrderlyKeepsOrder(t *testing.T, tr string) {
 
 // TestBatch_CloseMidBatchNoDuplicates: three batch workers closed while
 // their batches run, then restarted: every job succeeds exactly once, and
-// the only other runs are counted retries.
+// the only other runs are counted retries. (TestBatch_CloseCancelsRunningBatch
+// covers a batch that outlives ShutdownTimeout.)
 func TestBatch_CloseMidBatchNoDuplicates(t *testing.T) {
 	forTransports(t, testBatch_CloseMidBatchNoDuplicates)
 }
@@ -239,7 +240,7 @@ func testBatch_CloseMidBatchNoDuplicates(t *testing.T, tr string) {
 		for i, m := range msgs {
 			job := string(m.Body)
 			select {
-			case <-time.After(time.Millisecond): // the work
+			case <-time.After(2 * time.Millisecond): // the work
 			case <-ctx.Done():
 				for j := i; j < len(msgs); j++ {
 					ledger.record(string(msgs[j].Body), msgs[j].Attempt, false)
@@ -266,7 +267,6 @@ func testBatch_CloseMidBatchNoDuplicates(t *testing.T, tr string) {
 		for _, id := range []string{"w1", "w2", "w3"} {
 			cs = append(cs, startConsumer(t, b, equeue.ConsumerOptions{Group: "work", ID: id,
 				Subscriptions: []equeue.Subscription{{Topic: "jobs"}}, Concurrency: 4, CommitInterval: 50 * time.Millisecond, BatchSize: 8,
-				ShutdownTimeout:  50 * time.Millisecond, // some batches are cancelled mid-way
 				RetryTopicDelays: []time.Duration{20 * time.Millisecond}, BatchHandler: handler}))
 		}
 		return cs
@@ -295,4 +295,57 @@ func testBatch_CloseMidBatchNoDuplicates(t *testing.T, tr string) {
 	eventually(t, 30*time.Second, func() bool { return groupLag(t, e, "work") == 0 }, "the group has no lag")
 	closeAll(cs)
 	ledger.check(t, jobs)
+}
+
+// TestBatch_CloseCancelsRunningBatch: Close cancels a batch still running
+// after ShutdownTimeout; the handler finished half of it and fails the
+// rest with the context's error. The finished half is committed and never
+// delivered again; the rest counted an attempt and comes back once, from
+// the retry topic.
+func TestBatch_CloseCancelsRunningBatch(t *testing.T) {
+	forTransports(t, testBatch_CloseCancelsRunningBatch)
+}
+
+func testBatch_CloseCancelsRunningBatch(t *testing.T, tr string) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	b := brokerOver(t, e, tr)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	sendBodies(t, b, "t", 8)
+	started := make(chan struct{})
+	opts := equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		BatchSize: 8, ShutdownTimeout: 300 * time.Millisecond, RetryTopicDelays: []time.Duration{10 * time.Millisecond},
+		BatchHandler: func(ctx context.Context, msgs []*equeue.Message) error {
+			if len(msgs) != 8 {
+				return fmt.Errorf("got a batch of %d", len(msgs))
+			}
+			close(started) // the first half is done; the rest waits for Close
+			<-ctx.Done()
+			failed := map[int]error{}
+			for i := 4; i < 8; i++ {
+				failed[i] = ctx.Err()
+			}
+			return &equeue.BatchError{Failed: failed}
+		}}
+	c := startConsumer(t, b, opts)
+	<-started
+	require.NoError(t, c.Close())
+	gi, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	for _, q := range gi.Queues {
+		if q.Topic == "t" {
+			assert.Equal(t, int64(8), q.Committed, "the whole batch is finished: handled or sent back")
+		}
+	}
+
+	log := newBatchLog()
+	opts.BatchHandler = log.handler(func(*equeue.Message) bool { return false })
+	opts.CommitInterval = 50 * time.Millisecond
+	startConsumer(t, b, opts)
+	eventually(t, 30*time.Second, func() bool { return log.succeeded() == 4 }, "the cancelled half comes back")
+	eventually(t, 10*time.Second, func() bool { return groupLag(t, e, "g") == 0 }, "the group has no lag")
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	assert.Equal(t, map[string][]int{"4": {1}, "5": {1}, "6": {1}, "7": {1}}, log.runs,
+		"only the cancelled messages, once each, with their counted attempt")
 }
