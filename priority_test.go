@@ -197,3 +197,30 @@ func refsOf(c *equeue.Consumer) []equeue.QueueRef {
 	}
 	return out
 }
+
+// TestPriority_RetriedMessageKeepsItsPriority: a message retried through
+// the retry topic is handled again with the priority of its lane.
+func TestPriority_RetriedMessageKeepsItsPriority(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 1, Priorities: 4}))
+	var mu sync.Mutex
+	var seen []string
+	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "p"}},
+		RetryTopicDelays: []time.Duration{10 * time.Millisecond},
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("attempt %d priority %d", m.Attempt, m.Priority))
+			mu.Unlock()
+			if m.Attempt == 0 {
+				return fmt.Errorf("once more")
+			}
+			return nil
+		}})
+	_, err := newProducer(t, e, nil).Send(ctx, &equeue.Message{Topic: "p", Priority: 2, Body: []byte("x")})
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 }, "handled twice")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"attempt 0 priority 2", "attempt 1 priority 2"}, seen)
+}
