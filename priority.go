@@ -180,8 +180,8 @@ func (b *laneBoard) turn(s *laneSlot) (bool, <-chan struct{}) {
 // learnLanes records the lane counts of topics with priorities (from an
 // assignment), and marks the lanes of fresh grants busy before any of their
 // runners starts, so that no lower lane goes first while a higher one is
-// being started. Lane counts never change: a topic's priorities are fixed
-// at creation.
+// being started. A topic's priorities are fixed at creation, but a topic
+// deleted and created again may have others: the latest assignment holds.
 func (c *Consumer) learnLanes(lanes map[string]int, fresh []Grant) {
 	for t, n := range lanes {
 		if n > 1 {
@@ -189,6 +189,9 @@ func (c *Consumer) learnLanes(lanes map[string]int, fresh []Grant) {
 		}
 	}
 	for _, g := range fresh {
+		if lanes[g.Topic] <= 1 {
+			c.lanes.counts.Delete(g.Topic)
+		}
 		c.laneSlotFor(g)
 	}
 }
