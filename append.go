@@ -48,6 +48,10 @@ type Route struct {
 	Queues int
 	// Writable lists the queue IDs open to producers, ascending.
 	Writable []int
+	// Priorities is the topic's lane count per queue (TopicOptions.Priorities),
+	// 0 without priorities: Queues then counts lanes, and queue ID i is
+	// lane i % Priorities of queue i / Priorities.
+	Priorities int
 }
 
 // Route returns topic's queues, creating the topic when auto-create is on.
@@ -67,7 +71,7 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 		return Route{}, err
 	}
 	qs := t.queueList()
-	r := Route{Topic: t.name, Queues: len(qs), Writable: make([]int, 0, len(qs))}
+	r := Route{Topic: t.name, Queues: len(qs), Writable: make([]int, 0, len(qs)), Priorities: t.lanes}
 	for _, q := range qs {
 		if q.writable.Load() {
 			r.Writable = append(r.Writable, q.id)

@@ -199,6 +199,10 @@ type Assignment struct {
 	// Revoking lists queues the member still holds but must hand over: it
 	// stops consuming them, commits and releases them (ReleaseQueues).
 	Revoking []Grant
+	// Priorities maps each subscribed topic with priority lanes to its lane
+	// count (TopicOptions.Priorities); topics without lanes are absent.
+	// Shared: callers must not change it.
+	Priorities map[string]int
 }
 
 // HeartbeatRequest keeps a member alive and waits for assignment changes.

@@ -35,8 +35,15 @@ type ConsumerOptions struct {
 	Model MessageModel
 	// Subscriptions are the topics and tag expressions to consume.
 	Subscriptions []Subscription
-	// Handler processes each message.
+	// Handler processes each message. Exactly one of Handler and
+	// BatchHandler is required.
 	Handler Handler
+	// BatchHandler processes up to BatchSize messages of one queue per call
+	// instead of Handler (see BatchHandler and BatchError).
+	BatchHandler BatchHandler
+	// BatchSize is the most messages per BatchHandler call, 1 to
+	// MaxPullBatch. Zero means 32. Ignored without BatchHandler.
+	BatchSize int
 	// Orderly handles one message at a time per queue, in offset order; a
 	// failure retries the same message in place. Default false: concurrent.
 	Orderly bool
@@ -124,8 +131,11 @@ func (o *ConsumerOptions) validate() error {
 	if err := ValidateName(o.Group); err != nil {
 		return err
 	}
-	if o.Handler == nil {
+	if o.Handler == nil && o.BatchHandler == nil {
 		return fmt.Errorf("%w: nil handler", ErrInvalidOptions)
+	}
+	if err := o.validateBatch(); err != nil {
+		return err
 	}
 	if len(o.Subscriptions) == 0 {
 		return fmt.Errorf("%w: no subscriptions", ErrInvalidOptions)
@@ -170,7 +180,8 @@ func (o *ConsumerOptions) setDefaults() {
 		}
 	}
 	def(&o.Concurrency, 16)
-	def(&o.PullBatch, DefaultPullBatch)
+	def(&o.BatchSize, DefaultPullBatch)
+	def(&o.PullBatch, max(DefaultPullBatch, o.BatchSize))
 	def(&o.MaxCachedMessages, 1000)
 	def(&o.MaxAttempts, 16)
 	defD(&o.PullWait, DefaultMaxPullWait)
@@ -231,6 +242,7 @@ type Consumer struct {
 	pool    *workerPool    // concurrent mode
 	parking parking        // in-process runners parked at the end of their queues
 	timers  consumerTimers // periodic commit and watchdog
+	lanes   laneBoard      // priority lanes (priority.go)
 
 	// commitMu orders the consumer's commits: each computes its offsets
 	// under it, so a periodic commit still in flight cannot land after (and
@@ -260,8 +272,9 @@ type Consumer struct {
 }
 
 type task struct {
-	r *runner
-	m *Message
+	r     *runner
+	m     *Message
+	batch []*Message // set instead of m for a BatchHandler
 }
 
 // NewConsumer returns a consumer on b; call Start to join the group.
@@ -429,6 +442,7 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		}
 	}
 	if len(fresh) > 0 {
+		c.learnLanes(a.Priorities, fresh)
 		offs, err := c.b.FetchOffsets(ctx, c.o.Group, c.o.ID, fresh)
 		if err != nil {
 			return fmt.Errorf("fetch offsets: %w", err)

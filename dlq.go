@@ -183,7 +183,7 @@ func (e *Engine) redriveOne(ctx context.Context, group string, dl DLQEntry) erro
 	}
 	queue := v.Queue
 	if !slices.Contains(route.Writable, queue) {
-		queue = KeyHashSelector().Select(fresh, route.Writable)
+		queue = route.reroute(fresh, queue) // to the same priority lane (priority.go)
 	}
 	if err := e.enter(ctx); err != nil {
 		return err

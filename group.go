@@ -45,7 +45,8 @@ type group struct {
 	members    map[string]*member
 	owners     map[QueueRef]owner
 	target     map[QueueRef]string
-	queues     []QueueRef // sorted
+	queues     []QueueRef     // sorted
+	lanes      map[string]int // priority lanes of subscribed topics with priorities; replaced, never changed
 	changed    chan struct{}
 	offsets    map[offsetKey]int64
 	// attempts holds the stored attempts of unfinished messages of an
@@ -266,6 +267,7 @@ func (c *coordinator) rebalance(g *group) {
 	c.subscribers.set(g)
 	g.epoch++
 	g.queues = c.subscribedQueues(g, g.queues[:0])
+	g.lanes = c.subscribedLanes(g)
 	if g.model == Broadcasting {
 		g.notify()
 		return
@@ -281,12 +283,8 @@ func (c *coordinator) rebalance(g *group) {
 		byTopic[q.Topic] = append(byTopic[q.Topic], allocate.Queue{Topic: q.Topic, ID: q.Queue})
 	}
 	clear(g.target)
-	for _, aq := range byTopic {
-		for id, qs := range g.strategy.Allocate(aq, ids) {
-			for _, q := range qs {
-				g.target[QueueRef{Topic: q.Topic, Queue: q.ID}] = id
-			}
-		}
+	for name, aq := range byTopic {
+		allocateLanes(g.strategy, c.e.topicLanes(name), aq, ids, g.target) // a queue's lanes go together
 	}
 	for q := range g.owners {
 		if _, ok := g.target[q]; !ok && !slices.Contains(g.queues, q) {
@@ -320,7 +318,7 @@ func (g *group) grantFree() {
 
 // assignment is member id's view. g.mu must be held.
 func (g *group) assignment(id string) Assignment {
-	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: g.version, Queues: []Grant{}}
+	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: g.version, Queues: []Grant{}, Priorities: g.lanes}
 	if g.model == Broadcasting {
 		for _, q := range g.queues {
 			a.Queues = append(a.Queues, Grant{QueueRef: q, Epoch: g.resetEpoch})

@@ -60,6 +60,13 @@ type Message struct {
 	// Attempt counts earlier failed deliveries of this message (0 on the
 	// first). On Send it must be in 0..1<<30-1, else ErrInvalidArgument.
 	Attempt int
+	// Priority chooses the lane of a topic created with
+	// TopicOptions.Priorities: 0 (the default) is the lowest lane,
+	// Priorities-1 the highest; a value below or above is taken as the
+	// lowest or highest. Topics without priorities ignore it. It is not
+	// stored with the message: a received message carries the lane it was
+	// stored in. A batch goes to the lane of its first message.
+	Priority int
 
 	// sys holds engine-owned properties (retry origin, last error).
 	sys map[string]string

@@ -148,14 +148,16 @@ func (p *Producer) pick(ctx context.Context, m *Message, fresh bool) (int, error
 	if err != nil {
 		return 0, err
 	}
-	if len(r.Writable) == 0 {
+	lanes, lane := r.lanes(m) // see priority.go
+	writable := r.laneWritable(lanes, lane)
+	if len(writable) == 0 {
 		return 0, fmt.Errorf("%w: topic %q has no queue open to producers", ErrQueueNotWritable, m.Topic)
 	}
-	q := p.sel.Select(m, r.Writable)
-	if q < 0 || q >= r.Queues {
-		return 0, fmt.Errorf("%w: selector chose queue %d of %d", ErrQueueNotFound, q, r.Queues)
+	q := p.sel.Select(m, writable)
+	if q < 0 || q*lanes >= r.Queues {
+		return 0, fmt.Errorf("%w: selector chose queue %d of %d", ErrQueueNotFound, q, r.Queues/lanes)
 	}
-	return q, nil
+	return q*lanes + lane, nil
 }
 
 func (p *Producer) check(ctx context.Context, msgs ...*Message) error {

@@ -23,6 +23,7 @@ type runner struct {
 	done      chan struct{} // closed when the pull loop has returned for good (not parked)
 	slot      *parkSlot     // set while parked; guarded by the consumer's parking.mu
 	next      int64         // where the pull loop goes on; only the pull loop touches it
+	lane      *laneSlot     // the priority lane this queue is (priority.go); nil without priorities
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	committed atomic.Int64 // last offset committed, -1 before the first commit
@@ -34,7 +35,7 @@ type runner struct {
 // newRunner starts at st, the queue's committed state.
 func (c *Consumer) newRunner(g Grant, st OffsetCommit) *runner {
 	pq := newProcessQueue(st)
-	r := &runner{c: c, grant: g, filter: c.filters[g.Topic], pq: pq, done: make(chan struct{})}
+	r := &runner{c: c, grant: g, filter: c.filters[g.Topic], pq: pq, done: make(chan struct{}), lane: c.laneSlotFor(g)}
 	r.ctx, r.cancel = context.WithCancel(c.ctx)
 	r.hctx, r.hcancel = context.WithCancel(c.hctx)
 	r.committed.Store(st.Offset)
@@ -142,6 +143,7 @@ func (r *runner) abandon() {
 func (r *runner) pullLoop() {
 	parked := false
 	defer func() {
+		r.laneBusy(false) // parked at the end, or stopped
 		if !parked {
 			close(r.done)
 		}
@@ -160,7 +162,7 @@ func (r *runner) pullLoop() {
 		}
 		res, err := c.b.Pull(r.ctx, &PullRequest{
 			Topic: r.grant.Topic, Queue: r.grant.Queue, Offset: next, Max: c.o.PullBatch, Filter: r.filter,
-			Wait: wait, Group: c.o.Group, Member: c.o.ID, Epoch: r.grant.Epoch,
+			Wait: r.laneWait(wait), Group: c.o.Group, Member: c.o.ID, Epoch: r.grant.Epoch,
 		})
 		if err != nil {
 			if r.ctx.Err() != nil || errors.Is(err, ErrClosed) {
@@ -188,19 +190,11 @@ func (r *runner) pullLoop() {
 		case PullFound:
 			r.pq.add(res.Messages, res.NextOffset)
 			next = res.NextOffset
-			if c.o.Orderly {
-				for _, m := range res.Messages {
-					if !r.handleOrderly(m) {
-						return
-					}
-				}
-				continue
+			r.laneBusy(true)
+			if !r.dispatch(res.Messages) {
+				return
 			}
-			for _, m := range res.Messages {
-				if !c.submit(task{r: r, m: m}, r.ctx.Done()) {
-					return
-				}
-			}
+			r.laneBusy(res.NextOffset < res.MaxOffset)
 		case PullOffsetMoved:
 			c.log.Warn("offset moved", "queue", r.grant.QueueRef, "from", next, "to", res.NextOffset)
 			if res.NextOffset > next {
@@ -210,6 +204,7 @@ func (r *runner) pullLoop() {
 		default:
 			r.pq.skip(res.NextOffset)
 			next = res.NextOffset
+			r.laneBusy(res.NextOffset < res.MaxOffset)
 			if e != nil && res.Status == PullNoNewMessage {
 				var retry bool
 				if parked, retry = c.park(e, r, next); !retry {
@@ -260,7 +255,12 @@ func (r *runner) handleConcurrent(m *Message) {
 	}
 	view := origin(m)
 	ctx, end := r.c.traceHandle(r.hctx, view)
-	err := r.c.invoke(ctx, view)
+	r.finish(m, view, r.c.invoke(ctx, view), end)
+}
+
+// finish records the result of one handling of m (view is what the handler
+// saw): done on success, else through the failure path (see dispose).
+func (r *runner) finish(m, view *Message, err error, end handleEnd) {
 	if err == nil || r.abandoned.Load() || r.gaveUp.Load() {
 		// A fenced runner cannot commit, and a drain that gave up has
 		// committed already: a failure there stays for the next delivery.
@@ -376,6 +376,9 @@ func (r *runner) deadLetterNow(view *Message, attempts int, cause error) bool {
 
 // invoke calls the handler with hooks, turning a panic into an error.
 func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
+	if c.o.BatchHandler != nil {
+		return c.invokeBatch(ctx, []*Message{m})[0]
+	}
 	c.hooks.beforeHandle(ctx, m)
 	start := time.Now()
 	defer func() {

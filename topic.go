@@ -76,6 +76,9 @@ type topic struct {
 	// dedup is the window in which a producer-supplied message ID is stored
 	// only once; zero disables deduplication.
 	dedup time.Duration
+	// lanes is the number of priority lanes per queue (priority.go); 0 or
+	// 1: none. Fixed at creation.
+	lanes int
 }
 
 func (t *topic) queueList() []*queue { return *t.queues.Load() }
@@ -96,12 +99,15 @@ type topicMeta struct {
 	ReadOnly  []int         `json:"read_only,omitempty"`
 	Dedup     time.Duration `json:"dedup_window,omitempty"`
 	CreatedAt time.Time     `json:"created_at"`
+	// Priorities is the number of priority lanes per queue (priority.go);
+	// absent in topics stored before it existed, which have none.
+	Priorities int `json:"priorities,omitempty"`
 }
 
 // meta is the topic's current persisted form. Admin changes edit a copy,
 // store it, and only then change the live topic.
 func (t *topic) meta() topicMeta {
-	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created, Dedup: t.dedup}
+	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created, Dedup: t.dedup, Priorities: t.lanes}
 	for _, q := range t.queueList() {
 		m.Queues++
 		if !q.writable.Load() {
@@ -154,10 +160,14 @@ type TopicInfo struct {
 	CreatedAt time.Time
 	// Queues lists the topic's queues in ID order.
 	Queues []QueueInfo
+	// Priorities is the number of priority lanes per queue, 0 for a topic
+	// without priorities (see TopicOptions.Priorities): queue ID i is then
+	// lane i % Priorities of queue i / Priorities.
+	Priorities int
 }
 
 func (t *topic) info() TopicInfo {
-	ti := TopicInfo{Name: t.name, CreatedAt: t.created}
+	ti := TopicInfo{Name: t.name, CreatedAt: t.created, Priorities: t.lanes}
 	for _, q := range t.queueList() {
 		min, next, _ := q.bounds()
 		ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load()})
@@ -182,7 +192,7 @@ func (e *Engine) loadTopics() error {
 		return err
 	}
 	for _, m := range metas {
-		t := &topic{name: m.Name, id: m.ID, created: m.CreatedAt, dedup: m.Dedup}
+		t := &topic{name: m.Name, id: m.ID, created: m.CreatedAt, dedup: m.Dedup, lanes: m.Priorities}
 		qs := make([]*queue, 0, m.Queues)
 		for i := 0; i < m.Queues; i++ {
 			key := store.QueueID{Topic: m.ID, Queue: uint32(i)}
@@ -274,12 +284,23 @@ type TopicOptions struct {
 	// in this topic within the window is acknowledged with the original
 	// queue and offsets and stores nothing again.
 	DedupWindow time.Duration
+	// Priorities, when 2 or more, gives each queue that many priority
+	// lanes, 2 to MaxPriorities (see Message.Priority and priority.go):
+	// the topic then stores Queues x Priorities queues. 0 or 1 means none.
+	// Fixed at creation.
+	Priorities int
 }
 
 // CreateTopicWith creates a topic with options.
 func (e *Engine) CreateTopicWith(ctx context.Context, name string, o TopicOptions) error {
 	if o.DedupWindow < 0 {
 		return fmt.Errorf("%w: negative dedup window", ErrInvalidArgument)
+	}
+	if o.Priorities < 0 || o.Priorities > MaxPriorities {
+		return fmt.Errorf("%w: priorities %d not in 0..%d", ErrInvalidArgument, o.Priorities, MaxPriorities)
+	}
+	if o.Priorities == 1 {
+		o.Priorities = 0 // one lane is no priority
 	}
 	return e.createTopic(ctx, name, o, false)
 }
@@ -296,6 +317,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	if queues == 0 {
 		queues = e.opts.DefaultQueues
 	}
+	queues *= max(o.Priorities, 1) // one queue per lane
 	if queues < 1 || queues > MaxQueuesPerTopic {
 		return fmt.Errorf("%w: queue count %d not in 1..%d", ErrInvalidArgument, queues, MaxQueuesPerTopic)
 	}
@@ -308,7 +330,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	if err != nil {
 		return err
 	}
-	t := &topic{name: name, id: id, created: time.Now().UTC().Truncate(time.Millisecond), dedup: o.DedupWindow}
+	t := &topic{name: name, id: id, created: time.Now().UTC().Truncate(time.Millisecond), dedup: o.DedupWindow, lanes: o.Priorities}
 	qs := make([]*queue, queues)
 	for i := range qs {
 		qs[i] = newQueue(t, i, 0, 0)
@@ -350,8 +372,9 @@ func (e *Engine) nextTopicID() (uint32, store.MetaOp, error) {
 	return id, store.MetaOp{Key: keyTopicSeq, Value: binary.BigEndian.AppendUint32(nil, id)}, nil
 }
 
-// AddQueues adds n queues to a live topic. Producers see them on their next
-// route refresh; consumer groups rebalance at once.
+// AddQueues adds n queues to a live topic (with all their lanes in a topic
+// with priorities: n x Priorities queue IDs). Producers see them on their
+// next route refresh; consumer groups rebalance at once.
 func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -364,6 +387,7 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
 	old := t.queueList()
+	n *= t.laneCount() // a queue brings all its lanes
 	if n < 1 || len(old)+n > MaxQueuesPerTopic {
 		return fmt.Errorf("%w: adding %d queues to %d exceeds 1..%d", ErrInvalidArgument, n, len(old), MaxQueuesPerTopic)
 	}

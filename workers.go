@@ -45,7 +45,7 @@ func (c *Consumer) worker(t task) {
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		t.r.handleConcurrent(t.m)
+		t.r.handleTask(t)
 		idle.Reset(workerIdle)
 		select {
 		case t = <-p.tasks:

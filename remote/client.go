@@ -184,7 +184,8 @@ func (c *Client) Route(ctx context.Context, topic string) (equeue.Route, error) 
 	if err != nil {
 		return equeue.Route{}, c.fail(err)
 	}
-	r := equeue.Route{Topic: resp.GetTopic(), Queues: int(resp.GetQueues()), Writable: make([]int, len(resp.GetWritable()))}
+	r := equeue.Route{Topic: resp.GetTopic(), Queues: int(resp.GetQueues()), Writable: make([]int, len(resp.GetWritable())),
+		Priorities: int(resp.GetPriorities())}
 	for i, q := range resp.GetWritable() {
 		r.Writable[i] = int(q)
 	}

@@ -220,12 +220,37 @@ func revokingFromPB(gs []*pb.Grant) []equeue.Grant {
 
 func assignmentToPB(a equeue.Assignment) *pb.Assignment {
 	return &pb.Assignment{Group: a.Group, Member: a.Member, Epoch: a.Epoch, Version: a.Version,
-		Queues: grantsToPB(a.Queues), Pending: toInt32(a.Pending), Revoking: grantsToPB(a.Revoking)}
+		Queues: grantsToPB(a.Queues), Pending: toInt32(a.Pending), Revoking: grantsToPB(a.Revoking), Priorities: lanesToPB(a.Priorities)}
+}
+
+// lanesToPB converts Assignment.Priorities; nil stays nil.
+func lanesToPB(m map[string]int) map[string]int32 {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]int32, len(m))
+	for t, n := range m {
+		out[t] = toInt32(n)
+	}
+	return out
+}
+
+// lanesFromPB converts Assignment.Priorities; empty is nil.
+func lanesFromPB(m map[string]int32) map[string]int {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(m))
+	for t, n := range m {
+		out[t] = int(n)
+	}
+	return out
 }
 
 func assignmentFromPB(a *pb.Assignment) equeue.Assignment {
 	return equeue.Assignment{Group: a.GetGroup(), Member: a.GetMember(), Epoch: a.GetEpoch(), Version: a.GetVersion(),
-		Queues: grantsFromPB(a.GetQueues()), Pending: int(a.GetPending()), Revoking: revokingFromPB(a.GetRevoking())}
+		Queues: grantsFromPB(a.GetQueues()), Pending: int(a.GetPending()), Revoking: revokingFromPB(a.GetRevoking()),
+		Priorities: lanesFromPB(a.GetPriorities())}
 }
 
 func subsToPB(ss []equeue.Subscription) []*pb.Subscription {
@@ -248,7 +273,7 @@ func subsFromPB(ss []*pb.Subscription) []equeue.Subscription {
 }
 
 func topicToPB(t equeue.TopicInfo) *pb.TopicInfo {
-	out := &pb.TopicInfo{Name: t.Name, CreatedAtUnixNano: nanos(t.CreatedAt), Queues: make([]*pb.QueueInfo, len(t.Queues))}
+	out := &pb.TopicInfo{Name: t.Name, CreatedAtUnixNano: nanos(t.CreatedAt), Queues: make([]*pb.QueueInfo, len(t.Queues)), Priorities: toInt32(t.Priorities)}
 	for i, q := range t.Queues {
 		out.Queues[i] = &pb.QueueInfo{Id: toInt32(q.ID), MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Writable: q.Writable}
 	}
@@ -256,7 +281,7 @@ func topicToPB(t equeue.TopicInfo) *pb.TopicInfo {
 }
 
 func topicFromPB(t *pb.TopicInfo) equeue.TopicInfo {
-	out := equeue.TopicInfo{Name: t.GetName(), CreatedAt: fromNanos(t.GetCreatedAtUnixNano())}
+	out := equeue.TopicInfo{Name: t.GetName(), CreatedAt: fromNanos(t.GetCreatedAtUnixNano()), Priorities: int(t.GetPriorities())}
 	if n := len(t.GetQueues()); n > 0 {
 		out.Queues = make([]equeue.QueueInfo, n)
 	}

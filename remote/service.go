@@ -31,7 +31,7 @@ func (v *service) Route(ctx context.Context, req *pb.RouteRequest) (*pb.RouteRes
 	if err != nil {
 		return nil, err
 	}
-	out := &pb.RouteResponse{Topic: r.Topic, Queues: toInt32(r.Queues), Writable: make([]int32, len(r.Writable))}
+	out := &pb.RouteResponse{Topic: r.Topic, Queues: toInt32(r.Queues), Writable: make([]int32, len(r.Writable)), Priorities: toInt32(r.Priorities)}
 	for i, q := range r.Writable {
 		out.Writable[i] = toInt32(q)
 	}
@@ -177,7 +177,8 @@ func (v *service) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if err := v.e.CreateTopicWith(ctx, req.GetName(), equeue.TopicOptions{Queues: int(req.GetQueues()), DedupWindow: dedup}); err != nil {
+	if err := v.e.CreateTopicWith(ctx, req.GetName(), equeue.TopicOptions{Queues: int(req.GetQueues()), DedupWindow: dedup,
+		Priorities: int(req.GetPriorities())}); err != nil {
 		return nil, err
 	}
 	return &pb.CreateTopicResponse{}, nil

@@ -623,10 +623,12 @@ func (x *RouteRequest) GetTopic() string {
 }
 
 type RouteResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Queues        int32                  `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
-	Writable      []int32                `protobuf:"varint,3,rep,packed,name=writable,proto3" json:"writable,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Topic    string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Queues   int32                  `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
+	Writable []int32                `protobuf:"varint,3,rep,packed,name=writable,proto3" json:"writable,omitempty"`
+	// Priority lanes per queue (Route.Priorities); 0 without priorities.
+	Priorities    int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -680,6 +682,13 @@ func (x *RouteResponse) GetWritable() []int32 {
 		return x.Writable
 	}
 	return nil
+}
+
+func (x *RouteResponse) GetPriorities() int32 {
+	if x != nil {
+		return x.Priorities
+	}
+	return 0
 }
 
 type AppendRequest struct {
@@ -1118,7 +1127,9 @@ type Assignment struct {
 	Queues  []*Grant               `protobuf:"bytes,5,rep,name=queues,proto3" json:"queues,omitempty"`
 	Pending int32                  `protobuf:"varint,6,opt,name=pending,proto3" json:"pending,omitempty"`
 	// Queues the member still holds but must hand over (release).
-	Revoking      []*Grant `protobuf:"bytes,7,rep,name=revoking,proto3" json:"revoking,omitempty"`
+	Revoking []*Grant `protobuf:"bytes,7,rep,name=revoking,proto3" json:"revoking,omitempty"`
+	// Lane count of each subscribed topic with priorities (Assignment.Priorities).
+	Priorities    map[string]int32 `protobuf:"bytes,16,rep,name=priorities,proto3" json:"priorities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1198,6 +1209,13 @@ func (x *Assignment) GetPending() int32 {
 func (x *Assignment) GetRevoking() []*Grant {
 	if x != nil {
 		return x.Revoking
+	}
+	return nil
+}
+
+func (x *Assignment) GetPriorities() map[string]int32 {
+	if x != nil {
+		return x.Priorities
 	}
 	return nil
 }
@@ -2046,7 +2064,9 @@ type CreateTopicRequest struct {
 	// 0 means the engine's default queue count.
 	Queues int32 `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
 	// When set and positive, the topic's dedup window (TopicOptions.DedupWindow).
-	DedupWindow   *durationpb.Duration `protobuf:"bytes,3,opt,name=dedup_window,json=dedupWindow,proto3" json:"dedup_window,omitempty"`
+	DedupWindow *durationpb.Duration `protobuf:"bytes,3,opt,name=dedup_window,json=dedupWindow,proto3" json:"dedup_window,omitempty"`
+	// Priority lanes per queue (TopicOptions.Priorities); 0 means none.
+	Priorities    int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2100,6 +2120,13 @@ func (x *CreateTopicRequest) GetDedupWindow() *durationpb.Duration {
 		return x.DedupWindow
 	}
 	return nil
+}
+
+func (x *CreateTopicRequest) GetPriorities() int32 {
+	if x != nil {
+		return x.Priorities
+	}
+	return 0
 }
 
 type CreateTopicResponse struct {
@@ -2475,8 +2502,10 @@ type TopicInfo struct {
 	Name              string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	CreatedAtUnixNano int64                  `protobuf:"varint,2,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
 	Queues            []*QueueInfo           `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Priority lanes per queue (TopicInfo.Priorities); 0 without priorities.
+	Priorities    int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TopicInfo) Reset() {
@@ -2528,6 +2557,13 @@ func (x *TopicInfo) GetQueues() []*QueueInfo {
 		return x.Queues
 	}
 	return nil
+}
+
+func (x *TopicInfo) GetPriorities() int32 {
+	if x != nil {
+		return x.Priorities
+	}
+	return 0
 }
 
 type ListTopicsRequest struct {
@@ -4427,11 +4463,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"$\n" +
 	"\fRouteRequest\x12\x14\n" +
-	"\x05topic\x18\x01 \x01(\tR\x05topic\"Y\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\"y\n" +
 	"\rRouteResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12\x1a\n" +
-	"\bwritable\x18\x03 \x03(\x05R\bwritable\"\xd6\x01\n" +
+	"\bwritable\x18\x03 \x03(\x05R\bwritable\x12\x1e\n" +
+	"\n" +
+	"priorities\x18\x10 \x01(\x05R\n" +
+	"priorities\"\xd6\x01\n" +
 	"\rAppendRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\x12.\n" +
@@ -4470,7 +4509,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\aexpired\x18\a \x01(\x05R\aexpired\"<\n" +
 	"\fSubscription\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
-	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xdc\x01\n" +
+	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xe2\x02\n" +
 	"\n" +
 	"Assignment\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
@@ -4479,7 +4518,13 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\aversion\x18\x04 \x01(\x03R\aversion\x12(\n" +
 	"\x06queues\x18\x05 \x03(\v2\x10.equeue.v1.GrantR\x06queues\x12\x18\n" +
 	"\apending\x18\x06 \x01(\x05R\apending\x12,\n" +
-	"\brevoking\x18\a \x03(\v2\x10.equeue.v1.GrantR\brevoking\"\xc7\x02\n" +
+	"\brevoking\x18\a \x03(\v2\x10.equeue.v1.GrantR\brevoking\x12E\n" +
+	"\n" +
+	"priorities\x18\x10 \x03(\v2%.equeue.v1.Assignment.PrioritiesEntryR\n" +
+	"priorities\x1a=\n" +
+	"\x0fPrioritiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xc7\x02\n" +
 	"\x10JoinGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x12-\n" +
@@ -4535,11 +4580,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x06queues\x18\x03 \x03(\v2\x10.equeue.v1.GrantR\x06queues\"h\n" +
 	"\x14FetchOffsetsResponse\x12\x18\n" +
 	"\aoffsets\x18\x01 \x03(\x03R\aoffsets\x126\n" +
-	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"~\n" +
+	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"\x9e\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12<\n" +
-	"\fdedup_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vdedupWindow\"\x15\n" +
+	"\fdedup_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vdedupWindow\x12\x1e\n" +
+	"\n" +
+	"priorities\x18\x10 \x01(\x05R\n" +
+	"priorities\"\x15\n" +
 	"\x13CreateTopicResponse\"<\n" +
 	"\x10AddQueuesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -4559,11 +4607,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"min_offset\x18\x02 \x01(\x03R\tminOffset\x12\x1d\n" +
 	"\n" +
 	"max_offset\x18\x03 \x01(\x03R\tmaxOffset\x12\x1a\n" +
-	"\bwritable\x18\x04 \x01(\bR\bwritable\"~\n" +
+	"\bwritable\x18\x04 \x01(\bR\bwritable\"\x9e\x01\n" +
 	"\tTopicInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\x14created_at_unix_nano\x18\x02 \x01(\x03R\x11createdAtUnixNano\x12,\n" +
-	"\x06queues\x18\x03 \x03(\v2\x14.equeue.v1.QueueInfoR\x06queues\"\x13\n" +
+	"\x06queues\x18\x03 \x03(\v2\x14.equeue.v1.QueueInfoR\x06queues\x12\x1e\n" +
+	"\n" +
+	"priorities\x18\x10 \x01(\x05R\n" +
+	"priorities\"\x13\n" +
 	"\x11ListTopicsRequest\"B\n" +
 	"\x12ListTopicsResponse\x12,\n" +
 	"\x06topics\x18\x01 \x03(\v2\x14.equeue.v1.TopicInfoR\x06topics\"*\n" +
@@ -4752,7 +4803,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -4831,116 +4882,118 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*DeleteGroupResponse)(nil),      // 74: equeue.v1.DeleteGroupResponse
 	nil,                              // 75: equeue.v1.Message.PropertiesEntry
 	nil,                              // 76: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 77: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 78: google.protobuf.Duration
+	nil,                              // 77: equeue.v1.Assignment.PrioritiesEntry
+	nil,                              // 78: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 79: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	75, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
 	76, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	78, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	78, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	79, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	79, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	78, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	78, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	79, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	79, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
 	7,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
-	2,  // 12: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
-	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
-	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
-	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	78, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
-	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
-	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
-	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
-	25, // 20: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
-	25, // 21: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
-	24, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
-	7,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	26, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	78, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
-	39, // 26: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
-	40, // 27: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
-	40, // 28: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
-	6,  // 29: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
-	2,  // 30: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
-	14, // 31: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
-	45, // 32: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
-	46, // 33: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
-	47, // 34: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
-	47, // 35: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
-	4,  // 36: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
-	52, // 37: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
-	5,  // 38: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
-	56, // 39: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	7,  // 40: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	78, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
-	12, // 42: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	78, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
-	64, // 44: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
-	13, // 45: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
-	65, // 46: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	77, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
-	67, // 48: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
-	8,  // 49: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 50: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 51: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 52: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 53: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 54: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 55: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	27, // 56: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	29, // 57: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	60, // 58: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	62, // 59: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	31, // 60: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	33, // 61: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	35, // 62: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	37, // 63: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	41, // 64: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	43, // 65: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	48, // 66: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	50, // 67: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	53, // 68: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	55, // 69: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	58, // 70: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	66, // 71: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
-	69, // 72: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
-	71, // 73: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
-	73, // 74: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
-	9,  // 75: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 76: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 77: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 78: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 79: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 80: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 81: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	28, // 82: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	30, // 83: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	61, // 84: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	63, // 85: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	32, // 86: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	34, // 87: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	36, // 88: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	38, // 89: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	42, // 90: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	44, // 91: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	49, // 92: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	51, // 93: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	54, // 94: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	57, // 95: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	59, // 96: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	68, // 97: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	70, // 98: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
-	72, // 99: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
-	74, // 100: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
-	75, // [75:101] is the sub-list for method output_type
-	49, // [49:75] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	77, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
+	2,  // 13: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
+	14, // 14: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
+	3,  // 15: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
+	15, // 16: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
+	79, // 17: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	15, // 18: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
+	7,  // 19: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
+	7,  // 20: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
+	25, // 21: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
+	25, // 22: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
+	24, // 23: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
+	7,  // 24: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
+	26, // 25: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
+	79, // 26: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	39, // 27: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
+	40, // 28: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
+	40, // 29: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
+	6,  // 30: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
+	2,  // 31: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
+	14, // 32: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
+	45, // 33: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
+	46, // 34: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
+	47, // 35: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
+	47, // 36: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
+	4,  // 37: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
+	52, // 38: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
+	5,  // 39: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
+	56, // 40: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
+	7,  // 41: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
+	79, // 42: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	12, // 43: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
+	79, // 44: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	64, // 45: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
+	13, // 46: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
+	65, // 47: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
+	78, // 48: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	67, // 49: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
+	8,  // 50: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	10, // 51: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	12, // 52: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	16, // 53: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	18, // 54: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	20, // 55: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	22, // 56: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	27, // 57: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	29, // 58: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	60, // 59: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	62, // 60: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	31, // 61: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	33, // 62: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	35, // 63: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	37, // 64: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	41, // 65: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	43, // 66: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	48, // 67: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	50, // 68: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	53, // 69: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	55, // 70: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	58, // 71: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	66, // 72: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
+	69, // 73: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
+	71, // 74: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
+	73, // 75: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
+	9,  // 76: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	11, // 77: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	13, // 78: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	17, // 79: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	19, // 80: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	21, // 81: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	23, // 82: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	28, // 83: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	30, // 84: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	61, // 85: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	63, // 86: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	32, // 87: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	34, // 88: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	36, // 89: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	38, // 90: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	42, // 91: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	44, // 92: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	49, // 93: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	51, // 94: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	54, // 95: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	57, // 96: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	59, // 97: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	68, // 98: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	70, // 99: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
+	72, // 100: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
+	74, // 101: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
+	76, // [76:102] is the sub-list for method output_type
+	50, // [50:76] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -4954,7 +5007,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   73,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

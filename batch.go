@@ -1,0 +1,241 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+)
+
+// BatchHandler processes up to ConsumerOptions.BatchSize messages of one
+// queue at once, in offset order; a batch holds messages of one pull, so
+// it is never larger than ConsumerOptions.PullBatch.
+//
+// Returning nil acknowledges every message of the batch. A *BatchError
+// (also wrapped) fails only the messages it lists, and any other error (or
+// a panic, which is recovered) fails them all. A failed message takes the
+// failure path of a single message: it counts an attempt and goes to the
+// retry topic, or to the dead letters after MaxAttempts (or for a
+// DeadLetter error), exactly as with Handler; a message retried alone is
+// handed to the BatchHandler in a batch of one.
+//
+// In orderly mode a batch succeeds up to its first failed message; that
+// message and the rest of the batch are handled again, in order, after
+// LocalRetryDelay (only the failed ones count an attempt), so the queue's
+// order holds.
+//
+// ctx follows the rules of Handler's context, and ConsumeTimeout applies to
+// every message of a running batch as to a single message.
+type BatchHandler func(ctx context.Context, msgs []*Message) error
+
+// BatchError is a BatchHandler's per-message outcome: the messages at the
+// indexes of Failed failed with their error, every other message of the
+// batch is handled. An index outside the batch, or a nil error, is ignored.
+type BatchError struct {
+	// Failed maps an index of the batch to that message's error.
+	Failed map[int]error
+}
+
+// Error lists the failed indexes and their errors.
+func (e *BatchError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "equeue: %d messages of the batch failed", len(e.Failed))
+	for _, i := range slices.Sorted(maps.Keys(e.Failed)) {
+		fmt.Fprintf(&b, "; [%d]: %v", i, e.Failed[i])
+	}
+	return b.String()
+}
+
+// validateBatch checks the batch options.
+func (o *ConsumerOptions) validateBatch() error {
+	if o.Handler != nil && o.BatchHandler != nil {
+		return fmt.Errorf("%w: set Handler or BatchHandler, not both", ErrInvalidOptions)
+	}
+	if o.BatchSize < 0 || o.BatchSize > MaxPullBatch {
+		return fmt.Errorf("%w: BatchSize %d not in 0..%d", ErrInvalidOptions, o.BatchSize, MaxPullBatch)
+	}
+	return nil
+}
+
+// dispatch hands pulled messages to the handlers: in order on the pull
+// loop (orderly) or to the worker pool (concurrent), one by one or in
+// batches of BatchSize. False when the runner stopped first.
+func (r *runner) dispatch(msgs []*Message) bool {
+	c := r.c
+	size := 1
+	if c.o.BatchHandler != nil {
+		size = c.o.BatchSize
+	}
+	r.markPriority(msgs)
+	for chunk := range slices.Chunk(msgs, size) {
+		if !r.laneTurn() {
+			return false
+		}
+		var ok bool
+		switch {
+		case c.o.Orderly && size == 1:
+			ok = r.handleOrderly(chunk[0])
+		case c.o.Orderly:
+			ok = r.handleOrderlyBatch(chunk)
+		case size == 1:
+			ok = c.submit(task{r: r, m: chunk[0]}, r.ctx.Done())
+		default:
+			ok = c.submit(task{r: r, batch: chunk}, r.ctx.Done())
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// handleTask runs one task of the worker pool.
+func (r *runner) handleTask(t task) {
+	if t.batch != nil {
+		r.handleBatch(t.batch)
+		return
+	}
+	r.handleConcurrent(t.m)
+}
+
+// batchViews begins msgs (see processQueue.begin), skipping those that must
+// not run, and returns them with the views their handler sees and the ends
+// of their traces.
+func (r *runner) batchViews(msgs []*Message) (begun, views []*Message, ends []handleEnd) {
+	for _, m := range msgs {
+		if !r.pq.begin(m.Offset) {
+			continue
+		}
+		view := origin(m)
+		_, end := r.c.traceHandle(r.hctx, view)
+		begun, views, ends = append(begun, m), append(views, view), append(ends, end)
+	}
+	return begun, views, ends
+}
+
+// handleBatch runs the batch handler on msgs (concurrent mode); each
+// message then finishes on its own, as one handled by Handler would.
+func (r *runner) handleBatch(msgs []*Message) {
+	begun, views, ends := r.batchViews(msgs)
+	if len(begun) == 0 {
+		return
+	}
+	errs := r.c.invokeBatch(r.hctx, views)
+	for i, m := range begun {
+		r.finish(m, views[i], errs[i], ends[i])
+	}
+}
+
+// handleOrderlyBatch handles msgs in place, in order, until each is done
+// or dead-lettered; false when the runner stopped first.
+func (r *runner) handleOrderlyBatch(msgs []*Message) bool {
+	c := r.c
+	for len(msgs) > 0 {
+		begun, views, ends := r.batchViews(msgs)
+		if len(begun) < len(msgs) {
+			for i, m := range begun { // stopping: none of them runs
+				ends[i].end(HandleOutcome{Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
+				r.pq.end(m.Offset, false)
+			}
+			return false
+		}
+		errs := c.invokeBatch(r.hctx, views)
+		first := slices.IndexFunc(errs, func(err error) bool { return err != nil })
+		if first < 0 {
+			first = len(msgs)
+		}
+		for i, m := range msgs[:first] {
+			ends[i].end(HandleOutcome{Outcome: OutcomeHandled, Attempts: m.Attempt + 1})
+			r.pq.end(m.Offset, true)
+		}
+		rest, restViews, restErrs, restEnds := msgs[first:], views[first:], errs[first:], ends[first:]
+		if len(rest) == 0 {
+			return true
+		}
+		stopped := r.abandoned.Load() || r.gaveUp.Load()
+		for i, m := range rest {
+			if restErrs[i] != nil && !stopped {
+				// Every failed run counts, stored with the next commit.
+				m.Attempt++
+				r.pq.failed(m.Offset, m.Attempt)
+			}
+		}
+		head, err := rest[0], restErrs[0]
+		if !stopped && (head.Attempt >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(restViews[0], head.Attempt, err) {
+			restEnds[0].end(HandleOutcome{Err: err, Outcome: OutcomeDeadLetter, Attempts: head.Attempt})
+			r.pq.end(head.Offset, true)
+			rest, restErrs, restEnds = rest[1:], restErrs[1:], restEnds[1:]
+			r.endBatchRest(rest, restErrs, restEnds, OutcomeRetryLocal)
+			msgs = rest
+			continue
+		}
+		if stopped || r.hctx.Err() != nil {
+			r.endBatchRest(rest, restErrs, restEnds, OutcomeUnfinished)
+			return false
+		}
+		r.endBatchRest(rest, restErrs, restEnds, OutcomeRetryLocal)
+		if !sleepCtx(r.ctx, c.o.RetryDelay) {
+			return false
+		}
+		msgs = rest
+	}
+	return true
+}
+
+// endBatchRest ends the traces of the unfinished messages of an orderly
+// batch, which stay in the process queue to be handled again.
+func (r *runner) endBatchRest(rest []*Message, errs []error, ends []handleEnd, out Outcome) {
+	for i, m := range rest {
+		ends[i].end(HandleOutcome{Err: errs[i], Outcome: out, Attempts: max(m.Attempt, 1), Delay: r.c.o.RetryDelay})
+		r.pq.end(m.Offset, false)
+	}
+}
+
+// invokeBatch calls the batch handler with hooks, turning a panic into an
+// error, and returns each message's error.
+func (c *Consumer) invokeBatch(ctx context.Context, msgs []*Message) []error {
+	for _, m := range msgs {
+		c.hooks.beforeHandle(ctx, m)
+	}
+	start := time.Now()
+	err := c.callBatch(ctx, msgs)
+	took := time.Since(start)
+	errs := make([]error, len(msgs))
+	var be *BatchError
+	switch {
+	case err == nil:
+	case errors.As(err, &be):
+		for i, ierr := range be.Failed {
+			if i >= 0 && i < len(errs) {
+				errs[i] = ierr
+			}
+		}
+	default:
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	for i, m := range msgs {
+		if errs[i] != nil {
+			c.failures.Add(1)
+		} else {
+			c.handled.Add(1)
+		}
+		c.hooks.afterHandle(ctx, m, errs[i], took)
+	}
+	return errs
+}
+
+// callBatch calls the batch handler, turning a panic into an error.
+func (c *Consumer) callBatch(ctx context.Context, msgs []*Message) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrHandlerPanic, p, debug.Stack())
+		}
+	}()
+	return c.o.BatchHandler(ctx, msgs)
+}

@@ -1,0 +1,290 @@
+package equeue
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/equeue-go/equeue/allocate"
+)
+
+// Message priority, in the log model.
+//
+// A topic created with TopicOptions.Priorities = P gives each of its
+// queues P lanes, and each lane is a queue of its own: queue q of the
+// topic is stored as the queue IDs q*P ... q*P+P-1, lane l at q*P+l. A
+// producer sends a message to the lane of its Message.Priority (0 is the
+// lowest), in the queue its key or the selector picks (selectors see the
+// topic's queues, q, not the lanes). Each lane therefore has its own
+// offsets, committed offset and sliding window, and survives a restart as
+// any queue does.
+//
+// A consumer group allocates the lanes of a queue together, to one member.
+// That member runs one pull loop per lane as for any queue; before it hands
+// a message (or a batch) of lane l to a handler, it waits while a higher
+// lane of the same queue still has messages to hand out: pulled and not
+// handed out yet, or stored beyond what it pulled, or not pulled at all
+// yet. So under a backlog every message of a higher lane reaches a handler
+// before any message of a lower lane of the same queue.
+//
+// Guarantees that remain: order within a lane is the queue order (offset
+// order, and the orderly mode holds per lane). There is no order across
+// lanes: a lower-priority message sent first is delivered after a
+// higher-priority one sent later, and messages already handed to the
+// worker pool when a higher-priority message arrives are not recalled.
+// Priority acts within one queue; queues (and so different keys) are
+// consumed independently, as always. A message retried through the retry
+// topic is delivered from there, when its retry is due, without priority
+// over other messages (it still carries its Priority).
+
+// MaxPriorities is the most priority lanes a topic's queues may have
+// (TopicOptions.Priorities).
+const MaxPriorities = 16
+
+// laneCount is the number of lanes per queue, 1 without priorities.
+func (t *topic) laneCount() int { return max(t.lanes, 1) }
+
+// topicLanes returns the lane count of a topic, 1 when it has none or is unknown.
+func (e *Engine) topicLanes(name string) int {
+	if t, ok := e.lookupTopic(name); ok {
+		return t.laneCount()
+	}
+	return 1
+}
+
+// laneOf maps a message priority to one of n lanes: below 0 is the lowest,
+// above n-1 the highest.
+func laneOf(priority, n int) int { return min(max(priority, 0), n-1) }
+
+// allocateLanes divides one topic's queue IDs among the members ids with
+// strategy s, keeping the lanes of each queue together, and records the
+// result in target.
+func allocateLanes(s allocate.Strategy, lanes int, qs []allocate.Queue, ids []string, target map[QueueRef]string) {
+	lanes = max(lanes, 1)
+	heads := qs
+	if lanes > 1 {
+		heads = make([]allocate.Queue, 0, len(qs)/lanes)
+		for _, q := range qs {
+			if q.ID%lanes == 0 {
+				heads = append(heads, allocate.Queue{Topic: q.Topic, ID: q.ID / lanes})
+			}
+		}
+	}
+	for id, got := range s.Allocate(heads, ids) {
+		for _, q := range got {
+			for l := range lanes {
+				target[QueueRef{Topic: q.Topic, Queue: q.ID*lanes + l}] = id
+			}
+		}
+	}
+}
+
+// lanes returns the lane count of the routed topic and the lane of m.
+func (r Route) lanes(m *Message) (n, lane int) {
+	n = max(r.Priorities, 1)
+	return n, laneOf(m.Priority, n)
+}
+
+// laneWritable lists the queues (not queue IDs) whose given lane is open
+// to producers.
+func (r Route) laneWritable(n, lane int) []int {
+	if n == 1 {
+		return r.Writable
+	}
+	out := make([]int, 0, len(r.Writable)/n)
+	for _, id := range r.Writable {
+		if id%n == lane {
+			out = append(out, id/n)
+		}
+	}
+	return out
+}
+
+// reroute picks a writable queue ID for m, which was stored at queue: one
+// its key routes to in the same priority lane, else in any lane.
+func (r Route) reroute(m *Message, queue int) int {
+	n := max(r.Priorities, 1)
+	if w := r.laneWritable(n, queue%n); n > 1 && len(w) > 0 {
+		return KeyHashSelector().Select(m, w)*n + queue%n
+	}
+	return KeyHashSelector().Select(m, r.Writable)
+}
+
+// laneSlot is one priority lane a consumer runs: its queue's key on the
+// consumer's laneBoard and whether it has messages to hand out.
+type laneSlot struct {
+	key  laneKey
+	lane int
+}
+
+// laneKey names a queue (not a lane) of a topic with priorities.
+type laneKey struct {
+	topic string
+	queue int
+}
+
+// laneBoard tracks, per queue with priorities a consumer runs, which of its
+// lanes have messages to hand out. The zero value is ready to use.
+type laneBoard struct {
+	mu      sync.Mutex
+	busy    map[laneKey]map[int]bool // lane -> busy
+	changed chan struct{}            // closed at the next change; nil while nobody waits
+	counts  sync.Map                 // topic -> lane count learned from its route
+}
+
+// set records whether lane s has messages to hand out.
+func (b *laneBoard) set(s *laneSlot, busy bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.busy == nil {
+		b.busy = map[laneKey]map[int]bool{}
+	}
+	ls := b.busy[s.key]
+	if ls == nil {
+		ls = map[int]bool{}
+		b.busy[s.key] = ls
+	}
+	if old, ok := ls[s.lane]; ok && old == busy {
+		return
+	}
+	ls[s.lane] = busy
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+}
+
+// isBusy reports whether lane s has messages to hand out.
+func (b *laneBoard) isBusy(s *laneSlot) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.busy[s.key][s.lane]
+}
+
+// turn reports whether no lane above s is busy, and else returns a channel
+// closed at the next change.
+func (b *laneBoard) turn(s *laneSlot) (bool, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for l, busy := range b.busy[s.key] {
+		if l > s.lane && busy {
+			if b.changed == nil {
+				b.changed = make(chan struct{})
+			}
+			return false, b.changed
+		}
+	}
+	return true, nil
+}
+
+// learnLanes records the lane counts of topics with priorities (from an
+// assignment), and marks the lanes of fresh grants busy before any of their
+// runners starts, so that no lower lane goes first while a higher one is
+// being started. A topic's priorities are fixed at creation, but a topic
+// deleted and created again may have others: the latest assignment holds.
+func (c *Consumer) learnLanes(lanes map[string]int, fresh []Grant) {
+	for t, n := range lanes {
+		if n > 1 {
+			c.lanes.counts.Store(t, n)
+		}
+	}
+	for _, g := range fresh {
+		if lanes[g.Topic] <= 1 {
+			c.lanes.counts.Delete(g.Topic)
+		}
+		c.laneSlotFor(g)
+	}
+}
+
+// subscribedLanes returns the lane counts of g's subscribed topics that
+// have priorities, nil when none has.
+func (c *coordinator) subscribedLanes(g *group) map[string]int {
+	var out map[string]int
+	for _, s := range g.subs {
+		if n := c.e.topicLanes(s.Topic); n > 1 {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[s.Topic] = n
+		}
+	}
+	return out
+}
+
+// laneCount returns the lane count learned for topic, 1 when unknown.
+func (c *Consumer) laneCount(topic string) int {
+	if v, ok := c.lanes.counts.Load(topic); ok {
+		return v.(int)
+	}
+	return 1
+}
+
+// laneSlotFor returns the lane g is, nil when its topic has no priorities.
+// A new lane is busy (not pulled yet) until its first pull says otherwise.
+func (c *Consumer) laneSlotFor(g Grant) *laneSlot {
+	n := c.laneCount(g.Topic)
+	if n == 1 {
+		return nil
+	}
+	s := &laneSlot{key: laneKey{topic: g.Topic, queue: g.Queue / n}, lane: g.Queue % n}
+	c.lanes.set(s, true)
+	return s
+}
+
+// laneBusy records whether the runner's lane has messages to hand out.
+func (r *runner) laneBusy(busy bool) {
+	if r.lane != nil {
+		r.c.lanes.set(r.lane, busy)
+	}
+}
+
+// laneWait is the long-poll wait of the runner's next pull: none while its
+// lane is busy, so that a lane whose end is not known yet learns it at once
+// instead of holding lower lanes back for a whole long-poll.
+func (r *runner) laneWait(wait time.Duration) time.Duration {
+	if r.lane != nil && r.c.lanes.isBusy(r.lane) {
+		return 0
+	}
+	return wait
+}
+
+// laneTurn waits while a higher-priority lane of the runner's queue has
+// messages to hand out; false when the runner stopped first.
+func (r *runner) laneTurn() bool {
+	if r.lane == nil {
+		return true
+	}
+	for {
+		ok, ch := r.c.lanes.turn(r.lane)
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-r.ctx.Done():
+			return false
+		}
+	}
+}
+
+// markPriority sets the Priority of pulled messages: the lane they were
+// stored in, or for a message from the retry topic, its origin's lane.
+func (r *runner) markPriority(msgs []*Message) {
+	if r.lane != nil {
+		for _, m := range msgs {
+			m.Priority = r.lane.lane
+		}
+		return
+	}
+	if !isInternalTopic(r.grant.Topic) {
+		return
+	}
+	for _, m := range msgs {
+		if t := m.sys[SysOriginTopic]; t != "" {
+			if n := r.c.laneCount(t); n > 1 {
+				q, _ := strconv.Atoi(m.sys[SysOriginQueue])
+				m.Priority = q % n
+			}
+		}
+	}
+}
