@@ -59,7 +59,7 @@ func TestTracer_KafkaHeadersCarryTheTrace(t *testing.T) {
 
 	handled := make(chan *equeue.Message, 1)
 	startConsumer(t, e, equeue.ConsumerOptions{Group: "billing", Subscriptions: []equeue.Subscription{{Topic: "orders"}},
-		Hooks: []equeue.Hooks{tr.Hooks()},
+		Hooks:   []equeue.Hooks{tr.Hooks()},
 		Handler: func(_ context.Context, m *equeue.Message) error { handled <- m; return nil }})
 	select {
 	case <-handled:
