@@ -208,8 +208,11 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 		envDefault("token", &a.token, envToken)
 	}
 	if a.server != "" {
-		if _, port, err := net.SplitHostPort(a.server); err != nil || port == "" {
-			return usageErrorf("--server %q: want HOST:PORT, e.g. 127.0.0.1:7654", a.server)
+		// One broker, or a cluster's nodes separated by commas.
+		for _, addr := range strings.Split(a.server, ",") {
+			if _, port, err := net.SplitHostPort(strings.TrimSpace(addr)); err != nil || port == "" {
+				return usageErrorf("--server %q: want HOST:PORT (or a cluster's HOST:PORT,HOST:PORT,...), e.g. 127.0.0.1:7654", a.server)
+			}
 		}
 	}
 	if a.dir != "" && a.server != "" {
