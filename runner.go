@@ -26,6 +26,7 @@ type runner struct {
 	lane      *laneSlot     // the priority lane this queue is (priority.go); nil without priorities
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
+	disposing atomic.Int32 // failure paths storing a send-back now (see beginDispose)
 	committed atomic.Int64 // last offset committed, -1 before the first commit
 	// committedAtts are the attempts stored with committed; guarded by
 	// the consumer's commitMu.
@@ -64,6 +65,7 @@ func (r *runner) drain(timeout time.Duration) {
 	expired := func() bool {
 		if cancelled {
 			r.gaveUp.Store(true)
+			r.waitDisposals()
 			return true
 		}
 		cancelled = true
@@ -261,13 +263,14 @@ func (r *runner) handleConcurrent(m *Message) {
 // finish records the result of one handling of m (view is what the handler
 // saw): done on success, else through the failure path (see dispose).
 func (r *runner) finish(m, view *Message, err error, end handleEnd) {
-	if err == nil || r.abandoned.Load() || r.gaveUp.Load() {
+	if err == nil || r.abandoned.Load() || !r.beginDispose() {
 		// A fenced runner cannot commit, and a drain that gave up has
 		// committed already: a failure there stays for the next delivery.
 		end.end(HandleOutcome{Err: err, Outcome: outcomeIf(err == nil, OutcomeHandled, OutcomeUnfinished), Attempts: m.Attempt + 1})
 		r.pq.end(m.Offset, err == nil)
 		return
 	}
+	defer r.endDispose() // after the message is done (or not), so a drain's commit sees it
 	if r.pq.isDone(m.Offset) {
 		end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
 		return // the consume timeout already sent it back
@@ -333,7 +336,7 @@ func (r *runner) handleOrderly(m *Message) bool {
 			r.pq.end(m.Offset, true)
 			return true
 		}
-		if r.abandoned.Load() || r.gaveUp.Load() {
+		if r.abandoned.Load() || !r.beginDispose() {
 			end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
 			r.pq.end(m.Offset, false)
 			return false
@@ -346,9 +349,11 @@ func (r *runner) handleOrderly(m *Message) bool {
 		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(view, m.Attempt, err) {
 			end.end(HandleOutcome{Err: err, Outcome: OutcomeDeadLetter, Attempts: m.Attempt})
 			r.pq.end(m.Offset, true)
+			r.endDispose()
 			return true
 		}
 		r.pq.end(m.Offset, false)
+		r.endDispose()
 		if r.hctx.Err() != nil {
 			end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt})
 			return false // stopping: the message stays uncommitted
@@ -417,4 +422,42 @@ func (r *runner) deadLetterTooLarge(err error, next int64) (past int64, ok bool)
 	c.log.Warn("message too large for this client: dead-lettered", "queue", r.grant.QueueRef, "offset", big.Offset, "limit", big.Limit)
 	r.pq.skip(big.Offset + 1)
 	return big.Offset + 1, true
+}
+
+// beginDispose registers a failure path that is about to store a
+// send-back (retry or dead letter); false when a drain gave up already,
+// and then the message stays unfinished, for the next owner. Every true is
+// followed by endDispose once the message's outcome is recorded. With the
+// drain's gaveUp flag (both sequentially consistent atomics) this makes a
+// send-back either wait for by the drain, so the final commit passes it, or
+// never start: it is never stored behind a commit that leaves its message
+// to be delivered again.
+func (r *runner) beginDispose() bool {
+	r.disposing.Add(1)
+	if r.gaveUp.Load() {
+		r.disposing.Add(-1)
+		return false
+	}
+	return true
+}
+
+// endDispose ends what beginDispose began and wakes a waiting drain.
+func (r *runner) endDispose() {
+	r.disposing.Add(-1)
+	r.pq.poke()
+}
+
+// waitDisposals waits until no failure path of r stores a send-back; each
+// is bounded by sendBackTimeout.
+func (r *runner) waitDisposals() {
+	for r.disposing.Load() > 0 {
+		ch := r.pq.wait()
+		if r.disposing.Load() == 0 {
+			return
+		}
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
