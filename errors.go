@@ -67,5 +67,10 @@ var ErrInvalidDelay = errors.New("equeue: invalid delay")
 // message at most once.
 var ErrIndeterminate = errors.New("equeue: outcome unknown")
 
+// ErrTopicFull is returned when a send would take a topic past its
+// TopicLimits.MaxMessages under OverflowReject. Nothing of the send was
+// stored.
+var ErrTopicFull = errors.New("equeue: topic full")
+
 // ErrHandlerPanic wraps a panic recovered from a message handler.
 var ErrHandlerPanic = errors.New("equeue: handler panicked")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -76,6 +77,12 @@ type topic struct {
 	// dedup is the window in which a producer-supplied message ID is stored
 	// only once; zero disables deduplication.
 	dedup time.Duration
+	// limits are the topic's own limits and defaults (topiclimits.go); nil
+	// when it has none.
+	limits atomic.Pointer[TopicLimits]
+	// minMoves is odd while a queue's low watermark moves, and counts the
+	// moves, so that a count over the queues can tell it read no move.
+	minMoves atomic.Uint64
 }
 
 func (t *topic) queueList() []*queue { return *t.queues.Load() }
@@ -96,12 +103,13 @@ type topicMeta struct {
 	ReadOnly  []int         `json:"read_only,omitempty"`
 	Dedup     time.Duration `json:"dedup_window,omitempty"`
 	CreatedAt time.Time     `json:"created_at"`
+	Limits    *TopicLimits  `json:"limits,omitempty"`
 }
 
 // meta is the topic's current persisted form. Admin changes edit a copy,
 // store it, and only then change the live topic.
 func (t *topic) meta() topicMeta {
-	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created, Dedup: t.dedup}
+	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created, Dedup: t.dedup, Limits: t.limits.Load()}
 	for _, q := range t.queueList() {
 		m.Queues++
 		if !q.writable.Load() {
@@ -154,15 +162,29 @@ type TopicInfo struct {
 	CreatedAt time.Time
 	// Queues lists the topic's queues in ID order.
 	Queues []QueueInfo
+	// Limits are the topic's own limits and defaults (zero: none).
+	Limits TopicLimits
+	// Messages counts the messages stored over the queues, read so that no
+	// deletion falls between the queues' reads: it is never more than the
+	// topic held at the end of the read.
+	Messages int64
 }
 
 func (t *topic) info() TopicInfo {
-	ti := TopicInfo{Name: t.name, CreatedAt: t.created}
-	for _, q := range t.queueList() {
-		min, next, _ := q.bounds()
-		ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load()})
+	ti := TopicInfo{Name: t.name, CreatedAt: t.created, Limits: t.topicLimits()}
+	for try := 0; ; try++ {
+		moves := t.minMoves.Load()
+		ti.Queues, ti.Messages = ti.Queues[:0], 0
+		for _, q := range t.queueList() {
+			min, next, _ := q.bounds()
+			ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load()})
+			ti.Messages += next - min
+		}
+		if (moves%2 == 0 && t.minMoves.Load() == moves) || try == 100 {
+			return ti
+		}
+		runtime.Gosched()
 	}
-	return ti
 }
 
 // loadTopics restores every topic and each queue's bounds from the store,
@@ -183,6 +205,9 @@ func (e *Engine) loadTopics() error {
 	}
 	for _, m := range metas {
 		t := &topic{name: m.Name, id: m.ID, created: m.CreatedAt, dedup: m.Dedup}
+		if m.Limits != nil {
+			t.setLimits(*m.Limits)
+		}
 		qs := make([]*queue, 0, m.Queues)
 		for i := 0; i < m.Queues; i++ {
 			key := store.QueueID{Topic: m.ID, Queue: uint32(i)}
@@ -274,12 +299,18 @@ type TopicOptions struct {
 	// in this topic within the window is acknowledged with the original
 	// queue and offsets and stores nothing again.
 	DedupWindow time.Duration
+	// Limits are the topic's limits and defaults (see TopicLimits); the
+	// zero value sets none. Engine.SetTopicLimits changes them later.
+	Limits TopicLimits
 }
 
 // CreateTopicWith creates a topic with options.
 func (e *Engine) CreateTopicWith(ctx context.Context, name string, o TopicOptions) error {
 	if o.DedupWindow < 0 {
 		return fmt.Errorf("%w: negative dedup window", ErrInvalidArgument)
+	}
+	if err := o.Limits.Validate(); err != nil {
+		return err
 	}
 	return e.createTopic(ctx, name, o, false)
 }
@@ -309,6 +340,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 		return err
 	}
 	t := &topic{name: name, id: id, created: time.Now().UTC().Truncate(time.Millisecond), dedup: o.DedupWindow}
+	t.setLimits(o.Limits)
 	qs := make([]*queue, queues)
 	for i := range qs {
 		qs[i] = newQueue(t, i, 0, 0)

@@ -251,6 +251,10 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 		if e.dedupCheck(b, c) {
 			continue
 		}
+		if c.kind != cmdMove && b.overLimit(dest.topic, len(c.recs)) {
+			c.err = fmt.Errorf("%w: %q holds its maximum of %d messages", ErrTopicFull, dest.topic.name, dest.topic.topicLimits().MaxMessages)
+			continue
+		}
 		t := b.queue(c.q)
 		c.first, c.storedAt = t.next, b.now
 		for _, rec := range c.recs {
@@ -346,6 +350,11 @@ func (e *Engine) commitBatch(b *batchState, durable bool) {
 	}
 	if !b.firstDue.IsZero() {
 		e.sched.scheduled(b.firstDue)
+	}
+	if durable {
+		for _, t := range b.queues {
+			e.kickTrim(t.q.topic)
+		}
 	}
 }
 
