@@ -26,8 +26,20 @@ const (
 const maxNameLen = 127
 
 // ValidateName reports whether s is a valid topic or group name: 1-127
-// characters of [A-Za-z0-9._-].
+// characters of [A-Za-z0-9._-], optionally qualified by a namespace as
+// "namespace:name" (see Engine.Namespace), each part valid on its own.
 func ValidateName(s string) error {
+	if ns, name, ok := strings.Cut(s, NamespaceSeparator); ok {
+		if err := validatePlainName(ns); err != nil {
+			return fmt.Errorf("namespace of %q: %w", s, err)
+		}
+		return validatePlainName(name)
+	}
+	return validatePlainName(s)
+}
+
+// validatePlainName is ValidateName without a namespace.
+func validatePlainName(s string) error {
 	if len(s) == 0 || len(s) > maxNameLen {
 		return fmt.Errorf("%w: %q must be 1-%d characters", ErrInvalidName, s, maxNameLen)
 	}
