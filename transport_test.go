@@ -12,7 +12,7 @@ import (
 
 // transports are the ways a producer or consumer reaches an engine: the
 // consumer-group and delivery tests run over each.
-var transports = []string{"inproc"}
+var transports = []string{"inproc", "remote"}
 
 func forTransports(t *testing.T, test func(t *testing.T, transport string)) {
 	for _, tr := range transports {

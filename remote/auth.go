@@ -73,6 +73,7 @@ var methodRights = map[string]Rights{
 	pb.Broker_ResetOffsets_FullMethodName:     RightAdmin,
 	pb.Broker_ListDeadLetters_FullMethodName:  RightAdmin,
 	pb.Broker_Redrive_FullMethodName:          RightAdmin,
+	pb.Broker_SetTopicLimits_FullMethodName:   RightAdmin,
 }
 
 // neededRights returns the rights any one of which allows the call.

@@ -177,7 +177,11 @@ func (v *service) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if err := v.e.CreateTopicWith(ctx, req.GetName(), equeue.TopicOptions{Queues: int(req.GetQueues()), DedupWindow: dedup}); err != nil {
+	limits, err := limitsFromPB(req.GetLimits())
+	if err != nil {
+		return nil, err
+	}
+	if err := v.e.CreateTopicWith(ctx, req.GetName(), equeue.TopicOptions{Queues: int(req.GetQueues()), DedupWindow: dedup, Limits: limits}); err != nil {
 		return nil, err
 	}
 	return &pb.CreateTopicResponse{}, nil

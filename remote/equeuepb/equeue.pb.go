@@ -297,6 +297,53 @@ func (ResetTarget) EnumDescriptor() ([]byte, []int) {
 	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{4}
 }
 
+// Overflow is equeue.OverflowPolicy.
+type Overflow int32
+
+const (
+	Overflow_OVERFLOW_DROP_OLDEST Overflow = 0
+	Overflow_OVERFLOW_REJECT      Overflow = 1
+)
+
+// Enum value maps for Overflow.
+var (
+	Overflow_name = map[int32]string{
+		0: "OVERFLOW_DROP_OLDEST",
+		1: "OVERFLOW_REJECT",
+	}
+	Overflow_value = map[string]int32{
+		"OVERFLOW_DROP_OLDEST": 0,
+		"OVERFLOW_REJECT":      1,
+	}
+)
+
+func (x Overflow) Enum() *Overflow {
+	p := new(Overflow)
+	*p = x
+	return p
+}
+
+func (x Overflow) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Overflow) Descriptor() protoreflect.EnumDescriptor {
+	return file_equeue_v1_equeue_proto_enumTypes[5].Descriptor()
+}
+
+func (Overflow) Type() protoreflect.EnumType {
+	return &file_equeue_v1_equeue_proto_enumTypes[5]
+}
+
+func (x Overflow) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Overflow.Descriptor instead.
+func (Overflow) EnumDescriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{5}
+}
+
 // Message is equeue.Message, every field included.
 type Message struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -2046,7 +2093,9 @@ type CreateTopicRequest struct {
 	// 0 means the engine's default queue count.
 	Queues int32 `protobuf:"varint,2,opt,name=queues,proto3" json:"queues,omitempty"`
 	// When set and positive, the topic's dedup window (TopicOptions.DedupWindow).
-	DedupWindow   *durationpb.Duration `protobuf:"bytes,3,opt,name=dedup_window,json=dedupWindow,proto3" json:"dedup_window,omitempty"`
+	DedupWindow *durationpb.Duration `protobuf:"bytes,3,opt,name=dedup_window,json=dedupWindow,proto3" json:"dedup_window,omitempty"`
+	// The topic's limits and defaults (TopicOptions.Limits); unset means none.
+	Limits        *TopicLimits `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2098,6 +2147,13 @@ func (x *CreateTopicRequest) GetQueues() int32 {
 func (x *CreateTopicRequest) GetDedupWindow() *durationpb.Duration {
 	if x != nil {
 		return x.DedupWindow
+	}
+	return nil
+}
+
+func (x *CreateTopicRequest) GetLimits() *TopicLimits {
+	if x != nil {
+		return x.Limits
 	}
 	return nil
 }
@@ -2475,8 +2531,12 @@ type TopicInfo struct {
 	Name              string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	CreatedAtUnixNano int64                  `protobuf:"varint,2,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
 	Queues            []*QueueInfo           `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The topic's limits and defaults; unset means none.
+	Limits *TopicLimits `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Messages stored over the queues (equeue.TopicInfo.Messages).
+	Messages      int64 `protobuf:"varint,5,opt,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TopicInfo) Reset() {
@@ -2528,6 +2588,20 @@ func (x *TopicInfo) GetQueues() []*QueueInfo {
 		return x.Queues
 	}
 	return nil
+}
+
+func (x *TopicInfo) GetLimits() *TopicLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *TopicInfo) GetMessages() int64 {
+	if x != nil {
+		return x.Messages
+	}
+	return 0
 }
 
 type ListTopicsRequest struct {
@@ -4122,6 +4196,165 @@ func (x *ListDelayedResponse) GetNext() []*DelayedEntry {
 	return nil
 }
 
+// TopicLimits is equeue.TopicLimits.
+type TopicLimits struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MaxMessages int64                  `protobuf:"varint,1,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
+	Overflow    Overflow               `protobuf:"varint,2,opt,name=overflow,proto3,enum=equeue.v1.Overflow" json:"overflow,omitempty"`
+	DefaultTtl  *durationpb.Duration   `protobuf:"bytes,3,opt,name=default_ttl,json=defaultTtl,proto3" json:"default_ttl,omitempty"`
+	// Zero keeps the engine's retention age; negative keeps messages with no age limit.
+	RetentionAge  *durationpb.Duration `protobuf:"bytes,4,opt,name=retention_age,json=retentionAge,proto3" json:"retention_age,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicLimits) Reset() {
+	*x = TopicLimits{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicLimits) ProtoMessage() {}
+
+func (x *TopicLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicLimits.ProtoReflect.Descriptor instead.
+func (*TopicLimits) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *TopicLimits) GetMaxMessages() int64 {
+	if x != nil {
+		return x.MaxMessages
+	}
+	return 0
+}
+
+func (x *TopicLimits) GetOverflow() Overflow {
+	if x != nil {
+		return x.Overflow
+	}
+	return Overflow_OVERFLOW_DROP_OLDEST
+}
+
+func (x *TopicLimits) GetDefaultTtl() *durationpb.Duration {
+	if x != nil {
+		return x.DefaultTtl
+	}
+	return nil
+}
+
+func (x *TopicLimits) GetRetentionAge() *durationpb.Duration {
+	if x != nil {
+		return x.RetentionAge
+	}
+	return nil
+}
+
+type SetTopicLimitsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Unset clears the topic's limits.
+	Limits        *TopicLimits `protobuf:"bytes,2,opt,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTopicLimitsRequest) Reset() {
+	*x = SetTopicLimitsRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTopicLimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTopicLimitsRequest) ProtoMessage() {}
+
+func (x *SetTopicLimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTopicLimitsRequest.ProtoReflect.Descriptor instead.
+func (*SetTopicLimitsRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *SetTopicLimitsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetTopicLimitsRequest) GetLimits() *TopicLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+type SetTopicLimitsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTopicLimitsResponse) Reset() {
+	*x = SetTopicLimitsResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTopicLimitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTopicLimitsResponse) ProtoMessage() {}
+
+func (x *SetTopicLimitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTopicLimitsResponse.ProtoReflect.Descriptor instead.
+func (*SetTopicLimitsResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{66}
+}
+
 var File_equeue_v1_equeue_proto protoreflect.FileDescriptor
 
 const file_equeue_v1_equeue_proto_rawDesc = "" +
@@ -4269,11 +4502,12 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x06queues\x18\x03 \x03(\v2\x10.equeue.v1.GrantR\x06queues\"h\n" +
 	"\x14FetchOffsetsResponse\x12\x18\n" +
 	"\aoffsets\x18\x01 \x03(\x03R\aoffsets\x126\n" +
-	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"~\n" +
+	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"\xae\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12<\n" +
-	"\fdedup_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vdedupWindow\"\x15\n" +
+	"\fdedup_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vdedupWindow\x12.\n" +
+	"\x06limits\x18\x04 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\"\x15\n" +
 	"\x13CreateTopicResponse\"<\n" +
 	"\x10AddQueuesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -4293,11 +4527,13 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"min_offset\x18\x02 \x01(\x03R\tminOffset\x12\x1d\n" +
 	"\n" +
 	"max_offset\x18\x03 \x01(\x03R\tmaxOffset\x12\x1a\n" +
-	"\bwritable\x18\x04 \x01(\bR\bwritable\"~\n" +
+	"\bwritable\x18\x04 \x01(\bR\bwritable\"\xca\x01\n" +
 	"\tTopicInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\x14created_at_unix_nano\x18\x02 \x01(\x03R\x11createdAtUnixNano\x12,\n" +
-	"\x06queues\x18\x03 \x03(\v2\x14.equeue.v1.QueueInfoR\x06queues\"\x13\n" +
+	"\x06queues\x18\x03 \x03(\v2\x14.equeue.v1.QueueInfoR\x06queues\x12.\n" +
+	"\x06limits\x18\x04 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\x12\x1a\n" +
+	"\bmessages\x18\x05 \x01(\x03R\bmessages\"\x13\n" +
 	"\x11ListTopicsRequest\"B\n" +
 	"\x12ListTopicsResponse\x12,\n" +
 	"\x06topics\x18\x01 \x03(\v2\x14.equeue.v1.TopicInfoR\x06topics\"*\n" +
@@ -4403,7 +4639,17 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x13ListDelayedResponse\x12\x18\n" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
-	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next*n\n" +
+	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next\"\xdd\x01\n" +
+	"\vTopicLimits\x12!\n" +
+	"\fmax_messages\x18\x01 \x01(\x03R\vmaxMessages\x12/\n" +
+	"\boverflow\x18\x02 \x01(\x0e2\x13.equeue.v1.OverflowR\boverflow\x12:\n" +
+	"\vdefault_ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"defaultTtl\x12>\n" +
+	"\rretention_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fretentionAge\"[\n" +
+	"\x15SetTopicLimitsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x06limits\x18\x02 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\"\x18\n" +
+	"\x16SetTopicLimitsResponse*n\n" +
 	"\n" +
 	"SyncPolicy\x12\x17\n" +
 	"\x13SYNC_POLICY_DEFAULT\x10\x00\x12\x16\n" +
@@ -4428,7 +4674,10 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x15RESET_TARGET_EARLIEST\x10\x00\x12\x17\n" +
 	"\x13RESET_TARGET_LATEST\x10\x01\x12\x15\n" +
 	"\x11RESET_TARGET_TIME\x10\x02\x12\x18\n" +
-	"\x14RESET_TARGET_OFFSETS\x10\x032\xd4\r\n" +
+	"\x14RESET_TARGET_OFFSETS\x10\x03*9\n" +
+	"\bOverflow\x12\x18\n" +
+	"\x14OVERFLOW_DROP_OLDEST\x10\x00\x12\x13\n" +
+	"\x0fOVERFLOW_REJECT\x10\x012\xab\x0e\n" +
 	"\x06Broker\x12:\n" +
 	"\x05Route\x12\x17.equeue.v1.RouteRequest\x1a\x18.equeue.v1.RouteResponse\x12=\n" +
 	"\x06Append\x12\x18.equeue.v1.AppendRequest\x1a\x19.equeue.v1.AppendResponse\x127\n" +
@@ -4455,7 +4704,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\fResetOffsets\x12\x1e.equeue.v1.ResetOffsetsRequest\x1a\x1f.equeue.v1.ResetOffsetsResponse\x12X\n" +
 	"\x0fListDeadLetters\x12!.equeue.v1.ListDeadLettersRequest\x1a\".equeue.v1.ListDeadLettersResponse\x12@\n" +
 	"\aRedrive\x12\x19.equeue.v1.RedriveRequest\x1a\x1a.equeue.v1.RedriveResponse\x12L\n" +
-	"\vListDelayed\x12\x1d.equeue.v1.ListDelayedRequest\x1a\x1e.equeue.v1.ListDelayedResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
+	"\vListDelayed\x12\x1d.equeue.v1.ListDelayedRequest\x1a\x1e.equeue.v1.ListDelayedResponse\x12U\n" +
+	"\x0eSetTopicLimits\x12 .equeue.v1.SetTopicLimitsRequest\x1a!.equeue.v1.SetTopicLimitsResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
 
 var (
 	file_equeue_v1_equeue_proto_rawDescOnce sync.Once
@@ -4469,184 +4719,196 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 	return file_equeue_v1_equeue_proto_rawDescData
 }
 
-var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
 	(MessageModel)(0),                // 2: equeue.v1.MessageModel
 	(ConsumeFrom)(0),                 // 3: equeue.v1.ConsumeFrom
 	(ResetTarget)(0),                 // 4: equeue.v1.ResetTarget
-	(*Message)(nil),                  // 5: equeue.v1.Message
-	(*QueueRef)(nil),                 // 6: equeue.v1.QueueRef
-	(*Grant)(nil),                    // 7: equeue.v1.Grant
-	(*RouteRequest)(nil),             // 8: equeue.v1.RouteRequest
-	(*RouteResponse)(nil),            // 9: equeue.v1.RouteResponse
-	(*AppendRequest)(nil),            // 10: equeue.v1.AppendRequest
-	(*AppendResponse)(nil),           // 11: equeue.v1.AppendResponse
-	(*PullRequest)(nil),              // 12: equeue.v1.PullRequest
-	(*PullResponse)(nil),             // 13: equeue.v1.PullResponse
-	(*Subscription)(nil),             // 14: equeue.v1.Subscription
-	(*Assignment)(nil),               // 15: equeue.v1.Assignment
-	(*JoinGroupRequest)(nil),         // 16: equeue.v1.JoinGroupRequest
-	(*JoinGroupResponse)(nil),        // 17: equeue.v1.JoinGroupResponse
-	(*HeartbeatRequest)(nil),         // 18: equeue.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 19: equeue.v1.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),        // 20: equeue.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),       // 21: equeue.v1.LeaveGroupResponse
-	(*ReleaseQueuesRequest)(nil),     // 22: equeue.v1.ReleaseQueuesRequest
-	(*ReleaseQueuesResponse)(nil),    // 23: equeue.v1.ReleaseQueuesResponse
-	(*OffsetCommit)(nil),             // 24: equeue.v1.OffsetCommit
-	(*MessageAttempts)(nil),          // 25: equeue.v1.MessageAttempts
-	(*FetchedAttempts)(nil),          // 26: equeue.v1.FetchedAttempts
-	(*CommitOffsetsRequest)(nil),     // 27: equeue.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),    // 28: equeue.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),      // 29: equeue.v1.FetchOffsetsRequest
-	(*FetchOffsetsResponse)(nil),     // 30: equeue.v1.FetchOffsetsResponse
-	(*CreateTopicRequest)(nil),       // 31: equeue.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 32: equeue.v1.CreateTopicResponse
-	(*AddQueuesRequest)(nil),         // 33: equeue.v1.AddQueuesRequest
-	(*AddQueuesResponse)(nil),        // 34: equeue.v1.AddQueuesResponse
-	(*DeleteTopicRequest)(nil),       // 35: equeue.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 36: equeue.v1.DeleteTopicResponse
-	(*SetQueueWritableRequest)(nil),  // 37: equeue.v1.SetQueueWritableRequest
-	(*SetQueueWritableResponse)(nil), // 38: equeue.v1.SetQueueWritableResponse
-	(*QueueInfo)(nil),                // 39: equeue.v1.QueueInfo
-	(*TopicInfo)(nil),                // 40: equeue.v1.TopicInfo
-	(*ListTopicsRequest)(nil),        // 41: equeue.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 42: equeue.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),     // 43: equeue.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),    // 44: equeue.v1.DescribeTopicResponse
-	(*MemberInfo)(nil),               // 45: equeue.v1.MemberInfo
-	(*GroupQueueInfo)(nil),           // 46: equeue.v1.GroupQueueInfo
-	(*GroupInfo)(nil),                // 47: equeue.v1.GroupInfo
-	(*ListGroupsRequest)(nil),        // 48: equeue.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 49: equeue.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),     // 50: equeue.v1.DescribeGroupRequest
-	(*DescribeGroupResponse)(nil),    // 51: equeue.v1.DescribeGroupResponse
-	(*QueueOffset)(nil),              // 52: equeue.v1.QueueOffset
-	(*ResetOffsetsRequest)(nil),      // 53: equeue.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),     // 54: equeue.v1.ResetOffsetsResponse
-	(*ListDeadLettersRequest)(nil),   // 55: equeue.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),               // 56: equeue.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),  // 57: equeue.v1.ListDeadLettersResponse
-	(*RedriveRequest)(nil),           // 58: equeue.v1.RedriveRequest
-	(*RedriveResponse)(nil),          // 59: equeue.v1.RedriveResponse
-	(*SendBackRequest)(nil),          // 60: equeue.v1.SendBackRequest
-	(*SendBackResponse)(nil),         // 61: equeue.v1.SendBackResponse
-	(*PullManyRequest)(nil),          // 62: equeue.v1.PullManyRequest
-	(*PullManyResponse)(nil),         // 63: equeue.v1.PullManyResponse
-	(*PullManyItem)(nil),             // 64: equeue.v1.PullManyItem
-	(*PullError)(nil),                // 65: equeue.v1.PullError
-	(*ListDelayedRequest)(nil),       // 66: equeue.v1.ListDelayedRequest
-	(*DelayedEntry)(nil),             // 67: equeue.v1.DelayedEntry
-	(*ListDelayedResponse)(nil),      // 68: equeue.v1.ListDelayedResponse
-	nil,                              // 69: equeue.v1.Message.PropertiesEntry
-	nil,                              // 70: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 71: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 72: google.protobuf.Duration
+	(Overflow)(0),                    // 5: equeue.v1.Overflow
+	(*Message)(nil),                  // 6: equeue.v1.Message
+	(*QueueRef)(nil),                 // 7: equeue.v1.QueueRef
+	(*Grant)(nil),                    // 8: equeue.v1.Grant
+	(*RouteRequest)(nil),             // 9: equeue.v1.RouteRequest
+	(*RouteResponse)(nil),            // 10: equeue.v1.RouteResponse
+	(*AppendRequest)(nil),            // 11: equeue.v1.AppendRequest
+	(*AppendResponse)(nil),           // 12: equeue.v1.AppendResponse
+	(*PullRequest)(nil),              // 13: equeue.v1.PullRequest
+	(*PullResponse)(nil),             // 14: equeue.v1.PullResponse
+	(*Subscription)(nil),             // 15: equeue.v1.Subscription
+	(*Assignment)(nil),               // 16: equeue.v1.Assignment
+	(*JoinGroupRequest)(nil),         // 17: equeue.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),        // 18: equeue.v1.JoinGroupResponse
+	(*HeartbeatRequest)(nil),         // 19: equeue.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 20: equeue.v1.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),        // 21: equeue.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),       // 22: equeue.v1.LeaveGroupResponse
+	(*ReleaseQueuesRequest)(nil),     // 23: equeue.v1.ReleaseQueuesRequest
+	(*ReleaseQueuesResponse)(nil),    // 24: equeue.v1.ReleaseQueuesResponse
+	(*OffsetCommit)(nil),             // 25: equeue.v1.OffsetCommit
+	(*MessageAttempts)(nil),          // 26: equeue.v1.MessageAttempts
+	(*FetchedAttempts)(nil),          // 27: equeue.v1.FetchedAttempts
+	(*CommitOffsetsRequest)(nil),     // 28: equeue.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 29: equeue.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 30: equeue.v1.FetchOffsetsRequest
+	(*FetchOffsetsResponse)(nil),     // 31: equeue.v1.FetchOffsetsResponse
+	(*CreateTopicRequest)(nil),       // 32: equeue.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 33: equeue.v1.CreateTopicResponse
+	(*AddQueuesRequest)(nil),         // 34: equeue.v1.AddQueuesRequest
+	(*AddQueuesResponse)(nil),        // 35: equeue.v1.AddQueuesResponse
+	(*DeleteTopicRequest)(nil),       // 36: equeue.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 37: equeue.v1.DeleteTopicResponse
+	(*SetQueueWritableRequest)(nil),  // 38: equeue.v1.SetQueueWritableRequest
+	(*SetQueueWritableResponse)(nil), // 39: equeue.v1.SetQueueWritableResponse
+	(*QueueInfo)(nil),                // 40: equeue.v1.QueueInfo
+	(*TopicInfo)(nil),                // 41: equeue.v1.TopicInfo
+	(*ListTopicsRequest)(nil),        // 42: equeue.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 43: equeue.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),     // 44: equeue.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),    // 45: equeue.v1.DescribeTopicResponse
+	(*MemberInfo)(nil),               // 46: equeue.v1.MemberInfo
+	(*GroupQueueInfo)(nil),           // 47: equeue.v1.GroupQueueInfo
+	(*GroupInfo)(nil),                // 48: equeue.v1.GroupInfo
+	(*ListGroupsRequest)(nil),        // 49: equeue.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 50: equeue.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),     // 51: equeue.v1.DescribeGroupRequest
+	(*DescribeGroupResponse)(nil),    // 52: equeue.v1.DescribeGroupResponse
+	(*QueueOffset)(nil),              // 53: equeue.v1.QueueOffset
+	(*ResetOffsetsRequest)(nil),      // 54: equeue.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),     // 55: equeue.v1.ResetOffsetsResponse
+	(*ListDeadLettersRequest)(nil),   // 56: equeue.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),               // 57: equeue.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),  // 58: equeue.v1.ListDeadLettersResponse
+	(*RedriveRequest)(nil),           // 59: equeue.v1.RedriveRequest
+	(*RedriveResponse)(nil),          // 60: equeue.v1.RedriveResponse
+	(*SendBackRequest)(nil),          // 61: equeue.v1.SendBackRequest
+	(*SendBackResponse)(nil),         // 62: equeue.v1.SendBackResponse
+	(*PullManyRequest)(nil),          // 63: equeue.v1.PullManyRequest
+	(*PullManyResponse)(nil),         // 64: equeue.v1.PullManyResponse
+	(*PullManyItem)(nil),             // 65: equeue.v1.PullManyItem
+	(*PullError)(nil),                // 66: equeue.v1.PullError
+	(*ListDelayedRequest)(nil),       // 67: equeue.v1.ListDelayedRequest
+	(*DelayedEntry)(nil),             // 68: equeue.v1.DelayedEntry
+	(*ListDelayedResponse)(nil),      // 69: equeue.v1.ListDelayedResponse
+	(*TopicLimits)(nil),              // 70: equeue.v1.TopicLimits
+	(*SetTopicLimitsRequest)(nil),    // 71: equeue.v1.SetTopicLimitsRequest
+	(*SetTopicLimitsResponse)(nil),   // 72: equeue.v1.SetTopicLimitsResponse
+	nil,                              // 73: equeue.v1.Message.PropertiesEntry
+	nil,                              // 74: equeue.v1.Message.SysPropertiesEntry
+	nil,                              // 75: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 76: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	69, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	70, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	72, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	72, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
-	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
+	73, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	74, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	76, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	76, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	6,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	72, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	72, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	76, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	76, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
-	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
-	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
-	7,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
+	6,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
+	8,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
+	8,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
 	2,  // 12: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
-	14, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
+	15, // 13: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 14: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
-	15, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	72, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
-	15, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
-	7,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
-	7,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
-	25, // 20: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
-	25, // 21: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
-	24, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
-	7,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	26, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	72, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
-	39, // 26: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
-	40, // 27: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
-	40, // 28: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
-	6,  // 29: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
-	2,  // 30: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
-	14, // 31: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
-	45, // 32: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
-	46, // 33: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
-	47, // 34: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
-	47, // 35: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
-	4,  // 36: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
-	52, // 37: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
-	5,  // 38: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
-	56, // 39: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	7,  // 40: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	72, // 41: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
-	12, // 42: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	72, // 43: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
-	64, // 44: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
-	13, // 45: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
-	65, // 46: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	71, // 47: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
-	67, // 48: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
-	8,  // 49: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 50: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 51: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 52: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 53: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 54: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 55: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	27, // 56: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	29, // 57: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	60, // 58: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	62, // 59: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	31, // 60: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	33, // 61: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	35, // 62: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	37, // 63: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	41, // 64: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	43, // 65: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	48, // 66: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	50, // 67: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	53, // 68: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	55, // 69: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	58, // 70: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	66, // 71: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
-	9,  // 72: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 73: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 74: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 75: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 76: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 77: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 78: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	28, // 79: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	30, // 80: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	61, // 81: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	63, // 82: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	32, // 83: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	34, // 84: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	36, // 85: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	38, // 86: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	42, // 87: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	44, // 88: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	49, // 89: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	51, // 90: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	54, // 91: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	57, // 92: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	59, // 93: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	68, // 94: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	72, // [72:95] is the sub-list for method output_type
-	49, // [49:72] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	16, // 15: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
+	76, // 16: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	16, // 17: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
+	8,  // 18: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
+	8,  // 19: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
+	26, // 20: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
+	26, // 21: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
+	25, // 22: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
+	8,  // 23: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
+	27, // 24: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
+	76, // 25: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	70, // 26: equeue.v1.CreateTopicRequest.limits:type_name -> equeue.v1.TopicLimits
+	40, // 27: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
+	70, // 28: equeue.v1.TopicInfo.limits:type_name -> equeue.v1.TopicLimits
+	41, // 29: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
+	41, // 30: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
+	7,  // 31: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
+	2,  // 32: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
+	15, // 33: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
+	46, // 34: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
+	47, // 35: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
+	48, // 36: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
+	48, // 37: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
+	4,  // 38: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
+	53, // 39: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
+	6,  // 40: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
+	57, // 41: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
+	8,  // 42: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
+	76, // 43: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	13, // 44: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
+	76, // 45: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	65, // 46: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
+	14, // 47: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
+	66, // 48: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
+	75, // 49: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	68, // 50: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
+	5,  // 51: equeue.v1.TopicLimits.overflow:type_name -> equeue.v1.Overflow
+	76, // 52: equeue.v1.TopicLimits.default_ttl:type_name -> google.protobuf.Duration
+	76, // 53: equeue.v1.TopicLimits.retention_age:type_name -> google.protobuf.Duration
+	70, // 54: equeue.v1.SetTopicLimitsRequest.limits:type_name -> equeue.v1.TopicLimits
+	9,  // 55: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	11, // 56: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	13, // 57: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	17, // 58: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	19, // 59: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	21, // 60: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	23, // 61: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	28, // 62: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	30, // 63: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	61, // 64: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	63, // 65: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	32, // 66: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	34, // 67: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	36, // 68: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	38, // 69: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	42, // 70: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	44, // 71: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	49, // 72: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	51, // 73: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	54, // 74: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	56, // 75: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	59, // 76: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	67, // 77: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
+	71, // 78: equeue.v1.Broker.SetTopicLimits:input_type -> equeue.v1.SetTopicLimitsRequest
+	10, // 79: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	12, // 80: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	14, // 81: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	18, // 82: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	20, // 83: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	22, // 84: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	24, // 85: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	29, // 86: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	31, // 87: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	62, // 88: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	64, // 89: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	33, // 90: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	35, // 91: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	37, // 92: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	39, // 93: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	43, // 94: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	45, // 95: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	50, // 96: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	52, // 97: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	55, // 98: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	58, // 99: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	60, // 100: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	69, // 101: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	72, // 102: equeue.v1.Broker.SetTopicLimits:output_type -> equeue.v1.SetTopicLimitsResponse
+	79, // [79:103] is the sub-list for method output_type
+	55, // [55:79] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -4659,8 +4921,8 @@ func file_equeue_v1_equeue_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   67,
+			NumEnums:      6,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -56,6 +56,7 @@ const (
 	Broker_ListDeadLetters_FullMethodName  = "/equeue.v1.Broker/ListDeadLetters"
 	Broker_Redrive_FullMethodName          = "/equeue.v1.Broker/Redrive"
 	Broker_ListDelayed_FullMethodName      = "/equeue.v1.Broker/ListDelayed"
+	Broker_SetTopicLimits_FullMethodName   = "/equeue.v1.Broker/SetTopicLimits"
 )
 
 // BrokerClient is the client API for Broker service.
@@ -96,6 +97,8 @@ type BrokerClient interface {
 	ListDeadLetters(ctx context.Context, in *ListDeadLettersRequest, opts ...grpc.CallOption) (*ListDeadLettersResponse, error)
 	Redrive(ctx context.Context, in *RedriveRequest, opts ...grpc.CallOption) (*RedriveResponse, error)
 	ListDelayed(ctx context.Context, in *ListDelayedRequest, opts ...grpc.CallOption) (*ListDelayedResponse, error)
+	// SetTopicLimits replaces a topic's limits and defaults (equeue.Engine.SetTopicLimits).
+	SetTopicLimits(ctx context.Context, in *SetTopicLimitsRequest, opts ...grpc.CallOption) (*SetTopicLimitsResponse, error)
 }
 
 type brokerClient struct {
@@ -336,6 +339,16 @@ func (c *brokerClient) ListDelayed(ctx context.Context, in *ListDelayedRequest, 
 	return out, nil
 }
 
+func (c *brokerClient) SetTopicLimits(ctx context.Context, in *SetTopicLimitsRequest, opts ...grpc.CallOption) (*SetTopicLimitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetTopicLimitsResponse)
+	err := c.cc.Invoke(ctx, Broker_SetTopicLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BrokerServer is the server API for Broker service.
 // All implementations must embed UnimplementedBrokerServer
 // for forward compatibility.
@@ -374,6 +387,8 @@ type BrokerServer interface {
 	ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error)
 	Redrive(context.Context, *RedriveRequest) (*RedriveResponse, error)
 	ListDelayed(context.Context, *ListDelayedRequest) (*ListDelayedResponse, error)
+	// SetTopicLimits replaces a topic's limits and defaults (equeue.Engine.SetTopicLimits).
+	SetTopicLimits(context.Context, *SetTopicLimitsRequest) (*SetTopicLimitsResponse, error)
 	mustEmbedUnimplementedBrokerServer()
 }
 
@@ -452,6 +467,9 @@ func (UnimplementedBrokerServer) Redrive(context.Context, *RedriveRequest) (*Red
 }
 func (UnimplementedBrokerServer) ListDelayed(context.Context, *ListDelayedRequest) (*ListDelayedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDelayed not implemented")
+}
+func (UnimplementedBrokerServer) SetTopicLimits(context.Context, *SetTopicLimitsRequest) (*SetTopicLimitsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetTopicLimits not implemented")
 }
 func (UnimplementedBrokerServer) mustEmbedUnimplementedBrokerServer() {}
 func (UnimplementedBrokerServer) testEmbeddedByValue()                {}
@@ -888,6 +906,24 @@ func _Broker_ListDelayed_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Broker_SetTopicLimits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetTopicLimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).SetTopicLimits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_SetTopicLimits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).SetTopicLimits(ctx, req.(*SetTopicLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Broker_ServiceDesc is the grpc.ServiceDesc for Broker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -986,6 +1022,10 @@ var Broker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListDelayed",
 			Handler:    _Broker_ListDelayed_Handler,
+		},
+		{
+			MethodName: "SetTopicLimits",
+			Handler:    _Broker_SetTopicLimits_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
