@@ -136,7 +136,7 @@ func (n *Namespace) inMessage(m *Message) *Message {
 func (n *Namespace) Route(ctx context.Context, topic string) (Route, error) {
 	r, err := n.e.Route(ctx, n.in(topic))
 	r.Topic = n.outName(r.Topic)
-	return r, err
+	return r, n.err(err)
 }
 
 // Append stores messages in one queue (Broker; see Engine.Append).
@@ -147,7 +147,8 @@ func (n *Namespace) Append(ctx context.Context, req *AppendRequest) (AppendResul
 	r := *req
 	r.Topic = n.in(req.Topic)
 	r.Messages = mapSlice(req.Messages, n.inMessage)
-	return n.e.Append(ctx, &r)
+	res, err := n.e.Append(ctx, &r)
+	return res, n.err(err)
 }
 
 // Pull reads messages from one queue (Broker; see Engine.Pull).
@@ -157,7 +158,7 @@ func (n *Namespace) Pull(ctx context.Context, req *PullRequest) (PullResult, err
 	}
 	res, err := n.e.Pull(ctx, n.inPull(req))
 	res.Messages = mapSlice(res.Messages, n.outMessage)
-	return res, err
+	return res, n.err(err)
 }
 
 func (n *Namespace) inPull(req *PullRequest) *PullRequest {
@@ -178,7 +179,7 @@ func (n *Namespace) WaitAny(ctx context.Context, pulls []*PullRequest, wait time
 		}
 		in[i] = n.inPull(p)
 	}
-	return n.e.WaitAny(ctx, in, wait)
+	return n.err(n.e.WaitAny(ctx, in, wait))
 }
 
 // JoinGroup adds a member to a group of the namespace (Broker).
@@ -190,7 +191,7 @@ func (n *Namespace) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment
 	r.Group = n.in(req.Group)
 	r.Subscriptions = mapSlice(req.Subscriptions, func(s Subscription) Subscription { s.Topic = n.in(s.Topic); return s })
 	a, err := n.e.JoinGroup(ctx, &r)
-	return n.outAssignment(a), err
+	return n.outAssignment(a), n.err(err)
 }
 
 // Heartbeat keeps a member alive (Broker).
@@ -201,7 +202,7 @@ func (n *Namespace) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assig
 	r := *req
 	r.Group = n.in(req.Group)
 	a, err := n.e.Heartbeat(ctx, &r)
-	return n.outAssignment(a), err
+	return n.outAssignment(a), n.err(err)
 }
 
 // LeaveGroup removes a member (Broker).
@@ -211,12 +212,12 @@ func (n *Namespace) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 	}
 	r := *req
 	r.Group = n.in(req.Group)
-	return n.e.LeaveGroup(ctx, &r)
+	return n.err(n.e.LeaveGroup(ctx, &r))
 }
 
 // ReleaseQueues gives up queues a member was asked to hand over (Broker).
 func (n *Namespace) ReleaseQueues(ctx context.Context, group, member string, queues []Grant) error {
-	return n.e.ReleaseQueues(ctx, n.in(group), member, n.inGrants(queues))
+	return n.err(n.e.ReleaseQueues(ctx, n.in(group), member, n.inGrants(queues)))
 }
 
 // CommitOffsets stores offsets of owned queues (Broker).
@@ -227,13 +228,13 @@ func (n *Namespace) CommitOffsets(ctx context.Context, req *CommitRequest) error
 	r := *req
 	r.Group = n.in(req.Group)
 	r.Offsets = mapSlice(req.Offsets, func(o OffsetCommit) OffsetCommit { o.Grant = n.inGrant(o.Grant); return o })
-	return n.e.CommitOffsets(ctx, &r)
+	return n.err(n.e.CommitOffsets(ctx, &r))
 }
 
 // FetchOffsets returns the committed state of granted queues (Broker).
 func (n *Namespace) FetchOffsets(ctx context.Context, group, member string, queues []Grant) ([]OffsetCommit, error) {
 	offs, err := n.e.FetchOffsets(ctx, n.in(group), member, n.inGrants(queues))
-	return mapSlice(offs, func(o OffsetCommit) OffsetCommit { o.Grant = n.outGrant(o.Grant); return o }), err
+	return mapSlice(offs, func(o OffsetCommit) OffsetCommit { o.Grant = n.outGrant(o.Grant); return o }), n.err(err)
 }
 
 // SendBack stores a failed message in its group's retry or dead-letter
@@ -247,44 +248,44 @@ func (n *Namespace) SendBack(ctx context.Context, req *SendBackRequest) (SendBac
 	r.Grant = n.inGrant(req.Grant)
 	res, err := n.e.SendBack(ctx, &r)
 	res.Topic = n.outName(res.Topic)
-	return res, err
+	return res, n.err(err)
 }
 
 // CreateTopic creates a topic in the namespace (see Engine.CreateTopic).
 func (n *Namespace) CreateTopic(ctx context.Context, name string, queues int) error {
-	return n.e.CreateTopic(ctx, n.in(name), queues)
+	return n.err(n.e.CreateTopic(ctx, n.in(name), queues))
 }
 
 // CreateTopicWith creates a topic with options (see Engine.CreateTopicWith).
 func (n *Namespace) CreateTopicWith(ctx context.Context, name string, o TopicOptions) error {
-	return n.e.CreateTopicWith(ctx, n.in(name), o)
+	return n.err(n.e.CreateTopicWith(ctx, n.in(name), o))
 }
 
 // SetTopicLimits replaces a topic's limits (see Engine.SetTopicLimits).
 func (n *Namespace) SetTopicLimits(ctx context.Context, name string, l TopicLimits) error {
-	return n.e.SetTopicLimits(ctx, n.in(name), l)
+	return n.err(n.e.SetTopicLimits(ctx, n.in(name), l))
 }
 
 // AddQueues adds queues to a topic (see Engine.AddQueues).
 func (n *Namespace) AddQueues(ctx context.Context, name string, count int) error {
-	return n.e.AddQueues(ctx, n.in(name), count)
+	return n.err(n.e.AddQueues(ctx, n.in(name), count))
 }
 
 // DeleteTopic deletes a topic of the namespace (see Engine.DeleteTopic).
 func (n *Namespace) DeleteTopic(ctx context.Context, name string) error {
-	return n.e.DeleteTopic(ctx, n.in(name))
+	return n.err(n.e.DeleteTopic(ctx, n.in(name)))
 }
 
 // SetQueueWritable opens or closes one queue (see Engine.SetQueueWritable).
 func (n *Namespace) SetQueueWritable(ctx context.Context, name string, queueID int, writable bool) error {
-	return n.e.SetQueueWritable(ctx, n.in(name), queueID, writable)
+	return n.err(n.e.SetQueueWritable(ctx, n.in(name), queueID, writable))
 }
 
 // Topic describes one topic of the namespace.
 func (n *Namespace) Topic(ctx context.Context, name string) (TopicInfo, error) {
 	ti, err := n.e.Topic(ctx, n.in(name))
 	ti.Name = n.outName(ti.Name)
-	return ti, err
+	return ti, n.err(err)
 }
 
 // Topics lists the namespace's topics, its %RETRY% and %DLQ% topics
@@ -292,7 +293,7 @@ func (n *Namespace) Topic(ctx context.Context, name string) (TopicInfo, error) {
 func (n *Namespace) Topics(ctx context.Context) ([]TopicInfo, error) {
 	all, err := n.e.Topics(ctx)
 	if err != nil {
-		return nil, err
+		return nil, n.err(err)
 	}
 	out := make([]TopicInfo, 0, len(all))
 	for _, t := range all {
@@ -317,7 +318,7 @@ func (n *Namespace) outGroup(g GroupInfo) GroupInfo {
 func (n *Namespace) Groups(ctx context.Context) ([]GroupInfo, error) {
 	all, err := n.e.Groups(ctx)
 	if err != nil {
-		return nil, err
+		return nil, n.err(err)
 	}
 	out := make([]GroupInfo, 0, len(all))
 	for _, g := range all {
@@ -333,7 +334,7 @@ func (n *Namespace) Groups(ctx context.Context) ([]GroupInfo, error) {
 func (n *Namespace) Group(ctx context.Context, name string) (GroupInfo, error) {
 	g, err := n.e.Group(ctx, n.in(name))
 	if err != nil {
-		return GroupInfo{}, err
+		return GroupInfo{}, n.err(err)
 	}
 	return n.outGroup(g), nil
 }
@@ -347,14 +348,14 @@ func (n *Namespace) ResetOffsets(ctx context.Context, group string, req ResetReq
 			r.Offsets[n.inRef(ref)] = off
 		}
 	}
-	return n.e.ResetOffsets(ctx, n.in(group), r)
+	return n.err(n.e.ResetOffsets(ctx, n.in(group), r))
 }
 
 // ListDeadLetters lists a page of a group's dead letters (see
 // Engine.ListDeadLetters).
 func (n *Namespace) ListDeadLetters(ctx context.Context, group string, req ListDeadLettersRequest) ([]DLQEntry, error) {
 	dls, err := n.e.ListDeadLetters(ctx, n.in(group), req)
-	return mapSlice(dls, func(d DLQEntry) DLQEntry { d.Message = n.outMessage(d.Message); return d }), err
+	return mapSlice(dls, func(d DLQEntry) DLQEntry { d.Message = n.outMessage(d.Message); return d }), n.err(err)
 }
 
 // DeadLetters lists up to max dead letters of group from offset from.
@@ -367,7 +368,8 @@ func (n *Namespace) DeadLetters(ctx context.Context, group string, from int64, m
 // Redrive sends dead letters back to their topics, in the namespace (see
 // Engine.Redrive).
 func (n *Namespace) Redrive(ctx context.Context, group string, req RedriveRequest) (int, error) {
-	return n.e.Redrive(ctx, n.in(group), req)
+	sent, err := n.e.Redrive(ctx, n.in(group), req)
+	return sent, n.err(err)
 }
 
 // Delayed reports the namespace's pending delayed messages (see
@@ -375,5 +377,37 @@ func (n *Namespace) Redrive(ctx context.Context, group string, req RedriveReques
 func (n *Namespace) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
 	info, err := n.e.delayed(ctx, max, func(topic string) bool { _, ok := n.out(topic); return ok })
 	info.Next = mapSlice(info.Next, func(d DelayedEntry) DelayedEntry { d.QueueRef = n.outRef(d.QueueRef); return d })
-	return info, err
+	return info, n.err(err)
 }
+
+// err is an engine error as the namespace sees it: the names in its text
+// unqualified, while errors.Is and errors.As still see what it wraps.
+func (n *Namespace) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, n.prefix) {
+		return err
+	}
+	// Only where a name starts: "equeue:" is no name of namespace "e".
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		if strings.HasPrefix(msg[i:], n.prefix) && (i == 0 || strings.IndexByte(" \t\"'%/([", msg[i-1]) >= 0) {
+			i += len(n.prefix)
+			continue
+		}
+		b.WriteByte(msg[i])
+		i++
+	}
+	return &namespaceError{err: err, msg: b.String()}
+}
+
+// namespaceError is an error whose text was mapped into a namespace.
+type namespaceError struct {
+	err error
+	msg string
+}
+
+func (e *namespaceError) Error() string { return e.msg }
+func (e *namespaceError) Unwrap() error { return e.err }

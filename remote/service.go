@@ -13,7 +13,7 @@ import (
 // methods return engine errors as they are.
 type service struct {
 	pb.UnimplementedBrokerServer
-	e *equeue.Engine
+	e backend
 	s *Server
 }
 
