@@ -270,4 +270,3 @@ func TestNamespace_SameNamesOverRemote(t *testing.T) {
 	_, err = remote.NewServer(e, &remote.ServerOptions{Tokens: map[string]remote.Rights{"x": remote.RightAll}, TokenNamespaces: map[string]string{"x": "a:b"}})
 	assert.ErrorIs(t, err, equeue.ErrInvalidOptions, "a namespace must be a valid name")
 }
-
