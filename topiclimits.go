@@ -312,14 +312,28 @@ func (e *Engine) kickTrim(t *topic) {
 	}
 }
 
-// runTrims trims the topics kickTrim names until Close.
+// runTrims trims the topics kickTrim names until Close, and on Close the
+// ones still named (the writer runs until background work returned), so a
+// process that sends asynchronously and closes leaves its topics at their
+// limits.
 func (e *Engine) runTrims() {
 	for {
 		select {
 		case <-e.closing:
-			return
+			for {
+				select {
+				case t := <-e.trims:
+					if err := e.trimOver(context.Background(), t); err != nil {
+						e.log.Warn("trimming a topic to its limit on close", "topic", t.name, "err", err)
+					}
+				default:
+					return
+				}
+			}
 		case t := <-e.trims:
-			if err := e.trimOver(e.bgCtx, t); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+			// Not bgCtx: a trim cut short by Close would be lost, and one
+			// is a few writes.
+			if err := e.trimOver(context.Background(), t); err != nil && !errors.Is(err, ErrClosed) {
 				e.log.Warn("trimming a topic to its limit", "topic", t.name, "err", err)
 			}
 		}
