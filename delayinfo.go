@@ -12,7 +12,8 @@ import (
 type DelayedInfo struct {
 	// Pending is how many delayed messages were counted. When Complete is
 	// false the count stopped at the scan limit and more are pending.
-	Pending  int
+	Pending int
+	// Complete is false when counting stopped at the scan limit.
 	Complete bool
 	// Next lists the earliest pending messages, soonest first.
 	Next []DelayedEntry
@@ -20,6 +21,7 @@ type DelayedInfo struct {
 
 // DelayedEntry is one pending delayed message.
 type DelayedEntry struct {
+	// DeliverAt is when the message becomes visible in its queue.
 	DeliverAt time.Time
 	QueueRef
 }

@@ -14,6 +14,7 @@ import (
 // safe for concurrent use.
 type MoveObserver interface {
 	Observer
+	// ObserveMove is called once per message the engine stored anew.
 	ObserveMove(ctx context.Context, ev MoveEvent)
 }
 
@@ -44,6 +45,7 @@ func (k MoveKind) String() string {
 
 // MoveEvent describes one message the engine stored anew.
 type MoveEvent struct {
+	// Kind says why the message was stored anew.
 	Kind MoveKind
 	// Message is the message as stored: its topic is the retry or
 	// dead-letter topic (original topic, queue and offset in its system

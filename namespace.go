@@ -411,3 +411,16 @@ type namespaceError struct {
 
 func (e *namespaceError) Error() string { return e.msg }
 func (e *namespaceError) Unwrap() error { return e.err }
+
+// AppendAsync is Append that reports through cb (see Engine.AppendAsync);
+// Producer.SendAsync uses it.
+func (n *Namespace) AppendAsync(ctx context.Context, req *AppendRequest, cb func(AppendResult, error)) {
+	if req == nil {
+		n.e.AppendAsync(ctx, nil, cb)
+		return
+	}
+	r := *req
+	r.Topic = n.in(req.Topic)
+	r.Messages = mapSlice(req.Messages, n.inMessage)
+	n.e.AppendAsync(ctx, &r, func(res AppendResult, err error) { cb(res, n.err(err)) })
+}

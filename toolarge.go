@@ -23,6 +23,7 @@ type MessageTooLargeError struct {
 	Limit int
 }
 
+// Error describes the message and the limit it passed.
 func (e *MessageTooLargeError) Error() string {
 	if e.Size > 0 {
 		return fmt.Sprintf("%v: %s offset %d is %d bytes stored; the receiver accepts at most %d",

@@ -26,6 +26,7 @@ var staticFS embed.FS
 // implement it.
 type Broker interface {
 	remote.Admin
+	// Pull reads messages of a queue without a group (browsing).
 	Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error)
 }
 

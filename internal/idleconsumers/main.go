@@ -25,8 +25,11 @@ import (
 
 // Report is what the program prints.
 type Report struct {
+	// BaseKiB, EngineKiB and IdleKiB are the resident set sizes before the engine,
+	// with it open, and with the idle consumers running.
 	BaseKiB, EngineKiB, IdleKiB int64
-	Goroutines                  int
+	// Goroutines counts the goroutines with the idle consumers running.
+	Goroutines int
 }
 
 func main() {
