@@ -94,6 +94,7 @@ func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, 
 	}
 	// The writer closes c.doneCh; nothing else is allocated per call.
 	c.doneCh = make(chan struct{})
+	c.trimsAfter = true
 	err = e.enqueue(ctx, c)
 	e.leave()
 	if err != nil {

@@ -2,11 +2,14 @@ package equeue
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // OverflowPolicy says what happens to a send that would take a topic past
@@ -235,21 +238,53 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 		count += lens[i]
 	}
 	cuts := levelCuts(lens, count-l.MaxMessages)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The new low watermarks of every cut queue go in one write; then, as
+	// retention does (deleteBelow), memory follows and the records below
+	// are deleted.
+	var ops []store.MetaOp
+	for i, q := range qs {
+		if cuts[i] > 0 {
+			ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Value: binary.BigEndian.AppendUint64(nil, uint64(mins[i]+cuts[i]))})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	applied, err := e.storeMeta(ops...)
+	if !applied {
+		return fmt.Errorf("equeue: store watermarks of %q: %w", t.name, err)
+	}
+	t.minMoves.Add(1)
+	for i, q := range qs {
+		if cuts[i] > 0 {
+			q.setMin(mins[i] + cuts[i])
+		}
+	}
+	t.minMoves.Add(1)
+	var errs []error
 	for i, q := range qs {
 		if cuts[i] == 0 {
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if err != nil { // not known durable: delete nothing yet
+			t.retain.unswept(q.id, mins[i])
+			continue
 		}
-		if _, err := e.sweep(q); err != nil {
-			return err
+		if _, serr := e.sweep(q); serr != nil {
+			errs = append(errs, serr)
 		}
-		if err := e.deleteBelow(q, mins[i], mins[i]+cuts[i]); err != nil {
-			return err
+		if derr := e.st.DeleteRange(q.key, uint64(mins[i]), uint64(mins[i]+cuts[i])); derr != nil {
+			t.retain.unswept(q.id, mins[i])
+			errs = append(errs, fmt.Errorf("equeue: delete %s/%d below %d: %w", t.name, q.id, mins[i]+cuts[i], derr))
 		}
 	}
-	return nil
+	if err != nil {
+		return notDurable(err, "watermarks of %q", t.name)
+	}
+	return errors.Join(errs...)
 }
 
 // overCount reports whether t holds more than limit visible messages.

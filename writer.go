@@ -318,6 +318,9 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 		case c.duplicate:
 		case c.kind == cmdAppend || c.kind == cmdMove:
 			c.q.appendedBytes.Add(uint64(c.bytes))
+			if !c.trimsAfter {
+				e.kickTrim(c.q.topic) // a topic over its drop-oldest limit
+			}
 		}
 		c.complete()
 	}
@@ -350,11 +353,6 @@ func (e *Engine) commitBatch(b *batchState, durable bool) {
 	}
 	if !b.firstDue.IsZero() {
 		e.sched.scheduled(b.firstDue)
-	}
-	if durable {
-		for _, t := range b.queues {
-			e.kickTrim(t.q.topic)
-		}
 	}
 }
 
