@@ -210,3 +210,45 @@ func TestNamespace_LimitsAndDelayed(t *testing.T) {
 	require.Equal(t, 1, db.Pending)
 	assert.Equal(t, "t", db.Next[0].Topic)
 }
+
+func TestNamespace_SurvivesReopen(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	a, err := e.Namespace("a")
+	require.NoError(t, err)
+	require.NoError(t, a.CreateTopicWith(ctx, "orders", equeue.TopicOptions{Queues: 1, Limits: equeue.TopicLimits{MaxMessages: 10}}))
+	p, err := equeue.NewProducer(a, nil)
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "orders", Body: []byte(fmt.Sprint(i))})
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Close())
+	var got bodies
+	c, err := equeue.NewConsumer(a, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "orders"}}, Handler: got.handler("")})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	eventually(t, 20*time.Second, func() bool { return len(got.keys()) == 3 }, "consumed")
+	require.NoError(t, c.Close()) // commits
+
+	e = reopen()
+	a, err = e.Namespace("a")
+	require.NoError(t, err)
+	ti, err := a.Topic(ctx, "orders")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), ti.Messages)
+	assert.Equal(t, int64(10), ti.Limits.MaxMessages)
+	g, err := a.Group(ctx, "g")
+	require.NoError(t, err)
+	var committed int64
+	for _, q := range g.Queues {
+		if q.Topic == "orders" {
+			committed += q.Committed
+		}
+	}
+	assert.Equal(t, int64(3), committed, "the namespaced group's offsets are stored under its own names")
+	other, err := e.Namespace("b")
+	require.NoError(t, err)
+	_, err = other.Group(ctx, "g")
+	assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
+}
