@@ -72,7 +72,9 @@ type TopicLimits struct {
 	// Overflow says what a send beyond it does.
 	MaxMessages int64 `json:"max_messages,omitempty"`
 	// Overflow is the policy when MaxMessages is reached. With
-	// OverflowReject the topic never holds more than MaxMessages. With
+	// OverflowReject the topic never holds more than MaxMessages, but for
+	// delayed messages: a send is checked when it is accepted, and a due
+	// message is made visible even past the limit. With
 	// OverflowDropOldest it may hold more for a moment: at most the
 	// messages of the appends in flight (a Send trims before it returns;
 	// SendAsync and delayed messages made visible are trimmed in the
