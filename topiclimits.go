@@ -144,7 +144,8 @@ func (t *topic) setLimits(l TopicLimits) {
 
 // SetTopicLimits replaces a topic's limits and defaults. They are stored in
 // the topic's metadata first and apply from the next send; lowering
-// MaxMessages under OverflowDropOldest trims the topic at once. On an error
+// MaxMessages under OverflowDropOldest trims the topic at once (should that
+// fail, the background trimmer and the next send retry it). On an error
 // matching ErrIndeterminate the new limits are in force but may not be
 // durable; on any other error the old ones still hold.
 func (e *Engine) SetTopicLimits(ctx context.Context, name string, l TopicLimits) error {
@@ -178,7 +179,10 @@ func (e *Engine) SetTopicLimits(ctx context.Context, name string, l TopicLimits)
 		return notDurable(err, "set limits of %q", name)
 	}
 	if terr := e.trimOver(ctx, t); terr != nil {
-		return fmt.Errorf("equeue: limits of %q set; trimming to them failed (the next send retries): %w", name, terr)
+		// The limits hold; the trim is left to the background trimmer
+		// and the next send, as after any send.
+		e.log.Warn("trimming a topic to its new limit", "topic", name, "err", terr)
+		e.kickTrim(t)
 	}
 	return nil
 }
