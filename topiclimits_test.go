@@ -273,6 +273,28 @@ func TestTopicLimits_SetFailures(t *testing.T) {
 	assert.Equal(t, int64(5), info.Limits.MaxMessages)
 	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("2")})
 	assert.NoError(t, err, "the new limit is in force")
+
+	// Lowering a drop-oldest limit whose record delete fails: the limits
+	// and the new low watermark hold; the records are deleted later.
+	var deletes atomic.Int64
+	fs.OnDeleteRange(func(store.QueueID, uint64, uint64) error { deletes.Add(1); return nil })
+	fs.FailDeletes(1)
+	require.NoError(t, e.SetTopicLimits(ctx, "t", equeue.TopicLimits{MaxMessages: 1}))
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), info.Messages)
+	assert.Equal(t, int64(1), info.Queues[0].MinOffset)
+	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("3")})
+	require.NoError(t, err)
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), info.Messages)
+	assert.Equal(t, int64(2), info.Queues[0].MinOffset)
+	assert.Equal(t, int64(2), deletes.Load(), "the next trim deletes what the failed delete left, then its own cut")
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 2})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	assert.Equal(t, "3", string(res.Messages[0].Body), "the newest is kept")
 }
 
 func TestOverflowPolicy_Parse(t *testing.T) {
