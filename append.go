@@ -101,6 +101,7 @@ func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, 
 	}
 	// The writer closes c.doneCh; nothing else is allocated per call.
 	c.doneCh = make(chan struct{})
+	c.trimsAfter = true
 	err = e.enqueue(ctx, c)
 	e.leave()
 	if err != nil {
@@ -109,7 +110,15 @@ func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, 
 	if completed, err := e.wait(ctx, c); !completed {
 		return AppendResult{}, err
 	}
-	return e.appendResult(req, c, ids)
+	res, err := e.appendResult(req, c, ids)
+	if err == nil && c.kind == cmdAppend {
+		// Under OverflowDropOldest the send that passed the limit trims
+		// before it returns; a failed trim is retried by the next send.
+		if terr := e.trimOver(ctx, c.q.topic); terr != nil {
+			e.log.Warn("trimming a topic to its limit", "topic", c.q.topic.name, "err", terr)
+		}
+	}
+	return res, err
 }
 
 // appendResult turns a completed command into Append's answer.
@@ -195,6 +204,7 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*comman
 		if m.Delay < 0 || m.TTL < 0 {
 			return nil, nil, fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
 		}
+		m = t.defaultTTL(m, now)
 		if m.Delay > 0 || m.TTL > 0 {
 			cp := *m
 			if m.Delay > 0 {

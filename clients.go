@@ -21,6 +21,15 @@ func engineOf(b Broker) *Engine {
 	return e
 }
 
+// trackerOf returns the engine that closes clients of b on Close: the
+// engine itself, or the engine behind a Namespace view.
+func trackerOf(b Broker) *Engine {
+	if n, ok := b.(*Namespace); ok {
+		return n.e
+	}
+	return engineOf(b)
+}
+
 func (s *clientSet) addConsumer(c *Consumer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -59,6 +59,9 @@ type command struct {
 	// sent again on purpose).
 	dedupIDs    []string
 	dedupBypass bool
+	// trimsAfter marks an append whose sender trims the topic to its
+	// limit itself (topiclimits.go), so the writer need not ask for it.
+	trimsAfter bool
 
 	ops, bytes int // exact store cost, set by seal
 

@@ -303,7 +303,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	if !opts.Orderly {
 		c.pool = newWorkerPool(opts.Concurrency)
 	}
-	if e := engineOf(b); e != nil {
+	if e := trackerOf(b); e != nil {
 		e.clients.addConsumer(c)
 	}
 	return c, nil
@@ -579,7 +579,7 @@ func (c *Consumer) Close() error {
 	rs := c.runners
 	c.runners = map[QueueRef]*runner{}
 	c.mu.Unlock()
-	if e := engineOf(c.b); e != nil {
+	if e := trackerOf(c.b); e != nil {
 		defer e.clients.removeConsumer(c)
 	}
 	if !started {
@@ -652,7 +652,7 @@ func (c *Consumer) crash() {
 	c.cancel()
 	c.closeParking()
 	c.wg.Wait()
-	if e := engineOf(c.b); e != nil {
+	if e := trackerOf(c.b); e != nil {
 		e.clients.removeConsumer(c)
 	}
 }

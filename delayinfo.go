@@ -13,7 +13,7 @@ type DelayedInfo struct {
 	// Pending is how many delayed messages were counted. When Complete is
 	// false the count stopped at the scan limit and more are pending.
 	Pending int
-	// Complete reports that every pending delayed message was counted.
+	// Complete is false when counting stopped at the scan limit.
 	Complete bool
 	// Next lists the earliest pending messages, soonest first.
 	Next []DelayedEntry
@@ -34,6 +34,12 @@ const maxDelayedCount = 100_000
 // (0 means 32, at most 1024). A message whose topic was deleted is counted
 // with an empty topic name.
 func (e *Engine) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
+	return e.delayed(ctx, max, nil)
+}
+
+// delayed is Delayed counting only messages whose topic keep accepts (all
+// when keep is nil).
+func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) bool) (DelayedInfo, error) {
 	if max < 0 || max > 1024 {
 		return DelayedInfo{}, fmt.Errorf("%w: delayed list size %d is outside 0..1024", ErrInvalidArgument, max)
 	}
@@ -56,21 +62,27 @@ func (e *Engine) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
 				return err
 			}
 		}
-		info.Pending++
-		if len(info.Next) >= max {
-			return nil
-		}
 		at, _, ok := parseDelayKey(k)
-		if !ok || len(v) != delayIndexValueLen {
+		if keep != nil && (!ok || len(v) != delayIndexValueLen) {
 			return nil
 		}
-		id := binary.BigEndian.Uint32(v)
-		name, seen := names[id]
-		if !seen {
-			if t := e.topicByID(id); t != nil {
-				name = t.name
+		var name string
+		if ok && len(v) == delayIndexValueLen {
+			id := binary.BigEndian.Uint32(v)
+			var seen bool
+			if name, seen = names[id]; !seen {
+				if t := e.topicByID(id); t != nil {
+					name = t.name
+				}
+				names[id] = name
 			}
-			names[id] = name
+		}
+		if keep != nil && !keep(name) {
+			return nil
+		}
+		info.Pending++
+		if len(info.Next) >= max || !ok || len(v) != delayIndexValueLen {
+			return nil
 		}
 		info.Next = append(info.Next, DelayedEntry{DeliverAt: at, QueueRef: QueueRef{Topic: name, Queue: int(binary.BigEndian.Uint32(v[4:]))}})
 		return nil

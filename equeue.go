@@ -77,6 +77,8 @@ type Engine struct {
 
 	flushEvery atomic.Int64 // nanoseconds; 0 = no interval flusher
 	flushKick  chan struct{}
+	// trims are topics over their drop-oldest limit (topiclimits.go).
+	trims chan *topic
 
 	stats engineStats
 }
@@ -137,6 +139,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		drained:    make(chan struct{}, 1),
 		closing:    make(chan struct{}),
 		flushKick:  make(chan struct{}, 1),
+		trims:      make(chan *topic, 64),
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	if err := e.loadTopics(); err != nil {
@@ -167,6 +170,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if e.opts.GroupIdleTTL > 0 {
 		e.goFunc(e.runGroupExpiry)
 	}
+	e.goFunc(e.runTrims)
 	e.log.Info("engine open", "dir", dir, "topics", len(e.topics), "sync", o.Sync.String())
 	return e, nil
 }

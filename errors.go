@@ -73,5 +73,10 @@ var ErrIndeterminate = errors.New("equeue: outcome unknown")
 // client address the error carries when it is known (cluster.NotLeaderError).
 var ErrNotLeader = errors.New("equeue: not the cluster leader")
 
+// ErrTopicFull is returned when a send would take a topic past its
+// TopicLimits.MaxMessages under OverflowReject. Nothing of the send was
+// stored.
+var ErrTopicFull = errors.New("equeue: topic full")
+
 // ErrHandlerPanic wraps a panic recovered from a message handler.
 var ErrHandlerPanic = errors.New("equeue: handler panicked")

@@ -110,7 +110,7 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 		o.Selector = KeyHashSelector()
 	}
 	p := &Producer{b: b, sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks}
-	if e := engineOf(b); e != nil {
+	if e := trackerOf(b); e != nil {
 		e.clients.addProducer(p) // Engine.Close closes it first
 	}
 	return p, nil
@@ -123,7 +123,7 @@ func (p *Producer) Close() error {
 	p.closed.Store(true)
 	p.stopRequester()
 	p.async.Wait()
-	if e := engineOf(p.b); e != nil {
+	if e := trackerOf(p.b); e != nil {
 		e.clients.removeProducer(p)
 	}
 	return nil

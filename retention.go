@@ -124,6 +124,9 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 	if t.deleted.Load() {
 		return nil
 	}
+	if l := t.limits.Load(); l != nil && l.RetentionAge != 0 {
+		p.MaxAge = l.RetentionAge
+	}
 	for _, q := range t.queueList() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -168,7 +171,9 @@ func (e *Engine) deleteBelow(q *queue, min, cutoff int64) error {
 	if !applied {
 		return fmt.Errorf("equeue: store watermark of %s/%d: %w", q.topic.name, q.id, err)
 	}
+	q.topic.minMoves.Add(1) // odd while a low watermark moves (TopicInfo.Messages)
 	q.setMin(cutoff)
+	q.topic.minMoves.Add(1)
 	if err != nil {
 		// The watermark may not be durable: delete nothing yet, the next
 		// pass (or open) does.

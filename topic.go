@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -25,8 +26,20 @@ const (
 const maxNameLen = 127
 
 // ValidateName reports whether s is a valid topic or group name: 1-127
-// characters of [A-Za-z0-9._-].
+// characters of [A-Za-z0-9._-], optionally qualified by a namespace as
+// "namespace:name" (see Engine.Namespace), each part valid on its own.
 func ValidateName(s string) error {
+	if ns, name, ok := strings.Cut(s, NamespaceSeparator); ok {
+		if err := validatePlainName(ns); err != nil {
+			return fmt.Errorf("namespace of %q: %w", s, err)
+		}
+		return validatePlainName(name)
+	}
+	return validatePlainName(s)
+}
+
+// validatePlainName is ValidateName without a namespace.
+func validatePlainName(s string) error {
 	if len(s) == 0 || len(s) > maxNameLen {
 		return fmt.Errorf("%w: %q must be 1-%d characters", ErrInvalidName, s, maxNameLen)
 	}
@@ -79,6 +92,12 @@ type topic struct {
 	// lanes is the number of priority lanes per queue (priority.go); 0 or
 	// 1: none. Fixed at creation.
 	lanes int
+	// limits are the topic's own limits and defaults (topiclimits.go); nil
+	// when it has none.
+	limits atomic.Pointer[TopicLimits]
+	// minMoves is odd while a queue's low watermark moves, and counts the
+	// moves, so that a count over the queues can tell it read no move.
+	minMoves atomic.Uint64
 }
 
 func (t *topic) queueList() []*queue { return *t.queues.Load() }
@@ -101,13 +120,14 @@ type topicMeta struct {
 	CreatedAt time.Time     `json:"created_at"`
 	// Priorities is the number of priority lanes per queue (priority.go);
 	// absent in topics stored before it existed, which have none.
-	Priorities int `json:"priorities,omitempty"`
+	Priorities int          `json:"priorities,omitempty"`
+	Limits     *TopicLimits `json:"limits,omitempty"`
 }
 
 // meta is the topic's current persisted form. Admin changes edit a copy,
 // store it, and only then change the live topic.
 func (t *topic) meta() topicMeta {
-	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created, Dedup: t.dedup, Priorities: t.lanes}
+	m := topicMeta{Name: t.name, ID: t.id, CreatedAt: t.created, Dedup: t.dedup, Priorities: t.lanes, Limits: t.limits.Load()}
 	for _, q := range t.queueList() {
 		m.Queues++
 		if !q.writable.Load() {
@@ -164,15 +184,29 @@ type TopicInfo struct {
 	// without priorities (see TopicOptions.Priorities): queue ID i is then
 	// lane i % Priorities of queue i / Priorities.
 	Priorities int
+	// Limits are the topic's own limits and defaults (zero: none).
+	Limits TopicLimits
+	// Messages counts the messages stored over the queues, read so that no
+	// deletion falls between the queues' reads: it is never more than the
+	// topic held at the end of the read.
+	Messages int64
 }
 
 func (t *topic) info() TopicInfo {
-	ti := TopicInfo{Name: t.name, CreatedAt: t.created, Priorities: t.lanes}
-	for _, q := range t.queueList() {
-		min, next, _ := q.bounds()
-		ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load()})
+	ti := TopicInfo{Name: t.name, CreatedAt: t.created, Priorities: t.lanes, Limits: t.topicLimits()}
+	for try := 0; ; try++ {
+		moves := t.minMoves.Load()
+		ti.Queues, ti.Messages = ti.Queues[:0], 0
+		for _, q := range t.queueList() {
+			min, next, _ := q.bounds()
+			ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load()})
+			ti.Messages += next - min
+		}
+		if (moves%2 == 0 && t.minMoves.Load() == moves) || try == 100 {
+			return ti
+		}
+		runtime.Gosched()
 	}
-	return ti
 }
 
 // loadTopics restores every topic and each queue's bounds from the store,
@@ -193,6 +227,9 @@ func (e *Engine) loadTopics() error {
 	}
 	for _, m := range metas {
 		t := &topic{name: m.Name, id: m.ID, created: m.CreatedAt, dedup: m.Dedup, lanes: m.Priorities}
+		if m.Limits != nil {
+			t.setLimits(*m.Limits)
+		}
 		qs := make([]*queue, 0, m.Queues)
 		for i := 0; i < m.Queues; i++ {
 			key := store.QueueID{Topic: m.ID, Queue: uint32(i)}
@@ -289,6 +326,9 @@ type TopicOptions struct {
 	// the topic then stores Queues x Priorities queues. 0 or 1 means none.
 	// Fixed at creation.
 	Priorities int
+	// Limits are the topic's limits and defaults (see TopicLimits); the
+	// zero value sets none. Engine.SetTopicLimits changes them later.
+	Limits TopicLimits
 }
 
 // CreateTopicWith creates a topic with options.
@@ -301,6 +341,9 @@ func (e *Engine) CreateTopicWith(ctx context.Context, name string, o TopicOption
 	}
 	if o.Priorities == 1 {
 		o.Priorities = 0 // one lane is no priority
+	}
+	if err := o.Limits.Validate(); err != nil {
+		return err
 	}
 	return e.createTopic(ctx, name, o, false)
 }
@@ -331,6 +374,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 		return err
 	}
 	t := &topic{name: name, id: id, created: time.Now().UTC().Truncate(time.Millisecond), dedup: o.DedupWindow, lanes: o.Priorities}
+	t.setLimits(o.Limits)
 	qs := make([]*queue, queues)
 	for i := range qs {
 		qs[i] = newQueue(t, i, 0, 0)

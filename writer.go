@@ -251,6 +251,10 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 		if e.dedupCheck(b, c) {
 			continue
 		}
+		if c.kind != cmdMove && b.overLimit(dest.topic, len(c.recs)) {
+			c.err = fmt.Errorf("%w: %q holds its maximum of %d messages", ErrTopicFull, dest.topic.name, dest.topic.topicLimits().MaxMessages)
+			continue
+		}
 		t := b.queue(c.q)
 		c.first, c.storedAt = t.next, b.now
 		for _, rec := range c.recs {
@@ -314,6 +318,9 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 		case c.duplicate:
 		case c.kind == cmdAppend || c.kind == cmdMove:
 			c.q.appendedBytes.Add(uint64(c.bytes))
+			if !c.trimsAfter {
+				e.kickTrim(c.q.topic) // a topic over its drop-oldest limit
+			}
 		}
 		c.complete()
 	}

@@ -109,3 +109,9 @@ func (n *Node) DeleteGroup(ctx context.Context, name string, o equeue.DeleteGrou
 func (n *Node) DeleteReplyTopic(ctx context.Context, name string) error {
 	return call0(n, func(e *equeue.Engine) error { return e.DeleteReplyTopic(ctx, name) })
 }
+
+// SetTopicLimits replaces a topic's limits on the leader (see
+// Engine.SetTopicLimits).
+func (n *Node) SetTopicLimits(ctx context.Context, name string, l equeue.TopicLimits) error {
+	return call0(n, func(e *equeue.Engine) error { return e.SetTopicLimits(ctx, name, l) })
+}

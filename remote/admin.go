@@ -64,7 +64,8 @@ func (c *Client) CreateTopic(ctx context.Context, name string, queues int) error
 	return nil
 }
 
-// CreateTopicWith creates a topic with options (queue count, dedup window, priorities).
+// CreateTopicWith creates a topic with options (queue count, dedup window,
+// priorities, limits).
 func (c *Client) CreateTopicWith(ctx context.Context, name string, o equeue.TopicOptions) error {
 	if o.DedupWindow < 0 {
 		return fmt.Errorf("%w: negative dedup window", equeue.ErrInvalidArgument)
@@ -72,8 +73,11 @@ func (c *Client) CreateTopicWith(ctx context.Context, name string, o equeue.Topi
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
+	if err := o.Limits.Validate(); err != nil {
+		return err
+	}
 	if _, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(o.Queues), DedupWindow: durationPB(o.DedupWindow),
-		Priorities: toInt32(o.Priorities)}); err != nil {
+		Priorities: toInt32(o.Priorities), Limits: limitsToPB(o.Limits)}); err != nil {
 		return c.fail(err)
 	}
 	return nil

@@ -74,6 +74,7 @@ var methodRights = map[string]Rights{
 	pb.Broker_ListDeadLetters_FullMethodName:  RightAdmin,
 	pb.Broker_Redrive_FullMethodName:          RightAdmin,
 	pb.Broker_EngineStats_FullMethodName:      RightAdmin,
+	pb.Broker_SetTopicLimits_FullMethodName:   RightAdmin,
 }
 
 // neededRights returns the rights any one of which allows the call.
@@ -87,9 +88,21 @@ func neededRights(method string) Rights {
 
 // tokenTable holds token digests, so a lookup compares fixed-size hashes
 // rather than the secrets themselves.
-type tokenTable map[[sha256.Size]byte]Rights
+type tokenTable map[[sha256.Size]byte]tokenEntry
 
-func newTokenTable(tokens map[string]Rights) (tokenTable, error) {
+// tokenEntry is what a token may do, and in which namespace ("" for the
+// whole engine).
+type tokenEntry struct {
+	rights    Rights
+	namespace string
+}
+
+func newTokenTable(tokens map[string]Rights, namespaces map[string]string) (tokenTable, error) {
+	for tok := range namespaces {
+		if _, ok := tokens[tok]; !ok {
+			return nil, fmt.Errorf("%w: ServerOptions.TokenNamespaces names a token that is not in Tokens", equeue.ErrInvalidOptions)
+		}
+	}
 	if len(tokens) == 0 {
 		return nil, nil
 	}
@@ -98,9 +111,24 @@ func newTokenTable(tokens map[string]Rights) (tokenTable, error) {
 		if tok == "" {
 			return nil, fmt.Errorf("%w: empty token in ServerOptions.Tokens", equeue.ErrInvalidOptions)
 		}
-		t[sha256.Sum256([]byte(tok))] = r
+		t[sha256.Sum256([]byte(tok))] = tokenEntry{rights: r, namespace: namespaces[tok]}
 	}
 	return t, nil
+}
+
+// bearer returns the call's token entry, if it carries a known one.
+func (t tokenTable) bearer(ctx context.Context) (tokenEntry, bool) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("authorization")
+	if len(vals) == 0 {
+		return tokenEntry{}, false
+	}
+	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
+	if !ok {
+		return tokenEntry{}, false
+	}
+	e, ok := t[sha256.Sum256([]byte(tok))]
+	return e, ok
 }
 
 // authorize checks the call's bearer token against the table; a nil table
@@ -118,10 +146,11 @@ func (t tokenTable) authorize(ctx context.Context, method string, req any) error
 	if !ok {
 		return toStatus(fmt.Errorf("%w: authorization must be \"Bearer <token>\"", ErrUnauthenticated))
 	}
-	have, known := t[sha256.Sum256([]byte(tok))]
+	entry, known := t[sha256.Sum256([]byte(tok))]
 	if !known {
 		return toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
 	}
+	have := entry.rights
 	if need := replyRights(method, req, neededRights(method)); have&need == 0 {
 		return toStatus(fmt.Errorf("%w: %s needs %s rights, token has %s", ErrPermissionDenied, method, need, have))
 	}

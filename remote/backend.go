@@ -22,6 +22,10 @@ type Backend interface {
 	Topics(ctx context.Context) ([]equeue.TopicInfo, error)
 	// Topic describes one topic.
 	Topic(ctx context.Context, name string) (equeue.TopicInfo, error)
+	// CreateTopic creates a topic with n queues (0: the default).
+	CreateTopic(ctx context.Context, name string, n int) error
+	// SetTopicLimits replaces a topic's limits and defaults.
+	SetTopicLimits(ctx context.Context, name string, l equeue.TopicLimits) error
 	// CreateTopicWith creates a topic with options.
 	CreateTopicWith(ctx context.Context, name string, o equeue.TopicOptions) error
 	// AddQueues adds queues to a topic.
@@ -50,7 +54,10 @@ type Backend interface {
 	DeleteReplyTopic(ctx context.Context, name string) error
 }
 
-var _ Backend = (*equeue.Engine)(nil)
+var (
+	_ Backend = (*equeue.Engine)(nil)
+	_ Backend = (*equeue.Namespace)(nil)
+)
 
 // NewBackendServer returns a server for b (an engine or a cluster node).
 // NewServer(e, opts) is NewBackendServer(e, opts).

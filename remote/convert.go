@@ -273,7 +273,8 @@ func subsFromPB(ss []*pb.Subscription) []equeue.Subscription {
 }
 
 func topicToPB(t equeue.TopicInfo) *pb.TopicInfo {
-	out := &pb.TopicInfo{Name: t.Name, CreatedAtUnixNano: nanos(t.CreatedAt), Queues: make([]*pb.QueueInfo, len(t.Queues)), Priorities: toInt32(t.Priorities)}
+	out := &pb.TopicInfo{Name: t.Name, CreatedAtUnixNano: nanos(t.CreatedAt), Queues: make([]*pb.QueueInfo, len(t.Queues)),
+		Priorities: toInt32(t.Priorities), Limits: limitsToPB(t.Limits), Messages: t.Messages}
 	for i, q := range t.Queues {
 		out.Queues[i] = &pb.QueueInfo{Id: toInt32(q.ID), MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Writable: q.Writable}
 	}
@@ -281,7 +282,8 @@ func topicToPB(t equeue.TopicInfo) *pb.TopicInfo {
 }
 
 func topicFromPB(t *pb.TopicInfo) equeue.TopicInfo {
-	out := equeue.TopicInfo{Name: t.GetName(), CreatedAt: fromNanos(t.GetCreatedAtUnixNano()), Priorities: int(t.GetPriorities())}
+	out := equeue.TopicInfo{Name: t.GetName(), CreatedAt: fromNanos(t.GetCreatedAtUnixNano()), Priorities: int(t.GetPriorities()), Messages: t.GetMessages()}
+	out.Limits, _ = limitsFromPB(t.GetLimits()) // the server's own limits: valid
 	if n := len(t.GetQueues()); n > 0 {
 		out.Queues = make([]equeue.QueueInfo, n)
 	}

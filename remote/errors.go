@@ -61,6 +61,7 @@ var sentinels = []sentinel{
 	{"MEMBER_ID_IN_USE", equeue.ErrMemberIDInUse, codes.FailedPrecondition},
 	{"SUBSCRIPTION_MISMATCH", equeue.ErrSubscriptionMismatch, codes.FailedPrecondition},
 	{"QUEUE_NOT_WRITABLE", equeue.ErrQueueNotWritable, codes.FailedPrecondition},
+	{"TOPIC_FULL", equeue.ErrTopicFull, codes.FailedPrecondition},
 	{"LOCKED", equeue.ErrLocked, codes.FailedPrecondition},
 	{"TOPIC_NOT_FOUND", equeue.ErrTopicNotFound, codes.NotFound},
 	{"GROUP_NOT_FOUND", equeue.ErrGroupNotFound, codes.NotFound},

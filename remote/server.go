@@ -46,6 +46,12 @@ type ServerOptions struct {
 	// call's right (see Rights). Nil or empty means no authentication. The
 	// health and reflection services are open to all.
 	Tokens map[string]Rights
+	// TokenNamespaces scopes tokens of Tokens to a namespace (see
+	// equeue.Engine.Namespace): every call carrying such a token is served
+	// by that namespace's view, so it names, sees and changes only the
+	// namespace's topics, groups and offsets. Tokens not listed reach the
+	// whole engine, every namespace included. Nil means none is scoped.
+	TokenNamespaces map[string]string
 	// MaxMessageBytes is the largest encoded request the server accepts, so
 	// it bounds the total size of one Append batch; larger requests fail
 	// with ResourceExhausted (equeue.ErrMessageTooLarge on the client). Keep
@@ -72,6 +78,7 @@ type Server struct {
 	grpc        *grpc.Server
 	health      *health.Server
 	svc         *service
+	spaces      map[string]*service // by namespace, for scoped tokens
 	desc        grpc.ServiceDesc
 	tokens      tokenTable
 	maxInFlight int64
@@ -119,13 +126,16 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	tokens, err := newTokenTable(o.Tokens)
+	tokens, err := newTokenTable(o.Tokens, o.TokenNamespaces)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), maxLongPolls: int64(o.MaxLongPolls),
 		maxMessageBytes: o.MaxMessageBytes, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
 	s.svc = &service{e: e, s: s}
+	if s.spaces, err = s.namespaceServices(o.TokenNamespaces); err != nil {
+		return nil, err
+	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.desc = s.serviceDesc()
 
@@ -186,6 +196,7 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 		d.Methods[i] = grpc.MethodDesc{
 			MethodName: m.MethodName,
 			Handler: func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
+				srv = s.serviceFor(ctx, srv)
 				if next == nil {
 					return h(srv, ctx, dec, s.guard)
 				}

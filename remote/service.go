@@ -177,8 +177,12 @@ func (v *service) CreateTopic(ctx context.Context, req *pb.CreateTopicRequest) (
 	if err != nil {
 		return nil, err
 	}
+	limits, err := limitsFromPB(req.GetLimits())
+	if err != nil {
+		return nil, err
+	}
 	if err := v.e.CreateTopicWith(ctx, req.GetName(), equeue.TopicOptions{Queues: int(req.GetQueues()), DedupWindow: dedup,
-		Priorities: int(req.GetPriorities())}); err != nil {
+		Priorities: int(req.GetPriorities()), Limits: limits}); err != nil {
 		return nil, err
 	}
 	return &pb.CreateTopicResponse{}, nil

@@ -47,7 +47,8 @@ func parseRights(s string) (remote.Rights, error) {
 	return r, nil
 }
 
-// parseTokens reads repeated TOKEN=RIGHTS flags.
+// parseTokens reads repeated TOKEN=RIGHTS[@NAMESPACE] flags (the
+// namespaces: parseTokenNamespaces).
 func parseTokens(specs []string) (map[string]remote.Rights, error) {
 	if len(specs) == 0 {
 		return nil, nil
@@ -61,6 +62,7 @@ func parseTokens(specs []string) (map[string]remote.Rights, error) {
 		if _, dup := out[tok]; dup {
 			return nil, fmt.Errorf("--token: the same token is given twice")
 		}
+		rights, _, _ = strings.Cut(rights, "@")
 		r, err := parseRights(rights)
 		if err != nil {
 			return nil, fmt.Errorf("--token %s=...: %w", strings.Repeat("*", min(len(tok), 8)), err)

@@ -47,7 +47,9 @@ Security: --tls-cert and --tls-key serve TLS; --client-ca also requires
 clients to present a certificate signed by that CA (mutual TLS). Each --token
 TOKEN=RIGHTS admits callers presenting that bearer token with the given
 rights, a comma-separated list of produce, consume and admin (or all); with
-no --token, every caller may do everything.
+no --token, every caller may do everything. TOKEN=RIGHTS@NAMESPACE scopes
+the token to a namespace: its callers see and change only that namespace's
+topics, groups and offsets, under their own names.
 
 With --metrics ADDR, Prometheus metrics are served on http://ADDR/metrics
 and a health check on http://ADDR/healthz.
@@ -84,6 +86,10 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
+			scoped, err := parseTokenNamespaces(tokens)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
 			tlsConf, err := a.serverTLS(clientCA)
 			if err != nil {
 				return err
@@ -94,17 +100,21 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 					on = append(on, ad)
 				}
 			}
+			addonToks, err := addonTokens(toks, scoped, len(on) > 0)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
 			return a.serve(cmd.Context(), serveConfig{
 				listen: listen, metrics: metricsAddr, sync: sync, tokens: toks, tls: tlsConf != nil,
-				tlsConf: tlsConf, addons: on, cluster: &cl,
-				server: &remote.ServerOptions{TLS: tlsConf, Tokens: toks, Logger: a.log},
+				tlsConf: tlsConf, addons: on, cluster: &cl, addonTokens: addonToks,
+				server: &remote.ServerOptions{TLS: tlsConf, Tokens: toks, TokenNamespaces: scoped, Logger: a.log},
 			})
 		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:7654", "address to serve gRPC on")
 	f.StringVar(&clientCA, "client-ca", "", "PEM file of the CA client certificates must be signed by (mutual TLS)")
-	f.StringArrayVar(&tokens, "token", nil, "admit a bearer token with its rights, `TOKEN=RIGHTS` (rights: produce,consume,admin or all); repeatable")
+	f.StringArrayVar(&tokens, "token", nil, "admit a bearer token with its rights, `TOKEN=RIGHTS[@NAMESPACE]` (rights: produce,consume,admin or all; @NAMESPACE scopes the token to that namespace); repeatable")
 	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off)")
 	f.StringVar(&syncFlag, "sync", "always", "when writes are fsynced: always, never or interval:DURATION")
 	for _, ad := range addons {
@@ -122,7 +132,8 @@ type serveConfig struct {
 	tlsConf         *tls.Config
 	server          *remote.ServerOptions
 	addons          []serveAddon
-	cluster         *clusterFlags // cluster mode when enabled (serve_cluster.go)
+	cluster         *clusterFlags            // cluster mode when enabled (serve_cluster.go)
+	addonTokens     map[string]remote.Rights // tokens of the whole engine
 }
 
 func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
@@ -197,7 +208,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 		}
 	}()
 	for _, ad := range c.addons {
-		stop, aerr := ad.start(ctx, serveEnv{eng: eng, tokens: c.tokens, tls: c.tlsConf, log: a.log, errc: errc})
+		stop, aerr := ad.start(ctx, serveEnv{eng: eng, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc})
 		if aerr != nil {
 			_ = lis.Close()
 			if httpSrv != nil {

@@ -18,7 +18,7 @@ log with dense offsets from 0; messages with the same key go to the same queue.`
 	cmd.Example = `  equeue --dir ./data topic create orders --queues 4
   equeue --dir ./data topic list
   equeue --dir ./data topic describe orders`
-	cmd.AddCommand(a.topicCreate(), a.topicList(), a.topicDescribe(), a.topicAddQueues(), a.topicWritable(), a.topicDelete())
+	cmd.AddCommand(a.topicCreate(), a.topicList(), a.topicDescribe(), a.topicAddQueues(), a.topicWritable(), a.topicDelete(), a.topicSetLimits())
 	return cmd
 }
 
@@ -46,6 +46,7 @@ func (a *app) topicCreate() *cobra.Command {
 	var (
 		queues int
 		dedup  time.Duration
+		lf     *limitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -54,9 +55,13 @@ func (a *app) topicCreate() *cobra.Command {
 
 --dedup-window makes the topic idempotent for messages that carry their own
 ID (produce --id): a message whose ID was stored within the window is
-acknowledged with its original position and not stored again.`,
+acknowledged with its original position and not stored again.
+
+--max-messages, --overflow, --default-ttl and --retention-age set the
+topic's limits (see topic set-limits, which changes them later).`,
 		Example: `  equeue --dir ./data topic create orders --queues 8
-  equeue --dir ./data topic create payments --dedup-window 10m`,
+  equeue --dir ./data topic create payments --dedup-window 10m
+  equeue --dir ./data topic create jobs --max-messages 10000 --overflow reject --default-ttl 1h`,
 		Args: argCount(1, 1, "NAME"),
 		RunE: runE(func(cmd *cobra.Command, argv []string) error {
 			if cmd.Flags().Changed("queues") && (queues < 1 || queues > equeue.MaxQueuesPerTopic) {
@@ -65,15 +70,19 @@ acknowledged with its original position and not stored again.`,
 			if dedup < 0 {
 				return usageErrorf("--dedup-window must not be negative")
 			}
+			limits, err := lf.limits()
+			if err != nil {
+				return err
+			}
 			name := argv[0]
 			return a.withConn(create, func(c *conn) error {
 				ctx := cmd.Context()
-				if dedup > 0 {
+				if dedup > 0 || !limits.IsZero() {
 					cw, ok := c.broker.(topicCreatorWith)
 					if !ok {
 						return fmt.Errorf("--dedup-window is not available through --server (the protocol cannot set topic options); create the topic with --dir while the broker is stopped")
 					}
-					if err := cw.CreateTopicWith(ctx, name, equeue.TopicOptions{Queues: queues, DedupWindow: dedup}); err != nil {
+					if err := cw.CreateTopicWith(ctx, name, equeue.TopicOptions{Queues: queues, DedupWindow: dedup, Limits: limits}); err != nil {
 						return err
 					}
 				} else if err := c.CreateTopic(ctx, name, queues); err != nil {
@@ -90,6 +99,7 @@ acknowledged with its original position and not stored again.`,
 	}
 	cmd.Flags().IntVar(&queues, "queues", 0, "number of queues, 1-256 (default: the engine's default, 4)")
 	cmd.Flags().DurationVar(&dedup, "dedup-window", 0, "store a message ID only once within this window (e.g. 10m); 0: off")
+	lf = addLimitFlags(cmd.Flags())
 	return cmd
 }
 
@@ -99,6 +109,7 @@ type topicJSON struct {
 	CreatedAt time.Time   `json:"created_at"`
 	Messages  int64       `json:"messages"`
 	Queues    []queueJSON `json:"queues"`
+	Limits    *limitsJSON `json:"limits,omitempty"`
 }
 
 type queueJSON struct {
@@ -110,7 +121,7 @@ type queueJSON struct {
 }
 
 func toTopicJSON(ti equeue.TopicInfo) topicJSON {
-	out := topicJSON{Name: ti.Name, CreatedAt: ti.CreatedAt, Queues: []queueJSON{}}
+	out := topicJSON{Name: ti.Name, CreatedAt: ti.CreatedAt, Queues: []queueJSON{}, Limits: toLimitsJSON(ti.Limits)}
 	for _, q := range ti.Queues {
 		n := q.MaxOffset - q.MinOffset
 		out.Messages += n
@@ -177,7 +188,11 @@ func (a *app) topicDescribe() *cobra.Command {
 				if asJSON {
 					return writeJSONIndent(a.stdout, tj)
 				}
-				fmt.Fprintf(a.stdout, "topic:    %s\ncreated:  %s\nqueues:   %d\nmessages: %d\n\n", ti.Name, formatTime(ti.CreatedAt), len(ti.Queues), tj.Messages)
+				fmt.Fprintf(a.stdout, "topic:    %s\ncreated:  %s\nqueues:   %d\nmessages: %d\n", ti.Name, formatTime(ti.CreatedAt), len(ti.Queues), tj.Messages)
+				if !ti.Limits.IsZero() {
+					fmt.Fprintf(a.stdout, "limits:   %s\n", ti.Limits)
+				}
+				fmt.Fprintln(a.stdout)
 				t := newTable(a.stdout, "QUEUE", "MIN OFFSET", "MAX OFFSET", "MESSAGES", "WRITABLE")
 				for _, q := range tj.Queues {
 					t.row(q.ID, q.MinOffset, q.MaxOffset, q.Messages, q.Writable)

@@ -297,6 +297,53 @@ func (ResetTarget) EnumDescriptor() ([]byte, []int) {
 	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{4}
 }
 
+// Overflow is equeue.OverflowPolicy.
+type Overflow int32
+
+const (
+	Overflow_OVERFLOW_DROP_OLDEST Overflow = 0
+	Overflow_OVERFLOW_REJECT      Overflow = 1
+)
+
+// Enum value maps for Overflow.
+var (
+	Overflow_name = map[int32]string{
+		0: "OVERFLOW_DROP_OLDEST",
+		1: "OVERFLOW_REJECT",
+	}
+	Overflow_value = map[string]int32{
+		"OVERFLOW_DROP_OLDEST": 0,
+		"OVERFLOW_REJECT":      1,
+	}
+)
+
+func (x Overflow) Enum() *Overflow {
+	p := new(Overflow)
+	*p = x
+	return p
+}
+
+func (x Overflow) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Overflow) Descriptor() protoreflect.EnumDescriptor {
+	return file_equeue_v1_equeue_proto_enumTypes[5].Descriptor()
+}
+
+func (Overflow) Type() protoreflect.EnumType {
+	return &file_equeue_v1_equeue_proto_enumTypes[5]
+}
+
+func (x Overflow) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Overflow.Descriptor instead.
+func (Overflow) EnumDescriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{5}
+}
+
 // Message is equeue.Message, every field included.
 type Message struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -2066,7 +2113,9 @@ type CreateTopicRequest struct {
 	// When set and positive, the topic's dedup window (TopicOptions.DedupWindow).
 	DedupWindow *durationpb.Duration `protobuf:"bytes,3,opt,name=dedup_window,json=dedupWindow,proto3" json:"dedup_window,omitempty"`
 	// Priority lanes per queue (TopicOptions.Priorities); 0 means none.
-	Priorities    int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
+	Priorities int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
+	// The topic's limits and defaults (TopicOptions.Limits); unset means none.
+	Limits        *TopicLimits `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2127,6 +2176,13 @@ func (x *CreateTopicRequest) GetPriorities() int32 {
 		return x.Priorities
 	}
 	return 0
+}
+
+func (x *CreateTopicRequest) GetLimits() *TopicLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
 }
 
 type CreateTopicResponse struct {
@@ -2503,7 +2559,11 @@ type TopicInfo struct {
 	CreatedAtUnixNano int64                  `protobuf:"varint,2,opt,name=created_at_unix_nano,json=createdAtUnixNano,proto3" json:"created_at_unix_nano,omitempty"`
 	Queues            []*QueueInfo           `protobuf:"bytes,3,rep,name=queues,proto3" json:"queues,omitempty"`
 	// Priority lanes per queue (TopicInfo.Priorities); 0 without priorities.
-	Priorities    int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
+	Priorities int32 `protobuf:"varint,16,opt,name=priorities,proto3" json:"priorities,omitempty"`
+	// The topic's limits and defaults; unset means none.
+	Limits *TopicLimits `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Messages stored over the queues (equeue.TopicInfo.Messages).
+	Messages      int64 `protobuf:"varint,5,opt,name=messages,proto3" json:"messages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2562,6 +2622,20 @@ func (x *TopicInfo) GetQueues() []*QueueInfo {
 func (x *TopicInfo) GetPriorities() int32 {
 	if x != nil {
 		return x.Priorities
+	}
+	return 0
+}
+
+func (x *TopicInfo) GetLimits() *TopicLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *TopicInfo) GetMessages() int64 {
+	if x != nil {
+		return x.Messages
 	}
 	return 0
 }
@@ -4424,6 +4498,165 @@ func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
 	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{69}
 }
 
+// TopicLimits is equeue.TopicLimits.
+type TopicLimits struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MaxMessages int64                  `protobuf:"varint,1,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
+	Overflow    Overflow               `protobuf:"varint,2,opt,name=overflow,proto3,enum=equeue.v1.Overflow" json:"overflow,omitempty"`
+	DefaultTtl  *durationpb.Duration   `protobuf:"bytes,3,opt,name=default_ttl,json=defaultTtl,proto3" json:"default_ttl,omitempty"`
+	// Zero keeps the engine's retention age; negative keeps messages with no age limit.
+	RetentionAge  *durationpb.Duration `protobuf:"bytes,4,opt,name=retention_age,json=retentionAge,proto3" json:"retention_age,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicLimits) Reset() {
+	*x = TopicLimits{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicLimits) ProtoMessage() {}
+
+func (x *TopicLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicLimits.ProtoReflect.Descriptor instead.
+func (*TopicLimits) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *TopicLimits) GetMaxMessages() int64 {
+	if x != nil {
+		return x.MaxMessages
+	}
+	return 0
+}
+
+func (x *TopicLimits) GetOverflow() Overflow {
+	if x != nil {
+		return x.Overflow
+	}
+	return Overflow_OVERFLOW_DROP_OLDEST
+}
+
+func (x *TopicLimits) GetDefaultTtl() *durationpb.Duration {
+	if x != nil {
+		return x.DefaultTtl
+	}
+	return nil
+}
+
+func (x *TopicLimits) GetRetentionAge() *durationpb.Duration {
+	if x != nil {
+		return x.RetentionAge
+	}
+	return nil
+}
+
+type SetTopicLimitsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Unset clears the topic's limits.
+	Limits        *TopicLimits `protobuf:"bytes,2,opt,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTopicLimitsRequest) Reset() {
+	*x = SetTopicLimitsRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTopicLimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTopicLimitsRequest) ProtoMessage() {}
+
+func (x *SetTopicLimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTopicLimitsRequest.ProtoReflect.Descriptor instead.
+func (*SetTopicLimitsRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *SetTopicLimitsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetTopicLimitsRequest) GetLimits() *TopicLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+type SetTopicLimitsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetTopicLimitsResponse) Reset() {
+	*x = SetTopicLimitsResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetTopicLimitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetTopicLimitsResponse) ProtoMessage() {}
+
+func (x *SetTopicLimitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetTopicLimitsResponse.ProtoReflect.Descriptor instead.
+func (*SetTopicLimitsResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{72}
+}
+
 var File_equeue_v1_equeue_proto protoreflect.FileDescriptor
 
 const file_equeue_v1_equeue_proto_rawDesc = "" +
@@ -4580,14 +4813,15 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x06queues\x18\x03 \x03(\v2\x10.equeue.v1.GrantR\x06queues\"h\n" +
 	"\x14FetchOffsetsResponse\x12\x18\n" +
 	"\aoffsets\x18\x01 \x03(\x03R\aoffsets\x126\n" +
-	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"\x9e\x01\n" +
+	"\battempts\x18\x02 \x03(\v2\x1a.equeue.v1.FetchedAttemptsR\battempts\"\xce\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06queues\x18\x02 \x01(\x05R\x06queues\x12<\n" +
 	"\fdedup_window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vdedupWindow\x12\x1e\n" +
 	"\n" +
 	"priorities\x18\x10 \x01(\x05R\n" +
-	"priorities\"\x15\n" +
+	"priorities\x12.\n" +
+	"\x06limits\x18\x04 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\"\x15\n" +
 	"\x13CreateTopicResponse\"<\n" +
 	"\x10AddQueuesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -4607,14 +4841,16 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"min_offset\x18\x02 \x01(\x03R\tminOffset\x12\x1d\n" +
 	"\n" +
 	"max_offset\x18\x03 \x01(\x03R\tmaxOffset\x12\x1a\n" +
-	"\bwritable\x18\x04 \x01(\bR\bwritable\"\x9e\x01\n" +
+	"\bwritable\x18\x04 \x01(\bR\bwritable\"\xea\x01\n" +
 	"\tTopicInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\x14created_at_unix_nano\x18\x02 \x01(\x03R\x11createdAtUnixNano\x12,\n" +
 	"\x06queues\x18\x03 \x03(\v2\x14.equeue.v1.QueueInfoR\x06queues\x12\x1e\n" +
 	"\n" +
 	"priorities\x18\x10 \x01(\x05R\n" +
-	"priorities\"\x13\n" +
+	"priorities\x12.\n" +
+	"\x06limits\x18\x04 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\x12\x1a\n" +
+	"\bmessages\x18\x05 \x01(\x03R\bmessages\"\x13\n" +
 	"\x11ListTopicsRequest\"B\n" +
 	"\x12ListTopicsResponse\x12,\n" +
 	"\x06topics\x18\x01 \x03(\v2\x14.equeue.v1.TopicInfoR\x06topics\"*\n" +
@@ -4733,7 +4969,17 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x12DeleteGroupRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x15\n" +
-	"\x13DeleteGroupResponse*n\n" +
+	"\x13DeleteGroupResponse\"\xdd\x01\n" +
+	"\vTopicLimits\x12!\n" +
+	"\fmax_messages\x18\x01 \x01(\x03R\vmaxMessages\x12/\n" +
+	"\boverflow\x18\x02 \x01(\x0e2\x13.equeue.v1.OverflowR\boverflow\x12:\n" +
+	"\vdefault_ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"defaultTtl\x12>\n" +
+	"\rretention_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fretentionAge\"[\n" +
+	"\x15SetTopicLimitsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x06limits\x18\x02 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\"\x18\n" +
+	"\x16SetTopicLimitsResponse*n\n" +
 	"\n" +
 	"SyncPolicy\x12\x17\n" +
 	"\x13SYNC_POLICY_DEFAULT\x10\x00\x12\x16\n" +
@@ -4758,7 +5004,10 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x15RESET_TARGET_EARLIEST\x10\x00\x12\x17\n" +
 	"\x13RESET_TARGET_LATEST\x10\x01\x12\x15\n" +
 	"\x11RESET_TARGET_TIME\x10\x02\x12\x18\n" +
-	"\x14RESET_TARGET_OFFSETS\x10\x032\xcd\x0f\n" +
+	"\x14RESET_TARGET_OFFSETS\x10\x03*9\n" +
+	"\bOverflow\x12\x18\n" +
+	"\x14OVERFLOW_DROP_OLDEST\x10\x00\x12\x13\n" +
+	"\x0fOVERFLOW_REJECT\x10\x012\xa4\x10\n" +
 	"\x06Broker\x12:\n" +
 	"\x05Route\x12\x17.equeue.v1.RouteRequest\x1a\x18.equeue.v1.RouteResponse\x12=\n" +
 	"\x06Append\x12\x18.equeue.v1.AppendRequest\x1a\x19.equeue.v1.AppendResponse\x127\n" +
@@ -4788,7 +5037,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\vListDelayed\x12\x1d.equeue.v1.ListDelayedRequest\x1a\x1e.equeue.v1.ListDelayedResponse\x12L\n" +
 	"\vEngineStats\x12\x1d.equeue.v1.EngineStatsRequest\x1a\x1e.equeue.v1.EngineStatsResponse\x12[\n" +
 	"\x10DeleteReplyTopic\x12\".equeue.v1.DeleteReplyTopicRequest\x1a#.equeue.v1.DeleteReplyTopicResponse\x12L\n" +
-	"\vDeleteGroup\x12\x1d.equeue.v1.DeleteGroupRequest\x1a\x1e.equeue.v1.DeleteGroupResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
+	"\vDeleteGroup\x12\x1d.equeue.v1.DeleteGroupRequest\x1a\x1e.equeue.v1.DeleteGroupResponse\x12U\n" +
+	"\x0eSetTopicLimits\x12 .equeue.v1.SetTopicLimitsRequest\x1a!.equeue.v1.SetTopicLimitsResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
 
 var (
 	file_equeue_v1_equeue_proto_rawDescOnce sync.Once
@@ -4802,198 +5052,210 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 	return file_equeue_v1_equeue_proto_rawDescData
 }
 
-var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
 	(MessageModel)(0),                // 2: equeue.v1.MessageModel
 	(ConsumeFrom)(0),                 // 3: equeue.v1.ConsumeFrom
 	(ResetTarget)(0),                 // 4: equeue.v1.ResetTarget
-	(*Message)(nil),                  // 5: equeue.v1.Message
-	(*QueueRef)(nil),                 // 6: equeue.v1.QueueRef
-	(*Grant)(nil),                    // 7: equeue.v1.Grant
-	(*RouteRequest)(nil),             // 8: equeue.v1.RouteRequest
-	(*RouteResponse)(nil),            // 9: equeue.v1.RouteResponse
-	(*AppendRequest)(nil),            // 10: equeue.v1.AppendRequest
-	(*AppendResponse)(nil),           // 11: equeue.v1.AppendResponse
-	(*PullRequest)(nil),              // 12: equeue.v1.PullRequest
-	(*PullResponse)(nil),             // 13: equeue.v1.PullResponse
-	(*Subscription)(nil),             // 14: equeue.v1.Subscription
-	(*Assignment)(nil),               // 15: equeue.v1.Assignment
-	(*JoinGroupRequest)(nil),         // 16: equeue.v1.JoinGroupRequest
-	(*JoinGroupResponse)(nil),        // 17: equeue.v1.JoinGroupResponse
-	(*HeartbeatRequest)(nil),         // 18: equeue.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 19: equeue.v1.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),        // 20: equeue.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),       // 21: equeue.v1.LeaveGroupResponse
-	(*ReleaseQueuesRequest)(nil),     // 22: equeue.v1.ReleaseQueuesRequest
-	(*ReleaseQueuesResponse)(nil),    // 23: equeue.v1.ReleaseQueuesResponse
-	(*OffsetCommit)(nil),             // 24: equeue.v1.OffsetCommit
-	(*MessageAttempts)(nil),          // 25: equeue.v1.MessageAttempts
-	(*FetchedAttempts)(nil),          // 26: equeue.v1.FetchedAttempts
-	(*CommitOffsetsRequest)(nil),     // 27: equeue.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),    // 28: equeue.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),      // 29: equeue.v1.FetchOffsetsRequest
-	(*FetchOffsetsResponse)(nil),     // 30: equeue.v1.FetchOffsetsResponse
-	(*CreateTopicRequest)(nil),       // 31: equeue.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 32: equeue.v1.CreateTopicResponse
-	(*AddQueuesRequest)(nil),         // 33: equeue.v1.AddQueuesRequest
-	(*AddQueuesResponse)(nil),        // 34: equeue.v1.AddQueuesResponse
-	(*DeleteTopicRequest)(nil),       // 35: equeue.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 36: equeue.v1.DeleteTopicResponse
-	(*SetQueueWritableRequest)(nil),  // 37: equeue.v1.SetQueueWritableRequest
-	(*SetQueueWritableResponse)(nil), // 38: equeue.v1.SetQueueWritableResponse
-	(*QueueInfo)(nil),                // 39: equeue.v1.QueueInfo
-	(*TopicInfo)(nil),                // 40: equeue.v1.TopicInfo
-	(*ListTopicsRequest)(nil),        // 41: equeue.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 42: equeue.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),     // 43: equeue.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),    // 44: equeue.v1.DescribeTopicResponse
-	(*MemberInfo)(nil),               // 45: equeue.v1.MemberInfo
-	(*GroupQueueInfo)(nil),           // 46: equeue.v1.GroupQueueInfo
-	(*GroupInfo)(nil),                // 47: equeue.v1.GroupInfo
-	(*ListGroupsRequest)(nil),        // 48: equeue.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 49: equeue.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),     // 50: equeue.v1.DescribeGroupRequest
-	(*DescribeGroupResponse)(nil),    // 51: equeue.v1.DescribeGroupResponse
-	(*QueueOffset)(nil),              // 52: equeue.v1.QueueOffset
-	(*ResetOffsetsRequest)(nil),      // 53: equeue.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),     // 54: equeue.v1.ResetOffsetsResponse
-	(*ListDeadLettersRequest)(nil),   // 55: equeue.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),               // 56: equeue.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),  // 57: equeue.v1.ListDeadLettersResponse
-	(*RedriveRequest)(nil),           // 58: equeue.v1.RedriveRequest
-	(*RedriveResponse)(nil),          // 59: equeue.v1.RedriveResponse
-	(*SendBackRequest)(nil),          // 60: equeue.v1.SendBackRequest
-	(*SendBackResponse)(nil),         // 61: equeue.v1.SendBackResponse
-	(*PullManyRequest)(nil),          // 62: equeue.v1.PullManyRequest
-	(*PullManyResponse)(nil),         // 63: equeue.v1.PullManyResponse
-	(*PullManyItem)(nil),             // 64: equeue.v1.PullManyItem
-	(*PullError)(nil),                // 65: equeue.v1.PullError
-	(*ListDelayedRequest)(nil),       // 66: equeue.v1.ListDelayedRequest
-	(*DelayedEntry)(nil),             // 67: equeue.v1.DelayedEntry
-	(*ListDelayedResponse)(nil),      // 68: equeue.v1.ListDelayedResponse
-	(*EngineStatsRequest)(nil),       // 69: equeue.v1.EngineStatsRequest
-	(*EngineStatsResponse)(nil),      // 70: equeue.v1.EngineStatsResponse
-	(*DeleteReplyTopicRequest)(nil),  // 71: equeue.v1.DeleteReplyTopicRequest
-	(*DeleteReplyTopicResponse)(nil), // 72: equeue.v1.DeleteReplyTopicResponse
-	(*DeleteGroupRequest)(nil),       // 73: equeue.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 74: equeue.v1.DeleteGroupResponse
-	nil,                              // 75: equeue.v1.Message.PropertiesEntry
-	nil,                              // 76: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 77: equeue.v1.Assignment.PrioritiesEntry
-	nil,                              // 78: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 79: google.protobuf.Duration
+	(Overflow)(0),                    // 5: equeue.v1.Overflow
+	(*Message)(nil),                  // 6: equeue.v1.Message
+	(*QueueRef)(nil),                 // 7: equeue.v1.QueueRef
+	(*Grant)(nil),                    // 8: equeue.v1.Grant
+	(*RouteRequest)(nil),             // 9: equeue.v1.RouteRequest
+	(*RouteResponse)(nil),            // 10: equeue.v1.RouteResponse
+	(*AppendRequest)(nil),            // 11: equeue.v1.AppendRequest
+	(*AppendResponse)(nil),           // 12: equeue.v1.AppendResponse
+	(*PullRequest)(nil),              // 13: equeue.v1.PullRequest
+	(*PullResponse)(nil),             // 14: equeue.v1.PullResponse
+	(*Subscription)(nil),             // 15: equeue.v1.Subscription
+	(*Assignment)(nil),               // 16: equeue.v1.Assignment
+	(*JoinGroupRequest)(nil),         // 17: equeue.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),        // 18: equeue.v1.JoinGroupResponse
+	(*HeartbeatRequest)(nil),         // 19: equeue.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 20: equeue.v1.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),        // 21: equeue.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),       // 22: equeue.v1.LeaveGroupResponse
+	(*ReleaseQueuesRequest)(nil),     // 23: equeue.v1.ReleaseQueuesRequest
+	(*ReleaseQueuesResponse)(nil),    // 24: equeue.v1.ReleaseQueuesResponse
+	(*OffsetCommit)(nil),             // 25: equeue.v1.OffsetCommit
+	(*MessageAttempts)(nil),          // 26: equeue.v1.MessageAttempts
+	(*FetchedAttempts)(nil),          // 27: equeue.v1.FetchedAttempts
+	(*CommitOffsetsRequest)(nil),     // 28: equeue.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 29: equeue.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 30: equeue.v1.FetchOffsetsRequest
+	(*FetchOffsetsResponse)(nil),     // 31: equeue.v1.FetchOffsetsResponse
+	(*CreateTopicRequest)(nil),       // 32: equeue.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 33: equeue.v1.CreateTopicResponse
+	(*AddQueuesRequest)(nil),         // 34: equeue.v1.AddQueuesRequest
+	(*AddQueuesResponse)(nil),        // 35: equeue.v1.AddQueuesResponse
+	(*DeleteTopicRequest)(nil),       // 36: equeue.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 37: equeue.v1.DeleteTopicResponse
+	(*SetQueueWritableRequest)(nil),  // 38: equeue.v1.SetQueueWritableRequest
+	(*SetQueueWritableResponse)(nil), // 39: equeue.v1.SetQueueWritableResponse
+	(*QueueInfo)(nil),                // 40: equeue.v1.QueueInfo
+	(*TopicInfo)(nil),                // 41: equeue.v1.TopicInfo
+	(*ListTopicsRequest)(nil),        // 42: equeue.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 43: equeue.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),     // 44: equeue.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),    // 45: equeue.v1.DescribeTopicResponse
+	(*MemberInfo)(nil),               // 46: equeue.v1.MemberInfo
+	(*GroupQueueInfo)(nil),           // 47: equeue.v1.GroupQueueInfo
+	(*GroupInfo)(nil),                // 48: equeue.v1.GroupInfo
+	(*ListGroupsRequest)(nil),        // 49: equeue.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 50: equeue.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),     // 51: equeue.v1.DescribeGroupRequest
+	(*DescribeGroupResponse)(nil),    // 52: equeue.v1.DescribeGroupResponse
+	(*QueueOffset)(nil),              // 53: equeue.v1.QueueOffset
+	(*ResetOffsetsRequest)(nil),      // 54: equeue.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),     // 55: equeue.v1.ResetOffsetsResponse
+	(*ListDeadLettersRequest)(nil),   // 56: equeue.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),               // 57: equeue.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),  // 58: equeue.v1.ListDeadLettersResponse
+	(*RedriveRequest)(nil),           // 59: equeue.v1.RedriveRequest
+	(*RedriveResponse)(nil),          // 60: equeue.v1.RedriveResponse
+	(*SendBackRequest)(nil),          // 61: equeue.v1.SendBackRequest
+	(*SendBackResponse)(nil),         // 62: equeue.v1.SendBackResponse
+	(*PullManyRequest)(nil),          // 63: equeue.v1.PullManyRequest
+	(*PullManyResponse)(nil),         // 64: equeue.v1.PullManyResponse
+	(*PullManyItem)(nil),             // 65: equeue.v1.PullManyItem
+	(*PullError)(nil),                // 66: equeue.v1.PullError
+	(*ListDelayedRequest)(nil),       // 67: equeue.v1.ListDelayedRequest
+	(*DelayedEntry)(nil),             // 68: equeue.v1.DelayedEntry
+	(*ListDelayedResponse)(nil),      // 69: equeue.v1.ListDelayedResponse
+	(*EngineStatsRequest)(nil),       // 70: equeue.v1.EngineStatsRequest
+	(*EngineStatsResponse)(nil),      // 71: equeue.v1.EngineStatsResponse
+	(*DeleteReplyTopicRequest)(nil),  // 72: equeue.v1.DeleteReplyTopicRequest
+	(*DeleteReplyTopicResponse)(nil), // 73: equeue.v1.DeleteReplyTopicResponse
+	(*DeleteGroupRequest)(nil),       // 74: equeue.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 75: equeue.v1.DeleteGroupResponse
+	(*TopicLimits)(nil),              // 76: equeue.v1.TopicLimits
+	(*SetTopicLimitsRequest)(nil),    // 77: equeue.v1.SetTopicLimitsRequest
+	(*SetTopicLimitsResponse)(nil),   // 78: equeue.v1.SetTopicLimitsResponse
+	nil,                              // 79: equeue.v1.Message.PropertiesEntry
+	nil,                              // 80: equeue.v1.Message.SysPropertiesEntry
+	nil,                              // 81: equeue.v1.Assignment.PrioritiesEntry
+	nil,                              // 82: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 83: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	75, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	76, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	79, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	79, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
-	5,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
+	79, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	80, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	83, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	83, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	6,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	79, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	79, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	83, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	83, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
-	5,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
-	7,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
-	7,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
-	77, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
+	6,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
+	8,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
+	8,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
+	81, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
 	2,  // 13: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
-	14, // 14: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
+	15, // 14: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 15: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
-	15, // 16: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	79, // 17: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
-	15, // 18: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
-	7,  // 19: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
-	7,  // 20: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
-	25, // 21: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
-	25, // 22: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
-	24, // 23: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
-	7,  // 24: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	26, // 25: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	79, // 26: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
-	39, // 27: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
-	40, // 28: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
-	40, // 29: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
-	6,  // 30: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
-	2,  // 31: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
-	14, // 32: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
-	45, // 33: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
-	46, // 34: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
-	47, // 35: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
-	47, // 36: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
-	4,  // 37: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
-	52, // 38: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
-	5,  // 39: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
-	56, // 40: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	7,  // 41: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	79, // 42: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
-	12, // 43: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	79, // 44: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
-	64, // 45: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
-	13, // 46: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
-	65, // 47: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	78, // 48: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
-	67, // 49: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
-	8,  // 50: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	10, // 51: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	12, // 52: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	16, // 53: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	18, // 54: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	20, // 55: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	22, // 56: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	27, // 57: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	29, // 58: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	60, // 59: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	62, // 60: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	31, // 61: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	33, // 62: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	35, // 63: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	37, // 64: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	41, // 65: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	43, // 66: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	48, // 67: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	50, // 68: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	53, // 69: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	55, // 70: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	58, // 71: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	66, // 72: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
-	69, // 73: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
-	71, // 74: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
-	73, // 75: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
-	9,  // 76: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	11, // 77: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	13, // 78: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	17, // 79: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	19, // 80: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	21, // 81: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	23, // 82: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	28, // 83: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	30, // 84: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	61, // 85: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	63, // 86: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	32, // 87: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	34, // 88: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	36, // 89: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	38, // 90: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	42, // 91: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	44, // 92: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	49, // 93: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	51, // 94: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	54, // 95: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	57, // 96: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	59, // 97: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	68, // 98: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	70, // 99: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
-	72, // 100: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
-	74, // 101: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
-	76, // [76:102] is the sub-list for method output_type
-	50, // [50:76] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	16, // 16: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
+	83, // 17: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	16, // 18: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
+	8,  // 19: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
+	8,  // 20: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
+	26, // 21: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
+	26, // 22: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
+	25, // 23: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
+	8,  // 24: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
+	27, // 25: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
+	83, // 26: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	76, // 27: equeue.v1.CreateTopicRequest.limits:type_name -> equeue.v1.TopicLimits
+	40, // 28: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
+	76, // 29: equeue.v1.TopicInfo.limits:type_name -> equeue.v1.TopicLimits
+	41, // 30: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
+	41, // 31: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
+	7,  // 32: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
+	2,  // 33: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
+	15, // 34: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
+	46, // 35: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
+	47, // 36: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
+	48, // 37: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
+	48, // 38: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
+	4,  // 39: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
+	53, // 40: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
+	6,  // 41: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
+	57, // 42: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
+	8,  // 43: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
+	83, // 44: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	13, // 45: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
+	83, // 46: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	65, // 47: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
+	14, // 48: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
+	66, // 49: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
+	82, // 50: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	68, // 51: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
+	5,  // 52: equeue.v1.TopicLimits.overflow:type_name -> equeue.v1.Overflow
+	83, // 53: equeue.v1.TopicLimits.default_ttl:type_name -> google.protobuf.Duration
+	83, // 54: equeue.v1.TopicLimits.retention_age:type_name -> google.protobuf.Duration
+	76, // 55: equeue.v1.SetTopicLimitsRequest.limits:type_name -> equeue.v1.TopicLimits
+	9,  // 56: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	11, // 57: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	13, // 58: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	17, // 59: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	19, // 60: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	21, // 61: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	23, // 62: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	28, // 63: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	30, // 64: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	61, // 65: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	63, // 66: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	32, // 67: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	34, // 68: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	36, // 69: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	38, // 70: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	42, // 71: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	44, // 72: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	49, // 73: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	51, // 74: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	54, // 75: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	56, // 76: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	59, // 77: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	67, // 78: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
+	70, // 79: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
+	72, // 80: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
+	74, // 81: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
+	77, // 82: equeue.v1.Broker.SetTopicLimits:input_type -> equeue.v1.SetTopicLimitsRequest
+	10, // 83: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	12, // 84: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	14, // 85: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	18, // 86: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	20, // 87: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	22, // 88: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	24, // 89: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	29, // 90: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	31, // 91: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	62, // 92: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	64, // 93: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	33, // 94: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	35, // 95: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	37, // 96: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	39, // 97: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	43, // 98: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	45, // 99: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	50, // 100: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	52, // 101: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	55, // 102: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	58, // 103: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	60, // 104: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	69, // 105: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	71, // 106: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
+	73, // 107: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
+	75, // 108: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
+	78, // 109: equeue.v1.Broker.SetTopicLimits:output_type -> equeue.v1.SetTopicLimitsResponse
+	83, // [83:110] is the sub-list for method output_type
+	56, // [56:83] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -5006,8 +5268,8 @@ func file_equeue_v1_equeue_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   74,
+			NumEnums:      6,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

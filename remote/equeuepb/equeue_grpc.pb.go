@@ -59,6 +59,7 @@ const (
 	Broker_EngineStats_FullMethodName      = "/equeue.v1.Broker/EngineStats"
 	Broker_DeleteReplyTopic_FullMethodName = "/equeue.v1.Broker/DeleteReplyTopic"
 	Broker_DeleteGroup_FullMethodName      = "/equeue.v1.Broker/DeleteGroup"
+	Broker_SetTopicLimits_FullMethodName   = "/equeue.v1.Broker/SetTopicLimits"
 )
 
 // BrokerClient is the client API for Broker service.
@@ -107,6 +108,8 @@ type BrokerClient interface {
 	// DeleteGroup deletes a consumer group and everything stored for it
 	// (equeue.Engine.DeleteGroup).
 	DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error)
+	// SetTopicLimits replaces a topic's limits and defaults (equeue.Engine.SetTopicLimits).
+	SetTopicLimits(ctx context.Context, in *SetTopicLimitsRequest, opts ...grpc.CallOption) (*SetTopicLimitsResponse, error)
 }
 
 type brokerClient struct {
@@ -377,6 +380,16 @@ func (c *brokerClient) DeleteGroup(ctx context.Context, in *DeleteGroupRequest, 
 	return out, nil
 }
 
+func (c *brokerClient) SetTopicLimits(ctx context.Context, in *SetTopicLimitsRequest, opts ...grpc.CallOption) (*SetTopicLimitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetTopicLimitsResponse)
+	err := c.cc.Invoke(ctx, Broker_SetTopicLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BrokerServer is the server API for Broker service.
 // All implementations must embed UnimplementedBrokerServer
 // for forward compatibility.
@@ -423,6 +436,8 @@ type BrokerServer interface {
 	// DeleteGroup deletes a consumer group and everything stored for it
 	// (equeue.Engine.DeleteGroup).
 	DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error)
+	// SetTopicLimits replaces a topic's limits and defaults (equeue.Engine.SetTopicLimits).
+	SetTopicLimits(context.Context, *SetTopicLimitsRequest) (*SetTopicLimitsResponse, error)
 	mustEmbedUnimplementedBrokerServer()
 }
 
@@ -510,6 +525,9 @@ func (UnimplementedBrokerServer) DeleteReplyTopic(context.Context, *DeleteReplyT
 }
 func (UnimplementedBrokerServer) DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteGroup not implemented")
+}
+func (UnimplementedBrokerServer) SetTopicLimits(context.Context, *SetTopicLimitsRequest) (*SetTopicLimitsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetTopicLimits not implemented")
 }
 func (UnimplementedBrokerServer) mustEmbedUnimplementedBrokerServer() {}
 func (UnimplementedBrokerServer) testEmbeddedByValue()                {}
@@ -1000,6 +1018,24 @@ func _Broker_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Broker_SetTopicLimits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetTopicLimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServer).SetTopicLimits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Broker_SetTopicLimits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServer).SetTopicLimits(ctx, req.(*SetTopicLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Broker_ServiceDesc is the grpc.ServiceDesc for Broker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1110,6 +1146,10 @@ var Broker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteGroup",
 			Handler:    _Broker_DeleteGroup_Handler,
+		},
+		{
+			MethodName: "SetTopicLimits",
+			Handler:    _Broker_SetTopicLimits_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// parseTokenNamespaces reads the @NAMESPACE of repeated
+// TOKEN=RIGHTS@NAMESPACE flags: token -> namespace, for scoped tokens only.
+func parseTokenNamespaces(specs []string) (map[string]string, error) {
+	var out map[string]string
+	for _, spec := range specs {
+		tok, rest, _ := strings.Cut(spec, "=")
+		_, ns, scoped := strings.Cut(rest, "@")
+		if !scoped {
+			continue
+		}
+		if err := equeue.ValidateName(ns); err != nil || strings.Contains(ns, equeue.NamespaceSeparator) {
+			return nil, fmt.Errorf("--token %s=...@%s: a namespace is 1-127 characters of [A-Za-z0-9._-]", strings.Repeat("*", min(len(tok), 8)), ns)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[tok] = ns
+	}
+	return out, nil
+}
+
+// addonTokens returns the tokens add-ons (the console) admit: those of the
+// whole engine, since add-ons serve it all. With scoped tokens only, an
+// add-on would be open to anyone, so that is refused.
+func addonTokens(tokens map[string]remote.Rights, scoped map[string]string, addons bool) (map[string]remote.Rights, error) {
+	if len(scoped) == 0 {
+		return tokens, nil
+	}
+	out := map[string]remote.Rights{}
+	for tok, r := range tokens {
+		if _, ok := scoped[tok]; !ok {
+			out[tok] = r
+		}
+	}
+	if len(out) == 0 && addons {
+		return nil, fmt.Errorf("every --token is scoped to a namespace, but add-ons such as --console serve the whole engine: give them a token without @NAMESPACE")
+	}
+	return out, nil
+}

@@ -1,0 +1,382 @@
+package equeue
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// OverflowPolicy says what happens to a send that would take a topic past
+// its TopicLimits.MaxMessages.
+type OverflowPolicy int
+
+const (
+	// OverflowDropOldest stores the send and then deletes the oldest
+	// messages of the topic's longest queues until the topic is back at its
+	// limit, the way retention deletes them (consumers behind see
+	// PullOffsetMoved and jump ahead).
+	OverflowDropOldest OverflowPolicy = iota
+	// OverflowReject refuses the send with ErrTopicFull and stores nothing
+	// of it.
+	OverflowReject
+)
+
+// String returns "drop-oldest" or "reject".
+func (p OverflowPolicy) String() string {
+	switch p {
+	case OverflowDropOldest:
+		return "drop-oldest"
+	case OverflowReject:
+		return "reject"
+	}
+	return fmt.Sprintf("OverflowPolicy(%d)", int(p))
+}
+
+// ParseOverflowPolicy parses "drop-oldest" or "reject" (and "" as
+// drop-oldest, the zero value).
+func ParseOverflowPolicy(s string) (OverflowPolicy, error) {
+	switch s {
+	case "", "drop-oldest":
+		return OverflowDropOldest, nil
+	case "reject":
+		return OverflowReject, nil
+	}
+	return 0, fmt.Errorf("%w: overflow policy %q: use drop-oldest or reject", ErrInvalidArgument, s)
+}
+
+// MarshalText stores the policy by name, so topic metadata reads the same
+// whatever the numbering.
+func (p OverflowPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses a name written by MarshalText.
+func (p *OverflowPolicy) UnmarshalText(b []byte) error {
+	v, err := ParseOverflowPolicy(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// TopicLimits are a topic's own limits and defaults. The zero value sets
+// none: the topic grows without bound and follows the engine's retention.
+type TopicLimits struct {
+	// MaxMessages, when positive, bounds the messages stored in the topic,
+	// over all its queues (delayed messages count once they are visible).
+	// Overflow says what a send beyond it does.
+	MaxMessages int64 `json:"max_messages,omitempty"`
+	// Overflow is the policy when MaxMessages is reached. With
+	// OverflowReject the topic never holds more than MaxMessages, but for
+	// delayed messages: a send is checked when it is accepted, and a due
+	// message is made visible even past the limit. With
+	// OverflowDropOldest it may hold more for a moment: at most the
+	// messages of the appends in flight (a Send trims before it returns;
+	// SendAsync and delayed messages made visible are trimmed in the
+	// background right after).
+	Overflow OverflowPolicy `json:"overflow,omitempty"`
+	// DefaultTTL, when positive, is the time-to-live of messages sent
+	// without one (no TTL and no ExpiresAt).
+	DefaultTTL time.Duration `json:"default_ttl,omitempty"`
+	// RetentionAge overrides Options.Retention.MaxAge for this topic: zero
+	// keeps the engine's, negative keeps messages with no age limit.
+	RetentionAge time.Duration `json:"retention_age,omitempty"`
+}
+
+// IsZero reports whether l sets no limit.
+func (l TopicLimits) IsZero() bool { return l == TopicLimits{} }
+
+// Validate reports what is wrong with l.
+func (l TopicLimits) Validate() error {
+	switch {
+	case l.MaxMessages < 0:
+		return fmt.Errorf("%w: negative max messages %d", ErrInvalidArgument, l.MaxMessages)
+	case l.DefaultTTL < 0:
+		return fmt.Errorf("%w: negative default TTL %v", ErrInvalidArgument, l.DefaultTTL)
+	case l.Overflow != OverflowDropOldest && l.Overflow != OverflowReject:
+		return fmt.Errorf("%w: unknown overflow policy %d", ErrInvalidArgument, int(l.Overflow))
+	}
+	return nil
+}
+
+// String formats the limits for humans, "none" when l sets none.
+func (l TopicLimits) String() string {
+	if l.IsZero() {
+		return "none"
+	}
+	var parts []string
+	if l.MaxMessages > 0 {
+		parts = append(parts, fmt.Sprintf("max-messages=%d overflow=%s", l.MaxMessages, l.Overflow))
+	}
+	if l.DefaultTTL > 0 {
+		parts = append(parts, fmt.Sprintf("default-ttl=%v", l.DefaultTTL))
+	}
+	if l.RetentionAge != 0 {
+		parts = append(parts, fmt.Sprintf("retention-age=%v", l.RetentionAge))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+// topicLimits returns t's limits (the zero value when it has none).
+func (t *topic) topicLimits() TopicLimits {
+	if l := t.limits.Load(); l != nil {
+		return *l
+	}
+	return TopicLimits{}
+}
+
+// setLimits installs l as t's live limits.
+func (t *topic) setLimits(l TopicLimits) {
+	if l.IsZero() {
+		t.limits.Store(nil)
+		return
+	}
+	t.limits.Store(&l)
+}
+
+// SetTopicLimits replaces a topic's limits and defaults. They are stored in
+// the topic's metadata first and apply from the next send; lowering
+// MaxMessages under OverflowDropOldest trims the topic at once (should that
+// fail, the background trimmer and the next send retry it). On an error
+// matching ErrIndeterminate the new limits are in force but may not be
+// durable; on any other error the old ones still hold.
+func (e *Engine) SetTopicLimits(ctx context.Context, name string, l TopicLimits) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.leave()
+	e.adminMu.Lock()
+	t, ok := e.lookupTopic(name)
+	if !ok {
+		e.adminMu.Unlock()
+		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	m := t.meta()
+	m.Limits = nil
+	if !l.IsZero() {
+		m.Limits = &l
+	}
+	applied, err := e.saveTopicMeta(m)
+	if !applied {
+		e.adminMu.Unlock()
+		return fmt.Errorf("equeue: set limits of %q: %w", name, err)
+	}
+	t.setLimits(l)
+	e.adminMu.Unlock()
+	e.log.Info("topic limits set", "topic", name, "limits", l.String())
+	if err != nil {
+		return notDurable(err, "set limits of %q", name)
+	}
+	if terr := e.trimOver(ctx, t); terr != nil {
+		// The limits hold; the trim is left to the background trimmer
+		// and the next send, as after any send.
+		e.log.Warn("trimming a topic to its new limit", "topic", name, "err", terr)
+		e.kickTrim(t)
+	}
+	return nil
+}
+
+// defaultTTL gives m the topic's default time-to-live when it has none.
+func (t *topic) defaultTTL(m *Message, now time.Time) *Message {
+	l := t.limits.Load()
+	if l == nil || l.DefaultTTL <= 0 || m.TTL > 0 || !m.ExpiresAt.IsZero() {
+		return m
+	}
+	cp := *m
+	cp.ExpiresAt = now.Add(l.DefaultTTL)
+	return &cp
+}
+
+// overLimit reports whether adding n messages to the batch's view of t
+// would pass a rejecting limit. Only the writer calls it: it reads the
+// next offsets the batch has assigned so far (b) and each queue's low
+// watermark.
+func (b *batchState) overLimit(t *topic, n int) bool {
+	l := t.limits.Load()
+	if l == nil || l.MaxMessages <= 0 || l.Overflow != OverflowReject {
+		return false
+	}
+	var count int64
+	for _, q := range t.queueList() {
+		next := q.wnext
+		for i := range b.queues {
+			if b.queues[i].q == q {
+				next = b.queues[i].next
+			}
+		}
+		min, _, _ := q.bounds()
+		count += max(next-min, 0)
+	}
+	return count+int64(n) > l.MaxMessages
+}
+
+// trimOver deletes the oldest messages of t's longest queues until t holds
+// at most its MaxMessages, when its policy is OverflowDropOldest. Passes
+// over one topic take turns with each other and with retention.
+func (e *Engine) trimOver(ctx context.Context, t *topic) error {
+	l := t.limits.Load()
+	if l == nil || l.MaxMessages <= 0 || l.Overflow != OverflowDropOldest || !overCount(t, l.MaxMessages) {
+		return nil
+	}
+	t.retain.mu.Lock()
+	defer t.retain.mu.Unlock()
+	if t.deleted.Load() {
+		return nil
+	}
+	qs := t.queueList()
+	lens := make([]int64, len(qs))
+	mins := make([]int64, len(qs))
+	var count int64
+	for i, q := range qs {
+		min, next, _ := q.bounds()
+		mins[i], lens[i] = min, max(next-min, 0)
+		count += lens[i]
+	}
+	cuts := levelCuts(lens, count-l.MaxMessages)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The new low watermarks of every cut queue go in one write; then, as
+	// retention does (deleteBelow), memory follows and the records below
+	// are deleted.
+	var ops []store.MetaOp
+	for i, q := range qs {
+		if cuts[i] > 0 {
+			ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Value: binary.BigEndian.AppendUint64(nil, uint64(mins[i]+cuts[i]))})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	applied, err := e.storeMeta(ops...)
+	if !applied {
+		return fmt.Errorf("equeue: store watermarks of %q: %w", t.name, err)
+	}
+	t.minMoves.Add(1)
+	for i, q := range qs {
+		if cuts[i] > 0 {
+			q.setMin(mins[i] + cuts[i])
+		}
+	}
+	t.minMoves.Add(1)
+	var errs []error
+	for i, q := range qs {
+		if cuts[i] == 0 {
+			continue
+		}
+		if err != nil { // not known durable: delete nothing yet
+			t.retain.unswept(q.id, mins[i])
+			continue
+		}
+		if _, serr := e.sweep(q); serr != nil {
+			errs = append(errs, serr)
+		}
+		if derr := e.st.DeleteRange(q.key, uint64(mins[i]), uint64(mins[i]+cuts[i])); derr != nil {
+			t.retain.unswept(q.id, mins[i])
+			errs = append(errs, fmt.Errorf("equeue: delete %s/%d below %d: %w", t.name, q.id, mins[i]+cuts[i], derr))
+		}
+	}
+	if err != nil {
+		return notDurable(err, "watermarks of %q", t.name)
+	}
+	return errors.Join(errs...)
+}
+
+// overCount reports whether t holds more than limit visible messages.
+func overCount(t *topic, limit int64) bool {
+	var count int64
+	for _, q := range t.queueList() {
+		min, next, _ := q.bounds()
+		count += max(next-min, 0)
+	}
+	return count > limit
+}
+
+// levelCuts returns how many messages to cut from each queue of lengths
+// lens so that excess are cut in all, taken from the longest queues first
+// (water-filling: every queue above some level is cut down to it).
+func levelCuts(lens []int64, excess int64) []int64 {
+	cuts := make([]int64, len(lens))
+	if excess <= 0 {
+		return cuts
+	}
+	above := func(level int64) int64 {
+		var s int64
+		for _, n := range lens {
+			s += max(n-level, 0)
+		}
+		return s
+	}
+	// The highest level whose cut is at least excess.
+	lo, hi := int64(0), slices.Max(lens)
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if above(mid) >= excess {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	over := above(lo) - excess
+	for i, n := range lens {
+		cuts[i] = max(n-lo, 0)
+		if over > 0 && cuts[i] > 0 {
+			cuts[i]--
+			over--
+		}
+	}
+	return cuts
+}
+
+// kickTrim asks the background trimmer to bring t back to its drop-oldest
+// limit when it is over it. The writer calls it after a durable batch; a
+// kick lost to a full channel is made again by the next append.
+func (e *Engine) kickTrim(t *topic) {
+	l := t.limits.Load()
+	if l == nil || l.MaxMessages <= 0 || l.Overflow != OverflowDropOldest || !overCount(t, l.MaxMessages) {
+		return
+	}
+	select {
+	case e.trims <- t:
+	default:
+	}
+}
+
+// runTrims trims the topics kickTrim names until Close, and on Close the
+// ones still named (the writer runs until background work returned), so a
+// process that sends asynchronously and closes leaves its topics at their
+// limits.
+func (e *Engine) runTrims() {
+	for {
+		select {
+		case <-e.closing:
+			for {
+				select {
+				case t := <-e.trims:
+					if err := e.trimOver(context.Background(), t); err != nil {
+						e.log.Warn("trimming a topic to its limit on close", "topic", t.name, "err", err)
+					}
+				default:
+					return
+				}
+			}
+		case t := <-e.trims:
+			// Not bgCtx: a trim cut short by Close would be lost, and one
+			// is a few writes.
+			if err := e.trimOver(context.Background(), t); err != nil && !errors.Is(err, ErrClosed) {
+				e.log.Warn("trimming a topic to its limit", "topic", t.name, "err", err)
+			}
+		}
+	}
+}
