@@ -141,6 +141,27 @@ func benchReport(b *testing.B, n int, elapsed time.Duration) {
 	}
 }
 
+// benchCPU measures the process's CPU time from its start until report.
+type benchCPU struct {
+	start time.Duration
+	ok    bool
+}
+
+func benchStartCPU() benchCPU {
+	d, ok := benchProcessCPU()
+	return benchCPU{start: d, ok: ok}
+}
+
+// report reports the process CPU time per message ("cpu-ns/msg") since
+// the start, over n messages: all goroutines, including the store's
+// background work.
+func (c benchCPU) report(b *testing.B, n int) {
+	end, ok := benchProcessCPU()
+	if c.ok && ok && n > 0 {
+		b.ReportMetric(float64(end-c.start)/float64(n), "cpu-ns/msg")
+	}
+}
+
 // benchFirstErr keeps the first error of several goroutines.
 type benchFirstErr struct {
 	mu     sync.Mutex
@@ -629,7 +650,7 @@ func BenchmarkConsume(b *testing.B) {
 		})
 		b.SetBytes(size)
 		b.ResetTimer()
-		start := time.Now()
+		start, cpu := time.Now(), benchStartCPU()
 		if err := c.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -641,6 +662,7 @@ func BenchmarkConsume(b *testing.B) {
 		elapsed := time.Since(start)
 		b.StopTimer()
 		benchReport(b, b.N, elapsed)
+		cpu.report(b, b.N)
 		benchClose(b, c, e)
 	})
 }
@@ -667,7 +689,7 @@ func BenchmarkBaselineBadgerRead(b *testing.B) {
 		)
 		b.SetBytes(size)
 		b.ResetTimer()
-		start := time.Now()
+		start, cpu := time.Now(), benchStartCPU()
 		for q := 0; read < b.N; q = (q + 1) % benchQueues {
 			if exhausted[q] {
 				continue
@@ -688,6 +710,7 @@ func BenchmarkBaselineBadgerRead(b *testing.B) {
 		elapsed := time.Since(start)
 		b.StopTimer()
 		benchReport(b, read, elapsed)
+		cpu.report(b, read)
 		benchClose(b, db)
 	})
 }
