@@ -667,6 +667,53 @@ func BenchmarkConsume(b *testing.B) {
 	})
 }
 
+// BenchmarkPull reads the messages BenchmarkConsume consumes with
+// Engine.Pull alone, as BenchmarkBaselineBadgerRead reads its records: one
+// goroutine, pulls of 32, the 4 queues round robin, no consumer. Next to
+// the baseline it shows what the engine's read path (fencing aside) adds:
+// the store's segments, decoding, filters and TTL checks.
+func BenchmarkPull(b *testing.B) {
+	b.Run("body=100B", func(b *testing.B) {
+		const size, pull = 100, 32
+		ctx := benchCtx(b)
+		dir := b.TempDir()
+		benchFill(b, dir, b.N, size)
+		e := benchOpenEngine(b, dir, nil)
+		var (
+			read      int
+			next      [benchQueues]int64
+			exhausted [benchQueues]bool
+			left      = benchQueues
+		)
+		b.SetBytes(size)
+		b.ResetTimer()
+		start, cpu := time.Now(), benchStartCPU()
+		for q := 0; read < b.N; q = (q + 1) % benchQueues {
+			if exhausted[q] {
+				continue
+			}
+			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: benchTopicName, Queue: q, Offset: next[q], Max: pull})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Status != equeue.PullFound {
+				exhausted[q] = true
+				if left--; left == 0 {
+					b.Fatalf("read %d of %d messages", read, b.N)
+				}
+				continue
+			}
+			next[q] = res.NextOffset
+			read += len(res.Messages)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		benchReport(b, read, elapsed)
+		cpu.report(b, read)
+		benchClose(b, e)
+	})
+}
+
 // BenchmarkBaselineBadgerRead reads as many records as BenchmarkConsume
 // consumes, of the engine's encoded size for 100-byte bodies, with Badger
 // directly: written one key per record (raw Badger, transactions of 1,024
