@@ -154,21 +154,29 @@ func appendMap(b []byte, m map[string]string) []byte {
 // decodeRecord decodes a sealed record into a new Message (topic, queue and
 // offset are not in the record). Any damage gives an error wrapping ErrCorrupt.
 func decodeRecord(b []byte) (*Message, error) {
+	m := new(Message)
+	if err := decodeRecordTo(m, b); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// decodeRecordTo is decodeRecord into m, which must be zero; after an error
+// m holds part of the record and is to be discarded.
+func decodeRecordTo(m *Message, b []byte) error {
 	if len(b) < recordHeaderSize {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than a header", ErrCorrupt, len(b))
+		return fmt.Errorf("%w: %d bytes, shorter than a header", ErrCorrupt, len(b))
 	}
 	if b[0] != recordVersion {
-		return nil, fmt.Errorf("%w: unknown record version %d", ErrCorrupt, b[0])
+		return fmt.Errorf("%w: unknown record version %d", ErrCorrupt, b[0])
 	}
 	if binary.BigEndian.Uint32(b[1:5]) != crc32.Checksum(b[5:], castagnoli) {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+		return fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
-	m := &Message{
-		StoredAt:  getTime(b[5:]),
-		BornAt:    getTime(b[13:]),
-		DeliverAt: getTime(b[21:]),
-		ExpiresAt: getTime(b[29:]),
-	}
+	m.StoredAt = getTime(b[5:])
+	m.BornAt = getTime(b[13:])
+	m.DeliverAt = getTime(b[21:])
+	m.ExpiresAt = getTime(b[29:])
 	d := decoder{b: b[recordHeaderSize:]}
 	m.Attempt = int(d.uvarint(1 << 30))
 	m.ID = d.str()
@@ -187,10 +195,7 @@ func decodeRecord(b []byte) (*Message, error) {
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(d.b))
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return m, nil
+	return d.err
 }
 
 type decoder struct {

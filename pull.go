@@ -221,9 +221,12 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			}
 			break
 		}
-		for _, r := range recs {
-			m, err := decodeRecord(r.Value)
-			if err != nil {
+		// The messages of one read are allocated together: one allocation
+		// per read instead of one per message.
+		slab := make([]Message, len(recs))
+		for i, r := range recs {
+			m := &slab[i]
+			if err := decodeRecordTo(m, r.Value); err != nil {
 				off = int64(r.Offset) + 1
 				e.stats.corrupt.Add(1)
 				res.Corrupt = append(res.Corrupt, int64(r.Offset))
@@ -250,6 +253,9 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			size += len(r.Value)
 			off = int64(r.Offset) + 1
 			m.Topic, m.Queue, m.Offset = q.topic.name, q.id, int64(r.Offset)
+			if res.Messages == nil {
+				res.Messages = make([]*Message, 0, min(max, len(recs)-i))
+			}
 			res.Messages = append(res.Messages, m)
 		}
 	}

@@ -56,6 +56,10 @@ type Badger struct {
 	// of its records: an append at or past it cannot touch an existing
 	// segment. A queue not in the map has its end looked up.
 	ends map[QueueID]uint64
+
+	// hints let a Read continuing where the last one of its queue stopped
+	// skip the lookup of its first segment.
+	hints readHints
 }
 
 // OpenBadger opens (creating it if needed) the Badger store in dir. Nil opts

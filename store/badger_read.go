@@ -111,18 +111,18 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 	full := func(sum int) bool {
 		return (max > 0 && len(out) >= max) || (maxBytes > 0 && sum >= maxBytes)
 	}
+	// hintAt and hintEnd bound the last segment read, for the next Read's
+	// seek (see readHints).
+	var hintAt, hintEnd uint64
 	err := s.db.View(func(txn *badger.Txn) error {
 		prefix := queuePrefix(q)
-		seek := from
-		if start, _, ok, err := lastSegment(txn, prefix, q, from, false); err != nil {
-			return err
-		} else if ok {
-			seek = start
-		}
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
 		defer it.Close()
+		if err := seekSegment(txn, it, prefix, q, s.hints.seekFor(q, from), from); err != nil {
+			return err
+		}
 		sum := 0
-		for it.Seek(recordKey(q, seek)); it.Valid() && !full(sum); {
+		for it.Valid() && !full(sum) {
 			start, err := recordOffset(it.Item().Key())
 			if err != nil {
 				return err
@@ -135,6 +135,10 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 				return err
 			}
 			it.Next()
+			hintAt, hintEnd = start, start
+			if n, err := segmentCount(v); err == nil {
+				hintEnd = start + uint64(n)
+			}
 			derr := decodeSegment(v, func(i int, rec []byte) bool {
 				off := start + uint64(i)
 				if off < from {
@@ -171,6 +175,11 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 	}
 	if len(out) == 0 {
 		return nil, nil
+	}
+	if next := out[len(out)-1].Offset + 1; next > hintAt && next < hintEnd {
+		s.hints.set(q, next, hintAt)
+	} else {
+		s.hints.forget(q)
 	}
 	return out, nil
 }

@@ -86,26 +86,30 @@ func decodeSegment(v []byte, fn func(i int, rec []byte) bool) error {
 		return fmt.Errorf("%w: checksum mismatch", errSegment)
 	}
 	_, k := binary.Uvarint(body[1:])
-	p := 1 + k
+	first := 1 + k
 	// Validate the framing completely before handing out any record, so a
-	// caller never sees part of a damaged segment.
-	starts := make([][2]int, 0, count)
+	// caller never sees part of a damaged segment; the second walk then
+	// reads lengths known to be sound.
+	p := first
 	for range count {
 		l, k := binary.Uvarint(body[p:])
 		if k <= 0 || l > uint64(len(body)-p-k) {
 			return fmt.Errorf("%w: bad record length", errSegment)
 		}
-		p += k
-		starts = append(starts, [2]int{p, p + int(l)})
-		p += int(l)
+		p += k + int(l)
 	}
 	if p != len(body) {
 		return fmt.Errorf("%w: %d trailing bytes", errSegment, len(body)-p)
 	}
-	for i, s := range starts {
-		if !fn(i, body[s[0]:s[1]:s[1]]) {
+	p = first
+	for i := range count {
+		l, k := binary.Uvarint(body[p:])
+		p += k
+		end := p + int(l)
+		if !fn(i, body[p:end:end]) {
 			return nil
 		}
+		p = end
 	}
 	return nil
 }
