@@ -80,7 +80,7 @@ topic's limits (see topic set-limits, which changes them later).`,
 				if dedup > 0 || !limits.IsZero() {
 					cw, ok := c.broker.(topicCreatorWith)
 					if !ok {
-						return fmt.Errorf("--dedup-window is not available through --server (the protocol cannot set topic options); create the topic with --dir while the broker is stopped")
+						return fmt.Errorf("--dedup-window and topic limits cannot be set through this connection; create the topic with --dir while the broker is stopped")
 					}
 					if err := cw.CreateTopicWith(ctx, name, equeue.TopicOptions{Queues: queues, DedupWindow: dedup, Limits: limits}); err != nil {
 						return err
