@@ -3,6 +3,8 @@ package remote_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
 	"github.com/equeue-go/equeue/remote"
+	"github.com/equeue-go/equeue/store"
 )
 
 // Scenario 8: with MaxMessageSize 6 MiB, a 3 MiB then a 6 MiB message used
@@ -111,4 +115,48 @@ func TestAnswer_ConsumerDeadLettersAMessageItCannotReceive(t *testing.T) {
 			assert.Equal(t, int64(3), q.Committed, "the group committed past all three")
 		}
 	}
+}
+
+// When moving the too-large message to the dead letters fails (the store
+// refuses that write), nothing is stored and the consumer tries again: the
+// message ends up in the dead letters exactly once, and the queue goes on.
+func TestAnswer_TooLargeDeadLetterWriteFailsThenSucceeds(t *testing.T) {
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	e := openEngine(t, &equeue.Options{Store: fs})
+	s := startServer(t, e, "", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for _, n := range []int{10, 2 << 20, 20} {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: make([]byte, n)}}})
+		require.NoError(t, err)
+	}
+	var failed atomic.Int32
+	fs.OnWrite(func(b *store.Batch) error {
+		for _, en := range b.Entries {
+			if len(en.Value) > 1<<20 && failed.CompareAndSwap(0, 1) {
+				return errors.New("injected: the dead-letter write fails once")
+			}
+		}
+		return nil
+	})
+	small := dial(t, s.addr, &remote.ClientOptions{MaxMessageBytes: 1 << 20})
+	got := make(chan int, 4)
+	c, err := equeue.NewConsumer(small, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(_ context.Context, m *equeue.Message) error { got <- len(m.Body); return nil }})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	for _, want := range []int{10, 20} {
+		select {
+		case n := <-got:
+			assert.Equal(t, want, n)
+		case <-ctx.Done():
+			t.Fatalf("the consumer is stuck before the %d-byte message", want)
+		}
+	}
+	require.NoError(t, c.Close())
+	assert.Equal(t, int32(1), failed.Load(), "the first dead-letter write was refused")
+	dead, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{Max: 10})
+	require.NoError(t, err)
+	require.Len(t, dead, 1, "stored once, by the retry after the refused write")
+	assert.Equal(t, int64(1), dead[0].Message.Offset)
 }
