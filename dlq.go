@@ -61,12 +61,17 @@ type ListDeadLettersRequest struct {
 // ListDeadLetters lists a page of group's dead letters (see
 // ListDeadLettersRequest), oldest first. A group with no dead-letter topic
 // yet has none: the answer is empty, not an error, as it is for a From past
-// the last dead letter. A Max outside 0..1024 returns ErrInvalidArgument.
+// the last dead letter. A From below the oldest dead letter kept (retention
+// or a topic limit trimmed older ones) lists from the oldest kept. A Max outside 0..1024 returns ErrInvalidArgument.
 func (e *Engine) ListDeadLetters(ctx context.Context, group string, req ListDeadLettersRequest) ([]DLQEntry, error) {
 	if err := ValidateName(group); err != nil {
 		return nil, err
 	}
 	res, err := e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: req.From, Max: req.Max})
+	if err == nil && res.Status == PullOffsetMoved && res.NextOffset > req.From {
+		// The oldest dead letters were trimmed: list from the first one kept.
+		res, err = e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: res.NextOffset, Max: req.Max})
+	}
 	if errors.Is(err, ErrTopicNotFound) {
 		return nil, nil // no dead letters yet
 	}
