@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/equeue-go/equeue"
@@ -18,15 +19,22 @@ import (
 //	POST /cluster/remove?id=ID                remove a server (leader only)
 //	POST /cluster/transfer[?id=ID]            hand leadership over (leader only)
 //
-// It has no authentication: serve it on loopback or a private network.
-// Changes asked of a follower fail with 409 and the leader's ID.
-func AdminHandler(n *Node) http.Handler {
+// Without WithAdminAuth it has no authentication: serve it on loopback or a
+// private network. With it, every request needs "Authorization: Bearer
+// TOKEN": a missing or unknown token gets 401, a token that may read but not
+// change the cluster gets 403 on a change. Changes asked of a follower fail
+// with 409 and the leader's ID.
+func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
+	var cfg adminConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /cluster/status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /cluster/status", cfg.guard(false, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, n.Status())
-	})
+	}))
 	change := func(f func(ctx context.Context, r *http.Request) error) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
+		return cfg.guard(true, func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 			defer cancel()
 			if err := f(ctx, r); err != nil {
@@ -40,7 +48,7 @@ func AdminHandler(n *Node) http.Handler {
 				return
 			}
 			writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
-		}
+		})
 	}
 	need := func(r *http.Request, names ...string) error {
 		for _, k := range names {
@@ -66,6 +74,47 @@ func AdminHandler(n *Node) http.Handler {
 		return n.TransferLeadership(ctx, r.URL.Query().Get("id"))
 	}))
 	return mux
+}
+
+// AdminAuth decides whether a bearer token may use the administration
+// handler: to read the status (change is false) or to change the cluster
+// (change is true). ok is false for an unknown token.
+type AdminAuth func(token string, change bool) (allowed, ok bool)
+
+// AdminOption configures AdminHandler.
+type AdminOption func(*adminConfig)
+
+// WithAdminAuth makes AdminHandler require a bearer token that auth admits.
+func WithAdminAuth(auth AdminAuth) AdminOption {
+	return func(c *adminConfig) { c.auth = auth }
+}
+
+type adminConfig struct {
+	auth AdminAuth
+}
+
+// guard admits a request to h when no authentication is set or its bearer
+// token is allowed to read (change false) or change the cluster.
+func (c *adminConfig) guard(change bool, h http.HandlerFunc) http.HandlerFunc {
+	if c.auth == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		allowed, ok := false, false
+		if found && tok != "" {
+			allowed, ok = c.auth(tok, change)
+		}
+		switch {
+		case !ok:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="equeue cluster"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "a known bearer token is required"})
+		case !allowed:
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "this token may not change the cluster"})
+		default:
+			h(w, r)
+		}
+	}
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -57,6 +57,9 @@ and names the leader.`,
 		if err != nil {
 			return err
 		}
+		if a.token != "" {
+			req.Header.Set("Authorization", "Bearer "+a.token)
+		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return fmt.Errorf("reach %s: %w", admin, err)

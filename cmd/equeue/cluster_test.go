@@ -89,3 +89,27 @@ func TestCluster_ServeAddProduceTransferRemove(t *testing.T) {
 		}
 	}
 }
+
+func TestCluster_AdminNeedsAServerToken(t *testing.T) {
+	base := t.TempDir()
+	n := &clusterNode{id: "n1", dir: filepath.Join(base, "n1"), listen: freePort(t), raft: freePort(t), admin: freePort(t)}
+	n.srv = startServe(t, "--dir", n.dir, "--listen", n.listen, "--cluster-id", "n1", "--cluster-raft", n.raft,
+		"--cluster-admin", n.admin, "--cluster-bootstrap", "--token", "ops=all", "--token", "app=consume")
+	eventually(t, 60*time.Second, "n1 leads", func() bool {
+		r := cli(t, "cluster", "status", "--json", "--admin", n.admin, "--token", "ops")
+		var s statusJSON
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &s) == nil && s.Serving
+	})
+	fails(t, 1, "bearer token", "cluster", "status", "--admin", n.admin)
+	fails(t, 1, "bearer token", "cluster", "status", "--admin", n.admin, "--token", "nope")
+	ok(t, "cluster", "status", "--admin", n.admin, "--token", "app")
+	fails(t, 1, "may not change", "cluster", "transfer-leadership", "--admin", n.admin, "--token", "app")
+	// The admin token passes the guard; a lone node has no one to hand over to.
+	r := cli(t, "cluster", "transfer-leadership", "--admin", n.admin, "--token", "ops")
+	if strings.Contains(r.stderr, "may not change") || strings.Contains(r.stderr, "bearer token") {
+		t.Fatalf("the admin token was refused: %s", r.stderr)
+	}
+	if code := n.srv.stop(t); code != 0 {
+		t.Fatalf("exited %d:\n%s", code, n.srv.stderr)
+	}
+}

@@ -34,7 +34,7 @@ func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.advertise, "cluster-advertise", "", "client address (HOST:PORT) of this node told to clients (default --listen)")
 	f.BoolVar(&c.bootstrap, "cluster-bootstrap", false, "start a new cluster of --cluster-peers (or of this node alone) if the directory has no Raft state")
 	f.StringVar(&c.peers, "cluster-peers", "", "ID=RAFT=CLIENT,... the voters of a new cluster, with --cluster-bootstrap")
-	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP, no authentication) on, for \"equeue cluster\"")
+	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP) on, for \"equeue cluster\"; with --token it needs a token (admin right to change the cluster)")
 }
 
 func (c *clusterFlags) enabled() bool { return c != nil && c.id != "" }
@@ -131,7 +131,21 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		https = append(https, hs)
 	}
 	if cf.admin != "" {
-		hs, err := serveHTTP(cf.admin, cluster.AdminHandler(node), errc)
+		var opts []cluster.AdminOption
+		if len(c.tokens) > 0 {
+			// The same tokens as the gRPC server: any right reads the status,
+			// admin changes the cluster. Namespace-scoped tokens are left out:
+			// the cluster is not theirs.
+			toks := c.addonTokens
+			opts = append(opts, cluster.WithAdminAuth(func(tok string, change bool) (bool, bool) {
+				r, ok := toks[tok]
+				if !ok || r == 0 {
+					return false, false
+				}
+				return !change || r&remote.RightAdmin != 0, true
+			}))
+		}
+		hs, err := serveHTTP(cf.admin, cluster.AdminHandler(node, opts...), errc)
 		if err != nil {
 			_ = lis.Close()
 			return fmt.Errorf("--cluster-admin: %w", err)
