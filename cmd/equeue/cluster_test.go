@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,4 +113,30 @@ func TestCluster_AdminNeedsAServerToken(t *testing.T) {
 	if code := n.srv.stop(t); code != 0 {
 		t.Fatalf("exited %d:\n%s", code, n.srv.stderr)
 	}
+}
+
+// In cluster mode the console serves through the node, and Kafka is refused
+// with a clear message instead of every add-on.
+func TestCluster_ServeWithTheConsole(t *testing.T) {
+	base := t.TempDir()
+	caddr := freePort(t)
+	n := &clusterNode{id: "n1", dir: filepath.Join(base, "n1"), listen: freePort(t), raft: freePort(t), admin: freePort(t)}
+	n.srv = startServe(t, "--dir", n.dir, "--listen", n.listen, "--cluster-id", "n1", "--cluster-raft", n.raft,
+		"--cluster-admin", n.admin, "--cluster-bootstrap", "--console", caddr)
+	eventually(t, 60*time.Second, "n1 leads", func() bool {
+		s, ok := n.status(t)
+		return ok && s.Serving
+	})
+	ok(t, "--server", n.listen, "topic", "create", "orders", "--queues", "2")
+	ok(t, "--server", n.listen, "produce", "orders", "hello")
+	eventually(t, 20*time.Second, "the console shows the topic", func() bool {
+		code, b, err := httpGet("http://" + caddr + "/topics/orders")
+		return err == nil && code == http.StatusOK && strings.Contains(b, "<h1>orders")
+	})
+	if code := n.srv.stop(t); code != 0 {
+		t.Fatalf("exited %d:\n%s", code, n.srv.stderr)
+	}
+
+	fails(t, 2, "Kafka listener (--kafka) is not available in cluster mode", "serve", "--dir", filepath.Join(base, "k"),
+		"--listen", freePort(t), "--cluster-id", "k1", "--cluster-raft", freePort(t), "--cluster-bootstrap", "--kafka", freePort(t))
 }

@@ -29,13 +29,24 @@ type serveAddon interface {
 	start(ctx context.Context, env serveEnv) (stop func(context.Context) error, err error)
 }
 
+// clusterAddon is implemented by add-ons that also run beside a cluster
+// node (serve --cluster-id). There serveEnv.eng is nil and they work through
+// serveEnv.backend, the node, which serves only while it leads.
+type clusterAddon interface {
+	serveAddon
+	// attachEngine is called with each engine the node opens when it
+	// becomes the leader.
+	attachEngine(e *equeue.Engine)
+}
+
 // serveEnv is what serve hands an add-on.
 type serveEnv struct {
-	eng    *equeue.Engine
-	tokens map[string]remote.Rights // nil: every caller may do everything
-	tls    *tls.Config              // nil: plaintext
-	log    *slog.Logger
-	errc   chan<- error
+	eng     *equeue.Engine           // nil in cluster mode
+	backend remote.Backend           // the engine, or the cluster node
+	tokens  map[string]remote.Rights // nil: every caller may do everything
+	tls     *tls.Config              // nil: plaintext
+	log     *slog.Logger
+	errc    chan<- error
 }
 
 // serveAddons holds one constructor per add-on; each serve command gets fresh

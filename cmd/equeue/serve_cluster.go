@@ -64,8 +64,13 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	if cf.raft == "" {
 		return usageErrorf("--cluster-id needs --cluster-raft HOST:PORT")
 	}
-	if len(c.addons) > 0 {
-		return usageErrorf("serve add-ons are not available in cluster mode yet")
+	var addons []clusterAddon
+	for _, ad := range c.addons {
+		ca, ok := ad.(clusterAddon)
+		if !ok {
+			return usageErrorf("the Kafka listener (--kafka) is not available in cluster mode yet")
+		}
+		addons = append(addons, ca)
 	}
 	peers, err := parsePeers(cf.peers)
 	if err != nil {
@@ -81,6 +86,11 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		m = metrics.New()
 		eopts.Observer = m
 	}
+	for _, ad := range addons {
+		if err := ad.configure(eopts); err != nil {
+			return err
+		}
+	}
 	bo := badgerOptions(a.log)
 	node, err := cluster.Open(a.dir, &cluster.Options{
 		ID: cf.id, RaftAddr: cf.raft, ClientAddr: advertise, Bootstrap: cf.bootstrap, Peers: peers,
@@ -88,6 +98,9 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		OnEngine: func(e *equeue.Engine) {
 			if m != nil {
 				m.Attach(e)
+			}
+			for _, ad := range addons {
+				ad.attachEngine(e)
 			}
 		},
 	})
@@ -107,7 +120,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.listen, err)
 	}
-	errc := make(chan error, 3)
+	errc := make(chan error, 3+len(addons))
 	var https []*http.Server
 	defer func() {
 		for _, hs := range https {
@@ -151,6 +164,24 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 			return fmt.Errorf("--cluster-admin: %w", err)
 		}
 		https = append(https, hs)
+	}
+	var stops []func(context.Context) error
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			if serr := stops[i](sctx); serr != nil {
+				a.log.Warn("add-on shutdown", "err", serr)
+			}
+		}
+	}()
+	for _, ad := range addons {
+		stop, aerr := ad.start(ctx, serveEnv{backend: node, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc})
+		if aerr != nil {
+			_ = lis.Close()
+			return aerr
+		}
+		stops = append(stops, stop)
 	}
 	go func() { errc <- srv.Serve(lis) }()
 	a.log.Info("serving cluster node", "dir", a.dir, "id", cf.id, "raft", node.RaftAddr(), "listen", lis.Addr().String(),

@@ -40,12 +40,15 @@ func (c *consoleAddon) enabled() bool { return c.addr != "" }
 
 func (c *consoleAddon) configure(*equeue.Options) error { return nil }
 
+// attachEngine does nothing: the console works through the cluster node.
+func (c *consoleAddon) attachEngine(*equeue.Engine) {}
+
 func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
 	prefix := "/"
 	if p := strings.Trim(c.prefix, "/"); p != "" {
 		prefix = "/" + p + "/"
 	}
-	h := console.New(env.eng, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log})
+	h := console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log})
 	lis, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return nil, fmt.Errorf("--console: listen on %s: %w", c.addr, err)

@@ -121,8 +121,16 @@ func (o *otelAddon) configure(opts *equeue.Options) error {
 	return nil
 }
 
-func (o *otelAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
+// attachEngine points the engine gauges at the engine a cluster node opened
+// as leader.
+func (o *otelAddon) attachEngine(e *equeue.Engine) {
 	if o.metrics != nil {
+		o.metrics.Attach(e)
+	}
+}
+
+func (o *otelAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
+	if o.metrics != nil && env.eng != nil {
 		o.metrics.Attach(env.eng)
 	}
 	var srv *http.Server
