@@ -46,6 +46,7 @@ const (
 	errInvalidRecord              int16 = 87
 	errGroupMaxSizeReached        int16 = 81
 	errFencedInstanceID           int16 = 82
+	errNotLeaderOrFollower        int16 = 6
 )
 
 // errorCode maps an engine error to the closest Kafka error code.
@@ -71,6 +72,10 @@ func errorCode(err error) int16 {
 		return errRequestTimedOut
 	case errors.Is(err, equeue.ErrClosed):
 		return errCoordinatorNotAvailable
+	case errors.Is(err, equeue.ErrNotLeader):
+		// A cluster node that does not lead (serve --cluster-id): nothing was
+		// stored; clients retry, and succeed once this node leads again.
+		return errNotLeaderOrFollower
 	}
 	// A store failure: nothing stored, or (ErrIndeterminate) written but
 	// not known durable. KAFKA_STORAGE_ERROR is retriable, so clients

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // clusterNode is one "equeue serve --cluster-id" process.
@@ -115,14 +118,13 @@ func TestCluster_AdminNeedsAServerToken(t *testing.T) {
 	}
 }
 
-// In cluster mode the console serves through the node, and Kafka is refused
-// with a clear message instead of every add-on.
-func TestCluster_ServeWithTheConsole(t *testing.T) {
+// In cluster mode the console and the Kafka listener serve through the node.
+func TestCluster_ServeWithTheConsoleAndKafka(t *testing.T) {
 	base := t.TempDir()
-	caddr := freePort(t)
+	caddr, kaddr := freePort(t), freePort(t)
 	n := &clusterNode{id: "n1", dir: filepath.Join(base, "n1"), listen: freePort(t), raft: freePort(t), admin: freePort(t)}
 	n.srv = startServe(t, "--dir", n.dir, "--listen", n.listen, "--cluster-id", "n1", "--cluster-raft", n.raft,
-		"--cluster-admin", n.admin, "--cluster-bootstrap", "--console", caddr)
+		"--cluster-admin", n.admin, "--cluster-bootstrap", "--console", caddr, "--kafka", kaddr)
 	eventually(t, 60*time.Second, "n1 leads", func() bool {
 		s, ok := n.status(t)
 		return ok && s.Serving
@@ -133,10 +135,22 @@ func TestCluster_ServeWithTheConsole(t *testing.T) {
 		code, b, err := httpGet("http://" + caddr + "/topics/orders")
 		return err == nil && code == http.StatusOK && strings.Contains(b, "<h1>orders")
 	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kc, err := kgo.NewClient(kgo.SeedBrokers(kaddr), kgo.DefaultProduceTopic("orders"), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	if err := kc.ProduceSync(ctx, &kgo.Record{Key: []byte("k"), Value: []byte("via kafka")}).FirstErr(); err != nil {
+		t.Fatalf("produce through the Kafka listener: %v", err)
+	}
+	out := ok(t, "--server", n.listen, "consume", "orders", "--from", "earliest", "--count", "2")
+	if !strings.Contains(out, "hello") || !strings.Contains(out, "via kafka") {
+		t.Fatalf("consume said %q", out)
+	}
 	if code := n.srv.stop(t); code != 0 {
 		t.Fatalf("exited %d:\n%s", code, n.srv.stderr)
 	}
-
-	fails(t, 2, "Kafka listener (--kafka) is not available in cluster mode", "serve", "--dir", filepath.Join(base, "k"),
-		"--listen", freePort(t), "--cluster-id", "k1", "--cluster-raft", freePort(t), "--cluster-bootstrap", "--kafka", freePort(t))
 }

@@ -68,7 +68,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	for _, ad := range c.addons {
 		ca, ok := ad.(clusterAddon)
 		if !ok {
-			return usageErrorf("the Kafka listener (--kafka) is not available in cluster mode yet")
+			return usageErrorf("an add-on given is not available in cluster mode")
 		}
 		addons = append(addons, ca)
 	}

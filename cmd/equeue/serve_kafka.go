@@ -31,6 +31,9 @@ func (k *kafkaAddon) enabled() bool { return k.addr != "" }
 
 func (k *kafkaAddon) configure(*equeue.Options) error { return nil }
 
+// attachEngine does nothing: in cluster mode the listener serves the node.
+func (k *kafkaAddon) attachEngine(*equeue.Engine) {}
+
 func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
 	var tokens map[string]kafka.Rights
 	if len(env.tokens) > 0 {
@@ -39,7 +42,11 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 			tokens[tok] = kafka.Rights(r) // the same bits
 		}
 	}
-	srv, err := kafka.NewServer(env.eng, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log})
+	b, ok := env.backend.(kafka.Broker)
+	if !ok {
+		return nil, fmt.Errorf("--kafka: this broker cannot serve the Kafka protocol")
+	}
+	srv, err := kafka.NewServer(b, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log})
 	if err != nil {
 		return nil, usageErrorf("--kafka: %v", err)
 	}

@@ -1,0 +1,48 @@
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/kafka"
+)
+
+// The Kafka listener can serve a node.
+var _ kafka.Broker = (*cluster.Node)(nil)
+
+// Offsets a Kafka-protocol group commits on the leader are replicated: the
+// next leader returns them, and a follower refuses with the leader's name.
+func TestCluster_GroupOffsetsSurviveALeaderChange(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	ctx := context.Background()
+	leader := c.waitLeader()
+	require.NoError(t, leader.CreateTopic(ctx, "orders", 2))
+	want := map[equeue.QueueRef]int64{{Topic: "orders", Queue: 0}: 7, {Topic: "orders", Queue: 1}: 3}
+	require.NoError(t, leader.CommitGroupOffsets(ctx, "kgroup", want))
+	got, err := leader.GroupOffsets(ctx, "kgroup")
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	follower := c.nodes[(c.leaderIndex()+1)%3]
+	_, err = follower.GroupOffsets(ctx, "kgroup")
+	assert.ErrorIs(t, err, equeue.ErrNotLeader)
+
+	c.stop(c.leaderIndex())
+	eventually(t, 30*time.Second, func() error {
+		l := c.waitLeader()
+		got, err := l.GroupOffsets(ctx, "kgroup")
+		if err != nil {
+			return err
+		}
+		if !assert.ObjectsAreEqual(want, got) {
+			t.Fatalf("the new leader has %v, want %v", got, want)
+		}
+		return nil
+	})
+}
