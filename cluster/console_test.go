@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
 	"github.com/equeue-go/equeue/console"
 	"github.com/equeue-go/equeue/remote"
 )
@@ -91,4 +92,33 @@ func TestCluster_ConsoleOverTheCluster(t *testing.T) {
 	assert.Len(t, ti.Queues, 4, "the queues added through the console survived the failover")
 	code, body = get("/admin/topics/orders")
 	require.Equal(t, http.StatusOK, code, body)
+}
+
+// The console served by a node (as `serve --cluster-id --console` does)
+// shows the cluster on the leader and, on a follower, an error naming the
+// leader.
+func TestCluster_ConsoleOnANode(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	ctx := context.Background()
+	leader := c.waitLeader()
+	require.NoError(t, leader.CreateTopic(ctx, "orders", 2))
+	c.waitConverged()
+	get := func(n *cluster.Node) (int, string) {
+		srv := httptest.NewServer(console.New(n, console.Options{}))
+		defer srv.Close()
+		res, err := http.Get(srv.URL + "/topics/orders")
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(b)
+	}
+	code, body := get(leader)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "<h1>orders")
+	follower := c.nodes[(c.leaderIndex()+1)%3]
+	code, body = get(follower)
+	assert.NotEqual(t, http.StatusOK, code)
+	assert.Contains(t, body, "not the cluster leader")
+	assert.Contains(t, body, leader.Status().ID)
 }
