@@ -170,6 +170,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if e.opts.GroupIdleTTL > 0 {
 		e.goFunc(e.runGroupExpiry)
 	}
+	if e.opts.ReplyTopicIdleTTL > 0 {
+		e.goFunc(e.runReplyExpiry)
+	}
 	e.goFunc(e.runTrims)
 	e.log.Info("engine open", "dir", dir, "topics", len(e.topics), "sync", o.Sync.String())
 	return e, nil

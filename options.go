@@ -125,6 +125,14 @@ type Options struct {
 	// timer. Idle time counts from Open for groups loaded from the store.
 	// Zero means groups are never deleted by age.
 	GroupIdleTTL time.Duration
+	// ReplyTopicIdleTTL deletes a reply topic (Producer.Request) nobody has
+	// pulled for that long: the topic of a requester that died without
+	// Producer.Close, which would otherwise stay for good. A live requester
+	// always has a pull waiting, so it keeps its topic; one paused longer
+	// than this gets a new reply topic with its next request. Zero means
+	// DefaultReplyTopicIdleTTL; negative keeps reply topics until their
+	// producer closes.
+	ReplyTopicIdleTTL time.Duration
 }
 
 // Validate reports the first field that is out of range, wrapped in ErrInvalidOptions.
@@ -183,6 +191,9 @@ func (o *Options) withDefaults() Options {
 	c.Retention = c.Retention.withDefaults()
 	if c.MaxDelay == 0 {
 		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.ReplyTopicIdleTTL == 0 {
+		c.ReplyTopicIdleTTL = DefaultReplyTopicIdleTTL
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

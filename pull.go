@@ -124,6 +124,9 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (res PullResult, er
 	if !ok {
 		return PullResult{}, fmt.Errorf("%w: %q", ErrTopicNotFound, req.Topic)
 	}
+	if isReplyTopicName(t.name) {
+		defer t.replyReads.begin()() // a requester's listener is alive
+	}
 	q, err := t.queue(req.Queue)
 	if err != nil {
 		return PullResult{}, err

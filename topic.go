@@ -95,6 +95,8 @@ type topic struct {
 	// limits are the topic's own limits and defaults (topiclimits.go); nil
 	// when it has none.
 	limits atomic.Pointer[TopicLimits]
+	// replyReads tracks the pulls of a reply topic (replyexpiry.go).
+	replyReads replyReads
 	// minMoves is odd while a queue's low watermark moves, and counts the
 	// moves, so that a count over the queues can tell it read no move.
 	minMoves atomic.Uint64

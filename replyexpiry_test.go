@@ -1,0 +1,65 @@
+package equeue_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+func replyTopics(t *testing.T, e *equeue.Engine) []string {
+	t.Helper()
+	ts, err := e.Topics(context.Background())
+	require.NoError(t, err)
+	var out []string
+	for _, ti := range ts {
+		if strings.HasPrefix(ti.Name, equeue.ReplyTopicPrefix) {
+			out = append(out, ti.Name)
+		}
+	}
+	return out
+}
+
+// The reply topic of a requester that died without closing is deleted once
+// nobody pulled it for ReplyTopicIdleTTL; a live requester's topic, whose
+// listener always has a pull waiting, stays, and its requests go on.
+func TestRequest_IdleReplyTopicOfADeadRequesterIsDeleted(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		const ttl = 300 * time.Millisecond
+		e, _ := openEngine(t, "memory", &equeue.Options{ReplyTopicIdleTTL: ttl})
+		ctx := ctxT(t)
+		require.NoError(t, e.CreateTopic(ctx, "rpc", 1))
+		b := brokerOver(t, e, tr)
+		replier(t, b, "rpc", nil)
+		p := newProducer(t, b, nil)
+		rep, err := p.Request(ctx, &equeue.Message{Topic: "rpc", Body: []byte("one")})
+		require.NoError(t, err)
+		assert.Equal(t, "re:one", string(rep.Body))
+		live := replyTopics(t, e)
+		require.Len(t, live, 1)
+
+		// A requester that crashed: its topic exists, nobody reads it.
+		dead := equeue.ReplyTopicPrefix + "crashed"
+		_, err = b.Route(ctx, dead)
+		require.NoError(t, err)
+		eventually(t, 30*time.Second, func() bool {
+			_, err := e.Topic(ctx, dead)
+			return err != nil
+		}, "the dead requester's topic deleted")
+		_, err = e.Topic(ctx, dead)
+		assert.ErrorIs(t, err, equeue.ErrTopicNotFound)
+
+		// Several TTLs later the live requester still has the same topic.
+		time.Sleep(3 * ttl)
+		assert.Equal(t, live, replyTopics(t, e))
+		rep, err = p.Request(ctx, &equeue.Message{Topic: "rpc", Body: []byte("two")})
+		require.NoError(t, err)
+		assert.Equal(t, "re:two", string(rep.Body))
+		assert.Equal(t, live, replyTopics(t, e))
+	})
+}
