@@ -21,6 +21,9 @@ const (
 	childPeers = "EQUEUE_CLUSTER_PEERS" // id=raftAddr=clientAddr,...
 	// childDefaults set makes a node keep Raft's default timeouts.
 	childDefaults = "EQUEUE_CLUSTER_DEFAULT_TIMEOUTS"
+	// childCut names a file listing the Raft addresses this node's links
+	// are cut to (the partition nemesis; see cutNet).
+	childCut = "EQUEUE_CLUSTER_CUT_FILE"
 )
 
 // TestClusterChild is one node process; it does nothing unless started by
@@ -52,6 +55,22 @@ func TestClusterChild(t *testing.T) {
 	o.RaftLog = os.Stderr
 	var n *cluster.Node
 	var err error
+	if file := os.Getenv(childCut); file != "" {
+		var cn *cutNet
+		for i := 0; ; i++ { // a killed predecessor's port may take a moment to free
+			if cn, err = newCutNet(self.RaftAddr); err == nil || i > 100 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("raft listener: %v", err)
+		}
+		stop := make(chan struct{})
+		defer close(stop)
+		go cn.follow(file, stop)
+		o.RaftStream = cn
+	}
 	for i := 0; ; i++ { // a killed predecessor's ports may take a moment to free
 		if n, err = cluster.Open(os.Getenv(childDir), o); err == nil || i > 100 {
 			break

@@ -23,15 +23,16 @@ import (
 
 // TestCluster_Jepsen runs three nodes as OS processes on loopback while
 // producers send unique values and a nemesis kills (SIGKILL) or pauses
-// (SIGSTOP, later SIGCONT) the leader and restarts killed nodes; then it
-// heals the cluster, drains every queue of every node and checks the
-// history (see check). EQUEUE_CLUSTER_LONG=1 runs 30 nemesis rounds
-// instead of 2 (one SIGKILL and restart, one SIGSTOP and SIGCONT).
+// (SIGSTOP, later SIGCONT) the leader and restarts killed nodes, or cuts
+// the leader's Raft links to the others (clients still reach it) and heals
+// them; then it heals the cluster, drains every queue of every node and
+// checks the history (see check). EQUEUE_CLUSTER_LONG=1 runs 30 nemesis
+// rounds instead of 3 (one of each).
 func TestCluster_Jepsen(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
-	rounds := 2
+	rounds := 3
 	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
 		rounds = 30
 	}
@@ -42,6 +43,8 @@ func TestCluster_Jepsen(t *testing.T) {
 // proc is one node process.
 type proc struct {
 	id, dir, client string
+	raft            string // its Raft address
+	cutFile         string // the Raft addresses its links are cut to
 	cmd             *exec.Cmd
 	done            chan struct{}
 	paused          bool
@@ -103,7 +106,8 @@ func startJepsen(t testing.TB, n int, env ...string) *jepsen {
 	var peers []string
 	var clients []string
 	for i := range n {
-		p := &proc{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), client: addrs[n+i]}
+		p := &proc{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), client: addrs[n+i], raft: addrs[i]}
+		p.cutFile = p.dir + ".cut"
 		j.procs = append(j.procs, p)
 		peers = append(peers, p.id+"="+addrs[i]+"="+p.client)
 		clients = append(clients, p.client)
@@ -144,7 +148,7 @@ func startJepsen(t testing.TB, n int, env ...string) *jepsen {
 
 func (j *jepsen) launch(p *proc) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestClusterChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+p.id, childDir+"="+p.dir, childPeers+"="+j.peers)
+	cmd.Env = append(os.Environ(), childEnv+"="+p.id, childDir+"="+p.dir, childPeers+"="+j.peers, childCut+"="+p.cutFile)
 	cmd.Env = append(cmd.Env, j.env...)
 	logf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(j.t, err)
@@ -264,7 +268,8 @@ func (j *jepsen) run(rounds int) {
 	j.waitProgress(100)
 	for r := range rounds {
 		l := j.waitLeader(nil)
-		if r%2 == 0 {
+		switch r % 3 {
+		case 0:
 			j.note("SIGKILL leader %s", l.id)
 			killed := time.Now()
 			require.NoError(t, l.cmd.Process.Kill())
@@ -277,7 +282,7 @@ func (j *jepsen) run(rounds int) {
 			j.waitProgress(50)
 			j.note("restart %s", l.id)
 			j.launch(l)
-		} else {
+		case 1:
 			j.note("SIGSTOP leader %s", l.id)
 			require.NoError(t, l.cmd.Process.Signal(syscall.SIGSTOP))
 			l.paused = true
@@ -286,6 +291,13 @@ func (j *jepsen) run(rounds int) {
 			j.note("SIGCONT %s", l.id)
 			require.NoError(t, l.cmd.Process.Signal(syscall.SIGCONT))
 			l.paused = false
+		case 2:
+			j.note("cut leader %s off from the others", l.id)
+			j.partition(l)
+			j.waitLeader(l)
+			j.waitProgress(50)
+			j.note("heal the partition")
+			j.partition(nil)
 		}
 		j.waitProgress(50)
 	}
@@ -315,5 +327,26 @@ func (j *jepsen) stopAll() {
 		}
 		assert.True(j.t, p.cmd.ProcessState.Success(), "%s exited with %v (see %s.log)", p.id, p.cmd.ProcessState, p.dir)
 		p.cmd = nil
+	}
+}
+
+// partition cuts the Raft links between iso and every other node (both
+// ends cut, see cutNet); nil heals every link. Clients still reach iso.
+func (j *jepsen) partition(iso *proc) {
+	for _, p := range j.procs {
+		var cut []string
+		switch {
+		case iso == nil:
+		case p == iso:
+			for _, o := range j.procs {
+				if o != iso {
+					cut = append(cut, o.raft)
+				}
+			}
+		default:
+			cut = []string{iso.raft}
+		}
+		require.NoError(j.t, os.WriteFile(p.cutFile+".tmp", []byte(strings.Join(cut, ",")), 0o644))
+		require.NoError(j.t, os.Rename(p.cutFile+".tmp", p.cutFile))
 	}
 }

@@ -149,7 +149,9 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if addr.IP == nil || addr.IP.IsUnspecified() {
 		return nil, fmt.Errorf("%w: RaftAddr %q must name a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
 	}
-	if n.trans, err = raft.NewTCPTransportWithLogger(o.RaftAddr, nil, 3, 10*time.Second, hlog); err != nil {
+	if o.RaftStream != nil {
+		n.trans = raft.NewNetworkTransportWithLogger(o.RaftStream, 3, 10*time.Second, hlog)
+	} else if n.trans, err = raft.NewTCPTransportWithLogger(o.RaftAddr, nil, 3, 10*time.Second, hlog); err != nil {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
 	}
 	closers = append(closers, n.trans)

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/store"
 )
@@ -31,6 +33,11 @@ type Options struct {
 	// nodes dial. Required. Port 0 picks a free port (tests); Node.RaftAddr
 	// reports it.
 	RaftAddr string
+	// RaftStream, when set, carries Raft's traffic instead of plain TCP on
+	// RaftAddr: for example TLS between nodes, or a network a test can
+	// cut. Its Addr must be RaftAddr, the address other nodes dial. The
+	// node closes it on Close.
+	RaftStream raft.StreamLayer
 	// ClientAddr is the address clients reach this node at (its gRPC
 	// server). Followers tell clients the leader's. Optional.
 	ClientAddr string
