@@ -32,9 +32,13 @@ func (c *conn) advertised() (string, int32) {
 }
 
 // hidden reports whether a topic is internal to the engine (retry and
-// dead-letter topics): such names are not legal Kafka topic names, so Kafka
-// clients never see them.
-func hidden(name string) bool { return strings.HasPrefix(name, "%") }
+// dead-letter topics) or belongs to a namespace ("ns:name", when the
+// listener serves the whole engine): such names are not legal Kafka topic
+// names, so Kafka clients never see them. A listener serving a namespace
+// (a *equeue.Namespace) sees that namespace's topics by their plain names.
+func hidden(name string) bool {
+	return strings.HasPrefix(name, "%") || strings.Contains(name, equeue.NamespaceSeparator)
+}
 
 func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()

@@ -41,7 +41,10 @@ type waiter interface {
 	WaitAny(ctx context.Context, pulls []*equeue.PullRequest, wait time.Duration) error
 }
 
-var _ Broker = (*equeue.Engine)(nil)
+var (
+	_ Broker = (*equeue.Engine)(nil)
+	_ Broker = (*equeue.Namespace)(nil)
+)
 
 // Options configure a Server. The zero value is usable.
 type Options struct {

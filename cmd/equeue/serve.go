@@ -208,7 +208,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 		}
 	}()
 	for _, ad := range c.addons {
-		stop, aerr := ad.start(ctx, serveEnv{eng: eng, backend: eng, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc})
+		stop, aerr := ad.start(ctx, serveEnv{eng: eng, backend: eng, tokens: c.addonTokens, nsTokens: namespaceTokens(c.tokens, c.server.TokenNamespaces), tls: c.tlsConf, log: a.log, errc: errc})
 		if aerr != nil {
 			_ = lis.Close()
 			if httpSrv != nil {

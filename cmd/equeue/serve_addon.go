@@ -44,9 +44,12 @@ type serveEnv struct {
 	eng     *equeue.Engine           // nil in cluster mode
 	backend remote.Backend           // the engine, or the cluster node
 	tokens  map[string]remote.Rights // nil: every caller may do everything
-	tls     *tls.Config              // nil: plaintext
-	log     *slog.Logger
-	errc    chan<- error
+	// nsTokens are the tokens scoped to a namespace, by namespace. With
+	// tokens but none of the whole engine, tokens above is empty, not nil.
+	nsTokens map[string]map[string]remote.Rights
+	tls      *tls.Config // nil: plaintext
+	log      *slog.Logger
+	errc     chan<- error
 }
 
 // serveAddons holds one constructor per add-on; each serve command gets fresh

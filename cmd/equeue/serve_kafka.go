@@ -15,7 +15,7 @@ import (
 // kafkaAddon serves the Kafka wire protocol beside gRPC (package kafka),
 // with serve's TLS and tokens (SASL/PLAIN, the token as the password).
 type kafkaAddon struct {
-	addr, advertise string
+	addr, advertise, namespace string
 }
 
 func init() {
@@ -25,6 +25,7 @@ func init() {
 func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.addr, "kafka", "", "address to serve the Kafka protocol on, e.g. 127.0.0.1:9092 (empty: off)")
 	f.StringVar(&k.advertise, "kafka-advertise", "", "host:port Kafka clients are told to connect to (default: the address they reached)")
+	f.StringVar(&k.namespace, "kafka-namespace", "", "serve only this namespace's topics and groups over Kafka, by their plain names (default: the engine's own, namespaced topics hidden)")
 }
 
 func (k *kafkaAddon) enabled() bool { return k.addr != "" }
@@ -36,13 +37,27 @@ func (k *kafkaAddon) attachEngine(*equeue.Engine) {}
 
 func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
 	var tokens map[string]kafka.Rights
-	if len(env.tokens) > 0 {
+	if len(env.tokens) > 0 || len(env.nsTokens[k.namespace]) > 0 {
 		tokens = make(map[string]kafka.Rights, len(env.tokens))
 		for tok, r := range env.tokens {
 			tokens[tok] = kafka.Rights(r) // the same bits
 		}
+		// Tokens scoped to the namespace served work here too.
+		for tok, r := range env.nsTokens[k.namespace] {
+			tokens[tok] = kafka.Rights(r)
+		}
 	}
 	b, ok := env.backend.(kafka.Broker)
+	if k.namespace != "" {
+		if env.eng == nil {
+			return nil, usageErrorf("--kafka-namespace is not available in cluster mode")
+		}
+		ns, err := env.eng.Namespace(k.namespace)
+		if err != nil {
+			return nil, usageErrorf("--kafka-namespace: %v", err)
+		}
+		b, ok = ns, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("--kafka: this broker cannot serve the Kafka protocol")
 	}

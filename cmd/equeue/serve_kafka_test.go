@@ -82,3 +82,47 @@ func TestServe_Kafka(t *testing.T) {
 		t.Fatalf("after serve: %+v", ti)
 	}
 }
+
+// `serve --kafka-namespace NS` serves one namespace over Kafka, by plain
+// names, to the whole engine's tokens and to the tokens scoped to NS.
+func TestServe_KafkaNamespace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr, kaddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--kafka", kaddr, "--kafka-namespace", "a",
+		"--token", "ops=all", "--token", "ta=all@a", "--token", "tb=all@b")
+	eventually(t, 20*time.Second, "the Kafka listener", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		c, err := net.Dial("tcp", kaddr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	})
+	ok(t, "--server", addr, "--token", "ta", "topic", "create", "orders", "--queues", "1")
+	ok(t, "--server", addr, "--token", "tb", "topic", "create", "orders", "--queues", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := saslClient(t, kaddr, "ta", kgo.DefaultProduceTopic("orders"))
+	if err := w.ProduceSync(ctx, &kgo.Record{Value: []byte("for a")}).FirstErr(); err != nil {
+		t.Fatalf("produce with namespace a's token: %v", err)
+	}
+	if out := ok(t, "--server", addr, "--token", "ta", "consume", "orders", "--from", "earliest", "--count", "1"); !strings.Contains(out, "for a") {
+		t.Fatalf("namespace a's orders: %q", out)
+	}
+	if out := ok(t, "--server", addr, "--token", "ops", "peek", "a:orders"); !strings.Contains(out, "for a") {
+		t.Fatalf("the engine's a:orders: %q", out)
+	}
+	if out := ok(t, "--server", addr, "--token", "ops", "peek", "b:orders"); strings.Contains(out, "for a") {
+		t.Fatalf("namespace b got a's message: %q", out)
+	}
+	bad := saslClient(t, kaddr, "tb")
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("namespace b's token on namespace a's listener: %v", err)
+	}
+	if code := srv.stop(t); code != 0 {
+		t.Fatalf("serve exited %d:\n%s", code, srv.stderr)
+	}
+}

@@ -47,3 +47,15 @@ func addonTokens(tokens map[string]remote.Rights, scoped map[string]string, addo
 	}
 	return out, nil
 }
+
+// namespaceTokens groups the tokens scoped to a namespace by namespace.
+func namespaceTokens(tokens map[string]remote.Rights, scoped map[string]string) map[string]map[string]remote.Rights {
+	out := map[string]map[string]remote.Rights{}
+	for tok, ns := range scoped {
+		if out[ns] == nil {
+			out[ns] = map[string]remote.Rights{}
+		}
+		out[ns][tok] = tokens[tok]
+	}
+	return out
+}

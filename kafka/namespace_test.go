@@ -1,0 +1,59 @@
+package kafka_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/equeue-go/equeue"
+)
+
+// A listener over the whole engine hides namespaced topics ("ns:name" is no
+// legal Kafka name); a listener over a namespace serves that namespace's
+// topics and groups by their plain names, and nothing of another.
+func TestKafka_NamespaceListener(t *testing.T) {
+	ctx := testCtx(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "root-topic", 1))
+	a, err := e.Namespace("a")
+	require.NoError(t, err)
+	b, err := e.Namespace("b")
+	require.NoError(t, err)
+	require.NoError(t, a.CreateTopic(ctx, "orders", 1))
+	require.NoError(t, b.CreateTopic(ctx, "orders", 1))
+
+	topicsOf := func(addr string) []string {
+		t.Helper()
+		md, err := kadmin(t, addr).Metadata(ctx)
+		require.NoError(t, err)
+		return md.Topics.Names()
+	}
+	assert.ElementsMatch(t, []string{"root-topic"}, topicsOf(serve(t, e, nil)), "the whole engine's listener hides namespaced topics")
+	addrA := serve(t, a, nil)
+	assert.ElementsMatch(t, []string{"orders"}, topicsOf(addrA))
+
+	w := kclient(t, addrA, kgo.DefaultProduceTopic("orders"))
+	require.NoError(t, w.ProduceSync(ctx, &kgo.Record{Value: []byte("in a")}).FirstErr())
+	res, err := a.Pull(ctx, &equeue.PullRequest{Topic: "orders", Max: 10})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	assert.Equal(t, "in a", string(res.Messages[0].Body))
+	res, err = b.Pull(ctx, &equeue.PullRequest{Topic: "orders", Max: 10})
+	require.NoError(t, err)
+	assert.Empty(t, res.Messages, "namespace b's topic of the same name is untouched")
+
+	// A Kafka group of the namespace commits where the namespace keeps it.
+	r := kclient(t, addrA, kgo.ConsumerGroup("kg"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	recs := pollN(ctx, t, r, 1)
+	require.NoError(t, r.CommitRecords(context.Background(), recs...))
+	offs, err := a.GroupOffsets(ctx, "kg")
+	require.NoError(t, err)
+	assert.Equal(t, map[equeue.QueueRef]int64{{Topic: "orders", Queue: 0}: 1}, offs)
+	raw, err := e.GroupOffsets(ctx, "a"+equeue.NamespaceSeparator+"kg")
+	require.NoError(t, err)
+	assert.Equal(t, map[equeue.QueueRef]int64{{Topic: "a" + equeue.NamespaceSeparator + "orders", Queue: 0}: 1}, raw)
+}

@@ -1,0 +1,27 @@
+package equeue
+
+import "context"
+
+// CommitGroupOffsets stores the offsets of a group of the namespace whose
+// members track them themselves (see Engine.CommitGroupOffsets). With it and
+// GroupOffsets a namespace can back the Kafka listener (package kafka).
+func (n *Namespace) CommitGroupOffsets(ctx context.Context, group string, offsets map[QueueRef]int64) error {
+	in := make(map[QueueRef]int64, len(offsets))
+	for ref, off := range offsets {
+		in[n.inRef(ref)] = off
+	}
+	return n.err(n.e.CommitGroupOffsets(ctx, n.in(group), in))
+}
+
+// GroupOffsets returns such a group's offsets (see Engine.GroupOffsets).
+func (n *Namespace) GroupOffsets(ctx context.Context, group string) (map[QueueRef]int64, error) {
+	offs, err := n.e.GroupOffsets(ctx, n.in(group))
+	if err != nil {
+		return nil, n.err(err)
+	}
+	out := make(map[QueueRef]int64, len(offs))
+	for ref, off := range offs {
+		out[n.outRef(ref)] = off
+	}
+	return out, nil
+}
