@@ -23,8 +23,7 @@ func TestRetry_ThroughRetryTopicWithBackoff(t *testing.T) {
 
 func testRetry_ThroughRetryTopicWithBackoff(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "badger", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "badger", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	type seen struct {
 		m  equeue.Message
@@ -74,8 +73,7 @@ func TestRetry_HandlerAsksForDelayOrDeadLetter(t *testing.T) {
 
 func testRetry_HandlerAsksForDelayOrDeadLetter(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	var tries sync.Map
 	var okCount atomic.Int32
@@ -155,8 +153,7 @@ func TestRetry_StuckHandlerIsSentBack(t *testing.T) {
 
 func testRetry_StuckHandlerIsSentBack(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	release := make(chan struct{})
 	defer close(release)
@@ -258,8 +255,7 @@ func TestRetry_BroadcastRetriesLocally(t *testing.T) {
 
 func testRetry_BroadcastRetriesLocally(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	var calls atomic.Int32
 	startConsumer(t, b, equeue.ConsumerOptions{Group: "b", ID: "m1", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}},
