@@ -31,8 +31,9 @@ import (
 // on an empty log starts it at 0 again. Its appends must only not overlap
 // what it holds: they start at or above its next slot and increase.
 
-// errOffsetMismatch is what the FSM answers to a batch whose appends do not
-// continue their queues: the entry was refused, nothing of it is stored.
+// errOffsetMismatch is returned (as the FSM's answer to the leader's
+// write) when a batch's appends do not continue their queues: the entry
+// was refused on every node, nothing of it is stored.
 var errOffsetMismatch = errors.New("cluster: appended offsets do not continue their queue")
 
 // delayLog is the engine's delay log (its topic IDs start at 1).
