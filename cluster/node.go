@@ -35,12 +35,13 @@ type Node struct {
 	st    *store.Badger
 	logs  *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
-	// ptrans is trans noting followers' progress (lag.go); Raft uses it.
-	ptrans *progressTransport
 	raft  *raft.Raft
 	fsm   *fsm
 	peers map[string]string // node ID -> client address, from Options.Peers
 	obs   *raft.Observer
+
+	// ptrans is trans noting followers' progress (lag.go); Raft uses it.
+	ptrans *progressTransport
 
 	mu     sync.RWMutex
 	engine *equeue.Engine
