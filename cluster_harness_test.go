@@ -42,8 +42,9 @@ type clusterRig struct {
 	server    *remote.ServerOptions
 	durable   bool // Badger on disk (survives restart) rather than in memory
 	dirs      []string
-	raftAddrs []string // kept across restarts
-	addrs     []string // client (gRPC) addresses, kept across restarts
+	raftAddrs []string       // kept across restarts
+	addrs     []string       // client (gRPC) addresses, kept across restarts
+	lis       []net.Listener // the first listener of each address
 	nodes     []*cluster.Node
 	servers   []*remote.Server
 	served    []chan error
@@ -65,7 +66,7 @@ func newClusterRig(t testing.TB, opts *equeue.Options, srv *remote.ServerOptions
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		c.addrs = append(c.addrs, l.Addr().String())
-		require.NoError(t, l.Close())
+		c.lis = append(c.lis, l)
 	}
 	c.nodes = make([]*cluster.Node, clusterNodes)
 	c.servers = make([]*remote.Server, clusterNodes)
@@ -102,8 +103,12 @@ func (c *clusterRig) startNode(i int, bootstrap bool) {
 	c.raftAddrs[i] = n.RaftAddr()
 	srv, err := remote.NewBackendServer(n, c.server)
 	require.NoError(c.t, err)
-	l, err := net.Listen("tcp", c.addrs[i])
-	require.NoError(c.t, err)
+	l := c.lis[i]
+	if l == nil { // a restart: listen again on the same address
+		l, err = net.Listen("tcp", c.addrs[i])
+		require.NoError(c.t, err)
+	}
+	c.lis[i] = nil
 	c.servers[i], c.served[i] = srv, make(chan error, 1)
 	go func(done chan error) { done <- srv.Serve(l) }(c.served[i])
 }
@@ -125,6 +130,10 @@ func (c *clusterRig) stopNode(i int) {
 func (c *clusterRig) stop() {
 	for i := range c.nodes {
 		c.stopNode(i)
+		if c.lis[i] != nil { // never served
+			_ = c.lis[i].Close()
+			c.lis[i] = nil
+		}
 	}
 }
 
