@@ -45,9 +45,8 @@ func TestConsumer_MaxAttemptsHonouredAcrossCloses(t *testing.T) {
 
 func testMaxAttemptsAcrossCloses(t *testing.T, tr string, model equeue.MessageModel, orderly bool) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	b := brokerOver(t, e, tr)
 	var runs atomic.Int64
 	var seen []int // attempt counts the handler saw, in order
 	seenCh := make(chan int, 64)
@@ -201,9 +200,8 @@ func TestEngine_CommitAttemptsFollowTheStore(t *testing.T) {
 func TestConsumer_OrderlyHandoverCarriesAttempts(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
+		e, b := openOver(t, tr, "memory", nil)
 		require.NoError(t, e.CreateTopic(ctx, "t", 1))
-		b := brokerOver(t, e, tr)
 		p := newProducer(t, b, nil)
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("poison")})
 		require.NoError(t, err)

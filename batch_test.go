@@ -91,8 +91,7 @@ func TestBatch_PartialFailureRetriesOnlyFailed(t *testing.T) {
 
 func testBatch_PartialFailureRetriesOnlyFailed(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	const n = 40
 	sendBodies(t, b, "t", n) // a backlog: the batches are full
@@ -138,8 +137,7 @@ func TestBatch_MaxAttemptsThenDeadLetter(t *testing.T) {
 
 func testBatch_MaxAttemptsThenDeadLetter(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	const n = 6
 	sendBodies(t, b, "t", n)
@@ -191,8 +189,7 @@ func TestBatch_OrderlyKeepsOrder(t *testing.T) { forTransports(t, testBatch_Orde
 
 func testBatch_OrderlyKeepsOrder(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	const n = 20
 	sendBodies(t, b, "t", n)
@@ -230,9 +227,8 @@ func TestBatch_CloseMidBatchNoDuplicates(t *testing.T) {
 
 func testBatch_CloseMidBatchNoDuplicates(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "jobs", 4))
-	b := brokerOver(t, e, tr)
 	const jobs = 300
 	ledger := newJobLedger()
 	handler := func(ctx context.Context, msgs []*equeue.Message) error {
@@ -308,8 +304,7 @@ func TestBatch_CloseCancelsRunningBatch(t *testing.T) {
 
 func testBatch_CloseCancelsRunningBatch(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	sendBodies(t, b, "t", 8)
 	started := make(chan struct{})

@@ -105,8 +105,7 @@ func TestConsumer_ClusteringSharesQueuesByAverage(t *testing.T) {
 
 func testConsumer_ClusteringSharesQueuesByAverage(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 8))
 	col := newCollector()
 	for _, id := range []string{"c1", "c2", "c3"} {
@@ -151,8 +150,7 @@ func TestConsumer_SubscriptionMismatchRejected(t *testing.T) {
 
 func testConsumer_SubscriptionMismatchRejected(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "a", 2))
 	require.NoError(t, e.CreateTopic(ctx, "b", 2))
 	col := newCollector()
@@ -180,11 +178,11 @@ func testConsumer_SubscriptionMismatchRejected(t *testing.T, tr string) {
 // production while members join and leave: every message must be handled
 // exactly once.
 func TestConsumer_HandoffNoLossNoDuplicates(t *testing.T) {
-	for _, c := range []struct{ kind, tr string }{{"badger", "inproc"}, {"memory", "inproc"}, {"memory", "remote"}} {
+	for _, c := range []struct{ kind, tr string }{{"badger", "inproc"}, {"memory", "inproc"}, {"memory", "remote"}, {"badger", clusterTransport}} {
 		t.Run(c.kind+"/"+c.tr, func(t *testing.T) {
+			clusterSuiteOnly(t, c.tr)
 			ctx := ctxT(t)
-			e, _ := openEngine(t, c.kind, &equeue.Options{Sync: equeue.SyncNever})
-			b := brokerOver(t, e, c.tr)
+			e, b := openOver(t, c.tr, c.kind, &equeue.Options{Sync: equeue.SyncNever})
 			require.NoError(t, e.CreateTopic(ctx, "t", 8))
 			col := newCollector()
 			opts := func(id string) equeue.ConsumerOptions {
@@ -270,8 +268,7 @@ func TestConsumer_CrashRedeliversOnlyUncommitted(t *testing.T) {
 
 func testConsumer_CrashRedeliversOnlyUncommitted(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "badger", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "badger", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	p := newProducer(t, b, nil)
 	colA := newCollector()
@@ -343,8 +340,7 @@ func TestConsumer_GroupsAreIsolated(t *testing.T) { forTransports(t, testConsume
 
 func testConsumer_GroupsAreIsolated(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	c1, c2 := newCollector(), newCollector()
 	startConsumer(t, b, equeue.ConsumerOptions{Group: "g1", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: c1.handler("g1")})
@@ -373,8 +369,7 @@ func TestConsumer_OrderlyKeepsOrderAndRetriesInPlace(t *testing.T) {
 
 func testConsumer_OrderlyKeepsOrderAndRetriesInPlace(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	var mu sync.Mutex
 	seen := map[string][]int{}
@@ -422,8 +417,7 @@ func testConsumer_FailuresRetryThenDeadLetter(t *testing.T, tr string) {
 	for _, orderly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("orderly=%v", orderly), func(t *testing.T) {
 			ctx := ctxT(t)
-			e, _ := openEngine(t, "memory", nil)
-			b := brokerOver(t, e, tr)
+			e, b := openOver(t, tr, "memory", nil)
 			require.NoError(t, e.CreateTopic(ctx, "t", 1))
 			var attempts sync.Map
 			okCol := newCollector()

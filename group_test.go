@@ -81,8 +81,7 @@ func TestCoordinator_SilentMemberExpires(t *testing.T) {
 
 func testCoordinator_SilentMemberExpires(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	// A member that joins and never heartbeats (a remote worker that died).
 	// (A Consumer in clustering mode also subscribes to its retry topic.)
@@ -109,8 +108,7 @@ func TestCoordinator_QueueChangesRebalanceAtOnce(t *testing.T) {
 
 func testCoordinator_QueueChangesRebalanceAtOnce(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	col := newCollector()
 	for _, id := range []string{"a", "b"} {
@@ -150,8 +148,7 @@ func TestConsumer_ConsumeFrom(t *testing.T) { forTransports(t, testConsumer_Cons
 
 func testConsumer_ConsumeFrom(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	p := newProducer(t, b, nil)
 	sendN(t, p, "t", 10, nil)
@@ -177,8 +174,7 @@ func TestConsumer_SlidingWindow(t *testing.T) { forTransports(t, testConsumer_Sl
 
 func testConsumer_SlidingWindow(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	release := make(chan struct{})
 	var done atomic.Int64
@@ -218,8 +214,7 @@ func TestConsumer_FlowControlPausesPulling(t *testing.T) {
 
 func testConsumer_FlowControlPausesPulling(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	p := newProducer(t, b, nil)
 	sendN(t, p, "t", 300, nil)
@@ -344,8 +339,7 @@ func TestPullConsumer_FetchCommitAndRebalance(t *testing.T) {
 
 func testPullConsumer_FetchCommitAndRebalance(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	for q := range 2 {
 		for i := range 5 {
@@ -477,8 +471,7 @@ func testConsumer_BackToBackJoinsSettle(t *testing.T, tr string) {
 	for round := range 5 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			ctx := ctxT(t)
-			e, _ := openEngine(t, "memory", nil)
-			b := brokerOver(t, e, tr)
+			e, b := openOver(t, tr, "memory", nil)
 			require.NoError(t, e.CreateTopic(ctx, "t", 6))
 			col := newCollector()
 			var cs []*equeue.Consumer

@@ -23,9 +23,8 @@ func TestConsumer_DefaultStartsAtEarliest(t *testing.T) {
 
 func testConsumer_DefaultStartsAtEarliest(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
-	b := brokerOver(t, e, tr)
 	p := newProducer(t, b, nil)
 	for range 6 {
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("job")})
@@ -58,9 +57,8 @@ func testConsumer_DefaultStartsAtEarliest(t *testing.T, tr string) {
 func TestConsumer_ConsumeFromLatestStillAvailable(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
+		e, b := openOver(t, tr, "memory", nil)
 		require.NoError(t, e.CreateTopic(ctx, "t", 1))
-		b := brokerOver(t, e, tr)
 		p := newProducer(t, b, nil)
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("old")})
 		require.NoError(t, err)
@@ -84,9 +82,8 @@ func TestConsumer_DuplicateMemberIDRefused(t *testing.T) {
 
 func testConsumer_DuplicateMemberIDRefused(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
-	b := brokerOver(t, e, tr)
 	col := newCollector()
 	opts := func(who string) equeue.ConsumerOptions {
 		return equeue.ConsumerOptions{Group: "g", ID: "same", Subscriptions: []equeue.Subscription{{Topic: "t"}},
@@ -125,9 +122,8 @@ func TestConsumer_CrashedMemberRejoins(t *testing.T) {
 
 func testConsumer_CrashedMemberRejoins(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", &equeue.Options{SessionTimeout: time.Second})
+	e, b := openOver(t, tr, "memory", &equeue.Options{SessionTimeout: time.Second})
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	b := brokerOver(t, e, tr)
 	var handled atomic.Int64
 	opts := equeue.ConsumerOptions{Group: "g", ID: "w", Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		HeartbeatInterval: 100 * time.Millisecond, Handler: func(context.Context, *equeue.Message) error { handled.Add(1); return nil }}

@@ -18,9 +18,8 @@ import (
 func TestGroup_LeaveFencedByIncarnation(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", &equeue.Options{SessionTimeout: 200 * time.Millisecond})
+		e, b := openOver(t, tr, "memory", &equeue.Options{SessionTimeout: 200 * time.Millisecond})
 		require.NoError(t, e.CreateTopic(ctx, "t", 2))
-		b := brokerOver(t, e, tr)
 		join := func(inc string) (equeue.Assignment, error) {
 			return b.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "w", Incarnation: inc,
 				Subscriptions: []equeue.Subscription{{Topic: "t"}}})

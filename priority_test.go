@@ -56,8 +56,7 @@ func TestPriority_BacklogHigherFirst(t *testing.T) { forTransports(t, testPriori
 
 func testPriority_BacklogHigherFirst(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	b := brokerOver(t, e, tr)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 2, Priorities: 3}))
 	info, err := e.Topic(ctx, "p")
 	require.NoError(t, err)
@@ -112,9 +111,8 @@ func TestPriority_RestartResumesEachLane(t *testing.T) {
 
 func testPriority_RestartResumesEachLane(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, reopen := openEngine(t, "badger", nil)
+	e, b, restart := openOverRestartable(t, tr, nil)
 	require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 1, Priorities: 2}))
-	b := brokerOver(t, e, tr)
 	sendPriorities(t, b, "p", 5, []int{0, 1}, "old")
 	var first priorityLog
 	opts := equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "p"}}, Concurrency: 1}
@@ -123,11 +121,10 @@ func testPriority_RestartResumesEachLane(t *testing.T, tr string) {
 	eventually(t, 30*time.Second, func() bool { return first.count() == 10 }, "the first messages handled")
 	require.NoError(t, c.Close())
 
-	e = reopen()
+	e, b = restart()
 	info, err := e.Topic(ctx, "p")
 	require.NoError(t, err)
 	assert.Equal(t, 2, info.Priorities, "priorities survive a restart")
-	b = brokerOver(t, e, tr)
 	sendPriorities(t, b, "p", 3, []int{0, 1}, "new")
 	var second priorityLog
 	opts.Handler = second.handler

@@ -31,10 +31,9 @@ func replyTopics(t *testing.T, e *equeue.Engine) []string {
 func TestRequest_IdleReplyTopicOfADeadRequesterIsDeleted(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
 		const ttl = 300 * time.Millisecond
-		e, _ := openEngine(t, "memory", &equeue.Options{ReplyTopicIdleTTL: ttl})
+		e, b := openOver(t, tr, "memory", &equeue.Options{ReplyTopicIdleTTL: ttl})
 		ctx := ctxT(t)
 		require.NoError(t, e.CreateTopic(ctx, "rpc", 1))
-		b := brokerOver(t, e, tr)
 		replier(t, b, "rpc", nil)
 		p := newProducer(t, b, nil)
 		rep, err := p.Request(ctx, &equeue.Message{Topic: "rpc", Body: []byte("one")})

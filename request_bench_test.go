@@ -17,10 +17,9 @@ func BenchmarkRequest(b *testing.B) {
 	for _, tr := range transports {
 		for _, par := range []int{1, 64} {
 			b.Run(tr+"/parallelism="+strconv.Itoa(par), func(b *testing.B) {
-				e, _ := openEngine(b, "memory", &equeue.Options{Sync: equeue.SyncNever})
+				e, br := openOver(b, tr, "memory", &equeue.Options{Sync: equeue.SyncNever})
 				ctx := context.Background()
 				require.NoError(b, e.CreateTopic(ctx, "rpc", 4))
-				br := brokerOver(b, e, tr)
 				rp := newProducer(b, br, nil)
 				startConsumer(b, br, equeue.ConsumerOptions{
 					Group: "echo", Subscriptions: []equeue.Subscription{{Topic: "rpc"}}, Concurrency: 64,

@@ -41,10 +41,9 @@ func replier(t *testing.T, b equeue.Broker, topic string, hold <-chan struct{}) 
 
 func TestRequest_ThousandConcurrentAnswered(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
-		e, _ := openEngine(t, "memory", nil)
+		e, b := openOver(t, tr, "memory", nil)
 		ctx := ctxT(t)
 		require.NoError(t, e.CreateTopic(ctx, "rpc", 4))
-		b := brokerOver(t, e, tr)
 		replier(t, b, "rpc", nil)
 		p := newProducer(t, b, nil)
 
@@ -87,10 +86,9 @@ func TestRequest_ThousandConcurrentAnswered(t *testing.T) {
 
 func TestRequest_TimeoutLeaksNothingAndLateReplyIsDropped(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
-		e, _ := openEngine(t, "memory", nil)
+		e, b := openOver(t, tr, "memory", nil)
 		ctx := ctxT(t)
 		require.NoError(t, e.CreateTopic(ctx, "rpc", 1))
-		b := brokerOver(t, e, tr)
 		hold := make(chan struct{})
 		answered := replier(t, b, "rpc", hold)
 		p := newProducer(t, b, nil)
@@ -196,10 +194,9 @@ func TestRequest_ReplyTopicDeletedUnderIt(t *testing.T) {
 // it could never succeed) and does not bring the topic back.
 func TestReply_ToAClosedRequesterIsDropped(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
-		e, _ := openEngine(t, "memory", nil)
+		e, b := openOver(t, tr, "memory", nil)
 		ctx := ctxT(t)
 		require.NoError(t, e.CreateTopic(ctx, "rpc", 1))
-		b := brokerOver(t, e, tr)
 		p := newProducer(t, b, nil)
 		rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()

@@ -38,6 +38,20 @@ func consumerBroker(t *testing.T, e *equeue.Engine, transport string) equeue.Bro
 	return c
 }
 
+// openConsumeOnly opens an in-memory engine with opts and returns it with
+// a broker that reaches it over transport with consume rights only (see
+// consumerBroker); over "cluster" the engine is the leader's and every
+// node's server takes only the consume token.
+func openConsumeOnly(t *testing.T, transport string, opts *equeue.Options) (*equeue.Engine, equeue.Broker) {
+	t.Helper()
+	if transport == clusterTransport {
+		c := newClusterRig(t, opts, &remote.ServerOptions{Tokens: map[string]remote.Rights{"c": remote.RightConsume}}, false)
+		return c.leaderEngine(), c.dial(&remote.ClientOptions{Token: "c"})
+	}
+	e, _ := openEngine(t, "memory", opts)
+	return e, consumerBroker(t, e, transport)
+}
+
 // engineState is what a refused call must leave unchanged: every topic and
 // the end of each of its queues.
 func engineState(t *testing.T, e *equeue.Engine) map[string][]int64 {
@@ -95,7 +109,7 @@ func TestSendBack_RightsHold(t *testing.T) {
 
 func testSendBack_RightsHold(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", &equeue.Options{AutoCreateTopics: true})
+	e, b := openConsumeOnly(t, tr, &equeue.Options{AutoCreateTopics: true})
 	require.NoError(t, e.CreateTopic(ctx, "orders", 1))
 	require.NoError(t, e.CreateTopic(ctx, "billing", 1))
 	p := newProducer(t, e, nil)
@@ -106,7 +120,6 @@ func testSendBack_RightsHold(t *testing.T, tr string) {
 	// The victim group exists, with its retry topic.
 	_, _ = joinAndPull(t, e, "billing", "victim", "billing")
 
-	b := consumerBroker(t, e, tr)
 	g, res := joinAndPull(t, b, "og", "m", "orders")
 	require.Len(t, res.Messages, 1)
 	before := engineState(t, e)

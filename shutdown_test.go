@@ -83,9 +83,8 @@ func TestConsumer_WorkQueueCloseUnderLoadNoDuplicates(t *testing.T) {
 
 func testConsumer_WorkQueueCloseUnderLoadNoDuplicates(t *testing.T, tr string) {
 	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
+	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "jobs", 4))
-	b := brokerOver(t, e, tr)
 	const jobs = 300
 	ledger := newJobLedger()
 	handler := func(ctx context.Context, m *equeue.Message) error {

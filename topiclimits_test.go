@@ -40,8 +40,7 @@ func stored(t testing.TB, a limitsAdmin, name string) int64 {
 func TestTopicLimits_RejectUnderConcurrentProducers(t *testing.T) {
 	forTransports(t, func(t *testing.T, transport string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
-		b := brokerOver(t, e, transport)
+		_, b := openOver(t, transport, "memory", nil)
 		a := b.(limitsAdmin)
 		const limit, producers, each = 100, 8, 40
 		require.NoError(t, a.CreateTopicWith(ctx, "capped", equeue.TopicOptions{Queues: 4,
@@ -93,8 +92,7 @@ func TestTopicLimits_RejectUnderConcurrentProducers(t *testing.T) {
 func TestTopicLimits_DropOldestUnderConcurrentProducers(t *testing.T) {
 	forTransports(t, func(t *testing.T, transport string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
-		b := brokerOver(t, e, transport)
+		e, b := openOver(t, transport, "memory", nil)
 		a := b.(limitsAdmin)
 		const limit, producers, each = 50, 4, 100
 		require.NoError(t, a.CreateTopicWith(ctx, "ring", equeue.TopicOptions{Queues: 3,

@@ -151,8 +151,7 @@ func (h *handleTrace) calls() []handleCall {
 func TestTraceHooks_HandleOutcomes(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
-		b := brokerOver(t, e, tr)
+		e, b := openOver(t, tr, "memory", nil)
 		require.NoError(t, e.CreateTopic(ctx, "t", 1))
 		ht := &handleTrace{}
 		var ctxOK sync.Map

@@ -72,6 +72,7 @@ type fsm struct {
 	onTenure func(fsmState)
 
 	restores atomic.Uint64 // snapshots installed
+	offsets  *offsets      // each queue's next offset (FSM goroutine only)
 
 	mu     sync.Mutex // guards state and broken for readers off the FSM goroutine
 	state  fsmState
@@ -81,7 +82,7 @@ type fsm struct {
 var _ raft.FSM = (*fsm)(nil)
 
 func newFSM(st *store.Badger, log *slog.Logger) (*fsm, error) {
-	f := &fsm{st: st, log: log}
+	f := &fsm{st: st, log: log, offsets: newOffsets(st)}
 	if err := f.load(); err != nil {
 		return nil, err
 	}
@@ -155,8 +156,16 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return errStaleTenure
 		}
 		b := e.batch
-		b.Meta = append(b.Meta, store.MetaOp{Key: stateKey, Value: next.encode()})
-		err = f.st.Write(b)
+		after, cerr := f.offsets.check(b)
+		if errors.Is(cerr, errOffsetMismatch) {
+			return f.refuse(l.Index, s, cerr)
+		}
+		if err = cerr; err == nil {
+			b.Meta = append(b.Meta, store.MetaOp{Key: stateKey, Value: next.encode()})
+			if err = f.st.Write(b); err == nil {
+				f.offsets.advance(b, after)
+			}
+		}
 	case entryDelete, entryDrop:
 		if e.tenure != s.tenure {
 			return errStaleTenure
@@ -168,6 +177,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 		} else {
 			err = f.st.DropQueue(e.queue)
 		}
+		f.offsets.forget(e.queue)
 		if err == nil {
 			err = f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}})
 		}
@@ -217,6 +227,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if f.err() == nil && f.current().applied >= applied {
 		return nil
 	}
+	f.offsets.reset()
 	if err := f.st.Restore(rc); err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}

@@ -15,6 +15,7 @@ type Collector struct {
 
 	state, term, commit, applied, lastLog, firstLog, serving *prometheus.Desc
 	applyLag, lastContact, leaderChanges, tenures, snapshots *prometheus.Desc
+	followerLag, followerAnswer                              *prometheus.Desc
 }
 
 // NewCollector returns a collector of n's metrics.
@@ -35,13 +36,17 @@ func NewCollector(n *Node) *Collector {
 		leaderChanges: d("leader_changes_total", "Leader changes observed by the node."),
 		tenures:       d("tenures_total", "Engines opened by this node as leader."),
 		snapshots:     d("snapshots_installed_total", "Snapshots installed into the node's store."),
+		followerLag: d("follower_lag_entries",
+			"On the leader: entries of its log a follower lacks, as of the follower's last answer.", "follower"),
+		followerAnswer: d("follower_last_answer_seconds",
+			"On the leader: seconds since a follower last answered it (absent when it never did).", "follower"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.lastLog, c.firstLog, c.serving,
-		c.applyLag, c.lastContact, c.leaderChanges, c.tenures, c.snapshots} {
+		c.applyLag, c.lastContact, c.leaderChanges, c.tenures, c.snapshots, c.followerLag, c.followerAnswer} {
 		ch <- d
 	}
 }
@@ -79,6 +84,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.applyLag, lag)
 	if !s.LastContact.IsZero() && s.State != raft.Leader.String() {
 		g(c.lastContact, time.Since(s.LastContact).Seconds())
+	}
+	for _, f := range c.n.FollowerLags() {
+		g(c.followerLag, float64(f.Entries), f.ID)
+		if !f.LastAnswer.IsZero() {
+			g(c.followerAnswer, time.Since(f.LastAnswer).Seconds(), f.ID)
+		}
 	}
 	cnt(c.leaderChanges, s.LeaderChanges)
 	cnt(c.tenures, s.Tenures)

@@ -40,6 +40,9 @@ type Node struct {
 	peers map[string]string // node ID -> client address, from Options.Peers
 	obs   *raft.Observer
 
+	// ptrans is trans noting followers' progress (lag.go); Raft uses it.
+	ptrans *progressTransport
+
 	mu     sync.RWMutex
 	engine *equeue.Engine
 	rstore *replicatedStore
@@ -155,6 +158,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
 	}
 	closers = append(closers, n.trans)
+	n.ptrans = newProgressTransport(n.trans)
 
 	conf := n.raftConfig(hlog)
 	cache, err := raft.NewLogCache(512, n.logs)
@@ -167,12 +171,12 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 			return nil, fmt.Errorf("cluster: read raft state: %w", err)
 		}
 		if !has {
-			if err := raft.BootstrapCluster(conf, cache, n.logs, snaps, n.trans, n.bootConfig()); err != nil {
+			if err := raft.BootstrapCluster(conf, cache, n.logs, snaps, n.ptrans, n.bootConfig()); err != nil {
 				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 			}
 		}
 	}
-	if n.raft, err = raft.NewRaft(conf, n.fsm, cache, n.logs, snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(conf, n.fsm, cache, n.logs, snaps, n.ptrans); err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.obs = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {

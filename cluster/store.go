@@ -95,8 +95,9 @@ func (s *replicatedStore) apply(data []byte) error {
 	s.fence(err)
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
-		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, errStaleTenure):
-		// Never entered the log, or ignored by every node's FSM.
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, errStaleTenure),
+		errors.Is(err, errOffsetMismatch):
+		// Never entered the log, or ignored or refused by every node's FSM.
 		return fmt.Errorf("%w: %w", equeue.ErrNotLeader, err)
 	default:
 		// In the log, and a later leader may commit it (or not).

@@ -38,6 +38,12 @@ func (cc *ClusterClient) SetQueueWritable(ctx context.Context, name string, queu
 	return onCluster0(ctx, cc, true, func(c *Client) error { return c.SetQueueWritable(ctx, name, queueID, writable) })
 }
 
+// SetTopicLimits replaces a topic's limits and defaults (see
+// Client.SetTopicLimits). Setting the same limits twice is the same as once.
+func (cc *ClusterClient) SetTopicLimits(ctx context.Context, name string, l equeue.TopicLimits) error {
+	return onCluster0(ctx, cc, true, func(c *Client) error { return c.SetTopicLimits(ctx, name, l) })
+}
+
 // Topics lists the topics.
 func (cc *ClusterClient) Topics(ctx context.Context) ([]equeue.TopicInfo, error) {
 	return onCluster(ctx, cc, true, func(c *Client) ([]equeue.TopicInfo, error) { return c.Topics(ctx) })

@@ -1,0 +1,28 @@
+package cluster
+
+import "github.com/equeue-go/equeue/store"
+
+// Test hooks: what the tests of package cluster_test need of the inside.
+
+// ErrOffsetMismatch exports errOffsetMismatch.
+var ErrOffsetMismatch = errOffsetMismatch
+
+// ApplyRaw replicates a batch entry of tenure holding b through n's Raft,
+// as a leader's engine would, and returns the FSM's answer (nil when it
+// was applied).
+func ApplyRaw(n *Node, tenure uint64, b *store.Batch) error {
+	f := n.raft.Apply(encodeBatch(tenure, b), n.opts.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return err
+	}
+	if err, ok := f.Response().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// TenureOf returns the tenure n's store holds as current (0: none).
+func TenureOf(n *Node) uint64 { return n.fsm.current().tenure }
+
+// StoreOf returns n's Badger store.
+func StoreOf(n *Node) *store.Badger { return n.st }

@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Follower progress as the leader sees it. Raft keeps each follower's
+// match index to itself, but every answer to an AppendEntries call —
+// heartbeats included, which the leader sends each follower every tenth of
+// the heartbeat timeout — carries the follower's last log index. The
+// node's Raft transport is wrapped to note it per follower; the lag is the
+// leader's last log index minus it.
+
+// progressTransport is the node's Raft transport, noting what followers
+// answer. Embedding keeps the transport's optional capabilities
+// (pre-vote, close) visible to Raft.
+type progressTransport struct {
+	*raft.NetworkTransport
+
+	mu    sync.Mutex
+	peers map[raft.ServerID]peerProgress
+}
+
+// peerProgress is what a follower last answered.
+type peerProgress struct {
+	lastLog uint64    // the follower's last log index after the call
+	at      time.Time // when it answered
+}
+
+func newProgressTransport(t *raft.NetworkTransport) *progressTransport {
+	return &progressTransport{NetworkTransport: t, peers: map[raft.ServerID]peerProgress{}}
+}
+
+// AppendEntries sends the call and notes the follower's answer.
+func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err != nil {
+		return err
+	}
+	last := resp.LastLog // the follower's last index before this call
+	if resp.Success && len(args.Entries) > 0 {
+		last = max(last, args.PrevLogEntry+uint64(len(args.Entries)))
+	}
+	t.mu.Lock()
+	t.peers[id] = peerProgress{lastLog: last, at: time.Now()}
+	t.mu.Unlock()
+	return nil
+}
+
+// progress returns what id last answered; ok is false when it never did.
+func (t *progressTransport) progress(id raft.ServerID) (p peerProgress, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok = t.peers[id]
+	return p, ok
+}
+
+// FollowerLag is one follower's replication progress, as its leader sees
+// it.
+type FollowerLag struct {
+	ID string // the follower's node ID
+	// LastLogIndex is the follower's last log index, as of its last answer
+	// to the leader (0 when it never answered this node).
+	LastLogIndex uint64
+	// Entries is how many entries of the leader's log the follower lacks:
+	// the leader's last log index minus LastLogIndex.
+	Entries uint64
+	// LastAnswer is when the follower last answered the leader (zero when
+	// it never did).
+	LastAnswer time.Time
+}
+
+// FollowerLags returns each other server's replication lag while this node
+// leads, and nil otherwise.
+func (n *Node) FollowerLags() []FollowerLag {
+	if n.raft.State() != raft.Leader {
+		return nil
+	}
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return nil
+	}
+	last := n.raft.LastIndex()
+	var out []FollowerLag
+	for _, s := range cf.Configuration().Servers {
+		if string(s.ID) == n.opts.ID {
+			continue
+		}
+		f := FollowerLag{ID: string(s.ID), Entries: last}
+		if p, ok := n.ptrans.progress(s.ID); ok {
+			f.LastLogIndex, f.LastAnswer = p.lastLog, p.at
+			f.Entries = 0
+			if last > p.lastLog {
+				f.Entries = last - p.lastLog
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
