@@ -125,15 +125,22 @@ func TestWriter_DedupExpiryIsBoundedPerBatch(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			r := newFaultRig(t, kind, nil)
 			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
-			const window = 2 * time.Second
+			const window = 4 * time.Second
 			require.NoError(t, r.E.CreateTopicWith(ctxBG, "d", equeue.TopicOptions{Queues: 1, DedupWindow: window}))
+			first := time.Now()
 			for b := 0; b < 7; b++ {
 				ms := bulk(1000, func(i int, m *equeue.Message) { m.ID = fmt.Sprintf("%d-%d", b, i) })
 				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: ms})
 				require.NoError(t, err)
 			}
 			last := time.Now()
-			require.Equal(t, 7000, metaKeys(t, r.FS, "u/"))
+			// On a machine so loaded that writing took longer than the
+			// window, the first entries may already be expiring.
+			if time.Since(first) < window {
+				require.Equal(t, 7000, metaKeys(t, r.FS, "u/"))
+			} else {
+				t.Logf("writing took %v, longer than the window: the count before expiry is not checked", time.Since(first))
+			}
 			eventually(t, waitLong, func() bool { return time.Since(last) > window+50*time.Millisecond }, "the window passes")
 			_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("unrelated")}}})
 			require.NoError(t, err)
