@@ -86,6 +86,11 @@ const (
 	sendDone            // answered, failed or dropped
 )
 
+// maxBatchBytes bounds a request of several appends, below any server's
+// limit (a server the Broker service is registered on may read less than
+// ServerOptions.MaxMessageBytes).
+const maxBatchBytes = 1 << 20
+
 // pipeSend is one AppendAsync call.
 type pipeSend struct {
 	ctx  context.Context
@@ -96,7 +101,6 @@ type pipeSend struct {
 	// Guarded by appendPipe.mu.
 	state    int
 	reported bool // cb was called (a cancelled in-flight send stays in flight)
-	stream   *pipeStream
 	busyWait time.Duration
 	stopCtx  func() bool
 }
@@ -106,6 +110,7 @@ type pipeStream struct {
 	st       pb.Broker_AppendStreamClient
 	cancel   context.CancelFunc
 	maxBytes int // the smaller of the client's and the server's limit
+	window   int // how many appends may be unanswered on it
 	// Guarded by appendPipe.mu.
 	inFlight map[uint64]*pipeSend
 	draining bool // the server stops: send nothing more on it
@@ -182,7 +187,9 @@ func (p *appendPipe) send(ctx context.Context, s *pipeSend) {
 	}
 	s.state = sendQueued
 	p.queue = append(p.queue, s)
-	s.stopCtx = context.AfterFunc(ctx, func() { p.cancelled(s) })
+	if ctx.Done() != nil { // else it never ends: no hook to register
+		s.stopCtx = context.AfterFunc(ctx, func() { p.cancelled(s) })
+	}
 	if !p.started {
 		p.started = true
 		p.wg.Add(1)
@@ -294,7 +301,11 @@ func (p *appendPipe) sendSome() bool {
 	size := 16
 	var tooBig []*pipeSend
 	n := 0
+	room := ps.window - len(ps.inFlight)
 	for _, s := range p.queue {
+		if len(batch) >= room {
+			break
+		}
 		it := &pb.StreamAppend{Seq: p.seq + 1, Append: s.in}
 		sz := proto.Size(it) + 8
 		if sz > ps.maxBytes-16 {
@@ -302,19 +313,24 @@ func (p *appendPipe) sendSome() bool {
 			n++
 			continue
 		}
-		if len(batch) > 0 && size+sz > ps.maxBytes {
+		// A large append goes alone; small ones share a request of up
+		// to maxBatchBytes.
+		if len(batch) > 0 && size+sz > min(ps.maxBytes, maxBatchBytes) {
 			break
 		}
 		p.seq++
 		size += sz
 		batch = append(batch, it)
-		s.state, s.stream = sendInFlight, ps
+		s.state = sendInFlight
 		ps.inFlight[it.Seq] = s
 		n++
 	}
 	clear(p.queue[:n])
 	p.queue = p.queue[n:]
 	p.mu.Unlock()
+	if n == 0 {
+		return false // the window is full: answers poke the sender
+	}
 	for _, s := range tooBig {
 		p.finish(s, equeue.AppendResult{}, fromStatus(status.Errorf(codes.ResourceExhausted,
 			"remote: append of %d bytes is over the limit of %d", proto.Size(s.in), ps.maxBytes)))
@@ -354,7 +370,13 @@ func (p *appendPipe) open() (*pipeStream, error) {
 		}
 		return nil, err
 	}
-	ps := &pipeStream{st: st, cancel: cancel, maxBytes: min(limit, p.c.maxAnswer), inFlight: map[uint64]*pipeSend{}}
+	window := streamWindow
+	if v := md.Get(mdStreamWindow); len(v) > 0 {
+		if w, err := strconv.Atoi(v[0]); err == nil && w > 0 {
+			window = min(w, streamWindow)
+		}
+	}
+	ps := &pipeStream{st: st, cancel: cancel, maxBytes: min(limit, p.c.maxAnswer), window: window, inFlight: map[uint64]*pipeSend{}}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -398,7 +420,9 @@ func (p *appendPipe) finishUnary(s *pipeSend) {
 		return
 	}
 	s.state = sendDone
-	s.stopCtx()
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
 	p.mu.Unlock()
 	<-p.slots
 	go func() { s.cb(p.c.Append(s.ctx, s.orig)) }()
@@ -434,7 +458,11 @@ func (p *appendPipe) answered(ps *pipeStream, r *pb.StreamAppendResult) {
 	p.mu.Lock()
 	s := ps.inFlight[r.GetSeq()]
 	delete(ps.inFlight, r.GetSeq())
+	waiting := len(p.queue) > 0
 	p.mu.Unlock()
+	if waiting {
+		p.poke() // there is room on the stream again
+	}
 	if s == nil {
 		return
 	}

@@ -27,9 +27,14 @@ const streamWindow = 4096
 // it read is answered, for the client to close its side of the call.
 const streamDrainTimeout = 5 * time.Second
 
-// mdMaxMessageBytes is the header in which the server tells the client the
-// largest request it reads, so the client packs appends within it.
-const mdMaxMessageBytes = "equeue-max-message-bytes"
+// Headers in which the server tells the client the largest request it
+// reads, so the client packs appends within it, and how many appends the
+// client may have unanswered on the call (at most MaxInFlight, so one
+// client alone is not refused as busy).
+const (
+	mdMaxMessageBytes = "equeue-max-message-bytes"
+	mdStreamWindow    = "equeue-stream-window"
+)
 
 // asyncBroker is a backend that can append without a goroutine per call
 // (the engine and its namespaces).
@@ -64,7 +69,9 @@ func (v *service) AppendStream(st pb.Broker_AppendStreamServer) error {
 		v.s.refusals.refused(st.Context(), pb.Broker_AppendStream_FullMethodName, err)
 		return err
 	}
-	if err := st.SendHeader(metadata.Pairs(mdMaxMessageBytes, strconv.Itoa(v.s.maxMessageBytes))); err != nil {
+	window := min(streamWindow, v.s.maxInFlight)
+	if err := st.SendHeader(metadata.Pairs(mdMaxMessageBytes, strconv.Itoa(v.s.maxMessageBytes),
+		mdStreamWindow, strconv.FormatInt(window, 10))); err != nil {
 		return err
 	}
 	a := &appendStream{v: v, st: st, ctx: st.Context(), rights: rights, wake: make(chan struct{}, 1)}

@@ -317,12 +317,14 @@ func TestAppendStream_BusyIsRetried(t *testing.T) {
 	e := openEngine(t, &equeue.Options{Store: fs})
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	s := startServer(t, e, "", &remote.ServerOptions{MaxInFlight: 1})
-	p := newProducer(t, dial(t, s.addr, nil))
+	// One client keeps within the server's limit (its stream window); two
+	// together pass it.
+	ps := []*equeue.Producer{newProducer(t, dial(t, s.addr, nil)), newProducer(t, dial(t, s.addr, nil))}
 	fs.Delay(2*time.Millisecond, 0)
 	const n = 20
 	futs := make([]*equeue.SendFuture, n)
 	for i := range futs {
-		futs[i] = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
+		futs[i] = ps[i%2].SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
 	}
 	for i, f := range futs {
 		_, err := f.Result(ctx)
@@ -389,4 +391,27 @@ func TestAppendStream_CloseEndsThePipe(t *testing.T) {
 	c.AppendAsync(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("y")}}},
 		func(_ equeue.AppendResult, err error) { done <- err })
 	assert.ErrorIs(t, <-done, equeue.ErrClosed)
+}
+
+// One client keeps within the server's MaxInFlight (the stream's window),
+// so it is never refused as busy: its sends to one queue are stored in the
+// order they were made.
+func TestAppendStream_WindowKeepsOneClientWithinMaxInFlight(t *testing.T) {
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	e := openEngine(t, &equeue.Options{Store: fs})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	s := startServer(t, e, "", &remote.ServerOptions{MaxInFlight: 3})
+	p := newProducer(t, dial(t, s.addr, nil))
+	fs.Delay(time.Millisecond, 0)
+	const n = 100
+	futs := make([]*equeue.SendFuture, n)
+	for i := range futs {
+		futs[i] = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
+	}
+	for i, f := range futs {
+		res, err := f.Result(ctx)
+		require.NoError(t, err, "send %d", i)
+		assert.Equal(t, int64(i), res.Offset, "send %d", i)
+	}
 }
