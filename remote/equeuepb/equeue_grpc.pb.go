@@ -68,7 +68,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Broker mirrors equeue.Broker (producer and consumer calls) and the
-// engine's admin calls. Every RPC is unary; Pull and Heartbeat are long-polls.
+// engine's admin calls. Every RPC is unary but AppendStream, which pipelines
+// appends; Pull and Heartbeat are long-polls.
 type BrokerClient interface {
 	// Produce calls.
 	Route(ctx context.Context, in *RouteRequest, opts ...grpc.CallOption) (*RouteResponse, error)
@@ -416,7 +417,8 @@ type Broker_AppendStreamClient = grpc.BidiStreamingClient[AppendStreamRequest, A
 // for forward compatibility.
 //
 // Broker mirrors equeue.Broker (producer and consumer calls) and the
-// engine's admin calls. Every RPC is unary; Pull and Heartbeat are long-polls.
+// engine's admin calls. Every RPC is unary but AppendStream, which pipelines
+// appends; Pull and Heartbeat are long-polls.
 type BrokerServer interface {
 	// Produce calls.
 	Route(context.Context, *RouteRequest) (*RouteResponse, error)
