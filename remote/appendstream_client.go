@@ -517,6 +517,7 @@ func (p *appendPipe) broke(ps *pipeStream, err error) {
 	left := ps.inFlight
 	ps.inFlight = nil
 	p.mu.Unlock()
+	p.poke() // sends waiting for room on ps go on a new stream
 	if len(left) == 0 {
 		return
 	}

@@ -73,8 +73,8 @@ func countedServer(t *testing.T, e *equeue.Engine, streams bool) (string, *callC
 	return lis.Addr().String(), counts
 }
 
-// gatedStore returns a store whose Writes wait while the gate is closed,
-// and a function that says how many Writes are waiting.
+// gatedStore is a store whose Writes wait while its gate is closed
+// (hold), counting the Writes that wait.
 type gatedStore struct {
 	*faultstore.FS
 	mu      sync.Mutex
@@ -82,7 +82,9 @@ type gatedStore struct {
 	waiting atomic.Int64
 }
 
-func newGatedStore(t *testing.T) *gatedStore {
+// gatedEngine opens an engine on a gated store; the gate is opened when
+// the test ends, before the engine closes.
+func gatedEngine(t *testing.T) (*gatedStore, *equeue.Engine) {
 	g := &gatedStore{FS: faultstore.New(store.NewMemory()), open: make(chan struct{})}
 	close(g.open)
 	g.OnWrite(func(*store.Batch) error {
@@ -94,9 +96,9 @@ func newGatedStore(t *testing.T) *gatedStore {
 		g.waiting.Add(-1)
 		return nil
 	})
-	// Runs before the engine's Close (cleanups run last first).
-	t.Cleanup(g.release)
-	return g
+	e := openEngine(t, &equeue.Options{Store: g})
+	t.Cleanup(g.release) // cleanups run last first: before the engine's Close
+	return g, e
 }
 
 func (g *gatedStore) hold() {
@@ -196,8 +198,7 @@ func TestAppendStream_FallsBackToUnaryOnOldServers(t *testing.T) {
 // are indeterminate, never "not stored".
 func TestAppendStream_KilledServerLeavesInFlightIndeterminate(t *testing.T) {
 	ctx := ctxT(t)
-	gs := newGatedStore(t)
-	e := openEngine(t, &equeue.Options{Store: gs})
+	gs, e := gatedEngine(t)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	s := startServer(t, e, "", nil)
 	c := dial(t, s.addr, nil)
@@ -241,8 +242,7 @@ func TestAppendStream_KilledServerLeavesInFlightIndeterminate(t *testing.T) {
 // cancelled one, already at the broker, is reported unknown.
 func TestAppendStream_CancelOneSendOnly(t *testing.T) {
 	ctx := ctxT(t)
-	gs := newGatedStore(t)
-	e := openEngine(t, &equeue.Options{Store: gs})
+	gs, e := gatedEngine(t)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	s := startServer(t, e, "", nil)
 	p := newProducer(t, dial(t, s.addr, nil))
@@ -337,8 +337,7 @@ func TestAppendStream_BusyIsRetried(t *testing.T) {
 // ends the stream, and later sends fail as not stored.
 func TestAppendStream_GracefulStopAnswersInFlight(t *testing.T) {
 	ctx := ctxT(t)
-	gs := newGatedStore(t)
-	e := openEngine(t, &equeue.Options{Store: gs})
+	gs, e := gatedEngine(t)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	s := startServer(t, e, "", nil)
 	p := newProducer(t, dial(t, s.addr, nil))
@@ -414,4 +413,38 @@ func TestAppendStream_WindowKeepsOneClientWithinMaxInFlight(t *testing.T) {
 		require.NoError(t, err, "send %d", i)
 		assert.Equal(t, int64(i), res.Offset, "send %d", i)
 	}
+}
+
+// Sends waiting for room in a full window when the stream breaks are not
+// left waiting: they go on a new stream, or fail as not stored when the
+// broker is gone.
+func TestAppendStream_QueuedSendsEndWhenTheStreamBreaks(t *testing.T) {
+	ctx := ctxT(t)
+	gs, e := gatedEngine(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	s := startServer(t, e, "", &remote.ServerOptions{MaxInFlight: 4})
+	p := newProducer(t, dial(t, s.addr, nil))
+	_, err := p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("warm")}).Result(ctx)
+	require.NoError(t, err)
+	gs.hold()
+	const n = 50
+	fs := make([]*equeue.SendFuture, n)
+	for i := range fs {
+		fs[i] = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
+	}
+	eventually(t, 10*time.Second, func() bool { return gs.waiting.Load() > 0 }, "no write reached the store")
+	s.stop()
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	unavailable := 0
+	for i, f := range fs {
+		_, err := f.Result(wctx)
+		require.NotErrorIs(t, err, context.DeadlineExceeded, "send %d never ended", i)
+		require.Error(t, err, "send %d", i)
+		if !errors.Is(err, equeue.ErrIndeterminate) {
+			assert.ErrorIs(t, err, remote.ErrUnavailable, "send %d", i)
+			unavailable++
+		}
+	}
+	assert.GreaterOrEqual(t, unavailable, n-4, "at most a window of sends was at the broker")
 }
