@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/equeue-go/equeue"
@@ -27,23 +28,38 @@ func (s *Server) answerLimit(client int) int {
 // while the answer would pass limit bytes, so the client can always receive
 // it. A single message that does not fit is ErrMessageTooLarge.
 func pullAnswer(res equeue.PullResult, limit int) (*pb.PullResponse, error) {
+	out, _, err := sizedPullAnswer(res, limit)
+	return out, err
+}
+
+// sizedPullAnswer is pullAnswer that also returns the answer's encoded
+// size. The size is computed once; trimming subtracts each message left out.
+func sizedPullAnswer(res equeue.PullResult, limit int) (*pb.PullResponse, int, error) {
 	out := &pb.PullResponse{Status: pb.PullStatus(res.Status), NextOffset: res.NextOffset, MinOffset: res.MinOffset,
 		MaxOffset: res.MaxOffset, Corrupt: res.Corrupt, Expired: toInt32(res.Expired)}
 	msgs, err := messagesToPB(res.Messages)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out.Messages = msgs
-	for proto.Size(out) > limit {
+	size := proto.Size(out)
+	for size > limit {
 		n := len(out.Messages)
 		if n <= 1 {
 			m := res.Messages[0]
-			return nil, &equeue.MessageTooLargeError{QueueRef: equeue.QueueRef{Topic: m.Topic, Queue: m.Queue}, Offset: m.Offset, Limit: limit}
+			return nil, 0, &equeue.MessageTooLargeError{QueueRef: equeue.QueueRef{Topic: m.Topic, Queue: m.Queue}, Offset: m.Offset, Limit: limit}
 		}
+		last := out.Messages[n-1]
 		out.Messages = out.Messages[:n-1]
-		out.NextOffset = res.Messages[n-1].Offset
+		next := res.Messages[n-1].Offset
+		// Less the message's field (tag, length, bytes); the next offset's
+		// field may grow, by at most a tag and a full varint: size stays an
+		// upper bound of the encoded size.
+		size -= 1 + protowire.SizeBytes(proto.Size(last))
+		size += 1 + protowire.SizeVarint(uint64(next))
+		out.NextOffset = next
 	}
-	return out, nil
+	return out, size, nil
 }
 
 // spread shortens a long-poll's wait by up to a quarter at random, so the

@@ -75,6 +75,8 @@ var methodRights = map[string]Rights{
 	pb.Broker_Redrive_FullMethodName:          RightAdmin,
 	pb.Broker_EngineStats_FullMethodName:      RightAdmin,
 	pb.Broker_SetTopicLimits_FullMethodName:   RightAdmin,
+	// Each append of the stream is then checked as Append (reply topics).
+	pb.Broker_AppendStream_FullMethodName: RightProduce | RightConsume,
 }
 
 // neededRights returns the rights any one of which allows the call.

@@ -67,6 +67,8 @@ type Client struct {
 	maxAnswer int
 	// mux carries the consumers' long-polls, all in one call.
 	mux *pullMux
+	// pipe carries AppendAsync calls, pipelined on one stream.
+	pipe *appendPipe
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -112,6 +114,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	}
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes}
 	c.mux = newPullMux(c)
+	c.pipe = newAppendPipe(c)
 	if o.DialTimeout > 0 {
 		if err := c.waitReady(o.DialTimeout); err != nil {
 			_ = conn.Close()
@@ -144,6 +147,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.mux.close()
+	c.pipe.close()
 	return c.conn.Close()
 }
 
@@ -213,12 +217,7 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if err != nil {
 		return equeue.AppendResult{}, c.fail(err)
 	}
-	if len(resp.GetIds()) != len(req.Messages) {
-		return equeue.AppendResult{}, fmt.Errorf("remote: broker returned %d IDs for %d messages", len(resp.GetIds()), len(req.Messages))
-	}
-	return equeue.AppendResult{Queue: int(resp.GetQueue()), FirstOffset: resp.GetFirstOffset(),
-		StoredAt: fromNanos(resp.GetStoredAtUnixNano()), IDs: resp.GetIds(),
-		Delayed: resp.GetDelayed(), Duplicate: resp.GetDuplicate()}, nil
+	return appendFromWire(resp, len(req.Messages))
 }
 
 // Pull reads messages from one queue; at its end it waits up to req.Wait

@@ -55,42 +55,57 @@ func toInt32(v int) int32 {
 }
 
 func messageToPB(m *equeue.Message) *pb.Message {
-	return &pb.Message{
-		Id: m.ID, Topic: m.Topic, Tag: m.Tag, Keys: m.Keys, Properties: m.Properties, Body: m.Body,
-		BornAtUnixNano: nanos(m.BornAt), StoredAtUnixNano: nanos(m.StoredAt),
-		DeliverAtUnixNano: nanos(m.DeliverAt), ExpiresAtUnixNano: nanos(m.ExpiresAt),
-		Queue: toInt32(m.Queue), Offset: m.Offset, Attempt: toInt32(m.Attempt),
-		SysProperties: m.SysProperties(), Delay: durationPB(m.Delay), Ttl: durationPB(m.TTL),
-	}
+	out := new(pb.Message)
+	fillMessagePB(out, m)
+	return out
+}
+
+// fillMessagePB sets out, a new zero message, to m.
+func fillMessagePB(out *pb.Message, m *equeue.Message) {
+	out.Id, out.Topic, out.Tag, out.Keys, out.Properties, out.Body = m.ID, m.Topic, m.Tag, m.Keys, m.Properties, m.Body
+	out.BornAtUnixNano, out.StoredAtUnixNano = nanos(m.BornAt), nanos(m.StoredAt)
+	out.DeliverAtUnixNano, out.ExpiresAtUnixNano = nanos(m.DeliverAt), nanos(m.ExpiresAt)
+	out.Queue, out.Offset, out.Attempt = toInt32(m.Queue), m.Offset, toInt32(m.Attempt)
+	out.SysProperties, out.Delay, out.Ttl = m.SysProperties(), durationPB(m.Delay), durationPB(m.TTL)
 }
 
 func messageFromPB(p *pb.Message) (*equeue.Message, error) {
+	m := new(equeue.Message)
+	if err := fillMessage(m, p); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// fillMessage sets m, a new zero message, to p.
+func fillMessage(m *equeue.Message, p *pb.Message) error {
 	delay, err := fromDurationPB(p.GetDelay())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ttl, err := fromDurationPB(p.GetTtl())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	m := &equeue.Message{
-		ID: p.GetId(), Topic: p.GetTopic(), Tag: p.GetTag(), Keys: p.GetKeys(), Properties: p.GetProperties(),
-		Body: p.GetBody(), BornAt: fromNanos(p.GetBornAtUnixNano()), StoredAt: fromNanos(p.GetStoredAtUnixNano()),
-		DeliverAt: fromNanos(p.GetDeliverAtUnixNano()), ExpiresAt: fromNanos(p.GetExpiresAtUnixNano()),
-		Queue: int(p.GetQueue()), Offset: p.GetOffset(), Attempt: int(p.GetAttempt()), Delay: delay, TTL: ttl,
-	}
+	m.ID, m.Topic, m.Tag, m.Keys, m.Properties, m.Body = p.GetId(), p.GetTopic(), p.GetTag(), p.GetKeys(), p.GetProperties(), p.GetBody()
+	m.BornAt, m.StoredAt = fromNanos(p.GetBornAtUnixNano()), fromNanos(p.GetStoredAtUnixNano())
+	m.DeliverAt, m.ExpiresAt = fromNanos(p.GetDeliverAtUnixNano()), fromNanos(p.GetExpiresAtUnixNano())
+	m.Queue, m.Offset, m.Attempt, m.Delay, m.TTL = int(p.GetQueue()), p.GetOffset(), int(p.GetAttempt()), delay, ttl
 	if len(m.Properties) == 0 {
 		m.Properties = nil
 	}
 	if len(m.Body) == 0 {
 		m.Body = nil
 	}
-	m.SetSysProperties(p.GetSysProperties())
-	return m, nil
+	if sys := p.GetSysProperties(); len(sys) > 0 {
+		m.SetSysProperties(sys)
+	}
+	return nil
 }
 
 func messagesToPB(ms []*equeue.Message) ([]*pb.Message, error) {
 	out := make([]*pb.Message, len(ms))
+	slab := make([]pb.Message, len(ms)) // one allocation for the batch
 	for i, m := range ms {
 		if m == nil {
 			return nil, fmt.Errorf("%w: message %d is nil", equeue.ErrInvalidArgument, i)
@@ -98,7 +113,8 @@ func messagesToPB(ms []*equeue.Message) ([]*pb.Message, error) {
 		if err := wireTimes(i, m); err != nil {
 			return nil, err
 		}
-		out[i] = messageToPB(m)
+		fillMessagePB(&slab[i], m)
+		out[i] = &slab[i]
 		if m.ExpiresAt.After(maxWireTime) {
 			out[i].ExpiresAtUnixNano = 0 // beyond 2262: never expires, as in the engine
 		}
@@ -112,10 +128,18 @@ var (
 	maxWireTime = time.Unix(0, math.MaxInt64)
 )
 
+// onWire reports whether the wire carries t as it is.
+func onWire(t time.Time) bool {
+	return t.IsZero() || (!t.Before(minWireTime) && !t.After(maxWireTime))
+}
+
 // wireTimes refuses the times of message i that the wire cannot carry,
 // with the engine's errors: UnixNano would wrap them to another date. An
 // ExpiresAt after the range means "never" and is sent as none.
 func wireTimes(i int, m *equeue.Message) error {
+	if onWire(m.BornAt) && onWire(m.DeliverAt) && onWire(m.ExpiresAt) {
+		return nil
+	}
 	for _, f := range []struct {
 		name string
 		t    time.Time
@@ -139,12 +163,12 @@ func messagesFromPB(ps []*pb.Message) ([]*equeue.Message, error) {
 		return nil, nil
 	}
 	out := make([]*equeue.Message, len(ps))
+	slab := make([]equeue.Message, len(ps)) // one allocation for the batch
 	for i, p := range ps {
-		m, err := messageFromPB(p)
-		if err != nil {
+		if err := fillMessage(&slab[i], p); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		out[i] = m
+		out[i] = &slab[i]
 	}
 	return out, nil
 }

@@ -35,6 +35,9 @@
 // every pull answer stays within the client's MaxMessageBytes. A message
 // answers only the pull of its queue: the others stay in the next call
 // until their own wait ends, so they do not come back empty and re-ask.
+// The asynchronous appends of a Client (equeue.Producer.SendAsync, through
+// Client.AppendAsync) are pipelined on one AppendStream call: numbered,
+// several per request, answered in any order, within a window.
 //
 // # Errors
 //

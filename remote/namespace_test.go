@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -175,6 +176,29 @@ func TestNamespace_TokenCannotReachAnotherNamespace(t *testing.T) {
 		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+token), 5*time.Second)
 		defer cancel()
 		full := fmt.Sprintf("/%s/%s", method.Parent().FullName(), method.Name())
+		if method.IsStreamingClient() {
+			// One request, then every answer until the server ends the call.
+			st, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, full)
+			if err != nil {
+				return "", err
+			}
+			if err := st.SendMsg(req.Interface()); err != nil {
+				return "", err
+			}
+			if err := st.CloseSend(); err != nil {
+				return "", err
+			}
+			var text strings.Builder
+			for {
+				if err := st.RecvMsg(resp.Interface()); err != nil {
+					if errors.Is(err, io.EOF) {
+						return text.String(), nil
+					}
+					return "", err
+				}
+				text.WriteString(prototext.Format(resp.Interface()))
+			}
+		}
 		if err := conn.Invoke(ctx, full, req.Interface(), resp.Interface()); err != nil {
 			return "", err
 		}
@@ -184,7 +208,7 @@ func TestNamespace_TokenCannotReachAnotherNamespace(t *testing.T) {
 	svc := pb.File_equeue_v1_equeue_proto.Services().ByName("Broker")
 	require.NotNil(t, svc)
 	methods := svc.Methods()
-	require.Equal(t, len(pb.Broker_ServiceDesc.Methods), methods.Len(), "the descriptor lists every RPC the server registers")
+	require.Equal(t, len(pb.Broker_ServiceDesc.Methods)+len(pb.Broker_ServiceDesc.Streams), methods.Len(), "the descriptor lists every RPC the server registers")
 	// Names a caller of tenant-a might try: its own (which map into
 	// tenant-a), tenant-b's qualified names, and tenant-b's internal topics.
 	names := []string{"orders", "g", "%DLQ%g", "%RETRY%g", "tenant-b:orders", "tenant-b:g", "%DLQ%tenant-b:g", "%RETRY%tenant-b:g", ""}
@@ -211,7 +235,7 @@ func TestNamespace_TokenCannotReachAnotherNamespace(t *testing.T) {
 		}
 	}
 	assert.Equal(t, before, stateOf(t, e, "tenant-b"), "no call of tenant-a changed tenant-b")
-	for _, m := range []string{"ListTopics", "ListGroups", "ListDelayed", "Route", "PullMany"} {
+	for _, m := range []string{"ListTopics", "ListGroups", "ListDelayed", "Route", "PullMany", "AppendStream"} {
 		assert.Positive(t, answered[m], "%s answered tenant-a at least once, so its answer was checked", m)
 	}
 

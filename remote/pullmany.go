@@ -8,7 +8,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -73,8 +72,9 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, limi
 		q.MaxBytes = budget
 		res, err := v.e.Pull(ctx, &q)
 		var resp *pb.PullResponse
+		size := 0
 		if err == nil {
-			resp, err = pullAnswer(res, budget)
+			resp, size, err = sizedPullAnswer(res, budget)
 		}
 		if err != nil {
 			out.Items[i] = &pb.PullManyItem{Error: pullError(err)}
@@ -82,7 +82,8 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, limi
 			continue
 		}
 		out.Items[i] = &pb.PullManyItem{Response: resp}
-		budget -= proto.Size(out.Items[i]) + 16
+		// The item's framing (two tags and lengths) is within the 16.
+		budget -= size + 16
 		if res.Status != equeue.PullNoNewMessage {
 			found = true
 		}

@@ -208,6 +208,15 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 			},
 		}
 	}
+	d.Streams = make([]grpc.StreamDesc, len(pb.Broker_ServiceDesc.Streams))
+	for i, sd := range pb.Broker_ServiceDesc.Streams {
+		h := sd.Handler
+		sd.Handler = func(srv any, st grpc.ServerStream) error {
+			// Authentication and limits are per append (appendstream_server.go).
+			return h(s.serviceFor(st.Context(), srv), st)
+		}
+		d.Streams[i] = sd
+	}
 	return d
 }
 

@@ -39,6 +39,19 @@ func (v *service) Route(ctx context.Context, req *pb.RouteRequest) (*pb.RouteRes
 }
 
 func (v *service) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
+	in, err := appendFromPB(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := v.e.Append(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return appendToPB(res), nil
+}
+
+// appendFromPB decodes and checks an append request.
+func appendFromPB(req *pb.AppendRequest) (*equeue.AppendRequest, error) {
 	if len(req.GetMessages()) == 0 {
 		return nil, fmt.Errorf("%w: no messages to append", equeue.ErrInvalidArgument)
 	}
@@ -50,12 +63,13 @@ func (v *service) Append(ctx context.Context, req *pb.AppendRequest) (*pb.Append
 	if err != nil {
 		return nil, err
 	}
-	res, err := v.e.Append(ctx, &equeue.AppendRequest{Topic: req.GetTopic(), Queue: int(req.GetQueue()), Messages: msgs, Sync: sync})
-	if err != nil {
-		return nil, err
-	}
+	return &equeue.AppendRequest{Topic: req.GetTopic(), Queue: int(req.GetQueue()), Messages: msgs, Sync: sync}, nil
+}
+
+// appendToPB encodes an append's answer.
+func appendToPB(res equeue.AppendResult) *pb.AppendResponse {
 	return &pb.AppendResponse{Queue: toInt32(res.Queue), FirstOffset: res.FirstOffset, StoredAtUnixNano: nanos(res.StoredAt),
-		Ids: res.IDs, Delayed: res.Delayed, Duplicate: res.Duplicate}, nil
+		Ids: res.IDs, Delayed: res.Delayed, Duplicate: res.Duplicate}
 }
 
 func (v *service) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullResponse, error) {

@@ -79,6 +79,10 @@ func TestTLS_ServerCertificate(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Messages, 1)
 	assert.Equal(t, "over tls", string(res.Messages[0].Body))
+	// Pipelined sends (AppendStream) go over TLS too.
+	sent, err := newProducer(t, c).SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("async")}).Result(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), sent.Offset)
 
 	// A plaintext client cannot talk to a TLS server.
 	plain := dial(t, s.addr, nil)

@@ -4657,6 +4657,222 @@ func (*SetTopicLimitsResponse) Descriptor() ([]byte, []int) {
 	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{72}
 }
 
+// AppendStreamRequest carries appends of an AppendStream call.
+type AppendStreamRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Appends       []*StreamAppend        `protobuf:"bytes,1,rep,name=appends,proto3" json:"appends,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendStreamRequest) Reset() {
+	*x = AppendStreamRequest{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendStreamRequest) ProtoMessage() {}
+
+func (x *AppendStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendStreamRequest.ProtoReflect.Descriptor instead.
+func (*AppendStreamRequest) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *AppendStreamRequest) GetAppends() []*StreamAppend {
+	if x != nil {
+		return x.Appends
+	}
+	return nil
+}
+
+// StreamAppend is one append of an AppendStream call; seq is unique within
+// the call.
+type StreamAppend struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Append        *AppendRequest         `protobuf:"bytes,2,opt,name=append,proto3" json:"append,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamAppend) Reset() {
+	*x = StreamAppend{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamAppend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamAppend) ProtoMessage() {}
+
+func (x *StreamAppend) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamAppend.ProtoReflect.Descriptor instead.
+func (*StreamAppend) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *StreamAppend) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *StreamAppend) GetAppend() *AppendRequest {
+	if x != nil {
+		return x.Append
+	}
+	return nil
+}
+
+// AppendStreamResponse answers appends of an AppendStream call.
+type AppendStreamResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Results []*StreamAppendResult  `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// The server is stopping: it reads no more appends; send the rest on
+	// another call (to another server) and close this one.
+	Draining      bool `protobuf:"varint,2,opt,name=draining,proto3" json:"draining,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendStreamResponse) Reset() {
+	*x = AppendStreamResponse{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendStreamResponse) ProtoMessage() {}
+
+func (x *AppendStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendStreamResponse.ProtoReflect.Descriptor instead.
+func (*AppendStreamResponse) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *AppendStreamResponse) GetResults() []*StreamAppendResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *AppendStreamResponse) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+// StreamAppendResult is the outcome of one append: its response, or the
+// error the unary Append would have returned (as a PullError carries it).
+type StreamAppendResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Response      *AppendResponse        `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	Error         *PullError             `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamAppendResult) Reset() {
+	*x = StreamAppendResult{}
+	mi := &file_equeue_v1_equeue_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamAppendResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamAppendResult) ProtoMessage() {}
+
+func (x *StreamAppendResult) ProtoReflect() protoreflect.Message {
+	mi := &file_equeue_v1_equeue_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamAppendResult.ProtoReflect.Descriptor instead.
+func (*StreamAppendResult) Descriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *StreamAppendResult) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *StreamAppendResult) GetResponse() *AppendResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *StreamAppendResult) GetError() *PullError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_equeue_v1_equeue_proto protoreflect.FileDescriptor
 
 const file_equeue_v1_equeue_proto_rawDesc = "" +
@@ -4979,7 +5195,19 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x15SetTopicLimitsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06limits\x18\x02 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\"\x18\n" +
-	"\x16SetTopicLimitsResponse*n\n" +
+	"\x16SetTopicLimitsResponse\"H\n" +
+	"\x13AppendStreamRequest\x121\n" +
+	"\aappends\x18\x01 \x03(\v2\x17.equeue.v1.StreamAppendR\aappends\"R\n" +
+	"\fStreamAppend\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x120\n" +
+	"\x06append\x18\x02 \x01(\v2\x18.equeue.v1.AppendRequestR\x06append\"k\n" +
+	"\x14AppendStreamResponse\x127\n" +
+	"\aresults\x18\x01 \x03(\v2\x1d.equeue.v1.StreamAppendResultR\aresults\x12\x1a\n" +
+	"\bdraining\x18\x02 \x01(\bR\bdraining\"\x89\x01\n" +
+	"\x12StreamAppendResult\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x125\n" +
+	"\bresponse\x18\x02 \x01(\v2\x19.equeue.v1.AppendResponseR\bresponse\x12*\n" +
+	"\x05error\x18\x03 \x01(\v2\x14.equeue.v1.PullErrorR\x05error*n\n" +
 	"\n" +
 	"SyncPolicy\x12\x17\n" +
 	"\x13SYNC_POLICY_DEFAULT\x10\x00\x12\x16\n" +
@@ -5007,7 +5235,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x14RESET_TARGET_OFFSETS\x10\x03*9\n" +
 	"\bOverflow\x12\x18\n" +
 	"\x14OVERFLOW_DROP_OLDEST\x10\x00\x12\x13\n" +
-	"\x0fOVERFLOW_REJECT\x10\x012\xa4\x10\n" +
+	"\x0fOVERFLOW_REJECT\x10\x012\xf9\x10\n" +
 	"\x06Broker\x12:\n" +
 	"\x05Route\x12\x17.equeue.v1.RouteRequest\x1a\x18.equeue.v1.RouteResponse\x12=\n" +
 	"\x06Append\x12\x18.equeue.v1.AppendRequest\x1a\x19.equeue.v1.AppendResponse\x127\n" +
@@ -5038,7 +5266,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\vEngineStats\x12\x1d.equeue.v1.EngineStatsRequest\x1a\x1e.equeue.v1.EngineStatsResponse\x12[\n" +
 	"\x10DeleteReplyTopic\x12\".equeue.v1.DeleteReplyTopicRequest\x1a#.equeue.v1.DeleteReplyTopicResponse\x12L\n" +
 	"\vDeleteGroup\x12\x1d.equeue.v1.DeleteGroupRequest\x1a\x1e.equeue.v1.DeleteGroupResponse\x12U\n" +
-	"\x0eSetTopicLimits\x12 .equeue.v1.SetTopicLimitsRequest\x1a!.equeue.v1.SetTopicLimitsResponseB6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
+	"\x0eSetTopicLimits\x12 .equeue.v1.SetTopicLimitsRequest\x1a!.equeue.v1.SetTopicLimitsResponse\x12S\n" +
+	"\fAppendStream\x12\x1e.equeue.v1.AppendStreamRequest\x1a\x1f.equeue.v1.AppendStreamResponse(\x010\x01B6Z4github.com/equeue-go/equeue/remote/equeuepb;equeuepbb\x06proto3"
 
 var (
 	file_equeue_v1_equeue_proto_rawDescOnce sync.Once
@@ -5053,7 +5282,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 }
 
 var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
+var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
 	(PullStatus)(0),                  // 1: equeue.v1.PullStatus
@@ -5134,31 +5363,35 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(*TopicLimits)(nil),              // 76: equeue.v1.TopicLimits
 	(*SetTopicLimitsRequest)(nil),    // 77: equeue.v1.SetTopicLimitsRequest
 	(*SetTopicLimitsResponse)(nil),   // 78: equeue.v1.SetTopicLimitsResponse
-	nil,                              // 79: equeue.v1.Message.PropertiesEntry
-	nil,                              // 80: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 81: equeue.v1.Assignment.PrioritiesEntry
-	nil,                              // 82: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 83: google.protobuf.Duration
+	(*AppendStreamRequest)(nil),      // 79: equeue.v1.AppendStreamRequest
+	(*StreamAppend)(nil),             // 80: equeue.v1.StreamAppend
+	(*AppendStreamResponse)(nil),     // 81: equeue.v1.AppendStreamResponse
+	(*StreamAppendResult)(nil),       // 82: equeue.v1.StreamAppendResult
+	nil,                              // 83: equeue.v1.Message.PropertiesEntry
+	nil,                              // 84: equeue.v1.Message.SysPropertiesEntry
+	nil,                              // 85: equeue.v1.Assignment.PrioritiesEntry
+	nil,                              // 86: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 87: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	79, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	80, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	83, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	83, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	83, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	84, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	87, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	87, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
 	6,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	83, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	83, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	87, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	87, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
 	6,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
 	8,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
 	8,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
-	81, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
+	85, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
 	2,  // 13: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
 	15, // 14: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 15: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
 	16, // 16: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	83, // 17: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	87, // 17: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
 	16, // 18: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
 	8,  // 19: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
 	8,  // 20: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
@@ -5167,7 +5400,7 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	25, // 23: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
 	8,  // 24: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
 	27, // 25: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	83, // 26: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	87, // 26: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
 	76, // 27: equeue.v1.CreateTopicRequest.limits:type_name -> equeue.v1.TopicLimits
 	40, // 28: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
 	76, // 29: equeue.v1.TopicInfo.limits:type_name -> equeue.v1.TopicLimits
@@ -5185,77 +5418,84 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	6,  // 41: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
 	57, // 42: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
 	8,  // 43: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	83, // 44: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	87, // 44: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
 	13, // 45: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	83, // 46: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	87, // 46: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
 	65, // 47: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
 	14, // 48: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
 	66, // 49: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	82, // 50: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	86, // 50: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
 	68, // 51: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
 	5,  // 52: equeue.v1.TopicLimits.overflow:type_name -> equeue.v1.Overflow
-	83, // 53: equeue.v1.TopicLimits.default_ttl:type_name -> google.protobuf.Duration
-	83, // 54: equeue.v1.TopicLimits.retention_age:type_name -> google.protobuf.Duration
+	87, // 53: equeue.v1.TopicLimits.default_ttl:type_name -> google.protobuf.Duration
+	87, // 54: equeue.v1.TopicLimits.retention_age:type_name -> google.protobuf.Duration
 	76, // 55: equeue.v1.SetTopicLimitsRequest.limits:type_name -> equeue.v1.TopicLimits
-	9,  // 56: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	11, // 57: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	13, // 58: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	17, // 59: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	19, // 60: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	21, // 61: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	23, // 62: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	28, // 63: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	30, // 64: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	61, // 65: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	63, // 66: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	32, // 67: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	34, // 68: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	36, // 69: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	38, // 70: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	42, // 71: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	44, // 72: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	49, // 73: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	51, // 74: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	54, // 75: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	56, // 76: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	59, // 77: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	67, // 78: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
-	70, // 79: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
-	72, // 80: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
-	74, // 81: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
-	77, // 82: equeue.v1.Broker.SetTopicLimits:input_type -> equeue.v1.SetTopicLimitsRequest
-	10, // 83: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	12, // 84: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	14, // 85: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	18, // 86: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	20, // 87: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	22, // 88: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	24, // 89: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	29, // 90: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	31, // 91: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	62, // 92: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	64, // 93: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	33, // 94: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	35, // 95: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	37, // 96: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	39, // 97: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	43, // 98: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	45, // 99: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	50, // 100: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	52, // 101: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	55, // 102: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	58, // 103: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	60, // 104: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	69, // 105: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	71, // 106: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
-	73, // 107: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
-	75, // 108: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
-	78, // 109: equeue.v1.Broker.SetTopicLimits:output_type -> equeue.v1.SetTopicLimitsResponse
-	83, // [83:110] is the sub-list for method output_type
-	56, // [56:83] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	80, // 56: equeue.v1.AppendStreamRequest.appends:type_name -> equeue.v1.StreamAppend
+	11, // 57: equeue.v1.StreamAppend.append:type_name -> equeue.v1.AppendRequest
+	82, // 58: equeue.v1.AppendStreamResponse.results:type_name -> equeue.v1.StreamAppendResult
+	12, // 59: equeue.v1.StreamAppendResult.response:type_name -> equeue.v1.AppendResponse
+	66, // 60: equeue.v1.StreamAppendResult.error:type_name -> equeue.v1.PullError
+	9,  // 61: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	11, // 62: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	13, // 63: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	17, // 64: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	19, // 65: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	21, // 66: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	23, // 67: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	28, // 68: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	30, // 69: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	61, // 70: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	63, // 71: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	32, // 72: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	34, // 73: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	36, // 74: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	38, // 75: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	42, // 76: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	44, // 77: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	49, // 78: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	51, // 79: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	54, // 80: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	56, // 81: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	59, // 82: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	67, // 83: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
+	70, // 84: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
+	72, // 85: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
+	74, // 86: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
+	77, // 87: equeue.v1.Broker.SetTopicLimits:input_type -> equeue.v1.SetTopicLimitsRequest
+	79, // 88: equeue.v1.Broker.AppendStream:input_type -> equeue.v1.AppendStreamRequest
+	10, // 89: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	12, // 90: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	14, // 91: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	18, // 92: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	20, // 93: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	22, // 94: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	24, // 95: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	29, // 96: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	31, // 97: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	62, // 98: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	64, // 99: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	33, // 100: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	35, // 101: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	37, // 102: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	39, // 103: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	43, // 104: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	45, // 105: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	50, // 106: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	52, // 107: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	55, // 108: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	58, // 109: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	60, // 110: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	69, // 111: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	71, // 112: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
+	73, // 113: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
+	75, // 114: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
+	78, // 115: equeue.v1.Broker.SetTopicLimits:output_type -> equeue.v1.SetTopicLimitsResponse
+	81, // 116: equeue.v1.Broker.AppendStream:output_type -> equeue.v1.AppendStreamResponse
+	89, // [89:117] is the sub-list for method output_type
+	61, // [61:89] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -5269,7 +5509,7 @@ func file_equeue_v1_equeue_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   77,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

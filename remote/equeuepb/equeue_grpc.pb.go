@@ -60,6 +60,7 @@ const (
 	Broker_DeleteReplyTopic_FullMethodName = "/equeue.v1.Broker/DeleteReplyTopic"
 	Broker_DeleteGroup_FullMethodName      = "/equeue.v1.Broker/DeleteGroup"
 	Broker_SetTopicLimits_FullMethodName   = "/equeue.v1.Broker/SetTopicLimits"
+	Broker_AppendStream_FullMethodName     = "/equeue.v1.Broker/AppendStream"
 )
 
 // BrokerClient is the client API for Broker service.
@@ -67,7 +68,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Broker mirrors equeue.Broker (producer and consumer calls) and the
-// engine's admin calls. Every RPC is unary; Pull and Heartbeat are long-polls.
+// engine's admin calls. Every RPC is unary but AppendStream, which pipelines
+// appends; Pull and Heartbeat are long-polls.
 type BrokerClient interface {
 	// Produce calls.
 	Route(ctx context.Context, in *RouteRequest, opts ...grpc.CallOption) (*RouteResponse, error)
@@ -110,6 +112,13 @@ type BrokerClient interface {
 	DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error)
 	// SetTopicLimits replaces a topic's limits and defaults (equeue.Engine.SetTopicLimits).
 	SetTopicLimits(ctx context.Context, in *SetTopicLimitsRequest, opts ...grpc.CallOption) (*SetTopicLimitsResponse, error)
+	// AppendStream pipelines appends on one call: each request carries
+	// appends numbered by the client, each response answers some of them, in
+	// any order. The server answers every append it read; when it stops it
+	// sends draining, answers what it read, and ends the call once the client
+	// has closed its side. An append without an answer when the call breaks
+	// may or may not be stored.
+	AppendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AppendStreamRequest, AppendStreamResponse], error)
 }
 
 type brokerClient struct {
@@ -390,12 +399,26 @@ func (c *brokerClient) SetTopicLimits(ctx context.Context, in *SetTopicLimitsReq
 	return out, nil
 }
 
+func (c *brokerClient) AppendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AppendStreamRequest, AppendStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Broker_ServiceDesc.Streams[0], Broker_AppendStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AppendStreamRequest, AppendStreamResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Broker_AppendStreamClient = grpc.BidiStreamingClient[AppendStreamRequest, AppendStreamResponse]
+
 // BrokerServer is the server API for Broker service.
 // All implementations must embed UnimplementedBrokerServer
 // for forward compatibility.
 //
 // Broker mirrors equeue.Broker (producer and consumer calls) and the
-// engine's admin calls. Every RPC is unary; Pull and Heartbeat are long-polls.
+// engine's admin calls. Every RPC is unary but AppendStream, which pipelines
+// appends; Pull and Heartbeat are long-polls.
 type BrokerServer interface {
 	// Produce calls.
 	Route(context.Context, *RouteRequest) (*RouteResponse, error)
@@ -438,6 +461,13 @@ type BrokerServer interface {
 	DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error)
 	// SetTopicLimits replaces a topic's limits and defaults (equeue.Engine.SetTopicLimits).
 	SetTopicLimits(context.Context, *SetTopicLimitsRequest) (*SetTopicLimitsResponse, error)
+	// AppendStream pipelines appends on one call: each request carries
+	// appends numbered by the client, each response answers some of them, in
+	// any order. The server answers every append it read; when it stops it
+	// sends draining, answers what it read, and ends the call once the client
+	// has closed its side. An append without an answer when the call breaks
+	// may or may not be stored.
+	AppendStream(grpc.BidiStreamingServer[AppendStreamRequest, AppendStreamResponse]) error
 	mustEmbedUnimplementedBrokerServer()
 }
 
@@ -528,6 +558,9 @@ func (UnimplementedBrokerServer) DeleteGroup(context.Context, *DeleteGroupReques
 }
 func (UnimplementedBrokerServer) SetTopicLimits(context.Context, *SetTopicLimitsRequest) (*SetTopicLimitsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetTopicLimits not implemented")
+}
+func (UnimplementedBrokerServer) AppendStream(grpc.BidiStreamingServer[AppendStreamRequest, AppendStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method AppendStream not implemented")
 }
 func (UnimplementedBrokerServer) mustEmbedUnimplementedBrokerServer() {}
 func (UnimplementedBrokerServer) testEmbeddedByValue()                {}
@@ -1036,6 +1069,13 @@ func _Broker_SetTopicLimits_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Broker_AppendStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(BrokerServer).AppendStream(&grpc.GenericServerStream[AppendStreamRequest, AppendStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Broker_AppendStreamServer = grpc.BidiStreamingServer[AppendStreamRequest, AppendStreamResponse]
+
 // Broker_ServiceDesc is the grpc.ServiceDesc for Broker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1152,6 +1192,13 @@ var Broker_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Broker_SetTopicLimits_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "AppendStream",
+			Handler:       _Broker_AppendStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "equeue/v1/equeue.proto",
 }

@@ -1,0 +1,538 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// AppendAsync is Append that reports through cb instead of blocking the
+// caller: equeue.Producer.SendAsync calls it. The appends of a Client travel
+// pipelined on one AppendStream call, several per message, at most
+// streamWindow unanswered; AppendAsync waits (bounded by ctx) while the
+// window is full. cb runs exactly once, on the caller's goroutine or the
+// client's, and must not block.
+//
+// Outcomes are those of Append: an error from the broker means what it
+// means there; ErrBusy is retried, backing off, until ctx ends. An append
+// the broker may have received when the call broke, or when ctx ended,
+// gets an error matching equeue.ErrIndeterminate: it may or may not be
+// stored. One that never left the client gets its cause (ErrUnavailable,
+// ctx's error, equeue.ErrClosed after Close): it was not stored. A broker
+// without AppendStream (an older version) gets unary Append calls, one
+// goroutine each, for the rest of the client's life.
+func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
+	if err := c.enter(ctx); err != nil {
+		cb(equeue.AppendResult{}, err)
+		return
+	}
+	if req == nil {
+		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument))
+		return
+	}
+	if c.pipe.unary.Load() {
+		go func() { cb(c.Append(ctx, req)) }()
+		return
+	}
+	in, err := appendToWire(req)
+	if err != nil {
+		cb(equeue.AppendResult{}, err)
+		return
+	}
+	c.pipe.send(ctx, &pipeSend{ctx: ctx, orig: req, in: in, cb: cb})
+}
+
+// appendToWire encodes an append for the wire.
+func appendToWire(req *equeue.AppendRequest) (*pb.AppendRequest, error) {
+	msgs, err := messagesToPB(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	sync, every, err := syncToPB(req.Sync)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.AppendRequest{Topic: req.Topic, Queue: toInt32(req.Queue), Messages: msgs, Sync: sync, SyncInterval: every}, nil
+}
+
+// appendFromWire decodes the answer to an append of n messages.
+func appendFromWire(resp *pb.AppendResponse, n int) (equeue.AppendResult, error) {
+	if len(resp.GetIds()) != n {
+		return equeue.AppendResult{}, fmt.Errorf("remote: broker returned %d IDs for %d messages", len(resp.GetIds()), n)
+	}
+	return equeue.AppendResult{Queue: int(resp.GetQueue()), FirstOffset: resp.GetFirstOffset(),
+		StoredAt: fromNanos(resp.GetStoredAtUnixNano()), IDs: resp.GetIds(),
+		Delayed: resp.GetDelayed(), Duplicate: resp.GetDuplicate()}, nil
+}
+
+// Where a pipelined append is.
+const (
+	sendQueued   = iota // waiting to be sent
+	sendInFlight        // sent on a stream, not answered
+	sendBackoff         // refused as busy, waiting to be queued again
+	sendDone            // answered, failed or dropped
+)
+
+// maxBatchBytes bounds a request of several appends, below any server's
+// limit (a server the Broker service is registered on may read less than
+// ServerOptions.MaxMessageBytes).
+const maxBatchBytes = 1 << 20
+
+// pipeSend is one AppendAsync call.
+type pipeSend struct {
+	ctx  context.Context
+	orig *equeue.AppendRequest
+	in   *pb.AppendRequest
+	cb   func(equeue.AppendResult, error)
+
+	// Guarded by appendPipe.mu.
+	state    int
+	reported bool // cb was called (a cancelled in-flight send stays in flight)
+	busyWait time.Duration
+	stopCtx  func() bool
+}
+
+// pipeStream is one AppendStream call.
+type pipeStream struct {
+	st       pb.Broker_AppendStreamClient
+	cancel   context.CancelFunc
+	maxBytes int // the smaller of the client's and the server's limit
+	window   int // how many appends may be unanswered on it
+	// Guarded by appendPipe.mu.
+	inFlight map[uint64]*pipeSend
+	draining bool // the server stops: send nothing more on it
+	broken   bool
+}
+
+// appendPipe carries a Client's AppendAsync calls: one goroutine sends
+// them, batched, on the current stream; one per stream reads its answers.
+type appendPipe struct {
+	c     *Client
+	slots chan struct{} // one per send not done: the window
+	base  context.Context
+	stop  context.CancelFunc
+	unary atomic.Bool // the broker has no AppendStream
+
+	mu      sync.Mutex
+	queue   []*pipeSend
+	cur     *pipeStream
+	seq     uint64
+	closed  bool
+	started bool
+	kick    chan struct{}
+	wg      sync.WaitGroup // the sender and the readers
+}
+
+func newAppendPipe(c *Client) *appendPipe {
+	p := &appendPipe{c: c, slots: make(chan struct{}, streamWindow), kick: make(chan struct{}, 1)}
+	p.base, p.stop = context.WithCancel(context.Background())
+	return p
+}
+
+// close fails what is queued with ErrClosed, and what is in flight as
+// indeterminate, and waits for the pipe's goroutines.
+func (p *appendPipe) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.stop()
+	p.poke()
+	p.wg.Wait()
+	p.mu.Lock()
+	q := p.queue
+	p.queue = nil
+	p.mu.Unlock()
+	for _, s := range q {
+		p.finish(s, equeue.AppendResult{}, equeue.ErrClosed)
+	}
+}
+
+func (p *appendPipe) poke() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send takes a window slot (waiting while the window is full) and queues s.
+func (p *appendPipe) send(ctx context.Context, s *pipeSend) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		s.cb(equeue.AppendResult{}, ctx.Err())
+		return
+	case <-p.base.Done():
+		s.cb(equeue.AppendResult{}, equeue.ErrClosed)
+		return
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.slots
+		s.cb(equeue.AppendResult{}, equeue.ErrClosed)
+		return
+	}
+	s.state = sendQueued
+	p.queue = append(p.queue, s)
+	if ctx.Done() != nil { // else it never ends: no hook to register
+		s.stopCtx = context.AfterFunc(ctx, func() { p.cancelled(s) })
+	}
+	if !p.started {
+		p.started = true
+		p.wg.Add(1)
+		go p.sender()
+	}
+	p.mu.Unlock()
+	p.poke()
+}
+
+// cancelled handles s's context ending: a send not on the wire is dropped
+// (not stored); one in flight is reported unknown, its answer ignored.
+func (p *appendPipe) cancelled(s *pipeSend) {
+	err := s.ctx.Err()
+	p.mu.Lock()
+	switch s.state {
+	case sendQueued:
+		for i, q := range p.queue {
+			if q == s {
+				p.queue = append(p.queue[:i], p.queue[i+1:]...)
+				break
+			}
+		}
+		p.mu.Unlock()
+		p.finish(s, equeue.AppendResult{}, err)
+		return
+	case sendBackoff:
+		p.mu.Unlock()
+		p.finish(s, equeue.AppendResult{}, fmt.Errorf("%w (broker busy until the context ended)", err))
+		return
+	case sendInFlight:
+		if !s.reported {
+			s.reported = true
+			p.mu.Unlock()
+			s.cb(equeue.AppendResult{}, fmt.Errorf("%w: context ended with the append sent and not answered: %w", equeue.ErrIndeterminate, err))
+			return
+		}
+	}
+	p.mu.Unlock()
+}
+
+// finish ends s: it frees its window slot, then reports (unless a
+// cancellation already did).
+func (p *appendPipe) finish(s *pipeSend, res equeue.AppendResult, err error) {
+	p.mu.Lock()
+	if s.state == sendDone {
+		p.mu.Unlock()
+		return
+	}
+	s.state = sendDone
+	reported := s.reported
+	s.reported = true
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+	p.mu.Unlock()
+	<-p.slots
+	if !reported {
+		s.cb(res, err)
+	}
+}
+
+// sender sends what is queued, opening a stream when there is none.
+func (p *appendPipe) sender() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.kick:
+		case <-p.base.Done():
+			return
+		}
+		for p.sendSome() {
+		}
+	}
+}
+
+// sendSome sends one batch; false when nothing is left to send or the
+// client closed.
+func (p *appendPipe) sendSome() bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	ps := p.cur
+	var done *pipeStream
+	if ps != nil && (ps.draining || ps.broken) {
+		if ps.draining {
+			done = ps
+		}
+		p.cur, ps = nil, nil
+	}
+	empty := len(p.queue) == 0
+	p.mu.Unlock()
+	if done != nil {
+		_ = done.st.CloseSend() // only this goroutine sends on a stream
+	}
+	if empty {
+		return false
+	}
+	if ps == nil {
+		var err error
+		if ps, err = p.open(); err != nil {
+			p.openFailed(err)
+			return true
+		}
+	}
+	p.mu.Lock()
+	var batch []*pb.StreamAppend
+	size := 16
+	var tooBig []*pipeSend
+	n := 0
+	room := ps.window - len(ps.inFlight)
+	for _, s := range p.queue {
+		if len(batch) >= room {
+			break
+		}
+		it := &pb.StreamAppend{Seq: p.seq + 1, Append: s.in}
+		sz := proto.Size(it) + 8
+		if sz > ps.maxBytes-16 {
+			tooBig = append(tooBig, s)
+			n++
+			continue
+		}
+		// A large append goes alone; small ones share a request of up
+		// to maxBatchBytes.
+		if len(batch) > 0 && size+sz > min(ps.maxBytes, maxBatchBytes) {
+			break
+		}
+		p.seq++
+		size += sz
+		batch = append(batch, it)
+		s.state = sendInFlight
+		ps.inFlight[it.Seq] = s
+		n++
+	}
+	clear(p.queue[:n])
+	p.queue = p.queue[n:]
+	p.mu.Unlock()
+	if n == 0 {
+		return false // the window is full: answers poke the sender
+	}
+	for _, s := range tooBig {
+		p.finish(s, equeue.AppendResult{}, fromStatus(status.Errorf(codes.ResourceExhausted,
+			"remote: append of %d bytes is over the limit of %d", proto.Size(s.in), ps.maxBytes)))
+	}
+	if len(batch) > 0 {
+		if err := ps.st.Send(&pb.AppendStreamRequest{Appends: batch}); err != nil {
+			// The reader sees the call end and reports the batch as unknown.
+			p.mu.Lock()
+			ps.broken = true
+			p.mu.Unlock()
+		}
+	}
+	return true
+}
+
+// open starts an AppendStream call and its reader.
+func (p *appendPipe) open() (*pipeStream, error) {
+	ctx, cancel := context.WithCancel(p.base)
+	st, err := p.c.api.AppendStream(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	md, err := st.Header()
+	limit := 0
+	if err == nil {
+		if v := md.Get(mdMaxMessageBytes); len(v) > 0 {
+			limit, _ = strconv.Atoi(v[0])
+		}
+	}
+	if limit <= 0 {
+		// The call ended at once (refused, or no such method): its status says why.
+		_, err = st.Recv()
+		cancel()
+		if err == nil || errors.Is(err, io.EOF) {
+			err = status.Error(codes.Internal, "remote: append stream opened without a size limit")
+		}
+		return nil, err
+	}
+	window := streamWindow
+	if v := md.Get(mdStreamWindow); len(v) > 0 {
+		if w, err := strconv.Atoi(v[0]); err == nil && w > 0 {
+			window = min(w, streamWindow)
+		}
+	}
+	ps := &pipeStream{st: st, cancel: cancel, maxBytes: min(limit, p.c.maxAnswer), window: window, inFlight: map[uint64]*pipeSend{}}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		cancel()
+		return nil, equeue.ErrClosed
+	}
+	p.cur = ps
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go p.reader(ps)
+	return ps, nil
+}
+
+// openFailed fails what is queued (nothing of it left the client), or
+// moves it to unary calls when the broker has no AppendStream.
+func (p *appendPipe) openFailed(err error) {
+	unimplemented := status.Code(err) == codes.Unimplemented
+	if unimplemented {
+		p.unary.Store(true)
+		p.c.log.Info("broker has no AppendStream: appending with unary calls")
+	}
+	p.mu.Lock()
+	q := p.queue
+	p.queue = nil
+	p.mu.Unlock()
+	ferr := p.c.fail(err)
+	for _, s := range q {
+		if unimplemented {
+			p.finishUnary(s)
+			continue
+		}
+		p.finish(s, equeue.AppendResult{}, ferr)
+	}
+}
+
+// finishUnary frees s's slot and runs it as a unary Append.
+func (p *appendPipe) finishUnary(s *pipeSend) {
+	p.mu.Lock()
+	if s.state == sendDone {
+		p.mu.Unlock()
+		return
+	}
+	s.state = sendDone
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+	p.mu.Unlock()
+	<-p.slots
+	go func() { s.cb(p.c.Append(s.ctx, s.orig)) }()
+}
+
+// reader reads ps's answers until the call ends, then reports what is
+// still in flight on it as unknown.
+func (p *appendPipe) reader(ps *pipeStream) {
+	defer p.wg.Done()
+	defer ps.cancel()
+	for {
+		resp, err := ps.st.Recv()
+		if err != nil {
+			p.broke(ps, err)
+			return
+		}
+		if resp.GetDraining() {
+			// The server reads no more: the sender closes our side, so the
+			// server ends the call once it has answered; sends go on a new call.
+			p.mu.Lock()
+			ps.draining = true
+			p.mu.Unlock()
+			p.poke()
+		}
+		for _, r := range resp.GetResults() {
+			p.answered(ps, r)
+		}
+	}
+}
+
+// answered completes the send ps answers with r.
+func (p *appendPipe) answered(ps *pipeStream, r *pb.StreamAppendResult) {
+	p.mu.Lock()
+	s := ps.inFlight[r.GetSeq()]
+	delete(ps.inFlight, r.GetSeq())
+	waiting := len(p.queue) > 0
+	p.mu.Unlock()
+	if waiting {
+		p.poke() // there is room on the stream again
+	}
+	if s == nil {
+		return
+	}
+	if pe := r.GetError(); pe != nil {
+		err := pullErrorFromPB(pe)
+		if errors.Is(err, ErrBusy) && p.backoff(s) {
+			return
+		}
+		p.finish(s, equeue.AppendResult{}, err)
+		return
+	}
+	res, err := appendFromWire(r.GetResponse(), len(s.orig.Messages))
+	p.finish(s, res, err)
+}
+
+// backoff queues s again after a pause, as the unary calls retry ErrBusy;
+// false when s's context has ended or the client closed.
+func (p *appendPipe) backoff(s *pipeSend) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.state != sendInFlight || s.reported || p.closed || s.ctx.Err() != nil {
+		return false
+	}
+	s.busyWait = min(max(2*s.busyWait, busyBackoffMin), busyBackoffMax)
+	s.state = sendBackoff
+	time.AfterFunc(jitter(s.busyWait), func() {
+		p.mu.Lock()
+		if s.state != sendBackoff {
+			p.mu.Unlock()
+			return
+		}
+		if p.closed {
+			p.mu.Unlock()
+			p.finish(s, equeue.AppendResult{}, equeue.ErrClosed)
+			return
+		}
+		s.state = sendQueued
+		p.queue = append(p.queue, s)
+		p.mu.Unlock()
+		p.poke()
+	})
+	return true
+}
+
+// broke ends ps: what is in flight on it may or may not be stored.
+func (p *appendPipe) broke(ps *pipeStream, err error) {
+	p.mu.Lock()
+	ps.broken = true
+	if p.cur == ps {
+		p.cur = nil
+	}
+	left := ps.inFlight
+	ps.inFlight = nil
+	p.mu.Unlock()
+	p.poke() // sends waiting for room on ps go on a new stream
+	if len(left) == 0 {
+		return
+	}
+	var ferr error
+	if p.c.closed.Load() {
+		ferr = fmt.Errorf("%w: %w: client closed with the append sent and not answered", equeue.ErrIndeterminate, equeue.ErrClosed)
+	} else {
+		ferr = fmt.Errorf("%w: remote: append stream broke with the append sent and not answered: %v", equeue.ErrIndeterminate, fromStatus(err))
+	}
+	for _, s := range left {
+		p.finish(s, equeue.AppendResult{}, ferr)
+	}
+}
+
+// jitter spreads the retries of sends refused together over [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}

@@ -1,0 +1,275 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// streamWindow bounds the appends of one AppendStream call that the server
+// has read and not answered yet; the client keeps within it too. It bounds
+// the call's memory and, for a backend without AppendAsync, its goroutines.
+const streamWindow = 4096
+
+// streamDrainTimeout is how long a stopping server waits, once every append
+// it read is answered, for the client to close its side of the call.
+const streamDrainTimeout = 5 * time.Second
+
+// Headers in which the server tells the client the largest request it
+// reads, so the client packs appends within it, and how many appends the
+// client may have unanswered on the call (at most MaxInFlight, so one
+// client alone is not refused as busy).
+const (
+	mdMaxMessageBytes = "equeue-max-message-bytes"
+	mdStreamWindow    = "equeue-stream-window"
+)
+
+// asyncBroker is a backend that can append without a goroutine per call
+// (the engine and its namespaces).
+type asyncBroker interface {
+	AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error))
+}
+
+// appendStream serves one AppendStream call: this goroutine answers, a
+// second one reads. Each append is authorized, counted against MaxInFlight
+// and run as the unary Append would be; its answer carries its seq.
+type appendStream struct {
+	v      *service
+	st     pb.Broker_AppendStreamServer
+	ctx    context.Context
+	rights Rights // of the call's token; RightAll without authentication
+
+	mu       sync.Mutex
+	space    *sync.Cond // signalled when pending drops or the call ends
+	results  []*pb.StreamAppendResult
+	pending  int  // appends read and not yet answered on the wire
+	readDone bool // the reader stopped
+	readErr  error
+	quit     bool          // the answering side ended: the reader stops
+	wake     chan struct{} // wakes the answering side
+	draining bool          // the server stops: appends read now are refused
+}
+
+// AppendStream runs a pipelined append call (see appendStream).
+func (v *service) AppendStream(st pb.Broker_AppendStreamServer) error {
+	rights, err := v.s.streamRights(st.Context())
+	if err != nil {
+		v.s.refusals.refused(st.Context(), pb.Broker_AppendStream_FullMethodName, err)
+		return err
+	}
+	window := min(streamWindow, v.s.maxInFlight)
+	if err := st.SendHeader(metadata.Pairs(mdMaxMessageBytes, strconv.Itoa(v.s.maxMessageBytes),
+		mdStreamWindow, strconv.FormatInt(window, 10))); err != nil {
+		return err
+	}
+	a := &appendStream{v: v, st: st, ctx: st.Context(), rights: rights, wake: make(chan struct{}, 1)}
+	a.space = sync.NewCond(&a.mu)
+	var reader sync.WaitGroup
+	reader.Add(1)
+	go func() {
+		defer reader.Done()
+		a.read()
+	}()
+	err = a.answer()
+	a.mu.Lock()
+	a.quit = true
+	a.space.Broadcast()
+	readDone := a.readDone
+	a.mu.Unlock()
+	if readDone {
+		reader.Wait()
+	}
+	// Otherwise the reader is in Recv, which returns as the call ends.
+	return err
+}
+
+// streamRights authenticates an AppendStream call. Each append is then
+// checked against the rights as the unary Append would be (a consume
+// token may append to reply topics only).
+func (s *Server) streamRights(ctx context.Context) (Rights, error) {
+	if s.tokens == nil {
+		return RightAll, nil
+	}
+	if err := s.tokens.authorize(ctx, pb.Broker_AppendStream_FullMethodName, nil); err != nil {
+		return 0, err
+	}
+	e, _ := s.tokens.bearer(ctx)
+	return e.rights, nil
+}
+
+// read reads appends until the client closes its side or the call ends,
+// never holding more than streamWindow unanswered.
+func (a *appendStream) read() {
+	for {
+		a.mu.Lock()
+		for a.pending >= streamWindow && !a.quit {
+			a.space.Wait()
+		}
+		quit := a.quit
+		a.mu.Unlock()
+		if quit {
+			return
+		}
+		req, err := a.st.Recv()
+		if err != nil {
+			a.mu.Lock()
+			a.readDone, a.readErr = true, err
+			a.mu.Unlock()
+			a.kick()
+			return
+		}
+		a.mu.Lock()
+		a.pending += len(req.GetAppends())
+		draining := a.draining
+		a.mu.Unlock()
+		for _, it := range req.GetAppends() {
+			a.run(it, draining)
+		}
+	}
+}
+
+// run starts one append; its answer comes through done.
+func (a *appendStream) run(it *pb.StreamAppend, draining bool) {
+	seq := it.GetSeq()
+	defer func() {
+		if p := recover(); p != nil {
+			a.v.s.log.Error("panic in call", "method", pb.Broker_AppendStream_FullMethodName, "panic", p, "stack", string(debug.Stack()))
+			a.done(seq, equeue.AppendResult{}, status.Errorf(codes.Internal, "remote: internal error in %s", pb.Broker_AppendStream_FullMethodName))
+		}
+	}()
+	if draining {
+		a.done(seq, equeue.AppendResult{}, errStopping)
+		return
+	}
+	if it.GetAppend() == nil {
+		a.done(seq, equeue.AppendResult{}, fmt.Errorf("%w: stream append %d is empty", equeue.ErrInvalidArgument, seq))
+		return
+	}
+	if need := replyRights(pb.Broker_Append_FullMethodName, it.GetAppend(), RightProduce); a.rights&need == 0 {
+		err := fmt.Errorf("%w: %s needs %s rights, token has %s", ErrPermissionDenied, pb.Broker_Append_FullMethodName, need, a.rights)
+		a.v.s.refusals.refused(a.ctx, pb.Broker_AppendStream_FullMethodName, err)
+		a.done(seq, equeue.AppendResult{}, err)
+		return
+	}
+	s := a.v.s
+	if n := s.inFlight.Add(1); n > s.maxInFlight {
+		s.inFlight.Add(-1)
+		a.done(seq, equeue.AppendResult{}, fmt.Errorf("%w: %d calls in flight", ErrBusy, s.maxInFlight))
+		return
+	}
+	req, err := appendFromPB(it.GetAppend())
+	if err != nil {
+		s.inFlight.Add(-1)
+		a.done(seq, equeue.AppendResult{}, err)
+		return
+	}
+	cb := func(res equeue.AppendResult, err error) {
+		s.inFlight.Add(-1)
+		a.done(seq, res, err)
+	}
+	if ab, ok := a.v.e.(asyncBroker); ok {
+		ab.AppendAsync(a.ctx, req, cb)
+		return
+	}
+	// At most streamWindow of these per call: the reader waits for room.
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("panic in call", "method", pb.Broker_AppendStream_FullMethodName, "panic", p, "stack", string(debug.Stack()))
+				cb(equeue.AppendResult{}, status.Errorf(codes.Internal, "remote: internal error in %s", pb.Broker_AppendStream_FullMethodName))
+			}
+		}()
+		cb(a.v.e.Append(a.ctx, req))
+	}()
+}
+
+// done queues the answer of one append; it never blocks (it may run on the
+// engine's writer goroutine).
+func (a *appendStream) done(seq uint64, res equeue.AppendResult, err error) {
+	r := &pb.StreamAppendResult{Seq: seq}
+	if err != nil {
+		if c := status.Code(toStatus(err)); c == codes.Internal || c == codes.Unknown || c == codes.DataLoss {
+			a.v.s.log.Warn("call failed", "method", pb.Broker_AppendStream_FullMethodName, "err", err)
+		}
+		r.Error = pullError(err)
+	} else {
+		r.Response = appendToPB(res)
+	}
+	a.mu.Lock()
+	a.results = append(a.results, r)
+	a.mu.Unlock()
+	a.kick()
+}
+
+func (a *appendStream) kick() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// answer sends the answers as they come, several per message. It returns
+// when the client has closed its side and every append read is answered,
+// or the call breaks. A stopping server tells the client (draining), so it
+// sends no more here and closes its side.
+func (a *appendStream) answer() error {
+	stopping := a.v.s.stopping.Done()
+	var drainTimer <-chan time.Time
+	expired := false
+	for {
+		select {
+		case <-a.wake:
+		case <-stopping:
+			stopping = nil
+			a.mu.Lock()
+			a.draining = true
+			a.mu.Unlock()
+			if err := a.st.Send(&pb.AppendStreamResponse{Draining: true}); err != nil {
+				return err
+			}
+		case <-drainTimer:
+			expired = true
+		}
+		a.mu.Lock()
+		batch := a.results
+		a.results = nil
+		a.mu.Unlock()
+		if len(batch) > 0 {
+			if err := a.st.Send(&pb.AppendStreamResponse{Results: batch}); err != nil {
+				return err
+			}
+		}
+		a.mu.Lock()
+		a.pending -= len(batch)
+		a.space.Broadcast()
+		idle, readDone, readErr, draining := a.pending == 0 && len(a.results) == 0, a.readDone, a.readErr, a.draining
+		a.mu.Unlock()
+		switch {
+		case readDone && idle:
+			if errors.Is(readErr, io.EOF) {
+				if draining {
+					return toStatus(errStopping)
+				}
+				return nil
+			}
+			return readErr
+		case draining && idle && expired:
+			// The client did not close its side: end the call.
+			return toStatus(errStopping)
+		case draining && idle && drainTimer == nil:
+			drainTimer = time.After(streamDrainTimeout)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package remote_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// BenchmarkRemoteRatio measures a path over remote against the same path
+// in-process on one Badger engine, alternating the two in rounds within
+// one run, so a shared machine's load changes hit both alike. It reports
+// both rates and remote/inproc. One op is one message of each side.
+//
+//	go test -run '^$' -bench RemoteRatio -benchtime 200000x ./remote
+func BenchmarkRemoteRatio(b *testing.B) {
+	const rounds = 8
+	type side struct {
+		name string
+		br   equeue.Broker
+		took time.Duration
+	}
+	setup := func(b *testing.B) (*equeue.Engine, []*side) {
+		e, err := equeue.Open(b.TempDir(), nil)
+		require.NoError(b, err)
+		b.Cleanup(func() { require.NoError(b, e.Close()) })
+		s := startServer(b, e, "", nil)
+		return e, []*side{{name: "inproc", br: e}, {name: "remote", br: dial(b, s.addr, nil)}}
+	}
+	report := func(b *testing.B, sides []*side, msgs int) {
+		rate := func(s *side) float64 { return float64(msgs) / s.took.Seconds() }
+		b.ReportMetric(rate(sides[0]), "inproc-msgs/s")
+		b.ReportMetric(rate(sides[1]), "remote-msgs/s")
+		b.ReportMetric(rate(sides[1])/rate(sides[0]), "ratio")
+	}
+	chunk := func(b *testing.B) int { return max(b.N/rounds, 1) }
+
+	// SendBatch: 4 senders, batches of 100.
+	b.Run("SendBatch", func(b *testing.B) {
+		const senders, batch = 4, 100
+		e, sides := setup(b)
+		require.NoError(b, e.CreateTopic(context.Background(), "bench", 4))
+		msgs := make([]*equeue.Message, batch)
+		for i := range msgs {
+			msgs[i] = benchMessage()
+		}
+		n := chunk(b)
+		batches := int64((n + batch - 1) / batch)
+		b.ResetTimer()
+		for range rounds {
+			for _, sd := range sides {
+				p := newProducer(b, sd.br)
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				start := time.Now()
+				for range senders {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for next.Add(1) <= batches {
+							if _, err := p.SendBatch(context.Background(), msgs); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				sd.took += time.Since(start)
+			}
+		}
+		report(b, sides, rounds*int(batches)*batch)
+	})
+
+	// SendAsync: one sender keeping 1,024 sends in flight.
+	b.Run("SendAsync", func(b *testing.B) {
+		const window = 1024
+		e, sides := setup(b)
+		require.NoError(b, e.CreateTopic(context.Background(), "bench", 4))
+		m := benchMessage()
+		n := chunk(b)
+		b.ResetTimer()
+		for range rounds {
+			for _, sd := range sides {
+				p := newProducer(b, sd.br)
+				ring := make([]*equeue.SendFuture, window)
+				start := time.Now()
+				for i := range n + window {
+					if f := ring[i%window]; f != nil {
+						if _, err := f.Result(context.Background()); err != nil {
+							b.Fatal(err)
+						}
+						ring[i%window] = nil
+					}
+					if i < n {
+						ring[i%window] = p.SendAsync(context.Background(), m)
+					}
+				}
+				sd.took += time.Since(start)
+			}
+		}
+		report(b, sides, rounds*n)
+	})
+
+	// Consume: a Consumer (default options) drains a backlog of its own
+	// 4-queue topic; its start is timed, as in BenchmarkConsume.
+	b.Run("Consume", func(b *testing.B) {
+		e, sides := setup(b)
+		ctx := context.Background()
+		n := chunk(b)
+		m := benchMessage()
+		never := equeue.SyncNever
+		for r := range rounds {
+			for _, sd := range sides {
+				topic := fmt.Sprintf("%s-%d", sd.name, r)
+				require.NoError(b, e.CreateTopic(ctx, topic, 4))
+				for sent := 0; sent < n; {
+					k := min(500, n-sent)
+					msgs := make([]*equeue.Message, k)
+					for i := range msgs {
+						msgs[i] = &equeue.Message{Topic: topic, Body: m.Body}
+					}
+					_, err := e.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: sent / 500 % 4, Messages: msgs, Sync: &never})
+					require.NoError(b, err)
+					sent += k
+				}
+			}
+		}
+		b.ResetTimer()
+		for r := range rounds {
+			for _, sd := range sides {
+				var handled atomic.Int64
+				done := make(chan struct{})
+				topic := fmt.Sprintf("%s-%d", sd.name, r)
+				c, err := equeue.NewConsumer(sd.br, equeue.ConsumerOptions{Group: "g-" + topic,
+					Subscriptions: []equeue.Subscription{{Topic: topic}}, From: equeue.ConsumeFromEarliest,
+					Handler: func(context.Context, *equeue.Message) error {
+						if handled.Add(1) == int64(n) {
+							close(done)
+						}
+						return nil
+					}})
+				require.NoError(b, err)
+				start := time.Now()
+				require.NoError(b, c.Start(ctx))
+				select {
+				case <-done:
+				case <-time.After(5 * time.Minute):
+					b.Fatalf("consumed %d of %d", handled.Load(), n)
+				}
+				sd.took += time.Since(start)
+				require.NoError(b, c.Close())
+			}
+		}
+		report(b, sides, rounds*n)
+	})
+}
