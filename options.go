@@ -89,6 +89,21 @@ type Options struct {
 	// Badger tunes the Badger store; nil means store.DefaultBadgerOptions(),
 	// an embedded profile that keeps an idle engine small.
 	Badger *store.BadgerOptions
+	// MemoryBudget, when positive, is the memory in bytes the engine's
+	// Badger store and buffers are sized for together: memtables (B/12
+	// each, 3 at most), block cache (B/8), table builders (base tables of
+	// B/32, 512 KiB to 2 MiB), value-log files (B/4, 8 to 64 MiB) and the
+	// engine's write batch (bounded by the store's limits, ~13% of a
+	// memtable); with a budget, the pages of memory-mapped tables are
+	// given back to the OS after 1 s without writes. store.BudgetShares
+	// lists the shares. Fields set in Badger override the budget's. It is
+	// a sizing, not a hard limit: consumers' caches (ConsumerOptions) and
+	// the Go runtime's own overhead are outside it, and the engine sets no
+	// process-wide GC setting (use debug.SetMemoryLimit or GOMEMLIMIT in
+	// the host program for that). Zero keeps the default profile
+	// (store.DefaultBadgerOptions); below MinMemoryBudget (16 MiB), or with
+	// InMemory or Store, Open returns ErrInvalidOptions.
+	MemoryBudget int64
 	// Sync is the default durability policy. Zero value: SyncAlways.
 	Sync SyncPolicy
 	// DefaultQueues is the queue count of auto-created topics and of
@@ -133,6 +148,9 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	if err := o.Sync.validate(); err != nil {
+		return err
+	}
+	if err := o.validateBudget(); err != nil {
 		return err
 	}
 	if o.DefaultQueues < 0 || o.DefaultQueues > MaxQueuesPerTopic {
@@ -187,5 +205,6 @@ func (o *Options) withDefaults() Options {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.applyBudget()
 	return c
 }
