@@ -7,7 +7,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/equeue-go/equeue"
 )
 
 // BenchmarkBacklogRSS measures the resident memory a backlog costs a program
@@ -81,4 +86,81 @@ func BenchmarkBacklogRSS(b *testing.B) {
 			b.ReportMetric(float64(n)/r.WriteSeconds, "msgs/s")
 		})
 	}
+}
+
+// BenchmarkSendBudget compares sending with the default options and with a
+// 48 MiB MemoryBudget in the same run, 100-byte bodies: 64 goroutines
+// calling Send under SyncAlways and SyncNever, and 4 calling SendBatch with
+// 1,024 messages under SyncAlways. A budget shrinks the memtables (3 MiB
+// instead of 8) and the tables, which costs Badger more flushes and
+// compactions per message.
+func BenchmarkSendBudget(b *testing.B) {
+	for _, c := range []struct {
+		name           string
+		policy         equeue.SyncPolicy
+		senders, batch int
+	}{
+		{"SyncAlways/senders=64", equeue.SyncAlways, 64, 1},
+		{"SyncNever/senders=64", equeue.SyncNever, 64, 1},
+		{"SyncAlways/batch=1024x4", equeue.SyncAlways, 4, 1024},
+	} {
+		for _, budget := range []int64{0, 48 << 20} {
+			name := "budget=default"
+			if budget > 0 {
+				name = "budget=48MiB"
+			}
+			b.Run(c.name+"/"+name, func(b *testing.B) {
+				benchSendBudget(b, &equeue.Options{Sync: c.policy, MemoryBudget: budget}, c.senders, c.batch)
+			})
+		}
+	}
+}
+
+func benchSendBudget(b *testing.B, opts *equeue.Options, senders, batch int) {
+	ctx := benchCtx(b)
+	e := benchNewEngine(b, opts)
+	p := benchProducer(b, e)
+	body := benchBody(100)
+	keys := benchQueueKeys()
+	var (
+		next atomic.Int64
+		errs benchFirstErr
+		wg   sync.WaitGroup
+	)
+	n := int64(b.N)
+	b.SetBytes(100)
+	b.ResetTimer()
+	start := time.Now()
+	for g := range senders {
+		k := keys[g%len(keys)]
+		wg.Go(func() {
+			msgs := make([]*equeue.Message, 0, batch)
+			for !errs.failed.Load() {
+				from := next.Add(int64(batch)) - int64(batch)
+				if from >= n {
+					return
+				}
+				msgs = msgs[:0]
+				for range min(int64(batch), n-from) {
+					msgs = append(msgs, &equeue.Message{Topic: benchTopicName, Keys: k, Body: body})
+				}
+				var err error
+				if batch == 1 {
+					_, err = p.Send(ctx, msgs[0])
+				} else {
+					_, err = p.SendBatch(ctx, msgs)
+				}
+				if err != nil {
+					errs.set(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	errs.check(b)
+	benchReport(b, b.N, elapsed)
+	benchClose(b, p, e)
 }

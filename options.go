@@ -90,19 +90,19 @@ type Options struct {
 	// an embedded profile that keeps an idle engine small.
 	Badger *store.BadgerOptions
 	// MemoryBudget, when positive, is the memory in bytes the engine's
-	// Badger store and buffers are sized for together: memtables (B/12
-	// each, 3 at most), block cache (B/8), table builders (base tables of
-	// B/32, 512 KiB to 2 MiB), value-log files (B/4, 8 to 64 MiB) and the
-	// engine's write batch (bounded by the store's limits, ~13% of a
-	// memtable); with a budget, the pages of memory-mapped tables are
-	// given back to the OS after 1 s without writes. store.BudgetShares
-	// lists the shares. Fields set in Badger override the budget's. It is
-	// a sizing, not a hard limit: consumers' caches (ConsumerOptions) and
-	// the Go runtime's own overhead are outside it, and the engine sets no
-	// process-wide GC setting (use debug.SetMemoryLimit or GOMEMLIMIT in
-	// the host program for that). Zero keeps the default profile
-	// (store.DefaultBadgerOptions); below MinMemoryBudget (16 MiB), or with
-	// InMemory or Store, Open returns ErrInvalidOptions.
+	// Badger store and buffers are sized for together: memtables (B/16
+	// each, 3 at most), table builders (base tables of 0.6 memtable on
+	// every level), block cache (B/8), value-log files (B/4, 8 to 64 MiB)
+	// and the engine's write batch (bounded by the store's limits, ~13% of
+	// a memtable, so the largest SendBatch shrinks with the budget); the
+	// pages of memory-mapped tables are given back to the OS every second.
+	// store.BudgetShares lists the shares. Fields set in Badger override
+	// the budget's. It is a sizing, not a hard limit: consumers' caches
+	// (ConsumerOptions) and the Go runtime's overhead are outside it, and
+	// the engine sets no process-wide GC setting (a host that needs one
+	// sets GOMEMLIMIT or debug.SetMemoryLimit). Zero keeps the default
+	// profile (store.DefaultBadgerOptions); below MinMemoryBudget (16 MiB),
+	// or with InMemory or Store, Open returns ErrInvalidOptions.
 	MemoryBudget int64
 	// Sync is the default durability policy. Zero value: SyncAlways.
 	Sync SyncPolicy
