@@ -28,16 +28,18 @@ func releaseMapped(dir string) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// "start-end perms offset dev inode path"
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
+		// "start-end perms offset dev inode path": the path is all from
+		// the first slash (it may hold spaces), the rest has none.
+		line := sc.Text()
+		slash := strings.IndexByte(line, '/')
+		if slash < 0 {
 			continue
 		}
-		path := fields[5]
+		path := strings.TrimSuffix(line[slash:], " (deleted)")
 		if !strings.HasPrefix(path, dir) || !(strings.HasSuffix(path, ".sst") || strings.HasSuffix(path, ".vlog")) {
 			continue
 		}
-		from, to, ok := strings.Cut(fields[0], "-")
+		from, to, ok := strings.Cut(strings.Fields(line)[0], "-")
 		if !ok {
 			continue
 		}

@@ -28,12 +28,14 @@ func mappedTableKiB(dir string) (int64, error) {
 	in := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+		line := sc.Text()
+		fields := strings.Fields(line)
 		if len(fields) == 0 {
 			continue
 		}
-		if strings.Contains(fields[0], "-") && len(fields) >= 5 {
-			in = len(fields) >= 6 && strings.HasPrefix(fields[5], dir+"/") && strings.HasSuffix(fields[5], ".sst")
+		if strings.Contains(fields[0], "-") && len(fields) >= 5 { // a mapping's header
+			slash := strings.IndexByte(line, '/')
+			in = slash >= 0 && strings.HasPrefix(line[slash:], dir+"/") && strings.HasSuffix(line, ".sst")
 			continue
 		}
 		if in && fields[0] == "Rss:" {
@@ -54,6 +56,7 @@ func TestBadgerReleaseMappedTables(t *testing.T) {
 	for _, release := range []time.Duration{0, 10 * time.Millisecond} {
 		dir, err := filepath.EvalSymlinks(t.TempDir())
 		require.NoError(t, err)
+		dir = filepath.Join(dir, "a dir") // a path with a space
 		o := store.BadgerOptions{MemTableSize: 1 << 20, ReleaseMappedEvery: release}
 		s := openBadger(t, dir, &o)
 		fill(t, s, q, 0, 6000, 900) // inline values: about 5.4 MB of tables
