@@ -100,7 +100,9 @@ type Options struct {
 	// the budget's. It is a sizing, not a hard limit: consumers' caches
 	// (ConsumerOptions) and the Go runtime's overhead are outside it, and
 	// the engine sets no process-wide GC setting (a host that needs one
-	// sets GOMEMLIMIT or debug.SetMemoryLimit). Zero keeps the default
+	// sets GOMEMLIMIT or debug.SetMemoryLimit; Badger.FreeOSMemoryWhenIdle
+	// opts in to returning the Go heap after 20 s without writes). Zero
+	// keeps the default
 	// profile (store.DefaultBadgerOptions); below MinMemoryBudget (16 MiB),
 	// or with InMemory or Store, Open returns ErrInvalidOptions.
 	MemoryBudget int64

@@ -30,7 +30,8 @@ const MinMemoryBudget = 16 * mib
 //     memory-mapped tables and value-log files do not pile up in the
 //     process's resident set (see ReleaseMappedEvery).
 //
-// Index cache and compression stay off, and the level-0 shape (4 tables,
+// FreeOSMemoryWhenIdle stays off: it acts on the whole process, so the host
+// opts in. Index cache and compression stay off, and the level-0 shape (4 tables,
 // stall at 12), value threshold and compactor count are the default
 // profile's: they cost disk and CPU, not memory.
 func BudgetShares(budget int64) BadgerOptions {

@@ -102,6 +102,14 @@ type BadgerOptions struct {
 	// disk reads when the data is read again. Zero means never (the
 	// default profile); WithBudget sets 1 s.
 	ReleaseMappedEvery time.Duration
+	// FreeOSMemoryWhenIdle, with ReleaseMappedEvery, makes the store call
+	// debug.FreeOSMemory once it has had no write for 20 s (once per
+	// quiet period). After a large write the Go runtime keeps the heap
+	// Badger freed (table builders, flushed memtables) and returns it to
+	// the OS only over minutes; this returns it at once. It forces a
+	// garbage collection of the whole process, which is the host's
+	// business, so it is off unless set, also under a memory budget.
+	FreeOSMemoryWhenIdle bool
 	// NumCompactors is how many goroutines compact the LSM tree. Zero
 	// means 2, the least Badger accepts.
 	NumCompactors int
@@ -239,6 +247,8 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 		return o, fmt.Errorf("TableSizeMultiplier %d is below 1", o.TableSizeMultiplier)
 	case o.ReleaseMappedEvery < 0:
 		return o, fmt.Errorf("negative ReleaseMappedEvery %v", o.ReleaseMappedEvery)
+	case o.FreeOSMemoryWhenIdle && o.ReleaseMappedEvery == 0:
+		return o, fmt.Errorf("FreeOSMemoryWhenIdle needs a positive ReleaseMappedEvery")
 	case o.Compression > CompressionZSTD:
 		return o, fmt.Errorf("unknown compression %v", o.Compression)
 	case o.Compression != CompressionNone && o.BlockCacheSize == 0:

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 // Report is what the program prints. Sizes are in KiB.
@@ -79,9 +80,14 @@ func main() {
 	idle := flag.Duration("idle", 2*time.Second, "idle period after the write")
 	dir := flag.String("dir", "", "engine directory (default: a new temporary one, removed at exit)")
 	heap := flag.String("heapprofile", "", "write a heap profile at the settled idle point to this file")
+	freeIdle := flag.Bool("freeidle", false, "set store.BadgerOptions.FreeOSMemoryWhenIdle (needs -budget)")
 	flag.Parse()
 	r := Report{Messages: *n, Body: *body, Budget: *budget}
-	if err := run(&r, *senders, *batch, *idle, *dir, *heap); err != nil {
+	opts := &equeue.Options{MemoryBudget: *budget}
+	if *freeIdle {
+		opts.Badger = &store.BadgerOptions{FreeOSMemoryWhenIdle: true}
+	}
+	if err := run(&r, opts, *senders, *batch, *idle, *dir, *heap); err != nil {
 		fmt.Fprintln(os.Stderr, "rssprobe:", err)
 		os.Exit(1)
 	}
@@ -91,7 +97,7 @@ func main() {
 	}
 }
 
-func run(r *Report, senders, batch int, idle time.Duration, dir, heap string) error {
+func run(r *Report, opts *equeue.Options, senders, batch int, idle time.Duration, dir, heap string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	if dir == "" {
@@ -102,7 +108,6 @@ func run(r *Report, senders, batch int, idle time.Duration, dir, heap string) er
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	opts := &equeue.Options{MemoryBudget: r.Budget}
 	r.BaseKiB = settled()
 
 	e, err := equeue.Open(dir, opts)
