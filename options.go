@@ -93,7 +93,7 @@ type Options struct {
 	// Badger store and buffers are sized for together: memtables (B/16
 	// each, 3 at most), table builders (base tables of 0.6 memtable on
 	// every level), block cache (B/8), value-log files (B/4, 8 to 64 MiB)
-	// and the engine's write batch (bounded by the store's limits, ~13% of
+	// and the engine's write batch (bounded by the store's limits, ~10% of
 	// a memtable, so the largest SendBatch shrinks with the budget); the
 	// pages of memory-mapped tables are given back to the OS every second.
 	// store.BudgetShares lists the shares. Fields set in Badger override

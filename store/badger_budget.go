@@ -11,7 +11,7 @@ const MinMemoryBudget = 16 * mib
 // memory budget B (bytes). The shares bound what the store holds in memory;
 // they add up to about 60% of B, the rest is left to the Go runtime and to
 // the engine's own buffers (its write batch is bounded by the store's
-// Limits, about 13% of one memtable, so it follows the memtable share):
+// Limits, about 10% of one memtable, so it follows the memtable share):
 //
 //   - memtables: B/16 each (at least 1 MiB), 2 waiting to flush plus the
 //     active one. Badger gives each an arena of about 1.3x its size, so a
