@@ -89,6 +89,23 @@ type Options struct {
 	// Badger tunes the Badger store; nil means store.DefaultBadgerOptions(),
 	// an embedded profile that keeps an idle engine small.
 	Badger *store.BadgerOptions
+	// MemoryBudget, when positive, is the memory in bytes the engine's
+	// Badger store and buffers are sized for together: memtables (B/16
+	// each, 3 at most), table builders (base tables of 0.6 memtable on
+	// every level), block cache (B/8), value-log files (B/4, 8 to 64 MiB)
+	// and the engine's write batch (bounded by the store's limits, ~10% of
+	// a memtable, so the largest SendBatch shrinks with the budget); the
+	// pages of memory-mapped tables are given back to the OS every second.
+	// store.BudgetShares lists the shares. Fields set in Badger override
+	// the budget's. It is a sizing, not a hard limit: consumers' caches
+	// (ConsumerOptions) and the Go runtime's overhead are outside it, and
+	// the engine sets no process-wide GC setting (a host that needs one
+	// sets GOMEMLIMIT or debug.SetMemoryLimit; Badger.FreeOSMemoryWhenIdle
+	// opts in to returning the Go heap after 20 s without writes). Zero
+	// keeps the default
+	// profile (store.DefaultBadgerOptions); below MinMemoryBudget (16 MiB),
+	// or with InMemory or Store, Open returns ErrInvalidOptions.
+	MemoryBudget int64
 	// Sync is the default durability policy. Zero value: SyncAlways.
 	Sync SyncPolicy
 	// DefaultQueues is the queue count of auto-created topics and of
@@ -141,6 +158,9 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	if err := o.Sync.validate(); err != nil {
+		return err
+	}
+	if err := o.validateBudget(); err != nil {
 		return err
 	}
 	if o.DefaultQueues < 0 || o.DefaultQueues > MaxQueuesPerTopic {
@@ -198,5 +218,6 @@ func (o *Options) withDefaults() Options {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.applyBudget()
 	return c
 }

@@ -57,6 +57,10 @@ type Badger struct {
 	// segment. A queue not in the map has its end looked up.
 	ends map[QueueID]uint64
 
+	// mapped, when set, gives mapped file pages back to the OS
+	// (BadgerOptions.ReleaseMappedEvery, badger_release.go).
+	mapped *mappedRelease
+
 	// hints let a Read continuing where the last one of its queue stopped
 	// skip the lookup of its first segment.
 	hints readHints
@@ -98,12 +102,14 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		return nil, fmt.Errorf("store: open badger at %q: %w", dir, err)
 	}
 	limits := limitsFor(db.MaxBatchSize(), db.MaxBatchCount(), valueCap(o), outOfLine(o))
-	return &Badger{
+	s = &Badger{
 		db: db, dir: dir, inMemory: o.InMemory, limits: limits,
 		segLimit:      int(o.ValueThreshold) - 1,
 		chunkSegments: deleteChunkSegments,
 		ends:          make(map[QueueID]uint64),
-	}, nil
+	}
+	s.startRelease(o.ReleaseMappedEvery, o.FreeOSMemoryWhenIdle)
+	return s, nil
 }
 
 // isLockError reports whether err is Badger failing to take the directory
@@ -137,6 +143,7 @@ func (s *Badger) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.stopRelease()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close badger at %q: %w", s.dir, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -81,6 +82,34 @@ type BadgerOptions struct {
 	// give space back sooner. Zero means 64 MiB; it must be at least 1 MiB
 	// and below 2 GiB.
 	ValueLogFileSize int64
+	// BaseTableSize is the size of an SSTable at the first level below
+	// level 0, and the buffer Badger's table builders start from (twice
+	// this); a builder grows its buffer by doubling until the table fits,
+	// and Badger pools up to 8 builders' buffers, freeing one per 2 s once
+	// idle. Zero means 2 MiB; it must be at least 256 KiB.
+	BaseTableSize int64
+	// TableSizeMultiplier is how much larger an SSTable is on each level
+	// below the first non-zero one. Zero means 2 (Badger's default); 1
+	// keeps every table at BaseTableSize, which bounds the builders'
+	// buffers at the cost of more files.
+	TableSizeMultiplier int
+	// ReleaseMappedEvery, when positive, makes the store give the pages of
+	// its memory-mapped tables and value-log files back to the OS at that
+	// interval (Linux, madvise MADV_PAGEOUT; elsewhere it does nothing).
+	// Badger writes and reads those files through memory maps, so after
+	// a large write or a compaction they count fully in the process's
+	// resident set although the OS could drop them; releasing them costs
+	// disk reads when the data is read again. Zero means never (the
+	// default profile); WithBudget sets 1 s.
+	ReleaseMappedEvery time.Duration
+	// FreeOSMemoryWhenIdle, with ReleaseMappedEvery, makes the store call
+	// debug.FreeOSMemory once it has had no write for 20 s (once per
+	// quiet period). After a large write the Go runtime keeps the heap
+	// Badger freed (table builders, flushed memtables) and returns it to
+	// the OS only over minutes; this returns it at once. It forces a
+	// garbage collection of the whole process, which is the host's
+	// business, so it is off unless set, also under a memory budget.
+	FreeOSMemoryWhenIdle bool
 	// NumCompactors is how many goroutines compact the LSM tree. Zero
 	// means 2, the least Badger accepts.
 	NumCompactors int
@@ -125,7 +154,10 @@ const (
 //     larger ones go to the value log so compaction does not copy them.
 //   - 64 MiB value-log files: Reclaim rewrites whole files, so small files
 //     return space soon after retention deletes records.
+//   - 2 MiB base tables, 2x larger on each deeper level (Badger's
+//     defaults).
 //   - 2 compactors, the least Badger accepts.
+//   - Mapped file pages are left to the OS (no ReleaseMappedEvery).
 //   - No compression: messages are often already compressed or small, and
 //     compression would require the block cache for every read.
 func DefaultBadgerOptions() BadgerOptions {
@@ -138,6 +170,8 @@ func DefaultBadgerOptions() BadgerOptions {
 		IndexCacheSize:          0,
 		ValueThreshold:          1 * kib,
 		ValueLogFileSize:        64 * mib,
+		BaseTableSize:           2 * mib,
+		TableSizeMultiplier:     2,
 		NumCompactors:           2,
 		Compression:             CompressionNone,
 	}
@@ -149,6 +183,7 @@ const (
 	minValueThreshold       = 64
 	badgerMinVlogFileSize   = 1 * mib
 	badgerMaxVlogFileSize   = 2<<30 - 1
+	minBaseTableSize        = 256 * kib
 )
 
 // resolve replaces zero fields by their defaults and validates the result.
@@ -184,6 +219,12 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 	if o.NumCompactors == 0 {
 		o.NumCompactors = d.NumCompactors
 	}
+	if o.BaseTableSize == 0 {
+		o.BaseTableSize = d.BaseTableSize
+	}
+	if o.TableSizeMultiplier == 0 {
+		o.TableSizeMultiplier = d.TableSizeMultiplier
+	}
 
 	maxBatch, _ := badgerBatchLimits(o.MemTableSize)
 	switch {
@@ -200,6 +241,14 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 		return o, fmt.Errorf("NumCompactors %d is below 2, the least Badger accepts", o.NumCompactors)
 	case o.ValueLogFileSize < badgerMinVlogFileSize || o.ValueLogFileSize > badgerMaxVlogFileSize:
 		return o, fmt.Errorf("ValueLogFileSize %d is outside [1 MiB, 2 GiB)", o.ValueLogFileSize)
+	case o.BaseTableSize < minBaseTableSize:
+		return o, fmt.Errorf("BaseTableSize %d is below 256 KiB", o.BaseTableSize)
+	case o.TableSizeMultiplier < 1:
+		return o, fmt.Errorf("TableSizeMultiplier %d is below 1", o.TableSizeMultiplier)
+	case o.ReleaseMappedEvery < 0:
+		return o, fmt.Errorf("negative ReleaseMappedEvery %v", o.ReleaseMappedEvery)
+	case o.FreeOSMemoryWhenIdle && o.ReleaseMappedEvery == 0:
+		return o, fmt.Errorf("FreeOSMemoryWhenIdle needs a positive ReleaseMappedEvery")
 	case o.Compression > CompressionZSTD:
 		return o, fmt.Errorf("unknown compression %v", o.Compression)
 	case o.Compression != CompressionNone && o.BlockCacheSize == 0:
@@ -241,7 +290,9 @@ func (o BadgerOptions) badgerOptions(dir string) badger.Options {
 		WithValueThreshold(o.ValueThreshold).
 		WithValueLogFileSize(o.ValueLogFileSize).
 		WithNumCompactors(o.NumCompactors).
+		WithBaseTableSize(o.BaseTableSize).
 		WithReadOnly(o.ReadOnly)
+	bo.TableSizeMultiplier = o.TableSizeMultiplier
 	switch o.Compression {
 	case CompressionSnappy:
 		bo = bo.WithCompression(options.Snappy)

@@ -1,0 +1,44 @@
+package equeue
+
+import (
+	"fmt"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// MinMemoryBudget is the smallest Options.MemoryBudget accepted (16 MiB).
+const MinMemoryBudget = store.MinMemoryBudget
+
+// validateBudget checks Options.MemoryBudget.
+func (o *Options) validateBudget() error {
+	switch {
+	case o.MemoryBudget == 0:
+		return nil
+	case o.MemoryBudget < MinMemoryBudget:
+		return fmt.Errorf("%w: MemoryBudget %d must be 0 or at least %d bytes (16 MiB)",
+			ErrInvalidOptions, o.MemoryBudget, int64(MinMemoryBudget))
+	case o.InMemory || o.Store != nil:
+		return fmt.Errorf("%w: MemoryBudget sizes the Badger store; it does not apply with InMemory or Store",
+			ErrInvalidOptions)
+	}
+	return nil
+}
+
+// applyBudget replaces o.Badger by the profile o.MemoryBudget gives, with
+// the fields o.Badger sets kept (they override the budget). Call it on a
+// validated copy.
+func (o *Options) applyBudget() {
+	if o.MemoryBudget <= 0 {
+		return
+	}
+	var bo store.BadgerOptions
+	if o.Badger != nil {
+		bo = *o.Badger
+	}
+	bo, err := bo.WithBudget(o.MemoryBudget)
+	if err != nil {
+		// Validate refused budgets below the floor already.
+		return
+	}
+	o.Badger = &bo
+}

@@ -1,0 +1,73 @@
+package equeue_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+func TestMemoryBudget_BadValuesRefused(t *testing.T) {
+	for _, o := range []equeue.Options{
+		{MemoryBudget: -1},
+		{MemoryBudget: 1},
+		{MemoryBudget: equeue.MinMemoryBudget - 1},
+	} {
+		require.ErrorIs(t, o.Validate(), equeue.ErrInvalidOptions, "%d", o.MemoryBudget)
+		_, err := equeue.Open(t.TempDir(), &o)
+		require.ErrorIs(t, err, equeue.ErrInvalidOptions, "%d", o.MemoryBudget)
+		require.ErrorContains(t, err, "16 MiB")
+	}
+	// The budget sizes the Badger store: with another store it means nothing.
+	o := equeue.Options{InMemory: true, MemoryBudget: 64 << 20}
+	_, err := equeue.Open("", &o)
+	require.ErrorIs(t, err, equeue.ErrInvalidOptions)
+	require.NoError(t, (&equeue.Options{MemoryBudget: equeue.MinMemoryBudget}).Validate())
+}
+
+// An engine sized by the smallest budget stores, reads back and reopens a
+// backlog larger than its memtables.
+func TestMemoryBudget_EngineEndToEnd(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	opts := &equeue.Options{MemoryBudget: equeue.MinMemoryBudget}
+	e, err := equeue.Open(dir, opts)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	const n = 20000 // 100-byte bodies: about 3 MB, three 1 MiB memtables
+	body := make([]byte, 100)
+	for i := 0; i < n; i += 500 { // the floor takes ~580 per batch
+		msgs := make([]*equeue.Message, 0, 500)
+		for j := range 500 {
+			msgs = append(msgs, &equeue.Message{Topic: "t", Body: fmt.Appendf(body[:0:0], "%0100d", i+j)})
+		}
+		_, err := p.SendBatch(ctx, msgs)
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Close())
+	check := func(e *equeue.Engine) {
+		t.Helper()
+		var next int64
+		for next < n {
+			r, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: next, Max: equeue.MaxPullBatch})
+			require.NoError(t, err)
+			require.NotEmpty(t, r.Messages, "offset %d", next)
+			for _, m := range r.Messages {
+				require.Equal(t, fmt.Sprintf("%0100d", m.Offset), string(m.Body))
+			}
+			next = r.NextOffset
+		}
+		require.Equal(t, int64(n), next)
+	}
+	check(e)
+	require.NoError(t, e.Close())
+
+	e, err = equeue.Open(dir, opts)
+	require.NoError(t, err)
+	check(e)
+	require.NoError(t, e.Close())
+}

@@ -1,0 +1,78 @@
+package store
+
+import "fmt"
+
+// MinMemoryBudget is the smallest memory budget WithBudget accepts (16 MiB):
+// below it a memtable would fall under Badger's 1 MiB floor (see
+// BudgetShares).
+const MinMemoryBudget = 16 * mib
+
+// BudgetShares returns the profile WithBudget fills options from for a
+// memory budget B (bytes). The shares bound what the store holds in memory;
+// they add up to about 60% of B, the rest is left to the Go runtime and to
+// the engine's own buffers (its write batch is bounded by the store's
+// Limits, about 10% of one memtable, so it follows the memtable share):
+//
+//   - memtables: B/16 each (at least 1 MiB), 2 waiting to flush plus the
+//     active one. Badger gives each an arena of about 1.3x its size, so a
+//     write burst holds up to ~B/4; an idle store holds one arena.
+//   - table builders: base tables of 0.6x a memtable, the same size on
+//     every level (TableSizeMultiplier 1), so that a builder's first
+//     buffer (twice the base table size) holds a whole flushed memtable
+//     and no builder grows it; Badger pools up to 8 of these buffers and
+//     frees one per 2 s once idle (8 x 1.2 memtables = ~0.6B at most,
+//     part of it never touched).
+//   - block cache: B/8.
+//   - value log: files of B/4, between 8 MiB and 64 MiB. Values from the
+//     value threshold up are written to the current file through a
+//     memory map.
+//   - mapped tables: ReleaseMappedEvery is 1 s, so the pages of
+//     memory-mapped tables and value-log files do not pile up in the
+//     process's resident set (see ReleaseMappedEvery).
+//
+// FreeOSMemoryWhenIdle stays off: it acts on the whole process, so the host
+// opts in. Index cache and compression stay off, and the level-0 shape (4 tables,
+// stall at 12), value threshold and compactor count are the default
+// profile's: they cost disk and CPU, not memory.
+func BudgetShares(budget int64) BadgerOptions {
+	o := DefaultBadgerOptions()
+	o.MemTableSize = max(budget/16/(64*kib)*(64*kib), 1*mib)
+	o.BaseTableSize = max(o.MemTableSize*6/10/(64*kib)*(64*kib), minBaseTableSize)
+	o.TableSizeMultiplier = 1
+	o.BlockCacheSize = budget / 8
+	o.ValueLogFileSize = min(max(budget/4, 8*mib), 64*mib)
+	o.ReleaseMappedEvery = defaultReleaseMapped
+	return o
+}
+
+// WithBudget returns o with every zero field filled from BudgetShares(budget):
+// fields set explicitly win over the budget. A budget below
+// MinMemoryBudget is refused. OpenBadger validates the result as any other
+// options (explicit fields may disagree with the budget's).
+func (o BadgerOptions) WithBudget(budget int64) (BadgerOptions, error) {
+	if budget < MinMemoryBudget {
+		return o, fmt.Errorf("memory budget %d is below the floor of %d (16 MiB)", budget, MinMemoryBudget)
+	}
+	s := BudgetShares(budget)
+	fill(&o.MemTableSize, s.MemTableSize)
+	fill(&o.NumMemtables, s.NumMemtables)
+	fill(&o.NumLevelZeroTables, s.NumLevelZeroTables)
+	fill(&o.NumLevelZeroTablesStall, s.NumLevelZeroTablesStall)
+	fill(&o.BlockCacheSize, s.BlockCacheSize)
+	fill(&o.IndexCacheSize, s.IndexCacheSize)
+	fill(&o.ValueThreshold, s.ValueThreshold)
+	fill(&o.ValueLogFileSize, s.ValueLogFileSize)
+	fill(&o.BaseTableSize, s.BaseTableSize)
+	fill(&o.TableSizeMultiplier, s.TableSizeMultiplier)
+	fill(&o.NumCompactors, s.NumCompactors)
+	fill(&o.ReleaseMappedEvery, s.ReleaseMappedEvery)
+	return o, nil
+}
+
+// fill sets *f to v if *f is zero.
+func fill[T comparable](f *T, v T) {
+	var zero T
+	if *f == zero {
+		*f = v
+	}
+}

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+)
+
+// defaultReleaseMapped is the ReleaseMappedEvery a memory budget sets.
+const defaultReleaseMapped = time.Second
+
+// idleFreeAfter is how long a store with FreeOSMemoryWhenIdle goes without
+// writes before it returns the Go heap to the OS: long enough for Badger to
+// finish its compactions and free its pooled table-builder buffers (one
+// per 2 s, 8 at most). A variable so that tests can shorten it.
+var idleFreeAfter = 20 * time.Second
+
+// mappedRelease runs the goroutine that gives the pages of the store's
+// memory-mapped files back to the OS (BadgerOptions.ReleaseMappedEvery),
+// and with FreeOSMemoryWhenIdle the freed Go heap once the store is idle.
+type mappedRelease struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startRelease starts the releasing goroutine if every is positive and the
+// store has files; stopRelease ends it.
+func (s *Badger) startRelease(every time.Duration, freeIdle bool) {
+	if every <= 0 || s.inMemory {
+		return
+	}
+	dir := s.dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	// The kernel lists mapped files by their real path.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	var freeAfter time.Duration
+	if freeIdle {
+		freeAfter = idleFreeAfter
+	}
+	r := &mappedRelease{stop: make(chan struct{}), done: make(chan struct{})}
+	s.mapped = r
+	go s.runRelease(r, dir+string(os.PathSeparator), every, freeAfter)
+}
+
+func (s *Badger) stopRelease() {
+	if s.mapped == nil {
+		return
+	}
+	close(s.mapped.stop)
+	<-s.mapped.done
+}
+
+// runRelease releases the mapped files under dir (releaseMapped) every
+// interval, busy or not: Badger's compactions read and write whole tables
+// through memory maps, so a large write leaves as much resident as it
+// compacts, and it keeps compacting for a while after the last write. A
+// release costs a read of the process's memory map list and one madvise
+// per mapped file. With freeAfter positive, once no write ran or started
+// for freeAfter it calls debug.FreeOSMemory, once per quiet period.
+func (s *Badger) runRelease(r *mappedRelease, dir string, every, freeAfter time.Duration) {
+	defer close(r.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last, quietSince, freed := s.writes.Load(), time.Now(), false
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			releaseMapped(dir)
+			if freeAfter <= 0 {
+				continue
+			}
+			if n := s.writes.Load(); n != last || s.writing.Load() > 0 {
+				last, quietSince, freed = n, now, false
+				continue
+			}
+			if !freed && now.Sub(quietSince) >= freeAfter {
+				debug.FreeOSMemory()
+				freed = true
+			}
+		}
+	}
+}

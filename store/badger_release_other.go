@@ -1,0 +1,6 @@
+//go:build !linux
+
+package store
+
+// releaseMapped does nothing outside Linux.
+func releaseMapped(string) {}
