@@ -148,7 +148,7 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 		if oversize && next > min {
 			cutoff = max(cutoff, min+max((next-min)/10, 1))
 		}
-		if p.KeepUnconsumed {
+		if t.keepUnconsumed(p.KeepUnconsumed) {
 			cutoff = e.groups.consumedBelow(QueueRef{Topic: t.name, Queue: q.id}, cutoff)
 		}
 		if cutoff <= min {

@@ -13,14 +13,15 @@ import (
 )
 
 // OverflowPolicy says what happens to a send that would take a topic past
-// its TopicLimits.MaxMessages.
+// its TopicLimits.MaxMessages or TopicLimits.MaxBytes.
 type OverflowPolicy int
 
 const (
 	// OverflowDropOldest stores the send and then deletes the oldest
-	// messages of the topic's longest queues until the topic is back at its
-	// limit, the way retention deletes them (consumers behind see
-	// PullOffsetMoved and jump ahead).
+	// messages of the topic's longest queues (by count for MaxMessages, by
+	// bytes for MaxBytes) until the topic is back within its limits, the
+	// way retention deletes them (consumers behind see PullOffsetMoved and
+	// jump ahead).
 	OverflowDropOldest OverflowPolicy = iota
 	// OverflowReject refuses the send with ErrTopicFull and stores nothing
 	// of it.
@@ -71,7 +72,7 @@ type TopicLimits struct {
 	// over all its queues (delayed messages count once they are visible).
 	// Overflow says what a send beyond it does.
 	MaxMessages int64 `json:"max_messages,omitempty"`
-	// Overflow is the policy when MaxMessages is reached. With
+	// Overflow is the policy when MaxMessages or MaxBytes is reached. With
 	// OverflowReject the topic never holds more than MaxMessages, but for
 	// delayed messages: a send is checked when it is accepted, and a due
 	// message is made visible even past the limit. With
@@ -86,6 +87,20 @@ type TopicLimits struct {
 	// RetentionAge overrides Options.Retention.MaxAge for this topic: zero
 	// keeps the engine's, negative keeps messages with no age limit.
 	RetentionAge time.Duration `json:"retention_age,omitempty"`
+	// MaxBytes, when positive, bounds the bytes of the messages stored in
+	// the topic, over all its queues, counted as stored: each message's
+	// encoded record (its body plus its key, tag, properties and a few
+	// dozen bytes of fixed fields). Overflow says what a send beyond it
+	// does, as for MaxMessages; a send whose own messages exceed MaxBytes
+	// is refused with ErrTopicFull under either policy. The count is kept
+	// in memory and recounted from the topic's records when the engine
+	// opens, so opening costs one read of the topics that set it.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// Unconsumed overrides Options.Retention.KeepUnconsumed for this
+	// topic: UnconsumedDefault (zero) follows the engine's policy,
+	// UnconsumedKeep keeps messages some subscribed group has not
+	// consumed, UnconsumedDrop deletes them by age and size alone.
+	Unconsumed UnconsumedPolicy `json:"unconsumed,omitempty"`
 }
 
 // IsZero reports whether l sets no limit.
@@ -96,6 +111,10 @@ func (l TopicLimits) Validate() error {
 	switch {
 	case l.MaxMessages < 0:
 		return fmt.Errorf("%w: negative max messages %d", ErrInvalidArgument, l.MaxMessages)
+	case l.MaxBytes < 0:
+		return fmt.Errorf("%w: negative max bytes %d", ErrInvalidArgument, l.MaxBytes)
+	case l.Unconsumed < UnconsumedDefault || l.Unconsumed > UnconsumedDrop:
+		return fmt.Errorf("%w: unknown unconsumed policy %d", ErrInvalidArgument, int(l.Unconsumed))
 	case l.DefaultTTL < 0:
 		return fmt.Errorf("%w: negative default TTL %v", ErrInvalidArgument, l.DefaultTTL)
 	case l.Overflow != OverflowDropOldest && l.Overflow != OverflowReject:
@@ -111,13 +130,22 @@ func (l TopicLimits) String() string {
 	}
 	var parts []string
 	if l.MaxMessages > 0 {
-		parts = append(parts, fmt.Sprintf("max-messages=%d overflow=%s", l.MaxMessages, l.Overflow))
+		parts = append(parts, fmt.Sprintf("max-messages=%d", l.MaxMessages))
+	}
+	if l.MaxBytes > 0 {
+		parts = append(parts, fmt.Sprintf("max-bytes=%d", l.MaxBytes))
+	}
+	if l.MaxMessages > 0 || l.MaxBytes > 0 {
+		parts = append(parts, fmt.Sprintf("overflow=%s", l.Overflow))
 	}
 	if l.DefaultTTL > 0 {
 		parts = append(parts, fmt.Sprintf("default-ttl=%v", l.DefaultTTL))
 	}
 	if l.RetentionAge != 0 {
 		parts = append(parts, fmt.Sprintf("retention-age=%v", l.RetentionAge))
+	}
+	if l.Unconsumed != UnconsumedDefault {
+		parts = append(parts, fmt.Sprintf("unconsumed=%s", l.Unconsumed))
 	}
 	if len(parts) == 0 {
 		return "none"
