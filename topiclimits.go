@@ -382,8 +382,10 @@ func (e *Engine) byteCuts(qs []*queue, mins, lens, cuts []int64, maxBytes int64)
 	if maxBytes <= 0 || total <= maxBytes {
 		return cutBytes, nil
 	}
-	// Sizes of the next records to cut, read a chunk at a time.
+	// Sizes of the next records to cut, read a chunk at a time: a send
+	// past the limit usually cuts one or two, so chunks start small.
 	sizes := make([][]int64, len(qs))
+	chunk := make([]int64, len(qs))
 	for total > maxBytes {
 		pick := -1
 		for i := range qs {
@@ -396,7 +398,8 @@ func (e *Engine) byteCuts(qs []*queue, mins, lens, cuts []int64, maxBytes int64)
 		}
 		if len(sizes[pick]) == 0 {
 			from := mins[pick] + cuts[pick]
-			to := min(mins[pick]+lens[pick], from+256)
+			chunk[pick] = min(max(2*chunk[pick], 4), 1024)
+			to := min(mins[pick]+lens[pick], from+chunk[pick])
 			err := e.eachRecordSize(qs[pick], from, to, func(n int64) bool { sizes[pick] = append(sizes[pick], n); return true })
 			if err != nil {
 				return nil, err
