@@ -84,7 +84,7 @@ func NewPullConsumer(b Broker, opts PullConsumerOptions) (*PullConsumer, error) 
 		join: &JoinRequest{Group: co.Group, Member: co.ID, Model: co.Model, Subscriptions: co.Subscriptions, From: opts.From, FromTime: opts.FromTime, Strategy: opts.Strategy},
 		hb:   co.HeartbeatInterval, log: co.Logger.With("group", co.Group, "member", co.ID),
 		grants: map[QueueRef]Grant{}, positions: map[QueueRef]int64{}, filters: map[string]string{},
-		ahead: map[QueueRef]readAhead{},
+		ahead:   map[QueueRef]readAhead{},
 		changed: make(chan struct{}),
 	}
 	for _, s := range co.Subscriptions {
