@@ -219,14 +219,14 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 		return nil, fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
 	}
 	at, lanes := pc.lanesOf(q)
-	if msgs := pc.takeRead(q, max); msgs != nil {
-		pc.mu.Unlock()
-		return msgs, nil
-	}
 	pc.mu.Unlock()
 	if lanes {
+		start := time.Now()
 		if turn, err := pc.laneTurn(ctx, q, at, max, wait); !turn || err != nil {
 			return nil, err
+		}
+		if wait -= time.Since(start); wait < 0 { // what the gate left of it
+			wait = 0
 		}
 	}
 	pc.mu.Lock()
