@@ -64,3 +64,24 @@ func TestUnconsumedPolicy_Parse(t *testing.T) {
 	assert.ErrorIs(t, err, equeue.ErrInvalidArgument)
 	assert.ErrorIs(t, equeue.TopicLimits{Unconsumed: 9}.Validate(), equeue.ErrInvalidArgument)
 }
+
+// TestTopicLimits_BytesAndUnconsumedTravel: MaxBytes and Unconsumed are
+// set and read back the same over both transports, and stored.
+func TestTopicLimits_BytesAndUnconsumedTravel(t *testing.T) {
+	forTransports(t, func(t *testing.T, transport string) {
+		ctx := ctxT(t)
+		e, _ := openEngine(t, "memory", nil)
+		a := brokerOver(t, e, transport).(limitsAdmin)
+		l := equeue.TopicLimits{MaxBytes: 1 << 20, Overflow: equeue.OverflowReject, Unconsumed: equeue.UnconsumedKeep}
+		require.NoError(t, a.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, Limits: l}))
+		info, err := a.Topic(ctx, "t")
+		require.NoError(t, err)
+		assert.Equal(t, l, info.Limits)
+		l2 := equeue.TopicLimits{MaxBytes: 2 << 20, Unconsumed: equeue.UnconsumedDrop}
+		require.NoError(t, a.SetTopicLimits(ctx, "t", l2))
+		info, err = e.Topic(ctx, "t")
+		require.NoError(t, err)
+		assert.Equal(t, l2, info.Limits)
+		assert.Equal(t, "max-bytes=2097152 overflow=drop-oldest unconsumed=drop", info.Limits.String())
+	})
+}
