@@ -36,8 +36,9 @@ func TestTopicMeta_LimitsAppendOnly(t *testing.T) {
 	b, err = json.Marshal(topicMeta{Name: "a", Limits: &l})
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"unconsumed":"keep"`, "the override is stored by name")
-	require.NoError(t, json.Unmarshal(b, &back))
-	assert.Equal(t, l, *back.Limits)
+	var now topicMeta
+	require.NoError(t, json.Unmarshal(b, &now))
+	assert.Equal(t, l, *now.Limits)
 }
 
 func TestLevelCuts(t *testing.T) {
