@@ -60,6 +60,12 @@ type PullConsumer struct {
 	positions map[QueueRef]int64
 	filters   map[string]string
 	changed   chan struct{}
+	// Priority lanes (priority_pull.go): lane counts of subscribed topics
+	// with priorities, what gate checks read ahead of a lane, and a channel
+	// closed when a read-ahead was taken.
+	lanes   map[string]int
+	ahead   map[QueueRef]readAhead
+	drained chan struct{}
 }
 
 // NewPullConsumer returns a pull consumer on b; call Start to join.
@@ -78,6 +84,7 @@ func NewPullConsumer(b Broker, opts PullConsumerOptions) (*PullConsumer, error) 
 		join: &JoinRequest{Group: co.Group, Member: co.ID, Model: co.Model, Subscriptions: co.Subscriptions, From: opts.From, FromTime: opts.FromTime, Strategy: opts.Strategy},
 		hb:   co.HeartbeatInterval, log: co.Logger.With("group", co.Group, "member", co.ID),
 		grants: map[QueueRef]Grant{}, positions: map[QueueRef]int64{}, filters: map[string]string{},
+		ahead:   map[QueueRef]readAhead{},
 		changed: make(chan struct{}),
 	}
 	for _, s := range co.Subscriptions {
@@ -131,6 +138,7 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 			revoked = append(revoked, g)
 			delete(pc.grants, ref)
 			delete(pc.positions, ref)
+			delete(pc.ahead, ref)
 		}
 	}
 	for ref, g := range next {
@@ -159,6 +167,9 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 		pc.positions[g.QueueRef] = offs[i].Offset
 	}
 	pc.version = a.Version
+	if a.Member != "" {
+		pc.lanes = a.Priorities
+	}
 	if len(revoked) > 0 || len(fresh) > 0 {
 		close(pc.changed)
 		pc.changed = make(chan struct{})
@@ -189,14 +200,42 @@ func (pc *PullConsumer) Changed() <-chan struct{} {
 // position (initially the group's committed offset) and moves the position
 // past them, waiting up to wait for new ones. It returns ErrFenced for a
 // queue the consumer does not own.
+//
+// On a topic with priorities each queue ID is a lane (see
+// TopicOptions.Priorities) and the consumer owns every lane of a queue:
+// a lane looks empty while a higher lane of the same queue has messages
+// past the consumer's position, so a loop that fetches every assigned lane
+// gets a backlog highest priority first. Fetched messages carry their
+// lane's Priority.
 func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait time.Duration) ([]*Message, error) {
 	pc.mu.Lock()
 	if pc.closed {
 		pc.mu.Unlock()
 		return nil, ErrClosed
 	}
+	_, ok := pc.grants[q]
+	if !ok {
+		pc.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
+	}
+	at, lanes := pc.lanesOf(q)
+	pc.mu.Unlock()
+	if lanes {
+		start := time.Now()
+		if turn, err := pc.laneTurn(ctx, q, at, max, wait); !turn || err != nil {
+			return nil, err
+		}
+		if wait -= time.Since(start); wait < 0 { // what the gate left of it
+			wait = 0
+		}
+	}
+	pc.mu.Lock()
 	g, ok := pc.grants[q]
 	pos := pc.positions[q]
+	if msgs := pc.takeRead(q, max); ok && msgs != nil {
+		pc.mu.Unlock()
+		return msgs, nil
+	}
 	pc.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
@@ -211,6 +250,9 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 		pc.positions[q] = res.NextOffset
 	}
 	pc.mu.Unlock()
+	if lanes {
+		markLane(res.Messages, at.lane)
+	}
 	return res.Messages, nil
 }
 
@@ -245,6 +287,10 @@ func (pc *PullConsumer) Seek(q QueueRef, offset int64) error {
 		return fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
 	}
 	pc.positions[q] = offset
+	if _, ok := pc.ahead[q]; ok {
+		delete(pc.ahead, q)
+		pc.laneDrainedLocked()
+	}
 	return nil
 }
 

@@ -28,6 +28,8 @@ type queue struct {
 
 	appended      atomic.Uint64 // messages appended since open
 	appendedBytes atomic.Uint64
+
+	bytes byteAccount // stored bytes, for TopicLimits.MaxBytes (topiclimits_bytes.go)
 }
 
 func newQueue(t *topic, id int, min, next int64) *queue {
@@ -41,6 +43,7 @@ func newQueue(t *topic, id int, min, next int64) *queue {
 		wake:  make(chan struct{}),
 	}
 	q.writable.Store(true)
+	q.bytes.init(min, next)
 	return q
 }
 

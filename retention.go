@@ -148,7 +148,7 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 		if oversize && next > min {
 			cutoff = max(cutoff, min+max((next-min)/10, 1))
 		}
-		if p.KeepUnconsumed {
+		if t.keepUnconsumed(p.KeepUnconsumed) {
 			cutoff = e.groups.consumedBelow(QueueRef{Topic: t.name, Queue: q.id}, cutoff)
 		}
 		if cutoff <= min {
@@ -167,12 +167,22 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 // below. If the delete fails, the range is remembered for the next pass.
 // q.topic.retain.mu must be held.
 func (e *Engine) deleteBelow(q *queue, min, cutoff int64) error {
+	var cut int64 // bytes of the records cut, for a topic's MaxBytes
+	counted := q.bytes.known.Load() && q.topic.maxBytesOf() > 0
+	if counted {
+		n, err := e.rangeBytes(q, min, cutoff)
+		if err != nil {
+			return err
+		}
+		cut = n
+	}
 	applied, err := e.storeMeta(store.MetaOp{Key: watermarkKey(q.key), Value: binary.BigEndian.AppendUint64(nil, uint64(cutoff))})
 	if !applied {
 		return fmt.Errorf("equeue: store watermark of %s/%d: %w", q.topic.name, q.id, err)
 	}
 	q.topic.minMoves.Add(1) // odd while a low watermark moves (TopicInfo.Messages)
 	q.setMin(cutoff)
+	q.bytes.cut(cut, counted)
 	q.topic.minMoves.Add(1)
 	if err != nil {
 		// The watermark may not be durable: delete nothing yet, the next

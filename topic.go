@@ -262,6 +262,11 @@ func (e *Engine) loadTopics() error {
 			}
 		}
 		t.queues.Store(&qs)
+		if t.maxBytesOf() > 0 { // TopicLimits.MaxBytes: count what is stored
+			if err := e.countBytes(t); err != nil {
+				return err
+			}
+		}
 		e.topics[t.name] = t
 	}
 	return nil

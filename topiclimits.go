@@ -13,14 +13,15 @@ import (
 )
 
 // OverflowPolicy says what happens to a send that would take a topic past
-// its TopicLimits.MaxMessages.
+// its TopicLimits.MaxMessages or TopicLimits.MaxBytes.
 type OverflowPolicy int
 
 const (
 	// OverflowDropOldest stores the send and then deletes the oldest
-	// messages of the topic's longest queues until the topic is back at its
-	// limit, the way retention deletes them (consumers behind see
-	// PullOffsetMoved and jump ahead).
+	// messages of the topic's longest queues (by count for MaxMessages, by
+	// bytes for MaxBytes) until the topic is back within its limits, the
+	// way retention deletes them (consumers behind see PullOffsetMoved and
+	// jump ahead).
 	OverflowDropOldest OverflowPolicy = iota
 	// OverflowReject refuses the send with ErrTopicFull and stores nothing
 	// of it.
@@ -71,7 +72,7 @@ type TopicLimits struct {
 	// over all its queues (delayed messages count once they are visible).
 	// Overflow says what a send beyond it does.
 	MaxMessages int64 `json:"max_messages,omitempty"`
-	// Overflow is the policy when MaxMessages is reached. With
+	// Overflow is the policy when MaxMessages or MaxBytes is reached. With
 	// OverflowReject the topic never holds more than MaxMessages, but for
 	// delayed messages: a send is checked when it is accepted, and a due
 	// message is made visible even past the limit. With
@@ -86,6 +87,20 @@ type TopicLimits struct {
 	// RetentionAge overrides Options.Retention.MaxAge for this topic: zero
 	// keeps the engine's, negative keeps messages with no age limit.
 	RetentionAge time.Duration `json:"retention_age,omitempty"`
+	// MaxBytes, when positive, bounds the bytes of the messages stored in
+	// the topic, over all its queues, counted as stored: each message's
+	// encoded record (its body, key, tag, properties and ID plus about 45
+	// bytes of fixed fields). Overflow says what a send beyond it
+	// does, as for MaxMessages; a send whose own messages exceed MaxBytes
+	// is refused with ErrTopicFull under either policy. The count is kept
+	// in memory and recounted from the topic's records when the engine
+	// opens, so opening costs one read of the topics that set it.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// Unconsumed overrides Options.Retention.KeepUnconsumed for this
+	// topic: UnconsumedDefault (zero) follows the engine's policy,
+	// UnconsumedKeep keeps messages some subscribed group has not
+	// consumed, UnconsumedDrop deletes them by age and size alone.
+	Unconsumed UnconsumedPolicy `json:"unconsumed,omitempty"`
 }
 
 // IsZero reports whether l sets no limit.
@@ -96,6 +111,10 @@ func (l TopicLimits) Validate() error {
 	switch {
 	case l.MaxMessages < 0:
 		return fmt.Errorf("%w: negative max messages %d", ErrInvalidArgument, l.MaxMessages)
+	case l.MaxBytes < 0:
+		return fmt.Errorf("%w: negative max bytes %d", ErrInvalidArgument, l.MaxBytes)
+	case l.Unconsumed < UnconsumedDefault || l.Unconsumed > UnconsumedDrop:
+		return fmt.Errorf("%w: unknown unconsumed policy %d", ErrInvalidArgument, int(l.Unconsumed))
 	case l.DefaultTTL < 0:
 		return fmt.Errorf("%w: negative default TTL %v", ErrInvalidArgument, l.DefaultTTL)
 	case l.Overflow != OverflowDropOldest && l.Overflow != OverflowReject:
@@ -111,13 +130,22 @@ func (l TopicLimits) String() string {
 	}
 	var parts []string
 	if l.MaxMessages > 0 {
-		parts = append(parts, fmt.Sprintf("max-messages=%d overflow=%s", l.MaxMessages, l.Overflow))
+		parts = append(parts, fmt.Sprintf("max-messages=%d", l.MaxMessages))
+	}
+	if l.MaxBytes > 0 {
+		parts = append(parts, fmt.Sprintf("max-bytes=%d", l.MaxBytes))
+	}
+	if l.MaxMessages > 0 || l.MaxBytes > 0 {
+		parts = append(parts, fmt.Sprintf("overflow=%s", l.Overflow))
 	}
 	if l.DefaultTTL > 0 {
 		parts = append(parts, fmt.Sprintf("default-ttl=%v", l.DefaultTTL))
 	}
 	if l.RetentionAge != 0 {
 		parts = append(parts, fmt.Sprintf("retention-age=%v", l.RetentionAge))
+	}
+	if l.Unconsumed != UnconsumedDefault {
+		parts = append(parts, fmt.Sprintf("unconsumed=%s", l.Unconsumed))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -162,6 +190,16 @@ func (e *Engine) SetTopicLimits(ctx context.Context, name string, l TopicLimits)
 		e.adminMu.Unlock()
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
+	// A MaxBytes needs the topic's stored bytes counted before it applies;
+	// no trim runs from the count until the limit is in force.
+	t.retain.mu.Lock()
+	if l.MaxBytes > 0 {
+		if err := e.countBytes(t); err != nil {
+			t.retain.mu.Unlock()
+			e.adminMu.Unlock()
+			return fmt.Errorf("equeue: set limits of %q: %w", name, err)
+		}
+	}
 	m := t.meta()
 	m.Limits = nil
 	if !l.IsZero() {
@@ -169,10 +207,12 @@ func (e *Engine) SetTopicLimits(ctx context.Context, name string, l TopicLimits)
 	}
 	applied, err := e.saveTopicMeta(m)
 	if !applied {
+		t.retain.mu.Unlock()
 		e.adminMu.Unlock()
 		return fmt.Errorf("equeue: set limits of %q: %w", name, err)
 	}
 	t.setLimits(l)
+	t.retain.mu.Unlock()
 	e.adminMu.Unlock()
 	e.log.Info("topic limits set", "topic", name, "limits", l.String())
 	if err != nil {
@@ -198,35 +238,51 @@ func (t *topic) defaultTTL(m *Message, now time.Time) *Message {
 	return &cp
 }
 
-// overLimit reports whether adding n messages to the batch's view of t
-// would pass a rejecting limit. Only the writer calls it: it reads the
-// next offsets the batch has assigned so far (b) and each queue's low
-// watermark.
-func (b *batchState) overLimit(t *topic, n int) bool {
+// overLimit returns the ErrTopicFull refusal of recs when adding them to
+// the batch's view of t would pass a rejecting limit, or when they alone
+// exceed t's MaxBytes under either policy; else nil. Only the writer calls
+// it: it reads the next offsets and bytes the batch has appended so far
+// (b), each queue's low watermark and byte account.
+func (b *batchState) overLimit(t *topic, recs [][]byte) error {
 	l := t.limits.Load()
-	if l == nil || l.MaxMessages <= 0 || l.Overflow != OverflowReject {
-		return false
+	if l == nil || (l.MaxMessages <= 0 && l.MaxBytes <= 0) {
+		return nil
 	}
-	var count int64
+	size := recBytes(recs)
+	if l.MaxBytes > 0 && size > l.MaxBytes {
+		return fmt.Errorf("%w: %q holds at most %d bytes, the send has %d", ErrTopicFull, t.name, l.MaxBytes, size)
+	}
+	if l.Overflow != OverflowReject {
+		return nil
+	}
+	var count, bytes int64
 	for _, q := range t.queueList() {
-		next := q.wnext
+		next, pending := q.wnext, int64(0)
 		for i := range b.queues {
 			if b.queues[i].q == q {
-				next = b.queues[i].next
+				next, pending = b.queues[i].next, b.queues[i].bytes
 			}
 		}
 		min, _, _ := q.bounds()
 		count += max(next-min, 0)
+		bytes += q.bytes.stored() + pending
 	}
-	return count+int64(n) > l.MaxMessages
+	switch {
+	case l.MaxMessages > 0 && count+int64(len(recs)) > l.MaxMessages:
+		return fmt.Errorf("%w: %q holds its maximum of %d messages", ErrTopicFull, t.name, l.MaxMessages)
+	case l.MaxBytes > 0 && bytes+size > l.MaxBytes:
+		return fmt.Errorf("%w: %q holds %d of its maximum of %d bytes, the send has %d", ErrTopicFull, t.name, bytes, l.MaxBytes, size)
+	}
+	return nil
 }
 
 // trimOver deletes the oldest messages of t's longest queues until t holds
-// at most its MaxMessages, when its policy is OverflowDropOldest. Passes
-// over one topic take turns with each other and with retention.
+// at most its MaxMessages and MaxBytes, when its policy is
+// OverflowDropOldest. Passes over one topic take turns with each other and
+// with retention.
 func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 	l := t.limits.Load()
-	if l == nil || l.MaxMessages <= 0 || l.Overflow != OverflowDropOldest || !overCount(t, l.MaxMessages) {
+	if !dropsOver(t, l) {
 		return nil
 	}
 	t.retain.mu.Lock()
@@ -243,7 +299,16 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 		mins[i], lens[i] = min, max(next-min, 0)
 		count += lens[i]
 	}
-	cuts := levelCuts(lens, count-l.MaxMessages)
+	var cuts []int64
+	if l.MaxMessages > 0 {
+		cuts = levelCuts(lens, count-l.MaxMessages)
+	} else {
+		cuts = make([]int64, len(qs))
+	}
+	cutBytes, err := e.byteCuts(qs, mins, lens, cuts, l.MaxBytes)
+	if err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -267,6 +332,7 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 	for i, q := range qs {
 		if cuts[i] > 0 {
 			q.setMin(mins[i] + cuts[i])
+			q.bytes.cut(cutBytes[i], l.MaxBytes > 0)
 		}
 	}
 	t.minMoves.Add(1)
@@ -291,6 +357,70 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 		return notDurable(err, "watermarks of %q", t.name)
 	}
 	return errors.Join(errs...)
+}
+
+// byteCuts returns the bytes of the records cuts[i] takes from the front of
+// each queue (lens[i] records from mins[i]), having raised cuts so that the
+// queues hold at most maxBytes: while over, the oldest record of the queue
+// with the most bytes goes. Without a MaxBytes, or for queues whose account
+// is not known, it reads nothing.
+func (e *Engine) byteCuts(qs []*queue, mins, lens, cuts []int64, maxBytes int64) ([]int64, error) {
+	cutBytes := make([]int64, len(qs))
+	left := make([]int64, len(qs)) // bytes each queue keeps
+	var total int64
+	for i, q := range qs {
+		if cuts[i] > 0 && maxBytes > 0 && q.bytes.known.Load() {
+			n, err := e.rangeBytes(q, mins[i], mins[i]+cuts[i])
+			if err != nil {
+				return nil, err
+			}
+			cutBytes[i] = n
+		}
+		left[i] = q.bytes.stored() - cutBytes[i]
+		total += left[i]
+	}
+	if maxBytes <= 0 || total <= maxBytes {
+		return cutBytes, nil
+	}
+	// Sizes of the next records to cut, read a chunk at a time: a send
+	// past the limit usually cuts one or two, so chunks start small.
+	sizes := make([][]int64, len(qs))
+	chunk := make([]int64, len(qs))
+	for total > maxBytes {
+		pick := -1
+		for i := range qs {
+			if cuts[i] < lens[i] && (pick < 0 || left[i] > left[pick]) {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			break // only records not yet visible remain
+		}
+		if len(sizes[pick]) == 0 {
+			from := mins[pick] + cuts[pick]
+			chunk[pick] = min(max(2*chunk[pick], 4), 1024)
+			to := min(mins[pick]+lens[pick], from+chunk[pick])
+			err := e.eachRecordSize(qs[pick], from, to, func(n int64) bool { sizes[pick] = append(sizes[pick], n); return true })
+			if err != nil {
+				return nil, err
+			}
+		}
+		n := sizes[pick][0]
+		sizes[pick] = sizes[pick][1:]
+		cuts[pick]++
+		cutBytes[pick] += n
+		left[pick] -= n
+		total -= n
+	}
+	return cutBytes, nil
+}
+
+// dropsOver reports whether t, under limits l, is over a drop-oldest limit.
+func dropsOver(t *topic, l *TopicLimits) bool {
+	if l == nil || l.Overflow != OverflowDropOldest {
+		return false
+	}
+	return (l.MaxMessages > 0 && overCount(t, l.MaxMessages)) || (l.MaxBytes > 0 && t.storedBytes() > l.MaxBytes)
 }
 
 // overCount reports whether t holds more than limit visible messages.
@@ -343,8 +473,7 @@ func levelCuts(lens []int64, excess int64) []int64 {
 // limit when it is over it. The writer calls it after a durable batch; a
 // kick lost to a full channel is made again by the next append.
 func (e *Engine) kickTrim(t *topic) {
-	l := t.limits.Load()
-	if l == nil || l.MaxMessages <= 0 || l.Overflow != OverflowDropOldest || !overCount(t, l.MaxMessages) {
+	if !dropsOver(t, t.limits.Load()) {
 		return
 	}
 	select {

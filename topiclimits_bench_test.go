@@ -10,7 +10,8 @@ import (
 
 // BenchmarkTopicLimits compares sends to a topic without limits, with a
 // rejecting limit never reached (the writer's count check), and at a
-// drop-oldest limit (every send trims one message). One op is one Send,
+// drop-oldest limit (every send trims one message), the same for MaxBytes
+// (the writer's byte check; a trim that reads the sizes of what it cuts). One op is one Send,
 // from concurrent producers, on an in-memory engine.
 func BenchmarkTopicLimits(b *testing.B) {
 	for _, c := range []struct {
@@ -20,6 +21,8 @@ func BenchmarkTopicLimits(b *testing.B) {
 		{"plain", equeue.TopicLimits{}},
 		{"reject-below-limit", equeue.TopicLimits{MaxMessages: 1 << 40, Overflow: equeue.OverflowReject}},
 		{"drop-oldest-at-limit", equeue.TopicLimits{MaxMessages: 1000}},
+		{"bytes-reject-below-limit", equeue.TopicLimits{MaxBytes: 1 << 50, Overflow: equeue.OverflowReject}},
+		{"bytes-drop-oldest-at-limit", equeue.TopicLimits{MaxBytes: 1000 * 200}}, // ~1,000 messages
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()

@@ -27,6 +27,18 @@ func TestTopicMeta_LimitsAppendOnly(t *testing.T) {
 	assert.Equal(t, l, *back.Limits)
 
 	assert.Error(t, json.Unmarshal([]byte(`{"name":"a","limits":{"overflow":"drop-newest"}}`), &back))
+
+	// Limits stored before MaxBytes and Unconsumed read as none of them.
+	var before topicMeta
+	require.NoError(t, json.Unmarshal([]byte(`{"name":"a","limits":{"max_messages":3,"overflow":"reject"}}`), &before))
+	assert.Equal(t, TopicLimits{MaxMessages: 3, Overflow: OverflowReject}, *before.Limits)
+	l = TopicLimits{MaxBytes: 1 << 30, Unconsumed: UnconsumedKeep}
+	b, err = json.Marshal(topicMeta{Name: "a", Limits: &l})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"unconsumed":"keep"`, "the override is stored by name")
+	var now topicMeta
+	require.NoError(t, json.Unmarshal(b, &now))
+	assert.Equal(t, l, *now.Limits)
 }
 
 func TestLevelCuts(t *testing.T) {

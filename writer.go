@@ -214,6 +214,7 @@ type batchState struct {
 type touched struct {
 	q          *queue
 	orig, next int64
+	bytes      int64 // of the records appended (topiclimits_bytes.go)
 }
 
 func (b *batchState) queue(q *queue) *touched {
@@ -251,9 +252,10 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 		if e.dedupCheck(b, c) {
 			continue
 		}
-		if c.kind != cmdMove && b.overLimit(dest.topic, len(c.recs)) {
-			c.err = fmt.Errorf("%w: %q holds its maximum of %d messages", ErrTopicFull, dest.topic.name, dest.topic.topicLimits().MaxMessages)
-			continue
+		if c.kind != cmdMove {
+			if c.err = b.overLimit(dest.topic, c.recs); c.err != nil {
+				continue
+			}
 		}
 		t := b.queue(c.q)
 		c.first, c.storedAt = t.next, b.now
@@ -261,6 +263,7 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 			sealRecord(rec, b.now)
 			b.entries = append(b.entries, store.Entry{Queue: c.q.key, Offset: uint64(t.next), Value: rec})
 			t.next++
+			t.bytes += int64(len(rec))
 		}
 		if c.kind == cmdDelay {
 			val := delayIndexValue(c.target)
@@ -333,6 +336,7 @@ func (e *Engine) commitBatch(b *batchState, durable bool) {
 	for _, t := range b.queues {
 		t.q.wnext = t.next
 		t.q.appended.Add(uint64(t.next - t.orig))
+		t.q.bytes.commit(t.bytes, t.next)
 	}
 	b.commitDedup()
 	if !durable {

@@ -13,7 +13,8 @@ func limitsToPB(l equeue.TopicLimits) *pb.TopicLimits {
 		return nil
 	}
 	return &pb.TopicLimits{MaxMessages: l.MaxMessages, Overflow: pb.Overflow(l.Overflow),
-		DefaultTtl: durationPB(l.DefaultTTL), RetentionAge: durationPB(l.RetentionAge)}
+		DefaultTtl: durationPB(l.DefaultTTL), RetentionAge: durationPB(l.RetentionAge),
+		MaxBytes: l.MaxBytes, Unconsumed: pb.Unconsumed(l.Unconsumed)}
 }
 
 // limitsFromPB decodes and validates topic limits; nil is none.
@@ -29,7 +30,8 @@ func limitsFromPB(l *pb.TopicLimits) (equeue.TopicLimits, error) {
 	if err != nil {
 		return equeue.TopicLimits{}, err
 	}
-	out := equeue.TopicLimits{MaxMessages: l.GetMaxMessages(), Overflow: equeue.OverflowPolicy(l.GetOverflow()), DefaultTTL: ttl, RetentionAge: age}
+	out := equeue.TopicLimits{MaxMessages: l.GetMaxMessages(), Overflow: equeue.OverflowPolicy(l.GetOverflow()), DefaultTTL: ttl, RetentionAge: age,
+		MaxBytes: l.GetMaxBytes(), Unconsumed: equeue.UnconsumedPolicy(l.GetUnconsumed())}
 	return out, out.Validate()
 }
 

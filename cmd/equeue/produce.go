@@ -29,6 +29,7 @@ func (a *app) produceCommand() *cobra.Command {
 		bodyFile       string
 		delay, timeout time.Duration
 		asJSON         bool
+		priority       int
 	)
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC [MESSAGE...]",
@@ -38,14 +39,17 @@ single "-") it sends one message per line of standard input; with --file,
 one message per line of that file. Empty lines are skipped. --body-file
 sends a whole file, binary-safe, as one message.
 
-Every message gets the same --key, --tag, --property and --delay. The first
+Every message gets the same --key, --tag, --property, --delay and
+--priority (on a topic created with --priorities, the lane it is stored in:
+consumers get higher priorities first). The first
 --key routes the message: messages with the same key go to the same queue,
 in order. For each message it prints the queue, offset and ID it was stored
 with (a delayed message gets its offset when it becomes visible).`,
 		Example: `  equeue --dir ./data produce orders "first order" "second order"
   echo '{"id":42}' | equeue --dir ./data produce orders --key customer-42 --tag created
   equeue --dir ./data produce orders --file orders.txt --property source=import --json
-  equeue --dir ./data produce reminders "wake up" --delay 10m`,
+  equeue --dir ./data produce reminders "wake up" --delay 10m
+  equeue --dir ./data produce jobs "urgent job" --priority 2`,
 		Args: argCount(1, -1, "TOPIC [MESSAGE...]"),
 		RunE: runE(func(cmd *cobra.Command, argv []string) error {
 			topic, bodies := argv[0], argv[1:]
@@ -61,6 +65,9 @@ with (a delayed message gets its offset when it becomes visible).`,
 			}
 			if delay < 0 {
 				return usageErrorf("--delay must not be negative")
+			}
+			if priority < 0 {
+				return usageErrorf("--priority must not be negative (0 is the lowest)")
 			}
 			properties := map[string]string{}
 			for _, p := range props {
@@ -94,7 +101,7 @@ with (a delayed message gets its offset when it becomes visible).`,
 				src = &argLines{bodies: bodies}
 			}
 			newMsg := func(body string) *equeue.Message {
-				return &equeue.Message{ID: id, Topic: topic, Tag: tag, Keys: keys, Properties: properties, Body: []byte(body), Delay: delay}
+				return &equeue.Message{ID: id, Topic: topic, Tag: tag, Keys: keys, Properties: properties, Body: []byte(body), Delay: delay, Priority: priority}
 			}
 			ctx := cmd.Context()
 			if timeout > 0 {
@@ -146,6 +153,7 @@ with (a delayed message gets its offset when it becomes visible).`,
 	f.StringVar(&tag, "tag", "", "message tag, for consumers' --filter")
 	f.StringArrayVar(&props, "property", nil, "user property `KEY=VALUE` (repeatable)")
 	f.DurationVar(&delay, "delay", 0, "deliver the messages after this delay (e.g. 30s, 10m)")
+	f.IntVar(&priority, "priority", 0, "message priority on a topic with --priorities: 0 (lowest) to its lanes - 1; higher values count as the highest")
 	f.StringVar(&file, "file", "", "read one message per line from this file (\"-\": standard input)")
 	f.StringVar(&bodyFile, "body-file", "", "send this whole file, byte for byte, as one message (\"-\": standard input)")
 	f.StringVar(&id, "id", "", "message ID (for deduplicating topics); default: a generated one")

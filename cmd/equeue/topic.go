@@ -44,9 +44,10 @@ type topicCreatorWith interface {
 
 func (a *app) topicCreate() *cobra.Command {
 	var (
-		queues int
-		dedup  time.Duration
-		lf     *limitFlags
+		queues     int
+		priorities int
+		dedup      time.Duration
+		lf         *limitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -57,11 +58,18 @@ func (a *app) topicCreate() *cobra.Command {
 ID (produce --id): a message whose ID was stored within the window is
 acknowledged with its original position and not stored again.
 
---max-messages, --overflow, --default-ttl and --retention-age set the
-topic's limits (see topic set-limits, which changes them later).`,
+--priorities N gives every queue N priority lanes (2 to 16, fixed at
+creation): produce --priority P stores a message in lane P, and consumers
+get a queue's higher lanes first. Each lane is listed by topic describe as
+a queue ID of its own (queue ID = queue * N + lane).
+
+--max-messages, --max-bytes, --overflow, --default-ttl, --retention-age and
+--unconsumed set the topic's limits (see topic set-limits, which changes
+them later).`,
 		Example: `  equeue --dir ./data topic create orders --queues 8
   equeue --dir ./data topic create payments --dedup-window 10m
-  equeue --dir ./data topic create jobs --max-messages 10000 --overflow reject --default-ttl 1h`,
+  equeue --dir ./data topic create jobs --max-messages 10000 --overflow reject --default-ttl 1h
+  equeue --dir ./data topic create tasks --queues 2 --priorities 3`,
 		Args: argCount(1, 1, "NAME"),
 		RunE: runE(func(cmd *cobra.Command, argv []string) error {
 			if cmd.Flags().Changed("queues") && (queues < 1 || queues > equeue.MaxQueuesPerTopic) {
@@ -70,6 +78,9 @@ topic's limits (see topic set-limits, which changes them later).`,
 			if dedup < 0 {
 				return usageErrorf("--dedup-window must not be negative")
 			}
+			if cmd.Flags().Changed("priorities") && (priorities < 2 || priorities > equeue.MaxPriorities) {
+				return usageErrorf("--priorities %d: a topic has 2 to %d priority lanes per queue (leave --priorities out for none)", priorities, equeue.MaxPriorities)
+			}
 			limits, err := lf.limits()
 			if err != nil {
 				return err
@@ -77,12 +88,12 @@ topic's limits (see topic set-limits, which changes them later).`,
 			name := argv[0]
 			return a.withConn(create, func(c *conn) error {
 				ctx := cmd.Context()
-				if dedup > 0 || !limits.IsZero() {
+				if dedup > 0 || priorities > 0 || !limits.IsZero() {
 					cw, ok := c.broker.(topicCreatorWith)
 					if !ok {
-						return fmt.Errorf("--dedup-window and topic limits cannot be set through this connection; create the topic with --dir while the broker is stopped")
+						return fmt.Errorf("--dedup-window, --priorities and topic limits cannot be set through this connection; create the topic with --dir while the broker is stopped")
 					}
-					if err := cw.CreateTopicWith(ctx, name, equeue.TopicOptions{Queues: queues, DedupWindow: dedup, Limits: limits}); err != nil {
+					if err := cw.CreateTopicWith(ctx, name, equeue.TopicOptions{Queues: queues, Priorities: priorities, DedupWindow: dedup, Limits: limits}); err != nil {
 						return err
 					}
 				} else if err := c.CreateTopic(ctx, name, queues); err != nil {
@@ -92,12 +103,17 @@ topic's limits (see topic set-limits, which changes them later).`,
 				if err != nil {
 					return err
 				}
+				if ti.Priorities > 1 {
+					fmt.Fprintf(a.stdout, "created topic %s with %d queues of %d priority lanes\n", name, len(ti.Queues)/ti.Priorities, ti.Priorities)
+					return nil
+				}
 				fmt.Fprintf(a.stdout, "created topic %s with %d queues\n", name, len(ti.Queues))
 				return nil
 			})
 		}),
 	}
 	cmd.Flags().IntVar(&queues, "queues", 0, "number of queues, 1-256 (default: the engine's default, 4)")
+	cmd.Flags().IntVar(&priorities, "priorities", 0, "priority lanes per queue, 2-16 (default: none)")
 	cmd.Flags().DurationVar(&dedup, "dedup-window", 0, "store a message ID only once within this window (e.g. 10m); 0: off")
 	lf = addLimitFlags(cmd.Flags())
 	return cmd
@@ -110,10 +126,15 @@ type topicJSON struct {
 	Messages  int64       `json:"messages"`
 	Queues    []queueJSON `json:"queues"`
 	Limits    *limitsJSON `json:"limits,omitempty"`
+	// Priorities is the lanes per queue of a topic with priorities.
+	Priorities int `json:"priorities,omitempty"`
 }
 
 type queueJSON struct {
-	ID        int   `json:"id"`
+	ID int `json:"id"`
+	// Queue and Lane place a queue ID of a topic with priorities.
+	Queue     *int  `json:"queue,omitempty"`
+	Lane      *int  `json:"lane,omitempty"`
 	MinOffset int64 `json:"min_offset"`
 	MaxOffset int64 `json:"max_offset"`
 	Messages  int64 `json:"messages"`
@@ -122,10 +143,18 @@ type queueJSON struct {
 
 func toTopicJSON(ti equeue.TopicInfo) topicJSON {
 	out := topicJSON{Name: ti.Name, CreatedAt: ti.CreatedAt, Queues: []queueJSON{}, Limits: toLimitsJSON(ti.Limits)}
+	if ti.Priorities > 1 {
+		out.Priorities = ti.Priorities
+	}
 	for _, q := range ti.Queues {
 		n := q.MaxOffset - q.MinOffset
 		out.Messages += n
-		out.Queues = append(out.Queues, queueJSON{ID: q.ID, MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Messages: n, Writable: q.Writable})
+		qj := queueJSON{ID: q.ID, MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Messages: n, Writable: q.Writable}
+		if p := out.Priorities; p > 1 {
+			queue, lane := q.ID/p, q.ID%p
+			qj.Queue, qj.Lane = &queue, &lane
+		}
+		out.Queues = append(out.Queues, qj)
 	}
 	return out
 }
@@ -189,10 +218,20 @@ func (a *app) topicDescribe() *cobra.Command {
 					return writeJSONIndent(a.stdout, tj)
 				}
 				fmt.Fprintf(a.stdout, "topic:    %s\ncreated:  %s\nqueues:   %d\nmessages: %d\n", ti.Name, formatTime(ti.CreatedAt), len(ti.Queues), tj.Messages)
+				if tj.Priorities > 1 {
+					fmt.Fprintf(a.stdout, "priorities: %d lanes per queue (queue ID = queue * %d + lane; higher lanes first)\n", tj.Priorities, tj.Priorities)
+				}
 				if !ti.Limits.IsZero() {
 					fmt.Fprintf(a.stdout, "limits:   %s\n", ti.Limits)
 				}
 				fmt.Fprintln(a.stdout)
+				if tj.Priorities > 1 {
+					t := newTable(a.stdout, "QUEUE ID", "QUEUE", "LANE", "MIN OFFSET", "MAX OFFSET", "MESSAGES", "WRITABLE")
+					for _, q := range tj.Queues {
+						t.row(q.ID, *q.Queue, *q.Lane, q.MinOffset, q.MaxOffset, q.Messages, q.Writable)
+					}
+					return t.flush()
+				}
 				t := newTable(a.stdout, "QUEUE", "MIN OFFSET", "MAX OFFSET", "MESSAGES", "WRITABLE")
 				for _, q := range tj.Queues {
 					t.row(q.ID, q.MinOffset, q.MaxOffset, q.Messages, q.Writable)

@@ -344,6 +344,56 @@ func (Overflow) EnumDescriptor() ([]byte, []int) {
 	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{5}
 }
 
+// Unconsumed is equeue.UnconsumedPolicy.
+type Unconsumed int32
+
+const (
+	Unconsumed_UNCONSUMED_DEFAULT Unconsumed = 0
+	Unconsumed_UNCONSUMED_KEEP    Unconsumed = 1
+	Unconsumed_UNCONSUMED_DROP    Unconsumed = 2
+)
+
+// Enum value maps for Unconsumed.
+var (
+	Unconsumed_name = map[int32]string{
+		0: "UNCONSUMED_DEFAULT",
+		1: "UNCONSUMED_KEEP",
+		2: "UNCONSUMED_DROP",
+	}
+	Unconsumed_value = map[string]int32{
+		"UNCONSUMED_DEFAULT": 0,
+		"UNCONSUMED_KEEP":    1,
+		"UNCONSUMED_DROP":    2,
+	}
+)
+
+func (x Unconsumed) Enum() *Unconsumed {
+	p := new(Unconsumed)
+	*p = x
+	return p
+}
+
+func (x Unconsumed) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Unconsumed) Descriptor() protoreflect.EnumDescriptor {
+	return file_equeue_v1_equeue_proto_enumTypes[6].Descriptor()
+}
+
+func (Unconsumed) Type() protoreflect.EnumType {
+	return &file_equeue_v1_equeue_proto_enumTypes[6]
+}
+
+func (x Unconsumed) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Unconsumed.Descriptor instead.
+func (Unconsumed) EnumDescriptor() ([]byte, []int) {
+	return file_equeue_v1_equeue_proto_rawDescGZIP(), []int{6}
+}
+
 // Message is equeue.Message, every field included.
 type Message struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -4505,7 +4555,11 @@ type TopicLimits struct {
 	Overflow    Overflow               `protobuf:"varint,2,opt,name=overflow,proto3,enum=equeue.v1.Overflow" json:"overflow,omitempty"`
 	DefaultTtl  *durationpb.Duration   `protobuf:"bytes,3,opt,name=default_ttl,json=defaultTtl,proto3" json:"default_ttl,omitempty"`
 	// Zero keeps the engine's retention age; negative keeps messages with no age limit.
-	RetentionAge  *durationpb.Duration `protobuf:"bytes,4,opt,name=retention_age,json=retentionAge,proto3" json:"retention_age,omitempty"`
+	RetentionAge *durationpb.Duration `protobuf:"bytes,4,opt,name=retention_age,json=retentionAge,proto3" json:"retention_age,omitempty"`
+	// Bytes of the topic's stored records; zero: no limit.
+	MaxBytes int64 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// Override of the engine's KeepUnconsumed retention.
+	Unconsumed    Unconsumed `protobuf:"varint,6,opt,name=unconsumed,proto3,enum=equeue.v1.Unconsumed" json:"unconsumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4566,6 +4620,20 @@ func (x *TopicLimits) GetRetentionAge() *durationpb.Duration {
 		return x.RetentionAge
 	}
 	return nil
+}
+
+func (x *TopicLimits) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *TopicLimits) GetUnconsumed() Unconsumed {
+	if x != nil {
+		return x.Unconsumed
+	}
+	return Unconsumed_UNCONSUMED_DEFAULT
 }
 
 type SetTopicLimitsRequest struct {
@@ -5185,13 +5253,17 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x12DeleteGroupRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"\x15\n" +
-	"\x13DeleteGroupResponse\"\xdd\x01\n" +
+	"\x13DeleteGroupResponse\"\xb1\x02\n" +
 	"\vTopicLimits\x12!\n" +
 	"\fmax_messages\x18\x01 \x01(\x03R\vmaxMessages\x12/\n" +
 	"\boverflow\x18\x02 \x01(\x0e2\x13.equeue.v1.OverflowR\boverflow\x12:\n" +
 	"\vdefault_ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"defaultTtl\x12>\n" +
-	"\rretention_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fretentionAge\"[\n" +
+	"\rretention_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fretentionAge\x12\x1b\n" +
+	"\tmax_bytes\x18\x05 \x01(\x03R\bmaxBytes\x125\n" +
+	"\n" +
+	"unconsumed\x18\x06 \x01(\x0e2\x15.equeue.v1.UnconsumedR\n" +
+	"unconsumed\"[\n" +
 	"\x15SetTopicLimitsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x06limits\x18\x02 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\"\x18\n" +
@@ -5235,7 +5307,12 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x14RESET_TARGET_OFFSETS\x10\x03*9\n" +
 	"\bOverflow\x12\x18\n" +
 	"\x14OVERFLOW_DROP_OLDEST\x10\x00\x12\x13\n" +
-	"\x0fOVERFLOW_REJECT\x10\x012\xf9\x10\n" +
+	"\x0fOVERFLOW_REJECT\x10\x01*N\n" +
+	"\n" +
+	"Unconsumed\x12\x16\n" +
+	"\x12UNCONSUMED_DEFAULT\x10\x00\x12\x13\n" +
+	"\x0fUNCONSUMED_KEEP\x10\x01\x12\x13\n" +
+	"\x0fUNCONSUMED_DROP\x10\x022\xf9\x10\n" +
 	"\x06Broker\x12:\n" +
 	"\x05Route\x12\x17.equeue.v1.RouteRequest\x1a\x18.equeue.v1.RouteResponse\x12=\n" +
 	"\x06Append\x12\x18.equeue.v1.AppendRequest\x1a\x19.equeue.v1.AppendResponse\x127\n" +
@@ -5281,7 +5358,7 @@ func file_equeue_v1_equeue_proto_rawDescGZIP() []byte {
 	return file_equeue_v1_equeue_proto_rawDescData
 }
 
-var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_equeue_v1_equeue_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_equeue_v1_equeue_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_equeue_v1_equeue_proto_goTypes = []any{
 	(SyncPolicy)(0),                  // 0: equeue.v1.SyncPolicy
@@ -5290,212 +5367,214 @@ var file_equeue_v1_equeue_proto_goTypes = []any{
 	(ConsumeFrom)(0),                 // 3: equeue.v1.ConsumeFrom
 	(ResetTarget)(0),                 // 4: equeue.v1.ResetTarget
 	(Overflow)(0),                    // 5: equeue.v1.Overflow
-	(*Message)(nil),                  // 6: equeue.v1.Message
-	(*QueueRef)(nil),                 // 7: equeue.v1.QueueRef
-	(*Grant)(nil),                    // 8: equeue.v1.Grant
-	(*RouteRequest)(nil),             // 9: equeue.v1.RouteRequest
-	(*RouteResponse)(nil),            // 10: equeue.v1.RouteResponse
-	(*AppendRequest)(nil),            // 11: equeue.v1.AppendRequest
-	(*AppendResponse)(nil),           // 12: equeue.v1.AppendResponse
-	(*PullRequest)(nil),              // 13: equeue.v1.PullRequest
-	(*PullResponse)(nil),             // 14: equeue.v1.PullResponse
-	(*Subscription)(nil),             // 15: equeue.v1.Subscription
-	(*Assignment)(nil),               // 16: equeue.v1.Assignment
-	(*JoinGroupRequest)(nil),         // 17: equeue.v1.JoinGroupRequest
-	(*JoinGroupResponse)(nil),        // 18: equeue.v1.JoinGroupResponse
-	(*HeartbeatRequest)(nil),         // 19: equeue.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 20: equeue.v1.HeartbeatResponse
-	(*LeaveGroupRequest)(nil),        // 21: equeue.v1.LeaveGroupRequest
-	(*LeaveGroupResponse)(nil),       // 22: equeue.v1.LeaveGroupResponse
-	(*ReleaseQueuesRequest)(nil),     // 23: equeue.v1.ReleaseQueuesRequest
-	(*ReleaseQueuesResponse)(nil),    // 24: equeue.v1.ReleaseQueuesResponse
-	(*OffsetCommit)(nil),             // 25: equeue.v1.OffsetCommit
-	(*MessageAttempts)(nil),          // 26: equeue.v1.MessageAttempts
-	(*FetchedAttempts)(nil),          // 27: equeue.v1.FetchedAttempts
-	(*CommitOffsetsRequest)(nil),     // 28: equeue.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),    // 29: equeue.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),      // 30: equeue.v1.FetchOffsetsRequest
-	(*FetchOffsetsResponse)(nil),     // 31: equeue.v1.FetchOffsetsResponse
-	(*CreateTopicRequest)(nil),       // 32: equeue.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 33: equeue.v1.CreateTopicResponse
-	(*AddQueuesRequest)(nil),         // 34: equeue.v1.AddQueuesRequest
-	(*AddQueuesResponse)(nil),        // 35: equeue.v1.AddQueuesResponse
-	(*DeleteTopicRequest)(nil),       // 36: equeue.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 37: equeue.v1.DeleteTopicResponse
-	(*SetQueueWritableRequest)(nil),  // 38: equeue.v1.SetQueueWritableRequest
-	(*SetQueueWritableResponse)(nil), // 39: equeue.v1.SetQueueWritableResponse
-	(*QueueInfo)(nil),                // 40: equeue.v1.QueueInfo
-	(*TopicInfo)(nil),                // 41: equeue.v1.TopicInfo
-	(*ListTopicsRequest)(nil),        // 42: equeue.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 43: equeue.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),     // 44: equeue.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),    // 45: equeue.v1.DescribeTopicResponse
-	(*MemberInfo)(nil),               // 46: equeue.v1.MemberInfo
-	(*GroupQueueInfo)(nil),           // 47: equeue.v1.GroupQueueInfo
-	(*GroupInfo)(nil),                // 48: equeue.v1.GroupInfo
-	(*ListGroupsRequest)(nil),        // 49: equeue.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),       // 50: equeue.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),     // 51: equeue.v1.DescribeGroupRequest
-	(*DescribeGroupResponse)(nil),    // 52: equeue.v1.DescribeGroupResponse
-	(*QueueOffset)(nil),              // 53: equeue.v1.QueueOffset
-	(*ResetOffsetsRequest)(nil),      // 54: equeue.v1.ResetOffsetsRequest
-	(*ResetOffsetsResponse)(nil),     // 55: equeue.v1.ResetOffsetsResponse
-	(*ListDeadLettersRequest)(nil),   // 56: equeue.v1.ListDeadLettersRequest
-	(*DeadLetter)(nil),               // 57: equeue.v1.DeadLetter
-	(*ListDeadLettersResponse)(nil),  // 58: equeue.v1.ListDeadLettersResponse
-	(*RedriveRequest)(nil),           // 59: equeue.v1.RedriveRequest
-	(*RedriveResponse)(nil),          // 60: equeue.v1.RedriveResponse
-	(*SendBackRequest)(nil),          // 61: equeue.v1.SendBackRequest
-	(*SendBackResponse)(nil),         // 62: equeue.v1.SendBackResponse
-	(*PullManyRequest)(nil),          // 63: equeue.v1.PullManyRequest
-	(*PullManyResponse)(nil),         // 64: equeue.v1.PullManyResponse
-	(*PullManyItem)(nil),             // 65: equeue.v1.PullManyItem
-	(*PullError)(nil),                // 66: equeue.v1.PullError
-	(*ListDelayedRequest)(nil),       // 67: equeue.v1.ListDelayedRequest
-	(*DelayedEntry)(nil),             // 68: equeue.v1.DelayedEntry
-	(*ListDelayedResponse)(nil),      // 69: equeue.v1.ListDelayedResponse
-	(*EngineStatsRequest)(nil),       // 70: equeue.v1.EngineStatsRequest
-	(*EngineStatsResponse)(nil),      // 71: equeue.v1.EngineStatsResponse
-	(*DeleteReplyTopicRequest)(nil),  // 72: equeue.v1.DeleteReplyTopicRequest
-	(*DeleteReplyTopicResponse)(nil), // 73: equeue.v1.DeleteReplyTopicResponse
-	(*DeleteGroupRequest)(nil),       // 74: equeue.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 75: equeue.v1.DeleteGroupResponse
-	(*TopicLimits)(nil),              // 76: equeue.v1.TopicLimits
-	(*SetTopicLimitsRequest)(nil),    // 77: equeue.v1.SetTopicLimitsRequest
-	(*SetTopicLimitsResponse)(nil),   // 78: equeue.v1.SetTopicLimitsResponse
-	(*AppendStreamRequest)(nil),      // 79: equeue.v1.AppendStreamRequest
-	(*StreamAppend)(nil),             // 80: equeue.v1.StreamAppend
-	(*AppendStreamResponse)(nil),     // 81: equeue.v1.AppendStreamResponse
-	(*StreamAppendResult)(nil),       // 82: equeue.v1.StreamAppendResult
-	nil,                              // 83: equeue.v1.Message.PropertiesEntry
-	nil,                              // 84: equeue.v1.Message.SysPropertiesEntry
-	nil,                              // 85: equeue.v1.Assignment.PrioritiesEntry
-	nil,                              // 86: equeue.v1.PullError.MetadataEntry
-	(*durationpb.Duration)(nil),      // 87: google.protobuf.Duration
+	(Unconsumed)(0),                  // 6: equeue.v1.Unconsumed
+	(*Message)(nil),                  // 7: equeue.v1.Message
+	(*QueueRef)(nil),                 // 8: equeue.v1.QueueRef
+	(*Grant)(nil),                    // 9: equeue.v1.Grant
+	(*RouteRequest)(nil),             // 10: equeue.v1.RouteRequest
+	(*RouteResponse)(nil),            // 11: equeue.v1.RouteResponse
+	(*AppendRequest)(nil),            // 12: equeue.v1.AppendRequest
+	(*AppendResponse)(nil),           // 13: equeue.v1.AppendResponse
+	(*PullRequest)(nil),              // 14: equeue.v1.PullRequest
+	(*PullResponse)(nil),             // 15: equeue.v1.PullResponse
+	(*Subscription)(nil),             // 16: equeue.v1.Subscription
+	(*Assignment)(nil),               // 17: equeue.v1.Assignment
+	(*JoinGroupRequest)(nil),         // 18: equeue.v1.JoinGroupRequest
+	(*JoinGroupResponse)(nil),        // 19: equeue.v1.JoinGroupResponse
+	(*HeartbeatRequest)(nil),         // 20: equeue.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 21: equeue.v1.HeartbeatResponse
+	(*LeaveGroupRequest)(nil),        // 22: equeue.v1.LeaveGroupRequest
+	(*LeaveGroupResponse)(nil),       // 23: equeue.v1.LeaveGroupResponse
+	(*ReleaseQueuesRequest)(nil),     // 24: equeue.v1.ReleaseQueuesRequest
+	(*ReleaseQueuesResponse)(nil),    // 25: equeue.v1.ReleaseQueuesResponse
+	(*OffsetCommit)(nil),             // 26: equeue.v1.OffsetCommit
+	(*MessageAttempts)(nil),          // 27: equeue.v1.MessageAttempts
+	(*FetchedAttempts)(nil),          // 28: equeue.v1.FetchedAttempts
+	(*CommitOffsetsRequest)(nil),     // 29: equeue.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 30: equeue.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 31: equeue.v1.FetchOffsetsRequest
+	(*FetchOffsetsResponse)(nil),     // 32: equeue.v1.FetchOffsetsResponse
+	(*CreateTopicRequest)(nil),       // 33: equeue.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 34: equeue.v1.CreateTopicResponse
+	(*AddQueuesRequest)(nil),         // 35: equeue.v1.AddQueuesRequest
+	(*AddQueuesResponse)(nil),        // 36: equeue.v1.AddQueuesResponse
+	(*DeleteTopicRequest)(nil),       // 37: equeue.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 38: equeue.v1.DeleteTopicResponse
+	(*SetQueueWritableRequest)(nil),  // 39: equeue.v1.SetQueueWritableRequest
+	(*SetQueueWritableResponse)(nil), // 40: equeue.v1.SetQueueWritableResponse
+	(*QueueInfo)(nil),                // 41: equeue.v1.QueueInfo
+	(*TopicInfo)(nil),                // 42: equeue.v1.TopicInfo
+	(*ListTopicsRequest)(nil),        // 43: equeue.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 44: equeue.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),     // 45: equeue.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),    // 46: equeue.v1.DescribeTopicResponse
+	(*MemberInfo)(nil),               // 47: equeue.v1.MemberInfo
+	(*GroupQueueInfo)(nil),           // 48: equeue.v1.GroupQueueInfo
+	(*GroupInfo)(nil),                // 49: equeue.v1.GroupInfo
+	(*ListGroupsRequest)(nil),        // 50: equeue.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),       // 51: equeue.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),     // 52: equeue.v1.DescribeGroupRequest
+	(*DescribeGroupResponse)(nil),    // 53: equeue.v1.DescribeGroupResponse
+	(*QueueOffset)(nil),              // 54: equeue.v1.QueueOffset
+	(*ResetOffsetsRequest)(nil),      // 55: equeue.v1.ResetOffsetsRequest
+	(*ResetOffsetsResponse)(nil),     // 56: equeue.v1.ResetOffsetsResponse
+	(*ListDeadLettersRequest)(nil),   // 57: equeue.v1.ListDeadLettersRequest
+	(*DeadLetter)(nil),               // 58: equeue.v1.DeadLetter
+	(*ListDeadLettersResponse)(nil),  // 59: equeue.v1.ListDeadLettersResponse
+	(*RedriveRequest)(nil),           // 60: equeue.v1.RedriveRequest
+	(*RedriveResponse)(nil),          // 61: equeue.v1.RedriveResponse
+	(*SendBackRequest)(nil),          // 62: equeue.v1.SendBackRequest
+	(*SendBackResponse)(nil),         // 63: equeue.v1.SendBackResponse
+	(*PullManyRequest)(nil),          // 64: equeue.v1.PullManyRequest
+	(*PullManyResponse)(nil),         // 65: equeue.v1.PullManyResponse
+	(*PullManyItem)(nil),             // 66: equeue.v1.PullManyItem
+	(*PullError)(nil),                // 67: equeue.v1.PullError
+	(*ListDelayedRequest)(nil),       // 68: equeue.v1.ListDelayedRequest
+	(*DelayedEntry)(nil),             // 69: equeue.v1.DelayedEntry
+	(*ListDelayedResponse)(nil),      // 70: equeue.v1.ListDelayedResponse
+	(*EngineStatsRequest)(nil),       // 71: equeue.v1.EngineStatsRequest
+	(*EngineStatsResponse)(nil),      // 72: equeue.v1.EngineStatsResponse
+	(*DeleteReplyTopicRequest)(nil),  // 73: equeue.v1.DeleteReplyTopicRequest
+	(*DeleteReplyTopicResponse)(nil), // 74: equeue.v1.DeleteReplyTopicResponse
+	(*DeleteGroupRequest)(nil),       // 75: equeue.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 76: equeue.v1.DeleteGroupResponse
+	(*TopicLimits)(nil),              // 77: equeue.v1.TopicLimits
+	(*SetTopicLimitsRequest)(nil),    // 78: equeue.v1.SetTopicLimitsRequest
+	(*SetTopicLimitsResponse)(nil),   // 79: equeue.v1.SetTopicLimitsResponse
+	(*AppendStreamRequest)(nil),      // 80: equeue.v1.AppendStreamRequest
+	(*StreamAppend)(nil),             // 81: equeue.v1.StreamAppend
+	(*AppendStreamResponse)(nil),     // 82: equeue.v1.AppendStreamResponse
+	(*StreamAppendResult)(nil),       // 83: equeue.v1.StreamAppendResult
+	nil,                              // 84: equeue.v1.Message.PropertiesEntry
+	nil,                              // 85: equeue.v1.Message.SysPropertiesEntry
+	nil,                              // 86: equeue.v1.Assignment.PrioritiesEntry
+	nil,                              // 87: equeue.v1.PullError.MetadataEntry
+	(*durationpb.Duration)(nil),      // 88: google.protobuf.Duration
 }
 var file_equeue_v1_equeue_proto_depIdxs = []int32{
-	83, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
-	84, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
-	87, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
-	87, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
-	6,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
+	84, // 0: equeue.v1.Message.properties:type_name -> equeue.v1.Message.PropertiesEntry
+	85, // 1: equeue.v1.Message.sys_properties:type_name -> equeue.v1.Message.SysPropertiesEntry
+	88, // 2: equeue.v1.Message.delay:type_name -> google.protobuf.Duration
+	88, // 3: equeue.v1.Message.ttl:type_name -> google.protobuf.Duration
+	7,  // 4: equeue.v1.AppendRequest.messages:type_name -> equeue.v1.Message
 	0,  // 5: equeue.v1.AppendRequest.sync:type_name -> equeue.v1.SyncPolicy
-	87, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
-	87, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
+	88, // 6: equeue.v1.AppendRequest.sync_interval:type_name -> google.protobuf.Duration
+	88, // 7: equeue.v1.PullRequest.wait:type_name -> google.protobuf.Duration
 	1,  // 8: equeue.v1.PullResponse.status:type_name -> equeue.v1.PullStatus
-	6,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
-	8,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
-	8,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
-	85, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
+	7,  // 9: equeue.v1.PullResponse.messages:type_name -> equeue.v1.Message
+	9,  // 10: equeue.v1.Assignment.queues:type_name -> equeue.v1.Grant
+	9,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
+	86, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
 	2,  // 13: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
-	15, // 14: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
+	16, // 14: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
 	3,  // 15: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
-	16, // 16: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	87, // 17: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
-	16, // 18: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
-	8,  // 19: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
-	8,  // 20: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
-	26, // 21: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
-	26, // 22: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
-	25, // 23: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
-	8,  // 24: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	27, // 25: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	87, // 26: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
-	76, // 27: equeue.v1.CreateTopicRequest.limits:type_name -> equeue.v1.TopicLimits
-	40, // 28: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
-	76, // 29: equeue.v1.TopicInfo.limits:type_name -> equeue.v1.TopicLimits
-	41, // 30: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
-	41, // 31: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
-	7,  // 32: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
+	17, // 16: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
+	88, // 17: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	17, // 18: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
+	9,  // 19: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
+	9,  // 20: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
+	27, // 21: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
+	27, // 22: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
+	26, // 23: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
+	9,  // 24: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
+	28, // 25: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
+	88, // 26: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	77, // 27: equeue.v1.CreateTopicRequest.limits:type_name -> equeue.v1.TopicLimits
+	41, // 28: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
+	77, // 29: equeue.v1.TopicInfo.limits:type_name -> equeue.v1.TopicLimits
+	42, // 30: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
+	42, // 31: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
+	8,  // 32: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
 	2,  // 33: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
-	15, // 34: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
-	46, // 35: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
-	47, // 36: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
-	48, // 37: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
-	48, // 38: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
+	16, // 34: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
+	47, // 35: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
+	48, // 36: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
+	49, // 37: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
+	49, // 38: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
 	4,  // 39: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
-	53, // 40: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
-	6,  // 41: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
-	57, // 42: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	8,  // 43: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	87, // 44: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
-	13, // 45: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	87, // 46: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
-	65, // 47: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
-	14, // 48: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
-	66, // 49: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	86, // 50: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
-	68, // 51: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
+	54, // 40: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
+	7,  // 41: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
+	58, // 42: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
+	9,  // 43: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
+	88, // 44: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	14, // 45: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
+	88, // 46: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	66, // 47: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
+	15, // 48: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
+	67, // 49: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
+	87, // 50: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	69, // 51: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
 	5,  // 52: equeue.v1.TopicLimits.overflow:type_name -> equeue.v1.Overflow
-	87, // 53: equeue.v1.TopicLimits.default_ttl:type_name -> google.protobuf.Duration
-	87, // 54: equeue.v1.TopicLimits.retention_age:type_name -> google.protobuf.Duration
-	76, // 55: equeue.v1.SetTopicLimitsRequest.limits:type_name -> equeue.v1.TopicLimits
-	80, // 56: equeue.v1.AppendStreamRequest.appends:type_name -> equeue.v1.StreamAppend
-	11, // 57: equeue.v1.StreamAppend.append:type_name -> equeue.v1.AppendRequest
-	82, // 58: equeue.v1.AppendStreamResponse.results:type_name -> equeue.v1.StreamAppendResult
-	12, // 59: equeue.v1.StreamAppendResult.response:type_name -> equeue.v1.AppendResponse
-	66, // 60: equeue.v1.StreamAppendResult.error:type_name -> equeue.v1.PullError
-	9,  // 61: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	11, // 62: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	13, // 63: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	17, // 64: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	19, // 65: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	21, // 66: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	23, // 67: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	28, // 68: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	30, // 69: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	61, // 70: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	63, // 71: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	32, // 72: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	34, // 73: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	36, // 74: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	38, // 75: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	42, // 76: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	44, // 77: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	49, // 78: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	51, // 79: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	54, // 80: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	56, // 81: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	59, // 82: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	67, // 83: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
-	70, // 84: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
-	72, // 85: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
-	74, // 86: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
-	77, // 87: equeue.v1.Broker.SetTopicLimits:input_type -> equeue.v1.SetTopicLimitsRequest
-	79, // 88: equeue.v1.Broker.AppendStream:input_type -> equeue.v1.AppendStreamRequest
-	10, // 89: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	12, // 90: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	14, // 91: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	18, // 92: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	20, // 93: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	22, // 94: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	24, // 95: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	29, // 96: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	31, // 97: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	62, // 98: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	64, // 99: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	33, // 100: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	35, // 101: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	37, // 102: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	39, // 103: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	43, // 104: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	45, // 105: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	50, // 106: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	52, // 107: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	55, // 108: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	58, // 109: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	60, // 110: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	69, // 111: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	71, // 112: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
-	73, // 113: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
-	75, // 114: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
-	78, // 115: equeue.v1.Broker.SetTopicLimits:output_type -> equeue.v1.SetTopicLimitsResponse
-	81, // 116: equeue.v1.Broker.AppendStream:output_type -> equeue.v1.AppendStreamResponse
-	89, // [89:117] is the sub-list for method output_type
-	61, // [61:89] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	88, // 53: equeue.v1.TopicLimits.default_ttl:type_name -> google.protobuf.Duration
+	88, // 54: equeue.v1.TopicLimits.retention_age:type_name -> google.protobuf.Duration
+	6,  // 55: equeue.v1.TopicLimits.unconsumed:type_name -> equeue.v1.Unconsumed
+	77, // 56: equeue.v1.SetTopicLimitsRequest.limits:type_name -> equeue.v1.TopicLimits
+	81, // 57: equeue.v1.AppendStreamRequest.appends:type_name -> equeue.v1.StreamAppend
+	12, // 58: equeue.v1.StreamAppend.append:type_name -> equeue.v1.AppendRequest
+	83, // 59: equeue.v1.AppendStreamResponse.results:type_name -> equeue.v1.StreamAppendResult
+	13, // 60: equeue.v1.StreamAppendResult.response:type_name -> equeue.v1.AppendResponse
+	67, // 61: equeue.v1.StreamAppendResult.error:type_name -> equeue.v1.PullError
+	10, // 62: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	12, // 63: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	14, // 64: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	18, // 65: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	20, // 66: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	22, // 67: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	24, // 68: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	29, // 69: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	31, // 70: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	62, // 71: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	64, // 72: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	33, // 73: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	35, // 74: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	37, // 75: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	39, // 76: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	43, // 77: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	45, // 78: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	50, // 79: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	52, // 80: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	55, // 81: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	57, // 82: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	60, // 83: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	68, // 84: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
+	71, // 85: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
+	73, // 86: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
+	75, // 87: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
+	78, // 88: equeue.v1.Broker.SetTopicLimits:input_type -> equeue.v1.SetTopicLimitsRequest
+	80, // 89: equeue.v1.Broker.AppendStream:input_type -> equeue.v1.AppendStreamRequest
+	11, // 90: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	13, // 91: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	15, // 92: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	19, // 93: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	21, // 94: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	23, // 95: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	25, // 96: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	30, // 97: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	32, // 98: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	63, // 99: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	65, // 100: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	34, // 101: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	36, // 102: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	38, // 103: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	40, // 104: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	44, // 105: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	46, // 106: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	51, // 107: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	53, // 108: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	56, // 109: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	59, // 110: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	61, // 111: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	70, // 112: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	72, // 113: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
+	74, // 114: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
+	76, // 115: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
+	79, // 116: equeue.v1.Broker.SetTopicLimits:output_type -> equeue.v1.SetTopicLimitsResponse
+	82, // 117: equeue.v1.Broker.AppendStream:output_type -> equeue.v1.AppendStreamResponse
+	90, // [90:118] is the sub-list for method output_type
+	62, // [62:90] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }
@@ -5508,7 +5587,7 @@ func file_equeue_v1_equeue_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_equeue_v1_equeue_proto_rawDesc), len(file_equeue_v1_equeue_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   1,

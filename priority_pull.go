@@ -1,0 +1,156 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Priority for a PullConsumer. Its user fetches each lane as a queue of its
+// own, so the gate sits in Fetch: a lane of a queue with priorities looks
+// empty while a higher lane of the same queue, owned by the same consumer
+// (the group allocates a queue's lanes together), has messages past the
+// consumer's position. To know that, Fetch of a lower lane reads each
+// higher lane from its position without waiting, and keeps what it read
+// for that lane's next Fetch (nothing is read twice). A gated Fetch waits,
+// up to its wait, for the higher lanes to be fetched empty.
+
+// lanePos is where a gated Fetch stands: the topic's lane count and the
+// lane of the queue fetched.
+type lanePos struct {
+	n, lane, base int // lane count, lane, queue ID of lane 0
+}
+
+// lanesOf returns q's position among its queue's lanes, ok false when its
+// topic has no priorities. pc.mu must be held.
+func (pc *PullConsumer) lanesOf(q QueueRef) (lanePos, bool) {
+	n := pc.lanes[q.Topic]
+	if n <= 1 {
+		return lanePos{}, false
+	}
+	return lanePos{n: n, lane: q.Queue % n, base: q.Queue - q.Queue%n}, true
+}
+
+// takeRead returns up to limit messages a gate check read ahead for q and
+// moves the position past them; nil when none. pc.mu must be held.
+func (pc *PullConsumer) takeRead(q QueueRef, limit int) []*Message {
+	buf := pc.ahead[q]
+	if len(buf.msgs) == 0 {
+		return nil
+	}
+	k := len(buf.msgs)
+	if limit > 0 {
+		k = min(limit, k)
+	}
+	out := buf.msgs[:k:k]
+	if rest := buf.msgs[k:]; len(rest) > 0 {
+		pc.ahead[q] = readAhead{msgs: rest, next: buf.next}
+		pc.positions[q] = rest[0].Offset
+	} else {
+		delete(pc.ahead, q)
+		pc.positions[q] = buf.next
+		pc.laneDrainedLocked()
+	}
+	return out
+}
+
+// laneDrainedLocked wakes gated fetches after a lane's read-ahead was taken
+// or dropped. pc.mu must be held.
+func (pc *PullConsumer) laneDrainedLocked() {
+	if pc.drained != nil {
+		close(pc.drained)
+		pc.drained = nil
+	}
+}
+
+// readAhead is what a gate check read of a higher lane: its messages, and
+// where the lane's position goes once they were all fetched.
+type readAhead struct {
+	msgs []*Message
+	next int64
+}
+
+// laneTurn waits, up to wait, until no higher lane of q's queue has
+// messages past the consumer's position; false when it still has.
+func (pc *PullConsumer) laneTurn(ctx context.Context, q QueueRef, at lanePos, max int, wait time.Duration) (bool, error) {
+	var expire <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		expire = t.C
+	}
+	for {
+		pc.mu.Lock()
+		if pc.drained == nil {
+			pc.drained = make(chan struct{})
+		}
+		drained, changed := pc.drained, pc.changed
+		pc.mu.Unlock()
+		busy, err := pc.higherBusy(ctx, q, at, max)
+		if err != nil || !busy {
+			return !busy, err
+		}
+		if expire == nil {
+			return false, nil
+		}
+		select {
+		case <-drained:
+		case <-changed:
+		case <-expire:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-pc.ctx.Done():
+			return false, ErrClosed
+		}
+	}
+}
+
+// higherBusy reports whether a higher lane of q's queue that the consumer
+// owns has messages past its position, reading each (without waiting) when
+// nothing read ahead says so already.
+func (pc *PullConsumer) higherBusy(ctx context.Context, q QueueRef, at lanePos, max int) (bool, error) {
+	for l := at.n - 1; l > at.lane; l-- {
+		ref := QueueRef{Topic: q.Topic, Queue: at.base + l}
+		pc.mu.Lock()
+		g, owned := pc.grants[ref]
+		pos, ahead := pc.positions[ref], len(pc.ahead[ref].msgs) > 0
+		pc.mu.Unlock()
+		if !owned {
+			continue
+		}
+		if ahead {
+			return true, nil
+		}
+		res, err := pc.b.Pull(ctx, &PullRequest{Topic: ref.Topic, Queue: ref.Queue, Offset: pos, Max: max, Filter: pc.filters[ref.Topic],
+			Group: pc.join.Group, Member: pc.join.Member, Epoch: g.Epoch})
+		if errors.Is(err, ErrFenced) {
+			continue // the lane is being taken away
+		}
+		if err != nil {
+			return false, err
+		}
+		markLane(res.Messages, l)
+		pc.mu.Lock()
+		cur, still := pc.grants[ref]
+		if still && cur.Epoch == g.Epoch && pc.positions[ref] == pos && len(pc.ahead[ref].msgs) == 0 {
+			if len(res.Messages) > 0 {
+				pc.ahead[ref] = readAhead{msgs: res.Messages, next: res.NextOffset}
+			} else {
+				pc.positions[ref] = res.NextOffset
+			}
+		}
+		pc.mu.Unlock()
+		if len(res.Messages) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// markLane sets the Priority of messages fetched from a lane.
+func markLane(msgs []*Message, lane int) {
+	for _, m := range msgs {
+		m.Priority = lane
+	}
+}

@@ -1,0 +1,25 @@
+package equeue
+
+// TopicBytes returns a topic's stored-bytes account (TopicLimits.MaxBytes)
+// and whether every queue's account is known; recount is the bytes of the
+// records in its queues' visible ranges, read from the store.
+func TopicBytes(e *Engine, name string) (account, recount int64, known bool) {
+	t, ok := e.lookupTopic(name)
+	if !ok {
+		return -1, -1, false
+	}
+	t.retain.mu.Lock()
+	defer t.retain.mu.Unlock()
+	known = true
+	for _, q := range t.queueList() {
+		account += q.bytes.stored()
+		known = known && q.bytes.known.Load()
+		min, next, _ := q.bounds()
+		n, err := e.rangeBytes(q, min, next)
+		if err != nil {
+			return -1, -1, false
+		}
+		recount += n
+	}
+	return account, recount, known
+}
