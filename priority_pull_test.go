@@ -19,8 +19,7 @@ import (
 func TestPriority_PullConsumerBacklogHigherFirst(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
-		b := brokerOver(t, e, tr)
+		e, b := openOver(t, tr, "memory", nil)
 		require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 1, Priorities: 3}))
 		const n = 30
 		sendPriorities(t, b, "p", n, []int{0, 1, 2}, "m") // the lowest first
@@ -74,8 +73,7 @@ func TestPriority_PullConsumerBacklogHigherFirst(t *testing.T) {
 func TestPriority_PullConsumerGatedFetchWaits(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
-		b := brokerOver(t, e, tr)
+		e, b := openOver(t, tr, "memory", nil)
 		require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 1, Priorities: 2}))
 		sendPriorities(t, b, "p", 5, []int{0, 1}, "m")
 		pc, err := equeue.NewPullConsumer(b, equeue.PullConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "p"}}})

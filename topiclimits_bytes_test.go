@@ -42,8 +42,7 @@ func recordSize(t testing.TB, e *equeue.Engine, body string) int64 {
 func TestTopicLimits_MaxBytesRejectUnderConcurrentProducers(t *testing.T) {
 	forTransports(t, func(t *testing.T, transport string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
-		b := brokerOver(t, e, transport)
+		e, b := openOver(t, transport, "memory", nil)
 		a := b.(limitsAdmin)
 		size := recordSize(t, e, "000-000") // every body below has this length
 		const fits, producers, each = 60, 8, 30
@@ -98,8 +97,7 @@ func TestTopicLimits_MaxBytesRejectUnderConcurrentProducers(t *testing.T) {
 func TestTopicLimits_MaxBytesDropOldestUnderConcurrentProducers(t *testing.T) {
 	forTransports(t, func(t *testing.T, transport string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
-		b := brokerOver(t, e, transport)
+		e, b := openOver(t, transport, "memory", nil)
 		a := b.(limitsAdmin)
 		size := recordSize(t, e, "000-000")
 		const fits, producers, each = 40, 4, 80

@@ -70,8 +70,8 @@ func TestUnconsumedPolicy_Parse(t *testing.T) {
 func TestTopicLimits_BytesAndUnconsumedTravel(t *testing.T) {
 	forTransports(t, func(t *testing.T, transport string) {
 		ctx := ctxT(t)
-		e, _ := openEngine(t, "memory", nil)
-		a := brokerOver(t, e, transport).(limitsAdmin)
+		e, eb := openOver(t, transport, "memory", nil)
+		a := eb.(limitsAdmin)
 		l := equeue.TopicLimits{MaxBytes: 1 << 20, Overflow: equeue.OverflowReject, Unconsumed: equeue.UnconsumedKeep}
 		require.NoError(t, a.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, Limits: l}))
 		info, err := a.Topic(ctx, "t")
