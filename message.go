@@ -13,7 +13,8 @@ import (
 // and BornAt when empty). A received message carries every field as sent.
 type Message struct {
 	// ID identifies the message. Empty on Send means the engine generates a
-	// unique one; a producer-supplied ID is kept as is.
+	// unique one (24 lowercase hex digits); a producer-supplied ID is kept
+	// as is.
 	ID string
 	// Topic the message belongs to.
 	Topic string
@@ -32,6 +33,10 @@ type Message struct {
 	// ErrInvalidArgument.
 	BornAt time.Time
 	// StoredAt is when the engine wrote the message (set by the engine).
+	// For a message sent without BornAt and not delayed, the record keeps
+	// it as a delta from BornAt: exact to the nanosecond when the write
+	// came within 1.07 s of Send (the normal case), else rounded down to
+	// the microsecond (within 17.9 minutes) or the millisecond.
 	StoredAt time.Time
 	// Queue is the queue the message is stored in (set by the engine).
 	Queue int
