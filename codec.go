@@ -157,18 +157,26 @@ func nanos(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// isEngineID reports whether id has the shape of an engine-generated ID: 24
-// lowercase hex digits.
-func isEngineID(id string) bool {
+// parseEngineID returns the 12 bytes of id when it has the shape of an
+// engine-generated ID: 24 lowercase hex digits.
+func parseEngineID(id string) (raw [engineIDLen / 2]byte, ok bool) {
 	if len(id) != engineIDLen {
-		return false
+		return raw, false
 	}
 	for i := 0; i < len(id); i++ {
-		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
+		c := id[i]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		default:
+			return raw, false
 		}
+		raw[i/2] |= v << (4 * (1 - i%2))
 	}
-	return true
+	return raw, true
 }
 
 func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
@@ -186,12 +194,11 @@ func encodeRecord(m *Message, id string, born time.Time) []byte {
 	if m.BornAt.IsZero() && m.DeliverAt.IsZero() {
 		flags |= flagStoredDelta
 	}
-	var idBytes [engineIDLen / 2]byte
+	idBytes, engineShaped := parseEngineID(id)
 	var idDelta int64
 	switch {
 	case id == "":
-	case isEngineID(id):
-		_, _ = hex.Decode(idBytes[:], []byte(id))
+	case engineShaped:
 		counter := int64(binary.BigEndian.Uint64(idBytes[engineIDPrefixLen:]))
 		if idDelta = int64(uint64(counter) - uint64(bornNs)); idDelta == 0 {
 			flags |= flagIDEngine
