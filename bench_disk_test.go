@@ -75,9 +75,18 @@ func benchDiskBodies(size int) []byte {
 	return buf
 }
 
+// benchDiskBadgerOptions are the default Badger options with compression
+// c and, when EQUEUE_BENCH_DISK_VALUE_THRESHOLD is set, that value
+// threshold in bytes (segments are packed up to it, so it sets how many
+// records share a key).
 func benchDiskBadgerOptions(c store.Compression) *store.BadgerOptions {
 	o := store.DefaultBadgerOptions()
 	o.Compression = c
+	if s := os.Getenv("EQUEUE_BENCH_DISK_VALUE_THRESHOLD"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			o.ValueThreshold = n
+		}
+	}
 	return &o
 }
 
