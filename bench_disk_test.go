@@ -30,7 +30,7 @@ func benchDiskMessages(b *testing.B) int {
 // BenchmarkDiskBytesPerMessage reports what a message costs on disk: it
 // sends n messages (benchDiskMessages) with random, incompressible bodies
 // and no ID, key, tag or properties to a 4-queue topic of a new engine
-// (SyncNever, SendBatch of 1,024 from 4 goroutines), closes the engine,
+// (SyncNever, SendBatch of up to 1,024 from 4 goroutines), closes the engine,
 // reopens the Badger store and runs its Reclaim (memtable flush, LSM
 // flatten, value-log GC: what retention runs), then measures the directory
 // (store.Badger.Size: allocated bytes of every file in it).
@@ -113,7 +113,11 @@ func benchDiskEngine(b *testing.B, n, size int, c store.Compression) int64 {
 
 // benchDiskSend sends n messages with distinct random bodies of size bytes.
 func benchDiskSend(ctx context.Context, p *equeue.Producer, n, size int) error {
-	const chunk, workers = 1024, 4
+	// Batches of 1,024, or of 256 KiB of bodies if less: a batch must fit
+	// one store write, whose byte limit is lower with a higher value
+	// threshold (EQUEUE_BENCH_DISK_VALUE_THRESHOLD).
+	const workers = 4
+	chunk := int64(min(1024, (256<<10)/size))
 	buf := benchDiskBodies(size)
 	var (
 		claimed atomic.Int64
@@ -124,11 +128,11 @@ func benchDiskSend(ctx context.Context, p *equeue.Producer, n, size int) error {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 7))
 			for !errs.failed.Load() {
-				from := int(claimed.Add(chunk)) - chunk
+				from := int(claimed.Add(chunk) - chunk)
 				if from >= n {
 					return
 				}
-				msgs := make([]*equeue.Message, min(chunk, n-from))
+				msgs := make([]*equeue.Message, min(int(chunk), n-from))
 				for i := range msgs {
 					at := r.IntN(len(buf) - size)
 					msgs[i] = &equeue.Message{Topic: benchTopicName, Body: buf[at : at+size]}
