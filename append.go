@@ -224,11 +224,14 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*comman
 			}
 			dues = append(dues, m.DeliverAt)
 		}
-		id := m.ID
+		id, born := m.ID, m.BornAt
 		if id == "" {
-			id = e.ids.next()
+			var at time.Time
+			id, at = e.ids.next(now)
+			if born.IsZero() {
+				born = at // the record format then keeps the ID's counter in no space
+			}
 		}
-		born := m.BornAt
 		if born.IsZero() {
 			born = now
 		}

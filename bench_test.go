@@ -39,14 +39,13 @@ import (
 const (
 	benchTopicName = "bench"
 	benchQueues    = 4
-	// benchRecordOverhead is what the engine's record encoding adds to the
-	// body of a message sent with no ID, tag, properties or TTL: a 37-byte
-	// header, the attempt count (1), the generated 32-character ID with its
-	// length (33), empty tag, key list, property map and system property map
-	// (1 each) and the body length (1 byte up to 127 bytes, 2 up to 16 KiB):
-	// 76 bytes for a 100-byte body, 77 for a 1 KiB one. A routing key adds
-	// its length plus one. The baselines write body+77 bytes per record.
-	benchRecordOverhead = 77
+	// benchRecordOverhead is what the engine's record encoding (version 2,
+	// codec.go) adds to the body of a message sent with no ID, tag,
+	// properties or TTL: flags (1), checksum (4), born-at (8), stored-at
+	// delta (4) and the generated ID's prefix (4); the body needs no length.
+	// A routing key adds its length plus 3. The baselines write body+21
+	// bytes per record.
+	benchRecordOverhead = 21
 	// benchRecordKeyLen is the length of a record key: 'm' | topic uint32 BE
 	// | queue uint32 BE | offset uint64 BE, as store.Badger lays it out.
 	benchRecordKeyLen = 1 + 4 + 4 + 8

@@ -2,29 +2,109 @@ package equeue
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
 	"time"
 )
 
-// Record layout, version 1. Numbers are big-endian or uvarint.
+// Record layout, version 2 (the compact format). Version-1 records
+// (codec_v1.go) are still read; any other version is refused with
+// ErrUnsupportedFormat. A version-2 record is told by the top bit of its
+// first byte, whose other 7 bits are flags; a first byte below 0x80 is the
+// version number of another format (1 is version 1).
 //
-//	[0]      version (1)
-//	[1:5]    CRC-32C of bytes [5:]
-//	[5:13]   stored-at, unix nanoseconds (patched by the writer)
-//	[13:21]  born-at, unix nanoseconds
-//	[21:29]  deliver-at, unix nanoseconds, 0 = none
-//	[29:37]  expires-at, unix nanoseconds, 0 = none
-//	then     attempt uvarint, id, tag, keys, properties, system properties, body
+//	[0]      0x80 | flags (below)
+//	[1:5]    CRC-32C of byte 0 and bytes [5:], big endian
+//	[5:13]   born-at, unix nanoseconds, big endian
+//	[13:..]  stored-at (patched by the writer): with flagStoredDelta, 4 bytes
+//	         of time after born-at (storedDelta); else 8 bytes of unix
+//	         nanoseconds
+//	then, each only when its flag says so: a second flags byte, the ID,
+//	attempt (uvarint), deliver-at and expires-at (zigzag varints of
+//	nanoseconds from born-at, modulo 2^64), tag, keys, properties, system
+//	properties;
+//	then     the body: every byte left.
 //
-// Strings and the body are a uvarint length followed by the bytes; lists and
-// maps are a uvarint count followed by their items.
+// Strings are a uvarint length followed by the bytes; lists and maps are a
+// uvarint count followed by their items. An ID of 24 lowercase hex digits
+// (what the engine generates: idSource) is kept as its 12 bytes: a 4-byte
+// prefix and a counter stored as the difference to born-at, which the
+// engine makes 0; any other ID is a string.
+//
+// Empty fields thus cost nothing: a message sent with only a body costs 21
+// bytes on top of it (flags, checksum, born-at, stored-at delta, ID prefix).
 const (
-	recordVersion    = 1
-	recordHeaderSize = 37
-	storedAtPos      = 5
+	recordVersion     = 2
+	recordV2Mark      = 0x80
+	recordFixedSize   = 13 // flags, checksum, born-at
+	storedDeltaLen    = 4
+	storedAtPos       = recordFixedSize
+	engineIDLen       = 24
+	engineIDPrefixLen = 4
 )
+
+// Flags of a version-2 record, in the low 7 bits of its first byte.
+const (
+	// flagStoredDelta: stored-at is kept as a delta from born-at. The
+	// encoder chooses it for a message whose born-at the engine set and
+	// that is not delayed, so that it is written moments after born-at.
+	flagStoredDelta = 1 << iota
+	// flagIDEngine and flagIDString form a 2-bit ID kind: neither is no
+	// ID, flagIDEngine alone an engine-shaped ID whose counter equals
+	// born-at, flagIDString alone a string, both an engine-shaped ID with
+	// the counter's zigzag delta from born-at following the prefix.
+	flagIDEngine
+	flagIDString
+	flagDeliverAt
+	flagExpiresAt
+	flagTag
+	flagMore // a second flags byte follows stored-at
+)
+
+// Flags of the second flags byte.
+const (
+	flag2Attempt = 1 << iota
+	flag2Keys
+	flag2Properties
+	flag2Sys
+	flags2Known = flag2Attempt | flag2Keys | flag2Properties | flag2Sys
+)
+
+// storedDelta packs d, nanoseconds from born-at to stored-at, into 32 bits:
+// the top 2 bits choose the unit (ns, µs, ms, s) and the low 30 count
+// whole units, the finest unit that holds d. Stored-at is thus exact to the
+// nanosecond when written within 1.07 s of born-at (nearly always: the
+// writer's queueing delay), to the microsecond within 17.9 minutes, to the
+// millisecond within 12.4 days; d below 0 (the clock stepped back) packs as
+// 0, above 34 years as the most the seconds unit holds. Rounding is down.
+func storedDelta(d int64) uint32 {
+	const count = 1<<30 - 1
+	d = max(d, 0)
+	for unit, scale := uint32(0), int64(1); unit < 4; unit, scale = unit+1, scale*1000 {
+		if d/scale <= count || unit == 3 {
+			return unit<<30 | uint32(min(d/scale, count))
+		}
+	}
+	return 0 // not reached
+}
+
+// storedDeltaNanos unpacks storedDelta.
+func storedDeltaNanos(v uint32) int64 {
+	scale := int64(1)
+	for range v >> 30 {
+		scale *= 1000
+	}
+	return int64(v&(1<<30-1)) * scale
+}
+
+// ErrUnsupportedFormat is returned (wrapped, and together with ErrCorrupt)
+// when a stored record carries a format version this build cannot read,
+// such as one written by a newer version of the engine. The error names
+// the version.
+var ErrUnsupportedFormat = errors.New("equeue: unsupported record format version")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -69,26 +149,141 @@ func checkRecordTime(name string, t time.Time) error {
 	return nil
 }
 
-func putTime(b []byte, t time.Time) {
-	var v int64
-	if !t.IsZero() {
-		v = t.UnixNano()
+// nanos is t in unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
 	}
-	binary.BigEndian.PutUint64(b, uint64(v))
+	return t.UnixNano()
 }
 
-func getTime(b []byte) time.Time {
-	v := int64(binary.BigEndian.Uint64(b))
-	if v == 0 {
-		return time.Time{}
+// parseEngineID returns the 12 bytes of id when it has the shape of an
+// engine-generated ID: 24 lowercase hex digits.
+func parseEngineID(id string) (raw [engineIDLen / 2]byte, ok bool) {
+	if len(id) != engineIDLen {
+		return raw, false
 	}
-	return time.Unix(0, v)
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		default:
+			return raw, false
+		}
+		raw[i/2] |= v << (4 * (1 - i%2))
+	}
+	return raw, true
 }
 
-func encodedSize(m *Message) int {
-	n := recordHeaderSize + binary.MaxVarintLen64
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// encodeRecord encodes m. The stored-at slot and checksum are filled by sealRecord.
+// id and born replace m.ID and m.BornAt so the caller's message is not modified.
+// m and born must pass checkRecord: the record is then decoded as m was.
+func encodeRecord(m *Message, id string, born time.Time) []byte {
+	var flags, flags2 byte
+	bornNs := nanos(born)
+	// A stored-at delta only for messages written right after they are
+	// stamped: those delayed are moved (and resealed) when due, maybe
+	// long after.
+	if m.BornAt.IsZero() && m.DeliverAt.IsZero() {
+		flags |= flagStoredDelta
+	}
+	idBytes, engineShaped := parseEngineID(id)
+	var idDelta int64
+	switch {
+	case id == "":
+	case engineShaped:
+		counter := int64(binary.BigEndian.Uint64(idBytes[engineIDPrefixLen:]))
+		if idDelta = int64(uint64(counter) - uint64(bornNs)); idDelta == 0 {
+			flags |= flagIDEngine
+		} else {
+			flags |= flagIDEngine | flagIDString
+		}
+	default:
+		flags |= flagIDString
+	}
+	if m.Attempt != 0 {
+		flags2 |= flag2Attempt
+	}
+	if !m.DeliverAt.IsZero() {
+		flags |= flagDeliverAt
+	}
+	if !m.ExpiresAt.IsZero() {
+		flags |= flagExpiresAt
+	}
+	if m.Tag != "" {
+		flags |= flagTag
+	}
+	if len(m.Keys) > 0 {
+		flags2 |= flag2Keys
+	}
+	if len(m.Properties) > 0 {
+		flags2 |= flag2Properties
+	}
+	if len(m.sys) > 0 {
+		flags2 |= flag2Sys
+	}
+	if flags2 != 0 {
+		flags |= flagMore
+	}
+
+	b := make([]byte, recordFixedSize, encodedSize(m, id))
+	b[0] = recordV2Mark | flags
+	binary.BigEndian.PutUint64(b[5:], uint64(bornNs))
+	if flags&flagStoredDelta != 0 {
+		b = append(b, make([]byte, storedDeltaLen)...)
+	} else {
+		b = append(b, make([]byte, 8)...)
+	}
+	if flags&flagMore != 0 {
+		b = append(b, flags2)
+	}
+	switch flags & (flagIDEngine | flagIDString) {
+	case flagIDEngine:
+		b = append(b, idBytes[:engineIDPrefixLen]...)
+	case flagIDEngine | flagIDString:
+		b = append(b, idBytes[:engineIDPrefixLen]...)
+		b = binary.AppendUvarint(b, zigzag(idDelta))
+	case flagIDString:
+		b = appendString(b, id)
+	}
+	if flags2&flag2Attempt != 0 {
+		b = binary.AppendUvarint(b, uint64(m.Attempt))
+	}
+	if flags&flagDeliverAt != 0 {
+		b = binary.AppendUvarint(b, zigzag(int64(uint64(m.DeliverAt.UnixNano())-uint64(bornNs))))
+	}
+	if flags&flagExpiresAt != 0 {
+		b = binary.AppendUvarint(b, zigzag(int64(uint64(m.ExpiresAt.UnixNano())-uint64(bornNs))))
+	}
+	if flags&flagTag != 0 {
+		b = appendString(b, m.Tag)
+	}
+	if flags2&flag2Keys != 0 {
+		b = binary.AppendUvarint(b, uint64(len(m.Keys)))
+		for _, k := range m.Keys {
+			b = appendString(b, k)
+		}
+	}
+	if flags2&flag2Properties != 0 {
+		b = appendMap(b, m.Properties)
+	}
+	if flags2&flag2Sys != 0 {
+		b = appendMap(b, m.sys)
+	}
+	return append(b, m.Body...)
+}
+
+// encodedSize bounds the length of m's record with the given ID.
+func encodedSize(m *Message, id string) int {
+	n := recordFixedSize + 8 + 1 + 3*binary.MaxVarintLen64 + binary.MaxVarintLen64 + len(id)
 	str := func(s string) { n += binary.MaxVarintLen64 + len(s) }
-	str(m.ID)
 	str(m.Tag)
 	n += binary.MaxVarintLen64
 	for _, k := range m.Keys {
@@ -104,37 +299,33 @@ func encodedSize(m *Message) int {
 		str(k)
 		str(v)
 	}
-	n += binary.MaxVarintLen64 + len(m.Body)
-	return n
+	return n + len(m.Body)
 }
 
-// encodeRecord encodes m. The stored-at slot and checksum are filled by sealRecord.
-// id and born replace m.ID and m.BornAt so the caller's message is not modified.
-// m and born must pass checkRecord: the record is then decoded as m was.
-func encodeRecord(m *Message, id string, born time.Time) []byte {
-	b := make([]byte, recordHeaderSize, encodedSize(m)+len(id))
-	b[0] = recordVersion
-	putTime(b[13:], born)
-	putTime(b[21:], m.DeliverAt)
-	putTime(b[29:], m.ExpiresAt)
-	b = binary.AppendUvarint(b, uint64(m.Attempt))
-	b = appendString(b, id)
-	b = appendString(b, m.Tag)
-	b = binary.AppendUvarint(b, uint64(len(m.Keys)))
-	for _, k := range m.Keys {
-		b = appendString(b, k)
-	}
-	b = appendMap(b, m.Properties)
-	b = appendMap(b, m.sys)
-	b = binary.AppendUvarint(b, uint64(len(m.Body)))
-	b = append(b, m.Body...)
-	return b
-}
-
-// sealRecord stamps the stored-at time and the checksum.
+// sealRecord stamps the stored-at time and the checksum. A stored-at kept
+// as a delta from born-at is rounded as storedDelta says.
 func sealRecord(b []byte, storedAt time.Time) {
-	putTime(b[storedAtPos:], storedAt)
-	binary.BigEndian.PutUint32(b[1:5], crc32.Checksum(b[5:], castagnoli))
+	switch {
+	case len(b) > 0 && b[0] == recordVersion1:
+		sealRecordV1(b, storedAt)
+		return
+	case len(b) < recordFixedSize+storedDeltaLen || b[0]&recordV2Mark == 0:
+		return // not a record this build writes: decoding reports it
+	}
+	if b[0]&flagStoredDelta != 0 {
+		// The encoder chooses the delta form only for a born-at the engine
+		// stamped (now), so the subtraction cannot overflow.
+		born := int64(binary.BigEndian.Uint64(b[5:]))
+		binary.BigEndian.PutUint32(b[storedAtPos:], storedDelta(nanos(storedAt)-born))
+	} else if len(b) >= recordFixedSize+8 {
+		binary.BigEndian.PutUint64(b[storedAtPos:], uint64(nanos(storedAt)))
+	}
+	binary.BigEndian.PutUint32(b[1:5], recordChecksum(b))
+}
+
+// recordChecksum is the CRC-32C of a version-2 record's byte 0 and bytes [5:].
+func recordChecksum(b []byte) uint32 {
+	return crc32.Update(crc32.Checksum(b[:1], castagnoli), castagnoli, b[5:])
 }
 
 func appendString(b []byte, s string) []byte {
@@ -152,7 +343,8 @@ func appendMap(b []byte, m map[string]string) []byte {
 }
 
 // decodeRecord decodes a sealed record into a new Message (topic, queue and
-// offset are not in the record). Any damage gives an error wrapping ErrCorrupt.
+// offset are not in the record). Any damage gives an error wrapping
+// ErrCorrupt; an unknown version one wrapping ErrUnsupportedFormat too.
 func decodeRecord(b []byte) (*Message, error) {
 	m := new(Message)
 	if err := decodeRecordTo(m, b); err != nil {
@@ -164,38 +356,100 @@ func decodeRecord(b []byte) (*Message, error) {
 // decodeRecordTo is decodeRecord into m, which must be zero; after an error
 // m holds part of the record and is to be discarded.
 func decodeRecordTo(m *Message, b []byte) error {
-	if len(b) < recordHeaderSize {
+	switch {
+	case len(b) == 0:
+		return fmt.Errorf("%w: empty record", ErrCorrupt)
+	case b[0]&recordV2Mark != 0:
+		return decodeRecordV2(m, b)
+	case b[0] == recordVersion1:
+		return decodeRecordV1(m, b)
+	}
+	return fmt.Errorf("%w: %w: version %d (this build reads versions %d and %d)",
+		ErrCorrupt, ErrUnsupportedFormat, b[0], recordVersion1, recordVersion)
+}
+
+func decodeRecordV2(m *Message, b []byte) error {
+	if len(b) < recordFixedSize+storedDeltaLen {
 		return fmt.Errorf("%w: %d bytes, shorter than a header", ErrCorrupt, len(b))
 	}
-	if b[0] != recordVersion {
-		return fmt.Errorf("%w: unknown record version %d", ErrCorrupt, b[0])
-	}
-	if binary.BigEndian.Uint32(b[1:5]) != crc32.Checksum(b[5:], castagnoli) {
+	if binary.BigEndian.Uint32(b[1:5]) != recordChecksum(b) {
 		return fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
-	m.StoredAt = getTime(b[5:])
-	m.BornAt = getTime(b[13:])
-	m.DeliverAt = getTime(b[21:])
-	m.ExpiresAt = getTime(b[29:])
-	d := decoder{b: b[recordHeaderSize:]}
-	m.Attempt = int(d.uvarint(1 << 30))
-	m.ID = d.str()
-	m.Tag = d.str()
-	if n := d.uvarint(uint64(len(d.b))); n > 0 {
+	flags := b[0] &^ recordV2Mark
+	born := int64(binary.BigEndian.Uint64(b[5:]))
+	m.BornAt = timeOf(born)
+	d := decoder{b: b[recordFixedSize:]}
+	if flags&flagStoredDelta != 0 {
+		m.StoredAt = timeOf(born + storedDeltaNanos(binary.BigEndian.Uint32(d.b)))
+		d.b = d.b[storedDeltaLen:]
+	} else {
+		if len(d.b) < 8 {
+			return fmt.Errorf("%w: %d bytes, shorter than a header", ErrCorrupt, len(b))
+		}
+		m.StoredAt = getTime(d.b)
+		d.b = d.b[8:]
+	}
+	var flags2 byte
+	if flags&flagMore != 0 {
+		flags2 = d.byte()
+		if d.err == nil && (flags2 == 0 || flags2&^flags2Known != 0) {
+			return fmt.Errorf("%w: bad flags %#x", ErrCorrupt, flags2)
+		}
+	}
+	switch flags & (flagIDEngine | flagIDString) {
+	case flagIDEngine:
+		m.ID = engineID(d.fixed(engineIDPrefixLen), born)
+	case flagIDEngine | flagIDString:
+		prefix := d.fixed(engineIDPrefixLen)
+		m.ID = engineID(prefix, born+unzigzag(d.uvarint(math.MaxUint64)))
+	case flagIDString:
+		m.ID = d.str()
+	}
+	if flags2&flag2Attempt != 0 {
+		m.Attempt = int(d.uvarint(maxRecordAttempt + 1))
+	}
+	if flags&flagDeliverAt != 0 {
+		m.DeliverAt = timeOf(born + unzigzag(d.uvarint(math.MaxUint64)))
+	}
+	if flags&flagExpiresAt != 0 {
+		m.ExpiresAt = timeOf(born + unzigzag(d.uvarint(math.MaxUint64)))
+	}
+	if flags&flagTag != 0 {
+		m.Tag = d.str()
+	}
+	if flags2&flag2Keys != 0 {
+		n := d.uvarint(uint64(len(d.b)))
 		m.Keys = make([]string, 0, n)
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			m.Keys = append(m.Keys, d.str())
 		}
 	}
-	m.Properties = d.strMap()
-	m.sys = d.strMap()
-	if body := d.bytes(); len(body) > 0 {
-		m.Body = body // an empty body decodes as nil
+	if flags2&flag2Properties != 0 {
+		m.Properties = d.strMap()
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(d.b))
+	if flags2&flag2Sys != 0 {
+		m.sys = d.strMap()
 	}
-	return d.err
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) > 0 {
+		m.Body = d.b[:len(d.b):len(d.b)] // an empty body decodes as nil
+	}
+	return nil
+}
+
+// engineID formats an engine-shaped ID from its prefix and counter.
+func engineID(prefix []byte, counter int64) string {
+	if len(prefix) != engineIDPrefixLen {
+		return "" // the decoder has recorded the error
+	}
+	var raw [engineIDLen / 2]byte
+	copy(raw[:], prefix)
+	binary.BigEndian.PutUint64(raw[engineIDPrefixLen:], uint64(counter))
+	var h [engineIDLen]byte
+	hex.Encode(h[:], raw[:])
+	return string(h[:])
 }
 
 type decoder struct {
@@ -220,18 +474,33 @@ func (d *decoder) uvarint(limit uint64) uint64 {
 	return v
 }
 
-func (d *decoder) bytes() []byte {
-	n := d.uvarint(uint64(len(d.b)))
+func (d *decoder) byte() byte {
+	if v := d.fixed(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+// fixed takes the next n bytes, or records an error and returns nil.
+func (d *decoder) fixed(n int) []byte {
 	if d.err != nil {
 		return nil
 	}
-	if n > uint64(len(d.b)) {
-		d.err = fmt.Errorf("%w: length %d beyond record", ErrCorrupt, n)
+	if len(d.b) < n {
+		d.err = fmt.Errorf("%w: %d bytes left, want %d", ErrCorrupt, len(d.b), n)
 		return nil
 	}
 	v := d.b[:n:n]
 	d.b = d.b[n:]
 	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint(uint64(len(d.b)))
+	if d.err != nil {
+		return nil
+	}
+	return d.fixed(int(n))
 }
 
 func (d *decoder) str() string { return string(d.bytes()) }

@@ -83,15 +83,16 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-// FuzzDecodeSealed fuzzes the bytes after the header with a valid checksum,
-// so the field decoders themselves are exercised.
+// FuzzDecodeSealed fuzzes the bytes after the version and checksum with a
+// valid checksum, so the field decoders themselves are exercised, for both
+// record versions the decoder reads.
 func FuzzDecodeSealed(f *testing.F) {
-	f.Add(sampleRecord()[recordHeaderSize:])
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
-	f.Fuzz(func(t *testing.T, tail []byte) {
-		b := make([]byte, recordHeaderSize, recordHeaderSize+len(tail))
-		b[0] = recordVersion
-		b = append(b, tail...)
+	f.Add(byte(recordVersion), sampleRecord()[5:])
+	f.Add(byte(recordVersion1), sampleRecordV1()[5:])
+	f.Add(byte(recordVersion), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Add(byte(recordVersion), []byte{flagMore, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, version byte, tail []byte) {
+		b := append([]byte{version, 0, 0, 0, 0}, tail...)
 		sealRecord(b, time.Unix(1, 0))
 		if _, err := decodeRecord(b); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("error %v does not wrap ErrCorrupt", err)

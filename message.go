@@ -2,8 +2,6 @@ package equeue
 
 import (
 	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"sync/atomic"
 	"time"
 )
@@ -15,7 +13,8 @@ import (
 // and BornAt when empty). A received message carries every field as sent.
 type Message struct {
 	// ID identifies the message. Empty on Send means the engine generates a
-	// unique one; a producer-supplied ID is kept as is.
+	// unique one (24 lowercase hex digits); a producer-supplied ID is kept
+	// as is.
 	ID string
 	// Topic the message belongs to.
 	Topic string
@@ -34,6 +33,10 @@ type Message struct {
 	// ErrInvalidArgument.
 	BornAt time.Time
 	// StoredAt is when the engine wrote the message (set by the engine).
+	// For a message sent without BornAt and not delayed, the record keeps
+	// it as a delta from BornAt: exact to the nanosecond when the write
+	// came within 1.07 s of Send (the normal case), else rounded down to
+	// the microsecond (within 17.9 minutes) or the millisecond.
 	StoredAt time.Time
 	// Queue is the queue the message is stored in (set by the engine).
 	Queue int
@@ -86,25 +89,32 @@ func (m *Message) routingKey() string {
 // SysProperty returns an engine-owned property, such as the origin of a retried message.
 func (m *Message) SysProperty(name string) string { return m.sys[name] }
 
-// idSource makes message IDs: 8 random bytes fixed per process followed by a
-// counter, so IDs are unique without a syscall per message.
+// idSource makes message IDs: 24 lowercase hex digits of 4 random bytes
+// fixed per process followed by a counter, so IDs are unique without a
+// syscall per message. The counter is the unix-nanosecond time of the ID,
+// moved on by one where two IDs would share it, so it never repeats within
+// a process; the engine stamps the message's born-at with it, which lets the
+// record format keep the counter in no space (codec.go).
 type idSource struct {
-	prefix [8]byte
-	n      atomic.Uint64
+	prefix [engineIDPrefixLen]byte
+	last   atomic.Int64
 }
 
 func newIDSource() *idSource {
 	s := &idSource{}
 	_, _ = rand.Read(s.prefix[:])
-	s.n.Store(uint64(time.Now().UnixNano()))
 	return s
 }
 
-func (s *idSource) next() string {
-	var b [16]byte
-	copy(b[:8], s.prefix[:])
-	binary.BigEndian.PutUint64(b[8:], s.n.Add(1))
-	var h [32]byte
-	hex.Encode(h[:], b[:])
-	return string(h[:])
+// next returns a new ID and the time its counter stands for: now, or just
+// after the previous ID's.
+func (s *idSource) next(now time.Time) (string, time.Time) {
+	n := now.UnixNano()
+	for {
+		last := s.last.Load()
+		v := max(n, last+1)
+		if s.last.CompareAndSwap(last, v) {
+			return engineID(s.prefix[:], v), time.Unix(0, v)
+		}
+	}
 }

@@ -24,7 +24,11 @@ import (
 //
 //	version byte (1) | uvarint count | count × (uvarint length | record) | CRC-32C (4 bytes, big endian)
 //
-// The checksum covers everything before it.
+// The checksum covers everything before it. The framing does not look into
+// the records: their own format (the engine's codec) carries its own
+// version. A segment of another version is refused by segmentCount and
+// decodeSegment with an error naming the version, and Read reports its
+// offsets as records with no value, which the engine counts as corrupt.
 const (
 	segmentVersion byte = 1
 	// segmentOverhead bounds what framing adds to one record alone in a
@@ -63,8 +67,11 @@ func uvarintLen(x uint64) int {
 // segmentCount reads the record count of a segment without checking the
 // rest of it.
 func segmentCount(v []byte) (int, error) {
-	if len(v) < 2+4 || v[0] != segmentVersion {
-		return 0, fmt.Errorf("%w: bad header", errSegment)
+	if len(v) < 2+4 {
+		return 0, fmt.Errorf("%w: %d bytes, shorter than a header", errSegment, len(v))
+	}
+	if v[0] != segmentVersion {
+		return 0, fmt.Errorf("%w: unknown segment version %d (this build reads %d)", errSegment, v[0], segmentVersion)
 	}
 	n, k := binary.Uvarint(v[1 : len(v)-4])
 	if k <= 0 || n == 0 || n > uint64(len(v)) {

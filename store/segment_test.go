@@ -238,3 +238,27 @@ func TestSegmentsModel(t *testing.T) {
 		}
 	})
 }
+
+// TestSegmentUnknownVersionRefused: a segment whose version byte this build
+// does not know is refused with an error naming the version, not decoded,
+// and Read reports its offsets as records with no value.
+func TestSegmentUnknownVersionRefused(t *testing.T) {
+	v := encodeSegment(nil, [][]byte{[]byte("a"), []byte("b")})
+	v[0] = 7
+	_, err := segmentCount(v)
+	require.ErrorIs(t, err, errSegment)
+	require.ErrorContains(t, err, "segment version 7")
+	called := false
+	err = decodeSegment(v, func(int, []byte) bool { called = true; return true })
+	require.ErrorContains(t, err, "segment version 7")
+	require.False(t, called)
+
+	s, err := OpenBadger(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	q := QueueID{Topic: 1}
+	require.NoError(t, s.db.Update(func(txn *badger.Txn) error { return txn.Set(recordKey(q, 0), v) }))
+	recs, err := s.Read(q, 0, 10, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []Record{{Offset: 0}}, recs, "an unreadable segment yields its offset with no value")
+}

@@ -198,7 +198,7 @@ func splitMarked(t *testing.T, out string, n int) [][]string {
 }
 
 var (
-	reID      = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
+	reID      = regexp.MustCompile(`\b[0-9a-f]{24}(?:[0-9a-f]{8})?\b`) // generated IDs; 32 digits before the compact format
 	reTime    = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 	reLogTime = regexp.MustCompile(`time=\S+`)
 	reMember  = regexp.MustCompile(`member=\S+`)
