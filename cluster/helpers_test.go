@@ -127,6 +127,11 @@ func (c *testCluster) leaderIndex() int {
 // waitConverged waits until every running node applied the same last index.
 func (c *testCluster) waitConverged() {
 	c.t.Helper()
+	// A write whose caller gave up (an unknown outcome) may still be on its
+	// way into the leader's log: converged means the log stopped growing
+	// for a while and every node applied all of it.
+	var last uint64
+	var stableSince time.Time
 	eventually(c.t, 30*time.Second, func() error {
 		var want uint64
 		for _, n := range c.nodes {
@@ -136,6 +141,12 @@ func (c *testCluster) waitConverged() {
 		}
 		if want == 0 {
 			return errors.New("no leader")
+		}
+		if want != last {
+			last, stableSince = want, time.Now()
+		}
+		if time.Since(stableSince) < 500*time.Millisecond {
+			return fmt.Errorf("the leader's log still grows (%d)", want)
 		}
 		for i, n := range c.nodes {
 			if n == nil {
