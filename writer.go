@@ -121,9 +121,7 @@ func (e *Engine) runWriter() {
 			if c == nil {
 				// Queue empty: wait a little for returning senders only when an
 				// fsync is coming and fewer requests than last time are here.
-				// While a batch is in flight the completer gathers the cohort
-				// for one sync: write what is here.
-				if stopping || expired || !needSync || len(batch) >= prev || e.pipe.inflight.Load() > 0 {
+				if stopping || expired || !needSync || len(batch) >= prev {
 					break
 				}
 				if !lingering {
@@ -317,7 +315,6 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	} else {
 		e.storeBatch(b)
 	}
-	e.pipe.inflight.Add(1)
 	e.pipe.flights <- f
 	return expiring, f.err != nil
 }

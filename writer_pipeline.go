@@ -3,8 +3,6 @@ package equeue
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -47,7 +45,6 @@ type flight struct {
 // pipeline is the completer's state.
 type pipeline struct {
 	flights  chan *flight
-	inflight atomic.Int32    // batches written and not yet completed
 	withheld []withheldQueue // stored after a failed sync, not yet published
 }
 
@@ -64,39 +61,23 @@ func (e *Engine) startCompleter() (stop func()) {
 }
 
 func (e *Engine) runCompleter() {
-	var (
-		group  []*flight
-		cohort int // commands of a recent synced group: the senders likely to return
-		linger = time.NewTimer(time.Hour)
-	)
-	linger.Stop()
-	defer linger.Stop()
+	var group []*flight
 	for f := range e.pipe.flights {
 		// Take every batch already written: one Sync covers them all.
 		group = append(group[:0], f)
-		e.gather(&group, nil)
-		if n := syncCommands(group); n > 0 && n < cohort {
-			// The senders of the last group come back through the writer,
-			// which does not linger while batches are in flight: wait a
-			// little for them, so that cohorts merge into one sync again.
-			linger.Reset(groupCommitLinger)
-			for e.gather(&group, linger.C) && syncCommands(group) < cohort {
-			}
-			if !linger.Stop() {
-				select {
-				case <-linger.C:
-				default:
+	gather:
+		for {
+			select {
+			case g, ok := <-e.pipe.flights:
+				if !ok {
+					break gather
 				}
+				group = append(group, g)
+			default:
+				break gather
 			}
 		}
 		synced, syncErr := false, error(nil)
-		if n := syncCommands(group); n > 0 {
-			if n >= cohort {
-				cohort = n
-			} else {
-				cohort-- // decay slowly: a short group does not lower the target for good
-			}
-		}
 		for _, f := range group {
 			if needsSync(f) && !synced {
 				// Every batch of the group was written before this call.
@@ -106,52 +87,12 @@ func (e *Engine) runCompleter() {
 				}
 			}
 			e.complete(f, syncErr)
-			e.pipe.inflight.Add(-1)
 		}
 		clear(group)
 	}
 }
 
-// gather appends to group the written batches queued now; with expire it
-// first waits for one until expire fires, and reports false then or when
-// the writer stopped.
-func (e *Engine) gather(group *[]*flight, expire <-chan time.Time) bool {
-	if expire != nil {
-		select {
-		case f, ok := <-e.pipe.flights:
-			if !ok {
-				return false
-			}
-			*group = append(*group, f)
-		case <-expire:
-			return false
-		}
-	}
-	for {
-		select {
-		case f, ok := <-e.pipe.flights:
-			if !ok {
-				return false
-			}
-			*group = append(*group, f)
-		default:
-			return true
-		}
-	}
-}
-
 func needsSync(f *flight) bool { return f.err == nil && f.wait == nil && f.b.needSync }
-
-// syncCommands counts the commands of group's batches that wait for a sync.
-func syncCommands(group []*flight) int {
-	n := 0
-	for _, f := range group {
-		if needsSync(f) {
-			n += len(f.batch)
-		}
-	}
-	return n
-}
 
 // complete settles f once its write's outcome is known: syncErr is the
 // result of the Sync that covers it (when it needs one).
