@@ -15,7 +15,7 @@ import (
 //
 // The writer does not wait for a batch's fsync (or, on a store with
 // WriteAsync, its replication) before it builds and writes the next one:
-// up to pipeDepth written batches wait in the completer (writer_pipeline.go),
+// a few written batches wait in the completer (writer_pipeline.go),
 // which syncs them, one Sync for all that are waiting, and completes them
 // strictly in write order. What is stored is therefore always a prefix of
 // the batches written, and memory a reader sees follows the syncs.

@@ -14,10 +14,12 @@ import (
 // completes its commands. Batches complete strictly in write order, so a
 // caller is never acknowledged before an earlier batch's outcome is known.
 
-// pipeDepth bounds the written batches waiting for the completer, beyond
-// the group it is syncing: enough to keep the store busy, small enough
-// that a failure strands little.
-const pipeDepth = 4
+// pipeDepth is how many written batches may wait for the completer
+// beyond the group it is completing: with the one the writer holds while
+// it waits for room, at most pipeDepth+2 batches are in flight. Alternated
+// A/B runs of the cluster benchmarks did no worse with 1 than with 4, and
+// Raft entries stayed larger.
+const pipeDepth = 1
 
 // AsyncWriter is an optional capability of a Store whose writes take long
 // to become stored, such as a replicated store: WriteAsync queues b behind
