@@ -9,9 +9,10 @@ import (
 
 // The writer. One goroutine takes commands (command.go) from writeCh, packs
 // whole commands into a batch whose cost stays within the store's limits,
-// stamps the batch with the time, applies it as one store write, syncs once
-// when any command asks for it, and only then changes memory and completes
-// the commands.
+// stamps the batch with the time, applies it as one store write, and then
+// makes its own memory (next offsets, dedup index) follow the write. The
+// completer syncs once when any command asks for it, and only then
+// publishes the batch to readers and completes the commands.
 //
 // The writer does not wait for a batch's fsync (or, on a store with
 // WriteAsync, its replication) before it builds and writes the next one:
@@ -28,6 +29,10 @@ import (
 //     reused or contradicted, and every command gets an error matching
 //     ErrIndeterminate ("outcome unknown"). The batch's new offsets are not
 //     published to readers until a later synced write succeeds.
+//   - On an AsyncWriter (a replicated store), the writer counts a batch in
+//     its memory once it is handed over; if the write then fails, the
+//     store refuses every later one, so that memory is never written from
+//     again, and the batch's commands get the store's error.
 
 // Writer batching bounds used when the store sets no limit.
 const (
