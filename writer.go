@@ -320,6 +320,13 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	} else {
 		e.storeBatch(b)
 	}
+	if f.wait == nil && (f.err != nil || !b.needSync) && e.pipe.inflight.Load() == 0 {
+		// Nothing to wait for and nothing written before it outstanding:
+		// complete it here, without a hand-off to the completer.
+		e.complete(f, nil)
+		return expiring, f.err != nil
+	}
+	e.pipe.inflight.Add(1)
 	e.pipe.flights <- f
 	return expiring, f.err != nil
 }

@@ -3,6 +3,7 @@ package equeue
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -47,6 +48,7 @@ type flight struct {
 // pipeline is the completer's state.
 type pipeline struct {
 	flights  chan *flight
+	inflight atomic.Int32    // batches handed to the completer and not yet completed
 	withheld []withheldQueue // stored after a failed sync, not yet published
 }
 
@@ -89,6 +91,7 @@ func (e *Engine) runCompleter() {
 				}
 			}
 			e.complete(f, syncErr)
+			e.pipe.inflight.Add(-1)
 		}
 		clear(group)
 	}
