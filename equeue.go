@@ -48,7 +48,7 @@ type Engine struct {
 	writeCh    chan *command
 	writerStop chan struct{}
 	writerDone chan struct{}
-	withheld   []*queue // owned by the writer: offsets kept after a failed sync, not yet published
+	pipe       pipeline // written batches on their way to completion (writer_pipeline.go)
 	// lingerWant counts the requests a lingering writer still waits for;
 	// the sender that brings it to zero signals lingerWake.
 	lingerWant atomic.Int32

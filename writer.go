@@ -9,9 +9,17 @@ import (
 
 // The writer. One goroutine takes commands (command.go) from writeCh, packs
 // whole commands into a batch whose cost stays within the store's limits,
-// stamps the batch with the time, applies it as one store write, syncs once
-// when any command asks for it, and only then changes memory and completes
-// the commands.
+// stamps the batch with the time, applies it as one store write, and then
+// makes its own memory (next offsets, dedup index) follow the write. The
+// completer syncs once when any command asks for it, and only then
+// publishes the batch to readers and completes the commands.
+//
+// The writer does not wait for a batch's fsync (or, on a store with
+// WriteAsync, its replication) before it builds and writes the next one:
+// a few written batches wait in the completer (writer_pipeline.go),
+// which syncs them, one Sync for all that are waiting, and completes them
+// strictly in write order. What is stored is therefore always a prefix of
+// the batches written, and memory a reader sees follows the syncs.
 //
 // Failure semantics (see the README's guarantees):
 //   - Write fails: nothing of the batch is stored and memory is unchanged;
@@ -21,6 +29,10 @@ import (
 //     reused or contradicted, and every command gets an error matching
 //     ErrIndeterminate ("outcome unknown"). The batch's new offsets are not
 //     published to readers until a later synced write succeeds.
+//   - On an AsyncWriter (a replicated store), the writer counts a batch in
+//     its memory once it is handed over; if the write then fails, the
+//     store refuses every later one, so that memory is never written from
+//     again, and the batch's commands get the store's error.
 
 // Writer batching bounds used when the store sets no limit.
 const (
@@ -53,6 +65,7 @@ const groupCommitLinger = 200 * time.Microsecond
 func (e *Engine) runWriter() {
 	defer e.writerWG.Done()
 	defer close(e.writerDone)
+	defer e.startCompleter()() // every written batch completes before writerDone
 	maxOps, maxBytes := e.batchLimits()
 	var (
 		batch    []*command
@@ -86,7 +99,7 @@ func (e *Engine) runWriter() {
 		}
 	}
 	for {
-		batch = batch[:0]
+		batch = make([]*command, 0, cap(batch)) // the completer keeps the last one
 		first := carry
 		carry = nil
 		if first == nil {
@@ -283,8 +296,10 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 }
 
 // runBatch applies batch at now, with room left for dedup expiry, writes
-// it, then updates memory and completes the commands. It reports whether
-// expired dedup entries are left and whether the store failed.
+// it and makes the writer's memory follow the write, then hands it to the
+// completer, which syncs, publishes and completes it in order. It reports
+// whether expired dedup entries are left and whether the store refused the
+// write.
 func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes int) (expiring, failed bool) {
 	b := &batchState{now: now}
 	e.apply(b, batch)
@@ -292,67 +307,63 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	if len(batch) == 0 && len(b.meta) == 0 {
 		expiring = false // nothing fits even an empty batch: do not spin
 	}
-	var err, syncErr error
+	f := &flight{batch: batch, b: b}
 	if len(b.entries) > 0 || len(b.meta) > 0 {
-		err = e.st.Write(&store.Batch{Entries: b.entries, Meta: b.meta})
-		if err == nil && b.needSync {
-			syncErr = e.st.Sync()
+		sb := &store.Batch{Entries: b.entries, Meta: b.meta}
+		if aw, ok := e.st.(AsyncWriter); ok {
+			f.wait = aw.WriteAsync(sb)
+		} else {
+			f.err = e.st.Write(sb)
 		}
 	}
-	switch {
-	case err != nil:
+	if f.err != nil {
 		// Not stored: memory stays as it was.
-		e.log.Error("write failed", "messages", len(b.entries), "err", err)
+		e.log.Error("write failed", "messages", len(b.entries), "err", f.err)
 		expiring = false
-	default:
-		e.commitBatch(b, syncErr == nil)
-		if syncErr != nil {
-			e.log.Error("sync failed; the batch is kept, its outcome reported unknown", "messages", len(b.entries), "err", syncErr)
-			err = fmt.Errorf("%w: %w", ErrIndeterminate, syncErr)
-		}
+	} else {
+		e.storeBatch(b)
 	}
-	for _, c := range batch {
-		switch {
-		case c.kind == cmdBarrier || c.err != nil:
-		case err != nil:
-			// A duplicate may refer to a message of this very batch: it shares
-			// the batch's outcome.
-			c.err = err
-		case c.duplicate:
-		case c.kind == cmdAppend || c.kind == cmdMove:
-			c.q.appendedBytes.Add(uint64(c.bytes))
-			if !c.trimsAfter {
-				e.kickTrim(c.q.topic) // a topic over its drop-oldest limit
-			}
-		}
-		c.complete()
+	if f.wait == nil && (f.err != nil || !b.needSync) && e.pipe.inflight.Load() == 0 {
+		// Nothing to wait for and nothing written before it outstanding:
+		// complete it here, without a hand-off to the completer.
+		e.complete(f, nil)
+		return expiring, f.err != nil
 	}
-	return expiring, err != nil && syncErr == nil
+	e.pipe.inflight.Add(1)
+	e.pipe.flights <- f
+	return expiring, f.err != nil
 }
 
-// commitBatch makes memory follow a batch the store took: next offsets,
-// dedup entries, and (when it is durable) visibility to readers.
-func (e *Engine) commitBatch(b *batchState, durable bool) {
+// storeBatch makes the writer's memory follow a batch the store took (or,
+// on an AsyncWriter, is taking): next offsets and dedup entries. Readers
+// see the batch only once the completer knows it durable (durableBatch).
+func (e *Engine) storeBatch(b *batchState) {
 	for _, t := range b.queues {
 		t.q.wnext = t.next
 		t.q.appended.Add(uint64(t.next - t.orig))
 		t.q.bytes.commit(t.bytes, t.next)
 	}
 	b.commitDedup()
+}
+
+// durableBatch publishes a stored batch to readers when it is durable, or
+// withholds its offsets until a later synced write succeeds. Only the
+// completer calls it, in write order.
+func (e *Engine) durableBatch(b *batchState, durable bool) {
 	if !durable {
 		// Kept but not known durable: readers see it after the next synced write.
 		for _, t := range b.queues {
-			e.withheld = appendQueue(e.withheld, t.q)
+			e.pipe.withheld = withholdQueue(e.pipe.withheld, t.q, t.next)
 		}
 	} else {
 		for _, t := range b.queues {
 			t.q.publish(t.next)
 		}
 		if b.needSync {
-			for _, q := range e.withheld {
-				q.publish(q.wnext)
+			for _, w := range e.pipe.withheld {
+				w.q.publish(w.next)
 			}
-			e.withheld = e.withheld[:0]
+			e.pipe.withheld = e.pipe.withheld[:0]
 		}
 	}
 	if !b.firstDue.IsZero() {
@@ -360,11 +371,20 @@ func (e *Engine) commitBatch(b *batchState, durable bool) {
 	}
 }
 
-func appendQueue(qs []*queue, q *queue) []*queue {
-	for _, x := range qs {
-		if x == q {
-			return qs
+// withheldQueue is a queue with offsets stored but not yet published: up
+// to next. Later batches of the queue may be written already, so what is
+// published is this offset, never the writer's next one.
+type withheldQueue struct {
+	q    *queue
+	next int64
+}
+
+func withholdQueue(ws []withheldQueue, q *queue, next int64) []withheldQueue {
+	for i := range ws {
+		if ws[i].q == q {
+			ws[i].next = max(ws[i].next, next)
+			return ws
 		}
 	}
-	return append(qs, q)
+	return append(ws, withheldQueue{q: q, next: next})
 }

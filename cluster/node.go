@@ -210,6 +210,16 @@ func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
 		c.LeaderLeaseTimeout = c.HeartbeatTimeout
 	}
 	c.SnapshotThreshold, c.TrailingLogs = defaultSnapshotThreshold, defaultTrailingLogs
+	// The leader's writer hands Raft a group commit while earlier ones
+	// replicate: a buffered apply channel takes it while the leader loop
+	// fsyncs its log, and the loop dispatches all that are waiting at once.
+	c.BatchApplyCh = true
+	// A leader that removes itself keeps its Raft running until the node
+	// closes: shutting down at once can drop committed entries on their
+	// way to the FSM, whose futures (the writer's outstanding group
+	// commits) would then never be answered. Without a vote it never
+	// campaigns.
+	c.ShutdownOnRemove = false
 	if n.opts.SnapshotThreshold > 0 {
 		c.SnapshotThreshold = n.opts.SnapshotThreshold
 	}

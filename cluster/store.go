@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -36,7 +37,10 @@ type replicatedStore struct {
 	fenced error
 }
 
-var _ equeue.Store = (*replicatedStore)(nil)
+var (
+	_ equeue.Store       = (*replicatedStore)(nil)
+	_ equeue.AsyncWriter = (*replicatedStore)(nil)
+)
 
 func newReplicatedStore(r *raft.Raft, local *store.Badger, term, tenure uint64, timeout time.Duration, onFence func()) *replicatedStore {
 	l := local.Limits()
@@ -66,23 +70,43 @@ func (s *replicatedStore) fence(cause error) {
 	}
 }
 
-func (s *replicatedStore) isFenced() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fenced != nil
-}
+func (s *replicatedStore) isFenced() bool { return s.fenceCause() != nil }
 
 // apply replicates one entry and reports its outcome as the engine needs
 // it: nil (committed and applied), an error matching equeue.ErrNotLeader
 // (not stored) or one matching equeue.ErrIndeterminate (unknown).
 func (s *replicatedStore) apply(data []byte) error {
+	f, err := s.start(data)
+	if err != nil {
+		return err
+	}
+	return s.finish(f)
+}
+
+// start hands data to Raft, behind every entry handed to it before. When
+// Raft refuses it at once (the error future ApplyLog returns when it could
+// not queue the entry), the tenure is fenced before start returns, so no
+// later entry can enter the log after one that never did.
+func (s *replicatedStore) start(data []byte) (raft.ApplyFuture, error) {
 	s.mu.Lock()
 	fenced := s.fenced
 	s.mu.Unlock()
 	if fenced != nil {
-		return fmt.Errorf("%w: %w", equeue.ErrNotLeader, fenced)
+		return nil, fmt.Errorf("%w: %w", equeue.ErrNotLeader, fenced)
 	}
 	f := s.raft.Apply(data, s.timeout)
+	if reflect.ValueOf(f).Kind() != reflect.Pointer {
+		// Raft's error future is a value; a queued entry's future a
+		// pointer. Whatever the error, the entry is not in the log.
+		err := f.Error()
+		s.fence(err)
+		return nil, fmt.Errorf("%w: %w", equeue.ErrNotLeader, err)
+	}
+	return f, nil
+}
+
+// finish waits for f's entry to be committed and applied.
+func (s *replicatedStore) finish(f raft.ApplyFuture) error {
 	err := f.Error()
 	if err == nil {
 		if rerr, ok := f.Response().(error); ok && rerr != nil {
@@ -90,8 +114,18 @@ func (s *replicatedStore) apply(data []byte) error {
 		}
 	}
 	if err == nil {
+		if cause := s.fenceCause(); cause != nil {
+			// Stored, but an entry before it may have failed, or the tenure
+			// ended while it was on its way: never acknowledge past a failure.
+			return fmt.Errorf("%w: %w", equeue.ErrIndeterminate, cause)
+		}
 		return nil
 	}
+	return s.failed(err)
+}
+
+// failed fences the tenure with err and says what it means for the entry.
+func (s *replicatedStore) failed(err error) error {
 	s.fence(err)
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
@@ -105,6 +139,12 @@ func (s *replicatedStore) apply(data []byte) error {
 	}
 }
 
+func (s *replicatedStore) fenceCause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fenced
+}
+
 // Write replicates b as one Raft entry.
 func (s *replicatedStore) Write(b *store.Batch) error {
 	if b == nil || len(b.Entries)+len(b.Meta) == 0 {
@@ -114,6 +154,27 @@ func (s *replicatedStore) Write(b *store.Batch) error {
 		return fmt.Errorf("%w: the batch exceeds the store's limits", store.ErrBatchTooLarge)
 	}
 	return s.apply(encodeBatch(s.tenure, b))
+}
+
+// WriteAsync hands b to Raft as one entry and returns the wait for its
+// outcome, so the engine's writer can have several group commits
+// replicating at once (Raft pipelines them to the followers). The log is
+// a prefix of what was handed to it, and the first failure fences the
+// tenure: every later write is refused and no later wait reports success.
+func (s *replicatedStore) WriteAsync(b *store.Batch) (wait func() error) {
+	if b == nil || len(b.Entries)+len(b.Meta) == 0 {
+		return func() error { return nil }
+	}
+	if !s.limits.Allows(b) {
+		err := fmt.Errorf("%w: the batch exceeds the store's limits", store.ErrBatchTooLarge)
+		s.fence(err) // the engine already counts this batch: nothing may follow it
+		return func() error { return err }
+	}
+	f, err := s.start(encodeBatch(s.tenure, b))
+	if err != nil {
+		return func() error { return err }
+	}
+	return func() error { return s.finish(f) }
 }
 
 // Sync does nothing: a write returns once the Raft log holding it is

@@ -1,0 +1,149 @@
+package equeue_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+)
+
+// syncGate holds the first Sync after arm until release, so a test can act
+// while one batch's fsync is in flight.
+type syncGate struct {
+	armed   atomic.Bool
+	entered chan struct{}
+	out     chan error
+	once    sync.Once
+}
+
+func newSyncGate(t *testing.T, fs *faultstore.FS) *syncGate {
+	g := &syncGate{entered: make(chan struct{}), out: make(chan error, 1)}
+	fs.OnSync(func() error {
+		if !g.armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		close(g.entered)
+		return <-g.out
+	})
+	t.Cleanup(func() { g.release(nil) }) // never leave the engine's Close blocked
+	return g
+}
+
+func (g *syncGate) arm() { g.armed.Store(true) }
+
+func (g *syncGate) waitEntered(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(waitLong):
+		t.Fatal("no sync started")
+	}
+}
+
+func (g *syncGate) release(err error) { g.once.Do(func() { g.out <- err }) }
+
+type sendOutcome struct {
+	res equeue.AppendResult
+	err error
+}
+
+func sendAsync(s sendShape, e *equeue.Engine, tag string) <-chan sendOutcome {
+	ch := make(chan sendOutcome, 1)
+	go func() {
+		res, err := s.send(e, tag)
+		ch <- sendOutcome{res, err}
+	}()
+	return ch
+}
+
+// pipelineCase is what happens to batch A (whose fsync is held) and to
+// batch B, written while A's fsync is in flight.
+type pipelineCase struct {
+	name      string
+	syncAErr  error // what A's Sync returns
+	failWrite bool  // B's Write fails
+}
+
+var pipelineCases = []pipelineCase{
+	{name: "A-synced/B-written"},
+	{name: "A-sync-fails/B-written", syncAErr: faultstore.ErrInjected},
+	{name: "A-synced/B-write-fails", failWrite: true},
+	{name: "A-sync-fails/B-write-fails", syncAErr: faultstore.ErrInjected, failWrite: true},
+}
+
+// The writer writes batch B while batch A's fsync is in flight, and
+// completes them in order: B is not acknowledged before A's outcome is
+// known, A is invisible to readers until its fsync returned, and each
+// caller gets today's outcome — a failed fsync of A makes A unknown (kept)
+// but not B, a failed Write of B stores nothing of B and leaves A as its
+// fsync says. A later send follows what is stored, and a reopen holds
+// exactly the batches that were acknowledged or reported unknown.
+func TestWriter_PipelinedBatchesCompleteInOrder(t *testing.T) {
+	for _, kind := range storeKinds {
+		for _, s := range sendShapes {
+			for _, pc := range pipelineCases {
+				t.Run(kind+"/"+s.name+"/"+pc.name, func(t *testing.T) {
+					r := s.rig(t, kind)
+					g := newSyncGate(t, r.FS)
+					g.arm()
+					a := sendAsync(s, r.E, "a")
+					g.waitEntered(t)
+					writes := r.FS.Writes()
+					if pc.failWrite {
+						r.FS.FailWrites(1)
+					}
+					b := sendAsync(s, r.E, "b")
+					eventually(t, waitLong, func() bool { return r.FS.Writes() > writes },
+						"batch B is written while A's fsync is in flight")
+					if !s.delay {
+						assert.Empty(t, queueBodies(t, r.E, "t", 0), "A is not visible before its fsync returned")
+					}
+					select {
+					case o := <-b:
+						t.Fatalf("B completed before A's fsync returned: %+v", o)
+					case o := <-a:
+						t.Fatalf("A completed before its fsync returned: %+v", o)
+					default:
+					}
+					g.release(pc.syncAErr)
+					oa, ob := <-a, <-b
+
+					var want []string
+					if pc.syncAErr != nil {
+						require.ErrorIs(t, oa.err, equeue.ErrIndeterminate)
+					} else {
+						require.NoError(t, oa.err)
+					}
+					want = append(want, s.bodies("a")...) // stored either way
+					if pc.failWrite {
+						require.ErrorIs(t, ob.err, faultstore.ErrInjected)
+						assert.NotErrorIs(t, ob.err, equeue.ErrIndeterminate)
+					} else {
+						require.NoError(t, ob.err)
+						want = append(want, s.bodies("b")...)
+						if !s.delay {
+							assert.Equal(t, int64(s.n), ob.res.FirstOffset, "B follows A")
+						}
+					}
+					oc, err := s.send(r.E, "c")
+					require.NoError(t, err)
+					if !s.delay {
+						assert.Equal(t, int64(len(want)), oc.FirstOffset, "C follows what is stored")
+					}
+					want = append(want, s.bodies("c")...)
+					settle(t, r, s, want)
+					if kind == "badger" {
+						r.reopen()
+						settle(t, r, s, want)
+					}
+				})
+			}
+		}
+	}
+}
