@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
 )
 
 // Benchmarks compare a 3-node cluster (in one process, Raft over
@@ -30,12 +31,14 @@ const (
 
 func BenchmarkSend(b *testing.B) {
 	b.Run("single-SyncAlways", func(b *testing.B) { benchSingle(b, 1) })
-	b.Run("cluster3", func(b *testing.B) { benchCluster(b, 1) })
+	b.Run("cluster3", func(b *testing.B) { benchCluster(b, 1, cluster.LogStoreBolt) })
+	b.Run("cluster3-wal", func(b *testing.B) { benchCluster(b, 1, cluster.LogStoreWAL) })
 }
 
 func BenchmarkSendBatch(b *testing.B) {
 	b.Run("single-SyncAlways", func(b *testing.B) { benchSingle(b, 32) })
-	b.Run("cluster3", func(b *testing.B) { benchCluster(b, 32) })
+	b.Run("cluster3", func(b *testing.B) { benchCluster(b, 32, cluster.LogStoreBolt) })
+	b.Run("cluster3-wal", func(b *testing.B) { benchCluster(b, 32, cluster.LogStoreWAL) })
 }
 
 func benchSingle(b *testing.B, batch int) {
@@ -48,8 +51,8 @@ func benchSingle(b *testing.B, batch int) {
 	b.ReportMetric(float64(dirSize(b, dir))/float64(b.N), "disk-B/msg")
 }
 
-func benchCluster(b *testing.B, batch int) {
-	c := newCluster(b, 3, nil)
+func benchCluster(b *testing.B, batch int, logStore string) {
+	c := newCluster(b, 3, func(o *cluster.Options) { o.LogStore = logStore })
 	leader := c.waitLeader()
 	require.NoError(b, leader.CreateTopic(context.Background(), "bench", 4))
 	before := leader.Status().LastLogIndex

@@ -123,7 +123,13 @@ func (h *history) check(t *testing.T, stored []map[int][]string) {
 }
 
 func TestCluster_FailoverLosesNoAcknowledgedMessage(t *testing.T) {
-	c := newCluster(t, 3, nil)
+	for _, ls := range []string{cluster.LogStoreBolt, cluster.LogStoreWAL} {
+		t.Run(ls, func(t *testing.T) { testFailover(t, ls) })
+	}
+}
+
+func testFailover(t *testing.T, logStore string) {
+	c := newCluster(t, 3, func(o *cluster.Options) { o.LogStore = logStore })
 	ctx := context.Background()
 	leader := c.waitLeader()
 	e, err := leader.Engine()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/store"
@@ -33,7 +32,7 @@ type Node struct {
 	opts  Options
 	log   *slog.Logger
 	st    *store.Badger
-	logs  *raftboltdb.BoltStore
+	logs  raftLogStore
 	trans *raft.NetworkTransport
 	raft  *raft.Raft
 	fsm   *fsm
@@ -132,7 +131,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.fsm.onTenure = func(fsmState) { n.wake() }
-	if n.logs, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, raftDir, raftDB)}); err != nil {
+	if n.logs, err = openLogStore(filepath.Join(dir, raftDir), o.LogStore); err != nil {
 		return nil, fmt.Errorf("cluster: open raft log: %w", err)
 	}
 	closers = append(closers, n.logs)

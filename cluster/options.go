@@ -38,6 +38,9 @@ type Options struct {
 	// cut. Its Addr must be RaftAddr, the address other nodes dial. The
 	// node closes it on Close.
 	RaftStream raft.StreamLayer
+	// LogStore chooses the Raft log store: LogStoreBolt ("bolt", the
+	// default when empty) or LogStoreWAL ("wal"). See their documentation.
+	LogStore string
 	// ClientAddr is the address clients reach this node at (its gRPC
 	// server). Followers tell clients the leader's. Optional.
 	ClientAddr string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,7 +99,8 @@ func TestCluster_AdminNeedsAServerToken(t *testing.T) {
 	base := t.TempDir()
 	n := &clusterNode{id: "n1", dir: filepath.Join(base, "n1"), listen: freePort(t), raft: freePort(t), admin: freePort(t)}
 	n.srv = startServe(t, "--dir", n.dir, "--listen", n.listen, "--cluster-id", "n1", "--cluster-raft", n.raft,
-		"--cluster-admin", n.admin, "--cluster-bootstrap", "--token", "ops=all", "--token", "app=consume")
+		"--cluster-admin", n.admin, "--cluster-bootstrap", "--token", "ops=all", "--token", "app=consume",
+		"--cluster-log-store", "wal")
 	eventually(t, 60*time.Second, "n1 leads", func() bool {
 		r := cli(t, "cluster", "status", "--json", "--admin", n.admin, "--token", "ops")
 		var s statusJSON
@@ -115,6 +117,13 @@ func TestCluster_AdminNeedsAServerToken(t *testing.T) {
 	}
 	if code := n.srv.stop(t); code != 0 {
 		t.Fatalf("exited %d:\n%s", code, n.srv.stderr)
+	}
+	// --cluster-log-store wal keeps the Raft log in raft-wal's segments.
+	if _, err := os.Stat(filepath.Join(n.dir, "raft", "wal")); err != nil {
+		t.Fatalf("no raft-wal log: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(n.dir, "raft", "raft.db")); err == nil {
+		t.Fatal("a bolt log was created too")
 	}
 }
 

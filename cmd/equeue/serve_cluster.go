@@ -25,6 +25,7 @@ import (
 // and --listen is the address followers name to clients.
 type clusterFlags struct {
 	id, raft, advertise, peers, admin string
+	logStore                          string
 	bootstrap                         bool
 }
 
@@ -35,6 +36,7 @@ func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.bootstrap, "cluster-bootstrap", false, "start a new cluster of --cluster-peers (or of this node alone) if the directory has no Raft state")
 	f.StringVar(&c.peers, "cluster-peers", "", "ID=RAFT=CLIENT,... the voters of a new cluster, with --cluster-bootstrap")
 	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP) on, for \"equeue cluster\"; with --token it needs a token (admin right to change the cluster)")
+	f.StringVar(&c.logStore, "cluster-log-store", "bolt", "Raft log store: bolt (raft-boltdb, the default) or wal (raft-wal: one fsync per append instead of two; experimental upstream)")
 }
 
 func (c *clusterFlags) enabled() bool { return c != nil && c.id != "" }
@@ -93,7 +95,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	}
 	bo := badgerOptions(a.log)
 	node, err := cluster.Open(a.dir, &cluster.Options{
-		ID: cf.id, RaftAddr: cf.raft, ClientAddr: advertise, Bootstrap: cf.bootstrap, Peers: peers,
+		ID: cf.id, RaftAddr: cf.raft, ClientAddr: advertise, Bootstrap: cf.bootstrap, Peers: peers, LogStore: cf.logStore,
 		Engine: eopts, Badger: &bo, Logger: a.log,
 		OnEngine: func(e *equeue.Engine) {
 			if m != nil {
