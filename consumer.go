@@ -301,7 +301,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	c.loopCtx, c.loopCancel = context.WithCancel(c.ctx)
 	c.loopStop = c.loopCtx.Done()
 	if !opts.Orderly {
-		c.pool = newWorkerPool(opts.Concurrency)
+		c.pool = newWorkerPool(&c.o)
 	}
 	if e := trackerOf(b); e != nil {
 		e.clients.addConsumer(c)
