@@ -24,6 +24,7 @@ type runner struct {
 	slot      *parkSlot     // set while parked; guarded by the consumer's parking.mu
 	next      int64         // where the pull loop goes on; only the pull loop touches it
 	lane      *laneSlot     // the priority lane this queue is (priority.go); nil without priorities
+	share     poolShare     // its tasks in the worker pool (concurrent mode)
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	disposing atomic.Int32 // failure paths storing a send-back now (see beginDispose)

@@ -22,18 +22,25 @@ const workerIdle = time.Second
 type workerPool struct {
 	mu      sync.Mutex
 	tasks   taskRing        // handed over and not taken yet, in order
-	limit   int             // a submitter waits while this many tasks wait
+	limit   int             // a runner waits while this many of its tasks wait
 	max     int             // Concurrency
 	running int             // workers started and not exited
 	idle    []chan struct{} // parked workers' wake-up channels, last parked last
 	waking  bool            // a worker was woken or started and has not looked for a task yet
-	room    chan struct{}   // closed when tasks were taken while a submitter waits; nil otherwise
+}
+
+// poolShare is a runner's part of the worker pool's queue; guarded by the
+// pool's mu.
+type poolShare struct {
+	waiting int           // tasks of the runner handed over and not taken yet
+	room    chan struct{} // closed when its tasks were taken while it waits; nil otherwise
 }
 
 // newWorkerPool sizes a pool for o: up to Concurrency workers, and up to a
-// pull's worth of tasks (at least one per worker) waiting for them.
+// pull's worth of tasks of each runner waiting for them, so a runner pulls
+// its next batch while the last one is handled.
 func newWorkerPool(o *ConsumerOptions) *workerPool {
-	return &workerPool{max: o.Concurrency, limit: max(o.Concurrency, o.PullBatch, 1)}
+	return &workerPool{max: o.Concurrency, limit: max(o.PullBatch, 1)}
 }
 
 // workers returns how many worker goroutines run now.
@@ -45,23 +52,25 @@ func (p *workerPool) workers() int {
 
 // submit hands t to the worker pool; false when stop closes first.
 func (c *Consumer) submit(t task, stop <-chan struct{}) bool {
-	return c.submitTasks(stop, 1, func(int) task { return t })
+	return c.submitTasks(t.r, stop, 1, func(int) task { return t })
 }
 
 // submitRun hands every message of msgs to the worker pool as a task of r,
 // in order; false when stop closes first (the rest stay unhandled).
 func (c *Consumer) submitRun(r *runner, msgs []*Message, stop <-chan struct{}) bool {
-	return c.submitTasks(stop, len(msgs), func(i int) task { return task{r: r, m: msgs[i]} })
+	return c.submitTasks(r, stop, len(msgs), func(i int) task { return task{r: r, m: msgs[i]} })
 }
 
-// submitTasks queues the n tasks at(0) ... at(n-1), as many at a time as
-// the pool's limit lets wait, and waits for room in between.
-func (c *Consumer) submitTasks(stop <-chan struct{}, n int, at func(int) task) bool {
+// submitTasks queues the n tasks at(0) ... at(n-1) of r, as many at a time
+// as the pool's limit lets wait, and waits for room in between.
+func (c *Consumer) submitTasks(r *runner, stop <-chan struct{}, n int, at func(int) task) bool {
 	p := c.pool
+	share := &r.share
 	for i := 0; i < n; {
 		p.mu.Lock()
-		for ; i < n && p.tasks.len() < p.limit; i++ {
+		for ; i < n && share.waiting < p.limit; i++ {
 			p.tasks.push(at(i))
+			share.waiting++
 		}
 		if !p.waking {
 			c.wakeWorkerLocked()
@@ -70,10 +79,10 @@ func (c *Consumer) submitTasks(stop <-chan struct{}, n int, at func(int) task) b
 			p.mu.Unlock()
 			return true
 		}
-		if p.room == nil {
-			p.room = make(chan struct{})
+		if share.room == nil {
+			share.room = make(chan struct{})
 		}
-		room := p.room
+		room := share.room
 		p.mu.Unlock()
 		select {
 		case <-room:
@@ -124,9 +133,11 @@ func (c *Consumer) take(woken bool, wake chan struct{}) (task, bool) {
 	if woken {
 		c.wakeWorkerLocked()
 	}
-	if p.room != nil && p.tasks.len() <= p.limit/2 {
-		close(p.room)
-		p.room = nil
+	share := &t.r.share
+	share.waiting--
+	if share.room != nil && share.waiting <= p.limit/2 {
+		close(share.room)
+		share.room = nil
 	}
 	return t, true
 }

@@ -223,40 +223,47 @@ func TestWorkerPool_RunsUpToConcurrencyHandlers(t *testing.T) {
 	waitFor(t, func() bool { return c.pool.workers() == 0 }, "idle workers exit")
 }
 
-// TestWorkerPool_SubmitWaitsForRoom: a run longer than the pool's limit is
-// handed over as tasks are taken, in order; a submitter waiting for room
-// gives up when its stop closes.
+// TestWorkerPool_SubmitWaitsForRoom: each runner may have up to the
+// pool's limit of tasks waiting; a longer run is handed over as its tasks
+// are taken, in order, while another runner's tasks are not held up; a
+// submitter waiting for room gives up when its stop closes.
 func TestWorkerPool_SubmitWaitsForRoom(t *testing.T) {
 	c := &Consumer{ctx: context.Background(), pool: &workerPool{max: 0, limit: 4}} // no workers: the test takes
+	a, b := &runner{}, &runner{}
 	msgs := make([]*Message, 10)
 	for i := range msgs {
 		msgs[i] = &Message{Offset: int64(i)}
 	}
 	stop := make(chan struct{})
 	done := make(chan bool)
-	go func() { done <- c.submitRun(nil, msgs, stop) }()
-	queued := func() int {
+	go func() { done <- c.submitRun(a, msgs, stop) }()
+	waiting := func(r *runner) int {
 		c.pool.mu.Lock()
 		defer c.pool.mu.Unlock()
-		return c.pool.tasks.len()
+		return r.share.waiting
 	}
-	waitFor(t, func() bool { return queued() == 4 }, "the limit is queued")
+	waitFor(t, func() bool { return waiting(a) == 4 }, "the limit is queued")
+	require.True(t, c.submitRun(b, msgs[:4], nil), "another runner has its own room")
 	var got []int64
-	take := func() {
+	take := func(want *runner) {
 		tk, ok := c.take(false, nil)
 		require.True(t, ok)
-		got = append(got, tk.m.Offset)
+		if tk.r == want {
+			got = append(got, tk.m.Offset)
+		}
 	}
-	take()
-	assert.Equal(t, 3, queued(), "nothing more until half the limit is free")
-	take() // half free: room
-	waitFor(t, func() bool { return queued() == 4 }, "the submitter fills up again")
+	take(a)
+	assert.Equal(t, 3, waiting(a), "nothing more until half the limit is free")
+	take(a) // half free: room
+	waitFor(t, func() bool { return waiting(a) == 4 }, "the submitter fills up again")
 	close(stop)
 	assert.False(t, <-done, "stopped before the whole run was queued")
-	for queued() > 0 {
-		take()
+	for c.pool.tasks.len() > 0 {
+		take(a)
 	}
 	assert.Equal(t, []int64{0, 1, 2, 3, 4, 5}, got, "in order, and only what was queued")
+	assert.Zero(t, waiting(a))
+	assert.Zero(t, waiting(b))
 }
 
 // TestTaskRing_FIFOAcrossGrowth: the ring keeps order while it wraps and
