@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -307,4 +308,44 @@ func TestTaskRing_FIFOAcrossGrowth(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs)
+}
+
+// TestWorkerPool_HandOverAllocatesNothingPerMessage: once its buffers have
+// grown, handing a pull's messages to the pool and handling them (process
+// queue bookkeeping, handler call, completion) allocates nothing per
+// message.
+func TestWorkerPool_HandOverAllocatesNothingPerMessage(t *testing.T) {
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	c, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Subscriptions: []Subscription{{Topic: "t"}}, PullBatch: 256,
+		Handler: func(context.Context, *Message) error { return nil }})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	r := c.newRunner(Grant{QueueRef: QueueRef{Topic: "t", Queue: 0}}, OffsetCommit{})
+	const n = 256
+	msgs := make([]*Message, n)
+	for i := range msgs {
+		msgs[i] = &Message{}
+	}
+	next := int64(0)
+	run := func() {
+		for i, m := range msgs { // handled and dropped by the last run
+			m.Offset = next + int64(i)
+		}
+		r.pq.add(msgs, next+n)
+		next += n
+		require.True(t, c.submitRun(r, msgs, nil))
+		for { // until every message is done (and its worker let go of it)
+			if left, _, _, _ := r.pq.stats(); left == 0 {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	run() // grow the buffers, start the workers
+	allocs := testing.AllocsPerRun(20, run)
+	// What may remain is per run (a worker started, the process queue's
+	// entries growing), not per handled message.
+	assert.Less(t, allocs, 8.0, "allocations per run of %d messages", n)
 }
