@@ -71,6 +71,9 @@ func (r *runner) dispatch(msgs []*Message) bool {
 		size = c.o.BatchSize
 	}
 	r.markPriority(msgs)
+	if !c.o.Orderly && size == 1 && r.lane == nil {
+		return c.submitRun(r, msgs, r.ctx.Done()) // the whole pull in one hand-over
+	}
 	for chunk := range slices.Chunk(msgs, size) {
 		if !r.laneTurn() {
 			return false

@@ -117,6 +117,9 @@ type ConsumerOptions struct {
 	// ConsumeTimeout is how long a handler may run before its message is
 	// sent back for retry (clustering, concurrent mode), so one stuck
 	// handler cannot pin the committed offset forever. Zero means 15 min.
+	// It is checked every min(ConsumeTimeout/4, 1 s), timing a handler from
+	// the first check that sees it running: never early, at most two checks
+	// late.
 	ConsumeTimeout time.Duration
 	// MaxAttempts is how many times a message is handled before it goes to
 	// the group's dead-letter topic. Zero means 16.
@@ -301,7 +304,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	c.loopCtx, c.loopCancel = context.WithCancel(c.ctx)
 	c.loopStop = c.loopCtx.Done()
 	if !opts.Orderly {
-		c.pool = newWorkerPool(opts.Concurrency)
+		c.pool = newWorkerPool(&c.o)
 	}
 	if e := trackerOf(b); e != nil {
 		e.clients.addConsumer(c)

@@ -3,7 +3,6 @@ package equeue
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 )
@@ -32,7 +31,7 @@ type pqEntry struct {
 	off     int64
 	size    int64
 	born    time.Time // when pulled
-	started time.Time // when its handler started
+	started time.Time // when overdue first saw its handler running
 	msg     *Message
 	done    bool
 	running bool
@@ -94,11 +93,27 @@ func (p *processQueue) skip(next int64) {
 	p.mu.Unlock()
 }
 
+// find returns the index of off in entries, -1 when it is not there.
+// Pulled offsets are mostly dense, so it looks where off would be without
+// gaps first, and searches only when it is not there.
 func (p *processQueue) find(off int64) int {
-	i := sort.Search(len(p.entries)-p.head, func(i int) bool { return p.entries[p.head+i].off >= off })
-	i += p.head
-	if i < len(p.entries) && p.entries[i].off == off {
+	lo, hi := p.head, len(p.entries)
+	if lo == hi {
+		return -1
+	}
+	if i := lo + int(off-p.entries[lo].off); i >= lo && i < hi && p.entries[i].off == off {
 		return i
+	}
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if p.entries[mid].off < off {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < len(p.entries) && p.entries[lo].off == off {
+		return lo
 	}
 	return -1
 }
@@ -114,7 +129,7 @@ func (p *processQueue) begin(off int64) bool {
 		return false
 	}
 	p.entries[i].running = true
-	p.entries[i].started = time.Now()
+	p.entries[i].started = time.Time{} // set by the first overdue that sees it running
 	p.running++
 	return true
 }
@@ -127,14 +142,24 @@ func (p *processQueue) isDone(off int64) bool {
 	return i < 0 || p.entries[i].done
 }
 
-// overdue returns the messages whose handlers have run longer than d.
+// overdue returns the messages whose handlers have run longer than d. A
+// handler's start is not timed (a clock read per message costs as much as
+// the rest of the hand-over): the first call that sees it running records
+// that time, and the handler has run at least as long as since then. So
+// overdue never reports a handler early, and reports it at most one call
+// interval late.
 func (p *processQueue) overdue(d time.Duration) []*Message {
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []*Message
 	for i := p.head; i < len(p.entries); i++ {
 		e := &p.entries[i]
-		if e.running && !e.done && time.Since(e.started) > d {
+		switch {
+		case !e.running || e.done:
+		case e.started.IsZero():
+			e.started = now
+		case now.Sub(e.started) > d:
 			out = append(out, e.msg)
 		}
 	}
@@ -238,6 +263,25 @@ func (p *processQueue) stats() (count int, bytes int64, span int64, oldest time.
 		oldest = time.Since(p.entries[p.head].born)
 	}
 	return p.count, p.bytes, span, oldest
+}
+
+// waitUnless returns nil when ok holds for the cached count, bytes and
+// span (see stats), else a channel closed at the next change; it makes no
+// channel when there is nothing to wait for.
+func (p *processQueue) waitUnless(ok func(count int, bytes, span int64) bool) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var span int64
+	if p.head < len(p.entries) {
+		span = p.entries[len(p.entries)-1].off - p.entries[p.head].off
+	}
+	if ok(p.count, p.bytes, span) {
+		return nil
+	}
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
 }
 
 // wait returns a channel closed at the next change.

@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,4 +64,42 @@ func TestProcessQueue_StopAfterGapsWithNothingStarted(t *testing.T) {
 	assert.Empty(t, gaps)
 	assert.False(t, running)
 	assert.Equal(t, int64(5), p.committable())
+}
+
+// TestProcessQueue_OverdueNeverEarly: a handler's start is not timed;
+// overdue reports it only after it has seen it running once, so it never
+// reports a handler that may have run less than the timeout.
+func TestProcessQueue_OverdueNeverEarly(t *testing.T) {
+	p := pqWith(0, 1, 2)
+	require.True(t, p.begin(0))
+	require.True(t, p.begin(1))
+	assert.Empty(t, p.overdue(-1), "first sight: only the time is recorded")
+	p.end(1, true)
+	got := p.overdue(-1)
+	require.Len(t, got, 1, "seen running before: overdue")
+	assert.Equal(t, int64(0), got[0].Offset)
+	assert.Empty(t, p.overdue(time.Hour), "not for a longer timeout")
+
+	p.end(0, false) // retried in place: a new run starts untimed
+	require.True(t, p.begin(0))
+	assert.Empty(t, p.overdue(-1), "a new run is first seen again")
+	assert.Len(t, p.overdue(-1), 1)
+}
+
+// TestProcessQueue_FindWithGaps: offsets skipped by a filter leave gaps;
+// find still locates every held offset and nothing else.
+func TestProcessQueue_FindWithGaps(t *testing.T) {
+	p := pqWith(3, 4, 7, 8, 9, 20)
+	for _, off := range []int64{3, 4, 7, 8, 9, 20} {
+		i := p.find(off)
+		require.GreaterOrEqual(t, i, 0, "offset %d", off)
+		assert.Equal(t, off, p.entries[i].off)
+	}
+	for _, off := range []int64{-1, 0, 2, 5, 6, 10, 19, 21, 1 << 62} {
+		assert.Equal(t, -1, p.find(off), "offset %d", off)
+	}
+	require.True(t, p.begin(3))
+	p.end(3, true) // head moves past 3
+	assert.Equal(t, -1, p.find(3), "finished and behind the head")
+	assert.GreaterOrEqual(t, p.find(4), 0)
 }

@@ -24,6 +24,7 @@ type runner struct {
 	slot      *parkSlot     // set while parked; guarded by the consumer's parking.mu
 	next      int64         // where the pull loop goes on; only the pull loop touches it
 	lane      *laneSlot     // the priority lane this queue is (priority.go); nil without priorities
+	share     poolShare     // its tasks in the worker pool (concurrent mode)
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	disposing atomic.Int32 // failure paths storing a send-back now (see beginDispose)
@@ -222,9 +223,10 @@ func (r *runner) pullLoop() {
 func (r *runner) waitForRoom() bool {
 	o := &r.c.o
 	for {
-		ch := r.pq.wait()
-		n, b, span, _ := r.pq.stats()
-		if n < o.MaxCachedMessages && b < o.MaxCachedBytes && (o.Orderly || span < o.MaxSpan) {
+		ch := r.pq.waitUnless(func(n int, b, span int64) bool {
+			return n < o.MaxCachedMessages && b < o.MaxCachedBytes && (o.Orderly || span < o.MaxSpan)
+		})
+		if ch == nil {
 			return true
 		}
 		select {
@@ -384,20 +386,40 @@ func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
 	if c.o.BatchHandler != nil {
 		return c.invokeBatch(ctx, []*Message{m})[0]
 	}
+	if len(c.hooks) == 0 {
+		// Without hooks nothing needs the time it took: no clock reads.
+		defer func() {
+			if p := recover(); p != nil {
+				err = handlerPanic(p)
+			}
+			c.countHandled(err)
+		}()
+		return c.o.Handler(ctx, m)
+	}
 	c.hooks.beforeHandle(ctx, m)
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: %v\n%s", ErrHandlerPanic, p, debug.Stack())
+			err = handlerPanic(p)
 		}
-		if err != nil {
-			c.failures.Add(1)
-		} else {
-			c.handled.Add(1)
-		}
+		c.countHandled(err)
 		c.hooks.afterHandle(ctx, m, err, time.Since(start))
 	}()
 	return c.o.Handler(ctx, m)
+}
+
+// handlerPanic is the error of a handler that panicked with p.
+func handlerPanic(p any) error {
+	return fmt.Errorf("%w: %v\n%s", ErrHandlerPanic, p, debug.Stack())
+}
+
+// countHandled counts one handling's result.
+func (c *Consumer) countHandled(err error) {
+	if err != nil {
+		c.failures.Add(1)
+	} else {
+		c.handled.Add(1)
+	}
 }
 
 // deadLetterTooLarge handles a pull refused because the next message is

@@ -1,6 +1,9 @@
 package equeue
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // workerIdle is how long a handler worker waits for another message before
 // it exits: an idle consumer keeps no workers.
@@ -8,51 +11,232 @@ const workerIdle = time.Second
 
 // workerPool runs the handlers of a concurrent consumer on at most
 // Concurrency goroutines, started on demand and ended when idle.
+//
+// Runners hand it whole runs of pulled messages: one lock per pull, not a
+// channel operation per message. A worker takes one task at a time from
+// the queue, in order, so a slow handler holds up only its own message, and
+// goes on taking tasks while any wait, without parking between them. At
+// most one worker is being woken (or started) at a time; the woken one
+// wakes the next if tasks still wait after it took its own. So, while
+// tasks wait, either a woken worker is on its way or every worker runs.
 type workerPool struct {
-	tasks chan task     // unbuffered: a send succeeds only when a worker takes it
-	slots chan struct{} // one per running worker
+	mu      sync.Mutex
+	tasks   taskRing        // handed over and not taken yet, in order
+	limit   int             // a runner waits while this many of its tasks wait
+	max     int             // Concurrency
+	running int             // workers started and not exited
+	idle    []chan struct{} // parked workers' wake-up channels, last parked last
+	waking  bool            // a worker was woken or started and has not looked for a task yet
 }
 
-func newWorkerPool(concurrency int) *workerPool {
-	return &workerPool{tasks: make(chan task), slots: make(chan struct{}, concurrency)}
+// poolShare is a runner's part of the worker pool's queue; guarded by the
+// pool's mu.
+type poolShare struct {
+	waiting int           // tasks of the runner handed over and not taken yet
+	room    chan struct{} // closed when its tasks were taken while it waits; nil otherwise
 }
 
-// submit hands t to an idle worker, or starts a worker when fewer than
-// Concurrency run, or waits for one to be free; false when stop closes first.
+// newWorkerPool sizes a pool for o: up to Concurrency workers, and up to a
+// pull's worth of tasks of each runner waiting for them, so a runner pulls
+// its next batch while the last one is handled.
+func newWorkerPool(o *ConsumerOptions) *workerPool {
+	return &workerPool{max: o.Concurrency, limit: max(o.PullBatch, 1)}
+}
+
+// workers returns how many worker goroutines run now.
+func (p *workerPool) workers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
+}
+
+// submit hands t to the worker pool; false when stop closes first.
 func (c *Consumer) submit(t task, stop <-chan struct{}) bool {
-	p := c.pool
-	select {
-	case p.tasks <- t:
-		return true
-	default:
-	}
-	select {
-	case p.tasks <- t:
-		return true
-	case p.slots <- struct{}{}:
-		c.goFunc(func() { c.worker(t) })
-		return true
-	case <-stop:
-		return false
-	}
+	return c.submitTasks(t.r, stop, 1, func(int) task { return t })
 }
 
-// worker handles t, then whatever is submitted next, until it has been idle
-// for workerIdle or the consumer stops.
-func (c *Consumer) worker(t task) {
+// submitRun hands every message of msgs to the worker pool as a task of r,
+// in order; false when stop closes first (the rest stay unhandled).
+func (c *Consumer) submitRun(r *runner, msgs []*Message, stop <-chan struct{}) bool {
+	return c.submitTasks(r, stop, len(msgs), func(i int) task { return task{r: r, m: msgs[i]} })
+}
+
+// submitTasks queues the n tasks at(0) ... at(n-1) of r, as many at a time
+// as the pool's limit lets wait, and waits for room in between.
+func (c *Consumer) submitTasks(r *runner, stop <-chan struct{}, n int, at func(int) task) bool {
 	p := c.pool
-	defer func() { <-p.slots }()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		t.r.handleTask(t)
-		idle.Reset(workerIdle)
+	share := &r.share
+	for i := 0; i < n; {
+		p.mu.Lock()
+		for ; i < n && share.waiting < p.limit; i++ {
+			p.tasks.push(at(i))
+			share.waiting++
+		}
+		if !p.waking {
+			c.wakeWorkerLocked()
+		}
+		if i == n {
+			p.mu.Unlock()
+			return true
+		}
+		if share.room == nil {
+			share.room = make(chan struct{})
+		}
+		room := share.room
+		p.mu.Unlock()
 		select {
-		case t = <-p.tasks:
-		case <-idle.C:
-			return
-		case <-c.ctx.Done():
-			return
+		case <-room:
+		case <-stop:
+			return false
 		}
 	}
+	return true
+}
+
+// wakeWorkerLocked wakes a parked worker, or starts one when fewer than
+// Concurrency run, for the waiting tasks; p.mu is held.
+func (c *Consumer) wakeWorkerLocked() {
+	p := c.pool
+	if p.tasks.len() == 0 {
+		return
+	}
+	if n := len(p.idle); n > 0 {
+		wake := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		wake <- struct{}{} // buffered for one, and only its owner receives
+		p.waking = true
+		return
+	}
+	if p.running < p.max {
+		p.running++
+		p.waking = true
+		c.goFunc(c.worker)
+	}
+}
+
+// take returns the next waiting task, or parks the calling worker (wake
+// gets its wake-up) when none waits. woken says the caller is the worker
+// being woken: it wakes the next one if tasks still wait after its own.
+func (c *Consumer) take(woken bool, wake chan struct{}) (task, bool) {
+	p := c.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if woken {
+		p.waking = false
+	}
+	t, ok := p.tasks.pop()
+	if !ok {
+		p.idle = append(p.idle, wake)
+		return t, false
+	}
+	if woken {
+		c.wakeWorkerLocked()
+	}
+	share := &t.r.share
+	share.waiting--
+	if share.room != nil && share.waiting <= p.limit/2 {
+		close(share.room)
+		share.room = nil
+	}
+	return t, true
+}
+
+// worker handles waiting tasks until none has come for workerIdle or the
+// consumer stops.
+func (c *Consumer) worker() {
+	wake := make(chan struct{}, 1)
+	var idle *time.Timer // made when it first parks
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
+	woken := true // started by wakeWorkerLocked
+	for c.ctx.Err() == nil {
+		t, ok := c.take(woken, wake)
+		if ok {
+			woken = false
+			t.r.handleTask(t)
+			continue
+		}
+		woken = false
+		if idle == nil {
+			idle = time.NewTimer(workerIdle)
+		} else {
+			idle.Reset(workerIdle)
+		}
+		select {
+		case <-wake:
+			woken = true
+			continue
+		case <-idle.C:
+		case <-c.ctx.Done():
+		}
+		if c.leave(wake) {
+			return
+		}
+		<-wake // woken as it stopped waiting: its token is there
+		woken = true
+	}
+	c.exitWorker(woken)
+}
+
+// leave counts out a parked worker that stops waiting; false when it was
+// woken meanwhile (its token is in wake) and must go on.
+func (c *Consumer) leave(wake chan struct{}) bool {
+	p := c.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, w := range p.idle {
+		if w == wake {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			p.running--
+			return true
+		}
+	}
+	return false
+}
+
+// exitWorker counts out a worker that stops because the consumer stops.
+func (c *Consumer) exitWorker(woken bool) {
+	p := c.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running--
+	if woken {
+		p.waking = false
+	}
+}
+
+// taskRing is a FIFO of tasks on a ring buffer that grows as needed and
+// is reused, so queueing a task allocates nothing once it has grown.
+type taskRing struct {
+	buf  []task
+	head int // index of the first task
+	n    int // tasks held
+}
+
+func (q *taskRing) len() int { return q.n }
+
+func (q *taskRing) push(t task) {
+	if q.n == len(q.buf) {
+		grown := make([]task, max(2*len(q.buf), 16))
+		k := copy(grown, q.buf[q.head:])
+		copy(grown[k:], q.buf[:q.head])
+		q.buf, q.head = grown, 0
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = t
+	q.n++
+}
+
+func (q *taskRing) pop() (task, bool) {
+	if q.n == 0 {
+		return task{}, false
+	}
+	t := q.buf[q.head]
+	q.buf[q.head] = task{} // hold no message once handed out
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return t, true
 }

@@ -2,6 +2,9 @@ package equeue
 
 import (
 	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +34,7 @@ func TestWorkerPool_StartsOnDemandAndExitsWhenIdle(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
 	defer func() { require.NoError(t, c.Close()) }()
-	workers := func() int { return len(c.pool.slots) }
+	workers := c.pool.workers
 	assert.Zero(t, workers(), "no worker before the first message")
 
 	msgs := make([]*Message, 10)
@@ -138,4 +141,211 @@ func parkedOn(t *testing.T, e *Engine, topic string, queue int) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.parked)
+}
+
+// TestWorkerPool_SlowMessageDoesNotBlockOthers: a run of one pull is
+// handed over at once, and a handler stuck on one of its messages holds up
+// only that message: another worker takes the rest.
+func TestWorkerPool_SlowMessageDoesNotBlockOthers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	release := make(chan struct{})
+	var stuck atomic.Bool
+	c, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Subscriptions: []Subscription{{Topic: "t"}}, Concurrency: 2,
+		Handler: func(ctx context.Context, _ *Message) error {
+			if stuck.CompareAndSwap(false, true) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	msgs := make([]*Message, 20)
+	for i := range msgs {
+		msgs[i] = &Message{Body: []byte{byte(i)}}
+	}
+	_, err = e.Append(ctx, &AppendRequest{Topic: "t", Queue: 0, Messages: msgs})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Close()) }()
+	waitFor(t, func() bool { return c.handled.Load() == 19 }, "every message but the stuck one handled while it is stuck")
+	close(release)
+	waitFor(t, func() bool { return c.handled.Load() == 20 }, "the stuck one too once released")
+}
+
+// TestWorkerPool_RunsUpToConcurrencyHandlers: with a backlog in several
+// queues, exactly Concurrency handlers run at once, never more.
+func TestWorkerPool_RunsUpToConcurrencyHandlers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 4))
+	const concurrency, perQueue = 3, 50
+	var active, most atomic.Int32
+	full := make(chan struct{})
+	var fullOnce sync.Once
+	c, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Subscriptions: []Subscription{{Topic: "t"}},
+		Concurrency: concurrency, PullBatch: 8,
+		Handler: func(ctx context.Context, _ *Message) error {
+			n := active.Add(1)
+			defer active.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			if n == concurrency {
+				fullOnce.Do(func() { close(full) })
+			}
+			select { // the first handlers wait until all of them run
+			case <-full:
+			case <-ctx.Done():
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	for q := range 4 {
+		msgs := make([]*Message, perQueue)
+		for i := range msgs {
+			msgs[i] = &Message{Body: []byte{byte(i)}}
+		}
+		_, err := e.Append(ctx, &AppendRequest{Topic: "t", Queue: q, Messages: msgs})
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Close()) }()
+	waitFor(t, func() bool { return c.handled.Load() == 4*perQueue }, "every message handled")
+	assert.Equal(t, int32(concurrency), most.Load(), "Concurrency handlers at once, never more")
+	waitFor(t, func() bool { return c.pool.workers() == 0 }, "idle workers exit")
+}
+
+// TestWorkerPool_SubmitWaitsForRoom: each runner may have up to the
+// pool's limit of tasks waiting; a longer run is handed over as its tasks
+// are taken, in order, while another runner's tasks are not held up; a
+// submitter waiting for room gives up when its stop closes.
+func TestWorkerPool_SubmitWaitsForRoom(t *testing.T) {
+	c := &Consumer{ctx: context.Background(), pool: &workerPool{max: 0, limit: 4}} // no workers: the test takes
+	a, b := &runner{}, &runner{}
+	msgs := make([]*Message, 10)
+	for i := range msgs {
+		msgs[i] = &Message{Offset: int64(i)}
+	}
+	stop := make(chan struct{})
+	done := make(chan bool)
+	go func() { done <- c.submitRun(a, msgs, stop) }()
+	waiting := func(r *runner) int {
+		c.pool.mu.Lock()
+		defer c.pool.mu.Unlock()
+		return r.share.waiting
+	}
+	waitFor(t, func() bool { return waiting(a) == 4 }, "the limit is queued")
+	require.True(t, c.submitRun(b, msgs[:4], nil), "another runner has its own room")
+	var got []int64
+	take := func(want *runner) {
+		tk, ok := c.take(false, nil)
+		require.True(t, ok)
+		if tk.r == want {
+			got = append(got, tk.m.Offset)
+		}
+	}
+	take(a)
+	assert.Equal(t, 3, waiting(a), "nothing more until half the limit is free")
+	take(a) // half free: room
+	waitFor(t, func() bool { return waiting(a) == 4 }, "the submitter fills up again")
+	close(stop)
+	assert.False(t, <-done, "stopped before the whole run was queued")
+	for c.pool.tasks.len() > 0 {
+		take(a)
+	}
+	assert.Equal(t, []int64{0, 1, 2, 3, 4, 5}, got, "in order, and only what was queued")
+	assert.Zero(t, waiting(a))
+	assert.Zero(t, waiting(b))
+}
+
+// TestTaskRing_FIFOAcrossGrowth: the ring keeps order while it wraps and
+// grows, and once grown queues without allocating.
+func TestTaskRing_FIFOAcrossGrowth(t *testing.T) {
+	var q taskRing
+	msgs := make([]*Message, 100)
+	for i := range msgs {
+		msgs[i] = &Message{Offset: int64(i)}
+	}
+	next, want := 0, int64(0)
+	for round := range 20 {
+		for range round%7 + 3 {
+			q.push(task{m: msgs[next%len(msgs)]})
+			next++
+		}
+		for range round%5 + 1 {
+			tk, ok := q.pop()
+			if !ok {
+				break
+			}
+			assert.Equal(t, want%int64(len(msgs)), tk.m.Offset)
+			want++
+		}
+	}
+	for {
+		tk, ok := q.pop()
+		if !ok {
+			break
+		}
+		assert.Equal(t, want%int64(len(msgs)), tk.m.Offset)
+		want++
+	}
+	assert.Equal(t, int64(next), want, "every task out once")
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, m := range msgs[:32] {
+			q.push(task{m: m})
+		}
+		for range 32 {
+			q.pop()
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
+// TestWorkerPool_HandOverAllocatesNothingPerMessage: once its buffers have
+// grown, handing a pull's messages to the pool and handling them (process
+// queue bookkeeping, handler call, completion) allocates nothing per
+// message.
+func TestWorkerPool_HandOverAllocatesNothingPerMessage(t *testing.T) {
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	c, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Subscriptions: []Subscription{{Topic: "t"}}, PullBatch: 256,
+		Handler: func(context.Context, *Message) error { return nil }})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	r := c.newRunner(Grant{QueueRef: QueueRef{Topic: "t", Queue: 0}}, OffsetCommit{})
+	const n = 256
+	msgs := make([]*Message, n)
+	for i := range msgs {
+		msgs[i] = &Message{}
+	}
+	next := int64(0)
+	run := func() {
+		for i, m := range msgs { // handled and dropped by the last run
+			m.Offset = next + int64(i)
+		}
+		r.pq.add(msgs, next+n)
+		next += n
+		require.True(t, c.submitRun(r, msgs, nil))
+		for { // until every message is done (and its worker let go of it)
+			if left, _, _, _ := r.pq.stats(); left == 0 {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	run() // grow the buffers, start the workers
+	allocs := testing.AllocsPerRun(20, run)
+	// What may remain is per run (a worker started, the process queue's
+	// entries growing), not per handled message.
+	assert.Less(t, allocs, 8.0, "allocations per run of %d messages", n)
 }
