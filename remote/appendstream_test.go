@@ -446,5 +446,9 @@ func TestAppendStream_QueuedSendsEndWhenTheStreamBreaks(t *testing.T) {
 			unavailable++
 		}
 	}
-	assert.GreaterOrEqual(t, unavailable, n-4, "at most a window of sends was at the broker")
+	// Each stream carries at most a window (4) of sends. Sends queued behind
+	// it go on a new stream once the first breaks, and while the server is
+	// stopping such a stream may still reach it (CI saw 8 indeterminate
+	// once): most sends must still be known as never sent.
+	assert.GreaterOrEqual(t, unavailable, n-3*4, "at most a few windows of sends reached the broker")
 }
