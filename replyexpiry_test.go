@@ -3,6 +3,7 @@ package equeue_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
 )
 
 func replyTopics(t *testing.T, e *equeue.Engine) []string {
@@ -61,4 +64,29 @@ func TestRequest_IdleReplyTopicOfADeadRequesterIsDeleted(t *testing.T) {
 		assert.Equal(t, "re:two", string(rep.Body))
 		assert.Equal(t, live, replyTopics(t, e))
 	})
+}
+
+// A failed store write while deleting an idle reply topic keeps the topic
+// (memory follows the store), and a later check deletes it for good: it is
+// gone after a reopen too.
+func TestRequest_IdleReplyTopicDeleteFailsThenSucceeds(t *testing.T) {
+	const ttl = 200 * time.Millisecond
+	r := newFaultRig(t, "badger", &equeue.Options{ReplyTopicIdleTTL: ttl})
+	ctx := ctxT(t)
+	dead := equeue.ReplyTopicPrefix + "crashed"
+	_, err := r.E.Route(ctx, dead)
+	require.NoError(t, err)
+	var refused atomic.Int64
+	r.FS.OnWrite(func(*store.Batch) error { refused.Add(1); return faultstore.ErrInjected })
+	eventually(t, 30*time.Second, func() bool { return refused.Load() >= 2 }, "expiry tried twice")
+	_, err = r.E.Topic(ctx, dead)
+	require.NoError(t, err, "a deletion the store refused leaves the topic")
+	r.FS.OnWrite(nil)
+	eventually(t, 30*time.Second, func() bool {
+		_, err := r.E.Topic(ctx, dead)
+		return err != nil
+	}, "the topic deleted once the store takes writes again")
+	r.reopen()
+	_, err = r.E.Topic(ctx, dead)
+	assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "the deletion was stored")
 }
