@@ -377,7 +377,7 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	n := int64(b.N)
 	b.SetBytes(int64(size))
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), benchStartCPU()
 	for g := range senders {
 		var k []string
 		if keys != nil {
@@ -394,6 +394,7 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu.report(b, b.N)
 	b.StopTimer()
 	errs.check(b)
 	benchReport(b, b.N, elapsed)
@@ -590,7 +591,7 @@ func benchBaselineRaw(b *testing.B, txnSize int, synced bool, size int) {
 	var offs [benchQueues]uint64
 	b.SetBytes(int64(size))
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), benchStartCPU()
 	for done := 0; done < b.N; {
 		k := min(txnSize, b.N-done)
 		if err := benchRawTxn(db, done, k, &offs, value); err != nil {
@@ -604,6 +605,7 @@ func benchBaselineRaw(b *testing.B, txnSize int, synced bool, size int) {
 		done += k
 	}
 	elapsed := time.Since(start)
+	cpu.report(b, b.N)
 	b.StopTimer()
 	benchReport(b, b.N, elapsed)
 	benchClose(b, db)
