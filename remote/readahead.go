@@ -57,7 +57,13 @@ type aheadQueue struct {
 	fetchAt  int64         // the offset the fetch in flight starts at
 	fetched  chan struct{} // closed when that fetch ends
 	used     time.Time
+	keptAt   time.Time // when the oldest kept message was read
 }
+
+// aheadFresh is how long kept messages may be handed out after they were
+// read: a pull served later asks the broker again, so what a consumer gets
+// is never older than that (its grant may have moved on meanwhile).
+const aheadFresh = time.Second
 
 // aheadIdle is how long the messages kept for a queue whose consumer no
 // longer pulls it stay in memory.
@@ -89,7 +95,7 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 	for {
 		ra.mu.Lock()
 		q := ra.queue(key, req.Epoch)
-		if len(q.msgs) > 0 && q.next == req.Offset {
+		if len(q.msgs) > 0 && q.next == req.Offset && time.Since(q.keptAt) < aheadFresh {
 			res := ra.take(key, q, want)
 			ra.mu.Unlock()
 			return res, nil
@@ -127,7 +133,7 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	q := ra.queue(key, req.Epoch)
-	q.next, q.msgs, q.tail = req.Offset, res.Messages, res
+	q.next, q.msgs, q.tail, q.keptAt = req.Offset, res.Messages, res, time.Now()
 	q.expired, q.corrupt = res.Expired, res.Corrupt
 	q.tail.Messages, q.tail.Expired, q.tail.Corrupt = nil, 0, nil
 	return ra.take(key, q, want), nil
@@ -189,6 +195,7 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 	go func() {
 		defer ra.wg.Done()
 		ctx, cancel := context.WithTimeout(ra.ctx, longPollSlack)
+		sent := time.Now()
 		resp, err := ra.c.api.Pull(ctx, in)
 		cancel()
 		var res equeue.PullResult
@@ -208,7 +215,7 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 			return
 		}
 		if len(q.msgs) == 0 {
-			q.next = at
+			q.next, q.keptAt = at, sent
 		}
 		q.msgs = append(q.msgs, res.Messages...)
 		q.expired += res.Expired
