@@ -56,7 +56,7 @@ type ClientOptions struct {
 }
 
 // DefaultPullAhead is the default ClientOptions.PullAhead.
-const DefaultPullAhead = 256
+const DefaultPullAhead = equeue.MaxPullBatch
 
 // longPollSlack is how long past its wait a long-poll may take before the
 // client gives up on a call that has no deadline of its own.
