@@ -42,6 +42,11 @@ func sizedPullAnswer(res equeue.PullResult, limit int) (*pb.PullResponse, int, e
 		return nil, 0, err
 	}
 	out.Messages = msgs
+	if bound := answerBound(out); bound <= limit {
+		// Surely within the limit: no need to size it here (gRPC sizes it
+		// again to marshal it); the bound stands in for the size.
+		return out, bound, nil
+	}
 	size := proto.Size(out)
 	for size > limit {
 		n := len(out.Messages)
@@ -71,4 +76,29 @@ func spread(wait time.Duration) time.Duration {
 		return wait
 	}
 	return wait - time.Duration(rand.Int64N(int64(wait/4)))
+}
+
+// answerBound is an upper bound of out's encoded size, from its lengths:
+// every field at its widest tag and varints, and each message's framing.
+func answerBound(out *pb.PullResponse) int {
+	const (
+		answerFixed  = 64  // status, offsets, expired
+		messageFixed = 192 // framing, 3 strings, body, 7 integers, 2 durations
+		keyFixed     = 6   // tag and length of a key
+		entryFixed   = 20  // a map entry's tag, length and its two fields
+	)
+	n := answerFixed + 11*len(out.GetCorrupt())
+	for _, m := range out.GetMessages() {
+		n += messageFixed + len(m.GetId()) + len(m.GetTopic()) + len(m.GetTag()) + len(m.GetBody())
+		for _, k := range m.GetKeys() {
+			n += keyFixed + len(k)
+		}
+		for k, v := range m.GetProperties() {
+			n += entryFixed + len(k) + len(v)
+		}
+		for k, v := range m.GetSysProperties() {
+			n += entryFixed + len(k) + len(v)
+		}
+	}
+	return n
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/equeue-go/equeue"
@@ -41,7 +42,21 @@ type ClientOptions struct {
 	MaxReconnectDelay time.Duration
 	// Logger receives the client's logs. Nil means silent.
 	Logger *slog.Logger
+	// PullAhead is how many messages a consumer's pull of one queue asks
+	// the broker for: the consumer gets the batch it asked for, and the
+	// rest is kept for its next pulls of the queue, which then need no
+	// round trip, while the next answer is fetched before they run out.
+	// So up to about 1.5 x PullAhead messages per queue (and at most
+	// MaxMessageBytes per answer) are held beyond the consumer's own
+	// flow-control limits. Zero means DefaultPullAhead; a negative value
+	// turns reading ahead off (every pull is a call). It applies to the
+	// long-poll pulls of group members (equeue.Consumer, and PullConsumer
+	// with a wait); values above equeue.MaxPullBatch mean MaxPullBatch.
+	PullAhead int
 }
+
+// DefaultPullAhead is the default ClientOptions.PullAhead.
+const DefaultPullAhead = equeue.MaxPullBatch
 
 // longPollSlack is how long past its wait a long-poll may take before the
 // client gives up on a call that has no deadline of its own.
@@ -69,6 +84,8 @@ type Client struct {
 	mux *pullMux
 	// pipe carries AppendAsync calls, pipelined on one stream.
 	pipe *appendPipe
+	// ahead serves consumers' pulls from answers fetched ahead.
+	ahead *readAhead
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -88,6 +105,10 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	if o.MaxReconnectDelay == 0 {
 		o.MaxReconnectDelay = 5 * time.Second
 	}
+	if o.PullAhead == 0 {
+		o.PullAhead = DefaultPullAhead
+	}
+	o.PullAhead = min(o.PullAhead, equeue.MaxPullBatch)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -104,6 +125,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(retryBusy),
+		experimental.WithBufferPool(bufferPool),
 	}
 	if o.Token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(newTokenCreds(o.Token)))
@@ -115,6 +137,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes}
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c)
+	c.ahead = newReadAhead(c, o.PullAhead)
 	if o.DialTimeout > 0 {
 		if err := c.waitReady(o.DialTimeout); err != nil {
 			_ = conn.Close()
@@ -146,6 +169,7 @@ func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	c.ahead.close()
 	c.mux.close()
 	c.pipe.close()
 	return c.conn.Close()
@@ -231,18 +255,22 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 	}
 	ctx, cancel := longPoll(ctx, req.Wait)
 	defer cancel()
-	in := &pb.PullRequest{
-		Topic: req.Topic, Queue: toInt32(req.Queue), Offset: req.Offset, Max: toInt32(req.Max), Filter: req.Filter,
-		Wait: durationPB(req.Wait), Group: req.Group, Member: req.Member, Epoch: req.Epoch,
-		MaxAnswerBytes: int32(min(c.maxAnswer, math.MaxInt32)),
-	}
-	var resp *pb.PullResponse
+	var res equeue.PullResult
 	var err error
-	if req.Wait > 0 && req.Group != "" {
-		// A group member's long-poll: one call carries all of them.
-		resp, err = c.mux.pull(ctx, in)
-	} else if resp, err = c.api.Pull(ctx, in); err != nil {
-		err = c.fail(err)
+	if c.ahead.enabled(req) {
+		res, err = c.ahead.pull(ctx, req)
+	} else {
+		in := c.pullPB(req, req.Max, req.Wait)
+		var resp *pb.PullResponse
+		if req.Wait > 0 && req.Group != "" {
+			// A group member's long-poll: one call carries all of them.
+			resp, err = c.mux.pull(ctx, in)
+		} else if resp, err = c.api.Pull(ctx, in); err != nil {
+			err = c.fail(err)
+		}
+		if err == nil {
+			res, err = pullResultFromPB(resp)
+		}
 	}
 	if err != nil {
 		if c.closed.Load() {
@@ -250,6 +278,21 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 		}
 		return equeue.PullResult{}, err
 	}
+	return res, nil
+}
+
+// pullPB is the wire form of req, asking for max messages and waiting up
+// to wait.
+func (c *Client) pullPB(req *equeue.PullRequest, max int, wait time.Duration) *pb.PullRequest {
+	return &pb.PullRequest{
+		Topic: req.Topic, Queue: toInt32(req.Queue), Offset: req.Offset, Max: toInt32(max), Filter: req.Filter,
+		Wait: durationPB(wait), Group: req.Group, Member: req.Member, Epoch: req.Epoch,
+		MaxAnswerBytes: int32(min(c.maxAnswer, math.MaxInt32)),
+	}
+}
+
+// pullResultFromPB decodes a pull answer.
+func pullResultFromPB(resp *pb.PullResponse) (equeue.PullResult, error) {
 	msgs, err := messagesFromPB(resp.GetMessages())
 	if err != nil {
 		return equeue.PullResult{}, fmt.Errorf("remote: bad pull answer: %w", err)

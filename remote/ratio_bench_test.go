@@ -3,6 +3,10 @@ package remote_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,12 +23,16 @@ import (
 // both rates and remote/inproc. One op is one message of each side.
 //
 //	go test -run '^$' -bench RemoteRatio -benchtime 200000x ./remote
+//
+// With EQUEUE_BENCH_PROFILE set to a directory, the remote rounds are
+// CPU-profiled there (client and broker share the process).
 func BenchmarkRemoteRatio(b *testing.B) {
 	const rounds = 8
 	type side struct {
 		name string
 		br   equeue.Broker
 		took time.Duration
+		cpu  time.Duration
 	}
 	setup := func(b *testing.B) (*equeue.Engine, []*side) {
 		e, err := equeue.Open(b.TempDir(), nil)
@@ -38,6 +46,32 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		b.ReportMetric(rate(sides[0]), "inproc-msgs/s")
 		b.ReportMetric(rate(sides[1]), "remote-msgs/s")
 		b.ReportMetric(rate(sides[1])/rate(sides[0]), "ratio")
+		if _, ok := benchProcessCPU(); ok {
+			for _, sd := range sides {
+				b.ReportMetric(float64(sd.cpu.Microseconds())/float64(msgs), sd.name+"-cpu-µs/msg")
+			}
+		}
+	}
+	// timed runs f as one round of sd, adding its wall and CPU time; with
+	// benchProfileEnv set, the remote rounds are CPU-profiled, one file
+	// per round (remote-<path>-<round>.cpu; give pprof all of them).
+	timed := func(b *testing.B, sd *side, round int, f func()) {
+		if dir := os.Getenv(benchProfileEnv); dir != "" && sd.name == "remote" {
+			name := fmt.Sprintf("remote-%s-%d.cpu", strings.ReplaceAll(b.Name()[len("BenchmarkRemoteRatio/"):], "/", "-"), round)
+			pf, err := os.Create(filepath.Join(dir, name))
+			require.NoError(b, err)
+			require.NoError(b, pprof.StartCPUProfile(pf))
+			defer func() {
+				pprof.StopCPUProfile()
+				require.NoError(b, pf.Close())
+			}()
+		}
+		cpu0, _ := benchProcessCPU()
+		start := time.Now()
+		f()
+		sd.took += time.Since(start)
+		cpu1, _ := benchProcessCPU()
+		sd.cpu += cpu1 - cpu0
 	}
 	chunk := func(b *testing.B) int { return max(b.N/rounds, 1) }
 
@@ -53,26 +87,26 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		n := chunk(b)
 		batches := int64((n + batch - 1) / batch)
 		b.ResetTimer()
-		for range rounds {
+		for r := range rounds {
 			for _, sd := range sides {
 				p := newProducer(b, sd.br)
 				var next atomic.Int64
 				var wg sync.WaitGroup
-				start := time.Now()
-				for range senders {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for next.Add(1) <= batches {
-							if _, err := p.SendBatch(context.Background(), msgs); err != nil {
-								b.Error(err)
-								return
+				timed(b, sd, r, func() {
+					for range senders {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for next.Add(1) <= batches {
+								if _, err := p.SendBatch(context.Background(), msgs); err != nil {
+									b.Error(err)
+									return
+								}
 							}
-						}
-					}()
-				}
-				wg.Wait()
-				sd.took += time.Since(start)
+						}()
+					}
+					wg.Wait()
+				})
 			}
 		}
 		report(b, sides, rounds*int(batches)*batch)
@@ -86,23 +120,23 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		m := benchMessage()
 		n := chunk(b)
 		b.ResetTimer()
-		for range rounds {
+		for r := range rounds {
 			for _, sd := range sides {
 				p := newProducer(b, sd.br)
 				ring := make([]*equeue.SendFuture, window)
-				start := time.Now()
-				for i := range n + window {
-					if f := ring[i%window]; f != nil {
-						if _, err := f.Result(context.Background()); err != nil {
-							b.Fatal(err)
+				timed(b, sd, r, func() {
+					for i := range n + window {
+						if f := ring[i%window]; f != nil {
+							if _, err := f.Result(context.Background()); err != nil {
+								b.Fatal(err)
+							}
+							ring[i%window] = nil
 						}
-						ring[i%window] = nil
+						if i < n {
+							ring[i%window] = p.SendAsync(context.Background(), m)
+						}
 					}
-					if i < n {
-						ring[i%window] = p.SendAsync(context.Background(), m)
-					}
-				}
-				sd.took += time.Since(start)
+				})
 			}
 		}
 		report(b, sides, rounds*n)
@@ -147,14 +181,14 @@ func BenchmarkRemoteRatio(b *testing.B) {
 						return nil
 					}})
 				require.NoError(b, err)
-				start := time.Now()
-				require.NoError(b, c.Start(ctx))
-				select {
-				case <-done:
-				case <-time.After(5 * time.Minute):
-					b.Fatalf("consumed %d of %d", handled.Load(), n)
-				}
-				sd.took += time.Since(start)
+				timed(b, sd, r, func() {
+					require.NoError(b, c.Start(ctx))
+					select {
+					case <-done:
+					case <-time.After(5 * time.Minute):
+						b.Fatalf("consumed %d of %d", handled.Load(), n)
+					}
+				})
 				require.NoError(b, c.Close())
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -141,6 +142,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
+		experimental.BufferPool(bufferPool),
 		// Clients ping idle connections to find dead brokers; allow it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// Find dead clients so their long-polls end.

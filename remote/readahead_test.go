@@ -1,0 +1,168 @@
+package remote_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// offsetsOf lists the offsets of msgs.
+func offsetsOf(msgs []*equeue.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Offset
+	}
+	return out
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for o := from; o < to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// A member's pulls get what they asked for, whether served from what was
+// read ahead or from the broker: the batch at the offset asked, never more
+// than Max, and a pull at another offset (or again at the same one) gets
+// that offset's messages.
+func TestReadAhead_PullsGetWhatTheyAskFor(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	c := dial(t, s.addr, &remote.ClientOptions{PullAhead: 16})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	msgs := make([]*equeue.Message, 40)
+	for i := range msgs {
+		msgs[i] = &equeue.Message{Body: []byte(fmt.Sprint(i))}
+	}
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+	require.NoError(t, err)
+	a, err := c.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 1)
+	g := a.Queues[0]
+	pull := func(at int64, max int) equeue.PullResult {
+		t.Helper()
+		res, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: "g", Member: "m", Epoch: g.Epoch, Offset: at, Max: max, Wait: 5 * time.Second})
+		require.NoError(t, err)
+		require.Equal(t, equeue.PullFound, res.Status)
+		for _, m := range res.Messages {
+			assert.Equal(t, fmt.Sprint(m.Offset), string(m.Body), "body of offset %d", m.Offset)
+		}
+		return res
+	}
+	res := pull(0, 4)
+	assert.Equal(t, span(0, 4), offsetsOf(res.Messages))
+	assert.Equal(t, int64(4), res.NextOffset)
+	assert.Equal(t, int64(40), res.MaxOffset)
+	res = pull(4, 4) // from what was read ahead
+	assert.Equal(t, span(4, 8), offsetsOf(res.Messages))
+	res = pull(4, 4) // the same offset again
+	assert.Equal(t, span(4, 8), offsetsOf(res.Messages))
+	res = pull(2, 3) // back
+	assert.Equal(t, span(2, 5), offsetsOf(res.Messages))
+	assert.Equal(t, int64(5), res.NextOffset)
+	res = pull(30, 32) // ahead, past what was read
+	assert.Equal(t, span(30, 40), offsetsOf(res.Messages))
+	assert.Equal(t, int64(40), res.NextOffset)
+	// Following on, pulls walk the whole queue in batches of at most Max.
+	var got []int64
+	for at := int64(0); at < 40; {
+		res := pull(at, 5)
+		require.LessOrEqual(t, len(res.Messages), 5)
+		got = append(got, offsetsOf(res.Messages)...)
+		at = res.NextOffset
+	}
+	assert.Equal(t, span(0, 40), got)
+}
+
+// What was read ahead under one grant is not handed out under another: a
+// pull with an epoch the member does not hold is fenced by the broker.
+func TestReadAhead_AnotherEpochAsksTheBroker(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	c := dial(t, s.addr, &remote.ClientOptions{PullAhead: 64})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	msgs := make([]*equeue.Message, 100)
+	for i := range msgs {
+		msgs[i] = &equeue.Message{Body: []byte("x")}
+	}
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+	require.NoError(t, err)
+	a, err := c.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	g := a.Queues[0]
+	res, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: "g", Member: "m", Epoch: g.Epoch, Max: 8, Wait: time.Second})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 8)
+	_, err = c.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: "g", Member: "m", Epoch: g.Epoch + 1, Offset: 8, Max: 8, Wait: time.Second})
+	assert.ErrorIs(t, err, equeue.ErrFenced)
+}
+
+// A consumer on a client that reads ahead, with small batches and a small
+// read-ahead, gets every message of a backlog once, in order per queue
+// (orderly mode), then the messages sent once it reached the end.
+func TestReadAhead_ConsumerGetsEveryMessageOnceInOrder(t *testing.T) {
+	for _, ahead := range []int{-1, 0, 24} {
+		t.Run(fmt.Sprintf("PullAhead=%d", ahead), func(t *testing.T) {
+			ctx := ctxT(t)
+			e := openEngine(t, nil)
+			s := startServer(t, e, "", nil)
+			c := dial(t, s.addr, &remote.ClientOptions{PullAhead: ahead})
+			const queues, backlog, later = 3, 600, 30
+			require.NoError(t, e.CreateTopic(ctx, "t", queues))
+			send := func(from, n int) {
+				for q := range queues {
+					msgs := make([]*equeue.Message, n)
+					for i := range msgs {
+						msgs[i] = &equeue.Message{Body: []byte(fmt.Sprint(from + i))}
+					}
+					_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: msgs})
+					require.NoError(t, err)
+				}
+			}
+			send(0, backlog)
+			var mu sync.Mutex
+			seen := make([][]int64, queues)
+			startConsumer(t, c, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+				Orderly: true, PullBatch: 5, Handler: func(_ context.Context, m *equeue.Message) error {
+					mu.Lock()
+					seen[m.Queue] = append(seen[m.Queue], m.Offset)
+					mu.Unlock()
+					assert.Equal(t, fmt.Sprint(m.Offset), string(m.Body))
+					return nil
+				}})
+			count := func(want int) func() bool {
+				return func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					for _, s := range seen {
+						if len(s) < want {
+							return false
+						}
+					}
+					return true
+				}
+			}
+			eventually(t, 30*time.Second, count(backlog), "the backlog consumed")
+			send(backlog, later)
+			eventually(t, 30*time.Second, count(backlog+later), "the later messages consumed")
+			mu.Lock()
+			defer mu.Unlock()
+			for q, s := range seen {
+				assert.Equal(t, span(0, backlog+later), s, "queue %d", q)
+			}
+		})
+	}
+}
