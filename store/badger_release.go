@@ -24,10 +24,15 @@ type mappedRelease struct {
 	done chan struct{}
 }
 
-// startRelease starts the releasing goroutine if every is positive and the
-// store has files; stopRelease ends it.
-func (s *Badger) startRelease(every time.Duration, freeIdle bool) {
-	if every <= 0 || s.inMemory {
+// growthCheck is how often a store with ReleaseMappedAbove reads how much
+// of the process's mapped files is resident. A variable so that tests can
+// change it.
+var growthCheck = 10 * time.Millisecond
+
+// startRelease starts the releasing goroutine if o.ReleaseMappedEvery is
+// positive and the store has files; stopRelease ends it.
+func (s *Badger) startRelease(o BadgerOptions) {
+	if o.ReleaseMappedEvery <= 0 || s.inMemory {
 		return
 	}
 	dir := s.dir
@@ -39,12 +44,12 @@ func (s *Badger) startRelease(every time.Duration, freeIdle bool) {
 		dir = real
 	}
 	var freeAfter time.Duration
-	if freeIdle {
+	if o.FreeOSMemoryWhenIdle {
 		freeAfter = idleFreeAfter
 	}
 	r := &mappedRelease{stop: make(chan struct{}), done: make(chan struct{})}
 	s.mapped = r
-	go s.runRelease(r, dir+string(os.PathSeparator), every, freeAfter)
+	go s.runRelease(r, dir+string(os.PathSeparator), o.ReleaseMappedEvery, o.ReleaseMappedAbove, freeAfter)
 }
 
 func (s *Badger) stopRelease() {
@@ -60,19 +65,38 @@ func (s *Badger) stopRelease() {
 // through memory maps, so a large write leaves as much resident as it
 // compacts, and it keeps compacting for a while after the last write. A
 // release costs a read of the process's memory map list and one madvise
-// per mapped file. With freeAfter positive, once no write ran or started
-// for freeAfter it calls debug.FreeOSMemory, once per quiet period.
-func (s *Badger) runRelease(r *mappedRelease, dir string, every, freeAfter time.Duration) {
+// per mapped file. With above positive it also releases as soon as the
+// process's resident mapped pages grew by above since the last release
+// (checked every growthCheck, a read of /proc/self/statm): a compaction
+// writes tens of megabytes of tables in well under a second. With
+// freeAfter positive, once no write ran or started for freeAfter it calls
+// debug.FreeOSMemory, once per quiet period.
+func (s *Badger) runRelease(r *mappedRelease, dir string, every time.Duration, above int64, freeAfter time.Duration) {
 	defer close(r.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var growth <-chan time.Time
+	floor := mappedResident()
+	if above > 0 && floor >= 0 {
+		g := time.NewTicker(growthCheck)
+		defer g.Stop()
+		growth = g.C
+	}
+	release := func() {
+		releaseMapped(dir)
+		floor = mappedResident()
+	}
 	last, quietSince, freed := s.writes.Load(), time.Now(), false
 	for {
 		select {
 		case <-r.stop:
 			return
+		case <-growth:
+			if mappedResident()-floor >= above {
+				release()
+			}
 		case now := <-t.C:
-			releaseMapped(dir)
+			release()
 			if freeAfter <= 0 {
 				continue
 			}
