@@ -66,7 +66,8 @@ func (s *Badger) stopRelease() {
 // compacts, and it keeps compacting for a while after the last write. A
 // release costs a read of the process's memory map list and one madvise
 // per mapped file. With above positive it also releases as soon as the
-// process's resident mapped pages grew by above since the last release
+// process's resident mapped pages grew by above since the last release (or
+// the lowest point since)
 // (checked every growthCheck, a read of /proc/self/statm): a compaction
 // writes tens of megabytes of tables in well under a second. With
 // freeAfter positive, once no write ran or started for freeAfter it calls
@@ -84,7 +85,9 @@ func (s *Badger) runRelease(r *mappedRelease, dir string, every time.Duration, a
 	}
 	release := func() {
 		releaseMapped(dir)
-		floor = mappedResident()
+		if v := mappedResident(); v >= 0 {
+			floor = v
+		}
 	}
 	last, quietSince, freed := s.writes.Load(), time.Now(), false
 	for {
@@ -92,7 +95,15 @@ func (s *Badger) runRelease(r *mappedRelease, dir string, every time.Duration, a
 		case <-r.stop:
 			return
 		case <-growth:
-			if mappedResident()-floor >= above {
+			// The floor follows mappings that went away (a closed
+			// table, another file of the host's), so that growth is
+			// counted from the lowest point since the last release.
+			cur := mappedResident()
+			if cur < 0 {
+				continue
+			}
+			floor = min(floor, cur)
+			if cur-floor >= above {
 				release()
 			}
 		case now := <-t.C:
