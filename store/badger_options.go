@@ -105,10 +105,11 @@ type BadgerOptions struct {
 	// ReleaseMappedAbove, when positive (with ReleaseMappedEvery), also
 	// releases those pages as soon as the process's resident mapped pages
 	// (Linux: RssFile plus RssShmem) have grown by this many bytes since
-	// the last release, checked every 20 ms; elsewhere it does nothing. A
-	// compaction writes and reads tens of megabytes of tables in well
-	// under a second, so the interval alone lets them pile up under a
-	// write burst. Zero means only at ReleaseMappedEvery (the default
+	// the last release, checked every 10 ms while the store is written
+	// (until 20 s after the last write) and every 250 ms otherwise;
+	// elsewhere than on Linux it does nothing. A compaction writes and
+	// reads tens of megabytes of tables in well under a second, so the
+	// interval alone lets them pile up under a write burst. Zero means only at ReleaseMappedEvery (the default
 	// profile); WithBudget sets an eighth of the budget.
 	ReleaseMappedAbove int64
 	// FreeOSMemoryWhenIdle, with ReleaseMappedEvery, makes the store call

@@ -25,9 +25,14 @@ type mappedRelease struct {
 }
 
 // growthCheck is how often a store with ReleaseMappedAbove reads how much
-// of the process's mapped files is resident. A variable so that tests can
-// change it.
-var growthCheck = 10 * time.Millisecond
+// of the process's mapped files is resident while it is written (and for
+// quietAfter after the last write); quietGrowthCheck is how often it does
+// otherwise, which catches pages that reads fault in.
+const (
+	growthCheck      = 10 * time.Millisecond
+	quietGrowthCheck = 250 * time.Millisecond
+	quietAfter       = 20 * time.Second
+)
 
 // startRelease starts the releasing goroutine if o.ReleaseMappedEvery is
 // positive and the store has files; stopRelease ends it.
@@ -66,22 +71,24 @@ func (s *Badger) stopRelease() {
 // compacts, and it keeps compacting for a while after the last write. A
 // release costs a read of the process's memory map list and one madvise
 // per mapped file. With above positive it also releases as soon as the
-// process's resident mapped pages grew by above since the last release (or
-// the lowest point since)
-// (checked every growthCheck, a read of /proc/self/statm): a compaction
-// writes tens of megabytes of tables in well under a second. With
-// freeAfter positive, once no write ran or started for freeAfter it calls
-// debug.FreeOSMemory, once per quiet period.
+// process's resident mapped pages grew by above since the last release,
+// or since the lowest point after it (a read of /proc/self/statm every
+// growthCheck while writes come in, every quietGrowthCheck otherwise): a
+// compaction writes tens of megabytes of tables in well under a second.
+// With freeAfter positive, once no write ran or started for freeAfter it
+// calls debug.FreeOSMemory, once per quiet period.
 func (s *Badger) runRelease(r *mappedRelease, dir string, every time.Duration, above int64, freeAfter time.Duration) {
 	defer close(r.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var growth <-chan time.Time
 	floor := mappedResident()
+	var grown <-chan time.Time
+	growth := time.NewTicker(quietGrowthCheck)
+	defer growth.Stop()
 	if above > 0 && floor >= 0 {
-		g := time.NewTicker(growthCheck)
-		defer g.Stop()
-		growth = g.C
+		grown = growth.C
+	} else {
+		growth.Stop()
 	}
 	release := func() {
 		releaseMapped(dir)
@@ -89,12 +96,28 @@ func (s *Badger) runRelease(r *mappedRelease, dir string, every time.Duration, a
 			floor = v
 		}
 	}
-	last, quietSince, freed := s.writes.Load(), time.Now(), false
+	last, quietSince, freed, busy := s.writes.Load(), time.Now(), false, false
+	// active notes writes since the last look and says how long the store
+	// has been without them.
+	active := func(now time.Time) time.Duration {
+		if n := s.writes.Load(); n != last || s.writing.Load() > 0 {
+			last, quietSince, freed = n, now, false
+		}
+		return now.Sub(quietSince)
+	}
 	for {
 		select {
 		case <-r.stop:
 			return
-		case <-growth:
+		case now := <-grown:
+			switch quiet := active(now); {
+			case !busy && quiet == 0:
+				busy = true
+				growth.Reset(growthCheck)
+			case busy && quiet >= quietAfter:
+				busy = false
+				growth.Reset(quietGrowthCheck)
+			}
 			// The floor follows mappings that went away (a closed
 			// table, another file of the host's), so that growth is
 			// counted from the lowest point since the last release.
@@ -108,14 +131,7 @@ func (s *Badger) runRelease(r *mappedRelease, dir string, every time.Duration, a
 			}
 		case now := <-t.C:
 			release()
-			if freeAfter <= 0 {
-				continue
-			}
-			if n := s.writes.Load(); n != last || s.writing.Load() > 0 {
-				last, quietSince, freed = n, now, false
-				continue
-			}
-			if !freed && now.Sub(quietSince) >= freeAfter {
+			if quiet := active(now); freeAfter > 0 && !freed && quiet >= freeAfter {
 				debug.FreeOSMemory()
 				freed = true
 			}
