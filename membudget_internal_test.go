@@ -26,5 +26,9 @@ func TestMemoryBudget_MapsOntoBadgerOptions(t *testing.T) {
 	require.Equal(t, 3, c.Badger.NumCompactors, "explicit field kept")
 	require.Equal(t, int64(6*mib), c.Badger.BlockCacheSize, "budget share")
 	require.Equal(t, time.Second, c.Badger.ReleaseMappedEvery, "budget share")
+	require.True(t, c.Badger.FreeOSMemoryWhenIdle, "a budget returns the Go heap when idle")
+
+	c = (&Options{MemoryBudget: 48 * mib, Badger: &store.BadgerOptions{KeepOSMemoryWhenIdle: true}}).withDefaults()
+	require.False(t, c.Badger.FreeOSMemoryWhenIdle, "the host opted out")
 	require.Equal(t, store.BadgerOptions{MemTableSize: 8 * mib, NumCompactors: 3}, *mine, "caller's options not changed")
 }

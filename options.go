@@ -94,15 +94,18 @@ type Options struct {
 	// each, 3 at most), table builders (base tables of 0.6 memtable on
 	// every level), block cache (B/8), value-log files (B/4, 8 to 64 MiB)
 	// and the engine's write batch (bounded by the store's limits, ~10% of
-	// a memtable, so the largest SendBatch shrinks with the budget); the
-	// pages of memory-mapped tables are given back to the OS every second.
-	// store.BudgetShares lists the shares. Fields set in Badger override
-	// the budget's. It is a sizing, not a hard limit: consumers' caches
-	// (ConsumerOptions) and the Go runtime's overhead are outside it, and
-	// the engine sets no process-wide GC setting (a host that needs one
-	// sets GOMEMLIMIT or debug.SetMemoryLimit; Badger.FreeOSMemoryWhenIdle
-	// opts in to returning the Go heap after 20 s without writes). Zero
-	// keeps the default
+	// a memtable, so the largest SendBatch shrinks with the budget). The
+	// pages of memory-mapped tables are given back to the OS every second
+	// and as soon as they grow by B/8, and 20 s after the last write the
+	// store returns the freed Go heap to the OS (debug.FreeOSMemory, a
+	// collection of the whole process; Badger.KeepOSMemoryWhenIdle opts
+	// out). store.BudgetShares lists the shares. Fields set in Badger
+	// override the budget's. It is a sizing, not a hard limit: consumers'
+	// caches (ConsumerOptions) are outside it, and so is the Go heap's
+	// headroom while writing (the heap runs up to twice its live size
+	// between collections). The engine sets no process-wide GC setting; a
+	// host that needs the write peak near the budget sets GOMEMLIMIT or
+	// debug.SetMemoryLimit, about B + 16 MiB. Zero keeps the default
 	// profile (store.DefaultBadgerOptions); below MinMemoryBudget (16 MiB),
 	// or with InMemory or Store, Open returns ErrInvalidOptions.
 	MemoryBudget int64

@@ -108,7 +108,7 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		chunkSegments: deleteChunkSegments,
 		ends:          make(map[QueueID]uint64),
 	}
-	s.startRelease(o.ReleaseMappedEvery, o.FreeOSMemoryWhenIdle)
+	s.startRelease(o)
 	return s, nil
 }
 

@@ -18,22 +18,36 @@ const MinMemoryBudget = 16 * mib
 //     write burst holds up to ~B/4; an idle store holds one arena.
 //   - table builders: base tables of 0.6x a memtable, the same size on
 //     every level (TableSizeMultiplier 1), so that a builder's first
-//     buffer (twice the base table size) holds a whole flushed memtable
-//     and no builder grows it; Badger pools up to 8 of these buffers and
-//     frees one per 2 s once idle (8 x 1.2 memtables = ~0.6B at most,
-//     part of it never touched).
+//     buffer (twice the base table size, rounded up to a power of two:
+//     4 MiB at B = 48 MiB) holds a whole flushed memtable and no builder
+//     grows it; Badger pools up to 8 of these buffers and frees one per
+//     2 s once idle (8 x 4 MiB = 2/3 B at 48 MiB).
 //   - block cache: B/8.
 //   - value log: files of B/4, between 8 MiB and 64 MiB. Values from the
 //     value threshold up are written to the current file through a
 //     memory map.
-//   - mapped tables: ReleaseMappedEvery is 1 s, so the pages of
-//     memory-mapped tables and value-log files do not pile up in the
-//     process's resident set (see ReleaseMappedEvery).
+//   - mapped tables: ReleaseMappedEvery is 1 s and ReleaseMappedAbove
+//     B/8, so the pages of memory-mapped tables and value-log files do not
+//     pile up in the process's resident set: they are released every
+//     second, and at once when they have grown by B/8 (a compaction
+//     writes tens of megabytes of tables in well under a second).
+//   - Go heap when idle: FreeOSMemoryWhenIdle is on, so 20 s after the
+//     last write the heap Badger freed goes back to the OS instead of over
+//     minutes. It forces a collection of the whole process;
+//     KeepOSMemoryWhenIdle opts out.
 //
-// FreeOSMemoryWhenIdle stays off: it acts on the whole process, so the host
-// opts in. Index cache and compression stay off, and the level-0 shape (4 tables,
+// Index cache and compression stay off, and the level-0 shape (4 tables,
 // stall at 12), value threshold and compactor count are the default
 // profile's: they cost disk and CPU, not memory.
+//
+// The Go heap is what the budget does not bound: besides the pooled
+// builders, a compaction has up to 8 more tables (plus one per split) in
+// flight, each with its buffer and a 3 MiB index builder, so the live heap
+// under a write burst can pass B, and with GOGC=100 the heap grows to twice
+// its live size between collections. A host that needs the write peak near
+// the budget sets a memory limit for the process (GOMEMLIMIT or
+// debug.SetMemoryLimit), about B + 16 MiB; the store sets no process-wide
+// GC setting itself.
 func BudgetShares(budget int64) BadgerOptions {
 	o := DefaultBadgerOptions()
 	o.MemTableSize = max(budget/16/(64*kib)*(64*kib), 1*mib)
@@ -42,6 +56,8 @@ func BudgetShares(budget int64) BadgerOptions {
 	o.BlockCacheSize = budget / 8
 	o.ValueLogFileSize = min(max(budget/4, 8*mib), 64*mib)
 	o.ReleaseMappedEvery = defaultReleaseMapped
+	o.ReleaseMappedAbove = budget / 8
+	o.FreeOSMemoryWhenIdle = true
 	return o
 }
 
@@ -66,6 +82,10 @@ func (o BadgerOptions) WithBudget(budget int64) (BadgerOptions, error) {
 	fill(&o.TableSizeMultiplier, s.TableSizeMultiplier)
 	fill(&o.NumCompactors, s.NumCompactors)
 	fill(&o.ReleaseMappedEvery, s.ReleaseMappedEvery)
+	fill(&o.ReleaseMappedAbove, s.ReleaseMappedAbove)
+	if !o.KeepOSMemoryWhenIdle {
+		o.FreeOSMemoryWhenIdle = true
+	}
 	return o, nil
 }
 

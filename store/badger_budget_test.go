@@ -19,6 +19,9 @@ func TestBudgetShares(t *testing.T) {
 	require.Equal(t, int64(6*mib), s.BlockCacheSize, "B/8")
 	require.Equal(t, int64(12*mib), s.ValueLogFileSize, "B/4")
 	require.Equal(t, time.Second, s.ReleaseMappedEvery)
+	require.Equal(t, int64(6*mib), s.ReleaseMappedAbove, "B/8")
+	require.True(t, s.FreeOSMemoryWhenIdle)
+	require.False(t, s.KeepOSMemoryWhenIdle)
 	require.Zero(t, s.IndexCacheSize)
 	require.Equal(t, store.CompressionNone, s.Compression)
 
@@ -41,6 +44,14 @@ func TestBudgetShares(t *testing.T) {
 	require.Equal(t, time.Minute, o.ReleaseMappedEvery)
 	require.Equal(t, s.ValueLogFileSize, o.ValueLogFileSize)
 	require.Equal(t, s.BaseTableSize, o.BaseTableSize)
+
+	require.True(t, o.FreeOSMemoryWhenIdle, "a budget returns the Go heap when idle")
+
+	// KeepOSMemoryWhenIdle opts out of returning the heap.
+	k, err := store.BadgerOptions{KeepOSMemoryWhenIdle: true}.WithBudget(48 * mib)
+	require.NoError(t, err)
+	require.False(t, k.FreeOSMemoryWhenIdle)
+	require.True(t, k.KeepOSMemoryWhenIdle)
 
 	_, err = store.BadgerOptions{}.WithBudget(store.MinMemoryBudget - 1)
 	require.ErrorContains(t, err, "below the floor")
@@ -69,6 +80,8 @@ func TestBadgerOptionsRefuseBadTableShape(t *testing.T) {
 		{BaseTableSize: 1 << 10},
 		{TableSizeMultiplier: -1},
 		{ReleaseMappedEvery: -time.Second},
+		{ReleaseMappedEvery: time.Second, ReleaseMappedAbove: -1},
+		{ReleaseMappedEvery: time.Second, FreeOSMemoryWhenIdle: true, KeepOSMemoryWhenIdle: true},
 	} {
 		_, err := store.OpenBadger(t.TempDir(), &o)
 		require.ErrorContains(t, err, "invalid options", "%+v", o)

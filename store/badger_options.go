@@ -102,14 +102,30 @@ type BadgerOptions struct {
 	// disk reads when the data is read again. Zero means never (the
 	// default profile); WithBudget sets 1 s.
 	ReleaseMappedEvery time.Duration
+	// ReleaseMappedAbove, when positive (with ReleaseMappedEvery), also
+	// releases those pages as soon as the process's resident mapped pages
+	// (Linux: RssFile plus RssShmem) have grown by this many bytes since
+	// the last release, checked every 10 ms while the store is written
+	// (until 20 s after the last write) and every 250 ms otherwise;
+	// elsewhere than on Linux it does nothing. A compaction writes and
+	// reads tens of megabytes of tables in well under a second, so the
+	// interval alone lets them pile up under a write burst. Zero means only at ReleaseMappedEvery (the default
+	// profile); WithBudget sets an eighth of the budget.
+	ReleaseMappedAbove int64
 	// FreeOSMemoryWhenIdle, with ReleaseMappedEvery, makes the store call
 	// debug.FreeOSMemory once it has had no write for 20 s (once per
 	// quiet period). After a large write the Go runtime keeps the heap
 	// Badger freed (table builders, flushed memtables) and returns it to
 	// the OS only over minutes; this returns it at once. It forces a
-	// garbage collection of the whole process, which is the host's
-	// business, so it is off unless set, also under a memory budget.
+	// garbage collection of the whole process: off in the default
+	// profile, on under a memory budget (WithBudget) unless
+	// KeepOSMemoryWhenIdle is set.
 	FreeOSMemoryWhenIdle bool
+	// KeepOSMemoryWhenIdle opts out of the FreeOSMemoryWhenIdle that
+	// WithBudget sets, for a host that manages its own heap (the forced
+	// collection stops the whole process briefly). It cannot be set
+	// together with FreeOSMemoryWhenIdle. False by default.
+	KeepOSMemoryWhenIdle bool
 	// NumCompactors is how many goroutines compact the LSM tree. Zero
 	// means 2, the least Badger accepts.
 	NumCompactors int
@@ -247,8 +263,12 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 		return o, fmt.Errorf("TableSizeMultiplier %d is below 1", o.TableSizeMultiplier)
 	case o.ReleaseMappedEvery < 0:
 		return o, fmt.Errorf("negative ReleaseMappedEvery %v", o.ReleaseMappedEvery)
+	case o.ReleaseMappedAbove < 0:
+		return o, fmt.Errorf("negative ReleaseMappedAbove %d", o.ReleaseMappedAbove)
 	case o.FreeOSMemoryWhenIdle && o.ReleaseMappedEvery == 0:
 		return o, fmt.Errorf("FreeOSMemoryWhenIdle needs a positive ReleaseMappedEvery")
+	case o.FreeOSMemoryWhenIdle && o.KeepOSMemoryWhenIdle:
+		return o, fmt.Errorf("FreeOSMemoryWhenIdle and KeepOSMemoryWhenIdle contradict each other")
 	case o.Compression > CompressionZSTD:
 		return o, fmt.Errorf("unknown compression %v", o.Compression)
 	case o.Compression != CompressionNone && o.BlockCacheSize == 0:

@@ -24,10 +24,20 @@ type mappedRelease struct {
 	done chan struct{}
 }
 
-// startRelease starts the releasing goroutine if every is positive and the
-// store has files; stopRelease ends it.
-func (s *Badger) startRelease(every time.Duration, freeIdle bool) {
-	if every <= 0 || s.inMemory {
+// growthCheck is how often a store with ReleaseMappedAbove reads how much
+// of the process's mapped files is resident while it is written (and for
+// quietAfter after the last write); quietGrowthCheck is how often it does
+// otherwise, which catches pages that reads fault in.
+const (
+	growthCheck      = 10 * time.Millisecond
+	quietGrowthCheck = 250 * time.Millisecond
+	quietAfter       = 20 * time.Second
+)
+
+// startRelease starts the releasing goroutine if o.ReleaseMappedEvery is
+// positive and the store has files; stopRelease ends it.
+func (s *Badger) startRelease(o BadgerOptions) {
+	if o.ReleaseMappedEvery <= 0 || s.inMemory {
 		return
 	}
 	dir := s.dir
@@ -39,12 +49,12 @@ func (s *Badger) startRelease(every time.Duration, freeIdle bool) {
 		dir = real
 	}
 	var freeAfter time.Duration
-	if freeIdle {
+	if o.FreeOSMemoryWhenIdle {
 		freeAfter = idleFreeAfter
 	}
 	r := &mappedRelease{stop: make(chan struct{}), done: make(chan struct{})}
 	s.mapped = r
-	go s.runRelease(r, dir+string(os.PathSeparator), every, freeAfter)
+	go s.runRelease(r, dir+string(os.PathSeparator), o.ReleaseMappedEvery, o.ReleaseMappedAbove, freeAfter)
 }
 
 func (s *Badger) stopRelease() {
@@ -60,27 +70,68 @@ func (s *Badger) stopRelease() {
 // through memory maps, so a large write leaves as much resident as it
 // compacts, and it keeps compacting for a while after the last write. A
 // release costs a read of the process's memory map list and one madvise
-// per mapped file. With freeAfter positive, once no write ran or started
-// for freeAfter it calls debug.FreeOSMemory, once per quiet period.
-func (s *Badger) runRelease(r *mappedRelease, dir string, every, freeAfter time.Duration) {
+// per mapped file. With above positive it also releases as soon as the
+// process's resident mapped pages grew by above since the last release,
+// or since the lowest point after it (a read of /proc/self/statm every
+// growthCheck while writes come in, every quietGrowthCheck otherwise): a
+// compaction writes tens of megabytes of tables in well under a second.
+// With freeAfter positive, once no write ran or started for freeAfter it
+// calls debug.FreeOSMemory, once per quiet period.
+func (s *Badger) runRelease(r *mappedRelease, dir string, every time.Duration, above int64, freeAfter time.Duration) {
 	defer close(r.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last, quietSince, freed := s.writes.Load(), time.Now(), false
+	floor := mappedResident()
+	var grown <-chan time.Time
+	growth := time.NewTicker(quietGrowthCheck)
+	defer growth.Stop()
+	if above > 0 && floor >= 0 {
+		grown = growth.C
+	} else {
+		growth.Stop()
+	}
+	release := func() {
+		releaseMapped(dir)
+		if v := mappedResident(); v >= 0 {
+			floor = v
+		}
+	}
+	last, quietSince, freed, busy := s.writes.Load(), time.Now(), false, false
+	// active notes writes since the last look and says how long the store
+	// has been without them.
+	active := func(now time.Time) time.Duration {
+		if n := s.writes.Load(); n != last || s.writing.Load() > 0 {
+			last, quietSince, freed = n, now, false
+		}
+		return now.Sub(quietSince)
+	}
 	for {
 		select {
 		case <-r.stop:
 			return
+		case now := <-grown:
+			switch quiet := active(now); {
+			case !busy && quiet == 0:
+				busy = true
+				growth.Reset(growthCheck)
+			case busy && quiet >= quietAfter:
+				busy = false
+				growth.Reset(quietGrowthCheck)
+			}
+			// The floor follows mappings that went away (a closed
+			// table, another file of the host's), so that growth is
+			// counted from the lowest point since the last release.
+			cur := mappedResident()
+			if cur < 0 {
+				continue
+			}
+			floor = min(floor, cur)
+			if cur-floor >= above {
+				release()
+			}
 		case now := <-t.C:
-			releaseMapped(dir)
-			if freeAfter <= 0 {
-				continue
-			}
-			if n := s.writes.Load(); n != last || s.writing.Load() > 0 {
-				last, quietSince, freed = n, now, false
-				continue
-			}
-			if !freed && now.Sub(quietSince) >= freeAfter {
+			release()
+			if quiet := active(now); freeAfter > 0 && !freed && quiet >= freeAfter {
 				debug.FreeOSMemory()
 				freed = true
 			}

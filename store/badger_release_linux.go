@@ -51,3 +51,26 @@ func releaseMapped(dir string) {
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, uintptr(start), uintptr(end-start), madvPageout)
 	}
 }
+
+// mappedResident returns the bytes of file-backed and shared memory of the
+// process that are resident (the "shared" field of /proc/self/statm: RssFile
+// plus RssShmem), or -1 if it cannot be read.
+func mappedResident() int64 {
+	f, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	var buf [128]byte
+	n, _ := f.Read(buf[:])
+	// "size resident shared text lib data dt", in pages.
+	fields := strings.Fields(string(buf[:n]))
+	if len(fields) < 3 {
+		return -1
+	}
+	pages, err := strconv.ParseInt(fields[2], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return pages * int64(os.Getpagesize())
+}

@@ -80,3 +80,35 @@ func TestBadgerReleaseMappedTables(t *testing.T) {
 		requireValues(t, q, 900, recs)
 	}
 }
+
+// With ReleaseMappedAbove the pages of tables read are given back as soon as
+// they add up to that much, long before the interval (an hour here) ends.
+func TestBadgerReleaseMappedOnGrowth(t *testing.T) {
+	q := store.QueueID{Topic: 1}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	o := store.BadgerOptions{MemTableSize: 1 << 20}
+	s := openBadger(t, dir, &o)
+	fill(t, s, q, 0, 6000, 900) // inline values: about 5.4 MB of tables
+	require.NoError(t, s.Close())
+
+	o.ReleaseMappedEvery = time.Hour
+	o.ReleaseMappedAbove = 512 << 10
+	s = openBadger(t, dir, &o)
+	recs := readAll(t, s, q)
+	require.Len(t, recs, 6000)
+	requireValues(t, q, 900, recs)
+	require.Eventually(t, func() bool {
+		kib, err := mappedTableKiB(dir)
+		return err == nil && kib < 1024
+	}, 10*time.Second, 10*time.Millisecond, "the tables read (about 5 MiB) are released once they pass 512 KiB")
+
+	// Without the threshold the same read stays resident until the hour is up.
+	o.ReleaseMappedAbove = 0
+	require.NoError(t, s.Close())
+	s = openBadger(t, dir, &o)
+	require.Len(t, readAll(t, s, q), 6000)
+	kib, err := mappedTableKiB(dir)
+	require.NoError(t, err)
+	require.Greater(t, kib, int64(1024), "read tables stay resident without the threshold")
+}

@@ -10,7 +10,9 @@
 // "Settled" figures are taken after runtime.GC and debug.FreeOSMemory, which
 // return freed heap pages to the OS at once, as the runtime's background
 // scavenger would in a few minutes. The program sets no GC knob of its own;
-// GOGC and GOMEMLIMIT from the environment apply as usual.
+// GOGC and GOMEMLIMIT from the environment apply as usual. CPUMicrosPerMsg
+// is the process's user and system CPU time (getrusage) at the end of the
+// write, per message.
 //
 // For finding where memory goes: -heapprofile writes a heap profile at the
 // settled idle point; RSSPROBE_PEAKHEAP=file rewrites a heap profile each
@@ -55,8 +57,10 @@ type Report struct {
 	// write; WriteAnonKiB and WriteFileKiB are the largest RssAnon and
 	// RssFile sampled.
 	WriteHeapInuseKiB, WriteAnonKiB, WriteFileKiB int64
-	// WriteSeconds is how long the write took.
-	WriteSeconds float64
+	// WriteSeconds is how long the write took; CPUMicrosPerMsg the
+	// process's CPU time (user and system) at its end, per message (0
+	// where getrusage is missing).
+	WriteSeconds, CPUMicrosPerMsg float64
 	// IdleKiB is VmRSS after the write and an idle period (-idle), without
 	// help; IdleSettledKiB the same after GC and FreeOSMemory.
 	IdleKiB, IdleSettledKiB int64
@@ -80,12 +84,12 @@ func main() {
 	idle := flag.Duration("idle", 2*time.Second, "idle period after the write")
 	dir := flag.String("dir", "", "engine directory (default: a new temporary one, removed at exit)")
 	heap := flag.String("heapprofile", "", "write a heap profile at the settled idle point to this file")
-	freeIdle := flag.Bool("freeidle", false, "set store.BadgerOptions.FreeOSMemoryWhenIdle (needs -budget)")
+	keepIdle := flag.Bool("keepidle", false, "set store.BadgerOptions.KeepOSMemoryWhenIdle (with -budget: do not return the Go heap when idle)")
 	flag.Parse()
 	r := Report{Messages: *n, Body: *body, Budget: *budget}
 	opts := &equeue.Options{MemoryBudget: *budget}
-	if *freeIdle {
-		opts.Badger = &store.BadgerOptions{FreeOSMemoryWhenIdle: true}
+	if *keepIdle {
+		opts.Badger = &store.BadgerOptions{KeepOSMemoryWhenIdle: true}
 	}
 	if err := run(&r, opts, *senders, *batch, *idle, *dir, *heap); err != nil {
 		fmt.Fprintln(os.Stderr, "rssprobe:", err)
@@ -132,6 +136,7 @@ func run(r *Report, opts *equeue.Options, senders, batch int, idle time.Duration
 	close(stop)
 	swg.Wait()
 	r.WriteSeconds = time.Since(start).Seconds()
+	r.CPUMicrosPerMsg = float64(cpuTime().Microseconds()) / float64(max(r.Messages, 1))
 	r.WritePeakKiB = status("VmHWM:")
 	r.WriteMaxSampledKiB = sampled.Load()
 	r.WriteHeapInuseKiB = heapMax.Load() >> 10
