@@ -31,13 +31,13 @@ const (
 
 func BenchmarkSend(b *testing.B) {
 	b.Run("single-SyncAlways", func(b *testing.B) { benchSingle(b, 1) })
-	b.Run("cluster3", func(b *testing.B) { benchCluster(b, 1, cluster.LogStoreBolt) })
+	b.Run("cluster3-bolt", func(b *testing.B) { benchCluster(b, 1, cluster.LogStoreBolt) })
 	b.Run("cluster3-wal", func(b *testing.B) { benchCluster(b, 1, cluster.LogStoreWAL) })
 }
 
 func BenchmarkSendBatch(b *testing.B) {
 	b.Run("single-SyncAlways", func(b *testing.B) { benchSingle(b, 32) })
-	b.Run("cluster3", func(b *testing.B) { benchCluster(b, 32, cluster.LogStoreBolt) })
+	b.Run("cluster3-bolt", func(b *testing.B) { benchCluster(b, 32, cluster.LogStoreBolt) })
 	b.Run("cluster3-wal", func(b *testing.B) { benchCluster(b, 32, cluster.LogStoreWAL) })
 }
 
