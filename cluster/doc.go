@@ -4,16 +4,17 @@
 //
 // # How it works
 //
-// Each node (Node) keeps a Badger store, a Raft log (raft-boltdb) and Raft
-// snapshots in its directory. The leader runs an engine whose store is
-// replicated: every write the engine makes — one group commit of its
-// writer, a retention trim, a dropped queue — becomes one Raft entry, and
-// returns once a majority holds the entry in its fsynced log and the local
-// FSM applied it. The FSM applies committed entries on every node in log
-// order, so every node holds the same queues at the same offsets; the last
-// applied index is written with each applied batch, so a restart never
-// applies an entry twice. Badger itself writes unsynced: the Raft log is the
-// source of truth, and Badger is synced before Raft compacts the log.
+// Each node (Node) keeps a Badger store, a Raft log (raft-wal, or
+// raft-boltdb: see Options.LogStore) and Raft snapshots in its directory.
+// The leader runs an engine whose store is replicated: every write the
+// engine makes — one group commit of its writer, a retention trim, a
+// dropped queue — becomes one Raft entry, and returns once a majority holds
+// the entry in its fsynced log and the local FSM applied it. The FSM
+// applies committed entries on every node in log order, so every node holds
+// the same queues at the same offsets; the last applied index is written
+// with each applied batch, so a restart never applies an entry twice.
+// Badger itself writes unsynced: the Raft log is the source of truth, and
+// Badger is synced before Raft compacts the log.
 //
 // Leader changes. A node that becomes leader commits a tenure entry —
 // after which its store holds everything committed before — and opens an

@@ -26,3 +26,7 @@ func TenureOf(n *Node) uint64 { return n.fsm.current().tenure }
 
 // StoreOf returns n's Badger store.
 func StoreOf(n *Node) *store.Badger { return n.st }
+
+// SetWALSegmentSize makes o's raft-wal log use segments of n bytes, so
+// that a test's log rotates and drops old segments.
+func SetWALSegmentSize(o *Options, n int) { o.walSegmentSize = n }

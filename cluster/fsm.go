@@ -79,7 +79,7 @@ type fsm struct {
 	broken error // a store failure: this node's copy can no longer follow the log
 }
 
-var _ raft.FSM = (*fsm)(nil)
+var _ raft.BatchingFSM = (*fsm)(nil)
 
 func newFSM(st *store.Badger, log *slog.Logger) (*fsm, error) {
 	f := &fsm{st: st, log: log, offsets: newOffsets(st)}
@@ -127,15 +127,61 @@ func (f *fsm) err() error {
 
 // Apply applies one committed entry. What it returns is the answer the
 // leader's ApplyFuture gives: nil or an error saying the entry was ignored
-// or failed.
+// or failed. Raft calls ApplyBatch; Apply is the same for one entry.
 func (f *fsm) Apply(l *raft.Log) any {
-	if l.Type != raft.LogCommand {
-		return nil
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed entries, in log order, and returns each
+// one's answer (see Apply). Consecutive write entries are stored together:
+// one Badger write holds their records and metadata and the state with the
+// last one's index, so a restart never applies a part of them. Each is
+// still checked as if applied alone, in order (its tenure, and its offsets
+// against the queues as the entries before it leave them), so every node
+// gives every entry the same answer however Raft groups the entries it
+// hands over; only a store failure answers the whole group with the error.
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	g := &writeGroup{limits: f.st.Limits()}
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = f.applyEntry(g, i, l, out)
+		}
 	}
+	f.flush(g, out)
+	return out
+}
+
+// writeGroup is the write entries ApplyBatch checked and has yet to store.
+type writeGroup struct {
+	limits store.Limits
+	batch  store.Batch              // their records and metadata, in log order
+	next   map[store.QueueID]uint64 // the next offsets they leave
+	state  fsmState                 // the state after the last of them
+	held   []int                    // their positions in ApplyBatch's answers
+	first  uint64                   // the index of the first of them
+	ops    int                      // what batch weighs against limits
+	bytes  int
+}
+
+// fits reports whether b can join the group within the store's limits,
+// leaving room for the state op.
+func (g *writeGroup) fits(b *store.Batch) bool {
+	ops, bytes := g.limits.Cost(b)
+	return (g.limits.MaxEntries <= 0 || g.ops+ops+1 <= g.limits.MaxEntries) &&
+		(g.limits.MaxBytes <= 0 || g.bytes+bytes+stateRoom <= g.limits.MaxBytes)
+}
+
+// applyEntry applies l, at position i of the batch, or adds it to g; it
+// returns l's answer (nil for an entry held in g: flush answers it).
+func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 	if err := f.err(); err != nil {
 		return err
 	}
 	s := f.current()
+	if len(g.held) > 0 {
+		s = g.state
+	}
 	if l.Index <= s.applied {
 		return nil // applied before a restart
 	}
@@ -147,25 +193,59 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	next := s
 	next.applied = l.Index
-	switch e.kind {
-	case entryTenure:
-		next.tenure, next.leaderID, next.clientAddr = e.tenure, e.nodeID, e.clientAddr
-		err = f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}})
-	case entryBatch:
+	if e.kind == entryBatch {
 		if e.tenure != s.tenure {
 			return errStaleTenure
 		}
 		b := e.batch
-		after, cerr := f.offsets.check(b)
-		if errors.Is(cerr, errOffsetMismatch) {
-			return f.refuse(l.Index, s, cerr)
-		}
-		if err = cerr; err == nil {
-			b.Meta = append(b.Meta, store.MetaOp{Key: stateKey, Value: next.encode()})
-			if err = f.st.Write(b); err == nil {
-				f.offsets.advance(b, after)
+		if len(g.held) > 0 && !g.fits(b) {
+			if err := f.flush(g, out); err != nil {
+				return err
 			}
 		}
+		after, cerr := f.offsets.check(b, g.next)
+		if cerr != nil {
+			// The entries before it are stored first, as if applied alone.
+			if err := f.flush(g, out); err != nil {
+				return err
+			}
+			if errors.Is(cerr, errOffsetMismatch) {
+				return f.refuse(l.Index, s, cerr)
+			}
+			return f.fail(fmt.Errorf("cluster: apply entry %d: %w", l.Index, cerr))
+		}
+		if g.next == nil {
+			g.next = make(map[store.QueueID]uint64, len(after))
+		}
+		for q, n := range after {
+			g.next[q] = n
+		}
+		g.batch.Entries = append(g.batch.Entries, b.Entries...)
+		g.batch.Meta = append(g.batch.Meta, b.Meta...)
+		ops, bytes := g.limits.Cost(b)
+		g.ops, g.bytes = g.ops+ops, g.bytes+bytes
+		if len(g.held) == 0 {
+			g.first = l.Index
+		}
+		g.state = next
+		g.held = append(g.held, i)
+		if writesWatermark(b) {
+			// A watermark changes a queue's next offset as the store gives it:
+			// the entries after it are checked against the store holding it.
+			if err := f.flush(g, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Every other entry is applied alone, after the group before it.
+	if err := f.flush(g, out); err != nil {
+		return err
+	}
+	switch e.kind {
+	case entryTenure:
+		next.tenure, next.leaderID, next.clientAddr = e.tenure, e.nodeID, e.clientAddr
+		err = f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}})
 	case entryDelete, entryDrop:
 		if e.tenure != s.tenure {
 			return errStaleTenure
@@ -183,18 +263,50 @@ func (f *fsm) Apply(l *raft.Log) any {
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("cluster: apply entry %d: %w", l.Index, err)
-		f.log.Error("apply failed; this node stops following the log", "err", err)
-		f.mu.Lock()
-		f.broken = err
-		f.mu.Unlock()
-		return err
+		return f.fail(fmt.Errorf("cluster: apply entry %d: %w", l.Index, err))
 	}
 	f.setState(next)
 	if e.kind == entryTenure && f.onTenure != nil {
 		f.onTenure(next)
 	}
 	return nil
+}
+
+// flush stores the entries held in g in one write with the state after
+// the last of them, answers them in out, and empties g. It returns the
+// error the node broke with when the write failed.
+func (f *fsm) flush(g *writeGroup, out []any) error {
+	if len(g.held) == 0 {
+		return nil
+	}
+	b := &g.batch
+	b.Meta = append(b.Meta, store.MetaOp{Key: stateKey, Value: g.state.encode()})
+	var err error
+	if err = f.st.Write(b); err != nil {
+		err = f.fail(fmt.Errorf("cluster: apply entries %d-%d: %w", g.first, g.state.applied, err))
+	} else {
+		f.offsets.advance(b, g.next)
+		f.setState(g.state)
+	}
+	for _, i := range g.held {
+		if err != nil {
+			out[i] = err
+		} else {
+			out[i] = nil
+		}
+	}
+	*g = writeGroup{limits: g.limits}
+	return err
+}
+
+// fail records a store failure: this node's copy can no longer follow the
+// log (until a snapshot is installed). It returns err.
+func (f *fsm) fail(err error) error {
+	f.log.Error("apply failed; this node stops following the log", "err", err)
+	f.mu.Lock()
+	f.broken = err
+	f.mu.Unlock()
+	return err
 }
 
 // Snapshot syncs Badger, so that everything applied so far survives the

@@ -17,16 +17,18 @@ import (
 
 // The Raft log stores a node can use (Options.LogStore).
 const (
-	// LogStoreBolt keeps the Raft log in one bbolt file (raft-boltdb/v2),
-	// the store Consul and Nomad use. Each append is a bbolt commit: two
-	// fsyncs. The default.
-	LogStoreBolt = "bolt"
 	// LogStoreWAL keeps the Raft log in append-only segment files
 	// (hashicorp/raft-wal): one fsync per append, so a replicated write
-	// waits for two fsyncs in a row (leader, then a follower) instead of
-	// four. raft-wal describes itself as experimental; a directory keeps
-	// the log store it was created with.
+	// waits for two fsyncs in a row (the leader's, then a follower's)
+	// instead of four. Each node preallocates 64 MiB segment files. The
+	// default for a new directory; Consul's default log store too, though
+	// raft-wal still calls itself experimental.
 	LogStoreWAL = "wal"
+	// LogStoreBolt keeps the Raft log in one bbolt file (raft-boltdb/v2),
+	// the log store Consul used by default before raft-wal and Nomad uses.
+	// Each append is a bbolt commit: two fsyncs. The default for a
+	// directory created with it (before raft-wal became the default).
+	LogStoreBolt = "bolt"
 )
 
 // raftLogStore is what a node needs of its Raft log store.
@@ -38,14 +40,22 @@ type raftLogStore interface {
 
 var errLogStoreMismatch = errors.New("cluster: the directory holds the other Raft log store")
 
-// openLogStore opens the log store kind ("" means LogStoreBolt) in dir. A
-// directory created with one kind refuses the other.
-func openLogStore(dir, kind string) (raftLogStore, error) {
+// openLogStore opens the log store kind in dir (with raft-wal segments of
+// walSegment bytes, or its default for 0). "" means the one the
+// directory holds, or LogStoreWAL for a new one. A directory created with
+// one kind refuses the other.
+func openLogStore(dir, kind string, walSegment int) (raftLogStore, error) {
 	boltPath := filepath.Join(dir, raftDB)
 	walDir := filepath.Join(dir, "wal")
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	if kind == "" {
+		kind = LogStoreWAL
+		if exists(boltPath) {
+			kind = LogStoreBolt
+		}
+	}
 	switch kind {
-	case "", LogStoreBolt:
+	case LogStoreBolt:
 		if exists(walDir) {
 			return nil, fmt.Errorf("%w: it has a %q log; open it with LogStore %q", errLogStoreMismatch, LogStoreWAL, LogStoreWAL)
 		}
@@ -61,7 +71,10 @@ func openLogStore(dir, kind string) (raftLogStore, error) {
 		// locked, so the directory could not be opened again in this
 		// process): the node keeps the database and closes it itself.
 		meta := &metadb.BoltMetaDB{}
-		w, err := raftwal.Open(walDir, raftwal.WithMetaStore(meta))
+		if walSegment <= 0 {
+			walSegment = raftwal.DefaultSegmentSize
+		}
+		w, err := raftwal.Open(walDir, raftwal.WithMetaStore(meta), raftwal.WithSegmentSize(walSegment))
 		if err != nil {
 			_ = meta.Close()
 			return nil, err

@@ -21,7 +21,7 @@ import (
 )
 
 // Node is one member of a replicated cluster: a Badger store kept by the
-// Raft FSM, a Raft log (raft-boltdb) and snapshot store, and — while it
+// Raft FSM, a Raft log (raft-wal or raft-boltdb) and snapshot store, and — while it
 // leads — an engine whose writes are Raft entries. It implements
 // equeue.Broker, so producers and consumers (in-process, or remote through
 // a remote.Server) use it as they use an engine; on a follower every call
@@ -131,7 +131,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.fsm.onTenure = func(fsmState) { n.wake() }
-	if n.logs, err = openLogStore(filepath.Join(dir, raftDir), o.LogStore); err != nil {
+	if n.logs, err = openLogStore(filepath.Join(dir, raftDir), o.LogStore, o.walSegmentSize); err != nil {
 		return nil, fmt.Errorf("cluster: open raft log: %w", err)
 	}
 	closers = append(closers, n.logs)

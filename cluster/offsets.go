@@ -93,11 +93,14 @@ func (o *offsets) load(q store.QueueID) (uint64, error) {
 	return next, nil
 }
 
-// check verifies b's appends against the queues' next offsets. It returns
-// the next offsets b leaves (to pass to advance once b is stored), or an
-// error matching errOffsetMismatch when b must be refused; any other error
-// is a store failure.
-func (o *offsets) check(b *store.Batch) (map[store.QueueID]uint64, error) {
+// check verifies b's appends against the queues' next offsets. pending,
+// when not nil, holds the next offsets left by batches checked before b
+// and not yet stored (the FSM writes several entries at once): it comes
+// before memory and the store. check returns the next offsets b leaves
+// (to pass to advance once b is stored), or an error matching
+// errOffsetMismatch when b must be refused; any other error is a store
+// failure.
+func (o *offsets) check(b *store.Batch, pending map[store.QueueID]uint64) (map[store.QueueID]uint64, error) {
 	if len(b.Entries) == 0 {
 		return nil, nil
 	}
@@ -105,6 +108,9 @@ func (o *offsets) check(b *store.Batch) (map[store.QueueID]uint64, error) {
 	for i := range b.Entries {
 		en := &b.Entries[i]
 		want, seen := after[en.Queue]
+		if !seen {
+			want, seen = pending[en.Queue]
+		}
 		if !seen {
 			n, err := o.load(en.Queue)
 			if err != nil {
@@ -126,16 +132,39 @@ func (o *offsets) check(b *store.Batch) (map[store.QueueID]uint64, error) {
 // advance records the next offsets of the stored batch b (after is what
 // check returned). A watermark b writes may raise a queue's next offset:
 // that queue is read from the store again when needed.
+//
+// b may be several checked batches written together (their entries and
+// metadata in log order, after their merged results): the outcome is the
+// same as advancing them one by one as long as no batch after one that
+// writes a watermark appends to its queue, which the FSM ensures by
+// writing a batch with a watermark last in its group.
 func (o *offsets) advance(b *store.Batch, after map[store.QueueID]uint64) {
 	for q, n := range after {
 		o.next[q] = n
 	}
 	for i := range b.Meta {
-		k := b.Meta[i].Key
-		if len(k) == len(watermarkPrefix)+8 && string(k[:len(watermarkPrefix)]) == string(watermarkPrefix) {
-			o.forget(store.QueueID{Topic: binary.BigEndian.Uint32(k[len(watermarkPrefix):]), Queue: binary.BigEndian.Uint32(k[len(watermarkPrefix)+4:])})
+		if q, ok := watermarkQueue(b.Meta[i].Key); ok {
+			o.forget(q)
 		}
 	}
+}
+
+// watermarkQueue reports whether k is a queue's watermark key, and which.
+func watermarkQueue(k []byte) (store.QueueID, bool) {
+	if len(k) != len(watermarkPrefix)+8 || string(k[:len(watermarkPrefix)]) != string(watermarkPrefix) {
+		return store.QueueID{}, false
+	}
+	return store.QueueID{Topic: binary.BigEndian.Uint32(k[len(watermarkPrefix):]), Queue: binary.BigEndian.Uint32(k[len(watermarkPrefix)+4:])}, true
+}
+
+// writesWatermark reports whether b writes (or deletes) a queue's watermark.
+func writesWatermark(b *store.Batch) bool {
+	for i := range b.Meta {
+		if _, ok := watermarkQueue(b.Meta[i].Key); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse answers a batch entry (at index) that failed the offset check:
@@ -148,12 +177,7 @@ func (f *fsm) refuse(index uint64, s fsmState, cause error) any {
 	next := s
 	next.applied, next.tenure = index, 0
 	if err := f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}}); err != nil {
-		err = fmt.Errorf("cluster: apply entry %d: %w", index, err)
-		f.log.Error("apply failed; this node stops following the log", "err", err)
-		f.mu.Lock()
-		f.broken = err
-		f.mu.Unlock()
-		return err
+		return f.fail(fmt.Errorf("cluster: apply entry %d: %w", index, err))
 	}
 	f.setState(next)
 	if f.onTenure != nil {

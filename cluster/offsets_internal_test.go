@@ -32,7 +32,7 @@ func appends(q store.QueueID, offs ...uint64) *store.Batch {
 // does; it returns the check's error.
 func apply(t *testing.T, o *offsets, st *store.Badger, b *store.Batch) error {
 	t.Helper()
-	after, err := o.check(b)
+	after, err := o.check(b, nil)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func TestOffsets_NextOffsetIsWhatTheStoreGives(t *testing.T) {
 		n, err := o.load(q)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(3), n, name)
-		_, err = o.check(appends(q, 0))
+		_, err = o.check(appends(q, 0), nil)
 		assert.ErrorIs(t, err, errOffsetMismatch, "%s: an emptied queue does not start over", name)
 	}
 	require.NoError(t, apply(t, live, st, appends(q, 3, 4)))

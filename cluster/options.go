@@ -38,8 +38,10 @@ type Options struct {
 	// cut. Its Addr must be RaftAddr, the address other nodes dial. The
 	// node closes it on Close.
 	RaftStream raft.StreamLayer
-	// LogStore chooses the Raft log store: LogStoreBolt ("bolt", the
-	// default when empty) or LogStoreWAL ("wal"). See their documentation.
+	// LogStore chooses the Raft log store: LogStoreWAL ("wal") or
+	// LogStoreBolt ("bolt"); see their documentation. Empty means the one
+	// the directory already holds, and LogStoreWAL for a new directory. A
+	// directory keeps the log store it was created with.
 	LogStore string
 	// ClientAddr is the address clients reach this node at (its gRPC
 	// server). Followers tell clients the leader's. Optional.
@@ -94,6 +96,9 @@ type Options struct {
 	Logger *slog.Logger
 	// RaftLog receives the Raft library's own logs. Nil means silent.
 	RaftLog io.Writer
+
+	// walSegmentSize, when positive, is raft-wal's segment size (tests).
+	walSegmentSize int
 }
 
 func (o *Options) validate() error {

@@ -36,7 +36,7 @@ func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.bootstrap, "cluster-bootstrap", false, "start a new cluster of --cluster-peers (or of this node alone) if the directory has no Raft state")
 	f.StringVar(&c.peers, "cluster-peers", "", "ID=RAFT=CLIENT,... the voters of a new cluster, with --cluster-bootstrap")
 	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP) on, for \"equeue cluster\"; with --token it needs a token (admin right to change the cluster)")
-	f.StringVar(&c.logStore, "cluster-log-store", "bolt", "Raft log store: bolt (raft-boltdb, the default) or wal (raft-wal: one fsync per append instead of two; experimental upstream)")
+	f.StringVar(&c.logStore, "cluster-log-store", "", "Raft log store of a new directory: wal (raft-wal, the default: one fsync per append) or bolt (raft-boltdb: two); a directory keeps the one it was created with")
 }
 
 func (c *clusterFlags) enabled() bool { return c != nil && c.id != "" }

@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+func newTestFSM(t *testing.T, bo *store.BadgerOptions) (*fsm, *store.Badger) {
+	t.Helper()
+	if bo == nil {
+		o := store.DefaultBadgerOptions()
+		bo = &o
+	}
+	bo.InMemory = true
+	st, err := store.OpenBadger("", bo)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	f, err := newFSM(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	return f, st
+}
+
+// fsmScript is a log exercising every kind of entry and answer: writes that
+// apply, a forged append refused (which ends the tenure), writes of the
+// ended tenure ignored, a watermark followed by an append that depends on
+// it, a deletion, an entry that does not decode and a configuration entry.
+func fsmScript() []*raft.Log {
+	q1, q2 := store.QueueID{Topic: 1}, store.QueueID{Topic: 1, Queue: 1}
+	rec := func(q store.QueueID, offs ...uint64) []store.Entry {
+		var es []store.Entry
+		for _, o := range offs {
+			es = append(es, store.Entry{Queue: q, Offset: o, Value: fmt.Appendf(nil, "%d/%d@%d", q.Topic, q.Queue, o)})
+		}
+		return es
+	}
+	write := func(tenure uint64, meta []store.MetaOp, es ...[]store.Entry) []byte {
+		b := &store.Batch{Meta: meta}
+		for _, e := range es {
+			b.Entries = append(b.Entries, e...)
+		}
+		return encodeBatch(tenure, b)
+	}
+	kv := func(k, v string) []store.MetaOp { return []store.MetaOp{{Key: []byte(k), Value: []byte(v)}} }
+	wm := []store.MetaOp{{Key: watermarkKey(q2), Value: binary.BigEndian.AppendUint64(nil, 10)}}
+	data := [][]byte{
+		encodeTenure(1, "n1", "c1"),
+		write(1, kv("k", "a"), rec(q1, 0, 1, 2)),
+		write(1, nil, rec(q1, 3), rec(q2, 0)),
+		write(1, nil, rec(q1, 5)), // a gap: refused, the tenure ends
+		write(1, nil, rec(q1, 4)), // of the ended tenure: ignored
+		encodeTenure(2, "n2", "c2"),
+		write(2, kv("k", "b"), rec(q1, 4, 5)),
+		write(2, nil, rec(q2, 1)),
+		write(2, wm),                          // q2 continues at 10 from here
+		write(2, nil, rec(q2, 10)),            // passes only against the watermark
+		{0xff, 1, 2},                          // does not decode
+		encodeRange(entryDelete, 2, q1, 0, 2), // offsets 0 and 1
+		write(2, kv("k", "c"), rec(q1, 6), rec(q2, 11)),
+		nil,                        // a configuration entry
+		write(2, nil, rec(q2, 11)), // an overlap: refused
+		write(2, nil, rec(q2, 12)), // the tenure ended: ignored
+		encodeTenure(3, "n1", "c1"),
+		write(3, nil, rec(q2, 12, 13), rec(q1, 7)),
+		write(3, kv("k", "d"), rec(q1, 8)),
+	}
+	logs := make([]*raft.Log, len(data))
+	for i, d := range data {
+		logs[i] = &raft.Log{Index: uint64(i + 10), Term: 1, Type: raft.LogCommand, Data: d}
+		if d == nil {
+			logs[i].Type, logs[i].Data = raft.LogConfiguration, []byte("ignored")
+		}
+	}
+	return logs
+}
+
+// answerKind names an FSM answer for comparison.
+func answerKind(a any) string {
+	err, _ := a.(error)
+	switch {
+	case a == nil:
+		return "ok"
+	case errors.Is(err, errOffsetMismatch):
+		return "refused"
+	case errors.Is(err, errStaleTenure):
+		return "stale"
+	case errors.Is(err, errBadEntry):
+		return "bad"
+	}
+	return fmt.Sprintf("other: %v", a)
+}
+
+// dump is what a store holds of the script's queues and key.
+func dump(t *testing.T, st *store.Badger) string {
+	t.Helper()
+	var s string
+	for _, q := range []store.QueueID{{Topic: 1}, {Topic: 1, Queue: 1}} {
+		recs, err := st.Read(q, 0, 1000, 1000, 1<<20)
+		require.NoError(t, err)
+		for _, r := range recs {
+			s += fmt.Sprintf("%d:%s ", r.Offset, r.Value)
+		}
+		s += "| "
+	}
+	v, err := st.GetMeta([]byte("k"))
+	require.NoError(t, err)
+	return s + string(v)
+}
+
+// ApplyBatch gives every entry the answer Apply gives it alone, and leaves
+// the same store and state, however the entries are grouped.
+func TestFSM_ApplyBatchAnswersAsOneByOne(t *testing.T) {
+	logs := fsmScript()
+	alone, aloneSt := newTestFSM(t, nil)
+	var want []string
+	for _, l := range logs {
+		want = append(want, answerKind(alone.Apply(l)))
+	}
+	assert.Equal(t, []string{"ok", "ok", "ok", "refused", "stale", "ok", "ok", "ok", "ok", "ok", "bad", "ok", "ok", "ok", "refused", "stale", "ok", "ok", "ok"}, want)
+	wantStore, wantState := dump(t, aloneSt), alone.current()
+	assert.Equal(t, "2:1/0@2 3:1/0@3 4:1/0@4 5:1/0@5 6:1/0@6 7:1/0@7 8:1/0@8 | 0:1/1@0 1:1/1@1 10:1/1@10 11:1/1@11 12:1/1@12 13:1/1@13 | d", wantStore)
+	assert.Equal(t, uint64(len(logs)+9), wantState.applied)
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 30 {
+		f, st := newTestFSM(t, nil)
+		var got []string
+		for rest := logs; len(rest) > 0; {
+			n := len(rest) // round 0: the whole log in one call
+			if round > 0 {
+				n = 1 + rng.IntN(len(rest))
+			}
+			for _, a := range f.ApplyBatch(rest[:n]) {
+				got = append(got, answerKind(a))
+			}
+			rest = rest[n:]
+		}
+		require.Equal(t, want, got, "round %d", round)
+		require.Equal(t, wantStore, dump(t, st), "round %d", round)
+		require.Equal(t, wantState, f.current(), "round %d", round)
+
+		// A restarted node reads the state back; applying the log again
+		// changes nothing.
+		again, err := newFSM(st, f.log)
+		require.NoError(t, err)
+		require.Equal(t, wantState, again.current())
+		for _, a := range again.ApplyBatch(logs) {
+			require.Nil(t, a)
+		}
+		require.Equal(t, wantStore, dump(t, st))
+	}
+}
+
+// Entries that together exceed the store's batch limits are written in
+// several writes, each within them (one write of them all would be
+// refused, and the node would stop following the log).
+func TestFSM_ApplyBatchSplitsAtTheStoreLimits(t *testing.T) {
+	bo := store.DefaultBadgerOptions()
+	bo.MemTableSize = 1 << 20
+	f, st := newTestFSM(t, &bo)
+	lim := st.Limits()
+	per := lim.MaxEntries / 3 // three entries' records exceed one write
+	require.Greater(t, per, 1)
+	q := store.QueueID{Topic: 2}
+	logs := []*raft.Log{{Index: 1, Type: raft.LogCommand, Data: encodeTenure(1, "n1", "c1")}}
+	var off uint64
+	for i := range 8 {
+		b := &store.Batch{}
+		for range per {
+			b.Entries = append(b.Entries, store.Entry{Queue: q, Offset: off, Value: []byte("v")})
+			off++
+		}
+		logs = append(logs, &raft.Log{Index: uint64(i + 2), Type: raft.LogCommand, Data: encodeBatch(1, b)})
+	}
+	require.Greater(t, 8*per, lim.MaxEntries)
+	for i, a := range f.ApplyBatch(logs) {
+		require.Nil(t, a, "entry %d", i)
+	}
+	first, next, ok, err := st.Bounds(q)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(0), first)
+	assert.Equal(t, off, next)
+	assert.NoError(t, f.err())
+}
