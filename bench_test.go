@@ -377,7 +377,7 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	n := int64(b.N)
 	b.SetBytes(int64(size))
 	b.ResetTimer()
-	start, cpu := time.Now(), benchStartCPU()
+	start := time.Now()
 	for g := range senders {
 		var k []string
 		if keys != nil {
@@ -394,7 +394,6 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu.report(b, b.N)
 	b.StopTimer()
 	errs.check(b)
 	benchReport(b, b.N, elapsed)
@@ -591,7 +590,7 @@ func benchBaselineRaw(b *testing.B, txnSize int, synced bool, size int) {
 	var offs [benchQueues]uint64
 	b.SetBytes(int64(size))
 	b.ResetTimer()
-	start, cpu := time.Now(), benchStartCPU()
+	start := time.Now()
 	for done := 0; done < b.N; {
 		k := min(txnSize, b.N-done)
 		if err := benchRawTxn(db, done, k, &offs, value); err != nil {
@@ -605,7 +604,6 @@ func benchBaselineRaw(b *testing.B, txnSize int, synced bool, size int) {
 		done += k
 	}
 	elapsed := time.Since(start)
-	cpu.report(b, b.N)
 	b.StopTimer()
 	benchReport(b, b.N, elapsed)
 	benchClose(b, db)

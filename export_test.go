@@ -3,12 +3,7 @@ package equeue
 import (
 	"context"
 	"testing"
-	"time"
 )
-
-// SetGroupCommitLinger changes how long e's writer waits for returning
-// senders before it writes a batch that needs an fsync.
-func SetGroupCommitLinger(e *Engine, d time.Duration) { e.linger.Store(int64(d)) }
 
 // CrashConsumer stops c as a killed process would: no commit, no leave.
 func CrashConsumer(c *Consumer) { c.crash() }

@@ -59,9 +59,6 @@ const internalShare = 4
 // its previous batch to come back before it writes and fsyncs a batch. Without
 // it, senders acknowledged together split into two cohorts that alternate
 // between waiting on an fsync and queueing, halving every group commit.
-// It restarts when the completer completes an earlier batch: the senders
-// of that batch come back only then (see runWriter). Tests set another
-// with SetGroupCommitLinger (Engine.linger).
 const groupCommitLinger = 200 * time.Microsecond
 
 // runWriter is the single writer loop: gather, stamp, apply, complete.
@@ -70,19 +67,16 @@ func (e *Engine) runWriter() {
 	defer close(e.writerDone)
 	defer e.startCompleter()() // every written batch completes before writerDone
 	maxOps, maxBytes := e.batchLimits()
-	_, holdWrites := e.st.(AsyncWriter) // see writer_cohort.go
 	var (
 		batch    []*command
 		carry    *command
 		prev     int  // recent synced batch size: the senders likely to return
 		stopping bool // Close asked the writer to drain and stop
 		expiring bool // expired dedup entries are left for another batch
-		co       cohorts
 		linger   = time.NewTimer(time.Hour)
 	)
 	linger.Stop()
 	defer linger.Stop()
-	lingerFor := func() time.Duration { return time.Duration(e.linger.Load()) }
 	// take returns the next queued command. With wait it blocks until one
 	// comes or Close stops the writer; once stopping it only drains what is
 	// queued and returns nil when nothing is.
@@ -108,15 +102,11 @@ func (e *Engine) runWriter() {
 		batch = make([]*command, 0, cap(batch)) // the completer keeps the last one
 		first := carry
 		carry = nil
-		if first == nil && len(co.held) > 0 && !stopping {
-			first = e.awaitHeld(&co, linger, &stopping)
-		}
 		if first == nil {
 			first = take(!expiring)
 		}
 		if first == nil && !expiring {
 			if stopping {
-				e.handHeld(&co)
 				return
 			}
 			continue
@@ -130,69 +120,21 @@ func (e *Engine) runWriter() {
 				internal = first.ops
 			}
 		}
-		// lingering: the linger timer runs; probing: it runs for the first
-		// returning sender after the completer settled (holdWrites).
-		lingering, expired, probing := false, false, false
+		lingering, expired := false, false
 		for len(batch) > 0 && ops < maxOps && bytes < maxBytes {
 			c := take(false)
 			if c == nil {
-				// Queue empty: wait for returning senders only when an fsync is
-				// coming and fewer requests than last time are here.
-				if stopping || expired || !needSync {
-					break
-				}
-				if holdWrites && e.completerBusy(&co) {
-					// Held before the write until the completer settles.
-					switch e.awaitSenders(cap(e.writeCh)/2, nil, e.pipe.settled) {
-					case lingerSettled:
-						if e.completerBusy(&co) {
-							continue // a token of an earlier group
-						}
-						wait, ok := co.probe(int(e.pipe.cohort.Load()), lingerFor())
-						if !ok {
-							expired = true
-							continue
-						}
-						prev = max(prev, len(batch)+len(e.writeCh)+co.expect)
-						if lingering && !linger.Stop() {
-							<-linger.C
-						}
-						lingering, probing = true, true
-						linger.Reset(wait)
-					case lingerStopped:
-						stopping = true
-					}
-					continue
-				}
-				want := min(max(prev-len(batch), co.expect), cap(e.writeCh))
-				if want <= 0 {
+				// Queue empty: wait a little for returning senders only when an
+				// fsync is coming and fewer requests than last time are here.
+				if stopping || expired || !needSync || len(batch) >= prev {
 					break
 				}
 				if !lingering {
 					lingering = true
-					linger.Reset(lingerFor())
+					linger.Reset(groupCommitLinger)
 				}
-				if probing {
-					want = 1
-				}
-				switch e.awaitSenders(want, linger.C, nil) {
-				case lingerFilled:
-					if probing { // they come back: give them the whole linger
-						probing = false
-						co.hit()
-						if !linger.Stop() {
-							<-linger.C
-						}
-						linger.Reset(lingerFor())
-					}
-				case lingerExpired:
-					if probing {
-						co.miss()
-					}
-					lingering, expired, probing = false, true, false
-					co.expect = 0
-				case lingerStopped:
-					stopping = true
+				if !e.awaitSenders(min(prev-len(batch), cap(e.writeCh)), linger.C) {
+					lingering, expired = false, true
 				}
 				continue
 			}
@@ -207,30 +149,15 @@ func (e *Engine) runWriter() {
 				internal += c.ops
 			}
 			needSync = needSync || c.sync
-			co.expect = max(co.expect-1, 0)
 		}
 		if lingering && !linger.Stop() {
 			<-linger.C
 		}
-		f, expiringNow, failed := e.runBatch(batch, time.Now(), maxOps-ops, maxBytes-bytes)
-		expiring = expiringNow
+		var failed bool
+		expiring, failed = e.runBatch(batch, time.Now(), maxOps-ops, maxBytes-bytes)
 		if failed && len(batch) == 0 {
 			expiring = false // retried with the next command, not in a loop
 		}
-		if f != nil {
-			// The completer takes batches in write order: one written after
-			// a held one is held too.
-			hold := len(co.held) > 0 || (!holdWrites && needsSync(f) && e.completerBusy(&co))
-			if hold {
-				co.held = append(co.held, f)
-			}
-			if !hold {
-				e.pipe.flights <- []*flight{f}
-			} else if co.gather || stopping {
-				e.handHeld(&co)
-			}
-		}
-		co.gather, co.expect = false, 0
 		switch {
 		case !needSync:
 			prev = 0
@@ -244,21 +171,11 @@ func (e *Engine) runWriter() {
 	}
 }
 
-// Why awaitSenders returned.
-const (
-	lingerFilled  = iota // want requests are queued
-	lingerExpired        // expire fired
-	lingerSettled        // the completer completed a group
-	lingerStopped        // Close asked the writer to stop
-)
-
-// awaitSenders sleeps until want requests are queued, expire fires, the
-// completer completes a group (settled) or Close stops the writer; nil
-// channels are not waited on. Senders queue without waking the writer one
-// by one — on two cores those wake-ups cost as much as the senders' own
-// work — and the one that brings the queue to want wakes it (see
-// enqueued).
-func (e *Engine) awaitSenders(want int, expire <-chan time.Time, settled <-chan struct{}) int {
+// awaitSenders sleeps until want requests are queued or expire fires (then
+// it reports false). Senders queue without waking the writer one by one —
+// on two cores those wake-ups cost as much as the senders' own work — and
+// the one that brings the queue to want wakes it (see enqueued).
+func (e *Engine) awaitSenders(want int, expire <-chan time.Time) bool {
 	select {
 	case <-e.lingerWake: // a late signal meant for an earlier wait
 	default:
@@ -266,21 +183,15 @@ func (e *Engine) awaitSenders(want int, expire <-chan time.Time, settled <-chan 
 	e.lingerWant.Store(int32(want))
 	if len(e.writeCh) >= want { // queued before want was published
 		e.lingerWant.Store(0)
-		return lingerFilled
+		return true
 	}
-	why := lingerFilled
 	select {
 	case <-e.lingerWake:
-		return lingerFilled
+		return true
 	case <-expire:
-		why = lingerExpired
-	case <-settled:
-		why = lingerSettled
-	case <-e.writerStop:
-		why = lingerStopped
+		e.lingerWant.Store(0)
+		return false
 	}
-	e.lingerWant.Store(0)
-	return why
 }
 
 // enqueued is called after a request was put on writeCh. When the writer
@@ -385,18 +296,18 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 }
 
 // runBatch applies batch at now, with room left for dedup expiry, writes
-// it and makes the writer's memory follow the write. It returns the flight
-// the completer must sync, publish and complete in order (the caller hands
-// it over), or nil when it completed the batch itself; and whether expired
-// dedup entries are left and whether the store refused the write.
-func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes int) (f *flight, expiring, failed bool) {
+// it and makes the writer's memory follow the write, then hands it to the
+// completer, which syncs, publishes and completes it in order. It reports
+// whether expired dedup entries are left and whether the store refused the
+// write.
+func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes int) (expiring, failed bool) {
 	b := &batchState{now: now}
 	e.apply(b, batch)
 	expiring = e.planExpiry(b, roomOps, roomBytes)
 	if len(batch) == 0 && len(b.meta) == 0 {
 		expiring = false // nothing fits even an empty batch: do not spin
 	}
-	f = &flight{batch: batch, b: b}
+	f := &flight{batch: batch, b: b}
 	if len(b.entries) > 0 || len(b.meta) > 0 {
 		sb := &store.Batch{Entries: b.entries, Meta: b.meta}
 		if aw, ok := e.st.(AsyncWriter); ok {
@@ -416,10 +327,11 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 		// Nothing to wait for and nothing written before it outstanding:
 		// complete it here, without a hand-off to the completer.
 		e.complete(f, nil)
-		return nil, expiring, f.err != nil
+		return expiring, f.err != nil
 	}
 	e.pipe.inflight.Add(1)
-	return f, expiring, f.err != nil
+	e.pipe.flights <- f
+	return expiring, f.err != nil
 }
 
 // storeBatch makes the writer's memory follow a batch the store took (or,

@@ -47,22 +47,15 @@ type flight struct {
 
 // pipeline is the completer's state.
 type pipeline struct {
-	flights  chan []*flight // written batches, each slice synced in one group
-	inflight atomic.Int32   // batches handed to the completer and not yet completed
-	// settled gets a token each time the completer has completed a group
-	// (buffered: a token may be stale; the writer checks inflight again).
-	settled chan struct{}
-	// cohort is how many senders waiting for a sync the completer's last
-	// group completed: those likely to send again at once.
-	cohort   atomic.Int32
+	flights  chan *flight
+	inflight atomic.Int32    // batches handed to the completer and not yet completed
 	withheld []withheldQueue // stored after a failed sync, not yet published
 }
 
 // startCompleter starts the completer and returns the function that, once
 // the writer wrote its last batch, lets the completer finish and waits.
 func (e *Engine) startCompleter() (stop func()) {
-	e.pipe.flights = make(chan []*flight, pipeDepth)
-	e.pipe.settled = make(chan struct{}, 1)
+	e.pipe.flights = make(chan *flight, pipeDepth)
 	var wg sync.WaitGroup
 	wg.Go(e.runCompleter)
 	return func() {
@@ -73,23 +66,22 @@ func (e *Engine) startCompleter() (stop func()) {
 
 func (e *Engine) runCompleter() {
 	var group []*flight
-	for fs := range e.pipe.flights {
+	for f := range e.pipe.flights {
 		// Take every batch already written: one Sync covers them all.
-		group = append(group[:0], fs...)
+		group = append(group[:0], f)
 	gather:
 		for {
 			select {
-			case more, ok := <-e.pipe.flights:
+			case g, ok := <-e.pipe.flights:
 				if !ok {
 					break gather
 				}
-				group = append(group, more...)
+				group = append(group, g)
 			default:
 				break gather
 			}
 		}
 		synced, syncErr := false, error(nil)
-		cohort := 0
 		for _, f := range group {
 			if needsSync(f) && !synced {
 				// Every batch of the group was written before this call.
@@ -98,22 +90,10 @@ func (e *Engine) runCompleter() {
 					e.log.Error("sync failed; the batch is kept, its outcome reported unknown", "err", syncErr)
 				}
 			}
-			if needsSync(f) || f.wait != nil {
-				for _, c := range f.batch {
-					if c.sync && !c.internal && c.kind != cmdBarrier {
-						cohort++
-					}
-				}
-			}
 			e.complete(f, syncErr)
 			e.pipe.inflight.Add(-1)
 		}
 		clear(group)
-		e.pipe.cohort.Store(int32(cohort))
-		select {
-		case e.pipe.settled <- struct{}{}:
-		default:
-		}
 	}
 }
 
