@@ -376,7 +376,9 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	)
 	n := int64(b.N)
 	b.SetBytes(int64(size))
+	syncs0 := equeue.GroupCommitSyncs(e)
 	b.ResetTimer()
+	cpu := benchStartCPU()
 	start := time.Now()
 	for g := range senders {
 		var k []string
@@ -395,8 +397,12 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu.report(b, b.N)
 	errs.check(b)
 	benchReport(b, b.N, elapsed)
+	if syncs := equeue.GroupCommitSyncs(e) - syncs0; syncs > 0 {
+		b.ReportMetric(float64(b.N)/float64(syncs), "msgs/sync")
+	}
 	benchClose(b, p, e)
 }
 

@@ -52,6 +52,7 @@ type Engine struct {
 	// lingerWant counts the requests a lingering writer still waits for;
 	// the sender that brings it to zero signals lingerWake.
 	lingerWant atomic.Int32
+	linger     atomic.Int64 // groupCommitLinger, in nanoseconds; tests change it
 	lingerWake chan struct{}
 	limits     store.Limits
 
@@ -141,6 +142,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		flushKick:  make(chan struct{}, 1),
 		trims:      make(chan *topic, 64),
 	}
+	e.linger.Store(int64(groupCommitLinger))
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	if err := e.loadTopics(); err != nil {
 		_ = st.Close()

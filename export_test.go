@@ -3,6 +3,7 @@ package equeue
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // CrashConsumer stops c as a killed process would: no commit, no leave.
@@ -33,3 +34,10 @@ func TraceSeamAllocs(m *Message, h []Hooks) float64 {
 		_ = hctx
 	})
 }
+
+// GroupCommitSyncs reports how many Syncs the writer's completer has made.
+func GroupCommitSyncs(e *Engine) int64 { return e.pipe.syncs.Load() }
+
+// SetGroupCommitLinger changes how long e's writer waits for returning
+// senders, and its completer for a batch to share a Sync.
+func SetGroupCommitLinger(e *Engine, d time.Duration) { e.linger.Store(int64(d)) }

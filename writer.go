@@ -59,6 +59,9 @@ const internalShare = 4
 // its previous batch to come back before it writes and fsyncs a batch. Without
 // it, senders acknowledged together split into two cohorts that alternate
 // between waiting on an fsync and queueing, halving every group commit.
+//
+// The completer waits as long for a batch being built to share its Sync
+// (joinSync). Tests set another with SetGroupCommitLinger (Engine.linger).
 const groupCommitLinger = 200 * time.Microsecond
 
 // runWriter is the single writer loop: gather, stamp, apply, complete.
@@ -73,6 +76,7 @@ func (e *Engine) runWriter() {
 		prev     int  // recent synced batch size: the senders likely to return
 		stopping bool // Close asked the writer to drain and stop
 		expiring bool // expired dedup entries are left for another batch
+		cohort   cohortTarget
 		linger   = time.NewTimer(time.Hour)
 	)
 	linger.Stop()
@@ -111,6 +115,7 @@ func (e *Engine) runWriter() {
 			}
 			continue
 		}
+		e.pipe.building.Store(true)
 		ops, bytes, internal := 0, 0, 0
 		needSync := false
 		if first != nil {
@@ -125,15 +130,17 @@ func (e *Engine) runWriter() {
 			c := take(false)
 			if c == nil {
 				// Queue empty: wait a little for returning senders only when an
-				// fsync is coming and fewer requests than last time are here.
-				if stopping || expired || !needSync || len(batch) >= prev {
+				// fsync is coming and fewer requests than last time are here
+				// (writer_cohort.go).
+				want := cohort.want(prev, int(e.pipe.cohort.Load())) - len(batch)
+				if stopping || expired || !needSync || want <= 0 || e.pipe.joining.Load() {
 					break
 				}
 				if !lingering {
 					lingering = true
-					linger.Reset(groupCommitLinger)
+					linger.Reset(time.Duration(e.linger.Load()))
 				}
-				if !e.awaitSenders(min(prev-len(batch), cap(e.writeCh)), linger.C) {
+				if !e.awaitSenders(min(want, cap(e.writeCh)), linger.C) {
 					lingering, expired = false, true
 				}
 				continue
@@ -153,8 +160,10 @@ func (e *Engine) runWriter() {
 		if lingering && !linger.Stop() {
 			<-linger.C
 		}
+		cohort.gathered(expired)
 		var failed bool
 		expiring, failed = e.runBatch(batch, time.Now(), maxOps-ops, maxBytes-bytes)
+		e.pipe.building.Store(false)
 		if failed && len(batch) == 0 {
 			expiring = false // retried with the next command, not in a loop
 		}
@@ -179,6 +188,9 @@ func (e *Engine) awaitSenders(want int, expire <-chan time.Time) bool {
 	select {
 	case <-e.lingerWake: // a late signal meant for an earlier wait
 	default:
+	}
+	if e.pipe.joining.Load() { // the completer waits for this batch
+		return false
 	}
 	e.lingerWant.Store(int32(want))
 	if len(e.writeCh) >= want { // queued before want was published
@@ -330,6 +342,7 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 		return expiring, f.err != nil
 	}
 	e.pipe.inflight.Add(1)
+	f.settle = e.pipe.settles.Load()
 	e.pipe.flights <- f
 	return expiring, f.err != nil
 }

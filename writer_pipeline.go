@@ -2,8 +2,10 @@ package equeue
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -43,12 +45,26 @@ type flight struct {
 	b     *batchState
 	err   error        // the store refused the write: nothing of it is stored
 	wait  func() error // an AsyncWriter's outcome of the write, or nil
+	// settle is the completer's count of synced groups when the batch was
+	// handed over (writer_cohort.go).
+	settle int64
 }
 
 // pipeline is the completer's state.
 type pipeline struct {
 	flights  chan *flight
-	inflight atomic.Int32    // batches handed to the completer and not yet completed
+	inflight atomic.Int32 // batches handed to the completer and not yet completed
+	syncs    atomic.Int64 // Sync calls made by the completer
+	// building is set while the writer gathers, writes and hands over a
+	// batch; joining is set while the completer waits for that batch to
+	// share its Sync (see joinBuilding).
+	building atomic.Bool
+	joining  atomic.Bool
+	syncTime atomic.Int64 // recent Sync duration in ns (moving average)
+	// cohort is how many commands the completer's last Sync acknowledged:
+	// the senders the writer may expect back together.
+	cohort   atomic.Int32
+	settles  atomic.Int64    // synced groups completed (writer_cohort.go)
 	withheld []withheldQueue // stored after a failed sync, not yet published
 }
 
@@ -65,7 +81,10 @@ func (e *Engine) startCompleter() (stop func()) {
 }
 
 func (e *Engine) runCompleter() {
-	var group []*flight
+	var (
+		group  []*flight
+		cohort cohortBackoff
+	)
 	for f := range e.pipe.flights {
 		// Take every batch already written: one Sync covers them all.
 		group = append(group[:0], f)
@@ -81,11 +100,17 @@ func (e *Engine) runCompleter() {
 				break gather
 			}
 		}
+		if slices.ContainsFunc(group, needsSync) {
+			group = e.joinBuilding(e.awaitCohort(group, &cohort))
+		}
 		synced, syncErr := false, error(nil)
 		for _, f := range group {
 			if needsSync(f) && !synced {
 				// Every batch of the group was written before this call.
+				began := time.Now()
 				synced, syncErr = true, e.st.Sync()
+				e.pipe.syncs.Add(1)
+				e.pipe.syncTime.Store((3*e.pipe.syncTime.Load() + int64(time.Since(began))) / 4)
 				if syncErr != nil {
 					e.log.Error("sync failed; the batch is kept, its outcome reported unknown", "err", syncErr)
 				}
@@ -93,8 +118,53 @@ func (e *Engine) runCompleter() {
 			e.complete(f, syncErr)
 			e.pipe.inflight.Add(-1)
 		}
+		if synced {
+			n := 0
+			for _, f := range group {
+				if needsSync(f) {
+					n += len(f.batch)
+				}
+			}
+			e.pipe.cohort.Store(int32(n))
+			e.pipe.settles.Add(1)
+		}
 		clear(group)
 	}
+}
+
+// joinBuilding lets the batch the writer is building share the Sync that
+// group is about to make. Senders acknowledged by one Sync come back
+// together; if some were still queued when it started, they would be
+// written and synced on their own while the rest waited, and the two
+// halves would keep taking turns, each paying a whole fsync. So while
+// the writer is building a batch (or has commands queued) the completer
+// waits for it — at most as long as a recent Sync took, which is what the
+// batch would wait for on its own, and the writer stops lingering for more
+// senders meanwhile — and syncs both at once.
+func (e *Engine) joinBuilding(group []*flight) []*flight {
+	if !e.pipe.building.Load() && len(e.writeCh) == 0 {
+		return group
+	}
+	e.pipe.joining.Store(true)
+	defer e.pipe.joining.Store(false)
+	select { // cut a lingering writer short
+	case e.lingerWake <- struct{}{}:
+	default:
+	}
+	timer := time.NewTimer(time.Duration(e.pipe.syncTime.Load()))
+	defer timer.Stop()
+	for e.pipe.building.Load() || len(e.writeCh) > 0 {
+		select {
+		case f, ok := <-e.pipe.flights:
+			if !ok {
+				return group
+			}
+			group = append(group, f)
+		case <-timer.C:
+			return group
+		}
+	}
+	return group
 }
 
 func needsSync(f *flight) bool { return f.err == nil && f.wait == nil && f.b.needSync }

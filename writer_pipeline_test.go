@@ -1,6 +1,7 @@
 package equeue_test
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -146,4 +147,34 @@ func TestWriter_PipelinedBatchesCompleteInOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Senders acknowledged by one fsync come back together. Those that queued
+// while it ran must wait for them, so that both share the next fsync rather
+// than alternate in two cohorts that each pay one (with an fsync slower
+// than the writer's linger, they used to alternate for good).
+func TestWriter_CohortsShareOneSync(t *testing.T) {
+	const senders, rounds = 16, 10
+	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	// An fsync far slower than the linger, and a linger long enough for
+	// the returning senders even under -race on a loaded machine.
+	r.FS.Delay(0, 100*time.Millisecond)
+	equeue.SetGroupCommitLinger(r.E, 20*time.Millisecond)
+	before := r.FS.Syncs()
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := range rounds {
+				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	// One fsync per round once the cohorts merged, a few more while they
+	// form; alternating cohorts pay about two per round.
+	syncs := r.FS.Syncs() - before
+	assert.LessOrEqual(t, syncs, int64(rounds+4), "%d fsyncs for %d rounds of %d senders", syncs, rounds, senders)
+	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
 }
