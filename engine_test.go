@@ -536,3 +536,29 @@ func TestAppend_WriteErrorLeavesNoGap(t *testing.T) {
 	require.Len(t, res.Messages, 2)
 	assert.Equal(t, "1", string(res.Messages[1].Body))
 }
+
+// A producer whose cached route still lists a queue that was closed to
+// producers retries once on a fresh route, for SendAsync as for Send.
+func TestProducer_StaleRouteRetriedBySendAndSendAsync(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	first := equeue.QueueSelectorFunc(func(_ *equeue.Message, w []int) int { return w[0] })
+	p := newProducer(t, e, &equeue.ProducerOptions{Selector: first})
+	r, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("warm")})
+	require.NoError(t, err)
+	require.Equal(t, 0, r.Queue, "the route is cached with both queues open")
+
+	require.NoError(t, e.SetQueueWritable(ctx, "t", 0, false))
+	f := p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("async")})
+	res, err := f.Result(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Queue)
+
+	require.NoError(t, e.SetQueueWritable(ctx, "t", 0, true))
+	require.NoError(t, e.SetQueueWritable(ctx, "t", 1, false))
+	r, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("sync")})
+	require.NoError(t, err)
+	assert.Equal(t, 0, r.Queue)
+	assert.Len(t, queueBodies(t, e, "t", 1), 1, "the refused attempt stored nothing")
+}

@@ -204,20 +204,22 @@ func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
 }
 
 func (p *Producer) send(ctx context.Context, m *Message) (SendResult, error) {
-	var (
-		ar  AppendResult
-		err error
-	)
-	for attempt := 0; attempt < 2; attempt++ {
-		var q int
-		if q, err = p.pick(ctx, m, attempt > 0); err != nil {
-			return SendResult{}, err
-		}
-		ar, err = p.append(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync})
-		if err == nil || !routeRetryable(err) {
-			break
-		}
+	res, err := p.sendOnce(ctx, m, false)
+	if err != nil && routeRetryable(err) {
+		// The cached route was stale (a queue closed to producers, or fewer
+		// queues): once more on a fresh one.
+		res, err = p.sendOnce(ctx, m, true)
 	}
+	return res, err
+}
+
+// sendOnce routes m (on a freshly read route when fresh) and appends it.
+func (p *Producer) sendOnce(ctx context.Context, m *Message, fresh bool) (SendResult, error) {
+	q, err := p.pick(ctx, m, fresh)
+	if err != nil {
+		return SendResult{}, err
+	}
+	ar, err := p.append(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync})
 	if err != nil {
 		return SendResult{}, err
 	}
@@ -323,6 +325,15 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	p.async.Add(1)
 	aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync},
 		func(ar AppendResult, err error) {
+			if err != nil && routeRetryable(err) {
+				// A stale route, as Send retries it: once, on a fresh route,
+				// off the writer's goroutine (the callback must not block).
+				go func() {
+					defer p.async.Done()
+					finish(p.sendOnce(ctx, m, true))
+				}()
+				return
+			}
 			defer p.async.Done()
 			if err != nil {
 				finish(SendResult{}, err)
