@@ -91,10 +91,11 @@ func (t *cohortTarget) gathered(expired bool) {
 // awaitCohort is the completer's side: when every batch of group was
 // written before the last Sync acknowledged its senders, it waits for the
 // next batch — the writer gathers those senders into it — so that one Sync
-// covers both.
+// covers both. The wait ends short when no batch comes in time or the one
+// that comes holds less than half of the cohort.
 func (e *Engine) awaitCohort(group []*flight, b *cohortBackoff) []*flight {
-	settles := e.pipe.settles.Load()
-	if e.pipe.cohort.Load() == 0 || slices.ContainsFunc(group, func(f *flight) bool { return f.settle == settles }) || !b.try() {
+	settles, cohort := e.pipe.settles.Load(), int(e.pipe.cohort.Load())
+	if cohort == 0 || slices.ContainsFunc(group, func(f *flight) bool { return f.settle == settles }) || !b.try() {
 		return group
 	}
 	// Waiting pays only while it is shorter than the Sync the cohort would
@@ -103,10 +104,13 @@ func (e *Engine) awaitCohort(group []*flight, b *cohortBackoff) []*flight {
 	defer timer.Stop()
 	select {
 	case f, ok := <-e.pipe.flights:
-		if ok {
-			group = append(group, f)
+		if !ok {
+			return group
 		}
-		b.done(false)
+		group = append(group, f)
+		// The cohort came back if the batch holds at least half of it; a
+		// batch of a few open-loop senders does not count.
+		b.done(2*len(f.batch) < cohort)
 	case <-timer.C:
 		b.done(true)
 	}
