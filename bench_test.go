@@ -376,7 +376,7 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	)
 	n := int64(b.N)
 	b.SetBytes(int64(size))
-	syncs0 := equeue.GroupCommitSyncs(e)
+	syncs0, writes0 := equeue.GroupCommitSyncs(e), equeue.StoreWrites(e)
 	b.ResetTimer()
 	cpu := benchStartCPU()
 	start := time.Now()
@@ -402,6 +402,9 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	benchReport(b, b.N, elapsed)
 	if syncs := equeue.GroupCommitSyncs(e) - syncs0; syncs > 0 {
 		b.ReportMetric(float64(b.N)/float64(syncs), "msgs/sync")
+	}
+	if writes := equeue.StoreWrites(e) - writes0; writes > 0 {
+		b.ReportMetric(float64(b.N)/float64(writes), "msgs/write")
 	}
 	benchClose(b, p, e)
 }

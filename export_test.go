@@ -41,3 +41,6 @@ func GroupCommitSyncs(e *Engine) int64 { return e.pipe.syncs.Load() }
 // SetGroupCommitLinger changes how long e's writer waits for returning
 // senders, and its completer for a batch to share a Sync.
 func SetGroupCommitLinger(e *Engine, d time.Duration) { e.linger.Store(int64(d)) }
+
+// StoreWrites reports how many store writes e's writer has made.
+func StoreWrites(e *Engine) int64 { return e.pipe.writes.Load() }

@@ -322,6 +322,7 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	f := &flight{batch: batch, b: b}
 	if len(b.entries) > 0 || len(b.meta) > 0 {
 		sb := &store.Batch{Entries: b.entries, Meta: b.meta}
+		e.pipe.writes.Add(1)
 		if aw, ok := e.st.(AsyncWriter); ok {
 			f.wait = aw.WriteAsync(sb)
 		} else {

@@ -55,6 +55,7 @@ type pipeline struct {
 	flights  chan *flight
 	inflight atomic.Int32 // batches handed to the completer and not yet completed
 	syncs    atomic.Int64 // Sync calls made by the completer
+	writes   atomic.Int64 // store writes made by the writer
 	// building is set while the writer gathers, writes and hands over a
 	// batch; joining is set while the completer waits for that batch to
 	// share its Sync (see joinBuilding).
