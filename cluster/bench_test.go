@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,6 +80,7 @@ func runSenders(b *testing.B, br equeue.Broker, batch int) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	stopProfile := benchProfile(b)
 	cpu0, cpuOK := benchProcessCPU()
 	start := time.Now()
 	for s := range benchSenders {
@@ -101,10 +105,32 @@ func runSenders(b *testing.B, br equeue.Broker, batch int) {
 	elapsed := time.Since(start)
 	cpu1, cpuOK1 := benchProcessCPU()
 	b.StopTimer()
+	stopProfile()
 	sent := (int64(b.N) + int64(batch) - 1) / int64(batch) * int64(batch)
 	b.ReportMetric(float64(sent)/elapsed.Seconds(), "msgs/s")
 	if cpuOK && cpuOK1 {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(sent), "cpu-µs/msg")
+	}
+}
+
+// benchProfile starts a CPU profile of the sending window alone (not the
+// set-up and close of the nodes, which -cpuprofile would include) when
+// EQUEUE_BENCH_PROFILE names a directory, and returns its stop:
+//
+//	EQUEUE_BENCH_PROFILE=/tmp/prof go test -run '^$' -bench 'BenchmarkSendBatch/cluster3-wal' -benchtime 20000x -count 5 ./cluster/
+//	go tool pprof -top /tmp/prof/*.pprof
+func benchProfile(b *testing.B) (stop func()) {
+	dir := os.Getenv("EQUEUE_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	require.NoError(b, os.MkdirAll(dir, 0o755))
+	f, err := os.CreateTemp(dir, strings.ReplaceAll(b.Name(), "/", "_")+"-*.pprof")
+	require.NoError(b, err)
+	require.NoError(b, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(b, f.Close())
 	}
 }
 

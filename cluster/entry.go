@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -178,6 +179,12 @@ func (d *decoder) count(what string, min int) int {
 // decodeEntry decodes a Raft entry's data. Byte slices of the result point
 // into data.
 func decodeEntry(data []byte) (*entry, error) {
+	return decodeEntryInto(data, &store.Batch{})
+}
+
+// decodeEntryInto is decodeEntry decoding a batch entry into sb, whose
+// slices it reuses: the result is valid until sb is decoded into again.
+func decodeEntryInto(data []byte, sb *store.Batch) (*entry, error) {
 	if len(data) < 9 {
 		return nil, fmt.Errorf("%w: %d bytes", errBadEntry, len(data))
 	}
@@ -188,9 +195,11 @@ func decodeEntry(data []byte) (*entry, error) {
 		e.nodeID = string(d.bytes("node id"))
 		e.clientAddr = string(d.bytes("client address"))
 	case entryBatch:
-		sb := &store.Batch{}
+		clear(sb.Entries)
+		clear(sb.Meta)
+		sb.Entries, sb.Meta = sb.Entries[:0], sb.Meta[:0]
 		if n := d.count("entry count", 10); n > 0 {
-			sb.Entries = make([]store.Entry, n)
+			sb.Entries = slices.Grow(sb.Entries, n)[:n]
 		}
 		for i := range sb.Entries {
 			en := &sb.Entries[i]
@@ -200,7 +209,7 @@ func decodeEntry(data []byte) (*entry, error) {
 			en.Value = d.bytes("value")
 		}
 		if n := d.count("meta count", 3); n > 0 {
-			sb.Meta = make([]store.MetaOp, n)
+			sb.Meta = slices.Grow(sb.Meta, n)[:n]
 		}
 		for i := range sb.Meta {
 			m := &sb.Meta[i]

@@ -66,3 +66,32 @@ func FuzzDecodeEntry(f *testing.F) {
 		}
 	})
 }
+
+// Decoding into a reused batch gives what a fresh decode gives: nothing
+// of a longer entry decoded before is left, not even a meta op's Delete.
+func TestEntry_DecodeIntoReusedBatch(t *testing.T) {
+	long := &store.Batch{
+		Entries: []store.Entry{{Queue: store.QueueID{Topic: 1}, Offset: 1, Value: []byte("a")}, {Queue: store.QueueID{Topic: 1}, Offset: 2, Value: []byte("b")}, {Queue: store.QueueID{Topic: 2}, Offset: 9, Value: []byte("c")}},
+		Meta:    []store.MetaOp{{Key: []byte("gone"), Delete: true}, {Key: []byte("k"), Value: []byte("v")}},
+	}
+	short := &store.Batch{
+		Entries: []store.Entry{{Queue: store.QueueID{Topic: 3, Queue: 1}, Offset: 5, Value: []byte("x")}},
+		Meta:    []store.MetaOp{{Key: []byte("set"), Value: []byte("1")}},
+	}
+	var reused store.Batch
+	_, err := decodeEntryInto(encodeBatch(1, long), &reused)
+	require.NoError(t, err)
+	e, err := decodeEntryInto(encodeBatch(2, short), &reused)
+	require.NoError(t, err)
+	fresh, err := decodeEntry(encodeBatch(2, short))
+	require.NoError(t, err)
+	assert.Equal(t, fresh.batch.Entries, e.batch.Entries)
+	assert.Equal(t, fresh.batch.Meta, e.batch.Meta)
+	assert.False(t, e.batch.Meta[0].Delete)
+
+	// A batch entry without records or metadata leaves none either.
+	e, err = decodeEntryInto(encodeBatch(3, &store.Batch{}), &reused)
+	require.NoError(t, err)
+	assert.Empty(t, e.batch.Entries)
+	assert.Empty(t, e.batch.Meta)
+}

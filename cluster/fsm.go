@@ -73,6 +73,7 @@ type fsm struct {
 
 	restores atomic.Uint64 // snapshots installed
 	offsets  *offsets      // each queue's next offset (FSM goroutine only)
+	group    *writeGroup   // the entries being applied (FSM goroutine only)
 
 	mu     sync.Mutex // guards state and broken for readers off the FSM goroutine
 	state  fsmState
@@ -142,34 +143,18 @@ func (f *fsm) Apply(l *raft.Log) any {
 // hands over; only a store failure answers the whole group with the error.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
-	g := &writeGroup{limits: f.st.Limits()}
+	if f.group == nil {
+		f.group = newWriteGroup(f.st.Limits())
+	}
+	g := f.group
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
 			out[i] = f.applyEntry(g, i, l, out)
 		}
 	}
 	f.flush(g, out)
+	g.release()
 	return out
-}
-
-// writeGroup is the write entries ApplyBatch checked and has yet to store.
-type writeGroup struct {
-	limits store.Limits
-	batch  store.Batch              // their records and metadata, in log order
-	next   map[store.QueueID]uint64 // the next offsets they leave
-	state  fsmState                 // the state after the last of them
-	held   []int                    // their positions in ApplyBatch's answers
-	first  uint64                   // the index of the first of them
-	ops    int                      // what batch weighs against limits
-	bytes  int
-}
-
-// fits reports whether b can join the group within the store's limits,
-// leaving room for the state op.
-func (g *writeGroup) fits(b *store.Batch) bool {
-	ops, bytes := g.limits.Cost(b)
-	return (g.limits.MaxEntries <= 0 || g.ops+ops+1 <= g.limits.MaxEntries) &&
-		(g.limits.MaxBytes <= 0 || g.bytes+bytes+stateRoom <= g.limits.MaxBytes)
 }
 
 // applyEntry applies l, at position i of the batch, or adds it to g; it
@@ -179,13 +164,13 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 		return err
 	}
 	s := f.current()
-	if len(g.held) > 0 {
+	if !g.empty() {
 		s = g.state
 	}
 	if l.Index <= s.applied {
 		return nil // applied before a restart
 	}
-	e, err := decodeEntry(l.Data)
+	e, err := decodeEntryInto(l.Data, &g.decoded)
 	if err != nil {
 		// Every node decodes the same bytes the same way: skip it everywhere.
 		f.log.Error("raft entry skipped", "index", l.Index, "err", err)
@@ -198,7 +183,7 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 			return errStaleTenure
 		}
 		b := e.batch
-		if len(g.held) > 0 && !g.fits(b) {
+		if !g.empty() && !g.fits(b) {
 			if err := f.flush(g, out); err != nil {
 				return err
 			}
@@ -214,21 +199,7 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 			}
 			return f.fail(fmt.Errorf("cluster: apply entry %d: %w", l.Index, cerr))
 		}
-		if g.next == nil {
-			g.next = make(map[store.QueueID]uint64, len(after))
-		}
-		for q, n := range after {
-			g.next[q] = n
-		}
-		g.batch.Entries = append(g.batch.Entries, b.Entries...)
-		g.batch.Meta = append(g.batch.Meta, b.Meta...)
-		ops, bytes := g.limits.Cost(b)
-		g.ops, g.bytes = g.ops+ops, g.bytes+bytes
-		if len(g.held) == 0 {
-			g.first = l.Index
-		}
-		g.state = next
-		g.held = append(g.held, i)
+		g.add(b, after, l.Index, i, next)
 		if writesWatermark(b) {
 			// A watermark changes a queue's next offset as the store gives it:
 			// the entries after it are checked against the store holding it.
@@ -276,11 +247,10 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 // the last of them, answers them in out, and empties g. It returns the
 // error the node broke with when the write failed.
 func (f *fsm) flush(g *writeGroup, out []any) error {
-	if len(g.held) == 0 {
+	if g.empty() {
 		return nil
 	}
-	b := &g.batch
-	b.Meta = append(b.Meta, store.MetaOp{Key: stateKey, Value: g.state.encode()})
+	b := g.batch()
 	var err error
 	if err = f.st.Write(b); err != nil {
 		err = f.fail(fmt.Errorf("cluster: apply entries %d-%d: %w", g.first, g.state.applied, err))
@@ -295,7 +265,7 @@ func (f *fsm) flush(g *writeGroup, out []any) error {
 			out[i] = nil
 		}
 	}
-	*g = writeGroup{limits: g.limits}
+	g.reset()
 	return err
 }
 

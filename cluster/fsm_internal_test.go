@@ -193,3 +193,48 @@ func TestFSM_ApplyBatchSplitsAtTheStoreLimits(t *testing.T) {
 	assert.Equal(t, off, next)
 	assert.NoError(t, f.err())
 }
+
+// A group's write holds its records queue by queue in offset order (the
+// order the store sorts them into, so that its sort finds nothing to do),
+// every record once, and its metadata in log order before the state.
+func TestWriteGroup_BatchInStoreOrder(t *testing.T) {
+	g := newWriteGroup(store.Limits{})
+	q := func(topic, queue uint32) store.QueueID { return store.QueueID{Topic: topic, Queue: queue} }
+	rec := func(qq store.QueueID, off uint64) store.Entry {
+		return store.Entry{Queue: qq, Offset: off, Value: fmt.Appendf(nil, "%d/%d@%d", qq.Topic, qq.Queue, off)}
+	}
+	first := &store.Batch{
+		Entries: []store.Entry{rec(q(2, 1), 0), rec(q(1, 3), 7), rec(q(2, 1), 1), rec(delayLog, 4), rec(q(1, 0), 5)},
+		Meta:    []store.MetaOp{{Key: []byte("a"), Value: []byte("1")}},
+	}
+	second := &store.Batch{
+		Entries: []store.Entry{rec(q(1, 3), 8), rec(delayLog, 9), rec(q(2, 1), 2), rec(q(1, 0), 6)},
+		Meta:    []store.MetaOp{{Key: []byte("a"), Delete: true}, {Key: []byte("b"), Value: []byte("2")}},
+	}
+	g.add(first, nil, 11, 0, fsmState{applied: 11, tenure: 1})
+	g.add(second, nil, 12, 1, fsmState{applied: 12, tenure: 1})
+	b := g.batch()
+	var got []string
+	for _, e := range b.Entries {
+		got = append(got, string(e.Value))
+	}
+	assert.Equal(t, []string{"0/0@4", "0/0@9", "1/0@5", "1/0@6", "1/3@7", "1/3@8", "2/1@0", "2/1@1", "2/1@2"}, got)
+	require.Len(t, b.Meta, 4)
+	assert.Equal(t, "a", string(b.Meta[0].Key))
+	assert.True(t, b.Meta[1].Delete)
+	assert.Equal(t, "b", string(b.Meta[2].Key))
+	assert.Equal(t, stateKey, b.Meta[3].Key)
+	s, err := decodeState(b.Meta[3].Value)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(12), s.applied)
+	assert.Equal(t, uint64(11), g.first)
+	assert.Equal(t, []int{0, 1}, g.held)
+
+	// Emptied, it keeps nothing of the entries it held.
+	g.reset()
+	assert.True(t, g.empty())
+	add := &store.Batch{Entries: []store.Entry{rec(q(1, 0), 7)}}
+	g.add(add, nil, 13, 0, fsmState{applied: 13})
+	assert.Len(t, g.batch().Entries, 1)
+	assert.Len(t, g.batch().Meta, 1)
+}
