@@ -119,7 +119,8 @@ func BenchmarkBacklogRSS(b *testing.B) {
 // instead of 8) and the tables, which costs Badger more flushes and
 // compactions per message, and sets a soft Go memory limit (what the test
 // binary uses at Open plus 60 MiB), which costs collections; the third
-// variant (budget=48MiB+nogolimit) opts out of the limit.
+// variant (budget=48MiB+nogolimit) opts out of the limit. cpu-ns/msg is
+// the process's CPU time per message, Badger's background work included.
 func BenchmarkSendBudget(b *testing.B) {
 	for _, c := range []struct {
 		name           string
@@ -164,6 +165,7 @@ func benchSendBudget(b *testing.B, opts *equeue.Options, senders, batch int) {
 	n := int64(b.N)
 	b.SetBytes(100)
 	b.ResetTimer()
+	cpu := benchStartCPU()
 	start := time.Now()
 	for g := range senders {
 		k := keys[g%len(keys)]
@@ -194,6 +196,7 @@ func benchSendBudget(b *testing.B, opts *equeue.Options, senders, batch int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu.report(b, b.N)
 	errs.check(b)
 	benchReport(b, b.N, elapsed)
 	benchClose(b, p, e)
