@@ -2,11 +2,14 @@ package equeue_test
 
 import (
 	"fmt"
+	"math"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 func TestMemoryBudget_BadValuesRefused(t *testing.T) {
@@ -70,4 +73,32 @@ func TestMemoryBudget_EngineEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	check(e)
 	require.NoError(t, e.Close())
+}
+
+// A budget sets a soft Go memory limit while the engine is open, if the
+// host has none, and removes it on Close; the store's GoMemoryLimit opts
+// out, and a bad one is refused with store.ErrInvalidOptions.
+func TestMemoryBudget_GoMemoryLimitWhileOpen(t *testing.T) {
+	was := debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOMEMLIMIT", "")
+	t.Cleanup(func() { debug.SetMemoryLimit(was) })
+	const budget = 48 << 20
+
+	e, err := equeue.Open(t.TempDir(), &equeue.Options{MemoryBudget: budget})
+	require.NoError(t, err)
+	limit := debug.SetMemoryLimit(-1)
+	require.Greater(t, limit, int64(budget+budget/4), "what the process uses plus 5/4 of the budget")
+	require.Less(t, limit, int64(math.MaxInt64))
+	require.NoError(t, e.Close())
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "Close removes it")
+
+	e, err = equeue.Open(t.TempDir(), &equeue.Options{MemoryBudget: budget,
+		Badger: &store.BadgerOptions{GoMemoryLimit: -1}})
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "opted out")
+	require.NoError(t, e.Close())
+
+	_, err = equeue.Open(t.TempDir(), &equeue.Options{MemoryBudget: budget,
+		Badger: &store.BadgerOptions{GoMemoryLimit: 1 << 20}})
+	require.ErrorIs(t, err, store.ErrInvalidOptions)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 // BenchmarkBacklogRSS measures the resident memory a backlog costs a program
@@ -24,11 +25,14 @@ import (
 // Badger directory, sits idle 25 s (Badger frees its pooled table-builder
 // buffers one per 2 s), then closes and reopens the engine. It runs with the
 // default options (budget=default), with Options.MemoryBudget of 48 MiB
-// (budget=48MiB: among others it returns the Go heap 20 s after the last
-// write), with the budget and the store's KeepOSMemoryWhenIdle, which opts
-// out of that (budget=48MiB+keepidle), and with the budget in a process
-// whose host set GOMEMLIMIT=64MiB (budget=48MiB+gomemlimit=64MiB), the
-// memory limit the budget's documentation suggests.
+// (budget=48MiB: among others it sets a soft Go memory limit while open
+// and returns the Go heap 20 s after the last write), with the budget and
+// the store's GoMemoryLimit -1, which opts out of the limit
+// (budget=48MiB+nogolimit), with the budget and the store's
+// KeepOSMemoryWhenIdle, which opts out of returning the heap
+// (budget=48MiB+keepidle), and with the budget in a process whose host set
+// GOMEMLIMIT=64MiB (budget=48MiB+gomemlimit=64MiB), which the store leaves
+// alone.
 //
 // 200,000 messages by default; EQUEUE_BENCH_1M=1 writes 1,000,000 (the
 // figure the README reports). Run it with -benchtime 1x: every iteration
@@ -61,12 +65,14 @@ func BenchmarkBacklogRSS(b *testing.B) {
 		name     string
 		budget   int64
 		keepIdle bool
+		goLimit  int64
 		memLimit string
 	}{
-		{"budget=default", 0, false, ""},
-		{"budget=48MiB", 48 << 20, false, ""},
-		{"budget=48MiB+keepidle", 48 << 20, true, ""},
-		{"budget=48MiB+gomemlimit=64MiB", 48 << 20, false, "64MiB"},
+		{"budget=default", 0, false, 0, ""},
+		{"budget=48MiB", 48 << 20, false, 0, ""},
+		{"budget=48MiB+nogolimit", 48 << 20, false, -1, ""},
+		{"budget=48MiB+keepidle", 48 << 20, true, 0, ""},
+		{"budget=48MiB+gomemlimit=64MiB", 48 << 20, false, 0, "64MiB"},
 	} {
 		b.Run(c.name+"/msgs="+strconv.Itoa(n), func(b *testing.B) {
 			var r struct {
@@ -77,7 +83,8 @@ func BenchmarkBacklogRSS(b *testing.B) {
 			}
 			for b.Loop() {
 				cmd := exec.Command(exe, "-n", strconv.Itoa(n), "-budget", strconv.FormatInt(c.budget, 10),
-					"-idle", "25s", "-keepidle="+strconv.FormatBool(c.keepIdle))
+					"-idle", "25s", "-keepidle="+strconv.FormatBool(c.keepIdle),
+					"-golimit", strconv.FormatInt(c.goLimit, 10))
 				cmd.Dir = b.TempDir()
 				cmd.Env = append(os.Environ(), "TMPDIR="+cmd.Dir)
 				if c.memLimit != "" {
@@ -110,7 +117,10 @@ func BenchmarkBacklogRSS(b *testing.B) {
 // calling Send under SyncAlways and SyncNever, and 4 calling SendBatch with
 // 1,024 messages under SyncAlways. A budget shrinks the memtables (3 MiB
 // instead of 8) and the tables, which costs Badger more flushes and
-// compactions per message.
+// compactions per message, and sets a soft Go memory limit (what the test
+// binary uses at Open plus 60 MiB), which costs collections; the third
+// variant (budget=48MiB+nogolimit) opts out of the limit. cpu-ns/msg is
+// the process's CPU time per message, Badger's background work included.
 func BenchmarkSendBudget(b *testing.B) {
 	for _, c := range []struct {
 		name           string
@@ -121,13 +131,21 @@ func BenchmarkSendBudget(b *testing.B) {
 		{"SyncNever/senders=64", equeue.SyncNever, 64, 1},
 		{"SyncAlways/batch=1024x4", equeue.SyncAlways, 4, 1024},
 	} {
-		for _, budget := range []int64{0, 48 << 20} {
-			name := "budget=default"
-			if budget > 0 {
-				name = "budget=48MiB"
-			}
-			b.Run(c.name+"/"+name, func(b *testing.B) {
-				benchSendBudget(b, &equeue.Options{Sync: c.policy, MemoryBudget: budget}, c.senders, c.batch)
+		for _, v := range []struct {
+			name    string
+			budget  int64
+			goLimit int64
+		}{
+			{"budget=default", 0, 0},
+			{"budget=48MiB", 48 << 20, 0},
+			{"budget=48MiB+nogolimit", 48 << 20, -1},
+		} {
+			b.Run(c.name+"/"+v.name, func(b *testing.B) {
+				opts := &equeue.Options{Sync: c.policy, MemoryBudget: v.budget}
+				if v.goLimit != 0 {
+					opts.Badger = &store.BadgerOptions{GoMemoryLimit: v.goLimit}
+				}
+				benchSendBudget(b, opts, c.senders, c.batch)
 			})
 		}
 	}
@@ -147,6 +165,7 @@ func benchSendBudget(b *testing.B, opts *equeue.Options, senders, batch int) {
 	n := int64(b.N)
 	b.SetBytes(100)
 	b.ResetTimer()
+	cpu := benchStartCPU()
 	start := time.Now()
 	for g := range senders {
 		k := keys[g%len(keys)]
@@ -177,6 +196,7 @@ func benchSendBudget(b *testing.B, opts *equeue.Options, senders, batch int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu.report(b, b.N)
 	errs.check(b)
 	benchReport(b, b.N, elapsed)
 	benchClose(b, p, e)

@@ -101,11 +101,12 @@ type Options struct {
 	// collection of the whole process; Badger.KeepOSMemoryWhenIdle opts
 	// out). store.BudgetShares lists the shares. Fields set in Badger
 	// override the budget's. It is a sizing, not a hard limit: consumers'
-	// caches (ConsumerOptions) are outside it, and so is the Go heap's
-	// headroom while writing (the heap runs up to twice its live size
-	// between collections). The engine sets no process-wide GC setting; a
-	// host that needs the write peak near the budget sets GOMEMLIMIT or
-	// debug.SetMemoryLimit, about B + 16 MiB. Zero keeps the default
+	// caches (ConsumerOptions) are outside it. While writing, the Go heap
+	// would run up to twice its live size between collections, so while
+	// the engine is open and the process has no Go memory limit of its
+	// own (GOMEMLIMIT, debug.SetMemoryLimit), the store sets a soft one:
+	// the Go memory in use at Open plus 5/4 B, removed on Close
+	// (Badger.GoMemoryLimit tunes it or opts out). Zero keeps the default
 	// profile (store.DefaultBadgerOptions); below MinMemoryBudget (16 MiB),
 	// or with InMemory or Store, Open returns ErrInvalidOptions.
 	MemoryBudget int64

@@ -35,19 +35,20 @@ const MinMemoryBudget = 16 * mib
 //     last write the heap Badger freed goes back to the OS instead of over
 //     minutes. It forces a collection of the whole process;
 //     KeepOSMemoryWhenIdle opts out.
+//   - Go memory limit: GoMemoryLimit is 5/4 B, so while the store is open
+//     and the process has no limit of its own, the Go runtime's soft
+//     memory limit is what the process used at open plus 5/4 B.
 //
 // Index cache and compression stay off, and the level-0 shape (4 tables,
 // stall at 12), value threshold and compactor count are the default
 // profile's: they cost disk and CPU, not memory.
 //
-// The Go heap is what the budget does not bound: besides the pooled
-// builders, a compaction has up to 8 more tables (plus one per split) in
-// flight, each with its buffer and a 3 MiB index builder, so the live heap
-// under a write burst can pass B, and with GOGC=100 the heap grows to twice
-// its live size between collections. A host that needs the write peak near
-// the budget sets a memory limit for the process (GOMEMLIMIT or
-// debug.SetMemoryLimit), about B + 16 MiB; the store sets no process-wide
-// GC setting itself.
+// The shares do not bound the Go heap under a write burst: besides the
+// pooled builders, a compaction has up to 8 more tables (plus one per
+// split) in flight, each with its buffer and a 3 MiB index builder, so the
+// live heap can pass B, and with GOGC=100 the heap grows to twice its live
+// size between collections. The memory limit makes the collector run
+// before that; it costs CPU when the live heap nears it.
 func BudgetShares(budget int64) BadgerOptions {
 	o := DefaultBadgerOptions()
 	o.MemTableSize = max(budget/16/(64*kib)*(64*kib), 1*mib)
@@ -58,6 +59,7 @@ func BudgetShares(budget int64) BadgerOptions {
 	o.ReleaseMappedEvery = defaultReleaseMapped
 	o.ReleaseMappedAbove = budget / 8
 	o.FreeOSMemoryWhenIdle = true
+	o.GoMemoryLimit = budget + budget/4
 	return o
 }
 
@@ -83,6 +85,7 @@ func (o BadgerOptions) WithBudget(budget int64) (BadgerOptions, error) {
 	fill(&o.NumCompactors, s.NumCompactors)
 	fill(&o.ReleaseMappedEvery, s.ReleaseMappedEvery)
 	fill(&o.ReleaseMappedAbove, s.ReleaseMappedAbove)
+	fill(&o.GoMemoryLimit, s.GoMemoryLimit)
 	if !o.KeepOSMemoryWhenIdle {
 		o.FreeOSMemoryWhenIdle = true
 	}

@@ -85,5 +85,6 @@ func TestBadgerOptionsRefuseBadTableShape(t *testing.T) {
 	} {
 		_, err := store.OpenBadger(t.TempDir(), &o)
 		require.ErrorContains(t, err, "invalid options", "%+v", o)
+		require.ErrorIs(t, err, store.ErrInvalidOptions, "%+v", o)
 	}
 }

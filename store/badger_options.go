@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -126,6 +127,24 @@ type BadgerOptions struct {
 	// collection stops the whole process briefly). It cannot be set
 	// together with FreeOSMemoryWhenIdle. False by default.
 	KeepOSMemoryWhenIdle bool
+	// GoMemoryLimit, when positive, makes the store set a soft memory limit
+	// for the Go runtime while it is open (debug.SetMemoryLimit): the Go
+	// memory the process uses when the store opens plus this many bytes.
+	// Under a write burst Badger's table builders make most of the live
+	// heap, and with GOGC=100 the heap runs up to twice its live size
+	// between collections; the limit makes the collector run before that.
+	// The limit is process-wide, so the store sets it only if the process
+	// has none (no GOMEMLIMIT in the environment, not even "off", and no
+	// debug.SetMemoryLimit of the host's), stores open together add their
+	// shares, Close takes the store's share back and the last Close
+	// removes the limit; a limit the host sets meanwhile is left alone.
+	// Near the limit the collector runs more often (the runtime caps it at
+	// about half the CPU), so a host whose own heap grows by much after
+	// the store opened opts out. Zero means no limit in the default
+	// profile and a budget's share under WithBudget (5/4 of the budget);
+	// negative opts out of the budget's; a positive value below 16 MiB is
+	// refused.
+	GoMemoryLimit int64
 	// NumCompactors is how many goroutines compact the LSM tree. Zero
 	// means 2, the least Badger accepts.
 	NumCompactors int
@@ -193,6 +212,27 @@ func DefaultBadgerOptions() BadgerOptions {
 	}
 }
 
+// ErrInvalidOptions is returned (wrapped) by OpenBadger when a field of
+// BadgerOptions is out of range or contradicts another.
+var ErrInvalidOptions = errors.New("store: invalid Badger options")
+
+// optionsError is a BadgerOptions field that is out of range: its message
+// names the field, and it matches ErrInvalidOptions.
+type optionsError struct{ msg string }
+
+func (e *optionsError) Error() string        { return e.msg }
+func (e *optionsError) Is(target error) bool { return target == ErrInvalidOptions }
+
+// invalidf returns an optionsError.
+func invalidf(format string, args ...any) error {
+	return &optionsError{msg: fmt.Sprintf(format, args...)}
+}
+
+// minGoMemoryLimit is the smallest positive GoMemoryLimit: a limit only a
+// few megabytes above what the process uses would keep the collector
+// running.
+const minGoMemoryLimit = 16 * mib
+
 // Badger's own bounds (badger/v4 options and db.go).
 const (
 	badgerMaxValueThreshold = 1 * mib
@@ -245,36 +285,38 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 	maxBatch, _ := badgerBatchLimits(o.MemTableSize)
 	switch {
 	case o.MemTableSize < 1*mib:
-		return o, fmt.Errorf("MemTableSize %d is below 1 MiB", o.MemTableSize)
+		return o, invalidf("MemTableSize %d is below 1 MiB", o.MemTableSize)
 	case o.NumMemtables < 1:
-		return o, fmt.Errorf("NumMemtables %d is below 1", o.NumMemtables)
+		return o, invalidf("NumMemtables %d is below 1", o.NumMemtables)
 	case o.NumLevelZeroTables < 1:
-		return o, fmt.Errorf("NumLevelZeroTables %d is below 1", o.NumLevelZeroTables)
+		return o, invalidf("NumLevelZeroTables %d is below 1", o.NumLevelZeroTables)
 	case o.NumLevelZeroTablesStall <= o.NumLevelZeroTables:
-		return o, fmt.Errorf("NumLevelZeroTablesStall %d must be above NumLevelZeroTables %d",
+		return o, invalidf("NumLevelZeroTablesStall %d must be above NumLevelZeroTables %d",
 			o.NumLevelZeroTablesStall, o.NumLevelZeroTables)
 	case o.NumCompactors < 2:
-		return o, fmt.Errorf("NumCompactors %d is below 2, the least Badger accepts", o.NumCompactors)
+		return o, invalidf("NumCompactors %d is below 2, the least Badger accepts", o.NumCompactors)
 	case o.ValueLogFileSize < badgerMinVlogFileSize || o.ValueLogFileSize > badgerMaxVlogFileSize:
-		return o, fmt.Errorf("ValueLogFileSize %d is outside [1 MiB, 2 GiB)", o.ValueLogFileSize)
+		return o, invalidf("ValueLogFileSize %d is outside [1 MiB, 2 GiB)", o.ValueLogFileSize)
 	case o.BaseTableSize < minBaseTableSize:
-		return o, fmt.Errorf("BaseTableSize %d is below 256 KiB", o.BaseTableSize)
+		return o, invalidf("BaseTableSize %d is below 256 KiB", o.BaseTableSize)
 	case o.TableSizeMultiplier < 1:
-		return o, fmt.Errorf("TableSizeMultiplier %d is below 1", o.TableSizeMultiplier)
+		return o, invalidf("TableSizeMultiplier %d is below 1", o.TableSizeMultiplier)
 	case o.ReleaseMappedEvery < 0:
-		return o, fmt.Errorf("negative ReleaseMappedEvery %v", o.ReleaseMappedEvery)
+		return o, invalidf("negative ReleaseMappedEvery %v", o.ReleaseMappedEvery)
 	case o.ReleaseMappedAbove < 0:
-		return o, fmt.Errorf("negative ReleaseMappedAbove %d", o.ReleaseMappedAbove)
+		return o, invalidf("negative ReleaseMappedAbove %d", o.ReleaseMappedAbove)
 	case o.FreeOSMemoryWhenIdle && o.ReleaseMappedEvery == 0:
-		return o, fmt.Errorf("FreeOSMemoryWhenIdle needs a positive ReleaseMappedEvery")
+		return o, invalidf("FreeOSMemoryWhenIdle needs a positive ReleaseMappedEvery")
+	case o.GoMemoryLimit > 0 && o.GoMemoryLimit < minGoMemoryLimit:
+		return o, invalidf("GoMemoryLimit %d must be at least 16 MiB (or negative for none)", o.GoMemoryLimit)
 	case o.FreeOSMemoryWhenIdle && o.KeepOSMemoryWhenIdle:
-		return o, fmt.Errorf("FreeOSMemoryWhenIdle and KeepOSMemoryWhenIdle contradict each other")
+		return o, invalidf("FreeOSMemoryWhenIdle and KeepOSMemoryWhenIdle contradict each other")
 	case o.Compression > CompressionZSTD:
-		return o, fmt.Errorf("unknown compression %v", o.Compression)
+		return o, invalidf("unknown compression %v", o.Compression)
 	case o.Compression != CompressionNone && o.BlockCacheSize == 0:
-		return o, fmt.Errorf("compression %v needs a block cache", o.Compression)
+		return o, invalidf("compression %v needs a block cache", o.Compression)
 	case o.ReadOnly && o.InMemory:
-		return o, fmt.Errorf("ReadOnly needs a directory, not InMemory")
+		return o, invalidf("ReadOnly needs a directory, not InMemory")
 	}
 	if o.InMemory {
 		// No value log in memory: every value must fit under the
@@ -282,7 +324,7 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 		o.ValueThreshold = min(badgerMaxValueThreshold, maxBatch)
 	} else if o.ValueThreshold < minValueThreshold || o.ValueThreshold > badgerMaxValueThreshold ||
 		o.ValueThreshold > maxBatch {
-		return o, fmt.Errorf("ValueThreshold %d is outside [%d, %d]", o.ValueThreshold,
+		return o, invalidf("ValueThreshold %d is outside [%d, %d]", o.ValueThreshold,
 			minValueThreshold, min(badgerMaxValueThreshold, maxBatch))
 	}
 	return o, nil

@@ -18,10 +18,14 @@ var idleFreeAfter = 20 * time.Second
 
 // mappedRelease runs the goroutine that gives the pages of the store's
 // memory-mapped files back to the OS (BadgerOptions.ReleaseMappedEvery),
-// and with FreeOSMemoryWhenIdle the freed Go heap once the store is idle.
+// and with FreeOSMemoryWhenIdle the freed Go heap once the store is idle;
+// it also holds the store's share of the soft Go memory limit
+// (BadgerOptions.GoMemoryLimit).
 type mappedRelease struct {
-	stop chan struct{}
+	stop chan struct{} // nil: no goroutine
 	done chan struct{}
+	// limit takes the store's share of the Go memory limit back.
+	limit func()
 }
 
 // growthCheck is how often a store with ReleaseMappedAbove reads how much
@@ -34,10 +38,16 @@ const (
 	quietAfter       = 20 * time.Second
 )
 
-// startRelease starts the releasing goroutine if o.ReleaseMappedEvery is
-// positive and the store has files; stopRelease ends it.
+// startRelease sets the store's share of the Go memory limit if
+// o.GoMemoryLimit is positive, and starts the releasing goroutine if
+// o.ReleaseMappedEvery is positive and the store has files; stopRelease
+// undoes both.
 func (s *Badger) startRelease(o BadgerOptions) {
+	limit := acquireGoMemoryLimit(o.GoMemoryLimit)
 	if o.ReleaseMappedEvery <= 0 || s.inMemory {
+		if o.GoMemoryLimit > 0 {
+			s.mapped = &mappedRelease{limit: limit}
+		}
 		return
 	}
 	dir := s.dir
@@ -52,7 +62,7 @@ func (s *Badger) startRelease(o BadgerOptions) {
 	if o.FreeOSMemoryWhenIdle {
 		freeAfter = idleFreeAfter
 	}
-	r := &mappedRelease{stop: make(chan struct{}), done: make(chan struct{})}
+	r := &mappedRelease{stop: make(chan struct{}), done: make(chan struct{}), limit: limit}
 	s.mapped = r
 	go s.runRelease(r, dir+string(os.PathSeparator), o.ReleaseMappedEvery, o.ReleaseMappedAbove, freeAfter)
 }
@@ -61,8 +71,11 @@ func (s *Badger) stopRelease() {
 	if s.mapped == nil {
 		return
 	}
-	close(s.mapped.stop)
-	<-s.mapped.done
+	if s.mapped.stop != nil {
+		close(s.mapped.stop)
+		<-s.mapped.done
+	}
+	s.mapped.limit()
 }
 
 // runRelease releases the mapped files under dir (releaseMapped) every

@@ -17,7 +17,10 @@
 // For finding where memory goes: -heapprofile writes a heap profile at the
 // settled idle point; RSSPROBE_PEAKHEAP=file rewrites a heap profile each
 // time the sampled heap grows by 10% during the write; RSSPROBE_SMAPS=file
-// copies /proc/self/smaps at the idle point.
+// copies /proc/self/smaps at the idle point, RSSPROBE_PEAKSMAPS=file each
+// time the sampled RssFile reaches a new high during the write. -basetable,
+// -memtable and -golimit set those store.BadgerOptions fields over what
+// the budget gives.
 package main
 
 import (
@@ -85,12 +88,13 @@ func main() {
 	dir := flag.String("dir", "", "engine directory (default: a new temporary one, removed at exit)")
 	heap := flag.String("heapprofile", "", "write a heap profile at the settled idle point to this file")
 	keepIdle := flag.Bool("keepidle", false, "set store.BadgerOptions.KeepOSMemoryWhenIdle (with -budget: do not return the Go heap when idle)")
+	baseTable := flag.Int64("basetable", 0, "store.BadgerOptions.BaseTableSize (0: what the budget or default gives)")
+	memTable := flag.Int64("memtable", 0, "store.BadgerOptions.MemTableSize (0: what the budget or default gives)")
+	goLimit := flag.Int64("golimit", 0, "store.BadgerOptions.GoMemoryLimit (0: what the budget gives, -1: none)")
 	flag.Parse()
 	r := Report{Messages: *n, Body: *body, Budget: *budget}
 	opts := &equeue.Options{MemoryBudget: *budget}
-	if *keepIdle {
-		opts.Badger = &store.BadgerOptions{KeepOSMemoryWhenIdle: true}
-	}
+	opts.Badger = &store.BadgerOptions{KeepOSMemoryWhenIdle: *keepIdle, BaseTableSize: *baseTable, MemTableSize: *memTable, GoMemoryLimit: *goLimit}
 	if err := run(&r, opts, *senders, *batch, *idle, *dir, *heap); err != nil {
 		fmt.Fprintln(os.Stderr, "rssprobe:", err)
 		os.Exit(1)
@@ -225,7 +229,13 @@ func sample(stop <-chan struct{}, rss, heap, anon, file *atomic.Int64) {
 	for tick := 0; ; tick++ {
 		raise(rss, status("VmRSS:"))
 		raise(anon, status("RssAnon:"))
-		raise(file, status("RssFile:"))
+		if f := status("RssFile:"); f > file.Load() {
+			file.Store(f)
+			if p := os.Getenv("RSSPROBE_PEAKSMAPS"); p != "" {
+				smaps, _ := os.ReadFile("/proc/self/smaps")
+				_ = os.WriteFile(p, smaps, 0o644)
+			}
+		}
 		// ReadMemStats stops the world briefly; every 5th tick is enough.
 		if tick%5 == 0 {
 			runtime.ReadMemStats(&ms)
