@@ -24,7 +24,7 @@ import (
 //
 //	go test -run '^$' -bench RemoteRatio -benchtime 200000x ./remote
 //
-// With EQUEUE_BENCH_PROFILE set to a directory, the remote rounds are
+// With EQUEUE_BENCH_PROFILE set to a directory, every round is
 // CPU-profiled there (client and broker share the process).
 func BenchmarkRemoteRatio(b *testing.B) {
 	const rounds = 8
@@ -53,11 +53,11 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		}
 	}
 	// timed runs f as one round of sd, adding its wall and CPU time; with
-	// benchProfileEnv set, the remote rounds are CPU-profiled, one file
-	// per round (remote-<path>-<round>.cpu; give pprof all of them).
+	// benchProfileEnv set, each round is CPU-profiled, one file per side
+	// and round (<side>-<path>-<round>.cpu; give pprof all of a side's).
 	timed := func(b *testing.B, sd *side, round int, f func()) {
-		if dir := os.Getenv(benchProfileEnv); dir != "" && sd.name == "remote" {
-			name := fmt.Sprintf("remote-%s-%d.cpu", strings.ReplaceAll(b.Name()[len("BenchmarkRemoteRatio/"):], "/", "-"), round)
+		if dir := os.Getenv(benchProfileEnv); dir != "" {
+			name := fmt.Sprintf("%s-%s-%d.cpu", sd.name, strings.ReplaceAll(b.Name()[len("BenchmarkRemoteRatio/"):], "/", "-"), round)
 			pf, err := os.Create(filepath.Join(dir, name))
 			require.NoError(b, err)
 			require.NoError(b, pprof.StartCPUProfile(pf))

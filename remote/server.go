@@ -143,6 +143,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		experimental.BufferPool(bufferPool),
+		grpc.ForceServerCodecV2(wireCodec{}),
 		// Clients ping idle connections to find dead brokers; allow it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// Find dead clients so their long-polls end.
