@@ -262,15 +262,14 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 		res, err = c.ahead.pull(ctx, req)
 	} else {
 		in := c.pullPB(req, req.Max, req.Wait)
-		var resp *pb.PullResponse
 		if req.Wait > 0 && req.Group != "" {
 			// A group member's long-poll: one call carries all of them.
-			resp, err = c.mux.pull(ctx, in)
-		} else if resp, err = c.api.Pull(ctx, in); err != nil {
-			err = c.fail(err)
-		}
-		if err == nil {
-			res, err = pullResultFromPB(resp)
+			var resp *pb.PullResponse
+			if resp, err = c.mux.pull(ctx, in); err == nil {
+				res, err = pullResultFromPB(resp)
+			}
+		} else {
+			res, err = c.pullDirect(ctx, in)
 		}
 	}
 	if err != nil {

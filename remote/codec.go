@@ -58,9 +58,15 @@ func (wireCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.NewBuffer(buf, bufferPool)}, nil
 }
 
-// Unmarshal decodes data into v, which must be a protobuf message. The
-// message copies what it keeps, so data's buffers are free afterwards.
+// Unmarshal decodes data into v, a protobuf message or a wireDecoder
+// (pullwire.go). Both copy what they keep, so data's buffers are free
+// afterwards.
 func (wireCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if d, ok := v.(wireDecoder); ok {
+		buf := data.MaterializeToBuffer(bufferPool)
+		defer buf.Free()
+		return d.decodeWire(buf.ReadOnlyData())
+	}
 	m := protoMessage(v)
 	if m == nil {
 		return fmt.Errorf("remote: cannot unmarshal into %T: not a protobuf message", v)
