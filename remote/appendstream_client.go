@@ -70,12 +70,12 @@ func appendToWire(req *equeue.AppendRequest) (*pb.AppendRequest, error) {
 
 // appendFromWire decodes the answer to an append of n messages.
 func appendFromWire(resp *pb.AppendResponse, n int) (equeue.AppendResult, error) {
-	if len(resp.GetIds()) != n {
-		return equeue.AppendResult{}, fmt.Errorf("remote: broker returned %d IDs for %d messages", len(resp.GetIds()), n)
-	}
-	return equeue.AppendResult{Queue: int(resp.GetQueue()), FirstOffset: resp.GetFirstOffset(),
-		StoredAt: fromNanos(resp.GetStoredAtUnixNano()), IDs: resp.GetIds(),
-		Delayed: resp.GetDelayed(), Duplicate: resp.GetDuplicate()}, nil
+	return answerFromPB(resp).result(n)
+}
+
+// errIDCount is an answer with got IDs to an append of n messages.
+func errIDCount(got, n int) error {
+	return fmt.Errorf("remote: broker returned %d IDs for %d messages", got, n)
 }
 
 // Where a pipelined append is.
@@ -434,12 +434,12 @@ func (p *appendPipe) reader(ps *pipeStream) {
 	defer p.wg.Done()
 	defer ps.cancel()
 	for {
-		resp, err := ps.st.Recv()
-		if err != nil {
+		var resp streamAnswers
+		if err := ps.st.RecvMsg(&resp); err != nil {
 			p.broke(ps, err)
 			return
 		}
-		if resp.GetDraining() {
+		if resp.draining {
 			// The server reads no more: the sender closes our side, so the
 			// server ends the call once it has answered; sends go on a new call.
 			p.mu.Lock()
@@ -447,17 +447,17 @@ func (p *appendPipe) reader(ps *pipeStream) {
 			p.mu.Unlock()
 			p.poke()
 		}
-		for _, r := range resp.GetResults() {
-			p.answered(ps, r)
+		for i := range resp.results {
+			p.answered(ps, &resp.results[i])
 		}
 	}
 }
 
 // answered completes the send ps answers with r.
-func (p *appendPipe) answered(ps *pipeStream, r *pb.StreamAppendResult) {
+func (p *appendPipe) answered(ps *pipeStream, r *streamAnswer) {
 	p.mu.Lock()
-	s := ps.inFlight[r.GetSeq()]
-	delete(ps.inFlight, r.GetSeq())
+	s := ps.inFlight[r.seq]
+	delete(ps.inFlight, r.seq)
 	waiting := len(p.queue) > 0
 	p.mu.Unlock()
 	if waiting {
@@ -466,15 +466,15 @@ func (p *appendPipe) answered(ps *pipeStream, r *pb.StreamAppendResult) {
 	if s == nil {
 		return
 	}
-	if pe := r.GetError(); pe != nil {
-		err := pullErrorFromPB(pe)
+	if r.err != nil {
+		err := pullErrorFromPB(r.err)
 		if errors.Is(err, ErrBusy) && p.backoff(s) {
 			return
 		}
 		p.finish(s, equeue.AppendResult{}, err)
 		return
 	}
-	res, err := appendFromWire(r.GetResponse(), len(s.orig.Messages))
+	res, err := r.resp.result(len(s.orig.Messages))
 	p.finish(s, res, err)
 }
 
