@@ -12,9 +12,9 @@ import (
 
 // An AppendStream answer carries, for each append, its seq and its IDs.
 // Decoded by protobuf, each costs a result, a response, a slice of IDs and
-// every ID; streamAnswers decodes the usual answer (no errors in it)
-// straight into one slice of answers whose IDs share one copy of the
-// bytes, and leaves any other to protobuf (as pullwire.go does).
+// every ID, through protobuf's reflection; streamAnswers decodes the usual
+// answer (no errors in it) straight into one slice of answers, and leaves
+// any other to protobuf (as pullwire.go does).
 
 // appendAnswer is the wire's answer to one append (pb.AppendResponse).
 type appendAnswer struct {
@@ -116,12 +116,10 @@ func (a *streamAnswers) decodeFast(in []byte) bool {
 		}
 		b = b[k:]
 	}
-	var own []byte
 	if n > 0 {
-		own = append([]byte(nil), in...)
 		a.results = make([]streamAnswer, 0, n)
 	}
-	for b := own; len(b) > 0; {
+	for b := in; n > 0 && len(b) > 0; {
 		num, _, k := protowire.ConsumeTag(b)
 		b = b[k:]
 		if num == streamDraining {
@@ -152,7 +150,7 @@ func (a *streamAnswers) decodeFast(in []byte) bool {
 }
 
 // decodeResultFast decodes one StreamAppendResult without an error; false
-// for any other. b is the answers' own copy: the IDs point into it.
+// for any other.
 func decodeResultFast(b []byte) (streamAnswer, bool) {
 	var r streamAnswer
 	seen := false
@@ -200,7 +198,7 @@ func decodeAnswerFast(a *appendAnswer, b []byte) bool {
 				return false
 			}
 			b = b[k:]
-			a.ids = append(a.ids, ownedString(v))
+			a.ids = append(a.ids, string(v))
 			continue
 		}
 		if typ != protowire.VarintType {

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"unicode/utf8"
-	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -17,7 +16,9 @@ import (
 // copy of its body, its strings, and then the engine's message made of
 // them: a fifth of a consumer's CPU. pullReply decodes the answer straight
 // into the engine's messages instead: one copy of the answer, which the
-// messages' bodies and IDs share, and one allocation for all the messages.
+// messages' bodies share (as the engine's own messages share the record
+// they were read from), and one allocation for all the messages. IDs are
+// copied, so an application that keeps them does not keep the answer.
 // It does so only for answers of the usual shape; any other answer (a field
 // it does not know, a field of an unexpected type, a string that is not
 // UTF-8, a delay or TTL on a message) is decoded by protobuf, so both give
@@ -144,7 +145,7 @@ func decodePullFast(in []byte) (equeue.PullResult, bool) {
 		return res, true
 	}
 	// Second pass: the messages, into one copy of the answer that their
-	// bodies and IDs share.
+	// bodies share.
 	own := append([]byte(nil), in...)
 	msgs := make([]equeue.Message, n)
 	res.Messages = make([]*equeue.Message, n)
@@ -188,7 +189,7 @@ func (l *strings3) str(b []byte, prev *[]byte, s *string) string {
 
 // decodeMessageFast decodes one message of an answer into m, as protobuf
 // and fillMessage would; false for a message of another shape. b is
-// the answer's own copy: the body and ID point into it.
+// the answer's own copy: the body points into it.
 func decodeMessageFast(m *equeue.Message, b []byte, last *strings3) bool {
 	var props, sys map[string]string
 	for len(b) > 0 {
@@ -210,7 +211,7 @@ func decodeMessageFast(m *equeue.Message, b []byte, last *strings3) bool {
 				}
 				switch num {
 				case msgID:
-					m.ID = ownedString(v)
+					m.ID = string(v)
 				case msgTopic:
 					m.Topic = last.str(v, &last.topic, &last.topicS)
 				case msgTag:
@@ -298,13 +299,4 @@ func decodeMapEntry(into *map[string]string, b []byte) bool {
 	}
 	(*into)[key] = val
 	return true
-}
-
-// ownedString returns b, a part of an answer's own copy that nothing
-// writes to, as a string without copying it.
-func ownedString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
