@@ -47,12 +47,17 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 		go func() { cb(c.Append(ctx, req)) }()
 		return
 	}
-	in, err := appendToWire(req)
+	s := &pipeSend{ctx: ctx, orig: req, cb: cb}
+	var ok bool
+	var err error
+	if s.wire, ok, err = encodeAppend(req); err == nil && !ok {
+		s.in, err = appendToWire(req)
+	}
 	if err != nil {
 		cb(equeue.AppendResult{}, err)
 		return
 	}
-	c.pipe.send(ctx, &pipeSend{ctx: ctx, orig: req, in: in, cb: cb})
+	c.pipe.send(ctx, s)
 }
 
 // appendToWire encodes an append for the wire.
@@ -95,7 +100,8 @@ const maxBatchBytes = 1 << 20
 type pipeSend struct {
 	ctx  context.Context
 	orig *equeue.AppendRequest
-	in   *pb.AppendRequest
+	wire []byte            // orig encoded (appendwire.go), or nil and:
+	in   *pb.AppendRequest // orig for protobuf to encode
 	cb   func(equeue.AppendResult, error)
 
 	// Guarded by appendPipe.mu.
@@ -103,6 +109,32 @@ type pipeSend struct {
 	reported bool // cb was called (a cancelled in-flight send stays in flight)
 	busyWait time.Duration
 	stopCtx  func() bool
+}
+
+// wireSize is the encoded size of s's append.
+func (s *pipeSend) wireSize() int {
+	if s.wire != nil {
+		return len(s.wire)
+	}
+	return proto.Size(s.in)
+}
+
+// itemSize is the encoded size of s's append sent as seq.
+func (s *pipeSend) itemSize(seq uint64) int {
+	if s.wire != nil {
+		return streamItemSize(seq, len(s.wire))
+	}
+	return proto.Size(&pb.StreamAppend{Seq: seq, Append: s.in})
+}
+
+// protoForm is s's append as a protobuf message, for a batch protobuf
+// encodes.
+func (s *pipeSend) protoForm() *pb.AppendRequest {
+	if s.in == nil {
+		// Encoded by encodeAppend: its checks passed, appendToWire's are the same.
+		s.in, _ = appendToWire(s.orig)
+	}
+	return s.in
 }
 
 // pipeStream is one AppendStream call.
@@ -297,7 +329,9 @@ func (p *appendPipe) sendSome() bool {
 		}
 	}
 	p.mu.Lock()
-	var batch []*pb.StreamAppend
+	var batch []streamItem
+	var sends []*pipeSend
+	byProto := false // an append of the batch is left to protobuf
 	size := 16
 	var tooBig []*pipeSend
 	n := 0
@@ -306,8 +340,8 @@ func (p *appendPipe) sendSome() bool {
 		if len(batch) >= room {
 			break
 		}
-		it := &pb.StreamAppend{Seq: p.seq + 1, Append: s.in}
-		sz := proto.Size(it) + 8
+		seq := p.seq + 1
+		sz := s.itemSize(seq) + 8
 		if sz > ps.maxBytes-16 {
 			tooBig = append(tooBig, s)
 			n++
@@ -320,9 +354,11 @@ func (p *appendPipe) sendSome() bool {
 		}
 		p.seq++
 		size += sz
-		batch = append(batch, it)
+		batch = append(batch, streamItem{seq: seq, wire: s.wire})
+		sends = append(sends, s)
+		byProto = byProto || s.wire == nil
 		s.state = sendInFlight
-		ps.inFlight[it.Seq] = s
+		ps.inFlight[seq] = s
 		n++
 	}
 	clear(p.queue[:n])
@@ -333,10 +369,20 @@ func (p *appendPipe) sendSome() bool {
 	}
 	for _, s := range tooBig {
 		p.finish(s, equeue.AppendResult{}, fromStatus(status.Errorf(codes.ResourceExhausted,
-			"remote: append of %d bytes is over the limit of %d", proto.Size(s.in), ps.maxBytes)))
+			"remote: append of %d bytes is over the limit of %d", s.wireSize(), ps.maxBytes)))
 	}
 	if len(batch) > 0 {
-		if err := ps.st.Send(&pb.AppendStreamRequest{Appends: batch}); err != nil {
+		var req any
+		if byProto {
+			in := &pb.AppendStreamRequest{Appends: make([]*pb.StreamAppend, len(batch))}
+			for i, it := range batch {
+				in.Appends[i] = &pb.StreamAppend{Seq: it.seq, Append: sends[i].protoForm()}
+			}
+			req = in
+		} else {
+			req = encodeStreamRequest(batch)
+		}
+		if err := ps.st.SendMsg(req); err != nil {
 			// The reader sees the call end and reports the batch as unknown.
 			p.mu.Lock()
 			ps.broken = true

@@ -230,16 +230,13 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if req == nil {
 		return equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument)
 	}
-	msgs, err := messagesToPB(req.Messages)
+	in, err := appendRequest(req)
 	if err != nil {
 		return equeue.AppendResult{}, err
 	}
-	sync, every, err := syncToPB(req.Sync)
-	if err != nil {
-		return equeue.AppendResult{}, err
-	}
-	resp, err := c.api.Append(ctx, &pb.AppendRequest{Topic: req.Topic, Queue: toInt32(req.Queue), Messages: msgs, Sync: sync, SyncInterval: every})
-	if err != nil {
+	// As c.api.Append, with the request encoded by appendRequest.
+	resp := new(pb.AppendResponse)
+	if err := c.conn.Invoke(ctx, pb.Broker_Append_FullMethodName, in, resp, grpc.StaticMethod()); err != nil {
 		return equeue.AppendResult{}, c.fail(err)
 	}
 	return appendFromWire(resp, len(req.Messages))

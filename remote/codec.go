@@ -26,8 +26,11 @@ const codecName = "proto"
 // buffer; smaller ones are allocated, as gRPC's codec does.
 const pooledMarshalMin = 1 << minPoolShift
 
-// Marshal encodes v, which must be a protobuf message.
+// Marshal encodes v, a protobuf message or a wireEncoder (appendwire.go).
 func (wireCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if e, ok := v.(wireEncoder); ok {
+		return e.wireBuffers(), nil
+	}
 	m := protoMessage(v)
 	if m == nil {
 		return nil, fmt.Errorf("remote: cannot marshal %T: not a protobuf message", v)

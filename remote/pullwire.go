@@ -4,6 +4,7 @@ import (
 	"context"
 	"unicode/utf8"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -42,7 +43,7 @@ var _ wireDecoder = (*pullReply)(nil)
 // pullResultFromPB would. A failed call's error is mapped by c.fail.
 func (c *Client) pullDirect(ctx context.Context, in *pb.PullRequest) (equeue.PullResult, error) {
 	var r pullReply
-	if err := c.conn.Invoke(ctx, pb.Broker_Pull_FullMethodName, in, &r); err != nil {
+	if err := c.conn.Invoke(ctx, pb.Broker_Pull_FullMethodName, in, &r, grpc.StaticMethod()); err != nil {
 		return equeue.PullResult{}, c.fail(err)
 	}
 	return r.res, r.err
