@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -20,22 +21,33 @@ import (
 // BenchmarkRemoteRatio measures a path over remote against the same path
 // in-process on one Badger engine, alternating the two in rounds within
 // one run, so a shared machine's load changes hit both alike. It reports
-// both rates and remote/inproc. One op is one message of each side.
+// both rates and remote/inproc, and each side's CPU time (client and broker
+// together) and allocations per message. One op is one message of each
+// side.
 //
 //	go test -run '^$' -bench RemoteRatio -benchtime 200000x ./remote
 //
 // With EQUEUE_BENCH_PROFILE set to a directory, every round is
-// CPU-profiled there (client and broker share the process).
+// CPU-profiled there (client and broker share the process). With
+// EQUEUE_BENCH_MEMORY set, the engine keeps its data in memory instead
+// (not the target: it leaves out the store's and the disk's time and
+// noise, so what remote adds per message stands out).
 func BenchmarkRemoteRatio(b *testing.B) {
+	const benchMemoryEnv = "EQUEUE_BENCH_MEMORY"
 	const rounds = 8
 	type side struct {
-		name string
-		br   equeue.Broker
-		took time.Duration
-		cpu  time.Duration
+		name   string
+		br     equeue.Broker
+		took   time.Duration
+		cpu    time.Duration
+		allocs uint64
 	}
 	setup := func(b *testing.B) (*equeue.Engine, []*side) {
-		e, err := equeue.Open(b.TempDir(), nil)
+		dir, opts := b.TempDir(), (*equeue.Options)(nil)
+		if os.Getenv(benchMemoryEnv) != "" {
+			dir, opts = "", &equeue.Options{InMemory: true}
+		}
+		e, err := equeue.Open(dir, opts)
 		require.NoError(b, err)
 		b.Cleanup(func() { require.NoError(b, e.Close()) })
 		s := startServer(b, e, "", nil)
@@ -50,6 +62,9 @@ func BenchmarkRemoteRatio(b *testing.B) {
 			for _, sd := range sides {
 				b.ReportMetric(float64(sd.cpu.Microseconds())/float64(msgs), sd.name+"-cpu-µs/msg")
 			}
+		}
+		for _, sd := range sides {
+			b.ReportMetric(float64(sd.allocs)/float64(msgs), sd.name+"-allocs/msg")
 		}
 	}
 	// timed runs f as one round of sd, adding its wall and CPU time; with
@@ -66,12 +81,17 @@ func BenchmarkRemoteRatio(b *testing.B) {
 				require.NoError(b, pf.Close())
 			}()
 		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		allocs := ms.Mallocs
 		cpu0, _ := benchProcessCPU()
 		start := time.Now()
 		f()
 		sd.took += time.Since(start)
 		cpu1, _ := benchProcessCPU()
 		sd.cpu += cpu1 - cpu0
+		runtime.ReadMemStats(&ms)
+		sd.allocs += ms.Mallocs - allocs
 	}
 	chunk := func(b *testing.B) int { return max(b.N/rounds, 1) }
 
