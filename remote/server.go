@@ -196,6 +196,9 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 	d.Methods = make([]grpc.MethodDesc, len(pb.Broker_ServiceDesc.Methods))
 	for i, m := range pb.Broker_ServiceDesc.Methods {
 		h := m.Handler
+		if m.MethodName == appendMethod {
+			h = appendHandler // decodes directly (appendin.go)
+		}
 		d.Methods[i] = grpc.MethodDesc{
 			MethodName: m.MethodName,
 			Handler: func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
