@@ -59,12 +59,18 @@ func (in *appendIn) decodeWire(b []byte) error {
 	return proto.Unmarshal(b, &in.AppendRequest)
 }
 
-// appendHandler is the Append method's handler (the generated one, with
-// the request decoded by appendIn).
-func appendHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	// With an interceptor of the application's, it gets the request as
-	// protobuf decodes it.
-	in := &appendIn{direct: interceptor == nil}
+// appendHandler returns the Append method's handler: the generated one,
+// with the request decoded by appendIn, directly when direct is set (the
+// interceptor is the server's guard alone: an application's interceptor
+// gets the request as protobuf decodes it).
+func appendHandler(direct bool) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+		return handleAppend(srv, ctx, dec, interceptor, direct)
+	}
+}
+
+func handleAppend(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor, direct bool) (any, error) {
+	in := &appendIn{direct: direct}
 	if err := dec(in); err != nil {
 		return nil, err
 	}

@@ -195,16 +195,18 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 	d := pb.Broker_ServiceDesc
 	d.Methods = make([]grpc.MethodDesc, len(pb.Broker_ServiceDesc.Methods))
 	for i, m := range pb.Broker_ServiceDesc.Methods {
-		h := m.Handler
+		h, direct := m.Handler, m.Handler
 		if m.MethodName == appendMethod {
-			h = appendHandler // decodes directly (appendin.go)
+			// Without an interceptor of the application's, Append decodes
+			// its request directly (appendin.go).
+			h, direct = appendHandler(false), appendHandler(true)
 		}
 		d.Methods[i] = grpc.MethodDesc{
 			MethodName: m.MethodName,
 			Handler: func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
 				srv = s.serviceFor(ctx, srv)
 				if next == nil {
-					return h(srv, ctx, dec, s.guard)
+					return direct(srv, ctx, dec, s.guard)
 				}
 				return h(srv, ctx, dec, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 					return s.guard(ctx, req, info, func(ctx context.Context, req any) (any, error) {
