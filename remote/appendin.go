@@ -150,10 +150,17 @@ func decodeAppendFast(b []byte) (directAppend, bool) {
 	d.topic = string(topic)
 	var msgs []equeue.Message
 	var ptrs []*equeue.Message
-	if n > 0 {
-		msgs, ptrs = make([]equeue.Message, n), make([]*equeue.Message, n)
+	var req *equeue.AppendRequest
+	switch {
+	case n == 1:
+		// The usual async send: one allocation for the request and its message.
+		one := new(oneAppend)
+		req, msgs, ptrs = &one.req, one.msg[:], one.ptr[:]
+	case n > 1:
+		req, msgs, ptrs = new(equeue.AppendRequest), make([]equeue.Message, n), make([]*equeue.Message, n)
 	}
-	var last strings3
+	// The messages' topic is the request's, as a rule: one string.
+	last := strings3{topic: topic, topicS: d.topic}
 	i := 0
 	for p := b; n > 0 && len(p) > 0; {
 		num, typ, k := protowire.ConsumeTag(p)
@@ -181,8 +188,16 @@ func decodeAppendFast(b []byte) (directAppend, bool) {
 		d.err = err
 		return d, true
 	}
-	d.req = &equeue.AppendRequest{Topic: d.topic, Queue: int(queue), Messages: ptrs, Sync: sync}
+	*req = equeue.AppendRequest{Topic: d.topic, Queue: int(queue), Messages: ptrs, Sync: sync}
+	d.req = req
 	return d, true
+}
+
+// oneAppend is an append of one message, allocated together.
+type oneAppend struct {
+	req equeue.AppendRequest
+	msg [1]equeue.Message
+	ptr [1]*equeue.Message
 }
 
 // streamIn is one append of an AppendStream request.

@@ -73,11 +73,6 @@ func appendToWire(req *equeue.AppendRequest) (*pb.AppendRequest, error) {
 	return &pb.AppendRequest{Topic: req.Topic, Queue: toInt32(req.Queue), Messages: msgs, Sync: sync, SyncInterval: every}, nil
 }
 
-// appendFromWire decodes the answer to an append of n messages.
-func appendFromWire(resp *pb.AppendResponse, n int) (equeue.AppendResult, error) {
-	return answerFromPB(resp).result(n)
-}
-
 // errIDCount is an answer with got IDs to an append of n messages.
 func errIDCount(got, n int) error {
 	return fmt.Errorf("remote: broker returned %d IDs for %d messages", got, n)

@@ -186,6 +186,24 @@ func decodeResultFast(b []byte) (streamAnswer, bool) {
 // decodeAnswerFast decodes an AppendResponse into a; false for one of
 // another shape.
 func decodeAnswerFast(a *appendAnswer, b []byte) bool {
+	ids := 0
+	for p := b; len(p) > 0; {
+		num, typ, k := protowire.ConsumeTag(p)
+		if k < 0 {
+			return false
+		}
+		p = p[k:]
+		if num == answerIDs {
+			ids++
+		}
+		if k = protowire.ConsumeFieldValue(num, typ, p); k < 0 {
+			return false
+		}
+		p = p[k:]
+	}
+	if ids > 0 {
+		a.ids = make([]string, 0, ids)
+	}
 	for len(b) > 0 {
 		num, typ, k := protowire.ConsumeTag(b)
 		if k < 0 {
@@ -225,4 +243,25 @@ func decodeAnswerFast(a *appendAnswer, b []byte) bool {
 		}
 	}
 	return true
+}
+
+// appendReply is the reply of a unary Append call: its answer, decoded
+// directly when it has the usual shape, else by protobuf.
+type appendReply struct {
+	a appendAnswer
+}
+
+var _ wireDecoder = (*appendReply)(nil)
+
+func (r *appendReply) decodeWire(b []byte) error {
+	r.a = appendAnswer{}
+	if decodeAnswerFast(&r.a, b) {
+		return nil
+	}
+	var resp pb.AppendResponse
+	if err := proto.Unmarshal(b, &resp); err != nil {
+		return err
+	}
+	r.a = answerFromPB(&resp)
+	return nil
 }

@@ -123,3 +123,29 @@ func FuzzStreamAnswers(f *testing.F) {
 		}
 	})
 }
+
+func FuzzAppendReply(f *testing.F) {
+	for _, r := range []*pb.AppendResponse{{}, {Queue: -2, FirstOffset: -1, StoredAtUnixNano: 9, Ids: []string{"a", ""}, Delayed: true, Duplicate: true}} {
+		b, err := proto.Marshal(r)
+		require.NoError(f, err)
+		f.Add(b)
+		f.Add(protowire.AppendVarint(protowire.AppendTag(b, 9, protowire.VarintType), 3))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got appendReply
+		gotErr := got.decodeWire(bytes.Clone(b))
+		var resp pb.AppendResponse
+		wantErr := proto.Unmarshal(b, &resp)
+		require.Equal(t, wantErr != nil, gotErr != nil, "direct %v, protobuf %v", gotErr, wantErr)
+		if wantErr == nil {
+			want := answerFromPB(&resp)
+			if len(want.ids) == 0 {
+				want.ids = nil
+			}
+			if len(got.a.ids) == 0 {
+				got.a.ids = nil
+			}
+			assert.Equal(t, want, got.a)
+		}
+	})
+}

@@ -234,12 +234,13 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if err != nil {
 		return equeue.AppendResult{}, err
 	}
-	// As c.api.Append, with the request encoded by appendRequest.
-	resp := new(pb.AppendResponse)
-	if err := c.conn.Invoke(ctx, pb.Broker_Append_FullMethodName, in, resp, grpc.StaticMethod()); err != nil {
+	// As c.api.Append, with the request encoded by appendRequest and the
+	// answer decoded by appendReply.
+	var resp appendReply
+	if err := c.conn.Invoke(ctx, pb.Broker_Append_FullMethodName, in, &resp, grpc.StaticMethod()); err != nil {
 		return equeue.AppendResult{}, c.fail(err)
 	}
-	return appendFromWire(resp, len(req.Messages))
+	return resp.a.result(len(req.Messages))
 }
 
 // Pull reads messages from one queue; at its end it waits up to req.Wait
