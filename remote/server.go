@@ -196,10 +196,14 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 	d.Methods = make([]grpc.MethodDesc, len(pb.Broker_ServiceDesc.Methods))
 	for i, m := range pb.Broker_ServiceDesc.Methods {
 		h, direct := m.Handler, m.Handler
-		if m.MethodName == appendMethod {
-			// Without an interceptor of the application's, Append decodes
-			// its request directly (appendin.go).
+		// Without an interceptor of the application's, Append decodes its
+		// request and Pull encodes its answer directly (appendin.go,
+		// answerwire.go).
+		switch m.MethodName {
+		case appendMethod:
 			h, direct = appendHandler(false), appendHandler(true)
+		case pullMethod:
+			h, direct = pullHandler(false), pullHandler(true)
 		}
 		d.Methods[i] = grpc.MethodDesc{
 			MethodName: m.MethodName,
