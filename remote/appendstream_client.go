@@ -47,12 +47,17 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 		go func() { cb(c.Append(ctx, req)) }()
 		return
 	}
-	in, err := appendToWire(req)
+	s := &pipeSend{ctx: ctx, orig: req, cb: cb}
+	var ok bool
+	var err error
+	if s.wire, ok, err = encodeAppend(req); err == nil && !ok {
+		s.in, err = appendToWire(req)
+	}
 	if err != nil {
 		cb(equeue.AppendResult{}, err)
 		return
 	}
-	c.pipe.send(ctx, &pipeSend{ctx: ctx, orig: req, in: in, cb: cb})
+	c.pipe.send(ctx, s)
 }
 
 // appendToWire encodes an append for the wire.
@@ -68,14 +73,9 @@ func appendToWire(req *equeue.AppendRequest) (*pb.AppendRequest, error) {
 	return &pb.AppendRequest{Topic: req.Topic, Queue: toInt32(req.Queue), Messages: msgs, Sync: sync, SyncInterval: every}, nil
 }
 
-// appendFromWire decodes the answer to an append of n messages.
-func appendFromWire(resp *pb.AppendResponse, n int) (equeue.AppendResult, error) {
-	if len(resp.GetIds()) != n {
-		return equeue.AppendResult{}, fmt.Errorf("remote: broker returned %d IDs for %d messages", len(resp.GetIds()), n)
-	}
-	return equeue.AppendResult{Queue: int(resp.GetQueue()), FirstOffset: resp.GetFirstOffset(),
-		StoredAt: fromNanos(resp.GetStoredAtUnixNano()), IDs: resp.GetIds(),
-		Delayed: resp.GetDelayed(), Duplicate: resp.GetDuplicate()}, nil
+// errIDCount is an answer with got IDs to an append of n messages.
+func errIDCount(got, n int) error {
+	return fmt.Errorf("remote: broker returned %d IDs for %d messages", got, n)
 }
 
 // Where a pipelined append is.
@@ -95,7 +95,8 @@ const maxBatchBytes = 1 << 20
 type pipeSend struct {
 	ctx  context.Context
 	orig *equeue.AppendRequest
-	in   *pb.AppendRequest
+	wire []byte            // orig encoded (appendwire.go), or nil and:
+	in   *pb.AppendRequest // orig for protobuf to encode
 	cb   func(equeue.AppendResult, error)
 
 	// Guarded by appendPipe.mu.
@@ -103,6 +104,32 @@ type pipeSend struct {
 	reported bool // cb was called (a cancelled in-flight send stays in flight)
 	busyWait time.Duration
 	stopCtx  func() bool
+}
+
+// wireSize is the encoded size of s's append.
+func (s *pipeSend) wireSize() int {
+	if s.wire != nil {
+		return len(s.wire)
+	}
+	return proto.Size(s.in)
+}
+
+// itemSize is the encoded size of s's append sent as seq.
+func (s *pipeSend) itemSize(seq uint64) int {
+	if s.wire != nil {
+		return streamItemSize(seq, len(s.wire))
+	}
+	return proto.Size(&pb.StreamAppend{Seq: seq, Append: s.in})
+}
+
+// protoForm is s's append as a protobuf message, for a batch protobuf
+// encodes.
+func (s *pipeSend) protoForm() *pb.AppendRequest {
+	if s.in == nil {
+		// Encoded by encodeAppend: its checks passed, appendToWire's are the same.
+		s.in, _ = appendToWire(s.orig)
+	}
+	return s.in
 }
 
 // pipeStream is one AppendStream call.
@@ -297,7 +324,9 @@ func (p *appendPipe) sendSome() bool {
 		}
 	}
 	p.mu.Lock()
-	var batch []*pb.StreamAppend
+	var batch []streamItem
+	var sends []*pipeSend
+	byProto := false // an append of the batch is left to protobuf
 	size := 16
 	var tooBig []*pipeSend
 	n := 0
@@ -306,8 +335,8 @@ func (p *appendPipe) sendSome() bool {
 		if len(batch) >= room {
 			break
 		}
-		it := &pb.StreamAppend{Seq: p.seq + 1, Append: s.in}
-		sz := proto.Size(it) + 8
+		seq := p.seq + 1
+		sz := s.itemSize(seq) + 8
 		if sz > ps.maxBytes-16 {
 			tooBig = append(tooBig, s)
 			n++
@@ -320,9 +349,11 @@ func (p *appendPipe) sendSome() bool {
 		}
 		p.seq++
 		size += sz
-		batch = append(batch, it)
+		batch = append(batch, streamItem{seq: seq, wire: s.wire})
+		sends = append(sends, s)
+		byProto = byProto || s.wire == nil
 		s.state = sendInFlight
-		ps.inFlight[it.Seq] = s
+		ps.inFlight[seq] = s
 		n++
 	}
 	clear(p.queue[:n])
@@ -333,10 +364,20 @@ func (p *appendPipe) sendSome() bool {
 	}
 	for _, s := range tooBig {
 		p.finish(s, equeue.AppendResult{}, fromStatus(status.Errorf(codes.ResourceExhausted,
-			"remote: append of %d bytes is over the limit of %d", proto.Size(s.in), ps.maxBytes)))
+			"remote: append of %d bytes is over the limit of %d", s.wireSize(), ps.maxBytes)))
 	}
 	if len(batch) > 0 {
-		if err := ps.st.Send(&pb.AppendStreamRequest{Appends: batch}); err != nil {
+		var req any
+		if byProto {
+			in := &pb.AppendStreamRequest{Appends: make([]*pb.StreamAppend, len(batch))}
+			for i, it := range batch {
+				in.Appends[i] = &pb.StreamAppend{Seq: it.seq, Append: sends[i].protoForm()}
+			}
+			req = in
+		} else {
+			req = encodeStreamRequest(batch)
+		}
+		if err := ps.st.SendMsg(req); err != nil {
 			// The reader sees the call end and reports the batch as unknown.
 			p.mu.Lock()
 			ps.broken = true
@@ -434,12 +475,12 @@ func (p *appendPipe) reader(ps *pipeStream) {
 	defer p.wg.Done()
 	defer ps.cancel()
 	for {
-		resp, err := ps.st.Recv()
-		if err != nil {
+		var resp streamAnswers
+		if err := ps.st.RecvMsg(&resp); err != nil {
 			p.broke(ps, err)
 			return
 		}
-		if resp.GetDraining() {
+		if resp.draining {
 			// The server reads no more: the sender closes our side, so the
 			// server ends the call once it has answered; sends go on a new call.
 			p.mu.Lock()
@@ -447,17 +488,17 @@ func (p *appendPipe) reader(ps *pipeStream) {
 			p.mu.Unlock()
 			p.poke()
 		}
-		for _, r := range resp.GetResults() {
-			p.answered(ps, r)
+		for i := range resp.results {
+			p.answered(ps, &resp.results[i])
 		}
 	}
 }
 
 // answered completes the send ps answers with r.
-func (p *appendPipe) answered(ps *pipeStream, r *pb.StreamAppendResult) {
+func (p *appendPipe) answered(ps *pipeStream, r *streamAnswer) {
 	p.mu.Lock()
-	s := ps.inFlight[r.GetSeq()]
-	delete(ps.inFlight, r.GetSeq())
+	s := ps.inFlight[r.seq]
+	delete(ps.inFlight, r.seq)
 	waiting := len(p.queue) > 0
 	p.mu.Unlock()
 	if waiting {
@@ -466,15 +507,15 @@ func (p *appendPipe) answered(ps *pipeStream, r *pb.StreamAppendResult) {
 	if s == nil {
 		return
 	}
-	if pe := r.GetError(); pe != nil {
-		err := pullErrorFromPB(pe)
+	if r.err != nil {
+		err := pullErrorFromPB(r.err)
 		if errors.Is(err, ErrBusy) && p.backoff(s) {
 			return
 		}
 		p.finish(s, equeue.AppendResult{}, err)
 		return
 	}
-	res, err := appendFromWire(r.GetResponse(), len(s.orig.Messages))
+	res, err := r.resp.result(len(s.orig.Messages))
 	p.finish(s, res, err)
 }
 

@@ -122,27 +122,28 @@ func (a *appendStream) read() {
 		if quit {
 			return
 		}
-		req, err := a.st.Recv()
-		if err != nil {
+		in := &appendsIn{direct: true}
+		if err := a.st.RecvMsg(in); err != nil {
 			a.mu.Lock()
 			a.readDone, a.readErr = true, err
 			a.mu.Unlock()
 			a.kick()
 			return
 		}
+		items := in.appends()
 		a.mu.Lock()
-		a.pending += len(req.GetAppends())
+		a.pending += len(items)
 		draining := a.draining
 		a.mu.Unlock()
-		for _, it := range req.GetAppends() {
-			a.run(it, draining)
+		for i := range items {
+			a.run(&items[i], draining)
 		}
 	}
 }
 
 // run starts one append; its answer comes through done.
-func (a *appendStream) run(it *pb.StreamAppend, draining bool) {
-	seq := it.GetSeq()
+func (a *appendStream) run(it *streamIn, draining bool) {
+	seq := it.seq
 	defer func() {
 		if p := recover(); p != nil {
 			a.v.s.log.Error("panic in call", "method", pb.Broker_AppendStream_FullMethodName, "panic", p, "stack", string(debug.Stack()))
@@ -153,11 +154,11 @@ func (a *appendStream) run(it *pb.StreamAppend, draining bool) {
 		a.done(seq, equeue.AppendResult{}, errStopping)
 		return
 	}
-	if it.GetAppend() == nil {
+	if !it.present {
 		a.done(seq, equeue.AppendResult{}, fmt.Errorf("%w: stream append %d is empty", equeue.ErrInvalidArgument, seq))
 		return
 	}
-	if need := replyRights(pb.Broker_Append_FullMethodName, it.GetAppend(), RightProduce); a.rights&need == 0 {
+	if need := appendRights(it.d.topic); a.rights&need == 0 {
 		err := fmt.Errorf("%w: %s needs %s rights, token has %s", ErrPermissionDenied, pb.Broker_Append_FullMethodName, need, a.rights)
 		a.v.s.refusals.refused(a.ctx, pb.Broker_AppendStream_FullMethodName, err)
 		a.done(seq, equeue.AppendResult{}, err)
@@ -169,7 +170,7 @@ func (a *appendStream) run(it *pb.StreamAppend, draining bool) {
 		a.done(seq, equeue.AppendResult{}, fmt.Errorf("%w: %d calls in flight", ErrBusy, s.maxInFlight))
 		return
 	}
-	req, err := appendFromPB(it.GetAppend())
+	req, err := it.request()
 	if err != nil {
 		s.inFlight.Add(-1)
 		a.done(seq, equeue.AppendResult{}, err)

@@ -14,7 +14,7 @@ import (
 // has a tier for every power of two from 1 KiB to 16 MiB and does not
 // clear: gRPC writes every byte of a buffer it gets (a read from the
 // socket, a copy, or a marshal of exactly that size) before reading it,
-// and these buffers never leave gRPC and this package's codec.
+// and these buffers never leave gRPC and this package's codec (codec.go).
 var bufferPool mem.BufferPool = newTieredPool()
 
 const (

@@ -121,7 +121,8 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	bo.MaxDelay = o.MaxReconnectDelay
 	dopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes),
+			grpc.ForceCodecV2(wireCodec{})),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(retryBusy),
@@ -229,19 +230,17 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if req == nil {
 		return equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument)
 	}
-	msgs, err := messagesToPB(req.Messages)
+	in, err := appendRequest(req)
 	if err != nil {
 		return equeue.AppendResult{}, err
 	}
-	sync, every, err := syncToPB(req.Sync)
-	if err != nil {
-		return equeue.AppendResult{}, err
-	}
-	resp, err := c.api.Append(ctx, &pb.AppendRequest{Topic: req.Topic, Queue: toInt32(req.Queue), Messages: msgs, Sync: sync, SyncInterval: every})
-	if err != nil {
+	// As c.api.Append, with the request encoded by appendRequest and the
+	// answer decoded by appendReply.
+	var resp appendReply
+	if err := c.conn.Invoke(ctx, pb.Broker_Append_FullMethodName, in, &resp, grpc.StaticMethod()); err != nil {
 		return equeue.AppendResult{}, c.fail(err)
 	}
-	return appendFromWire(resp, len(req.Messages))
+	return resp.a.result(len(req.Messages))
 }
 
 // Pull reads messages from one queue; at its end it waits up to req.Wait
@@ -261,15 +260,14 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 		res, err = c.ahead.pull(ctx, req)
 	} else {
 		in := c.pullPB(req, req.Max, req.Wait)
-		var resp *pb.PullResponse
 		if req.Wait > 0 && req.Group != "" {
 			// A group member's long-poll: one call carries all of them.
-			resp, err = c.mux.pull(ctx, in)
-		} else if resp, err = c.api.Pull(ctx, in); err != nil {
-			err = c.fail(err)
-		}
-		if err == nil {
-			res, err = pullResultFromPB(resp)
+			var resp *pb.PullResponse
+			if resp, err = c.mux.pull(ctx, in); err == nil {
+				res, err = pullResultFromPB(resp)
+			}
+		} else {
+			res, err = c.pullDirect(ctx, in)
 		}
 	}
 	if err != nil {

@@ -193,15 +193,22 @@ func syncToPB(p *equeue.SyncPolicy) (pb.SyncPolicy, *durationpb.Duration, error)
 	return 0, nil, fmt.Errorf("%w: sync policy %s cannot be sent", equeue.ErrInvalidOptions, s)
 }
 
+// The policies of most appends, shared by their requests (which only read
+// them) instead of allocated for each.
+var (
+	syncAlways = equeue.SyncAlways
+	syncNever  = equeue.SyncNever
+)
+
 func syncFromPB(k pb.SyncPolicy, every *durationpb.Duration) (*equeue.SyncPolicy, error) {
 	var p equeue.SyncPolicy
 	switch k {
 	case pb.SyncPolicy_SYNC_POLICY_DEFAULT:
 		return nil, nil
 	case pb.SyncPolicy_SYNC_POLICY_ALWAYS:
-		p = equeue.SyncAlways
+		return &syncAlways, nil
 	case pb.SyncPolicy_SYNC_POLICY_NEVER:
-		p = equeue.SyncNever
+		return &syncNever, nil
 	case pb.SyncPolicy_SYNC_POLICY_INTERVAL:
 		d, err := fromDurationPB(every)
 		if err != nil {

@@ -70,9 +70,7 @@ func (v *service) DeleteReplyTopic(ctx context.Context, req *pb.DeleteReplyTopic
 func replyRights(method string, req any, need Rights) Rights {
 	switch r := req.(type) {
 	case *pb.AppendRequest:
-		if equeue.IsReplyTopic(r.GetTopic()) {
-			return RightProduce | RightConsume
-		}
+		return appendRights(r.GetTopic())
 	case *pb.PullRequest:
 		if equeue.IsReplyTopic(r.GetTopic()) {
 			return RightProduce | RightConsume
@@ -81,4 +79,13 @@ func replyRights(method string, req any, need Rights) Rights {
 		return RightProduce
 	}
 	return need
+}
+
+// appendRights is what an Append of topic needs: either right for a reply
+// topic, else RightProduce.
+func appendRights(topic string) Rights {
+	if equeue.IsReplyTopic(topic) {
+		return RightProduce | RightConsume
+	}
+	return RightProduce
 }

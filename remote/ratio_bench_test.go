@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -20,22 +21,33 @@ import (
 // BenchmarkRemoteRatio measures a path over remote against the same path
 // in-process on one Badger engine, alternating the two in rounds within
 // one run, so a shared machine's load changes hit both alike. It reports
-// both rates and remote/inproc. One op is one message of each side.
+// both rates and remote/inproc, and each side's CPU time (client and broker
+// together) and allocations per message. One op is one message of each
+// side.
 //
 //	go test -run '^$' -bench RemoteRatio -benchtime 200000x ./remote
 //
-// With EQUEUE_BENCH_PROFILE set to a directory, the remote rounds are
-// CPU-profiled there (client and broker share the process).
+// With EQUEUE_BENCH_PROFILE set to a directory, every round is
+// CPU-profiled there (client and broker share the process). With
+// EQUEUE_BENCH_MEMORY set, the engine keeps its data in memory instead
+// (not the target: it leaves out the store's and the disk's time and
+// noise, so what remote adds per message stands out).
 func BenchmarkRemoteRatio(b *testing.B) {
+	const benchMemoryEnv = "EQUEUE_BENCH_MEMORY"
 	const rounds = 8
 	type side struct {
-		name string
-		br   equeue.Broker
-		took time.Duration
-		cpu  time.Duration
+		name   string
+		br     equeue.Broker
+		took   time.Duration
+		cpu    time.Duration
+		allocs uint64
 	}
 	setup := func(b *testing.B) (*equeue.Engine, []*side) {
-		e, err := equeue.Open(b.TempDir(), nil)
+		dir, opts := b.TempDir(), (*equeue.Options)(nil)
+		if os.Getenv(benchMemoryEnv) != "" {
+			dir, opts = "", &equeue.Options{InMemory: true}
+		}
+		e, err := equeue.Open(dir, opts)
 		require.NoError(b, err)
 		b.Cleanup(func() { require.NoError(b, e.Close()) })
 		s := startServer(b, e, "", nil)
@@ -51,13 +63,16 @@ func BenchmarkRemoteRatio(b *testing.B) {
 				b.ReportMetric(float64(sd.cpu.Microseconds())/float64(msgs), sd.name+"-cpu-µs/msg")
 			}
 		}
+		for _, sd := range sides {
+			b.ReportMetric(float64(sd.allocs)/float64(msgs), sd.name+"-allocs/msg")
+		}
 	}
 	// timed runs f as one round of sd, adding its wall and CPU time; with
-	// benchProfileEnv set, the remote rounds are CPU-profiled, one file
-	// per round (remote-<path>-<round>.cpu; give pprof all of them).
+	// benchProfileEnv set, each round is CPU-profiled, one file per side
+	// and round (<side>-<path>-<round>.cpu; give pprof all of a side's).
 	timed := func(b *testing.B, sd *side, round int, f func()) {
-		if dir := os.Getenv(benchProfileEnv); dir != "" && sd.name == "remote" {
-			name := fmt.Sprintf("remote-%s-%d.cpu", strings.ReplaceAll(b.Name()[len("BenchmarkRemoteRatio/"):], "/", "-"), round)
+		if dir := os.Getenv(benchProfileEnv); dir != "" {
+			name := fmt.Sprintf("%s-%s-%d.cpu", sd.name, strings.ReplaceAll(b.Name()[len("BenchmarkRemoteRatio/"):], "/", "-"), round)
 			pf, err := os.Create(filepath.Join(dir, name))
 			require.NoError(b, err)
 			require.NoError(b, pprof.StartCPUProfile(pf))
@@ -66,12 +81,17 @@ func BenchmarkRemoteRatio(b *testing.B) {
 				require.NoError(b, pf.Close())
 			}()
 		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		allocs := ms.Mallocs
 		cpu0, _ := benchProcessCPU()
 		start := time.Now()
 		f()
 		sd.took += time.Since(start)
 		cpu1, _ := benchProcessCPU()
 		sd.cpu += cpu1 - cpu0
+		runtime.ReadMemStats(&ms)
+		sd.allocs += ms.Mallocs - allocs
 	}
 	chunk := func(b *testing.B) int { return max(b.N/rounds, 1) }
 

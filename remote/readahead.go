@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/equeue-go/equeue"
-	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
 
 // readAhead serves the long-poll pulls of consumers (group pulls with a
@@ -116,19 +115,22 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 		break
 	}
 	fetch := max(want, ra.ahead)
-	resp, err := ra.c.api.Pull(ctx, ra.c.pullPB(req, fetch, 0))
+	res, err := ra.c.pullDirect(ctx, ra.c.pullPB(req, fetch, 0))
 	if err != nil {
-		return equeue.PullResult{}, ra.c.fail(err)
+		return equeue.PullResult{}, err
 	}
-	if idleAnswer(resp, req.Offset) {
+	if idleAnswer(res, req.Offset) {
 		// At the end of the queue: wait with the client's other pulls.
-		if resp, err = ra.c.mux.pull(ctx, ra.c.pullPB(req, fetch, req.Wait)); err != nil {
+		resp, err := ra.c.mux.pull(ctx, ra.c.pullPB(req, fetch, req.Wait))
+		if err != nil {
 			return equeue.PullResult{}, err
 		}
+		if res, err = pullResultFromPB(resp); err != nil {
+			return res, err
+		}
 	}
-	res, err := pullResultFromPB(resp)
-	if err != nil || res.Status != equeue.PullFound {
-		return res, err
+	if res.Status != equeue.PullFound {
+		return res, nil
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
@@ -196,12 +198,8 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 		defer ra.wg.Done()
 		ctx, cancel := context.WithTimeout(ra.ctx, longPollSlack)
 		sent := time.Now()
-		resp, err := ra.c.api.Pull(ctx, in)
+		res, err := ra.c.pullDirect(ctx, in)
 		cancel()
-		var res equeue.PullResult
-		if err == nil {
-			res, err = pullResultFromPB(resp)
-		}
 		ra.mu.Lock()
 		defer ra.mu.Unlock()
 		q.fetching = false
@@ -225,8 +223,8 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 	}()
 }
 
-// idleAnswer reports whether resp is "no new message" at offset, with
+// idleAnswer reports whether res is "no new message" at offset, with
 // nothing to move past.
-func idleAnswer(resp *pb.PullResponse, offset int64) bool {
-	return resp.GetStatus() == pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE && len(resp.GetMessages()) == 0 && resp.GetNextOffset() == offset
+func idleAnswer(res equeue.PullResult, offset int64) bool {
+	return res.Status == equeue.PullNoNewMessage && len(res.Messages) == 0 && res.NextOffset == offset
 }

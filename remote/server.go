@@ -143,6 +143,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		experimental.BufferPool(bufferPool),
+		grpc.ForceServerCodecV2(wireCodec{}),
 		// Clients ping idle connections to find dead brokers; allow it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// Find dead clients so their long-polls end.
@@ -194,13 +195,22 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 	d := pb.Broker_ServiceDesc
 	d.Methods = make([]grpc.MethodDesc, len(pb.Broker_ServiceDesc.Methods))
 	for i, m := range pb.Broker_ServiceDesc.Methods {
-		h := m.Handler
+		h, direct := m.Handler, m.Handler
+		// Without an interceptor of the application's, Append decodes its
+		// request and Pull encodes its answer directly (appendin.go,
+		// answerwire.go).
+		switch m.MethodName {
+		case appendMethod:
+			h, direct = appendHandler(false), appendHandler(true)
+		case pullMethod:
+			h, direct = pullHandler(false), pullHandler(true)
+		}
 		d.Methods[i] = grpc.MethodDesc{
 			MethodName: m.MethodName,
 			Handler: func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
 				srv = s.serviceFor(ctx, srv)
 				if next == nil {
-					return h(srv, ctx, dec, s.guard)
+					return direct(srv, ctx, dec, s.guard)
 				}
 				return h(srv, ctx, dec, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 					return s.guard(ctx, req, info, func(ctx context.Context, req any) (any, error) {

@@ -73,15 +73,25 @@ func appendToPB(res equeue.AppendResult) *pb.AppendResponse {
 }
 
 func (v *service) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullResponse, error) {
-	wait, err := fromDurationPB(req.GetWait())
+	res, limit, err := v.pull(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	return pullAnswer(res, limit)
+}
+
+// pull runs a Pull call on the engine; limit is the most bytes its answer
+// may take.
+func (v *service) pull(ctx context.Context, req *pb.PullRequest) (equeue.PullResult, int, error) {
+	wait, err := fromDurationPB(req.GetWait())
+	if err != nil {
+		return equeue.PullResult{}, 0, err
+	}
 	if err := nonNegative("pull max", int64(req.GetMax())); err != nil {
-		return nil, err
+		return equeue.PullResult{}, 0, err
 	}
 	if err := nonNegative("pull answer bytes", int64(req.GetMaxAnswerBytes())); err != nil {
-		return nil, err
+		return equeue.PullResult{}, 0, err
 	}
 	limit := v.s.answerLimit(int(req.GetMaxAnswerBytes()))
 	wait = spread(wait)
@@ -93,9 +103,9 @@ func (v *service) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespon
 		MaxBytes: max(limit-answerSlack, 1),
 	})
 	if err != nil {
-		return nil, v.s.stopped(ctx, err)
+		return equeue.PullResult{}, 0, v.s.stopped(ctx, err)
 	}
-	return pullAnswer(res, limit)
+	return res, limit, nil
 }
 
 func (v *service) SendBack(ctx context.Context, req *pb.SendBackRequest) (*pb.SendBackResponse, error) {
