@@ -44,3 +44,6 @@ func SetGroupCommitLinger(e *Engine, d time.Duration) { e.linger.Store(int64(d))
 
 // StoreWrites reports how many store writes e's writer has made.
 func StoreWrites(e *Engine) int64 { return e.pipe.writes.Load() }
+
+// ObserveSyncs has f told the duration of every Sync e's completer makes.
+func ObserveSyncs(e *Engine, f func(time.Duration)) { e.pipe.syncObserver.Store(&f) }

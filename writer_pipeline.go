@@ -56,6 +56,8 @@ type pipeline struct {
 	inflight atomic.Int32 // batches handed to the completer and not yet completed
 	syncs    atomic.Int64 // Sync calls made by the completer
 	writes   atomic.Int64 // store writes made by the writer
+	// syncObserver, when set (by benchmarks), is told every Sync's duration.
+	syncObserver atomic.Pointer[func(time.Duration)]
 	// building is set while the writer gathers, writes and hands over a
 	// batch; joining is set while the completer waits for that batch to
 	// share its Sync (see joinBuilding).
@@ -111,7 +113,11 @@ func (e *Engine) runCompleter() {
 				began := time.Now()
 				synced, syncErr = true, e.st.Sync()
 				e.pipe.syncs.Add(1)
-				e.pipe.syncTime.Store((3*e.pipe.syncTime.Load() + int64(time.Since(began))) / 4)
+				took := time.Since(began)
+				e.pipe.syncTime.Store((3*e.pipe.syncTime.Load() + int64(took)) / 4)
+				if obs := e.pipe.syncObserver.Load(); obs != nil {
+					(*obs)(took)
+				}
 				if syncErr != nil {
 					e.log.Error("sync failed; the batch is kept, its outcome reported unknown", "err", syncErr)
 				}
