@@ -426,6 +426,7 @@ func BenchmarkSendPipelined(b *testing.B) {
 			p := benchProducer(b, e)
 			body := benchBody(bs.size)
 			b.SetBytes(int64(bs.size))
+			syncs0 := equeue.GroupCommitSyncs(e)
 			b.ResetTimer()
 			start := time.Now()
 			err := benchSendBatches(ctx, p, b.N, 1024, 4, body)
@@ -435,6 +436,9 @@ func BenchmarkSendPipelined(b *testing.B) {
 				b.Fatal(err)
 			}
 			benchReport(b, b.N, elapsed)
+			if syncs := equeue.GroupCommitSyncs(e) - syncs0; syncs > 0 {
+				b.ReportMetric(float64(b.N)/float64(syncs), "msgs/sync")
+			}
 			benchClose(b, p, e)
 		})
 	}

@@ -326,7 +326,9 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 		if aw, ok := e.st.(AsyncWriter); ok {
 			f.wait = aw.WriteAsync(sb)
 		} else {
+			began := time.Now()
 			f.err = e.st.Write(sb)
+			e.pipe.writeTime.Store((3*e.pipe.writeTime.Load() + int64(time.Since(began))) / 4)
 		}
 	}
 	if f.err != nil {

@@ -23,6 +23,10 @@ import (
 //     completer lets that batch share the Sync it is about to make, and the
 //     writer stops lingering meanwhile (joinBuilding).
 //
+// The completer waits only while store writes take less time than a Sync
+// (waitingPays): with large batches, overlapping a Sync with the next write
+// does better than syncing both at once.
+//
 // Senders that do not wait for their Send (SendAsync callers, open-loop
 // producers) never come back as a cohort: waiting for them only adds
 // latency. So each wait for a cohort that ends short suspends that wait for
@@ -95,7 +99,7 @@ func (t *cohortTarget) gathered(expired bool) {
 // that comes holds less than half of the cohort.
 func (e *Engine) awaitCohort(group []*flight, b *cohortBackoff) []*flight {
 	settles, cohort := e.pipe.settles.Load(), int(e.pipe.cohort.Load())
-	if cohort == 0 || slices.ContainsFunc(group, func(f *flight) bool { return f.settle == settles }) || !b.try() {
+	if cohort == 0 || slices.ContainsFunc(group, func(f *flight) bool { return f.settle == settles }) || !e.waitingPays() || !b.try() {
 		return group
 	}
 	// Waiting pays only while it is shorter than the Sync the cohort would

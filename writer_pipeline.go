@@ -64,6 +64,8 @@ type pipeline struct {
 	building atomic.Bool
 	joining  atomic.Bool
 	syncTime atomic.Int64 // recent Sync duration in ns (moving average)
+	// writeTime is the recent store Write duration in ns (moving average).
+	writeTime atomic.Int64
 	// cohort is how many commands the completer's last Sync acknowledged:
 	// the senders the writer may expect back together.
 	cohort   atomic.Int32
@@ -149,7 +151,7 @@ func (e *Engine) runCompleter() {
 // batch would wait for on its own, and the writer stops lingering for more
 // senders meanwhile — and syncs both at once.
 func (e *Engine) joinBuilding(group []*flight) []*flight {
-	if !e.pipe.building.Load() && len(e.writeCh) == 0 {
+	if (!e.pipe.building.Load() && len(e.writeCh) == 0) || !e.waitingPays() {
 		return group
 	}
 	e.pipe.joining.Store(true)
@@ -172,6 +174,14 @@ func (e *Engine) joinBuilding(group []*flight) []*flight {
 		}
 	}
 	return group
+}
+
+// waitingPays reports whether the completer should wait for a batch to
+// share its Sync: only while writes take less time than a Sync. Otherwise
+// (large batches) overlapping the Sync with the next write does better
+// than syncing both at once.
+func (e *Engine) waitingPays() bool {
+	return e.pipe.writeTime.Load() < e.pipe.syncTime.Load()
 }
 
 func needsSync(f *flight) bool { return f.err == nil && f.wait == nil && f.b.needSync }
