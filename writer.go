@@ -125,7 +125,9 @@ func (e *Engine) runWriter() {
 				internal = first.ops
 			}
 		}
-		lingering, expired := false, false
+		// cut: the completer waits for this batch, so it stopped lingering
+		// (which tells nothing about the senders coming back).
+		lingering, expired, cut := false, false, false
 		for len(batch) > 0 && ops < maxOps && bytes < maxBytes {
 			c := take(false)
 			if c == nil {
@@ -133,15 +135,22 @@ func (e *Engine) runWriter() {
 				// fsync is coming and fewer requests than last time are here
 				// (writer_cohort.go).
 				want := cohort.want(prev, int(e.pipe.cohort.Load())) - len(batch)
-				if stopping || expired || !needSync || want <= 0 || e.pipe.joining.Load() {
+				if stopping || expired || cut || !needSync || want <= 0 {
+					break
+				}
+				if e.pipe.joining.Load() {
+					cut = true
 					break
 				}
 				if !lingering {
 					lingering = true
 					linger.Reset(time.Duration(e.linger.Load()))
 				}
-				if !e.awaitSenders(min(want, cap(e.writeCh)), linger.C) {
-					lingering, expired = false, true
+				switch e.awaitSenders(min(want, cap(e.writeCh)), linger.C) {
+				case lingerExpired:
+					lingering, expired = false, true // the timer is spent
+				case lingerCut:
+					cut = true
 				}
 				continue
 			}
@@ -157,10 +166,13 @@ func (e *Engine) runWriter() {
 			}
 			needSync = needSync || c.sync
 		}
-		if lingering && !linger.Stop() {
-			<-linger.C
+		if lingering {
+			// No drain: since Go 1.23 a stopped timer's channel holds no
+			// stale value, and receiving after a Stop that came too late
+			// (the expiry was consumed) would block for good.
+			linger.Stop()
 		}
-		cohort.gathered(expired)
+		cohort.gathered(expired, cut)
 		var failed bool
 		expiring, failed = e.runBatch(batch, time.Now(), maxOps-ops, maxBytes-bytes)
 		e.pipe.building.Store(false)
@@ -180,29 +192,37 @@ func (e *Engine) runWriter() {
 	}
 }
 
-// awaitSenders sleeps until want requests are queued or expire fires (then
-// it reports false). Senders queue without waking the writer one by one —
-// on two cores those wake-ups cost as much as the senders' own work — and
-// the one that brings the queue to want wakes it (see enqueued).
-func (e *Engine) awaitSenders(want int, expire <-chan time.Time) bool {
+// Why awaitSenders returned.
+const (
+	lingerFilled  = iota // want requests are queued (or a wake-up came)
+	lingerExpired        // expire fired: it is consumed
+	lingerCut            // the completer waits for this batch: stop lingering
+)
+
+// awaitSenders sleeps until want requests are queued or expire fires.
+// Senders queue without waking the writer one by one — on two cores those
+// wake-ups cost as much as the senders' own work — and the one that brings
+// the queue to want wakes it (see enqueued). The completer wakes it too
+// when it waits for the batch (joinBuilding).
+func (e *Engine) awaitSenders(want int, expire <-chan time.Time) int {
 	select {
 	case <-e.lingerWake: // a late signal meant for an earlier wait
 	default:
 	}
 	if e.pipe.joining.Load() { // the completer waits for this batch
-		return false
+		return lingerCut
 	}
 	e.lingerWant.Store(int32(want))
 	if len(e.writeCh) >= want { // queued before want was published
 		e.lingerWant.Store(0)
-		return true
+		return lingerFilled
 	}
 	select {
 	case <-e.lingerWake:
-		return true
+		return lingerFilled
 	case <-expire:
 		e.lingerWant.Store(0)
-		return false
+		return lingerExpired
 	}
 }
 

@@ -84,9 +84,10 @@ func (t *cohortTarget) want(prev, cohort int) int {
 }
 
 // gathered records how the batch's gathering ended: whether its linger
-// expired before the target was reached.
-func (t *cohortTarget) gathered(expired bool) {
-	if t.using {
+// expired before the target was reached, or was cut short because the
+// completer waits for the batch (then it counts neither way).
+func (t *cohortTarget) gathered(expired, cut bool) {
+	if t.using && !cut {
 		t.backoff.done(expired)
 	}
 	t.using, t.decided = false, false

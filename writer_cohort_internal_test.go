@@ -36,14 +36,16 @@ func TestCohortTarget_WantsTheCohortUntilItMisses(t *testing.T) {
 	var ct cohortTarget
 	assert.Equal(t, 64, ct.want(10, 64))
 	assert.Equal(t, 50, ct.want(10, 50), "decided once per batch")
-	ct.gathered(true) // the linger expired short: skip the next 2
+	ct.gathered(true, false) // the linger expired short: skip the next 2
 	assert.Equal(t, 10, ct.want(10, 64))
-	ct.gathered(false)
+	ct.gathered(false, false)
 	assert.Equal(t, 10, ct.want(10, 64))
-	ct.gathered(false)
+	ct.gathered(false, false)
 	assert.Equal(t, 64, ct.want(10, 64))
-	ct.gathered(false)
+	ct.gathered(false, false)
 	assert.Equal(t, 12, ct.want(12, 8), "the writer's own batch size when larger")
-	ct.gathered(true)
+	ct.gathered(true, false)
 	assert.Equal(t, 64, ct.want(12, 64), "a miss without the cohort target costs nothing")
+	ct.gathered(true, true)
+	assert.Equal(t, 64, ct.want(12, 64), "a linger cut short by the completer is no miss")
 }
