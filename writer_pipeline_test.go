@@ -1,6 +1,7 @@
 package equeue_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -177,4 +178,46 @@ func TestWriter_CohortsShareOneSync(t *testing.T) {
 	syncs := r.FS.Syncs() - before
 	assert.LessOrEqual(t, syncs, int64(rounds+4), "%d fsyncs for %d rounds of %d senders", syncs, rounds, senders)
 	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
+}
+
+// A failed fsync shared by a merged cohort: every sender whose batch it
+// covered learns "outcome unknown", none any other error, and each of those
+// messages is kept (stored once, readable after the next good fsync).
+func TestWriter_CohortsShareAFailedSync(t *testing.T) {
+	const senders, rounds = 16, 6
+	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	r.FS.Delay(0, 30*time.Millisecond)
+	equeue.SetGroupCommitLinger(r.E, 20*time.Millisecond)
+	var syncs atomic.Int64
+	r.FS.OnSync(func() error {
+		if syncs.Add(1) == 5 { // once the cohorts have merged
+			return errors.New("injected fsync failure")
+		}
+		return nil
+	})
+	var (
+		wg            sync.WaitGroup
+		indeterminate atomic.Int64
+	)
+	for g := range senders {
+		wg.Go(func() {
+			for i := range rounds {
+				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
+				if err != nil {
+					assert.ErrorIs(t, err, equeue.ErrIndeterminate)
+					indeterminate.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Positive(t, indeterminate.Load(), "the failed fsync was reported")
+	bodies := queueBodies(t, r.E, "t", 0)
+	assert.Len(t, bodies, senders*rounds, "kept, each once")
+	seen := map[string]bool{}
+	for _, b := range bodies {
+		assert.False(t, seen[b], "stored twice: %s", b)
+		seen[b] = true
+	}
 }
