@@ -1,0 +1,72 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/equeue-go/equeue"
+)
+
+// AppendAsync is Append that reports through cb instead of blocking the
+// caller: equeue.Producer.SendAsync calls it. While the client knows the
+// leader, the appends travel pipelined on the leader's AppendStream (see
+// Client.AppendAsync), with no goroutine per call.
+//
+// Outcomes and retries are those of Append (see ClusterClient): a refusal
+// that stored nothing (equeue.ErrNotLeader, ErrBusy) is sent again to the
+// leader the refusal names, or to the next node, through elections, on a
+// goroutine of its own; an append the leader may have stored when the call
+// broke is not retried and gets an error matching equeue.ErrIndeterminate.
+// While the leader is unknown or unreachable, the call runs as Append on a
+// goroutine of its own. cb runs exactly once and must not block.
+func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
+	if ctx == nil {
+		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument))
+		return
+	}
+	addr, c := cc.knownLeader()
+	if c == nil {
+		// Find the leader (or fail) as Append does.
+		go func() { cb(cc.Append(ctx, req)) }()
+		return
+	}
+	c.AppendAsync(ctx, req, func(res equeue.AppendResult, err error) {
+		switch {
+		case err == nil:
+		case errors.Is(err, equeue.ErrNotLeader):
+			// Nothing was stored: follow the node the refusal names.
+			leader := ""
+			var re *Error
+			if errors.As(err, &re) && re.Leader != addr {
+				leader = re.Leader
+			}
+			cc.redirect(addr, leader)
+			go func() { cb(cc.Append(ctx, req)) }()
+			return
+		case errors.Is(err, ErrBusy) && ctx.Err() == nil:
+			go func() { cb(cc.Append(ctx, req)) }()
+			return
+		case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+			// Unreachable or too slow: the next call asks the others.
+			cc.redirect(addr, "")
+		}
+		cb(res, err)
+	})
+}
+
+// knownLeader returns the leader's address and client when the client
+// knows the leader and can reach it; otherwise a nil client.
+func (cc *ClusterClient) knownLeader() (string, *Client) {
+	addr := cc.Leader()
+	if addr == "" {
+		return "", nil
+	}
+	c, err := cc.client(addr)
+	if err != nil || c.conn.GetState() == connectivity.TransientFailure {
+		return "", nil
+	}
+	return addr, c
+}
