@@ -255,8 +255,9 @@ func TestAdmin_CommitAfterDeleteIsFenced(t *testing.T) {
 
 // TestAdmin_FailedSyncKeepsMemoryWithStore fails the fsync after each admin
 // change's write succeeded: the change is in the store, so the engine shows
-// it too (memory never contradicts the store), and the error says it may
-// not be durable. After a reopen the store and the engine agree.
+// it too (memory never contradicts the store), the error says it may not be
+// durable, and the engine stores nothing more until it is reopened. After
+// the reopen the store and the engine agree.
 func TestAdmin_FailedSyncKeepsMemoryWithStore(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -268,22 +269,55 @@ func TestAdmin_FailedSyncKeepsMemoryWithStore(t *testing.T) {
 			a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
 			require.NoError(t, err)
 
-			failSync := func(name string, call func() error) {
+			// Each change's fsync fails; the engine shows the change, refuses
+			// the next one, and is reopened before it.
+			failSync := func(name string, call func() error, shows func()) {
 				t.Helper()
 				f.FS.FailSyncs(1)
 				assert.ErrorIs(t, call(), faultstore.ErrInjected, name)
+				shows()
+				assert.ErrorIs(t, e.CreateTopic(ctx, "refused", 1), equeue.ErrStoreFailed, "after %s", name)
+				e = f.reopen()
 			}
-			failSync("create", func() error { return e.CreateTopic(ctx, "u", 1) })
-			failSync("add queues", func() error { return e.AddQueues(ctx, "t", 2) })
-			failSync("close queue", func() error { return e.SetQueueWritable(ctx, "t", 1, false) })
-			failSync("delete", func() error { return e.DeleteTopic(ctx, "v") })
 			failSync("commit", func() error {
 				return e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m", Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 0}}})
+			}, func() {
+				gi, err := e.Group(ctx, "g")
+				require.NoError(t, err)
+				for _, q := range gi.Queues {
+					if q.QueueRef == a.Queues[0].QueueRef {
+						assert.Equal(t, int64(0), q.Committed, "commit shows")
+					}
+				}
+			})
+			failSync("create", func() error { return e.CreateTopic(ctx, "u", 1) }, func() {
+				_, err := e.Topic(ctx, "u")
+				assert.NoError(t, err, "create shows")
+			})
+			failSync("add queues", func() error { return e.AddQueues(ctx, "t", 2) }, func() {
+				info, err := e.Topic(ctx, "t")
+				require.NoError(t, err)
+				assert.Len(t, info.Queues, 4, "add queues shows")
+			})
+			failSync("close queue", func() error { return e.SetQueueWritable(ctx, "t", 1, false) }, func() {
+				info, err := e.Topic(ctx, "t")
+				require.NoError(t, err)
+				assert.False(t, info.Queues[1].Writable, "close queue shows")
+			})
+			failSync("delete", func() error { return e.DeleteTopic(ctx, "v") }, func() {
+				_, err := e.Topic(ctx, "v")
+				assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "delete shows")
 			})
 			failSync("join", func() error {
 				_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "new", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "u"}}})
 				return err
+			}, func() {
+				gi, err := e.Group(ctx, "new")
+				require.NoError(t, err, "join shows")
+				assert.Equal(t, []string{"u"}, subTopics(gi))
 			})
+			_, err = e.Topic(ctx, "refused")
+			assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "a refused change is not stored")
 
 			applied := func(e *equeue.Engine, when string) {
 				t.Helper()
@@ -306,10 +340,8 @@ func TestAdmin_FailedSyncKeepsMemoryWithStore(t *testing.T) {
 				require.NoError(t, err, "%s: group new", when)
 				assert.Equal(t, []string{"u"}, subTopics(gi), when)
 			}
-			applied(e, "in process")
-			if kind == "badger" {
-				applied(f.reopen(), "after reopen")
-			}
+			applied(e, "after the reopens")
+			applied(f.reopen(), "after another reopen")
 		})
 	}
 }

@@ -73,8 +73,11 @@ type Engine struct {
 	bgCancel  context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
-	bg        sync.WaitGroup // background goroutines
-	writerWG  sync.WaitGroup
+
+	// storeFailed holds the fsync error that stopped writes (storefailure.go).
+	storeFailed atomic.Pointer[error]
+	bg          sync.WaitGroup // background goroutines
+	writerWG    sync.WaitGroup
 
 	flushEvery atomic.Int64 // nanoseconds; 0 = no interval flusher
 	flushKick  chan struct{}
@@ -284,7 +287,7 @@ func (e *Engine) runFlusher() {
 		case <-e.flushKick:
 		case <-t.C:
 			if err := e.st.Sync(); err != nil {
-				e.log.Error("interval sync failed", "err", err)
+				e.failStore(err)
 			}
 		}
 		t.Reset(time.Duration(e.flushEvery.Load()))

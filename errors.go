@@ -60,12 +60,19 @@ var (
 var ErrInvalidDelay = errors.New("equeue: invalid delay")
 
 // ErrIndeterminate is returned when the outcome of a write is unknown: the
-// store took it but making it durable failed (an fsync error). The engine
-// keeps what was written (its offsets are never reused, its dedup entries
-// stay), but it may be lost in a crash before the next successful fsync.
-// Retry with the same message IDs on a topic with a dedup window to store a
-// message at most once.
+// store took it but making it durable failed (an fsync error), or the
+// write was in flight when an fsync failed. The engine keeps what was
+// written (its offsets are never reused, its dedup entries stay) and
+// writes nothing more until it is reopened (ErrStoreFailed); a crash may
+// lose it. Retry with the same message IDs on a topic with a dedup window
+// to store a message at most once.
 var ErrIndeterminate = errors.New("equeue: outcome unknown")
+
+// ErrStoreFailed is returned for a write refused because an earlier fsync
+// of the store failed: nothing of it was stored. After a failed fsync the
+// engine writes nothing more until it is closed and opened again (see
+// Engine.StoreFailure); Close and Open, then retry.
+var ErrStoreFailed = errors.New("equeue: store failed an fsync; reopen the engine")
 
 // ErrNotLeader is returned when a node of a replicated cluster (package
 // cluster) is asked to write or read while it is not the leader, or while

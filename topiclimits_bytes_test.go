@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/internal/faultstore"
-	"github.com/equeue-go/equeue/store"
 )
 
 // topicBytes checks that a topic's byte account is known and matches its
@@ -193,15 +191,13 @@ func TestTopicLimits_MaxBytesExactAcrossRestarts(t *testing.T) {
 
 func TestTopicLimits_MaxBytesFailedWrite(t *testing.T) {
 	ctx := ctxT(t)
-	fs := faultstore.New(store.NewMemory())
-	e, err := equeue.Open("", &equeue.Options{Store: fs})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	r := newFaultRig(t, "memory", nil)
+	e, fs := r.E, r.FS
 	size := recordSize(t, e, "x")
 	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1,
 		Limits: equeue.TopicLimits{MaxBytes: 3 * size, Overflow: equeue.OverflowReject}}))
 	p := newProducer(t, e, nil)
-	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("1")})
+	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("1")})
 	require.NoError(t, err)
 
 	fs.FailWrites(1)
@@ -221,6 +217,13 @@ func TestTopicLimits_MaxBytesFailedWrite(t *testing.T) {
 	require.ErrorIs(t, err, equeue.ErrIndeterminate)
 	account, _, _ := equeue.TopicBytes(e, "t")
 	assert.Equal(t, 4*size, account, "the kept batch is counted before it is visible")
+	// The engine stores nothing more until it is reopened.
+	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("5")})
+	require.ErrorIs(t, err, equeue.ErrStoreFailed)
+	e = r.reopen()
+	fs = r.FS
+	p = newProducer(t, e, nil)
+	assert.Equal(t, 4*size, topicBytes(t, e, "t"), "the kept batch is counted after the reopen")
 	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("5")})
 	require.NoError(t, err)
 	assert.Equal(t, 5*size, topicBytes(t, e, "t"))

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/internal/faultstore"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -241,14 +240,12 @@ func TestTopicLimits_RetentionOverride(t *testing.T) {
 
 func TestTopicLimits_SetFailures(t *testing.T) {
 	ctx := ctxT(t)
-	fs := faultstore.New(store.NewMemory())
-	e, err := equeue.Open("", &equeue.Options{Store: fs})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	r := newFaultRig(t, "memory", nil)
+	e, fs := r.E, r.FS
 	old := equeue.TopicLimits{MaxMessages: 1, Overflow: equeue.OverflowReject}
 	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, Limits: old}))
 	p := newProducer(t, e, nil)
-	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("1")})
+	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("1")})
 	require.NoError(t, err)
 
 	// A failed write: not stored, the old limits still hold.
@@ -269,6 +266,15 @@ func TestTopicLimits_SetFailures(t *testing.T) {
 	info, err = e.Topic(ctx, "t")
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), info.Limits.MaxMessages)
+	// The engine stores nothing more until it is reopened.
+	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("2")})
+	require.ErrorIs(t, err, equeue.ErrStoreFailed)
+	e = r.reopen()
+	fs = r.FS
+	p = newProducer(t, e, nil)
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), info.Limits.MaxMessages, "kept across the reopen")
 	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("2")})
 	assert.NoError(t, err, "the new limit is in force")
 

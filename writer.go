@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -342,8 +343,11 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	f := &flight{batch: batch, b: b}
 	if len(b.entries) > 0 || len(b.meta) > 0 {
 		sb := &store.Batch{Entries: b.entries, Meta: b.meta}
-		e.pipe.writes.Add(1)
-		if aw, ok := e.st.(AsyncWriter); ok {
+		aw, async := e.st.(AsyncWriter)
+		if stopped := e.storeFailedErr(); stopped != nil && !async {
+			// An fsync failed: nothing more is written (storefailure.go).
+			f.err = stopped
+		} else if e.pipe.writes.Add(1); async {
 			f.wait = aw.WriteAsync(sb)
 		} else {
 			began := time.Now()
@@ -353,7 +357,9 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	}
 	if f.err != nil {
 		// Not stored: memory stays as it was.
-		e.log.Error("write failed", "messages", len(b.entries), "err", f.err)
+		if !errors.Is(f.err, ErrStoreFailed) { // logged once, when the fsync failed
+			e.log.Error("write failed", "messages", len(b.entries), "err", f.err)
+		}
 		expiring = false
 	} else {
 		e.storeBatch(b)

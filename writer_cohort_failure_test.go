@@ -15,13 +15,14 @@ import (
 )
 
 // Cohort waits change which batches share a Sync, never what a failed Sync
-// reports. Senders merged into cohorts around two injected fsync failures
-// send to a dedup topic — retrying an unknown outcome with the same ID
-// until acknowledged — and delayed messages. Every dedup ID is kept once,
-// at the offset its acknowledgement named (the retry after an unknown
-// outcome is answered with the copy kept); every acknowledged delayed
-// message is delivered once, an unknown one at most once, nothing else.
-func TestWriter_CohortsUnderFailedSyncsKeepDedupAndDelays(t *testing.T) {
+// reports. Senders merged into cohorts around an injected fsync failure
+// send to a dedup topic and delayed messages until the engine stops
+// storing; after a reopen they send every dedup ID not acknowledged again,
+// with the same ID, until it is. Every dedup ID is kept once, at the offset
+// its acknowledgement named (one kept with an unknown outcome is answered
+// as a duplicate); every acknowledged delayed message is delivered once, an
+// unknown one at most once, a refused one never.
+func TestWriter_CohortsUnderAFailedSyncKeepDedupAndDelays(t *testing.T) {
 	const senders, rounds = 16, 6
 	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
 	require.NoError(t, r.E.CreateTopicWith(ctxBG, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
@@ -30,65 +31,78 @@ func TestWriter_CohortsUnderFailedSyncsKeepDedupAndDelays(t *testing.T) {
 	equeue.SetGroupCommitLinger(r.E, 20*time.Millisecond)
 	var syncs atomic.Int64
 	r.FS.OnSync(func() error {
-		if n := syncs.Add(1); n == 5 || n == 11 { // once the cohorts have merged
+		if syncs.Add(1) == 5 { // once the cohorts have merged
 			return errors.New("injected fsync failure")
 		}
 		return nil
 	})
-	p, err := equeue.NewProducer(r.E, nil)
-	require.NoError(t, err)
-	defer p.Close()
 
 	var (
-		wg                sync.WaitGroup
-		mu                sync.Mutex
-		ackedAt           = map[string]int64{} // dedup ID -> offset acknowledged
-		retried           atomic.Int64         // dedup sends answered unknown, then retried
-		delayedAcked      = map[string]bool{}
-		delayedUnknown    = map[string]bool{}
-		unexpectedFailure atomic.Bool
+		mu        sync.Mutex
+		ackedAt   = map[string]int64{}  // dedup ID -> offset acknowledged
+		unacked   []string              // dedup IDs answered unknown or refused
+		delayed   = map[string]string{} // delayed body -> "acked", "unknown" or "refused"
+		unknownDD atomic.Int64
 	)
+	outcome := func(err error) string {
+		switch {
+		case err == nil:
+			return "acked"
+		case errors.Is(err, equeue.ErrIndeterminate):
+			return "unknown"
+		case errors.Is(err, equeue.ErrStoreFailed):
+			return "refused"
+		}
+		t.Errorf("unexpected error: %v", err)
+		return "unexpected"
+	}
+	p, err := equeue.NewProducer(r.E, nil)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
 	for g := range senders {
 		wg.Go(func() {
 			for i := range rounds {
 				id := fmt.Sprintf("%d-%d", g, i)
-				for {
-					res, err := p.Send(ctxBG, &equeue.Message{Topic: "d", ID: id, Body: []byte(id)})
-					if err == nil {
-						mu.Lock()
-						ackedAt[id] = res.Offset
-						mu.Unlock()
-						break
-					}
-					if !errors.Is(err, equeue.ErrIndeterminate) {
-						t.Errorf("dedup send %s: %v", id, err)
-						unexpectedFailure.Store(true)
-						return
-					}
-					retried.Add(1)
-				}
-				_, err := p.Send(ctxBG, &equeue.Message{Topic: "t", Body: []byte(id), Delay: 50 * time.Millisecond})
+				res, err := p.Send(ctxBG, &equeue.Message{Topic: "d", ID: id, Body: []byte(id)})
+				o := outcome(err)
 				mu.Lock()
-				switch {
-				case err == nil:
-					delayedAcked[id] = true
-				case errors.Is(err, equeue.ErrIndeterminate):
-					delayedUnknown[id] = true
-				default:
-					t.Errorf("delayed send %s: %v", id, err)
-					unexpectedFailure.Store(true)
+				if o == "acked" {
+					ackedAt[id] = res.Offset
+				} else {
+					unacked = append(unacked, id)
 				}
+				if o == "unknown" {
+					unknownDD.Add(1)
+				}
+				mu.Unlock()
+				_, err = p.Send(ctxBG, &equeue.Message{Topic: "t", Body: []byte(id), Delay: 50 * time.Millisecond})
+				mu.Lock()
+				delayed[id] = outcome(err)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	require.False(t, unexpectedFailure.Load())
-	t.Logf("dedup retries %d, delayed unknown %d, syncs %d", retried.Load(), len(delayedUnknown), syncs.Load())
-	require.GreaterOrEqual(t, syncs.Load(), int64(11), "both failures were injected")
-	assert.Positive(t, retried.Load()+int64(len(delayedUnknown)), "a failed fsync was reported")
+	require.NoError(t, p.Close())
+	require.Error(t, r.E.StoreFailure(), "the fsync failure stopped the engine")
+	unknownDelayed := 0
+	for _, o := range delayed {
+		if o == "unknown" {
+			unknownDelayed++
+		}
+	}
+	t.Logf("%d syncs; unknown: %d dedup, %d delayed; not acknowledged: %d dedup", syncs.Load(), unknownDD.Load(), unknownDelayed, len(unacked))
+	require.Positive(t, unknownDD.Load()+int64(unknownDelayed), "the failed fsync was reported as unknown")
 
-	bodies := queueBodies(t, r.E, "d", 0)
+	e := r.reopen()
+	require.NoError(t, e.StoreFailure())
+	for _, id := range unacked {
+		res, err := e.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: id, Body: []byte(id)}}})
+		require.NoError(t, err, "retry of %s", id)
+		ackedAt[id] = res.FirstOffset
+	}
+
+	bodies := queueBodies(t, e, "d", 0)
 	require.Len(t, bodies, senders*rounds, "every dedup ID kept once")
 	for off, b := range bodies {
 		at, ok := ackedAt[b]
@@ -99,11 +113,11 @@ func TestWriter_CohortsUnderFailedSyncsKeepDedupAndDelays(t *testing.T) {
 
 	require.Eventually(t, func() bool {
 		got := map[string]bool{}
-		for _, b := range queueBodies(t, r.E, "t", 0) {
+		for _, b := range queueBodies(t, e, "t", 0) {
 			got[b] = true
 		}
-		for id := range delayedAcked {
-			if !got[id] {
+		for id, o := range delayed {
+			if o == "acked" && !got[id] {
 				return false
 			}
 		}
@@ -111,9 +125,9 @@ func TestWriter_CohortsUnderFailedSyncsKeepDedupAndDelays(t *testing.T) {
 	}, waitLong, 10*time.Millisecond, "every acknowledged delayed message delivered")
 	time.Sleep(100 * time.Millisecond) // unknown ones come due as well
 	seen := map[string]bool{}
-	for _, b := range queueBodies(t, r.E, "t", 0) {
+	for _, b := range queueBodies(t, e, "t", 0) {
 		assert.False(t, seen[b], "delayed %s delivered twice", b)
 		seen[b] = true
-		assert.True(t, delayedAcked[b] || delayedUnknown[b], "delivered %s, never sent", b)
+		assert.Contains(t, []string{"acked", "unknown"}, delayed[b], "delivered %s (%s)", b, delayed[b])
 	}
 }

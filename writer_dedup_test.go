@@ -102,8 +102,8 @@ func TestWriter_RedriveOnDedupTopicIsNotSwallowed(t *testing.T) {
 }
 
 // A redrive whose Write fails sends and marks nothing; one whose Sync fails
-// is kept (sent and marked, reported indeterminate) and is never sent twice,
-// also after a reopen.
+// is kept (sent and marked, reported indeterminate), stops the engine's
+// writes until a reopen, and is never sent twice, also after a reopen.
 func TestWriter_RedriveFailures(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -124,18 +124,20 @@ func TestWriter_RedriveFailures(t *testing.T) {
 			require.ErrorIs(t, err, equeue.ErrIndeterminate)
 			assert.Equal(t, 0, n)
 			assert.Equal(t, []bool{true, false}, redriven(t, r.E), "the kept redrive is marked")
+			_, err = r.E.Redrive(ctxBG, "g", equeue.RedriveRequest{All: true})
+			require.ErrorIs(t, err, equeue.ErrStoreFailed, "nothing is stored until a reopen")
 
-			n, err = r.E.Redrive(ctxBG, "g", equeue.RedriveRequest{All: true})
+			e := r.reopen()
+			assert.Equal(t, []bool{true, false}, redriven(t, e), "the kept redrive is marked")
+			n, err = e.Redrive(ctxBG, "g", equeue.RedriveRequest{All: true})
 			require.NoError(t, err)
 			assert.Equal(t, 1, n, "only the unmarked dead letter is sent")
 			// Dead letters are redriven in their order in the dead-letter topic.
 			want := []string{"a", "b", string(dls[0].Message.Body), string(dls[1].Message.Body)}
-			assert.Equal(t, want, queueBodies(t, r.E, "t", 0))
-			if kind == "badger" {
-				e := r.reopen()
-				assert.Equal(t, want, queueBodies(t, e, "t", 0))
-				assert.Equal(t, []bool{true, true}, redriven(t, e))
-			}
+			assert.Equal(t, want, queueBodies(t, e, "t", 0))
+			e = r.reopen()
+			assert.Equal(t, want, queueBodies(t, e, "t", 0))
+			assert.Equal(t, []bool{true, true}, redriven(t, e))
 		})
 	}
 }

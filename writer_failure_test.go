@@ -120,7 +120,17 @@ func TestWriter_FailedSyncKeepsTheBatch(t *testing.T) {
 				_, err := s.send(r.E, "x")
 				require.ErrorIs(t, err, equeue.ErrIndeterminate)
 				require.ErrorIs(t, err, faultstore.ErrInjected)
+				require.ErrorIs(t, r.E.StoreFailure(), faultstore.ErrInjected)
 
+				// The engine writes nothing more until it is reopened, and
+				// readers never see the batch of unknown outcome.
+				_, err = s.send(r.E, "y")
+				require.ErrorIs(t, err, equeue.ErrStoreFailed)
+				assert.NotErrorIs(t, err, equeue.ErrIndeterminate, "refused: not stored")
+				assert.Empty(t, queueBodies(t, r.E, "t", 0))
+
+				r.reopen()
+				require.NoError(t, r.E.StoreFailure())
 				if s.dedup {
 					res, err := s.send(r.E, "x")
 					require.NoError(t, err)
@@ -132,10 +142,8 @@ func TestWriter_FailedSyncKeepsTheBatch(t *testing.T) {
 					assert.Equal(t, int64(s.n), res.FirstOffset, "the kept batch's offsets are not reused")
 				}
 				settle(t, r, s, s.bodies("x", "y"))
-				if kind == "badger" {
-					r.reopen()
-					settle(t, r, s, s.bodies("x", "y"))
-				}
+				r.reopen()
+				settle(t, r, s, s.bodies("x", "y"))
 			})
 		}
 	}
@@ -156,6 +164,8 @@ func TestWriter_FailedSyncDoesNotReuseDelaySlot(t *testing.T) {
 			_, err := p.Send(ctxBG, &equeue.Message{Topic: "a", Body: []byte("for-a"), Delay: 20 * time.Millisecond})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, equeue.ErrIndeterminate)
+			p.Close()
+			p = newProducer(t, r.reopen(), nil)
 			_, err = p.Send(ctxBG, &equeue.Message{Topic: "b", Body: []byte("for-b"), Delay: 40 * time.Millisecond})
 			require.NoError(t, err)
 			eventually(t, waitLong, func() bool {
@@ -169,7 +179,7 @@ func TestWriter_FailedSyncDoesNotReuseDelaySlot(t *testing.T) {
 
 // Issue 11, scenario 1b: a SendBatch whose fsync failed is not merged
 // behind the next send after a reopen: it keeps offsets 0-2, the next send
-// lands at 3.
+// (after the reopen that lifts the stop) lands at 3.
 func TestWriter_FailedSyncBatchKeepsOffsetsAfterReopen(t *testing.T) {
 	r := newFaultRig(t, "badger", nil)
 	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
@@ -178,6 +188,8 @@ func TestWriter_FailedSyncBatchKeepsOffsetsAfterReopen(t *testing.T) {
 	_, err := p.SendBatch(ctxBG, msgs("b0", "b1", "b2"))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, equeue.ErrIndeterminate)
+	p.Close()
+	p = newProducer(t, r.reopen(), nil)
 	res, err := p.Send(ctxBG, &equeue.Message{Topic: "t", Body: []byte("next")})
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), res.Offset)
@@ -195,4 +207,24 @@ func TestWriter_MetadataFailures(t *testing.T) {
 	r.FS.FailSyncs(1)
 	err = r.E.CreateTopic(ctxBG, "u", 1)
 	require.True(t, errors.Is(err, equeue.ErrIndeterminate), "got %v", err)
+}
+
+// Under SyncInterval a background fsync that fails stops the engine's
+// writes as one a send waits for does: later sends are refused (nothing
+// stored) until a reopen, which finds every send acknowledged before.
+func TestWriter_FailedIntervalSyncStopsWrites(t *testing.T) {
+	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncInterval(5 * time.Millisecond)})
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs("before")})
+	require.NoError(t, err)
+	r.FS.FailSyncs(1)
+	eventually(t, waitLong, func() bool { return r.E.StoreFailure() != nil }, "the interval fsync failed")
+	require.ErrorIs(t, r.E.StoreFailure(), faultstore.ErrInjected)
+	_, err = r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs("after")})
+	require.ErrorIs(t, err, equeue.ErrStoreFailed)
+	e := r.reopen()
+	require.NoError(t, e.StoreFailure())
+	_, err = e.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs("reopened")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"before", "reopened"}, queueBodies(t, e, "t", 0))
 }

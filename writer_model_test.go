@@ -357,6 +357,9 @@ func runWriterModel(rt *rapid.T, newStore func() faultstore.Store) {
 	}
 	fs.FailWrites(0)
 	fs.FailSyncs(0)
+	if e.StoreFailure() != nil {
+		reopen(false) // a failed fsync stopped the engine's writes: moves too
+	}
 	deadline := time.Now().Add(waitLong)
 	for {
 		n := 0

@@ -121,7 +121,7 @@ func (e *Engine) runCompleter() {
 					(*obs)(took)
 				}
 				if syncErr != nil {
-					e.log.Error("sync failed; the batch is kept, its outcome reported unknown", "err", syncErr)
+					e.failStore(syncErr) // storefailure.go
 				}
 			}
 			e.complete(f, syncErr)
@@ -198,10 +198,16 @@ func (e *Engine) complete(f *flight, syncErr error) {
 		}
 	}
 	if err == nil {
-		if f.b.needSync && f.wait == nil && syncErr != nil {
+		switch stopped := e.StoreFailure(); {
+		case f.b.needSync && f.wait == nil && syncErr != nil:
 			e.durableBatch(f.b, false)
 			err = fmt.Errorf("%w: %w", ErrIndeterminate, syncErr)
-		} else {
+		case stopped != nil && f.wait == nil:
+			// Written before the failed fsync was known: it may have been
+			// swept into it, so no later fsync vouches for it (storefailure.go).
+			e.durableBatch(f.b, false)
+			err = fmt.Errorf("%w: written before a failed fsync: %w", ErrIndeterminate, stopped)
+		default:
 			e.durableBatch(f.b, true)
 		}
 	}

@@ -82,10 +82,12 @@ var pipelineCases = []pipelineCase{
 // The writer writes batch B while batch A's fsync is in flight, and
 // completes them in order: B is not acknowledged before A's outcome is
 // known, A is invisible to readers until its fsync returned, and each
-// caller gets today's outcome — a failed fsync of A makes A unknown (kept)
-// but not B, a failed Write of B stores nothing of B and leaves A as its
-// fsync says. A later send follows what is stored, and a reopen holds
-// exactly the batches that were acknowledged or reported unknown.
+// caller gets today's outcome — a failed fsync of A makes A unknown (kept),
+// and B too, since B's pages may have been swept into that fsync; a failed
+// Write of B stores nothing of B and leaves A as its fsync says. After a
+// failed fsync nothing more is stored until a reopen. A later send follows
+// what is stored, and a reopen holds exactly the batches that were
+// acknowledged or reported unknown.
 func TestWriter_PipelinedBatchesCompleteInOrder(t *testing.T) {
 	for _, kind := range storeKinds {
 		for _, s := range sendShapes {
@@ -127,11 +129,23 @@ func TestWriter_PipelinedBatchesCompleteInOrder(t *testing.T) {
 						require.ErrorIs(t, ob.err, faultstore.ErrInjected)
 						assert.NotErrorIs(t, ob.err, equeue.ErrIndeterminate)
 					} else {
-						require.NoError(t, ob.err)
-						want = append(want, s.bodies("b")...)
-						if !s.delay {
-							assert.Equal(t, int64(s.n), ob.res.FirstOffset, "B follows A")
+						if pc.syncAErr != nil {
+							require.ErrorIs(t, ob.err, equeue.ErrIndeterminate, "B was written while A's failed fsync ran")
+						} else {
+							require.NoError(t, ob.err)
+							if !s.delay {
+								assert.Equal(t, int64(s.n), ob.res.FirstOffset, "B follows A")
+							}
 						}
+						want = append(want, s.bodies("b")...)
+					}
+					if pc.syncAErr != nil {
+						_, err := s.send(r.E, "c")
+						require.ErrorIs(t, err, equeue.ErrStoreFailed)
+						if !s.delay {
+							assert.Empty(t, queueBodies(t, r.E, "t", 0), "nothing of unknown outcome is shown")
+						}
+						r.reopen()
 					}
 					oc, err := s.send(r.E, "c")
 					require.NoError(t, err)
@@ -181,8 +195,10 @@ func TestWriter_CohortsShareOneSync(t *testing.T) {
 }
 
 // A failed fsync shared by a merged cohort: every sender whose batch it
-// covered learns "outcome unknown", none any other error, and each of those
-// messages is kept (stored once, readable after the next good fsync).
+// covered (or that was written while it ran) learns "outcome unknown", every
+// later one is refused (nothing stored) until a reopen, none gets any other
+// error; after the reopen exactly the acknowledged and the unknown messages
+// are there, each once.
 func TestWriter_CohortsShareAFailedSync(t *testing.T) {
 	const senders, rounds = 16, 6
 	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
@@ -197,27 +213,48 @@ func TestWriter_CohortsShareAFailedSync(t *testing.T) {
 		return nil
 	})
 	var (
-		wg            sync.WaitGroup
-		indeterminate atomic.Int64
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		outcomes = map[string]string{}
 	)
 	for g := range senders {
 		wg.Go(func() {
 			for i := range rounds {
-				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
-				if err != nil {
-					assert.ErrorIs(t, err, equeue.ErrIndeterminate)
-					indeterminate.Add(1)
+				b := fmt.Sprintf("%d-%d", g, i)
+				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(b)})
+				o := "acked"
+				switch {
+				case err == nil:
+				case errors.Is(err, equeue.ErrIndeterminate):
+					o = "unknown"
+				case errors.Is(err, equeue.ErrStoreFailed):
+					o = "refused"
+				default:
+					t.Errorf("send %s: %v", b, err)
 				}
+				mu.Lock()
+				outcomes[b] = o
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	assert.Positive(t, indeterminate.Load(), "the failed fsync was reported")
-	bodies := queueBodies(t, r.E, "t", 0)
-	assert.Len(t, bodies, senders*rounds, "kept, each once")
+	count := map[string]int{}
+	for _, o := range outcomes {
+		count[o]++
+	}
+	t.Logf("outcomes: %v", count)
+	assert.Positive(t, count["unknown"], "the failed fsync was reported")
+	e := r.reopen()
 	seen := map[string]bool{}
-	for _, b := range bodies {
+	for _, b := range queueBodies(t, e, "t", 0) {
 		assert.False(t, seen[b], "stored twice: %s", b)
 		seen[b] = true
+		assert.Contains(t, []string{"acked", "unknown"}, outcomes[b], "%s stored after %q", b, outcomes[b])
+	}
+	for b, o := range outcomes {
+		if o != "refused" {
+			assert.True(t, seen[b], "%s (%s) kept", b, o)
+		}
 	}
 }

@@ -56,6 +56,7 @@ var sentinels = []sentinel{
 	{"NOT_LEADER", equeue.ErrNotLeader, codes.Unavailable},
 	{"CLOSED", equeue.ErrClosed, codes.Unavailable},
 	{"INDETERMINATE", equeue.ErrIndeterminate, codes.Unknown},
+	{"STORE_FAILED", equeue.ErrStoreFailed, codes.FailedPrecondition},
 	{"FENCED", equeue.ErrFenced, codes.FailedPrecondition},
 	{"NOT_MEMBER", equeue.ErrNotMember, codes.FailedPrecondition},
 	{"MEMBER_ID_IN_USE", equeue.ErrMemberIDInUse, codes.FailedPrecondition},

@@ -1,0 +1,52 @@
+package equeue
+
+import "fmt"
+
+// A failed fsync stops every later write.
+//
+// When an fsync fails, the operating system may already have marked the
+// pages it could not write as clean (Linux does; PostgreSQL's "fsyncgate"
+// is the well-known case). A later fsync then succeeds without writing
+// them again. Two things follow:
+//
+//   - a batch written while the failed fsync ran may have been swept into
+//     it, so its own later fsync proves nothing;
+//   - the store's log on disk may end at the lost pages: after a crash,
+//     recovery stops there and takes every later write with it, even writes
+//     a successful fsync acknowledged.
+//
+// So continuing would let the engine tell a sender "stored" and lose the
+// message in a crash. After a failed fsync the engine therefore writes
+// nothing more: every batch not yet completed gets ErrIndeterminate and is
+// never shown to readers, and every later write is refused with
+// ErrStoreFailed (nothing stored). Reads go on over what was published.
+// Closing and opening the engine again replays the store from disk (Badger
+// rewrites what its log holds into fresh, synced tables) and lifts the
+// stop.
+
+// failStore stops every later write because an fsync failed with err. The
+// first failure is kept.
+func (e *Engine) failStore(err error) {
+	if e.storeFailed.CompareAndSwap(nil, &err) {
+		e.log.Error("fsync failed: the engine stores nothing more until it is reopened", "err", err)
+	}
+}
+
+// StoreFailure returns the fsync error that stopped the engine's writes,
+// or nil while it writes. Once it is set, every write fails with
+// ErrStoreFailed until the engine is closed and opened again; a health
+// check can report it.
+func (e *Engine) StoreFailure() error {
+	if p := e.storeFailed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// storeFailedErr is the error of a write refused after the stop.
+func (e *Engine) storeFailedErr() error {
+	if p := e.storeFailed.Load(); p != nil {
+		return fmt.Errorf("%w: %w", ErrStoreFailed, *p)
+	}
+	return nil
+}
