@@ -116,7 +116,7 @@ func (s *scheduler) run() {
 		s.alarm = time.Time{}
 		s.mu.Unlock()
 		next, err := s.moveDue()
-		if err != nil && !errors.Is(err, ErrClosed) {
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStoreFailed) { // a stop is logged once
 			s.e.log.Error("moving delayed messages", "err", err)
 		}
 		wait := idle
