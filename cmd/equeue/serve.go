@@ -195,7 +195,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	var httpSrv *http.Server
 	if m != nil {
 		m.Attach(eng)
-		httpSrv = a.serveMetrics(metricsLis, m, errc)
+		httpSrv = a.serveMetrics(metricsLis, m, eng.StoreFailure, errc)
 	}
 	var stops []func(context.Context) error
 	defer func() {
@@ -255,16 +255,14 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	return nil
 }
 
-// serveMetrics serves /metrics and /healthz on lis; a failure after it
-// started is sent to errc.
-func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, errc chan<- error) *http.Server {
+// serveMetrics serves /metrics and /healthz (see healthHandler) on lis; a
+// failure after it started is sent to errc.
+func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, failure func() error, errc chan<- error) *http.Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{a}}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.HandleFunc("/healthz", healthHandler(failure))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -273,6 +271,19 @@ func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, errc chan<- e
 	}()
 	a.log.Info("metrics", "url", "http://"+lis.Addr().String()+"/metrics")
 	return hs
+}
+
+// healthHandler answers 200 "ok" while the engine writes, and 503 with the
+// error once an fsync failed and the engine stopped writing until it is
+// restarted (equeue.Engine.StoreFailure).
+func healthHandler(failure func() error) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if err := failure(); err != nil {
+			http.Error(w, "store failed, restart the server: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	}
 }
 
 // slogPrinter lets promhttp report errors through the CLI's logger.
