@@ -131,3 +131,94 @@ func TestWriter_CohortsUnderAFailedSyncKeepDedupAndDelays(t *testing.T) {
 		assert.Contains(t, []string{"acked", "unknown"}, delayed[b], "delivered %s (%s)", b, delayed[b])
 	}
 }
+
+// While senders race an fsync that fails, a reader polling the queue only
+// ever sees messages whose send was acknowledged: a batch of unknown
+// outcome (covered by the failed fsync, or written while it ran) is never
+// shown by the engine that reported it unknown. After a reopen the store
+// holds every acknowledged message once, no refused one.
+func TestWriter_ReadersNeverSeeUnknownOutcomes(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			const senders, rounds = 8, 40
+			r := newFaultRig(t, kind, &equeue.Options{Sync: equeue.SyncAlways})
+			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+			r.FS.Delay(0, 2*time.Millisecond)
+			var syncs atomic.Int64
+			r.FS.OnSync(func() error {
+				if syncs.Add(1) == 15 {
+					return errors.New("injected fsync failure")
+				}
+				return nil
+			})
+			var (
+				mu       sync.Mutex
+				outcomes = map[string]string{}
+				seen     = map[string]bool{}
+				stop     = make(chan struct{})
+				readerWG sync.WaitGroup
+			)
+			readerWG.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					res, err := r.E.Pull(ctxBG, &equeue.PullRequest{Topic: "t", Queue: 0, Offset: 0, Max: 1024})
+					if err != nil {
+						continue
+					}
+					mu.Lock()
+					for _, m := range res.Messages {
+						seen[string(m.Body)] = true
+					}
+					mu.Unlock()
+				}
+			})
+			var wg sync.WaitGroup
+			for g := range senders {
+				wg.Go(func() {
+					for i := range rounds {
+						b := fmt.Sprintf("%d-%d", g, i)
+						_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(b)})
+						o := "acked"
+						switch {
+						case err == nil:
+						case errors.Is(err, equeue.ErrIndeterminate):
+							o = "unknown"
+						case errors.Is(err, equeue.ErrStoreFailed):
+							o = "refused"
+						default:
+							t.Errorf("send %s: %v", b, err)
+						}
+						mu.Lock()
+						outcomes[b] = o
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			close(stop)
+			readerWG.Wait()
+			require.Error(t, r.E.StoreFailure())
+			for b := range seen {
+				assert.Equal(t, "acked", outcomes[b], "a reader saw %s", b)
+			}
+			e := r.reopen()
+			kept := map[string]bool{}
+			for _, b := range queueBodies(t, e, "t", 0) {
+				assert.False(t, kept[b], "%s stored twice", b)
+				kept[b] = true
+			}
+			for b, o := range outcomes {
+				switch o {
+				case "acked", "unknown":
+					assert.True(t, kept[b], "%s (%s) kept", b, o)
+				case "refused":
+					assert.False(t, kept[b], "%s refused but stored", b)
+				}
+			}
+		})
+	}
+}
