@@ -90,7 +90,7 @@ func handleAppend(srv any, ctx context.Context, dec func(any) error, interceptor
 }
 
 // appendDirect is Append of a directly decoded request.
-func (v *service) appendDirect(ctx context.Context, d directAppend) (*pb.AppendResponse, error) {
+func (v *service) appendDirect(ctx context.Context, d directAppend) (any, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -98,7 +98,7 @@ func (v *service) appendDirect(ctx context.Context, d directAppend) (*pb.AppendR
 	if err != nil {
 		return nil, err
 	}
-	return appendToPB(res), nil
+	return appendAnswerOut(res), nil
 }
 
 // decodeAppendFast decodes an AppendRequest of the usual shape as
