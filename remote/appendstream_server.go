@@ -55,8 +55,8 @@ type appendStream struct {
 	space    *sync.Cond // signalled when pending drops or the call ends
 	results  []streamOut
 	spare    []streamOut // the slice of the last answer sent, for reuse
-	pending  int  // appends read and not yet answered on the wire
-	readDone bool // the reader stopped
+	pending  int         // appends read and not yet answered on the wire
+	readDone bool        // the reader stopped
 	readErr  error
 	quit     bool          // the answering side ended: the reader stops
 	wake     chan struct{} // wakes the answering side
