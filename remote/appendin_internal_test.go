@@ -69,11 +69,11 @@ func appendFromBoth(t testing.TB, b []byte) (got, want *equeue.AppendRequest, go
 func TestAppendIn_SameAsProtobuf(t *testing.T) {
 	usual, other := appendRequestSeeds(t)
 	for i, b := range usual {
-		_, ok := decodeAppendFast(bytes.Clone(b))
+		_, ok := decodeAppendFast(bytes.Clone(b), nil)
 		assert.True(t, ok, "usual request %d left to protobuf", i)
 	}
 	for i, b := range other {
-		_, ok := decodeAppendFast(bytes.Clone(b))
+		_, ok := decodeAppendFast(bytes.Clone(b), nil)
 		assert.False(t, ok, "request %d of another shape decoded directly", i)
 	}
 	for i, b := range append(usual, other...) {
@@ -99,6 +99,12 @@ func TestAppendsIn_SameAsProtobuf(t *testing.T) {
 		items = append(items, &pb.StreamAppend{Seq: uint64(i), Append: &in})
 	}
 	items = append(items, &pb.StreamAppend{Seq: 99}) // no append
+	// Appends to one topic and to others, in turn (the decoder reuses a
+	// topic's string from one append to the next).
+	for i, topic := range []string{"a", "a", "b", "", "a"} {
+		items = append(items, &pb.StreamAppend{Seq: uint64(100 + i), Append: &pb.AppendRequest{Topic: topic,
+			Messages: []*pb.Message{{Topic: topic, Body: []byte{byte(i)}}, {Topic: "a"}}}})
+	}
 	b, err := proto.Marshal(&pb.AppendStreamRequest{Appends: items})
 	require.NoError(t, err)
 	check := func(b []byte, direct bool) {
