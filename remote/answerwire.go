@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -15,8 +17,9 @@ import (
 // messages into one pooled buffer, with the bytes protobuf would write and
 // the same trimming to the client's limit as pullAnswer. An answer
 // protobuf would refuse to encode (a string that is not UTF-8) is left to
-// it, and so is every answer on an application's gRPC server (as for
-// appends, appendin.go).
+// it, and so is every answer on an application's gRPC server with an
+// interceptor (as for appends, appendin.go); on one without, the encoded
+// answer is also a protobuf message (pullOut).
 
 // pullMethod is the Pull method's name in the service description.
 const pullMethod = "Pull"
@@ -57,7 +60,27 @@ func (v *service) pullDirect(ctx context.Context, req *pb.PullRequest) (any, err
 	if !ok {
 		return pullAnswer(res, limit)
 	}
-	return out, nil
+	return &pullOut{pooledRequest: out}, nil
+}
+
+// pullOut is an encoded pull answer. It is a protobuf message too, for a
+// gRPC server of the application's without interceptors (whose codec is
+// protobuf's): ProtoReflect decodes the encoded bytes, for protobuf to
+// encode again.
+type pullOut struct {
+	pooledRequest
+	msg *pb.PullResponse
+}
+
+// ProtoReflect is the answer as a protobuf message, for another codec.
+func (o *pullOut) ProtoReflect() protoreflect.Message {
+	if o.msg == nil {
+		o.msg = new(pb.PullResponse)
+		// The bytes are protobuf's own encoding (encodePullAnswer): they
+		// decode. The buffer is left to the collector, not the pool.
+		_ = proto.Unmarshal(*o.buf, o.msg)
+	}
+	return o.msg.ProtoReflect()
 }
 
 // encodePullAnswer encodes res as pullAnswer would, leaving out trailing

@@ -49,7 +49,7 @@ var _ wireDecoder = (*appendIn)(nil)
 
 func (in *appendIn) decodeWire(b []byte) error {
 	if in.direct {
-		if d, ok := decodeAppendFast(append([]byte(nil), b...)); ok {
+		if d, ok := decodeAppendFast(append([]byte(nil), b...), nil); ok {
 			in.decoded, in.d = true, d
 			// authorize and the refusal log read the topic from here.
 			in.AppendRequest.Topic = d.topic
@@ -90,7 +90,7 @@ func handleAppend(srv any, ctx context.Context, dec func(any) error, interceptor
 }
 
 // appendDirect is Append of a directly decoded request.
-func (v *service) appendDirect(ctx context.Context, d directAppend) (*pb.AppendResponse, error) {
+func (v *service) appendDirect(ctx context.Context, d directAppend) (any, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -98,15 +98,18 @@ func (v *service) appendDirect(ctx context.Context, d directAppend) (*pb.AppendR
 	if err != nil {
 		return nil, err
 	}
-	return appendToPB(res), nil
+	return appendAnswerOut(res), nil
 }
 
 // decodeAppendFast decodes an AppendRequest of the usual shape as
 // protobuf and appendFromPB would; false for any other. b is the
-// request's own copy: the bodies point into it.
-func decodeAppendFast(b []byte) (directAppend, bool) {
+// request's own copy: the bodies point into it. topic, when not nil, is
+// the topic of the request's previous append, whose string is reused when
+// this one's is the same (the appends of a stream are mostly to one
+// topic); it is set to this one's.
+func decodeAppendFast(b []byte, topic *string) (directAppend, bool) {
 	var d directAppend
-	var topic []byte
+	var name []byte
 	var queue int32
 	var kind pb.SyncPolicy
 	n := 0
@@ -122,7 +125,7 @@ func decodeAppendFast(b []byte) (directAppend, bool) {
 			if k < 0 || !utf8.Valid(v) {
 				return d, false
 			}
-			topic, p = v, p[k:]
+			name, p = v, p[k:]
 			continue
 		case num == appendMessages && typ == protowire.BytesType:
 			n++
@@ -147,7 +150,15 @@ func decodeAppendFast(b []byte) (directAppend, bool) {
 		}
 		p = p[k:]
 	}
-	d.topic = string(topic)
+	switch {
+	case topic == nil:
+		d.topic = string(name)
+	case string(name) == *topic:
+		d.topic = *topic
+	default:
+		d.topic = string(name)
+		*topic = d.topic
+	}
 	var msgs []equeue.Message
 	var ptrs []*equeue.Message
 	var req *equeue.AppendRequest
@@ -160,7 +171,7 @@ func decodeAppendFast(b []byte) (directAppend, bool) {
 		req, msgs, ptrs = new(equeue.AppendRequest), make([]equeue.Message, n), make([]*equeue.Message, n)
 	}
 	// The messages' topic is the request's, as a rule: one string.
-	last := strings3{topic: topic, topicS: d.topic}
+	last := strings3{topic: name, topicS: d.topic}
 	i := 0
 	for p := b; n > 0 && len(p) > 0; {
 		num, typ, k := protowire.ConsumeTag(p)
@@ -266,12 +277,13 @@ func decodeAppendsFast(b []byte) ([]streamIn, bool) {
 		n++
 	}
 	items := make([]streamIn, n) // not nil: an empty request has no appends
+	var topic string
 	for i, p := 0, b; len(p) > 0; i++ {
 		_, _, k := protowire.ConsumeTag(p)
 		p = p[k:]
 		v, k := protowire.ConsumeBytes(p)
 		p = p[k:]
-		if !decodeItemFast(&items[i], v) {
+		if !decodeItemFast(&items[i], v, &topic) {
 			return nil, false
 		}
 	}
@@ -279,7 +291,7 @@ func decodeAppendsFast(b []byte) ([]streamIn, bool) {
 }
 
 // decodeItemFast decodes one StreamAppend of the usual shape into it.
-func decodeItemFast(it *streamIn, b []byte) bool {
+func decodeItemFast(it *streamIn, b []byte, topic *string) bool {
 	for len(b) > 0 {
 		num, typ, k := protowire.ConsumeTag(b)
 		if k < 0 {
@@ -299,7 +311,7 @@ func decodeItemFast(it *streamIn, b []byte) bool {
 			if k < 0 {
 				return false
 			}
-			d, ok := decodeAppendFast(v)
+			d, ok := decodeAppendFast(v, topic)
 			if !ok {
 				return false
 			}

@@ -69,11 +69,11 @@ func appendFromBoth(t testing.TB, b []byte) (got, want *equeue.AppendRequest, go
 func TestAppendIn_SameAsProtobuf(t *testing.T) {
 	usual, other := appendRequestSeeds(t)
 	for i, b := range usual {
-		_, ok := decodeAppendFast(bytes.Clone(b))
+		_, ok := decodeAppendFast(bytes.Clone(b), nil)
 		assert.True(t, ok, "usual request %d left to protobuf", i)
 	}
 	for i, b := range other {
-		_, ok := decodeAppendFast(bytes.Clone(b))
+		_, ok := decodeAppendFast(bytes.Clone(b), nil)
 		assert.False(t, ok, "request %d of another shape decoded directly", i)
 	}
 	for i, b := range append(usual, other...) {
@@ -99,6 +99,12 @@ func TestAppendsIn_SameAsProtobuf(t *testing.T) {
 		items = append(items, &pb.StreamAppend{Seq: uint64(i), Append: &in})
 	}
 	items = append(items, &pb.StreamAppend{Seq: 99}) // no append
+	// Appends to one topic and to others, in turn (the decoder reuses a
+	// topic's string from one append to the next).
+	for i, topic := range []string{"a", "a", "b", "", "a"} {
+		items = append(items, &pb.StreamAppend{Seq: uint64(100 + i), Append: &pb.AppendRequest{Topic: topic,
+			Messages: []*pb.Message{{Topic: topic, Body: []byte{byte(i)}}, {Topic: "a"}}}})
+	}
 	b, err := proto.Marshal(&pb.AppendStreamRequest{Appends: items})
 	require.NoError(t, err)
 	check := func(b []byte, direct bool) {
@@ -141,5 +147,51 @@ func FuzzAppendIn(f *testing.F) {
 		}
 		assert.Equal(t, want, got)
 		assert.Equal(t, wantErr, gotErr)
+	})
+}
+
+// FuzzAppendsIn checks that a stream request decoded directly gives every
+// append protobuf's decoding gives, or the same refusal.
+func FuzzAppendsIn(f *testing.F) {
+	usual, other := appendRequestSeeds(f)
+	var items []*pb.StreamAppend // the usual ones: decoded directly together
+	for i, b := range append(usual, other...) {
+		var in pb.AppendRequest
+		if proto.Unmarshal(b, &in) != nil {
+			continue
+		}
+		if i < len(usual) {
+			items = append(items, &pb.StreamAppend{Seq: uint64(i), Append: &in})
+		}
+		one, err := proto.Marshal(&pb.AppendStreamRequest{Appends: []*pb.StreamAppend{{Seq: uint64(i), Append: &in}}})
+		require.NoError(f, err)
+		f.Add(one)
+	}
+	for _, topic := range []string{"a", "b", "a"} {
+		items = append(items, &pb.StreamAppend{Seq: 1, Append: &pb.AppendRequest{Topic: topic, Messages: []*pb.Message{{Topic: topic}}}})
+	}
+	all, err := proto.Marshal(&pb.AppendStreamRequest{Appends: items})
+	require.NoError(f, err)
+	f.Add(all)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := &appendsIn{direct: true}
+		gotErr := in.decodeWire(bytes.Clone(b))
+		var ref appendsIn
+		wantErr := proto.Unmarshal(b, &ref.AppendStreamRequest)
+		require.Equal(t, wantErr != nil, gotErr != nil, "direct %v, protobuf %v", gotErr, wantErr)
+		if wantErr != nil {
+			return
+		}
+		got, want := in.appends(), ref.appends()
+		require.Len(t, got, len(want))
+		for i := range want {
+			assert.Equal(t, want[i].seq, got[i].seq)
+			assert.Equal(t, want[i].present, got[i].present)
+			assert.Equal(t, want[i].d.topic, got[i].d.topic)
+			wr, werr := want[i].request()
+			gr, gerr := got[i].request()
+			assert.Equal(t, wr, gr)
+			assert.Equal(t, werr, gerr)
+		}
 	})
 }

@@ -161,6 +161,10 @@ type appendPipe struct {
 	started bool
 	kick    chan struct{}
 	wg      sync.WaitGroup // the sender and the readers
+
+	// The sender's, reused from one batch to the next.
+	items []streamItem
+	sends []*pipeSend
 }
 
 func newAppendPipe(c *Client) *appendPipe {
@@ -196,13 +200,7 @@ func (p *appendPipe) poke() {
 
 // send takes a window slot (waiting while the window is full) and queues s.
 func (p *appendPipe) send(ctx context.Context, s *pipeSend) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		s.cb(equeue.AppendResult{}, ctx.Err())
-		return
-	case <-p.base.Done():
-		s.cb(equeue.AppendResult{}, equeue.ErrClosed)
+	if !p.takeSlot(ctx, s) {
 		return
 	}
 	p.mu.Lock()
@@ -224,6 +222,29 @@ func (p *appendPipe) send(ctx context.Context, s *pipeSend) {
 	}
 	p.mu.Unlock()
 	p.poke()
+}
+
+// takeSlot takes a window slot for s, waiting while the window is full;
+// false when s's context ended or the client closed first (s is then
+// reported).
+func (p *appendPipe) takeSlot(ctx context.Context, s *pipeSend) bool {
+	if ctx.Err() == nil {
+		// Usually a slot is free: take it without a select of three.
+		select {
+		case p.slots <- struct{}{}:
+			return true
+		default:
+		}
+	}
+	select {
+	case p.slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		s.cb(equeue.AppendResult{}, ctx.Err())
+	case <-p.base.Done():
+		s.cb(equeue.AppendResult{}, equeue.ErrClosed)
+	}
+	return false
 }
 
 // cancelled handles s's context ending: a send not on the wire is dropped
@@ -324,8 +345,7 @@ func (p *appendPipe) sendSome() bool {
 		}
 	}
 	p.mu.Lock()
-	var batch []streamItem
-	var sends []*pipeSend
+	batch, sends := p.items[:0], p.sends[:0]
 	byProto := false // an append of the batch is left to protobuf
 	size := 16
 	var tooBig []*pipeSend
@@ -384,6 +404,10 @@ func (p *appendPipe) sendSome() bool {
 			p.mu.Unlock()
 		}
 	}
+	// SendMsg encoded the request: the slices are free for the next batch.
+	clear(batch)
+	clear(sends)
+	p.items, p.sends = batch[:0], sends[:0]
 	return true
 }
 
@@ -474,6 +498,7 @@ func (p *appendPipe) finishUnary(s *pipeSend) {
 func (p *appendPipe) reader(ps *pipeStream) {
 	defer p.wg.Done()
 	defer ps.cancel()
+	var sends []*pipeSend // the sends of one answer
 	for {
 		var resp streamAnswers
 		if err := ps.st.RecvMsg(&resp); err != nil {
@@ -488,25 +513,38 @@ func (p *appendPipe) reader(ps *pipeStream) {
 			p.mu.Unlock()
 			p.poke()
 		}
-		for i := range resp.results {
-			p.answered(ps, &resp.results[i])
-		}
+		sends = p.answered(ps, resp.results, sends)
 	}
 }
 
-// answered completes the send ps answers with r.
-func (p *appendPipe) answered(ps *pipeStream, r *streamAnswer) {
+// answered completes the sends ps answers with results; it returns sends,
+// emptied, for the next answer.
+func (p *appendPipe) answered(ps *pipeStream, results []streamAnswer, sends []*pipeSend) []*pipeSend {
+	if len(results) == 0 {
+		return sends
+	}
 	p.mu.Lock()
-	s := ps.inFlight[r.seq]
-	delete(ps.inFlight, r.seq)
+	for i := range results {
+		seq := results[i].seq
+		sends = append(sends, ps.inFlight[seq])
+		delete(ps.inFlight, seq)
+	}
 	waiting := len(p.queue) > 0
 	p.mu.Unlock()
 	if waiting {
 		p.poke() // there is room on the stream again
 	}
-	if s == nil {
-		return
+	for i, s := range sends {
+		if s != nil {
+			p.complete(s, &results[i])
+		}
 	}
+	clear(sends)
+	return sends[:0]
+}
+
+// complete ends s, which r answers.
+func (p *appendPipe) complete(s *pipeSend, r *streamAnswer) {
 	if r.err != nil {
 		err := pullErrorFromPB(r.err)
 		if errors.Is(err, ErrBusy) && p.backoff(s) {

@@ -53,9 +53,10 @@ type appendStream struct {
 
 	mu       sync.Mutex
 	space    *sync.Cond // signalled when pending drops or the call ends
-	results  []*pb.StreamAppendResult
-	pending  int  // appends read and not yet answered on the wire
-	readDone bool // the reader stopped
+	results  []streamOut
+	spare    []streamOut // the slice of the last answer sent, for reuse
+	pending  int         // appends read and not yet answered on the wire
+	readDone bool        // the reader stopped
 	readErr  error
 	quit     bool          // the answering side ended: the reader stops
 	wake     chan struct{} // wakes the answering side
@@ -199,16 +200,19 @@ func (a *appendStream) run(it *streamIn, draining bool) {
 // done queues the answer of one append; it never blocks (it may run on the
 // engine's writer goroutine).
 func (a *appendStream) done(seq uint64, res equeue.AppendResult, err error) {
-	r := &pb.StreamAppendResult{Seq: seq}
+	r := streamOut{seq: seq}
 	if err != nil {
 		if c := status.Code(toStatus(err)); c == codes.Internal || c == codes.Unknown || c == codes.DataLoss {
 			a.v.s.log.Warn("call failed", "method", pb.Broker_AppendStream_FullMethodName, "err", err)
 		}
-		r.Error = pullError(err)
+		r.err = pullError(err)
 	} else {
-		r.Response = appendToPB(res)
+		r.res = res
 	}
 	a.mu.Lock()
+	if a.results == nil {
+		a.results, a.spare = a.spare, nil
+	}
 	a.results = append(a.results, r)
 	a.mu.Unlock()
 	a.kick()
@@ -248,11 +252,16 @@ func (a *appendStream) answer() error {
 		a.results = nil
 		a.mu.Unlock()
 		if len(batch) > 0 {
-			if err := a.st.Send(&pb.AppendStreamResponse{Results: batch}); err != nil {
+			// SendMsg encodes the answer before it returns: batch is free then.
+			if err := a.st.SendMsg(streamAnswerOut(batch)); err != nil {
 				return err
 			}
 		}
 		a.mu.Lock()
+		if batch != nil {
+			clear(batch)
+			a.spare = batch[:0]
+		}
 		a.pending -= len(batch)
 		a.space.Broadcast()
 		idle, readDone, readErr, draining := a.pending == 0 && len(a.results) == 0, a.readDone, a.readErr, a.draining

@@ -116,8 +116,11 @@ func (a *streamAnswers) decodeFast(in []byte) bool {
 		}
 		b = b[k:]
 	}
+	var ids idArena
 	if n > 0 {
 		a.results = make([]streamAnswer, 0, n)
+		// The usual answer has one ID per append.
+		ids = newIDArena(in, n)
 	}
 	for b := in; n > 0 && len(b) > 0; {
 		num, _, k := protowire.ConsumeTag(b)
@@ -130,7 +133,7 @@ func (a *streamAnswers) decodeFast(in []byte) bool {
 		}
 		v, k := protowire.ConsumeBytes(b)
 		b = b[k:]
-		r, ok := decodeResultFast(v)
+		r, ok := decodeResultFast(v, &ids)
 		if !ok {
 			return false
 		}
@@ -151,7 +154,7 @@ func (a *streamAnswers) decodeFast(in []byte) bool {
 
 // decodeResultFast decodes one StreamAppendResult without an error; false
 // for any other.
-func decodeResultFast(b []byte) (streamAnswer, bool) {
+func decodeResultFast(b []byte, ids *idArena) (streamAnswer, bool) {
 	var r streamAnswer
 	seen := false
 	for len(b) > 0 {
@@ -172,7 +175,7 @@ func decodeResultFast(b []byte) (streamAnswer, bool) {
 			// A second response would be merged into the first: protobuf's.
 			seen = true
 			v, k := protowire.ConsumeBytes(b)
-			if k < 0 || !decodeAnswerFast(&r.resp, v) {
+			if k < 0 || !decodeAnswerFast(&r.resp, v, ids) {
 				return r, false
 			}
 			b = b[k:]
@@ -183,10 +186,49 @@ func decodeResultFast(b []byte) (streamAnswer, bool) {
 	return r, true
 }
 
-// decodeAnswerFast decodes an AppendResponse into a; false for one of
-// another shape.
-func decodeAnswerFast(a *appendAnswer, b []byte) bool {
-	ids := 0
+// idArena holds the IDs of one answer message: each ID is a substring of
+// one copy of the message, and the answers' ID slices are cut from one
+// slice, instead of a string and a slice per append. An ID kept keeps the
+// message's copy (its other IDs, offsets and times) alive.
+type idArena struct {
+	in   []byte // the message; each ID decoded is a sub-slice of it
+	s    string // in's copy, made at the first ID
+	slab []string
+}
+
+// newIDArena returns an arena for the message in, expected to hold about n
+// IDs.
+func newIDArena(in []byte, n int) idArena {
+	return idArena{in: in, slab: make([]string, 0, n)}
+}
+
+// ids returns a slice for n IDs.
+func (ar *idArena) ids(n int) []string {
+	if len(ar.slab)+n > cap(ar.slab) {
+		return make([]string, 0, n)
+	}
+	l := len(ar.slab)
+	ar.slab = ar.slab[:l+n]
+	return ar.slab[l : l : l+n]
+}
+
+// id returns v, a sub-slice of the message, as a string.
+func (ar *idArena) id(v []byte) string {
+	if len(v) == 0 {
+		return ""
+	}
+	if ar.s == "" {
+		ar.s = string(ar.in)
+	}
+	// v runs to the end of in's array, as every slice the decoder cut.
+	off := cap(ar.in) - cap(v)
+	return ar.s[off : off+len(v)]
+}
+
+// decodeAnswerFast decodes an AppendResponse into a, its IDs into ids;
+// false for one of another shape.
+func decodeAnswerFast(a *appendAnswer, b []byte, ids *idArena) bool {
+	count := 0
 	for p := b; len(p) > 0; {
 		num, typ, k := protowire.ConsumeTag(p)
 		if k < 0 {
@@ -194,15 +236,15 @@ func decodeAnswerFast(a *appendAnswer, b []byte) bool {
 		}
 		p = p[k:]
 		if num == answerIDs {
-			ids++
+			count++
 		}
 		if k = protowire.ConsumeFieldValue(num, typ, p); k < 0 {
 			return false
 		}
 		p = p[k:]
 	}
-	if ids > 0 {
-		a.ids = make([]string, 0, ids)
+	if count > 0 {
+		a.ids = ids.ids(count)
 	}
 	for len(b) > 0 {
 		num, typ, k := protowire.ConsumeTag(b)
@@ -216,7 +258,7 @@ func decodeAnswerFast(a *appendAnswer, b []byte) bool {
 				return false
 			}
 			b = b[k:]
-			a.ids = append(a.ids, string(v))
+			a.ids = append(a.ids, ids.id(v))
 			continue
 		}
 		if typ != protowire.VarintType {
@@ -255,7 +297,8 @@ var _ wireDecoder = (*appendReply)(nil)
 
 func (r *appendReply) decodeWire(b []byte) error {
 	r.a = appendAnswer{}
-	if decodeAnswerFast(&r.a, b) {
+	ids := newIDArena(b, 0)
+	if decodeAnswerFast(&r.a, b, &ids) {
 		return nil
 	}
 	var resp pb.AppendResponse

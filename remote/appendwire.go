@@ -156,6 +156,9 @@ func messageSize(m *equeue.Message, sys map[string]string) (int, bool) {
 		num protowire.Number
 		m   map[string]string
 	}{{msgProps, m.Properties}, {msgSysProps, sys}} {
+		if len(mp.m) == 0 {
+			continue // ranging over even an empty map costs an iterator
+		}
 		for k, v := range mp.m {
 			if !utf8.ValidString(k) || !utf8.ValidString(v) {
 				return 0, false
@@ -255,6 +258,9 @@ func entrySize(k, v string) int {
 }
 
 func appendMap(b []byte, num protowire.Number, m map[string]string) []byte {
+	if len(m) == 0 {
+		return b // ranging over even an empty map costs an iterator
+	}
 	for k, v := range m {
 		b = protowire.AppendTag(b, num, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(entrySize(k, v)))

@@ -201,7 +201,6 @@ var (
 )
 
 func syncFromPB(k pb.SyncPolicy, every *durationpb.Duration) (*equeue.SyncPolicy, error) {
-	var p equeue.SyncPolicy
 	switch k {
 	case pb.SyncPolicy_SYNC_POLICY_DEFAULT:
 		return nil, nil
@@ -214,11 +213,13 @@ func syncFromPB(k pb.SyncPolicy, every *durationpb.Duration) (*equeue.SyncPolicy
 		if err != nil {
 			return nil, err
 		}
-		p = equeue.SyncInterval(d)
+		// Declared here: a policy declared for every case escapes to the
+		// heap on every call, the usual ones too.
+		p := equeue.SyncInterval(d)
+		return &p, nil
 	default:
 		return nil, fmt.Errorf("%w: unknown sync policy %d", equeue.ErrInvalidOptions, k)
 	}
-	return &p, nil
 }
 
 func grantsToPB(gs []equeue.Grant) []*pb.Grant {

@@ -101,3 +101,38 @@ func TestWire_ApplicationServerSeesWholeAppend(t *testing.T) {
 	assert.Equal(t, int64(len(sent)), seen.Load())
 	checkRoundTrip(t, c, sent, res.IDs)
 }
+
+// On a gRPC server of the application's without interceptors, whose codec
+// is protobuf's, the broker's own answers (unary and pipelined appends,
+// pulls) are sent as protobuf messages, and the client reads them as from
+// the broker's own server.
+func TestWire_PlainApplicationServer(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	srv, err := remote.NewServer(e, nil)
+	require.NoError(t, err)
+	gs := grpc.NewServer()
+	srv.Register(gs)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		gs.Stop()
+		<-served
+	})
+	c := dial(t, lis.Addr().String(), nil)
+	sent := wireMessages()
+	res, err := c.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: sent[:2]})
+	require.NoError(t, err)
+	ids := res.IDs
+	done := make(chan equeue.AppendResult, 1)
+	c.AppendAsync(ctx, &equeue.AppendRequest{Topic: "t", Messages: sent[2:]}, func(r equeue.AppendResult, err error) {
+		assert.NoError(t, err)
+		done <- r
+	})
+	ids = append(ids, (<-done).IDs...)
+	checkRoundTrip(t, c, sent, ids)
+}
