@@ -78,13 +78,17 @@ type Producer struct {
 	closed atomic.Bool
 	async  sync.WaitGroup
 
-	routes sync.Map       // topic -> cachedRoute; read on every send, so lock-free
-	req    requesterState // request-reply (request.go)
+	routes sync.Map // topic -> *cachedRoute; read on every send, so lock-free
+	// lastRoute is the route a send used last: most producers send to one
+	// topic, which it serves without a lookup in routes.
+	lastRoute atomic.Pointer[cachedRoute]
+	req       requesterState // request-reply (request.go)
 }
 
 type cachedRoute struct {
-	r   Route
-	exp time.Time
+	topic string
+	r     Route
+	exp   time.Time
 }
 
 // NewProducer returns a producer on b.
@@ -133,14 +137,24 @@ func (p *Producer) Close() error {
 // route returns topic's route as of now: the cached one unless it expired
 // or fresh is set.
 func (p *Producer) route(ctx context.Context, topic string, fresh bool, now time.Time) (Route, error) {
-	if v, ok := p.routes.Load(topic); ok && !fresh && now.Before(v.(cachedRoute).exp) {
-		return v.(cachedRoute).r, nil
+	if !fresh {
+		if c := p.lastRoute.Load(); c != nil && c.topic == topic && now.Before(c.exp) {
+			return c.r, nil
+		}
+		if v, ok := p.routes.Load(topic); ok {
+			if c := v.(*cachedRoute); now.Before(c.exp) {
+				p.lastRoute.Store(c)
+				return c.r, nil
+			}
+		}
 	}
 	r, err := p.b.Route(ctx, topic)
 	if err != nil {
 		return Route{}, err
 	}
-	p.routes.Store(topic, cachedRoute{r: r, exp: now.Add(p.ttl)})
+	c := &cachedRoute{topic: topic, r: r, exp: now.Add(p.ttl)}
+	p.routes.Store(topic, c)
+	p.lastRoute.Store(c)
 	return r, nil
 }
 

@@ -267,9 +267,7 @@ func mergeRecords(old, fresh []Entry) []Entry {
 // segments of consecutive offsets and sets them in txn. Segment keys and
 // values are appended to keys and vals, which must have room for them.
 func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte) ([]byte, []byte, error) {
-	recs := make([][]byte, 0, len(group))
 	for i := 0; i < len(group); {
-		recs = append(recs[:0], group[i].Value)
 		// size bounds the encoded segment: header and checksum at their
 		// largest, and each record with its length.
 		size := 1 + binary.MaxVarintLen32 + 4 + uvarintLen(uint64(len(group[i].Value))) + len(group[i].Value)
@@ -280,7 +278,6 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 				break
 			}
 			size += n
-			recs = append(recs, group[j].Value)
 		}
 		k0, v0 := len(keys), len(vals)
 		keys = appendRecordKey(keys, q, group[i].Offset)
@@ -290,7 +287,7 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 			vals = make([]byte, 0, max(size, cap(vals)))
 			v0 = 0
 		}
-		vals = encodeSegment(vals, recs)
+		vals = encodeSegmentOf(vals, group[i:j])
 		if err := txn.SetEntry(badger.NewEntry(keys[k0:len(keys):len(keys)], vals[v0:len(vals):len(vals)])); err != nil {
 			return keys, vals, err
 		}

@@ -57,3 +57,17 @@ func BenchmarkByQueue(b *testing.B) {
 		}
 	})
 }
+
+// TestEncodeSegmentOfEntries: a segment encoded from entries is the one
+// encoded from their values.
+func TestEncodeSegmentOfEntries(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		values := rapid.SliceOf(rapid.SliceOf(rapid.Byte())).Draw(t, "values")
+		entries := make([]Entry, len(values))
+		for i, v := range values {
+			entries[i] = Entry{Offset: uint64(i), Value: v}
+		}
+		prefix := []byte("kept")
+		require.Equal(t, encodeSegment(slices.Clone(prefix), values), encodeSegmentOf(slices.Clone(prefix), entries))
+	})
+}
