@@ -108,3 +108,25 @@ func TestSend_GivenUpWhileWrittenLeavesOthersIntact(t *testing.T) {
 		seen[results[i].ID] = true
 	}
 }
+
+// TestSend_AlternatingTopicsUseTheirOwnRoutes: a producer caches the route
+// it used last; sends alternating between a topic of one queue and one of
+// four still spread over the four queues of the second (by their keys).
+func TestSend_AlternatingTopicsUseTheirOwnRoutes(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "one", 1))
+	require.NoError(t, e.CreateTopic(ctx, "four", 4))
+	p := newProducer(t, e, nil)
+	queues := map[int]int{}
+	for i := range 40 {
+		res, err := p.Send(ctx, &equeue.Message{Topic: "one", Body: []byte("a")})
+		require.NoError(t, err)
+		require.Equal(t, 0, res.Queue)
+		res, err = p.Send(ctx, &equeue.Message{Topic: "four", Keys: []string{fmt.Sprint("k", i)}, Body: []byte("b")})
+		require.NoError(t, err)
+		require.Equal(t, "four", res.Topic)
+		queues[res.Queue]++
+	}
+	assert.Len(t, queues, 4, "keys spread over the four queues: %v", queues)
+}
