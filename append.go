@@ -91,34 +91,79 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 // Broker seam: Producers call Append; applications send with a Producer
 // (Send, SendBatch, SendAsync) instead.
 func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
-	if err := e.enter(ctx); err != nil {
+	c := getCommand()
+	ids, err := e.appendWait(ctx, req, c, time.Now())
+	if err != nil {
 		return AppendResult{}, err
 	}
-	c, ids, err := e.prepareAppend(ctx, req)
+	if len(ids) == 1 {
+		ids = []string{ids[0]} // ids is c.id1, which goes back to the pool with c
+	}
+	res, err := e.appendResult(req, c, ids)
+	e.trimAfter(ctx, c, err)
+	c.release()
+	return res, err
+}
+
+// sendOne is Append of the one message m for an in-process Producer, with
+// now as the time of the send: it returns what Send returns, without the
+// request, the result and their slices on the heap.
+func (e *Engine) sendOne(ctx context.Context, topic string, queue int, m *Message, sync *SyncPolicy, now time.Time) (SendResult, error) {
+	c := getCommand()
+	c.msg1[0] = m // the request's one-message slice, on c: no allocation
+	req := AppendRequest{Topic: topic, Queue: queue, Messages: c.msg1[:], Sync: sync}
+	ids, err := e.appendWait(ctx, &req, c, now)
+	if err != nil {
+		return SendResult{}, err
+	}
+	ar, err := e.appendResult(&req, c, ids)
+	var res SendResult
+	if err == nil {
+		res = sendResult(topic, ar, 0)
+	}
+	e.trimAfter(ctx, c, err)
+	c.release()
+	return res, err
+}
+
+// appendWait validates and encodes req into c, a command from getCommand,
+// as of now, queues it and waits for the writer. With a nil error the
+// writer completed c, and the caller releases it once it has read the
+// results (ids may alias c); otherwise appendWait has released c, or left
+// it to the writer when ctx ended while it was queued.
+func (e *Engine) appendWait(ctx context.Context, req *AppendRequest, c *command, now time.Time) ([]string, error) {
+	if err := e.enter(ctx); err != nil {
+		c.release()
+		return nil, err
+	}
+	ids, err := e.prepareInto(ctx, req, c, now)
 	if err != nil {
 		e.leave()
-		return AppendResult{}, err
+		c.release()
+		return nil, err
 	}
-	// The writer closes c.doneCh; nothing else is allocated per call.
-	c.doneCh = make(chan struct{})
 	c.trimsAfter = true
 	err = e.enqueue(ctx, c)
 	e.leave()
 	if err != nil {
-		return AppendResult{}, err
+		c.release() // not queued
+		return nil, err
 	}
-	if completed, err := e.wait(ctx, c); !completed {
-		return AppendResult{}, err
+	if !awaitSignal(ctx, c) {
+		return nil, ctx.Err() // the writer may still hold c: not released
 	}
-	res, err := e.appendResult(req, c, ids)
+	return ids, nil
+}
+
+// trimAfter trims the topic of a completed append to its limit: under
+// OverflowDropOldest the send that passed the limit trims before it
+// returns; a failed trim is retried by the next send.
+func (e *Engine) trimAfter(ctx context.Context, c *command, err error) {
 	if err == nil && c.kind == cmdAppend {
-		// Under OverflowDropOldest the send that passed the limit trims
-		// before it returns; a failed trim is retried by the next send.
 		if terr := e.trimOver(ctx, c.q.topic); terr != nil {
 			e.log.Warn("trimming a topic to its limit", "topic", c.q.topic.name, "err", terr)
 		}
 	}
-	return res, err
 }
 
 // appendResult turns a completed command into Append's answer.
@@ -155,54 +200,64 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 	}
 }
 
-// prepareAppend validates and encodes the messages of req.
+// prepareAppend validates and encodes the messages of req in a new command.
 // The command it returns is sealed and known to fit in one store write.
 func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*command, []string, error) {
+	r := new(command)
+	ids, err := e.prepareInto(ctx, req, r, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, ids, nil
+}
+
+// prepareInto is prepareAppend as of now into r, a zero command (but for
+// its signal channel). The IDs it returns alias r for a single message.
+func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command, now time.Time) ([]string, error) {
 	if req == nil || len(req.Messages) == 0 {
-		return nil, nil, fmt.Errorf("%w: no messages to append", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no messages to append", ErrInvalidArgument)
 	}
 	if err := checkClientAppend(ctx, req.Topic); err != nil { // internal topics: sendback.go
-		return nil, nil, err
+		return nil, err
 	}
 	t, err := e.topicFor(ctx, req.Topic)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	q, err := t.queue(req.Queue)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !q.writable.Load() {
-		return nil, nil, fmt.Errorf("%w: %s/%d", ErrQueueNotWritable, t.name, q.id)
+		return nil, fmt.Errorf("%w: %s/%d", ErrQueueNotWritable, t.name, q.id)
 	}
 	sync := e.opts.Sync
 	if req.Sync != nil {
 		if err := req.Sync.validate(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		sync = *req.Sync
 		if sync.kind == syncInterval {
 			e.requestFlushEvery(sync.every)
 		}
 	}
-	r := &command{kind: cmdAppend, q: q, sync: sync.kind == syncAlways}
+	r.kind, r.q, r.sync = cmdAppend, q, sync.kind == syncAlways
 	var ids []string
 	if len(req.Messages) == 1 { // the common Send: no extra slices
 		r.recs, ids = r.rec1[:], r.id1[:]
 	} else {
 		r.recs, ids = make([][]byte, len(req.Messages)), make([]string, len(req.Messages))
 	}
-	now := time.Now()
 	var dues []time.Time
 	for i, m := range req.Messages {
 		if m == nil {
-			return nil, nil, fmt.Errorf("%w: message %d is nil", ErrInvalidArgument, i)
+			return nil, fmt.Errorf("%w: message %d is nil", ErrInvalidArgument, i)
 		}
 		if m.Topic != "" && m.Topic != req.Topic {
-			return nil, nil, fmt.Errorf("%w: message %d is for topic %q, not %q", ErrInvalidArgument, i, m.Topic, req.Topic)
+			return nil, fmt.Errorf("%w: message %d is for topic %q, not %q", ErrInvalidArgument, i, m.Topic, req.Topic)
 		}
 		if m.Delay < 0 || m.TTL < 0 {
-			return nil, nil, fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
+			return nil, fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
 		}
 		m = t.defaultTTL(m, now)
 		if m.Delay > 0 || m.TTL > 0 {
@@ -216,28 +271,31 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*comman
 			m = &cp
 		}
 		if m, err = validateMessage(i, m); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if m.DeliverAt.After(now) {
 			if m.DeliverAt.Sub(now) > e.opts.MaxDelay {
-				return nil, nil, fmt.Errorf("%w: delivery at %v is beyond the %v limit", ErrInvalidDelay, m.DeliverAt, e.opts.MaxDelay)
+				return nil, fmt.Errorf("%w: delivery at %v is beyond the %v limit", ErrInvalidDelay, m.DeliverAt, e.opts.MaxDelay)
 			}
 			dues = append(dues, m.DeliverAt)
 		}
 		id, born := m.ID, m.BornAt
+		var rec []byte
 		if id == "" {
-			var at time.Time
-			id, at = e.ids.next(now)
+			raw, at := e.ids.nextRaw(now)
+			id = formatEngineID(raw)
 			if born.IsZero() {
 				born = at // the record format then keeps the ID's counter in no space
 			}
+			rec = encodeRecordID(m, id, raw, true, born)
+		} else {
+			if born.IsZero() {
+				born = now
+			}
+			rec = encodeRecord(m, id, born)
 		}
-		if born.IsZero() {
-			born = now
-		}
-		rec := encodeRecord(m, id, born)
 		if len(rec) > e.opts.MaxMessageSize || (e.limits.MaxValueSize > 0 && len(rec) > e.limits.MaxValueSize) {
-			return nil, nil, fmt.Errorf("%w: %d bytes encoded, limit %d", ErrMessageTooLarge, len(rec), e.opts.MaxMessageSize)
+			return nil, fmt.Errorf("%w: %d bytes encoded, limit %d", ErrMessageTooLarge, len(rec), e.opts.MaxMessageSize)
 		}
 		r.recs[i] = rec
 		ids[i] = id
@@ -250,13 +308,13 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*comman
 	}
 	if len(dues) > 0 {
 		if len(dues) != len(req.Messages) {
-			return nil, nil, fmt.Errorf("%w: one append cannot mix delayed and immediate messages", ErrInvalidArgument)
+			return nil, fmt.Errorf("%w: one append cannot mix delayed and immediate messages", ErrInvalidArgument)
 		}
 		r.kind, r.q, r.target, r.dues = cmdDelay, e.sched.log, q, dues
 	}
 	r.seal(e.limits)
 	if err := e.fits(r); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return r, ids, nil
+	return ids, nil
 }

@@ -186,54 +186,84 @@ func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 // id and born replace m.ID and m.BornAt so the caller's message is not modified.
 // m and born must pass checkRecord: the record is then decoded as m was.
 func encodeRecord(m *Message, id string, born time.Time) []byte {
+	raw, engineShaped := parseEngineID(id)
+	return encodeRecordID(m, id, raw, engineShaped, born)
+}
+
+// encodeRecordID is encodeRecord for a caller that knows whether id is
+// engine-shaped, and then its 12 bytes raw (as idSource makes them), so
+// that the ID is not parsed again. The record is allocated at its exact
+// length.
+func encodeRecordID(m *Message, id string, raw [engineIDLen / 2]byte, engineShaped bool, born time.Time) []byte {
 	var flags, flags2 byte
 	bornNs := nanos(born)
+	size := recordFixedSize + len(m.Body)
 	// A stored-at delta only for messages written right after they are
 	// stamped: those delayed are moved (and resealed) when due, maybe
 	// long after.
 	if m.BornAt.IsZero() && m.DeliverAt.IsZero() {
 		flags |= flagStoredDelta
+		size += storedDeltaLen
+	} else {
+		size += 8
 	}
-	idBytes, engineShaped := parseEngineID(id)
-	var idDelta int64
+	var idDelta uint64 // zigzag of the ID counter's difference to born-at
 	switch {
 	case id == "":
 	case engineShaped:
-		counter := int64(binary.BigEndian.Uint64(idBytes[engineIDPrefixLen:]))
-		if idDelta = int64(uint64(counter) - uint64(bornNs)); idDelta == 0 {
+		counter := int64(binary.BigEndian.Uint64(raw[engineIDPrefixLen:]))
+		size += engineIDPrefixLen
+		if d := int64(uint64(counter) - uint64(bornNs)); d == 0 {
 			flags |= flagIDEngine
 		} else {
 			flags |= flagIDEngine | flagIDString
+			idDelta = zigzag(d)
+			size += uvarintLen(idDelta)
 		}
 	default:
 		flags |= flagIDString
+		size += stringLen(id)
 	}
 	if m.Attempt != 0 {
 		flags2 |= flag2Attempt
+		size += uvarintLen(uint64(m.Attempt))
 	}
+	var deliver, expires uint64 // zigzag of their differences to born-at
 	if !m.DeliverAt.IsZero() {
 		flags |= flagDeliverAt
+		deliver = zigzag(int64(uint64(m.DeliverAt.UnixNano()) - uint64(bornNs)))
+		size += uvarintLen(deliver)
 	}
 	if !m.ExpiresAt.IsZero() {
 		flags |= flagExpiresAt
+		expires = zigzag(int64(uint64(m.ExpiresAt.UnixNano()) - uint64(bornNs)))
+		size += uvarintLen(expires)
 	}
 	if m.Tag != "" {
 		flags |= flagTag
+		size += stringLen(m.Tag)
 	}
 	if len(m.Keys) > 0 {
 		flags2 |= flag2Keys
+		size += uvarintLen(uint64(len(m.Keys)))
+		for _, k := range m.Keys {
+			size += stringLen(k)
+		}
 	}
 	if len(m.Properties) > 0 {
 		flags2 |= flag2Properties
+		size += mapLen(m.Properties)
 	}
 	if len(m.sys) > 0 {
 		flags2 |= flag2Sys
+		size += mapLen(m.sys)
 	}
 	if flags2 != 0 {
 		flags |= flagMore
+		size++
 	}
 
-	b := make([]byte, recordFixedSize, encodedSize(m, id))
+	b := make([]byte, recordFixedSize, size)
 	b[0] = recordV2Mark | flags
 	binary.BigEndian.PutUint64(b[5:], uint64(bornNs))
 	if flags&flagStoredDelta != 0 {
@@ -246,10 +276,10 @@ func encodeRecord(m *Message, id string, born time.Time) []byte {
 	}
 	switch flags & (flagIDEngine | flagIDString) {
 	case flagIDEngine:
-		b = append(b, idBytes[:engineIDPrefixLen]...)
+		b = append(b, raw[:engineIDPrefixLen]...)
 	case flagIDEngine | flagIDString:
-		b = append(b, idBytes[:engineIDPrefixLen]...)
-		b = binary.AppendUvarint(b, zigzag(idDelta))
+		b = append(b, raw[:engineIDPrefixLen]...)
+		b = binary.AppendUvarint(b, idDelta)
 	case flagIDString:
 		b = appendString(b, id)
 	}
@@ -257,10 +287,10 @@ func encodeRecord(m *Message, id string, born time.Time) []byte {
 		b = binary.AppendUvarint(b, uint64(m.Attempt))
 	}
 	if flags&flagDeliverAt != 0 {
-		b = binary.AppendUvarint(b, zigzag(int64(uint64(m.DeliverAt.UnixNano())-uint64(bornNs))))
+		b = binary.AppendUvarint(b, deliver)
 	}
 	if flags&flagExpiresAt != 0 {
-		b = binary.AppendUvarint(b, zigzag(int64(uint64(m.ExpiresAt.UnixNano())-uint64(bornNs))))
+		b = binary.AppendUvarint(b, expires)
 	}
 	if flags&flagTag != 0 {
 		b = appendString(b, m.Tag)
@@ -280,26 +310,26 @@ func encodeRecord(m *Message, id string, born time.Time) []byte {
 	return append(b, m.Body...)
 }
 
-// encodedSize bounds the length of m's record with the given ID.
-func encodedSize(m *Message, id string) int {
-	n := recordFixedSize + 8 + 1 + 3*binary.MaxVarintLen64 + binary.MaxVarintLen64 + len(id)
-	str := func(s string) { n += binary.MaxVarintLen64 + len(s) }
-	str(m.Tag)
-	n += binary.MaxVarintLen64
-	for _, k := range m.Keys {
-		str(k)
+// uvarintLen is the length of x as a uvarint.
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
 	}
-	n += binary.MaxVarintLen64
-	for k, v := range m.Properties {
-		str(k)
-		str(v)
+	return n
+}
+
+// stringLen is the encoded length of s: its uvarint length and bytes.
+func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// mapLen is the encoded length of m as appendMap writes it.
+func mapLen(m map[string]string) int {
+	n := uvarintLen(uint64(len(m)))
+	for k, v := range m {
+		n += stringLen(k) + stringLen(v)
 	}
-	n += binary.MaxVarintLen64
-	for k, v := range m.sys {
-		str(k)
-		str(v)
-	}
-	return n + len(m.Body)
+	return n
 }
 
 // sealRecord stamps the stored-at time and the checksum. A stored-at kept
@@ -447,6 +477,11 @@ func engineID(prefix []byte, counter int64) string {
 	var raw [engineIDLen / 2]byte
 	copy(raw[:], prefix)
 	binary.BigEndian.PutUint64(raw[engineIDPrefixLen:], uint64(counter))
+	return formatEngineID(raw)
+}
+
+// formatEngineID formats the 12 bytes of an engine-shaped ID.
+func formatEngineID(raw [engineIDLen / 2]byte) string {
 	var h [engineIDLen]byte
 	hex.Encode(h[:], raw[:])
 	return string(h[:])

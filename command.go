@@ -3,6 +3,7 @@ package equeue
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/equeue-go/equeue/store"
@@ -38,7 +39,7 @@ const (
 
 // command is one unit of change. The fields above the results are set
 // before it is queued and not changed after; the writer fills the results
-// and then calls done or closes doneCh.
+// and then calls done, signals signal, or closes doneCh.
 type command struct {
 	kind cmdKind
 	q    *queue // append, move: the destination; delay: the delay log
@@ -73,9 +74,14 @@ type command struct {
 	err       error
 	done      func(*command) // called by the writer when set
 	doneCh    chan struct{}  // else closed by the writer
+	// signal, set on the pooled commands of Append (getCommand), is sent
+	// one value per completion instead: it is buffered, so the writer never
+	// blocks on it, and unlike a closed channel it serves the next use.
+	signal chan struct{}
 
 	rec1 [1][]byte // backing arrays for one-message appends
 	id1  [1]string
+	msg1 [1]*Message // the request of a one-message send (Engine.sendOne)
 }
 
 // delayIndexValueLen is the length of a delay index value: topic id, queue.
@@ -181,12 +187,53 @@ func (e *Engine) submit(ctx context.Context, c *command) error {
 	return err
 }
 
-// complete reports c to whoever waits for it.
+// complete reports c to whoever waits for it. The writer does not touch c
+// after this: a pooled command may be in use again at once.
 func (c *command) complete() {
-	if c.done != nil {
+	switch {
+	case c.done != nil:
 		c.done(c)
-	} else if c.doneCh != nil {
+	case c.signal != nil:
+		c.signal <- struct{}{}
+	case c.doneCh != nil:
 		close(c.doneCh)
+	}
+}
+
+// commandPool recycles the commands of synchronous appends, with their
+// signal channels: a send would otherwise allocate both every time.
+var commandPool = sync.Pool{New: func() any { return &command{signal: make(chan struct{}, 1)} }}
+
+// getCommand returns a zeroed command with a signal channel, to be given
+// back with release once the writer is done with it.
+func getCommand() *command { return commandPool.Get().(*command) }
+
+// release gives back a command from getCommand. Call it only when the
+// writer never had c (it was not queued) or completed it and its signal
+// was received; a command whose waiter gave up is left to the collector,
+// since the writer may still hold it.
+func (c *command) release() {
+	signal := c.signal
+	*c = command{signal: signal}
+	commandPool.Put(c)
+}
+
+// awaitSignal waits for the writer to complete c, a pooled command queued
+// by a caller between enter and leave, and reports false when ctx ended
+// first (the outcome is unknown). It need not watch writerDone as wait
+// does: Close waits for every caller between enter and leave before it
+// stops the writer, and the writer completes everything queued before that.
+func awaitSignal(ctx context.Context, c *command) bool {
+	done := ctx.Done()
+	if done == nil {
+		<-c.signal
+		return true
+	}
+	select {
+	case <-c.signal:
+		return true
+	case <-done:
+		return false
 	}
 }
 

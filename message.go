@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"sync/atomic"
 	"time"
 )
@@ -109,12 +110,21 @@ func newIDSource() *idSource {
 // next returns a new ID and the time its counter stands for: now, or just
 // after the previous ID's.
 func (s *idSource) next(now time.Time) (string, time.Time) {
+	raw, at := s.nextRaw(now)
+	return formatEngineID(raw), at
+}
+
+// nextRaw is next with the ID as its 12 bytes, which the record format
+// keeps as they are (codec.go).
+func (s *idSource) nextRaw(now time.Time) (raw [engineIDLen / 2]byte, at time.Time) {
 	n := now.UnixNano()
 	for {
 		last := s.last.Load()
 		v := max(n, last+1)
 		if s.last.CompareAndSwap(last, v) {
-			return engineID(s.prefix[:], v), time.Unix(0, v)
+			copy(raw[:], s.prefix[:])
+			binary.BigEndian.PutUint64(raw[engineIDPrefixLen:], uint64(v))
+			return raw, time.Unix(0, v)
 		}
 	}
 }

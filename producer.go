@@ -70,6 +70,7 @@ type BatchResult struct {
 // client. It is safe for concurrent use. Close it when done.
 type Producer struct {
 	b      Broker
+	eng    *Engine // b when it is an in-process *Engine: Send calls it directly
 	sel    QueueSelector
 	sync   *SyncPolicy
 	ttl    time.Duration
@@ -77,13 +78,17 @@ type Producer struct {
 	closed atomic.Bool
 	async  sync.WaitGroup
 
-	routes sync.Map       // topic -> cachedRoute; read on every send, so lock-free
-	req    requesterState // request-reply (request.go)
+	routes sync.Map // topic -> *cachedRoute; read on every send, so lock-free
+	// lastRoute is the route a send used last: most producers send to one
+	// topic, which it serves without a lookup in routes.
+	lastRoute atomic.Pointer[cachedRoute]
+	req       requesterState // request-reply (request.go)
 }
 
 type cachedRoute struct {
-	r   Route
-	exp time.Time
+	topic string
+	r     Route
+	exp   time.Time
 }
 
 // NewProducer returns a producer on b.
@@ -109,7 +114,7 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	if o.Selector == nil {
 		o.Selector = KeyHashSelector()
 	}
-	p := &Producer{b: b, sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks}
+	p := &Producer{b: b, eng: engineOf(b), sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks}
 	if e := trackerOf(b); e != nil {
 		e.clients.addProducer(p) // Engine.Close closes it first
 	}
@@ -129,22 +134,34 @@ func (p *Producer) Close() error {
 	return nil
 }
 
-func (p *Producer) route(ctx context.Context, topic string, fresh bool) (Route, error) {
-	now := time.Now()
-	if v, ok := p.routes.Load(topic); ok && !fresh && now.Before(v.(cachedRoute).exp) {
-		return v.(cachedRoute).r, nil
+// route returns topic's route as of now: the cached one unless it expired
+// or fresh is set.
+func (p *Producer) route(ctx context.Context, topic string, fresh bool, now time.Time) (Route, error) {
+	if !fresh {
+		if c := p.lastRoute.Load(); c != nil && c.topic == topic && now.Before(c.exp) {
+			return c.r, nil
+		}
+		if v, ok := p.routes.Load(topic); ok {
+			if c := v.(*cachedRoute); now.Before(c.exp) {
+				p.lastRoute.Store(c)
+				return c.r, nil
+			}
+		}
 	}
 	r, err := p.b.Route(ctx, topic)
 	if err != nil {
 		return Route{}, err
 	}
-	p.routes.Store(topic, cachedRoute{r: r, exp: now.Add(p.ttl)})
+	c := &cachedRoute{topic: topic, r: r, exp: now.Add(p.ttl)}
+	p.routes.Store(topic, c)
+	p.lastRoute.Store(c)
 	return r, nil
 }
 
-// pick chooses a queue for m, refreshing the route when fresh is set.
-func (p *Producer) pick(ctx context.Context, m *Message, fresh bool) (int, error) {
-	r, err := p.route(ctx, m.Topic, fresh)
+// pick chooses a queue for m as of now, refreshing the route when fresh is
+// set.
+func (p *Producer) pick(ctx context.Context, m *Message, fresh bool, now time.Time) (int, error) {
+	r, err := p.route(ctx, m.Topic, fresh, now)
 	if err != nil {
 		return 0, err
 	}
@@ -215,9 +232,13 @@ func (p *Producer) send(ctx context.Context, m *Message) (SendResult, error) {
 
 // sendOnce routes m (on a freshly read route when fresh) and appends it.
 func (p *Producer) sendOnce(ctx context.Context, m *Message, fresh bool) (SendResult, error) {
-	q, err := p.pick(ctx, m, fresh)
+	now := time.Now() // one reading serves the route's expiry and the engine
+	q, err := p.pick(ctx, m, fresh, now)
 	if err != nil {
 		return SendResult{}, err
+	}
+	if p.eng != nil {
+		return p.sendEngine(ctx, m, q, now)
 	}
 	ar, err := p.append(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync})
 	if err != nil {
@@ -243,7 +264,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 	)
 	for attempt := 0; attempt < 2; attempt++ {
 		var q int
-		if q, err = p.pick(ctx, msgs[0], attempt > 0); err != nil {
+		if q, err = p.pick(ctx, msgs[0], attempt > 0, time.Now()); err != nil {
 			break
 		}
 		ar, err = p.append(ctx, &AppendRequest{Topic: msgs[0].Topic, Queue: q, Messages: msgs, Sync: p.sync})
@@ -313,7 +334,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	}
 	p.hooks.beforeSend(ctx, m)
 	aa, ok := p.b.(asyncAppender)
-	q, err := p.pick(ctx, m, false)
+	q, err := p.pick(ctx, m, false, time.Now())
 	if !ok || err != nil {
 		p.async.Add(1)
 		go func() {
@@ -364,12 +385,37 @@ func (p *Producer) append(ctx context.Context, req *AppendRequest) (AppendResult
 		if !errors.Is(err, ErrBusy) {
 			return ar, err
 		}
-		// Jitter spreads the retries of many producers refused together.
-		if !sleepCtx(ctx, wait/2+time.Duration(rand.Int64N(int64(wait/2)+1))) {
+		if !busyBackoff(ctx, &wait) {
 			return AppendResult{}, err
 		}
-		wait = min(2*wait, busyBackoffMax)
 	}
+}
+
+// sendEngine is append for one message on the in-process engine, as of now
+// (and of the time of each retry).
+func (p *Producer) sendEngine(ctx context.Context, m *Message, q int, now time.Time) (SendResult, error) {
+	wait := busyBackoffMin
+	for {
+		res, err := p.eng.sendOne(ctx, m.Topic, q, m, p.sync, now)
+		if !errors.Is(err, ErrBusy) {
+			return res, err
+		}
+		if !busyBackoff(ctx, &wait) {
+			return SendResult{}, err
+		}
+		now = time.Now()
+	}
+}
+
+// busyBackoff sleeps before the retry of a call the broker refused as busy
+// and doubles *wait, up to busyBackoffMax; false when ctx ended first.
+func busyBackoff(ctx context.Context, wait *time.Duration) bool {
+	// Jitter spreads the retries of many producers refused together.
+	if !sleepCtx(ctx, *wait/2+time.Duration(rand.Int64N(int64(*wait/2)+1))) {
+		return false
+	}
+	*wait = min(2**wait, busyBackoffMax)
+	return true
 }
 
 // stripInternal lets consumers name the engine's retry and DLQ topics by

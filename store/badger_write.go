@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -29,15 +30,18 @@ func (s *Badger) Write(b *Batch) error {
 
 	s.dropMu.RLock()
 	defer s.dropMu.RUnlock()
+	var bufs *writeBufs
 	if len(b.Entries) > 0 {
 		s.writersWaiting.Add(1)
 		s.wmu.Lock()
 		s.writersWaiting.Add(-1)
 		defer s.wmu.Unlock()
+		bufs = writeBufPool.Get().(*writeBufs)
+		defer bufs.put() // deferred before Discard: runs after it
 	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	if err := s.writeRecords(txn, b.Entries); err != nil {
+	if err := s.writeRecords(txn, b.Entries, bufs); err != nil {
 		return writeError(err)
 	}
 	for i := range b.Meta {
@@ -61,30 +65,24 @@ func (s *Badger) Write(b *Batch) error {
 // writeRecords adds entries to txn as segments, queue by queue. An append
 // past a queue's known end is packed as it comes; a write into or before
 // existing records merges with the segments it overlaps. Call with wmu held.
-func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry) error {
+// The keys and values given to txn are in bufs, which must not be reused
+// before txn is committed or discarded.
+func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	sorted := make([]Entry, len(entries))
-	copy(sorted, entries)
-	// Stable: of two entries for one offset, the later one wins below.
-	slices.SortStableFunc(sorted, func(a, b Entry) int {
-		if c := cmp.Compare(a.Queue.Topic, b.Queue.Topic); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Queue.Queue, b.Queue.Queue); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Offset, b.Offset)
-	})
 	// Keys and segment values are handed to the transaction, which keeps
-	// them until the commit: both buffers are sized up front so they never move.
-	keys := make([]byte, 0, len(sorted)*recordKeyLen)
+	// them until the commit: both buffers are sized up front so they never
+	// move.
+	sorted := byQueue(entries, bufs.sorted[:0])
+	bufs.sorted = sorted
 	size := 0
 	for i := range sorted {
 		size += len(sorted[i].Value) + segmentRecordOverhead + segmentOverhead
 	}
-	vals := make([]byte, 0, size)
+	keys := grow(bufs.keys, len(sorted)*recordKeyLen)
+	vals := grow(bufs.vals, size)
+	bufs.keys, bufs.vals = keys, vals
 	for i := 0; i < len(sorted); {
 		q := sorted[i].Queue
 		j := i
@@ -115,6 +113,121 @@ func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry) error {
 		s.ends[q] = max(end, hi)
 	}
 	return nil
+}
+
+// writeBufs are the buffers of one writeRecords: the entries in queue
+// order, and the keys and values handed to the transaction.
+type writeBufs struct {
+	sorted []Entry
+	keys   []byte
+	vals   []byte
+}
+
+// maxPooledWriteBuf bounds the value buffer kept for the next write, so
+// that one large write does not pin its buffers.
+const maxPooledWriteBuf = 256 << 10
+
+var writeBufPool = sync.Pool{New: func() any { return new(writeBufs) }}
+
+// put gives b back for a later write. Call it only once the transaction
+// given b's keys and values was committed or discarded: Badger keeps them
+// until then. Large buffers are dropped, and records are not kept alive.
+func (b *writeBufs) put() {
+	clear(b.sorted)
+	b.sorted = b.sorted[:0]
+	if cap(b.vals) > maxPooledWriteBuf {
+		*b = writeBufs{}
+	}
+	writeBufPool.Put(b)
+}
+
+// grow returns buf emptied, with room for at least n bytes.
+func grow(buf []byte, n int) []byte {
+	if cap(buf) < n {
+		return make([]byte, 0, n)
+	}
+	return buf[:0]
+}
+
+// byQueue returns entries ordered by queue, then offset, stably: of two
+// entries for one offset the later stays later, and wins (lastWins). The
+// engine's writes hold a few queues whose entries come in offset order, so
+// such a write is bucketed by queue in one pass; any other is sorted. The
+// result is built in the array of dst, which must be empty.
+func byQueue(entries []Entry, dst []Entry) []Entry {
+	var (
+		buckets [maxQueueBuckets]queueBucket
+		n       int
+	)
+	for i := range entries {
+		e := &entries[i]
+		b := 0
+		for b < n && buckets[b].q != e.Queue {
+			b++
+		}
+		switch {
+		case b < n:
+			if e.Offset < buckets[b].last {
+				return sortEntries(append(dst, entries...))
+			}
+			buckets[b].count++
+			buckets[b].last = e.Offset
+		case n == maxQueueBuckets:
+			return sortEntries(append(dst, entries...))
+		default:
+			buckets[n] = queueBucket{q: e.Queue, count: 1, last: e.Offset}
+			n++
+		}
+	}
+	if n <= 1 {
+		return append(dst, entries...) // one queue, in order
+	}
+	bs := buckets[:n]
+	slices.SortFunc(bs, func(a, b queueBucket) int { return compareQueues(a.q, b.q) })
+	at := len(dst)
+	for i := range bs {
+		bs[i].next, at = at, at+bs[i].count
+	}
+	dst = slices.Grow(dst, len(entries))[:at]
+	for i := range entries {
+		e := &entries[i]
+		b := 0
+		for bs[b].q != e.Queue {
+			b++
+		}
+		dst[bs[b].next] = *e
+		bs[b].next++
+	}
+	return dst
+}
+
+// maxQueueBuckets is the most queues byQueue buckets; a write to more is
+// sorted.
+const maxQueueBuckets = 16
+
+type queueBucket struct {
+	q     QueueID
+	count int
+	next  int
+	last  uint64
+}
+
+func compareQueues(a, b QueueID) int {
+	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Queue, b.Queue)
+}
+
+// sortEntries sorts entries by queue, then offset, stably.
+func sortEntries(entries []Entry) []Entry {
+	slices.SortStableFunc(entries, func(a, b Entry) int {
+		if c := compareQueues(a.Queue, b.Queue); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Offset, b.Offset)
+	})
+	return entries
 }
 
 // lastWins drops all but the last of entries with equal offsets from a
@@ -154,9 +267,7 @@ func mergeRecords(old, fresh []Entry) []Entry {
 // segments of consecutive offsets and sets them in txn. Segment keys and
 // values are appended to keys and vals, which must have room for them.
 func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte) ([]byte, []byte, error) {
-	recs := make([][]byte, 0, len(group))
 	for i := 0; i < len(group); {
-		recs = append(recs[:0], group[i].Value)
 		// size bounds the encoded segment: header and checksum at their
 		// largest, and each record with its length.
 		size := 1 + binary.MaxVarintLen32 + 4 + uvarintLen(uint64(len(group[i].Value))) + len(group[i].Value)
@@ -167,7 +278,6 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 				break
 			}
 			size += n
-			recs = append(recs, group[j].Value)
 		}
 		k0, v0 := len(keys), len(vals)
 		keys = appendRecordKey(keys, q, group[i].Offset)
@@ -177,7 +287,7 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 			vals = make([]byte, 0, max(size, cap(vals)))
 			v0 = 0
 		}
-		vals = encodeSegment(vals, recs)
+		vals = encodeSegmentOf(vals, group[i:j])
 		if err := txn.SetEntry(badger.NewEntry(keys[k0:len(keys):len(keys)], vals[v0:len(vals):len(vals)])); err != nil {
 			return keys, vals, err
 		}

@@ -55,6 +55,18 @@ func encodeSegment(dst []byte, records [][]byte) []byte {
 	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], segmentTable))
 }
 
+// encodeSegmentOf is encodeSegment of the values of entries.
+func encodeSegmentOf(dst []byte, entries []Entry) []byte {
+	start := len(dst)
+	dst = append(dst, segmentVersion)
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	for i := range entries {
+		dst = binary.AppendUvarint(dst, uint64(len(entries[i].Value)))
+		dst = append(dst, entries[i].Value...)
+	}
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], segmentTable))
+}
+
 func uvarintLen(x uint64) int {
 	n := 1
 	for x >= 0x80 {
