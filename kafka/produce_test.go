@@ -160,7 +160,8 @@ func TestProduce_BatchLargerThanOneStoreWrite(t *testing.T) {
 // with the retriable KAFKA_STORAGE_ERROR and stores nothing; one whose
 // fsync fails (outcome unknown) gets the same code; a retry then succeeds.
 func TestProduce_StoreFailures(t *testing.T) {
-	fs := faultstore.New(store.NewMemory())
+	mem := store.NewMemory()
+	fs := faultstore.New(keepOpen{mem})
 	e := openEngine(t, &equeue.Options{Store: fs})
 	ctx := testCtx(t)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
@@ -176,7 +177,14 @@ func TestProduce_StoreFailures(t *testing.T) {
 	fs.FailSyncs(1)
 	unknown := produceRaw(ctx, t, cl, "t", 0, rawBatch(-1, -1, -1, "b"))
 	assert.Equal(t, int16(56), unknown.ErrorCode, "KAFKA_STORAGE_ERROR")
+	// The failed fsync stopped the engine's writes until it is reopened.
+	stopped := produceRaw(ctx, t, cl, "t", 0, rawBatch(-1, -1, -1, "c"))
+	assert.Equal(t, int16(56), stopped.ErrorCode, "KAFKA_STORAGE_ERROR")
+	require.ErrorIs(t, e.StoreFailure(), faultstore.ErrInjected)
 
+	require.NoError(t, e.Close())
+	e = openEngine(t, &equeue.Options{Store: faultstore.New(keepOpen{mem})})
+	cl = kclient(t, serve(t, e, nil))
 	ok := produceRaw(ctx, t, cl, "t", 0, rawBatch(-1, -1, -1, "c"))
 	require.Equal(t, int16(0), ok.ErrorCode)
 	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0, Max: 10})
@@ -192,7 +200,8 @@ func TestProduce_StoreFailures(t *testing.T) {
 // (outcome unknown) the idempotent producer's retry of the same batch is
 // recognized by the topic's dedup window and stored once.
 func TestProduce_IdempotentUnknownOutcomeWithDedupWindow(t *testing.T) {
-	fs := faultstore.New(store.NewMemory())
+	mem := store.NewMemory()
+	fs := faultstore.New(keepOpen{mem})
 	e := openEngine(t, &equeue.Options{Store: fs})
 	ctx := testCtx(t)
 	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
@@ -204,6 +213,12 @@ func TestProduce_IdempotentUnknownOutcomeWithDedupWindow(t *testing.T) {
 	fs.FailSyncs(1)
 	unknown := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, "a", "b"))
 	require.Equal(t, int16(56), unknown.ErrorCode, "KAFKA_STORAGE_ERROR: retry")
+	// The failed fsync stopped the engine's writes: restart it (and the
+	// listener, whose idempotence state is in memory); the dedup window,
+	// stored, still knows the batch.
+	require.NoError(t, e.Close())
+	e = openEngine(t, &equeue.Options{Store: faultstore.New(keepOpen{mem})})
+	cl = kclient(t, serve(t, e, nil))
 	retry := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, "a", "b"))
 	require.Equal(t, int16(0), retry.ErrorCode)
 	assert.Equal(t, int64(0), retry.BaseOffset, "acknowledged at the offsets of the first try")
@@ -219,3 +234,9 @@ func TestProduce_IdempotentUnknownOutcomeWithDedupWindow(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, bodies)
 }
+
+// keepOpen is a memory store that outlives the engines closing it, so a
+// test can open an engine again on what the last one stored.
+type keepOpen struct{ *store.Memory }
+
+func (keepOpen) Close() error { return nil }
