@@ -162,9 +162,43 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 
 // Serve accepts connections on lis until Stop or GracefulStop, after which
 // it returns nil.
+//
+// While it serves, its health service follows the engine: once a failed
+// fsync stopped the engine's writes (equeue.Engine.StoreFailure), it
+// answers NOT_SERVING, so that an orchestrator restarts the process.
 func (s *Server) Serve(lis net.Listener) error {
 	s.log.Info("equeue server listening", "addr", lis.Addr().String())
+	if f, ok := s.e.(storeFailer); ok {
+		go s.watchStore(f)
+	}
 	return s.grpc.Serve(lis)
+}
+
+// storeFailer is a backend that reports a store failure that stopped its
+// writes (the engine).
+type storeFailer interface{ StoreFailure() error }
+
+// storeWatchInterval is how often Serve checks the engine's store.
+const storeWatchInterval = 500 * time.Millisecond
+
+// watchStore turns the health service to NOT_SERVING once f reports a store
+// failure, until the server stops.
+func (s *Server) watchStore(f storeFailer) {
+	t := time.NewTicker(storeWatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopping.Done():
+			return
+		case <-t.C:
+			if err := f.StoreFailure(); err != nil {
+				s.log.Error("the engine stopped writing after a failed fsync: health is NOT_SERVING; restart the server", "err", err)
+				s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+				s.health.SetServingStatus(pb.Broker_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+				return
+			}
+		}
+	}
 }
 
 // Register adds the Broker service, with its authentication and in-flight
