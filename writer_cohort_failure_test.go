@@ -44,18 +44,6 @@ func TestWriter_CohortsUnderAFailedSyncKeepDedupAndDelays(t *testing.T) {
 		delayed   = map[string]string{} // delayed body -> "acked", "unknown" or "refused"
 		unknownDD atomic.Int64
 	)
-	outcome := func(err error) string {
-		switch {
-		case err == nil:
-			return "acked"
-		case errors.Is(err, equeue.ErrIndeterminate):
-			return "unknown"
-		case errors.Is(err, equeue.ErrStoreFailed):
-			return "refused"
-		}
-		t.Errorf("unexpected error: %v", err)
-		return "unexpected"
-	}
 	p, err := equeue.NewProducer(r.E, nil)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -64,7 +52,7 @@ func TestWriter_CohortsUnderAFailedSyncKeepDedupAndDelays(t *testing.T) {
 			for i := range rounds {
 				id := fmt.Sprintf("%d-%d", g, i)
 				res, err := p.Send(ctxBG, &equeue.Message{Topic: "d", ID: id, Body: []byte(id)})
-				o := outcome(err)
+				o := outcomeOf(t, err)
 				mu.Lock()
 				if o == "acked" {
 					ackedAt[id] = res.Offset
@@ -77,7 +65,7 @@ func TestWriter_CohortsUnderAFailedSyncKeepDedupAndDelays(t *testing.T) {
 				mu.Unlock()
 				_, err = p.Send(ctxBG, &equeue.Message{Topic: "t", Body: []byte(id), Delay: 50 * time.Millisecond})
 				mu.Lock()
-				delayed[id] = outcome(err)
+				delayed[id] = outcomeOf(t, err)
 				mu.Unlock()
 			}
 		})
@@ -153,7 +141,6 @@ func TestWriter_ReadersNeverSeeUnknownOutcomes(t *testing.T) {
 			})
 			var (
 				mu       sync.Mutex
-				outcomes = map[string]string{}
 				seen     = map[string]bool{}
 				stop     = make(chan struct{})
 				readerWG sync.WaitGroup
@@ -176,29 +163,7 @@ func TestWriter_ReadersNeverSeeUnknownOutcomes(t *testing.T) {
 					mu.Unlock()
 				}
 			})
-			var wg sync.WaitGroup
-			for g := range senders {
-				wg.Go(func() {
-					for i := range rounds {
-						b := fmt.Sprintf("%d-%d", g, i)
-						_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(b)})
-						o := "acked"
-						switch {
-						case err == nil:
-						case errors.Is(err, equeue.ErrIndeterminate):
-							o = "unknown"
-						case errors.Is(err, equeue.ErrStoreFailed):
-							o = "refused"
-						default:
-							t.Errorf("send %s: %v", b, err)
-						}
-						mu.Lock()
-						outcomes[b] = o
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
+			outcomes := sendOutcomes(t, r.E, senders, rounds)
 			close(stop)
 			readerWG.Wait()
 			require.Error(t, r.E.StoreFailure())

@@ -2,6 +2,8 @@ package equeue_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -133,3 +135,44 @@ func msgs(bodies ...string) []*equeue.Message {
 const waitLong = 20 * time.Second
 
 var ctxBG = context.Background()
+
+// outcomeOf names what a send's error tells its sender: "acked", "unknown"
+// (ErrIndeterminate: kept, outcome unknown) or "refused" (ErrStoreFailed:
+// not stored, after a failed fsync stopped the engine). Any other error
+// fails the test.
+func outcomeOf(t testing.TB, err error) string {
+	switch {
+	case err == nil:
+		return "acked"
+	case errors.Is(err, equeue.ErrIndeterminate):
+		return "unknown"
+	case errors.Is(err, equeue.ErrStoreFailed):
+		return "refused"
+	}
+	t.Errorf("unexpected error: %v", err)
+	return "unexpected"
+}
+
+// sendOutcomes sends rounds messages from each of senders goroutines to
+// t/0 of e, one per Append, and returns each body's outcome (outcomeOf).
+func sendOutcomes(t testing.TB, e *equeue.Engine, senders, rounds int) map[string]string {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		outcomes = map[string]string{}
+	)
+	for g := range senders {
+		wg.Go(func() {
+			for i := range rounds {
+				b := fmt.Sprintf("%d-%d", g, i)
+				_, err := e.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(b)})
+				o := outcomeOf(t, err)
+				mu.Lock()
+				outcomes[b] = o
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return outcomes
+}

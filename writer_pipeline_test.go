@@ -212,33 +212,7 @@ func TestWriter_CohortsShareAFailedSync(t *testing.T) {
 		}
 		return nil
 	})
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		outcomes = map[string]string{}
-	)
-	for g := range senders {
-		wg.Go(func() {
-			for i := range rounds {
-				b := fmt.Sprintf("%d-%d", g, i)
-				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(b)})
-				o := "acked"
-				switch {
-				case err == nil:
-				case errors.Is(err, equeue.ErrIndeterminate):
-					o = "unknown"
-				case errors.Is(err, equeue.ErrStoreFailed):
-					o = "refused"
-				default:
-					t.Errorf("send %s: %v", b, err)
-				}
-				mu.Lock()
-				outcomes[b] = o
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	outcomes := sendOutcomes(t, r.E, senders, rounds)
 	count := map[string]int{}
 	for _, o := range outcomes {
 		count[o]++
