@@ -69,10 +69,8 @@ func TestWire_RoundTrip(t *testing.T) {
 }
 
 // On a gRPC server of the application's, with its own interceptor, the
-// Broker service decodes unary appends with protobuf: the interceptor gets
-// the whole request. (Clients send Append on the AppendStream call where
-// the broker has one; this server has none, as an older version, so the
-// client falls back to unary calls.)
+// Broker service decodes appends with protobuf: the interceptor gets the
+// whole request.
 func TestWire_ApplicationServerSeesWholeAppend(t *testing.T) {
 	ctx := ctxT(t)
 	e := openEngine(t, nil)
@@ -86,7 +84,7 @@ func TestWire_ApplicationServerSeesWholeAppend(t *testing.T) {
 		}
 		return h(ctx, req)
 	}))
-	remote.RegisterWithoutStreams(srv, gs)
+	srv.Register(gs)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan error, 1)
