@@ -1,7 +1,6 @@
 package equeue_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -29,13 +28,7 @@ func TestWriter_CohortsUnderAFailedSyncKeepDedupAndDelays(t *testing.T) {
 	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 	r.FS.Delay(0, 30*time.Millisecond)
 	equeue.SetGroupCommitLinger(r.E, 20*time.Millisecond)
-	var syncs atomic.Int64
-	r.FS.OnSync(func() error {
-		if syncs.Add(1) == 5 { // once the cohorts have merged
-			return errors.New("injected fsync failure")
-		}
-		return nil
-	})
+	syncs := failNthSync(r, 5) // once the cohorts have merged
 
 	var (
 		mu        sync.Mutex
@@ -132,13 +125,7 @@ func TestWriter_ReadersNeverSeeUnknownOutcomes(t *testing.T) {
 			r := newFaultRig(t, kind, &equeue.Options{Sync: equeue.SyncAlways})
 			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 			r.FS.Delay(0, 2*time.Millisecond)
-			var syncs atomic.Int64
-			r.FS.OnSync(func() error {
-				if syncs.Add(1) == 15 {
-					return errors.New("injected fsync failure")
-				}
-				return nil
-			})
+			failNthSync(r, 15)
 			var (
 				mu       sync.Mutex
 				seen     = map[string]bool{}

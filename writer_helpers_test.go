@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +176,17 @@ func sendOutcomes(t testing.TB, e *equeue.Engine, senders, rounds int) map[strin
 	}
 	wg.Wait()
 	return outcomes
+}
+
+// failNthSync makes the nth Sync of r's store (counting from now) fail,
+// and returns the count of Syncs.
+func failNthSync(r *faultRig, n int64) *atomic.Int64 {
+	var syncs atomic.Int64
+	r.FS.OnSync(func() error {
+		if syncs.Add(1) == n {
+			return errors.New("injected fsync failure")
+		}
+		return nil
+	})
+	return &syncs
 }

@@ -1,7 +1,6 @@
 package equeue_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -205,13 +204,7 @@ func TestWriter_CohortsShareAFailedSync(t *testing.T) {
 	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 	r.FS.Delay(0, 30*time.Millisecond)
 	equeue.SetGroupCommitLinger(r.E, 20*time.Millisecond)
-	var syncs atomic.Int64
-	r.FS.OnSync(func() error {
-		if syncs.Add(1) == 5 { // once the cohorts have merged
-			return errors.New("injected fsync failure")
-		}
-		return nil
-	})
+	failNthSync(r, 5) // once the cohorts have merged
 	outcomes := sendOutcomes(t, r.E, senders, rounds)
 	count := map[string]int{}
 	for _, o := range outcomes {
