@@ -27,7 +27,7 @@ func BenchmarkClusterClientSendAsync(b *testing.B) {
 type withoutAppendAsync struct{ equeue.Broker }
 
 func benchClusterSendAsync(b *testing.B, hide bool) {
-	c, addrs, _ := countedCluster(b)
+	c, addrs, _ := countedCluster(b, nil)
 	ctx := context.Background()
 	cc, err := remote.DialCluster([]string{addrs[c.leaderIndex()]}, nil)
 	require.NoError(b, err)

@@ -38,7 +38,7 @@ func (m *methodCounts) get(method string) int {
 
 // countedCluster serves each node of a 3-node cluster over gRPC and
 // counts the calls every server receives.
-func countedCluster(t testing.TB) (*testCluster, []string, []*methodCounts) {
+func countedCluster(t testing.TB, opts *remote.ServerOptions) (*testCluster, []string, []*methodCounts) {
 	t.Helper()
 	var lis []net.Listener
 	var addrs []string
@@ -55,7 +55,7 @@ func countedCluster(t testing.TB) (*testCluster, []string, []*methodCounts) {
 	})
 	var counts []*methodCounts
 	for i, node := range c.nodes {
-		srv, err := remote.NewBackendServer(node, nil)
+		srv, err := remote.NewBackendServer(node, opts)
 		require.NoError(t, err)
 		mc := &methodCounts{n: map[string]int{}}
 		gs := grpc.NewServer(
@@ -85,7 +85,7 @@ func countedCluster(t testing.TB) (*testCluster, []string, []*methodCounts) {
 // append stream (no unary Append per message) and follows the leader when
 // leadership moves: every send succeeds and is stored once, on every node.
 func TestClusterClient_SendAsyncPipelinesAndFollowsTheLeader(t *testing.T) {
-	c, addrs, counts := countedCluster(t)
+	c, addrs, counts := countedCluster(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	leader := c.leaderIndex()
@@ -144,4 +144,39 @@ func TestClusterClient_SendAsyncPipelinesAndFollowsTheLeader(t *testing.T) {
 			assert.Equal(t, 1, k, "node %d holds %s %d times", i, v, k)
 		}
 	}
+}
+
+// A token without the produce right cannot append through a cluster
+// client's AppendAsync either: every append is refused as permission denied
+// (not retried as a leader change), and nothing is stored.
+func TestClusterClient_AppendAsyncNeedsTheProduceRight(t *testing.T) {
+	c, addrs, _ := countedCluster(t, &remote.ServerOptions{Tokens: map[string]remote.Rights{
+		"admin": remote.RightAll, "reader": remote.RightConsume}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leader := c.leaderIndex()
+	admin, err := remote.DialCluster([]string{addrs[leader]}, &remote.ClientOptions{Token: "admin"})
+	require.NoError(t, err)
+	defer admin.Close()
+	require.NoError(t, admin.OnLeader(ctx, func(cl *remote.Client) error { return cl.CreateTopic(ctx, "t", 1) }))
+
+	reader, err := remote.DialCluster([]string{addrs[(leader+1)%3], addrs[leader]}, &remote.ClientOptions{Token: "reader"})
+	require.NoError(t, err)
+	defer reader.Close()
+	// A pull (the consume right suffices) learns the leader.
+	_, err = reader.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: 0, Offset: 0, Max: 1})
+	require.NoError(t, err)
+	require.Equal(t, addrs[leader], reader.Leader())
+	// AppendAsync directly: a Producer would be refused its route first.
+	errs := make(chan error, 20)
+	for i := range cap(errs) {
+		reader.AppendAsync(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: []*equeue.Message{{Body: []byte(fmt.Sprint(i))}}},
+			func(_ equeue.AppendResult, err error) { errs <- err })
+	}
+	for i := range cap(errs) {
+		assert.ErrorIs(t, <-errs, remote.ErrPermissionDenied, "append %d", i)
+	}
+	res, err := admin.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: 0, Offset: 0, Max: 100})
+	require.NoError(t, err)
+	assert.Empty(t, res.Messages, "nothing stored")
 }
