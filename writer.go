@@ -388,45 +388,18 @@ func (e *Engine) storeBatch(b *batchState) {
 	b.commitDedup()
 }
 
-// durableBatch publishes a stored batch to readers when it is durable, or
-// withholds its offsets until a later synced write succeeds. Only the
+// durableBatch publishes a stored batch to readers once it is durable. A
+// batch of unknown outcome is never published: after a failed fsync the
+// engine writes nothing more, so no later fsync could vouch for it
+// (storefailure.go); a reopen shows what the store holds. Only the
 // completer calls it, in write order.
 func (e *Engine) durableBatch(b *batchState, durable bool) {
-	if !durable {
-		// Kept but not known durable: readers see it after the next synced write.
-		for _, t := range b.queues {
-			e.pipe.withheld = withholdQueue(e.pipe.withheld, t.q, t.next)
-		}
-	} else {
+	if durable {
 		for _, t := range b.queues {
 			t.q.publish(t.next)
-		}
-		if b.needSync {
-			for _, w := range e.pipe.withheld {
-				w.q.publish(w.next)
-			}
-			e.pipe.withheld = e.pipe.withheld[:0]
 		}
 	}
 	if !b.firstDue.IsZero() {
 		e.sched.scheduled(b.firstDue)
 	}
-}
-
-// withheldQueue is a queue with offsets stored but not yet published: up
-// to next. Later batches of the queue may be written already, so what is
-// published is this offset, never the writer's next one.
-type withheldQueue struct {
-	q    *queue
-	next int64
-}
-
-func withholdQueue(ws []withheldQueue, q *queue, next int64) []withheldQueue {
-	for i := range ws {
-		if ws[i].q == q {
-			ws[i].next = max(ws[i].next, next)
-			return ws
-		}
-	}
-	return append(ws, withheldQueue{q: q, next: next})
 }

@@ -68,9 +68,8 @@ type pipeline struct {
 	writeTime atomic.Int64
 	// cohort is how many commands the completer's last Sync acknowledged:
 	// the senders the writer may expect back together.
-	cohort   atomic.Int32
-	settles  atomic.Int64    // synced groups completed (writer_cohort.go)
-	withheld []withheldQueue // stored after a failed sync, not yet published
+	cohort  atomic.Int32
+	settles atomic.Int64 // synced groups completed (writer_cohort.go)
 }
 
 // startCompleter starts the completer and returns the function that, once
