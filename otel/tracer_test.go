@@ -180,6 +180,9 @@ func TestTracer_DelayedStartsAfterDelay(t *testing.T) {
 		assert.False(t, proc.StartTime().Before(at), "process starts after the delivery time")
 		assert.NotEmpty(t, attr(proc, "messaging.equeue.deliver_at"))
 
+		// The scheduler records its span once the move returned, which may
+		// be after the consumer handled the message it made visible.
+		eventually(t, 20*time.Second, func() bool { return len(spansNamed(rec, "deliver later")) > 0 }, "the deliver span")
 		due := spansNamed(rec, "deliver later")
 		require.Len(t, due, 1, "the broker's span of making the message visible")
 		assert.Equal(t, send.SpanContext().TraceID(), due[0].SpanContext().TraceID())
