@@ -1,6 +1,9 @@
 package cluster
 
-import "github.com/equeue-go/equeue/store"
+import (
+	"github.com/equeue-go/equeue/store"
+	"github.com/hashicorp/raft"
+)
 
 // Test hooks: what the tests of package cluster_test need of the inside.
 
@@ -30,3 +33,11 @@ func StoreOf(n *Node) *store.Badger { return n.st }
 // SetWALSegmentSize makes o's raft-wal log use segments of n bytes, so
 // that a test's log rotates and drops old segments.
 func SetWALSegmentSize(o *Options, n int) { o.walSegmentSize = n }
+
+// SetLogStoreHook makes o's node wrap its Raft log store (under the
+// leader's background writer) with hook.
+func SetLogStoreHook(o *Options, hook func(raft.LogStore) raft.LogStore) { o.logStoreHook = hook }
+
+// StoredApplied returns the last entry n's FSM stored as applied (Raft's
+// AppliedIndex counts entries handed to the FSM, not applied by it).
+func StoredApplied(n *Node) uint64 { return n.fsm.current().applied }

@@ -70,6 +70,10 @@ type fsm struct {
 	log *slog.Logger
 	// onTenure is called (on the FSM goroutine) after a tenure entry applied.
 	onTenure func(fsmState)
+	// awaitLog, when set, waits until this node's own Raft log holds an
+	// index durably (leaderlog.go): an entry is applied, and its sender
+	// answered, only then.
+	awaitLog func(index uint64) error
 
 	restores atomic.Uint64 // snapshots installed
 	offsets  *offsets      // each queue's next offset (FSM goroutine only)
@@ -143,6 +147,15 @@ func (f *fsm) Apply(l *raft.Log) any {
 // hands over; only a store failure answers the whole group with the error.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
+	if f.awaitLog != nil && len(logs) > 0 {
+		if err := f.awaitLog(logs[len(logs)-1].Index); err != nil {
+			err = f.fail(fmt.Errorf("cluster: raft log entries %d-%d not stored: %w", logs[0].Index, logs[len(logs)-1].Index, err))
+			for i := range out {
+				out[i] = err
+			}
+			return out
+		}
+	}
 	if f.group == nil {
 		f.group = newWriteGroup(f.st.Limits())
 	}

@@ -19,6 +19,9 @@ import (
 // (pre-vote, close) visible to Raft.
 type progressTransport struct {
 	*raft.NetworkTransport
+	// clamp bounds the commit index sent to followers (leaderlog.go); set
+	// before Raft starts.
+	clamp func(commit uint64) uint64
 
 	mu    sync.Mutex
 	peers map[raft.ServerID]peerProgress
@@ -36,6 +39,7 @@ func newProgressTransport(t *raft.NetworkTransport) *progressTransport {
 
 // AppendEntries sends the call and notes the follower's answer.
 func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	t.clampCommit(args)
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err != nil {
 		return err

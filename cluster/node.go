@@ -33,6 +33,7 @@ type Node struct {
 	log   *slog.Logger
 	st    *store.Badger
 	logs  raftLogStore
+	alog  *leaderLog // Raft's log: n.logs, written alongside replication while leading
 	trans *raft.NetworkTransport
 	raft  *raft.Raft
 	fsm   *fsm
@@ -164,6 +165,14 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	var under raft.LogStore = cache
+	if o.logStoreHook != nil {
+		under = o.logStoreHook(cache)
+	}
+	n.alog = newLeaderLog(under)
+	closers = append(closers, closerFunc(n.alog.Close))
+	n.fsm.awaitLog = n.alog.awaitStored
+	n.ptrans.clamp = n.alog.storedBound
 	if o.Bootstrap {
 		has, err := raft.HasExistingState(cache, n.logs, snaps)
 		if err != nil {
@@ -175,9 +184,11 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 			}
 		}
 	}
-	if n.raft, err = raft.NewRaft(conf, n.fsm, cache, n.logs, snaps, n.ptrans); err != nil {
+	if n.raft, err = raft.NewRaft(conf, n.fsm, n.alog, n.logs, snaps, n.ptrans); err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	r := n.raft
+	n.alog.setLeading(func() bool { return r.State() == raft.Leader })
 	n.obs = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
 		case raft.LeaderObservation, raft.RaftState:
@@ -417,6 +428,9 @@ func (n *Node) Close() error {
 		n.raft.DeregisterObserver(n.obs)
 		// Close the connections this node opened, so the peers' handlers
 		// of them end too; Close alone leaves them open.
+		if err := n.alog.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
+		}
 		n.trans.CloseStreams()
 		if err := n.trans.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: raft transport: %w", err))

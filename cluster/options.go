@@ -99,6 +99,9 @@ type Options struct {
 
 	// walSegmentSize, when positive, is raft-wal's segment size (tests).
 	walSegmentSize int
+	// logStoreHook, when set, wraps the Raft log store under leaderLog
+	// (tests: a slow or failing disk).
+	logStoreHook func(raft.LogStore) raft.LogStore
 }
 
 func (o *Options) validate() error {
