@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -204,4 +205,49 @@ func TestLeaderLog_CloseStoresWhatIsPending(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, last)
 	require.ErrorIs(t, l.StoreLogs(entries(4, 4)), errLogClosed)
+}
+
+// Both ways the leader sends entries carry the commit index lowered to
+// what it stored.
+func TestLeaderLog_TransportSendsTheStoredCommitIndex(t *testing.T) {
+	newTrans := func() *raft.NetworkTransport {
+		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tr.Close() })
+		return tr
+	}
+	follower := newTrans()
+	seen := make(chan uint64, 4)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	wg.Go(func() {
+		for {
+			select {
+			case rpc := <-follower.Consumer():
+				req := rpc.Command.(*raft.AppendEntriesRequest)
+				seen <- req.LeaderCommitIndex
+				rpc.Respond(&raft.AppendEntriesResponse{Success: true, LastLog: req.PrevLogEntry + uint64(len(req.Entries))}, nil)
+			case <-stop:
+				return
+			}
+		}
+	})
+	leader := newProgressTransport(newTrans())
+	defer leader.CloseStreams()
+	leader.clamp = func(commit uint64) uint64 { return min(commit, 5) }
+	req := func() *raft.AppendEntriesRequest {
+		return &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, LeaderCommitIndex: 10}
+	}
+	var resp raft.AppendEntriesResponse
+	require.NoError(t, leader.AppendEntries("f", follower.LocalAddr(), req(), &resp))
+	require.EqualValues(t, 5, <-seen)
+	p, err := leader.AppendEntriesPipeline("f", follower.LocalAddr())
+	require.NoError(t, err)
+	defer p.Close()
+	fut, err := p.AppendEntries(req(), &raft.AppendEntriesResponse{})
+	require.NoError(t, err)
+	require.NoError(t, fut.Error())
+	require.EqualValues(t, 5, <-seen)
 }
