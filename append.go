@@ -180,7 +180,12 @@ func (e *Engine) appendResult(req *AppendRequest, c *command, ids []string) (App
 }
 
 // AppendAsync is Append that reports through cb instead of blocking. cb runs
-// exactly once, on the engine's writer goroutine or the caller's, and must not block.
+// exactly once, on one of the engine's goroutines or the caller's, and must
+// not block. Like Append, an append that takes its topic past an
+// OverflowDropOldest limit is answered only once the topic is trimmed back
+// (on another goroutine of the engine's; the appends of one topic are still
+// answered in the order they were stored). Any other append is answered on
+// the goroutine that completes the engine's writes.
 //
 // Broker seam: Producer.SendAsync calls it; applications use SendAsync.
 func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(AppendResult, error)) {
@@ -194,7 +199,15 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 		cb(AppendResult{}, err)
 		return
 	}
-	c.done = func(c *command) { cb(e.appendResult(req, c, ids)) }
+	c.trimsAfter = true // answerAppended trims before it answers
+	c.done = func(c *command) {
+		res, err := e.appendResult(req, c, ids)
+		if err != nil || c.duplicate || c.kind != cmdAppend {
+			cb(res, err)
+			return
+		}
+		e.answerAppended(c.q.topic, res, cb)
+	}
 	if err := e.enqueue(ctx, c); err != nil {
 		cb(AppendResult{}, err)
 	}

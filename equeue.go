@@ -83,6 +83,8 @@ type Engine struct {
 	flushKick  chan struct{}
 	// trims are topics over their drop-oldest limit (topiclimits.go).
 	trims chan *topic
+	// trimmed are AppendAsync answers waiting for a trim (topiclimits.go).
+	trimmed trimAnswers
 
 	stats engineStats
 }

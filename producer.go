@@ -317,7 +317,9 @@ type asyncAppender interface {
 
 // SendAsync starts sending m and returns at once; many sends in flight let
 // the engine batch them into one write and one fsync. The future completes
-// when the send would have returned. m must not be modified until then.
+// when the send would have returned (on a topic with an OverflowDropOldest
+// limit, once the topic is trimmed back to it, as Send returns). m must not
+// be modified until then.
 func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	f := &SendFuture{done: make(chan struct{})}
 	if err := p.check(ctx, m); err != nil {

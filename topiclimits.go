@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/equeue-go/equeue/store"
@@ -77,9 +79,9 @@ type TopicLimits struct {
 	// delayed messages: a send is checked when it is accepted, and a due
 	// message is made visible even past the limit. With
 	// OverflowDropOldest it may hold more for a moment: at most the
-	// messages of the appends in flight (a Send trims before it returns;
-	// SendAsync and delayed messages made visible are trimmed in the
-	// background right after).
+	// messages of the appends in flight (a send, Send or SendAsync, is
+	// answered only once the topic is trimmed back; delayed messages made
+	// visible are trimmed in the background right after).
 	Overflow OverflowPolicy `json:"overflow,omitempty"`
 	// DefaultTTL, when positive, is the time-to-live of messages sent
 	// without one (no TTL and no ExpiresAt).
@@ -507,5 +509,116 @@ func (e *Engine) runTrims() {
 				e.log.Warn("trimming a topic to its limit", "topic", t.name, "err", err)
 			}
 		}
+	}
+}
+
+// trimAnswers holds the answers of asynchronous appends that took a
+// drop-oldest topic past its limit (Engine.AppendAsync). trimOver writes
+// through the writer, so the completer, which completes the appends,
+// cannot run it: it queues the answers here, and one goroutine trims their
+// topics and then gives them, in the order they were queued. An answer on
+// a topic with answers queued is queued behind them, so the answers of one
+// topic keep the order the writer completed its appends in.
+type trimAnswers struct {
+	// pending counts the answers queued: while it is zero the completer
+	// answers every append that needs no trim at once.
+	pending atomic.Int64
+
+	mu      sync.Mutex
+	queue   []trimAnswer
+	topics  map[*topic]int // answers queued per topic
+	running bool           // a runTrimAnswers goroutine gives the queue
+}
+
+// trimAnswer is one answer waiting for the trim of t.
+type trimAnswer struct {
+	t   *topic
+	res AppendResult
+	cb  func(AppendResult, error)
+}
+
+// answerAppended gives cb the answer res of a stored asynchronous append to
+// t: at once, or, when t is over a drop-oldest limit (or has answers
+// queued), once t is trimmed back. The completer calls it.
+func (e *Engine) answerAppended(t *topic, res AppendResult, cb func(AppendResult, error)) {
+	l := t.limits.Load()
+	over := l != nil && dropsOver(t, l)
+	if !over && e.trimmed.pending.Load() == 0 {
+		cb(res, nil)
+		return
+	}
+	a := &e.trimmed
+	a.mu.Lock()
+	if !over && a.topics[t] == 0 {
+		a.mu.Unlock()
+		cb(res, nil)
+		return
+	}
+	start := !a.running
+	if start {
+		// The goroutine holds a call in progress, so Close waits for it
+		// while the writer still runs its trims.
+		if e.enter(context.Background()) != nil {
+			a.mu.Unlock()
+			e.kickTrim(t) // closing: the trimmer's final pass trims t if it still can
+			cb(res, nil)
+			return
+		}
+		a.running = true
+	}
+	if a.topics == nil {
+		a.topics = make(map[*topic]int)
+	}
+	a.queue = append(a.queue, trimAnswer{t: t, res: res, cb: cb})
+	a.topics[t]++
+	a.pending.Add(1)
+	a.mu.Unlock()
+	if start {
+		e.goFunc(e.runTrimAnswers)
+	}
+}
+
+// runTrimAnswers trims the topics of the queued answers and gives them
+// until the queue is empty: each round trims a topic once for all its
+// answers in the queue.
+func (e *Engine) runTrimAnswers() {
+	defer e.leave()
+	a := &e.trimmed
+	var batch []trimAnswer
+	var done []*topic
+	for {
+		a.mu.Lock()
+		if len(a.queue) == 0 {
+			a.running = false
+			a.mu.Unlock()
+			return
+		}
+		batch, a.queue = a.queue, batch[:0]
+		a.mu.Unlock()
+		done = done[:0]
+		for _, w := range batch {
+			if slices.Contains(done, w.t) {
+				continue
+			}
+			done = append(done, w.t)
+			// Not the append's ctx: the append is stored, and its trim is a
+			// few writes (as for the background trimmer).
+			if err := e.trimOver(context.Background(), w.t); err != nil {
+				e.log.Warn("trimming a topic to its limit", "topic", w.t.name, "err", err)
+				e.kickTrim(w.t) // a failed trim is retried in the background
+			}
+		}
+		for _, w := range batch {
+			w.cb(w.res, nil)
+		}
+		a.mu.Lock()
+		for _, w := range batch {
+			if a.topics[w.t]--; a.topics[w.t] <= 0 {
+				delete(a.topics, w.t)
+			}
+		}
+		a.pending.Add(-int64(len(batch)))
+		a.mu.Unlock()
+		clear(batch)
 	}
 }

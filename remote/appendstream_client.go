@@ -44,7 +44,7 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 		return
 	}
 	if c.pipe.unary.Load() {
-		go func() { cb(c.Append(ctx, req)) }()
+		go func() { cb(c.appendUnary(ctx, req)) }()
 		return
 	}
 	s := &pipeSend{ctx: ctx, orig: req, cb: cb}
@@ -490,7 +490,7 @@ func (p *appendPipe) finishUnary(s *pipeSend) {
 	}
 	p.mu.Unlock()
 	<-p.slots
-	go func() { s.cb(p.c.Append(s.ctx, s.orig)) }()
+	go func() { s.cb(p.c.appendUnary(s.ctx, s.orig)) }()
 }
 
 // reader reads ps's answers until the call ends, then reports what is

@@ -223,6 +223,13 @@ func (c *Client) Route(ctx context.Context, topic string) (equeue.Route, error) 
 
 // Append stores messages in one queue, in order. If ctx ends or the
 // connection fails before the answer, the outcome is unknown.
+//
+// It travels on the client's AppendStream call, as AppendAsync's appends
+// do, and waits for its answer: an append on a call already open costs the
+// client and the broker less than a unary call of its own. Its outcomes
+// are AppendAsync's; the broker counts it against MaxInFlight and refuses
+// it as busy alike, and the client retries that. A broker without
+// AppendStream gets a unary Append call.
 func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
 	if err := c.enter(ctx); err != nil {
 		return equeue.AppendResult{}, err
@@ -230,6 +237,24 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if req == nil {
 		return equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument)
 	}
+	if !c.pipe.unary.Load() {
+		done := make(chan struct{})
+		var (
+			res equeue.AppendResult
+			err error
+		)
+		c.AppendAsync(ctx, req, func(r equeue.AppendResult, e error) {
+			res, err = r, e
+			close(done)
+		})
+		<-done
+		return res, err
+	}
+	return c.appendUnary(ctx, req)
+}
+
+// appendUnary is Append as a unary call.
+func (c *Client) appendUnary(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
 	in, err := appendRequest(req)
 	if err != nil {
 		return equeue.AppendResult{}, err

@@ -63,7 +63,7 @@ func TestFlow_BusyIsRetriedByTheClient(t *testing.T) {
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	refused := make(chan string, 64)
 	log := slog.New(&busyLog{refused: refused})
-	_, _, addr, entered := interceptedServer(t, e, &remote.ServerOptions{MaxInFlight: 1, Logger: log})
+	_, _, addr, _ := interceptedServer(t, e, &remote.ServerOptions{MaxInFlight: 1, Logger: log})
 	c := dial(t, addr, nil)
 
 	// Hold the only slot with an append whose store write waits.
@@ -82,8 +82,7 @@ func TestFlow_BusyIsRetriedByTheClient(t *testing.T) {
 		_, err := c.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("a")}}})
 		held <- err
 	}()
-	<-writing
-	waitEntered(t, entered, pb.Broker_Append_FullMethodName)
+	<-writing          // the append (on the client's AppendStream) holds the slot
 	t.Cleanup(func() { // a failed check must not leave the writer waiting
 		select {
 		case <-release:
@@ -99,25 +98,34 @@ func TestFlow_BusyIsRetriedByTheClient(t *testing.T) {
 	assert.ErrorIs(t, remote.FromStatus(err), remote.ErrBusy)
 	assert.ErrorIs(t, remote.FromStatus(err), equeue.ErrBusy)
 
-	// A call with time to spare is retried until the slot frees.
+	// A unary call with time to spare is retried until the slot frees.
 	retried := make(chan error, 1)
+	go func() { retried <- c.CreateTopic(ctx, "u", 1) }()
+	assert.Equal(t, pb.Broker_CreateTopic_FullMethodName, <-refused, "refused at least once")
+	// An append waits for room on the client's append stream (the broker
+	// told it its bound) instead of being refused.
+	appended := make(chan error, 1)
 	go func() {
 		_, err := c.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("b")}}})
-		retried <- err
+		appended <- err
 	}()
-	assert.Equal(t, pb.Broker_Append_FullMethodName, <-refused, "refused at least once")
 	select {
 	case err := <-retried:
+		t.Fatalf("the call ended while the slot was held: %v", err)
+	case err := <-appended:
 		t.Fatalf("the append ended while the slot was held: %v", err)
-	default:
+	case <-time.After(50 * time.Millisecond):
 	}
 	fs.OnWrite(nil)
 	close(release)
 	require.NoError(t, <-held)
 	require.NoError(t, <-retried, "the client retries ErrBusy")
+	require.NoError(t, <-appended)
 	info, err := e.Topic(ctx, "t")
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), info.Queues[0].MaxOffset, "each append stored once")
+	_, err = e.Topic(ctx, "u")
+	assert.NoError(t, err, "the retried call was made once it had room")
 }
 
 // A long-poll beyond MaxLongPolls is refused like any call over its bound.
