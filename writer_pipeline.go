@@ -24,6 +24,14 @@ import (
 // Raft entries stayed larger.
 const pipeDepth = 1
 
+// asyncPipeDepth is pipeDepth on an AsyncWriter (a replicated store): at
+// most two group commits replicate at once. Each is one Raft entry that
+// every node fsyncs, so fewer, larger entries cost fewer fsyncs per
+// message. Interleaved runs of cluster.BenchmarkRatio (three nodes on one
+// disk, 64 senders): 32–35 messages per entry instead of 22–24, 12% less
+// CPU per message, and the Send ratio 0.36–0.42 against 0.34–0.40.
+const asyncPipeDepth = 0
+
 // AsyncWriter is an optional capability of a Store whose writes take long
 // to become stored, such as a replicated store: WriteAsync queues b behind
 // every write queued before it and returns without waiting; wait reports
@@ -75,7 +83,11 @@ type pipeline struct {
 // startCompleter starts the completer and returns the function that, once
 // the writer wrote its last batch, lets the completer finish and waits.
 func (e *Engine) startCompleter() (stop func()) {
-	e.pipe.flights = make(chan *flight, pipeDepth)
+	depth := pipeDepth
+	if _, async := e.st.(AsyncWriter); async {
+		depth = asyncPipeDepth
+	}
+	e.pipe.flights = make(chan *flight, depth)
 	var wg sync.WaitGroup
 	wg.Go(e.runCompleter)
 	return func() {
