@@ -62,26 +62,47 @@ func stored(t *testing.T, e *equeue.Engine, topic string) int64 {
 }
 
 // TestStopCountsOneRun: a message handed out and not Ack'd when its
-// subscription stops fails once, as one counted attempt, even while the
-// equeue consumer is slow to stop. Failing it before the consumer stopped
-// starting handlers sent it through the retry topic back into the stopping
-// consumer, which failed it again at once, attempt after attempt, until it
-// was dead-lettered though it was handed out only once and never Nack'd.
+// subscription stops, or waiting to be handed out, fails once, as one
+// counted attempt, even while the equeue consumer is slow to stop. Failing
+// it before the consumer stopped starting handlers sent it (through the
+// retry topic, or in place when orderly) back into the stopping consumer,
+// which failed it again at once, attempt after attempt, until it was
+// dead-lettered though it was handed out once at most and never Nack'd.
 func TestStopCountsOneRun(t *testing.T) {
-	for _, unordered := range []bool{false, true} {
-		t.Run(fmt.Sprintf("unordered=%v", unordered), func(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		unordered bool
+		workers   int
+		// attempt of the third message when it comes back: with one
+		// worker, busy with the second until the consumer stopped, it
+		// never ran; with two, it waited to be handed out.
+		third string
+	}{
+		{"orderly", false, 1, "0"},
+		{"unordered", true, 1, "0"},
+		{"unordered-waiting", true, 2, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			e := openEngine(t)
 			pub := newPublisher(t, eqwm.PublisherConfig{Broker: e, Queues: 1})
 			var uuids []string
-			for i := range 2 {
+			for i := range 3 {
 				msg := message.NewMessage(wm.NewUUID(), fmt.Appendf(nil, "%d", i))
 				uuids = append(uuids, msg.UUID)
 				require.NoError(t, pub.Publish("stop", msg))
 			}
 			held := newHeldCommits(e)
 			t.Cleanup(held.open)
-			cfg := eqwm.SubscriberConfig{Broker: held, ConsumerGroup: "g", Unordered: unordered, Concurrency: 1,
-				MaxAttempts: 3, NackResendDelay: time.Millisecond, Consumer: patientConsumer}
+			thirdRuns := make(chan struct{})
+			var once sync.Once
+			opts := patientConsumer
+			opts.Hooks = []equeue.Hooks{{BeforeHandle: func(_ context.Context, m *equeue.Message) {
+				if m.Offset == 2 {
+					once.Do(func() { close(thirdRuns) })
+				}
+			}}}
+			cfg := eqwm.SubscriberConfig{Broker: held, ConsumerGroup: "g", Unordered: tc.unordered, Concurrency: tc.workers,
+				MaxAttempts: 3, NackResendDelay: time.Millisecond, Consumer: opts}
 			first, err := eqwm.NewSubscriber(cfg)
 			require.NoError(t, err)
 			ch, err := first.Subscribe(ctxT(t), "stop")
@@ -98,10 +119,17 @@ func TestStopCountsOneRun(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("no offset commit within 10s")
 			}
+			if tc.workers > 1 {
+				select {
+				case <-thirdRuns: // its handler waits to hand it out
+				case <-time.After(10 * time.Second):
+					t.Fatal("third message not handled within 10s")
+				}
+			}
 
 			closed := make(chan error, 1)
 			go func() { closed <- first.Close() }()
-			// While the consumer is held, nothing may fail the message
+			// While the consumer is held, nothing may fail a message
 			// again and again until it is dead-lettered.
 			assert.Never(t, func() bool { return stored(t, e, equeue.DLQTopic("g")) > 0 }, 300*time.Millisecond, 5*time.Millisecond,
 				"dead-lettered while the subscription stopped")
@@ -113,16 +141,19 @@ func TestStopCountsOneRun(t *testing.T) {
 				t.Fatal("Close did not return within 20s")
 			}
 			assertClosed(t, ch)
-			require.Zero(t, stored(t, e, equeue.DLQTopic("g")), "a message handed out once and never Nack'd was dead-lettered")
+			require.Zero(t, stored(t, e, equeue.DLQTopic("g")), "a message handed out once at most and never Nack'd was dead-lettered")
 
 			cfg.Broker = e
 			second := newSubscriber(t, cfg)
 			ch, err = second.Subscribe(ctxT(t), "stop")
 			require.NoError(t, err)
-			m = receive(t, ch)
-			assert.Equal(t, uuids[1], m.UUID)
-			assert.Equal(t, "1", m.Metadata.Get(eqwm.MetadataAttempt), "one handing out, one failed run")
-			m.Ack()
+			got := map[string]string{} // UUID -> attempt
+			for range 2 {
+				m := receive(t, ch)
+				got[m.UUID] = m.Metadata.Get(eqwm.MetadataAttempt)
+				m.Ack()
+			}
+			assert.Equal(t, map[string]string{uuids[1]: "1", uuids[2]: tc.third}, got, "one failed run each at most")
 			assertNothing(t, ch, 100*time.Millisecond)
 		})
 	}

@@ -22,6 +22,11 @@ var ErrSubscriberClosed = errors.New("equeue watermill: subscriber closed")
 // errNacked is what the handler returns to equeue for a Nack'd message.
 var errNacked = errors.New("equeue watermill: message nacked")
 
+// errUnfinished is what the handler returns to equeue for a message neither
+// Ack'd nor Nack'd when the consumer stopped its handler (on Close or a
+// handover).
+var errUnfinished = errors.New("equeue watermill: message not acked before its handler was stopped")
+
 // ConsumeFrom says where a consumer group that has no committed offset for a
 // queue starts. Unlike equeue.ConsumeFrom, the zero value is FromEarliest.
 type ConsumeFrom int
@@ -315,6 +320,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	o.Concurrency = s.cfg.Concurrency
 	// Both names of the local retry pause, so a value left in the former
 	// name cannot disagree with the new one.
+	//lint:ignore SA1019 the former name is set only so that it agrees
 	o.LocalRetryDelay, o.RetryDelay = s.cfg.NackResendDelay, s.cfg.NackResendDelay
 	o.MaxAttempts = s.cfg.MaxAttempts
 	o.From = s.from
@@ -460,8 +466,9 @@ func (sub *subscription) handOut(ctx context.Context, msg *message.Message) bool
 // unfinished is the handler's result for a message whose handler the
 // consumer stopped: an Ack that arrived counts; otherwise the message fails
 // at once, with no delay, so the group gets it again promptly: through its
-// retry topic when unordered, from its offset when orderly. The consumer
-// has stopped starting handlers by then, so it does not get it back itself.
+// retry topic when unordered, from its offset when orderly. On Close the
+// consumer has stopped starting handlers by then, so it does not get the
+// message back itself.
 func (sub *subscription) unfinished(msg *message.Message) error {
 	if msg != nil {
 		select {
@@ -470,5 +477,5 @@ func (sub *subscription) unfinished(msg *message.Message) error {
 		default:
 		}
 	}
-	return equeue.RetryAfter(0, fmt.Errorf("%w: message not acked before the subscription stopped", ErrSubscriberClosed))
+	return equeue.RetryAfter(0, errUnfinished)
 }
