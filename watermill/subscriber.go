@@ -191,13 +191,12 @@ func (c *SubscriberConfig) validate() error {
 // Subscriber is a Watermill message.Subscriber reading equeue topics. Each
 // Subscribe call starts one equeue.Consumer. It is safe for concurrent use.
 type Subscriber struct {
-	cfg     SubscriberConfig
-	from    equeue.ConsumeFrom
-	topics  *topicMaker
-	log     wm.LoggerAdapter
-	closing chan struct{}
-	ctx     context.Context // cancelled by Close
-	cancel  context.CancelFunc
+	cfg    SubscriberConfig
+	from   equeue.ConsumeFrom
+	topics *topicMaker
+	log    wm.LoggerAdapter
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	closed bool
@@ -219,7 +218,6 @@ func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
 	from, _ := cfg.ConsumeFrom.equeue()
 	s := &Subscriber{
 		cfg: cfg, from: from, topics: newTopicMaker(cfg.Broker, cfg.Queues), log: cfg.Logger,
-		closing: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Consumer.Logger == nil {
@@ -308,7 +306,6 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	o.ID = memberID()
 	sub := &subscription{
 		s:     s,
-		ctx:   ctx,
 		out:   make(chan *message.Message),
 		topic: topic,
 		group: group,
@@ -357,7 +354,6 @@ func (s *Subscriber) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.closing)
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
@@ -369,8 +365,7 @@ func (s *Subscriber) Close() error {
 // subscription is one Subscribe call: an equeue consumer feeding out.
 type subscription struct {
 	s        *Subscriber
-	ctx      context.Context // the Subscribe call's
-	stop     context.Context // ends when ctx does or the Subscriber closes
+	stop     context.Context // ends when the Subscribe context does or the Subscriber closes
 	endStop  func()          // releases stop
 	out      chan *message.Message
 	topic    string
