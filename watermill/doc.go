@@ -40,9 +40,15 @@
 //     NackResendDelay (equeue.RetryAfter), and goes on with other messages.
 //     Either way the redelivered message keeps its UUID, metadata and
 //     original topic, queue and offset.
-//   - When the subscription's context ends or the Subscriber is closed, the
-//     message counts as not finished. The consumer stops, commits what was
-//     Ack'd, leaves its group, and then the channel is closed.
+//   - When the subscription's context ends or the Subscriber is closed, no
+//     further message is handed out and the context of those handed out
+//     ends. The consumer stops starting handlers, then waits up to
+//     ConsumerOptions.ShutdownTimeout (DefaultShutdownTimeout unless set)
+//     for their Ack or Nack; a message still not Ack'd then fails once, as
+//     one counted attempt, and is delivered again to the group. The
+//     consumer commits what was Ack'd, leaves its group, and then the
+//     channel is closed. So Close takes up to ShutdownTimeout while
+//     messages are in flight.
 //
 // Delivery is at least once: a message can be delivered again after a
 // crash (what was Ack'd since the last commit), after a rebalance that

@@ -23,12 +23,23 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// fastConsumer keeps the equeue consumers of the tests responsive.
+// fastConsumer keeps the equeue consumers of the tests responsive. A
+// stopping subscription waits ShutdownTimeout for its running handlers.
 var fastConsumer = equeue.ConsumerOptions{
 	HeartbeatInterval: 200 * time.Millisecond,
 	CommitInterval:    100 * time.Millisecond,
 	PullWait:          2 * time.Second,
+	ShutdownTimeout:   50 * time.Millisecond,
 }
+
+// patientConsumer is fastConsumer with a ShutdownTimeout that surely lets a
+// handler the stop cancelled return before the consumer gives up on it (then
+// its failed run would not be counted): for the tests that count attempts.
+var patientConsumer = func() equeue.ConsumerOptions {
+	o := fastConsumer
+	o.ShutdownTimeout = 500 * time.Millisecond
+	return o
+}()
 
 // openEngine returns an in-memory engine closed when t ends.
 func openEngine(t testing.TB) *equeue.Engine {

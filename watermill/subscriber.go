@@ -22,6 +22,11 @@ var ErrSubscriberClosed = errors.New("equeue watermill: subscriber closed")
 // errNacked is what the handler returns to equeue for a Nack'd message.
 var errNacked = errors.New("equeue watermill: message nacked")
 
+// errUnfinished is what the handler returns to equeue for a message neither
+// Ack'd nor Nack'd when the consumer stopped its handler (on Close or a
+// handover).
+var errUnfinished = errors.New("equeue watermill: message not acked before its handler was stopped")
+
 // ConsumeFrom says where a consumer group that has no committed offset for a
 // queue starts. Unlike equeue.ConsumeFrom, the zero value is FromEarliest.
 type ConsumeFrom int
@@ -53,6 +58,10 @@ func (c ConsumeFrom) equeue() (equeue.ConsumeFrom, error) {
 const (
 	DefaultNackResendDelay = 50 * time.Millisecond
 	DefaultMaxAttempts     = 1 << 20
+	// DefaultShutdownTimeout replaces a zero Consumer.ShutdownTimeout: how
+	// long a stopping subscription waits for the Ack or Nack of a message
+	// it handed out before that message counts as failed.
+	DefaultShutdownTimeout = 500 * time.Millisecond
 )
 
 // SubscriberConfig configures a Subscriber. Broker is required; every zero
@@ -111,9 +120,12 @@ type SubscriberConfig struct {
 
 	// Consumer tunes each equeue.Consumer a Subscribe call starts:
 	// PullBatch, PullWait, CommitInterval, HeartbeatInterval, HandoffTimeout,
-	// ConsumeTimeout (unordered: a message not Ack'd or Nack'd within it is
-	// sent back for retry, so it may be delivered twice), flow-control
-	// limits, Strategy, Model, Hooks, Logger. Its Group, ID,
+	// ShutdownTimeout (how long a stopping subscription waits for the Ack or
+	// Nack of each message it handed out, see Subscribe; zero means
+	// DefaultShutdownTimeout here, not equeue's 30 s), ConsumeTimeout
+	// (unordered: a message not Ack'd or Nack'd within it is sent back for
+	// retry, so it may be delivered twice), flow-control limits, Strategy,
+	// Model, Hooks, Logger. Its Group, ID,
 	// Subscriptions, Handler, Orderly, Concurrency, LocalRetryDelay (and its
 	// former name RetryDelay), MaxAttempts,
 	// From and FromTime are set from the fields above. A nil Logger means
@@ -140,6 +152,9 @@ func (c *SubscriberConfig) setDefaults() {
 	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Consumer.ShutdownTimeout == 0 {
+		c.Consumer.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.Unmarshaler == nil {
 		c.Unmarshaler = DefaultMarshaler{}
@@ -176,13 +191,12 @@ func (c *SubscriberConfig) validate() error {
 // Subscriber is a Watermill message.Subscriber reading equeue topics. Each
 // Subscribe call starts one equeue.Consumer. It is safe for concurrent use.
 type Subscriber struct {
-	cfg     SubscriberConfig
-	from    equeue.ConsumeFrom
-	topics  *topicMaker
-	log     wm.LoggerAdapter
-	closing chan struct{}
-	ctx     context.Context // cancelled by Close
-	cancel  context.CancelFunc
+	cfg    SubscriberConfig
+	from   equeue.ConsumeFrom
+	topics *topicMaker
+	log    wm.LoggerAdapter
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	closed bool
@@ -204,7 +218,6 @@ func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
 	from, _ := cfg.ConsumeFrom.equeue()
 	s := &Subscriber{
 		cfg: cfg, from: from, topics: newTopicMaker(cfg.Broker, cfg.Queues), log: cfg.Logger,
-		closing: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Consumer.Logger == nil {
@@ -260,8 +273,12 @@ func (s *Subscriber) groupFor(topic string) (string, error) {
 // of a queue is not delivered before the current one is Ack'd.
 //
 // The channel is closed when ctx is done or the Subscriber is closed, after
-// the equeue consumer has committed what was Ack'd and left the group.
-// Messages not Ack'd by then are delivered again to the group later.
+// the equeue consumer has committed what was Ack'd and left the group. The
+// stop hands out no further message and ends the context of those handed
+// out; an Ack or Nack of one of them still counts for up to
+// Consumer.ShutdownTimeout (DefaultShutdownTimeout), after which it counts
+// as one failed attempt. Messages not Ack'd by then are delivered again to
+// the group later.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -289,7 +306,6 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	o.ID = memberID()
 	sub := &subscription{
 		s:     s,
-		ctx:   ctx,
 		out:   make(chan *message.Message),
 		topic: topic,
 		group: group,
@@ -301,6 +317,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	o.Concurrency = s.cfg.Concurrency
 	// Both names of the local retry pause, so a value left in the former
 	// name cannot disagree with the new one.
+	//lint:ignore SA1019 the former name is set only so that it agrees
 	o.LocalRetryDelay, o.RetryDelay = s.cfg.NackResendDelay, s.cfg.NackResendDelay
 	o.MaxAttempts = s.cfg.MaxAttempts
 	o.From = s.from
@@ -309,8 +326,14 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	if err != nil {
 		return nil, err
 	}
+	// The subscription stops when ctx ends or the Subscriber closes.
+	var cancelStop context.CancelFunc
+	sub.stop, cancelStop = context.WithCancel(ctx)
+	unhook := context.AfterFunc(s.ctx, cancelStop)
+	sub.endStop = func() { unhook(); cancelStop() }
 	if err := c.Start(ctx); err != nil {
 		_ = c.Close()
+		sub.endStop()
 		return nil, fmt.Errorf("equeue watermill: subscribe to %q as group %q: %w", topic, group, err)
 	}
 	sub.consumer = c
@@ -331,7 +354,6 @@ func (s *Subscriber) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.closing)
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
@@ -343,7 +365,8 @@ func (s *Subscriber) Close() error {
 // subscription is one Subscribe call: an equeue consumer feeding out.
 type subscription struct {
 	s        *Subscriber
-	ctx      context.Context // the Subscribe call's
+	stop     context.Context // ends when the Subscribe context does or the Subscriber closes
+	endStop  func()          // releases stop
 	out      chan *message.Message
 	topic    string
 	group    string
@@ -356,12 +379,9 @@ type subscription struct {
 // nothing is sent on out after it is closed.
 func (sub *subscription) run() {
 	defer sub.s.wg.Done()
-	byClose := false
-	select {
-	case <-sub.ctx.Done():
-	case <-sub.s.closing:
-		byClose = true
-	}
+	defer sub.endStop()
+	<-sub.stop.Done()
+	byClose := sub.s.isClosed()
 	err := sub.consumer.Close()
 	close(sub.out)
 	if err != nil {
@@ -377,11 +397,15 @@ func (sub *subscription) run() {
 
 // handle is the equeue Handler: it hands the message to the Watermill side
 // and waits for its Ack (nil: done) or Nack (an error: delivered again).
-// ctx is cancelled when the consumer stops.
+//
+// ctx is cancelled when the consumer stops the handler: on Close after
+// ShutdownTimeout, on a handover after HandoffTimeout. Only then does a
+// message not Ack'd fail, not when the subscription stops: until the
+// consumer has stopped starting handlers, a failed message could come
+// straight back to it (an unordered one through the retry topic, an
+// orderly one in place), to be failed again, each time a counted attempt,
+// up to the dead letters, though it was handed out once.
 func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
-	if sub.ending() {
-		return sub.abandon(ctx, nil)
-	}
 	msg, err := sub.s.cfg.Unmarshaler.Unmarshal(em)
 	if err != nil {
 		sub.log.Error("cannot unmarshal message; it will be delivered again", err, wm.LogFields{
@@ -390,24 +414,20 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 		return equeue.RetryAfter(sub.s.cfg.NackResendDelay, err)
 	}
 	setReceivedMetadata(msg, em)
-	// The message's context ends when the handler returns: after Ack or
-	// Nack, or when the subscription stops.
-	msgCtx, cancel := context.WithCancel(sub.ctx)
+	// The message's context ends when the handler returns (after Ack or
+	// Nack) or when the subscription stops.
+	msgCtx, cancel := context.WithCancel(sub.stop)
 	defer cancel()
 	msg.SetContext(msgCtx)
 	fields := wm.LogFields{"message_uuid": msg.UUID, "queue": em.Queue, "offset": em.Offset}
 
-	select {
-	case sub.out <- msg:
-		sub.log.Trace("message sent to subscriber channel", fields)
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-sub.ctx.Done():
-		return sub.abandon(ctx, nil)
-	case <-sub.s.closing:
-		return sub.abandon(ctx, nil)
+	if !sub.handOut(ctx, msg) {
+		// Not handed out: it fails (one counted attempt) once the consumer
+		// stops this handler.
+		<-ctx.Done()
+		return sub.unfinished(nil)
 	}
-
+	sub.log.Trace("message sent to subscriber channel", fields)
 	select {
 	case <-msg.Acked():
 		sub.log.Trace("message acked", fields)
@@ -419,30 +439,32 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 		// where RetryAfter sets the delay instead of equeue's backoff.
 		return equeue.RetryAfter(sub.s.cfg.NackResendDelay, errNacked)
 	case <-ctx.Done():
-	case <-sub.ctx.Done():
-	case <-sub.s.closing:
 	}
-	return sub.abandon(ctx, msg)
+	return sub.unfinished(msg)
 }
 
-// ending reports whether the subscription is stopping.
-func (sub *subscription) ending() bool {
+// handOut sends msg on the subscription's channel; false when the
+// subscription stopped, or the consumer stopped the handler, first.
+func (sub *subscription) handOut(ctx context.Context, msg *message.Message) bool {
+	if sub.stop.Err() != nil {
+		return false // a send racing with the stop could still win
+	}
 	select {
-	case <-sub.ctx.Done():
+	case sub.out <- msg:
 		return true
-	case <-sub.s.closing:
-		return true
-	default:
-		return false
+	case <-ctx.Done():
+	case <-sub.stop.Done():
 	}
+	return false
 }
 
-// abandon ends the handling of a message when the subscription stops: an
-// Ack that arrived counts; otherwise the message fails at once (the
-// consumer's Close waits for running handlers), with no delay, so the group
-// gets it again promptly: through its retry topic when unordered, from its
-// offset when orderly.
-func (sub *subscription) abandon(_ context.Context, msg *message.Message) error {
+// unfinished is the handler's result for a message whose handler the
+// consumer stopped: an Ack that arrived counts; otherwise the message fails
+// at once, with no delay, so the group gets it again promptly: through its
+// retry topic when unordered, from its offset when orderly. On Close the
+// consumer has stopped starting handlers by then, so it does not get the
+// message back itself.
+func (sub *subscription) unfinished(msg *message.Message) error {
 	if msg != nil {
 		select {
 		case <-msg.Acked():
@@ -450,5 +472,5 @@ func (sub *subscription) abandon(_ context.Context, msg *message.Message) error 
 		default:
 		}
 	}
-	return equeue.RetryAfter(0, fmt.Errorf("%w: message not acked before the subscription stopped", ErrSubscriberClosed))
+	return equeue.RetryAfter(0, errUnfinished)
 }

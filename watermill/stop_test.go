@@ -1,0 +1,170 @@
+package watermill_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	wm "github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	eqwm "github.com/equeue-go/equeue/watermill"
+)
+
+// heldCommits is a Broker whose offset commits wait, once armed, until
+// released. Consumer.Close waits for a periodic commit in progress before it
+// stops its queues, so a held commit holds the consumer running, as a slow
+// scheduler would, after its Subscriber was told to stop.
+type heldCommits struct {
+	equeue.Broker
+	armed   atomic.Bool
+	once    sync.Once
+	held    chan struct{} // closed when the first armed commit waits
+	release chan struct{} // closed by open
+	opened  sync.Once
+}
+
+func newHeldCommits(b equeue.Broker) *heldCommits {
+	return &heldCommits{Broker: b, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+// open lets every commit through.
+func (h *heldCommits) open() { h.opened.Do(func() { close(h.release) }) }
+
+func (h *heldCommits) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) error {
+	if h.armed.Load() {
+		h.once.Do(func() { close(h.held) })
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Broker.CommitOffsets(ctx, req)
+}
+
+// stored counts the messages of topic, 0 when it does not exist.
+func stored(t *testing.T, e *equeue.Engine, topic string) int64 {
+	t.Helper()
+	ti, err := e.Topic(ctxT(t), topic)
+	if errors.Is(err, equeue.ErrTopicNotFound) {
+		return 0
+	}
+	require.NoError(t, err)
+	return ti.Messages
+}
+
+// TestStopCountsOneRun: a message handed out and not Ack'd when its
+// subscription stops, or waiting to be handed out, fails once, as one
+// counted attempt, even while the equeue consumer is slow to stop. Failing
+// it before the consumer stopped starting handlers sent it (through the
+// retry topic, or in place when orderly) back into the stopping consumer,
+// which failed it again at once, attempt after attempt, until it was
+// dead-lettered though it was handed out once at most and never Nack'd.
+func TestStopCountsOneRun(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		unordered bool
+		workers   int
+		// attempt of the third message when it comes back: with one
+		// worker, busy with the second until the consumer stopped, it
+		// never ran; with two, it waited to be handed out.
+		third string
+	}{
+		{"orderly", false, 1, "0"},
+		{"unordered", true, 1, "0"},
+		{"unordered-waiting", true, 2, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := openEngine(t)
+			pub := newPublisher(t, eqwm.PublisherConfig{Broker: e, Queues: 1})
+			var uuids []string
+			for i := range 3 {
+				msg := message.NewMessage(wm.NewUUID(), fmt.Appendf(nil, "%d", i))
+				uuids = append(uuids, msg.UUID)
+				require.NoError(t, pub.Publish("stop", msg))
+			}
+			held := newHeldCommits(e)
+			t.Cleanup(held.open)
+			thirdRuns := make(chan struct{})
+			var once sync.Once
+			opts := patientConsumer
+			opts.Hooks = []equeue.Hooks{{BeforeHandle: func(_ context.Context, m *equeue.Message) {
+				if m.Offset == 2 {
+					once.Do(func() { close(thirdRuns) })
+				}
+			}}}
+			cfg := eqwm.SubscriberConfig{Broker: held, ConsumerGroup: "g", Unordered: tc.unordered, Concurrency: tc.workers,
+				MaxAttempts: 3, NackResendDelay: time.Millisecond, Consumer: opts}
+			first, err := eqwm.NewSubscriber(cfg)
+			require.NoError(t, err)
+			ch, err := first.Subscribe(ctxT(t), "stop")
+			require.NoError(t, err)
+
+			// One worker hands the first two messages out one after the
+			// other, two workers at once, in either order.
+			out := map[string]*message.Message{}
+			for range tc.workers {
+				m := receive(t, ch)
+				out[m.UUID] = m
+			}
+			require.Contains(t, out, uuids[0])
+			held.armed.Store(true)
+			out[uuids[0]].Ack() // the next periodic commit has something to store, and waits
+			if tc.workers == 1 {
+				m := receive(t, ch)
+				out[m.UUID] = m
+			}
+			require.Contains(t, out, uuids[1]) // not Ack'd
+			require.Len(t, out, 2)
+			select {
+			case <-held.held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no offset commit within 10s")
+			}
+			if tc.workers > 1 {
+				select {
+				case <-thirdRuns: // its handler, on the worker the Ack freed, waits to hand it out
+				case <-time.After(10 * time.Second):
+					t.Fatal("third message not handled within 10s")
+				}
+			}
+
+			closed := make(chan error, 1)
+			go func() { closed <- first.Close() }()
+			// While the consumer is held, nothing may fail a message
+			// again and again until it is dead-lettered.
+			assert.Never(t, func() bool { return stored(t, e, equeue.DLQTopic("g")) > 0 }, 300*time.Millisecond, 5*time.Millisecond,
+				"dead-lettered while the subscription stopped")
+			held.open()
+			select {
+			case err := <-closed:
+				require.NoError(t, err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("Close did not return within 20s")
+			}
+			assertClosed(t, ch)
+			require.Zero(t, stored(t, e, equeue.DLQTopic("g")), "a message handed out once at most and never Nack'd was dead-lettered")
+
+			cfg.Broker = e
+			second := newSubscriber(t, cfg)
+			ch, err = second.Subscribe(ctxT(t), "stop")
+			require.NoError(t, err)
+			got := map[string]string{} // UUID -> attempt
+			for range 2 {
+				m := receive(t, ch)
+				got[m.UUID] = m.Metadata.Get(eqwm.MetadataAttempt)
+				m.Ack()
+			}
+			assert.Equal(t, map[string]string{uuids[1]: "1", uuids[2]: tc.third}, got, "one failed run each at most")
+			assertNothing(t, ch, 100*time.Millisecond)
+		})
+	}
+}
