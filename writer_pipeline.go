@@ -28,7 +28,7 @@ const pipeDepth = 1
 // most two group commits replicate at once. Each is one Raft entry that
 // every node fsyncs, so fewer, larger entries cost fewer fsyncs per
 // message. Interleaved runs of cluster.BenchmarkRatio (three nodes on one
-// disk, 64 senders): 32–35 messages per entry instead of 22–24, 12% less
+// disk, 64 senders): 32–35 messages per entry instead of 22–24, 11–17% less
 // CPU per message, and the Send ratio 0.36–0.42 against 0.34–0.40.
 const asyncPipeDepth = 0
 
