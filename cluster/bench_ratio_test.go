@@ -2,8 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,31 +70,11 @@ func benchRatio(b *testing.B, batch int, logStore string) {
 	b.ReportMetric(float64(sides[1].sent)/float64(entries), "msgs/entry")
 }
 
-// round sends n messages (rounded up to whole batches) from benchSenders
-// goroutines and adds its wall and CPU time to sd.
+// round sends n messages (rounded up to whole batches) and adds its wall
+// and CPU time to sd.
 func (sd *ratioSide) round(b *testing.B, n, batch int) {
-	body := make([]byte, benchBody)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	cpu0, _ := benchProcessCPU()
-	start := time.Now()
-	for s := range benchSenders {
-		wg.Go(func() {
-			for next.Add(int64(batch))-int64(batch) < int64(n) {
-				msgs := make([]*equeue.Message, batch)
-				for i := range msgs {
-					msgs[i] = &equeue.Message{Body: body}
-				}
-				if _, err := sd.br.Append(context.Background(), &equeue.AppendRequest{Topic: "bench", Queue: s % 4, Messages: msgs}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	sd.took += time.Since(start)
-	cpu1, _ := benchProcessCPU()
-	sd.cpu += cpu1 - cpu0
+	took, cpu, _ := sendAll(b, sd.br, n, batch)
+	sd.took += took
+	sd.cpu += cpu
 	sd.sent += (n + batch - 1) / batch * batch
 }

@@ -76,20 +76,30 @@ func benchCluster(b *testing.B, batch int, logStore string) {
 // (cpu-µs/msg: every node's, while the senders ran; less sensitive to
 // other work on the machine than the rate).
 func runSenders(b *testing.B, br equeue.Broker, batch int) {
+	b.ResetTimer()
+	stopProfile := benchProfile(b)
+	elapsed, cpu, cpuOK := sendAll(b, br, b.N, batch)
+	b.StopTimer()
+	stopProfile()
+	sent := (int64(b.N) + int64(batch) - 1) / int64(batch) * int64(batch)
+	b.ReportMetric(float64(sent)/elapsed.Seconds(), "msgs/s")
+	if cpuOK {
+		b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(sent), "cpu-µs/msg")
+	}
+}
+
+// sendAll sends n messages (rounded up to whole batches) to br from
+// benchSenders goroutines, batch per Append, and returns the time it
+// took and the process's CPU time meanwhile (ok false: not known here).
+func sendAll(b *testing.B, br equeue.Broker, n, batch int) (elapsed, cpu time.Duration, ok bool) {
 	body := make([]byte, benchBody)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	b.ResetTimer()
-	stopProfile := benchProfile(b)
-	cpu0, cpuOK := benchProcessCPU()
+	cpu0, ok0 := benchProcessCPU()
 	start := time.Now()
 	for s := range benchSenders {
 		wg.Go(func() {
-			for {
-				n := next.Add(int64(batch))
-				if n-int64(batch) >= int64(b.N) {
-					return
-				}
+			for next.Add(int64(batch))-int64(batch) < int64(n) {
 				msgs := make([]*equeue.Message, batch)
 				for i := range msgs {
 					msgs[i] = &equeue.Message{Body: body}
@@ -102,15 +112,9 @@ func runSenders(b *testing.B, br equeue.Broker, batch int) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	cpu1, cpuOK1 := benchProcessCPU()
-	b.StopTimer()
-	stopProfile()
-	sent := (int64(b.N) + int64(batch) - 1) / int64(batch) * int64(batch)
-	b.ReportMetric(float64(sent)/elapsed.Seconds(), "msgs/s")
-	if cpuOK && cpuOK1 {
-		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(sent), "cpu-µs/msg")
-	}
+	elapsed = time.Since(start)
+	cpu1, ok1 := benchProcessCPU()
+	return elapsed, cpu1 - cpu0, ok0 && ok1
 }
 
 // benchProfile starts a CPU profile of the sending window alone (not the
