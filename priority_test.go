@@ -171,17 +171,34 @@ func TestPriority_RoutingAndLanesAllocatedTogether(t *testing.T) {
 		cs = append(cs, startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: id,
 			Subscriptions: []equeue.Subscription{{Topic: "p"}}, Handler: func(context.Context, *equeue.Message) error { return nil }}))
 	}
-	eventually(t, 10*time.Second, func() bool {
-		return countTopic(refsOf(cs[0]), "p")+countTopic(refsOf(cs[1]), "p") == 9
-	}, "all nine lanes owned")
-	for _, c := range cs {
+	// lanesByQueue counts, per queue of p, the lanes c owns.
+	lanesByQueue := func(c *equeue.Consumer) map[int]int {
 		byQueue := map[int]int{}
 		for _, r := range refsOf(c) {
 			if r.Topic == "p" {
 				byQueue[r.Queue/3]++
 			}
 		}
-		for q, lanes := range byQueue {
+		return byQueue
+	}
+	// While b joins, a hands its lanes over one by one, so a split shows
+	// for a moment; once the group settles, every queue's lanes are with
+	// one member.
+	eventually(t, 10*time.Second, func() bool {
+		if countTopic(refsOf(cs[0]), "p")+countTopic(refsOf(cs[1]), "p") != 9 {
+			return false
+		}
+		for _, c := range cs {
+			for _, lanes := range lanesByQueue(c) {
+				if lanes != 3 {
+					return false
+				}
+			}
+		}
+		return true
+	}, "all nine lanes owned, each queue's lanes by one member")
+	for _, c := range cs {
+		for q, lanes := range lanesByQueue(c) {
 			assert.Equal(t, 3, lanes, "member %s owns every lane of queue %d", c.ID(), q)
 		}
 	}
