@@ -193,7 +193,9 @@ func (g *kgroup) complete() {
 		m.assignment = nil
 		r := kmsg.NewPtrJoinGroupResponse()
 		r.Generation, r.LeaderID, r.MemberID = g.generation, g.leader, id
-		r.Protocol, r.ProtocolType = &g.protocol, &g.protocolType
+		// Copies: the answer is encoded after the lock is released, while
+		// a later join may change the group's fields.
+		r.Protocol, r.ProtocolType = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
 		if id == g.leader {
 			for _, oid := range ids {
 				om := g.members[oid]
@@ -367,7 +369,8 @@ func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		resp.ErrorCode = code
 		return resp
 	}
-	resp.ProtocolType, resp.Protocol = &g.protocolType, &g.protocol
+	// Copies, as in complete: the answer is encoded after the lock is released.
+	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
 	m.lastSeen = time.Now()
 	if g.state == stateCompleting && g.leader == m.id {
 		for _, a := range req.GroupAssignment {
