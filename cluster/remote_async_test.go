@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -99,17 +100,22 @@ func TestClusterClient_SendAsyncPipelinesAndFollowsTheLeader(t *testing.T) {
 	p, err := equeue.NewProducer(cc, nil)
 	require.NoError(t, err)
 	defer p.Close()
+	// sent: every value sent, and whether it was acknowledged. A leader
+	// that loses its lease under load (the tests' Raft timeouts are short)
+	// answers the appends it was committing as unknown: legitimate, and
+	// checked below as "at most once"; any other error fails the test.
 	sent := map[string]bool{}
 	sendAll := func(from, n int) {
 		fs := make([]*equeue.SendFuture, n)
 		for i := range fs {
-			v := fmt.Sprintf("m%d", from+i)
-			sent[v] = true
-			fs[i] = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte(v)})
+			fs[i] = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "m%d", from+i)})
 		}
 		for i, f := range fs {
 			_, err := f.Result(ctx)
-			require.NoError(t, err, "send %d", from+i)
+			if !errors.Is(err, equeue.ErrIndeterminate) {
+				require.NoError(t, err, "send %d", from+i)
+			}
+			sent[fmt.Sprintf("m%d", from+i)] = err == nil
 		}
 	}
 
@@ -131,6 +137,7 @@ func TestClusterClient_SendAsyncPipelinesAndFollowsTheLeader(t *testing.T) {
 
 	c.waitConverged()
 	c.closeAll()
+	var first map[string]int
 	for i, d := range c.dirs {
 		got := map[string]int{}
 		for _, bodies := range readAll(t, d, "t") {
@@ -138,11 +145,20 @@ func TestClusterClient_SendAsyncPipelinesAndFollowsTheLeader(t *testing.T) {
 				got[b]++
 			}
 		}
-		assert.Len(t, got, len(sent), "node %d holds every send", i)
+		for v, acked := range sent {
+			if acked {
+				assert.Equal(t, 1, got[v], "node %d holds acknowledged %s %d times", i, v, got[v])
+			}
+		}
 		for v, k := range got {
-			assert.True(t, sent[v], "node %d holds %s, never sent", i, v)
+			_, ok := sent[v]
+			assert.True(t, ok, "node %d holds %s, never sent", i, v)
 			assert.Equal(t, 1, k, "node %d holds %s %d times", i, v, k)
 		}
+		if first == nil {
+			first = got
+		}
+		assert.Equal(t, first, got, "node %d holds what node 0 holds", i)
 	}
 }
 
