@@ -41,3 +41,6 @@ func SetLogStoreHook(o *Options, hook func(raft.LogStore) raft.LogStore) { o.log
 // StoredApplied returns the last entry n's FSM stored as applied (Raft's
 // AppliedIndex counts entries handed to the FSM, not applied by it).
 func StoredApplied(n *Node) uint64 { return n.fsm.current().applied }
+
+// StoreSegmentBytes is the segment size of the node's Badger store.
+func (n *Node) StoreSegmentBytes() int64 { return n.st.SegmentBytes() }

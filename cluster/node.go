@@ -124,6 +124,9 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if bo.Logger == nil {
 		bo.Logger = o.Logger
 	}
+	if bo.SegmentBytes == 0 {
+		bo.SegmentBytes = NodeSegmentBytes
+	}
 	if n.st, err = store.OpenBadger(filepath.Join(dir, engineDir), &bo); err != nil {
 		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
 	}

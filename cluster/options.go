@@ -62,7 +62,8 @@ type Options struct {
 	// term). Nil means defaults.
 	Engine *equeue.Options
 	// Badger tunes the node's Badger store; nil means
-	// store.DefaultBadgerOptions().
+	// store.DefaultBadgerOptions(). Either way a zero SegmentBytes becomes
+	// NodeSegmentBytes.
 	Badger *store.BadgerOptions
 
 	// HeartbeatTimeout and ElectionTimeout are how long a follower goes

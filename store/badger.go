@@ -45,8 +45,8 @@ type Badger struct {
 	// chunks, without any lock, with where the next chunk starts.
 	afterChunk func(next uint64)
 
-	// segLimit is the largest segment value that packs several records:
-	// one byte below the value threshold, so segments stay in the LSM tree.
+	// segLimit is the largest segment value that packs several records
+	// (BadgerOptions.SegmentBytes).
 	segLimit int
 	// wmu serializes the changes to records (Write, each chunk of
 	// DeleteRange and DropQueue), which read segments to keep them from
@@ -104,7 +104,7 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 	limits := limitsFor(db.MaxBatchSize(), db.MaxBatchCount(), valueCap(o), outOfLine(o))
 	s = &Badger{
 		db: db, dir: dir, inMemory: o.InMemory, limits: limits,
-		segLimit:      int(o.ValueThreshold) - 1,
+		segLimit:      int(o.SegmentBytes),
 		chunkSegments: deleteChunkSegments,
 		ends:          make(map[QueueID]uint64),
 	}
@@ -149,3 +149,7 @@ func (s *Badger) Close() error {
 	}
 	return nil
 }
+
+// SegmentBytes returns the most bytes the store packs into one segment
+// (BadgerOptions.SegmentBytes as resolved when it opened).
+func (s *Badger) SegmentBytes() int64 { return int64(s.segLimit) }

@@ -78,6 +78,21 @@ type BadgerOptions struct {
 	// In InMemory mode there is no value log: the threshold is raised to
 	// the largest value Badger takes in memory and this field is ignored.
 	ValueThreshold int64
+	// SegmentBytes is the most bytes one segment holds: the single Badger
+	// value into which the store packs consecutive records of a queue (a
+	// record longer than that gets a segment of its own). Zero means one
+	// byte below ValueThreshold, so segments stay inline in the LSM tree:
+	// a read takes one seek, a Sync flushes one file, and compaction gives
+	// the space of deleted records back. Above ValueThreshold, segments go
+	// to the value log: a write then copies its bytes once, instead of into
+	// Badger's write-ahead log, a memtable, a level-0 table and every
+	// compaction after it, but a Sync flushes two files and deleted records
+	// give their space back only through Reclaim (value-log rewriting).
+	// That pays where the store is written without a Sync per write, as on
+	// the nodes of package cluster, which use 16 KiB. It must be between 64
+	// bytes and 1 MiB; in InMemory mode it is ignored (segments take up to
+	// the threshold Badger uses in memory).
+	SegmentBytes int64
 	// ValueLogFileSize is the size at which a value-log file is closed and
 	// a new one started; Reclaim rewrites whole files, so smaller files
 	// give space back sooner. Zero means 64 MiB; it must be at least 1 MiB
@@ -237,6 +252,8 @@ const minGoMemoryLimit = 16 * mib
 const (
 	badgerMaxValueThreshold = 1 * mib
 	minValueThreshold       = 64
+	minSegmentBytes         = 64
+	maxSegmentBytes         = 1 * mib
 	badgerMinVlogFileSize   = 1 * mib
 	badgerMaxVlogFileSize   = 2<<30 - 1
 	minBaseTableSize        = 256 * kib
@@ -322,10 +339,19 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 		// No value log in memory: every value must fit under the
 		// threshold, so raise it as far as Badger allows.
 		o.ValueThreshold = min(badgerMaxValueThreshold, maxBatch)
-	} else if o.ValueThreshold < minValueThreshold || o.ValueThreshold > badgerMaxValueThreshold ||
+		o.SegmentBytes = o.ValueThreshold - 1
+		return o, nil
+	}
+	if o.ValueThreshold < minValueThreshold || o.ValueThreshold > badgerMaxValueThreshold ||
 		o.ValueThreshold > maxBatch {
 		return o, invalidf("ValueThreshold %d is outside [%d, %d]", o.ValueThreshold,
 			minValueThreshold, min(badgerMaxValueThreshold, maxBatch))
+	}
+	switch {
+	case o.SegmentBytes == 0:
+		o.SegmentBytes = o.ValueThreshold - 1
+	case o.SegmentBytes < minSegmentBytes || o.SegmentBytes > maxSegmentBytes:
+		return o, invalidf("SegmentBytes %d is outside [%d, %d]", o.SegmentBytes, minSegmentBytes, maxSegmentBytes)
 	}
 	return o, nil
 }

@@ -71,6 +71,21 @@ func TestConformanceBadger(t *testing.T) {
 	})
 }
 
+// The store with segments large enough to live in Badger's value log, as
+// the nodes of package cluster use it.
+func TestConformanceBadgerLargeSegments(t *testing.T) {
+	runConformance(t, harness{
+		durable:          true,
+		sizeTracksWrites: true,
+		location: func(t *testing.T) func() (storeAPI, error) {
+			dir := t.TempDir()
+			o := store.DefaultBadgerOptions()
+			o.SegmentBytes = 16 << 10
+			return func() (storeAPI, error) { return store.OpenBadger(dir, &o) }
+		},
+	})
+}
+
 func TestConformanceBadgerInMemory(t *testing.T) {
 	runConformance(t, harness{
 		location: func(t *testing.T) func() (storeAPI, error) {

@@ -170,6 +170,9 @@ func TestSegmentsModel(t *testing.T) {
 		dir := t.TempDir()
 		o := DefaultBadgerOptions()
 		o.ValueThreshold = int64(rapid.SampledFrom([]int{64, 256, 1024}).Draw(rt, "threshold"))
+		// Zero keeps segments inline; the others are above some thresholds
+		// (segments in the value log) and below others.
+		o.SegmentBytes = int64(rapid.SampledFrom([]int{0, 64, 300, 4096}).Draw(rt, "segmentBytes"))
 		s, err := OpenBadger(dir, &o)
 		require.NoError(rt, err)
 		// Deletions of a few segments per transaction, so ranges and
