@@ -44,3 +44,13 @@ func StoredApplied(n *Node) uint64 { return n.fsm.current().applied }
 
 // StoreSegmentBytes is the segment size of the node's Badger store.
 func (n *Node) StoreSegmentBytes() int64 { return n.st.SegmentBytes() }
+
+// CloseUnclean closes the node as Close does but leaves its store not
+// marked clean, as a crash would (cleanstop.go).
+func (n *Node) CloseUnclean() error {
+	n.noCleanMark = true
+	return n.Close()
+}
+
+// CleanKey is the store's clean-stop mark.
+var CleanKey = cleanKey

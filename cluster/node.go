@@ -38,7 +38,10 @@ type Node struct {
 	raft  *raft.Raft
 	fsm   *fsm
 	peers map[string]string // node ID -> client address, from Options.Peers
-	obs   *raft.Observer
+	// noCleanMark, set by tests, makes Close leave the store as a crash
+	// would: not marked clean (cleanstop.go).
+	noCleanMark bool
+	obs         *raft.Observer
 
 	// ptrans is trans noting followers' progress (lag.go); Raft uses it.
 	ptrans *progressTransport
@@ -127,7 +130,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if bo.SegmentBytes == 0 {
 		bo.SegmentBytes = NodeSegmentBytes
 	}
-	if n.st, err = store.OpenBadger(filepath.Join(dir, engineDir), &bo); err != nil {
+	if n.st, err = openNodeStore(dir, &bo, n.log); err != nil {
 		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
 	}
 	closers = append(closers, n.st)
@@ -441,6 +444,7 @@ func (n *Node) Close() error {
 		if err := n.logs.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
 		}
+		n.markClean()
 		if err := n.st.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: store: %w", err))
 		}

@@ -55,3 +55,13 @@ func metaKey(k []byte) []byte {
 	out := make([]byte, 0, 1+len(k))
 	return append(append(out, metaSpace), k...)
 }
+
+// parseRecordKey returns the queue and first offset of a record key (zero
+// values for a key of another width).
+func parseRecordKey(k []byte) (QueueID, uint64) {
+	if len(k) != recordKeyLen || k[0] != recordSpace {
+		return QueueID{}, 0
+	}
+	return QueueID{Topic: binary.BigEndian.Uint32(k[1:]), Queue: binary.BigEndian.Uint32(k[5:])},
+		binary.BigEndian.Uint64(k[queuePrefixLen:])
+}

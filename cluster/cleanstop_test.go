@@ -1,0 +1,142 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/store"
+)
+
+// sendBodies sends n messages with distinct bodies to topic, in batches.
+func sendBodies(t *testing.T, n *cluster.Node, topic string, from, count int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := from; i < from+count; i += 100 {
+		var msgs []*equeue.Message
+		for j := i; j < min(i+100, from+count); j++ {
+			msgs = append(msgs, &equeue.Message{Body: fmt.Appendf(nil, "message %06d %0120d", j, j)})
+		}
+		_, err := n.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: i / 100 % 2, Messages: msgs})
+		require.NoError(t, err)
+	}
+}
+
+// cutValueLog cuts the tail of the largest value-log file of a closed
+// node's store, as a machine crash loses the bytes the OS had not written.
+func cutValueLog(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "engine", "*.vlog"))
+	require.NoError(t, err)
+	var largest string
+	var size int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		if fi.Size() > size {
+			largest, size = f, fi.Size()
+		}
+	}
+	require.Greater(t, size, int64(100_000), "the node's segments are in the value log")
+	require.NoError(t, os.Truncate(largest, size-20_000))
+}
+
+// verifyStore opens a closed node's store and verifies its records.
+func verifyStore(t *testing.T, dir string) error {
+	t.Helper()
+	o := store.DefaultBadgerOptions()
+	o.SegmentBytes = cluster.NodeSegmentBytes
+	s, err := store.OpenBadger(filepath.Join(dir, "engine"), &o)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	return s.VerifyRecords()
+}
+
+// A follower whose store lost value-log bytes in an unclean stop finds it
+// when it opens, moves the store aside and rebuilds it from the Raft log:
+// afterwards it holds exactly what the other nodes hold. Without the
+// damage, an unclean stop keeps the store.
+func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	leader := c.waitLeader()
+	li := c.leaderIndex()
+	require.NoError(t, leader.CreateTopic(context.Background(), "t", 2))
+	sendBodies(t, leader, "t", 0, 3000)
+	c.waitConverged()
+	f := (li + 1) % 3
+	other := (li + 2) % 3
+
+	// An unclean stop with nothing lost: the store is verified and kept.
+	require.NoError(t, c.nodes[other].CloseUnclean())
+	c.nodes[other] = nil
+	c.start(other, false)
+
+	require.NoError(t, c.nodes[f].CloseUnclean())
+	c.nodes[f] = nil
+	cutValueLog(t, c.dirs[f])
+	require.ErrorIs(t, verifyStore(t, c.dirs[f]), store.ErrDamaged)
+	c.start(f, false)
+	c.waitConverged()
+	sendBodies(t, c.waitLeader(), "t", 3000, 200)
+	c.waitConverged()
+	c.closeAll()
+
+	aside, err := filepath.Glob(filepath.Join(c.dirs[f], "engine.damaged-*"))
+	require.NoError(t, err)
+	require.Len(t, aside, 1, "the damaged store is kept aside")
+	for _, i := range []int{li, other} {
+		kept, err := filepath.Glob(filepath.Join(c.dirs[i], "engine.damaged-*"))
+		require.NoError(t, err)
+		require.Empty(t, kept, "%s kept its store", c.id(i))
+	}
+	want := readAll(t, c.dirs[li], "t")
+	require.Equal(t, 3200, len(want[0])+len(want[1]))
+	for i := range c.dirs {
+		require.NoError(t, verifyStore(t, c.dirs[i]), "%s", c.id(i))
+		require.Equal(t, want, readAll(t, c.dirs[i], "t"), "%s holds what the leader holds", c.id(i))
+	}
+}
+
+// hasCleanMark reports whether a closed node's store is marked clean.
+func hasCleanMark(t *testing.T, dir string) bool {
+	t.Helper()
+	s, err := store.OpenBadger(filepath.Join(dir, "engine"), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	_, err = s.GetMeta(cluster.CleanKey)
+	if err == nil {
+		return true
+	}
+	require.ErrorIs(t, err, store.ErrNotFound)
+	return false
+}
+
+// Close marks the store clean, so the next open skips verifying it; that
+// open removes the mark before anything is written, so a crash after it
+// is verified again; an unclean stop leaves no mark.
+func TestNode_CleanStopMark(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	require.NoError(t, c.waitLeader().CreateTopic(context.Background(), "t", 2))
+	sendBodies(t, c.waitLeader(), "t", 0, 300)
+	c.stop(0)
+	require.True(t, hasCleanMark(t, c.dirs[0]))
+
+	c.start(0, false)
+	sendBodies(t, c.waitLeader(), "t", 300, 100)
+	require.NoError(t, c.nodes[0].CloseUnclean())
+	c.nodes[0] = nil
+	require.False(t, hasCleanMark(t, c.dirs[0]), "the open removed the mark")
+
+	c.start(0, false)
+	c.waitLeader()
+	c.stop(0)
+	require.True(t, hasCleanMark(t, c.dirs[0]))
+	got := readAll(t, c.dirs[0], "t")
+	require.Equal(t, 400, len(got[0])+len(got[1]))
+}
