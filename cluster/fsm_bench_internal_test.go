@@ -19,7 +19,16 @@ import (
 // Raft, the network or other nodes:
 //
 //	go test -run '^$' -bench FSM_ApplyBatch -benchmem -benchtime 200x ./cluster/
+//
+// segments=node packs records as a node does (NodeSegmentBytes, in Badger's
+// value log); segments=inline as a single engine does (below the value
+// threshold, in the LSM tree).
 func BenchmarkFSM_ApplyBatch(b *testing.B) {
+	b.Run("segments=node", func(b *testing.B) { benchFSMApplyBatch(b, NodeSegmentBytes) })
+	b.Run("segments=inline", func(b *testing.B) { benchFSMApplyBatch(b, 0) })
+}
+
+func benchFSMApplyBatch(b *testing.B, segmentBytes int64) {
 	const (
 		queues  = 4
 		sends   = 16
@@ -30,6 +39,7 @@ func BenchmarkFSM_ApplyBatch(b *testing.B) {
 	// flush costs the same whatever the FSM does.
 	bo := store.DefaultBadgerOptions()
 	bo.MemTableSize = 256 << 20
+	bo.SegmentBytes = segmentBytes
 	st, err := store.OpenBadger(b.TempDir(), &bo)
 	require.NoError(b, err)
 	defer func() { require.NoError(b, st.Close()) }()
