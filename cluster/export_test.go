@@ -1,6 +1,10 @@
 package cluster
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
 	"github.com/equeue-go/equeue/store"
 	"github.com/hashicorp/raft"
 )
@@ -41,3 +45,15 @@ func SetLogStoreHook(o *Options, hook func(raft.LogStore) raft.LogStore) { o.log
 // StoredApplied returns the last entry n's FSM stored as applied (Raft's
 // AppliedIndex counts entries handed to the FSM, not applied by it).
 func StoredApplied(n *Node) uint64 { return n.fsm.current().applied }
+
+// Watermark returns q's low watermark as n's store holds it (0: none).
+func Watermark(n *Node, q store.QueueID) (uint64, error) {
+	v, err := n.st.GetMeta(watermarkKey(q))
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil || len(v) != 8 {
+		return 0, fmt.Errorf("watermark of %v: %q, %w", q, v, err)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
