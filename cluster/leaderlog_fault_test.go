@@ -24,15 +24,24 @@ import (
 // contradicted by what the nodes keep.
 
 // failLog is a Raft log store that stores nothing and fails every write
-// once failWith is set: a disk that stopped taking writes.
+// once failWith is set (a disk that stopped taking writes), and refuses a
+// write holding an entry refuse picks (an entry that never reaches it).
 type failLog struct {
 	raft.LogStore
 	failWith atomic.Pointer[error]
+	refuse   atomic.Pointer[func(*raft.Log) bool]
 }
 
 func (f *failLog) StoreLogs(logs []*raft.Log) error {
 	if p := f.failWith.Load(); p != nil {
 		return *p
+	}
+	if r := f.refuse.Load(); r != nil {
+		for _, l := range logs {
+			if (*r)(l) {
+				return errRefused
+			}
+		}
 	}
 	return f.LogStore.StoreLogs(logs)
 }
@@ -41,8 +50,12 @@ func (f *failLog) StoreLog(l *raft.Log) error { return f.StoreLogs([]*raft.Log{l
 
 func (f *failLog) fail(err error) { f.failWith.Store(&err) }
 
-// errDiskGone is the write failure the tests inject.
-var errDiskGone = errors.New("test: the disk took no more writes")
+// errDiskGone is the write failure the tests inject; errRefused a
+// follower's refusal of an entry it must not get.
+var (
+	errDiskGone = errors.New("test: the disk took no more writes")
+	errRefused  = errors.New("test: entry refused")
+)
 
 // faultCluster is a test cluster whose nodes' Raft logs can be held (a
 // slow write) and made to fail, node by node.
