@@ -78,6 +78,9 @@ type pipeline struct {
 	// the senders the writer may expect back together.
 	cohort  atomic.Int32
 	settles atomic.Int64 // synced groups completed (writer_cohort.go)
+	// asyncFailed is the first failed AsyncWriter write: memory counts
+	// that batch, so nothing completed after it may rest on it.
+	asyncFailed atomic.Pointer[error]
 }
 
 // startCompleter starts the completer and returns the function that, once
@@ -206,7 +209,13 @@ func (e *Engine) complete(f *flight, syncErr error) {
 			// The store refuses every later write: memory, which already
 			// counts this batch, is never used to write again.
 			e.log.Error("write failed", "messages", len(f.b.entries), "err", err)
+			e.pipe.asyncFailed.CompareAndSwap(nil, &err)
 		}
+	} else if p := e.pipe.asyncFailed.Load(); err == nil && p != nil {
+		// A batch with nothing to write (duplicates) after a failed one:
+		// a duplicate may refer to a message of the failed batch, which
+		// memory counts, so its outcome is unknown too.
+		err = fmt.Errorf("%w: after a failed write: %w", ErrIndeterminate, *p)
 	}
 	if err == nil {
 		switch stopped := e.StoreFailure(); {

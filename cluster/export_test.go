@@ -1,6 +1,10 @@
 package cluster
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
 	"github.com/equeue-go/equeue/store"
 	"github.com/hashicorp/raft"
 )
@@ -54,3 +58,14 @@ func (n *Node) CloseUnclean() error {
 
 // CleanKey is the store's clean-stop mark.
 var CleanKey = cleanKey
+// Watermark returns q's low watermark as n's store holds it (0: none).
+func Watermark(n *Node, q store.QueueID) (uint64, error) {
+	v, err := n.st.GetMeta(watermarkKey(q))
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil || len(v) != 8 {
+		return 0, fmt.Errorf("watermark of %v: %q, %w", q, v, err)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

@@ -38,7 +38,9 @@ import (
 //     since Raft acts on their commitment itself.
 //
 // A failed background write makes every later call fail (the node must be
-// reopened), and the entries it held are never applied.
+// reopened), and the entries it held are never applied. Raft learns of it
+// from its next write, and steps down; the node makes one (node.go), so
+// that a healthy node takes over.
 type leaderLog struct {
 	inner raft.LogStore // the log store (behind Raft's cache)
 	// leading reports whether this node is Raft's leader; unset until Raft
@@ -133,6 +135,13 @@ func (l *leaderLog) waitLocked(index uint64) error {
 	if len(l.pending) > 0 && l.pending[0].Index <= index {
 		return l.err
 	}
+	return l.failure()
+}
+
+// failed returns a failed background write, or nil.
+func (l *leaderLog) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.failure()
 }
 

@@ -308,6 +308,14 @@ func (n *Node) run() {
 // node leads without one.
 func (n *Node) reconcile() {
 	leader := n.raft.State() == raft.Leader
+	if leader && n.alog.failed() != nil {
+		// Raft steps down when a write to its log fails, but the write
+		// that failed was the background one: nothing tells Raft until it
+		// writes again. Write (a barrier, which fails at once) so that it
+		// steps down and a healthy node takes over.
+		_ = n.raft.Barrier(n.opts.ApplyTimeout).Error()
+		leader = n.raft.State() == raft.Leader
+	}
 	n.mu.RLock()
 	e, rs := n.engine, n.rstore
 	n.mu.RUnlock()
