@@ -58,6 +58,7 @@ func (n *Node) CloseUnclean() error {
 
 // CleanKey is the store's clean-stop mark.
 var CleanKey = cleanKey
+
 // Watermark returns q's low watermark as n's store holds it (0: none).
 func Watermark(n *Node, q store.QueueID) (uint64, error) {
 	v, err := n.st.GetMeta(watermarkKey(q))
