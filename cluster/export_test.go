@@ -70,3 +70,7 @@ func Watermark(n *Node, q store.QueueID) (uint64, error) {
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
+
+// BreakStore marks n's FSM broken with err, as a failed write to its
+// store does.
+func BreakStore(n *Node, err error) { _ = n.fsm.fail(err) }

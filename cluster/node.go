@@ -321,9 +321,18 @@ func (n *Node) reconcile() {
 	n.mu.RUnlock()
 	// A term change ends the tenure even when this node leads again: it may
 	// have missed another leader's writes in between.
-	if e != nil && (!leader || rs.isFenced() || n.fsm.current().tenure != rs.tenure || n.raft.CurrentTerm() != rs.term) {
+	if e != nil && (!leader || rs.isFenced() || n.fsm.err() != nil || n.fsm.current().tenure != rs.tenure || n.raft.CurrentTerm() != rs.term) {
 		n.stopEngine()
 		e = nil
+	}
+	if leader && e == nil && n.fsm.err() != nil {
+		// This node's copy no longer follows the log (a store failure), so
+		// it can never serve: hand the leadership to a node that can,
+		// rather than keep the cluster leading without an engine.
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leader with a broken store could not hand over leadership; retrying", "err", err)
+		}
+		return
 	}
 	if leader && e == nil && n.fsm.err() == nil {
 		if err := n.startTenure(); err != nil {
