@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
 )
 
 // With the leader's log write held, a send to a dedup topic — and a
@@ -21,25 +22,12 @@ import (
 // copy. A duplicate answered early would say "stored" of an entry that a
 // failed leader write could still lose.
 func TestLeaderLog_DedupSendHeldIsAnsweredOnlyOnceStored(t *testing.T) {
-	c := newFaultCluster(t, nil)
-	leader := c.waitLeader()
+	c, leader := newDedupCluster(t)
 	ctx := context.Background()
-	require.NoError(t, leader.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
-	_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "w", Body: []byte("w")}}})
-	require.NoError(t, err)
-	c.waitConverged()
 
 	held, _ := c.logOf(leader)
-	held.setHeld(true)
 	defer held.setHeld(false)
-	first := sendAsync(leader, "d", &equeue.Message{ID: "a", Body: []byte("a")})
-	index := c.holdLeader(leader)
-	second := sendAsync(leader, "d", &equeue.Message{ID: "a", Body: []byte("a again")})
-	whileHeld(t, func() {
-		c.noneApplied(t, index)
-		notAnswered(t, first, "the send")
-		notAnswered(t, second, "the duplicate send")
-	})
+	first, second := c.sendTwiceHeld(t, leader, held)
 	held.setHeld(false)
 
 	a := <-first
@@ -63,25 +51,11 @@ func TestLeaderLog_DedupSendHeldIsAnsweredOnlyOnceStored(t *testing.T) {
 // the failed node is reopened, a re-send of the ID is answered in line
 // with the first answers, and every node keeps exactly one copy.
 func TestLeaderLog_DedupSendWhoseLeaderWriteFails(t *testing.T) {
-	c := newFaultCluster(t, nil)
-	leader := c.waitLeader()
-	ctx := context.Background()
-	require.NoError(t, leader.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
-	_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "w", Body: []byte("w")}}})
-	require.NoError(t, err)
-	c.waitConverged()
+	c, leader := newDedupCluster(t)
 
 	held, failing := c.logOf(leader)
-	held.setHeld(true)
 	defer held.setHeld(false)
-	first := sendAsync(leader, "d", &equeue.Message{ID: "a", Body: []byte("a")})
-	index := c.holdLeader(leader)
-	second := sendAsync(leader, "d", &equeue.Message{ID: "a", Body: []byte("a again")})
-	whileHeld(t, func() {
-		c.noneApplied(t, index)
-		notAnswered(t, first, "the send")
-		notAnswered(t, second, "the duplicate send")
-	})
+	first, second := c.sendTwiceHeld(t, leader, held)
 	failing.fail(errDiskGone)
 	held.setHeld(false)
 
@@ -126,13 +100,7 @@ func TestLeaderLog_DedupSendWhoseLeaderWriteFails(t *testing.T) {
 // answered "stored at offset 1" would be contradicted by what every node
 // holds at offset 1.
 func TestLeaderLog_DedupDuplicateOfALostSendIsNotAnsweredStored(t *testing.T) {
-	c := newFaultCluster(t, nil)
-	leader := c.waitLeader()
-	ctx := context.Background()
-	require.NoError(t, leader.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
-	_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "w", Body: []byte("w")}}})
-	require.NoError(t, err)
-	c.waitConverged()
+	c, leader := newDedupCluster(t)
 
 	st := leader.Status()
 	refuse := func(l *raft.Log) bool {
@@ -227,4 +195,36 @@ func TestLeaderLog_DelayedSendHeldIsDeliveredOnceAfterTheRelease(t *testing.T) {
 	})
 	assert.Equal(t, []string{"w", "later"}, pulled(), "delivered once")
 	assert.Equal(t, map[int][]string{0: {"w", "later"}}, c.storedEverywhere(t, "dl"))
+}
+
+// newDedupCluster starts a fault cluster with a dedup topic "d" of one
+// queue that holds one message, "w", on every node.
+func newDedupCluster(t *testing.T) (*faultCluster, *cluster.Node) {
+	t.Helper()
+	c := newFaultCluster(t, nil)
+	leader := c.waitLeader()
+	ctx := context.Background()
+	require.NoError(t, leader.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "w", Body: []byte("w")}}})
+	require.NoError(t, err)
+	c.waitConverged()
+	return c, leader
+}
+
+// sendTwiceHeld holds the leader's log write, sends ID "a" and, once its
+// entry is on every node and in Raft's commit index, "a" again; it requires
+// that neither is answered and no node applies the entry while held, and
+// returns both sends' outcomes with the write still held.
+func (fc *faultCluster) sendTwiceHeld(t *testing.T, leader *cluster.Node, held *heldLog) (first, second <-chan appendOutcome) {
+	t.Helper()
+	held.setHeld(true)
+	first = sendAsync(leader, "d", &equeue.Message{ID: "a", Body: []byte("a")})
+	index := fc.holdLeader(leader)
+	second = sendAsync(leader, "d", &equeue.Message{ID: "a", Body: []byte("a again")})
+	whileHeld(t, func() {
+		fc.noneApplied(t, index)
+		notAnswered(t, first, "the send")
+		notAnswered(t, second, "the duplicate send")
+	})
+	return first, second
 }

@@ -41,7 +41,10 @@ type Node struct {
 	// noCleanMark, set by tests, makes Close leave the store as a crash
 	// would: not marked clean (cleanstop.go).
 	noCleanMark bool
-	obs         *raft.Observer
+	// handoffWarned is when reconcile last logged a failed hand-over of a
+	// leader with a broken store (reconcile's goroutine only).
+	handoffWarned time.Time
+	obs           *raft.Observer
 
 	// ptrans is trans noting followers' progress (lag.go); Raft uses it.
 	ptrans *progressTransport
@@ -83,6 +86,10 @@ const defaultApplyTimeout = 10 * time.Second
 // reconcileEvery is how often the node checks, besides Raft's
 // notifications, that it serves an engine exactly while it leads.
 const reconcileEvery = 100 * time.Millisecond
+
+// handoffWarnEvery is how often a leader with a broken store that cannot
+// hand over its leadership (a single voter, say) logs so.
+const handoffWarnEvery = 10 * time.Second
 
 // followerReclaimEvery is how often a follower gives the space of deleted
 // records back (the leader's engine does it with its retention passes).
@@ -329,7 +336,9 @@ func (n *Node) reconcile() {
 		// This node's copy no longer follows the log (a store failure), so
 		// it can never serve: hand the leadership to a node that can,
 		// rather than keep the cluster leading without an engine.
-		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil && time.Since(n.handoffWarned) >= handoffWarnEvery {
+			// reconcile retries every reconcileEvery; say so now and then.
+			n.handoffWarned = time.Now()
 			n.log.Warn("leader with a broken store could not hand over leadership; retrying", "err", err)
 		}
 		return
