@@ -367,6 +367,10 @@ func (o BadgerOptions) badgerOptions(dir string) badger.Options {
 	bo = bo.
 		WithSyncWrites(false).
 		WithDetectConflicts(false).
+		// Values in the value log carry a checksum; checking it on each
+		// read costs little beside the read, and turns bytes a machine
+		// crash lost into an error instead of zeros (VerifyRecords).
+		WithVerifyValueChecksum(true).
 		WithNumVersionsToKeep(1).
 		WithMetricsEnabled(false).
 		WithMemTableSize(o.MemTableSize).

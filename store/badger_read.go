@@ -33,7 +33,7 @@ func scanSegments(txn *badger.Txn, q QueueID, lo, hi uint64, fn func(start uint6
 		if start >= hi {
 			break
 		}
-		v, err := it.Item().ValueCopy(nil)
+		v, err := valueCopy(it.Item())
 		if err != nil {
 			it.Close()
 			return err
@@ -68,7 +68,7 @@ func lastSegment(txn *badger.Txn, prefix []byte, q QueueID, off uint64, withValu
 	if err != nil || !withValue {
 		return start, nil, err == nil, err
 	}
-	v, err := it.Item().ValueCopy(nil)
+	v, err := valueCopy(it.Item())
 	if err != nil {
 		return 0, nil, false, err
 	}
@@ -130,7 +130,7 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 			if start >= to {
 				break
 			}
-			v, err := it.Item().ValueCopy(nil)
+			v, err := valueCopy(it.Item())
 			if err != nil {
 				return err
 			}
@@ -236,7 +236,7 @@ func (s *Badger) GetMeta(key []byte) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		v, err = item.ValueCopy(nil)
+		v, err = valueCopy(item)
 		return err
 	})
 	switch {
@@ -272,7 +272,7 @@ func (s *Badger) ScanMeta(prefix []byte, fn func(key, value []byte) error) error
 			defer it.Close()
 			for it.Seek(seek); it.Valid() && len(batch) < scanChunk; it.Next() {
 				item := it.Item()
-				v, err := item.ValueCopy(nil)
+				v, err := valueCopy(item)
 				if err != nil {
 					return err
 				}

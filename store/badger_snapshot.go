@@ -72,7 +72,7 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 		if len(key) == 0 || (key[0] != recordSpace && key[0] != metaSpace) {
 			continue // sentinels outside the two key spaces
 		}
-		val, err := item.ValueCopy(nil)
+		val, err := valueCopy(item)
 		if err != nil {
 			return cw.n, fmt.Errorf("store: snapshot: read %x: %w", key, err)
 		}

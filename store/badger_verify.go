@@ -7,38 +7,64 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// ErrDamaged marks records the store holds but cannot read back as they
-// were written (VerifyRecords).
+// ErrDamaged marks records or metadata the store holds but cannot read back
+// as they were written (VerifyRecords, and any read that meets them).
 var ErrDamaged = errors.New("store: damaged records")
 
-// VerifyRecords reads back every segment the store holds and checks its
-// framing and checksum. It returns nil when all of them are sound, an error
-// matching ErrDamaged that names the first damaged segment, or another
-// error when the store cannot be read at all.
+// valueCopy returns a copy of item's value. Badger answers a value it
+// cannot read from its value log (bytes gone, or a checksum that does not
+// match) with no bytes and no error, only a log line; a value Badger knows
+// to be longer than that is damaged, not empty.
+func valueCopy(item *badger.Item) ([]byte, error) {
+	v, err := item.ValueCopy(nil)
+	if err == nil && len(v) == 0 && item.ValueSize() > 0 {
+		err = fmt.Errorf("%w: value of %d bytes unreadable in the value log", ErrDamaged, item.ValueSize())
+	}
+	return v, err
+}
+
+// VerifyRecords reads back every segment and every metadata value the
+// store holds: a segment's framing and checksum are its own, and values in
+// Badger's value log are checked against the checksum Badger keeps with
+// each (the store opens Badger with value checksums verified on read). It
+// returns nil when all of them are sound, an error matching ErrDamaged that
+// names the first damaged key, or another error when the store cannot be
+// read at all.
 //
 // A Sync makes everything written before it durable. Between two, a crash
 // of the machine (not only of the process) may keep Badger's record of a
-// segment's key while losing the segment's bytes if they were in the value
-// log (segments above the value threshold: BadgerOptions.SegmentBytes, or
-// one large record), which its write-ahead log does not hold: Badger then
-// reads back zeros or nothing. A caller that writes without a Sync per
-// write verifies after an unclean stop, before anything reads.
+// key while losing its value's bytes if they were in the value log
+// (segments above the value threshold: BadgerOptions.SegmentBytes, one
+// large record, or a metadata value of ValueThreshold bytes or more), which
+// its write-ahead log does not hold: Badger then reads back zeros or
+// nothing. A caller that writes without a Sync per write verifies after an
+// unclean stop, before anything reads.
 func (s *Badger) VerifyRecords() error {
 	if err := s.acquire(); err != nil {
 		return err
 	}
 	defer s.release()
 	return s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: []byte{recordSpace}})
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
-			err := item.Value(func(v []byte) error {
-				return decodeSegment(v, func(int, []byte) bool { return true })
-			})
-			if err != nil {
-				q, off := parseRecordKey(item.Key())
+			key := item.Key()
+			v, err := valueCopy(item)
+			if err == nil && len(key) > 0 && key[0] == recordSpace {
+				err = decodeSegment(v, func(int, []byte) bool { return true })
+			}
+			if err == nil {
+				continue
+			}
+			switch {
+			case len(key) > 0 && key[0] == recordSpace:
+				q, off := parseRecordKey(key)
 				return fmt.Errorf("%w: segment of queue %d/%d at offset %d: %w", ErrDamaged, q.Topic, q.Queue, off, err)
+			case len(key) > 0 && key[0] == metaSpace:
+				return fmt.Errorf("%w: value of metadata key %q: %w", ErrDamaged, key[1:], err)
+			default:
+				return fmt.Errorf("%w: value of key %q: %w", ErrDamaged, key, err)
 			}
 		}
 		return nil

@@ -85,3 +85,57 @@ func TestBadgerVerifyRecords_SoundStore(t *testing.T) {
 	defer func() { require.NoError(t, s.Close()) }()
 	require.NoError(t, s.VerifyRecords())
 }
+
+// Metadata values of ValueThreshold bytes or more live in the value log too.
+// One whose bytes a machine crash lost is found whether it was in the last
+// value-log file (Badger cuts that file at the damage when it opens, then
+// reads nothing back for the value) or in an older one (Badger's value
+// checksum, which the store turns on: without it, zeros read back).
+func TestBadgerVerifyRecords_FindsLostMetadataBytes(t *testing.T) {
+	for _, where := range []string{"last file", "older file"} {
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			o := DefaultBadgerOptions()
+			o.ValueLogFileSize = 1 << 20
+			s, err := OpenBadger(dir, &o)
+			require.NoError(t, err)
+			big := bytes.Repeat([]byte{0xa5}, 64<<10)
+			require.NoError(t, s.Write(&Batch{Meta: []MetaOp{
+				{Key: []byte("small"), Value: []byte("inline")},
+				{Key: []byte("group/offsets"), Value: big},
+			}}))
+			if where == "older file" {
+				// Large records, each in the value log, until it moves on
+				// to a second file.
+				for i := range 24 {
+					require.NoError(t, s.Write(&Batch{Entries: []Entry{{Queue: QueueID{Topic: 1}, Offset: uint64(i), Value: big}}}))
+				}
+			}
+			require.NoError(t, s.VerifyRecords())
+			require.NoError(t, s.Close())
+
+			files := vlogFiles(t, dir)
+			if where == "older file" {
+				require.Greater(t, len(files), 1, "the log moved on to another file")
+			}
+			f, err := os.OpenFile(files[0], os.O_RDWR, 0)
+			require.NoError(t, err)
+			// Zero part of the large value, which starts near the file's head.
+			_, err = f.WriteAt(make([]byte, 4<<10), int64(len(big))/2)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+
+			s, err = OpenBadger(dir, &o)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.Close()) }()
+			err = s.VerifyRecords()
+			require.ErrorIs(t, err, ErrDamaged)
+			require.ErrorContains(t, err, `metadata key "group/offsets"`)
+			_, err = s.GetMeta([]byte("group/offsets"))
+			require.ErrorIs(t, err, ErrDamaged, "a read of the damaged value fails: Badger itself answers no bytes and no error")
+			v, err := s.GetMeta([]byte("small"))
+			require.NoError(t, err)
+			require.Equal(t, []byte("inline"), v)
+		})
+	}
+}
