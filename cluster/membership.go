@@ -128,6 +128,10 @@ type Status struct {
 	Servers            []Server // the cluster's configuration
 	// LastContact is when a follower last heard from the leader.
 	LastContact time.Time
+	// Failure, when set, is why the node left the cluster before Close: a
+	// write to its Raft log failed. State is then Shutdown; reopen the
+	// node (after fixing its disk) to bring it back.
+	Failure string
 }
 
 // Status returns the node's view of the cluster.
@@ -136,6 +140,9 @@ func (n *Node) Status() Status {
 	s := Status{ID: n.opts.ID, State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
 		LeaderID: string(leaderID), AppliedIndex: n.raft.AppliedIndex(), LastLogIndex: n.raft.LastIndex(),
 		Tenures: n.tenures.Load(), SnapshotsInstalled: n.fsm.restores.Load(), LeaderChanges: n.leaderChanges.Load(), LastContact: n.raft.LastContact()}
+	if f := n.failure.Load(); f != nil {
+		s.Failure = (*f).Error()
+	}
 	s.FirstLogIndex, _ = n.logs.FirstIndex()
 	st := n.raft.Stats()
 	s.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)

@@ -44,7 +44,10 @@ type Node struct {
 	// handoffWarned is when reconcile last logged a failed hand-over of a
 	// leader with a broken store (reconcile's goroutine only).
 	handoffWarned time.Time
-	obs           *raft.Observer
+	// failure is why the node left Raft before Close: its log failed
+	// (failStop).
+	failure atomic.Pointer[error]
+	obs     *raft.Observer
 
 	// ptrans is trans noting followers' progress (lag.go); Raft uses it.
 	ptrans *progressTransport
@@ -314,15 +317,11 @@ func (n *Node) run() {
 // reconcile closes an engine whose tenure ended and opens one when the
 // node leads without one.
 func (n *Node) reconcile() {
-	leader := n.raft.State() == raft.Leader
-	if leader && n.alog.failed() != nil {
-		// Raft steps down when a write to its log fails, but the write
-		// that failed was the background one: nothing tells Raft until it
-		// writes again. Write (a barrier, which fails at once) so that it
-		// steps down and a healthy node takes over.
-		_ = n.raft.Barrier(n.opts.ApplyTimeout).Error()
-		leader = n.raft.State() == raft.Leader
+	if err := n.alog.failed(); err != nil {
+		n.failStop(err)
+		return
 	}
+	leader := n.raft.State() == raft.Leader
 	n.mu.RLock()
 	e, rs := n.engine, n.rstore
 	n.mu.RUnlock()
@@ -348,6 +347,28 @@ func (n *Node) reconcile() {
 			n.log.Warn("could not start serving as leader; retrying", "err", err)
 		}
 	}
+}
+
+// failStop takes a node whose Raft log failed a write out of the cluster
+// until it is reopened. Such a log stores nothing more, and the entries of
+// the failed write, which Raft believes stored, are in no file: staying in
+// Raft, the node would still vote and stand for election with a log that
+// looks longer than it is, win, fail its first write, step down and win
+// again. So it stops serving and shuts Raft down, as a crash would; the
+// others elect a leader among themselves, and a reopened node catches up
+// from them. Status reports the failure. Reconcile's goroutine only.
+func (n *Node) failStop(cause error) {
+	if n.failure.Load() != nil {
+		return
+	}
+	n.failure.Store(&cause)
+	n.log.Error("raft log write failed: the node leaves the cluster until it is reopened", "err", cause)
+	// Raft first: its shutdown fails the entries still on their way
+	// (unknown outcome), which the engine's close then waits for.
+	if err := n.raft.Shutdown().Error(); err != nil {
+		n.log.Warn("raft shutdown after a failed log write", "err", err)
+	}
+	n.stopEngine()
 }
 
 // maxTerm is the highest Raft term a tenure (and so a group epoch base)
@@ -430,6 +451,9 @@ const closeDrain = 2 * time.Second
 // FSM goroutine had not taken when it shuts down; nothing is lost (the log
 // has it and a restart applies it), but the store would lag the log.
 func (n *Node) drain() {
+	if n.raft.State() == raft.Shutdown {
+		return // failStop: Raft applies nothing more
+	}
 	if n.raft.State() == raft.Leader {
 		_ = n.raft.Barrier(closeDrain).Error()
 	}
