@@ -99,6 +99,9 @@ and names the leader.`,
 			fmt.Fprintf(w, "node:\t%s (%s, term %d)\n", s.ID, s.State, s.Term)
 			fmt.Fprintf(w, "leader:\t%s %s\n", s.LeaderID, s.LeaderAddr)
 			fmt.Fprintf(w, "serving:\t%v\n", s.Serving)
+			if s.Failure != "" {
+				fmt.Fprintf(w, "failed:\t%s (left the cluster; reopen the node)\n", s.Failure)
+			}
 			fmt.Fprintf(w, "log:\tfirst %d, last %d, commit %d, applied %d\n", s.FirstLogIndex, s.LastLogIndex, s.CommitIndex, s.AppliedIndex)
 			fmt.Fprintf(w, "leader changes:\t%d (tenures here %d, snapshots installed %d)\n", s.LeaderChanges, s.Tenures, s.SnapshotsInstalled)
 			fmt.Fprintln(w, "SERVER\tRAFT ADDRESS\tVOTER")
