@@ -377,6 +377,7 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	n := int64(b.N)
 	b.SetBytes(int64(size))
 	syncs0, writes0 := equeue.GroupCommitSyncs(e), equeue.StoreWrites(e)
+	wtime0, stime0 := equeue.StoreTimes(e)
 	b.ResetTimer()
 	cpu := benchStartCPU()
 	start := time.Now()
@@ -402,6 +403,17 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	benchReport(b, b.N, elapsed)
 	if syncs := equeue.GroupCommitSyncs(e) - syncs0; syncs > 0 {
 		b.ReportMetric(float64(b.N)/float64(syncs), "msgs/sync")
+		// A group commit's cycle, from one Sync's start to the next: the
+		// Sync, the store write, and the rest (completing the senders, their
+		// next Sends, the writer gathering and applying them).
+		wtime, stime := equeue.StoreTimes(e)
+		cycle := float64(elapsed.Microseconds()) / float64(syncs)
+		syncUs := float64((stime - stime0).Microseconds()) / float64(syncs)
+		writeUs := float64((wtime - wtime0).Microseconds()) / float64(syncs)
+		b.ReportMetric(cycle, "cycle-us")
+		b.ReportMetric(syncUs, "sync-us/cycle")
+		b.ReportMetric(writeUs, "write-us/cycle")
+		b.ReportMetric(cycle-syncUs-writeUs, "other-us/cycle")
 	}
 	if writes := equeue.StoreWrites(e) - writes0; writes > 0 {
 		b.ReportMetric(float64(b.N)/float64(writes), "msgs/write")
@@ -604,21 +616,35 @@ func benchBaselineRaw(b *testing.B, txnSize int, synced bool, size int) {
 	b.SetBytes(int64(size))
 	b.ResetTimer()
 	start := time.Now()
+	var syncTime time.Duration
+	cycles := 0
 	for done := 0; done < b.N; {
 		k := min(txnSize, b.N-done)
 		if err := benchRawTxn(db, done, k, &offs, value); err != nil {
 			b.Fatal(err)
 		}
 		if synced {
+			began := time.Now()
 			if err := db.Sync(); err != nil {
 				b.Fatal(err)
 			}
+			syncTime += time.Since(began)
 		}
 		done += k
+		cycles++
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	benchReport(b, b.N, elapsed)
+	if synced {
+		// The same split as BenchmarkSend's: a cycle is a transaction and
+		// its Sync.
+		cycle := float64(elapsed.Microseconds()) / float64(cycles)
+		syncUs := float64(syncTime.Microseconds()) / float64(cycles)
+		b.ReportMetric(cycle, "cycle-us")
+		b.ReportMetric(syncUs, "sync-us/cycle")
+		b.ReportMetric(cycle-syncUs, "write-us/cycle")
+	}
 	benchClose(b, db)
 }
 

@@ -42,6 +42,12 @@ func GroupCommitSyncs(e *Engine) int64 { return e.pipe.syncs.Load() }
 // senders, and its completer for a batch to share a Sync.
 func SetGroupCommitLinger(e *Engine, d time.Duration) { e.linger.Store(int64(d)) }
 
+// StoreTimes reports the time e's writer and completer spent in the
+// store's Write and Sync calls.
+func StoreTimes(e *Engine) (write, sync time.Duration) {
+	return time.Duration(e.pipe.writeNanos.Load()), time.Duration(e.pipe.syncNanos.Load())
+}
+
 // StoreWrites reports how many store writes e's writer has made.
 func StoreWrites(e *Engine) int64 { return e.pipe.writes.Load() }
 

@@ -352,7 +352,9 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 		} else {
 			began := time.Now()
 			f.err = e.st.Write(sb)
-			e.pipe.writeTime.Store((3*e.pipe.writeTime.Load() + int64(time.Since(began))) / 4)
+			took := int64(time.Since(began))
+			e.pipe.writeNanos.Add(took)
+			e.pipe.writeTime.Store((3*e.pipe.writeTime.Load() + took) / 4)
 		}
 	}
 	if f.err != nil {

@@ -64,6 +64,11 @@ type pipeline struct {
 	inflight atomic.Int32 // batches handed to the completer and not yet completed
 	syncs    atomic.Int64 // Sync calls made by the completer
 	writes   atomic.Int64 // store writes made by the writer
+	// syncNanos and writeNanos add up the time spent in the store's Sync
+	// and (synchronous) Write calls: benchmarks split a group commit's
+	// cycle with them.
+	syncNanos  atomic.Int64
+	writeNanos atomic.Int64
 	// syncObserver, when set (by benchmarks), is told every Sync's duration.
 	syncObserver atomic.Pointer[func(time.Duration)]
 	// building is set while the writer gathers, writes and hands over a
@@ -130,6 +135,7 @@ func (e *Engine) runCompleter() {
 				synced, syncErr = true, e.st.Sync()
 				e.pipe.syncs.Add(1)
 				took := time.Since(began)
+				e.pipe.syncNanos.Add(int64(took))
 				e.pipe.syncTime.Store((3*e.pipe.syncTime.Load() + int64(took)) / 4)
 				if obs := e.pipe.syncObserver.Load(); obs != nil {
 					(*obs)(took)
