@@ -1,11 +1,13 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -66,8 +68,22 @@ func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	leader := c.waitLeader()
 	li := c.leaderIndex()
-	require.NoError(t, leader.CreateTopic(context.Background(), "t", 2))
+	ctx := context.Background()
+	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
 	sendBodies(t, leader, "t", 0, 3000)
+	// State beside the records, which the rebuilt store must hold too:
+	// dedup entries, messages still delayed, a group's offsets.
+	require.NoError(t, leader.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	for i := range 50 {
+		for _, m := range []*equeue.Message{
+			{ID: fmt.Sprintf("id-%d", i), Body: []byte("deduplicated")},
+			{Body: []byte("delayed"), Delay: time.Hour},
+		} {
+			_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{m}})
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, leader.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 700, {Topic: "t", Queue: 1}: 300}))
 	c.waitConverged()
 	f := (li + 1) % 3
 	other := (li + 2) % 3
@@ -97,10 +113,40 @@ func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 	}
 	want := readAll(t, c.dirs[li], "t")
 	require.Equal(t, 3200, len(want[0])+len(want[1]))
+	wantMeta := replicatedMeta(t, c.dirs[li])
+	require.NotEmpty(t, wantMeta)
 	for i := range c.dirs {
 		require.NoError(t, verifyStore(t, c.dirs[i]), "%s", c.id(i))
 		require.Equal(t, want, readAll(t, c.dirs[i], "t"), "%s holds what the leader holds", c.id(i))
+		require.Equal(t, readAll(t, c.dirs[li], "d"), readAll(t, c.dirs[i], "d"), "%s holds the dedup topic's records", c.id(i))
+		require.Equal(t, wantMeta, replicatedMeta(t, c.dirs[i]), "%s holds the leader's metadata: dedup entries, delayed messages, offsets", c.id(i))
 	}
+	// The rebuilt node's dedup entries still answer duplicates.
+	c.start(f, false)
+	c.start(li, false)
+	c.start(other, false)
+	res, err := c.waitLeader().Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "id-7", Body: []byte("again")}}})
+	require.NoError(t, err)
+	require.True(t, res.Duplicate)
+}
+
+// replicatedMeta returns every metadata pair a closed node's store holds
+// but the node's own state (its applied index, its clean-stop mark).
+func replicatedMeta(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	o := store.DefaultBadgerOptions()
+	o.SegmentBytes = cluster.NodeSegmentBytes
+	s, err := store.OpenBadger(filepath.Join(dir, "engine"), &o)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	out := map[string]string{}
+	require.NoError(t, s.ScanMeta(nil, func(k, v []byte) error {
+		if !bytes.HasPrefix(k, []byte("\x00cluster/")) {
+			out[string(k)] = string(v)
+		}
+		return nil
+	}))
+	return out
 }
 
 // hasCleanMark reports whether a closed node's store is marked clean.
