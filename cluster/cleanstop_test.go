@@ -49,13 +49,21 @@ func cutValueLog(t *testing.T, dir string) {
 	require.NoError(t, os.Truncate(largest, size-20_000))
 }
 
-// verifyStore opens a closed node's store and verifies its records.
-func verifyStore(t *testing.T, dir string) error {
+// openClosedStore opens a closed node's store as the node does; the test
+// closes it at its end.
+func openClosedStore(t *testing.T, dir string) *store.Badger {
 	t.Helper()
 	o := store.DefaultBadgerOptions()
 	o.SegmentBytes = cluster.NodeSegmentBytes
 	s, err := store.OpenBadger(filepath.Join(dir, "engine"), &o)
 	require.NoError(t, err)
+	return s
+}
+
+// verifyStore opens a closed node's store and verifies its records.
+func verifyStore(t *testing.T, dir string) error {
+	t.Helper()
+	s := openClosedStore(t, dir)
 	defer func() { require.NoError(t, s.Close()) }()
 	return s.VerifyRecords()
 }
@@ -134,10 +142,7 @@ func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 // but the node's own state (its applied index, its clean-stop mark).
 func replicatedMeta(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	o := store.DefaultBadgerOptions()
-	o.SegmentBytes = cluster.NodeSegmentBytes
-	s, err := store.OpenBadger(filepath.Join(dir, "engine"), &o)
-	require.NoError(t, err)
+	s := openClosedStore(t, dir)
 	defer func() { require.NoError(t, s.Close()) }()
 	out := map[string]string{}
 	require.NoError(t, s.ScanMeta(nil, func(k, v []byte) error {
