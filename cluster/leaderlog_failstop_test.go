@@ -3,14 +3,18 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
 )
 
 // A leader whose Raft log fails a write leaves the cluster until it is
@@ -35,6 +39,11 @@ func TestLeaderLog_FailedLogTakesTheNodeOutOfTheCluster(t *testing.T) {
 		return nil
 	})
 	assert.Contains(t, leader.Status().Failure, errDiskGone.Error())
+	require.NoError(t, testutil.CollectAndCompare(cluster.NewCollector(leader), strings.NewReader(fmt.Sprintf(`
+# HELP equeue_cluster_failed 1 once the node left the cluster because its Raft log failed a write (reopen it).
+# TYPE equeue_cluster_failed gauge
+equeue_cluster_failed{node=%q} 1
+`, leader.ID())), "equeue_cluster_failed"))
 	_, err := leader.Append(context.Background(), &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "x", Body: []byte("x")}}})
 	require.ErrorIs(t, err, equeue.ErrNotLeader, "the failed node refuses calls")
 

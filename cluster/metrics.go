@@ -14,6 +14,7 @@ type Collector struct {
 	n *Node
 
 	state, term, commit, applied, lastLog, firstLog, serving *prometheus.Desc
+	failed                                                   *prometheus.Desc
 	applyLag, lastContact, leaderChanges, tenures, snapshots *prometheus.Desc
 	followerLag, followerAnswer                              *prometheus.Desc
 }
@@ -31,6 +32,7 @@ func NewCollector(n *Node) *Collector {
 		lastLog:       d("last_log_index", "Last index in the node's Raft log."),
 		firstLog:      d("first_log_index", "First index in the node's Raft log (earlier ones are in a snapshot)."),
 		serving:       d("serving", "1 while the node serves an engine as leader."),
+		failed:        d("failed", "1 once the node left the cluster because its Raft log failed a write (reopen it)."),
 		applyLag:      d("apply_lag_entries", "Committed entries not yet applied to the store (a follower's lag)."),
 		lastContact:   d("last_contact_seconds", "Seconds since a follower last heard from the leader."),
 		leaderChanges: d("leader_changes_total", "Leader changes observed by the node."),
@@ -45,7 +47,7 @@ func NewCollector(n *Node) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.lastLog, c.firstLog, c.serving,
+	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.lastLog, c.firstLog, c.serving, c.failed,
 		c.applyLag, c.lastContact, c.leaderChanges, c.tenures, c.snapshots, c.followerLag, c.followerAnswer} {
 		ch <- d
 	}
@@ -77,6 +79,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		serving = 1
 	}
 	g(c.serving, serving)
+	failed := 0.0
+	if s.Failure != "" {
+		failed = 1
+	}
+	g(c.failed, failed)
 	lag := 0.0
 	if s.CommitIndex > s.AppliedIndex {
 		lag = float64(s.CommitIndex - s.AppliedIndex)

@@ -38,6 +38,7 @@ func TestCollector_ReportsRaftState(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1.0, got["equeue_cluster_serving"])
+	assert.Equal(t, 0.0, got["equeue_cluster_failed"])
 	assert.Equal(t, 1.0, got["equeue_cluster_raft_state/Leader"])
 	assert.Equal(t, 0.0, got["equeue_cluster_raft_state/Follower"])
 	assert.Positive(t, got["equeue_cluster_commit_index"])
