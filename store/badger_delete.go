@@ -193,7 +193,7 @@ func segmentValue(txn *badger.Txn, q QueueID, start uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return valueCopy(item)
+	return segmentCopy(item)
 }
 
 // DropQueue deletes every record of q, in chunks as DeleteRange does, so

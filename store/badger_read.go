@@ -33,7 +33,7 @@ func scanSegments(txn *badger.Txn, q QueueID, lo, hi uint64, fn func(start uint6
 		if start >= hi {
 			break
 		}
-		v, err := valueCopy(it.Item())
+		v, err := segmentCopy(it.Item())
 		if err != nil {
 			it.Close()
 			return err
@@ -68,7 +68,7 @@ func lastSegment(txn *badger.Txn, prefix []byte, q QueueID, off uint64, withValu
 	if err != nil || !withValue {
 		return start, nil, err == nil, err
 	}
-	v, err := valueCopy(it.Item())
+	v, err := segmentCopy(it.Item())
 	if err != nil {
 		return 0, nil, false, err
 	}
@@ -130,7 +130,7 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 			if start >= to {
 				break
 			}
-			v, err := valueCopy(it.Item())
+			v, err := segmentCopy(it.Item())
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,76 @@
+package equeue_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// A crash of the machine may keep a record's key in Badger while losing its
+// bytes in the value log (records of ValueThreshold bytes or more are kept
+// there). The engine still opens, delivers every record it can read back
+// and reports the lost ones as corrupt, as it does for a record that fails
+// its checksum, instead of failing every pull of the queue.
+func TestEngine_RecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := equeue.Open(dir, &equeue.Options{Sync: equeue.SyncNever})
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "big", 1))
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	const n = 60
+	for i := range n {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "big", Body: fmt.Appendf(nil, "%04d %02000d", i, i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Close())
+	require.NoError(t, e.Close())
+
+	// Cut the tail of the value log, as a machine crash loses what the OS
+	// had not written back.
+	files, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	require.NoError(t, err)
+	var largest string
+	var size int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		if fi.Size() > size {
+			largest, size = f, fi.Size()
+		}
+	}
+	require.Greater(t, size, int64(n*2000), "the records are in the value log")
+	require.NoError(t, os.Truncate(largest, size-10*2100))
+
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err, "the engine opens")
+	defer func() { require.NoError(t, e.Close()) }()
+	var got, corrupt []int64
+	for off := int64(0); ; {
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "big", Queue: 0, Offset: off, Max: 16})
+		require.NoError(t, err, "a pull over lost records")
+		for _, m := range res.Messages {
+			require.Equal(t, fmt.Sprintf("%04d %02000d", m.Offset, m.Offset), string(m.Body), "a delivered record is the one sent")
+			got = append(got, m.Offset)
+		}
+		corrupt = append(corrupt, res.Corrupt...)
+		if res.NextOffset == off {
+			break
+		}
+		off = res.NextOffset
+	}
+	require.NotEmpty(t, corrupt, "the lost records are reported")
+	require.GreaterOrEqual(t, len(got), n-12, "the records before the cut are delivered")
+	require.Equal(t, int64(0), got[0])
+	for i, off := range got {
+		require.Equal(t, int64(i), off, "delivered from the start, in order, up to the lost tail")
+	}
+	require.Greater(t, e.Stats().CorruptRecords, uint64(0))
+}
