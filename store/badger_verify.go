@@ -8,7 +8,9 @@ import (
 )
 
 // ErrDamaged marks records or metadata the store holds but cannot read back
-// as they were written (VerifyRecords, and any read that meets them).
+// as they were written: VerifyRecords reports it, and so do reads of
+// metadata and snapshots that meet such a value (a damaged segment reads as
+// corrupt records instead, see Read).
 var ErrDamaged = errors.New("store: damaged records")
 
 // valueCopy returns a copy of item's value. Badger answers a value it
@@ -17,10 +19,19 @@ var ErrDamaged = errors.New("store: damaged records")
 // to be longer than that is damaged, not empty.
 func valueCopy(item *badger.Item) ([]byte, error) {
 	v, err := item.ValueCopy(nil)
-	if err == nil && len(v) == 0 && item.ValueSize() > 0 {
-		err = fmt.Errorf("%w: value of %d bytes unreadable in the value log", ErrDamaged, item.ValueSize())
+	if err == nil {
+		err = unreadable(item, v)
 	}
 	return v, err
+}
+
+// unreadable reports, as ErrDamaged, a value v that Badger read back empty
+// though it knows item's value to be longer.
+func unreadable(item *badger.Item, v []byte) error {
+	if len(v) == 0 && item.ValueSize() > 0 {
+		return fmt.Errorf("%w: value of %d bytes unreadable in the value log", ErrDamaged, item.ValueSize())
+	}
+	return nil
 }
 
 // segmentCopy is valueCopy for a segment's key: a segment Badger cannot
@@ -62,10 +73,15 @@ func (s *Badger) VerifyRecords() error {
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
 			key := item.Key()
-			v, err := valueCopy(item)
-			if err == nil && len(key) > 0 && key[0] == recordSpace {
-				err = decodeSegment(v, func(int, []byte) bool { return true })
-			}
+			err := item.Value(func(v []byte) error {
+				if err := unreadable(item, v); err != nil {
+					return err
+				}
+				if len(key) > 0 && key[0] == recordSpace {
+					return decodeSegment(v, func(int, []byte) bool { return true })
+				}
+				return nil
+			})
 			if err == nil {
 				continue
 			}
