@@ -64,6 +64,10 @@ type Badger struct {
 	// hints let a Read continuing where the last one of its queue stopped
 	// skip the lookup of its first segment.
 	hints readHints
+
+	// wals flushes the logs of memtables Badger set aside, which its Sync
+	// leaves out (badger_walsync.go); nil in memory or read-only.
+	wals *walSync
 }
 
 // OpenBadger opens (creating it if needed) the Badger store in dir. Nil opts
@@ -107,6 +111,12 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		segLimit:      int(o.SegmentBytes),
 		chunkSegments: deleteChunkSegments,
 		ends:          make(map[QueueID]uint64),
+	}
+	if !o.InMemory && !o.ReadOnly {
+		if s.wals, err = newWALSync(dir); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("store: open badger at %q: %w", dir, err)
+		}
 	}
 	s.startRelease(o)
 	return s, nil

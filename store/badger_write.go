@@ -332,5 +332,10 @@ func (s *Badger) Sync() error {
 	if err := s.db.Sync(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)
 	}
+	if s.wals != nil {
+		if err := s.wals.afterSync(); err != nil {
+			return fmt.Errorf("store: sync: %w", err)
+		}
+	}
 	return nil
 }
