@@ -52,21 +52,24 @@ func TestBadgerSync_FlushesTheLogsOfMemtablesSetAside(t *testing.T) {
 	require.NoError(t, s.Sync())
 	require.Empty(t, took(), "no rotation: Badger's own Sync covers the active log")
 
-	// Write until Badger moves on to new memtables.
+	// writeUntil writes until Badger has created memtable log fid.
 	q := QueueID{Topic: 1}
 	var off uint64
-	for written := 0; ; written++ {
-		require.Less(t, written, 10_000, "no memtable rotation")
-		var b Batch
-		for range 8 {
-			b.Entries = append(b.Entries, Entry{Queue: q, Offset: off, Value: bytes.Repeat([]byte{byte(off)}, 100)})
-			off++
-		}
-		require.NoError(t, s.Write(&b))
-		if _, err := os.Stat(s.wals.path(start + 2)); err == nil {
-			break
+	writeUntil := func(fid int) {
+		for written := 0; ; written++ {
+			require.Less(t, written, 10_000, "no memtable rotation")
+			var b Batch
+			for range 8 {
+				b.Entries = append(b.Entries, Entry{Queue: q, Offset: off, Value: bytes.Repeat([]byte{byte(off)}, 100)})
+				off++
+			}
+			require.NoError(t, s.Write(&b))
+			if _, err := os.Stat(s.wals.path(fid)); err == nil {
+				return
+			}
 		}
 	}
+	writeUntil(start + 2)
 	require.NoError(t, s.Sync())
 	got := took()
 	require.GreaterOrEqual(t, len(got), 2)
@@ -81,17 +84,6 @@ func TestBadgerSync_FlushesTheLogsOfMemtablesSetAside(t *testing.T) {
 	mu.Lock()
 	fail = errors.New("test: flush failed")
 	mu.Unlock()
-	before := s.wals.fid
-	for {
-		var b Batch
-		for range 8 {
-			b.Entries = append(b.Entries, Entry{Queue: q, Offset: off, Value: bytes.Repeat([]byte{byte(off)}, 100)})
-			off++
-		}
-		require.NoError(t, s.Write(&b))
-		if _, err := os.Stat(s.wals.path(before + 1)); err == nil {
-			break
-		}
-	}
+	writeUntil(s.wals.fid + 1)
 	require.ErrorContains(t, s.Sync(), "test: flush failed")
 }
