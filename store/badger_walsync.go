@@ -6,9 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Badger's Sync flushes the write-ahead log of the active memtable and the
@@ -17,16 +19,28 @@ import (
 // such a memtable, followed by the rotation to a new one and then Sync,
 // would be acknowledged as durable while its bytes are only in the page
 // cache until the flush to a table completes: a machine crash in between
-// loses it. So after Badger's Sync the store looks for memtables created
-// since the last look (Badger names them <fid>.mem with rising fids) and
-// flushes the logs of the ones that are no longer active. A log already
-// gone was written out as a synced table first.
+// loses it. So after Badger's Sync the store flushes the logs of the
+// memtables set aside since its last look. A log already gone was written
+// out as a synced table first.
+//
+// Badger names the logs <fid>.mem, with a new, higher fid for each
+// memtable, and deletes a log once its memtable is a table and no reader
+// holds it, so the logs present need not be consecutive. Listing the
+// directory finds them for sure but costs in proportion to its files, so
+// it runs only when a rotation shows (the log after the last active one
+// exists, or the last active one is gone) and otherwise at most once per
+// walRescan, which also catches a rotation hidden by a deleted log.
+
+// walRescan bounds how long a rotation the quick check misses can go
+// unflushed.
+const walRescan = time.Second
 
 // walSync tracks the memtable logs a Sync must flush besides Badger's own.
 type walSync struct {
-	mu  sync.Mutex
-	dir string
-	fid int // the active memtable's fid at the last look (0: none known)
+	mu   sync.Mutex
+	dir  string
+	fid  int       // the newest memtable log at the last look (0: none)
+	scan time.Time // the last listing of dir
 	// syncFile flushes one file; tests replace it to see the calls.
 	syncFile func(path string) error
 }
@@ -37,16 +51,31 @@ const memSuffix = ".mem"
 // from the newest memtable log there.
 func newWALSync(dir string) (*walSync, error) {
 	w := &walSync{dir: dir, syncFile: fsyncFile}
-	entries, err := os.ReadDir(dir)
+	fids, err := w.list()
 	if err != nil {
 		return nil, err
 	}
+	if len(fids) > 0 {
+		w.fid = fids[len(fids)-1]
+	}
+	w.scan = time.Now()
+	return w, nil
+}
+
+// list returns the fids of the memtable logs in dir, ascending.
+func (w *walSync) list() ([]int, error) {
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return nil, err
+	}
+	var fids []int
 	for _, e := range entries {
-		if fid, ok := memFid(e.Name()); ok && fid > w.fid {
-			w.fid = fid
+		if fid, ok := memFid(e.Name()); ok {
+			fids = append(fids, fid)
 		}
 	}
-	return w, nil
+	slices.Sort(fids)
+	return fids, nil
 }
 
 func memFid(name string) (int, bool) {
@@ -70,36 +99,50 @@ func (w *walSync) exists(fid int) (bool, error) {
 	return err == nil, err
 }
 
-// afterSync flushes the logs of the memtables that became immutable since
-// the last call. Call it after Badger's Sync: when no memtable was created
-// since, it costs one stat.
+// rotated reports whether the quick check shows a memtable created since
+// the last look.
+func (w *walSync) rotated() (bool, error) {
+	next, err := w.exists(w.fid + 1)
+	if err != nil || next || w.fid == 0 {
+		return next, err
+	}
+	last, err := w.exists(w.fid)
+	return !last, err
+}
+
+// afterSync flushes the logs of the memtables set aside since the last
+// call. Call it after Badger's Sync: when no rotation shows, it costs one
+// or two stats.
 func (w *walSync) afterSync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	newest := w.fid
-	for {
-		ok, err := w.exists(newest + 1)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		newest++
+	rotated, err := w.rotated()
+	if err != nil {
+		return err
 	}
-	if newest == w.fid {
+	now := time.Now()
+	if !rotated && now.Sub(w.scan) < walRescan {
 		return nil
 	}
-	// w.fid .. newest-1 were active at some point since the last look and
-	// are set aside now; newest's log was synced by Badger's Sync unless it
-	// was created after that started, in which case it holds only later
-	// writes. The next call starts from it.
-	for fid := max(w.fid, 1); fid < newest; fid++ {
+	w.scan = now
+	fids, err := w.list()
+	if err != nil || len(fids) == 0 {
+		return err
+	}
+	newest := fids[len(fids)-1]
+	// Every log from the last look's newest on, but the newest now, was
+	// active since the last look and is set aside; the newest's was synced
+	// by Badger's Sync unless it was created after that started, in which
+	// case it holds only later writes, and the next call looks at it.
+	for _, fid := range fids {
+		if fid < w.fid || fid >= newest {
+			continue
+		}
 		if err := w.syncFile(w.path(fid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("sync memtable log %d: %w", fid, err)
 		}
 	}
-	w.fid = newest
+	w.fid = max(w.fid, newest)
 	return nil
 }
 
