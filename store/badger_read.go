@@ -274,7 +274,7 @@ func (s *Badger) ScanMeta(prefix []byte, fn func(key, value []byte) error) error
 				item := it.Item()
 				v, err := valueCopy(item)
 				if err != nil {
-					return err
+					return fmt.Errorf("key %q: %w", item.Key()[1:], err)
 				}
 				batch = append(batch, kv{item.KeyCopy(nil)[1:], v})
 			}
