@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,21 +34,7 @@ func TestEngine_RecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T) {
 	require.NoError(t, p.Close())
 	require.NoError(t, e.Close())
 
-	// Cut the tail of the value log, as a machine crash loses what the OS
-	// had not written back.
-	files, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
-	require.NoError(t, err)
-	var largest string
-	var size int64
-	for _, f := range files {
-		fi, err := os.Stat(f)
-		require.NoError(t, err)
-		if fi.Size() > size {
-			largest, size = f, fi.Size()
-		}
-	}
-	require.Greater(t, size, int64(n*2000), "the records are in the value log")
-	require.NoError(t, os.Truncate(largest, size-10*2100))
+	cutValueLogTail(t, dir, n*2000, 10*2100)
 
 	e, err = equeue.Open(dir, nil)
 	require.NoError(t, err, "the engine opens")
@@ -73,4 +60,69 @@ func TestEngine_RecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T) {
 		require.Equal(t, int64(i), off, "delivered from the start, in order, up to the lost tail")
 	}
 	require.Greater(t, e.Stats().CorruptRecords, uint64(0))
+}
+
+// cutValueLogTail cuts cut bytes off the largest value-log file in dir, as a
+// machine crash loses what the OS had not written back; the file must hold
+// more than atLeast bytes (the records are in the value log).
+func cutValueLogTail(t *testing.T, dir string, atLeast, cut int) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	require.NoError(t, err)
+	var largest string
+	var size int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		if fi.Size() > size {
+			largest, size = f, fi.Size()
+		}
+	}
+	require.Greater(t, size, int64(atLeast), "the records are in the value log")
+	require.NoError(t, os.Truncate(largest, size-int64(cut)))
+}
+
+// Delayed messages whose bytes a machine crash lost: once due, the intact
+// ones are delivered in order and the lost ones reported corrupt; the
+// scheduler neither stops nor delivers a message twice.
+func TestEngine_DelayedRecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := equeue.Open(dir, &equeue.Options{Sync: equeue.SyncNever})
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "later", 1))
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	const n = 20
+	for i := range n {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "later", Delay: 300 * time.Millisecond, Body: fmt.Appendf(nil, "%04d %02000d", i, i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Close())
+	require.NoError(t, e.Close())
+	cutValueLogTail(t, dir, n*2000, 5*2100)
+
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err, "the engine opens")
+	defer func() { require.NoError(t, e.Close()) }()
+	var got []string
+	var corrupt []int64
+	off := int64(0)
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got)+len(corrupt) < n {
+		require.True(t, time.Now().Before(deadline), "due messages never all came: %d delivered, %d corrupt", len(got), len(corrupt))
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "later", Queue: 0, Offset: off, Max: 64, Wait: 200 * time.Millisecond})
+		require.NoError(t, err, "a pull over lost delayed messages")
+		for _, m := range res.Messages {
+			got = append(got, string(m.Body))
+		}
+		corrupt = append(corrupt, res.Corrupt...)
+		off = res.NextOffset
+	}
+	require.Len(t, got, n-len(corrupt), "each delayed message delivered once or reported lost")
+	require.NotEmpty(t, corrupt, "the lost ones are reported")
+	require.Greater(t, len(got), n/2)
+	for i, body := range got {
+		require.Equal(t, fmt.Sprintf("%04d %02000d", i, i), body, "intact messages in order, none twice")
+	}
 }
