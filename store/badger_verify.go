@@ -34,16 +34,12 @@ func unreadable(item *badger.Item, v []byte) error {
 	return nil
 }
 
-// segmentCopy is valueCopy for a segment's key: a segment Badger cannot
-// read back comes back empty, as Badger itself gives it, so that it fails to
-// decode like any other damaged segment and readers report its offsets as
-// corrupt records instead of failing (Read).
+// segmentCopy copies a segment's value. Unlike valueCopy it leaves a segment
+// Badger cannot read back empty, as Badger gives it: it then fails to decode
+// like any other damaged segment, and readers report its offsets as corrupt
+// records instead of failing (Read).
 func segmentCopy(item *badger.Item) ([]byte, error) {
-	v, err := valueCopy(item)
-	if errors.Is(err, ErrDamaged) {
-		return nil, nil
-	}
-	return v, err
+	return item.ValueCopy(nil)
 }
 
 // VerifyRecords reads back every segment and every metadata value the
