@@ -545,7 +545,9 @@ func benchRecordKey(dst []byte, topic, queue uint32, off uint64) []byte {
 // options store.OpenBadger derives from its defaults. api=store goes through
 // store.Badger (Write + Sync: the store the engine sits on), which packs the
 // consecutive records of a queue into segments, one key per segment; it
-// shows what the store alone does with the same records.
+// shows what the store alone does with the same records. api=handoff
+// (txn=64 only) is raw Badger fed by 64 waiting goroutines, the floor of
+// any engine whose senders wait for their own Send (bench_handoff_test.go).
 func BenchmarkBaselineBadger(b *testing.B) {
 	cases := []struct {
 		name   string
@@ -557,13 +559,19 @@ func BenchmarkBaselineBadger(b *testing.B) {
 		{"txn=1024/synced", 1024, true},
 	}
 	for _, c := range cases {
-		for _, api := range []string{"store", "badger"} {
+		for _, api := range []string{"store", "badger", "handoff"} {
+			if api == "handoff" && c.txn != handoffSenders {
+				continue
+			}
 			for _, bs := range benchBodySizes {
 				b.Run(c.name+"/api="+api+"/"+bs.name, func(b *testing.B) {
-					if api == "store" {
+					switch api {
+					case "store":
 						benchBaselineStore(b, c.txn, c.synced, bs.size)
-					} else {
+					case "badger":
 						benchBaselineRaw(b, c.txn, c.synced, bs.size)
+					default:
+						benchBaselineHandoff(b, c.synced, bs.size)
 					}
 				})
 			}
