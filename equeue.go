@@ -53,6 +53,7 @@ type Engine struct {
 	// the sender that brings it to zero signals lingerWake.
 	lingerWant atomic.Int32
 	linger     atomic.Int64 // groupCommitLinger, in nanoseconds; tests change it
+	lingerCap  atomic.Int64 // maxGroupCommitLinger, in nanoseconds; tests change it
 	lingerWake chan struct{}
 	limits     store.Limits
 
@@ -148,6 +149,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		trims:      make(chan *topic, 64),
 	}
 	e.linger.Store(int64(groupCommitLinger))
+	e.lingerCap.Store(int64(maxGroupCommitLinger))
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	if err := e.loadTopics(); err != nil {
 		_ = st.Close()

@@ -42,6 +42,10 @@ func GroupCommitSyncs(e *Engine) int64 { return e.pipe.syncs.Load() }
 // senders, and its completer for a batch to share a Sync.
 func SetGroupCommitLinger(e *Engine, d time.Duration) { e.linger.Store(int64(d)) }
 
+// SetGroupCommitLingerCap changes how long, at most, e's writer waits for
+// returning senders when Syncs take longer than its linger.
+func SetGroupCommitLingerCap(e *Engine, d time.Duration) { e.lingerCap.Store(int64(d)) }
+
 // StoreTimes reports the time e's writer and completer spent in the
 // store's Write and Sync calls.
 func StoreTimes(e *Engine) (write, sync time.Duration) {

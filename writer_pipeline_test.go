@@ -193,6 +193,37 @@ func TestWriter_CohortsShareOneSync(t *testing.T) {
 	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
 }
 
+// With Syncs slower than the linger, senders that come back over longer
+// than the linger still share one Sync: the writer waits for them up to a
+// recent Sync's time (within its cap), as the Sync they would otherwise
+// pay on their own would take that long. With the fixed linger each round
+// split in two, paying two Syncs.
+func TestWriter_SlowSyncsWaitForSlowerSenders(t *testing.T) {
+	const senders, rounds = 8, 8
+	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	r.FS.Delay(0, 100*time.Millisecond)
+	equeue.SetGroupCommitLinger(r.E, time.Millisecond)
+	equeue.SetGroupCommitLingerCap(r.E, 200*time.Millisecond)
+	before := r.FS.Syncs()
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := range rounds {
+				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
+				assert.NoError(t, err)
+				// Back 0–14 ms after the acknowledgement: longer than the
+				// linger, well within the Sync.
+				time.Sleep(time.Duration(g) * 2 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	syncs := r.FS.Syncs() - before
+	assert.LessOrEqual(t, syncs, int64(rounds+4), "%d fsyncs for %d rounds of %d senders", syncs, rounds, senders)
+	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
+}
+
 // A failed fsync shared by a merged cohort: every sender whose batch it
 // covered (or that was written while it ran) learns "outcome unknown", every
 // later one is refused (nothing stored) until a reopen, none gets any other
