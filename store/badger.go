@@ -68,6 +68,10 @@ type Badger struct {
 	// wals flushes the logs of memtables Badger set aside, which its Sync
 	// leaves out (badger_walsync.go); nil in memory or read-only.
 	wals *walSync
+	// reclaimSync makes the values a value-log GC round moved durable
+	// before Badger deletes the file they came from (gcRound); tests
+	// watch it.
+	reclaimSync func() error
 }
 
 // OpenBadger opens (creating it if needed) the Badger store in dir. Nil opts
@@ -112,6 +116,7 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		chunkSegments: deleteChunkSegments,
 		ends:          make(map[QueueID]uint64),
 	}
+	s.reclaimSync = s.syncLogs
 	if !o.InMemory && !o.ReadOnly {
 		if s.wals, err = newWALSync(dir); err != nil {
 			_ = db.Close()

@@ -252,7 +252,7 @@ func (s *Badger) Reclaim() error {
 		}
 	}
 	for {
-		err := s.db.RunValueLogGC(0.5)
+		err := s.gcRound()
 		switch {
 		case err == nil:
 			continue
@@ -262,6 +262,35 @@ func (s *Badger) Reclaim() error {
 			return fmt.Errorf("store: reclaim: %w", err)
 		}
 	}
+}
+
+// gcRound runs one round of value-log garbage collection and returns
+// Badger's answer.
+//
+// A round copies the live values of one value-log file to the current one
+// (and their keys to the memtable), without a sync, and then deletes the
+// file at once — unless an iterator is open, in which case the deletion
+// waits until the last one closes. A machine crash after the deletion and
+// before the next Sync would lose the moved values: records acknowledged as
+// durable long ago whose only synced copy was in the deleted file. So the
+// round runs with an iterator open, and the store syncs the moved values
+// (reclaimSync) before it closes the iterator and lets the file go. When
+// that sync fails, Reclaim returns its error; the file goes as Badger
+// would have let it go anyway.
+func (s *Badger) gcRound() error {
+	txn := s.db.NewTransaction(false)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: flushSentinel})
+	defer func() {
+		it.Close()
+		txn.Discard()
+	}()
+	err := s.db.RunValueLogGC(0.5)
+	if err == nil {
+		if serr := s.reclaimSync(); serr != nil {
+			return fmt.Errorf("sync the values moved: %w", serr)
+		}
+	}
+	return err
 }
 
 // quiet reports whether no Write was running or started for quietFor.

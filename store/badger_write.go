@@ -329,13 +329,21 @@ func (s *Badger) Sync() error {
 		return err
 	}
 	defer s.release()
-	if err := s.db.Sync(); err != nil {
+	if err := s.syncLogs(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)
 	}
+	return nil
+}
+
+// syncLogs is Sync's work, for a caller that holds acquire: Badger's Sync
+// (the active memtable's log and the value log), then the logs of the
+// memtables set aside since the last call (badger_walsync.go).
+func (s *Badger) syncLogs() error {
+	if err := s.db.Sync(); err != nil {
+		return err
+	}
 	if s.wals != nil {
-		if err := s.wals.afterSync(); err != nil {
-			return fmt.Errorf("store: sync: %w", err)
-		}
+		return s.wals.afterSync()
 	}
 	return nil
 }
