@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // The hand-off floor: what 64 goroutines that each wait for their own
@@ -18,7 +20,10 @@ import (
 // handoffLinger for all 64 senders to be back, as the engine's writer
 // does), commits them as one transaction, syncs, and wakes each sender.
 // The committer does nothing else: no encoding, no routing, no IDs, no
-// bookkeeping. Its gap to api=badger is what handing records from many
+// bookkeeping. api=handoff-store is the same with the engine's store
+// (store.Badger Write and Sync, records packed into segments) in place of
+// raw Badger: the floor of this engine, whose writes are cheaper than the
+// baseline's. Its gap to api=badger is what handing records from many
 // waiting goroutines to one writer costs on this machine — the goroutine
 // wake-ups, parks and queueing that a single goroutine building
 // transactions never pays — and so the bound on any engine whose senders
@@ -86,9 +91,55 @@ func (q *handoffQueue) take(batch []*handoffReq, want int, expire <-chan time.Ti
 	return batch, true
 }
 
-func benchBaselineHandoff(b *testing.B, synced bool, size int) {
+// handoffTarget is what the committer writes to: raw Badger, one key per
+// record, or the engine's store, which packs them into segments.
+type handoffTarget struct {
+	write func(done, k int) error
+	sync  func() error
+	close func() error
+}
+
+func handoffRaw(b *testing.B, value []byte) handoffTarget {
 	db := benchOpenRawBadger(b, b.TempDir())
+	var offs [benchQueues]uint64
+	return handoffTarget{
+		write: func(done, k int) error { return benchRawTxn(db, done, k, &offs, value) },
+		sync:  db.Sync,
+		close: db.Close,
+	}
+}
+
+func handoffStore(b *testing.B, value []byte) handoffTarget {
+	s, err := store.OpenBadger(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var offs [benchQueues]uint64
+	batch := &store.Batch{}
+	return handoffTarget{
+		write: func(done, k int) error {
+			batch.Entries = batch.Entries[:0]
+			for i := range k {
+				q := (done + i) % benchQueues
+				batch.Entries = append(batch.Entries, store.Entry{
+					Queue: store.QueueID{Topic: 1, Queue: uint32(q)}, Offset: offs[q], Value: value,
+				})
+				offs[q]++
+			}
+			return s.Write(batch)
+		},
+		sync:  s.Sync,
+		close: s.Close,
+	}
+}
+
+func benchBaselineHandoff(b *testing.B, synced, toStore bool, size int) {
 	value := benchBody(size + benchRecordOverhead)
+	target := handoffRaw
+	if toStore {
+		target = handoffStore
+	}
+	db := target(b, value)
 	q := &handoffQueue{wake: make(chan struct{}, 1)}
 	stop := make(chan struct{})
 	var (
@@ -98,7 +149,6 @@ func benchBaselineHandoff(b *testing.B, synced bool, size int) {
 		failed            atomic.Pointer[error]
 	)
 	committer.Go(func() {
-		var offs [benchQueues]uint64
 		done := 0
 		var (
 			reqs []*handoffReq
@@ -119,11 +169,11 @@ func benchBaselineHandoff(b *testing.B, synced bool, size int) {
 				linger.Stop()
 			}
 			began := time.Now()
-			err := benchRawTxn(db, done, len(reqs), &offs, value)
+			err := db.write(done, len(reqs))
 			txnTime += time.Since(began)
 			if err == nil && synced {
 				began = time.Now()
-				err = db.Sync()
+				err = db.sync()
 				syncTime += time.Since(began)
 			}
 			if err != nil {
@@ -176,5 +226,7 @@ func benchBaselineHandoff(b *testing.B, synced bool, size int) {
 			b.ReportMetric(cycle-syncUs-writeUs, "other-us/cycle")
 		}
 	}
-	benchClose(b, db)
+	if err := db.close(); err != nil {
+		b.Fatal(err)
+	}
 }

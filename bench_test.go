@@ -547,7 +547,8 @@ func benchRecordKey(dst []byte, topic, queue uint32, off uint64) []byte {
 // consecutive records of a queue into segments, one key per segment; it
 // shows what the store alone does with the same records. api=handoff
 // (txn=64 only) is raw Badger fed by 64 waiting goroutines, the floor of
-// any engine whose senders wait for their own Send (bench_handoff_test.go).
+// any engine whose senders wait for their own Send, and api=handoff-store
+// the same over the engine's store (bench_handoff_test.go).
 func BenchmarkBaselineBadger(b *testing.B) {
 	cases := []struct {
 		name   string
@@ -559,8 +560,8 @@ func BenchmarkBaselineBadger(b *testing.B) {
 		{"txn=1024/synced", 1024, true},
 	}
 	for _, c := range cases {
-		for _, api := range []string{"store", "badger", "handoff"} {
-			if api == "handoff" && c.txn != handoffSenders {
+		for _, api := range []string{"store", "badger", "handoff", "handoff-store"} {
+			if (api == "handoff" || api == "handoff-store") && c.txn != handoffSenders {
 				continue
 			}
 			for _, bs := range benchBodySizes {
@@ -571,7 +572,7 @@ func BenchmarkBaselineBadger(b *testing.B) {
 					case "badger":
 						benchBaselineRaw(b, c.txn, c.synced, bs.size)
 					default:
-						benchBaselineHandoff(b, c.synced, bs.size)
+						benchBaselineHandoff(b, c.synced, api == "handoff-store", bs.size)
 					}
 				})
 			}
