@@ -55,5 +55,9 @@ func StoreTimes(e *Engine) (write, sync time.Duration) {
 // StoreWrites reports how many store writes e's writer has made.
 func StoreWrites(e *Engine) int64 { return e.pipe.writes.Load() }
 
+// LingerExpiries returns how many of e's writer lingers ran out before the
+// senders it waited for came.
+func LingerExpiries(e *Engine) int64 { return e.pipe.lingerExpiries.Load() }
+
 // ObserveSyncs has f told the duration of every Sync e's completer makes.
 func ObserveSyncs(e *Engine, f func(time.Duration)) { e.pipe.syncObserver.Store(&f) }

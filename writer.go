@@ -172,6 +172,7 @@ func (e *Engine) runWriter() {
 				switch e.awaitSenders(min(want, cap(e.writeCh)), linger.C) {
 				case lingerExpired:
 					lingering, expired = false, true // the timer is spent
+					e.pipe.lingerExpiries.Add(1)
 				case lingerCut:
 					cut = true
 				}
@@ -206,6 +207,13 @@ func (e *Engine) runWriter() {
 		case !needSync:
 			prev = 0
 		case len(batch) >= prev:
+			prev = len(batch)
+		case expired:
+			// The linger ran out before prev senders came back: they do not
+			// come as a group (open-loop senders, SendAsync). Lingering for
+			// them again would only delay every batch by a whole linger;
+			// the cohort the completer saw, whose waits back off after
+			// misses, still brings a group that does come back.
 			prev = len(batch)
 		default:
 			// Remember the largest recent cohort and let it decay slowly, so

@@ -64,6 +64,9 @@ type pipeline struct {
 	inflight atomic.Int32 // batches handed to the completer and not yet completed
 	syncs    atomic.Int64 // Sync calls made by the completer
 	writes   atomic.Int64 // store writes made by the writer
+	// lingerExpiries counts the writer's lingers that ran out before the
+	// senders it waited for came.
+	lingerExpiries atomic.Int64
 	// syncNanos and writeNanos add up the time spent in the store's Sync
 	// and (synchronous) Write calls: benchmarks split a group commit's
 	// cycle with them.

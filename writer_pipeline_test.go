@@ -224,6 +224,37 @@ func TestWriter_SlowSyncsWaitForSlowerSenders(t *testing.T) {
 	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
 }
 
+// Senders that stop coming back as a group (here one sender after a
+// group of 8) are not waited for again and again: the first linger that
+// runs out lowers the writer's target to the senders that came. (It used
+// to fall by one per batch, each batch lingering in vain for the rest.)
+func TestWriter_AGroupThatBreaksUpIsNotWaitedFor(t *testing.T) {
+	const senders, rounds = 8, 6
+	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	r.FS.Delay(0, 20*time.Millisecond)
+	equeue.SetGroupCommitLinger(r.E, 10*time.Millisecond)
+	equeue.SetGroupCommitLingerCap(r.E, 10*time.Millisecond)
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := range rounds {
+				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	before := equeue.LingerExpiries(r.E)
+	for i := range 10 {
+		_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("alone-%d", i))})
+		require.NoError(t, err)
+	}
+	expiries := equeue.LingerExpiries(r.E) - before
+	assert.LessOrEqual(t, expiries, int64(2), "the lone sender waited out %d lingers", expiries)
+	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds+10)
+}
+
 // A failed fsync shared by a merged cohort: every sender whose batch it
 // covered (or that was written while it ran) learns "outcome unknown", every
 // later one is refused (nothing stored) until a reopen, none gets any other
