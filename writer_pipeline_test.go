@@ -225,16 +225,18 @@ func TestWriter_SlowSyncsWaitForSlowerSenders(t *testing.T) {
 }
 
 // Senders that stop coming back as a group (here one sender after a
-// group of 8) are not waited for again and again: the first linger that
-// runs out lowers the writer's target to the senders that came. (It used
-// to fall by one per batch, each batch lingering in vain for the rest.)
+// group of 8) are not waited for again and again: with Syncs slow enough
+// to stretch the linger, the first linger that runs out lowers the
+// writer's target to the senders that came. (It used to fall by one per
+// batch, each batch lingering in vain for the rest.)
 func TestWriter_AGroupThatBreaksUpIsNotWaitedFor(t *testing.T) {
 	const senders, rounds = 8, 6
 	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
 	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	// Syncs slower than the linger stretch it (lingerFor).
 	r.FS.Delay(0, 20*time.Millisecond)
-	equeue.SetGroupCommitLinger(r.E, 10*time.Millisecond)
-	equeue.SetGroupCommitLingerCap(r.E, 10*time.Millisecond)
+	equeue.SetGroupCommitLinger(r.E, 2*time.Millisecond)
+	equeue.SetGroupCommitLingerCap(r.E, 20*time.Millisecond)
 	var wg sync.WaitGroup
 	for g := range senders {
 		wg.Go(func() {
