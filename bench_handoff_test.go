@@ -118,14 +118,7 @@ func handoffStore(b *testing.B, value []byte) handoffTarget {
 	batch := &store.Batch{}
 	return handoffTarget{
 		write: func(done, k int) error {
-			batch.Entries = batch.Entries[:0]
-			for i := range k {
-				q := (done + i) % benchQueues
-				batch.Entries = append(batch.Entries, store.Entry{
-					Queue: store.QueueID{Topic: 1, Queue: uint32(q)}, Offset: offs[q], Value: value,
-				})
-				offs[q]++
-			}
+			benchStoreBatch(batch, done, k, &offs, value)
 			return s.Write(batch)
 		},
 		sync:  s.Sync,

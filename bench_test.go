@@ -594,14 +594,7 @@ func benchBaselineStore(b *testing.B, txn int, synced bool, size int) {
 	start := time.Now()
 	for done := 0; done < b.N; {
 		k := min(txn, b.N-done)
-		batch.Entries = batch.Entries[:0]
-		for i := range k {
-			q := (done + i) % benchQueues
-			batch.Entries = append(batch.Entries, store.Entry{
-				Queue: store.QueueID{Topic: 1, Queue: uint32(q)}, Offset: offs[q], Value: value,
-			})
-			offs[q]++
-		}
+		benchStoreBatch(batch, done, k, &offs, value)
 		if err := s.Write(batch); err != nil {
 			b.Fatal(err)
 		}
@@ -846,6 +839,20 @@ func benchRawTxn(db *badger.DB, done, k int, offs *[benchQueues]uint64, value []
 		}
 	}
 	return txn.Commit()
+}
+
+// benchStoreBatch fills batch with k copies of value for store.Badger, as
+// benchRawTxn lays them out: records done, done+1, ... of topic 1 go to the
+// queues round robin at the offsets in offs, which it advances.
+func benchStoreBatch(batch *store.Batch, done, k int, offs *[benchQueues]uint64, value []byte) {
+	batch.Entries = batch.Entries[:0]
+	for i := range k {
+		q := (done + i) % benchQueues
+		batch.Entries = append(batch.Entries, store.Entry{
+			Queue: store.QueueID{Topic: 1, Queue: uint32(q)}, Offset: offs[q], Value: value,
+		})
+		offs[q]++
+	}
 }
 
 // benchQueueStarts finds the store topic ID of the only topic in db (from

@@ -168,29 +168,9 @@ func TestWriter_PipelinedBatchesCompleteInOrder(t *testing.T) {
 // than alternate in two cohorts that each pay one (with an fsync slower
 // than the writer's linger, they used to alternate for good).
 func TestWriter_CohortsShareOneSync(t *testing.T) {
-	const senders, rounds = 16, 10
-	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
-	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 	// An fsync far slower than the linger, and a linger long enough for
 	// the returning senders even under -race on a loaded machine.
-	r.FS.Delay(0, 100*time.Millisecond)
-	equeue.SetGroupCommitLinger(r.E, 20*time.Millisecond)
-	before := r.FS.Syncs()
-	var wg sync.WaitGroup
-	for g := range senders {
-		wg.Go(func() {
-			for i := range rounds {
-				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
-				assert.NoError(t, err)
-			}
-		})
-	}
-	wg.Wait()
-	// One fsync per round once the cohorts merged, a few more while they
-	// form; alternating cohorts pay about two per round.
-	syncs := r.FS.Syncs() - before
-	assert.LessOrEqual(t, syncs, int64(rounds+4), "%d fsyncs for %d rounds of %d senders", syncs, rounds, senders)
-	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
+	syncPerRound(t, 16, 10, 20*time.Millisecond, 0, nil)
 }
 
 // With Syncs slower than the linger, senders that come back over longer
@@ -199,26 +179,21 @@ func TestWriter_CohortsShareOneSync(t *testing.T) {
 // pay on their own would take that long. With the fixed linger each round
 // split in two, paying two Syncs.
 func TestWriter_SlowSyncsWaitForSlowerSenders(t *testing.T) {
-	const senders, rounds = 8, 8
-	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
-	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
-	r.FS.Delay(0, 100*time.Millisecond)
-	equeue.SetGroupCommitLinger(r.E, time.Millisecond)
-	equeue.SetGroupCommitLingerCap(r.E, 200*time.Millisecond)
+	// Back 0–14 ms after each acknowledgement: longer than the linger,
+	// well within the Sync.
+	syncPerRound(t, 8, 8, time.Millisecond, 200*time.Millisecond, func(g int) { time.Sleep(time.Duration(g) * 2 * time.Millisecond) })
+}
+
+// syncPerRound has senders append rounds messages each (appendRounds) to
+// an engine whose fsyncs take 100 ms, with the writer's linger and its
+// cap (0: the default) set, and checks that they share one fsync per
+// round: a few more while the cohorts form, where split cohorts pay about
+// two per round.
+func syncPerRound(t *testing.T, senders, rounds int, linger, lingerCap time.Duration, pause func(g int)) {
+	t.Helper()
+	r := slowSyncRig(t, 100*time.Millisecond, linger, lingerCap)
 	before := r.FS.Syncs()
-	var wg sync.WaitGroup
-	for g := range senders {
-		wg.Go(func() {
-			for i := range rounds {
-				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
-				assert.NoError(t, err)
-				// Back 0–14 ms after the acknowledgement: longer than the
-				// linger, well within the Sync.
-				time.Sleep(time.Duration(g) * 2 * time.Millisecond)
-			}
-		})
-	}
-	wg.Wait()
+	appendRounds(t, r.E, senders, rounds, pause)
 	syncs := r.FS.Syncs() - before
 	assert.LessOrEqual(t, syncs, int64(rounds+4), "%d fsyncs for %d rounds of %d senders", syncs, rounds, senders)
 	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
@@ -231,22 +206,9 @@ func TestWriter_SlowSyncsWaitForSlowerSenders(t *testing.T) {
 // batch, each batch lingering in vain for the rest.)
 func TestWriter_AGroupThatBreaksUpIsNotWaitedFor(t *testing.T) {
 	const senders, rounds = 8, 6
-	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
-	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 	// Syncs slower than the linger stretch it (lingerFor).
-	r.FS.Delay(0, 20*time.Millisecond)
-	equeue.SetGroupCommitLinger(r.E, 2*time.Millisecond)
-	equeue.SetGroupCommitLingerCap(r.E, 20*time.Millisecond)
-	var wg sync.WaitGroup
-	for g := range senders {
-		wg.Go(func() {
-			for i := range rounds {
-				_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
-				assert.NoError(t, err)
-			}
-		})
-	}
-	wg.Wait()
+	r := slowSyncRig(t, 20*time.Millisecond, 2*time.Millisecond, 20*time.Millisecond)
+	appendRounds(t, r.E, senders, rounds, nil)
 	before := equeue.LingerExpiries(r.E)
 	for i := range 10 {
 		_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("alone-%d", i))})
@@ -288,4 +250,39 @@ func TestWriter_CohortsShareAFailedSync(t *testing.T) {
 			assert.True(t, seen[b], "%s (%s) kept", b, o)
 		}
 	}
+}
+
+// slowSyncRig returns a SyncAlways engine on the memory store with topic
+// "t" of one queue, whose fsyncs take syncDelay, and the writer's linger
+// and its cap (0: the default) set.
+func slowSyncRig(t *testing.T, syncDelay, linger, lingerCap time.Duration) *faultRig {
+	t.Helper()
+	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	r.FS.Delay(0, syncDelay)
+	equeue.SetGroupCommitLinger(r.E, linger)
+	if lingerCap > 0 {
+		equeue.SetGroupCommitLingerCap(r.E, lingerCap)
+	}
+	return r
+}
+
+// appendRounds has senders goroutines append rounds messages each to queue
+// 0 of topic "t", one at a time, sender g pausing with pause(g) (when set)
+// after each acknowledgement.
+func appendRounds(t *testing.T, e *equeue.Engine, senders, rounds int, pause func(g int)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			for i := range rounds {
+				_, err := e.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(fmt.Sprintf("%d-%d", g, i))})
+				assert.NoError(t, err)
+				if pause != nil {
+					pause(g)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
