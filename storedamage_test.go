@@ -21,22 +21,12 @@ import (
 func TestEngine_RecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	e, err := equeue.Open(dir, &equeue.Options{Sync: equeue.SyncNever})
-	require.NoError(t, err)
-	require.NoError(t, e.CreateTopic(ctx, "big", 1))
-	p, err := equeue.NewProducer(e, nil)
-	require.NoError(t, err)
 	const n = 60
-	for i := range n {
-		_, err := p.Send(ctx, &equeue.Message{Topic: "big", Body: fmt.Appendf(nil, "%04d %02000d", i, i)})
-		require.NoError(t, err)
-	}
-	require.NoError(t, p.Close())
-	require.NoError(t, e.Close())
+	sendLargeAndClose(t, dir, "big", n, 0)
 
 	cutValueLogTail(t, dir, n*2000, 10*2100)
 
-	e, err = equeue.Open(dir, nil)
+	e, err := equeue.Open(dir, nil)
 	require.NoError(t, err, "the engine opens")
 	defer func() { require.NoError(t, e.Close()) }()
 	var got, corrupt []int64
@@ -88,21 +78,11 @@ func cutValueLogTail(t *testing.T, dir string, atLeast, cut int) {
 func TestEngine_DelayedRecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	e, err := equeue.Open(dir, &equeue.Options{Sync: equeue.SyncNever})
-	require.NoError(t, err)
-	require.NoError(t, e.CreateTopic(ctx, "later", 1))
-	p, err := equeue.NewProducer(e, nil)
-	require.NoError(t, err)
 	const n = 20
-	for i := range n {
-		_, err := p.Send(ctx, &equeue.Message{Topic: "later", Delay: 300 * time.Millisecond, Body: fmt.Appendf(nil, "%04d %02000d", i, i)})
-		require.NoError(t, err)
-	}
-	require.NoError(t, p.Close())
-	require.NoError(t, e.Close())
+	sendLargeAndClose(t, dir, "later", n, 300*time.Millisecond)
 	cutValueLogTail(t, dir, n*2000, 5*2100)
 
-	e, err = equeue.Open(dir, nil)
+	e, err := equeue.Open(dir, nil)
 	require.NoError(t, err, "the engine opens")
 	defer func() { require.NoError(t, e.Close()) }()
 	var got []string
@@ -125,4 +105,23 @@ func TestEngine_DelayedRecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T
 	for i, body := range got {
 		require.Equal(t, fmt.Sprintf("%04d %02000d", i, i), body, "intact messages in order, none twice")
 	}
+}
+
+// sendLargeAndClose opens an engine on dir (SyncNever), sends n messages of
+// about 2 KiB to a new one-queue topic, message i's body starting with i
+// as four digits, each delayed by delay, and closes the engine.
+func sendLargeAndClose(t *testing.T, dir, topic string, n int, delay time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := equeue.Open(dir, &equeue.Options{Sync: equeue.SyncNever})
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, topic, 1))
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	for i := range n {
+		_, err := p.Send(ctx, &equeue.Message{Topic: topic, Delay: delay, Body: fmt.Appendf(nil, "%04d %02000d", i, i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Close())
+	require.NoError(t, e.Close())
 }
