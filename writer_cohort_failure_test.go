@@ -22,12 +22,23 @@ import (
 // as a duplicate); every acknowledged delayed message is delivered once, an
 // unknown one at most once, a refused one never.
 func TestWriter_CohortsUnderAFailedSyncKeepDedupAndDelays(t *testing.T) {
+	// A linger as set, and one stretched to the Sync's time (lingerFor),
+	// whose expiries also lower the writer's target.
+	for _, c := range []struct{ linger, lingerCap time.Duration }{{20 * time.Millisecond, 0}, {10 * time.Millisecond, 100 * time.Millisecond}} {
+		t.Run(fmt.Sprintf("linger=%v/cap=%v", c.linger, c.lingerCap), func(t *testing.T) { cohortsUnderAFailedSync(t, c.linger, c.lingerCap) })
+	}
+}
+
+func cohortsUnderAFailedSync(t *testing.T, linger, lingerCap time.Duration) {
 	const senders, rounds = 16, 6
 	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncAlways})
 	require.NoError(t, r.E.CreateTopicWith(ctxBG, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
 	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 	r.FS.Delay(0, 30*time.Millisecond)
-	equeue.SetGroupCommitLinger(r.E, 20*time.Millisecond)
+	equeue.SetGroupCommitLinger(r.E, linger)
+	if lingerCap > 0 {
+		equeue.SetGroupCommitLingerCap(r.E, lingerCap)
+	}
 	syncs := failNthSync(r, 5) // once the cohorts have merged
 
 	var (
