@@ -186,6 +186,7 @@ func benchBaselineHandoff(b *testing.B, synced, toStore bool, size int) {
 	n := int64(b.N)
 	b.SetBytes(int64(size))
 	b.ResetTimer()
+	cpu := benchStartCPU()
 	start := time.Now()
 	for range handoffSenders {
 		senders.Go(func() {
@@ -201,6 +202,7 @@ func benchBaselineHandoff(b *testing.B, synced, toStore bool, size int) {
 	senders.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu.report(b, b.N)
 	close(stop)
 	committer.Wait()
 	if p := failed.Load(); p != nil {

@@ -417,6 +417,11 @@ func benchSend(b *testing.B, policy equeue.SyncPolicy, senders, size int) {
 	}
 	if writes := equeue.StoreWrites(e) - writes0; writes > 0 {
 		b.ReportMetric(float64(b.N)/float64(writes), "msgs/write")
+		// The share of the run the writer spent in store writes: near 1,
+		// the writer's loop is what bounds the rate.
+		wtime, _ := equeue.StoreTimes(e)
+		b.ReportMetric(float64(wtime-wtime0)/float64(elapsed), "write-share")
+		b.ReportMetric(float64((wtime-wtime0).Microseconds())/float64(writes), "us/write")
 	}
 	benchClose(b, p, e)
 }
@@ -617,6 +622,7 @@ func benchBaselineRaw(b *testing.B, txnSize int, synced bool, size int) {
 	var offs [benchQueues]uint64
 	b.SetBytes(int64(size))
 	b.ResetTimer()
+	cpu := benchStartCPU()
 	start := time.Now()
 	var syncTime time.Duration
 	cycles := 0
@@ -637,6 +643,7 @@ func benchBaselineRaw(b *testing.B, txnSize int, synced bool, size int) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu.report(b, b.N)
 	benchReport(b, b.N, elapsed)
 	if synced {
 		// The same split as BenchmarkSend's: a cycle is a transaction and
