@@ -106,24 +106,26 @@ func (e *Engine) Append(ctx context.Context, req *AppendRequest) (AppendResult, 
 }
 
 // sendOne is Append of the one message m for an in-process Producer, with
-// now as the time of the send: it returns what Send returns, without the
-// request, the result and their slices on the heap.
-func (e *Engine) sendOne(ctx context.Context, topic string, queue int, m *Message, sync *SyncPolicy, now time.Time) (SendResult, error) {
+// now as the time of the send: it sets *res to what Send returns, without
+// the request, the result and their slices on the heap. On an error *res
+// is left as it was.
+func (e *Engine) sendOne(ctx context.Context, topic string, queue int, m *Message, sync *SyncPolicy, now time.Time, res *SendResult) error {
 	c := getCommand()
 	c.msg1[0] = m // the request's one-message slice, on c: no allocation
 	req := AppendRequest{Topic: topic, Queue: queue, Messages: c.msg1[:], Sync: sync}
 	ids, err := e.appendWait(ctx, &req, c, now)
 	if err != nil {
-		return SendResult{}, err
+		return err
 	}
-	ar, err := e.appendResult(&req, c, ids)
-	var res SendResult
-	if err == nil {
-		res = sendResult(topic, ar, 0)
+	if c.err != nil {
+		err = c.failure(topic, queue)
+	} else {
+		q, off := c.landed(queue)
+		*res = SendResult{ID: ids[0], Topic: topic, Queue: q, Offset: off, StoredAt: c.storedAt, Delayed: off < 0, Duplicate: c.duplicate}
 	}
 	e.trimAfter(ctx, c, err)
 	c.release()
-	return res, err
+	return err
 }
 
 // appendWait validates and encodes req into c, a command from getCommand,
@@ -168,15 +170,30 @@ func (e *Engine) trimAfter(ctx context.Context, c *command, err error) {
 
 // appendResult turns a completed command into Append's answer.
 func (e *Engine) appendResult(req *AppendRequest, c *command, ids []string) (AppendResult, error) {
-	switch {
-	case c.err != nil:
-		return AppendResult{}, fmt.Errorf("equeue: append to %s/%d: %w", req.Topic, req.Queue, c.err)
-	case c.duplicate:
-		return AppendResult{Queue: c.dupQueue, FirstOffset: c.first, StoredAt: c.storedAt, IDs: ids, Duplicate: true, Delayed: c.first < 0}, nil
-	case c.kind == cmdDelay:
-		return AppendResult{Queue: req.Queue, FirstOffset: -1, StoredAt: c.storedAt, IDs: ids, Delayed: true}, nil
+	if c.err != nil {
+		return AppendResult{}, c.failure(req.Topic, req.Queue)
 	}
-	return AppendResult{Queue: c.q.id, FirstOffset: c.first, StoredAt: c.storedAt, IDs: ids}, nil
+	q, first := c.landed(req.Queue)
+	return AppendResult{Queue: q, FirstOffset: first, StoredAt: c.storedAt, IDs: ids, Duplicate: c.duplicate, Delayed: first < 0}, nil
+}
+
+// failure is the error of a completed command that failed, sent to queue
+// of topic.
+func (c *command) failure(topic string, queue int) error {
+	return fmt.Errorf("equeue: append to %s/%d: %w", topic, queue, c.err)
+}
+
+// landed is where a completed command's messages are, for a request to
+// queue: their queue and first offset, -1 when they were delayed (they get
+// offsets when they become visible). A duplicate's are the original's.
+func (c *command) landed(queue int) (int, int64) {
+	switch {
+	case c.duplicate:
+		return c.dupQueue, c.first
+	case c.kind == cmdDelay:
+		return queue, -1
+	}
+	return c.q.id, c.first
 }
 
 // AppendAsync is Append that reports through cb instead of blocking. cb runs

@@ -195,6 +195,9 @@ func (p *Producer) check(ctx context.Context, msgs ...*Message) error {
 			return fmt.Errorf("%w: a batch must be for one topic (%q and %q)", ErrInvalidArgument, msgs[0].Topic, m.Topic)
 		}
 	}
+	if c := p.lastRoute.Load(); c != nil && c.topic == msgs[0].Topic {
+		return nil // routes are cached only for topics that passed the checks below
+	}
 	if isInternalTopic(msgs[0].Topic) {
 		return fmt.Errorf("%w: %q", ErrInternalTopic, msgs[0].Topic)
 	}
@@ -212,39 +215,48 @@ func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
 	if err := p.check(ctx, m); err != nil {
 		return SendResult{}, err
 	}
+	var res SendResult
+	if len(p.hooks) == 0 { // nothing observes the send
+		err := p.send(ctx, m, &res)
+		return res, err
+	}
 	ctx, end := p.hooks.traceSend(ctx, m)
 	p.hooks.beforeSend(ctx, m)
-	res, err := p.send(ctx, m)
+	err := p.send(ctx, m, &res)
 	p.hooks.afterSend(ctx, m, res, err)
 	end.one(res, err)
 	return res, err
 }
 
-func (p *Producer) send(ctx context.Context, m *Message) (SendResult, error) {
-	res, err := p.sendOnce(ctx, m, false)
+// send sends m and sets *res where it landed; on an error *res is left
+// as it was. (The result is set in place: a SendResult returned through
+// each call on the way costs as much as some of the work.)
+func (p *Producer) send(ctx context.Context, m *Message, res *SendResult) error {
+	err := p.sendOnce(ctx, m, false, res)
 	if err != nil && routeRetryable(err) {
 		// The cached route was stale (a queue closed to producers, or fewer
 		// queues): once more on a fresh one.
-		res, err = p.sendOnce(ctx, m, true)
+		err = p.sendOnce(ctx, m, true, res)
 	}
-	return res, err
+	return err
 }
 
 // sendOnce routes m (on a freshly read route when fresh) and appends it.
-func (p *Producer) sendOnce(ctx context.Context, m *Message, fresh bool) (SendResult, error) {
+func (p *Producer) sendOnce(ctx context.Context, m *Message, fresh bool, res *SendResult) error {
 	now := time.Now() // one reading serves the route's expiry and the engine
 	q, err := p.pick(ctx, m, fresh, now)
 	if err != nil {
-		return SendResult{}, err
+		return err
 	}
 	if p.eng != nil {
-		return p.sendEngine(ctx, m, q, now)
+		return p.sendEngine(ctx, m, q, now, res)
 	}
 	ar, err := p.append(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync})
 	if err != nil {
-		return SendResult{}, err
+		return err
 	}
-	return sendResult(m.Topic, ar, 0), nil
+	*res = sendResult(m.Topic, ar, 0)
+	return nil
 }
 
 // SendBatch stores msgs, all for one topic, in one queue and in order. The
@@ -341,7 +353,9 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		p.async.Add(1)
 		go func() {
 			defer p.async.Done()
-			finish(p.send(ctx, m))
+			var res SendResult
+			err := p.send(ctx, m, &res)
+			finish(res, err)
 		}()
 		return f
 	}
@@ -353,7 +367,9 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 				// off the writer's goroutine (the callback must not block).
 				go func() {
 					defer p.async.Done()
-					finish(p.sendOnce(ctx, m, true))
+					var res SendResult
+					err := p.sendOnce(ctx, m, true, &res)
+					finish(res, err)
 				}()
 				return
 			}
@@ -395,15 +411,15 @@ func (p *Producer) append(ctx context.Context, req *AppendRequest) (AppendResult
 
 // sendEngine is append for one message on the in-process engine, as of now
 // (and of the time of each retry).
-func (p *Producer) sendEngine(ctx context.Context, m *Message, q int, now time.Time) (SendResult, error) {
+func (p *Producer) sendEngine(ctx context.Context, m *Message, q int, now time.Time, res *SendResult) error {
 	wait := busyBackoffMin
 	for {
-		res, err := p.eng.sendOne(ctx, m.Topic, q, m, p.sync, now)
+		err := p.eng.sendOne(ctx, m.Topic, q, m, p.sync, now, res)
 		if !errors.Is(err, ErrBusy) {
-			return res, err
+			return err
 		}
 		if !busyBackoff(ctx, &wait) {
-			return SendResult{}, err
+			return err
 		}
 		now = time.Now()
 	}
