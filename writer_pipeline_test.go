@@ -2,6 +2,7 @@ package equeue_test
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,32 @@ func syncPerRound(t *testing.T, senders, rounds int, linger, lingerCap time.Dura
 	syncs := r.FS.Syncs() - before
 	assert.LessOrEqual(t, syncs, int64(rounds+4), "%d fsyncs for %d rounds of %d senders", syncs, rounds, senders)
 	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
+}
+
+// Without a Sync to wait for, the writer completes a batch itself, and
+// its senders' next requests go into the next batch rather than the one
+// after: all the senders share one write per round. Without
+// letSendersBack, the senders completed by each write ran only while the
+// writer was in its next write, so they split into two cohorts taking
+// turns, two writes per round (checked). On a busy machine, a thread the
+// OS preempts during the writer's yield splits the cohort until a later
+// yield succeeds, so the best of three runs counts.
+func TestWriter_SendersCompletedInlineJoinTheNextWrite(t *testing.T) {
+	const senders, rounds, runs = 8, 24, 3
+	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncNever})
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	r.FS.Delay(5*time.Millisecond, 0) // long enough for every sender to come back
+	best := int64(math.MaxInt64)
+	var all []int64
+	for range runs {
+		before := r.FS.Writes()
+		appendRounds(t, r.E, senders, rounds, nil)
+		writes := r.FS.Writes() - before
+		all = append(all, writes)
+		best = min(best, writes)
+	}
+	assert.LessOrEqual(t, best, int64(rounds+rounds/2), "writes for %d rounds of %d senders, in %d runs: %v", rounds, senders, runs, all)
+	assert.Len(t, queueBodies(t, r.E, "t", 0), runs*senders*rounds)
 }
 
 // Senders that stop coming back as a group (here one sender after a
