@@ -18,6 +18,10 @@ type AppendRequest struct {
 	Messages []*Message
 	// Sync overrides the engine's sync policy for this append when non-nil.
 	Sync *SyncPolicy
+
+	// detached is set by Producer.SendAsync on an in-process engine: its
+	// caller does not wait for the append (command.waits).
+	detached bool
 }
 
 // AppendResult reports where an append landed.
@@ -217,6 +221,7 @@ func (e *Engine) AppendAsync(ctx context.Context, req *AppendRequest, cb func(Ap
 		return
 	}
 	c.trimsAfter = true // answerAppended trims before it answers
+	c.detached = req.detached
 	c.done = func(c *command) {
 		res, err := e.appendResult(req, c, ids)
 		if err != nil || c.duplicate || c.kind != cmdAppend {

@@ -63,6 +63,9 @@ type command struct {
 	// trimsAfter marks an append whose sender trims the topic to its
 	// limit itself (topiclimits.go), so the writer need not ask for it.
 	trimsAfter bool
+	// detached marks an append whose caller does not wait for it
+	// (Producer.SendAsync): see waits.
+	detached bool
 
 	ops, bytes int // exact store cost, set by seal
 
@@ -199,6 +202,15 @@ func (c *command) complete() {
 		close(c.doneCh)
 	}
 }
+
+// waits reports whether c's caller may come back as soon as the writer
+// completes it: a blocked Send or Append, or an append whose caller waits
+// for its callback (the remote server's, carrying a client's call). Such
+// senders, acknowledged by one Sync, come back together, and the writer
+// lingers for them (writer_cohort.go). A Producer's SendAsync does not
+// wait: its sends come on their own schedule, and lingering for them only
+// adds latency.
+func (c *command) waits() bool { return !c.detached }
 
 // commandPool recycles the commands of synchronous appends, with their
 // signal channels: a send would otherwise allocate both every time.

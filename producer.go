@@ -360,7 +360,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		return f
 	}
 	p.async.Add(1)
-	aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync},
+	aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync, detached: true},
 		func(ar AppendResult, err error) {
 			if err != nil && routeRetryable(err) {
 				// A stale route, as Send retries it: once, on a fresh route,

@@ -97,7 +97,7 @@ func (e *Engine) runWriter() {
 	var (
 		batch    []*command
 		carry    *command
-		prev     int  // recent synced batch size: the senders likely to return
+		prev     int  // waiting senders of recent synced batches: those likely to return
 		stopping bool // Close asked the writer to drain and stop
 		expiring bool // expired dedup entries are left for another batch
 		cohort   cohortTarget
@@ -141,12 +141,16 @@ func (e *Engine) runWriter() {
 		}
 		e.pipe.building.Store(true)
 		ops, bytes, internal := 0, 0, 0
+		waiting := 0 // commands in batch whose callers block until it completes
 		needSync := false
 		if first != nil {
 			batch = append(batch, first)
 			ops, bytes, needSync = first.ops, first.bytes, first.sync
 			if first.internal {
 				internal = first.ops
+			}
+			if first.waits() {
+				waiting++
 			}
 		}
 		// cut: the completer waits for this batch, so it stopped lingering
@@ -157,9 +161,9 @@ func (e *Engine) runWriter() {
 			c := take(false)
 			if c == nil {
 				// Queue empty: wait a little for returning senders only when an
-				// fsync is coming and fewer requests than last time are here
-				// (writer_cohort.go).
-				want := cohort.want(prev, int(e.pipe.cohort.Load())) - len(batch)
+				// fsync is coming and fewer waiting senders than last time are
+				// here (writer_cohort.go).
+				want := cohort.want(prev, int(e.pipe.cohort.Load())) - waiting
 				if stopping || expired || cut || !needSync || want <= 0 {
 					break
 				}
@@ -192,6 +196,9 @@ func (e *Engine) runWriter() {
 			if c.internal {
 				internal += c.ops
 			}
+			if c.waits() {
+				waiting++
+			}
 			needSync = needSync || c.sync
 		}
 		if lingering {
@@ -213,8 +220,8 @@ func (e *Engine) runWriter() {
 		switch {
 		case !needSync:
 			prev = 0
-		case len(batch) >= prev:
-			prev = len(batch)
+		case waiting >= prev:
+			prev = waiting
 		case expired && stretched:
 			// A linger stretched to a slow Sync's time ran out before prev
 			// senders came back: they do not come as a group (open-loop
@@ -226,7 +233,7 @@ func (e *Engine) runWriter() {
 			// Sync to time, batches better that way. Dropping it on every
 			// expiry, a 3-node cluster's Send in cluster.BenchmarkRatio
 			// made 16–19k msgs/s against 19–24k in alternated runs.)
-			prev = len(batch)
+			prev = waiting
 		default:
 			// Remember the largest recent cohort and let it decay slowly, so
 			// a batch that came up short does not lower the target for good.
@@ -387,7 +394,7 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	if len(batch) == 0 && len(b.meta) == 0 {
 		expiring = false // nothing fits even an empty batch: do not spin
 	}
-	f := &flight{batch: batch, b: b}
+	f := &flight{batch: batch, b: b, waiters: waiters(batch)}
 	if len(b.entries) > 0 || len(b.meta) > 0 {
 		sb := &store.Batch{Entries: b.entries, Meta: b.meta}
 		aw, async := e.st.(AsyncWriter)

@@ -27,11 +27,12 @@ import (
 // (waitingPays): with large batches, overlapping a Sync with the next write
 // does better than syncing both at once.
 //
-// Senders that do not wait for their Send (SendAsync callers, open-loop
-// producers) never come back as a cohort: waiting for them only adds
-// latency. So each wait for a cohort that ends short suspends that wait for
-// the next batches, twice as many after each miss in a row, up to
-// maxCohortSkip.
+// Senders that do not wait for their Send never come back as a cohort:
+// waiting for them only adds latency. A Producer's SendAsync is known not
+// to wait (command.waits), so neither the writer's target nor the cohort
+// counts it. Open-loop producers that do block are found out: each wait
+// for a cohort that ends short suspends that wait for the next batches,
+// twice as many after each miss in a row, up to maxCohortSkip.
 
 // maxCohortSkip bounds how many batches go without waiting for a cohort
 // after misses in a row.

@@ -56,6 +56,22 @@ type flight struct {
 	// settle is the completer's count of synced groups when the batch was
 	// handed over (writer_cohort.go).
 	settle int64
+	// waiters counts the commands of the batch whose callers block until it
+	// completes: the senders that may come back as a cohort.
+	waiters int
+}
+
+// waiters counts the commands of batch whose callers block until the
+// writer completes them. Call it while the writer owns the commands: once
+// completed, a command may be reused at once.
+func waiters(batch []*command) int {
+	n := 0
+	for _, c := range batch {
+		if c.waits() {
+			n++
+		}
+	}
+	return n
 }
 
 // pipeline is the completer's state.
@@ -82,8 +98,8 @@ type pipeline struct {
 	syncTime atomic.Int64 // recent Sync duration in ns (moving average)
 	// writeTime is the recent store Write duration in ns (moving average).
 	writeTime atomic.Int64
-	// cohort is how many commands the completer's last Sync acknowledged:
-	// the senders the writer may expect back together.
+	// cohort is how many waiting senders (command.waits) the completer's
+	// last Sync acknowledged: those the writer may expect back together.
 	cohort  atomic.Int32
 	settles atomic.Int64 // synced groups completed (writer_cohort.go)
 	// asyncFailed is the first failed AsyncWriter write: memory counts
@@ -154,7 +170,7 @@ func (e *Engine) runCompleter() {
 			n := 0
 			for _, f := range group {
 				if needsSync(f) {
-					n += len(f.batch)
+					n += f.waiters
 				}
 			}
 			e.pipe.cohort.Store(int32(n))

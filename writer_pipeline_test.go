@@ -226,6 +226,37 @@ func TestWriter_SendersCompletedInlineJoinTheNextWrite(t *testing.T) {
 	assert.Len(t, queueBodies(t, r.E, "t", 0), runs*senders*rounds)
 }
 
+// SendAsync callers do not wait for their sends, so they do not come
+// back as a group when a Sync acknowledges them: the writer does not
+// linger for them. Here a burst of 8 asynchronous sends and then a single
+// one: the writer used to linger for 7 more (the size of its last batch),
+// a whole linger of 50 ms (checked), which showed in the tail of
+// BenchmarkLatency's open-loop SendAsync traffic. Blocking senders still
+// make it linger (TestWriter_SlowSyncsWaitForSlowerSenders).
+func TestWriter_DoesNotLingerForSendAsync(t *testing.T) {
+	r := slowSyncRig(t, 5*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond)
+	p, err := equeue.NewProducer(r.E, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	send := func(n int) {
+		futs := make([]*equeue.SendFuture, n)
+		for i := range futs {
+			futs[i] = p.SendAsync(ctxBG, &equeue.Message{Topic: "t", Body: []byte("x")})
+		}
+		for _, f := range futs {
+			_, err := f.Result(ctxBG)
+			require.NoError(t, err)
+		}
+	}
+	for range 3 {
+		send(8)
+		before := equeue.LingerExpiries(r.E)
+		send(1)
+		assert.Zero(t, equeue.LingerExpiries(r.E)-before, "the writer lingered for asynchronous senders")
+	}
+	assert.Len(t, queueBodies(t, r.E, "t", 0), 27)
+}
+
 // Senders that stop coming back as a group (here one sender after a
 // group of 8) are not waited for again and again: with Syncs slow enough
 // to stretch the linger, the first linger that runs out lowers the
