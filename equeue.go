@@ -54,6 +54,7 @@ type Engine struct {
 	lingerWant atomic.Int32
 	linger     atomic.Int64 // groupCommitLinger, in nanoseconds; tests change it
 	lingerCap  atomic.Int64 // maxGroupCommitLinger, in nanoseconds; tests change it
+	yieldsOff  atomic.Int64 // senderYieldsOff, in nanoseconds; tests change it
 	lingerWake chan struct{}
 	limits     store.Limits
 
@@ -150,6 +151,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	}
 	e.linger.Store(int64(groupCommitLinger))
 	e.lingerCap.Store(int64(maxGroupCommitLinger))
+	e.yieldsOff.Store(int64(senderYieldsOff))
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	if err := e.loadTopics(); err != nil {
 		_ = st.Close()

@@ -42,6 +42,14 @@ func GroupCommitSyncs(e *Engine) int64 { return e.pipe.syncs.Load() }
 // senders, and its completer for a batch to share a Sync.
 func SetGroupCommitLinger(e *Engine, d time.Duration) { e.linger.Store(int64(d)) }
 
+// SetSenderYieldsOff changes how long e's writer stops yielding to the
+// senders it completed after a yield that took too long.
+func SetSenderYieldsOff(e *Engine, d time.Duration) { e.yieldsOff.Store(int64(d)) }
+
+// SenderYields reports how often e's writer yielded to the senders it
+// completed itself.
+func SenderYields(e *Engine) int64 { return e.pipe.senderYields.Load() }
+
 // SetGroupCommitLingerCap changes how long, at most, e's writer waits for
 // returning senders when Syncs take longer than its linger.
 func SetGroupCommitLingerCap(e *Engine, d time.Duration) { e.lingerCap.Store(int64(d)) }

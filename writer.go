@@ -101,7 +101,9 @@ func (e *Engine) runWriter() {
 		stopping bool // Close asked the writer to drain and stop
 		expiring bool // expired dedup entries are left for another batch
 		cohort   cohortTarget
-		linger   = time.NewTimer(time.Hour)
+		// yieldsOff: letSendersBack does not yield before then.
+		yieldsOff time.Time
+		linger    = time.NewTimer(time.Hour)
 	)
 	linger.Stop()
 	defer linger.Stop()
@@ -211,7 +213,7 @@ func (e *Engine) runWriter() {
 		var failed, inline bool
 		expiring, failed, inline = e.runBatch(batch, time.Now(), maxOps-ops, maxBytes-bytes)
 		if inline {
-			e.letSendersBack(len(batch))
+			e.letSendersBack(len(batch), &yieldsOff)
 		}
 		e.pipe.building.Store(false)
 		if failed && len(batch) == 0 {
@@ -432,8 +434,16 @@ func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes in
 	return expiring, f.err != nil, false
 }
 
-// maxSenderYields bounds letSendersBack.
-const maxSenderYields = 8
+// Bounds of letSendersBack: yields per batch; a yield longer than
+// slowSenderYield means other goroutines hold the processors (a host
+// program using every core), and yields are then off for
+// senderYieldsOff (Engine.yieldsOff; tests set another with
+// SetSenderYieldsOff).
+const (
+	maxSenderYields = 8
+	slowSenderYield = time.Millisecond
+	senderYieldsOff = time.Second
+)
 
 // letSendersBack lets the senders the writer has just completed itself
 // (a batch with no Sync to wait for) send again before it gathers the next
@@ -442,23 +452,40 @@ const maxSenderYields = 8
 // request then misses that batch and waits for the one after. The senders
 // of each batch come back a batch late, and the writer, never waiting,
 // writes them in thirds: in BenchmarkSend (SyncNever, 64 senders) 21–22
-// messages per write. Yielding while the queue grows — up to n requests,
-// the senders just completed — lets them queue first, and the writer
+// messages per write. Yielding while the queue grows, by up to n requests
+// (the senders just completed), lets them queue first, and the writer
 // stops yielding as soon as a yield brought nothing (nobody runnable came
 // back: open-loop senders, SendAsync), so it never waits on a timer.
-func (e *Engine) letSendersBack(n int) {
+//
+// A yield puts the writer behind every runnable goroutine. When those
+// are busy ones of the host program, one yield can cost a whole
+// scheduling quantum (10 ms): in BenchmarkLatency (SyncNever) with two
+// spinning goroutines of its own on two cores, p99 rose from 20 ms to
+// 20–60 ms. So a yield that takes longer than slowSenderYield turns
+// yielding off for senderYieldsOff (*off is the time until which it is
+// off; only the writer uses it).
+func (e *Engine) letSendersBack(n int, off *time.Time) {
 	queued := len(e.writeCh)
 	want := min(queued+n, cap(e.writeCh)) // those queued may be another cohort
+	if queued >= want {
+		return
+	}
+	began := time.Now()
+	if began.Before(*off) {
+		return
+	}
 	for range maxSenderYields {
-		if queued >= want {
-			return
-		}
 		runtime.Gosched()
-		now := len(e.writeCh)
-		if now == queued {
+		now, at := len(e.writeCh), time.Now()
+		e.pipe.senderYields.Add(1)
+		if at.Sub(began) > slowSenderYield {
+			*off = at.Add(time.Duration(e.yieldsOff.Load()))
 			return
 		}
-		queued = now
+		if now == queued || now >= want {
+			return
+		}
+		queued, began = now, at
 	}
 }
 

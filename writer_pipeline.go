@@ -83,6 +83,8 @@ type pipeline struct {
 	// lingerExpiries counts the writer's lingers that ran out before the
 	// senders it waited for came.
 	lingerExpiries atomic.Int64
+	// senderYields counts the writer's yields in letSendersBack.
+	senderYields atomic.Int64
 	// syncNanos and writeNanos add up the time spent in the store's Sync
 	// and (synchronous) Write calls: benchmarks split a group commit's
 	// cycle with them.

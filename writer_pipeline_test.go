@@ -3,6 +3,7 @@ package equeue_test
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,6 +214,9 @@ func TestWriter_SendersCompletedInlineJoinTheNextWrite(t *testing.T) {
 	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncNever})
 	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 	r.FS.Delay(5*time.Millisecond, 0) // long enough for every sender to come back
+	// A yield the OS preempted turns yielding off for a second: on a busy
+	// machine that would be the whole test.
+	equeue.SetSenderYieldsOff(r.E, time.Millisecond)
 	best := int64(math.MaxInt64)
 	var all []int64
 	for range runs {
@@ -225,6 +229,49 @@ func TestWriter_SendersCompletedInlineJoinTheNextWrite(t *testing.T) {
 	assert.LessOrEqual(t, best, int64(rounds+rounds/2), "writes for %d rounds of %d senders, in %d runs: %v", rounds, senders, runs, all)
 	assert.Len(t, queueBodies(t, r.E, "t", 0), runs*senders*rounds)
 }
+
+// When the host program keeps every processor busy, a yield to the
+// senders costs a scheduling quantum, so the writer stops yielding after
+// the first slow one: here two spinning goroutines per processor, and
+// blocking senders whose writes complete inline. Without the back-off the
+// writer yielded after nearly every batch (checked: 30–60 yields, each up
+// to 10 ms).
+func TestWriter_StopsYieldingWhenTheProcessorsAreBusy(t *testing.T) {
+	const senders, rounds = 4, 24
+	r := newFaultRig(t, "memory", &equeue.Options{Sync: equeue.SyncNever})
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	stop := make(chan struct{})
+	var spinners, spinning sync.WaitGroup
+	n := 2 * runtime.GOMAXPROCS(0)
+	spinning.Add(n)
+	for range n {
+		spinners.Go(func() {
+			spinning.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for i := 0; i < 1<<16; i++ {
+					spinSink.Add(1)
+				}
+			}
+		})
+	}
+	defer spinners.Wait()
+	defer close(stop)
+	spinning.Wait()
+	before := equeue.SenderYields(r.E)
+	appendRounds(t, r.E, senders, rounds, nil)
+	yields := equeue.SenderYields(r.E) - before
+	t.Logf("%d yields", yields)
+	assert.LessOrEqual(t, yields, int64(12), "%d yields with every processor busy", yields)
+	assert.Len(t, queueBodies(t, r.E, "t", 0), senders*rounds)
+}
+
+// spinSink keeps the spinning goroutines' loops from being optimized out.
+var spinSink atomic.Int64
 
 // SendAsync callers do not wait for their sends, so they do not come
 // back as a group when a Sync acknowledges them: the writer does not
