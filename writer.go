@@ -211,7 +211,7 @@ func (e *Engine) runWriter() {
 		}
 		cohort.gathered(expired, cut)
 		var failed, inline bool
-		expiring, failed, inline = e.runBatch(batch, time.Now(), maxOps-ops, maxBytes-bytes)
+		expiring, failed, inline = e.runBatch(batch, waiting, time.Now(), maxOps-ops, maxBytes-bytes)
 		if inline {
 			e.letSendersBack(len(batch), &yieldsOff)
 		}
@@ -386,17 +386,19 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 
 // runBatch applies batch at now, with room left for dedup expiry, writes
 // it and makes the writer's memory follow the write, then hands it to the
-// completer, which syncs, publishes and completes it in order. It reports
-// whether expired dedup entries are left and whether the store refused the
-// write.
-func (e *Engine) runBatch(batch []*command, now time.Time, roomOps, roomBytes int) (expiring, failed, inline bool) {
+// completer, which syncs, publishes and completes it in order; waiting
+// counts the commands whose callers block until then (command.waits). It
+// reports whether expired dedup entries are left, whether the store
+// refused the write, and whether it completed the batch itself (inline:
+// nothing to wait for).
+func (e *Engine) runBatch(batch []*command, waiting int, now time.Time, roomOps, roomBytes int) (expiring, failed, inline bool) {
 	b := &batchState{now: now}
 	e.apply(b, batch)
 	expiring = e.planExpiry(b, roomOps, roomBytes)
 	if len(batch) == 0 && len(b.meta) == 0 {
 		expiring = false // nothing fits even an empty batch: do not spin
 	}
-	f := &flight{batch: batch, b: b, waiters: waiters(batch)}
+	f := &flight{batch: batch, b: b, waiters: waiting}
 	if len(b.entries) > 0 || len(b.meta) > 0 {
 		sb := &store.Batch{Entries: b.entries, Meta: b.meta}
 		aw, async := e.st.(AsyncWriter)

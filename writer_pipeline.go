@@ -56,22 +56,11 @@ type flight struct {
 	// settle is the completer's count of synced groups when the batch was
 	// handed over (writer_cohort.go).
 	settle int64
-	// waiters counts the commands of the batch whose callers block until it
-	// completes: the senders that may come back as a cohort.
+	// waiters counts the commands of the batch whose callers wait for it
+	// (command.waits): the senders that may come back as a cohort. The
+	// writer counts them while it owns the commands; once completed, a
+	// command may be reused at once.
 	waiters int
-}
-
-// waiters counts the commands of batch whose callers block until the
-// writer completes them. Call it while the writer owns the commands: once
-// completed, a command may be reused at once.
-func waiters(batch []*command) int {
-	n := 0
-	for _, c := range batch {
-		if c.waits() {
-			n++
-		}
-	}
-	return n
 }
 
 // pipeline is the completer's state.
