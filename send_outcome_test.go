@@ -3,6 +3,9 @@ package equeue_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
 )
 
 // What Send returns for each outcome of the write, on the in-process fast
@@ -75,4 +79,64 @@ func TestSend_ResultOfEachOutcome(t *testing.T) {
 			assert.Equal(t, []string{"a", "unknown"}, queueBodies(t, r.reopen(), "t", 0))
 		})
 	}
+}
+
+// Writes completed by the writer itself (no fsync to wait for), where it
+// then yields to their senders (letSendersBack), crossed with refused
+// writes, a dedup window, blocking and asynchronous senders: every third
+// store write fails. Each refused send reports "not stored" (the store's
+// error, never "unknown"), its sender retries it with the same ID, and
+// after a reopen every message is stored exactly once.
+func TestSend_InlineCompletionsWithRefusedWrites(t *testing.T) {
+	const senders, rounds, async = 8, 12, 40
+	r := newFaultRig(t, "badger", &equeue.Options{Sync: equeue.SyncNever})
+	require.NoError(t, r.E.CreateTopicWith(ctxBG, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	var writes atomic.Int64
+	r.FS.OnWrite(func(*store.Batch) error {
+		if writes.Add(1)%3 == 0 {
+			return faultstore.ErrInjected
+		}
+		return nil
+	})
+	p := newProducer(t, r.E, nil)
+	var refused atomic.Int64
+	// Called from the senders' goroutines too: assert, not require.
+	sendUntilStored := func(id string, first error) {
+		for err := first; err != nil; {
+			if !assert.ErrorIs(t, err, faultstore.ErrInjected) ||
+				!assert.False(t, errors.Is(err, equeue.ErrIndeterminate), "a refused write reported as unknown: %v", err) {
+				return
+			}
+			refused.Add(1)
+			_, err = p.Send(ctxBG, &equeue.Message{Topic: "t", ID: id, Body: []byte(id)})
+		}
+	}
+	var wg sync.WaitGroup
+	var want []string
+	for g := range senders {
+		for i := range rounds {
+			want = append(want, fmt.Sprintf("s%d-%d", g, i))
+		}
+		wg.Go(func() {
+			for i := range rounds {
+				id := fmt.Sprintf("s%d-%d", g, i)
+				_, err := p.Send(ctxBG, &equeue.Message{Topic: "t", ID: id, Body: []byte(id)})
+				sendUntilStored(id, err)
+			}
+		})
+	}
+	futs := make([]*equeue.SendFuture, async)
+	for i := range futs {
+		id := fmt.Sprintf("a-%d", i)
+		want = append(want, id)
+		futs[i] = p.SendAsync(ctxBG, &equeue.Message{Topic: "t", ID: id, Body: []byte(id)})
+	}
+	for i, f := range futs {
+		_, err := f.Result(ctxBG)
+		sendUntilStored(fmt.Sprintf("a-%d", i), err)
+	}
+	wg.Wait()
+	assert.Positive(t, refused.Load(), "no write was refused")
+	r.FS.OnWrite(nil)
+	assert.ElementsMatch(t, want, queueBodies(t, r.reopen(), "t", 0))
 }
