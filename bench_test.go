@@ -940,13 +940,23 @@ func BenchmarkLatency(b *testing.B) {
 	for _, pol := range policies {
 		for _, bs := range benchBodySizes {
 			b.Run(pol.name+"/rate=10k/"+bs.name, func(b *testing.B) {
-				benchLatency(b, pol.policy, bs.size)
+				benchLatency(b, pol.policy, bs.size, false)
 			})
 		}
 	}
+	// Open-loop senders that block: each message is sent by a goroutine of
+	// its own calling Send, as HTTP handlers would, so no sender comes back
+	// for the next fsync.
+	for _, pol := range policies {
+		b.Run(pol.name+"/rate=10k/blocking/body=100B", func(b *testing.B) {
+			benchLatency(b, pol.policy, 100, true)
+		})
+	}
 }
 
-func benchLatency(b *testing.B, policy equeue.SyncPolicy, size int) {
+// benchLatency sends 10 messages per millisecond with SendAsync, or with
+// blocking, each from a goroutine of its own calling Send.
+func benchLatency(b *testing.B, policy equeue.SyncPolicy, size int, blocking bool) {
 	const perTick = 10
 	ctx := benchCtx(b)
 	e := benchNewEngine(b, &equeue.Options{Sync: policy})
@@ -971,6 +981,10 @@ func benchLatency(b *testing.B, policy equeue.SyncPolicy, size int) {
 	}
 	body := benchBody(size)
 	futs := make([]*equeue.SendFuture, 0, 1<<16)
+	var (
+		senders sync.WaitGroup
+		errs    benchFirstErr
+	)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	b.SetBytes(int64(size))
@@ -979,10 +993,21 @@ func benchLatency(b *testing.B, policy equeue.SyncPolicy, size int) {
 		if sent%perTick == 0 {
 			<-tick.C
 		}
-		futs = append(futs, p.SendAsync(ctx, &equeue.Message{Topic: benchTopicName, Body: body, BornAt: time.Now()}))
+		m := &equeue.Message{Topic: benchTopicName, Body: body, BornAt: time.Now()}
+		if blocking {
+			senders.Go(func() {
+				if _, err := p.Send(ctx, m); err != nil {
+					errs.set(err)
+				}
+			})
+		} else {
+			futs = append(futs, p.SendAsync(ctx, m))
+		}
 		sent++
 	}
 	elapsed := b.Elapsed()
+	senders.Wait()
+	errs.check(b)
 	for _, f := range futs {
 		if _, err := f.Result(ctx); err != nil {
 			b.Fatal(err)
