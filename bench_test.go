@@ -673,6 +673,17 @@ func benchFill(b *testing.B, dir string, n, size int) {
 		b.Fatal(err)
 	}
 	benchClose(b, p, e)
+	// Settle the LSM tree, as benchRawFill does: otherwise the compaction
+	// of the fill's level-0 tables runs in some rounds while the reads are
+	// timed (2.5 µs of CPU per message consumed against 1.0 in the others).
+	st, err := store.OpenBadger(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Reclaim(); err != nil {
+		b.Fatal(err)
+	}
+	benchClose(b, st)
 }
 
 // BenchmarkConsume measures a Consumer (clustering, ConsumeFromEarliest,
@@ -823,6 +834,12 @@ func benchRawFill(b *testing.B, dir string, n, size int) {
 			b.Fatal(err)
 		}
 		done += k
+	}
+	benchClose(b, db)
+	// Settle the LSM tree (benchFill does the same for the engine's store).
+	db = benchOpenRawBadger(b, dir)
+	if err := db.Flatten(1); err != nil {
+		b.Fatal(err)
 	}
 	benchClose(b, db)
 }

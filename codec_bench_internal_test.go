@@ -26,7 +26,7 @@ func BenchmarkRecordCodec(b *testing.B) {
 					rec := f.encode(&Message{Body: body}, id, born)
 					sealRecord(rec, now)
 					var m Message
-					if err := decodeRecordTo(&m, rec); err != nil {
+					if err := decodeRecordTo(&m, rec, nil); err != nil {
 						b.Fatal(err)
 					}
 					n = len(rec)

@@ -227,9 +227,10 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 		// The messages of one read are allocated together: one allocation
 		// per read instead of one per message.
 		slab := make([]Message, len(recs))
+		ids := idFormatter{pending: make([]pendingID, 0, len(recs))}
 		for i, r := range recs {
 			m := &slab[i]
-			if err := decodeRecordTo(m, r.Value); err != nil {
+			if err := decodeRecordTo(m, r.Value, &ids); err != nil {
 				off = int64(r.Offset) + 1
 				e.stats.corrupt.Add(1)
 				res.Corrupt = append(res.Corrupt, int64(r.Offset))
@@ -261,6 +262,7 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			}
 			res.Messages = append(res.Messages, m)
 		}
+		ids.flush()
 	}
 	res.NextOffset = off
 	if len(res.Messages) > 0 {
