@@ -712,6 +712,7 @@ func BenchmarkConsume(b *testing.B) {
 		if err := c.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
+		started := time.Since(start)
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -721,6 +722,7 @@ func BenchmarkConsume(b *testing.B) {
 		b.StopTimer()
 		benchReport(b, b.N, elapsed)
 		cpu.report(b, b.N)
+		b.ReportMetric(float64(started.Microseconds()), "start-us")
 		benchClose(b, c, e)
 	})
 }
