@@ -98,7 +98,28 @@ const maxScanBatches = 8
 // Pull reads up to req.Max messages matching the filter from req.Offset. At
 // the end of the queue it waits up to req.Wait for an append (woken at once
 // by it, not by polling), then reports PullNoNewMessage.
-func (e *Engine) Pull(ctx context.Context, req *PullRequest) (res PullResult, err error) {
+func (e *Engine) Pull(ctx context.Context, req *PullRequest) (PullResult, error) {
+	return e.pull(ctx, req, nil)
+}
+
+// PullStored is Pull that also returns the messages' records as the engine
+// stored them, for a transport to carry as a stored batch (storedbatch.go):
+// the records are empty unless the result holds messages.
+//
+// Transport seam: package remote calls it to serve pulls; applications do
+// not.
+func (e *Engine) PullStored(ctx context.Context, req *PullRequest) (PullResult, *StoredRecords, error) {
+	stored := new(StoredRecords)
+	res, err := e.pull(ctx, req, stored)
+	if err != nil {
+		return res, nil, err
+	}
+	return res, stored, nil
+}
+
+// pull is Pull, keeping the records of the messages returned in stored
+// when set.
+func (e *Engine) pull(ctx context.Context, req *PullRequest, stored *StoredRecords) (res PullResult, err error) {
 	if err := e.enter(ctx); err != nil {
 		return PullResult{}, err
 	}
@@ -158,7 +179,7 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (res PullResult, er
 			res.Status, res.NextOffset = PullOffsetMoved, next
 			return res, nil
 		case req.Offset < next:
-			res, err := e.readQueue(q, req.Offset, next, max, req.MaxBytes, f, res)
+			res, err := e.readQueue(q, req.Offset, next, max, req.MaxBytes, f, res, stored)
 			if req.Group != "" {
 				grant := Grant{QueueRef: QueueRef{Topic: t.name, Queue: q.id}, Epoch: req.Epoch}
 				var big *MessageTooLargeError
@@ -201,8 +222,9 @@ const readBudget = 4 << 20
 
 // readQueue reads [from, end) in short read transactions until it has
 // matches or scanned maxScanBatches reads. With maxBytes > 0 it returns
-// no more than maxBytes of stored records.
-func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFilter, res PullResult) (PullResult, error) {
+// no more than maxBytes of stored records. With stored set, it keeps there
+// the record of each message returned.
+func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFilter, res PullResult, stored *StoredRecords) (PullResult, error) {
 	off := from
 	now := time.Now()
 	budget := readBudget
@@ -259,12 +281,21 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			m.Topic, m.Queue, m.Offset = q.topic.name, q.id, int64(r.Offset)
 			if res.Messages == nil {
 				res.Messages = make([]*Message, 0, min(max, len(recs)-i))
+				if stored != nil {
+					stored.recs = make([][]byte, 0, cap(res.Messages))
+				}
 			}
 			res.Messages = append(res.Messages, m)
+			if stored != nil {
+				stored.recs = append(stored.recs, r.Value)
+			}
 		}
 		ids.flush()
 	}
 	res.NextOffset = off
+	if stored != nil {
+		stored.msgs = res.Messages
+	}
 	if len(res.Messages) > 0 {
 		res.Status = PullFound
 	} else {

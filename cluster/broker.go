@@ -83,6 +83,20 @@ func (n *Node) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullRe
 	return call(n, func(e *equeue.Engine) (equeue.PullResult, error) { return e.Pull(ctx, req) })
 }
 
+// PullStored is Pull with the records of the messages as stored, for the
+// remote server to carry as they are (equeue.Engine.PullStored).
+func (n *Node) PullStored(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, *equeue.StoredRecords, error) {
+	type pulled struct {
+		res    equeue.PullResult
+		stored *equeue.StoredRecords
+	}
+	p, err := call(n, func(e *equeue.Engine) (pulled, error) {
+		res, stored, err := e.PullStored(ctx, req)
+		return pulled{res, stored}, err
+	})
+	return p.res, p.stored, err
+}
+
 // JoinGroup adds a member to a group coordinated by the leader.
 func (n *Node) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
 	return call(n, func(e *equeue.Engine) (equeue.Assignment, error) { return e.JoinGroup(ctx, req) })

@@ -27,14 +27,21 @@ func (s *Server) answerLimit(client int) int {
 // pullAnswer encodes res, leaving out trailing messages (for the next pull)
 // while the answer would pass limit bytes, so the client can always receive
 // it. A single message that does not fit is ErrMessageTooLarge.
-func pullAnswer(res equeue.PullResult, limit int) (*pb.PullResponse, error) {
-	out, _, err := sizedPullAnswer(res, limit)
+// With stored set (the records of res's messages, for a client that reads
+// them), the answer carries them as a stored batch (storedanswer.go).
+func pullAnswer(res equeue.PullResult, limit int, stored *equeue.StoredRecords) (*pb.PullResponse, error) {
+	out, _, err := sizedPullAnswer(res, limit, stored)
 	return out, err
 }
 
 // sizedPullAnswer is pullAnswer that also returns the answer's encoded
 // size. The size is computed once; trimming subtracts each message left out.
-func sizedPullAnswer(res equeue.PullResult, limit int) (*pb.PullResponse, int, error) {
+func sizedPullAnswer(res equeue.PullResult, limit int, stored *equeue.StoredRecords) (*pb.PullResponse, int, error) {
+	if p, ok, err := planStored(&res, stored, limit); err != nil {
+		return nil, 0, err
+	} else if ok {
+		return storedAnswerPB(&res, stored, p), p.total, nil
+	}
 	out := &pb.PullResponse{Status: pb.PullStatus(res.Status), NextOffset: res.NextOffset, MinOffset: res.MinOffset,
 		MaxOffset: res.MaxOffset, Corrupt: res.Corrupt, Expired: toInt32(res.Expired)}
 	msgs, err := messagesToPB(res.Messages)

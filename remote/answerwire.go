@@ -47,18 +47,26 @@ func pullHandler(direct bool) grpc.MethodHandler {
 	}
 }
 
-// pullDirect is Pull with the answer encoded by encodePullAnswer.
+// pullDirect is Pull with the answer encoded here: as a stored batch for a
+// client that reads them (storedanswer.go), else by encodePullAnswer.
 func (v *service) pullDirect(ctx context.Context, req *pb.PullRequest) (any, error) {
-	res, limit, err := v.pull(ctx, req)
+	res, stored, limit, err := v.pull(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if p, ok, err := planStored(&res, stored, limit); err != nil {
+		return nil, err
+	} else if ok {
+		buf := bufferPool.Get(p.total)
+		*buf = appendStoredAnswer((*buf)[:0], &res, stored, p)
+		return &pullOut{pooledRequest: pooledRequest{buf: buf}}, nil
 	}
 	out, ok, err := encodePullAnswer(res, limit)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return pullAnswer(res, limit)
+		return pullAnswer(res, limit, nil)
 	}
 	return &pullOut{pooledRequest: out}, nil
 }

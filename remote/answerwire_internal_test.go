@@ -22,11 +22,11 @@ func TestEncodePullAnswer_SameAsProtobuf(t *testing.T) {
 	}
 	base := equeue.PullResult{Status: equeue.PullFound, Messages: msgs, NextOffset: int64(100 + len(msgs)), MinOffset: 3,
 		MaxOffset: 1 << 40, Corrupt: []int64{1, 70000}, Expired: 2}
-	whole, err := pullAnswer(base, 1<<20)
+	whole, err := pullAnswer(base, 1<<20, nil)
 	require.NoError(t, err)
 	full := proto.Size(whole)
 	for _, limit := range []int{1 << 20, full, full - 1, full / 2, 200, 60} {
-		want, wantErr := pullAnswer(base, limit)
+		want, wantErr := pullAnswer(base, limit, nil)
 		out, ok, err := encodePullAnswer(base, limit)
 		if wantErr != nil {
 			assert.Equal(t, wantErr, err, "limit %d", limit)
@@ -41,7 +41,7 @@ func TestEncodePullAnswer_SameAsProtobuf(t *testing.T) {
 	}
 	// No messages, or an unusual status.
 	for _, res := range []equeue.PullResult{{}, {Status: equeue.PullNoNewMessage, NextOffset: 9}, {Status: equeue.PullStatus(-1)}} {
-		want, err := pullAnswer(res, 100)
+		want, err := pullAnswer(res, 100, nil)
 		require.NoError(t, err)
 		out, ok, err := encodePullAnswer(res, 100)
 		require.NoError(t, err)
@@ -54,7 +54,7 @@ func TestEncodePullAnswer_SameAsProtobuf(t *testing.T) {
 	_, ok, err := encodePullAnswer(equeue.PullResult{Messages: []*equeue.Message{{Tag: "\xff"}}}, 1<<20)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	_, wantErr := pullAnswer(equeue.PullResult{Messages: []*equeue.Message{nil}}, 1<<20)
+	_, wantErr := pullAnswer(equeue.PullResult{Messages: []*equeue.Message{nil}}, 1<<20, nil)
 	_, _, err = encodePullAnswer(equeue.PullResult{Messages: []*equeue.Message{nil}}, 1<<20)
 	assert.Equal(t, wantErr, err)
 }

@@ -310,13 +310,19 @@ func (c *Client) pullPB(req *equeue.PullRequest, max int, wait time.Duration) *p
 	return &pb.PullRequest{
 		Topic: req.Topic, Queue: toInt32(req.Queue), Offset: req.Offset, Max: toInt32(max), Filter: req.Filter,
 		Wait: durationPB(wait), Group: req.Group, Member: req.Member, Epoch: req.Epoch,
-		MaxAnswerBytes: int32(min(c.maxAnswer, math.MaxInt32)),
+		MaxAnswerBytes: int32(min(c.maxAnswer, math.MaxInt32)), StoredBatchVersion: equeue.StoredBatchVersion,
 	}
 }
 
 // pullResultFromPB decodes a pull answer.
 func pullResultFromPB(resp *pb.PullResponse) (equeue.PullResult, error) {
-	msgs, err := messagesFromPB(resp.GetMessages())
+	var msgs []*equeue.Message
+	var err error
+	if stored := resp.GetStored(); len(stored) > 0 {
+		msgs, err = storedMessages(stored, len(resp.GetMessages()))
+	} else {
+		msgs, err = messagesFromPB(resp.GetMessages())
+	}
 	if err != nil {
 		return equeue.PullResult{}, fmt.Errorf("remote: bad pull answer: %w", err)
 	}

@@ -33,6 +33,7 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 		return nil, err
 	}
 	pulls := make([]*equeue.PullRequest, len(req.GetPulls()))
+	versions := make([]int32, len(pulls)) // the stored batches each reads
 	for i, p := range req.GetPulls() {
 		if p == nil {
 			return nil, fmt.Errorf("%w: pull %d is empty", equeue.ErrInvalidArgument, i)
@@ -42,25 +43,27 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 		}
 		pulls[i] = &equeue.PullRequest{Topic: p.GetTopic(), Queue: int(p.GetQueue()), Offset: p.GetOffset(), Max: int(p.GetMax()),
 			Filter: p.GetFilter(), Group: p.GetGroup(), Member: p.GetMember(), Epoch: p.GetEpoch()}
+		versions[i] = p.GetStoredBatchVersion()
 	}
 	limit := v.s.answerLimit(int(req.GetMaxAnswerBytes()))
 	ctx, done := v.s.longPoll(ctx)
 	defer done()
-	out, found := v.pullAll(ctx, pulls, limit)
+	out, found := v.pullAll(ctx, pulls, versions, limit)
 	if found || wait <= 0 {
 		return out, nil
 	}
 	if err := v.e.WaitAny(ctx, pulls, spread(wait)); err != nil {
 		return nil, v.s.stopped(ctx, err)
 	}
-	out, _ = v.pullAll(ctx, pulls, limit)
+	out, _ = v.pullAll(ctx, pulls, versions, limit)
 	return out, nil
 }
 
 // pullAll pulls each queue once, without waiting, within limit bytes in
 // all; found reports whether any pull has something for its caller (a
-// message, an error, a moved offset or skipped records).
-func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, limit int) (out *pb.PullManyResponse, found bool) {
+// message, an error, a moved offset or skipped records). versions are the
+// stored batches each pull's client reads.
+func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, versions []int32, limit int) (out *pb.PullManyResponse, found bool) {
 	out = &pb.PullManyResponse{Items: make([]*pb.PullManyItem, len(pulls))}
 	budget := limit - answerSlack
 	for i, p := range pulls {
@@ -70,11 +73,11 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, limi
 		}
 		q := *p
 		q.MaxBytes = budget
-		res, err := v.e.Pull(ctx, &q)
+		res, stored, err := pullBackend(ctx, v.e, &q, versions[i])
 		var resp *pb.PullResponse
 		size := 0
 		if err == nil {
-			resp, size, err = sizedPullAnswer(res, budget)
+			resp, size, err = sizedPullAnswer(res, budget, stored)
 		}
 		if err != nil {
 			out.Items[i] = &pb.PullManyItem{Error: pullError(err)}

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,7 +121,8 @@ func TestPullReply_BodiesAreOwned(t *testing.T) {
 
 func FuzzPullReply(f *testing.F) {
 	usual, other := pullAnswerSeeds(f)
-	for _, b := range append(usual, other...) {
+	susual, sother := storedAnswerSeeds(f)
+	for _, b := range slices.Concat(usual, other, susual, sother) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

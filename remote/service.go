@@ -73,39 +73,40 @@ func appendToPB(res equeue.AppendResult) *pb.AppendResponse {
 }
 
 func (v *service) Pull(ctx context.Context, req *pb.PullRequest) (*pb.PullResponse, error) {
-	res, limit, err := v.pull(ctx, req)
+	res, stored, limit, err := v.pull(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return pullAnswer(res, limit)
+	return pullAnswer(res, limit, stored)
 }
 
 // pull runs a Pull call on the engine; limit is the most bytes its answer
-// may take.
-func (v *service) pull(ctx context.Context, req *pb.PullRequest) (equeue.PullResult, int, error) {
+// may take. stored holds the messages' records when the client reads them
+// (storedanswer.go).
+func (v *service) pull(ctx context.Context, req *pb.PullRequest) (res equeue.PullResult, stored *equeue.StoredRecords, limit int, err error) {
 	wait, err := fromDurationPB(req.GetWait())
 	if err != nil {
-		return equeue.PullResult{}, 0, err
+		return equeue.PullResult{}, nil, 0, err
 	}
 	if err := nonNegative("pull max", int64(req.GetMax())); err != nil {
-		return equeue.PullResult{}, 0, err
+		return equeue.PullResult{}, nil, 0, err
 	}
 	if err := nonNegative("pull answer bytes", int64(req.GetMaxAnswerBytes())); err != nil {
-		return equeue.PullResult{}, 0, err
+		return equeue.PullResult{}, nil, 0, err
 	}
-	limit := v.s.answerLimit(int(req.GetMaxAnswerBytes()))
+	limit = v.s.answerLimit(int(req.GetMaxAnswerBytes()))
 	wait = spread(wait)
 	ctx, done := v.s.longPoll(ctx)
 	defer done()
-	res, err := v.e.Pull(ctx, &equeue.PullRequest{
+	res, stored, err = pullBackend(ctx, v.e, &equeue.PullRequest{
 		Topic: req.GetTopic(), Queue: int(req.GetQueue()), Offset: req.GetOffset(), Max: int(req.GetMax()),
 		Filter: req.GetFilter(), Wait: wait, Group: req.GetGroup(), Member: req.GetMember(), Epoch: req.GetEpoch(),
 		MaxBytes: max(limit-answerSlack, 1),
-	})
+	}, req.GetStoredBatchVersion())
 	if err != nil {
-		return equeue.PullResult{}, 0, v.s.stopped(ctx, err)
+		return equeue.PullResult{}, nil, 0, v.s.stopped(ctx, err)
 	}
-	return res, limit, nil
+	return res, stored, limit, nil
 }
 
 func (v *service) SendBack(ctx context.Context, req *pb.SendBackRequest) (*pb.SendBackResponse, error) {

@@ -967,8 +967,12 @@ type PullRequest struct {
 	// The most bytes the client accepts in one answer (its receive limit);
 	// the broker stops the answer before it. 0 means the broker's own limit.
 	MaxAnswerBytes int32 `protobuf:"varint,10,opt,name=max_answer_bytes,json=maxAnswerBytes,proto3" json:"max_answer_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The newest stored-batch version the client reads (package equeue's
+	// StoredBatchVersion); 0 means none. A broker whose batches the client
+	// reads may answer with stored instead of messages.
+	StoredBatchVersion int32 `protobuf:"varint,11,opt,name=stored_batch_version,json=storedBatchVersion,proto3" json:"stored_batch_version,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PullRequest) Reset() {
@@ -1071,15 +1075,27 @@ func (x *PullRequest) GetMaxAnswerBytes() int32 {
 	return 0
 }
 
+func (x *PullRequest) GetStoredBatchVersion() int32 {
+	if x != nil {
+		return x.StoredBatchVersion
+	}
+	return 0
+}
+
 type PullResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        PullStatus             `protobuf:"varint,1,opt,name=status,proto3,enum=equeue.v1.PullStatus" json:"status,omitempty"`
-	Messages      []*Message             `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
-	NextOffset    int64                  `protobuf:"varint,3,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
-	MinOffset     int64                  `protobuf:"varint,4,opt,name=min_offset,json=minOffset,proto3" json:"min_offset,omitempty"`
-	MaxOffset     int64                  `protobuf:"varint,5,opt,name=max_offset,json=maxOffset,proto3" json:"max_offset,omitempty"`
-	Corrupt       []int64                `protobuf:"varint,6,rep,packed,name=corrupt,proto3" json:"corrupt,omitempty"`
-	Expired       int32                  `protobuf:"varint,7,opt,name=expired,proto3" json:"expired,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Status     PullStatus             `protobuf:"varint,1,opt,name=status,proto3,enum=equeue.v1.PullStatus" json:"status,omitempty"`
+	Messages   []*Message             `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	NextOffset int64                  `protobuf:"varint,3,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	MinOffset  int64                  `protobuf:"varint,4,opt,name=min_offset,json=minOffset,proto3" json:"min_offset,omitempty"`
+	MaxOffset  int64                  `protobuf:"varint,5,opt,name=max_offset,json=maxOffset,proto3" json:"max_offset,omitempty"`
+	Corrupt    []int64                `protobuf:"varint,6,rep,packed,name=corrupt,proto3" json:"corrupt,omitempty"`
+	Expired    int32                  `protobuf:"varint,7,opt,name=expired,proto3" json:"expired,omitempty"`
+	// The messages as the engine stored them, in package equeue's stored-batch
+	// form (equeue.DecodeStoredBatch), when the request's
+	// stored_batch_version allows it; an answer has messages or stored, not
+	// both.
+	Stored        []byte `protobuf:"bytes,8,opt,name=stored,proto3" json:"stored,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1161,6 +1177,13 @@ func (x *PullResponse) GetExpired() int32 {
 		return x.Expired
 	}
 	return 0
+}
+
+func (x *PullResponse) GetStored() []byte {
+	if x != nil {
+		return x.Stored
+	}
+	return nil
 }
 
 type Subscription struct {
@@ -5000,7 +5023,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x13stored_at_unix_nano\x18\x03 \x01(\x03R\x10storedAtUnixNano\x12\x10\n" +
 	"\x03ids\x18\x04 \x03(\tR\x03ids\x12\x18\n" +
 	"\adelayed\x18\x05 \x01(\bR\adelayed\x12\x1c\n" +
-	"\tduplicate\x18\x06 \x01(\bR\tduplicate\"\x98\x02\n" +
+	"\tduplicate\x18\x06 \x01(\bR\tduplicate\"\xca\x02\n" +
 	"\vPullRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\x12\x16\n" +
@@ -5012,7 +5035,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x06member\x18\b \x01(\tR\x06member\x12\x14\n" +
 	"\x05epoch\x18\t \x01(\x03R\x05epoch\x12(\n" +
 	"\x10max_answer_bytes\x18\n" +
-	" \x01(\x05R\x0emaxAnswerBytes\"\x80\x02\n" +
+	" \x01(\x05R\x0emaxAnswerBytes\x120\n" +
+	"\x14stored_batch_version\x18\v \x01(\x05R\x12storedBatchVersion\"\x98\x02\n" +
 	"\fPullResponse\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.equeue.v1.PullStatusR\x06status\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.equeue.v1.MessageR\bmessages\x12\x1f\n" +
@@ -5023,7 +5047,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\n" +
 	"max_offset\x18\x05 \x01(\x03R\tmaxOffset\x12\x18\n" +
 	"\acorrupt\x18\x06 \x03(\x03R\acorrupt\x12\x18\n" +
-	"\aexpired\x18\a \x01(\x05R\aexpired\"<\n" +
+	"\aexpired\x18\a \x01(\x05R\aexpired\x12\x16\n" +
+	"\x06stored\x18\b \x01(\fR\x06stored\"<\n" +
 	"\fSubscription\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xe2\x02\n" +

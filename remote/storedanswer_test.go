@@ -1,0 +1,198 @@
+package remote_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+	"github.com/equeue-go/equeue/store"
+)
+
+// storedMix appends to queue 0 of topic t messages with every field a
+// record keeps: engine and producer IDs, tags, keys, properties, sys
+// properties, TTLs, empty and large bodies; one in five expires at once.
+func storedMix(t *testing.T, b equeue.Broker) {
+	t.Helper()
+	ctx := ctxT(t)
+	var msgs []*equeue.Message
+	for i := range 40 {
+		m := &equeue.Message{Topic: "t", Tag: []string{"A", "B", ""}[i%3], Body: fmt.Appendf(nil, "body %d", i),
+			BornAt: time.Unix(1_700_000_000, int64(i))}
+		switch i % 8 {
+		case 1:
+			m.ID = fmt.Sprintf("producer-%d", i)
+		case 2:
+			m.Keys = []string{"k1", "", "k2"}
+			m.Properties = map[string]string{"a": "1", "": "empty key"}
+		case 3:
+			m.Body = nil
+		case 4:
+			m.Body = bytes.Repeat([]byte{byte(i)}, 70_000)
+		case 5:
+			m.SetSysProperties(map[string]string{equeue.SysOriginTopic: "elsewhere"})
+		case 6:
+			m.TTL = time.Hour
+		}
+		if i%5 == 0 {
+			m.TTL = time.Millisecond
+		}
+		msgs = append(msgs, m)
+	}
+	_, err := b.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond) // the short TTLs run out
+}
+
+// A remote pull returns the very messages an in-process pull does, every
+// field, now that the broker sends them as stored: through the direct
+// decoder (Pull), protobuf's (PullMany's items) and the read-ahead of a
+// consumer's fetches, with filters that skip messages and answers trimmed
+// to the client's limit. The engine is on Badger, so the records are read
+// from disk after a reopen too.
+func TestStoredAnswer_RemoteSameAsInProcess(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	st, err := store.OpenBadger(dir, nil)
+	require.NoError(t, err)
+	e, err := equeue.Open("", &equeue.Options{Store: st})
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	storedMix(t, e)
+	require.NoError(t, e.Close())
+	e = openEngine(t, &equeue.Options{Store: reopenBadger(t, dir)})
+	s := startServer(t, e, "", nil)
+	// A limit of 200 KB: answers with two or more 70 KB bodies are trimmed.
+	c := dial(t, s.addr, &remote.ClientOptions{MaxMessageBytes: 200_000})
+	api := pb.NewBrokerClient(rawConn(t, s.addr))
+
+	for _, filter := range []string{"*", "A || B", "B"} {
+		var inproc, direct, many []*equeue.Message
+		read := func(pull func(off int64) equeue.PullResult, into *[]*equeue.Message) {
+			t.Helper()
+			for off := int64(0); off < 40; {
+				res := pull(off)
+				require.Greater(t, res.NextOffset, off)
+				*into = append(*into, res.Messages...)
+				off = res.NextOffset
+			}
+		}
+		read(func(off int64) equeue.PullResult {
+			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: off, Max: 32, Filter: filter})
+			require.NoError(t, err)
+			return res
+		}, &inproc)
+		read(func(off int64) equeue.PullResult {
+			res, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: off, Max: 32, Filter: filter})
+			require.NoError(t, err)
+			return res
+		}, &direct)
+		read(func(off int64) equeue.PullResult {
+			resp, err := api.PullMany(ctx, &pb.PullManyRequest{MaxAnswerBytes: 200_000, Pulls: []*pb.PullRequest{
+				{Topic: "t", Offset: off, Max: 32, Filter: filter, StoredBatchVersion: equeue.StoredBatchVersion}}})
+			require.NoError(t, err)
+			r := resp.GetItems()[0].GetResponse()
+			require.NotNil(t, r)
+			if r.GetStatus() == pb.PullStatus_PULL_STATUS_FOUND {
+				require.NotEmpty(t, r.GetStored(), "a found answer carries a stored batch")
+				require.Empty(t, r.GetMessages())
+			}
+			res := equeue.PullResult{NextOffset: r.GetNextOffset()}
+			if len(r.GetStored()) > 0 {
+				res.Messages, err = equeue.DecodeStoredBatch(r.GetStored())
+				require.NoError(t, err)
+			}
+			return res
+		}, &many)
+		require.NotEmpty(t, inproc)
+		require.Equal(t, inproc, direct, "filter %q: Pull", filter)
+		require.Equal(t, inproc, many, "filter %q: PullMany", filter)
+	}
+
+	// A consumer (its fetches read ahead) handles every message, as sent.
+	col := newCollector()
+	startConsumer(t, c, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		From: equeue.ConsumeFromEarliest, Handler: col.handler("c")})
+	eventually(t, 10*time.Second, func() bool { return col.count() == 32 }, "8 of 40 expired; the rest handled")
+}
+
+// reopenBadger opens the Badger store in dir again.
+func reopenBadger(t *testing.T, dir string) equeue.Store {
+	t.Helper()
+	st, err := store.OpenBadger(dir, nil)
+	require.NoError(t, err)
+	return st
+}
+
+// A client that reads no stored batches (one older than them) gets
+// messages; one that reads them, or a newer version of them, gets the
+// batch of this build's version. Both decode to the same messages.
+func TestStoredAnswer_OnlyToClientsThatReadIt(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	storedMix(t, e)
+	s := startServer(t, e, "", nil)
+	api := pb.NewBrokerClient(rawConn(t, s.addr))
+	pull := func(version int32) *pb.PullResponse {
+		resp, err := api.Pull(ctx, &pb.PullRequest{Topic: "t", Max: 32, StoredBatchVersion: version})
+		require.NoError(t, err)
+		return resp
+	}
+	old := pull(0)
+	require.NotEmpty(t, old.GetMessages())
+	assert.Empty(t, old.GetStored())
+	want, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 32})
+	require.NoError(t, err)
+	require.Len(t, old.GetMessages(), len(want.Messages))
+	for i, m := range old.GetMessages() {
+		assert.Equal(t, want.Messages[i].ID, m.GetId())
+		assert.Equal(t, want.Messages[i].Offset, m.GetOffset())
+	}
+	for _, version := range []int32{equeue.StoredBatchVersion, equeue.StoredBatchVersion + 5} {
+		resp := pull(version)
+		assert.Empty(t, resp.GetMessages(), "version %d", version)
+		require.NotEmpty(t, resp.GetStored(), "version %d", version)
+		assert.Equal(t, byte(equeue.StoredBatchVersion), resp.GetStored()[0], "the batch is this build's version")
+		msgs, err := equeue.DecodeStoredBatch(resp.GetStored())
+		require.NoError(t, err)
+		assert.Equal(t, want.Messages, msgs)
+		assert.Equal(t, old.GetNextOffset(), resp.GetNextOffset())
+		assert.Equal(t, old.GetMaxOffset(), resp.GetMaxOffset())
+		assert.Equal(t, old.GetExpired(), resp.GetExpired())
+	}
+}
+
+// A namespace renames its topics, so its pulls are answered with messages,
+// never with the stored records (which hold the qualified names): a
+// message's origin topic reads as the namespace's own name.
+func TestStoredAnswer_NamespaceAnswersWithMessages(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := namespaceServer(t, e)
+	a := dial(t, s.addr, &remote.ClientOptions{Token: "tok-a"})
+	require.NoError(t, a.CreateTopic(ctx, "t", 1))
+	storedMix(t, a)
+	api := pb.NewBrokerClient(rawConn(t, s.addr))
+	actx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer tok-a")
+	resp, err := api.Pull(actx, &pb.PullRequest{Topic: "t", Max: 32, StoredBatchVersion: equeue.StoredBatchVersion})
+	require.NoError(t, err)
+	assert.Empty(t, resp.GetStored())
+	require.NotEmpty(t, resp.GetMessages())
+	for _, m := range resp.GetMessages() {
+		assert.Equal(t, "t", m.GetTopic())
+	}
+	res, err := a.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 32})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Messages)
+	for _, m := range res.Messages {
+		assert.Equal(t, "t", m.Topic)
+	}
+}

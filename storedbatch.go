@@ -1,0 +1,142 @@
+package equeue
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// A stored batch carries the messages of one pull as the engine stored
+// them: each message's record, byte for byte, with the offsets, topic and
+// queue a pull sets. A broker serving a remote consumer copies the records
+// it read into an answer instead of encoding every field of every message
+// again, and the consumer decodes them as the engine itself does. Records
+// keep their own version byte and checksum, which the decoder checks.
+//
+// Form (version 1), integers as unsigned varints:
+//
+//	version byte (1)
+//	topic length, topic bytes
+//	queue
+//	message count
+//	per message: offset (the first absolute, each next as the gap to the
+//	one before less one), record length, record bytes
+//
+// Transport seam: package remote carries stored batches; applications do
+// not use them.
+
+// StoredBatchVersion is the version of the stored batches this build
+// writes; it reads that version and every older one. A transport sends a
+// batch only to a peer that reads its version.
+const StoredBatchVersion = 1
+
+// StoredRecords are the records of a pull's messages as the engine stored
+// them (Engine.PullStored). The zero value, and nil, hold none.
+type StoredRecords struct {
+	msgs []*Message // the messages the pull returned
+	recs [][]byte   // the record of each
+}
+
+// BatchSize sizes the stored batch of the pull's messages: n is the most
+// first messages whose batch fits in limit bytes and size is that batch's
+// length (with n zero, an empty batch's). ok is false when s holds no messages. The batch carries the
+// messages as the pull returned them; changes made to them since are not
+// in it.
+func (s *StoredRecords) BatchSize(limit int) (size, n int, ok bool) {
+	if s == nil || len(s.msgs) == 0 || len(s.recs) != len(s.msgs) {
+		return 0, 0, false
+	}
+	first := s.msgs[0]
+	if first.Queue < 0 {
+		return 0, 0, false
+	}
+	head := 1 + stringLen(first.Topic) + uvarintLen(uint64(first.Queue))
+	body := 0 // the messages' part
+	prev := int64(-1)
+	for i, m := range s.msgs {
+		rec := s.recs[i]
+		if m.Topic != first.Topic || m.Queue != first.Queue || m.Offset <= prev {
+			return 0, 0, false
+		}
+		one := offsetGapLen(prev, m.Offset) + uvarintLen(uint64(len(rec))) + len(rec)
+		if head+uvarintLen(uint64(n+1))+body+one > limit {
+			break
+		}
+		body += one
+		n++
+		prev = m.Offset
+	}
+	return head + uvarintLen(uint64(n)) + body, n, true
+}
+
+// AppendBatch appends the stored batch of the pull's first n messages to
+// b; n is from BatchSize.
+func (s *StoredRecords) AppendBatch(b []byte, n int) []byte {
+	msgs := s.msgs[:n]
+	b = append(b, StoredBatchVersion)
+	topic, queue := "", 0
+	if n > 0 {
+		topic, queue = msgs[0].Topic, msgs[0].Queue
+	}
+	b = appendString(b, topic)
+	b = binary.AppendUvarint(b, uint64(queue))
+	b = binary.AppendUvarint(b, uint64(n))
+	prev := int64(-1)
+	for i, m := range msgs {
+		b = binary.AppendUvarint(b, uint64(m.Offset-prev-1))
+		rec := s.recs[i]
+		b = binary.AppendUvarint(b, uint64(len(rec)))
+		b = append(b, rec...)
+		prev = m.Offset
+	}
+	return b
+}
+
+// DecodeStoredBatch decodes a stored batch into the messages an Engine.Pull
+// of them returned. The messages' bodies share b, which the caller must
+// not change afterwards. A batch that is malformed, or holds a record that
+// fails its checksum, is an error matching ErrCorrupt; one of a newer
+// version also matches ErrUnsupportedFormat.
+func DecodeStoredBatch(b []byte) ([]*Message, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: empty stored batch", ErrCorrupt)
+	}
+	if v := b[0]; v == 0 || v > StoredBatchVersion {
+		return nil, fmt.Errorf("%w: %w: stored batch version %d (this build reads 1 to %d)",
+			ErrCorrupt, ErrUnsupportedFormat, v, StoredBatchVersion)
+	}
+	d := decoder{b: b[1:]}
+	topic := d.str()
+	queue := d.uvarint(MaxQueuesPerTopic - 1)
+	// Each message takes at least a record's header.
+	n := d.uvarint(uint64(len(d.b) / (recordFixedSize + 2)))
+	if d.err != nil {
+		return nil, fmt.Errorf("stored batch: %w", d.err)
+	}
+	slab := make([]Message, n)
+	msgs := make([]*Message, n)
+	ids := idFormatter{pending: make([]pendingID, 0, n)}
+	off := int64(-1)
+	for i := range slab {
+		gap := d.uvarint(uint64(math.MaxInt64 - off - 1))
+		rec := d.bytes()
+		if d.err != nil {
+			return nil, fmt.Errorf("stored batch, message %d: %w", i, d.err)
+		}
+		off += int64(gap) + 1
+		m := &slab[i]
+		if err := decodeRecordTo(m, rec, &ids); err != nil {
+			return nil, fmt.Errorf("stored batch, offset %d: %w", off, err)
+		}
+		m.Topic, m.Queue, m.Offset = topic, int(queue), off
+		msgs[i] = m
+	}
+	if len(d.b) > 0 {
+		return nil, fmt.Errorf("%w: %d bytes after a stored batch", ErrCorrupt, len(d.b))
+	}
+	ids.flush()
+	return msgs, nil
+}
+
+// offsetGapLen is the length of off's varint after prev.
+func offsetGapLen(prev, off int64) int { return uvarintLen(uint64(off - prev - 1)) }
