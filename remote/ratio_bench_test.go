@@ -23,10 +23,15 @@ import (
 // in-process on one Badger engine, alternating the two in rounds within
 // one run, so a shared machine's load changes hit both alike. It reports
 // both rates and remote/inproc, and each side's CPU time (client and broker
-// together) and allocations per message. One op is one message of each
-// side.
+// together) and allocations per message; Consume also reports each side's
+// mean Start per round (start-us), which its time includes. One op is one
+// message of each side.
 //
 //	go test -run '^$' -bench RemoteRatio -benchtime 200000x ./remote
+//
+// Consume's rounds are short at that size (25,000 messages, 20-40 ms), and
+// what a consumer does once per round (Start, the first pulls, the last
+// answers) weighs in them; -benchtime 1000000x gives rounds of 125,000.
 //
 // With EQUEUE_BENCH_PROFILE set to a directory, every round is
 // CPU-profiled there (client and broker share the process). With
@@ -42,6 +47,7 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		took   time.Duration
 		cpu    time.Duration
 		allocs uint64
+		start  time.Duration // Consume: the consumers' Start calls, within took
 	}
 	// setup opens the engine on its own Badger store (in memory with
 	// benchMemoryEnv); settle flushes and flattens that store, so that
@@ -211,7 +217,9 @@ func BenchmarkRemoteRatio(b *testing.B) {
 					}})
 				require.NoError(b, err)
 				timed(b, sd, r, func() {
+					began := time.Now()
 					require.NoError(b, c.Start(ctx))
+					sd.start += time.Since(began)
 					select {
 					case <-done:
 					case <-time.After(5 * time.Minute):
@@ -222,5 +230,10 @@ func BenchmarkRemoteRatio(b *testing.B) {
 			}
 		}
 		report(b, sides, rounds*n)
+		// A round's Start (joining the group, over the wire for remote)
+		// weighs more the fewer messages a round consumes.
+		for _, sd := range sides {
+			b.ReportMetric(float64(sd.start.Microseconds())/rounds, sd.name+"-start-us")
+		}
 	})
 }
