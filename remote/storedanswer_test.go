@@ -2,7 +2,9 @@ package remote_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,4 +197,79 @@ func TestStoredAnswer_NamespaceAnswersWithMessages(t *testing.T) {
 	for _, m := range res.Messages {
 		assert.Equal(t, "t", m.Topic)
 	}
+}
+
+// damagingStore corrupts, as it hands them out, the records at the offsets
+// in damage (a flipped body byte, which their checksum catches), and fails
+// every Read while failReads is set.
+type damagingStore struct {
+	equeue.Store
+	damage    map[uint64]bool
+	failReads atomic.Bool
+}
+
+var errReadFailed = errors.New("injected read failure")
+
+func (s *damagingStore) Read(q store.QueueID, from, to uint64, max, maxBytes int) ([]store.Record, error) {
+	if s.failReads.Load() {
+		return nil, errReadFailed
+	}
+	recs, err := s.Store.Read(q, from, to, max, maxBytes)
+	for i, r := range recs {
+		if s.damage[r.Offset] && len(r.Value) > 0 {
+			v := bytes.Clone(r.Value)
+			v[len(v)-1] ^= 0xff
+			recs[i].Value = v
+		}
+	}
+	return recs, err
+}
+
+// Records the store hands out damaged are skipped and reported (Corrupt)
+// over the wire as in-process, the records around them arrive intact in
+// the stored batch, and a store read that fails fails the remote pull with
+// an error, not a wrong answer; once reads work again the same pull
+// answers as before.
+func TestStoredAnswer_DamagedRecordsAndFailedReads(t *testing.T) {
+	ctx := ctxT(t)
+	ds := &damagingStore{Store: store.NewMemory(), damage: map[uint64]bool{3: true, 4: true, 17: true}}
+	e := openEngine(t, &equeue.Options{Store: ds})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	storedMix(t, e)
+	s := startServer(t, e, "", nil)
+	c := dial(t, s.addr, nil)
+	api := pb.NewBrokerClient(rawConn(t, s.addr))
+
+	var inproc, over []*equeue.Message
+	var inCorrupt, overCorrupt []int64
+	for off := int64(0); off < 40; {
+		want, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: off, Max: 8})
+		require.NoError(t, err)
+		got, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: off, Max: 8})
+		require.NoError(t, err)
+		require.Equal(t, want.NextOffset, got.NextOffset)
+		require.Equal(t, want.Expired, got.Expired)
+		inproc, over = append(inproc, want.Messages...), append(over, got.Messages...)
+		inCorrupt, overCorrupt = append(inCorrupt, want.Corrupt...), append(overCorrupt, got.Corrupt...)
+		raw, err := api.Pull(ctx, &pb.PullRequest{Topic: "t", Offset: off, Max: 8, StoredBatchVersion: equeue.StoredBatchVersion})
+		require.NoError(t, err)
+		if len(got.Messages) > 0 {
+			assert.NotEmpty(t, raw.GetStored(), "offset %d: answered with a stored batch", off)
+		}
+		off = got.NextOffset
+	}
+	assert.Equal(t, []int64{3, 4, 17}, inCorrupt)
+	assert.Equal(t, inCorrupt, overCorrupt)
+	require.Equal(t, inproc, over)
+	for _, m := range over {
+		assert.NotContains(t, []int64{3, 4, 17}, m.Offset)
+	}
+
+	ds.failReads.Store(true)
+	_, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 8})
+	require.Error(t, err, "a failed store read fails the pull")
+	ds.failReads.Store(false)
+	again, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 8})
+	require.NoError(t, err)
+	assert.Equal(t, over[:len(again.Messages)], again.Messages)
 }
