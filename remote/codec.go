@@ -61,10 +61,14 @@ func (wireCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.NewBuffer(buf, bufferPool)}, nil
 }
 
-// Unmarshal decodes data into v, a protobuf message or a wireDecoder
-// (pullwire.go). Both copy what they keep, so data's buffers are free
-// afterwards.
+// Unmarshal decodes data into v, a protobuf message, an ownedDecoder or a
+// wireDecoder (pullwire.go). Protobuf and a wireDecoder copy what they
+// keep; an ownedDecoder gets a copy of data of its own. So data's buffers
+// are free afterwards.
 func (wireCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if d, ok := v.(ownedDecoder); ok {
+		return d.decodeOwned(data.Materialize())
+	}
 	if d, ok := v.(wireDecoder); ok {
 		buf := data.MaterializeToBuffer(bufferPool)
 		defer buf.Free()

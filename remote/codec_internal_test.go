@@ -39,3 +39,29 @@ func TestWireCodec_RoundTrip(t *testing.T) {
 	assert.Error(t, wireCodec{}.Unmarshal(nil, &struct{}{}))
 	assert.Equal(t, "proto", wireCodec{}.Name())
 }
+
+// A pull reply decoded by the codec keeps its messages' bodies in a copy
+// of its own: the answer's buffers, split as they come from the socket,
+// may be overwritten and reused afterwards, for field-by-field and stored
+// answers alike.
+func TestWireCodec_PullReplyOwnsItsAnswer(t *testing.T) {
+	usual, _ := pullAnswerSeeds(t)
+	stored, _ := storedAnswerSeeds(t)
+	for i, answer := range [][]byte{usual[3], stored[0]} {
+		var want pullReply
+		require.NoError(t, want.decodeWire(bytes.Clone(answer)))
+		require.NotEmpty(t, want.res.Messages)
+		for _, pieces := range []int{1, 2} {
+			b := bytes.Clone(answer)
+			data := mem.BufferSlice{mem.SliceBuffer(b)}
+			if pieces == 2 {
+				data = mem.BufferSlice{mem.SliceBuffer(b[:len(b)/2]), mem.SliceBuffer(b[len(b)/2:])}
+			}
+			var got pullReply
+			require.NoError(t, wireCodec{}.Unmarshal(data, &got))
+			clear(b)
+			require.NoError(t, got.err)
+			assert.Equal(t, want.res, got.res, "answer %d in %d pieces", i, pieces)
+		}
+	}
+}

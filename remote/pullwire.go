@@ -16,9 +16,10 @@ import (
 // Decoded by protobuf, each message of an answer costs a wire message, a
 // copy of its body, its strings, and then the engine's message made of
 // them: a fifth of a consumer's CPU. pullReply decodes the answer straight
-// into the engine's messages instead: one copy of the answer, which the
-// messages' bodies share (as the engine's own messages share the record
-// they were read from), and one allocation for all the messages. IDs are
+// into the engine's messages instead: one copy of the answer (the one the
+// codec makes from gRPC's buffers), which the messages' bodies share (as
+// the engine's own messages share the record they were read from), and
+// one allocation for all the messages. IDs are
 // copied, so an application that keeps them does not keep the answer.
 // It does so only for answers of the usual shape; any other answer (a field
 // it does not know, a field of an unexpected type, a string that is not
@@ -31,13 +32,22 @@ type wireDecoder interface {
 	decodeWire(b []byte) error
 }
 
+// ownedDecoder is a wireDecoder that keeps parts of the answer (a pull's
+// messages' bodies): the codec gives it a copy of the answer of its own,
+// instead of a pooled buffer that it would copy again.
+type ownedDecoder interface {
+	wireDecoder
+	// decodeOwned decodes b, which it may keep.
+	decodeOwned(b []byte) error
+}
+
 // pullReply is the reply of a Pull call made with pullDirect.
 type pullReply struct {
 	res equeue.PullResult
 	err error // from pullResultFromPB: protobuf decoded an invalid answer
 }
 
-var _ wireDecoder = (*pullReply)(nil)
+var _ ownedDecoder = (*pullReply)(nil)
 
 // pullDirect calls Pull as c.api.Pull does, and decodes its answer as
 // pullResultFromPB would. A failed call's error is mapped by c.fail.
@@ -51,8 +61,13 @@ func (c *Client) pullDirect(ctx context.Context, in *pb.PullRequest) (equeue.Pul
 
 // decodeWire decodes the answer b. Bytes protobuf cannot decode fail the
 // call, as with the generated client.
-func (r *pullReply) decodeWire(b []byte) error {
-	if res, ok := decodePullFast(b); ok {
+func (r *pullReply) decodeWire(b []byte) error { return r.decode(b, false) }
+
+// decodeOwned is decodeWire of an answer the messages may keep.
+func (r *pullReply) decodeOwned(b []byte) error { return r.decode(b, true) }
+
+func (r *pullReply) decode(b []byte, owned bool) error {
+	if res, ok := decodePullFast(b, owned); ok {
 		r.res, r.err = res, nil
 		return nil
 	}
@@ -91,8 +106,9 @@ const (
 )
 
 // decodePullFast decodes a pull answer of the usual shape, as protobuf and
-// pullResultFromPB would; false for any other.
-func decodePullFast(in []byte) (equeue.PullResult, bool) {
+// pullResultFromPB would; false for any other. The messages share in when
+// owned is set, else a copy of it.
+func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 	var res equeue.PullResult
 	// First pass: the answer's own fields, and how many messages.
 	n := 0
@@ -152,7 +168,10 @@ func decodePullFast(in []byte) (equeue.PullResult, bool) {
 		if n > 0 || len(stored) == 0 {
 			return equeue.PullResult{}, false
 		}
-		msgs, err := equeue.DecodeStoredBatch(append([]byte(nil), stored...))
+		if !owned {
+			stored = append([]byte(nil), stored...)
+		}
+		msgs, err := equeue.DecodeStoredBatch(stored)
 		if err != nil {
 			return equeue.PullResult{}, false
 		}
@@ -164,7 +183,10 @@ func decodePullFast(in []byte) (equeue.PullResult, bool) {
 	}
 	// Second pass: the messages, into one copy of the answer that their
 	// bodies share.
-	own := append([]byte(nil), in...)
+	own := in
+	if !owned {
+		own = append([]byte(nil), in...)
+	}
 	msgs := make([]equeue.Message, n)
 	res.Messages = make([]*equeue.Message, n)
 	var last strings3

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -77,17 +78,28 @@ func decodeBoth(b []byte) (got, want pullReply, gotErr, wantErr error) {
 	return got, want, gotErr, wantErr
 }
 
+// ownedSame reports whether decoding b as the codec does (decodeOwned, on
+// a copy of its own) gives what decodeWire gives.
+func ownedSame(b []byte) bool {
+	var wire, owned pullReply
+	wireErr := wire.decodeWire(bytes.Clone(b))
+	ownedErr := owned.decodeOwned(bytes.Clone(b))
+	return (wireErr != nil) == (ownedErr != nil) && (wire.err != nil) == (owned.err != nil) &&
+		reflect.DeepEqual(wire.res, owned.res)
+}
+
 func TestPullReply_SameAsProtobuf(t *testing.T) {
 	usual, other := pullAnswerSeeds(t)
 	for i, b := range usual {
-		_, ok := decodePullFast(b)
+		_, ok := decodePullFast(b, false)
 		assert.True(t, ok, "usual answer %d left to protobuf", i)
 	}
 	for i, b := range other {
-		_, ok := decodePullFast(b)
+		_, ok := decodePullFast(b, false)
 		assert.False(t, ok, "answer %d of another shape decoded directly", i)
 	}
 	for i, b := range append(usual, other...) {
+		assert.True(t, ownedSame(b), "answer %d: decodeOwned and decodeWire differ", i)
 		got, want, gotErr, wantErr := decodeBoth(b)
 		assert.Equal(t, wantErr != nil, gotErr != nil, "answer %d: call error %v, protobuf's %v", i, gotErr, wantErr)
 		assert.Equal(t, want.err != nil, got.err != nil, "answer %d: decode error %v, protobuf's %v", i, got.err, want.err)
@@ -126,6 +138,9 @@ func FuzzPullReply(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if !ownedSame(b) {
+			t.Fatal("decodeOwned and decodeWire differ")
+		}
 		got, want, gotErr, wantErr := decodeBoth(b)
 		if (gotErr != nil) != (wantErr != nil) || (got.err != nil) != (want.err != nil) {
 			t.Fatalf("errors differ: direct %v / %v, protobuf %v / %v", gotErr, got.err, wantErr, want.err)
