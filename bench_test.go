@@ -687,7 +687,7 @@ func benchFill(b *testing.B, dir string, n, size int) {
 }
 
 // BenchmarkConsume measures a Consumer (clustering, ConsumeFromEarliest,
-// defaults: 16 handler goroutines, pulls of 32, periodic commits) with a
+// defaults: 16 handler goroutines, pulls of 128, periodic commits) with a
 // no-op handler draining b.N messages of 100 bytes stored beforehand in 4
 // queues. The time runs from Start until the handler has seen b.N messages.
 func BenchmarkConsume(b *testing.B) {
@@ -729,12 +729,23 @@ func BenchmarkConsume(b *testing.B) {
 
 // BenchmarkPull reads the messages BenchmarkConsume consumes with
 // Engine.Pull alone, as BenchmarkBaselineBadgerRead reads its records: one
-// goroutine, pulls of 32, the 4 queues round robin, no consumer. Next to
-// the baseline it shows what the engine's read path (fencing aside) adds:
-// the store's segments, decoding, filters and TTL checks.
+// goroutine, pulls of 32 (and of 128, a Consumer's default, under
+// pull=128), the 4 queues round robin, no consumer. Next to the baseline
+// of the same pull size it shows what the engine's read path (fencing
+// aside) adds: the store's segments, decoding, filters and TTL checks.
 func BenchmarkPull(b *testing.B) {
-	b.Run("body=100B", func(b *testing.B) {
-		const size, pull = 100, 32
+	for _, pull := range []int{32, 128} {
+		name := "body=100B"
+		if pull != 32 {
+			name = "pull=" + strconv.Itoa(pull) + "/body=100B"
+		}
+		benchPull(b, name, pull)
+	}
+}
+
+func benchPull(b *testing.B, name string, pull int) {
+	b.Run(name, func(b *testing.B) {
+		const size = 100
 		ctx := benchCtx(b)
 		dir := b.TempDir()
 		benchFill(b, dir, b.N, size)
@@ -780,10 +791,21 @@ func BenchmarkPull(b *testing.B) {
 // round robin over 4 queues, database closed and reopened, as the engine's
 // fill is), then per pull one short read transaction (db.View) with an
 // iterator without value prefetching, seeking to the queue's next offset
-// and copying out up to 32 values (ValueCopy), the queues taken round robin.
+// and copying out up to 32 values (ValueCopy; 128 under pull=128, the
+// size of a Consumer's default pulls), the queues taken round robin.
 func BenchmarkBaselineBadgerRead(b *testing.B) {
-	b.Run("body=100B", func(b *testing.B) {
-		const size, pull = 100, 32
+	for _, pull := range []int{32, 128} {
+		name := "body=100B"
+		if pull != 32 {
+			name = "pull=" + strconv.Itoa(pull) + "/body=100B"
+		}
+		benchBaselineRead(b, name, pull)
+	}
+}
+
+func benchBaselineRead(b *testing.B, name string, pull int) {
+	b.Run(name, func(b *testing.B) {
+		const size = 100
 		dir := b.TempDir()
 		benchRawFill(b, dir, b.N, size+benchRecordOverhead)
 		db := benchOpenRawBadger(b, dir)

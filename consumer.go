@@ -50,7 +50,8 @@ type ConsumerOptions struct {
 	// Concurrency is the most handler goroutines in concurrent mode; they
 	// start when messages arrive and end when idle. Zero means 16.
 	Concurrency int
-	// PullBatch is the most messages per pull. Zero means 32.
+	// PullBatch is the most messages per pull. Zero means 128
+	// (DefaultConsumerPullBatch), or BatchSize when larger.
 	PullBatch int
 	// PullWait is the long-poll wait at the end of a queue. Zero means 15 s.
 	PullWait time.Duration
@@ -184,7 +185,7 @@ func (o *ConsumerOptions) setDefaults() {
 	}
 	def(&o.Concurrency, 16)
 	def(&o.BatchSize, DefaultPullBatch)
-	def(&o.PullBatch, max(DefaultPullBatch, o.BatchSize))
+	def(&o.PullBatch, max(DefaultConsumerPullBatch, o.BatchSize))
 	def(&o.MaxCachedMessages, 1000)
 	def(&o.MaxAttempts, 16)
 	defD(&o.PullWait, DefaultMaxPullWait)

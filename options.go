@@ -18,6 +18,10 @@ const (
 	DefaultMaxMessageSize = 4 << 20
 	// DefaultPullBatch is the default number of messages a pull returns.
 	DefaultPullBatch = 32
+	// DefaultConsumerPullBatch is the default number of messages a
+	// Consumer asks for in one pull (ConsumerOptions.PullBatch): a backlog
+	// is read in fewer, larger reads, each one store seek.
+	DefaultConsumerPullBatch = 128
 	// MaxPullBatch is the most messages one pull may ask for.
 	MaxPullBatch = 1024
 	// DefaultMaxPullWait bounds how long a long-poll pull waits for data.
