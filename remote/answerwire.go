@@ -147,6 +147,15 @@ func encodePullAnswer(res equeue.PullResult, limit int) (out pooledRequest, ok b
 		}
 		b = appendMessage(b, msgs[i], s)
 	}
+	b = appendAnswerTail(b, res, next)
+	*buf = b
+	return pooledRequest{buf: buf}, true, nil
+}
+
+// appendAnswerTail appends the fields of res's answer after its messages:
+// the next offset (next), the bounds, the corrupt offsets and the expired
+// count.
+func appendAnswerTail(b []byte, res equeue.PullResult, next int64) []byte {
 	b = appendVarint(b, pullNextOffset, next)
 	b = appendVarint(b, pullMinOffset, res.MinOffset)
 	b = appendVarint(b, pullMaxOffset, res.MaxOffset)
@@ -158,8 +167,7 @@ func encodePullAnswer(res equeue.PullResult, limit int) (out pooledRequest, ok b
 		}
 	}
 	b = appendVarint(b, pullExpired, int64(toInt32(res.Expired)))
-	*buf = b
-	return pooledRequest{buf: buf}, true, nil
+	return b
 }
 
 // answerSize is the encoded size of res's answer with next as its next

@@ -88,8 +88,11 @@ func ownedSame(b []byte) bool {
 		reflect.DeepEqual(wire.res, owned.res)
 }
 
-func TestPullReply_SameAsProtobuf(t *testing.T) {
-	usual, other := pullAnswerSeeds(t)
+// checkDecoders checks that the direct decoder takes the usual answers and
+// leaves the others to protobuf, and that both decoders, and the codec's
+// owned decoding, give every answer the same result or refusal.
+func checkDecoders(t *testing.T, usual, other [][]byte) {
+	t.Helper()
 	for i, b := range usual {
 		_, ok := decodePullFast(b, false)
 		assert.True(t, ok, "usual answer %d left to protobuf", i)
@@ -105,6 +108,11 @@ func TestPullReply_SameAsProtobuf(t *testing.T) {
 		assert.Equal(t, want.err != nil, got.err != nil, "answer %d: decode error %v, protobuf's %v", i, got.err, want.err)
 		assert.Equal(t, want.res, got.res, "answer %d", i)
 	}
+}
+
+func TestPullReply_SameAsProtobuf(t *testing.T) {
+	usual, other := pullAnswerSeeds(t)
+	checkDecoders(t, usual, other)
 	// A message's properties, keys and sys properties arrive as sent.
 	got, _, err, _ := decodeBoth(usual[2])
 	require.NoError(t, err)

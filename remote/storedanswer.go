@@ -81,17 +81,7 @@ func planStored(res *equeue.PullResult, stored *equeue.StoredRecords, limit int)
 // protobuf's field order (as proto.Marshal writes a PullResponse).
 func appendStoredAnswer(b []byte, res *equeue.PullResult, stored *equeue.StoredRecords, p storedPlan) []byte {
 	b = appendVarint(b, pullStatus, int64(int32(res.Status)))
-	b = appendVarint(b, pullNextOffset, p.next)
-	b = appendVarint(b, pullMinOffset, res.MinOffset)
-	b = appendVarint(b, pullMaxOffset, res.MaxOffset)
-	if len(res.Corrupt) > 0 {
-		b = protowire.AppendTag(b, pullCorrupt, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(corruptSize(res.Corrupt)))
-		for _, c := range res.Corrupt {
-			b = protowire.AppendVarint(b, uint64(c))
-		}
-	}
-	b = appendVarint(b, pullExpired, int64(toInt32(res.Expired)))
+	b = appendAnswerTail(b, *res, p.next)
 	b = protowire.AppendTag(b, pullStored, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(p.size))
 	return stored.AppendBatch(b, p.n)

@@ -127,21 +127,7 @@ func storedAnswerSeeds(t testing.TB) (usual, other [][]byte) {
 
 func TestStoredAnswer_DecodersAgree(t *testing.T) {
 	usual, other := storedAnswerSeeds(t)
-	for i, b := range usual {
-		_, ok := decodePullFast(b, false)
-		assert.True(t, ok, "usual answer %d left to protobuf", i)
-	}
-	for i, b := range other {
-		_, ok := decodePullFast(b, false)
-		assert.False(t, ok, "answer %d of another shape decoded directly", i)
-	}
-	for i, b := range append(usual, other...) {
-		assert.True(t, ownedSame(b), "answer %d: decodeOwned and decodeWire differ", i)
-		got, want, gotErr, wantErr := decodeBoth(b)
-		assert.Equal(t, wantErr != nil, gotErr != nil, "answer %d: call error %v, protobuf's %v", i, gotErr, wantErr)
-		assert.Equal(t, want.err != nil, got.err != nil, "answer %d: decode error %v, protobuf's %v", i, got.err, want.err)
-		assert.Equal(t, want.res, got.res, "answer %d", i)
-	}
+	checkDecoders(t, usual, other)
 	// Refused: both forms, a damaged record (its checksum), a cut batch, a
 	// newer version. Read: the last of two batches, an empty one.
 	for i, refused := range []bool{true, true, true, true, false, false} {
