@@ -37,6 +37,19 @@ func (f tagFilter) match(tag string) bool {
 	return f.all || contains(f.tags, tag)
 }
 
+// matchBytes is match for a tag still in its record.
+func (f tagFilter) matchBytes(tag []byte) bool {
+	if f.all {
+		return true
+	}
+	for _, v := range f.tags {
+		if v == string(tag) {
+			return true
+		}
+	}
+	return false
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {

@@ -102,9 +102,12 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (PullResult, error)
 	return e.pull(ctx, req, nil)
 }
 
-// PullStored is Pull that also returns the messages' records as the engine
-// stored them, for a transport to carry as a stored batch (storedbatch.go):
-// the records are empty unless the result holds messages.
+// PullStored is Pull for a transport that carries the messages as the
+// engine stored them, in a stored batch (storedbatch.go): the messages
+// found are in the StoredRecords, checked (checksum), filtered (tag, TTL)
+// and bounded as Pull does but not decoded, and the result's Messages is
+// empty; its status, offsets, corrupt offsets and expired count are
+// Pull's.
 //
 // Transport seam: package remote calls it to serve pulls; applications do
 // not.
@@ -159,7 +162,7 @@ func (e *Engine) pull(ctx context.Context, req *PullRequest, stored *StoredRecor
 	}
 	if obs := e.opts.Observer; obs != nil {
 		start := time.Now()
-		defer func() { obs.ObservePull(t.name, q.id, time.Since(start), len(res.Messages)) }()
+		defer func() { obs.ObservePull(t.name, q.id, time.Since(start), len(res.Messages)+stored.Len()) }()
 	}
 	wait := min(req.Wait, e.opts.MaxPullWait)
 	var timer *time.Timer
@@ -222,17 +225,19 @@ const readBudget = 4 << 20
 
 // readQueue reads [from, end) in short read transactions until it has
 // matches or scanned maxScanBatches reads. With maxBytes > 0 it returns
-// no more than maxBytes of stored records. With stored set, it keeps there
-// the record of each message returned.
+// no more than maxBytes of stored records. With stored set, the messages
+// found go there as their records, checked and filtered (scanRecord) but
+// not decoded, and res.Messages stays empty.
 func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFilter, res PullResult, stored *StoredRecords) (PullResult, error) {
 	off := from
 	now := time.Now()
+	nowNanos := now.UnixNano()
 	budget := readBudget
 	if maxBytes > 0 {
 		budget = min(budget, maxBytes)
 	}
-	size := 0
-	for scans := 0; off < end && scans < maxScanBatches && len(res.Messages) == 0; scans++ {
+	size, found := 0, 0
+	for scans := 0; off < end && scans < maxScanBatches && found == 0; scans++ {
 		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, budget)
 		if err != nil {
 			return PullResult{}, fmt.Errorf("equeue: read %s/%d at %d: %w", q.topic.name, q.id, off, err)
@@ -248,29 +253,46 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 		}
 		// The messages of one read are allocated together: one allocation
 		// per read instead of one per message.
-		slab := make([]Message, len(recs))
-		ids := idFormatter{pending: make([]pendingID, 0, len(recs))}
+		var slab []Message
+		var ids idFormatter
+		if stored == nil {
+			slab = make([]Message, len(recs))
+			ids.pending = make([]pendingID, 0, len(recs))
+		}
 		for i, r := range recs {
-			m := &slab[i]
-			if err := decodeRecordTo(m, r.Value, &ids); err != nil {
+			var m *Message
+			var expired, match bool
+			if stored == nil {
+				m = &slab[i]
+				err = decodeRecordTo(m, r.Value, &ids)
+				expired = !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now)
+				match = err == nil && f.match(m.Tag)
+			} else {
+				var tag []byte
+				var expires int64
+				tag, expires, err = scanRecord(r.Value)
+				expired = expires != 0 && expires <= nowNanos
+				match = err == nil && f.matchBytes(tag)
+			}
+			if err != nil {
 				off = int64(r.Offset) + 1
 				e.stats.corrupt.Add(1)
 				res.Corrupt = append(res.Corrupt, int64(r.Offset))
 				e.log.Error("corrupt record skipped", "topic", q.topic.name, "queue", q.id, "offset", r.Offset, "err", err)
 				continue
 			}
-			if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now) {
+			if expired {
 				off = int64(r.Offset) + 1
 				e.stats.expired.Add(1)
 				res.Expired++
 				continue
 			}
-			if !f.match(m.Tag) {
+			if !match {
 				off = int64(r.Offset) + 1
 				continue
 			}
 			if maxBytes > 0 && size+len(r.Value) > maxBytes {
-				if len(res.Messages) == 0 {
+				if found == 0 {
 					return PullResult{}, &MessageTooLargeError{QueueRef: QueueRef{Topic: q.topic.name, Queue: q.id},
 						Offset: int64(r.Offset), Size: len(r.Value), Limit: maxBytes}
 				}
@@ -278,25 +300,26 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			}
 			size += len(r.Value)
 			off = int64(r.Offset) + 1
+			found++
+			if stored != nil {
+				if stored.recs == nil {
+					stored.ref = QueueRef{Topic: q.topic.name, Queue: q.id}
+					stored.offsets = make([]int64, 0, min(max, len(recs)-i))
+					stored.recs = make([][]byte, 0, cap(stored.offsets))
+				}
+				stored.add(int64(r.Offset), r.Value)
+				continue
+			}
 			m.Topic, m.Queue, m.Offset = q.topic.name, q.id, int64(r.Offset)
 			if res.Messages == nil {
 				res.Messages = make([]*Message, 0, min(max, len(recs)-i))
-				if stored != nil {
-					stored.recs = make([][]byte, 0, cap(res.Messages))
-				}
 			}
 			res.Messages = append(res.Messages, m)
-			if stored != nil {
-				stored.recs = append(stored.recs, r.Value)
-			}
 		}
 		ids.flush()
 	}
 	res.NextOffset = off
-	if stored != nil {
-		stored.msgs = res.Messages
-	}
-	if len(res.Messages) > 0 {
+	if found > 0 {
 		res.Status = PullFound
 	} else {
 		res.Status = PullNoMatch

@@ -9,9 +9,11 @@ import (
 // A stored batch carries the messages of one pull as the engine stored
 // them: each message's record, byte for byte, with the offsets, topic and
 // queue a pull sets. A broker serving a remote consumer copies the records
-// it read into an answer instead of encoding every field of every message
-// again, and the consumer decodes them as the engine itself does. Records
-// keep their own version byte and checksum, which the decoder checks.
+// it read into an answer instead of decoding them and encoding every field
+// of every message again (it only checks each record's checksum, expiry and
+// tag, scanRecord), and the consumer decodes them as the engine itself
+// does. Records keep their own version byte and checksum, which the
+// decoder checks again.
 //
 // Form (version 1), integers as unsigned varints:
 //
@@ -30,41 +32,58 @@ import (
 // batch only to a peer that reads its version.
 const StoredBatchVersion = 1
 
-// StoredRecords are the records of a pull's messages as the engine stored
-// them (Engine.PullStored). The zero value, and nil, hold none.
+// StoredRecords are the messages a pull found, as the engine stored them
+// (Engine.PullStored): their records and offsets. The zero value, and nil,
+// hold none.
 type StoredRecords struct {
-	msgs []*Message // the messages the pull returned
-	recs [][]byte   // the record of each
+	ref     QueueRef
+	offsets []int64  // ascending
+	recs    [][]byte // the record at each offset
+}
+
+// Len is the number of messages.
+func (s *StoredRecords) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.offsets)
+}
+
+// Offset is the offset of the i-th message, 0 <= i < Len().
+func (s *StoredRecords) Offset(i int) int64 { return s.offsets[i] }
+
+// QueueRef is the queue the messages are of.
+func (s *StoredRecords) QueueRef() QueueRef { return s.ref }
+
+// add appends the record rec at offset off.
+func (s *StoredRecords) add(off int64, rec []byte) {
+	s.offsets = append(s.offsets, off)
+	s.recs = append(s.recs, rec)
 }
 
 // BatchSize sizes the stored batch of the pull's messages: n is the most
 // first messages whose batch fits in limit bytes and size is that batch's
-// length (with n zero, an empty batch's). ok is false when s holds no messages. The batch carries the
-// messages as the pull returned them; changes made to them since are not
-// in it.
+// length (with n zero, an empty batch's). ok is false when s holds no
+// messages.
 func (s *StoredRecords) BatchSize(limit int) (size, n int, ok bool) {
-	if s == nil || len(s.msgs) == 0 || len(s.recs) != len(s.msgs) {
+	if s.Len() == 0 || len(s.recs) != len(s.offsets) || s.ref.Queue < 0 {
 		return 0, 0, false
 	}
-	first := s.msgs[0]
-	if first.Queue < 0 {
-		return 0, 0, false
-	}
-	head := 1 + stringLen(first.Topic) + uvarintLen(uint64(first.Queue))
+	head := 1 + stringLen(s.ref.Topic) + uvarintLen(uint64(s.ref.Queue))
 	body := 0 // the messages' part
 	prev := int64(-1)
-	for i, m := range s.msgs {
+	for i, off := range s.offsets {
 		rec := s.recs[i]
-		if m.Topic != first.Topic || m.Queue != first.Queue || m.Offset <= prev {
+		if off <= prev {
 			return 0, 0, false
 		}
-		one := offsetGapLen(prev, m.Offset) + uvarintLen(uint64(len(rec))) + len(rec)
+		one := offsetGapLen(prev, off) + uvarintLen(uint64(len(rec))) + len(rec)
 		if head+uvarintLen(uint64(n+1))+body+one > limit {
 			break
 		}
 		body += one
 		n++
-		prev = m.Offset
+		prev = off
 	}
 	return head + uvarintLen(uint64(n)) + body, n, true
 }
@@ -72,22 +91,17 @@ func (s *StoredRecords) BatchSize(limit int) (size, n int, ok bool) {
 // AppendBatch appends the stored batch of the pull's first n messages to
 // b; n is from BatchSize.
 func (s *StoredRecords) AppendBatch(b []byte, n int) []byte {
-	msgs := s.msgs[:n]
 	b = append(b, StoredBatchVersion)
-	topic, queue := "", 0
-	if n > 0 {
-		topic, queue = msgs[0].Topic, msgs[0].Queue
-	}
-	b = appendString(b, topic)
-	b = binary.AppendUvarint(b, uint64(queue))
+	b = appendString(b, s.ref.Topic)
+	b = binary.AppendUvarint(b, uint64(s.ref.Queue))
 	b = binary.AppendUvarint(b, uint64(n))
 	prev := int64(-1)
-	for i, m := range msgs {
-		b = binary.AppendUvarint(b, uint64(m.Offset-prev-1))
+	for i, off := range s.offsets[:n] {
+		b = binary.AppendUvarint(b, uint64(off-prev-1))
 		rec := s.recs[i]
 		b = binary.AppendUvarint(b, uint64(len(rec)))
 		b = append(b, rec...)
-		prev = m.Offset
+		prev = off
 	}
 	return b
 }

@@ -49,12 +49,12 @@ type storedPlan struct {
 	next           int64
 }
 
-// planStored plans res's answer as a stored batch within limit bytes for a
-// client reading batches up to version. ok is false when the answer is to
-// carry messages instead; a first message that does not fit is
-// ErrMessageTooLarge, as with messages.
+// planStored plans res's answer as a stored batch of the messages in
+// stored, within limit bytes. ok is false when the answer is to carry
+// res.Messages instead (stored is nil or holds none); a first message that
+// does not fit is ErrMessageTooLarge, as with messages.
 func planStored(res *equeue.PullResult, stored *equeue.StoredRecords, limit int) (p storedPlan, ok bool, err error) {
-	if stored == nil || len(res.Messages) == 0 {
+	if stored.Len() == 0 {
 		return p, false, nil
 	}
 	// Room for the rest of the answer, its next offset at its widest, and
@@ -62,16 +62,16 @@ func planStored(res *equeue.PullResult, stored *equeue.StoredRecords, limit int)
 	rest := answerSize(*res, 0, nil) + protowire.SizeTag(pullNextOffset) + binary.MaxVarintLen64 +
 		protowire.SizeTag(pullStored) + protowire.SizeVarint(uint64(limit))
 	size, n, ok := stored.BatchSize(limit - rest)
-	if !ok || len(res.Messages) < n {
-		return p, false, nil
+	if !ok {
+		// The engine's records are always in offset order of one queue.
+		return p, false, fmt.Errorf("remote: the stored records of %v cannot be sent", stored.QueueRef())
 	}
 	if n == 0 {
-		m := res.Messages[0]
-		return p, false, &equeue.MessageTooLargeError{QueueRef: equeue.QueueRef{Topic: m.Topic, Queue: m.Queue}, Offset: m.Offset, Limit: limit}
+		return p, false, &equeue.MessageTooLargeError{QueueRef: stored.QueueRef(), Offset: stored.Offset(0), Limit: limit}
 	}
 	p = storedPlan{n: n, size: size, next: res.NextOffset}
-	if n < len(res.Messages) {
-		p.next = res.Messages[n].Offset
+	if n < stored.Len() {
+		p.next = stored.Offset(n)
 	}
 	p.total = answerSize(*res, p.next, nil) + protowire.SizeTag(pullStored) + protowire.SizeBytes(size)
 	return p, true, nil

@@ -16,24 +16,28 @@ import (
 )
 
 // storedPull pulls n messages of growing bodies from a new in-memory
-// engine, with their records.
-func storedPull(t testing.TB, n int) (equeue.PullResult, *equeue.StoredRecords) {
+// engine as a broker does, with their records, and returns them too as
+// Engine.Pull decodes them (msgs).
+func storedPull(t testing.TB, n int) (res equeue.PullResult, stored *equeue.StoredRecords, msgs []*equeue.Message) {
 	t.Helper()
 	ctx := context.Background()
 	e, err := equeue.Open("", &equeue.Options{InMemory: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	var msgs []*equeue.Message
+	var sent []*equeue.Message
 	for i := range n {
-		msgs = append(msgs, &equeue.Message{Topic: "t", Tag: "A", Body: bytes.Repeat([]byte{byte('a' + i%26)}, 100*(i+1))})
+		sent = append(sent, &equeue.Message{Topic: "t", Tag: "A", Body: bytes.Repeat([]byte{byte('a' + i%26)}, 100*(i+1))})
 	}
-	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: sent})
 	require.NoError(t, err)
-	res, stored, err := e.PullStored(ctx, &equeue.PullRequest{Topic: "t", Max: n})
+	res, stored, err = e.PullStored(ctx, &equeue.PullRequest{Topic: "t", Max: n})
 	require.NoError(t, err)
-	require.Len(t, res.Messages, n)
-	return res, stored
+	require.Equal(t, n, stored.Len())
+	decoded, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: n})
+	require.NoError(t, err)
+	require.Len(t, decoded.Messages, n)
+	return res, stored, decoded.Messages
 }
 
 // The broker's stored answer is the bytes protobuf writes for the same
@@ -42,7 +46,7 @@ func storedPull(t testing.TB, n int) (equeue.PullResult, *equeue.StoredRecords) 
 // out; both decoders read it back as the engine's messages; a first
 // message over the limit is ErrMessageTooLarge.
 func TestStoredAnswer_SameBytesAsProtobuf(t *testing.T) {
-	res, stored := storedPull(t, 12)
+	res, stored, msgs := storedPull(t, 12)
 	res.Corrupt, res.Expired = []int64{1, 70000}, 3 // as a pull that skipped records reports them
 	whole, ok, err := planStored(&res, stored, 1<<20)
 	require.NoError(t, err)
@@ -76,20 +80,23 @@ func TestStoredAnswer_SameBytesAsProtobuf(t *testing.T) {
 		require.NoError(t, got.err)
 		require.NoError(t, viaPB.err)
 		assert.Equal(t, viaPB.res, got.res)
-		assert.Equal(t, res.Messages[:p.n], got.res.Messages, "limit %d", limit)
-		if p.n < len(res.Messages) {
-			assert.Equal(t, res.Messages[p.n].Offset, got.res.NextOffset, "limit %d: the next pull starts at the first left out", limit)
+		assert.Equal(t, msgs[:p.n], got.res.Messages, "limit %d", limit)
+		if p.n < len(msgs) {
+			assert.Equal(t, msgs[p.n].Offset, got.res.NextOffset, "limit %d: the next pull starts at the first left out", limit)
 		} else {
 			assert.Equal(t, res.NextOffset, got.res.NextOffset)
 		}
 		assert.Equal(t, res.Corrupt, got.res.Corrupt)
 		assert.Equal(t, res.Expired, got.res.Expired)
 	}
-	// No records (a backend without them): the answer carries messages.
-	_, ok, err = planStored(&res, nil, 1<<20)
+	// No records (a backend without them, whose result holds the
+	// messages): the answer carries messages.
+	plain := res
+	plain.Messages = msgs
+	_, ok, err = planStored(&plain, nil, 1<<20)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	out, err := pullAnswer(res, 1<<20, nil)
+	out, err := pullAnswer(plain, 1<<20, nil)
 	require.NoError(t, err)
 	assert.Len(t, out.GetMessages(), 12)
 	assert.Empty(t, out.GetStored())
@@ -100,7 +107,7 @@ func TestStoredAnswer_SameBytesAsProtobuf(t *testing.T) {
 // damaged batch, an empty one, a batch twice), which it leaves to
 // protobuf, whose decoding refuses or reads them alike.
 func storedAnswerSeeds(t testing.TB) (usual, other [][]byte) {
-	res, stored := storedPull(t, 3)
+	res, stored, _ := storedPull(t, 3)
 	p, ok, err := planStored(&res, stored, 1<<20)
 	require.NoError(t, err)
 	require.True(t, ok)
