@@ -120,8 +120,8 @@ func (e *Engine) PullStored(ctx context.Context, req *PullRequest) (PullResult, 
 	return res, stored, nil
 }
 
-// pull is Pull, keeping the records of the messages returned in stored
-// when set.
+// pull is Pull, or with stored set PullStored, whose messages it puts
+// there.
 func (e *Engine) pull(ctx context.Context, req *PullRequest, stored *StoredRecords) (res PullResult, err error) {
 	if err := e.enter(ctx); err != nil {
 		return PullResult{}, err
