@@ -12,6 +12,11 @@ import (
 // calls. *equeue.Engine implements it; so does a replicated cluster node
 // (package cluster), whose followers refuse calls with an error matching
 // equeue.ErrNotLeader that names the leader (see Error.Leader).
+//
+// A Backend that also has PullStored (as *equeue.Engine and cluster.Node
+// do) serves the pulls of clients that read stored batches with it instead
+// of Pull. A type that embeds an *equeue.Engine and changes what Pull
+// returns must therefore change PullStored too, or hide it.
 type Backend interface {
 	equeue.Broker
 
