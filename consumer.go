@@ -50,8 +50,9 @@ type ConsumerOptions struct {
 	// Concurrency is the most handler goroutines in concurrent mode; they
 	// start when messages arrive and end when idle. Zero means 16.
 	Concurrency int
-	// PullBatch is the most messages per pull. Zero means 128
-	// (DefaultConsumerPullBatch), or BatchSize when larger.
+	// PullBatch is the most messages per pull. Zero means the lesser of
+	// 128 (DefaultConsumerPullBatch) and MaxCachedMessages, or BatchSize
+	// when that is larger.
 	PullBatch int
 	// PullWait is the long-poll wait at the end of a queue. Zero means 15 s.
 	PullWait time.Duration
@@ -185,8 +186,9 @@ func (o *ConsumerOptions) setDefaults() {
 	}
 	def(&o.Concurrency, 16)
 	def(&o.BatchSize, DefaultPullBatch)
-	def(&o.PullBatch, max(DefaultConsumerPullBatch, o.BatchSize))
 	def(&o.MaxCachedMessages, 1000)
+	// A consumer told to cache few messages does not pull many more.
+	def(&o.PullBatch, max(min(DefaultConsumerPullBatch, o.MaxCachedMessages), o.BatchSize))
 	def(&o.MaxAttempts, 16)
 	defD(&o.PullWait, DefaultMaxPullWait)
 	defD(&o.CommitInterval, 5*time.Second)

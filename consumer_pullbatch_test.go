@@ -58,6 +58,8 @@ func TestConsumer_PullBatchDefault(t *testing.T) {
 		{"default", equeue.ConsumerOptions{}, equeue.DefaultConsumerPullBatch},
 		{"PullBatch-8", equeue.ConsumerOptions{PullBatch: 8}, 8},
 		{"BatchSize-200", equeue.ConsumerOptions{BatchSize: 200}, 200},
+		{"MaxCachedMessages-50", equeue.ConsumerOptions{MaxCachedMessages: 50}, 50},
+		{"MaxCachedMessages-10", equeue.ConsumerOptions{MaxCachedMessages: 10}, equeue.DefaultPullBatch}, // not below the default BatchSize
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ps := &pullSizes{Broker: e}
