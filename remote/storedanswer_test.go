@@ -2,8 +2,10 @@ package remote_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -272,4 +274,108 @@ func TestStoredAnswer_DamagedRecordsAndFailedReads(t *testing.T) {
 	again, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 8})
 	require.NoError(t, err)
 	assert.Equal(t, over[:len(again.Messages)], again.Messages)
+}
+
+// Stored answers crossed with the other features, over a server with
+// rights: a consume-only token pulls stored batches but cannot append; a
+// duplicate in a dedup window is not stored twice; a delayed message
+// arrives in a later pull, with its delivery time; retention deleting the
+// head moves the offset as in-process; and a message that fails once comes
+// back through the retry topic (its origin in sys properties, read from the
+// stored record) and is handled again. At every step a remote pull returns
+// what an in-process pull does.
+func TestStoredAnswer_CrossesFeatures(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	s := startServer(t, e, "", &remote.ServerOptions{Tokens: map[string]remote.Rights{
+		"p": remote.RightProduce, "c": remote.RightConsume}})
+	prod := dial(t, s.addr, &remote.ClientOptions{Token: "p"})
+	cons := dial(t, s.addr, &remote.ClientOptions{Token: "c"})
+
+	same := func(from int64) {
+		t.Helper()
+		for off := from; ; {
+			want, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: off, Max: 4})
+			require.NoError(t, err)
+			got, err := cons.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: off, Max: 4})
+			require.NoError(t, err)
+			require.Equal(t, want, got, "offset %d", off)
+			if got.Status == equeue.PullNoNewMessage {
+				return
+			}
+			off = got.NextOffset
+		}
+	}
+	_, err := cons.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Topic: "t", Body: []byte("x")}}})
+	require.ErrorIs(t, err, remote.ErrPermissionDenied, "a consume-only token cannot append")
+
+	send := func(m *equeue.Message) equeue.AppendResult {
+		t.Helper()
+		m.Topic = "t"
+		r, err := prod.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{m}})
+		require.NoError(t, err)
+		return r
+	}
+	first := send(&equeue.Message{ID: "once", Body: []byte("original")})
+	dup := send(&equeue.Message{ID: "once", Body: []byte("duplicate")})
+	assert.True(t, dup.Duplicate, "the second send is a duplicate")
+	assert.Equal(t, first.FirstOffset, dup.FirstOffset)
+	send(&equeue.Message{Body: []byte("delayed"), Delay: 50 * time.Millisecond})
+	for i := range 6 {
+		send(&equeue.Message{Tag: "A", Body: fmt.Appendf(nil, "m%d", i)})
+	}
+	same(0)
+	eventually(t, 5*time.Second, func() bool {
+		ti, err := e.Topic(ctx, "t")
+		return err == nil && ti.Messages == 8
+	}, "the delayed message moved into the queue")
+	same(0)
+	res, err := cons.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 7, Max: 4})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	assert.Equal(t, "delayed", string(res.Messages[0].Body))
+	assert.False(t, res.Messages[0].DeliverAt.IsZero(), "its delivery time is in the record")
+
+	// Retention deletes the head: a pull below it moves, as in-process.
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond})
+	require.NoError(t, err)
+	moved, err := cons.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0, Max: 4})
+	require.NoError(t, err)
+	want, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0, Max: 4})
+	require.NoError(t, err)
+	assert.Equal(t, want, moved)
+	assert.Equal(t, equeue.PullOffsetMoved, moved.Status)
+	send(&equeue.Message{Tag: "A", Body: []byte("after retention")})
+	same(moved.NextOffset)
+
+	// A remote consumer with a consume-only token: one message fails once,
+	// goes through the retry topic and is handled again.
+	var mu sync.Mutex
+	handled := map[string]int{}
+	var retried *equeue.Message
+	startConsumer(t, cons, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		From: equeue.ConsumeFromEarliest, RetryTopicDelays: []time.Duration{10 * time.Millisecond},
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			handled[string(m.Body)]++
+			if string(m.Body) == "after retention" && handled[string(m.Body)] == 1 {
+				return errors.New("fail once")
+			}
+			if m.Attempt > 0 {
+				retried = m
+			}
+			return nil
+		}})
+	eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return handled["after retention"] == 2
+	}, "the failed message handled again")
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotNil(t, retried)
+	assert.Equal(t, "t", retried.Topic, "the retried message reads as its origin topic")
+	assert.Equal(t, 1, retried.Attempt)
 }
