@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,4 +194,39 @@ func BenchmarkPublishAsync(b *testing.B) {
 		}
 		reportRate(b, b.N, time.Since(start))
 	})
+}
+
+// BenchmarkPullCall measures one Pull call on a Badger engine, in-process
+// and over remote, of 1 message (what a long-polling consumer woken by one
+// message pulls) and of 128 (a consumer's pull size): the cost of a call
+// itself. Every call reads the same messages (offset 0 of a queue of 1,024).
+// Reports the CPU time per call of the whole process (client and broker).
+func BenchmarkPullCall(b *testing.B) {
+	for _, max := range []int{1, 128} {
+		for _, tr := range []string{"inproc", "remote"} {
+			b.Run(fmt.Sprintf("max=%d/%s", max, tr), func(b *testing.B) {
+				br, e := benchBroker(b, "badger", tr)
+				ctx := context.Background()
+				msgs := make([]*equeue.Message, 1024)
+				for i := range msgs {
+					msgs[i] = benchMessage()
+				}
+				_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "bench", Queue: 0, Messages: msgs})
+				require.NoError(b, err)
+				req := &equeue.PullRequest{Topic: "bench", Queue: 0, Max: max}
+				cpu0, _ := benchProcessCPU()
+				b.ResetTimer()
+				for b.Loop() {
+					res, err := br.Pull(ctx, req)
+					if err != nil || len(res.Messages) != max {
+						b.Fatalf("pulled %d of %d: %v", len(res.Messages), max, err)
+					}
+				}
+				b.StopTimer()
+				if cpu1, ok := benchProcessCPU(); ok {
+					b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+				}
+			})
+		}
+	}
 }
