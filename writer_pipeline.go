@@ -153,19 +153,16 @@ func (e *Engine) runCompleter() {
 				if syncErr != nil {
 					e.failStore(syncErr) // storefailure.go
 				}
+				// The cohort this Sync acknowledges is published before any
+				// of its senders is completed: one that comes back at once
+				// must find the writer's target already set by it, not by
+				// the Sync before (the writer would linger for senders that
+				// never come).
+				e.pipe.cohort.Store(int32(syncedWaiters(group)))
+				e.pipe.settles.Add(1)
 			}
 			e.complete(f, syncErr)
 			e.pipe.inflight.Add(-1)
-		}
-		if synced {
-			n := 0
-			for _, f := range group {
-				if needsSync(f) {
-					n += f.waiters
-				}
-			}
-			e.pipe.cohort.Store(int32(n))
-			e.pipe.settles.Add(1)
 		}
 		clear(group)
 	}
@@ -212,6 +209,18 @@ func (e *Engine) joinBuilding(group []*flight) []*flight {
 // than syncing both at once.
 func (e *Engine) waitingPays() bool {
 	return e.pipe.writeTime.Load() < e.pipe.syncTime.Load()
+}
+
+// syncedWaiters counts the waiting senders of the batches of group that
+// its Sync covers.
+func syncedWaiters(group []*flight) int {
+	n := 0
+	for _, f := range group {
+		if needsSync(f) {
+			n += f.waiters
+		}
+	}
+	return n
 }
 
 func needsSync(f *flight) bool { return f.err == nil && f.wait == nil && f.b.needSync }
