@@ -92,7 +92,7 @@ type pipeline struct {
 	// cohort is how many waiting senders (command.waits) the completer's
 	// last Sync acknowledged: those the writer may expect back together.
 	cohort  atomic.Int32
-	settles atomic.Int64 // synced groups completed (writer_cohort.go)
+	settles atomic.Int64 // Syncs made, counted before their senders are completed (writer_cohort.go)
 	// asyncFailed is the first failed AsyncWriter write: memory counts
 	// that batch, so nothing completed after it may rest on it.
 	asyncFailed atomic.Pointer[error]
