@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -53,6 +54,7 @@ func TestClusterChild(t *testing.T) {
 	o.ClientAddr = self.ClientAddr
 	o.Bootstrap, o.Peers = true, peers
 	o.RaftLog = os.Stderr
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	var n *cluster.Node
 	var err error
 	if file := os.Getenv(childCut); file != "" {

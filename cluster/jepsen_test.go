@@ -27,7 +27,9 @@ import (
 // the leader's Raft links to the others (clients still reach it) and heals
 // them; then it heals the cluster, drains every queue of every node and
 // checks the history (see check). EQUEUE_CLUSTER_LONG=1 runs 30 nemesis
-// rounds instead of 3 (one of each).
+// rounds instead of 3 (one of each). A failed run prints what each node
+// logged of note; EQUEUE_CLUSTER_KEEP_LOGS=dir also copies the whole logs
+// there.
 func TestCluster_Jepsen(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -113,6 +115,11 @@ func startJepsen(t testing.TB, n int, env ...string) *jepsen {
 		clients = append(clients, p.client)
 	}
 	j.peers = strings.Join(peers, ",")
+	t.Cleanup(func() {
+		if t.Failed() {
+			j.dumpLogs()
+		}
+	})
 	t.Cleanup(func() {
 		for _, p := range j.procs {
 			if p.cmd != nil {
@@ -349,4 +356,48 @@ func (j *jepsen) partition(iso *proc) {
 		require.NoError(j.t, os.WriteFile(p.cutFile+".tmp", []byte(strings.Join(cut, ",")), 0o644))
 		require.NoError(j.t, os.Rename(p.cutFile+".tmp", p.cutFile))
 	}
+}
+
+// dumpLogs prints the notable lines of every node's log (state changes,
+// warnings and errors), so that a failed run says what the nodes did.
+func (j *jepsen) dumpLogs() {
+	for _, p := range j.procs {
+		b, err := os.ReadFile(p.dir + ".log")
+		if err != nil {
+			j.t.Logf("%s: no log: %v", p.id, err)
+			continue
+		}
+		var keep []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if notableLogLine(line) {
+				keep = append(keep, line)
+			}
+		}
+		if len(keep) > 200 {
+			keep = append([]string{fmt.Sprintf("(%d lines before)", len(keep)-200)}, keep[len(keep)-200:]...)
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		tail := lines[max(0, len(lines)-30):]
+		j.t.Logf("%s log:\n%s\n-- its last lines:\n%s", p.id, strings.Join(keep, "\n"), strings.Join(tail, "\n"))
+		if keepDir := os.Getenv("EQUEUE_CLUSTER_KEEP_LOGS"); keepDir != "" {
+			dst := filepath.Join(keepDir, fmt.Sprintf("%s-%d.log", p.id, time.Now().UnixNano()))
+			if err := os.WriteFile(dst, b, 0o644); err == nil {
+				j.t.Logf("%s log kept as %s", p.id, dst)
+			}
+		}
+	}
+}
+
+func notableLogLine(line string) bool {
+	for _, s := range []string{"partition nemesis", "connection refused", "use of closed network connection", "failed to heartbeat"} {
+		if strings.Contains(line, s) {
+			return false // the nemesis's own noise
+		}
+	}
+	for _, s := range []string{"level=WARN", "level=ERROR", "[WARN]", "[ERROR]", "entering", "election won", "serving as leader", "stopped serving", "snapshot", "panic", "fatal", "DATA RACE", "goleak"} {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
 }
