@@ -9,15 +9,16 @@ import (
 
 var _ equeue.Broker = (*Node)(nil)
 
-// Engine returns the engine this node serves while it leads, or a
-// *NotLeaderError. The engine is closed when the node stops leading: a call
-// on it then fails with equeue.ErrClosed. Use it for administration
-// (topics, groups); producers and consumers should use the Node itself.
+// Engine returns the engine this node serves while it leads and holds
+// its lease (lease.go), or a *NotLeaderError. The engine is closed when
+// the node stops leading: a call on it then fails with equeue.ErrClosed.
+// Use it for administration (topics, groups); producers and consumers
+// should use the Node itself.
 func (n *Node) Engine() (*equeue.Engine, error) {
 	n.mu.RLock()
 	e := n.engine
 	n.mu.RUnlock()
-	if e == nil {
+	if e == nil || !n.leaseHeld() {
 		return nil, n.notLeader()
 	}
 	return e, nil

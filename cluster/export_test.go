@@ -74,3 +74,10 @@ func Watermark(n *Node, q store.QueueID) (uint64, error) {
 // BreakStore marks n's FSM broken with err, as a failed write to its
 // store does.
 func BreakStore(n *Node, err error) { _ = n.fsm.fail(err) }
+
+// DropLease makes the leader n hold no lease (as while it hands its
+// leadership over) until RestoreLease.
+func DropLease(n *Node) { n.lease.transferring.Store(true) }
+
+// RestoreLease undoes DropLease.
+func RestoreLease(n *Node) { n.lease.transferring.Store(false) }

@@ -25,6 +25,15 @@ type progressTransport struct {
 
 	mu    sync.Mutex
 	peers map[raft.ServerID]peerProgress
+	// sent is, per follower, the latest call it answered with success in
+	// the call's own term: when it was sent, and that term (lease.go).
+	sent map[raft.ServerID]answeredCall
+}
+
+// answeredCall is a call a follower answered with success.
+type answeredCall struct {
+	at   time.Time // when it was sent
+	term uint64
 }
 
 // peerProgress is what a follower last answered.
@@ -34,16 +43,18 @@ type peerProgress struct {
 }
 
 func newProgressTransport(t *raft.NetworkTransport) *progressTransport {
-	return &progressTransport{NetworkTransport: t, peers: map[raft.ServerID]peerProgress{}}
+	return &progressTransport{NetworkTransport: t, peers: map[raft.ServerID]peerProgress{}, sent: map[raft.ServerID]answeredCall{}}
 }
 
 // AppendEntries sends the call and notes the follower's answer.
 func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	t.clampCommit(args)
+	start := time.Now()
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err != nil {
 		return err
 	}
+	t.noteAnswer(id, start, args, resp)
 	last := resp.LastLog // the follower's last index before this call
 	if resp.Success && len(args.Entries) > 0 {
 		last = max(last, args.PrevLogEntry+uint64(len(args.Entries)))
@@ -52,6 +63,28 @@ func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 	t.peers[id] = peerProgress{lastLog: last, at: time.Now()}
 	t.mu.Unlock()
 	return nil
+}
+
+// noteAnswer records, for the lease, when a call id answered with success
+// in the call's own term was sent.
+func (t *progressTransport) noteAnswer(id raft.ServerID, start time.Time, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	if !resp.Success || resp.Term != args.Term {
+		return
+	}
+	t.mu.Lock()
+	if c := t.sent[id]; args.Term > c.term || args.Term == c.term && start.After(c.at) {
+		t.sent[id] = answeredCall{at: start, term: args.Term}
+	}
+	t.mu.Unlock()
+}
+
+// answered returns the latest call id answered with success; ok is false
+// when it never answered one.
+func (t *progressTransport) answered(id raft.ServerID) (c answeredCall, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok = t.sent[id]
+	return c, ok
 }
 
 // progress returns what id last answered; ok is false when it never did.

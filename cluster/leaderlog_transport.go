@@ -17,5 +17,6 @@ func (t *progressTransport) AppendEntriesPipeline(id raft.ServerID, target raft.
 	if err != nil {
 		return nil, err
 	}
-	return newDrainedPipeline(p, t.clampCommit), nil
+	note := func(f raft.AppendFuture) { t.noteAnswer(id, f.Start(), f.Request(), f.Response()) }
+	return newDrainedPipeline(p, t.clampCommit, note), nil
 }

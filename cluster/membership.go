@@ -41,10 +41,32 @@ func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
-	if err := raftFuture(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, changeTimeout)); err != nil {
+	n.lease.addVoter(raft.ServerID(id)) // before it counts for Raft
+	err := raftFuture(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, changeTimeout))
+	var keep raft.ServerID
+	if ctx.Err() != nil {
+		keep = raft.ServerID(id)
+	}
+	n.refreshVoters(keep)
+	if err != nil {
 		return fmt.Errorf("cluster: add voter %s: %w", id, err)
 	}
 	return nil
+}
+
+// refreshVoters reads the voters of the latest configuration for the
+// lease (lease.go); keep, when not empty, still counts as a voter (a
+// change whose wait ended early may yet be applied by Raft).
+func (n *Node) refreshVoters(keep raft.ServerID) {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	cf := f.Configuration()
+	n.lease.setVoters(cf)
+	if keep != "" {
+		n.lease.addVoter(keep)
+	}
 }
 
 // RemoveServer removes the node id from the cluster.
@@ -55,6 +77,10 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if err := raftFuture(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, changeTimeout)); err != nil {
 		return fmt.Errorf("cluster: remove server %s: %w", id, err)
 	}
+	// Raft acts on the new configuration from the moment it is in the
+	// leader's log; once it is committed, the removed server no longer
+	// counts for the lease either.
+	n.refreshVoters("")
 	return nil
 }
 
@@ -64,6 +90,10 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
+	// The target may win before this node hears of it: serve nothing
+	// meanwhile (lease.go).
+	n.lease.transferring.Store(true)
+	defer n.lease.transferring.Store(false)
 	var f raft.Future
 	if id == "" {
 		f = n.raft.LeadershipTransfer()

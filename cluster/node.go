@@ -51,6 +51,8 @@ type Node struct {
 
 	// ptrans is trans noting followers' progress (lag.go); Raft uses it.
 	ptrans *progressTransport
+	// lease says whether the leader may serve calls (lease.go).
+	lease leaseState
 
 	mu     sync.RWMutex
 	engine *equeue.Engine
@@ -177,6 +179,10 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	n.ptrans = newProgressTransport(n.trans)
 
 	conf := n.raftConfig(hlog)
+	// A follower forgets its leader, and may vote for another node, no
+	// sooner than a heartbeat timeout after its last contact; a tenth is
+	// left for clocks that run at different rates (lease.go).
+	n.lease.length = conf.HeartbeatTimeout * 9 / 10
 	cache, err := raft.NewLogCache(512, n.logs)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -394,6 +400,11 @@ func (n *Node) startTenure() error {
 	if n.fsm.current().tenure != tenure {
 		return errors.New("cluster: another tenure started meanwhile")
 	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return fmt.Errorf("cluster: start tenure: configuration: %w", err)
+	}
+	n.lease.setVoters(cf.Configuration())
 	rs := newReplicatedStore(n.raft, n.st, term, tenure, n.opts.ApplyTimeout, n.wake)
 	var eo equeue.Options
 	if n.opts.Engine != nil {

@@ -39,7 +39,8 @@ import (
 type drainedPipeline struct {
 	inner raft.AppendPipeline
 	clamp func(*raft.AppendEntriesRequest)
-	out   chan raft.AppendFuture // what Raft reads
+	note  func(raft.AppendFuture) // sees each answer that arrived (lease.go)
+	out   chan raft.AppendFuture  // what Raft reads
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -48,8 +49,8 @@ type drainedPipeline struct {
 
 var _ raft.AppendPipeline = (*drainedPipeline)(nil)
 
-func newDrainedPipeline(inner raft.AppendPipeline, clamp func(*raft.AppendEntriesRequest)) *drainedPipeline {
-	p := &drainedPipeline{inner: inner, clamp: clamp, out: make(chan raft.AppendFuture),
+func newDrainedPipeline(inner raft.AppendPipeline, clamp func(*raft.AppendEntriesRequest), note func(raft.AppendFuture)) *drainedPipeline {
+	p := &drainedPipeline{inner: inner, clamp: clamp, note: note, out: make(chan raft.AppendFuture),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go p.forward()
 	return p
@@ -69,6 +70,12 @@ func (p *drainedPipeline) forward() {
 		}
 		select {
 		case f := <-in:
+			if p.note != nil {
+				// Not f.Error(): its first caller caches the error unguarded,
+				// and the caller of AppendEntries may wait on it. A call that
+				// failed leaves its response empty, which notes nothing.
+				p.note(f)
+			}
 			queue = append(queue, f)
 		case out <- next:
 			queue[0] = nil
