@@ -35,9 +35,12 @@ type Node struct {
 	logs  raftLogStore
 	alog  *leaderLog // Raft's log: n.logs, written alongside replication while leading
 	trans *raft.NetworkTransport
-	raft  *raft.Raft
-	fsm   *fsm
-	peers map[string]string // node ID -> client address, from Options.Peers
+	// stream is trans's stream layer, which closes the connections peers
+	// opened when the node closes (stream.go).
+	stream *acceptedStream
+	raft   *raft.Raft
+	fsm    *fsm
+	peers  map[string]string // node ID -> client address, from Options.Peers
 	// noCleanMark, set by tests, makes Close leave the store as a crash
 	// would: not marked clean (cleanstop.go).
 	noCleanMark bool
@@ -170,12 +173,17 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if addr.IP == nil || addr.IP.IsUnspecified() {
 		return nil, fmt.Errorf("%w: RaftAddr %q must name a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
 	}
-	if o.RaftStream != nil {
-		n.trans = raft.NewNetworkTransportWithLogger(o.RaftStream, 3, 10*time.Second, hlog)
-	} else if n.trans, err = raft.NewTCPTransportWithLogger(o.RaftAddr, nil, 3, 10*time.Second, hlog); err != nil {
-		return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
+	stream := o.RaftStream
+	if stream == nil {
+		ts, err := listenTCP(o.RaftAddr)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
+		}
+		stream = ts
 	}
-	closers = append(closers, n.trans)
+	n.stream = newAcceptedStream(stream)
+	n.trans = raft.NewNetworkTransportWithLogger(n.stream, 3, 10*time.Second, hlog)
+	closers = append(closers, n.trans, closerFunc(func() error { n.stream.closeAccepted(); return nil }))
 	n.ptrans = newProgressTransport(n.trans)
 
 	conf := n.raftConfig(hlog)
@@ -502,6 +510,8 @@ func (n *Node) Close() error {
 		if err := n.trans.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: raft transport: %w", err))
 		}
+		// And those the peers opened: a hung peer never closes its own.
+		n.stream.closeAccepted()
 		if err := n.logs.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
 		}
