@@ -1,9 +1,13 @@
 package cluster_test
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
@@ -38,4 +42,91 @@ func TestNode_ServesOnlyWithItsLease(t *testing.T) {
 	res, err := l.Pull(t.Context(), &equeue.PullRequest{Topic: "t", Max: 10})
 	require.NoError(t, err)
 	require.Len(t, res.Messages, 1, "only the write made with the lease is stored")
+}
+
+// A leader whose Raft loop is stuck (here: writing a configuration entry
+// to a log that does not return, as a paused process would be) cannot
+// step down; cut off from the others, it still believes it leads while
+// they elect another leader, which commits a write. The stuck node must
+// not serve the read that would miss it: it holds no lease, since no
+// follower answers it any more.
+func TestNode_StuckLeaderCutOffServesNoStaleRead(t *testing.T) {
+	var mu sync.Mutex
+	logs := map[string]*heldLog{}
+	nets := map[string]*cutNet{}
+	c := newCluster(t, 3, func(o *cluster.Options) {
+		id := o.ID
+		cn, err := newCutNet(o.RaftAddr)
+		require.NoError(t, err)
+		o.RaftStream = cn
+		cluster.SetLogStoreHook(o, func(s raft.LogStore) raft.LogStore {
+			h := &heldLog{LogStore: s}
+			mu.Lock()
+			logs[id], nets[id] = h, cn
+			mu.Unlock()
+			return h
+		})
+	})
+	ctx := t.Context()
+	old := c.waitLeader()
+	require.NoError(t, old.CreateTopic(ctx, "t", 1))
+	_, err := old.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("first")}}})
+	require.NoError(t, err)
+	c.waitConverged()
+
+	mu.Lock()
+	held, oldNet := logs[old.ID()], nets[old.ID()]
+	mu.Unlock()
+	changed := make(chan error, 1)
+	cctx, cancel := context.WithCancel(ctx)
+	// Let it go, also when the test fails: it learns of the new leader and
+	// follows.
+	release := func() {
+		held.setHeld(false)
+		mu.Lock()
+		for _, cn := range nets {
+			cn.set(nil)
+		}
+		mu.Unlock()
+		cancel()
+	}
+	defer release()
+	held.setHeld(true)
+	go func() { changed <- old.AddVoter(cctx, "ghost", "127.0.0.1:1") }()
+	// The configuration entry is stored before Raft goes on: the old
+	// leader's loop now waits on the held log, and can step down no more.
+	time.Sleep(100 * time.Millisecond)
+	var others []string
+	for _, n := range c.nodes {
+		if n != old {
+			others = append(others, n.RaftAddr())
+			mu.Lock()
+			nets[n.ID()].set([]string{old.RaftAddr()})
+			mu.Unlock()
+		}
+	}
+	oldNet.set(others)
+
+	var next *cluster.Node
+	eventually(t, 30*time.Second, func() error {
+		for _, n := range c.nodes {
+			if n != old && n.Status().Serving {
+				next = n
+				return nil
+			}
+		}
+		return errors.New("no new leader yet")
+	})
+	eventually(t, 30*time.Second, func() error {
+		_, err := next.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("second")}}})
+		return err
+	})
+	require.Equal(t, "Leader", old.Status().State, "the stuck node still believes it leads")
+	res, err := old.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
+	var nl *cluster.NotLeaderError
+	require.True(t, errors.As(err, &nl), "the stuck leader served a read that misses the new leader's write: %v, %d messages", err, len(res.Messages))
+
+	release()
+	<-changed
+	c.waitConverged()
 }
