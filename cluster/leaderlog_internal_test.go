@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"errors"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -210,32 +209,12 @@ func TestLeaderLog_CloseStoresWhatIsPending(t *testing.T) {
 // Both ways the leader sends entries carry the commit index lowered to
 // what it stored.
 func TestLeaderLog_TransportSendsTheStoredCommitIndex(t *testing.T) {
-	newTrans := func() *raft.NetworkTransport {
-		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = tr.Close() })
-		return tr
-	}
-	follower := newTrans()
 	seen := make(chan uint64, 4)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop)
-	wg.Go(func() {
-		for {
-			select {
-			case rpc := <-follower.Consumer():
-				req := rpc.Command.(*raft.AppendEntriesRequest)
-				seen <- req.LeaderCommitIndex
-				rpc.Respond(&raft.AppendEntriesResponse{Success: true, LastLog: req.PrevLogEntry + uint64(len(req.Entries))}, nil)
-			case <-stop:
-				return
-			}
-		}
+	follower := testFollower(t, func(req *raft.AppendEntriesRequest) *raft.AppendEntriesResponse {
+		seen <- req.LeaderCommitIndex
+		return &raft.AppendEntriesResponse{Success: true, LastLog: req.PrevLogEntry + uint64(len(req.Entries))}
 	})
-	leader := newProgressTransport(newTrans())
-	defer leader.CloseStreams()
+	leader := testLeader(t)
 	leader.clamp = func(commit uint64) uint64 { return min(commit, 5) }
 	req := func() *raft.AppendEntriesRequest {
 		return &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, LeaderCommitIndex: 10}

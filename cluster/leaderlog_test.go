@@ -62,23 +62,66 @@ func (h *heldLog) firstBlocked() (uint64, bool) {
 	return h.blocked[0], true
 }
 
+// heldNodes are the held logs (and, when asked for, the cuttable links)
+// of a cluster's nodes, by node ID.
+type heldNodes struct {
+	mu   sync.Mutex
+	logs map[string]*heldLog
+	nets map[string]*cutNet
+}
+
+// newHeldCluster starts three nodes whose Raft logs can be held, and whose
+// Raft links can be cut when cut is set.
+func newHeldCluster(t *testing.T, cut bool) (*testCluster, *heldNodes) {
+	hn := &heldNodes{logs: map[string]*heldLog{}, nets: map[string]*cutNet{}}
+	c := newCluster(t, 3, func(o *cluster.Options) {
+		id := o.ID
+		if cut {
+			cn, err := newCutNet(o.RaftAddr)
+			require.NoError(t, err)
+			o.RaftStream = cn
+			hn.mu.Lock()
+			hn.nets[id] = cn
+			hn.mu.Unlock()
+		}
+		cluster.SetLogStoreHook(o, func(s raft.LogStore) raft.LogStore {
+			h := &heldLog{LogStore: s}
+			hn.mu.Lock()
+			hn.logs[id] = h
+			hn.mu.Unlock()
+			return h
+		})
+	})
+	return c, hn
+}
+
+func (h *heldNodes) log(id string) *heldLog {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.logs[id]
+}
+
+func (h *heldNodes) net(id string) *cutNet {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nets[id]
+}
+
+// heal undoes every cut.
+func (h *heldNodes) heal() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, cn := range h.nets {
+		cn.set(nil)
+	}
+}
+
 // While the leader's own log write is slow, the entry replicates at once,
 // but neither the leader nor any follower applies it — and the sender is
 // not answered — until the leader's copy is stored: Raft counted the
 // leader toward the majority early, and nothing may act on that count.
 func TestLeaderLog_NothingActsOnALeaderCopyNotYetStored(t *testing.T) {
-	var mu sync.Mutex
-	logs := map[string]*heldLog{}
-	c := newCluster(t, 3, func(o *cluster.Options) {
-		id := o.ID
-		cluster.SetLogStoreHook(o, func(s raft.LogStore) raft.LogStore {
-			h := &heldLog{LogStore: s}
-			mu.Lock()
-			logs[id] = h
-			mu.Unlock()
-			return h
-		})
-	})
+	c, hn := newHeldCluster(t, false)
 	leader := c.waitLeader()
 	ctx := context.Background()
 	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
@@ -86,9 +129,7 @@ func TestLeaderLog_NothingActsOnALeaderCopyNotYetStored(t *testing.T) {
 	require.NoError(t, err)
 	c.waitConverged()
 
-	mu.Lock()
-	held := logs[leader.ID()]
-	mu.Unlock()
+	held := hn.log(leader.ID())
 	held.setHeld(true)
 	defer held.setHeld(false)
 	sent := make(chan error, 1)

@@ -67,29 +67,9 @@ func TestLease_MajorityOfFreshAnswers(t *testing.T) {
 // The transport notes the answers that carry the lease: a successful
 // answer in the call's term, through a plain call or the pipeline.
 func TestLease_TransportNotesSuccessfulAnswers(t *testing.T) {
-	follower, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, discard{})
-	require.NoError(t, err)
-	defer follower.Close()
 	answer := make(chan *raft.AppendEntriesResponse, 8)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	defer func() { close(stop); <-done }()
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case rpc := <-follower.Consumer():
-				rpc.Respond(<-answer, nil)
-			case <-stop:
-				return
-			}
-		}
-	}()
-	lt, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, discard{})
-	require.NoError(t, err)
-	defer lt.Close()
-	leader := newProgressTransport(lt)
-	defer leader.CloseStreams()
+	follower := testFollower(t, func(*raft.AppendEntriesRequest) *raft.AppendEntriesResponse { return <-answer })
+	leader := testLeader(t)
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 3}
 
 	answer <- &raft.AppendEntriesResponse{Term: 3, Success: false}
@@ -122,7 +102,3 @@ func TestLease_TransportNotesSuccessfulAnswers(t *testing.T) {
 	c, _ = leader.answered("f")
 	assert.False(t, c.at.Before(before), "a pipelined answer renews the lease")
 }
-
-type discard struct{}
-
-func (discard) Write(b []byte) (int, error) { return len(b), nil }

@@ -3,11 +3,9 @@ package cluster_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
@@ -51,22 +49,7 @@ func TestNode_ServesOnlyWithItsLease(t *testing.T) {
 // not serve the read that would miss it: it holds no lease, since no
 // follower answers it any more.
 func TestNode_StuckLeaderCutOffServesNoStaleRead(t *testing.T) {
-	var mu sync.Mutex
-	logs := map[string]*heldLog{}
-	nets := map[string]*cutNet{}
-	c := newCluster(t, 3, func(o *cluster.Options) {
-		id := o.ID
-		cn, err := newCutNet(o.RaftAddr)
-		require.NoError(t, err)
-		o.RaftStream = cn
-		cluster.SetLogStoreHook(o, func(s raft.LogStore) raft.LogStore {
-			h := &heldLog{LogStore: s}
-			mu.Lock()
-			logs[id], nets[id] = h, cn
-			mu.Unlock()
-			return h
-		})
-	})
+	c, hn := newHeldCluster(t, true)
 	ctx := t.Context()
 	old := c.waitLeader()
 	require.NoError(t, old.CreateTopic(ctx, "t", 1))
@@ -74,20 +57,14 @@ func TestNode_StuckLeaderCutOffServesNoStaleRead(t *testing.T) {
 	require.NoError(t, err)
 	c.waitConverged()
 
-	mu.Lock()
-	held, oldNet := logs[old.ID()], nets[old.ID()]
-	mu.Unlock()
+	held, oldNet := hn.log(old.ID()), hn.net(old.ID())
 	changed := make(chan error, 1)
 	cctx, cancel := context.WithCancel(ctx)
 	// Let it go, also when the test fails: it learns of the new leader and
 	// follows.
 	release := func() {
 		held.setHeld(false)
-		mu.Lock()
-		for _, cn := range nets {
-			cn.set(nil)
-		}
-		mu.Unlock()
+		hn.heal()
 		cancel()
 	}
 	defer release()
@@ -100,9 +77,7 @@ func TestNode_StuckLeaderCutOffServesNoStaleRead(t *testing.T) {
 	for _, n := range c.nodes {
 		if n != old {
 			others = append(others, n.RaftAddr())
-			mu.Lock()
-			nets[n.ID()].set([]string{old.RaftAddr()})
-			mu.Unlock()
+			hn.net(n.ID()).set([]string{old.RaftAddr()})
 		}
 	}
 	oldNet.set(others)

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,30 +15,11 @@ import (
 // that never returns (hashicorp/raft issue 612); over the node's it
 // returns, and Close ends the pipeline.
 func TestPipeline_SendsAfterRaftStopsReading(t *testing.T) {
-	newTrans := func() *raft.NetworkTransport {
-		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = tr.Close() })
-		return tr
-	}
-	follower := newTrans()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop)
-	wg.Go(func() {
-		for {
-			select {
-			case rpc := <-follower.Consumer():
-				// A gap: the follower lacks the previous entry.
-				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: false}, nil)
-			case <-stop:
-				return
-			}
-		}
+	// A gap: the follower lacks the previous entry.
+	follower := testFollower(t, func(*raft.AppendEntriesRequest) *raft.AppendEntriesResponse {
+		return &raft.AppendEntriesResponse{Term: 1, Success: false}
 	})
-	leader := newProgressTransport(newTrans())
-	defer leader.CloseStreams()
+	leader := testLeader(t)
 	p, err := leader.AppendEntriesPipeline("f", follower.LocalAddr())
 	require.NoError(t, err)
 	req := func(prev uint64) *raft.AppendEntriesRequest {
@@ -85,30 +64,10 @@ func TestPipeline_SendsAfterRaftStopsReading(t *testing.T) {
 // Answers reach Raft in the order of the calls, each with its own
 // response, while Raft reads.
 func TestPipeline_AnswersInOrder(t *testing.T) {
-	newTrans := func() *raft.NetworkTransport {
-		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = tr.Close() })
-		return tr
-	}
-	follower := newTrans()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop)
-	wg.Go(func() {
-		for {
-			select {
-			case rpc := <-follower.Consumer():
-				req := rpc.Command.(*raft.AppendEntriesRequest)
-				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true, LastLog: req.PrevLogEntry + uint64(len(req.Entries))}, nil)
-			case <-stop:
-				return
-			}
-		}
+	follower := testFollower(t, func(req *raft.AppendEntriesRequest) *raft.AppendEntriesResponse {
+		return &raft.AppendEntriesResponse{Term: 1, Success: true, LastLog: req.PrevLogEntry + uint64(len(req.Entries))}
 	})
-	leader := newProgressTransport(newTrans())
-	defer leader.CloseStreams()
+	leader := testLeader(t)
 	p, err := leader.AppendEntriesPipeline("f", follower.LocalAddr())
 	require.NoError(t, err)
 	defer p.Close()
