@@ -54,13 +54,13 @@ func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 	if err != nil {
 		return err
 	}
-	t.noteAnswer(id, start, args, resp)
 	last := resp.LastLog // the follower's last index before this call
 	if resp.Success && len(args.Entries) > 0 {
 		last = max(last, args.PrevLogEntry+uint64(len(args.Entries)))
 	}
 	t.mu.Lock()
 	t.peers[id] = peerProgress{lastLog: last, at: time.Now()}
+	t.noteAnswerLocked(id, start, args, resp)
 	t.mu.Unlock()
 	return nil
 }
@@ -68,14 +68,18 @@ func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 // noteAnswer records, for the lease, when a call id answered with success
 // in the call's own term was sent.
 func (t *progressTransport) noteAnswer(id raft.ServerID, start time.Time, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	t.mu.Lock()
+	t.noteAnswerLocked(id, start, args, resp)
+	t.mu.Unlock()
+}
+
+func (t *progressTransport) noteAnswerLocked(id raft.ServerID, start time.Time, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
 	if !resp.Success || resp.Term != args.Term {
 		return
 	}
-	t.mu.Lock()
 	if c := t.sent[id]; args.Term > c.term || args.Term == c.term && start.After(c.at) {
 		t.sent[id] = answeredCall{at: start, term: args.Term}
 	}
-	t.mu.Unlock()
 }
 
 // answered returns the latest call id answered with success; ok is false

@@ -55,6 +55,14 @@ func TestNode_StuckLeaderCutOffServesNoStaleRead(t *testing.T) {
 	require.NoError(t, old.CreateTopic(ctx, "t", 1))
 	_, err := old.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("first")}}})
 	require.NoError(t, err)
+	// A consumer group with a committed offset, so that the group calls
+	// below would have something to answer.
+	join := &equeue.JoinRequest{Group: "g", Member: "m", Model: equeue.Clustering, Subscriptions: []equeue.Subscription{{Topic: "t"}}}
+	as, err := old.JoinGroup(ctx, join)
+	require.NoError(t, err)
+	require.Len(t, as.Queues, 1)
+	require.NoError(t, old.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: as.Queues[0], Offset: 1}}}))
 	c.waitConverged()
 
 	held, oldNet := hn.log(old.ID()), hn.net(old.ID())
@@ -100,6 +108,17 @@ func TestNode_StuckLeaderCutOffServesNoStaleRead(t *testing.T) {
 	res, err := old.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
 	var nl *cluster.NotLeaderError
 	require.True(t, errors.As(err, &nl), "the stuck leader served a read that misses the new leader's write: %v, %d messages", err, len(res.Messages))
+	// Nor anything else: routes, group state, committed offsets, writes.
+	_, err = old.Route(ctx, "t")
+	require.True(t, errors.As(err, &nl), "Route: %v", err)
+	_, err = old.FetchOffsets(ctx, "g", "m", as.Queues)
+	require.True(t, errors.As(err, &nl), "FetchOffsets: %v", err)
+	_, err = old.Heartbeat(ctx, &equeue.HeartbeatRequest{Group: "g", Member: "m"})
+	require.True(t, errors.As(err, &nl), "Heartbeat: %v", err)
+	_, err = old.JoinGroup(ctx, join)
+	require.True(t, errors.As(err, &nl), "JoinGroup: %v", err)
+	_, err = old.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("stale")}}})
+	require.True(t, errors.As(err, &nl), "Append: %v", err)
 
 	release()
 	<-changed
