@@ -33,11 +33,12 @@ import (
 // that before it serves any call (Engine); a call it refuses fails with a
 // *NotLeaderError, and nothing was done.
 //
-// The bound assumes a follower keeps its leader across the lease: one
-// that restarts forgets it and may vote at once. A follower restarted
-// within a lease of its last answer, together with a partition that lets
-// another node campaign, can still give a stale read for at most the
-// lease; writes are never affected (Raft commits them).
+// A follower that stops forgets its leader and, restarted at once, would
+// vote at once: Open therefore starts the Raft member of a node that ran
+// before no sooner than a heartbeat timeout after it began, when every
+// lease its last answers granted has run out. The bound still assumes the
+// nodes' clocks run at about the same rate; writes never depend on it
+// (Raft commits them).
 
 // leaseState is what the lease check reads: the voters of the current
 // configuration and how long the lease lasts.

@@ -106,6 +106,7 @@ const followerReclaimEvery = 10 * time.Minute
 // Open opens (creating it when needed) the node kept in dir and starts its
 // Raft member.
 func Open(dir string, opts *Options) (n *Node, err error) {
+	began := time.Now()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -173,6 +174,18 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if addr.IP == nil || addr.IP.IsUnspecified() {
 		return nil, fmt.Errorf("%w: RaftAddr %q must name a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
 	}
+	conf := n.raftConfig(hlog)
+	restarted, err := raft.HasExistingState(n.logs, n.logs, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read raft state: %w", err)
+	}
+	if restarted {
+		// A member that ran before may have answered a leader's call just
+		// before it stopped; it must not vote for another node before
+		// that leader's lease ran out (lease.go): it joins no sooner than
+		// a heartbeat timeout after this Open began.
+		time.Sleep(time.Until(began.Add(conf.HeartbeatTimeout)))
+	}
 	stream := o.RaftStream
 	if stream == nil {
 		ts, err := listenTCP(o.RaftAddr)
@@ -186,7 +199,6 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	closers = append(closers, n.trans, closerFunc(func() error { n.stream.closeAccepted(); return nil }))
 	n.ptrans = newProgressTransport(n.trans)
 
-	conf := n.raftConfig(hlog)
 	// A follower forgets its leader, and may vote for another node, no
 	// sooner than a heartbeat timeout after its last contact; a tenth is
 	// left for clocks that run at different rates (lease.go).
@@ -203,15 +215,9 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	closers = append(closers, closerFunc(n.alog.Close))
 	n.fsm.awaitLog = n.alog.awaitStored
 	n.ptrans.clamp = n.alog.storedBound
-	if o.Bootstrap {
-		has, err := raft.HasExistingState(cache, n.logs, snaps)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: read raft state: %w", err)
-		}
-		if !has {
-			if err := raft.BootstrapCluster(conf, cache, n.logs, snaps, n.ptrans, n.bootConfig()); err != nil {
-				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
-			}
+	if o.Bootstrap && !restarted {
+		if err := raft.BootstrapCluster(conf, cache, n.logs, snaps, n.ptrans, n.bootConfig()); err != nil {
+			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 		}
 	}
 	if n.raft, err = raft.NewRaft(conf, n.fsm, n.alog, n.logs, snaps, n.ptrans); err != nil {

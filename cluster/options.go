@@ -68,7 +68,9 @@ type Options struct {
 
 	// HeartbeatTimeout and ElectionTimeout are how long a follower goes
 	// without hearing from the leader before it starts an election. Zero
-	// means 1 s each (Raft's defaults).
+	// means 1 s each (Raft's defaults). A node that ran before starts its
+	// Raft member no sooner than HeartbeatTimeout after Open began, so
+	// that it keeps the lease its last answers granted (lease.go).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration // see HeartbeatTimeout
 	// LeaderLeaseTimeout is how long a leader goes without reaching a
