@@ -104,7 +104,10 @@ func TestNode_StuckLeaderCutOffServesNoStaleRead(t *testing.T) {
 		_, err := next.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("second")}}})
 		return err
 	})
-	require.Equal(t, "Leader", old.Status().State, "the stuck node still believes it leads")
+	st := old.Status()
+	require.Equal(t, "Leader", st.State, "the stuck node still believes it leads")
+	require.True(t, st.Serving, "its engine is still open")
+	require.False(t, st.LeaseHeld, "its status shows it holds no lease")
 	res, err := old.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
 	var nl *cluster.NotLeaderError
 	require.True(t, errors.As(err, &nl), "the stuck leader served a read that misses the new leader's write: %v, %d messages", err, len(res.Messages))

@@ -139,7 +139,12 @@ type Status struct {
 	LeaderID   string
 	LeaderAddr string // the leader's client address
 	// Serving is true while this node's engine is open (it leads).
-	Serving      bool
+	Serving bool
+	// LeaseHeld is true while this node serves calls: its engine is open
+	// and a majority of the voters answered it recently (lease.go). A
+	// leader that is cut off or was paused keeps Serving for a moment
+	// but loses its lease, and refuses every call meanwhile.
+	LeaseHeld    bool
 	CommitIndex  uint64 // the highest log index known committed
 	AppliedIndex uint64 // applied by Raft to the FSM
 	// FirstLogIndex and LastLogIndex bound the node's Raft log: entries
@@ -182,6 +187,7 @@ func (n *Node) Status() Status {
 	n.mu.RLock()
 	s.Serving = n.engine != nil
 	n.mu.RUnlock()
+	s.LeaseHeld = s.Serving && n.leaseHeld()
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, sv := range f.Configuration().Servers {
 			s.Servers = append(s.Servers, Server{ID: string(sv.ID), RaftAddr: string(sv.Address), Voter: sv.Suffrage == raft.Voter})

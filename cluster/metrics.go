@@ -14,7 +14,7 @@ type Collector struct {
 	n *Node
 
 	state, term, commit, applied, lastLog, firstLog, serving *prometheus.Desc
-	failed                                                   *prometheus.Desc
+	failed, leaseHeld                                        *prometheus.Desc
 	applyLag, lastContact, leaderChanges, tenures, snapshots *prometheus.Desc
 	followerLag, followerAnswer                              *prometheus.Desc
 }
@@ -32,6 +32,7 @@ func NewCollector(n *Node) *Collector {
 		lastLog:       d("last_log_index", "Last index in the node's Raft log."),
 		firstLog:      d("first_log_index", "First index in the node's Raft log (earlier ones are in a snapshot)."),
 		serving:       d("serving", "1 while the node serves an engine as leader."),
+		leaseHeld:     d("lease_held", "1 while the leader holds its lease and so serves calls (a majority answered it recently)."),
 		failed:        d("failed", "1 once the node left the cluster because its Raft log failed a write (reopen it)."),
 		applyLag:      d("apply_lag_entries", "Committed entries not yet applied to the store (a follower's lag)."),
 		lastContact:   d("last_contact_seconds", "Seconds since a follower last heard from the leader."),
@@ -47,7 +48,7 @@ func NewCollector(n *Node) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.lastLog, c.firstLog, c.serving, c.failed,
+	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.lastLog, c.firstLog, c.serving, c.leaseHeld, c.failed,
 		c.applyLag, c.lastContact, c.leaderChanges, c.tenures, c.snapshots, c.followerLag, c.followerAnswer} {
 		ch <- d
 	}
@@ -79,6 +80,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		serving = 1
 	}
 	g(c.serving, serving)
+	held := 0.0
+	if s.LeaseHeld {
+		held = 1
+	}
+	g(c.leaseHeld, held)
 	failed := 0.0
 	if s.Failure != "" {
 		failed = 1

@@ -1,7 +1,9 @@
 package cluster_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -19,6 +21,35 @@ func TestCollector_ReportsRaftState(t *testing.T) {
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
 	assert.Positive(t, n)
+	got := gatherGauges(t, reg)
+	assert.Equal(t, 1.0, got["equeue_cluster_serving"])
+	assert.Equal(t, 0.0, got["equeue_cluster_failed"])
+	assert.Equal(t, 1.0, got["equeue_cluster_raft_state/Leader"])
+	assert.Equal(t, 0.0, got["equeue_cluster_raft_state/Follower"])
+	assert.Positive(t, got["equeue_cluster_commit_index"])
+	assert.Positive(t, got["equeue_cluster_tenures_total"])
+
+	// Without its lease the leader still has its engine open, and refuses
+	// every call: the lease gauge says so.
+	cluster.DropLease(leader)
+	got = gatherGauges(t, reg)
+	assert.Equal(t, 1.0, got["equeue_cluster_serving"])
+	assert.Equal(t, 0.0, got["equeue_cluster_lease_held"])
+	assert.False(t, leader.Status().LeaseHeld)
+	cluster.RestoreLease(leader)
+	eventually(t, 10*time.Second, func() error {
+		if v := gatherGauges(t, reg)["equeue_cluster_lease_held"]; v != 1 {
+			return fmt.Errorf("lease_held %v", v)
+		}
+		return nil
+	})
+	assert.True(t, leader.Status().LeaseHeld)
+}
+
+// gatherGauges returns the registry's gauges and counters by name (and
+// label values, after a slash).
+func gatherGauges(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	got := map[string]float64{}
@@ -37,10 +68,5 @@ func TestCollector_ReportsRaftState(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, 1.0, got["equeue_cluster_serving"])
-	assert.Equal(t, 0.0, got["equeue_cluster_failed"])
-	assert.Equal(t, 1.0, got["equeue_cluster_raft_state/Leader"])
-	assert.Equal(t, 0.0, got["equeue_cluster_raft_state/Follower"])
-	assert.Positive(t, got["equeue_cluster_commit_index"])
-	assert.Positive(t, got["equeue_cluster_tenures_total"])
+	return got
 }

@@ -99,6 +99,7 @@ and names the leader.`,
 			fmt.Fprintf(w, "node:\t%s (%s, term %d)\n", s.ID, s.State, s.Term)
 			fmt.Fprintf(w, "leader:\t%s %s\n", s.LeaderID, s.LeaderAddr)
 			fmt.Fprintf(w, "serving:\t%v\n", s.Serving)
+			fmt.Fprintf(w, "lease held:\t%v\n", s.LeaseHeld)
 			if s.Failure != "" {
 				fmt.Fprintf(w, "failed:\t%s (left the cluster; reopen the node)\n", s.Failure)
 			}
