@@ -32,7 +32,11 @@
 // process use it as they use an engine. Package remote serves it
 // (remote.NewBackendServer); remote.DialCluster follows the leader. A
 // follower refuses every call with a *NotLeaderError (equeue.ErrNotLeader)
-// that names the leader's client address; nothing was done. A write whose
+// that names the leader's client address; nothing was done. The leader
+// refuses calls the same way while it does not hold its lease (a majority
+// of the voters answered it within the last nine tenths of the heartbeat
+// timeout; Status.LeaseHeld): a leader cut off or paused never serves a
+// read that misses a newer leader's writes. A write whose
 // Raft entry may or may not be committed (leadership lost while it waited)
 // fails with equeue.ErrIndeterminate: send again with the same message IDs
 // on a topic with a dedup window to store it at most once.
