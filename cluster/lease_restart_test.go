@@ -18,13 +18,14 @@ import (
 // grants no vote before a heartbeat timeout has passed since its Open
 // began. Without the wait it granted one as soon as Open returned.
 func TestNode_RestartedMemberVotesOnlyAfterALease(t *testing.T) {
-	c := newCluster(t, 3, nil)
-	c.waitConverged()
-	c.closeAll()
-
+	// The candidate's listener first, so that it cannot take the port n3
+	// is about to listen on again.
 	candidate, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, time.Second, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = candidate.Close() })
+	c := newCluster(t, 3, nil)
+	c.waitConverged()
+	c.closeAll()
 
 	o := nodeOptions(c.id(2), c.addrs[2])
 	began := time.Now()
