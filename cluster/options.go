@@ -70,7 +70,10 @@ type Options struct {
 	// without hearing from the leader before it starts an election. Zero
 	// means 1 s each (Raft's defaults). A node that ran before starts its
 	// Raft member no sooner than HeartbeatTimeout after Open began, so
-	// that it keeps the lease its last answers granted (lease.go).
+	// that it keeps the lease its last answers granted (lease.go). Give
+	// every node the same HeartbeatTimeout: a leader's lease lasts nine
+	// tenths of its own, on the promise that a follower waits its own
+	// before it votes for another node.
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration // see HeartbeatTimeout
 	// LeaderLeaseTimeout is how long a leader goes without reaching a
