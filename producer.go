@@ -322,7 +322,9 @@ func (f *SendFuture) Result(ctx context.Context) (SendResult, error) {
 }
 
 // asyncAppender is implemented by brokers that can append without a
-// goroutine per call (the in-process Engine).
+// goroutine per call (the in-process Engine). SendAsync uses it only on a
+// broker that owns it (OwnsFastPaths), so that a wrapper's own Append is
+// never bypassed.
 type asyncAppender interface {
 	AppendAsync(ctx context.Context, req *AppendRequest, cb func(AppendResult, error))
 }
@@ -348,6 +350,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	}
 	p.hooks.beforeSend(ctx, m)
 	aa, ok := p.b.(asyncAppender)
+	ok = ok && OwnsFastPaths(p.b)
 	q, err := p.pick(ctx, m, false, time.Now())
 	if !ok || err != nil {
 		p.async.Add(1)

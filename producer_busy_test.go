@@ -55,6 +55,28 @@ func TestProducer_RetriesBusy(t *testing.T) {
 	assert.ErrorIs(t, err, equeue.ErrBusy)
 }
 
+// A broker that embeds the engine and overrides Append inherits the
+// engine's AppendAsync too; SendAsync must still go through the override
+// (here: the busy refusals and their retries), not around it. It did go
+// around it while SendAsync took any AppendAsync it found.
+func TestProducer_SendAsyncUsesAWrappersOwnAppend(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	b := &busyBroker{Engine: e}
+	require.False(t, equeue.OwnsFastPaths(b), "the wrapper inherits the engine's answer")
+	require.True(t, equeue.OwnsFastPaths(e))
+	p := newProducer(t, b, nil)
+	b.busy.Store(2)
+	res, err := p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("a")}).Result(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), b.calls.Load(), "two refusals by the wrapper's Append, then stored through it")
+	assert.Equal(t, int64(0), res.Offset)
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), info.Queues[0].MaxOffset, "stored once")
+}
+
 // A producer refuses the engine's internal topics up front.
 func TestProducer_RefusesInternalTopics(t *testing.T) {
 	ctx := ctxT(t)

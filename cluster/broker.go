@@ -84,6 +84,10 @@ func (n *Node) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullRe
 	return call(n, func(e *equeue.Engine) (equeue.PullResult, error) { return e.Pull(ctx, req) })
 }
 
+// FastPathOwner returns n: its PullStored stands in for its Pull
+// (equeue.OwnsFastPaths).
+func (n *Node) FastPathOwner() any { return n }
+
 // PullStored is Pull with the records of the messages as stored, for the
 // remote server to carry as they are (equeue.Engine.PullStored).
 func (n *Node) PullStored(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, *equeue.StoredRecords, error) {

@@ -19,6 +19,10 @@ import (
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
 
+// FastPathOwner returns c: its AppendAsync stands in for its Append
+// (equeue.OwnsFastPaths).
+func (c *Client) FastPathOwner() any { return c }
+
 // AppendAsync is Append that reports through cb instead of blocking the
 // caller: equeue.Producer.SendAsync calls it. The appends of a Client travel
 // pipelined on one AppendStream call, several per message, at most

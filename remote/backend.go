@@ -15,8 +15,10 @@ import (
 //
 // A Backend that also has PullStored (as *equeue.Engine and cluster.Node
 // do) serves the pulls of clients that read stored batches with it instead
-// of Pull. A type that embeds an *equeue.Engine and changes what Pull
-// returns must therefore change PullStored too, or hide it.
+// of Pull, and one with AppendAsync serves the append stream with it
+// instead of Append, but only when the Backend owns them
+// (equeue.OwnsFastPaths): a type that embeds an *equeue.Engine and
+// overrides Pull or Append gets its own methods called, never bypassed.
 type Backend interface {
 	equeue.Broker
 

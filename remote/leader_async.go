@@ -10,6 +10,10 @@ import (
 	"github.com/equeue-go/equeue"
 )
 
+// FastPathOwner returns cc: its AppendAsync stands in for its Append
+// (equeue.OwnsFastPaths).
+func (cc *ClusterClient) FastPathOwner() any { return cc }
+
 // AppendAsync is Append that reports through cb instead of blocking the
 // caller: equeue.Producer.SendAsync calls it. While the client knows the
 // leader, the appends travel pipelined on the leader's AppendStream (see

@@ -31,7 +31,7 @@ type storedPuller interface {
 // pullBackend pulls from b, with the messages' records when the client
 // reads stored batches up to version and b has them.
 func pullBackend(ctx context.Context, b Backend, req *equeue.PullRequest, version int32) (equeue.PullResult, *equeue.StoredRecords, error) {
-	if sp, ok := b.(storedPuller); ok && version >= equeue.StoredBatchVersion {
+	if sp, ok := b.(storedPuller); ok && version >= equeue.StoredBatchVersion && equeue.OwnsFastPaths(b) {
 		return sp.PullStored(ctx, req)
 	}
 	res, err := b.Pull(ctx, req)
