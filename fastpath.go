@@ -17,7 +17,8 @@ package equeue
 // itself; a type that embeds one gets the embedded broker's answer, which
 // tells callers to use the type's own Append and Pull instead. A broker of
 // your own with an AppendAsync or PullStored that does what its Append or
-// Pull does implements FastPathOwner returning itself.
+// Pull does implements FastPathOwner returning itself, and so may a
+// wrapper that changes neither Append nor Pull, to keep the fast paths.
 type FastPathOwner interface {
 	// FastPathOwner returns the broker whose fast paths these are.
 	FastPathOwner() any
