@@ -86,9 +86,10 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 
 // Append stores messages in one queue and returns once they are written
 // (and durable, under SyncAlways). Concurrent appends share store writes and
-// fsyncs. If ctx ends first the outcome is unknown: the messages may or may
-// not be stored. An error matching ErrIndeterminate also means the outcome
-// is unknown (the store took the write but its fsync failed): retry with the
+// fsyncs. An error matching ErrIndeterminate means the outcome is unknown:
+// the store took the write but its fsync failed, or ctx ended after the
+// engine took the write (the error then matches ctx's error too; a ctx
+// that ended before gives its error alone, nothing stored): retry with the
 // same message IDs on a topic with a dedup window to store them at most once.
 // Any other error means nothing was stored.
 //
@@ -156,7 +157,7 @@ func (e *Engine) appendWait(ctx context.Context, req *AppendRequest, c *command,
 		return nil, err
 	}
 	if !awaitSignal(ctx, c) {
-		return nil, ctx.Err() // the writer may still hold c: not released
+		return nil, queuedUnknown(ctx.Err()) // the writer may still hold c: not released
 	}
 	return ids, nil
 }

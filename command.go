@@ -159,7 +159,8 @@ func (e *Engine) enqueue(ctx context.Context, c *command) error {
 
 // wait waits for the writer to complete c (queued with doneCh set) and
 // returns c's error. completed is false when ctx ended first (the outcome
-// is unknown) or the writer stopped before it took c (not stored).
+// is unknown: an error matching ErrIndeterminate and ctx's error) or the
+// writer stopped before it took c (not stored: ErrClosed).
 func (e *Engine) wait(ctx context.Context, c *command) (completed bool, err error) {
 	select {
 	case <-c.doneCh:
@@ -172,7 +173,12 @@ func (e *Engine) wait(ctx context.Context, c *command) (completed bool, err erro
 			return false, ErrClosed
 		}
 	case <-ctx.Done():
-		return false, ctx.Err()
+		select { // completed as ctx ended: the outcome is known
+		case <-c.doneCh:
+			return true, c.err
+		default:
+			return false, queuedUnknown(ctx.Err())
+		}
 	}
 }
 
@@ -245,7 +251,12 @@ func awaitSignal(ctx context.Context, c *command) bool {
 	case <-c.signal:
 		return true
 	case <-done:
-		return false
+		select { // completed as ctx ended: the outcome is known
+		case <-c.signal:
+			return true
+		default:
+			return false
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -66,7 +67,19 @@ var ErrInvalidDelay = errors.New("equeue: invalid delay")
 // writes nothing more until it is reopened (ErrStoreFailed); a crash may
 // lose it. Retry with the same message IDs on a topic with a dedup window
 // to store a message at most once.
+//
+// A write whose caller's context ended after the engine took it (queued
+// for its writer, or being written) is unknown too: the writer may still
+// store it. Its error matches ErrIndeterminate and the context's error; a
+// context that ended before the engine took the write gives the context's
+// error alone, and nothing was stored.
 var ErrIndeterminate = errors.New("equeue: outcome unknown")
+
+// queuedUnknown is the error of a write whose caller's context ended
+// (ctxErr) after the engine took it: see ErrIndeterminate.
+func queuedUnknown(ctxErr error) error {
+	return fmt.Errorf("%w: the write was taken when its context ended: %w", ErrIndeterminate, ctxErr)
+}
 
 // ErrStoreFailed is returned for a write refused because an earlier fsync
 // of the store failed: nothing of it was stored. After a failed fsync the

@@ -210,7 +210,10 @@ func routeRetryable(err error) bool {
 }
 
 // Send stores m and returns where it landed. Under SyncAlways it returns
-// after the message is durable. If ctx ends first the outcome is unknown.
+// after the message is durable. An error matching ErrIndeterminate means
+// the outcome is unknown: an fsync failed, or ctx ended after the broker
+// took the message (the error then matches ctx's error too); a ctx that
+// ended before gives its error alone, and nothing was stored.
 func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
 	if err := p.check(ctx, m); err != nil {
 		return SendResult{}, err

@@ -44,19 +44,23 @@ func TestAppend_ResultIDsAreTheCallers(t *testing.T) {
 }
 
 // TestSend_GivenUpWhileWrittenLeavesOthersIntact: a Send whose context ends
-// while its message is in a store write returns the context's error; the
-// sends queued behind it each get the result of their own message.
+// while its message is in a store write returns the context's error, which
+// also says the outcome is unknown (ErrIndeterminate: the message is then
+// stored); the sends queued behind it each get the result of their own
+// message.
 func TestSend_GivenUpWhileWrittenLeavesOthersIntact(t *testing.T) {
 	r := newFaultRig(t, "memory", nil)
 	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 	p := newProducer(t, r.E, nil)
 
-	inWrite, release := make(chan struct{}), make(chan struct{})
+	inWrite, held := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
+	defer release() // also when an assertion fails, so the engine can close
 	var once sync.Once
 	r.FS.OnWrite(func(*store.Batch) error {
 		once.Do(func() {
 			close(inWrite)
-			<-release
+			<-held
 		})
 		return nil
 	})
@@ -69,7 +73,9 @@ func TestSend_GivenUpWhileWrittenLeavesOthersIntact(t *testing.T) {
 	}()
 	<-inWrite // the writer holds the send
 	cancel()
-	require.ErrorIs(t, <-givenUp, context.Canceled)
+	gaveUp := <-givenUp
+	require.ErrorIs(t, gaveUp, context.Canceled)
+	require.ErrorIs(t, gaveUp, equeue.ErrIndeterminate, "the engine had taken the send: its outcome is unknown, not \"not stored\"")
 
 	const n = 64
 	var (
@@ -82,7 +88,7 @@ func TestSend_GivenUpWhileWrittenLeavesOthersIntact(t *testing.T) {
 			results[i], errs[i] = p.Send(ctxBG, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "m%d", i)})
 		})
 	}
-	close(release)
+	release()
 	wg.Wait()
 
 	pulled, err := r.E.Pull(ctxBG, &equeue.PullRequest{Topic: "t", Queue: 0, Offset: 0, Max: 2 * n})
@@ -107,6 +113,29 @@ func TestSend_GivenUpWhileWrittenLeavesOthersIntact(t *testing.T) {
 		assert.False(t, seen[results[i].ID], "send %d: ID %s given twice", i, results[i].ID)
 		seen[results[i].ID] = true
 	}
+}
+
+// A context that ended before the engine took a send gives its error alone
+// (not ErrIndeterminate), and nothing is stored; so does a SendBatch, and a
+// SendAsync's future.
+func TestSend_ContextEndedBeforeTheEngineTookIt(t *testing.T) {
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctxBG, "t", 1))
+	p := newProducer(t, e, nil)
+	ctx, cancel := context.WithCancel(ctxBG)
+	cancel()
+	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("a")})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, equeue.ErrIndeterminate)
+	_, err = p.SendBatch(ctx, []*equeue.Message{{Topic: "t", Body: []byte("b")}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, equeue.ErrIndeterminate)
+	_, err = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("c")}).Result(ctxBG)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, equeue.ErrIndeterminate)
+	info, err := e.Topic(ctxBG, "t")
+	require.NoError(t, err)
+	require.Equal(t, int64(0), info.Queues[0].MaxOffset, "nothing stored")
 }
 
 // TestSend_AlternatingTopicsUseTheirOwnRoutes: a producer caches the route
