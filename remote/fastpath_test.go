@@ -3,7 +3,6 @@ package remote_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync/atomic"
 	"testing"
 
@@ -61,12 +60,7 @@ func TestServer_UsesABackendsOwnAppendAndPull(t *testing.T) {
 	require.False(t, equeue.OwnsFastPaths(g))
 	srv, err := remote.NewBackendServer(g, nil)
 	require.NoError(t, err)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	t.Cleanup(func() { srv.Stop(); <-served })
-	c := dial(t, lis.Addr().String(), nil)
+	c := dial(t, serve(t, srv, "127.0.0.1:0").addr, nil)
 	p := newProducer(t, c)
 
 	// SendAsync travels the append stream.

@@ -52,6 +52,12 @@ func startServer(t testing.TB, e *equeue.Engine, addr string, opts *remote.Serve
 	}
 	srv, err := remote.NewServer(e, opts)
 	require.NoError(t, err)
+	return serve(t, srv, addr)
+}
+
+// serve serves srv on addr until stop or the end of the test.
+func serve(t testing.TB, srv *remote.Server, addr string) *server {
+	t.Helper()
 	lis, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	s := &server{srv: srv, addr: lis.Addr().String(), served: make(chan error, 1)}
