@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/store"
 )
 
 // The send path recycles its per-send state (command.go, getCommand). What
@@ -53,17 +52,7 @@ func TestSend_GivenUpWhileWrittenLeavesOthersIntact(t *testing.T) {
 	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
 	p := newProducer(t, r.E, nil)
 
-	inWrite, held := make(chan struct{}), make(chan struct{})
-	release := sync.OnceFunc(func() { close(held) })
-	defer release() // also when an assertion fails, so the engine can close
-	var once sync.Once
-	r.FS.OnWrite(func(*store.Batch) error {
-		once.Do(func() {
-			close(inWrite)
-			<-held
-		})
-		return nil
-	})
+	inWrite, release := holdWriteOf(t, r, "given-up")
 	ctx, cancel := context.WithCancel(ctxBG)
 	defer cancel()
 	givenUp := make(chan error, 1)

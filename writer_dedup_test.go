@@ -3,6 +3,7 @@ package equeue_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,6 +139,61 @@ func TestWriter_RedriveFailures(t *testing.T) {
 			e = r.reopen()
 			assert.Equal(t, want, queueBodies(t, e, "t", 0))
 			assert.Equal(t, []bool{true, true}, redriven(t, e))
+		})
+	}
+}
+
+// A send given up while the engine writes it is told "unknown"; sent again
+// with the same ID on a dedup topic it is found there, stored once. A
+// redrive given up the same way is told "unknown" too, is marked, and is
+// never sent twice.
+func TestWriter_GivenUpSendAndRedriveWithDedup(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, nil)
+			require.NoError(t, r.E.CreateTopicWith(ctxBG, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+			makeDeadLetters(t, r.E, &equeue.Message{Topic: "t", ID: "y", Body: []byte("dead")})
+			p := newProducer(t, r.E, nil)
+
+			inWrite, release := holdWriteOf(t, r, "given up")
+			ctx, cancel := context.WithCancel(ctxBG)
+			sent := make(chan error, 1)
+			go func() {
+				_, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: "x", Body: []byte("given up")})
+				sent <- err
+			}()
+			<-inWrite
+			cancel()
+			err := <-sent
+			require.ErrorIs(t, err, equeue.ErrIndeterminate)
+			require.ErrorIs(t, err, context.Canceled)
+			release()
+			res, err := p.Send(ctxBG, &equeue.Message{Topic: "t", ID: "x", Body: []byte("given up")})
+			require.NoError(t, err)
+			assert.True(t, res.Duplicate, "the given-up send was stored: the retry finds it")
+			assert.Equal(t, []string{"dead", "given up"}, queueBodies(t, r.E, "t", 0))
+
+			inWrite, release = holdWriteOf(t, r, "dead")
+			ctx, cancel = context.WithCancel(ctxBG)
+			redrove := make(chan error, 1)
+			go func() {
+				_, err := r.E.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
+				redrove <- err
+			}()
+			<-inWrite
+			cancel()
+			err = <-redrove
+			require.ErrorIs(t, err, equeue.ErrIndeterminate)
+			require.ErrorIs(t, err, context.Canceled)
+			release()
+			want := []string{"dead", "given up", "dead"}
+			eventually(t, 10*time.Second, func() bool {
+				return slices.Equal(redriven(t, r.E), []bool{true}) && slices.Equal(queueBodies(t, r.E, "t", 0), want)
+			}, "the given-up redrive is stored and marked")
+			n, err := r.E.Redrive(ctxBG, "g", equeue.RedriveRequest{All: true})
+			require.NoError(t, err)
+			assert.Equal(t, 0, n, "never redriven twice")
+			assert.Equal(t, want, queueBodies(t, r.E, "t", 0))
 		})
 	}
 }

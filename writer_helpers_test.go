@@ -1,6 +1,7 @@
 package equeue_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -189,4 +190,28 @@ func failNthSync(r *faultRig, n int64) *atomic.Int64 {
 		return nil
 	})
 	return &syncs
+}
+
+// holdWriteOf makes the store hold the first write that carries body until
+// the returned release runs (also at the end of the test); inWrite is
+// closed once it holds it. Other writes go through.
+func holdWriteOf(t *testing.T, r *faultRig, body string) (inWrite <-chan struct{}, release func()) {
+	t.Helper()
+	in, held := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release)
+	var once sync.Once
+	r.FS.OnWrite(func(b *store.Batch) error {
+		for _, e := range b.Entries {
+			if bytes.Contains(e.Value, []byte(body)) {
+				once.Do(func() {
+					close(in)
+					<-held
+				})
+				break
+			}
+		}
+		return nil
+	})
+	return in, release
 }
