@@ -69,8 +69,11 @@ type BatchResult struct {
 // Producer sends messages to a broker: an *Engine in-process or a remote
 // client. It is safe for concurrent use. Close it when done.
 type Producer struct {
-	b      Broker
-	eng    *Engine // b when it is an in-process *Engine: Send calls it directly
+	b   Broker
+	eng *Engine // b when it is an in-process *Engine: Send calls it directly
+	// aa is b's AppendAsync when b owns it (OwnsFastPaths): SendAsync
+	// appends through it without a goroutine per call.
+	aa     asyncAppender
 	sel    QueueSelector
 	sync   *SyncPolicy
 	ttl    time.Duration
@@ -115,6 +118,9 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 		o.Selector = KeyHashSelector()
 	}
 	p := &Producer{b: b, eng: engineOf(b), sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks}
+	if aa, ok := b.(asyncAppender); ok && OwnsFastPaths(b) {
+		p.aa = aa
+	}
 	if e := trackerOf(b); e != nil {
 		e.clients.addProducer(p) // Engine.Close closes it first
 	}
@@ -352,10 +358,9 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		close(f.done)
 	}
 	p.hooks.beforeSend(ctx, m)
-	aa, ok := p.b.(asyncAppender)
-	ok = ok && OwnsFastPaths(p.b)
+	aa := p.aa
 	q, err := p.pick(ctx, m, false, time.Now())
-	if !ok || err != nil {
+	if aa == nil || err != nil {
 		p.async.Add(1)
 		go func() {
 			defer p.async.Done()

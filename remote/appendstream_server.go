@@ -181,7 +181,7 @@ func (a *appendStream) run(it *streamIn, draining bool) {
 		s.inFlight.Add(-1)
 		a.done(seq, res, err)
 	}
-	if ab, ok := a.v.e.(asyncBroker); ok && equeue.OwnsFastPaths(a.v.e) {
+	if ab := a.v.async; ab != nil {
 		ab.AppendAsync(a.ctx, req, cb)
 		return
 	}

@@ -25,7 +25,7 @@ func (s *Server) namespaceServices(scoped map[string]string) (map[string]*servic
 		if err != nil {
 			return nil, fmt.Errorf("%w: ServerOptions.TokenNamespaces: %w", equeue.ErrInvalidOptions, err)
 		}
-		out[name] = &service{e: ns, s: s}
+		out[name] = newService(ns, s)
 	}
 	return out, nil
 }

@@ -134,7 +134,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	}
 	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), maxLongPolls: int64(o.MaxLongPolls),
 		maxMessageBytes: o.MaxMessageBytes, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
-	s.svc = &service{e: e, s: s}
+	s.svc = newService(e, s)
 	if s.spaces, err = s.namespaceServices(o.TokenNamespaces); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,18 @@ type service struct {
 	pb.UnimplementedBrokerServer
 	e Backend
 	s *Server
+	// async is e's AppendAsync when e owns it (equeue.OwnsFastPaths): the
+	// append stream appends through it without a goroutine per append.
+	async asyncBroker
+}
+
+// newService serves e for s.
+func newService(e Backend, s *Server) *service {
+	v := &service{e: e, s: s}
+	if ab, ok := e.(asyncBroker); ok && equeue.OwnsFastPaths(e) {
+		v.async = ab
+	}
+	return v
 }
 
 // nonNegative rejects a negative count that the engine would otherwise read
