@@ -12,7 +12,8 @@ import (
 // Raft entries. Every change of a node's store is one Raft entry, applied
 // by the FSM (fsm.go) in log order on every node:
 //
-//	entryTenure  a leader starts serving: its tenure, node ID and client address
+//	entryTenure  a leader starts serving: its tenure, node ID, client address
+//	             and, when it has one, its Kafka address
 //	entryBatch   one engine write (store.Batch): one group commit of the writer
 //	entryDelete  store.DeleteRange of one queue (retention, trims)
 //	entryDrop    store.DropQueue (a deleted topic's queues)
@@ -39,7 +40,7 @@ type entry struct {
 	tenure uint64
 
 	// entryTenure
-	nodeID, clientAddr string
+	nodeID, clientAddr, kafkaAddr string
 	// entryBatch
 	batch *store.Batch
 	// entryDelete, entryDrop
@@ -60,10 +61,17 @@ func appendBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-func encodeTenure(tenure uint64, nodeID, clientAddr string) []byte {
+// encodeTenure writes the Kafka address only when there is one, so a
+// cluster without Kafka listeners writes the tenure entries it always did
+// (which older versions read).
+func encodeTenure(tenure uint64, nodeID, clientAddr, kafkaAddr string) []byte {
 	b := appendHeader(nil, entryTenure, tenure)
 	b = appendBytes(b, []byte(nodeID))
-	return appendBytes(b, []byte(clientAddr))
+	b = appendBytes(b, []byte(clientAddr))
+	if kafkaAddr != "" {
+		b = appendBytes(b, []byte(kafkaAddr))
+	}
+	return b
 }
 
 func encodeBatch(tenure uint64, sb *store.Batch) []byte {
@@ -194,6 +202,9 @@ func decodeEntryInto(data []byte, sb *store.Batch) (*entry, error) {
 	case entryTenure:
 		e.nodeID = string(d.bytes("node id"))
 		e.clientAddr = string(d.bytes("client address"))
+		if d.err == nil && len(d.b) > 0 {
+			e.kafkaAddr = string(d.bytes("kafka address"))
+		}
 	case entryBatch:
 		clear(sb.Entries)
 		clear(sb.Meta)

@@ -25,9 +25,13 @@ func TestEntry_RoundTrip(t *testing.T) {
 	assert.Equal(t, b.Meta[1].Delete, e.batch.Meta[1].Delete)
 	assert.Equal(t, "v", string(e.batch.Meta[0].Value))
 
-	e, err = decodeEntry(encodeTenure(7, "n1", "127.0.0.1:1"))
+	e, err = decodeEntry(encodeTenure(7, "n1", "127.0.0.1:1", ""))
 	require.NoError(t, err)
 	assert.Equal(t, entry{kind: entryTenure, tenure: 7, nodeID: "n1", clientAddr: "127.0.0.1:1"}, *e)
+
+	e, err = decodeEntry(encodeTenure(8, "n2", "127.0.0.1:1", "127.0.0.1:9092"))
+	require.NoError(t, err)
+	assert.Equal(t, entry{kind: entryTenure, tenure: 8, nodeID: "n2", clientAddr: "127.0.0.1:1", kafkaAddr: "127.0.0.1:9092"}, *e)
 
 	e, err = decodeEntry(encodeRange(entryDelete, 9, store.QueueID{Topic: 1, Queue: 2}, 5, 10))
 	require.NoError(t, err)
@@ -40,12 +44,47 @@ func TestEntry_RoundTrip(t *testing.T) {
 	}
 }
 
+// A tenure entry without a Kafka address is written as versions before
+// the address wrote it (kind, tenure, two length-prefixed strings), so
+// they read it; and that format still decodes.
+func TestEntry_TenureWithoutKafkaKeepsTheOldFormat(t *testing.T) {
+	old := []byte{byte(entryTenure), 0, 0, 0, 0, 0, 0, 0, 5, 2, 'n', '1', 3, 'c', ':', '1'}
+	assert.Equal(t, old, encodeTenure(5, "n1", "c:1", ""))
+	e, err := decodeEntry(old)
+	require.NoError(t, err)
+	assert.Equal(t, entry{kind: entryTenure, tenure: 5, nodeID: "n1", clientAddr: "c:1"}, *e)
+
+	withKafka := encodeTenure(5, "n1", "c:1", "k:9")
+	for cut := len(old) + 1; cut < len(withKafka); cut++ {
+		_, err := decodeEntry(withKafka[:cut])
+		assert.ErrorIs(t, err, errBadEntry, "cut at %d", cut)
+	}
+}
+
+// The FSM's state keeps the leader's Kafka address, and a state written
+// without one (by an older version, or a cluster without Kafka) decodes
+// with none.
+func TestState_KafkaAddress(t *testing.T) {
+	with := fsmState{applied: 3, tenure: 9, leaderID: "n1", clientAddr: "c:1", kafkaAddr: "k:9"}
+	got, err := decodeState(with.encode())
+	require.NoError(t, err)
+	assert.Equal(t, with, got)
+
+	without := fsmState{applied: 3, tenure: 9, leaderID: "n1", clientAddr: "c:1"}
+	b := without.encode()
+	assert.Len(t, b, 16+3+4, "no Kafka address, no bytes for it")
+	got, err = decodeState(b)
+	require.NoError(t, err)
+	assert.Equal(t, without, got)
+}
+
 // FuzzDecodeEntry: any bytes decode to an entry or errBadEntry, never a
 // panic, and a decoded batch encodes to bytes that decode to the same
 // batch (varints may be written longer than needed, so not to the same
 // bytes).
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(encodeTenure(1, "a", "b"))
+	f.Add(encodeTenure(1, "a", "b", ""))
+	f.Add(encodeTenure(1, "a", "b", "c"))
 	f.Add(encodeBatch(2, &store.Batch{Entries: []store.Entry{{Offset: 1, Value: []byte("x")}}, Meta: []store.MetaOp{{Key: []byte("k")}}}))
 	f.Add(encodeRange(entryDrop, 3, store.QueueID{Topic: 1}, 0, 0))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -40,13 +40,20 @@ type fsmState struct {
 	tenure     uint64
 	leaderID   string
 	clientAddr string
+	kafkaAddr  string // the leader's Kafka address; "" when it has none
 }
 
+// encode writes the Kafka address only when there is one: the state of a
+// cluster without Kafka listeners keeps the encoding it always had.
 func (s fsmState) encode() []byte {
 	b := binary.BigEndian.AppendUint64(nil, s.applied)
 	b = binary.BigEndian.AppendUint64(b, s.tenure)
 	b = appendBytes(b, []byte(s.leaderID))
-	return appendBytes(b, []byte(s.clientAddr))
+	b = appendBytes(b, []byte(s.clientAddr))
+	if s.kafkaAddr != "" {
+		b = appendBytes(b, []byte(s.kafkaAddr))
+	}
+	return b
 }
 
 func decodeState(v []byte) (fsmState, error) {
@@ -57,13 +64,16 @@ func decodeState(v []byte) (fsmState, error) {
 	d := &decoder{b: v[16:]}
 	s.leaderID = string(d.bytes("leader id"))
 	s.clientAddr = string(d.bytes("client address"))
+	if d.err == nil && len(d.b) > 0 {
+		s.kafkaAddr = string(d.bytes("kafka address"))
+	}
 	return s, d.err
 }
 
 // stateRoom is what the state op adds to a batch: one operation and at
-// most this many bytes (key, fixed fields, IDs and addresses up to 255
-// bytes each).
-const stateRoom = 64 + 2*(255+2)
+// most this many bytes (key, fixed fields, an ID and two addresses up to
+// 255 bytes each).
+const stateRoom = 64 + 3*(255+2)
 
 type fsm struct {
 	st  *store.Badger
@@ -228,7 +238,7 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 	}
 	switch e.kind {
 	case entryTenure:
-		next.tenure, next.leaderID, next.clientAddr = e.tenure, e.nodeID, e.clientAddr
+		next.tenure, next.leaderID, next.clientAddr, next.kafkaAddr = e.tenure, e.nodeID, e.clientAddr, e.kafkaAddr
 		err = f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}})
 	case entryDelete, entryDrop:
 		if e.tenure != s.tenure {

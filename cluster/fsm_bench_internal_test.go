@@ -45,7 +45,7 @@ func benchFSMApplyBatch(b *testing.B, segmentBytes int64) {
 	defer func() { require.NoError(b, st.Close()) }()
 	f, err := newFSM(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(b, err)
-	require.Nil(b, f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: encodeTenure(1, "n1", "c1")}))
+	require.Nil(b, f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: encodeTenure(1, "n1", "c1", "")}))
 	value := make([]byte, 150)
 	next := make([]uint64, queues)
 	index := uint64(1)

@@ -54,12 +54,12 @@ func fsmScript() []*raft.Log {
 	kv := func(k, v string) []store.MetaOp { return []store.MetaOp{{Key: []byte(k), Value: []byte(v)}} }
 	wm := []store.MetaOp{{Key: watermarkKey(q2), Value: binary.BigEndian.AppendUint64(nil, 10)}}
 	data := [][]byte{
-		encodeTenure(1, "n1", "c1"),
+		encodeTenure(1, "n1", "c1", ""),
 		write(1, kv("k", "a"), rec(q1, 0, 1, 2)),
 		write(1, nil, rec(q1, 3), rec(q2, 0)),
 		write(1, nil, rec(q1, 5)), // a gap: refused, the tenure ends
 		write(1, nil, rec(q1, 4)), // of the ended tenure: ignored
-		encodeTenure(2, "n2", "c2"),
+		encodeTenure(2, "n2", "c2", ""),
 		write(2, kv("k", "b"), rec(q1, 4, 5)),
 		write(2, nil, rec(q2, 1)),
 		write(2, wm),                          // q2 continues at 10 from here
@@ -70,7 +70,7 @@ func fsmScript() []*raft.Log {
 		nil,                        // a configuration entry
 		write(2, nil, rec(q2, 11)), // an overlap: refused
 		write(2, nil, rec(q2, 12)), // the tenure ended: ignored
-		encodeTenure(3, "n1", "c1"),
+		encodeTenure(3, "n1", "c1", ""),
 		write(3, nil, rec(q2, 12, 13), rec(q1, 7)),
 		write(3, kv("k", "d"), rec(q1, 8)),
 	}
@@ -172,7 +172,7 @@ func TestFSM_ApplyBatchSplitsAtTheStoreLimits(t *testing.T) {
 	per := lim.MaxEntries / 3 // three entries' records exceed one write
 	require.Greater(t, per, 1)
 	q := store.QueueID{Topic: 2}
-	logs := []*raft.Log{{Index: 1, Type: raft.LogCommand, Data: encodeTenure(1, "n1", "c1")}}
+	logs := []*raft.Log{{Index: 1, Type: raft.LogCommand, Data: encodeTenure(1, "n1", "c1", "")}}
 	var off uint64
 	for i := range 8 {
 		b := &store.Batch{}

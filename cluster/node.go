@@ -404,7 +404,7 @@ func (n *Node) startTenure() error {
 	}
 	n.seq++
 	tenure := term<<16 | n.seq&0xffff
-	f := n.raft.Apply(encodeTenure(tenure, n.opts.ID, n.opts.ClientAddr), n.opts.ApplyTimeout)
+	f := n.raft.Apply(encodeTenure(tenure, n.opts.ID, n.opts.ClientAddr, n.opts.KafkaAddr), n.opts.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: start tenure: %w", err)
 	}

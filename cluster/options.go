@@ -46,6 +46,14 @@ type Options struct {
 	// ClientAddr is the address clients reach this node at (its gRPC
 	// server). Followers tell clients the leader's. Optional.
 	ClientAddr string
+	// KafkaAddr is the host:port Kafka clients reach this node at, when
+	// it serves the Kafka protocol (package kafka). The node names it in
+	// the tenure entry it writes when it becomes the leader, so that
+	// every node's Kafka listener can name the leader to Kafka clients
+	// (Node.KafkaLeader). Optional; at most 255 bytes. A cluster whose
+	// nodes set it writes tenure entries that versions before it do not
+	// read: upgrade every node before setting it.
+	KafkaAddr string
 	// Bootstrap starts a new cluster of Peers (which must include this
 	// node; empty Peers means this node alone) when the node's directory
 	// holds no Raft state yet. Exactly one node should bootstrap a new
@@ -122,6 +130,9 @@ func (o *Options) validate() error {
 	}
 	if len(o.ClientAddr) > 255 {
 		return fmt.Errorf("%w: ClientAddr longer than 255 bytes", equeue.ErrInvalidOptions)
+	}
+	if len(o.KafkaAddr) > 255 {
+		return fmt.Errorf("%w: KafkaAddr longer than 255 bytes", equeue.ErrInvalidOptions)
 	}
 	if o.Engine != nil {
 		if o.Engine.Store != nil || o.Engine.InMemory || o.Engine.Badger != nil {

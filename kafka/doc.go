@@ -38,6 +38,15 @@
 // message IDs kafka-<producer>-<epoch>-<partition>-<sequence>, which the
 // window recognizes. Transactions are not offered.
 //
+// # Clusters
+//
+// Over a node of a replicated cluster (a Broker that is a ClusterNode,
+// such as *cluster.Node) every node may run a listener. The leader's
+// serves; a follower's names the leader's listener in Metadata and
+// FindCoordinator and refuses the rest with the errors on which Kafka
+// clients look the leader up again, so clients given the nodes' addresses
+// find the leader and follow a failover (see ClusterNode).
+//
 // # Security
 //
 // With Options.TLS the listener serves TLS; with Options.Tokens it requires

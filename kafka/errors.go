@@ -47,6 +47,9 @@ const (
 	errGroupMaxSizeReached        int16 = 81
 	errFencedInstanceID           int16 = 82
 	errNotLeaderOrFollower        int16 = 6
+	errLeaderNotAvailable         int16 = 5
+	errNotCoordinator             int16 = 16
+	errNotController              int16 = 41
 )
 
 // errorCode maps an engine error to the closest Kafka error code.

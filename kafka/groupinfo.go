@@ -42,17 +42,19 @@ func (c *coordinator) storedGroups(ctx context.Context) map[string]bool {
 	return out
 }
 
-// findCoordinator names this broker for every group (and refuses
-// transaction coordinators: transactions are not offered).
+// findCoordinator names the leading broker for every group: this one, or
+// on a cluster follower the leader's listener (COORDINATOR_NOT_AVAILABLE
+// while no leader is known). Transaction coordinators are refused:
+// transactions are not offered.
 func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := kmsg.NewPtrFindCoordinatorResponse()
-	host, port := c.advertised()
+	v := c.leader()
 	code := errNone
-	if req.CoordinatorType != 0 {
+	if req.CoordinatorType != 0 || v.id < 0 {
 		code = errCoordinatorNotAvailable
 	}
 	if req.GetVersion() < 4 {
-		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, nodeID, host, port
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, v.id, v.host, v.port
 		if code != errNone {
 			resp.NodeID, resp.Host, resp.Port = -1, "", -1
 		}
@@ -60,7 +62,7 @@ func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 	}
 	for _, k := range req.CoordinatorKeys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
-		rc.Key, rc.NodeID, rc.Host, rc.Port, rc.ErrorCode = k, nodeID, host, port, code
+		rc.Key, rc.NodeID, rc.Host, rc.Port, rc.ErrorCode = k, v.id, v.host, v.port, code
 		if code != errNone {
 			rc.NodeID, rc.Host, rc.Port = -1, "", -1
 		}

@@ -11,7 +11,9 @@ import (
 	"github.com/equeue-go/equeue"
 )
 
-// nodeID is this broker's ID: the only broker, leader of every partition.
+// nodeID is the broker ID of a listener over a single engine: the only
+// broker, leader of every partition. A cluster node's listener has the ID
+// of its node (brokerID, leader.go).
 const nodeID int32 = 0
 
 // clusterID names the single-broker cluster.
@@ -40,13 +42,37 @@ func hidden(name string) bool {
 	return strings.HasPrefix(name, "%") || strings.Contains(name, equeue.NamespaceSeparator)
 }
 
+// metadata names the brokers and topics. The one broker named is the
+// leader: this listener, or, on a cluster follower, the leader's listener;
+// a follower lists no topics (its node has no engine to read them from)
+// and answers a named topic with LEADER_NOT_AVAILABLE, so clients ask
+// again, of the leader. With no leader known it names itself, controller
+// -1.
 func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
-	host, port := c.advertised()
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: nodeID, Host: host, Port: port}}
 	resp.ClusterID = kmsg.StringPtr(clusterID)
-	resp.ControllerID = nodeID
 	all := req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0)
+	v := c.leader()
+	if !v.self {
+		resp.ControllerID = v.id
+		if v.id >= 0 {
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: v.id, Host: v.host, Port: v.port}}
+		} else {
+			host, port := c.advertised()
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: c.selfID(), Host: host, Port: port}}
+		}
+		if all {
+			return resp
+		}
+		for _, t := range req.Topics {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, errLeaderNotAvailable
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: v.id, Host: v.host, Port: v.port}}
+	resp.ControllerID = v.id
 	if all {
 		topics, err := c.s.b.Topics(c.ctx)
 		if err != nil {
@@ -55,7 +81,7 @@ func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		}
 		for _, ti := range topics {
 			if !hidden(ti.Name) {
-				resp.Topics = append(resp.Topics, topicMetadata(ti))
+				resp.Topics = append(resp.Topics, topicMetadata(ti, v.id))
 			}
 		}
 		return resp
@@ -65,14 +91,14 @@ func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		if t.Topic != nil {
 			name = *t.Topic
 		}
-		resp.Topics = append(resp.Topics, c.oneTopic(name, req.AllowAutoTopicCreation || req.GetVersion() < 4))
+		resp.Topics = append(resp.Topics, c.oneTopic(name, req.AllowAutoTopicCreation || req.GetVersion() < 4, v.id))
 	}
 	return resp
 }
 
 // oneTopic describes a named topic, creating it through the broker's
 // auto-create (Route) when the client allows it and the engine does.
-func (c *conn) oneTopic(name string, autoCreate bool) kmsg.MetadataResponseTopic {
+func (c *conn) oneTopic(name string, autoCreate bool, leader int32) kmsg.MetadataResponseTopic {
 	bad := kmsg.NewMetadataResponseTopic()
 	bad.Topic = kmsg.StringPtr(name)
 	if hidden(name) || equeue.ValidateName(name) != nil {
@@ -89,20 +115,20 @@ func (c *conn) oneTopic(name string, autoCreate bool) kmsg.MetadataResponseTopic
 		bad.ErrorCode = errorCode(err)
 		return bad
 	}
-	return topicMetadata(ti)
+	return topicMetadata(ti, leader)
 }
 
-func topicMetadata(ti equeue.TopicInfo) kmsg.MetadataResponseTopic {
+func topicMetadata(ti equeue.TopicInfo, leader int32) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = kmsg.StringPtr(ti.Name)
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(ti.Queues))
 	for _, q := range ti.Queues {
 		p := kmsg.NewMetadataResponseTopicPartition()
 		p.Partition = int32(q.ID)
-		p.Leader = nodeID
+		p.Leader = leader
 		p.LeaderEpoch = 0
-		p.Replicas = []int32{nodeID}
-		p.ISR = []int32{nodeID}
+		p.Replicas = []int32{leader}
+		p.ISR = []int32{leader}
 		t.Partitions = append(t.Partitions, p)
 	}
 	return t

@@ -85,6 +85,7 @@ var ErrServerClosed = errors.New("kafka: server closed")
 // for concurrent use; Close it when done.
 type Server struct {
 	b      Broker
+	node   ClusterNode // b, when it is one node of a cluster (leader.go)
 	o      Options
 	log    *slog.Logger
 	tokens map[[sha256.Size]byte]Rights
@@ -133,6 +134,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers()}
+	s.node, _ = b.(ClusterNode)
 	if len(o.Tokens) > 0 {
 		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))
 		for tok, r := range o.Tokens {

@@ -84,7 +84,10 @@ func (c *conn) apiVersions() *kmsg.ApiVersionsResponse {
 // dispatch answers one decoded request. An error closes the connection.
 func (c *conn) dispatch(h header, req kmsg.Request) (kmsg.Response, error) {
 	if need := supported[h.key].need; need != 0 && c.rights&need == 0 {
-		return c.denied(req)
+		return c.refuse(req, denial)
+	}
+	if c.s.node != nil && servedByLeaderOnly[h.key] && !c.leader().self {
+		return c.refuse(req, notLeading)
 	}
 	switch r := req.(type) {
 	case *kmsg.ApiVersionsRequest:

@@ -19,13 +19,13 @@ type clusterNode struct {
 	srv                          *server
 }
 
-func startClusterNode(t *testing.T, base, id string, bootstrap bool) *clusterNode {
+func startClusterNode(t *testing.T, base, id string, bootstrap bool, extra ...string) *clusterNode {
 	n := &clusterNode{id: id, dir: filepath.Join(base, id), listen: freePort(t), raft: freePort(t), admin: freePort(t)}
 	args := []string{"--dir", n.dir, "--listen", n.listen, "--cluster-id", id, "--cluster-raft", n.raft, "--cluster-admin", n.admin}
 	if bootstrap {
 		args = append(args, "--cluster-bootstrap")
 	}
-	n.srv = startServe(t, args...)
+	n.srv = startServe(t, append(args, extra...)...)
 	return n
 }
 
@@ -161,5 +161,55 @@ func TestCluster_ServeWithTheConsoleAndKafka(t *testing.T) {
 	}
 	if code := n.srv.stop(t); code != 0 {
 		t.Fatalf("exited %d:\n%s", code, n.srv.stderr)
+	}
+}
+
+// A Kafka client that knows only a follower's listener is sent to the
+// leader's and produces there: each node tells the others, through its
+// tenure entry, where its Kafka listener is.
+func TestCluster_KafkaClientOfAFollowerReachesTheLeader(t *testing.T) {
+	base := t.TempDir()
+	k1, k2 := freePort(t), freePort(t)
+	n1 := startClusterNode(t, base, "n1", true, "--kafka", k1)
+	eventually(t, 60*time.Second, "n1 leads", func() bool {
+		s, ok := n1.status(t)
+		return ok && s.Serving
+	})
+	n2 := startClusterNode(t, base, "n2", false, "--kafka", k2)
+	ok(t, "cluster", "add", n2.id, n2.raft, "--admin", n1.admin)
+	eventually(t, 60*time.Second, "n2 follows n1", func() bool {
+		s, ok := n2.status(t)
+		return ok && s.LeaderID == "n1" && s.LeaderAddr == n1.listen
+	})
+	ok(t, "--server", n1.listen, "topic", "create", "orders", "--queues", "2")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kc, err := kgo.NewClient(kgo.SeedBrokers(k2), kgo.DefaultProduceTopic("orders"), kgo.RetryTimeout(30*time.Second),
+		kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	if err := kc.ProduceSync(ctx, &kgo.Record{Value: []byte("sent to a follower")}).FirstErr(); err != nil {
+		t.Fatalf("produce through the follower's Kafka listener: %v", err)
+	}
+	if out := ok(t, "--server", n1.listen, "consume", "orders", "--from", "earliest", "--count", "1"); !strings.Contains(out, "sent to a follower") {
+		t.Fatalf("consume said %q", out)
+	}
+	for _, n := range []*clusterNode{n2, n1} {
+		if code := n.srv.stop(t); code != 0 {
+			t.Fatalf("%s exited %d:\n%s", n.id, code, n.srv.stderr)
+		}
+	}
+}
+
+// In cluster mode the Kafka listener's address is told to other nodes'
+// clients, so it must name a host and a port.
+func TestCluster_KafkaNeedsAnAddressToAdvertise(t *testing.T) {
+	dir := t.TempDir()
+	for _, kafka := range []string{":9092", "0.0.0.0:9092", "127.0.0.1:0"} {
+		fails(t, exitUsage, "--kafka-advertise", "serve", "--dir", dir, "--listen", "127.0.0.1:0",
+			"--cluster-id", "n1", "--cluster-raft", "127.0.0.1:0", "--cluster-bootstrap", "--kafka", kafka)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
 	"github.com/equeue-go/equeue/remote"
 )
 
@@ -37,6 +38,12 @@ type clusterAddon interface {
 	// attachEngine is called with each engine the node opens when it
 	// becomes the leader.
 	attachEngine(e *equeue.Engine)
+}
+
+// clusterConfigurer is implemented by cluster add-ons that set options of
+// the node before it opens (the Kafka listener's address).
+type clusterConfigurer interface {
+	configureCluster(o *cluster.Options) error
 }
 
 // serveEnv is what serve hands an add-on.

@@ -94,7 +94,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		}
 	}
 	bo := badgerOptions(a.log)
-	node, err := cluster.Open(a.dir, &cluster.Options{
+	copts := &cluster.Options{
 		ID: cf.id, RaftAddr: cf.raft, ClientAddr: advertise, Bootstrap: cf.bootstrap, Peers: peers, LogStore: cf.logStore,
 		Engine: eopts, Badger: &bo, Logger: a.log,
 		OnEngine: func(e *equeue.Engine) {
@@ -105,7 +105,15 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 				ad.attachEngine(e)
 			}
 		},
-	})
+	}
+	for _, ad := range addons {
+		if cc, ok := ad.(clusterConfigurer); ok {
+			if err := cc.configureCluster(copts); err != nil {
+				return err
+			}
+		}
+	}
+	node, err := cluster.Open(a.dir, copts)
 	if err != nil {
 		return err
 	}

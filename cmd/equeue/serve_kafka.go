@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
 	"github.com/equeue-go/equeue/kafka"
 )
 
@@ -24,7 +25,7 @@ func init() {
 
 func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.addr, "kafka", "", "address to serve the Kafka protocol on, e.g. 127.0.0.1:9092 (empty: off)")
-	f.StringVar(&k.advertise, "kafka-advertise", "", "host:port Kafka clients are told to connect to (default: the address they reached)")
+	f.StringVar(&k.advertise, "kafka-advertise", "", "host:port Kafka clients are told to connect to (default: the address they reached; in cluster mode --kafka, which then needs a host)")
 	f.StringVar(&k.namespace, "kafka-namespace", "", "serve only this namespace's topics and groups over Kafka, by their plain names (default: the engine's own, namespaced topics hidden)")
 }
 
@@ -34,6 +35,27 @@ func (k *kafkaAddon) configure(*equeue.Options) error { return nil }
 
 // attachEngine does nothing: in cluster mode the listener serves the node.
 func (k *kafkaAddon) attachEngine(*equeue.Engine) {}
+
+// configureCluster gives the node the address its Kafka listener is
+// reached at, which the node writes in its tenure entry when it leads, so
+// that the other nodes' listeners send Kafka clients there. It must name a
+// host and a port: --kafka-advertise, or --kafka when that has both.
+func (k *kafkaAddon) configureCluster(o *cluster.Options) error {
+	addr := k.advertise
+	if addr == "" {
+		addr = k.addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErrorf("--kafka %s: %v", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) || port == "0" {
+		return usageErrorf("--kafka %s: in cluster mode the other nodes send Kafka clients to this address; give --kafka-advertise HOST:PORT", addr)
+	}
+	o.KafkaAddr = addr
+	k.advertise = addr
+	return nil
+}
 
 func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
 	var tokens map[string]kafka.Rights

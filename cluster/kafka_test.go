@@ -1,0 +1,136 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/kafka"
+)
+
+// The Kafka listener learns the leader from the node.
+var _ kafka.ClusterNode = (*cluster.Node)(nil)
+
+// Kafka clients given only followers' addresses find the leader through
+// them, and after the leader stops, follow the next leader: a producer's
+// records are all stored, and a consumer group reads them all, across the
+// failover.
+func TestCluster_KafkaClientsFollowTheLeader(t *testing.T) {
+	const nodes = 3
+	lis := make([]net.Listener, nodes)
+	kaddr := map[string]string{}
+	for i := range nodes {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lis[i] = l
+		kaddr[fmt.Sprintf("n%d", i+1)] = l.Addr().String()
+	}
+	c := newCluster(t, nodes, func(o *cluster.Options) { o.KafkaAddr = kaddr[o.ID] })
+	servers := make([]*kafka.Server, nodes)
+	done := make([]chan error, nodes)
+	stopServer := func(i int) {
+		if servers[i] == nil {
+			return
+		}
+		require.NoError(t, servers[i].Close())
+		require.ErrorIs(t, <-done[i], kafka.ErrServerClosed)
+		servers[i] = nil
+	}
+	for i := range nodes {
+		s, err := kafka.NewServer(c.nodes[i], &kafka.Options{AdvertisedAddr: kaddr[c.id(i)]})
+		require.NoError(t, err)
+		servers[i], done[i] = s, make(chan error, 1)
+		go func() { done[i] <- s.Serve(lis[i]) }()
+	}
+	t.Cleanup(func() { // before the nodes close (cleanups run last first)
+		for i := range nodes {
+			stopServer(i)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	li := c.leaderIndex()
+	require.NoError(t, c.nodes[li].CreateTopic(ctx, "orders", 2))
+	f1, f2 := (li+1)%nodes, (li+2)%nodes
+	for _, f := range []int{f1, f2} {
+		eventually(t, 20*time.Second, func() error {
+			id, addr, self := c.nodes[f].KafkaLeader()
+			if id != c.id(li) || addr != kaddr[c.id(li)] || self {
+				return fmt.Errorf("%s knows leader %q at %q (self %v)", c.id(f), id, addr, self)
+			}
+			return nil
+		})
+	}
+
+	opts := []kgo.Opt{kgo.MetadataMinAge(50 * time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+	prod, err := kgo.NewClient(append(opts, kgo.SeedBrokers(kaddr[c.id(f1)]), kgo.DefaultProduceTopic("orders"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordDeliveryTimeout(time.Minute))...)
+	require.NoError(t, err)
+	defer prod.Close()
+	cons, err := kgo.NewClient(append(opts, kgo.SeedBrokers(kaddr[c.id(f2)]), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))...)
+	require.NoError(t, err)
+	defer cons.Close()
+
+	produce := func(prefix string) []string {
+		var want []string
+		for i := range 20 {
+			v := fmt.Sprintf("%s%d", prefix, i)
+			want = append(want, v)
+			require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(), "produce %s", v)
+		}
+		return want
+	}
+	seen := map[string]bool{}
+	consume := func(want []string) {
+		for {
+			missing := 0
+			for _, v := range want {
+				if !seen[v] {
+					missing++
+				}
+			}
+			if missing == 0 {
+				break
+			}
+			fs := cons.PollFetches(ctx)
+			require.NoError(t, ctx.Err(), "%d records of %v not consumed", missing, want)
+			fs.EachError(func(topic string, p int32, err error) {
+				if !errors.Is(err, context.Canceled) {
+					t.Logf("fetch %s/%d: %v", topic, p, err)
+				}
+			})
+			for _, r := range fs.Records() {
+				seen[string(r.Value)] = true
+			}
+		}
+		require.NoError(t, cons.CommitUncommittedOffsets(ctx))
+	}
+
+	first := produce("a")
+	consume(first)
+	ti, err := c.nodes[li].Topic(ctx, "orders")
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), ti.Queues[0].MaxOffset+ti.Queues[1].MaxOffset, "each record stored once")
+
+	stopServer(li)
+	c.stop(li)
+	next := c.leaderIndex()
+	require.NotEqual(t, li, next)
+
+	second := produce("b")
+	consume(second)
+	ti, err = c.nodes[next].Topic(ctx, "orders")
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, ti.Queues[0].MaxOffset+ti.Queues[1].MaxOffset, int64(40), "the records of both leaders are stored")
+}

@@ -1,0 +1,23 @@
+package cluster
+
+// KafkaLeader names the leader to a Kafka listener (package kafka) that
+// serves this node: the leader's node ID, the Kafka address it wrote in
+// its tenure entry (Options.KafkaAddr), and whether it is this node. id is
+// "" while no leader is known; addr is "" when the leader has no Kafka
+// address or this node has not yet applied its tenure entry. A listener
+// on a follower tells Kafka clients to go to the leader, and Kafka
+// clients follow a failover from one node's listener to the next.
+func (n *Node) KafkaLeader() (id, addr string, self bool) {
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" {
+		return "", "", false
+	}
+	id = string(lid)
+	if id == n.opts.ID {
+		return id, n.opts.KafkaAddr, true
+	}
+	if s := n.fsm.current(); s.leaderID == id {
+		addr = s.kafkaAddr
+	}
+	return id, addr, false
+}

@@ -1,0 +1,4 @@
+package kafka
+
+// BrokerID is brokerID, for tests outside the package.
+var BrokerID = brokerID

@@ -1,0 +1,213 @@
+package kafka_test
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
+)
+
+// fakeNode is an engine posing as one node of a cluster whose leader the
+// test chooses.
+type fakeNode struct {
+	*equeue.Engine
+	id string
+
+	mu         sync.Mutex
+	leaderID   string
+	leaderAddr string
+}
+
+var _ kafka.ClusterNode = (*fakeNode)(nil)
+
+func (f *fakeNode) ID() string { return f.id }
+
+func (f *fakeNode) KafkaLeader() (id, addr string, self bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leaderID, f.leaderAddr, f.leaderID != "" && f.leaderID == f.id
+}
+
+func (f *fakeNode) setLeader(id, addr string) {
+	f.mu.Lock()
+	f.leaderID, f.leaderAddr = id, addr
+	f.mu.Unlock()
+}
+
+// A follower's listener names the leader's listener as the one broker,
+// controller and group coordinator, and refuses every call that reads or
+// changes the engine with the error on which Kafka clients look the leader
+// up again; nothing reaches its engine. With no leader known it names
+// itself and no controller; once it leads it serves.
+func TestCluster_FollowerPointsClientsToTheLeader(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	node := &fakeNode{Engine: e, id: "n2"}
+	node.setLeader("n1", "10.0.0.1:19092")
+	addr := serve(t, node, nil)
+	seed := kclient(t, addr).SeedBrokers()[0]
+	leaderID := kafka.BrokerID("n1")
+	require.NotEqual(t, kafka.BrokerID("n2"), leaderID)
+
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("t")
+	md.Topics = append(md.Topics, mt)
+	mresp, err := seed.Request(ctx, md)
+	require.NoError(t, err)
+	m := mresp.(*kmsg.MetadataResponse)
+	assert.Equal(t, []kmsg.MetadataResponseBroker{{NodeID: leaderID, Host: "10.0.0.1", Port: 19092}}, m.Brokers)
+	assert.Equal(t, leaderID, m.ControllerID)
+	require.Len(t, m.Topics, 1)
+	assert.Equal(t, int16(5), m.Topics[0].ErrorCode, "LEADER_NOT_AVAILABLE")
+	assert.Empty(t, m.Topics[0].Partitions)
+
+	allReq := kmsg.NewPtrMetadataRequest()
+	mresp, err = seed.Request(ctx, allReq)
+	require.NoError(t, err)
+	assert.Empty(t, mresp.(*kmsg.MetadataResponse).Topics, "a follower lists no topics")
+
+	fc := kmsg.NewPtrFindCoordinatorRequest() // franz-go sends v4: keys in a list
+	fc.CoordinatorKeys = []string{"g"}
+	fresp, err := seed.Request(ctx, fc)
+	require.NoError(t, err)
+	require.Len(t, fresp.(*kmsg.FindCoordinatorResponse).Coordinators, 1)
+	f := fresp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
+	assert.Equal(t, int16(0), f.ErrorCode)
+	assert.Equal(t, leaderID, f.NodeID)
+	assert.Equal(t, "10.0.0.1", f.Host)
+	assert.Equal(t, int32(19092), f.Port)
+
+	// Calls that read or change the engine.
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "t"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = recordBatch(t, "refused")
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	presp, err := seed.Request(ctx, pr)
+	require.NoError(t, err)
+	assert.Equal(t, int16(6), presp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, "NOT_LEADER_OR_FOLLOWER")
+
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MaxWaitMillis, fr.MaxBytes = 10, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	ft.Partitions = []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}
+	fr.Topics = append(fr.Topics, ft)
+	frr, err := seed.Request(ctx, fr)
+	require.NoError(t, err)
+	assert.Equal(t, int16(6), frr.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode)
+
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "t"
+	lt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{{Partition: 1, Timestamp: -1, CurrentLeaderEpoch: -1}}
+	lo.Topics = append(lo.Topics, lt)
+	lor, err := seed.Request(ctx, lo)
+	require.NoError(t, err)
+	assert.Equal(t, int16(6), lor.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode)
+
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 10000, 10000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	jr, err := seed.Request(ctx, jg)
+	require.NoError(t, err)
+	assert.Equal(t, int16(16), jr.(*kmsg.JoinGroupResponse).ErrorCode, "NOT_COORDINATOR")
+
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation, oc.MemberID = "g", -1, ""
+	oct := kmsg.NewOffsetCommitRequestTopic()
+	oct.Topic = "t"
+	oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}
+	oc.Topics = append(oc.Topics, oct)
+	ocr, err := seed.Request(ctx, oc)
+	require.NoError(t, err)
+	assert.Equal(t, int16(16), ocr.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode)
+
+	lg := kmsg.NewPtrListGroupsRequest()
+	lgr, err := seed.Request(ctx, lg)
+	require.NoError(t, err)
+	assert.Equal(t, int16(16), lgr.(*kmsg.ListGroupsResponse).ErrorCode)
+
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ctt := kmsg.NewCreateTopicsRequestTopic()
+	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "new", 1, 1
+	ct.Topics = append(ct.Topics, ctt)
+	ctr, err := seed.Request(ctx, ct)
+	require.NoError(t, err)
+	assert.Equal(t, int16(41), ctr.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, "NOT_CONTROLLER")
+
+	// Nothing reached the engine.
+	ti, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	for _, q := range ti.Queues {
+		assert.Zero(t, q.MaxOffset, "queue %d", q.ID)
+	}
+	_, err = e.Topic(ctx, "new")
+	require.ErrorIs(t, err, equeue.ErrTopicNotFound)
+	groups, err := e.Groups(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, groups)
+
+	// No leader known: the listener names itself, and no controller or
+	// coordinator.
+	node.setLeader("", "")
+	mresp, err = seed.Request(ctx, md)
+	require.NoError(t, err)
+	m = mresp.(*kmsg.MetadataResponse)
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	p, _ := strconv.Atoi(port)
+	assert.Equal(t, []kmsg.MetadataResponseBroker{{NodeID: kafka.BrokerID("n2"), Host: host, Port: int32(p)}}, m.Brokers)
+	assert.Equal(t, int32(-1), m.ControllerID)
+	assert.Equal(t, int16(5), m.Topics[0].ErrorCode)
+	fresp, err = seed.Request(ctx, fc)
+	require.NoError(t, err)
+	require.Len(t, fresp.(*kmsg.FindCoordinatorResponse).Coordinators, 1)
+	assert.Equal(t, int16(15), fresp.(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode, "COORDINATOR_NOT_AVAILABLE")
+
+	// This node leads: it serves, under its own broker ID.
+	node.setLeader("n2", addr)
+	mresp, err = seed.Request(ctx, md)
+	require.NoError(t, err)
+	m = mresp.(*kmsg.MetadataResponse)
+	self := kafka.BrokerID("n2")
+	assert.Equal(t, []kmsg.MetadataResponseBroker{{NodeID: self, Host: host, Port: int32(p)}}, m.Brokers)
+	require.Len(t, m.Topics, 1)
+	require.Len(t, m.Topics[0].Partitions, 2)
+	for _, part := range m.Topics[0].Partitions {
+		assert.Equal(t, self, part.Leader)
+	}
+	cl := kclient(t, addr, kgo.DefaultProduceTopic("t"))
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte("served")}).FirstErr())
+}
+
+// recordBatch encodes one record as a v2 record batch, with its length
+// and checksum.
+func recordBatch(t *testing.T, value string) []byte {
+	t.Helper()
+	rec := kmsg.NewRecord()
+	rec.Value = []byte(value)
+	rb := kmsg.NewRecordBatch()
+	rb.Magic, rb.NumRecords, rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = 2, 1, -1, -1, -1
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // all but the varint of Length 0
+	rb.Records = rec.AppendTo(nil)
+	b := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
