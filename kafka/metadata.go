@@ -76,7 +76,9 @@ func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	if all {
 		topics, err := c.s.b.Topics(c.ctx)
 		if err != nil {
-			c.s.log.Warn("kafka: metadata: list topics", "err", err)
+			if !errors.Is(err, equeue.ErrNotLeader) { // a cluster node between tenures: clients ask again
+				c.s.log.Warn("kafka: metadata: list topics", "err", err)
+			}
 			return resp
 		}
 		for _, ti := range topics {
