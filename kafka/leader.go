@@ -78,12 +78,13 @@ func (c *conn) selfID() int32 {
 }
 
 // servedByLeaderOnly lists the requests a follower's listener refuses
-// (with notLeading): everything that reads or changes the engine, and the
-// groups the leader's listener coordinates. Metadata and FindCoordinator
-// are answered (they name the leader); InitProducerId hands out an ID any
-// listener may.
+// (with notLeading): everything that reads or changes the engine, the
+// groups the leader's listener coordinates, and producer IDs (only the
+// leader hands them out, so that two listeners never give one ID to two
+// producers: see initProducerID). Metadata and FindCoordinator are
+// answered (they name the leader).
 var servedByLeaderOnly = map[int16]bool{
-	produceKey: true, fetchKey: true, listOffsetsKey: true,
+	produceKey: true, fetchKey: true, listOffsetsKey: true, initProducerIDKey: true,
 	offsetCommitKey: true, offsetFetchKey: true, joinGroupKey: true, heartbeatKey: true,
 	leaveGroupKey: true, syncGroupKey: true, describeGroupsKey: true, listGroupsKey: true,
 	createTopicsKey: true, deleteTopicsKey: true, describeConfigsKey: true, createPartitionsKey: true,

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -151,6 +152,12 @@ func TestCluster_FollowerPointsClientsToTheLeader(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int16(41), ctr.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, "NOT_CONTROLLER")
 
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ipr, err := seed.Request(ctx, ip)
+	require.NoError(t, err)
+	assert.Equal(t, int16(41), ipr.(*kmsg.InitProducerIDResponse).ErrorCode, "only the leader hands out producer IDs")
+	assert.Equal(t, int64(-1), ipr.(*kmsg.InitProducerIDResponse).ProducerID)
+
 	// Nothing reached the engine.
 	ti, err := e.Topic(ctx, "t")
 	require.NoError(t, err)
@@ -210,4 +217,33 @@ func recordBatch(t *testing.T, value string) []byte {
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
+}
+
+// A listener hands out producer IDs from the clock, not from when it
+// started: one started before another (a cluster node that becomes the
+// leader after the one that led) gives IDs above those the other gave,
+// so no two producers get the same ID.
+func TestProducerIDs_AboveThoseOfAListenerBefore(t *testing.T) {
+	ctx := testCtx(t)
+	e := openEngine(t, nil)
+	started := kclient(t, serve(t, e, nil)).SeedBrokers()[0] // started first, hands out IDs last
+	time.Sleep(20 * time.Millisecond)
+	later := kclient(t, serve(t, e, nil)).SeedBrokers()[0]
+	initPID := func(b *kgo.Broker) int64 {
+		resp, err := b.Request(ctx, kmsg.NewPtrInitProducerIDRequest())
+		require.NoError(t, err)
+		r := resp.(*kmsg.InitProducerIDResponse)
+		require.Equal(t, int16(0), r.ErrorCode)
+		return r.ProducerID
+	}
+	var given []int64
+	for range 3 {
+		given = append(given, initPID(later))
+	}
+	time.Sleep(time.Millisecond)
+	next := initPID(started)
+	for _, g := range given {
+		assert.Greater(t, next, g)
+	}
+	assert.Greater(t, initPID(started), next)
 }

@@ -46,9 +46,7 @@ type storedBatch struct {
 }
 
 func newProducers() *producers {
-	// IDs start from the clock so a restarted listener does not hand out
-	// an ID a producer of the previous run may still use.
-	return &producers{next: time.Now().UnixMicro(), parts: map[pidPart]*seqState{}}
+	return &producers{parts: map[pidPart]*seqState{}}
 }
 
 func (c *conn) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
@@ -65,7 +63,13 @@ func (c *conn) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProduce
 		return resp
 	}
 	p.mu.Lock()
-	p.next++
+	// An ID is never below the clock in microseconds, so a listener that
+	// starts handing IDs out (after a restart, or on a cluster node that
+	// became the leader, possibly started before the last one) gives none
+	// that a listener before it gave, as long as their clocks agree to
+	// within the time the change took (a failover takes at least an
+	// election timeout) and none handed out more than one a microsecond.
+	p.next = max(p.next+1, time.Now().UnixMicro())
 	resp.ProducerID = p.next
 	p.mu.Unlock()
 	return resp
