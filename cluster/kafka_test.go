@@ -134,3 +134,27 @@ func TestCluster_KafkaClientsFollowTheLeader(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, ti.Queues[0].MaxOffset+ti.Queues[1].MaxOffset, int64(40), "the records of both leaders are stored")
 }
+
+// A follower that restarts still knows where the leader's Kafka listener
+// is: the address is kept in the node's stored state with the tenure, not
+// only in the log entry it applied before.
+func TestCluster_RestartedFollowerKnowsTheLeadersKafkaAddress(t *testing.T) {
+	c := newCluster(t, 3, func(o *cluster.Options) { o.KafkaAddr = "kafka-" + o.ID + ":9092" })
+	li := c.leaderIndex()
+	f := (li + 1) % 3
+	want := "kafka-" + c.id(li) + ":9092"
+	check := func() error {
+		id, addr, self := c.nodes[f].KafkaLeader()
+		if id != c.id(li) || addr != want || self {
+			return fmt.Errorf("%s knows leader %q at %q (self %v)", c.id(f), id, addr, self)
+		}
+		return nil
+	}
+	eventually(t, 20*time.Second, check)
+	id, addr, self := c.nodes[li].KafkaLeader()
+	assert.Equal(t, []any{c.id(li), want, true}, []any{id, addr, self}, "the leader names itself")
+
+	c.stop(f)
+	c.start(f, false)
+	eventually(t, 20*time.Second, check)
+}

@@ -55,7 +55,10 @@ func (c *conn) leader() leaderView {
 	switch {
 	case self:
 		return leaderView{self: true, id: brokerID(id), host: host, port: port}
-	case id == "" || addr == "":
+	case id == "":
+		return leaderView{id: -1}
+	case addr == "":
+		c.s.warnNoKafkaLeader(id)
 		return leaderView{id: -1}
 	}
 	h, p, err := net.SplitHostPort(addr)
@@ -88,4 +91,17 @@ var servedByLeaderOnly = map[int16]bool{
 	offsetCommitKey: true, offsetFetchKey: true, joinGroupKey: true, heartbeatKey: true,
 	leaveGroupKey: true, syncGroupKey: true, describeGroupsKey: true, listGroupsKey: true,
 	createTopicsKey: true, deleteTopicsKey: true, describeConfigsKey: true, createPartitionsKey: true,
+}
+
+// warnNoKafkaLeader logs, once per leader, that the leader named no Kafka
+// address (it runs no listener, or an older version): this listener can
+// send Kafka clients nowhere, and they retry until another node leads.
+func (s *Server) warnNoKafkaLeader(leader string) {
+	s.mu.Lock()
+	first := s.noKafkaLeader != leader
+	s.noKafkaLeader = leader
+	s.mu.Unlock()
+	if first {
+		s.log.Warn("kafka: the cluster's leader has no Kafka address (cluster.Options.KafkaAddr); Kafka clients of this follower cannot reach it", "leader", leader)
+	}
 }

@@ -1,10 +1,13 @@
 package kafka_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +59,8 @@ func TestCluster_FollowerPointsClientsToTheLeader(t *testing.T) {
 	require.NoError(t, e.CreateTopic(ctx, "t", 2))
 	node := &fakeNode{Engine: e, id: "n2"}
 	node.setLeader("n1", "10.0.0.1:19092")
-	addr := serve(t, node, nil)
+	logs := &lockedBuffer{}
+	addr := serve(t, node, &kafka.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	seed := kclient(t, addr).SeedBrokers()[0]
 	leaderID := kafka.BrokerID("n1")
 	require.NotEqual(t, kafka.BrokerID("n2"), leaderID)
@@ -187,6 +191,18 @@ func TestCluster_FollowerPointsClientsToTheLeader(t *testing.T) {
 	require.Len(t, fresp.(*kmsg.FindCoordinatorResponse).Coordinators, 1)
 	assert.Equal(t, int16(15), fresp.(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode, "COORDINATOR_NOT_AVAILABLE")
 
+	// A leader without a Kafka address: the same, and a warning, once.
+	node.setLeader("n3", "")
+	for range 2 {
+		mresp, err = seed.Request(ctx, md)
+		require.NoError(t, err)
+		m = mresp.(*kmsg.MetadataResponse)
+		assert.Equal(t, []kmsg.MetadataResponseBroker{{NodeID: kafka.BrokerID("n2"), Host: host, Port: int32(p)}}, m.Brokers)
+		assert.Equal(t, int32(-1), m.ControllerID)
+	}
+	assert.Equal(t, 1, strings.Count(logs.String(), "leader has no Kafka address"), "logs: %s", logs)
+	assert.Contains(t, logs.String(), "leader=n3")
+
 	// This node leads: it serves, under its own broker ID.
 	node.setLeader("n2", addr)
 	mresp, err = seed.Request(ctx, md)
@@ -246,4 +262,22 @@ func TestProducerIDs_AboveThoseOfAListenerBefore(t *testing.T) {
 		assert.Greater(t, next, g)
 	}
 	assert.Greater(t, initPID(started), next)
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger on another goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

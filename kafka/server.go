@@ -100,6 +100,8 @@ type Server struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// noKafkaLeader is the last leader warned about (warnNoKafkaLeader).
+	noKafkaLeader string
 }
 
 // NewServer returns a server over b. It returns equeue.ErrInvalidArgument for
