@@ -87,8 +87,13 @@ func (c *coordinator) run(ctx context.Context) {
 }
 
 func (c *coordinator) tick(now time.Time) {
+	leading := c.s.leads()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !leading {
+		c.forgetAll()
+		return
+	}
 	for _, g := range c.groups {
 		var gone []string
 		for id, m := range g.members {
@@ -107,6 +112,26 @@ func (c *coordinator) tick(now time.Time) {
 			g.rebalance(now)
 		}
 	}
+}
+
+// forgetAll drops every group, on a cluster node that no longer leads:
+// the next leader's listener coordinates them afresh, so a member this
+// one kept (and its generation) would only stall a later rebalance here,
+// should the node lead again. Waiting joins and syncs end with
+// UNKNOWN_MEMBER_ID; the members rejoin wherever FindCoordinator sends
+// them.
+func (c *coordinator) forgetAll() {
+	if len(c.groups) == 0 {
+		return
+	}
+	c.s.log.Info("kafka: this node no longer leads; its Kafka groups are forgotten", "groups", len(c.groups))
+	for _, g := range c.groups {
+		for id := range g.members {
+			g.remove(id)
+		}
+		g.toEmpty()
+	}
+	c.groups = map[string]*kgroup{}
 }
 
 func (g *kgroup) allJoined() bool {

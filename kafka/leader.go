@@ -72,6 +72,16 @@ func (c *conn) leader() leaderView {
 	return leaderView{id: brokerID(id), host: h, port: int32(pn)}
 }
 
+// leads reports whether this listener serves: its broker is no cluster
+// node, or its node leads.
+func (s *Server) leads() bool {
+	if s.node == nil {
+		return true
+	}
+	_, _, self := s.node.KafkaLeader()
+	return self
+}
+
 // selfID is this listener's own broker ID.
 func (c *conn) selfID() int32 {
 	if c.s.node == nil {

@@ -281,3 +281,44 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A listener whose node stops leading forgets its groups: should the node
+// lead again, their members (who rejoined at the next leader meanwhile)
+// are unknown to it and join afresh, instead of stalling its rebalances
+// until their sessions run out.
+func TestCluster_ListenerForgetsItsGroupsWhenItStopsLeading(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	node := &fakeNode{Engine: e, id: "n2"}
+	node.setLeader("n2", "")
+	logs := &lockedBuffer{}
+	addr := serve(t, node, &kafka.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	seed := kclient(t, addr).SeedBrokers()[0]
+
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 30000, 30000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	jresp, err := seed.Request(ctx, jg)
+	require.NoError(t, err)
+	j := jresp.(*kmsg.JoinGroupResponse)
+	require.Equal(t, int16(0), j.ErrorCode)
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.Generation, sg.MemberID = "g", j.Generation, j.MemberID
+	sresp, err := seed.Request(ctx, sg)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), sresp.(*kmsg.SyncGroupResponse).ErrorCode)
+	heartbeat := func() int16 {
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.Generation, hb.MemberID = "g", j.Generation, j.MemberID
+		resp, err := seed.Request(ctx, hb)
+		require.NoError(t, err)
+		return resp.(*kmsg.HeartbeatResponse).ErrorCode
+	}
+	require.Equal(t, int16(0), heartbeat())
+
+	node.setLeader("n1", "10.0.0.1:19092")
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "groups are forgotten") }, 20*time.Second, 10*time.Millisecond)
+	assert.Equal(t, int16(16), heartbeat(), "NOT_COORDINATOR while following")
+	node.setLeader("n2", "")
+	assert.Equal(t, int16(25), heartbeat(), "UNKNOWN_MEMBER_ID: the member must join again")
+}
