@@ -138,6 +138,9 @@ type Status struct {
 	// LeaderID and LeaderAddr (client address) name the leader when known.
 	LeaderID   string
 	LeaderAddr string // the leader's client address
+	// LeaderKafkaAddr is the address of the leader's Kafka listener
+	// (Options.KafkaAddr), when it has one.
+	LeaderKafkaAddr string `json:",omitempty"`
 	// Serving is true while this node's engine is open (it leads).
 	Serving bool
 	// LeaseHeld is true while this node serves calls: its engine is open
@@ -182,7 +185,7 @@ func (n *Node) Status() Status {
 	st := n.raft.Stats()
 	s.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)
 	if fs := n.fsm.current(); fs.leaderID == s.LeaderID {
-		s.LeaderAddr = fs.clientAddr
+		s.LeaderAddr, s.LeaderKafkaAddr = fs.clientAddr, fs.kafkaAddr
 	}
 	n.mu.RLock()
 	s.Serving = n.engine != nil

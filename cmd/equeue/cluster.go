@@ -98,6 +98,9 @@ and names the leader.`,
 			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(w, "node:\t%s (%s, term %d)\n", s.ID, s.State, s.Term)
 			fmt.Fprintf(w, "leader:\t%s %s\n", s.LeaderID, s.LeaderAddr)
+			if s.LeaderKafkaAddr != "" {
+				fmt.Fprintf(w, "leader's Kafka listener:\t%s\n", s.LeaderKafkaAddr)
+			}
 			fmt.Fprintf(w, "serving:\t%v\n", s.Serving)
 			fmt.Fprintf(w, "lease held:\t%v\n", s.LeaseHeld)
 			if s.Failure != "" {

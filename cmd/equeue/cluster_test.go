@@ -31,6 +31,7 @@ func startClusterNode(t *testing.T, base, id string, bootstrap bool, extra ...st
 
 type statusJSON struct {
 	ID, State, LeaderID, LeaderAddr string
+	LeaderKafkaAddr                 string
 	Serving                         bool
 	Servers                         []struct{ ID string }
 }
@@ -179,8 +180,11 @@ func TestCluster_KafkaClientOfAFollowerReachesTheLeader(t *testing.T) {
 	ok(t, "cluster", "add", n2.id, n2.raft, "--admin", n1.admin)
 	eventually(t, 60*time.Second, "n2 follows n1", func() bool {
 		s, ok := n2.status(t)
-		return ok && s.LeaderID == "n1" && s.LeaderAddr == n1.listen
+		return ok && s.LeaderID == "n1" && s.LeaderAddr == n1.listen && s.LeaderKafkaAddr == k1
 	})
+	if out := ok(t, "cluster", "status", "--admin", n2.admin); !strings.Contains(out, "leader's Kafka listener:  "+k1) {
+		t.Fatalf("status said %q", out)
+	}
 	ok(t, "--server", n1.listen, "topic", "create", "orders", "--queues", "2")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
