@@ -154,19 +154,35 @@ func decode[T any](t *testing.T, s string) T {
 	return v
 }
 
-// freePort returns a loopback address nobody listens on right now.
+// freePort returns a loopback address nobody listens on right now, and
+// none it returned before in this run: a test asks for several before
+// its processes listen on them, and the kernel may hand a port just
+// closed out again.
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		portsMu.Lock()
+		seen := portsGiven[addr]
+		portsGiven[addr] = true
+		portsMu.Unlock()
+		if !seen {
+			return addr
+		}
 	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[string]bool{}
+)
 
 // syncBuffer is a bytes.Buffer safe to read while a process writes to it.
 type syncBuffer struct {
