@@ -24,6 +24,11 @@ var _ kafka.ClusterNode = (*cluster.Node)(nil)
 // records are all stored, and a consumer group reads them all, across the
 // failover.
 func TestCluster_KafkaClientsFollowTheLeader(t *testing.T) {
+	t.Run("classic", func(t *testing.T) { testKafkaFollowsTheLeader(t, false) })
+	t.Run("kip848", func(t *testing.T) { testKafkaFollowsTheLeader(t, true) })
+}
+
+func testKafkaFollowsTheLeader(t *testing.T, serverSide bool) {
 	const nodes = 3
 	lis := make([]net.Listener, nodes)
 	kaddr := map[string]string{}
@@ -45,7 +50,7 @@ func TestCluster_KafkaClientsFollowTheLeader(t *testing.T) {
 		servers[i] = nil
 	}
 	for i := range nodes {
-		s, err := kafka.NewServer(c.nodes[i], &kafka.Options{AdvertisedAddr: kaddr[c.id(i)]})
+		s, err := kafka.NewServer(c.nodes[i], &kafka.Options{AdvertisedAddr: kaddr[c.id(i)], ConsumerHeartbeatInterval: 200 * time.Millisecond})
 		require.NoError(t, err)
 		servers[i], done[i] = s, make(chan error, 1)
 		go func() { done[i] <- s.Serve(lis[i]) }()
@@ -76,9 +81,13 @@ func TestCluster_KafkaClientsFollowTheLeader(t *testing.T) {
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordDeliveryTimeout(time.Minute))...)
 	require.NoError(t, err)
 	defer prod.Close()
-	cons, err := kgo.NewClient(append(opts, kgo.SeedBrokers(kaddr[c.id(f2)]), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"),
+	copts := append(opts, kgo.SeedBrokers(kaddr[c.id(f2)]), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))...)
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))
+	if serverSide {
+		copts = append(copts, kgo.ServerSideBalancer())
+	}
+	cons, err := kgo.NewClient(copts...)
 	require.NoError(t, err)
 	defer cons.Close()
 

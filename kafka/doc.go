@@ -26,6 +26,11 @@
 // so they survive restarts, and a native consumer group and a Kafka group
 // can read the same topic.
 //
+// KIP-848 consumer groups (ConsumerGroupHeartbeat, group.protocol =
+// consumer) are assigned by the listener: each topic's partitions are
+// spread over the members subscribed to it, and a partition moves to
+// another member only after the one that had it released it.
+//
 // # Produce
 //
 // A produce request stores each partition's record batch with one engine

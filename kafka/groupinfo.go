@@ -80,6 +80,23 @@ func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequ
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = name
 		g := c.groups[name]
+		if cg := c.cgroups[name]; cg != nil && (g == nil || len(g.members) == 0) {
+			// A KIP-848 group, described as classic clients can read it:
+			// its members, without protocol metadata or assignments.
+			rg.State, rg.ProtocolType = stateStable.String(), consumerProtocolType
+			ids := make([]string, 0, len(cg.members))
+			for id := range cg.members {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			for _, id := range ids {
+				rm := kmsg.NewDescribeGroupsResponseGroupMember()
+				rm.MemberID = id
+				rg.Members = append(rg.Members, rm)
+			}
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if g == nil {
 			rg.State = "Dead"
 			if stored[name] {
@@ -119,26 +136,34 @@ func (c *coordinator) list(ctx context.Context, req *kmsg.ListGroupsRequest) *km
 	stored := c.storedGroups(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	names := make([]string, 0, len(c.groups)+len(stored))
+	names := make([]string, 0, len(c.groups)+len(c.cgroups)+len(stored))
 	for n := range c.groups {
 		names = append(names, n)
 	}
-	for n := range stored {
+	for n := range c.cgroups {
 		if c.groups[n] == nil {
+			names = append(names, n)
+		}
+	}
+	for n := range stored {
+		if c.groups[n] == nil && c.cgroups[n] == nil {
 			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		state, ptype := stateEmpty, "consumer"
+		state, ptype, gtype := stateEmpty, "consumer", "classic"
 		if g := c.groups[n]; g != nil {
 			state, ptype = g.state, g.protocolType
+		}
+		if cg := c.cgroups[n]; cg != nil && (c.groups[n] == nil || len(c.groups[n].members) == 0) {
+			state, ptype, gtype = stateStable, consumerProtocolType, "consumer"
 		}
 		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, state.String()) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = n, ptype, state.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = n, ptype, state.String(), gtype
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp

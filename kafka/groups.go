@@ -29,9 +29,10 @@ func (s groupState) String() string {
 }
 
 type coordinator struct {
-	s      *Server
-	mu     sync.Mutex
-	groups map[string]*kgroup
+	s       *Server
+	mu      sync.Mutex
+	groups  map[string]*kgroup
+	cgroups map[string]*cgroup // KIP-848 consumer groups (consumergroups.go)
 }
 
 type kgroup struct {
@@ -63,7 +64,7 @@ type kmember struct {
 }
 
 func newCoordinator(s *Server) *coordinator {
-	return &coordinator{s: s, groups: map[string]*kgroup{}}
+	return &coordinator{s: s, groups: map[string]*kgroup{}, cgroups: map[string]*cgroup{}}
 }
 
 // run expires silent members, ends join phases whose rebalance timeout
@@ -94,6 +95,14 @@ func (c *coordinator) tick(now time.Time) {
 		c.forgetAll()
 		return
 	}
+	for name, g := range c.cgroups {
+		for _, id := range g.expire(now) {
+			c.s.log.Info("kafka: consumer group member dropped", "group", name, "member", id)
+		}
+		if len(g.members) == 0 {
+			delete(c.cgroups, name)
+		}
+	}
 	for _, g := range c.groups {
 		var gone []string
 		for id, m := range g.members {
@@ -121,10 +130,11 @@ func (c *coordinator) tick(now time.Time) {
 // UNKNOWN_MEMBER_ID; the members rejoin wherever FindCoordinator sends
 // them.
 func (c *coordinator) forgetAll() {
-	if len(c.groups) == 0 {
+	if len(c.groups) == 0 && len(c.cgroups) == 0 {
 		return
 	}
-	c.s.log.Info("kafka: this node no longer leads; its Kafka groups are forgotten", "groups", len(c.groups))
+	c.s.log.Info("kafka: this node no longer leads; its Kafka groups are forgotten", "groups", len(c.groups)+len(c.cgroups))
+	c.cgroups = map[string]*cgroup{}
 	for _, g := range c.groups {
 		for id := range g.members {
 			g.remove(id)
@@ -297,6 +307,11 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		return resp
 	}
 	c.mu.Lock()
+	if cg := c.cgroups[req.Group]; cg != nil && len(cg.members) > 0 {
+		c.mu.Unlock()
+		resp.ErrorCode = errInconsistentGroupProtocol // a KIP-848 group of that name has members
+		return resp
+	}
 	g := c.groups[req.Group]
 	if g == nil {
 		g = &kgroup{name: req.Group, members: map[string]*kmember{}, synced: make(chan struct{})}

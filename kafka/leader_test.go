@@ -315,10 +315,16 @@ func TestCluster_ListenerForgetsItsGroupsWhenItStopsLeading(t *testing.T) {
 		return resp.(*kmsg.HeartbeatResponse).ErrorCode
 	}
 	require.Equal(t, int16(0), heartbeat())
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	clash := &cgMember{t: t, b: seed, id: "next-gen"}
+	assert.Equal(t, int16(69), clash.beat(ctx, [16]byte{}, []string{"cg"}, false).ErrorCode, "GROUP_ID_NOT_FOUND: g is a classic group with members")
+	member := &cgMember{t: t, b: seed, group: "g2", id: "next-gen"}
+	require.Equal(t, int16(0), member.beat(ctx, [16]byte{}, []string{"cg"}, false).ErrorCode, "a KIP-848 group too")
 
 	node.setLeader("n1", "10.0.0.1:19092")
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "groups are forgotten") }, 20*time.Second, 10*time.Millisecond)
 	assert.Equal(t, int16(16), heartbeat(), "NOT_COORDINATOR while following")
 	node.setLeader("n2", "")
 	assert.Equal(t, int16(25), heartbeat(), "UNKNOWN_MEMBER_ID: the member must join again")
+	assert.Equal(t, int16(25), member.beat(ctx, [16]byte{}, nil, false).ErrorCode)
 }

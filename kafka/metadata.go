@@ -122,7 +122,7 @@ func (c *conn) oneTopic(name string, autoCreate bool, leader int32) kmsg.Metadat
 
 func topicMetadata(ti equeue.TopicInfo, leader int32) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
-	t.Topic = kmsg.StringPtr(ti.Name)
+	t.Topic, t.TopicID = kmsg.StringPtr(ti.Name), topicID(ti)
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(ti.Queues))
 	for _, q := range ti.Queues {
 		p := kmsg.NewMetadataResponseTopicPartition()

@@ -18,7 +18,7 @@ import (
 // no members. The commit metadata string is not kept.
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
-	code := c.checkCommitter(req)
+	code, held := c.checkCommitter(req)
 	if code == errNone && equeue.ValidateName(req.Group) != nil {
 		code = errInvalidGroupID
 	}
@@ -41,6 +41,8 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				codes[i][j] = errUnknownTopicOrPartition
 			case p.Offset < 0:
 				codes[i][j] = errOffsetOutOfRange
+			case held != nil && !held[tpart{t.Topic, p.Partition}]:
+				codes[i][j] = errStaleMemberEpoch // not its partition (any more)
 			default:
 				offsets[equeue.QueueRef{Topic: t.Topic, Queue: int(p.Partition)}] = p.Offset
 			}
@@ -72,20 +74,45 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	return resp
 }
 
-func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) int16 {
+// checkCommitter says whether the request's member may commit, and for a
+// member of a KIP-848 consumer group the partitions it holds (nil: any):
+// such a member commits with its member epoch as the generation, and only
+// partitions it has or is releasing.
+func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	cg := c.cgroups[req.Group]
 	if req.Generation < 0 && req.MemberID == "" {
 		if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
-			return errIllegalGeneration
+			return errIllegalGeneration, nil
 		}
-		return errNone
+		if cg != nil && len(cg.members) > 0 {
+			return errIllegalGeneration, nil
+		}
+		return errNone, nil
+	}
+	if cg != nil && len(cg.members) > 0 {
+		m := cg.members[req.MemberID]
+		switch {
+		case m == nil:
+			return errUnknownMemberID, nil
+		case req.Generation > m.epoch:
+			return errStaleMemberEpoch, nil
+		}
+		held := map[tpart]bool{}
+		for p := range m.assigned {
+			held[p] = true
+		}
+		for p := range m.releasing {
+			held[p] = true
+		}
+		return errNone, held
 	}
 	_, m, code := c.member(req.Group, req.MemberID, req.Generation)
 	if m != nil && code == errNone {
 		m.lastSeen = time.Now()
 	}
-	return code
+	return code, nil
 }
 
 func (c *coordinator) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {

@@ -82,6 +82,10 @@ func (c *conn) refuse(req kmsg.Request, r refusal) (kmsg.Response, error) {
 		resp := rq.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation = r.group, -1
 		return resp, nil
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		resp := rq.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = r.group
+		return resp, nil
 	case *kmsg.SyncGroupRequest:
 		resp := rq.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = r.group

@@ -71,6 +71,11 @@ type Options struct {
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
 	// group member may ask for. Zero means 1 s and 5 min.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// ConsumerSessionTimeout is how long a member of a KIP-848 consumer
+	// group (ConsumerGroupHeartbeat) may go without a heartbeat before it
+	// is dropped, and ConsumerHeartbeatInterval how often it is told to
+	// heartbeat. Zero means 45 s and 5 s (Kafka's defaults).
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -122,6 +127,15 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	}
 	if o.MaxSessionTimeout == 0 {
 		o.MaxSessionTimeout = 5 * time.Minute
+	}
+	if o.ConsumerSessionTimeout == 0 {
+		o.ConsumerSessionTimeout = defaultConsumerSession
+	}
+	if o.ConsumerHeartbeatInterval == 0 {
+		o.ConsumerHeartbeatInterval = defaultConsumerInterval
+	}
+	if o.ConsumerSessionTimeout < 0 || o.ConsumerHeartbeatInterval < 0 || o.ConsumerHeartbeatInterval >= o.ConsumerSessionTimeout {
+		return nil, fmt.Errorf("%w: consumer group heartbeat interval %v, session timeout %v", equeue.ErrInvalidOptions, o.ConsumerHeartbeatInterval, o.ConsumerSessionTimeout)
 	}
 	if o.MinSessionTimeout < 0 || o.MaxSessionTimeout < o.MinSessionTimeout {
 		return nil, fmt.Errorf("%w: session timeout bounds %v..%v", equeue.ErrInvalidOptions, o.MinSessionTimeout, o.MaxSessionTimeout)

@@ -29,6 +29,7 @@ const (
 	describeConfigsKey  int16 = 32
 	saslAuthenticateKey int16 = 36
 	createPartitionsKey int16 = 37
+	consumerGroupHBKey  int16 = 68
 )
 
 // versionRange is the versions of one API the listener serves, and the
@@ -65,6 +66,7 @@ var supported = map[int16]versionRange{
 	describeConfigsKey:  {0, 4, RightAdmin},
 	saslAuthenticateKey: {0, 2, 0},
 	createPartitionsKey: {0, 3, RightAdmin},
+	consumerGroupHBKey:  {0, 1, RightConsume},
 }
 
 func (c *conn) apiVersions() *kmsg.ApiVersionsResponse {
@@ -132,6 +134,8 @@ func (c *conn) dispatch(h header, req kmsg.Request) (kmsg.Response, error) {
 		return c.createPartitions(r), nil
 	case *kmsg.DescribeConfigsRequest:
 		return c.describeConfigs(r), nil
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return c.s.groups.consumerHeartbeat(c.ctx, r), nil
 	}
 	return nil, fmt.Errorf("no handler for %s", kmsg.NameForKey(h.key))
 }

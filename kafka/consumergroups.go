@@ -1,0 +1,459 @@
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Consumer groups of the KIP-848 protocol ("next-gen", group.protocol =
+// consumer): members heartbeat (ConsumerGroupHeartbeat) with what they
+// subscribe to and what they own, and the listener assigns the partitions
+// itself, spreading each topic's partitions over the members subscribed to
+// it as the engine's averaging allocation does (contiguous ranges, the
+// first members one more). A partition moves to another member only after
+// the member that had it reported it released (a heartbeat whose owned
+// partitions leave it out), or left, or was dropped: no two members ever
+// hold one partition. Membership is in memory, like the classic groups';
+// offsets are committed to the engine.
+
+// tpart is one partition of a topic.
+type tpart struct {
+	topic string
+	part  int32
+}
+
+type cgroup struct {
+	name    string
+	epoch   int32 // the group epoch: rises with every change of members, subscriptions or partitions
+	members map[string]*cmember
+	// target is each member's share as of targetEpoch, for the topics and
+	// partition counts in layout.
+	target      map[string]map[tpart]bool
+	targetEpoch int32
+	layout      string
+}
+
+type cmember struct {
+	id             string
+	epoch          int32 // the member epoch
+	prevEpoch      int32 // the one before, which a full heartbeat may still carry
+	topics         []string
+	regex          *regexp.Regexp
+	session, rebal time.Duration
+	lastSeen       time.Time
+	assigned       map[tpart]bool // what it was last told it has
+	releasing      map[tpart]bool // taken from it, not yet reported released
+	releaseSince   time.Time      // when releasing became non-empty
+	delivered      bool           // its assignment was sent since it changed
+}
+
+// Codes of the KIP-848 protocol.
+const (
+	errFencedMemberEpoch    int16 = 110
+	errUnsupportedAssign    int16 = 112
+	errStaleMemberEpoch     int16 = 113
+	errInvalidRegex         int16 = 130
+	consumerProtocolType          = "consumer"
+	assignorUniform               = "uniform"
+	assignorRange                 = "range"
+	defaultConsumerInterval       = 5 * time.Second
+	defaultConsumerSession        = 45 * time.Second
+)
+
+// topicID is the Kafka topic ID of an engine topic: the same on every
+// listener, and new when a topic of that name is deleted and created again.
+func topicID(ti equeue.TopicInfo) [16]byte {
+	h := sha256.New()
+	h.Write([]byte("equeue topic\x00"))
+	h.Write([]byte(ti.Name))
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(ti.CreatedAt.UnixNano())))
+	var id [16]byte
+	copy(id[:], h.Sum(nil))
+	id[6] = id[6]&0x0f | 0x80 // a UUID of version 8 (custom), variant 10
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// consumerHeartbeat serves ConsumerGroupHeartbeat.
+func (c *coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	fail := func(code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
+		resp.ErrorCode = code
+		if msg != "" {
+			resp.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		return resp
+	}
+	switch {
+	case req.Group == "" || equeue.ValidateName(req.Group) != nil:
+		return fail(errInvalidGroupID, "")
+	case req.MemberEpoch < -2:
+		return fail(errInvalidRequest, "member epoch below -2")
+	case req.MemberEpoch == 0 && req.MemberID == "" && req.GetVersion() >= 1:
+		return fail(errInvalidRequest, "a member ID is required")
+	case req.MemberEpoch == 0 && len(req.Topics) > 0:
+		return fail(errInvalidRequest, "a joining member owns no partitions")
+	case req.MemberEpoch == 0 && req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
+		return fail(errInvalidRequest, "a joining member names its subscription")
+	case req.ServerAssignor != nil && *req.ServerAssignor != assignorUniform && *req.ServerAssignor != assignorRange:
+		return fail(errUnsupportedAssign, "assignors served: uniform, range (both spread partitions evenly)")
+	}
+	var regex *regexp.Regexp
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		re, err := regexp.Compile("^(?:" + *req.SubscribedTopicRegex + ")$")
+		if err != nil {
+			return fail(errInvalidRegex, err.Error())
+		}
+		regex = re
+	}
+	if req.MemberEpoch < 0 {
+		c.mu.Lock()
+		if g := c.cgroups[req.Group]; g != nil && g.members[req.MemberID] != nil {
+			g.drop(req.MemberID)
+		}
+		c.mu.Unlock()
+		resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(req.MemberID), req.MemberEpoch
+		return resp
+	}
+
+	// The topics the group subscribes to, read before the group is
+	// locked: the engine's calls do not run under the coordinator's lock.
+	c.mu.Lock()
+	if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
+		c.mu.Unlock()
+		return fail(errGroupIDNotFound, "a classic group of that name has members")
+	}
+	names, anyRegex := c.subscribedNames(req.Group, req.SubscribedTopicNames, regex != nil)
+	c.mu.Unlock()
+	infos, err := c.topicInfos(ctx, names, anyRegex)
+	if err != nil {
+		return fail(errorCode(err), err.Error())
+	}
+
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
+		return fail(errGroupIDNotFound, "a classic group of that name has members")
+	}
+	g := c.cgroups[req.Group]
+	if g == nil {
+		g = &cgroup{name: req.Group, members: map[string]*cmember{}}
+		c.cgroups[req.Group] = g
+	}
+	m := g.members[req.MemberID]
+	switch {
+	case req.MemberEpoch == 0:
+		id := req.MemberID
+		if id == "" {
+			id = newConsumerMemberID()
+		}
+		if m != nil {
+			g.drop(id) // a member that joins again gives up what it had
+		}
+		m = &cmember{id: id, session: c.s.o.ConsumerSessionTimeout, rebal: time.Minute}
+		g.members[id] = m
+		g.epoch++
+	case m == nil:
+		return fail(errUnknownMemberID, "")
+	case req.MemberEpoch != m.epoch && (req.MemberEpoch != m.prevEpoch || req.Topics == nil):
+		return fail(errFencedMemberEpoch, "member epoch "+strconv.Itoa(int(req.MemberEpoch))+", the group has it at "+strconv.Itoa(int(m.epoch)))
+	}
+	m.lastSeen = now
+	if req.RebalanceTimeoutMillis > 0 {
+		m.rebal = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if req.SubscribedTopicNames != nil {
+		ts := slices.Clone(req.SubscribedTopicNames)
+		sort.Strings(ts)
+		ts = slices.Compact(ts)
+		if !slices.Equal(ts, m.topics) {
+			m.topics = ts
+			g.epoch++
+		}
+	}
+	if req.SubscribedTopicRegex != nil {
+		if (regex == nil) != (m.regex == nil) || (regex != nil && regex.String() != m.regex.String()) {
+			m.regex = regex
+			g.epoch++
+		}
+	}
+	byID := map[[16]byte]string{}
+	for _, ti := range infos {
+		byID[topicID(ti)] = ti.Name
+	}
+	if req.Topics != nil {
+		owned := map[tpart]bool{}
+		for _, t := range req.Topics {
+			if name, ok := byID[t.TopicID]; ok {
+				for _, p := range t.Partitions {
+					owned[tpart{name, p}] = true
+				}
+			}
+		}
+		if req.MemberEpoch != m.epoch {
+			// The previous epoch: the member missed the answer that
+			// moved it on. Accepted only if it owns nothing it was not
+			// given, as Kafka does.
+			for p := range owned {
+				if !m.assigned[p] && !m.releasing[p] {
+					return fail(errFencedMemberEpoch, "a previous member epoch with partitions the member does not have")
+				}
+			}
+		}
+		for p := range m.releasing {
+			if !owned[p] {
+				delete(m.releasing, p)
+			}
+		}
+		// A full heartbeat (one that names what the member owns) is
+		// always answered with its assignment, as Kafka does: the member
+		// then learns it again if it missed it.
+		m.delivered = false
+	}
+	g.retarget(infos)
+	g.reconcile(m, now)
+
+	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), m.epoch
+	resp.HeartbeatIntervalMillis = int32(c.s.o.ConsumerHeartbeatInterval.Milliseconds())
+	if !m.delivered {
+		m.delivered = true
+		resp.Assignment = assignmentOf(m.assigned, infos)
+	}
+	return resp
+}
+
+// subscribedNames lists the topics the group's members and the request
+// name, and whether any member subscribes by pattern.
+func (c *coordinator) subscribedNames(group string, req []string, reqRegex bool) ([]string, bool) {
+	set := map[string]bool{}
+	for _, n := range req {
+		set[n] = true
+	}
+	anyRegex := reqRegex
+	if g := c.cgroups[group]; g != nil {
+		for _, m := range g.members {
+			for _, n := range m.topics {
+				set[n] = true
+			}
+			anyRegex = anyRegex || m.regex != nil
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, anyRegex
+}
+
+// topicInfos reads the named topics (all of them when a member subscribes
+// by pattern). A topic that does not exist (yet) is left out: its
+// subscribers get its partitions once it is created.
+func (c *coordinator) topicInfos(ctx context.Context, names []string, all bool) ([]equeue.TopicInfo, error) {
+	if all {
+		ts, err := c.s.b.Topics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := ts[:0]
+		for _, ti := range ts {
+			if !hidden(ti.Name) {
+				out = append(out, ti)
+			}
+		}
+		return out, nil
+	}
+	out := make([]equeue.TopicInfo, 0, len(names))
+	for _, n := range names {
+		if hidden(n) {
+			continue
+		}
+		ti, err := c.s.b.Topic(ctx, n)
+		if err != nil {
+			if errors.Is(err, equeue.ErrTopicNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, ti)
+	}
+	return out, nil
+}
+
+// retarget computes the members' shares again when the group epoch rose
+// or the topics' partitions changed.
+func (g *cgroup) retarget(infos []equeue.TopicInfo) {
+	var b strings.Builder
+	parts := map[string]int{}
+	for _, ti := range infos {
+		parts[ti.Name] = len(ti.Queues)
+		b.WriteString(ti.Name)
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(len(ti.Queues)))
+		b.WriteByte(',')
+	}
+	if layout := b.String(); layout != g.layout {
+		g.layout = layout
+		g.epoch++
+	}
+	if g.target != nil && g.targetEpoch == g.epoch {
+		return
+	}
+	ids := make([]string, 0, len(g.members))
+	for id := range g.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	g.target = make(map[string]map[tpart]bool, len(ids))
+	for _, id := range ids {
+		g.target[id] = map[tpart]bool{}
+	}
+	names := make([]string, 0, len(parts))
+	for n := range parts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		var subs []string
+		for _, id := range ids {
+			if g.members[id].subscribes(n) {
+				subs = append(subs, id)
+			}
+		}
+		if len(subs) == 0 {
+			continue
+		}
+		total, k := parts[n], len(subs)
+		p := 0
+		for i, id := range subs {
+			share := total / k
+			if i < total%k {
+				share++
+			}
+			for range share {
+				g.target[id][tpart{n, int32(p)}] = true
+				p++
+			}
+		}
+	}
+	g.targetEpoch = g.epoch
+}
+
+func (m *cmember) subscribes(topic string) bool {
+	if _, ok := slices.BinarySearch(m.topics, topic); ok {
+		return true
+	}
+	return m.regex != nil && m.regex.MatchString(topic)
+}
+
+// reconcile moves m toward its share: partitions outside it are taken
+// away (and wait, releasing, until m reports them released); once it holds
+// nothing it must release, m reaches the group's epoch and gets the
+// partitions of its share that no other member holds or is releasing.
+func (g *cgroup) reconcile(m *cmember, now time.Time) {
+	target := g.target[m.id]
+	for p := range m.assigned {
+		if !target[p] {
+			delete(m.assigned, p)
+			if m.releasing == nil {
+				m.releasing = map[tpart]bool{}
+			}
+			if len(m.releasing) == 0 {
+				m.releaseSince = now
+			}
+			m.releasing[p] = true
+			m.delivered = false
+		}
+	}
+	if len(m.releasing) > 0 {
+		return
+	}
+	if m.epoch != g.targetEpoch {
+		m.prevEpoch, m.epoch = m.epoch, g.targetEpoch
+	}
+	for p := range target {
+		if m.assigned[p] || g.held(p, m.id) {
+			continue
+		}
+		if m.assigned == nil {
+			m.assigned = map[tpart]bool{}
+		}
+		m.assigned[p] = true
+		m.delivered = false
+	}
+}
+
+// held reports whether a member other than except has p or is releasing it.
+func (g *cgroup) held(p tpart, except string) bool {
+	for id, o := range g.members {
+		if id != except && (o.assigned[p] || o.releasing[p]) {
+			return true
+		}
+	}
+	return false
+}
+
+// drop removes a member (it left, or its session or release time ran
+// out): its partitions are free at once.
+func (g *cgroup) drop(id string) {
+	delete(g.members, id)
+	g.epoch++
+}
+
+// expire drops members silent for their session, and members that kept a
+// partition taken from them for longer than their rebalance timeout.
+func (g *cgroup) expire(now time.Time) []string {
+	var gone []string
+	for id, m := range g.members {
+		if now.Sub(m.lastSeen) > m.session || (len(m.releasing) > 0 && now.Sub(m.releaseSince) > m.rebal) {
+			gone = append(gone, id)
+		}
+	}
+	for _, id := range gone {
+		g.drop(id)
+	}
+	return gone
+}
+
+func assignmentOf(parts map[tpart]bool, infos []equeue.TopicInfo) *kmsg.ConsumerGroupHeartbeatResponseAssignment {
+	byTopic := map[string][]int32{}
+	for p := range parts {
+		byTopic[p.topic] = append(byTopic[p.topic], p.part)
+	}
+	a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+	a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
+	for _, ti := range infos {
+		ps, ok := byTopic[ti.Name]
+		if !ok {
+			continue
+		}
+		slices.Sort(ps)
+		t := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+		t.TopicID, t.Partitions = topicID(ti), ps
+		a.Topics = append(a.Topics, t)
+	}
+	return &a
+}
+
+// newConsumerMemberID makes a member ID for a v0 member, which leaves it
+// to the coordinator: 22 characters of base64, as a UUID's.
+func newConsumerMemberID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,367 @@
+package kafka_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
+)
+
+// cgMember speaks ConsumerGroupHeartbeat v1 for one member of a group
+// ("g" unless group is set).
+type cgMember struct {
+	t     *testing.T
+	b     *kgo.Broker
+	group string
+	id    string
+	epoch int32
+	owned []int32 // partitions of topic t it was told it has
+}
+
+func (m *cgMember) beat(ctx context.Context, tid [16]byte, topics []string, report bool) *kmsg.ConsumerGroupHeartbeatResponse {
+	m.t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = cmp.Or(m.group, "g"), m.id, m.epoch
+	req.SubscribedTopicNames = topics
+	req.RebalanceTimeoutMillis = -1
+	if m.epoch == 0 {
+		req.RebalanceTimeoutMillis = 60000
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	} else if report {
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: tid, Partitions: slices.Clone(m.owned)}}
+	}
+	resp, err := m.b.Request(ctx, req)
+	require.NoError(m.t, err)
+	r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+	if r.ErrorCode == 0 {
+		m.epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			m.owned = nil
+			for _, at := range r.Assignment.Topics {
+				require.Equal(m.t, tid, at.TopicID)
+				m.owned = append(m.owned, at.Partitions...)
+			}
+			slices.Sort(m.owned)
+		}
+	}
+	return r
+}
+
+// The listener assigns a KIP-848 group's partitions itself, evenly, and
+// moves a partition to a new member only after the member that had it
+// reported it released; a stale epoch is fenced, an unknown member
+// refused, a member commits only what it holds, and a member that leaves
+// or goes silent gives its partitions back.
+func TestConsumerGroup_PartitionMovesOnlyAfterRelease(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 4))
+	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: time.Second})
+	b := kclient(t, addr).SeedBrokers()[0]
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("t")
+	md.Topics = append(md.Topics, mt)
+	mresp, err := b.Request(ctx, md)
+	require.NoError(t, err)
+	tid := mresp.(*kmsg.MetadataResponse).Topics[0].TopicID
+	require.NotEqual(t, [16]byte{}, tid, "topics have IDs")
+
+	a := &cgMember{t: t, b: b, id: "member-a"}
+	r := a.beat(ctx, tid, []string{"t"}, false)
+	require.Equal(t, int16(0), r.ErrorCode)
+	assert.Equal(t, []int32{0, 1, 2, 3}, a.owned, "a lone member gets every partition")
+	assert.Positive(t, r.HeartbeatIntervalMillis)
+	require.Equal(t, int16(0), a.beat(ctx, tid, nil, true).ErrorCode)
+	epochA := a.epoch
+
+	bm := &cgMember{t: t, b: b, id: "member-b"}
+	require.Equal(t, int16(0), bm.beat(ctx, tid, []string{"t"}, false).ErrorCode)
+	assert.Empty(t, bm.owned, "nothing for b while a holds everything")
+
+	r = a.beat(ctx, tid, nil, false) // a keepalive: a has not released anything yet
+	require.Equal(t, int16(0), r.ErrorCode)
+	require.NotNil(t, r.Assignment, "a is told to give two partitions up")
+	assert.Len(t, a.owned, 2)
+	assert.Equal(t, epochA, a.epoch, "a keeps its epoch until it released them")
+	require.Equal(t, int16(0), bm.beat(ctx, tid, nil, true).ErrorCode)
+	assert.Empty(t, bm.owned, "still nothing for b: a has not reported the release")
+
+	// a commits what it processed of a partition it is releasing.
+	released := []int32{0, 1, 2, 3}
+	released = slices.DeleteFunc(released, func(p int32) bool { return slices.Contains(a.owned, p) })
+	commit := func(m *cgMember, part int32) int16 {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.Generation, oc.MemberID = "g", m.epoch, m.id
+		oct := kmsg.NewOffsetCommitRequestTopic()
+		oct.Topic = "t"
+		oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: part, Offset: 0, LeaderEpoch: -1}}
+		oc.Topics = append(oc.Topics, oct)
+		resp, err := m.b.Request(ctx, oc)
+		require.NoError(t, err)
+		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	assert.Equal(t, int16(0), commit(a, released[0]), "a may commit a partition it is releasing")
+
+	require.Equal(t, int16(0), a.beat(ctx, tid, nil, true).ErrorCode) // reports it owns only its two
+	assert.Greater(t, a.epoch, epochA, "released: a reaches the group's epoch")
+	require.Equal(t, int16(0), bm.beat(ctx, tid, nil, true).ErrorCode)
+	assert.Equal(t, released, bm.owned, "b gets what a released")
+	assert.Equal(t, int16(0), commit(bm, released[0]))
+	assert.Equal(t, int16(113), commit(bm, a.owned[0]), "STALE_MEMBER_EPOCH: not b's partition")
+	assert.Equal(t, int16(113), commit(a, released[0]), "nor a's any more")
+
+	stale := &cgMember{t: t, b: b, id: a.id, epoch: epochA}
+	assert.Equal(t, int16(110), stale.beat(ctx, tid, nil, false).ErrorCode, "FENCED_MEMBER_EPOCH")
+	// A full heartbeat of the previous epoch (the member missed the answer
+	// that moved it on) is accepted while it owns only what it has...
+	stale.owned = slices.Clone(a.owned)
+	r = stale.beat(ctx, tid, nil, true)
+	require.Equal(t, int16(0), r.ErrorCode)
+	assert.Equal(t, a.epoch, r.MemberEpoch, "and answered with the current epoch")
+	require.NotNil(t, r.Assignment, "and its assignment")
+	// ...and fenced when it claims a partition it does not have.
+	stale = &cgMember{t: t, b: b, id: a.id, epoch: epochA, owned: []int32{0, 1, 2, 3}}
+	assert.Equal(t, int16(110), stale.beat(ctx, tid, nil, true).ErrorCode)
+	ghost := &cgMember{t: t, b: b, id: "ghost", epoch: 3}
+	assert.Equal(t, int16(25), ghost.beat(ctx, tid, nil, false).ErrorCode, "UNKNOWN_MEMBER_ID")
+
+	// a leaves: b gets everything.
+	leave := &cgMember{t: t, b: b, id: a.id, epoch: -1}
+	r = leave.beat(ctx, tid, nil, false)
+	require.Equal(t, int16(0), r.ErrorCode)
+	assert.Equal(t, int32(-1), r.MemberEpoch)
+	require.Equal(t, int16(0), bm.beat(ctx, tid, nil, true).ErrorCode)
+	assert.Equal(t, []int32{0, 1, 2, 3}, bm.owned)
+
+	// A classic member cannot join a group of the other protocol.
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 10000, 10000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	jr, err := b.Request(ctx, jg)
+	require.NoError(t, err)
+	assert.Equal(t, int16(23), jr.(*kmsg.JoinGroupResponse).ErrorCode, "INCONSISTENT_GROUP_PROTOCOL")
+
+	describe := func() kmsg.DescribeGroupsResponseGroup {
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.Groups = []string{"g"}
+		resp, err := b.Request(ctx, dg)
+		require.NoError(t, err)
+		return resp.(*kmsg.DescribeGroupsResponse).Groups[0]
+	}
+	d := describe()
+	assert.Equal(t, "Stable", d.State)
+	require.Len(t, d.Members, 1)
+	assert.Equal(t, bm.id, d.Members[0].MemberID)
+
+	// b goes silent: after its session it is dropped (the group then
+	// shows as an empty one with committed offsets).
+	require.Eventually(t, func() bool { return len(describe().Members) == 0 }, 20*time.Second, 50*time.Millisecond)
+	assert.Equal(t, "Empty", describe().State)
+	assert.Equal(t, int16(25), bm.beat(ctx, tid, nil, false).ErrorCode)
+}
+
+// franz-go's KIP-848 consumer (ServerSideBalancer) against the listener:
+// two members share the partitions and never hold one at the same time;
+// when one leaves, the other takes everything, and every record is read.
+func TestConsumerGroup_FranzGoServerSideBalancer(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 4))
+	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 100 * time.Millisecond, ConsumerSessionTimeout: 5 * time.Second})
+	prod := kclient(t, addr, kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	produce := func(prefix string, n int) []string {
+		var out []string
+		for i := range n {
+			v := fmt.Sprintf("%s%d", prefix, i)
+			out = append(out, v)
+			require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr())
+		}
+		return out
+	}
+
+	var mu sync.Mutex
+	holder := map[int32]string{} // partition -> member holding it
+	var overlap []string
+	track := func(name string) []kgo.Opt {
+		assigned := func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range m["t"] {
+				if h, ok := holder[p]; ok && h != name {
+					overlap = append(overlap, fmt.Sprintf("%d to %s while %s holds it", p, name, h))
+				}
+				holder[p] = name
+			}
+		}
+		gone := func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range m["t"] {
+				if holder[p] == name {
+					delete(holder, p)
+				}
+			}
+		}
+		return []kgo.Opt{kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"), kgo.ServerSideBalancer(),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond),
+			kgo.OnPartitionsAssigned(assigned), kgo.OnPartitionsRevoked(gone), kgo.OnPartitionsLost(gone)}
+	}
+	seen := map[string]int{}
+	var seenMu sync.Mutex
+	consume := func(c *kgo.Client, stop <-chan struct{}, done *sync.WaitGroup) {
+		defer done.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			fs := c.PollFetches(pctx)
+			cancel()
+			seenMu.Lock()
+			for _, r := range fs.Records() {
+				seen[string(r.Value)]++
+			}
+			seenMu.Unlock()
+		}
+	}
+	waitSeen := func(want []string) {
+		require.Eventually(t, func() bool {
+			seenMu.Lock()
+			defer seenMu.Unlock()
+			for _, v := range want {
+				if seen[v] == 0 {
+					return false
+				}
+			}
+			return true
+		}, 30*time.Second, 20*time.Millisecond)
+	}
+
+	c1, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, track("c1")...)...)
+	require.NoError(t, err)
+	c2, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, track("c2")...)...)
+	require.NoError(t, err)
+	defer c2.Close()
+	stop1, stop2 := make(chan struct{}), make(chan struct{})
+	var wg1, wg2 sync.WaitGroup
+	wg1.Add(1)
+	wg2.Add(1)
+	go consume(c1, stop1, &wg1)
+	go consume(c2, stop2, &wg2)
+
+	first := produce("a", 40)
+	waitSeen(first)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := map[string]int{}
+		for _, h := range holder {
+			n[h]++
+		}
+		return len(holder) == 4 && n["c1"] == 2 && n["c2"] == 2
+	}, 30*time.Second, 20*time.Millisecond, "the four partitions end up two and two")
+	// The listener assigned them (KIP-848), not a client-side leader: the
+	// members it describes carry no classic protocol metadata.
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"g"}
+	dresp, err := dg.RequestWith(ctx, prod)
+	require.NoError(t, err)
+	require.Len(t, dresp.Groups[0].Members, 2)
+	for _, m := range dresp.Groups[0].Members {
+		assert.Empty(t, m.ProtocolMetadata, "a classic member would carry its subscription here")
+	}
+
+	close(stop1)
+	wg1.Wait()
+	c1.Close() // leaves the group
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(holder) == 4 && holder[0] == "c2" && holder[1] == "c2" && holder[2] == "c2" && holder[3] == "c2"
+	}, 30*time.Second, 20*time.Millisecond, "c2 takes every partition")
+	second := produce("b", 40)
+	waitSeen(second)
+	close(stop2)
+	wg2.Wait()
+
+	mu.Lock()
+	assert.Empty(t, overlap, "no partition held by two members at once")
+	mu.Unlock()
+	var keys []string
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	assert.Len(t, keys, 80)
+}
+
+// A member subscribed by pattern gets the partitions of the topics that
+// match it; a member that does not report a taken partition released
+// within its rebalance timeout is dropped, and the partition moves on.
+func TestConsumerGroup_PatternAndReleaseTimeout(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "orders", 2))
+	require.NoError(t, e.CreateTopic(ctx, "other", 2))
+	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: 30 * time.Second})
+	b := kclient(t, addr).SeedBrokers()[0]
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("orders")
+	md.Topics = append(md.Topics, mt)
+	mresp, err := b.Request(ctx, md)
+	require.NoError(t, err)
+	tid := mresp.(*kmsg.MetadataResponse).Topics[0].TopicID
+
+	join := func(id string, rebalance time.Duration) *cgMember {
+		m := &cgMember{t: t, b: b, id: id}
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "g", id, int32(rebalance.Milliseconds())
+		req.SubscribedTopicRegex = kmsg.StringPtr("ord.*")
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		resp, err := b.Request(ctx, req)
+		require.NoError(t, err)
+		r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+		require.Equal(t, int16(0), r.ErrorCode)
+		m.epoch = r.MemberEpoch
+		require.NotNil(t, r.Assignment)
+		for _, at := range r.Assignment.Topics {
+			require.Equal(t, tid, at.TopicID, "only the matching topic")
+			m.owned = append(m.owned, at.Partitions...)
+		}
+		return m
+	}
+	a := join("a", 300*time.Millisecond)
+	assert.Equal(t, []int32{0, 1}, a.owned)
+	require.Equal(t, int16(0), a.beat(ctx, tid, nil, true).ErrorCode)
+	bm := join("b", time.Minute)
+	assert.Empty(t, bm.owned)
+	require.Equal(t, int16(0), a.beat(ctx, tid, nil, false).ErrorCode) // told to give one up; never reports it
+	assert.Len(t, a.owned, 1)
+	require.Eventually(t, func() bool {
+		require.Equal(t, int16(0), bm.beat(ctx, tid, nil, true).ErrorCode)
+		return len(bm.owned) == 2
+	}, 20*time.Second, 50*time.Millisecond, "a is dropped after its rebalance timeout; b gets both")
+	assert.Equal(t, int16(25), a.beat(ctx, tid, nil, false).ErrorCode)
+}
+
+func TestConsumerGroup_HeartbeatIntervalBelowTheSession(t *testing.T) {
+	e := openEngine(t, nil)
+	_, err := kafka.NewServer(e, &kafka.Options{ConsumerHeartbeatInterval: 5 * time.Second, ConsumerSessionTimeout: time.Second})
+	require.ErrorIs(t, err, equeue.ErrInvalidOptions)
+}
