@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"sync"
@@ -364,4 +365,120 @@ func TestConsumerGroup_HeartbeatIntervalBelowTheSession(t *testing.T) {
 	e := openEngine(t, nil)
 	_, err := kafka.NewServer(e, &kafka.Options{ConsumerHeartbeatInterval: 5 * time.Second, ConsumerSessionTimeout: time.Second})
 	require.ErrorIs(t, err, equeue.ErrInvalidOptions)
+}
+
+// A model run: members that join, heartbeat (keepalives and full
+// reports), leave and rejoin at random, while the topic grows, never hold
+// one partition at once; once they settle, every partition has exactly one
+// member and the shares differ by at most one.
+func TestConsumerGroup_ModelNoPartitionTwice(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 5))
+	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: time.Minute})
+	b := kclient(t, addr).SeedBrokers()[0]
+	topicIDNow := func() [16]byte {
+		md := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("t")
+		md.Topics = append(md.Topics, mt)
+		resp, err := b.Request(ctx, md)
+		require.NoError(t, err)
+		return resp.(*kmsg.MetadataResponse).Topics[0].TopicID
+	}
+	tid := topicIDNow()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	members := make([]*cgMember, 4)
+	for i := range members {
+		members[i] = &cgMember{t: t, b: b, id: fmt.Sprintf("m%d", i)}
+	}
+	// A member gives a partition taken from it up only when it next
+	// reports what it owns (it finishes its work on it first); until then
+	// it still holds it.
+	revoking := make([]map[int32]bool, len(members))
+	check := func(step int) {
+		holder := map[int32]string{}
+		for i, m := range members {
+			held := slices.Clone(m.owned)
+			for p := range revoking[i] {
+				held = append(held, p)
+			}
+			for _, p := range held {
+				if h, ok := holder[p]; ok {
+					t.Fatalf("step %d (seed %d): partition %d held by %s and %s", step, seed, p, h, m.id)
+				}
+				holder[p] = m.id
+			}
+		}
+	}
+	joined := make([]bool, len(members))
+	act := func(i int, kind int) {
+		m := members[i]
+		if !joined[i] {
+			m.epoch, m.owned = 0, nil
+			r := m.beat(ctx, tid, []string{"t"}, false)
+			require.Equal(t, int16(0), r.ErrorCode)
+			joined[i] = true
+			return
+		}
+		switch kind {
+		case 0: // leave
+			leave := &cgMember{t: t, b: b, id: m.id, epoch: -1}
+			require.Equal(t, int16(0), leave.beat(ctx, tid, nil, false).ErrorCode)
+			m.owned, joined[i], revoking[i] = nil, false, nil
+		default:
+			if kind == 1 {
+				revoking[i] = nil // released before it reports
+			}
+			before := slices.Clone(m.owned)
+			r := m.beat(ctx, tid, nil, kind == 1)
+			switch r.ErrorCode {
+			case 0:
+				for _, p := range before {
+					if !slices.Contains(m.owned, p) {
+						if revoking[i] == nil {
+							revoking[i] = map[int32]bool{}
+						}
+						revoking[i][p] = true
+					}
+				}
+			case 25, 110: // dropped or fenced: it has lost its partitions and joins again
+				m.owned, joined[i], revoking[i] = nil, false, nil
+			default:
+				t.Fatalf("heartbeat of %s: code %d", m.id, r.ErrorCode)
+			}
+		}
+	}
+	for step := range 600 {
+		if step%150 == 149 {
+			require.NoError(t, e.AddQueues(ctx, "t", 1))
+		}
+		i := rng.IntN(len(members))
+		kind := 1 + rng.IntN(2) // a keepalive or a full report
+		if rng.IntN(20) == 0 {
+			kind = 0
+		}
+		act(i, kind)
+		check(step)
+	}
+	// Settle: everyone joined, several full rounds.
+	for range 6 {
+		for i := range members {
+			act(i, 1)
+			check(-1)
+		}
+	}
+	ti, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	total := len(ti.Queues)
+	got := 0
+	lo, hi := total, 0
+	for _, m := range members {
+		got += len(m.owned)
+		lo, hi = min(lo, len(m.owned)), max(hi, len(m.owned))
+	}
+	assert.Equal(t, total, got, "every partition has a member (seed %d)", seed)
+	assert.LessOrEqual(t, hi-lo, 1, "shares differ by at most one (seed %d)", seed)
 }
