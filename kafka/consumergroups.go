@@ -66,7 +66,7 @@ const (
 	errFencedMemberEpoch    int16 = 110
 	errUnsupportedAssign    int16 = 112
 	errStaleMemberEpoch     int16 = 113
-	errInvalidRegex         int16 = 130
+	errInvalidRegex         int16 = 128
 	consumerProtocolType          = "consumer"
 	assignorUniform               = "uniform"
 	assignorRange                 = "range"

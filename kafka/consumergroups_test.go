@@ -482,3 +482,30 @@ func TestConsumerGroup_ModelNoPartitionTwice(t *testing.T) {
 	assert.Equal(t, total, got, "every partition has a member (seed %d)", seed)
 	assert.LessOrEqual(t, hi-lo, 1, "shares differ by at most one (seed %d)", seed)
 }
+
+// Bad input to ConsumerGroupHeartbeat gets the protocol's errors.
+func TestConsumerGroup_BadHeartbeats(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	b := kclient(t, serve(t, e, nil)).SeedBrokers()[0]
+	send := func(mod func(*kmsg.ConsumerGroupHeartbeatRequest)) int16 {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "g", "m", 10000
+		req.SubscribedTopicNames = []string{"t"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		mod(req)
+		resp, err := b.Request(ctx, req)
+		require.NoError(t, err)
+		return resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
+	}
+	assert.Equal(t, int16(24), send(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "no spaces" }), "INVALID_GROUP_ID")
+	assert.Equal(t, int16(42), send(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }), "INVALID_REQUEST: v1 members name themselves")
+	assert.Equal(t, int16(42), send(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 }))
+	assert.Equal(t, int16(42), send(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil }), "a join names a subscription")
+	assert.Equal(t, int16(42), send(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{Partitions: []int32{0}}}
+	}), "a join owns nothing")
+	assert.Equal(t, int16(112), send(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = kmsg.StringPtr("sticky-ish") }), "UNSUPPORTED_ASSIGNOR")
+	assert.Equal(t, int16(128), send(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = kmsg.StringPtr("(") }), "INVALID_REGULAR_EXPRESSION")
+	assert.Equal(t, int16(0), send(func(*kmsg.ConsumerGroupHeartbeatRequest) {}), "a subscription to a topic not there yet is fine")
+}
