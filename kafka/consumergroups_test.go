@@ -20,6 +20,18 @@ import (
 	"github.com/equeue-go/equeue/kafka"
 )
 
+// topicIDOf asks b's Metadata for a topic's ID.
+func topicIDOf(ctx context.Context, t *testing.T, b *kgo.Broker, topic string) [16]byte {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	md.Topics = append(md.Topics, mt)
+	resp, err := b.Request(ctx, md)
+	require.NoError(t, err)
+	return resp.(*kmsg.MetadataResponse).Topics[0].TopicID
+}
+
 // cgMember speaks ConsumerGroupHeartbeat v1 for one member of a group
 // ("g" unless group is set).
 type cgMember struct {
@@ -71,13 +83,7 @@ func TestConsumerGroup_PartitionMovesOnlyAfterRelease(t *testing.T) {
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: time.Second})
 	b := kclient(t, addr).SeedBrokers()[0]
-	md := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr("t")
-	md.Topics = append(md.Topics, mt)
-	mresp, err := b.Request(ctx, md)
-	require.NoError(t, err)
-	tid := mresp.(*kmsg.MetadataResponse).Topics[0].TopicID
+	tid := topicIDOf(ctx, t, b, "t")
 	require.NotEqual(t, [16]byte{}, tid, "topics have IDs")
 
 	a := &cgMember{t: t, b: b, id: "member-a"}
@@ -321,13 +327,7 @@ func TestConsumerGroup_PatternAndReleaseTimeout(t *testing.T) {
 	require.NoError(t, e.CreateTopic(ctx, "other", 2))
 	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: 30 * time.Second})
 	b := kclient(t, addr).SeedBrokers()[0]
-	md := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr("orders")
-	md.Topics = append(md.Topics, mt)
-	mresp, err := b.Request(ctx, md)
-	require.NoError(t, err)
-	tid := mresp.(*kmsg.MetadataResponse).Topics[0].TopicID
+	tid := topicIDOf(ctx, t, b, "orders")
 
 	join := func(id string, rebalance time.Duration) *cgMember {
 		m := &cgMember{t: t, b: b, id: id}
@@ -377,16 +377,7 @@ func TestConsumerGroup_ModelNoPartitionTwice(t *testing.T) {
 	require.NoError(t, e.CreateTopic(ctx, "t", 5))
 	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: time.Minute})
 	b := kclient(t, addr).SeedBrokers()[0]
-	topicIDNow := func() [16]byte {
-		md := kmsg.NewPtrMetadataRequest()
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr("t")
-		md.Topics = append(md.Topics, mt)
-		resp, err := b.Request(ctx, md)
-		require.NoError(t, err)
-		return resp.(*kmsg.MetadataResponse).Topics[0].TopicID
-	}
-	tid := topicIDNow()
+	tid := topicIDOf(ctx, t, b, "t")
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
