@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
 	"github.com/equeue-go/equeue/kafka"
 )
@@ -166,4 +168,66 @@ func TestCluster_RestartedFollowerKnowsTheLeadersKafkaAddress(t *testing.T) {
 	c.stop(f)
 	c.start(f, false)
 	eventually(t, 20*time.Second, check)
+}
+
+// A follower's Kafka listener lists the topics its store holds, led by
+// the leader and with the topic IDs the leader's gives, so that a Kafka
+// client learns them from any node.
+func TestCluster_FollowerListsTheTopicsForKafka(t *testing.T) {
+	const nodes = 2
+	lis := make([]net.Listener, nodes)
+	kaddr := map[string]string{}
+	for i := range nodes {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lis[i] = l
+		kaddr[fmt.Sprintf("n%d", i+1)] = l.Addr().String()
+	}
+	c := newCluster(t, nodes, func(o *cluster.Options) { o.KafkaAddr = kaddr[o.ID] })
+	for i := range nodes {
+		s, err := kafka.NewServer(c.nodes[i], &kafka.Options{AdvertisedAddr: kaddr[c.id(i)]})
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(lis[i]) }()
+		t.Cleanup(func() {
+			require.NoError(t, s.Close())
+			require.ErrorIs(t, <-done, kafka.ErrServerClosed)
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	li := c.leaderIndex()
+	f := (li + 1) % nodes
+	eventually(t, 20*time.Second, func() error {
+		if err := c.nodes[li].CreateTopic(ctx, "orders", 3); !errors.Is(err, equeue.ErrTopicExists) {
+			return err // nil, or not yet the lease of the two voters
+		}
+		return nil
+	})
+
+	metadata := func(i int) *kmsg.MetadataResponse {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr[c.id(i)]))
+		require.NoError(t, err)
+		defer cl.Close()
+		resp, err := cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
+		require.NoError(t, err)
+		return resp.(*kmsg.MetadataResponse)
+	}
+	lead := metadata(li)
+	require.Len(t, lead.Topics, 1)
+	require.Len(t, lead.Brokers, 1)
+	eventually(t, 20*time.Second, func() error {
+		fm := metadata(f)
+		if len(fm.Topics) != 1 {
+			return fmt.Errorf("the follower lists %d topics", len(fm.Topics))
+		}
+		assert.Equal(t, lead.Brokers, fm.Brokers, "the follower names the leader")
+		assert.Equal(t, "orders", *fm.Topics[0].Topic)
+		assert.Equal(t, lead.Topics[0].TopicID, fm.Topics[0].TopicID)
+		require.Len(t, fm.Topics[0].Partitions, 3)
+		for _, p := range fm.Topics[0].Partitions {
+			assert.Equal(t, lead.Brokers[0].NodeID, p.Leader)
+		}
+		return nil
+	})
 }

@@ -1,5 +1,7 @@
 package cluster
 
+import "github.com/equeue-go/equeue"
+
 // KafkaLeader names the leader to a Kafka listener (package kafka) that
 // serves this node: the leader's node ID, the Kafka address it wrote in
 // its tenure entry (Options.KafkaAddr), and whether it is this node. id is
@@ -20,4 +22,12 @@ func (n *Node) KafkaLeader() (id, addr string, self bool) {
 		addr = s.kafkaAddr
 	}
 	return id, addr, false
+}
+
+// StoredTopics lists the topics this node's store holds
+// (equeue.StoredTopics): on a follower, as of the last entry it applied.
+// A follower runs no engine; its Kafka listener lists these in Metadata,
+// led by the leader, so that Kafka clients learn the topics from any node.
+func (n *Node) StoredTopics() ([]equeue.TopicInfo, error) {
+	return equeue.StoredTopics(n.st)
 }

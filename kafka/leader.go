@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"hash/fnv"
+
+	"github.com/equeue-go/equeue"
 	"net"
 	"strconv"
 )
@@ -24,6 +26,14 @@ type ClusterNode interface {
 	// known), the Kafka address it advertises ("" when unknown) and
 	// whether this node is the leader.
 	KafkaLeader() (id, addr string, self bool)
+}
+
+// topicReader is the optional capability of a ClusterNode of listing the
+// topics its store holds (cluster.Node.StoredTopics): a follower's listener
+// lists them in Metadata, led by the leader. Without it a follower lists
+// none and answers a named topic with LEADER_NOT_AVAILABLE.
+type topicReader interface {
+	StoredTopics() ([]equeue.TopicInfo, error)
 }
 
 // brokerID maps a cluster node's ID to the broker ID Kafka clients see:

@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -43,11 +44,12 @@ func hidden(name string) bool {
 }
 
 // metadata names the brokers and topics. The one broker named is the
-// leader: this listener, or, on a cluster follower, the leader's listener;
-// a follower lists no topics (its node has no engine to read them from)
-// and answers a named topic with LEADER_NOT_AVAILABLE, so clients ask
-// again, of the leader. With no leader known it names itself, controller
-// -1.
+// leader: this listener, or, on a cluster follower, the leader's listener.
+// A follower lists the topics its store holds (it has no engine), led by
+// the leader, and answers a topic it does not hold with
+// LEADER_NOT_AVAILABLE, so clients ask again, of the leader (which may
+// create it). With no leader known it names itself, controller -1, and no
+// topics.
 func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.ClusterID = kmsg.StringPtr(clusterID)
@@ -61,12 +63,27 @@ func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 			host, port := c.advertised()
 			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: c.selfID(), Host: host, Port: port}}
 		}
+		stored := c.followerTopics(v)
 		if all {
+			names := make([]string, 0, len(stored))
+			for n := range stored {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				resp.Topics = append(resp.Topics, topicMetadata(stored[n], v.id))
+			}
 			return resp
 		}
 		for _, t := range req.Topics {
+			if t.Topic != nil {
+				if ti, ok := stored[*t.Topic]; ok {
+					resp.Topics = append(resp.Topics, topicMetadata(ti, v.id))
+					continue
+				}
+			}
 			rt := kmsg.NewMetadataResponseTopic()
-			rt.Topic, rt.ErrorCode = t.Topic, errLeaderNotAvailable
+			rt.Topic, rt.ErrorCode = t.Topic, errLeaderNotAvailable // the leader may create it
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp
@@ -134,4 +151,25 @@ func topicMetadata(ti equeue.TopicInfo, leader int32) kmsg.MetadataResponseTopic
 		t.Partitions = append(t.Partitions, p)
 	}
 	return t
+}
+
+// followerTopics are the topics a follower's store holds, by name, when
+// the leader is known (none otherwise, or when the node cannot list them).
+func (c *conn) followerTopics(v leaderView) map[string]equeue.TopicInfo {
+	tr, ok := c.s.node.(topicReader)
+	if !ok || v.id < 0 {
+		return nil
+	}
+	topics, err := tr.StoredTopics()
+	if err != nil {
+		c.s.log.Warn("kafka: metadata: list the follower's topics", "err", err)
+		return nil
+	}
+	out := make(map[string]equeue.TopicInfo, len(topics))
+	for _, ti := range topics {
+		if !hidden(ti.Name) {
+			out[ti.Name] = ti
+		}
+	}
+	return out
 }
