@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -45,14 +46,18 @@ type cgroup struct {
 	target      map[string]map[tpart]bool
 	targetEpoch int32
 	layout      string
+	ids         map[string][16]byte // topic IDs of the topics in layout
+	assignor    string              // the last one a member asked for
 }
 
 type cmember struct {
 	id             string
 	epoch          int32 // the member epoch
 	prevEpoch      int32 // the one before, which a full heartbeat may still carry
+	clientID, host string
 	topics         []string
 	regex          *regexp.Regexp
+	regexSrc       string
 	session, rebal time.Duration
 	lastSeen       time.Time
 	assigned       map[tpart]bool // what it was last told it has
@@ -89,7 +94,7 @@ func topicID(ti equeue.TopicInfo) [16]byte {
 }
 
 // consumerHeartbeat serves ConsumerGroupHeartbeat.
-func (c *coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote string, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
 		resp.ErrorCode = code
@@ -173,7 +178,10 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	case req.MemberEpoch != m.epoch && (req.MemberEpoch != m.prevEpoch || req.Topics == nil):
 		return fail(errFencedMemberEpoch, "member epoch "+strconv.Itoa(int(req.MemberEpoch))+", the group has it at "+strconv.Itoa(int(m.epoch)))
 	}
-	m.lastSeen = now
+	m.lastSeen, m.clientID, m.host = now, h.clientID, remote
+	if req.ServerAssignor != nil {
+		g.assignor = *req.ServerAssignor
+	}
 	if req.RebalanceTimeoutMillis > 0 {
 		m.rebal = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
 	}
@@ -188,7 +196,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	}
 	if req.SubscribedTopicRegex != nil {
 		if (regex == nil) != (m.regex == nil) || (regex != nil && regex.String() != m.regex.String()) {
-			m.regex = regex
+			m.regex, m.regexSrc = regex, *req.SubscribedTopicRegex
 			g.epoch++
 		}
 	}
@@ -300,8 +308,10 @@ func (c *coordinator) topicInfos(ctx context.Context, names []string, all bool) 
 func (g *cgroup) retarget(infos []equeue.TopicInfo) {
 	var b strings.Builder
 	parts := map[string]int{}
+	g.ids = make(map[string][16]byte, len(infos))
 	for _, ti := range infos {
 		parts[ti.Name] = len(ti.Queues)
+		g.ids[ti.Name] = topicID(ti)
 		b.WriteString(ti.Name)
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(len(ti.Queues)))
@@ -456,4 +466,67 @@ func newConsumerMemberID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// describeConsumer serves ConsumerGroupDescribe: each KIP-848 group's
+// epochs and members, with what each has and what it is to have.
+func (c *coordinator) describeConsumer(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range req.Groups {
+		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+		rg.Group = name
+		g := c.cgroups[name]
+		if g == nil || len(g.members) == 0 {
+			rg.ErrorCode = errGroupIDNotFound
+			rg.ErrorMessage = kmsg.StringPtr("no KIP-848 group of that name has members")
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		rg.State, rg.Epoch, rg.AssignmentEpoch = "Stable", g.epoch, g.targetEpoch
+		rg.AssignorName = cmp.Or(g.assignor, assignorUniform)
+		ids := make([]string, 0, len(g.members))
+		for id := range g.members {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			m := g.members[id]
+			if m.epoch != g.targetEpoch || len(m.releasing) > 0 {
+				rg.State = "Reconciling"
+			}
+			rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
+			rm.MemberID, rm.MemberEpoch, rm.ClientID, rm.ClientHost = id, m.epoch, m.clientID, m.host
+			rm.SubscribedTopics = slices.Clone(m.topics)
+			if m.regex != nil {
+				rm.SubscribedTopicRegex = kmsg.StringPtr(m.regexSrc)
+			}
+			rm.Assignment = g.describeParts(m.assigned)
+			rm.TargetAssignment = g.describeParts(g.target[id])
+			rm.MemberType = 1
+			rg.Members = append(rg.Members, rm)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+func (g *cgroup) describeParts(parts map[tpart]bool) kmsg.Assignment {
+	byTopic := map[string][]int32{}
+	for p := range parts {
+		byTopic[p.topic] = append(byTopic[p.topic], p.part)
+	}
+	names := make([]string, 0, len(byTopic))
+	for n := range byTopic {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var a kmsg.Assignment
+	for _, n := range names {
+		ps := byTopic[n]
+		slices.Sort(ps)
+		a.TopicPartitions = append(a.TopicPartitions, kmsg.AssignmentTopicPartition{TopicID: g.ids[n], Topic: n, Partitions: ps})
+	}
+	return a
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -292,6 +294,33 @@ func TestConsumerGroup_FranzGoServerSideBalancer(t *testing.T) {
 	for _, m := range dresp.Groups[0].Members {
 		assert.Empty(t, m.ProtocolMetadata, "a classic member would carry its subscription here")
 	}
+	// kadm sees the group through ConsumerGroupDescribe and ListGroups v5.
+	adm := kadm.NewClient(prod)
+	require.Eventually(t, func() bool {
+		described, err := adm.DescribeConsumerGroups(ctx, "g")
+		if err != nil || described["g"].Err != nil || len(described["g"].Members) != 2 {
+			return false
+		}
+		covered := map[int32]int{}
+		for _, m := range described["g"].Members {
+			if len(m.Assignment["t"]) != 2 || !assert.ObjectsAreEqual(m.Assignment["t"], m.TargetAssignment["t"]) {
+				return false
+			}
+			for p := range m.Assignment["t"] {
+				covered[p]++
+			}
+		}
+		return len(covered) == 4 && described["g"].State == "Stable"
+	}, 30*time.Second, 20*time.Millisecond, "two members, two partitions each, as targeted")
+	listed, err := adm.ListGroupsByType(ctx, []string{"consumer"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"g"}, listed.Groups())
+	listed, err = adm.ListGroupsByType(ctx, []string{"classic"})
+	require.NoError(t, err)
+	assert.Empty(t, listed.Groups())
+	described, err := adm.DescribeConsumerGroups(ctx, "nope")
+	require.NoError(t, err)
+	assert.ErrorIs(t, described["nope"].Err, kerr.GroupIDNotFound)
 
 	close(stop1)
 	wg1.Wait()

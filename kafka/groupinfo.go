@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -160,6 +161,9 @@ func (c *coordinator) list(ctx context.Context, req *kmsg.ListGroupsRequest) *km
 			state, ptype, gtype = stateStable, consumerProtocolType, "consumer"
 		}
 		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, state.String()) {
+			continue
+		}
+		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, gtype) }) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()

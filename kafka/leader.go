@@ -111,7 +111,7 @@ var servedByLeaderOnly = map[int16]bool{
 	offsetCommitKey: true, offsetFetchKey: true, joinGroupKey: true, heartbeatKey: true,
 	leaveGroupKey: true, syncGroupKey: true, describeGroupsKey: true, listGroupsKey: true,
 	createTopicsKey: true, deleteTopicsKey: true, describeConfigsKey: true, createPartitionsKey: true,
-	consumerGroupHBKey: true,
+	consumerGroupHBKey: true, consumerGroupDKey: true,
 }
 
 // warnNoKafkaLeader logs, once per leader, that the leader named no Kafka

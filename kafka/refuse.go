@@ -82,6 +82,14 @@ func (c *conn) refuse(req kmsg.Request, r refusal) (kmsg.Response, error) {
 		resp := rq.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation = r.group, -1
 		return resp, nil
+	case *kmsg.ConsumerGroupDescribeRequest:
+		resp := rq.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+		for _, g := range rq.Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = g, r.group
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		resp := rq.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = r.group

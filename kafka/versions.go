@@ -30,6 +30,7 @@ const (
 	saslAuthenticateKey int16 = 36
 	createPartitionsKey int16 = 37
 	consumerGroupHBKey  int16 = 68
+	consumerGroupDKey   int16 = 69
 )
 
 // versionRange is the versions of one API the listener serves, and the
@@ -57,7 +58,7 @@ var supported = map[int16]versionRange{
 	leaveGroupKey:       {0, 5, RightConsume},
 	syncGroupKey:        {0, 5, RightConsume},
 	describeGroupsKey:   {0, 5, RightAdmin},
-	listGroupsKey:       {0, 4, RightAdmin},
+	listGroupsKey:       {0, 5, RightAdmin},
 	saslHandshakeKey:    {1, 1, 0},
 	apiVersionsKey:      {0, 3, 0},
 	createTopicsKey:     {0, 7, RightAdmin},
@@ -67,6 +68,7 @@ var supported = map[int16]versionRange{
 	saslAuthenticateKey: {0, 2, 0},
 	createPartitionsKey: {0, 3, RightAdmin},
 	consumerGroupHBKey:  {0, 1, RightConsume},
+	consumerGroupDKey:   {0, 1, RightAdmin},
 }
 
 func (c *conn) apiVersions() *kmsg.ApiVersionsResponse {
@@ -135,7 +137,9 @@ func (c *conn) dispatch(h header, req kmsg.Request) (kmsg.Response, error) {
 	case *kmsg.DescribeConfigsRequest:
 		return c.describeConfigs(r), nil
 	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return c.s.groups.consumerHeartbeat(c.ctx, r), nil
+		return c.s.groups.consumerHeartbeat(c.ctx, h, c.nc.RemoteAddr().String(), r), nil
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return c.s.groups.describeConsumer(r), nil
 	}
 	return nil, fmt.Errorf("no handler for %s", kmsg.NameForKey(h.key))
 }
