@@ -284,6 +284,9 @@ func (c *coordinator) topicInfos(ctx context.Context, names []string, all bool) 
 				out = append(out, ti)
 			}
 		}
+		// In name order, as the named path gives them: the layout
+		// compared across heartbeats must not change with the order.
+		slices.SortFunc(out, func(a, b equeue.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 		return out, nil
 	}
 	out := make([]equeue.TopicInfo, 0, len(names))
