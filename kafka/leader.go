@@ -2,10 +2,10 @@ package kafka
 
 import (
 	"hash/fnv"
-
-	"github.com/equeue-go/equeue"
 	"net"
 	"strconv"
+
+	"github.com/equeue-go/equeue"
 )
 
 // ClusterNode is the optional capability of a Broker that is one node of a
