@@ -83,7 +83,7 @@ func TestConsumerGroup_PartitionMovesOnlyAfterRelease(t *testing.T) {
 	e := openEngine(t, nil)
 	ctx := testCtx(t)
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
-	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: time.Second})
+	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: 3 * time.Second})
 	b := kclient(t, addr).SeedBrokers()[0]
 	tid := topicIDOf(ctx, t, b, "t")
 	require.NotEqual(t, [16]byte{}, tid, "topics have IDs")
