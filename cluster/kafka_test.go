@@ -32,36 +32,8 @@ func TestCluster_KafkaClientsFollowTheLeader(t *testing.T) {
 
 func testKafkaFollowsTheLeader(t *testing.T, serverSide bool) {
 	const nodes = 3
-	lis := make([]net.Listener, nodes)
-	kaddr := map[string]string{}
-	for i := range nodes {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		lis[i] = l
-		kaddr[fmt.Sprintf("n%d", i+1)] = l.Addr().String()
-	}
-	c := newCluster(t, nodes, func(o *cluster.Options) { o.KafkaAddr = kaddr[o.ID] })
-	servers := make([]*kafka.Server, nodes)
-	done := make([]chan error, nodes)
-	stopServer := func(i int) {
-		if servers[i] == nil {
-			return
-		}
-		require.NoError(t, servers[i].Close())
-		require.ErrorIs(t, <-done[i], kafka.ErrServerClosed)
-		servers[i] = nil
-	}
-	for i := range nodes {
-		s, err := kafka.NewServer(c.nodes[i], &kafka.Options{AdvertisedAddr: kaddr[c.id(i)], ConsumerHeartbeatInterval: 200 * time.Millisecond})
-		require.NoError(t, err)
-		servers[i], done[i] = s, make(chan error, 1)
-		go func() { done[i] <- s.Serve(lis[i]) }()
-	}
-	t.Cleanup(func() { // before the nodes close (cleanups run last first)
-		for i := range nodes {
-			stopServer(i)
-		}
-	})
+	kc := newKafkaCluster(t, nodes, kafka.Options{ConsumerHeartbeatInterval: 200 * time.Millisecond})
+	c, kaddr := kc.testCluster, kc.addr
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -142,7 +114,7 @@ func testKafkaFollowsTheLeader(t *testing.T, serverSide bool) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), ti.Queues[0].MaxOffset+ti.Queues[1].MaxOffset, "each record stored once")
 
-	stopServer(li)
+	kc.stopServer(li)
 	c.stop(li)
 	next := c.leaderIndex()
 	require.NotEqual(t, li, next)
@@ -183,25 +155,8 @@ func TestCluster_RestartedFollowerKnowsTheLeadersKafkaAddress(t *testing.T) {
 // client learns them from any node.
 func TestCluster_FollowerListsTheTopicsForKafka(t *testing.T) {
 	const nodes = 2
-	lis := make([]net.Listener, nodes)
-	kaddr := map[string]string{}
-	for i := range nodes {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		lis[i] = l
-		kaddr[fmt.Sprintf("n%d", i+1)] = l.Addr().String()
-	}
-	c := newCluster(t, nodes, func(o *cluster.Options) { o.KafkaAddr = kaddr[o.ID] })
-	for i := range nodes {
-		s, err := kafka.NewServer(c.nodes[i], &kafka.Options{AdvertisedAddr: kaddr[c.id(i)]})
-		require.NoError(t, err)
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(lis[i]) }()
-		t.Cleanup(func() {
-			require.NoError(t, s.Close())
-			require.ErrorIs(t, <-done, kafka.ErrServerClosed)
-		})
-	}
+	kc := newKafkaCluster(t, nodes, kafka.Options{})
+	c, kaddr := kc.testCluster, kc.addr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	li := c.leaderIndex()
@@ -238,4 +193,52 @@ func TestCluster_FollowerListsTheTopicsForKafka(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// kafkaCluster is a test cluster whose every node serves Kafka on a
+// listener of its own, its address the node's Options.KafkaAddr.
+type kafkaCluster struct {
+	*testCluster
+	addr    map[string]string // node ID -> Kafka address
+	servers []*kafka.Server
+	done    []chan error
+}
+
+// newKafkaCluster starts n nodes and their listeners (opts, with each
+// node's AdvertisedAddr). The listeners close before the nodes.
+func newKafkaCluster(t *testing.T, n int, opts kafka.Options) *kafkaCluster {
+	t.Helper()
+	kc := &kafkaCluster{addr: map[string]string{}, servers: make([]*kafka.Server, n), done: make([]chan error, n)}
+	lis := make([]net.Listener, n)
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lis[i] = l
+		kc.addr[fmt.Sprintf("n%d", i+1)] = l.Addr().String()
+	}
+	kc.testCluster = newCluster(t, n, func(o *cluster.Options) { o.KafkaAddr = kc.addr[o.ID] })
+	for i := range n {
+		o := opts
+		o.AdvertisedAddr = kc.addr[kc.id(i)]
+		s, err := kafka.NewServer(kc.nodes[i], &o)
+		require.NoError(t, err)
+		kc.servers[i], kc.done[i] = s, make(chan error, 1)
+		go func() { kc.done[i] <- s.Serve(lis[i]) }()
+	}
+	t.Cleanup(func() { // before the nodes close (cleanups run last first)
+		for i := range n {
+			kc.stopServer(i)
+		}
+	})
+	return kc
+}
+
+// stopServer closes node i's listener (once).
+func (kc *kafkaCluster) stopServer(i int) {
+	if kc.servers[i] == nil {
+		return
+	}
+	require.NoError(kc.t, kc.servers[i].Close())
+	require.ErrorIs(kc.t, <-kc.done[i], kafka.ErrServerClosed)
+	kc.servers[i] = nil
 }

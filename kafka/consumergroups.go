@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -327,11 +328,7 @@ func (g *cgroup) retarget(infos []equeue.TopicInfo) {
 	if g.target != nil && g.targetEpoch == g.epoch {
 		return
 	}
-	ids := make([]string, 0, len(g.members))
-	for id := range g.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(g.members))
 	g.target = make(map[string]map[tpart]bool, len(ids))
 	for _, id := range ids {
 		g.target[id] = map[tpart]bool{}
@@ -489,11 +486,7 @@ func (c *coordinator) describeConsumer(req *kmsg.ConsumerGroupDescribeRequest) *
 		}
 		rg.State, rg.Epoch, rg.AssignmentEpoch = "Stable", g.epoch, g.targetEpoch
 		rg.AssignorName = cmp.Or(g.assignor, assignorUniform)
-		ids := make([]string, 0, len(g.members))
-		for id := range g.members {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
+		ids := slices.Sorted(maps.Keys(g.members))
 		for _, id := range ids {
 			m := g.members[id]
 			if m.epoch != g.targetEpoch || len(m.releasing) > 0 {

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -85,12 +86,7 @@ func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequ
 			// A KIP-848 group, described as classic clients can read it:
 			// its members, without protocol metadata or assignments.
 			rg.State, rg.ProtocolType = stateStable.String(), consumerProtocolType
-			ids := make([]string, 0, len(cg.members))
-			for id := range cg.members {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
-			for _, id := range ids {
+			for _, id := range slices.Sorted(maps.Keys(cg.members)) {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
 				rm.MemberID = id
 				rg.Members = append(rg.Members, rm)
@@ -110,11 +106,7 @@ func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequ
 		if g.state == stateStable || g.state == stateCompleting {
 			rg.Protocol = g.protocol
 		}
-		ids := make([]string, 0, len(g.members))
-		for id := range g.members {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
+		ids := slices.Sorted(maps.Keys(g.members))
 		for _, id := range ids {
 			m := g.members[id]
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()

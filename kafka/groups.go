@@ -4,7 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -212,11 +213,7 @@ func (g *kgroup) complete() {
 		g.toEmpty()
 		return
 	}
-	ids := make([]string, 0, len(g.members))
-	for id := range g.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(g.members))
 	if g.leader == "" {
 		g.leader = ids[0]
 	}
