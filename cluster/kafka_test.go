@@ -2,8 +2,10 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"testing"
 	"time"
@@ -241,4 +243,76 @@ func (kc *kafkaCluster) stopServer(i int) {
 	require.NoError(kc.t, kc.servers[i].Close())
 	require.ErrorIs(kc.t, <-kc.done[i], kafka.ErrServerClosed)
 	kc.servers[i] = nil
+}
+
+// An idempotent Kafka producer's batch sent again after a failover (its
+// answer was lost with the old leader) is stored once on a topic with a
+// dedup window: the new leader's listener does not know the producer's
+// sequence, but the replicated window knows the batch's message IDs.
+// Without a window it is stored twice, as the README says.
+func TestCluster_KafkaRetryAcrossAFailoverWithDedup(t *testing.T) {
+	kc := newKafkaCluster(t, 3, kafka.Options{})
+	c := kc.testCluster
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	li := c.leaderIndex()
+	require.NoError(t, c.nodes[li].CreateTopicWith(ctx, "once", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	require.NoError(t, c.nodes[li].CreateTopic(ctx, "plain", 1))
+
+	// One producer ID, epoch and first sequence, as a client's retry keeps.
+	batch := producerBatch(t, 77, 0, 0, "r0", "r1", "r2")
+	produce := func(i int, topic string) int64 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.addr[c.id(i)]), kgo.RequestRetries(0))
+		require.NoError(t, err)
+		defer cl.Close()
+		pr := kmsg.NewPtrProduceRequest()
+		pr.Acks, pr.TimeoutMillis = -1, 10000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = topic
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = batch
+		pt.Partitions = append(pt.Partitions, pp)
+		pr.Topics = append(pr.Topics, pt)
+		resp, err := cl.SeedBrokers()[0].Request(ctx, pr)
+		require.NoError(t, err)
+		p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		require.Equal(t, int16(0), p.ErrorCode, "produce to %s at %s", topic, c.id(i))
+		return p.BaseOffset
+	}
+	assert.Equal(t, int64(0), produce(li, "once"))
+	assert.Equal(t, int64(0), produce(li, "plain"))
+
+	kc.stopServer(li)
+	c.stop(li)
+	next := c.leaderIndex()
+	eventually(t, 20*time.Second, func() error { // the new leader's tenure is applied and its lease held
+		_, err := c.nodes[next].Topic(ctx, "once")
+		return err
+	})
+	assert.Equal(t, int64(0), produce(next, "once"), "acknowledged at the first copy's offset")
+	assert.Equal(t, int64(3), produce(next, "plain"), "stored again without a window")
+	for topic, want := range map[string]int64{"once": 3, "plain": 6} {
+		ti, err := c.nodes[next].Topic(ctx, topic)
+		require.NoError(t, err)
+		assert.Equal(t, want, ti.Queues[0].MaxOffset, topic)
+	}
+}
+
+// producerBatch encodes values as one v2 record batch of an idempotent
+// producer (its ID, epoch and first sequence), with length and checksum.
+func producerBatch(t *testing.T, pid int64, epoch int16, seq int32, values ...string) []byte {
+	t.Helper()
+	rb := kmsg.NewRecordBatch()
+	rb.Magic, rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = 2, pid, epoch, seq
+	rb.NumRecords, rb.LastOffsetDelta = int32(len(values)), int32(len(values)-1)
+	for i, v := range values {
+		rec := kmsg.NewRecord()
+		rec.OffsetDelta, rec.Value = int32(i), []byte(v)
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1) // all but the varint of Length 0
+		rb.Records = rec.AppendTo(rb.Records)
+	}
+	b := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/kafka"
@@ -327,4 +328,47 @@ func TestCluster_ListenerForgetsItsGroupsWhenItStopsLeading(t *testing.T) {
 	node.setLeader("n2", "")
 	assert.Equal(t, int16(25), heartbeat(), "UNKNOWN_MEMBER_ID: the member must join again")
 	assert.Equal(t, int16(25), member.beat(ctx, [16]byte{}, nil, false).ErrorCode)
+}
+
+// Rights come before leadership: on a follower a token without the right
+// is refused for want of it, not sent to the leader; a token with it is
+// sent there. So for a KIP-848 heartbeat: a produce-only token may not
+// take part in a group, on the leader either.
+func TestCluster_FollowerChecksRightsFirst(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	node := &fakeNode{Engine: e, id: "n2"}
+	node.setLeader("n1", "10.0.0.1:19092")
+	addr := serve(t, node, &kafka.Options{Tokens: map[string]kafka.Rights{"w": kafka.RightProduce, "r": kafka.RightConsume}})
+	seedOf := func(token string) *kgo.Broker {
+		return kclient(t, addr, kgo.SASL(plain.Auth{User: "u", Pass: token}.AsMechanism()), kgo.RequestRetries(0)).SeedBrokers()[0]
+	}
+	produce := func(b *kgo.Broker) int16 {
+		pr := kmsg.NewPtrProduceRequest()
+		pr.Acks, pr.TimeoutMillis = -1, 5000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = "t"
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = recordBatch(t, "x")
+		pt.Partitions = append(pt.Partitions, pp)
+		pr.Topics = append(pr.Topics, pt)
+		resp, err := b.Request(ctx, pr)
+		require.NoError(t, err)
+		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	beat := func(b *kgo.Broker) int16 {
+		m := &cgMember{t: t, b: b, id: "m"}
+		return m.beat(ctx, [16]byte{}, []string{"not-created"}, false).ErrorCode
+	}
+	w, r := seedOf("w"), seedOf("r")
+	assert.Equal(t, int16(29), produce(r), "TOPIC_AUTHORIZATION_FAILED, not NOT_LEADER_OR_FOLLOWER")
+	assert.Equal(t, int16(6), produce(w))
+	assert.Equal(t, int16(30), beat(w), "GROUP_AUTHORIZATION_FAILED")
+	assert.Equal(t, int16(16), beat(r), "NOT_COORDINATOR")
+
+	node.setLeader("n2", addr)
+	assert.Equal(t, int16(30), beat(w))
+	assert.Equal(t, int16(0), beat(r))
+	assert.Equal(t, int16(0), produce(w))
 }
