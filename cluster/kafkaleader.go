@@ -24,6 +24,11 @@ func (n *Node) KafkaLeader() (id, addr string, self bool) {
 	return id, addr, false
 }
 
+// Term is the node's current Raft term (Status.Term, without the rest):
+// a Kafka listener forgets what it kept of producers and groups when the
+// term it serves in changes.
+func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
+
 // StoredTopics lists the topics this node's store holds
 // (equeue.StoredTopics): on a follower, as of the last entry it applied.
 // A follower runs no engine; its Kafka listener lists these in Metadata,

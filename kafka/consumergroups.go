@@ -127,7 +127,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		regex = re
 	}
 	if req.MemberEpoch < 0 {
-		c.mu.Lock()
+		c.lock()
 		if g := c.cgroups[req.Group]; g != nil && g.members[req.MemberID] != nil {
 			g.drop(req.MemberID)
 		}
@@ -138,7 +138,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 
 	// The topics the group subscribes to, read before the group is
 	// locked: the engine's calls do not run under the coordinator's lock.
-	c.mu.Lock()
+	c.lock()
 	if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
 		c.mu.Unlock()
 		return fail(errGroupIDNotFound, "a classic group of that name has members")
@@ -151,7 +151,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 	}
 
 	now := time.Now()
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
 		return fail(errGroupIDNotFound, "a classic group of that name has members")
@@ -472,7 +472,7 @@ func newConsumerMemberID() string {
 // epochs and members, with what each has and what it is to have.
 func (c *coordinator) describeConsumer(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	for _, name := range req.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()

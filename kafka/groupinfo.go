@@ -76,7 +76,7 @@ func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	stored := c.storedGroups(ctx)
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	for _, name := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
@@ -127,7 +127,7 @@ func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequ
 func (c *coordinator) list(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := kmsg.NewPtrListGroupsResponse()
 	stored := c.storedGroups(ctx)
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	names := make([]string, 0, len(c.groups)+len(c.cgroups)+len(stored))
 	for n := range c.groups {

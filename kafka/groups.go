@@ -32,8 +32,21 @@ func (s groupState) String() string {
 type coordinator struct {
 	s       *Server
 	mu      sync.Mutex
+	term    uint64 // the leadership term the groups are of (Server.term)
 	groups  map[string]*kgroup
 	cgroups map[string]*cgroup // KIP-848 consumer groups (consumergroups.go)
+}
+
+// lock locks c, first forgetting the groups of an earlier leadership term
+// (see Server.term): a node that leads again coordinates them afresh, as
+// the leaders between did.
+func (c *coordinator) lock() {
+	term := c.s.term()
+	c.mu.Lock()
+	if term != c.term {
+		c.forgetAll()
+		c.term = term
+	}
 }
 
 type kgroup struct {
@@ -90,7 +103,7 @@ func (c *coordinator) run(ctx context.Context) {
 
 func (c *coordinator) tick(now time.Time) {
 	leading := c.s.leads()
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	if !leading {
 		c.forgetAll()
@@ -124,17 +137,17 @@ func (c *coordinator) tick(now time.Time) {
 	}
 }
 
-// forgetAll drops every group, on a cluster node that no longer leads:
-// the next leader's listener coordinates them afresh, so a member this
-// one kept (and its generation) would only stall a later rebalance here,
-// should the node lead again. Waiting joins and syncs end with
+// forgetAll drops every group, on a cluster node that no longer leads or
+// leads in a new term: the leader's listener coordinates them afresh, so a
+// member this one kept (and its generation) would only stall a later
+// rebalance here, or commit as a member of a generation that is over. Waiting joins and syncs end with
 // UNKNOWN_MEMBER_ID; the members rejoin wherever FindCoordinator sends
 // them.
 func (c *coordinator) forgetAll() {
 	if len(c.groups) == 0 && len(c.cgroups) == 0 {
 		return
 	}
-	c.s.log.Info("kafka: this node no longer leads; its Kafka groups are forgotten", "groups", len(c.groups)+len(c.cgroups))
+	c.s.log.Info("kafka: groups of an earlier leadership are forgotten", "groups", len(c.groups)+len(c.cgroups))
 	c.cgroups = map[string]*cgroup{}
 	for _, g := range c.groups {
 		for id := range g.members {
@@ -303,7 +316,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		resp.ErrorCode = errInconsistentGroupProtocol
 		return resp
 	}
-	c.mu.Lock()
+	c.lock()
 	if cg := c.cgroups[req.Group]; cg != nil && len(cg.members) > 0 {
 		c.mu.Unlock()
 		resp.ErrorCode = errInconsistentGroupProtocol // a KIP-848 group of that name has members
@@ -347,7 +360,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		case <-wait:
 		case <-ctx.Done():
 		}
-		c.mu.Lock()
+		c.lock()
 		if ctx.Err() != nil {
 			break
 		}
@@ -399,7 +412,7 @@ func (c *coordinator) member(group, id string, generation int32) (*kgroup, *kmem
 
 func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	resp := kmsg.NewPtrSyncGroupResponse()
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	g, m, code := c.member(req.Group, req.MemberID, req.Generation)
 	if code != errNone {
@@ -429,7 +442,7 @@ func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		case <-wait:
 		case <-ctx.Done():
 		}
-		c.mu.Lock()
+		c.lock()
 		if ctx.Err() != nil {
 			break
 		}
@@ -449,7 +462,7 @@ func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 
 func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := kmsg.NewPtrHeartbeatResponse()
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	g, m, code := c.member(req.Group, req.MemberID, req.Generation)
 	if m != nil {
@@ -471,7 +484,7 @@ func (c *coordinator) leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 			ids = append(ids, m.MemberID)
 		}
 	}
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	g := c.groups[req.Group]
 	left := 0

@@ -26,6 +26,11 @@ type ClusterNode interface {
 	// known), the Kafka address it advertises ("" when unknown) and
 	// whether this node is the leader.
 	KafkaLeader() (id, addr string, self bool)
+	// Term is the node's current Raft term: it grows at every election,
+	// so a node that leads again after another led leads in a later term.
+	// The listener keeps what it learned of producers and groups for one
+	// term only (see Server.term).
+	Term() uint64
 }
 
 // topicReader is the optional capability of a ClusterNode of listing the
@@ -90,6 +95,24 @@ func (s *Server) leads() bool {
 	}
 	_, _, self := s.node.KafkaLeader()
 	return self
+}
+
+// term is the leadership term this listener serves in: its node's Raft
+// term, 0 without a cluster. What the listener keeps in memory of
+// idempotent producers (their sequence numbers) and of groups (members,
+// generations) is true of one term only: a node that leads again may have
+// missed what clients did at the leaders in between. Checked against its
+// own sequence numbers, a producer's retry of a batch another leader
+// stored would be refused as out of order, and the client would store it
+// again under a new epoch, with IDs a dedup window has not seen; a member
+// of a stale generation could commit an offset behind the group's. So
+// both are forgotten when the term changes (producers.lock and
+// coordinator.lock).
+func (s *Server) term() uint64 {
+	if s.node == nil {
+		return 0
+	}
+	return s.node.Term()
 }
 
 // selfID is this listener's own broker ID.

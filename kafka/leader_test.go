@@ -31,6 +31,7 @@ type fakeNode struct {
 	mu         sync.Mutex
 	leaderID   string
 	leaderAddr string
+	term       uint64 // grows with every change of leader, as Raft's
 }
 
 var _ kafka.ClusterNode = (*fakeNode)(nil)
@@ -43,8 +44,17 @@ func (f *fakeNode) KafkaLeader() (id, addr string, self bool) {
 	return f.leaderID, f.leaderAddr, f.leaderID != "" && f.leaderID == f.id
 }
 
+func (f *fakeNode) Term() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.term
+}
+
 func (f *fakeNode) setLeader(id, addr string) {
 	f.mu.Lock()
+	if id != f.leaderID {
+		f.term++
+	}
 	f.leaderID, f.leaderAddr = id, addr
 	f.mu.Unlock()
 }
@@ -323,10 +333,104 @@ func TestCluster_ListenerForgetsItsGroupsWhenItStopsLeading(t *testing.T) {
 	require.Equal(t, int16(0), member.beat(ctx, [16]byte{}, []string{"cg"}, false).ErrorCode, "a KIP-848 group too")
 
 	node.setLeader("n1", "10.0.0.1:19092")
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "groups are forgotten") }, 20*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "are forgotten") }, 20*time.Second, 10*time.Millisecond)
 	assert.Equal(t, int16(16), heartbeat(), "NOT_COORDINATOR while following")
 	node.setLeader("n2", "")
 	assert.Equal(t, int16(25), heartbeat(), "UNKNOWN_MEMBER_ID: the member must join again")
+	assert.Equal(t, int16(25), member.beat(ctx, [16]byte{}, nil, false).ErrorCode)
+}
+
+// A node that leads again after another led forgets what its listener
+// knew of idempotent producers: their sequence numbers moved on at the
+// other leader. A retry of a batch the other leader stored (its answer
+// lost) is then caught by the topic's dedup window and acknowledged at the
+// first copy's offset. Checked against the stale sequence numbers it was
+// refused as out of order, and Kafka clients then store it again under a
+// new epoch, with IDs no window has seen (found by TestCluster_JepsenKafka).
+func TestCluster_ListenerForgetsProducersOfAnEarlierTerm(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopicWith(ctx, "once", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	n1, n2 := &fakeNode{Engine: e, id: "n1"}, &fakeNode{Engine: e, id: "n2"}
+	lead := func(id string) {
+		n1.setLeader(id, "")
+		n2.setLeader(id, "")
+	}
+	lead("n1")
+	c1, c2 := kclient(t, serve(t, n1, nil)), kclient(t, serve(t, n2, nil))
+	const pid = 4242
+	produce := func(cl *kgo.Client, seq int32, value string) kmsg.ProduceResponseTopicPartition {
+		return produceRaw(ctx, t, cl, "once", 0, rawBatch(pid, 0, seq, value))
+	}
+
+	require.Equal(t, int16(0), produce(c1, 0, "a0").ErrorCode)
+	lead("n2")
+	require.Equal(t, int16(0), produce(c2, 1, "a1").ErrorCode)
+	require.Equal(t, int64(2), produce(c2, 2, "a2").BaseOffset) // its answer is lost
+	lead("n1")
+
+	retry := produce(c1, 2, "a2")
+	require.Equal(t, int16(0), retry.ErrorCode, "not OUT_OF_ORDER_SEQUENCE_NUMBER (45)")
+	assert.Equal(t, int64(2), retry.BaseOffset, "acknowledged at the first copy's offset")
+	next := produce(c1, 3, "a3")
+	require.Equal(t, int16(0), next.ErrorCode)
+	assert.Equal(t, int64(3), next.BaseOffset)
+	assert.Equal(t, int16(45), produce(c1, 9, "gap").ErrorCode, "the sequence is checked again from there")
+
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "once", Max: 10})
+	require.NoError(t, err)
+	var bodies []string
+	for _, m := range res.Messages {
+		bodies = append(bodies, string(m.Body))
+	}
+	assert.Equal(t, []string{"a0", "a1", "a2", "a3"}, bodies, "each stored once")
+}
+
+// A node that leads again forgets its groups even if it never saw itself
+// follow (its listener looks every 100 ms): a member of the generation it
+// knew, who may have rejoined at the leader in between, must join again,
+// and its commit is refused rather than taken over the offsets committed
+// in between.
+func TestCluster_ListenerForgetsGroupsOfAnEarlierTerm(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	node := &fakeNode{Engine: e, id: "n2"}
+	node.setLeader("n2", "")
+	seed := kclient(t, serve(t, node, nil)).SeedBrokers()[0]
+
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 30000, 30000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	jresp, err := seed.Request(ctx, jg)
+	require.NoError(t, err)
+	j := jresp.(*kmsg.JoinGroupResponse)
+	require.Equal(t, int16(0), j.ErrorCode)
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.Generation, sg.MemberID = "g", j.Generation, j.MemberID
+	sresp, err := seed.Request(ctx, sg)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), sresp.(*kmsg.SyncGroupResponse).ErrorCode)
+	commit := func(offset int64) int16 {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.Generation, oc.MemberID = "g", j.Generation, j.MemberID
+		ot := kmsg.NewOffsetCommitRequestTopic()
+		ot.Topic = "t"
+		op := kmsg.NewOffsetCommitRequestTopicPartition()
+		op.Offset = offset
+		ot.Partitions = append(ot.Partitions, op)
+		oc.Topics = append(oc.Topics, ot)
+		resp, err := seed.Request(ctx, oc)
+		require.NoError(t, err)
+		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	require.Equal(t, int16(0), commit(1))
+	member := &cgMember{t: t, b: seed, group: "g2", id: "m"}
+	require.Equal(t, int16(0), member.beat(ctx, [16]byte{}, []string{"cg"}, false).ErrorCode)
+
+	node.setLeader("n1", "10.0.0.1:19092")
+	node.setLeader("n2", "") // at once: no tick of the listener in between
+	assert.Equal(t, int16(25), commit(0), "UNKNOWN_MEMBER_ID: the member must join again")
 	assert.Equal(t, int16(25), member.beat(ctx, [16]byte{}, nil, false).ErrorCode)
 }
 

@@ -79,7 +79,7 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // such a member commits with its member epoch as the generation, and only
 // partitions it has or is releasing.
 func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool) {
-	c.mu.Lock()
+	c.lock()
 	defer c.mu.Unlock()
 	cg := c.cgroups[req.Group]
 	if req.Generation < 0 && req.MemberID == "" {

@@ -88,7 +88,7 @@ func (c *conn) producePartition(topic string, part int32, records []byte, rp *km
 // numbers first. It returns the batch's first offset.
 func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (int64, int16) {
 	if b.producerID >= 0 {
-		st := c.s.pids.lock(b.producerID, topic, part)
+		st := c.s.pids.lock(c.s.term(), b.producerID, topic, part)
 		defer st.mu.Unlock()
 		base, dup, code := st.check(b)
 		if code != errNone || dup {

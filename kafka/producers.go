@@ -15,6 +15,7 @@ import (
 type producers struct {
 	mu    sync.Mutex
 	next  int64
+	term  uint64 // the leadership term parts are of (Server.term)
 	parts map[pidPart]*seqState
 }
 
@@ -75,10 +76,18 @@ func (c *conn) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProduce
 	return resp
 }
 
-// lock returns the locked state of a producer on a partition.
-func (p *producers) lock(pid int64, topic string, part int32) *seqState {
+// lock returns the locked state of a producer on a partition in the
+// leadership term the listener serves in. The states of an earlier term are
+// forgotten first (see Server.term): each producer's next batch is taken as
+// it comes, and a retry of a batch an earlier leader stored is caught by
+// the topic's dedup window, which knows its message IDs (setIDs).
+func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqState {
 	k := pidPart{pid, topic, part}
 	p.mu.Lock()
+	if term != p.term {
+		clear(p.parts)
+		p.term = term
+	}
 	st := p.parts[k]
 	if st == nil {
 		st = &seqState{}

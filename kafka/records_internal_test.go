@@ -96,12 +96,12 @@ func FuzzRequestHeader(f *testing.F) {
 func TestProducers_ExpireIdle(t *testing.T) {
 	p := newProducers()
 	b := &producedBatch{producerID: 7, firstSeq: 0, msgs: make([]*equeue.Message, 2)}
-	st := p.lock(7, "t", 0)
+	st := p.lock(0, 7, "t", 0)
 	st.stored(b, 0)
 	st.mu.Unlock()
 	p.expire(time.Now(), time.Hour)
 	require.Len(t, p.parts, 1)
-	st = p.lock(7, "t", 0)
+	st = p.lock(0, 7, "t", 0)
 	_, dup, code := st.check(b)
 	st.mu.Unlock()
 	assert.True(t, dup)
