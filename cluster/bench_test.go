@@ -159,7 +159,7 @@ func dirSize(b *testing.B, dir string) int64 {
 //
 //	go test -run '^$' -bench BenchmarkFailover -benchtime 1x ./cluster/
 func BenchmarkFailover(b *testing.B) {
-	j := startJepsen(b, 3, childDefaults+"=1")
+	j := startJepsen(b, 3, jepsenConfig{env: []string{childDefaults + "=1"}})
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for w := range 4 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,6 +206,35 @@ func readAll(t testing.TB, dir, topic string) map[int][]string {
 		out[q] = bodies
 	}
 	return out
+}
+
+// describeCopies lists the messages whose body is value in topic of a
+// closed node's engine: queue, offset, ID and store time.
+func describeCopies(t testing.TB, dir, topic, value string) string {
+	t.Helper()
+	e, err := equeue.Open(filepath.Join(dir, "engine"), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	ctx := context.Background()
+	info, err := e.Topic(ctx, topic)
+	require.NoError(t, err)
+	var out []string
+	for q := range info.Queues {
+		for off := int64(0); ; {
+			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q, Offset: off, Max: equeue.MaxPullBatch})
+			require.NoError(t, err)
+			for _, m := range res.Messages {
+				if string(m.Body) == value {
+					out = append(out, fmt.Sprintf("%d/%d id %s born %s stored %s", q, m.Offset, m.ID, m.BornAt.Format("15:04:05.000"), m.StoredAt.Format("15:04:05.000")))
+				}
+			}
+			if len(res.Messages) == 0 {
+				break
+			}
+			off = res.NextOffset
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // readFrom opens the engine directory of a closed node as a plain engine

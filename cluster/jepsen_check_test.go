@@ -204,7 +204,11 @@ func (j *jepsen) check() {
 		}
 	}
 	for v, k := range where {
-		assert.Equal(t, 1, k, "%q stored once", v)
+		if !assert.Equal(t, 1, k, "%q stored once", v) {
+			op := byValue[v]
+			t.Logf("%q: outcome %d (%s), sent %v–%v; its copies: %s", v, op.outcome, op.err,
+				op.invoke, op.done, describeCopies(t, j.procs[0].dir, "jepsen", v))
+		}
 	}
 	lost := 0
 	for _, op := range j.ops {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/kafka"
 	"github.com/equeue-go/equeue/remote"
 )
 
@@ -25,6 +26,8 @@ const (
 	// childCut names a file listing the Raft addresses this node's links
 	// are cut to (the partition nemesis; see cutNet).
 	childCut = "EQUEUE_CLUSTER_CUT_FILE"
+	// childKafka, when set, is the address this node serves Kafka on.
+	childKafka = "EQUEUE_CLUSTER_KAFKA"
 )
 
 // TestClusterChild is one node process; it does nothing unless started by
@@ -52,6 +55,7 @@ func TestClusterChild(t *testing.T) {
 		o.HeartbeatTimeout, o.ElectionTimeout, o.LeaderLeaseTimeout = 0, 0, 0
 	}
 	o.ClientAddr = self.ClientAddr
+	o.KafkaAddr = os.Getenv(childKafka)
 	o.Bootstrap, o.Peers = true, peers
 	o.RaftLog = os.Stderr
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -86,20 +90,26 @@ func TestClusterChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lis net.Listener
-	for i := 0; ; i++ {
-		if lis, err = net.Listen("tcp", self.ClientAddr); err == nil || i > 100 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
+	lis := listenRetrying(t, self.ClientAddr)
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	go func() { _ = srv.Serve(lis) }()
+	var ks *kafka.Server
+	if o.KafkaAddr != "" {
+		ks, err = kafka.NewServer(n, &kafka.Options{
+			AdvertisedAddr: o.KafkaAddr, Logger: o.Logger,
+			ConsumerSessionTimeout: 6 * time.Second, ConsumerHeartbeatInterval: 500 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		klis := listenRetrying(t, o.KafkaAddr)
+		go func() { _ = ks.Serve(klis) }()
+	}
 	<-term
+	if ks != nil {
+		_ = ks.Close()
+	}
 	// Quiet cluster: apply everything the leader told us is committed
 	// before closing, so every node's store can be compared.
 	deadline := time.Now().Add(10 * time.Second)
@@ -114,4 +124,21 @@ func TestClusterChild(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
+}
+
+// listenRetrying listens on addr, waiting for a killed predecessor's port
+// to free.
+func listenRetrying(t *testing.T, addr string) net.Listener {
+	var lis net.Listener
+	var err error
+	for i := 0; ; i++ {
+		if lis, err = net.Listen("tcp", addr); err == nil || i > 100 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	return lis
 }

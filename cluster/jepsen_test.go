@@ -38,13 +38,14 @@ func TestCluster_Jepsen(t *testing.T) {
 	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
 		rounds = 30
 	}
-	j := startJepsen(t, 3)
+	j := startJepsen(t, 3, jepsenConfig{})
 	j.run(rounds)
 }
 
 // proc is one node process.
 type proc struct {
 	id, dir, client string
+	kafka           string // its Kafka listener's address, if it serves one
 	raft            string // its Raft address
 	cutFile         string // the Raft addresses its links are cut to
 	cmd             *exec.Cmd
@@ -56,7 +57,7 @@ type jepsen struct {
 	t     testing.TB
 	procs []*proc
 	peers string
-	env   []string // extra environment of the node processes
+	cfg   jepsenConfig
 	cc    *remote.ClusterClient
 	start time.Time
 
@@ -101,15 +102,26 @@ func freeAddrs(t testing.TB, n int) []string {
 	return out
 }
 
-func startJepsen(t testing.TB, n int, env ...string) *jepsen {
-	j := &jepsen{t: t, start: time.Now(), commits: map[int][]int64{}, env: env}
-	addrs := freeAddrs(t, 2*n)
+// jepsenConfig varies the nodes and the workload.
+type jepsenConfig struct {
+	env []string // extra environment of the node processes
+	// kafka makes every node serve Kafka clients too, and adds Kafka
+	// producers and consumer groups to the workload (jepsen_kafka_test.go).
+	kafka bool
+}
+
+func startJepsen(t testing.TB, n int, cfg jepsenConfig) *jepsen {
+	j := &jepsen{t: t, start: time.Now(), commits: map[int][]int64{}, cfg: cfg}
+	addrs := freeAddrs(t, 3*n)
 	base := t.TempDir()
 	var peers []string
 	var clients []string
 	for i := range n {
 		p := &proc{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), client: addrs[n+i], raft: addrs[i]}
 		p.cutFile = p.dir + ".cut"
+		if cfg.kafka {
+			p.kafka = addrs[2*n+i]
+		}
 		j.procs = append(j.procs, p)
 		peers = append(peers, p.id+"="+addrs[i]+"="+p.client)
 		clients = append(clients, p.client)
@@ -138,12 +150,18 @@ func startJepsen(t testing.TB, n int, env ...string) *jepsen {
 	t.Cleanup(func() { _ = cc.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// A Kafka producer's retry of a batch whose answer a failover lost is
+	// stored once only on a topic with a dedup window (README).
+	var dedup time.Duration
+	if cfg.kafka {
+		dedup = time.Hour
+	}
 	for _, topic := range []struct {
 		name   string
 		queues int
 	}{{"jepsen", 4}, {"lin", 1}} {
 		require.NoError(t, cc.OnLeader(ctx, func(c *remote.Client) error {
-			err := c.CreateTopic(ctx, topic.name, topic.queues)
+			err := c.CreateTopicWith(ctx, topic.name, equeue.TopicOptions{Queues: topic.queues, DedupWindow: dedup})
 			if errors.Is(err, equeue.ErrTopicExists) {
 				return nil
 			}
@@ -156,7 +174,10 @@ func startJepsen(t testing.TB, n int, env ...string) *jepsen {
 func (j *jepsen) launch(p *proc) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestClusterChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+p.id, childDir+"="+p.dir, childPeers+"="+j.peers, childCut+"="+p.cutFile)
-	cmd.Env = append(cmd.Env, j.env...)
+	if p.kafka != "" {
+		cmd.Env = append(cmd.Env, childKafka+"="+p.kafka)
+	}
+	cmd.Env = append(cmd.Env, j.cfg.env...)
 	logf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(j.t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -271,6 +292,10 @@ func (j *jepsen) run(rounds int) {
 		wg.Go(func() { j.linClient(ctx, c) })
 	}
 	wg.Go(func() { j.consumeAndSampleCommits(ctx) })
+	var k *kafkaWorkload
+	if j.cfg.kafka {
+		k = j.startKafka()
+	}
 
 	j.waitProgress(100)
 	for r := range rounds {
@@ -317,9 +342,16 @@ func (j *jepsen) run(rounds int) {
 	j.note("heal")
 	j.waitLeader(nil)
 	j.waitProgress(20)
+	if k != nil {
+		k.waitProduced(20)
+		k.stopProducers()
+	}
 	stop()
 	wg.Wait()
 	j.freshGroupGetsEverything()
+	if k != nil {
+		k.groupsGetEverything()
+	}
 	time.Sleep(time.Second) // let heartbeats carry the final commit index
 	j.stopAll()
 	j.check()
