@@ -108,6 +108,9 @@ type jepsenConfig struct {
 	// kafka makes every node serve Kafka clients too, and adds Kafka
 	// producers and consumer groups to the workload (jepsen_kafka_test.go).
 	kafka bool
+	// features adds a consumer group whose handler fails some messages
+	// (retries, dead letters) and delayed sends (jepsen_features_test.go).
+	features bool
 }
 
 func startJepsen(t testing.TB, n int, cfg jepsenConfig) *jepsen {
@@ -159,7 +162,7 @@ func startJepsen(t testing.TB, n int, cfg jepsenConfig) *jepsen {
 	for _, topic := range []struct {
 		name   string
 		queues int
-	}{{"jepsen", 4}, {"lin", 1}} {
+	}{{"jepsen", 4}, {"lin", 1}, {delayedTopic, 2}} {
 		require.NoError(t, cc.OnLeader(ctx, func(c *remote.Client) error {
 			err := c.CreateTopicWith(ctx, topic.name, equeue.TopicOptions{Queues: topic.queues, DedupWindow: dedup})
 			if errors.Is(err, equeue.ErrTopicExists) {
@@ -296,6 +299,10 @@ func (j *jepsen) run(rounds int) {
 	if j.cfg.kafka {
 		k = j.startKafka()
 	}
+	var f *featureWorkload
+	if j.cfg.features {
+		f = j.startFeatures()
+	}
 
 	j.waitProgress(100)
 	for r := range rounds {
@@ -346,15 +353,25 @@ func (j *jepsen) run(rounds int) {
 		k.waitProduced(20)
 		k.stopProducers()
 	}
+	if f != nil {
+		f.waitDelayed(20)
+		f.stopProducers()
+	}
 	stop()
 	wg.Wait()
 	j.freshGroupGetsEverything()
 	if k != nil {
 		k.groupsGetEverything()
 	}
+	if f != nil {
+		f.settle()
+	}
 	time.Sleep(time.Second) // let heartbeats carry the final commit index
 	j.stopAll()
 	j.check()
+	if f != nil {
+		f.check()
+	}
 }
 
 // stopAll stops every node gracefully (SIGTERM); each applies what is

@@ -1,0 +1,312 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// TestCluster_JepsenFeatures runs the nemesis of TestCluster_Jepsen while
+// the engine's retries, dead letters and delayed messages work through it:
+// a consumer group fails some messages once (they come back through its
+// retry topic) and some always (they go to its dead-letter topic after
+// MaxAttempts), and a producer sends delayed messages that another group
+// reads. After the heal every acknowledged message must have been handled
+// or dead-lettered as its kind says, nothing else dead-lettered, and every
+// acknowledged delayed message delivered, never before its time.
+// EQUEUE_CLUSTER_LONG=1 runs 30 rounds instead of 3.
+func TestCluster_JepsenFeatures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	rounds := 3
+	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
+		rounds = 30
+	}
+	j := startJepsen(t, 3, jepsenConfig{features: true})
+	j.run(rounds)
+}
+
+// How the retrying group treats a value of topic "jepsen".
+type valueKind int
+
+const (
+	handleAtOnce valueKind = iota
+	failOnce               // fails its first attempt, then succeeds
+	failAlways             // fails every attempt: dead-lettered
+)
+
+func kindOf(value string) valueKind {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(value))
+	switch h.Sum32() % 5 {
+	case 0:
+		return failAlways
+	case 1:
+		return failOnce
+	}
+	return handleAtOnce
+}
+
+const (
+	retryGroup   = "gretry"
+	delayGroup   = "gdelay"
+	delayedTopic = "delayed"
+	delayBy      = time.Second
+)
+
+var errHandler = errors.New("handler fails on purpose")
+
+// featureWorkload is the retrying group on "jepsen", and delayed sends to
+// topic "delayed" with the group reading them.
+type featureWorkload struct {
+	j *jepsen
+
+	stopProduce context.CancelFunc
+	producers   sync.WaitGroup
+	delayAcked  atomic.Int64
+	consumers   []*equeue.Consumer
+
+	mu       sync.Mutex
+	handled  map[string]bool      // retryGroup: handled without error
+	attempts map[string][]int     // retryGroup: Message.Attempt of each call
+	delays   map[string]time.Time // delayed sends: value → DeliverAt
+	dOps     map[string]outcome   // delayed sends: value → outcome
+	early    []string             // delayed values delivered before DeliverAt
+	got      map[string]bool      // delayGroup: delivered
+}
+
+func (j *jepsen) startFeatures() *featureWorkload {
+	t := j.t
+	f := &featureWorkload{j: j, handled: map[string]bool{}, attempts: map[string][]int{},
+		delays: map[string]time.Time{}, dOps: map[string]outcome{}, got: map[string]bool{}}
+	retry, err := equeue.NewConsumer(j.cc, equeue.ConsumerOptions{
+		Group: retryGroup, Subscriptions: []equeue.Subscription{{Topic: "jepsen"}},
+		HeartbeatInterval: 200 * time.Millisecond, CommitInterval: 100 * time.Millisecond,
+		RetryTopicDelays: []time.Duration{200 * time.Millisecond}, MaxAttempts: 2,
+		LocalRetryDelay: 100 * time.Millisecond, SendBackRetryDelay: 200 * time.Millisecond,
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			v := string(m.Body)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.attempts[v] = append(f.attempts[v], m.Attempt)
+			switch kindOf(v) {
+			case failAlways:
+				return errHandler
+			case failOnce:
+				if m.Attempt == 0 {
+					return errHandler
+				}
+			}
+			f.handled[v] = true
+			return nil
+		},
+	})
+	require.NoError(t, err)
+	delayed, err := equeue.NewConsumer(j.cc, equeue.ConsumerOptions{
+		Group: delayGroup, Subscriptions: []equeue.Subscription{{Topic: delayedTopic}},
+		HeartbeatInterval: 200 * time.Millisecond, CommitInterval: 100 * time.Millisecond,
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			now := time.Now()
+			v := string(m.Body)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if at, ok := f.delays[v]; ok && now.Before(at) {
+				f.early = append(f.early, fmt.Sprintf("%s %v early", v, at.Sub(now)))
+			}
+			f.got[v] = true
+			return nil
+		},
+	})
+	require.NoError(t, err)
+	for _, c := range []*equeue.Consumer{retry, delayed} {
+		require.NoError(t, c.Start(context.Background()))
+		f.consumers = append(f.consumers, c)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	f.stopProduce = stop
+	f.producers.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			f.sendDelayed(ctx, fmt.Sprintf("d-%d", i), i%2)
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
+	return f
+}
+
+// sendDelayed appends one message due delayBy from now.
+func (f *featureWorkload) sendDelayed(ctx context.Context, value string, queue int) {
+	at := time.Now().Add(delayBy)
+	f.mu.Lock()
+	f.delays[value] = at
+	f.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err := f.j.cc.Append(cctx, &equeue.AppendRequest{Topic: delayedTopic, Queue: queue,
+		Messages: []*equeue.Message{{ID: value, Body: []byte(value), DeliverAt: at}}})
+	cancel()
+	o := opOK
+	switch {
+	case err == nil:
+		f.delayAcked.Add(1)
+	case isRefusal(err):
+		o = opFailed
+	default:
+		o = opUnknown
+	}
+	f.mu.Lock()
+	f.dOps[value] = o
+	f.mu.Unlock()
+}
+
+// waitDelayed waits until more delayed sends are acknowledged than now.
+func (f *featureWorkload) waitDelayed(more int64) {
+	want := f.delayAcked.Load() + more
+	eventually(f.j.t, 60*time.Second, func() error {
+		if got := f.delayAcked.Load(); got < want {
+			return fmt.Errorf("%d of %d delayed sends acknowledged", got, want)
+		}
+		return nil
+	})
+}
+
+func (f *featureWorkload) stopProducers() {
+	f.stopProduce()
+	f.producers.Wait()
+}
+
+// settle waits until every acknowledged message of "jepsen" is handled or
+// has had its attempts, and every acknowledged delayed message came; then
+// it closes the consumers.
+func (f *featureWorkload) settle() {
+	t := f.j.t
+	var missing []string
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		missing = f.unsettled()
+		if len(missing) == 0 {
+			break
+		}
+	}
+	assert.Empty(t, missing, "acknowledged messages not handled, not tried %d times, or not delivered", 2)
+	for _, c := range f.consumers {
+		closeConsumer(t, c)
+	}
+}
+
+func (f *featureWorkload) unsettled() []string {
+	f.j.mu.Lock()
+	defer f.j.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var missing []string
+	for _, op := range f.j.ops {
+		if op.outcome != opOK {
+			continue
+		}
+		if kindOf(op.value) == failAlways {
+			if len(f.attempts[op.value]) < 2 {
+				missing = append(missing, op.value)
+			}
+		} else if !f.handled[op.value] {
+			missing = append(missing, op.value)
+		}
+	}
+	for v, o := range f.dOps {
+		if o == opOK && !f.got[v] {
+			missing = append(missing, v)
+		}
+	}
+	slices.Sort(missing)
+	return missing
+}
+
+// check reads the dead letters and the delayed topic from every stopped
+// node and checks them against what was sent and handled.
+func (f *featureWorkload) check() {
+	t := f.j.t
+	sent := map[string]jepsenOp{}
+	for _, op := range f.j.ops {
+		sent[op.value] = op
+	}
+	var dead []map[int][]string
+	for _, p := range f.j.procs {
+		dead = append(dead, readAll(t, p.dir, equeue.DLQTopic(retryGroup)))
+	}
+	for i := 1; i < len(dead); i++ {
+		assert.Equal(t, dead[0], dead[i], "node %d stores the dead letters of node 1", i+1)
+	}
+	inDLQ := map[string]bool{}
+	for _, vals := range dead[0] {
+		for _, v := range vals {
+			op, ok := sent[v]
+			if !assert.True(t, ok, "dead letter %q was never sent", v) {
+				continue
+			}
+			assert.NotEqual(t, opFailed, op.outcome, "dead letter %q was refused", v)
+			assert.Equal(t, failAlways, kindOf(v), "%q dead-lettered; its attempts %v", v, f.attempts[v])
+			inDLQ[v] = true
+		}
+	}
+	lost, wrong := 0, 0
+	for v, op := range sent {
+		if op.outcome != opOK {
+			continue
+		}
+		switch kindOf(v) {
+		case failAlways:
+			if !inDLQ[v] {
+				lost++
+				t.Errorf("%q failed %v attempts and is not dead-lettered", v, f.attempts[v])
+			}
+		case failOnce:
+			if a := f.attempts[v]; len(a) < 2 || a[0] != 0 || !slices.Contains(a[1:], 1) {
+				wrong++
+				t.Errorf("%q failed once, then attempts %v", v, a)
+			}
+		}
+	}
+	assert.Zero(t, lost)
+	assert.Zero(t, wrong)
+	assert.Empty(t, f.early, "delayed messages delivered before their time")
+
+	var stored []map[int][]string
+	for _, p := range f.j.procs {
+		stored = append(stored, readAll(t, p.dir, delayedTopic))
+	}
+	for i := 1; i < len(stored); i++ {
+		assert.Equal(t, stored[0], stored[i], "node %d stores the delayed topic of node 1", i+1)
+	}
+	times := map[string]int{}
+	for _, vals := range stored[0] {
+		for _, v := range vals {
+			times[v]++
+			o, ok := f.dOps[v]
+			if assert.True(t, ok, "delayed %q was never sent", v) {
+				assert.NotEqual(t, opFailed, o, "delayed %q was refused but is stored", v)
+			}
+		}
+	}
+	counts := map[outcome]int{}
+	for v, o := range f.dOps {
+		counts[o]++
+		if o == opOK {
+			assert.Equal(t, 1, times[v], "acknowledged delayed %q stored once", v)
+		}
+	}
+	t.Logf("retries: %d dead letters; delayed sends: %d ok, %d failed, %d unknown, %d delivered",
+		len(inDLQ), counts[opOK], counts[opFailed], counts[opUnknown], len(f.got))
+}
