@@ -23,9 +23,14 @@ import (
 // a consumer group fails some messages once (they come back through its
 // retry topic) and some always (they go to its dead-letter topic after
 // MaxAttempts), and a producer sends delayed messages that another group
-// reads. After the heal every acknowledged message must have been handled
-// or dead-lettered as its kind says, nothing else dead-lettered, and every
-// acknowledged delayed message delivered, never before its time.
+// reads, and another sends to a topic capped at cappedMax messages
+// (OverflowReject) until it is full. After the heal every acknowledged
+// message must have been handled or dead-lettered as its kind says,
+// nothing else dead-lettered, every acknowledged delayed message delivered,
+// never before its time, and the capped topic never past its limit, with
+// every acknowledged send in it and no refused one. A third group
+// dead-letters every first delivery while a redriver sends the dead
+// letters back through the nemesis (jepsen_redrive_test.go).
 // EQUEUE_CLUSTER_LONG=1 runs 30 rounds instead of 3.
 func TestCluster_JepsenFeatures(t *testing.T) {
 	if testing.Short() {
@@ -65,6 +70,8 @@ const (
 	delayGroup   = "gdelay"
 	delayedTopic = "delayed"
 	delayBy      = time.Second
+	cappedTopic  = "capped"
+	cappedMax    = 10
 )
 
 var errHandler = errors.New("handler fails on purpose")
@@ -86,6 +93,9 @@ type featureWorkload struct {
 	dOps     map[string]outcome   // delayed sends: value → outcome
 	early    []string             // delayed values delivered before DeliverAt
 	got      map[string]bool      // delayGroup: delivered
+	capped   []jepsenOp           // sends to cappedTopic
+
+	rd *redriveWorkload
 }
 
 func (j *jepsen) startFeatures() *featureWorkload {
@@ -146,7 +156,48 @@ func (j *jepsen) startFeatures() *featureWorkload {
 			}
 		}
 	})
+	f.rd = j.startRedrive()
+	f.producers.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			f.rd.send(ctx, fmt.Sprintf("rd-%d", i), i%2)
+			select {
+			case <-ctx.Done():
+			case <-time.After(30 * time.Millisecond):
+			}
+		}
+	})
+	f.producers.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			f.sendCapped(ctx, fmt.Sprintf("cap-%d", i), i%2)
+			select { // full amid the first round; refused through the rest
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
 	return f
+}
+
+// sendCapped appends one message to the capped topic and records its
+// outcome: ErrTopicFull is a refusal (nothing stored).
+func (f *featureWorkload) sendCapped(ctx context.Context, value string, queue int) {
+	op := jepsenOp{value: value, queue: queue, invoke: f.j.now()}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	res, err := f.j.cc.Append(cctx, &equeue.AppendRequest{Topic: cappedTopic, Queue: queue,
+		Messages: []*equeue.Message{{ID: value, Body: []byte(value)}}})
+	cancel()
+	op.done = f.j.now()
+	switch {
+	case err == nil:
+		op.outcome, op.offset = opOK, res.FirstOffset
+	case isRefusal(err), errors.Is(err, equeue.ErrTopicFull) && !errors.Is(err, equeue.ErrIndeterminate):
+		op.outcome, op.err = opFailed, err.Error()
+	default:
+		op.outcome, op.err = opUnknown, err.Error()
+	}
+	f.mu.Lock()
+	f.capped = append(f.capped, op)
+	f.mu.Unlock()
 }
 
 // sendDelayed appends one message due delayBy from now.
@@ -196,15 +247,16 @@ func (f *featureWorkload) settle() {
 	t := f.j.t
 	var missing []string
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		missing = f.unsettled()
+		missing = append(f.unsettled(), f.rd.unhandled()...)
 		if len(missing) == 0 {
 			break
 		}
 	}
-	assert.Empty(t, missing, "acknowledged messages not handled, not tried %d times, or not delivered", 2)
+	assert.Empty(t, missing, "acknowledged messages not handled (after a redrive), not tried %d times, or not delivered", 2)
 	for _, c := range f.consumers {
 		closeConsumer(t, c)
 	}
+	f.rd.close()
 }
 
 func (f *featureWorkload) unsettled() []string {
@@ -309,4 +361,43 @@ func (f *featureWorkload) check() {
 	}
 	t.Logf("retries: %d dead letters; delayed sends: %d ok, %d failed, %d unknown, %d delivered",
 		len(inDLQ), counts[opOK], counts[opFailed], counts[opUnknown], len(f.got))
+	f.checkCapped()
+	f.rd.check()
+}
+
+// checkCapped checks the capped topic on every stopped node: never past
+// its limit, every acknowledged send at its offset, no refused one.
+func (f *featureWorkload) checkCapped() {
+	t := f.j.t
+	var stored []map[int][]string
+	for _, p := range f.j.procs {
+		stored = append(stored, readAll(t, p.dir, cappedTopic))
+	}
+	for i := 1; i < len(stored); i++ {
+		assert.Equal(t, stored[0], stored[i], "node %d stores the capped topic of node 1", i+1)
+	}
+	byValue := map[string]jepsenOp{}
+	counts := map[outcome]int{}
+	for _, op := range f.capped {
+		byValue[op.value] = op
+		counts[op.outcome]++
+	}
+	n := 0
+	for _, vals := range stored[0] {
+		n += len(vals)
+		for _, v := range vals {
+			op, ok := byValue[v]
+			if assert.True(t, ok, "%q was never sent", v) {
+				assert.NotEqual(t, opFailed, op.outcome, "%q was refused (%s) but is stored", v, op.err)
+			}
+		}
+	}
+	assert.LessOrEqual(t, n, cappedMax, "messages in the capped topic")
+	for _, op := range f.capped {
+		if op.outcome == opOK {
+			q := stored[0][op.queue]
+			assert.True(t, op.offset < int64(len(q)) && q[op.offset] == op.value, "acknowledged %q at %d/%d", op.value, op.queue, op.offset)
+		}
+	}
+	t.Logf("capped topic: %d stored of %d; sends %d ok, %d refused, %d unknown", n, cappedMax, counts[opOK], counts[opFailed], counts[opUnknown])
 }

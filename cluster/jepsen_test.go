@@ -162,9 +162,13 @@ func startJepsen(t testing.TB, n int, cfg jepsenConfig) *jepsen {
 	for _, topic := range []struct {
 		name   string
 		queues int
-	}{{"jepsen", 4}, {"lin", 1}, {delayedTopic, 2}} {
+		limits equeue.TopicLimits
+	}{
+		{name: "jepsen", queues: 4}, {name: "lin", queues: 1}, {name: delayedTopic, queues: 2}, {name: redriveTopic, queues: 2},
+		{name: cappedTopic, queues: 2, limits: equeue.TopicLimits{MaxMessages: cappedMax, Overflow: equeue.OverflowReject}},
+	} {
 		require.NoError(t, cc.OnLeader(ctx, func(c *remote.Client) error {
-			err := c.CreateTopicWith(ctx, topic.name, equeue.TopicOptions{Queues: topic.queues, DedupWindow: dedup})
+			err := c.CreateTopicWith(ctx, topic.name, equeue.TopicOptions{Queues: topic.queues, DedupWindow: dedup, Limits: topic.limits})
 			if errors.Is(err, equeue.ErrTopicExists) {
 				return nil
 			}

@@ -1,0 +1,178 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// The redrive part of TestCluster_JepsenFeatures: group redriveGroup
+// dead-letters the first delivery of every message of topic redriveTopic
+// (MaxAttempts 1) and handles any later one, while a redriver sends the
+// group's dead letters back (Redrive All) every 300 ms through the
+// nemesis. Every acknowledged message must end up handled, and a message
+// must be in the topic at most once more than it is in the dead letters:
+// a dead letter is never redriven twice.
+const (
+	redriveTopic = "rd"
+	redriveGroup = "grd"
+)
+
+type redriveWorkload struct {
+	j        *jepsen
+	consumer *equeue.Consumer
+	stop     context.CancelFunc
+	done     sync.WaitGroup
+
+	mu        sync.Mutex
+	ops       []jepsenOp
+	failed    map[string]bool // deliveries dead-lettered
+	handled   map[string]bool
+	redriven  int
+	redriveEr map[string]int // redrive errors by text
+}
+
+func (j *jepsen) startRedrive() *redriveWorkload {
+	r := &redriveWorkload{j: j, failed: map[string]bool{}, handled: map[string]bool{}, redriveEr: map[string]int{}}
+	c, err := equeue.NewConsumer(j.cc, equeue.ConsumerOptions{
+		Group: redriveGroup, Subscriptions: []equeue.Subscription{{Topic: redriveTopic}},
+		HeartbeatInterval: 200 * time.Millisecond, CommitInterval: 100 * time.Millisecond,
+		MaxAttempts: 1, LocalRetryDelay: 100 * time.Millisecond, SendBackRetryDelay: 200 * time.Millisecond,
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			v := string(m.Body)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if !r.failed[v] {
+				r.failed[v] = true
+				return errHandler
+			}
+			r.handled[v] = true
+			return nil
+		},
+	})
+	require.NoError(j.t, err)
+	require.NoError(j.t, c.Start(context.Background()))
+	r.consumer = c
+	ctx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	r.done.Go(func() {
+		for ctx.Err() == nil {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			n, err := j.cc.Redrive(cctx, redriveGroup, equeue.RedriveRequest{All: true})
+			cancel()
+			r.mu.Lock()
+			r.redriven += n
+			if err != nil && ctx.Err() == nil {
+				r.redriveEr[err.Error()]++
+			}
+			r.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	})
+	return r
+}
+
+// send appends one message to redriveTopic and records its outcome.
+func (r *redriveWorkload) send(ctx context.Context, value string, queue int) {
+	op := jepsenOp{value: value, queue: queue, invoke: r.j.now()}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	res, err := r.j.cc.Append(cctx, &equeue.AppendRequest{Topic: redriveTopic, Queue: queue,
+		Messages: []*equeue.Message{{ID: value, Body: []byte(value)}}})
+	cancel()
+	op.done = r.j.now()
+	switch {
+	case err == nil:
+		op.outcome, op.offset = opOK, res.FirstOffset
+	case isRefusal(err):
+		op.outcome, op.err = opFailed, err.Error()
+	default:
+		op.outcome, op.err = opUnknown, err.Error()
+	}
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+// unhandled lists the acknowledged messages not handled yet.
+func (r *redriveWorkload) unhandled() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, op := range r.ops {
+		if op.outcome == opOK && !r.handled[op.value] {
+			out = append(out, op.value)
+		}
+	}
+	return out
+}
+
+// close stops the redriver and the group.
+func (r *redriveWorkload) close() {
+	r.stop()
+	r.done.Wait()
+	closeConsumer(r.j.t, r.consumer)
+}
+
+// check reads the topic and the dead letters from every stopped node.
+func (r *redriveWorkload) check() {
+	t := r.j.t
+	var stored, dead []map[int][]string
+	for _, p := range r.j.procs {
+		stored = append(stored, readAll(t, p.dir, redriveTopic))
+		dead = append(dead, readAll(t, p.dir, equeue.DLQTopic(redriveGroup)))
+	}
+	for i := 1; i < len(stored); i++ {
+		assert.Equal(t, stored[0], stored[i], "node %d stores %s as node 1", i+1, redriveTopic)
+		assert.Equal(t, dead[0], dead[i], "node %d stores the dead letters of %s as node 1", i+1, redriveGroup)
+	}
+	byValue := map[string]jepsenOp{}
+	counts := map[outcome]int{}
+	for _, op := range r.ops {
+		byValue[op.value] = op
+		counts[op.outcome]++
+	}
+	inTopic, inDLQ := map[string]int{}, map[string]int{}
+	for _, vals := range stored[0] {
+		for _, v := range vals {
+			inTopic[v]++
+		}
+	}
+	for _, vals := range dead[0] {
+		for _, v := range vals {
+			inDLQ[v]++
+		}
+	}
+	for v, n := range inTopic {
+		op, ok := byValue[v]
+		if !assert.True(t, ok, "%q was never sent", v) {
+			continue
+		}
+		assert.NotEqual(t, opFailed, op.outcome, "%q was refused (%s) but is stored", v, op.err)
+		assert.LessOrEqual(t, n, 1+inDLQ[v], "%q in the topic %d times with %d dead letters: a dead letter redriven twice", v, n, inDLQ[v])
+	}
+	for _, op := range r.ops {
+		if op.outcome == opOK {
+			q := stored[0][op.queue]
+			assert.True(t, op.offset < int64(len(q)) && q[op.offset] == op.value, "acknowledged %q at %d/%d", op.value, op.queue, op.offset)
+		}
+	}
+	errs := slices.Sorted(func(yield func(string) bool) {
+		for e, n := range r.redriveEr {
+			if !yield(fmt.Sprintf("%dx %s", n, e)) {
+				return
+			}
+		}
+	})
+	t.Logf("redrive: sends %d ok, %d refused, %d unknown; %d dead letters, %d redriven; redrive errors: %v",
+		counts[opOK], counts[opFailed], counts[opUnknown], len(inDLQ), r.redriven, errs)
+}
