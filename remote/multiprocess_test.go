@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -129,6 +130,7 @@ func TestMultiProcessChild(t *testing.T) {
 		}
 		cons, err := equeue.NewConsumer(c, equeue.ConsumerOptions{Group: "g", ID: name, Subscriptions: []equeue.Subscription{{Topic: "t"}},
 			From: equeue.ConsumeFromEarliest, HeartbeatInterval: 200 * time.Millisecond, CommitInterval: 100 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(lineWriter(func(l string) { say("LOG %s", l) }), nil)),
 			Handler: func(_ context.Context, m *equeue.Message) error {
 				say("HANDLED %s", m.ID)
 				return nil
@@ -146,6 +148,15 @@ func TestMultiProcessChild(t *testing.T) {
 		_ = c.Close()
 		os.Exit(0)
 	}
+}
+
+// lineWriter passes each line written to it to f (slog writes one line
+// per call).
+type lineWriter func(string)
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // mpChild is a running child process and what it printed.
