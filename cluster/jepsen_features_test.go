@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,9 @@ import (
 // never before its time, and the capped topic never past its limit, with
 // every acknowledged send in it and no refused one. A third group
 // dead-letters every first delivery while a redriver sends the dead
-// letters back through the nemesis (jepsen_redrive_test.go).
+// letters back through the nemesis (jepsen_redrive_test.go). Besides the
+// gRPC workers' unary appends, a Producer sends with SendAsync, pipelined
+// on the cluster client's append stream.
 // EQUEUE_CLUSTER_LONG=1 runs 30 rounds instead of 3.
 func TestCluster_JepsenFeatures(t *testing.T) {
 	if testing.Short() {
@@ -156,6 +159,9 @@ func (j *jepsen) startFeatures() *featureWorkload {
 			}
 		}
 	})
+	prod, err := equeue.NewProducer(j.cc, nil)
+	require.NoError(t, err)
+	f.producers.Go(func() { f.sendAsyncLoop(ctx, prod) })
 	f.rd = j.startRedrive()
 	f.producers.Go(func() {
 		for i := 0; ctx.Err() == nil; i++ {
@@ -176,6 +182,51 @@ func (j *jepsen) startFeatures() *featureWorkload {
 		}
 	})
 	return f
+}
+
+// sendAsyncLoop sends values to "jepsen" with Producer.SendAsync, up to 16
+// in flight, until ctx ends: through the cluster client's pipelined append
+// stream to the leader (remote.ClusterClient.AppendAsync), whose refusals
+// it sends again to the next leader and whose unknown outcomes it must
+// not. Their outcomes join the gRPC workers' history, so the run's checks
+// cover them.
+func (f *featureWorkload) sendAsyncLoop(ctx context.Context, p *equeue.Producer) {
+	j := f.j
+	inFlight := make(chan struct{}, 16)
+	var results sync.WaitGroup
+	defer results.Wait()
+	for i := 0; ; i++ {
+		select {
+		case inFlight <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		v := fmt.Sprintf("sa-%d", i)
+		op := jepsenOp{value: v, invoke: j.now()}
+		// Not ctx: a send in flight when the run stops still gets its outcome.
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		fut := p.SendAsync(sctx, &equeue.Message{Topic: "jepsen", ID: v, Body: []byte(v)})
+		results.Go(func() {
+			defer func() {
+				cancel()
+				<-inFlight
+			}()
+			res, err := fut.Result(context.Background())
+			op.done = j.now()
+			switch {
+			case err == nil:
+				op.outcome, op.queue, op.offset = opOK, res.Queue, res.Offset
+			case isRefusal(err):
+				op.outcome, op.err = opFailed, err.Error()
+			default:
+				op.outcome, op.err = opUnknown, err.Error()
+			}
+			j.mu.Lock()
+			j.ops = append(j.ops, op)
+			j.mu.Unlock()
+		})
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // sendCapped appends one message to the capped topic and records its
@@ -363,6 +414,13 @@ func (f *featureWorkload) check() {
 		len(inDLQ), counts[opOK], counts[opFailed], counts[opUnknown], len(f.got))
 	f.checkCapped()
 	f.rd.check()
+	async := map[outcome]int{}
+	for _, op := range f.j.ops {
+		if strings.HasPrefix(op.value, "sa-") {
+			async[op.outcome]++
+		}
+	}
+	t.Logf("SendAsync: %d ok, %d refused, %d unknown", async[opOK], async[opFailed], async[opUnknown])
 }
 
 // checkCapped checks the capped topic on every stopped node: never past

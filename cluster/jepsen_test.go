@@ -109,7 +109,8 @@ type jepsenConfig struct {
 	// producers and consumer groups to the workload (jepsen_kafka_test.go).
 	kafka bool
 	// features adds a consumer group whose handler fails some messages
-	// (retries, dead letters) and delayed sends (jepsen_features_test.go).
+	// (retries, dead letters), delayed sends, a capped topic and dead
+	// letters redriven (jepsen_features_test.go).
 	features bool
 }
 

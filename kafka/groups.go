@@ -140,9 +140,9 @@ func (c *coordinator) tick(now time.Time) {
 // forgetAll drops every group, on a cluster node that no longer leads or
 // leads in a new term: the leader's listener coordinates them afresh, so a
 // member this one kept (and its generation) would only stall a later
-// rebalance here, or commit as a member of a generation that is over. Waiting joins and syncs end with
-// UNKNOWN_MEMBER_ID; the members rejoin wherever FindCoordinator sends
-// them.
+// rebalance here, or commit as a member of a generation that is over.
+// Waiting joins and syncs end with UNKNOWN_MEMBER_ID; the members rejoin
+// wherever FindCoordinator sends them.
 func (c *coordinator) forgetAll() {
 	if len(c.groups) == 0 && len(c.cgroups) == 0 {
 		return
