@@ -31,7 +31,9 @@ import (
 // never before its time, and the capped topic never past its limit, with
 // every acknowledged send in it and no refused one. A third group
 // dead-letters every first delivery while a redriver sends the dead
-// letters back through the nemesis (jepsen_redrive_test.go). Besides the
+// letters back through the nemesis (jepsen_redrive_test.go), and each of
+// two members of a broadcasting group must receive every acknowledged
+// message of "jepsen". Besides the
 // gRPC workers' unary appends, a Producer sends with SendAsync, pipelined
 // on the cluster client's append stream.
 // EQUEUE_CLUSTER_LONG=1 runs 30 rounds instead of 3.
@@ -69,12 +71,13 @@ func kindOf(value string) valueKind {
 }
 
 const (
-	retryGroup   = "gretry"
-	delayGroup   = "gdelay"
-	delayedTopic = "delayed"
-	delayBy      = time.Second
-	cappedTopic  = "capped"
-	cappedMax    = 10
+	retryGroup     = "gretry"
+	broadcastGroup = "gbcast"
+	delayGroup     = "gdelay"
+	delayedTopic   = "delayed"
+	delayBy        = time.Second
+	cappedTopic    = "capped"
+	cappedMax      = 10
 )
 
 var errHandler = errors.New("handler fails on purpose")
@@ -99,6 +102,8 @@ type featureWorkload struct {
 	capped   []jepsenOp           // sends to cappedTopic
 
 	rd *redriveWorkload
+
+	broadcast map[string]map[string]bool // broadcastGroup: member → values received
 }
 
 func (j *jepsen) startFeatures() *featureWorkload {
@@ -144,7 +149,26 @@ func (j *jepsen) startFeatures() *featureWorkload {
 		},
 	})
 	require.NoError(t, err)
-	for _, c := range []*equeue.Consumer{retry, delayed} {
+	consumers := []*equeue.Consumer{retry, delayed}
+	// Two members of a broadcasting group, each to receive every message.
+	f.broadcast = map[string]map[string]bool{}
+	for _, id := range []string{"b1", "b2"} {
+		got := map[string]bool{}
+		f.broadcast[id] = got
+		c, err := equeue.NewConsumer(j.cc, equeue.ConsumerOptions{
+			Group: broadcastGroup, ID: id, Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "jepsen"}},
+			HeartbeatInterval: 200 * time.Millisecond, CommitInterval: 100 * time.Millisecond,
+			Handler: func(_ context.Context, m *equeue.Message) error {
+				f.mu.Lock()
+				got[string(m.Body)] = true
+				f.mu.Unlock()
+				return nil
+			},
+		})
+		require.NoError(t, err)
+		consumers = append(consumers, c)
+	}
+	for _, c := range consumers {
 		require.NoError(t, c.Start(context.Background()))
 		f.consumers = append(f.consumers, c)
 	}
@@ -303,7 +327,7 @@ func (f *featureWorkload) settle() {
 			break
 		}
 	}
-	assert.Empty(t, missing, "acknowledged messages not handled (after a redrive), not tried %d times, or not delivered", 2)
+	assert.Empty(t, missing, "acknowledged messages not handled (after a redrive), not tried %d times, not delivered, or not received by a broadcasting member (member:value)", 2)
 	for _, c := range f.consumers {
 		closeConsumer(t, c)
 	}
@@ -326,6 +350,11 @@ func (f *featureWorkload) unsettled() []string {
 			}
 		} else if !f.handled[op.value] {
 			missing = append(missing, op.value)
+		}
+		for id, got := range f.broadcast {
+			if !got[op.value] {
+				missing = append(missing, id+":"+op.value)
+			}
 		}
 	}
 	for v, o := range f.dOps {
@@ -420,7 +449,8 @@ func (f *featureWorkload) check() {
 			async[op.outcome]++
 		}
 	}
-	t.Logf("SendAsync: %d ok, %d refused, %d unknown", async[opOK], async[opFailed], async[opUnknown])
+	t.Logf("SendAsync: %d ok, %d refused, %d unknown; broadcasting members received %d and %d values",
+		async[opOK], async[opFailed], async[opUnknown], len(f.broadcast["b1"]), len(f.broadcast["b2"]))
 }
 
 // checkCapped checks the capped topic on every stopped node: never past
