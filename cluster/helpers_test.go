@@ -177,9 +177,9 @@ func eventually(t testing.TB, within time.Duration, f func() error) {
 	}
 }
 
-// readAll opens the engine directory of a closed node as a plain engine
-// and returns every message body of each queue of topic, by offset.
-func readAll(t testing.TB, dir, topic string) map[int][]string {
+// eachStored opens the engine directory of a closed node as a plain engine
+// and calls f with every message of each queue of topic, in offset order.
+func eachStored(t testing.TB, dir, topic string, f func(q int, m *equeue.Message)) {
 	t.Helper()
 	e, err := equeue.Open(filepath.Join(dir, "engine"), nil)
 	require.NoError(t, err)
@@ -187,46 +187,12 @@ func readAll(t testing.TB, dir, topic string) map[int][]string {
 	ctx := context.Background()
 	info, err := e.Topic(ctx, topic)
 	require.NoError(t, err)
-	out := map[int][]string{}
-	for q := range info.Queues {
-		var bodies []string
-		off := int64(0)
-		for {
-			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q, Offset: off, Max: equeue.MaxPullBatch})
-			require.NoError(t, err)
-			for _, m := range res.Messages {
-				require.Equal(t, int64(len(bodies)), m.Offset, "offsets of %s/%d dense from 0", topic, q)
-				bodies = append(bodies, string(m.Body))
-			}
-			if len(res.Messages) == 0 {
-				break
-			}
-			off = res.NextOffset
-		}
-		out[q] = bodies
-	}
-	return out
-}
-
-// describeCopies lists the messages whose body is value in topic of a
-// closed node's engine: queue, offset, ID and store time.
-func describeCopies(t testing.TB, dir, topic, value string) string {
-	t.Helper()
-	e, err := equeue.Open(filepath.Join(dir, "engine"), nil)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, e.Close()) }()
-	ctx := context.Background()
-	info, err := e.Topic(ctx, topic)
-	require.NoError(t, err)
-	var out []string
 	for q := range info.Queues {
 		for off := int64(0); ; {
 			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q, Offset: off, Max: equeue.MaxPullBatch})
 			require.NoError(t, err)
 			for _, m := range res.Messages {
-				if string(m.Body) == value {
-					out = append(out, fmt.Sprintf("%d/%d id %s born %s stored %s", q, m.Offset, m.ID, m.BornAt.Format("15:04:05.000"), m.StoredAt.Format("15:04:05.000")))
-				}
+				f(q, m)
 			}
 			if len(res.Messages) == 0 {
 				break
@@ -234,6 +200,30 @@ func describeCopies(t testing.TB, dir, topic, value string) string {
 			off = res.NextOffset
 		}
 	}
+}
+
+// readAll returns every message body of each queue of topic in a closed
+// node's engine, by offset (dense from 0).
+func readAll(t testing.TB, dir, topic string) map[int][]string {
+	t.Helper()
+	out := map[int][]string{}
+	eachStored(t, dir, topic, func(q int, m *equeue.Message) {
+		require.Equal(t, int64(len(out[q])), m.Offset, "offsets of %s/%d dense from 0", topic, q)
+		out[q] = append(out[q], string(m.Body))
+	})
+	return out
+}
+
+// describeCopies lists the messages whose body is value in topic of a
+// closed node's engine: queue, offset, ID and times.
+func describeCopies(t testing.TB, dir, topic, value string) string {
+	t.Helper()
+	var out []string
+	eachStored(t, dir, topic, func(q int, m *equeue.Message) {
+		if string(m.Body) == value {
+			out = append(out, fmt.Sprintf("%d/%d id %s born %s stored %s", q, m.Offset, m.ID, m.BornAt.Format("15:04:05.000"), m.StoredAt.Format("15:04:05.000")))
+		}
+	})
 	return strings.Join(out, "; ")
 }
 

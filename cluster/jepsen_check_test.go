@@ -79,9 +79,49 @@ func (j *jepsen) linClient(ctx context.Context, client int) {
 	}
 }
 
-// isRefusal reports an error that says nothing was stored.
+// isRefusal reports an error that says nothing was stored: not the
+// leader, or a full topic (OverflowReject), and not an unknown outcome.
 func isRefusal(err error) bool {
-	return errors.Is(err, equeue.ErrNotLeader) && !errors.Is(err, equeue.ErrIndeterminate)
+	return (errors.Is(err, equeue.ErrNotLeader) || errors.Is(err, equeue.ErrTopicFull)) &&
+		!errors.Is(err, equeue.ErrIndeterminate)
+}
+
+// setOutcome records what err says of op: acknowledged (nil; the caller
+// sets where), refused (nothing stored) or unknown.
+func (op *jepsenOp) setOutcome(err error) {
+	switch {
+	case err == nil:
+		op.outcome = opOK
+	case isRefusal(err):
+		op.outcome, op.err = opFailed, err.Error()
+	default:
+		op.outcome, op.err = opUnknown, err.Error()
+	}
+}
+
+// appendOne appends one message (value as its ID and body, due at
+// deliverAt when not zero) to topic's queue and returns the operation
+// with its outcome.
+func (j *jepsen) appendOne(ctx context.Context, topic string, queue int, value string, deliverAt time.Time) jepsenOp {
+	op := jepsenOp{value: value, queue: queue, invoke: j.now()}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	res, err := j.cc.Append(cctx, &equeue.AppendRequest{Topic: topic, Queue: queue,
+		Messages: []*equeue.Message{{ID: value, Body: []byte(value), DeliverAt: deliverAt}}})
+	cancel()
+	op.done = j.now()
+	op.setOutcome(err)
+	op.offset = res.FirstOffset
+	return op
+}
+
+// readEveryNode reads topic from every stopped node, checks that they all
+// store the same, and returns node 1's queues.
+func (j *jepsen) readEveryNode(topic string) map[int][]string {
+	first := readAll(j.t, j.procs[0].dir, topic)
+	for i, p := range j.procs[1:] {
+		assert.Equal(j.t, first, readAll(j.t, p.dir, topic), "node %d stores %s as node 1", i+2, topic)
+	}
+	return first
 }
 
 // consumeAndSampleCommits runs a consumer group on "jepsen" and samples

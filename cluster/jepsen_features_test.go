@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -38,15 +37,7 @@ import (
 // on the cluster client's append stream.
 // EQUEUE_CLUSTER_LONG=1 runs 30 rounds instead of 3.
 func TestCluster_JepsenFeatures(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process test")
-	}
-	rounds := 3
-	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
-		rounds = 30
-	}
-	j := startJepsen(t, 3, jepsenConfig{features: true})
-	j.run(rounds)
+	runJepsen(t, jepsenConfig{features: true})
 }
 
 // How the retrying group treats a value of topic "jepsen".
@@ -237,14 +228,8 @@ func (f *featureWorkload) sendAsyncLoop(ctx context.Context, p *equeue.Producer)
 			}()
 			res, err := fut.Result(context.Background())
 			op.done = j.now()
-			switch {
-			case err == nil:
-				op.outcome, op.queue, op.offset = opOK, res.Queue, res.Offset
-			case isRefusal(err):
-				op.outcome, op.err = opFailed, err.Error()
-			default:
-				op.outcome, op.err = opUnknown, err.Error()
-			}
+			op.setOutcome(err)
+			op.queue, op.offset = res.Queue, res.Offset
 			j.mu.Lock()
 			j.ops = append(j.ops, op)
 			j.mu.Unlock()
@@ -256,20 +241,7 @@ func (f *featureWorkload) sendAsyncLoop(ctx context.Context, p *equeue.Producer)
 // sendCapped appends one message to the capped topic and records its
 // outcome: ErrTopicFull is a refusal (nothing stored).
 func (f *featureWorkload) sendCapped(ctx context.Context, value string, queue int) {
-	op := jepsenOp{value: value, queue: queue, invoke: f.j.now()}
-	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	res, err := f.j.cc.Append(cctx, &equeue.AppendRequest{Topic: cappedTopic, Queue: queue,
-		Messages: []*equeue.Message{{ID: value, Body: []byte(value)}}})
-	cancel()
-	op.done = f.j.now()
-	switch {
-	case err == nil:
-		op.outcome, op.offset = opOK, res.FirstOffset
-	case isRefusal(err), errors.Is(err, equeue.ErrTopicFull) && !errors.Is(err, equeue.ErrIndeterminate):
-		op.outcome, op.err = opFailed, err.Error()
-	default:
-		op.outcome, op.err = opUnknown, err.Error()
-	}
+	op := f.j.appendOne(ctx, cappedTopic, queue, value, time.Time{})
 	f.mu.Lock()
 	f.capped = append(f.capped, op)
 	f.mu.Unlock()
@@ -281,21 +253,12 @@ func (f *featureWorkload) sendDelayed(ctx context.Context, value string, queue i
 	f.mu.Lock()
 	f.delays[value] = at
 	f.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, err := f.j.cc.Append(cctx, &equeue.AppendRequest{Topic: delayedTopic, Queue: queue,
-		Messages: []*equeue.Message{{ID: value, Body: []byte(value), DeliverAt: at}}})
-	cancel()
-	o := opOK
-	switch {
-	case err == nil:
+	op := f.j.appendOne(ctx, delayedTopic, queue, value, at)
+	if op.outcome == opOK {
 		f.delayAcked.Add(1)
-	case isRefusal(err):
-		o = opFailed
-	default:
-		o = opUnknown
 	}
 	f.mu.Lock()
-	f.dOps[value] = o
+	f.dOps[value] = op.outcome
 	f.mu.Unlock()
 }
 
@@ -374,15 +337,8 @@ func (f *featureWorkload) check() {
 	for _, op := range f.j.ops {
 		sent[op.value] = op
 	}
-	var dead []map[int][]string
-	for _, p := range f.j.procs {
-		dead = append(dead, readAll(t, p.dir, equeue.DLQTopic(retryGroup)))
-	}
-	for i := 1; i < len(dead); i++ {
-		assert.Equal(t, dead[0], dead[i], "node %d stores the dead letters of node 1", i+1)
-	}
 	inDLQ := map[string]bool{}
-	for _, vals := range dead[0] {
+	for _, vals := range f.j.readEveryNode(equeue.DLQTopic(retryGroup)) {
 		for _, v := range vals {
 			op, ok := sent[v]
 			if !assert.True(t, ok, "dead letter %q was never sent", v) {
@@ -415,15 +371,8 @@ func (f *featureWorkload) check() {
 	assert.Zero(t, wrong)
 	assert.Empty(t, f.early, "delayed messages delivered before their time")
 
-	var stored []map[int][]string
-	for _, p := range f.j.procs {
-		stored = append(stored, readAll(t, p.dir, delayedTopic))
-	}
-	for i := 1; i < len(stored); i++ {
-		assert.Equal(t, stored[0], stored[i], "node %d stores the delayed topic of node 1", i+1)
-	}
 	times := map[string]int{}
-	for _, vals := range stored[0] {
+	for _, vals := range f.j.readEveryNode(delayedTopic) {
 		for _, v := range vals {
 			times[v]++
 			o, ok := f.dOps[v]
@@ -457,13 +406,7 @@ func (f *featureWorkload) check() {
 // its limit, every acknowledged send at its offset, no refused one.
 func (f *featureWorkload) checkCapped() {
 	t := f.j.t
-	var stored []map[int][]string
-	for _, p := range f.j.procs {
-		stored = append(stored, readAll(t, p.dir, cappedTopic))
-	}
-	for i := 1; i < len(stored); i++ {
-		assert.Equal(t, stored[0], stored[i], "node %d stores the capped topic of node 1", i+1)
-	}
+	stored := f.j.readEveryNode(cappedTopic)
 	byValue := map[string]jepsenOp{}
 	counts := map[outcome]int{}
 	for _, op := range f.capped {
@@ -471,7 +414,7 @@ func (f *featureWorkload) checkCapped() {
 		counts[op.outcome]++
 	}
 	n := 0
-	for _, vals := range stored[0] {
+	for _, vals := range stored {
 		n += len(vals)
 		for _, v := range vals {
 			op, ok := byValue[v]
@@ -483,7 +426,7 @@ func (f *featureWorkload) checkCapped() {
 	assert.LessOrEqual(t, n, cappedMax, "messages in the capped topic")
 	for _, op := range f.capped {
 		if op.outcome == opOK {
-			q := stored[0][op.queue]
+			q := stored[op.queue]
 			assert.True(t, op.offset < int64(len(q)) && q[op.offset] == op.value, "acknowledged %q at %d/%d", op.value, op.queue, op.offset)
 		}
 	}

@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,15 +25,7 @@ import (
 // acknowledged message: at least once, across failovers of its
 // coordinator. EQUEUE_CLUSTER_LONG=1 runs 30 rounds instead of 3.
 func TestCluster_JepsenKafka(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process test")
-	}
-	rounds := 3
-	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
-		rounds = 30
-	}
-	j := startJepsen(t, 3, jepsenConfig{kafka: true})
-	j.run(rounds)
+	runJepsen(t, jepsenConfig{kafka: true})
 }
 
 // kafkaWorkload is the Kafka clients of a run: producers that append to

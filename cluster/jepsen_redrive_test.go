@@ -84,20 +84,7 @@ func (j *jepsen) startRedrive() *redriveWorkload {
 
 // send appends one message to redriveTopic and records its outcome.
 func (r *redriveWorkload) send(ctx context.Context, value string, queue int) {
-	op := jepsenOp{value: value, queue: queue, invoke: r.j.now()}
-	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	res, err := r.j.cc.Append(cctx, &equeue.AppendRequest{Topic: redriveTopic, Queue: queue,
-		Messages: []*equeue.Message{{ID: value, Body: []byte(value)}}})
-	cancel()
-	op.done = r.j.now()
-	switch {
-	case err == nil:
-		op.outcome, op.offset = opOK, res.FirstOffset
-	case isRefusal(err):
-		op.outcome, op.err = opFailed, err.Error()
-	default:
-		op.outcome, op.err = opUnknown, err.Error()
-	}
+	op := r.j.appendOne(ctx, redriveTopic, queue, value, time.Time{})
 	r.mu.Lock()
 	r.ops = append(r.ops, op)
 	r.mu.Unlock()
@@ -126,15 +113,7 @@ func (r *redriveWorkload) close() {
 // check reads the topic and the dead letters from every stopped node.
 func (r *redriveWorkload) check() {
 	t := r.j.t
-	var stored, dead []map[int][]string
-	for _, p := range r.j.procs {
-		stored = append(stored, readAll(t, p.dir, redriveTopic))
-		dead = append(dead, readAll(t, p.dir, equeue.DLQTopic(redriveGroup)))
-	}
-	for i := 1; i < len(stored); i++ {
-		assert.Equal(t, stored[0], stored[i], "node %d stores %s as node 1", i+1, redriveTopic)
-		assert.Equal(t, dead[0], dead[i], "node %d stores the dead letters of %s as node 1", i+1, redriveGroup)
-	}
+	stored, dead := r.j.readEveryNode(redriveTopic), r.j.readEveryNode(equeue.DLQTopic(redriveGroup))
 	byValue := map[string]jepsenOp{}
 	counts := map[outcome]int{}
 	for _, op := range r.ops {
@@ -142,12 +121,12 @@ func (r *redriveWorkload) check() {
 		counts[op.outcome]++
 	}
 	inTopic, inDLQ := map[string]int{}, map[string]int{}
-	for _, vals := range stored[0] {
+	for _, vals := range stored {
 		for _, v := range vals {
 			inTopic[v]++
 		}
 	}
-	for _, vals := range dead[0] {
+	for _, vals := range dead {
 		for _, v := range vals {
 			inDLQ[v]++
 		}
@@ -162,7 +141,7 @@ func (r *redriveWorkload) check() {
 	}
 	for _, op := range r.ops {
 		if op.outcome == opOK {
-			q := stored[0][op.queue]
+			q := stored[op.queue]
 			assert.True(t, op.offset < int64(len(q)) && q[op.offset] == op.value, "acknowledged %q at %d/%d", op.value, op.queue, op.offset)
 		}
 	}

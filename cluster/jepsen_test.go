@@ -30,7 +30,11 @@ import (
 // rounds instead of 3 (one of each). A failed run prints what each node
 // logged of note; EQUEUE_CLUSTER_KEEP_LOGS=dir also copies the whole logs
 // there.
-func TestCluster_Jepsen(t *testing.T) {
+func TestCluster_Jepsen(t *testing.T) { runJepsen(t, jepsenConfig{}) }
+
+// runJepsen runs three node processes through the nemesis with cfg's
+// workload: 3 rounds, or 30 with EQUEUE_CLUSTER_LONG set.
+func runJepsen(t *testing.T, cfg jepsenConfig) {
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
@@ -38,8 +42,7 @@ func TestCluster_Jepsen(t *testing.T) {
 	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
 		rounds = 30
 	}
-	j := startJepsen(t, 3, jepsenConfig{})
-	j.run(rounds)
+	startJepsen(t, 3, cfg).run(rounds)
 }
 
 // proc is one node process.
@@ -241,20 +244,7 @@ func (j *jepsen) waitLeader(not *proc) *proc {
 
 // send appends one value and records its outcome.
 func (j *jepsen) send(ctx context.Context, value string, queue int) {
-	op := jepsenOp{value: value, queue: queue, invoke: j.now()}
-	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	res, err := j.cc.Append(cctx, &equeue.AppendRequest{Topic: "jepsen", Queue: queue,
-		Messages: []*equeue.Message{{ID: value, Body: []byte(value)}}})
-	cancel()
-	op.done = j.now()
-	switch {
-	case err == nil:
-		op.outcome, op.offset = opOK, res.FirstOffset
-	case isRefusal(err):
-		op.outcome, op.err = opFailed, err.Error()
-	default:
-		op.outcome, op.err = opUnknown, err.Error()
-	}
+	op := j.appendOne(ctx, "jepsen", queue, value, time.Time{})
 	j.mu.Lock()
 	j.ops = append(j.ops, op)
 	j.mu.Unlock()

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"log/slog"
@@ -306,18 +307,7 @@ func TestCluster_ListenerForgetsItsGroupsWhenItStopsLeading(t *testing.T) {
 	addr := serve(t, node, &kafka.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	seed := kclient(t, addr).SeedBrokers()[0]
 
-	jg := kmsg.NewPtrJoinGroupRequest()
-	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 30000, 30000, "consumer"
-	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
-	jresp, err := seed.Request(ctx, jg)
-	require.NoError(t, err)
-	j := jresp.(*kmsg.JoinGroupResponse)
-	require.Equal(t, int16(0), j.ErrorCode)
-	sg := kmsg.NewPtrSyncGroupRequest()
-	sg.Group, sg.Generation, sg.MemberID = "g", j.Generation, j.MemberID
-	sresp, err := seed.Request(ctx, sg)
-	require.NoError(t, err)
-	require.Equal(t, int16(0), sresp.(*kmsg.SyncGroupResponse).ErrorCode)
+	j := joinAlone(ctx, t, seed, "g")
 	heartbeat := func() int16 {
 		hb := kmsg.NewPtrHeartbeatRequest()
 		hb.Group, hb.Generation, hb.MemberID = "g", j.Generation, j.MemberID
@@ -399,18 +389,7 @@ func TestCluster_ListenerForgetsGroupsOfAnEarlierTerm(t *testing.T) {
 	node.setLeader("n2", "")
 	seed := kclient(t, serve(t, node, nil)).SeedBrokers()[0]
 
-	jg := kmsg.NewPtrJoinGroupRequest()
-	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "g", 30000, 30000, "consumer"
-	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
-	jresp, err := seed.Request(ctx, jg)
-	require.NoError(t, err)
-	j := jresp.(*kmsg.JoinGroupResponse)
-	require.Equal(t, int16(0), j.ErrorCode)
-	sg := kmsg.NewPtrSyncGroupRequest()
-	sg.Group, sg.Generation, sg.MemberID = "g", j.Generation, j.MemberID
-	sresp, err := seed.Request(ctx, sg)
-	require.NoError(t, err)
-	require.Equal(t, int16(0), sresp.(*kmsg.SyncGroupResponse).ErrorCode)
+	j := joinAlone(ctx, t, seed, "g")
 	commit := func(offset int64) int16 {
 		oc := kmsg.NewPtrOffsetCommitRequest()
 		oc.Group, oc.Generation, oc.MemberID = "g", j.Generation, j.MemberID
@@ -432,6 +411,25 @@ func TestCluster_ListenerForgetsGroupsOfAnEarlierTerm(t *testing.T) {
 	node.setLeader("n2", "") // at once: no tick of the listener in between
 	assert.Equal(t, int16(25), commit(0), "UNKNOWN_MEMBER_ID: the member must join again")
 	assert.Equal(t, int16(25), member.beat(ctx, [16]byte{}, nil, false).ErrorCode)
+}
+
+// joinAlone makes one member of classic group "g" through the raw
+// protocol (JoinGroup, then SyncGroup as its leader) and returns its join.
+func joinAlone(ctx context.Context, t *testing.T, seed *kgo.Broker, group string) *kmsg.JoinGroupResponse {
+	t.Helper()
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = group, 30000, 30000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	jresp, err := seed.Request(ctx, jg)
+	require.NoError(t, err)
+	j := jresp.(*kmsg.JoinGroupResponse)
+	require.Equal(t, int16(0), j.ErrorCode)
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.Generation, sg.MemberID = group, j.Generation, j.MemberID
+	sresp, err := seed.Request(ctx, sg)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), sresp.(*kmsg.SyncGroupResponse).ErrorCode)
+	return j
 }
 
 // Rights come before leadership: on a follower a token without the right

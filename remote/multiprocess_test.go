@@ -340,6 +340,18 @@ func TestMultiProcess_BrokerProducersConsumers(t *testing.T) {
 		}
 	}
 	require.Len(t, acked, 8000)
+	waitHandled(t, acked, consumers)
+	for _, c := range consumers[1:] {
+		c.stop(t, syscall.SIGTERM)
+		require.Equal(t, 0, c.cmd.ProcessState.ExitCode(), "%s exits cleanly", c.name)
+	}
+	broker.stop(t, syscall.SIGTERM)
+	require.Equal(t, 0, broker.cmd.ProcessState.ExitCode())
+}
+
+// waitHandled waits until the consumers handled every acknowledged message.
+func waitHandled(t *testing.T, acked map[string]bool, consumers []*mpChild) {
+	t.Helper()
 	eventually(t, 120*time.Second, func() bool {
 		handled := map[string]bool{}
 		for _, c := range consumers {
@@ -353,13 +365,7 @@ func TestMultiProcess_BrokerProducersConsumers(t *testing.T) {
 			}
 		}
 		return true
-	}, "every acknowledged message is consumed")
-	for _, c := range consumers[1:] {
-		c.stop(t, syscall.SIGTERM)
-		require.Equal(t, 0, c.cmd.ProcessState.ExitCode(), "%s exits cleanly", c.name)
-	}
-	broker.stop(t, syscall.SIGTERM)
-	require.Equal(t, 0, broker.cmd.ProcessState.ExitCode())
+	}, "every acknowledged message is handled")
 }
 
 // waitProducer waits for p to finish for as long as it keeps acknowledging

@@ -106,20 +106,7 @@ func TestMultiProcess_PausedConsumerAndBroker(t *testing.T) {
 		acked[id] = true
 	}
 	require.Len(t, acked, 4000)
-	eventually(t, 120*time.Second, func() bool {
-		handled := map[string]bool{}
-		for _, c := range consumers {
-			for _, id := range c.ids("HANDLED") {
-				handled[id] = true
-			}
-		}
-		for id := range acked {
-			if !handled[id] {
-				return false
-			}
-		}
-		return true
-	}, "every acknowledged message is handled")
+	waitHandled(t, acked, consumers)
 	eventually(t, 30*time.Second, func() bool { return memberIDs() == "c1,c2,c3" }, "the group ends with its three members")
 	stopSampling()
 	sampling.Wait()
