@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -38,8 +40,9 @@ type kafkaWorkload struct {
 	producers, consumers     sync.WaitGroup
 	acked                    atomic.Int64 // Kafka sends acknowledged
 
-	mu   sync.Mutex
-	seen map[string]map[string]bool // group → values received
+	mu     sync.Mutex
+	seen   map[string]map[string]bool // group → values received
+	polled map[string]map[int32]int64 // group → partition → highest offset received
 }
 
 // kafkaGroups are the run's Kafka consumer groups: the name, and whether
@@ -59,7 +62,7 @@ func (j *jepsen) kafkaSeeds() []string {
 
 // startKafka starts the Kafka producers and consumer groups.
 func (j *jepsen) startKafka() *kafkaWorkload {
-	k := &kafkaWorkload{j: j, seen: map[string]map[string]bool{}}
+	k := &kafkaWorkload{j: j, seen: map[string]map[string]bool{}, polled: map[string]map[int32]int64{}}
 	common := []kgo.Opt{
 		kgo.SeedBrokers(j.kafkaSeeds()...),
 		kgo.MetadataMinAge(100 * time.Millisecond),
@@ -90,13 +93,18 @@ func (j *jepsen) startKafka() *kafkaWorkload {
 		}
 		cl, err := kgo.NewClient(opts...)
 		require.NoError(j.t, err)
-		k.seen[g.name] = map[string]bool{}
+		k.seen[g.name], k.polled[g.name] = map[string]bool{}, map[int32]int64{}
 		k.consumers.Go(func() {
-			defer cl.Close()
+			defer cl.Close() // commits what was polled, and leaves
 			for cctx.Err() == nil {
 				fs := cl.PollFetches(cctx)
 				k.mu.Lock()
-				fs.EachRecord(func(r *kgo.Record) { k.seen[g.name][string(r.Value)] = true })
+				fs.EachRecord(func(r *kgo.Record) {
+					k.seen[g.name][string(r.Value)] = true
+					if off, ok := k.polled[g.name][r.Partition]; !ok || r.Offset > off {
+						k.polled[g.name][r.Partition] = r.Offset
+					}
+				})
 				k.mu.Unlock()
 			}
 		})
@@ -175,4 +183,37 @@ func (k *kafkaWorkload) groupsGetEverything() {
 	}
 	t.Logf("Kafka: %d sends acknowledged; groups received %d and %d values", k.acked.Load(),
 		len(k.seen[kafkaGroups[0].name]), len(k.seen[kafkaGroups[1].name]))
+	k.checkCommitted()
+}
+
+// checkCommitted checks each Kafka group's committed offsets: never past
+// the records it received (a member that restarted there would skip
+// records nobody handled).
+func (k *kafkaWorkload) checkCommitted() {
+	t := k.j.t
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.j.kafkaSeeds()...))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for _, g := range kafkaGroups {
+		var offs kadm.OffsetResponses
+		eventually(t, 30*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			offs, err = adm.FetchOffsets(ctx, g.name)
+			if err == nil {
+				err = offs.Error()
+			}
+			return err
+		})
+		var got []string
+		offs.Each(func(o kadm.OffsetResponse) {
+			got = append(got, fmt.Sprintf("%d:%d", o.Partition, o.At))
+			if high, ok := k.polled[g.name][o.Partition]; o.At >= 0 {
+				assert.True(t, ok && o.At <= high+1, "group %s committed %d on partition %d, past the records it received (highest %d)", g.name, o.At, o.Partition, high)
+			}
+		})
+		slices.Sort(got)
+		t.Logf("Kafka group %s committed %v", g.name, got)
+	}
 }

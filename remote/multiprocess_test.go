@@ -330,7 +330,7 @@ func TestMultiProcess_BrokerProducersConsumers(t *testing.T) {
 	// A producer on a loaded machine may be slow; one that stopped making
 	// progress is stuck. Wait while it progresses, and say which it was.
 	for _, p := range producers {
-		waitProducer(t, p, restarted, 60*time.Second)
+		waitProducer(t, p, "restart", restarted, 60*time.Second)
 	}
 	acked := map[string]bool{}
 	for _, p := range producers {
@@ -370,9 +370,9 @@ func waitHandled(t *testing.T, acked map[string]bool, consumers []*mpChild) {
 
 // waitProducer waits for p to finish for as long as it keeps acknowledging
 // messages; it fails when p made no progress for stall, saying whether p
-// was stuck (nothing acknowledged since the broker restart, or nothing for
-// stall) and what its last send error was.
-func waitProducer(t *testing.T, p *mpChild, restarted time.Time, stall time.Duration) {
+// was stuck (nothing acknowledged since the broker's event, a restart or
+// a pause at at, or nothing for stall) and what its last send error was.
+func waitProducer(t *testing.T, p *mpChild, event string, at time.Time, stall time.Duration) {
 	t.Helper()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -380,24 +380,24 @@ func waitProducer(t *testing.T, p *mpChild, restarted time.Time, stall time.Dura
 		select {
 		case <-p.done:
 			acked, last, _ := p.progress()
-			t.Logf("%s finished: %d acknowledged, the last %v after the broker restart; first after the restart at +%v",
-				p.name, acked, last.Sub(restarted).Round(time.Millisecond), p.firstAckAfter(restarted))
+			t.Logf("%s finished: %d acknowledged, the last %v after the broker's %s; first after it at +%v",
+				p.name, acked, last.Sub(at).Round(time.Millisecond), event, p.firstAckAfter(at))
 			return
 		case <-tick.C:
 		}
 		acked, last, lastErr := p.progress()
 		since := last
-		if since.Before(restarted) {
-			since = restarted
+		if since.Before(at) {
+			since = at
 		}
 		if time.Since(since) < stall {
 			continue // still progressing (or reconnecting within stall)
 		}
 		what := fmt.Sprintf("STUCK: no message acknowledged for %v", stall)
-		if last.Before(restarted) {
-			what = "STUCK: no message acknowledged since the broker restart (a reconnect problem)"
+		if last.Before(at) {
+			what = fmt.Sprintf("STUCK: no message acknowledged since the broker's %s (a reconnect problem)", event)
 		}
-		t.Fatalf("%s did not finish: %s; %d of its messages acknowledged, last at %v (broker restarted at %v); last send error: %q",
-			p.name, what, acked, last.Format(time.TimeOnly), restarted.Format(time.TimeOnly), lastErr)
+		t.Fatalf("%s did not finish: %s; %d of its messages acknowledged, last at %v (broker's %s at %v); last send error: %q",
+			p.name, what, acked, last.Format(time.TimeOnly), event, at.Format(time.TimeOnly), lastErr)
 	}
 }

@@ -99,7 +99,7 @@ func TestMultiProcess_PausedConsumerAndBroker(t *testing.T) {
 	paused := time.Now()
 	time.Sleep(2500 * time.Millisecond) // past the 1 s session timeout and the producer's 2 s send timeout
 	require.NoError(t, broker.cmd.Process.Signal(syscall.SIGCONT))
-	waitProducer(t, producer, paused, 60*time.Second)
+	waitProducer(t, producer, "pause", paused, 60*time.Second)
 	acked := map[string]bool{}
 	for _, id := range producer.ids("ACK") {
 		require.False(t, strings.HasPrefix(id, "!"), id)
