@@ -376,6 +376,57 @@ func TestCluster_ListenerForgetsProducersOfAnEarlierTerm(t *testing.T) {
 	assert.Equal(t, []string{"a0", "a1", "a2", "a3"}, bodies, "each stored once")
 }
 
+// heldNode is a fakeNode whose first Append waits until released.
+type heldNode struct {
+	*fakeNode
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (h *heldNode) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
+	first := false
+	h.once.Do(func() { first = true })
+	if first {
+		close(h.entered)
+		<-h.release
+	}
+	return h.fakeNode.Append(ctx, req)
+}
+
+// A producer's batch sent in a new term waits for its batch of the earlier
+// term still being stored: the sequence state is forgotten, not replaced,
+// so one producer's batches to one partition are still stored one at a
+// time, in the order they came.
+func TestCluster_ProducerBatchesStayInOrderAcrossTerms(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	node := &heldNode{fakeNode: &fakeNode{Engine: e, id: "n1"}, entered: make(chan struct{}), release: make(chan struct{})}
+	var released sync.Once
+	release := func() { released.Do(func() { close(node.release) }) }
+	node.setLeader("n1", "")
+	addr := serve(t, node, nil)
+	t.Cleanup(release) // runs before the listener's close: its handler holds the first Append
+	first := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() { first <- produceRaw(ctx, t, kclient(t, addr), "t", 0, rawBatch(7, 0, 0, "a")) }()
+	<-node.entered
+	node.setLeader("n2", "")
+	node.setLeader("n1", "") // leads again, in a later term
+	second := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() { second <- produceRaw(ctx, t, kclient(t, addr), "t", 0, rawBatch(7, 0, 1, "b")) }()
+	select {
+	case r := <-second:
+		t.Fatalf("the later batch was answered (code %d, offset %d) while the earlier one was still being stored", r.ErrorCode, r.BaseOffset)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	a, b := <-first, <-second
+	require.Equal(t, int16(0), a.ErrorCode)
+	require.Equal(t, int16(0), b.ErrorCode)
+	assert.Equal(t, int64(0), a.BaseOffset)
+	assert.Equal(t, int64(1), b.BaseOffset)
+}
+
 // A node that leads again forgets its groups even if it never saw itself
 // follow (its listener looks every 100 ms): a member of the generation it
 // knew, who may have rejoined at the leader in between, must join again,

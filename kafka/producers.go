@@ -15,7 +15,6 @@ import (
 type producers struct {
 	mu    sync.Mutex
 	next  int64
-	term  uint64 // the leadership term parts are of (Server.term)
 	parts map[pidPart]*seqState
 }
 
@@ -31,6 +30,7 @@ type pidPart struct {
 type seqState struct {
 	mu      sync.Mutex
 	used    time.Time // last batch checked; idle states expire (see expire)
+	term    uint64    // the leadership term the state was learned in (Server.term)
 	known   bool
 	epoch   int16
 	lastSeq int32
@@ -77,24 +77,26 @@ func (c *conn) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProduce
 }
 
 // lock returns the locked state of a producer on a partition in the
-// leadership term the listener serves in. The states of an earlier term are
-// forgotten first (see Server.term): each producer's next batch is taken as
-// it comes, and a retry of a batch an earlier leader stored is caught by
-// the topic's dedup window, which knows its message IDs (setIDs).
+// leadership term the listener serves in. A state learned in an earlier
+// term is forgotten first (see Server.term): the producer's next batch is
+// taken as it comes, and a retry of a batch an earlier leader stored is
+// caught by the topic's dedup window, which knows its message IDs
+// (setIDs). The state itself is kept, so a batch of the earlier term still
+// being stored is waited for: one producer's batches to one partition are
+// stored one at a time across terms too.
 func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqState {
 	k := pidPart{pid, topic, part}
 	p.mu.Lock()
-	if term != p.term {
-		clear(p.parts)
-		p.term = term
-	}
 	st := p.parts[k]
 	if st == nil {
-		st = &seqState{}
+		st = &seqState{term: term}
 		p.parts[k] = st
 	}
 	p.mu.Unlock()
 	st.mu.Lock()
+	if st.term != term {
+		st.term, st.known, st.epoch, st.lastSeq, st.nrec = term, false, 0, 0, 0
+	}
 	st.used = time.Now()
 	return st
 }
