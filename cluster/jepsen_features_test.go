@@ -19,23 +19,27 @@ import (
 )
 
 // TestCluster_JepsenFeatures runs the nemesis of TestCluster_Jepsen while
-// the engine's retries, dead letters and delayed messages work through it:
-// a consumer group fails some messages once (they come back through its
-// retry topic) and some always (they go to its dead-letter topic after
-// MaxAttempts), and a producer sends delayed messages that another group
-// reads, and another sends to a topic capped at cappedMax messages
-// (OverflowReject) until it is full. After the heal every acknowledged
-// message must have been handled or dead-lettered as its kind says,
-// nothing else dead-lettered, every acknowledged delayed message delivered,
-// never before its time, and the capped topic never past its limit, with
-// every acknowledged send in it and no refused one. A third group
-// dead-letters every first delivery while a redriver sends the dead
-// letters back through the nemesis (jepsen_redrive_test.go), and each of
-// two members of a broadcasting group must receive every acknowledged
-// message of "jepsen". Besides the
-// gRPC workers' unary appends, a Producer sends with SendAsync, pipelined
-// on the cluster client's append stream.
-// EQUEUE_CLUSTER_LONG=1 runs 30 rounds instead of 3.
+// the engine's features work through it, beside the gRPC workers:
+//
+//   - a group fails some messages of "jepsen" once (they come back through
+//     its retry topic) and some always (dead-lettered after MaxAttempts);
+//   - delayed sends, read by another group;
+//   - sends to a topic capped at cappedMax messages (OverflowReject);
+//   - a group that dead-letters every first delivery while a redriver
+//     sends its dead letters back (jepsen_redrive_test.go);
+//   - two members of a broadcasting group on "jepsen";
+//   - a Producer sending with SendAsync, pipelined on the cluster client's
+//     append stream, into the base history.
+//
+// After the heal every acknowledged message must have been handled or
+// dead-lettered as its kind says and nothing else dead-lettered; every
+// acknowledged delayed message delivered, never before its time, and
+// stored once; the capped topic never past its limit, with every
+// acknowledged send in it and no refused one; every redriven message
+// handled and none stored more than once plus once per dead letter; each
+// broadcasting member given every acknowledged message; and the base
+// checks hold for the SendAsync sends. EQUEUE_CLUSTER_LONG=1 runs 30
+// rounds instead of 3.
 func TestCluster_JepsenFeatures(t *testing.T) {
 	runJepsen(t, jepsenConfig{features: true})
 }
@@ -73,8 +77,7 @@ const (
 
 var errHandler = errors.New("handler fails on purpose")
 
-// featureWorkload is the retrying group on "jepsen", and delayed sends to
-// topic "delayed" with the group reading them.
+// featureWorkload is the features' clients and what they saw.
 type featureWorkload struct {
 	j *jepsen
 
