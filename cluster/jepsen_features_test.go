@@ -29,7 +29,8 @@ import (
 //     sends its dead letters back (jepsen_redrive_test.go);
 //   - two members of a broadcasting group on "jepsen";
 //   - a Producer sending with SendAsync, pipelined on the cluster client's
-//     append stream, into the base history.
+//     append stream, into the base history;
+//   - requests answered by a group with Reply (jepsen_request_test.go).
 //
 // After the heal every acknowledged message must have been handled or
 // dead-lettered as its kind says and nothing else dead-lettered; every
@@ -37,8 +38,8 @@ import (
 // stored once; the capped topic never past its limit, with every
 // acknowledged send in it and no refused one; every redriven message
 // handled and none stored more than once plus once per dead letter; each
-// broadcasting member given every acknowledged message; and the base
-// checks hold for the SendAsync sends. EQUEUE_CLUSTER_LONG=1 runs 30
+// broadcasting member given every acknowledged message; the base checks
+// hold for the SendAsync sends; and no request gets another's reply. EQUEUE_CLUSTER_LONG=1 runs 30
 // rounds instead of 3.
 func TestCluster_JepsenFeatures(t *testing.T) {
 	runJepsen(t, jepsenConfig{features: true})
@@ -96,6 +97,7 @@ type featureWorkload struct {
 	capped   []jepsenOp           // sends to cappedTopic
 
 	rd *redriveWorkload
+	rq *requestWorkload
 
 	broadcast map[string]map[string]bool // broadcastGroup: member → values received
 }
@@ -181,6 +183,7 @@ func (j *jepsen) startFeatures() *featureWorkload {
 	require.NoError(t, err)
 	f.producers.Go(func() { f.sendAsyncLoop(ctx, prod) })
 	f.rd = j.startRedrive()
+	f.rq = j.startRequests()
 	f.producers.Go(func() {
 		for i := 0; ctx.Err() == nil; i++ {
 			f.rd.send(ctx, fmt.Sprintf("rd-%d", i), i%2)
@@ -277,6 +280,8 @@ func (f *featureWorkload) waitDelayed(more int64) {
 }
 
 func (f *featureWorkload) stopProducers() {
+	f.rq.waitAnswered(5) // requests are answered after the heal
+	f.rq.close()
 	f.stopProduce()
 	f.producers.Wait()
 }

@@ -168,7 +168,7 @@ func startJepsen(t testing.TB, n int, cfg jepsenConfig) *jepsen {
 		queues int
 		limits equeue.TopicLimits
 	}{
-		{name: "jepsen", queues: 4}, {name: "lin", queues: 1}, {name: delayedTopic, queues: 2}, {name: redriveTopic, queues: 2},
+		{name: "jepsen", queues: 4}, {name: "lin", queues: 1}, {name: delayedTopic, queues: 2}, {name: redriveTopic, queues: 2}, {name: requestTopic, queues: 2},
 		{name: cappedTopic, queues: 2, limits: equeue.TopicLimits{MaxMessages: cappedMax, Overflow: equeue.OverflowReject}},
 	} {
 		require.NoError(t, cc.OnLeader(ctx, func(c *remote.Client) error {
