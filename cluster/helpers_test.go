@@ -17,7 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// sarama's metrics library (TestCluster_JepsenKafka) starts one
+	// process-wide ticker that never stops.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
 }
 
 // testCluster is nodes in one process, on loopback.

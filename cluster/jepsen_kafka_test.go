@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -39,6 +41,7 @@ type kafkaWorkload struct {
 	stopProduce, stopConsume context.CancelFunc
 	producers, consumers     sync.WaitGroup
 	acked                    atomic.Int64 // Kafka sends acknowledged
+	saramaAcked              atomic.Int64 // of which by sarama
 
 	mu     sync.Mutex
 	seen   map[string]map[string]bool // group → values received
@@ -81,6 +84,15 @@ func (j *jepsen) startKafka() *kafkaWorkload {
 			}
 		})
 	}
+	// A third producer, of another client library: sarama's idempotent
+	// SyncProducer.
+	sp := newSaramaProducer(j.t, j.kafkaSeeds())
+	k.producers.Go(func() {
+		defer func() { _ = sp.Close() }()
+		for i := 0; pctx.Err() == nil; i++ {
+			k.sendSarama(sp, fmt.Sprintf("s-%d", i), int32(i%4))
+		}
+	})
 	cctx, stopC := context.WithCancel(context.Background())
 	k.stopConsume = stopC
 	for _, g := range kafkaGroups {
@@ -137,6 +149,42 @@ func (k *kafkaWorkload) send(ctx context.Context, cl *kgo.Client, value string, 
 	j.mu.Unlock()
 }
 
+// newSaramaProducer is an idempotent sarama producer that retries for
+// about as long as a failover takes.
+func newSaramaProducer(t testing.TB, seeds []string) sarama.SyncProducer {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_8_0_0
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Retry.Max, cfg.Producer.Retry.Backoff = 40, 100*time.Millisecond
+	cfg.Metadata.Retry.Max, cfg.Metadata.Retry.Backoff = 40, 100*time.Millisecond
+	p, err := sarama.NewSyncProducer(seeds, cfg)
+	require.NoError(t, err)
+	return p
+}
+
+// sendSarama produces one value with sarama and records its outcome.
+func (k *kafkaWorkload) sendSarama(p sarama.SyncProducer, value string, queue int32) {
+	j := k.j
+	op := jepsenOp{value: value, queue: int(queue), invoke: j.now()}
+	part, off, err := p.SendMessage(&sarama.ProducerMessage{Topic: "jepsen", Partition: queue, Value: sarama.StringEncoder(value)})
+	op.done = j.now()
+	if err == nil {
+		op.outcome, op.queue, op.offset = opOK, int(part), off
+		k.acked.Add(1)
+		k.saramaAcked.Add(1)
+	} else {
+		op.outcome, op.err = opUnknown, "sarama: "+err.Error()
+		time.Sleep(20 * time.Millisecond)
+	}
+	j.mu.Lock()
+	j.ops = append(j.ops, op)
+	j.mu.Unlock()
+}
+
 // waitProduced waits until the Kafka producers have had more sends
 // acknowledged than now: they recovered from the nemesis.
 func (k *kafkaWorkload) waitProduced(more int64) {
@@ -181,9 +229,18 @@ func (k *kafkaWorkload) groupsGetEverything() {
 	for _, g := range kafkaGroups {
 		assert.Zero(t, missing[g.name], "acknowledged messages Kafka group %s did not receive", g.name)
 	}
-	t.Logf("Kafka: %d sends acknowledged; groups received %d and %d values", k.acked.Load(),
-		len(k.seen[kafkaGroups[0].name]), len(k.seen[kafkaGroups[1].name]))
+	t.Logf("Kafka: %d sends acknowledged (%d by sarama); groups received %d and %d values", k.acked.Load(),
+		k.saramaAcked.Load(), len(k.seen[kafkaGroups[0].name]), len(k.seen[kafkaGroups[1].name]))
 	k.checkCommitted()
+	errs := map[string]int{}
+	k.j.mu.Lock()
+	for _, op := range k.j.ops {
+		if op.outcome == opUnknown && strings.HasPrefix(op.err, "sarama: ") {
+			errs[op.err]++
+		}
+	}
+	k.j.mu.Unlock()
+	t.Logf("sarama's failed sends: %v", errs)
 }
 
 // checkCommitted checks each Kafka group's committed offsets: never past
