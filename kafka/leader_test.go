@@ -107,17 +107,7 @@ func TestCluster_FollowerPointsClientsToTheLeader(t *testing.T) {
 	assert.Equal(t, int32(19092), f.Port)
 
 	// Calls that read or change the engine.
-	pr := kmsg.NewPtrProduceRequest()
-	pr.Acks, pr.TimeoutMillis = -1, 5000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = "t"
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = recordBatch(t, "refused")
-	pt.Partitions = append(pt.Partitions, pp)
-	pr.Topics = append(pr.Topics, pt)
-	presp, err := seed.Request(ctx, pr)
-	require.NoError(t, err)
-	assert.Equal(t, int16(6), presp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, "NOT_LEADER_OR_FOLLOWER")
+	assert.Equal(t, int16(6), produceOn(ctx, t, seed, "t", recordBatch(t, "refused")), "NOT_LEADER_OR_FOLLOWER")
 
 	fr := kmsg.NewPtrFetchRequest()
 	fr.MaxWaitMillis, fr.MaxBytes = 10, 1<<20
@@ -464,6 +454,24 @@ func TestCluster_ListenerForgetsGroupsOfAnEarlierTerm(t *testing.T) {
 	assert.Equal(t, int16(25), member.beat(ctx, [16]byte{}, nil, false).ErrorCode)
 }
 
+// produceOn sends one Produce request with batch for partition 0 of topic
+// to broker b itself (not routed to the partition's leader) and returns
+// the partition's error code.
+func produceOn(ctx context.Context, t *testing.T, b *kgo.Broker, topic string, batch []byte) int16 {
+	t.Helper()
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = batch
+	pt.Partitions = append(pt.Partitions, pp)
+	pr.Topics = append(pr.Topics, pt)
+	resp, err := b.Request(ctx, pr)
+	require.NoError(t, err)
+	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+}
+
 // joinAlone makes one member of classic group "g" through the raw
 // protocol (JoinGroup, then SyncGroup as its leader) and returns its join.
 func joinAlone(ctx context.Context, t *testing.T, seed *kgo.Broker, group string) *kmsg.JoinGroupResponse {
@@ -497,19 +505,7 @@ func TestCluster_FollowerChecksRightsFirst(t *testing.T) {
 	seedOf := func(token string) *kgo.Broker {
 		return kclient(t, addr, kgo.SASL(plain.Auth{User: "u", Pass: token}.AsMechanism()), kgo.RequestRetries(0)).SeedBrokers()[0]
 	}
-	produce := func(b *kgo.Broker) int16 {
-		pr := kmsg.NewPtrProduceRequest()
-		pr.Acks, pr.TimeoutMillis = -1, 5000
-		pt := kmsg.NewProduceRequestTopic()
-		pt.Topic = "t"
-		pp := kmsg.NewProduceRequestTopicPartition()
-		pp.Records = recordBatch(t, "x")
-		pt.Partitions = append(pt.Partitions, pp)
-		pr.Topics = append(pr.Topics, pt)
-		resp, err := b.Request(ctx, pr)
-		require.NoError(t, err)
-		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-	}
+	produce := func(b *kgo.Broker) int16 { return produceOn(ctx, t, b, "t", recordBatch(t, "x")) }
 	beat := func(b *kgo.Broker) int16 {
 		m := &cgMember{t: t, b: b, id: "m"}
 		return m.beat(ctx, [16]byte{}, []string{"not-created"}, false).ErrorCode
