@@ -319,9 +319,6 @@ func TestConsumer_BroadcastAndResume(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return cols["y"].count() == 90 }, "y got the later messages")
 
 	// x restarts on a reopened engine and resumes where it stopped.
-	for _, c := range consumersOf(t) {
-		_ = c
-	}
 	e = reopen()
 	p = newProducer(t, e, nil)
 	x2col := newCollector()
@@ -333,8 +330,6 @@ func TestConsumer_BroadcastAndResume(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	assert.Equal(t, 40, x2col.count())
 }
-
-func consumersOf(testing.TB) []*equeue.Consumer { return nil }
 
 func TestConsumer_GroupsAreIsolated(t *testing.T) { forTransports(t, testConsumer_GroupsAreIsolated) }
 
