@@ -57,6 +57,13 @@ type Engine struct {
 	yieldsOff  atomic.Int64 // senderYieldsOff, in nanoseconds; tests change it
 	lingerWake chan struct{}
 	limits     store.Limits
+	// noSpaceLogged (unix nanoseconds) and noSpaceRefused pace the log
+	// lines of writes refused for a full disk (writer_nospace.go).
+	noSpaceLogged  atomic.Int64
+	noSpaceRefused atomic.Int64
+	// reclaimPending is set when a topic was deleted: the next retention
+	// pass reclaims its space (retention.go).
+	reclaimPending atomic.Bool
 
 	groups *coordinator
 	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)

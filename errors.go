@@ -14,6 +14,13 @@ var (
 	ErrClosed = errors.New("equeue: closed")
 	// ErrLocked is returned by Open when another open engine holds the directory.
 	ErrLocked = store.ErrLocked
+	// ErrNoSpace is returned (wrapped) by a send, commit or admin change
+	// that the Badger store refused because its file system is nearly
+	// full (store.BadgerOptions.MinFreeBytes): nothing of it was stored,
+	// and it may be retried once space is freed. Offset commits, retention
+	// and topic deletion go on longer than sends, so that consumers and
+	// deletions can free space.
+	ErrNoSpace = store.ErrNoSpace
 	// ErrInvalidOptions is returned when Options or per-client options fail Validate.
 	ErrInvalidOptions = errors.New("equeue: invalid options")
 	// ErrInvalidName is returned for a topic or group name that is not 1-127

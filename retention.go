@@ -109,9 +109,14 @@ func (e *Engine) ApplyRetention(ctx context.Context, p RetentionPolicy) (Retenti
 			break
 		}
 	}
-	if res.Deleted > 0 {
-		if rerr := e.st.Reclaim(); rerr != nil && err == nil {
-			err = fmt.Errorf("equeue: reclaim after retention: %w", rerr)
+	// Deleted records, and those of topics deleted since the last pass,
+	// give their space back.
+	if res.Deleted > 0 || e.reclaimPending.Swap(false) {
+		if rerr := e.st.Reclaim(); rerr != nil {
+			e.reclaimPending.Store(true)
+			if err == nil {
+				err = fmt.Errorf("equeue: reclaim after retention: %w", rerr)
+			}
 		}
 	}
 	return res, err

@@ -519,6 +519,7 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	if derr := e.dropQueues(t.id, len(t.queueList()), e.writeMeta); derr != nil {
 		e.log.Warn("dropping the records of a deleted topic; the next open retries", "topic", name, "err", derr)
 	}
+	e.reclaimPending.Store(true) // the next retention pass gives the space back
 	for _, q := range t.queueList() {
 		q.release()
 	}

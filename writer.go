@@ -418,7 +418,7 @@ func (e *Engine) runBatch(batch []*command, waiting int, now time.Time, roomOps,
 	if f.err != nil {
 		// Not stored: memory stays as it was.
 		if !errors.Is(f.err, ErrStoreFailed) { // logged once, when the fsync failed
-			e.log.Error("write failed", "messages", len(b.entries), "err", f.err)
+			e.logWriteFailed(len(b.entries), f.err)
 		}
 		expiring = false
 	} else {

@@ -72,6 +72,11 @@ type Badger struct {
 	// before Badger deletes the file they came from (gcRound); tests
 	// watch it.
 	reclaimSync func() error
+	// space refuses writes that would leave the disk nearly full
+	// (badger_space.go); nil in memory or read-only.
+	space *spaceGuard
+	// gcNeed bounds what one value-log GC round writes (gcRound).
+	gcNeed int64
 }
 
 // OpenBadger opens (creating it if needed) the Badger store in dir. Nil opts
@@ -117,7 +122,12 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		ends:          make(map[QueueID]uint64),
 	}
 	s.reclaimSync = s.syncLogs
+	s.gcNeed = o.MemTableSize
+	if o.SegmentBytes >= o.ValueThreshold {
+		s.gcNeed = o.ValueLogFileSize // segments in the value log: a round may move a file's worth
+	}
 	if !o.InMemory && !o.ReadOnly {
+		s.space = newSpaceGuard(dir, o.MinFreeBytes)
 		if s.wals, err = newWALSync(dir); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("store: open badger at %q: %w", dir, err)

@@ -67,6 +67,10 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 	defer s.wmu.Unlock()
 	// A split segment costs two operations.
 	chunk := min(s.chunkSegments, max(s.limits.MaxEntries/2, 1))
+	// Tombstones, and the two edge segments written back.
+	if err := s.space.admit(int64(chunk*64+2*s.segLimit+4096), false); err != nil {
+		return from, err
+	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	prefix := queuePrefix(q)
@@ -278,6 +282,9 @@ func (s *Badger) Reclaim() error {
 // that sync fails, Reclaim returns its error; the file goes as Badger
 // would have let it go anyway.
 func (s *Badger) gcRound() error {
+	if err := s.space.admit(s.gcNeed, false); err != nil {
+		return err
+	}
 	txn := s.db.NewTransaction(false)
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: flushSentinel})
 	defer func() {

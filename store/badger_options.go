@@ -177,6 +177,17 @@ type BadgerOptions struct {
 	// commands) refuse them before they reach the store. Not with
 	// InMemory.
 	ReadOnly bool
+	// MinFreeBytes is the free space the store keeps on its file system: a
+	// write that would leave less is refused with ErrNoSpace, nothing of
+	// it stored, so that a full disk fails writes instead of killing the
+	// process (badger_space.go: Badger writes its logs through memory
+	// maps of sparse files, where a full disk raises SIGBUS). Writes that
+	// only record metadata or delete records (offset commits, retention,
+	// topic deletion) may use three quarters of it. Zero means
+	// (NumMemtables + 1) x MemTableSize + 4 MiB, room for the flushes of
+	// the memtables Badger holds; negative turns the check off. Ignored
+	// with InMemory and ReadOnly.
+	MinFreeBytes int64
 	// Logger receives Badger's log lines at Debug, Info, Warn and Error
 	// level. Nil means silent.
 	Logger *slog.Logger
@@ -273,6 +284,9 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 	}
 	if o.NumLevelZeroTablesStall == 0 {
 		o.NumLevelZeroTablesStall = 3 * o.NumLevelZeroTables
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = int64(o.NumMemtables+1)*o.MemTableSize + 4*mib
 	}
 	switch {
 	case o.BlockCacheSize == 0:

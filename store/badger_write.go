@@ -27,6 +27,9 @@ func (s *Badger) Write(b *Batch) error {
 	if err := checkBatch(b, s.limits); err != nil {
 		return err
 	}
+	if err := s.space.admit(writeNeed(b), len(b.Entries) > 0); err != nil {
+		return err
+	}
 
 	s.dropMu.RLock()
 	defer s.dropMu.RUnlock()

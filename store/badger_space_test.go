@@ -1,0 +1,121 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeDisk makes s see free bytes free on its disk and counts the looks.
+type fakeDisk struct {
+	free  atomic.Int64
+	looks atomic.Int64
+	fail  atomic.Bool
+}
+
+func watchDisk(s *Badger, free int64) *fakeDisk {
+	d := &fakeDisk{}
+	d.free.Store(free)
+	s.space.free = func(string) (int64, error) {
+		d.looks.Add(1)
+		if d.fail.Load() {
+			return 0, errors.New("statfs failed")
+		}
+		return d.free.Load(), nil
+	}
+	s.space.checked = s.space.checked.AddDate(-1, 0, 0) // look at the next write
+	return d
+}
+
+func TestBadger_NoSpaceRefusesWritesWhole(t *testing.T) {
+	const mib = 1 << 20
+	s, err := OpenBadger(t.TempDir(), &BadgerOptions{MemTableSize: 4 * mib})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	// The default reserve: the memtables Badger holds, flushed, and a margin.
+	require.Equal(t, int64(3*4*mib+4*mib), s.space.reserve)
+	reserve := s.space.reserve
+	q := QueueID{Topic: 1, Queue: 0}
+	rec := func(off uint64) Entry { return Entry{Queue: q, Offset: off, Value: bytes.Repeat([]byte{'x'}, 100)} }
+	commit := MetaOp{Key: []byte("offset"), Value: []byte("1")}
+
+	d := watchDisk(s, reserve+mib)
+	require.NoError(t, s.Write(&Batch{Entries: []Entry{rec(0)}}))
+
+	// Below the reserve: records are refused whole, the metadata of the
+	// same batch with them; nothing is stored.
+	d.free.Store(reserve - 1)
+	err = s.Write(&Batch{Entries: []Entry{rec(1), rec(2)}, Meta: []MetaOp{commit}})
+	require.ErrorIs(t, err, ErrNoSpace)
+	assert.Contains(t, err.Error(), "MinFreeBytes")
+	recs, err := s.Read(q, 0, 10, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 1, "the refused write stored nothing")
+	_, err = s.GetMeta(commit.Key)
+	require.ErrorIs(t, err, ErrNotFound)
+
+	// Metadata and deletions alone may use three quarters of the reserve.
+	require.NoError(t, s.Write(&Batch{Meta: []MetaOp{commit}}))
+	require.NoError(t, s.DeleteRange(q, 0, 1))
+	d.free.Store(reserve / 8)
+	require.ErrorIs(t, s.Write(&Batch{Meta: []MetaOp{commit}}), ErrNoSpace)
+	require.ErrorIs(t, s.DeleteRange(q, 1, 2), ErrNoSpace)
+
+	// Space freed: writes go in again.
+	d.free.Store(100 * mib)
+	require.NoError(t, s.Write(&Batch{Entries: []Entry{rec(1)}}))
+
+	// A failed look at the disk does not refuse writes.
+	d.fail.Store(true)
+	d.free.Store(0)
+	s.space.checked = s.space.checked.AddDate(-1, 0, 0)
+	require.NoError(t, s.Write(&Batch{Entries: []Entry{rec(2)}}))
+}
+
+func TestBadger_NoSpaceLooksAtTheDiskSeldomUnlessNearlyFull(t *testing.T) {
+	const mib = 1 << 20
+	s, err := OpenBadger(t.TempDir(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	q := QueueID{Topic: 1, Queue: 0}
+	write := func(off uint64) error {
+		return s.Write(&Batch{Entries: []Entry{{Queue: q, Offset: off, Value: make([]byte, 100)}}})
+	}
+	// Far from the reserve: one look, then the count of what went in.
+	d := watchDisk(s, s.space.reserve+100*mib)
+	for i := range 100 {
+		require.NoError(t, write(uint64(i)))
+	}
+	assert.Equal(t, int64(1), d.looks.Load())
+
+	// The count runs out: the next write looks again, and is refused.
+	s.space.budget = 0
+	d.free.Store(s.space.reserve)
+	require.ErrorIs(t, write(100), ErrNoSpace)
+	assert.Equal(t, int64(2), d.looks.Load())
+
+	// Near the reserve (under twice it free), every write looks.
+	d.free.Store(s.space.reserve + s.space.reserve/2)
+	for i := range 10 {
+		require.NoError(t, write(uint64(100+i)))
+	}
+	assert.Equal(t, int64(12), d.looks.Load())
+}
+
+func TestBadger_NoSpaceCheckOff(t *testing.T) {
+	s, err := OpenBadger(t.TempDir(), &BadgerOptions{MinFreeBytes: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	d := watchDisk(s, 0)
+	require.NoError(t, s.Write(&Batch{Entries: []Entry{{Queue: QueueID{Topic: 1}, Offset: 0, Value: []byte("x")}}}))
+	assert.Zero(t, d.looks.Load())
+
+	mem, err := OpenBadger("", &BadgerOptions{InMemory: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, mem.Close()) })
+	assert.Nil(t, mem.space, "in memory: no disk to watch")
+}
