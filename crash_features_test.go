@@ -31,9 +31,10 @@ import (
 //     through its retry topic) and some always (dead-lettered after
 //     MaxAttempts), while the process is killed between a failure, its
 //     send-back and the commit;
-//   - a topic with a dedup window, to which every round sends again the
-//     IDs that earlier rounds had acknowledged: each must be answered as a
-//     duplicate at its first position, whatever the kills in between;
+//   - a topic with a dedup window, sent to with Send and SendAsync, to
+//     which every round sends again the IDs that earlier rounds had
+//     acknowledged: each must be answered as a duplicate at its first
+//     position, whatever the kills in between;
 //   - delayed messages (DeliverAt), read by another group: never early;
 //   - a topic capped at crashCapMax messages that drops the oldest;
 //   - two members of a broadcasting group, one slower than the other;
@@ -251,6 +252,31 @@ func TestCrashFeaturesChild(t *testing.T) {
 			}
 		}()
 	}
+	// SendAsync into the dedup topic, up to 16 in flight, acknowledged by
+	// each future in order.
+	type inflight struct {
+		id string
+		f  *equeue.SendFuture
+	}
+	futures := make(chan inflight, 16)
+	go func() {
+		for x := range futures {
+			r, err := x.f.Result(ctx)
+			if err != nil {
+				fail("send async %s: %v", x.id, err)
+			}
+			say("ACK %s %d %d", x.id, r.Queue, r.Offset)
+		}
+	}()
+	go func() {
+		for i := 0; ; i++ {
+			id := fmt.Sprintf("r%s-async-%d", round, i)
+			futures <- inflight{id, p.SendAsync(ctx, &equeue.Message{Topic: crashDedupTopic, ID: id, Body: []byte(id)})}
+			if i%16 == 15 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}()
 	go crashChurn(ctx, e, p, round, say, fail)
 	select {}
 }
