@@ -132,6 +132,9 @@ func (s *Badger) Restore(r io.Reader) error {
 	}
 	wb := s.db.NewWriteBatch() // commits whenever a transaction fills up
 	defer wb.Cancel()
+	// What is loaded goes through Badger's memory-mapped logs: the free
+	// space is checked before each MiB of it (badger_space.go).
+	var pending int64
 	for {
 		klen, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -154,6 +157,12 @@ func (s *Badger) Restore(r io.Reader) error {
 		key, val := buf[:klen], buf[klen:]
 		if key[0] != recordSpace && key[0] != metaSpace {
 			return fmt.Errorf("%w: key %x outside the store's key spaces", ErrBadSnapshot, key)
+		}
+		if pending += int64(klen + vlen + 64); pending >= 1<<20 {
+			if err := s.space.admit(pending, true); err != nil {
+				return fmt.Errorf("store: restore: %w", err)
+			}
+			pending = 0
 		}
 		if err := wb.Set(key, val); err != nil {
 			return fmt.Errorf("store: restore: %w", err)

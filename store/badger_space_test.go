@@ -119,3 +119,39 @@ func TestBadger_NoSpaceCheckOff(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, mem.Close()) })
 	assert.Nil(t, mem.space, "in memory: no disk to watch")
 }
+
+func TestBadger_NoSpaceStopsARestore(t *testing.T) {
+	const mib = 1 << 20
+	src, err := OpenBadger(t.TempDir(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, src.Close()) })
+	q := QueueID{Topic: 1, Queue: 0}
+	for i := range 40 { // 2.5 MiB in 40 writes
+		var b Batch
+		for j := range 64 {
+			b.Entries = append(b.Entries, Entry{Queue: q, Offset: uint64(i*64 + j), Value: make([]byte, 1000)})
+		}
+		require.NoError(t, src.Write(&b))
+	}
+	sn, err := src.Snapshot()
+	require.NoError(t, err)
+	var snap bytes.Buffer
+	_, err = sn.WriteTo(&snap)
+	require.NoError(t, err)
+	sn.Release()
+
+	dst, err := OpenBadger(t.TempDir(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, dst.Close()) })
+	d := watchDisk(dst, dst.space.reserve+mib/2) // not room for a MiB of it
+	err = dst.Restore(bytes.NewReader(snap.Bytes()))
+	require.ErrorIs(t, err, ErrNoSpace)
+	assert.Positive(t, d.looks.Load())
+
+	d.free.Store(100 * mib)
+	require.NoError(t, dst.Restore(bytes.NewReader(snap.Bytes())))
+	_, next, ok, err := dst.Bounds(q)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(40*64), next)
+}
