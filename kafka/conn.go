@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -69,11 +70,24 @@ func (c *conn) serve() {
 		if _, err := io.ReadFull(c.r, buf); err != nil {
 			return
 		}
-		if err := c.handle(buf); err != nil {
+		if err := c.handleRecovered(buf); err != nil {
 			c.s.log.Info("kafka: closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return
 		}
 	}
+}
+
+// handleRecovered is handle, with a panic turned into an error that
+// closes this connection: a request that trips a bug of the listener must
+// not take down the program that embeds the broker.
+func (c *conn) handleRecovered(buf []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.log.Error("kafka: panic in a request; closing the connection", "remote", c.nc.RemoteAddr().String(), "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error: %v", p)
+		}
+	}()
+	return c.handle(buf)
 }
 
 // handle parses and answers one request. An error closes the connection.
