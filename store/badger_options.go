@@ -186,7 +186,8 @@ type BadgerOptions struct {
 	// topic deletion) may use three quarters of it. Zero means
 	// (NumMemtables + 1) x MemTableSize + 4 MiB, room for the flushes of
 	// the memtables Badger holds; negative turns the check off. Ignored
-	// with InMemory and ReadOnly.
+	// with InMemory and ReadOnly, and on platforms other than Linux, macOS
+	// and FreeBSD, where the free space is not known.
 	MinFreeBytes int64
 	// Logger receives Badger's log lines at Debug, Info, Warn and Error
 	// level. Nil means silent.
