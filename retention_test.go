@@ -3,6 +3,7 @@ package equeue_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 // fillQueue appends n small messages to queue 0 of topic in batches.
@@ -125,4 +127,41 @@ func TestRetention_BackgroundPass(t *testing.T) {
 		require.NoError(t, err)
 		return info.Queues[0].MinOffset == 10
 	}, "old messages deleted in the background")
+}
+
+// reclaimCounter counts the store's Reclaim calls.
+type reclaimCounter struct {
+	equeue.Store
+	reclaims atomic.Int64
+}
+
+func (s *reclaimCounter) Reclaim() error {
+	s.reclaims.Add(1)
+	return s.Store.Reclaim()
+}
+
+// TestRetention_ReclaimsADeletedTopic: the records of a deleted topic give
+// their space back at the next retention pass, even one that deletes
+// nothing itself; a pass after that does not reclaim again.
+func TestRetention_ReclaimsADeletedTopic(t *testing.T) {
+	ctx := ctxT(t)
+	st := &reclaimCounter{Store: store.NewMemory()}
+	e, err := equeue.Open("", &equeue.Options{Store: st, Retention: equeue.RetentionPolicy{Interval: -1}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	sendN(t, newProducer(t, e, nil), "t", 10, nil)
+
+	res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{})
+	require.NoError(t, err)
+	require.Zero(t, res.Deleted)
+	assert.Zero(t, st.reclaims.Load(), "nothing deleted, nothing to reclaim")
+
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), st.reclaims.Load(), "the deleted topic's space is reclaimed")
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), st.reclaims.Load(), "once")
 }
