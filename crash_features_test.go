@@ -172,12 +172,7 @@ func TestCrashFeaturesChild(t *testing.T) {
 	}
 	round := os.Getenv("EQUEUE_CRASH_ROUND")
 	ctx := context.Background()
-	var outMu sync.Mutex
-	say := func(format string, args ...any) {
-		outMu.Lock()
-		defer outMu.Unlock()
-		_, _ = fmt.Fprintf(os.Stdout, format+"\n", args...)
-	}
+	say := childSay()
 	fail := func(format string, args ...any) {
 		say("ERROR "+format, args...)
 		os.Exit(3)

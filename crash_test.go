@@ -37,12 +37,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	round := os.Getenv("EQUEUE_CRASH_ROUND")
 	ctx := context.Background()
-	var outMu sync.Mutex
-	say := func(format string, args ...any) {
-		outMu.Lock()
-		defer outMu.Unlock()
-		_, _ = fmt.Fprintf(os.Stdout, format+"\n", args...)
-	}
+	say := childSay()
 	e, err := equeue.Open(dir, nil) // SyncAlways
 	if err != nil {
 		say("ERROR open %v", err)
@@ -102,6 +97,17 @@ func TestCrashChild(t *testing.T) {
 				say("COMMITTED %d %d", q.Queue, q.Committed)
 			}
 		}
+	}
+}
+
+// childSay returns a child process's printer of output lines, safe for
+// its goroutines.
+func childSay() func(format string, args ...any) {
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = fmt.Fprintf(os.Stdout, format+"\n", args...)
 	}
 }
 
@@ -186,23 +192,7 @@ func TestCrash_KillAndReopen(t *testing.T) {
 		// Reopen and check what the store holds.
 		e, err := equeue.Open(dir, nil)
 		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
-		info, err := e.Topic(ctx, "t")
-		require.NoError(t, err)
-		found := map[string][]crashPos{}
-		for _, q := range info.Queues {
-			next := q.MinOffset
-			for next < q.MaxOffset {
-				res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: q.ID, Offset: next, Max: 1024})
-				require.NoError(t, err)
-				require.Empty(t, res.Corrupt, "round %d: corrupt records", round)
-				for _, m := range res.Messages {
-					require.Equal(t, next, m.Offset, "round %d: queue %d has a gap at %d", round, q.ID, next)
-					next++
-					found[m.ID] = append(found[m.ID], crashPos{q.ID, m.Offset})
-				}
-				require.Equal(t, next, res.NextOffset)
-			}
-		}
+		found := crashReadTopic(t, ctx, e, "t")
 		for id, pos := range acked {
 			require.Equal(t, []crashPos{pos}, found[id], "round %d: acknowledged %s must be stored exactly once where its Send said", round, id)
 		}
@@ -250,17 +240,8 @@ func TestCrash_KillAndReopen(t *testing.T) {
 	require.NoError(t, c.Close())
 	seenDelayed := func() map[string]int {
 		seen := map[string]int{}
-		info, err := e.Topic(ctx, "d")
-		require.NoError(t, err)
-		for _, q := range info.Queues {
-			for off := q.MinOffset; off < q.MaxOffset; {
-				res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "d", Queue: q.ID, Offset: off, Max: 1024})
-				require.NoError(t, err)
-				for _, m := range res.Messages {
-					seen[m.ID]++
-				}
-				off = res.NextOffset
-			}
+		for id, ids := range crashReadTopic(t, ctx, e, "d") {
+			seen[id] = len(ids)
 		}
 		return seen
 	}

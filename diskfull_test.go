@@ -112,7 +112,7 @@ func TestDiskFullChild(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	say := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+	say := childSay()
 	status := func(err error) string {
 		if err != nil {
 			return err.Error()
@@ -142,16 +142,9 @@ func TestDiskFullChild(t *testing.T) {
 		}
 		say("META %s", status(e.CreateTopic(ctx, "small", 1)))
 	case "check":
-		info, err := e.Topic(ctx, "t")
-		require.NoError(t, err)
-		for _, q := range info.Queues {
-			for off := q.MinOffset; off < q.MaxOffset; {
-				res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: q.ID, Offset: off, Max: 1024})
-				require.NoError(t, err)
-				for _, m := range res.Messages {
-					say("FOUND %s", m.ID)
-				}
-				off = res.NextOffset
+		for id, at := range crashReadTopic(t, ctx, e, "t") {
+			for range at {
+				say("FOUND %s", id)
 			}
 		}
 		say("DELETED %s", status(e.DeleteTopic(ctx, "t")))
