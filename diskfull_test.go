@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +67,19 @@ func TestDiskFull_SendsRefusedNotCrashed(t *testing.T) {
 	assert.Contains(t, check, "DELETED ok")
 	assert.Contains(t, check, "AFTER ok", "sends go in again once space is freed: %v", check[max(len(check)-3, 0):])
 	assert.Contains(t, check, "CLOSED ok")
-	t.Logf("%d acknowledged before the disk filled; %s", len(acked), refused)
+
+	// Another program fills the disk to the last few blocks: opening for
+	// writes is refused (Badger's open writes log headers through memory
+	// maps, which would raise SIGBUS).
+	fillDisk(t, disk, 8<<10)
+	var opened string
+	for _, l := range diskFullChild(t, dir, "open") {
+		if strings.HasPrefix(l, "OPEN ") {
+			opened = l
+		}
+	}
+	require.Contains(t, opened, "OPEN true", "open on a full disk fails with ErrNoSpace")
+	t.Logf("%d acknowledged before the disk filled; %s; %s", len(acked), refused, opened)
 }
 
 const diskFullEnv = "EQUEUE_DISKFULL_DIR"
@@ -120,6 +133,13 @@ func TestDiskFullChild(t *testing.T) {
 		return "ok"
 	}
 	e, err := equeue.Open(dir, diskFullOptions())
+	if os.Getenv("EQUEUE_DISKFULL_STEP") == "open" {
+		say("OPEN %t %v", errors.Is(err, equeue.ErrNoSpace), err)
+		if err == nil {
+			require.NoError(t, e.Close())
+		}
+		return
+	}
 	require.NoError(t, err)
 	p, err := equeue.NewProducer(e, nil)
 	require.NoError(t, err)
@@ -162,6 +182,16 @@ func TestDiskFullChild(t *testing.T) {
 	}
 	require.NoError(t, p.Close())
 	say("CLOSED %s", status(e.Close()))
+}
+
+// fillDisk writes a file into disk until about left bytes stay free.
+func fillDisk(t *testing.T, disk string, left int64) {
+	t.Helper()
+	var st syscall.Statfs_t
+	require.NoError(t, syscall.Statfs(disk, &st))
+	free := int64(st.Bavail) * st.Bsize
+	require.Greater(t, free, left)
+	require.NoError(t, os.WriteFile(filepath.Join(disk, "filler"), make([]byte, free-left), 0o600))
 }
 
 // mountSmallDisk mounts a tmpfs of size bytes for the test and returns its

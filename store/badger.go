@@ -100,6 +100,11 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		}
 	}
 
+	if !o.InMemory && !o.ReadOnly {
+		if err := checkOpenSpace(dir, o.MinFreeBytes); err != nil {
+			return nil, fmt.Errorf("store: open badger at %q: %w", dir, err)
+		}
+	}
 	// Badger reports some unusable states (corrupt files, for one) by
 	// panicking in the calling goroutine; turn those into errors.
 	defer func() {

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -56,7 +58,35 @@ type spaceGuard struct {
 // newSpaceGuard returns the guard of a store in dir; reserve 0 (in memory,
 // read-only or turned off) lets every write in.
 func newSpaceGuard(dir string, reserve int64) *spaceGuard {
-	return &spaceGuard{dir: dir, reserve: reserve, free: diskFree}
+	return &spaceGuard{dir: dir, reserve: reserve, free: freeSpace}
+}
+
+// freeSpace is diskFree; tests replace it.
+var freeSpace = diskFree
+
+// checkOpenSpace refuses to open a store in dir for writing when less than
+// the metadata writes' share of reserve is free: Badger's Open writes the
+// headers of new log files through their memory maps, so on a full disk
+// it would raise SIGBUS before any write of the store's could be refused.
+// dir need not exist yet: its nearest existing parent is looked at.
+func checkOpenSpace(dir string, reserve int64) error {
+	if reserve <= 0 {
+		return nil
+	}
+	at := dir
+	free, err := freeSpace(at)
+	for err != nil && errors.Is(err, fs.ErrNotExist) && filepath.Dir(at) != at {
+		at = filepath.Dir(at)
+		free, err = freeSpace(at)
+	}
+	if err != nil {
+		return nil // not known: as admit does
+	}
+	if keep := reserve / 4; free < keep {
+		return fmt.Errorf("%w: %d bytes free on the file system of %s, opening for writes needs %d (a quarter of BadgerOptions.MinFreeBytes); free space, or open read-only",
+			ErrNoSpace, free, dir, keep)
+	}
+	return nil
 }
 
 // admit lets in a write that puts up to need bytes into Badger's logs, or

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"sync/atomic"
 	"testing"
 
@@ -154,4 +155,44 @@ func TestBadger_NoSpaceStopsARestore(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, uint64(40*64), next)
+}
+
+func TestBadger_NoSpaceRefusesToOpenForWrites(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenBadger(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	reserve := s.space.reserve
+
+	free := reserve/4 - 1
+	var looked []string
+	saved := freeSpace
+	freeSpace = func(at string) (int64, error) {
+		looked = append(looked, at)
+		if at == dir+"/new" {
+			return 0, fs.ErrNotExist
+		}
+		return free, nil
+	}
+	t.Cleanup(func() { freeSpace = saved })
+
+	_, err = OpenBadger(dir, nil)
+	require.ErrorIs(t, err, ErrNoSpace)
+	assert.Contains(t, err.Error(), "open read-only")
+	// Not yet created: its parent's file system is looked at.
+	_, err = OpenBadger(dir+"/new", nil)
+	require.ErrorIs(t, err, ErrNoSpace)
+	assert.Equal(t, []string{dir, dir + "/new", dir}, looked)
+
+	ro, err := OpenBadger(dir, &BadgerOptions{ReadOnly: true})
+	require.NoError(t, err, "read-only writes nothing")
+	require.NoError(t, ro.Close())
+	off, err := OpenBadger(dir, &BadgerOptions{MinFreeBytes: -1})
+	require.NoError(t, err, "the check turned off")
+	require.NoError(t, off.Close())
+
+	free = reserve / 4
+	s, err = OpenBadger(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 }
