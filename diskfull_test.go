@@ -51,6 +51,7 @@ func TestDiskFull_SendsFailWithErrNoSpaceAndTheLogIsPaced(t *testing.T) {
 	// Offset commits still go in.
 	require.NoError(t, e.CreateTopic(ctx, "meta", 1))
 	assert.Equal(t, 1, strings.Count(logs.String(), "write refused"), "one log line for 50 refused writes:\n%s", logs.String())
+	assert.Equal(t, uint64(50), e.Stats().NoSpaceRefusals)
 
 	st.full.Store(false)
 	r1, err := p.Send(ctx, &equeue.Message{Topic: "t", Keys: []string{"k"}, Body: []byte("after")})

@@ -101,6 +101,7 @@ type Engine struct {
 type engineStats struct {
 	corrupt atomic.Uint64
 	expired atomic.Uint64
+	noSpace atomic.Uint64 // writes refused with ErrNoSpace (writer_nospace.go)
 }
 
 // Open opens (creating if needed) an engine on dir. With Options.InMemory or
@@ -315,11 +316,15 @@ type Stats struct {
 	ExpiredMessages uint64
 	// StoreBytes is the size of the store.
 	StoreBytes int64
+	// NoSpaceRefusals counts store writes refused because the disk is
+	// nearly full (ErrNoSpace): sends, commits and admin changes that
+	// stored nothing.
+	NoSpaceRefusals uint64
 }
 
 // Stats returns engine-wide counters.
 func (e *Engine) Stats() Stats {
-	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load()}
+	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load()}
 	if !e.closed.Load() {
 		s.StoreBytes, _ = e.st.Size()
 	}

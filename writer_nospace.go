@@ -19,6 +19,7 @@ func (e *Engine) logWriteFailed(messages int, err error) {
 		e.log.Error("write failed", "messages", messages, "err", err)
 		return
 	}
+	e.stats.noSpace.Add(1)
 	refused := e.noSpaceRefused.Add(1)
 	now := time.Now().UnixNano()
 	last := e.noSpaceLogged.Load()

@@ -48,6 +48,7 @@ type Collector struct {
 	storeBytes       *prometheus.Desc
 	corruptRecords   *prometheus.Desc
 	expiredMessages  *prometheus.Desc
+	noSpaceRefusals  *prometheus.Desc
 }
 
 var (
@@ -91,6 +92,7 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		storeBytes:       desc("store_bytes", "Size of the engine's store in bytes."),
 		corruptRecords:   desc("corrupt_records_total", "Records skipped because they failed their checksum, since the engine opened."),
 		expiredMessages:  desc("expired_messages_total", "Messages skipped because their time-to-live ran out, since the engine opened."),
+		noSpaceRefusals:  desc("no_space_refusals_total", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened."),
 	}
 	if e != nil {
 		c.eng.Store(e)
@@ -118,7 +120,7 @@ func (c *Collector) Hooks() equeue.Hooks { return c.obs.Hooks() }
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.appendedMessages, c.appendedBytes, c.minOffset, c.maxOffset, c.groupLag, c.groupMembers,
-		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages,
+		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages, c.noSpaceRefusals,
 	} {
 		ch <- d
 	}
@@ -139,6 +141,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.storeBytes, prometheus.GaugeValue, float64(s.StoreBytes))
 	ch <- prometheus.MustNewConstMetric(c.corruptRecords, prometheus.CounterValue, float64(s.CorruptRecords))
 	ch <- prometheus.MustNewConstMetric(c.expiredMessages, prometheus.CounterValue, float64(s.ExpiredMessages))
+	ch <- prometheus.MustNewConstMetric(c.noSpaceRefusals, prometheus.CounterValue, float64(s.NoSpaceRefusals))
 
 	c.collectGroups(ch, e)
 }

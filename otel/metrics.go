@@ -87,6 +87,7 @@ type Metrics struct {
 	storeBytes       metric.Int64ObservableGauge
 	corruptRecords   metric.Int64ObservableCounter
 	expiredMessages  metric.Int64ObservableCounter
+	noSpaceRefusals  metric.Int64ObservableCounter
 }
 
 var _ equeue.Observer = (*Metrics)(nil)
@@ -148,11 +149,12 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.storeBytes = gauge("equeue.store.bytes", "By", "Size of the engine's store in bytes.")
 	m.corruptRecords = counter("equeue.corrupt_records", "{record}", "Records skipped because they failed their checksum, since the engine opened.")
 	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages skipped because their time-to-live ran out, since the engine opened.")
+	m.noSpaceRefusals = counter("equeue.no_space_refusals", "{write}", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened.")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("equeue/otel: instruments: %w", errors.Join(errs...))
 	}
 	m.reg, err = mt.RegisterCallback(m.observe, m.appendedMessages, m.appendedBytes, m.minOffset, m.maxOffset,
-		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages)
+		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals)
 	if err != nil {
 		return nil, fmt.Errorf("equeue/otel: register callback: %w", err)
 	}
@@ -232,6 +234,7 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	o.ObserveInt64(m.storeBytes, s.StoreBytes)
 	o.ObserveInt64(m.corruptRecords, int64(s.CorruptRecords))
 	o.ObserveInt64(m.expiredMessages, int64(s.ExpiredMessages))
+	o.ObserveInt64(m.noSpaceRefusals, int64(s.NoSpaceRefusals))
 
 	gctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()

@@ -1,6 +1,7 @@
 package remote_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/remote"
+	"github.com/equeue-go/equeue/store"
 )
 
 // The engine's counters and store size read over the wire match the
@@ -28,4 +30,32 @@ func TestClient_EngineStatsMatchesTheEngine(t *testing.T) {
 	rc := dial(t, s.addr, &remote.ClientOptions{Token: "r"})
 	_, err = rc.EngineStats(ctx)
 	assert.ErrorIs(t, err, remote.ErrPermissionDenied)
+}
+
+// noSpaceStore refuses every write of records with store.ErrNoSpace, as a
+// Badger store on a nearly full disk does.
+type noSpaceStore struct{ equeue.Store }
+
+func (s noSpaceStore) Write(b *store.Batch) error {
+	if len(b.Entries) > 0 {
+		return fmt.Errorf("%w: injected", store.ErrNoSpace)
+	}
+	return s.Store.Write(b)
+}
+
+// A send refused for a full disk matches ErrNoSpace on the client too, and
+// the refusal is counted in the stats read over the wire.
+func TestClient_NoSpaceOverTheWire(t *testing.T) {
+	ctx := ctxT(t)
+	e, c := setup(t, &equeue.Options{Store: noSpaceStore{store.NewMemory()}})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p, err := equeue.NewProducer(c, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+	require.ErrorIs(t, err, equeue.ErrNoSpace)
+	got, err := c.EngineStats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), got.NoSpaceRefusals)
+	assert.Equal(t, e.Stats(), got)
 }

@@ -4346,6 +4346,8 @@ type EngineStatsResponse struct {
 	CorruptRecords  uint64                 `protobuf:"varint,1,opt,name=corrupt_records,json=corruptRecords,proto3" json:"corrupt_records,omitempty"`
 	ExpiredMessages uint64                 `protobuf:"varint,2,opt,name=expired_messages,json=expiredMessages,proto3" json:"expired_messages,omitempty"`
 	StoreBytes      int64                  `protobuf:"varint,3,opt,name=store_bytes,json=storeBytes,proto3" json:"store_bytes,omitempty"`
+	// Store writes refused because the disk is nearly full.
+	NoSpaceRefusals uint64 `protobuf:"varint,4,opt,name=no_space_refusals,json=noSpaceRefusals,proto3" json:"no_space_refusals,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -4397,6 +4399,13 @@ func (x *EngineStatsResponse) GetExpiredMessages() uint64 {
 func (x *EngineStatsResponse) GetStoreBytes() int64 {
 	if x != nil {
 		return x.StoreBytes
+	}
+	return 0
+}
+
+func (x *EngineStatsResponse) GetNoSpaceRefusals() uint64 {
+	if x != nil {
+		return x.NoSpaceRefusals
 	}
 	return 0
 }
@@ -5266,12 +5275,13 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
 	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next\"\x14\n" +
-	"\x12EngineStatsRequest\"\x8a\x01\n" +
+	"\x12EngineStatsRequest\"\xb6\x01\n" +
 	"\x13EngineStatsResponse\x12'\n" +
 	"\x0fcorrupt_records\x18\x01 \x01(\x04R\x0ecorruptRecords\x12)\n" +
 	"\x10expired_messages\x18\x02 \x01(\x04R\x0fexpiredMessages\x12\x1f\n" +
 	"\vstore_bytes\x18\x03 \x01(\x03R\n" +
-	"storeBytes\"-\n" +
+	"storeBytes\x12*\n" +
+	"\x11no_space_refusals\x18\x04 \x01(\x04R\x0fnoSpaceRefusals\"-\n" +
 	"\x17DeleteReplyTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
 	"\x18DeleteReplyTopicResponse\">\n" +
