@@ -19,7 +19,8 @@ var (
 	// full (store.BadgerOptions.MinFreeBytes): nothing of it was stored,
 	// and it may be retried once space is freed. Offset commits, retention
 	// and topic deletion go on longer than sends, so that consumers and
-	// deletions can free space.
+	// deletions can free space. Open returns it when the disk is fuller
+	// still (less than a quarter of the reserve free).
 	ErrNoSpace = store.ErrNoSpace
 	// ErrInvalidOptions is returned when Options or per-client options fail Validate.
 	ErrInvalidOptions = errors.New("equeue: invalid options")

@@ -47,7 +47,7 @@ type spaceGuard struct {
 	dir     string
 	reserve int64 // MinFreeBytes: 0 turns the guard off
 	// free returns the bytes available to the process on dir's file
-	// system (diskFree; tests replace it).
+	// system (freeSpace when the store opens; tests replace it).
 	free func(dir string) (int64, error)
 
 	mu      sync.Mutex
