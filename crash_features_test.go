@@ -41,9 +41,10 @@ import (
 //   - a topic created, sent to and deleted, again and again.
 //
 // After each SIGKILL the parent reopens the directory and checks what is
-// stored; after the last, it runs both groups to the end: every
+// stored; after the last, it runs the groups to the end: every
 // acknowledged message handled or dead-lettered as its kind says and
-// nothing else dead-lettered, every delayed message delivered once.
+// nothing else dead-lettered, every delayed message delivered once, each
+// broadcasting member given every acknowledged message.
 // EQUEUE_CRASH_ROUNDS sets the rounds (default 3).
 func TestCrash_FeaturesKillAndReopen(t *testing.T) {
 	rounds := 3
