@@ -38,6 +38,7 @@ import (
 //   - delayed messages (DeliverAt), read by another group: never early;
 //   - a topic capped at crashCapMax messages that drops the oldest;
 //   - two members of a broadcasting group, one slower than the other;
+//   - an orderly group, which must get each queue's messages in order;
 //   - a topic created, sent to and deleted, again and again.
 //
 // After each SIGKILL the parent reopens the directory and checks what is
@@ -95,6 +96,7 @@ const (
 	crashDelayGroup  = "fdelayed"
 	// crashBroadcastGroup's members are crashBroadcastMembers.
 	crashBroadcastGroup = "fbroadcast"
+	crashOrderlyGroup   = "forderly"
 )
 
 // crashKind is how the retrying group's handler treats a message.
@@ -130,8 +132,8 @@ func crashRetryHandler(say func(string, ...any)) equeue.Handler {
 }
 
 // crashConsumers are the child's consumers (and the parent's last run's):
-// the retrying group, the delayed group and two members of a broadcasting
-// group on the dedup topic, the second one slow by slow a message (in the
+// the retrying group, the delayed group, an orderly group and two members
+// of a broadcasting group on the dedup topic, the second one slow by slow a message (in the
 // children: it falls behind), so that their positions differ when the
 // process is killed.
 func crashConsumers(say func(string, ...any), slow time.Duration) []equeue.ConsumerOptions {
@@ -147,6 +149,14 @@ func crashConsumers(say func(string, ...any), slow time.Duration) []equeue.Consu
 				return nil
 			}})
 	}
+	// An orderly group: within one process life each queue's messages
+	// reach it in offset order.
+	out = append(out, equeue.ConsumerOptions{Group: crashOrderlyGroup, Orderly: true,
+		Subscriptions: []equeue.Subscription{{Topic: crashDedupTopic}}, From: equeue.ConsumeFromEarliest, CommitInterval: 50 * time.Millisecond,
+		Handler: func(_ context.Context, m *equeue.Message) error {
+			say("OGOT %d %d", m.Queue, m.Offset)
+			return nil
+		}})
 	return out
 }
 
@@ -317,6 +327,9 @@ type crashFeatures struct {
 	churnDeleted bool
 	churnSent    []string
 	churned      int // generations created
+	// orderly is the last offset of each queue the orderly group got in
+	// the current process.
+	orderly map[int]int64
 }
 
 // line takes one line of a child's output (or of the parent's last run).
@@ -343,6 +356,13 @@ func (h *crashFeatures) line(l string) error {
 		h.dues[f[1]] = time.Unix(0, ns)
 	case len(f) == 3 && f[0] == "HANDLED":
 		h.handled[f[1]] = true
+	case len(f) == 3 && f[0] == "OGOT":
+		q, _ := strconv.Atoi(f[1])
+		off, _ := strconv.ParseInt(f[2], 10, 64)
+		if last, ok := h.orderly[q]; ok && off <= last {
+			return fmt.Errorf("the orderly group got %d/%d after %d/%d", q, off, q, last)
+		}
+		h.orderly[q] = off
 	case len(f) == 3 && f[0] == "BGOT":
 		if h.bgot[f[1]] == nil {
 			h.bgot[f[1]] = map[string]bool{}
@@ -370,6 +390,7 @@ func (h *crashFeatures) line(l string) error {
 
 // runChild runs one round's child and kills it at a random moment.
 func (h *crashFeatures) runChild(t *testing.T, dir, redoFile string, round int) {
+	h.orderly = map[int]int64{}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashFeaturesChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashFeaturesEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round), "EQUEUE_CRASH_REDO="+redoFile)
 	out, err := cmd.StdoutPipe()
@@ -410,6 +431,7 @@ func (h *crashFeatures) runChild(t *testing.T, dir, redoFile string, round int) 
 // finish runs both groups in the parent until everything acknowledged is
 // accounted for, and checks the dead letters and the delayed topic.
 func (h *crashFeatures) finish(t *testing.T, ctx context.Context, dir string) {
+	h.orderly = map[int]int64{}
 	e, err := equeue.Open(dir, nil)
 	require.NoError(t, err)
 	defer e.Close()
