@@ -111,7 +111,8 @@ func (e *Engine) ApplyRetention(ctx context.Context, p RetentionPolicy) (Retenti
 	}
 	// Deleted records, and those of topics deleted since the last pass,
 	// give their space back.
-	if res.Deleted > 0 || e.reclaimPending.Swap(false) {
+	pending := e.reclaimPending.Swap(false) // taken either way: one Reclaim covers both
+	if res.Deleted > 0 || pending {
 		if rerr := e.st.Reclaim(); rerr != nil {
 			e.reclaimPending.Store(true)
 			if err == nil {
