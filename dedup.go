@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -34,20 +35,8 @@ type dedupEntry struct {
 	at     time.Time
 }
 
-type dedupIndex struct {
-	topic   uint32
-	window  time.Duration
-	entries map[string]dedupEntry
-	order   []dedupKey // insertion order, for expiry
-}
-
-type dedupKey struct {
-	id string
-	at time.Time
-}
-
-func dedupMetaKey(topicID uint32, id string) []byte {
-	k := make([]byte, 0, dedupKeyLen(id))
+func dedupMetaKey[S string | []byte](topicID uint32, id S) []byte {
+	k := make([]byte, 0, len(keyDedupPrefix)+4+len(id))
 	k = append(k, keyDedupPrefix...)
 	k = binary.BigEndian.AppendUint32(k, topicID)
 	return append(k, id...)
@@ -67,26 +56,44 @@ func dedupValue(d dedupEntry) []byte {
 func (e *Engine) loadDedup() error {
 	e.dedup = map[uint32]*dedupIndex{}
 	var stale []store.MetaOp
+	// Badger hands the entries over in key order; the index wants them in
+	// the order of their times (expiry walks it from the oldest), so they
+	// are held packed, IDs in one buffer, and sorted first.
+	type loaded struct {
+		topic   uint32
+		queue   uint32
+		offset  int64
+		at      int64
+		idStart int
+		idEnd   int
+	}
+	var (
+		recs []loaded
+		ids  []byte
+	)
 	err := e.st.ScanMeta(keyDedupPrefix, func(k, v []byte) error {
 		if len(k) < len(keyDedupPrefix)+4 || len(v) != dedupValueLen {
 			return fmt.Errorf("%w: dedup entry %q", ErrCorrupt, k)
 		}
 		tid := binary.BigEndian.Uint32(k[len(keyDedupPrefix):])
-		id := string(k[len(keyDedupPrefix)+4:])
-		d := dedupEntry{queue: int(binary.BigEndian.Uint32(v)), offset: int64(binary.BigEndian.Uint64(v[4:])), at: time.Unix(0, int64(binary.BigEndian.Uint64(v[12:])))}
-		t := e.topicByID(tid)
-		if t == nil || t.dedup <= 0 {
+		if t := e.topicByID(tid); t == nil || t.dedup <= 0 {
 			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
 			return nil
 		}
-		e.dedupFor(t).add(id, d)
+		start := len(ids)
+		ids = append(ids, k[len(keyDedupPrefix)+4:]...)
+		recs = append(recs, loaded{
+			topic: tid, queue: binary.BigEndian.Uint32(v), offset: int64(binary.BigEndian.Uint64(v[4:])),
+			at: int64(binary.BigEndian.Uint64(v[12:])), idStart: start, idEnd: len(ids),
+		})
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, idx := range e.dedup {
-		slices.SortFunc(idx.order, func(a, b dedupKey) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(recs, func(a, b loaded) int { return cmp.Compare(a.at, b.at) })
+	for _, r := range recs {
+		e.dedupFor(e.topicByID(r.topic)).add(string(ids[r.idStart:r.idEnd]), dedupEntry{queue: int(r.queue), offset: r.offset, at: time.Unix(0, r.at)})
 	}
 	maxOps, maxBytes := e.batchLimits()
 	for len(stale) > 0 {
@@ -106,15 +113,10 @@ func (e *Engine) loadDedup() error {
 func (e *Engine) dedupFor(t *topic) *dedupIndex {
 	idx := e.dedup[t.id]
 	if idx == nil {
-		idx = &dedupIndex{topic: t.id, window: t.dedup, entries: map[string]dedupEntry{}}
+		idx = newDedupIndex(t.id, t.dedup)
 		e.dedup[t.id] = idx
 	}
 	return idx
-}
-
-func (x *dedupIndex) add(id string, d dedupEntry) {
-	x.entries[id] = d
-	x.order = append(x.order, dedupKey{id: id, at: d.at})
 }
 
 // dedupRef names one ID of one topic.
@@ -123,11 +125,13 @@ type dedupRef struct {
 	id    string
 }
 
-// dedupPut is an index entry a batch writes (or, for expiry, deletes).
+// dedupPut is an index entry a batch writes (or, for expiry, deletes:
+// then pos is its position in the index's log).
 type dedupPut struct {
 	idx *dedupIndex
 	id  string
 	d   dedupEntry
+	pos uint64
 }
 
 // dedupLookup finds id in t's window as of b: entries recorded earlier in
@@ -140,7 +144,7 @@ func (e *Engine) dedupLookup(b *batchState, t *topic, id string) (dedupEntry, bo
 	if idx == nil {
 		return dedupEntry{}, false
 	}
-	d, ok := idx.entries[id]
+	d, ok := idx.get(id)
 	if !ok || b.now.Sub(d.at) > idx.window {
 		return dedupEntry{}, false
 	}
@@ -206,27 +210,31 @@ func (e *Engine) planExpiry(b *batchState, ops, bytes int) (more bool) {
 	slices.Sort(tids)
 	for _, tid := range tids {
 		x := e.dedup[tid]
-		i := 0
-		for ; i < len(x.order) && b.now.Sub(x.order[i].at) > x.window; i++ {
-			k := x.order[i]
-			d, ok := x.entries[k.id]
-			if !ok || !d.at.Equal(k.at) {
-				continue // replaced or already deleted: nothing to write
-			}
-			if _, again := b.pending[dedupRef{tid, k.id}]; again {
-				continue
-			}
-			cost := dedupKeyLen(k.id)
-			if ops < 1 || bytes < cost {
-				more = true
+		pos, ok := x.oldest()
+		passed := false
+		for ok {
+			d, id, _ := x.entry(pos)
+			if b.now.Sub(d.at) <= x.window {
 				break
 			}
-			ops, bytes = ops-1, bytes-cost
-			b.meta = append(b.meta, store.MetaOp{Key: dedupMetaKey(tid, k.id), Delete: true})
-			b.expired = append(b.expired, dedupPut{idx: x, id: k.id, d: d})
+			if x.current(pos, id) && !b.recordsAgain(tid, id) {
+				cost := len(keyDedupPrefix) + 4 + len(id)
+				if ops < 1 || bytes < cost {
+					more = true
+					break
+				}
+				ops, bytes = ops-1, bytes-cost
+				b.meta = append(b.meta, store.MetaOp{Key: dedupMetaKey(tid, id), Delete: true})
+				b.expired = append(b.expired, dedupPut{idx: x, id: string(id), d: d, pos: pos})
+			} // else replaced, or recorded again by this batch: nothing to write
+			pos, ok = x.following(pos)
+			passed = true
 		}
-		if i > 0 {
-			b.expiredOrder = append(b.expiredOrder, expiredPrefix{x, i})
+		if passed {
+			if !ok {
+				pos = x.tail
+			}
+			b.expiredOrder = append(b.expiredOrder, expiredPrefix{x, pos})
 		}
 		if more {
 			return true
@@ -235,22 +243,33 @@ func (e *Engine) planExpiry(b *batchState, ops, bytes int) (more bool) {
 	return false
 }
 
-type expiredPrefix struct {
-	idx *dedupIndex
-	n   int // order entries the batch consumed
+// recordsAgain reports whether b records id of topic tid (its new entry
+// replaces the one expiring).
+func (b *batchState) recordsAgain(tid uint32, id []byte) bool {
+	if len(b.pending) == 0 {
+		return false
+	}
+	_, again := b.pending[dedupRef{tid, string(id)}]
+	return again
 }
 
-// commitDedup applies b's index changes to memory once b's write returned.
+type expiredPrefix struct {
+	idx *dedupIndex
+	to  uint64 // the log position the batch's expiry reached
+}
+
+// commitDedup applies b's index changes to memory once b's write returned:
+// the expired entries go, the recorded ones come, and then each log's head
+// moves past what expired (an entry recorded again is replaced before the
+// chunk holding its old entry can be freed).
 func (b *batchState) commitDedup() {
 	for _, p := range b.expired {
-		if d, ok := p.idx.entries[p.id]; ok && d.at.Equal(p.d.at) {
-			delete(p.idx.entries, p.id)
-		}
-	}
-	for _, p := range b.expiredOrder {
-		p.idx.order = p.idx.order[p.n:]
+		p.idx.remove(p.pos, p.id)
 	}
 	for _, p := range b.dedup {
 		p.idx.add(p.id, p.d)
+	}
+	for _, p := range b.expiredOrder {
+		p.idx.advance(p.to)
 	}
 }
