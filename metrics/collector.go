@@ -130,12 +130,27 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector. It reads the attached engine's
 // queue counters, engine counters and consumer groups.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	c.obs.Collect(ch)
 	e := c.eng.Load()
 	if e == nil {
+		c.obs.Collect(ch)
 		return
 	}
-	c.collectQueues(ch, e)
+	// The event series of topics that are gone are dropped first. Only
+	// topics the Observer had seen before the engine's list was read are
+	// candidates: one created and seen since is not in the list yet.
+	seen := c.obs.seenTopics()
+	queues := e.QueueStats()
+	live := make(map[string]bool, len(queues))
+	for _, q := range queues {
+		live[q.Topic] = true
+	}
+	for _, t := range seen {
+		if !live[t] {
+			c.obs.ForgetTopic(t)
+		}
+	}
+	c.obs.Collect(ch)
+	c.collectQueues(ch, queues)
 
 	s := e.Stats()
 	ch <- prometheus.MustNewConstMetric(c.storeBytes, prometheus.GaugeValue, float64(s.StoreBytes))
@@ -146,10 +161,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectGroups(ch, e)
 }
 
-func (c *Collector) collectQueues(ch chan<- prometheus.Metric, e *equeue.Engine) {
+func (c *Collector) collectQueues(ch chan<- prometheus.Metric, queues []equeue.QueueStats) {
 	retries := map[string]uint64{}
 	dead := map[string]uint64{}
-	for _, q := range e.QueueStats() {
+	for _, q := range queues {
 		queue := strconv.Itoa(q.Queue)
 		ch <- prometheus.MustNewConstMetric(c.appendedMessages, prometheus.CounterValue, float64(q.Appended), q.Topic, queue)
 		ch <- prometheus.MustNewConstMetric(c.appendedBytes, prometheus.CounterValue, float64(q.AppendedBytes), q.Topic, queue)

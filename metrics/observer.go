@@ -32,6 +32,13 @@
 //	handler_duration_seconds{topic}         histogram time handlers took (Hooks)
 //	handler_errors_total{topic}             counter  handler errors and panics (Hooks)
 //
+// Reply topics (request-reply: one per requesting producer, named at
+// random, deleted when it closes) are one label value in the pull and
+// handler metrics, equeue.ReplyTopicPrefix, so requesters that come and
+// go add no series. The series of a topic that was deleted are dropped at
+// the Collector's next scrape (Observer.ForgetTopic for an Observer used
+// without one).
+//
 // Counters read from the engine start again from zero when it is reopened,
 // which Prometheus treats as a counter reset. To export several engines
 // from one process, register each Collector through
@@ -40,6 +47,7 @@ package metrics
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,6 +85,8 @@ type Observer struct {
 	pulledMessages  *prometheus.CounterVec
 	handlerDuration *prometheus.HistogramVec
 	handlerErrors   *prometheus.CounterVec
+
+	topics sync.Map // topic label values in use (not reply topics): read per event, written once per topic
 }
 
 var _ equeue.Observer = (*Observer)(nil)
@@ -109,9 +119,23 @@ func NewObserver() *Observer {
 	}
 }
 
+// topicLabel is the topic label of a topic: its name, or for every reply
+// topic equeue.ReplyTopicPrefix. Other names are remembered, so their
+// series can be dropped once the topic is gone (forgetGone).
+func (o *Observer) topicLabel(topic string) string {
+	if equeue.IsReplyTopic(topic) {
+		return equeue.ReplyTopicPrefix
+	}
+	if _, ok := o.topics.Load(topic); !ok {
+		o.topics.Store(topic, struct{}{})
+	}
+	return topic
+}
+
 // ObservePull records one pull. The engine calls it when the Observer is its
 // Options.Observer.
 func (o *Observer) ObservePull(topic string, _ int, took time.Duration, messages int) {
+	topic = o.topicLabel(topic)
 	result := ResultEmpty
 	if messages > 0 {
 		result = ResultMessages
@@ -125,12 +149,35 @@ func (o *Observer) ObservePull(topic string, _ int, took time.Duration, messages
 func (o *Observer) Hooks() equeue.Hooks {
 	return equeue.Hooks{
 		AfterHandle: func(_ context.Context, m *equeue.Message, err error, took time.Duration) {
-			o.handlerDuration.WithLabelValues(m.Topic).Observe(took.Seconds())
+			topic := o.topicLabel(m.Topic)
+			o.handlerDuration.WithLabelValues(topic).Observe(took.Seconds())
 			if err != nil {
-				o.handlerErrors.WithLabelValues(m.Topic).Inc()
+				o.handlerErrors.WithLabelValues(topic).Inc()
 			}
 		},
 	}
+}
+
+// ForgetTopic drops the series of a topic (a deleted one: its counts
+// would otherwise be exported for as long as the process runs). A
+// Collector does it for the topics its engine no longer has.
+func (o *Observer) ForgetTopic(topic string) {
+	o.topics.Delete(topic)
+	match := prometheus.Labels{"topic": topic}
+	o.pullDuration.DeletePartialMatch(match)
+	o.pulledMessages.DeletePartialMatch(match)
+	o.handlerDuration.DeletePartialMatch(match)
+	o.handlerErrors.DeletePartialMatch(match)
+}
+
+// seenTopics returns the topics the Observer has series of.
+func (o *Observer) seenTopics() []string {
+	var names []string
+	o.topics.Range(func(k, _ any) bool {
+		names = append(names, k.(string))
+		return true
+	})
+	return names
 }
 
 // Describe implements prometheus.Collector.

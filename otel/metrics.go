@@ -63,6 +63,11 @@ type MetricsOptions struct {
 //	equeue.handler.duration{topic}            histogram  time handlers took (s, Hooks)
 //	equeue.handler.errors{topic}              counter    handler errors and panics (Hooks)
 //
+// Every reply topic (request-reply: one per requesting producer, named at
+// random) is one attribute value in the pull and handler instruments,
+// equeue.ReplyTopicPrefix, so requesters that come and go add no attribute
+// sets (the SDK keeps each set it has seen for as long as it runs).
+//
 // Make it before opening the engine, pass it as Options.Observer (alone, or
 // with a Prometheus collector through Observers), then Attach the engine.
 // It is safe for concurrent use. Close unregisters its callback.
@@ -177,6 +182,7 @@ func (m *Metrics) Close() error {
 // one of) its Options.Observer.
 func (m *Metrics) ObservePull(topic string, _ int, took time.Duration, messages int) {
 	ctx := context.Background()
+	topic = topicAttr(topic)
 	result := ResultEmpty
 	if messages > 0 {
 		result = ResultMessages
@@ -185,12 +191,21 @@ func (m *Metrics) ObservePull(topic string, _ int, took time.Duration, messages 
 	m.pullDuration.Record(ctx, took.Seconds(), metric.WithAttributes(attribute.String("topic", topic), attribute.String("result", result)))
 }
 
+// topicAttr is the topic attribute of a topic: its name, or for every
+// reply topic equeue.ReplyTopicPrefix.
+func topicAttr(topic string) string {
+	if equeue.IsReplyTopic(topic) {
+		return equeue.ReplyTopicPrefix
+	}
+	return topic
+}
+
 // Hooks returns consumer hooks that record handler time and errors by
 // topic.
 func (m *Metrics) Hooks() equeue.Hooks {
 	return equeue.Hooks{
 		AfterHandle: func(ctx context.Context, msg *equeue.Message, err error, took time.Duration) {
-			at := metric.WithAttributes(attribute.String("topic", msg.Topic))
+			at := metric.WithAttributes(attribute.String("topic", topicAttr(msg.Topic)))
 			m.handlerDuration.Record(ctx, took.Seconds(), at)
 			if err != nil {
 				m.handlerErrors.Add(ctx, 1, at)

@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -191,4 +192,27 @@ func TestObservers_FeedsBoth(t *testing.T) {
 		assert.True(t, found, "the Prometheus collector saw the pull too")
 	}()
 	<-ch
+}
+
+// TestMetrics_ReplyTopicsAreOneAttribute: pulls and handling of any number
+// of reply topics (one per requesting producer, named at random) are
+// recorded under one topic attribute, so they add no attribute sets.
+func TestMetrics_ReplyTopicsAreOneAttribute(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := otel.NewMetrics(&otel.MetricsOptions{MeterProvider: mp})
+	require.NoError(t, err)
+	for i := range 20 {
+		reply := fmt.Sprintf("%s%032x", equeue.ReplyTopicPrefix, i)
+		m.ObservePull(reply, 0, time.Millisecond, 1)
+		m.Hooks().AfterHandle(context.Background(), &equeue.Message{Topic: reply}, nil, time.Millisecond)
+	}
+	m.ObservePull("orders", 0, time.Millisecond, 1)
+	got := collect(t, reader)
+	sum := got["equeue.pulled.messages"].Data.(metricdata.Sum[int64])
+	assert.Len(t, sum.DataPoints, 2, "one series for the reply topics, one for orders")
+	v, _ := intPoint(got["equeue.pulled.messages"], attribute.String("topic", equeue.ReplyTopicPrefix))
+	assert.Equal(t, int64(20), v)
+	assert.Equal(t, uint64(20), histCount(got["equeue.handler.duration"], attribute.String("topic", equeue.ReplyTopicPrefix)))
 }
