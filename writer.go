@@ -392,7 +392,10 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 // refused the write, and whether it completed the batch itself (inline:
 // nothing to wait for).
 func (e *Engine) runBatch(batch []*command, waiting int, now time.Time, roomOps, roomBytes int) (expiring, failed, inline bool) {
-	b := &batchState{now: now}
+	// The batch's time as the store keeps it: a wall clock reading, so a
+	// send's StoredAt is the same value whether it comes from this write,
+	// from the dedup window answering a duplicate, or after a reopen.
+	b := &batchState{now: now.Round(0)}
 	e.apply(b, batch)
 	expiring = e.planExpiry(b, roomOps, roomBytes)
 	if len(batch) == 0 && len(b.meta) == 0 {
