@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
 )
 
 // groupMember runs a franz-go group consumer that commits what it polled
@@ -188,4 +189,45 @@ func TestKgo_CommitRestartResume(t *testing.T) {
 	o, ok := lag.Lookup("t", 0)
 	require.True(t, ok)
 	assert.Equal(t, int64(4), o.At)
+}
+
+// TestKgo_EmptyGroupsAreForgotten: a client that uses a new group ID each
+// run (console consumers do) left a group in the coordinator's memory per
+// run. An empty group is now forgotten after a while; one with committed
+// offsets is still listed (from the engine) and resumes where it was.
+func TestKgo_EmptyGroupsAreForgotten(t *testing.T) {
+	kafka.SetEmptyGroupKeep(t, time.Second)
+	e, addr := setup(t, map[string]int{"t": 1})
+	ctx := testCtx(t)
+	for i := range 3 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "m%d", i)}}})
+		require.NoError(t, err)
+	}
+	adm := kadmin(t, addr)
+	names := func() []string {
+		listed, err := adm.ListGroups(ctx)
+		require.NoError(t, err)
+		return listed.Groups()
+	}
+	// Five runs with groups of their own; the last commits.
+	for i := range 5 {
+		cl := kclient(t, addr, kgo.ConsumerGroup(fmt.Sprintf("run-%d", i)), kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
+		recs := pollN(ctx, t, cl, 3)
+		if i == 4 {
+			require.NoError(t, cl.CommitRecords(ctx, recs[1]))
+		}
+		cl.Close()
+		assert.Contains(t, names(), fmt.Sprintf("run-%d", i), "a group is known while it is fresh")
+	}
+	require.Eventually(t, func() bool {
+		n := names()
+		return len(n) == 1 && n[0] == "run-4"
+	}, 10*time.Second, 50*time.Millisecond, "only the group with offsets is left")
+
+	cl := kclient(t, addr, kgo.ConsumerGroup("run-4"), kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
+	recs := pollN(ctx, t, cl, 1)
+	assert.Equal(t, "m2", string(recs[0].Value), "the forgotten group resumes at its commit")
+	described, err := adm.DescribeGroups(ctx, "run-4")
+	require.NoError(t, err)
+	assert.Equal(t, "Stable", described["run-4"].State)
 }

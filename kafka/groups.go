@@ -63,7 +63,19 @@ type kgroup struct {
 	joined   chan struct{}
 	synced   chan struct{}
 	deadline time.Time // of the join phase
+	// emptySince is when the coordinator's tick first found the group
+	// without members (zero while it has some); see emptyGroupKeep.
+	emptySince time.Time
 }
+
+// emptyGroupKeep is how long the coordinator keeps a classic group that
+// has no members before it forgets it. Clients that use a new group ID
+// each run (console consumers, kcat -G with a generated name) would
+// otherwise leave one behind per run for as long as the listener runs. A
+// forgotten group's committed offsets stay in the engine (and ListGroups
+// still names a group that has them); its next member starts a new
+// generation count, which member IDs, unique per join, make safe.
+var emptyGroupKeep = time.Minute
 
 type kmember struct {
 	id, clientID, clientHost string
@@ -133,6 +145,14 @@ func (c *coordinator) tick(now time.Time) {
 			g.complete()
 		case len(gone) > 0:
 			g.rebalance(now)
+		}
+		switch {
+		case len(g.members) > 0 || g.state != stateEmpty:
+			g.emptySince = time.Time{}
+		case g.emptySince.IsZero():
+			g.emptySince = now
+		case now.Sub(g.emptySince) > emptyGroupKeep:
+			delete(c.groups, g.name)
 		}
 	}
 }
