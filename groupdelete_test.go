@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -275,4 +276,60 @@ func TestDeleteGroup_FailedRecordDropsFinishOnOpen(t *testing.T) {
 	assert.Zero(t, left(), "records swept on open")
 	_, err := rig.E.Group(ctx, "g")
 	assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
+}
+
+// TestGroupIdleTTL_ForgetsAbsentBroadcastMembers: a broadcasting member
+// keeps offsets under its own ID, so a member that never comes back (a
+// consumer with a generated ID restarted, a retired machine) kept them in
+// memory and the store for good, and the group's lag (the slowest
+// member's, in the metrics) grew with it. With GroupIdleTTL such an ID's
+// offsets are deleted once no member had it for that long; a live
+// member's stay, and a failed delete is retried.
+func TestGroupIdleTTL_ForgetsAbsentBroadcastMembers(t *testing.T) {
+	ctx := ctxT(t)
+	rig := newFaultRig(t, "memory", &equeue.Options{GroupIdleTTL: 300 * time.Millisecond})
+	e := rig.E
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	ok := func(context.Context, *equeue.Message) error { return nil }
+	opts := func(id string) equeue.ConsumerOptions {
+		return equeue.ConsumerOptions{Group: "b", ID: id, Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok}
+	}
+	stay := startConsumer(t, e, opts("stay"))
+	old := startConsumer(t, e, opts("old"))
+	p := newProducer(t, e, nil)
+	for i := range 4 {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "m%d", i)})
+		require.NoError(t, err)
+	}
+	member := func(id string) (keys int) {
+		for _, k := range offsetKeys(t, rig.FS, "b") {
+			if strings.HasPrefix(k, "off/b\x00"+id+"\x00") {
+				keys++
+			}
+		}
+		return keys
+	}
+	eventually(t, 30*time.Second, func() bool { return member("old") == 2 && member("stay") == 2 }, "both members' offsets stored")
+	require.NoError(t, old.Close())
+
+	rig.FS.FailWrites(1 << 20) // the first deletions fail
+	time.Sleep(time.Second)
+	assert.Equal(t, 2, member("old"), "nothing is deleted while writes fail")
+	gi, err := e.Group(ctx, "b")
+	require.NoError(t, err)
+	rows := map[string]int{}
+	for _, q := range gi.Queues {
+		rows[q.Owner]++
+	}
+	assert.Equal(t, map[string]int{"stay": 2, "old": 2}, rows, "memory matches the store")
+	rig.FS.FailWrites(0)
+
+	eventually(t, 30*time.Second, func() bool { return member("old") == 0 }, "the absent member's offsets are deleted")
+	assert.Equal(t, 2, member("stay"), "the live member's offsets stay")
+	gi, err = e.Group(ctx, "b")
+	require.NoError(t, err)
+	for _, q := range gi.Queues {
+		assert.Equal(t, "stay", q.Owner, "no row of the absent member is left")
+	}
+	require.NoError(t, stay.Close())
 }

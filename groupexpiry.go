@@ -2,7 +2,10 @@ package equeue
 
 import (
 	"errors"
+	"slices"
 	"time"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // runGroupExpiry deletes groups that had no live member for
@@ -13,14 +16,113 @@ func (e *Engine) runGroupExpiry() {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	idle := map[string]time.Time{} // group -> first seen without members
+	gone := map[memberRef]time.Time{}
 	for {
 		select {
 		case <-e.closing:
 			return
 		case now := <-t.C:
 			e.expireIdleGroups(now, idle)
+			e.expireAbsentMembers(now, gone)
 		}
 	}
+}
+
+// memberRef names a member ID of a group.
+type memberRef struct{ group, member string }
+
+// expireAbsentMembers forgets, in broadcasting groups, the offsets of
+// member IDs that had no live member for Options.GroupIdleTTL: gone
+// records when each absent ID was first seen absent. A broadcasting member
+// keeps offsets of its own under its ID, so one that never comes back (a
+// consumer started with a generated ID, the default, and restarted; a
+// machine retired) would otherwise keep them in memory and in the store
+// for good, and hold the group's reported lag (the slowest member's) at
+// its own, ever growing.
+func (e *Engine) expireAbsentMembers(now time.Time, gone map[memberRef]time.Time) {
+	seen := map[memberRef]bool{}
+	for _, g := range e.groups.snapshot() {
+		if g.model != Broadcasting {
+			continue
+		}
+		g.mu.Lock()
+		var absent []string
+		for k := range g.offsets {
+			if _, live := g.members[k.member]; !live && !slices.Contains(absent, k.member) {
+				absent = append(absent, k.member)
+			}
+		}
+		g.mu.Unlock()
+		for _, id := range absent {
+			ref := memberRef{g.name, id}
+			seen[ref] = true
+			since, ok := gone[ref]
+			if !ok {
+				gone[ref] = now
+				continue
+			}
+			if now.Sub(since) < e.opts.GroupIdleTTL {
+				continue
+			}
+			n, err := e.forgetMemberOffsets(g, id)
+			switch {
+			case err == nil:
+				if n > 0 {
+					e.log.Info("offsets of an absent broadcasting member deleted", "group", g.name, "member", id, "queues", n, "absent", now.Sub(since))
+				}
+				delete(gone, ref)
+			default:
+				e.log.Warn("deleting an absent member's offsets; retried on the next check", "group", g.name, "member", id, "err", err)
+			}
+		}
+	}
+	for ref := range gone {
+		if !seen[ref] {
+			delete(gone, ref)
+		}
+	}
+}
+
+// forgetMemberOffsets deletes the offsets of member id of broadcasting
+// group g, unless a member with that ID is live (then it does nothing). It
+// returns how many it deleted.
+func (e *Engine) forgetMemberOffsets(g *group, id string) (int, error) {
+	if err := e.enter(e.bgCtx); err != nil {
+		return 0, err
+	}
+	defer e.leave()
+	g.commitMu.Lock()
+	defer g.commitMu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, live := g.members[id]; live {
+		return 0, nil
+	}
+	var keys [][]byte
+	for k := range g.offsets {
+		if k.member == id {
+			keys = append(keys, offsetMetaKey(g.name, k))
+		}
+	}
+	done := 0
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), deleteChunk)]
+		ops := make([]store.MetaOp, len(chunk))
+		for i, k := range chunk {
+			ops[i] = store.MetaOp{Key: k, Delete: true}
+		}
+		applied, err := e.storeMeta(ops...)
+		if !applied {
+			return done, err
+		}
+		g.forgetKeys(chunk)
+		done += len(chunk)
+		if err != nil {
+			return done, notDurable(err, "delete the offsets of member %q of group %q", id, g.name)
+		}
+		keys = keys[len(chunk):]
+	}
+	return done, nil
 }
 
 // expireIdleGroups updates idle with the groups that have no members and

@@ -147,8 +147,10 @@ type Options struct {
 	EpochBase int64
 	// GroupIdleTTL, when positive, deletes a consumer group (as DeleteGroup
 	// does) once it has had no live member for that long, checked on a
-	// timer. Idle time counts from Open for groups loaded from the store.
-	// Zero means groups are never deleted by age.
+	// timer; in a broadcasting group it also deletes the offsets of a
+	// member ID no live member has had for that long. Idle time counts
+	// from Open for groups loaded from the store. Zero means groups and
+	// their members' offsets are never deleted by age.
 	GroupIdleTTL time.Duration
 	// ReplyTopicIdleTTL deletes a reply topic (Producer.Request) nobody has
 	// pulled for that long: the topic of a requester that died without
