@@ -54,6 +54,7 @@ type Engine struct {
 	lingerWant atomic.Int32
 	linger     atomic.Int64 // groupCommitLinger, in nanoseconds; tests change it
 	lingerCap  atomic.Int64 // maxGroupCommitLinger, in nanoseconds; tests change it
+	marksSweep atomic.Int64 // marksSweepEvery, in nanoseconds, when set (tests)
 	yieldsOff  atomic.Int64 // senderYieldsOff, in nanoseconds; tests change it
 	lingerWake chan struct{}
 	limits     store.Limits

@@ -69,3 +69,10 @@ func LingerExpiries(e *Engine) int64 { return e.pipe.lingerExpiries.Load() }
 
 // ObserveSyncs has f told the duration of every Sync e's completer makes.
 func ObserveSyncs(e *Engine, f func(time.Duration)) { e.pipe.syncObserver.Store(&f) }
+
+// SetMarksSweepEvery sets how often e drops the pull marks of members
+// that are gone.
+func SetMarksSweepEvery(e *Engine, d time.Duration) { e.marksSweep.Store(int64(d)) }
+
+// PullMarks returns how many pull marks e holds.
+func PullMarks(e *Engine) int { return e.marks.size() }

@@ -185,14 +185,41 @@ func (c *coordinator) run() {
 	every := min(c.e.opts.SessionTimeout/4, time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var swept time.Time
 	for {
 		select {
 		case <-c.e.closing:
 			return
 		case now := <-t.C:
 			c.expire(now)
+			every := marksSweepEvery
+			if d := c.e.marksSweep.Load(); d > 0 {
+				every = time.Duration(d)
+			}
+			if now.Sub(swept) >= every {
+				c.e.marks.sweep(c.liveMember)
+				swept = now
+			}
 		}
 	}
+}
+
+// marksSweepEvery is how often the pull marks of members that are gone
+// are dropped (pullMarks.sweep).
+const marksSweepEvery = 10 * time.Second
+
+// liveMember reports whether member is a live member of group.
+func (c *coordinator) liveMember(group, member string) bool {
+	c.mu.Lock()
+	g := c.groups[group]
+	c.mu.Unlock()
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.members[member]
+	return ok
 }
 
 func (c *coordinator) expire(now time.Time) {

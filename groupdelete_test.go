@@ -333,3 +333,46 @@ func TestGroupIdleTTL_ForgetsAbsentBroadcastMembers(t *testing.T) {
 	}
 	require.NoError(t, stay.Close())
 }
+
+// TestPullMarks_GoWithTheirMembers: the engine remembers what each member
+// pulled (the bound of SendBack). Those marks stayed for as long as the
+// engine ran: one per queue for every group ever deleted (Watermill makes
+// a group per fan-out subscription) and every broadcasting member ID ever
+// seen. Now the marks of members that are gone are dropped.
+func TestPullMarks_GoWithTheirMembers(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", &equeue.Options{SessionTimeout: 2 * time.Second})
+	equeue.SetMarksSweepEvery(e, 50*time.Millisecond)
+	require.NoError(t, e.CreateTopic(ctx, "t", 4))
+	p := newProducer(t, e, nil)
+	for i := range 8 {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Keys: []string{fmt.Sprint(i)}, Body: []byte("x")})
+		require.NoError(t, err)
+	}
+	handled := make(chan struct{}, 1000)
+	ok := func(context.Context, *equeue.Message) error { handled <- struct{}{}; return nil }
+	waitFor := func(n int) {
+		for range n {
+			select {
+			case <-handled:
+			case <-ctx.Done():
+				t.Fatal("handler not called")
+			}
+		}
+	}
+	live := startConsumer(t, e, equeue.ConsumerOptions{Group: "live", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok})
+	waitFor(8)
+	for i := range 5 {
+		c := startConsumer(t, e, equeue.ConsumerOptions{Group: fmt.Sprintf("fan-%d", i), Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok})
+		waitFor(8)
+		require.NoError(t, c.Close())
+		require.NoError(t, e.DeleteGroup(ctx, fmt.Sprintf("fan-%d", i), equeue.DeleteGroupOptions{}))
+		b := startConsumer(t, e, equeue.ConsumerOptions{Group: "b", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok})
+		waitFor(8)
+		require.NoError(t, b.Close())
+	}
+	eventually(t, 30*time.Second, func() bool { return equeue.PullMarks(e) <= 4 },
+		"only the live group's marks are left (one per queue it pulled)")
+	require.Positive(t, equeue.PullMarks(e), "a live member keeps its marks")
+	require.NoError(t, live.Close())
+}

@@ -242,6 +242,47 @@ func (p *pullMarks) epoch(group, member string, q QueueRef) int64 {
 	return p.m[markKey{group: group, q: q}][member].epoch
 }
 
+// sweep drops the marks of members that are not live (live reports
+// which are): a member that left or expired can send nothing back, and
+// its marks would otherwise stay for as long as the engine runs, with
+// those of deleted groups and topics (a group per Watermill fan-out
+// subscription, a broadcasting member per generated ID).
+func (p *pullMarks) sweep(live func(group, member string) bool) {
+	p.mu.Lock()
+	keys := make([]markKey, 0, len(p.m))
+	for k := range p.m {
+		keys = append(keys, k)
+	}
+	p.mu.Unlock()
+	for _, k := range keys {
+		// live is asked under p.mu, so a member that joins again after it
+		// answered records its next mark only once this key is swept.
+		// (Nothing holds a group's lock while it takes p.mu.)
+		p.mu.Lock()
+		ms := p.m[k]
+		for id := range ms {
+			if !live(k.group, id) {
+				delete(ms, id)
+			}
+		}
+		if len(ms) == 0 {
+			delete(p.m, k)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// size returns the marks held (tests).
+func (p *pullMarks) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, ms := range p.m {
+		n += len(ms)
+	}
+	return n
+}
+
 // pulled reports whether member pulled offset off of q under its epoch.
 func (p *pullMarks) pulled(group, member string, g Grant, off int64) bool {
 	p.mu.Lock()
