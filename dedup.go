@@ -114,6 +114,7 @@ func (e *Engine) dedupFor(t *topic) *dedupIndex {
 	idx := e.dedup[t.id]
 	if idx == nil {
 		idx = newDedupIndex(t.id, t.dedup)
+		idx.count = &e.stats.dedup
 		e.dedup[t.id] = idx
 	}
 	return idx

@@ -3,6 +3,7 @@ package equeue
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,6 +45,7 @@ type dedupIndex struct {
 	slots map[uint64]uint64 // hash -> position of its entry
 	more  map[string]uint64 // IDs whose hash another live ID holds
 	live  int               // IDs in slots and more
+	count *atomic.Int64     // the engine's count of IDs in every index (Stats.DedupIDs); nil in tests
 	peak  int               // the most IDs live since the maps were last rebuilt
 
 	// chunks[i] is chunk number first+i; a position is a chunk number in
@@ -200,15 +202,22 @@ func (x *dedupIndex) add(id string, d dedupEntry) {
 				x.more = map[string]uint64{}
 			}
 			x.more[id] = pos
-			x.live++
-			x.peak = max(x.peak, x.live)
+			x.grow(1)
 			return
 		}
 	} else {
-		x.live++
+		x.grow(1)
 	}
 	x.slots[h] = pos
+}
+
+// grow adds n (or removes -n) IDs to the index's count and the engine's.
+func (x *dedupIndex) grow(n int) {
+	x.live += n
 	x.peak = max(x.peak, x.live)
+	if x.count != nil {
+		x.count.Add(int64(n))
+	}
 }
 
 // current reports whether the entry at pos, of id, is still id's newest
@@ -228,14 +237,14 @@ func (x *dedupIndex) remove(pos uint64, id string) {
 	if p, ok := x.more[id]; ok {
 		if p == pos {
 			delete(x.more, id)
-			x.live--
+			x.grow(-1)
 		}
 		return
 	}
 	h := x.hash(id)
 	if p, ok := x.slots[h]; ok && p == pos {
 		delete(x.slots, h)
-		x.live--
+		x.grow(-1)
 	}
 }
 

@@ -100,3 +100,31 @@ func TestDedup_WindowExpires(t *testing.T) {
 	assert.False(t, r.Duplicate, "outside the window the ID is new again")
 	assert.Equal(t, int64(1), r.Offset)
 }
+
+// TestDedup_StatsCountTheIDsHeld: Stats().DedupIDs is the number of IDs
+// the windows hold in memory: each ID once however often it is sent, none
+// once expired, all of them again after a reopen.
+func TestDedup_StatsCountTheIDsHeld(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "long", equeue.TopicOptions{Queues: 2, DedupWindow: time.Hour}))
+	require.NoError(t, e.CreateTopicWith(ctx, "short", equeue.TopicOptions{Queues: 1, DedupWindow: 50 * time.Millisecond}))
+	require.NoError(t, e.CreateTopic(ctx, "none", 1))
+	p := newProducer(t, e, nil)
+	for _, id := range []string{"a", "b", "c", "a", "b"} {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "long", ID: id})
+		require.NoError(t, err)
+		_, err = p.Send(ctx, &equeue.Message{Topic: "none", ID: id})
+		require.NoError(t, err)
+	}
+	_, err := p.Send(ctx, &equeue.Message{Topic: "short", ID: "s"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), e.Stats().DedupIDs)
+	time.Sleep(80 * time.Millisecond)
+	_, err = p.Send(ctx, &equeue.Message{Topic: "none", ID: "x"}) // a write runs expiry
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool { return e.Stats().DedupIDs == 3 }, "the short window's ID expired")
+	require.NoError(t, p.Close())
+	e = reopen()
+	assert.Equal(t, int64(3), e.Stats().DedupIDs)
+}

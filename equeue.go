@@ -103,6 +103,7 @@ type engineStats struct {
 	corrupt atomic.Uint64
 	expired atomic.Uint64
 	noSpace atomic.Uint64 // writes refused with ErrNoSpace (writer_nospace.go)
+	dedup   atomic.Int64  // IDs in the dedup windows' indexes (dedup_index.go)
 }
 
 // Open opens (creating if needed) an engine on dir. With Options.InMemory or
@@ -321,11 +322,14 @@ type Stats struct {
 	// nearly full (ErrNoSpace): sends, commits and admin changes that
 	// stored nothing.
 	NoSpaceRefusals uint64
+	// DedupIDs is the number of message IDs the dedup windows of topics
+	// hold in memory (about 45 bytes each plus the ID's length).
+	DedupIDs int64
 }
 
 // Stats returns engine-wide counters.
 func (e *Engine) Stats() Stats {
-	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load()}
+	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load()}
 	if !e.closed.Load() {
 		s.StoreBytes, _ = e.st.Size()
 	}

@@ -49,6 +49,7 @@ type Collector struct {
 	corruptRecords   *prometheus.Desc
 	expiredMessages  *prometheus.Desc
 	noSpaceRefusals  *prometheus.Desc
+	dedupIDs         *prometheus.Desc
 }
 
 var (
@@ -93,6 +94,7 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		corruptRecords:   desc("corrupt_records_total", "Records skipped because they failed their checksum, since the engine opened."),
 		expiredMessages:  desc("expired_messages_total", "Messages skipped because their time-to-live ran out, since the engine opened."),
 		noSpaceRefusals:  desc("no_space_refusals_total", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened."),
+		dedupIDs:         desc("dedup_ids", "Message IDs the topics' dedup windows hold in memory."),
 	}
 	if e != nil {
 		c.eng.Store(e)
@@ -120,7 +122,7 @@ func (c *Collector) Hooks() equeue.Hooks { return c.obs.Hooks() }
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.appendedMessages, c.appendedBytes, c.minOffset, c.maxOffset, c.groupLag, c.groupMembers,
-		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages, c.noSpaceRefusals,
+		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages, c.noSpaceRefusals, c.dedupIDs,
 	} {
 		ch <- d
 	}
@@ -157,6 +159,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.corruptRecords, prometheus.CounterValue, float64(s.CorruptRecords))
 	ch <- prometheus.MustNewConstMetric(c.expiredMessages, prometheus.CounterValue, float64(s.ExpiredMessages))
 	ch <- prometheus.MustNewConstMetric(c.noSpaceRefusals, prometheus.CounterValue, float64(s.NoSpaceRefusals))
+	ch <- prometheus.MustNewConstMetric(c.dedupIDs, prometheus.GaugeValue, float64(s.DedupIDs))
 
 	c.collectGroups(ch, e)
 }

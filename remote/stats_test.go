@@ -3,6 +3,7 @@ package remote_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,13 +18,14 @@ import (
 func TestClient_EngineStatsMatchesTheEngine(t *testing.T) {
 	ctx := ctxT(t)
 	e, c := setup(t, nil)
-	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: make([]byte, 4096)}}})
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: "a", Body: make([]byte, 4096)}, {ID: "b"}}})
 	require.NoError(t, err)
 	got, err := c.EngineStats(ctx)
 	require.NoError(t, err)
 	want := e.Stats()
 	assert.Positive(t, got.StoreBytes)
+	assert.Equal(t, int64(2), got.DedupIDs)
 	assert.Equal(t, want, got)
 
 	s := startServer(t, e, "", &remote.ServerOptions{Tokens: map[string]remote.Rights{"r": remote.RightConsume}})
