@@ -76,3 +76,66 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// admittingStore is an asynchronous store (as a cluster's replicated store
+// is) that refuses writes before making them while full is set
+// (equeue.WriteAdmitter), and counts the writes it was asked to make.
+type admittingStore struct {
+	equeue.Store
+	full   atomic.Bool
+	writes atomic.Int64
+}
+
+func (s *admittingStore) AdmitWrite(b *store.Batch) error {
+	if s.full.Load() && len(b.Entries) > 0 {
+		return fmt.Errorf("%w: injected at admission", store.ErrNoSpace)
+	}
+	return nil
+}
+
+func (s *admittingStore) WriteAsync(b *store.Batch) func() error {
+	s.writes.Add(1)
+	err := s.Store.Write(b)
+	if err == nil {
+		err = s.Store.Sync()
+	}
+	return func() error { return err }
+}
+
+// TestDiskFull_AdmissionRefusesBeforeTheWrite: a store that refuses a
+// write before it is made (a cluster's leader whose disk is nearly full)
+// gets no write; the senders get ErrNoSpace, "not stored", the refused
+// sends take no offset, and sends pipelined behind them go on as before.
+func TestDiskFull_AdmissionRefusesBeforeTheWrite(t *testing.T) {
+	ctx := ctxT(t)
+	st := &admittingStore{Store: store.NewMemory()}
+	e, err := equeue.Open("", &equeue.Options{Store: st})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p := newProducer(t, e, nil)
+	r0, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("before")})
+	require.NoError(t, err)
+
+	st.full.Store(true)
+	before := st.writes.Load()
+	for i := range 20 {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
+		require.ErrorIs(t, err, equeue.ErrNoSpace)
+		require.NotErrorIs(t, err, equeue.ErrIndeterminate)
+	}
+	require.NoError(t, e.CreateTopic(ctx, "meta", 1), "metadata is admitted")
+	assert.Equal(t, before+1, st.writes.Load(), "only the admitted metadata write was made")
+	assert.Equal(t, uint64(20), e.Stats().NoSpaceRefusals)
+
+	st.full.Store(false)
+	futs := make([]*equeue.SendFuture, 50)
+	for i := range futs {
+		futs[i] = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
+	}
+	for i, f := range futs {
+		r, err := f.Result(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, r0.Offset+1+int64(i), r.Offset, "no offset was taken by the refused sends")
+	}
+}

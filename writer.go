@@ -405,12 +405,14 @@ func (e *Engine) runBatch(batch []*command, waiting int, now time.Time, roomOps,
 	if len(b.entries) > 0 || len(b.meta) > 0 {
 		sb := &store.Batch{Entries: b.entries, Meta: b.meta}
 		aw, async := e.st.(AsyncWriter)
-		if stopped := e.storeFailedErr(); stopped != nil && !async {
-			// An fsync failed: nothing more is written (storefailure.go).
-			f.err = stopped
-		} else if e.pipe.writes.Add(1); async {
+		switch f.err = e.refusal(sb, async); {
+		case f.err != nil:
+			// Not written at all.
+		case async:
+			e.pipe.writes.Add(1)
 			f.wait = aw.WriteAsync(sb)
-		} else {
+		default:
+			e.pipe.writes.Add(1)
 			began := time.Now()
 			f.err = e.st.Write(sb)
 			took := int64(time.Since(began))
@@ -492,6 +494,19 @@ func (e *Engine) letSendersBack(n int, off *time.Time) {
 		}
 		queued, began = now, at
 	}
+}
+
+// refusal returns why sb is not written now, or nil: after a failed fsync
+// nothing more is written (storefailure.go; a replicated store refuses on
+// its own), and a store that admits writes (WriteAdmitter) may refuse it.
+func (e *Engine) refusal(sb *store.Batch, async bool) error {
+	if stopped := e.storeFailedErr(); stopped != nil && !async {
+		return stopped
+	}
+	if adm, ok := e.st.(WriteAdmitter); ok {
+		return adm.AdmitWrite(sb)
+	}
+	return nil
 }
 
 // storeBatch makes the writer's memory follow a batch the store took (or,

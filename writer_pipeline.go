@@ -47,6 +47,18 @@ type AsyncWriter interface {
 	WriteAsync(b *store.Batch) (wait func() error)
 }
 
+// WriteAdmitter is implemented by a store that can refuse a write before
+// it makes it, with an error the engine passes on as "not stored": a
+// replicated store whose leader's disk is nearly full (package cluster)
+// refuses with store.ErrNoSpace instead of proposing a write its nodes may
+// not have the room to apply. The writer asks before each write; a
+// refused batch is answered with the error, and the engine's memory stays
+// as it was, as for a failed Write.
+type WriteAdmitter interface {
+	// AdmitWrite returns nil when b may be written, or why not.
+	AdmitWrite(b *store.Batch) error
+}
+
 // flight is one written batch on its way to completion.
 type flight struct {
 	batch []*command

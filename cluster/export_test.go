@@ -81,3 +81,11 @@ func DropLease(n *Node) { n.lease.transferring.Store(true) }
 
 // RestoreLease undoes DropLease.
 func RestoreLease(n *Node) { n.lease.transferring.Store(false) }
+
+// SetAdmitHook makes o's node, as leader, ask hook after its store
+// admitted a write (replicatedStore.AdmitWrite).
+func SetAdmitHook(o *Options, hook func(*store.Batch) error) { o.admitHook = hook }
+
+// FSMError returns the error n's FSM broke with (nil while it follows the
+// log).
+func FSMError(n *Node) error { return n.fsm.err() }

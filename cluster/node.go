@@ -420,6 +420,7 @@ func (n *Node) startTenure() error {
 	}
 	n.lease.setVoters(cf.Configuration())
 	rs := newReplicatedStore(n.raft, n.st, term, tenure, n.opts.ApplyTimeout, n.wake)
+	rs.admitHook = n.opts.admitHook
 	var eo equeue.Options
 	if n.opts.Engine != nil {
 		eo = *n.opts.Engine

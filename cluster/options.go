@@ -116,6 +116,9 @@ type Options struct {
 	// logStoreHook, when set, wraps the Raft log store under leaderLog
 	// (tests: a slow or failing disk).
 	logStoreHook func(raft.LogStore) raft.LogStore
+	// admitHook, when set, is asked after the leader's own admission of
+	// a write (replicatedStore.AdmitWrite; tests).
+	admitHook func(*store.Batch) error
 }
 
 func (o *Options) validate() error {

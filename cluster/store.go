@@ -32,14 +32,18 @@ type replicatedStore struct {
 	timeout time.Duration
 	limits  store.Limits
 	onFence func()
+	// admitHook, when set, is asked after the local store admitted a
+	// write (tests).
+	admitHook func(*store.Batch) error
 
 	mu     sync.Mutex
 	fenced error
 }
 
 var (
-	_ equeue.Store       = (*replicatedStore)(nil)
-	_ equeue.AsyncWriter = (*replicatedStore)(nil)
+	_ equeue.Store         = (*replicatedStore)(nil)
+	_ equeue.AsyncWriter   = (*replicatedStore)(nil)
+	_ equeue.WriteAdmitter = (*replicatedStore)(nil)
 )
 
 func newReplicatedStore(r *raft.Raft, local *store.Badger, term, tenure uint64, timeout time.Duration, onFence func()) *replicatedStore {
@@ -175,6 +179,24 @@ func (s *replicatedStore) WriteAsync(b *store.Batch) (wait func() error) {
 		return func() error { return err }
 	}
 	return func() error { return s.finish(f) }
+}
+
+// AdmitWrite refuses, with an error matching store.ErrNoSpace, a write the
+// leader's own store could not take with a margin to spare
+// (store.Badger.Admit). Every node's FSM has to store what the leader
+// proposes, and one that cannot breaks (it stops following the log until
+// it is reopened), so a leader on a nearly full disk refuses new writes as
+// not stored rather than propose them, while the nodes go on applying
+// what was committed: their stores keep less free (the margin) than the
+// leader asks for.
+func (s *replicatedStore) AdmitWrite(b *store.Batch) error {
+	if err := s.local.Admit(b); err != nil {
+		return err
+	}
+	if s.admitHook != nil {
+		return s.admitHook(b)
+	}
+	return nil
 }
 
 // Sync does nothing: a write returns once the Raft log holding it is

@@ -93,6 +93,12 @@ func checkOpenSpace(dir string, reserve int64) error {
 // returns an error matching ErrNoSpace. A write that only records metadata
 // or deletes (records false) may use three quarters of the reserve.
 func (g *spaceGuard) admit(need int64, records bool) error {
+	return g.admitKeeping(need, records, 0)
+}
+
+// admitKeeping is admit with extra bytes kept free beyond the reserve
+// (Badger.Admit).
+func (g *spaceGuard) admitKeeping(need int64, records bool, extra int64) error {
 	if g == nil || g.reserve <= 0 {
 		return nil
 	}
@@ -100,13 +106,16 @@ func (g *spaceGuard) admit(need int64, records bool) error {
 	if !records {
 		keep -= 3 * g.reserve / 4
 	}
+	keep += extra
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := time.Now()
 	// The budget counts down from the free space beyond the full reserve;
 	// a write that keeps less needs a fresh look at the disk.
-	if !g.checked.IsZero() && now.Sub(g.checked) < spaceRecheck && g.budget-need >= 0 {
-		g.budget -= need
+	if !g.checked.IsZero() && now.Sub(g.checked) < spaceRecheck && g.budget-need-extra >= 0 {
+		if extra == 0 {
+			g.budget -= need // Admit only asks: nothing goes in yet
+		}
 		return nil
 	}
 	free, err := g.free(g.dir)
@@ -124,8 +133,26 @@ func (g *spaceGuard) admit(need int64, records bool) error {
 		return fmt.Errorf("%w: %d bytes free on the file system of %s, a write of up to %d would leave less than the %d kept free (BadgerOptions.MinFreeBytes)",
 			ErrNoSpace, free, g.dir, need, keep)
 	}
-	g.budget -= need
+	if extra == 0 {
+		g.budget -= need
+	}
 	return nil
+}
+
+// Admit reports whether a Write of b is admitted with a margin: it returns
+// an error matching ErrNoSpace when the write would leave less than half
+// the reserve beyond what Write itself keeps free (the reserve for a
+// write with records, a quarter of it for metadata and deletions alone).
+// It writes nothing. A replicated store's leader asks it before it
+// proposes a write that every node's store will have to take: refused
+// there, the write is refused as not stored, while a node whose disk is
+// fuller than the leader's by less than the margin still applies what the
+// cluster committed.
+func (s *Badger) Admit(b *Batch) error {
+	if b == nil || len(b.Entries)+len(b.Meta) == 0 {
+		return nil
+	}
+	return s.space.admitKeeping(writeNeed(b), len(b.Entries) > 0, s.space.reserve/2)
 }
 
 // writeNeed bounds the bytes a Write of b puts into Badger's logs: each

@@ -196,3 +196,52 @@ func TestBadger_NoSpaceRefusesToOpenForWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 }
+
+// TestBadger_AdmitKeepsAMargin: Admit refuses what Write would refuse and
+// what would leave less than half the reserve beyond Write's own keep,
+// and writes nothing.
+func TestBadger_AdmitKeepsAMargin(t *testing.T) {
+	const mib = 1 << 20
+	s, err := OpenBadger(t.TempDir(), &BadgerOptions{MemTableSize: 4 * mib})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	reserve := s.space.reserve
+	q := QueueID{Topic: 1, Queue: 0}
+	recs := &Batch{Entries: []Entry{{Queue: q, Offset: 0, Value: bytes.Repeat([]byte{'x'}, 100)}}}
+	meta := &Batch{Meta: []MetaOp{{Key: []byte("offset"), Value: []byte("1")}}}
+
+	d := watchDisk(s, 2*reserve+mib)
+	require.NoError(t, s.Admit(recs))
+	require.NoError(t, s.Admit(meta))
+	require.NoError(t, s.Admit(nil))
+
+	// Between the reserve and one and a half of it: Write takes records,
+	// Admit refuses them.
+	d.free.Store(reserve + reserve/4)
+	s.space.checked = s.space.checked.AddDate(-1, 0, 0)
+	require.ErrorIs(t, s.Admit(recs), ErrNoSpace)
+	require.NoError(t, s.Admit(meta), "metadata keeps a quarter of the reserve and the margin: three quarters")
+	got, err := s.Read(q, 0, 10, 10, 0)
+	require.NoError(t, err)
+	require.Empty(t, got, "Admit writes nothing")
+	require.NoError(t, s.Write(recs))
+
+	// Below three quarters of the reserve metadata is refused by Admit,
+	// not by Write.
+	d.free.Store(reserve / 2)
+	require.ErrorIs(t, s.Admit(meta), ErrNoSpace)
+	require.NoError(t, s.Write(meta))
+
+	// Far from the reserve Admit trusts the count between looks, as Write
+	// does, and does not spend it.
+	d.free.Store(100 * mib)
+	s.space.checked = s.space.checked.AddDate(-1, 0, 0)
+	require.NoError(t, s.Admit(recs))
+	looks := d.looks.Load()
+	budget := s.space.budget
+	for range 10 {
+		require.NoError(t, s.Admit(recs))
+	}
+	assert.Equal(t, looks, d.looks.Load())
+	assert.Equal(t, budget, s.space.budget)
+}
