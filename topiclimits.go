@@ -91,8 +91,8 @@ type TopicLimits struct {
 	RetentionAge time.Duration `json:"retention_age,omitempty"`
 	// MaxBytes, when positive, bounds the bytes of the messages stored in
 	// the topic, over all its queues, counted as stored: each message's
-	// encoded record (its body, key, tag, properties and ID plus about 45
-	// bytes of fixed fields). Overflow says what a send beyond it
+	// encoded record (its body, key, tag, properties and a producer-given
+	// ID, with their lengths, plus 21 bytes of fixed fields). Overflow says what a send beyond it
 	// does, as for MaxMessages; a send whose own messages exceed MaxBytes
 	// is refused with ErrTopicFull under either policy. The count is kept
 	// in memory and recounted from the topic's records when the engine

@@ -13,7 +13,8 @@ const (
 	// RightConsume allows Fetch, the group calls and offset commits and fetches.
 	RightConsume
 	// RightAdmin allows CreateTopics, DeleteTopics, CreatePartitions,
-	// DescribeGroups, ListGroups and DescribeConfigs.
+	// DescribeGroups, ListGroups, ConsumerGroupDescribe and
+	// DescribeConfigs.
 	RightAdmin
 	// RightAll allows everything.
 	RightAll = RightProduce | RightConsume | RightAdmin

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/equeue-go/equeue"
 )
@@ -216,12 +219,24 @@ func TestUsageErrors(t *testing.T) {
 	fails(t, 1, "topic not found", dir, "produce", "nope", "x")
 	fails(t, 1, "group not found", dir, "groups", "nope")
 
-	// Every command explains itself with an example.
-	for _, c := range [][]string{{"serve"}, {"topic", "create"}, {"produce"}, {"consume"}, {"groups"}, {"reset-offsets"}, {"dlq", "list"}, {"dlq", "redrive"}, {"stats"}, {"bench"}} {
-		out := ok(t, append(c, "--help")...)
-		if !strings.Contains(out, "Examples:") {
-			t.Errorf("equeue %s --help has no example:\n%s", strings.Join(c, " "), out)
+	// Every command explains itself with an example (the README says so):
+	// each one of the tree, so a new command cannot go without.
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
 		}
+		if c.HasParent() && c.Example == "" {
+			t.Errorf("%q has no example", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newApp(nil, io.Discard, io.Discard).rootCommand())
+	out := ok(t, "cluster", "status", "--help")
+	if !strings.Contains(out, "Examples:") {
+		t.Errorf("equeue cluster status --help has no example:\n%s", out)
 	}
 }
 

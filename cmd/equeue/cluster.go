@@ -84,7 +84,9 @@ and names the leader.`,
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show a node's view of the cluster",
-		Args:  args(cobra.NoArgs),
+		Example: `  equeue cluster status --admin 127.0.0.1:7851
+  EQUEUE_CLUSTER_ADMIN=127.0.0.1:7851 equeue cluster status --json`,
+		Args: args(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			var s cluster.Status
 			if err := call(cmd.Context(), http.MethodGet, "/cluster/status", nil, &s); err != nil {
@@ -119,7 +121,9 @@ and names the leader.`,
 	add := &cobra.Command{
 		Use:   "add ID RAFTADDR",
 		Short: "Add a voter (ask the leader's node)",
-		Args:  args(cobra.ExactArgs(2)),
+		Example: `  # n2 was started with --cluster-id n2 --cluster-raft 127.0.0.1:7752
+  equeue cluster add n2 127.0.0.1:7752 --admin 127.0.0.1:7851`,
+		Args: args(cobra.ExactArgs(2)),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := call(cmd.Context(), http.MethodPost, "/cluster/add", url.Values{"id": {args[0]}, "raft": {args[1]}}, nil); err != nil {
 				return err
@@ -129,9 +133,10 @@ and names the leader.`,
 		}),
 	}
 	remove := &cobra.Command{
-		Use:   "remove ID",
-		Short: "Remove a server (ask the leader's node)",
-		Args:  args(cobra.ExactArgs(1)),
+		Use:     "remove ID",
+		Short:   "Remove a server (ask the leader's node)",
+		Example: `  equeue cluster remove n3 --admin 127.0.0.1:7851`,
+		Args:    args(cobra.ExactArgs(1)),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := call(cmd.Context(), http.MethodPost, "/cluster/remove", url.Values{"id": {args[0]}}, nil); err != nil {
 				return err
@@ -143,7 +148,11 @@ and names the leader.`,
 	transfer := &cobra.Command{
 		Use:   "transfer-leadership [ID]",
 		Short: "Hand leadership to another voter (ask the leader's node)",
-		Args:  args(cobra.MaximumNArgs(1)),
+		Example: `  # to whichever voter Raft picks
+  equeue cluster transfer-leadership --admin 127.0.0.1:7851
+  # to n2
+  equeue cluster transfer-leadership n2 --admin 127.0.0.1:7851`,
+		Args: args(cobra.MaximumNArgs(1)),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			q := url.Values{}
 			if len(args) == 1 {

@@ -25,7 +25,7 @@ type limitFlags struct {
 func addLimitFlags(f *pflag.FlagSet) *limitFlags {
 	l := &limitFlags{}
 	f.Int64Var(&l.maxMessages, "max-messages", 0, "most messages the topic holds over its queues (0: no limit)")
-	f.Int64Var(&l.maxBytes, "max-bytes", 0, "most bytes of stored messages (body, key, tag, properties and ID, plus ~45 bytes of fixed fields each) the topic holds over its queues (0: no limit)")
+	f.Int64Var(&l.maxBytes, "max-bytes", 0, "most bytes of stored messages (body, key, tag, properties and ID, plus 21 bytes of fixed fields each) the topic holds over its queues (0: no limit)")
 	f.StringVar(&l.overflow, "overflow", "drop-oldest", "what a send beyond --max-messages or --max-bytes does: drop-oldest (delete the oldest) or reject (refuse the send)")
 	f.DurationVar(&l.defaultTTL, "default-ttl", 0, "time-to-live of messages sent without one (e.g. 1h; 0: none)")
 	f.DurationVar(&l.retentionAge, "retention-age", 0, "keep messages this long instead of the engine's retention (negative: no age limit; 0: the engine's)")
