@@ -89,3 +89,98 @@ func TestNode_LeaderOnAFullDiskRefusesWritesAsNotStored(t *testing.T) {
 		require.NoError(t, cluster.FSMError(n), "no node's FSM broke")
 	}
 }
+
+// TestNode_FollowerResumesOnceItsStoreTakesWritesAgain: a follower whose
+// store refuses the entries' writes for a full disk (ErrNoSpace) stops
+// following the log, as before; once its store takes writes again it
+// replays the entries it missed from its Raft log at the next entry the
+// cluster commits, without a reopen, and holds every message. A store
+// failure of another kind still leaves the node out until it is reopened.
+func TestNode_FollowerResumesOnceItsStoreTakesWritesAgain(t *testing.T) {
+	var refuse atomic.Pointer[error]
+	c := newCluster(t, 3, func(o *cluster.Options) {
+		if o.ID != "n2" {
+			return
+		}
+		cluster.SetFSMWriteHook(o, func(b *store.Batch) error {
+			if p := refuse.Load(); p != nil && len(b.Entries) > 0 {
+				return *p
+			}
+			return nil
+		})
+	})
+	ctx := context.Background()
+	leader := c.waitLeader()
+	if c.leaderIndex() == 1 {
+		require.NoError(t, leader.TransferLeadership(ctx, "n1"))
+		eventually(t, 30*time.Second, func() error {
+			if c.leaderIndex() == 1 {
+				return errors.New("n2 still leads")
+			}
+			return nil
+		})
+		leader = c.waitLeader()
+	}
+	n2 := c.nodes[1]
+	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
+	send := func(body string) {
+		t.Helper()
+		_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte(body)}}})
+		require.NoError(t, err, "a majority applies it")
+	}
+	stored := func(n *cluster.Node) int {
+		recs, err := cluster.StoreOf(n).Read(store.QueueID{Topic: 1}, 0, 1000, 1000, 0) // the first topic's ID is 1
+		require.NoError(t, err)
+		return len(recs)
+	}
+	send("m0")
+	eventually(t, 30*time.Second, func() error {
+		if got := stored(n2); got != 1 {
+			return fmt.Errorf("n2 holds %d of 1", got)
+		}
+		return nil
+	})
+
+	full := fmt.Errorf("%w: injected", store.ErrNoSpace)
+	refuse.Store(&full)
+	for i := 1; i <= 20; i++ {
+		send(fmt.Sprintf("m%d", i))
+	}
+	eventually(t, 30*time.Second, func() error {
+		if err := cluster.FSMError(n2); !errors.Is(err, store.ErrNoSpace) {
+			return fmt.Errorf("n2's FSM: %v", err)
+		}
+		return nil
+	})
+	require.Equal(t, 1, stored(n2), "n2 stored nothing while its disk was full")
+
+	refuse.Store(nil)
+	send("m21") // the next entry: n2 replays what it missed, then applies it
+	eventually(t, 30*time.Second, func() error {
+		if err := cluster.FSMError(n2); err != nil {
+			return err
+		}
+		if got := stored(n2); got != 22 {
+			return fmt.Errorf("n2 holds %d of 22", got)
+		}
+		return nil
+	})
+	assert.Equal(t, 22, stored(leader))
+	assert.Equal(t, cluster.StoredApplied(leader), cluster.StoredApplied(n2))
+
+	// Another kind of store failure is not retried.
+	broken := errors.New("injected I/O error")
+	refuse.Store(&broken)
+	send("m22")
+	eventually(t, 30*time.Second, func() error {
+		if err := cluster.FSMError(n2); err == nil {
+			return errors.New("n2's FSM did not break")
+		}
+		return nil
+	})
+	refuse.Store(nil)
+	send("m23")
+	time.Sleep(200 * time.Millisecond)
+	require.Error(t, cluster.FSMError(n2), "still broken: only a reopen (or a snapshot) brings it back")
+	assert.Equal(t, 22, stored(n2))
+}

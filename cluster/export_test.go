@@ -89,3 +89,7 @@ func SetAdmitHook(o *Options, hook func(*store.Batch) error) { o.admitHook = hoo
 // FSMError returns the error n's FSM broke with (nil while it follows the
 // log).
 func FSMError(n *Node) error { return n.fsm.err() }
+
+// SetFSMWriteHook makes o's node's FSM ask hook before each store write of
+// records; an error fails the write as the store's would.
+func SetFSMWriteHook(o *Options, hook func(*store.Batch) error) { o.fsmWriteHook = hook }

@@ -85,6 +85,14 @@ type fsm struct {
 	// answered, only then.
 	awaitLog func(index uint64) error
 
+	// getLog reads an entry of this node's Raft log: the FSM replays the
+	// entries it was handed while its store refused them for a full disk
+	// (catchUp).
+	getLog func(index uint64, l *raft.Log) error
+	// writeHook, when set, is asked before each store write of an
+	// entry's records (tests: a store refusing writes).
+	writeHook func(*store.Batch) error
+
 	restores atomic.Uint64 // snapshots installed
 	offsets  *offsets      // each queue's next offset (FSM goroutine only)
 	group    *writeGroup   // the entries being applied (FSM goroutine only)
@@ -156,6 +164,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 // gives every entry the same answer however Raft groups the entries it
 // hands over; only a store failure answers the whole group with the error.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	if len(logs) > 0 {
+		f.catchUp(logs[0].Index - 1)
+	}
 	out := make([]any, len(logs))
 	if f.awaitLog != nil && len(logs) > 0 {
 		if err := f.awaitLog(logs[len(logs)-1].Index); err != nil {
@@ -275,7 +286,13 @@ func (f *fsm) flush(g *writeGroup, out []any) error {
 	}
 	b := g.batch()
 	var err error
-	if err = f.st.Write(b); err != nil {
+	if f.writeHook != nil {
+		err = f.writeHook(b)
+	}
+	if err == nil {
+		err = f.st.Write(b)
+	}
+	if err != nil {
 		err = f.fail(fmt.Errorf("cluster: apply entries %d-%d: %w", g.first, g.state.applied, err))
 	} else {
 		f.offsets.advance(b, g.next)
@@ -293,13 +310,70 @@ func (f *fsm) flush(g *writeGroup, out []any) error {
 }
 
 // fail records a store failure: this node's copy can no longer follow the
-// log (until a snapshot is installed). It returns err.
+// log (until a snapshot is installed, or, for a full disk, until its store
+// takes writes again: catchUp). It returns err.
 func (f *fsm) fail(err error) error {
 	f.log.Error("apply failed; this node stops following the log", "err", err)
 	f.mu.Lock()
 	f.broken = err
 	f.mu.Unlock()
 	return err
+}
+
+// catchUpChunk bounds the entries catchUp reads from the log at a time.
+const catchUpChunk = 256
+
+// catchUp replays this node's Raft log from the entry after the last one
+// stored as applied up to index upto, when the store refused an entry for
+// a full disk (store.ErrNoSpace): such a write stored nothing, so the
+// store and the FSM's memory stand where they were before it, and the
+// entries handed over since (answered with that error) can be applied
+// now, in order, from the log, which keeps them (a broken FSM takes no
+// snapshot, so Raft compacts none of them away). It runs on the FSM's
+// goroutine, before each batch Raft hands over: once space is freed, the
+// node follows the log again at the next entry the cluster commits. Any
+// other store failure, and a refusal again, leave the FSM broken.
+func (f *fsm) catchUp(upto uint64) {
+	err := f.err()
+	if err == nil || !errors.Is(err, store.ErrNoSpace) || f.getLog == nil {
+		return
+	}
+	from := f.current().applied + 1
+	f.mu.Lock()
+	f.broken = nil
+	f.mu.Unlock()
+	for from <= upto {
+		n := min(upto-from+1, catchUpChunk)
+		logs := make([]*raft.Log, 0, n)
+		for i := from; i < from+n; i++ {
+			l := new(raft.Log)
+			if gerr := f.getLog(i, l); gerr != nil {
+				// Not in the log any more: only a snapshot can help now
+				// (the error no longer says "full disk", so this is not
+				// tried again).
+				_ = f.fail(fmt.Errorf("cluster: catching up after a full disk (%v): read raft log entry %d: %w", err, i, gerr))
+				return
+			}
+			logs = append(logs, l)
+		}
+		if f.group == nil {
+			f.group = newWriteGroup(f.st.Limits())
+		}
+		g := f.group
+		out := make([]any, len(logs))
+		for i, l := range logs {
+			if l.Type == raft.LogCommand {
+				out[i] = f.applyEntry(g, i, l, out)
+			}
+		}
+		f.flush(g, out)
+		g.release()
+		if f.err() != nil {
+			return // refused again: broken as before, retried with the next batch
+		}
+		from += n
+	}
+	f.log.Info("store takes writes again; this node follows the log again", "applied", f.current().applied)
 }
 
 // Snapshot syncs Badger, so that everything applied so far survives the

@@ -214,6 +214,8 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	n.alog = newLeaderLog(under)
 	closers = append(closers, closerFunc(n.alog.Close))
 	n.fsm.awaitLog = n.alog.awaitStored
+	n.fsm.getLog = cache.GetLog
+	n.fsm.writeHook = o.fsmWriteHook
 	n.ptrans.clamp = n.alog.storedBound
 	if o.Bootstrap && !restarted {
 		if err := raft.BootstrapCluster(conf, cache, n.logs, snaps, n.ptrans, n.bootConfig()); err != nil {

@@ -119,6 +119,9 @@ type Options struct {
 	// admitHook, when set, is asked after the leader's own admission of
 	// a write (replicatedStore.AdmitWrite; tests).
 	admitHook func(*store.Batch) error
+	// fsmWriteHook, when set, is asked before each of the FSM's store
+	// writes of records (tests).
+	fsmWriteHook func(*store.Batch) error
 }
 
 func (o *Options) validate() error {
