@@ -115,6 +115,7 @@ func (e *Engine) dedupFor(t *topic) *dedupIndex {
 	if idx == nil {
 		idx = newDedupIndex(t.id, t.dedup)
 		idx.count = &e.stats.dedup
+		idx.deleted = &t.deleted
 		e.dedup[t.id] = idx
 	}
 	return idx
@@ -211,11 +212,18 @@ func (e *Engine) planExpiry(b *batchState, ops, bytes int) (more bool) {
 	slices.Sort(tids)
 	for _, tid := range tids {
 		x := e.dedup[tid]
+		// A deleted topic's window is over: all of it goes, and then the
+		// index itself.
+		gone := x.deleted != nil && x.deleted.Load()
+		if gone && x.size() == 0 {
+			delete(e.dedup, tid)
+			continue
+		}
 		pos, ok := x.oldest()
 		passed := false
 		for ok {
 			d, id, _ := x.entry(pos)
-			if b.now.Sub(d.at) <= x.window {
+			if !gone && b.now.Sub(d.at) <= x.window {
 				break
 			}
 			if x.current(pos, id) && !b.recordsAgain(tid, id) {

@@ -46,7 +46,10 @@ type dedupIndex struct {
 	more  map[string]uint64 // IDs whose hash another live ID holds
 	live  int               // IDs in slots and more
 	count *atomic.Int64     // the engine's count of IDs in every index (Stats.DedupIDs); nil in tests
-	peak  int               // the most IDs live since the maps were last rebuilt
+	// deleted is the topic's deletion flag (nil in tests): the window of
+	// a deleted topic is dropped whole (planExpiry).
+	deleted *atomic.Bool
+	peak    int // the most IDs live since the maps were last rebuilt
 
 	// chunks[i] is chunk number first+i; a position is a chunk number in
 	// the high 32 bits and an offset in it in the low 32.

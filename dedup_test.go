@@ -103,7 +103,7 @@ func TestDedup_WindowExpires(t *testing.T) {
 
 // TestDedup_StatsCountTheIDsHeld: Stats().DedupIDs is the number of IDs
 // the windows hold in memory: each ID once however often it is sent, none
-// once expired, all of them again after a reopen.
+// once expired, all of them again after a reopen, none of a deleted topic.
 func TestDedup_StatsCountTheIDsHeld(t *testing.T) {
 	ctx := ctxT(t)
 	e, reopen := openEngine(t, "badger", nil)
@@ -127,4 +127,11 @@ func TestDedup_StatsCountTheIDsHeld(t *testing.T) {
 	require.NoError(t, p.Close())
 	e = reopen()
 	assert.Equal(t, int64(3), e.Stats().DedupIDs)
+
+	// A deleted topic's window goes at the next write, not an hour later.
+	require.NoError(t, e.DeleteTopic(ctx, "long"))
+	p = newProducer(t, e, nil)
+	_, err = p.Send(ctx, &equeue.Message{Topic: "none", ID: "y"})
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool { return e.Stats().DedupIDs == 0 }, "the deleted topic's IDs are dropped")
 }
