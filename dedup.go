@@ -162,6 +162,9 @@ func (e *Engine) dedupCheck(b *batchState, c *command) bool {
 	}
 	var first dedupEntry
 	for i, id := range c.dedupIDs {
+		if len(id) > MaxIDBytes {
+			return false // never recorded (dedupRecord)
+		}
 		d, ok := e.dedupLookup(b, t, id)
 		if !ok {
 			return false
@@ -187,6 +190,12 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 		b.pending = map[dedupRef]dedupEntry{}
 	}
 	for i, id := range c.dedupIDs {
+		if len(id) > MaxIDBytes {
+			// Only a stored message sent again (a redriven dead letter)
+			// can carry one (sends are refused: validateMessage): its key
+			// would be too long for the store.
+			continue
+		}
 		d := dedupEntry{queue: queue, offset: -1, at: b.now}
 		if first >= 0 {
 			d.offset = first + int64(i)

@@ -1,6 +1,7 @@
 package equeue_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,4 +135,35 @@ func TestDedup_StatsCountTheIDsHeld(t *testing.T) {
 	_, err = p.Send(ctx, &equeue.Message{Topic: "none", ID: "y"})
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, func() bool { return e.Stats().DedupIDs == 0 }, "the deleted topic's IDs are dropped")
+}
+
+// TestDedup_LongIDs: an ID of up to MaxIDBytes is deduplicated like any
+// other; a longer one is refused with ErrInvalidArgument and stores
+// nothing. (On a dedup topic the ID is part of a store key, and a key the
+// store cannot take failed the whole write, every send packed with it,
+// and in a cluster broke every node.)
+func TestDedup_LongIDs(t *testing.T) {
+	ctx := ctxT(t)
+	for _, kind := range []string{"memory", "badger"} {
+		t.Run(kind, func(t *testing.T) {
+			e, _ := openEngine(t, kind, nil)
+			require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+			p := newProducer(t, e, nil)
+			max := strings.Repeat("i", equeue.MaxIDBytes)
+			r, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: max})
+			require.NoError(t, err)
+			again, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: max})
+			require.NoError(t, err)
+			assert.True(t, again.Duplicate)
+			assert.Equal(t, r.Offset, again.Offset)
+
+			_, err = p.Send(ctx, &equeue.Message{Topic: "t", ID: max + "i"})
+			require.ErrorIs(t, err, equeue.ErrInvalidArgument)
+			_, err = p.SendBatch(ctx, []*equeue.Message{{Topic: "t", ID: "ok"}, {Topic: "t", ID: strings.Repeat("x", 70000)}})
+			require.ErrorIs(t, err, equeue.ErrInvalidArgument)
+			info, err := e.Topic(ctx, "t")
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), info.Queues[0].MaxOffset, "nothing of the refused sends is stored")
+		})
+	}
 }

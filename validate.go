@@ -10,7 +10,8 @@ import (
 // message to store: m itself, or a copy whose ExpiresAt beyond what a record
 // can hold (after 2262) is cleared, since such a time means "never expires".
 //
-// Errors wrap ErrInvalidArgument: Attempt outside 0..1<<30-1; BornAt,
+// Errors wrap ErrInvalidArgument: an ID longer than MaxIDBytes; Attempt
+// outside 0..1<<30-1; BornAt,
 // DeliverAt or ExpiresAt before 1678, BornAt or DeliverAt after 2262
 // (DeliverAt then also matches ErrInvalidDelay), or any of them exactly at
 // the Unix epoch. The BornAt the engine fills in when it is zero is always valid.
@@ -23,8 +24,16 @@ func validateMessage(i int, m *Message) (*Message, error) {
 	if m.DeliverAt.After(maxRecordTime) {
 		return nil, fmt.Errorf("%w: %w: message %d: deliver-at %v is after %v", ErrInvalidDelay, ErrInvalidArgument, i, m.DeliverAt.UTC(), maxRecordTime.UTC())
 	}
+	if len(m.ID) > MaxIDBytes {
+		return nil, fmt.Errorf("%w: message %d: ID of %d bytes, at most %d", ErrInvalidArgument, i, len(m.ID), MaxIDBytes)
+	}
 	if err := checkRecord(m, m.BornAt); err != nil {
 		return nil, fmt.Errorf("message %d: %w", i, err)
 	}
 	return m, nil
 }
+
+// MaxIDBytes bounds a producer-supplied message ID. On a topic with a
+// dedup window the ID is part of a store key, and a key must stay well
+// below what the store takes (Badger: 65,000 bytes).
+const MaxIDBytes = 4096

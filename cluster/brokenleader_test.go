@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -183,4 +184,27 @@ func TestNode_FollowerResumesOnceItsStoreTakesWritesAgain(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	require.Error(t, cluster.FSMError(n2), "still broken: only a reopen (or a snapshot) brings it back")
 	assert.Equal(t, 22, stored(n2))
+}
+
+// TestNode_EntryWithAKeyTooLongIsRefusedEverywhere: a batch entry holding a
+// metadata key longer than any store takes (an older leader could propose
+// one: a message ID of 70,000 bytes on a dedup topic) is refused alike by
+// every node's FSM, as not stored, and the nodes go on; before, every
+// node's FSM broke on it, for good.
+func TestNode_EntryWithAKeyTooLongIsRefusedEverywhere(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	leader := c.waitLeader()
+	ctx := context.Background()
+	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
+	long := &store.Batch{Meta: []store.MetaOp{{Key: bytes.Repeat([]byte{'k'}, 70000), Value: []byte("v")}}}
+	err := cluster.ApplyRaw(leader, cluster.TenureOf(leader), long)
+	require.ErrorIs(t, err, store.ErrBatchTooLarge)
+	for _, n := range c.nodes {
+		require.NoError(t, cluster.FSMError(n), "no node's FSM broke")
+	}
+	// The refusal ended the tenure; the leader serves on in a new one.
+	eventually(t, 30*time.Second, func() error {
+		_, err := c.waitLeader().Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
+		return err
+	})
 }

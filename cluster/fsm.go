@@ -34,6 +34,10 @@ var stateKey = []byte("\x00cluster/state")
 // is not the current one: the entry was ignored, nothing of it is stored.
 var errStaleTenure = errors.New("cluster: write of a superseded leader tenure ignored")
 
+// errEntryRefused is the answer to a batch entry no node's store can take
+// (a metadata key too long): refused on every node alike, not stored.
+var errEntryRefused = errors.New("cluster: entry refused by every node")
+
 // fsmState is what stateKey holds.
 type fsmState struct {
 	applied    uint64
@@ -217,6 +221,15 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 			return errStaleTenure
 		}
 		b := e.batch
+		if !store.KeysFit(b) {
+			// Every node's store would refuse it (the leader's refuses such
+			// a batch before proposing it; an older leader may not have):
+			// refused alike everywhere, after the entries before it.
+			if err := f.flush(g, out); err != nil {
+				return err
+			}
+			return f.refuse(l.Index, s, fmt.Errorf("%w: %w: a metadata key is longer than %d bytes", errEntryRefused, store.ErrBatchTooLarge, store.MaxKeyBytes))
+		}
 		if !g.empty() && !g.fits(b) {
 			if err := f.flush(g, out); err != nil {
 				return err

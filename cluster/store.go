@@ -134,7 +134,7 @@ func (s *replicatedStore) failed(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, errStaleTenure),
-		errors.Is(err, errOffsetMismatch):
+		errors.Is(err, errOffsetMismatch), errors.Is(err, errEntryRefused):
 		// Never entered the log, or ignored or refused by every node's FSM.
 		return fmt.Errorf("%w: %w", equeue.ErrNotLeader, err)
 	default:

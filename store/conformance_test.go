@@ -383,6 +383,28 @@ func runConformance(t *testing.T, h harness) {
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 
+	t.Run("KeyTooLong", func(t *testing.T) {
+		// A metadata key longer than MaxKeyBytes is refused whole, with
+		// ErrBatchTooLarge, by Allows and Write alike: Badger would refuse
+		// it (its limit is 65,000 bytes) after taking the rest of the
+		// batch's cost, and every store behaves the same.
+		s := start(t, h).s
+		q := store.QueueID{Topic: 1}
+		ok := &store.Batch{Meta: []store.MetaOp{{Key: bytes.Repeat([]byte{'k'}, store.MaxKeyBytes), Value: []byte("v")}}}
+		require.True(t, store.KeysFit(ok))
+		require.NoError(t, s.Write(ok))
+		long := &store.Batch{
+			Entries: []store.Entry{{Queue: q, Offset: 0, Value: []byte("x")}},
+			Meta:    []store.MetaOp{{Key: []byte("short"), Value: []byte("v")}, {Key: bytes.Repeat([]byte{'k'}, store.MaxKeyBytes+1), Value: []byte("v")}},
+		}
+		require.False(t, store.KeysFit(long))
+		require.False(t, s.Limits().Allows(long))
+		require.ErrorIs(t, s.Write(long), store.ErrBatchTooLarge)
+		require.Equal(t, bounds{}, getBounds(t, s, q), "nothing of it is stored")
+		_, err := s.GetMeta([]byte("short"))
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+
 	t.Run("Limits", func(t *testing.T) {
 		s := start(t, h).s
 		l := s.Limits()

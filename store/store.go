@@ -106,9 +106,18 @@ func (l Limits) Cost(b *Batch) (ops, bytes int) {
 	return len(b.Entries) + len(b.Meta), bytes
 }
 
+// MaxKeyBytes bounds a metadata key in every store (Badger refuses keys of
+// more than 65,000 bytes, its own prefix included). Allows and Write refuse
+// a batch holding a longer one.
+const MaxKeyBytes = 60000
+
 // Allows reports whether b is within l, counting as Limits.Cost does. A zero
-// field of l does not limit.
+// field of l does not limit; no batch with a metadata key longer than
+// MaxKeyBytes is allowed.
 func (l Limits) Allows(b *Batch) bool {
+	if !KeysFit(b) {
+		return false
+	}
 	if l.MaxValueSize > 0 {
 		for i := range b.Entries {
 			if len(b.Entries[i].Value) > l.MaxValueSize {
@@ -126,8 +135,24 @@ func (l Limits) Allows(b *Batch) bool {
 	return true
 }
 
+// KeysFit reports whether every metadata key of b is at most MaxKeyBytes.
+func KeysFit(b *Batch) bool {
+	if b == nil {
+		return true
+	}
+	for i := range b.Meta {
+		if len(b.Meta[i].Key) > MaxKeyBytes {
+			return false
+		}
+	}
+	return true
+}
+
 // checkBatch validates b against l before anything is written.
 func checkBatch(b *Batch, l Limits) error {
+	if !KeysFit(b) {
+		return fmt.Errorf("%w: a metadata key is longer than %d bytes", ErrBatchTooLarge, MaxKeyBytes)
+	}
 	if !l.Allows(b) {
 		ops, bytes := l.Cost(b)
 		return fmt.Errorf("%w: %d ops and %d bytes, limits are %d ops and %d bytes",
