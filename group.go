@@ -49,6 +49,13 @@ type group struct {
 	lanes      map[string]int // priority lanes of subscribed topics with priorities; replaced, never changed
 	changed    chan struct{}
 	offsets    map[offsetKey]int64
+	// left is when each member ID of a broadcasting group last left (or
+	// expired), and lastLeft when any member did: idle-group and
+	// absent-member expiry count from there (groupexpiry.go), so a member
+	// that came and went between two checks is not taken as absent all
+	// along. Entries go with the member's offsets, or a TTL after it left.
+	left     map[string]time.Time
+	lastLeft time.Time
 	// attempts holds the stored attempts of unfinished messages of an
 	// offset key, when there are any (see OffsetCommit.Attempts).
 	attempts map[offsetKey][]MessageAttempts
@@ -274,6 +281,16 @@ func (c *coordinator) memberGroup(name, id string) (*group, error) {
 }
 
 func (g *group) removeMember(id string) {
+	now := time.Now()
+	if _, ok := g.members[id]; ok {
+		g.lastLeft = now
+		if g.model == Broadcasting { // only there do members have offsets of their own
+			if g.left == nil {
+				g.left = map[string]time.Time{}
+			}
+			g.left[id] = now
+		}
+	}
 	delete(g.members, id)
 	for q, o := range g.owners {
 		if o.member == id {
@@ -466,6 +483,7 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 		}
 	}
 	g.members[req.Member] = &member{id: req.Member, incarnation: req.Incarnation, lastSeen: time.Now()}
+	delete(g.left, req.Member)
 	if !rejoin {
 		e.log.Info("group member joined", "group", g.name, "member", req.Member)
 	}

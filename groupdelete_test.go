@@ -376,3 +376,65 @@ func TestPullMarks_GoWithTheirMembers(t *testing.T) {
 	require.Positive(t, equeue.PullMarks(e), "a live member keeps its marks")
 	require.NoError(t, live.Close())
 }
+
+// TestGroupIdleTTL_CountsFromTheLastLeave: idle time counts from when the
+// last member left, not from when a check first found none: a member
+// that comes back between two checks, commits and leaves again keeps its
+// offsets (a broadcasting member's) and its group for a whole TTL after
+// that. Before, the next check deleted the offset just committed (found
+// by review).
+func TestGroupIdleTTL_CountsFromTheLastLeave(t *testing.T) {
+	const ttl = 2 * time.Second
+	ctx := ctxT(t)
+	rig := newFaultRig(t, "memory", &equeue.Options{GroupIdleTTL: ttl})
+	e := rig.E
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p := newProducer(t, e, nil)
+	send := func() {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+		require.NoError(t, err)
+	}
+	handled := make(chan struct{}, 100)
+	ok := func(context.Context, *equeue.Message) error { handled <- struct{}{}; return nil }
+	run := func(group, id string, model equeue.MessageModel) {
+		c := startConsumer(t, e, equeue.ConsumerOptions{Group: group, ID: id, Model: model, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok})
+		select {
+		case <-handled:
+		case <-ctx.Done():
+			t.Fatal("not handled")
+		}
+		require.NoError(t, c.Close())
+	}
+	keep := startConsumer(t, e, equeue.ConsumerOptions{Group: "b", ID: "keep", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(context.Context, *equeue.Message) error { return nil }})
+	defer keep.Close()
+	hasOffset := func(group, member string) bool {
+		for _, k := range offsetKeys(t, rig.FS, group) {
+			if member == "" || strings.HasPrefix(k, "off/"+group+"\x00"+member+"\x00") {
+				return true
+			}
+		}
+		return false
+	}
+
+	send()
+	run("b", "cron", equeue.Broadcasting)
+	run("c", "", equeue.Clustering)
+	time.Sleep(ttl - 300*time.Millisecond) // a check has long seen both absent
+	send()
+	run("b", "cron", equeue.Broadcasting)
+	run("c", "", equeue.Clustering)
+	left := time.Now()
+	for time.Since(left) < ttl-500*time.Millisecond {
+		require.True(t, hasOffset("b", "cron"), "the member's offset, committed %v ago, was deleted", time.Since(left))
+		_, err := e.Group(ctx, "c")
+		require.NoError(t, err, "the group, idle for %v, was deleted", time.Since(left))
+		time.Sleep(20 * time.Millisecond)
+	}
+	eventually(t, 30*time.Second, func() bool { return !hasOffset("b", "cron") }, "the member's offsets go a TTL after it left")
+	eventually(t, 30*time.Second, func() bool {
+		_, err := e.Group(ctx, "c")
+		return errors.Is(err, equeue.ErrGroupNotFound)
+	}, "the group goes a TTL after its member left")
+	assert.True(t, hasOffset("b", "keep"))
+}

@@ -2,7 +2,6 @@ package equeue
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/equeue-go/equeue/store"
@@ -46,25 +45,38 @@ func (e *Engine) expireAbsentMembers(now time.Time, gone map[memberRef]time.Time
 			continue
 		}
 		g.mu.Lock()
-		var absent []string
+		absent := map[string]time.Time{} // ID -> when it last left (zero: not since Open)
 		for k := range g.offsets {
-			if _, live := g.members[k.member]; !live && !slices.Contains(absent, k.member) {
-				absent = append(absent, k.member)
+			if _, live := g.members[k.member]; !live {
+				absent[k.member] = g.left[k.member]
+			}
+		}
+		for id, left := range g.left {
+			if _, has := absent[id]; !has && now.Sub(left) >= e.opts.GroupIdleTTL {
+				delete(g.left, id) // it committed nothing: nothing to delete
 			}
 		}
 		g.mu.Unlock()
-		for _, id := range absent {
+		for id, left := range absent {
 			ref := memberRef{g.name, id}
 			seen[ref] = true
 			since, ok := gone[ref]
 			if !ok {
 				gone[ref] = now
+				if !left.IsZero() {
+					gone[ref] = left
+				}
 				continue
+			}
+			if left.After(since) {
+				// It came back and left again since the last check.
+				since = left
+				gone[ref] = left
 			}
 			if now.Sub(since) < e.opts.GroupIdleTTL {
 				continue
 			}
-			n, err := e.forgetMemberOffsets(g, id)
+			n, err := e.forgetMemberOffsets(g, id, now.Add(-e.opts.GroupIdleTTL))
 			switch {
 			case err == nil:
 				if n > 0 {
@@ -84,9 +96,9 @@ func (e *Engine) expireAbsentMembers(now time.Time, gone map[memberRef]time.Time
 }
 
 // forgetMemberOffsets deletes the offsets of member id of broadcasting
-// group g, unless a member with that ID is live (then it does nothing). It
-// returns how many it deleted.
-func (e *Engine) forgetMemberOffsets(g *group, id string) (int, error) {
+// group g, unless a member with that ID is live or left after before
+// (then it does nothing). It returns how many it deleted.
+func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int, error) {
 	if err := e.enter(e.bgCtx); err != nil {
 		return 0, err
 	}
@@ -97,6 +109,9 @@ func (e *Engine) forgetMemberOffsets(g *group, id string) (int, error) {
 	defer g.mu.Unlock()
 	if _, live := g.members[id]; live {
 		return 0, nil
+	}
+	if left, ok := g.left[id]; ok && left.After(before) {
+		return 0, nil // it came and went since the caller looked
 	}
 	var keys [][]byte
 	for k := range g.offsets {
@@ -122,6 +137,7 @@ func (e *Engine) forgetMemberOffsets(g *group, id string) (int, error) {
 		}
 		keys = keys[len(chunk):]
 	}
+	delete(g.left, id)
 	return done, nil
 }
 
@@ -131,7 +147,7 @@ func (e *Engine) expireIdleGroups(now time.Time, idle map[string]time.Time) {
 	seen := map[string]bool{}
 	for _, g := range e.groups.snapshot() {
 		g.mu.Lock()
-		empty := len(g.members) == 0
+		empty, left := len(g.members) == 0, g.lastLeft
 		g.mu.Unlock()
 		seen[g.name] = true
 		if !empty {
@@ -142,6 +158,11 @@ func (e *Engine) expireIdleGroups(now time.Time, idle map[string]time.Time) {
 		if !ok {
 			idle[g.name] = now
 			continue
+		}
+		if left.After(since) {
+			// A member came and went since the last check: idle from then.
+			since = left
+			idle[g.name] = left
 		}
 		if now.Sub(since) < e.opts.GroupIdleTTL {
 			continue
