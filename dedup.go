@@ -222,10 +222,10 @@ func (e *Engine) planExpiry(b *batchState, ops, bytes int) (more bool) {
 	for _, tid := range tids {
 		x := e.dedup[tid]
 		// A deleted topic's window is over: all of it goes, and then the
-		// index itself.
+		// index itself (dropDeletedIndexes, once the batch is stored).
 		gone := x.deleted != nil && x.deleted.Load()
 		if gone && x.size() == 0 {
-			delete(e.dedup, tid)
+			b.dropIdx = append(b.dropIdx, tid)
 			continue
 		}
 		pos, ok := x.oldest()
@@ -289,5 +289,17 @@ func (b *batchState) commitDedup() {
 	}
 	for _, p := range b.expiredOrder {
 		p.idx.advance(p.to)
+	}
+}
+
+// dropDeletedIndexes forgets the indexes of deleted topics that b found
+// empty, once b is stored and unless b recorded into them after all (a
+// send that passed its topic's deletion check just before the topic was
+// deleted): then a later batch expires those entries first.
+func (e *Engine) dropDeletedIndexes(b *batchState) {
+	for _, tid := range b.dropIdx {
+		if x := e.dedup[tid]; x != nil && x.size() == 0 {
+			delete(e.dedup, tid)
+		}
 	}
 }

@@ -277,3 +277,43 @@ func TestDedup_ReopenLoadsTheWindowInTimeOrder(t *testing.T) {
 	assert.Equal(t, []string{"z", "y", "x", "w", "v", "u", "t", "s", "r", "q", "p", "o", "n"}, expired,
 		"the entries more than an hour old at 1h13m30s after base: 1 to 13 minutes after it")
 }
+
+// TestDedup_DeletedTopicIndexKeptWhileABatchRecordsIntoIt: a send that
+// passed its topic's deletion check just before the topic was deleted
+// records into the topic's dedup index in the same batch whose expiry
+// finds that index empty. The index must not be dropped under it (the
+// entry would be counted in Stats for good): it is dropped once a later
+// batch expired the entry (found by review).
+func TestDedup_DeletedTopicIndexKeptWhileABatchRecordsIntoIt(t *testing.T) {
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	ctx := context.Background()
+	require.NoError(t, e.CreateTopicWith(ctx, "t", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	tp, ok := e.lookupTopic("t")
+	require.True(t, ok)
+	q, err := tp.queue(0)
+	require.NoError(t, err)
+	// What the writer goroutine does (the engine's own writer is idle: no
+	// send is made).
+	func() {
+		x := e.dedupFor(tp)
+		require.Zero(t, x.size())
+		tp.deleted.Store(true) // the deletion lands between apply's check and planExpiry
+		b := &batchState{now: time.Now()}
+		e.dedupRecord(b, &command{kind: cmdAppend, q: q, dedupIDs: []string{"late"}}, 0, 0)
+		e.planExpiry(b, 100, 1<<20)
+		e.storeBatch(b)
+		require.Same(t, x, e.dedup[tp.id], "the index the batch recorded into is kept")
+		require.Equal(t, int64(1), e.stats.dedup.Load())
+
+		b = &batchState{now: time.Now()}
+		e.planExpiry(b, 100, 1<<20) // the deleted topic's entry expires
+		e.storeBatch(b)
+		b = &batchState{now: time.Now()}
+		e.planExpiry(b, 100, 1<<20) // and the empty index goes
+		e.storeBatch(b)
+		require.Nil(t, e.dedup[tp.id])
+		require.Zero(t, e.stats.dedup.Load())
+	}()
+}

@@ -196,8 +196,9 @@ func checkClientAppend(ctx context.Context, topic string) error {
 // which the member has pulled: what it may send back. The zero value is
 // ready to use.
 type pullMarks struct {
-	mu sync.Mutex
-	m  map[markKey]map[string]mark // member -> its mark
+	mu  sync.Mutex
+	m   map[markKey]map[string]mark // member -> its mark
+	seq uint64                      // counts record calls (mark.seq)
 }
 
 type markKey struct {
@@ -208,6 +209,7 @@ type markKey struct {
 type mark struct {
 	epoch int64
 	next  int64
+	seq   uint64 // of the last record call for it: a sweep drops it only if unchanged
 }
 
 // record notes that member pulled q below next under epoch. Marks of older
@@ -229,10 +231,13 @@ func (p *pullMarks) record(group, member string, g Grant, next int64) {
 			delete(ms, id)
 		}
 	}
+	p.seq++
 	if mk, ok := ms[member]; ok && mk.epoch == g.Epoch && mk.next >= next {
+		mk.seq = p.seq
+		ms[member] = mk
 		return
 	}
-	ms[member] = mark{epoch: g.Epoch, next: next}
+	ms[member] = mark{epoch: g.Epoch, next: next, seq: p.seq}
 }
 
 // epoch returns the epoch of member's latest pull of q, 0 if none.
@@ -248,27 +253,51 @@ func (p *pullMarks) epoch(group, member string, q QueueRef) int64 {
 // those of deleted groups and topics (a group per Watermill fan-out
 // subscription, a broadcasting member per generated ID).
 func (p *pullMarks) sweep(live func(group, member string) bool) {
+	// Which marks there are, under p.mu; who is live, outside it (live
+	// takes group locks, which a group may hold across a store write:
+	// under p.mu that would stall every pull meanwhile); then, under p.mu
+	// again, only the marks nobody recorded since are dropped, so a
+	// member that joined again and pulled keeps its new mark.
+	type seen struct {
+		k   markKey
+		id  string
+		seq uint64
+	}
+	var all []seen
 	p.mu.Lock()
-	keys := make([]markKey, 0, len(p.m))
-	for k := range p.m {
-		keys = append(keys, k)
+	for k, ms := range p.m {
+		for id, mk := range ms {
+			all = append(all, seen{k, id, mk.seq})
+		}
 	}
 	p.mu.Unlock()
-	for _, k := range keys {
-		// live is asked under p.mu, so a member that joins again after it
-		// answered records its next mark only once this key is swept.
-		// (Nothing holds a group's lock while it takes p.mu.)
-		p.mu.Lock()
-		ms := p.m[k]
-		for id := range ms {
-			if !live(k.group, id) {
-				delete(ms, id)
+	type gm struct{ group, member string }
+	alive := map[gm]bool{}
+	var gone []seen
+	for _, s := range all {
+		key := gm{s.k.group, s.id}
+		ok, asked := alive[key]
+		if !asked {
+			ok = live(s.k.group, s.id)
+			alive[key] = ok
+		}
+		if !ok {
+			gone = append(gone, s)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range gone {
+		ms := p.m[s.k]
+		if mk, ok := ms[s.id]; ok && mk.seq == s.seq {
+			delete(ms, s.id)
+			if len(ms) == 0 {
+				delete(p.m, s.k)
 			}
 		}
-		if len(ms) == 0 {
-			delete(p.m, k)
-		}
-		p.mu.Unlock()
 	}
 }
 

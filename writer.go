@@ -305,6 +305,7 @@ type batchState struct {
 	dedup        []dedupPut
 	expired      []dedupPut
 	expiredOrder []expiredPrefix
+	dropIdx      []uint32 // deleted topics' dedup indexes found empty
 }
 
 // touched is a queue the batch appends to: its next offset before and after.
@@ -519,6 +520,7 @@ func (e *Engine) storeBatch(b *batchState) {
 		t.q.bytes.commit(t.bytes, t.next)
 	}
 	b.commitDedup()
+	e.dropDeletedIndexes(b)
 }
 
 // durableBatch publishes a stored batch to readers once it is durable. A

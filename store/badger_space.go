@@ -93,18 +93,26 @@ func checkOpenSpace(dir string, reserve int64) error {
 // returns an error matching ErrNoSpace. A write that only records metadata
 // or deletes (records false) may use three quarters of the reserve.
 func (g *spaceGuard) admit(need int64, records bool) error {
-	return g.admitKeeping(need, records, 0)
+	return g.admitKeeping(need, records, false)
 }
 
-// admitKeeping is admit with extra bytes kept free beyond the reserve
-// (Badger.Admit).
-func (g *spaceGuard) admitKeeping(need int64, records bool, extra int64) error {
+// admitKeeping is admit, with margin a part of the reserve kept free
+// beyond it (Badger.Admit): half of it for a write with records, an
+// eighth for metadata and deletions alone.
+func (g *spaceGuard) admitKeeping(need int64, records, margin bool) error {
 	if g == nil || g.reserve <= 0 {
 		return nil
 	}
 	keep := g.reserve
 	if !records {
 		keep -= 3 * g.reserve / 4
+	}
+	var extra int64
+	if margin {
+		extra = g.reserve / 8
+		if records {
+			extra = g.reserve / 2
+		}
 	}
 	keep += extra
 	g.mu.Lock()
@@ -140,9 +148,11 @@ func (g *spaceGuard) admitKeeping(need int64, records bool, extra int64) error {
 }
 
 // Admit reports whether a Write of b is admitted with a margin: it returns
-// an error matching ErrNoSpace when the write would leave less than half
-// the reserve beyond what Write itself keeps free (the reserve for a
-// write with records, a quarter of it for metadata and deletions alone).
+// an error matching ErrNoSpace when the write would leave less than a
+// margin beyond what Write itself keeps free (the reserve for a write with
+// records, margin half the reserve; a quarter of it for metadata and
+// deletions alone, margin an eighth, so offset commits and admin changes
+// go on nearly as long as on a single engine).
 // It writes nothing. A replicated store's leader asks it before it
 // proposes a write that every node's store will have to take: refused
 // there, the write is refused as not stored, while a node whose disk is
@@ -152,7 +162,7 @@ func (s *Badger) Admit(b *Batch) error {
 	if b == nil || len(b.Entries)+len(b.Meta) == 0 {
 		return nil
 	}
-	return s.space.admitKeeping(writeNeed(b), len(b.Entries) > 0, s.space.reserve/2)
+	return s.space.admitKeeping(writeNeed(b), len(b.Entries) > 0, true)
 }
 
 // writeNeed bounds the bytes a Write of b puts into Badger's logs: each

@@ -220,15 +220,17 @@ func TestBadger_AdmitKeepsAMargin(t *testing.T) {
 	d.free.Store(reserve + reserve/4)
 	s.space.checked = s.space.checked.AddDate(-1, 0, 0)
 	require.ErrorIs(t, s.Admit(recs), ErrNoSpace)
-	require.NoError(t, s.Admit(meta), "metadata keeps a quarter of the reserve and the margin: three quarters")
+	require.NoError(t, s.Admit(meta), "metadata keeps a quarter of the reserve and an eighth of it")
 	got, err := s.Read(q, 0, 10, 10, 0)
 	require.NoError(t, err)
 	require.Empty(t, got, "Admit writes nothing")
 	require.NoError(t, s.Write(recs))
 
-	// Below three quarters of the reserve metadata is refused by Admit,
+	// Below three eighths of the reserve metadata is refused by Admit,
 	// not by Write.
 	d.free.Store(reserve / 2)
+	require.NoError(t, s.Admit(meta))
+	d.free.Store(reserve * 3 / 10)
 	require.ErrorIs(t, s.Admit(meta), ErrNoSpace)
 	require.NoError(t, s.Write(meta))
 
@@ -244,4 +246,22 @@ func TestBadger_AdmitKeepsAMargin(t *testing.T) {
 	}
 	assert.Equal(t, looks, d.looks.Load())
 	assert.Equal(t, budget, s.space.budget)
+}
+
+// TestBadger_AdmitWithoutAGuard: a store that keeps no reserve (in memory,
+// read-only, MinFreeBytes negative) admits every write.
+func TestBadger_AdmitWithoutAGuard(t *testing.T) {
+	for name, o := range map[string]*BadgerOptions{"in memory": {InMemory: true}, "check off": {MinFreeBytes: -1}} {
+		t.Run(name, func(t *testing.T) {
+			dir := ""
+			if !o.InMemory {
+				dir = t.TempDir()
+			}
+			s, err := OpenBadger(dir, o)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, s.Close()) })
+			require.NoError(t, s.Admit(&Batch{Entries: []Entry{{Queue: QueueID{Topic: 1}, Value: []byte("x")}}}))
+			require.NoError(t, s.Admit(&Batch{Meta: []MetaOp{{Key: []byte("k"), Value: []byte("v")}}}))
+		})
+	}
 }
