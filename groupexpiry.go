@@ -41,10 +41,11 @@ type memberRef struct{ group, member string }
 func (e *Engine) expireAbsentMembers(now time.Time, gone map[memberRef]time.Time) {
 	seen := map[memberRef]bool{}
 	for _, g := range e.groups.snapshot() {
-		if g.model != Broadcasting {
+		g.mu.Lock()
+		if g.model != Broadcasting { // set by the first member's join, under g.mu
+			g.mu.Unlock()
 			continue
 		}
-		g.mu.Lock()
 		absent := map[string]time.Time{} // ID -> when it last left (zero: not since Open)
 		for k := range g.offsets {
 			if _, live := g.members[k.member]; !live {
