@@ -14,8 +14,8 @@ func (e *Engine) runGroupExpiry() {
 	every := min(max(e.opts.GroupIdleTTL/4, 10*time.Millisecond), time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	idle := map[string]time.Time{} // group -> first seen without members
-	gone := map[memberRef]time.Time{}
+	idle := map[string]time.Time{}    // group -> idle since (see expireIdleGroups)
+	gone := map[memberRef]time.Time{} // member ID -> absent since (see expireAbsentMembers)
 	for {
 		select {
 		case <-e.closing:
@@ -32,7 +32,8 @@ type memberRef struct{ group, member string }
 
 // expireAbsentMembers forgets, in broadcasting groups, the offsets of
 // member IDs that had no live member for Options.GroupIdleTTL: gone
-// records when each absent ID was first seen absent. A broadcasting member
+// records since when each absent ID is absent (its last leave, or the
+// first check that found it absent when it left before Open). A broadcasting member
 // keeps offsets of its own under its ID, so one that never comes back (a
 // consumer started with a generated ID, the default, and restarted; a
 // machine retired) would otherwise keep them in memory and in the store
@@ -142,8 +143,10 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 	return done, nil
 }
 
-// expireIdleGroups updates idle with the groups that have no members and
-// deletes those idle for longer than Options.GroupIdleTTL.
+// expireIdleGroups updates idle with the groups that have no members (idle
+// since the first check that found none, or their last member's leave
+// when that is later) and deletes those idle for longer than
+// Options.GroupIdleTTL.
 func (e *Engine) expireIdleGroups(now time.Time, idle map[string]time.Time) {
 	seen := map[string]bool{}
 	for _, g := range e.groups.snapshot() {
