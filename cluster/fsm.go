@@ -352,6 +352,7 @@ func (f *fsm) catchUp(upto uint64) {
 		return
 	}
 	from := f.current().applied + 1
+	first := from
 	f.mu.Lock()
 	f.broken = nil
 	f.mu.Unlock()
@@ -386,7 +387,9 @@ func (f *fsm) catchUp(upto uint64) {
 		}
 		from += n
 	}
-	f.log.Info("store takes writes again; this node follows the log again", "applied", f.current().applied)
+	if from > first {
+		f.log.Info("store takes writes again: entries it had refused replayed from the raft log", "entries", from-first, "applied", f.current().applied)
+	}
 }
 
 // Snapshot syncs Badger, so that everything applied so far survives the
