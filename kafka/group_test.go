@@ -196,7 +196,7 @@ func TestKgo_CommitRestartResume(t *testing.T) {
 // run. An empty group is now forgotten after a while; one with committed
 // offsets is still listed (from the engine) and resumes where it was.
 func TestKgo_EmptyGroupsAreForgotten(t *testing.T) {
-	kafka.SetEmptyGroupKeep(t, time.Second)
+	kafka.SetEmptyGroupKeep(t, 3*time.Second)
 	e, addr := setup(t, map[string]int{"t": 1})
 	ctx := testCtx(t)
 	for i := range 3 {
@@ -222,7 +222,7 @@ func TestKgo_EmptyGroupsAreForgotten(t *testing.T) {
 	require.Eventually(t, func() bool {
 		n := names()
 		return len(n) == 1 && n[0] == "run-4"
-	}, 10*time.Second, 50*time.Millisecond, "only the group with offsets is left")
+	}, 30*time.Second, 50*time.Millisecond, "only the group with offsets is left")
 
 	cl := kclient(t, addr, kgo.ConsumerGroup("run-4"), kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
 	recs := pollN(ctx, t, cl, 1)
