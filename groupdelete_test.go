@@ -312,7 +312,7 @@ func TestGroupIdleTTL_ForgetsAbsentBroadcastMembers(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return member("old") == 2 && member("stay") == 2 }, "both members' offsets stored")
 	require.NoError(t, old.Close())
 
-	rig.FS.FailWrites(1 << 20) // the first deletions fail
+	rig.FS.FailWrites(1 << 20)  // the first deletions fail
 	time.Sleep(2 * time.Second) // past the TTL: the deletions are tried, and fail
 	assert.Equal(t, 2, member("old"), "nothing is deleted while writes fail")
 	gi, err := e.Group(ctx, "b")
