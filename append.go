@@ -306,7 +306,7 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 			}
 			m = &cp
 		}
-		if m, err = validateMessage(i, m); err != nil {
+		if m, err = validateMessage(i, m, isStoredAgain(ctx)); err != nil {
 			return nil, err
 		}
 		if m.DeliverAt.After(now) {

@@ -128,7 +128,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if sysN != 0 {
 			m.sys = map[string]string{"n": fmt.Sprint(sysN)}
 		}
-		v, err := validateMessage(0, m)
+		v, err := validateMessage(0, m, false)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidArgument) {
 				t.Fatalf("refusal %v does not wrap ErrInvalidArgument", err)
@@ -179,14 +179,14 @@ func TestValidateMessage_Limits(t *testing.T) {
 		"expires 1500":    {ExpiresAt: year(1500)},
 		"expires at zero": {ExpiresAt: time.Unix(0, 0)},
 	} {
-		_, err := validateMessage(0, m)
+		_, err := validateMessage(0, m, false)
 		assert.ErrorIs(t, err, ErrInvalidArgument, name)
 	}
-	_, err := validateMessage(0, &Message{DeliverAt: year(3000)})
+	_, err := validateMessage(0, &Message{DeliverAt: year(3000)}, false)
 	assert.ErrorIs(t, err, ErrInvalidDelay, "a delivery time beyond 2262 is also an invalid delay")
 
 	far := &Message{ExpiresAt: year(3000), Attempt: 1<<30 - 1, BornAt: year(1700)}
-	v, err := validateMessage(0, far)
+	v, err := validateMessage(0, far, false)
 	require.NoError(t, err)
 	assert.True(t, v.ExpiresAt.IsZero(), "an expiry after 2262 means never")
 	assert.Equal(t, year(3000), far.ExpiresAt, "the caller's message is not modified")

@@ -191,9 +191,10 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 	}
 	for i, id := range c.dedupIDs {
 		if len(id) > MaxIDBytes {
-			// Only a stored message sent again (a redriven dead letter)
-			// can carry one (sends are refused: validateMessage): its key
-			// would be too long for the store.
+			// Only a stored message sent again (a send-back or a redrive
+			// of one stored before IDs had a limit) can carry one: new
+			// sends are refused (validateMessage). Its key would be too
+			// long for the store, so it is not deduplicated.
 			continue
 		}
 		d := dedupEntry{queue: queue, offset: -1, at: b.now}

@@ -194,7 +194,7 @@ func (e *Engine) redriveOne(ctx context.Context, group string, dl DLQEntry) erro
 		return err
 	}
 	defer e.leave()
-	c, _, err := e.prepareAppend(ctx, &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}})
+	c, _, err := e.prepareAppend(storedAgain(ctx), &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -56,6 +57,7 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 	g, created := c.groups[group], false
 	if g == nil {
 		g, created = newGroup(groupMeta{Name: group}), true
+		g.trackLeft = e.opts.GroupIdleTTL > 0
 		c.groups[group] = g
 	}
 	c.mu.Unlock()
@@ -66,6 +68,10 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 		g.mu.Unlock()
 		return fmt.Errorf("%w: group %q has native members", ErrFenced, group)
 	}
+	// A group coordinated outside has no native members to come and go:
+	// a commit is its sign of use (Options.GroupIdleTTL counts from it),
+	// even one that changes nothing.
+	g.lastUsed = time.Now()
 	var (
 		ops []store.MetaOp
 		set []offsetSet

@@ -50,12 +50,15 @@ type group struct {
 	changed    chan struct{}
 	offsets    map[offsetKey]int64
 	// left is when each member ID of a broadcasting group last left (or
-	// expired), and lastLeft when any member did: idle-group and
+	// expired), and lastUsed when any member did or (a group coordinated
+	// outside the engine: Kafka's) when offsets were last committed for
+	// it through CommitGroupOffsets: idle-group and
 	// absent-member expiry count from there (groupexpiry.go), so a member
 	// that came and went between two checks is not taken as absent all
 	// along. Entries go with the member's offsets, or a TTL after it left.
-	left     map[string]time.Time
-	lastLeft time.Time
+	left      map[string]time.Time
+	lastUsed  time.Time
+	trackLeft bool // Options.GroupIdleTTL is set: only then is left read (and pruned)
 	// attempts holds the stored attempts of unfinished messages of an
 	// offset key, when there are any (see OffsetCommit.Attempts).
 	attempts map[offsetKey][]MessageAttempts
@@ -152,6 +155,7 @@ func newGroup(m groupMeta) *group {
 func (c *coordinator) create(m groupMeta) *group {
 	g := newGroup(m)
 	g.epoch, g.version, g.resetEpoch = c.e.opts.EpochBase, c.e.opts.EpochBase, c.e.opts.EpochBase
+	g.trackLeft = c.e.opts.GroupIdleTTL > 0
 	return g
 }
 
@@ -283,8 +287,8 @@ func (c *coordinator) memberGroup(name, id string) (*group, error) {
 func (g *group) removeMember(id string) {
 	now := time.Now()
 	if _, ok := g.members[id]; ok {
-		g.lastLeft = now
-		if g.model == Broadcasting { // only there do members have offsets of their own
+		g.lastUsed = now
+		if g.model == Broadcasting && g.trackLeft { // only there do members have offsets of their own
 			if g.left == nil {
 				g.left = map[string]time.Time{}
 			}
@@ -473,6 +477,9 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 		applied, err := c.saveGroupMeta(g, m, created)
 		if !applied {
 			return Assignment{}, err
+		}
+		if g.model != req.Model {
+			g.left = nil // departures of another model's members
 		}
 		g.model, g.subs, g.strategy, g.from, g.fromTime = req.Model, subs, strat, req.From, req.FromTime
 		if err != nil {

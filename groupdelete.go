@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -41,6 +42,14 @@ const deleteChunk = 512
 // (memory always matches the store); calling DeleteGroup again deletes the
 // rest. When the error is ErrGroupHasMembers, nothing was changed.
 func (e *Engine) DeleteGroup(ctx context.Context, name string, o DeleteGroupOptions) error {
+	return e.deleteGroup(ctx, name, o.Force, time.Time{})
+}
+
+// deleteGroup is DeleteGroup; with idleSince set (idle-group expiry) it
+// refuses, with ErrGroupHasMembers, a group used after idleSince (a member
+// came and went, or offsets were committed from outside, since the caller
+// looked).
+func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleSince time.Time) error {
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
@@ -48,7 +57,7 @@ func (e *Engine) DeleteGroup(ctx context.Context, name string, o DeleteGroupOpti
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	found, err := e.deleteGroupKeys(name, o.Force)
+	found, err := e.deleteGroupKeys(name, force, idleSince)
 	if err != nil {
 		return err
 	}
@@ -64,13 +73,13 @@ func (e *Engine) DeleteGroup(ctx context.Context, name string, o DeleteGroupOpti
 	if !found {
 		return fmt.Errorf("%w: %q", ErrGroupNotFound, name)
 	}
-	e.log.Info("group deleted", "group", name, "force", o.Force)
+	e.log.Info("group deleted", "group", name, "force", force)
 	return nil
 }
 
 // deleteGroupKeys deletes the group's stored keys and, once they are gone,
 // the group from memory. found says whether there was anything.
-func (e *Engine) deleteGroupKeys(name string, force bool) (found bool, err error) {
+func (e *Engine) deleteGroupKeys(name string, force bool, idleSince time.Time) (found bool, err error) {
 	c := e.groups
 	g, _ := c.group(name)
 	if g != nil {
@@ -78,6 +87,9 @@ func (e *Engine) deleteGroupKeys(name string, force bool) (found bool, err error
 		defer g.commitMu.Unlock()
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		if !idleSince.IsZero() && g.lastUsed.After(idleSince) {
+			return false, fmt.Errorf("%w: group %q was used since it was found idle", ErrGroupHasMembers, name)
+		}
 		if len(g.members) > 0 {
 			if !force {
 				return false, fmt.Errorf("%w: group %q has %d", ErrGroupHasMembers, name, len(g.members))

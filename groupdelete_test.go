@@ -438,3 +438,31 @@ func TestGroupIdleTTL_CountsFromTheLastLeave(t *testing.T) {
 	}, "the group goes a TTL after its member left")
 	assert.True(t, hasOffset("b", "keep"))
 }
+
+// TestGroupIdleTTL_KeepsAGroupThatCommitsFromOutside: a group coordinated
+// outside the engine (the Kafka listener's, through CommitGroupOffsets) has
+// no native members to come and go: its commits are its sign of use.
+// Before, GroupIdleTTL deleted its offsets every TTL while its consumers
+// kept committing (found by review).
+func TestGroupIdleTTL_KeepsAGroupThatCommitsFromOutside(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", &equeue.Options{GroupIdleTTL: ttl})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p := newProducer(t, e, nil)
+	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+	require.NoError(t, err)
+	ref := equeue.QueueRef{Topic: "t", Queue: 0}
+	require.NoError(t, e.CommitGroupOffsets(ctx, "kafka-group", map[equeue.QueueRef]int64{ref: 1}))
+	for range 5 * int(ttl/(50*time.Millisecond)) { // five TTLs of commits
+		time.Sleep(50 * time.Millisecond)
+		offs, err := e.GroupOffsets(ctx, "kafka-group")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), offs[ref], "the offset of a group that commits went missing")
+		require.NoError(t, e.CommitGroupOffsets(ctx, "kafka-group", map[equeue.QueueRef]int64{ref: 1}))
+	}
+	eventually(t, 30*time.Second, func() bool {
+		_, err := e.Group(ctx, "kafka-group")
+		return errors.Is(err, equeue.ErrGroupNotFound)
+	}, "deleted once it stopped committing")
+}

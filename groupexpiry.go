@@ -151,7 +151,7 @@ func (e *Engine) expireIdleGroups(now time.Time, idle map[string]time.Time) {
 	seen := map[string]bool{}
 	for _, g := range e.groups.snapshot() {
 		g.mu.Lock()
-		empty, left := len(g.members) == 0, g.lastLeft
+		empty, left := len(g.members) == 0, g.lastUsed
 		g.mu.Unlock()
 		seen[g.name] = true
 		if !empty {
@@ -171,7 +171,7 @@ func (e *Engine) expireIdleGroups(now time.Time, idle map[string]time.Time) {
 		if now.Sub(since) < e.opts.GroupIdleTTL {
 			continue
 		}
-		err := e.DeleteGroup(e.bgCtx, g.name, DeleteGroupOptions{})
+		err := e.deleteGroup(e.bgCtx, g.name, false, since)
 		switch {
 		case err == nil || errors.Is(err, ErrGroupNotFound):
 			e.log.Info("idle group deleted", "group", g.name, "idle", now.Sub(since))

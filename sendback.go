@@ -119,7 +119,7 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 		d.DeliverAt = time.Now().Add(min(req.Delay, e.opts.MaxDelay))
 	}
 	start := time.Now()
-	_, err = e.Append(allowInternal(ctx, target), &AppendRequest{Topic: target, Queue: 0, Messages: []*Message{d}})
+	_, err = e.Append(storedAgain(allowInternal(ctx, target)), &AppendRequest{Topic: target, Queue: 0, Messages: []*Message{d}})
 	e.observeSendBack(ctx, req, d, start, err)
 	if err != nil {
 		return SendBackResult{}, err
@@ -174,6 +174,21 @@ type internalKey struct{}
 // Only code of this package can make such a context.
 func allowInternal(ctx context.Context, topic string) context.Context {
 	return context.WithValue(ctx, internalKey{}, topic)
+}
+
+// storedAgain marks ctx as the engine sending a stored message again (a
+// send-back, a redrive): its ID was accepted when it was first sent, under
+// whatever limit held then, so the ID limit of new sends (MaxIDBytes) does
+// not apply to it.
+func storedAgain(ctx context.Context) context.Context {
+	return context.WithValue(ctx, storedAgainKey{}, true)
+}
+
+type storedAgainKey struct{}
+
+func isStoredAgain(ctx context.Context) bool {
+	again, _ := ctx.Value(storedAgainKey{}).(bool)
+	return again
 }
 
 // internalAllowed reports whether ctx allows writing (or creating) the

@@ -10,12 +10,13 @@ import (
 // message to store: m itself, or a copy whose ExpiresAt beyond what a record
 // can hold (after 2262) is cleared, since such a time means "never expires".
 //
-// Errors wrap ErrInvalidArgument: an ID longer than MaxIDBytes; Attempt
+// Errors wrap ErrInvalidArgument: an ID longer than MaxIDBytes (unless the
+// message is a stored one sent again: storedAgain); Attempt
 // outside 0..1<<30-1; BornAt,
 // DeliverAt or ExpiresAt before 1678, BornAt or DeliverAt after 2262
 // (DeliverAt then also matches ErrInvalidDelay), or any of them exactly at
 // the Unix epoch. The BornAt the engine fills in when it is zero is always valid.
-func validateMessage(i int, m *Message) (*Message, error) {
+func validateMessage(i int, m *Message, storedAgain bool) (*Message, error) {
 	if m.ExpiresAt.After(maxRecordTime) {
 		cp := *m
 		cp.ExpiresAt = time.Time{}
@@ -24,7 +25,7 @@ func validateMessage(i int, m *Message) (*Message, error) {
 	if m.DeliverAt.After(maxRecordTime) {
 		return nil, fmt.Errorf("%w: %w: message %d: deliver-at %v is after %v", ErrInvalidDelay, ErrInvalidArgument, i, m.DeliverAt.UTC(), maxRecordTime.UTC())
 	}
-	if len(m.ID) > MaxIDBytes {
+	if len(m.ID) > MaxIDBytes && !storedAgain {
 		return nil, fmt.Errorf("%w: message %d: ID of %d bytes, at most %d", ErrInvalidArgument, i, len(m.ID), MaxIDBytes)
 	}
 	if err := checkRecord(m, m.BornAt); err != nil {

@@ -196,6 +196,19 @@ func TestNode_EntryWithAKeyTooLongIsRefusedEverywhere(t *testing.T) {
 	leader := c.waitLeader()
 	ctx := context.Background()
 	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
+	// A key an older leader could propose that Badger takes (above what a
+	// leader proposes now, store.MaxKeyBytes) is applied on every node, as
+	// nodes of older versions apply it: no node treats it otherwise.
+	taken := bytes.Repeat([]byte{'t'}, 61000)
+	require.NoError(t, cluster.ApplyRaw(leader, cluster.TenureOf(leader), &store.Batch{Meta: []store.MetaOp{{Key: taken, Value: []byte("v")}}}))
+	eventually(t, 30*time.Second, func() error {
+		for _, n := range c.nodes {
+			if _, err := cluster.StoreOf(n).GetMeta(taken); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	long := &store.Batch{Meta: []store.MetaOp{{Key: bytes.Repeat([]byte{'k'}, 70000), Value: []byte("v")}}}
 	err := cluster.ApplyRaw(leader, cluster.TenureOf(leader), long)
 	require.ErrorIs(t, err, store.ErrBatchTooLarge)

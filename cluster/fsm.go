@@ -221,14 +221,15 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 			return errStaleTenure
 		}
 		b := e.batch
-		if !store.KeysFit(b) {
-			// Every node's store would refuse it (the leader's refuses such
-			// a batch before proposing it; an older leader may not have):
-			// refused alike everywhere, after the entries before it.
+		if !store.KeysFitBadger(b) {
+			// Badger refuses it on every node, of every version (a leader
+			// refuses longer keys than store.MaxKeyBytes before proposing;
+			// an older leader did not): refused alike everywhere, after
+			// the entries before it, instead of breaking every node.
 			if err := f.flush(g, out); err != nil {
 				return err
 			}
-			return f.refuse(l.Index, s, fmt.Errorf("%w: %w: a metadata key is longer than %d bytes", errEntryRefused, store.ErrBatchTooLarge, store.MaxKeyBytes))
+			return f.refuse(l.Index, s, fmt.Errorf("%w: %w: a metadata key is longer than %d bytes", errEntryRefused, store.ErrBatchTooLarge, store.BadgerMaxKeyBytes))
 		}
 		if !g.empty() && !g.fits(b) {
 			if err := f.flush(g, out); err != nil {

@@ -154,7 +154,7 @@ func (s *replicatedStore) Write(b *store.Batch) error {
 	if b == nil || len(b.Entries)+len(b.Meta) == 0 {
 		return nil
 	}
-	if !s.limits.Allows(b) {
+	if !s.limits.Allows(b) || !store.KeysFit(b) {
 		return fmt.Errorf("%w: the batch exceeds the store's limits", store.ErrBatchTooLarge)
 	}
 	return s.apply(encodeBatch(s.tenure, b))
@@ -169,7 +169,7 @@ func (s *replicatedStore) WriteAsync(b *store.Batch) (wait func() error) {
 	if b == nil || len(b.Entries)+len(b.Meta) == 0 {
 		return func() error { return nil }
 	}
-	if !s.limits.Allows(b) {
+	if !s.limits.Allows(b) || !store.KeysFit(b) {
 		err := fmt.Errorf("%w: the batch exceeds the store's limits", store.ErrBatchTooLarge)
 		s.fence(err) // the engine already counts this batch: nothing may follow it
 		return func() error { return err }

@@ -384,21 +384,23 @@ func runConformance(t *testing.T, h harness) {
 	})
 
 	t.Run("KeyTooLong", func(t *testing.T) {
-		// A metadata key longer than MaxKeyBytes is refused whole, with
-		// ErrBatchTooLarge, by Allows and Write alike: Badger would refuse
-		// it (its limit is 65,000 bytes) after taking the rest of the
-		// batch's cost, and every store behaves the same.
+		// Write takes a metadata key up to BadgerMaxKeyBytes and refuses a
+		// longer one whole, with ErrBatchTooLarge, in every store (Badger
+		// itself would fail it after taking the rest of the batch's cost).
 		s := start(t, h).s
 		q := store.QueueID{Topic: 1}
-		ok := &store.Batch{Meta: []store.MetaOp{{Key: bytes.Repeat([]byte{'k'}, store.MaxKeyBytes), Value: []byte("v")}}}
+		key := func(n int) []byte { return bytes.Repeat([]byte{'k'}, n) }
+		ok := &store.Batch{Meta: []store.MetaOp{{Key: key(store.MaxKeyBytes), Value: []byte("v")}}}
 		require.True(t, store.KeysFit(ok))
 		require.NoError(t, s.Write(ok))
+		above := &store.Batch{Meta: []store.MetaOp{{Key: key(store.BadgerMaxKeyBytes), Value: []byte("v")}}}
+		require.False(t, store.KeysFit(above), "a leader proposes nothing above MaxKeyBytes")
+		require.NoError(t, s.Write(above), "Write takes what Badger takes")
 		long := &store.Batch{
 			Entries: []store.Entry{{Queue: q, Offset: 0, Value: []byte("x")}},
-			Meta:    []store.MetaOp{{Key: []byte("short"), Value: []byte("v")}, {Key: bytes.Repeat([]byte{'k'}, store.MaxKeyBytes+1), Value: []byte("v")}},
+			Meta:    []store.MetaOp{{Key: []byte("short"), Value: []byte("v")}, {Key: key(store.BadgerMaxKeyBytes + 1), Value: []byte("v")}},
 		}
-		require.False(t, store.KeysFit(long))
-		require.False(t, s.Limits().Allows(long))
+		require.False(t, store.KeysFitBadger(long))
 		require.ErrorIs(t, s.Write(long), store.ErrBatchTooLarge)
 		require.Equal(t, bounds{}, getBounds(t, s, q), "nothing of it is stored")
 		_, err := s.GetMeta([]byte("short"))

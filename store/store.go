@@ -106,18 +106,14 @@ func (l Limits) Cost(b *Batch) (ops, bytes int) {
 	return len(b.Entries) + len(b.Meta), bytes
 }
 
-// MaxKeyBytes bounds a metadata key in every store (Badger refuses keys of
-// more than 65,000 bytes, its own prefix included). Allows and Write refuse
-// a batch holding a longer one.
+// MaxKeyBytes bounds the metadata keys of what a replicated store's leader
+// proposes (KeysFit): below what Badger takes (BadgerMaxKeyBytes), which
+// Write enforces in every store.
 const MaxKeyBytes = 60000
 
 // Allows reports whether b is within l, counting as Limits.Cost does. A zero
-// field of l does not limit; no batch with a metadata key longer than
-// MaxKeyBytes is allowed.
+// field of l does not limit.
 func (l Limits) Allows(b *Batch) bool {
-	if !KeysFit(b) {
-		return false
-	}
 	if l.MaxValueSize > 0 {
 		for i := range b.Entries {
 			if len(b.Entries[i].Value) > l.MaxValueSize {
@@ -135,13 +131,25 @@ func (l Limits) Allows(b *Batch) bool {
 	return true
 }
 
+// BadgerMaxKeyBytes is the longest metadata key Badger itself takes (its
+// limit is 65,000 bytes with the store's one-byte prefix). Every store's
+// Write refuses a batch with a longer one, as Badger would, so that nodes
+// of a replicated store, of every version, treat an entry alike.
+const BadgerMaxKeyBytes = 65000 - 1
+
 // KeysFit reports whether every metadata key of b is at most MaxKeyBytes.
-func KeysFit(b *Batch) bool {
+func KeysFit(b *Batch) bool { return keysAtMost(b, MaxKeyBytes) }
+
+// KeysFitBadger reports whether every metadata key of b is at most
+// BadgerMaxKeyBytes.
+func KeysFitBadger(b *Batch) bool { return keysAtMost(b, BadgerMaxKeyBytes) }
+
+func keysAtMost(b *Batch, n int) bool {
 	if b == nil {
 		return true
 	}
 	for i := range b.Meta {
-		if len(b.Meta[i].Key) > MaxKeyBytes {
+		if len(b.Meta[i].Key) > n {
 			return false
 		}
 	}
@@ -150,8 +158,8 @@ func KeysFit(b *Batch) bool {
 
 // checkBatch validates b against l before anything is written.
 func checkBatch(b *Batch, l Limits) error {
-	if !KeysFit(b) {
-		return fmt.Errorf("%w: a metadata key is longer than %d bytes", ErrBatchTooLarge, MaxKeyBytes)
+	if !KeysFitBadger(b) {
+		return fmt.Errorf("%w: a metadata key is longer than %d bytes", ErrBatchTooLarge, BadgerMaxKeyBytes)
 	}
 	if !l.Allows(b) {
 		ops, bytes := l.Cost(b)
