@@ -27,7 +27,7 @@ var keyDedupPrefix = []byte("u/")
 // dedupValueLen is the length of an index value.
 const dedupValueLen = 20
 
-func dedupKeyLen(id string) int { return len(keyDedupPrefix) + 4 + len(id) }
+func dedupKeyLen[S string | []byte](id S) int { return len(keyDedupPrefix) + 4 + len(id) }
 
 type dedupEntry struct {
 	queue  int
@@ -36,7 +36,7 @@ type dedupEntry struct {
 }
 
 func dedupMetaKey[S string | []byte](topicID uint32, id S) []byte {
-	k := make([]byte, 0, len(keyDedupPrefix)+4+len(id))
+	k := make([]byte, 0, dedupKeyLen(id))
 	k = append(k, keyDedupPrefix...)
 	k = binary.BigEndian.AppendUint32(k, topicID)
 	return append(k, id...)
@@ -237,7 +237,7 @@ func (e *Engine) planExpiry(b *batchState, ops, bytes int) (more bool) {
 				break
 			}
 			if x.current(pos, id) && !b.recordsAgain(tid, id) {
-				cost := len(keyDedupPrefix) + 4 + len(id)
+				cost := dedupKeyLen(id)
 				if ops < 1 || bytes < cost {
 					more = true
 					break
