@@ -111,9 +111,14 @@ func (c *command) seal(l store.Limits) {
 		ops += len(c.recs)
 		bytes += len(c.recs) * (len(keyDelayPrefix) + 16 + delayIndexValueLen)
 	}
-	for _, id := range c.dedupIDs {
+	if len(c.dedupIDs) > 0 {
+		// At most one dedup group (the batch's for c's topic), holding
+		// c's IDs.
 		ops++
-		bytes += dedupKeyLen(id) + dedupValueLen
+		bytes += dedupGroupKeyLen + dedupGroupHeader
+		for _, id := range c.dedupIDs {
+			bytes += len(id) + dedupEntryMax
+		}
 	}
 	c.ops, c.bytes = ops, bytes
 }

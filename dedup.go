@@ -11,23 +11,30 @@ import (
 )
 
 // Deduplication. For a topic with a dedup window, the writer remembers
-// producer-supplied message IDs with where they were stored:
+// producer-supplied message IDs with where they were stored: in memory
+// (dedup_index.go) and in the store, in groups of the entries one write
+// records for one topic (dedup_group.go). A group is written in the same
+// store write as its messages, so after a crash the index and the queues
+// agree. A delayed send is checked and recorded against its destination
+// topic when it is sent (its offset is -1: it has none until it is moved),
+// so a delayed duplicate is answered as a duplicate at once. The writer
+// owns the in-memory copy and changes it only after the write that
+// carries the change returned.
+//
+// Before groups, each ID had a key of its own (the legacy format, read
+// only to move it into groups at Open):
 //
 //	u/ | topic id (4, BE) | message id  ->  queue (4) | offset (8) | stored-at unix nanos (8)
-//
-// The entry is written in the same store write as the message, so after a
-// crash the index and the queues agree. A delayed send is checked and
-// recorded against its destination topic when it is sent (its offset is -1:
-// it has none until it is moved), so a delayed duplicate is answered as a
-// duplicate at once. The writer owns the in-memory copy and changes it only
-// after the write that carries the change returned.
 
 var keyDedupPrefix = []byte("u/")
 
-// dedupValueLen is the length of an index value.
+// dedupValueLen is the length of a legacy entry's value.
 const dedupValueLen = 20
 
-func dedupKeyLen[S string | []byte](id S) int { return len(keyDedupPrefix) + 4 + len(id) }
+// dedupExpireMax bounds the entries one batch's expiry walks past, so a
+// window expiring millions of IDs at once does not hold the writer (a
+// variable for tests).
+var dedupExpireMax = 1 << 16
 
 type dedupEntry struct {
 	queue  int
@@ -35,8 +42,9 @@ type dedupEntry struct {
 	at     time.Time
 }
 
+// dedupMetaKey and dedupValue are a legacy entry's key and value.
 func dedupMetaKey[S string | []byte](topicID uint32, id S) []byte {
-	k := make([]byte, 0, dedupKeyLen(id))
+	k := make([]byte, 0, len(keyDedupPrefix)+4+len(id))
 	k = append(k, keyDedupPrefix...)
 	k = binary.BigEndian.AppendUint32(k, topicID)
 	return append(k, id...)
@@ -49,27 +57,82 @@ func dedupValue(d dedupEntry) []byte {
 	return binary.BigEndian.AppendUint64(v, uint64(d.at.UnixNano()))
 }
 
-// loadDedup restores the dedup indexes of topics that have a window. Expired
-// entries are loaded too: the writer deletes them, a batch's room at a
-// time. Entries of topics that are gone or have no window are deleted here,
-// in writes within the store's limits.
+// loadDedup restores the dedup indexes of topics that have a window, from
+// their groups in the order they were written, then moves entries of the
+// legacy format into groups. Expired entries are loaded too: the writer
+// deletes them. Groups of topics that are gone or have no window are
+// deleted here, in writes within the store's limits.
 func (e *Engine) loadDedup() error {
 	e.dedup = map[uint32]*dedupIndex{}
+	e.dedupSeq = 0
 	var stale []store.MetaOp
-	// Badger hands the entries over in key order; the index wants them in
-	// the order of their times (expiry walks it from the oldest), so they
-	// are held packed, IDs in one buffer, and sorted first.
+	err := e.st.ScanMeta(keyDedupGroupPrefix, func(k, v []byte) error {
+		tid, seq, err := parseDedupGroupKey(k)
+		if err != nil {
+			return err
+		}
+		e.dedupSeq = max(e.dedupSeq, seq+1)
+		t := e.topicByID(tid)
+		if t == nil || t.dedup <= 0 {
+			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
+			return nil
+		}
+		x := e.dedupFor(t)
+		n, err := decodeDedupGroup(v, func(id []byte, d dedupEntry) { x.add(string(id), d) })
+		if err != nil {
+			return fmt.Errorf("topic %q, group %d: %w", t.name, seq, err)
+		}
+		if n == 0 {
+			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
+			return nil
+		}
+		x.groups = append(x.groups, dedupGroup{seq: seq, n: n})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.writeDeletes(stale); err != nil {
+		return err
+	}
+	return e.migrateDedup()
+}
+
+// writeDeletes writes ops, deletions, in writes within the store's limits.
+func (e *Engine) writeDeletes(ops []store.MetaOp) error {
+	maxOps, maxBytes := e.batchLimits()
+	for len(ops) > 0 {
+		n, size := 0, 0
+		for n < len(ops) && n < maxOps && size+len(ops[n].Key) <= maxBytes {
+			size += len(ops[n].Key)
+			n++
+		}
+		if err := e.st.Write(&store.Batch{Meta: ops[:max(n, 1)]}); err != nil {
+			return err
+		}
+		ops = ops[max(n, 1):]
+	}
+	return nil
+}
+
+// migrateDedup moves the entries of the legacy format into groups: each
+// write deletes some entries' keys and puts a group holding them, so a
+// crash in between leaves every entry in one format or the other. The
+// entries of a topic go in the order of their times (the store hands them
+// over in ID order; expiry walks from the oldest) and after the groups
+// already there. Entries of topics that are gone or have no window are
+// deleted.
+func (e *Engine) migrateDedup() error {
 	type loaded struct {
 		topic   uint32
-		queue   uint32
-		offset  int64
-		at      int64
+		d       dedupEntry
 		idStart int
 		idEnd   int
 	}
 	var (
-		recs []loaded
-		ids  []byte
+		recs  []loaded
+		ids   []byte
+		stale []store.MetaOp
 	)
 	err := e.st.ScanMeta(keyDedupPrefix, func(k, v []byte) error {
 		if len(k) < len(keyDedupPrefix)+4 || len(v) != dedupValueLen {
@@ -82,30 +145,54 @@ func (e *Engine) loadDedup() error {
 		}
 		start := len(ids)
 		ids = append(ids, k[len(keyDedupPrefix)+4:]...)
-		recs = append(recs, loaded{
-			topic: tid, queue: binary.BigEndian.Uint32(v), offset: int64(binary.BigEndian.Uint64(v[4:])),
-			at: int64(binary.BigEndian.Uint64(v[12:])), idStart: start, idEnd: len(ids),
-		})
+		d := dedupEntry{
+			queue:  int(binary.BigEndian.Uint32(v)),
+			offset: int64(binary.BigEndian.Uint64(v[4:])),
+			at:     time.Unix(0, int64(binary.BigEndian.Uint64(v[12:]))),
+		}
+		recs = append(recs, loaded{topic: tid, d: d, idStart: start, idEnd: len(ids)})
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(recs, func(a, b loaded) int { return cmp.Compare(a.at, b.at) })
-	for _, r := range recs {
-		e.dedupFor(e.topicByID(r.topic)).add(string(ids[r.idStart:r.idEnd]), dedupEntry{queue: int(r.queue), offset: r.offset, at: time.Unix(0, r.at)})
+	if err := e.writeDeletes(stale); err != nil {
+		return err
 	}
+	slices.SortStableFunc(recs, func(a, b loaded) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), a.d.at.Compare(b.d.at))
+	})
 	maxOps, maxBytes := e.batchLimits()
-	for len(stale) > 0 {
-		n, size := 0, 0
-		for n < len(stale) && n < maxOps && size+len(stale[n].Key) <= maxBytes {
-			size += len(stale[n].Key)
+	for len(recs) > 0 {
+		tid, base := recs[0].topic, recs[0].d.at
+		baseNanos := base.UnixNano()
+		value := newDedupGroupValue(base, 0)
+		ops := []store.MetaOp{{Key: dedupGroupKey(tid, e.dedupSeq)}}
+		size := dedupGroupKeyLen + len(value)
+		n := 0
+		for n < len(recs) && recs[n].topic == tid {
+			r := recs[n]
+			id := ids[r.idStart:r.idEnd]
+			cost := 2*(len(keyDedupPrefix)+4+len(id)) + dedupEntryMax
+			if n > 0 && (len(ops)+1 > maxOps || size+cost > maxBytes) {
+				break
+			}
+			value = appendDedupGroupEntry(value, baseNanos, id, r.d)
+			ops = append(ops, store.MetaOp{Key: dedupMetaKey(tid, id), Delete: true})
+			size += cost
 			n++
 		}
-		if err := e.st.Write(&store.Batch{Meta: stale[:max(n, 1)]}); err != nil {
-			return err
+		ops[0].Value = value
+		if err := e.st.Write(&store.Batch{Meta: ops}); err != nil {
+			return fmt.Errorf("move dedup entries into groups: %w", err)
 		}
-		stale = stale[max(n, 1):]
+		x := e.dedupFor(e.topicByID(tid))
+		for _, r := range recs[:n] {
+			x.add(string(ids[r.idStart:r.idEnd]), r.d)
+		}
+		x.groups = append(x.groups, dedupGroup{seq: e.dedupSeq, n: n})
+		e.dedupSeq++
+		recs = recs[n:]
 	}
 	return nil
 }
@@ -178,8 +265,8 @@ func (e *Engine) dedupCheck(b *batchState, c *command) bool {
 	return true
 }
 
-// dedupRecord adds c's IDs to b: the index writes now, the in-memory entries
-// when b's write returned.
+// dedupRecord adds c's IDs to b: to its group for c's topic now, to the
+// index when b's write returned.
 func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) {
 	t := c.dedupTopic()
 	if t.dedup <= 0 || len(c.dedupIDs) == 0 {
@@ -189,12 +276,14 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 	if b.pending == nil {
 		b.pending = map[dedupRef]dedupEntry{}
 	}
+	var g *dedupGroupBuild
+	base := b.now.UnixNano()
 	for i, id := range c.dedupIDs {
 		if len(id) > MaxIDBytes {
 			// Only a stored message sent again (a send-back or a redrive
 			// of one stored before IDs had a limit) can carry one: new
-			// sends are refused (validateMessage). Its key would be too
-			// long for the store, so it is not deduplicated.
+			// sends are refused (validateMessage). It is not
+			// deduplicated.
 			continue
 		}
 		d := dedupEntry{queue: queue, offset: -1, at: b.now}
@@ -203,14 +292,21 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 		}
 		b.pending[dedupRef{t.id, id}] = d
 		b.dedup = append(b.dedup, dedupPut{idx: idx, id: id, d: d})
-		b.meta = append(b.meta, store.MetaOp{Key: dedupMetaKey(t.id, id), Value: dedupValue(d)})
+		if g == nil {
+			g = e.groupFor(b, idx)
+		}
+		m := &b.meta[g.meta]
+		m.Value = appendDedupGroupEntry(m.Value, base, id, d)
+		g.n++
 	}
 }
 
-// planExpiry adds to b the deletion of index entries past their window, at
-// most ops operations and bytes bytes of them, topics in id order. IDs this
-// batch records again are skipped (their new entry replaces the old). It
-// reports whether expired entries are left for a later batch.
+// planExpiry adds to b the expiry of index entries past their window:
+// walking at most dedupExpireMax entries, topics in id order, and deleting
+// the groups whose entries were all walked past, at most ops operations
+// and bytes bytes of them. Entries of IDs this batch records again are
+// passed but not removed (their new entry replaces the old). It reports
+// whether expired entries or groups are left for a later batch.
 func (e *Engine) planExpiry(b *batchState, ops, bytes int) (more bool) {
 	if len(e.dedup) == 0 {
 		return false
@@ -220,40 +316,50 @@ func (e *Engine) planExpiry(b *batchState, ops, bytes int) (more bool) {
 		tids = append(tids, tid)
 	}
 	slices.Sort(tids)
+	walk := dedupExpireMax
 	for _, tid := range tids {
 		x := e.dedup[tid]
 		// A deleted topic's window is over: all of it goes, and then the
 		// index itself (dropDeletedIndexes, once the batch is stored).
 		gone := x.deleted != nil && x.deleted.Load()
-		if gone && x.size() == 0 {
+		if gone && x.size() == 0 && len(x.groups) == 0 {
 			b.dropIdx = append(b.dropIdx, tid)
 			continue
 		}
 		pos, ok := x.oldest()
-		passed := false
+		walked := 0
 		for ok {
+			if walk == 0 {
+				more = true
+				break
+			}
 			d, id, _ := x.entry(pos)
 			if !gone && b.now.Sub(d.at) <= x.window {
 				break
 			}
 			if x.current(pos, id) && !b.recordsAgain(tid, id) {
-				cost := dedupKeyLen(id)
-				if ops < 1 || bytes < cost {
-					more = true
-					break
-				}
-				ops, bytes = ops-1, bytes-cost
-				b.meta = append(b.meta, store.MetaOp{Key: dedupMetaKey(tid, id), Delete: true})
 				b.expired = append(b.expired, dedupPut{idx: x, id: string(id), d: d, pos: pos})
-			} // else replaced, or recorded again by this batch: nothing to write
+			} // else replaced, or recorded again by this batch
 			pos, ok = x.following(pos)
-			passed = true
+			walked++
+			walk--
 		}
-		if passed {
-			if !ok {
-				pos = x.tail
+		if walked > 0 && !ok {
+			pos = x.tail
+		}
+		passed, groups := x.passed+walked, 0
+		for groups < len(x.groups) && passed >= x.groups[groups].n {
+			if ops < 1 || bytes < dedupGroupKeyLen {
+				more = true
+				break
 			}
-			b.expiredOrder = append(b.expiredOrder, expiredPrefix{x, pos})
+			ops, bytes = ops-1, bytes-dedupGroupKeyLen
+			b.meta = append(b.meta, store.MetaOp{Key: dedupGroupKey(tid, x.groups[groups].seq), Delete: true})
+			passed -= x.groups[groups].n
+			groups++
+		}
+		if walked > 0 || groups > 0 {
+			b.expiredOrder = append(b.expiredOrder, expiredPrefix{idx: x, to: pos, moved: walked > 0, passed: passed, groups: groups})
 		}
 		if more {
 			return true
@@ -273,15 +379,18 @@ func (b *batchState) recordsAgain(tid uint32, id []byte) bool {
 }
 
 type expiredPrefix struct {
-	idx *dedupIndex
-	to  uint64 // the log position the batch's expiry reached
+	idx    *dedupIndex
+	to     uint64 // the log position the batch's expiry reached
+	moved  bool   // to is past the index's head
+	passed int    // the index's passed after the batch
+	groups int    // groups the batch deletes, from the index's oldest
 }
 
 // commitDedup applies b's index changes to memory once b's write returned:
 // the expired entries go, the recorded ones come, and then each log's head
 // moves past what expired (an entry recorded again is replaced before the
-// chunk holding its old entry can be freed).
-func (b *batchState) commitDedup() {
+// chunk holding its old entry can be freed) and its deleted groups go.
+func (e *Engine) commitDedup(b *batchState) {
 	for _, p := range b.expired {
 		p.idx.remove(p.pos, p.id)
 	}
@@ -289,8 +398,16 @@ func (b *batchState) commitDedup() {
 		p.idx.add(p.id, p.d)
 	}
 	for _, p := range b.expiredOrder {
-		p.idx.advance(p.to)
+		if p.moved {
+			p.idx.advance(p.to)
+		}
+		p.idx.passed = p.passed
+		p.idx.groups = p.idx.groups[p.groups:]
+		if len(p.idx.groups) == 0 {
+			p.idx.groups = nil
+		}
 	}
+	e.commitGroups(b)
 }
 
 // dropDeletedIndexes forgets the indexes of deleted topics that b found

@@ -58,6 +58,20 @@ type dedupIndex struct {
 	nextChunk uint64 // the number the next chunk gets
 	head      uint64 // position of the oldest entry expiry has not passed
 	tail      uint64 // position the next entry is appended at
+
+	// groups are the store's keys holding the log's entries (dedup_group.go),
+	// oldest first: each holds the next n entries of the log from the first
+	// entry of groups[0]. passed counts the entries of those groups that
+	// expiry has walked past (all before head); a group's key is deleted
+	// once all of its entries are passed.
+	groups []dedupGroup
+	passed int
+}
+
+// dedupGroup is one stored group of a log's entries.
+type dedupGroup struct {
+	seq uint64
+	n   int
 }
 
 func newDedupIndex(topic uint32, window time.Duration) *dedupIndex {

@@ -70,6 +70,9 @@ type Engine struct {
 	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)
 	sched  *scheduler
 	dedup  map[uint32]*dedupIndex // owned by the writer goroutine after Open
+	// dedupSeq is the sequence the next dedup group is stored under
+	// (dedup_group.go); the writer's, like dedup.
+	dedupSeq uint64
 
 	// clients are the in-process consumers and producers; Close closes them first.
 	clients clientSet

@@ -305,7 +305,8 @@ type batchState struct {
 	dedup        []dedupPut
 	expired      []dedupPut
 	expiredOrder []expiredPrefix
-	dropIdx      []uint32 // deleted topics' dedup indexes found empty
+	groups       []dedupGroupBuild // dedup groups this batch writes
+	dropIdx      []uint32          // deleted topics' dedup indexes found empty
 }
 
 // touched is a queue the batch appends to: its next offset before and after.
@@ -399,7 +400,7 @@ func (e *Engine) runBatch(batch []*command, waiting int, now time.Time, roomOps,
 	b := &batchState{now: now.Round(0)}
 	e.apply(b, batch)
 	expiring = e.planExpiry(b, roomOps, roomBytes)
-	if len(batch) == 0 && len(b.meta) == 0 {
+	if len(batch) == 0 && len(b.meta) == 0 && len(b.expiredOrder) == 0 {
 		expiring = false // nothing fits even an empty batch: do not spin
 	}
 	f := &flight{batch: batch, b: b, waiters: waiting}
@@ -519,7 +520,7 @@ func (e *Engine) storeBatch(b *batchState) {
 		t.q.appended.Add(uint64(t.next - t.orig))
 		t.q.bytes.commit(t.bytes, t.next)
 	}
-	b.commitDedup()
+	e.commitDedup(b)
 	e.dropDeletedIndexes(b)
 }
 

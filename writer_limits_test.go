@@ -61,10 +61,12 @@ func bulk(n int, f func(i int, m *equeue.Message)) []*equeue.Message {
 }
 
 // Issue 11, scenario 2: a send that can never fit in one store write (4,000
-// messages with dedup entries or delay index keys are 8,000 store
-// operations, above the store's limit) is refused with ErrBatchTooLarge
-// before it is queued, and the sends queued beside it succeed; sends of
-// 3,000 (6,000 operations) are stored. Both stores have the same limits.
+// messages with delay index keys are 8,000 store operations, above the
+// store's limit; 3,000 with IDs of 4,000 bytes on a dedup topic are 12 MB
+// of dedup entries) is refused with ErrBatchTooLarge before it is queued,
+// and the sends queued beside it succeed; sends of 3,000 delayed messages
+// (6,000 operations) or of 3,000 short IDs are stored. Both stores have the
+// same limits.
 func TestWriter_OversizedSendIsRefusedAlone(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -74,11 +76,14 @@ func TestWriter_OversizedSendIsRefusedAlone(t *testing.T) {
 			dedupMsgs := func(n int, tag string) []*equeue.Message {
 				return bulk(n, func(i int, m *equeue.Message) { m.ID = fmt.Sprintf("%s-%d", tag, i) })
 			}
+			longIDs := func(n int) []*equeue.Message {
+				return bulk(n, func(i int, m *equeue.Message) { m.ID = fmt.Sprintf("%04000d", i) })
+			}
 			delayedMsgs := func(n int) []*equeue.Message {
 				return bulk(n, func(_ int, m *equeue.Message) { m.Delay = 10 * time.Millisecond })
 			}
 			for name, big := range map[string]*equeue.AppendRequest{
-				"dedup":   {Topic: "d", Messages: dedupMsgs(4000, "big")},
+				"dedup":   {Topic: "d", Messages: longIDs(3000)},
 				"delayed": {Topic: "t", Messages: delayedMsgs(4000)},
 			} {
 				t.Run(name, func(t *testing.T) {
@@ -106,6 +111,10 @@ func TestWriter_OversizedSendIsRefusedAlone(t *testing.T) {
 					r.FS.OnWrite(nil)
 				})
 			}
+			// The same long IDs fit without a window: the dedup entries
+			// are what cannot.
+			_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: longIDs(3000)})
+			require.NoError(t, err)
 			res, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: dedupMsgs(3000, "ok")})
 			require.NoError(t, err)
 			assert.Equal(t, int64(0), res.FirstOffset)
@@ -117,9 +126,9 @@ func TestWriter_OversizedSendIsRefusedAlone(t *testing.T) {
 	}
 }
 
-// Issue 11, scenario 2: 7,000 dedup IDs expiring together are deleted a
-// batch's room at a time; the unrelated send that wakes the writer is
-// stored, and every expired entry leaves the store.
+// Issue 11, scenario 2: 7,000 dedup IDs expiring together leave the
+// store (their seven groups, one per write) and the index; the unrelated
+// send that wakes the writer is stored.
 func TestWriter_DedupExpiryIsBoundedPerBatch(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -137,14 +146,15 @@ func TestWriter_DedupExpiryIsBoundedPerBatch(t *testing.T) {
 			// On a machine so loaded that writing took longer than the
 			// window, the first entries may already be expiring.
 			if time.Since(first) < window {
-				require.Equal(t, 7000, metaKeys(t, r.FS, "u/"))
+				require.Equal(t, 7, metaKeys(t, r.FS, "ug/"), "one group per write")
 			} else {
 				t.Logf("writing took %v, longer than the window: the count before expiry is not checked", time.Since(first))
 			}
 			eventually(t, waitLong, func() bool { return time.Since(last) > window+50*time.Millisecond }, "the window passes")
 			_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("unrelated")}}})
 			require.NoError(t, err)
-			eventually(t, waitLong, func() bool { return metaKeys(t, r.FS, "u/") == 0 }, "expired dedup entries deleted")
+			eventually(t, waitLong, func() bool { return metaKeys(t, r.FS, "ug/") == 0 }, "expired dedup groups deleted")
+			assert.Zero(t, r.E.Stats().DedupIDs)
 			// The IDs are free again.
 			res, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "0-0", Body: []byte("again")}}})
 			require.NoError(t, err)

@@ -1,0 +1,149 @@
+package equeue
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// Dedup entries in the store. The entries one store write records for one
+// topic are kept under a single metadata key, a group:
+//
+//	ug/ | topic id (4, BE) | sequence (8, BE)  ->  version (1) | base time, unix nanos (8, BE) | entries
+//	entry: uvarint ID length | ID | uvarint queue | zigzag varint offset | zigzag varint (time - base)
+//
+// The sequence counts the groups the engine ever wrote, so a topic's groups
+// are in the store in the order they were written and a reopened window
+// holds its entries in the order it held them before (the newest entry of
+// an ID recorded twice is the later one). Expiry deletes a group once it
+// has walked past every entry in it (planExpiry). A write of a thousand
+// IDs thus adds one key to the store, not a thousand: a key per ID made
+// a window's sends several times slower than sends without one, nearly
+// all of it Badger writing and compacting those keys.
+//
+// Stores written before groups hold one key per ID (dedup.go's legacy
+// format); Open moves those into groups (migrateDedup).
+
+var keyDedupGroupPrefix = []byte("ug/")
+
+// dedupGroupVersion is the first byte of a group's value.
+const dedupGroupVersion = 1
+
+const (
+	dedupGroupKeyLen = 3 + 4 + 8 // prefix, topic id, sequence
+	dedupGroupHeader = 1 + 8     // version, base time
+	// dedupEntryMax bounds an entry's bytes besides its ID: the ID's
+	// length, queue, offset and time as varints.
+	dedupEntryMax = binary.MaxVarintLen32 + binary.MaxVarintLen32 + 2*binary.MaxVarintLen64
+)
+
+func dedupGroupKey(topicID uint32, seq uint64) []byte {
+	k := make([]byte, 0, dedupGroupKeyLen)
+	k = append(k, keyDedupGroupPrefix...)
+	k = binary.BigEndian.AppendUint32(k, topicID)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// parseDedupGroupKey returns a group key's topic id and sequence.
+func parseDedupGroupKey(k []byte) (topicID uint32, seq uint64, err error) {
+	if len(k) != dedupGroupKeyLen {
+		return 0, 0, fmt.Errorf("%w: dedup group key %q", ErrCorrupt, k)
+	}
+	p := len(keyDedupGroupPrefix)
+	return binary.BigEndian.Uint32(k[p:]), binary.BigEndian.Uint64(k[p+4:]), nil
+}
+
+// newDedupGroupValue starts a group's value with base time base.
+func newDedupGroupValue(base time.Time, room int) []byte {
+	v := make([]byte, 0, dedupGroupHeader+room)
+	v = append(v, dedupGroupVersion)
+	return binary.BigEndian.AppendUint64(v, uint64(base.UnixNano()))
+}
+
+// appendDedupGroupEntry adds one entry to a group's value started with
+// base time base.
+func appendDedupGroupEntry[S string | []byte](v []byte, base int64, id S, d dedupEntry) []byte {
+	v = binary.AppendUvarint(v, uint64(len(id)))
+	v = append(v, id...)
+	v = binary.AppendUvarint(v, uint64(d.queue))
+	v = binary.AppendVarint(v, d.offset)
+	return binary.AppendVarint(v, d.at.UnixNano()-base)
+}
+
+// decodeDedupGroup calls fn for each entry of a group's value, in order,
+// and returns how many there were. id is valid only during the call. A
+// value this version cannot read is refused with ErrCorrupt, naming the
+// version it carries.
+func decodeDedupGroup(v []byte, fn func(id []byte, d dedupEntry)) (int, error) {
+	if len(v) < dedupGroupHeader {
+		return 0, fmt.Errorf("%w: dedup group of %d bytes", ErrCorrupt, len(v))
+	}
+	if v[0] != dedupGroupVersion {
+		return 0, fmt.Errorf("%w: dedup group of format version %d; this version of equeue reads version %d",
+			ErrCorrupt, v[0], dedupGroupVersion)
+	}
+	base := int64(binary.BigEndian.Uint64(v[1:]))
+	b := v[dedupGroupHeader:]
+	n := 0
+	for len(b) > 0 {
+		idLen, w := binary.Uvarint(b)
+		if w <= 0 || idLen > uint64(len(b)-w) {
+			return n, fmt.Errorf("%w: dedup group entry %d: ID length", ErrCorrupt, n)
+		}
+		b = b[w:]
+		id := b[:idLen]
+		b = b[idLen:]
+		queue, w := binary.Uvarint(b)
+		if w <= 0 || queue > 1<<31-1 {
+			return n, fmt.Errorf("%w: dedup group entry %d: queue", ErrCorrupt, n)
+		}
+		b = b[w:]
+		offset, w := binary.Varint(b)
+		if w <= 0 || offset < -1 {
+			return n, fmt.Errorf("%w: dedup group entry %d: offset", ErrCorrupt, n)
+		}
+		b = b[w:]
+		delta, w := binary.Varint(b)
+		if w <= 0 {
+			return n, fmt.Errorf("%w: dedup group entry %d: time", ErrCorrupt, n)
+		}
+		b = b[w:]
+		fn(id, dedupEntry{queue: int(queue), offset: offset, at: time.Unix(0, base+delta)})
+		n++
+	}
+	return n, nil
+}
+
+// dedupGroupBuild is a group a batch writes: the entries it records for
+// one topic.
+type dedupGroupBuild struct {
+	idx  *dedupIndex
+	meta int // its put in the batch's meta
+	n    int
+}
+
+// groupFor returns b's group for idx's topic, adding it (and its put) to
+// b the first time: its sequence is the next one after the groups
+// written before and the ones b added already.
+func (e *Engine) groupFor(b *batchState, idx *dedupIndex) *dedupGroupBuild {
+	for i := range b.groups {
+		if b.groups[i].idx == idx {
+			return &b.groups[i]
+		}
+	}
+	seq := e.dedupSeq + uint64(len(b.groups))
+	b.meta = append(b.meta, store.MetaOp{Key: dedupGroupKey(idx.topic, seq), Value: newDedupGroupValue(b.now, 0)})
+	b.groups = append(b.groups, dedupGroupBuild{idx: idx, meta: len(b.meta) - 1})
+	return &b.groups[len(b.groups)-1]
+}
+
+// commitGroups makes memory follow b's groups once b's write returned:
+// each index learns its new group, and the sequence moves past them.
+func (e *Engine) commitGroups(b *batchState) {
+	for i, g := range b.groups {
+		g.idx.groups = append(g.idx.groups, dedupGroup{seq: e.dedupSeq + uint64(i), n: g.n})
+	}
+	e.dedupSeq += uint64(len(b.groups))
+}
