@@ -274,8 +274,9 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 	}
 	idx := e.dedupFor(t)
 	if b.pending == nil {
-		b.pending = map[dedupRef]dedupEntry{}
+		b.pending = make(map[dedupRef]dedupEntry, len(c.dedupIDs))
 	}
+	b.dedup = slices.Grow(b.dedup, len(c.dedupIDs))
 	var g *dedupGroupBuild
 	base := b.now.UnixNano()
 	for i, id := range c.dedupIDs {
@@ -294,6 +295,11 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 		b.dedup = append(b.dedup, dedupPut{idx: idx, id: id, d: d})
 		if g == nil {
 			g = e.groupFor(b, idx)
+			room := 0
+			for _, id := range c.dedupIDs[i:] {
+				room += len(id) + 8 // most entries: lengths, queue and time in a byte each, the offset in five
+			}
+			b.meta[g.meta].Value = slices.Grow(b.meta[g.meta].Value, room)
 		}
 		m := &b.meta[g.meta]
 		m.Value = appendDedupGroupEntry(m.Value, base, id, d)
