@@ -112,13 +112,8 @@ func (c *command) seal(l store.Limits) {
 		bytes += len(c.recs) * (len(keyDelayPrefix) + 16 + delayIndexValueLen)
 	}
 	if len(c.dedupIDs) > 0 {
-		// At most one dedup group (the batch's for c's topic), holding
-		// c's IDs.
-		ops++
-		bytes += dedupGroupKeyLen + dedupGroupHeader
-		for _, id := range c.dedupIDs {
-			bytes += len(id) + dedupEntryMax
-		}
+		o, n := dedupCost(c.dedupIDs, l.ValueThreshold)
+		ops, bytes = ops+o, bytes+n
 	}
 	c.ops, c.bytes = ops, bytes
 }

@@ -62,17 +62,15 @@ func TestCommand_SealedCostIsExact(t *testing.T) {
 		require.NoError(t, c.err)
 		require.False(t, c.duplicate)
 	}
-	// Dedup IDs are written in one group per topic, entries of varints:
-	// a command's cost counts a group of its own and each entry at its
-	// longest, so the batch weighs at most that. Everything else is exact.
-	var dOps, dBytes, gOps, gBytes int
+	// Dedup IDs are written in groups, entries of varints: a command's
+	// cost bounds the groups it can start and counts each entry at its
+	// longest (dedupCost), so the batch weighs at most that. Everything
+	// else is exact.
+	var dCmds, dOps, dBytes, gOps, gBytes int
 	for _, c := range batch {
 		if len(c.dedupIDs) > 0 {
-			dOps++
-			dBytes += dedupGroupKeyLen + dedupGroupHeader
-			for _, id := range c.dedupIDs {
-				dBytes += len(id) + dedupEntryMax
-			}
+			o, n := dedupCost(c.dedupIDs, e.limits.ValueThreshold)
+			dCmds, dOps, dBytes = dCmds+1, dOps+o, dBytes+n
 		}
 	}
 	for _, m := range b.meta {
@@ -81,10 +79,9 @@ func TestCommand_SealedCostIsExact(t *testing.T) {
 			gBytes += len(m.Key) + len(m.Value)
 		}
 	}
-	require.Equal(t, 3, dOps)
+	require.Equal(t, 3, dCmds)
 	assert.Equal(t, 1, gOps, "one group for the dedup topic")
 	assert.LessOrEqual(t, gBytes, dBytes)
-	assert.Greater(t, gBytes, dBytes-3*(dedupGroupKeyLen+dedupGroupHeader)-3*dedupEntryMax, "the group holds every ID")
 	gotOps, gotBytes := e.limits.Cost(&store.Batch{Entries: b.entries, Meta: b.meta})
 	assert.Equal(t, ops-dOps, gotOps-gOps)
 	assert.Equal(t, size-dBytes, gotBytes-gBytes)

@@ -279,6 +279,7 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 	b.dedup = slices.Grow(b.dedup, len(c.dedupIDs))
 	var g *dedupGroupBuild
 	base := b.now.UnixNano()
+	limit := e.limits.ValueThreshold
 	for i, id := range c.dedupIDs {
 		if len(id) > MaxIDBytes {
 			// Only a stored message sent again (a send-back or a redrive
@@ -294,15 +295,21 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 		b.pending[dedupRef{t.id, id}] = d
 		b.dedup = append(b.dedup, dedupPut{idx: idx, id: id, d: d})
 		if g == nil {
-			g = e.groupFor(b, idx)
-			room := 0
-			for _, id := range c.dedupIDs[i:] {
-				room += len(id) + 8 // most entries: lengths, queue and time in a byte each, the offset in five
-			}
-			b.meta[g.meta].Value = slices.Grow(b.meta[g.meta].Value, room)
+			g = e.groupFor(b, idx, c.dedupIDs[i:])
 		}
 		m := &b.meta[g.meta]
+		before := len(m.Value)
 		m.Value = appendDedupGroupEntry(m.Value, base, id, d)
+		if limit > dedupGroupHeader && len(m.Value) >= limit && g.n > 0 {
+			// The group would reach the store's value threshold (and go
+			// to Badger's value log, a second file for every Sync): the
+			// entry starts a new one.
+			entry := m.Value[before:]
+			m.Value = m.Value[:before]
+			g = e.newGroup(b, idx, c.dedupIDs[i:])
+			m = &b.meta[g.meta]
+			m.Value = append(m.Value, entry...)
+		}
 		g.n++
 	}
 }

@@ -23,6 +23,11 @@ import (
 // a window's sends several times slower than sends without one, nearly
 // all of it Badger writing and compacting those keys.
 //
+// A group stays below the store's value threshold (store.Limits), as
+// record segments do: a longer value would go to Badger's value log, a
+// second file for every Sync to flush. A write with more IDs than one
+// group holds writes several groups for the topic, in order.
+//
 // Stores written before groups hold one key per ID (dedup.go's legacy
 // format); Open moves those into groups (migrateDedup).
 
@@ -124,19 +129,50 @@ type dedupGroupBuild struct {
 	n    int
 }
 
-// groupFor returns b's group for idx's topic, adding it (and its put) to
-// b the first time: its sequence is the next one after the groups
-// written before and the ones b added already.
-func (e *Engine) groupFor(b *batchState, idx *dedupIndex) *dedupGroupBuild {
-	for i := range b.groups {
+// groupFor returns b's last group for idx's topic, or a new one (newGroup).
+func (e *Engine) groupFor(b *batchState, idx *dedupIndex, ids []string) *dedupGroupBuild {
+	for i := len(b.groups) - 1; i >= 0; i-- {
 		if b.groups[i].idx == idx {
 			return &b.groups[i]
 		}
 	}
+	return e.newGroup(b, idx, ids)
+}
+
+// newGroup adds a group for idx's topic to b, with its put: its sequence
+// is the next one after the groups written before and the ones b added
+// already. Its value has room for ids, up to the store's value threshold.
+func (e *Engine) newGroup(b *batchState, idx *dedupIndex, ids []string) *dedupGroupBuild {
+	room := 0
+	for _, id := range ids {
+		room += len(id) + 8 // most entries: lengths, queue and time in a byte each, the offset in five
+	}
+	if l := e.limits.ValueThreshold; l > 0 {
+		room = min(room, l)
+	}
 	seq := e.dedupSeq + uint64(len(b.groups))
-	b.meta = append(b.meta, store.MetaOp{Key: dedupGroupKey(idx.topic, seq), Value: newDedupGroupValue(b.now, 0)})
+	b.meta = append(b.meta, store.MetaOp{Key: dedupGroupKey(idx.topic, seq), Value: newDedupGroupValue(b.now, room)})
 	b.groups = append(b.groups, dedupGroupBuild{idx: idx, meta: len(b.meta) - 1})
 	return &b.groups[len(b.groups)-1]
+}
+
+// dedupCost bounds the store cost of recording ids in groups kept below
+// the store's value threshold (0: no threshold): their entries at their
+// longest (S bytes), and the groups they start. A group closes only when
+// its next entry would bring it to the threshold, so each group an ID
+// starts after the first follows one that, with that entry, holds at least
+// threshold - header bytes; counting each entry at most twice that way,
+// ids start at most 1 + 2S/(threshold - header) groups.
+func dedupCost(ids []string, threshold int) (ops, bytes int) {
+	s := 0
+	for _, id := range ids {
+		s += len(id) + dedupEntryMax
+	}
+	ops = 1
+	if threshold > dedupGroupHeader {
+		ops += 2 * s / (threshold - dedupGroupHeader)
+	}
+	return ops, s + ops*(dedupGroupKeyLen+dedupGroupHeader)
 }
 
 // commitGroups makes memory follow b's groups once b's write returned:

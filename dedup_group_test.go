@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,10 +80,23 @@ func dedupKeys(t *testing.T, st Store, prefix []byte) int {
 	return n
 }
 
-// TestDedup_OneGroupPerWriteAndTopic: each write of IDs adds one key to
-// the store, however many IDs it carries, and a reopened engine answers
-// every ID as a duplicate with its original offsets.
-func TestDedup_OneGroupPerWriteAndTopic(t *testing.T) {
+// groupStats decodes every dedup group in st: how many there are, the
+// entries they hold, and the longest value.
+func groupStats(t *testing.T, st Store) (groups, entries, longest int) {
+	t.Helper()
+	require.NoError(t, st.ScanMeta(keyDedupGroupPrefix, func(_, v []byte) error {
+		n, err := decodeDedupGroup(v, func([]byte, dedupEntry) {})
+		groups, entries, longest = groups+1, entries+n, max(longest, len(v))
+		return err
+	}))
+	return groups, entries, longest
+}
+
+// TestDedup_GroupsPerWrite: a write of IDs adds a key to the store per
+// group of them, each group below the store's value threshold (so it stays
+// in Badger's tree, out of its value log), not a key per ID; a reopened
+// engine answers every ID as a duplicate with its original offsets.
+func TestDedup_GroupsPerWrite(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	e, err := Open(dir, nil)
@@ -99,7 +114,30 @@ func TestDedup_OneGroupPerWriteAndTopic(t *testing.T) {
 	send(e, 0, 0, 500)
 	send(e, 1, 500, 300)
 	send(e, 0, 800, 1)
-	assert.Equal(t, 3, dedupKeys(t, e.st, keyDedupGroupPrefix))
+	groups, entries, longest := groupStats(t, e.st)
+	threshold := e.limits.ValueThreshold
+	require.Positive(t, threshold)
+	assert.Equal(t, 801, entries)
+	assert.Less(t, longest, threshold)
+	// An entry of "id-N" takes at least 8 bytes (lengths, queue, offset
+	// and time at least one each, the ID four): the 500 and the 300 need
+	// more than one group each; and no more than their sends' sealed costs
+	// allow.
+	lower, upper := 1, 0
+	for _, n := range []int{500, 300, 1} {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("id-%d", 800+i) // the longest IDs of the range
+		}
+		if n > 1 {
+			lower += (n*8 + threshold - dedupGroupHeader - 1) / (threshold - dedupGroupHeader)
+		}
+		o, _ := dedupCost(ids, threshold)
+		upper += o
+	}
+	assert.GreaterOrEqual(t, groups, lower)
+	assert.LessOrEqual(t, groups, upper)
+	t.Logf("%d groups (bounds %d to %d), longest %d bytes", groups, lower, upper, longest)
 	assert.Zero(t, dedupKeys(t, e.st, keyDedupPrefix), "no key per ID")
 	assert.Equal(t, int64(801), e.Stats().DedupIDs)
 	require.NoError(t, e.Close())
@@ -108,7 +146,7 @@ func TestDedup_OneGroupPerWriteAndTopic(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 	assert.Equal(t, int64(801), e.Stats().DedupIDs)
-	assert.Equal(t, uint64(3), e.dedupSeq, "the sequence goes on past the groups stored")
+	assert.Equal(t, uint64(groups), e.dedupSeq, "the sequence goes on past the groups stored")
 	for _, c := range []struct{ queue, from, n int }{{0, 0, 500}, {1, 500, 300}, {0, 800, 1}} {
 		res := send(e, (c.queue+1)%2, c.from, c.n) // another queue: the window answers first
 		assert.True(t, res.Duplicate)
@@ -119,7 +157,7 @@ func TestDedup_OneGroupPerWriteAndTopic(t *testing.T) {
 	assert.Equal(t, int64(100), res.FirstOffset)
 	res = send(e, 0, 801, 2)
 	assert.False(t, res.Duplicate)
-	assert.Equal(t, 4, dedupKeys(t, e.st, keyDedupGroupPrefix))
+	assert.Equal(t, groups+1, dedupKeys(t, e.st, keyDedupGroupPrefix))
 }
 
 // TestDedup_ReopenAnswersAsBeforeIt: an ID stored twice (its first entry
@@ -328,4 +366,58 @@ func TestDedup_MigratesLegacyEntries(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 	check(e)
+}
+
+// TestDedup_GroupCostBoundsWhatIsWritten: for random IDs, commands and
+// value thresholds, the groups a batch writes hold every ID in order,
+// each group below the threshold unless one entry alone reaches it, and
+// cost no more operations and bytes than the commands' dedupCost.
+func TestDedup_GroupCostBoundsWhatIsWritten(t *testing.T) {
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopicWith(context.Background(), "t", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	tp, ok := e.lookupTopic("t")
+	require.True(t, ok)
+	q, err := tp.queue(0)
+	require.NoError(t, err)
+	defer func(l store.Limits) { e.limits = l }(e.limits)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := range 300 {
+		threshold := []int{0, 5, dedupGroupHeader + 1, 64, 1024, 4096}[rng.IntN(6)]
+		e.limits.ValueThreshold = threshold // the writer is idle: no send is made
+		b := &batchState{now: time.Now()}
+		var want []string
+		ops, bytes := 0, 0
+		offset := int64(0)
+		for range 1 + rng.IntN(5) {
+			ids := make([]string, 1+rng.IntN(300))
+			for i := range ids {
+				n := rng.IntN(40)
+				if rng.IntN(50) == 0 {
+					n = rng.IntN(2 * MaxIDBytes)
+				}
+				ids[i] = fmt.Sprintf("%d-%d-%s", trial, len(want)+i, strings.Repeat("x", n))
+				if len(ids[i]) <= MaxIDBytes {
+					want = append(want, ids[i])
+				}
+			}
+			o, n := dedupCost(ids, threshold)
+			ops, bytes = ops+o, bytes+n
+			e.dedupRecord(b, &command{kind: cmdAppend, q: q, dedupIDs: ids}, 0, offset)
+			offset += int64(len(ids)) << uint(rng.IntN(30)) // offsets of every varint length
+		}
+		var got []string
+		for _, m := range b.meta {
+			n, err := decodeDedupGroup(m.Value, func(id []byte, _ dedupEntry) { got = append(got, string(id)) })
+			require.NoError(t, err)
+			if threshold > dedupGroupHeader && n > 1 {
+				require.Less(t, len(m.Value), threshold, "trial %d", trial)
+			}
+		}
+		require.Equal(t, want, got, "trial %d", trial)
+		gotOps, gotBytes := e.limits.Cost(&store.Batch{Meta: b.meta})
+		require.LessOrEqual(t, gotOps, ops, "trial %d, threshold %d", trial, threshold)
+		require.LessOrEqual(t, gotBytes, bytes, "trial %d, threshold %d", trial, threshold)
+	}
 }

@@ -127,7 +127,7 @@ func TestWriter_OversizedSendIsRefusedAlone(t *testing.T) {
 }
 
 // Issue 11, scenario 2: 7,000 dedup IDs expiring together leave the
-// store (their seven groups, one per write) and the index; the unrelated
+// store (their groups) and the index; the unrelated
 // send that wakes the writer is stored.
 func TestWriter_DedupExpiryIsBoundedPerBatch(t *testing.T) {
 	for _, kind := range storeKinds {
@@ -146,7 +146,9 @@ func TestWriter_DedupExpiryIsBoundedPerBatch(t *testing.T) {
 			// On a machine so loaded that writing took longer than the
 			// window, the first entries may already be expiring.
 			if time.Since(first) < window {
-				require.Equal(t, 7, metaKeys(t, r.FS, "ug/"), "one group per write")
+				// IDs of 3 to 6 bytes: about 100 to a group.
+				require.Greater(t, metaKeys(t, r.FS, "ug/"), 7)
+				require.Less(t, metaKeys(t, r.FS, "ug/"), 7000/50, "not a key per ID")
 			} else {
 				t.Logf("writing took %v, longer than the window: the count before expiry is not checked", time.Since(first))
 			}
