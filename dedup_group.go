@@ -79,15 +79,15 @@ func appendDedupGroupEntry[S string | []byte](v []byte, base int64, id S, d dedu
 
 // decodeDedupGroup calls fn for each entry of a group's value, in order,
 // and returns how many there were. id is valid only during the call. A
-// value this version cannot read is refused with ErrCorrupt, naming the
-// version it carries.
+// damaged value is refused with ErrCorrupt; one of a version this code does
+// not know with ErrUnsupportedFormat too, naming the version.
 func decodeDedupGroup(v []byte, fn func(id []byte, d dedupEntry)) (int, error) {
 	if len(v) < dedupGroupHeader {
 		return 0, fmt.Errorf("%w: dedup group of %d bytes", ErrCorrupt, len(v))
 	}
 	if v[0] != dedupGroupVersion {
-		return 0, fmt.Errorf("%w: dedup group of format version %d; this version of equeue reads version %d",
-			ErrCorrupt, v[0], dedupGroupVersion)
+		return 0, fmt.Errorf("%w: %w: dedup group of format version %d; this version of equeue reads version %d",
+			ErrCorrupt, ErrUnsupportedFormat, v[0], dedupGroupVersion)
 	}
 	base := int64(binary.BigEndian.Uint64(v[1:]))
 	b := v[dedupGroupHeader:]

@@ -18,8 +18,9 @@ import (
 
 // TestDedupGroup_CodecRoundTripsAndRefusesDamage: a group's value gives
 // back its entries (an empty ID, a delayed entry's offset -1, a time
-// before the base); every truncation of it and a version this code does
-// not know are refused with ErrCorrupt, never a panic.
+// before the base); every truncation of it is refused with ErrCorrupt and
+// a version this code does not know with ErrUnsupportedFormat, never a
+// panic.
 func TestDedupGroup_CodecRoundTripsAndRefusesDamage(t *testing.T) {
 	base := time.Unix(1_700_000_000, 123)
 	type ent struct {
@@ -66,6 +67,7 @@ func TestDedupGroup_CodecRoundTripsAndRefusesDamage(t *testing.T) {
 	future[0] = dedupGroupVersion + 1
 	_, err = decodeDedupGroup(future, func([]byte, dedupEntry) {})
 	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, ErrUnsupportedFormat)
 	assert.Contains(t, err.Error(), fmt.Sprintf("version %d", dedupGroupVersion+1))
 	bad := slices.Clone(w[:dedupGroupHeader])
 	bad = appendDedupGroupEntry(bad, 0, "x", dedupEntry{offset: -2})
