@@ -163,6 +163,7 @@ func (e *Engine) migrateDedup() error {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), a.d.at.Compare(b.d.at))
 	})
 	maxOps, maxBytes := e.batchLimits()
+	limit := e.limits.ValueThreshold
 	for len(recs) > 0 {
 		tid, base := recs[0].topic, recs[0].d.at
 		baseNanos := base.UnixNano()
@@ -177,7 +178,12 @@ func (e *Engine) migrateDedup() error {
 			if n > 0 && (len(ops)+1 > maxOps || size+cost > maxBytes) {
 				break
 			}
+			before := len(value)
 			value = appendDedupGroupEntry(value, baseNanos, id, r.d)
+			if n > 0 && limit > dedupGroupHeader && len(value) >= limit {
+				value = value[:before] // below the value threshold, as dedupRecord keeps groups
+				break
+			}
 			ops = append(ops, store.MetaOp{Key: dedupMetaKey(tid, id), Delete: true})
 			size += cost
 			n++

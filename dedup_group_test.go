@@ -423,3 +423,34 @@ func TestDedup_GroupCostBoundsWhatIsWritten(t *testing.T) {
 		require.LessOrEqual(t, gotBytes, bytes, "trial %d, threshold %d", trial, threshold)
 	}
 }
+
+// TestDedup_MigratedGroupsStayBelowTheThreshold: entries of the former
+// format are moved into groups below the store's value threshold too.
+func TestDedup_MigratedGroupsStayBelowTheThreshold(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	tp, ok := e.lookupTopic("t")
+	require.True(t, ok)
+	threshold := e.limits.ValueThreshold
+	require.Positive(t, threshold)
+	at := time.Now().Round(0)
+	var meta []store.MetaOp
+	for i := range 1000 {
+		meta = append(meta, store.MetaOp{Key: dedupMetaKey(tp.id, fmt.Sprintf("%036d", i)), Value: dedupValue(dedupEntry{offset: int64(i), at: at})})
+	}
+	require.NoError(t, e.st.Write(&store.Batch{Meta: meta}))
+	require.NoError(t, e.Close())
+
+	e, err = Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	groups, entries, longest := groupStats(t, e.st)
+	assert.Equal(t, 1000, entries)
+	assert.Less(t, longest, threshold)
+	assert.GreaterOrEqual(t, groups, 1000*40/threshold, "an entry takes at least 40 bytes")
+	assert.Zero(t, dedupKeys(t, e.st, keyDedupPrefix))
+	assert.Equal(t, int64(1000), e.Stats().DedupIDs)
+}
