@@ -20,10 +20,20 @@ type statsJSON struct {
 	Groups         int    `json:"groups"`
 	Members        int    `json:"members"`
 	Lag            int64  `json:"lag"`
-	// StoreBytes is known only in-process (--dir).
+	// StoreBytes is the size of the store on disk.
 	StoreBytes *int64 `json:"store_bytes,omitempty"`
+	// Engine holds the engine's counters (equeue.Stats): a served
+	// broker's since it started; with --dir, this command's own open.
+	Engine *engineJSON `json:"engine,omitempty"`
 	// Scan is set with --scan.
 	Scan *scanJSON `json:"scan,omitempty"`
+}
+
+type engineJSON struct {
+	DedupIDs        int64  `json:"dedup_ids"`
+	CorruptRecords  uint64 `json:"corrupt_records"`
+	ExpiredMessages uint64 `json:"expired_messages"`
+	NoSpaceRefusals uint64 `json:"no_space_refusals"`
 }
 
 type scanJSON struct {
@@ -39,7 +49,10 @@ func (a *app) statsCommand() *cobra.Command {
 		Short: "Show engine counters: topics, queues, messages, groups, lag, store size",
 		Long: `stats sums up a broker: topics (user and the engine's own retry and
 dead-letter topics), queues, messages stored, consumer groups, live members,
-total lag and, with --dir, the size of the store on disk.
+total lag, the size of the store on disk and the message IDs the topics'
+dedup windows hold. Of a served broker (--server) it also shows the
+engine's counters since the broker started: corrupt records and expired
+messages its reads met, and writes refused for a full disk.
 
 --scan also reads every stored message and counts those that fail their
 checksum (corrupt) or whose time-to-live ran out (expired). It reads the
@@ -80,16 +93,21 @@ are served by "equeue serve --metrics".`,
 						st.Lag += q.Lag
 					}
 				}
+				var es *equeue.Stats
 				if c.engine != nil {
-					b := c.engine.Stats().StoreBytes
-					st.StoreBytes = &b
+					s := c.engine.Stats()
+					es = &s
 				} else if rs, ok := c.broker.(interface {
 					EngineStats(context.Context) (equeue.Stats, error)
 				}); ok {
-					if es, err := rs.EngineStats(ctx); err == nil {
-						b := es.StoreBytes
-						st.StoreBytes = &b
+					if s, err := rs.EngineStats(ctx); err == nil {
+						es = &s
 					}
+				}
+				if es != nil {
+					st.StoreBytes = &es.StoreBytes
+					st.Engine = &engineJSON{DedupIDs: es.DedupIDs, CorruptRecords: es.CorruptRecords,
+						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals}
 				}
 				if scan {
 					s, err := scanAll(ctx, c, topics)
@@ -110,6 +128,14 @@ are served by "equeue serve --metrics".`,
 				t.row("total lag:", st.Lag)
 				if st.StoreBytes != nil {
 					t.row("store size:", humanBytes(*st.StoreBytes))
+				}
+				if st.Engine != nil {
+					t.row("dedup IDs held:", st.Engine.DedupIDs)
+					if c.engine == nil { // a served broker's counters since it started
+						t.row("corrupt records seen:", st.Engine.CorruptRecords)
+						t.row("expired messages seen:", st.Engine.ExpiredMessages)
+						t.row("no-space refusals:", st.Engine.NoSpaceRefusals)
+					}
 				}
 				if st.Scan != nil {
 					t.row("messages read:", st.Scan.Read)
