@@ -18,15 +18,17 @@ import (
 // store write (see writer.go): every command in it is stored, or none is.
 //
 //	kind         writes                                         cost (ops)
-//	cmdAppend    records to a queue, dedup entries, extra meta  recs + ids + meta
-//	cmdDelay     records to the delay log, one index key each,  2*recs + ids
+//	cmdAppend    records to a queue, dedup entries, extra meta  recs + groups + meta
+//	cmdDelay     records to the delay log, one index key each,  2*recs + groups
 //	             dedup entries of the destination topic
 //	cmdMove      one due record to its queue, index key deleted recs + meta
 //	cmdMeta      metadata (topics, groups, offsets, watermarks) meta
 //	cmdBarrier   nothing; completes after what was queued before 0
 //
-// Dedup expiry is planned by the writer itself from the room left in a
-// batch (dedup.go), so it never takes room a sender needs.
+// groups: the dedup groups the command's IDs can start at most (dedupCost;
+// its cost is an upper bound there, exact everywhere else). Dedup expiry
+// is planned by the writer itself from the room left in a batch (dedup.go),
+// so it never takes room a sender needs.
 type cmdKind uint8
 
 const (
@@ -67,7 +69,7 @@ type command struct {
 	// (Producer.SendAsync): see waits.
 	detached bool
 
-	ops, bytes int // exact store cost, set by seal
+	ops, bytes int // store cost (exact, or at most for dedup groups), set by seal
 
 	// Results.
 	first     int64 // first offset (append, move), first delay-log slot (delay)
@@ -98,7 +100,8 @@ func (c *command) dedupTopic() *topic {
 	return c.q.topic
 }
 
-// seal computes c's exact store cost under l.
+// seal computes c's store cost under l: exact, and for dedup groups at
+// most what they take.
 func (c *command) seal(l store.Limits) {
 	ops, bytes := len(c.recs)+len(c.meta), 0
 	for _, r := range c.recs {
@@ -112,7 +115,7 @@ func (c *command) seal(l store.Limits) {
 		bytes += len(c.recs) * (len(keyDelayPrefix) + 16 + delayIndexValueLen)
 	}
 	if len(c.dedupIDs) > 0 {
-		o, n := dedupCost(c.dedupIDs, l.ValueThreshold)
+		o, n := dedupCost(c.dedupIDs, dedupGroupLimit(l))
 		ops, bytes = ops+o, bytes+n
 	}
 	c.ops, c.bytes = ops, bytes

@@ -3,6 +3,7 @@ package equeue
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -33,8 +34,8 @@ const dedupValueLen = 20
 
 // dedupExpireMax bounds the entries one batch's expiry walks past, so a
 // window expiring millions of IDs at once does not hold the writer (a
-// variable for tests).
-var dedupExpireMax = 1 << 16
+// few hundred microseconds per batch; a variable for tests).
+var dedupExpireMax = 4096
 
 type dedupEntry struct {
 	queue  int
@@ -66,7 +67,7 @@ func (e *Engine) loadDedup() error {
 	e.dedup = map[uint32]*dedupIndex{}
 	e.dedupSeq = 0
 	var stale []store.MetaOp
-	err := e.st.ScanMeta(keyDedupGroupPrefix, func(k, v []byte) error {
+	err := e.scanMetaDamaged(keyDedupGroupPrefix, func(k, v []byte, damaged error) error {
 		tid, seq, err := parseDedupGroupKey(k)
 		if err != nil {
 			return err
@@ -77,15 +78,30 @@ func (e *Engine) loadDedup() error {
 			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
 			return nil
 		}
-		x := e.dedupFor(t)
-		n, err := decodeDedupGroup(v, func(id []byte, d dedupEntry) { x.add(string(id), d) })
-		if err != nil {
-			return fmt.Errorf("topic %q, group %d: %w", t.name, seq, err)
+		n := 0
+		if damaged == nil {
+			n, damaged = decodeDedupGroup(v, func([]byte, dedupEntry) {}) // all or nothing
 		}
-		if n == 0 {
+		switch {
+		case errors.Is(damaged, ErrUnsupportedFormat):
+			// Written by a later version: forgetting its IDs would store
+			// their messages again, so the engine does not open.
+			return fmt.Errorf("topic %q, group %d: %w", t.name, seq, damaged)
+		case damaged != nil:
+			// Its bytes are lost (a machine crash cut Badger's value log,
+			// where a group holding one long ID is kept) or damaged: its
+			// IDs are forgotten, as the records lost with them are
+			// reported corrupt, and the engine opens.
+			e.log.Error("dedup group lost: its message IDs are no longer deduplicated",
+				"topic", t.name, "group", seq, "err", damaged)
+			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
+			return nil
+		case n == 0:
 			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
 			return nil
 		}
+		x := e.dedupFor(t)
+		_, _ = decodeDedupGroup(v, func(id []byte, d dedupEntry) { x.add(string(id), d) })
 		x.groups = append(x.groups, dedupGroup{seq: seq, n: n})
 		return nil
 	})
@@ -96,6 +112,15 @@ func (e *Engine) loadDedup() error {
 		return err
 	}
 	return e.migrateDedup()
+}
+
+// scanMetaDamaged scans the store's metadata going on past values it
+// cannot read back, where the store can (store.DamagedMetaScanner).
+func (e *Engine) scanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error {
+	if ds, ok := e.st.(store.DamagedMetaScanner); ok {
+		return ds.ScanMetaDamaged(prefix, fn)
+	}
+	return e.st.ScanMeta(prefix, func(k, v []byte) error { return fn(k, v, nil) })
 }
 
 // writeDeletes writes ops, deletions, in writes within the store's limits.
@@ -145,11 +170,15 @@ func (e *Engine) migrateDedup() error {
 		}
 		start := len(ids)
 		ids = append(ids, k[len(keyDedupPrefix)+4:]...)
-		d := dedupEntry{
-			queue:  int(binary.BigEndian.Uint32(v)),
-			offset: int64(binary.BigEndian.Uint64(v[4:])),
-			at:     time.Unix(0, int64(binary.BigEndian.Uint64(v[12:]))),
+		queue, offset := binary.BigEndian.Uint32(v), int64(binary.BigEndian.Uint64(v[4:]))
+		if queue > 1<<31-1 || offset < -1 {
+			// No engine wrote it, and a group would not take it
+			// (decodeDedupGroup): damaged, so it goes.
+			e.log.Error("dedup entry damaged: its message ID is no longer deduplicated", "key", fmt.Sprintf("%q", k))
+			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
+			return nil
 		}
+		d := dedupEntry{queue: int(queue), offset: offset, at: time.Unix(0, int64(binary.BigEndian.Uint64(v[12:])))}
 		recs = append(recs, loaded{topic: tid, d: d, idStart: start, idEnd: len(ids)})
 		return nil
 	})
@@ -163,7 +192,7 @@ func (e *Engine) migrateDedup() error {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), a.d.at.Compare(b.d.at))
 	})
 	maxOps, maxBytes := e.batchLimits()
-	limit := e.limits.ValueThreshold
+	limit := dedupGroupLimit(e.limits)
 	for len(recs) > 0 {
 		tid, base := recs[0].topic, recs[0].d.at
 		baseNanos := base.UnixNano()
@@ -285,7 +314,7 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 	b.dedup = slices.Grow(b.dedup, len(c.dedupIDs))
 	var g *dedupGroupBuild
 	base := b.now.UnixNano()
-	limit := e.limits.ValueThreshold
+	limit := dedupGroupLimit(e.limits)
 	for i, id := range c.dedupIDs {
 		if len(id) > MaxIDBytes {
 			// Only a stored message sent again (a send-back or a redrive

@@ -19,14 +19,17 @@ import (
 // holds its entries in the order it held them before (the newest entry of
 // an ID recorded twice is the later one). Expiry deletes a group once it
 // has walked past every entry in it (planExpiry). A write of a thousand
-// IDs thus adds one key to the store, not a thousand: a key per ID made
-// a window's sends several times slower than sends without one, nearly
-// all of it Badger writing and compacting those keys.
+// 36-byte IDs thus adds about 45 keys to the store, not a thousand: a key
+// per ID made a window's sends several times slower than sends without
+// one, nearly all of it Badger writing and compacting those keys.
 //
 // A group stays below the store's value threshold (store.Limits), as
 // record segments do: a longer value would go to Badger's value log, a
 // second file for every Sync to flush. A write with more IDs than one
-// group holds writes several groups for the topic, in order.
+// group holds writes several groups for the topic, in order. Only an ID
+// long enough to reach the threshold alone (about 1,000 bytes by default)
+// makes a group of its own there; one whose bytes a machine crash lost is
+// forgotten at the next Open (loadDedup).
 //
 // Stores written before groups hold one key per ID (dedup.go's legacy
 // format); Open moves those into groups (migrateDedup).
@@ -39,9 +42,10 @@ const dedupGroupVersion = 1
 const (
 	dedupGroupKeyLen = 3 + 4 + 8 // prefix, topic id, sequence
 	dedupGroupHeader = 1 + 8     // version, base time
-	// dedupEntryMax bounds an entry's bytes besides its ID: the ID's
-	// length, queue, offset and time as varints.
-	dedupEntryMax = binary.MaxVarintLen32 + binary.MaxVarintLen32 + 2*binary.MaxVarintLen64
+	// dedupEntryMax bounds an entry's bytes besides its ID, as a write
+	// records it: the ID's length, queue and offset as varints, and the
+	// time from the group's base, which is 0, in one byte.
+	dedupEntryMax = binary.MaxVarintLen32 + binary.MaxVarintLen32 + binary.MaxVarintLen64 + 1
 )
 
 func dedupGroupKey(topicID uint32, seq uint64) []byte {
@@ -85,7 +89,10 @@ func decodeDedupGroup(v []byte, fn func(id []byte, d dedupEntry)) (int, error) {
 	if len(v) < dedupGroupHeader {
 		return 0, fmt.Errorf("%w: dedup group of %d bytes", ErrCorrupt, len(v))
 	}
-	if v[0] != dedupGroupVersion {
+	switch {
+	case v[0] == 0: // no version is 0: bytes lost as zeros
+		return 0, fmt.Errorf("%w: dedup group of version 0", ErrCorrupt)
+	case v[0] != dedupGroupVersion:
 		return 0, fmt.Errorf("%w: %w: dedup group of format version %d; this version of equeue reads version %d",
 			ErrCorrupt, ErrUnsupportedFormat, v[0], dedupGroupVersion)
 	}
@@ -147,7 +154,7 @@ func (e *Engine) newGroup(b *batchState, idx *dedupIndex, ids []string) *dedupGr
 	for _, id := range ids {
 		room += len(id) + 8 // most entries: lengths, queue and time in a byte each, the offset in five
 	}
-	if l := e.limits.ValueThreshold; l > 0 {
+	if l := dedupGroupLimit(e.limits); l > 0 {
 		room = min(room, l)
 	}
 	seq := e.dedupSeq + uint64(len(b.groups))
@@ -156,21 +163,39 @@ func (e *Engine) newGroup(b *batchState, idx *dedupIndex, ids []string) *dedupGr
 	return &b.groups[len(b.groups)-1]
 }
 
+// dedupGroupLimit is the length a group's value stays below: the store's
+// value threshold or, where the store keeps every value inline (Badger in
+// memory), the largest value it takes; 0 for none.
+func dedupGroupLimit(l store.Limits) int {
+	if l.ValueThreshold > 0 {
+		return l.ValueThreshold
+	}
+	return l.MaxValueSize
+}
+
 // dedupCost bounds the store cost of recording ids in groups kept below
-// the store's value threshold (0: no threshold): their entries at their
-// longest (S bytes), and the groups they start. A group closes only when
-// its next entry would bring it to the threshold, so each group an ID
-// starts after the first follows one that, with that entry, holds at least
-// threshold - header bytes; counting each entry at most twice that way,
-// ids start at most 1 + 2S/(threshold - header) groups.
-func dedupCost(ids []string, threshold int) (ops, bytes int) {
-	s := 0
+// limit (dedupGroupLimit; 0: none): their entries at their longest (S
+// bytes, the longest one E), and the groups they start. Each group holds
+// at least one entry, so there are at most len(ids). A group closes only
+// when its next entry would bring it to the limit L, so each group the IDs
+// start after the first follows one of theirs that holds more than
+// L - header - E bytes, and that, with the entry starting the next one,
+// holds at least L - header: counting each entry at most twice the second
+// way, they start at most 1 + 2S/(L - header) groups.
+func dedupCost(ids []string, limit int) (ops, bytes int) {
+	s, longest := 0, 0
 	for _, id := range ids {
 		s += len(id) + dedupEntryMax
+		longest = max(longest, len(id)+dedupEntryMax)
 	}
-	ops = 1
-	if threshold > dedupGroupHeader {
-		ops += 2 * s / (threshold - dedupGroupHeader)
+	ops = len(ids)
+	if room := limit - dedupGroupHeader; limit > 0 && room > 0 {
+		ops = min(ops, 1+2*s/room)
+		if room > longest {
+			ops = min(ops, 1+s/(room-longest))
+		}
+	} else {
+		ops = min(ops, 1)
 	}
 	return ops, s + ops*(dedupGroupKeyLen+dedupGroupHeader)
 }

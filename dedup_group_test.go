@@ -371,9 +371,10 @@ func TestDedup_MigratesLegacyEntries(t *testing.T) {
 }
 
 // TestDedup_GroupCostBoundsWhatIsWritten: for random IDs, commands and
-// value thresholds, the groups a batch writes hold every ID in order,
-// each group below the threshold unless one entry alone reaches it, and
-// cost no more operations and bytes than the commands' dedupCost.
+// value thresholds (or, without one, value limits), the groups a batch
+// writes hold every ID in order, each group below the limit unless one
+// entry alone reaches it, and cost no more operations and bytes than the
+// commands' dedupCost.
 func TestDedup_GroupCostBoundsWhatIsWritten(t *testing.T) {
 	e, err := Open("", &Options{InMemory: true})
 	require.NoError(t, err)
@@ -386,8 +387,10 @@ func TestDedup_GroupCostBoundsWhatIsWritten(t *testing.T) {
 	defer func(l store.Limits) { e.limits = l }(e.limits)
 	rng := rand.New(rand.NewPCG(7, 11))
 	for trial := range 300 {
-		threshold := []int{0, 5, dedupGroupHeader + 1, 64, 1024, 4096}[rng.IntN(6)]
-		e.limits.ValueThreshold = threshold // the writer is idle: no send is made
+		// The writer is idle: no send is made.
+		e.limits.ValueThreshold = []int{0, 5, dedupGroupHeader + 1, 64, 1024, 4096}[rng.IntN(6)]
+		e.limits.MaxValueSize = []int{0, 512, 1 << 20}[rng.IntN(3)] // the limit where there is no threshold
+		threshold := dedupGroupLimit(e.limits)
 		b := &batchState{now: time.Now()}
 		var want []string
 		ops, bytes := 0, 0
@@ -453,4 +456,57 @@ func TestDedup_MigratedGroupsStayBelowTheThreshold(t *testing.T) {
 	assert.GreaterOrEqual(t, groups, 1000*40/threshold, "an entry takes at least 40 bytes")
 	assert.Zero(t, dedupKeys(t, e.st, keyDedupPrefix))
 	assert.Equal(t, int64(1000), e.Stats().DedupIDs)
+}
+
+// TestDedup_GroupsFitAStoreWithoutAValueLog: Badger in memory keeps every
+// value inline and refuses one above its threshold, so it reports no
+// value threshold, only a largest value; groups stay below that, and a
+// send whose IDs fill more than one such value is stored (found by
+// review: it failed, with every send packed beside it).
+func TestDedup_GroupsFitAStoreWithoutAValueLog(t *testing.T) {
+	st, err := store.OpenBadger("", &store.BadgerOptions{InMemory: true, MemTableSize: 64 << 20})
+	require.NoError(t, err)
+	e, err := Open("", &Options{Store: st})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.Zero(t, e.limits.ValueThreshold)
+	require.Positive(t, e.limits.MaxValueSize)
+	ctx := context.Background()
+	require.NoError(t, e.CreateTopicWith(ctx, "d", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	ms := make([]*Message, 4000)
+	for i := range ms {
+		ms[i] = &Message{ID: fmt.Sprintf("%0300d", i), Body: []byte("x")}
+	}
+	_, err = e.Append(ctx, &AppendRequest{Topic: "d", Messages: ms})
+	require.NoError(t, err)
+	groups, entries, longest := groupStats(t, e.st)
+	assert.Equal(t, 4000, entries)
+	assert.Greater(t, groups, 1)
+	assert.Less(t, longest, e.limits.MaxValueSize)
+}
+
+// TestDedup_SmallValueThresholdStillTakesLargeSends: with a value
+// threshold so small that each ID needs a group of its own, a send's
+// sealed cost is a group per ID, not the general bound's two and more
+// (found by review: 3,000 IDs were refused that a key per ID had taken).
+func TestDedup_SmallValueThresholdStillTakesLargeSends(t *testing.T) {
+	dir := t.TempDir()
+	o := store.DefaultBadgerOptions()
+	o.ValueThreshold = 64
+	e, err := Open(dir, &Options{Badger: &o})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.Equal(t, 64, e.limits.ValueThreshold)
+	ctx := context.Background()
+	require.NoError(t, e.CreateTopicWith(ctx, "d", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	ms := make([]*Message, 3000)
+	for i := range ms {
+		ms[i] = &Message{ID: fmt.Sprintf("%036d", i), Body: []byte("x")}
+	}
+	_, err = e.Append(ctx, &AppendRequest{Topic: "d", Messages: ms})
+	require.NoError(t, err)
+	groups, entries, longest := groupStats(t, e.st)
+	assert.Equal(t, 3000, entries)
+	assert.Equal(t, 3000, groups, "an entry of a 36-byte ID and two more fill 64 bytes")
+	assert.Less(t, longest, 64)
 }

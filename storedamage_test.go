@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
@@ -124,4 +125,52 @@ func sendLargeAndClose(t *testing.T, dir, topic string, n int, delay time.Durati
 	}
 	require.NoError(t, p.Close())
 	require.NoError(t, e.Close())
+}
+
+// A dedup group holding one ID long enough to reach the value threshold is
+// kept in Badger's value log; a machine crash may lose its bytes while its
+// key survives. The engine still opens: the lost group's IDs are forgotten
+// (as the records lost with them are reported corrupt), every other ID is
+// still answered as a duplicate, and the lost group is deleted, so later
+// opens do not meet it again (found by review: Open failed for good).
+func TestDedup_GroupLostFromTheValueLogIsForgotten(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	send := func(e *equeue.Engine, id string) equeue.AppendResult {
+		res, err := e.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: id, Body: []byte("x")}}})
+		require.NoError(t, err)
+		return res
+	}
+	short := []string{"s-1", "s-2", "s-3"}
+	for _, id := range short {
+		send(e, id)
+	}
+	long := func(i int) string { return fmt.Sprintf("%01500d", i) }
+	const n = 20
+	for i := range n {
+		send(e, long(i))
+	}
+	require.NoError(t, e.Close())
+
+	cutValueLogTail(t, dir, n*3000, 3300) // the last send's record and group
+
+	for range 2 {
+		e, err = equeue.Open(dir, nil)
+		require.NoError(t, err, "the engine opens")
+		for _, id := range short {
+			assert.True(t, send(e, id).Duplicate, id)
+		}
+		for i := range 10 {
+			assert.True(t, send(e, long(i)).Duplicate, "long ID %d", i)
+		}
+		require.NoError(t, e.Close())
+	}
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	assert.False(t, send(e, long(n-1)).Duplicate, "the lost group's ID is stored again")
+	assert.True(t, send(e, long(n-1)).Duplicate, "and then deduplicated")
 }

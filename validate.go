@@ -34,7 +34,7 @@ func validateMessage(i int, m *Message, storedAgain bool) (*Message, error) {
 	return m, nil
 }
 
-// MaxIDBytes bounds a producer-supplied message ID. On a topic with a
-// dedup window the ID is part of a store key, and a key must stay well
-// below what the store takes (Badger: 65,000 bytes).
+// MaxIDBytes bounds a producer-supplied message ID: it is stored with
+// every record, and on a topic with a dedup window also in its group of
+// dedup entries and in memory for the window's length.
 const MaxIDBytes = 4096

@@ -227,6 +227,12 @@ func (s *replicatedStore) ScanMeta(prefix []byte, fn func(key, value []byte) err
 	return s.local.ScanMeta(prefix, fn)
 }
 
+// ScanMetaDamaged reads the local store going on past values it cannot
+// read back (store.DamagedMetaScanner).
+func (s *replicatedStore) ScanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error {
+	return s.local.ScanMetaDamaged(prefix, fn)
+}
+
 func (s *replicatedStore) Size() (int64, error) { return s.local.Size() }
 
 func (s *replicatedStore) Limits() store.Limits { return s.limits }

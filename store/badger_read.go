@@ -256,7 +256,31 @@ const scanChunk = 256
 // lock, so it may call back into the store; a scan is therefore not one
 // snapshot: keys written during it may or may not be seen.
 func (s *Badger) ScanMeta(prefix []byte, fn func(key, value []byte) error) error {
-	type kv struct{ k, v []byte }
+	return s.scanMeta(prefix, false, func(k, v []byte, _ error) error { return fn(k, v) })
+}
+
+// DamagedMetaScanner is a store whose metadata scan can go on past a value
+// it cannot read back: fn then gets the key, no value and an error
+// matching ErrDamaged (a machine crash lost the value's bytes from
+// Badger's value log while its key survived).
+type DamagedMetaScanner interface {
+	// ScanMetaDamaged calls fn, in key order, for every metadata key with
+	// the prefix, as ScanMeta does; for a value it cannot read back, with
+	// a nil value and the error.
+	ScanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error
+}
+
+// ScanMetaDamaged is ScanMeta going on past values it cannot read back
+// (DamagedMetaScanner).
+func (s *Badger) ScanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error {
+	return s.scanMeta(prefix, true, fn)
+}
+
+func (s *Badger) scanMeta(prefix []byte, tolerate bool, fn func(key, value []byte, damaged error) error) error {
+	type kv struct {
+		k, v    []byte
+		damaged error
+	}
 	full := metaKey(prefix)
 	seek := full
 	batch := make([]kv, 0, scanChunk)
@@ -274,9 +298,12 @@ func (s *Badger) ScanMeta(prefix []byte, fn func(key, value []byte) error) error
 				item := it.Item()
 				v, err := valueCopy(item)
 				if err != nil {
-					return fmt.Errorf("key %q: %w", item.Key()[1:], err)
+					if !tolerate || !errors.Is(err, ErrDamaged) {
+						return fmt.Errorf("key %q: %w", item.Key()[1:], err)
+					}
+					v, err = nil, fmt.Errorf("key %q: %w", item.Key()[1:], err)
 				}
-				batch = append(batch, kv{item.KeyCopy(nil)[1:], v})
+				batch = append(batch, kv{item.KeyCopy(nil)[1:], v, err})
 			}
 			return nil
 		})
@@ -285,7 +312,7 @@ func (s *Badger) ScanMeta(prefix []byte, fn func(key, value []byte) error) error
 			return fmt.Errorf("store: scan meta %q: %w", prefix, err)
 		}
 		for _, e := range batch {
-			if err := fn(e.k, e.v); err != nil {
+			if err := fn(e.k, e.v, e.damaged); err != nil {
 				return err
 			}
 		}
