@@ -510,3 +510,36 @@ func TestDedup_SmallValueThresholdStillTakesLargeSends(t *testing.T) {
 	assert.Equal(t, 3000, groups, "an entry of a 36-byte ID and two more fill 64 bytes")
 	assert.Less(t, longest, 64)
 }
+
+// TestDedup_DamagedOldFormatEntriesAreDropped: an entry of the former
+// format that no engine could have written (a queue above 2^31-1, an
+// offset below -1) is deleted at Open, not moved into a group that every
+// later Open would refuse (found by review).
+func TestDedup_DamagedOldFormatEntriesAreDropped(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	tp, ok := e.lookupTopic("t")
+	require.True(t, ok)
+	at := time.Now().Round(0)
+	require.NoError(t, e.st.Write(&store.Batch{Meta: []store.MetaOp{
+		{Key: dedupMetaKey(tp.id, "good"), Value: dedupValue(dedupEntry{offset: 4, at: at})},
+		{Key: dedupMetaKey(tp.id, "queue"), Value: dedupValue(dedupEntry{queue: -1, offset: 5, at: at})},
+		{Key: dedupMetaKey(tp.id, "offset"), Value: dedupValue(dedupEntry{offset: -7, at: at})},
+	}}))
+	require.NoError(t, e.Close())
+	for range 2 {
+		e, err = Open(dir, nil)
+		require.NoError(t, err)
+		_, entries, _ := groupStats(t, e.st)
+		assert.Equal(t, 1, entries)
+		assert.Zero(t, dedupKeys(t, e.st, keyDedupPrefix))
+		res, err := e.Append(ctx, &AppendRequest{Topic: "t", Messages: []*Message{{ID: "good", Body: []byte("x")}}})
+		require.NoError(t, err)
+		assert.True(t, res.Duplicate)
+		assert.Equal(t, int64(4), res.FirstOffset)
+		require.NoError(t, e.Close())
+	}
+}
