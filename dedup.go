@@ -308,10 +308,9 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 		return
 	}
 	idx := e.dedupFor(t)
-	if b.pending == nil {
+	if b.pending == nil { // apply sizes it for the batch
 		b.pending = make(map[dedupRef]dedupEntry, len(c.dedupIDs))
 	}
-	b.dedup = slices.Grow(b.dedup, len(c.dedupIDs))
 	var g *dedupGroupBuild
 	base := b.now.UnixNano()
 	limit := dedupGroupLimit(e.limits)

@@ -331,11 +331,20 @@ func (b *batchState) queue(q *queue) *touched {
 // beyond the commands' results: the same stored state, batch and time give
 // the same write.
 func (e *Engine) apply(b *batchState, batch []*command) {
-	records := 0
+	records, ids := 0, 0
 	for _, c := range batch {
 		records += len(c.recs)
+		if len(c.dedupIDs) > 0 && (c.kind == cmdAppend || c.kind == cmdDelay) && c.dedupTopic().dedup > 0 {
+			ids += len(c.dedupIDs)
+		}
 	}
 	b.entries = make([]store.Entry, 0, records) // one allocation, not one per doubling
+	if ids > 0 {
+		// The most dedup entries the batch can record (only commands to
+		// topics with a window record theirs).
+		b.pending = make(map[dedupRef]dedupEntry, ids)
+		b.dedup = make([]dedupPut, 0, ids)
+	}
 	for _, c := range batch {
 		switch c.kind {
 		case cmdBarrier:
