@@ -94,9 +94,10 @@ func TestNode_LeaderOnAFullDiskRefusesWritesAsNotStored(t *testing.T) {
 // TestNode_FollowerResumesOnceItsStoreTakesWritesAgain: a follower whose
 // store refuses the entries' writes for a full disk (ErrNoSpace) stops
 // following the log, as before; once its store takes writes again it
-// replays the entries it missed from its Raft log at the next entry the
-// cluster commits, without a reopen, and holds every message. A store
-// failure of another kind still leaves the node out until it is reopened.
+// replays the entries it missed from its Raft log, without a reopen, even
+// while the cluster commits nothing new (its timer retries), and holds
+// every message. A store failure of another kind still leaves the node
+// out until it is reopened, the timer notwithstanding.
 func TestNode_FollowerResumesOnceItsStoreTakesWritesAgain(t *testing.T) {
 	var refuse atomic.Pointer[error]
 	c := newCluster(t, 3, func(o *cluster.Options) {
@@ -109,6 +110,7 @@ func TestNode_FollowerResumesOnceItsStoreTakesWritesAgain(t *testing.T) {
 			}
 			return nil
 		})
+		cluster.SetFullDiskRetry(o, 100*time.Millisecond)
 	})
 	ctx := context.Background()
 	leader := c.waitLeader()
@@ -154,9 +156,26 @@ func TestNode_FollowerResumesOnceItsStoreTakesWritesAgain(t *testing.T) {
 		return nil
 	})
 	require.Equal(t, 1, stored(n2), "n2 stored nothing while its disk was full")
+	// n2 was handed every entry: only its timer can bring it back now.
+	eventually(t, 30*time.Second, func() error {
+		if h, l := cluster.HandedIndex(n2), cluster.LastIndex(leader); h != l {
+			return fmt.Errorf("n2 was handed entries up to %d of %d", h, l)
+		}
+		return nil
+	})
 
 	refuse.Store(nil)
-	send("m21") // the next entry: n2 replays what it missed, then applies it
+	// Nothing new is committed: n2's timer replays what it missed.
+	eventually(t, 30*time.Second, func() error {
+		if err := cluster.FSMError(n2); err != nil {
+			return err
+		}
+		if got := stored(n2); got != 21 {
+			return fmt.Errorf("n2 holds %d of 21", got)
+		}
+		return nil
+	})
+	send("m21") // and it applies the next entry
 	eventually(t, 30*time.Second, func() error {
 		if err := cluster.FSMError(n2); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/equeue-go/equeue/store"
 	"github.com/hashicorp/raft"
@@ -93,3 +94,18 @@ func FSMError(n *Node) error { return n.fsm.err() }
 // SetFSMWriteHook makes o's node's FSM ask hook before each store write of
 // records; an error fails the write as the store's would.
 func SetFSMWriteHook(o *Options, hook func(*store.Batch) error) { o.fsmWriteHook = hook }
+
+// HandedIndex is the last Raft entry n's FSM was handed (applied or
+// answered with an error).
+func HandedIndex(n *Node) uint64 {
+	n.fsm.applyMu.Lock()
+	defer n.fsm.applyMu.Unlock()
+	return n.fsm.handed
+}
+
+// LastIndex is the last entry of n's Raft log.
+func LastIndex(n *Node) uint64 { return n.raft.LastIndex() }
+
+// SetFullDiskRetry sets how often o's node retries entries its store
+// refused for a full disk while nothing new is committed.
+func SetFullDiskRetry(o *Options, every time.Duration) { o.fullDiskRetry = every }

@@ -101,6 +101,11 @@ type fsm struct {
 	offsets  *offsets      // each queue's next offset (FSM goroutine only)
 	group    *writeGroup   // the entries being applied (FSM goroutine only)
 
+	// applyMu serializes what Raft's FSM goroutine calls (ApplyBatch,
+	// Snapshot, Restore) with retry, which a timer calls.
+	applyMu sync.Mutex
+	handed  uint64 // the last entry Raft handed over (under applyMu)
+
 	mu     sync.Mutex // guards state and broken for readers off the FSM goroutine
 	state  fsmState
 	broken error // a store failure: this node's copy can no longer follow the log
@@ -168,8 +173,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 // gives every entry the same answer however Raft groups the entries it
 // hands over; only a store failure answers the whole group with the error.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	if len(logs) > 0 {
 		f.catchUp(logs[0].Index - 1)
+		defer func() { f.handed = logs[len(logs)-1].Index }()
 	}
 	out := make([]any, len(logs))
 	if f.awaitLog != nil && len(logs) > 0 {
@@ -334,6 +342,15 @@ func (f *fsm) fail(err error) error {
 	return err
 }
 
+// retry catches up (catchUp) to the last entry Raft handed over, when the
+// store refused entries for a full disk: the node's timer calls it, so a
+// node follows again while the cluster commits nothing new.
+func (f *fsm) retry() {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	f.catchUp(f.handed)
+}
+
 // catchUpChunk bounds the entries catchUp reads from the log at a time.
 const catchUpChunk = 256
 
@@ -344,9 +361,10 @@ const catchUpChunk = 256
 // entries handed over since (answered with that error) can be applied
 // now, in order, from the log, which keeps them (a broken FSM takes no
 // snapshot, so Raft compacts none of them away). It runs on the FSM's
-// goroutine, before each batch Raft hands over: once space is freed, the
-// node follows the log again at the next entry the cluster commits. Any
-// other store failure, and a refusal again, leave the FSM broken.
+// goroutine, before each batch Raft hands over, and from the node's timer
+// (retry): once space is freed, the node follows the log again at the next
+// entry the cluster commits or within fullDiskRetry. Any other store
+// failure, and a refusal again, leave the FSM broken.
 func (f *fsm) catchUp(upto uint64) {
 	err := f.err()
 	if err == nil || !errors.Is(err, store.ErrNoSpace) || f.getLog == nil {
@@ -397,6 +415,8 @@ func (f *fsm) catchUp(upto uint64) {
 // log compaction that follows, and pins the store's state in one read
 // transaction; Persist streams it while Apply goes on.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	if err := f.err(); err != nil {
 		return nil, err
 	}
@@ -414,6 +434,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // latest snapshot when a node starts: when the store already holds that
 // point (or later), it is kept as it is.
 func (f *fsm) Restore(rc io.ReadCloser) error {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	defer rc.Close()
 	var hdr [8]byte
 	if _, err := io.ReadFull(rc, hdr[:]); err != nil {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -235,10 +236,33 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		return false
 	})
 	n.raft.RegisterObserver(n.obs)
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.run()
+	go n.retryFullDisk(cmp.Or(o.fullDiskRetry, fullDiskRetry))
 	n.log.Info("cluster node open", "id", o.ID, "raft", n.RaftAddr(), "client", o.ClientAddr)
 	return n, nil
+}
+
+// fullDiskRetry is how often a node whose store refused entries for a
+// full disk tries them again while the cluster commits nothing new.
+const fullDiskRetry = 5 * time.Second
+
+// retryFullDisk replays, every interval, the entries this node's FSM was
+// handed while its store refused them for a full disk (fsm.retry), so
+// that a node of an idle cluster follows the log again once space is
+// freed, not only at the next entry the cluster commits.
+func (n *Node) retryFullDisk(every time.Duration) {
+	defer n.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.closing:
+			return
+		case <-t.C:
+			n.fsm.retry()
+		}
+	}
 }
 
 func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {

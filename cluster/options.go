@@ -122,6 +122,8 @@ type Options struct {
 	// fsmWriteHook, when set, is asked before each of the FSM's store
 	// writes of records (tests).
 	fsmWriteHook func(*store.Batch) error
+	// fullDiskRetry, when set, replaces fullDiskRetry (tests).
+	fullDiskRetry time.Duration
 }
 
 func (o *Options) validate() error {
