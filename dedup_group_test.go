@@ -473,12 +473,7 @@ func TestDedup_GroupsFitAStoreWithoutAValueLog(t *testing.T) {
 	require.Positive(t, e.limits.MaxValueSize)
 	ctx := context.Background()
 	require.NoError(t, e.CreateTopicWith(ctx, "d", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
-	ms := make([]*Message, 4000)
-	for i := range ms {
-		ms[i] = &Message{ID: fmt.Sprintf("%0300d", i), Body: []byte("x")}
-	}
-	_, err = e.Append(ctx, &AppendRequest{Topic: "d", Messages: ms})
-	require.NoError(t, err)
+	appendIDs(t, e, "d", 4000, "%0300d")
 	groups, entries, longest := groupStats(t, e.st)
 	assert.Equal(t, 4000, entries)
 	assert.Greater(t, groups, 1)
@@ -499,12 +494,7 @@ func TestDedup_SmallValueThresholdStillTakesLargeSends(t *testing.T) {
 	require.Equal(t, 64, e.limits.ValueThreshold)
 	ctx := context.Background()
 	require.NoError(t, e.CreateTopicWith(ctx, "d", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
-	ms := make([]*Message, 3000)
-	for i := range ms {
-		ms[i] = &Message{ID: fmt.Sprintf("%036d", i), Body: []byte("x")}
-	}
-	_, err = e.Append(ctx, &AppendRequest{Topic: "d", Messages: ms})
-	require.NoError(t, err)
+	appendIDs(t, e, "d", 3000, "%036d")
 	groups, entries, longest := groupStats(t, e.st)
 	assert.Equal(t, 3000, entries)
 	assert.Equal(t, 3000, groups, "an entry of a 36-byte ID and two more fill 64 bytes")
@@ -542,4 +532,16 @@ func TestDedup_DamagedOldFormatEntriesAreDropped(t *testing.T) {
 		assert.Equal(t, int64(4), res.FirstOffset)
 		require.NoError(t, e.Close())
 	}
+}
+
+// appendIDs appends n messages to topic in one write, message i with the
+// ID format gives for i.
+func appendIDs(t *testing.T, e *Engine, topic string, n int, format string) {
+	t.Helper()
+	ms := make([]*Message, n)
+	for i := range ms {
+		ms[i] = &Message{ID: fmt.Sprintf(format, i), Body: []byte("x")}
+	}
+	_, err := e.Append(context.Background(), &AppendRequest{Topic: topic, Messages: ms})
+	require.NoError(t, err)
 }
