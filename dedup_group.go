@@ -9,7 +9,8 @@ import (
 )
 
 // Dedup entries in the store. The entries one store write records for one
-// topic are kept under a single metadata key, a group:
+// topic are kept under a few metadata keys, groups, each holding a run of
+// them:
 //
 //	ug/ | topic id (4, BE) | sequence (8, BE)  ->  version (1) | base time, unix nanos (8, BE) | entries
 //	entry: uvarint ID length | ID | uvarint queue | zigzag varint offset | zigzag varint (time - base)
