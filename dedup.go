@@ -108,9 +108,7 @@ func (e *Engine) loadDedup() error {
 	if err != nil {
 		return err
 	}
-	if err := e.writeDeletes(stale); err != nil {
-		return err
-	}
+	e.deleteStale(stale)
 	return e.migrateDedup()
 }
 
@@ -185,9 +183,7 @@ func (e *Engine) migrateDedup() error {
 	if err != nil {
 		return err
 	}
-	if err := e.writeDeletes(stale); err != nil {
-		return err
-	}
+	e.deleteStale(stale)
 	slices.SortStableFunc(recs, func(a, b loaded) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), a.d.at.Compare(b.d.at))
 	})
@@ -218,18 +214,46 @@ func (e *Engine) migrateDedup() error {
 			n++
 		}
 		ops[0].Value = value
+		seq := e.dedupSeq
 		if err := e.st.Write(&store.Batch{Meta: ops}); err != nil {
-			return fmt.Errorf("move dedup entries into groups: %w", err)
+			// A read-only store, or one that refuses writes now: the
+			// entries stay in the former format, and in memory as groups
+			// with no key of their own; the next Open moves them.
+			e.log.Warn("dedup: could not move entries of the former format into groups; the next open tries again", "err", err)
+			n, seq = len(recs), dedupNoKey
 		}
-		x := e.dedupFor(e.topicByID(tid))
-		for _, r := range recs[:n] {
-			x.add(string(ids[r.idStart:r.idEnd]), r.d)
+		for start := 0; start < n; { // one topic's run of entries at a time
+			end := start
+			for end < n && recs[end].topic == recs[start].topic {
+				end++
+			}
+			x := e.dedupFor(e.topicByID(recs[start].topic))
+			for _, r := range recs[start:end] {
+				x.add(string(ids[r.idStart:r.idEnd]), r.d)
+			}
+			x.groups = append(x.groups, dedupGroup{seq: seq, n: end - start})
+			start = end
 		}
-		x.groups = append(x.groups, dedupGroup{seq: e.dedupSeq, n: n})
-		e.dedupSeq++
+		if seq != dedupNoKey {
+			e.dedupSeq++
+		}
 		recs = recs[n:]
 	}
 	return nil
+}
+
+// dedupNoKey is the sequence of a group with no key in the store: entries
+// of the former format that Open could not move (a read-only store).
+// Expiry forgets such a group without a write.
+const dedupNoKey = ^uint64(0)
+
+// deleteStale deletes entries of topics that are gone, or lost, at Open. A
+// store that refuses (a read-only one) keeps them: they are harmless, and
+// the next Open tries again.
+func (e *Engine) deleteStale(ops []store.MetaOp) {
+	if err := e.writeDeletes(ops); err != nil {
+		e.log.Warn("dedup: could not delete stale entries; the next open tries again", "entries", len(ops), "err", err)
+	}
 }
 
 func (e *Engine) dedupFor(t *topic) *dedupIndex {
@@ -396,12 +420,14 @@ func (e *Engine) planExpiry(b *batchState, ops, bytes int) (more bool) {
 		}
 		passed, groups := x.passed+walked, 0
 		for groups < len(x.groups) && passed >= x.groups[groups].n {
-			if ops < 1 || bytes < dedupGroupKeyLen {
-				more = true
-				break
+			if g := x.groups[groups]; g.seq != dedupNoKey {
+				if ops < 1 || bytes < dedupGroupKeyLen {
+					more = true
+					break
+				}
+				ops, bytes = ops-1, bytes-dedupGroupKeyLen
+				b.meta = append(b.meta, store.MetaOp{Key: dedupGroupKey(tid, g.seq), Delete: true})
 			}
-			ops, bytes = ops-1, bytes-dedupGroupKeyLen
-			b.meta = append(b.meta, store.MetaOp{Key: dedupGroupKey(tid, x.groups[groups].seq), Delete: true})
 			passed -= x.groups[groups].n
 			groups++
 		}

@@ -98,8 +98,8 @@ type fsm struct {
 	writeHook func(*store.Batch) error
 
 	restores atomic.Uint64 // snapshots installed
-	offsets  *offsets      // each queue's next offset (FSM goroutine only)
-	group    *writeGroup   // the entries being applied (FSM goroutine only)
+	offsets  *offsets      // each queue's next offset (under applyMu)
+	group    *writeGroup   // the entries being applied (under applyMu)
 
 	// applyMu serializes what Raft's FSM goroutine calls (ApplyBatch,
 	// Snapshot, Restore) with retry, which a timer calls.
@@ -447,7 +447,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.offsets.reset()
 	if err := f.st.Restore(rc); err != nil {
-		return fmt.Errorf("cluster: restore: %w", err)
+		// The store may hold part of the snapshot now: only a snapshot
+		// installed whole brings this node back (the error does not match
+		// store.ErrNoSpace, so retry replays nothing onto it).
+		return f.fail(fmt.Errorf("cluster: restore: %v", err))
 	}
 	f.restores.Add(1)
 	f.mu.Lock()

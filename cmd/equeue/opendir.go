@@ -95,6 +95,16 @@ func (readOnlyStore) Write(*store.Batch) error                        { return e
 func (readOnlyStore) DeleteRange(store.QueueID, uint64, uint64) error { return errReadOnly }
 func (readOnlyStore) DropQueue(store.QueueID) error                   { return errReadOnly }
 
+// ScanMetaDamaged passes on the store's scan that goes on past values a
+// crash lost (store.DamagedMetaScanner), so that a read-only command
+// opens such a directory as a read-write one does.
+func (r readOnlyStore) ScanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error {
+	if ds, ok := r.Store.(store.DamagedMetaScanner); ok {
+		return ds.ScanMetaDamaged(prefix, fn)
+	}
+	return r.ScanMeta(prefix, func(k, v []byte) error { return fn(k, v, nil) })
+}
+
 // Sync and Reclaim have nothing to do when nothing is written.
 func (readOnlyStore) Sync() error    { return nil }
 func (readOnlyStore) Reclaim() error { return nil }

@@ -23,7 +23,8 @@ type statsJSON struct {
 	// StoreBytes is the size of the store on disk.
 	StoreBytes *int64 `json:"store_bytes,omitempty"`
 	// Engine holds the engine's counters (equeue.Stats): a served
-	// broker's since it started; with --dir, this command's own open.
+	// broker's since it started; with --dir, this command's own (the
+	// reads of its --scan).
 	Engine *engineJSON `json:"engine,omitempty"`
 	// Scan is set with --scan.
 	Scan *scanJSON `json:"scan,omitempty"`
@@ -93,6 +94,13 @@ are served by "equeue serve --metrics".`,
 						st.Lag += q.Lag
 					}
 				}
+				if scan {
+					s, err := scanAll(ctx, c, topics)
+					if err != nil {
+						return err
+					}
+					st.Scan = &s
+				}
 				var es *equeue.Stats
 				if c.engine != nil {
 					s := c.engine.Stats()
@@ -108,13 +116,6 @@ are served by "equeue serve --metrics".`,
 					st.StoreBytes = &es.StoreBytes
 					st.Engine = &engineJSON{DedupIDs: es.DedupIDs, CorruptRecords: es.CorruptRecords,
 						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals}
-				}
-				if scan {
-					s, err := scanAll(ctx, c, topics)
-					if err != nil {
-						return err
-					}
-					st.Scan = &s
 				}
 				if asJSON {
 					return writeJSONIndent(a.stdout, st)
