@@ -20,7 +20,7 @@ import (
 // holds its entries in the order it held them before (the newest entry of
 // an ID recorded twice is the later one). Expiry deletes a group once it
 // has walked past every entry in it (planExpiry). A write of a thousand
-// 36-byte IDs thus adds about 45 keys to the store, not a thousand: a key
+// 36-byte IDs thus adds 42 keys to the store, not a thousand: a key
 // per ID made a window's sends several times slower than sends without
 // one, nearly all of it Badger writing and compacting those keys.
 //
