@@ -3,8 +3,6 @@ package equeue_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/crashsim"
 )
 
 // A crash of the machine may keep a record's key in Badger while losing its
@@ -53,24 +52,11 @@ func TestEngine_RecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T) {
 	require.Greater(t, e.Stats().CorruptRecords, uint64(0))
 }
 
-// cutValueLogTail cuts cut bytes off the largest value-log file in dir, as a
-// machine crash loses what the OS had not written back; the file must hold
-// more than atLeast bytes (the records are in the value log).
+// cutValueLogTail cuts cut bytes off the largest value-log file in dir
+// (crashsim.CutValueLogTail).
 func cutValueLogTail(t *testing.T, dir string, atLeast, cut int) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
-	require.NoError(t, err)
-	var largest string
-	var size int64
-	for _, f := range files {
-		fi, err := os.Stat(f)
-		require.NoError(t, err)
-		if fi.Size() > size {
-			largest, size = f, fi.Size()
-		}
-	}
-	require.Greater(t, size, int64(atLeast), "the records are in the value log")
-	require.NoError(t, os.Truncate(largest, size-int64(cut)))
+	crashsim.CutValueLogTail(t, dir, int64(atLeast), int64(cut))
 }
 
 // Delayed messages whose bytes a machine crash lost: once due, the intact

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/internal/crashsim"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -34,19 +34,7 @@ func sendBodies(t *testing.T, n *cluster.Node, topic string, from, count int) {
 // node's store, as a machine crash loses the bytes the OS had not written.
 func cutValueLog(t *testing.T, dir string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "engine", "*.vlog"))
-	require.NoError(t, err)
-	var largest string
-	var size int64
-	for _, f := range files {
-		fi, err := os.Stat(f)
-		require.NoError(t, err)
-		if fi.Size() > size {
-			largest, size = f, fi.Size()
-		}
-	}
-	require.Greater(t, size, int64(100_000), "the node's segments are in the value log")
-	require.NoError(t, os.Truncate(largest, size-20_000))
+	crashsim.CutValueLogTail(t, filepath.Join(dir, "engine"), 100_000, 20_000)
 }
 
 // openClosedStore opens a closed node's store as the node does; the test

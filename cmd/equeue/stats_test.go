@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/crashsim"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -78,19 +77,7 @@ func TestStats_ReadOnlyOpensDedupStateOfACrashOrAnOlderVersion(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, e.Close())
-		vlogs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
-		require.NoError(t, err)
-		var largest string
-		var size int64
-		for _, f := range vlogs {
-			fi, err := os.Stat(f)
-			require.NoError(t, err)
-			if fi.Size() > size {
-				largest, size = f, fi.Size()
-			}
-		}
-		require.Greater(t, size, int64(20*3000), "the long IDs' groups are in the value log")
-		require.NoError(t, os.Truncate(largest, size-3300))
+		crashsim.CutValueLogTail(t, dir, 20*3000, 3300) // the long IDs' groups are in the value log
 
 		st := decode[statsJSON](t, ok(t, "--dir", dir, "stats", "--json"))
 		require.NotNil(t, st.Engine)
