@@ -166,8 +166,6 @@ func (e *Engine) migrateDedup() error {
 			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
 			return nil
 		}
-		start := len(ids)
-		ids = append(ids, k[len(keyDedupPrefix)+4:]...)
 		queue, offset := binary.BigEndian.Uint32(v), int64(binary.BigEndian.Uint64(v[4:]))
 		if queue > 1<<31-1 || offset < -1 {
 			// No engine wrote it, and a group would not take it
@@ -177,6 +175,8 @@ func (e *Engine) migrateDedup() error {
 			return nil
 		}
 		d := dedupEntry{queue: int(queue), offset: offset, at: time.Unix(0, int64(binary.BigEndian.Uint64(v[12:])))}
+		start := len(ids)
+		ids = append(ids, k[len(keyDedupPrefix)+4:]...)
 		recs = append(recs, loaded{topic: tid, d: d, idStart: start, idEnd: len(ids)})
 		return nil
 	})
