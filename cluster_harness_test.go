@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/internal/testport"
 	"github.com/equeue-go/equeue/remote"
 	"github.com/equeue-go/equeue/store"
 )
@@ -65,11 +65,11 @@ func newClusterRig(t testing.TB, opts *equeue.Options, srv *remote.ServerOptions
 	for i := range clusterNodes {
 		c.dirs = append(c.dirs, filepath.Join(base, fmt.Sprintf("n%d", i+1)))
 		// Below the ephemeral range, so that a restart can listen on the
-		// same addresses again (lowPortListener).
-		rl := lowPortListener(t)
+		// same addresses again (testport).
+		rl := testport.Listen(t)
 		c.raftAddrs = append(c.raftAddrs, rl.Addr().String())
 		require.NoError(t, rl.Close())
-		l := lowPortListener(t)
+		l := testport.Listen(t)
 		c.addrs = append(c.addrs, l.Addr().String())
 		c.lis = append(c.lis, l)
 	}
@@ -86,24 +86,6 @@ func newClusterRig(t testing.TB, opts *equeue.Options, srv *remote.ServerOptions
 		})
 	}
 	return c
-}
-
-// lowPortListener listens on a free loopback port below the kernel's
-// ephemeral range (32768 and up by default on Linux). A rig's restart
-// listens on its nodes' addresses again, and a port from the ephemeral
-// range may by then be the local port of an outgoing connection, of this
-// process or of another test binary running beside it (CI failed so:
-// "bind: address already in use").
-func lowPortListener(t testing.TB) net.Listener {
-	t.Helper()
-	for range 500 {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
-		if err == nil {
-			return l
-		}
-	}
-	t.Fatal("no free loopback port between 20000 and 32000")
-	return nil
 }
 
 func (c *clusterRig) startNode(i int, bootstrap bool) {

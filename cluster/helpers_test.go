@@ -14,6 +14,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/internal/testport"
 )
 
 func TestMain(m *testing.M) {
@@ -44,9 +45,10 @@ func newCluster(t testing.TB, n int, mod func(*cluster.Options)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, mod: mod}
 	base := t.TempDir()
+	addrs := testport.Addrs(t, n) // below the ephemeral range: restarts listen on them again
 	for i := range n {
 		c.dirs = append(c.dirs, filepath.Join(base, fmt.Sprintf("n%d", i+1)))
-		c.addrs = append(c.addrs, "127.0.0.1:0")
+		c.addrs = append(c.addrs, addrs[i])
 		c.nodes = append(c.nodes, nil)
 	}
 	t.Cleanup(c.closeAll)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/testport"
 	"github.com/equeue-go/equeue/remote"
 )
 
@@ -90,21 +90,6 @@ const (
 	opUnknown                // may or may not be stored
 )
 
-func freeAddrs(t testing.TB, n int) []string {
-	var ls []net.Listener
-	var out []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
-	}
-	for _, l := range ls {
-		require.NoError(t, l.Close())
-	}
-	return out
-}
-
 // jepsenConfig varies the nodes and the workload.
 type jepsenConfig struct {
 	env []string // extra environment of the node processes
@@ -119,7 +104,7 @@ type jepsenConfig struct {
 
 func startJepsen(t testing.TB, n int, cfg jepsenConfig) *jepsen {
 	j := &jepsen{t: t, start: time.Now(), commits: map[int][]int64{}, cfg: cfg}
-	addrs := freeAddrs(t, 3*n)
+	addrs := testport.Addrs(t, 3*n)
 	base := t.TempDir()
 	var peers []string
 	var clients []string

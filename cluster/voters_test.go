@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/internal/testport"
 )
 
 // Voters are added and removed while producers send.
@@ -51,7 +52,7 @@ func TestCluster_AddAndRemoveVoterUnderLoad(t *testing.T) {
 	// Add a fourth voter.
 	mu.Lock()
 	c.dirs = append(c.dirs, c.dirs[0]+"-4")
-	c.addrs = append(c.addrs, "127.0.0.1:0")
+	c.addrs = append(c.addrs, testport.Addr(t))
 	c.nodes = append(c.nodes, nil)
 	c.start(3, false)
 	mu.Unlock()

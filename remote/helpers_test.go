@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/testport"
 	"github.com/equeue-go/equeue/remote"
 )
 
@@ -43,13 +44,11 @@ type server struct {
 	once   sync.Once
 }
 
-// startServer serves e on addr ("" means 127.0.0.1:0) until stop or the end
-// of the test.
+// startServer serves e on addr ("" means a free loopback port below the
+// ephemeral range, so that a restart can listen on it again) until stop or
+// the end of the test.
 func startServer(t testing.TB, e *equeue.Engine, addr string, opts *remote.ServerOptions) *server {
 	t.Helper()
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
 	srv, err := remote.NewServer(e, opts)
 	require.NoError(t, err)
 	return serve(t, srv, addr)
@@ -58,8 +57,14 @@ func startServer(t testing.TB, e *equeue.Engine, addr string, opts *remote.Serve
 // serve serves srv on addr until stop or the end of the test.
 func serve(t testing.TB, srv *remote.Server, addr string) *server {
 	t.Helper()
-	lis, err := net.Listen("tcp", addr)
-	require.NoError(t, err)
+	var lis net.Listener
+	if addr == "" {
+		lis = testport.Listen(t)
+	} else {
+		var err error
+		lis, err = net.Listen("tcp", addr)
+		require.NoError(t, err)
+	}
 	s := &server{srv: srv, addr: lis.Addr().String(), served: make(chan error, 1)}
 	go func() { s.served <- srv.Serve(lis) }()
 	t.Cleanup(s.stop)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/equeue-go/equeue/internal/testport"
 	"go.uber.org/goleak"
 )
 
@@ -155,34 +155,13 @@ func decode[T any](t *testing.T, s string) T {
 }
 
 // freePort returns a loopback address nobody listens on right now, and
-// none it returned before in this run: a test asks for several before
-// its processes listen on them, and the kernel may hand a port just
-// closed out again.
+// none it returned before in this run, below the ephemeral port range
+// (testport): a test asks for several before its processes listen on
+// them, and restarts a process on the same address.
 func freePort(t *testing.T) string {
 	t.Helper()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		portsMu.Lock()
-		seen := portsGiven[addr]
-		portsGiven[addr] = true
-		portsMu.Unlock()
-		if !seen {
-			return addr
-		}
-	}
+	return testport.Addr(t)
 }
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[string]bool{}
-)
 
 // syncBuffer is a bytes.Buffer safe to read while a process writes to it.
 type syncBuffer struct {
