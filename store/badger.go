@@ -68,6 +68,15 @@ type Badger struct {
 	// wals flushes the logs of memtables Badger set aside, which its Sync
 	// leaves out (badger_walsync.go); nil in memory or read-only.
 	wals *walSync
+	// valueThreshold is Badger's: a value at least this long is kept in
+	// the value log.
+	valueThreshold int64
+	// vlogDirty is set after a write that may have put a value in the
+	// value log, and cleared by the Sync that flushes it; a Sync without
+	// it flushes only the memtables' logs (syncLogs).
+	vlogDirty atomic.Bool
+	// dbSync is Badger's Sync; tests replace it to see the calls.
+	dbSync func() error
 	// reclaimSync makes the values a value-log GC round moved durable
 	// before Badger deletes the file they came from (gcRound); tests
 	// watch it.
@@ -126,14 +135,17 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		chunkSegments: deleteChunkSegments,
 		ends:          make(map[QueueID]uint64),
 	}
-	s.reclaimSync = s.syncLogs
+	s.dbSync = db.Sync
+	s.reclaimSync = s.syncAll
+	s.valueThreshold = o.ValueThreshold
+	s.vlogDirty.Store(true) // not known what the last process left unsynced
 	s.gcNeed = o.MemTableSize
 	if o.SegmentBytes >= o.ValueThreshold {
 		s.gcNeed = o.ValueLogFileSize // segments in the value log: a round may move a file's worth
 	}
 	if !o.InMemory && !o.ReadOnly {
 		s.space = newSpaceGuard(dir, o.MinFreeBytes)
-		if s.wals, err = newWALSync(dir); err != nil {
+		if s.wals, err = newWALSync(dir, o.MemTableSize); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("store: open badger at %q: %w", dir, err)
 		}
@@ -174,6 +186,9 @@ func (s *Badger) Close() error {
 	}
 	s.closed = true
 	s.stopRelease()
+	if s.wals != nil {
+		defer s.wals.close()
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close badger at %q: %w", s.dir, err)
 	}

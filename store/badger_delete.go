@@ -171,11 +171,14 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 		for _, e := range kept {
 			size += len(e.Value) + segmentRecordOverhead + segmentOverhead
 		}
-		if _, _, err := s.putSegments(txn, q, kept, make([]byte, 0, len(kept)*recordKeyLen), make([]byte, 0, size)); err != nil {
+		var big bool
+		if _, _, err := s.putSegments(txn, q, kept, make([]byte, 0, len(kept)*recordKeyLen), make([]byte, 0, size), &big); err != nil {
 			return from, err
 		}
 	}
-	if err := txn.Commit(); err != nil {
+	err = txn.Commit()
+	s.touchLogs() // not counted: the next Sync looks at both logs
+	if err != nil {
 		return from, err
 	}
 	return next, nil
@@ -292,6 +295,7 @@ func (s *Badger) gcRound() error {
 		txn.Discard()
 	}()
 	err := s.db.RunValueLogGC(0.5)
+	s.touchLogs() // the values it moved went through the memtables
 	if err == nil {
 		if serr := s.reclaimSync(); serr != nil {
 			return fmt.Errorf("sync the values moved: %w", serr)
@@ -320,8 +324,18 @@ var flushSentinel = []byte{0xfe, 'f', 'l', 'u', 's', 'h'}
 func (s *Badger) flushMemtables() error {
 	s.dropMu.Lock()
 	defer s.dropMu.Unlock()
+	defer s.touchLogs() // a new memtable
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) }); err != nil {
 		return err
 	}
 	return s.db.DropPrefix(flushSentinel)
+}
+
+// touchLogs makes the next Sync Badger's own, and look for memtables set
+// aside: something other than a counted Write wrote to the store.
+func (s *Badger) touchLogs() {
+	s.vlogDirty.Store(true)
+	if s.wals != nil {
+		s.wals.touch()
+	}
 }

@@ -121,6 +121,7 @@ func (s *Badger) Restore(r io.Reader) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	clear(s.ends)
+	defer s.touchLogs() // Badger's own writes
 
 	br := bufio.NewReaderSize(r, 1<<20)
 	magic := make([]byte, len(snapshotMagic))

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,10 @@ import (
 // exists, or the last active one is gone) and otherwise at most once per
 // walRescan, which also catches a rotation hidden by a deleted log.
 
+// A Sync after writes that put nothing in the value log does without
+// Badger's Sync: it flushes the active memtable's log itself, with the
+// logs set aside (syncActive), and saves the value log's fsync.
+
 // walRescan bounds how long a rotation the quick check misses can go
 // unflushed.
 const walRescan = time.Second
@@ -41,16 +46,33 @@ type walSync struct {
 	dir  string
 	fid  int       // the newest memtable log at the last look (0: none)
 	scan time.Time // the last listing of dir
-	// syncFile flushes one file; tests replace it to see the calls.
-	syncFile func(path string) error
+	// flush flushes the log of memtable fid (flushLog); tests replace it
+	// to see the calls.
+	flush func(fid int) error
+	// file is the open log of memtable fileFid, the newest one flushed,
+	// kept for the next flush of the active log (syncActive).
+	file    *os.File
+	fileFid int
+
+	// written bounds the bytes the store's writes added to memtables
+	// since the last listing, and stale is set when something else may
+	// have rotated the memtable (a flush, a value-log GC round, a
+	// restore): see syncActive.
+	written atomic.Int64
+	stale   atomic.Bool
+	// relistAt is the written count from which syncActive lists the
+	// directory: a quarter of a memtable.
+	relistAt int64
 }
 
 const memSuffix = ".mem"
 
-// newWALSync returns the tracker for the Badger directory dir, starting
-// from the newest memtable log there.
-func newWALSync(dir string) (*walSync, error) {
-	w := &walSync{dir: dir, syncFile: fsyncFile}
+// newWALSync returns the tracker for the Badger directory dir, whose
+// memtables hold memTableSize bytes, starting from the newest memtable log
+// there.
+func newWALSync(dir string, memTableSize int64) (*walSync, error) {
+	w := &walSync{dir: dir, relistAt: max(memTableSize/4, 1)}
+	w.flush = w.flushLog
 	fids, err := w.list()
 	if err != nil {
 		return nil, err
@@ -111,8 +133,8 @@ func (w *walSync) rotated() (bool, error) {
 }
 
 // afterSync flushes the logs of the memtables set aside since the last
-// call. Call it after Badger's Sync: when no rotation shows, it costs one
-// or two stats.
+// call. Call it after Badger's Sync, which flushed the active one: when no
+// rotation shows, it costs one or two stats.
 func (w *walSync) afterSync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -120,30 +142,115 @@ func (w *walSync) afterSync() error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	if !rotated && now.Sub(w.scan) < walRescan {
+	if !rotated && !w.listDue() {
 		return nil
 	}
-	w.scan = now
+	// Every log from the last look's newest on, but the newest now, was
+	// active since the last look and is set aside; the newest's was synced
+	// by Badger's Sync unless it was created after that started, in which
+	// case it holds only later writes, and the next call looks at it.
+	return w.relist(false)
+}
+
+// syncActive does a Sync's work without Badger's: it flushes the log of
+// the active memtable and those set aside since the last look, not the
+// value log. The store calls it when no write since the last Sync may have
+// put a value in the value log; a write's records and metadata are then
+// all in the memtable's log. Badger's Sync would also flush the value
+// log's file, which costs an fsync of its own (about a fifth of a Sync of
+// a small write on ext4) even when nothing was written to it.
+//
+// Which log is active: the memtable logs are numbered in the order Badger
+// creates them, and the active one is always the newest. The last look
+// found fid newest; if no later log exists now and fid still does, fid is
+// still active, unless a later log came and went, which takes two
+// rotations: the second one's memtable must be filled and written out as
+// a table. The store counts what its writes add to the memtables
+// (wrote), and lists the directory once that reaches a quarter of a
+// memtable, or once something else may have written to them (touch).
+func (w *walSync) syncActive() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rotated, err := w.rotated()
+	if err != nil {
+		return err
+	}
+	if !rotated && !w.listDue() {
+		err := w.flush(w.fid)
+		if !errors.Is(err, fs.ErrNotExist) {
+			if err != nil {
+				return fmt.Errorf("sync memtable log %d: %w", w.fid, err)
+			}
+			return nil
+		}
+		// Written out as a table since the check: a rotation.
+	}
+	return w.relist(true)
+}
+
+// listDue reports whether the quick check may have missed a rotation.
+func (w *walSync) listDue() bool {
+	return w.stale.Load() || w.written.Load() >= w.relistAt || time.Since(w.scan) >= walRescan
+}
+
+// relist lists the directory and flushes every log from the last look's
+// newest on: all but the newest now, or all with it when withNewest.
+func (w *walSync) relist(withNewest bool) error {
+	w.stale.Store(false)
+	w.written.Store(0)
+	w.scan = time.Now()
 	fids, err := w.list()
 	if err != nil || len(fids) == 0 {
 		return err
 	}
 	newest := fids[len(fids)-1]
-	// Every log from the last look's newest on, but the newest now, was
-	// active since the last look and is set aside; the newest's was synced
-	// by Badger's Sync unless it was created after that started, in which
-	// case it holds only later writes, and the next call looks at it.
 	for _, fid := range fids {
-		if fid < w.fid || fid >= newest {
+		if fid < w.fid || (fid == newest && !withNewest) {
 			continue
 		}
-		if err := w.syncFile(w.path(fid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := w.flush(fid); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("sync memtable log %d: %w", fid, err)
 		}
 	}
 	w.fid = max(w.fid, newest)
 	return nil
+}
+
+// wrote counts n bytes a write adds to the memtables (syncActive).
+func (w *walSync) wrote(n int64) { w.written.Add(n) }
+
+// touch makes the next Sync list the directory: something other than a
+// counted write may have rotated the memtable.
+func (w *walSync) touch() { w.stale.Store(true) }
+
+// flushLog flushes the log of memtable fid. The log of the newest one
+// flushed so far stays open for the next call. Call with mu held.
+func (w *walSync) flushLog(fid int) error {
+	if w.file != nil && w.fileFid == fid {
+		return w.file.Sync()
+	}
+	if fid < w.fid {
+		return fsyncFile(w.path(fid))
+	}
+	f, err := os.Open(w.path(fid))
+	if err != nil {
+		return err
+	}
+	if w.file != nil {
+		_ = w.file.Close() // opened read-only: nothing to lose
+	}
+	w.file, w.fileFid = f, fid
+	return f.Sync()
+}
+
+// close closes the log kept open.
+func (w *walSync) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.file != nil {
+		_ = w.file.Close()
+		w.file = nil
+	}
 }
 
 // fsyncFile flushes the file at path to stable storage; the writes Badger

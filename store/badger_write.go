@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -44,7 +45,8 @@ func (s *Badger) Write(b *Batch) error {
 	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	if err := s.writeRecords(txn, b.Entries, bufs); err != nil {
+	var big bool // a value may go to the value log
+	if err := s.writeRecords(txn, b.Entries, bufs, &big); err != nil {
 		return writeError(err)
 	}
 	for i := range b.Meta {
@@ -53,16 +55,46 @@ func (s *Badger) Write(b *Batch) error {
 		if op.Delete {
 			err = txn.Delete(metaKey(op.Key))
 		} else {
+			big = big || int64(len(op.Value)) >= s.valueThreshold
 			err = txn.SetEntry(badger.NewEntry(metaKey(op.Key), op.Value))
 		}
 		if err != nil {
 			return writeError(err)
 		}
 	}
-	if err := txn.Commit(); err != nil {
+	if s.wals != nil {
+		s.wals.wrote(memtableBytes(b))
+	}
+	err := txn.Commit()
+	// After the commit, so that a Sync that clears the mark started after
+	// the value was written (syncLogs).
+	if big {
+		s.vlogDirty.Store(true)
+	}
+	if err != nil {
 		return writeError(err)
 	}
 	return nil
+}
+
+// memtableEntryOverhead bounds what Badger adds to a memtable for one
+// entry besides its key and value, in its log and its skiplist: a node
+// with its tower, the log entry's header and checksum, the key's version,
+// the value's metadata.
+const memtableEntryOverhead = 256
+
+// memtableBytes bounds what b adds to Badger's memtables (walSync.wrote),
+// with its transaction's own entry. Segments add less than their records'
+// overhead: each record is counted as an entry.
+func memtableBytes(b *Batch) int64 {
+	n := int64(memtableEntryOverhead) // the transaction's end mark
+	for i := range b.Entries {
+		n += int64(len(b.Entries[i].Value)) + recordKeyLen + memtableEntryOverhead
+	}
+	for i := range b.Meta {
+		n += int64(len(b.Meta[i].Key)+len(b.Meta[i].Value)) + 1 + memtableEntryOverhead
+	}
+	return n
 }
 
 // writeRecords adds entries to txn as segments, queue by queue. An append
@@ -70,7 +102,7 @@ func (s *Badger) Write(b *Batch) error {
 // existing records merges with the segments it overlaps. Call with wmu held.
 // The keys and values given to txn are in bufs, which must not be reused
 // before txn is committed or discarded.
-func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs) error {
+func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs, big *bool) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -110,7 +142,7 @@ func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs)
 			group = mergeRecords(merged, group)
 		}
 		var err error
-		if keys, vals, err = s.putSegments(txn, q, group, keys, vals); err != nil {
+		if keys, vals, err = s.putSegments(txn, q, group, keys, vals, big); err != nil {
 			return err
 		}
 		s.ends[q] = max(end, hi)
@@ -269,7 +301,8 @@ func mergeRecords(old, fresh []Entry) []Entry {
 // putSegments packs group (one queue, ascending, distinct offsets) into
 // segments of consecutive offsets and sets them in txn. Segment keys and
 // values are appended to keys and vals, which must have room for them.
-func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte) ([]byte, []byte, error) {
+// It sets *big if a segment reaches the value threshold.
+func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte, big *bool) ([]byte, []byte, error) {
 	for i := 0; i < len(group); {
 		// size bounds the encoded segment: header and checksum at their
 		// largest, and each record with its length.
@@ -291,6 +324,9 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 			v0 = 0
 		}
 		vals = encodeSegmentOf(vals, group[i:j])
+		if int64(len(vals)-v0) >= s.valueThreshold {
+			*big = true
+		}
 		if err := txn.SetEntry(badger.NewEntry(keys[k0:len(keys):len(keys)], vals[v0:len(vals):len(vals)])); err != nil {
 			return keys, vals, err
 		}
@@ -338,11 +374,24 @@ func (s *Badger) Sync() error {
 	return nil
 }
 
-// syncLogs is Sync's work, for a caller that holds acquire: Badger's Sync
-// (the active memtable's log and the value log), then the logs of the
-// memtables set aside since the last call (badger_walsync.go).
+// syncLogs is Sync's work, for a caller that holds acquire. When no write
+// since the last Sync may have put a value in Badger's value log, it
+// flushes the memtables' logs only (walSync.syncActive); otherwise it does
+// syncAll.
 func (s *Badger) syncLogs() error {
-	if err := s.db.Sync(); err != nil {
+	if s.wals != nil && walOnlySync && !s.vlogDirty.Swap(false) {
+		return s.wals.syncActive()
+	}
+	return s.syncAll()
+}
+
+// syncAll is Badger's Sync (the active memtable's log and the value log),
+// then the logs of the memtables set aside since the last call
+// (badger_walsync.go).
+func (s *Badger) syncAll() error {
+	s.vlogDirty.Store(false)
+	if err := s.dbSync(); err != nil {
+		s.vlogDirty.Store(true)
 		return err
 	}
 	if s.wals != nil {
@@ -350,3 +399,8 @@ func (s *Badger) syncLogs() error {
 	}
 	return nil
 }
+
+// walOnlySync enables syncLogs' shortcut. It relies on an fsync of a
+// memtable's log file flushing what Badger wrote through its memory
+// mapping, which Linux's page cache guarantees.
+var walOnlySync = runtime.GOOS == "linux"
