@@ -188,6 +188,10 @@ func (w *walSync) syncActive() error {
 	return w.relist(true)
 }
 
+// errNoActiveLog is syncActive finding no memtable log at all, which
+// Badger on disk always has; the store then does Badger's Sync.
+var errNoActiveLog = errors.New("store: no memtable log found")
+
 // listDue reports whether the quick check may have missed a rotation.
 func (w *walSync) listDue() bool {
 	return w.stale.Load() || w.written.Load() >= w.relistAt || time.Since(w.scan) >= walRescan
@@ -200,8 +204,14 @@ func (w *walSync) relist(withNewest bool) error {
 	w.written.Store(0)
 	w.scan = time.Now()
 	fids, err := w.list()
-	if err != nil || len(fids) == 0 {
+	if err != nil {
 		return err
+	}
+	if len(fids) == 0 {
+		if withNewest {
+			return errNoActiveLog
+		}
+		return nil
 	}
 	newest := fids[len(fids)-1]
 	for _, fid := range fids {

@@ -230,8 +230,11 @@ func TestWALSync_SyncActiveFlushesTheActiveLog(t *testing.T) {
 			require.NoError(t, os.Remove(w.path(fid)))
 		}
 	}
-	touch(3)
 	w, err := newWALSync(dir, 4000)
+	require.NoError(t, err)
+	require.ErrorIs(t, w.syncActive(), errNoActiveLog, "no log at all: the store does Badger's Sync")
+	touch(3)
+	w, err = newWALSync(dir, 4000)
 	require.NoError(t, err)
 	require.Equal(t, int64(1000), w.relistAt)
 	r := recordWALSyncs(w, w.flushLog)

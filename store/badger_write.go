@@ -380,7 +380,9 @@ func (s *Badger) Sync() error {
 // syncAll.
 func (s *Badger) syncLogs() error {
 	if s.wals != nil && walOnlySync && !s.vlogDirty.Swap(false) {
-		return s.wals.syncActive()
+		if err := s.wals.syncActive(); !errors.Is(err, errNoActiveLog) {
+			return err
+		}
 	}
 	return s.syncAll()
 }
