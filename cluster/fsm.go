@@ -121,7 +121,23 @@ func newFSM(st *store.Badger, log *slog.Logger) (*fsm, error) {
 	return f, nil
 }
 
+// errRestoreCutShort breaks an FSM whose store holds part of a snapshot:
+// an install failed, or the node stopped during one. Its state key may be
+// among the keys loaded, and says nothing of the rest, so the node follows
+// no entry until a whole snapshot is installed: Raft installs the latest
+// one it keeps when the node starts, or the leader sends one.
+var errRestoreCutShort = errors.New("cluster: the store holds part of a snapshot whose install was cut short; this node follows no entry until one is installed whole")
+
 func (f *fsm) load() error {
+	cut, err := f.st.RestoreCutShort()
+	if err != nil {
+		return fmt.Errorf("cluster: read state: %w", err)
+	}
+	if cut {
+		f.setState(fsmState{})
+		_ = f.fail(errRestoreCutShort)
+		return nil
+	}
 	v, err := f.st.GetMeta(stateKey)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

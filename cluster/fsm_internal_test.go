@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -113,6 +114,9 @@ func dump(t *testing.T, st *store.Badger) string {
 		s += "| "
 	}
 	v, err := st.GetMeta([]byte("k"))
+	if errors.Is(err, store.ErrNotFound) {
+		return s + "<no k>"
+	}
 	require.NoError(t, err)
 	return s + string(v)
 }
@@ -237,4 +241,111 @@ func TestWriteGroup_BatchInStoreOrder(t *testing.T) {
 	g.add(add, nil, 13, 0, fsmState{applied: 13})
 	assert.Len(t, g.batch().Entries, 1)
 	assert.Len(t, g.batch().Meta, 1)
+}
+
+// bufferSink is a raft.SnapshotSink into memory.
+type bufferSink struct{ bytes.Buffer }
+
+func (*bufferSink) ID() string    { return "test" }
+func (*bufferSink) Close() error  { return nil }
+func (*bufferSink) Cancel() error { return nil }
+
+// snapshotFrames returns where each frame of a store snapshot ends, the
+// magic line first (store.BadgerSnapshot.WriteTo's format).
+func snapshotFrames(t *testing.T, b []byte) []int {
+	t.Helper()
+	at := bytes.IndexByte(b, '\n') + 1
+	ends := []int{at}
+	for at < len(b) {
+		klen, n := binary.Uvarint(b[at:])
+		require.Positive(t, n)
+		at += n
+		vlen, n := binary.Uvarint(b[at:])
+		require.Positive(t, n)
+		at += n + int(klen) + int(vlen)
+		ends = append(ends, at)
+	}
+	require.Equal(t, len(b), at)
+	return ends
+}
+
+// An install cut short (here: the stream ends early) breaks the FSM with
+// an error that is not a full disk, so retry replays nothing onto the part
+// of the snapshot the store holds, and entries are refused. A restart keeps
+// it so, whichever keys the cut left (the state key among them or not),
+// and a whole snapshot installed then gives the leader's store and state.
+// The store's memtables are small, so that a restore commits its keys in
+// several transactions and a cut leaves some of them.
+func TestFSM_RestoreCutShortWaitsForAWholeSnapshot(t *testing.T) {
+	small := func() *store.BadgerOptions {
+		o := store.DefaultBadgerOptions()
+		o.MemTableSize = 1 << 20
+		return &o
+	}
+	src, srcSt := newTestFSM(t, small())
+	logs := fsmScript()
+	// Metadata after the state key, in several transactions' worth.
+	for i := range 4 {
+		var meta []store.MetaOp
+		for j := range 500 {
+			meta = append(meta, store.MetaOp{Key: fmt.Appendf(nil, "m%d-%03d", i, j), Value: []byte("v")})
+		}
+		logs = append(logs, &raft.Log{Index: logs[len(logs)-1].Index + 1, Term: 1, Type: raft.LogCommand, Data: encodeBatch(3, &store.Batch{Meta: meta})})
+	}
+	src.ApplyBatch(logs)
+	require.NoError(t, src.err())
+	fs, err := src.Snapshot()
+	require.NoError(t, err)
+	var sink bufferSink
+	require.NoError(t, fs.Persist(&sink))
+	fs.Release()
+	whole := sink.Bytes()
+	mKeys := func(st *store.Badger) int {
+		n := 0
+		require.NoError(t, st.ScanMeta([]byte("m"), func(k, v []byte) error { n++; return nil }))
+		return n
+	}
+	want, wantM := dump(t, srcSt), mKeys(srcSt)
+	require.Equal(t, 2000, wantM)
+	// The FSM's header (the applied index), then the store's frames.
+	ends := snapshotFrames(t, whole[8:])
+	var cuts []int
+	for i, end := range ends[:len(ends)-1] {
+		if i < 30 || i%97 == 0 || i > len(ends)-30 {
+			cuts = append(cuts, 8+end, 8+end+1)
+		}
+	}
+	partial := 0
+	for _, cut := range cuts {
+		f, st := newTestFSM(t, small())
+		replays := 0
+		f.getLog = func(uint64, *raft.Log) error { replays++; return errors.New("test: no log") }
+		err := f.Restore(io.NopCloser(bytes.NewReader(whole[:cut])))
+		require.Error(t, err, "cut at %d", cut)
+		require.Error(t, f.err())
+		require.NotErrorIs(t, f.err(), store.ErrNoSpace)
+		f.handed = logs[len(logs)-1].Index
+		f.retry()
+		require.Zero(t, replays, "nothing replayed onto part of a snapshot")
+		before, beforeM := dump(t, st), mKeys(st)
+		if beforeM > 0 {
+			partial++
+		}
+		next := &raft.Log{Index: logs[len(logs)-1].Index + 1, Term: 1, Type: raft.LogCommand,
+			Data: encodeBatch(3, &store.Batch{Meta: []store.MetaOp{{Key: []byte("k"), Value: []byte("e")}}})}
+		require.Error(t, f.ApplyBatch([]*raft.Log{next})[0].(error))
+		require.Equal(t, before, dump(t, st), "an entry applied onto part of a snapshot")
+
+		// The node restarts on that store.
+		again, err := newFSM(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		require.NoError(t, err)
+		require.ErrorIs(t, again.err(), errRestoreCutShort, "cut at %d", cut)
+		require.Zero(t, again.current().applied)
+		require.NoError(t, again.Restore(io.NopCloser(bytes.NewReader(whole))))
+		require.NoError(t, again.err())
+		require.Equal(t, want, dump(t, st), "cut at %d", cut)
+		require.Equal(t, wantM, mKeys(st), "cut at %d, %d metadata keys before", cut, beforeM)
+		require.Equal(t, src.current(), again.current())
+	}
+	require.Positive(t, partial, "no cut left part of the metadata: the test shows nothing")
 }

@@ -25,6 +25,31 @@ var snapshotMagic = []byte("equeue-badger-snapshot-1\n")
 // good snapshot before using it.
 var ErrBadSnapshot = errors.New("store: bad snapshot")
 
+// restoringMeta is the metadata key Restore sets first, right after it
+// emptied the store, and deletes last, once the whole snapshot is loaded
+// and synced. A store that holds it after Restore failed, or after the
+// process or the machine stopped during one, holds part of a snapshot:
+// RestoreCutShort reports it. Badger writes in order, so a store that kept
+// any of the snapshot's keys through a crash kept the mark too. Snapshots
+// leave it out.
+var restoringMeta = []byte("\x00store/restoring")
+
+// RestoreCutShort reports whether the store holds a snapshot that Restore
+// did not finish loading (it failed, or the process stopped during it).
+// Such a store holds part of the snapshot, in key order: the records of
+// some queues and none of the metadata, or every record and some of the
+// metadata. Only a Restore run to its end clears it.
+func (s *Badger) RestoreCutShort() (bool, error) {
+	_, err := s.GetMeta(restoringMeta)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
 // BadgerSnapshot is a consistent point-in-time view of a Badger store,
 // taken by Badger.Snapshot. Writes made after it was taken are not in it.
 // Release it when done.
@@ -71,6 +96,9 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 		key := item.Key()
 		if len(key) == 0 || (key[0] != recordSpace && key[0] != metaSpace) {
 			continue // sentinels outside the two key spaces
+		}
+		if key[0] == metaSpace && string(key[1:]) == string(restoringMeta) {
+			continue // a store cut short is not copied as if whole
 		}
 		val, err := valueCopy(item)
 		if err != nil {
@@ -131,6 +159,10 @@ func (s *Badger) Restore(r io.Reader) error {
 	if err := s.db.DropAll(); err != nil {
 		return fmt.Errorf("store: restore: drop: %w", err)
 	}
+	mark := metaKey(restoringMeta)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(mark, []byte{1}) }); err != nil {
+		return fmt.Errorf("store: restore: %w", err)
+	}
 	wb := s.db.NewWriteBatch() // commits whenever a transaction fills up
 	defer wb.Cancel()
 	// What is loaded goes through Badger's memory-mapped logs: the free
@@ -159,6 +191,9 @@ func (s *Badger) Restore(r io.Reader) error {
 		if key[0] != recordSpace && key[0] != metaSpace {
 			return fmt.Errorf("%w: key %x outside the store's key spaces", ErrBadSnapshot, key)
 		}
+		if string(key) == string(mark) {
+			return fmt.Errorf("%w: it holds the mark of a restore cut short", ErrBadSnapshot)
+		}
 		if pending += int64(klen + vlen + 64); pending >= 1<<20 {
 			if err := s.space.admit(pending, true); err != nil {
 				return fmt.Errorf("store: restore: %w", err)
@@ -172,7 +207,17 @@ func (s *Badger) Restore(r io.Reader) error {
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("store: restore: %w", err)
 	}
-	if err := s.db.Sync(); err != nil {
+	// The snapshot durable first, then the mark's deletion: the load went
+	// through memtables set aside since, whose logs Badger's Sync leaves
+	// out (syncAll flushes them).
+	s.touchLogs()
+	if err := s.syncAll(); err != nil {
+		return fmt.Errorf("store: restore: sync: %w", err)
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(mark) }); err != nil {
+		return fmt.Errorf("store: restore: %w", err)
+	}
+	if err := s.syncAll(); err != nil {
 		return fmt.Errorf("store: restore: sync: %w", err)
 	}
 	return nil

@@ -70,3 +70,75 @@ func TestBadgerSnapshot_RestoreRefusesATruncatedStream(t *testing.T) {
 		assert.ErrorIs(t, err, store.ErrBadSnapshot, "cut at %d", cut)
 	}
 }
+
+// A Restore that stops before the end of its snapshot leaves a store that
+// says so (RestoreCutShort), across a reopen, until a Restore runs to its
+// end; a snapshot of such a store does not carry the mark. Each cut point
+// of a stream of records and metadata is tried, the last ones falling
+// between the records and the metadata, and within the metadata.
+func TestBadgerSnapshot_RestoreCutShortIsMarked(t *testing.T) {
+	src := openBadger(t, t.TempDir(), nil)
+	for i := range 4 {
+		var b store.Batch
+		for j := range 50 {
+			b.Entries = append(b.Entries, store.Entry{Queue: store.QueueID{Topic: 1, Queue: uint32(i)}, Offset: uint64(j), Value: []byte(fmt.Sprint("v", j))})
+		}
+		b.Meta = []store.MetaOp{{Key: []byte(fmt.Sprint("\x00a", i)), Value: []byte("1")}, {Key: []byte(fmt.Sprint("z", i)), Value: []byte("2")}}
+		require.NoError(t, src.Write(&b))
+	}
+	sn, err := src.Snapshot()
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	_, err = sn.WriteTo(&buf)
+	require.NoError(t, err)
+	sn.Release()
+	whole := buf.Bytes()
+
+	dir := t.TempDir()
+	dst, err := store.OpenBadger(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dst.Close()) }()
+	cut, err := dst.RestoreCutShort()
+	require.NoError(t, err)
+	require.False(t, cut, "a new store")
+	for _, at := range []int{40, len(whole) / 2, len(whole) - 40, len(whole) - 20, len(whole) - 3} {
+		require.ErrorIs(t, dst.Restore(bytes.NewReader(whole[:at])), store.ErrBadSnapshot)
+		cut, err := dst.RestoreCutShort()
+		require.NoError(t, err)
+		require.True(t, cut, "cut at %d of %d", at, len(whole))
+
+		// The mark is on the disk: a reopened store says so too.
+		require.NoError(t, dst.Close())
+		dst, err = store.OpenBadger(dir, nil)
+		require.NoError(t, err)
+		cut, err = dst.RestoreCutShort()
+		require.NoError(t, err)
+		require.True(t, cut, "reopened, cut at %d", at)
+
+		// Copying the partial store does not copy the mark.
+		psn, err := dst.Snapshot()
+		require.NoError(t, err)
+		var pbuf bytes.Buffer
+		_, err = psn.WriteTo(&pbuf)
+		require.NoError(t, err)
+		psn.Release()
+		other := openBadger(t, t.TempDir(), nil)
+		require.NoError(t, other.Restore(&pbuf))
+		cut, err = other.RestoreCutShort()
+		require.NoError(t, err)
+		require.False(t, cut)
+	}
+	require.NoError(t, dst.Restore(bytes.NewReader(whole)))
+	cut, err = dst.RestoreCutShort()
+	require.NoError(t, err)
+	require.False(t, cut, "restored whole")
+	require.NoError(t, dst.Close())
+	dst, err = store.OpenBadger(dir, nil)
+	require.NoError(t, err)
+	cut, err = dst.RestoreCutShort()
+	require.NoError(t, err)
+	require.False(t, cut, "restored whole, reopened")
+	v, err := dst.GetMeta([]byte("z3"))
+	require.NoError(t, err)
+	require.Equal(t, "2", string(v))
+}
