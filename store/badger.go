@@ -71,10 +71,18 @@ type Badger struct {
 	// valueThreshold is Badger's: a value at least this long is kept in
 	// the value log.
 	valueThreshold int64
-	// vlogDirty is set after a write that may have put a value in the
-	// value log, and cleared by the Sync that flushes it; a Sync without
-	// it flushes only the memtables' logs (syncLogs).
-	vlogDirty atomic.Bool
+	// vlogMu is held for reading by work that may write to the value
+	// log, or to the memtables outside the writes the store counts
+	// (walSync.wrote), while it runs: the commit of a Write with a value
+	// at the threshold, a value-log GC round, a DeleteRange chunk, a
+	// memtable flush, a Restore (beginUncounted). syncLogs' shortcut holds
+	// it for writing, so no such work runs during it, and does Badger's
+	// Sync instead when it cannot have it at once.
+	vlogMu sync.RWMutex
+	// vlogGen counts the ends of such work; syncedGen is the count read
+	// at the start of the last Badger Sync that succeeded. The shortcut
+	// needs syncedGen up to vlogGen: every such work done was covered.
+	vlogGen, syncedGen atomic.Uint64
 	// dbSync is Badger's Sync; tests replace it to see the calls.
 	dbSync func() error
 	// reclaimSync makes the values a value-log GC round moved durable
@@ -138,7 +146,7 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 	s.dbSync = db.Sync
 	s.reclaimSync = s.syncAll
 	s.valueThreshold = o.ValueThreshold
-	s.vlogDirty.Store(true) // not known what the last process left unsynced
+	s.vlogGen.Store(1) // not known what the last process left unsynced: Badger's Sync first
 	s.gcNeed = o.MemTableSize
 	if o.SegmentBytes >= o.ValueThreshold {
 		s.gcNeed = o.ValueLogFileSize // segments in the value log: a round may move a file's worth

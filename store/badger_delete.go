@@ -71,6 +71,8 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 	if err := s.space.admit(int64(chunk*64+2*s.segLimit+4096), false); err != nil {
 		return from, err
 	}
+	s.beginUncounted() // its writes are not counted, and an edge segment may go to the value log
+	defer s.endUncounted()
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	prefix := queuePrefix(q)
@@ -176,9 +178,7 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 			return from, err
 		}
 	}
-	err = txn.Commit()
-	s.touchLogs() // not counted: the next Sync looks at both logs
-	if err != nil {
+	if err := txn.Commit(); err != nil {
 		return from, err
 	}
 	return next, nil
@@ -288,6 +288,10 @@ func (s *Badger) gcRound() error {
 	if err := s.space.admit(s.gcNeed, false); err != nil {
 		return err
 	}
+	// The values it moves go through the memtables and the value log,
+	// and the iterator holds the memtable log of the round's start.
+	s.beginUncounted()
+	defer s.endUncounted()
 	txn := s.db.NewTransaction(false)
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: flushSentinel})
 	defer func() {
@@ -295,7 +299,6 @@ func (s *Badger) gcRound() error {
 		txn.Discard()
 	}()
 	err := s.db.RunValueLogGC(0.5)
-	s.touchLogs() // the values it moved went through the memtables
 	if err == nil {
 		if serr := s.reclaimSync(); serr != nil {
 			return fmt.Errorf("sync the values moved: %w", serr)
@@ -324,18 +327,10 @@ var flushSentinel = []byte{0xfe, 'f', 'l', 'u', 's', 'h'}
 func (s *Badger) flushMemtables() error {
 	s.dropMu.Lock()
 	defer s.dropMu.Unlock()
-	defer s.touchLogs() // a new memtable
+	s.beginUncounted() // a new memtable
+	defer s.endUncounted()
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) }); err != nil {
 		return err
 	}
 	return s.db.DropPrefix(flushSentinel)
-}
-
-// touchLogs makes the next Sync Badger's own, and look for memtables set
-// aside: something other than a counted Write wrote to the store.
-func (s *Badger) touchLogs() {
-	s.vlogDirty.Store(true)
-	if s.wals != nil {
-		s.wals.touch()
-	}
 }

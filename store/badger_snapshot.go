@@ -149,7 +149,8 @@ func (s *Badger) Restore(r io.Reader) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	clear(s.ends)
-	defer s.touchLogs() // Badger's own writes
+	s.beginUncounted() // Badger's own writes
+	defer s.endUncounted()
 
 	br := bufio.NewReaderSize(r, 1<<20)
 	magic := make([]byte, len(snapshotMagic))
@@ -209,8 +210,7 @@ func (s *Badger) Restore(r io.Reader) error {
 	}
 	// The snapshot durable first, then the mark's deletion: the load went
 	// through memtables set aside since, whose logs Badger's Sync leaves
-	// out (syncAll flushes them).
-	s.touchLogs()
+	// out (syncAll flushes them; beginUncounted made it list them).
 	if err := s.syncAll(); err != nil {
 		return fmt.Errorf("store: restore: sync: %w", err)
 	}

@@ -401,4 +401,9 @@ func TestBadgerSync_FlushesTheValueLogOnlyWhenWritten(t *testing.T) {
 			r.took()
 		}
 	}
+	// A flush of the active log that fails fails the Sync.
+	r.fail = errors.New("test: fsync failed")
+	require.NoError(t, s.Write(&Batch{Entries: []Entry{rec(10)}}))
+	require.ErrorContains(t, s.Sync(), "test: fsync failed")
+	require.Zero(t, dbSyncs())
 }

@@ -65,11 +65,13 @@ func (s *Badger) Write(b *Batch) error {
 	if s.wals != nil {
 		s.wals.wrote(memtableBytes(b))
 	}
-	err := txn.Commit()
-	// After the commit, so that a Sync that clears the mark started after
-	// the value was written (syncLogs).
 	if big {
-		s.vlogDirty.Store(true)
+		s.vlogMu.RLock()
+	}
+	err := txn.Commit()
+	if big {
+		s.vlogGen.Add(1)
+		s.vlogMu.RUnlock()
 	}
 	if err != nil {
 		return writeError(err)
@@ -374,14 +376,21 @@ func (s *Badger) Sync() error {
 	return nil
 }
 
-// syncLogs is Sync's work, for a caller that holds acquire. When no write
-// since the last Sync may have put a value in Badger's value log, it
-// flushes the memtables' logs only (walSync.syncActive); otherwise it does
-// syncAll.
+// syncLogs is Sync's work, for a caller that holds acquire. When every
+// piece of work that may have written to Badger's value log (vlogMu) was
+// done before a Badger Sync that succeeded started, and none runs now, it
+// flushes the memtables' logs only (walSync.syncActive), holding off such
+// work until it is done; otherwise it does syncAll.
 func (s *Badger) syncLogs() error {
-	if s.wals != nil && walOnlySync && !s.vlogDirty.Swap(false) {
-		if err := s.wals.syncActive(); !errors.Is(err, errNoActiveLog) {
-			return err
+	if s.wals != nil && walOnlySync && s.vlogMu.TryLock() {
+		if s.syncedGen.Load() >= s.vlogGen.Load() {
+			err := s.wals.syncActive()
+			s.vlogMu.Unlock()
+			if !errors.Is(err, errNoActiveLog) {
+				return err
+			}
+		} else {
+			s.vlogMu.Unlock()
 		}
 	}
 	return s.syncAll()
@@ -391,15 +400,40 @@ func (s *Badger) syncLogs() error {
 // then the logs of the memtables set aside since the last call
 // (badger_walsync.go).
 func (s *Badger) syncAll() error {
-	s.vlogDirty.Store(false)
+	gen := s.vlogGen.Load() // work ended by now was committed before the Sync starts
 	if err := s.dbSync(); err != nil {
-		s.vlogDirty.Store(true)
 		return err
+	}
+	for {
+		was := s.syncedGen.Load()
+		if was >= gen || s.syncedGen.CompareAndSwap(was, gen) {
+			break
+		}
 	}
 	if s.wals != nil {
 		return s.wals.afterSync()
 	}
 	return nil
+}
+
+// beginUncounted starts work that may write to the value log or to the
+// memtables outside the counted writes (vlogMu); endUncounted ends it.
+// Both make the next Sync list the memtable logs: such work can rotate
+// the memtable unseen, even twice while a reader holds the first one's
+// log.
+func (s *Badger) beginUncounted() {
+	s.vlogMu.RLock()
+	if s.wals != nil {
+		s.wals.touch()
+	}
+}
+
+func (s *Badger) endUncounted() {
+	if s.wals != nil {
+		s.wals.touch()
+	}
+	s.vlogGen.Add(1)
+	s.vlogMu.RUnlock()
 }
 
 // walOnlySync enables syncLogs' shortcut. It relies on an fsync of a
