@@ -94,6 +94,7 @@ func (e *Engine) loadDedup() error {
 			// reported corrupt, and the engine opens.
 			e.log.Error("dedup group lost: its message IDs are no longer deduplicated",
 				"topic", t.name, "group", seq, "err", damaged)
+			e.stats.dedupLost.Add(1)
 			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
 			return nil
 		case n == 0:

@@ -107,6 +107,8 @@ type engineStats struct {
 	expired atomic.Uint64
 	noSpace atomic.Uint64 // writes refused with ErrNoSpace (writer_nospace.go)
 	dedup   atomic.Int64  // IDs in the dedup windows' indexes (dedup_index.go)
+	// dedupLost counts dedup groups Open found unreadable (dedup.go).
+	dedupLost atomic.Uint64
 }
 
 // Open opens (creating if needed) an engine on dir. With Options.InMemory or
@@ -328,11 +330,18 @@ type Stats struct {
 	// DedupIDs is the number of message IDs the dedup windows of topics
 	// hold in memory (about 45 bytes each plus the ID's length).
 	DedupIDs int64
+	// LostDedupGroups counts the dedup groups Open found unreadable and
+	// forgot: the message IDs one store write recorded for a topic, whose
+	// bytes a machine crash took from Badger's value log (a group that
+	// holds one long ID lives there). Their IDs are no longer
+	// deduplicated; a send of one of them is stored again. Each is also
+	// logged, with its topic.
+	LostDedupGroups uint64
 }
 
 // Stats returns engine-wide counters.
 func (e *Engine) Stats() Stats {
-	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load()}
+	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load(), LostDedupGroups: e.stats.dedupLost.Load()}
 	if !e.closed.Load() {
 		s.StoreBytes, _ = e.st.Size()
 	}

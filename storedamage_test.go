@@ -143,9 +143,14 @@ func TestDedup_GroupLostFromTheValueLogIsForgotten(t *testing.T) {
 
 	cutValueLogTail(t, dir, n*3000, 3300) // the last send's record and group
 
-	for range 2 {
+	for round := range 2 {
 		e, err = equeue.Open(dir, nil)
 		require.NoError(t, err, "the engine opens")
+		if round == 0 {
+			assert.Positive(t, e.Stats().LostDedupGroups, "the lost group is counted")
+		} else {
+			assert.Zero(t, e.Stats().LostDedupGroups, "deleted at the first open: not lost again")
+		}
 		for _, id := range short {
 			assert.True(t, send(e, id).Duplicate, id)
 		}

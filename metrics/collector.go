@@ -50,6 +50,7 @@ type Collector struct {
 	expiredMessages  *prometheus.Desc
 	noSpaceRefusals  *prometheus.Desc
 	dedupIDs         *prometheus.Desc
+	lostDedupGroups  *prometheus.Desc
 }
 
 var (
@@ -95,6 +96,7 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		expiredMessages:  desc("expired_messages_total", "Messages skipped because their time-to-live ran out, since the engine opened."),
 		noSpaceRefusals:  desc("no_space_refusals_total", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened."),
 		dedupIDs:         desc("dedup_ids", "Message IDs the topics' dedup windows hold in memory."),
+		lostDedupGroups:  desc("lost_dedup_groups_total", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated."),
 	}
 	if e != nil {
 		c.eng.Store(e)
@@ -123,6 +125,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.appendedMessages, c.appendedBytes, c.minOffset, c.maxOffset, c.groupLag, c.groupMembers,
 		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages, c.noSpaceRefusals, c.dedupIDs,
+		c.lostDedupGroups,
 	} {
 		ch <- d
 	}
@@ -160,6 +163,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.expiredMessages, prometheus.CounterValue, float64(s.ExpiredMessages))
 	ch <- prometheus.MustNewConstMetric(c.noSpaceRefusals, prometheus.CounterValue, float64(s.NoSpaceRefusals))
 	ch <- prometheus.MustNewConstMetric(c.dedupIDs, prometheus.GaugeValue, float64(s.DedupIDs))
+	ch <- prometheus.MustNewConstMetric(c.lostDedupGroups, prometheus.CounterValue, float64(s.LostDedupGroups))
 
 	c.collectGroups(ch, e)
 }

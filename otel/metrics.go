@@ -59,6 +59,7 @@ type MetricsOptions struct {
 //	equeue.corrupt_records                    counter    records skipped for a failed checksum
 //	equeue.expired_messages                   counter    messages skipped because their TTL ran out
 //	equeue.dedup.ids                          gauge      message IDs the dedup windows hold in memory
+//	equeue.dedup.lost_groups                  counter    dedup groups found unreadable at open and forgotten
 //	equeue.pull.duration{topic,result}        histogram  time of each pull, long-poll wait included (s)
 //	equeue.pulled.messages{topic}             counter    messages returned by pulls
 //	equeue.handler.duration{topic}            histogram  time handlers took (s, Hooks)
@@ -95,6 +96,7 @@ type Metrics struct {
 	expiredMessages  metric.Int64ObservableCounter
 	noSpaceRefusals  metric.Int64ObservableCounter
 	dedupIDs         metric.Int64ObservableGauge
+	lostDedupGroups  metric.Int64ObservableCounter
 }
 
 var _ equeue.Observer = (*Metrics)(nil)
@@ -158,11 +160,12 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages skipped because their time-to-live ran out, since the engine opened.")
 	m.noSpaceRefusals = counter("equeue.no_space_refusals", "{write}", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened.")
 	m.dedupIDs = gauge("equeue.dedup.ids", "{id}", "Message IDs the topics' dedup windows hold in memory.")
+	m.lostDedupGroups = counter("equeue.dedup.lost_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("equeue/otel: instruments: %w", errors.Join(errs...))
 	}
 	m.reg, err = mt.RegisterCallback(m.observe, m.appendedMessages, m.appendedBytes, m.minOffset, m.maxOffset,
-		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals, m.dedupIDs)
+		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals, m.dedupIDs, m.lostDedupGroups)
 	if err != nil {
 		return nil, fmt.Errorf("equeue/otel: register callback: %w", err)
 	}
@@ -254,6 +257,7 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	o.ObserveInt64(m.expiredMessages, int64(s.ExpiredMessages))
 	o.ObserveInt64(m.noSpaceRefusals, int64(s.NoSpaceRefusals))
 	o.ObserveInt64(m.dedupIDs, s.DedupIDs)
+	o.ObserveInt64(m.lostDedupGroups, int64(s.LostDedupGroups))
 
 	gctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()

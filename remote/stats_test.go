@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/crashsim"
 	"github.com/equeue-go/equeue/remote"
 	"github.com/equeue-go/equeue/store"
 )
@@ -60,4 +61,28 @@ func TestClient_NoSpaceOverTheWire(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), got.NoSpaceRefusals)
 	assert.Equal(t, e.Stats(), got)
+}
+
+// A dedup group the engine's open found unreadable is counted over the
+// wire as in the engine.
+func TestClient_EngineStatsCountLostDedupGroups(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	for i := range 20 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: fmt.Sprintf("%01500d", i), Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.Close())
+	crashsim.CutValueLogTail(t, dir, 20*3000, 3300) // the long IDs' groups are in the value log
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.Positive(t, e.Stats().LostDedupGroups)
+	c := dial(t, startServer(t, e, "", nil).addr, nil)
+	got, err := c.EngineStats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, e.Stats().LostDedupGroups, got.LostDedupGroups)
 }

@@ -35,6 +35,10 @@ type engineJSON struct {
 	CorruptRecords  uint64 `json:"corrupt_records"`
 	ExpiredMessages uint64 `json:"expired_messages"`
 	NoSpaceRefusals uint64 `json:"no_space_refusals"`
+	// LostDedupGroups counts the dedup groups the engine's open found
+	// unreadable (equeue.Stats.LostDedupGroups): with --dir, this
+	// command's own open of the directory.
+	LostDedupGroups uint64 `json:"lost_dedup_groups"`
 }
 
 type scanJSON struct {
@@ -115,7 +119,7 @@ are served by "equeue serve --metrics".`,
 				if es != nil {
 					st.StoreBytes = &es.StoreBytes
 					st.Engine = &engineJSON{DedupIDs: es.DedupIDs, CorruptRecords: es.CorruptRecords,
-						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals}
+						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals, LostDedupGroups: es.LostDedupGroups}
 				}
 				if asJSON {
 					return writeJSONIndent(a.stdout, st)
@@ -132,6 +136,9 @@ are served by "equeue serve --metrics".`,
 				}
 				if st.Engine != nil {
 					t.row("dedup IDs held:", st.Engine.DedupIDs)
+					if st.Engine.LostDedupGroups > 0 { // shown only when it happened
+						t.row("dedup groups lost:", fmt.Sprintf("%d (found unreadable at open; their IDs are no longer deduplicated)", st.Engine.LostDedupGroups))
+					}
 					if c.engine == nil { // a served broker's counters since it started
 						t.row("corrupt records seen:", st.Engine.CorruptRecords)
 						t.row("expired messages seen:", st.Engine.ExpiredMessages)

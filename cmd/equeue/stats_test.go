@@ -83,6 +83,8 @@ func TestStats_ReadOnlyOpensDedupStateOfACrashOrAnOlderVersion(t *testing.T) {
 		require.NotNil(t, st.Engine)
 		assert.Less(t, st.Engine.DedupIDs, int64(20), "the lost group's ID is forgotten")
 		assert.GreaterOrEqual(t, st.Engine.DedupIDs, int64(10))
+		assert.Equal(t, uint64(20-st.Engine.DedupIDs), st.Engine.LostDedupGroups, "one group per lost ID, counted")
+		assert.Contains(t, ok(t, "--dir", dir, "stats"), "dedup groups lost:")
 	})
 	t.Run("former format", func(t *testing.T) {
 		dir := t.TempDir()

@@ -4349,9 +4349,11 @@ type EngineStatsResponse struct {
 	// Store writes refused because the disk is nearly full.
 	NoSpaceRefusals uint64 `protobuf:"varint,4,opt,name=no_space_refusals,json=noSpaceRefusals,proto3" json:"no_space_refusals,omitempty"`
 	// Message IDs the dedup windows hold in memory.
-	DedupIds      int64 `protobuf:"varint,5,opt,name=dedup_ids,json=dedupIds,proto3" json:"dedup_ids,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DedupIds int64 `protobuf:"varint,5,opt,name=dedup_ids,json=dedupIds,proto3" json:"dedup_ids,omitempty"`
+	// Dedup groups the engine's Open found unreadable and forgot.
+	LostDedupGroups uint64 `protobuf:"varint,6,opt,name=lost_dedup_groups,json=lostDedupGroups,proto3" json:"lost_dedup_groups,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *EngineStatsResponse) Reset() {
@@ -4415,6 +4417,13 @@ func (x *EngineStatsResponse) GetNoSpaceRefusals() uint64 {
 func (x *EngineStatsResponse) GetDedupIds() int64 {
 	if x != nil {
 		return x.DedupIds
+	}
+	return 0
+}
+
+func (x *EngineStatsResponse) GetLostDedupGroups() uint64 {
+	if x != nil {
+		return x.LostDedupGroups
 	}
 	return 0
 }
@@ -5284,14 +5293,15 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
 	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next\"\x14\n" +
-	"\x12EngineStatsRequest\"\xd3\x01\n" +
+	"\x12EngineStatsRequest\"\xff\x01\n" +
 	"\x13EngineStatsResponse\x12'\n" +
 	"\x0fcorrupt_records\x18\x01 \x01(\x04R\x0ecorruptRecords\x12)\n" +
 	"\x10expired_messages\x18\x02 \x01(\x04R\x0fexpiredMessages\x12\x1f\n" +
 	"\vstore_bytes\x18\x03 \x01(\x03R\n" +
 	"storeBytes\x12*\n" +
 	"\x11no_space_refusals\x18\x04 \x01(\x04R\x0fnoSpaceRefusals\x12\x1b\n" +
-	"\tdedup_ids\x18\x05 \x01(\x03R\bdedupIds\"-\n" +
+	"\tdedup_ids\x18\x05 \x01(\x03R\bdedupIds\x12*\n" +
+	"\x11lost_dedup_groups\x18\x06 \x01(\x04R\x0flostDedupGroups\"-\n" +
 	"\x17DeleteReplyTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
 	"\x18DeleteReplyTopicResponse\">\n" +
