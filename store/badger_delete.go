@@ -173,8 +173,8 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 		for _, e := range kept {
 			size += len(e.Value) + segmentRecordOverhead + segmentOverhead
 		}
-		var big bool
-		if _, _, err := s.putSegments(txn, q, kept, make([]byte, 0, len(kept)*recordKeyLen), make([]byte, 0, size), &big); err != nil {
+		var tally txnTally // not counted: the chunk is uncounted work
+		if _, _, err := s.putSegments(txn, q, kept, make([]byte, 0, len(kept)*recordKeyLen), make([]byte, 0, size), &tally); err != nil {
 			return from, err
 		}
 	}

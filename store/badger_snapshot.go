@@ -29,9 +29,9 @@ var ErrBadSnapshot = errors.New("store: bad snapshot")
 // emptied the store, and deletes last, once the whole snapshot is loaded
 // and synced. A store that holds it after Restore failed, or after the
 // process or the machine stopped during one, holds part of a snapshot:
-// RestoreCutShort reports it. Badger writes in order, so a store that kept
-// any of the snapshot's keys through a crash kept the mark too. Snapshots
-// leave it out.
+// RestoreCutShort reports it. The mark is synced before any of the
+// snapshot is loaded, so a store that kept any of the snapshot's keys
+// through a crash kept the mark too. Snapshots leave it out.
 var restoringMeta = []byte("\x00store/restoring")
 
 // RestoreCutShort reports whether the store holds a snapshot that Restore
@@ -163,6 +163,12 @@ func (s *Badger) Restore(r io.Reader) error {
 	mark := metaKey(restoringMeta)
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(mark, []byte{1}) }); err != nil {
 		return fmt.Errorf("store: restore: %w", err)
+	}
+	// On the disk before any of the snapshot: Badger replays each
+	// memtable's log on its own, and the OS may write a later log's pages
+	// back before an earlier one's.
+	if err := s.syncAll(); err != nil {
+		return fmt.Errorf("store: restore: sync: %w", err)
 	}
 	wb := s.db.NewWriteBatch() // commits whenever a transaction fills up
 	defer wb.Cancel()

@@ -60,6 +60,10 @@ type walSync struct {
 	// restore): see syncActive.
 	written atomic.Int64
 	stale   atomic.Bool
+	// busy counts uncounted work running (beginUncounted): while any
+	// does, every Sync lists the directory, as the work can rotate the
+	// memtable unseen after a listing cleared stale.
+	busy atomic.Int32
 	// relistAt is the written count from which syncActive lists the
 	// directory: a quarter of a memtable.
 	relistAt int64
@@ -194,7 +198,7 @@ var errNoActiveLog = errors.New("store: no memtable log found")
 
 // listDue reports whether the quick check may have missed a rotation.
 func (w *walSync) listDue() bool {
-	return w.stale.Load() || w.written.Load() >= w.relistAt || time.Since(w.scan) >= walRescan
+	return w.stale.Load() || w.busy.Load() > 0 || w.written.Load() >= w.relistAt || time.Since(w.scan) >= walRescan
 }
 
 // relist lists the directory and flushes every log from the last look's

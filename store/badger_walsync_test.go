@@ -296,7 +296,7 @@ func TestWALSync_SyncActiveFlushesTheActiveLog(t *testing.T) {
 	require.Nil(t, w.file)
 }
 
-// The count of bytes written (memtableBytes) bounds what Badger's
+// The count of bytes written (txnTally) bounds what Badger's
 // memtables take: between two rotations, the store counted at least two
 // of syncActive's listing thresholds, whatever the shape of the writes.
 // A log that came and went unseen takes a whole memtable's life, so the

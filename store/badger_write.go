@@ -45,8 +45,8 @@ func (s *Badger) Write(b *Batch) error {
 	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	var big bool // a value may go to the value log
-	if err := s.writeRecords(txn, b.Entries, bufs, &big); err != nil {
+	var tally txnTally
+	if err := s.writeRecords(txn, b.Entries, bufs, &tally); err != nil {
 		return writeError(err)
 	}
 	for i := range b.Meta {
@@ -54,24 +54,27 @@ func (s *Badger) Write(b *Batch) error {
 		var err error
 		if op.Delete {
 			err = txn.Delete(metaKey(op.Key))
+			tally.add(1+len(op.Key), 0, s.valueThreshold)
 		} else {
-			big = big || int64(len(op.Value)) >= s.valueThreshold
 			err = txn.SetEntry(badger.NewEntry(metaKey(op.Key), op.Value))
+			tally.add(1+len(op.Key), len(op.Value), s.valueThreshold)
 		}
 		if err != nil {
 			return writeError(err)
 		}
 	}
-	if s.wals != nil {
-		s.wals.wrote(memtableBytes(b))
-	}
-	if big {
+	if tally.big {
 		s.vlogMu.RLock()
 	}
 	err := txn.Commit()
-	if big {
+	if tally.big {
 		s.vlogGen.Add(1)
 		s.vlogMu.RUnlock()
+	}
+	// Counted once in the memtables: a listing meanwhile saw it there, so
+	// the count errs high, never low (walSync.syncActive).
+	if s.wals != nil {
+		s.wals.wrote(tally.bytes + memtableEntryOverhead) // and the transaction's end mark
 	}
 	if err != nil {
 		return writeError(err)
@@ -85,18 +88,22 @@ func (s *Badger) Write(b *Batch) error {
 // the value's metadata.
 const memtableEntryOverhead = 256
 
-// memtableBytes bounds what b adds to Badger's memtables (walSync.wrote),
-// with its transaction's own entry. Segments add less than their records'
-// overhead: each record is counted as an entry.
-func memtableBytes(b *Batch) int64 {
-	n := int64(memtableEntryOverhead) // the transaction's end mark
-	for i := range b.Entries {
-		n += int64(len(b.Entries[i].Value)) + recordKeyLen + memtableEntryOverhead
+// txnTally is what one transaction hands to Badger: whether a value may go
+// to the value log (at least the value threshold long), and a bound of
+// the bytes it adds to the memtables (walSync.wrote). Every set and
+// delete is counted as the transaction makes it, segments rewritten and
+// keys deleted by a write into existing records included.
+type txnTally struct {
+	big   bool
+	bytes int64
+}
+
+// add counts one entry of txn: its key's and value's lengths.
+func (t *txnTally) add(key, value int, threshold int64) {
+	t.bytes += int64(key+value) + memtableEntryOverhead
+	if int64(value) >= threshold {
+		t.big = true
 	}
-	for i := range b.Meta {
-		n += int64(len(b.Meta[i].Key)+len(b.Meta[i].Value)) + 1 + memtableEntryOverhead
-	}
-	return n
 }
 
 // writeRecords adds entries to txn as segments, queue by queue. An append
@@ -104,7 +111,7 @@ func memtableBytes(b *Batch) int64 {
 // existing records merges with the segments it overlaps. Call with wmu held.
 // The keys and values given to txn are in bufs, which must not be reused
 // before txn is committed or discarded.
-func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs, big *bool) error {
+func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs, tally *txnTally) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -137,14 +144,14 @@ func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs,
 		}
 		lo, hi := group[0].Offset, group[len(group)-1].Offset+1
 		if lo < end {
-			merged, err := s.takeOverlap(txn, q, lo, hi)
+			merged, err := s.takeOverlap(txn, q, lo, hi, tally)
 			if err != nil {
 				return err
 			}
 			group = mergeRecords(merged, group)
 		}
 		var err error
-		if keys, vals, err = s.putSegments(txn, q, group, keys, vals, big); err != nil {
+		if keys, vals, err = s.putSegments(txn, q, group, keys, vals, tally); err != nil {
 			return err
 		}
 		s.ends[q] = max(end, hi)
@@ -303,8 +310,8 @@ func mergeRecords(old, fresh []Entry) []Entry {
 // putSegments packs group (one queue, ascending, distinct offsets) into
 // segments of consecutive offsets and sets them in txn. Segment keys and
 // values are appended to keys and vals, which must have room for them.
-// It sets *big if a segment reaches the value threshold.
-func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte, big *bool) ([]byte, []byte, error) {
+// Each segment is counted in tally.
+func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte, tally *txnTally) ([]byte, []byte, error) {
 	for i := 0; i < len(group); {
 		// size bounds the encoded segment: header and checksum at their
 		// largest, and each record with its length.
@@ -326,9 +333,7 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 			v0 = 0
 		}
 		vals = encodeSegmentOf(vals, group[i:j])
-		if int64(len(vals)-v0) >= s.valueThreshold {
-			*big = true
-		}
+		tally.add(len(keys)-k0, len(vals)-v0, s.valueThreshold)
 		if err := txn.SetEntry(badger.NewEntry(keys[k0:len(keys):len(keys)], vals[v0:len(vals):len(vals)])); err != nil {
 			return keys, vals, err
 		}
@@ -340,12 +345,13 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 // takeOverlap deletes, in txn, every segment of q holding an offset in
 // [lo, hi) and returns all of their records (those outside [lo, hi) too),
 // ascending, for the caller to write back.
-func (s *Badger) takeOverlap(txn *badger.Txn, q QueueID, lo, hi uint64) ([]Entry, error) {
+func (s *Badger) takeOverlap(txn *badger.Txn, q QueueID, lo, hi uint64, tally *txnTally) ([]Entry, error) {
 	var out []Entry
 	err := scanSegments(txn, q, lo, hi, func(start uint64, v []byte) error {
 		if err := txn.Delete(recordKey(q, start)); err != nil {
 			return err
 		}
+		tally.add(recordKeyLen, 0, s.valueThreshold)
 		return decodeSegment(v, func(i int, rec []byte) bool {
 			out = append(out, Entry{Queue: q, Offset: start + uint64(i), Value: rec})
 			return true
@@ -424,6 +430,7 @@ func (s *Badger) syncAll() error {
 func (s *Badger) beginUncounted() {
 	s.vlogMu.RLock()
 	if s.wals != nil {
+		s.wals.busy.Add(1)
 		s.wals.touch()
 	}
 }
@@ -431,6 +438,7 @@ func (s *Badger) beginUncounted() {
 func (s *Badger) endUncounted() {
 	if s.wals != nil {
 		s.wals.touch()
+		s.wals.busy.Add(-1)
 	}
 	s.vlogGen.Add(1)
 	s.vlogMu.RUnlock()
