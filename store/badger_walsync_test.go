@@ -49,21 +49,28 @@ func (r *walRecorder) took() []int {
 	return out
 }
 
-// The tracker's decisions on a directory it does not own: which logs a
-// Sync flushes after rotations, with logs deleted in between.
-func TestWALSync_FlushesTheLogsSetAside(t *testing.T) {
-	dir := t.TempDir()
+// fakeLogs returns what creates and deletes empty memtable logs in dir,
+// for the tracker's tests on a directory Badger does not own.
+func fakeLogs(t *testing.T, dir string) (touch, remove func(fids ...int)) {
 	w := &walSync{dir: dir}
-	touch := func(fids ...int) {
+	touch = func(fids ...int) {
 		for _, fid := range fids {
 			require.NoError(t, os.WriteFile(w.path(fid), nil, 0o600))
 		}
 	}
-	remove := func(fids ...int) {
+	remove = func(fids ...int) {
 		for _, fid := range fids {
 			require.NoError(t, os.Remove(w.path(fid)))
 		}
 	}
+	return touch, remove
+}
+
+// The tracker's decisions on a directory it does not own: which logs a
+// Sync flushes after rotations, with logs deleted in between.
+func TestWALSync_FlushesTheLogsSetAside(t *testing.T) {
+	dir := t.TempDir()
+	touch, remove := fakeLogs(t, dir)
 	touch(3)
 	w, err := newWALSync(dir, 64<<20)
 	require.NoError(t, err)
@@ -219,17 +226,7 @@ func BenchmarkWALSync_QuickCheck(b *testing.B) {
 // touch say that a rotation may hide from the quick check.
 func TestWALSync_SyncActiveFlushesTheActiveLog(t *testing.T) {
 	dir := t.TempDir()
-	w := &walSync{dir: dir}
-	touch := func(fids ...int) {
-		for _, fid := range fids {
-			require.NoError(t, os.WriteFile(w.path(fid), nil, 0o600))
-		}
-	}
-	remove := func(fids ...int) {
-		for _, fid := range fids {
-			require.NoError(t, os.Remove(w.path(fid)))
-		}
-	}
+	touch, remove := fakeLogs(t, dir)
 	w, err := newWALSync(dir, 4000)
 	require.NoError(t, err)
 	require.ErrorIs(t, w.syncActive(), errNoActiveLog, "no log at all: the store does Badger's Sync")
