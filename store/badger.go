@@ -85,6 +85,9 @@ type Badger struct {
 	vlogGen, syncedGen atomic.Uint64
 	// dbSync is Badger's Sync; tests replace it to see the calls.
 	dbSync func() error
+	// gcStarted, when set (by tests), runs once a value-log GC round
+	// holds what keeps Syncs beside it Badger's own.
+	gcStarted func()
 	// reclaimSync makes the values a value-log GC round moved durable
 	// before Badger deletes the file they came from (gcRound); tests
 	// watch it.

@@ -292,6 +292,9 @@ func (s *Badger) gcRound() error {
 	// and the iterator holds the memtable log of the round's start.
 	s.beginUncounted()
 	defer s.endUncounted()
+	if s.gcStarted != nil {
+		s.gcStarted()
+	}
 	txn := s.db.NewTransaction(false)
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: flushSentinel})
 	defer func() {

@@ -110,7 +110,13 @@ func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
 	o.MemTableSize = 1 << 20
 	o.ValueLogFileSize = 1 << 20
 	s, dir := gcStore(t, o, 3000, 1, 2048)
+	// rounds counts the GC rounds started; inGC is set from a round's
+	// start (once it holds what keeps Syncs Badger's) to its own Sync.
+	var rounds atomic.Int64
 	var inGC atomic.Bool
+	s.gcStarted = func() { rounds.Add(1); inGC.Store(true) }
+	rs := s.reclaimSync
+	s.reclaimSync = func() error { inGC.Store(false); return rs() }
 	var bad, shortcuts, total atomic.Int64
 	dbSyncs := countDBSyncs(s)
 	stop := make(chan struct{})
@@ -123,13 +129,13 @@ func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
 			default:
 			}
 			dbSyncs()
-			during := inGC.Load()
+			round, during := rounds.Load(), inGC.Load()
 			if err := s.Sync(); err != nil {
 				t.Error(err)
 				return
 			}
-			if !during || !inGC.Load() {
-				continue
+			if !during || !inGC.Load() || rounds.Load() != round {
+				continue // not all of it within one round
 			}
 			total.Add(1)
 			if dbSyncs() > 0 {
@@ -149,20 +155,20 @@ func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
 			}
 		}
 	})
-	rs := s.reclaimSync
-	s.reclaimSync = func() error { inGC.Store(false); return rs() }
 	for range 20 {
 		require.NoError(t, s.flushMemtables())
 		require.NoError(t, s.db.Flatten(1))
-		inGC.Store(true)
 		_ = s.gcRound() // ErrNoRewrite once nothing is left to move
 		inGC.Store(false)
 	}
 	close(stop)
 	wg.Wait()
-	t.Logf("Syncs during GC: %d, shortcuts: %d, with the memtable logs clean and the value log dirty: %d", total.Load(), shortcuts.Load(), bad.Load())
+	// The dirty value log behind clean memtable logs shows what shortcuts
+	// cost (the first version: 65 of 100); racy as a check, as the round
+	// writes on meanwhile, so only logged.
+	t.Logf("Syncs within GC rounds: %d, shortcuts: %d, with the memtable logs clean and the value log dirty: %d", total.Load(), shortcuts.Load(), bad.Load())
+	require.Positive(t, total.Load(), "no Sync ran within a GC round: the test shows nothing")
 	require.Zero(t, shortcuts.Load())
-	require.Zero(t, bad.Load())
 }
 
 // A GC round's iterator holds the memtable log of the round's start (F)
