@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,10 +22,7 @@ import (
 // Sync, started before, is in Badger's Sync: the first version's mark was
 // cleared by that one, and the second took the shortcut.
 func TestBadgerSync_ConcurrentSyncWaitsForTheValueLog(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the shortcut is for Linux")
-	}
-	defer setWALOnlySync(true)()
+	useShortcut(t)
 	s, err := OpenBadger(t.TempDir(), nil)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
@@ -102,10 +98,7 @@ func gcStore(t *testing.T, o BadgerOptions, rounds, perRound, size int) (*Badger
 // log, and a shortcut then would make the pointers durable without the
 // values (the first version did in 65 of 100 Syncs, seen with cachestat).
 func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the shortcut is for Linux")
-	}
-	defer setWALOnlySync(true)()
+	useShortcut(t)
 	o := DefaultBadgerOptions()
 	o.MemTableSize = 1 << 20
 	o.ValueLogFileSize = 1 << 20
@@ -178,10 +171,7 @@ func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
 // and flushes the active one (the first version flushed F only, leaving
 // the active log dirty).
 func TestBadgerSync_FindsTheActiveLogAfterAGCRound(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the shortcut is for Linux")
-	}
-	defer setWALOnlySync(true)()
+	useShortcut(t)
 	o := DefaultBadgerOptions()
 	o.MemTableSize = 1 << 20
 	o.ValueThreshold = 64

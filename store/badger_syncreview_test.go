@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -59,10 +58,7 @@ func TestBadgerSync_ListsWhileUncountedWorkRuns(t *testing.T) {
 // rotations hide behind a log held by a reader, and the shortcut flushes
 // F's log only.
 func TestBadgerSync_CountsTheSegmentsAnOverwriteRewrites(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the shortcut is for Linux")
-	}
-	defer setWALOnlySync(true)()
+	useShortcut(t)
 	o := DefaultBadgerOptions()
 	o.MemTableSize = 1 << 20
 	o.ValueThreshold = 64 << 10

@@ -175,6 +175,16 @@ func TestBadgerSync_FlushesTheLogsOfMemtablesSetAside(t *testing.T) {
 	}
 }
 
+// useShortcut turns the Sync shortcut on for t (walOnlySync), which is
+// for Linux only: elsewhere t is skipped.
+func useShortcut(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the shortcut is for Linux")
+	}
+	t.Cleanup(setWALOnlySync(true))
+}
+
 // setWALOnlySync sets walOnlySync for a test and returns what puts it
 // back.
 func setWALOnlySync(on bool) func() {
@@ -356,10 +366,7 @@ func TestBadgerSync_CountedBytesBoundAMemtable(t *testing.T) {
 // something other than Write wrote to the store; after small writes it
 // flushes the memtable's log alone.
 func TestBadgerSync_FlushesTheValueLogOnlyWhenWritten(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the shortcut is for Linux")
-	}
-	defer setWALOnlySync(true)()
+	useShortcut(t)
 	s, err := OpenBadger(t.TempDir(), nil)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
