@@ -78,10 +78,13 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 	)
 	for ref, off := range offsets {
 		k := offsetKey{q: ref}
-		if cur, ok := g.offsets[k]; ok && cur == off && len(g.attempts[k]) == 0 {
+		// Marks left by native members the commit passes (sendbackmark.go).
+		withMarks, marks := g.marksBelow(ops, k, off)
+		if cur, ok := g.offsets[k]; ok && cur == off && len(g.attempts[k]) == 0 && len(marks) == 0 {
 			continue
 		}
-		set = append(set, offsetSet{k, off, nil})
+		ops = withMarks
+		set = append(set, offsetSet{k: k, off: off, marks: marks})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
 	}
 	g.mu.Unlock()

@@ -62,6 +62,16 @@ type group struct {
 	// attempts holds the stored attempts of unfinished messages of an
 	// offset key, when there are any (see OffsetCommit.Attempts).
 	attempts map[offsetKey][]MessageAttempts
+
+	// sbMu guards sentBack and sbPending (sendbackmark.go). It is taken
+	// after mu when both are held, and never held across a store write:
+	// the writer's completion of a SendBack takes it.
+	sbMu sync.Mutex
+	// sentBack holds the group's send-back marks: per offset key, the
+	// offsets of the messages stored in its retry or dead-letter topic.
+	sentBack map[offsetKey]map[int64]sentBackMark
+	// sbPending holds the SendBacks being written, closed when each is done.
+	sbPending map[sentBackRef]chan struct{}
 }
 
 type member struct {
@@ -172,7 +182,7 @@ func (c *coordinator) load() error {
 	if err != nil {
 		return err
 	}
-	return c.e.st.ScanMeta(keyOffsetPrefix, func(k, v []byte) error {
+	err = c.e.st.ScanMeta(keyOffsetPrefix, func(k, v []byte) error {
 		name, ok, good := parseOffsetMetaKey(k)
 		off, atts, goodValue := parseOffsetValue(v)
 		if !good || !goodValue {
@@ -189,6 +199,10 @@ func (c *coordinator) load() error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return c.loadMarks()
 }
 
 // run expires silent members until the engine closes.

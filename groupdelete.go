@@ -176,6 +176,9 @@ func (e *Engine) groupKeys(name string) ([][]byte, error) {
 	if err := collect(append(append(slices.Clone(keyRedrivenPrefix), name...), 0)); err != nil {
 		return nil, err
 	}
+	if err := collect(append(append(slices.Clone(keySentBackPrefix), name...), 0)); err != nil {
+		return nil, err
+	}
 	var ids []uint32
 	for _, t := range []string{RetryTopic(name), DLQTopic(name)} {
 		if tp, ok := e.lookupTopic(t); ok {
@@ -196,9 +199,10 @@ func (e *Engine) groupKeys(name string) ([][]byte, error) {
 	return keys, nil
 }
 
-// forgetKeys drops from g's memory the offsets whose keys were deleted.
-// g.mu must be held.
+// forgetKeys drops from g's memory the offsets and send-back marks whose
+// keys were deleted. g.mu must be held.
 func (g *group) forgetKeys(keys [][]byte) {
+	g.forgetMarkKeys(keys)
 	prefix := append(append(slices.Clone(keyOffsetPrefix), g.name...), 0)
 	for _, k := range keys {
 		if !bytes.HasPrefix(k, prefix) {

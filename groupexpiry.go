@@ -121,6 +121,7 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 			keys = append(keys, offsetMetaKey(g.name, k))
 		}
 	}
+	keys = append(keys, g.markKeys(func(k offsetKey) bool { return k.member == id })...)
 	done := 0
 	for len(keys) > 0 {
 		chunk := keys[:min(len(keys), deleteChunk)]

@@ -117,11 +117,14 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 			continue
 		}
 		k := g.offsetKeyFor(req.Member, oc.QueueRef)
-		if cur, ok := g.offsets[k]; ok && cur == oc.Offset && slices.Equal(g.attempts[k], oc.Attempts) {
+		// The send-back marks the commit passes go in the same write.
+		withMarks, marks := g.marksBelow(ops, k, oc.Offset)
+		if cur, ok := g.offsets[k]; ok && cur == oc.Offset && slices.Equal(g.attempts[k], oc.Attempts) && len(marks) == 0 {
 			continue
 		}
+		ops = withMarks
 		atts := slices.Clone(oc.Attempts)
-		set = append(set, offsetSet{k, oc.Offset, atts})
+		set = append(set, offsetSet{k, oc.Offset, atts, marks})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, atts)})
 	}
 	g.mu.Unlock()
@@ -131,11 +134,13 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	return errors.Join(errs...)
 }
 
-// offsetSet is one committed offset to publish in a group's memory.
+// offsetSet is one committed offset to publish in a group's memory, with
+// the send-back marks deleted with it (their offsets).
 type offsetSet struct {
-	k    offsetKey
-	off  int64
-	atts []MessageAttempts
+	k     offsetKey
+	off   int64
+	atts  []MessageAttempts
+	marks []int64
 }
 
 // storeOffsets writes ops and then, if they reached the store (see
@@ -152,6 +157,7 @@ func (e *Engine) storeOffsets(g *group, ops []store.MetaOp, set []offsetSet) err
 	g.mu.Lock()
 	for _, s := range set {
 		g.setOffset(s.k, s.off, s.atts)
+		g.forgetMarks(s.k, s.marks)
 	}
 	g.mu.Unlock()
 	return notDurable(err, "offsets of group %q", g.name)
@@ -332,7 +338,7 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			return nil, err
 		}
 		out[i].Offset = off
-		set = append(set, offsetSet{k, off, nil})
+		set = append(set, offsetSet{k: k, off: off})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
 	}
 	g.mu.Unlock()
@@ -504,15 +510,20 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 		}
 	}
 	ops := make([]store.MetaOp, 0, len(keys))
-	for _, k := range keys {
+	marks := make([][]int64, len(keys))
+	for i, k := range keys {
+		// Every send-back mark of a moved queue goes: its messages are to
+		// be handled again, and one that fails again is sent back again.
+		ops, marks[i] = g.marksBelow(ops, k, -1)
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q], nil)})
 	}
 	applied, err := e.storeMeta(ops...)
 	if !applied {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
 	}
-	for _, k := range keys {
+	for i, k := range keys {
 		g.setOffset(k, targets[k.q], nil)
+		g.forgetMarks(k, marks[i])
 	}
 	// Fence every current grant: owners must drop what they hold and refetch.
 	clear(g.owners)

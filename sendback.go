@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // Errors of the send-back operation and of the engine's internal topics.
@@ -56,6 +58,12 @@ type SendBackResult struct {
 	Topic string
 	// Attempts is the attempt count stored with the message.
 	Attempts int
+	// Duplicate is set when the message had been sent back already, by an
+	// earlier SendBack whose copy is stored and which the group's commit
+	// has not passed yet (a caller retrying after an unknown outcome, or a
+	// message delivered again after a crash): nothing was stored now, and
+	// Topic and Attempts are those of the earlier copy.
+	Duplicate bool
 }
 
 // SendBack stores a failed message in the group's retry topic (due after
@@ -87,7 +95,7 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if grant.Epoch == 0 {
 		grant.Epoch = e.marks.epoch(req.Group, req.Member, grant.QueueRef)
 	}
-	model, err := e.groups.ownerModel(req.Group, req.Member, grant)
+	g, model, key, err := e.groups.owner(req.Group, req.Member, grant)
 	if err != nil {
 		return SendBackResult{}, err
 	}
@@ -97,6 +105,21 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if !e.marks.pulled(req.Group, req.Member, grant, req.Offset) {
 		return SendBackResult{}, fmt.Errorf("%w: %s offset %d in group %q by %q", ErrNotPulled, grant.QueueRef, req.Offset, req.Group, req.Member)
 	}
+	ref := sentBackRef{k: key, off: req.Offset}
+	if mark, found, err := g.claimSendBack(ctx, ref); err != nil || found {
+		if err != nil {
+			return SendBackResult{}, fmt.Errorf("equeue: send back %s offset %d: %w", grant.QueueRef, req.Offset, err)
+		}
+		return SendBackResult{Topic: mark.topic(req.Group), Attempts: mark.attempts, Duplicate: true}, nil
+	}
+	// This call holds ref's claim: it goes with the write's completion, or
+	// here when nothing was queued.
+	queued := false
+	defer func() {
+		if !queued {
+			g.releaseSendBack(ref, nil)
+		}
+	}()
 	m, err := e.readOne(grant.QueueRef, req.Offset)
 	if err != nil {
 		return SendBackResult{}, err
@@ -105,26 +128,84 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if strings.HasPrefix(m.Topic, RetryTopicPrefix) {
 		view = originView(m)
 	}
-	attempts := max(m.Attempt+1, req.Attempts)
-	target := RetryTopic(req.Group)
-	if req.DeadLetter {
-		target = DLQTopic(req.Group)
-	}
+	mark := sentBackMark{dead: req.DeadLetter, attempts: max(m.Attempt+1, req.Attempts)}
+	target := mark.topic(req.Group)
 	var cause error
 	if req.Cause != "" {
 		cause = errors.New(req.Cause)
 	}
-	d := derived(view, target, attempts, cause)
+	d := derived(view, target, mark.attempts, cause)
 	if !req.DeadLetter && req.Delay > 0 {
 		d.DeliverAt = time.Now().Add(min(req.Delay, e.opts.MaxDelay))
 	}
 	start := time.Now()
-	_, err = e.Append(storedAgain(allowInternal(ctx, target)), &AppendRequest{Topic: target, Queue: 0, Messages: []*Message{d}})
+	c, queued, err := e.queueSendBack(allowInternal(ctx, target), g, ref, mark, d)
+	if err == nil {
+		err = c.wait(ctx)
+	}
+	if err == nil && c.err != nil {
+		err = c.failure(target, 0)
+	}
+	if err == nil {
+		e.trimAfter(ctx, c.command, nil)
+	}
 	e.observeSendBack(ctx, req, d, start, err)
 	if err != nil {
 		return SendBackResult{}, err
 	}
-	return SendBackResult{Topic: target, Attempts: attempts}, nil
+	return SendBackResult{Topic: target, Attempts: mark.attempts}, nil
+}
+
+// sendBackCommand is a send-back's append: its copy and its mark, in one
+// write. done is closed once the writer completed it.
+type sendBackCommand struct {
+	*command
+	done chan struct{}
+}
+
+// queueSendBack queues the append of d, the copy of the message ref names,
+// with ref's mark; queued says whether the writer took it (it then
+// releases ref's claim when it completes the write).
+func (e *Engine) queueSendBack(ctx context.Context, g *group, ref sentBackRef, mark sentBackMark, d *Message) (sendBackCommand, bool, error) {
+	c, _, err := e.prepareAppend(storedAgain(ctx), &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}})
+	if err != nil {
+		return sendBackCommand{}, false, err
+	}
+	c.meta = append(c.meta, store.MetaOp{Key: sentBackKey(g.name, ref.k, ref.off), Value: sentBackValue(mark)})
+	c.seal(e.limits)
+	if err := e.fits(c); err != nil {
+		return sendBackCommand{}, false, err
+	}
+	c.trimsAfter = true // SendBack trims once it is answered, as Append does
+	sc := sendBackCommand{command: c, done: make(chan struct{})}
+	c.done = func(c *command) {
+		var stored *sentBackMark
+		if c.err == nil {
+			stored = &mark
+		}
+		g.releaseSendBack(ref, stored)
+		close(sc.done)
+	}
+	if err := e.enqueue(ctx, c); err != nil {
+		return sendBackCommand{}, false, err
+	}
+	return sc, true, nil
+}
+
+// wait waits for the writer to complete c; when ctx ends first, the
+// outcome is unknown.
+func (c sendBackCommand) wait(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		select { // completed as ctx ended: the outcome is known
+		case <-c.done:
+			return nil
+		default:
+			return queuedUnknown(ctx.Err())
+		}
+	}
 }
 
 // readOne reads the message stored at ref's offset.
@@ -148,18 +229,18 @@ func (e *Engine) readOne(ref QueueRef, off int64) (*Message, error) {
 	return m, nil
 }
 
-// ownerModel checks that member owns g under its epoch in group and returns
-// the group's message model.
-func (c *coordinator) ownerModel(groupName, memberID string, g Grant) (MessageModel, error) {
+// owner checks that member owns g under its epoch in group and returns the
+// group, its message model and the member's offset key of g's queue.
+func (c *coordinator) owner(groupName, memberID string, g Grant) (*group, MessageModel, offsetKey, error) {
 	grp, err := c.memberGroup(groupName, memberID)
 	if err != nil {
-		return 0, err
+		return nil, 0, offsetKey{}, err
 	}
 	defer grp.mu.Unlock()
 	if err := grp.checkGrant(memberID, g); err != nil {
-		return 0, err
+		return nil, 0, offsetKey{}, err
 	}
-	return grp.model, nil
+	return grp, grp.model, grp.offsetKeyFor(memberID, g.QueueRef), nil
 }
 
 // isInternalTopic reports whether name is an engine-internal topic.

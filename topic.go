@@ -528,8 +528,8 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	return notDurable(err, "delete topic %q", name)
 }
 
-// dropTopicMeta removes t's metadata, watermarks and committed offsets in
-// one store write and then, only if it reached the store, removes t from
+// dropTopicMeta removes t's metadata, watermarks, committed offsets and
+// send-back marks in one store write and then, only if it reached the store, removes t from
 // memory (see storeMeta for applied). No offset commit of t runs meanwhile
 // (t.gate) and none is accepted after.
 func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
@@ -546,7 +546,11 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	for _, k := range offs {
+	marks, err := e.groups.markKeysOf(t.name)
+	if err != nil {
+		return false, err
+	}
+	for _, k := range append(offs, marks...) {
 		ops = append(ops, store.MetaOp{Key: k, Delete: true})
 	}
 	if applied, err = e.storeMeta(ops...); !applied {
@@ -557,6 +561,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	e.mu.Unlock()
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)
+	e.groups.forgetMarksOf(t.name)
 	return true, err
 }
 

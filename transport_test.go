@@ -42,6 +42,7 @@ var clusterByDefault = map[string]bool{
 	"TestConsumer_DuplicateMemberIDRefused":           true,
 	"TestSendBack_RightsHold":                         true,
 	"TestPriority_RestartResumesEachLane":             true,
+	"TestSendBack_MarkOutlivesARestart":               true,
 }
 
 // clusterSuiteOnly skips t over "cluster" unless the whole suite runs

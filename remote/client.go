@@ -461,5 +461,5 @@ func (c *Client) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equ
 	if err != nil {
 		return equeue.SendBackResult{}, c.fail(err)
 	}
-	return equeue.SendBackResult{Topic: resp.GetTopic(), Attempts: int(resp.GetAttempts())}, nil
+	return equeue.SendBackResult{Topic: resp.GetTopic(), Attempts: int(resp.GetAttempts()), Duplicate: resp.GetDuplicate()}, nil
 }

@@ -22,12 +22,14 @@ import (
 //
 // Retries: a refusal matching equeue.ErrNotLeader or ErrBusy did nothing,
 // so every call is retried on it. Calls that change nothing twice when
-// repeated (Route, Pull, group membership, offsets) are also retried when
-// a node cannot be reached. Append and SendBack are not: when the
-// connection fails during one, it may have been stored, and the error
-// (ErrUnavailable, or equeue.ErrIndeterminate when the leader lost its
-// leadership during the write) is returned; send again with the same
-// message IDs on a topic with a dedup window to store it at most once.
+// repeated (Route, Pull, group membership, offsets, SendBack: the engine
+// stores a send-back of one pulled message at most once, and answers a
+// repeat with SendBackResult.Duplicate) are also retried when a node
+// cannot be reached. Append is not: when the connection fails during one,
+// it may have been stored, and the error (ErrUnavailable, or
+// equeue.ErrIndeterminate when the leader lost its leadership during the
+// write) is returned; send again with the same message IDs on a topic
+// with a dedup window to store it at most once.
 // Retries stop when the call's context ends, or after FailoverWait.
 type ClusterClient struct {
 	opts  ClientOptions
@@ -274,9 +276,10 @@ func (cc *ClusterClient) FetchOffsets(ctx context.Context, group, member string,
 }
 
 // SendBack stores a failed message in its group's retry or dead-letter
-// topic (not retried when the connection fails; see ClusterClient).
+// topic (retried when the connection fails: a repeat is answered as a
+// duplicate; see ClusterClient).
 func (cc *ClusterClient) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equeue.SendBackResult, error) {
-	return onCluster(ctx, cc, false, func(c *Client) (equeue.SendBackResult, error) { return c.SendBack(ctx, req) })
+	return onCluster(ctx, cc, true, func(c *Client) (equeue.SendBackResult, error) { return c.SendBack(ctx, req) })
 }
 
 // OnLeader runs f with the leader's client, following the leader and

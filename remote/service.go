@@ -136,7 +136,7 @@ func (v *service) SendBack(ctx context.Context, req *pb.SendBackRequest) (*pb.Se
 	if err != nil {
 		return nil, err
 	}
-	return &pb.SendBackResponse{Topic: res.Topic, Attempts: toInt32(res.Attempts)}, nil
+	return &pb.SendBackResponse{Topic: res.Topic, Attempts: toInt32(res.Attempts), Duplicate: res.Duplicate}, nil
 }
 
 func (v *service) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {

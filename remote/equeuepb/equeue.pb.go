@@ -3854,9 +3854,13 @@ func (x *SendBackRequest) GetDeadLetter() bool {
 }
 
 type SendBackResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Attempts      int32                  `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Topic    string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Attempts int32                  `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// The message had been sent back already (a retry of a SendBack whose
+	// outcome the caller did not learn, or a delivery again after a crash):
+	// nothing was stored now; topic and attempts are the earlier copy's.
+	Duplicate     bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3903,6 +3907,13 @@ func (x *SendBackResponse) GetAttempts() int32 {
 		return x.Attempts
 	}
 	return 0
+}
+
+func (x *SendBackResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
 }
 
 type PullManyRequest struct {
@@ -5262,10 +5273,11 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x05delay\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12\x14\n" +
 	"\x05cause\x18\a \x01(\tR\x05cause\x12\x1f\n" +
 	"\vdead_letter\x18\b \x01(\bR\n" +
-	"deadLetter\"D\n" +
+	"deadLetter\"b\n" +
 	"\x10SendBackResponse\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1a\n" +
-	"\battempts\x18\x02 \x01(\x05R\battempts\"\x98\x01\n" +
+	"\battempts\x18\x02 \x01(\x05R\battempts\x12\x1c\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"\x98\x01\n" +
 	"\x0fPullManyRequest\x12,\n" +
 	"\x05pulls\x18\x01 \x03(\v2\x16.equeue.v1.PullRequestR\x05pulls\x12-\n" +
 	"\x04wait\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12(\n" +

@@ -1,0 +1,353 @@
+package equeue_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
+)
+
+// sentBackMarks counts the send-back marks st holds (sendbackmark.go).
+func sentBackMarks(t *testing.T, st interface {
+	ScanMeta(prefix []byte, fn func(key, value []byte) error) error
+}) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, st.ScanMeta([]byte("sbk/"), func(_, _ []byte) error {
+		n++
+		return nil
+	}))
+	return n
+}
+
+// queueEnd returns the next offset of topic's queue 0 (0 when the topic
+// does not exist).
+func queueEnd(t *testing.T, e *equeue.Engine, topic string) int64 {
+	t.Helper()
+	info, err := e.Topic(ctxT(t), topic)
+	if errors.Is(err, equeue.ErrTopicNotFound) {
+		return 0
+	}
+	require.NoError(t, err)
+	return info.Queues[0].MaxOffset
+}
+
+// openMarked opens an engine on a fault store over memory, with topic "t"
+// (one queue) holding n messages, and member "m" of group "g" holding
+// them pulled.
+func openMarked(t *testing.T, n int, opts *equeue.Options) (*equeue.Engine, *faultstore.FS, equeue.Grant) {
+	t.Helper()
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	var o equeue.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Store = fs
+	e, err := equeue.Open("", &o)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p := newProducer(t, e, nil)
+	for range n {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+		require.NoError(t, err)
+	}
+	g, res := joinAndPull(t, e, "g", "m", "t")
+	require.Len(t, res.Messages, n)
+	return e, fs, g
+}
+
+// A message sent back twice (a caller retrying a send-back whose answer it
+// lost) is stored once; the repeat is answered as a duplicate with the
+// first copy's topic and attempts, whatever it asks for, over every
+// transport.
+func TestSendBack_OncePerPulledMessage(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		clusterSuiteOnly(t, tr)
+		ctx := ctxT(t)
+		e, b := openOver(t, tr, "memory", nil)
+		require.NoError(t, e.CreateTopic(ctx, "t", 1))
+		for range 2 {
+			_, err := newProducer(t, e, nil).Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+			require.NoError(t, err)
+		}
+		g, res := joinAndPull(t, b, "g", "m", "t")
+		require.Len(t, res.Messages, 2)
+
+		retry := &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, Attempts: 1, Cause: "boom"}
+		first, err := b.SendBack(ctx, retry)
+		require.NoError(t, err)
+		assert.Equal(t, equeue.SendBackResult{Topic: equeue.RetryTopic("g"), Attempts: 1}, first)
+		again, err := b.SendBack(ctx, retry)
+		require.NoError(t, err)
+		assert.Equal(t, equeue.SendBackResult{Topic: equeue.RetryTopic("g"), Attempts: 1, Duplicate: true}, again)
+		dead := *retry
+		dead.DeadLetter, dead.Attempts = true, 5
+		asDead, err := b.SendBack(ctx, &dead)
+		require.NoError(t, err)
+		assert.Equal(t, again, asDead, "the first send-back stands")
+		assert.Equal(t, int64(1), queueEnd(t, e, equeue.RetryTopic("g")), "one copy in the retry topic")
+		assert.Zero(t, queueEnd(t, e, equeue.DLQTopic("g")), "no dead letter")
+
+		// The other message has a mark of its own.
+		dead.Offset = 1
+		other, err := b.SendBack(ctx, &dead)
+		require.NoError(t, err)
+		assert.Equal(t, equeue.SendBackResult{Topic: equeue.DLQTopic("g"), Attempts: 5}, other)
+		assert.Equal(t, int64(1), queueEnd(t, e, equeue.DLQTopic("g")))
+	})
+}
+
+// A send-back's mark is stored with its copy: after a restart without the
+// commit (a process killed between the two), the message delivered again
+// and sent back again is not stored twice; the commit that passes it then
+// deletes the mark.
+func TestSendBack_MarkOutlivesARestart(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		ctx := ctxT(t)
+		e, b, restart := openOverRestartable(t, tr, nil)
+		require.NoError(t, e.CreateTopic(ctx, "t", 1))
+		_, err := newProducer(t, e, nil).Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+		require.NoError(t, err)
+		g, res := joinAndPull(t, b, "g", "m", "t")
+		require.Len(t, res.Messages, 1)
+		req := &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, Attempts: 3, DeadLetter: true}
+		_, err = b.SendBack(ctx, req)
+		require.NoError(t, err)
+
+		e, b = restart()
+		g, res = joinAndPull(t, b, "g", "m", "t")
+		require.Len(t, res.Messages, 1, "not committed: delivered again")
+		req.Grant = g
+		again, err := b.SendBack(ctx, req)
+		require.NoError(t, err)
+		assert.Equal(t, equeue.SendBackResult{Topic: equeue.DLQTopic("g"), Attempts: 3, Duplicate: true}, again)
+		dls, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{Max: 10})
+		require.NoError(t, err)
+		assert.Len(t, dls, 1, "dead-lettered once")
+
+		require.NoError(t, b.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+			Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 1}}}))
+		// Delivered again on purpose: the mark went with the commit, so a
+		// failure is sent back again.
+		require.NoError(t, b.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
+		require.NoError(t, e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest}))
+		e, b = restart()
+		g, res = joinAndPull(t, b, "g", "m", "t")
+		require.Len(t, res.Messages, 1)
+		req.Grant = g
+		third, err := b.SendBack(ctx, req)
+		require.NoError(t, err)
+		assert.False(t, third.Duplicate)
+		dls, err = e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{Max: 10})
+		require.NoError(t, err)
+		assert.Len(t, dls, 2)
+	})
+}
+
+// The marks go with what passes or removes their messages: a commit past
+// them (in its own write), a reset of the group's offsets (even backwards:
+// the messages are to be handled again), and the deletion of their topic
+// or group.
+func TestSendBack_MarksGoWithCommitResetAndDeletes(t *testing.T) {
+	ctx := ctxT(t)
+	e, fs, g := openMarked(t, 4, nil)
+	send := func(off int64) equeue.SendBackResult {
+		t.Helper()
+		res, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: off, DeadLetter: true})
+		require.NoError(t, err)
+		return res
+	}
+	for off := range int64(4) {
+		send(off)
+	}
+	require.Equal(t, 4, sentBackMarks(t, fs))
+
+	// A commit to 2 deletes the marks of offsets 0 and 1, in its own write.
+	var commitOps []store.MetaOp
+	fs.OnWrite(func(b *store.Batch) error {
+		commitOps = append(commitOps, b.Meta...)
+		return nil
+	})
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 2}}}))
+	fs.OnWrite(nil)
+	deleted := 0
+	for _, op := range commitOps {
+		if op.Delete && string(op.Key[:4]) == "sbk/" {
+			deleted++
+		}
+	}
+	assert.Equal(t, 2, deleted, "the commit's write deletes the marks it passes")
+	assert.Equal(t, 2, sentBackMarks(t, fs))
+	assert.True(t, send(2).Duplicate, "a mark above the commit stays")
+
+	// A reset backwards deletes the rest: offset 2 fails again and is
+	// stored again.
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
+	require.NoError(t, e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToOffsets,
+		Offsets: map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 2}}))
+	assert.Zero(t, sentBackMarks(t, fs))
+	g, res := joinAndPull(t, e, "g", "m", "t")
+	require.NotEmpty(t, res.Messages)
+	res2, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 2, DeadLetter: true})
+	require.NoError(t, err)
+	assert.False(t, res2.Duplicate)
+	assert.Equal(t, int64(5), queueEnd(t, e, equeue.DLQTopic("g")))
+	require.Equal(t, 1, sentBackMarks(t, fs))
+
+	// Deleting the topic deletes its marks.
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	assert.Zero(t, sentBackMarks(t, fs))
+
+	// Deleting the group deletes its marks.
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err = newProducer(t, e, nil).Send(ctx, &equeue.Message{Topic: "t", Body: []byte("y")})
+	require.NoError(t, err)
+	g, _ = joinAndPull(t, e, "g", "m", "t")
+	send(0)
+	require.Equal(t, 1, sentBackMarks(t, fs))
+	require.NoError(t, e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{Force: true}))
+	assert.Zero(t, sentBackMarks(t, fs))
+}
+
+// Each member of a broadcasting group dead-letters its own delivery: the
+// marks are per member.
+func TestSendBack_BroadcastMarksArePerMember(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err := newProducer(t, e, nil).Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+	require.NoError(t, err)
+	for _, m := range []string{"a", "b"} {
+		a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "bg", Member: m, Model: equeue.Broadcasting,
+			Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+		require.NoError(t, err)
+		require.Len(t, a.Queues, 1)
+		g := a.Queues[0]
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: 0, Group: "bg", Member: m, Epoch: g.Epoch})
+		require.NoError(t, err)
+		require.Len(t, res.Messages, 1)
+		req := &equeue.SendBackRequest{Group: "bg", Member: m, Grant: g, Offset: 0, DeadLetter: true}
+		first, err := e.SendBack(ctx, req)
+		require.NoError(t, err)
+		assert.False(t, first.Duplicate, "%s's own dead letter", m)
+		again, err := e.SendBack(ctx, req)
+		require.NoError(t, err)
+		assert.True(t, again.Duplicate)
+	}
+	assert.Equal(t, int64(2), queueEnd(t, e, equeue.DLQTopic("bg")))
+}
+
+// Send-backs of one message at once store one copy: the others wait for
+// its write and answer as duplicates.
+func TestSendBack_ConcurrentRepeatsStoreOnce(t *testing.T) {
+	ctx := ctxT(t)
+	e, fs, g := openMarked(t, 1, nil)
+	hold := make(chan struct{})
+	var once sync.Once
+	held := make(chan struct{})
+	fs.OnWrite(func(b *store.Batch) error {
+		for _, op := range b.Meta {
+			if string(op.Key[:4]) == "sbk/" {
+				once.Do(func() { close(held) })
+				<-hold
+			}
+		}
+		return nil
+	})
+	req := &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, DeadLetter: true}
+	const callers = 8
+	results := make(chan equeue.SendBackResult, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			res, err := e.SendBack(ctx, req)
+			assert.NoError(t, err)
+			results <- res
+		})
+	}
+	<-held // one write holds the mark; the other calls wait for it
+	time.Sleep(20 * time.Millisecond)
+	close(hold)
+	wg.Wait()
+	close(results)
+	stored := 0
+	for res := range results {
+		if !res.Duplicate {
+			stored++
+		}
+		assert.Equal(t, equeue.DLQTopic("g"), res.Topic)
+	}
+	assert.Equal(t, 1, stored)
+	assert.Equal(t, int64(1), queueEnd(t, e, equeue.DLQTopic("g")))
+}
+
+// Failures: a send-back whose write fails leaves no mark (the next one
+// stores the copy); one whose context ends while its write is held is of
+// unknown outcome, and the next one waits for that write and answers from
+// its mark.
+func TestSendBack_MarkFollowsTheOutcome(t *testing.T) {
+	ctx := ctxT(t)
+	e, fs, g := openMarked(t, 2, nil)
+	req := &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, DeadLetter: true}
+	fs.FailWrites(1)
+	_, err := e.SendBack(ctx, req)
+	require.ErrorIs(t, err, faultstore.ErrInjected)
+	assert.Zero(t, sentBackMarks(t, fs))
+	res, err := e.SendBack(ctx, req)
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate, "not stored before: stored now")
+	assert.Equal(t, int64(1), queueEnd(t, e, equeue.DLQTopic("g")))
+
+	hold := make(chan struct{})
+	fs.OnWrite(func(b *store.Batch) error {
+		for _, op := range b.Meta {
+			if string(op.Key[:4]) == "sbk/" {
+				<-hold
+			}
+		}
+		return nil
+	})
+	req.Offset = 1
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = e.SendBack(short, req)
+	require.ErrorIs(t, err, equeue.ErrIndeterminate)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	answered := make(chan equeue.SendBackResult, 1)
+	go func() {
+		res, err := e.SendBack(ctx, req)
+		assert.NoError(t, err)
+		answered <- res
+	}()
+	select {
+	case <-answered:
+		t.Fatal("answered while the first write was held")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(hold)
+	res = <-answered
+	assert.True(t, res.Duplicate, "the held write stored it")
+	assert.Equal(t, int64(2), queueEnd(t, e, equeue.DLQTopic("g")))
+}
+
+// A mark written by a version that had none is refused when it is garbled,
+// like any other metadata: Open names it.
+func TestSendBack_GarbledMarkRefusesOpen(t *testing.T) {
+	st := store.NewMemory()
+	require.NoError(t, st.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("sbk/g\x00\x00t\x000\x00\x00\x00\x00\x00\x00\x00\x00\x01"), Value: []byte{7}}}}))
+	_, err := equeue.Open("", &equeue.Options{Store: st})
+	require.ErrorIs(t, err, equeue.ErrCorrupt)
+	assert.Contains(t, err.Error(), "send-back mark")
+}
