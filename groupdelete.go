@@ -32,10 +32,9 @@ const deleteChunk = 512
 // DeleteGroup deletes a consumer group and everything stored for it: its
 // metadata, committed offsets (of every member, for a broadcasting group),
 // the marks of redriven dead letters and of sent-back messages, pending
-// delayed retries, and its
-// %RETRY% and %DLQ% topics with their messages. It returns
-// ErrGroupNotFound when nothing of the group exists, and ErrGroupHasMembers
-// while members are live unless o.Force.
+// delayed retries, and its %RETRY% and %DLQ% topics with their messages.
+// It returns ErrGroupNotFound when nothing of the group exists, and
+// ErrGroupHasMembers while members are live unless o.Force.
 //
 // A failed delete is resumable, not atomic: the group's keys go in writes
 // of at most 512 operations with its metadata in the last, then its two
