@@ -110,7 +110,12 @@ var (
 func groupKey(name string) []byte { return append(slices.Clone(keyGroupPrefix), name...) }
 
 func offsetMetaKey(g string, k offsetKey) []byte {
-	b := slices.Clone(keyOffsetPrefix)
+	return appendOffsetKey(slices.Clone(keyOffsetPrefix), g, k)
+}
+
+// appendOffsetKey appends group g and offset key k to b, as the keys of
+// committed offsets and send-back marks name them.
+func appendOffsetKey(b []byte, g string, k offsetKey) []byte {
 	b = append(b, g...)
 	b = append(b, 0)
 	b = append(b, k.member...)
@@ -121,7 +126,12 @@ func offsetMetaKey(g string, k offsetKey) []byte {
 }
 
 func parseOffsetMetaKey(key []byte) (string, offsetKey, bool) {
-	parts := splitZero(key[len(keyOffsetPrefix):])
+	return parseOffsetKey(key[len(keyOffsetPrefix):])
+}
+
+// parseOffsetKey decodes what appendOffsetKey appended.
+func parseOffsetKey(b []byte) (string, offsetKey, bool) {
+	parts := splitZero(b)
 	if len(parts) != 4 {
 		return "", offsetKey{}, false
 	}
@@ -130,6 +140,22 @@ func parseOffsetMetaKey(key []byte) (string, offsetKey, bool) {
 		return "", offsetKey{}, false
 	}
 	return parts[0], offsetKey{member: parts[1], q: QueueRef{Topic: parts[2], Queue: q}}, true
+}
+
+// keySet gathers store keys once each.
+type keySet struct {
+	seen map[string]bool
+	keys [][]byte
+}
+
+func (s *keySet) add(k []byte) {
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	if !s.seen[string(k)] {
+		s.seen[string(k)] = true
+		s.keys = append(s.keys, slices.Clone(k))
+	}
 }
 
 func splitZero(b []byte) []string {

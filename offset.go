@@ -234,17 +234,10 @@ func (g *topicGate) release() {
 // offsetKeysOf returns the store keys of every committed offset of topic,
 // in the store and in memory.
 func (c *coordinator) offsetKeysOf(topic string) ([][]byte, error) {
-	seen := map[string]bool{}
-	var keys [][]byte
-	add := func(k []byte) {
-		if !seen[string(k)] {
-			seen[string(k)] = true
-			keys = append(keys, slices.Clone(k))
-		}
-	}
+	var keys keySet
 	err := c.e.st.ScanMeta(keyOffsetPrefix, func(k, _ []byte) error {
 		if _, ok, good := parseOffsetMetaKey(k); good && ok.q.Topic == topic {
-			add(k)
+			keys.add(k)
 		}
 		return nil
 	})
@@ -255,12 +248,12 @@ func (c *coordinator) offsetKeysOf(topic string) ([][]byte, error) {
 		g.mu.Lock()
 		for k := range g.offsets {
 			if k.q.Topic == topic {
-				add(offsetMetaKey(g.name, k))
+				keys.add(offsetMetaKey(g.name, k))
 			}
 		}
 		g.mu.Unlock()
 	}
-	return keys, nil
+	return keys.keys, nil
 }
 
 // forgetOffsets drops topic's offsets from every group's memory, after

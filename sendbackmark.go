@@ -38,14 +38,7 @@ type sentBackMark struct {
 }
 
 func sentBackKey(group string, k offsetKey, off int64) []byte {
-	b := slices.Clone(keySentBackPrefix)
-	b = append(b, group...)
-	b = append(b, 0)
-	b = append(b, k.member...)
-	b = append(b, 0)
-	b = append(b, k.q.Topic...)
-	b = append(b, 0)
-	b = fmt.Appendf(b, "%d", k.q.Queue)
+	b := appendOffsetKey(slices.Clone(keySentBackPrefix), group, k)
 	b = append(b, 0)
 	return binary.BigEndian.AppendUint64(b, uint64(off))
 }
@@ -57,15 +50,11 @@ func parseSentBackKey(key []byte) (group string, k offsetKey, off int64, ok bool
 		return "", offsetKey{}, 0, false
 	}
 	off = int64(binary.BigEndian.Uint64(rest[len(rest)-8:]))
-	parts := splitZero(rest[:len(rest)-9])
-	if len(parts) != 4 || off < 0 {
+	group, k, ok = parseOffsetKey(rest[:len(rest)-9])
+	if !ok || off < 0 {
 		return "", offsetKey{}, 0, false
 	}
-	var q int
-	if _, err := fmt.Sscanf(parts[3], "%d", &q); err != nil {
-		return "", offsetKey{}, 0, false
-	}
-	return parts[0], offsetKey{member: parts[1], q: QueueRef{Topic: parts[2], Queue: q}}, off, true
+	return group, k, off, true
 }
 
 func sentBackValue(m sentBackMark) []byte {
@@ -252,17 +241,10 @@ func (c *coordinator) loadMarks() error {
 // markKeysOf returns the store keys of every send-back mark of topic, in
 // the store and in memory.
 func (c *coordinator) markKeysOf(topic string) ([][]byte, error) {
-	seen := map[string]bool{}
-	var keys [][]byte
-	add := func(k []byte) {
-		if !seen[string(k)] {
-			seen[string(k)] = true
-			keys = append(keys, slices.Clone(k))
-		}
-	}
+	var keys keySet
 	err := c.e.st.ScanMeta(keySentBackPrefix, func(key, _ []byte) error {
 		if _, k, _, ok := parseSentBackKey(key); ok && k.q.Topic == topic {
-			add(key)
+			keys.add(key)
 		}
 		return nil
 	})
@@ -271,10 +253,10 @@ func (c *coordinator) markKeysOf(topic string) ([][]byte, error) {
 	}
 	for _, g := range c.snapshot() {
 		for _, key := range g.markKeys(func(k offsetKey) bool { return k.q.Topic == topic }) {
-			add(key)
+			keys.add(key)
 		}
 	}
-	return keys, nil
+	return keys.keys, nil
 }
 
 // forgetMarksOf drops topic's marks from every group's memory, after they
