@@ -73,18 +73,21 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 	// even one that changes nothing.
 	g.lastUsed = time.Now()
 	var (
-		ops []store.MetaOp
-		set []offsetSet
+		ops  []store.MetaOp
+		set  []offsetSet
+		room = markDeletesPerWrite
 	)
 	for ref, off := range offsets {
 		k := offsetKey{q: ref}
 		// Marks left by native members the commit passes (sendbackmark.go).
-		withMarks, marks := g.marksBelow(ops, k, off)
-		if cur, ok := g.offsets[k]; ok && cur == off && len(g.attempts[k]) == 0 && len(marks) == 0 {
+		passed := g.marksBelow(k, off)
+		if cur, ok := g.offsets[k]; ok && cur == off && len(g.attempts[k]) == 0 && len(passed) == 0 {
 			continue
 		}
-		ops = withMarks
-		set = append(set, offsetSet{k: k, off: off, marks: marks})
+		now := passed[:min(len(passed), room)]
+		room -= len(now)
+		ops = g.markDeletes(ops, k, now)
+		set = append(set, offsetSet{k: k, off: off, marks: now, later: passed[len(now):]})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
 	}
 	g.mu.Unlock()
@@ -104,6 +107,7 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 	if err != nil {
 		return fmt.Errorf("equeue: commit offsets of %q: %w", group, err)
 	}
+	e.deleteMarksAfter(g, set)
 	return nil
 }
 

@@ -57,7 +57,7 @@ func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleS
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	found, err := e.deleteGroupKeys(name, force, idleSince)
+	found, err := e.deleteGroupKeys(ctx, name, force, idleSince)
 	if err != nil {
 		return err
 	}
@@ -79,10 +79,16 @@ func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleS
 
 // deleteGroupKeys deletes the group's stored keys and, once they are gone,
 // the group from memory. found says whether there was anything.
-func (e *Engine) deleteGroupKeys(name string, force bool, idleSince time.Time) (found bool, err error) {
+func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, idleSince time.Time) (found bool, err error) {
 	c := e.groups
 	g, _ := c.group(name)
 	if g != nil {
+		// Every send-back's mark is in the store before the keys are
+		// listed, and none comes after: its member is gone by then.
+		if err := e.fenceSendBacks(ctx, g); err != nil {
+			return false, fmt.Errorf("equeue: delete group %q: %w", name, err)
+		}
+		defer g.sbGate.Unlock()
 		g.commitMu.Lock()
 		defer g.commitMu.Unlock()
 		g.mu.Lock()

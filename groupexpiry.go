@@ -105,6 +105,10 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 		return 0, err
 	}
 	defer e.leave()
+	if err := e.fenceSendBacks(e.bgCtx, g); err != nil {
+		return 0, err
+	}
+	defer g.sbGate.Unlock()
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
@@ -121,8 +125,10 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 			keys = append(keys, offsetMetaKey(g.name, k))
 		}
 	}
-	keys = append(keys, g.markKeys(func(k offsetKey) bool { return k.member == id })...)
-	done := 0
+	// Its send-back marks go first; done counts the offsets.
+	marks := g.markKeys(func(k offsetKey) bool { return k.member == id })
+	keys = append(marks, keys...)
+	done := -len(marks)
 	for len(keys) > 0 {
 		chunk := keys[:min(len(keys), deleteChunk)]
 		ops := make([]store.MetaOp, len(chunk))
@@ -131,12 +137,12 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 		}
 		applied, err := e.storeMeta(ops...)
 		if !applied {
-			return done, err
+			return max(done, 0), err
 		}
 		g.forgetKeys(chunk)
 		done += len(chunk)
 		if err != nil {
-			return done, notDurable(err, "delete the offsets of member %q of group %q", id, g.name)
+			return max(done, 0), notDurable(err, "delete the offsets of member %q of group %q", id, g.name)
 		}
 		keys = keys[len(chunk):]
 	}

@@ -98,6 +98,7 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 		ops  []store.MetaOp
 		set  []offsetSet
 		errs []error
+		room = markDeletesPerWrite // marks deleted in the commit's own write
 	)
 	for _, oc := range req.Offsets {
 		if err := gate.check(oc.Topic); err != nil {
@@ -117,30 +118,36 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 			continue
 		}
 		k := g.offsetKeyFor(req.Member, oc.QueueRef)
-		// The send-back marks the commit passes go in the same write.
-		withMarks, marks := g.marksBelow(ops, k, oc.Offset)
-		if cur, ok := g.offsets[k]; ok && cur == oc.Offset && slices.Equal(g.attempts[k], oc.Attempts) && len(marks) == 0 {
+		// The send-back marks the commit passes: some go in its write, the
+		// rest after it (sendbackmark.go).
+		passed := g.marksBelow(k, oc.Offset)
+		if cur, ok := g.offsets[k]; ok && cur == oc.Offset && slices.Equal(g.attempts[k], oc.Attempts) && len(passed) == 0 {
 			continue
 		}
-		ops = withMarks
+		now := passed[:min(len(passed), room)]
+		room -= len(now)
+		ops = g.markDeletes(ops, k, now)
 		atts := slices.Clone(oc.Attempts)
-		set = append(set, offsetSet{k, oc.Offset, atts, marks})
+		set = append(set, offsetSet{k: k, off: oc.Offset, atts: atts, marks: now, later: passed[len(now):]})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, atts)})
 	}
 	g.mu.Unlock()
 	if err := e.storeOffsets(g, ops, set); err != nil {
 		errs = append(errs, fmt.Errorf("equeue: commit offsets of %q: %w", req.Group, err))
+	} else {
+		e.deleteMarksAfter(g, set)
 	}
 	return errors.Join(errs...)
 }
 
 // offsetSet is one committed offset to publish in a group's memory, with
-// the send-back marks deleted with it (their offsets).
+// the offsets of the send-back marks it passes: marks deleted in its
+// write, later those to delete after it (deleteMarksAfter).
 type offsetSet struct {
-	k     offsetKey
-	off   int64
-	atts  []MessageAttempts
-	marks []int64
+	k            offsetKey
+	off          int64
+	atts         []MessageAttempts
+	marks, later []int64
 }
 
 // storeOffsets writes ops and then, if they reached the store (see
@@ -433,6 +440,12 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	if err != nil {
 		return err
 	}
+	// No send-back of the group may leave a mark after the reset deleted
+	// those of the queues it moves.
+	if err := e.fenceSendBacks(ctx, g); err != nil {
+		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
+	}
+	defer g.sbGate.Unlock()
 	g.mu.Lock()
 	names := make([]string, 0, len(g.subs)+len(req.Offsets))
 	for _, s := range g.subs {
@@ -502,21 +515,23 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 			keys = append(keys, offsetKey{q: q})
 		}
 	}
+	// Every send-back mark of a moved queue goes first: its messages are
+	// to be handled again, and one that fails again is sent back again.
+	for _, k := range keys {
+		if err := e.deleteMarks(g, k, g.marksBelow(k, -1)); err != nil {
+			return fmt.Errorf("equeue: reset offsets of %q: delete send-back marks: %w", groupName, err)
+		}
+	}
 	ops := make([]store.MetaOp, 0, len(keys))
-	marks := make([][]int64, len(keys))
-	for i, k := range keys {
-		// Every send-back mark of a moved queue goes: its messages are to
-		// be handled again, and one that fails again is sent back again.
-		ops, marks[i] = g.marksBelow(ops, k, -1)
+	for _, k := range keys {
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q], nil)})
 	}
 	applied, err := e.storeMeta(ops...)
 	if !applied {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
 	}
-	for i, k := range keys {
+	for _, k := range keys {
 		g.setOffset(k, targets[k.q], nil)
-		g.forgetMarks(k, marks[i])
 	}
 	// Fence every current grant: owners must drop what they hold and refetch.
 	clear(g.owners)

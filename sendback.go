@@ -105,8 +105,26 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if !e.marks.pulled(req.Group, req.Member, grant, req.Offset) {
 		return SendBackResult{}, fmt.Errorf("%w: %s offset %d in group %q by %q", ErrNotPulled, grant.QueueRef, req.Offset, req.Group, req.Member)
 	}
+	srcQ, err := e.queueOf(grant.QueueRef)
+	if err != nil {
+		return SendBackResult{}, err
+	}
+	// Until the write is queued, hold the gate that a reset or the group's
+	// deletion closes to see every mark (fenceSendBacks), and check the
+	// grant again under it: such a change fences grants first.
+	g.sbGate.RLock()
+	gated := true
+	defer func() {
+		if gated {
+			g.sbGate.RUnlock()
+		}
+	}()
+	committed, err := g.ownsStill(req.Member, grant, key)
+	if err != nil {
+		return SendBackResult{}, err
+	}
 	ref := sentBackRef{k: key, off: req.Offset}
-	if mark, found, err := g.claimSendBack(ctx, ref); err != nil || found {
+	if mark, found, err := g.claimSendBack(ctx, ref, srcQ.topic.id, committed); err != nil || found {
 		if err != nil {
 			return SendBackResult{}, fmt.Errorf("equeue: send back %s offset %d: %w", grant.QueueRef, req.Offset, err)
 		}
@@ -128,7 +146,7 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if strings.HasPrefix(m.Topic, RetryTopicPrefix) {
 		view = originView(m)
 	}
-	mark := sentBackMark{dead: req.DeadLetter, attempts: max(m.Attempt+1, req.Attempts)}
+	mark := sentBackMark{dead: req.DeadLetter, attempts: max(m.Attempt+1, req.Attempts), topicID: srcQ.topic.id}
 	target := mark.topic(req.Group)
 	var cause error
 	if req.Cause != "" {
@@ -140,6 +158,8 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	}
 	start := time.Now()
 	c, queued, err := e.queueSendBack(allowInternal(ctx, target), g, ref, mark, d)
+	g.sbGate.RUnlock()
+	gated = false
 	if err == nil {
 		err = c.wait(ctx)
 	}
@@ -241,6 +261,23 @@ func (c *coordinator) owner(groupName, memberID string, g Grant) (*group, Messag
 		return nil, 0, offsetKey{}, err
 	}
 	return grp, grp.model, grp.offsetKeyFor(memberID, g.QueueRef), nil
+}
+
+// ownsStill checks again that member owns q under its epoch in g, and
+// returns the committed offset of its offset key k (-1: none).
+func (g *group) ownsStill(member string, q Grant, k offsetKey) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.members[member]; !ok {
+		return 0, fmt.Errorf("%w: %q in group %q", ErrNotMember, member, g.name)
+	}
+	if err := g.checkGrant(member, q); err != nil {
+		return 0, err
+	}
+	if off, ok := g.offsets[k]; ok {
+		return off, nil
+	}
+	return -1, nil
 }
 
 // isInternalTopic reports whether name is an engine-internal topic.

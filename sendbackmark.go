@@ -21,21 +21,34 @@ import (
 // fails again, and is sent back again), and a caller retrying a SendBack
 // whose outcome it did not learn.
 //
-// A mark lives until the group's committed offset of its queue passes it:
-// the commit that does deletes it in the same write. A reset of the
-// group's offsets deletes every mark of the queues it moves (the operator
-// asks for the messages to be handled again, failures included); deleting
-// the group, its topic or a broadcasting member's offsets deletes them
-// too. The marks of each group are held in its memory (group.sentBack),
-// loaded when the engine opens.
+// A mark answers only while it can name the message it was written for:
+// it keeps the ID of its topic's incarnation (a topic deleted and created
+// again under its name has another), and one below the group's committed
+// offset is dead (the commit passed its message). Deleting marks is
+// therefore tidying, never what makes an answer right, with one exception:
+// a reset of the group's offsets deletes every mark of the queues it
+// moves, all of them, before it moves them (their messages are to be
+// handled again, failures included). A commit deletes the marks it passes,
+// up to a write's worth in its own write and the rest in writes after it;
+// deleting the topic, the group or a broadcasting member's offsets deletes
+// theirs. A reset, a group's deletion and a member's expiry first wait for
+// the send-backs being queued (group.sbGate) and written (a barrier), so
+// none of their marks lands after them. The marks of each group are held
+// in its memory (group.sentBack), loaded when the engine opens.
 
 var keySentBackPrefix = []byte("sbk/")
 
-// sentBackMark is what a mark keeps: where the copy went.
+// sentBackMark is what a mark keeps: where the copy went, and the
+// incarnation of the topic its message was pulled from.
 type sentBackMark struct {
 	dead     bool // %DLQ%<group>, not %RETRY%<group>
 	attempts int
+	topicID  uint32
 }
+
+// markDeletesPerWrite bounds the marks a commit deletes in its own write;
+// it deletes the rest in writes of as many after it.
+const markDeletesPerWrite = 512
 
 func sentBackKey(group string, k offsetKey, off int64) []byte {
 	b := appendOffsetKey(slices.Clone(keySentBackPrefix), group, k)
@@ -62,18 +75,19 @@ func sentBackValue(m sentBackMark) []byte {
 	if m.dead {
 		kind = 1
 	}
-	return binary.AppendUvarint([]byte{kind}, uint64(m.attempts))
+	b := binary.BigEndian.AppendUint32([]byte{kind}, m.topicID)
+	return binary.AppendUvarint(b, uint64(m.attempts))
 }
 
 func parseSentBackValue(v []byte) (sentBackMark, bool) {
-	if len(v) < 2 || v[0] > 1 {
+	if len(v) < 6 || v[0] > 1 {
 		return sentBackMark{}, false
 	}
-	n, used := binary.Uvarint(v[1:])
-	if used <= 0 || 1+used != len(v) || n > 1<<31 {
+	n, used := binary.Uvarint(v[5:])
+	if used <= 0 || 5+used != len(v) || n > 1<<31 {
 		return sentBackMark{}, false
 	}
-	return sentBackMark{dead: v[0] == 1, attempts: int(n)}, true
+	return sentBackMark{dead: v[0] == 1, topicID: binary.BigEndian.Uint32(v[1:5]), attempts: int(n)}, true
 }
 
 // topic is the group's topic that holds the copy.
@@ -84,13 +98,15 @@ func (m sentBackMark) topic(group string) string {
 	return RetryTopic(group)
 }
 
-// claimSendBack returns ref's mark when it has one. Otherwise it claims
-// ref for the caller, who must release it (releaseSendBack); a SendBack of
-// ref already being written is waited for first.
-func (g *group) claimSendBack(ctx context.Context, ref sentBackRef) (sentBackMark, bool, error) {
+// claimSendBack returns ref's mark when it has one that names the
+// message pulled from topic incarnation topicID, with the group's
+// committed offset of the queue at committed (-1: none). Otherwise it
+// claims ref for the caller, who must release it (releaseSendBack); a
+// SendBack of ref already being written is waited for first.
+func (g *group) claimSendBack(ctx context.Context, ref sentBackRef, topicID uint32, committed int64) (sentBackMark, bool, error) {
 	for {
 		g.sbMu.Lock()
-		if m, ok := g.markOf(ref); ok {
+		if m, ok := g.markOf(ref); ok && m.topicID == topicID && ref.off >= committed {
 			g.sbMu.Unlock()
 			return m, true, nil
 		}
@@ -161,20 +177,70 @@ func (g *group) forgetMark(k offsetKey, off int64) {
 	}
 }
 
-// marksBelow appends to ops the deletion of k's marks below off (all of
-// them when off < 0) and returns the offsets of those marks, for
-// forgetMarks once the write reached the store.
-func (g *group) marksBelow(ops []store.MetaOp, k offsetKey, off int64) ([]store.MetaOp, []int64) {
+// marksBelow returns the offsets of k's marks below off (all of them
+// when off < 0).
+func (g *group) marksBelow(k offsetKey, off int64) []int64 {
 	g.sbMu.Lock()
 	defer g.sbMu.Unlock()
 	var offs []int64
 	for o := range g.sentBack[k] {
 		if off < 0 || o < off {
 			offs = append(offs, o)
-			ops = append(ops, store.MetaOp{Key: sentBackKey(g.name, k, o), Delete: true})
 		}
 	}
-	return ops, offs
+	slices.Sort(offs)
+	return offs
+}
+
+// markDeletes appends to ops the deletion of k's marks at offs.
+func (g *group) markDeletes(ops []store.MetaOp, k offsetKey, offs []int64) []store.MetaOp {
+	for _, o := range offs {
+		ops = append(ops, store.MetaOp{Key: sentBackKey(g.name, k, o), Delete: true})
+	}
+	return ops
+}
+
+// deleteMarks deletes k's marks at offs from the store, in writes of
+// markDeletesPerWrite, and from memory as each write lands.
+func (e *Engine) deleteMarks(g *group, k offsetKey, offs []int64) error {
+	for len(offs) > 0 {
+		chunk := offs[:min(len(offs), markDeletesPerWrite)]
+		applied, err := e.storeMeta(g.markDeletes(nil, k, chunk)...)
+		if !applied {
+			return err
+		}
+		g.forgetMarks(k, chunk)
+		if err != nil {
+			return err
+		}
+		offs = offs[len(chunk):]
+	}
+	return nil
+}
+
+// deleteMarksAfter deletes the marks a commit passed and left for writes
+// after its own (offsetSet.later). They are dead already (below the
+// committed offset): a failure only leaves them for the next commit.
+func (e *Engine) deleteMarksAfter(g *group, set []offsetSet) {
+	for _, s := range set {
+		if err := e.deleteMarks(g, s.k, s.later); err != nil {
+			e.log.Warn("deleting send-back marks a commit passed; the next commit tries again", "group", g.name, "queue", s.k.q, "marks", len(s.later), "err", err)
+			return
+		}
+	}
+}
+
+// fenceSendBacks waits until no SendBack of g is being queued (the caller
+// then holds g.sbGate, which keeps new ones out until it unlocks it) and
+// every one queued before is written, so that their marks are in the
+// store and in g's memory.
+func (e *Engine) fenceSendBacks(ctx context.Context, g *group) error {
+	g.sbGate.Lock()
+	if err := e.barrier(ctx); err != nil {
+		g.sbGate.Unlock()
+		return err
+	}
+	return nil
 }
 
 // forgetMarks drops k's marks at offs from memory, after their deletion
@@ -257,6 +323,27 @@ func (c *coordinator) markKeysOf(topic string) ([][]byte, error) {
 		}
 	}
 	return keys.keys, nil
+}
+
+// deleteMarksOf deletes the send-back marks of a deleted topic, in writes
+// of deleteChunk. They name its incarnation, so those a failure leaves
+// answer for no later topic of the name; the groups' commits delete them.
+func (e *Engine) deleteMarksOf(topic string) {
+	keys, err := e.groups.markKeysOf(topic)
+	for err == nil && len(keys) > 0 {
+		chunk := keys[:min(len(keys), deleteChunk)]
+		ops := make([]store.MetaOp, len(chunk))
+		for i, k := range chunk {
+			ops[i] = store.MetaOp{Key: k, Delete: true}
+		}
+		err = e.writeMeta(ops...)
+		keys = keys[len(chunk):]
+	}
+	if err != nil {
+		e.log.Warn("deleting the send-back marks of a deleted topic", "topic", topic, "err", err)
+		return
+	}
+	e.groups.forgetMarksOf(topic)
 }
 
 // forgetMarksOf drops topic's marks from every group's memory, after they

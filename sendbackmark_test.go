@@ -1,6 +1,7 @@
 package equeue_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -350,4 +351,220 @@ func TestSendBack_GarbledMarkRefusesOpen(t *testing.T) {
 	_, err := equeue.Open("", &equeue.Options{Store: st})
 	require.ErrorIs(t, err, equeue.ErrCorrupt)
 	assert.Contains(t, err.Error(), "send-back mark")
+}
+
+// More marks than one write holds: the commit that passes them all, and
+// the deletion of their topic, still succeed, and leave none.
+func TestSendBack_MoreMarksThanAWriteHolds(t *testing.T) {
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	e, err := equeue.Open("", &equeue.Options{Store: fs})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	maxOps := fs.Limits().MaxEntries
+	require.Positive(t, maxOps)
+	n := int64(maxOps) + 700
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for i := int64(0); i < n; i += 500 {
+		msgs := make([]*equeue.Message, min(500, n-i))
+		for j := range msgs {
+			msgs[j] = &equeue.Message{Body: []byte("x")}
+		}
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+		require.NoError(t, err)
+	}
+	g, res := joinAndPull(t, e, "g", "m", "t")
+	for next := res.NextOffset; next < n; {
+		r, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: next, Max: equeue.MaxPullBatch, Group: "g", Member: "m", Epoch: g.Epoch})
+		require.NoError(t, err)
+		next = r.NextOffset
+	}
+	sendAll := func(grant equeue.Grant) {
+		offs := make(chan int64, n)
+		for o := range n {
+			offs <- o
+		}
+		close(offs)
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				for o := range offs {
+					_, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: grant, Offset: o, DeadLetter: true})
+					assert.NoError(t, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	sendAll(g)
+	require.Equal(t, int(n), sentBackMarks(t, fs))
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: n - 1}}}))
+	assert.Equal(t, 1, sentBackMarks(t, fs), "the commit deleted every mark it passed")
+
+	// The same through a reset and the topic's deletion.
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
+	require.NoError(t, e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest}))
+	assert.Zero(t, sentBackMarks(t, fs))
+	g, _ = joinAndPull(t, e, "g", "m", "t")
+	for next := int64(0); next < n; {
+		r, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: next, Max: equeue.MaxPullBatch, Group: "g", Member: "m", Epoch: g.Epoch})
+		require.NoError(t, err)
+		next = r.NextOffset
+	}
+	sendAll(g)
+	require.Equal(t, int(n), sentBackMarks(t, fs))
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	assert.Zero(t, sentBackMarks(t, fs))
+}
+
+// keepOpenStore is a store that outlives the engines opened on it.
+type keepOpenStore struct{ *faultstore.FS }
+
+func (keepOpenStore) Close() error { return nil }
+
+// A change that must see every mark (deleting the topic or the group,
+// resetting the offsets) while a send-back's write is held: once both
+// returned, no mark of that send-back is left, and after a restart a new
+// failure at the same place is stored, not answered as a duplicate.
+func TestSendBack_ChangesRacingAHeldSendBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(ctx context.Context, e *equeue.Engine) error
+		after  func(t *testing.T, e *equeue.Engine)
+	}{
+		{"delete topic", func(ctx context.Context, e *equeue.Engine) error { return e.DeleteTopic(ctx, "t") },
+			func(t *testing.T, e *equeue.Engine) {
+				require.NoError(t, e.CreateTopic(ctxT(t), "t", 1))
+				_, err := e.Append(ctxT(t), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("new")}}})
+				require.NoError(t, err)
+			}},
+		{"delete group", func(ctx context.Context, e *equeue.Engine) error {
+			return e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{Force: true})
+		}, func(*testing.T, *equeue.Engine) {}},
+		{"reset offsets", func(ctx context.Context, e *equeue.Engine) error {
+			return e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest})
+		}, func(*testing.T, *equeue.Engine) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			fs := faultstore.New(store.NewMemory())
+			e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
+			require.NoError(t, err)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("old")}}})
+			require.NoError(t, err)
+			g, _ := joinAndPull(t, e, "g", "m", "t")
+			held, hold := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			fs.OnWrite(func(b *store.Batch) error {
+				for _, op := range b.Meta {
+					if !op.Delete && len(op.Key) > 4 && string(op.Key[:4]) == "sbk/" {
+						once.Do(func() { close(held) })
+						<-hold
+					}
+				}
+				return nil
+			})
+			sent, changed := make(chan error, 1), make(chan error, 1)
+			go func() {
+				_, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, DeadLetter: true})
+				sent <- err
+			}()
+			<-held
+			go func() { changed <- tc.change(ctx, e) }()
+			time.Sleep(50 * time.Millisecond) // the change waits for the held write
+			close(hold)
+			require.NoError(t, <-sent)
+			require.NoError(t, <-changed)
+			fs.OnWrite(nil)
+			assert.Zero(t, sentBackMarks(t, fs), "no mark left behind")
+			require.NoError(t, e.Close())
+
+			e, err = equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, e.Close()) })
+			tc.after(t, e)
+			a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m2", From: equeue.ConsumeFromEarliest,
+				Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+			require.NoError(t, err)
+			require.Len(t, a.Queues, 1)
+			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: "g", Member: "m2", Epoch: a.Queues[0].Epoch})
+			require.NoError(t, err)
+			require.Len(t, res.Messages, 1)
+			r, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m2", Grant: a.Queues[0], Offset: 0, DeadLetter: true})
+			require.NoError(t, err)
+			assert.False(t, r.Duplicate, "a failure after the change is stored: %q", res.Messages[0].Body)
+		})
+	}
+}
+
+// A mark answers only for the message it was written for: one left in the
+// store by a topic deleted and created again (a deletion whose mark
+// writes failed) does not answer for the new topic's message at that
+// offset, and one the group's commit passed (a commit whose later mark
+// deletions failed) does not answer for the message read again below the
+// committed offset.
+func TestSendBack_MarkAnswersOnlyForItsMessage(t *testing.T) {
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	open := func() *equeue.Engine {
+		e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
+		require.NoError(t, err)
+		return e
+	}
+	e := open()
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	send := func(body string) {
+		_, err := newProducer(t, e, nil).Send(ctx, &equeue.Message{Topic: "t", Body: []byte(body)})
+		require.NoError(t, err)
+	}
+	send("old")
+	g, _ := joinAndPull(t, e, "g", "m", "t")
+	_, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, DeadLetter: true})
+	require.NoError(t, err)
+	var mark store.MetaOp
+	require.NoError(t, fs.ScanMeta([]byte("sbk/"), func(k, v []byte) error {
+		mark = store.MetaOp{Key: bytes.Clone(k), Value: bytes.Clone(v)}
+		return nil
+	}))
+	putBack := func() { // as if its deletion had failed, then a restart
+		t.Helper()
+		require.NoError(t, fs.Write(&store.Batch{Meta: []store.MetaOp{mark}}))
+		require.NoError(t, e.Close())
+		e = open()
+	}
+
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	require.Zero(t, sentBackMarks(t, fs))
+	putBack()
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	send("new")
+	g, _ = joinAndPull(t, e, "g", "m", "t")
+	res, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, DeadLetter: true})
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate, "the earlier topic's mark")
+	assert.Equal(t, int64(2), queueEnd(t, e, equeue.DLQTopic("g")))
+
+	// Now a mark of this topic below the committed offset.
+	require.NoError(t, fs.ScanMeta([]byte("sbk/"), func(k, v []byte) error {
+		mark = store.MetaOp{Key: bytes.Clone(k), Value: bytes.Clone(v)}
+		return nil
+	}))
+	send("next")
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 1}}}))
+	require.Zero(t, sentBackMarks(t, fs))
+	putBack()
+	g, _ = joinAndPull(t, e, "g", "m", "t") // from the committed offset, 1
+	again, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0, Group: "g", Member: "m", Epoch: g.Epoch})
+	require.NoError(t, err)
+	require.NotEmpty(t, again.Messages)
+	res, err = e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, DeadLetter: true})
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate, "a mark the commit passed")
+	assert.Equal(t, int64(3), queueEnd(t, e, equeue.DLQTopic("g")))
 }

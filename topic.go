@@ -528,10 +528,11 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	return notDurable(err, "delete topic %q", name)
 }
 
-// dropTopicMeta removes t's metadata, watermarks, committed offsets and
-// send-back marks in one store write and then, only if it reached the store, removes t from
-// memory (see storeMeta for applied). No offset commit of t runs meanwhile
-// (t.gate) and none is accepted after.
+// dropTopicMeta removes t's metadata, watermarks and committed offsets in
+// one store write and then, only if it reached the store, removes t from
+// memory (see storeMeta for applied) and deletes the groups' send-back
+// marks of its messages (deleteMarksOf). No offset commit of t runs
+// meanwhile (t.gate) and none is accepted after.
 func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.retain.mu.Lock()
 	defer t.retain.mu.Unlock()
@@ -546,11 +547,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	marks, err := e.groups.markKeysOf(t.name)
-	if err != nil {
-		return false, err
-	}
-	for _, k := range append(offs, marks...) {
+	for _, k := range offs {
 		ops = append(ops, store.MetaOp{Key: k, Delete: true})
 	}
 	if applied, err = e.storeMeta(ops...); !applied {
@@ -561,7 +558,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	e.mu.Unlock()
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)
-	e.groups.forgetMarksOf(t.name)
+	e.deleteMarksOf(t.name)
 	return true, err
 }
 

@@ -24,8 +24,9 @@ import (
 // so every call is retried on it. Calls that change nothing twice when
 // repeated (Route, Pull, group membership, offsets, SendBack: the engine
 // stores a send-back of one pulled message at most once, and answers a
-// repeat with SendBackResult.Duplicate) are also retried when a node
-// cannot be reached. Append is not: when the connection fails during one,
+// repeat with SendBackResult.Duplicate, or refuses it when it reaches a
+// new leader that has not seen the member's join or pull) are also
+// retried when a node cannot be reached. Append is not: when the connection fails during one,
 // it may have been stored, and the error (ErrUnavailable, or
 // equeue.ErrIndeterminate when the leader lost its leadership during the
 // write) is returned; send again with the same message IDs on a topic
@@ -276,8 +277,8 @@ func (cc *ClusterClient) FetchOffsets(ctx context.Context, group, member string,
 }
 
 // SendBack stores a failed message in its group's retry or dead-letter
-// topic (retried when the connection fails: a repeat is answered as a
-// duplicate; see ClusterClient).
+// topic (retried when the connection fails: a repeat stores nothing
+// twice; see ClusterClient).
 func (cc *ClusterClient) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equeue.SendBackResult, error) {
 	return onCluster(ctx, cc, true, func(c *Client) (equeue.SendBackResult, error) { return c.SendBack(ctx, req) })
 }
