@@ -80,7 +80,7 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 	for ref, off := range offsets {
 		k := offsetKey{q: ref}
 		// Marks left by native members the commit passes (sendbackmark.go).
-		passed := g.marksBelow(k, off)
+		passed := g.marksPassed(k, off)
 		if cur, ok := g.offsets[k]; ok && cur == off && len(g.attempts[k]) == 0 && len(passed) == 0 {
 			continue
 		}

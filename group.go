@@ -66,7 +66,7 @@ type group struct {
 	// sbGate is held shared by a SendBack from its member check until its
 	// write is queued, and exclusively (fenceSendBacks) by what must see
 	// every mark: a reset, the group's deletion, a member's expiry. It is
-	// taken before commitMu and mu.
+	// taken before topic gates, commitMu and mu.
 	sbGate sync.RWMutex
 	// sbMu guards sentBack and sbPending (sendbackmark.go). It is taken
 	// after mu when both are held, and never held across a store write:

@@ -92,7 +92,6 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	}
 	g.mu.Unlock()
 	g.commitMu.Lock()
-	defer g.commitMu.Unlock()
 	g.mu.Lock()
 	var (
 		ops  []store.MetaOp
@@ -120,7 +119,7 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 		k := g.offsetKeyFor(req.Member, oc.QueueRef)
 		// The send-back marks the commit passes: some go in its write, the
 		// rest after it (sendbackmark.go).
-		passed := g.marksBelow(k, oc.Offset)
+		passed := g.marksPassed(k, oc.Offset)
 		if cur, ok := g.offsets[k]; ok && cur == oc.Offset && slices.Equal(g.attempts[k], oc.Attempts) && len(passed) == 0 {
 			continue
 		}
@@ -132,9 +131,13 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, atts)})
 	}
 	g.mu.Unlock()
-	if err := e.storeOffsets(g, ops, set); err != nil {
+	err = e.storeOffsets(g, ops, set)
+	g.commitMu.Unlock()
+	if err != nil {
 		errs = append(errs, fmt.Errorf("equeue: commit offsets of %q: %w", req.Group, err))
 	} else {
+		// The marks the commit's write had no room for: deleted without
+		// holding up the group's next commit.
 		e.deleteMarksAfter(g, set)
 	}
 	return errors.Join(errs...)
@@ -198,7 +201,8 @@ func topicsOfGrants(gs []Grant) []string {
 
 // topicGate holds the offset gates of some topics (shared): while it is
 // held none of them can be deleted, so an offset written under it never
-// outlives its topic. Take it before any group lock.
+// outlives its topic. Take it before any group lock but a group's
+// send-back gate (group.sbGate), which comes first.
 type topicGate struct {
 	held []*topic
 }
@@ -515,20 +519,33 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 			keys = append(keys, offsetKey{q: q})
 		}
 	}
-	// Every send-back mark of a moved queue goes first: its messages are
-	// to be handled again, and one that fails again is sent back again.
-	for _, k := range keys {
-		if err := e.deleteMarks(g, k, g.marksBelow(k, -1)); err != nil {
-			return fmt.Errorf("equeue: reset offsets of %q: delete send-back marks: %w", groupName, err)
-		}
-	}
+	// The marks of the moved queues go in the offsets' own write (as many
+	// as fit), the rest after it while the fence still holds: a failed
+	// reset then leaves its marks with its offsets.
 	ops := make([]store.MetaOp, 0, len(keys))
 	for _, k := range keys {
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q], nil)})
 	}
+	var set []offsetSet
+	room := markDeletesPerWrite
+	for _, k := range keys {
+		all := g.marksBelow(k, -1)
+		now := all[:min(len(all), room)]
+		room -= len(now)
+		ops = g.markDeletes(ops, k, now)
+		set = append(set, offsetSet{k: k, marks: now, later: all[len(now):]})
+	}
 	applied, err := e.storeMeta(ops...)
 	if !applied {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
+	}
+	for _, s := range set {
+		g.forgetMarks(s.k, s.marks)
+	}
+	for _, s := range set {
+		if derr := e.deleteMarks(g, s.k, s.later); derr != nil {
+			e.log.Warn("reset: deleting send-back marks", "group", groupName, "err", derr)
+		}
 	}
 	for _, k := range keys {
 		g.setOffset(k, targets[k.q], nil)

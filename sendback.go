@@ -124,7 +124,19 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 		return SendBackResult{}, err
 	}
 	ref := sentBackRef{k: key, off: req.Offset}
-	if mark, found, err := g.claimSendBack(ctx, ref, srcQ.topic.id, committed); err != nil || found {
+	// A mark answers only while the topic holding its copy is the one it
+	// was written to (a group deleted and used again, or an operator's
+	// DeleteTopic of it, drops the copy).
+	copies := func() (c copyTopics) {
+		if t, ok := e.lookupTopic(RetryTopic(req.Group)); ok {
+			c.retry = t.id
+		}
+		if t, ok := e.lookupTopic(DLQTopic(req.Group)); ok {
+			c.dlq = t.id
+		}
+		return c
+	}
+	if mark, found, err := g.claimSendBack(ctx, ref, srcQ.topic.id, committed, copies); err != nil || found {
 		if err != nil {
 			return SendBackResult{}, fmt.Errorf("equeue: send back %s offset %d: %w", grant.QueueRef, req.Offset, err)
 		}
@@ -191,6 +203,11 @@ func (e *Engine) queueSendBack(ctx context.Context, g *group, ref sentBackRef, m
 	if err != nil {
 		return sendBackCommand{}, false, err
 	}
+	dest := c.q
+	if c.kind == cmdDelay {
+		dest = c.target
+	}
+	mark.copyID = dest.topic.id
 	c.meta = append(c.meta, store.MetaOp{Key: sentBackKey(g.name, ref.k, ref.off), Value: sentBackValue(mark)})
 	c.seal(e.limits)
 	if err := e.fits(c); err != nil {

@@ -44,6 +44,7 @@ type sentBackMark struct {
 	dead     bool // %DLQ%<group>, not %RETRY%<group>
 	attempts int
 	topicID  uint32
+	copyID   uint32 // the incarnation of the topic holding the copy
 }
 
 // markDeletesPerWrite bounds the marks a commit deletes in its own write;
@@ -76,18 +77,33 @@ func sentBackValue(m sentBackMark) []byte {
 		kind = 1
 	}
 	b := binary.BigEndian.AppendUint32([]byte{kind}, m.topicID)
+	b = binary.BigEndian.AppendUint32(b, m.copyID)
 	return binary.AppendUvarint(b, uint64(m.attempts))
 }
 
 func parseSentBackValue(v []byte) (sentBackMark, bool) {
-	if len(v) < 6 || v[0] > 1 {
+	if len(v) < 10 || v[0] > 1 {
 		return sentBackMark{}, false
 	}
-	n, used := binary.Uvarint(v[5:])
-	if used <= 0 || 5+used != len(v) || n > 1<<31 {
+	n, used := binary.Uvarint(v[9:])
+	if used <= 0 || 9+used != len(v) || n > 1<<31 {
 		return sentBackMark{}, false
 	}
-	return sentBackMark{dead: v[0] == 1, topicID: binary.BigEndian.Uint32(v[1:5]), attempts: int(n)}, true
+	return sentBackMark{dead: v[0] == 1, topicID: binary.BigEndian.Uint32(v[1:5]), copyID: binary.BigEndian.Uint32(v[5:9]), attempts: int(n)}, true
+}
+
+// copyTopics are the incarnations of a group's retry and dead-letter
+// topics (0: none).
+type copyTopics struct{ retry, dlq uint32 }
+
+// holds reports whether the topic m's copy went to is still the one it
+// was written to.
+func (c copyTopics) holds(m sentBackMark) bool {
+	id := c.retry
+	if m.dead {
+		id = c.dlq
+	}
+	return id != 0 && id == m.copyID
 }
 
 // topic is the group's topic that holds the copy.
@@ -100,13 +116,15 @@ func (m sentBackMark) topic(group string) string {
 
 // claimSendBack returns ref's mark when it has one that names the
 // message pulled from topic incarnation topicID, with the group's
-// committed offset of the queue at committed (-1: none). Otherwise it
+// committed offset of the queue at committed (-1: none), and whose copy's
+// topic is still the one copies returns. Otherwise it
 // claims ref for the caller, who must release it (releaseSendBack); a
 // SendBack of ref already being written is waited for first.
-func (g *group) claimSendBack(ctx context.Context, ref sentBackRef, topicID uint32, committed int64) (sentBackMark, bool, error) {
+func (g *group) claimSendBack(ctx context.Context, ref sentBackRef, topicID uint32, committed int64, copies func() copyTopics) (sentBackMark, bool, error) {
 	for {
+		live := copies() // read again after each wait: the write waited for may have created them
 		g.sbMu.Lock()
-		if m, ok := g.markOf(ref); ok && m.topicID == topicID && ref.off >= committed {
+		if m, ok := g.markOf(ref); ok && m.topicID == topicID && ref.off >= committed && live.holds(m) {
 			g.sbMu.Unlock()
 			return m, true, nil
 		}
@@ -178,18 +196,29 @@ func (g *group) forgetMark(k offsetKey, off int64) {
 }
 
 // marksBelow returns the offsets of k's marks below off (all of them
-// when off < 0).
+// when off < 0), in order.
 func (g *group) marksBelow(k offsetKey, off int64) []int64 {
 	g.sbMu.Lock()
-	defer g.sbMu.Unlock()
 	var offs []int64
 	for o := range g.sentBack[k] {
 		if off < 0 || o < off {
 			offs = append(offs, o)
 		}
 	}
+	g.sbMu.Unlock()
 	slices.Sort(offs)
 	return offs
+}
+
+// marksPassed returns the offsets of k's marks that a commit of off
+// deletes: those below it, or all of them when it moves k's committed
+// offset back (its messages are to be handled again, as after a reset).
+// g.mu must be held.
+func (g *group) marksPassed(k offsetKey, off int64) []int64 {
+	if cur, ok := g.offsets[k]; ok && off < cur {
+		return g.marksBelow(k, -1)
+	}
+	return g.marksBelow(k, off)
 }
 
 // markDeletes appends to ops the deletion of k's marks at offs.
@@ -304,32 +333,26 @@ func (c *coordinator) loadMarks() error {
 	})
 }
 
-// markKeysOf returns the store keys of every send-back mark of topic, in
-// the store and in memory.
-func (c *coordinator) markKeysOf(topic string) ([][]byte, error) {
-	var keys keySet
-	err := c.e.st.ScanMeta(keySentBackPrefix, func(key, _ []byte) error {
-		if _, k, _, ok := parseSentBackKey(key); ok && k.q.Topic == topic {
-			keys.add(key)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
+// markKeysOf returns the store keys of every send-back mark of topic.
+// Memory holds every mark the store does: it loads them all, records
+// each one the writer stored, and forgets one only once its deletion
+// reached the store. (A send-back of unknown outcome may have stored one
+// memory lacks; the engine then writes nothing more until it is opened
+// again, which loads it.)
+func (c *coordinator) markKeysOf(topic string) [][]byte {
+	var keys [][]byte
 	for _, g := range c.snapshot() {
-		for _, key := range g.markKeys(func(k offsetKey) bool { return k.q.Topic == topic }) {
-			keys.add(key)
-		}
+		keys = append(keys, g.markKeys(func(k offsetKey) bool { return k.q.Topic == topic })...)
 	}
-	return keys.keys, nil
+	return keys
 }
 
 // deleteMarksOf deletes the send-back marks of a deleted topic, in writes
 // of deleteChunk. They name its incarnation, so those a failure leaves
 // answer for no later topic of the name; the groups' commits delete them.
 func (e *Engine) deleteMarksOf(topic string) {
-	keys, err := e.groups.markKeysOf(topic)
+	keys := e.groups.markKeysOf(topic)
+	var err error
 	for err == nil && len(keys) > 0 {
 		chunk := keys[:min(len(keys), deleteChunk)]
 		ops := make([]store.MetaOp, len(chunk))

@@ -568,3 +568,44 @@ func TestSendBack_MarkAnswersOnlyForItsMessage(t *testing.T) {
 	assert.False(t, res.Duplicate, "a mark the commit passed")
 	assert.Equal(t, int64(3), queueEnd(t, e, equeue.DLQTopic("g")))
 }
+
+// A reset whose write fails changes nothing: its marks stay, and a
+// send-back repeated under the grant it did not fence is answered as a
+// duplicate. A commit that moves the offset back deletes the marks at and
+// above it too: those messages are handled again, failures included.
+func TestSendBack_FailedResetKeepsMarksAndCommitBackDropsThem(t *testing.T) {
+	ctx := ctxT(t)
+	e, fs, g := openMarked(t, 3, nil)
+	req := &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, DeadLetter: true}
+	_, err := e.SendBack(ctx, req)
+	require.NoError(t, err)
+	fs.OnWrite(func(b *store.Batch) error { // the reset's write fails
+		for _, op := range b.Meta {
+			if bytes.HasPrefix(op.Key, []byte("off/")) {
+				return errors.New("injected")
+			}
+		}
+		return nil
+	})
+	require.Error(t, e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest}))
+	fs.OnWrite(nil)
+	again, err := e.SendBack(ctx, req)
+	require.NoError(t, err)
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, int64(1), queueEnd(t, e, equeue.DLQTopic("g")))
+
+	// Commit to 2, send back 2, then commit back to 1.
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 2}}}))
+	req.Offset = 2
+	_, err = e.SendBack(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, 1, sentBackMarks(t, fs))
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 1}}}))
+	assert.Zero(t, sentBackMarks(t, fs), "moved back: the mark at 2 goes")
+	res, err := e.SendBack(ctx, req)
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate)
+	assert.Equal(t, int64(3), queueEnd(t, e, equeue.DLQTopic("g")))
+}
