@@ -21,25 +21,28 @@ import (
 // fails again, and is sent back again), and a caller retrying a SendBack
 // whose outcome it did not learn.
 //
-// A mark answers only while it can name the message it was written for:
-// it keeps the ID of its topic's incarnation (a topic deleted and created
-// again under its name has another), and one below the group's committed
-// offset is dead (the commit passed its message). Deleting marks is
-// therefore tidying, never what makes an answer right, with one exception:
-// a reset of the group's offsets deletes every mark of the queues it
-// moves, all of them, before it moves them (their messages are to be
-// handled again, failures included). A commit deletes the marks it passes,
-// up to a write's worth in its own write and the rest in writes after it;
-// deleting the topic, the group or a broadcasting member's offsets deletes
-// theirs. A reset, a group's deletion and a member's expiry first wait for
-// the send-backs being queued (group.sbGate) and written (a barrier), so
-// none of their marks lands after them. The marks of each group are held
-// in its memory (group.sentBack), loaded when the engine opens.
+// A mark answers only while it can name the message it was written for
+// and its copy is where it went: it keeps the IDs of the incarnations of
+// its message's topic and of the topic holding the copy (a topic deleted
+// and created again under its name has another), and one below the
+// group's committed offset is dead (the commit passed its message).
+// Deleting marks is therefore tidying, never what makes an answer right,
+// with one exception: a reset of the group's offsets, and a commit that
+// moves one back, delete every mark of the queues they move (their
+// messages are to be handled again, failures included), as many as fit
+// in their own write and the rest after it. A commit deletes the marks it
+// passes the same way; deleting the topic, the group or a broadcasting
+// member's offsets deletes theirs. A reset, a group's deletion and a
+// member's expiry first wait for the send-backs being queued
+// (group.sbGate) and written (a barrier), so none of their marks lands
+// after them. The marks of each group are held in its memory
+// (group.sentBack), loaded when the engine opens.
 
 var keySentBackPrefix = []byte("sbk/")
 
 // sentBackMark is what a mark keeps: where the copy went, and the
-// incarnation of the topic its message was pulled from.
+// incarnations of the topic its message was pulled from and of the topic
+// holding the copy.
 type sentBackMark struct {
 	dead     bool // %DLQ%<group>, not %RETRY%<group>
 	attempts int
