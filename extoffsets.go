@@ -62,10 +62,10 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 	}
 	c.mu.Unlock()
 	g.commitMu.Lock()
-	defer g.commitMu.Unlock()
 	g.mu.Lock()
 	if len(g.members) > 0 {
 		g.mu.Unlock()
+		g.commitMu.Unlock()
 		return fmt.Errorf("%w: group %q has native members", ErrFenced, group)
 	}
 	// A group coordinated outside has no native members to come and go:
@@ -87,11 +87,16 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 		now := passed[:min(len(passed), room)]
 		room -= len(now)
 		ops = g.markDeletes(ops, k, now)
-		set = append(set, offsetSet{k: k, off: off, marks: now, later: passed[len(now):]})
+		cur, had := g.offsets[k]
+		set = append(set, offsetSet{k: k, off: off, marks: now, later: passed[len(now):], back: had && off < cur})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
 	}
 	g.mu.Unlock()
-	err := e.storeOffsets(g, ops, set)
+	err := e.deleteMarksBeforeMovingBack(g, set)
+	if err == nil {
+		err = e.storeOffsets(g, ops, set)
+	}
+	g.commitMu.Unlock() // deleteMarksAfter takes it per write
 	if err != nil && !errors.Is(err, ErrIndeterminate) && created {
 		g.mu.Lock()
 		empty := len(g.members) == 0 && len(g.offsets) == 0

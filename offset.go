@@ -84,13 +84,49 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	if req == nil {
 		return fmt.Errorf("%w: nil commit request", ErrInvalidArgument)
 	}
-	gate := e.gateTopics(topicsOfCommits(req.Offsets))
-	defer gate.release()
 	g, err := e.groups.memberGroup(req.Group, req.Member)
 	if err != nil {
 		return err
 	}
+	// A commit that moves an offset back deletes every mark of its queue
+	// (sendbackmark.go): like a reset, it first fences the group's
+	// send-backs in progress, so that none leaves a mark behind it.
+	fenced := g.movesBack(req)
 	g.mu.Unlock()
+	for {
+		if fenced {
+			if err := e.fenceSendBacks(ctx, g); err != nil {
+				return fmt.Errorf("equeue: commit offsets of %q: %w", req.Group, err)
+			}
+		}
+		again, err := e.commitOffsets(g, req, fenced)
+		if fenced {
+			g.sbGate.Unlock()
+		}
+		if !again {
+			return err
+		}
+		fenced = true // an offset moved on since movesBack looked
+	}
+}
+
+// movesBack reports whether req moves one of g's committed offsets back.
+// g.mu must be held.
+func (g *group) movesBack(req *CommitRequest) bool {
+	for _, oc := range req.Offsets {
+		if cur, ok := g.offsets[g.offsetKeyFor(req.Member, oc.QueueRef)]; ok && oc.Offset < cur {
+			return true
+		}
+	}
+	return false
+}
+
+// commitOffsets is CommitOffsets once g's send-backs are fenced when
+// fenced is set; when it is not and the commit moves an offset back, it
+// stores nothing and reports again.
+func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again bool, err error) {
+	gate := e.gateTopics(topicsOfCommits(req.Offsets))
+	defer gate.release()
 	g.commitMu.Lock()
 	g.mu.Lock()
 	var (
@@ -127,11 +163,21 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 		room -= len(now)
 		ops = g.markDeletes(ops, k, now)
 		atts := slices.Clone(oc.Attempts)
-		set = append(set, offsetSet{k: k, off: oc.Offset, atts: atts, marks: now, later: passed[len(now):]})
+		cur, had := g.offsets[k]
+		back := had && oc.Offset < cur
+		if back && !fenced {
+			g.mu.Unlock()
+			g.commitMu.Unlock()
+			return true, nil
+		}
+		set = append(set, offsetSet{k: k, off: oc.Offset, atts: atts, marks: now, later: passed[len(now):], back: back})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, atts)})
 	}
 	g.mu.Unlock()
-	err = e.storeOffsets(g, ops, set)
+	err = e.deleteMarksBeforeMovingBack(g, set)
+	if err == nil {
+		err = e.storeOffsets(g, ops, set)
+	}
 	g.commitMu.Unlock()
 	if err != nil {
 		errs = append(errs, fmt.Errorf("equeue: commit offsets of %q: %w", req.Group, err))
@@ -140,7 +186,7 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 		// holding up the group's next commit.
 		e.deleteMarksAfter(g, set)
 	}
-	return errors.Join(errs...)
+	return false, errors.Join(errs...)
 }
 
 // offsetSet is one committed offset to publish in a group's memory, with
@@ -151,6 +197,22 @@ type offsetSet struct {
 	off          int64
 	atts         []MessageAttempts
 	marks, later []int64
+	back         bool // moves k's committed offset back: later go before the write
+}
+
+// deleteMarksBeforeMovingBack deletes, before the write that moves an
+// offset back, the marks it passes that the write has no room for: they
+// are live (at or above the new offset), so none may outlive the move.
+func (e *Engine) deleteMarksBeforeMovingBack(g *group, set []offsetSet) error {
+	for i := range set {
+		if s := &set[i]; s.back && len(s.later) > 0 {
+			if err := e.deleteMarks(g, s.k, s.later); err != nil {
+				return err
+			}
+			s.later = nil
+		}
+	}
+	return nil
 }
 
 // storeOffsets writes ops and then, if they reached the store (see
@@ -535,17 +597,17 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 		ops = g.markDeletes(ops, k, now)
 		set = append(set, offsetSet{k: k, marks: now, later: all[len(now):]})
 	}
+	for _, s := range set { // before the move: a failure or kill leaves no live mark
+		if derr := e.deleteMarks(g, s.k, s.later); derr != nil {
+			return fmt.Errorf("equeue: reset offsets of %q: deleting send-back marks: %w", groupName, derr)
+		}
+	}
 	applied, err := e.storeMeta(ops...)
 	if !applied {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
 	}
 	for _, s := range set {
 		g.forgetMarks(s.k, s.marks)
-	}
-	for _, s := range set {
-		if derr := e.deleteMarks(g, s.k, s.later); derr != nil {
-			e.log.Warn("reset: deleting send-back marks", "group", groupName, "err", derr)
-		}
 	}
 	for _, k := range keys {
 		g.setOffset(k, targets[k.q], nil)

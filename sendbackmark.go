@@ -125,9 +125,10 @@ func (m sentBackMark) topic(group string) string {
 // SendBack of ref already being written is waited for first.
 func (g *group) claimSendBack(ctx context.Context, ref sentBackRef, topicID uint32, committed int64, copies func() copyTopics) (sentBackMark, bool, error) {
 	for {
-		live := copies() // read again after each wait: the write waited for may have created them
 		g.sbMu.Lock()
-		if m, ok := g.markOf(ref); ok && m.topicID == topicID && ref.off >= committed && live.holds(m) {
+		// Read under sbMu: a mark recorded implies its copy's topic was
+		// published before, so ids read now are not older than the mark.
+		if m, ok := g.markOf(ref); ok && m.topicID == topicID && ref.off >= committed && copies().holds(m) {
 			g.sbMu.Unlock()
 			return m, true, nil
 		}
@@ -255,11 +256,32 @@ func (e *Engine) deleteMarks(g *group, k offsetKey, offs []int64) error {
 // committed offset): a failure only leaves them for the next commit.
 func (e *Engine) deleteMarksAfter(g *group, set []offsetSet) {
 	for _, s := range set {
-		if err := e.deleteMarks(g, s.k, s.later); err != nil {
+		if err := e.deleteDeadMarks(g, s.k, s.later); err != nil {
 			e.log.Warn("deleting send-back marks a commit passed; the next commit tries again", "group", g.name, "queue", s.k.q, "marks", len(s.later), "err", err)
 			return
 		}
 	}
+}
+
+// deleteDeadMarks deletes, chunk by chunk under g.commitMu, those of
+// k's marks at offs still below k's committed offset: a reset or a commit
+// moving the offset back since may have made a new mark at one of them live.
+func (e *Engine) deleteDeadMarks(g *group, k offsetKey, offs []int64) error {
+	for len(offs) > 0 {
+		chunk := offs[:min(len(offs), markDeletesPerWrite)]
+		offs = offs[len(chunk):]
+		g.commitMu.Lock()
+		g.mu.Lock()
+		cur, ok := g.offsets[k]
+		g.mu.Unlock()
+		dead := slices.DeleteFunc(slices.Clone(chunk), func(o int64) bool { return !ok || o >= cur })
+		err := e.deleteMarks(g, k, dead)
+		g.commitMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fenceSendBacks waits until no SendBack of g is being queued (the caller
@@ -336,12 +358,13 @@ func (c *coordinator) loadMarks() error {
 	})
 }
 
-// markKeysOf returns the store keys of every send-back mark of topic.
-// Memory holds every mark the store does: it loads them all, records
-// each one the writer stored, and forgets one only once its deletion
-// reached the store. (A send-back of unknown outcome may have stored one
-// memory lacks; the engine then writes nothing more until it is opened
-// again, which loads it.)
+// markKeysOf returns the store keys of the send-back marks of topic that
+// memory holds. Memory holds every mark that can answer: it loads them
+// all, records each one the writer stored, and forgets one only once its
+// deletion reached the store or the mark is dead. (The store may keep a
+// mark memory lacks: one of a send-back of unknown outcome, after which
+// the engine writes nothing more until it is opened again, which loads
+// it; or one of a deleted topic's incarnation, which answers for no other.)
 func (c *coordinator) markKeysOf(topic string) [][]byte {
 	var keys [][]byte
 	for _, g := range c.snapshot() {
@@ -355,6 +378,7 @@ func (c *coordinator) markKeysOf(topic string) [][]byte {
 // answer for no later topic of the name; the groups' commits delete them.
 func (e *Engine) deleteMarksOf(topic string) {
 	keys := e.groups.markKeysOf(topic)
+	listed := keys
 	var err error
 	for err == nil && len(keys) > 0 {
 		chunk := keys[:min(len(keys), deleteChunk)]
@@ -369,19 +393,7 @@ func (e *Engine) deleteMarksOf(topic string) {
 		e.log.Warn("deleting the send-back marks of a deleted topic", "topic", topic, "err", err)
 		return
 	}
-	e.groups.forgetMarksOf(topic)
-}
-
-// forgetMarksOf drops topic's marks from every group's memory, after they
-// were deleted from the store.
-func (c *coordinator) forgetMarksOf(topic string) {
-	for _, g := range c.snapshot() {
-		g.sbMu.Lock()
-		for k := range g.sentBack {
-			if k.q.Topic == topic {
-				delete(g.sentBack, k)
-			}
-		}
-		g.sbMu.Unlock()
+	for _, g := range e.groups.snapshot() {
+		g.forgetMarkKeys(listed)
 	}
 }

@@ -609,3 +609,135 @@ func TestSendBack_FailedResetKeepsMarksAndCommitBackDropsThem(t *testing.T) {
 	assert.False(t, res.Duplicate)
 	assert.Equal(t, int64(3), queueEnd(t, e, equeue.DLQTopic("g")))
 }
+
+// pullAll pulls topic t's queue 0 from 0 to n under g.
+func pullAll(t *testing.T, e *equeue.Engine, g equeue.Grant, member string, n int64) {
+	t.Helper()
+	for next := int64(0); next < n; {
+		r, err := e.Pull(ctxT(t), &equeue.PullRequest{Topic: "t", Offset: next, Max: equeue.MaxPullBatch, Group: "g", Member: member, Epoch: g.Epoch})
+		require.NoError(t, err)
+		next = r.NextOffset
+	}
+}
+
+// onlyMarkDeletes reports whether b is one of the later mark-deletion writes.
+func onlyMarkDeletes(b *store.Batch) bool {
+	if len(b.Meta) == 0 || len(b.Entries) > 0 {
+		return false
+	}
+	for _, op := range b.Meta {
+		if !op.Delete || !bytes.HasPrefix(op.Key, []byte("sbk/")) {
+			return false
+		}
+	}
+	return true
+}
+
+// A commit moving the offset back waits, as a reset does, for a send-back
+// being written: the send-back's mark, written first, does not outlive the
+// move and answer for the message handled again.
+func TestSendBack_CommitBackWaitsForAHeldSendBack(t *testing.T) {
+	ctx := ctxT(t)
+	e, fs, g := openMarked(t, 3, nil)
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 2}}}))
+	held, hold := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fs.OnWrite(func(b *store.Batch) error {
+		for _, op := range b.Meta {
+			if !op.Delete && bytes.HasPrefix(op.Key, []byte("sbk/")) {
+				once.Do(func() { close(held) })
+				<-hold
+			}
+		}
+		return nil
+	})
+	req := &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 2, DeadLetter: true}
+	sent, back := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := e.SendBack(ctx, req); sent <- err }()
+	<-held
+	go func() {
+		back <- e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+			Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 1}}})
+	}()
+	time.Sleep(50 * time.Millisecond) // the commit listed the marks, its write waits
+	close(hold)
+	require.NoError(t, <-sent)
+	require.NoError(t, <-back)
+	fs.OnWrite(nil)
+	assert.Zero(t, sentBackMarks(t, fs), "the commit moved the offset back below the mark (written first)")
+	res, err := e.SendBack(ctx, req)
+	require.NoError(t, err)
+	assert.False(t, res.Duplicate)
+}
+
+// A move back (a reset, or a commit moving the offset back) past more
+// marks than its own write holds: when the writes deleting the others
+// fail, it fails and moves nothing, the marks staying with the offsets;
+// when they succeed, no mark is left, and after a restart the messages
+// handled again are sent back again.
+func TestSendBack_MoveBackPastManyMarks(t *testing.T) {
+	for _, how := range []string{"commit back", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := ctxT(t)
+			fs := faultstore.New(store.NewMemory())
+			open := func() *equeue.Engine {
+				e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
+				require.NoError(t, err)
+				return e
+			}
+			e := open()
+			const n = 600
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			msgs := make([]*equeue.Message, n)
+			for i := range msgs {
+				msgs[i] = &equeue.Message{Body: []byte("x")}
+			}
+			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+			require.NoError(t, err)
+			g, _ := joinAndPull(t, e, "g", "m", "t")
+			pullAll(t, e, g, "m", n)
+			require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+				Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 1}}}))
+			for o := int64(1); o < n; o++ {
+				_, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: o, DeadLetter: true})
+				require.NoError(t, err)
+			}
+			move := func() error {
+				if how == "reset" {
+					return e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest})
+				}
+				return e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+					Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 0}}})
+			}
+			if how == "reset" {
+				require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
+			}
+			fs.OnWrite(func(b *store.Batch) error {
+				if onlyMarkDeletes(b) {
+					return errors.New("injected")
+				}
+				return nil
+			})
+			require.Error(t, move())
+			fs.OnWrite(nil)
+			offs, err := e.GroupOffsets(ctx, "g")
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), offs[equeue.QueueRef{Topic: "t", Queue: 0}], "nothing moved")
+			assert.Equal(t, n-1, sentBackMarks(t, fs), "the marks stay with the offsets")
+
+			require.NoError(t, move())
+			assert.Zero(t, sentBackMarks(t, fs))
+			require.NoError(t, e.Close())
+			e = open()
+			t.Cleanup(func() { require.NoError(t, e.Close()) })
+			g, _ = joinAndPull(t, e, "g", "m2", "t")
+			pullAll(t, e, g, "m2", n)
+			dlq := queueEnd(t, e, equeue.DLQTopic("g"))
+			res, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m2", Grant: g, Offset: n - 1, DeadLetter: true})
+			require.NoError(t, err)
+			assert.False(t, res.Duplicate, "handled again after the move back: its failure is stored")
+			assert.Equal(t, dlq+1, queueEnd(t, e, equeue.DLQTopic("g")))
+		})
+	}
+}
