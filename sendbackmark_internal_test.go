@@ -143,4 +143,3 @@ func TestSendBack_LateMarkDeletionsSpareANewerMark(t *testing.T) {
 	_, next, _ := dlq.queueList()[0].bounds()
 	assert.Equal(t, int64(2), next, "one copy per handling")
 }
-
