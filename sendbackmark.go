@@ -30,12 +30,14 @@ import (
 // with one exception: a reset of the group's offsets, and a commit that
 // moves one back, delete every mark of the queues they move (their
 // messages are to be handled again, failures included), as many as fit
-// in their own write and the rest after it. A commit deletes the marks it
-// passes the same way; deleting the topic, the group or a broadcasting
-// member's offsets deletes theirs. A reset, a group's deletion and a
-// member's expiry first wait for the send-backs being queued
-// (group.sbGate) and written (a barrier), so none of their marks lands
-// after them. The marks of each group are held in its memory
+// in their own write and the rest in writes before it: one that fails
+// moves nothing and leaves no live mark. A commit deletes the marks it
+// passes, as many as fit in its write and the rest after it (they are
+// dead already); deleting the topic, the group or a broadcasting member's
+// offsets deletes theirs. A reset, a commit moving back, a group's
+// deletion and a member's expiry first wait for the send-backs being
+// queued (group.sbGate) and written (a barrier), so none of their marks
+// lands after them. The marks of each group are held in its memory
 // (group.sentBack), loaded when the engine opens.
 
 var keySentBackPrefix = []byte("sbk/")
