@@ -219,11 +219,7 @@ func (c *coordinator) load() error {
 		if !good || !goodValue {
 			return fmt.Errorf("%w: offset key %q", ErrCorrupt, k)
 		}
-		g := c.groups[name]
-		if g == nil {
-			g = c.create(groupMeta{Name: name})
-			c.groups[name] = g
-		}
+		g := c.loaded(name)
 		g.offsets[ok] = off
 		if len(atts) > 0 {
 			g.attempts[ok] = atts
@@ -234,6 +230,17 @@ func (c *coordinator) load() error {
 		return err
 	}
 	return c.loadMarks()
+}
+
+// loaded returns the group name as load found it, created when only its
+// offsets or marks are stored.
+func (c *coordinator) loaded(name string) *group {
+	g := c.groups[name]
+	if g == nil {
+		g = c.create(groupMeta{Name: name})
+		c.groups[name] = g
+	}
+	return g
 }
 
 // run expires silent members until the engine closes.

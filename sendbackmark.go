@@ -348,11 +348,7 @@ func (c *coordinator) loadMarks() error {
 		if !good || !goodValue {
 			return fmt.Errorf("%w: send-back mark %q", ErrCorrupt, key)
 		}
-		g := c.groups[name]
-		if g == nil {
-			g = c.create(groupMeta{Name: name})
-			c.groups[name] = g
-		}
+		g := c.loaded(name)
 		g.sbMu.Lock()
 		g.setMark(sentBackRef{k, off}, m)
 		g.sbMu.Unlock()

@@ -14,22 +14,8 @@ import (
 // and leaves no mark: its message is delivered again after the reset and
 // a failure then is stored again.
 func TestSendBack_RechecksItsGrantUnderTheGate(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	e, err := Open("", &Options{InMemory: true})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, e.Close()) }()
-	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	_, err = e.Append(ctx, &AppendRequest{Topic: "t", Messages: []*Message{{Body: []byte("x")}}})
-	require.NoError(t, err)
-	a, err := e.JoinGroup(ctx, &JoinRequest{Group: "g", Member: "m", Subscriptions: []Subscription{{Topic: "t"}}})
-	require.NoError(t, err)
-	require.Len(t, a.Queues, 1)
-	grant := a.Queues[0]
-	_, err = e.Pull(ctx, &PullRequest{Topic: "t", Group: "g", Member: "m", Epoch: grant.Epoch})
-	require.NoError(t, err)
-	g, err := e.groups.group("g")
-	require.NoError(t, err)
+	ctx := t.Context()
+	e, g, grant := markedEngine(t)
 
 	g.sbGate.Lock() // as a reset holds it while it moves the offsets
 	sent := make(chan error, 1)
