@@ -110,10 +110,14 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	}
 }
 
-// movesBack reports whether req moves one of g's committed offsets back.
-// g.mu must be held.
+// movesBack reports whether req moves one of g's committed offsets back
+// under a grant the member holds (a commit refused as fenced does not
+// hold up the group's send-backs). g.mu must be held.
 func (g *group) movesBack(req *CommitRequest) bool {
 	for _, oc := range req.Offsets {
+		if g.checkGrant(req.Member, oc.Grant) != nil {
+			continue
+		}
 		if cur, ok := g.offsets[g.offsetKeyFor(req.Member, oc.QueueRef)]; ok && oc.Offset < cur {
 			return true
 		}
