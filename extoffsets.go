@@ -84,11 +84,11 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 		if cur, ok := g.offsets[k]; ok && cur == off && len(g.attempts[k]) == 0 && len(passed) == 0 {
 			continue
 		}
-		now := passed[:min(len(passed), room)]
-		room -= len(now)
-		ops = g.markDeletes(ops, k, now)
 		cur, had := g.offsets[k]
-		set = append(set, offsetSet{k: k, off: off, marks: now, later: passed[len(now):], back: had && off < cur})
+		var s offsetSet
+		ops, s = g.passMarks(ops, &room, k, off, passed)
+		s.back = had && off < cur
+		set = append(set, s)
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
 	}
 	g.mu.Unlock()

@@ -163,10 +163,6 @@ func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again
 		if cur, ok := g.offsets[k]; ok && cur == oc.Offset && slices.Equal(g.attempts[k], oc.Attempts) && len(passed) == 0 {
 			continue
 		}
-		now := passed[:min(len(passed), room)]
-		room -= len(now)
-		ops = g.markDeletes(ops, k, now)
-		atts := slices.Clone(oc.Attempts)
 		cur, had := g.offsets[k]
 		back := had && oc.Offset < cur
 		if back && !fenced {
@@ -174,8 +170,11 @@ func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again
 			g.commitMu.Unlock()
 			return true, nil
 		}
-		set = append(set, offsetSet{k: k, off: oc.Offset, atts: atts, marks: now, later: passed[len(now):], back: back})
-		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, atts)})
+		var s offsetSet
+		ops, s = g.passMarks(ops, &room, k, oc.Offset, passed)
+		s.atts, s.back = slices.Clone(oc.Attempts), back
+		set = append(set, s)
+		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, s.atts)})
 	}
 	g.mu.Unlock()
 	err = e.deleteMarksBeforeMovingBack(g, set)
@@ -585,36 +584,29 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 			keys = append(keys, offsetKey{q: q})
 		}
 	}
-	// The marks of the moved queues go in the offsets' own write (as many
-	// as fit), the rest after it while the fence still holds: a failed
-	// reset then leaves its marks with its offsets.
+	// Every mark of a moved queue goes, as with a commit moving back: as
+	// many as fit in the offsets' own write, the rest in writes before it,
+	// so that a failed reset moves nothing and leaves no live mark.
 	ops := make([]store.MetaOp, 0, len(keys))
-	for _, k := range keys {
-		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q], nil)})
-	}
-	var set []offsetSet
+	set := make([]offsetSet, 0, len(keys))
 	room := markDeletesPerWrite
 	for _, k := range keys {
-		all := g.marksBelow(k, -1)
-		now := all[:min(len(all), room)]
-		room -= len(now)
-		ops = g.markDeletes(ops, k, now)
-		set = append(set, offsetSet{k: k, marks: now, later: all[len(now):]})
+		var s offsetSet
+		ops, s = g.passMarks(ops, &room, k, targets[k.q], g.marksBelow(k, -1))
+		s.back = true
+		set = append(set, s)
+		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q], nil)})
 	}
-	for _, s := range set { // before the move: a failure or kill leaves no live mark
-		if derr := e.deleteMarks(g, s.k, s.later); derr != nil {
-			return fmt.Errorf("equeue: reset offsets of %q: deleting send-back marks: %w", groupName, derr)
-		}
+	if err := e.deleteMarksBeforeMovingBack(g, set); err != nil {
+		return fmt.Errorf("equeue: reset offsets of %q: deleting send-back marks: %w", groupName, err)
 	}
 	applied, err := e.storeMeta(ops...)
 	if !applied {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
 	}
 	for _, s := range set {
+		g.setOffset(s.k, s.off, nil)
 		g.forgetMarks(s.k, s.marks)
-	}
-	for _, k := range keys {
-		g.setOffset(k, targets[k.q], nil)
 	}
 	// Fence every current grant: owners must drop what they hold and refetch.
 	clear(g.owners)

@@ -227,6 +227,15 @@ func (g *group) marksPassed(k offsetKey, off int64) []int64 {
 	return g.marksBelow(k, off)
 }
 
+// passMarks appends to ops the deletion of as many of the marks at passed
+// (k's) as *room still allows in one write, and returns the offsetSet
+// entry for k's new offset off with those (marks) and the rest (later).
+func (g *group) passMarks(ops []store.MetaOp, room *int, k offsetKey, off int64, passed []int64) ([]store.MetaOp, offsetSet) {
+	now := passed[:min(len(passed), *room)]
+	*room -= len(now)
+	return g.markDeletes(ops, k, now), offsetSet{k: k, off: off, marks: now, later: passed[len(now):]}
+}
+
 // markDeletes appends to ops the deletion of k's marks at offs.
 func (g *group) markDeletes(ops []store.MetaOp, k offsetKey, offs []int64) []store.MetaOp {
 	for _, o := range offs {
