@@ -24,12 +24,12 @@ import (
 // (their own commits rule its offsets); in those cases nothing was stored.
 // An error matching ErrIndeterminate means the offsets were written but may
 // not be durable. The engine's view changes only after the store write returned.
-func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets map[QueueRef]int64) error {
+func (e *Engine) CommitGroupOffsets(ctx context.Context, name string, offsets map[QueueRef]int64) error {
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
 	defer e.leave()
-	if err := ValidateName(group); err != nil {
+	if err := ValidateName(name); err != nil {
 		return err
 	}
 	names := make([]string, 0, len(offsets))
@@ -45,20 +45,74 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 	if len(offsets) == 0 {
 		return nil
 	}
+	// A commit that moves an offset back deletes every send-back mark of
+	// its queue (sendbackmark.go). A native member that has just left may
+	// still be queueing a send-back: like a reset, such a commit first
+	// fences the group's send-backs, so that none leaves a mark behind it.
+	var fenced *group // the group whose send-backs this call holds fenced
+	defer func() {
+		if fenced != nil {
+			fenced.sbGate.Unlock()
+		}
+	}()
+	if g, err := e.groups.group(name); err == nil {
+		g.mu.Lock()
+		back := g.movesBackTo(offsets)
+		g.mu.Unlock()
+		if back {
+			if err := e.fenceSendBacks(ctx, g); err != nil {
+				return fmt.Errorf("equeue: commit offsets of %q: %w", name, err)
+			}
+			fenced = g
+		}
+	}
+	for {
+		g, err := e.commitGroupOffsets(name, names, offsets, fenced)
+		if g == nil {
+			return err
+		}
+		// An offset moved on since the look above, or the group is
+		// another: fence the one the commit found, and commit again.
+		if fenced != nil {
+			fenced.sbGate.Unlock()
+			fenced = nil
+		}
+		if err := e.fenceSendBacks(ctx, g); err != nil {
+			return fmt.Errorf("equeue: commit offsets of %q: %w", name, err)
+		}
+		fenced = g
+	}
+}
+
+// movesBackTo reports whether offsets move one of g's committed offsets
+// back. g.mu must be held.
+func (g *group) movesBackTo(offsets map[QueueRef]int64) bool {
+	for ref, off := range offsets {
+		if cur, ok := g.offsets[offsetKey{q: ref}]; ok && off < cur {
+			return true
+		}
+	}
+	return false
+}
+
+// commitGroupOffsets is CommitGroupOffsets once the send-backs of fenced
+// are fenced. When the commit moves an offset of a group other than
+// fenced back, it stores nothing and returns that group, to be fenced.
+func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[QueueRef]int64, fenced *group) (refence *group, err error) {
 	gate := e.gateTopics(names)
 	defer gate.release()
 	for ref := range offsets {
 		if err := gate.check(ref.Topic); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	c := e.groups
 	c.mu.Lock()
-	g, created := c.groups[group], false
+	g, created := c.groups[name], false
 	if g == nil {
-		g, created = newGroup(groupMeta{Name: group}), true
+		g, created = newGroup(groupMeta{Name: name}), true
 		g.trackLeft = e.opts.GroupIdleTTL > 0
-		c.groups[group] = g
+		c.groups[name] = g
 	}
 	c.mu.Unlock()
 	g.commitMu.Lock()
@@ -66,7 +120,12 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 	if len(g.members) > 0 {
 		g.mu.Unlock()
 		g.commitMu.Unlock()
-		return fmt.Errorf("%w: group %q has native members", ErrFenced, group)
+		return nil, fmt.Errorf("%w: group %q has native members", ErrFenced, name)
+	}
+	if g != fenced && g.movesBackTo(offsets) {
+		g.mu.Unlock()
+		g.commitMu.Unlock()
+		return g, nil
 	}
 	// A group coordinated outside has no native members to come and go:
 	// a commit is its sign of use (Options.GroupIdleTTL counts from it),
@@ -92,7 +151,7 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
 	}
 	g.mu.Unlock()
-	err := e.deleteMarksBeforeMovingBack(g, set)
+	err = e.deleteMarksBeforeMovingBack(g, set)
 	if err == nil {
 		err = e.storeOffsets(g, ops, set)
 	}
@@ -103,17 +162,17 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, group string, offsets m
 		g.mu.Unlock()
 		if empty {
 			c.mu.Lock()
-			if c.groups[group] == g {
-				delete(c.groups, group)
+			if c.groups[name] == g {
+				delete(c.groups, name)
 			}
 			c.mu.Unlock()
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("equeue: commit offsets of %q: %w", group, err)
+		return nil, fmt.Errorf("equeue: commit offsets of %q: %w", name, err)
 	}
 	e.deleteMarksAfter(g, set)
-	return nil
+	return nil, nil
 }
 
 // GroupOffsets returns a group's committed offsets (the next offset to

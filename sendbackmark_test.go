@@ -671,6 +671,54 @@ func TestSendBack_CommitBackWaitsForAHeldSendBack(t *testing.T) {
 	assert.False(t, res.Duplicate)
 }
 
+// A group's offsets committed from outside (CommitGroupOffsets, the Kafka
+// listener's groups) moving back past a send-back of a member that has
+// just left, whose write is still queued: the commit waits for that write
+// and deletes its mark, so the message, handled again after the move, is
+// sent back again when it fails again.
+func TestSendBack_ExternalCommitBackWaitsForAHeldSendBack(t *testing.T) {
+	ctx := ctxT(t)
+	e, fs, g := openMarked(t, 3, nil)
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 2}}}))
+	held, hold := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fs.OnWrite(func(b *store.Batch) error {
+		for _, op := range b.Meta {
+			if !op.Delete && bytes.HasPrefix(op.Key, []byte("sbk/")) {
+				once.Do(func() { close(held) })
+				<-hold
+			}
+		}
+		return nil
+	})
+	sent, back := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 2, DeadLetter: true})
+		sent <- err
+	}()
+	<-held
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "m"}))
+	q0 := equeue.QueueRef{Topic: "t", Queue: 0}
+	go func() { back <- e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{q0: 1}) }()
+	time.Sleep(50 * time.Millisecond) // the commit listed the marks, its write waits
+	close(hold)
+	require.NoError(t, <-sent)
+	require.NoError(t, <-back)
+	fs.OnWrite(nil)
+	assert.Zero(t, sentBackMarks(t, fs), "the commit moved the offset back below the mark (written first)")
+	offs, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), offs[q0])
+
+	g2, res := joinAndPull(t, e, "g", "m2", "t")
+	require.Len(t, res.Messages, 3)
+	again, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m2", Grant: g2, Offset: 2, DeadLetter: true})
+	require.NoError(t, err)
+	assert.False(t, again.Duplicate, "handled again after the move back: a new failure is stored")
+	assert.Equal(t, int64(2), queueEnd(t, e, equeue.DLQTopic("g")), "two dead letters: one per failure")
+}
+
 // A move back (a reset, or a commit moving the offset back) past more
 // marks than its own write holds: when the writes deleting the others
 // fail, it fails and moves nothing, the marks staying with the offsets;
