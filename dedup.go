@@ -122,13 +122,14 @@ func (e *Engine) scanMetaDamaged(prefix []byte, fn func(key, value []byte, damag
 	return e.st.ScanMeta(prefix, func(k, v []byte) error { return fn(k, v, nil) })
 }
 
-// writeDeletes writes ops, deletions, in writes within the store's limits.
-func (e *Engine) writeDeletes(ops []store.MetaOp) error {
+// writeMetaAtOpen writes ops in writes within the store's limits, straight
+// to the store: Open calls it before the writer starts.
+func (e *Engine) writeMetaAtOpen(ops []store.MetaOp) error {
 	maxOps, maxBytes := e.batchLimits()
 	for len(ops) > 0 {
 		n, size := 0, 0
-		for n < len(ops) && n < maxOps && size+len(ops[n].Key) <= maxBytes {
-			size += len(ops[n].Key)
+		for n < len(ops) && n < maxOps && size+len(ops[n].Key)+len(ops[n].Value) <= maxBytes {
+			size += len(ops[n].Key) + len(ops[n].Value)
 			n++
 		}
 		if err := e.st.Write(&store.Batch{Meta: ops[:max(n, 1)]}); err != nil {
@@ -252,7 +253,7 @@ const dedupNoKey = ^uint64(0)
 // store that refuses (a read-only one) keeps them: they are harmless, and
 // the next Open tries again.
 func (e *Engine) deleteStale(ops []store.MetaOp) {
-	if err := e.writeDeletes(ops); err != nil {
+	if err := e.writeMetaAtOpen(ops); err != nil {
 		e.log.Warn("dedup: could not delete stale entries; the next open tries again", "entries", len(ops), "err", err)
 	}
 }

@@ -2,7 +2,6 @@ package equeue
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,15 +23,6 @@ type DLQEntry struct {
 	Attempts int
 	// Redriven is set once the message was sent back to its topic.
 	Redriven bool
-}
-
-var keyRedrivenPrefix = []byte("dlqr/")
-
-func redrivenKey(group string, off int64) []byte {
-	k := slices.Clone(keyRedrivenPrefix)
-	k = append(k, group...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, uint64(off))
 }
 
 func originView(m *Message) *Message {
@@ -67,13 +57,42 @@ func (e *Engine) ListDeadLetters(ctx context.Context, group string, req ListDead
 	if err := ValidateName(group); err != nil {
 		return nil, err
 	}
+	out, _, err := e.listDeadLettersIn(ctx, group, req)
+	return out, err
+}
+
+// listDeadLettersIn is ListDeadLetters, which also returns the incarnation
+// of the dead-letter topic listed (nil when there is none).
+func (e *Engine) listDeadLettersIn(ctx context.Context, group string, req ListDeadLettersRequest) ([]DLQEntry, *topic, error) {
+	for {
+		t, ok := e.lookupTopic(DLQTopic(group))
+		if !ok {
+			return nil, nil, nil // no dead letters yet
+		}
+		out, err := e.listDeadLetters(ctx, group, req, t)
+		if cur, _ := e.lookupTopic(DLQTopic(group)); cur == t {
+			return out, t, err
+		}
+		// The dead-letter topic was deleted (and maybe created again)
+		// while it was read: list what is there now.
+	}
+}
+
+// listDeadLetters is ListDeadLetters of t, the group's dead-letter topic.
+func (e *Engine) listDeadLetters(ctx context.Context, group string, req ListDeadLettersRequest, t *topic) ([]DLQEntry, error) {
 	res, err := e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: req.From, Max: req.Max})
 	if err == nil && res.Status == PullOffsetMoved && res.NextOffset > req.From {
 		// The oldest dead letters were trimmed: list from the first one kept.
 		res, err = e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: res.NextOffset, Max: req.Max})
 	}
+	// A pull that scanned only expired (or damaged) dead letters found
+	// none but moved on: an empty page means none is left, so read on.
+	for from := req.From; err == nil && res.Status == PullNoMatch && res.NextOffset > from; {
+		from = res.NextOffset
+		res, err = e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: from, Max: req.Max})
+	}
 	if errors.Is(err, ErrTopicNotFound) {
-		return nil, nil // no dead letters yet
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
@@ -82,10 +101,8 @@ func (e *Engine) ListDeadLetters(ctx context.Context, group string, req ListDead
 	for _, m := range res.Messages {
 		dl := DLQEntry{Offset: m.Offset, Message: originView(m), LastError: m.sys[SysLastError], Attempts: m.Attempt}
 		dl.Message.pulled = nil // an admin view: nothing to send back
-		if _, err := e.st.GetMeta(redrivenKey(group, m.Offset)); err == nil {
-			dl.Redriven = true
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, err
+		if dl.Redriven, err = e.isRedriven(group, t, m.Offset); err != nil {
+			return nil, fmt.Errorf("equeue: dead letter %d of %q: %w", m.Offset, group, err)
 		}
 		out = append(out, dl)
 	}
@@ -119,13 +136,21 @@ type RedriveRequest struct {
 
 // Redrive sends the selected dead letters back to their original topic and
 // queue (or, when that queue is gone or closed, the queue their key routes
-// to), as fresh messages with their ID, body, tag, keys and properties.
-// Each is marked redriven in the same write, so it is never redriven twice.
-// It returns how many were sent.
+// to), as fresh messages with their ID, body, tag, keys, properties and
+// expiry.
+// Each is marked redriven in the same write, so it is never redriven twice;
+// the engine's redrives run one at a time, so two at once do not both send
+// a dead letter neither had seen marked. It returns how many were sent.
 func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) (int, error) {
 	if err := ValidateName(group); err != nil {
 		return 0, err
 	}
+	select {
+	case e.redriving <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	defer func() { <-e.redriving }()
 	t, ok := e.lookupTopic(DLQTopic(group))
 	if !ok {
 		return 0, fmt.Errorf("%w: group %q has no dead letters", ErrTopicNotFound, group)
@@ -152,7 +177,7 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	}
 	sent := 0
 	for off := from; off < to; {
-		dls, err := e.ListDeadLetters(ctx, group, ListDeadLettersRequest{From: off, Max: MaxPullBatch})
+		dls, dlq, err := e.listDeadLettersIn(ctx, group, ListDeadLettersRequest{From: off, Max: MaxPullBatch})
 		if err != nil {
 			return sent, err
 		}
@@ -167,7 +192,7 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 			if dl.Redriven || !want(dl.Offset) {
 				continue
 			}
-			if err := e.redriveOne(ctx, group, dl); err != nil {
+			if err := e.redriveOne(ctx, group, dlq, dl); err != nil {
 				return sent, err
 			}
 			sent++
@@ -176,9 +201,11 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	return sent, nil
 }
 
-func (e *Engine) redriveOne(ctx context.Context, group string, dl DLQEntry) error {
+// redriveOne sends dl, a dead letter of dlq, group's dead-letter topic,
+// back to its topic.
+func (e *Engine) redriveOne(ctx context.Context, group string, dlq *topic, dl DLQEntry) error {
 	v := dl.Message
-	fresh := &Message{ID: v.ID, Topic: v.Topic, Tag: v.Tag, Keys: v.Keys, Properties: v.Properties, Body: v.Body, BornAt: v.BornAt}
+	fresh := &Message{ID: v.ID, Topic: v.Topic, Tag: v.Tag, Keys: v.Keys, Properties: v.Properties, Body: v.Body, BornAt: v.BornAt, ExpiresAt: v.ExpiresAt}
 	route, err := e.Route(ctx, v.Topic)
 	if err != nil {
 		return fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
@@ -202,7 +229,7 @@ func (e *Engine) redriveOne(ctx context.Context, group string, dl DLQEntry) erro
 	// (and becomes the ID's entry there), and its redriven mark is written
 	// in the same batch.
 	c.dedupBypass = true
-	c.meta = append(c.meta, store.MetaOp{Key: redrivenKey(group, dl.Offset), Value: []byte{1}})
+	c.meta = append(c.meta, store.MetaOp{Key: redrivenKey(group, dl.Offset), Value: redrivenValue(dlq.id)})
 	c.seal(e.limits)
 	if err := e.submit(ctx, c); err != nil {
 		return fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)

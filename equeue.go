@@ -42,6 +42,8 @@ type Engine struct {
 	mu      sync.RWMutex // guards topics
 	topics  map[string]*topic
 	adminMu sync.Mutex // serializes topic changes
+	// redriving holds a value while a Redrive runs: they run one at a time.
+	redriving chan struct{}
 
 	// writeCh carries commands to the writer (writer.go). Close closes
 	// writerStop; the writer drains writeCh and closes writerDone.
@@ -163,6 +165,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		closing:    make(chan struct{}),
 		flushKick:  make(chan struct{}, 1),
 		trims:      make(chan *topic, 64),
+		redriving:  make(chan struct{}, 1),
 	}
 	e.linger.Store(int64(groupCommitLinger))
 	e.lingerCap.Store(int64(maxGroupCommitLinger))
@@ -172,6 +175,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("equeue: load topics: %w", err)
 	}
+	e.migrateRedrivenMarks()
 	if err := e.loadDedup(); err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("equeue: load dedup index: %w", err)

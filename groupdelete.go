@@ -179,7 +179,7 @@ func (e *Engine) groupKeys(name string) ([][]byte, error) {
 	if err := collect(append(append(slices.Clone(keyOffsetPrefix), name...), 0)); err != nil {
 		return nil, err
 	}
-	if err := collect(append(append(slices.Clone(keyRedrivenPrefix), name...), 0)); err != nil {
+	if err := collect(redrivenGroupPrefix(name)); err != nil {
 		return nil, err
 	}
 	if err := collect(append(append(slices.Clone(keySentBackPrefix), name...), 0)); err != nil {

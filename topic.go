@@ -531,7 +531,8 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 // dropTopicMeta removes t's metadata, watermarks and committed offsets in
 // one store write and then, only if it reached the store, removes t from
 // memory (see storeMeta for applied) and deletes the groups' send-back
-// marks of its messages (deleteMarksOf). No offset commit of t runs
+// marks of its messages (deleteMarksOf) and, of a dead-letter topic, the
+// redriven marks of its dead letters. No offset commit of t runs
 // meanwhile (t.gate) and none is accepted after.
 func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.retain.mu.Lock()
@@ -559,6 +560,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)
 	e.deleteMarksOf(t.name)
+	e.deleteRedrivenMarksOf(t)
 	return true, err
 }
 

@@ -1,0 +1,151 @@
+package equeue
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// Redriven marks. A dead letter sent back to its topic (Redrive) is marked
+// in the same write, under its group and its offset in the group's
+// dead-letter topic, so that it is never redriven twice. Offsets name a
+// dead letter only within one incarnation of that topic: one deleted and
+// created again starts at offset 0 again, and its dead letters were never
+// redriven. So a mark's value names the incarnation it was written for
+// (the topic's ID), and a mark answers only for that one. DeleteTopic
+// deletes the marks of the incarnation it drops; that is tidying, which a
+// failed write may leave for DeleteGroup.
+//
+// Marks of the first format (the one byte 1) named no incarnation. Open
+// gives each the ID of its group's dead-letter topic, or deletes it when
+// the group has none (migrateRedrivenMarks); a store that refuses the
+// write (a read-only one) keeps them, and they answer for whichever
+// incarnation is there, as they did.
+
+var keyRedrivenPrefix = []byte("dlqr/")
+
+// Kinds of a redriven mark's value (its first byte).
+const (
+	redrivenNoTopic = 1 // the first format: nothing follows
+	redrivenOfTopic = 2 // followed by the dead-letter topic's ID, 4 bytes
+)
+
+func redrivenKey(group string, off int64) []byte {
+	k := redrivenGroupPrefix(group)
+	return binary.BigEndian.AppendUint64(k, uint64(off))
+}
+
+// redrivenGroupPrefix is the key prefix of group's redriven marks.
+func redrivenGroupPrefix(group string) []byte {
+	k := slices.Clone(keyRedrivenPrefix)
+	k = append(k, group...)
+	return append(k, 0)
+}
+
+// redrivenGroup returns the group of a redriven mark's key.
+func redrivenGroup(key []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(key, keyRedrivenPrefix)
+	if !ok || len(rest) < 9 || rest[len(rest)-9] != 0 {
+		return "", false
+	}
+	return string(rest[:len(rest)-9]), true
+}
+
+// redrivenValue is the value of a mark written for dead-letter topic id.
+func redrivenValue(id uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{redrivenOfTopic}, id)
+}
+
+// redrivenIn reports whether a mark's value marks a dead letter of the
+// dead-letter topic whose ID is id.
+func redrivenIn(v []byte, id uint32) (bool, error) {
+	switch {
+	case len(v) == 1 && v[0] == redrivenNoTopic:
+		return true, nil
+	case len(v) == 5 && v[0] == redrivenOfTopic:
+		return binary.BigEndian.Uint32(v[1:]) == id, nil
+	case len(v) > 0 && v[0] > redrivenOfTopic:
+		return false, fmt.Errorf("%w: redriven mark of kind %d", ErrUnsupportedFormat, v[0])
+	}
+	return false, fmt.Errorf("%w: redriven mark of %d bytes", ErrCorrupt, len(v))
+}
+
+// isRedriven reports whether the dead letter at off of t, group's
+// dead-letter topic, was redriven.
+func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
+	v, err := e.st.GetMeta(redrivenKey(group, off))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return redrivenIn(v, t.id)
+}
+
+// migrateRedrivenMarks gives the marks of the first format the ID of their
+// group's dead-letter topic, or deletes them when there is none. Open calls
+// it once the topics are loaded, before the writer starts.
+func (e *Engine) migrateRedrivenMarks() {
+	var ops []store.MetaOp
+	err := e.st.ScanMeta(keyRedrivenPrefix, func(k, v []byte) error {
+		if len(v) != 1 || v[0] != redrivenNoTopic {
+			return nil
+		}
+		group, ok := redrivenGroup(k)
+		if !ok {
+			return nil
+		}
+		op := store.MetaOp{Key: slices.Clone(k), Delete: true}
+		if t, ok := e.topics[DLQTopic(group)]; ok {
+			op = store.MetaOp{Key: op.Key, Value: redrivenValue(t.id)}
+		}
+		ops = append(ops, op)
+		return nil
+	})
+	if err == nil {
+		err = e.writeMetaAtOpen(ops)
+	}
+	if err != nil {
+		e.log.Warn("redrive: could not give the redriven marks their topic; the next open tries again", "marks", len(ops), "err", err)
+	}
+}
+
+// deleteRedrivenMarksOf deletes the redriven marks of t, a dead-letter
+// topic just dropped. They no longer answer (their incarnation is gone):
+// a failure is logged and leaves them to the group's deletion.
+func (e *Engine) deleteRedrivenMarksOf(t *topic) {
+	group, ok := cutDLQTopic(t.name)
+	if !ok {
+		return
+	}
+	var keys [][]byte
+	err := e.st.ScanMeta(redrivenGroupPrefix(group), func(k, v []byte) error {
+		if len(v) == 5 && v[0] == redrivenOfTopic && binary.BigEndian.Uint32(v[1:]) == t.id {
+			keys = append(keys, slices.Clone(k))
+		}
+		return nil
+	})
+	for err == nil && len(keys) > 0 {
+		chunk := keys[:min(len(keys), deleteChunk)]
+		ops := make([]store.MetaOp, len(chunk))
+		for i, k := range chunk {
+			ops[i] = store.MetaOp{Key: k, Delete: true}
+		}
+		err = e.writeMeta(ops...)
+		keys = keys[len(chunk):]
+	}
+	if err != nil {
+		e.log.Warn("deleting the redriven marks of a deleted dead-letter topic", "topic", t.name, "err", err)
+	}
+}
+
+// cutDLQTopic returns the group whose dead-letter topic name is.
+func cutDLQTopic(name string) (string, bool) {
+	return strings.CutPrefix(name, DLQTopicPrefix)
+}
