@@ -16,6 +16,12 @@ import (
 // maxRequestSize bounds one request frame (Kafka's socket.request.max.bytes).
 const maxRequestSize = 100 << 20
 
+// maxPreAuthRequestSize bounds a frame before SASL authentication, when
+// only ApiVersions and the SASL requests are served (Kafka's
+// SaslServerAuthenticator has the same 512 KiB bound): a peer that has
+// not shown a token does not get the listener to set 100 MiB aside.
+const maxPreAuthRequestSize = 512 << 10
+
 // conn serves one client connection. Requests are handled one at a time, in
 // the order they arrived, so responses go out in request order, as Kafka
 // brokers do; a client pipelines by sending ahead.
@@ -62,8 +68,12 @@ func (c *conn) serve() {
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
-		if n < 8 || n > maxRequestSize {
-			c.s.log.Warn("kafka: bad request size; closing", "remote", c.nc.RemoteAddr().String(), "size", n)
+		limit := int32(maxRequestSize)
+		if !c.authed {
+			limit = maxPreAuthRequestSize
+		}
+		if n < 8 || n > limit {
+			c.s.log.Warn("kafka: bad request size; closing", "remote", c.nc.RemoteAddr().String(), "size", n, "authenticated", c.authed)
 			return
 		}
 		buf := make([]byte, n)

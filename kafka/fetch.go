@@ -21,6 +21,9 @@ type fetchScratch struct {
 	buf   []byte
 	w     batchWriter
 	pulls []*equeue.PullRequest
+	// more is set when a partition has messages the fetch left for the
+	// next one (byte or count bounds): waiting for appends cannot help.
+	more bool
 }
 
 // fetchRecords answers a Fetch: it reads every partition at once and, while
@@ -36,7 +39,7 @@ func (c *conn) fetchRecords(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	for {
 		resp, n, wait := c.fetchOnce(req)
 		left := time.Until(deadline)
-		if n >= int(req.MinBytes) || !wait || len(c.fetch.pulls) == 0 || left <= 0 || c.ctx.Err() != nil {
+		if n >= int(req.MinBytes) || !wait || c.fetch.more || len(c.fetch.pulls) == 0 || left <= 0 || c.ctx.Err() != nil {
 			return resp
 		}
 		c.waitAppend(left)
@@ -68,6 +71,7 @@ func (c *conn) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 	sc := &c.fetch
 	sc.buf = sc.buf[:0]
 	sc.pulls = sc.pulls[:0]
+	sc.more = false
 	total, canWait := 0, true
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i, t := range req.Topics {
@@ -111,6 +115,7 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 		res, err = c.s.b.Pull(c.ctx, &one)
 		if err == nil && !first {
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.MaxOffset, res.MaxOffset, res.MinOffset
+			c.fetch.more = true
 			return 0, errNone
 		}
 	}
@@ -140,6 +145,13 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 		sc.w.base = res.Messages[0].Offset
 	}
 	for _, m := range res.Messages {
+		if c.s.o.LogAppendTime && sc.w.n > 0 && m.StoredAt.UnixMilli() != sc.w.firstTS {
+			// Clients give every record of a LogAppendTime batch the
+			// batch's MaxTimestamp: a message stored in another
+			// millisecond starts another batch.
+			sc.buf = sc.w.finish(true)
+			sc.w.begin(sc.buf, m.Offset)
+		}
 		sc.w.add(m, c.s.o.TagHeader, c.s.o.LogAppendTime)
 	}
 	if sc.w.firstTS < 0 {
@@ -148,5 +160,13 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 	sc.w.last = res.NextOffset - 1
 	sc.buf = sc.w.finish(c.s.o.LogAppendTime)
 	rp.RecordBatches = sc.buf[start:]
+	// A fetch still short of MinBytes waits for appends here too: from
+	// the end, or not at all when messages were left for the next fetch.
+	if res.NextOffset < res.MaxOffset {
+		c.fetch.more = true
+	} else {
+		pr.Offset = res.NextOffset
+		c.fetch.pulls = append(c.fetch.pulls, pr)
+	}
 	return len(sc.buf) - start, errNone
 }

@@ -347,7 +347,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		g = &kgroup{name: req.Group, members: map[string]*kmember{}, synced: make(chan struct{})}
 		c.groups[req.Group] = g
 	}
-	if len(g.members) > 0 && (g.protocolType != req.ProtocolType || !g.sharesProtocol(req.Protocols)) {
+	if len(g.members) > 0 && (g.protocolType != req.ProtocolType || !g.sharesProtocol(req.Protocols, req.MemberID)) {
 		c.mu.Unlock()
 		resp.ErrorCode = errInconsistentGroupProtocol
 		return resp
@@ -401,16 +401,24 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 	return resp
 }
 
-func (g *kgroup) sharesProtocol(ps []kmsg.JoinGroupRequestProtocol) bool {
-	for _, m := range g.members {
-		for _, p := range ps {
-			if supports(m.protocols, p.Name) {
-				return true
+// sharesProtocol reports whether one of ps is supported by every member
+// other than self, as Kafka requires of a joining member: sharing a
+// protocol with some member is not enough, the group needs one that all
+// of them know (chooseProtocol).
+func (g *kgroup) sharesProtocol(ps []kmsg.JoinGroupRequestProtocol, self string) bool {
+	for _, p := range ps {
+		all := true
+		for id, m := range g.members {
+			if id != self && !supports(m.protocols, p.Name) {
+				all = false
+				break
 			}
 		}
-		return false
+		if all {
+			return true
+		}
 	}
-	return true
+	return false
 }
 
 // member finds a live member of a group of the given generation, or says

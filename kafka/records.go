@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,8 +29,16 @@ type producedBatch struct {
 	msgs          []*equeue.Message
 }
 
-// lastSeq is the sequence number of the batch's last record.
-func (b *producedBatch) lastSeq() int32 { return b.firstSeq + int32(len(b.msgs)) - 1 }
+// lastSeq is the sequence number of the batch's last record. Sequence
+// numbers wrap from MaxInt32 to 0, inside a batch too, as Kafka's
+// DefaultRecordBatch.incrementSequence (and the clients) have it.
+func (b *producedBatch) lastSeq() int32 {
+	inc := int32(len(b.msgs)) - 1
+	if b.firstSeq > math.MaxInt32-inc {
+		return inc - (math.MaxInt32 - b.firstSeq) - 1
+	}
+	return b.firstSeq + inc
+}
 
 // decodeBatches decodes the record batches of one produce partition.
 // Only magic 2 (record batches, Produce v3+) is accepted.

@@ -1,0 +1,193 @@
+package kafka_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
+)
+
+// TestProduce_IdempotentSequenceWrapsInsideABatch: sequence numbers wrap
+// from MaxInt32 to 0 (Kafka's DefaultRecordBatch.incrementSequence, which
+// franz-go and the Java client follow), also inside one batch: the batch
+// after one that spans the wrap continues from its wrapped last sequence,
+// and a retry of the spanning batch is acknowledged, not stored again.
+func TestProduce_IdempotentSequenceWrapsInsideABatch(t *testing.T) {
+	_, addr := setup(t, map[string]int{"t": 1})
+	ctx := testCtx(t)
+	cl := kclient(t, addr)
+	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), init.ErrorCode)
+	pid, epoch := init.ProducerID, init.ProducerEpoch
+
+	// Sequences MaxInt32-1, MaxInt32, 0.
+	span := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, math.MaxInt32-1, "a", "b", "c"))
+	require.Equal(t, int16(0), span.ErrorCode)
+	assert.Equal(t, int64(0), span.BaseOffset)
+	next := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 1, "d"))
+	require.Equal(t, int16(0), next.ErrorCode, "the batch after the wrap starts at sequence 1")
+	assert.Equal(t, int64(3), next.BaseOffset)
+	retry := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, math.MaxInt32-1, "a", "b", "c"))
+	require.Equal(t, int16(0), retry.ErrorCode)
+	assert.Equal(t, int64(0), retry.BaseOffset, "a retry of the spanning batch is a duplicate")
+}
+
+// TestGroups_JoinNeedsAProtocolEveryMemberSupports: a member may join a
+// group only if one protocol is supported by it and every member already
+// there, as Kafka's GenericGroup.supportsProtocols has it; sharing one
+// protocol with some member is not enough. Otherwise the group would be
+// given a protocol some member does not know.
+func TestGroups_JoinNeedsAProtocolEveryMemberSupports(t *testing.T) {
+	_, addr := setup(t, map[string]int{"t": 2})
+	ctx := testCtx(t)
+	a, b, c := kclient(t, addr), kclient(t, addr), kclient(t, addr)
+	join := func(cl *kgo.Client, id string, protos ...string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = "g", id, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30_000, 1_000
+		for _, p := range protos {
+			req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: p, Metadata: []byte("m")})
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp
+	}
+	ja := join(a, "", "x", "y")
+	require.Equal(t, int16(0), ja.ErrorCode)
+	jb := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { jb <- join(b, "", "y", "z") }()
+	require.Eventually(t, func() bool {
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.Generation, hb.MemberID = "g", ja.Generation, ja.MemberID
+		resp, err := hb.RequestWith(ctx, a)
+		require.NoError(t, err)
+		return resp.ErrorCode == 27 // REBALANCE_IN_PROGRESS: b is joining
+	}, 30*time.Second, time.Millisecond)
+	ja2 := join(a, ja.MemberID, "x", "y")
+	require.Equal(t, int16(0), ja2.ErrorCode)
+	jb2 := <-jb
+	require.Equal(t, int16(0), jb2.ErrorCode)
+	require.Equal(t, "y", *ja2.Protocol)
+
+	// c supports x (a's) and z (b's), but no protocol both support.
+	jc := join(c, "", "x", "z")
+	assert.Equal(t, int16(23), jc.ErrorCode, "INCONSISTENT_GROUP_PROTOCOL")
+}
+
+// TestKgo_LogAppendTimeIsEachMessagesStoredTime: with LogAppendTime every
+// fetched record carries the time the engine stored it. A batch marked
+// LogAppendTime gives all its records the batch's MaxTimestamp (Kafka's
+// rule, followed by franz-go and the Java client), so messages stored at
+// different times must not share one such batch.
+func TestKgo_LogAppendTimeIsEachMessagesStoredTime(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	addr := serve(t, e, &kafka.Options{LogAppendTime: true})
+	var stored []time.Time
+	for i := range 3 {
+		if i > 0 {
+			// The next message is stored in a later millisecond.
+			mark := stored[i-1].Add(2 * time.Millisecond)
+			for !time.Now().After(mark) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		r, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte{byte(i)}, BornAt: time.UnixMilli(1_600_000_000_000)}}})
+		require.NoError(t, err)
+		stored = append(stored, r.StoredAt)
+	}
+	c := kclient(t, addr, kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	recs := pollN(ctx, t, c, 3)
+	for i, r := range recs {
+		assert.Equal(t, stored[i].UnixMilli(), r.Timestamp.UnixMilli(), "record %d", i)
+		assert.Equal(t, int8(1), r.Attrs.TimestampType(), "LogAppendTime")
+	}
+}
+
+// TestSecurity_LargeFrameBeforeAuthenticationCloses: with tokens, a
+// connection that has not authenticated may only send the small SASL
+// requests; a frame announcing tens of megabytes closes it at once (as
+// Kafka bounds requests before authentication to 512 KiB) instead of the
+// listener setting aside the announced size for a peer it does not know.
+func TestSecurity_LargeFrameBeforeAuthenticationCloses(t *testing.T) {
+	e := openEngine(t, nil)
+	addr := serve(t, e, &kafka.Options{Tokens: map[string]kafka.Rights{"s3cret": kafka.RightAll}})
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer func() { _ = nc.Close() }()
+	_, err = nc.Write(binary.BigEndian.AppendUint32(nil, 64<<20))
+	require.NoError(t, err)
+	// The deadline only keeps a broken listener from hanging the test.
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(20*time.Second)))
+	_, err = nc.Read(make([]byte, 1))
+	require.Error(t, err)
+	var ne net.Error
+	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the listener kept the connection open: %v", err)
+}
+
+// TestFetch_MinBytesWaitWokenByAppendToAPartitionWithData: a fetch that
+// found fewer than MinBytes waits for appends to any of its partitions,
+// also those that had something already, and is answered once they bring
+// MinBytes; it does not sleep through them until MaxWait.
+func TestFetch_MinBytesWaitWokenByAppendToAPartitionWithData(t *testing.T) {
+	e := openEngine(t, &equeue.Options{MaxPullWait: 10 * time.Minute})
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: []*equeue.Message{{Body: []byte("first")}}})
+	require.NoError(t, err)
+	spy := &waitSpy{Engine: e, waiting: make(chan struct{}, 1)}
+	addr := serve(t, spy, nil)
+	c := kclient(t, addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 5*60_000, 2000, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	for p := range int32(2) {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	req.Topics = append(req.Topics, ft)
+	type answer struct {
+		resp kmsg.Response
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := c.Request(ctx, req)
+		got <- answer{resp, err}
+	}()
+	select {
+	case <-spy.waiting:
+	case a := <-got:
+		t.Fatalf("fetch answered with fewer than MinBytes before waiting: %v %v", a.resp, a.err)
+	}
+	msgs := make([]*equeue.Message, 10)
+	for i := range msgs {
+		msgs[i] = &equeue.Message{Body: make([]byte, 500)}
+	}
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: msgs})
+	require.NoError(t, err)
+	var a answer
+	select {
+	case a = <-got:
+	case <-time.After(30 * time.Second): // only keeps a broken listener from hanging the test
+		t.Fatal("the appends to partition 0 did not wake the fetch")
+	}
+	require.NoError(t, a.err)
+	p0 := a.resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	require.Equal(t, int16(0), p0.ErrorCode)
+	assert.GreaterOrEqual(t, len(p0.RecordBatches), 2000)
+}
