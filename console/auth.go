@@ -300,7 +300,10 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 
 // safeNext keeps a post-login target only when it is a path of this console.
 func (c *Console) safeNext(next string) string {
-	if strings.HasPrefix(next, c.prefix) && !strings.HasPrefix(next, "//") && !strings.ContainsAny(next, "\\\r\n") {
+	// Browsers drop tabs and newlines from a Location ("/\t/x" is "//x",
+	// another host): no control character passes.
+	ctl := strings.IndexFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0
+	if strings.HasPrefix(next, c.prefix) && !strings.HasPrefix(next, "//") && !strings.ContainsRune(next, '\\') && !ctl {
 		return next
 	}
 	return c.prefix

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -113,7 +114,9 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 	rate := 0.0
 	if s := r.PostFormValue("rate"); s != "" {
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f < 0 || f > maxRedriveRate {
+		// NaN fails both bounds; a rate so small that its interval
+		// overflows a Duration is refused too.
+		if err != nil || !(f >= 0 && f <= maxRedriveRate) || (f > 0 && float64(time.Second)/f >= math.MaxInt64) {
 			c.badInput(w, r, v, fmt.Sprintf("The rate must be a number of messages per second from 0 (no limit) to %d.", maxRedriveRate))
 			return
 		}

@@ -9,13 +9,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -127,6 +131,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(retryBusy),
 		experimental.WithBufferPool(bufferPool),
+		grpc.WithStatsHandler(sentStats{}),
 	}
 	if o.Token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(newTokenCreds(o.Token)))
@@ -262,10 +267,62 @@ func (c *Client) appendUnary(ctx context.Context, req *equeue.AppendRequest) (eq
 	// As c.api.Append, with the request encoded by appendRequest and the
 	// answer decoded by appendReply.
 	var resp appendReply
-	if err := c.conn.Invoke(ctx, pb.Broker_Append_FullMethodName, in, &resp, grpc.StaticMethod()); err != nil {
-		return equeue.AppendResult{}, c.fail(err)
+	m := new(sentMarker)
+	if err := c.conn.Invoke(context.WithValue(ctx, sentKey{}, m), pb.Broker_Append_FullMethodName, in, &resp, grpc.StaticMethod()); err != nil {
+		ferr := c.fail(err)
+		if m.sent.Load() && !brokerAnswer(err) {
+			// The request left the client: the broker may have stored it.
+			return equeue.AppendResult{}, fmt.Errorf("%w: remote: append sent and not answered: %w", equeue.ErrIndeterminate, ferr)
+		}
+		return equeue.AppendResult{}, ferr
 	}
 	return resp.a.result(len(req.Messages))
+}
+
+// sentKey is the context key of a call's sentMarker.
+type sentKey struct{}
+
+// sentMarker records that a call's request was written to the connection
+// (sentStats), so the broker may have run it.
+type sentMarker struct{ sent atomic.Bool }
+
+// sentStats marks the calls that carry a sentMarker once their request is
+// written.
+type sentStats struct{}
+
+func (sentStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+
+func (sentStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	if _, ok := s.(*stats.OutPayload); ok {
+		if m, ok := ctx.Value(sentKey{}).(*sentMarker); ok {
+			m.sent.Store(true)
+		}
+	}
+}
+
+func (sentStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+func (sentStats) HandleConn(context.Context, stats.ConnStats) {}
+
+// brokerAnswer reports whether err is the broker's answer to a call (its
+// outcome is known), not the call breaking or its context ending on the
+// way: those carry no engine error and are Canceled, DeadlineExceeded or
+// Unavailable.
+func brokerAnswer(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
+			return true
+		}
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable:
+		return false
+	}
+	return true
 }
 
 // Pull reads messages from one queue; at its end it waits up to req.Wait
