@@ -348,7 +348,16 @@ func (p *appendPipe) sendSome() bool {
 			return true
 		}
 	}
+	if hook := testHookBeforeBatch; hook != nil {
+		hook(p, ps)
+	}
 	p.mu.Lock()
+	if ps.broken {
+		// The stream broke since it was looked up (broke took what was in
+		// flight on it): the next round sends on a new one.
+		p.mu.Unlock()
+		return true
+	}
 	batch, sends := p.items[:0], p.sends[:0]
 	byProto := false // an append of the batch is left to protobuf
 	size := 16
@@ -414,6 +423,10 @@ func (p *appendPipe) sendSome() bool {
 	p.items, p.sends = batch[:0], sends[:0]
 	return true
 }
+
+// testHookBeforeBatch, when set by a test, runs in sendSome once the
+// stream to send on is known, before the batch is taken from the queue.
+var testHookBeforeBatch func(p *appendPipe, ps *pipeStream)
 
 // open starts an AppendStream call and its reader.
 func (p *appendPipe) open() (*pipeStream, error) {
