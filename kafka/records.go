@@ -75,7 +75,9 @@ func decodeBatches(raw []byte, tagHeader string) ([]producedBatch, error) {
 		if rb.NumRecords < 0 || int(rb.NumRecords) > len(recs) {
 			return nil, fmt.Errorf("%w: %d records in %d bytes", errBadBatch, rb.NumRecords, len(recs))
 		}
-		b.msgs = make([]*equeue.Message, 0, rb.NumRecords)
+		// The count is the sender's word: the slice grows with the records
+		// actually read, so a batch claiming millions sets little aside.
+		b.msgs = make([]*equeue.Message, 0, min(rb.NumRecords, 1024))
 		for range rb.NumRecords {
 			n, k := binary.Varint(recs)
 			if k <= 0 || n < 0 || int64(len(recs)-k) < n {

@@ -3,6 +3,9 @@ package kafka
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
+	"hash/crc32"
+	"runtime"
 	"testing"
 	"time"
 
@@ -45,6 +48,29 @@ func TestBatchWriter_DecodesBack(t *testing.T) {
 	raw[len(raw)-1] ^= 1
 	_, err = decodeBatches(raw, DefaultTagHeader)
 	assert.ErrorIs(t, err, errBadBatch, "a flipped byte fails the CRC")
+}
+
+// TestDecodeBatches_RecordCountIsBounded: a batch whose header claims far
+// more records than it holds is refused without the decoder setting memory
+// aside for the claim (a compressed batch can inflate to 100 MiB: a
+// pointer per claimed record would be hundreds of MiB): what is set aside
+// follows the records read.
+func TestDecodeBatches_RecordCountIsBounded(t *testing.T) {
+	const body = 8 << 20
+	for _, claim := range []uint32{body, body / 7} { // 7: the smallest record
+		var w batchWriter
+		w.begin(nil, 0)
+		w.add(&equeue.Message{Body: make([]byte, body)}, DefaultTagHeader, false)
+		raw := w.finish(false)
+		binary.BigEndian.PutUint32(raw[57:], claim) // records claimed
+		binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := decodeBatches(raw, DefaultTagHeader)
+		runtime.ReadMemStats(&after)
+		require.ErrorIs(t, err, errBadBatch, "%d records claimed", claim)
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "bytes allocated decoding a batch claiming %d records", claim)
+	}
 }
 
 // TestDecompress_Bounds: corrupt compressed data is an error, not a panic.
