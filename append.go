@@ -313,6 +313,11 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 			if m.DeliverAt.Sub(now) > e.opts.MaxDelay {
 				return nil, fmt.Errorf("%w: delivery at %v is beyond the %v limit", ErrInvalidDelay, m.DeliverAt, e.opts.MaxDelay)
 			}
+			if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(m.DeliverAt) && !isStoredAgain(ctx) {
+				// It would never be delivered. (A retry that outlives its
+				// message, sent again by the engine, simply expires.)
+				return nil, fmt.Errorf("%w: message %d expires at %v, not after its delivery at %v", ErrInvalidDelay, i, m.ExpiresAt, m.DeliverAt)
+			}
 			dues = append(dues, m.DeliverAt)
 		}
 		id, born := m.ID, m.BornAt

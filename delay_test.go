@@ -76,14 +76,21 @@ func TestDelay_BadInput(t *testing.T) {
 		"negative ttl":   {Topic: "t", TTL: -time.Second},
 		"too far":        {Topic: "t", Delay: 2 * time.Hour},
 		"too far at":     {Topic: "t", DeliverAt: time.Now().Add(2 * time.Hour)},
+		// Expired before it is delivered: it would never be.
+		"ttl within the delay":      {Topic: "t", Delay: 2 * time.Minute, TTL: time.Minute},
+		"ttl as long as the delay":  {Topic: "t", Delay: time.Minute, TTL: time.Minute},
+		"expiry before delivery at": {Topic: "t", DeliverAt: time.Now().Add(time.Minute), ExpiresAt: time.Now().Add(time.Second)},
 	} {
 		_, err := p.Send(ctx, m)
 		assert.ErrorIs(t, err, equeue.ErrInvalidDelay, name)
 	}
 	_, err := p.SendBatch(ctx, []*equeue.Message{{Topic: "t", Delay: time.Second}, {Topic: "t"}})
 	assert.ErrorIs(t, err, equeue.ErrInvalidArgument, "mixing delayed and immediate")
+	r, err := p.Send(ctx, &equeue.Message{Topic: "t", Delay: time.Minute, TTL: 2 * time.Minute})
+	require.NoError(t, err, "a TTL longer than the delay")
+	assert.True(t, r.Delayed)
 	// A delivery time in the past is simply immediate.
-	r, err := p.Send(ctx, &equeue.Message{Topic: "t", DeliverAt: time.Now().Add(-time.Hour)})
+	r, err = p.Send(ctx, &equeue.Message{Topic: "t", DeliverAt: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	assert.False(t, r.Delayed)
 	// A TTL makes the message expire.

@@ -266,3 +266,18 @@ func TestDLQ_ListDeadLettersPassesExpiredOnes(t *testing.T) {
 	require.Equal(t, "live", string(dls[0].Message.Body))
 	require.EqualValues(t, short, dls[0].Offset)
 }
+
+// A retry whose delay outlasts its message's life is stored (and expires
+// unseen): only a producer's own delayed send that would expire before its
+// delivery is refused.
+func TestRetry_DelayPastTheExpiryIsStored(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x"), TTL: time.Minute}}})
+	require.NoError(t, err)
+	g, res := joinAndPull(t, e, "g", "m", "t")
+	require.Len(t, res.Messages, 1)
+	_, err = e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, Delay: 2 * time.Minute})
+	require.NoError(t, err)
+}

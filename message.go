@@ -52,7 +52,9 @@ type Message struct {
 	// It is not stored.
 	Delay time.Duration
 	// TTL, when positive on Send, sets ExpiresAt to the send time plus TTL.
-	// It is not stored.
+	// It is not stored. A send whose expiry is not after its delivery
+	// (DeliverAt or Delay) would never be delivered: it returns
+	// ErrInvalidDelay.
 	TTL time.Duration
 	// ExpiresAt, when set, is the end of the message's life: consumers never
 	// receive it after that moment. Producers usually set it through TTL.

@@ -84,7 +84,8 @@ type TopicLimits struct {
 	// visible are trimmed in the background right after).
 	Overflow OverflowPolicy `json:"overflow,omitempty"`
 	// DefaultTTL, when positive, is the time-to-live of messages sent
-	// without one (no TTL and no ExpiresAt).
+	// without one (no TTL and no ExpiresAt), counted from the send, or
+	// for a delayed message from its delivery.
 	DefaultTTL time.Duration `json:"default_ttl,omitempty"`
 	// RetentionAge overrides Options.Retention.MaxAge for this topic: zero
 	// keeps the engine's, negative keeps messages with no age limit.
@@ -235,8 +236,17 @@ func (t *topic) defaultTTL(m *Message, now time.Time) *Message {
 	if l == nil || l.DefaultTTL <= 0 || m.TTL > 0 || !m.ExpiresAt.IsZero() {
 		return m
 	}
+	// A delayed message's life starts when it is delivered, as a message's
+	// life in a queue starts when it enters it.
+	from := now
+	switch {
+	case m.Delay > 0:
+		from = now.Add(m.Delay)
+	case m.DeliverAt.After(now):
+		from = m.DeliverAt
+	}
 	cp := *m
-	cp.ExpiresAt = now.Add(l.DefaultTTL)
+	cp.ExpiresAt = from.Add(l.DefaultTTL)
 	return &cp
 }
 

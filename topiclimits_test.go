@@ -206,12 +206,30 @@ func TestTopicLimits_DefaultTTL(t *testing.T) {
 	assert.WithinRange(t, res.Messages[0].ExpiresAt, before.Add(time.Hour), time.Now().Add(time.Hour), "no TTL: the topic's default")
 	assert.WithinRange(t, res.Messages[1].ExpiresAt, before.Add(2*time.Hour), time.Now().Add(2*time.Hour), "a message's own TTL wins")
 
+	// A delayed message's default life starts at its delivery: a delay
+	// longer than the default does not make it expire unseen.
+	at := time.Now().Add(500 * time.Millisecond).Truncate(time.Millisecond)
+	_, err = p.Send(ctx, &equeue.Message{Topic: "ttl", Body: []byte("delayed"), DeliverAt: at})
+	require.NoError(t, err)
+	_, err = p.Send(ctx, &equeue.Message{Topic: "ttl", Body: []byte("delayed by"), Delay: 500 * time.Millisecond})
+	require.NoError(t, err)
+	var late []*equeue.Message
+	eventually(t, 10*time.Second, func() bool {
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "ttl", Offset: 2, Max: 10})
+		require.NoError(t, err)
+		late = res.Messages
+		return len(late) == 2
+	}, "both delayed messages delivered")
+	for _, m := range late {
+		assert.True(t, m.ExpiresAt.Equal(m.DeliverAt.Add(time.Hour)), "%s: expires at %v, delivered at %v", m.Body, m.ExpiresAt, m.DeliverAt)
+	}
+
 	// A short default expires messages like their own TTL would.
 	require.NoError(t, e.SetTopicLimits(ctx, "ttl", equeue.TopicLimits{DefaultTTL: time.Millisecond}))
 	_, err = p.Send(ctx, &equeue.Message{Topic: "ttl", Body: []byte("short")})
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, func() bool {
-		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "ttl", Offset: 2, Max: 10})
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "ttl", Offset: 4, Max: 10})
 		return err == nil && res.Expired == 1 && len(res.Messages) == 0
 	}, "the message sent without a TTL expires after the topic's default")
 }
