@@ -191,3 +191,23 @@ func TestFetch_MinBytesWaitWokenByAppendToAPartitionWithData(t *testing.T) {
 	require.Equal(t, int16(0), p0.ErrorCode)
 	assert.GreaterOrEqual(t, len(p0.RecordBatches), 2000)
 }
+
+// TestGroups_CommitWithoutGenerationToAnEmptyGroup: a group with no members
+// only stores offsets, so a commit with generation -1 is taken whatever
+// member ID it names (Kafka's simple consumers and admin tools).
+func TestGroups_CommitWithoutGenerationToAnEmptyGroup(t *testing.T) {
+	_, addr := setup(t, map[string]int{"t": 1})
+	ctx := testCtx(t)
+	cl := kclient(t, addr)
+	for _, member := range []string{"", "tool-1"} {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.Generation, oc.MemberID = "g-"+member, -1, member
+		oct := kmsg.NewOffsetCommitRequestTopic()
+		oct.Topic = "t"
+		oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0, LeaderEpoch: -1}}
+		oc.Topics = append(oc.Topics, oct)
+		resp, err := oc.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		assert.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode, "member %q", member)
+	}
+}

@@ -82,14 +82,16 @@ func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 	c.lock()
 	defer c.mu.Unlock()
 	cg := c.cgroups[req.Group]
-	if req.Generation < 0 && req.MemberID == "" {
-		if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
+	if req.Generation < 0 {
+		// A group with no members only stores offsets: anyone commits to
+		// it, whatever member ID it gives (as Kafka has it).
+		g := c.groups[req.Group]
+		if (g == nil || len(g.members) == 0) && (cg == nil || len(cg.members) == 0) {
+			return errNone, nil
+		}
+		if req.MemberID == "" {
 			return errIllegalGeneration, nil
 		}
-		if cg != nil && len(cg.members) > 0 {
-			return errIllegalGeneration, nil
-		}
-		return errNone, nil
 	}
 	if cg != nil && len(cg.members) > 0 {
 		m := cg.members[req.MemberID]
