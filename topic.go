@@ -493,7 +493,9 @@ func (e *Engine) SetQueueWritable(ctx context.Context, name string, queueID int,
 // DeleteTopic deletes a topic, all its messages and every group's committed
 // offsets of it. The topic's metadata, low watermarks and offsets go in one
 // store write; if that write fails, the topic and its offsets are left as
-// they were and the error says so.
+// they were and the error says so. Copies of its messages that groups sent
+// back are messages of their retry topics and dead letters: they stay, and
+// are retried or listed with the deleted topic as their origin.
 func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	if err := e.enter(ctx); err != nil {
 		return err
