@@ -57,6 +57,10 @@ func (e *Engine) ListDeadLetters(ctx context.Context, group string, req ListDead
 	if err := ValidateName(group); err != nil {
 		return nil, err
 	}
+	if err := e.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer e.leave()
 	out, _, err := e.listDeadLettersIn(ctx, group, req)
 	return out, err
 }
