@@ -85,13 +85,10 @@ func (e *Engine) listDeadLettersIn(ctx context.Context, group string, req ListDe
 // listDeadLetters is ListDeadLetters of t, the group's dead-letter topic.
 func (e *Engine) listDeadLetters(ctx context.Context, group string, req ListDeadLettersRequest, t *topic) ([]DLQEntry, error) {
 	res, err := e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: req.From, Max: req.Max})
-	if err == nil && res.Status == PullOffsetMoved && res.NextOffset > req.From {
-		// The oldest dead letters were trimmed: list from the first one kept.
-		res, err = e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: res.NextOffset, Max: req.Max})
-	}
-	// A pull that scanned only expired (or damaged) dead letters found
-	// none but moved on: an empty page means none is left, so read on.
-	for from := req.From; err == nil && res.Status == PullNoMatch && res.NextOffset > from; {
+	// Read on while a pull moves on without a dead letter: the oldest were
+	// trimmed (list from the first one kept), or it scanned only expired
+	// (or damaged) ones. An empty page means none is left.
+	for from := req.From; err == nil && (res.Status == PullOffsetMoved || res.Status == PullNoMatch) && res.NextOffset > from; {
 		from = res.NextOffset
 		res, err = e.Pull(ctx, &PullRequest{Topic: DLQTopic(group), Offset: from, Max: req.Max})
 	}
@@ -184,6 +181,10 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 		dls, dlq, err := e.listDeadLettersIn(ctx, group, ListDeadLettersRequest{From: off, Max: MaxPullBatch})
 		if err != nil {
 			return sent, err
+		}
+		if dlq != t {
+			// The offsets chosen were of a topic deleted meanwhile.
+			return sent, fmt.Errorf("%w: the dead letters of %q were deleted during the redrive", ErrTopicNotFound, group)
 		}
 		if len(dls) == 0 {
 			break

@@ -243,7 +243,8 @@ func TestDLQ_ListDeadLettersPassesExpiredOnes(t *testing.T) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "c", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+	// Orderly: the dead letters are in the order the messages were sent.
+	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "c", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Orderly: true,
 		Handler: func(ctx context.Context, m *equeue.Message) error { return equeue.DeadLetter(errors.New("bad")) }})
 	p := newProducer(t, e, nil)
 	expires := time.Now().Add(3 * time.Second)
@@ -280,4 +281,55 @@ func TestRetry_DelayPastTheExpiryIsStored(t *testing.T) {
 	require.Len(t, res.Messages, 1)
 	_, err = e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 0, Delay: 2 * time.Minute})
 	require.NoError(t, err)
+}
+
+// A redriven mark of the first format that Open could not give its topic
+// (the write failed: "the next open tries again") answers for the
+// dead-letter topic there is. Deleting that topic deletes it with the
+// topic's own marks: a dead letter of the topic created again after is
+// not "redriven", and is redriven.
+func TestDLQ_FirstFormatMarkGoesWithItsDLQTopic(t *testing.T) {
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	open := func() *equeue.Engine {
+		e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
+		require.NoError(t, err)
+		return e
+	}
+	e := open()
+	f := newDLQFixture(t, e)
+	f.fail(t, "first", 1)
+	require.NoError(t, e.Close())
+	// The mark of g's dead letter 0, as the first format wrote it.
+	k := append([]byte("dlqr/g\x00"), binary.BigEndian.AppendUint64(nil, 0)...)
+	require.NoError(t, fs.Write(&store.Batch{Meta: []store.MetaOp{{Key: k, Value: []byte{1}}}}))
+
+	// Open's migration of the mark fails.
+	fs.OnWrite(func(b *store.Batch) error {
+		for _, op := range b.Meta {
+			if bytes.HasPrefix(op.Key, []byte("dlqr/")) {
+				return errors.New("injected")
+			}
+		}
+		return nil
+	})
+	e = open()
+	defer func() { require.NoError(t, e.Close()) }()
+	fs.OnWrite(nil)
+	dls, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	require.True(t, dls[0].Redriven, "the first-format mark answers for the topic there is")
+
+	require.NoError(t, e.DeleteTopic(ctx, equeue.DLQTopic("g")))
+	f = newDLQFixture(t, e)
+	f.fail(t, "second", 1)
+	dls, err = e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	require.Zero(t, dls[0].Offset)
+	assert.False(t, dls[0].Redriven, "a dead letter of the new topic was never redriven")
+	n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the new dead letter is redriven")
 }

@@ -126,7 +126,11 @@ func (e *Engine) deleteRedrivenMarksOf(t *topic) {
 	}
 	var keys [][]byte
 	err := e.st.ScanMeta(redrivenGroupPrefix(group), func(k, v []byte) error {
-		if len(v) == 5 && v[0] == redrivenOfTopic && binary.BigEndian.Uint32(v[1:]) == t.id {
+		// A mark of the first format (one Open could not migrate) answers
+		// for whichever incarnation is there: this one, which it must not
+		// outlive.
+		first := len(v) == 1 && v[0] == redrivenNoTopic
+		if first || (len(v) == 5 && v[0] == redrivenOfTopic && binary.BigEndian.Uint32(v[1:]) == t.id) {
 			keys = append(keys, slices.Clone(k))
 		}
 		return nil
