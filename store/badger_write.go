@@ -142,11 +142,25 @@ func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs,
 				return err
 			}
 		}
-		lo, hi := group[0].Offset, group[len(group)-1].Offset+1
-		if lo < end {
-			merged, err := s.takeOverlap(txn, q, lo, hi, tally)
-			if err != nil {
-				return err
+		hi := group[len(group)-1].Offset + 1
+		if group[0].Offset < end {
+			// Only the segments holding an offset the group writes are
+			// taken, run of consecutive offsets by run: the segments in
+			// the gaps between them stay as they are. A segment that
+			// two runs reach is taken by the first; the transaction's
+			// iterators no longer see it for the next.
+			var merged []Entry
+			for r := 0; r < len(group) && group[r].Offset < end; {
+				e := r + 1
+				for e < len(group) && group[e].Offset == group[e-1].Offset+1 {
+					e++
+				}
+				taken, err := s.takeOverlap(txn, q, group[r].Offset, group[e-1].Offset+1, tally)
+				if err != nil {
+					return err
+				}
+				merged = append(merged, taken...)
+				r = e
 			}
 			group = mergeRecords(merged, group)
 		}

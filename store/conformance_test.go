@@ -659,6 +659,31 @@ func runConformance(t *testing.T, h harness) {
 		require.Equal(t, "second", string(recs[0].Value))
 	})
 
+	// A small batch that writes into the head of a queue and appends at its
+	// end is within Limits whatever the queue holds between the two, so it
+	// commits, and the records it did not name are kept as they were.
+	t.Run("SparseWriteAcrossLargeQueue", func(t *testing.T) {
+		s := start(t, h).s
+		l := s.Limits()
+		if l.MaxBytes == 0 {
+			t.Skip("store has no byte limit")
+		}
+		const n = 100
+		end := uint64(3 * l.MaxBytes / n) // three batches' worth of bytes
+		fill(t, s, q, 0, end, n)
+		b := &store.Batch{Entries: []store.Entry{
+			{Queue: q, Offset: 0, Value: []byte("head")},
+			{Queue: q, Offset: end, Value: []byte("tail")},
+		}}
+		require.True(t, l.Allows(b))
+		require.NoError(t, s.Write(b))
+		recs := readAll(t, s, q)
+		require.Equal(t, span(0, end+1), offsets(recs))
+		require.Equal(t, "head", string(recs[0].Value))
+		require.Equal(t, "tail", string(recs[end].Value))
+		requireValues(t, q, n, recs[1:end])
+	})
+
 	t.Run("CopiesInAndOut", func(t *testing.T) {
 		s := start(t, h).s
 		v := []byte("original")
