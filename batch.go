@@ -78,6 +78,11 @@ func (r *runner) dispatch(msgs []*Message) bool {
 		if !r.laneTurn() {
 			return false
 		}
+		if c.o.Orderly && r.ctx.Err() != nil {
+			// Stopping: the drain waits for the running handler only, so
+			// no other message of the pull begins (it stays uncommitted).
+			return false
+		}
 		var ok bool
 		switch {
 		case c.o.Orderly && size == 1:

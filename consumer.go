@@ -255,12 +255,16 @@ type Consumer struct {
 	// undo) the final commit of a handover or Close.
 	commitMu sync.Mutex
 
-	mu         sync.Mutex
-	started    bool
-	closed     bool
-	closeDone  chan struct{} // closed when the first Close (or crash) returns
-	runners    map[QueueRef]*runner
-	stopping   map[QueueRef]bool
+	mu        sync.Mutex
+	started   bool
+	closed    bool
+	closeDone chan struct{} // closed when the first Close (or crash) returns
+	runners   map[QueueRef]*runner
+	stopping  map[QueueRef]bool
+	// fenced holds, in orderly mode, the runners abandoned after a fence
+	// (offset reset, expiry): the next runner of the queue waits for their
+	// running handler, so the queue never has two handlers at once.
+	fenced     map[QueueRef]*runner
 	handoffs   sync.WaitGroup // handOver goroutines
 	version    int64
 	stale      bool            // a handover ended since the last apply: apply again
@@ -359,11 +363,28 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
+	c.mu.Lock()
+	if c.closed {
+		// Close came while joining and could not leave for this member:
+		// leave now, or its queues would wait for its session to expire.
+		c.mu.Unlock()
+		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := leaveGroup(lctx, c.b, c.joinRequest()); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+			c.log.Warn("leave after Close during Start", "err", err)
+		}
+		return ErrClosed
+	}
+	c.mu.Unlock()
 	c.startTimers()
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)
 	}
-	c.goFunc(c.membershipLoop)
+	c.mu.Lock()
+	if !c.closed { // else Close may be waiting for the goroutines already
+		c.goFunc(c.membershipLoop)
+	}
+	c.mu.Unlock()
 	return nil
 }
 
@@ -424,6 +445,7 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		case g.Epoch != r.grant.Epoch:
 			// Fenced (offset reset or re-grant): what it holds cannot be committed.
 			delete(c.runners, ref)
+			c.keepFenced(r)
 			r.abandon()
 		}
 	}
@@ -495,10 +517,25 @@ func (c *Consumer) abandonAll() {
 	rs := c.runners
 	c.runners = map[QueueRef]*runner{}
 	c.version = 0
+	for _, r := range rs {
+		c.keepFenced(r)
+	}
 	c.mu.Unlock()
 	for _, r := range rs {
 		r.abandon()
 	}
+}
+
+// keepFenced remembers an abandoned orderly runner until the queue's next
+// runner starts. c.mu must be held.
+func (c *Consumer) keepFenced(r *runner) {
+	if !c.o.Orderly {
+		return
+	}
+	if c.fenced == nil {
+		c.fenced = map[QueueRef]*runner{}
+	}
+	c.fenced[r.grant.QueueRef] = r
 }
 
 // startTimers starts the periodic commit and, in concurrent clustering

@@ -20,11 +20,12 @@ type runner struct {
 	cancel    context.CancelFunc
 	hctx      context.Context // handlers' context: cancelled by Close, by abandon and when a drain ends
 	hcancel   context.CancelFunc
-	done      chan struct{} // closed when the pull loop has returned for good (not parked)
-	slot      *parkSlot     // set while parked; guarded by the consumer's parking.mu
-	next      int64         // where the pull loop goes on; only the pull loop touches it
-	lane      *laneSlot     // the priority lane this queue is (priority.go); nil without priorities
-	share     poolShare     // its tasks in the worker pool (concurrent mode)
+	done      chan struct{}   // closed when the pull loop has returned for good (not parked)
+	slot      *parkSlot       // set while parked; guarded by the consumer's parking.mu
+	next      int64           // where the pull loop goes on; only the pull loop touches it
+	lane      *laneSlot       // the priority lane this queue is (priority.go); nil without priorities
+	prev      <-chan struct{} // orderly: done of the queue's fenced runner, waited for before the first pull
+	share     poolShare       // its tasks in the worker pool (concurrent mode)
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	disposing atomic.Int32 // failure paths storing a send-back now (see beginDispose)
@@ -43,7 +44,30 @@ func (c *Consumer) newRunner(g Grant, st OffsetCommit) *runner {
 	r.committed.Store(st.Offset)
 	_, r.committedAtts = pq.committableState()
 	r.next = st.Offset
+	if old := c.fenced[g.QueueRef]; old != nil { // c.mu is held
+		delete(c.fenced, g.QueueRef)
+		r.prev = old.done
+	}
 	return r
+}
+
+// waitPrev waits, up to HandoffTimeout, for the pull loop (and so the
+// running handler) of the queue's fenced orderly runner to return; false
+// when r stops first.
+func (r *runner) waitPrev() bool {
+	if r.prev == nil {
+		return true
+	}
+	t := time.NewTimer(r.c.o.HandoffTimeout)
+	defer t.Stop()
+	select {
+	case <-r.prev:
+	case <-t.C:
+		r.c.log.Warn("fenced orderly handler still running; starting the queue anyway", "queue", r.grant.QueueRef)
+	case <-r.ctx.Done():
+		return false
+	}
+	return true
 }
 
 // drain stops pulling and starting handlers, and waits for the running
@@ -158,6 +182,10 @@ func (r *runner) pullLoop() {
 		wait = 0 // park instead of long-polling
 	}
 	next := r.next // where the last loop parked
+	if !r.waitPrev() {
+		return
+	}
+	r.prev = nil // only the pull loop touches it
 	backoff := 100 * time.Millisecond
 	for r.ctx.Err() == nil {
 		if !r.waitForRoom() {

@@ -1,0 +1,170 @@
+package equeue
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestConsumer_OrderlyCloseStartsNoNewMessage: in orderly mode Close lets
+// the running handler finish but begins no other message of what the
+// queue's last pull fetched; those stay uncommitted for the next start.
+func TestConsumer_OrderlyCloseStartsNoNewMessage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	msgs := make([]*Message, 5)
+	for i := range msgs {
+		msgs[i] = &Message{Body: []byte{byte(i)}}
+	}
+	_, err = e.Append(ctx, &AppendRequest{Topic: "t", Queue: 0, Messages: msgs})
+	require.NoError(t, err)
+
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var handled atomic.Int64
+	c, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Orderly: true, Subscriptions: []Subscription{{Topic: "t"}},
+		CommitInterval: time.Hour, ShutdownTimeout: time.Minute,
+		Handler: func(ctx context.Context, m *Message) error {
+			if m.Offset == 0 {
+				close(started)
+				<-release
+			}
+			handled.Add(1)
+			return nil
+		}})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	<-started
+	c.mu.Lock()
+	var r *runner
+	for _, x := range c.runners {
+		r = x
+	}
+	c.mu.Unlock()
+	require.NotNil(t, r)
+
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	waitFor(t, func() bool { return r.ctx.Err() != nil }, "Close stopped the pull loop")
+	close(release)
+	require.NoError(t, <-closed)
+	assert.Equal(t, int64(1), handled.Load(), "Close began no message after the running one")
+	info, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	require.Len(t, info.Queues, 1)
+	assert.Equal(t, int64(1), info.Queues[0].Committed, "the commit passes what was handled")
+}
+
+// slowJoinBroker holds JoinGroup until released, as a slow network would.
+type slowJoinBroker struct {
+	Broker
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *slowJoinBroker) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, error) {
+	close(b.entered)
+	<-b.release
+	return b.Broker.JoinGroup(ctx, req)
+}
+
+// TestConsumer_CloseDuringStartLeavesNoMember: a Close that comes while
+// Start is joining the group must not leave the closed consumer a member
+// of the group, holding queues nobody consumes until its session expires.
+func TestConsumer_CloseDuringStartLeavesNoMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	handler := func(context.Context, *Message) error { return nil }
+	b, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "b", Subscriptions: []Subscription{{Topic: "t"}}, Handler: handler})
+	require.NoError(t, err)
+	require.NoError(t, b.Start(ctx))
+	defer func() { require.NoError(t, b.Close()) }()
+
+	slow := &slowJoinBroker{Broker: e, entered: make(chan struct{}), release: make(chan struct{})}
+	a, err := NewConsumer(slow, ConsumerOptions{Group: "g", ID: "a", Subscriptions: []Subscription{{Topic: "t"}}, Handler: handler})
+	require.NoError(t, err)
+	started := make(chan error, 1)
+	go func() { started <- a.Start(ctx) }()
+	<-slow.entered
+	require.NoError(t, a.Close())
+	close(slow.release)
+	assert.ErrorIs(t, <-started, ErrClosed, "Start of a consumer closed meanwhile")
+	info, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	ids := make([]string, 0, len(info.Members))
+	for _, m := range info.Members {
+		ids = append(ids, m.ID)
+	}
+	assert.Equal(t, []string{"b"}, ids, "the closed consumer is no member of the group")
+}
+
+// TestConsumer_OrderlyResetRunsOneHandlerAtATime: an offset reset fences
+// the orderly runner and starts the queue again; the fenced runner's
+// handler still running must not overlap one of the new runner.
+func TestConsumer_OrderlyResetRunsOneHandlerAtATime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err = e.Append(ctx, &AppendRequest{Topic: "t", Queue: 0, Messages: []*Message{{Body: []byte("x")}}})
+	require.NoError(t, err)
+	started := make(chan struct{}, 4)
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	var running, most, calls atomic.Int64
+	c, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Orderly: true, Subscriptions: []Subscription{{Topic: "t"}},
+		HeartbeatInterval: 50 * time.Millisecond,
+		Handler: func(ctx context.Context, m *Message) error {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for o := most.Load(); n > o && !most.CompareAndSwap(o, n); o = most.Load() {
+			}
+			calls.Add(1)
+			started <- struct{}{}
+			<-release
+			return nil
+		}})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	<-started
+	epoch := c.Queues()[0].Epoch
+	require.NoError(t, e.ResetOffsets(ctx, "g", ResetRequest{To: ResetToEarliest}))
+	newRunner := func() *runner {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, r := range c.runners {
+			if r.grant.Epoch != epoch {
+				return r
+			}
+		}
+		return nil
+	}
+	waitFor(t, func() bool { return newRunner() != nil }, "the member runs the queue under its new grant")
+	// The new runner starts from the reset offset: it pulls the message the
+	// old handler still runs, and must not begin it before that returns.
+	time.Sleep(50 * time.Millisecond) // a second handler of the queue would start here
+	close(release)
+	waitFor(t, func() bool { return calls.Load() == 2 }, "the new runner handles the message again")
+	require.NoError(t, c.Close())
+	assert.Equal(t, int64(1), most.Load(), "one handler of the queue at a time")
+}
