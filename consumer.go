@@ -370,7 +370,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := leaveGroup(lctx, c.b, c.joinRequest()); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+		if err := leaveGroup(lctx, c.b, c.joinRequest()); notLeft(err) {
 			c.log.Warn("leave after Close during Start", "err", err)
 		}
 		return ErrClosed
@@ -664,7 +664,7 @@ func (c *Consumer) Close() error {
 		// must not leave in the name of the incarnation that holds its ID.
 		if !c.replaced.Load() {
 			err := leaveGroup(ctx, c.b, c.joinRequest())
-			if err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+			if notLeft(err) {
 				errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
 			}
 		}

@@ -71,3 +71,11 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.D
 func leaveGroup(ctx context.Context, b Broker, join *JoinRequest) error {
 	return b.LeaveGroup(ctx, &LeaveRequest{Group: join.Group, Member: join.Member, Incarnation: join.Incarnation})
 }
+
+// notLeft reports whether a leave's error means the member may still be
+// in the group: not when it is no member (left, expired, replaced), the
+// group does not exist (a Close before the first join), or the broker
+// closed.
+func notLeft(err error) bool {
+	return err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrGroupNotFound) && !errors.Is(err, ErrClosed)
+}

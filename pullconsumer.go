@@ -109,12 +109,33 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Unlock()
 	a, err := pc.b.JoinGroup(ctx, pc.join)
 	if err != nil {
+		pc.mu.Lock()
+		pc.started = false // not a member: Start may be called again
+		pc.mu.Unlock()
 		return err
 	}
 	if err := pc.apply(ctx, a); err != nil {
+		// Joined, but its grants are not usable: leave, so its queues do
+		// not wait for its session to expire, and let Start be called again.
+		pc.leaveAfterStart()
+		pc.mu.Lock()
+		clear(pc.grants)
+		clear(pc.positions)
+		clear(pc.ahead)
+		pc.started = false
+		pc.mu.Unlock()
 		return err
 	}
-	pc.wg.Add(1)
+	pc.mu.Lock()
+	if pc.closed {
+		// Close came while Start was joining, and found no member to
+		// leave: leave now.
+		pc.mu.Unlock()
+		pc.leaveAfterStart()
+		return fmt.Errorf("%w: pull consumer closed while starting", ErrClosed)
+	}
+	pc.wg.Add(1) // under mu, before Close's Wait
+	pc.mu.Unlock()
 	go func() {
 		defer pc.wg.Done()
 		runMembership(pc.ctx, pc.b, pc.join, pc.hb, pc.log, func() int64 {
@@ -124,6 +145,15 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		}, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }, pc.replaced.Store) //nolint:errcheck // an empty assignment cannot fail
 	}()
 	return nil
+}
+
+// leaveAfterStart leaves the group for a Start that does not complete.
+func (pc *PullConsumer) leaveAfterStart() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := leaveGroup(ctx, pc.b, pc.join); notLeft(err) {
+		pc.log.Warn("leave after a Start that did not complete", "group", pc.join.Group, "err", err)
+	}
 }
 
 func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
@@ -314,7 +344,7 @@ func (pc *PullConsumer) Close() error {
 	if pc.replaced.Load() {
 		return nil // the member ID belongs to another incarnation now
 	}
-	if err := leaveGroup(ctx, pc.b, pc.join); err != nil && !errors.Is(err, ErrNotMember) && !errors.Is(err, ErrClosed) {
+	if err := leaveGroup(ctx, pc.b, pc.join); notLeft(err) {
 		return err
 	}
 	return nil
