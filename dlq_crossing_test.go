@@ -86,11 +86,7 @@ func TestDLQ_RedrivenMarkDoesNotOutliveItsDLQTopic(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ctx := ctxT(t)
 			fs := faultstore.New(store.NewMemory())
-			open := func() *equeue.Engine {
-				e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
-				require.NoError(t, err)
-				return e
-			}
+			open := func() *equeue.Engine { return openOn(t, fs) }
 			e := open()
 			defer func() { require.NoError(t, e.Close()) }()
 			f := newDLQFixture(t, e)
@@ -169,11 +165,7 @@ func TestDLQ_ConcurrentRedrivesSendEachOnce(t *testing.T) {
 func TestDLQ_RedrivenMarksOfTheFirstFormat(t *testing.T) {
 	ctx := ctxT(t)
 	fs := faultstore.New(store.NewMemory())
-	open := func() *equeue.Engine {
-		e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
-		require.NoError(t, err)
-		return e
-	}
+	open := func() *equeue.Engine { return openOn(t, fs) }
 	e := open()
 	f := newDLQFixture(t, e)
 	f.fail(t, "x", 2)
@@ -291,11 +283,7 @@ func TestRetry_DelayPastTheExpiryIsStored(t *testing.T) {
 func TestDLQ_FirstFormatMarkGoesWithItsDLQTopic(t *testing.T) {
 	ctx := ctxT(t)
 	fs := faultstore.New(store.NewMemory())
-	open := func() *equeue.Engine {
-		e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
-		require.NoError(t, err)
-		return e
-	}
+	open := func() *equeue.Engine { return openOn(t, fs) }
 	e := open()
 	f := newDLQFixture(t, e)
 	f.fail(t, "first", 1)

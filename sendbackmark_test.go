@@ -424,6 +424,31 @@ type keepOpenStore struct{ *faultstore.FS }
 
 func (keepOpenStore) Close() error { return nil }
 
+// holdMarkWrites holds every store write of fs that writes a send-back
+// mark until hold is closed; held is closed when the first one comes.
+func holdMarkWrites(fs *faultstore.FS) (held, hold chan struct{}) {
+	held, hold = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fs.OnWrite(func(b *store.Batch) error {
+		for _, op := range b.Meta {
+			if !op.Delete && bytes.HasPrefix(op.Key, []byte("sbk/")) {
+				once.Do(func() { close(held) })
+				<-hold
+			}
+		}
+		return nil
+	})
+	return held, hold
+}
+
+// openOn opens an engine on fs, which Close leaves open for the next.
+func openOn(t *testing.T, fs *faultstore.FS) *equeue.Engine {
+	t.Helper()
+	e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
+	require.NoError(t, err)
+	return e
+}
+
 // A change that must see every mark (deleting the topic or the group,
 // resetting the offsets) while a send-back's write is held: once both
 // returned, no mark of that send-back is left, and after a restart a new
@@ -641,17 +666,7 @@ func TestSendBack_CommitBackWaitsForAHeldSendBack(t *testing.T) {
 	e, fs, g := openMarked(t, 3, nil)
 	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
 		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 2}}}))
-	held, hold := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	fs.OnWrite(func(b *store.Batch) error {
-		for _, op := range b.Meta {
-			if !op.Delete && bytes.HasPrefix(op.Key, []byte("sbk/")) {
-				once.Do(func() { close(held) })
-				<-hold
-			}
-		}
-		return nil
-	})
+	held, hold := holdMarkWrites(fs)
 	req := &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 2, DeadLetter: true}
 	sent, back := make(chan error, 1), make(chan error, 1)
 	go func() { _, err := e.SendBack(ctx, req); sent <- err }()
@@ -681,17 +696,7 @@ func TestSendBack_ExternalCommitBackWaitsForAHeldSendBack(t *testing.T) {
 	e, fs, g := openMarked(t, 3, nil)
 	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
 		Offsets: []equeue.OffsetCommit{{Grant: g, Offset: 2}}}))
-	held, hold := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	fs.OnWrite(func(b *store.Batch) error {
-		for _, op := range b.Meta {
-			if !op.Delete && bytes.HasPrefix(op.Key, []byte("sbk/")) {
-				once.Do(func() { close(held) })
-				<-hold
-			}
-		}
-		return nil
-	})
+	held, hold := holdMarkWrites(fs)
 	sent, back := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: g, Offset: 2, DeadLetter: true})
