@@ -46,8 +46,10 @@ type leaseState struct {
 	voters atomic.Pointer[[]raft.ServerID]
 	// transferring is set while this node hands its leadership over: the
 	// target may be elected before this node learns of it, so no lease is
-	// held then.
+	// held then. transfers counts the transfers asked of Raft whose
+	// outcome Raft has not given yet (a caller may stop waiting first).
 	transferring atomic.Bool
+	transfers    atomic.Int64
 	length       time.Duration
 }
 
@@ -83,7 +85,7 @@ func (l *leaseState) addVoter(id raft.ServerID) {
 // sent less than the lease before now. answered returns a follower's
 // latest successful answer (ok false when it never answered).
 func (l *leaseState) held(self raft.ServerID, term uint64, now time.Time, answered func(raft.ServerID) (answeredCall, bool)) bool {
-	if l.transferring.Load() {
+	if l.transferring.Load() || l.transfers.Load() > 0 {
 		return false
 	}
 	vp := l.voters.Load()

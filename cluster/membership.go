@@ -91,23 +91,36 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 		return err
 	}
 	// The target may win before this node hears of it: serve nothing
-	// meanwhile (lease.go).
-	n.lease.transferring.Store(true)
-	defer n.lease.transferring.Store(false)
+	// until Raft gives the transfer's outcome (lease.go), even when the
+	// caller stops waiting first, and whatever other transfer ends
+	// meanwhile.
+	n.lease.transfers.Add(1)
 	var f raft.Future
 	if id == "" {
 		f = n.raft.LeadershipTransfer()
 	} else {
 		addr, err := n.serverAddr(id)
 		if err != nil {
+			n.lease.transfers.Add(-1)
 			return err
 		}
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(id), addr)
 	}
-	if err := raftFuture(ctx, f); err != nil {
-		return fmt.Errorf("cluster: transfer leadership: %w", err)
+	done := make(chan error, 1)
+	go func() {
+		err := f.Error()
+		n.lease.transfers.Add(-1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("cluster: transfer leadership: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: transfer leadership: %w", ctx.Err())
 	}
-	return nil
 }
 
 func (n *Node) serverAddr(id string) (raft.ServerAddress, error) {

@@ -195,9 +195,11 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		}
 		stream = ts
 	}
-	n.stream = newAcceptedStream(stream)
+	accepted := newAcceptedStream(stream)
+	n.stream = accepted
 	n.trans = raft.NewNetworkTransportWithLogger(n.stream, 3, 10*time.Second, hlog)
-	closers = append(closers, n.trans, closerFunc(func() error { n.stream.closeAccepted(); return nil }))
+	// Not n.stream: a failed Open returns a nil n before the closers run.
+	closers = append(closers, n.trans, closerFunc(func() error { accepted.closeAccepted(); return nil }))
 	n.ptrans = newProgressTransport(n.trans)
 
 	// A follower forgets its leader, and may vote for another node, no
@@ -274,6 +276,15 @@ func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
 	}
 	if n.opts.ElectionTimeout > 0 {
 		c.ElectionTimeout = n.opts.ElectionTimeout
+	}
+	// Raft wants ElectionTimeout >= HeartbeatTimeout: the one left to its
+	// default follows the one set.
+	if c.ElectionTimeout < c.HeartbeatTimeout {
+		if n.opts.ElectionTimeout > 0 {
+			c.HeartbeatTimeout = c.ElectionTimeout
+		} else {
+			c.ElectionTimeout = c.HeartbeatTimeout
+		}
 	}
 	if n.opts.LeaderLeaseTimeout > 0 {
 		c.LeaderLeaseTimeout = n.opts.LeaderLeaseTimeout

@@ -126,6 +126,9 @@ type Options struct {
 	fullDiskRetry time.Duration
 }
 
+// minRaftTimeout is the shortest timeout Raft runs with.
+const minRaftTimeout = 5 * time.Millisecond
+
 func (o *Options) validate() error {
 	if o == nil {
 		return fmt.Errorf("%w: nil cluster options", equeue.ErrInvalidOptions)
@@ -166,6 +169,16 @@ func (o *Options) validate() error {
 		if d < 0 {
 			return fmt.Errorf("%w: negative timeout", equeue.ErrInvalidOptions)
 		}
+	}
+	// What Raft refuses to run with (raft.ValidateConfig), said as the
+	// options' error.
+	for _, d := range []time.Duration{o.HeartbeatTimeout, o.ElectionTimeout, o.LeaderLeaseTimeout, o.SnapshotInterval} {
+		if d > 0 && d < minRaftTimeout {
+			return fmt.Errorf("%w: a Raft timeout or interval below %v", equeue.ErrInvalidOptions, minRaftTimeout)
+		}
+	}
+	if o.HeartbeatTimeout > 0 && o.ElectionTimeout > 0 && o.ElectionTimeout < o.HeartbeatTimeout {
+		return fmt.Errorf("%w: ElectionTimeout %v below HeartbeatTimeout %v", equeue.ErrInvalidOptions, o.ElectionTimeout, o.HeartbeatTimeout)
 	}
 	return nil
 }

@@ -1,0 +1,65 @@
+package cluster_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+)
+
+// Each of HeartbeatTimeout and ElectionTimeout defaults to 1 s when zero:
+// setting only one of them opens a node (the other follows it), and
+// timeouts Raft cannot run with are refused as invalid options.
+func TestOpen_HeartbeatAndElectionTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		heartbeat time.Duration
+		election  time.Duration
+	}{
+		{"heartbeat only, above the default", 2 * time.Second, 0},
+		{"election only, below the default", 0, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &cluster.Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true,
+				HeartbeatTimeout: tc.heartbeat, ElectionTimeout: tc.election}
+			n, err := cluster.Open(filepath.Join(t.TempDir(), "n1"), o)
+			require.NoError(t, err)
+			require.NoError(t, n.Close())
+		})
+	}
+	for _, tc := range []struct {
+		name      string
+		heartbeat time.Duration
+		election  time.Duration
+	}{
+		{"election below heartbeat", 2 * time.Second, time.Second},
+		{"heartbeat too low for Raft", time.Millisecond, 0},
+		{"election too low for Raft", 0, time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &cluster.Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true,
+				HeartbeatTimeout: tc.heartbeat, ElectionTimeout: tc.election}
+			_, err := cluster.Open(filepath.Join(t.TempDir(), "n1"), o)
+			require.ErrorIs(t, err, equeue.ErrInvalidOptions)
+		})
+	}
+}
+
+// An Open that fails once the Raft transport is up (here: Raft refuses
+// the bootstrap configuration, which names a node twice) returns the
+// error, and releases what it opened.
+func TestOpen_FailedBootstrapReturnsAnError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n1")
+	o := &cluster.Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true, Peers: []cluster.Peer{
+		{ID: "n1", RaftAddr: "127.0.0.1:7001"}, {ID: "n1", RaftAddr: "127.0.0.1:7002"}}}
+	_, err := cluster.Open(dir, o)
+	require.Error(t, err)
+	o.Peers = nil
+	n, err := cluster.Open(dir, o)
+	require.NoError(t, err, "the directory opens again")
+	require.NoError(t, n.Close())
+}
