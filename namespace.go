@@ -122,13 +122,26 @@ func (n *Namespace) outMessage(m *Message) *Message {
 	return &cp
 }
 
-// inMessage is m with its topic qualified (a copy; m is the caller's).
+// inMessage is m with its topic and the origin topic of its system
+// properties qualified (a copy; m is the caller's), so that a redrive of
+// it stays in the namespace.
 func (n *Namespace) inMessage(m *Message) *Message {
-	if m == nil || m.Topic == "" {
+	if m == nil {
+		return m
+	}
+	o := m.sys[SysOriginTopic]
+	hasOrigin := o != ""
+	if m.Topic == "" && !hasOrigin {
 		return m
 	}
 	cp := *m
-	cp.Topic = n.in(m.Topic)
+	if m.Topic != "" {
+		cp.Topic = n.in(m.Topic)
+	}
+	if hasOrigin {
+		cp.sys = maps.Clone(m.sys)
+		cp.sys[SysOriginTopic] = n.in(o)
+	}
 	return &cp
 }
 

@@ -100,7 +100,7 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 					on = append(on, ad)
 				}
 			}
-			addonToks, err := addonTokens(toks, scoped, len(on) > 0)
+			addonToks, err := addonTokens(toks, scoped, needWholeEngineToken(on, scoped))
 			if err != nil {
 				return usageErrorf("%v", err)
 			}

@@ -31,6 +31,9 @@ func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
 
 func (k *kafkaAddon) enabled() bool { return k.addr != "" }
 
+// servedNamespace is the namespace --kafka-namespace serves ("" : the whole engine).
+func (k *kafkaAddon) servedNamespace() string { return k.namespace }
+
 func (k *kafkaAddon) configure(*equeue.Options) error { return nil }
 
 // attachEngine does nothing: in cluster mode the listener serves the node.

@@ -126,3 +126,40 @@ func TestServe_KafkaNamespace(t *testing.T) {
 		t.Fatalf("serve exited %d:\n%s", code, srv.stderr)
 	}
 }
+
+// `serve --kafka-namespace NS` admits the tokens scoped to NS, so a server
+// whose tokens are all scoped (one tenant per token) can still serve NS
+// over Kafka: only add-ons that serve the whole engine need an unscoped one.
+func TestServe_KafkaNamespaceWithScopedTokensOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr, kaddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--kafka", kaddr, "--kafka-namespace", "a",
+		"--token", "ta=all@a", "--token", "tb=all@b")
+	eventually(t, 20*time.Second, "the Kafka listener", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		c, err := net.Dial("tcp", kaddr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	})
+	ok(t, "--server", addr, "--token", "ta", "topic", "create", "orders", "--queues", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := saslClient(t, kaddr, "ta", kgo.DefaultProduceTopic("orders"))
+	if err := w.ProduceSync(ctx, &kgo.Record{Value: []byte("for a")}).FirstErr(); err != nil {
+		t.Fatalf("produce with namespace a's token: %v", err)
+	}
+	w.Close()
+	bad := saslClient(t, kaddr, "tb")
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bad); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("namespace b's token on namespace a's listener: %v", err)
+	}
+	bad.Close()
+	if code := srv.stop(t); code != 0 {
+		t.Fatalf("serve exited %d:\n%s", code, srv.stderr)
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/equeue-go/equeue"
@@ -58,4 +60,23 @@ func namespaceTokens(tokens map[string]remote.Rights, scoped map[string]string) 
 		out[ns][tok] = tokens[tok]
 	}
 	return out
+}
+
+// namespaceAddon is implemented by add-ons that may serve one namespace
+// only (--kafka-namespace), to the tokens scoped to it.
+type namespaceAddon interface {
+	servedNamespace() string
+}
+
+// needWholeEngineToken reports whether an add-on switched on needs a token
+// of the whole engine: every one does, except one serving a namespace that
+// has tokens of its own.
+func needWholeEngineToken(on []serveAddon, scoped map[string]string) bool {
+	for _, ad := range on {
+		if na, ok := ad.(namespaceAddon); ok && na.servedNamespace() != "" && slices.Contains(slices.Collect(maps.Values(scoped)), na.servedNamespace()) {
+			continue
+		}
+		return true
+	}
+	return false
 }
