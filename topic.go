@@ -367,6 +367,9 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	if queues == 0 {
 		queues = e.opts.DefaultQueues
 	}
+	if queues > MaxQueuesPerTopic { // before the product, which could wrap
+		return fmt.Errorf("%w: queue count %d not in 1..%d", ErrInvalidArgument, queues, MaxQueuesPerTopic)
+	}
 	queues *= max(o.Priorities, 1) // one queue per lane
 	if queues < 1 || queues > MaxQueuesPerTopic {
 		return fmt.Errorf("%w: queue count %d not in 1..%d", ErrInvalidArgument, queues, MaxQueuesPerTopic)
@@ -438,6 +441,9 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
 	old := t.queueList()
+	if n < 1 || n > MaxQueuesPerTopic { // before the product and sum, which could wrap
+		return fmt.Errorf("%w: adding %d queues to %d exceeds 1..%d", ErrInvalidArgument, n, len(old), MaxQueuesPerTopic)
+	}
 	n *= t.laneCount() // a queue brings all its lanes
 	if n < 1 || len(old)+n > MaxQueuesPerTopic {
 		return fmt.Errorf("%w: adding %d queues to %d exceeds 1..%d", ErrInvalidArgument, n, len(old), MaxQueuesPerTopic)
