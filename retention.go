@@ -257,6 +257,15 @@ func (c *coordinator) consumedBelow(q QueueRef, cutoff int64) int64 {
 			if !found {
 				cutoff = 0 // the group has not started on this queue yet
 			}
+			if g.model == Broadcasting {
+				// Every member reads everything: one that has not
+				// started on this queue yet holds it all back too.
+				for id := range g.members {
+					if _, ok := g.offsets[g.offsetKeyFor(id, q)]; !ok {
+						cutoff = 0
+					}
+				}
+			}
 		}
 		g.mu.Unlock()
 	}

@@ -165,3 +165,34 @@ func TestRetention_ReclaimsADeletedTopic(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), st.reclaims.Load(), "once")
 }
+
+// KeepUnconsumed with a broadcasting group: every member reads everything,
+// so a member that has joined but not yet committed on a queue holds its
+// messages back, as a clustering group that has not started on it does.
+func TestRetention_KeepUnconsumedWaitsForEveryBroadcastMember(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	fillQueue(t, e, "t", 10)
+	join := func(member string) equeue.Grant {
+		a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "b", Member: member, Model: equeue.Broadcasting,
+			Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest})
+		require.NoError(t, err)
+		require.Len(t, a.Queues, 1)
+		return a.Queues[0]
+	}
+	commit := func(member string, g equeue.Grant, off int64) {
+		require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "b", Member: member,
+			Offsets: []equeue.OffsetCommit{{Grant: g, Offset: off}}}))
+	}
+	a := join("a")
+	commit("a", a, 10)
+	b := join("b")
+	res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond, KeepUnconsumed: true})
+	require.NoError(t, err)
+	assert.Zero(t, res.Deleted, "member b has read nothing yet")
+	commit("b", b, 4)
+	res, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond, KeepUnconsumed: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), res.Deleted, "what both members committed")
+}
