@@ -20,12 +20,13 @@ type runner struct {
 	cancel    context.CancelFunc
 	hctx      context.Context // handlers' context: cancelled by Close, by abandon and when a drain ends
 	hcancel   context.CancelFunc
-	done      chan struct{}   // closed when the pull loop has returned for good (not parked)
-	slot      *parkSlot       // set while parked; guarded by the consumer's parking.mu
-	next      int64           // where the pull loop goes on; only the pull loop touches it
-	lane      *laneSlot       // the priority lane this queue is (priority.go); nil without priorities
-	prev      <-chan struct{} // orderly: done of the queue's fenced runner, waited for before the first pull
-	share     poolShare       // its tasks in the worker pool (concurrent mode)
+	done      chan struct{}     // closed when the pull loop has returned for good (not parked)
+	slot      *parkSlot         // set while parked; guarded by the consumer's parking.mu
+	next      int64             // where the pull loop goes on; only the pull loop touches it
+	lane      *laneSlot         // the priority lane this queue is (priority.go); nil without priorities
+	prev      []<-chan struct{} // orderly: done of the queue's fenced runners, waited for before the first pull; set by newRunner only
+	prevDone  bool              // prev was waited for; only the pull loop touches it
+	share     poolShare         // its tasks in the worker pool (concurrent mode)
 	abandoned atomic.Bool
 	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
 	disposing atomic.Int32 // failure paths storing a send-back now (see beginDispose)
@@ -46,7 +47,15 @@ func (c *Consumer) newRunner(g Grant, st OffsetCommit) *runner {
 	r.next = st.Offset
 	if old := c.fenced[g.QueueRef]; old != nil { // c.mu is held
 		delete(c.fenced, g.QueueRef)
-		r.prev = old.done
+		// old may itself have been waiting for a fenced runner when it
+		// was fenced: wait for that one's handler too.
+		for _, ch := range append(old.prev[:len(old.prev):len(old.prev)], old.done) {
+			select {
+			case <-ch:
+			default:
+				r.prev = append(r.prev, ch)
+			}
+		}
 	}
 	return r
 }
@@ -55,17 +64,20 @@ func (c *Consumer) newRunner(g Grant, st OffsetCommit) *runner {
 // running handler) of the queue's fenced orderly runner to return; false
 // when r stops first.
 func (r *runner) waitPrev() bool {
-	if r.prev == nil {
+	if r.prevDone || len(r.prev) == 0 {
 		return true
 	}
 	t := time.NewTimer(r.c.o.HandoffTimeout)
 	defer t.Stop()
-	select {
-	case <-r.prev:
-	case <-t.C:
-		r.c.log.Warn("fenced orderly handler still running; starting the queue anyway", "queue", r.grant.QueueRef)
-	case <-r.ctx.Done():
-		return false
+	for _, prev := range r.prev {
+		select {
+		case <-prev:
+		case <-t.C:
+			r.c.log.Warn("fenced orderly handler still running; starting the queue anyway", "queue", r.grant.QueueRef)
+			return true
+		case <-r.ctx.Done():
+			return false
+		}
 	}
 	return true
 }
@@ -185,7 +197,7 @@ func (r *runner) pullLoop() {
 	if !r.waitPrev() {
 		return
 	}
-	r.prev = nil // only the pull loop touches it
+	r.prevDone = true
 	backoff := 100 * time.Millisecond
 	for r.ctx.Err() == nil {
 		if !r.waitForRoom() {
