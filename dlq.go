@@ -146,6 +146,10 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	if err := ValidateName(group); err != nil {
 		return 0, err
 	}
+	if err := e.enter(ctx); err != nil { // a nil ctx, or a closed engine
+		return 0, err
+	}
+	defer e.leave()
 	select {
 	case e.redriving <- struct{}{}:
 	case <-ctx.Done():

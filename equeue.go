@@ -91,8 +91,10 @@ type Engine struct {
 
 	// storeFailed holds the fsync error that stopped writes (storefailure.go).
 	storeFailed atomic.Pointer[error]
-	bg          sync.WaitGroup // background goroutines
-	writerWG    sync.WaitGroup
+	// syncMu runs the engine's fsyncs one at a time (syncStore).
+	syncMu   sync.Mutex
+	bg       sync.WaitGroup // background goroutines
+	writerWG sync.WaitGroup
 
 	flushEvery atomic.Int64 // nanoseconds; 0 = no interval flusher
 	flushKick  chan struct{}
@@ -311,9 +313,7 @@ func (e *Engine) runFlusher() {
 			return
 		case <-e.flushKick:
 		case <-t.C:
-			if err := e.st.Sync(); err != nil {
-				e.failStore(err)
-			}
+			_ = e.syncStore() // a failure stops writes (storefailure.go)
 		}
 		t.Reset(time.Duration(e.flushEvery.Load()))
 	}

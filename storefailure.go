@@ -32,6 +32,22 @@ func (e *Engine) failStore(err error) {
 	}
 }
 
+// syncStore makes every earlier write durable, one fsync at a time, and
+// stops writes when it fails. A failed fsync may have swept the pages of
+// writes made while it ran (see above), so a Sync beside it that returned
+// nil would vouch for them wrongly: the fsync that starts after a failed
+// one finds the stop already set, and the writes it covers are answered
+// as of unknown outcome (Engine.complete).
+func (e *Engine) syncStore() error {
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	err := e.st.Sync()
+	if err != nil {
+		e.failStore(err)
+	}
+	return err
+}
+
 // StoreFailure returns the fsync error that stopped the engine's writes,
 // or nil while it writes. Once it is set, every write fails with
 // ErrStoreFailed until the engine is closed and opened again; a health

@@ -154,16 +154,13 @@ func (e *Engine) runCompleter() {
 			if needsSync(f) && !synced {
 				// Every batch of the group was written before this call.
 				began := time.Now()
-				synced, syncErr = true, e.st.Sync()
+				synced, syncErr = true, e.syncStore()
 				e.pipe.syncs.Add(1)
 				took := time.Since(began)
 				e.pipe.syncNanos.Add(int64(took))
 				e.pipe.syncTime.Store((3*e.pipe.syncTime.Load() + int64(took)) / 4)
 				if obs := e.pipe.syncObserver.Load(); obs != nil {
 					(*obs)(took)
-				}
-				if syncErr != nil {
-					e.failStore(syncErr) // storefailure.go
 				}
 				// The cohort this Sync acknowledges is published before any
 				// of its senders is completed: one that comes back at once
