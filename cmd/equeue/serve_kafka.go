@@ -95,7 +95,7 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 		_ = srv.Close()
 		return nil, fmt.Errorf("listen on %s (--kafka): %w", k.addr, err)
 	}
-	if len(env.tokens) > 0 && env.tls == nil && !isLoopback(lis.Addr()) {
+	if len(tokens) > 0 && env.tls == nil && !isLoopback(lis.Addr()) {
 		env.log.Warn("Kafka SASL/PLAIN passwords are sent in clear text: serve TLS (--tls-cert, --tls-key) on a non-loopback address")
 	}
 	served := make(chan struct{})
@@ -105,7 +105,7 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 			env.errc <- fmt.Errorf("kafka listener: %w", err)
 		}
 	}()
-	env.log.Info("serving Kafka protocol", "listen", lis.Addr().String(), "tls", env.tls != nil, "sasl", len(env.tokens) > 0)
+	env.log.Info("serving Kafka protocol", "listen", lis.Addr().String(), "tls", env.tls != nil, "sasl", len(tokens) > 0)
 	return func(context.Context) error {
 		err := srv.Close()
 		<-served
