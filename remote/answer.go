@@ -55,9 +55,11 @@ func sizedPullAnswer(res equeue.PullResult, limit int, stored *equeue.StoredReco
 		return out, bound, nil
 	}
 	size := proto.Size(out)
-	for size > limit {
+	// An answer without messages has nothing to leave out: it goes as it
+	// is, however small the client's limit.
+	for size > limit && len(out.Messages) > 0 {
 		n := len(out.Messages)
-		if n <= 1 {
+		if n == 1 {
 			m := res.Messages[0]
 			return nil, 0, &equeue.MessageTooLargeError{QueueRef: equeue.QueueRef{Topic: m.Topic, Queue: m.Queue}, Offset: m.Offset, Limit: limit}
 		}

@@ -124,8 +124,8 @@ func encodePullAnswer(res equeue.PullResult, limit int) (out pooledRequest, ok b
 	// message left out is subtracted, the next offset's field counted at
 	// its widest.
 	n := len(msgs)
-	for size > limit {
-		if n <= 1 {
+	for size > limit && n > 0 {
+		if n == 1 {
 			m := msgs[0]
 			return out, false, &equeue.MessageTooLargeError{QueueRef: equeue.QueueRef{Topic: m.Topic, Queue: m.Queue}, Offset: m.Offset, Limit: limit}
 		}

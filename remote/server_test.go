@@ -230,3 +230,32 @@ func TestRights_String(t *testing.T) {
 	assert.Equal(t, "produce|admin", (remote.RightProduce | remote.RightAdmin).String())
 	assert.True(t, strings.Contains(remote.RightAll.String(), "consume"))
 }
+
+// A pull whose answer limit is below the smallest answer (a hostile or
+// misconfigured client) is answered, not a panic turned into Internal.
+func TestServer_TinyAnswerLimitAnswersWithoutPanic(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for range 300 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	api := pb.NewBrokerClient(rawConn(t, s.addr))
+	for _, version := range []int32{0, equeue.StoredBatchVersion} {
+		resp, err := api.Pull(ctx, &pb.PullRequest{Topic: "t", Offset: 300, MaxAnswerBytes: 1, StoredBatchVersion: version})
+		assert.NotEqual(t, codes.Internal, status.Code(err), "version %d: %v", version, err)
+		if err == nil {
+			assert.Equal(t, pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, resp.GetStatus())
+			assert.Empty(t, resp.GetMessages())
+		}
+		many, err := api.PullMany(ctx, &pb.PullManyRequest{MaxAnswerBytes: 64<<10 + 4,
+			Pulls: []*pb.PullRequest{{Topic: "t", Offset: 300, StoredBatchVersion: version}}})
+		assert.NotEqual(t, codes.Internal, status.Code(err), "version %d: %v", version, err)
+		if err == nil {
+			require.Len(t, many.GetItems(), 1)
+			assert.Nil(t, many.GetItems()[0].GetError())
+		}
+	}
+}
