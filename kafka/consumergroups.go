@@ -247,7 +247,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 }
 
 // subscribedNames lists the topics the group's members and the request
-// name, and whether any member subscribes by pattern.
+// name or hold partitions of, and whether any member subscribes by pattern.
 func (c *coordinator) subscribedNames(group string, req []string, reqRegex bool) ([]string, bool) {
 	set := map[string]bool{}
 	for _, n := range req {
@@ -258,6 +258,15 @@ func (c *coordinator) subscribedNames(group string, req []string, reqRegex bool)
 		for _, m := range g.members {
 			for _, n := range m.topics {
 				set[n] = true
+			}
+			// And the topics of what members hold or are releasing, which
+			// they may no longer subscribe to: a full heartbeat naming
+			// such a partition by topic ID must still be read as owning it.
+			for p := range m.assigned {
+				set[p.topic] = true
+			}
+			for p := range m.releasing {
+				set[p.topic] = true
 			}
 			anyRegex = anyRegex || m.regex != nil
 		}

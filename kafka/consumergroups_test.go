@@ -529,3 +529,44 @@ func TestConsumerGroup_BadHeartbeats(t *testing.T) {
 	assert.Equal(t, int16(128), send(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = kmsg.StringPtr("(") }), "INVALID_REGULAR_EXPRESSION")
 	assert.Equal(t, int16(0), send(func(*kmsg.ConsumerGroupHeartbeatRequest) {}), "a subscription to a topic not there yet is fine")
 }
+
+// A member that changes its subscription away from a topic still holds
+// that topic's partitions until it reports them released: a full
+// heartbeat that still names them keeps them its, and a member that then
+// subscribes to the topic does not get them meanwhile.
+func TestConsumerGroup_UnsubscribedTopicStaysHeldUntilReleased(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	require.NoError(t, e.CreateTopic(ctx, "u", 1))
+	addr := serve(t, e, &kafka.Options{ConsumerHeartbeatInterval: 50 * time.Millisecond, ConsumerSessionTimeout: time.Minute})
+	b := kclient(t, addr).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+
+	a := &cgMember{t: t, b: b, id: "a"}
+	require.Equal(t, int16(0), a.beat(ctx, tid, []string{"t"}, false).ErrorCode)
+	require.Equal(t, []int32{0, 1}, a.owned)
+	require.Equal(t, int16(0), a.beat(ctx, tid, nil, true).ErrorCode)
+
+	// a now subscribes to u only, still owning t's partitions (it finishes
+	// its work on them first), and says so in two full heartbeats.
+	beat := func(topics []string) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", a.id, a.epoch, -1
+		req.SubscribedTopicNames = topics
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: tid, Partitions: []int32{0, 1}}}
+		resp, err := b.Request(ctx, req)
+		require.NoError(t, err)
+		r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+		require.Equal(t, int16(0), r.ErrorCode)
+		a.epoch = r.MemberEpoch
+		return r
+	}
+	beat([]string{"u"})
+	beat(nil)
+
+	bm := &cgMember{t: t, b: b, id: "b"}
+	require.Equal(t, int16(0), bm.beat(ctx, tid, []string{"t"}, false).ErrorCode)
+	require.Equal(t, int16(0), bm.beat(ctx, tid, nil, true).ErrorCode)
+	assert.Empty(t, bm.owned, "a still holds t's partitions: nothing for b yet")
+}
