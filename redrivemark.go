@@ -135,14 +135,8 @@ func (e *Engine) deleteRedrivenMarksOf(t *topic) {
 		}
 		return nil
 	})
-	for err == nil && len(keys) > 0 {
-		chunk := keys[:min(len(keys), deleteChunk)]
-		ops := make([]store.MetaOp, len(chunk))
-		for i, k := range chunk {
-			ops[i] = store.MetaOp{Key: k, Delete: true}
-		}
-		err = e.writeMeta(ops...)
-		keys = keys[len(chunk):]
+	if err == nil {
+		err = e.deleteKeys(keys)
 	}
 	if err != nil {
 		e.log.Warn("deleting the redriven marks of a deleted dead-letter topic", "topic", t.name, "err", err)

@@ -385,22 +385,29 @@ func (c *coordinator) markKeysOf(topic string) [][]byte {
 // answer for no later topic of the name; the groups' commits delete them.
 func (e *Engine) deleteMarksOf(topic string) {
 	keys := e.groups.markKeysOf(topic)
-	listed := keys
-	var err error
-	for err == nil && len(keys) > 0 {
-		chunk := keys[:min(len(keys), deleteChunk)]
-		ops := make([]store.MetaOp, len(chunk))
-		for i, k := range chunk {
-			ops[i] = store.MetaOp{Key: k, Delete: true}
-		}
-		err = e.writeMeta(ops...)
-		keys = keys[len(chunk):]
-	}
+	err := e.deleteKeys(keys)
 	if err != nil {
 		e.log.Warn("deleting the send-back marks of a deleted topic", "topic", topic, "err", err)
 		return
 	}
 	for _, g := range e.groups.snapshot() {
-		g.forgetMarkKeys(listed)
+		g.forgetMarkKeys(keys)
 	}
+}
+
+// deleteKeys deletes the metadata keys, through the writer, in writes of
+// deleteChunk; it stops at the first that fails.
+func (e *Engine) deleteKeys(keys [][]byte) error {
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), deleteChunk)]
+		ops := make([]store.MetaOp, len(chunk))
+		for i, k := range chunk {
+			ops[i] = store.MetaOp{Key: k, Delete: true}
+		}
+		if err := e.writeMeta(ops...); err != nil {
+			return err
+		}
+		keys = keys[len(chunk):]
+	}
+	return nil
 }

@@ -534,11 +534,7 @@ func TestSendBack_ChangesRacingAHeldSendBack(t *testing.T) {
 func TestSendBack_MarkAnswersOnlyForItsMessage(t *testing.T) {
 	ctx := ctxT(t)
 	fs := faultstore.New(store.NewMemory())
-	open := func() *equeue.Engine {
-		e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
-		require.NoError(t, err)
-		return e
-	}
+	open := func() *equeue.Engine { return openOn(t, fs) }
 	e := open()
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
@@ -734,11 +730,7 @@ func TestSendBack_MoveBackPastManyMarks(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ctx := ctxT(t)
 			fs := faultstore.New(store.NewMemory())
-			open := func() *equeue.Engine {
-				e, err := equeue.Open("", &equeue.Options{Store: keepOpenStore{fs}})
-				require.NoError(t, err)
-				return e
-			}
+			open := func() *equeue.Engine { return openOn(t, fs) }
 			e := open()
 			const n = 600
 			require.NoError(t, e.CreateTopic(ctx, "t", 1))
