@@ -22,6 +22,8 @@ type progressTransport struct {
 	// clamp bounds the commit index sent to followers (leaderlog.go); set
 	// before Raft starts.
 	clamp func(commit uint64) uint64
+	// relay hands Raft the calls this node receives (commitbound.go).
+	relay commitRelay
 
 	mu    sync.Mutex
 	peers map[raft.ServerID]peerProgress

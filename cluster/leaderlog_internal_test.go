@@ -217,7 +217,8 @@ func TestLeaderLog_TransportSendsTheStoredCommitIndex(t *testing.T) {
 	leader := testLeader(t)
 	leader.clamp = func(commit uint64) uint64 { return min(commit, 5) }
 	req := func() *raft.AppendEntriesRequest {
-		return &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, LeaderCommitIndex: 10}
+		return &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1,
+			PrevLogEntry: 10, PrevLogTerm: 1, LeaderCommitIndex: 10}
 	}
 	var resp raft.AppendEntriesResponse
 	require.NoError(t, leader.AppendEntries("f", follower.LocalAddr(), req(), &resp))

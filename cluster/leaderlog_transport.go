@@ -3,8 +3,10 @@ package cluster
 import "github.com/hashicorp/raft"
 
 // clampCommit lowers the commit index an AppendEntries call carries to
-// what this leader has stored itself (leaderlog.go).
+// what the call proves (commitbound.go) and to what this leader has stored
+// itself (leaderlog.go).
 func (t *progressTransport) clampCommit(args *raft.AppendEntriesRequest) {
+	verifiedCommit(args)
 	if t.clamp != nil {
 		args.LeaderCommitIndex = t.clamp(args.LeaderCommitIndex)
 	}

@@ -200,7 +200,9 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	n.trans = raft.NewNetworkTransportWithLogger(n.stream, 3, 10*time.Second, hlog)
 	// Not n.stream: a failed Open returns a nil n before the closers run.
 	closers = append(closers, n.trans, closerFunc(func() error { accepted.closeAccepted(); return nil }))
-	n.ptrans = newProgressTransport(n.trans)
+	ptrans := newProgressTransport(n.trans)
+	n.ptrans = ptrans
+	closers = append(closers, closerFunc(func() error { ptrans.stopRelay(); return nil }))
 
 	// A follower forgets its leader, and may vote for another node, no
 	// sooner than a heartbeat timeout after its last contact; a tenth is
@@ -545,6 +547,7 @@ func (n *Node) Close() error {
 			errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
 		}
 		n.raft.DeregisterObserver(n.obs)
+		n.ptrans.stopRelay()
 		// Close the connections this node opened, so the peers' handlers
 		// of them end too; Close alone leaves them open.
 		if err := n.alog.Close(); err != nil {

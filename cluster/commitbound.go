@@ -1,0 +1,102 @@
+package cluster
+
+import (
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// A follower commits only entries it has checked against its leader's log.
+//
+// hashicorp/raft (v1.7.3) sets a follower's commit index, once an
+// AppendEntries call passed its consistency check, to the smaller of the
+// leader's commit index and the follower's own last log index. The Raft
+// paper bounds it by the last entry the call carries instead: the entries
+// after it may be a deposed leader's own, which no other node holds and
+// the new leader will overwrite. A call that proves less of the log than
+// the follower holds (no entries, as when the leader thinks the follower
+// is up to date) with a commit index past it makes such a node apply
+// its uncommitted suffix. Its store then holds writes no other node has
+// and refuses the next leader's entries at those offsets
+// (errOffsetMismatch): the multi-process Jepsen test found a node stuck
+// that way after a SIGSTOP of a leader holding an unreplicated write.
+// (The same flaw, fixed elsewhere: atomix/copycat issue 265, CCF pull
+// request 8172.)
+//
+// verifiedCommit bounds a call's commit index to the last index the call
+// proves: its last entry, or its previous entry when it has none. Every
+// call a node receives is bounded before Raft sees it (the relay below),
+// and every call it sends too, so a follower that does not bound them is
+// safe behind this node.
+
+// verifiedCommit lowers args' commit index to the last index args proves
+// the follower's log holds as the leader's does.
+func verifiedCommit(args *raft.AppendEntriesRequest) {
+	bound := args.PrevLogEntry
+	if n := len(args.Entries); n > 0 {
+		bound = args.Entries[n-1].Index
+	}
+	if args.LeaderCommitIndex > bound {
+		args.LeaderCommitIndex = bound
+	}
+}
+
+// commitRelay hands the calls a transport receives to Raft, each
+// AppendEntries call's commit index bounded (verifiedCommit).
+type commitRelay struct {
+	once     sync.Once
+	stopOnce sync.Once
+	out      chan raft.RPC
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// start begins relaying in's calls, once; it returns the channel Raft
+// reads.
+func (r *commitRelay) start(in <-chan raft.RPC) <-chan raft.RPC {
+	r.once.Do(func() {
+		r.out, r.stop, r.done = make(chan raft.RPC), make(chan struct{}), make(chan struct{})
+		go r.run(in)
+	})
+	return r.out
+}
+
+func (r *commitRelay) run(in <-chan raft.RPC) {
+	defer close(r.done)
+	for {
+		var rpc raft.RPC
+		select {
+		case rpc = <-in:
+		case <-r.stop:
+			return
+		}
+		if args, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
+			verifiedCommit(args)
+		}
+		select {
+		case r.out <- rpc:
+		case <-r.stop:
+			rpc.Respond(nil, raft.ErrTransportShutdown)
+			return
+		}
+	}
+}
+
+// close stops relaying (after Raft shut down) and waits until it stopped.
+func (r *commitRelay) close() {
+	r.once.Do(func() {}) // never start after a close
+	if r.stop == nil {
+		return
+	}
+	r.stopOnce.Do(func() { close(r.stop) })
+	<-r.done
+}
+
+// Consumer returns the calls this node receives, each AppendEntries
+// call's commit index bounded (verifiedCommit).
+func (t *progressTransport) Consumer() <-chan raft.RPC {
+	return t.relay.start(t.NetworkTransport.Consumer())
+}
+
+// stopRelay stops handing calls to Raft; Raft must be shut down first.
+func (t *progressTransport) stopRelay() { t.relay.close() }
