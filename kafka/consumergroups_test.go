@@ -131,6 +131,8 @@ func TestConsumerGroup_PartitionMovesOnlyAfterRelease(t *testing.T) {
 	assert.Equal(t, int16(0), commit(bm, released[0]))
 	assert.Equal(t, int16(113), commit(bm, a.owned[0]), "STALE_MEMBER_EPOCH: not b's partition")
 	assert.Equal(t, int16(113), commit(a, released[0]), "nor a's any more")
+	ahead := &cgMember{t: t, b: b, id: a.id, epoch: a.epoch + 5}
+	assert.Equal(t, int16(110), commit(ahead, a.owned[0]), "FENCED_MEMBER_EPOCH: an epoch the group never gave the member")
 
 	stale := &cgMember{t: t, b: b, id: a.id, epoch: epochA}
 	assert.Equal(t, int16(110), stale.beat(ctx, tid, nil, false).ErrorCode, "FENCED_MEMBER_EPOCH")

@@ -99,7 +99,10 @@ func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		case m == nil:
 			return errUnknownMemberID, nil
 		case req.Generation > m.epoch:
-			return errStaleMemberEpoch, nil
+			// An epoch the group never gave it (Kafka answers the same):
+			// the member must rejoin. An older epoch commits what the
+			// member still holds or is releasing.
+			return errFencedMemberEpoch, nil
 		}
 		held := map[tpart]bool{}
 		for p := range m.assigned {
