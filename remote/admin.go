@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -188,12 +189,17 @@ func (c *Client) ResetOffsets(ctx context.Context, group string, req equeue.Rese
 }
 
 // ListDeadLetters lists a page of group's dead letters, as
-// equeue.Engine.ListDeadLetters does.
+// equeue.Engine.ListDeadLetters does, except that the broker ends the page
+// early where it would pass the client's MaxMessageBytes: page on from the
+// last entry's Offset plus one, as with any page. A dead letter that alone
+// does not fit gives an error matching equeue.ErrMessageTooLarge (an
+// *equeue.MessageTooLargeError naming its offset in the dead-letter topic).
 func (c *Client) ListDeadLetters(ctx context.Context, group string, req equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
-	resp, err := c.api.ListDeadLetters(ctx, &pb.ListDeadLettersRequest{Group: group, From: req.From, Max: toInt32(req.Max)})
+	resp, err := c.api.ListDeadLetters(ctx, &pb.ListDeadLettersRequest{Group: group, From: req.From, Max: toInt32(req.Max),
+		MaxAnswerBytes: int32(min(c.maxAnswer, math.MaxInt32))})
 	if err != nil {
 		return nil, c.fail(err)
 	}

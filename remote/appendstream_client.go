@@ -146,6 +146,8 @@ type pipeStream struct {
 	inFlight map[uint64]*pipeSend
 	draining bool // the server stops: send nothing more on it
 	broken   bool
+	answered bool // the server answered an append on it
+	ended    bool // broke ran for it
 }
 
 // appendPipe carries a Client's AppendAsync calls: one goroutine sends
@@ -165,14 +167,21 @@ type appendPipe struct {
 	started bool
 	kick    chan struct{}
 	wg      sync.WaitGroup // the sender and the readers
+	// Streams that broke before answering any append, in a row, and the
+	// time before which no new stream is opened: a server (or a proxy)
+	// that ends every stream at once must not be called again in a tight
+	// loop. A stream that answered resets both.
+	earlyBreaks int
+	reopenAt    time.Time
+	maxReopen   time.Duration // the longest wait (ClientOptions.MaxReconnectDelay)
 
 	// The sender's, reused from one batch to the next.
 	items []streamItem
 	sends []*pipeSend
 }
 
-func newAppendPipe(c *Client) *appendPipe {
-	p := &appendPipe{c: c, slots: make(chan struct{}, streamWindow), kick: make(chan struct{}, 1)}
+func newAppendPipe(c *Client, maxReopen time.Duration) *appendPipe {
+	p := &appendPipe{c: c, slots: make(chan struct{}, streamWindow), kick: make(chan struct{}, 1), maxReopen: maxReopen}
 	p.base, p.stop = context.WithCancel(context.Background())
 	return p
 }
@@ -342,6 +351,11 @@ func (p *appendPipe) sendSome() bool {
 		return false
 	}
 	if ps == nil {
+		if d := p.reopenDelay(); d > 0 {
+			// Then look at the queue again: sends whose context ended
+			// meanwhile have left it.
+			return p.pause(d)
+		}
 		var err error
 		if ps, err = p.open(); err != nil {
 			p.openFailed(err)
@@ -427,6 +441,42 @@ func (p *appendPipe) sendSome() bool {
 // testHookBeforeBatch, when set by a test, runs in sendSome once the
 // stream to send on is known, before the batch is taken from the queue.
 var testHookBeforeBatch func(p *appendPipe, ps *pipeStream)
+
+// reopenBackoffMin is the wait before opening a stream again after one
+// broke before answering anything; it doubles with each such stream in a
+// row, up to ClientOptions.MaxReconnectDelay.
+const reopenBackoffMin = 100 * time.Millisecond
+
+// reopenBackoff is the longest wait before opening a stream after n streams
+// in a row broke before answering: reopenBackoffMin doubled for each after
+// the first, at most maxWait.
+func reopenBackoff(n int, maxWait time.Duration) time.Duration {
+	d := min(reopenBackoffMin, maxWait)
+	for i := 1; i < n && d < maxWait; i++ {
+		d = min(2*d, maxWait)
+	}
+	return d
+}
+
+// reopenDelay is how long the sender must still wait before opening a
+// stream.
+func (p *appendPipe) reopenDelay() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Until(p.reopenAt)
+}
+
+// pause waits d, or until the client closes: then it returns false.
+func (p *appendPipe) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.base.Done():
+		return false
+	}
+}
 
 // open starts an AppendStream call and its reader.
 func (p *appendPipe) open() (*pipeStream, error) {
@@ -541,6 +591,7 @@ func (p *appendPipe) answered(ps *pipeStream, results []streamAnswer, sends []*p
 		return sends
 	}
 	p.mu.Lock()
+	ps.answered = true
 	for i := range results {
 		seq := results[i].seq
 		sends = append(sends, ps.inFlight[seq])
@@ -609,6 +660,15 @@ func (p *appendPipe) broke(ps *pipeStream, err error) {
 	ps.broken = true
 	if p.cur == ps {
 		p.cur = nil
+	}
+	if !ps.ended {
+		ps.ended = true
+		if ps.answered {
+			p.earlyBreaks, p.reopenAt = 0, time.Time{}
+		} else {
+			p.earlyBreaks++
+			p.reopenAt = time.Now().Add(jitter(reopenBackoff(p.earlyBreaks, p.maxReopen)))
+		}
 	}
 	left := ps.inFlight
 	ps.inFlight = nil

@@ -42,7 +42,8 @@ type ClientOptions struct {
 	// Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// MaxReconnectDelay caps the wait between reconnection attempts while
-	// the broker is down. Zero means 5 s.
+	// the broker is down, and between opening append streams again while
+	// each breaks before answering. Zero means 5 s.
 	MaxReconnectDelay time.Duration
 	// Logger receives the client's logs. Nil means silent.
 	Logger *slog.Logger
@@ -142,7 +143,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	}
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes}
 	c.mux = newPullMux(c)
-	c.pipe = newAppendPipe(c)
+	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
 	c.ahead = newReadAhead(c, o.PullAhead)
 	if o.DialTimeout > 0 {
 		if err := c.waitReady(o.DialTimeout); err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
@@ -305,13 +308,37 @@ func (v *service) ResetOffsets(ctx context.Context, req *pb.ResetOffsetsRequest)
 }
 
 func (v *service) ListDeadLetters(ctx context.Context, req *pb.ListDeadLettersRequest) (*pb.ListDeadLettersResponse, error) {
+	if err := nonNegative("dead-letter answer bytes", int64(req.GetMaxAnswerBytes())); err != nil {
+		return nil, err
+	}
 	dls, err := v.e.ListDeadLetters(ctx, req.GetGroup(), equeue.ListDeadLettersRequest{From: req.GetFrom(), Max: int(req.GetMax())})
 	if err != nil {
 		return nil, err
 	}
-	out := &pb.ListDeadLettersResponse{DeadLetters: make([]*pb.DeadLetter, len(dls))}
-	for i, d := range dls {
-		out.DeadLetters[i] = deadLetterToPB(d)
+	return deadLettersAnswer(req.GetGroup(), dls, v.s.answerLimit(int(req.GetMaxAnswerBytes())))
+}
+
+// deadLettersAnswer encodes a page of group's dead letters, ending it
+// before the entry that would take the answer past limit bytes: a page of
+// large dead letters would otherwise be refused by the client's gRPC limit,
+// failing the call instead of answering a shorter page (the caller lists on
+// from the last entry's offset plus one). A first entry that alone does not
+// fit is ErrMessageTooLarge naming it, so the caller can list past it.
+func deadLettersAnswer(group string, dls []equeue.DLQEntry, limit int) (*pb.ListDeadLettersResponse, error) {
+	out := &pb.ListDeadLettersResponse{DeadLetters: make([]*pb.DeadLetter, 0, len(dls))}
+	size := 0
+	for _, d := range dls {
+		dl := deadLetterToPB(d)
+		// The answer is only this repeated field: a one-byte tag, the
+		// length and the entry, so size is exact.
+		size += 1 + protowire.SizeBytes(proto.Size(dl))
+		if size > limit {
+			if len(out.DeadLetters) == 0 {
+				return nil, &equeue.MessageTooLargeError{QueueRef: equeue.QueueRef{Topic: equeue.DLQTopic(group)}, Offset: d.Offset, Limit: limit}
+			}
+			break
+		}
+		out.DeadLetters = append(out.DeadLetters, dl)
 	}
 	return out, nil
 }

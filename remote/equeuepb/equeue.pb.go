@@ -3449,9 +3449,12 @@ type ListDeadLettersRequest struct {
 	// Offset in the group's dead-letter topic to list from.
 	From int64 `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
 	// 0 means the engine's default.
-	Max           int32 `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Max int32 `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`
+	// The most bytes the client accepts in the answer (its receive limit);
+	// the broker ends the page before it. 0 means the broker's own limit.
+	MaxAnswerBytes int32 `protobuf:"varint,4,opt,name=max_answer_bytes,json=maxAnswerBytes,proto3" json:"max_answer_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListDeadLettersRequest) Reset() {
@@ -3501,6 +3504,13 @@ func (x *ListDeadLettersRequest) GetFrom() int64 {
 func (x *ListDeadLettersRequest) GetMax() int32 {
 	if x != nil {
 		return x.Max
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetMaxAnswerBytes() int32 {
+	if x != nil {
+		return x.MaxAnswerBytes
 	}
 	return 0
 }
@@ -5241,11 +5251,12 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\x0e2\x16.equeue.v1.ResetTargetR\x02to\x12$\n" +
 	"\x0etime_unix_nano\x18\x03 \x01(\x03R\ftimeUnixNano\x120\n" +
 	"\aoffsets\x18\x04 \x03(\v2\x16.equeue.v1.QueueOffsetR\aoffsets\"\x16\n" +
-	"\x14ResetOffsetsResponse\"T\n" +
+	"\x14ResetOffsetsResponse\"~\n" +
 	"\x16ListDeadLettersRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\x03R\x04from\x12\x10\n" +
-	"\x03max\x18\x03 \x01(\x05R\x03max\"\xa9\x01\n" +
+	"\x03max\x18\x03 \x01(\x05R\x03max\x12(\n" +
+	"\x10max_answer_bytes\x18\x04 \x01(\x05R\x0emaxAnswerBytes\"\xa9\x01\n" +
 	"\n" +
 	"DeadLetter\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12,\n" +
