@@ -82,10 +82,15 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 	// may reach past to. The others lie inside the range and are deleted
 	// unread.
 	type edge struct {
-		start uint64
-		v     []byte
+		start, end uint64
+		v          []byte
+		sound      bool
 	}
 	var edges []edge
+	// head is the segment starting before from, if any: an edge if it
+	// reaches from, which for a damaged one depends on where the next
+	// segment starts (damagedEnd), known once the keys are walked.
+	var head *edge
 	n := 0
 	// A segment starting at from is found with a point lookup first.
 	// Badger's seek reads one live key beyond the one it lands on, and
@@ -102,15 +107,16 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 			return from, err
 		}
 		if ok && start < from {
-			if c, err := segmentCount(v); err != nil || start+uint64(c) > from {
-				edges = append(edges, edge{start, v})
-				n++
-			}
+			head = &edge{start: start, v: v}
+			n++
 		}
 	case err != nil:
 		return from, err
 	}
 	next := to
+	// first and after are the first offsets of the first segments at or
+	// after from and at or after to (noNextSegment when there is none).
+	first, after := uint64(noNextSegment), uint64(noNextSegment)
 	var inside []uint64
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
 	for it.Seek(recordKey(q, from)); it.Valid(); it.Next() {
@@ -119,7 +125,9 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 			it.Close()
 			return from, err
 		}
+		first = min(first, start)
 		if start >= to {
+			after = start
 			break
 		}
 		if n == chunk {
@@ -130,21 +138,33 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 		n++
 	}
 	it.Close()
-	if n == 0 {
-		return to, nil
+	if head != nil {
+		head.end, head.sound = segmentEnd(head.start, head.v, first)
+		if head.end > from {
+			edges = append(edges, *head)
+			if len(inside) > 0 {
+				// Written back in part, it takes its transaction alone:
+				// with the last segment's part too, two segments of up
+				// to SegmentBytes each may be more than Badger takes in
+				// one, and the deletion would fail at every retry.
+				inside, next = nil, inside[0]
+			}
+		}
+	}
+	if len(edges) == 0 && len(inside) == 0 {
+		return next, nil
 	}
 	// A segment followed by one starting below to ends before it; the
-	// last segment of the range may reach past to. One whose count cannot
-	// be read is taken to hold one record, as Read and Bounds take it, and
-	// deleted.
+	// last segment of the range may reach past to. A damaged one reaches
+	// as far as damagedEnd says, as Read and Bounds take it.
 	if next == to && len(inside) > 0 {
 		last := inside[len(inside)-1]
 		v, err := segmentValue(txn, q, last)
 		if err != nil {
 			return from, err
 		}
-		if c, err := segmentCount(v); err == nil && last+uint64(c) > to {
-			edges = append(edges, edge{last, v})
+		if end, sound := segmentEnd(last, v, after); end > to {
+			edges = append(edges, edge{last, end, v, sound})
 			inside = inside[:len(inside)-1]
 		}
 	}
@@ -157,6 +177,12 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 	for _, e := range edges {
 		if err := txn.Delete(recordKey(q, e.start)); err != nil {
 			return from, err
+		}
+		if !e.sound {
+			// Its records are lost already: the offsets outside the
+			// range stay, as the records with no value they read as.
+			kept = append(kept, damagedRecords(q, e.start, e.end, from, to)...)
+			continue
 		}
 		err := decodeSegment(e.v, func(i int, rec []byte) bool {
 			if off := e.start + uint64(i); off < from || off >= to {

@@ -438,7 +438,7 @@ const opOverhead = 48
 // half the count Badger allows, and 90% of its byte budget less the
 // per-operation overhead of that many operations, capped at valueCap (the
 // largest single value Badger takes), so that every batch within Limits
-// commits.
+// commits, unless it writes into existing records (see Limits).
 func limitsFor(maxBytes, maxCount, valueCap, threshold int64) Limits {
 	ops := max(maxCount/2, 1)
 	budget := max(maxBytes*9/10-ops*opOverhead, 1)

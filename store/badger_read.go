@@ -76,17 +76,14 @@ func lastSegment(txn *badger.Txn, prefix []byte, q QueueID, off uint64, withValu
 }
 
 // queueEnd returns one past the last offset of q (0 when q is empty). A
-// last segment whose count cannot be read is taken to hold one record.
+// last segment whose count cannot be read is taken to hold one record
+// (damagedEnd).
 func queueEnd(txn *badger.Txn, q QueueID) (uint64, error) {
 	start, v, ok, err := segmentAtOrBefore(txn, queuePrefix(q), q, ^uint64(0))
 	if err != nil || !ok {
 		return 0, err
 	}
-	n, err := segmentCount(v)
-	if err != nil {
-		n = 1
-	}
-	return start + uint64(n), nil
+	return damagedEnd(start, v, noNextSegment), nil // its count, when it can be read
 }
 
 // Read returns records of q with offsets in [from, to), ascending, bounded
@@ -94,8 +91,8 @@ func queueEnd(txn *badger.Txn, q QueueID) (uint64, error) {
 // included). It starts at the segment holding from and walks forward; each
 // segment's value is copied once and its records are slices of that copy.
 // A segment that cannot be decoded yields a record with no value for each
-// offset it may hold (up to the next segment), which the engine reports as
-// corrupt and skips.
+// offset it may hold (damagedEnd), which the engine reports as corrupt and
+// skips.
 func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, error) {
 	if err := s.acquire(); err != nil {
 		return nil, err
@@ -157,13 +154,15 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 			if derr == nil {
 				continue
 			}
-			// Damaged: its offsets run to the next segment, or it is one.
-			end := start + 1
+			// Damaged: its offsets are damagedEnd's, the same that
+			// Bounds counts for a last segment.
+			next := uint64(noNextSegment)
 			if it.Valid() {
-				if next, err := recordOffset(it.Item().Key()); err == nil && next > start {
-					end = next
+				if n, err := recordOffset(it.Item().Key()); err == nil && n > start {
+					next = n
 				}
 			}
+			end := damagedEnd(start, v, next)
 			for off := max64(start, from); off < end && off < to && !full(sum); off++ {
 				out = append(out, Record{Offset: off})
 			}

@@ -21,8 +21,10 @@ import (
 var snapshotMagic = []byte("equeue-badger-snapshot-1\n")
 
 // ErrBadSnapshot is returned when Restore is given a stream that is not a
-// complete snapshot. The store is then empty or partly loaded: restore a
-// good snapshot before using it.
+// complete snapshot, or that holds a key the store could not read back (a
+// record key of another width than a record key's). The store is then
+// empty or partly loaded, and RestoreCutShort says so: restore a good
+// snapshot before using it.
 var ErrBadSnapshot = errors.New("store: bad snapshot")
 
 // restoringMeta is the metadata key Restore sets first, right after it
@@ -197,6 +199,11 @@ func (s *Badger) Restore(r io.Reader) error {
 		key, val := buf[:klen], buf[klen:]
 		if key[0] != recordSpace && key[0] != metaSpace {
 			return fmt.Errorf("%w: key %x outside the store's key spaces", ErrBadSnapshot, key)
+		}
+		if key[0] == recordSpace && len(key) != recordKeyLen {
+			// Reads take every key under a queue's prefix for a record
+			// key and would misread it, or fail on it, for good.
+			return fmt.Errorf("%w: record key %x of %d bytes, want %d", ErrBadSnapshot, key, len(key), recordKeyLen)
 		}
 		if string(key) == string(mark) {
 			return fmt.Errorf("%w: it holds the mark of a restore cut short", ErrBadSnapshot)

@@ -142,3 +142,52 @@ func TestBadgerSnapshot_RestoreCutShortIsMarked(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "2", string(v))
 }
+
+// A snapshot whose record key is not a record key's width (a key in the
+// record space of any other length) is refused as a bad snapshot, not
+// loaded for reads to misread later, and the store says it was cut short
+// until a good snapshot is restored.
+func TestBadgerSnapshot_RestoreRefusesMalformedRecordKeys(t *testing.T) {
+	empty := openBadger(t, t.TempDir(), nil)
+	sn, err := empty.Snapshot()
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	_, err = sn.WriteTo(&buf)
+	require.NoError(t, err)
+	sn.Release()
+	header := buf.Bytes()[:buf.Len()-2] // the magic, without the end frame
+
+	// A record key is 'm', topic and queue (4 bytes each) and offset (8).
+	good := append([]byte{'m', 0, 0, 0, 1, 0, 0, 0, 0}, make([]byte, 8)...)
+	stream := func(keys ...[]byte) []byte {
+		out := append([]byte(nil), header...)
+		for _, k := range keys {
+			out = append(out, byte(len(k)), 1)
+			out = append(out, k...)
+			out = append(out, 'v')
+		}
+		return append(out, 0, 0)
+	}
+	dst := openBadger(t, t.TempDir(), nil)
+	for _, key := range [][]byte{
+		{'m'},
+		good[:9],                // a queue prefix alone
+		good[:16],               // one byte short
+		append(good[:17:17], 0), // one byte long
+	} {
+		err := dst.Restore(bytes.NewReader(stream(key)))
+		require.ErrorIs(t, err, store.ErrBadSnapshot, "key %x", key)
+		require.ErrorContains(t, err, "record key")
+		cut, err := dst.RestoreCutShort()
+		require.NoError(t, err)
+		require.True(t, cut, "key %x: the store holds part of a snapshot", key)
+	}
+	// A good snapshot restores and clears the mark.
+	require.NoError(t, dst.Restore(bytes.NewReader(stream([]byte("xmeta")))))
+	cut, err := dst.RestoreCutShort()
+	require.NoError(t, err)
+	require.False(t, cut)
+	v, err := dst.GetMeta([]byte("meta"))
+	require.NoError(t, err)
+	require.Equal(t, "v", string(v))
+}

@@ -47,7 +47,7 @@ func (s *Badger) Write(b *Batch) error {
 	defer txn.Discard()
 	var tally txnTally
 	if err := s.writeRecords(txn, b.Entries, bufs, &tally); err != nil {
-		return writeError(err)
+		return writeError(err, tally.rewrote)
 	}
 	for i := range b.Meta {
 		op := &b.Meta[i]
@@ -60,7 +60,7 @@ func (s *Badger) Write(b *Batch) error {
 			tally.add(1+len(op.Key), len(op.Value), s.valueThreshold)
 		}
 		if err != nil {
-			return writeError(err)
+			return writeError(err, tally.rewrote)
 		}
 	}
 	if tally.big {
@@ -77,7 +77,7 @@ func (s *Badger) Write(b *Batch) error {
 		s.wals.wrote(tally.bytes + memtableEntryOverhead) // and the transaction's end mark
 	}
 	if err != nil {
-		return writeError(err)
+		return writeError(err, tally.rewrote)
 	}
 	return nil
 }
@@ -96,6 +96,8 @@ const memtableEntryOverhead = 256
 type txnTally struct {
 	big   bool
 	bytes int64
+	// rewrote counts the existing segments taken to be written back.
+	rewrote int
 }
 
 // add counts one entry of txn: its key's and value's lengths.
@@ -358,7 +360,10 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 
 // takeOverlap deletes, in txn, every segment of q holding an offset in
 // [lo, hi) and returns all of their records (those outside [lo, hi) too),
-// ascending, for the caller to write back.
+// ascending, for the caller to write back. A damaged segment gives its
+// offsets (damagedEnd) as records with no value, as Read reports them:
+// its records are lost already, and refusing the write would refuse every
+// later one into those offsets too.
 func (s *Badger) takeOverlap(txn *badger.Txn, q QueueID, lo, hi uint64, tally *txnTally) ([]Entry, error) {
 	var out []Entry
 	err := scanSegments(txn, q, lo, hi, func(start uint64, v []byte) error {
@@ -366,18 +371,51 @@ func (s *Badger) takeOverlap(txn *badger.Txn, q QueueID, lo, hi uint64, tally *t
 			return err
 		}
 		tally.add(recordKeyLen, 0, s.valueThreshold)
-		return decodeSegment(v, func(i int, rec []byte) bool {
+		tally.rewrote++
+		derr := decodeSegment(v, func(i int, rec []byte) bool {
 			out = append(out, Entry{Queue: q, Offset: start + uint64(i), Value: rec})
 			return true
 		})
+		if derr == nil {
+			return nil
+		}
+		next, err := nextSegment(txn, q, start)
+		if err != nil {
+			return err
+		}
+		out = append(out, damagedRecords(q, start, damagedEnd(start, v, next), 0, 0)...)
+		return nil
 	})
 	return out, err
+}
+
+// nextSegment returns the first offset of the segment of q after the one
+// starting at start, or noNextSegment.
+func nextSegment(txn *badger.Txn, q QueueID, start uint64) (uint64, error) {
+	if start+1 == noNextSegment {
+		return noNextSegment, nil
+	}
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: queuePrefix(q)})
+	defer it.Close()
+	it.Seek(recordKey(q, start+1))
+	if !it.Valid() {
+		return noNextSegment, nil
+	}
+	return recordOffset(it.Item().Key())
 }
 
 // scanSegments calls fn with the first offset and a copy of the value of
 // every segment of q that may hold an offset in [lo, hi): the one starting
 
-func writeError(err error) error {
+// writeError names the failure of a Write whose transaction rewrote
+// rewrote existing segments.
+func writeError(err error, rewrote int) error {
+	if errors.Is(err, badger.ErrTxnTooBig) && rewrote > 0 {
+		// Within Limits, which cannot count the segments a write into
+		// existing records rewrites whole (Limits).
+		return fmt.Errorf("%w: it writes into existing records, and rewriting the segments holding them (%d at least) takes more than one transaction (%v): write them in smaller batches",
+			ErrBatchTooLarge, rewrote, err)
+	}
 	if errors.Is(err, badger.ErrTxnTooBig) {
 		return fmt.Errorf("%w: %v", ErrBatchTooLarge, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 )
 
 // Segments. The Badger store keeps the records of a queue in segments: one
@@ -42,6 +43,65 @@ var segmentTable = crc32.MakeTable(crc32.Castagnoli)
 
 // errSegment marks a segment value that cannot be decoded.
 var errSegment = errors.New("store: corrupt segment")
+
+// noNextSegment stands for "no segment after this one" where the first
+// offset of the next segment is asked for; no segment starts there, since
+// offsets are below math.MaxUint64.
+const noNextSegment = math.MaxUint64
+
+// damagedEnd returns one past the last offset that a damaged segment (one
+// decodeSegment refuses) starting at start stands for, given next, the
+// first offset of the segment after it (noNextSegment if none): up to its
+// count when the count can be read, but not into the next segment;
+// otherwise up to the next segment, but never more offsets than the value
+// has bytes (every record takes at least one; a lost value: the largest
+// segment's bytes), so a gap after it, as a delay log leaves, is not taken
+// for records; or its first offset alone when it is the last (as queueEnd
+// takes it). Read reports these offsets as records
+// with no value; a write or deletion that splits the segment keeps those
+// it does not touch as such records (takeOverlap, deleteChunk), so they
+// read back the same and the damage never makes a write or a deletion
+// fail.
+func damagedEnd(start uint64, v []byte, next uint64) uint64 {
+	if n, err := segmentCount(v); err == nil && start+uint64(n) > start {
+		return min(start+uint64(n), next)
+	}
+	if next != noNextSegment {
+		limit := len(v)
+		if limit == 0 { // lost: no segment holds more than its largest size
+			limit = maxSegmentBytes
+		}
+		if most := start + uint64(limit); most > start && most < next {
+			return most
+		}
+		return next
+	}
+	return start + 1
+}
+
+// segmentEnd returns one past the last offset of the segment starting at
+// start with value v, damaged or not (damagedEnd), and whether it is
+// sound. next is as for damagedEnd.
+func segmentEnd(start uint64, v []byte, next uint64) (uint64, bool) {
+	if decodeSegment(v, func(int, []byte) bool { return false }) != nil {
+		return damagedEnd(start, v, next), false
+	}
+	n, _ := segmentCount(v)
+	return start + uint64(n), true
+}
+
+// damagedRecords returns, as entries with no value, the offsets of q in
+// [start, end) outside [from, to): what a damaged segment over
+// [start, end) keeps of its offsets when [from, to) is taken from it.
+func damagedRecords(q QueueID, start, end, from, to uint64) []Entry {
+	var out []Entry
+	for off := start; off < end; off++ {
+		if off < from || off >= to {
+			out = append(out, Entry{Queue: q, Offset: off})
+		}
+	}
+	return out
+}
 
 // encodeSegment appends the segment value framing records to dst.
 func encodeSegment(dst []byte, records [][]byte) []byte {

@@ -104,14 +104,22 @@ func TestSegmentsDamaged(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []any{uint64(0), uint64(7), true}, []any{first, next, ok})
 
-	// Writing into a damaged segment cannot keep its other records: it fails.
-	err = s.Write(&Batch{Entries: []Entry{{Queue: q, Offset: 2, Value: []byte("new")}}})
-	require.ErrorIs(t, err, errSegment)
+	// Writing into a damaged segment stores what it writes; its other
+	// records are lost already and keep reading as records with no value
+	// (segment_damage_test.go has more).
+	require.NoError(t, s.Write(&Batch{Entries: []Entry{{Queue: q, Offset: 2, Value: []byte("new")}}}))
+	recs, err = s.Read(q, 1, 4, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []Record{{Offset: 1}, {Offset: 2, Value: []byte("new")}, {Offset: 3}}, recs)
 
-	// So does deleting part of it; deleting all of it needs none of its
-	// records, so a range that covers it deletes it unread, and so does
-	// dropping the queue.
-	require.ErrorIs(t, s.DeleteRange(q, 0, 3), errSegment)
+	// Deleting part of one keeps the rest so too; deleting all of it
+	// deletes it, and so does dropping the queue.
+	damageSegment(t, s, q, 0)
+	require.NoError(t, s.DeleteRange(q, 0, 3))
+	recs, err = s.Read(q, 0, 100, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []Record{{Offset: 3}, {Offset: 4}, {Offset: 5}, {Offset: 6, Value: []byte("after")}}, recs)
+	damageSegment(t, s, q, 3)
 	require.NoError(t, s.DeleteRange(q, 0, 6))
 	first, next, ok, err = s.Bounds(q)
 	require.NoError(t, err)

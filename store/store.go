@@ -64,6 +64,14 @@ type Record struct {
 }
 
 // Limits says how large one atomic Batch may be. A zero field means no limit.
+//
+// Limits count what a Batch carries. An entry at an offset a Badger store
+// already holds also rewrites, in the same transaction, the whole segment
+// holding that offset (BadgerOptions.SegmentBytes), which no Limits can
+// know of: a batch of such entries within Limits may then need more than
+// one transaction, and Write refuses it with ErrBatchTooLarge, storing
+// none of it. Appends past a queue's end, the only records the engine
+// writes, rewrite nothing.
 type Limits struct {
 	// MaxEntries is the most entries plus metadata ops in one Batch.
 	MaxEntries int
@@ -180,7 +188,9 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrClosed is returned by any call on a closed store.
 	ErrClosed = errors.New("store: closed")
-	// ErrBatchTooLarge is returned by Write when a batch exceeds Limits.
+	// ErrBatchTooLarge is returned by Write when a batch exceeds Limits,
+	// or when the segments a write into existing records rewrites make it
+	// larger than one transaction (Limits). Nothing of the batch is stored.
 	ErrBatchTooLarge = errors.New("store: batch too large")
 	// ErrLocked is returned by OpenBadger when another open store (in this
 	// process or another one) holds the directory.
