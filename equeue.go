@@ -67,6 +67,9 @@ type Engine struct {
 	// reclaimPending is set when a topic was deleted: the next retention
 	// pass reclaims its space (retention.go).
 	reclaimPending atomic.Bool
+	// replyExpiryHook, set by tests, runs when the reply topic expiry has
+	// found a topic idle, before it deletes it (replyexpiry.go).
+	replyExpiryHook atomic.Pointer[func(name string)]
 
 	groups *coordinator
 	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)

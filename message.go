@@ -79,6 +79,21 @@ type Message struct {
 	// pulled is the message as pulled from the retry topic when this is
 	// its origin view: what a send-back names (sendback.go).
 	pulled *Message
+	// ns is the prefix ("tenant:") of the namespace whose view handed the
+	// message out under its unqualified names, "" when the engine did.
+	ns string
+}
+
+// EngineTopic returns the topic as the engine names it: Topic itself,
+// except for a message received through a Namespace, whose Topic is the
+// namespace's name ("orders") and whose engine name is qualified
+// ("tenant:orders"). Metrics use it, so that the series a consumer's hooks
+// record of a topic carry the name the engine's own series of it carry.
+func (m *Message) EngineTopic() string {
+	if m.ns == "" || m.Topic == "" {
+		return m.Topic
+	}
+	return qualify(m.ns, m.Topic)
 }
 
 // routingKey is what key-hash selection uses.

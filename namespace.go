@@ -52,13 +52,17 @@ func (n *Namespace) Engine() *Engine { return n.e }
 // in maps a name of the namespace to the engine's name. A name that is not
 // valid in a namespace (one holding the separator, say) maps to a name the
 // engine refuses, so no name reaches outside the namespace.
-func (n *Namespace) in(name string) string {
+func (n *Namespace) in(name string) string { return qualify(n.prefix, name) }
+
+// qualify is name of the namespace whose prefix ("tenant:") is given, as
+// the engine names it.
+func qualify(prefix, name string) string {
 	for _, p := range []string{RetryTopicPrefix, DLQTopicPrefix, ReplyTopicPrefix} {
 		if rest, ok := strings.CutPrefix(name, p); ok {
-			return p + n.prefix + rest
+			return p + prefix + rest
 		}
 	}
-	return n.prefix + name
+	return prefix + name
 }
 
 // out maps an engine name back, reporting whether it is in the namespace.
@@ -112,6 +116,7 @@ func (n *Namespace) outMessage(m *Message) *Message {
 	}
 	cp := *m
 	cp.Topic = n.outName(m.Topic)
+	cp.ns = n.prefix
 	if o, ok := m.sys[SysOriginTopic]; ok {
 		cp.sys = maps.Clone(m.sys)
 		cp.sys[SysOriginTopic] = n.outName(o)

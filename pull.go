@@ -149,7 +149,13 @@ func (e *Engine) pull(ctx context.Context, req *PullRequest, stored *StoredRecor
 		return PullResult{}, fmt.Errorf("%w: %q", ErrTopicNotFound, req.Topic)
 	}
 	if isReplyTopicName(t.name) {
-		defer t.replyReads.begin()() // a requester's listener is alive
+		// A requester's listener is alive. A topic the reply expiry
+		// deleted while this pull started is gone (replyexpiry.go).
+		end, ok := t.replyReads.begin(t)
+		if !ok {
+			return PullResult{}, fmt.Errorf("%w: %q", ErrTopicNotFound, req.Topic)
+		}
+		defer end()
 	}
 	q, err := t.queue(req.Queue)
 	if err != nil {

@@ -3,6 +3,7 @@ package equeue
 import (
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,18 +17,29 @@ const DefaultReplyTopicIdleTTL = 10 * time.Minute
 // told apart from one whose listener waits: a live listener always has a
 // pull running or just finished.
 type replyReads struct {
+	// mu orders the start of a pull against the expiry's last check and
+	// deletion (deleteIfIdle): a pull that starts while the topic is
+	// being deleted waits for the deletion and then finds the topic gone,
+	// and one that started before keeps the topic.
+	mu      sync.Mutex
 	running atomic.Int32
 	last    atomic.Int64 // unix nanoseconds of the last pull's start or end
 }
 
-// begin marks a pull of the topic as running; the returned function ends it.
-func (r *replyReads) begin() func() {
+// begin marks a pull of t as running; the returned function ends it. It
+// returns false, and marks nothing, when t was deleted.
+func (r *replyReads) begin(t *topic) (end func(), ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.deleted.Load() {
+		return nil, false
+	}
 	r.running.Add(1)
 	r.last.Store(time.Now().UnixNano())
 	return func() {
 		r.last.Store(time.Now().UnixNano())
 		r.running.Add(-1)
-	}
+	}, true
 }
 
 // idleSince reports when the topic's last pull ended (or since, when none
@@ -80,15 +92,42 @@ func (e *Engine) expireReplyTopics(now, opened time.Time, ttl time.Duration) {
 		if !idle || now.Sub(since) < ttl {
 			continue
 		}
-		err := e.DeleteTopic(e.bgCtx, name)
+		if h := e.replyExpiryHook.Load(); h != nil {
+			(*h)(name)
+		}
+		idleFor, err := e.deleteIfIdle(t, now, later(opened, t.created), ttl)
 		switch {
+		case idleFor == 0: // a pull came, or the topic is another one now
 		case err == nil:
-			e.log.Info("idle reply topic deleted", "topic", name, "idle", now.Sub(since))
+			e.log.Info("idle reply topic deleted", "topic", name, "idle", idleFor)
 		case errors.Is(err, ErrTopicNotFound), errors.Is(err, ErrClosed):
 		default:
 			e.log.Warn("deleting an idle reply topic; retried on the next check", "topic", name, "err", err)
 		}
 	}
+}
+
+// deleteIfIdle deletes reply topic t if it is still idle for ttl at now
+// (idle time counted from since at the earliest), and returns how long it
+// was idle, or 0 when it was not deleted for not being idle. The check
+// above it was made without a lock: a requester's pull may have come since,
+// so the check is made again under t.replyReads.mu, which a pull takes to
+// start, and kept until the topic is gone. Only t itself is deleted: a
+// reply topic of the same name made since is a fresh one.
+func (e *Engine) deleteIfIdle(t *topic, now, since time.Time, ttl time.Duration) (time.Duration, error) {
+	t.replyReads.mu.Lock()
+	defer t.replyReads.mu.Unlock()
+	last, idle := t.replyReads.idleSince(since)
+	if !idle || now.Sub(last) < ttl {
+		return 0, nil
+	}
+	if err := e.deleteTopic(e.bgCtx, t.name, t); err != nil {
+		if errors.Is(err, errOtherIncarnation) {
+			return 0, nil
+		}
+		return now.Sub(last), err
+	}
+	return now.Sub(last), nil
 }
 
 func later(a, b time.Time) time.Time {

@@ -90,3 +90,72 @@ func TestRequest_IdleReplyTopicDeleteFailsThenSucceeds(t *testing.T) {
 	_, err = r.E.Topic(ctx, dead)
 	assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "the deletion was stored")
 }
+
+// A requester's pull that reaches its reply topic just after the expiry
+// found the topic idle (the requester paused for the whole TTL, say over a
+// broken connection, and came back) keeps the topic: the expiry deletes a
+// topic only if no pull runs at the deletion itself, so the pull goes on
+// waiting and gets the reply (before, the topic was deleted under the
+// running pull, which failed with its requester's waiting requests).
+func TestReplyExpiry_KeepsATopicAPullReachedAfterTheCheck(t *testing.T) {
+	e, _ := openEngine(t, "memory", &equeue.Options{ReplyTopicIdleTTL: time.Hour})
+	ctx := ctxT(t)
+	name := equeue.ReplyTopicPrefix + "paused"
+	_, err := e.Route(ctx, name)
+	require.NoError(t, err)
+
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pulled := make(chan equeue.PullResult, 1)
+	pullErr := make(chan error, 1)
+	equeue.OnReplyExpiry(e, func(n string) {
+		if n != name {
+			return
+		}
+		go func() {
+			res, err := e.Pull(pctx, &equeue.PullRequest{Topic: name, Max: 1, Wait: time.Minute})
+			pulled <- res
+			pullErr <- err
+		}()
+		eventually(t, 30*time.Second, func() bool { return equeue.ReplyPullsRunning(e, name) == 1 }, "the requester's pull runs")
+	})
+	equeue.ExpireReplyTopics(e, time.Now().Add(2*time.Hour))
+	equeue.OnReplyExpiry(e, nil)
+
+	_, err = e.Topic(ctx, name)
+	require.NoError(t, err, "a topic a pull was waiting on was deleted")
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: name, Messages: []*equeue.Message{{Body: []byte("the reply")}}})
+	require.NoError(t, err)
+	res := <-pulled
+	require.NoError(t, <-pullErr)
+	require.Len(t, res.Messages, 1)
+	assert.Equal(t, "the reply", string(res.Messages[0].Body))
+}
+
+// The expiry deletes the very topic it found idle: a reply topic of the
+// same name made since (a requester that saw its topic deleted by an admin
+// and routed it again) is another, fresh topic, and stays.
+func TestReplyExpiry_LeavesANewTopicOfTheSameName(t *testing.T) {
+	e, _ := openEngine(t, "memory", &equeue.Options{ReplyTopicIdleTTL: time.Hour})
+	ctx := ctxT(t)
+	name := equeue.ReplyTopicPrefix + "again"
+	_, err := e.Route(ctx, name)
+	require.NoError(t, err)
+	equeue.OnReplyExpiry(e, func(n string) {
+		if n != name {
+			return
+		}
+		require.NoError(t, e.DeleteReplyTopic(ctx, name))
+		_, err := e.Route(ctx, name)
+		require.NoError(t, err)
+	})
+	equeue.ExpireReplyTopics(e, time.Now().Add(2*time.Hour))
+	equeue.OnReplyExpiry(e, nil)
+	_, err = e.Topic(ctx, name)
+	assert.NoError(t, err, "the expiry deleted a topic it had not found idle")
+
+	// Without a pull, the idle topic itself is deleted as before.
+	equeue.ExpireReplyTopics(e, time.Now().Add(2*time.Hour))
+	_, err = e.Topic(ctx, name)
+	assert.ErrorIs(t, err, equeue.ErrTopicNotFound)
+}

@@ -282,6 +282,13 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 // address. A reply nobody can receive is dropped, and Reply returns nil:
 // the requester stopped waiting (it drops the reply), or it closed and its
 // reply topic is gone (retrying would not help a handler either).
+//
+// Across namespaces: p on the engine answers a requester on a Namespace
+// whose request it consumed under the qualified name ("tenant:rpc"). A
+// view reaches nothing outside its namespace, so p on a Namespace cannot
+// answer a requester of the default namespace (or of another namespace)
+// that sent to one of the view's topics: that reply is dropped like one to
+// a closed requester, and the request times out.
 func Reply(ctx context.Context, p *Producer, req *Message, body []byte, props map[string]string) error {
 	if p == nil || req == nil {
 		return fmt.Errorf("%w: nil producer or request", ErrInvalidArgument)
@@ -293,14 +300,44 @@ func Reply(ctx context.Context, p *Producer, req *Message, body []byte, props ma
 	if !isReplyTopic(to) || id == "" {
 		return fmt.Errorf("%w: message %s", ErrNotRequest, req.ID)
 	}
-	m := &Message{Topic: to, Body: body, Properties: props}
-	m.SetSysProperties(map[string]string{SysCorrelationID: id})
-	// Reply topics have one queue; a requester that closed deleted it.
-	_, err := p.append(ctx, &AppendRequest{Topic: to, Queue: 0, Messages: []*Message{m}, Sync: p.sync})
+	send := func(to string) error {
+		m := &Message{Topic: to, Body: body, Properties: props}
+		m.SetSysProperties(map[string]string{SysCorrelationID: id})
+		// Reply topics have one queue; a requester that closed deleted it.
+		_, err := p.append(ctx, &AppendRequest{Topic: to, Queue: 0, Messages: []*Message{m}, Sync: p.sync})
+		return err
+	}
+	err := send(to)
+	if errors.Is(err, ErrTopicNotFound) {
+		// A request sent by a requester on a Namespace names its reply
+		// topic as the namespace does; a service consuming the topic on
+		// the engine itself, which sees it qualified ("tenant:rpc"),
+		// finds the reply topic under the qualified name. Reply topic
+		// names are random, so at most one of the two exists.
+		if prefix := namespacePrefixOf(req.Topic); prefix != "" {
+			err = send(qualify(prefix, to))
+		}
+	}
 	if errors.Is(err, ErrTopicNotFound) {
 		return nil // the requester closed: nobody to answer
 	}
 	return err
+}
+
+// namespacePrefixOf returns the namespace prefix ("tenant:") of an engine
+// topic name ("tenant:rpc", "%RETRY%tenant:g"), or "" for a name of the
+// default namespace.
+func namespacePrefixOf(name string) string {
+	for _, p := range []string{RetryTopicPrefix, DLQTopicPrefix, ReplyTopicPrefix} {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			name = rest
+			break
+		}
+	}
+	if ns, _, ok := strings.Cut(name, NamespaceSeparator); ok {
+		return ns + NamespaceSeparator
+	}
+	return ""
 }
 
 // Errors of request-reply.

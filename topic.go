@@ -503,6 +503,17 @@ func (e *Engine) SetQueueWritable(ctx context.Context, name string, queueID int,
 // back are messages of their retry topics and dead letters: they stay, and
 // are retried or listed with the deleted topic as their origin.
 func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
+	return e.deleteTopic(ctx, name, nil)
+}
+
+// errOtherIncarnation is returned by deleteTopic when the topic of the name
+// is not the one the caller named.
+var errOtherIncarnation = errors.New("equeue: the topic was deleted and made again")
+
+// deleteTopic is DeleteTopic; with only set, it deletes the topic only if
+// it is still only, and returns errOtherIncarnation if a topic of the same
+// name was made since only was deleted.
+func (e *Engine) deleteTopic(ctx context.Context, name string, only *topic) error {
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
@@ -512,6 +523,9 @@ func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	t, ok := e.lookupTopic(name)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
+	}
+	if only != nil && t != only {
+		return errOtherIncarnation
 	}
 	applied, err := e.dropTopicMeta(t)
 	if !applied {

@@ -148,7 +148,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	live := make(map[string]bool, len(queues))
 	for _, q := range queues {
 		live[q.Topic] = true
-		live[unqualified(q.Topic)] = true // as a consumer on its namespace sees it
 	}
 	for _, t := range seen {
 		if !live[t] {
@@ -167,25 +166,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lostDedupGroups, prometheus.CounterValue, float64(s.LostDedupGroups))
 
 	c.collectGroups(ch, e)
-}
-
-// unqualified is an engine topic name as a view of its namespace names it:
-// "tenant:orders" is "orders", "%RETRY%tenant:g" is "%RETRY%g". Handler
-// metrics are recorded under the name the handler's message carries, which
-// on a Namespace is the unqualified one.
-func unqualified(name string) string {
-	for _, p := range []string{equeue.RetryTopicPrefix, equeue.DLQTopicPrefix, equeue.ReplyTopicPrefix} {
-		if rest, ok := strings.CutPrefix(name, p); ok {
-			if _, n, ok := strings.Cut(rest, equeue.NamespaceSeparator); ok {
-				return p + n
-			}
-			return name
-		}
-	}
-	if _, n, ok := strings.Cut(name, equeue.NamespaceSeparator); ok {
-		return n
-	}
-	return name
 }
 
 func (c *Collector) collectQueues(ch chan<- prometheus.Metric, queues []equeue.QueueStats) {

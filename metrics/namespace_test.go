@@ -2,8 +2,10 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
@@ -11,9 +13,9 @@ import (
 )
 
 // TestCollector_NamespaceHandlerSeriesSurviveScrapes: a consumer on a
-// namespace sees its messages under the namespace's names ("orders"), which
-// the engine lists qualified ("tenant:orders"). A scrape must not take the
-// handler series of a live namespaced topic for those of a deleted topic.
+// namespace sees its messages under the namespace's names ("orders"); its
+// handler series carry the engine's name ("tenant:orders"), and a scrape
+// must not take them for those of a deleted topic.
 func TestCollector_NamespaceHandlerSeriesSurviveScrapes(t *testing.T) {
 	m := metrics.New()
 	e, reg := openWith(t, m)
@@ -43,7 +45,7 @@ func TestCollector_NamespaceHandlerSeriesSurviveScrapes(t *testing.T) {
 	require.NoError(t, c.Close()) // AfterHandle has run once Close returns
 
 	count := func() uint64 {
-		m := find(t, reg, "equeue_handler_duration_seconds", map[string]string{"topic": "orders"})
+		m := find(t, reg, "equeue_handler_duration_seconds", map[string]string{"topic": "tenant:orders"})
 		if m == nil {
 			return 0
 		}
@@ -51,4 +53,55 @@ func TestCollector_NamespaceHandlerSeriesSurviveScrapes(t *testing.T) {
 	}
 	require.Equal(t, uint64(1), count(), "first scrape")
 	require.Equal(t, uint64(1), count(), "second scrape: the topic still exists, its handling was not forgotten")
+}
+
+// TestCollector_NamespaceSeriesShareTheEngineTopicName: the pull series
+// (reported by the engine) and the handler series (reported by the hooks
+// of a consumer on a namespace) of one namespaced topic carry the same
+// topic label, the engine's qualified name that the queue and lag series
+// carry too, so dashboards can join them on topic; and a topic of the
+// same short name in the default namespace keeps series of its own.
+func TestCollector_NamespaceSeriesShareTheEngineTopicName(t *testing.T) {
+	m := metrics.New()
+	e, reg := openWith(t, m)
+	ctx := ctxT(t)
+	ns, err := e.Namespace("tenant")
+	require.NoError(t, err)
+	require.NoError(t, ns.CreateTopic(ctx, "orders", 1))
+	require.NoError(t, e.CreateTopic(ctx, "orders", 1)) // the default namespace's own
+
+	handled := make(chan struct{}, 1)
+	c, err := equeue.NewConsumer(ns, equeue.ConsumerOptions{
+		Group:         "billing",
+		Subscriptions: []equeue.Subscription{{Topic: "orders"}},
+		Hooks:         []equeue.Hooks{m.Hooks()},
+		Handler: func(context.Context, *equeue.Message) error {
+			select {
+			case handled <- struct{}{}:
+			default:
+			}
+			return errors.New("fail once") // counted in handler_errors_total
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	p, err := equeue.NewProducer(ns, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Send(ctx, &equeue.Message{Topic: "orders", Body: []byte("x")})
+	require.NoError(t, err)
+	<-handled
+	require.NoError(t, c.Close()) // AfterHandle has run once Close returns
+
+	qualified := map[string]string{"topic": "tenant:orders"}
+	require.NotNil(t, find(t, reg, "equeue_pulled_messages_total", qualified), "pull series under the engine's name")
+	require.NotNil(t, find(t, reg, "equeue_appended_messages_total", qualified), "queue series under the engine's name")
+	h := find(t, reg, "equeue_handler_duration_seconds", qualified)
+	require.NotNil(t, h, "handler series under the same name as the pull series")
+	assert.Equal(t, uint64(1), h.GetHistogram().GetSampleCount())
+	assert.Equal(t, 1.0, value(t, reg, "equeue_handler_errors_total", qualified))
+	for _, name := range []string{"equeue_handler_duration_seconds", "equeue_handler_errors_total"} {
+		assert.Nil(t, find(t, reg, name, map[string]string{"topic": "orders"}),
+			"%s: the default namespace's orders handled nothing", name)
+	}
 }

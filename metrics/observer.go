@@ -34,6 +34,10 @@
 //	handler_duration_seconds{topic}         histogram time handlers took (Hooks)
 //	handler_errors_total{topic}             counter  handler errors and panics (Hooks)
 //
+// The topic label is the engine's name of a topic throughout: a consumer
+// on a Namespace handles "orders", whose handler series carry
+// "tenant:orders" as its pull, queue and lag series do.
+//
 // Reply topics (request-reply: one per requesting producer, named at
 // random, deleted when it closes) are one label value in the pull and
 // handler metrics, equeue.ReplyTopicPrefix, so requesters that come and
@@ -147,11 +151,16 @@ func (o *Observer) ObservePull(topic string, _ int, took time.Duration, messages
 }
 
 // Hooks returns consumer hooks that record handler time and errors by
-// topic. Pass them in ConsumerOptions.Hooks (or PullConsumer options).
+// topic, under the engine's name of the topic (Message.EngineTopic: the
+// qualified "tenant:orders" for a consumer on a Namespace), the name the
+// engine's pull, queue and lag series carry. Pass them in
+// ConsumerOptions.Hooks (or PullConsumer options).
 func (o *Observer) Hooks() equeue.Hooks {
 	return equeue.Hooks{
 		AfterHandle: func(_ context.Context, m *equeue.Message, err error, took time.Duration) {
-			topic := o.topicLabel(m.Topic)
+			// The engine's name, as the pull series have it: a consumer on
+			// a Namespace gets its messages under the namespace's names.
+			topic := o.topicLabel(m.EngineTopic())
 			o.handlerDuration.WithLabelValues(topic).Observe(took.Seconds())
 			if err != nil {
 				o.handlerErrors.WithLabelValues(topic).Inc()

@@ -207,11 +207,14 @@ func topicAttr(topic string) string {
 }
 
 // Hooks returns consumer hooks that record handler time and errors by
-// topic.
+// topic, under the engine's name of the topic (Message.EngineTopic), the
+// name the pull, queue and lag instruments carry.
 func (m *Metrics) Hooks() equeue.Hooks {
 	return equeue.Hooks{
 		AfterHandle: func(ctx context.Context, msg *equeue.Message, err error, took time.Duration) {
-			at := metric.WithAttributes(attribute.String("topic", topicAttr(msg.Topic)))
+			// The engine's name, as the pull instruments have it: a consumer
+			// on a Namespace gets its messages under the namespace's names.
+			at := metric.WithAttributes(attribute.String("topic", topicAttr(msg.EngineTopic())))
 			m.handlerDuration.Record(ctx, took.Seconds(), at)
 			if err != nil {
 				m.handlerErrors.Add(ctx, 1, at)

@@ -219,3 +219,43 @@ func TestMetrics_ReplyTopicsAreOneAttribute(t *testing.T) {
 	assert.Equal(t, int64(20), v)
 	assert.Equal(t, uint64(20), histCount(got["equeue.handler.duration"], attribute.String("topic", equeue.ReplyTopicPrefix)))
 }
+
+// TestMetrics_NamespaceHandlerAttributeIsTheEngineName: the handler
+// instruments of a consumer on a Namespace carry the engine's name of the
+// topic ("tenant:orders"), as its pull instruments do, not the view's
+// short name, which the default namespace's own topic has.
+func TestMetrics_NamespaceHandlerAttributeIsTheEngineName(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := otel.NewMetrics(&otel.MetricsOptions{MeterProvider: mp})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, m.Close()) })
+	ctx := ctxT(t)
+	e := openEngine(t, &equeue.Options{Observer: m})
+	m.Attach(e)
+	ns, err := e.Namespace("tenant")
+	require.NoError(t, err)
+	require.NoError(t, ns.CreateTopic(ctx, "orders", 1))
+
+	handled := make(chan struct{}, 1)
+	c := startConsumer(t, ns, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "orders"}},
+		Hooks: []equeue.Hooks{m.Hooks()},
+		Handler: func(context.Context, *equeue.Message) error {
+			select {
+			case handled <- struct{}{}:
+			default:
+			}
+			return nil
+		}})
+	_, err = newProducer(t, ns, nil).Send(ctx, &equeue.Message{Topic: "orders", Body: []byte("x")})
+	require.NoError(t, err)
+	<-handled
+	require.NoError(t, c.Close()) // AfterHandle has run once Close returns
+
+	got := collect(t, reader)
+	qualified := attribute.String("topic", "tenant:orders")
+	assert.NotZero(t, histCount(got["equeue.pull.duration"], qualified, attribute.String("result", "messages")))
+	assert.Equal(t, uint64(1), histCount(got["equeue.handler.duration"], qualified), "handler under the engine's name")
+	assert.Zero(t, histCount(got["equeue.handler.duration"], attribute.String("topic", "orders")))
+}

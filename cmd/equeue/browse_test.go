@@ -123,8 +123,9 @@ func TestConsume_DeadLetterIfAndGroupsDelete(t *testing.T) {
 			t.Fatalf("dead letters: %+v", dl)
 		}
 
-		// groups delete asks first; "n" keeps the group.
-		if r := cliIn(t, "n\n", append(append([]string{}, at...), "groups", "delete", "billing")...); r.code != 1 {
+		// groups delete asks only a terminal: from a pipe, without --yes,
+		// it refuses and keeps the group.
+		if r := cliIn(t, "n\n", append(append([]string{}, at...), "groups", "delete", "billing")...); r.code != 2 {
 			t.Fatalf("declined delete: %v", r)
 		}
 		run("groups", "billing")

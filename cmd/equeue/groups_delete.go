@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +19,8 @@ func (a *app) groupsDeleteCommand() *cobra.Command {
 committed offsets, pending retries, its %RETRY% and %DLQ% topics with their
 messages. It is refused while the group has live members; --force deletes
 it anyway (the members are fenced; a consumer still running joins again as
-a new group). It asks for confirmation unless --yes is given.`,
+a new group). On a terminal it asks for confirmation; otherwise (a script, a pipe) it
+needs --yes.`,
 		Example: `  equeue --dir ./data groups delete billing --yes
   equeue --server 127.0.0.1:7654 groups delete old-audit --force --yes`,
 		Args: argCount(1, 1, "GROUP"),
@@ -31,9 +30,17 @@ a new group). It asks for confirmation unless --yes is given.`,
 				return usageErrorf("%v", err)
 			}
 			if !yes {
-				fmt.Fprintf(a.stdout, "delete group %s with its offsets, retries and dead letters? [y/N] ", name)
-				line, _ := bufio.NewReader(a.stdin).ReadString('\n')
-				if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+				// Only a terminal has someone to answer: a script's open
+				// stdin would block the command, and a line piped in
+				// (yes | equeue ...) is no one's decision.
+				if !a.stdinIsTerminal() {
+					return usageErrorf("groups delete removes group %s with its offsets, retries and dead letters: confirm with --yes (standard input is not a terminal, so it cannot ask)", name)
+				}
+				ok, err := a.confirm(fmt.Sprintf("delete group %s with its offsets, retries and dead letters? [y/N] ", name))
+				if err != nil {
+					return err
+				}
+				if !ok {
 					return errors.New("not deleted (give --yes to skip the question)")
 				}
 			}

@@ -164,6 +164,25 @@ func TestCLI_TopicDeleteNeedsConfirmation(t *testing.T) {
 	assert.NotContains(t, ok(t, d, "topic", "list"), "orders")
 }
 
+// groups delete, like topic delete, asks only on a terminal: from a pipe
+// or a script it refuses without --yes, rather than waiting for a line or
+// taking one piped in as the answer, and deletes nothing.
+func TestCLI_GroupsDeleteNeedsYesWithoutATerminal(t *testing.T) {
+	t.Parallel()
+	d := "--dir=" + t.TempDir()
+	ok(t, d, "topic", "create", "orders")
+	ok(t, d, "produce", "orders", "a")
+	ok(t, d, "consume", "orders", "--group", "billing", "--from", "earliest", "--count", "1")
+	for _, in := range []string{"y\n", ""} {
+		r := cliIn(t, in, d, "groups", "delete", "billing")
+		assert.Equal(t, 2, r.code, "stdin %q: %v", in, r)
+		assert.Contains(t, r.stderr, "--yes", "stdin %q: the error says how to confirm", in)
+		assert.Contains(t, ok(t, d, "groups"), "billing", "stdin %q: the group survived an unconfirmed delete", in)
+	}
+	assert.Contains(t, ok(t, d, "groups", "delete", "billing", "--yes"), "deleted group billing")
+	assert.NotContains(t, ok(t, d, "groups"), "billing")
+}
+
 // consume says where a new group starts, and only for a new group.
 func TestCLI_ConsumeNewGroupSaysWhereItStarts(t *testing.T) {
 	t.Parallel()

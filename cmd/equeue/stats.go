@@ -15,11 +15,14 @@ type statsJSON struct {
 	Broker         string `json:"broker"`
 	Topics         int    `json:"topics"`
 	InternalTopics int    `json:"internal_topics"`
-	Queues         int    `json:"queues"`
-	Messages       int64  `json:"messages"`
-	Groups         int    `json:"groups"`
-	Members        int    `json:"members"`
-	Lag            int64  `json:"lag"`
+	// ReplyTopics counts the requesters' reply topics (%REPLY%), which
+	// are neither user topics nor retry or dead-letter ones.
+	ReplyTopics int   `json:"reply_topics"`
+	Queues      int   `json:"queues"`
+	Messages    int64 `json:"messages"`
+	Groups      int   `json:"groups"`
+	Members     int   `json:"members"`
+	Lag         int64 `json:"lag"`
 	// StoreBytes is the size of the store on disk.
 	StoreBytes *int64 `json:"store_bytes,omitempty"`
 	// Engine holds the engine's counters (equeue.Stats): a served
@@ -52,12 +55,13 @@ func (a *app) statsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Show engine counters: topics, queues, messages, groups, lag, store size",
-		Long: `stats sums up a broker: topics (user and the engine's own retry and
-dead-letter topics), queues, messages stored, consumer groups, live members,
-total lag, the size of the store on disk and the message IDs the topics'
-dedup windows hold. Of a served broker (--server) it also shows the
-engine's counters since the broker started: corrupt records and expired
-messages its reads met, and writes refused for a full disk.
+		Long: `stats sums up a broker: topics (user topics, the engine's own retry and
+dead-letter topics, and request-reply's reply topics, each counted apart),
+queues, messages stored, consumer groups, live members, total lag, the size
+of the store on disk and the message IDs the topics' dedup windows hold.
+Of a served broker (--server) it also shows the engine's counters since
+the broker started: corrupt records and expired messages its reads met,
+and writes refused for a full disk.
 
 --scan also reads every stored message and counts those that fail their
 checksum (corrupt) or whose time-to-live ran out (expired). It reads the
@@ -77,9 +81,12 @@ are served by "equeue serve --metrics".`,
 					return err
 				}
 				for _, t := range topics {
-					if strings.HasPrefix(t.Name, equeue.RetryTopicPrefix) || strings.HasPrefix(t.Name, equeue.DLQTopicPrefix) {
+					switch {
+					case strings.HasPrefix(t.Name, equeue.RetryTopicPrefix) || strings.HasPrefix(t.Name, equeue.DLQTopicPrefix):
 						st.InternalTopics++
-					} else {
+					case strings.HasPrefix(t.Name, equeue.ReplyTopicPrefix): // of any namespace
+						st.ReplyTopics++
+					default:
 						st.Topics++
 					}
 					for _, q := range t.Queues {
@@ -126,7 +133,11 @@ are served by "equeue serve --metrics".`,
 				}
 				t := newTable(a.stdout)
 				t.row("broker:", st.Broker)
-				t.row("topics:", fmt.Sprintf("%d (+%d retry/dead-letter)", st.Topics, st.InternalTopics))
+				topicsRow := fmt.Sprintf("%d (+%d retry/dead-letter", st.Topics, st.InternalTopics)
+				if st.ReplyTopics > 0 { // shown only when requesters have them
+					topicsRow += fmt.Sprintf(", +%d reply", st.ReplyTopics)
+				}
+				t.row("topics:", topicsRow+")")
 				t.row("queues:", st.Queues)
 				t.row("messages stored:", st.Messages)
 				t.row("groups:", fmt.Sprintf("%d (%d live members)", st.Groups, st.Members))

@@ -122,3 +122,28 @@ func TestStats_ReadOnlyOpensDedupStateOfACrashOrAnOlderVersion(t *testing.T) {
 		assert.Zero(t, formerKeys(), "a command that writes moves them into groups")
 	})
 }
+
+// TestStats_ReplyTopicsAreNotUserTopics: the reply topics of requesters
+// (one per requesting producer, of the default namespace or of one) are
+// counted apart from the user's topics, as retry and dead-letter topics
+// are.
+func TestStats_ReplyTopicsAreNotUserTopics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "orders", 1))
+	for _, name := range []string{equeue.ReplyTopicPrefix + "r1", equeue.ReplyTopicPrefix + "tenant:r2"} {
+		_, err := e.Route(ctx, name) // what a requester's first Request does
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.Close())
+
+	st := decode[statsJSON](t, ok(t, "--dir", dir, "stats", "--json"))
+	assert.Equal(t, 1, st.Topics, "user topics")
+	assert.Equal(t, 0, st.InternalTopics, "retry and dead-letter topics")
+	assert.Equal(t, 2, st.ReplyTopics, "reply topics")
+	assert.Equal(t, 3, st.Queues, "every topic's queues")
+	assert.Contains(t, ok(t, "--dir", dir, "stats"), "1 (+0 retry/dead-letter, +2 reply)")
+}
