@@ -44,6 +44,11 @@ func verifiedCommit(args *raft.AppendEntriesRequest) {
 // commitRelay hands the calls a transport receives to Raft, each
 // AppendEntries call's commit index bounded (verifiedCommit).
 type commitRelay struct {
+	// installed, when set, is told of each snapshot Raft installed
+	// (snapinstall.go), before Raft sees the next call; set before Raft
+	// starts.
+	installed func(index, term uint64)
+
 	once     sync.Once
 	stopOnce sync.Once
 	out      chan raft.RPC
@@ -73,10 +78,17 @@ func (r *commitRelay) run(in <-chan raft.RPC) {
 		if args, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
 			verifiedCommit(args)
 		}
+		install := r.watchInstall(&rpc)
 		select {
 		case r.out <- rpc:
 		case <-r.stop:
+			if install != nil {
+				rpc.RespChan = install.caller
+			}
 			rpc.Respond(nil, raft.ErrTransportShutdown)
+			return
+		}
+		if install != nil && !r.awaitInstall(install) {
 			return
 		}
 	}

@@ -38,6 +38,29 @@ func (l *fakeLeader) command(index uint64, data []byte) *raft.Log {
 	return &raft.Log{Index: index, Term: l.term, Type: raft.LogCommand, Data: data}
 }
 
+// openAmongFakeLeaders opens node "a" (with the log store kind) in a
+// configuration of three voters whose others, "b" (term 2) and "c" (term
+// 3), are fake leaders, and returns the node, its Raft address, the two
+// and the configuration's peers.
+func openAmongFakeLeaders(t *testing.T, kind string) (*Node, raft.ServerAddress, *fakeLeader, *fakeLeader, []Peer) {
+	t.Helper()
+	b, c := &fakeLeader{t: t, id: "b", tr: testTransport(t), term: 2}, &fakeLeader{t: t, id: "c", tr: testTransport(t), term: 3}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	self := l.Addr().String()
+	require.NoError(t, l.Close())
+	peers := []Peer{{ID: "a", RaftAddr: self}, {ID: "b", RaftAddr: string(b.tr.LocalAddr())}, {ID: "c", RaftAddr: string(c.tr.LocalAddr())}}
+	o := &Options{
+		ID: "a", RaftAddr: self, ClientAddr: "client-a", Bootstrap: true, Peers: peers, LogStore: kind,
+		// Long enough that the node never starts an election of its own.
+		HeartbeatTimeout: 5 * time.Second, ElectionTimeout: 5 * time.Second, LeaderLeaseTimeout: time.Second,
+	}
+	n, err := Open(t.TempDir(), o)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, n.Close()) })
+	return n, raft.ServerAddress(n.RaftAddr()), b, c, peers
+}
+
 // A node that holds entries of a deposed leader nobody else has applies
 // none of them when the new leader's call proves less of its log than it
 // holds: it applies only what the new leader's entries replace them with.
@@ -45,21 +68,7 @@ func (l *fakeLeader) command(index uint64, data []byte) *raft.Log {
 // write that way, after a SIGSTOP of the leader, then refusing every later
 // write to that queue.)
 func TestNode_AppliesOnlyEntriesItCheckedAgainstTheLeader(t *testing.T) {
-	b, c := &fakeLeader{t: t, id: "b", tr: testTransport(t), term: 2}, &fakeLeader{t: t, id: "c", tr: testTransport(t), term: 3}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	self := l.Addr().String()
-	require.NoError(t, l.Close())
-	o := &Options{
-		ID: "a", RaftAddr: self, ClientAddr: "client-a", Bootstrap: true,
-		Peers: []Peer{{ID: "a", RaftAddr: self}, {ID: "b", RaftAddr: string(b.tr.LocalAddr())}, {ID: "c", RaftAddr: string(c.tr.LocalAddr())}},
-		// Long enough that the node never starts an election of its own.
-		HeartbeatTimeout: 5 * time.Second, ElectionTimeout: 5 * time.Second, LeaderLeaseTimeout: time.Second,
-	}
-	n, err := Open(t.TempDir(), o)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, n.Close()) })
-	addr := raft.ServerAddress(n.RaftAddr())
+	n, addr, b, c, _ := openAmongFakeLeaders(t, "")
 
 	q := store.QueueID{Topic: 1}
 	write := func(tenure uint64, values ...string) []byte {

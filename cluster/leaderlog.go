@@ -53,6 +53,9 @@ type leaderLog struct {
 	err     error       // a failed background write, or errLogClosed
 	closing bool
 	done    chan struct{}
+	// installed is the last entry of the snapshot Raft installed last,
+	// until Raft stores entries again (snapinstall.go).
+	installed logPoint
 }
 
 var errLogClosed = errors.New("cluster: raft log closed")
@@ -204,6 +207,11 @@ func (l *leaderLog) GetLog(index uint64, out *raft.Log) error {
 		if err := l.drain(); err != nil {
 			return err
 		}
+		err := l.inner.GetLog(index, out)
+		if errors.Is(err, raft.ErrLogNotFound) && l.pastInstalled(index, out) {
+			return nil
+		}
+		return err
 	}
 	return l.inner.GetLog(index, out)
 }
@@ -224,13 +232,20 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 			return l.err
 		}
 		l.pending = append(l.pending, logs...)
+		l.installed = logPoint{}
 		l.cond.Broadcast()
 		return nil
 	}
 	if err := l.drain(); err != nil {
 		return err
 	}
-	return l.inner.StoreLogs(logs)
+	if err := l.inner.StoreLogs(logs); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.installed = logPoint{}
+	l.mu.Unlock()
+	return nil
 }
 
 // DeleteRange deletes entries once every pending write is stored.

@@ -222,6 +222,11 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	n.fsm.getLog = cache.GetLog
 	n.fsm.writeHook = o.fsmWriteHook
 	n.ptrans.clamp = n.alog.storedBound
+	n.ptrans.relay.installed = func(index, term uint64) {
+		if err := n.alog.snapshotInstalled(index, term); err != nil {
+			n.log.Warn("raft log that disagrees with an installed snapshot not dropped; the leader's next snapshot tries again", "snapshot_index", index, "err", err)
+		}
+	}
 	if o.Bootstrap && !restarted {
 		if err := raft.BootstrapCluster(conf, cache, n.logs, snaps, n.ptrans, n.bootConfig()); err != nil {
 			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
