@@ -164,7 +164,10 @@ func (r *runner) handleOrderlyBatch(msgs []*Message) bool {
 		if len(rest) == 0 {
 			return true
 		}
-		stopped := r.abandoned.Load() || r.gaveUp.Load()
+		// The failure path registers as disposing, as handleOrderly's does:
+		// a drain that gives up meanwhile waits for its dead letter, so
+		// the final commit passes the message once it is stored.
+		stopped := r.abandoned.Load() || !r.beginDispose()
 		for i, m := range rest {
 			if restErrs[i] != nil && !stopped {
 				// Every failed run counts, stored with the next commit.
@@ -176,10 +179,14 @@ func (r *runner) handleOrderlyBatch(msgs []*Message) bool {
 		if !stopped && (head.Attempt >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(restViews[0], head.Attempt, err) {
 			restEnds[0].end(HandleOutcome{Err: err, Outcome: OutcomeDeadLetter, Attempts: head.Attempt})
 			r.pq.end(head.Offset, true)
+			r.endDispose()
 			rest, restErrs, restEnds = rest[1:], restErrs[1:], restEnds[1:]
 			r.endBatchRest(rest, restErrs, restEnds, OutcomeRetryLocal)
 			msgs = rest
 			continue
+		}
+		if !stopped {
+			r.endDispose()
 		}
 		if stopped || r.hctx.Err() != nil {
 			r.endBatchRest(rest, restErrs, restEnds, OutcomeUnfinished)

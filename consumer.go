@@ -431,23 +431,30 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 	for _, g := range a.Queues {
 		granted[g.QueueRef] = g
 	}
+	var lanes map[laneKey][]*runner // revoked priority lanes, by queue
 	for ref, r := range c.runners {
 		g, ok := granted[ref]
 		switch {
 		case !ok:
 			delete(c.runners, ref)
 			c.stopping[ref] = true
-			c.handoffs.Add(1)
-			c.goFunc(func() {
-				defer c.handoffs.Done()
-				c.handOver(r)
-			})
+			if r.lane != nil {
+				if lanes == nil {
+					lanes = map[laneKey][]*runner{}
+				}
+				lanes[r.lane.key] = append(lanes[r.lane.key], r)
+				continue
+			}
+			c.startHandOver([]*runner{r})
 		case g.Epoch != r.grant.Epoch:
 			// Fenced (offset reset or re-grant): what it holds cannot be committed.
 			delete(c.runners, ref)
 			c.keepFenced(r)
 			r.abandon()
 		}
+	}
+	for _, rs := range lanes {
+		c.startHandOver(rs)
 	}
 	// Queues held without a runner (granted and revoked before this member
 	// saw them): nothing was consumed, so release them at once.
@@ -492,21 +499,52 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 	return nil
 }
 
-// handOver stops r gracefully, commits and releases its queue.
-func (c *Consumer) handOver(r *runner) {
-	r.drain(c.o.HandoffTimeout)
+// startHandOver hands rs over in the background (see handOver). c.mu must
+// be held.
+func (c *Consumer) startHandOver(rs []*runner) {
+	c.handoffs.Add(1)
+	c.goFunc(func() {
+		defer c.handoffs.Done()
+		c.handOver(rs)
+	})
+}
+
+// handOver stops rs gracefully, commits and releases their queues. rs are
+// one queue, or the priority lanes of one queue: those drain side by side
+// and are released together, in one ReleaseQueues, so that the new owner
+// gets every lane at once. Released one by one, a lane drained early would
+// reach the new owner while this member still runs a higher lane, and the
+// new owner, which does not hold that lane yet, would hand out lower-lane
+// messages before the higher lane's backlog (see priority.go).
+func (c *Consumer) handOver(rs []*runner) {
+	var wg sync.WaitGroup
+	for _, r := range rs[1:] {
+		wg.Add(1)
+		c.goFunc(func() {
+			defer wg.Done()
+			r.drain(c.o.HandoffTimeout)
+		})
+	}
+	rs[0].drain(c.o.HandoffTimeout)
+	wg.Wait()
+	grants := make([]Grant, len(rs))
+	for i, r := range rs {
+		grants[i] = r.grant
+	}
 	if !c.crashed.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := c.commit(ctx, []*runner{r}); err != nil {
-			c.log.Warn("commit on handover", "queue", r.grant.QueueRef, "err", err)
+		if err := c.commit(ctx, rs); err != nil {
+			c.log.Warn("commit on handover", "queue", rs[0].grant.QueueRef, "err", err)
 		}
-		if err := c.b.ReleaseQueues(ctx, c.o.Group, c.o.ID, []Grant{r.grant}); err != nil && !errors.Is(err, ErrNotMember) {
-			c.log.Warn("release", "queue", r.grant.QueueRef, "err", err)
+		if err := c.b.ReleaseQueues(ctx, c.o.Group, c.o.ID, grants); err != nil && !errors.Is(err, ErrNotMember) {
+			c.log.Warn("release", "queue", rs[0].grant.QueueRef, "err", err)
 		}
 		cancel()
 	}
 	c.mu.Lock()
-	delete(c.stopping, r.grant.QueueRef)
+	for _, g := range grants {
+		delete(c.stopping, g.QueueRef)
+	}
 	c.stale = true
 	c.mu.Unlock()
 }
@@ -606,9 +644,11 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // group and stops every goroutine. Only a message whose send-back could not
 // be stored, or whose handler outlived both waits, stays uncommitted: the
 // group gets it again. The returned error says what could not be stored
-// (the final commit, or leaving the group). Idempotent: a later call waits
-// for the first to finish and returns nil. Engine.Close closes the
-// consumers opened on it in-process first.
+// (the final commit, or leaving the group); a queue whose grant was fenced
+// meanwhile (an offset reset the consumer had not seen yet) is not
+// committed, as the reset asks, and that is no error. Idempotent: a later
+// call waits for the first to finish and returns nil. Engine.Close closes
+// the consumers opened on it in-process first.
 func (c *Consumer) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -657,7 +697,7 @@ func (c *Consumer) Close() error {
 		for _, r := range rs {
 			list = append(list, r)
 		}
-		if err := c.commit(ctx, list); err != nil {
+		if err := withoutFenced(c.commit(ctx, list)); err != nil {
 			errs = append(errs, fmt.Errorf("equeue: final commit: %w", err))
 		}
 		// A closed engine has no members left to leave; a replaced member
@@ -673,6 +713,31 @@ func (c *Consumer) Close() error {
 	c.closeParking()
 	c.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// withoutFenced drops from a commit's error the refusals of fenced grants
+// (ErrFenced): the group moved those queues on under a new epoch, mostly by
+// an offset reset (or the topic's deletion) that the membership loop had
+// not applied yet when Close came. Had it, it would have abandoned their
+// runners without committing (apply), so their positions are not to be
+// stored, and the refusal is no failure of Close. Other errors stay.
+func withoutFenced(err error) error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var rest []error
+		for _, e := range j.Unwrap() {
+			if !errors.Is(e, ErrFenced) {
+				rest = append(rest, e)
+			}
+		}
+		return errors.Join(rest...)
+	}
+	if errors.Is(err, ErrFenced) {
+		return nil
+	}
+	return err
 }
 
 // crash stops the consumer as a killed process would: nothing is committed,

@@ -94,3 +94,49 @@ func TestConsumer_CloseReportsUnstoredCommit(t *testing.T) {
 		})
 	}
 }
+
+// lateAssignmentBroker swallows, once deaf is set, every assignment the
+// engine returns to a heartbeat: the member's heartbeat loop has not
+// applied a change yet when Close comes.
+type lateAssignmentBroker struct {
+	equeue.Broker
+	deaf atomic.Bool
+}
+
+func (b *lateAssignmentBroker) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error) {
+	a, err := b.Broker.Heartbeat(ctx, req)
+	if b.deaf.Load() {
+		<-ctx.Done() // Close stops the loop
+		return equeue.Assignment{}, ctx.Err()
+	}
+	return a, err
+}
+
+// TestConsumer_CloseAfterResetIsNoError: an operator resets the group's
+// offsets and the consumer is closed before it saw the reset. Its final
+// commit is refused as fenced, which is what the reset is for (the
+// consumer drops a fenced queue's position without committing when it sees
+// the reset in time): Close returns nil and the reset's offset holds.
+func TestConsumer_CloseAfterResetIsNoError(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	b := &lateAssignmentBroker{Broker: e}
+	var handled atomic.Int64
+	c, err := equeue.NewConsumer(b, equeue.ConsumerOptions{Group: "g", ID: "a", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		CommitInterval: time.Hour, HeartbeatInterval: 50 * time.Millisecond, PullWait: 50 * time.Millisecond,
+		Handler: func(context.Context, *equeue.Message) error { handled.Add(1); return nil }})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	p := newProducer(t, e, nil)
+	for range 3 {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+		require.NoError(t, err)
+	}
+	waitWindow(t, c, "t", 3)
+	b.deaf.Store(true)
+	require.NoError(t, e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest}))
+	assert.NoError(t, c.Close(), "a fence caused by the reset is no failure of Close")
+	assert.Equal(t, int64(0), startedCommit(t, e, "g"), "the reset's offset holds")
+	assert.Equal(t, int64(3), handled.Load())
+}

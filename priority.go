@@ -19,8 +19,9 @@ import (
 // offsets, committed offset and sliding window, and survives a restart as
 // any queue does.
 //
-// A consumer group allocates the lanes of a queue together, to one member.
-// That member runs one pull loop per lane as for any queue; before it hands
+// A consumer group allocates the lanes of a queue together, to one member,
+// and a Consumer handing the queue over releases them together. That
+// member runs one pull loop per lane as for any queue; before it hands
 // a message (or a batch) of lane l to a handler, it waits while a higher
 // lane of the same queue still has messages to hand out: pulled and not
 // handed out yet, or stored beyond what it pulled, or not pulled at all

@@ -238,3 +238,51 @@ func TestPriority_RetriedMessageKeepsItsPriority(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"attempt 0 priority 2", "attempt 1 priority 2"}, seen)
 }
+
+// TestPriority_HandoverMovesLanesTogether: a member hands a queue with
+// priorities over while a handler of its high lane still runs and its low
+// lane has nothing running. The lanes must move together: if the low lane
+// were released first, the new owner would handle its backlog while the
+// high lane's backlog waits for the old owner's handler, and a lower
+// priority would go first.
+func TestPriority_HandoverMovesLanesTogether(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 1, Priorities: 2}))
+	running, lowHandled := make(chan struct{}), make(chan struct{})
+	var runOnce, lowOnce sync.Once
+	// b's only worker is held by the high lane's first message until a
+	// handled a low-priority message or the handover's wait cancels it.
+	b := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "b", Subscriptions: []equeue.Subscription{{Topic: "p"}},
+		Concurrency: 1, HandoffTimeout: time.Second, CommitInterval: time.Hour,
+		Handler: func(ctx context.Context, m *equeue.Message) error {
+			runOnce.Do(func() { close(running) })
+			select {
+			case <-lowHandled:
+			case <-ctx.Done():
+			}
+			return nil
+		}})
+	p := newProducer(t, e, nil)
+	send := func(prio int, body string) {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "p", Keys: []string{"k"}, Priority: prio, Body: []byte(body)})
+		require.NoError(t, err)
+	}
+	send(1, "held")
+	<-running
+	send(1, "high")
+	send(0, "low")
+	var log priorityLog
+	a := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "a", Subscriptions: []equeue.Subscription{{Topic: "p"}},
+		Concurrency: 1, CommitInterval: time.Hour,
+		Handler: func(ctx context.Context, m *equeue.Message) error {
+			if m.Priority == 0 {
+				lowOnce.Do(func() { close(lowHandled) })
+			}
+			return log.handler(ctx, m)
+		}})
+	eventually(t, 30*time.Second, func() bool { return log.count() == 2 }, "a handles both messages b left")
+	require.NoError(t, b.Close())
+	require.NoError(t, a.Close())
+	assert.Equal(t, []string{"high", "low"}, log.body, "the high lane's backlog first")
+}

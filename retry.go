@@ -145,21 +145,41 @@ func (c *Consumer) sendBackOverdue() {
 	c.mu.Unlock()
 	for _, r := range rs {
 		for _, m := range r.pq.overdue(c.o.ConsumeTimeout) {
-			view := origin(m)
-			cause := fmt.Errorf("consume timeout: handler ran longer than %v", c.o.ConsumeTimeout)
-			attempts := m.Attempt + 1
-			var stored bool
-			if attempts >= c.o.MaxAttempts {
-				stored = c.deadLetter(r.hctx, view, attempts, cause)
-			} else if err := c.sendBack(r.hctx, view, attempts, cause); err == nil {
-				stored = true
-			} else {
-				c.log.Warn("send-back of a stuck message failed", "err", err)
-			}
-			if stored {
-				c.log.Warn("handler stuck; message sent back", "topic", view.Topic, "offset", view.Offset, "timeout", c.o.ConsumeTimeout)
-				r.pq.expire(m.Offset)
-			}
+			r.sendBackStuck(m)
 		}
+	}
+}
+
+// sendBackStuck sends back m, whose handler outlived ConsumeTimeout. It is
+// a failure path like the handler's own (see beginDispose): a handover's
+// drain that gives up on the stuck handler waits for this send-back, so its
+// commit passes m once the copy is stored, or it is never started. For the
+// same reason it runs under its own deadline, not the handlers' context,
+// which that drain cancels while the copy may still be written.
+func (r *runner) sendBackStuck(m *Message) {
+	c := r.c
+	if r.abandoned.Load() || !r.beginDispose() {
+		return
+	}
+	defer r.endDispose()
+	if r.pq.isDone(m.Offset) {
+		return // its handler returned meanwhile
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, sendBackTimeout)
+	defer cancel()
+	view := origin(m)
+	cause := fmt.Errorf("consume timeout: handler ran longer than %v", c.o.ConsumeTimeout)
+	attempts := m.Attempt + 1
+	var stored bool
+	if attempts >= c.o.MaxAttempts {
+		stored = c.deadLetter(ctx, view, attempts, cause)
+	} else if err := c.sendBack(ctx, view, attempts, cause); err == nil {
+		stored = true
+	} else {
+		c.log.Warn("send-back of a stuck message failed", "err", err)
+	}
+	if stored {
+		c.log.Warn("handler stuck; message sent back", "topic", view.Topic, "offset", view.Offset, "timeout", c.o.ConsumeTimeout)
+		r.pq.expire(m.Offset)
 	}
 }
