@@ -81,7 +81,22 @@ func (n *Node) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.Ap
 
 // Pull reads messages from one queue of the leader.
 func (n *Node) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error) {
-	return call(n, func(e *equeue.Engine) (equeue.PullResult, error) { return e.Pull(ctx, req) })
+	return call(n, func(e *equeue.Engine) (equeue.PullResult, error) {
+		res, err := e.Pull(ctx, req)
+		return res, n.leaseKept(res, err)
+	})
+}
+
+// leaseKept checks the lease again after a pull that found no message. A
+// long poll waits up to seconds, far past the lease checked before it: a
+// node that lost its lease meanwhile may have missed another leader's
+// writes, so its "nothing there" is not an answer; the messages a pull
+// found were committed, and are.
+func (n *Node) leaseKept(res equeue.PullResult, err error) error {
+	if err == nil && res.Status != equeue.PullFound && !n.leaseHeld() {
+		return n.notLeader()
+	}
+	return err
 }
 
 // FastPathOwner returns n: its PullStored stands in for its Pull
@@ -97,7 +112,7 @@ func (n *Node) PullStored(ctx context.Context, req *equeue.PullRequest) (equeue.
 	}
 	p, err := call(n, func(e *equeue.Engine) (pulled, error) {
 		res, stored, err := e.PullStored(ctx, req)
-		return pulled{res, stored}, err
+		return pulled{res, stored}, n.leaseKept(res, err)
 	})
 	return p.res, p.stored, err
 }

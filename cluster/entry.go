@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/equeue-go/equeue/store"
@@ -17,6 +18,9 @@ import (
 //	entryBatch   one engine write (store.Batch): one group commit of the writer
 //	entryDelete  store.DeleteRange of one queue (retention, trims)
 //	entryDrop    store.DropQueue (a deleted topic's queues)
+//	entryLimits  the write limits of the leader's store, which its tenure's
+//	             writes keep to: a node whose store takes less stops at it
+//	             (fsm.go, checkLimits), before a write it could not take
 //
 // A tenure is one period in which one engine on the leader writes. The
 // engine assigns offsets from its memory, which is right only while no other
@@ -32,6 +36,10 @@ const (
 	entryBatch
 	entryDelete
 	entryDrop
+	// entryLimits follows a tenure entry: a kind of its own, so that nodes
+	// of a version before it skip it (an entry they cannot decode) and
+	// still read the tenure entry.
+	entryLimits
 )
 
 // entry is one decoded Raft entry.
@@ -46,6 +54,8 @@ type entry struct {
 	// entryDelete, entryDrop
 	queue    store.QueueID
 	from, to uint64
+	// entryLimits
+	limits store.Limits
 }
 
 // errBadEntry is returned when a Raft entry does not decode.
@@ -103,6 +113,31 @@ func encodeBatch(tenure uint64, sb *store.Batch) []byte {
 		b = appendBytes(b, m.Value)
 	}
 	return b
+}
+
+// encodeLimits writes the limits of the store of the leader of tenure.
+func encodeLimits(tenure uint64, l store.Limits) []byte {
+	return appendLimits(appendHeader(nil, entryLimits, tenure), l)
+}
+
+func appendLimits(b []byte, l store.Limits) []byte {
+	for _, v := range []int{l.MaxEntries, l.MaxBytes, l.ValueThreshold, l.MaxValueSize} {
+		b = binary.AppendUvarint(b, uint64(v))
+	}
+	return b
+}
+
+// limits reads what appendLimits wrote.
+func (d *decoder) limits() store.Limits {
+	var l store.Limits
+	for _, f := range []*int{&l.MaxEntries, &l.MaxBytes, &l.ValueThreshold, &l.MaxValueSize} {
+		v := d.uvarint("limits")
+		if v > math.MaxInt32 {
+			d.fail("limits")
+		}
+		*f = int(v)
+	}
+	return l
 }
 
 func encodeRange(k entryKind, tenure uint64, q store.QueueID, from, to uint64) []byte {
@@ -240,6 +275,8 @@ func decodeEntryInto(data []byte, sb *store.Batch) (*entry, error) {
 		e.queue.Queue = d.u32("queue")
 		e.from = d.uvarint("from")
 		e.to = d.uvarint("to")
+	case entryLimits:
+		e.limits = d.limits()
 	default:
 		return nil, fmt.Errorf("%w: kind %d", errBadEntry, e.kind)
 	}

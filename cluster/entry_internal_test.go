@@ -134,3 +134,24 @@ func TestEntry_DecodeIntoReusedBatch(t *testing.T) {
 	assert.Empty(t, e.batch.Entries)
 	assert.Empty(t, e.batch.Meta)
 }
+
+// A limits entry, and a state holding limits, read back as written; a
+// state with limits stays readable by versions before them (the Kafka
+// address comes first, the limits after what they read).
+func TestEntry_LimitsRoundTrip(t *testing.T) {
+	l := store.Limits{MaxEntries: 819, MaxBytes: 102245, ValueThreshold: 1024, MaxValueSize: 64 << 20}
+	e, err := decodeEntry(encodeLimits(7, l))
+	require.NoError(t, err)
+	assert.Equal(t, entry{kind: entryLimits, tenure: 7, limits: l}, *e)
+	s := fsmState{applied: 3, tenure: 7, leaderID: "n1", clientAddr: "c:1", limits: l}
+	got, err := decodeState(s.encode())
+	require.NoError(t, err)
+	assert.Equal(t, s, got)
+	assert.True(t, takes(l, l))
+	small := l
+	small.MaxBytes--
+	assert.False(t, takes(small, l))
+	heavier := l
+	heavier.ValueThreshold++
+	assert.False(t, takes(heavier, l))
+}

@@ -109,3 +109,6 @@ func LastIndex(n *Node) uint64 { return n.raft.LastIndex() }
 // SetFullDiskRetry sets how often o's node retries entries its store
 // refused for a full disk while nothing new is committed.
 func SetFullDiskRetry(o *Options, every time.Duration) { o.fullDiskRetry = every }
+
+// ErrStoreLimits exports errStoreLimits.
+var ErrStoreLimits = errStoreLimits

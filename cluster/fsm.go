@@ -38,6 +38,15 @@ var errStaleTenure = errors.New("cluster: write of a superseded leader tenure ig
 // (a metadata key too long): refused on every node alike, not stored.
 var errEntryRefused = errors.New("cluster: entry refused by every node")
 
+// errStoreLimits breaks the FSM of a node whose store takes smaller writes
+// than the leader's, which proposes writes up to its own store's limits:
+// the node would stop at the first write it cannot take, perhaps long
+// after, and at the same entry again after a restart. It stops instead
+// when the tenure starts (entryLimits), or when it opens on a store whose
+// tenure says so, and follows again once reopened with Badger options
+// that give limits at least the leader's.
+var errStoreLimits = errors.New("cluster: this node's store takes smaller writes than the leader's; reopen it with Options.Badger (MemTableSize, ValueLogFileSize, ValueThreshold) giving limits at least the leader's")
+
 // fsmState is what stateKey holds.
 type fsmState struct {
 	applied    uint64
@@ -45,17 +54,24 @@ type fsmState struct {
 	leaderID   string
 	clientAddr string
 	kafkaAddr  string // the leader's Kafka address; "" when it has none
+	// limits are the store limits of the leader of tenure (entryLimits);
+	// zero until its limits entry is applied.
+	limits store.Limits
 }
 
-// encode writes the Kafka address only when there is one: the state of a
-// cluster without Kafka listeners keeps the encoding it always had.
+// encode writes the Kafka address only when there is one, or limits
+// follow: the state of a cluster without Kafka listeners keeps the
+// encoding it always had, and versions before the limits ignore them.
 func (s fsmState) encode() []byte {
 	b := binary.BigEndian.AppendUint64(nil, s.applied)
 	b = binary.BigEndian.AppendUint64(b, s.tenure)
 	b = appendBytes(b, []byte(s.leaderID))
 	b = appendBytes(b, []byte(s.clientAddr))
-	if s.kafkaAddr != "" {
+	if s.kafkaAddr != "" || s.limits != (store.Limits{}) {
 		b = appendBytes(b, []byte(s.kafkaAddr))
+	}
+	if s.limits != (store.Limits{}) {
+		b = appendLimits(b, s.limits)
 	}
 	return b
 }
@@ -71,7 +87,29 @@ func decodeState(v []byte) (fsmState, error) {
 	if d.err == nil && len(d.b) > 0 {
 		s.kafkaAddr = string(d.bytes("kafka address"))
 	}
+	if d.err == nil && len(d.b) > 0 {
+		s.limits = d.limits()
+	}
 	return s, d.err
+}
+
+// takes reports whether a store of limits own takes every write a store
+// of limits l takes: no limit below l's (zero means none), and no value
+// weighing more against MaxBytes (see store.Limits.ValueCost).
+func takes(own, l store.Limits) bool {
+	atLeast := func(a, b int) bool { return a == 0 || (b != 0 && a >= b) }
+	lighter := l.ValueThreshold == 0 || (own.ValueThreshold > 0 && own.ValueThreshold <= l.ValueThreshold)
+	return atLeast(own.MaxEntries, l.MaxEntries) && atLeast(own.MaxBytes, l.MaxBytes) &&
+		atLeast(own.MaxValueSize, l.MaxValueSize) && lighter
+}
+
+// checkLimits returns an error matching errStoreLimits when this node's
+// store does not take every write of a leader whose store has limits l.
+func (f *fsm) checkLimits(l store.Limits) error {
+	if own := f.st.Limits(); l != (store.Limits{}) && !takes(own, l) {
+		return fmt.Errorf("%w (this node's: %+v; the leader's: %+v)", errStoreLimits, own, l)
+	}
+	return nil
 }
 
 // stateRoom is what the state op adds to a batch: one operation and at
@@ -105,6 +143,12 @@ type fsm struct {
 	// Snapshot, Restore) with retry, which a timer calls.
 	applyMu sync.Mutex
 	handed  uint64 // the last entry Raft handed over (under applyMu)
+	// settled is the last entry applied or ignored before any store
+	// failure (under applyMu): catchUp starts after it. The applied index
+	// stored does not move for ignored entries (of a superseded tenure,
+	// undecodable, configuration), and after a run of them longer than
+	// the log keeps behind a snapshot the log no longer holds them.
+	settled uint64
 
 	mu     sync.Mutex // guards state and broken for readers off the FSM goroutine
 	state  fsmState
@@ -151,6 +195,9 @@ func (f *fsm) load() error {
 		return err
 	}
 	f.setState(s)
+	if err := f.checkLimits(s.limits); err != nil {
+		_ = f.fail(err)
+	}
 	return nil
 }
 
@@ -193,7 +240,17 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	defer f.applyMu.Unlock()
 	if len(logs) > 0 {
 		f.catchUp(logs[0].Index - 1)
-		defer func() { f.handed = logs[len(logs)-1].Index }()
+		if f.err() == nil {
+			// Not broken: every entry before these was applied or ignored
+			// (or is in the snapshot Raft restored).
+			f.settled = max(f.settled, logs[0].Index-1)
+		}
+		defer func() {
+			f.handed = logs[len(logs)-1].Index
+			if f.err() == nil {
+				f.settled = f.handed
+			}
+		}()
 	}
 	out := make([]any, len(logs))
 	if f.awaitLog != nil && len(logs) > 0 {
@@ -288,6 +345,18 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 	switch e.kind {
 	case entryTenure:
 		next.tenure, next.leaderID, next.clientAddr, next.kafkaAddr = e.tenure, e.nodeID, e.clientAddr, e.kafkaAddr
+		next.limits = store.Limits{} // its own limits entry follows
+		err = f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}})
+	case entryLimits:
+		if e.tenure != s.tenure {
+			return errStaleTenure
+		}
+		// Not applied (a restart reads it again) when this store cannot
+		// follow the tenure: reopened with larger limits, it can.
+		if err := f.checkLimits(e.limits); err != nil {
+			return f.fail(fmt.Errorf("cluster: apply entry %d: %w", l.Index, err))
+		}
+		next.limits = e.limits
 		err = f.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: stateKey, Value: next.encode()}}})
 	case entryDelete, entryDrop:
 		if e.tenure != s.tenure {
@@ -371,7 +440,7 @@ func (f *fsm) retry() {
 const catchUpChunk = 256
 
 // catchUp replays this node's Raft log from the entry after the last one
-// stored as applied up to index upto, when the store refused an entry for
+// applied or ignored before the failure (settled) up to index upto, when the store refused an entry for
 // a full disk (store.ErrNoSpace): such a write stored nothing, so the
 // store and the FSM's memory stand where they were before it, and the
 // entries handed over since (answered with that error) can be applied
@@ -386,7 +455,7 @@ func (f *fsm) catchUp(upto uint64) {
 	if err == nil || !errors.Is(err, store.ErrNoSpace) || f.getLog == nil {
 		return
 	}
-	from := f.current().applied + 1
+	from := max(f.current().applied, f.settled) + 1
 	first := from
 	f.mu.Lock()
 	f.broken = nil
@@ -421,6 +490,7 @@ func (f *fsm) catchUp(upto uint64) {
 			return // refused again: broken as before, retried with the next batch
 		}
 		from += n
+		f.settled = from - 1
 	}
 	if from > first {
 		f.log.Info("store takes writes again: entries it had refused replayed from the raft log", "entries", from-first, "applied", f.current().applied)

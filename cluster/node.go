@@ -108,6 +108,14 @@ const followerReclaimEvery = 10 * time.Minute
 // Raft member.
 func Open(dir string, opts *Options) (n *Node, err error) {
 	began := time.Now()
+	// The node owns a caller's RaftStream: a failed Open closes it, as
+	// Close would. Once the transport exists, closing it closes the stream.
+	streamOwned := false
+	defer func() {
+		if err != nil && !streamOwned && opts != nil && opts.RaftStream != nil {
+			_ = opts.RaftStream.Close()
+		}
+	}()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -198,6 +206,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	accepted := newAcceptedStream(stream)
 	n.stream = accepted
 	n.trans = raft.NewNetworkTransportWithLogger(n.stream, 3, 10*time.Second, hlog)
+	streamOwned = true
 	// Not n.stream: a failed Open returns a nil n before the closers run.
 	closers = append(closers, n.trans, closerFunc(func() error { accepted.closeAccepted(); return nil }))
 	ptrans := newProgressTransport(n.trans)
@@ -457,6 +466,16 @@ func (n *Node) startTenure() error {
 	}
 	if n.fsm.current().tenure != tenure {
 		return errors.New("cluster: another tenure started meanwhile")
+	}
+	// Every node's store must take the writes this node's engine makes
+	// (up to its own store's limits): one that cannot stops here, loudly,
+	// not at the first large write (fsm.checkLimits).
+	f = n.raft.Apply(encodeLimits(tenure, n.st.Limits()), n.opts.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cluster: start tenure: limits: %w", err)
+	}
+	if err, ok := f.Response().(error); ok && err != nil {
+		return fmt.Errorf("cluster: start tenure: limits: %w", err)
 	}
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {

@@ -36,7 +36,7 @@ type Options struct {
 	// RaftStream, when set, carries Raft's traffic instead of plain TCP on
 	// RaftAddr: for example TLS between nodes, or a network a test can
 	// cut. Its Addr must be RaftAddr, the address other nodes dial. The
-	// node closes it on Close.
+	// node closes it on Close, and Open closes it when it fails.
 	RaftStream raft.StreamLayer
 	// LogStore chooses the Raft log store: LogStoreWAL ("wal") or
 	// LogStoreBolt ("bolt"); see their documentation. Empty means the one
