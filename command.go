@@ -75,10 +75,14 @@ type command struct {
 	first     int64 // first offset (append, move), first delay-log slot (delay)
 	storedAt  time.Time
 	duplicate bool
-	dupQueue  int
-	err       error
-	done      func(*command) // called by the writer when set
-	doneCh    chan struct{}  // else closed by the writer
+	// dupInBatch marks a duplicate of IDs recorded by its own batch: it
+	// then shares the batch's outcome, while one of earlier writes only
+	// names messages already stored (Engine.complete).
+	dupInBatch bool
+	dupQueue   int
+	err        error
+	done       func(*command) // called by the writer when set
+	doneCh     chan struct{}  // else closed by the writer
 	// signal, set on the pooled commands of Append (getCommand), is sent
 	// one value per completion instead: it is buffered, so the writer never
 	// blocks on it, and unlike a closed channel it serves the next use.

@@ -285,20 +285,20 @@ type dedupPut struct {
 }
 
 // dedupLookup finds id in t's window as of b: entries recorded earlier in
-// the same batch first, then the index.
-func (e *Engine) dedupLookup(b *batchState, t *topic, id string) (dedupEntry, bool) {
+// the same batch first (inBatch), then the index.
+func (e *Engine) dedupLookup(b *batchState, t *topic, id string) (d dedupEntry, inBatch, ok bool) {
 	if d, ok := b.pending[dedupRef{t.id, id}]; ok {
-		return d, true
+		return d, true, true
 	}
 	idx := e.dedup[t.id]
 	if idx == nil {
-		return dedupEntry{}, false
+		return dedupEntry{}, false, false
 	}
-	d, ok := idx.get(id)
+	d, ok = idx.get(id)
 	if !ok || b.now.Sub(d.at) > idx.window {
-		return dedupEntry{}, false
+		return dedupEntry{}, false, false
 	}
-	return d, true
+	return d, false, true
 }
 
 // dedupCheck reports whether every ID of c is already in its topic's window
@@ -309,19 +309,21 @@ func (e *Engine) dedupCheck(b *batchState, c *command) bool {
 		return false
 	}
 	var first dedupEntry
+	inBatch := false
 	for i, id := range c.dedupIDs {
 		if len(id) > MaxIDBytes {
 			return false // never recorded (dedupRecord)
 		}
-		d, ok := e.dedupLookup(b, t, id)
+		d, pending, ok := e.dedupLookup(b, t, id)
 		if !ok {
 			return false
 		}
+		inBatch = inBatch || pending
 		if i == 0 {
 			first = d
 		}
 	}
-	c.duplicate = true
+	c.duplicate, c.dupInBatch = true, inBatch
 	c.dupQueue, c.first, c.storedAt = first.queue, first.offset, first.at
 	return true
 }

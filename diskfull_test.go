@@ -139,3 +139,52 @@ func TestDiskFull_AdmissionRefusesBeforeTheWrite(t *testing.T) {
 		assert.Equal(t, r0.Offset+1+int64(i), r.Offset, "no offset was taken by the refused sends")
 	}
 }
+
+// A store short of space refuses writes of records but takes metadata
+// alone. A metadata change (here a topic's creation; offset commits and
+// retention's watermarks alike) that shares its batch with a refused send
+// is still stored: it does not fail for another command's records.
+func TestDiskFull_MetadataSharingABatchWithARefusedSendIsStored(t *testing.T) {
+	r := newFaultRig(t, "memory", nil)
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	var full atomic.Bool
+	inWrite, held := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release)
+	var once sync.Once
+	r.FS.OnWrite(func(b *store.Batch) error {
+		for _, e := range b.Entries {
+			if bytes.Contains(e.Value, []byte("hold")) {
+				once.Do(func() { close(inWrite); <-held })
+				return nil
+			}
+		}
+		if full.Load() && len(b.Entries) > 0 {
+			return fmt.Errorf("%w: injected", store.ErrNoSpace)
+		}
+		return nil
+	})
+	answer := func(body string) <-chan error {
+		ch := make(chan error, 1)
+		r.E.AppendAsync(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs(body)},
+			func(_ equeue.AppendResult, err error) { ch <- err })
+		return ch
+	}
+	// Hold the writer in a write while the send and the metadata change
+	// queue, so that they make one batch.
+	heldSend := answer("hold")
+	<-inWrite
+	full.Store(true)
+	created := make(chan error, 1)
+	go func() { created <- r.E.CreateTopic(ctxBG, "meta", 1) }()
+	refused := answer("refused")
+	eventually(t, waitLong, func() bool { return equeue.QueuedCommands(r.E) == 2 }, "both queued")
+	release()
+	require.NoError(t, <-heldSend)
+
+	require.ErrorIs(t, <-refused, equeue.ErrNoSpace)
+	require.NoError(t, <-created, "metadata alone is admitted: it must not fail for the send beside it")
+	_, err := r.E.Topic(ctxBG, "meta")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"hold"}, queueBodies(t, r.E, "t", 0))
+}

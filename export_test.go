@@ -76,3 +76,6 @@ func SetMarksSweepEvery(e *Engine, d time.Duration) { e.marksSweep.Store(int64(d
 
 // PullMarks returns how many pull marks e holds.
 func PullMarks(e *Engine) int { return e.marks.size() }
+
+// QueuedCommands returns how many commands wait in e's writer queue.
+func QueuedCommands(e *Engine) int { return len(e.writeCh) }

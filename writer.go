@@ -299,6 +299,10 @@ type batchState struct {
 	meta     []store.MetaOp
 	queues   []touched
 	needSync bool
+	// dupSync: a duplicate of earlier writes only asks for an fsync; it
+	// is answered as one even when the batch's write is refused
+	// (Engine.complete), so the batch is synced then too (needsSync).
+	dupSync  bool
 	firstDue time.Time // earliest delivery time the batch schedules
 
 	pending      map[dedupRef]dedupEntry // dedup entries this batch records
@@ -363,6 +367,13 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 			continue
 		}
 		if e.dedupCheck(b, c) {
+			// The original may have been written without an fsync
+			// (SyncNever, SyncInterval, or earlier in this batch): a
+			// duplicate under SyncAlways is answered only once an fsync
+			// covers it, as a stored send would be, even when the write
+			// of its batch is refused (dupSync).
+			b.needSync = b.needSync || c.sync
+			b.dupSync = b.dupSync || (c.sync && !c.dupInBatch)
 			continue
 		}
 		if c.kind != cmdMove {
@@ -437,19 +448,51 @@ func (e *Engine) runBatch(batch []*command, waiting int, now time.Time, roomOps,
 			e.logWriteFailed(len(b.entries), f.err)
 		}
 		expiring = false
+		if errors.Is(f.err, ErrNoSpace) && len(b.entries) > 0 {
+			if meta, rest := splitMetaCommands(batch); len(meta) > 0 {
+				// A store short of space refuses writes of records but
+				// takes metadata alone (offset commits, the watermarks
+				// that free space): the metadata commands of this batch
+				// must not fail for sharing it with sends. The sends get
+				// the refusal; the rest is written again on its own.
+				f.batch = rest
+				e.handOver(f)
+				_, _, inline = e.runBatch(meta, 0, now, roomOps, roomBytes)
+				return false, true, inline
+			}
+		}
 	} else {
 		e.storeBatch(b)
 	}
-	if f.wait == nil && (f.err != nil || !b.needSync) && e.pipe.inflight.Load() == 0 {
+	return expiring, f.err != nil, e.handOver(f)
+}
+
+// splitMetaCommands splits batch into its commands that write no records
+// (metadata, barriers) and the others, each in order.
+func splitMetaCommands(batch []*command) (meta, rest []*command) {
+	for _, c := range batch {
+		if c.kind == cmdMeta || c.kind == cmdBarrier {
+			meta = append(meta, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	return meta, rest
+}
+
+// handOver completes f at once when there is nothing to wait for, and
+// reports so (inline); otherwise it hands f to the completer.
+func (e *Engine) handOver(f *flight) (inline bool) {
+	if f.wait == nil && !needsSync(f) && e.pipe.inflight.Load() == 0 {
 		// Nothing to wait for and nothing written before it outstanding:
 		// complete it here, without a hand-off to the completer.
 		e.complete(f, nil)
-		return expiring, f.err != nil, true
+		return true
 	}
 	e.pipe.inflight.Add(1)
 	f.settle = e.pipe.settles.Load()
 	e.pipe.flights <- f
-	return expiring, f.err != nil, false
+	return false
 }
 
 // Bounds of letSendersBack: yields per batch; a yield longer than

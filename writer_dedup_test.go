@@ -197,3 +197,73 @@ func TestWriter_GivenUpSendAndRedriveWithDedup(t *testing.T) {
 		})
 	}
 }
+
+// A send under SyncAlways answered from the dedup window must be as
+// durable as a stored one: when the original was written under SyncNever
+// (not synced), the duplicate's answer waits for an fsync, and an fsync
+// that fails makes it unknown, not "stored".
+func TestWriter_SyncedDuplicateOfAnUnsyncedSendIsSynced(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, &equeue.Options{Sync: equeue.SyncAlways})
+			require.NoError(t, r.E.CreateTopicWith(ctxBG, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+			never, always := equeue.SyncNever, equeue.SyncAlways
+			send := func(sync *equeue.SyncPolicy) (equeue.AppendResult, error) {
+				return r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Sync: sync,
+					Messages: []*equeue.Message{{ID: "x", Body: []byte("x")}}})
+			}
+			_, err := send(&never)
+			require.NoError(t, err)
+
+			r.FS.FailSyncs(1)
+			res, err := send(&always)
+			require.ErrorIs(t, err, equeue.ErrIndeterminate,
+				"the duplicate was acknowledged under SyncAlways without an fsync of its original (result %+v)", res)
+		})
+	}
+}
+
+// A duplicate of a message stored by an earlier write is answered as a
+// duplicate even when the write of its batch is refused: nothing of the
+// batch is stored, but the message it names is, so answering it with the
+// refusal ("not stored") would have its sender give up on a message that
+// is there. The new send beside it gets the refusal.
+func TestWriter_DuplicateInARefusedBatchIsStillADuplicate(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, nil)
+			require.NoError(t, r.E.CreateTopicWith(ctxBG, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+			orig, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: "x", Body: []byte("x")}}})
+			require.NoError(t, err)
+
+			type answer struct {
+				res equeue.AppendResult
+				err error
+			}
+			appendAsync := func(id, body string) <-chan answer {
+				ch := make(chan answer, 1)
+				r.E.AppendAsync(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: id, Body: []byte(body)}}},
+					func(res equeue.AppendResult, err error) { ch <- answer{res, err} })
+				return ch
+			}
+			// Hold the writer in a write, so that the duplicate and a new
+			// send (both queued when AppendAsync returns) make one batch.
+			inWrite, release := holdWriteOf(t, r, "hold")
+			held := appendAsync("h", "hold")
+			<-inWrite
+			dup := appendAsync("x", "x again")
+			fresh := appendAsync("y", "y")
+			r.FS.FailWrites(1) // the next write: the batch of both
+			release()
+			require.NoError(t, (<-held).err)
+
+			y := <-fresh
+			require.ErrorIs(t, y.err, faultstore.ErrInjected)
+			d := <-dup
+			require.NoError(t, d.err, "x is stored: its duplicate must not be answered \"not stored\"")
+			assert.True(t, d.res.Duplicate)
+			assert.Equal(t, orig.FirstOffset, d.res.FirstOffset)
+			assert.Equal(t, []string{"x", "hold"}, queueBodies(t, r.E, "t", 0))
+		})
+	}
+}

@@ -232,7 +232,18 @@ func syncedWaiters(group []*flight) int {
 	return n
 }
 
-func needsSync(f *flight) bool { return f.err == nil && f.wait == nil && f.b.needSync }
+// needsSync reports whether the completer syncs for f: a written batch
+// that asks for it, or a refused one holding a duplicate of earlier
+// writes that asks for it (batchState.dupSync).
+func needsSync(f *flight) bool {
+	if f.wait != nil {
+		return false
+	}
+	if f.err != nil {
+		return f.b.dupSync
+	}
+	return f.b.needSync
+}
 
 // complete settles f once its write's outcome is known: syncErr is the
 // result of the Sync that covers it (when it needs one).
@@ -245,11 +256,8 @@ func (e *Engine) complete(f *flight, syncErr error) {
 			e.log.Error("write failed", "messages", len(f.b.entries), "err", err)
 			e.pipe.asyncFailed.CompareAndSwap(nil, &err)
 		}
-	} else if p := e.pipe.asyncFailed.Load(); err == nil && p != nil {
-		// A batch with nothing to write (duplicates) after a failed one:
-		// a duplicate may refer to a message of the failed batch, which
-		// memory counts, so its outcome is unknown too.
-		err = fmt.Errorf("%w: after a failed write: %w", ErrIndeterminate, *p)
+	} else if err == nil {
+		err = e.asyncFailedOutcome()
 	}
 	if err == nil {
 		switch stopped := e.StoreFailure(); {
@@ -268,6 +276,15 @@ func (e *Engine) complete(f *flight, syncErr error) {
 	for _, c := range f.batch {
 		switch {
 		case c.kind == cmdBarrier || c.err != nil:
+		case f.err != nil && c.duplicate && !c.dupInBatch:
+			// The write was refused, but this duplicate names messages
+			// earlier writes stored: answering it with the refusal ("not
+			// stored") would contradict them. It is answered as in a
+			// batch with nothing to write.
+			c.err = e.earlierOutcome()
+			if c.err == nil && c.sync && syncErr != nil {
+				c.err = fmt.Errorf("%w: %w", ErrIndeterminate, syncErr)
+			}
 		case err != nil:
 			// A duplicate may refer to a message of this very batch: it shares
 			// the batch's outcome.
@@ -281,4 +298,29 @@ func (e *Engine) complete(f *flight, syncErr error) {
 		}
 		c.complete()
 	}
+}
+
+// asyncFailedOutcome is the error of a batch with nothing to write
+// (duplicates) after a failed AsyncWriter write, or nil: a duplicate may
+// refer to a message of the failed batch, which memory counts, so its
+// outcome is unknown too.
+func (e *Engine) asyncFailedOutcome() error {
+	if p := e.pipe.asyncFailed.Load(); p != nil {
+		return fmt.Errorf("%w: after a failed write: %w", ErrIndeterminate, *p)
+	}
+	return nil
+}
+
+// earlierOutcome is the outcome of a duplicate of messages stored by
+// earlier writes only, as complete gives it to a batch with nothing to
+// write: nil (a duplicate), or ErrIndeterminate when an earlier write may
+// not be stored (a failed AsyncWriter write, a failed fsync).
+func (e *Engine) earlierOutcome() error {
+	if err := e.asyncFailedOutcome(); err != nil {
+		return err
+	}
+	if stopped := e.StoreFailure(); stopped != nil {
+		return fmt.Errorf("%w: written before a failed fsync: %w", ErrIndeterminate, stopped)
+	}
+	return nil
 }
