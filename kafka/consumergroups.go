@@ -49,6 +49,7 @@ type cgroup struct {
 	layout      string
 	ids         map[string][16]byte // topic IDs of the topics in layout
 	assignor    string              // the last one a member asked for
+	read        uint64              // the topic read (coordinator.reads) last retargeted with
 }
 
 type cmember struct {
@@ -136,26 +137,12 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		return resp
 	}
 
-	// The topics the group subscribes to, read before the group is
-	// locked: the engine's calls do not run under the coordinator's lock.
-	c.lock()
-	if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
-		c.mu.Unlock()
-		return fail(errGroupIDNotFound, "a classic group of that name has members")
+	infos, read, code, msg := c.readTopics(ctx, req.Group, req.SubscribedTopicNames, regex != nil)
+	if code != errNone {
+		return fail(code, msg)
 	}
-	names, anyRegex := c.subscribedNames(req.Group, req.SubscribedTopicNames, regex != nil)
-	c.mu.Unlock()
-	infos, err := c.topicInfos(ctx, names, anyRegex)
-	if err != nil {
-		return fail(errorCode(err), err.Error())
-	}
-
+	defer c.mu.Unlock() // readTopics returned with c locked
 	now := time.Now()
-	c.lock()
-	defer c.mu.Unlock()
-	if g := c.groups[req.Group]; g != nil && len(g.members) > 0 {
-		return fail(errGroupIDNotFound, "a classic group of that name has members")
-	}
 	g := c.cgroups[req.Group]
 	if g == nil {
 		g = &cgroup{name: req.Group, members: map[string]*cmember{}}
@@ -235,6 +222,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		m.delivered = false
 	}
 	g.retarget(infos)
+	g.read = read
 	g.reconcile(m, now)
 
 	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), m.epoch
@@ -244,6 +232,44 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		resp.Assignment = assignmentOf(m.assigned, infos)
 	}
 	return resp
+}
+
+// readTopics reads the topics the group's members and the request name
+// (all of them, with a pattern) and returns them with c locked, or an error
+// code and message with c unlocked. The engine's calls do not run under the
+// coordinator's lock, so heartbeats of one group read concurrently; a read
+// is used only if the group still subscribes to the same names and no read
+// begun after it retargeted the group meanwhile, else it is done again.
+// Otherwise a heartbeat that read before another member joined (or before a
+// topic grew) would retarget the group after that member's heartbeat, with
+// the older topics, and take the newer topics' partitions out of the
+// members' targets.
+func (c *coordinator) readTopics(ctx context.Context, group string, req []string, reqRegex bool) ([]equeue.TopicInfo, uint64, int16, string) {
+	const classic = "a classic group of that name has members"
+	c.lock()
+	for {
+		if g := c.groups[group]; g != nil && len(g.members) > 0 {
+			c.mu.Unlock()
+			return nil, 0, errGroupIDNotFound, classic
+		}
+		names, anyRegex := c.subscribedNames(group, req, reqRegex)
+		c.reads++
+		read := c.reads
+		c.mu.Unlock()
+		infos, err := c.topicInfos(ctx, names, anyRegex)
+		if err != nil {
+			return nil, 0, errorCode(err), err.Error()
+		}
+		c.lock()
+		if g := c.groups[group]; g != nil && len(g.members) > 0 {
+			c.mu.Unlock()
+			return nil, 0, errGroupIDNotFound, classic
+		}
+		again, againRegex := c.subscribedNames(group, req, reqRegex)
+		if g := c.cgroups[group]; slices.Equal(again, names) && againRegex == anyRegex && (g == nil || g.read < read) {
+			return infos, read, errNone, ""
+		}
+	}
 }
 
 // subscribedNames lists the topics the group's members and the request

@@ -572,3 +572,104 @@ func TestConsumerGroup_UnsubscribedTopicStaysHeldUntilReleased(t *testing.T) {
 	require.Equal(t, int16(0), bm.beat(ctx, tid, nil, true).ErrorCode)
 	assert.Empty(t, bm.owned, "a still holds t's partitions: nothing for b yet")
 }
+
+// gatedTopics is a broker whose next Topic call for one name, once armed,
+// waits until the test lets it go: it holds a ConsumerGroupHeartbeat
+// between the listener's reading of the group's topics and its use of them.
+type gatedTopics struct {
+	kafka.Broker
+	mu      sync.Mutex
+	name    string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedTopics) arm(name string) (entered, release chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.name, g.entered, g.release = name, make(chan struct{}), make(chan struct{})
+	return g.entered, g.release
+}
+
+func (g *gatedTopics) Topic(ctx context.Context, name string) (equeue.TopicInfo, error) {
+	g.mu.Lock()
+	entered, release := g.entered, g.release
+	if entered != nil && name == g.name {
+		g.entered, g.release = nil, nil
+	} else {
+		entered, release = nil, nil
+	}
+	g.mu.Unlock()
+	if entered != nil {
+		close(entered)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	return g.Broker.Topic(ctx, name)
+}
+
+// A heartbeat that read the group's topics before another member joined,
+// and is applied after that member's join, must not retarget the group
+// with its older topic list: the newcomer's topic would drop out of the
+// group's target assignment, as if nobody subscribed to it.
+func TestConsumerGroup_RacingHeartbeatsKeepTheNewerTopics(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "a", 2))
+	require.NoError(t, e.CreateTopic(ctx, "b", 2))
+	gb := &gatedTopics{Broker: e}
+	addr := serve(t, gb, &kafka.Options{ConsumerSessionTimeout: time.Minute})
+	ba := kclient(t, addr).SeedBrokers()[0] // two clients: two connections
+	bb := kclient(t, addr).SeedBrokers()[0]
+	tidA, tidB := topicIDOf(ctx, t, ba, "a"), topicIDOf(ctx, t, bb, "b")
+
+	a := &cgMember{t: t, b: ba, id: "member-a"}
+	require.Equal(t, int16(0), a.beat(ctx, tidA, []string{"a"}, false).ErrorCode)
+	require.Equal(t, []int32{0, 1}, a.owned)
+
+	// a's keepalive reads the group's topics (a only) and is held there.
+	entered, release := gb.arm("a")
+	type answer struct {
+		r   kmsg.Response
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", a.id, a.epoch, -1
+		r, err := ba.Request(ctx, req)
+		done <- answer{r, err}
+	}()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("a's heartbeat never read its topics")
+	}
+
+	// b joins for topic b meanwhile and is given its partitions.
+	bm := &cgMember{t: t, b: bb, id: "member-b"}
+	require.Equal(t, int16(0), bm.beat(ctx, tidB, []string{"b"}, false).ErrorCode)
+	require.Equal(t, []int32{0, 1}, bm.owned)
+
+	close(release)
+	ans := <-done
+	require.NoError(t, ans.err)
+	require.Equal(t, int16(0), ans.r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+
+	dg := kmsg.NewPtrConsumerGroupDescribeRequest()
+	dg.Groups = []string{"g"}
+	dresp, err := dg.RequestWith(ctx, kclient(t, addr))
+	require.NoError(t, err)
+	require.Len(t, dresp.Groups, 1)
+	targets := map[string][]kmsg.AssignmentTopicPartition{}
+	for _, m := range dresp.Groups[0].Members {
+		targets[m.MemberID] = m.TargetAssignment.TopicPartitions
+	}
+	require.Len(t, targets["member-b"], 1, "b's target keeps topic b")
+	assert.Equal(t, "b", targets["member-b"][0].Topic)
+	assert.Equal(t, []int32{0, 1}, targets["member-b"][0].Partitions)
+	require.Len(t, targets["member-a"], 1)
+	assert.Equal(t, "a", targets["member-a"][0].Topic)
+}

@@ -211,3 +211,62 @@ func TestGroups_CommitWithoutGenerationToAnEmptyGroup(t *testing.T) {
 		assert.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode, "member %q", member)
 	}
 }
+
+// TestFetch_LogAppendTimeBatchesWithinByteBudget: with LogAppendTime a
+// partition's messages stored in different milliseconds go in different
+// record batches, and each batch's header counts against the fetch's
+// byte bounds: an answer stays within MaxBytes and PartitionMaxBytes (but
+// for a first message larger than them), as a client that sized its
+// receive buffer by them (librdkafka's receive.message.max.bytes) needs,
+// and consecutive fetches still return every message once.
+func TestFetch_LogAppendTimeBatchesWithinByteBudget(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	addr := serve(t, e, &kafka.Options{LogAppendTime: true})
+	const n = 40
+	var last time.Time
+	for i := range n {
+		// Each message is stored in a later millisecond than the one before.
+		for i > 0 && time.Now().UnixMilli() <= last.UnixMilli() {
+			time.Sleep(time.Millisecond)
+		}
+		r, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte{byte(i)}}}})
+		require.NoError(t, err)
+		last = r.StoredAt
+	}
+	b := kclient(t, addr).SeedBrokers()[0]
+	const budget = 400
+	var offsets []int64
+	for next := int64(0); next < n; {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.MaxBytes, req.MaxWaitMillis, req.ReplicaID, req.SessionEpoch = budget, 0, -1, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 0, next, budget, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := b.Request(ctx, req)
+		require.NoError(t, err)
+		p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		require.Equal(t, int16(0), p.ErrorCode)
+		require.LessOrEqual(t, len(p.RecordBatches), budget, "fetch at %d", next)
+		raw := p.RecordBatches
+		for len(raw) > 0 {
+			var rb kmsg.RecordBatch
+			require.NoError(t, rb.ReadFrom(raw))
+			raw = raw[12+rb.Length:]
+			for k := range rb.NumRecords {
+				offsets = append(offsets, rb.FirstOffset+int64(k))
+			}
+			next = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+		}
+	}
+	want := make([]int64, n)
+	for i := range want {
+		want[i] = int64(i)
+	}
+	assert.Equal(t, want, offsets, "every message once, in order")
+}

@@ -144,7 +144,9 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 	if len(res.Messages) > 0 {
 		sc.w.base = res.Messages[0].Offset
 	}
-	for _, m := range res.Messages {
+	next := res.NextOffset
+	for i, m := range res.Messages {
+		w, buf := sc.w, sc.buf // to take m out again
 		if c.s.o.LogAppendTime && sc.w.n > 0 && m.StoredAt.UnixMilli() != sc.w.firstTS {
 			// Clients give every record of a LogAppendTime batch the
 			// batch's MaxTimestamp: a message stored in another
@@ -153,16 +155,32 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 			sc.w.begin(sc.buf, m.Offset)
 		}
 		sc.w.add(m, c.s.o.TagHeader, c.s.o.LogAppendTime)
+		// The pull bounded the messages' stored size; what is sent
+		// (record batch headers, one per millisecond with LogAppendTime,
+		// and record framing) must fit the fetch's byte bounds too: a
+		// client may size its receive buffer by them (librdkafka's
+		// receive.message.max.bytes). Only the fetch's first message
+		// goes out regardless (KIP-74).
+		if len(sc.w.buf)-start > maxBytes && (i > 0 || !first) {
+			if i == 0 {
+				sc.buf = sc.buf[:start]
+				c.fetch.more = true
+				return 0, errNone
+			}
+			sc.w, sc.buf = w, buf
+			next = w.last + 1
+			break
+		}
 	}
 	if sc.w.firstTS < 0 {
 		sc.w.firstTS, sc.w.maxTS = time.Now().UnixMilli(), time.Now().UnixMilli()
 	}
-	sc.w.last = res.NextOffset - 1
+	sc.w.last = next - 1
 	sc.buf = sc.w.finish(c.s.o.LogAppendTime)
 	rp.RecordBatches = sc.buf[start:]
 	// A fetch still short of MinBytes waits for appends here too: from
 	// the end, or not at all when messages were left for the next fetch.
-	if res.NextOffset < res.MaxOffset {
+	if next < res.NextOffset || res.NextOffset < res.MaxOffset {
 		c.fetch.more = true
 	} else {
 		pr.Offset = res.NextOffset

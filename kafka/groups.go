@@ -35,6 +35,7 @@ type coordinator struct {
 	term    uint64 // the leadership term the groups are of (Server.term)
 	groups  map[string]*kgroup
 	cgroups map[string]*cgroup // KIP-848 consumer groups (consumergroups.go)
+	reads   uint64             // topic reads begun by heartbeats (readTopics)
 }
 
 // lock locks c, first forgetting the groups of an earlier leadership term

@@ -16,6 +16,9 @@ type producers struct {
 	mu    sync.Mutex
 	next  int64
 	parts map[pidPart]*seqState
+	// lookedUp, set by tests, runs in lock between the lookup of a state
+	// and its locking.
+	lookedUp func()
 }
 
 type pidPart struct {
@@ -32,6 +35,7 @@ type seqState struct {
 	used    time.Time // last batch checked; idle states expire (see expire)
 	term    uint64    // the leadership term the state was learned in (Server.term)
 	known   bool
+	gone    bool // expired: no longer in producers.parts (see lock)
 	epoch   int16
 	lastSeq int32
 	// recent holds the last batches stored, for duplicate detection (Kafka
@@ -86,14 +90,28 @@ func (c *conn) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProduce
 // stored one at a time across terms too.
 func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqState {
 	k := pidPart{pid, topic, part}
-	p.mu.Lock()
-	st := p.parts[k]
-	if st == nil {
-		st = &seqState{term: term}
-		p.parts[k] = st
+	var st *seqState
+	for {
+		p.mu.Lock()
+		st = p.parts[k]
+		if st == nil {
+			st = &seqState{term: term}
+			p.parts[k] = st
+		}
+		p.mu.Unlock()
+		if p.lookedUp != nil {
+			p.lookedUp()
+		}
+		st.mu.Lock()
+		// The expiry may have forgotten st between the lookup and the
+		// locking: a batch recorded in it would be recorded in a state
+		// nobody finds again (its retry would be stored twice), and the
+		// next batch, finding none, would not wait for this one.
+		if !st.gone {
+			break
+		}
+		st.mu.Unlock()
 	}
-	p.mu.Unlock()
-	st.mu.Lock()
 	if st.term != term {
 		st.term, st.known, st.epoch, st.lastSeq, st.nrec = term, false, 0, 0, 0
 	}
@@ -114,6 +132,7 @@ func (p *producers) expire(now time.Time, idle time.Duration) {
 		if st.mu.TryLock() {
 			if now.Sub(st.used) > idle {
 				delete(p.parts, k)
+				st.gone = true
 			}
 			st.mu.Unlock()
 		}
