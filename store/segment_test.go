@@ -135,18 +135,7 @@ func TestSegmentsDamaged(t *testing.T) {
 // the store's back.
 func damageSegment(t *testing.T, s *Badger, q QueueID, start uint64) {
 	t.Helper()
-	require.NoError(t, s.db.Update(func(txn *badger.Txn) error {
-		item, err := txn.Get(recordKey(q, start))
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		v[len(v)-1] ^= 0xff
-		return txn.Set(recordKey(q, start), v)
-	}))
+	damageSegmentWith(t, s, q, start, segmentDamages["checksum"])
 }
 
 func FuzzDecodeSegment(f *testing.F) {
