@@ -720,17 +720,43 @@ func (c *Consumer) Close() error {
 // an offset reset (or the topic's deletion) that the membership loop had
 // not applied yet when Close came. Had it, it would have abandoned their
 // runners without committing (apply), so their positions are not to be
-// stored, and the refusal is no failure of Close. Other errors stay.
+// stored, and the refusal is no failure of Close; nor is the refusal of a
+// queue whose topic is gone (ErrTopicNotFound). Other errors stay.
+//
+// A wrapper of one error (a Namespace's, which maps the names in its
+// text) is judged by the commit's error it wraps: it matches ErrFenced as
+// soon as one queue was fenced, and dropping it whole would hide the
+// queues whose positions were not stored. It is kept whole when they are.
 func withoutFenced(err error) error {
 	if err == nil {
 		return nil
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
+	inner := err
+	for {
+		if _, ok := inner.(interface{ Unwrap() []error }); ok {
+			break
+		}
+		u := errors.Unwrap(inner)
+		if u == nil {
+			break
+		}
+		inner = u
+	}
+	if j, ok := inner.(interface{ Unwrap() []error }); ok {
 		var rest []error
 		for _, e := range j.Unwrap() {
-			if !errors.Is(e, ErrFenced) {
+			// A deleted topic's refusal matches ErrFenced and
+			// ErrTopicNotFound; through remote the two come apart (a
+			// remote.Error unwraps to the sentinels it matches).
+			if !errors.Is(e, ErrFenced) && !errors.Is(e, ErrTopicNotFound) {
 				rest = append(rest, e)
 			}
+		}
+		switch {
+		case len(rest) == 0:
+			return nil
+		case inner != err:
+			return err
 		}
 		return errors.Join(rest...)
 	}

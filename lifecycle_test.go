@@ -140,3 +140,103 @@ func TestConsumer_CloseAfterResetIsNoError(t *testing.T) {
 	assert.Equal(t, int64(0), startedCommit(t, e, "g"), "the reset's offset holds")
 	assert.Equal(t, int64(3), handled.Load())
 }
+
+// TestConsumer_CloseReportsUnstoredCommitBesideAFence: a final commit
+// holds a queue of a deleted topic (refused as fenced, which is no
+// failure) and a queue whose position cannot be stored (a failure).
+// Close drops the fence and reports the failure, also for a consumer on a
+// Namespace, whose errors carry the namespace's names. With the fence
+// alone, Close returns nil.
+func TestConsumer_CloseReportsUnstoredCommitBesideAFence(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		onNamespace, failWrites bool
+	}{
+		{"engine", false, true}, {"namespace", true, true},
+		{"engine-fence-only", false, false}, {"namespace-fence-only", true, false},
+	} {
+		onNamespace := tc.onNamespace
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			fs := faultstore.New(store.NewMemory())
+			e, err := equeue.Open("", &equeue.Options{Store: fs})
+			require.NoError(t, err)
+			t.Cleanup(func() { assert.NoError(t, e.Close()) })
+			var br equeue.Broker = e
+			admin := e.DeleteTopic
+			create := e.CreateTopic
+			if onNamespace {
+				ns, err := e.Namespace("tenant")
+				require.NoError(t, err)
+				br, admin, create = ns, ns.DeleteTopic, ns.CreateTopic
+			}
+			require.NoError(t, create(ctx, "t", 1))
+			require.NoError(t, create(ctx, "u", 1))
+			b := &lateAssignmentBroker{Broker: br}
+			var handled atomic.Int64
+			c, err := equeue.NewConsumer(b, equeue.ConsumerOptions{Group: "g", ID: "a",
+				Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: "u"}}, From: equeue.ConsumeFromEarliest,
+				CommitInterval: time.Hour, HeartbeatInterval: 50 * time.Millisecond, PullWait: 50 * time.Millisecond,
+				Handler: func(context.Context, *equeue.Message) error { handled.Add(1); return nil }})
+			require.NoError(t, err)
+			require.NoError(t, c.Start(ctx))
+			p := newProducer(t, br, nil)
+			for _, topic := range []string{"t", "u"} {
+				_, err := p.Send(ctx, &equeue.Message{Topic: topic, Body: []byte("x")})
+				require.NoError(t, err)
+			}
+			waitWindow(t, c, "t", 1)
+			waitWindow(t, c, "u", 1)
+			b.deaf.Store(true)
+			require.NoError(t, admin(ctx, "u"))
+			if !tc.failWrites {
+				assert.NoError(t, c.Close(), "the fence of the deleted topic is no failure")
+				return
+			}
+			fs.OnWrite(func(b *store.Batch) error {
+				for _, op := range b.Meta {
+					if strings.HasPrefix(string(op.Key), "off/") {
+						return faultstore.ErrInjected
+					}
+				}
+				return nil
+			})
+			err = c.Close()
+			require.ErrorIs(t, err, faultstore.ErrInjected, "t's final commit was not stored")
+			assert.ErrorContains(t, err, "final commit")
+			fs.OnWrite(nil)
+		})
+	}
+}
+
+// TestConsumer_CloseAfterTopicDeletedIsNoError: a topic is deleted before
+// the consumer saw it. The final commit's refusal of its queue (fenced:
+// the topic is gone) is no failure of Close, in-process or through
+// remote, where the refusal arrives as the sentinels it matches.
+func TestConsumer_CloseAfterTopicDeletedIsNoError(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		clusterSuiteOnly(t, tr)
+		ctx := ctxT(t)
+		e, br := openOver(t, tr, "memory", nil)
+		require.NoError(t, e.CreateTopic(ctx, "t", 1))
+		require.NoError(t, e.CreateTopic(ctx, "u", 1))
+		b := &lateAssignmentBroker{Broker: br}
+		c, err := equeue.NewConsumer(b, equeue.ConsumerOptions{Group: "g", ID: "a",
+			Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: "u"}}, From: equeue.ConsumeFromEarliest,
+			CommitInterval: time.Hour, HeartbeatInterval: 50 * time.Millisecond, PullWait: 50 * time.Millisecond,
+			Handler: func(context.Context, *equeue.Message) error { return nil }})
+		require.NoError(t, err)
+		require.NoError(t, c.Start(ctx))
+		p := newProducer(t, br, nil)
+		for _, topic := range []string{"t", "u"} {
+			_, err := p.Send(ctx, &equeue.Message{Topic: topic, Body: []byte("x")})
+			require.NoError(t, err)
+		}
+		waitWindow(t, c, "t", 1)
+		waitWindow(t, c, "u", 1)
+		b.deaf.Store(true)
+		require.NoError(t, e.DeleteTopic(ctx, "u"))
+		assert.NoError(t, c.Close(), "the deleted topic's fence is no failure")
+		assert.Equal(t, int64(1), startedCommit(t, e, "g"), "t's final commit was stored")
+	})
+}
