@@ -334,8 +334,12 @@ func TestDLQ_ListAndRedrive(t *testing.T) {
 	if !strings.Contains(out, "payments/0:1") || !strings.Contains(out, "card declined") || !strings.Contains(out, "payment 2") {
 		t.Fatalf("dlq list:\n%s", out)
 	}
-	if out := ok(t, dir, "dlq", "list", "billing", "--max", "2"); !strings.Contains(out, "more may follow: dlq list billing --from 2") {
+	if out := ok(t, dir, "dlq", "list", "billing", "--max", "2"); !strings.Contains(out, "more follow: dlq list billing --from 2") {
 		t.Fatalf("dlq list --max 2:\n%s", out)
+	}
+	// A page that ends with the last dead letter says nothing more follows.
+	if out := ok(t, dir, "dlq", "list", "billing", "--max", "3"); strings.Contains(out, "follow") {
+		t.Fatalf("dlq list --max 3 of 3:\n%s", out)
 	}
 	if out := ok(t, dir, "dlq", "redrive", "billing", "--offset", "1"); !strings.Contains(out, "redrove 1 dead letters") {
 		t.Fatalf("redrive: %q", out)

@@ -88,8 +88,16 @@ its last error and the start of its body.`,
 				if err := t.flush(); err != nil {
 					return err
 				}
-				if len(dls) == max {
-					fmt.Fprintf(a.stdout, "more may follow: dlq list %s --from %d\n", group, dls[len(dls)-1].Offset+1)
+				// A page may end before --max (the engine and a broker cut
+				// pages by bytes too): look one dead letter further.
+				next := dls[len(dls)-1].Offset + 1
+				more, err := c.ListDeadLetters(cmd.Context(), group, equeue.ListDeadLettersRequest{From: next, Max: 1})
+				switch {
+				case err == nil && len(more) == 0:
+				case err == nil || errors.Is(err, equeue.ErrMessageTooLarge):
+					fmt.Fprintf(a.stdout, "more follow: dlq list %s --from %d\n", group, next)
+				default:
+					fmt.Fprintf(a.stdout, "more may follow: dlq list %s --from %d\n", group, next)
 				}
 				return nil
 			})
