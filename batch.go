@@ -176,8 +176,12 @@ func (r *runner) handleOrderlyBatch(msgs []*Message) bool {
 			}
 		}
 		head, err := rest[0], restErrs[0]
-		if !stopped && (head.Attempt >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(restViews[0], head.Attempt, err) {
-			restEnds[0].end(HandleOutcome{Err: err, Outcome: OutcomeDeadLetter, Attempts: head.Attempt})
+		var done, gone bool
+		if !stopped && (head.Attempt >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) {
+			done, gone = r.deadLetterNow(restViews[0], head.Attempt, err)
+		}
+		if done {
+			restEnds[0].end(HandleOutcome{Err: err, Outcome: outcomeIf(gone, OutcomeDeleted, OutcomeDeadLetter), Attempts: head.Attempt})
 			r.pq.end(head.Offset, true)
 			r.endDispose()
 			rest, restErrs, restEnds = rest[1:], restErrs[1:], restEnds[1:]

@@ -332,6 +332,46 @@ func (c *coordinator) offsetKeysOf(topic string) ([][]byte, error) {
 	return keys.keys, nil
 }
 
+// startsOfAddedQueues returns the store operations that start every group
+// consuming topic from the latest message, and consuming it already
+// (holding an offset of one of its queues; in a broadcasting group, each
+// member doing so), at offset 0 of the queues
+// [from, to) that AddQueues is adding, and the offsets to set in memory
+// once they are stored. Without them a group consuming from the latest
+// message would resolve its start in a new queue only when its member
+// fetches it after the rebalance, past whatever was sent to the queue
+// meanwhile, although the group owned the queue since it was added.
+func (c *coordinator) startsOfAddedQueues(topic string, from, to int) ([]store.MetaOp, map[*group][]offsetSet) {
+	var ops []store.MetaOp
+	sets := map[*group][]offsetSet{}
+	for _, g := range c.snapshot() {
+		g.mu.Lock()
+		subscribed := slices.ContainsFunc(g.subs, func(s Subscription) bool { return s.Topic == topic })
+		if g.from != ConsumeFromLatest || !subscribed {
+			// Other starts already take what the queue holds; a group
+			// coordinated outside the engine (Kafka) has no
+			// subscriptions, and its clients choose their own start.
+			g.mu.Unlock()
+			continue
+		}
+		members := map[string]bool{}
+		for k := range g.offsets {
+			if k.q.Topic == topic {
+				members[k.member] = true
+			}
+		}
+		for id := range members {
+			for q := from; q < to; q++ {
+				k := offsetKey{member: id, q: QueueRef{Topic: topic, Queue: q}}
+				ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(0, nil)})
+				sets[g] = append(sets[g], offsetSet{k: k})
+			}
+		}
+		g.mu.Unlock()
+	}
+	return ops, sets
+}
+
 // forgetOffsets drops topic's offsets from every group's memory, after
 // they were deleted from the store.
 func (c *coordinator) forgetOffsets(topic string) {
@@ -401,7 +441,7 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			out[i].Attempts = slices.Clone(g.attempts[k])
 			continue
 		}
-		off, err := e.startOffset(q.QueueRef, g.from, g.fromTime)
+		off, err := e.startOffset(q.QueueRef, g.startFrom(q.Topic), g.fromTime)
 		if err != nil {
 			g.mu.Unlock()
 			return nil, err
@@ -423,6 +463,21 @@ func (e *Engine) queueOf(ref QueueRef) (*queue, error) {
 		return nil, fmt.Errorf("%w: %q", ErrTopicNotFound, ref.Topic)
 	}
 	return t.queue(ref.Queue)
+}
+
+// startFrom is where g starts in a queue of topic it has no offset for:
+// its ConsumeFrom, but its own retry topic always from the first copy.
+// Every message there is one of g's failed messages waiting to be handled
+// again, none older than the group, so starting at its end would drop
+// them. The group holds an offset there from its first join, but not once
+// an operator deleted the retry topic: the next send-back creates it again
+// and stores its copy before the member fetches the start offset (as
+// RocketMQ starts a retry topic at 0 whatever the group's setting).
+func (g *group) startFrom(topic string) ConsumeFrom {
+	if topic == RetryTopic(g.name) {
+		return ConsumeFromEarliest
+	}
+	return g.from
 }
 
 // startOffset resolves where a group with no offset starts in q.

@@ -108,41 +108,51 @@ func (pc *PullConsumer) laneTurn(ctx context.Context, q QueueRef, at lanePos, ma
 
 // higherBusy reports whether a higher lane of q's queue that the consumer
 // owns has messages past its position, reading each (without waiting) when
-// nothing read ahead says so already.
+// nothing read ahead says so already. A read that found nothing but moved
+// the position short of the lane's end (the filter rejected, or expiry
+// skipped, all it scanned, or the position was below the low watermark)
+// says nothing of the rest of the lane: the lane is read on from there, or
+// a lower lane would go before a message of it.
 func (pc *PullConsumer) higherBusy(ctx context.Context, q QueueRef, at lanePos, max int) (bool, error) {
 	for l := at.n - 1; l > at.lane; l-- {
 		ref := QueueRef{Topic: q.Topic, Queue: at.base + l}
-		pc.mu.Lock()
-		g, owned := pc.grants[ref]
-		pos, ahead := pc.positions[ref], len(pc.ahead[ref].msgs) > 0
-		pc.mu.Unlock()
-		if !owned {
-			continue
-		}
-		if ahead {
-			return true, nil
-		}
-		res, err := pc.b.Pull(ctx, &PullRequest{Topic: ref.Topic, Queue: ref.Queue, Offset: pos, Max: max, Filter: pc.filters[ref.Topic],
-			Group: pc.join.Group, Member: pc.join.Member, Epoch: g.Epoch})
-		if errors.Is(err, ErrFenced) {
-			continue // the lane is being taken away
-		}
-		if err != nil {
-			return false, err
-		}
-		markLane(res.Messages, l)
-		pc.mu.Lock()
-		cur, still := pc.grants[ref]
-		if still && cur.Epoch == g.Epoch && pc.positions[ref] == pos && len(pc.ahead[ref].msgs) == 0 {
-			if len(res.Messages) > 0 {
-				pc.ahead[ref] = readAhead{msgs: res.Messages, next: res.NextOffset}
-			} else {
-				pc.positions[ref] = res.NextOffset
+		for {
+			pc.mu.Lock()
+			g, owned := pc.grants[ref]
+			pos, ahead := pc.positions[ref], len(pc.ahead[ref].msgs) > 0
+			pc.mu.Unlock()
+			if !owned {
+				break
 			}
-		}
-		pc.mu.Unlock()
-		if len(res.Messages) > 0 {
-			return true, nil
+			if ahead {
+				return true, nil
+			}
+			res, err := pc.b.Pull(ctx, &PullRequest{Topic: ref.Topic, Queue: ref.Queue, Offset: pos, Max: max, Filter: pc.filters[ref.Topic],
+				Group: pc.join.Group, Member: pc.join.Member, Epoch: g.Epoch})
+			if errors.Is(err, ErrFenced) {
+				break // the lane is being taken away
+			}
+			if err != nil {
+				return false, err
+			}
+			markLane(res.Messages, l)
+			pc.mu.Lock()
+			cur, still := pc.grants[ref]
+			still = still && cur.Epoch == g.Epoch && pc.positions[ref] == pos && len(pc.ahead[ref].msgs) == 0
+			if still {
+				if len(res.Messages) > 0 {
+					pc.ahead[ref] = readAhead{msgs: res.Messages, next: res.NextOffset}
+				} else {
+					pc.positions[ref] = res.NextOffset
+				}
+			}
+			pc.mu.Unlock()
+			if len(res.Messages) > 0 {
+				return true, nil
+			}
+			if !still || res.NextOffset == pos || res.NextOffset >= res.MaxOffset {
+				break // drained, or changed meanwhile: the next check sees it
+			}
 		}
 	}
 	return false, nil

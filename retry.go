@@ -113,13 +113,33 @@ func (c *Consumer) sendBack(ctx context.Context, view *Message, attempts int, ca
 }
 
 // deadLetter stores m in the group's dead-letter topic with the reason.
-func (c *Consumer) deadLetter(ctx context.Context, view *Message, attempts int, cause error) bool {
+// done reports whether m is finished: stored there, or gone (see
+// messageGone), when nothing is left to store.
+func (c *Consumer) deadLetter(ctx context.Context, view *Message, attempts int, cause error) (done, gone bool) {
 	_, err := c.b.SendBack(ctx, c.sendBackRequest(view, attempts, cause, true))
+	if c.messageGone(view, err) {
+		return true, true
+	}
 	if err != nil {
 		c.log.Error("dead-letter failed; will retry", "topic", view.Topic, "offset", view.Offset, "err", err)
-		return false
+		return false, false
 	}
 	c.log.Warn("message dead-lettered", "topic", view.Topic, "queue", view.Queue, "offset", view.Offset, "attempts", attempts, "err", cause)
+	return true, false
+}
+
+// messageGone reports whether err, a SendBack's error, says that the
+// message was deleted from its queue (retention, or a topic limit that
+// drops the oldest messages) while its handler ran. No send-back of it can
+// ever be stored then, so retrying it locally would run the handler
+// without end, past MaxAttempts, and pin the committed offset: the
+// message is finished instead, as one deleted before it was pulled is
+// skipped.
+func (c *Consumer) messageGone(view *Message, err error) bool {
+	if !errors.Is(err, ErrMessageDeleted) {
+		return false
+	}
+	c.log.Warn("failed message was deleted from its queue; not retried", "topic", view.Topic, "queue", view.Queue, "offset", view.Offset, "err", err)
 	return true
 }
 
@@ -172,8 +192,8 @@ func (r *runner) sendBackStuck(m *Message) {
 	attempts := m.Attempt + 1
 	var stored bool
 	if attempts >= c.o.MaxAttempts {
-		stored = c.deadLetter(ctx, view, attempts, cause)
-	} else if err := c.sendBack(ctx, view, attempts, cause); err == nil {
+		stored, _ = c.deadLetter(ctx, view, attempts, cause)
+	} else if err := c.sendBack(ctx, view, attempts, cause); err == nil || c.messageGone(view, err) {
 		stored = true
 	} else {
 		c.log.Warn("send-back of a stuck message failed", "err", err)

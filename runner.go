@@ -319,7 +319,7 @@ func (r *runner) finish(m, view *Message, err error, end handleEnd) {
 	}
 	out := r.dispose(m, view, err)
 	end.end(out) // before the message is done, so a drained consumer has ended its spans
-	r.pq.end(m.Offset, out.Outcome == OutcomeRetry || out.Outcome == OutcomeDeadLetter)
+	r.pq.end(m.Offset, out.Outcome == OutcomeRetry || out.Outcome == OutcomeDeadLetter || out.Outcome == OutcomeDeleted)
 }
 
 // dispose deals with a failed message: it is stored in the retry or
@@ -334,13 +334,16 @@ func (r *runner) dispose(m, view *Message, err error) HandleOutcome {
 	attempts := m.Attempt + 1
 	out := HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeRetryLocal, Delay: c.o.RetryDelay}
 	if attempts >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
-		if c.deadLetter(ctx, view, attempts, err) {
-			return HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeDeadLetter}
+		if done, gone := c.deadLetter(ctx, view, attempts, err); done {
+			return HandleOutcome{Err: err, Attempts: attempts, Outcome: outcomeIf(gone, OutcomeDeleted, OutcomeDeadLetter)}
 		}
 	} else if c.o.Model == Clustering {
 		serr := c.sendBack(ctx, view, attempts, err)
 		if serr == nil {
 			return HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeRetry, Delay: c.retryDelay(attempts, err)}
+		}
+		if c.messageGone(view, serr) {
+			return HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeDeleted, StoreErr: serr}
 		}
 		c.log.Warn("send-back failed; retrying locally", "topic", view.Topic, "offset", view.Offset, "err", serr, "in", c.o.SendBackRetryDelay)
 		r.retryLocally(m, attempts, c.o.SendBackRetryDelay)
@@ -388,8 +391,12 @@ func (r *runner) handleOrderly(m *Message) bool {
 		// goes on from it.
 		m.Attempt++
 		r.pq.failed(m.Offset, m.Attempt)
-		if (m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) && r.deadLetterNow(view, m.Attempt, err) {
-			end.end(HandleOutcome{Err: err, Outcome: OutcomeDeadLetter, Attempts: m.Attempt})
+		var done, gone bool
+		if m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
+			done, gone = r.deadLetterNow(view, m.Attempt, err)
+		}
+		if done {
+			end.end(HandleOutcome{Err: err, Outcome: outcomeIf(gone, OutcomeDeleted, OutcomeDeadLetter), Attempts: m.Attempt})
 			r.pq.end(m.Offset, true)
 			r.endDispose()
 			return true
@@ -414,8 +421,9 @@ func (r *runner) handleOrderly(m *Message) bool {
 const sendBackTimeout = 30 * time.Second
 
 // deadLetterNow stores a failed message in the dead letters under its own
-// deadline, not the handler's context.
-func (r *runner) deadLetterNow(view *Message, attempts int, cause error) bool {
+// deadline, not the handler's context (see Consumer.deadLetter for done
+// and gone).
+func (r *runner) deadLetterNow(view *Message, attempts int, cause error) (done, gone bool) {
 	ctx, cancel := context.WithTimeout(r.c.ctx, sendBackTimeout)
 	defer cancel()
 	return r.c.deadLetter(ctx, view, attempts, cause)

@@ -21,6 +21,13 @@ var (
 	// the member has pulled from the queue under its grant, or the message
 	// is no longer stored. Nothing is stored.
 	ErrNotPulled = errors.New("equeue: message was not pulled by this member")
+	// ErrMessageDeleted is returned by SendBack, together with ErrNotPulled,
+	// when the member pulled the message but retention or a topic limit
+	// (OverflowDropOldest) deleted it from its queue since: there is
+	// nothing left to copy, now or later. Nothing is stored. A Consumer
+	// then takes the message as finished (OutcomeDeleted) rather than
+	// retrying it without end.
+	ErrMessageDeleted = errors.New("equeue: message was deleted from its queue")
 )
 
 // SendBackRequest asks the engine to deliver again, later, a message that
@@ -256,7 +263,9 @@ func (e *Engine) readOne(ref QueueRef, off int64) (*Message, error) {
 		return nil, fmt.Errorf("equeue: read %s at %d: %w", ref, off, err)
 	}
 	if len(recs) == 0 || int64(recs[0].Offset) != off {
-		return nil, fmt.Errorf("%w: %s offset %d is no longer stored", ErrNotPulled, ref, off)
+		// The caller checked that the member pulled it: it was stored,
+		// and retention or a topic limit deleted it since.
+		return nil, fmt.Errorf("%w: %w: %s offset %d is no longer stored", ErrNotPulled, ErrMessageDeleted, ref, off)
 	}
 	m, err := decodeRecord(recs[0].Value)
 	if err != nil {

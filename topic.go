@@ -428,7 +428,9 @@ func (e *Engine) nextTopicID() (uint32, store.MetaOp, error) {
 
 // AddQueues adds n queues to a live topic (with all their lanes in a topic
 // with priorities: n x Priorities queue IDs). Producers see them on their
-// next route refresh; consumer groups rebalance at once.
+// next route refresh; consumer groups rebalance at once. A group consuming
+// the topic from the latest message starts the new queues at their first
+// message (see startsOfAddedQueues).
 func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -450,7 +452,14 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	}
 	m := t.meta()
 	m.Queues += n
-	applied, err := e.saveTopicMeta(m)
+	op, err := topicOp(m)
+	if err != nil {
+		return err
+	}
+	// The groups consuming the topic start the new queues at their first
+	// message, in the same write (see startsOfAddedQueues).
+	starts, sets := e.groups.startsOfAddedQueues(name, len(old), len(old)+n)
+	applied, err := e.storeMeta(append([]store.MetaOp{op}, starts...)...)
 	if !applied {
 		return fmt.Errorf("equeue: add queues to %q: %w", name, err)
 	}
@@ -459,6 +468,15 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 		qs = append(qs, newQueue(t, len(old)+i, 0, 0))
 	}
 	t.queues.Store(&qs)
+	for g, ss := range sets { // before the rebalance grants the queues
+		g.mu.Lock()
+		for _, s := range ss {
+			if _, ok := g.offsets[s.k]; !ok { // none is stored before the queue exists
+				g.setOffset(s.k, s.off, nil)
+			}
+		}
+		g.mu.Unlock()
+	}
 	e.log.Info("queues added", "topic", name, "queues", len(qs))
 	e.notifyTopicChange(name)
 	return notDurable(err, "add queues to %q", name)

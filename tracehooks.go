@@ -62,6 +62,12 @@ const (
 	// next owner. Also reported when the consume timeout had already sent
 	// the message back while its handler still ran.
 	OutcomeUnfinished
+	// OutcomeDeleted: the message failed, but retention or a topic limit
+	// had deleted it from its queue meanwhile, so it could be stored
+	// neither in the retry topic nor in the dead letters
+	// (ErrMessageDeleted); it is not handled again, as a message deleted
+	// before it was pulled is not delivered.
+	OutcomeDeleted
 )
 
 // String names the outcome.
@@ -77,6 +83,8 @@ func (o Outcome) String() string {
 		return "dead-letter"
 	case OutcomeUnfinished:
 		return "unfinished"
+	case OutcomeDeleted:
+		return "deleted"
 	}
 	return "unknown"
 }

@@ -78,6 +78,7 @@ var sentinels = []sentinel{
 	{"INVALID_ARGUMENT", equeue.ErrInvalidArgument, codes.InvalidArgument},
 	{"INTERNAL_TOPIC", equeue.ErrInternalTopic, codes.PermissionDenied},
 	{"NOT_PULLED", equeue.ErrNotPulled, codes.FailedPrecondition},
+	{"MESSAGE_DELETED", equeue.ErrMessageDeleted, codes.FailedPrecondition},
 	{"CORRUPT", equeue.ErrCorrupt, codes.DataLoss},
 	{"HANDLER_PANIC", equeue.ErrHandlerPanic, codes.Internal},
 	{"UNAUTHENTICATED", ErrUnauthenticated, codes.Unauthenticated},
