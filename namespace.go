@@ -101,15 +101,27 @@ func mapSlice[T any](in []T, f func(T) T) []T {
 	return out
 }
 
+// outAssignment is a as the namespace sees it. Priorities is keyed by topic
+// name too: left qualified, it would name the engine's "tenant:orders" to
+// the view, and a consumer on the view, whose grants say "orders", would
+// not find the lane counts of its topics by their names.
 func (n *Namespace) outAssignment(a Assignment) Assignment {
 	a.Group = n.outName(a.Group)
 	a.Queues = mapSlice(a.Queues, n.outGrant)
 	a.Revoking = mapSlice(a.Revoking, n.outGrant)
+	if a.Priorities != nil {
+		lanes := make(map[string]int, len(a.Priorities))
+		for topic, count := range a.Priorities {
+			lanes[n.outName(topic)] = count
+		}
+		a.Priorities = lanes
+	}
 	return a
 }
 
-// outMessage is m as the namespace sees it: its topic and the origin topic
-// of a retried message unqualified. m is not changed.
+// outMessage is m as the namespace sees it: its topic, the origin topic of
+// a retried message and the reply topic of a request unqualified. m is not
+// changed.
 func (n *Namespace) outMessage(m *Message) *Message {
 	if m == nil {
 		return nil
@@ -117,9 +129,14 @@ func (n *Namespace) outMessage(m *Message) *Message {
 	cp := *m
 	cp.Topic = n.outName(m.Topic)
 	cp.ns = n.prefix
-	if o, ok := m.sys[SysOriginTopic]; ok {
-		cp.sys = maps.Clone(m.sys)
-		cp.sys[SysOriginTopic] = n.outName(o)
+	cloned := false
+	for _, k := range namedSysProps {
+		if v, ok := m.sys[k]; ok {
+			if !cloned {
+				cp.sys, cloned = maps.Clone(m.sys), true
+			}
+			cp.sys[k] = n.outName(v)
+		}
 	}
 	if m.pulled != nil {
 		cp.pulled = n.outMessage(m.pulled)
@@ -127,25 +144,40 @@ func (n *Namespace) outMessage(m *Message) *Message {
 	return &cp
 }
 
-// inMessage is m with its topic and the origin topic of its system
-// properties qualified (a copy; m is the caller's), so that a redrive of
-// it stays in the namespace.
+// namedSysProps are the system properties that hold a topic name, which a
+// view maps like the message's topic: the origin of a retried message and
+// the reply topic of a request.
+var namedSysProps = [...]string{SysOriginTopic, SysReplyTo}
+
+// inMessage is m with its topic and the topics its system properties name
+// qualified (a copy; m is the caller's): a redrive of it stays in the
+// namespace, and so does a reply to it, whatever reply topic the sender
+// wrote (a remote client sends system properties as it likes; left as
+// written, "%REPLY%x" would send the reply of a service on the engine to
+// the default namespace's reply topic, "%REPLY%other:x" to another
+// namespace's).
 func (n *Namespace) inMessage(m *Message) *Message {
 	if m == nil {
 		return m
 	}
-	o := m.sys[SysOriginTopic]
-	hasOrigin := o != ""
-	if m.Topic == "" && !hasOrigin {
+	named := false
+	for _, k := range namedSysProps {
+		named = named || m.sys[k] != ""
+	}
+	if m.Topic == "" && !named {
 		return m
 	}
 	cp := *m
 	if m.Topic != "" {
 		cp.Topic = n.in(m.Topic)
 	}
-	if hasOrigin {
+	if named {
 		cp.sys = maps.Clone(m.sys)
-		cp.sys[SysOriginTopic] = n.in(o)
+		for _, k := range namedSysProps {
+			if v := m.sys[k]; v != "" {
+				cp.sys[k] = n.in(v)
+			}
+		}
 	}
 	return &cp
 }

@@ -309,12 +309,14 @@ func Reply(ctx context.Context, p *Producer, req *Message, body []byte, props ma
 	}
 	err := send(to)
 	if errors.Is(err, ErrTopicNotFound) {
-		// A request sent by a requester on a Namespace names its reply
-		// topic as the namespace does; a service consuming the topic on
-		// the engine itself, which sees it qualified ("tenant:rpc"),
-		// finds the reply topic under the qualified name. Reply topic
-		// names are random, so at most one of the two exists.
-		if prefix := namespacePrefixOf(req.Topic); prefix != "" {
+		// A request a requester on a Namespace sent before views
+		// qualified reply addresses (namespace.go) names its reply topic
+		// as the namespace does; a service consuming the topic on the
+		// engine itself, which sees it qualified ("tenant:rpc"), finds
+		// the reply topic under the qualified name. Reply topic names
+		// are random, so at most one of the two exists. An address that
+		// is qualified already is not qualified again.
+		if prefix := namespacePrefixOf(req.Topic); prefix != "" && namespacePrefixOf(to) == "" {
 			err = send(qualify(prefix, to))
 		}
 	}

@@ -41,3 +41,40 @@ func TestRequest_EngineServiceRepliesIntoANamespace(t *testing.T) {
 		assert.Equal(t, "re:from the engine", string(rep.Body))
 	})
 }
+
+// A request sent through a namespace cannot name a reply topic outside it:
+// its reply address is the namespace's, whatever the sender wrote (a
+// remote client sends system properties as it likes). Before, a tenant
+// that wrote the reply topic of the default namespace (or of another
+// namespace) into its request had a service consuming the tenant's topic
+// on the engine write the reply there.
+func TestRequest_NamespaceRequestCannotReplyOutside(t *testing.T) {
+	e, _ := openEngine(t, "memory", nil)
+	ctx := ctxT(t)
+	ns, err := e.Namespace("tenant")
+	require.NoError(t, err)
+	require.NoError(t, ns.CreateTopic(ctx, "rpc", 1))
+	victims := []string{equeue.ReplyTopicPrefix + "victim", equeue.ReplyTopicPrefix + "other:victim"}
+	for _, v := range victims {
+		_, err := e.Route(ctx, v) // a requester's reply topic outside the tenant
+		require.NoError(t, err)
+	}
+	for _, v := range victims {
+		m := &equeue.Message{Body: []byte("forged")}
+		m.SetSysProperties(map[string]string{equeue.SysReplyTo: v, equeue.SysCorrelationID: "c1"})
+		_, err := ns.Append(ctx, &equeue.AppendRequest{Topic: "rpc", Messages: []*equeue.Message{m}})
+		require.NoError(t, err)
+	}
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "tenant:rpc", Max: 10})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, len(victims))
+	p := newProducer(t, e, nil) // the service, on the engine itself
+	for _, req := range res.Messages {
+		_ = equeue.Reply(ctx, p, req, []byte("answer"), nil)
+	}
+	for _, v := range victims {
+		got, err := e.Pull(ctx, &equeue.PullRequest{Topic: v, Max: 10})
+		require.NoError(t, err)
+		assert.Empty(t, got.Messages, "a reply reached %s", v)
+	}
+}

@@ -23,7 +23,8 @@ const (
 	// ReleaseQueues, CommitOffsets, FetchOffsets and SendBack (retries and
 	// dead letters of messages the member pulled). It does not imply
 	// RightProduce: no token can append to the engine's %RETRY% and %DLQ%
-	// topics, which only the engine writes.
+	// topics, which only the engine writes, and without RightProduce or
+	// RightAdmin a JoinGroup creates no topic (Options.AutoCreateTopics).
 	RightConsume
 	// RightAdmin allows the admin calls: topics, groups, offset resets and
 	// dead letters.

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -143,15 +144,46 @@ func (v *service) SendBack(ctx context.Context, req *pb.SendBackRequest) (*pb.Se
 }
 
 func (v *service) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
+	subs := subsFromPB(req.GetSubscriptions())
+	if err := v.joinCreatesNothing(ctx, req.GetGroup(), subs); err != nil {
+		return nil, err
+	}
 	a, err := v.e.JoinGroup(ctx, &equeue.JoinRequest{
 		Group: req.GetGroup(), Member: req.GetMember(), Model: equeue.MessageModel(req.GetModel()),
-		Subscriptions: subsFromPB(req.GetSubscriptions()), From: consumeFromFromPB(req.GetFrom()),
+		Subscriptions: subs, From: consumeFromFromPB(req.GetFrom()),
 		FromTime: fromNanos(req.GetFromTimeUnixNano()), Strategy: req.GetStrategy(), Incarnation: req.GetIncarnation(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &pb.JoinGroupResponse{Assignment: assignmentToPB(a)}, nil
+}
+
+// joinCreatesNothing refuses, with the engine's ErrTopicNotFound, a join
+// by a token that may not create topics (neither the produce nor the admin
+// right) that subscribes to a topic that does not exist: with
+// Options.AutoCreateTopics the engine creates the topics a join subscribes
+// to, and a consume-only token must not create topics (as the Kafka
+// listener creates topics through Metadata for the produce right only).
+// The group's own retry topic is the engine's to create, as on every
+// engine. A topic deleted between this check and the join is still
+// created; that needs a topic that existed a moment before.
+func (v *service) joinCreatesNothing(ctx context.Context, group string, subs []equeue.Subscription) error {
+	if v.s.tokens == nil {
+		return nil
+	}
+	if e, ok := v.s.tokens.bearer(ctx); ok && e.rights&(RightProduce|RightAdmin) != 0 {
+		return nil
+	}
+	for _, sub := range subs {
+		if sub.Topic == equeue.RetryTopic(group) {
+			continue
+		}
+		if _, err := v.e.Topic(ctx, sub.Topic); errors.Is(err, equeue.ErrTopicNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (v *service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {

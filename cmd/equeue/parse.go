@@ -57,7 +57,10 @@ func parseTokens(specs []string) (map[string]remote.Rights, error) {
 	for _, spec := range specs {
 		tok, rights, ok := strings.Cut(spec, "=")
 		if !ok || tok == "" || rights == "" {
-			return nil, fmt.Errorf("--token %q: want TOKEN=RIGHTS, e.g. s3cret=produce,consume", spec)
+			// Without "=" the whole spec is most likely the token: the
+			// error, which goes to stderr and logs, masks it as the
+			// others do.
+			return nil, fmt.Errorf("--token %s=%s: want TOKEN=RIGHTS, e.g. s3cret=produce,consume", strings.Repeat("*", min(len(tok), 8)), rights)
 		}
 		if _, dup := out[tok]; dup {
 			return nil, fmt.Errorf("--token: the same token is given twice")
