@@ -55,13 +55,27 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 	var ok bool
 	var err error
 	if s.wire, ok, err = encodeAppend(req); err == nil && !ok {
-		s.in, err = appendToWire(req)
+		if s.in, err = appendToWire(req); err == nil {
+			err = encodes(s.in)
+		}
 	}
 	if err != nil {
 		cb(equeue.AppendResult{}, err)
 		return
 	}
 	c.pipe.send(ctx, s)
+}
+
+// encodes refuses an append protobuf cannot encode (a string that is not
+// UTF-8) before it joins a batch: on the stream its batch's encoding would
+// fail, which ends the call, so this append and every other one of the
+// batch, none of which left the client, would be reported unknown, and the
+// appends in flight on the call lost to it. A unary call refuses it alone.
+func encodes(in *pb.AppendRequest) error {
+	if _, err := proto.Marshal(in); err != nil {
+		return fmt.Errorf("%w: append cannot be encoded: %v", equeue.ErrInvalidArgument, err)
+	}
+	return nil
 }
 
 // appendToWire encodes an append for the wire.

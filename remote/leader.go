@@ -197,7 +197,7 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 		last = err
 		var re *Error
 		switch {
-		case errors.Is(err, equeue.ErrNotLeader):
+		case errors.Is(err, equeue.ErrNotLeader) && (repeatable || refusedNotLeader(err)):
 			leader := ""
 			if errors.As(err, &re) && re.Leader != addr {
 				leader = re.Leader
@@ -222,6 +222,16 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			return zero, err
 		}
 	}
+}
+
+// refusedNotLeader reports whether err is a node's refusal as not the
+// leader, which did nothing and may be sent to another node. An error
+// that also matches equeue.ErrIndeterminate (a leader's write whose
+// outcome is unknown after its tenure failed, wrapping the ErrNotLeader
+// cause) is not: the write may be stored, and sending it again would store
+// it twice.
+func refusedNotLeader(err error) bool {
+	return errors.Is(err, equeue.ErrNotLeader) && !errors.Is(err, equeue.ErrIndeterminate)
 }
 
 func onCluster0(ctx context.Context, cc *ClusterClient, repeatable bool, f func(*Client) error) error {

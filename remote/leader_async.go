@@ -40,7 +40,7 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 	c.AppendAsync(ctx, req, func(res equeue.AppendResult, err error) {
 		switch {
 		case err == nil:
-		case errors.Is(err, equeue.ErrNotLeader):
+		case refusedNotLeader(err):
 			// Nothing was stored: follow the node the refusal names.
 			leader := ""
 			var re *Error

@@ -115,8 +115,16 @@ func pullError(err error) *pb.PullError {
 }
 
 // pullErrorFromPB turns a PullError back into the error a Pull returns.
+// It is never nil: an error item is an error whatever its code, and one
+// without a code (0 is OK, which status turns into no error at all) is
+// Unknown, so that an append answered so is not taken for stored (with no
+// IDs) nor a pull for found.
 func pullErrorFromPB(pe *pb.PullError) error {
-	st := status.New(codes.Code(pe.GetCode()), pe.GetMessage())
+	code := codes.Code(pe.GetCode())
+	if code == codes.OK {
+		code = codes.Unknown
+	}
+	st := status.New(code, pe.GetMessage())
 	if pe.GetReasons() != "" {
 		first, _, _ := strings.Cut(pe.GetReasons(), ",")
 		md := map[string]string{"reasons": pe.GetReasons()}
