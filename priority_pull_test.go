@@ -1,9 +1,11 @@
 package equeue_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,4 +102,75 @@ func TestPriority_PullConsumerGatedFetchWaits(t *testing.T) {
 		require.NoError(t, gerr)
 		assert.Len(t, got, 5, "the low lane's turn came once the high lane was fetched")
 	})
+}
+
+// holdPullBroker holds the first Pull of one queue, once it has read,
+// until released.
+type holdPullBroker struct {
+	equeue.Broker
+	queue            int
+	held             atomic.Bool
+	entered, release chan struct{}
+}
+
+func (b *holdPullBroker) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error) {
+	res, err := b.Broker.Pull(ctx, req)
+	if req.Queue == b.queue && b.held.CompareAndSwap(false, true) {
+		close(b.entered)
+		<-b.release
+	}
+	return res, err
+}
+
+// A Fetch of the high lane and the gate check of a Fetch of the low lane
+// read the high lane from the same position at once: the gate keeps what
+// it read for the high lane's next Fetch, but the high lane's own Fetch
+// returned those messages already. Its next Fetch must not return them
+// again (the gate reads ahead so that nothing is read twice).
+func TestPriority_PullConsumerGateReadRacingAFetchIsNotDeliveredTwice(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 1, Priorities: 2}))
+	p := newProducer(t, e, nil)
+	for i := range 3 {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "p", Priority: 1, Body: fmt.Appendf(nil, "high-%d", i)})
+		require.NoError(t, err)
+	}
+	_, err := p.Send(ctx, &equeue.Message{Topic: "p", Priority: 0, Body: []byte("low")})
+	require.NoError(t, err)
+	b := &holdPullBroker{Broker: e, queue: 1, entered: make(chan struct{}), release: make(chan struct{})}
+	pc, err := equeue.NewPullConsumer(b, equeue.PullConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "p"}}})
+	require.NoError(t, err)
+	require.NoError(t, pc.Start(ctx))
+	defer pc.Close()
+	high, low := equeue.QueueRef{Topic: "p", Queue: 1}, equeue.QueueRef{Topic: "p", Queue: 0}
+
+	type fetched struct {
+		msgs []*equeue.Message
+		err  error
+	}
+	first := make(chan fetched, 1)
+	go func() {
+		msgs, err := pc.Fetch(ctx, high, 10, 0)
+		first <- fetched{msgs, err}
+	}()
+	<-b.entered // the high lane's Fetch has read its messages
+	msgs, err := pc.Fetch(ctx, low, 10, 0)
+	require.NoError(t, err)
+	assert.Empty(t, msgs, "the high lane has messages past the position")
+	close(b.release)
+	f := <-first
+	require.NoError(t, f.err)
+	require.Len(t, f.msgs, 3)
+
+	msgs, err = pc.Fetch(ctx, high, 10, 0)
+	require.NoError(t, err)
+	assert.Empty(t, msgs, "the high lane's messages were fetched once")
+	pos, ok := pc.Position(high)
+	require.True(t, ok)
+	assert.Equal(t, int64(3), pos)
+	msgs, err = pc.Fetch(ctx, low, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1, "the low lane's turn")
+	assert.Equal(t, "low", string(msgs[0].Body))
 }

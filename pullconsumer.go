@@ -278,6 +278,14 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 	pc.mu.Lock()
 	if cur, ok := pc.grants[q]; ok && cur.Epoch == g.Epoch && pc.positions[q] == pos {
 		pc.positions[q] = res.NextOffset
+		// A gate check of a lower lane may have read q from pos too while
+		// this pull ran, and kept what it read for q's next Fetch: those
+		// are the messages returned now, so they go, or they would be
+		// returned again (and the position moved back to them).
+		if _, ok := pc.ahead[q]; ok {
+			delete(pc.ahead, q)
+			pc.laneDrainedLocked()
+		}
 	}
 	pc.mu.Unlock()
 	if lanes {
@@ -286,13 +294,25 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 	return res.Messages, nil
 }
 
-// Commit stores offset as the next offset the group consumes from q.
+// Commit stores offset as the next offset the group consumes from q. An
+// offset past the consumer's position (Position) is refused with
+// ErrFenced: nothing fetched from the current grant's position reached
+// it, so it is progress made under an earlier grant of the queue (or
+// before a Seek back). Commit names no epoch, so without that check a Fetch's late
+// commit, after ResetOffsets (or a rebalance that gave the queue back)
+// granted the queue anew, would be stored under the new grant and skip
+// the messages the group is to handle from the new grant's start.
+// To skip messages, Seek past them first, then Commit.
 func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) error {
 	pc.mu.Lock()
 	g, ok := pc.grants[q]
+	pos := pc.positions[q]
 	pc.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
+	}
+	if offset > pos {
+		return fmt.Errorf("%w: %s offset %d is past the consumer's position %d under its grant", ErrFenced, q, offset, pos)
 	}
 	return pc.b.CommitOffsets(ctx, &CommitRequest{Group: pc.join.Group, Member: pc.join.Member,
 		Offsets: []OffsetCommit{{Grant: g, Offset: offset}}})
