@@ -209,6 +209,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		e.goFunc(e.runReplyExpiry)
 	}
 	e.goFunc(e.runTrims)
+	e.trimAtOpen()
 	e.log.Info("engine open", "dir", dir, "topics", len(e.topics), "sync", o.Sync.String())
 	return e, nil
 }

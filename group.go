@@ -201,8 +201,28 @@ func (c *coordinator) create(m groupMeta) *group {
 }
 
 // load restores groups and committed offsets.
+//
+// A group's metadata of ValueThreshold bytes or more (many subscriptions,
+// long filters) is kept in Badger's value log, whose bytes a machine crash
+// may lose while the key survives. Such a group is loaded as one that has
+// only offsets stored (its name is in the key) and its unreadable key is
+// deleted: the group's next first member stores its configuration again,
+// as every first join does. Failing here instead kept the engine from
+// opening at all, after every later crash too. Lost offsets: see below.
 func (c *coordinator) load() error {
-	err := c.e.st.ScanMeta(keyGroupPrefix, func(_, v []byte) error {
+	var (
+		lost     []store.MetaOp
+		lostMeta []*group
+	)
+	err := c.e.scanMetaDamaged(keyGroupPrefix, func(k, v []byte, damaged error) error {
+		if damaged != nil {
+			name := string(k[len(keyGroupPrefix):])
+			c.e.log.Error("group metadata lost: the group's next member stores it again",
+				"group", name, "err", damaged)
+			lostMeta = append(lostMeta, c.loaded(name))
+			lost = append(lost, store.MetaOp{Key: slices.Clone(k), Delete: true})
+			return nil
+		}
 		var m groupMeta
 		if err := json.Unmarshal(v, &m); err != nil {
 			return fmt.Errorf("%w: group metadata: %v", ErrCorrupt, err)
@@ -213,8 +233,18 @@ func (c *coordinator) load() error {
 	if err != nil {
 		return err
 	}
-	err = c.e.st.ScanMeta(keyOffsetPrefix, func(k, v []byte) error {
+	// A committed offset carrying many attempts reaches ValueThreshold too.
+	// One lost reads as offset 0 (a pull below the queue's start moves to
+	// it), so its messages are delivered again rather than skipped, and it
+	// is stored so, so that scans of the offsets (DeleteGroup) read it.
+	err = c.e.scanMetaDamaged(keyOffsetPrefix, func(k, v []byte, damaged error) error {
 		name, ok, good := parseOffsetMetaKey(k)
+		if good && damaged != nil {
+			c.e.log.Error("committed offset lost: the queue is consumed again from its start",
+				"group", name, "topic", ok.q.Topic, "queue", ok.q.Queue, "member", ok.member, "err", damaged)
+			v = offsetValue(0, nil)
+			lost = append(lost, store.MetaOp{Key: slices.Clone(k), Value: v})
+		}
 		off, atts, goodValue := parseOffsetValue(v)
 		if !good || !goodValue {
 			return fmt.Errorf("%w: offset key %q", ErrCorrupt, k)
@@ -228,6 +258,23 @@ func (c *coordinator) load() error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, g := range lostMeta {
+		// Until a member joins, the group is taken to consume every topic
+		// it holds offsets of, so that retention keeping unconsumed
+		// messages (consumedBelow) still waits for it.
+		var topics []string
+		for k := range g.offsets {
+			topics = append(topics, k.q.Topic)
+		}
+		slices.Sort(topics)
+		for _, t := range slices.Compact(topics) {
+			g.subs = append(g.subs, Subscription{Topic: t, Filter: "*"})
+		}
+	}
+	if err := c.e.writeMetaAtOpen(lost); err != nil {
+		// A read-only store: the keys stay, and the next open tries again.
+		c.e.log.Warn("rewriting lost group metadata and offsets; the next open tries again", "keys", len(lost), "err", err)
 	}
 	return c.loadMarks()
 }

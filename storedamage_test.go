@@ -3,6 +3,7 @@ package equeue_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,94 @@ func TestDedup_GroupLostFromTheValueLogIsForgotten(t *testing.T) {
 	defer func() { require.NoError(t, e.Close()) }()
 	assert.False(t, send(e, long(n-1)).Duplicate, "the lost group's ID is stored again")
 	assert.True(t, send(e, long(n-1)).Duplicate, "and then deduplicated")
+}
+
+// A group's metadata of ValueThreshold bytes or more (here: a long filter)
+// is kept in Badger's value log; a machine crash may lose its bytes while
+// its key survives. The engine still opens (found by review: Open failed
+// with "load groups" for good): the group keeps its committed offsets, its
+// next member stores the configuration again, and DeleteGroup deletes it.
+func TestGroup_MetadataLostFromTheValueLogIsStoredAgain(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	ref := equeue.QueueRef{Topic: "t", Queue: 0}
+	require.NoError(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{ref: 0}))
+	tags := make([]string, 150)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("tag%04d", i)
+	}
+	join := &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t", Filter: strings.Join(tags, " || ")}}}
+	_, err = e.JoinGroup(ctx, join)
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+
+	cutValueLogTail(t, dir, 1000, 200) // the group's metadata
+
+	for range 2 {
+		e, err = equeue.Open(dir, nil)
+		require.NoError(t, err, "the engine opens")
+		offs, err := e.GroupOffsets(ctx, "g")
+		require.NoError(t, err)
+		assert.Equal(t, map[equeue.QueueRef]int64{ref: 0}, offs, "the group's offsets stay")
+		info, err := e.Group(ctx, "g")
+		require.NoError(t, err)
+		assert.NotEmpty(t, info.Subscriptions, "the group consumes what it has offsets of (retention waits for it)")
+		_, err = e.JoinGroup(ctx, join)
+		require.NoError(t, err, "a member joins again")
+		require.NoError(t, e.Close())
+	}
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{Force: true}))
+}
+
+// A committed offset carrying many attempts (orderly and broadcasting
+// consumers store them with the offset) reaches ValueThreshold and is kept
+// in Badger's value log; a machine crash may lose its bytes while its key
+// survives. The engine still opens (found by review: Open failed with
+// "load groups" for good): the lost offset reads as the queue's start, so
+// its messages are delivered again rather than skipped, and DeleteGroup,
+// which lists the offsets, deletes the group.
+func TestGroup_OffsetLostFromTheValueLogStartsOver(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	const n = 100
+	for i := range n {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "%d", i)}}})
+		require.NoError(t, err)
+	}
+	join := &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}}
+	a, err := e.JoinGroup(ctx, join)
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 1)
+	atts := make([]equeue.MessageAttempts, n-10)
+	for i := range atts {
+		atts[i] = equeue.MessageAttempts{Offset: int64(10 + i), Attempts: 1}
+	}
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 10, Attempts: atts}}}))
+	require.NoError(t, e.Close())
+
+	cutValueLogTail(t, dir, 1000, 200) // the committed offset
+
+	ref := equeue.QueueRef{Topic: "t", Queue: 0}
+	for range 2 {
+		e, err = equeue.Open(dir, nil)
+		require.NoError(t, err, "the engine opens")
+		offs, err := e.GroupOffsets(ctx, "g")
+		require.NoError(t, err)
+		assert.Equal(t, map[equeue.QueueRef]int64{ref: 0}, offs, "the lost offset starts over, nothing is skipped")
+		require.NoError(t, e.Close())
+	}
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{Force: true}))
 }

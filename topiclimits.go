@@ -494,6 +494,27 @@ func (e *Engine) kickTrim(t *topic) {
 	}
 }
 
+// trimAtOpen brings every topic over its drop-oldest limit back to it.
+// A process killed after a send or SetTopicLimits was stored and before
+// the trim that follows it leaves the topic over its limit, and only the
+// next send to the topic would kick a trim: until then readers would see
+// messages the limit drops, for good if no send comes. Open calls it once
+// the writer runs; a failed trim (a read-only store refuses it) is logged
+// and left, as before, to the next send.
+func (e *Engine) trimAtOpen() {
+	e.mu.RLock()
+	ts := make([]*topic, 0, len(e.topics))
+	for _, t := range e.topics {
+		ts = append(ts, t)
+	}
+	e.mu.RUnlock()
+	for _, t := range ts {
+		if err := e.trimOver(context.Background(), t); err != nil {
+			e.log.Warn("trimming a topic to its limit at open", "topic", t.name, "err", err)
+		}
+	}
+}
+
 // runTrims trims the topics kickTrim names until Close, and on Close the
 // ones still named (the writer runs until background work returned), so a
 // process that sends asynchronously and closes leaves its topics at their

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -327,4 +328,43 @@ func TestOverflowPolicy_Parse(t *testing.T) {
 	}
 	_, err := equeue.ParseOverflowPolicy("drop-newest")
 	assert.ErrorIs(t, err, equeue.ErrInvalidArgument)
+}
+
+// A process killed after SetTopicLimits stored a lower drop-oldest limit
+// and before its trim (or after a send and before the trim that follows
+// it) leaves the topic over its limit. Open trims it: before, it stayed
+// over until the next send to it, however long that took (found by
+// review).
+func TestTopicLimits_OpenTrimsATopicLeftOverItsLimit(t *testing.T) {
+	ctx := context.Background()
+	r := newFaultRig(t, "memory", nil)
+	require.NoError(t, r.E.CreateTopic(ctx, "capped", 1))
+	for i := range 20 {
+		_, err := r.E.Append(ctx, &equeue.AppendRequest{Topic: "capped", Messages: []*equeue.Message{{Body: []byte(fmt.Sprint(i))}}})
+		require.NoError(t, err)
+	}
+	// The limit's write is the last that reaches the store: the process
+	// dies before the trim.
+	var dead atomic.Bool
+	r.FS.OnWrite(func(*store.Batch) error {
+		if dead.Swap(true) {
+			return faultstore.ErrInjected
+		}
+		return nil
+	})
+	require.NoError(t, r.E.SetTopicLimits(ctx, "capped", equeue.TopicLimits{MaxMessages: 5}))
+	_ = r.E.Close() // its writes fail, as the killed process made none
+	r.open()
+
+	info, err := r.E.Topic(ctx, "capped")
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), info.Messages, "the topic is at its limit once open")
+	require.Len(t, info.Queues, 1)
+	res, err := r.E.Pull(ctx, &equeue.PullRequest{Topic: "capped", Offset: info.Queues[0].MinOffset, Max: 32})
+	require.NoError(t, err)
+	var got []string
+	for _, m := range res.Messages {
+		got = append(got, string(m.Body))
+	}
+	assert.Equal(t, []string{"15", "16", "17", "18", "19"}, got, "the oldest are dropped")
 }
