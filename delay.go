@@ -198,7 +198,11 @@ func (s *scheduler) move(due []dueEntry) error {
 		if d.seq >= 0 {
 			recs, err := s.e.st.Read(delayLogID, uint64(d.seq), uint64(d.seq)+1, 1, 0)
 			if err != nil {
-				return err
+				// Stop queueing, but still wait for (and trim) the
+				// moves already queued: returning now would leave them
+				// untrimmed, and the next scan could queue them again.
+				errs = append(errs, err)
+				break
 			}
 			if t := s.e.topicByID(d.topic); t != nil && len(recs) == 1 {
 				if q, err := t.queue(int(d.queue)); err == nil {
