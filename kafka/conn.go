@@ -36,8 +36,12 @@ type conn struct {
 	authed    bool
 	rights    Rights
 	handshake bool // SaslHandshake asked for PLAIN
-	out       []byte
-	fetch     fetchScratch
+	// authFailed: a SaslAuthenticate was refused; its answer is the
+	// connection's last (as Kafka closes it), so a client cannot try one
+	// token after another on one connection.
+	authFailed bool
+	out        []byte
+	fetch      fetchScratch
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -142,7 +146,13 @@ func (c *conn) handle(buf []byte) error {
 		return nil // acks=0: the producer expects no answer
 	}
 	resp.SetVersion(h.version)
-	return c.write(h, resp)
+	if err := c.write(h, resp); err != nil {
+		return err
+	}
+	if c.authFailed {
+		return errors.New("SASL authentication failed")
+	}
+	return nil
 }
 
 // write sends one response: size, correlation ID, header tags for flexible

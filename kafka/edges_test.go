@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -269,4 +271,62 @@ func TestFetch_LogAppendTimeBatchesWithinByteBudget(t *testing.T) {
 		want[i] = int64(i)
 	}
 	assert.Equal(t, want, offsets, "every message once, in order")
+}
+
+// rawRequest writes req (a version without flexible headers) on nc and
+// returns the body of its answer.
+func rawRequest(t *testing.T, nc net.Conn, correlation int32, req kmsg.Request) ([]byte, error) {
+	t.Helper()
+	h := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	h = binary.BigEndian.AppendUint16(h, uint16(req.GetVersion()))
+	h = binary.BigEndian.AppendUint32(h, uint32(correlation))
+	h = binary.BigEndian.AppendUint16(h, 0xffff) // no client ID
+	h = req.AppendTo(h)
+	if _, err := nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(h))), h...)); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
+		return nil, err
+	}
+	b := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(nc, b); err != nil {
+		return nil, err
+	}
+	return b[4:], nil // after the correlation ID
+}
+
+// TestSecurity_FailedSASLAuthenticationClosesTheConnection: a refused
+// SaslAuthenticate is answered, then the connection closes, as Kafka does:
+// a client cannot try one token after another on one connection.
+func TestSecurity_FailedSASLAuthenticationClosesTheConnection(t *testing.T) {
+	e := openEngine(t, nil)
+	addr := serve(t, e, &kafka.Options{Tokens: map[string]kafka.Rights{"s3cret": kafka.RightAll}})
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer func() { _ = nc.Close() }()
+	// The deadline only keeps a broken listener from hanging the test.
+	require.NoError(t, nc.SetDeadline(time.Now().Add(20*time.Second)))
+
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = "PLAIN"
+	_, err = rawRequest(t, nc, 1, hs)
+	require.NoError(t, err)
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SetVersion(1)
+	auth.SASLAuthBytes = []byte("\x00user\x00wrong")
+	b, err := rawRequest(t, nc, 2, auth)
+	require.NoError(t, err, "the refusal is answered")
+	resp := kmsg.NewPtrSASLAuthenticateResponse()
+	resp.SetVersion(1)
+	require.NoError(t, resp.ReadFrom(b))
+	assert.Equal(t, kerr.SaslAuthenticationFailed.Code, resp.ErrorCode)
+
+	// A second try on the same connection finds it closed.
+	auth.SASLAuthBytes = []byte("\x00user\x00s3cret")
+	_, err = rawRequest(t, nc, 3, auth)
+	require.Error(t, err)
+	var ne net.Error
+	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the listener kept the connection open: %v", err)
 }

@@ -42,6 +42,7 @@ func (c *conn) saslAuthenticate(req *kmsg.SASLAuthenticateRequest) (*kmsg.SASLAu
 	}
 	msg := "unknown token"
 	resp.ErrorCode, resp.ErrorMessage = errSASLAuthenticationFailed, &msg
+	c.authFailed = true
 	c.s.log.Info("kafka: SASL authentication failed", "remote", c.nc.RemoteAddr().String())
 	return resp, nil
 }
