@@ -23,19 +23,8 @@ func TestAppendPipe_StreamBreakingBeforeTheBatch(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	srv, err := NewServer(e, nil)
-	require.NoError(t, err)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	defer func() {
-		srv.Stop()
-		<-served
-	}()
-	c, err := Dial(lis.Addr().String(), nil)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
+	c, stop := serveInternal(t, e)
+	defer stop()
 	send := func(body string) error {
 		done := make(chan error, 1)
 		c.AppendAsync(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte(body)}}},
@@ -53,4 +42,27 @@ func TestAppendPipe_StreamBreakingBeforeTheBatch(t *testing.T) {
 	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t"})
 	require.NoError(t, err)
 	require.Len(t, res.Messages, 2)
+}
+
+// serveInternal serves e on loopback and dials it; stop closes the client
+// and stops the server.
+func serveInternal(t *testing.T, e *equeue.Engine) (c *Client, stop func()) {
+	t.Helper()
+	srv, err := NewServer(e, nil)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	c, err = Dial(lis.Addr().String(), nil)
+	if err != nil {
+		srv.Stop()
+		<-served
+		require.NoError(t, err)
+	}
+	return c, func() {
+		require.NoError(t, c.Close())
+		srv.Stop()
+		<-served
+	}
 }

@@ -92,19 +92,8 @@ func TestAppendPipe_UnencodableAppendIsRefusedAlone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	srv, err := NewServer(e, nil)
-	require.NoError(t, err)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	defer func() {
-		srv.Stop()
-		<-served
-	}()
-	c, err := Dial(lis.Addr().String(), nil)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
+	c, stop := serveInternal(t, e)
+	defer stop()
 
 	_, err = c.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("first")}}})
 	require.NoError(t, err)
