@@ -24,25 +24,7 @@ func TestCollector_NamespaceHandlerSeriesSurviveScrapes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ns.CreateTopic(ctx, "orders", 1))
 
-	handled := make(chan struct{}, 2)
-	c, err := equeue.NewConsumer(ns, equeue.ConsumerOptions{
-		Group:         "billing",
-		Subscriptions: []equeue.Subscription{{Topic: "orders"}},
-		Hooks:         []equeue.Hooks{m.Hooks()},
-		Handler: func(context.Context, *equeue.Message) error {
-			handled <- struct{}{}
-			return nil
-		},
-	})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(ctx))
-	p, err := equeue.NewProducer(ns, nil)
-	require.NoError(t, err)
-	defer p.Close()
-	_, err = p.Send(ctx, &equeue.Message{Topic: "orders", Body: []byte("x")})
-	require.NoError(t, err)
-	<-handled
-	require.NoError(t, c.Close()) // AfterHandle has run once Close returns
+	handleOneOn(t, ns, m.Hooks(), nil)
 
 	count := func() uint64 {
 		m := find(t, reg, "equeue_handler_duration_seconds", map[string]string{"topic": "tenant:orders"})
@@ -70,28 +52,7 @@ func TestCollector_NamespaceSeriesShareTheEngineTopicName(t *testing.T) {
 	require.NoError(t, ns.CreateTopic(ctx, "orders", 1))
 	require.NoError(t, e.CreateTopic(ctx, "orders", 1)) // the default namespace's own
 
-	handled := make(chan struct{}, 1)
-	c, err := equeue.NewConsumer(ns, equeue.ConsumerOptions{
-		Group:         "billing",
-		Subscriptions: []equeue.Subscription{{Topic: "orders"}},
-		Hooks:         []equeue.Hooks{m.Hooks()},
-		Handler: func(context.Context, *equeue.Message) error {
-			select {
-			case handled <- struct{}{}:
-			default:
-			}
-			return errors.New("fail once") // counted in handler_errors_total
-		},
-	})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(ctx))
-	p, err := equeue.NewProducer(ns, nil)
-	require.NoError(t, err)
-	defer p.Close()
-	_, err = p.Send(ctx, &equeue.Message{Topic: "orders", Body: []byte("x")})
-	require.NoError(t, err)
-	<-handled
-	require.NoError(t, c.Close()) // AfterHandle has run once Close returns
+	handleOneOn(t, ns, m.Hooks(), errors.New("fail once")) // counted in handler_errors_total
 
 	qualified := map[string]string{"topic": "tenant:orders"}
 	require.NotNil(t, find(t, reg, "equeue_pulled_messages_total", qualified), "pull series under the engine's name")
@@ -104,4 +65,34 @@ func TestCollector_NamespaceSeriesShareTheEngineTopicName(t *testing.T) {
 		assert.Nil(t, find(t, reg, name, map[string]string{"topic": "orders"}),
 			"%s: the default namespace's orders handled nothing", name)
 	}
+}
+
+// handleOneOn sends one message to the namespace's topic "orders" and has
+// a consumer with hooks handle it, its handler answering result; the
+// consumer is closed (so AfterHandle has run) when it returns.
+func handleOneOn(t *testing.T, ns *equeue.Namespace, hooks equeue.Hooks, result error) {
+	t.Helper()
+	ctx := ctxT(t)
+	handled := make(chan struct{}, 1)
+	c, err := equeue.NewConsumer(ns, equeue.ConsumerOptions{
+		Group:         "billing",
+		Subscriptions: []equeue.Subscription{{Topic: "orders"}},
+		Hooks:         []equeue.Hooks{hooks},
+		Handler: func(context.Context, *equeue.Message) error {
+			select {
+			case handled <- struct{}{}:
+			default:
+			}
+			return result
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	p, err := equeue.NewProducer(ns, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Send(ctx, &equeue.Message{Topic: "orders", Body: []byte("x")})
+	require.NoError(t, err)
+	<-handled
+	require.NoError(t, c.Close()) // AfterHandle has run once Close returns
 }
