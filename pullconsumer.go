@@ -237,6 +237,10 @@ func (pc *PullConsumer) Changed() <-chan struct{} {
 // past the consumer's position, so a loop that fetches every assigned lane
 // gets a backlog highest priority first. Fetched messages carry their
 // lane's Priority.
+//
+// Fetches of one queue may run at once: each message is returned by one
+// of them (the one that finishes later returns only what lies past the
+// other's messages, maybe nothing).
 func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait time.Duration) ([]*Message, error) {
 	pc.mu.Lock()
 	if pc.closed {
@@ -276,15 +280,26 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 		return nil, err
 	}
 	pc.mu.Lock()
-	if cur, ok := pc.grants[q]; ok && cur.Epoch == g.Epoch && pc.positions[q] == pos {
-		pc.positions[q] = res.NextOffset
-		// A gate check of a lower lane may have read q from pos too while
-		// this pull ran, and kept what it read for q's next Fetch: those
-		// are the messages returned now, so they go, or they would be
-		// returned again (and the position moved back to them).
-		if _, ok := pc.ahead[q]; ok {
-			delete(pc.ahead, q)
-			pc.laneDrainedLocked()
+	if cur, ok := pc.grants[q]; ok && cur.Epoch == g.Epoch {
+		switch now := pc.positions[q]; {
+		case now == pos:
+			pc.positions[q] = res.NextOffset
+			// A gate check of a lower lane may have read q from pos too while
+			// this pull ran, and kept what it read for q's next Fetch: those
+			// are the messages returned now, so they go, or they would be
+			// returned again (and the position moved back to them).
+			if _, ok := pc.ahead[q]; ok {
+				delete(pc.ahead, q)
+				pc.laneDrainedLocked()
+			}
+		case now > pos:
+			// Another Fetch of q that read from pos at the same time (or a
+			// Seek forward) moved the position on: the messages before it
+			// are that Fetch's, and only those past it are this one's.
+			res.Messages = messagesFrom(res.Messages, now)
+			if res.NextOffset > now {
+				pc.positions[q] = res.NextOffset
+			}
 		}
 	}
 	pc.mu.Unlock()
@@ -292,6 +307,17 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 		markLane(res.Messages, at.lane)
 	}
 	return res.Messages, nil
+}
+
+// messagesFrom returns the messages of msgs (ascending offsets) from offset
+// from on.
+func messagesFrom(msgs []*Message, from int64) []*Message {
+	for i, m := range msgs {
+		if m.Offset >= from {
+			return msgs[i:]
+		}
+	}
+	return nil
 }
 
 // Commit stores offset as the next offset the group consumes from q. An
