@@ -19,7 +19,9 @@
 // The Publisher creates a missing topic on its first publish to it (with
 // PublisherConfig.Queues queues) when the broker implements TopicCreator,
 // as *equeue.Engine does; the Subscriber does the same on Subscribe and in
-// SubscribeInitialize.
+// SubscribeInitialize. A refusal to create it, as a remote client whose
+// token lacks the admin right gets, does not stop Publish or Subscribe on a
+// topic that exists; on a missing one it is part of their error.
 //
 // # Delivery
 //

@@ -86,7 +86,10 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 }
 
 // Publish stores msgs in topic, one after the other, and returns once each
-// is stored (durable under the broker's sync policy). Each message is sent
+// is stored (durable under the broker's sync policy). A missing topic is
+// created first when the Broker can; a refusal to create it (a remote
+// client without the admin right) is returned only if the topic does not
+// exist. Each message is sent
 // with its own Context. Messages are routed to queues individually, so only
 // messages that share a queue (same routing key, or a one-queue topic) keep
 // their relative order. On error, the messages before the failing one are
@@ -104,9 +107,7 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := p.topics.ensure(msgs[0].Context(), topic); err != nil {
-		return err
-	}
+	createErr := p.topics.ensure(msgs[0].Context(), topic)
 	for _, msg := range msgs {
 		em, err := p.cfg.Marshaler.Marshal(topic, msg)
 		if err != nil {
@@ -115,7 +116,11 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		em.Topic = topic
 		res, err := p.producer.Send(msg.Context(), em)
 		if err != nil {
-			return fmt.Errorf("equeue watermill: publish message %s to %q: %w", msg.UUID, topic, err)
+			return fmt.Errorf("equeue watermill: publish message %s to %q: %w", msg.UUID, topic, notCreated(err, createErr))
+		}
+		if createErr != nil {
+			p.topics.exists(topic)
+			createErr = nil
 		}
 		p.log.Trace("message published", wm.LogFields{
 			"message_uuid": msg.UUID, "topic": topic, "queue": res.Queue, "offset": res.Offset, "equeue_id": res.ID,

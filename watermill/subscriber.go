@@ -227,7 +227,9 @@ func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
 }
 
 // SubscribeInitialize creates topic (with Queues queues) when the Broker
-// can create topics and the topic does not exist yet.
+// can create topics and the topic does not exist yet. It returns the
+// Broker's refusal to create it even when the topic exists (a remote
+// client whose token lacks the admin right); Subscribe does not need it.
 func (s *Subscriber) SubscribeInitialize(topic string) error {
 	if s.isClosed() {
 		return ErrSubscriberClosed
@@ -294,9 +296,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		}
 	}()
 
-	if err := s.topics.ensure(ctx, topic); err != nil {
-		return nil, err
-	}
+	createErr := s.topics.ensure(ctx, topic)
 	group, err := s.groupFor(topic)
 	if err != nil {
 		return nil, err
@@ -334,7 +334,10 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	if err := c.Start(ctx); err != nil {
 		_ = c.Close()
 		sub.endStop()
-		return nil, fmt.Errorf("equeue watermill: subscribe to %q as group %q: %w", topic, group, err)
+		return nil, fmt.Errorf("equeue watermill: subscribe to %q as group %q: %w", topic, group, notCreated(err, createErr))
+	}
+	if createErr != nil {
+		s.topics.exists(topic)
 	}
 	sub.consumer = c
 	started = true

@@ -35,6 +35,12 @@ func newTopicMaker(b equeue.Broker, queues int) *topicMaker {
 // ensure creates topic with the configured queue count unless it exists.
 // An existing topic keeps its queue count. Brokers that cannot create
 // topics are left to auto-create them or to refuse unknown ones.
+//
+// An error says only that the topic was not created: a broker may refuse
+// to create a topic that exists (a remote client whose token lacks the
+// admin right), so callers go on with the topic and report the error only
+// if the topic turns out to be missing (see notCreated). A failed creation
+// is tried again on the next call until exists records the topic.
 func (t *topicMaker) ensure(ctx context.Context, topic string) error {
 	if _, ok := t.done.Load(topic); ok {
 		return nil
@@ -50,4 +56,18 @@ func (t *topicMaker) ensure(ctx context.Context, topic string) error {
 	}
 	t.done.Store(topic, struct{}{})
 	return nil
+}
+
+// exists records that topic exists, so that ensure does not try to create
+// it again.
+func (t *topicMaker) exists(topic string) { t.done.Store(topic, struct{}{}) }
+
+// notCreated returns err, the failure of an operation on a topic, with
+// createErr, why ensure did not create the topic, added when err says that
+// the topic does not exist.
+func notCreated(err, createErr error) error {
+	if createErr == nil || !errors.Is(err, equeue.ErrTopicNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, createErr)
 }
