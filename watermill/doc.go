@@ -35,11 +35,13 @@
 //     that commit happened.
 //   - Nack (or a handler error in a Watermill Router) has the message
 //     delivered again after SubscriberConfig.NackResendDelay, up to
-//     MaxAttempts deliveries (1<<20 by default), after which equeue moves it
-//     to the group's dead-letter topic equeue.DLQTopic(group). An orderly
-//     subscription retries the message in place; an unordered one stores it
-//     in the group's retry topic equeue.RetryTopic(group), due after
-//     NackResendDelay (equeue.RetryAfter), and goes on with other messages.
+//     MaxAttempts deliveries (1<<20 by default): a message Nack'd on its
+//     last one goes to the group's dead-letter topic equeue.DLQTopic(group)
+//     instead. Only a Nack (or an Unmarshaler error) sends a message there,
+//     never a stop or a timeout. An orderly subscription retries the
+//     message in place; an unordered one stores it in the group's retry
+//     topic equeue.RetryTopic(group), due after NackResendDelay
+//     (equeue.RetryAfter), and goes on with other messages.
 //     Either way the redelivered message keeps its UUID, metadata and
 //     original topic, queue and offset.
 //   - When the subscription's context ends or the Subscriber is closed, no
@@ -47,7 +49,8 @@
 //     ends. The consumer stops starting handlers, then waits up to
 //     ConsumerOptions.ShutdownTimeout (DefaultShutdownTimeout unless set)
 //     for their Ack or Nack; a message still not Ack'd then fails once, as
-//     one counted attempt, and is delivered again to the group. The
+//     one counted attempt, and is delivered again to the group, even when
+//     it was its last attempt (never to the dead letters). The
 //     consumer commits what was Ack'd, leaves its group, and then the
 //     channel is closed. So Close takes up to ShutdownTimeout while
 //     messages are in flight.

@@ -168,3 +168,61 @@ func TestStopCountsOneRun(t *testing.T) {
 		})
 	}
 }
+
+// TestStopNeverDeadLetters: a message a stop interrupts goes back to the
+// group even on its last attempt (MaxAttempts 1 here), whether it was
+// handed out and not Ack'd or still waited to be handed out; only a Nack
+// moves it to the dead letters.
+func TestStopNeverDeadLetters(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		unordered bool
+		handedOut bool
+	}{
+		{"orderly-waiting", false, false},
+		{"orderly-handed-out", false, true},
+		{"unordered-waiting", true, false},
+		{"unordered-handed-out", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := openEngine(t)
+			pub := newPublisher(t, eqwm.PublisherConfig{Broker: e, Queues: 1})
+			msg := message.NewMessage(wm.NewUUID(), []byte("x"))
+			require.NoError(t, pub.Publish("last", msg))
+			runs := make(chan struct{}, 1)
+			opts := fastConsumer
+			opts.Hooks = []equeue.Hooks{{BeforeHandle: func(context.Context, *equeue.Message) {
+				select {
+				case runs <- struct{}{}:
+				default:
+				}
+			}}}
+			cfg := eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "g", Unordered: tc.unordered, MaxAttempts: 1, Consumer: opts}
+			first, err := eqwm.NewSubscriber(cfg)
+			require.NoError(t, err)
+			ch, err := first.Subscribe(ctxT(t), "last")
+			require.NoError(t, err)
+			if tc.handedOut {
+				assert.Equal(t, msg.UUID, receive(t, ch).UUID) // neither Ack'd nor Nack'd
+			} else {
+				select {
+				case <-runs: // its handler waits for the application to read it
+				case <-time.After(10 * time.Second):
+					t.Fatal("message not handled within 10s")
+				}
+			}
+			require.NoError(t, first.Close())
+			require.Zero(t, stored(t, e, equeue.DLQTopic("g")), "dead-lettered by the stop")
+
+			second := newSubscriber(t, cfg)
+			ch, err = second.Subscribe(ctxT(t), "last")
+			require.NoError(t, err)
+			m := receive(t, ch)
+			assert.Equal(t, msg.UUID, m.UUID)
+			assert.Equal(t, "1", m.Metadata.Get(eqwm.MetadataAttempt), "the interrupted run counted")
+			m.Nack() // on its last attempt: a Nack dead-letters it
+			require.Eventually(t, func() bool { return stored(t, e, equeue.DLQTopic("g")) == 1 }, 10*time.Second, 5*time.Millisecond)
+			assertNothing(t, ch, 100*time.Millisecond)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -64,6 +65,12 @@ const (
 	DefaultShutdownTimeout = 500 * time.Millisecond
 )
 
+// consumerMaxAttempts is the MaxAttempts of the equeue consumers: no limit,
+// since the subscription itself decides when a message goes to the dead
+// letters (see subscription.failed), so that a run a stop or a timeout
+// interrupted, which the consumer counts too, never sends it there.
+const consumerMaxAttempts = math.MaxInt
+
 // SubscriberConfig configures a Subscriber. Broker is required; every zero
 // field means the documented default.
 type SubscriberConfig struct {
@@ -104,8 +111,11 @@ type SubscriberConfig struct {
 	// retry topic for an unordered one. Zero means 50 ms.
 	NackResendDelay time.Duration
 	// MaxAttempts is how many deliveries a message gets before equeue moves
-	// it to the group's dead-letter topic (equeue.DLQTopic(group)). Zero means
-	// 1<<20: in practice a Nack'd message is always delivered again.
+	// it to the group's dead-letter topic (equeue.DLQTopic(group)): a message
+	// Nack'd (or that the Unmarshaler refuses) on its MaxAttempts-th delivery
+	// goes there. A delivery that a stop interrupted counts as one, but never
+	// sends the message there: it goes back to the group. Zero means 1<<20:
+	// in practice a Nack'd message is always delivered again.
 	MaxAttempts int
 	// Unordered handles several messages of one queue at a time (up to
 	// Concurrency per subscription). The default, false, is equeue's orderly
@@ -127,8 +137,9 @@ type SubscriberConfig struct {
 	// retry, so it may be delivered twice), flow-control limits, Strategy,
 	// Model, Hooks, Logger. Its Group, ID,
 	// Subscriptions, Handler, Orderly, Concurrency, LocalRetryDelay (and its
-	// former name RetryDelay), MaxAttempts,
-	// From and FromTime are set from the fields above. A nil Logger means
+	// former name RetryDelay),
+	// From and FromTime are set from the fields above, and MaxAttempts to no
+	// limit (the Subscriber applies MaxAttempts itself). A nil Logger means
 	// equeue logs go to Logger.
 	Consumer equeue.ConsumerOptions
 
@@ -319,7 +330,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	// name cannot disagree with the new one.
 	//lint:ignore SA1019 the former name is set only so that it agrees
 	o.LocalRetryDelay, o.RetryDelay = s.cfg.NackResendDelay, s.cfg.NackResendDelay
-	o.MaxAttempts = s.cfg.MaxAttempts
+	o.MaxAttempts = consumerMaxAttempts
 	o.From = s.from
 	o.FromTime = s.cfg.ConsumeFromTime
 	c, err := equeue.NewConsumer(s.cfg.Broker, o)
@@ -414,7 +425,7 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 		sub.log.Error("cannot unmarshal message; it will be delivered again", err, wm.LogFields{
 			"queue": em.Queue, "offset": em.Offset,
 		})
-		return equeue.RetryAfter(sub.s.cfg.NackResendDelay, err)
+		return sub.failed(em, err)
 	}
 	setReceivedMetadata(msg, em)
 	// The message's context ends when the handler returns (after Ack or
@@ -437,10 +448,7 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 		return nil
 	case <-msg.Nacked():
 		sub.log.Trace("message nacked", fields)
-		// Orderly consumers retry in place after LocalRetryDelay; unordered
-		// clustering ones send the message through the group's retry topic,
-		// where RetryAfter sets the delay instead of equeue's backoff.
-		return equeue.RetryAfter(sub.s.cfg.NackResendDelay, errNacked)
+		return sub.failed(em, errNacked)
 	case <-ctx.Done():
 	}
 	return sub.unfinished(msg)
@@ -461,10 +469,25 @@ func (sub *subscription) handOut(ctx context.Context, msg *message.Message) bool
 	return false
 }
 
+// failed is the handler's result for a message the application Nack'd or
+// the Unmarshaler refused: it goes to the dead letters when this was its
+// MaxAttempts-th delivery, else it is delivered again after
+// NackResendDelay. Orderly consumers retry it in place after
+// LocalRetryDelay; unordered clustering ones send it through the group's
+// retry topic, where RetryAfter sets the delay instead of equeue's backoff.
+func (sub *subscription) failed(em *equeue.Message, cause error) error {
+	if em.Attempt+1 >= sub.s.cfg.MaxAttempts {
+		return equeue.DeadLetter(cause)
+	}
+	return equeue.RetryAfter(sub.s.cfg.NackResendDelay, cause)
+}
+
 // unfinished is the handler's result for a message whose handler the
 // consumer stopped: an Ack that arrived counts; otherwise the message fails
 // at once, with no delay, so the group gets it again promptly: through its
-// retry topic when unordered, from its offset when orderly. On Close the
+// retry topic when unordered, from its offset when orderly. It fails as a
+// counted attempt, but not as its last one: the consumer has no attempt
+// limit (consumerMaxAttempts), so it is not dead-lettered. On Close the
 // consumer has stopped starting handlers by then, so it does not get the
 // message back itself.
 func (sub *subscription) unfinished(msg *message.Message) error {

@@ -539,3 +539,24 @@ func TestLoggerBridge(t *testing.T) {
 	assert.Equal(t, "l", f["topic"])
 	assert.Contains(t, f["err"], "nacked")
 }
+
+// failingUnmarshaler refuses every message.
+type failingUnmarshaler struct{}
+
+func (failingUnmarshaler) Unmarshal(*equeue.Message) (*message.Message, error) {
+	return nil, fmt.Errorf("cannot read")
+}
+
+// TestUnmarshalErrorDeadLetters: a message the Unmarshaler refuses counts
+// as Nack'd, and goes to the dead letters after MaxAttempts.
+func TestUnmarshalErrorDeadLetters(t *testing.T) {
+	e := openEngine(t)
+	pub := newPublisher(t, eqwm.PublisherConfig{Broker: e})
+	require.NoError(t, pub.Publish("bad", message.NewMessage(wm.NewUUID(), []byte("x"))))
+	sub := newSubscriber(t, eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "svc", MaxAttempts: 2,
+		NackResendDelay: time.Millisecond, Unmarshaler: failingUnmarshaler{}})
+	ch, err := sub.Subscribe(ctxT(t), "bad")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return stored(t, e, equeue.DLQTopic("svc")) == 1 }, 10*time.Second, 5*time.Millisecond)
+	assertNothing(t, ch, 100*time.Millisecond)
+}
