@@ -107,9 +107,17 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
+	for i, msg := range msgs {
+		if msg == nil {
+			return fmt.Errorf("equeue watermill: publish to %q: message %d is nil: %w", topic, i, equeue.ErrInvalidArgument)
+		}
+	}
 	createErr := p.topics.ensure(msgs[0].Context(), topic)
 	for _, msg := range msgs {
 		em, err := p.cfg.Marshaler.Marshal(topic, msg)
+		if err == nil && em == nil {
+			err = fmt.Errorf("the Marshaler returned no message: %w", equeue.ErrInvalidArgument)
+		}
 		if err != nil {
 			return fmt.Errorf("equeue watermill: marshal message %s: %w", msg.UUID, err)
 		}
