@@ -285,6 +285,7 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		r.recs, ids = make([][]byte, len(req.Messages)), make([]string, len(req.Messages))
 	}
 	var dues []time.Time
+	named := 0 // messages with a producer-supplied ID
 	for i, m := range req.Messages {
 		if m == nil {
 			return nil, fmt.Errorf("%w: message %d is nil", ErrInvalidArgument, i)
@@ -340,12 +341,12 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		}
 		r.recs[i] = rec
 		ids[i] = id
-		if t.dedup > 0 && m.ID != "" {
-			r.dedupIDs = append(r.dedupIDs, id)
+		if m.ID != "" {
+			named++
 		}
 	}
-	if len(r.dedupIDs) != len(req.Messages) {
-		r.dedupIDs = nil // only a request whose every message has an ID can be a duplicate
+	if t.dedup > 0 && named > 0 {
+		r.dedupIDs = dedupIDsOf(req.Messages, ids, named)
 	}
 	if len(dues) > 0 {
 		if len(dues) != len(req.Messages) {
@@ -358,4 +359,23 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		return nil, err
 	}
 	return ids, nil
+}
+
+// dedupIDsOf returns the IDs an append of msgs records in its topic's
+// dedup window, in the order of msgs: ids, when all named of them carry a
+// producer-supplied ID, else a copy with "" for each message whose ID the
+// engine generated. Such a message is not recorded, and an append holding
+// one is never a duplicate (dedupCheck); the IDs of the others are
+// recorded at their own offsets all the same.
+func dedupIDsOf(msgs []*Message, ids []string, named int) []string {
+	if named == len(msgs) {
+		return ids
+	}
+	d := make([]string, len(msgs))
+	for i, m := range msgs {
+		if m.ID != "" {
+			d[i] = ids[i]
+		}
+	}
+	return d
 }

@@ -57,7 +57,8 @@ type command struct {
 	dues   []time.Time
 	target *queue
 	// dedupIDs are the producer-supplied IDs of a send to a topic with a
-	// dedup window (the target's topic for a delayed send). dedupBypass
+	// dedup window (the target's topic for a delayed send), one per record:
+	// "" for a message whose ID the engine generated (dedupIDsOf). dedupBypass
 	// records them without checking the window (a redriven dead letter is
 	// sent again on purpose).
 	dedupIDs    []string

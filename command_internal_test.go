@@ -37,6 +37,7 @@ func TestCommand_SealedCostIsExact(t *testing.T) {
 		{Topic: "d", Messages: []*Message{msg([]byte("c"), "id", 0), msg(big, "id", 0)}},
 		{Topic: "t", Messages: []*Message{msg([]byte("e"), "", time.Hour), msg(big, "", time.Hour)}},
 		{Topic: "d", Messages: []*Message{msg([]byte("f"), "id", time.Hour)}},
+		{Topic: "d", Messages: []*Message{{Body: []byte("h")}, msg(big, "id", 0)}}, // one ID recorded
 	}
 	var batch []*command
 	ops, size := 0, 0
@@ -79,7 +80,7 @@ func TestCommand_SealedCostIsExact(t *testing.T) {
 			gBytes += len(m.Key) + len(m.Value)
 		}
 	}
-	require.Equal(t, 3, dCmds)
+	require.Equal(t, 4, dCmds)
 	assert.Equal(t, 1, gOps, "one group for the dedup topic")
 	assert.LessOrEqual(t, gBytes, dBytes)
 	gotOps, gotBytes := e.limits.Cost(&store.Batch{Entries: b.entries, Meta: b.meta})

@@ -311,8 +311,8 @@ func (e *Engine) dedupCheck(b *batchState, c *command) bool {
 	var first dedupEntry
 	inBatch := false
 	for i, id := range c.dedupIDs {
-		if len(id) > MaxIDBytes {
-			return false // never recorded (dedupRecord)
+		if id == "" || len(id) > MaxIDBytes {
+			return false // a generated ID, or one never recorded (dedupRecord)
 		}
 		d, pending, ok := e.dedupLookup(b, t, id)
 		if !ok {
@@ -343,6 +343,9 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 	base := b.now.UnixNano()
 	limit := dedupGroupLimit(e.limits)
 	for i, id := range c.dedupIDs {
+		if id == "" {
+			continue // the engine generated the message's ID (dedupIDsOf)
+		}
 		if len(id) > MaxIDBytes {
 			// Only a stored message sent again (a send-back or a redrive
 			// of one stored before IDs had a limit) can carry one: new

@@ -153,6 +153,9 @@ func (e *Engine) groupFor(b *batchState, idx *dedupIndex, ids []string) *dedupGr
 func (e *Engine) newGroup(b *batchState, idx *dedupIndex, ids []string) *dedupGroupBuild {
 	room := 0
 	for _, id := range ids {
+		if id == "" {
+			continue // not recorded (dedupIDsOf)
+		}
 		room += len(id) + 8 // most entries: lengths, queue and time in a byte each, the offset in five
 	}
 	if l := dedupGroupLimit(e.limits); l > 0 {
@@ -177,19 +180,24 @@ func dedupGroupLimit(l store.Limits) int {
 // dedupCost bounds the store cost of recording ids in groups kept below
 // limit (dedupGroupLimit; 0: none): their entries at their longest (S
 // bytes, the longest one E), and the groups they start. Each group holds
-// at least one entry, so there are at most len(ids). A group closes only
+// at least one entry, so there are at most as many as the IDs ("", a
+// message whose ID the engine generated, records none). A group closes only
 // when its next entry would bring it to the limit L, so each group the IDs
 // start after the first follows one of theirs that holds more than
 // L - header - E bytes, and that, with the entry starting the next one,
 // holds at least L - header: counting each entry at most twice the second
 // way, they start at most 1 + 2S/(L - header) groups.
 func dedupCost(ids []string, limit int) (ops, bytes int) {
-	s, longest := 0, 0
+	s, longest, n := 0, 0, 0
 	for _, id := range ids {
+		if id == "" {
+			continue // not recorded (dedupIDsOf)
+		}
+		n++
 		s += len(id) + dedupEntryMax
 		longest = max(longest, len(id)+dedupEntryMax)
 	}
-	ops = len(ids)
+	ops = n
 	if room := limit - dedupGroupHeader; limit > 0 && room > 0 {
 		ops = min(ops, 1+2*s/room)
 		if room > longest {

@@ -88,6 +88,56 @@ func TestDedup_ProducerIDStoredOnceWithinWindow(t *testing.T) {
 	assert.Equal(t, int64(4), total(e, "t"))
 }
 
+// TestDedup_BatchWithSomeIDsRecordsThem: a batch in which only some
+// messages carry an ID stores them all (it cannot be a duplicate: the
+// others have none), and the IDs it carries are recorded in the window at
+// their own offsets, so a later send of one of them is a duplicate, after
+// a reopen too. They used to be stored without being recorded, and a
+// retry of one of them was stored a second time.
+func TestDedup_BatchWithSomeIDsRecordsThem(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	p := newProducer(t, e, nil)
+	b, err := p.SendBatch(ctx, []*equeue.Message{{Topic: "t", Body: []byte("a")}, {Topic: "t", ID: "x", Body: []byte("b")},
+		{Topic: "t", Body: []byte("c")}, {Topic: "t", ID: "y", Body: []byte("d")}})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), b.FirstOffset)
+	assert.Equal(t, int64(2), e.Stats().DedupIDs)
+
+	check := func(p *equeue.Producer) {
+		t.Helper()
+		for id, off := range map[string]int64{"x": 1, "y": 3} {
+			r, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: id, Body: []byte("again")})
+			require.NoError(t, err)
+			assert.True(t, r.Duplicate, "%s was stored by the batch", id)
+			assert.Equal(t, off, r.Offset, "%s is answered at its own offset", id)
+		}
+		info, err := e.Topic(ctx, "t")
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), info.Queues[0].MaxOffset, "nothing stored again")
+	}
+	check(p)
+
+	// The batch itself, sent again, is stored again: its messages without
+	// an ID cannot be recognised.
+	again, err := p.SendBatch(ctx, []*equeue.Message{{Topic: "t"}, {Topic: "t", ID: "x"}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), again.FirstOffset)
+
+	require.NoError(t, p.Close())
+	e = reopen()
+	p = newProducer(t, e, nil)
+	r, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: "y"})
+	require.NoError(t, err)
+	assert.True(t, r.Duplicate)
+	assert.Equal(t, int64(3), r.Offset)
+	r, err = p.Send(ctx, &equeue.Message{Topic: "t", ID: "x"})
+	require.NoError(t, err)
+	assert.True(t, r.Duplicate)
+	assert.Equal(t, int64(5), r.Offset, "the later entry of x answers")
+}
+
 func TestDedup_WindowExpires(t *testing.T) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
