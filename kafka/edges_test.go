@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -329,4 +330,28 @@ func TestSecurity_FailedSASLAuthenticationClosesTheConnection(t *testing.T) {
 	require.Error(t, err)
 	var ne net.Error
 	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the listener kept the connection open: %v", err)
+}
+
+// TestGroups_JoinRefusesAGroupNameTheEngineCannotStore: a group whose
+// name the engine refuses could never commit its offsets, so its members
+// would consume without ever recording it; the join is refused with
+// INVALID_GROUP_ID (as a commit or an offset fetch of that name is), and
+// no group is left behind.
+func TestGroups_JoinRefusesAGroupNameTheEngineCannotStore(t *testing.T) {
+	_, addr := setup(t, map[string]int{"t": 1})
+	ctx := testCtx(t)
+	b := kclient(t, addr).SeedBrokers()[0]
+	for _, name := range []string{"bad group", strings.Repeat("g", 128)} {
+		jg := kmsg.NewPtrJoinGroupRequest()
+		jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = name, 30000, 30000, "consumer"
+		jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+		resp, err := b.Request(ctx, jg)
+		require.NoError(t, err)
+		j := resp.(*kmsg.JoinGroupResponse)
+		assert.Equal(t, kerr.InvalidGroupID.Code, j.ErrorCode, "group %q", name)
+		assert.Equal(t, int32(-1), j.Generation)
+	}
+	lresp, err := b.Request(ctx, kmsg.NewPtrListGroupsRequest())
+	require.NoError(t, err)
+	assert.Empty(t, lresp.(*kmsg.ListGroupsResponse).Groups)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
 )
 
 // The classic group protocol, coordinated by the listener: members join,
@@ -327,7 +329,9 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		rebalance = session
 	}
 	switch {
-	case req.Group == "":
+	case req.Group == "" || equeue.ValidateName(req.Group) != nil:
+		// A name the engine cannot store offsets under: the members would
+		// consume with every commit refused (offsetCommit).
 		resp.ErrorCode = errInvalidGroupID
 		return resp
 	case session < c.s.o.MinSessionTimeout || session > c.s.o.MaxSessionTimeout:
