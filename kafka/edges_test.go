@@ -355,3 +355,38 @@ func TestGroups_JoinRefusesAGroupNameTheEngineCannotStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, lresp.(*kmsg.ListGroupsResponse).Groups)
 }
+
+// TestGroups_CommitFencing: while a classic group has members, a commit
+// is taken only from a member of its current generation; the others are
+// refused with Kafka's codes (its ClassicGroup.validateOffsetCommit, and
+// franz-go's kfake): a member ID the group does not know, or no member ID
+// at all (a tool committing without a generation), UNKNOWN_MEMBER_ID; a
+// known member with another generation, ILLEGAL_GENERATION. A refused
+// commit stores nothing.
+func TestGroups_CommitFencing(t *testing.T) {
+	_, addr := setup(t, map[string]int{"t": 1})
+	ctx := testCtx(t)
+	b := kclient(t, addr).SeedBrokers()[0]
+	j := joinAlone(ctx, t, b, "g")
+	commit := func(generation int32, member string, offset int64) int16 {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.Generation, oc.MemberID = "g", generation, member
+		oct := kmsg.NewOffsetCommitRequestTopic()
+		oct.Topic = "t"
+		oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}
+		oc.Topics = append(oc.Topics, oct)
+		resp, err := b.Request(ctx, oc)
+		require.NoError(t, err)
+		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit(-1, "", 5), "no member, no generation")
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit(j.Generation, "stranger", 5), "unknown member")
+	assert.Equal(t, kerr.IllegalGeneration.Code, commit(-1, j.MemberID, 5), "member without its generation")
+	assert.Equal(t, kerr.IllegalGeneration.Code, commit(j.Generation-1, j.MemberID, 5), "stale generation")
+
+	offs, err := kadmin(t, addr).FetchOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Empty(t, offs, "nothing stored")
+
+	assert.Equal(t, int16(0), commit(j.Generation, j.MemberID, 5), "the member of the generation")
+}

@@ -90,7 +90,9 @@ func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 			return errNone, nil
 		}
 		if req.MemberID == "" {
-			return errIllegalGeneration, nil
+			// Only members commit to a group that has some: Kafka answers
+			// a commit naming no member with UNKNOWN_MEMBER_ID.
+			return errUnknownMemberID, nil
 		}
 	}
 	if cg != nil && len(cg.members) > 0 {
