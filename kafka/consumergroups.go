@@ -137,6 +137,9 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		return resp
 	}
 
+	if req.MemberEpoch == 0 && c.nativeMembers(ctx, req.Group) {
+		return fail(errGroupAuthorizationFailed, "a native consumer group of that name has members")
+	}
 	infos, read, code, msg := c.readTopics(ctx, req.Group, req.SubscribedTopicNames, regex != nil)
 	if code != errNone {
 		return fail(code, msg)

@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -389,4 +390,37 @@ func TestGroups_CommitFencing(t *testing.T) {
 	assert.Empty(t, offs, "nothing stored")
 
 	assert.Equal(t, int16(0), commit(j.Generation, j.MemberID, 5), "the member of the generation")
+}
+
+// TestGroups_JoinRefusedWhileANativeGroupOfThatNameHasMembers: a native
+// consumer group's own commits rule its offsets, so a Kafka member could
+// consume under its name but never commit. Its join is refused with
+// GROUP_AUTHORIZATION_FAILED (classic JoinGroup and KIP-848 heartbeat
+// alike) while the native group has members, and taken once it has none.
+func TestGroups_JoinRefusedWhileANativeGroupOfThatNameHasMembers(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 2})
+	ctx := testCtx(t)
+	c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "billing", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(context.Context, *equeue.Message) error { return nil }})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	b := kclient(t, addr).SeedBrokers()[0]
+	join := func() int16 {
+		jg := kmsg.NewPtrJoinGroupRequest()
+		jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "billing", 30000, 1000, "consumer"
+		jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+		resp, err := b.Request(ctx, jg)
+		require.NoError(t, err)
+		return resp.(*kmsg.JoinGroupResponse).ErrorCode
+	}
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "billing", "m1", 0, 30000
+	hb.SubscribedTopicNames = []string{"t"}
+	resp, err := b.Request(ctx, hb)
+	require.NoError(t, err)
+	assert.Equal(t, kerr.GroupAuthorizationFailed.Code, resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode, "KIP-848")
+	assert.Equal(t, kerr.GroupAuthorizationFailed.Code, join(), "classic")
+
+	require.NoError(t, c.Close())
+	assert.Equal(t, int16(0), join(), "no native member left")
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
@@ -20,6 +21,34 @@ import (
 // described as Empty, as Kafka does.
 type groupLister interface {
 	Groups(ctx context.Context) ([]equeue.GroupInfo, error)
+}
+
+// groupDescriber is the optional capability of describing one of the
+// engine's groups (equeue.Engine.Group): with it, a join is refused while a
+// native group of that name has members (nativeMembers).
+type groupDescriber interface {
+	Group(ctx context.Context, name string) (equeue.GroupInfo, error)
+}
+
+// nativeMembers reports whether the engine has a native consumer group of
+// that name with live members. Such a group's own commits rule its offsets
+// (Engine.CommitGroupOffsets refuses others with equeue.ErrFenced), so a
+// Kafka member joining under its name would consume without ever being
+// able to commit. Without the capability, or when the engine cannot say,
+// it reports false and the commits are refused as before.
+func (c *coordinator) nativeMembers(ctx context.Context, group string) bool {
+	gd, ok := c.s.b.(groupDescriber)
+	if !ok {
+		return false
+	}
+	gi, err := gd.Group(ctx, group)
+	if err != nil {
+		if !errors.Is(err, equeue.ErrGroupNotFound) {
+			c.s.log.Warn("kafka: describe group", "group", group, "err", err)
+		}
+		return false
+	}
+	return len(gi.Members) > 0
 }
 
 // storedGroups returns the names of the engine's groups that have no

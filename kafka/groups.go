@@ -340,6 +340,9 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 	case len(req.Protocols) == 0 || req.ProtocolType == "":
 		resp.ErrorCode = errInconsistentGroupProtocol
 		return resp
+	case c.nativeMembers(ctx, req.Group):
+		resp.ErrorCode = errGroupAuthorizationFailed // as its commits would be
+		return resp
 	}
 	c.lock()
 	if cg := c.cgroups[req.Group]; cg != nil && len(cg.members) > 0 {
