@@ -85,7 +85,7 @@ func (a *auth) who(w http.ResponseWriter, r *http.Request) viewer {
 		}
 	}
 	if a.tokens != nil && !v.known {
-		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if tok, ok := bearerToken(r); ok {
 			sum := sha256.Sum256([]byte(tok))
 			if rights, ok := a.tokens[sum]; ok {
 				v.known, v.rights = true, rights
@@ -106,6 +106,17 @@ func (a *auth) who(w http.ResponseWriter, r *http.Request) viewer {
 	}
 	v.csrf = a.csrfFor(v.identity)
 	return v
+}
+
+// bearerToken returns the token of an "Authorization: Bearer" header. The
+// scheme is case-insensitive (RFC 9110); another scheme, such as the Basic
+// credentials a proxy in front of the console asks for, is no bearer token.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
 }
 
 func (a *auth) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
@@ -225,9 +236,13 @@ func (c *Console) act(f pageFunc) http.Handler {
 
 // bearerOK answers a request whose bearer token is unknown (401) or comes
 // from an address with too many failures (429), and counts the failure: a
-// bearer header is throttled like the login form.
+// bearer header is throttled like the login form. A request without a
+// bearer token (none, or another scheme's credentials) passes.
 func (c *Console) bearerOK(w http.ResponseWriter, r *http.Request, v viewer) bool {
-	if c.auth.tokens == nil || r.Header.Get("Authorization") == "" || v.session {
+	if c.auth.tokens == nil || v.session {
+		return true
+	}
+	if _, ok := bearerToken(r); !ok {
 		return true
 	}
 	addr, now := clientAddr(r), time.Now()

@@ -146,3 +146,27 @@ func TestConsole_LoginIsThrottledAfterFailures(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, s.get(t, prefix, "Authorization", "Bearer admin-secret").status)
 	assert.Equal(t, http.StatusTooManyRequests, login(t, s, "admin-secret", prefix).status)
 }
+
+// TestConsole_OtherAuthorizationSchemesAreNotBearerTokens serves the console
+// behind a proxy that asks for HTTP Basic authentication, so every request
+// carries "Authorization: Basic": that is no unknown bearer token, and the
+// visitor signs in on the form as usual. The scheme is case-insensitive.
+func TestConsole_OtherAuthorizationSchemesAreNotBearerTokens(t *testing.T) {
+	e := openEngine(t)
+	s := serve(t, e, console.Options{Tokens: tokens})
+	basic := []string{"Authorization", "Basic b3BzOnByb3h5LXBhc3N3b3Jk"}
+	for range 12 {
+		pg := s.get(t, prefix, basic...)
+		require.Equal(t, http.StatusSeeOther, pg.status, pg.body)
+		assert.Equal(t, prefix+"login?next="+url.QueryEscape(prefix), pg.header.Get("Location"))
+	}
+	lp := s.get(t, prefix+"login", basic...)
+	require.Equal(t, http.StatusOK, lp.status)
+	pg := s.post(t, prefix+"login", url.Values{"csrf": {csrf(t, lp)}, "token": {"admin-secret"}, "next": {prefix}}, basic...)
+	require.Equal(t, http.StatusSeeOther, pg.status, "not throttled by the proxy's header: %s", pg.body)
+	assert.Equal(t, http.StatusOK, s.get(t, prefix, basic...).status, "signed in")
+
+	s = serve(t, e, console.Options{Tokens: tokens})
+	assert.Equal(t, http.StatusOK, s.get(t, prefix, "Authorization", "bearer watcher-secret").status)
+	assert.Equal(t, http.StatusOK, s.get(t, prefix, "Authorization", "BEARER watcher-secret").status)
+}
