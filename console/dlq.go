@@ -124,7 +124,7 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	back := c.prefix + "groups/" + url.PathEscape(group) + "/dlq"
 	if r.PostFormValue("confirm") != "1" {
-		d := confirmData{Action: r.URL.Path, Button: "Redrive", Cancel: back, Fields: []field{{"rate", r.PostFormValue("rate")}}}
+		d := confirmData{Action: r.URL.EscapedPath(), Button: "Redrive", Cancel: back, Fields: []field{{"rate", r.PostFormValue("rate")}}}
 		if all {
 			d.Heading = "Redrive every dead letter of " + group + "?"
 			d.Fields = append(d.Fields, field{"all", "1"})

@@ -106,7 +106,7 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request, v viewer)
 		c.confirm(w, r, v, confirmData{
 			Heading: "Reset the offsets of group " + name + "?",
 			Detail:  "Move the group " + what + ". Live members restart from the new offsets at once.",
-			Action:  r.URL.Path, Button: "Reset offsets", Cancel: back, Fields: fields,
+			Action:  r.URL.EscapedPath(), Button: "Reset offsets", Cancel: back, Fields: fields,
 		})
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -270,4 +271,43 @@ func TestConsole_FlashShowsOnlyKnownText(t *testing.T) {
 	assert.NotContains(t, pg.body, `class="flash"`)
 	pg = s.get(t, prefix+"?done=redrive:3")
 	assert.Contains(t, pg.body, fmt.Sprintf("%d dead letter(s) sent back", 3))
+}
+
+// TestConsole_ConfirmPostsToTheEscapedPath closes a queue of the retry topic
+// of a group whose name starts with two hex digits: the confirmation form
+// posts to the path the request had, not to one where "%ca" of
+// "%RETRY%cafe" reads as an escape.
+func TestConsole_ConfirmPostsToTheEscapedPath(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t)
+	require.NoError(t, e.CreateTopic(ctx, "jobs", 1))
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Send(ctx, &equeue.Message{Topic: "jobs", Body: []byte("resize image 42")})
+	require.NoError(t, err)
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "cafe", Member: "m1", Subscriptions: []equeue.Subscription{{Topic: "jobs"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 1)
+	grant := a.Queues[0]
+	_, err = e.Pull(ctx, &equeue.PullRequest{Topic: "jobs", Queue: grant.Queue, Group: "cafe", Member: "m1", Epoch: grant.Epoch})
+	require.NoError(t, err)
+	_, err = e.SendBack(ctx, &equeue.SendBackRequest{Group: "cafe", Member: "m1", Grant: grant, Offset: 0, Attempts: 1, Cause: "timed out"})
+	require.NoError(t, err)
+	rt := equeue.RetryTopic("cafe")
+	eventually(t, 10*time.Second, func() bool { _, err := e.Topic(ctx, rt); return err == nil }, "the retry topic exists")
+
+	s := serve(t, e, console.Options{})
+	path := prefix + "topics/" + url.PathEscape(rt) + "/queues/0/writable"
+	tok := csrf(t, s.get(t, prefix+"topics/"+url.PathEscape(rt)))
+	pg := s.post(t, path, url.Values{"csrf": {tok}, "writable": {"false"}})
+	require.Equal(t, http.StatusOK, pg.status, pg.body)
+	m := regexp.MustCompile(`<form method="post" action="([^"]*)"[^>]*id="confirm-form"`).FindStringSubmatch(pg.body)
+	require.NotNil(t, m, "a confirmation form")
+	assert.Equal(t, path, m[1])
+	pg = s.post(t, m[1], url.Values{"csrf": {tok}, "writable": {"false"}, "confirm": {"1"}})
+	require.Equal(t, http.StatusSeeOther, pg.status, pg.body)
+	ti, err := e.Topic(ctx, rt)
+	require.NoError(t, err)
+	assert.False(t, ti.Queues[0].Writable, "closed")
 }

@@ -89,7 +89,7 @@ func (c *Console) setWritable(w http.ResponseWriter, r *http.Request, v viewer) 
 		c.confirm(w, r, v, confirmData{
 			Heading: fmt.Sprintf("Close queue %d of %s to producers?", q, name),
 			Detail:  "Producers stop sending to this queue; consumers still receive what it holds. You can open it again.",
-			Action:  r.URL.Path, Button: "Close queue", Cancel: back,
+			Action:  r.URL.EscapedPath(), Button: "Close queue", Cancel: back,
 			Fields: []field{{"writable", "false"}},
 		})
 		return
@@ -113,6 +113,8 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, to, what string) 
 }
 
 // confirmData is a confirmation page: the same POST again with confirm=1.
+// Action is the request's escaped path: unescaped, the path of an engine
+// topic ("%RETRY%cafe") would read as other escapes ("%ca").
 type confirmData struct {
 	Heading string
 	Detail  string
