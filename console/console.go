@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -54,8 +55,9 @@ type delayedLister interface {
 // Options configure a console. The zero value serves at "/" with every
 // action enabled and no authentication of its own.
 type Options struct {
-	// Prefix is the path the console is mounted at, such as "/admin/".
-	// Empty means "/". Leading and trailing slashes are added when missing.
+	// Prefix is the path the console is mounted at, such as "/admin/",
+	// unescaped: "/ops console/" is served at "/ops%20console/". Empty
+	// means "/". Leading and trailing slashes are added when missing.
 	Prefix string
 	// ReadOnly registers no route that changes anything: the console only
 	// shows.
@@ -90,7 +92,8 @@ const (
 type Console struct {
 	b       Broker
 	o       Options
-	prefix  string
+	prefix  string // Options.Prefix cleaned and escaped: links, routes, cookies
+	path    string // the same unescaped, as r.URL.Path has it
 	mux     *http.ServeMux
 	pages   map[string]*template.Template
 	auth    *auth
@@ -101,7 +104,8 @@ type Console struct {
 
 // New returns the console for b. See Options for what can be set.
 func New(b Broker, o Options) http.Handler {
-	c := &Console{b: b, o: o, prefix: cleanPrefix(o.Prefix), rates: newRates(), started: time.Now()}
+	c := &Console{b: b, o: o, path: cleanPrefix(o.Prefix), rates: newRates(), started: time.Now()}
+	c.prefix = escapeSegments(c.path)
 	if c.o.Title == "" {
 		c.o.Title = "equeue"
 	}
@@ -120,7 +124,7 @@ func New(b Broker, o Options) http.Handler {
 	c.auth = newAuth(o.Tokens, c.o.SessionTTL, c.prefix)
 	c.pages = c.parsePages()
 	sub, _ := fs.Sub(staticFS, "static") // the directory is embedded: cannot fail
-	c.static = http.StripPrefix(c.prefix+"static/", http.FileServerFS(sub))
+	c.static = http.StripPrefix(c.path+"static/", http.FileServerFS(sub))
 	c.routes()
 	return c
 }
@@ -132,6 +136,17 @@ func cleanPrefix(p string) string {
 		return p
 	}
 	return p + "/"
+}
+
+// escapeSegments escapes each segment of a clean path, so that a prefix
+// holding a space or a brace is a literal in the routes' patterns (which
+// would otherwise not parse) and a valid URL in links.
+func escapeSegments(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
 }
 
 func (c *Console) routes() {
@@ -165,7 +180,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	if !strings.HasPrefix(r.URL.Path, c.prefix) {
+	if !strings.HasPrefix(r.URL.Path, c.path) {
 		c.notFound(w, r)
 		return
 	}

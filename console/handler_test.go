@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -310,4 +311,32 @@ func TestConsole_ConfirmPostsToTheEscapedPath(t *testing.T) {
 	ti, err := e.Topic(ctx, rt)
 	require.NoError(t, err)
 	assert.False(t, ti.Queues[0].Writable, "closed")
+}
+
+// TestConsole_PrefixIsAnyPath mounts the console at prefixes a route
+// pattern cannot hold as they are (a space, braces): New does not panic,
+// and the console serves at the escaped path and links there.
+func TestConsole_PrefixIsAnyPath(t *testing.T) {
+	e := openEngine(t)
+	for _, pfx := range []string{"ops console", "{tenant}", "a{", "x;y/z"} {
+		var h http.Handler
+		require.NotPanics(t, func() { h = console.New(e, console.Options{Prefix: pfx}) }, pfx)
+		srv := httptest.NewServer(h)
+		s := &site{srv: srv, hc: srv.Client()}
+		at := (&url.URL{Path: "/" + pfx + "/"}).EscapedPath()
+		pg := s.get(t, at)
+		require.Equal(t, http.StatusOK, pg.status, "%s: %s", at, pg.body)
+		for _, l := range urlAttrRE.FindAllStringSubmatch(pg.body, -1) {
+			if strings.HasPrefix(l[1], "#") {
+				continue
+			}
+			u, err := url.Parse(l[1])
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(u.Path, "/"+pfx+"/"), "%s links to %q", pfx, l[1])
+		}
+		assert.Equal(t, http.StatusOK, s.get(t, at+"static/console.css").status, pfx)
+		assert.Equal(t, http.StatusOK, s.get(t, at+"delayed").status, pfx)
+		assert.Equal(t, http.StatusNotFound, s.get(t, "/elsewhere/").status, pfx)
+		srv.Close()
+	}
 }

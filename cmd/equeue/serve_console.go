@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -45,9 +47,12 @@ func (c *consoleAddon) attachEngine(*equeue.Engine) {}
 
 func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Context) error, error) {
 	prefix := "/"
-	if p := strings.Trim(c.prefix, "/"); p != "" {
+	if p := strings.Trim(path.Clean("/"+c.prefix), "/"); p != "" {
 		prefix = "/" + p + "/"
 	}
+	// The console's escaped path: a prefix with a space or a brace is a
+	// literal in the mux's pattern, as the console escapes it too.
+	pattern := (&url.URL{Path: prefix}).EscapedPath()
 	h := console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log})
 	lis, err := net.Listen("tcp", c.addr)
 	if err != nil {
@@ -60,7 +65,7 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 		env.log.Warn("the console shares the server's TLS settings: browsers must present a client certificate too")
 	}
 	mux := http.NewServeMux()
-	mux.Handle(prefix, h)
+	mux.Handle(pattern, h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: env.tls}
 	scheme := "http"
 	if env.tls != nil {
@@ -77,6 +82,6 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 			env.errc <- fmt.Errorf("console server: %w", err)
 		}
 	}()
-	env.log.Info("console", "url", scheme+"://"+lis.Addr().String()+prefix, "read-only", c.readOnly)
+	env.log.Info("console", "url", scheme+"://"+lis.Addr().String()+pattern, "read-only", c.readOnly)
 	return hs.Shutdown, nil
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestServe_Console(t *testing.T) {
@@ -82,4 +85,24 @@ func TestServe_Console(t *testing.T) {
 	if code := srv.stop(t); code != 0 {
 		t.Fatalf("serve exit code %d\n%s", code, srv.stderr)
 	}
+}
+
+// TestServe_ConsolePrefixWithASpace serves the console under a prefix that
+// is no valid route pattern as written: serve does not panic, and the
+// console answers at the escaped path.
+func TestServe_ConsolePrefixWithASpace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr, caddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--console", caddr, "--console-prefix", "ops console")
+	base := "http://" + caddr + "/ops%20console/"
+	eventually(t, 20*time.Second, "the console answers", func() bool {
+		require.False(t, srv.exited(), "serve exited: %v\n%s", srv.err, srv.stderr)
+		code, _, err := httpGet(base)
+		return err == nil && code == http.StatusOK
+	})
+	code, body, err := httpGet(base + "delayed")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, 0, srv.stop(t), "exit code")
 }
