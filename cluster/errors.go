@@ -28,3 +28,8 @@ func (e *NotLeaderError) Is(target error) bool { return target == equeue.ErrNotL
 // Leader returns the leader's client address, "" when unknown. Package
 // remote sends it to clients, which follow it.
 func (e *NotLeaderError) Leader() string { return e.LeaderAddr }
+
+// ErrUnknownServer is returned by RemoveServer and TransferLeadership for
+// a node ID the cluster's configuration does not hold: nothing was done.
+// It matches equeue.ErrInvalidArgument.
+var ErrUnknownServer = fmt.Errorf("%w: no server with this ID in the cluster's configuration", equeue.ErrInvalidArgument)

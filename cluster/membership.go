@@ -12,10 +12,18 @@ import (
 // Changing the cluster's voters. These run on the leader; a follower
 // refuses them with a *NotLeaderError.
 
-// raftFuture waits for f, or for ctx (the change may still happen then).
-func raftFuture(ctx context.Context, f raft.Future) error {
+// awaitChange waits for the configuration change f, or for ctx (the
+// change may still happen then). Whenever Raft gives the change's outcome,
+// even after ctx ended, the lease counts the voters of the configuration
+// as it then stands (lease.go): a removed server, which answers no more,
+// must stop counting toward the majority the lease needs.
+func (n *Node) awaitChange(ctx context.Context, f raft.Future) error {
 	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	go func() {
+		err := f.Error()
+		n.refreshVoters()
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		return err
@@ -41,47 +49,55 @@ func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
-	n.lease.addVoter(raft.ServerID(id)) // before it counts for Raft
-	err := raftFuture(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, changeTimeout))
-	var keep raft.ServerID
-	if ctx.Err() != nil {
-		keep = raft.ServerID(id)
-	}
-	n.refreshVoters(keep)
-	if err != nil {
+	// It counts for the lease before it counts for Raft, and until Raft
+	// gives the change's outcome (awaitChange).
+	n.lease.addVoter(raft.ServerID(id))
+	if err := n.awaitChange(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, changeTimeout)); err != nil {
 		return fmt.Errorf("cluster: add voter %s: %w", id, err)
 	}
 	return nil
 }
 
 // refreshVoters reads the voters of the latest configuration for the
-// lease (lease.go); keep, when not empty, still counts as a voter (a
-// change whose wait ended early may yet be applied by Raft).
-func (n *Node) refreshVoters(keep raft.ServerID) {
+// lease (lease.go).
+func (n *Node) refreshVoters() {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
 	}
-	cf := f.Configuration()
-	n.lease.setVoters(cf)
-	if keep != "" {
-		n.lease.addVoter(keep)
-	}
+	n.lease.setVoters(f.Configuration())
 }
 
-// RemoveServer removes the node id from the cluster.
+// RemoveServer removes the node id from the cluster. An id the
+// configuration does not hold is refused with ErrUnknownServer.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
-	if err := raftFuture(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, changeTimeout)); err != nil {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: remove server %s: %w", id, err)
+	}
+	if _, ok := findServer(f.Configuration(), id); !ok {
+		return fmt.Errorf("cluster: remove server %q: %w", id, ErrUnknownServer)
 	}
 	// Raft acts on the new configuration from the moment it is in the
 	// leader's log; once it is committed, the removed server no longer
-	// counts for the lease either.
-	n.refreshVoters("")
+	// counts for the lease either (awaitChange).
+	if err := n.awaitChange(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, changeTimeout)); err != nil {
+		return fmt.Errorf("cluster: remove server %s: %w", id, err)
+	}
 	return nil
+}
+
+// findServer returns the server of cf with the node ID id.
+func findServer(cf raft.Configuration, id string) (raft.Server, bool) {
+	for _, s := range cf.Servers {
+		if string(s.ID) == id {
+			return s, true
+		}
+	}
+	return raft.Server{}, false
 }
 
 // TransferLeadership hands leadership to another voter (to id when not
@@ -128,12 +144,10 @@ func (n *Node) serverAddr(id string) (raft.ServerAddress, error) {
 	if err := f.Error(); err != nil {
 		return "", err
 	}
-	for _, s := range f.Configuration().Servers {
-		if string(s.ID) == id {
-			return s.Address, nil
-		}
+	if s, ok := findServer(f.Configuration(), id); ok {
+		return s.Address, nil
 	}
-	return "", fmt.Errorf("cluster: no server %q in the configuration", id)
+	return "", fmt.Errorf("cluster: transfer leadership to %q: %w", id, ErrUnknownServer)
 }
 
 // Server is one member of the cluster's configuration.

@@ -65,6 +65,8 @@ func TestCluster_ServeAddProduceTransferRemove(t *testing.T) {
 	})
 	// A change asked of a follower is refused and names the leader.
 	fails(t, 1, "not the cluster leader", "cluster", "remove", "n1", "--admin", n2.admin)
+	// An ID the configuration does not hold is refused, not "removed".
+	fails(t, 1, "no server with this ID", "cluster", "remove", "n9", "--admin", n1.admin)
 
 	ok(t, "--server", n1.listen, "topic", "create", "orders", "--queues", "2")
 	ok(t, "--server", n1.listen, "produce", "orders", "hello")

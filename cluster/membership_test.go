@@ -1,0 +1,68 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+)
+
+// A removal whose caller stops waiting before Raft answers still ends the
+// removed server's part in the leader's lease: once the change is made,
+// the leader serves on with the voters left. Counting the removed server,
+// which no longer answers, a leader of two voters lost its lease for good
+// and refused every call.
+func TestNode_RemovalWhoseCallerLeftStillLeavesTheLease(t *testing.T) {
+	c := newCluster(t, 2, nil)
+	ctx := t.Context()
+	li := c.leaderIndex()
+	leader, other := c.nodes[li], c.id(1-li)
+	eventually(t, 10*time.Second, func() error { return leader.CreateTopic(ctx, "t", 1) })
+
+	gone, cancel := context.WithCancel(ctx)
+	cancel() // the caller stops waiting at once; Raft still makes the change
+	_ = leader.RemoveServer(gone, other)
+	eventually(t, 10*time.Second, func() error {
+		if s := leader.Status().Servers; len(s) != 1 {
+			return fmt.Errorf("servers %v", s)
+		}
+		return nil
+	})
+	c.stop(1 - li) // the removed node answers no more
+	// Past its last answer's part in a lease (nine tenths of the
+	// heartbeat timeout, 500 ms here).
+	time.Sleep(500 * time.Millisecond)
+	eventually(t, 5*time.Second, func() error {
+		_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("a")}}})
+		return err
+	})
+	require.True(t, leader.Status().LeaseHeld)
+}
+
+// Removing a server the configuration does not hold (a mistyped ID) is
+// refused as an invalid argument, and changes nothing: it reported
+// success, as if the server had left.
+func TestNode_RemovingAnUnknownServerIsRefused(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	leader := c.waitLeader()
+	before := leader.Status().LastLogIndex
+	err := leader.RemoveServer(t.Context(), "n9")
+	require.ErrorIs(t, err, cluster.ErrUnknownServer)
+	require.ErrorIs(t, err, equeue.ErrInvalidArgument)
+	require.Equal(t, before, leader.Status().LastLogIndex, "no configuration entry for a refused removal")
+	require.ErrorIs(t, leader.TransferLeadership(t.Context(), "n9"), cluster.ErrUnknownServer)
+
+	srv := httptest.NewServer(cluster.AdminHandler(leader))
+	defer srv.Close()
+	res, err := http.Post(srv.URL+"/cluster/remove?id=n9", "", nil)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+}
