@@ -219,3 +219,20 @@ func TestCluster_KafkaNeedsAnAddressToAdvertise(t *testing.T) {
 			"--cluster-id", "n1", "--cluster-raft", "127.0.0.1:0", "--cluster-bootstrap", "--kafka", kafka)
 	}
 }
+
+// Cluster options the node refuses come from the command line: a usage
+// error (exit 2), as the README promises for a wrong command line.
+func TestCluster_RefusedClusterFlagsAreUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		want  string
+		flags []string
+	}{
+		{"must name a host other nodes can dial", []string{"--cluster-raft", "0.0.0.0:7751"}},
+		{"missing port", []string{"--cluster-raft", "127.0.0.1"}},
+		{"want \"bolt\" or \"wal\"", []string{"--cluster-raft", "127.0.0.1:0", "--cluster-log-store", "ssd"}},
+		{"Peers that include this node", []string{"--cluster-raft", "127.0.0.1:0", "--cluster-bootstrap", "--cluster-peers", "n2=127.0.0.1:7752"}},
+	} {
+		args := append([]string{"serve", "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--cluster-id", "n1"}, tc.flags...)
+		fails(t, exitUsage, tc.want, args...)
+	}
+}

@@ -115,6 +115,10 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	}
 	node, err := cluster.Open(a.dir, copts)
 	if err != nil {
+		if errors.Is(err, equeue.ErrInvalidOptions) {
+			// Every option of the node comes from the command line.
+			return usageErrorf("%w", err)
+		}
 		return err
 	}
 	defer func() {
