@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -171,7 +172,10 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	case req.All:
 	case len(req.Offsets) > 0:
 		want = func(off int64) bool { return slices.Contains(req.Offsets, off) }
-		from, to = slices.Min(req.Offsets), slices.Max(req.Offsets)+1
+		from, to = slices.Min(req.Offsets), slices.Max(req.Offsets)
+		if to < math.MaxInt64 { // the largest offset has no end past it: refused below
+			to++
+		}
 	case req.To > req.From:
 		from, to = req.From, req.To
 	default:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -320,4 +321,22 @@ func TestDLQ_FirstFormatMarkGoesWithItsDLQTopic(t *testing.T) {
 	n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "the new dead letter is redriven")
+}
+
+// A redrive naming an offset past the dead letters is refused with
+// ErrInvalidArgument, also the largest offset there is (whose end, one
+// past it, does not fit an int64), rather than answered "0 sent".
+func TestDLQ_RedriveOfAnOffsetPastTheEndIsRefused(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	f := newDLQFixture(t, e)
+	f.fail(t, "x", 1) // dead letter 0
+	for _, off := range []int64{1, math.MaxInt64} {
+		n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{Offsets: []int64{0, off}})
+		assert.ErrorIs(t, err, equeue.ErrInvalidArgument, "offset %d", off)
+		assert.Zero(t, n)
+	}
+	n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{Offsets: []int64{0}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the dead letter is still there to redrive")
 }
