@@ -130,7 +130,9 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 	if g.model == Broadcasting {
 		members := map[string]bool{}
 		for k := range g.offsets {
-			members[k.member] = true
+			if g.ofModel(k) {
+				members[k.member] = true
+			}
 		}
 		for id := range g.members {
 			members[id] = true

@@ -262,10 +262,14 @@ func (c *coordinator) load() error {
 	for _, g := range lostMeta {
 		// Until a member joins, the group is taken to consume every topic
 		// it holds offsets of, so that retention keeping unconsumed
-		// messages (consumedBelow) still waits for it.
+		// messages (consumedBelow) still waits for it; offsets of members
+		// of their own say it was a broadcasting group.
 		var topics []string
 		for k := range g.offsets {
 			topics = append(topics, k.q.Topic)
+			if k.member != "" {
+				g.model = Broadcasting
+			}
 		}
 		slices.Sort(topics)
 		for _, t := range slices.Compact(topics) {

@@ -68,6 +68,14 @@ func (g *group) offsetKeyFor(memberID string, q QueueRef) offsetKey {
 	return offsetKey{q: q}
 }
 
+// ofModel reports whether k is an offset key of g's current model: a
+// member's own in a broadcasting group, the shared one in a clustering
+// group. A group whose first member after an empty spell joined with the
+// other model keeps the former model's offsets, but no member reads them:
+// they must not hold retention back or show as the group's progress.
+// g.mu must be held.
+func (g *group) ofModel(k offsetKey) bool { return (k.member != "") == (g.model == Broadcasting) }
+
 // CommitOffsets stores the next offset to consume of queues the member owns.
 // Offsets of queues it does not own under the given epoch, or of a topic
 // that was deleted, are refused with ErrFenced; the others are stored. The
@@ -356,7 +364,7 @@ func (c *coordinator) startsOfAddedQueues(topic string, from, to int) ([]store.M
 		}
 		members := map[string]bool{}
 		for k := range g.offsets {
-			if k.q.Topic == topic {
+			if k.q.Topic == topic && g.ofModel(k) {
 				members[k.member] = true
 			}
 		}
@@ -624,7 +632,9 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	if g.model == Broadcasting {
 		members := map[string]bool{}
 		for k := range g.offsets {
-			members[k.member] = true
+			if g.ofModel(k) {
+				members[k.member] = true
+			}
 		}
 		for id := range g.members {
 			members[id] = true

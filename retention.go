@@ -249,7 +249,7 @@ func (c *coordinator) consumedBelow(q QueueRef, cutoff int64) int64 {
 		if subscribed {
 			found := false
 			for k, off := range g.offsets {
-				if k.q == q {
+				if k.q == q && g.ofModel(k) {
 					found = true
 					cutoff = min(cutoff, off)
 				}

@@ -196,3 +196,48 @@ func TestRetention_KeepUnconsumedWaitsForEveryBroadcastMember(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), res.Deleted, "what both members committed")
 }
+
+// A group's model changes when its first member after an empty spell
+// joins with the other one. The offsets of the former model (a
+// broadcasting member's own, or a clustering group's shared one) are read
+// by nobody then, so they must not hold KeepUnconsumed retention back:
+// they used to, for good, and even GroupIdleTTL did not forget them in a
+// group turned clustering.
+func TestRetention_KeepUnconsumedIgnoresTheFormerModelsOffsets(t *testing.T) {
+	for _, from := range []equeue.MessageModel{equeue.Broadcasting, equeue.Clustering} {
+		to := equeue.Clustering
+		if from == equeue.Clustering {
+			to = equeue.Broadcasting
+		}
+		t.Run(from.String()+"-to-"+to.String(), func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			fillQueue(t, e, "t", 10)
+			consume := func(member string, model equeue.MessageModel, off int64) {
+				a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: member, Model: model,
+					Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest})
+				require.NoError(t, err)
+				require.Len(t, a.Queues, 1)
+				_, err = e.FetchOffsets(ctx, "g", member, a.Queues)
+				require.NoError(t, err)
+				require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: member,
+					Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: off}}}))
+			}
+			consume("old", from, 2)
+			require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "old"}))
+			consume("new", to, 10)
+
+			gi, err := e.Group(ctx, "g")
+			require.NoError(t, err)
+			require.Equal(t, to, gi.Model)
+			for _, q := range gi.Queues {
+				assert.Equal(t, int64(10), q.Committed, "row of %q: only the current model's offsets are shown", q.Owner)
+				assert.Zero(t, q.Lag, "row of %q", q.Owner)
+			}
+			res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Nanosecond, KeepUnconsumed: true})
+			require.NoError(t, err)
+			assert.Equal(t, int64(10), res.Deleted, "the group consumed everything under its current model")
+		})
+	}
+}
