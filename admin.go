@@ -107,10 +107,7 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 		}
 		gi.Members = append(gi.Members, mi)
 	}
-	queues := g.queues
-	if len(queues) == 0 {
-		queues = e.groups.subscribedQueues(g, nil)
-	}
+	queues := e.groups.queuesOf(g)
 	if len(queues) == 0 {
 		queues = g.offsetQueues() // a group coordinated outside the engine (extoffsets.go)
 	}

@@ -458,6 +458,17 @@ func (c *coordinator) subscribedQueues(g *group, dst []QueueRef) []QueueRef {
 	return dst
 }
 
+// queuesOf returns the queues of every existing topic g subscribes to. A
+// group with live members is rebalanced on every change of its topics, so
+// the list it keeps is current; one without is not (topicChanged skips
+// it), so its list is computed afresh. g.mu must be held.
+func (c *coordinator) queuesOf(g *group) []QueueRef {
+	if len(g.members) > 0 && len(g.queues) > 0 {
+		return g.queues
+	}
+	return c.subscribedQueues(g, nil)
+}
+
 // grantFree grants every unowned queue to its target member. g.mu must be held.
 func (g *group) grantFree() {
 	for q, id := range g.target {

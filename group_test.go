@@ -524,3 +524,52 @@ func TestPullConsumer_PositionMovesPastFilteredMessages(t *testing.T) {
 	_, ok = pc.Position(equeue.QueueRef{Topic: "t", Queue: 9})
 	assert.False(t, ok)
 }
+
+// A group with no live member is not rebalanced when its topics change,
+// so its remembered queue list went stale: Group (and the lag metrics)
+// left out queues added since its last member left, and ResetOffsets
+// did not move them (a reset to the latest message then still delivered
+// what they held) or failed outright once a subscribed topic was deleted.
+// Stopping the consumers and resetting is the usual way to reset a group.
+func TestAdmin_IdleGroupFollowsItsTopicsChanges(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	require.NoError(t, e.CreateTopic(ctx, "gone", 1))
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "b", Member: "m", Model: equeue.Broadcasting,
+		Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: "gone"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 2)
+	_, err = e.FetchOffsets(ctx, "b", "m", a.Queues)
+	require.NoError(t, err)
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "b", Member: "m"}))
+
+	// With no member left: a queue is added, and filled; a topic goes.
+	require.NoError(t, e.AddQueues(ctx, "t", 1))
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: []*equeue.Message{{Body: []byte("x")}, {Body: []byte("y")}}})
+	require.NoError(t, err)
+	require.NoError(t, e.DeleteTopic(ctx, "gone"))
+
+	gi, err := e.Group(ctx, "b")
+	require.NoError(t, err)
+	rows := map[equeue.QueueRef]equeue.GroupQueueInfo{}
+	for _, q := range gi.Queues {
+		rows[q.QueueRef] = q
+	}
+	added := equeue.QueueRef{Topic: "t", Queue: 1}
+	assert.Contains(t, rows, added, "the added queue is listed")
+	assert.Equal(t, int64(2), rows[added].Lag, "with its messages as lag")
+	assert.NotContains(t, rows, equeue.QueueRef{Topic: "gone", Queue: 0}, "the deleted topic is not")
+
+	require.NoError(t, e.ResetOffsets(ctx, "b", equeue.ResetRequest{To: equeue.ResetToLatest}), "a reset of the idle group")
+	a, err = e.JoinGroup(ctx, &equeue.JoinRequest{Group: "b", Member: "m", Model: equeue.Broadcasting,
+		Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	offs, err := e.FetchOffsets(ctx, "b", "m", a.Queues)
+	require.NoError(t, err)
+	for _, o := range offs {
+		if o.QueueRef == added {
+			assert.Equal(t, int64(2), o.Offset, "the reset moved the added queue to its end")
+		}
+	}
+}

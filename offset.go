@@ -593,9 +593,7 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.queues) == 0 {
-		g.queues = e.groups.subscribedQueues(g, g.queues)
-	}
+	g.queues = e.groups.queuesOf(g)
 	targets := map[QueueRef]int64{}
 	switch req.To {
 	case ResetToEarliest, ResetToLatest, ResetToTime:
