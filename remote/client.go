@@ -345,10 +345,7 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 		in := c.pullPB(req, req.Max, req.Wait)
 		if req.Wait > 0 && req.Group != "" {
 			// A group member's long-poll: one call carries all of them.
-			var resp *pb.PullResponse
-			if resp, err = c.mux.pull(ctx, in); err == nil {
-				res, err = pullResultFromPB(resp)
-			}
+			res, err = c.waitPull(ctx, in)
 		} else {
 			res, err = c.pullDirect(ctx, in)
 		}

@@ -30,8 +30,9 @@
 // and must be closed. Messages are batched on the wire (an Append carries
 // many messages, a Pull returns many); Pull and Heartbeat are long-polls
 // bounded by the request's wait and the call's deadline. The group
-// long-polls of all consumers on one Client travel in one PullMany call, so
-// a consumer costs the server the same whatever its number of queues, and
+// long-polls of all consumers on one Client travel in one PullMany call (up
+// to 4,096 of them; any more wait in Pull calls of their own), so a
+// consumer costs the server the same whatever its number of queues, and
 // every pull answer stays within the client's MaxMessageBytes. A message
 // answers only the pull of its queue: the others stay in the next call
 // until their own wait ends, so they do not come back empty and re-ask.

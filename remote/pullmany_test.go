@@ -147,3 +147,45 @@ func TestPullMany_OneMessageAnswersOnlyItsPull(t *testing.T) {
 	require.Equal(t, equeue.PullFound, second.res.Status, "the other pull came back empty")
 	assert.Equal(t, "second", string(second.res.Messages[0].Body))
 }
+
+// A client whose group members wait on more queues than one PullMany call
+// may carry (17 groups of a 256-queue topic: 4,352) still long-polls them
+// all: none is refused because the others are too many.
+func TestPullMany_MorePullsThanOneCallCarries(t *testing.T) {
+	ctx := ctxT(t)
+	e, c := setup(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", equeue.MaxQueuesPerTopic))
+	var grants []equeue.Grant
+	var groups []string
+	for i := range 17 {
+		g := fmt.Sprint("g", i)
+		a, err := c.JoinGroup(ctx, &equeue.JoinRequest{Group: g, Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+		require.NoError(t, err)
+		for _, q := range a.Queues {
+			grants = append(grants, q)
+			groups = append(groups, g)
+		}
+	}
+	require.Greater(t, len(grants), 4096)
+	errs := make([]error, len(grants))
+	var wg sync.WaitGroup
+	for i, g := range grants {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: g.Queue, Group: groups[i], Member: "m", Epoch: g.Epoch,
+				Wait: time.Second})
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for i, err := range errs {
+		if err != nil {
+			if failed == 0 {
+				t.Errorf("pull of %s %s: %v", groups[i], grants[i].QueueRef, err)
+			}
+			failed++
+		}
+	}
+	assert.Zero(t, failed, "pulls failed")
+}

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -19,7 +20,9 @@ import (
 // back because some of its queues had something, only those pulls are
 // answered: the others keep waiting, in the next call, until their own
 // wait ends, so one message does not send every idle pull of the client
-// round the loop again.
+// round the loop again. The call carries at most maxPullMany pulls, the
+// most the broker takes in one: a pull beyond them is a Pull call of its
+// own (Client.waitPull).
 type pullMux struct {
 	c       *Client
 	mu      sync.Mutex
@@ -84,7 +87,26 @@ func (m *pullMux) poke() {
 	}
 }
 
-// pull queues req and waits for its answer.
+// errMuxFull is pullMux.pull's answer when maxPullMany pulls wait
+// already: nothing was asked, and the caller pulls on its own.
+var errMuxFull = errors.New("remote: the client's PullMany call is full")
+
+// waitPull is a group member's long-poll: it joins the client's PullMany
+// call, or, when that carries maxPullMany pulls already (the most the
+// broker takes in one), is a Pull call of its own.
+func (c *Client) waitPull(ctx context.Context, in *pb.PullRequest) (equeue.PullResult, error) {
+	resp, err := c.mux.pull(ctx, in)
+	switch {
+	case errors.Is(err, errMuxFull):
+		return c.pullDirect(ctx, in)
+	case err != nil:
+		return equeue.PullResult{}, err
+	}
+	return pullResultFromPB(resp)
+}
+
+// pull queues req and waits for its answer. It answers errMuxFull at once
+// when maxPullMany pulls wait already.
 func (m *pullMux) pull(ctx context.Context, req *pb.PullRequest) (*pb.PullResponse, error) {
 	p := &muxPull{ctx: ctx, req: req, deadline: time.Now().Add(req.GetWait().AsDuration()), res: make(chan muxResult, 1)}
 	m.mu.Lock()
@@ -93,6 +115,10 @@ func (m *pullMux) pull(ctx context.Context, req *pb.PullRequest) (*pb.PullRespon
 		m.mu.Unlock()
 		return nil, equeue.ErrClosed
 	default:
+	}
+	if len(m.wait) >= maxPullMany {
+		m.mu.Unlock()
+		return nil, errMuxFull
 	}
 	m.wait = append(m.wait, p)
 	if !m.started {

@@ -121,12 +121,8 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 	}
 	if idleAnswer(res, req.Offset) {
 		// At the end of the queue: wait with the client's other pulls.
-		resp, err := ra.c.mux.pull(ctx, ra.c.pullPB(req, fetch, req.Wait))
-		if err != nil {
+		if res, err = ra.c.waitPull(ctx, ra.c.pullPB(req, fetch, req.Wait)); err != nil {
 			return equeue.PullResult{}, err
-		}
-		if res, err = pullResultFromPB(resp); err != nil {
-			return res, err
 		}
 	}
 	if res.Status != equeue.PullFound {
