@@ -167,7 +167,8 @@ type JoinRequest struct {
 	FromTime time.Time
 	// Strategy names the allocation strategy (package allocate); "" means "average".
 	Strategy string
-	// Incarnation is a token unique to one Start of the member. A join with
+	// Incarnation is a token unique to one consumer of the member ID (its
+	// Starts after a failed one keep it). A join with
 	// the member ID of a live member of another incarnation is refused with
 	// ErrMemberIDInUse. Empty means no check (clients that predate it).
 	Incarnation string

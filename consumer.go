@@ -272,7 +272,8 @@ type Consumer struct {
 	loopCtx    context.Context
 	loopCancel context.CancelFunc
 	crashed    atomic.Bool
-	// incarnation is this Start's token (see JoinRequest.Incarnation);
+	// incarnation is the consumer's token (see JoinRequest.Incarnation),
+	// made by its first Start and kept by the Starts after a failed one;
 	// replaced is set while another incarnation holds the member ID.
 	incarnation string
 	replaced    atomic.Bool
@@ -339,10 +340,13 @@ func (c *Consumer) subscriptions() []Subscription {
 
 // Start joins the group and returns once the queues granted at join time
 // are being consumed. Consumption goes on in the background until Close.
-// Each Start is a new incarnation of the member ID: while another consumer
-// with the same ID is live in the group, Start returns ErrMemberIDInUse (a
-// restart after a crash succeeds once the crashed one's session expired).
-// Start may be called again after it returned an error.
+// Each Consumer is a new incarnation of the member ID: while another
+// consumer with the same ID is live in the group, Start returns
+// ErrMemberIDInUse (a restart after a crash succeeds once the crashed
+// one's session expired). Start may be called again after it returned an
+// error; that Start is the same incarnation, so a join the broker took
+// but whose answer was lost (a remote broker's connection broke, or ctx
+// ended) does not hold the member ID against it.
 func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -354,7 +358,9 @@ func (c *Consumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: consumer already started", ErrInvalidArgument)
 	}
 	c.started = true
-	c.incarnation = newIncarnation()
+	if c.incarnation == "" {
+		c.incarnation = newIncarnation()
+	}
 	c.mu.Unlock()
 	a, err := c.b.JoinGroup(ctx, c.joinRequest())
 	if err != nil {

@@ -97,7 +97,10 @@ func NewPullConsumer(b Broker, opts PullConsumerOptions) (*PullConsumer, error) 
 // ID returns the member ID.
 func (pc *PullConsumer) ID() string { return pc.join.Member }
 
-// Start joins the group.
+// Start joins the group. Each PullConsumer is a new incarnation of the
+// member ID, as a Consumer is: a Start again after one that returned an
+// error is the same incarnation, so a join whose answer was lost does not
+// hold the member ID against it.
 func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
 	if pc.closed || pc.started {
@@ -105,7 +108,9 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: pull consumer closed or already started", ErrClosed)
 	}
 	pc.started = true
-	pc.join.Incarnation = newIncarnation()
+	if pc.join.Incarnation == "" {
+		pc.join.Incarnation = newIncarnation()
+	}
 	pc.mu.Unlock()
 	a, err := pc.b.JoinGroup(ctx, pc.join)
 	if err != nil {
