@@ -79,16 +79,18 @@ func (ra *readAhead) close() {
 	ra.wg.Wait()
 }
 
-// enabled reports whether req, a consumer's pull, is served here.
+// enabled reports whether req, a consumer's pull, is served here. A pull
+// whose Max the engine refuses (negative, or above equeue.MaxPullBatch)
+// goes to the broker as it is, to be refused as in-process.
 func (ra *readAhead) enabled(req *equeue.PullRequest) bool {
-	return ra.ahead >= 2 && req.Wait > 0 && req.Group != ""
+	return ra.ahead >= 2 && req.Wait > 0 && req.Group != "" && req.Max >= 0 && req.Max <= equeue.MaxPullBatch
 }
 
 // pull answers req, a consumer's long-poll.
 func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error) {
 	key := aheadKey{group: req.Group, member: req.Member, topic: req.Topic, filter: req.Filter, queue: toInt32(req.Queue)}
 	want := req.Max
-	if want <= 0 {
+	if want == 0 {
 		want = equeue.DefaultPullBatch
 	}
 	for {

@@ -166,3 +166,26 @@ func TestReadAhead_ConsumerGetsEveryMessageOnceInOrder(t *testing.T) {
 		})
 	}
 }
+
+// A member's long-poll with a negative Max is refused with
+// ErrInvalidArgument, as in-process, whether or not the client reads
+// ahead: reading ahead does not take it for the default batch.
+func TestReadAhead_NegativeMaxIsRefusedAsInProcess(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("m")}}})
+	require.NoError(t, err)
+	for name, b := range map[string]equeue.Broker{"inproc": e, "ahead": dial(t, s.addr, nil),
+		"no-ahead": dial(t, s.addr, &remote.ClientOptions{PullAhead: -1})} {
+		t.Run(name, func(t *testing.T) {
+			a, err := b.JoinGroup(ctx, &equeue.JoinRequest{Group: "g-" + name, Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g-" + name, Member: "m"}) })
+			_, err = b.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: "g-" + name, Member: "m", Epoch: a.Queues[0].Epoch,
+				Max: -1, Wait: time.Second})
+			assert.ErrorIs(t, err, equeue.ErrInvalidArgument)
+		})
+	}
+}
