@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -65,10 +66,11 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 // stored batches each pull's client reads.
 func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, versions []int32, limit int) (out *pb.PullManyResponse, found bool) {
 	out = &pb.PullManyResponse{Items: make([]*pb.PullManyItem, len(pulls))}
-	budget := limit - answerSlack
+	whole := limit - answerSlack
+	budget := whole
 	for i, p := range pulls {
 		if budget <= 0 {
-			out.Items[i] = &pb.PullManyItem{Response: &pb.PullResponse{Status: pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, NextOffset: p.Offset}}
+			out.Items[i] = laterPull(p)
 			continue
 		}
 		q := *p
@@ -78,6 +80,12 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		size := 0
 		if err == nil {
 			resp, size, err = sizedPullAnswer(res, budget, stored)
+		}
+		if err != nil && budget < whole && errors.Is(err, equeue.ErrMessageTooLarge) {
+			// Too large for what the earlier pulls left, not for the
+			// client: its next call starts with the whole limit.
+			out.Items[i] = laterPull(p)
+			continue
 		}
 		if err != nil {
 			out.Items[i] = &pb.PullManyItem{Error: pullError(err)}
@@ -92,6 +100,12 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		}
 	}
 	return out, found
+}
+
+// laterPull answers a pull that the call's answer has no room left for:
+// nothing new yet, from where it is.
+func laterPull(p *equeue.PullRequest) *pb.PullManyItem {
+	return &pb.PullManyItem{Response: &pb.PullResponse{Status: pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, NextOffset: p.Offset}}
 }
 
 // pullError carries one pull's error as its status would.

@@ -1,0 +1,61 @@
+package remote_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// The pulls of one PullMany call share the client's answer limit. A pull
+// whose first message no longer fits in what the earlier pulls left is
+// answered "nothing new" for now (its next call starts with the whole
+// limit), not with ErrMessageTooLarge: the message fits the client's
+// limit, and the error would make its consumer take it for one that never
+// does.
+func TestPullMany_APullPastTheSharedBudgetWaitsForTheNextCall(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	small := bytes.Repeat([]byte("s"), 1<<10)
+	for range 15 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: []*equeue.Message{{Body: small}}})
+		require.NoError(t, err)
+	}
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: []*equeue.Message{{Body: bytes.Repeat([]byte("L"), 8<<10)}}})
+	require.NoError(t, err)
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 2)
+	s := startServer(t, e, "", nil)
+	raw := rawClient(t, s.addr)
+
+	pulls := make([]*pb.PullRequest, 2)
+	for _, g := range a.Queues {
+		pulls[g.Queue] = &pb.PullRequest{Topic: "t", Queue: int32(g.Queue), Max: 32, Group: "g", Member: "m", Epoch: g.Epoch}
+	}
+	// Room for the 15 small messages and their slack, and 20 KiB more:
+	// the large message alone fits, not after the small ones.
+	const limit = 64<<10 + 20<<10
+	resp, err := raw.PullMany(ctx, &pb.PullManyRequest{Pulls: pulls, MaxAnswerBytes: limit})
+	require.NoError(t, err)
+	require.Len(t, resp.GetItems(), 2)
+	require.Nil(t, resp.GetItems()[0].GetError())
+	assert.Len(t, resp.GetItems()[0].GetResponse().GetMessages(), 15)
+	require.Nil(t, resp.GetItems()[1].GetError(), "the large message fits a call of its own")
+	assert.Equal(t, pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, resp.GetItems()[1].GetResponse().GetStatus())
+	assert.Equal(t, int64(0), resp.GetItems()[1].GetResponse().GetNextOffset(), "its position stays")
+
+	// The next call, with queue 0 past its messages, carries it.
+	pulls[0].Offset = 15
+	resp, err = raw.PullMany(ctx, &pb.PullManyRequest{Pulls: pulls, MaxAnswerBytes: limit})
+	require.NoError(t, err)
+	require.Nil(t, resp.GetItems()[1].GetError())
+	r := resp.GetItems()[1].GetResponse()
+	assert.Equal(t, pb.PullStatus_PULL_STATUS_FOUND, r.GetStatus())
+	assert.Equal(t, int64(1), r.GetNextOffset())
+}
