@@ -301,31 +301,96 @@ func (e *Engine) dedupLookup(b *batchState, t *topic, id string) (d dedupEntry, 
 	return d, false, true
 }
 
-// dedupCheck reports whether every ID of c is already in its topic's window
-// (and then fills c with the original position).
-func (e *Engine) dedupCheck(b *batchState, c *command) bool {
+// dedupCheck reports whether c is a duplicate: whether its topic's window
+// holds every message's ID where c would have put it, as one earlier
+// append stored them (in one queue, at consecutive offsets in c's order;
+// delayed, in one queue at one time). It then fills c with the original
+// position. An append whose IDs the window holds in part, or all but
+// stored apart, is refused with ErrPartialDuplicate: storing it would
+// store the IDs held again, and no one position answers for them. An
+// append with a message whose ID the engine generated is neither.
+func (e *Engine) dedupCheck(b *batchState, c *command) (bool, error) {
 	t := c.dedupTopic()
 	if t.dedup <= 0 || len(c.dedupIDs) == 0 || c.dedupBypass {
-		return false
+		return false, nil
 	}
-	var first dedupEntry
-	inBatch := false
-	for i, id := range c.dedupIDs {
-		if id == "" || len(id) > MaxIDBytes {
-			return false // a generated ID, or one never recorded (dedupRecord)
+	ids := c.dedupIDs
+	if slices.Contains(ids, "") {
+		// A message whose ID the engine generated: its append is never a
+		// duplicate, a retry of it could not be recognised (dedupIDsOf).
+		return false, nil
+	}
+	n := len(ids)
+	// The last message's entry is its own in an append stored as c (an ID
+	// c holds twice has its later message's): it gives where c starts.
+	last, lastPending, lastHeld := e.dedupFind(b, t, ids[n-1])
+	base := last.offset
+	if base >= 0 {
+		base -= int64(n - 1)
+	}
+	held, inBatch := 0, false
+	first, odd := -1, -1 // the first message held, and the first held out of place
+	for i, id := range ids {
+		d, pending, ok := last, lastPending, lastHeld
+		if i < n-1 {
+			d, pending, ok = e.dedupFind(b, t, id)
 		}
-		d, pending, ok := e.dedupLookup(b, t, id)
 		if !ok {
-			return false
+			continue
+		}
+		if held++; first < 0 {
+			first = i
 		}
 		inBatch = inBatch || pending
-		if i == 0 {
-			first = d
+		if odd < 0 && (!lastHeld || !inRun(ids, i, d, last, base)) {
+			odd = i
 		}
 	}
+	switch {
+	case held == 0:
+		return false, nil
+	case held < n:
+		return false, fmt.Errorf("%w: %q's window holds %d of the append's %d message IDs, %q among them",
+			ErrPartialDuplicate, t.name, held, n, ids[first])
+	case odd >= 0:
+		return false, fmt.Errorf("%w: %q's window holds the append's message IDs, but not as one append stored them (%q)",
+			ErrPartialDuplicate, t.name, ids[odd])
+	}
 	c.duplicate, c.dupInBatch = true, inBatch
-	c.dupQueue, c.first, c.storedAt = first.queue, first.offset, first.at
-	return true
+	c.dupQueue, c.first, c.storedAt = last.queue, base, last.at
+	return true, nil
+}
+
+// dedupFind is dedupLookup of the ID of one message of an append: none
+// for an ID too long to be recorded (dedupRecord).
+func (e *Engine) dedupFind(b *batchState, t *topic, id string) (d dedupEntry, inBatch, ok bool) {
+	if len(id) > MaxIDBytes {
+		return dedupEntry{}, false, false
+	}
+	return e.dedupLookup(b, t, id)
+}
+
+// inRun reports whether d, the entry of ids[i], is where an append of ids
+// stored message i, given the entry of its last message and where the
+// append starts (base; -1 for a delayed one).
+func inRun(ids []string, i int, d, last dedupEntry, base int64) bool {
+	if d.queue != last.queue {
+		return false
+	}
+	if last.offset < 0 {
+		return d.offset < 0 && d.at.Equal(last.at)
+	}
+	want := base + int64(i)
+	if d.offset != want {
+		// An ID that the append holds again later has that message's entry.
+		for j := len(ids) - 1; j > i; j-- {
+			if ids[j] == ids[i] {
+				want = base + int64(j)
+				break
+			}
+		}
+	}
+	return d.offset == want
 }
 
 // dedupRecord adds c's IDs to b: to its group for c's topic now, to the

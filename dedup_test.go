@@ -217,3 +217,104 @@ func TestDedup_LongIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestDedup_BatchPartlyInTheWindowStoresNothing: an append some of whose
+// IDs the window holds and some not is refused with ErrPartialDuplicate
+// and stores nothing (storing it stored the held IDs a second time), in
+// process and after a reopen; its new IDs stay new.
+func TestDedup_BatchPartlyInTheWindowStoresNothing(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: "a", Body: []byte("a")}}})
+	require.NoError(t, err)
+	for round := range 2 {
+		if round == 1 {
+			e = reopen()
+		}
+		for _, ms := range [][]*equeue.Message{
+			{{ID: "a", Body: []byte("a again")}, {ID: "b", Body: []byte("b")}},
+			{{ID: "b", Body: []byte("b")}, {ID: "a", Body: []byte("a again")}},
+			{{ID: "a", Body: []byte("a again")}, {ID: "b", Body: []byte("b")}, {ID: "b", Body: []byte("b")}, {Delay: time.Hour}},
+		} {
+			if ms[len(ms)-1].Delay > 0 { // delayed alike
+				ms = ms[:len(ms)-1]
+				for _, m := range ms {
+					m.Delay = time.Hour
+				}
+			}
+			r, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: ms})
+			require.ErrorIs(t, err, equeue.ErrPartialDuplicate, "%d messages: %+v", len(ms), r)
+		}
+		assert.Equal(t, []string{"a"}, queueBodies(t, e, "t", 0), "nothing stored again")
+		info, err := e.Delayed(ctx, 0)
+		require.NoError(t, err)
+		assert.Zero(t, info.Pending, "nothing delayed")
+	}
+}
+
+// TestDedup_BatchOfIDsStoredApartIsNotOneDuplicate: an append whose IDs
+// the window holds all, but not as one append stored them (in other
+// queues, another order, with other messages between), was answered as a
+// duplicate at the first ID's position, so its result put the others
+// where other messages are. It is refused with ErrPartialDuplicate; a
+// retry of the very append, an ID in it twice included, is a duplicate
+// at the append's own first position.
+func TestDedup_BatchOfIDsStoredApartIsNotOneDuplicate(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 2, DedupWindow: time.Hour}))
+	send := func(e *equeue.Engine, queue int, ids ...string) (equeue.AppendResult, error) {
+		ms := make([]*equeue.Message, len(ids))
+		for i, id := range ids {
+			ms[i] = &equeue.Message{ID: id, Body: []byte(id)}
+		}
+		return e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: queue, Messages: ms})
+	}
+	for _, s := range []struct {
+		queue int
+		ids   []string
+	}{{0, []string{"a"}}, {0, []string{"c"}}, {1, []string{"b"}}, {1, []string{"x", "y", "x"}}} {
+		_, err := send(e, s.queue, s.ids...)
+		require.NoError(t, err)
+	}
+	for round := range 2 {
+		if round == 1 {
+			e = reopen()
+		}
+		for _, ids := range [][]string{{"a", "b"}, {"c", "a"}, {"a", "x"}, {"x", "y"}} {
+			r, err := send(e, 0, ids...)
+			require.ErrorIs(t, err, equeue.ErrPartialDuplicate, "%v answered %+v", ids, r)
+		}
+		r, err := send(e, 0, "a", "c")
+		require.NoError(t, err, "stored as one append, in order")
+		assert.True(t, r.Duplicate)
+		assert.Equal(t, 0, r.Queue)
+		assert.Equal(t, int64(0), r.FirstOffset)
+		r, err = send(e, 0, "x", "y", "x")
+		require.NoError(t, err)
+		assert.True(t, r.Duplicate)
+		assert.Equal(t, 1, r.Queue)
+		assert.Equal(t, int64(1), r.FirstOffset, "the append's first position, not its last x's")
+		r, err = send(e, 0, "y", "x") // y and the later x are a run of one append
+		require.NoError(t, err)
+		assert.True(t, r.Duplicate)
+		assert.Equal(t, int64(2), r.FirstOffset)
+		assert.Equal(t, []string{"a", "c"}, queueBodies(t, e, "t", 0))
+		assert.Equal(t, []string{"b", "x", "y", "x"}, queueBodies(t, e, "t", 1))
+	}
+	// A delayed append's retry is a duplicate too: one queue, no offset.
+	delayed := []*equeue.Message{{ID: "d1", Delay: time.Hour}, {ID: "d2", Delay: time.Hour}}
+	first, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: delayed})
+	require.NoError(t, err)
+	e = reopen()
+	r, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: delayed})
+	require.NoError(t, err)
+	assert.True(t, r.Duplicate)
+	assert.True(t, r.Delayed)
+	assert.Equal(t, 1, r.Queue)
+	assert.Equal(t, first.StoredAt, r.StoredAt)
+	r, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: "d2", Delay: time.Hour}, {ID: "d1", Delay: time.Hour}}})
+	require.NoError(t, err, "delayed IDs have no offsets to be out of order in")
+	assert.True(t, r.Duplicate)
+}

@@ -106,5 +106,13 @@ var ErrNotLeader = errors.New("equeue: not the cluster leader")
 // stored.
 var ErrTopicFull = errors.New("equeue: topic full")
 
+// ErrPartialDuplicate is returned for an append to a topic with a dedup
+// window that holds some of the append's message IDs but not all, or all
+// but not as one append stored them (in one queue, at consecutive offsets,
+// in this order): storing it would store the IDs held a second time, and
+// no one position (AppendResult.FirstOffset) answers for them. Nothing was
+// stored; send the messages whose IDs are new in an append of their own.
+var ErrPartialDuplicate = errors.New("equeue: the dedup window holds the append's message IDs in part")
+
 // ErrHandlerPanic wraps a panic recovered from a message handler.
 var ErrHandlerPanic = errors.New("equeue: handler panicked")

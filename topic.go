@@ -325,8 +325,12 @@ type TopicOptions struct {
 	Queues int
 	// DedupWindow, when positive, makes the topic idempotent for messages
 	// with a producer-supplied ID: a send whose every message ID was stored
-	// in this topic within the window is acknowledged with the original
-	// queue and offsets and stores nothing again.
+	// in this topic within the window, as one send stored them (one queue,
+	// consecutive offsets, in this order), is acknowledged with the
+	// original queue and offsets and stores nothing again; one whose IDs
+	// the window holds in part, or stored apart, is refused with
+	// ErrPartialDuplicate and stores nothing. A send with a message without
+	// an ID is neither: it is stored, and the IDs it carries recorded.
 	DedupWindow time.Duration
 	// Priorities, when 2 or more, gives each queue that many priority
 	// lanes, 2 to MaxPriorities (see Message.Priority and priority.go):

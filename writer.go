@@ -366,7 +366,12 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 			c.err = fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, dest.topic.name)
 			continue
 		}
-		if e.dedupCheck(b, c) {
+		dup, err := e.dedupCheck(b, c)
+		if err != nil {
+			c.err = err
+			continue
+		}
+		if dup {
 			// The original may have been written without an fsync
 			// (SyncNever, SyncInterval, or earlier in this batch): a
 			// duplicate under SyncAlways is answered only once an fsync

@@ -69,7 +69,9 @@ func errorCode(err error) int16 {
 		return errRecordListTooLarge
 	case errors.Is(err, equeue.ErrQueueNotWritable):
 		return errInvalidPartitions
-	case errors.Is(err, equeue.ErrInvalidArgument):
+	case errors.Is(err, equeue.ErrInvalidArgument), errors.Is(err, equeue.ErrPartialDuplicate):
+		// A partial duplicate is refused for good: a retry of the batch
+		// meets the same dedup window.
 		return errInvalidRecord
 	case errors.Is(err, context.DeadlineExceeded):
 		return errRequestTimedOut

@@ -34,7 +34,8 @@ func TestErrorTable_EverySentinelRoundTrips(t *testing.T) {
 		equeue.ErrInvalidArgument, equeue.ErrTopicNotFound, equeue.ErrTopicExists, equeue.ErrQueueNotFound,
 		equeue.ErrQueueNotWritable, equeue.ErrMessageTooLarge, equeue.ErrBatchTooLarge, equeue.ErrInvalidFilter,
 		equeue.ErrCorrupt, equeue.ErrGroupNotFound, equeue.ErrNotMember, equeue.ErrFenced,
-		equeue.ErrSubscriptionMismatch, equeue.ErrHandlerPanic, equeue.ErrInvalidDelay, equeue.ErrIndeterminate} {
+		equeue.ErrSubscriptionMismatch, equeue.ErrHandlerPanic, equeue.ErrInvalidDelay, equeue.ErrIndeterminate,
+		equeue.ErrPartialDuplicate} {
 		found := false
 		for _, s := range sentinels {
 			found = found || s.err == e

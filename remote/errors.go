@@ -63,6 +63,7 @@ var sentinels = []sentinel{
 	{"SUBSCRIPTION_MISMATCH", equeue.ErrSubscriptionMismatch, codes.FailedPrecondition},
 	{"QUEUE_NOT_WRITABLE", equeue.ErrQueueNotWritable, codes.FailedPrecondition},
 	{"TOPIC_FULL", equeue.ErrTopicFull, codes.FailedPrecondition},
+	{"PARTIAL_DUPLICATE", equeue.ErrPartialDuplicate, codes.FailedPrecondition},
 	{"NO_SPACE", equeue.ErrNoSpace, codes.FailedPrecondition},
 	{"LOCKED", equeue.ErrLocked, codes.FailedPrecondition},
 	{"TOPIC_NOT_FOUND", equeue.ErrTopicNotFound, codes.NotFound},
