@@ -79,7 +79,10 @@ type Producer struct {
 	ttl    time.Duration
 	hooks  hookList
 	closed atomic.Bool
-	async  sync.WaitGroup
+	// async counts pending SendAsync calls; asyncMu orders their start
+	// with Close, so that none starts once Close waits for them.
+	asyncMu sync.RWMutex
+	async   sync.WaitGroup
 
 	routes sync.Map // topic -> *cachedRoute; read on every send, so lock-free
 	// lastRoute is the route a send used last: most producers send to one
@@ -131,7 +134,9 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 // fails waiting Requests with ErrClosed and deletes the reply topic.
 // Idempotent.
 func (p *Producer) Close() error {
+	p.asyncMu.Lock()
 	p.closed.Store(true)
+	p.asyncMu.Unlock()
 	p.stopRequester()
 	p.async.Wait()
 	if e := trackerOf(p.b); e != nil {
@@ -345,7 +350,13 @@ type asyncAppender interface {
 // be modified until then.
 func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	f := &SendFuture{done: make(chan struct{})}
+	if err := p.beginAsync(); err != nil {
+		f.err = err
+		close(f.done)
+		return f
+	}
 	if err := p.check(ctx, m); err != nil {
+		p.async.Done()
 		f.err = err
 		close(f.done)
 		return f
@@ -361,7 +372,6 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	aa := p.aa
 	q, err := p.pick(ctx, m, false, time.Now())
 	if aa == nil || err != nil {
-		p.async.Add(1)
 		go func() {
 			defer p.async.Done()
 			var res SendResult
@@ -370,7 +380,6 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		}()
 		return f
 	}
-	p.async.Add(1)
 	aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync, detached: true},
 		func(ar AppendResult, err error) {
 			if err != nil && routeRetryable(err) {
@@ -392,6 +401,18 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 			finish(sendResult(m.Topic, ar, 0), nil)
 		})
 	return f
+}
+
+// beginAsync counts a SendAsync call as pending, for Close to wait for,
+// or returns ErrClosed once Close has begun.
+func (p *Producer) beginAsync() error {
+	p.asyncMu.RLock()
+	defer p.asyncMu.RUnlock()
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	p.async.Add(1)
+	return nil
 }
 
 // ErrBusy is returned when a broker refuses a call for lack of capacity
