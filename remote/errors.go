@@ -81,6 +81,7 @@ var sentinels = []sentinel{
 	{"NOT_PULLED", equeue.ErrNotPulled, codes.FailedPrecondition},
 	{"MESSAGE_DELETED", equeue.ErrMessageDeleted, codes.FailedPrecondition},
 	{"CORRUPT", equeue.ErrCorrupt, codes.DataLoss},
+	{"UNSUPPORTED_FORMAT", equeue.ErrUnsupportedFormat, codes.DataLoss},
 	{"HANDLER_PANIC", equeue.ErrHandlerPanic, codes.Internal},
 	{"UNAUTHENTICATED", ErrUnauthenticated, codes.Unauthenticated},
 	{"PERMISSION_DENIED", ErrPermissionDenied, codes.PermissionDenied},
