@@ -59,7 +59,9 @@ type PullRequest struct {
 	// MaxBytes, when positive, bounds the stored size of the messages
 	// returned: the pull stops before a message that would pass it. A
 	// first message larger than MaxBytes fails with ErrMessageTooLarge.
-	// Zero means no bound beyond the engine's own read budget.
+	// Zero means no bound beyond the engine's own read budget. A remote
+	// client sends it with the pull (values above 2^31-1 are taken as
+	// 2^31-1) and reads such a pull from the broker, not ahead.
 	MaxBytes int
 
 	// Group, Member and Epoch fence the pull for a clustering consumer: the

@@ -366,6 +366,7 @@ func (c *Client) pullPB(req *equeue.PullRequest, max int, wait time.Duration) *p
 		Topic: req.Topic, Queue: toInt32(req.Queue), Offset: req.Offset, Max: toInt32(max), Filter: req.Filter,
 		Wait: durationPB(wait), Group: req.Group, Member: req.Member, Epoch: req.Epoch,
 		MaxAnswerBytes: int32(min(c.maxAnswer, math.MaxInt32)), StoredBatchVersion: equeue.StoredBatchVersion,
+		MaxBytes: toInt32(req.MaxBytes),
 	}
 }
 

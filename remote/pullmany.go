@@ -42,8 +42,11 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 		if err := nonNegative("pull max", int64(p.GetMax())); err != nil {
 			return nil, err
 		}
+		if err := nonNegative("pull max bytes", int64(p.GetMaxBytes())); err != nil {
+			return nil, err
+		}
 		pulls[i] = &equeue.PullRequest{Topic: p.GetTopic(), Queue: int(p.GetQueue()), Offset: p.GetOffset(), Max: int(p.GetMax()),
-			Filter: p.GetFilter(), Group: p.GetGroup(), Member: p.GetMember(), Epoch: p.GetEpoch()}
+			Filter: p.GetFilter(), Group: p.GetGroup(), Member: p.GetMember(), Epoch: p.GetEpoch(), MaxBytes: int(p.GetMaxBytes())}
 		versions[i] = p.GetStoredBatchVersion()
 	}
 	limit := v.s.answerLimit(int(req.GetMaxAnswerBytes()))
@@ -74,14 +77,19 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 			continue
 		}
 		q := *p
-		q.MaxBytes = budget
+		// The pull's own bound, when smaller, is the caller's to meet:
+		// a first message past it fails as in-process.
+		shared := p.MaxBytes <= 0 || budget < p.MaxBytes
+		if shared {
+			q.MaxBytes = budget
+		}
 		res, stored, err := pullBackend(ctx, v.e, &q, versions[i])
 		var resp *pb.PullResponse
 		size := 0
 		if err == nil {
 			resp, size, err = sizedPullAnswer(res, budget, stored)
 		}
-		if err != nil && budget < whole && errors.Is(err, equeue.ErrMessageTooLarge) {
+		if err != nil && shared && budget < whole && errors.Is(err, equeue.ErrMessageTooLarge) {
 			// Too large for what the earlier pulls left, not for the
 			// client: its next call starts with the whole limit.
 			out.Items[i] = laterPull(p)

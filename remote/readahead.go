@@ -81,9 +81,10 @@ func (ra *readAhead) close() {
 
 // enabled reports whether req, a consumer's pull, is served here. A pull
 // whose Max the engine refuses (negative, or above equeue.MaxPullBatch)
-// goes to the broker as it is, to be refused as in-process.
+// goes to the broker as it is, to be refused as in-process, and so does
+// one with a MaxBytes bound, which a read-ahead batch would not keep.
 func (ra *readAhead) enabled(req *equeue.PullRequest) bool {
-	return ra.ahead >= 2 && req.Wait > 0 && req.Group != "" && req.Max >= 0 && req.Max <= equeue.MaxPullBatch
+	return ra.ahead >= 2 && req.Wait > 0 && req.Group != "" && req.Max >= 0 && req.Max <= equeue.MaxPullBatch && req.MaxBytes == 0
 }
 
 // pull answers req, a consumer's long-poll.

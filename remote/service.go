@@ -110,6 +110,9 @@ func (v *service) pull(ctx context.Context, req *pb.PullRequest) (res equeue.Pul
 	if err := nonNegative("pull answer bytes", int64(req.GetMaxAnswerBytes())); err != nil {
 		return equeue.PullResult{}, nil, 0, err
 	}
+	if err := nonNegative("pull max bytes", int64(req.GetMaxBytes())); err != nil {
+		return equeue.PullResult{}, nil, 0, err
+	}
 	limit = v.s.answerLimit(int(req.GetMaxAnswerBytes()))
 	wait = spread(wait)
 	ctx, done := v.s.longPoll(ctx)
@@ -117,12 +120,21 @@ func (v *service) pull(ctx context.Context, req *pb.PullRequest) (res equeue.Pul
 	res, stored, err = pullBackend(ctx, v.e, &equeue.PullRequest{
 		Topic: req.GetTopic(), Queue: int(req.GetQueue()), Offset: req.GetOffset(), Max: int(req.GetMax()),
 		Filter: req.GetFilter(), Wait: wait, Group: req.GetGroup(), Member: req.GetMember(), Epoch: req.GetEpoch(),
-		MaxBytes: max(limit-answerSlack, 1),
+		MaxBytes: pullBytes(max(limit-answerSlack, 1), req),
 	}, req.GetStoredBatchVersion())
 	if err != nil {
 		return equeue.PullResult{}, nil, 0, v.s.stopped(ctx, err)
 	}
 	return res, stored, limit, nil
+}
+
+// pullBytes is the engine's MaxBytes for pull p with room for room bytes
+// of records: room, or the caller's own bound when that is smaller.
+func pullBytes(room int, p *pb.PullRequest) int {
+	if own := int(p.GetMaxBytes()); own > 0 && own < room {
+		return own
+	}
+	return room
 }
 
 func (v *service) SendBack(ctx context.Context, req *pb.SendBackRequest) (*pb.SendBackResponse, error) {

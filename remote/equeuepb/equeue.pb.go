@@ -971,8 +971,12 @@ type PullRequest struct {
 	// StoredBatchVersion); 0 means none. A broker whose batches the client
 	// reads may answer with stored instead of messages.
 	StoredBatchVersion int32 `protobuf:"varint,11,opt,name=stored_batch_version,json=storedBatchVersion,proto3" json:"stored_batch_version,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The caller's bound on the stored size of the messages answered
+	// (package equeue's PullRequest.MaxBytes); 0 means none. A first
+	// message larger than it fails the pull with MESSAGE_TOO_LARGE.
+	MaxBytes      int32 `protobuf:"varint,12,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PullRequest) Reset() {
@@ -1078,6 +1082,13 @@ func (x *PullRequest) GetMaxAnswerBytes() int32 {
 func (x *PullRequest) GetStoredBatchVersion() int32 {
 	if x != nil {
 		return x.StoredBatchVersion
+	}
+	return 0
+}
+
+func (x *PullRequest) GetMaxBytes() int32 {
+	if x != nil {
+		return x.MaxBytes
 	}
 	return 0
 }
@@ -5071,7 +5082,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x13stored_at_unix_nano\x18\x03 \x01(\x03R\x10storedAtUnixNano\x12\x10\n" +
 	"\x03ids\x18\x04 \x03(\tR\x03ids\x12\x18\n" +
 	"\adelayed\x18\x05 \x01(\bR\adelayed\x12\x1c\n" +
-	"\tduplicate\x18\x06 \x01(\bR\tduplicate\"\xca\x02\n" +
+	"\tduplicate\x18\x06 \x01(\bR\tduplicate\"\xe7\x02\n" +
 	"\vPullRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\x12\x16\n" +
@@ -5084,7 +5095,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x05epoch\x18\t \x01(\x03R\x05epoch\x12(\n" +
 	"\x10max_answer_bytes\x18\n" +
 	" \x01(\x05R\x0emaxAnswerBytes\x120\n" +
-	"\x14stored_batch_version\x18\v \x01(\x05R\x12storedBatchVersion\"\x98\x02\n" +
+	"\x14stored_batch_version\x18\v \x01(\x05R\x12storedBatchVersion\x12\x1b\n" +
+	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\"\x98\x02\n" +
 	"\fPullResponse\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.equeue.v1.PullStatusR\x06status\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.equeue.v1.MessageR\bmessages\x12\x1f\n" +
