@@ -162,6 +162,15 @@ func (e *Engine) appendWait(ctx context.Context, req *AppendRequest, c *command,
 	return ids, nil
 }
 
+// recordLimit is the most bytes one encoded record may take: the
+// engine's MaxMessageSize, or the store's value limit when smaller.
+func (e *Engine) recordLimit() int {
+	if v := e.limits.MaxValueSize; v > 0 && v < e.opts.MaxMessageSize {
+		return v
+	}
+	return e.opts.MaxMessageSize
+}
+
 // trimAfter trims the topic of a completed append to its limit: under
 // OverflowDropOldest the send that passed the limit trims before it
 // returns; a failed trim is retried by the next send.
@@ -336,8 +345,8 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 			}
 			rec = encodeRecord(m, id, born)
 		}
-		if len(rec) > e.opts.MaxMessageSize || (e.limits.MaxValueSize > 0 && len(rec) > e.limits.MaxValueSize) {
-			return nil, fmt.Errorf("%w: %d bytes encoded, limit %d", ErrMessageTooLarge, len(rec), e.opts.MaxMessageSize)
+		if limit := e.recordLimit(); len(rec) > limit {
+			return nil, fmt.Errorf("%w: message %d is %d bytes encoded, limit %d", ErrMessageTooLarge, i, len(rec), limit)
 		}
 		r.recs[i] = rec
 		ids[i] = id

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 // TestBadInput_DocumentedErrors feeds invalid input to every entry point:
@@ -135,4 +136,21 @@ func TestBadInput_DocumentedErrors(t *testing.T) {
 		require.NotPanics(t, func() { err = call() }, name)
 		assert.ErrorIs(t, err, equeue.ErrClosed, name)
 	}
+}
+
+// A message too large for the store's value limit, smaller than
+// MaxMessageSize, is refused naming its place in the batch and the limit
+// it passed, and nothing of the batch is stored.
+func TestBadInput_TooLargeNamesTheMessageAndTheLimitItPassed(t *testing.T) {
+	ctx := ctxT(t)
+	e, err := equeue.Open("", &equeue.Options{Store: store.NewMemoryWithLimits(store.Limits{MaxValueSize: 600})})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	msgs := []*equeue.Message{{Body: []byte("a")}, {Body: []byte("b")}, {Body: make([]byte, 700)}}
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+	require.ErrorIs(t, err, equeue.ErrMessageTooLarge)
+	assert.Contains(t, err.Error(), "message 2 ")
+	assert.Contains(t, err.Error(), "limit 600")
+	assert.Equal(t, int64(0), queueEnd(t, e, "t"))
 }
