@@ -13,8 +13,8 @@ const MinMemoryBudget = 16 * mib
 // the engine's own buffers (its write batch is bounded by the store's
 // Limits, about 10% of one memtable, so it follows the memtable share):
 //
-//   - memtables: B/16 each (at least 1 MiB), 2 waiting to flush plus the
-//     active one. Badger gives each an arena of about 1.3x its size, so a
+//   - memtables: B/16 each (at least 1 MiB, below 2 GiB, the most Badger
+//     addresses), 2 waiting to flush plus the active one. Badger gives each an arena of about 1.3x its size, so a
 //     write burst holds up to ~B/4; an idle store holds one arena.
 //   - table builders: base tables of 0.6x a memtable, the same size on
 //     every level (TableSizeMultiplier 1), so that a builder's first
@@ -51,7 +51,7 @@ const MinMemoryBudget = 16 * mib
 // before that; it costs CPU when the live heap nears it.
 func BudgetShares(budget int64) BadgerOptions {
 	o := DefaultBadgerOptions()
-	o.MemTableSize = max(budget/16/(64*kib)*(64*kib), 1*mib)
+	o.MemTableSize = max(min(budget/16, maxMemTableSize)/(64*kib)*(64*kib), 1*mib)
 	o.BaseTableSize = max(o.MemTableSize*6/10/(64*kib)*(64*kib), minBaseTableSize)
 	o.TableSizeMultiplier = 1
 	o.BlockCacheSize = budget / 8

@@ -50,7 +50,9 @@ type BadgerOptions struct {
 	// MemTableSize is the size of one memtable, the in-memory write buffer
 	// that is flushed to a level-0 table when full. It also fixes the
 	// largest atomic batch: Badger takes at most 15% of it in one
-	// transaction. Zero means 8 MiB; below 1 MiB is rejected.
+	// transaction. Zero means 8 MiB; below 1 MiB is rejected, and so is
+	// 2 GiB or more: Badger addresses a memtable and its log file (twice
+	// its size) with 32-bit offsets, which would wrap.
 	MemTableSize int64
 	// NumMemtables is how many full memtables may wait to be flushed
 	// before writes stall; one more is being filled. Zero means 2.
@@ -267,8 +269,16 @@ const (
 	minSegmentBytes         = 64
 	maxSegmentBytes         = 1 * mib
 	badgerMinVlogFileSize   = 1 * mib
-	badgerMaxVlogFileSize   = 2<<30 - 1
-	minBaseTableSize        = 256 * kib
+	// maxMemTableSize is the largest MemTableSize. Badger maps a
+	// memtable's log file at twice the memtable's size and keeps that
+	// size, and the offsets into the file and into the memtable's arena
+	// (about 1.3x its size), in 32 bits. It holds ValueLogFileSize, whose
+	// files are of the same kind, below 2 GiB, but checks no bound of
+	// MemTableSize: from 2 GiB the file's size wraps, and from about
+	// 3.5 GiB the offsets do, so writes land on earlier ones.
+	maxMemTableSize       = 2<<30 - 1
+	badgerMaxVlogFileSize = 2<<30 - 1
+	minBaseTableSize      = 256 * kib
 )
 
 // resolve replaces zero fields by their defaults and validates the result.
@@ -316,8 +326,8 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 
 	maxBatch, _ := badgerBatchLimits(o.MemTableSize)
 	switch {
-	case o.MemTableSize < 1*mib:
-		return o, invalidf("MemTableSize %d is below 1 MiB", o.MemTableSize)
+	case o.MemTableSize < 1*mib || o.MemTableSize > maxMemTableSize:
+		return o, invalidf("MemTableSize %d is outside [1 MiB, 2 GiB)", o.MemTableSize)
 	case o.NumMemtables < 1:
 		return o, invalidf("NumMemtables %d is below 1", o.NumMemtables)
 	case o.NumLevelZeroTables < 1:
