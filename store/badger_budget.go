@@ -1,7 +1,5 @@
 package store
 
-import "fmt"
-
 // MinMemoryBudget is the smallest memory budget WithBudget accepts (16 MiB):
 // below it a memtable would fall under Badger's 1 MiB floor (see
 // BudgetShares).
@@ -65,11 +63,12 @@ func BudgetShares(budget int64) BadgerOptions {
 
 // WithBudget returns o with every zero field filled from BudgetShares(budget):
 // fields set explicitly win over the budget. A budget below
-// MinMemoryBudget is refused. OpenBadger validates the result as any other
-// options (explicit fields may disagree with the budget's).
+// MinMemoryBudget is refused with an error matching ErrInvalidOptions.
+// OpenBadger validates the result as any other options (explicit fields
+// may disagree with the budget's).
 func (o BadgerOptions) WithBudget(budget int64) (BadgerOptions, error) {
 	if budget < MinMemoryBudget {
-		return o, fmt.Errorf("memory budget %d is below the floor of %d (16 MiB)", budget, MinMemoryBudget)
+		return o, invalidf("memory budget %d is below the floor of %d (16 MiB)", budget, MinMemoryBudget)
 	}
 	s := BudgetShares(budget)
 	fill(&o.MemTableSize, s.MemTableSize)

@@ -88,3 +88,13 @@ func TestBadgerOptionsRefuseBadTableShape(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrInvalidOptions, "%+v", o)
 	}
 }
+
+// A budget WithBudget refuses is refused as every other bad option is:
+// with an error matching ErrInvalidOptions.
+func TestBadgerWithBudget_RefusalMatchesErrInvalidOptions(t *testing.T) {
+	for _, b := range []int64{-1, 0, store.MinMemoryBudget - 1} {
+		_, err := store.BadgerOptions{}.WithBudget(b)
+		require.ErrorIs(t, err, store.ErrInvalidOptions, "budget %d", b)
+		require.ErrorContains(t, err, "below the floor", "budget %d", b)
+	}
+}
