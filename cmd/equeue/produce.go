@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -238,42 +239,126 @@ func sendInOrder(ctx context.Context, p *equeue.Producer, src lineSource, newMsg
 
 // sendPipelined keeps up to pipelineDepth sends in flight on an in-process
 // engine (which stores them in call order, so per-key order holds) and
-// prints each result, in input order, as soon as it is known.
+// prints each result, in input order, as soon as it is known. After a
+// failed send it sends no further line, prints the sends already in flight
+// that were stored, and returns the first failure.
 func sendPipelined(ctx context.Context, p *equeue.Producer, src lineSource, newMsg func(string) *equeue.Message, print func(equeue.SendResult) error) (int, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	futures := make(chan *equeue.SendFuture, pipelineDepth)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(futures)
-		for {
-			body, err := src.next()
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				readErr <- err
-				return
-			}
-			select {
-			case futures <- p.SendAsync(ctx, newMsg(body)):
-			case <-ctx.Done():
-				readErr <- nil
-				return
-			}
-		}
-	}()
+	pl := &pipeline{futures: make(chan *equeue.SendFuture, pipelineDepth), slots: make(chan struct{}, pipelineDepth),
+		stopped: make(chan struct{}), readErr: make(chan error, 1)}
+	go pl.read(ctx, p, src, newMsg)
 	n := 0
-	for f := range futures {
+	for f := range pl.futures {
 		res, err := f.Result(ctx)
+		<-pl.slots
 		if err != nil {
-			// The reader may be blocked on its input; leave it behind.
-			return n, fmt.Errorf("message %d: %w", n+1, err)
+			// The reader may be blocked on its input; leave it behind once
+			// the sends it started are accounted for.
+			pl.stop()
+			return n + pl.drain(ctx, print), fmt.Errorf("message %d: %w", n+1, err)
 		}
 		n++
 		if err := print(res); err != nil {
+			pl.stop()
 			return n, err
 		}
 	}
-	return n, <-readErr
+	return n, <-pl.readErr
+}
+
+// pipeline is the reading side of sendPipelined: it sends each line
+// asynchronously and queues the futures, in input order.
+type pipeline struct {
+	futures chan *equeue.SendFuture
+	slots   chan struct{} // one per future queued and not yet handled
+	readErr chan error    // the input's error (nil at its end), once
+	mu      sync.Mutex    // held while a send starts, so stop sees every one
+	stopped chan struct{}
+	done    bool // under mu: no send may start any more
+}
+
+// read sends the lines of src until its end, an error, a send refused at
+// once, or stop.
+func (pl *pipeline) read(ctx context.Context, p *equeue.Producer, src lineSource, newMsg func(string) *equeue.Message) {
+	defer close(pl.futures)
+	for {
+		body, err := src.next()
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			pl.readErr <- err
+			return
+		}
+		select {
+		case pl.slots <- struct{}{}:
+		case <-pl.stopped:
+			pl.readErr <- nil
+			return
+		}
+		f := pl.start(ctx, p, newMsg(body))
+		if f == nil || refusedAtOnce(f) {
+			// A refused line ends the input, as it does over a server.
+			pl.readErr <- nil
+			return
+		}
+	}
+}
+
+// start sends m and queues its future, unless the pipeline was stopped
+// (then it returns nil). The queue has room: read holds a slot for it.
+func (pl *pipeline) start(ctx context.Context, p *equeue.Producer, m *equeue.Message) *equeue.SendFuture {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.done {
+		return nil
+	}
+	f := p.SendAsync(ctx, m)
+	pl.futures <- f
+	return f
+}
+
+// stop ends the reading: once it returns, every send started is queued.
+func (pl *pipeline) stop() {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if !pl.done {
+		pl.done = true
+		close(pl.stopped)
+	}
+}
+
+// drain waits for the sends queued after stop, prints those stored and
+// returns how many it printed.
+func (pl *pipeline) drain(ctx context.Context, print func(equeue.SendResult) error) int {
+	n := 0
+	for {
+		var f *equeue.SendFuture
+		select {
+		case f = <-pl.futures:
+		default:
+		}
+		if f == nil {
+			return n
+		}
+		res, err := f.Result(ctx)
+		if err != nil {
+			continue
+		}
+		if print(res) != nil {
+			return n
+		}
+		n++
+	}
+}
+
+// refusedAtOnce reports whether f already failed: the broker refused the
+// message before taking it (too large, a bad name, ...).
+func refusedAtOnce(f *equeue.SendFuture) bool {
+	select {
+	case <-f.Done():
+		_, err := f.Result(context.Background())
+		return err != nil
+	default:
+		return false
+	}
 }
