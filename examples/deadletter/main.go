@@ -2,7 +2,9 @@
 // the consumer group "billing" on the topic "payments" of an engine
 // directory, charges each card number that passes the Luhn check and sends
 // the others to the group's dead letters with equeue.DeadLetter. It stops
-// once every stored payment was handled, and prints what it did.
+// once every payment the group had not handled yet was handled (all of
+// them on the first run; on a later one those stored or redriven since),
+// and prints what it did.
 //
 //	go run ./examples/deadletter ./data
 package main
@@ -48,9 +50,9 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	var stored int64
-	for _, q := range info.Queues {
-		stored += q.MaxOffset - q.MinOffset
+	stored, err := unhandled(ctx, eng, info)
+	if err != nil {
+		return err
 	}
 
 	var (
@@ -71,7 +73,10 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 			mu.Lock()
 			results = append(results, fmt.Sprintf("%s/%d:%d  %s  %s", m.Topic, m.Queue, m.Offset, m.Body, verdict))
 			mu.Unlock()
-			handled <- struct{}{}
+			select {
+			case handled <- struct{}{}:
+			default: // one more than counted (a delayed payment came due): never block
+			}
 			return herr
 		},
 	})
@@ -99,6 +104,34 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 		fmt.Fprintln(out, r)
 	}
 	return nil
+}
+
+// unhandled counts the payments the group billing has not handled yet:
+// every stored one for a new group, those past its commits otherwise (a
+// second run, or dead letters redriven since).
+func unhandled(ctx context.Context, eng *equeue.Engine, info equeue.TopicInfo) (int64, error) {
+	lag := map[int]int64{}
+	g, err := eng.Group(ctx, "billing")
+	switch {
+	case errors.Is(err, equeue.ErrGroupNotFound):
+	case err != nil:
+		return 0, err
+	default:
+		for _, q := range g.Queues {
+			if q.Topic == info.Name {
+				lag[q.Queue] = q.Lag
+			}
+		}
+	}
+	var n int64
+	for _, q := range info.Queues {
+		if l, ok := lag[q.ID]; ok {
+			n += l
+		} else {
+			n += q.MaxOffset - q.MinOffset
+		}
+	}
+	return n, nil
 }
 
 // luhn reports whether the digits of s pass the Luhn checksum.

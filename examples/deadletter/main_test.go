@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,4 +58,53 @@ func TestRun_DeadLettersInvalidCards(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	assert.Equal(t, "4111 1111 1111 1112", string(dls[0].Message.Body))
+}
+
+// A second run continues where the group stopped: it handles the payments
+// the group has not handled yet (here a redriven dead letter) and stops,
+// instead of waiting for every payment ever stored.
+func TestRun_ContinuesWhereTheGroupStopped(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	eng, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, eng.CreateTopic(ctx, "payments", 2))
+	p, err := equeue.NewProducer(eng, nil)
+	require.NoError(t, err)
+	for _, b := range []string{"4111 1111 1111 1111", "4111 1111 1111 1112"} {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "payments", Body: []byte(b)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, eng.Close())
+	require.NoError(t, run(ctx, dir, io.Discard))
+
+	// Nothing left: the second run stops at once and prints nothing.
+	var out bytes.Buffer
+	requireReturns(t, func() error { return run(ctx, dir, &out) })
+	assert.Empty(t, out.String())
+
+	// A redriven dead letter is a new payment for the group.
+	eng, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	n, err := eng.Redrive(ctx, "billing", equeue.RedriveRequest{All: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, eng.Close())
+	out.Reset()
+	requireReturns(t, func() error { return run(ctx, dir, &out) })
+	assert.Equal(t, "payments/1:1  4111 1111 1111 1112  dead letter: card number fails the Luhn check\n", out.String())
+}
+
+// requireReturns runs f and fails the test unless it returns nil well
+// before run's own one-minute limit.
+func requireReturns(t *testing.T, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run still waits for payments the group has handled")
+	}
 }
