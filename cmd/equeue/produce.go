@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -81,6 +82,12 @@ with (a delayed message gets its offset when it becomes visible).`,
 			if len(properties) == 0 {
 				properties = nil
 			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
 			var src lineSource
 			switch {
 			case bodyFile != "":
@@ -95,20 +102,14 @@ with (a delayed message gets its offset when it becomes visible).`,
 					return fmt.Errorf("--file: %w", err)
 				}
 				defer f.Close()
-				src = newLines(f)
+				src = interruptible(ctx, newLines(f))
 			case file == "-" || fromStdin:
-				src = newLines(a.stdin)
+				src = interruptible(ctx, newLines(a.stdin))
 			default:
 				src = &argLines{bodies: bodies}
 			}
 			newMsg := func(body string) *equeue.Message {
 				return &equeue.Message{ID: id, Topic: topic, Tag: tag, Keys: keys, Properties: properties, Body: []byte(body), Delay: delay, Priority: priority}
-			}
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
 			}
 			return a.withConn(readWrite, func(c *conn) error {
 				// The broker itself, not the conn wrapper: an in-process engine
@@ -214,6 +215,64 @@ func (s *scanLines) next() (string, error) {
 	return "", io.EOF
 }
 
+// ctxLines is a lineSource whose waits for input end with its context:
+// the source is read on a goroutine of its own, which a signal leaves
+// behind, so that Ctrl-C or SIGTERM ends a produce waiting on a pipe or
+// a terminal.
+type ctxLines struct {
+	ctx   context.Context
+	lines chan lineOrErr
+	end   error // once the source ended: its error, or io.EOF
+}
+
+type lineOrErr struct {
+	line string
+	err  error
+}
+
+// interruptible starts reading src ahead, one line at a time.
+func interruptible(ctx context.Context, src lineSource) *ctxLines {
+	s := &ctxLines{ctx: ctx, lines: make(chan lineOrErr)}
+	go func() {
+		for {
+			line, err := src.next()
+			select {
+			case s.lines <- lineOrErr{line, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+func (s *ctxLines) next() (string, error) {
+	if s.end != nil {
+		return "", s.end
+	}
+	select {
+	case l := <-s.lines:
+		if l.err != nil {
+			s.end = l.err
+		}
+		return l.line, l.err
+	case <-s.ctx.Done():
+		s.end = inputStopped(s.ctx)
+		return "", s.end
+	}
+}
+
+// inputStopped says why a wait for input ended with ctx.
+func inputStopped(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("--timeout passed while waiting for input: %w", ctx.Err())
+	}
+	return fmt.Errorf("interrupted while waiting for input: %w", ctx.Err())
+}
+
 // sendInOrder sends one message at a time, so messages of a key keep their
 // order over the network.
 func sendInOrder(ctx context.Context, p *equeue.Producer, src lineSource, newMsg func(string) *equeue.Message, print func(equeue.SendResult) error) (int, error) {
@@ -248,7 +307,7 @@ func sendPipelined(ctx context.Context, p *equeue.Producer, src lineSource, newM
 	go pl.read(ctx, p, src, newMsg)
 	n := 0
 	for f := range pl.futures {
-		res, err := f.Result(ctx)
+		res, err := sendOutcome(ctx, f)
 		<-pl.slots
 		if err != nil {
 			// The reader may be blocked on its input; leave it behind once
@@ -340,7 +399,7 @@ func (pl *pipeline) drain(ctx context.Context, print func(equeue.SendResult) err
 		if f == nil {
 			return n
 		}
-		res, err := f.Result(ctx)
+		res, err := sendOutcome(ctx, f)
 		if err != nil {
 			continue
 		}
@@ -348,6 +407,18 @@ func (pl *pipeline) drain(ctx context.Context, print func(equeue.SendResult) err
 			return n
 		}
 		n++
+	}
+}
+
+// sendOutcome is f's outcome, or ctx's error if ctx ends first. A send
+// already done gives its outcome even after ctx ended: a signal while
+// waiting for input must not hide where the lines before it were stored.
+func sendOutcome(ctx context.Context, f *equeue.SendFuture) (equeue.SendResult, error) {
+	select {
+	case <-f.Done():
+		return f.Result(context.Background())
+	default:
+		return f.Result(ctx)
 	}
 }
 
