@@ -488,7 +488,9 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 
 // SetQueueWritable opens or closes one queue to producers. A closed queue
 // keeps its messages and is still consumed, so it can be drained before it
-// is retired.
+// is retired: once a close returned, no send lands in the queue any more
+// (one that checked it open before is refused by the writer with
+// ErrQueueNotWritable, or stored before the close returns).
 func (e *Engine) SetQueueWritable(ctx context.Context, name string, queueID int, writable bool) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -515,7 +517,20 @@ func (e *Engine) SetQueueWritable(ctx context.Context, name string, queueID int,
 		return fmt.Errorf("equeue: set queue %s/%d writable=%v: %w", name, queueID, writable, err)
 	}
 	q.writable.Store(writable)
+	if !writable {
+		e.settleClosedQueue(ctx, q)
+	}
 	return notDurable(err, "set queue %s/%d writable=%v", name, queueID, writable)
+}
+
+// settleClosedQueue waits for the sends to q the writer took before it was
+// closed: the writer refuses those after (apply), so once this returns the
+// queue's end no longer moves but for due delayed messages. The close is
+// stored already, so the caller's context no longer cuts this short.
+func (e *Engine) settleClosedQueue(ctx context.Context, q *queue) {
+	if err := e.barrier(context.WithoutCancel(ctx)); err != nil {
+		e.log.Warn("waiting for sends to a closed queue", "topic", q.topic.name, "queue", q.id, "err", err)
+	}
 }
 
 // DeleteTopic deletes a topic, all its messages and every group's committed

@@ -366,6 +366,12 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 			c.err = fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, dest.topic.name)
 			continue
 		}
+		if c.kind != cmdMove && !dest.writable.Load() {
+			// Closed since the send checked it (SetQueueWritable): a due
+			// delayed message (cmdMove) was accepted before, and lands.
+			c.err = fmt.Errorf("%w: %s/%d", ErrQueueNotWritable, dest.topic.name, dest.id)
+			continue
+		}
 		dup, err := e.dedupCheck(b, c)
 		if err != nil {
 			c.err = err
