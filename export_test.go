@@ -79,3 +79,14 @@ func PullMarks(e *Engine) int { return e.marks.size() }
 
 // QueuedCommands returns how many commands wait in e's writer queue.
 func QueuedCommands(e *Engine) int { return len(e.writeCh) }
+
+// HoldGroupCommits holds the commit lock of group name, as an offset
+// commit in progress does, until the returned function runs.
+func HoldGroupCommits(e *Engine, name string) (release func()) {
+	g, err := e.groups.group(name)
+	if err != nil {
+		panic(err)
+	}
+	g.commitMu.Lock()
+	return g.commitMu.Unlock
+}

@@ -107,16 +107,7 @@ func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[Que
 		}
 	}
 	c := e.groups
-	c.mu.Lock()
-	g, created := c.groups[name], false
-	if g == nil {
-		g, created = newGroup(groupMeta{Name: name}), true
-		g.trackLeft = e.opts.GroupIdleTTL > 0
-		c.groups[name] = g
-	}
-	c.mu.Unlock()
-	g.commitMu.Lock()
-	g.mu.Lock()
+	g, created := c.lockForCommit(name)
 	if len(g.members) > 0 {
 		g.mu.Unlock()
 		g.commitMu.Unlock()
@@ -155,19 +146,20 @@ func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[Que
 	if err == nil {
 		err = e.storeOffsets(g, ops, set)
 	}
-	g.commitMu.Unlock() // deleteMarksAfter takes it per write
 	if err != nil && !errors.Is(err, ErrIndeterminate) && created {
+		// Still under commitMu: a commit that found g meanwhile stores
+		// its offsets only after g is dropped, in the name's next group.
 		g.mu.Lock()
-		empty := len(g.members) == 0 && len(g.offsets) == 0
-		g.mu.Unlock()
-		if empty {
+		if len(g.members) == 0 && len(g.offsets) == 0 {
 			c.mu.Lock()
 			if c.groups[name] == g {
 				delete(c.groups, name)
 			}
 			c.mu.Unlock()
 		}
+		g.mu.Unlock()
 	}
+	g.commitMu.Unlock() // deleteMarksAfter takes it per write
 	if err != nil {
 		return nil, fmt.Errorf("equeue: commit offsets of %q: %w", name, err)
 	}

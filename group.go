@@ -808,6 +808,40 @@ func (c *coordinator) lockForJoin(m groupMeta) (g *group, created bool) {
 	}
 }
 
+// lockForCommit returns group name with its commitMu and mu held, created
+// (empty) when it does not exist. A group that DeleteGroup removed while
+// this waited for its locks is not returned: the name's current group is,
+// so no offset is stored for a deleted group.
+func (c *coordinator) lockForCommit(name string) (g *group, created bool) {
+	for {
+		c.mu.Lock()
+		g = c.groups[name]
+		created = g == nil
+		if created {
+			g = newGroup(groupMeta{Name: name})
+			g.trackLeft = c.e.opts.GroupIdleTTL > 0
+			c.groups[name] = g
+		}
+		c.mu.Unlock()
+		g.commitMu.Lock()
+		g.mu.Lock()
+		if c.current(g) {
+			return g, created
+		}
+		g.mu.Unlock()
+		g.commitMu.Unlock()
+	}
+}
+
+// current reports whether g is still the group of its name: DeleteGroup
+// removes a group while holding its mu, so the answer holds while the
+// caller holds g.mu (lock order: g.mu, then c.mu).
+func (c *coordinator) current(g *group) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groups[g.name] == g
+}
+
 // saveGroupMeta stores m as g's configuration (see storeMeta for applied).
 // When the write did not reach the store and this join created g, g is
 // dropped, so the engine is as before the join. g.mu must be held; lock

@@ -593,6 +593,11 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !e.groups.current(g) {
+		// DeleteGroup deleted it while the reset waited: storing offsets
+		// now would leave keys of a group the engine no longer has.
+		return fmt.Errorf("%w: %q", ErrGroupNotFound, groupName)
+	}
 	g.queues = e.groups.queuesOf(g)
 	targets := map[QueueRef]int64{}
 	switch req.To {
