@@ -32,6 +32,13 @@ func TestAdmin_QueueCountsThatOverflowAreRefused(t *testing.T) {
 	_, err = e.Topic(ctx, "c")
 	assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "nothing created")
 
+	// A negative count whose product with the lanes wraps to a valid one.
+	negWraps := -(1 << 62) + 1 // times 4 lanes: 4 modulo 2^64
+	err = e.CreateTopicWith(ctx, "n", equeue.TopicOptions{Queues: negWraps, Priorities: 4})
+	require.ErrorIs(t, err, equeue.ErrInvalidArgument, "CreateTopicWith(Queues: %d, Priorities: 4)", negWraps)
+	_, err = e.Topic(ctx, "n")
+	assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "nothing created")
+
 	// len(queues)+n wrapping negative: refused before any metadata is
 	// written (it used to store a negative queue count and then try to
 	// allocate MaxInt queues).

@@ -371,7 +371,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	if queues == 0 {
 		queues = e.opts.DefaultQueues
 	}
-	if queues > MaxQueuesPerTopic { // before the product, which could wrap
+	if queues < 1 || queues > MaxQueuesPerTopic { // before the product, which could wrap
 		return fmt.Errorf("%w: queue count %d not in 1..%d", ErrInvalidArgument, queues, MaxQueuesPerTopic)
 	}
 	queues *= max(o.Priorities, 1) // one queue per lane
