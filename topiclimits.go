@@ -302,6 +302,13 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 	if t.deleted.Load() {
 		return nil
 	}
+	// The limits in force now: SetTopicLimits changes them under
+	// retain.mu, counting the bytes first when it sets a MaxBytes, and a
+	// cut under limits read before that would leave the count unknown
+	// (byteAccount.cut) under a MaxBytes.
+	if l = t.limits.Load(); !dropsOver(t, l) {
+		return nil
+	}
 	qs := t.queueList()
 	lens := make([]int64, len(qs))
 	mins := make([]int64, len(qs))
