@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"log/slog"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -48,6 +49,11 @@ type commitRelay struct {
 	// (snapinstall.go), before Raft sees the next call; set before Raft
 	// starts.
 	installed func(index, term uint64)
+	// clusterID, when set, returns this node's cluster ID ("" when it has
+	// none yet): calls of another cluster are refused (clusterid.go). Set
+	// before Raft starts, with log.
+	clusterID func() string
+	log       *slog.Logger
 
 	once     sync.Once
 	stopOnce sync.Once
@@ -75,6 +81,10 @@ func (r *commitRelay) run(in <-chan raft.RPC) {
 		case <-r.stop:
 			return
 		}
+		if err := r.refuseForeign(&rpc); err != nil {
+			rpc.Respond(nil, err)
+			continue
+		}
 		if args, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
 			verifiedCommit(args)
 		}
@@ -92,6 +102,29 @@ func (r *commitRelay) run(in <-chan raft.RPC) {
 			return
 		}
 	}
+}
+
+// refuseForeign returns an error matching ErrForeignCluster, and logs
+// it, when rpc carries entries or a snapshot of another cluster
+// (clusterid.go); Raft is then not to see it.
+func (r *commitRelay) refuseForeign(rpc *raft.RPC) error {
+	if r.clusterID == nil {
+		return nil
+	}
+	own := r.clusterID()
+	var err error
+	var from raft.RPCHeader
+	switch c := rpc.Command.(type) {
+	case *raft.AppendEntriesRequest:
+		err, from = foreignEntries(c, own), c.RPCHeader
+	case *raft.InstallSnapshotRequest:
+		err, from = checkSnapshot(rpc, own), c.RPCHeader
+	}
+	if err != nil && r.log != nil {
+		r.log.Error("refused a leader of another cluster: this node's directory holds another cluster's data; remove it from that cluster, or empty its directory to add it as a new node",
+			"leader", string(from.ID), "leader_addr", string(from.Addr), "err", err)
+	}
+	return err
 }
 
 // close stops relaying (after Raft shut down) and waits until it stopped.

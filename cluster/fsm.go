@@ -57,21 +57,29 @@ type fsmState struct {
 	// limits are the store limits of the leader of tenure (entryLimits);
 	// zero until its limits entry is applied.
 	limits store.Limits
+	// clusterID is the ID of the cluster this node's store belongs to
+	// (clusterid.go); "" until it applies an entry that carries one.
+	clusterID string
 }
 
 // encode writes the Kafka address only when there is one, or limits
-// follow: the state of a cluster without Kafka listeners keeps the
-// encoding it always had, and versions before the limits ignore them.
+// follow, and the limits only when set, or the cluster ID follows: the
+// state of a cluster without Kafka listeners keeps the encoding it always
+// had, and versions before the limits or the cluster ID ignore them.
 func (s fsmState) encode() []byte {
 	b := binary.BigEndian.AppendUint64(nil, s.applied)
 	b = binary.BigEndian.AppendUint64(b, s.tenure)
 	b = appendBytes(b, []byte(s.leaderID))
 	b = appendBytes(b, []byte(s.clientAddr))
-	if s.kafkaAddr != "" || s.limits != (store.Limits{}) {
+	withLimits := s.limits != (store.Limits{}) || s.clusterID != ""
+	if s.kafkaAddr != "" || withLimits {
 		b = appendBytes(b, []byte(s.kafkaAddr))
 	}
-	if s.limits != (store.Limits{}) {
+	if withLimits {
 		b = appendLimits(b, s.limits)
+	}
+	if s.clusterID != "" {
+		b = appendBytes(b, []byte(s.clusterID))
 	}
 	return b
 }
@@ -89,6 +97,9 @@ func decodeState(v []byte) (fsmState, error) {
 	}
 	if d.err == nil && len(d.b) > 0 {
 		s.limits = d.limits()
+	}
+	if d.err == nil && len(d.b) > 0 {
+		s.clusterID = string(d.bytes("cluster id"))
 	}
 	return s, d.err
 }
@@ -114,8 +125,8 @@ func (f *fsm) checkLimits(l store.Limits) error {
 
 // stateRoom is what the state op adds to a batch: one operation and at
 // most this many bytes (key, fixed fields, an ID and two addresses up to
-// 255 bytes each).
-const stateRoom = 64 + 3*(255+2)
+// 255 bytes each, a cluster ID).
+const stateRoom = 64 + 3*(255+2) + 2 + maxClusterIDBytes
 
 type fsm struct {
 	st  *store.Badger
@@ -289,6 +300,15 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 	if l.Index <= s.applied {
 		return nil // applied before a restart
 	}
+	id := entryClusterID(l)
+	if id != "" && s.clusterID != "" && id != s.clusterID {
+		// The relay refuses such entries (clusterid.go): this node's store
+		// belongs to another cluster, and takes nothing of this one.
+		if err := f.flush(g, out); err != nil {
+			return err
+		}
+		return f.fail(fmt.Errorf("cluster: apply entry %d: %w", l.Index, foreignError(s.clusterID, id)))
+	}
 	e, err := decodeEntryInto(l.Data, &g.decoded)
 	if err != nil {
 		// Every node decodes the same bytes the same way: skip it everywhere.
@@ -297,6 +317,9 @@ func (f *fsm) applyEntry(g *writeGroup, i int, l *raft.Log, out []any) any {
 	}
 	next := s
 	next.applied = l.Index
+	if s.clusterID == "" && id != "" {
+		next.clusterID = id // a new node takes its cluster's ID
+	}
 	if e.kind == entryBatch {
 		if e.tenure != s.tenure {
 			return errStaleTenure
@@ -513,22 +536,29 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}
-	return &fsmSnapshot{sn: sn, applied: f.current().applied}, nil
+	s := f.current()
+	return &fsmSnapshot{sn: sn, applied: s.applied, clusterID: s.clusterID}, nil
 }
 
 // Restore replaces the store with a snapshot. Raft also restores the
 // latest snapshot when a node starts: when the store already holds that
-// point (or later), it is kept as it is.
+// point (or later), it is kept as it is. A snapshot of another cluster
+// (the relay refuses its install: clusterid.go) is refused, the store
+// kept as it is.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
 	defer rc.Close()
-	var hdr [8]byte
-	if _, err := io.ReadFull(rc, hdr[:]); err != nil {
+	h, err := readSnapHeader(rc)
+	if err != nil {
 		return fmt.Errorf("cluster: restore: header: %w", err)
 	}
-	applied := binary.BigEndian.Uint64(hdr[:])
-	if f.err() == nil && f.current().applied >= applied {
+	if own := f.current().clusterID; own != "" && h.clusterID != "" && own != h.clusterID {
+		err := fmt.Errorf("cluster: restore: %w", foreignError(own, h.clusterID))
+		f.log.Error("snapshot of another cluster refused", "err", err)
+		return err
+	}
+	if f.err() == nil && f.current().applied >= h.applied {
 		return nil
 	}
 	f.offsets.reset()
@@ -552,14 +582,16 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 }
 
 type fsmSnapshot struct {
-	sn      *store.BadgerSnapshot
-	applied uint64
+	sn        *store.BadgerSnapshot
+	applied   uint64
+	clusterID string
 }
 
-// Persist writes the applied index, then the store's snapshot.
+// Persist writes the header (the applied index and the cluster ID:
+// appendSnapHeader), then the store's snapshot.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	err := func() error {
-		if _, err := sink.Write(binary.BigEndian.AppendUint64(nil, s.applied)); err != nil {
+		if _, err := sink.Write(appendSnapHeader(nil, snapHeader{applied: s.applied, clusterID: s.clusterID})); err != nil {
 			return err
 		}
 		_, err := s.sn.WriteTo(sink)

@@ -307,12 +307,14 @@ func TestFSM_RestoreCutShortWaitsForAWholeSnapshot(t *testing.T) {
 	}
 	want, wantM := dump(t, srcSt), mKeys(srcSt)
 	require.Equal(t, 2000, wantM)
-	// The FSM's header (the applied index), then the store's frames.
-	ends := snapshotFrames(t, whole[8:])
+	// The FSM's header (the applied index, the cluster ID), then the
+	// store's frames.
+	hl := len(appendSnapHeader(nil, snapHeader{clusterID: src.current().clusterID}))
+	ends := snapshotFrames(t, whole[hl:])
 	var cuts []int
 	for i, end := range ends[:len(ends)-1] {
 		if i < 30 || i%97 == 0 || i > len(ends)-30 {
-			cuts = append(cuts, 8+end, 8+end+1)
+			cuts = append(cuts, hl+end, hl+end+1)
 		}
 	}
 	partial := 0

@@ -15,7 +15,7 @@ import (
 // `equeue cluster`:
 //
 //	GET  /cluster/status                      the node's Status as JSON
-//	POST /cluster/add?id=ID&raft=HOST:PORT    add a voter (leader only)
+//	POST /cluster/add?id=ID&raft=HOST:PORT    add a voter, once caught up (leader only)
 //	POST /cluster/remove?id=ID                remove a server (leader only)
 //	POST /cluster/transfer[?id=ID]            hand leadership over (leader only)
 //
@@ -33,9 +33,10 @@ func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 	mux.HandleFunc("GET /cluster/status", cfg.guard(false, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, n.Status())
 	}))
-	change := func(f func(ctx context.Context, r *http.Request) error) http.HandlerFunc {
+	// changeWithin bounds a change by d; change by 30 s.
+	changeWithin := func(d time.Duration, f func(ctx context.Context, r *http.Request) error) http.HandlerFunc {
 		return cfg.guard(true, func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
 			if err := f(ctx, r); err != nil {
 				code := http.StatusInternalServerError
@@ -58,7 +59,11 @@ func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 		}
 		return nil
 	}
-	mux.HandleFunc("POST /cluster/add", change(func(ctx context.Context, r *http.Request) error {
+	change := func(f func(ctx context.Context, r *http.Request) error) http.HandlerFunc {
+		return changeWithin(30*time.Second, f)
+	}
+	// AddVoter waits for the new node to catch up.
+	mux.HandleFunc("POST /cluster/add", changeWithin(addVoterTimeout, func(ctx context.Context, r *http.Request) error {
 		if err := need(r, "id", "raft"); err != nil {
 			return err
 		}

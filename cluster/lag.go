@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,12 @@ type progressTransport struct {
 	// sent is, per follower, the latest call it answered with success in
 	// the call's own term: when it was sent, and that term (lease.go).
 	sent map[raft.ServerID]answeredCall
+	// matched is, per follower, the last index a call it answered with
+	// success proved its log holds as the leader's does; refused, the
+	// refusal of a node of another cluster (clusterid.go). AddVoter
+	// watches both.
+	matched map[raft.ServerID]uint64
+	refused map[raft.ServerID]error
 }
 
 // answeredCall is a call a follower answered with success.
@@ -45,7 +52,8 @@ type peerProgress struct {
 }
 
 func newProgressTransport(t *raft.NetworkTransport) *progressTransport {
-	return &progressTransport{NetworkTransport: t, peers: map[raft.ServerID]peerProgress{}, sent: map[raft.ServerID]answeredCall{}}
+	return &progressTransport{NetworkTransport: t, peers: map[raft.ServerID]peerProgress{}, sent: map[raft.ServerID]answeredCall{},
+		matched: map[raft.ServerID]uint64{}, refused: map[raft.ServerID]error{}}
 }
 
 // AppendEntries sends the call and notes the follower's answer.
@@ -54,6 +62,12 @@ func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 	start := time.Now()
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err != nil {
+		// The transport gives the follower's error as text.
+		if strings.Contains(err.Error(), ErrForeignCluster.Error()) {
+			t.mu.Lock()
+			t.refused[id] = err
+			t.mu.Unlock()
+		}
 		return err
 	}
 	last := resp.LastLog // the follower's last index before this call
@@ -76,6 +90,13 @@ func (t *progressTransport) noteAnswer(id raft.ServerID, start time.Time, args *
 }
 
 func (t *progressTransport) noteAnswerLocked(id raft.ServerID, start time.Time, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	if resp.Success {
+		proved := args.PrevLogEntry
+		if n := len(args.Entries); n > 0 {
+			proved = args.Entries[n-1].Index
+		}
+		t.matched[id] = max(t.matched[id], proved)
+	}
 	if !resp.Success || resp.Term != args.Term {
 		return
 	}
@@ -91,6 +112,23 @@ func (t *progressTransport) answered(id raft.ServerID) (c answeredCall, ok bool)
 	defer t.mu.Unlock()
 	c, ok = t.sent[id]
 	return c, ok
+}
+
+// catchUp returns the last index id's answers proved its log holds as the
+// leader's does, and the refusal of id when it is a node of another
+// cluster.
+func (t *progressTransport) catchUp(id raft.ServerID) (matched uint64, refused error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.matched[id], t.refused[id]
+}
+
+// forgetCatchUp forgets what catchUp returns of id.
+func (t *progressTransport) forgetCatchUp(id raft.ServerID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.matched, id)
+	delete(t.refused, id)
 }
 
 // progress returns what id last answered; ok is false when it never did.

@@ -43,19 +43,103 @@ func (n *Node) leaderOnly() error {
 }
 
 // AddVoter adds the node id, whose Raft transport listens at raftAddr, as
-// a voter (or updates its address). It catches up from a snapshot and the
-// log while the cluster goes on serving.
+// a voter (or updates the address of a voter). The node is added as a
+// non-voter first, which catches up from a snapshot and the log while the
+// cluster goes on serving, and becomes a voter once its log holds an
+// entry the leader appended after adding it: a voter that never catches
+// up would count toward every majority from the start (a one-node cluster
+// would commit nothing more). When it does not catch up before ctx ends
+// (or within addVoterTimeout when ctx has no deadline), or refuses the
+// leader's entries as a node of another cluster (an error matching
+// ErrForeignCluster), it is removed again and AddVoter returns an error
+// saying so.
 func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
+	sid, addr := raft.ServerID(id), raft.ServerAddress(raftAddr)
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return fmt.Errorf("cluster: add voter %s: %w", id, err)
+	}
+	if s, ok := findServer(cf.Configuration(), id); !ok || s.Suffrage != raft.Voter {
+		if err := n.addCaughtUp(ctx, sid, addr); err != nil {
+			return fmt.Errorf("cluster: add voter %s: %w", id, err)
+		}
+	}
 	// It counts for the lease before it counts for Raft, and until Raft
 	// gives the change's outcome (awaitChange).
-	n.lease.addVoter(raft.ServerID(id))
-	if err := n.awaitChange(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, changeTimeout)); err != nil {
+	n.lease.addVoter(sid)
+	if err := n.awaitChange(ctx, n.raft.AddVoter(sid, addr, 0, changeTimeout)); err != nil {
 		return fmt.Errorf("cluster: add voter %s: %w", id, err)
 	}
 	return nil
+}
+
+// addVoterTimeout bounds AddVoter's wait for a node to catch up when its
+// context has no deadline.
+const addVoterTimeout = 5 * time.Minute
+
+// catchUpPoll is how often AddVoter looks at a new node's progress.
+const catchUpPoll = 20 * time.Millisecond
+
+// addCaughtUp adds id as a non-voter and waits until its log holds an
+// entry of this cluster appended after that; when it does not, it removes
+// id again.
+func (n *Node) addCaughtUp(ctx context.Context, id raft.ServerID, addr raft.ServerAddress) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, addVoterTimeout)
+		defer cancel()
+	}
+	n.ptrans.forgetCatchUp(id)
+	if err := n.awaitChange(ctx, n.raft.AddNonvoter(id, addr, 0, changeTimeout)); err != nil {
+		return fmt.Errorf("add as non-voter: %w", err)
+	}
+	err := n.awaitCaughtUp(ctx, id)
+	if err == nil {
+		return nil
+	}
+	// Removed whatever the caller's context says: a node left as a
+	// non-voter that does not follow helps nobody.
+	rctx, cancel := context.WithTimeout(context.Background(), changeTimeout)
+	defer cancel()
+	if rerr := n.awaitChange(rctx, n.raft.RemoveServer(id, 0, changeTimeout)); rerr != nil {
+		return fmt.Errorf("%w (and removing it again failed: %v)", err, rerr)
+	}
+	return fmt.Errorf("%w; removed again", err)
+}
+
+// awaitCaughtUp appends an entry (replicatedStore.mark) and waits until
+// id's log holds it, id refuses it as a node of another cluster, or ctx
+// ends.
+func (n *Node) awaitCaughtUp(ctx context.Context, id raft.ServerID) error {
+	n.mu.RLock()
+	rs := n.rstore
+	n.mu.RUnlock()
+	if rs == nil {
+		return n.notLeader()
+	}
+	target, err := rs.mark()
+	if err != nil {
+		return fmt.Errorf("append an entry for it to catch up to: %w", err)
+	}
+	t := time.NewTicker(catchUpPoll)
+	defer t.Stop()
+	for {
+		matched, refused := n.ptrans.catchUp(id)
+		switch {
+		case matched >= target:
+			return nil
+		case refused != nil:
+			return fmt.Errorf("%w: it refused the leader's entries: %v", ErrForeignCluster, refused)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("it did not catch up with the leader's log (its log holds up to %d of %d): %w", matched, target, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // refreshVoters reads the voters of the latest configuration for the
@@ -197,6 +281,10 @@ type Status struct {
 	// write to its Raft log failed. State is then Shutdown; reopen the
 	// node (after fixing its disk) to bring it back.
 	Failure string
+	// ClusterID is the ID of the cluster this node's store belongs to, in
+	// hex; empty until the node applied an entry that carries one (a new
+	// node, a cluster whose leader runs a version before cluster IDs).
+	ClusterID string `json:",omitempty"`
 }
 
 // Status returns the node's view of the cluster.
@@ -211,8 +299,12 @@ func (n *Node) Status() Status {
 	s.FirstLogIndex, _ = n.logs.FirstIndex()
 	st := n.raft.Stats()
 	s.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)
-	if fs := n.fsm.current(); fs.leaderID == s.LeaderID {
+	fs := n.fsm.current()
+	if fs.leaderID == s.LeaderID {
 		s.LeaderAddr, s.LeaderKafkaAddr = fs.clientAddr, fs.kafkaAddr
+	}
+	if fs.clusterID != "" {
+		s.ClusterID = showID(fs.clusterID)
 	}
 	n.mu.RLock()
 	s.Serving = n.engine != nil

@@ -231,6 +231,8 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	n.fsm.getLog = cache.GetLog
 	n.fsm.writeHook = o.fsmWriteHook
 	n.ptrans.clamp = n.alog.storedBound
+	n.ptrans.relay.clusterID = func() string { return n.fsm.current().clusterID }
+	n.ptrans.relay.log = n.log
 	n.ptrans.relay.installed = func(index, term uint64) {
 		if err := n.alog.snapshotInstalled(index, term); err != nil {
 			n.log.Warn("raft log that disagrees with an installed snapshot not dropped; the leader's next snapshot tries again", "snapshot_index", index, "err", err)
@@ -457,7 +459,11 @@ func (n *Node) startTenure() error {
 	}
 	n.seq++
 	tenure := term<<16 | n.seq&0xffff
-	f := n.raft.Apply(encodeTenure(tenure, n.opts.ID, n.opts.ClientAddr, n.opts.KafkaAddr), n.opts.ApplyTimeout)
+	// The tenure entry carries the cluster ID this node's store held when
+	// it was proposed (none in a new cluster: an entry without one is
+	// taken by every node).
+	f := n.raft.ApplyLog(raft.Log{Data: encodeTenure(tenure, n.opts.ID, n.opts.ClientAddr, n.opts.KafkaAddr),
+		Extensions: stampID(n.fsm.current().clusterID)}, n.opts.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: start tenure: %w", err)
 	}
@@ -467,22 +473,33 @@ func (n *Node) startTenure() error {
 	if n.fsm.current().tenure != tenure {
 		return errors.New("cluster: another tenure started meanwhile")
 	}
+	// Every entry committed before the tenure's is applied now: a store
+	// without a cluster ID is of a cluster that has none (new, or of a
+	// version before IDs), and this node gives it one (clusterid.go).
+	id := n.fsm.current().clusterID
+	if id == "" {
+		id = newClusterID()
+		n.log.Info("new cluster ID", "cluster_id", showID(id))
+	}
 	// Every node's store must take the writes this node's engine makes
 	// (up to its own store's limits): one that cannot stops here, loudly,
 	// not at the first large write (fsm.checkLimits).
-	f = n.raft.Apply(encodeLimits(tenure, n.st.Limits()), n.opts.ApplyTimeout)
+	f = n.raft.ApplyLog(raft.Log{Data: encodeLimits(tenure, n.st.Limits()), Extensions: stampID(id)}, n.opts.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: start tenure: limits: %w", err)
 	}
 	if err, ok := f.Response().(error); ok && err != nil {
 		return fmt.Errorf("cluster: start tenure: limits: %w", err)
 	}
+	if got := n.fsm.current(); got.tenure != tenure || got.clusterID != id {
+		return errors.New("cluster: another tenure started meanwhile")
+	}
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
 		return fmt.Errorf("cluster: start tenure: configuration: %w", err)
 	}
 	n.lease.setVoters(cf.Configuration())
-	rs := newReplicatedStore(n.raft, n.st, term, tenure, n.opts.ApplyTimeout, n.wake)
+	rs := newReplicatedStore(n.raft, n.st, term, tenure, id, n.opts.ApplyTimeout, n.wake)
 	rs.admitHook = n.opts.admitHook
 	var eo equeue.Options
 	if n.opts.Engine != nil {

@@ -25,13 +25,15 @@ import (
 // write may yet be committed), so every later write is refused and the
 // node opens a new engine under a new tenure.
 type replicatedStore struct {
-	raft    *raft.Raft
-	local   *store.Badger
-	tenure  uint64
-	term    uint64 // the Raft term the tenure started in
-	timeout time.Duration
-	limits  store.Limits
-	onFence func()
+	raft   *raft.Raft
+	local  *store.Badger
+	tenure uint64
+	term   uint64 // the Raft term the tenure started in
+	// clusterID is carried by every entry of the tenure (clusterid.go).
+	clusterID string
+	timeout   time.Duration
+	limits    store.Limits
+	onFence   func()
 	// admitHook, when set, is asked after the local store admitted a
 	// write (tests).
 	admitHook func(*store.Batch) error
@@ -46,7 +48,7 @@ var (
 	_ equeue.WriteAdmitter = (*replicatedStore)(nil)
 )
 
-func newReplicatedStore(r *raft.Raft, local *store.Badger, term, tenure uint64, timeout time.Duration, onFence func()) *replicatedStore {
+func newReplicatedStore(r *raft.Raft, local *store.Badger, term, tenure uint64, clusterID string, timeout time.Duration, onFence func()) *replicatedStore {
 	l := local.Limits()
 	// Leave room for the FSM's state op, written with every batch.
 	if l.MaxEntries > 0 {
@@ -55,7 +57,7 @@ func newReplicatedStore(r *raft.Raft, local *store.Badger, term, tenure uint64, 
 	if l.MaxBytes > 0 {
 		l.MaxBytes -= stateRoom
 	}
-	return &replicatedStore{raft: r, local: local, term: term, tenure: tenure, timeout: timeout, limits: l, onFence: onFence}
+	return &replicatedStore{raft: r, local: local, term: term, tenure: tenure, clusterID: clusterID, timeout: timeout, limits: l, onFence: onFence}
 }
 
 // errFenced is the cause carried by writes refused after the tenure ended.
@@ -98,7 +100,7 @@ func (s *replicatedStore) start(data []byte) (raft.ApplyFuture, error) {
 	if fenced != nil {
 		return nil, fmt.Errorf("%w: %w", equeue.ErrNotLeader, fenced)
 	}
-	f := s.raft.Apply(data, s.timeout)
+	f := s.raft.ApplyLog(raft.Log{Data: data, Extensions: stampID(s.clusterID)}, s.timeout)
 	if reflect.ValueOf(f).Kind() != reflect.Pointer {
 		// Raft's error future is a value; a queued entry's future a
 		// pointer. Whatever the error, the entry is not in the log.
@@ -126,6 +128,21 @@ func (s *replicatedStore) finish(f raft.ApplyFuture) error {
 		return nil
 	}
 	return s.failed(err)
+}
+
+// mark appends an entry of the tenure that changes nothing in any store
+// (the leader's limits again: startTenure wrote them), carrying the
+// cluster ID, and returns its index once it is applied. A follower whose
+// log holds it took an entry of this cluster (AddVoter).
+func (s *replicatedStore) mark() (uint64, error) {
+	f, err := s.start(encodeLimits(s.tenure, s.local.Limits()))
+	if err != nil {
+		return 0, err
+	}
+	if err := s.finish(f); err != nil {
+		return 0, err
+	}
+	return f.Index(), nil
 }
 
 // failed fences the tenure with err and says what it means for the entry.

@@ -45,7 +45,7 @@ func soloRaft(t *testing.T) (*replicatedStore, *raft.Raft, *store.Badger) {
 		t.Fatal("no leader")
 	}
 	require.NoError(t, r.Apply(encodeTenure(1, "n1", "c1", ""), time.Second).Error())
-	rs := newReplicatedStore(r, st, r.CurrentTerm(), 1, time.Second, nil)
+	rs := newReplicatedStore(r, st, r.CurrentTerm(), 1, "", time.Second, nil)
 	return rs, r, st
 }
 
