@@ -124,7 +124,26 @@ func (n *Node) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.A
 
 // Heartbeat keeps a member alive.
 func (n *Node) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error) {
-	return call(n, func(e *equeue.Engine) (equeue.Assignment, error) { return e.Heartbeat(ctx, req) })
+	return call(n, func(e *equeue.Engine) (equeue.Assignment, error) {
+		a, err := e.Heartbeat(ctx, req)
+		if err = n.groupLeaseKept(err); err != nil {
+			return equeue.Assignment{}, err
+		}
+		return a, nil
+	})
+}
+
+// groupLeaseKept checks the lease again after a heartbeat answered from
+// its group's state. A heartbeat waits for a change of the group up to
+// seconds, far past the lease checked before it: a node that lost its
+// lease meanwhile may no longer coordinate the group (another leader may
+// have taken it over), so its grants, or its "no longer a member", are
+// not an answer.
+func (n *Node) groupLeaseKept(err error) error {
+	if (err == nil || errors.Is(err, equeue.ErrNotMember)) && !n.leaseHeld() {
+		return n.notLeader()
+	}
+	return err
 }
 
 // LeaveGroup removes a member.
