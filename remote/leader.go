@@ -26,7 +26,9 @@ import (
 // stores a send-back of one pulled message at most once, and answers a
 // repeat with SendBackResult.Duplicate, or refuses it when it reaches a
 // new leader that has not seen the member's join or pull) are also
-// retried when a node cannot be reached. Append is not: when the connection fails during one,
+// retried when a node cannot be reached, or answers that their outcome is
+// unknown (equeue.ErrIndeterminate: the leader lost its leadership during
+// their write). Append is not: when the connection fails during one,
 // it may have been stored, and the error (ErrUnavailable, or
 // equeue.ErrIndeterminate when the leader lost its leadership during the
 // write) is returned; send again with the same message IDs on a topic
@@ -209,6 +211,11 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			}
 			hops = 0
 		case errors.Is(err, ErrBusy):
+			hops = 0
+		case errors.Is(err, equeue.ErrIndeterminate) && repeatable:
+			// The leader lost its leadership during the call's write:
+			// like a lost connection, an unknown outcome of a call that is
+			// safe to repeat. The next leader answers it.
 			hops = 0
 		case errors.Is(err, ErrUnavailable) && repeatable:
 			hops = 0
