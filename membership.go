@@ -26,7 +26,8 @@ func (m *member) expired(now time.Time, session time.Duration) bool {
 // runMembership keeps a member in its group until ctx ends: it heartbeats
 // (a long-poll that returns early when the group's assignment changes),
 // hands every new assignment to apply, and rejoins after the engine expired
-// the member (calling lost first, since its grants are gone). While another
+// the member or its group was deleted (calling lost first, since its
+// grants are gone). While another
 // incarnation holds the member ID, rejoining is refused with
 // ErrMemberIDInUse; it goes on trying (with backoff) and reports replaced
 // meanwhile, so the member does not leave in the other one's name.
@@ -40,7 +41,9 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.D
 			if a.Version != known() {
 				err = apply(ctx, a)
 			}
-		} else if errors.Is(err, ErrNotMember) {
+		} else if errors.Is(err, ErrNotMember) || errors.Is(err, ErrGroupNotFound) {
+			// Expired, or removed with its group (DeleteGroup with Force):
+			// join again, into the group of that name there is now.
 			log.Warn("no longer a group member; rejoining", "err", err)
 			lost()
 			a, err = b.JoinGroup(ctx, join)
