@@ -92,7 +92,7 @@ func TestKgo_ListOffsets(t *testing.T) {
 	after, err := adm.ListOffsetsAfterMilli(ctx, time.Now().Add(time.Hour).UnixMilli(), "t")
 	require.NoError(t, err)
 	x, _ := after.Lookup("t", 0)
-	assert.Equal(t, int64(10), x.Offset, "a time after every message gives the end")
+	assert.Equal(t, int64(10), x.Offset, "a time after every message: kadm takes the -1 answered for the end")
 }
 
 // waitSpy is an engine that reports when a fetch starts waiting.

@@ -53,6 +53,11 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 // offsetFor resolves a ListOffsets timestamp in one queue: the end, the
 // low watermark, the last message, or the first message stored at or after
 // a time (by the time the engine stored it, which grows with the offset).
+// When no message was stored at or after the time (an empty queue, a time
+// after the last message) the answer is offset -1 and timestamp -1, as
+// Kafka's: clients take that for "none" and use the end offset themselves,
+// while an offset without a timestamp breaks the Java client's
+// offsetsForTimes.
 func (c *conn) offsetFor(topic string, q equeue.QueueInfo, ts int64) (int64, int64, int16) {
 	switch ts {
 	case latestTimestamp:
@@ -99,7 +104,7 @@ func (c *conn) offsetFor(topic string, q equeue.QueueInfo, ts int64) (int64, int
 		return -1, -1, errorCode(errOut)
 	}
 	if i >= n || found == nil {
-		return q.MaxOffset, -1, errNone
+		return -1, -1, errNone
 	}
 	return found.Offset, c.timestampOf(found), errNone
 }
