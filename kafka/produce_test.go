@@ -240,3 +240,45 @@ func TestProduce_IdempotentUnknownOutcomeWithDedupWindow(t *testing.T) {
 type keepOpen struct{ *store.Memory }
 
 func (keepOpen) Close() error { return nil }
+
+// TestProduce_IdempotentNewEpochStartsAtSequenceZero: a producer's first
+// batch in a new epoch must start at sequence 0, as Kafka has it. When the
+// new epoch's first batch fails (a store failure, retriable) the batch the
+// producer pipelined after it must be refused too, not stored ahead of it:
+// its retry would then be refused as out of order, and the records stored
+// out of their order.
+func TestProduce_IdempotentNewEpochStartsAtSequenceZero(t *testing.T) {
+	fs := faultstore.New(store.NewMemory())
+	e := openEngine(t, &equeue.Options{Store: fs})
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	cl := kclient(t, serve(t, e, nil))
+	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+	require.NoError(t, err)
+	pid, epoch := init.ProducerID, init.ProducerEpoch
+	require.Equal(t, int16(0), produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, "a", "b")).ErrorCode)
+
+	// The producer bumps its epoch (KIP-360) and resets its sequences.
+	epoch++
+	fs.FailWrites(1)
+	failed := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, "c"))
+	require.Equal(t, int16(56), failed.ErrorCode, "KAFKA_STORAGE_ERROR")
+	ahead := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 1, "d"))
+	assert.Equal(t, int16(45), ahead.ErrorCode, "OUT_OF_ORDER_SEQUENCE_NUMBER: the new epoch starts at 0")
+
+	// The producer sends both again, in order.
+	retry := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, "c"))
+	require.Equal(t, int16(0), retry.ErrorCode)
+	assert.Equal(t, int64(2), retry.BaseOffset)
+	next := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 1, "d"))
+	require.Equal(t, int16(0), next.ErrorCode)
+	assert.Equal(t, int64(3), next.BaseOffset)
+
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0, Max: 10})
+	require.NoError(t, err)
+	var bodies []string
+	for _, m := range res.Messages {
+		bodies = append(bodies, string(m.Body))
+	}
+	assert.Equal(t, []string{"a", "b", "c", "d"}, bodies)
+}

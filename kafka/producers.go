@@ -140,9 +140,19 @@ func (p *producers) expire(now time.Time, idle time.Duration) {
 }
 
 // check decides what to do with a batch: store it (code 0, dup false),
-// acknowledge it as already stored at base (dup true), or refuse it.
+// acknowledge it as already stored at base (dup true), or refuse it. A
+// producer's first batch is taken at any sequence number (its state may
+// have been forgotten); its first batch in a new epoch must start at 0, as
+// in Kafka (ProducerAppendInfo.checkSequence): a batch the producer sent
+// after a failed one is then refused too, and not stored ahead of it.
 func (st *seqState) check(b *producedBatch) (base int64, dup bool, code int16) {
-	if !st.known || b.producerEpoch > st.epoch {
+	if !st.known {
+		return 0, false, errNone
+	}
+	if b.producerEpoch > st.epoch {
+		if b.firstSeq != 0 {
+			return 0, false, errOutOfOrderSequence
+		}
 		return 0, false, errNone
 	}
 	if b.producerEpoch < st.epoch {
