@@ -73,33 +73,54 @@ func (c *conn) producePartition(topic string, part int32, records []byte, rp *km
 		return
 	}
 	for i := range batches {
-		base, code := c.storeBatch(topic, part, &batches[i])
+		at, code := c.storeBatch(topic, part, &batches[i])
 		if code != errNone {
 			rp.ErrorCode = code
 			return
 		}
 		if i == 0 {
-			rp.BaseOffset = base
+			rp.BaseOffset = at.base
+			if c.s.o.LogAppendTime && at.time > 0 {
+				// As from a broker whose topics use LogAppendTime:
+				// the producer learns the time consumers see.
+				rp.LogAppendTime = at.time
+			}
 		}
 	}
 }
 
+// storedAt is where and when a batch was stored: its first offset and the
+// time the engine stored it, in Unix milliseconds (0 when not known).
+type storedAt struct {
+	base, time int64
+}
+
+// storedAtOf is the storedAt of an append's result.
+func storedAtOf(res equeue.AppendResult) storedAt {
+	at := storedAt{base: res.FirstOffset}
+	if !res.StoredAt.IsZero() {
+		at.time = res.StoredAt.UnixMilli()
+	}
+	return at
+}
+
 // storeBatch appends one batch, checking an idempotent producer's sequence
-// numbers first. It returns the batch's first offset.
-func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (int64, int16) {
+// numbers first. It returns where and when the batch was stored (a retried
+// batch: where and when it was stored first).
+func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt, int16) {
 	if b.producerID >= 0 {
 		st := c.s.pids.lock(c.s.term(), b.producerID, topic, part)
 		defer st.mu.Unlock()
-		base, dup, code := st.check(b)
+		first, dup, code := st.check(b)
 		if code != errNone || dup {
-			return base, code
+			return first, code
 		}
 		setIDs(b, part)
-		base, code = c.appendBatch(topic, part, b)
+		at, code := c.appendBatch(topic, part, b)
 		if code == errNone {
-			st.stored(b, base)
+			st.stored(b, at)
 		}
-		return base, code
+		return at, code
 	}
 	return c.appendBatch(topic, part, b)
 }
@@ -122,48 +143,49 @@ func setIDs(b *producedBatch, part int32) {
 	}
 }
 
-func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (int64, int16) {
+func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (storedAt, int16) {
 	lk := c.s.partLock(topic, part)
 	lk.RLock()
-	base, err := c.appendMsgs(topic, part, b.msgs)
+	at, err := c.appendMsgs(topic, part, b.msgs)
 	lk.RUnlock()
 	if errors.Is(err, equeue.ErrBatchTooLarge) && len(b.msgs) > 1 {
 		lk.Lock()
-		base, err = c.appendChunks(topic, part, b.msgs)
+		at, err = c.appendChunks(topic, part, b.msgs)
 		lk.Unlock()
 	}
 	if err != nil {
 		c.s.log.Debug("kafka: produce", "topic", topic, "partition", part, "err", err)
-		return 0, errorCode(err)
+		return storedAt{}, errorCode(err)
 	}
-	return base, errNone
+	return at, errNone
 }
 
 // appendChunks stores msgs in as few consecutive appends as fit, halving
-// the chunk size until they do. A failure after the first chunk leaves the
-// chunks before it stored.
-func (c *conn) appendChunks(topic string, part int32, msgs []*equeue.Message) (int64, error) {
+// the chunk size until they do; it returns where and when the first chunk
+// was stored. A failure after the first chunk leaves the chunks before it
+// stored.
+func (c *conn) appendChunks(topic string, part int32, msgs []*equeue.Message) (storedAt, error) {
 	size := (len(msgs) + 1) / 2
-	base := int64(-1)
+	at := storedAt{base: -1}
 	for len(msgs) > 0 {
 		n := min(size, len(msgs))
-		first, err := c.appendMsgs(topic, part, msgs[:n])
+		chunk, err := c.appendMsgs(topic, part, msgs[:n])
 		if errors.Is(err, equeue.ErrBatchTooLarge) && n > 1 {
 			size = (n + 1) / 2
 			continue
 		}
 		if err != nil {
-			return 0, err
+			return storedAt{}, err
 		}
-		if base < 0 {
-			base = first
+		if at.base < 0 {
+			at = chunk
 		}
 		msgs = msgs[n:]
 	}
-	return base, nil
+	return at, nil
 }
 
-func (c *conn) appendMsgs(topic string, part int32, msgs []*equeue.Message) (int64, error) {
+func (c *conn) appendMsgs(topic string, part int32, msgs []*equeue.Message) (storedAt, error) {
 	res, err := c.s.b.Append(c.ctx, &equeue.AppendRequest{Topic: topic, Queue: int(part), Messages: msgs})
-	return res.FirstOffset, err
+	return storedAtOf(res), err
 }

@@ -46,7 +46,7 @@ type seqState struct {
 
 type storedBatch struct {
 	first, last int32
-	base        int64
+	at          storedAt
 	epoch       int16
 }
 
@@ -140,28 +140,28 @@ func (p *producers) expire(now time.Time, idle time.Duration) {
 }
 
 // check decides what to do with a batch: store it (code 0, dup false),
-// acknowledge it as already stored at base (dup true), or refuse it. A
+// acknowledge it as already stored as first says (dup true), or refuse it. A
 // producer's first batch is taken at any sequence number (its state may
 // have been forgotten); its first batch in a new epoch must start at 0, as
 // in Kafka (ProducerAppendInfo.checkSequence): a batch the producer sent
 // after a failed one is then refused too, and not stored ahead of it.
-func (st *seqState) check(b *producedBatch) (base int64, dup bool, code int16) {
+func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int16) {
 	if !st.known {
-		return 0, false, errNone
+		return storedAt{}, false, errNone
 	}
 	if b.producerEpoch > st.epoch {
 		if b.firstSeq != 0 {
-			return 0, false, errOutOfOrderSequence
+			return storedAt{}, false, errOutOfOrderSequence
 		}
-		return 0, false, errNone
+		return storedAt{}, false, errNone
 	}
 	if b.producerEpoch < st.epoch {
-		return 0, false, errInvalidProducerEpoch
+		return storedAt{}, false, errInvalidProducerEpoch
 	}
 	for i := range st.nrec {
 		r := st.recent[i]
 		if r.epoch == b.producerEpoch && r.first == b.firstSeq && r.last == b.lastSeq() {
-			return r.base, true, errNone
+			return r.at, true, errNone
 		}
 	}
 	want := st.lastSeq + 1
@@ -169,18 +169,18 @@ func (st *seqState) check(b *producedBatch) (base int64, dup bool, code int16) {
 		want = 0
 	}
 	if b.firstSeq != want {
-		return 0, false, errOutOfOrderSequence
+		return storedAt{}, false, errOutOfOrderSequence
 	}
-	return 0, false, errNone
+	return storedAt{}, false, errNone
 }
 
-// stored records a batch stored at base.
-func (st *seqState) stored(b *producedBatch, base int64) {
+// stored records a batch stored as at says.
+func (st *seqState) stored(b *producedBatch, at storedAt) {
 	if b.producerEpoch != st.epoch {
 		st.nrec = 0
 	}
 	st.known, st.epoch, st.lastSeq = true, b.producerEpoch, b.lastSeq()
-	rec := storedBatch{first: b.firstSeq, last: b.lastSeq(), base: base, epoch: b.producerEpoch}
+	rec := storedBatch{first: b.firstSeq, last: b.lastSeq(), at: at, epoch: b.producerEpoch}
 	if st.nrec < len(st.recent) {
 		st.recent[st.nrec] = rec
 		st.nrec++

@@ -20,7 +20,7 @@ func TestProducers_ExpiryDuringLookup(t *testing.T) {
 		return &producedBatch{producerID: 7, firstSeq: seq, msgs: []*equeue.Message{{}}}
 	}
 	st := p.lock(1, 7, "t", 0)
-	st.stored(batch(0), 0)
+	st.stored(batch(0), storedAt{base: 0})
 	st.mu.Unlock()
 
 	// The expiry runs (a day later) just after the next batch looked the
@@ -33,14 +33,14 @@ func TestProducers_ExpiryDuringLookup(t *testing.T) {
 	_, dup, code := st.check(batch(1))
 	require.Equal(t, errNone, code)
 	require.False(t, dup)
-	st.stored(batch(1), 1)
+	st.stored(batch(1), storedAt{base: 1})
 	st.mu.Unlock()
 
 	// The producer retries that batch (its answer was lost).
 	st = p.lock(1, 7, "t", 0)
-	base, dup, code := st.check(batch(1))
+	first, dup, code := st.check(batch(1))
 	st.mu.Unlock()
 	assert.Equal(t, errNone, code)
 	assert.True(t, dup, "the retry is recognized, not stored again")
-	assert.Equal(t, int64(1), base)
+	assert.Equal(t, int64(1), first.base)
 }

@@ -123,7 +123,7 @@ func TestProducers_ExpireIdle(t *testing.T) {
 	p := newProducers()
 	b := &producedBatch{producerID: 7, firstSeq: 0, msgs: make([]*equeue.Message, 2)}
 	st := p.lock(0, 7, "t", 0)
-	st.stored(b, 0)
+	st.stored(b, storedAt{})
 	st.mu.Unlock()
 	p.expire(time.Now(), time.Hour)
 	require.Len(t, p.parts, 1)

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
 )
 
 func saramaConfig() *sarama.Config {
@@ -115,4 +118,49 @@ func TestSarama_ConsumerGroup(t *testing.T) {
 	offs, err := e.GroupOffsets(ctx, "sg")
 	require.NoError(t, err)
 	assert.Equal(t, map[equeue.QueueRef]int64{{Topic: "s", Queue: 0}: 10, {Topic: "s", Queue: 1}: 10}, offs)
+}
+
+// TestSarama_LogAppendTimeInProduceAnswer: with Options.LogAppendTime the
+// produce answer carries the time the engine stored the records, as a
+// broker whose topics use LogAppendTime does, so the producer learns the
+// timestamp consumers see (sarama sets it on the message, the Java client
+// on its RecordMetadata). A retried idempotent batch is answered with the
+// time of the first store.
+func TestSarama_LogAppendTimeInProduceAnswer(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "s", 1))
+	addr := serve(t, e, &kafka.Options{LogAppendTime: true})
+	p, err := sarama.NewSyncProducer([]string{addr}, saramaConfig())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	created := time.UnixMilli(1_600_000_000_000)
+	msg := &sarama.ProducerMessage{Topic: "s", Value: sarama.StringEncoder("v"), Timestamp: created}
+	_, _, err = p.SendMessage(msg)
+	require.NoError(t, err)
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "s", Offset: 0, Max: 1})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	assert.Equal(t, res.Messages[0].StoredAt.UnixMilli(), msg.Timestamp.UnixMilli(), "the stored time, not the create time %d", created.UnixMilli())
+
+	// An idempotent producer's retry is answered with the first store's time.
+	cl := kclient(t, addr)
+	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+	require.NoError(t, err)
+	first := produceRaw(ctx, t, cl, "s", 0, rawBatch(init.ProducerID, init.ProducerEpoch, 0, "a"))
+	require.Equal(t, int16(0), first.ErrorCode)
+	res, err = e.Pull(ctx, &equeue.PullRequest{Topic: "s", Offset: first.BaseOffset, Max: 1})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	assert.Equal(t, res.Messages[0].StoredAt.UnixMilli(), first.LogAppendTime)
+	time.Sleep(2 * time.Millisecond) // the retry comes in a later millisecond
+	retry := produceRaw(ctx, t, cl, "s", 0, rawBatch(init.ProducerID, init.ProducerEpoch, 0, "a"))
+	require.Equal(t, int16(0), retry.ErrorCode)
+	assert.Equal(t, first.BaseOffset, retry.BaseOffset)
+	assert.Equal(t, first.LogAppendTime, retry.LogAppendTime)
+
+	// Without the option the answer says CreateTime (-1).
+	plain := produceRaw(ctx, t, kclient(t, serve(t, e, nil)), "s", 0, rawBatch(-1, -1, -1, "b"))
+	require.Equal(t, int16(0), plain.ErrorCode)
+	assert.Equal(t, int64(-1), plain.LogAppendTime)
 }

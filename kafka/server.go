@@ -65,8 +65,9 @@ type Options struct {
 	// fetch the tag is sent in it. Empty means DefaultTagHeader.
 	TagHeader string
 	// LogAppendTime, when true, gives fetched records the time the engine
-	// stored them (LogAppendTime); false gives the producer's timestamp
-	// (CreateTime).
+	// stored them (LogAppendTime), and a produce answer that time of its
+	// records, as a broker whose topics use LogAppendTime; false gives the
+	// producer's timestamp (CreateTime).
 	LogAppendTime bool
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
 	// group member may ask for. Zero means 1 s and 5 min.
