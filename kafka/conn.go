@@ -143,7 +143,12 @@ func (c *conn) handle(buf []byte) error {
 		return err
 	}
 	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
-		return nil // acks=0: the producer expects no answer
+		// acks=0: the producer expects no answer. A failure would then go
+		// unseen, so, as Kafka does, the connection is closed instead.
+		if code := produceFailure(resp); code != errNone {
+			return fmt.Errorf("produce with acks=0 failed (error code %d): closing the connection", code)
+		}
+		return nil
 	}
 	resp.SetVersion(h.version)
 	if err := c.write(h, resp); err != nil {
@@ -153,6 +158,23 @@ func (c *conn) handle(buf []byte) error {
 		return errors.New("SASL authentication failed")
 	}
 	return nil
+}
+
+// produceFailure returns the first partition error of a produce answer,
+// errNone when every partition was stored.
+func produceFailure(resp kmsg.Response) int16 {
+	p, ok := resp.(*kmsg.ProduceResponse)
+	if !ok {
+		return errNone
+	}
+	for _, t := range p.Topics {
+		for _, part := range t.Partitions {
+			if part.ErrorCode != errNone {
+				return part.ErrorCode
+			}
+		}
+	}
+	return errNone
 }
 
 // write sends one response: size, correlation ID, header tags for flexible

@@ -258,3 +258,37 @@ func TestProtocol_FindCoordinatorBatched(t *testing.T) {
 	require.Len(t, tresp.Coordinators, 1)
 	assert.Equal(t, int16(15), tresp.Coordinators[0].ErrorCode, "COORDINATOR_NOT_AVAILABLE: no transactions")
 }
+
+// TestProtocol_AcksZeroFailureClosesTheConnection: a produce with acks=0
+// that fails is not answered either, so the listener closes the
+// connection, as Kafka does: the producer sees the failure as a broken
+// connection instead of not at all.
+func TestProtocol_AcksZeroFailureClosesTheConnection(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 1})
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer func() { _ = nc.Close() }()
+	f := kmsg.NewRequestFormatter()
+	prod := kmsg.NewPtrProduceRequest()
+	prod.SetVersion(7)
+	prod.Acks, prod.TimeoutMillis = 0, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 5 // no such partition
+	rp.Records = rawBatch(-1, -1, -1, "lost")
+	rt.Partitions = append(rt.Partitions, rp)
+	prod.Topics = append(prod.Topics, rt)
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(4)
+	out := append(f.AppendRequest(nil, prod, 7), f.AppendRequest(nil, meta, 8)...)
+	_, err = nc.Write(out)
+	require.NoError(t, err)
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(10*time.Second)))
+	var size [4]byte
+	_, err = io.ReadFull(nc, size[:])
+	assert.ErrorIs(t, err, io.EOF, "the connection is closed, with no answer to the metadata request after it")
+	ti, err := e.Topic(testCtx(t), "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), ti.Queues[0].MaxOffset, "nothing stored")
+}
