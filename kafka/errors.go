@@ -32,6 +32,7 @@ const (
 	errInvalidPartitions          int16 = 37
 	errInvalidReplicationFactor   int16 = 38
 	errInvalidRequest             int16 = 42
+	errInvalidRequiredAcks        int16 = 21
 	errUnsupportedForMessageFmt   int16 = 43
 	errOutOfOrderSequence         int16 = 45
 	errInvalidProducerEpoch       int16 = 47

@@ -15,15 +15,22 @@ import (
 // engine's group commit.
 func (c *conn) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	resp := kmsg.NewPtrProduceResponse()
-	if req.TransactionID != nil {
+	refuse := errNone
+	switch {
+	case req.TransactionID != nil:
 		// Transactions are not offered; a transactional producer never
 		// gets this far without InitProducerId, but refuse it anyway.
+		refuse = errInvalidRequest
+	case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+		refuse = errInvalidRequiredAcks
+	}
+	if refuse != errNone {
 		for _, t := range req.Topics {
 			rt := kmsg.NewProduceResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, errInvalidRequest
+				rp.Partition, rp.ErrorCode = p.Partition, refuse
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -288,6 +289,42 @@ func TestProtocol_AcksZeroFailureClosesTheConnection(t *testing.T) {
 	var size [4]byte
 	_, err = io.ReadFull(nc, size[:])
 	assert.ErrorIs(t, err, io.EOF, "the connection is closed, with no answer to the metadata request after it")
+	ti, err := e.Topic(testCtx(t), "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), ti.Queues[0].MaxOffset, "nothing stored")
+}
+
+// TestProtocol_InvalidAcksRefused: a produce whose acks is none of -1, 0
+// and 1 is refused with INVALID_REQUIRED_ACKS and stores nothing.
+func TestProtocol_InvalidAcksRefused(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 1})
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer func() { _ = nc.Close() }()
+	prod := kmsg.NewPtrProduceRequest()
+	prod.SetVersion(7)
+	prod.Acks, prod.TimeoutMillis = 2, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = rawBatch(-1, -1, -1, "x")
+	rt.Partitions = append(rt.Partitions, rp)
+	prod.Topics = append(prod.Topics, rt)
+	_, err = nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, prod, 7))
+	require.NoError(t, err)
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(10*time.Second)))
+	var size [4]byte
+	_, err = io.ReadFull(nc, size[:])
+	require.NoError(t, err)
+	buf := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err = io.ReadFull(nc, buf)
+	require.NoError(t, err)
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(7)
+	require.NoError(t, resp.ReadFrom(buf[4:]))
+	require.Len(t, resp.Topics, 1)
+	require.Len(t, resp.Topics[0].Partitions, 1)
+	assert.Equal(t, kerr.InvalidRequiredAcks.Code, resp.Topics[0].Partitions[0].ErrorCode)
 	ti, err := e.Topic(testCtx(t), "t")
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), ti.Queues[0].MaxOffset, "nothing stored")
