@@ -132,7 +132,7 @@ func (r *runner) handleBatch(msgs []*Message) {
 	if len(begun) == 0 {
 		return
 	}
-	errs := r.c.invokeBatch(r.hctx, views)
+	errs := r.invokeBatch(r.hctx, views)
 	for i, m := range begun {
 		r.finish(m, views[i], errs[i], ends[i])
 	}
@@ -151,7 +151,7 @@ func (r *runner) handleOrderlyBatch(msgs []*Message) bool {
 			}
 			return false
 		}
-		errs := c.invokeBatch(r.hctx, views)
+		errs := r.invokeBatch(r.hctx, views)
 		first := slices.IndexFunc(errs, func(err error) bool { return err != nil })
 		if first < 0 {
 			first = len(msgs)

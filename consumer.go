@@ -244,7 +244,7 @@ type Consumer struct {
 	// when its drain times out).
 	hctx    context.Context
 	hcancel context.CancelFunc
-	wg      sync.WaitGroup // every goroutine of the consumer
+	live    liveCount      // every goroutine of the consumer, and its handler calls
 	pool    *workerPool    // concurrent mode
 	parking parking        // in-process runners parked at the end of their queues
 	timers  consumerTimers // periodic commit and watchdog
@@ -395,9 +395,9 @@ func (c *Consumer) Start(ctx context.Context) error {
 }
 
 func (c *Consumer) goFunc(f func()) {
-	c.wg.Add(1)
+	c.live.add(1, 0)
 	go func() {
-		defer c.wg.Done()
+		defer c.live.add(-1, 0)
 		f()
 	}()
 }
@@ -649,7 +649,9 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // final commit passes every handled message. Close then commits, leaves the
 // group and stops every goroutine. Only a message whose send-back could not
 // be stored, or whose handler outlived both waits, stays uncommitted: the
-// group gets it again. The returned error says what could not be stored
+// group gets it again. Close does not wait for such a handler (one that
+// ignores its cancelled context): its goroutine ends when it returns, and
+// its result is ignored. The returned error says what could not be stored
 // (the final commit, or leaving the group); a queue whose grant was fenced
 // meanwhile (an offset reset the consumer had not seen yet) is not
 // committed, as the reset asks, and that is no error. Idempotent: a later
@@ -717,7 +719,9 @@ func (c *Consumer) Close() error {
 	}
 	c.cancel()
 	c.closeParking()
-	c.wg.Wait()
+	// Not for a handler still running after its drain gave up: it holds
+	// nothing to commit, and may never return.
+	c.live.wait(true)
 	return errors.Join(errs...)
 }
 
@@ -791,7 +795,7 @@ func (c *Consumer) crash() {
 	c.timers.stop()
 	c.cancel()
 	c.closeParking()
-	c.wg.Wait()
+	c.live.wait(false)
 	if e := trackerOf(c.b); e != nil {
 		e.clients.removeConsumer(c)
 	}

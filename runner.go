@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -28,7 +29,9 @@ type runner struct {
 	prevDone  bool              // prev was waited for; only the pull loop touches it
 	share     poolShare         // its tasks in the worker pool (concurrent mode)
 	abandoned atomic.Bool
-	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored
+	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored; set by giveUp
+	callMu    sync.Mutex   // guards calls, and the setting of gaveUp
+	calls     int          // handler calls in progress
 	disposing atomic.Int32 // failure paths storing a send-back now (see beginDispose)
 	committed atomic.Int64 // last offset committed, -1 before the first commit
 	// committedAtts are the attempts stored with committed; guarded by
@@ -101,7 +104,7 @@ func (r *runner) drain(timeout time.Duration) {
 	// reports true at the second.
 	expired := func() bool {
 		if cancelled {
-			r.gaveUp.Store(true)
+			r.giveUp()
 			r.waitDisposals()
 			return true
 		}
@@ -299,7 +302,7 @@ func (r *runner) handleConcurrent(m *Message) {
 	}
 	view := origin(m)
 	ctx, end := r.c.traceHandle(r.hctx, view)
-	r.finish(m, view, r.c.invoke(ctx, view), end)
+	r.finish(m, view, r.invoke(ctx, view), end)
 }
 
 // finish records the result of one handling of m (view is what the handler
@@ -375,7 +378,7 @@ func (r *runner) handleOrderly(m *Message) bool {
 		}
 		view := origin(m)
 		ctx, end := r.c.traceHandle(r.hctx, view)
-		err := r.c.invoke(ctx, view)
+		err := r.invoke(ctx, view)
 		if err == nil {
 			end.end(HandleOutcome{Outcome: OutcomeHandled, Attempts: m.Attempt + 1})
 			r.pq.end(m.Offset, true)
@@ -427,6 +430,53 @@ func (r *runner) deadLetterNow(view *Message, attempts int, cause error) (done, 
 	ctx, cancel := context.WithTimeout(r.c.ctx, sendBackTimeout)
 	defer cancel()
 	return r.c.deadLetter(ctx, view, attempts, cause)
+}
+
+// invoke calls the handler for view (see Consumer.invoke), counted as one
+// of r's handler calls.
+func (r *runner) invoke(ctx context.Context, view *Message) error {
+	r.enterCall()
+	defer r.leaveCall()
+	return r.c.invoke(ctx, view)
+}
+
+// invokeBatch calls the batch handler for views (see
+// Consumer.invokeBatch), counted as one of r's handler calls.
+func (r *runner) invokeBatch(ctx context.Context, views []*Message) []error {
+	r.enterCall()
+	defer r.leaveCall()
+	return r.c.invokeBatch(ctx, views)
+}
+
+// enterCall counts a handler call of r beginning; once a drain gave up on
+// r, it is one Close does not wait for (see liveCount).
+func (r *runner) enterCall() {
+	r.callMu.Lock()
+	defer r.callMu.Unlock()
+	r.calls++
+	if r.gaveUp.Load() {
+		r.c.live.add(0, 1)
+	}
+}
+
+// leaveCall counts a handler call of r ending.
+func (r *runner) leaveCall() {
+	r.callMu.Lock()
+	defer r.callMu.Unlock()
+	r.calls--
+	if r.gaveUp.Load() {
+		r.c.live.add(0, -1)
+	}
+}
+
+// giveUp is a drain's giving up on r's running handlers: their late
+// results are ignored (see beginDispose), and Close does not wait for them.
+func (r *runner) giveUp() {
+	r.callMu.Lock()
+	defer r.callMu.Unlock()
+	if !r.gaveUp.Swap(true) {
+		r.c.live.add(0, r.calls)
+	}
 }
 
 // invoke calls the handler with hooks, turning a panic into an error.

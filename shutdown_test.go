@@ -138,3 +138,71 @@ func testConsumer_WorkQueueCloseUnderLoadNoDuplicates(t *testing.T, tr string) {
 	closeAll(cs)
 	ledger.check(t, jobs)
 }
+
+// TestConsumer_CloseReturnsDespiteAHandlerIgnoringItsContext: a handler that
+// ignores its context outlives both of Close's waits. Close gives up on it,
+// as documented: it commits what was handled, leaves the group and returns,
+// instead of waiting for the handler without end; the message stays
+// uncommitted and the next consumer of the group gets it again. For each
+// handler mode.
+func TestConsumer_CloseReturnsDespiteAHandlerIgnoringItsContext(t *testing.T) {
+	modes := map[string]func(o *equeue.ConsumerOptions, h equeue.Handler){
+		"concurrent": func(o *equeue.ConsumerOptions, h equeue.Handler) { o.Handler = h },
+		"orderly":    func(o *equeue.ConsumerOptions, h equeue.Handler) { o.Handler, o.Orderly = h, true },
+		"batch": func(o *equeue.ConsumerOptions, h equeue.Handler) {
+			o.BatchHandler = func(ctx context.Context, msgs []*equeue.Message) error { return h(ctx, msgs[0]) }
+		},
+	}
+	for name, mode := range modes {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", nil)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("job")}}})
+			require.NoError(t, err)
+			running := make(chan struct{}, 1)
+			release := make(chan struct{})
+			o := equeue.ConsumerOptions{Group: "g", ID: "a", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+				ShutdownTimeout: 20 * time.Millisecond, CommitInterval: time.Hour}
+			mode(&o, func(context.Context, *equeue.Message) error {
+				running <- struct{}{}
+				<-release // ignores its context
+				return nil
+			})
+			c := startConsumer(t, e, o)
+			select {
+			case <-running:
+			case <-ctx.Done():
+				t.Fatal("the handler did not start")
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close() }()
+			select {
+			case err := <-closed:
+				assert.NoError(t, err)
+			case <-time.After(10 * time.Second): // both waits are 20 ms: it hangs
+				close(release)
+				t.Fatalf("Close waits for a handler that ignores its context (Close: %v)", <-closed)
+			}
+			assert.Equal(t, int64(0), startedCommit(t, e, "g"), "the message whose handler was given up on stays uncommitted")
+			close(release) // the handler returns; its late result is ignored
+
+			got := make(chan string, 1)
+			o = equeue.ConsumerOptions{Group: "g", ID: "b", Subscriptions: []equeue.Subscription{{Topic: "t"}}, CommitInterval: time.Hour}
+			mode(&o, func(_ context.Context, m *equeue.Message) error {
+				select {
+				case got <- string(m.Body):
+				default:
+				}
+				return nil
+			})
+			startConsumer(t, e, o)
+			select {
+			case body := <-got:
+				assert.Equal(t, "job", body, "the next consumer gets the message again")
+			case <-ctx.Done():
+				t.Fatal("the message was not delivered again")
+			}
+		})
+	}
+}
