@@ -34,7 +34,8 @@ type BatchHandler func(ctx context.Context, msgs []*Message) error
 
 // BatchError is a BatchHandler's per-message outcome: the messages at the
 // indexes of Failed failed with their error, every other message of the
-// batch is handled. An index outside the batch, or a nil error, is ignored.
+// batch is handled. An index outside the batch, or a nil error, is ignored;
+// a nil *BatchError (returned where none was made) fails no message.
 type BatchError struct {
 	// Failed maps an index of the batch to that message's error.
 	Failed map[int]error
@@ -42,10 +43,14 @@ type BatchError struct {
 
 // Error lists the failed indexes and their errors.
 func (e *BatchError) Error() string {
+	var failed map[int]error
+	if e != nil {
+		failed = e.Failed
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "equeue: %d messages of the batch failed", len(e.Failed))
-	for _, i := range slices.Sorted(maps.Keys(e.Failed)) {
-		fmt.Fprintf(&b, "; [%d]: %v", i, e.Failed[i])
+	fmt.Fprintf(&b, "equeue: %d messages of the batch failed", len(failed))
+	for _, i := range slices.Sorted(maps.Keys(failed)) {
+		fmt.Fprintf(&b, "; [%d]: %v", i, failed[i])
 	}
 	return b.String()
 }
@@ -228,6 +233,9 @@ func (c *Consumer) invokeBatch(ctx context.Context, msgs []*Message) []error {
 	switch {
 	case err == nil:
 	case errors.As(err, &be):
+		if be == nil {
+			break // a nil *BatchError lists no failed message
+		}
 		for i, ierr := range be.Failed {
 			if i >= 0 && i < len(errs) {
 				errs[i] = ierr

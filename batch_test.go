@@ -128,6 +128,48 @@ func testBatch_PartialFailureRetriesOnlyFailed(t *testing.T, tr string) {
 	assert.Equal(t, int64(n/2), info.Queues[0].MaxOffset, "only the failed messages went through the retry topic")
 }
 
+// TestBatch_NilBatchErrorFailsNothing: a BatchHandler that gathers its
+// failures in a *BatchError made only when one fails, and returns that
+// pointer, returns a nil *BatchError in a non-nil error when none failed
+// (the usual Go slip). It lists no failed message, so the whole batch is
+// handled; it used to panic the worker, crashing the process.
+func TestBatch_NilBatchErrorFailsNothing(t *testing.T) {
+	assert.NotPanics(t, func() { _ = (*equeue.BatchError)(nil).Error() }, "a nil *BatchError has an error text")
+	for _, orderly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("orderly=%v", orderly), func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", nil)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			const n = 20
+			sendBodies(t, e, "t", n)
+			var mu sync.Mutex
+			runs := map[string]int{}
+			startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+				CommitInterval: 20 * time.Millisecond, Orderly: orderly, BatchSize: 8,
+				BatchHandler: func(_ context.Context, msgs []*equeue.Message) error {
+					var failed *equeue.BatchError // made at the first failure: none here
+					mu.Lock()
+					defer mu.Unlock()
+					for _, m := range msgs {
+						runs[string(m.Body)]++
+					}
+					return failed
+				}})
+			eventually(t, 10*time.Second, func() bool { return groupLag(t, e, "g") == 0 }, "the group has no lag")
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range n {
+				assert.Equal(t, 1, runs[strconv.Itoa(i)], "message %d handled once", i)
+			}
+			if info, err := e.Topic(ctx, equeue.RetryTopic("g")); err == nil {
+				for _, q := range info.Queues {
+					assert.Zero(t, q.MaxOffset, "nothing was retried")
+				}
+			}
+		})
+	}
+}
+
 // TestBatch_MaxAttemptsThenDeadLetter: a message that always fails is
 // handled MaxAttempts times and then dead-lettered; a whole-batch error
 // retries every message of the batch once.
