@@ -74,6 +74,17 @@ func (c *Consumer) retryDelay(attempt int, cause error) time.Duration {
 	return ds[min(max(attempt, 1), len(ds))-1]
 }
 
+// localDelay is the wait before a message that failed with cause is
+// handled again in place (orderly and broadcasting consumers, or after a
+// failed send-back): the handler's RetryAfter, else LocalRetryDelay.
+func (c *Consumer) localDelay(cause error) time.Duration {
+	var ra *retryAfterError
+	if errors.As(cause, &ra) && ra.d >= 0 {
+		return ra.d
+	}
+	return c.o.RetryDelay
+}
+
 // origin returns the message as its handler should see it: a message
 // from the retry topic shows its original topic, queue and offset.
 func origin(m *Message) *Message {

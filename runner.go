@@ -293,7 +293,8 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // handleConcurrent runs the handler for m. On failure a clustering consumer
 // sends m to the group's retry topic (due after the backoff for its attempt)
-// and a broadcasting one retries it locally after RetryDelay; after
+// and a broadcasting one retries it locally after RetryDelay (or the
+// handler's RetryAfter); after
 // MaxAttempts, or when the handler asks for it, m goes to the dead letters.
 // If storing it elsewhere fails, m is retried locally: it is never dropped.
 func (r *runner) handleConcurrent(m *Message) {
@@ -335,7 +336,7 @@ func (r *runner) dispose(m, view *Message, err error) HandleOutcome {
 	ctx, cancel := context.WithTimeout(c.ctx, sendBackTimeout)
 	defer cancel()
 	attempts := m.Attempt + 1
-	out := HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeRetryLocal, Delay: c.o.RetryDelay}
+	out := HandleOutcome{Err: err, Attempts: attempts, Outcome: OutcomeRetryLocal, Delay: c.localDelay(err)}
 	if attempts >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
 		if done, gone := c.deadLetter(ctx, view, attempts, err); done {
 			return HandleOutcome{Err: err, Attempts: attempts, Outcome: outcomeIf(gone, OutcomeDeleted, OutcomeDeadLetter)}
@@ -353,7 +354,7 @@ func (r *runner) dispose(m, view *Message, err error) HandleOutcome {
 		out.Delay, out.StoreErr = c.o.SendBackRetryDelay, serr
 		return out
 	}
-	r.retryLocally(m, attempts, c.o.RetryDelay)
+	r.retryLocally(m, attempts, out.Delay)
 	return out
 }
 
@@ -412,8 +413,9 @@ func (r *runner) handleOrderly(m *Message) bool {
 		}
 		// (The orderly runner's drain waits for this loop to return, so
 		// ending the span after the message is done is still in time.)
-		end.end(HandleOutcome{Err: err, Outcome: OutcomeRetryLocal, Attempts: m.Attempt, Delay: r.c.o.RetryDelay})
-		if !sleepCtx(r.ctx, r.c.o.RetryDelay) {
+		delay := r.c.localDelay(err)
+		end.end(HandleOutcome{Err: err, Outcome: OutcomeRetryLocal, Attempts: m.Attempt, Delay: delay})
+		if !sleepCtx(r.ctx, delay) {
 			return false
 		}
 	}
