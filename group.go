@@ -842,6 +842,18 @@ func (c *coordinator) current(g *group) bool {
 	return c.groups[g.name] == g
 }
 
+// stillMember refuses, with ErrNotMember, a commit or offset fetch of
+// member that found g before DeleteGroup removed it and waited for g's
+// locks: its offsets would bring the deleted group back at the next open.
+// A broadcasting grant names no owner for the deletion to take away, so
+// checkGrant alone would let them through. g.mu must be held.
+func (c *coordinator) stillMember(g *group, member string) error {
+	if !c.current(g) {
+		return fmt.Errorf("%w: %q: group %q was deleted", ErrNotMember, member, g.name)
+	}
+	return nil
+}
+
 // saveGroupMeta stores m as g's configuration (see storeMeta for applied).
 // When the write did not reach the store and this join created g, g is
 // dropped, so the engine is as before the join. g.mu must be held; lock

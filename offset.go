@@ -141,6 +141,11 @@ func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again
 	defer gate.release()
 	g.commitMu.Lock()
 	g.mu.Lock()
+	if err := e.groups.stillMember(g, req.Member); err != nil {
+		g.mu.Unlock()
+		g.commitMu.Unlock()
+		return false, err
+	}
 	var (
 		ops  []store.MetaOp
 		set  []offsetSet
@@ -428,6 +433,10 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
+	if err := e.groups.stillMember(g, memberID); err != nil {
+		g.mu.Unlock()
+		return nil, err
+	}
 	out := make([]OffsetCommit, len(queues))
 	var (
 		ops []store.MetaOp

@@ -1,0 +1,104 @@
+package equeue_test
+
+import (
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
+)
+
+// goroutineIn reports whether the stack of some goroutine holds every
+// one of frames.
+func goroutineIn(frames ...string) bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		all := true
+		for _, f := range frames {
+			all = all && strings.Contains(g, f)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDeleteGroup_BroadcastCommitWaitingForItStoresNothing commits a
+// broadcasting member's offset back (which first fences the group's
+// send-backs) while a forced DeleteGroup holds them fenced: the commit
+// waits for the deletion, and must then find its member gone (a
+// broadcasting grant names no owner for the deletion to take away). An
+// offset it stored would bring the deleted group back at the next open.
+func TestDeleteGroup_BroadcastCommitWaitingForItStoresNothing(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := ctxT(t)
+			f := newFaultRig(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := f.E
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			require.NoError(t, e.CreateTopic(ctx, "block", 1))
+			p := newProducer(t, e, nil)
+			for range 5 {
+				_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+				require.NoError(t, err)
+			}
+			a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+			require.NoError(t, err)
+			require.Len(t, a.Queues, 1)
+			grant := a.Queues[0]
+			require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m", Offsets: []equeue.OffsetCommit{{Grant: grant, Offset: 4}}}))
+
+			// Hold the writer in a send's store write, so that DeleteGroup
+			// waits in its barrier with the group's send-backs fenced.
+			release := make(chan struct{})
+			var armed atomic.Bool
+			armed.Store(true)
+			f.FS.OnWrite(func(b *store.Batch) error {
+				if len(b.Entries) > 0 && armed.CompareAndSwap(true, false) {
+					<-release
+				}
+				return nil
+			})
+			sent := make(chan error, 1)
+			go func() {
+				_, err := p.Send(ctx, &equeue.Message{Topic: "block", Body: []byte("x")})
+				sent <- err
+			}()
+			eventually(t, 10*time.Second, func() bool { return goroutineIn("faultstore.(*FS).Write(") }, "the writer holds the send")
+			deleted := make(chan error, 1)
+			go func() { deleted <- e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{Force: true}) }()
+			eventually(t, 10*time.Second, func() bool {
+				return goroutineIn("equeue.(*Engine).deleteGroupKeys(", "equeue.(*Engine).barrier(")
+			}, "DeleteGroup waits for the writer with the send-backs fenced")
+			committed := make(chan error, 1)
+			go func() {
+				committed <- e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m", Offsets: []equeue.OffsetCommit{{Grant: grant, Offset: 1}}})
+			}()
+			eventually(t, 10*time.Second, func() bool {
+				return goroutineIn("equeue.(*Engine).CommitOffsets(", "equeue.(*Engine).fenceSendBacks(")
+			}, "the commit waits for the deletion")
+			close(release)
+			require.NoError(t, <-sent)
+			require.NoError(t, <-deleted)
+			assert.ErrorIs(t, <-committed, equeue.ErrNotMember, "the commit came after its member went with the group")
+			assert.Empty(t, offsetKeys(t, f.FS, "g"), "no offset of the deleted group is stored")
+			_, err = f.reopen().Group(ctx, "g")
+			assert.ErrorIs(t, err, equeue.ErrGroupNotFound, "the deleted group stays deleted after a reopen")
+		})
+	}
+}
