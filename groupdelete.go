@@ -161,7 +161,9 @@ func (e *Engine) trimDelayed(keys [][]byte) {
 
 // groupKeys lists every stored key of group name other than its topics:
 // the metadata key first (it must be deleted last), then offsets, redriven
-// marks and the delay index entries of its retry and dead-letter topics.
+// marks (those of its dead letters go with its dead-letter topic:
+// redrivenKeysToDelete) and the delay index entries of its retry and
+// dead-letter topics.
 func (e *Engine) groupKeys(name string) ([][]byte, error) {
 	var keys [][]byte
 	meta := groupKey(name)
@@ -179,9 +181,11 @@ func (e *Engine) groupKeys(name string) ([][]byte, error) {
 	if err := collect(append(append(slices.Clone(keyOffsetPrefix), name...), 0)); err != nil {
 		return nil, err
 	}
-	if err := collect(redrivenGroupPrefix(name)); err != nil {
+	marks, err := e.redrivenKeysToDelete(name)
+	if err != nil {
 		return nil, err
 	}
+	keys = append(keys, marks...)
 	if err := collect(append(append(slices.Clone(keySentBackPrefix), name...), 0)); err != nil {
 		return nil, err
 	}
@@ -203,6 +207,26 @@ func (e *Engine) groupKeys(name string) ([][]byte, error) {
 		}
 	}
 	return keys, nil
+}
+
+// redrivenKeysToDelete lists the redriven marks of group name that its
+// deletion deletes with its keys: all but those of the dead letters its
+// dead-letter topic still holds. These go with that topic, after it
+// (deleteRedrivenMarksOf): deleted before it, a failed delete of the topic
+// or a crash in between would leave its dead letters to be redriven again.
+func (e *Engine) redrivenKeysToDelete(name string) ([][]byte, error) {
+	dlq, hasDLQ := e.lookupTopic(DLQTopic(name))
+	var keys [][]byte
+	err := e.st.ScanMeta(redrivenGroupPrefix(name), func(k, v []byte) error {
+		if hasDLQ {
+			if live, err := redrivenIn(v, dlq.id); err == nil && live {
+				return nil
+			}
+		}
+		keys = append(keys, slices.Clone(k))
+		return nil
+	})
+	return keys, err
 }
 
 // forgetKeys drops from g's memory the offsets and send-back marks whose

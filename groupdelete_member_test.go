@@ -1,6 +1,8 @@
 package equeue_test
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -101,4 +104,64 @@ func TestDeleteGroup_BroadcastCommitWaitingForItStoresNothing(t *testing.T) {
 			assert.ErrorIs(t, err, equeue.ErrGroupNotFound, "the deleted group stays deleted after a reopen")
 		})
 	}
+}
+
+// TestDeleteGroup_CutShortKeepsDeadLettersRedrivenOnce cuts a DeleteGroup
+// short after the group's keys went and before its dead-letter topic did
+// (that deletion's write fails, as a crash would leave it): the dead
+// letters left are still marked redriven, in process and after a reopen,
+// and a redrive of them all sends none again.
+func TestDeleteGroup_CutShortKeepsDeadLettersRedrivenOnce(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := ctxT(t)
+			f := newFaultRig(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := f.E
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			p := newProducer(t, e, nil)
+			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("dead")})
+			require.NoError(t, err)
+			c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+				Handler: func(context.Context, *equeue.Message) error { return equeue.DeadLetter(errors.New("never")) }})
+			eventually(t, 30*time.Second, func() bool {
+				dl, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+				return err == nil && len(dl) == 1
+			}, "dead letter stored")
+			require.NoError(t, c.Close())
+			n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+
+			failWritesOf(f.FS, "topic/"+equeue.DLQTopic("g"))
+			require.ErrorIs(t, e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}), faultstore.ErrInjected)
+			f.FS.OnWrite(nil)
+			check := func(e *equeue.Engine, when string) {
+				t.Helper()
+				dl, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+				require.NoError(t, err, when)
+				require.Len(t, dl, 1, when)
+				assert.True(t, dl[0].Redriven, "%s: the dead letter is still marked redriven", when)
+				n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
+				require.NoError(t, err, when)
+				assert.Equal(t, 0, n, "%s: a dead letter redriven once is not redriven again", when)
+			}
+			check(e, "in process")
+			check(f.reopen(), "after a reopen")
+			require.NoError(t, f.E.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}), "deleting it again finishes it")
+			_, err = f.E.Topic(ctx, equeue.DLQTopic("g"))
+			assert.ErrorIs(t, err, equeue.ErrTopicNotFound)
+			assert.Empty(t, redrivenKeys(t, f.FS, "g"), "no redriven mark of the group is left")
+		})
+	}
+}
+
+// redrivenKeys lists the stored redriven marks of group g.
+func redrivenKeys(t *testing.T, fs *faultstore.FS, g string) []string {
+	var out []string
+	for k := range metaDump(t, fs) {
+		if strings.HasPrefix(k, "dlqr/"+g+"\x00") {
+			out = append(out, k)
+		}
+	}
+	return out
 }
