@@ -9,6 +9,9 @@ import (
 // MinMemoryBudget is the smallest Options.MemoryBudget accepted (16 MiB).
 const MinMemoryBudget = store.MinMemoryBudget
 
+// MaxMemoryBudget is the largest Options.MemoryBudget accepted (1 TiB).
+const MaxMemoryBudget = store.MaxMemoryBudget
+
 // validateBudget checks Options.MemoryBudget.
 func (o *Options) validateBudget() error {
 	switch {
@@ -17,6 +20,9 @@ func (o *Options) validateBudget() error {
 	case o.MemoryBudget < MinMemoryBudget:
 		return fmt.Errorf("%w: MemoryBudget %d must be 0 or at least %d bytes (16 MiB)",
 			ErrInvalidOptions, o.MemoryBudget, int64(MinMemoryBudget))
+	case o.MemoryBudget > MaxMemoryBudget:
+		return fmt.Errorf("%w: MemoryBudget %d must be at most %d bytes (1 TiB)",
+			ErrInvalidOptions, o.MemoryBudget, int64(MaxMemoryBudget))
 	case o.InMemory || o.Store != nil:
 		return fmt.Errorf("%w: MemoryBudget sizes the Badger store; it does not apply with InMemory or Store",
 			ErrInvalidOptions)

@@ -30,6 +30,24 @@ func TestMemoryBudget_BadValuesRefused(t *testing.T) {
 	require.NoError(t, (&equeue.Options{MemoryBudget: equeue.MinMemoryBudget}).Validate())
 }
 
+// A budget too large for any host is refused as a bad option, naming the
+// field, before anything is opened: Badger sizes its block cache from it
+// and allocates the cache's admission sketch at open, which for such a
+// budget panicked inside Badger (reported as an opaque open error, with
+// goroutines of the half-opened store left running) or, a little lower,
+// asked the runtime for more memory than the host has.
+func TestMemoryBudget_HugeValuesRefused(t *testing.T) {
+	for _, b := range []int64{math.MaxInt64, 1 << 62} {
+		o := equeue.Options{MemoryBudget: b}
+		require.ErrorIs(t, o.Validate(), equeue.ErrInvalidOptions, "%d", b)
+		_, err := equeue.Open(t.TempDir(), &o)
+		require.ErrorIs(t, err, equeue.ErrInvalidOptions, "%d", b)
+		require.ErrorContains(t, err, "MemoryBudget")
+	}
+	require.ErrorIs(t, (&equeue.Options{MemoryBudget: equeue.MaxMemoryBudget + 1}).Validate(), equeue.ErrInvalidOptions)
+	require.NoError(t, (&equeue.Options{MemoryBudget: equeue.MaxMemoryBudget}).Validate())
+}
+
 // An engine sized by the smallest budget stores, reads back and reopens a
 // backlog larger than its memtables.
 func TestMemoryBudget_EngineEndToEnd(t *testing.T) {

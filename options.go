@@ -112,7 +112,8 @@ type Options struct {
 	// the Go memory in use at Open plus 5/4 B, removed on Close
 	// (Badger.GoMemoryLimit tunes it or opts out). Zero keeps the default
 	// profile (store.DefaultBadgerOptions); below MinMemoryBudget (16 MiB),
-	// or with InMemory or Store, Open returns ErrInvalidOptions.
+	// above MaxMemoryBudget (1 TiB), or with InMemory or Store, Open
+	// returns ErrInvalidOptions.
 	MemoryBudget int64
 	// Sync is the default durability policy. Zero value: SyncAlways.
 	Sync SyncPolicy

@@ -5,6 +5,12 @@ package store
 // BudgetShares).
 const MinMemoryBudget = 16 * mib
 
+// MaxMemoryBudget is the largest memory budget WithBudget accepts (1 TiB):
+// its block cache share is then 128 GiB, well under the largest cache
+// OpenBadger accepts (see BadgerOptions.BlockCacheSize). A larger budget is
+// a mistake in units more often than a host's memory.
+const MaxMemoryBudget = maxCacheSize
+
 // BudgetShares returns the profile WithBudget fills options from for a
 // memory budget B (bytes). The shares bound what the store holds in memory;
 // they add up to about 60% of B, the rest is left to the Go runtime and to
@@ -63,12 +69,16 @@ func BudgetShares(budget int64) BadgerOptions {
 
 // WithBudget returns o with every zero field filled from BudgetShares(budget):
 // fields set explicitly win over the budget. A budget below
-// MinMemoryBudget is refused with an error matching ErrInvalidOptions.
+// MinMemoryBudget or above MaxMemoryBudget is refused with an error
+// matching ErrInvalidOptions.
 // OpenBadger validates the result as any other options (explicit fields
 // may disagree with the budget's).
 func (o BadgerOptions) WithBudget(budget int64) (BadgerOptions, error) {
 	if budget < MinMemoryBudget {
 		return o, invalidf("memory budget %d is below the floor of %d (16 MiB)", budget, MinMemoryBudget)
+	}
+	if budget > MaxMemoryBudget {
+		return o, invalidf("memory budget %d is above the ceiling of %d (1 TiB)", budget, int64(MaxMemoryBudget))
 	}
 	s := BudgetShares(budget)
 	fill(&o.MemTableSize, s.MemTableSize)

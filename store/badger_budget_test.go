@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -86,6 +87,27 @@ func TestBadgerOptionsRefuseBadTableShape(t *testing.T) {
 		_, err := store.OpenBadger(t.TempDir(), &o)
 		require.ErrorContains(t, err, "invalid options", "%+v", o)
 		require.ErrorIs(t, err, store.ErrInvalidOptions, "%+v", o)
+	}
+}
+
+// A cache size too large for any host is refused before Badger opens:
+// Badger allocates the cache's admission sketch at open, about a
+// hundredth of the cache's size, and for such a size it panicked (reported
+// as an opaque open error, with the half-opened store's goroutines left
+// running) or asked the runtime for more memory than the host has.
+func TestBadgerOptionsRefuseHugeCaches(t *testing.T) {
+	for _, o := range []store.BadgerOptions{
+		{BlockCacheSize: math.MaxInt64},
+		{IndexCacheSize: math.MaxInt64},
+		{BlockCacheSize: 1 << 62},
+	} {
+		_, err := store.OpenBadger(t.TempDir(), &o)
+		require.ErrorIs(t, err, store.ErrInvalidOptions, "%+v", o)
+		require.ErrorContains(t, err, "CacheSize", "%+v", o)
+	}
+	for _, b := range []int64{math.MaxInt64, 1 << 62} {
+		_, err := store.BadgerOptions{}.WithBudget(b)
+		require.ErrorIs(t, err, store.ErrInvalidOptions, "budget %d", b)
 	}
 }
 

@@ -66,13 +66,14 @@ type BadgerOptions struct {
 	NumLevelZeroTablesStall int
 	// BlockCacheSize is the budget of the cache of SSTable blocks read from
 	// disk. Zero means 8 MiB; negative means no cache, which Badger allows
-	// only without compression.
+	// only without compression. At most 1 TiB: Badger allocates the
+	// cache's admission counters at open, up to a hundredth of its size.
 	BlockCacheSize int64
 	// IndexCacheSize is the budget of the cache of table indexes. Badger
 	// (v4) consults it only for encrypted tables, which this package never
 	// writes; unencrypted indexes stay with their memory-mapped tables
 	// whatever this says. Zero or negative means no index cache (the
-	// default).
+	// default). At most 1 TiB, as BlockCacheSize.
 	IndexCacheSize int64
 	// ValueThreshold is the value length from which a value is kept in the
 	// value log rather than inline in the LSM tree. Zero means 1 KiB; it
@@ -279,6 +280,14 @@ const (
 	maxMemTableSize       = 2<<30 - 1
 	badgerMaxVlogFileSize = 2<<30 - 1
 	minBaseTableSize      = 256 * kib
+	// maxCacheSize is the largest BlockCacheSize and IndexCacheSize.
+	// Badger sizes a cache's admission counters (a count-min sketch and
+	// a Bloom filter, about a hundredth of the cache's size) from it and
+	// allocates them at open, checking no bound: far above this the
+	// allocation panics inside Badger's Open, which leaves the half-opened
+	// store's goroutines running, and well before that it asks for more
+	// memory than any host has, which kills the process.
+	maxCacheSize = 1 << 40
 )
 
 // resolve replaces zero fields by their defaults and validates the result.
@@ -359,6 +368,10 @@ func (o BadgerOptions) resolve() (BadgerOptions, error) {
 		return o, invalidf("compression %v needs a block cache", o.Compression)
 	case o.ReadOnly && o.InMemory:
 		return o, invalidf("ReadOnly needs a directory, not InMemory")
+	case o.BlockCacheSize > maxCacheSize:
+		return o, invalidf("BlockCacheSize %d is above 1 TiB", o.BlockCacheSize)
+	case o.IndexCacheSize > maxCacheSize:
+		return o, invalidf("IndexCacheSize %d is above 1 TiB", o.IndexCacheSize)
 	}
 	if o.InMemory {
 		// No value log in memory: every value must fit under the
