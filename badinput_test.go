@@ -154,3 +154,30 @@ func TestBadInput_TooLargeNamesTheMessageAndTheLimitItPassed(t *testing.T) {
 	assert.Contains(t, err.Error(), "limit 600")
 	assert.Equal(t, int64(0), queueEnd(t, e, "t"))
 }
+
+// A nil *Engine or *Namespace given as the broker is a nil broker: the
+// producer and consumer constructors refuse it with ErrInvalidArgument, as
+// they refuse a nil interface, instead of returning a client that panics
+// on its first call (or, for a Namespace, panicking at once). An engine
+// left nil by a failed Open, passed on unchecked, is the common case.
+func TestBadInput_NilEngineIsANilBroker(t *testing.T) {
+	var failedOpen *equeue.Engine
+	var nilView *equeue.Namespace
+	ok := func(context.Context, *equeue.Message) error { return nil }
+	subs := []equeue.Subscription{{Topic: "t"}}
+	for name, b := range map[string]equeue.Broker{"engine": failedOpen, "namespace": nilView} {
+		t.Run(name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { _, err = equeue.NewProducer(b, nil) })
+			assert.ErrorIs(t, err, equeue.ErrInvalidArgument, "NewProducer")
+			require.NotPanics(t, func() {
+				_, err = equeue.NewConsumer(b, equeue.ConsumerOptions{Group: "g", Subscriptions: subs, Handler: ok})
+			})
+			assert.ErrorIs(t, err, equeue.ErrInvalidArgument, "NewConsumer")
+			require.NotPanics(t, func() {
+				_, err = equeue.NewPullConsumer(b, equeue.PullConsumerOptions{Group: "g", Subscriptions: subs})
+			})
+			assert.ErrorIs(t, err, equeue.ErrInvalidArgument, "NewPullConsumer")
+		})
+	}
+}

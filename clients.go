@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"errors"
+	"reflect"
 	"sync"
 )
 
@@ -13,6 +14,17 @@ type clientSet struct {
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
 	producers map[*Producer]struct{}
+}
+
+// nilBroker reports whether b is no broker: a nil interface, or a nil
+// pointer in one (an *Engine left nil by a failed Open, a nil *Namespace),
+// whose first call would panic. The client constructors refuse both.
+func nilBroker(b Broker) bool {
+	if b == nil {
+		return true
+	}
+	v := reflect.ValueOf(b)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // engineOf returns the engine behind b when b is one in-process.

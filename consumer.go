@@ -288,9 +288,10 @@ type task struct {
 	batch []*Message // set instead of m for a BatchHandler
 }
 
-// NewConsumer returns a consumer on b; call Start to join the group.
+// NewConsumer returns a consumer on b; call Start to join the group. A nil
+// b, or a nil pointer in it, is refused with ErrInvalidArgument.
 func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
-	if b == nil {
+	if nilBroker(b) {
 		return nil, fmt.Errorf("%w: nil broker", ErrInvalidArgument)
 	}
 	if err := opts.validate(); err != nil {

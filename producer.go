@@ -97,9 +97,10 @@ type cachedRoute struct {
 	exp   time.Time
 }
 
-// NewProducer returns a producer on b.
+// NewProducer returns a producer on b. A nil b, or a nil pointer in it (an
+// *Engine left nil by a failed Open), is refused with ErrInvalidArgument.
 func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
-	if b == nil {
+	if nilBroker(b) {
 		return nil, fmt.Errorf("%w: nil broker", ErrInvalidArgument)
 	}
 	var o ProducerOptions

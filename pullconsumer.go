@@ -68,9 +68,10 @@ type PullConsumer struct {
 	drained chan struct{}
 }
 
-// NewPullConsumer returns a pull consumer on b; call Start to join.
+// NewPullConsumer returns a pull consumer on b; call Start to join. A nil
+// b, or a nil pointer in it, is refused with ErrInvalidArgument.
 func NewPullConsumer(b Broker, opts PullConsumerOptions) (*PullConsumer, error) {
-	if b == nil {
+	if nilBroker(b) {
 		return nil, fmt.Errorf("%w: nil broker", ErrInvalidArgument)
 	}
 	co := ConsumerOptions{Group: opts.Group, ID: opts.ID, Model: opts.Model, Subscriptions: opts.Subscriptions,
