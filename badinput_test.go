@@ -181,3 +181,12 @@ func TestBadInput_NilEngineIsANilBroker(t *testing.T) {
 		})
 	}
 }
+
+// Close on the nil engine a failed Open returns (a deferred Close before
+// the error check) does not panic.
+func TestBadInput_CloseOfTheEngineAFailedOpenReturned(t *testing.T) {
+	e, err := equeue.Open("", &equeue.Options{MaxMessageSize: -1})
+	require.Error(t, err)
+	require.Nil(t, e)
+	assert.NotPanics(t, func() { assert.ErrorIs(t, e.Close(), equeue.ErrInvalidArgument) })
+}

@@ -258,8 +258,12 @@ func (e *Engine) leave() {
 // pulls are woken and return ErrClosed), writes what was queued, syncs and
 // closes the store. A consumer's final commit that could not be stored is
 // among the errors returned. Closing those consumers and producers yourself
-// first is fine. Idempotent.
+// first is fine. Idempotent. On a nil engine (as a failed Open returns)
+// it does nothing and returns ErrInvalidArgument.
 func (e *Engine) Close() error {
+	if e == nil {
+		return fmt.Errorf("%w: nil engine", ErrInvalidArgument)
+	}
 	e.closeOnce.Do(func() {
 		clientErr := e.clients.closeAll()
 		e.closed.Store(true)
