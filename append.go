@@ -3,6 +3,7 @@ package equeue
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -162,6 +163,38 @@ func (e *Engine) appendWait(ctx context.Context, req *AppendRequest, c *command,
 	return ids, nil
 }
 
+// retryOriginProps are the system properties the engine writes on the
+// copies of a failed message (retry.go): where it came from and why it
+// failed. Only the engine's own stores carry them.
+var retryOriginProps = [...]string{SysOriginTopic, SysOriginQueue, SysOriginOffset, SysLastError}
+
+// withoutRetryOrigin is m without retryOriginProps (a copy when it had
+// any): a client's append cannot give a message an origin, whether
+// forged (a remote client sends system properties as it likes) or
+// carried over from a consumed retry that an application sends on. A
+// failed message's copies then name the topic it was stored in, and a
+// redrive sends it back there. Other system properties (a request's reply
+// address) stay.
+func withoutRetryOrigin(m *Message) *Message {
+	has := false
+	for _, k := range retryOriginProps {
+		_, ok := m.sys[k]
+		has = has || ok
+	}
+	if !has {
+		return m
+	}
+	cp := *m
+	cp.sys = maps.Clone(m.sys)
+	for _, k := range retryOriginProps {
+		delete(cp.sys, k)
+	}
+	if len(cp.sys) == 0 {
+		cp.sys = nil
+	}
+	return &cp
+}
+
 // recordLimit is the most bytes one encoded record may take: the
 // engine's MaxMessageSize, or the store's value limit when smaller.
 func (e *Engine) recordLimit() int {
@@ -304,6 +337,9 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		}
 		if m.Delay < 0 || m.TTL < 0 {
 			return nil, fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
+		}
+		if !isStoredAgain(ctx) {
+			m = withoutRetryOrigin(m)
 		}
 		m = t.defaultTTL(m, now)
 		if m.Delay > 0 || m.TTL > 0 {
