@@ -616,7 +616,9 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 // another incarnation (ErrMemberIDInUse). An incarnation is gone once it
 // left the group or its session expired (no heartbeat in progress and none
 // for SessionTimeout); such a member is removed here at once, without
-// waiting for the next expiry sweep. g.mu must be held.
+// waiting for the next expiry sweep, and the group rebalanced as the sweep
+// would: its queues reach the live members even when the join is then
+// refused. g.mu must be held.
 func (c *coordinator) checkIncarnation(g *group, req *JoinRequest) error {
 	m, ok := g.members[req.Member]
 	if !ok || req.Incarnation == "" || m.incarnation == "" || m.incarnation == req.Incarnation {
@@ -627,6 +629,7 @@ func (c *coordinator) checkIncarnation(g *group, req *JoinRequest) error {
 	}
 	c.e.log.Warn("group member expired; a new incarnation takes its ID", "group", g.name, "member", req.Member)
 	g.removeMember(req.Member)
+	c.rebalance(g)
 	return nil
 }
 
