@@ -35,7 +35,9 @@ type GroupInfo struct {
 type MemberInfo struct {
 	// ID is the member ID (ConsumerOptions.ID).
 	ID string
-	// Queues are the queues granted to the member now.
+	// Queues are the queues granted to the member now, those it is
+	// handing over to another member included (each queue is listed with
+	// the one member that holds it, as GroupQueueInfo.Owner).
 	Queues []QueueRef
 }
 
@@ -87,6 +89,19 @@ func (e *Engine) Group(ctx context.Context, name string) (GroupInfo, error) {
 	return e.groupInfo(name)
 }
 
+// held returns the queues member id holds a grant of, sorted: in a
+// clustering group also those it is handing over (Assignment.Revoking),
+// which are its own until it releases them. g.mu must be held.
+func (g *group) held(id string) []QueueRef {
+	a := g.assignment(id)
+	var out []QueueRef
+	for _, q := range slices.Concat(a.Queues, a.Revoking) {
+		out = append(out, q.QueueRef)
+	}
+	sortRefs(out)
+	return out
+}
+
 func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 	g, err := e.groups.group(name)
 	if err != nil {
@@ -101,11 +116,7 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		mi := MemberInfo{ID: id}
-		for _, q := range g.assignment(id).Queues {
-			mi.Queues = append(mi.Queues, q.QueueRef)
-		}
-		gi.Members = append(gi.Members, mi)
+		gi.Members = append(gi.Members, MemberInfo{ID: id, Queues: g.held(id)})
 	}
 	queues := e.groups.queuesOf(g)
 	if len(queues) == 0 {

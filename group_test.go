@@ -573,3 +573,48 @@ func TestAdmin_IdleGroupFollowsItsTopicsChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmin_GroupListsQueuesHeldDuringAHandover: while a member hands
+// queues over, Group lists them with the member that still holds them, in
+// the member list as in the queue rows: each queue shows one owner, the
+// one that may pull and commit it.
+func TestAdmin_GroupListsQueuesHeldDuringAHandover(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 4))
+	join := func(id string) equeue.Assignment {
+		a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: id, Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+		require.NoError(t, err)
+		return a
+	}
+	a1 := join("m1")
+	join("m2") // m1 still holds queues 2 and 3, due to m2
+
+	info, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	require.Len(t, info.Members, 2)
+	held := map[equeue.QueueRef]string{}
+	for _, m := range info.Members {
+		for _, q := range m.Queues {
+			held[q] = m.ID
+		}
+	}
+	for _, q := range info.Queues {
+		assert.Equal(t, q.Owner, held[q.QueueRef], "queue %s: the member list and the queue rows agree", q.QueueRef)
+		assert.Equal(t, "m1", q.Owner, "queue %s is m1's until it releases it", q.QueueRef)
+	}
+	assert.Len(t, info.Members[0].Queues, 4, "m1 holds every queue: %+v", info.Members)
+	assert.Empty(t, info.Members[1].Queues, "m2 holds none yet")
+
+	// Once released, the queues are m2's in both.
+	require.NoError(t, e.ReleaseQueues(ctx, "g", "m1", a1.Queues[2:]))
+	info, err = e.Group(ctx, "g")
+	require.NoError(t, err)
+	require.Len(t, info.Members, 2)
+	assert.Len(t, info.Members[0].Queues, 2)
+	require.Len(t, info.Members[1].Queues, 2)
+	assert.Equal(t, equeue.QueueRef{Topic: "t", Queue: 2}, info.Members[1].Queues[0])
+	for _, q := range info.Queues {
+		assert.Equal(t, map[bool]string{true: "m1", false: "m2"}[q.Queue < 2], q.Owner, "queue %s", q.QueueRef)
+	}
+}
