@@ -502,7 +502,27 @@ func (g *group) assignment(id string) Assignment {
 	return a
 }
 
-func sameSubs(a, b []Subscription) bool { return slices.Equal(a, b) }
+// sameSubs reports whether normalized subscriptions a and b consume the
+// same: the same topics, each with the same set of tags (a filter's tags
+// in another order select the same messages).
+func sameSubs(a, b []Subscription) bool {
+	return slices.EqualFunc(a, b, func(x, y Subscription) bool {
+		return x.Topic == y.Topic && sameFilter(x.Filter, y.Filter)
+	})
+}
+
+// sameFilter reports whether filter expressions a and b select the same tags.
+func sameFilter(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, errA := parseFilter(a)
+	fb, errB := parseFilter(b)
+	if errA != nil || errB != nil || fa.all != fb.all || len(fa.tags) != len(fb.tags) {
+		return false
+	}
+	return !slices.ContainsFunc(fa.tags, func(tag string) bool { return !fb.match(tag) })
+}
 
 // normalizeSubs validates, normalizes and sorts subscriptions.
 func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([]Subscription, error) {

@@ -618,3 +618,24 @@ func TestAdmin_GroupListsQueuesHeldDuringAHandover(t *testing.T) {
 		assert.Equal(t, map[bool]string{true: "m1", false: "m2"}[q.Queue < 2], q.Owner, "queue %s", q.QueueRef)
 	}
 }
+
+// TestJoinGroup_SameTagsInAnotherOrderMatch: a tag filter is a set of
+// tags, so members that list the same tags in another order (or once more)
+// subscribe alike and share the group; other tags are still a mismatch.
+func TestJoinGroup_SameTagsInAnotherOrderMatch(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	join := func(id, filter string) error {
+		_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: id, Subscriptions: []equeue.Subscription{{Topic: "t", Filter: filter}}})
+		return err
+	}
+	require.NoError(t, join("m1", "paid || shipped"))
+	require.NoError(t, join("m2", "shipped || paid"))
+	require.NoError(t, join("m3", "shipped||paid||shipped"))
+	require.ErrorIs(t, join("m4", "paid"), equeue.ErrSubscriptionMismatch)
+	require.ErrorIs(t, join("m4", "paid || shipped || refunded"), equeue.ErrSubscriptionMismatch)
+	info, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	assert.Len(t, info.Members, 3)
+}
