@@ -18,8 +18,10 @@ import (
 // created again starts at offset 0 again, and its dead letters were never
 // redriven. So a mark's value names the incarnation it was written for
 // (the topic's ID), and a mark answers only for that one. DeleteTopic
-// deletes the marks of the incarnation it drops; that is tidying, which a
-// failed write may leave for DeleteGroup.
+// deletes the marks of the incarnation it drops, and a trim of the topic
+// (retention, a drop-oldest limit) those of the dead letters it deletes
+// (deleteRedrivenBelow); that is tidying, which a failed write may leave
+// for the next trim or DeleteGroup.
 //
 // Marks of the first format (the one byte 1) named no incarnation. Open
 // gives each the ID of its group's dead-letter topic, or deletes it when
@@ -146,4 +148,44 @@ func (e *Engine) deleteRedrivenMarksOf(t *topic) {
 // cutDLQTopic returns the group whose dead-letter topic name is.
 func cutDLQTopic(name string) (string, bool) {
 	return strings.CutPrefix(name, DLQTopicPrefix)
+}
+
+// deleteRedrivenBelow deletes the redriven marks of q's dead letters below
+// min, its new low watermark, when q is a dead-letter topic's queue:
+// retention or the topic's drop-oldest limit deleted those dead letters,
+// so their marks answer for nothing, and round after round of redrives
+// would otherwise pile them up for good. It must run only once the
+// watermark is durable (a crash must not bring back a dead letter whose
+// mark is gone), with q.topic.retain.mu held. Marks of another incarnation
+// of the topic are left to its deletion or the group's. A failure is
+// logged; the next trim starts again from the group's first mark.
+func (e *Engine) deleteRedrivenBelow(q *queue, min int64) {
+	group, ok := cutDLQTopic(q.topic.name)
+	if !ok || q.id != 0 {
+		return
+	}
+	prefix := redrivenGroupPrefix(group)
+	var keys [][]byte
+	err := e.st.ScanMeta(prefix, func(k, v []byte) error {
+		if len(k) != len(prefix)+8 {
+			return nil
+		}
+		if int64(binary.BigEndian.Uint64(k[len(prefix):])) >= min {
+			return errStopScan // keys are in offset order
+		}
+		first := len(v) == 1 && v[0] == redrivenNoTopic
+		if first || (len(v) == 5 && v[0] == redrivenOfTopic && binary.BigEndian.Uint32(v[1:]) == q.topic.id) {
+			keys = append(keys, slices.Clone(k))
+		}
+		return nil
+	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
+	if err == nil {
+		err = e.deleteKeys(keys)
+	}
+	if err != nil {
+		e.log.Warn("deleting the redriven marks of trimmed dead letters; the next trim tries again", "topic", q.topic.name, "err", err)
+	}
 }

@@ -196,6 +196,7 @@ func (e *Engine) deleteBelow(q *queue, min, cutoff int64) error {
 		q.topic.retain.unswept(q.id, min)
 		return notDurable(err, "watermark of %s/%d", q.topic.name, q.id)
 	}
+	e.deleteRedrivenBelow(q, cutoff)
 	if err := e.st.DeleteRange(q.key, uint64(min), uint64(cutoff)); err != nil {
 		q.topic.retain.unswept(q.id, min)
 		return fmt.Errorf("equeue: delete %s/%d below %d: %w", q.topic.name, q.id, cutoff, err)

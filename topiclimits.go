@@ -367,6 +367,7 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 		if _, serr := e.sweep(q); serr != nil {
 			errs = append(errs, serr)
 		}
+		e.deleteRedrivenBelow(q, mins[i]+cuts[i])
 		if derr := e.st.DeleteRange(q.key, uint64(mins[i]), uint64(mins[i]+cuts[i])); derr != nil {
 			t.retain.unswept(q.id, mins[i])
 			errs = append(errs, fmt.Errorf("equeue: delete %s/%d below %d: %w", t.name, q.id, mins[i]+cuts[i], derr))
