@@ -338,7 +338,7 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		if m.Delay < 0 || m.TTL < 0 {
 			return nil, fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
 		}
-		if !isStoredAgain(ctx) {
+		if !isStoredAgain(ctx) && !internalAllowed(ctx, req.Topic) {
 			m = withoutRetryOrigin(m)
 		}
 		m = t.defaultTTL(m, now)

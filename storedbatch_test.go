@@ -37,7 +37,7 @@ func storedBatchMessages(t *testing.T, e *equeue.Engine) {
 		case 4:
 			m.Body = bytes.Repeat([]byte{byte(i)}, 70_000)
 		case 5:
-			m.SetSysProperties(map[string]string{equeue.SysOriginTopic: "elsewhere", "x": "y"})
+			m.SetSysProperties(map[string]string{equeue.SysReplyTo: "%REPLY%elsewhere", "x": "y"})
 		case 6:
 			m.TTL = time.Hour
 		}
@@ -91,7 +91,7 @@ func TestStoredBatch_SameMessagesAsPull(t *testing.T) {
 							require.NoError(t, err)
 							require.Equal(t, want.Messages, msgs)
 							for _, m := range msgs {
-								sawSys = sawSys || m.SysProperty(equeue.SysOriginTopic) == "elsewhere"
+								sawSys = sawSys || m.SysProperty(equeue.SysReplyTo) == "%REPLY%elsewhere"
 								sawProducerID = sawProducerID || strings.HasPrefix(m.ID, "producer-")
 								sawEmpty = sawEmpty || m.Body == nil
 							}

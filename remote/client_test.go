@@ -25,7 +25,7 @@ func fullMessage(topic string) *equeue.Message {
 		Body:       []byte{0, 1, 2, 255}, BornAt: born, DeliverAt: born.Add(time.Second),
 		ExpiresAt: time.Now().Add(time.Hour), Attempt: 2,
 	}
-	m.SetSysProperties(map[string]string{equeue.SysOriginTopic: "elsewhere", "x": "y"})
+	m.SetSysProperties(map[string]string{equeue.SysReplyTo: "%REPLY%elsewhere", "x": "y"})
 	return m
 }
 

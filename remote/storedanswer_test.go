@@ -41,7 +41,7 @@ func storedMix(t *testing.T, b equeue.Broker) {
 		case 4:
 			m.Body = bytes.Repeat([]byte{byte(i)}, 70_000)
 		case 5:
-			m.SetSysProperties(map[string]string{equeue.SysOriginTopic: "elsewhere"})
+			m.SetSysProperties(map[string]string{equeue.SysReplyTo: "%REPLY%elsewhere"})
 		case 6:
 			m.TTL = time.Hour
 		}
