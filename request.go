@@ -155,6 +155,12 @@ func (r *requester) listen(ctx context.Context) {
 				r.stop(fmt.Errorf("equeue: reply topic %s: %w", r.topic, err))
 				return
 			}
+			if next, ok := pastTooLarge(err, off); ok {
+				// Its request times out; the replies after it go on.
+				r.dropped.Add(1)
+				off = next
+				continue
+			}
 			if !sleepCtx(ctx, backoff) {
 				return
 			}
@@ -167,6 +173,18 @@ func (r *requester) listen(ctx context.Context) {
 			r.deliver(m)
 		}
 	}
+}
+
+// pastTooLarge returns the offset after the reply at or after off that err
+// (from a pull of the reply topic at off) says the requester cannot receive,
+// being larger than its remote client accepts, and true. Pulled again, that
+// reply would fail the same way for good. Any other error gives false.
+func pastTooLarge(err error, off int64) (int64, bool) {
+	var big *MessageTooLargeError
+	if !errors.As(err, &big) || big.Offset < off {
+		return 0, false
+	}
+	return big.Offset + 1, true
 }
 
 // deliver hands m to the request waiting for it, or drops it.
@@ -210,7 +228,8 @@ func (r *requester) forget(id string) {
 // holds are replaced). Request waits until ctx ends, or
 // DefaultRequestTimeout when ctx has no deadline; then it returns an error
 // matching ErrRequestTimeout (and the context's error), and a reply that
-// arrives later is dropped. The request itself may then have been handled
+// arrives later is dropped, as is one larger than a remote client of the
+// producer accepts. The request itself may then have been handled
 // or not: as with Send, a send error says whether it was stored.
 //
 // The first Request creates the producer's reply topic and starts one
