@@ -230,7 +230,9 @@ func (r *requester) forget(id string) {
 // matching ErrRequestTimeout (and the context's error), and a reply that
 // arrives later is dropped, as is one larger than a remote client of the
 // producer accepts. The request itself may then have been handled
-// or not: as with Send, a send error says whether it was stored.
+// or not: as with Send, a send error says whether it was stored. A request
+// whose ID the topic's dedup window holds is not stored again, and Request
+// returns ErrDuplicateRequest at once.
 //
 // The first Request creates the producer's reply topic and starts one
 // goroutine reading it; Close stops it and deletes the topic.
@@ -264,12 +266,19 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 	}
 	sys[SysReplyTo], sys[SysCorrelationID] = r.topic, id
 	m.SetSysProperties(sys)
-	if _, err := p.Send(ctx, m); err != nil {
+	res, err := p.Send(ctx, m)
+	if err != nil {
 		r.forget(id)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: sending the request: %w", ErrRequestTimeout, err)
 		}
 		return nil, err
+	}
+	if res.Duplicate {
+		// The stored request carries another correlation ID: the reply
+		// goes to the request first sent with this ID.
+		r.forget(id)
+		return nil, fmt.Errorf("%w: topic %s holds message ID %s", ErrDuplicateRequest, m.Topic, m.ID)
 	}
 	select {
 	case rep, ok := <-ch:
@@ -369,6 +378,10 @@ var (
 	// ErrNotRequest is returned by Reply when the message was not sent with
 	// Producer.Request (it has no reply address).
 	ErrNotRequest = errors.New("equeue: message is not a request")
+	// ErrDuplicateRequest is returned by Producer.Request when the
+	// request's topic has a dedup window that holds its ID: the request was
+	// not stored again, so no handler answers it.
+	ErrDuplicateRequest = errors.New("equeue: request is a duplicate")
 )
 
 // ensureReplyTopic creates the reply topic name (one queue) when it is one
