@@ -235,7 +235,10 @@ func (pc *PullConsumer) Changed() <-chan struct{} {
 // Fetch returns up to max messages of an owned queue from the consumer's
 // position (initially the group's committed offset) and moves the position
 // past them, waiting up to wait for new ones. It returns ErrFenced for a
-// queue the consumer does not own.
+// queue the consumer does not own, also when the queue was taken away (or
+// granted anew, by a reset) while the Fetch ran: the messages it read are
+// the next grant's and are not returned. A Fetch that ends after Close
+// returns ErrClosed.
 //
 // On a topic with priorities each queue ID is a lane (see
 // TopicOptions.Priorities) and the consumer owns every lane of a queue:
@@ -286,26 +289,30 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 		return nil, err
 	}
 	pc.mu.Lock()
-	if cur, ok := pc.grants[q]; ok && cur.Epoch == g.Epoch {
-		switch now := pc.positions[q]; {
-		case now == pos:
+	if err := pc.stillHeldLocked(g); err != nil {
+		// The queue was taken away (or granted anew, or the consumer
+		// closed) while the pull ran: its messages are the next grant's.
+		pc.mu.Unlock()
+		return nil, err
+	}
+	switch now := pc.positions[q]; {
+	case now == pos:
+		pc.positions[q] = res.NextOffset
+		// A gate check of a lower lane may have read q from pos too while
+		// this pull ran, and kept what it read for q's next Fetch: those
+		// are the messages returned now, so they go, or they would be
+		// returned again (and the position moved back to them).
+		if _, ok := pc.ahead[q]; ok {
+			delete(pc.ahead, q)
+			pc.laneDrainedLocked()
+		}
+	case now > pos:
+		// Another Fetch of q that read from pos at the same time (or a
+		// Seek forward) moved the position on: the messages before it
+		// are that Fetch's, and only those past it are this one's.
+		res.Messages = messagesFrom(res.Messages, now)
+		if res.NextOffset > now {
 			pc.positions[q] = res.NextOffset
-			// A gate check of a lower lane may have read q from pos too while
-			// this pull ran, and kept what it read for q's next Fetch: those
-			// are the messages returned now, so they go, or they would be
-			// returned again (and the position moved back to them).
-			if _, ok := pc.ahead[q]; ok {
-				delete(pc.ahead, q)
-				pc.laneDrainedLocked()
-			}
-		case now > pos:
-			// Another Fetch of q that read from pos at the same time (or a
-			// Seek forward) moved the position on: the messages before it
-			// are that Fetch's, and only those past it are this one's.
-			res.Messages = messagesFrom(res.Messages, now)
-			if res.NextOffset > now {
-				pc.positions[q] = res.NextOffset
-			}
 		}
 	}
 	pc.mu.Unlock()
@@ -313,6 +320,18 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 		markLane(res.Messages, at.lane)
 	}
 	return res.Messages, nil
+}
+
+// stillHeldLocked reports ErrClosed once the consumer closed and ErrFenced
+// unless it still holds g's queue under g's epoch. pc.mu must be held.
+func (pc *PullConsumer) stillHeldLocked(g Grant) error {
+	if pc.closed {
+		return ErrClosed
+	}
+	if cur, ok := pc.grants[g.QueueRef]; !ok || cur.Epoch != g.Epoch {
+		return fmt.Errorf("%w: %s was taken away or granted anew while it was fetched", ErrFenced, g.QueueRef)
+	}
+	return nil
 }
 
 // messagesFrom returns the messages of msgs (ascending offsets) from offset
