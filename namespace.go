@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -431,7 +432,9 @@ func (n *Namespace) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
 }
 
 // err is an engine error as the namespace sees it: the names in its text
-// unqualified, while errors.Is and errors.As still see what it wraps.
+// unqualified, while errors.Is and errors.As still see what it wraps, but
+// for a *MessageTooLargeError, which errors.As gives under the namespace's
+// name of its queue (the one the puller's grant has).
 func (n *Namespace) err(err error) error {
 	if err == nil {
 		return nil
@@ -450,17 +453,42 @@ func (n *Namespace) err(err error) error {
 		b.WriteByte(msg[i])
 		i++
 	}
-	return &namespaceError{err: err, msg: b.String()}
+	return &namespaceError{err: err, msg: b.String(), big: n.outTooLarge(err)}
+}
+
+// outTooLarge is the *MessageTooLargeError err holds, as the namespace
+// sees it (a copy), or nil.
+func (n *Namespace) outTooLarge(err error) *MessageTooLargeError {
+	var big *MessageTooLargeError
+	if !errors.As(err, &big) {
+		return nil
+	}
+	cp := *big
+	cp.QueueRef = n.outRef(big.QueueRef)
+	return &cp
 }
 
 // namespaceError is an error whose text was mapped into a namespace.
 type namespaceError struct {
 	err error
 	msg string
+	big *MessageTooLargeError // err's, mapped into the namespace; or nil
 }
 
 func (e *namespaceError) Error() string { return e.msg }
 func (e *namespaceError) Unwrap() error { return e.err }
+
+// As gives errors.As the mapped *MessageTooLargeError, so a consumer on the
+// namespace finds the queue of its grant in it, and a remote client is told
+// that name, not the engine's.
+func (e *namespaceError) As(target any) bool {
+	p, ok := target.(**MessageTooLargeError)
+	if !ok || e.big == nil {
+		return false
+	}
+	*p = e.big
+	return true
+}
 
 // AppendAsync is Append that reports through cb (see Engine.AppendAsync);
 // Producer.SendAsync uses it.

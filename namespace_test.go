@@ -285,3 +285,23 @@ func TestNamespace_RedriveStaysInTheNamespace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, ob.Messages, "tenant-a's redrive wrote into tenant-b's topic")
 }
+
+// A pull through a view that meets a message larger than its MaxBytes gets
+// a *MessageTooLargeError naming the queue as the view does, so a consumer
+// on the view can match it to its grant and dead-letter the message.
+func TestNamespace_TooLargeNamesTheViewsQueue(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	a, err := e.Namespace("tenant-a")
+	require.NoError(t, err)
+	require.NoError(t, a.CreateTopic(ctx, "orders", 1))
+	_, err = a.Append(ctx, &equeue.AppendRequest{Topic: "orders", Messages: []*equeue.Message{{Body: make([]byte, 100)}}})
+	require.NoError(t, err)
+	_, err = a.Pull(ctx, &equeue.PullRequest{Topic: "orders", MaxBytes: 10})
+	require.ErrorIs(t, err, equeue.ErrMessageTooLarge)
+	var big *equeue.MessageTooLargeError
+	require.ErrorAs(t, err, &big)
+	assert.Equal(t, equeue.QueueRef{Topic: "orders", Queue: 0}, big.QueueRef)
+	assert.Equal(t, int64(0), big.Offset)
+	assert.NotContains(t, err.Error(), "tenant-a")
+}

@@ -294,3 +294,50 @@ func TestNamespace_SameNamesOverRemote(t *testing.T) {
 	_, err = remote.NewServer(e, &remote.ServerOptions{Tokens: map[string]remote.Rights{"x": remote.RightAll}, TokenNamespaces: map[string]string{"x": "a:b"}})
 	assert.ErrorIs(t, err, equeue.ErrInvalidOptions, "a namespace must be a valid name")
 }
+
+// A consumer with a namespace token whose client cannot receive a stored
+// message dead-letters it and goes on, as on the whole engine: the
+// ErrMessageTooLarge it gets names the queue by the namespace's name (the
+// one its grant has), not the engine's.
+func TestNamespace_ConsumerDeadLettersAMessageItCannotReceive(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := namespaceServer(t, e)
+	a, err := e.Namespace("tenant-a")
+	require.NoError(t, err)
+	require.NoError(t, a.CreateTopic(ctx, "t", 1))
+	for _, n := range []int{10, 2 << 20, 20} {
+		_, err := a.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: make([]byte, n)}}})
+		require.NoError(t, err)
+	}
+	small := dial(t, s.addr, &remote.ClientOptions{Token: "tok-a", MaxMessageBytes: 1 << 20})
+
+	_, err = small.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 1})
+	var big *equeue.MessageTooLargeError
+	require.ErrorAs(t, err, &big)
+	assert.Equal(t, equeue.QueueRef{Topic: "t", Queue: 0}, big.QueueRef, "the namespace's name of the queue")
+	assert.NotContains(t, err.Error(), "tenant-a")
+
+	got := make(chan int, 4)
+	c, err := equeue.NewConsumer(small, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(_ context.Context, m *equeue.Message) error { got <- len(m.Body); return nil }})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { _ = c.Close() }()
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, want := range []int{10, 20} {
+		select {
+		case n := <-got:
+			assert.Equal(t, want, n)
+		case <-wait.Done():
+			t.Fatalf("the consumer is stuck before the %d-byte message", want)
+		}
+	}
+	require.NoError(t, c.Close())
+	dead, err := a.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{Max: 10})
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	assert.Equal(t, int64(1), dead[0].Message.Offset)
+	assert.NotContains(t, dead[0].LastError, "tenant-a")
+}
