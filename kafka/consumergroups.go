@@ -106,7 +106,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		return resp
 	}
 	switch {
-	case req.Group == "" || equeue.ValidateName(req.Group) != nil:
+	case !c.s.validGroup(req.Group):
 		return fail(errInvalidGroupID, "")
 	case req.MemberEpoch < -2:
 		return fail(errInvalidRequest, "member epoch below -2")

@@ -30,6 +30,18 @@ type groupDescriber interface {
 	Group(ctx context.Context, name string) (equeue.GroupInfo, error)
 }
 
+// validGroup reports whether the broker can store a group's offsets under
+// name: a valid engine name and, over a namespace (*equeue.Namespace, whose
+// names are plain), one without equeue.NamespaceSeparator, which the
+// namespace refuses.
+func (s *Server) validGroup(name string) bool {
+	if name == "" || equeue.ValidateName(name) != nil {
+		return false
+	}
+	_, ns := s.b.(*equeue.Namespace)
+	return !ns || !strings.Contains(name, equeue.NamespaceSeparator)
+}
+
 // nativeMembers reports whether the engine has a native consumer group of
 // that name with live members. Such a group's own commits rule its offsets
 // (Engine.CommitGroupOffsets refuses others with equeue.ErrFenced), so a

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/equeue-go/equeue"
 )
 
 // The classic group protocol, coordinated by the listener: members join,
@@ -329,7 +327,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		rebalance = session
 	}
 	switch {
-	case req.Group == "" || equeue.ValidateName(req.Group) != nil:
+	case !c.s.validGroup(req.Group):
 		// A name the engine cannot store offsets under: the members would
 		// consume with every commit refused (offsetCommit).
 		resp.ErrorCode = errInvalidGroupID

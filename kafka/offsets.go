@@ -19,7 +19,7 @@ import (
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	code, held := c.checkCommitter(req)
-	if code == errNone && equeue.ValidateName(req.Group) != nil {
+	if code == errNone && !c.s.validGroup(req.Group) {
 		code = errInvalidGroupID
 	}
 	offsets := map[equeue.QueueRef]int64{}
@@ -163,7 +163,7 @@ func (c *coordinator) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 // or of every partition the group has one for when topics is nil; -1 where
 // none is committed.
 func (c *coordinator) fetchGroupOffsets(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestTopic) ([]kmsg.OffsetFetchResponseTopic, int16) {
-	if equeue.ValidateName(group) != nil {
+	if !c.s.validGroup(group) {
 		return nil, errInvalidGroupID
 	}
 	offs, err := c.s.b.GroupOffsets(ctx, group)
