@@ -217,6 +217,13 @@ func (e *Engine) pull(ctx context.Context, req *PullRequest, stored *StoredRecor
 			if t.deleted.Load() {
 				return PullResult{}, fmt.Errorf("%w: %q was deleted", ErrTopicNotFound, t.name)
 			}
+			if req.Group != "" {
+				// The member may have lost the queue while it waited: a
+				// pull that started now would be refused, and so is this.
+				if err := e.groups.checkOwner(req.Group, req.Member, req.Epoch, t.name, q.id); err != nil {
+					return PullResult{}, err
+				}
+			}
 		case <-timer.C:
 			res.Status = PullNoNewMessage
 			return res, nil
