@@ -197,6 +197,22 @@ func TestProtocol_FetchByteBudget(t *testing.T) {
 	}
 }
 
+// rawProduce is a produce request (v7) of one record with body to
+// partition part of topic "t", with acks.
+func rawProduce(acks int16, part int32, body string) *kmsg.ProduceRequest {
+	prod := kmsg.NewPtrProduceRequest()
+	prod.SetVersion(7)
+	prod.Acks, prod.TimeoutMillis = acks, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = part
+	rp.Records = rawBatch(-1, -1, -1, body)
+	rt.Partitions = append(rt.Partitions, rp)
+	prod.Topics = append(prod.Topics, rt)
+	return prod
+}
+
 // TestProtocol_AcksZeroGetsNoAnswer: a produce with acks=0 is stored and
 // not answered; the next request's answer is the next frame.
 func TestProtocol_AcksZeroGetsNoAnswer(t *testing.T) {
@@ -205,15 +221,7 @@ func TestProtocol_AcksZeroGetsNoAnswer(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = nc.Close() }()
 	f := kmsg.NewRequestFormatter()
-	prod := kmsg.NewPtrProduceRequest()
-	prod.SetVersion(7)
-	prod.Acks, prod.TimeoutMillis = 0, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = rawBatch(-1, -1, -1, "fire and forget")
-	rt.Partitions = append(rt.Partitions, rp)
-	prod.Topics = append(prod.Topics, rt)
+	prod := rawProduce(0, 0, "fire and forget")
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.SetVersion(4)
 	out := append(f.AppendRequest(nil, prod, 7), f.AppendRequest(nil, meta, 8)...)
@@ -270,16 +278,7 @@ func TestProtocol_AcksZeroFailureClosesTheConnection(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = nc.Close() }()
 	f := kmsg.NewRequestFormatter()
-	prod := kmsg.NewPtrProduceRequest()
-	prod.SetVersion(7)
-	prod.Acks, prod.TimeoutMillis = 0, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition = 5 // no such partition
-	rp.Records = rawBatch(-1, -1, -1, "lost")
-	rt.Partitions = append(rt.Partitions, rp)
-	prod.Topics = append(prod.Topics, rt)
+	prod := rawProduce(0, 5, "lost") // no partition 5
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.SetVersion(4)
 	out := append(f.AppendRequest(nil, prod, 7), f.AppendRequest(nil, meta, 8)...)
@@ -301,15 +300,7 @@ func TestProtocol_InvalidAcksRefused(t *testing.T) {
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer func() { _ = nc.Close() }()
-	prod := kmsg.NewPtrProduceRequest()
-	prod.SetVersion(7)
-	prod.Acks, prod.TimeoutMillis = 2, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = rawBatch(-1, -1, -1, "x")
-	rt.Partitions = append(rt.Partitions, rp)
-	prod.Topics = append(prod.Topics, rt)
+	prod := rawProduce(2, 0, "x")
 	_, err = nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, prod, 7))
 	require.NoError(t, err)
 	require.NoError(t, nc.SetReadDeadline(time.Now().Add(10*time.Second)))
