@@ -28,6 +28,7 @@ type queue struct {
 
 	appended      atomic.Uint64 // messages appended since open
 	appendedBytes atomic.Uint64
+	sentBack      atomic.Uint64 // send-backs stored for this queue since open, delayed ones included
 
 	bytes byteAccount // stored bytes, for TopicLimits.MaxBytes (topiclimits_bytes.go)
 }

@@ -186,6 +186,7 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 		err = c.failure(target, 0)
 	}
 	if err == nil {
+		c.dest().sentBack.Add(1)
 		e.trimAfter(ctx, c.command, nil)
 	}
 	e.observeSendBack(ctx, req, d, start, err)
@@ -210,18 +211,14 @@ func (e *Engine) queueSendBack(ctx context.Context, g *group, ref sentBackRef, m
 	if err != nil {
 		return sendBackCommand{}, false, err
 	}
-	dest := c.q
-	if c.kind == cmdDelay {
-		dest = c.target
-	}
-	mark.copyID = dest.topic.id
+	sc := sendBackCommand{command: c, done: make(chan struct{})}
+	mark.copyID = sc.dest().topic.id
 	c.meta = append(c.meta, store.MetaOp{Key: sentBackKey(g.name, ref.k, ref.off), Value: sentBackValue(mark)})
 	c.seal(e.limits)
 	if err := e.fits(c); err != nil {
 		return sendBackCommand{}, false, err
 	}
 	c.trimsAfter = true // SendBack trims once it is answered, as Append does
-	sc := sendBackCommand{command: c, done: make(chan struct{})}
 	c.done = func(c *command) {
 		var stored *sentBackMark
 		if c.err == nil {
@@ -234,6 +231,15 @@ func (e *Engine) queueSendBack(ctx context.Context, g *group, ref sentBackRef, m
 		return sendBackCommand{}, false, err
 	}
 	return sc, true, nil
+}
+
+// dest is the queue c stores its copy for: the retry or dead-letter
+// queue, also when a delayed retry goes to the delay log first.
+func (c sendBackCommand) dest() *queue {
+	if c.kind == cmdDelay {
+		return c.target
+	}
+	return c.q
 }
 
 // wait waits for the writer to complete c; when ctx ends first, the

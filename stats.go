@@ -19,18 +19,23 @@ type QueueStats struct {
 	MinOffset int64
 	// MaxOffset is one past the last message.
 	MaxOffset int64
+	// SentBack counts the failed messages consumers' send-backs stored for
+	// the queue (of a retry or dead-letter topic), when each was stored: a
+	// retry due later counts at once, though it is appended (and counted in
+	// Appended) only when due.
+	SentBack uint64
 }
 
 // QueueStats returns the counters of every queue (retry and dead-letter
-// topics included), sorted by topic and queue. Appends to %RETRY%<group>
-// count retries; appends to %DLQ%<group> count dead letters.
+// topics included), sorted by topic and queue. SentBack of %RETRY%<group>
+// counts the group's retries; of %DLQ%<group>, its dead letters.
 func (e *Engine) QueueStats() []QueueStats {
 	e.mu.RLock()
 	var out []QueueStats
 	for _, t := range e.topics {
 		for _, q := range t.queueList() {
 			min, next, _ := q.bounds()
-			out = append(out, QueueStats{Topic: t.name, Queue: q.id, Appended: q.appended.Load(), AppendedBytes: q.appendedBytes.Load(), MinOffset: min, MaxOffset: next})
+			out = append(out, QueueStats{Topic: t.name, Queue: q.id, Appended: q.appended.Load(), AppendedBytes: q.appendedBytes.Load(), MinOffset: min, MaxOffset: next, SentBack: q.sentBack.Load()})
 		}
 	}
 	e.mu.RUnlock()

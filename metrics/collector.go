@@ -178,9 +178,9 @@ func (c *Collector) collectQueues(ch chan<- prometheus.Metric, queues []equeue.Q
 		ch <- prometheus.MustNewConstMetric(c.minOffset, prometheus.GaugeValue, float64(q.MinOffset), q.Topic, queue)
 		ch <- prometheus.MustNewConstMetric(c.maxOffset, prometheus.GaugeValue, float64(q.MaxOffset), q.Topic, queue)
 		if g, ok := strings.CutPrefix(q.Topic, equeue.RetryTopicPrefix); ok {
-			retries[g] += q.Appended
+			retries[g] += q.SentBack
 		} else if g, ok := strings.CutPrefix(q.Topic, equeue.DLQTopicPrefix); ok {
-			dead[g] += q.Appended
+			dead[g] += q.SentBack
 		}
 	}
 	for g, n := range retries {

@@ -243,9 +243,9 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.minOffset, q.MinOffset, at)
 		o.ObserveInt64(m.maxOffset, q.MaxOffset, at)
 		if g, ok := strings.CutPrefix(q.Topic, equeue.RetryTopicPrefix); ok {
-			retries[g] += int64(q.Appended)
+			retries[g] += int64(q.SentBack)
 		} else if g, ok := strings.CutPrefix(q.Topic, equeue.DLQTopicPrefix); ok {
-			dead[g] += int64(q.Appended)
+			dead[g] += int64(q.SentBack)
 		}
 	}
 	for g, n := range retries {
