@@ -9,6 +9,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -67,11 +69,17 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 // all; found reports whether any pull has something for its caller (a
 // message, an error, a moved offset or skipped records). versions are the
 // stored batches each pull's client reads.
+//
+// The messages of all pulls share limit less answerSlack; the answers
+// without messages take their room from the slack (see answerRoom), so
+// that however many pulls of the call found nothing, a pull whose first
+// message fits the client's limit still finds room for it.
 func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, versions []int32, limit int) (out *pb.PullManyResponse, found bool) {
 	out = &pb.PullManyResponse{Items: make([]*pb.PullManyItem, len(pulls))}
 	whole := limit - answerSlack
-	budget := whole
+	room := answerRoom{whole: whole, limit: limit}
 	for i, p := range pulls {
+		budget := room.left()
 		if budget <= 0 {
 			out.Items[i] = laterPull(p)
 			continue
@@ -101,13 +109,44 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 			continue
 		}
 		out.Items[i] = &pb.PullManyItem{Response: resp}
-		// The item's framing (two tags and lengths) is within the 16.
-		budget -= size + 16
+		room.take(out.Items[i], size, res.Status == equeue.PullFound)
 		if res.Status != equeue.PullNoNewMessage {
 			found = true
 		}
 	}
 	return out, found
+}
+
+// answerRoom is what a PullMany answer has left for the next pull's
+// answer: whole (the client's limit less answerSlack) is shared by the
+// answers carrying messages, and the answers without any fit in the
+// slack, within the limit in all.
+type answerRoom struct {
+	whole, limit int
+	messages     int // bytes of the items carrying messages so far
+	all          int // bytes of every item so far
+}
+
+// itemFraming bounds what one item of the answer takes beyond its pull's
+// answer (two tags and lengths).
+const itemFraming = 16
+
+// left is the most bytes the next pull's answer may take.
+func (r *answerRoom) left() int {
+	return min(r.whole-r.messages, r.limit-r.all-itemFraming)
+}
+
+// take counts item, whose answer takes at most size bytes, carrying
+// messages or not. An item without messages is counted at its encoded
+// size: sizedPullAnswer's bound of it is many times that, and a call's
+// thousands of them would take the room of messages.
+func (r *answerRoom) take(item *pb.PullManyItem, size int, carries bool) {
+	if !carries {
+		r.all += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(item))
+		return
+	}
+	r.all += size + itemFraming
+	r.messages += size + itemFraming
 }
 
 // laterPull answers a pull that the call's answer has no room left for:

@@ -2,10 +2,12 @@ package remote_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -58,4 +60,50 @@ func TestPullMany_APullPastTheSharedBudgetWaitsForTheNextCall(t *testing.T) {
 	r := resp.GetItems()[1].GetResponse()
 	assert.Equal(t, pb.PullStatus_PULL_STATUS_FOUND, r.GetStatus())
 	assert.Equal(t, int64(1), r.GetNextOffset())
+}
+
+// Answers of pulls that found nothing take room in the shared answer too.
+// A pull whose first message fits the client's limit, but not what the
+// empty answers of the pulls before it left, must still be answered with
+// it: deferring it to the next call defers it for ever, as that call holds
+// the same empty answers before it. (100 empty answers leave the large
+// message too little of the room for messages; 1,000 leave none.)
+func TestPullMany_APullBehindEmptyAnswersIsNotDeferredForEver(t *testing.T) {
+	for _, empties := range []int{100, 1000} {
+		t.Run(fmt.Sprint(empties), func(t *testing.T) { pullBehindEmptyAnswers(t, empties) })
+	}
+}
+
+func pullBehindEmptyAnswers(t *testing.T, empties int) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: []*equeue.Message{{Body: bytes.Repeat([]byte("L"), 8<<10)}}})
+	require.NoError(t, err)
+	s := startServer(t, e, "", nil)
+	raw := rawClient(t, s.addr)
+
+	// Pulls of the empty queue 0, then the pull of queue 1; the client's
+	// limit leaves 12 KiB for messages.
+	pulls := make([]*pb.PullRequest, 0, empties+1)
+	for range empties {
+		pulls = append(pulls, &pb.PullRequest{Topic: "t", Queue: 0, Max: 32})
+	}
+	pulls = append(pulls, &pb.PullRequest{Topic: "t", Queue: 1, Max: 32})
+	const limit = 64<<10 + 12<<10
+	for call := range 3 {
+		resp, err := raw.PullMany(ctx, &pb.PullManyRequest{Pulls: pulls, MaxAnswerBytes: limit})
+		require.NoError(t, err)
+		require.Len(t, resp.GetItems(), empties+1)
+		item := resp.GetItems()[empties]
+		require.Nil(t, item.GetError(), "the large message fits the client's limit")
+		if item.GetResponse().GetStatus() == pb.PullStatus_PULL_STATUS_FOUND {
+			assert.Len(t, item.GetResponse().GetMessages(), 1)
+			assert.Equal(t, int64(1), item.GetResponse().GetNextOffset())
+			assert.LessOrEqual(t, proto.Size(resp), limit)
+			return
+		}
+		t.Logf("call %d: the pull of queue 1 answered %v at offset %d", call, item.GetResponse().GetStatus(), item.GetResponse().GetNextOffset())
+	}
+	t.Fatal("the message that fits the client's limit was never answered: every call defers it behind the same empty answers")
 }
