@@ -353,12 +353,17 @@ func messagesFrom(msgs []*Message, from int64) []*Message {
 // commit, after ResetOffsets (or a rebalance that gave the queue back)
 // granted the queue anew, would be stored under the new grant and skip
 // the messages the group is to handle from the new grant's start.
-// To skip messages, Seek past them first, then Commit.
+// To skip messages, Seek past them first, then Commit. After Close it
+// returns ErrClosed.
 func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) error {
 	pc.mu.Lock()
+	closed := pc.closed
 	g, ok := pc.grants[q]
 	pos := pc.positions[q]
 	pc.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	if !ok {
 		return fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
 	}
@@ -380,10 +385,14 @@ func (pc *PullConsumer) Position(q QueueRef) (int64, bool) {
 	return off, ok
 }
 
-// Seek moves the consumer's position in an owned queue.
+// Seek moves the consumer's position in an owned queue. After Close it
+// returns ErrClosed.
 func (pc *PullConsumer) Seek(q QueueRef, offset int64) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
+	if pc.closed {
+		return ErrClosed
+	}
 	if _, ok := pc.grants[q]; !ok {
 		return fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
 	}

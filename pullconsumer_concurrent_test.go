@@ -93,3 +93,21 @@ func TestPullConsumer_ConcurrentFetchesOfAQueueReturnEachMessageOnce(t *testing.
 	require.Len(t, msgs, 4)
 	assert.Equal(t, int64(6), msgs[0].Offset)
 }
+
+// After Close, Commit and Seek answer ErrClosed (not "no member", and
+// not a Seek that seems to work).
+func TestPullConsumer_CommitAndSeekAfterCloseAreClosed(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	pc, err := equeue.NewPullConsumer(e, equeue.PullConsumerOptions{Group: "pg", ID: "p1",
+		Subscriptions: []equeue.Subscription{{Topic: "t"}}, HeartbeatInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, pc.Start(ctx))
+	q := equeue.QueueRef{Topic: "t"}
+	_, ok := pc.Position(q)
+	require.True(t, ok)
+	require.NoError(t, pc.Close())
+	assert.ErrorIs(t, pc.Commit(ctx, q, 0), equeue.ErrClosed)
+	assert.ErrorIs(t, pc.Seek(q, 0), equeue.ErrClosed)
+}
