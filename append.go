@@ -176,6 +176,9 @@ var retryOriginProps = [...]string{SysOriginTopic, SysOriginQueue, SysOriginOffs
 // redrive sends it back there. Other system properties (a request's reply
 // address) stay.
 func withoutRetryOrigin(m *Message) *Message {
+	if len(m.sys) == 0 {
+		return m
+	}
 	has := false
 	for _, k := range retryOriginProps {
 		_, ok := m.sys[k]
@@ -328,6 +331,10 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 	}
 	var dues []time.Time
 	named := 0 // messages with a producer-supplied ID
+	// An engine's own store of a message (a send-back, a redrive) is
+	// stored again as it was; an internal append keeps its origin too.
+	again := isStoredAgain(ctx)
+	keepOrigin := again || internalAllowed(ctx, req.Topic)
 	for i, m := range req.Messages {
 		if m == nil {
 			return nil, fmt.Errorf("%w: message %d is nil", ErrInvalidArgument, i)
@@ -338,7 +345,7 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		if m.Delay < 0 || m.TTL < 0 {
 			return nil, fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
 		}
-		if !isStoredAgain(ctx) && !internalAllowed(ctx, req.Topic) {
+		if !keepOrigin {
 			m = withoutRetryOrigin(m)
 		}
 		m = t.defaultTTL(m, now)
@@ -352,14 +359,14 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 			}
 			m = &cp
 		}
-		if m, err = validateMessage(i, m, isStoredAgain(ctx)); err != nil {
+		if m, err = validateMessage(i, m, again); err != nil {
 			return nil, err
 		}
 		if m.DeliverAt.After(now) {
 			if m.DeliverAt.Sub(now) > e.opts.MaxDelay {
 				return nil, fmt.Errorf("%w: delivery at %v is beyond the %v limit", ErrInvalidDelay, m.DeliverAt, e.opts.MaxDelay)
 			}
-			if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(m.DeliverAt) && !isStoredAgain(ctx) {
+			if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(m.DeliverAt) && !again {
 				// It would never be delivered. (A retry that outlives its
 				// message, sent again by the engine, simply expires.)
 				return nil, fmt.Errorf("%w: message %d expires at %v, not after its delivery at %v", ErrInvalidDelay, i, m.ExpiresAt, m.DeliverAt)

@@ -3,9 +3,7 @@ package equeue_test
 import (
 	"bytes"
 	"errors"
-	"runtime"
-	"strings"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,43 +19,13 @@ import (
 // the test); inWrite is closed once it holds it. Other writes go through.
 func holdDeleteOf(t *testing.T, r *faultRig, prefix string) (inWrite <-chan struct{}, release func()) {
 	t.Helper()
-	in, held := make(chan struct{}), make(chan struct{})
-	release = sync.OnceFunc(func() { close(held) })
-	t.Cleanup(release)
-	var once sync.Once
-	r.FS.OnWrite(func(b *store.Batch) error {
-		for _, op := range b.Meta {
-			if op.Delete && bytes.HasPrefix(op.Key, []byte(prefix)) {
-				once.Do(func() {
-					close(in)
-					<-held
-				})
-				break
-			}
-		}
-		return nil
+	return holdWriteWhere(t, r, func(b *store.Batch) bool {
+		return slices.ContainsFunc(b.Meta, func(op store.MetaOp) bool { return op.Delete && bytes.HasPrefix(op.Key, []byte(prefix)) })
 	})
-	return in, release
 }
 
 // blockedOnLock reports whether a goroutine running fn waits for a mutex.
-func blockedOnLock(fn string) bool {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, fn) && strings.Contains(g, "sync.(*Mutex).Lock") {
-			return true
-		}
-	}
-	return false
-}
+func blockedOnLock(fn string) bool { return goroutineIn(fn, "sync.(*Mutex).Lock") }
 
 // groupExists reports whether e knows group name.
 func groupExists(t *testing.T, e *equeue.Engine, name string) bool {

@@ -2,7 +2,7 @@ package equeue_test
 
 import (
 	"bytes"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,23 +17,9 @@ import (
 // test); inWrite is closed once it holds it. Other writes go through.
 func holdMetaWrite(t *testing.T, r *faultRig, marker string) (inWrite <-chan struct{}, release func()) {
 	t.Helper()
-	in, held := make(chan struct{}), make(chan struct{})
-	release = sync.OnceFunc(func() { close(held) })
-	t.Cleanup(release)
-	var once sync.Once
-	r.FS.OnWrite(func(b *store.Batch) error {
-		for _, op := range b.Meta {
-			if bytes.Contains(op.Value, []byte(marker)) {
-				once.Do(func() {
-					close(in)
-					<-held
-				})
-				break
-			}
-		}
-		return nil
+	return holdWriteWhere(t, r, func(b *store.Batch) bool {
+		return slices.ContainsFunc(b.Meta, func(op store.MetaOp) bool { return bytes.Contains(op.Value, []byte(marker)) })
 	})
-	return in, release
 }
 
 // TestSetQueueWritable_NoSendLandsAfterItReturned sends to a queue while

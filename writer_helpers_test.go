@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,19 +198,26 @@ func failNthSync(r *faultRig, n int64) *atomic.Int64 {
 // closed once it holds it. Other writes go through.
 func holdWriteOf(t *testing.T, r *faultRig, body string) (inWrite <-chan struct{}, release func()) {
 	t.Helper()
+	return holdWriteWhere(t, r, func(b *store.Batch) bool {
+		return slices.ContainsFunc(b.Entries, func(e store.Entry) bool { return bytes.Contains(e.Value, []byte(body)) })
+	})
+}
+
+// holdWriteWhere makes the store hold the first write match accepts until
+// the returned release runs (also at the end of the test); inWrite is
+// closed once it holds it. Other writes go through.
+func holdWriteWhere(t *testing.T, r *faultRig, match func(*store.Batch) bool) (inWrite <-chan struct{}, release func()) {
+	t.Helper()
 	in, held := make(chan struct{}), make(chan struct{})
 	release = sync.OnceFunc(func() { close(held) })
 	t.Cleanup(release)
 	var once sync.Once
 	r.FS.OnWrite(func(b *store.Batch) error {
-		for _, e := range b.Entries {
-			if bytes.Contains(e.Value, []byte(body)) {
-				once.Do(func() {
-					close(in)
-					<-held
-				})
-				break
-			}
+		if match(b) {
+			once.Do(func() {
+				close(in)
+				<-held
+			})
 		}
 		return nil
 	})
