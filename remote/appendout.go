@@ -1,10 +1,12 @@
 package remote
 
 import (
+	"fmt"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/equeue-go/equeue"
@@ -151,6 +153,50 @@ func answerWireSize(res equeue.AppendResult) int {
 		n += protowire.SizeTag(answerIDs) + protowire.SizeBytes(len(id))
 	}
 	return n
+}
+
+// generatedIDBytes is the length of the ID the engine makes for a message
+// sent without one (24 hex digits).
+const generatedIDBytes = 24
+
+// appendAnswerBound bounds the encoded answer to req as one result of an
+// AppendStream answer message, which is larger than the answer to a unary
+// Append: every field at its widest, and an ID per message, the message's
+// own or one the engine makes.
+func appendAnswerBound(req *equeue.AppendRequest) int {
+	n := varintSize(answerQueue, -1) + varintSize(answerFirst, -1) + varintSize(answerStoredAt, -1) +
+		boolSize(answerDelayed, true) + boolSize(answerDuplicate, true)
+	for _, m := range req.Messages {
+		id := len(m.ID)
+		if id == 0 {
+			id = generatedIDBytes
+		}
+		n += protowire.SizeTag(answerIDs) + protowire.SizeBytes(id)
+	}
+	result := varintSize(resultSeq, -1) + protowire.SizeTag(resultResponse) + protowire.SizeBytes(n)
+	return protowire.SizeTag(streamResults) + protowire.SizeBytes(result)
+}
+
+// answerFits refuses, before it is sent, an append whose answer could be
+// larger than the client receives: the broker would store it and the
+// client could not read that it did.
+func (c *Client) answerFits(req *equeue.AppendRequest) error {
+	if b := appendAnswerBound(req); b > c.maxAnswer {
+		return fmt.Errorf("%w: the answer to an append of %d messages may take %d bytes, over the client's MaxMessageBytes %d",
+			equeue.ErrMessageTooLarge, len(req.Messages), b, c.maxAnswer)
+	}
+	return nil
+}
+
+// streamResultSize is the encoded size of r in an AppendStream answer.
+func streamResultSize(r *streamOut) int {
+	size := 0
+	if r.err != nil {
+		size = proto.Size(&pb.StreamAppendResult{Seq: r.seq, Error: r.err})
+	} else {
+		size = resultWireSize(r)
+	}
+	return protowire.SizeTag(streamResults) + protowire.SizeBytes(size)
 }
 
 // appendAnswerWire appends res as an AppendResponse, as answerWireSize

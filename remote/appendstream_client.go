@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -35,7 +36,9 @@ func (c *Client) FastPathOwner() any { return c }
 // the broker may have received when the call broke, or when ctx ended,
 // gets an error matching equeue.ErrIndeterminate: it may or may not be
 // stored. One that never left the client gets its cause (ErrUnavailable,
-// ctx's error, equeue.ErrClosed after Close): it was not stored. A broker
+// ctx's error, equeue.ErrClosed after Close): it was not stored. So does
+// an append whose answer could pass the client's MaxMessageBytes
+// (equeue.ErrMessageTooLarge): the client refuses it before sending. A broker
 // without AppendStream (an older version) gets unary Append calls, one
 // goroutine each, for the rest of the client's life.
 func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
@@ -45,6 +48,10 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 	}
 	if req == nil {
 		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument))
+		return
+	}
+	if err := c.answerFits(req); err != nil {
+		cb(equeue.AppendResult{}, err)
 		return
 	}
 	if c.pipe.unary.Load() {
@@ -495,7 +502,8 @@ func (p *appendPipe) pause(d time.Duration) bool {
 // open starts an AppendStream call and its reader.
 func (p *appendPipe) open() (*pipeStream, error) {
 	ctx, cancel := context.WithCancel(p.base)
-	st, err := p.c.api.AppendStream(ctx)
+	// The broker splits its answers within the client's limit.
+	st, err := p.c.api.AppendStream(metadata.AppendToOutgoingContext(ctx, mdMaxAnswerBytes, strconv.Itoa(p.c.maxAnswer)))
 	if err != nil {
 		cancel()
 		return nil, err

@@ -36,6 +36,12 @@ const (
 	mdStreamWindow    = "equeue-stream-window"
 )
 
+// mdMaxAnswerBytes is the header in which the client tells the server the
+// largest answer message it receives (its MaxMessageBytes); the server
+// splits its answers within it. A client that sends none is taken to have
+// the default limit.
+const mdMaxAnswerBytes = "equeue-max-answer-bytes"
+
 // asyncBroker is a backend that can append without a goroutine per call
 // (the engine and its namespaces).
 type asyncBroker interface {
@@ -50,6 +56,7 @@ type appendStream struct {
 	st     pb.Broker_AppendStreamServer
 	ctx    context.Context
 	rights Rights // of the call's token; RightAll without authentication
+	limit  int    // the largest answer message the client receives
 
 	mu       sync.Mutex
 	space    *sync.Cond // signalled when pending drops or the call ends
@@ -75,7 +82,7 @@ func (v *service) AppendStream(st pb.Broker_AppendStreamServer) error {
 		mdStreamWindow, strconv.FormatInt(window, 10))); err != nil {
 		return err
 	}
-	a := &appendStream{v: v, st: st, ctx: st.Context(), rights: rights, wake: make(chan struct{}, 1)}
+	a := &appendStream{v: v, st: st, ctx: st.Context(), rights: rights, limit: clientAnswerLimit(st.Context()), wake: make(chan struct{}, 1)}
 	a.space = sync.NewCond(&a.mu)
 	var reader sync.WaitGroup
 	reader.Add(1)
@@ -225,6 +232,40 @@ func (a *appendStream) kick() {
 	}
 }
 
+// clientAnswerLimit is the largest answer message the client of the
+// AppendStream call ctx receives: what it told (mdMaxAnswerBytes), else
+// the default client's.
+func clientAnswerLimit(ctx context.Context) int {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(mdMaxAnswerBytes); len(v) > 0 {
+		if n, err := strconv.Atoi(v[0]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return DefaultMaxMessageBytes
+}
+
+// send sends results in as few messages as keep within the client's
+// limit. A result larger than the limit alone goes alone: the client
+// refuses such an append before sending it.
+func (a *appendStream) send(results []streamOut) error {
+	for len(results) > 0 {
+		n, size := 0, 0
+		for ; n < len(results); n++ {
+			sz := streamResultSize(&results[n])
+			if n > 0 && size+sz > a.limit {
+				break
+			}
+			size += sz
+		}
+		if err := a.st.SendMsg(streamAnswerOut(results[:n])); err != nil {
+			return err
+		}
+		results = results[n:]
+	}
+	return nil
+}
+
 // answer sends the answers as they come, several per message. It returns
 // when the client has closed its side and every append read is answered,
 // or the call breaks. A stopping server tells the client (draining), so it
@@ -251,11 +292,9 @@ func (a *appendStream) answer() error {
 		batch := a.results
 		a.results = nil
 		a.mu.Unlock()
-		if len(batch) > 0 {
-			// SendMsg encodes the answer before it returns: batch is free then.
-			if err := a.st.SendMsg(streamAnswerOut(batch)); err != nil {
-				return err
-			}
+		// SendMsg encodes the answer before it returns: batch is free then.
+		if err := a.send(batch); err != nil {
+			return err
 		}
 		a.mu.Lock()
 		if batch != nil {

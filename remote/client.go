@@ -39,6 +39,8 @@ type ClientOptions struct {
 	// means Dial returns at once and connects on the first call.
 	DialTimeout time.Duration
 	// MaxMessageBytes is the largest message the client sends or accepts.
+	// An append whose answer (an ID per message) could be larger is
+	// refused before it is sent, with equeue.ErrMessageTooLarge.
 	// Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// MaxReconnectDelay caps the wait between reconnection attempts while
@@ -244,6 +246,7 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 		return equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument)
 	}
 	if !c.pipe.unary.Load() {
+		// AppendAsync checks that the answer fits.
 		done := make(chan struct{})
 		var (
 			res equeue.AppendResult
@@ -255,6 +258,9 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 		})
 		<-done
 		return res, err
+	}
+	if err := c.answerFits(req); err != nil {
+		return equeue.AppendResult{}, err
 	}
 	return c.appendUnary(ctx, req)
 }

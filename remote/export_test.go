@@ -12,3 +12,7 @@ func RegisterWithoutStreams(s *Server, reg grpc.ServiceRegistrar) {
 	d.Streams = nil
 	reg.RegisterService(&d, s.svc)
 }
+
+// GeneratedIDBytes exposes the length of an engine-made ID the client
+// counts in the bound of an append's answer.
+const GeneratedIDBytes = generatedIDBytes
