@@ -163,7 +163,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 }
 
 // Serve accepts connections on lis until Stop or GracefulStop, after which
-// it returns nil.
+// it returns nil; called after them, it closes lis and returns nil.
 //
 // While it serves, its health service follows the engine: once a failed
 // fsync stopped the engine's writes (equeue.Engine.StoreFailure), it
@@ -173,7 +173,11 @@ func (s *Server) Serve(lis net.Listener) error {
 	if f, ok := s.e.(storeFailer); ok {
 		go s.watchStore(f)
 	}
-	return s.grpc.Serve(lis)
+	if err := s.grpc.Serve(lis); !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	// Stop or GracefulStop came before Serve (gRPC's Serve closed lis).
+	return nil
 }
 
 // storeFailer is a backend that reports a store failure that stopped its

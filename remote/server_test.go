@@ -1,6 +1,7 @@
 package remote_test
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,19 @@ func TestServer_TinyAnswerLimitAnswersWithoutPanic(t *testing.T) {
 			require.Len(t, many.GetItems(), 1)
 			assert.Nil(t, many.GetItems()[0].GetError())
 		}
+	}
+}
+
+// Serve returns nil once the server is stopped, also when Stop or
+// GracefulStop came first (a signal handled while the program started).
+func TestServer_ServeAfterStopReturnsNil(t *testing.T) {
+	e := openEngine(t, nil)
+	for _, stop := range []func(*remote.Server){(*remote.Server).Stop, (*remote.Server).GracefulStop} {
+		srv, err := remote.NewServer(e, nil)
+		require.NoError(t, err)
+		stop(srv)
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		assert.NoError(t, srv.Serve(lis))
 	}
 }
