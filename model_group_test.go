@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
 )
 
 // groupModelRoundsEnv sets how many random histories each case of
@@ -36,7 +38,10 @@ const groupModelSeedEnv = "EQUEUE_GROUP_MODEL_SEED"
 // order. Histories with crashed members (stopped as a killed process
 // would be) check the at-least-once promise instead: every message is
 // handled successfully at least once, or dead-lettered at least once
-// after at least MaxAttempts failed attempts.
+// after at least MaxAttempts failed attempts. So do the histories whose
+// store fails writes and fsyncs now and then: there, each send's answer
+// says "stored", "not stored" or "unknown", and a message answered "not
+// stored" must never reach a handler or the dead-letter topic.
 func TestModel_RandomGroupLife(t *testing.T) {
 	rounds, soak := 1, false
 	if v := os.Getenv(groupModelRoundsEnv); v != "" {
@@ -62,7 +67,13 @@ func TestModel_RandomGroupLife(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("%s/%s/seed=%d", tr, mode, seed), func(t *testing.T) {
 					clusterSuiteOnly(t, tr)
-					runGroupLife(t, tr, mode, seed)
+					runGroupLife(t, tr, mode, false, seed)
+				})
+				if tr == clusterTransport {
+					continue // the faulty store is a single engine's
+				}
+				t.Run(fmt.Sprintf("%s/%s/faults/seed=%d", tr, mode, seed), func(t *testing.T) {
+					runGroupLife(t, tr, mode, true, seed)
 				})
 			}
 		}
@@ -122,11 +133,11 @@ func (l *groupLifeLog) batchHandler(ctx context.Context, msgs []*equeue.Message)
 	return &equeue.BatchError{Failed: failed}
 }
 
-// settled reports whether every message below sent has had its fate.
-func (l *groupLifeLog) settled(sent int) bool {
+// settled reports whether every message stored has had its fate.
+func (l *groupLifeLog) settled(stored map[int]bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for n := 0; n < sent; n++ {
+	for n := range stored {
 		if always, _ := groupLifeFate(n); always {
 			if l.failures[n] < groupLifeAttempts {
 				return false
@@ -138,11 +149,60 @@ func (l *groupLifeLog) settled(sent int) bool {
 	return true
 }
 
-func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
+// openFaultyRestartable is openOverRestartable on a Badger store wrapped
+// in a faultstore: it returns the engine, its broker, a function giving the
+// current faulty store and the restart function.
+func openFaultyRestartable(t *testing.T, transport string, opts *equeue.Options) (*equeue.Engine, equeue.Broker, func() *faultstore.FS, func() (*equeue.Engine, equeue.Broker)) {
+	dir := t.TempDir()
+	var (
+		mu  sync.Mutex
+		fs  *faultstore.FS
+		cur *equeue.Engine
+	)
+	open := func() (*equeue.Engine, equeue.Broker) {
+		bo := store.DefaultBadgerOptions()
+		s, err := store.OpenBadger(dir, &bo)
+		require.NoError(t, err)
+		o := *opts
+		o.Store = faultstore.New(s)
+		e, err := equeue.Open("", &o)
+		require.NoError(t, err)
+		mu.Lock()
+		fs, cur = o.Store.(*faultstore.FS), e
+		mu.Unlock()
+		return e, brokerOver(t, e, transport)
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = cur.Close()
+	})
+	e, b := open()
+	return e, b, func() *faultstore.FS { mu.Lock(); defer mu.Unlock(); return fs }, func() (*equeue.Engine, equeue.Broker) {
+		mu.Lock()
+		old := cur
+		mu.Unlock()
+		_ = old.Close() // after a failed fsync, Close reports it
+		return open()
+	}
+}
+
+func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64) {
 	orderly := mode == "orderly"
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	ctx := ctxT(t)
-	e, b, restart := openOverRestartable(t, transport, &equeue.Options{SessionTimeout: time.Second})
+	opened := &equeue.Options{SessionTimeout: time.Second}
+	var (
+		e       *equeue.Engine
+		b       equeue.Broker
+		restart func() (*equeue.Engine, equeue.Broker)
+		faulty  func() *faultstore.FS
+	)
+	if faults {
+		e, b, faulty, restart = openFaultyRestartable(t, transport, opened)
+	} else {
+		e, b, restart = openOverRestartable(t, transport, opened)
+	}
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	log := &groupLifeLog{successes: map[int]int{}, failures: map[int]int{}, byKey: map[string][]int{}}
 	opts := func(id string) equeue.ConsumerOptions {
@@ -166,12 +226,20 @@ func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
 	start := func(id string) {
 		c, err := equeue.NewConsumer(b, withHeartbeat(opts(fmt.Sprintf("%s.%d", id, incarnation[id]))))
 		require.NoError(t, err)
-		require.NoError(t, c.Start(ctx), "start %s", id)
+		if err := c.Start(ctx); faults && err != nil {
+			// Joining writes the group's state: a failing store refuses it.
+			t.Logf("start %s: %v", id, err)
+			return
+		} else {
+			require.NoError(t, err, "start %s", id)
+		}
 		members[id] = c
 	}
 	crashed := false
 	stop := func(id string) {
-		require.NoError(t, members[id].Close(), "close %s", id)
+		if err := members[id].Close(); !faults {
+			require.NoError(t, err, "close %s", id)
+		}
 		delete(members, id)
 	}
 	defer func() {
@@ -180,20 +248,50 @@ func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
 		}
 		_ = p.Close()
 	}()
-	sent := 0
+	// Each send's answer: stored, not stored (lost), or neither (unknown).
+	sent, stored, lost := 0, map[int]bool{}, map[int]bool{}
 	send := func(k int, delay time.Duration) {
 		for i := 0; i < k; i++ {
 			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Keys: []string{"k" + strconv.Itoa(sent%5)}, Body: []byte(strconv.Itoa(sent)), Delay: delay})
-			require.NoError(t, err, "send %d", sent)
+			switch {
+			case err == nil:
+				stored[sent] = true
+			case faults && errors.Is(err, equeue.ErrIndeterminate):
+			case faults:
+				lost[sent] = true
+			default:
+				require.NoError(t, err, "send %d", sent)
+			}
 			sent++
+		}
+	}
+	reopen := func() {
+		running := make([]string, 0, len(members))
+		for id := range members {
+			running = append(running, id)
+			stop(id)
+		}
+		require.NoError(t, p.Close())
+		e, b = restart()
+		p, err = equeue.NewProducer(b, nil)
+		require.NoError(t, err)
+		for _, id := range running {
+			start(id)
 		}
 	}
 	queues := 4
 	settle := func() {
+		if faults {
+			faulty().FailWrites(0)
+			faulty().FailSyncs(0)
+			if e.StoreFailure() != nil {
+				reopen()
+			}
+		}
 		if len(members) == 0 {
 			start("c0")
 		}
-		eventually(t, 30*time.Second, func() bool { return log.settled(sent) }, "seed %d: %d messages not all handled", seed, sent)
+		eventually(t, 30*time.Second, func() bool { return log.settled(stored) }, "seed %d: %d messages not all handled", seed, len(stored))
 	}
 	ids := []string{"c0", "c1", "c2"}
 	steps := 12 + rng.IntN(12)
@@ -201,6 +299,15 @@ func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
 	for step := 0; step < steps; step++ {
 		id := ids[rng.IntN(len(ids))]
 		switch op := rng.IntN(12); {
+		case faults && op < 2 && rng.IntN(2) == 0:
+			if rng.IntN(3) == 0 {
+				history = append(history, "fail a sync")
+				faulty().FailSyncs(1)
+			} else {
+				k := 1 + rng.IntN(3)
+				history = append(history, fmt.Sprintf("fail %d writes", k))
+				faulty().FailWrites(k)
+			}
 		case op < 4:
 			k := 1 + rng.IntN(20)
 			history = append(history, fmt.Sprintf("send %d", k))
@@ -216,7 +323,11 @@ func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
 			// its order while the queue count stays).
 			queues++
 			history = append(history, fmt.Sprintf("queues %d", queues))
-			require.NoError(t, e.AddQueues(ctx, "t", 1))
+			if err := e.AddQueues(ctx, "t", 1); !faults {
+				require.NoError(t, err)
+			} else if err != nil {
+				queues--
+			}
 		case op < 7 && len(members) > 0 && rng.IntN(3) == 0:
 			for id := range members {
 				history = append(history, "crash "+id)
@@ -236,18 +347,7 @@ func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
 			}
 		case op < 9:
 			history = append(history, "reopen")
-			running := make([]string, 0, len(members))
-			for id := range members {
-				running = append(running, id)
-				stop(id)
-			}
-			require.NoError(t, p.Close())
-			e, b = restart()
-			p, err = equeue.NewProducer(b, nil)
-			require.NoError(t, err)
-			for _, id := range running {
-				start(id)
-			}
+			reopen()
 		case op < 10:
 			history = append(history, "settle")
 			settle()
@@ -258,9 +358,9 @@ func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
 		}
 	}
 	settle()
-	t.Logf("seed %d: %d messages, history %v", seed, sent, history)
+	t.Logf("seed %d: %d messages (%d not stored, %d unknown), history %v", seed, sent, len(lost), sent-len(stored)-len(lost), history)
 	dying := 0
-	for n := 0; n < sent; n++ {
+	for n := range stored {
 		if always, _ := groupLifeFate(n); always {
 			dying++
 		}
@@ -277,14 +377,19 @@ func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
 	dead := deadLetterCounts(t, e, "g")
 	log.mu.Lock()
 	defer log.mu.Unlock()
+	weak := crashed || faults
 	for n := 0; n < sent; n++ {
 		always, once := groupLifeFate(n)
 		switch {
-		case crashed && always:
+		case lost[n]:
+			require.Zero(t, log.successes[n]+log.failures[n]+dead[n], "seed %d: message %d was answered not stored", seed, n)
+		case !stored[n]:
+			// Unknown: either is right.
+		case weak && always:
 			require.Equal(t, 0, log.successes[n], "seed %d: message %d always fails", seed, n)
 			require.GreaterOrEqual(t, log.failures[n], groupLifeAttempts, "seed %d: attempts of message %d", seed, n)
 			require.GreaterOrEqual(t, dead[n], 1, "seed %d: dead letters of message %d", seed, n)
-		case crashed:
+		case weak:
 			require.GreaterOrEqual(t, log.successes[n], 1, "seed %d: successes of message %d", seed, n)
 		case always:
 			require.Equal(t, 0, log.successes[n], "seed %d: message %d always fails", seed, n)
@@ -300,7 +405,7 @@ func runGroupLife(t *testing.T, transport, mode string, seed uint64) {
 			require.Zero(t, dead[n], "seed %d: message %d dead-lettered", seed, n)
 		}
 	}
-	if orderly && !crashed {
+	if orderly && !weak {
 		for key, got := range log.byKey {
 			require.IsIncreasing(t, got, "seed %d: order of key %s", seed, key)
 		}
