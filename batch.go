@@ -133,7 +133,7 @@ func (r *runner) batchViews(msgs []*Message) (begun, views []*Message, ends []ha
 // handleBatch runs the batch handler on msgs (concurrent mode); each
 // message then finishes on its own, as one handled by Handler would.
 func (r *runner) handleBatch(msgs []*Message) {
-	begun, views, ends := r.batchViews(msgs)
+	begun, views, ends := r.batchViews(r.dropExpired(msgs))
 	if len(begun) == 0 {
 		return
 	}
@@ -143,11 +143,15 @@ func (r *runner) handleBatch(msgs []*Message) {
 	}
 }
 
-// handleOrderlyBatch handles msgs in place, in order, until each is done
-// or dead-lettered; false when the runner stopped first.
+// handleOrderlyBatch handles msgs in place, in order, until each is done,
+// dead-lettered or expired (see dropExpired); false when the runner
+// stopped first.
 func (r *runner) handleOrderlyBatch(msgs []*Message) bool {
 	c := r.c
 	for len(msgs) > 0 {
+		if msgs = r.dropExpired(msgs); len(msgs) == 0 {
+			return true
+		}
 		begun, views, ends := r.batchViews(msgs)
 		if len(begun) < len(msgs) {
 			for i, m := range begun { // stopping: none of them runs

@@ -32,8 +32,10 @@ func (pc *PullConsumer) lanesOf(q QueueRef) (lanePos, bool) {
 }
 
 // takeRead returns up to limit messages a gate check read ahead for q and
-// moves the position past them; nil when none. pc.mu must be held.
+// moves the position past them; nil when none (those that expired since
+// are dropped, see pruneAheadLocked). pc.mu must be held.
 func (pc *PullConsumer) takeRead(q QueueRef, limit int) []*Message {
+	pc.pruneAheadLocked(q)
 	buf := pc.ahead[q]
 	if len(buf.msgs) == 0 {
 		return nil
@@ -118,6 +120,7 @@ func (pc *PullConsumer) higherBusy(ctx context.Context, q QueueRef, at lanePos, 
 		ref := QueueRef{Topic: q.Topic, Queue: at.base + l}
 		for {
 			pc.mu.Lock()
+			pc.pruneAheadLocked(ref)
 			g, owned := pc.grants[ref]
 			pos, ahead := pc.positions[ref], len(pc.ahead[ref].msgs) > 0
 			pc.mu.Unlock()

@@ -298,7 +298,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // MaxAttempts, or when the handler asks for it, m goes to the dead letters.
 // If storing it elsewhere fails, m is retried locally: it is never dropped.
 func (r *runner) handleConcurrent(m *Message) {
-	if !r.pq.begin(m.Offset) {
+	if !r.pq.begin(m.Offset) || r.finishExpired(m) {
 		return
 	}
 	view := origin(m)
@@ -370,12 +370,16 @@ func (r *runner) retryLocally(m *Message, attempts int, d time.Duration) {
 	})
 }
 
-// handleOrderly handles m in place until it succeeds or is dead-lettered;
-// false when the runner stopped first (m stays unfinished).
+// handleOrderly handles m in place until it succeeds, is dead-lettered or
+// expires (see finishExpired); false when the runner stopped first (m
+// stays unfinished).
 func (r *runner) handleOrderly(m *Message) bool {
 	for {
 		if !r.pq.begin(m.Offset) {
 			return false
+		}
+		if r.finishExpired(m) {
+			return true
 		}
 		view := origin(m)
 		ctx, end := r.c.traceHandle(r.hctx, view)
