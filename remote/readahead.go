@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 // the consumer asked for and keeps the rest for the queue's next pulls; while
 // the queue has more, the next fetch is already under way when the kept
 // messages run low. Reading ahead only reads: what it keeps is what a
-// pull made a moment earlier would have returned, nothing is committed
-// before the consumer handled it, and a pull at another offset or epoch
+// pull made a moment earlier would have returned (a pull that would hand
+// out a kept message that expired since asks the broker, see
+// expiredWithin), nothing is committed before the consumer handled it,
+// and a pull at another offset or epoch
 // (a consumer that moved, was fenced or was given the queue again) drops
 // what was kept and asks the broker. A queue whose pulls stop (revoked,
 // consumer closed) has its kept messages dropped after aheadIdle.
@@ -97,7 +100,7 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 	for {
 		ra.mu.Lock()
 		q := ra.queue(key, req.Epoch)
-		if len(q.msgs) > 0 && q.next == req.Offset && time.Since(q.keptAt) < aheadFresh {
+		if len(q.msgs) > 0 && q.next == req.Offset && time.Since(q.keptAt) < aheadFresh && !expiredWithin(q.msgs, want) {
 			res := ra.take(key, q, want)
 			ra.mu.Unlock()
 			return res, nil
@@ -220,6 +223,17 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 		q.tail = res
 		q.tail.Messages, q.tail.Expired, q.tail.Corrupt = nil, 0, nil
 	}()
+}
+
+// expiredWithin reports whether one of the first want messages of msgs
+// has expired since it was read ahead. Such kept messages are not handed
+// out: the pull goes to the broker, which skips the expired ones and
+// counts them, as it would have without reading ahead. The clock is read
+// only for messages that have an expiry.
+func expiredWithin(msgs []*equeue.Message, want int) bool {
+	return slices.ContainsFunc(msgs[:min(want, len(msgs))], func(m *equeue.Message) bool {
+		return !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(time.Now())
+	})
 }
 
 // idleAnswer reports whether res is "no new message" at offset, with

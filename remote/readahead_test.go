@@ -189,3 +189,39 @@ func TestReadAhead_NegativeMaxIsRefusedAsInProcess(t *testing.T) {
 		})
 	}
 }
+
+// A message kept from a read-ahead that expires before the member's next
+// pull is not handed out: the pull skips it as the broker's own pull
+// would, and the engine counts it as expired once.
+func TestReadAhead_KeptMessageThatExpiredIsNotHandedOut(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	c := dial(t, s.addr, &remote.ClientOptions{PullAhead: 16})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	expires := time.Now().Add(300 * time.Millisecond)
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
+		{Body: []byte("first")}, {Body: []byte("short"), ExpiresAt: expires}, {Body: []byte("last")}}})
+	require.NoError(t, err)
+	a, err := c.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 1)
+	g := a.Queues[0]
+	pull := func(at int64) equeue.PullResult {
+		t.Helper()
+		res, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: "g", Member: "m", Epoch: g.Epoch, Offset: at, Max: 1, Wait: 5 * time.Second})
+		require.NoError(t, err)
+		return res
+	}
+	res := pull(0) // reads the other two ahead
+	require.Len(t, res.Messages, 1)
+	require.Equal(t, "first", string(res.Messages[0].Body))
+	for !time.Now().After(expires) {
+		time.Sleep(time.Until(expires) + time.Millisecond)
+	}
+	res = pull(res.NextOffset)
+	require.Len(t, res.Messages, 1)
+	assert.Equal(t, "last", string(res.Messages[0].Body), "the expired message is skipped")
+	assert.Equal(t, 1, res.Expired)
+	assert.Equal(t, uint64(1), e.Stats().ExpiredMessages, "counted as expired once")
+}
