@@ -115,9 +115,9 @@ func (c *conn) createPartition(t kmsg.CreatePartitionsRequestTopic, validateOnly
 	if err != nil {
 		return errorCode(err), err.Error()
 	}
-	add := int(t.Count) - len(ti.Queues)
-	if add <= 0 {
-		return errInvalidPartitions, fmt.Sprintf("topic has %d partitions; the count can only grow", len(ti.Queues))
+	add, msg := queuesToAdd(ti, int(t.Count))
+	if msg != "" {
+		return errInvalidPartitions, msg
 	}
 	if len(t.Assignment) > 0 {
 		return errInvalidRequest, "manual replica assignment is not supported"
@@ -133,6 +133,24 @@ func (c *conn) createPartition(t kmsg.CreatePartitionsRequestTopic, validateOnly
 		return code, err.Error()
 	}
 	return errNone, ""
+}
+
+// queuesToAdd returns the queues AddQueues must add for ti to have count
+// partitions, or why it cannot have them: the count only grows, up to
+// equeue.MaxQueuesPerTopic, and a topic with priorities has a partition
+// per lane, so it grows by whole queues of lanes. A validate_only request
+// gets the same answer as the change.
+func queuesToAdd(ti equeue.TopicInfo, count int) (int, string) {
+	have, lanes := len(ti.Queues), max(ti.Priorities, 1)
+	switch {
+	case count <= have:
+		return 0, fmt.Sprintf("topic has %d partitions; the count can only grow", have)
+	case count > equeue.MaxQueuesPerTopic:
+		return 0, fmt.Sprintf("a topic has at most %d partitions", equeue.MaxQueuesPerTopic)
+	case (count-have)%lanes != 0:
+		return 0, fmt.Sprintf("topic has %d priority lanes per queue: the count must grow by a multiple of %d", lanes, lanes)
+	}
+	return (count - have) / lanes, ""
 }
 
 // describeConfigs answers the few topic and broker settings clients ask

@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/equeue-go/equeue"
 )
@@ -82,4 +84,59 @@ func TestAdmin_InternalTopicsHidden(t *testing.T) {
 	details, err := kadmin(t, addr).ListTopics(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"jobs"}, details.Names())
+}
+
+// createPartitions asks for topic to have count partitions and returns the
+// answer's error code.
+func createPartitions(t *testing.T, cl *kgo.Client, topic string, count int32, validateOnly bool) int16 {
+	t.Helper()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.ValidateOnly = validateOnly
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, count
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 1)
+	return resp.Topics[0].ErrorCode
+}
+
+// TestAdmin_CreatePartitionsValidateOnlyAnswersAsTheChange: a
+// CreatePartitions with validate_only gets the answer the change would
+// get, INVALID_PARTITIONS past the 256 partitions a topic may have too,
+// and changes nothing.
+func TestAdmin_CreatePartitionsValidateOnlyAnswersAsTheChange(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 2})
+	cl := kclient(t, addr)
+	for _, count := range []int32{equeue.MaxQueuesPerTopic + 1, 1 << 30, 1, 3} {
+		validated := createPartitions(t, cl, "t", count, true)
+		ti, err := e.Topic(testCtx(t), "t")
+		require.NoError(t, err)
+		require.Len(t, ti.Queues, 2, "validate_only changes nothing")
+		assert.Equal(t, createPartitions(t, cl, "t", count, false), validated, "count %d", count)
+	}
+	ti, err := e.Topic(testCtx(t), "t")
+	require.NoError(t, err)
+	assert.Len(t, ti.Queues, 3)
+}
+
+// TestAdmin_CreatePartitionsOfATopicWithPriorities: a topic with priority
+// lanes has a partition per lane, and grows by whole queues: a count that
+// is not a whole number of queues is refused with INVALID_PARTITIONS, and
+// one that is gives the topic that many partitions, not more.
+func TestAdmin_CreatePartitionsOfATopicWithPriorities(t *testing.T) {
+	e, addr := setup(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 2, Priorities: 2}))
+	cl := kclient(t, addr)
+	for _, validateOnly := range []bool{true, false} {
+		assert.Equal(t, kerr.InvalidPartitions.Code, createPartitions(t, cl, "p", 5, validateOnly), "validate_only %v", validateOnly)
+	}
+	ti, err := e.Topic(ctx, "p")
+	require.NoError(t, err)
+	require.Len(t, ti.Queues, 4, "refused: unchanged")
+	require.Equal(t, int16(0), createPartitions(t, cl, "p", 6, false))
+	ti, err = e.Topic(ctx, "p")
+	require.NoError(t, err)
+	assert.Len(t, ti.Queues, 6)
 }
