@@ -154,7 +154,8 @@ type Subscription struct {
 type JoinRequest struct {
 	// Group is the consumer group to join; it is created on first join.
 	Group string
-	// Member is the member ID, unique among the group's live members.
+	// Member is the member ID, unique among the group's live members: 1 to
+	// 255 bytes without a NUL byte (ErrInvalidArgument otherwise).
 	Member string
 	// Model is Clustering or Broadcasting; it must match the group's.
 	Model MessageModel

@@ -28,8 +28,10 @@ type Handler func(ctx context.Context, m *Message) error
 type ConsumerOptions struct {
 	// Group is the consumer group name.
 	Group string
-	// ID identifies this member. Default: host-pid-random. Broadcasting
-	// members need a stable ID to resume from their own offsets after a restart.
+	// ID identifies this member: 1 to 255 bytes without a NUL byte (Start
+	// refuses others with ErrInvalidArgument). Default: host-pid-random.
+	// Broadcasting members need a stable ID to resume from their own
+	// offsets after a restart.
 	ID string
 	// Model is Clustering (default) or Broadcasting.
 	Model MessageModel

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -563,8 +564,8 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if err := ValidateName(req.Group); err != nil {
 		return Assignment{}, err
 	}
-	if req.Member == "" || len(req.Member) > 255 {
-		return Assignment{}, fmt.Errorf("%w: member ID must be 1-255 bytes", ErrInvalidArgument)
+	if err := validateMemberID(req.Member); err != nil {
+		return Assignment{}, err
 	}
 	if req.Model != Clustering && req.Model != Broadcasting {
 		return Assignment{}, fmt.Errorf("%w: unknown message model %d", ErrInvalidArgument, req.Model)
@@ -630,6 +631,17 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	}
 	c.rebalance(g)
 	return g.assignment(req.Member), nil
+}
+
+// validateMemberID reports ErrInvalidArgument unless id is 1-255 bytes
+// without a NUL byte: the store keys of a broadcasting member's offsets and
+// send-back marks separate the member ID from the other parts with NUL, so
+// one holding it would be read back as another key (and fail the next Open).
+func validateMemberID(id string) error {
+	if id == "" || len(id) > 255 || strings.IndexByte(id, 0) >= 0 {
+		return fmt.Errorf("%w: member ID must be 1-255 bytes without NUL", ErrInvalidArgument)
+	}
+	return nil
 }
 
 // checkIncarnation refuses a join with the member ID of a live member of
