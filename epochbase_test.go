@@ -41,3 +41,21 @@ func TestGroup_EpochsStartAboveEpochBase(t *testing.T) {
 	_, err = equeue.Open("", &equeue.Options{InMemory: true, EpochBase: -1})
 	assert.ErrorIs(t, err, equeue.ErrInvalidOptions)
 }
+
+// A group that CommitGroupOffsets created (a group coordinated outside the
+// engine, such as the Kafka listener's) grants epochs above
+// Options.EpochBase too once native members join it.
+func TestGroup_EpochsOfAGroupMadeByCommitGroupOffsetsStartAboveEpochBase(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", &equeue.Options{EpochBase: 1 << 40})
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	require.NoError(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t"}: 0}))
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m",
+		Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	require.NoError(t, err)
+	assert.Greater(t, a.Epoch, int64(1<<40))
+	assert.Greater(t, a.Version, int64(1<<40))
+	for _, g := range a.Queues {
+		assert.Greater(t, g.Epoch, int64(1<<40))
+	}
+}

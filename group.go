@@ -844,7 +844,7 @@ func (c *coordinator) lockForJoin(m groupMeta) (g *group, created bool) {
 }
 
 // lockForCommit returns group name with its commitMu and mu held, created
-// (empty) when it does not exist. A group that DeleteGroup removed while
+// (empty, its epochs above Options.EpochBase) when it does not exist. A group that DeleteGroup removed while
 // this waited for its locks is not returned: the name's current group is,
 // so no offset is stored for a deleted group.
 func (c *coordinator) lockForCommit(name string) (g *group, created bool) {
@@ -853,8 +853,7 @@ func (c *coordinator) lockForCommit(name string) (g *group, created bool) {
 		g = c.groups[name]
 		created = g == nil
 		if created {
-			g = newGroup(groupMeta{Name: name})
-			g.trackLeft = c.e.opts.GroupIdleTTL > 0
+			g = c.create(groupMeta{Name: name})
 			c.groups[name] = g
 		}
 		c.mu.Unlock()
