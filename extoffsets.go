@@ -193,6 +193,17 @@ func (e *Engine) GroupOffsets(ctx context.Context, group string) (map[QueueRef]i
 	return out, nil
 }
 
+// externalQueues lists, sorted, the queues of a group coordinated outside
+// the engine (one without subscriptions) that it has committed offsets for:
+// what Group lists and ResetOffsets moves for it. A native group has none.
+// g.mu must be held.
+func (g *group) externalQueues() []QueueRef {
+	if len(g.subs) > 0 {
+		return nil
+	}
+	return g.offsetQueues()
+}
+
 // offsetQueues lists, sorted, the queues a clustering group has committed
 // offsets for: what a group without subscriptions (one whose members the
 // engine does not know) consumes. g.mu must be held.

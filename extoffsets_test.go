@@ -102,3 +102,32 @@ func TestGroupOffsets_FailedWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(6), got[q0], "written, so shown, but reported as not known durable")
 }
+
+// TestGroupOffsets_ResetOffsetsMovesThem: ResetOffsets (CLI reset-offsets)
+// moves the offsets of a group coordinated outside the engine, which has no
+// subscriptions: the queues it holds offsets of, as Group lists them.
+func TestGroupOffsets_ResetOffsetsMovesThem(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	q0, q1 := equeue.QueueRef{Topic: "t", Queue: 0}, equeue.QueueRef{Topic: "t", Queue: 1}
+	for q := range 2 {
+		for range 4 {
+			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: []byte("x")}}})
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, e.CommitGroupOffsets(ctx, "kg", map[equeue.QueueRef]int64{q0: 3, q1: 1}))
+
+	offsets := func() map[equeue.QueueRef]int64 {
+		got, err := e.GroupOffsets(ctx, "kg")
+		require.NoError(t, err)
+		return got
+	}
+	require.NoError(t, e.ResetOffsets(ctx, "kg", equeue.ResetRequest{To: equeue.ResetToEarliest}))
+	assert.Equal(t, map[equeue.QueueRef]int64{q0: 0, q1: 0}, offsets())
+	require.NoError(t, e.ResetOffsets(ctx, "kg", equeue.ResetRequest{To: equeue.ResetToLatest}))
+	assert.Equal(t, map[equeue.QueueRef]int64{q0: 4, q1: 4}, offsets())
+	require.NoError(t, e.ResetOffsets(ctx, "kg", equeue.ResetRequest{To: equeue.ResetToOffsets, Offsets: map[equeue.QueueRef]int64{q1: 2}}))
+	assert.Equal(t, map[equeue.QueueRef]int64{q0: 4, q1: 2}, offsets())
+}

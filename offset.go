@@ -571,7 +571,10 @@ type ResetRequest struct {
 
 // ResetOffsets moves a group's committed offsets (for every member of a
 // broadcasting group). The change is stored, and live members are fenced off
-// their current grants so they restart from the new offsets at once.
+// their current grants so they restart from the new offsets at once. A
+// reset to the earliest, the latest or a time moves the queues of the
+// group's topics; for a group coordinated outside the engine, which has no
+// subscriptions (CommitGroupOffsets), the queues it has offsets of.
 func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRequest) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -592,6 +595,9 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	for _, s := range g.subs {
 		names = append(names, s.Topic)
 	}
+	for _, q := range g.externalQueues() {
+		names = append(names, q.Topic)
+	}
 	g.mu.Unlock()
 	for ref := range req.Offsets {
 		names = append(names, ref.Topic)
@@ -608,11 +614,15 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 		return fmt.Errorf("%w: %q", ErrGroupNotFound, groupName)
 	}
 	g.queues = e.groups.queuesOf(g)
+	queues := g.queues
+	if len(queues) == 0 {
+		queues = g.externalQueues()
+	}
 	targets := map[QueueRef]int64{}
 	switch req.To {
 	case ResetToEarliest, ResetToLatest, ResetToTime:
 		from := map[ResetTarget]ConsumeFrom{ResetToEarliest: ConsumeFromEarliest, ResetToLatest: ConsumeFromLatest, ResetToTime: ConsumeFromTimestamp}[req.To]
-		for _, q := range g.queues {
+		for _, q := range queues {
 			off, err := e.startOffset(q, from, req.Time)
 			if err != nil {
 				return err
