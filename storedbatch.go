@@ -132,12 +132,11 @@ func DecodeStoredBatch(b []byte) ([]*Message, error) {
 	ids := idFormatter{pending: make([]pendingID, 0, n)}
 	off := int64(-1)
 	for i := range slab {
-		gap := d.uvarint(uint64(math.MaxInt64 - off - 1))
+		off = d.nextOffset(off)
 		rec := d.bytes()
 		if d.err != nil {
 			return nil, fmt.Errorf("stored batch, message %d: %w", i, d.err)
 		}
-		off += int64(gap) + 1
 		m := &slab[i]
 		if err := decodeRecordTo(m, rec, &ids); err != nil {
 			return nil, fmt.Errorf("stored batch, offset %d: %w", off, err)
@@ -150,6 +149,21 @@ func DecodeStoredBatch(b []byte) ([]*Message, error) {
 	}
 	ids.flush()
 	return msgs, nil
+}
+
+// nextOffset reads the gap from prev (-1 before the first message) to the
+// next message's offset and returns that offset. No offset follows the
+// largest one: a message after it is an error, not an offset wrapped
+// around to a negative one.
+func (d *decoder) nextOffset(prev int64) int64 {
+	if d.err != nil {
+		return prev
+	}
+	if prev == math.MaxInt64 {
+		d.err = fmt.Errorf("%w: a message after offset %d", ErrCorrupt, prev)
+		return prev
+	}
+	return prev + int64(d.uvarint(uint64(math.MaxInt64-prev-1))) + 1
 }
 
 // offsetGapLen is the length of off's varint after prev.

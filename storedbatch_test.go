@@ -2,8 +2,10 @@ package equeue_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -231,6 +233,56 @@ func TestStoredBatch_RefusesMalformed(t *testing.T) {
 	if msgs, err := equeue.DecodeStoredBatch([]byte{1, 1, 't', 0, 0}); assert.NoError(t, err) {
 		assert.Empty(t, msgs, "an empty batch is valid")
 	}
+}
+
+// storedBatchRecords returns the records of a stored batch made by
+// AppendBatch (its offsets ignored).
+func storedBatchRecords(t *testing.T, b []byte) [][]byte {
+	t.Helper()
+	p := 1 + 1 + int(b[1]) // version, topic
+	_, k := binary.Uvarint(b[p:])
+	p += k // queue
+	n, k := binary.Uvarint(b[p:])
+	p += k
+	var recs [][]byte
+	for range n {
+		_, k = binary.Uvarint(b[p:])
+		p += k // the offset's gap
+		l, k := binary.Uvarint(b[p:])
+		p += k
+		recs = append(recs, b[p:p+int(l)])
+		p += int(l)
+	}
+	require.Equal(t, len(b), p)
+	return recs
+}
+
+// A batch whose first message is at the largest offset cannot hold a
+// message after it: its offset would wrap around to a negative one, out of
+// order. Such a batch is refused as corrupt, as any other malformed one.
+func TestStoredBatch_RefusesAnOffsetPastTheLargest(t *testing.T) {
+	recs := storedBatchRecords(t, storedBatchSeed(t))
+	b := []byte{equeue.StoredBatchVersion, 1, 't', 3, 2}
+	for i, gap := range []uint64{math.MaxInt64, 0} {
+		b = binary.AppendUvarint(b, gap)
+		b = binary.AppendUvarint(b, uint64(len(recs[i])))
+		b = append(b, recs[i]...)
+	}
+	msgs, err := equeue.DecodeStoredBatch(b)
+	offsets := make([]int64, 0, len(msgs))
+	for _, m := range msgs {
+		offsets = append(offsets, m.Offset)
+	}
+	require.ErrorIs(t, err, equeue.ErrCorrupt, "decoded offsets %v", offsets)
+
+	// The largest offset alone is a batch like any other.
+	one := []byte{equeue.StoredBatchVersion, 1, 't', 3, 1}
+	one = binary.AppendUvarint(one, math.MaxInt64)
+	one = binary.AppendUvarint(one, uint64(len(recs[0])))
+	msgs, err = equeue.DecodeStoredBatch(append(one, recs[0]...))
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	assert.Equal(t, int64(math.MaxInt64), msgs[0].Offset)
 }
 
 func FuzzDecodeStoredBatch(f *testing.F) {
