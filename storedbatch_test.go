@@ -2,10 +2,15 @@ package equeue_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 // storedBatchMessages sends messages with every field a record keeps to
@@ -304,6 +310,102 @@ func FuzzDecodeStoredBatch(f *testing.F) {
 				t.Fatalf("messages out of order: %v", msgs)
 			}
 			prev = m.Offset
+		}
+	})
+}
+
+// resealRecord sets the checksum of b, a record of version 1 or 2 (codec.go,
+// codec_v1.go), to that of its bytes, so that a fuzzed record reaches the
+// decoding of its fields.
+func resealRecord(b []byte) {
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	switch {
+	case len(b) < 5:
+	case b[0]&0x80 != 0:
+		binary.BigEndian.PutUint32(b[1:5], crc32.Update(crc32.Checksum(b[:1], castagnoli), castagnoli, b[5:]))
+	case b[0] == 1:
+		binary.BigEndian.PutUint32(b[1:5], crc32.Checksum(b[5:], castagnoli))
+	}
+}
+
+// FuzzPullOfAnyRecord puts any bytes, resealed, in the store in place of
+// the record of a message between two others (seeded with real records: the
+// message's own, a message's with every field, a version-1 one) and
+// requires both read paths to serve the queue alike: Pull and PullStored
+// neither fail nor panic, deliver the messages around it, and report the
+// record as exactly one of a message, a corrupt record or an expired
+// message, the same in both; and the stored batch decodes to the very
+// messages Pull returned.
+func FuzzPullOfAnyRecord(f *testing.F) {
+	ctx := context.Background() // not ctxT's: a fuzzing run outlasts its deadline
+	cs := &countingStore{Store: store.NewMemory()}
+	e, err := equeue.Open("", &equeue.Options{Store: cs})
+	require.NoError(f, err)
+	f.Cleanup(func() { require.NoError(f, e.Close()) })
+	require.NoError(f, e.CreateTopic(ctx, "t", 1))
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
+		{Body: []byte("before")},
+		{ID: "mine", Tag: "A", Keys: []string{"k1", "k2"}, Properties: map[string]string{"p": "v"},
+			BornAt: time.Unix(1_700_000_000, 5), TTL: 1000 * time.Hour, Attempt: 3, Body: []byte("every field")},
+		{Body: []byte("after")},
+	}})
+	require.NoError(f, err)
+	seen := func(_ store.QueueID, off uint64, v []byte) []byte {
+		f.Add(bytes.Clone(v))
+		return v
+	}
+	cs.corrupt.Store(&seen)
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
+	require.NoError(f, err)
+	require.Len(f, res.Messages, 3)
+	v1, err := os.ReadFile("testdata/record-v1.hex")
+	require.NoError(f, err)
+	v1, err = hex.DecodeString(strings.TrimSpace(string(v1)))
+	require.NoError(f, err)
+	f.Add(v1)
+
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		resealRecord(rec)
+		put := func(_ store.QueueID, off uint64, v []byte) []byte {
+			if off == 1 {
+				return bytes.Clone(rec)
+			}
+			return v
+		}
+		cs.corrupt.Store(&put)
+		for _, filter := range []string{"", "A"} {
+			req := &equeue.PullRequest{Topic: "t", Max: 10, Filter: filter}
+			want, err := e.Pull(ctx, req)
+			require.NoError(t, err)
+			got, stored, err := e.PullStored(ctx, req)
+			require.NoError(t, err)
+			got.Messages = want.Messages
+			require.Equal(t, want, got, "PullStored's status, offsets, corrupt and expired are Pull's")
+			require.Equal(t, int64(3), want.NextOffset)
+			var offsets []int64
+			for _, m := range want.Messages {
+				offsets = append(offsets, m.Offset)
+			}
+			one := len(want.Corrupt) + want.Expired
+			if slices.Contains(offsets, 1) {
+				one++
+			}
+			if filter == "" {
+				require.Equal(t, "before", string(want.Messages[0].Body))
+				require.Equal(t, "after", string(want.Messages[len(want.Messages)-1].Body))
+				require.Equal(t, 1, one, "the record is one of a message, a corrupt record, an expired message: %+v", want)
+			} else {
+				require.LessOrEqual(t, one, 1, "the record is at most one of a message, a corrupt record, an expired message: %+v", want)
+			}
+			if len(want.Messages) == 0 {
+				require.Zero(t, stored.Len())
+				continue
+			}
+			_, n, ok := stored.BatchSize(1 << 30)
+			require.True(t, ok)
+			msgs, err := equeue.DecodeStoredBatch(stored.AppendBatch(nil, n))
+			require.NoError(t, err)
+			require.Equal(t, want.Messages, msgs, "the stored batch holds Pull's messages")
 		}
 	})
 }
