@@ -76,7 +76,9 @@ func (c *Console) dlqPage(w http.ResponseWriter, r *http.Request, v viewer) {
 			break
 		}
 		for _, e := range es {
-			d.Entries = append(d.Entries, dlqRow{DLQEntry: e, Preview: preview(e.Message.Body)})
+			row := listed(e.Message)
+			e.Message = row.M
+			d.Entries = append(d.Entries, dlqRow{DLQEntry: e, Preview: row.Preview})
 			if !e.Redriven {
 				d.Pending++
 			}
@@ -262,14 +264,15 @@ func (c *Console) retryPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		if len(d.Messages) >= maxRetryShown {
 			continue
 		}
-		msgs, err := c.readRange(ctx, rt, q, from, maxRetryShown-len(d.Messages))
+		rows, err := c.readRange(ctx, rt, q, from, maxRetryShown-len(d.Messages))
 		if err != nil {
 			c.brokerFail(w, r, v, "reading retries of "+group, err)
 			return
 		}
-		for _, m := range msgs {
+		for _, row := range rows {
+			m := row.M
 			d.Messages = append(d.Messages, retryRow{M: m, Origin: m.SysProperty(equeue.SysOriginTopic), OriginQ: m.SysProperty(equeue.SysOriginQueue),
-				OriginOff: m.SysProperty(equeue.SysOriginOffset), LastError: m.SysProperty(equeue.SysLastError), Preview: preview(m.Body)})
+				OriginOff: m.SysProperty(equeue.SysOriginOffset), LastError: m.SysProperty(equeue.SysLastError), Preview: row.Preview})
 		}
 	}
 	d.Shown = int64(len(d.Messages))

@@ -41,9 +41,9 @@ type browseQuery struct {
 }
 
 type messageRow struct {
-	M        *equeue.Message
+	M        *equeue.Message // its Body is only the head of the body (listed)
 	Preview  string
-	Size     int
+	Size     int // the whole body's length
 	Consumed int
 	Groups   int
 }
@@ -94,7 +94,7 @@ func (c *Console) messagesPage(w http.ResponseWriter, r *http.Request, v viewer)
 		c.brokerFail(w, r, v, "listing groups", err)
 		return
 	}
-	var msgs []*equeue.Message
+	var rows []messageRow
 	switch {
 	case bq.ID != "" || bq.Key != "":
 		d.Mode = "id"
@@ -103,7 +103,7 @@ func (c *Console) messagesPage(w http.ResponseWriter, r *http.Request, v viewer)
 			d.Mode = "key"
 			match = func(m *equeue.Message) bool { return slices.Contains(m.Keys, bq.Key) }
 		}
-		msgs, d.Scanned, d.Complete, err = c.search(ctx, t, match)
+		rows, d.Scanned, d.Complete, err = c.search(ctx, t, match)
 		if err != nil {
 			c.brokerFail(w, r, v, "searching", err)
 			return
@@ -134,21 +134,21 @@ func (c *Console) messagesPage(w http.ResponseWriter, r *http.Request, v viewer)
 			}
 			from = n
 		}
-		if msgs, err = c.readRange(ctx, name, q, from, bq.Count); err != nil {
+		if rows, err = c.readRange(ctx, name, q, from, bq.Count); err != nil {
 			c.brokerFail(w, r, v, "reading messages", err)
 			return
 		}
 		d.From = from
 		d.Prev, d.HasPrev = max(q.MinOffset, from-int64(bq.Count)), from > q.MinOffset
 		d.Next = from + int64(bq.Count)
-		if len(msgs) > 0 {
-			d.Next = msgs[len(msgs)-1].Offset + 1
+		if len(rows) > 0 {
+			d.Next = rows[len(rows)-1].M.Offset + 1
 		}
 		d.HasNext = d.Next < q.MaxOffset
-		slices.Reverse(msgs) // newest first
+		slices.Reverse(rows) // newest first
 	}
-	for _, m := range msgs {
-		row := messageRow{M: m, Preview: preview(m.Body), Size: len(m.Body)}
+	for _, row := range rows {
+		m := row.M
 		for _, p := range progress[equeue.QueueRef{Topic: m.Topic, Queue: m.Queue}] {
 			row.Groups++
 			if p.Committed > m.Offset {
@@ -160,16 +160,19 @@ func (c *Console) messagesPage(w http.ResponseWriter, r *http.Request, v viewer)
 	c.render(w, r, v, http.StatusOK, "messages", "Messages of "+name, d)
 }
 
-// readRange reads up to n messages of a queue from an offset.
-func (c *Console) readRange(ctx context.Context, topic string, q equeue.QueueInfo, from int64, n int) ([]*equeue.Message, error) {
-	var out []*equeue.Message
+// readRange lists up to n messages of a queue from an offset, as rows
+// that keep only the head of each body (listed).
+func (c *Console) readRange(ctx context.Context, topic string, q equeue.QueueInfo, from int64, n int) ([]messageRow, error) {
+	var out []messageRow
 	off := from
 	for len(out) < n && off < q.MaxOffset {
-		res, err := c.b.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: off, Max: n - len(out)})
+		res, err := c.pullList(ctx, equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: off, Max: n - len(out)})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, res.Messages...)
+		for _, m := range res.Messages {
+			out = append(out, listed(m))
+		}
 		if res.NextOffset <= off {
 			break
 		}
@@ -280,17 +283,42 @@ func renderBody(b []byte, view string) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-func preview(b []byte) string {
+// preview is a list's one-line view of a body of size bytes from head, its
+// first bytes (listed keeps previewBytes): up to 80 runes with white space
+// folded, and "…" when the body goes on; or the size when head is not
+// UTF-8. A rune cut at the end of a head shorter than the body is dropped.
+func preview(head []byte, size int) string {
 	const n = 80
-	if !utf8.Valid(b) {
-		return fmt.Sprintf("(%d bytes, binary)", len(b))
+	cut := len(head) < size
+	if cut {
+		head = dropCutRune(head)
 	}
-	s := strings.Join(strings.Fields(string(b)), " ")
+	if !utf8.Valid(head) {
+		return fmt.Sprintf("(%d bytes, binary)", size)
+	}
+	s := strings.Join(strings.Fields(string(head)), " ")
 	if utf8.RuneCountInString(s) > n {
 		rs := []rune(s)
 		return string(rs[:n]) + "…"
 	}
+	if cut {
+		return s + "…"
+	}
 	return s
+}
+
+// dropCutRune returns b without the first bytes of a multi-byte rune that
+// b's end cuts, if it cuts one.
+func dropCutRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return b
+			}
+			return b[:i]
+		}
+	}
+	return b
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -19,8 +19,9 @@ type scanReport struct {
 const maxMatches = 100
 
 // search reads the newest messages of each queue of t, up to the scan
-// limit shared among the queues, and returns those match accepts.
-func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*equeue.Message) bool) (found []*equeue.Message, report []scanReport, complete bool, err error) {
+// limit shared among the queues, and returns those match accepts as rows
+// that keep only the head of each body (listed).
+func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*equeue.Message) bool) (found []messageRow, report []scanReport, complete bool, err error) {
 	complete = true
 	if len(t.Queues) == 0 {
 		return nil, nil, true, nil
@@ -31,13 +32,13 @@ func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*eq
 		rep := scanReport{Queue: q.ID, From: from, To: from, Older: from > q.MinOffset}
 		off := from
 		for off < q.MaxOffset && len(found) < maxMatches {
-			res, err := c.b.Pull(ctx, &equeue.PullRequest{Topic: t.Name, Queue: q.ID, Offset: off, Max: int(min(q.MaxOffset-off, 1024))})
+			res, err := c.pullList(ctx, equeue.PullRequest{Topic: t.Name, Queue: q.ID, Offset: off, Max: int(min(q.MaxOffset-off, 1024))})
 			if err != nil {
 				return nil, nil, false, err
 			}
 			for _, m := range res.Messages {
 				if m.Offset < q.MaxOffset && match(m) {
-					found = append(found, m)
+					found = append(found, listed(m))
 				}
 			}
 			if res.NextOffset <= off {
@@ -55,7 +56,7 @@ func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*eq
 			break
 		}
 	}
-	slices.SortFunc(found, func(a, b *equeue.Message) int { return b.StoredAt.Compare(a.StoredAt) })
+	slices.SortFunc(found, func(a, b messageRow) int { return b.M.StoredAt.Compare(a.M.StoredAt) })
 	return found, report, complete, nil
 }
 

@@ -1,0 +1,12 @@
+package console
+
+// Exported for the external tests.
+const (
+	ListPullBytes = listPullBytes
+	PreviewBytes  = previewBytes
+)
+
+var (
+	Preview = preview
+	Listed  = listed
+)
