@@ -242,3 +242,25 @@ func TestPreview_HeadCutInsideARune(t *testing.T) {
 	assert.Equal(t, "a b", console.Preview([]byte(" a \n b "), 7))
 	assert.Equal(t, "a…", console.Preview([]byte("a "), 7))
 }
+
+// A search returns at most 100 matches, though one pull reads more, and
+// says where it stopped.
+func TestListing_SearchReturnsAtMostAHundredMatches(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t)
+	require.NoError(t, e.CreateTopic(ctx, "many", 1))
+	msgs := make([]*equeue.Message, 150)
+	for i := range msgs {
+		msgs[i] = &equeue.Message{Keys: []string{"k"}, Body: []byte(fmt.Sprintf("match %d", i))}
+	}
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "many", Messages: msgs})
+	require.NoError(t, err)
+	s := serve(t, e, console.Options{})
+	pg := s.get(t, prefix+"topics/many/messages?key=k")
+	require.Equal(t, http.StatusOK, pg.status, pg.body)
+	head := pg.body[strings.Index(pg.body, "<h2>"):]
+	head = head[:strings.Index(head, "</p>")]
+	assert.Contains(t, head, "100 found")
+	assert.Contains(t, head, "queue 0 offsets 0–100", "the search says where it stopped")
+	assert.Contains(t, head, "Incomplete result")
+}

@@ -36,15 +36,20 @@ func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*eq
 			if err != nil {
 				return nil, nil, false, err
 			}
+			next := res.NextOffset
 			for _, m := range res.Messages {
+				if len(found) == maxMatches {
+					next = m.Offset // read no further than the last match kept
+					break
+				}
 				if m.Offset < q.MaxOffset && match(m) {
 					found = append(found, listed(m))
 				}
 			}
-			if res.NextOffset <= off {
+			if next <= off {
 				break
 			}
-			off = res.NextOffset
+			off = next
 		}
 		rep.To = min(off, q.MaxOffset)
 		if rep.Older || rep.To < q.MaxOffset {
