@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -133,4 +134,60 @@ func TestCluster_AddVoterThatNeverCatchesUpIsRemovedAgain(t *testing.T) {
 		require.NotEqual(t, "ghost", s.ID, "the server that never caught up stays in the configuration")
 	}
 	appendN(t, l, "t", "after", 1)
+}
+
+// A node of another cluster added to a cluster whose log no longer holds
+// what the node's log ends at gets a snapshot, not entries, and refuses
+// it: AddVoter says so (an error matching ErrForeignCluster) at once,
+// instead of waiting for its context to end as for a node that never
+// answers, and removes it again.
+func TestCluster_NodeOfAnotherClusterRefusingASnapshotIsRefused(t *testing.T) {
+	addrs := testport.Addrs(t, 2)
+	dirA := filepath.Join(t.TempDir(), "a")
+
+	// Cluster A: one node, a short log.
+	oa := nodeOptions("n1", addrs[0])
+	oa.Bootstrap = true
+	a, err := cluster.Open(dirA, oa)
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() error { _, err := a.Engine(); return err })
+	appendN(t, a, "a", "a", 2)
+	aLast := a.Status().LastLogIndex
+	require.NoError(t, a.Close())
+
+	// Cluster B: one node whose log was compacted past A's last entry.
+	b := newCluster(t, 1, func(o *cluster.Options) {
+		snapshotOften(o)
+		o.LogStore = cluster.LogStoreBolt
+	})
+	lb := b.waitLeader()
+	appendN(t, lb, "b", "b", 80)
+	eventually(t, 30*time.Second, func() error {
+		if first := lb.Status().FirstLogIndex; first <= aLast+1 {
+			return fmt.Errorf("B's log still starts at %d (A's ends at %d)", first, aLast)
+		}
+		return nil
+	})
+
+	// A's directory, reopened as n2, joins B: B sends it a snapshot.
+	n2, err := cluster.Open(dirA, nodeOptions("n2", addrs[1]))
+	require.NoError(t, err)
+	defer func() {
+		if n2 != nil {
+			_ = n2.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = lb.AddVoter(ctx, "n2", n2.RaftAddr())
+	require.ErrorIs(t, err, cluster.ErrForeignCluster, "the node's refusal of the snapshot went unseen")
+	require.NotErrorIs(t, err, context.DeadlineExceeded)
+	for _, s := range lb.Status().Servers {
+		require.NotEqual(t, "n2", s.ID, "the refused node stays in B's configuration")
+	}
+	appendN(t, lb, "b", "b-more", 2)
+
+	require.NoError(t, n2.Close())
+	n2 = nil
+	require.Equal(t, []string{"a"}, topicsOf(t, dirA), "the refused node's store holds B's topics")
 }

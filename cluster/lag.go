@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -33,7 +34,8 @@ type progressTransport struct {
 	sent map[raft.ServerID]answeredCall
 	// matched is, per follower, the last index a call it answered with
 	// success proved its log holds as the leader's does; refused, the
-	// refusal of a node of another cluster (clusterid.go). AddVoter
+	// refusal of a node of another cluster (clusterid.go), of entries or
+	// of a snapshot. AddVoter
 	// watches both.
 	matched map[raft.ServerID]uint64
 	refused map[raft.ServerID]error
@@ -62,12 +64,7 @@ func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 	start := time.Now()
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err != nil {
-		// The transport gives the follower's error as text.
-		if strings.Contains(err.Error(), ErrForeignCluster.Error()) {
-			t.mu.Lock()
-			t.refused[id] = err
-			t.mu.Unlock()
-		}
+		t.noteRefusal(id, err)
 		return err
 	}
 	last := resp.LastLog // the follower's last index before this call
@@ -79,6 +76,30 @@ func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 	t.noteAnswerLocked(id, start, args, resp)
 	t.mu.Unlock()
 	return nil
+}
+
+// InstallSnapshot sends the snapshot and notes a refusal of a node of
+// another cluster (clusterid.go): a node whose log ends before the
+// leader's log begins is sent a snapshot, not entries, and AddVoter must
+// see it refused as it sees refused entries.
+func (t *progressTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := t.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
+	if err != nil {
+		t.noteRefusal(id, err)
+	}
+	return err
+}
+
+// noteRefusal records err, a call to id that failed, when it is the
+// refusal of a node of another cluster.
+func (t *progressTransport) noteRefusal(id raft.ServerID, err error) {
+	// The transport gives the follower's error as text.
+	if !strings.Contains(err.Error(), ErrForeignCluster.Error()) {
+		return
+	}
+	t.mu.Lock()
+	t.refused[id] = err
+	t.mu.Unlock()
 }
 
 // noteAnswer records, for the lease, when a call id answered with success

@@ -50,7 +50,7 @@ func (n *Node) leaderOnly() error {
 // up would count toward every majority from the start (a one-node cluster
 // would commit nothing more). When it does not catch up before ctx ends
 // (or within addVoterTimeout when ctx has no deadline), or refuses the
-// leader's entries as a node of another cluster (an error matching
+// leader's entries or snapshot as a node of another cluster (an error matching
 // ErrForeignCluster), it is removed again and AddVoter returns an error
 // saying so.
 func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
