@@ -588,7 +588,10 @@ type fsmSnapshot struct {
 }
 
 // Persist writes the header (the applied index and the cluster ID:
-// appendSnapHeader), then the store's snapshot.
+// appendSnapHeader), then the store's snapshot. Raft calls it on its own
+// goroutine, and may restore another snapshot meanwhile: the store's
+// snapshot then fails (store.ErrSnapshotRestoredOver) and the sink is
+// cancelled, so Raft keeps no copy of what the restore left.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	err := func() error {
 		if _, err := sink.Write(appendSnapHeader(nil, snapHeader{applied: s.applied, clusterID: s.clusterID})); err != nil {

@@ -351,3 +351,83 @@ func TestFSM_RestoreCutShortWaitsForAWholeSnapshot(t *testing.T) {
 	}
 	require.Positive(t, partial, "no cut left part of the metadata: the test shows nothing")
 }
+
+// pausedSink is a snapshot sink whose second write (the first of the
+// store's frames after the FSM's header) waits until released.
+type pausedSink struct {
+	bufferSink
+	writes  int
+	paused  chan struct{} // closed when the second write waits
+	release chan struct{}
+}
+
+func (s *pausedSink) Write(p []byte) (int, error) {
+	if s.writes++; s.writes == 2 {
+		close(s.paused)
+		<-s.release
+	}
+	return s.bufferSink.Write(p)
+}
+
+// Raft persists a snapshot of the FSM on its own goroutine while the FSM
+// goes on, and a follower may install the leader's snapshot meanwhile.
+// The snapshot taken before the install then either persists as it was
+// taken or fails; it never persists as the store the install left half
+// or wholly dropped under it, which Raft would keep as a whole snapshot at
+// the older index (it persisted an empty store, 44 bytes, with no error).
+func TestFSM_SnapshotRestoredOverWhilePersistingFails(t *testing.T) {
+	q := store.QueueID{Topic: 1}
+	// fill applies n entries of 64 records of about 200 bytes (more than
+	// the 1 MiB a snapshot buffers before its first write, for n >= 100).
+	fill := func(f *fsm, tag string, n int) {
+		logs := []*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: encodeTenure(1, "n1", "c1", "")}}
+		for i := range n {
+			var es []store.Entry
+			for j := range 64 {
+				off := uint64(i*64 + j)
+				es = append(es, store.Entry{Queue: q, Offset: off, Value: bytes.Repeat(fmt.Appendf(nil, "%s-%06d|", tag, off), 20)})
+			}
+			logs = append(logs, &raft.Log{Index: uint64(i + 2), Term: 1, Type: raft.LogCommand, Data: encodeBatch(1, &store.Batch{Entries: es})})
+		}
+		for i, a := range f.ApplyBatch(logs) {
+			require.Nil(t, a, "entry %d", i+1)
+		}
+	}
+	leader, _ := newTestFSM(t, nil)
+	fill(leader, "leader", 200)
+	installed := persisted(t, leader)
+
+	t.Run("installed before it persists", func(t *testing.T) {
+		f, _ := newTestFSM(t, nil)
+		fill(f, "own", 100)
+		fs, err := f.Snapshot()
+		require.NoError(t, err)
+		defer fs.Release()
+		require.NoError(t, f.Restore(io.NopCloser(bytes.NewReader(installed))))
+		var sink bufferSink
+		err = fs.Persist(&sink)
+		require.Error(t, err, "persisted %d bytes of a store dropped under it", sink.Len())
+		require.ErrorIs(t, err, store.ErrSnapshotRestoredOver)
+	})
+	t.Run("installed while it persists", func(t *testing.T) {
+		f, _ := newTestFSM(t, nil)
+		fill(f, "own", 100)
+		fs, err := f.Snapshot()
+		require.NoError(t, err)
+		defer fs.Release()
+		sink := &pausedSink{paused: make(chan struct{}), release: make(chan struct{})}
+		done := make(chan error, 1)
+		go func() { done <- fs.Persist(sink) }()
+		<-sink.paused
+		require.NoError(t, f.Restore(io.NopCloser(bytes.NewReader(installed))))
+		close(sink.release)
+		err = <-done
+		require.Error(t, err, "persisted %d bytes of a store dropped under it", sink.Len())
+		require.ErrorIs(t, err, store.ErrSnapshotRestoredOver)
+	})
+	// A snapshot taken after the install persists the installed store.
+	f, _ := newTestFSM(t, nil)
+	fill(f, "own", 100)
+	require.NoError(t, f.Restore(io.NopCloser(bytes.NewReader(installed))))
+	require.Equal(t, installed, persisted(t, f))
+}

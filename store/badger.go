@@ -97,6 +97,9 @@ type Badger struct {
 	space *spaceGuard
 	// gcNeed bounds what one value-log GC round writes (gcRound).
 	gcNeed int64
+	// restores counts the Restores begun (each under dropMu): a snapshot
+	// taken before one is not written out (BadgerSnapshot.WriteTo).
+	restores atomic.Uint64
 }
 
 // OpenBadger opens (creating it if needed) the Badger store in dir. Nil opts

@@ -52,21 +52,43 @@ func (s *Badger) RestoreCutShort() (bool, error) {
 	return true, nil
 }
 
+// ErrSnapshotRestoredOver is returned by BadgerSnapshot.WriteTo when a
+// Restore began after the snapshot was taken: Restore drops the data the
+// snapshot's transaction reads, which would then stream as an empty or
+// partial store that looks whole.
+var ErrSnapshotRestoredOver = errors.New("store: snapshot: the store was restored after the snapshot was taken")
+
 // BadgerSnapshot is a consistent point-in-time view of a Badger store,
 // taken by Badger.Snapshot. Writes made after it was taken are not in it.
-// Release it when done.
+// A Restore begun after it was taken replaces what it reads: WriteTo then
+// fails with ErrSnapshotRestoredOver. Release it when done.
 type BadgerSnapshot struct {
 	s   *Badger
 	txn *badger.Txn
+	// restores is the store's count of Restores begun when it was taken.
+	restores uint64
 }
 
-// Snapshot pins the store's current state in one read transaction.
+// Snapshot pins the store's current state in one read transaction. It
+// waits for a Restore running, so the transaction never sees one half
+// done.
 func (s *Badger) Snapshot() (*BadgerSnapshot, error) {
 	if err := s.acquire(); err != nil {
 		return nil, err
 	}
 	defer s.release()
-	return &BadgerSnapshot{s: s, txn: s.db.NewTransaction(false)}, nil
+	s.dropMu.RLock() // Restore holds it for writing throughout
+	defer s.dropMu.RUnlock()
+	return &BadgerSnapshot{s: s, txn: s.db.NewTransaction(false), restores: s.restores.Load()}, nil
+}
+
+// restoredOver returns ErrSnapshotRestoredOver when a Restore began since
+// sn was taken.
+func (sn *BadgerSnapshot) restoredOver() error {
+	if sn.s.restores.Load() != sn.restores {
+		return ErrSnapshotRestoredOver
+	}
+	return nil
 }
 
 // Release ends the snapshot's read transaction. It is idempotent.
@@ -86,6 +108,9 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	defer sn.s.release()
+	if err := sn.restoredOver(); err != nil {
+		return 0, err
+	}
 	cw := &countingWriter{w: bufio.NewWriterSize(w, 1<<20)}
 	if _, err := cw.Write(snapshotMagic); err != nil {
 		return cw.n, err
@@ -104,6 +129,9 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 		}
 		val, err := valueCopy(item)
 		if err != nil {
+			if rerr := sn.restoredOver(); rerr != nil {
+				return cw.n, rerr // the value went with the Restore's drop
+			}
 			return cw.n, fmt.Errorf("store: snapshot: read %x: %w", key, err)
 		}
 		n := binary.PutUvarint(hdr[:], uint64(len(key)))
@@ -113,6 +141,11 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 				return cw.n, err
 			}
 		}
+	}
+	// Every key was read: a Restore begun meanwhile may have dropped some
+	// of them, and the stream then ends without its final frame.
+	if err := sn.restoredOver(); err != nil {
+		return cw.n, err
 	}
 	if _, err := cw.Write([]byte{0, 0}); err != nil {
 		return cw.n, err
@@ -159,6 +192,8 @@ func (s *Badger) Restore(r io.Reader) error {
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != string(snapshotMagic) {
 		return fmt.Errorf("%w: missing header", ErrBadSnapshot)
 	}
+	// Before anything is dropped: snapshots taken before fail (WriteTo).
+	s.restores.Add(1)
 	if err := s.db.DropAll(); err != nil {
 		return fmt.Errorf("store: restore: drop: %w", err)
 	}

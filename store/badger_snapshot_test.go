@@ -191,3 +191,36 @@ func TestBadgerSnapshot_RestoreRefusesMalformedRecordKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "v", string(v))
 }
+
+// A snapshot taken before a Restore of its store does not stream what the
+// Restore left (it streamed the empty store Restore's drop left, as a
+// whole snapshot): it fails with ErrSnapshotRestoredOver. One taken after
+// streams the restored store.
+func TestBadgerSnapshot_RestoredOverFails(t *testing.T) {
+	src := openBadger(t, t.TempDir(), nil)
+	require.NoError(t, src.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("k"), Value: []byte("src")}}}))
+	sn, err := src.Snapshot()
+	require.NoError(t, err)
+	var other bytes.Buffer
+	_, err = sn.WriteTo(&other)
+	require.NoError(t, err)
+	sn.Release()
+
+	s := openBadger(t, t.TempDir(), nil)
+	require.NoError(t, s.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("k"), Value: []byte("own")}}}))
+	before, err := s.Snapshot()
+	require.NoError(t, err)
+	defer before.Release()
+	require.NoError(t, s.Restore(bytes.NewReader(other.Bytes())))
+	var buf bytes.Buffer
+	_, err = before.WriteTo(&buf)
+	require.ErrorIs(t, err, store.ErrSnapshotRestoredOver)
+
+	after, err := s.Snapshot()
+	require.NoError(t, err)
+	defer after.Release()
+	buf.Reset()
+	_, err = after.WriteTo(&buf)
+	require.NoError(t, err)
+	require.Equal(t, other.Bytes(), buf.Bytes())
+}
