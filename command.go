@@ -49,6 +49,11 @@ type command struct {
 	sync bool
 	// internal marks scheduler work: the writer bounds it per batch.
 	internal bool
+	// asRead marks a cmdMove whose record failed its check (scanRecord):
+	// the writer stores it as it was read, not sealed again, so pulls
+	// report it corrupt instead of delivering the damage under a new
+	// checksum.
+	asRead bool
 	// meta is written as is with the records: redrive marks, a move's index
 	// deletion, or the whole change of a cmdMeta.
 	meta []store.MetaOp

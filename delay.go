@@ -206,9 +206,7 @@ func (s *scheduler) move(due []dueEntry) error {
 			}
 			if t := s.e.topicByID(d.topic); t != nil && len(recs) == 1 {
 				if q, err := t.queue(int(d.queue)); err == nil {
-					c = &command{kind: cmdMove, q: q, recs: [][]byte{recs[0].Value}, meta: del,
-						sync: s.e.opts.Sync.kind == syncAlways, internal: true}
-					c.seal(s.e.limits)
+					c = s.moveCommand(q, recs[0].Value, del)
 				}
 			}
 		}
@@ -257,6 +255,21 @@ func (s *scheduler) move(due []dueEntry) error {
 	}
 	s.trim(moved)
 	return errors.Join(errs...)
+}
+
+// moveCommand is the move of rec, a delay-log record, into q, deleting
+// its index key (del). A record that fails its check is moved as it was
+// read: sealed again, its damage would get a valid checksum and be
+// delivered; as read, pulls of q skip it and report it corrupt.
+func (s *scheduler) moveCommand(q *queue, rec []byte, del []store.MetaOp) *command {
+	c := &command{kind: cmdMove, q: q, recs: [][]byte{rec}, meta: del,
+		sync: s.e.opts.Sync.kind == syncAlways, internal: true}
+	if _, _, err := scanRecord(rec); err != nil {
+		s.e.log.Warn("damaged delayed message moved as read; pulls report it corrupt", "topic", q.topic.name, "queue", q.id, "err", err)
+		c.asRead = true
+	}
+	c.seal(s.e.limits)
+	return c
 }
 
 // trim deletes delay-log slots, in runs of consecutive slots.

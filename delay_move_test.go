@@ -87,3 +87,45 @@ func TestDelay_ReadFailureWaitsForQueuedMoves(t *testing.T) {
 	}, "delay log trimmed")
 	assert.Equal(t, []string{"a", "b"}, queueBodies(t, e, "t", 0), "each delivered once")
 }
+
+// A delayed message whose record is damaged in the delay log is reported
+// corrupt once due, as any damaged record is, and never delivered: the
+// move must not seal the damage again under a valid checksum. The intact
+// message moved with it is delivered.
+func TestDelay_DamagedRecordIsReportedNotDelivered(t *testing.T) {
+	ctx := ctxT(t)
+	cs := &countingStore{Store: store.NewMemory()}
+	e, err := equeue.Open("", &equeue.Options{Store: cs})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	flip := func(q store.QueueID, _ uint64, v []byte) []byte {
+		if i := bytes.Index(v, []byte("damaged")); q == delayLog && i >= 0 {
+			v = bytes.Clone(v)
+			v[i] ^= 0x40 // "damaged" reads as "$amaged"
+		}
+		return v
+	}
+	cs.corrupt.Store(&flip)
+	at := time.Now().Add(30 * time.Millisecond)
+	res, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: []*equeue.Message{
+		{Topic: "t", Body: []byte("damaged"), DeliverAt: at},
+		{Topic: "t", Body: []byte("intact"), DeliverAt: at},
+	}})
+	require.NoError(t, err)
+	require.True(t, res.Delayed)
+
+	var pull equeue.PullResult
+	eventually(t, waitLong, func() bool {
+		pull, err = e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
+		require.NoError(t, err)
+		return pull.NextOffset == 2
+	}, "both moved")
+	bodies := make([]string, 0, len(pull.Messages))
+	for _, m := range pull.Messages {
+		bodies = append(bodies, string(m.Body))
+	}
+	assert.Equal(t, []string{"intact"}, bodies, "the damaged message is not delivered")
+	assert.Equal(t, []int64{0}, pull.Corrupt, "it is reported corrupt at its offset")
+	assert.Equal(t, uint64(1), e.Stats().CorruptRecords)
+}

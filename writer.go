@@ -395,7 +395,9 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 		t := b.queue(c.q)
 		c.first, c.storedAt = t.next, b.now
 		for _, rec := range c.recs {
-			sealRecord(rec, b.now)
+			if !c.asRead {
+				sealRecord(rec, b.now)
+			}
 			b.entries = append(b.entries, store.Entry{Queue: c.q.key, Offset: uint64(t.next), Value: rec})
 			t.next++
 			t.bytes += int64(len(rec))
