@@ -131,6 +131,17 @@ func (c *command) seal(l store.Limits) {
 	c.ops, c.bytes = ops, bytes
 }
 
+// recordBytes is the encoded size of c's records, what QueueStats'
+// AppendedBytes counts: its store cost (c.bytes) weighs a record in the
+// value log as a pointer and adds the metadata written with it.
+func (c *command) recordBytes() int {
+	n := 0
+	for _, r := range c.recs {
+		n += len(r)
+	}
+	return n
+}
+
 // fits refuses a command that no batch can hold.
 func (e *Engine) fits(c *command) error {
 	maxOps, maxBytes := e.batchLimits()

@@ -291,7 +291,7 @@ func (e *Engine) complete(f *flight, syncErr error) {
 			c.err = err
 		case c.duplicate:
 		case c.kind == cmdAppend || c.kind == cmdMove:
-			c.q.appendedBytes.Add(uint64(c.bytes))
+			c.q.appendedBytes.Add(uint64(c.recordBytes()))
 			if !c.trimsAfter {
 				e.kickTrim(c.q.topic) // a topic over its drop-oldest limit
 			}
