@@ -25,8 +25,10 @@ import (
 //
 // In orderly mode a batch succeeds up to its first failed message; that
 // message and the rest of the batch are handled again, in order, after
-// LocalRetryDelay (only the failed ones count an attempt), so the queue's
-// order holds.
+// LocalRetryDelay (or the wait that message's RetryAfter asks for), so the
+// queue's order holds. Only the failed ones count an attempt, and one whose
+// attempts are spent (MaxAttempts, or a DeadLetter error) is not handled
+// again: it is dead-lettered at its turn.
 //
 // ctx follows the rules of Handler's context, and ConsumeTimeout applies to
 // every message of a running batch as to a single message.
@@ -145,80 +147,164 @@ func (r *runner) handleBatch(msgs []*Message) {
 
 // handleOrderlyBatch handles msgs in place, in order, until each is done,
 // dead-lettered or expired (see dropExpired); false when the runner
-// stopped first.
+// stopped first. A message whose attempts are spent (MaxAttempts, or a
+// DeadLetter error) behind the batch's first failure is not handled
+// again: it is dead-lettered at its turn.
 func (r *runner) handleOrderlyBatch(msgs []*Message) bool {
-	c := r.c
+	spent := map[int64]spentRun{}
+	defer func() { // stopped before their turn: they stay unfinished
+		for _, s := range spent {
+			s.end.end(HandleOutcome{Err: s.cause, Outcome: OutcomeUnfinished, Attempts: s.m.Attempt})
+		}
+	}()
 	for len(msgs) > 0 {
-		if msgs = r.dropExpired(msgs); len(msgs) == 0 {
-			return true
-		}
-		begun, views, ends := r.batchViews(msgs)
-		if len(begun) < len(msgs) {
-			for i, m := range begun { // stopping: none of them runs
-				ends[i].end(HandleOutcome{Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
-				r.pq.end(m.Offset, false)
+		if s, ok := spent[msgs[0].Offset]; ok {
+			delete(spent, msgs[0].Offset)
+			done, stopped := r.deadLetterSpent(s)
+			switch {
+			case stopped:
+				return false
+			case done:
+				msgs = msgs[1:]
+				continue
 			}
-			return false
-		}
-		errs := r.invokeBatch(r.hctx, views)
-		first := slices.IndexFunc(errs, func(err error) bool { return err != nil })
-		if first < 0 {
-			first = len(msgs)
-		}
-		for i, m := range msgs[:first] {
-			ends[i].end(HandleOutcome{Outcome: OutcomeHandled, Attempts: m.Attempt + 1})
-			r.pq.end(m.Offset, true)
-		}
-		rest, restViews, restErrs, restEnds := msgs[first:], views[first:], errs[first:], ends[first:]
-		if len(rest) == 0 {
-			return true
-		}
-		// The failure path registers as disposing, as handleOrderly's does:
-		// a drain that gives up meanwhile waits for its dead letter, so
-		// the final commit passes the message once it is stored.
-		stopped := r.abandoned.Load() || !r.beginDispose()
-		for i, m := range rest {
-			if restErrs[i] != nil && !stopped {
-				// Every failed run counts, stored with the next commit.
-				m.Attempt++
-				r.pq.failed(m.Offset, m.Attempt)
+			// Not stored: handled again after the wait, as a single
+			// orderly message whose dead letter failed is.
+			if !sleepCtx(r.ctx, r.c.localDelay(s.cause)) {
+				return false
 			}
 		}
-		head, err := rest[0], restErrs[0]
-		var done, gone bool
-		if !stopped && (head.Attempt >= c.o.MaxAttempts || errors.Is(err, ErrDeadLetter)) {
-			done, gone = r.deadLetterNow(restViews[0], head.Attempt, err)
+		if r.ctx.Err() != nil {
+			return false // stopping: no new run begins (see dispatch)
 		}
-		if done {
-			restEnds[0].end(HandleOutcome{Err: err, Outcome: outcomeIf(gone, OutcomeDeleted, OutcomeDeadLetter), Attempts: head.Attempt})
-			r.pq.end(head.Offset, true)
-			r.endDispose()
-			rest, restErrs, restEnds = rest[1:], restErrs[1:], restEnds[1:]
-			r.endBatchRest(rest, restErrs, restEnds, OutcomeRetryLocal)
-			msgs = rest
+		run, later := msgs, []*Message(nil)
+		if k := slices.IndexFunc(msgs, func(m *Message) bool { _, ok := spent[m.Offset]; return ok }); k >= 0 {
+			run, later = msgs[:k], msgs[k:]
+		}
+		if live := r.dropExpired(run); len(live) < len(run) {
+			msgs = append(live, later...) // live is a new slice
 			continue
 		}
-		if !stopped {
-			r.endDispose()
-		}
-		if stopped || r.hctx.Err() != nil {
-			r.endBatchRest(rest, restErrs, restEnds, OutcomeUnfinished)
+		handled, cause, ok := r.runOrderlyBatch(run, spent)
+		if !ok {
 			return false
 		}
-		r.endBatchRest(rest, restErrs, restEnds, OutcomeRetryLocal)
-		if !sleepCtx(r.ctx, c.o.RetryDelay) {
+		msgs = msgs[handled:]
+		if cause == nil || spentHead(spent, msgs) {
+			continue // the run succeeded, or its failed head is dead-lettered at once
+		}
+		if r.hctx.Err() != nil {
+			return false // stopping: the messages stay uncommitted
+		}
+		if !sleepCtx(r.ctx, r.c.localDelay(cause)) {
 			return false
 		}
-		msgs = rest
 	}
 	return true
 }
 
-// endBatchRest ends the traces of the unfinished messages of an orderly
-// batch, which stay in the process queue to be handled again.
-func (r *runner) endBatchRest(rest []*Message, errs []error, ends []handleEnd, out Outcome) {
+// spentRun is the last run of a message of an orderly batch whose attempts
+// are spent: m is dead-lettered with cause at its turn, which ends the
+// trace of that run (end).
+type spentRun struct {
+	m, view *Message
+	cause   error
+	end     handleEnd
+}
+
+// spentHead reports whether the first of msgs is spent.
+func spentHead(spent map[int64]spentRun, msgs []*Message) bool {
+	if len(msgs) == 0 {
+		return false
+	}
+	_, ok := spent[msgs[0].Offset]
+	return ok
+}
+
+// runOrderlyBatch calls the batch handler once on run and records the
+// outcome: the messages before the first failed one are done (handled
+// counts them), the failed ones count an attempt, and those whose attempts
+// it spends join spent. cause is the first failure, nil when every message
+// succeeded; ok is false when the runner stopped (nothing ran, or the
+// failures were not recorded).
+func (r *runner) runOrderlyBatch(run []*Message, spent map[int64]spentRun) (handled int, cause error, ok bool) {
+	begun, views, ends := r.batchViews(run)
+	if len(begun) < len(run) {
+		for i, m := range begun { // stopping: none of them runs
+			ends[i].end(HandleOutcome{Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
+			r.pq.end(m.Offset, false)
+		}
+		return 0, nil, false
+	}
+	errs := r.invokeBatch(r.hctx, views)
+	first := slices.IndexFunc(errs, func(err error) bool { return err != nil })
+	if first < 0 {
+		first = len(run)
+	}
+	for i, m := range run[:first] {
+		ends[i].end(HandleOutcome{Outcome: OutcomeHandled, Attempts: m.Attempt + 1})
+		r.pq.end(m.Offset, true)
+	}
+	rest, restViews, restErrs, restEnds := run[first:], views[first:], errs[first:], ends[first:]
+	if len(rest) == 0 {
+		return first, nil, true
+	}
+	// The failure path registers as disposing, as handleOrderly's does: a
+	// drain that gives up meanwhile waits for the attempts to be counted
+	// (and for a dead letter, see deadLetterSpent), so the final commit
+	// holds them.
+	if r.abandoned.Load() || !r.beginDispose() {
+		r.endBatchRest(rest, restErrs, restEnds, OutcomeUnfinished, 0)
+		return first, restErrs[0], false
+	}
+	var retried []int // the rest but the spent: handled again after the wait
 	for i, m := range rest {
-		ends[i].end(HandleOutcome{Err: errs[i], Outcome: out, Attempts: max(m.Attempt, 1), Delay: r.c.o.RetryDelay})
+		if err := restErrs[i]; err != nil {
+			// Every failed run counts, stored with the next commit.
+			m.Attempt++
+			r.pq.failed(m.Offset, m.Attempt)
+			if m.Attempt >= r.c.o.MaxAttempts || errors.Is(err, ErrDeadLetter) {
+				spent[m.Offset] = spentRun{m: m, view: restViews[i], cause: err, end: restEnds[i]}
+				r.pq.end(m.Offset, false)
+				continue
+			}
+		}
+		retried = append(retried, i)
+	}
+	r.endDispose()
+	out := outcomeIf(r.hctx.Err() == nil, OutcomeRetryLocal, OutcomeUnfinished)
+	for _, i := range retried {
+		restEnds[i].end(HandleOutcome{Err: restErrs[i], Outcome: out, Attempts: max(rest[i].Attempt, 1), Delay: r.c.localDelay(restErrs[0])})
+		r.pq.end(rest[i].Offset, false)
+	}
+	return first, restErrs[0], true
+}
+
+// deadLetterSpent dead-letters the spent message of s at its turn. done:
+// stored (or gone, see Consumer.deadLetter); stopped: the runner stopped
+// (a drain gave up), and the message stays unfinished.
+func (r *runner) deadLetterSpent(s spentRun) (done, stopped bool) {
+	m := s.m
+	if r.abandoned.Load() || !r.beginDispose() {
+		s.end.end(HandleOutcome{Err: s.cause, Outcome: OutcomeUnfinished, Attempts: m.Attempt})
+		return false, true
+	}
+	defer r.endDispose() // after the message is done (or not), so a drain's commit sees it
+	done, gone := r.deadLetterNow(s.view, m.Attempt, s.cause)
+	if !done {
+		s.end.end(HandleOutcome{Err: s.cause, Outcome: OutcomeRetryLocal, Attempts: m.Attempt, Delay: r.c.localDelay(s.cause)})
+		return false, false
+	}
+	s.end.end(HandleOutcome{Err: s.cause, Outcome: outcomeIf(gone, OutcomeDeleted, OutcomeDeadLetter), Attempts: m.Attempt})
+	r.pq.end(m.Offset, true)
+	return true, false
+}
+
+// endBatchRest ends the traces of the unfinished messages of an orderly
+// batch, which stay in the process queue to be handled again after delay.
+func (r *runner) endBatchRest(rest []*Message, errs []error, ends []handleEnd, out Outcome, delay time.Duration) {
+	for i, m := range rest {
+		ends[i].end(HandleOutcome{Err: errs[i], Outcome: out, Attempts: max(m.Attempt, 1), Delay: delay})
 		r.pq.end(m.Offset, false)
 	}
 }

@@ -386,3 +386,67 @@ func testBatch_CloseCancelsRunningBatch(t *testing.T, tr string) {
 	assert.Equal(t, map[string][]int{"4": {1}, "5": {1}, "6": {1}, "7": {1}}, log.runs,
 		"only the cancelled messages, once each, with their counted attempt")
 }
+
+// TestBatch_OrderlyMaxAttemptsHoldsBehindTheFirstFailure: in orderly mode
+// a message behind the batch's first failure counts its own failed runs;
+// once they reach MaxAttempts it is dead-lettered when its turn comes, not
+// handled once more.
+func TestBatch_OrderlyMaxAttemptsHoldsBehindTheFirstFailure(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	sendBodies(t, e, "t", 2)
+	log := newBatchLog()
+	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Orderly: true, BatchSize: 2, MaxAttempts: 2, LocalRetryDelay: 10 * time.Millisecond,
+		BatchHandler: log.handler(func(*equeue.Message) bool { return true })})
+	var dl []equeue.DLQEntry
+	eventually(t, 10*time.Second, func() bool {
+		var err error
+		dl, err = e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+		return err == nil && len(dl) == 2
+	}, "both messages dead-lettered")
+	for i, body := range []string{"0", "1"} {
+		assert.Equal(t, body, string(dl[i].Message.Body))
+		assert.Equal(t, 2, dl[i].Attempts, "message %s: MaxAttempts handlings", body)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	assert.Equal(t, []int{0, 1}, log.runs["0"], "the first message: MaxAttempts runs")
+	assert.Equal(t, []int{0, 1}, log.runs["1"], "the message behind it: MaxAttempts runs, not one more")
+}
+
+// TestBatch_OrderlyRetryAfterChoosesTheWait: in orderly mode a batch whose
+// first failed message asks for RetryAfter is handled again after that
+// wait, not LocalRetryDelay, as a single orderly handler's message is.
+func TestBatch_OrderlyRetryAfterChoosesTheWait(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	sendBodies(t, e, "t", 2)
+	var mu sync.Mutex
+	var calls [][]string
+	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Orderly: true, BatchSize: 2, LocalRetryDelay: time.Hour,
+		BatchHandler: func(_ context.Context, msgs []*equeue.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			var call []string
+			for _, m := range msgs {
+				call = append(call, string(m.Body))
+			}
+			calls = append(calls, call)
+			if len(calls) == 1 {
+				return &equeue.BatchError{Failed: map[int]error{1: equeue.RetryAfter(20*time.Millisecond, errors.New("not yet"))}}
+			}
+			return nil
+		}})
+	eventually(t, 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) == 2
+	}, "handled again after the handler's wait, not LocalRetryDelay")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, [][]string{{"0", "1"}, {"1"}}, calls, "the failed message again, alone")
+}

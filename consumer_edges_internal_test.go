@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,4 +109,56 @@ func TestConsumer_CloseDuringStartLeavesNoMember(t *testing.T) {
 		ids = append(ids, m.ID)
 	}
 	assert.Equal(t, []string{"b"}, ids, "the closed consumer is no member of the group")
+}
+
+// TestConsumer_OrderlyBatchCloseStartsNoNewRun: an orderly batch whose
+// first message is dead-lettered while Close waits for it runs the rest of
+// the batch no more: they stay uncommitted for the next owner.
+func TestConsumer_OrderlyBatchCloseStartsNoNewRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err = e.Append(ctx, &AppendRequest{Topic: "t", Queue: 0, Messages: []*Message{{Body: []byte("0")}, {Body: []byte("1")}, {Body: []byte("2")}}})
+	require.NoError(t, err)
+
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	c, err := NewConsumer(e, ConsumerOptions{Group: "g", ID: "a", Orderly: true, Subscriptions: []Subscription{{Topic: "t"}},
+		BatchSize: 3, CommitInterval: time.Hour, ShutdownTimeout: time.Minute,
+		BatchHandler: func(ctx context.Context, msgs []*Message) error {
+			if calls.Add(1) == 1 {
+				close(started)
+				<-release
+				return &BatchError{Failed: map[int]error{0: DeadLetter(errors.New("bad"))}}
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	<-started
+	c.mu.Lock()
+	var r *runner
+	for _, x := range c.runners {
+		r = x
+	}
+	c.mu.Unlock()
+	require.NotNil(t, r)
+
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	waitFor(t, func() bool { return r.ctx.Err() != nil }, "Close stopped the pull loop")
+	close(release)
+	require.NoError(t, <-closed)
+	assert.Equal(t, int64(1), calls.Load(), "Close began no run after the running one")
+	dl, err := e.ListDeadLetters(ctx, "g", ListDeadLettersRequest{})
+	require.NoError(t, err)
+	require.Len(t, dl, 1)
+	info, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	require.Len(t, info.Queues, 1)
+	assert.Equal(t, int64(1), info.Queues[0].Committed, "the commit passes the dead letter only")
 }
