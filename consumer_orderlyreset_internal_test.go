@@ -134,3 +134,55 @@ func TestConsumer_OrderlyTwoResetsRunOneHandlerAtATime(t *testing.T) {
 	require.NoError(t, g.c.Close())
 	assert.Equal(t, int64(1), g.most.Load(), "one handler of the queue at a time")
 }
+
+// TestConsumer_OrderlyCloseAfterResetWaitsForTheFencedHandler: a Close
+// that comes while the runner after an offset reset still waits for the
+// fenced runner's handler waits for that handler too before it leaves:
+// the member that gets the queue next must not begin a message while it
+// runs.
+func TestConsumer_OrderlyCloseAfterResetWaitsForTheFencedHandler(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g := newOrderlyRig(t, ctx)
+	seen := map[int64]bool{g.c.Queues()[0].Epoch: true}
+	require.NoError(t, g.e.ResetOffsets(ctx, "g", ResetRequest{To: ResetToEarliest}))
+	waitFor(t, func() bool { return g.newRunner(seen) != nil }, "the member runs the queue under its new grant")
+	waitFor(t, func() bool { return waitingForFenced() == 1 }, "the new runner waits for the fenced handler")
+
+	closed := make(chan error, 1)
+	go func() { closed <- g.c.Close() }()
+	var bStarted atomic.Bool
+	b, err := NewConsumer(g.e, ConsumerOptions{Group: "g", ID: "b", Orderly: true, Subscriptions: []Subscription{{Topic: "t"}},
+		HeartbeatInterval: 50 * time.Millisecond,
+		Handler: func(ctx context.Context, m *Message) error {
+			n := g.running.Add(1)
+			defer g.running.Add(-1)
+			for o := g.most.Load(); n > o && !g.most.CompareAndSwap(o, n); o = g.most.Load() {
+			}
+			bStarted.Store(true)
+			return nil
+		}})
+	require.NoError(t, err)
+	require.NoError(t, b.Start(ctx))
+	defer func() { require.NoError(t, b.Close()) }()
+	waitFor(t, func() bool {
+		return bStarted.Load() || stackHas("equeue.(*runner).waitFencedStop(")
+	}, "Close waits for the fenced handler, or the next member handles the queue")
+	assert.False(t, bStarted.Load(), "the next member began a message while the fenced handler runs")
+	close(g.release)
+	require.NoError(t, <-closed)
+	waitFor(t, func() bool { return bStarted.Load() }, "the next member handles the queue once a left")
+	assert.Equal(t, int64(1), g.most.Load(), "one handler of the queue at a time")
+}
+
+// stackHas reports whether a goroutine's stack holds frame.
+func stackHas(frame string) bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Contains(string(buf[:n]), frame)
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}

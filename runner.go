@@ -94,7 +94,8 @@ func (r *runner) waitPrev() bool {
 // handled first, so the committed offset passes every handled message; the
 // rest stay uncommitted for the next owner. Only a handler still running
 // after both waits is given up: its message stays uncommitted and its late
-// result is ignored.
+// result is ignored. In orderly mode the handler of a fenced runner of the
+// queue that r waited for is waited for too (see waitFencedStop).
 func (r *runner) drain(timeout time.Duration) {
 	defer r.hcancel()
 	deadline := time.NewTimer(timeout)
@@ -133,6 +134,11 @@ func (r *runner) drain(timeout time.Duration) {
 		}
 	}
 	if orderly {
+		if !r.waitFencedStop(deadline, expired) {
+			r.c.log.Warn("stop timeout: fenced orderly handler still running; the queue is released anyway", "queue", r.grant.QueueRef)
+			r.pq.stop()
+			return
+		}
 		// The running handler has returned: the fence covers what it handled.
 		r.pq.stopAfterGaps()
 	}
@@ -161,6 +167,27 @@ func (r *runner) drain(timeout time.Duration) {
 			}
 		}
 	}
+}
+
+// waitFencedStop is an orderly drain's wait, under its deadline (see
+// drain's expired), for the handlers of the queue's fenced runners that r
+// waited for (see waitPrev): the queue is not committed and released, for
+// another member to start, while one of them runs. false when the drain
+// gives up.
+func (r *runner) waitFencedStop(deadline *time.Timer, expired func() bool) bool {
+	for _, prev := range r.prev {
+		for waiting := true; waiting; {
+			select {
+			case <-prev:
+				waiting = false
+			case <-deadline.C:
+				if expired() {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // stopPulling cancels the pull loop's context, and ends the runner if it
