@@ -231,19 +231,28 @@ type OffsetCommit struct {
 	// Offset is the next offset to consume: every message below it is done.
 	Offset int64
 	// Attempts lists handler runs already made on unfinished messages at
-	// or above Offset, lowest offset first, at most MaxCommitAttempts
-	// entries. Orderly and broadcasting consumers retry such messages in
-	// place; storing their counts with the offset lets MaxAttempts hold
-	// across a close and restart. A commit replaces the stored list.
+	// or above Offset, and the messages above Offset already finished,
+	// lowest offset first, at most MaxCommitAttempts entries. Orderly and
+	// broadcasting consumers retry such messages in place; storing their
+	// counts with the offset lets MaxAttempts hold across a close and
+	// restart, and storing which later messages are done keeps a restart
+	// from handling them again. A commit replaces the stored list.
 	Attempts []MessageAttempts
 }
 
-// MessageAttempts is how many times the message at Offset was handled.
+// MessageAttempts is how many times the message at Offset was handled, or
+// that it is done.
 type MessageAttempts struct {
 	// Offset is the message's offset in the committed queue.
 	Offset int64
-	// Attempts counts its handler runs so far.
+	// Attempts counts its handler runs so far (ignored when Done).
 	Attempts int
+	// Done marks a message above the commit's Offset that is finished
+	// (handled, sent back or dead-lettered) while one below it is not, such
+	// as a broadcasting member's message waiting for a local retry: a
+	// member resuming from the commit skips it instead of handling it
+	// again.
+	Done bool
 }
 
 // MaxCommitAttempts is the most Attempts entries one OffsetCommit may carry.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"time"
@@ -17,17 +16,25 @@ func beUint64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
 // offsetValue encodes a committed offset and the attempts of unfinished
 // messages at or above it: the offset (8 bytes), then per message its offset
-// (8 bytes) and attempts (4 bytes). Without attempts the value is the 8
-// bytes of the first releases.
+// (8 bytes) and attempts (4 bytes), or attemptsDoneBit for a message done
+// (MessageAttempts.Done; attempts never reach that bit). Without attempts
+// the value is the 8 bytes of the first releases.
 func offsetValue(v int64, atts []MessageAttempts) []byte {
 	b := make([]byte, 0, 8+12*len(atts))
 	b = binary.BigEndian.AppendUint64(b, uint64(v))
 	for _, a := range atts {
+		n := uint32(a.Attempts)
+		if a.Done {
+			n = attemptsDoneBit
+		}
 		b = binary.BigEndian.AppendUint64(b, uint64(a.Offset))
-		b = binary.BigEndian.AppendUint32(b, uint32(a.Attempts))
+		b = binary.BigEndian.AppendUint32(b, n)
 	}
 	return b
 }
+
+// attemptsDoneBit marks a done message in an offsetValue's attempts.
+const attemptsDoneBit = 1 << 31
 
 // parseOffsetValue decodes an offsetValue; false when it is malformed.
 func parseOffsetValue(v []byte) (int64, []MessageAttempts, bool) {
@@ -37,21 +44,25 @@ func parseOffsetValue(v []byte) (int64, []MessageAttempts, bool) {
 	off := int64(beUint64(v))
 	var atts []MessageAttempts
 	for rest := v[8:]; len(rest) > 0; rest = rest[12:] {
-		atts = append(atts, MessageAttempts{Offset: int64(beUint64(rest)), Attempts: int(binary.BigEndian.Uint32(rest[8:]))})
+		a := MessageAttempts{Offset: int64(beUint64(rest)), Attempts: int(binary.BigEndian.Uint32(rest[8:]))}
+		if a.Attempts&attemptsDoneBit != 0 {
+			a.Attempts, a.Done = 0, true
+		}
+		atts = append(atts, a)
 	}
 	return off, atts, true
 }
 
 // checkAttempts reports ErrInvalidArgument unless oc's attempts are at most
 // MaxCommitAttempts entries at or above its offset, in ascending offset
-// order, each positive.
+// order, each positive or done (and then above the offset).
 func checkAttempts(oc OffsetCommit) error {
 	if len(oc.Attempts) > MaxCommitAttempts {
 		return fmt.Errorf("%w: %d attempt entries for %s (most %d)", ErrInvalidArgument, len(oc.Attempts), oc.QueueRef, MaxCommitAttempts)
 	}
 	prev := oc.Offset - 1
 	for _, a := range oc.Attempts {
-		if a.Offset <= prev || a.Attempts <= 0 || a.Attempts > math.MaxInt32 {
+		if a.Offset <= prev || (a.Done && a.Offset == oc.Offset) || (!a.Done && a.Attempts <= 0) || a.Attempts < 0 || a.Attempts >= attemptsDoneBit {
 			return fmt.Errorf("%w: attempts %+v for %s at offset %d", ErrInvalidArgument, a, oc.QueueRef, oc.Offset)
 		}
 		prev = a.Offset

@@ -23,9 +23,13 @@ type processQueue struct {
 	fence    int64
 	changed  chan struct{} // made by wait, closed by the next change: nil while nobody waits
 	// restored holds the stored attempts (see OffsetCommit.Attempts) of
-	// messages not pulled yet; add moves them onto the pulled messages.
+	// messages not pulled yet, restoredDone for a message stored done; add
+	// moves them onto the pulled messages.
 	restored map[int64]int
 }
+
+// restoredDone marks a message the committed state lists as done.
+const restoredDone = -1
 
 type pqEntry struct {
 	off     int64
@@ -51,6 +55,9 @@ func newProcessQueue(st OffsetCommit) *processQueue {
 				p.restored = make(map[int64]int, len(st.Attempts))
 			}
 			p.restored[a.Offset] = a.Attempts
+			if a.Done {
+				p.restored[a.Offset] = restoredDone
+			}
 		}
 	}
 	return p
@@ -63,17 +70,30 @@ func (p *processQueue) signal() {
 	}
 }
 
-// add records pulled messages and where the next pull starts.
-func (p *processQueue) add(msgs []*Message, next int64) {
+// add records pulled messages and where the next pull starts, and returns
+// the messages to handle: msgs without those the committed state listed as
+// done (msgs itself when there are none), which are passed over as a pull
+// passes over what it skips.
+func (p *processQueue) add(msgs []*Message, next int64) []*Message {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, m := range msgs {
+	keep, dropped := msgs, false
+	for i, m := range msgs {
 		attempts := 0
 		if n, ok := p.restored[m.Offset]; ok {
 			delete(p.restored, m.Offset)
+			if n == restoredDone {
+				if !dropped {
+					keep, dropped = slices.Clone(msgs[:i]), true
+				}
+				continue
+			}
 			m.Attempt = max(m.Attempt, n)
 			attempts = n
+		}
+		if dropped {
+			keep = append(keep, m)
 		}
 		p.entries = append(p.entries, pqEntry{off: m.Offset, size: int64(len(m.Body)), born: now, msg: m, attempts: attempts})
 		p.count++
@@ -82,6 +102,7 @@ func (p *processQueue) add(msgs []*Message, next int64) {
 	if next > p.pullNext {
 		p.pullNext = next
 	}
+	return keep
 }
 
 // skip moves the pull position past offsets with nothing to deliver.
@@ -230,7 +251,10 @@ func (p *processQueue) failed(off int64, attempts int) {
 
 // committableState is committable with the attempts of the unfinished
 // messages at or above it that were retried in place (or restored and not
-// pulled yet), lowest offset first, at most MaxCommitAttempts.
+// pulled yet), and the messages above it already done, lowest offset
+// first, at most MaxCommitAttempts: the attempts first, the done messages
+// lowest first in the room they leave (a restart handles again the done
+// messages left out, but MaxAttempts holds).
 func (p *processQueue) committableState() (int64, []MessageAttempts) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -238,19 +262,38 @@ func (p *processQueue) committableState() (int64, []MessageAttempts) {
 	if p.head < len(p.entries) {
 		off = p.entries[p.head].off
 	}
-	var atts []MessageAttempts
-	for i := p.head; i < len(p.entries) && len(atts) < MaxCommitAttempts; i++ {
-		if e := &p.entries[i]; !e.done && e.attempts > 0 {
+	var atts, done []MessageAttempts
+	for i := p.head; i < len(p.entries); i++ {
+		switch e := &p.entries[i]; {
+		case e.done:
+			// Above the first unfinished message (entries[head]).
+			if len(done) < MaxCommitAttempts {
+				done = append(done, MessageAttempts{Offset: e.off, Done: true})
+			}
+		case e.attempts > 0:
 			atts = append(atts, MessageAttempts{Offset: e.off, Attempts: e.attempts})
 		}
 	}
 	for o, n := range p.restored {
-		if o >= off {
+		switch {
+		case o < off:
+		case n == restoredDone:
+			if o > off {
+				done = append(done, MessageAttempts{Offset: o, Done: true})
+			}
+		default:
 			atts = append(atts, MessageAttempts{Offset: o, Attempts: n})
 		}
 	}
-	slices.SortFunc(atts, func(a, b MessageAttempts) int { return cmp.Compare(a.Offset, b.Offset) })
-	return off, atts[:min(len(atts), MaxCommitAttempts)]
+	byOffset := func(a, b MessageAttempts) int { return cmp.Compare(a.Offset, b.Offset) }
+	slices.SortFunc(atts, byOffset)
+	atts = atts[:min(len(atts), MaxCommitAttempts)]
+	if len(done) > 0 && len(atts) < MaxCommitAttempts {
+		slices.SortFunc(done, byOffset)
+		atts = append(atts, done[:min(len(done), MaxCommitAttempts-len(atts))]...)
+		slices.SortFunc(atts, byOffset)
+	}
+	return off, atts
 }
 
 // stats returns the cached count and bytes, the span between the lowest and

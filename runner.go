@@ -261,10 +261,10 @@ func (r *runner) pullLoop() {
 		backoff = 100 * time.Millisecond
 		switch res.Status {
 		case PullFound:
-			r.pq.add(res.Messages, res.NextOffset)
+			msgs := r.pq.add(res.Messages, res.NextOffset)
 			next = res.NextOffset
 			r.laneBusy(true)
-			if !r.dispatch(res.Messages) {
+			if len(msgs) > 0 && !r.dispatch(msgs) {
 				return
 			}
 			r.laneBusy(res.NextOffset < res.MaxOffset)

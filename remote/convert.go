@@ -416,7 +416,7 @@ func attemptsToPB(atts []equeue.MessageAttempts) []*pb.MessageAttempts {
 	}
 	out := make([]*pb.MessageAttempts, len(atts))
 	for i, a := range atts {
-		out[i] = &pb.MessageAttempts{Offset: a.Offset, Attempts: toInt32(a.Attempts)}
+		out[i] = &pb.MessageAttempts{Offset: a.Offset, Attempts: toInt32(a.Attempts), Done: a.Done}
 	}
 	return out
 }
@@ -427,7 +427,7 @@ func attemptsFromPB(atts []*pb.MessageAttempts) []equeue.MessageAttempts {
 	}
 	out := make([]equeue.MessageAttempts, len(atts))
 	for i, a := range atts {
-		out[i] = equeue.MessageAttempts{Offset: a.GetOffset(), Attempts: int(a.GetAttempts())}
+		out[i] = equeue.MessageAttempts{Offset: a.GetOffset(), Attempts: int(a.GetAttempts()), Done: a.GetDone()}
 	}
 	return out
 }

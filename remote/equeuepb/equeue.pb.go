@@ -1875,9 +1875,11 @@ func (x *OffsetCommit) GetAttempts() []*MessageAttempts {
 }
 
 type MessageAttempts struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Offset        int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
-	Attempts      int32                  `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Offset   int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Attempts int32                  `protobuf:"varint,2,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// The message is done, above an unfinished one (attempts is then 0).
+	Done          bool `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1924,6 +1926,13 @@ func (x *MessageAttempts) GetAttempts() int32 {
 		return x.Attempts
 	}
 	return 0
+}
+
+func (x *MessageAttempts) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
 }
 
 type FetchedAttempts struct {
@@ -5163,10 +5172,11 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\fOffsetCommit\x12&\n" +
 	"\x05grant\x18\x01 \x01(\v2\x10.equeue.v1.GrantR\x05grant\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x126\n" +
-	"\battempts\x18\x03 \x03(\v2\x1a.equeue.v1.MessageAttemptsR\battempts\"E\n" +
+	"\battempts\x18\x03 \x03(\v2\x1a.equeue.v1.MessageAttemptsR\battempts\"Y\n" +
 	"\x0fMessageAttempts\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
-	"\battempts\x18\x02 \x01(\x05R\battempts\"j\n" +
+	"\battempts\x18\x02 \x01(\x05R\battempts\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\bR\x04done\"j\n" +
 	"\x0fFetchedAttempts\x12\x1f\n" +
 	"\vqueue_index\x18\x01 \x01(\x05R\n" +
 	"queueIndex\x126\n" +
