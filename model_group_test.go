@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,13 +57,13 @@ func TestModel_RandomGroupLife(t *testing.T) {
 		fixedSeed, rounds, soak = n, 1, true
 	}
 	for _, tr := range transports {
-		for i, mode := range []string{"concurrent", "orderly", "batch"} {
+		for i, mode := range groupLifeModes {
 			for round := 0; round < rounds; round++ {
 				seed := fixedSeed
 				if seed == 0 {
 					seed = uint64(time.Now().UnixNano())
 				}
-				if !soak && seed%3 != uint64(i) {
+				if !soak && seed%uint64(len(groupLifeModes)) != uint64(i) {
 					continue // the default run tries one mode per transport
 				}
 				t.Run(fmt.Sprintf("%s/%s/seed=%d", tr, mode, seed), func(t *testing.T) {
@@ -80,6 +81,9 @@ func TestModel_RandomGroupLife(t *testing.T) {
 	}
 }
 
+// groupLifeModes are the consumer modes of the model's group.
+var groupLifeModes = []string{"concurrent", "orderly", "batch", "broadcast", "broadcast-orderly"}
+
 // groupLifeAttempts is the MaxAttempts of the model's group.
 const groupLifeAttempts = 3
 
@@ -88,62 +92,91 @@ func groupLifeFate(n int) (alwaysFails, failsOnce bool) {
 	return n%7 == 3, n%4 == 1
 }
 
-// groupLifeLog records what the group's handlers saw, by message number.
+// groupLifeLog records what the group's handlers saw, by receiver and
+// message number. The receiver is the group itself ("") in a clustering
+// group, whose members share the messages, and each member's ID in a
+// broadcasting one, where every member receives every message.
 type groupLifeLog struct {
-	mu        sync.Mutex
-	successes map[int]int
-	failures  map[int]int
-	byKey     map[string][]int // orderly: first successes per key, in order
+	mu   sync.Mutex
+	seen map[string]*groupLifeSeen
 }
 
-func (l *groupLifeLog) handler(ctx context.Context, m *equeue.Message) error {
-	n, err := strconv.Atoi(string(m.Body))
-	if err != nil {
-		return fmt.Errorf("unexpected body %q", m.Body)
+// groupLifeSeen is what one receiver saw.
+type groupLifeSeen struct {
+	successes map[int]int
+	failures  map[int]int
+	byKey     map[string][]int // first successes per key, in order
+}
+
+// of returns what receiver who saw; l.mu must be held.
+func (l *groupLifeLog) of(who string) *groupLifeSeen {
+	s, ok := l.seen[who]
+	if !ok {
+		s = &groupLifeSeen{successes: map[int]int{}, failures: map[int]int{}, byKey: map[string][]int{}}
+		l.seen[who] = s
 	}
-	// Some work takes a little while, so that stops and handovers find
-	// handlers running.
-	time.Sleep(time.Duration(n%3) * time.Millisecond)
-	always, once := groupLifeFate(n)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if always || (once && l.failures[n] == 0) {
-		l.failures[n]++
-		return fmt.Errorf("message %d fails", n)
+	return s
+}
+
+// handler is receiver who's handler.
+func (l *groupLifeLog) handler(who string) equeue.Handler {
+	return func(ctx context.Context, m *equeue.Message) error {
+		n, err := strconv.Atoi(string(m.Body))
+		if err != nil {
+			return fmt.Errorf("unexpected body %q", m.Body)
+		}
+		// Some work takes a little while, so that stops and handovers find
+		// handlers running.
+		time.Sleep(time.Duration(n%3) * time.Millisecond)
+		always, once := groupLifeFate(n)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s := l.of(who)
+		if always || (once && s.failures[n] == 0) {
+			s.failures[n]++
+			return fmt.Errorf("message %d fails", n)
+		}
+		s.successes[n]++
+		if s.successes[n] == 1 && len(m.Keys) > 0 {
+			s.byKey[m.Keys[0]] = append(s.byKey[m.Keys[0]], n)
+		}
+		return nil
 	}
-	l.successes[n]++
-	if l.successes[n] == 1 && len(m.Keys) > 0 {
-		l.byKey[m.Keys[0]] = append(l.byKey[m.Keys[0]], n)
-	}
-	return nil
 }
 
 // batchHandler handles a batch message by message, failing those that
-// handler fails.
-func (l *groupLifeLog) batchHandler(ctx context.Context, msgs []*equeue.Message) error {
-	failed := map[int]error{}
-	for i, m := range msgs {
-		if err := l.handler(ctx, m); err != nil {
-			failed[i] = err
+// receiver who's handler fails.
+func (l *groupLifeLog) batchHandler(who string) equeue.BatchHandler {
+	h := l.handler(who)
+	return func(ctx context.Context, msgs []*equeue.Message) error {
+		failed := map[int]error{}
+		for i, m := range msgs {
+			if err := h(ctx, m); err != nil {
+				failed[i] = err
+			}
 		}
+		if len(failed) == 0 {
+			return nil
+		}
+		return &equeue.BatchError{Failed: failed}
 	}
-	if len(failed) == 0 {
-		return nil
-	}
-	return &equeue.BatchError{Failed: failed}
 }
 
-// settled reports whether every message stored has had its fate.
-func (l *groupLifeLog) settled(stored map[int]bool) bool {
+// settled reports whether every message stored has had its fate at each
+// receiver of whos.
+func (l *groupLifeLog) settled(stored map[int]bool, whos []string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for n := range stored {
-		if always, _ := groupLifeFate(n); always {
-			if l.failures[n] < groupLifeAttempts {
+	for _, who := range whos {
+		s := l.of(who)
+		for n := range stored {
+			if always, _ := groupLifeFate(n); always {
+				if s.failures[n] < groupLifeAttempts {
+					return false
+				}
+			} else if s.successes[n] == 0 {
 				return false
 			}
-		} else if l.successes[n] == 0 {
-			return false
 		}
 	}
 	return true
@@ -188,7 +221,7 @@ func openFaultyRestartable(t *testing.T, transport string, opts *equeue.Options)
 }
 
 func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64) {
-	orderly := mode == "orderly"
+	orderly, broadcast := mode == "orderly" || mode == "broadcast-orderly", strings.HasPrefix(mode, "broadcast")
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	ctx := ctxT(t)
 	opened := &equeue.Options{SessionTimeout: time.Second}
@@ -204,16 +237,25 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 		e, b, restart = openOverRestartable(t, transport, opened)
 	}
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
-	log := &groupLifeLog{successes: map[int]int{}, failures: map[int]int{}, byKey: map[string][]int{}}
+	log := &groupLifeLog{seen: map[string]*groupLifeSeen{}}
+	receiver := func(id string) string {
+		if broadcast {
+			return id
+		}
+		return ""
+	}
 	opts := func(id string) equeue.ConsumerOptions {
 		o := equeue.ConsumerOptions{
 			Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}},
-			Handler: log.handler, Orderly: orderly, Concurrency: 4,
+			Handler: log.handler(receiver(id)), Orderly: orderly, Concurrency: 4,
 			MaxAttempts: groupLifeAttempts, RetryTopicDelays: []time.Duration{20 * time.Millisecond},
 			LocalRetryDelay: 10 * time.Millisecond, CommitInterval: 30 * time.Millisecond,
 		}
+		if broadcast {
+			o.Model = equeue.Broadcasting
+		}
 		if mode == "batch" {
-			o.Handler, o.BatchHandler, o.BatchSize = nil, log.batchHandler, 4
+			o.Handler, o.BatchHandler, o.BatchSize = nil, log.batchHandler(receiver(id)), 4
 		}
 		return o
 	}
@@ -223,8 +265,11 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 	// A crashed member's ID stays taken until its session expires: its
 	// slot starts again under a new incarnation's ID.
 	incarnation := map[string]int{}
+	memberID := func(slot string) string { return fmt.Sprintf("%s.%d", slot, incarnation[slot]) }
+	everStarted := map[string]bool{} // member IDs
 	start := func(id string) {
-		c, err := equeue.NewConsumer(b, withHeartbeat(opts(fmt.Sprintf("%s.%d", id, incarnation[id]))))
+		everStarted[memberID(id)] = true
+		c, err := equeue.NewConsumer(b, withHeartbeat(opts(memberID(id))))
 		require.NoError(t, err)
 		if err := c.Start(ctx); faults && err != nil {
 			// Joining writes the group's state: a failing store refuses it.
@@ -291,7 +336,14 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 		if len(members) == 0 {
 			start("c0")
 		}
-		eventually(t, 30*time.Second, func() bool { return log.settled(stored) }, "seed %d: %d messages not all handled", seed, len(stored))
+		whos := []string{""}
+		if broadcast {
+			whos = whos[:0]
+			for slot := range members {
+				whos = append(whos, memberID(slot))
+			}
+		}
+		eventually(t, 30*time.Second, func() bool { return log.settled(stored, whos) }, "seed %d: %d messages not all handled by %v", seed, len(stored), whos)
 	}
 	ids := []string{"c0", "c1", "c2"}
 	steps := 12 + rng.IntN(12)
@@ -357,12 +409,27 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 			time.Sleep(d)
 		}
 	}
+	if broadcast {
+		// Every member catches up: each is checked.
+		for _, id := range ids {
+			if _, on := members[id]; !on {
+				start(id)
+			}
+		}
+	}
 	settle()
 	t.Logf("seed %d: %d messages (%d not stored, %d unknown), history %v", seed, sent, len(lost), sent-len(stored)-len(lost), history)
+	whos := []string{""}
+	if broadcast {
+		whos = whos[:0]
+		for slot := range members {
+			whos = append(whos, memberID(slot))
+		}
+	}
 	dying := 0
 	for n := range stored {
 		if always, _ := groupLifeFate(n); always {
-			dying++
+			dying += len(whos)
 		}
 	}
 	eventually(t, 30*time.Second, func() bool {
@@ -378,36 +445,41 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	weak := crashed || faults
-	for n := 0; n < sent; n++ {
-		always, once := groupLifeFate(n)
-		switch {
-		case lost[n]:
-			require.Zero(t, log.successes[n]+log.failures[n]+dead[n], "seed %d: message %d was answered not stored", seed, n)
-		case !stored[n]:
-			// Unknown: either is right.
-		case weak && always:
-			require.Equal(t, 0, log.successes[n], "seed %d: message %d always fails", seed, n)
-			require.GreaterOrEqual(t, log.failures[n], groupLifeAttempts, "seed %d: attempts of message %d", seed, n)
-			require.GreaterOrEqual(t, dead[n], 1, "seed %d: dead letters of message %d", seed, n)
-		case weak:
-			require.GreaterOrEqual(t, log.successes[n], 1, "seed %d: successes of message %d", seed, n)
-		case always:
-			require.Equal(t, 0, log.successes[n], "seed %d: message %d always fails", seed, n)
-			require.Equal(t, groupLifeAttempts, log.failures[n], "seed %d: attempts of message %d", seed, n)
-			require.Equal(t, 1, dead[n], "seed %d: dead letters of message %d", seed, n)
-		default:
-			require.Equal(t, 1, log.successes[n], "seed %d: successes of message %d", seed, n)
-			wantFailures := 0
-			if once {
-				wantFailures = 1
-			}
-			require.Equal(t, wantFailures, log.failures[n], "seed %d: failures of message %d", seed, n)
-			require.Zero(t, dead[n], "seed %d: message %d dead-lettered", seed, n)
+	for n := range lost {
+		for who, s := range log.seen {
+			require.Zero(t, s.successes[n]+s.failures[n], "seed %d: message %d was answered not stored, %q handled it", seed, n, who)
 		}
+		require.Zero(t, dead[n], "seed %d: message %d was answered not stored, and dead-lettered", seed, n)
 	}
-	if orderly && !weak {
-		for key, got := range log.byKey {
-			require.IsIncreasing(t, got, "seed %d: order of key %s", seed, key)
+	for _, who := range whos {
+		s := log.of(who)
+		for n := range stored {
+			always, once := groupLifeFate(n)
+			switch {
+			case weak && always:
+				require.Equal(t, 0, s.successes[n], "seed %d: message %d always fails (%q)", seed, n, who)
+				require.GreaterOrEqual(t, s.failures[n], groupLifeAttempts, "seed %d: attempts of message %d (%q)", seed, n, who)
+				require.GreaterOrEqual(t, dead[n], len(whos), "seed %d: dead letters of message %d", seed, n)
+			case weak:
+				require.GreaterOrEqual(t, s.successes[n], 1, "seed %d: successes of message %d (%q)", seed, n, who)
+			case always:
+				require.Equal(t, 0, s.successes[n], "seed %d: message %d always fails (%q)", seed, n, who)
+				require.Equal(t, groupLifeAttempts, s.failures[n], "seed %d: attempts of message %d (%q)", seed, n, who)
+				require.Equal(t, len(whos), dead[n], "seed %d: dead letters of message %d: one per receiver", seed, n)
+			default:
+				require.Equal(t, 1, s.successes[n], "seed %d: successes of message %d (%q)", seed, n, who)
+				wantFailures := 0
+				if once {
+					wantFailures = 1
+				}
+				require.Equal(t, wantFailures, s.failures[n], "seed %d: failures of message %d (%q)", seed, n, who)
+				require.Zero(t, dead[n], "seed %d: message %d dead-lettered", seed, n)
+			}
+		}
+		if orderly && !weak {
+			for key, got := range s.byKey {
+				require.IsIncreasing(t, got, "seed %d: order of key %s (%q)", seed, key, who)
+			}
 		}
 	}
 }
