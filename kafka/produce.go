@@ -126,6 +126,8 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 		at, code := c.appendBatch(topic, part, b)
 		if code == errNone {
 			st.stored(b, at)
+		} else {
+			c.s.pids.forgetUnknown(b.producerID, topic, part, st)
 		}
 		return at, code
 	}
@@ -151,7 +153,8 @@ func setIDs(b *producedBatch, part int32) {
 }
 
 func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (storedAt, int16) {
-	lk := c.s.partLock(topic, part)
+	lk := c.s.acquirePart(topic, part)
+	defer c.s.releasePart(lk)
 	lk.RLock()
 	at, err := c.appendMsgs(topic, part, b.msgs)
 	lk.RUnlock()

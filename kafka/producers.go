@@ -119,6 +119,24 @@ func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqS
 	return st
 }
 
+// forgetUnknown drops st, the state of producer pid on a partition,
+// locked by the caller, when no batch of the producer was stored there (a
+// first batch failed: the topic or partition may not exist): a client
+// naming topics and partitions that do not exist leaves nothing behind.
+// The producer's next batch is taken as it comes, as it would be with st.
+func (p *producers) forgetUnknown(pid int64, topic string, part int32, st *seqState) {
+	if st.known {
+		return
+	}
+	k := pidPart{pid, topic, part}
+	p.mu.Lock()
+	if p.parts[k] == st {
+		delete(p.parts, k)
+	}
+	st.gone = true
+	p.mu.Unlock()
+}
+
 // producerIdle is how long a producer's sequence state is kept after its
 // last batch to a partition (Kafka's producer.id.expiration.ms default).
 const producerIdle = 24 * time.Hour

@@ -97,7 +97,10 @@ type Server struct {
 	tokens map[[sha256.Size]byte]Rights
 	groups *coordinator
 	pids   *producers
-	parts  sync.Map // equeue.QueueRef -> *sync.RWMutex (see appendBatch)
+	// partsMu guards parts, the produce locks of the partitions a batch
+	// is being stored to (see appendBatch and partLock).
+	partsMu sync.Mutex
+	parts   map[equeue.QueueRef]*partLock
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -150,7 +153,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers()}
+	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), parts: map[equeue.QueueRef]*partLock{}}
 	s.node, _ = b.(ClusterNode)
 	if len(o.Tokens) > 0 {
 		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))
@@ -251,12 +254,37 @@ func (s *Server) rightsOf(token string) (Rights, bool) {
 	return r, ok
 }
 
-// partLock returns the produce lock of a partition.
-func (s *Server) partLock(topic string, part int32) *sync.RWMutex {
+// partLock is the produce lock of a partition (see appendBatch), kept in
+// Server.parts while refs, the batches holding or waiting for it, is not 0.
+type partLock struct {
+	sync.RWMutex
+	ref  equeue.QueueRef
+	refs int // guarded by Server.partsMu
+}
+
+// acquirePart returns the produce lock of a partition, kept for the caller
+// until it passes it to releasePart. A lock is kept only while a batch
+// needs it, so partitions and topics named by produce requests, whether
+// they exist or not, leave nothing behind.
+func (s *Server) acquirePart(topic string, part int32) *partLock {
 	ref := equeue.QueueRef{Topic: topic, Queue: int(part)}
-	if l, ok := s.parts.Load(ref); ok {
-		return l.(*sync.RWMutex)
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	l := s.parts[ref]
+	if l == nil {
+		l = &partLock{ref: ref}
+		s.parts[ref] = l
 	}
-	l, _ := s.parts.LoadOrStore(ref, &sync.RWMutex{})
-	return l.(*sync.RWMutex)
+	l.refs++
+	return l
+}
+
+// releasePart gives back a lock of acquirePart, forgetting it when no
+// other batch needs it.
+func (s *Server) releasePart(l *partLock) {
+	s.partsMu.Lock()
+	defer s.partsMu.Unlock()
+	if l.refs--; l.refs == 0 {
+		delete(s.parts, l.ref)
+	}
 }
