@@ -97,11 +97,19 @@ func (c *conn) serve() {
 func (c *conn) handleRecovered(buf []byte) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.s.log.Error("kafka: panic in a request; closing the connection", "remote", c.nc.RemoteAddr().String(), "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("internal error: %v", p)
+			err = c.panicked(p)
 		}
 	}()
 	return c.handle(buf)
+}
+
+// panicked logs p, a panic recovered while serving a request, with the
+// stack of the goroutine that panicked (call it from the deferred function
+// that recovered), and returns the error that closes the connection.
+// Goroutines a request starts recover with it too (see produce).
+func (c *conn) panicked(p any) error {
+	c.s.log.Error("kafka: panic in a request; closing the connection", "remote", c.nc.RemoteAddr().String(), "panic", p, "stack", string(debug.Stack()))
+	return fmt.Errorf("internal error: %v", p)
 }
 
 // handle parses and answers one request. An error closes the connection.

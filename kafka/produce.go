@@ -12,8 +12,10 @@ import (
 
 // produce stores each partition's record batches with one engine append per
 // batch. Partitions are stored concurrently, so their writes share the
-// engine's group commit.
-func (c *conn) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+// engine's group commit. A panic while storing a partition is returned
+// as the error that closes the connection, as one in the request's own
+// goroutine is (handleRecovered).
+func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) {
 	resp := kmsg.NewPtrProduceResponse()
 	refuse := errNone
 	switch {
@@ -35,9 +37,13 @@ func (c *conn) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		return resp
+		return resp, nil
 	}
-	var wg sync.WaitGroup
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed error // the first panic of a partition's goroutine
+	)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
@@ -55,12 +61,34 @@ func (c *conn) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.producePartition(t.Topic, p.Partition, p.Records, rp)
+				if err := c.producePartitionRecovered(t.Topic, p.Partition, p.Records, rp); err != nil {
+					mu.Lock()
+					if failed == nil {
+						failed = err
+					}
+					mu.Unlock()
+				}
 			}()
 		}
 	}
 	wg.Wait()
-	return resp
+	if failed != nil {
+		return nil, failed
+	}
+	return resp, nil
+}
+
+// producePartitionRecovered is producePartition for a goroutine of its
+// own, which the connection's recovery (handleRecovered) does not cover: a
+// panic is logged and returned as the error that closes the connection.
+func (c *conn) producePartitionRecovered(topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = c.panicked(p)
+		}
+	}()
+	c.producePartition(topic, part, records, rp)
+	return nil
 }
 
 func (c *conn) producePartition(topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) {

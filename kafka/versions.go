@@ -103,7 +103,7 @@ func (c *conn) dispatch(h header, req kmsg.Request) (kmsg.Response, error) {
 	case *kmsg.MetadataRequest:
 		return c.metadata(r), nil
 	case *kmsg.ProduceRequest:
-		return c.produce(r), nil
+		return c.produce(r)
 	case *kmsg.FetchRequest:
 		return c.fetchRecords(r), nil
 	case *kmsg.ListOffsetsRequest:
