@@ -48,12 +48,16 @@ func decodeBatches(raw []byte, tagHeader string) ([]producedBatch, error) {
 		if len(raw) < 17 {
 			return nil, fmt.Errorf("%w: %d trailing bytes", errBadBatch, len(raw))
 		}
+		// The magic byte is at the same place in the old message sets,
+		// whose messages may be shorter than a batch header: it is read
+		// first, so they are refused as a format, not as corrupt (which
+		// clients retry).
+		if magic := raw[16]; magic != 2 {
+			return nil, fmt.Errorf("%w: message format v%d (only v2 record batches)", errUnsupportedFormat, magic)
+		}
 		length := int32(binary.BigEndian.Uint32(raw[8:]))
 		if length < batchHeaderSize-12 || int(length) > len(raw)-12 {
 			return nil, fmt.Errorf("%w: length %d", errBadBatch, length)
-		}
-		if magic := raw[16]; magic != 2 {
-			return nil, fmt.Errorf("%w: message format v%d (only v2 record batches)", errUnsupportedFormat, magic)
 		}
 		one := raw[:12+length]
 		raw = raw[12+length:]

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/equeue-go/equeue"
 )
@@ -157,4 +159,41 @@ func BenchmarkBatchWriter(b *testing.B) {
 		buf = w.finish(false)
 	}
 	b.ReportMetric(float64(b.N*len(msgs))/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// legacyMessageSet is a message set of one message of format v1 (magic 1,
+// Produce v2 and older), as clients older than Kafka 0.11 send.
+func legacyMessageSet(value string) []byte {
+	msg := []byte{1, 0}                                                 // magic, attributes
+	msg = binary.BigEndian.AppendUint64(msg, uint64(1_700_000_000_000)) // timestamp
+	msg = binary.BigEndian.AppendUint32(msg, ^uint32(0))                // null key
+	msg = binary.BigEndian.AppendUint32(msg, uint32(len(value)))
+	msg = append(msg, value...)
+	set := binary.BigEndian.AppendUint64(nil, 0) // offset
+	set = binary.BigEndian.AppendUint32(set, uint32(4+len(msg)))
+	set = binary.BigEndian.AppendUint32(set, crc32.ChecksumIEEE(msg))
+	return append(set, msg...)
+}
+
+// TestDecodeBatches_LegacyMessageSetIsUnsupported: a message set of the old
+// formats is refused as an unsupported format (UNSUPPORTED_FOR_MESSAGE_FORMAT,
+// which clients do not retry), whatever the length of its message; not as a
+// corrupt batch (CORRUPT_MESSAGE, which they retry until they time out).
+func TestDecodeBatches_LegacyMessageSetIsUnsupported(t *testing.T) {
+	e, err := equeue.Open("", &equeue.Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.CreateTopic(context.Background(), "t", 1))
+	s, err := NewServer(e, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	c := newConn(s, discardConn{})
+	defer c.cancel()
+	for _, value := range []string{"", "hi", string(bytes.Repeat([]byte{'v'}, 100))} {
+		_, err := decodeBatches(legacyMessageSet(value), DefaultTagHeader)
+		assert.ErrorIs(t, err, errUnsupportedFormat, "a value of %d bytes", len(value))
+		var rp kmsg.ProduceResponseTopicPartition
+		c.producePartition("t", 0, legacyMessageSet(value), &rp)
+		assert.Equal(t, errUnsupportedForMessageFmt, rp.ErrorCode, "a value of %d bytes", len(value))
+	}
 }
