@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -152,10 +153,16 @@ func (a *appendStream) read() {
 // run starts one append; its answer comes through done.
 func (a *appendStream) run(it *streamIn, draining bool) {
 	seq := it.seq
+	var cb func(equeue.AppendResult, error) // once the append holds a slot
 	defer func() {
 		if p := recover(); p != nil {
 			a.v.s.log.Error("panic in call", "method", pb.Broker_AppendStream_FullMethodName, "panic", p, "stack", string(debug.Stack()))
-			a.done(seq, equeue.AppendResult{}, status.Errorf(codes.Internal, "remote: internal error in %s", pb.Broker_AppendStream_FullMethodName))
+			err := status.Errorf(codes.Internal, "remote: internal error in %s", pb.Broker_AppendStream_FullMethodName)
+			if cb != nil {
+				cb(equeue.AppendResult{}, err) // gives the slot back
+				return
+			}
+			a.done(seq, equeue.AppendResult{}, err)
 		}
 	}()
 	if draining {
@@ -178,15 +185,11 @@ func (a *appendStream) run(it *streamIn, draining bool) {
 		a.done(seq, equeue.AppendResult{}, fmt.Errorf("%w: %d calls in flight", ErrBusy, s.maxInFlight))
 		return
 	}
+	cb = a.slotAnswer(seq)
 	req, err := it.request()
 	if err != nil {
-		s.inFlight.Add(-1)
-		a.done(seq, equeue.AppendResult{}, err)
+		cb(equeue.AppendResult{}, err)
 		return
-	}
-	cb := func(res equeue.AppendResult, err error) {
-		s.inFlight.Add(-1)
-		a.done(seq, res, err)
 	}
 	if ab := a.v.async; ab != nil {
 		ab.AppendAsync(a.ctx, req, cb)
@@ -202,6 +205,20 @@ func (a *appendStream) run(it *streamIn, draining bool) {
 		}()
 		cb(a.v.e.Append(a.ctx, req))
 	}()
+}
+
+// slotAnswer returns the callback of append seq, which holds a slot of
+// MaxInFlight: its first call gives the slot back and answers the append,
+// later ones (a backend that panicked after it answered) do nothing. So a
+// panic, whenever it comes, neither keeps the slot nor answers twice.
+func (a *appendStream) slotAnswer(seq uint64) func(equeue.AppendResult, error) {
+	var answered atomic.Bool
+	return func(res equeue.AppendResult, err error) {
+		if answered.CompareAndSwap(false, true) {
+			a.v.s.inFlight.Add(-1)
+			a.done(seq, res, err)
+		}
+	}
 }
 
 // done queues the answer of one append; it never blocks (it may run on the
