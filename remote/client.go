@@ -314,7 +314,10 @@ func (sentStats) HandleConn(context.Context, stats.ConnStats) {}
 // brokerAnswer reports whether err is the broker's answer to a call (its
 // outcome is known), not the call breaking or its context ending on the
 // way: those carry no engine error and are Canceled, DeadlineExceeded or
-// Unavailable.
+// Unavailable, or Internal or Unknown, as gRPC reports a stream reset
+// (RST_STREAM, by a proxy, say) and an answer it could not read. A broker
+// answers Internal without an engine error only for a failure it could
+// not classify (a panic among them), whose outcome it does not know either.
 func brokerAnswer(err error) bool {
 	st, ok := status.FromError(err)
 	if !ok {
@@ -326,7 +329,7 @@ func brokerAnswer(err error) bool {
 		}
 	}
 	switch st.Code() {
-	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable:
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.Internal, codes.Unknown:
 		return false
 	}
 	return true
