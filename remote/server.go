@@ -216,6 +216,12 @@ func (s *Server) Register(reg grpc.ServiceRegistrar) {
 
 // GracefulStop stops accepting connections, ends long-polls at once (their
 // clients see ErrUnavailable and retry), and waits for other calls to finish.
+// An AppendStream call ends once its appends are answered and its client
+// closed its side, or 5 s after they are answered if it does not. A client that stops reading its answers
+// while its connection stays up holds GracefulStop until it reads again,
+// as gRPC's own GracefulStop is held by any call whose answers are not
+// read: to bound the stop, call Stop when GracefulStop has not returned
+// after a grace period (the equeue command does).
 func (s *Server) GracefulStop() {
 	s.health.Shutdown()
 	s.stop()
