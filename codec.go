@@ -104,7 +104,8 @@ func storedDeltaNanos(v uint32) int64 {
 // ErrUnsupportedFormat is returned (wrapped, and together with ErrCorrupt)
 // when a stored record carries a format version this build cannot read,
 // such as one written by a newer version of the engine. The error names
-// the version.
+// the version. A pull is never skipped past such a record: it stops
+// before it, and a pull from its offset fails with this error.
 var ErrUnsupportedFormat = errors.New("equeue: unsupported record format version")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -44,8 +44,9 @@ func TestCodec_CompactSize(t *testing.T) {
 }
 
 // TestCodec_UnknownVersionRefused: a record of a version this build does not
-// know is refused with ErrUnsupportedFormat (and ErrCorrupt, so that the read
-// path reports and skips it like any undecodable record), naming the version.
+// know is refused with ErrUnsupportedFormat (and ErrCorrupt), naming the
+// version; a pull stops before it instead of skipping it
+// (TestPull_RecordOfANewerFormatIsRefusedNotSkipped).
 func TestCodec_UnknownVersionRefused(t *testing.T) {
 	for _, v := range []byte{0, 2, 3, 0x7f} {
 		rec := sampleRecord()

@@ -64,6 +64,11 @@ type Engine struct {
 	// lines of writes refused for a full disk (writer_nospace.go).
 	noSpaceLogged  atomic.Int64
 	noSpaceRefused atomic.Int64
+	// unsupportedLogged (unix nanoseconds) and unsupportedRefused pace the
+	// log lines of pulls refused at a record of an unknown format version
+	// (pull_unsupported.go).
+	unsupportedLogged  atomic.Int64
+	unsupportedRefused atomic.Int64
 	// reclaimPending is set when a topic was deleted: the next retention
 	// pass reclaims its space (retention.go).
 	reclaimPending atomic.Bool
@@ -116,6 +121,9 @@ type engineStats struct {
 	dedup   atomic.Int64  // IDs in the dedup windows' indexes (dedup_index.go)
 	// dedupLost counts dedup groups Open found unreadable (dedup.go).
 	dedupLost atomic.Uint64
+	// unsupported counts pulls refused at a record of an unknown format
+	// version (pull_unsupported.go).
+	unsupported atomic.Uint64
 }
 
 // Open opens (creating if needed) an engine on dir. With Options.InMemory or
@@ -349,11 +357,20 @@ type Stats struct {
 	// deduplicated; a send of one of them is stored again. Each is also
 	// logged, with its topic.
 	LostDedupGroups uint64
+	// UnsupportedFormatPulls counts pulls refused with ErrUnsupportedFormat
+	// because the record at their offset is of a format version this build
+	// cannot read: one a newer engine wrote before this one opened its
+	// directory. Consumers stop before such a record and retry, so a count
+	// that grows means consumers are stalled: serve the directory with an
+	// engine of that version again. Refusals are also logged, at most one
+	// line per 10 s.
+	UnsupportedFormatPulls uint64
 }
 
 // Stats returns engine-wide counters.
 func (e *Engine) Stats() Stats {
-	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load(), LostDedupGroups: e.stats.dedupLost.Load()}
+	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load(), LostDedupGroups: e.stats.dedupLost.Load(),
+		UnsupportedFormatPulls: e.stats.unsupported.Load()}
 	if !e.closed.Load() {
 		s.StoreBytes, _ = e.st.Size()
 	}

@@ -18,7 +18,8 @@ const (
 	// within the wait.
 	PullNoNewMessage
 	// PullNoMatch means messages were scanned but none matched the filter (or
-	// all had expired or were corrupt); NextOffset moves past them.
+	// all had expired or were corrupt); NextOffset moves past them, up to a
+	// record of a format version the engine cannot read, if one follows.
 	PullNoMatch
 	// PullOffsetMoved means the offset was below the queue's low watermark or
 	// beyond its end; NextOffset is the valid offset to continue from.
@@ -88,7 +89,10 @@ type PullResult struct {
 	MinOffset int64
 	// MaxOffset is one past the queue's last message (see MinOffset).
 	MaxOffset int64
-	// Corrupt lists offsets skipped because their records failed the checksum.
+	// Corrupt lists offsets skipped because their records failed the
+	// checksum. A record of a format version the engine cannot read is not
+	// skipped: the pull stops before it, and one from its offset fails
+	// with ErrUnsupportedFormat.
 	Corrupt []int64
 	// Expired counts messages skipped because their time-to-live ran out.
 	Expired int
@@ -99,7 +103,10 @@ const maxScanBatches = 8
 
 // Pull reads up to req.Max messages matching the filter from req.Offset. At
 // the end of the queue it waits up to req.Wait for an append (woken at once
-// by it, not by polling), then reports PullNoNewMessage.
+// by it, not by polling), then reports PullNoNewMessage. It stops before a
+// record of a format version this build cannot read (written by a newer
+// engine), and fails with an error matching ErrUnsupportedFormat when that
+// record is at req.Offset.
 func (e *Engine) Pull(ctx context.Context, req *PullRequest) (PullResult, error) {
 	return e.pull(ctx, req, nil)
 }
@@ -240,7 +247,9 @@ const readBudget = 4 << 20
 
 // readQueue reads [from, end) in short read transactions until it has
 // matches or scanned maxScanBatches reads. With maxBytes > 0 it returns
-// no more than maxBytes of stored records. With stored set, the messages
+// no more than maxBytes of stored records. It stops before a record of a
+// format version this build cannot read, and fails with
+// ErrUnsupportedFormat when that record is at from. With stored set, the messages
 // found go there as their records, checked and filtered (scanRecord) but
 // not decoded, and res.Messages stays empty.
 func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFilter, res PullResult, stored *StoredRecords) (PullResult, error) {
@@ -252,7 +261,8 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 		budget = min(budget, maxBytes)
 	}
 	size, found := 0, 0
-	for scans := 0; off < end && scans < maxScanBatches && found == 0; scans++ {
+	var unread error // a record of a format version this build cannot read
+	for scans := 0; off < end && scans < maxScanBatches && found == 0 && unread == nil; scans++ {
 		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, budget)
 		if err != nil {
 			return PullResult{}, fmt.Errorf("equeue: read %s/%d at %d: %w", q.topic.name, q.id, off, err)
@@ -288,6 +298,12 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 				tag, expires, err = scanRecord(r.Value)
 				expired = expires != 0 && expires <= nowNanos
 				match = err == nil && f.matchBytes(tag)
+			}
+			if errors.Is(err, ErrUnsupportedFormat) {
+				// Not damage: a newer engine wrote it. Skipping it would
+				// let consumers commit past it; the pull stops before it.
+				off, unread = int64(r.Offset), err
+				break
 			}
 			if err != nil {
 				off = int64(r.Offset) + 1
@@ -332,6 +348,9 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			res.Messages = append(res.Messages, m)
 		}
 		ids.flush()
+	}
+	if unread != nil && off == from {
+		return PullResult{}, e.refuseUnsupported(q, off, unread)
 	}
 	res.NextOffset = off
 	if found > 0 {

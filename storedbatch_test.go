@@ -335,7 +335,9 @@ func resealRecord(b []byte) {
 // neither fail nor panic, deliver the messages around it, and report the
 // record as exactly one of a message, a corrupt record or an expired
 // message, the same in both; and the stored batch decodes to the very
-// messages Pull returned.
+// messages Pull returned. A record of a format version the build does not
+// know stops both before it: a pull from its offset fails with
+// ErrUnsupportedFormat.
 func FuzzPullOfAnyRecord(f *testing.F) {
 	ctx := context.Background() // not ctxT's: a fuzzing run outlasts its deadline
 	cs := &countingStore{Store: store.NewMemory()}
@@ -373,6 +375,10 @@ func FuzzPullOfAnyRecord(f *testing.F) {
 			return v
 		}
 		cs.corrupt.Store(&put)
+		if len(rec) > 0 && rec[0] != 1 && rec[0] < 0x80 {
+			requireStopsAtUnknownVersion(t, e)
+			return
+		}
 		for _, filter := range []string{"", "A"} {
 			req := &equeue.PullRequest{Topic: "t", Max: 10, Filter: filter}
 			want, err := e.Pull(ctx, req)
@@ -408,4 +414,27 @@ func FuzzPullOfAnyRecord(f *testing.F) {
 			require.Equal(t, want.Messages, msgs, "the stored batch holds Pull's messages")
 		}
 	})
+}
+
+// requireStopsAtUnknownVersion requires Pull and PullStored of e's topic
+// "t", whose record at offset 1 is of an unknown format version, to return
+// offset 0 alone and stop at 1, and a pull from 1 to fail with
+// ErrUnsupportedFormat.
+func requireStopsAtUnknownVersion(t *testing.T, e *equeue.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	require.Equal(t, "before", string(res.Messages[0].Body))
+	require.Equal(t, int64(1), res.NextOffset)
+	got, stored, err := e.PullStored(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
+	require.NoError(t, err)
+	require.Equal(t, 1, stored.Len())
+	got.Messages = res.Messages
+	require.Equal(t, res, got, "PullStored's status, offsets, corrupt and expired are Pull's")
+	_, err = e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 1, Max: 10})
+	require.ErrorIs(t, err, equeue.ErrUnsupportedFormat)
+	_, _, err = e.PullStored(ctx, &equeue.PullRequest{Topic: "t", Offset: 1, Max: 10})
+	require.ErrorIs(t, err, equeue.ErrUnsupportedFormat)
 }

@@ -78,6 +78,12 @@ func errorCode(err error) int16 {
 		return errRequestTimedOut
 	case errors.Is(err, equeue.ErrClosed):
 		return errCoordinatorNotAvailable
+	case errors.Is(err, equeue.ErrUnsupportedFormat):
+		// A fetch at a record of a format version the engine cannot read
+		// (written by a newer engine): KAFKA_STORAGE_ERROR is retriable,
+		// so clients stay at that offset, retrying, until an engine that
+		// reads it serves the partition; they never skip it.
+		return errKafkaStorageError
 	case errors.Is(err, equeue.ErrNotLeader):
 		// A cluster node that does not lead (serve --cluster-id): nothing was
 		// stored; clients retry, and succeed once this node leads again.

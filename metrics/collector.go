@@ -51,6 +51,7 @@ type Collector struct {
 	noSpaceRefusals  *prometheus.Desc
 	dedupIDs         *prometheus.Desc
 	lostDedupGroups  *prometheus.Desc
+	unsupported      *prometheus.Desc
 }
 
 var (
@@ -97,6 +98,7 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		noSpaceRefusals:  desc("no_space_refusals_total", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened."),
 		dedupIDs:         desc("dedup_ids", "Message IDs the topics' dedup windows hold in memory."),
 		lostDedupGroups:  desc("lost_dedup_groups_total", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated."),
+		unsupported:      desc("unsupported_format_pulls_total", "Pulls refused because the record at their offset is of a format version the engine cannot read (written by a newer engine): consumers stop there."),
 	}
 	if e != nil {
 		c.eng.Store(e)
@@ -125,7 +127,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.appendedMessages, c.appendedBytes, c.minOffset, c.maxOffset, c.groupLag, c.groupMembers,
 		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages, c.noSpaceRefusals, c.dedupIDs,
-		c.lostDedupGroups,
+		c.lostDedupGroups, c.unsupported,
 	} {
 		ch <- d
 	}
@@ -164,6 +166,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.noSpaceRefusals, prometheus.CounterValue, float64(s.NoSpaceRefusals))
 	ch <- prometheus.MustNewConstMetric(c.dedupIDs, prometheus.GaugeValue, float64(s.DedupIDs))
 	ch <- prometheus.MustNewConstMetric(c.lostDedupGroups, prometheus.CounterValue, float64(s.LostDedupGroups))
+	ch <- prometheus.MustNewConstMetric(c.unsupported, prometheus.CounterValue, float64(s.UnsupportedFormatPulls))
 
 	c.collectGroups(ch, e)
 }

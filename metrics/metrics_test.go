@@ -139,6 +139,7 @@ func TestCollector_CountsMoveAfterSends(t *testing.T) {
 	require.NotNil(t, find(t, reg, "equeue_expired_messages_total", nil))
 	require.NotNil(t, find(t, reg, "equeue_no_space_refusals_total", nil))
 	require.Zero(t, value(t, reg, "equeue_lost_dedup_groups_total", nil))
+	require.Zero(t, value(t, reg, "equeue_unsupported_format_pulls_total", nil))
 
 	// The whole exposition passes the Prometheus linter.
 	problems, err := testutil.CollectAndLint(m)

@@ -29,6 +29,7 @@
 //	expired_messages_total                  counter  messages skipped because their TTL ran out
 //	dedup_ids                               gauge    message IDs the dedup windows hold in memory
 //	lost_dedup_groups_total                 counter  dedup groups found unreadable at open and forgotten
+//	unsupported_format_pulls_total          counter  pulls refused at a record of a newer format version
 //	pull_duration_seconds{topic,result}     histogram time of each pull, long-poll wait included
 //	pulled_messages_total{topic}            counter  messages returned by pulls
 //	handler_duration_seconds{topic}         histogram time handlers took (Hooks)

@@ -32,7 +32,8 @@ func (v *service) EngineStats(ctx context.Context, _ *pb.EngineStatsRequest) (*p
 	default:
 		return nil, status.Error(codes.Unimplemented, "this backend reports no engine stats")
 	}
-	return &pb.EngineStatsResponse{CorruptRecords: st.CorruptRecords, ExpiredMessages: st.ExpiredMessages, StoreBytes: st.StoreBytes, NoSpaceRefusals: st.NoSpaceRefusals, DedupIds: st.DedupIDs, LostDedupGroups: st.LostDedupGroups}, nil
+	return &pb.EngineStatsResponse{CorruptRecords: st.CorruptRecords, ExpiredMessages: st.ExpiredMessages, StoreBytes: st.StoreBytes, NoSpaceRefusals: st.NoSpaceRefusals, DedupIds: st.DedupIDs, LostDedupGroups: st.LostDedupGroups,
+		UnsupportedFormatPulls: st.UnsupportedFormatPulls}, nil
 }
 
 // EngineStats returns the broker engine's counters and store size (see
@@ -45,5 +46,6 @@ func (c *Client) EngineStats(ctx context.Context) (equeue.Stats, error) {
 	if err != nil {
 		return equeue.Stats{}, c.fail(err)
 	}
-	return equeue.Stats{CorruptRecords: resp.GetCorruptRecords(), ExpiredMessages: resp.GetExpiredMessages(), StoreBytes: resp.GetStoreBytes(), NoSpaceRefusals: resp.GetNoSpaceRefusals(), DedupIDs: resp.GetDedupIds(), LostDedupGroups: resp.GetLostDedupGroups()}, nil
+	return equeue.Stats{CorruptRecords: resp.GetCorruptRecords(), ExpiredMessages: resp.GetExpiredMessages(), StoreBytes: resp.GetStoreBytes(), NoSpaceRefusals: resp.GetNoSpaceRefusals(), DedupIDs: resp.GetDedupIds(), LostDedupGroups: resp.GetLostDedupGroups(),
+		UnsupportedFormatPulls: resp.GetUnsupportedFormatPulls()}, nil
 }

@@ -42,6 +42,9 @@ type engineJSON struct {
 	// unreadable (equeue.Stats.LostDedupGroups): with --dir, this
 	// command's own open of the directory.
 	LostDedupGroups uint64 `json:"lost_dedup_groups"`
+	// UnsupportedFormatPulls counts pulls refused at a record of a newer
+	// format version (equeue.Stats.UnsupportedFormatPulls).
+	UnsupportedFormatPulls uint64 `json:"unsupported_format_pulls"`
 }
 
 type scanJSON struct {
@@ -126,7 +129,8 @@ are served by "equeue serve --metrics".`,
 				if es != nil {
 					st.StoreBytes = &es.StoreBytes
 					st.Engine = &engineJSON{DedupIDs: es.DedupIDs, CorruptRecords: es.CorruptRecords,
-						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals, LostDedupGroups: es.LostDedupGroups}
+						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals, LostDedupGroups: es.LostDedupGroups,
+						UnsupportedFormatPulls: es.UnsupportedFormatPulls}
 				}
 				if asJSON {
 					return writeJSONIndent(a.stdout, st)
@@ -154,6 +158,9 @@ are served by "equeue serve --metrics".`,
 						t.row("corrupt records seen:", st.Engine.CorruptRecords)
 						t.row("expired messages seen:", st.Engine.ExpiredMessages)
 						t.row("no-space refusals:", st.Engine.NoSpaceRefusals)
+						if st.Engine.UnsupportedFormatPulls > 0 { // shown only when it happened
+							t.row("pulls refused, newer record format:", fmt.Sprintf("%d (consumers are stopped at records this build cannot read)", st.Engine.UnsupportedFormatPulls))
+						}
 					}
 				}
 				if st.Scan != nil {

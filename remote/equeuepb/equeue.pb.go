@@ -4393,8 +4393,11 @@ type EngineStatsResponse struct {
 	DedupIds int64 `protobuf:"varint,5,opt,name=dedup_ids,json=dedupIds,proto3" json:"dedup_ids,omitempty"`
 	// Dedup groups the engine's Open found unreadable and forgot.
 	LostDedupGroups uint64 `protobuf:"varint,6,opt,name=lost_dedup_groups,json=lostDedupGroups,proto3" json:"lost_dedup_groups,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Pulls refused because the record at their offset is of a format
+	// version the engine cannot read (written by a newer engine).
+	UnsupportedFormatPulls uint64 `protobuf:"varint,7,opt,name=unsupported_format_pulls,json=unsupportedFormatPulls,proto3" json:"unsupported_format_pulls,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *EngineStatsResponse) Reset() {
@@ -4465,6 +4468,13 @@ func (x *EngineStatsResponse) GetDedupIds() int64 {
 func (x *EngineStatsResponse) GetLostDedupGroups() uint64 {
 	if x != nil {
 		return x.LostDedupGroups
+	}
+	return 0
+}
+
+func (x *EngineStatsResponse) GetUnsupportedFormatPulls() uint64 {
+	if x != nil {
+		return x.UnsupportedFormatPulls
 	}
 	return 0
 }
@@ -5338,7 +5348,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
 	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next\"\x14\n" +
-	"\x12EngineStatsRequest\"\xff\x01\n" +
+	"\x12EngineStatsRequest\"\xb9\x02\n" +
 	"\x13EngineStatsResponse\x12'\n" +
 	"\x0fcorrupt_records\x18\x01 \x01(\x04R\x0ecorruptRecords\x12)\n" +
 	"\x10expired_messages\x18\x02 \x01(\x04R\x0fexpiredMessages\x12\x1f\n" +
@@ -5346,7 +5356,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"storeBytes\x12*\n" +
 	"\x11no_space_refusals\x18\x04 \x01(\x04R\x0fnoSpaceRefusals\x12\x1b\n" +
 	"\tdedup_ids\x18\x05 \x01(\x03R\bdedupIds\x12*\n" +
-	"\x11lost_dedup_groups\x18\x06 \x01(\x04R\x0flostDedupGroups\"-\n" +
+	"\x11lost_dedup_groups\x18\x06 \x01(\x04R\x0flostDedupGroups\x128\n" +
+	"\x18unsupported_format_pulls\x18\a \x01(\x04R\x16unsupportedFormatPulls\"-\n" +
 	"\x17DeleteReplyTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
 	"\x18DeleteReplyTopicResponse\">\n" +

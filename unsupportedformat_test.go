@@ -1,0 +1,134 @@
+package equeue_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
+)
+
+// newerBody is the body of the message that asNewerFormat stores as a
+// newer engine would.
+var newerBody = []byte("written by a newer engine")
+
+// asNewerFormat is a faultstore write hook that stores the record of every
+// message whose body is newerBody under format version 3, which this build
+// does not know: what a directory holds after an engine of a later format
+// version wrote to it and an older one opened it again.
+func asNewerFormat(b *store.Batch) error {
+	for i, en := range b.Entries {
+		if len(en.Value) > 0 && bytes.HasSuffix(en.Value, newerBody) {
+			v := bytes.Clone(en.Value)
+			v[0] = 3
+			b.Entries[i].Value = v
+		}
+	}
+	return nil
+}
+
+// openWithNewerRecord opens an engine whose topic "t" holds "before", a
+// record of a newer format version and "after", at offsets 0, 1 and 2.
+func openWithNewerRecord(t *testing.T) *equeue.Engine {
+	t.Helper()
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	fs.OnWrite(asNewerFormat)
+	e, err := equeue.Open("", &equeue.Options{Store: fs})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
+		{Body: []byte("before")}, {Body: newerBody}, {Body: []byte("after")},
+	}})
+	require.NoError(t, err)
+	return e
+}
+
+// TestPull_RecordOfANewerFormatIsRefusedNotSkipped: a record of a format
+// version this build does not know (written by a newer engine, read after a
+// downgrade) is not skipped as corrupt: a pull returns the messages before
+// it and stops there, and a pull from its offset fails with
+// ErrUnsupportedFormat naming the version and the offset, so a consumer
+// group never commits past it; the same through PullStored. Each refusal
+// is counted (Stats().UnsupportedFormatPulls), nothing as corrupt.
+func TestPull_RecordOfANewerFormatIsRefusedNotSkipped(t *testing.T) {
+	e := openWithNewerRecord(t)
+	ctx := ctxT(t)
+	pulls := map[string]func(req *equeue.PullRequest) (equeue.PullResult, error){
+		"Pull": func(req *equeue.PullRequest) (equeue.PullResult, error) { return e.Pull(ctx, req) },
+		"PullStored": func(req *equeue.PullRequest) (equeue.PullResult, error) {
+			res, stored, err := e.PullStored(ctx, req)
+			if stored != nil {
+				for i := range stored.Len() {
+					res.Messages = append(res.Messages, &equeue.Message{Offset: stored.Offset(i)})
+				}
+			}
+			return res, err
+		},
+	}
+	for name, pull := range pulls {
+		t.Run(name, func(t *testing.T) {
+			res, err := pull(&equeue.PullRequest{Topic: "t", Max: 10})
+			require.NoError(t, err)
+			require.Len(t, res.Messages, 1, "only the message before it")
+			assert.Equal(t, int64(0), res.Messages[0].Offset)
+			assert.Equal(t, int64(1), res.NextOffset, "the pull stops at the record")
+			assert.Empty(t, res.Corrupt, "not skipped as corrupt")
+
+			_, err = pull(&equeue.PullRequest{Topic: "t", Offset: 1, Max: 10})
+			require.ErrorIs(t, err, equeue.ErrUnsupportedFormat)
+			assert.Contains(t, err.Error(), "version 3")
+			assert.Contains(t, err.Error(), "t/0 at 1")
+
+			// A filter that nothing before it matches: the pull moves up
+			// to the record, not past it.
+			res, err = pull(&equeue.PullRequest{Topic: "t", Max: 10, Filter: "A"})
+			require.NoError(t, err)
+			assert.Equal(t, equeue.PullNoMatch, res.Status)
+			assert.Equal(t, int64(1), res.NextOffset)
+		})
+	}
+	assert.Zero(t, e.Stats().CorruptRecords, "nothing was skipped")
+	assert.Equal(t, uint64(2), e.Stats().UnsupportedFormatPulls, "each refused pull is counted")
+}
+
+// TestPullConsumer_StopsAtARecordOfANewerFormat: a group's consumer that
+// commits what it fetched commits up to a record of a newer format
+// version, never past it: its fetches from there fail with
+// ErrUnsupportedFormat until an engine that reads the record serves them.
+func TestPullConsumer_StopsAtARecordOfANewerFormat(t *testing.T) {
+	ctx := ctxT(t)
+	e := openWithNewerRecord(t)
+	pc, err := equeue.NewPullConsumer(e, equeue.PullConsumerOptions{Group: "g", ID: "p1",
+		Subscriptions: []equeue.Subscription{{Topic: "t"}}, HeartbeatInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, pc.Start(ctx))
+	defer func() { require.NoError(t, pc.Close()) }()
+	q := equeue.QueueRef{Topic: "t"}
+	var got []string
+	var fetchErr error
+	for range 3 {
+		msgs, err := pc.Fetch(ctx, q, 10, 0)
+		if err != nil {
+			fetchErr = err
+			break
+		}
+		for _, m := range msgs {
+			got = append(got, string(m.Body))
+		}
+		pos, ok := pc.Position(q)
+		require.True(t, ok)
+		require.NoError(t, pc.Commit(ctx, q, pos))
+	}
+	assert.Equal(t, []string{"before"}, got)
+	require.ErrorIs(t, fetchErr, equeue.ErrUnsupportedFormat)
+	gi, err := e.Group(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), gi.Queues[0].Committed, "the group's commit stops at the record")
+}
