@@ -526,7 +526,11 @@ func (e *Engine) startOffset(ref QueueRef, from ConsumeFrom, at time.Time) (int6
 }
 
 // offsetForTime returns the first offset of q stored at or after t (the
-// queue's end when none is), by binary search over stored timestamps.
+// queue's end when none is), by binary search over stored timestamps. A
+// record of a format version this build cannot read (a newer engine's)
+// counts as stored at or after t: the offset returned is past such a record
+// only when the search found a readable record after it stored before t,
+// and so (records are stored in offset order) older than t itself.
 func (e *Engine) offsetForTime(q *queue, t time.Time) (int64, error) {
 	min, next, _ := q.bounds()
 	var readErr error
@@ -543,7 +547,12 @@ func (e *Engine) offsetForTime(q *queue, t time.Time) (int64, error) {
 			return true
 		}
 		m, err := decodeRecord(recs[0].Value)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrUnsupportedFormat):
+			// Of a newer format version: its time is unknown, so it is
+			// taken as not older; retention keeps it.
+			return true
+		case err != nil:
 			return false // skip a corrupt record: treat it as older
 		}
 		return !m.StoredAt.Before(t)

@@ -132,3 +132,22 @@ func TestPullConsumer_StopsAtARecordOfANewerFormat(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), gi.Queues[0].Committed, "the group's commit stops at the record")
 }
+
+// TestRetention_KeepsARecordOfANewerFormat: a retention pass cannot tell
+// the age of a record of a format version this build does not know, so it
+// keeps it, and the readable messages after it: it never deletes messages
+// younger than its age limit because such a record lies among them.
+func TestRetention_KeepsARecordOfANewerFormat(t *testing.T) {
+	ctx := ctxT(t)
+	e := openWithNewerRecord(t)
+	res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Hour})
+	require.NoError(t, err)
+	assert.Zero(t, res.Deleted, "every message is younger than an hour")
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), info.Queues[0].MinOffset)
+	pulled, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
+	require.NoError(t, err)
+	require.Len(t, pulled.Messages, 1)
+	assert.Equal(t, "before", string(pulled.Messages[0].Body))
+}
