@@ -11,7 +11,7 @@
 //	lis, _ := net.Listen("tcp", ":7070")
 //	go srv.Serve(lis)
 //	...
-//	srv.GracefulStop() // ends long-polls at once, waits for other calls
+//	srv.GracefulStop() // ends long-polls at once, waits for other calls (30 s at most)
 //	e.Close()          // the server does not own the engine
 //
 // The server also registers the standard gRPC health service and server

@@ -35,6 +35,9 @@ const (
 	DefaultMaxInFlight = 1024
 	// DefaultMaxLongPolls is how many long-polls a server holds at once.
 	DefaultMaxLongPolls = 1 << 16
+	// DefaultGracefulStopTimeout is how long GracefulStop waits for the
+	// calls in progress before it ends them as Stop does.
+	DefaultGracefulStopTimeout = 30 * time.Second
 )
 
 // ServerOptions configure a Server. A nil *ServerOptions, and every zero
@@ -68,6 +71,12 @@ type ServerOptions struct {
 	// are held at once, apart from MaxInFlight; beyond it they fail with
 	// ResourceExhausted like other calls. Zero means DefaultMaxLongPolls.
 	MaxLongPolls int
+	// GracefulStopTimeout bounds GracefulStop: calls still running that
+	// long after it began (an AppendStream whose client stopped reading its
+	// answers, its connection alive, holds GracefulStop until then) are
+	// ended as by Stop. Zero means DefaultGracefulStopTimeout; negative
+	// means GracefulStop waits for every call however long it takes.
+	GracefulStopTimeout time.Duration
 	// Logger receives the server's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -89,6 +98,7 @@ type Server struct {
 	maxLongPolls    int64
 	longPolls       atomic.Int64
 	maxMessageBytes int
+	stopTimeout     time.Duration // of GracefulStop; negative: none
 	log             *slog.Logger
 	refusals        *refusalLog
 
@@ -125,6 +135,9 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = DefaultMaxInFlight
 	}
+	if o.GracefulStopTimeout == 0 {
+		o.GracefulStopTimeout = DefaultGracefulStopTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -133,7 +146,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), maxLongPolls: int64(o.MaxLongPolls),
-		maxMessageBytes: o.MaxMessageBytes, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
+		maxMessageBytes: o.MaxMessageBytes, stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
 	s.svc = newService(e, s)
 	if s.spaces, err = s.namespaceServices(o.TokenNamespaces); err != nil {
 		return nil, err
@@ -217,15 +230,33 @@ func (s *Server) Register(reg grpc.ServiceRegistrar) {
 // GracefulStop stops accepting connections, ends long-polls at once (their
 // clients see ErrUnavailable and retry), and waits for other calls to finish.
 // An AppendStream call ends once its appends are answered and its client
-// closed its side, or 5 s after they are answered if it does not. A client that stops reading its answers
-// while its connection stays up holds GracefulStop until it reads again,
-// as gRPC's own GracefulStop is held by any call whose answers are not
-// read: to bound the stop, call Stop when GracefulStop has not returned
-// after a grace period (the equeue command does).
+// closed its side, or 5 s after they are answered if it does not. Calls
+// still running after ServerOptions.GracefulStopTimeout (30 s by default;
+// negative waits for ever) are ended as by Stop: a client that stops
+// reading its AppendStream answers while its connection stays up would
+// otherwise hold GracefulStop until it reads again, as gRPC's own
+// GracefulStop is held by any call whose answers are not read.
 func (s *Server) GracefulStop() {
 	s.health.Shutdown()
 	s.stop()
-	s.grpc.GracefulStop()
+	if s.stopTimeout < 0 {
+		s.grpc.GracefulStop()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(s.stopTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("calls still running after the grace period; closing their connections", "grace", s.stopTimeout)
+		s.grpc.Stop()
+		<-done
+	}
 }
 
 // Stop closes every connection and cancels every call at once.

@@ -7,9 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/remote"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
 
 // panickyAsyncBackend is an engine whose AppendAsync, which it owns (so the
@@ -44,4 +48,61 @@ func TestAppendStream_PanicGivesItsInFlightSlotBack(t *testing.T) {
 	defer cancel()
 	_, err = c.Topics(tctx)
 	require.NoError(t, err, "the panicked appends still hold every slot")
+}
+
+// A client that sent appends on an AppendStream and stopped reading the
+// answers, its connection alive, held GracefulStop for ever: the server's
+// answering loop waited in SendMsg for flow-control room the client never
+// gave, and gRPC's GracefulStop waits for every call. After
+// GracefulStopTimeout the server now ends the calls as Stop does, and no
+// goroutine of the call is left.
+func TestServer_GracefulStopEndsAStreamWhoseClientDoesNotRead(t *testing.T) {
+	leaks := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, leaks) })
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	s := startServer(t, e, "", &remote.ServerOptions{GracefulStopTimeout: 200 * time.Millisecond})
+	// A set window (64 KiB, gRPC's least) does not grow: the unread
+	// answers soon fill it.
+	cc, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cc.Close() })
+	sctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	st, err := pb.NewBrokerClient(cc).AppendStream(sctx)
+	require.NoError(t, err)
+	// Send appends until the stream ends, never reading an answer: once the
+	// answers fill the window the server stops answering, then reading.
+	sent := make(chan error, 1)
+	go func() {
+		for seq := uint64(0); ; seq += 64 {
+			req := &pb.AppendStreamRequest{Appends: make([]*pb.StreamAppend, 64)}
+			for i := range req.Appends {
+				req.Appends[i] = &pb.StreamAppend{Seq: seq + uint64(i),
+					Append: &pb.AppendRequest{Topic: "t", Messages: []*pb.Message{{Body: []byte("x")}}}}
+			}
+			if err := st.Send(req); err != nil {
+				sent <- err
+				return
+			}
+		}
+	}()
+	stopped := make(chan struct{})
+	go func() {
+		s.srv.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("GracefulStop did not return: the stream whose client does not read holds it")
+	}
+	select {
+	case err := <-sent:
+		require.Error(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end")
+	}
 }

@@ -20,7 +20,8 @@ import (
 )
 
 // shutdownGrace bounds how long serve waits for calls in progress when it
-// stops before it cuts the connections.
+// stops before it cuts the connections (the server's GracefulStopTimeout),
+// and how long it waits for its add-ons to stop.
 const shutdownGrace = 10 * time.Second
 
 func (a *app) serveCommand() *cobra.Command {
@@ -107,7 +108,8 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 			return a.serve(cmd.Context(), serveConfig{
 				listen: listen, metrics: metricsAddr, sync: sync, tokens: toks, tls: tlsConf != nil,
 				tlsConf: tlsConf, addons: on, cluster: &cl, addonTokens: addonToks,
-				server: &remote.ServerOptions{TLS: tlsConf, Tokens: toks, TokenNamespaces: scoped, Logger: a.log},
+				server: &remote.ServerOptions{TLS: tlsConf, Tokens: toks, TokenNamespaces: scoped, Logger: a.log,
+					GracefulStopTimeout: shutdownGrace},
 			})
 		}),
 	}
@@ -230,18 +232,8 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	case serveErr = <-errc:
 		a.log.Error("server stopped", "err", serveErr)
 	}
-	stopped := make(chan struct{})
-	go func() {
-		srv.GracefulStop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(shutdownGrace):
-		a.log.Warn("calls still running after the grace period; closing their connections")
-		srv.Stop()
-		<-stopped
-	}
+	// Calls still running after shutdownGrace are cut (GracefulStopTimeout).
+	srv.GracefulStop()
 	if httpSrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := httpSrv.Shutdown(sctx); err != nil {

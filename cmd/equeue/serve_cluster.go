@@ -207,17 +207,8 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	case serveErr = <-errc:
 		a.log.Error("server stopped", "err", serveErr)
 	}
-	stopped := make(chan struct{})
-	go func() {
-		srv.GracefulStop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(shutdownGrace):
-		srv.Stop()
-		<-stopped
-	}
+	// Calls still running after shutdownGrace are cut (GracefulStopTimeout).
+	srv.GracefulStop()
 	if serveErr != nil {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
