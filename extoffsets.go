@@ -19,8 +19,8 @@ import (
 // CommitGroupOffsets stores the next offset to consume of each queue for a
 // group that has no native members, creating the group when it is new. It
 // returns ErrInvalidName for a bad group name, ErrInvalidArgument for a
-// negative offset, ErrTopicNotFound or ErrQueueNotFound for a queue that does
-// not exist, and ErrFenced when native consumers are members of the group
+// negative offset or one past its queue's end, ErrTopicNotFound or
+// ErrQueueNotFound for a queue that does not exist, and ErrFenced when native consumers are members of the group
 // (their own commits rule its offsets); in those cases nothing was stored.
 // An error matching ErrIndeterminate means the offsets were written but may
 // not be durable. The engine's view changes only after the store write returned.
@@ -37,7 +37,7 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, name string, offsets ma
 		if off < 0 {
 			return fmt.Errorf("%w: negative offset %d for %s", ErrInvalidArgument, off, ref)
 		}
-		if _, err := e.queueOf(ref); err != nil {
+		if err := e.checkCommitEnd(ref, off); err != nil {
 			return err
 		}
 		names = append(names, ref.Topic)

@@ -22,6 +22,8 @@ func TestGroupOffsets_CommitFetchReopen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none, "an unknown group has no offsets")
 	q0, q1 := equeue.QueueRef{Topic: "t", Queue: 0}, equeue.QueueRef{Topic: "t", Queue: 1}
+	appendTo(t, e, q0, 5)
+	appendTo(t, e, q1, 7)
 	require.NoError(t, e.CommitGroupOffsets(ctx, "kg", map[equeue.QueueRef]int64{q0: 3, q1: 7}))
 	require.NoError(t, e.CommitGroupOffsets(ctx, "kg", map[equeue.QueueRef]int64{q0: 5}))
 	got, err := e.GroupOffsets(ctx, "kg")
@@ -55,9 +57,11 @@ func TestGroupOffsets_Refused(t *testing.T) {
 	e := f.E
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	q0 := equeue.QueueRef{Topic: "t", Queue: 0}
+	appendTo(t, e, q0, 1)
 	before := metaDump(t, f.FS)
 	assert.ErrorIs(t, e.CommitGroupOffsets(ctx, "bad name", map[equeue.QueueRef]int64{q0: 1}), equeue.ErrInvalidName)
 	assert.ErrorIs(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{q0: -1}), equeue.ErrInvalidArgument)
+	assert.ErrorIs(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{q0: 2}), equeue.ErrInvalidArgument, "past the queue's end")
 	assert.ErrorIs(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "nope"}: 1}), equeue.ErrTopicNotFound)
 	assert.ErrorIs(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 4}: 1}), equeue.ErrQueueNotFound)
 	assert.Equal(t, before, metaDump(t, f.FS))
@@ -78,6 +82,7 @@ func TestGroupOffsets_FailedWrite(t *testing.T) {
 	e := f.E
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	q0 := equeue.QueueRef{Topic: "t", Queue: 0}
+	appendTo(t, e, q0, 9)
 	before := metaDump(t, f.FS)
 	f.FS.FailWrites(1)
 	require.ErrorIs(t, e.CommitGroupOffsets(ctx, "kg", map[equeue.QueueRef]int64{q0: 4}), faultstore.ErrInjected)

@@ -89,8 +89,11 @@ func (g *group) ofModel(k offsetKey) bool { return (k.member != "") == (g.model 
 
 // CommitOffsets stores the next offset to consume of queues the member owns.
 // Offsets of queues it does not own under the given epoch, or of a topic
-// that was deleted, are refused with ErrFenced; the others are stored. The
-// engine's view changes only after the store write returned.
+// that was deleted, are refused with ErrFenced, and negative offsets and
+// offsets past their queue's end with ErrInvalidArgument; the others are
+// stored. An offset below the queue's first (one retention passed) is
+// stored: a pull from it starts at the first. The engine's view changes
+// only after the store write returned.
 //
 // Broker seam: Consumers commit through it (PullConsumer.Commit for
 // programs that run their own loop); to move a group's offsets as an
@@ -180,6 +183,10 @@ func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again
 			errs = append(errs, err)
 			continue
 		}
+		if err := e.checkCommitEnd(oc.QueueRef, oc.Offset); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		k := g.offsetKeyFor(req.Member, oc.QueueRef)
 		// The send-back marks the commit passes: some go in its write, the
 		// rest after it (sendbackmark.go).
@@ -214,6 +221,31 @@ func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again
 		e.deleteMarksAfter(g, set)
 	}
 	return false, errors.Join(errs...)
+}
+
+// queueEnd returns the end of ref's queue: the offset its next message gets.
+func (e *Engine) queueEnd(ref QueueRef) (int64, error) {
+	q, err := e.queueOf(ref)
+	if err != nil {
+		return 0, err
+	}
+	_, end, _ := q.bounds()
+	return end, nil
+}
+
+// checkCommitEnd reports ErrInvalidArgument when off is past the end of
+// ref's queue. Such an offset skips nothing yet: a member that starts from
+// it is moved to the queue's end as it is then (PullOffsetMoved), past the
+// messages sent since the commit, which the group would never get.
+func (e *Engine) checkCommitEnd(ref QueueRef, off int64) error {
+	end, err := e.queueEnd(ref)
+	if err != nil {
+		return err
+	}
+	if off > end {
+		return fmt.Errorf("%w: offset %d for %s is past the queue's end %d", ErrInvalidArgument, off, ref, end)
+	}
+	return nil
 }
 
 // offsetSet is one committed offset to publish in a group's memory, with

@@ -353,8 +353,10 @@ func messagesFrom(msgs []*Message, from int64) []*Message {
 // commit, after ResetOffsets (or a rebalance that gave the queue back)
 // granted the queue anew, would be stored under the new grant and skip
 // the messages the group is to handle from the new grant's start.
-// To skip messages, Seek past them first, then Commit. After Close it
-// returns ErrClosed.
+// To skip messages, Seek past them first, then Commit. An offset past the
+// queue's end is refused with ErrInvalidArgument (a Fetch after a Seek
+// past the end moves the position to the end). After Close it returns
+// ErrClosed.
 func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) error {
 	pc.mu.Lock()
 	closed := pc.closed
@@ -385,8 +387,9 @@ func (pc *PullConsumer) Position(q QueueRef) (int64, bool) {
 	return off, ok
 }
 
-// Seek moves the consumer's position in an owned queue. After Close it
-// returns ErrClosed.
+// Seek moves the consumer's position in an owned queue; the next Fetch
+// moves a position past the queue's end (or below its first offset) to
+// the end (the first). After Close it returns ErrClosed.
 func (pc *PullConsumer) Seek(q QueueRef, offset int64) error {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()

@@ -24,6 +24,12 @@ func TestCluster_GroupOffsetsSurviveALeaderChange(t *testing.T) {
 	leader := c.waitLeader()
 	require.NoError(t, leader.CreateTopic(ctx, "orders", 2))
 	want := map[equeue.QueueRef]int64{{Topic: "orders", Queue: 0}: 7, {Topic: "orders", Queue: 1}: 3}
+	for q, n := range want { // committed offsets are within their queues
+		for range n {
+			_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: q.Topic, Queue: q.Queue, Messages: []*equeue.Message{{Body: []byte("x")}}})
+			require.NoError(t, err)
+		}
+	}
 	require.NoError(t, leader.CommitGroupOffsets(ctx, "kgroup", want))
 	got, err := leader.GroupOffsets(ctx, "kgroup")
 	require.NoError(t, err)

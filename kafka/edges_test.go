@@ -365,8 +365,12 @@ func TestGroups_JoinRefusesAGroupNameTheEngineCannotStore(t *testing.T) {
 // known member with another generation, ILLEGAL_GENERATION. A refused
 // commit stores nothing.
 func TestGroups_CommitFencing(t *testing.T) {
-	_, addr := setup(t, map[string]int{"t": 1})
+	e, addr := setup(t, map[string]int{"t": 1})
 	ctx := testCtx(t)
+	for range 5 { // the offset committed is within the partition
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
 	b := kclient(t, addr).SeedBrokers()[0]
 	j := joinAlone(ctx, t, b, "g")
 	commit := func(generation int32, member string, offset int64) int16 {
@@ -423,4 +427,33 @@ func TestGroups_JoinRefusedWhileANativeGroupOfThatNameHasMembers(t *testing.T) {
 
 	require.NoError(t, c.Close())
 	assert.Equal(t, int16(0), join(), "no native member left")
+}
+
+// TestGroups_CommitPastTheEndIsOutOfRange: an OffsetCommit past a
+// partition's end is refused with OFFSET_OUT_OF_RANGE and stores nothing
+// (the group's next consumer would start at the end as it is then, past
+// the records produced meanwhile); the end itself, and the request's
+// other partitions, are stored.
+func TestGroups_CommitPastTheEndIsOutOfRange(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 2})
+	ctx := testCtx(t)
+	for range 3 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation = "g", -1
+	oct := kmsg.NewOffsetCommitRequestTopic()
+	oct.Topic = "t"
+	oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3, LeaderEpoch: -1}, {Partition: 1, Offset: 100, LeaderEpoch: -1}}
+	oc.Topics = append(oc.Topics, oct)
+	resp, err := oc.RequestWith(ctx, kclient(t, addr))
+	require.NoError(t, err)
+	ps := resp.Topics[0].Partitions
+	require.Len(t, ps, 2)
+	assert.Equal(t, int16(0), ps[0].ErrorCode, "the end of partition 0")
+	assert.Equal(t, kerr.OffsetOutOfRange.Code, ps[1].ErrorCode, "past the end of partition 1, which is empty")
+	got, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 3}, got)
 }

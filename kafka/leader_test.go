@@ -426,6 +426,8 @@ func TestCluster_ListenerForgetsGroupsOfAnEarlierTerm(t *testing.T) {
 	e := openEngine(t, nil)
 	ctx := testCtx(t)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+	require.NoError(t, err) // the offset committed is within the partition
 	node := &fakeNode{Engine: e, id: "n2"}
 	node.setLeader("n2", "")
 	seed := kclient(t, serve(t, node, nil)).SeedBrokers()[0]

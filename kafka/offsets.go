@@ -15,7 +15,9 @@ import (
 // A member of the current generation may commit in any state (a consumer
 // commits what it processed when a rebalance begins); a commit without a
 // generation (-1) is a standalone consumer's, accepted while the group has
-// no members. The commit metadata string is not kept.
+// no members. An offset that is negative or past its partition's end is
+// refused with OFFSET_OUT_OF_RANGE (the request's other partitions are
+// stored). The commit metadata string is not kept.
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	code, held := c.checkCommitter(req)
@@ -39,7 +41,10 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				codes[i][j] = errorCode(terr)
 			case p.Partition < 0 || int(p.Partition) >= len(ti.Queues):
 				codes[i][j] = errUnknownTopicOrPartition
-			case p.Offset < 0:
+			case p.Offset < 0 || p.Offset > ti.Queues[p.Partition].MaxOffset:
+				// Past the end it would start the group's next consumer
+				// at the end as it is then (OFFSET_OUT_OF_RANGE and its
+				// reset), past the records produced meanwhile.
 				codes[i][j] = errOffsetOutOfRange
 			case held != nil && !held[tpart{t.Topic, p.Partition}]:
 				codes[i][j] = errStaleMemberEpoch // not its partition (any more)
@@ -53,8 +58,11 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		if err := c.s.b.CommitGroupOffsets(ctx, req.Group, offsets); err != nil {
 			c.s.log.Warn("kafka: commit offsets", "group", req.Group, "err", err)
 			cerr = errorCode(err)
-			if errors.Is(err, equeue.ErrFenced) {
+			switch {
+			case errors.Is(err, equeue.ErrFenced):
 				cerr = errGroupAuthorizationFailed // a native group of that name
+			case errors.Is(err, equeue.ErrInvalidArgument):
+				cerr = errOffsetOutOfRange // past the end of a queue the topic has anew
 			}
 		}
 	}
