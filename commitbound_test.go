@@ -1,7 +1,10 @@
 package equeue_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +62,31 @@ func testPullConsumer_CommitPastTheEndIsRefused(t *testing.T, tr string) {
 		}
 	}
 	assert.Equal(t, []int64{5, 6, 7}, got, "the messages sent after the commit reach the group")
+}
+
+// A committed offset stored past a queue's end, as releases before the
+// bound stored one, starts a Consumer at the end: its commits from there
+// are stored, not refused for the offset it was given.
+func TestConsumer_OffsetStoredPastTheEndStartsAtTheEnd(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	q := equeue.QueueRef{Topic: "t"}
+	appendTo(t, e, q, 5)
+	require.NoError(t, equeue.StoreOffsetUnchecked(e, "g", q, 100))
+	e = reopen()
+
+	var handled atomic.Int64
+	c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		Handler: func(context.Context, *equeue.Message) error { handled.Add(1); return nil }})
+	eventually(t, 10*time.Second, func() bool {
+		return slices.ContainsFunc(c.Queues(), func(s equeue.QueueStat) bool { return s.QueueRef == q })
+	}, "the consumer owns the queue")
+	appendTo(t, e, q, 3) // 5..7
+	eventually(t, 10*time.Second, func() bool { return handled.Load() == 3 }, "the messages sent after the start are handled")
+	require.NoError(t, c.Close(), "the final commit is stored")
+	assert.Equal(t, int64(8), startedCommit(t, e, "g"), "the group's offset follows what it handled")
+	assert.Equal(t, int64(3), handled.Load(), "the messages the stored offset passed stay skipped")
 }
 
 // A commit below a queue's first offset, one that retention or a

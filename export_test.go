@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // CrashConsumer stops c as a killed process would: no commit, no leave.
@@ -89,4 +91,12 @@ func HoldGroupCommits(e *Engine, name string) (release func()) {
 	}
 	g.commitMu.Lock()
 	return g.commitMu.Unlock
+}
+
+// StoreOffsetUnchecked stores off as group's committed offset of q as it
+// is, past the queue's end too, as releases before CommitOffsets refused
+// one did; the engine reads it at its next Open.
+func StoreOffsetUnchecked(e *Engine, group string, q QueueRef, off int64) error {
+	_, err := e.storeMeta(store.MetaOp{Key: offsetMetaKey(group, offsetKey{q: q}), Value: offsetValue(off, nil)})
+	return err
 }

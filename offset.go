@@ -458,6 +458,9 @@ func (c *coordinator) snapshot() []*group {
 // offset to consume and the stored attempts of its unfinished messages. A
 // queue the group has no offset for starts where the group's ConsumeFrom
 // says, and that start is stored at once so a restart does not skip ahead.
+// An offset stored past its queue's end (as releases before CommitOffsets
+// refused one did) is answered as the end, where a pull from it would
+// start, so that the member's commits from there are not refused.
 //
 // Broker seam: Consumers and PullConsumers call it when granted a
 // queue; to read a group's offsets, use Group.
@@ -499,6 +502,9 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 		if off, ok := g.offsets[k]; ok {
 			out[i].Offset = off
 			out[i].Attempts = slices.Clone(g.attempts[k])
+			if end, err := e.queueEnd(q.QueueRef); err == nil && off > end {
+				out[i].Offset, out[i].Attempts = end, nil
+			}
 			continue
 		}
 		off, err := e.startOffset(q.QueueRef, g.startFrom(q.Topic), g.fromTime)
