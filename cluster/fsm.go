@@ -561,24 +561,40 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if f.err() == nil && f.current().applied >= h.applied {
 		return nil
 	}
+	id := h.clusterID
+	if id == "" {
+		id = f.current().clusterID
+	}
 	f.offsets.reset()
 	if err := f.st.Restore(rc); err != nil {
 		// The store may hold part of the snapshot now: only a snapshot
 		// installed whole brings this node back (the error does not match
 		// store.ErrNoSpace, so retry replays nothing onto it).
-		return f.fail(fmt.Errorf("cluster: restore: %v", err))
+		return f.restoreFailed(id, fmt.Errorf("cluster: restore: %v", err))
 	}
 	f.restores.Add(1)
 	f.mu.Lock()
 	f.broken = nil
 	f.mu.Unlock()
 	if err := f.load(); err != nil {
-		return err
+		// The store is the snapshot's, and the state before says nothing
+		// of it: only a snapshot installed whole brings this node back.
+		return f.restoreFailed(id, fmt.Errorf("cluster: restore: %w", err))
 	}
 	if f.onTenure != nil {
 		f.onTenure(f.current())
 	}
 	return nil
+}
+
+// restoreFailed breaks the FSM with err once a restore changed its store
+// and left it holding no state the FSM can follow the log from: of the
+// state it held, it keeps only the cluster ID id (the snapshot's, or its
+// own when the snapshot carries none), so a snapshot or entries of another
+// cluster are still refused. It returns err.
+func (f *fsm) restoreFailed(id string, err error) error {
+	f.setState(fsmState{clusterID: id})
+	return f.fail(err)
 }
 
 type fsmSnapshot struct {
