@@ -567,6 +567,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.offsets.reset()
 	if err := f.st.Restore(rc); err != nil {
+		if errors.Is(err, store.ErrRestoreRefused) {
+			// Nothing of the store changed: the FSM follows the log as
+			// before (or stays broken as before).
+			return fmt.Errorf("cluster: restore: %w", err)
+		}
 		// The store may hold part of the snapshot now: only a snapshot
 		// installed whole brings this node back (the error does not match
 		// store.ErrNoSpace, so retry replays nothing onto it).

@@ -54,3 +54,33 @@ func TestFSM_RestoreOfAnUnreadableStateBreaksTheFSM(t *testing.T) {
 	require.NoError(t, f.err())
 	require.Equal(t, src.current(), f.current())
 }
+
+// A snapshot the store refuses before it changes anything (what follows
+// the FSM's header is not a store snapshot) leaves the store and the FSM
+// as they were: the node goes on following the log. Before, the FSM was
+// broken until a snapshot was installed whole, though its store was
+// intact.
+func TestFSM_RestoreRefusedBeforeTheStoreChangedKeepsFollowing(t *testing.T) {
+	id := newClusterID()
+	logs, _, whole := restoreScript(t, id)
+	want, _ := newTestFSM(t, nil)
+	want.ApplyBatch(logs)
+	hl := len(appendSnapHeader(nil, snapHeader{clusterID: id}))
+	bad := bytes.Clone(whole)
+	bad[hl] ^= 0xff // the store snapshot's magic
+
+	f, st := newTestFSM(t, nil)
+	f.ApplyBatch(logs[:3])
+	require.NoError(t, f.err())
+	before, state := dump(t, st), f.current()
+	err := f.Restore(io.NopCloser(bytes.NewReader(bad)))
+	require.ErrorIs(t, err, store.ErrRestoreRefused)
+	require.NoError(t, f.err(), "the FSM stopped following the log on an intact store")
+	require.Equal(t, before, dump(t, st))
+	require.Equal(t, state, f.current())
+
+	f.ApplyBatch(logs[3:])
+	require.NoError(t, f.err())
+	require.Equal(t, dump(t, want.st), dump(t, st))
+	require.Equal(t, want.current(), f.current())
+}

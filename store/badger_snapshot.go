@@ -27,6 +27,12 @@ var snapshotMagic = []byte("equeue-badger-snapshot-1\n")
 // snapshot before using it.
 var ErrBadSnapshot = errors.New("store: bad snapshot")
 
+// ErrRestoreRefused is matched, along with ErrBadSnapshot, by the error of
+// a Restore given a stream that does not start with a snapshot's header:
+// Restore refused it before it changed anything, so the store holds what
+// it held and RestoreCutShort says what it said.
+var ErrRestoreRefused = errors.New("store: restore refused before the store changed")
+
 // restoringMeta is the metadata key Restore sets first, right after it
 // emptied the store, and deletes last, once the whole snapshot is loaded
 // and synced. A store that holds it after Restore failed, or after the
@@ -190,7 +196,7 @@ func (s *Badger) Restore(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != string(snapshotMagic) {
-		return fmt.Errorf("%w: missing header", ErrBadSnapshot)
+		return fmt.Errorf("%w: missing header (%w)", ErrBadSnapshot, ErrRestoreRefused)
 	}
 	// Before anything is dropped: snapshots taken before fail (WriteTo).
 	s.restores.Add(1)

@@ -71,6 +71,25 @@ func TestBadgerSnapshot_RestoreRefusesATruncatedStream(t *testing.T) {
 	}
 }
 
+// A stream that does not start with a snapshot's header is refused before
+// the store changes: the error says so (ErrRestoreRefused), the store
+// holds what it held and is not marked as cut short.
+func TestBadgerSnapshot_RestoreRefusesAStreamWithoutHeaderUnchanged(t *testing.T) {
+	dst := openBadger(t, t.TempDir(), nil)
+	require.NoError(t, dst.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("a"), Value: []byte("b")}}}))
+	for _, stream := range []string{"", "equeue", "not a snapshot at all, not at all\n\x00\x00"} {
+		err := dst.Restore(bytes.NewReader([]byte(stream)))
+		require.ErrorIs(t, err, store.ErrBadSnapshot, "stream %q", stream)
+		require.ErrorIs(t, err, store.ErrRestoreRefused, "stream %q", stream)
+		cut, err := dst.RestoreCutShort()
+		require.NoError(t, err)
+		require.False(t, cut)
+		v, err := dst.GetMeta([]byte("a"))
+		require.NoError(t, err)
+		require.Equal(t, "b", string(v))
+	}
+}
+
 // A Restore that stops before the end of its snapshot leaves a store that
 // says so (RestoreCutShort), across a reopen, until a Restore runs to its
 // end; a snapshot of such a store does not carry the mark. Each cut point
