@@ -184,12 +184,14 @@ func newFSM(st *store.Badger, log *slog.Logger) (*fsm, error) {
 var errRestoreCutShort = errors.New("cluster: the store holds part of a snapshot whose install was cut short; this node follows no entry until one is installed whole")
 
 func (f *fsm) load() error {
-	cut, err := f.st.RestoreCutShort()
+	note, cut, err := f.st.RestoreNote()
 	if err != nil {
 		return fmt.Errorf("cluster: read state: %w", err)
 	}
 	if cut {
-		f.setState(fsmState{})
+		// The cluster ID of the snapshot cut short (Restore noted it), so
+		// a snapshot or entries of another cluster are still refused.
+		f.setState(fsmState{clusterID: string(note)})
 		_ = f.fail(errRestoreCutShort)
 		return nil
 	}
@@ -566,7 +568,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		id = f.current().clusterID
 	}
 	f.offsets.reset()
-	if err := f.st.Restore(rc); err != nil {
+	if err := f.st.RestoreNoted(rc, []byte(id)); err != nil {
 		if errors.Is(err, store.ErrRestoreRefused) {
 			// Nothing of the store changed: the FSM follows the log as
 			// before (or stays broken as before).

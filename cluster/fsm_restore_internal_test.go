@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -83,4 +84,30 @@ func TestFSM_RestoreRefusedBeforeTheStoreChangedKeepsFollowing(t *testing.T) {
 	require.NoError(t, f.err())
 	require.Equal(t, dump(t, want.st), dump(t, st))
 	require.Equal(t, want.current(), f.current())
+}
+
+// A node that restarts on a store holding part of a snapshot keeps the
+// cluster ID of that snapshot: it refuses a snapshot of another cluster
+// (and the relay, which asks the FSM, refuses entries and snapshots of
+// another cluster), and installs one of its own. Before, its cluster ID
+// was empty, so it took any cluster's.
+func TestFSM_RestoreCutShortKeepsTheClusterID(t *testing.T) {
+	id := newClusterID()
+	_, src, whole := restoreScript(t, id)
+	_, _, foreign := restoreScript(t, newClusterID())
+
+	f, st := newTestFSM(t, nil)
+	require.Error(t, f.Restore(io.NopCloser(bytes.NewReader(whole[:len(whole)/2]))))
+	require.Equal(t, id, f.current().clusterID, "the cluster ID of the snapshot cut short")
+
+	// The node restarts on that store.
+	again, err := newFSM(st, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.ErrorIs(t, again.err(), errRestoreCutShort)
+	require.Equal(t, id, again.current().clusterID, "a restarted node forgot its cluster ID")
+	require.ErrorIs(t, again.Restore(io.NopCloser(bytes.NewReader(foreign))), ErrForeignCluster)
+	require.ErrorIs(t, again.err(), errRestoreCutShort)
+	require.NoError(t, again.Restore(io.NopCloser(bytes.NewReader(whole))))
+	require.NoError(t, again.err())
+	require.Equal(t, src.current(), again.current())
 }

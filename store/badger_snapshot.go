@@ -48,14 +48,25 @@ var restoringMeta = []byte("\x00store/restoring")
 // some queues and none of the metadata, or every record and some of the
 // metadata. Only a Restore run to its end clears it.
 func (s *Badger) RestoreCutShort() (bool, error) {
-	_, err := s.GetMeta(restoringMeta)
+	_, cut, err := s.RestoreNote()
+	return cut, err
+}
+
+// RestoreNote is RestoreCutShort, and returns as well the note given to
+// the RestoreNoted call whose snapshot a store cut short holds part of
+// (nil for Restore's).
+func (s *Badger) RestoreNote() (note []byte, cut bool, err error) {
+	v, err := s.GetMeta(restoringMeta)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return false, nil
+		return nil, false, nil
 	case err != nil:
-		return false, err
+		return nil, false, err
 	}
-	return true, nil
+	if len(v) > 1 {
+		note = v[1:] // after the mark's first byte
+	}
+	return note, true, nil
 }
 
 // ErrSnapshotRestoredOver is returned by BadgerSnapshot.WriteTo when a
@@ -179,6 +190,14 @@ const maxSnapshotFrame = 1 << 30
 // limits. Nothing else may use the store meanwhile; the caller ensures it
 // (a cluster node restores only while it serves no engine).
 func (s *Badger) Restore(r io.Reader) error {
+	return s.RestoreNoted(r, nil)
+}
+
+// RestoreNoted is Restore, keeping note in the mark of a restore in
+// progress, which is on the disk before any of the snapshot: a store it
+// leaves cut short gives note back (RestoreNote), across a restart, until
+// a Restore runs to its end. A cluster node notes its cluster's ID there.
+func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	if err := s.acquire(); err != nil {
 		return err
 	}
@@ -204,7 +223,7 @@ func (s *Badger) Restore(r io.Reader) error {
 		return fmt.Errorf("store: restore: drop: %w", err)
 	}
 	mark := metaKey(restoringMeta)
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(mark, []byte{1}) }); err != nil {
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(mark, append([]byte{1}, note...)) }); err != nil {
 		return fmt.Errorf("store: restore: %w", err)
 	}
 	// On the disk before any of the snapshot: Badger replays each

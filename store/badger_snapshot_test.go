@@ -162,6 +162,45 @@ func TestBadgerSnapshot_RestoreCutShortIsMarked(t *testing.T) {
 	require.Equal(t, "2", string(v))
 }
 
+// A store cut short by RestoreNoted gives its note back, across a reopen,
+// until a Restore runs to its end; Restore's mark carries none.
+func TestBadgerSnapshot_RestoreNoteSurvivesAReopen(t *testing.T) {
+	src := openBadger(t, t.TempDir(), nil)
+	require.NoError(t, src.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("a"), Value: []byte("b")}}}))
+	sn, err := src.Snapshot()
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	_, err = sn.WriteTo(&buf)
+	require.NoError(t, err)
+	sn.Release()
+	whole := buf.Bytes()
+
+	dir := t.TempDir()
+	dst, err := store.OpenBadger(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dst.Close()) }()
+	require.ErrorIs(t, dst.RestoreNoted(bytes.NewReader(whole[:len(whole)-1]), []byte("note")), store.ErrBadSnapshot)
+	require.NoError(t, dst.Close())
+	dst, err = store.OpenBadger(dir, nil)
+	require.NoError(t, err)
+	note, cut, err := dst.RestoreNote()
+	require.NoError(t, err)
+	require.True(t, cut)
+	require.Equal(t, "note", string(note))
+
+	require.ErrorIs(t, dst.Restore(bytes.NewReader(whole[:len(whole)-1])), store.ErrBadSnapshot)
+	note, cut, err = dst.RestoreNote()
+	require.NoError(t, err)
+	require.True(t, cut)
+	require.Nil(t, note)
+
+	require.NoError(t, dst.RestoreNoted(bytes.NewReader(whole), []byte("note")))
+	note, cut, err = dst.RestoreNote()
+	require.NoError(t, err)
+	require.False(t, cut)
+	require.Nil(t, note)
+}
+
 // A snapshot whose record key is not a record key's width (a key in the
 // record space of any other length) is refused as a bad snapshot, not
 // loaded for reads to misread later, and the store says it was cut short
