@@ -339,7 +339,16 @@ func (e *Engine) runFlusher() {
 type Stats struct {
 	// CorruptRecords counts records skipped because they failed their checksum.
 	CorruptRecords uint64
-	// ExpiredMessages counts messages skipped because their time-to-live ran out.
+	// ExpiredMessages counts messages skipped because their time-to-live
+	// ran out: by a group's pull (PullRequest.Group set), once for each
+	// group pull that skips one, and by an in-process consumer that drops
+	// one it pulled alive. A message that two groups (or two members of a
+	// broadcasting group) skip counts twice; one a group reads again after
+	// a rebalance counts again, as a live one is delivered again. Reads
+	// without a group (browses such as the console's and the CLI's,
+	// ListDeadLetters and Redrive, the Kafka listener's fetches) report the
+	// expired messages they skip in PullResult.Expired and do not count
+	// them.
 	ExpiredMessages uint64
 	// StoreBytes is the size of the store.
 	StoreBytes int64

@@ -95,6 +95,7 @@ type PullResult struct {
 	// with ErrUnsupportedFormat.
 	Corrupt []int64
 	// Expired counts messages skipped because their time-to-live ran out.
+	// Only a group's pull counts them in Stats().ExpiredMessages.
 	Expired int
 }
 
@@ -197,7 +198,7 @@ func (e *Engine) pull(ctx context.Context, req *PullRequest, stored *StoredRecor
 			res.Status, res.NextOffset = PullOffsetMoved, next
 			return res, nil
 		case req.Offset < next:
-			res, err := e.readQueue(q, req.Offset, next, max, req.MaxBytes, f, res, stored)
+			res, err := e.readQueue(q, req.Offset, next, max, req.MaxBytes, f, res, stored, req.Group != "")
 			if req.Group != "" {
 				grant := Grant{QueueRef: QueueRef{Topic: t.name, Queue: q.id}, Epoch: req.Epoch}
 				var big *MessageTooLargeError
@@ -251,8 +252,10 @@ const readBudget = 4 << 20
 // format version this build cannot read, and fails with
 // ErrUnsupportedFormat when that record is at from. With stored set, the messages
 // found go there as their records, checked and filtered (scanRecord) but
-// not decoded, and res.Messages stays empty.
-func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFilter, res PullResult, stored *StoredRecords) (PullResult, error) {
+// not decoded, and res.Messages stays empty. With group set (a group's
+// pull) the expired messages it skips count in Stats().ExpiredMessages;
+// a read without a group, a browse, only reports them.
+func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFilter, res PullResult, stored *StoredRecords, group bool) (PullResult, error) {
 	off := from
 	now := time.Now()
 	nowNanos := now.UnixNano()
@@ -314,7 +317,9 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			}
 			if expired {
 				off = int64(r.Offset) + 1
-				e.stats.expired.Add(1)
+				if group {
+					e.stats.expired.Add(1)
+				}
 				res.Expired++
 				continue
 			}

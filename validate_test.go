@@ -67,6 +67,7 @@ func TestSend_ValuesTheRecordCannotHold(t *testing.T) {
 				assert.Equal(t, 1<<30-1, got.Attempt, when)
 				assert.True(t, got.BornAt.Equal(year(1700)), "%s: born-at %v", when, got.BornAt)
 				assert.True(t, pr.Messages[1].ExpiresAt.IsZero(), "%s: a TTL reaching past 2262 means never", when)
+				assert.Zero(t, pr.Expired, when)
 				assert.Zero(t, e.Stats().ExpiredMessages, when)
 				assert.Zero(t, e.Stats().CorruptRecords, when)
 			}

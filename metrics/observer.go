@@ -26,7 +26,7 @@
 //	dead_letters_total{group}               counter  messages sent to the group's dead-letter topic
 //	store_bytes                             gauge    size of the store
 //	corrupt_records_total                   counter  records skipped for a failed checksum
-//	expired_messages_total                  counter  messages skipped because their TTL ran out
+//	expired_messages_total                  counter  messages groups skipped because their TTL ran out
 //	dedup_ids                               gauge    message IDs the dedup windows hold in memory
 //	lost_dedup_groups_total                 counter  dedup groups found unreadable at open and forgotten
 //	unsupported_format_pulls_total          counter  pulls refused at a record of a newer format version

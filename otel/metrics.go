@@ -57,7 +57,7 @@ type MetricsOptions struct {
 //	equeue.dead_letters{group}                counter    messages sent to the group's dead letters
 //	equeue.store.bytes                        gauge      size of the store (By)
 //	equeue.corrupt_records                    counter    records skipped for a failed checksum
-//	equeue.expired_messages                   counter    messages skipped because their TTL ran out
+//	equeue.expired_messages                   counter    messages groups skipped because their TTL ran out
 //	equeue.dedup.ids                          gauge      message IDs the dedup windows hold in memory
 //	equeue.dedup.lost_groups                  counter    dedup groups found unreadable at open and forgotten
 //	equeue.unsupported_format_pulls           counter    pulls refused at a record of a newer format version
@@ -159,7 +159,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.deadLetters = counter("equeue.dead_letters", "{message}", "Messages a consumer group sent to its dead-letter topic since the engine opened.")
 	m.storeBytes = gauge("equeue.store.bytes", "By", "Size of the engine's store in bytes.")
 	m.corruptRecords = counter("equeue.corrupt_records", "{record}", "Records skipped because they failed their checksum, since the engine opened.")
-	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages skipped because their time-to-live ran out, since the engine opened.")
+	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages consumer groups skipped because their time-to-live ran out, since the engine opened (reads without a group do not count).")
 	m.noSpaceRefusals = counter("equeue.no_space_refusals", "{write}", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened.")
 	m.dedupIDs = gauge("equeue.dedup.ids", "{id}", "Message IDs the topics' dedup windows hold in memory.")
 	m.lostDedupGroups = counter("equeue.dedup.lost_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")

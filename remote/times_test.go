@@ -49,5 +49,6 @@ func TestRemote_TimesTheWireCannotCarry(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pr.Messages, 1, "an expiry after 2262 is not in the past")
 	assert.True(t, pr.Messages[0].ExpiresAt.IsZero())
+	assert.Zero(t, pr.Expired)
 	assert.Zero(t, e.Stats().ExpiredMessages)
 }
