@@ -310,9 +310,11 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			}
 			if err != nil {
 				off = int64(r.Offset) + 1
-				e.stats.corrupt.Add(1)
 				res.Corrupt = append(res.Corrupt, int64(r.Offset))
-				e.log.Error("corrupt record skipped", "topic", q.topic.name, "queue", q.id, "offset", r.Offset, "err", err)
+				if q.corrupt.add(int64(r.Offset), res.MinOffset) {
+					e.stats.corrupt.Add(1)
+					e.log.Error("corrupt record skipped", "topic", q.topic.name, "queue", q.id, "offset", r.Offset, "err", err)
+				}
 				continue
 			}
 			if expired {

@@ -31,6 +31,8 @@ type queue struct {
 	sentBack      atomic.Uint64 // send-backs stored for this queue since open, delayed ones included
 
 	bytes byteAccount // stored bytes, for TopicLimits.MaxBytes (topiclimits_bytes.go)
+
+	corrupt offsetRuns // corrupt records reads found, each counted once (corruptseen.go)
 }
 
 func newQueue(t *topic, id int, min, next int64) *queue {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 // Listing dead letters (the console's page, the CLI's dlq list) reads past
@@ -56,4 +57,39 @@ func TestStats_OnlyGroupPullsCountExpiredMessages(t *testing.T) {
 	require.Len(t, res.Messages, 1)
 	assert.Equal(t, 1, res.Expired)
 	assert.Equal(t, uint64(1), e.Stats().ExpiredMessages, "the group's pull counts it")
+}
+
+// A corrupt record is counted once in Stats().CorruptRecords, however
+// many reads pass it: browses, and each group's pulls.
+func TestStats_CorruptRecordCountedOnce(t *testing.T) {
+	ctx := ctxT(t)
+	cs := &countingStore{Store: store.NewMemory()}
+	e, err := equeue.Open("", &equeue.Options{Store: cs})
+	require.NoError(t, err)
+	defer e.Close()
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p := newProducer(t, e, nil)
+	sendN(t, p, "t", 6, nil)
+	flip := func(_ store.QueueID, off uint64, v []byte) []byte {
+		if off != 1 && off != 2 && off != 4 {
+			return v
+		}
+		v = append([]byte(nil), v...) // the store's own bytes stay intact
+		v[len(v)-1] ^= 0x40
+		return v
+	}
+	cs.corrupt.Store(&flip)
+	for range 2 {
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 100})
+		require.NoError(t, err)
+		assert.Equal(t, []int64{1, 2, 4}, res.Corrupt)
+		res, err = e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 3, Max: 100})
+		require.NoError(t, err)
+		assert.Equal(t, []int64{4}, res.Corrupt)
+	}
+	for _, g := range []string{"g1", "g2"} {
+		_, res := joinAndPull(t, e, g, "m", "t")
+		assert.Equal(t, []int64{1, 2, 4}, res.Corrupt)
+	}
+	assert.Equal(t, uint64(3), e.Stats().CorruptRecords, "each corrupt record counted once")
 }

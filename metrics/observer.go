@@ -25,7 +25,7 @@
 //	retries_total{group}                    counter  messages sent to the group's retry topic
 //	dead_letters_total{group}               counter  messages sent to the group's dead-letter topic
 //	store_bytes                             gauge    size of the store
-//	corrupt_records_total                   counter  records skipped for a failed checksum
+//	corrupt_records_total                   counter  records found with a failed checksum, each once
 //	expired_messages_total                  counter  messages groups skipped because their TTL ran out
 //	dedup_ids                               gauge    message IDs the dedup windows hold in memory
 //	lost_dedup_groups_total                 counter  dedup groups found unreadable at open and forgotten

@@ -56,7 +56,7 @@ type MetricsOptions struct {
 //	equeue.retries{group}                     counter    messages sent to the group's retry topic
 //	equeue.dead_letters{group}                counter    messages sent to the group's dead letters
 //	equeue.store.bytes                        gauge      size of the store (By)
-//	equeue.corrupt_records                    counter    records skipped for a failed checksum
+//	equeue.corrupt_records                    counter    records found with a failed checksum, each once
 //	equeue.expired_messages                   counter    messages groups skipped because their TTL ran out
 //	equeue.dedup.ids                          gauge      message IDs the dedup windows hold in memory
 //	equeue.dedup.lost_groups                  counter    dedup groups found unreadable at open and forgotten
@@ -158,7 +158,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.retries = counter("equeue.retries", "{message}", "Failed messages a consumer group sent to its retry topic since the engine opened.")
 	m.deadLetters = counter("equeue.dead_letters", "{message}", "Messages a consumer group sent to its dead-letter topic since the engine opened.")
 	m.storeBytes = gauge("equeue.store.bytes", "By", "Size of the engine's store in bytes.")
-	m.corruptRecords = counter("equeue.corrupt_records", "{record}", "Records skipped because they failed their checksum, since the engine opened.")
+	m.corruptRecords = counter("equeue.corrupt_records", "{record}", "Records that failed their checksum, each counted once by the first read that found it, since the engine opened.")
 	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages consumer groups skipped because their time-to-live ran out, since the engine opened (reads without a group do not count).")
 	m.noSpaceRefusals = counter("equeue.no_space_refusals", "{write}", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened.")
 	m.dedupIDs = gauge("equeue.dedup.ids", "{id}", "Message IDs the topics' dedup windows hold in memory.")
