@@ -1,7 +1,6 @@
 package equeue_test
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
@@ -13,38 +12,19 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// newerBody is the body of the message that asNewerFormat stores as a
-// newer engine would.
-var newerBody = []byte("written by a newer engine")
-
-// asNewerFormat is a faultstore write hook that stores the record of every
-// message whose body is newerBody under format version 3, which this build
-// does not know: what a directory holds after an engine of a later format
-// version wrote to it and an older one opened it again.
-func asNewerFormat(b *store.Batch) error {
-	for i, en := range b.Entries {
-		if len(en.Value) > 0 && bytes.HasSuffix(en.Value, newerBody) {
-			v := bytes.Clone(en.Value)
-			v[0] = 3
-			b.Entries[i].Value = v
-		}
-	}
-	return nil
-}
-
 // openWithNewerRecord opens an engine whose topic "t" holds "before", a
 // record of a newer format version and "after", at offsets 0, 1 and 2.
 func openWithNewerRecord(t *testing.T) *equeue.Engine {
 	t.Helper()
 	ctx := ctxT(t)
 	fs := faultstore.New(store.NewMemory())
-	fs.OnWrite(asNewerFormat)
+	fs.OnWrite(faultstore.NewerFormat)
 	e, err := equeue.Open("", &equeue.Options{Store: fs})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
-		{Body: []byte("before")}, {Body: newerBody}, {Body: []byte("after")},
+		{Body: []byte("before")}, {Body: faultstore.NewerFormatBody}, {Body: []byte("after")},
 	}})
 	require.NoError(t, err)
 	return e

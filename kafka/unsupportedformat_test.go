@@ -1,7 +1,6 @@
 package kafka_test
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,24 +13,6 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// newerBody is the body of the message that asNewerFormat stores as a
-// newer engine would.
-var newerBody = []byte("written by a newer engine")
-
-// asNewerFormat is a faultstore write hook that stores the record of every
-// message whose body is newerBody under format version 3, which this build
-// does not know (what an engine finds after a downgrade).
-func asNewerFormat(b *store.Batch) error {
-	for i, en := range b.Entries {
-		if len(en.Value) > 0 && bytes.HasSuffix(en.Value, newerBody) {
-			v := bytes.Clone(en.Value)
-			v[0] = 3
-			b.Entries[i].Value = v
-		}
-	}
-	return nil
-}
-
 // TestFetch_StopsAtARecordOfANewerFormat: a Kafka fetch does not move a
 // consumer past a record of a format version the engine cannot read: it
 // returns the records before it, and a fetch from its offset answers a
@@ -40,11 +21,11 @@ func asNewerFormat(b *store.Batch) error {
 func TestFetch_StopsAtARecordOfANewerFormat(t *testing.T) {
 	ctx := testCtx(t)
 	fs := faultstore.New(store.NewMemory())
-	fs.OnWrite(asNewerFormat)
+	fs.OnWrite(faultstore.NewerFormat)
 	e := openEngine(t, &equeue.Options{Store: fs})
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
-		{Body: []byte("before")}, {Body: newerBody}, {Body: []byte("after")},
+		{Body: []byte("before")}, {Body: faultstore.NewerFormatBody}, {Body: []byte("after")},
 	}})
 	require.NoError(t, err)
 	c := kclient(t, serve(t, e, nil))

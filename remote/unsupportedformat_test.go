@@ -1,7 +1,6 @@
 package remote_test
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
@@ -13,24 +12,6 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// newerBody is the body of the message that asNewerFormat stores as a
-// newer engine would.
-var newerBody = []byte("written by a newer engine")
-
-// asNewerFormat is a faultstore write hook that stores the record of every
-// message whose body is newerBody under format version 3, which this build
-// does not know (what an engine finds after a downgrade).
-func asNewerFormat(b *store.Batch) error {
-	for i, en := range b.Entries {
-		if len(en.Value) > 0 && bytes.HasSuffix(en.Value, newerBody) {
-			v := bytes.Clone(en.Value)
-			v[0] = 3
-			b.Entries[i].Value = v
-		}
-	}
-	return nil
-}
-
 // A record of a format version the server's engine cannot read stops
 // remote pulls as it stops in-process ones: a pull returns the messages
 // before it and a pull from its offset fails with ErrUnsupportedFormat,
@@ -39,11 +20,11 @@ func asNewerFormat(b *store.Batch) error {
 func TestClient_PullStopsAtARecordOfANewerFormat(t *testing.T) {
 	ctx := ctxT(t)
 	fs := faultstore.New(store.NewMemory())
-	fs.OnWrite(asNewerFormat)
+	fs.OnWrite(faultstore.NewerFormat)
 	e, c := setup(t, &equeue.Options{Store: fs})
 	require.NoError(t, c.CreateTopic(ctx, "t", 1))
 	_, err := c.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
-		{Body: []byte("before")}, {Body: newerBody}, {Body: []byte("after")},
+		{Body: []byte("before")}, {Body: faultstore.NewerFormatBody}, {Body: []byte("after")},
 	}})
 	require.NoError(t, err)
 

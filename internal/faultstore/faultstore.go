@@ -8,6 +8,7 @@
 package faultstore
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -160,4 +161,23 @@ func (f *FS) DeleteRange(q store.QueueID, from, to uint64) error {
 		}
 	}
 	return f.Store.DeleteRange(q, from, to)
+}
+
+// NewerFormatBody is the body of the messages that NewerFormat stores as
+// an engine of a later record format would.
+var NewerFormatBody = []byte("written by a newer engine")
+
+// NewerFormat is a write hook (OnWrite) that stores the record of every
+// message whose body is NewerFormatBody under record format version 3,
+// which this build does not know: what a directory holds after an engine of
+// a later format version wrote to it and an older one opened it again.
+func NewerFormat(b *store.Batch) error {
+	for i, en := range b.Entries {
+		if len(en.Value) > 0 && bytes.HasSuffix(en.Value, NewerFormatBody) {
+			v := bytes.Clone(en.Value)
+			v[0] = 3
+			b.Entries[i].Value = v
+		}
+	}
+	return nil
 }
