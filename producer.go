@@ -371,8 +371,10 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	}
 	p.hooks.beforeSend(ctx, m)
 	aa := p.aa
-	q, err := p.pick(ctx, m, false, time.Now())
-	if aa == nil || err != nil {
+	if aa == nil {
+		// Send picks the queue itself: picking one here too would ask the
+		// selector twice per message (a round robin would skip every other
+		// queue).
 		go func() {
 			defer p.async.Done()
 			var res SendResult
@@ -381,27 +383,39 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		}()
 		return f
 	}
+	q, err := p.pick(ctx, m, false, time.Now())
+	if err != nil {
+		p.failedAsync(ctx, m, err, finish)
+		return f
+	}
 	aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync, detached: true},
 		func(ar AppendResult, err error) {
-			if err != nil && routeRetryable(err) {
-				// A stale route, as Send retries it: once, on a fresh route,
-				// off the writer's goroutine (the callback must not block).
-				go func() {
-					defer p.async.Done()
-					var res SendResult
-					err := p.sendOnce(ctx, m, true, &res)
-					finish(res, err)
-				}()
+			if err != nil {
+				p.failedAsync(ctx, m, err, finish)
 				return
 			}
 			defer p.async.Done()
-			if err != nil {
-				finish(SendResult{}, err)
-				return
-			}
 			finish(sendResult(m.Topic, ar, 0), nil)
 		})
 	return f
+}
+
+// failedAsync completes a SendAsync of m whose first attempt failed with
+// err through finish, and ends its count in p.async. A stale route is
+// retried as Send retries it: once, on a fresh route, on a goroutine of
+// its own (the engine's callback must not block).
+func (p *Producer) failedAsync(ctx context.Context, m *Message, err error, finish func(SendResult, error)) {
+	if !routeRetryable(err) {
+		defer p.async.Done()
+		finish(SendResult{}, err)
+		return
+	}
+	go func() {
+		defer p.async.Done()
+		var res SendResult
+		err := p.sendOnce(ctx, m, true, &res)
+		finish(res, err)
+	}()
 }
 
 // beginAsync counts a SendAsync call as pending, for Close to wait for,
