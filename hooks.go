@@ -7,7 +7,9 @@ import (
 
 // Hooks observe sends and handling, for tracing and metrics. Every field is
 // optional. Hooks run on the caller's goroutine and must be fast and safe for
-// concurrent use; a panic in a hook is not recovered.
+// concurrent use; a panic in a hook is not recovered (one in a send's
+// BeforeSend reaches the caller, and SendAsync then leaves nothing for
+// Producer.Close to wait for).
 type Hooks struct {
 	// BeforeSend runs before a message is routed; it may set properties.
 	BeforeSend func(ctx context.Context, m *Message)

@@ -356,8 +356,17 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		close(f.done)
 		return f
 	}
+	// passed is set once the send's count in p.async is handed to what
+	// completes it. Until then SendAsync gives it back itself, also when a
+	// hook or the selector panics: the caller may recover the panic, and
+	// Close must not wait for a send that never started.
+	passed := false
+	defer func() {
+		if !passed {
+			p.async.Done()
+		}
+	}()
 	if err := p.check(ctx, m); err != nil {
-		p.async.Done()
 		f.err = err
 		close(f.done)
 		return f
@@ -375,6 +384,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		// Send picks the queue itself: picking one here too would ask the
 		// selector twice per message (a round robin would skip every other
 		// queue).
+		passed = true
 		go func() {
 			defer p.async.Done()
 			var res SendResult
@@ -384,6 +394,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		return f
 	}
 	q, err := p.pick(ctx, m, false, time.Now())
+	passed = true
 	if err != nil {
 		p.failedAsync(ctx, m, err, finish)
 		return f

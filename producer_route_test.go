@@ -1,7 +1,10 @@
 package equeue_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,4 +30,52 @@ func TestProducer_SendAsyncWithoutFastPathsRoundRobins(t *testing.T) {
 		counts[res.Queue]++
 	}
 	assert.Equal(t, map[int]int{0: 2, 1: 2}, counts, "messages per queue")
+}
+
+// A panic in a producer's hook or selector during SendAsync reaches the
+// caller, who may recover it (net/http recovers a handler's panic), and
+// then leaves nothing pending: Close returns. It waited for that send
+// forever, and so did the engine's Close.
+func TestProducer_SendAsyncPanicLeavesNothingForCloseToWaitFor(t *testing.T) {
+	for _, where := range []string{"hook", "selector"} {
+		t.Run(where, func(t *testing.T) {
+			ctx := ctxT(t)
+			// Not openEngine: its Close would wait for the lost send too,
+			// and the test would hang instead of failing.
+			e, err := equeue.Open("", &equeue.Options{InMemory: true})
+			require.NoError(t, err)
+			var producerClosed atomic.Bool
+			t.Cleanup(func() {
+				if producerClosed.Load() {
+					require.NoError(t, e.Close())
+				}
+			})
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			boom := func() {
+				panic("boom")
+			}
+			var opts equeue.ProducerOptions
+			if where == "hook" {
+				opts.Hooks = []equeue.Hooks{{BeforeSend: func(context.Context, *equeue.Message) { boom() }}}
+			} else {
+				opts.Selector = equeue.QueueSelectorFunc(func(*equeue.Message, []int) int { boom(); return 0 })
+			}
+			p, err := equeue.NewProducer(e, &opts)
+			require.NoError(t, err)
+			assert.PanicsWithValue(t, "boom", func() {
+				p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+			})
+			closed := make(chan error, 1)
+			go func() { closed <- p.Close() }()
+			select {
+			case err := <-closed:
+				require.NoError(t, err)
+				producerClosed.Store(true)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close still waits for the send that panicked")
+			}
+			_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("y")})
+			assert.ErrorIs(t, err, equeue.ErrClosed)
+		})
+	}
 }
