@@ -118,6 +118,9 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	if o.RouteTTL == 0 {
 		o.RouteTTL = time.Second
 	}
+	if f, ok := o.Selector.(QueueSelectorFunc); ok && f == nil {
+		return nil, fmt.Errorf("%w: nil QueueSelectorFunc", ErrInvalidOptions)
+	}
 	if o.Selector == nil {
 		o.Selector = KeyHashSelector()
 	}
@@ -326,8 +329,13 @@ type SendFuture struct {
 // Done is closed when the result is ready.
 func (f *SendFuture) Done() <-chan struct{} { return f.done }
 
-// Result waits for the send (or ctx) and returns its outcome.
+// Result waits for the send (or ctx) and returns its outcome. A nil ctx
+// waits for the send alone.
 func (f *SendFuture) Result(ctx context.Context) (SendResult, error) {
+	if ctx == nil {
+		<-f.done
+		return f.res, f.err
+	}
 	select {
 	case <-f.done:
 		return f.res, f.err

@@ -79,3 +79,21 @@ func TestProducer_SendAsyncPanicLeavesNothingForCloseToWaitFor(t *testing.T) {
 		})
 	}
 }
+
+// TestProducer_NilSelectorFuncAndNilResultContext: a nil
+// QueueSelectorFunc is refused when the producer is made, not by a panic
+// at every send; a future's Result with a nil context waits for the send.
+func TestProducer_NilSelectorFuncAndNilResultContext(t *testing.T) {
+	e, _ := openEngine(t, "memory", nil)
+	var f equeue.QueueSelectorFunc
+	_, err := equeue.NewProducer(e, &equeue.ProducerOptions{Selector: f})
+	require.ErrorIs(t, err, equeue.ErrInvalidOptions)
+
+	ctx := ctxT(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p := newProducer(t, e, nil)
+	//lint:ignore SA1012 a nil context is what this checks
+	r, err := p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")}).Result(nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), r.Offset)
+}
