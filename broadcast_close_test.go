@@ -61,7 +61,7 @@ func TestConsumer_BroadcastCloseWithALocalRetryWaitingRepeatsNothing(t *testing.
 		require.Equal(t, 2, count("bad"), "Close's drain ran the waiting message once more")
 		require.NoError(t, p.Close())
 
-		e, b = restart()
+		_, b = restart()
 		c = startConsumer(t, b, opts)
 		eventually(t, 10*time.Second, func() bool { return count("bad") == 3 }, "the waiting message is handled again after the restart")
 		p = newProducer(t, b, nil)
