@@ -654,12 +654,16 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // be stored, or whose handler outlived both waits, stays uncommitted: the
 // group gets it again. Close does not wait for such a handler (one that
 // ignores its cancelled context): its goroutine ends when it returns, and
-// its result is ignored. The returned error says what could not be stored
-// (the final commit, or leaving the group); a queue whose grant was fenced
-// meanwhile (an offset reset the consumer had not seen yet) is not
-// committed, as the reset asks, and that is no error. Idempotent: a later
-// call waits for the first to finish and returns nil. Engine.Close closes
-// the consumers opened on it in-process first.
+// its result is ignored. The same holds for a handler still running of a
+// queue fenced before Close (an offset reset, or the member's expiry),
+// whose context was cancelled at the fence: Close waits for it as long,
+// then returns without it, and nothing is committed for it. The returned
+// error says what could not be stored (the final commit, or leaving the
+// group); a queue whose grant was fenced meanwhile (an offset reset the
+// consumer had not seen yet) is not committed, as the reset asks, and that
+// is no error. Idempotent: a later call waits for the first to finish and
+// returns nil. Engine.Close closes the consumers opened on it in-process
+// first.
 func (c *Consumer) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -698,6 +702,11 @@ func (c *Consumer) Close() error {
 			r.drain(c.o.ShutdownTimeout)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.waitFencedHandlers()
+	}()
 	wg.Wait()
 	c.hcancel()
 	var errs []error
@@ -722,10 +731,22 @@ func (c *Consumer) Close() error {
 	}
 	c.cancel()
 	c.closeParking()
-	// Not for a handler still running after its drain gave up: it holds
-	// nothing to commit, and may never return.
+	// Not for a handler still running after its drain gave up, or after
+	// waitFencedHandlers: it holds nothing to commit, and may never return.
 	c.live.wait(true)
 	return errors.Join(errs...)
+}
+
+// waitFencedHandlers is Close's wait for the handlers still running of
+// runners fenced before it (by an offset reset, or the member's expiry):
+// their context is cancelled already, their results are ignored and
+// nothing is committed for them. Close waits for them as long as a drain
+// waits for its handlers, both of its waits (they run side by side), and
+// then returns without them.
+func (c *Consumer) waitFencedHandlers() {
+	if n := c.live.waitFenced(2 * c.o.ShutdownTimeout); n > 0 {
+		c.log.Warn("stop timeout: handlers of fenced queues still running; their results are ignored", "running", n)
+	}
 }
 
 // withoutFenced drops from a commit's error the refusals of fenced grants

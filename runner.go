@@ -28,12 +28,12 @@ type runner struct {
 	prev      []<-chan struct{} // orderly: done of the queue's fenced runners, waited for before the first pull; set by newRunner only
 	prevDone  bool              // prev was waited for; only the pull loop touches it
 	share     poolShare         // its tasks in the worker pool (concurrent mode)
-	abandoned atomic.Bool
-	gaveUp    atomic.Bool  // a drain stopped waiting: late handler results are ignored; set by giveUp
-	callMu    sync.Mutex   // guards calls, and the setting of gaveUp
-	calls     int          // handler calls in progress
-	disposing atomic.Int32 // failure paths storing a send-back now (see beginDispose)
-	committed atomic.Int64 // last offset committed, -1 before the first commit
+	abandoned atomic.Bool       // fenced: nothing is committed, late handler results are ignored; set by abandon
+	gaveUp    atomic.Bool       // a drain stopped waiting: late handler results are ignored; set by giveUp
+	callMu    sync.Mutex        // guards calls, and the setting of gaveUp and abandoned
+	calls     int               // handler calls in progress
+	disposing atomic.Int32      // failure paths storing a send-back now (see beginDispose)
+	committed atomic.Int64      // last offset committed, -1 before the first commit
 	// committedAtts are the attempts stored with committed; guarded by
 	// the consumer's commitMu.
 	committedAtts []MessageAttempts
@@ -197,9 +197,11 @@ func (r *runner) stopPulling() {
 	r.c.stopParked(r)
 }
 
-// abandon stops the runner without waiting or committing.
+// abandon stops the runner without waiting or committing. Its running
+// handler calls, whose results are ignored from now on, are waited for
+// by Close only up to its waits (see Consumer.Close).
 func (r *runner) abandon() {
-	r.abandoned.Store(true)
+	r.markCalls(&r.abandoned)
 	r.pq.stop()
 	r.stopPulling()
 	r.hcancel()
@@ -482,14 +484,13 @@ func (r *runner) invokeBatch(ctx context.Context, views []*Message) []error {
 }
 
 // enterCall counts a handler call of r beginning; once a drain gave up on
-// r, it is one Close does not wait for (see liveCount).
+// r, or r was fenced, it is one Close does not wait for without end (see
+// liveCount).
 func (r *runner) enterCall() {
 	r.callMu.Lock()
 	defer r.callMu.Unlock()
 	r.calls++
-	if r.gaveUp.Load() {
-		r.c.live.add(0, 1)
-	}
+	r.countCalls(1)
 }
 
 // leaveCall counts a handler call of r ending.
@@ -497,18 +498,38 @@ func (r *runner) leaveCall() {
 	r.callMu.Lock()
 	defer r.callMu.Unlock()
 	r.calls--
-	if r.gaveUp.Load() {
-		r.c.live.add(0, -1)
-	}
+	r.countCalls(-1)
 }
 
 // giveUp is a drain's giving up on r's running handlers: their late
 // results are ignored (see beginDispose), and Close does not wait for them.
 func (r *runner) giveUp() {
+	r.markCalls(&r.gaveUp)
+}
+
+// markCalls sets flag (gaveUp or abandoned) and moves the count of r's
+// handler calls in progress to where the flag puts them (see countCalls).
+func (r *runner) markCalls(flag *atomic.Bool) {
 	r.callMu.Lock()
 	defer r.callMu.Unlock()
-	if !r.gaveUp.Swap(true) {
-		r.c.live.add(0, r.calls)
+	if flag.Load() {
+		return
+	}
+	r.countCalls(-r.calls)
+	flag.Store(true)
+	r.countCalls(r.calls)
+}
+
+// countCalls counts d handler calls of r in the consumer's liveCount: as
+// given up once a drain gave up on r, else as a fenced runner's once r
+// was abandoned, else not at all (Close waits for them). r.callMu is held.
+func (r *runner) countCalls(d int) {
+	switch {
+	case d == 0:
+	case r.gaveUp.Load():
+		r.c.live.add(0, d)
+	case r.abandoned.Load():
+		r.c.live.addFenced(d)
 	}
 }
 

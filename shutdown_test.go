@@ -206,3 +206,98 @@ func TestConsumer_CloseReturnsDespiteAHandlerIgnoringItsContext(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumer_CloseReturnsDespiteAFencedHandlerIgnoringItsContext: an
+// offset reset fences the runner whose handler, ignoring its context, still
+// runs; the queue starts again under the new grant. Close gives up on that
+// handler after its waits too, as documented, instead of waiting for it
+// without end: its result is ignored, nothing is committed for it, and the
+// next consumer of the group gets the message again. For each handler mode.
+func TestConsumer_CloseReturnsDespiteAFencedHandlerIgnoringItsContext(t *testing.T) {
+	modes := map[string]func(o *equeue.ConsumerOptions, h equeue.Handler){
+		"concurrent": func(o *equeue.ConsumerOptions, h equeue.Handler) { o.Handler = h },
+		"orderly":    func(o *equeue.ConsumerOptions, h equeue.Handler) { o.Handler, o.Orderly = h, true },
+		"batch": func(o *equeue.ConsumerOptions, h equeue.Handler) {
+			o.BatchHandler = func(ctx context.Context, msgs []*equeue.Message) error { return h(ctx, msgs[0]) }
+		},
+		"orderly batch": func(o *equeue.ConsumerOptions, h equeue.Handler) {
+			o.BatchHandler = func(ctx context.Context, msgs []*equeue.Message) error { return h(ctx, msgs[0]) }
+			o.Orderly = true
+		},
+	}
+	for name, mode := range modes {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", nil)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("job")}}})
+			require.NoError(t, err)
+			running := make(chan struct{}, 1)
+			release := make(chan struct{})
+			var released sync.Once
+			o := equeue.ConsumerOptions{Group: "g", ID: "a", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+				ShutdownTimeout: 50 * time.Millisecond, CommitInterval: time.Hour, HeartbeatInterval: 20 * time.Millisecond}
+			mode(&o, func(context.Context, *equeue.Message) error {
+				select {
+				case running <- struct{}{}:
+				default:
+				}
+				<-release // ignores its context
+				return nil
+			})
+			c := startConsumer(t, e, o)
+			t.Cleanup(func() { released.Do(func() { close(release) }) }) // before c's Close
+			select {
+			case <-running:
+			case <-ctx.Done():
+				t.Fatal("the handler did not start")
+			}
+			epoch := epochOf(c, "t")
+			require.NoError(t, e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest}))
+			eventually(t, 10*time.Second, func() bool {
+				now := epochOf(c, "t")
+				return now != 0 && now != epoch
+			}, "the consumer runs the queue under the reset's grant")
+
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close() }()
+			select {
+			case err := <-closed:
+				assert.NoError(t, err)
+			case <-time.After(10 * time.Second): // both waits are 50 ms: it hangs
+				released.Do(func() { close(release) })
+				t.Fatalf("Close waits for a fenced handler that ignores its context (Close: %v)", <-closed)
+			}
+			released.Do(func() { close(release) }) // the handlers return; their late results are ignored
+			assert.Equal(t, int64(0), startedCommit(t, e, "g"), "nothing is committed for the handlers given up on")
+
+			got := make(chan string, 1)
+			o = equeue.ConsumerOptions{Group: "g", ID: "b", Subscriptions: []equeue.Subscription{{Topic: "t"}}, CommitInterval: time.Hour}
+			mode(&o, func(_ context.Context, m *equeue.Message) error {
+				select {
+				case got <- string(m.Body):
+				default:
+				}
+				return nil
+			})
+			startConsumer(t, e, o)
+			select {
+			case body := <-got:
+				assert.Equal(t, "job", body, "the next consumer gets the message again")
+			case <-ctx.Done():
+				t.Fatal("the message was not delivered again")
+			}
+		})
+	}
+}
+
+// epochOf is the epoch of the grant under which c runs queue 0 of topic;
+// zero when it does not run it.
+func epochOf(c *equeue.Consumer, topic string) int64 {
+	for _, q := range c.Queues() {
+		if q.Topic == topic && q.Queue == 0 {
+			return q.Epoch
+		}
+	}
+	return 0
+}
