@@ -121,9 +121,10 @@ func (e *Engine) DeadLetters(ctx context.Context, group string, from int64, max 
 	return e.ListDeadLetters(ctx, group, ListDeadLettersRequest{From: from, Max: max})
 }
 
-// RedriveRequest selects dead letters to send back to their topics: the
-// listed Offsets, or the range [From, To), or All of them. Offsets are
-// those of the dead-letter topic (DLQEntry.Offset).
+// RedriveRequest selects dead letters to send back: the listed Offsets,
+// or the range [From, To), or All of them. Offsets are those of the
+// dead-letter topic (DLQEntry.Offset). They go to the group's retry topic,
+// or with ToTopic to their original topics (see Engine.Redrive).
 type RedriveRequest struct {
 	// Offsets lists single dead letters to redrive. When set (and All is
 	// not), From and To are ignored.
@@ -134,12 +135,31 @@ type RedriveRequest struct {
 	// All redrives every dead letter of the group not redriven yet; it
 	// takes precedence over Offsets and the range.
 	All bool
+	// ToTopic sends the dead letters back to their original topics, as
+	// fresh messages, instead of to the group's retry topic: every group
+	// subscribed to such a topic then gets them again, not only this one.
+	// A group whose members do not consume its retry topic (a broadcasting
+	// or orderly group, one of PullConsumers) can be redriven only so.
+	ToTopic bool
 }
 
-// Redrive sends the selected dead letters back to their original topic and
-// queue (or, when that queue is gone or closed, the queue their key routes
-// to), as fresh messages with their ID, body, tag, keys, properties and
-// expiry.
+// Redrive sends the selected dead letters of group back to it: to its
+// retry topic, which only the group consumes, due at once, as fresh
+// retries whose attempt count starts again at 0 (the group gets
+// MaxAttempts new runs), which its handler sees as it saw the message
+// before: original topic, queue and offset, ID, body, tag, keys,
+// properties and expiry. Other groups subscribed to the message's topic,
+// which handled it already, do not get it again.
+//
+// With req.ToTopic they go back to their original topic and queue
+// instead (or, when that queue is gone or closed, the queue their key
+// routes to), as fresh messages with their ID, body, tag, keys,
+// properties and expiry, for every group subscribed there. A group whose
+// members do not consume its retry topic (a broadcasting group, whose
+// members retry locally, an orderly one, one of PullConsumers, or one the
+// engine does not know) has no retry topic to redrive into: without
+// ToTopic, Redrive refuses it with ErrInvalidArgument.
+//
 // Each is marked redriven in the same write, so it is never redriven twice;
 // the engine's redrives run one at a time, so two at once do not both send
 // a dead letter neither had seen marked. It returns how many were sent.
@@ -184,6 +204,11 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	if from < min || to > next || from < 0 {
 		return 0, fmt.Errorf("%w: dead letters %d..%d outside [%d, %d)", ErrInvalidArgument, from, to, min, next)
 	}
+	if !req.ToTopic {
+		if err := e.groups.checkRetryConsumed(group); err != nil {
+			return 0, err
+		}
+	}
 	sent := 0
 	for off := from; off < to; {
 		dls, dlq, err := e.listDeadLettersIn(ctx, group, ListDeadLettersRequest{From: off, Max: MaxPullBatch})
@@ -205,7 +230,7 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 			if dl.Redriven || !want(dl.Offset) {
 				continue
 			}
-			if err := e.redriveOne(ctx, group, dlq, dl); err != nil {
+			if err := e.redriveOne(ctx, group, dlq, dl, req.ToTopic); err != nil {
 				return sent, err
 			}
 			sent++
@@ -215,37 +240,84 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 }
 
 // redriveOne sends dl, a dead letter of dlq, group's dead-letter topic,
-// back to its topic.
-func (e *Engine) redriveOne(ctx context.Context, group string, dlq *topic, dl DLQEntry) error {
-	v := dl.Message
-	fresh := &Message{ID: v.ID, Topic: v.Topic, Tag: v.Tag, Keys: v.Keys, Properties: v.Properties, Body: v.Body, BornAt: v.BornAt, ExpiresAt: v.ExpiresAt}
-	route, err := e.Route(ctx, v.Topic)
-	if err != nil {
-		return fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
-	}
-	if len(route.Writable) == 0 {
-		return fmt.Errorf("%w: topic %q has no writable queue", ErrQueueNotWritable, v.Topic)
-	}
-	queue := v.Queue
-	if !slices.Contains(route.Writable, queue) {
-		queue = route.reroute(fresh, queue) // to the same priority lane (priority.go)
+// back: to group's retry topic, or with toTopic to its original topic.
+func (e *Engine) redriveOne(ctx context.Context, group string, dlq *topic, dl DLQEntry, toTopic bool) error {
+	wctx, req := allowInternal(storedAgain(ctx), RetryTopic(group)), retryCopy(group, dl)
+	if toTopic {
+		var err error
+		if req, err = e.topicCopy(ctx, dl); err != nil {
+			return err
+		}
+		wctx = storedAgain(ctx)
 	}
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
 	defer e.leave()
-	c, _, err := e.prepareAppend(storedAgain(ctx), &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}})
+	c, _, err := e.prepareAppend(wctx, req)
 	if err != nil {
 		return err
 	}
 	// The copy is sent again on purpose: it bypasses the topic's dedup window
-	// (and becomes the ID's entry there), and its redriven mark is written
-	// in the same batch.
+	// (ToTopic to a dedup topic: it becomes the ID's entry there), and its
+	// redriven mark is written in the same batch.
 	c.dedupBypass = true
 	c.meta = append(c.meta, store.MetaOp{Key: redrivenKey(group, dl.Offset), Value: redrivenValue(dlq.id)})
 	c.seal(e.limits)
 	if err := e.submit(ctx, c); err != nil {
 		return fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
+	}
+	return nil
+}
+
+// retryCopy is the append of dl to group's retry topic, due at once: a
+// fresh retry (its attempts count from 0 again) carrying dl's origin, so
+// that the group's handler sees the message as before (origin, retry.go),
+// as SendBack builds a retry's copy.
+func retryCopy(group string, dl DLQEntry) *AppendRequest {
+	d := derived(dl.Message, RetryTopic(group), 0, nil)
+	return &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}}
+}
+
+// topicCopy is the append of dl to its original topic, as a fresh message:
+// to its queue, or when that is gone or closed, to the one its key routes
+// to.
+func (e *Engine) topicCopy(ctx context.Context, dl DLQEntry) (*AppendRequest, error) {
+	v := dl.Message
+	fresh := &Message{ID: v.ID, Topic: v.Topic, Tag: v.Tag, Keys: v.Keys, Properties: v.Properties, Body: v.Body, BornAt: v.BornAt, ExpiresAt: v.ExpiresAt}
+	route, err := e.Route(ctx, v.Topic)
+	if err != nil {
+		return nil, fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
+	}
+	if len(route.Writable) == 0 {
+		return nil, fmt.Errorf("%w: topic %q has no writable queue", ErrQueueNotWritable, v.Topic)
+	}
+	queue := v.Queue
+	if !slices.Contains(route.Writable, queue) {
+		queue = route.reroute(fresh, queue) // to the same priority lane (priority.go)
+	}
+	return &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}}, nil
+}
+
+// checkRetryConsumed checks that the members of group consume its retry
+// topic, so that a redrive can send its dead letters there: a
+// broadcasting group's members retry locally, orderly consumers retry in
+// place and PullConsumers read only their topics, and of a group the
+// engine does not know (its metadata deleted) nothing says who reads it.
+func (c *coordinator) checkRetryConsumed(group string) error {
+	const how = "redrive with ToTopic to send them back to their topics, where every subscribed group gets them again"
+	g, err := c.group(group)
+	if err != nil {
+		return fmt.Errorf("%w: %w: whether its members consume its retry topic is unknown: %s", ErrInvalidArgument, err, how)
+	}
+	g.mu.Lock()
+	model, consumed := g.model, slices.ContainsFunc(g.subs, func(s Subscription) bool { return s.Topic == RetryTopic(group) })
+	g.mu.Unlock()
+	switch {
+	case model == Broadcasting:
+		return fmt.Errorf("%w: broadcasting group %q has no retry topic (its members retry locally): %s", ErrInvalidArgument, group, how)
+	case !consumed:
+		return fmt.Errorf("%w: group %q does not consume its retry topic (orderly and pull consumers do not): %s", ErrInvalidArgument, group, how)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -20,6 +21,8 @@ import (
 
 // dlqFixture makes dead letters of group "g" by hand: each message sent
 // to topic "t" is pulled by member "m" and sent back as a dead letter.
+// Like a clustering Consumer, the group consumes its retry topic, where
+// Redrive sends its dead letters.
 type dlqFixture struct {
 	e     *equeue.Engine
 	grant equeue.Grant
@@ -32,7 +35,7 @@ func newDLQFixture(t *testing.T, e *equeue.Engine) *dlqFixture {
 	if _, err := e.Route(ctx, "t"); errors.Is(err, equeue.ErrTopicNotFound) {
 		require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	}
-	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: equeue.RetryTopic("g")}}})
 	require.NoError(t, err)
 	f := &dlqFixture{e: e, next: queueEnd(t, e, "t")}
 	for _, q := range a.Queues {
@@ -156,7 +159,7 @@ func TestDLQ_ConcurrentRedrivesSendEachOnce(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, n, sent[0]+sent[1], "sent by the two redrives: %v", sent)
-	assert.Equal(t, int64(2*n), queueEnd(t, e, "t"), "each dead letter came back once")
+	assert.Equal(t, int64(n), queueEnd(t, e, equeue.RetryTopic("g")), "each dead letter came back once")
 }
 
 // Redriven marks written before they named their dead-letter topic: Open
@@ -202,32 +205,41 @@ func TestDLQ_RedrivenMarksOfTheFirstFormat(t *testing.T) {
 }
 
 // A redriven dead letter keeps its time-to-live: the copy sent back to the
-// topic expires when the original did, so no consumer receives it later.
+// group's retry topic, or with ToTopic to the topic, expires when the
+// original did, so no consumer receives it later.
 func TestDLQ_RedriveKeepsTheTTL(t *testing.T) {
-	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "c", Subscriptions: []equeue.Subscription{{Topic: "t"}},
-		Handler: func(ctx context.Context, m *equeue.Message) error { return equeue.DeadLetter(errors.New("bad")) }})
-	p := newProducer(t, e, nil)
-	expires := time.Now().Add(time.Hour).Truncate(time.Millisecond)
-	_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x"), ExpiresAt: expires})
-	require.NoError(t, err)
-	var dls []equeue.DLQEntry
-	eventually(t, 10*time.Second, func() bool {
-		dls, err = e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
-		require.NoError(t, err)
-		return len(dls) == 1
-	}, "one dead letter")
-	require.True(t, dls[0].Message.ExpiresAt.Equal(expires), "the dead letter keeps its expiry")
-	require.NoError(t, c.Close())
-	n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: 0, Offset: 1})
-	require.NoError(t, err)
-	require.Len(t, res.Messages, 1)
-	require.True(t, res.Messages[0].ExpiresAt.Equal(expires), "the redriven copy expires with the original, not %v", res.Messages[0].ExpiresAt)
+	for _, toTopic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ToTopic=%v", toTopic), func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", nil)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			c := startConsumer(t, e, equeue.ConsumerOptions{Group: "g", ID: "c", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+				Handler: func(ctx context.Context, m *equeue.Message) error { return equeue.DeadLetter(errors.New("bad")) }})
+			p := newProducer(t, e, nil)
+			expires := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x"), ExpiresAt: expires})
+			require.NoError(t, err)
+			var dls []equeue.DLQEntry
+			eventually(t, 10*time.Second, func() bool {
+				dls, err = e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+				require.NoError(t, err)
+				return len(dls) == 1
+			}, "one dead letter")
+			require.True(t, dls[0].Message.ExpiresAt.Equal(expires), "the dead letter keeps its expiry")
+			require.NoError(t, c.Close())
+			n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: toTopic})
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			pull := &equeue.PullRequest{Topic: equeue.RetryTopic("g"), Queue: 0, Offset: 0}
+			if toTopic {
+				pull = &equeue.PullRequest{Topic: "t", Queue: 0, Offset: 1}
+			}
+			res, err := e.Pull(ctx, pull)
+			require.NoError(t, err)
+			require.Len(t, res.Messages, 1)
+			require.True(t, res.Messages[0].ExpiresAt.Equal(expires), "the redriven copy expires with the original, not %v", res.Messages[0].ExpiresAt)
+		})
+	}
 }
 
 // Expired dead letters ahead of a live one do not end the listing: an empty

@@ -49,7 +49,8 @@
 // LocalRetryDelay. A handler can return RetryAfter to choose the wait or
 // DeadLetter to give up at once. After MaxAttempts the message goes to the
 // group's dead-letter topic, which Engine.ListDeadLetters lists and
-// Engine.Redrive sends back.
+// Engine.Redrive sends back to the group's retry topic (or, with
+// RedriveRequest.ToTopic, to the message's topic).
 //
 // # Request-reply and group lifecycle
 //

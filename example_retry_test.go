@@ -87,8 +87,9 @@ func ExampleDeadLetter() {
 	// Output: 4000 0000 0000 0002 from payments/0:0 after 1 attempt: dead letter: card number fails the Luhn check
 }
 
-// Dead letters are listed a page at a time and sent back to their topic
-// once the cause is fixed; each is redriven at most once.
+// Dead letters are listed a page at a time and sent back to their group
+// (through its retry topic, so other groups of the topic do not get them
+// again) once the cause is fixed; each is redriven at most once.
 func ExampleEngine_Redrive() {
 	ctx := context.Background()
 	eng, _ := equeue.Open("", &equeue.Options{InMemory: true})

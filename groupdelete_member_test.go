@@ -141,7 +141,10 @@ func TestDeleteGroup_CutShortKeepsDeadLettersRedrivenOnce(t *testing.T) {
 				require.NoError(t, err, when)
 				require.Len(t, dl, 1, when)
 				assert.True(t, dl[0].Redriven, "%s: the dead letter is still marked redriven", when)
-				n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
+				_, err = e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
+				assert.ErrorIs(t, err, equeue.ErrInvalidArgument, "%s: the group's retry topic is no longer known to be consumed", when)
+				assert.ErrorIs(t, err, equeue.ErrGroupNotFound, when)
+				n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: true})
 				require.NoError(t, err, when)
 				assert.Equal(t, 0, n, "%s: a dead letter redriven once is not redriven again", when)
 			}

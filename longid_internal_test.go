@@ -56,7 +56,7 @@ func TestLongIDs_StoredBeforeTheLimitStillMoveOn(t *testing.T) {
 	}, 20*time.Second, 10*time.Millisecond, "the committed offset passes it")
 	require.NoError(t, c.Close())
 
-	n, err := e.Redrive(ctx, "g", RedriveRequest{All: true})
+	n, err := e.Redrive(ctx, "g", RedriveRequest{All: true, ToTopic: true})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "redriven")
 	info, err := e.Topic(ctx, "t")

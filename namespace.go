@@ -416,8 +416,8 @@ func (n *Namespace) DeadLetters(ctx context.Context, group string, from int64, m
 	return n.ListDeadLetters(ctx, group, ListDeadLettersRequest{From: from, Max: max})
 }
 
-// Redrive sends dead letters back to their topics, in the namespace (see
-// Engine.Redrive).
+// Redrive sends dead letters back to the group's retry topic, or with
+// req.ToTopic to their topics, in the namespace (see Engine.Redrive).
 func (n *Namespace) Redrive(ctx context.Context, group string, req RedriveRequest) (int, error) {
 	sent, err := n.e.Redrive(ctx, n.in(group), req)
 	return sent, n.err(err)

@@ -255,35 +255,53 @@ func TestNamespace_SurvivesReopen(t *testing.T) {
 
 // A message sent through a view carries its engine-owned origin topic inside
 // the namespace: a dead letter whose origin names another namespace's topic
-// cannot be redriven into it.
+// cannot be redriven into it. The redrive goes to the group's retry topic
+// in the namespace, or with ToTopic to the topic the message was stored in
+// there.
 func TestNamespace_RedriveStaysInTheNamespace(t *testing.T) {
-	ctx := ctxT(t)
-	e, _ := openEngine(t, "memory", nil)
-	a, err := e.Namespace("tenant-a")
-	require.NoError(t, err)
-	b, err := e.Namespace("tenant-b")
-	require.NoError(t, err)
-	require.NoError(t, a.CreateTopic(ctx, "jobs", 1))
-	require.NoError(t, b.CreateTopic(ctx, "orders", 1))
+	for _, toTopic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ToTopic=%v", toTopic), func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", nil)
+			a, err := e.Namespace("tenant-a")
+			require.NoError(t, err)
+			b, err := e.Namespace("tenant-b")
+			require.NoError(t, err)
+			require.NoError(t, a.CreateTopic(ctx, "jobs", 1))
+			require.NoError(t, b.CreateTopic(ctx, "orders", 1))
 
-	m := &equeue.Message{Body: []byte("forged")}
-	m.SetSysProperties(map[string]string{equeue.SysOriginTopic: "tenant-b:orders", equeue.SysOriginQueue: "0", equeue.SysOriginOffset: "0"})
-	_, err = a.Append(ctx, &equeue.AppendRequest{Topic: "jobs", Queue: 0, Messages: []*equeue.Message{m}})
-	require.NoError(t, err)
-	c := startConsumer(t, a, equeue.ConsumerOptions{Group: "g", ID: "c", Subscriptions: []equeue.Subscription{{Topic: "jobs"}},
-		Handler: func(ctx context.Context, m *equeue.Message) error { return equeue.DeadLetter(errors.New("bad")) }})
-	var dls []equeue.DLQEntry
-	eventually(t, 10*time.Second, func() bool {
-		dls, err = a.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
-		require.NoError(t, err)
-		return len(dls) == 1
-	}, "one dead letter")
-	require.NoError(t, c.Close())
+			m := &equeue.Message{Body: []byte("forged")}
+			m.SetSysProperties(map[string]string{equeue.SysOriginTopic: "tenant-b:orders", equeue.SysOriginQueue: "0", equeue.SysOriginOffset: "0"})
+			_, err = a.Append(ctx, &equeue.AppendRequest{Topic: "jobs", Queue: 0, Messages: []*equeue.Message{m}})
+			require.NoError(t, err)
+			c := startConsumer(t, a, equeue.ConsumerOptions{Group: "g", ID: "c", Subscriptions: []equeue.Subscription{{Topic: "jobs"}},
+				Handler: func(ctx context.Context, m *equeue.Message) error { return equeue.DeadLetter(errors.New("bad")) }})
+			var dls []equeue.DLQEntry
+			eventually(t, 10*time.Second, func() bool {
+				dls, err = a.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+				require.NoError(t, err)
+				return len(dls) == 1
+			}, "one dead letter")
+			require.NoError(t, c.Close())
 
-	_, _ = a.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
-	ob, err := b.Topic(ctx, "orders")
-	require.NoError(t, err)
-	assert.Zero(t, ob.Messages, "tenant-a's redrive wrote into tenant-b's topic")
+			n, err := a.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: toTopic})
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			ob, err := b.Topic(ctx, "orders")
+			require.NoError(t, err)
+			assert.Zero(t, ob.Messages, "tenant-a's redrive wrote into tenant-b's topic")
+			if toTopic {
+				jobs, err := a.Topic(ctx, "jobs")
+				require.NoError(t, err)
+				assert.Equal(t, int64(2), jobs.Messages, "back in tenant-a's topic")
+				return
+			}
+			res, err := a.Pull(ctx, &equeue.PullRequest{Topic: equeue.RetryTopic("g")})
+			require.NoError(t, err)
+			require.Len(t, res.Messages, 1, "in tenant-a's retry topic of the group")
+			assert.Equal(t, "jobs", res.Messages[0].SysProperty(equeue.SysOriginTopic), "its origin as the view names it")
+		})
+	}
 }
 
 // A pull through a view that meets a message larger than its MaxBytes gets

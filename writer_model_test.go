@@ -202,11 +202,12 @@ func (m *writerModel) deadLetter(rt *rapid.T, e *equeue.Engine, q int) {
 	}
 }
 
-// redrive redrives every dead letter and learns which ones are marked: a
-// mark and its copy are one write, so a marked dead letter's body is in its
-// topic (at most once while its outcome is unknown).
+// redrive redrives every dead letter back to its topic (group "g" never
+// joined, so it has no retry topic to redrive into) and learns which ones
+// are marked: a mark and its copy are one write, so a marked dead letter's
+// body is in its topic (at most once while its outcome is unknown).
 func (m *writerModel) redrive(rt *rapid.T, e *equeue.Engine) {
-	_, err := e.Redrive(context.Background(), "g", equeue.RedriveRequest{All: true})
+	_, err := e.Redrive(context.Background(), "g", equeue.RedriveRequest{All: true, ToTopic: true})
 	if err != nil && !errors.Is(err, faultstore.ErrInjected) && !errors.Is(err, equeue.ErrTopicNotFound) {
 		rt.Fatalf("redrive: %v", err)
 	}

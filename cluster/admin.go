@@ -73,7 +73,8 @@ func (n *Node) DeadLetters(ctx context.Context, group string, from int64, max in
 	})
 }
 
-// Redrive sends dead letters back to their topics.
+// Redrive sends dead letters back to the group's retry topic, or with
+// req.ToTopic to their topics.
 func (n *Node) Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error) {
 	return call(n, func(e *equeue.Engine) (int, error) { return e.Redrive(ctx, group, req) })
 }

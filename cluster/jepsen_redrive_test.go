@@ -17,9 +17,10 @@ import (
 // dead-letters the first delivery of every message of topic redriveTopic
 // (MaxAttempts 1) and handles any later one, while a redriver sends the
 // group's dead letters back (Redrive All) every 300 ms through the
-// nemesis. Every acknowledged message must end up handled, and a message
-// must be in the topic at most once more than it is in the dead letters:
-// a dead letter is never redriven twice.
+// nemesis. Every acknowledged message must end up handled, once in the
+// topic, and in the group's retry topic (where the redrives send it, and
+// nothing else does: MaxAttempts is 1) at most as often as it is in the
+// dead letters: a dead letter is never redriven twice.
 const (
 	redriveTopic = "rd"
 	redriveGroup = "grd"
@@ -114,30 +115,24 @@ func (r *redriveWorkload) close() {
 func (r *redriveWorkload) check() {
 	t := r.j.t
 	stored, dead := r.j.readEveryNode(redriveTopic), r.j.readEveryNode(equeue.DLQTopic(redriveGroup))
+	retried := r.j.readEveryNode(equeue.RetryTopic(redriveGroup))
 	byValue := map[string]jepsenOp{}
 	counts := map[outcome]int{}
 	for _, op := range r.ops {
 		byValue[op.value] = op
 		counts[op.outcome]++
 	}
-	inTopic, inDLQ := map[string]int{}, map[string]int{}
-	for _, vals := range stored {
-		for _, v := range vals {
-			inTopic[v]++
-		}
-	}
-	for _, vals := range dead {
-		for _, v := range vals {
-			inDLQ[v]++
-		}
-	}
+	inTopic, inDLQ, inRetry := countValues(stored), countValues(dead), countValues(retried)
 	for v, n := range inTopic {
 		op, ok := byValue[v]
 		if !assert.True(t, ok, "%q was never sent", v) {
 			continue
 		}
 		assert.NotEqual(t, opFailed, op.outcome, "%q was refused (%s) but is stored", v, op.err)
-		assert.LessOrEqual(t, n, 1+inDLQ[v], "%q in the topic %d times with %d dead letters: a dead letter redriven twice", v, n, inDLQ[v])
+		assert.Equal(t, 1, n, "%q in the topic %d times: a redrive went there", v, n)
+	}
+	for v, n := range inRetry {
+		assert.LessOrEqual(t, n, inDLQ[v], "%q in the retry topic %d times with %d dead letters: a dead letter redriven twice", v, n, inDLQ[v])
 	}
 	for _, op := range r.ops {
 		if op.outcome == opOK {
@@ -154,4 +149,15 @@ func (r *redriveWorkload) check() {
 	})
 	t.Logf("redrive: sends %d ok, %d refused, %d unknown; %d dead letters, %d redriven; redrive errors: %v",
 		counts[opOK], counts[opFailed], counts[opUnknown], len(inDLQ), r.redriven, errs)
+}
+
+// countValues counts each value of a topic's queues.
+func countValues(queues map[int][]string) map[string]int {
+	out := map[string]int{}
+	for _, vals := range queues {
+		for _, v := range vals {
+			out[v]++
+		}
+	}
+	return out
 }

@@ -100,6 +100,7 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 		return
 	}
 	all := r.PostFormValue("all") == "1"
+	toTopic := r.PostFormValue("to_topic") == "1"
 	var offsets []int64
 	for _, s := range r.PostForm["offset"] {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -137,14 +138,18 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 				d.Items = append(d.Items, "dead letter at offset "+strconv.FormatInt(o, 10))
 			}
 		}
-		d.Detail = "Each message is sent back to its original topic as a fresh message and marked redriven, so it is never sent twice."
+		d.Detail = "Each message is sent back to the group's retry topic, due at once, where only this group gets it again, with fresh attempts, and marked redriven, so it is never sent twice."
+		if toTopic {
+			d.Fields = append(d.Fields, field{"to_topic", "1"})
+			d.Detail = "Each message is sent back to its original topic as a fresh message, for every group subscribed there, and marked redriven, so it is never sent twice."
+		}
 		if rate > 0 {
 			d.Detail += fmt.Sprintf(" At most %g per second: this page waits until they are sent.", rate)
 		}
 		c.confirm(w, r, v, d)
 		return
 	}
-	n, err := c.doRedrive(r.Context(), group, all, offsets, rate)
+	n, err := c.doRedrive(r.Context(), group, all, offsets, toTopic, rate)
 	if err != nil {
 		c.brokerFail(w, r, v, fmt.Sprintf("redriving dead letters of %s (%d sent before the failure)", group, n), err)
 		return
@@ -152,11 +157,13 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 	c.done(w, r, back, "redrive:"+strconv.Itoa(n))
 }
 
-// doRedrive redrives in one call, or one message at a time at the rate.
-func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets []int64, rate float64) (int, error) {
+// doRedrive redrives in one call, or one message at a time at the rate;
+// toTopic sends them to their topics rather than the group's retry topic.
+func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets []int64, toTopic bool, rate float64) (int, error) {
 	call := func(req equeue.RedriveRequest) (int, error) {
 		cctx, cancel := context.WithTimeout(ctx, c.o.RequestTimeout)
 		defer cancel()
+		req.ToTopic = toTopic
 		return c.b.Redrive(cctx, group, req)
 	}
 	if rate == 0 {

@@ -43,8 +43,9 @@ type Admin interface {
 	// ListDeadLetters, the same call with a request struct that names the
 	// two numbers; prefer it when you hold one of them.
 	DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error)
-	// Redrive sends the selected dead letters back to their topics, each at
-	// most once, and returns how many were sent.
+	// Redrive sends the selected dead letters back, each at most once: to
+	// the group's retry topic, or with req.ToTopic to their topics (see
+	// equeue.Engine.Redrive). It returns how many were sent.
 	Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error)
 }
 
@@ -223,13 +224,14 @@ func (c *Client) DeadLetters(ctx context.Context, group string, from int64, max 
 	return c.ListDeadLetters(ctx, group, equeue.ListDeadLettersRequest{From: from, Max: max})
 }
 
-// Redrive sends selected dead letters back to their topics and returns how
-// many were sent. On an error some may have been sent; the count is then 0.
+// Redrive sends selected dead letters back to the group's retry topic, or
+// with req.ToTopic to their topics (see equeue.Engine.Redrive), and returns
+// how many were sent. On an error some may have been sent; the count is then 0.
 func (c *Client) Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error) {
 	if err := c.enter(ctx); err != nil {
 		return 0, err
 	}
-	resp, err := c.api.Redrive(ctx, &pb.RedriveRequest{Group: group, Offsets: req.Offsets, From: req.From, To: req.To, All: req.All})
+	resp, err := c.api.Redrive(ctx, &pb.RedriveRequest{Group: group, Offsets: req.Offsets, From: req.From, To: req.To, All: req.All, ToTopic: req.ToTopic})
 	if err != nil {
 		return 0, c.fail(err)
 	}

@@ -51,7 +51,8 @@ type Backend interface {
 	DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error)
 	// ListDeadLetters lists a group's dead letters.
 	ListDeadLetters(ctx context.Context, group string, req equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error)
-	// Redrive sends dead letters back to their topics.
+	// Redrive sends dead letters back to the group's retry topic, or with
+	// req.ToTopic to their topics.
 	Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error)
 	// Delayed reports pending delayed messages.
 	Delayed(ctx context.Context, max int) (equeue.DelayedInfo, error)

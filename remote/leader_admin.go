@@ -74,7 +74,8 @@ func (cc *ClusterClient) DeadLetters(ctx context.Context, group string, from int
 	return onCluster(ctx, cc, true, func(c *Client) ([]equeue.DLQEntry, error) { return c.DeadLetters(ctx, group, from, max) })
 }
 
-// Redrive sends dead letters back to their topics.
+// Redrive sends dead letters back to the group's retry topic, or with
+// req.ToTopic to their topics.
 func (cc *ClusterClient) Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error) {
 	return onCluster(ctx, cc, false, func(c *Client) (int, error) { return c.Redrive(ctx, group, req) })
 }

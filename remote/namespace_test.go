@@ -278,16 +278,30 @@ func TestNamespace_SameNamesOverRemote(t *testing.T) {
 		require.Len(t, gs, 1)
 		assert.Equal(t, "g", gs[0].Name)
 	}
-	// Redriving in tenant-a sends the dead letter back to tenant-a's topic.
+	// Redriving in tenant-a sends the dead letter back to tenant-a's group,
+	// through its retry topic; in tenant-b, with ToTopic, to tenant-b's
+	// topic.
 	n, err := a.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	ti, err := a.Topic(ctx, "orders")
+	ti, err := a.Topic(ctx, equeue.RetryTopic("g"))
 	require.NoError(t, err)
-	assert.Equal(t, int64(7), ti.Messages)
-	ti, err = b.Topic(ctx, "orders")
+	assert.Equal(t, int64(1), ti.Messages)
+	ti, err = a.Topic(ctx, "orders")
 	require.NoError(t, err)
 	assert.Equal(t, int64(6), ti.Messages)
+	n, err = b.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: true})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	ti, err = b.Topic(ctx, "orders")
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), ti.Messages)
+	ti, err = b.Topic(ctx, equeue.RetryTopic("g"))
+	require.NoError(t, err)
+	assert.Zero(t, ti.Messages)
+	ti, err = a.Topic(ctx, "orders")
+	require.NoError(t, err)
+	assert.Equal(t, int64(6), ti.Messages, "tenant-b's redrive stays in tenant-b")
 
 	_, err = remote.NewServer(e, &remote.ServerOptions{Tokens: map[string]remote.Rights{"x": remote.RightAll}, TokenNamespaces: map[string]string{"y": "a"}})
 	assert.ErrorIs(t, err, equeue.ErrInvalidOptions, "a scoped token must be a token")

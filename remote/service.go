@@ -388,7 +388,7 @@ func deadLettersAnswer(group string, dls []equeue.DLQEntry, limit int) (*pb.List
 }
 
 func (v *service) Redrive(ctx context.Context, req *pb.RedriveRequest) (*pb.RedriveResponse, error) {
-	n, err := v.e.Redrive(ctx, req.GetGroup(), equeue.RedriveRequest{Offsets: req.GetOffsets(), From: req.GetFrom(), To: req.GetTo(), All: req.GetAll()})
+	n, err := v.e.Redrive(ctx, req.GetGroup(), equeue.RedriveRequest{Offsets: req.GetOffsets(), From: req.GetFrom(), To: req.GetTo(), All: req.GetAll(), ToTopic: req.GetToTopic()})
 	if err != nil {
 		// Some may have been sent: report the error, which names the failure.
 		return nil, err

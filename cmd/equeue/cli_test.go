@@ -280,6 +280,12 @@ func TestBench_JSON(t *testing.T) {
 // engine whose handler gives up on every message.
 func deadLetters(t *testing.T, dir, group string, n int) {
 	t.Helper()
+	deadLettersOf(t, dir, group, equeue.Clustering, n)
+}
+
+// deadLettersOf is deadLetters for a group of the given model.
+func deadLettersOf(t *testing.T, dir, group string, model equeue.MessageModel, n int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	e, err := equeue.Open(dir, nil)
@@ -295,7 +301,7 @@ func deadLetters(t *testing.T, dir, group string, n int) {
 		t.Fatal(err)
 	}
 	c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{
-		Group: group, Subscriptions: []equeue.Subscription{{Topic: "payments"}}, From: equeue.ConsumeFromEarliest,
+		Group: group, Model: model, Subscriptions: []equeue.Subscription{{Topic: "payments"}}, From: equeue.ConsumeFromEarliest,
 		PullWait: 50 * time.Millisecond,
 		Handler: func(context.Context, *equeue.Message) error {
 			return equeue.DeadLetter(errors.New("card declined"))
@@ -350,12 +356,38 @@ func TestDLQ_ListAndRedrive(t *testing.T) {
 		dls[1].LastError != "dead letter: card declined" || dls[1].Message.Topic != "payments" || !strings.HasPrefix(dls[1].Message.Body, "payment ") {
 		t.Fatalf("dlq list --json after redrive: %+v", dls)
 	}
-	// --all sends the other two; the redriven one is not sent twice.
-	if out := ok(t, dir, "dlq", "redrive", "billing", "--all"); !strings.Contains(out, "redrove 2 dead letters") {
-		t.Fatalf("redrive --all: %q", out)
+	// The redriven one went to the group's retry topic, not to payments,
+	// which other groups may consume.
+	if ti := decode[topicJSON](t, ok(t, dir, "topic", "describe", equeue.RetryTopic("billing"), "--json")); ti.Messages != 1 {
+		t.Fatalf("retry topic after redrive: %+v", ti)
+	}
+	// --all --to-topic sends the other two back to payments; the redriven
+	// one is not sent twice.
+	if out := ok(t, dir, "dlq", "redrive", "billing", "--all", "--to-topic"); !strings.Contains(out, "redrove 2 dead letters") {
+		t.Fatalf("redrive --all --to-topic: %q", out)
 	}
 	ti := decode[topicJSON](t, ok(t, dir, "topic", "describe", "payments", "--json"))
-	if ti.Messages != 6 {
+	if ti.Messages != 5 {
+		t.Fatalf("payments after redrive: %+v", ti)
+	}
+}
+
+// A broadcasting group has no retry topic: its dead letters are redriven
+// only with --to-topic, and the refusal says so.
+func TestDLQ_RedriveOfABroadcastingGroupNeedsToTopic(t *testing.T) {
+	t.Parallel()
+	d := t.TempDir()
+	deadLettersOf(t, d, "audit", equeue.Broadcasting, 1)
+	dir := "--dir=" + d
+
+	fails(t, 1, "--to-topic", dir, "dlq", "redrive", "audit", "--all")
+	if dls := decode[[]deadLetterJSON](t, ok(t, dir, "dlq", "list", "audit", "--json")); len(dls) != 1 || dls[0].Redriven {
+		t.Fatalf("dlq list after a refused redrive: %+v", dls)
+	}
+	if out := ok(t, dir, "dlq", "redrive", "audit", "--all", "--to-topic"); !strings.Contains(out, "redrove 1 dead letters") {
+		t.Fatalf("redrive --all --to-topic: %q", out)
+	}
+	if ti := decode[topicJSON](t, ok(t, dir, "topic", "describe", "payments", "--json")); ti.Messages != 2 {
 		t.Fatalf("payments after redrive: %+v", ti)
 	}
 }

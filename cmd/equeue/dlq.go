@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -16,7 +17,8 @@ func (a *app) dlqCommand() *cobra.Command {
 		`A message that failed too many times (or whose handler gave up with
 equeue.DeadLetter) goes to its group's dead-letter topic %DLQ%<group>, with
 its origin and last error. dlq list shows them; dlq redrive sends them back
-to their topic, each at most once.`)
+to the group through its retry topic (with --to-topic, to their topic),
+each at most once.`)
 	cmd.Example = `  equeue --dir ./data dlq list billing
   equeue --dir ./data dlq redrive billing --offset 0 --offset 3
   equeue --dir ./data dlq redrive billing --all`
@@ -113,16 +115,28 @@ func (a *app) dlqRedrive() *cobra.Command {
 	var (
 		offsets []int64
 		all     bool
+		toTopic bool
 	)
 	cmd := &cobra.Command{
-		Use:   "redrive GROUP (--offset N... | --all)",
-		Short: "Send dead letters back to their topic",
+		Use:   "redrive GROUP (--offset N... | --all) [--to-topic]",
+		Short: "Send dead letters back to their group",
 		Long: `redrive sends the dead letters at the given offsets (as "dlq list" shows
-them), or all of them, back to their original topic and queue as fresh
-messages with their ID, body, tag, keys and properties. Each dead letter is
-redriven at most once; those already redriven are skipped.`,
+them), or all of them, back to the group: into its retry topic, due at
+once, where only this group gets them, as it saw them before (topic, queue,
+offset, ID, body, tag, keys and properties), with MaxAttempts new tries.
+Other groups of the same topic, which handled them already, do not get
+them again.
+
+--to-topic sends them back to their original topic and queue instead, as
+fresh messages with their ID, body, tag, keys and properties, for every
+group subscribed to it. A group that consumes no retry topic (a
+broadcasting or orderly one) can only be redriven so.
+
+Each dead letter is redriven at most once; those already redriven are
+skipped.`,
 		Example: `  equeue --dir ./data dlq redrive billing --offset 0 --offset 3
-  equeue --server 127.0.0.1:7654 dlq redrive billing --all`,
+  equeue --server 127.0.0.1:7654 dlq redrive billing --all
+  equeue --dir ./data dlq redrive audit --all --to-topic`,
 		Args: argCount(1, 1, "GROUP"),
 		RunE: runE(func(cmd *cobra.Command, argv []string) error {
 			if all == (len(offsets) > 0) {
@@ -136,10 +150,14 @@ redriven at most once; those already redriven are skipped.`,
 			group := argv[0]
 			return a.withConn(readWrite, func(c *conn) error {
 				ctx := cmd.Context()
-				if _, err := c.Group(ctx, group); err != nil {
+				g, err := c.Group(ctx, group)
+				if err != nil {
 					return err
 				}
-				n, err := c.Redrive(ctx, group, equeue.RedriveRequest{Offsets: offsets, All: all})
+				n, err := c.Redrive(ctx, group, equeue.RedriveRequest{Offsets: offsets, All: all, ToTopic: toTopic})
+				if errors.Is(err, equeue.ErrInvalidArgument) && !toTopic && !consumesRetryTopic(g) {
+					return fmt.Errorf("%w (give --to-topic)", err)
+				}
 				if errors.Is(err, equeue.ErrTopicNotFound) {
 					// The group exists but never dead-lettered anything.
 					if all {
@@ -158,7 +176,14 @@ redriven at most once; those already redriven are skipped.`,
 	}
 	cmd.Flags().Int64SliceVar(&offsets, "offset", nil, "dead-letter `OFFSET` to redrive, as \"dlq list\" shows it (repeatable, or comma-separated)")
 	cmd.Flags().BoolVar(&all, "all", false, "redrive every dead letter not redriven yet")
+	cmd.Flags().BoolVar(&toTopic, "to-topic", false, "send them back to their original topics, for every group subscribed there, instead of the group's retry topic")
 	return cmd
+}
+
+// consumesRetryTopic reports whether g's members consume its retry topic,
+// where a redrive without --to-topic sends its dead letters.
+func consumesRetryTopic(g equeue.GroupInfo) bool {
+	return slices.ContainsFunc(g.Subscriptions, func(s equeue.Subscription) bool { return s.Topic == equeue.RetryTopic(g.Name) })
 }
 
 // shorten cuts s to at most n runes on one line.

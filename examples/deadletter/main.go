@@ -108,9 +108,11 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 
 // unhandled counts the payments the group billing has not handled yet:
 // every stored one for a new group, those past its commits otherwise (a
-// second run, or dead letters redriven since).
+// second run), and those waiting in its retry topic (dead letters
+// redriven since).
 func unhandled(ctx context.Context, eng *equeue.Engine, info equeue.TopicInfo) (int64, error) {
 	lag := map[int]int64{}
+	var n int64
 	g, err := eng.Group(ctx, "billing")
 	switch {
 	case errors.Is(err, equeue.ErrGroupNotFound):
@@ -118,12 +120,14 @@ func unhandled(ctx context.Context, eng *equeue.Engine, info equeue.TopicInfo) (
 		return 0, err
 	default:
 		for _, q := range g.Queues {
-			if q.Topic == info.Name {
+			switch q.Topic {
+			case info.Name:
 				lag[q.Queue] = q.Lag
+			case equeue.RetryTopic("billing"):
+				n += q.Lag
 			}
 		}
 	}
-	var n int64
 	for _, q := range info.Queues {
 		if l, ok := lag[q.ID]; ok {
 			n += l

@@ -83,7 +83,7 @@ func TestRun_ContinuesWhereTheGroupStopped(t *testing.T) {
 	requireReturns(t, func() error { return run(ctx, dir, &out) })
 	assert.Empty(t, out.String())
 
-	// A redriven dead letter is a new payment for the group.
+	// A redriven dead letter comes back to the group, as it was stored.
 	eng, err = equeue.Open(dir, nil)
 	require.NoError(t, err)
 	n, err := eng.Redrive(ctx, "billing", equeue.RedriveRequest{All: true})
@@ -92,7 +92,7 @@ func TestRun_ContinuesWhereTheGroupStopped(t *testing.T) {
 	require.NoError(t, eng.Close())
 	out.Reset()
 	requireReturns(t, func() error { return run(ctx, dir, &out) })
-	assert.Equal(t, "payments/1:1  4111 1111 1111 1112  dead letter: card number fails the Luhn check\n", out.String())
+	assert.Equal(t, "payments/1:0  4111 1111 1111 1112  dead letter: card number fails the Luhn check\n", out.String())
 }
 
 // requireReturns runs f and fails the test unless it returns nil well

@@ -3657,6 +3657,8 @@ func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
 }
 
 // RedriveRequest selects dead letters: offsets, or [from, to), or all.
+// They go to the group's retry topic, or with to_topic to their original
+// topics (equeue.RedriveRequest.ToTopic).
 type RedriveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
@@ -3664,6 +3666,7 @@ type RedriveRequest struct {
 	From          int64                  `protobuf:"varint,3,opt,name=from,proto3" json:"from,omitempty"`
 	To            int64                  `protobuf:"varint,4,opt,name=to,proto3" json:"to,omitempty"`
 	All           bool                   `protobuf:"varint,5,opt,name=all,proto3" json:"all,omitempty"`
+	ToTopic       bool                   `protobuf:"varint,6,opt,name=to_topic,json=toTopic,proto3" json:"to_topic,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3729,6 +3732,13 @@ func (x *RedriveRequest) GetTo() int64 {
 func (x *RedriveRequest) GetAll() bool {
 	if x != nil {
 		return x.All
+	}
+	return false
+}
+
+func (x *RedriveRequest) GetToTopic() bool {
+	if x != nil {
+		return x.ToTopic
 	}
 	return false
 }
@@ -5298,13 +5308,14 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\battempts\x18\x04 \x01(\x05R\battempts\x12\x1a\n" +
 	"\bredriven\x18\x05 \x01(\bR\bredriven\"S\n" +
 	"\x17ListDeadLettersResponse\x128\n" +
-	"\fdead_letters\x18\x01 \x03(\v2\x15.equeue.v1.DeadLetterR\vdeadLetters\"v\n" +
+	"\fdead_letters\x18\x01 \x03(\v2\x15.equeue.v1.DeadLetterR\vdeadLetters\"\x91\x01\n" +
 	"\x0eRedriveRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x18\n" +
 	"\aoffsets\x18\x02 \x03(\x03R\aoffsets\x12\x12\n" +
 	"\x04from\x18\x03 \x01(\x03R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x03R\x02to\x12\x10\n" +
-	"\x03all\x18\x05 \x01(\bR\x03all\"%\n" +
+	"\x03all\x18\x05 \x01(\bR\x03all\x12\x19\n" +
+	"\bto_topic\x18\x06 \x01(\bR\atoTopic\"%\n" +
 	"\x0fRedriveResponse\x12\x12\n" +
 	"\x04sent\x18\x01 \x01(\x05R\x04sent\"\x83\x02\n" +
 	"\x0fSendBackRequest\x12\x14\n" +
