@@ -6,10 +6,14 @@ import (
 )
 
 // Hooks observe sends and handling, for tracing and metrics. Every field is
-// optional. Hooks run on the caller's goroutine and must be fast and safe for
-// concurrent use; a panic in a hook is not recovered (one in a send's
+// optional. Hooks must be fast and safe for concurrent use: they run on the
+// caller's goroutine, except a SendAsync's AfterSend, which runs where the
+// send completes (in process, the engine's writer, which a slow hook holds
+// up for every send). A panic in a hook is not recovered (one in a send's
 // BeforeSend reaches the caller, and SendAsync then leaves nothing for
-// Producer.Close to wait for).
+// Producer.Close to wait for). Sends the producer refuses before routing
+// (a closed producer, a bad topic name, an internal topic, a nil message
+// or context) reach no hook.
 type Hooks struct {
 	// BeforeSend runs before a message is routed; it may set properties.
 	BeforeSend func(ctx context.Context, m *Message)
