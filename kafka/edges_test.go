@@ -457,3 +457,23 @@ func TestGroups_CommitPastTheEndIsOutOfRange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 3}, got)
 }
+
+// TestGroups_ListGroupsStatesFilterIgnoresCase: ListGroups' states filter
+// matches a group's state whatever its case, as Kafka parses states
+// (ConsumerGroupState.parse upper-cases the name).
+func TestGroups_ListGroupsStatesFilterIgnoresCase(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 1})
+	ctx := testCtx(t)
+	require.NoError(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 0}))
+	b := kclient(t, addr).SeedBrokers()[0]
+	for _, state := range []string{"Empty", "empty", "EMPTY"} {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version = 4
+		req.StatesFilter = []string{state}
+		resp, err := b.Request(ctx, req)
+		require.NoError(t, err)
+		groups := resp.(*kmsg.ListGroupsResponse).Groups
+		require.Len(t, groups, 1, "states filter %q", state)
+		assert.Equal(t, "g", groups[0].Group)
+	}
+}

@@ -193,7 +193,7 @@ func (c *coordinator) list(ctx context.Context, req *kmsg.ListGroupsRequest) *km
 		if cg := c.cgroups[n]; cg != nil && (c.groups[n] == nil || len(c.groups[n].members) == 0) {
 			state, ptype, gtype = stateStable, consumerProtocolType, "consumer"
 		}
-		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, state.String()) {
+		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state.String()) }) {
 			continue
 		}
 		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, gtype) }) {
