@@ -3,9 +3,11 @@ package remote
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -476,10 +478,29 @@ func (c *Client) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) e
 	for i, o := range req.Offsets {
 		in.Offsets[i] = &pb.OffsetCommit{Grant: &pb.Grant{Topic: o.Topic, Queue: toInt32(o.Queue), Epoch: o.Epoch}, Offset: o.Offset, Attempts: attemptsToPB(o.Attempts)}
 	}
-	if _, err := c.api.CommitOffsets(ctx, in); err != nil {
+	_, err := c.api.CommitOffsets(ctx, in)
+	if err != nil && errors.Is(fromStatus(err), equeue.ErrInvalidArgument) && dropDoneMarks(in) {
+		// A broker from before done marks drops the field and refuses
+		// them as entries of no attempts: commit without them (a restart
+		// may then handle those messages again, as it did then).
+		_, err = c.api.CommitOffsets(ctx, in)
+	}
+	if err != nil {
 		return c.fail(err)
 	}
 	return nil
+}
+
+// dropDoneMarks removes the done marks (MessageAttempts.Done) from in's
+// attempts and reports whether it found any.
+func dropDoneMarks(in *pb.CommitOffsetsRequest) bool {
+	found := false
+	for _, o := range in.Offsets {
+		n := len(o.Attempts)
+		o.Attempts = slices.DeleteFunc(o.Attempts, (*pb.MessageAttempts).GetDone)
+		found = found || len(o.Attempts) < n
+	}
+	return found
 }
 
 // FetchOffsets returns the committed state of each granted queue.
