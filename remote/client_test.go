@@ -3,7 +3,6 @@ package remote_test
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -217,16 +216,7 @@ func interceptedServer(t *testing.T, e *equeue.Engine, opts *remote.ServerOption
 		return h(ctx, req)
 	}))
 	srv.Register(gs)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- gs.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.Stop()
-		gs.Stop()
-		<-served
-	})
-	return srv, gs, lis.Addr().String(), entered
+	return srv, gs, serveOwn(t, srv, gs), entered
 }
 
 func waitEntered(t *testing.T, entered <-chan string, method string) {

@@ -2,7 +2,6 @@ package remote_test
 
 import (
 	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 
@@ -35,16 +34,7 @@ func olderBrokerServer(t *testing.T, e *equeue.Engine, withDone *atomic.Int64) s
 		return h(ctx, req)
 	}))
 	srv.Register(gs)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- gs.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.Stop()
-		gs.Stop()
-		<-served
-	})
-	return lis.Addr().String()
+	return serveOwn(t, srv, gs)
 }
 
 // TestCommit_DoneMarksToAnOlderBrokerAreDropped: a broker from before done

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/internal/testport"
@@ -175,4 +176,21 @@ func startConsumer(t testing.TB, b equeue.Broker, o equeue.ConsumerOptions) *equ
 	require.NoError(t, c.Start(ctxT(t)))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// serveOwn serves gs, a gRPC server of the test's own on which srv is
+// registered, on a loopback port until the test ends, and returns its
+// address.
+func serveOwn(t *testing.T, srv *remote.Server, gs *grpc.Server) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		gs.Stop()
+		<-served
+	})
+	return lis.Addr().String()
 }

@@ -2,7 +2,6 @@ package remote_test
 
 import (
 	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,16 +33,7 @@ func lostJoinServer(t *testing.T, e *equeue.Engine) string {
 		return resp, err
 	}))
 	srv.Register(gs)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- gs.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.Stop()
-		gs.Stop()
-		<-served
-	})
-	return lis.Addr().String()
+	return serveOwn(t, srv, gs)
 }
 
 // A Start whose join the broker took but whose answer was lost returns

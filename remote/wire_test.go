@@ -87,16 +87,7 @@ func TestWire_ApplicationServerSeesWholeAppend(t *testing.T) {
 		return h(ctx, req)
 	}))
 	remote.RegisterWithoutStreams(srv, gs)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- gs.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.Stop()
-		gs.Stop()
-		<-served
-	})
-	c := dial(t, lis.Addr().String(), nil)
+	c := dial(t, serveOwn(t, srv, gs), nil)
 	sent := wireMessages()
 	res, err := c.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: sent})
 	require.NoError(t, err)
