@@ -41,7 +41,8 @@ type AppendResult struct {
 	Delayed bool
 	// Duplicate is set when the topic's dedup window already held the
 	// messages' IDs: nothing was stored again and the offsets are the
-	// originals'.
+	// originals' as their send answered them (-1 for delayed ones, with
+	// Delayed set, also once they became due).
 	Duplicate bool
 }
 

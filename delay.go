@@ -61,6 +61,12 @@ type scheduler struct {
 	dropped uint64
 }
 
+// openScheduler opens the delay log where its records end, so slots of
+// records already moved and trimmed (all of them, in an empty log) are
+// taken again after a reopen. No pending message holds one: an index key's
+// record stays until the write that deletes the key, and the sweep deletes
+// only records no key refers to, so every new slot is above every pending
+// one (TestDelay_ReopensBetweenSendsWithMixedDueTimes).
 func (e *Engine) openScheduler() error {
 	first, next, ok, err := e.st.Bounds(delayLogID)
 	if err != nil {

@@ -38,7 +38,9 @@ type SendResult struct {
 	// Delayed is set when the message was scheduled for later delivery.
 	Delayed bool
 	// Duplicate is set when the topic's dedup window already held this ID:
-	// the result describes the original, and nothing was stored again.
+	// the result describes the original, and nothing was stored again. The
+	// original's is the answer its send got: for a delayed one, Delayed and
+	// Offset -1, also once it became due.
 	Duplicate bool
 }
 

@@ -36,3 +36,62 @@ func TestClient_CreateTopicWithDedupWindow(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), n, "stored once")
 }
+
+// TestClient_DelayedDuplicateAnswersAsItsSendDid sends a delayed message with
+// an ID to a dedup topic through a client, then sends it again (with Send
+// and SendAsync) before it is due, after it was moved to its queue and
+// after the engine was reopened: each answer is a duplicate naming the
+// original send's answer (its queue, offset -1, Delayed), as in process,
+// and the message is stored once.
+func TestClient_DelayedDuplicateAnswersAsItsSendDid(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	e, err := equeue.Open("", &equeue.Options{Store: reopenBadger(t, dir)})
+	require.NoError(t, err)
+	s := startServer(t, e, "", nil)
+	c := dial(t, s.addr, nil)
+	require.NoError(t, c.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 2, DedupWindow: time.Hour}))
+	p := newProducer(t, c)
+	msg := func() *equeue.Message {
+		return &equeue.Message{Topic: "t", ID: "x", Body: []byte("x"), Delay: 300 * time.Millisecond}
+	}
+	first, err := p.Send(ctx, msg())
+	require.NoError(t, err)
+	require.True(t, first.Delayed)
+	check := func(p *equeue.Producer, when string) {
+		t.Helper()
+		again, err := p.Send(ctx, msg())
+		require.NoError(t, err, when)
+		async, err := p.SendAsync(ctx, msg()).Result(ctx)
+		require.NoError(t, err, when)
+		for _, r := range []equeue.SendResult{again, async} {
+			assert.True(t, r.Duplicate, "%s: a duplicate", when)
+			assert.True(t, r.Delayed, "%s: answered as its send was", when)
+			assert.Equal(t, int64(-1), r.Offset, when)
+			assert.Equal(t, first.Queue, r.Queue, when)
+		}
+	}
+	stored := func(e *equeue.Engine) int64 {
+		t.Helper()
+		info, err := e.Topic(ctx, "t")
+		require.NoError(t, err)
+		var n int64
+		for _, q := range info.Queues {
+			n += q.MaxOffset
+		}
+		return n
+	}
+
+	check(p, "pending")
+	eventually(t, 20*time.Second, func() bool { return stored(e) == 1 }, "moved to its queue")
+	check(p, "moved")
+	require.NoError(t, p.Close())
+	s.stop()
+	require.NoError(t, e.Close())
+
+	e = openEngine(t, &equeue.Options{Store: reopenBadger(t, dir)})
+	s = startServer(t, e, "", nil)
+	p = newProducer(t, dial(t, s.addr, nil))
+	check(p, "reopened")
+	assert.Equal(t, int64(1), stored(e), "stored once")
+}
