@@ -36,6 +36,8 @@ func TestDedup_DelayedDuplicateAnswersAsItsSendDid(t *testing.T) {
 	firstBatch, err := p.SendBatch(ctx, batch(300*time.Millisecond))
 	require.NoError(t, err)
 	require.Equal(t, int64(-1), firstBatch.FirstOffset)
+	require.True(t, firstBatch.Delayed)
+	require.False(t, firstBatch.Duplicate)
 
 	check := func(p *equeue.Producer, when string) {
 		t.Helper()
@@ -51,6 +53,8 @@ func TestDedup_DelayedDuplicateAnswersAsItsSendDid(t *testing.T) {
 			require.NoError(t, err, when)
 			assert.Equal(t, firstBatch.Queue, b.Queue, when)
 			assert.Equal(t, int64(-1), b.FirstOffset, when)
+			assert.True(t, b.Duplicate, "%s: the batch a duplicate", when)
+			assert.True(t, b.Delayed, "%s: the batch answered as its send was", when)
 			assert.True(t, firstBatch.StoredAt.Equal(b.StoredAt), when)
 		}
 	}

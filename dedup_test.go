@@ -58,6 +58,9 @@ func TestDedup_ProducerIDStoredOnceWithinWindow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, b1.FirstOffset, b2.FirstOffset)
 	assert.Equal(t, b1.Queue, b2.Queue)
+	assert.False(t, b1.Duplicate)
+	assert.True(t, b2.Duplicate, "SendBatch's result says the batch was a duplicate")
+	assert.False(t, b2.Delayed)
 
 	// Topics without a window store every send.
 	for range 2 {

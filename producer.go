@@ -66,6 +66,14 @@ type BatchResult struct {
 	StoredAt time.Time
 	// IDs are the messages' IDs, in batch order.
 	IDs []string
+	// Delayed is set when the batch was scheduled for later delivery
+	// (FirstOffset is then -1).
+	Delayed bool
+	// Duplicate is set when the topic's dedup window already held the
+	// batch's IDs: nothing was stored again, and Queue, FirstOffset,
+	// StoredAt and Delayed are the original send's (see Deduplication in
+	// the README).
+	Duplicate bool
 }
 
 // Producer sends messages to a broker: an *Engine in-process or a remote
@@ -306,7 +314,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 	}
 	res := BatchResult{Topic: msgs[0].Topic}
 	if err == nil {
-		res = BatchResult{Topic: msgs[0].Topic, Queue: ar.Queue, FirstOffset: ar.FirstOffset, StoredAt: ar.StoredAt, IDs: ar.IDs}
+		res = BatchResult{Topic: msgs[0].Topic, Queue: ar.Queue, FirstOffset: ar.FirstOffset, StoredAt: ar.StoredAt, IDs: ar.IDs, Delayed: ar.Delayed, Duplicate: ar.Duplicate}
 	}
 	for i, m := range msgs {
 		sr := SendResult{Topic: m.Topic}

@@ -70,6 +70,11 @@ func TestClient_DelayedDuplicateAnswersAsItsSendDid(t *testing.T) {
 			assert.Equal(t, int64(-1), r.Offset, when)
 			assert.Equal(t, first.Queue, r.Queue, when)
 		}
+		b, err := p.SendBatch(ctx, []*equeue.Message{msg()})
+		require.NoError(t, err, when)
+		assert.True(t, b.Duplicate, "%s: the batch a duplicate", when)
+		assert.True(t, b.Delayed, "%s: the batch answered as its send was", when)
+		assert.Equal(t, int64(-1), b.FirstOffset, when)
 	}
 	stored := func(e *equeue.Engine) int64 {
 		t.Helper()
