@@ -316,8 +316,9 @@ func (sentStats) HandleConn(context.Context, stats.ConnStats) {}
 // brokerAnswer reports whether err is the broker's answer to a call (its
 // outcome is known), not the call breaking or its context ending on the
 // way: those carry no engine error and are Canceled, DeadlineExceeded or
-// Unavailable, or Internal or Unknown, as gRPC reports a stream reset
-// (RST_STREAM, by a proxy, say) and an answer it could not read. A broker
+// Unavailable, Internal or Unknown, as gRPC reports an answer it could not
+// read, or a stream reset (RST_STREAM, by a proxy, say) of any code
+// (streamReset). A broker
 // answers Internal without an engine error only for a failure it could
 // not classify (a panic among them), whose outcome it does not know either.
 func brokerAnswer(err error) bool {
@@ -329,6 +330,9 @@ func brokerAnswer(err error) bool {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
 			return true
 		}
+	}
+	if streamReset(st) {
+		return false
 	}
 	switch st.Code() {
 	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.Internal, codes.Unknown:

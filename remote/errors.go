@@ -18,7 +18,8 @@ import (
 // client exactly as in-process.
 var (
 	// ErrUnavailable is returned when the broker cannot be reached (connection
-	// refused or lost, server stopping) or its engine is closed, as it is while
+	// refused or lost, a call's stream reset on the way, by a proxy say, server
+	// stopping) or its engine is closed, as it is while
 	// the broker restarts. It is retryable: producers may send again and a
 	// Consumer keeps retrying until the broker is back. The client never
 	// returns equeue.ErrClosed for this, since a Consumer stops for good on
@@ -195,6 +196,9 @@ func fromStatus(err error) error {
 				}
 			}
 		}
+	}
+	if len(e.errs) == 0 && streamReset(st) && st.Code() != codes.DeadlineExceeded {
+		e.errs = []error{ErrUnavailable}
 	}
 	if len(e.errs) == 0 {
 		switch st.Code() {
