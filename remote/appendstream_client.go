@@ -40,7 +40,10 @@ func (c *Client) FastPathOwner() any { return c }
 // an append whose answer could pass the client's MaxMessageBytes
 // (equeue.ErrMessageTooLarge): the client refuses it before sending. A broker
 // without AppendStream (an older version) gets unary Append calls, one
-// goroutine each, for the rest of the client's life.
+// goroutine each, for the rest of the client's life; one that refuses the
+// stream as busy (it holds its ServerOptions.MaxAppendStreams) gets them
+// for a while, up to ClientOptions.MaxReconnectDelay, after which the
+// client opens a stream again.
 func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	if err := c.enter(ctx); err != nil {
 		cb(equeue.AppendResult{}, err)
@@ -195,6 +198,12 @@ type appendPipe struct {
 	earlyBreaks int
 	reopenAt    time.Time
 	maxReopen   time.Duration // the longest wait (ClientOptions.MaxReconnectDelay)
+	// Stream opens refused as busy in a row (the broker holds its
+	// MaxAppendStreams), and the time until which sends go as unary calls
+	// instead of opening another; the backoff is reopenAt's. A stream that
+	// opens resets both.
+	busyOpens  int
+	unaryUntil time.Time
 
 	// The sender's, reused from one batch to the next.
 	items []streamItem
@@ -372,6 +381,9 @@ func (p *appendPipe) sendSome() bool {
 		return false
 	}
 	if ps == nil {
+		if p.unaryWhileBusy() {
+			return false
+		}
 		if d := p.reopenDelay(); d > 0 {
 			// Then look at the queue again: sends whose context ended
 			// meanwhile have left it.
@@ -538,6 +550,7 @@ func (p *appendPipe) open() (*pipeStream, error) {
 		return nil, equeue.ErrClosed
 	}
 	p.cur = ps
+	p.busyOpens, p.unaryUntil = 0, time.Time{}
 	p.wg.Add(1)
 	p.mu.Unlock()
 	go p.reader(ps)
@@ -545,25 +558,52 @@ func (p *appendPipe) open() (*pipeStream, error) {
 }
 
 // openFailed fails what is queued (nothing of it left the client), or
-// moves it to unary calls when the broker has no AppendStream.
+// moves it to unary calls: for good when the broker has no AppendStream,
+// for a while when it refused the stream as busy (it holds its
+// MaxAppendStreams), so that sends go on without one.
 func (p *appendPipe) openFailed(err error) {
 	unimplemented := status.Code(err) == codes.Unimplemented
 	if unimplemented {
 		p.unary.Store(true)
 		p.c.log.Info("broker has no AppendStream: appending with unary calls")
 	}
+	ferr := p.c.fail(err)
+	busy := errors.Is(ferr, ErrBusy)
 	p.mu.Lock()
+	if busy {
+		p.busyOpens++
+		p.unaryUntil = time.Now().Add(jitter(reopenBackoff(p.busyOpens, p.maxReopen)))
+	}
 	q := p.queue
 	p.queue = nil
 	p.mu.Unlock()
-	ferr := p.c.fail(err)
+	if busy {
+		p.c.log.Debug("broker refused an append stream as busy: appending with unary calls for a while", "err", ferr)
+	}
 	for _, s := range q {
-		if unimplemented {
+		if unimplemented || busy {
 			p.finishUnary(s)
 			continue
 		}
 		p.finish(s, equeue.AppendResult{}, ferr)
 	}
+}
+
+// unaryWhileBusy sends what is queued as unary calls while a stream the
+// broker refused as busy is not to be opened again yet; false after that.
+func (p *appendPipe) unaryWhileBusy() bool {
+	p.mu.Lock()
+	if !time.Now().Before(p.unaryUntil) {
+		p.mu.Unlock()
+		return false
+	}
+	q := p.queue
+	p.queue = nil
+	p.mu.Unlock()
+	for _, s := range q {
+		p.finishUnary(s)
+	}
+	return true
 }
 
 // finishUnary frees s's slot and runs it as a unary Append.

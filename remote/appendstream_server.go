@@ -78,6 +78,12 @@ func (v *service) AppendStream(st pb.Broker_AppendStreamServer) error {
 		v.s.refusals.refused(st.Context(), pb.Broker_AppendStream_FullMethodName, err)
 		return err
 	}
+	if n := v.s.streams.Add(1); n > v.s.maxStreams {
+		v.s.streams.Add(-1)
+		v.s.log.Debug("append stream refused: busy", "limit", v.s.maxStreams)
+		return toStatus(fmt.Errorf("%w: %d append streams open", ErrBusy, v.s.maxStreams))
+	}
+	defer v.s.streams.Add(-1)
 	window := min(streamWindow, v.s.maxInFlight)
 	if err := st.SendHeader(metadata.Pairs(mdMaxMessageBytes, strconv.Itoa(v.s.maxMessageBytes),
 		mdStreamWindow, strconv.FormatInt(window, 10))); err != nil {

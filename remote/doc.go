@@ -52,7 +52,9 @@
 // its own Close. Authentication failures give ErrUnauthenticated and
 // ErrPermissionDenied; a server over its MaxInFlight (or, for long-polls,
 // MaxLongPolls) gives ErrBusy before running the call, which the Client
-// retries with backoff until the call's context ends.
+// retries with backoff until the call's context ends; over its
+// MaxAppendStreams it refuses an AppendStream call as busy, and the Client
+// appends with unary calls meanwhile.
 //
 // # Security
 //

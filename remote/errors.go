@@ -31,9 +31,9 @@ var (
 	// ErrPermissionDenied is returned when the call's token lacks the right
 	// the call needs (gRPC code PermissionDenied).
 	ErrPermissionDenied = errors.New("remote: permission denied")
-	// ErrBusy is returned when the server already runs its MaxInFlight calls
-	// or MaxLongPolls long-polls (gRPC code ResourceExhausted), before the
-	// call ran: nothing was stored. It is retryable, and the Client retries
+	// ErrBusy is returned when the server already runs its MaxInFlight calls,
+	// MaxLongPolls long-polls or MaxAppendStreams AppendStream calls (gRPC
+	// code ResourceExhausted), before the call ran: nothing was stored. It is retryable, and the Client retries
 	// it itself until the call's context ends. It matches equeue.ErrBusy.
 	ErrBusy = fmt.Errorf("remote: server busy: %w", equeue.ErrBusy)
 )

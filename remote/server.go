@@ -35,6 +35,9 @@ const (
 	DefaultMaxInFlight = 1024
 	// DefaultMaxLongPolls is how many long-polls a server holds at once.
 	DefaultMaxLongPolls = 1 << 16
+	// DefaultMaxAppendStreams is how many AppendStream calls a server
+	// holds at once.
+	DefaultMaxAppendStreams = 4096
 	// DefaultGracefulStopTimeout is how long GracefulStop waits for the
 	// calls in progress before it ends them as Stop does.
 	DefaultGracefulStopTimeout = 30 * time.Second
@@ -71,6 +74,14 @@ type ServerOptions struct {
 	// are held at once, apart from MaxInFlight; beyond it they fail with
 	// ResourceExhausted like other calls. Zero means DefaultMaxLongPolls.
 	MaxLongPolls int
+	// MaxAppendStreams is how many AppendStream calls (each Client that
+	// sent holds one, for its life) are open at once, from every
+	// connection together; each costs the server two goroutines and its
+	// buffers however idle it is. One beyond it is refused at once with
+	// ResourceExhausted (ErrBusy on the client, whose appends then go as
+	// unary Append calls, within MaxInFlight, until a stream opens again).
+	// Zero means DefaultMaxAppendStreams.
+	MaxAppendStreams int
 	// GracefulStopTimeout bounds GracefulStop: calls still running that
 	// long after it began (an AppendStream whose client stopped reading its
 	// answers, its connection alive, holds GracefulStop until then) are
@@ -97,6 +108,8 @@ type Server struct {
 	// Long-polls are bounded apart, so idle consumers never crowd out producers.
 	maxLongPolls    int64
 	longPolls       atomic.Int64
+	maxStreams      int64 // AppendStream calls
+	streams         atomic.Int64
 	maxMessageBytes int
 	stopTimeout     time.Duration // of GracefulStop; negative: none
 	log             *slog.Logger
@@ -123,8 +136,11 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 {
-		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight or MaxLongPolls", equeue.ErrInvalidOptions)
+	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 || o.MaxAppendStreams < 0 {
+		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls or MaxAppendStreams", equeue.ErrInvalidOptions)
+	}
+	if o.MaxAppendStreams == 0 {
+		o.MaxAppendStreams = DefaultMaxAppendStreams
 	}
 	if o.MaxLongPolls == 0 {
 		o.MaxLongPolls = DefaultMaxLongPolls
@@ -146,6 +162,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), maxLongPolls: int64(o.MaxLongPolls),
+		maxStreams:      int64(o.MaxAppendStreams),
 		maxMessageBytes: o.MaxMessageBytes, stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
 	s.svc = newService(e, s)
 	if s.spaces, err = s.namespaceServices(o.TokenNamespaces); err != nil {
