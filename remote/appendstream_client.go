@@ -443,8 +443,8 @@ func (p *appendPipe) sendSome() bool {
 		return false // the window is full: answers poke the sender
 	}
 	for _, s := range tooBig {
-		p.finish(s, equeue.AppendResult{}, fromStatus(status.Errorf(codes.ResourceExhausted,
-			"remote: append of %d bytes is over the limit of %d", s.wireSize(), ps.maxBytes)))
+		p.finish(s, equeue.AppendResult{}, fmt.Errorf("remote: append of %d bytes is over the limit of %d: %w",
+			s.wireSize(), ps.maxBytes, equeue.ErrMessageTooLarge))
 	}
 	if len(batch) > 0 {
 		var req any

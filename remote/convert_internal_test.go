@@ -55,10 +55,25 @@ func TestErrorTable_PlainErrors(t *testing.T) {
 		codes.Unavailable:       ErrUnavailable,
 		codes.Unauthenticated:   ErrUnauthenticated,
 		codes.PermissionDenied:  ErrPermissionDenied,
-		codes.ResourceExhausted: equeue.ErrMessageTooLarge,
+		codes.ResourceExhausted: ErrBusy,
 	} {
 		assert.ErrorIs(t, fromStatus(status.Error(code, "x")), want, "code %s", code)
 	}
+	// gRPC's own size limits, whichever way the message went, and only they,
+	// are a message too large: another ResourceExhausted (a proxy's rate
+	// limit) is retryable.
+	for _, msg := range []string{
+		"grpc: received message larger than max (5000000 vs. 4194304)",
+		"grpc: trying to send message larger than max (5000000 vs. 4194304)",
+		"grpc: received message after decompression larger than max (5000000 vs. 4194304)",
+	} {
+		err := fromStatus(status.Error(codes.ResourceExhausted, msg))
+		assert.ErrorIs(t, err, equeue.ErrMessageTooLarge, msg)
+		assert.NotErrorIs(t, err, equeue.ErrBusy, msg)
+	}
+	rate := fromStatus(status.Error(codes.ResourceExhausted, "rate limited"))
+	assert.ErrorIs(t, rate, equeue.ErrBusy)
+	assert.NotErrorIs(t, rate, equeue.ErrMessageTooLarge)
 }
 
 func TestSyncPolicy_RoundTrips(t *testing.T) {

@@ -209,8 +209,15 @@ func fromStatus(err error) error {
 		case codes.PermissionDenied:
 			e.errs = []error{ErrPermissionDenied}
 		case codes.ResourceExhausted:
-			// gRPC's own limit on message size (MaxMessageBytes).
-			e.errs = []error{equeue.ErrMessageTooLarge}
+			// gRPC's own limit on message size (MaxMessageBytes) says
+			// "larger than max"; anything else exhausted on the way (a
+			// proxy's rate limit, say) is a busy server, which a caller
+			// retries, not a message it should give up on.
+			if strings.Contains(st.Message(), "larger than max") {
+				e.errs = []error{equeue.ErrMessageTooLarge}
+			} else {
+				e.errs = []error{ErrBusy}
+			}
 		case codes.Canceled:
 			e.errs = []error{context.Canceled}
 		case codes.DeadlineExceeded:
