@@ -83,7 +83,7 @@ func FuzzConn_AnyRequest(f *testing.F) {
 // seedBatch is a record batch of the sample messages, as a produce carries.
 func seedBatch() []byte {
 	var w batchWriter
-	w.begin(nil, 0)
+	w.begin(nil, sampleMessages()[0].Offset)
 	for _, m := range sampleMessages() {
 		w.add(m, DefaultTagHeader, false)
 	}

@@ -33,8 +33,11 @@
 //
 // # Produce
 //
-// A produce request stores each partition's record batch with one engine
-// append. Batches may be compressed with gzip, snappy, lz4 or zstd. An
+// A produce request carries one record batch per partition, as Kafka has
+// it, checked as Kafka's broker checks it (CORRUPT_MESSAGE for a damaged
+// batch, INVALID_RECORD for one that contradicts itself) and stored with
+// one engine append, or refused whole. Batches may be compressed with
+// gzip, snappy, lz4 or zstd. An
 // idempotent producer's sequence numbers are checked per partition: a
 // retried batch is acknowledged with its first offset and not stored twice.
 // That state is kept in memory only, so it does not cover a restart of the

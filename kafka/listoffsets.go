@@ -51,8 +51,8 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 }
 
 // offsetFor resolves a ListOffsets timestamp in one queue: the end, the
-// low watermark, the last message, or the first message stored at or after
-// a time (by the time the engine stored it, which grows with the offset).
+// low watermark, the message with the largest timestamp, or the first
+// message stored at or after a time (by the time the engine stored it, which grows with the offset).
 // When no message was stored at or after the time (an empty queue, a time
 // after the last message) the answer is offset -1 and timestamp -1, as
 // Kafka's: clients take that for "none" and use the end offset themselves,
@@ -65,14 +65,7 @@ func (c *conn) offsetFor(topic string, q equeue.QueueInfo, ts int64) (int64, int
 	case earliestTimestamp:
 		return q.MinOffset, -1, errNone
 	case maxTimestamp:
-		if q.MaxOffset == q.MinOffset {
-			return -1, -1, errNone
-		}
-		m, err := c.messageAt(topic, q.ID, q.MaxOffset-1)
-		if err != nil || m == nil {
-			return -1, -1, errorCode(err)
-		}
-		return m.Offset, c.timestampOf(m), errNone
+		return c.maxTimestampOffset(topic, q)
 	}
 	if ts < 0 {
 		return -1, -1, errInvalidRequest
@@ -107,6 +100,46 @@ func (c *conn) offsetFor(topic string, q equeue.QueueInfo, ts int64) (int64, int
 		return -1, -1, errNone
 	}
 	return found.Offset, c.timestampOf(found), errNone
+}
+
+// maxTimestampOffset answers MAX_TIMESTAMP (KIP-734) in one queue: the
+// offset and timestamp of the message with the largest timestamp, the
+// first of them when several share it, as Kafka does; offset and
+// timestamp -1 in an empty queue. With LogAppendTime the timestamps are
+// the times the engine stored the messages, which grow with the offset:
+// that is the first message stored in the last one's millisecond, found
+// by the search offsetFor makes by time. Otherwise they are the
+// producers' (BornAt), in no order, and the engine keeps no index of them
+// (Kafka keeps the largest of each log segment): the queue's messages are
+// read through, MaxPullBatch a pull.
+func (c *conn) maxTimestampOffset(topic string, q equeue.QueueInfo) (int64, int64, int16) {
+	if q.MaxOffset == q.MinOffset {
+		return -1, -1, errNone
+	}
+	if c.s.o.LogAppendTime {
+		last, err := c.messageAt(topic, q.ID, q.MaxOffset-1)
+		if err != nil || last == nil {
+			return -1, -1, errorCode(err)
+		}
+		return c.offsetFor(topic, q, last.StoredAt.UnixMilli())
+	}
+	best, bestTS := int64(-1), int64(-1)
+	for off := q.MinOffset; off < q.MaxOffset; {
+		res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: off, Max: equeue.MaxPullBatch})
+		if err != nil {
+			return -1, -1, errorCode(err)
+		}
+		for _, m := range res.Messages {
+			if ts := c.timestampOf(m); best < 0 || ts > bestTS {
+				best, bestTS = m.Offset, ts
+			}
+		}
+		if res.NextOffset <= off {
+			break
+		}
+		off = res.NextOffset
+	}
+	return best, bestTS, errNone
 }
 
 // messageAt returns the first message at or after off (nil at the end).

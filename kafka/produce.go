@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -10,9 +11,9 @@ import (
 	"github.com/equeue-go/equeue"
 )
 
-// produce stores each partition's record batches with one engine append per
-// batch. Partitions are stored concurrently, so their writes share the
-// engine's group commit. A panic while storing a partition is returned
+// produce stores each partition's record batch (one a partition, as
+// Kafka has it) with one engine append. Partitions are stored
+// concurrently, so their writes share the engine's group commit. A panic while storing a partition is returned
 // as the error that closes the connection, as one in the request's own
 // goroutine is (handleRecovered).
 func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) {
@@ -97,30 +98,35 @@ func (c *conn) producePartition(topic string, part int32, records []byte, rp *km
 		rp.ErrorCode = errTopicAuthorizationFailed
 		return
 	}
-	batches, err := decodeBatches(records, c.s.o.TagHeader)
+	b, err := decodeBatch(records, c.s.o.TagHeader)
 	if err != nil {
-		rp.ErrorCode = errCorruptMessage
-		if errors.Is(err, errUnsupportedFormat) {
+		switch {
+		case errors.Is(err, errUnsupportedFormat):
 			rp.ErrorCode = errUnsupportedForMessageFmt
+		case errors.Is(err, errInvalidBatch):
+			rp.ErrorCode = errInvalidRecord
+		default:
+			rp.ErrorCode = errCorruptMessage
 		}
 		msg := err.Error()
 		rp.ErrorMessage = &msg
 		return
 	}
-	for i := range batches {
-		at, code := c.storeBatch(topic, part, &batches[i])
-		if code != errNone {
-			rp.ErrorCode = code
-			return
+	at, code, err := c.storeBatch(topic, part, &b)
+	if code != errNone {
+		rp.ErrorCode = code
+		var partial *partialBatchError
+		if errors.As(err, &partial) {
+			msg := partial.Error()
+			rp.ErrorMessage = &msg
 		}
-		if i == 0 {
-			rp.BaseOffset = at.base
-			if c.s.o.LogAppendTime && at.time > 0 {
-				// As from a broker whose topics use LogAppendTime:
-				// the producer learns the time consumers see.
-				rp.LogAppendTime = at.time
-			}
-		}
+		return
+	}
+	rp.BaseOffset = at.base
+	if c.s.o.LogAppendTime && at.time > 0 {
+		// As from a broker whose topics use LogAppendTime: the producer
+		// learns the time consumers see.
+		rp.LogAppendTime = at.time
 	}
 }
 
@@ -141,33 +147,29 @@ func storedAtOf(res equeue.AppendResult) storedAt {
 
 // storeBatch appends one batch, checking an idempotent producer's sequence
 // numbers first. It returns where and when the batch was stored (a retried
-// batch: where and when it was stored first).
-func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt, int16) {
+// batch: where and when it was stored first), or the Kafka error code of
+// its refusal and, when the engine refused it, the engine's error.
+func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt, int16, error) {
 	if b.producerID >= 0 {
 		st := c.s.pids.lock(c.s.term(), b.producerID, topic, part)
 		defer st.mu.Unlock()
 		first, dup, code := st.check(b)
 		if code != errNone || dup {
-			return first, code
+			return first, code, nil
 		}
 		setIDs(b, part)
-		at, code := c.appendBatch(topic, part, b)
-		if code == errNone {
+		at, err := c.appendBatch(topic, part, b)
+		if err == nil {
 			st.stored(b, at)
 		} else {
 			c.s.pids.forgetUnknown(b.producerID, topic, part, st)
 		}
-		return at, code
+		return at, errorCode(err), err
 	}
-	return c.appendBatch(topic, part, b)
+	at, err := c.appendBatch(topic, part, b)
+	return at, errorCode(err), err
 }
 
-// appendBatch stores a batch with one engine append. A batch larger than
-// one store write holds (Kafka clients batch up to 1 MiB by default) is
-// stored in consecutive chunks instead, under the partition's exclusive
-// lock so no other Kafka producer's records land between them (native
-// producers are not held back: their messages may, and then the offsets
-// the client computes for the later chunks are not theirs).
 // setIDs names an idempotent producer's records by producer, epoch,
 // partition and sequence number. On a topic with a dedup window the engine
 // then recognizes a batch sent again after an unknown outcome (a failed
@@ -180,7 +182,15 @@ func setIDs(b *producedBatch, part int32) {
 	}
 }
 
-func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (storedAt, int16) {
+// appendBatch stores a batch with one engine append. A batch larger than
+// one store write holds (Kafka clients batch up to 1 MiB by default) is
+// stored in consecutive chunks instead, under the partition's exclusive
+// lock so no other Kafka producer's records land between them (native
+// producers are not held back: their messages may, and then the offsets
+// the client computes for the later chunks are not theirs). A chunk that
+// fails after others were stored fails the batch with a
+// *partialBatchError.
+func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (storedAt, error) {
 	lk := c.s.acquirePart(topic, part)
 	defer c.s.releasePart(lk)
 	lk.RLock()
@@ -193,24 +203,28 @@ func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (storedAt
 	}
 	if err != nil {
 		c.s.log.Debug("kafka: produce", "topic", topic, "partition", part, "err", err)
-		return storedAt{}, errorCode(err)
+		return storedAt{}, err
 	}
-	return at, errNone
+	return at, nil
 }
 
 // appendChunks stores msgs in as few consecutive appends as fit, halving
 // the chunk size until they do; it returns where and when the first chunk
 // was stored. A failure after the first chunk leaves the chunks before it
-// stored.
+// stored, and is returned as a *partialBatchError that says so.
 func (c *conn) appendChunks(topic string, part int32, msgs []*equeue.Message) (storedAt, error) {
 	size := (len(msgs) + 1) / 2
 	at := storedAt{base: -1}
+	total := len(msgs)
 	for len(msgs) > 0 {
 		n := min(size, len(msgs))
 		chunk, err := c.appendMsgs(topic, part, msgs[:n])
 		if errors.Is(err, equeue.ErrBatchTooLarge) && n > 1 {
 			size = (n + 1) / 2
 			continue
+		}
+		if err != nil && at.base >= 0 {
+			return storedAt{}, &partialBatchError{stored: total - len(msgs), of: total, first: at.base, err: err}
 		}
 		if err != nil {
 			return storedAt{}, err
@@ -227,3 +241,23 @@ func (c *conn) appendMsgs(topic string, part int32, msgs []*equeue.Message) (sto
 	res, err := c.s.b.Append(c.ctx, &equeue.AppendRequest{Topic: topic, Queue: int(part), Messages: msgs})
 	return storedAtOf(res), err
 }
+
+// partialBatchError is returned for a batch stored in chunks (see
+// appendBatch) when a chunk failed after others were stored: the batch's
+// first records are stored, from offset first, and the rest are not.
+// Kafka has no answer for that, since it stores a batch whole: the
+// partition is answered with the failure's error code (a client may retry
+// the batch, and then stores its first records again, unless the topic's
+// dedup window recognizes them) and with this error's text as the error
+// message, which tells which records are stored.
+type partialBatchError struct {
+	stored, of int   // records stored, of the batch's
+	first      int64 // offset of the first record
+	err        error // the chunk's failure
+}
+
+func (e *partialBatchError) Error() string {
+	return fmt.Sprintf("kafka: only the first %d of the batch's %d records were stored, from offset %d; the others were not", e.stored, e.of, e.first)
+}
+
+func (e *partialBatchError) Unwrap() error { return e.err }

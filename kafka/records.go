@@ -13,8 +13,19 @@ import (
 	"github.com/equeue-go/equeue"
 )
 
-// errBadBatch is returned for record data that is not a valid v2 record batch.
+// errBadBatch is returned for record data that is not a whole v2 record
+// batch: shorter than its header or its length says, or with a CRC that
+// does not match (Kafka's CorruptRecordException: CORRUPT_MESSAGE, which
+// clients retry).
 var errBadBatch = errors.New("kafka: bad record batch")
+
+// errInvalidBatch is returned for a whole record batch (its CRC matches)
+// whose content Kafka's broker refuses (its InvalidRecordException:
+// INVALID_RECORD, which clients do not retry): no batch or more than one for a
+// partition, a record count or offset range that does not match the
+// records, records whose lengths do not add up, a control or
+// transactional batch, an idempotent batch without a sequence number.
+var errInvalidBatch = errors.New("kafka: invalid record batch")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -40,69 +51,76 @@ func (b *producedBatch) lastSeq() int32 {
 	return b.firstSeq + inc
 }
 
-// decodeBatches decodes the record batches of one produce partition.
-// Only magic 2 (record batches, Produce v3+) is accepted.
-func decodeBatches(raw []byte, tagHeader string) ([]producedBatch, error) {
-	var out []producedBatch
-	for len(raw) > 0 {
-		if len(raw) < 17 {
-			return nil, fmt.Errorf("%w: %d trailing bytes", errBadBatch, len(raw))
-		}
-		// The magic byte is at the same place in the old message sets,
-		// whose messages may be shorter than a batch header: it is read
-		// first, so they are refused as a format, not as corrupt (which
-		// clients retry).
-		if magic := raw[16]; magic != 2 {
-			return nil, fmt.Errorf("%w: message format v%d (only v2 record batches)", errUnsupportedFormat, magic)
-		}
-		length := int32(binary.BigEndian.Uint32(raw[8:]))
-		if length < batchHeaderSize-12 || int(length) > len(raw)-12 {
-			return nil, fmt.Errorf("%w: length %d", errBadBatch, length)
-		}
-		one := raw[:12+length]
-		raw = raw[12+length:]
-		if crc32.Checksum(one[21:], castagnoli) != binary.BigEndian.Uint32(one[17:]) {
-			return nil, fmt.Errorf("%w: CRC mismatch", errBadBatch)
-		}
-		var rb kmsg.RecordBatch
-		if err := rb.ReadFrom(one); err != nil {
-			return nil, fmt.Errorf("%w: %v", errBadBatch, err)
-		}
-		if rb.Attributes&0x10 != 0 || rb.Attributes&0x20 != 0 {
-			return nil, fmt.Errorf("%w: transactional or control batch", errBadBatch)
-		}
-		recs, err := decompress(int(rb.Attributes&7), rb.Records)
-		if err != nil {
-			return nil, err
-		}
-		b := producedBatch{producerID: rb.ProducerID, producerEpoch: rb.ProducerEpoch, firstSeq: rb.FirstSequence}
-		if rb.NumRecords < 0 || int(rb.NumRecords) > len(recs) {
-			return nil, fmt.Errorf("%w: %d records in %d bytes", errBadBatch, rb.NumRecords, len(recs))
-		}
-		// The count is the sender's word: the slice grows with the records
-		// actually read, so a batch claiming millions sets little aside.
-		b.msgs = make([]*equeue.Message, 0, min(rb.NumRecords, 1024))
-		for range rb.NumRecords {
-			n, k := binary.Varint(recs)
-			if k <= 0 || n < 0 || int64(len(recs)-k) < n {
-				return nil, fmt.Errorf("%w: record length", errBadBatch)
-			}
-			var r kmsg.Record
-			if err := r.ReadFrom(recs[:k+int(n)]); err != nil {
-				return nil, fmt.Errorf("%w: record: %v", errBadBatch, err)
-			}
-			recs = recs[k+int(n):]
-			b.msgs = append(b.msgs, toMessage(&r, rb.FirstTimestamp, tagHeader))
-		}
-		if len(b.msgs) == 0 {
-			return nil, fmt.Errorf("%w: empty batch", errBadBatch)
-		}
-		out = append(out, b)
+// decodeBatch decodes the records of one produce partition: one record
+// batch, as Kafka has it for Produce v3+ (ProduceRequest.validateRecords),
+// so a partition's records are stored or refused together. Only magic 2
+// is accepted. The batch is checked as Kafka's broker checks it
+// (DefaultRecordBatch, DefaultRecord, LogValidator.validateBatch) before
+// anything is stored.
+func decodeBatch(raw []byte, tagHeader string) (producedBatch, error) {
+	if len(raw) == 0 {
+		return producedBatch{}, fmt.Errorf("%w: no record batch", errInvalidBatch)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no records", errBadBatch)
+	if len(raw) < 17 {
+		return producedBatch{}, fmt.Errorf("%w: %d bytes", errBadBatch, len(raw))
 	}
-	return out, nil
+	// The magic byte is at the same place in the old message sets, whose
+	// messages may be shorter than a batch header: it is read first, so
+	// they are refused as a format, not as corrupt (which clients retry).
+	if magic := raw[16]; magic != 2 {
+		return producedBatch{}, fmt.Errorf("%w: message format v%d (only v2 record batches)", errUnsupportedFormat, magic)
+	}
+	length := int32(binary.BigEndian.Uint32(raw[8:]))
+	if length < batchHeaderSize-12 || int(length) > len(raw)-12 {
+		return producedBatch{}, fmt.Errorf("%w: length %d", errBadBatch, length)
+	}
+	if rest := len(raw) - 12 - int(length); rest > 0 {
+		return producedBatch{}, fmt.Errorf("%w: %d bytes after the record batch (one batch per partition)", errInvalidBatch, rest)
+	}
+	if crc32.Checksum(raw[21:], castagnoli) != binary.BigEndian.Uint32(raw[17:]) {
+		return producedBatch{}, fmt.Errorf("%w: CRC mismatch", errBadBatch)
+	}
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(raw); err != nil {
+		return producedBatch{}, fmt.Errorf("%w: %v", errBadBatch, err)
+	}
+	switch {
+	case rb.Attributes&0x10 != 0 || rb.Attributes&0x20 != 0:
+		return producedBatch{}, fmt.Errorf("%w: transactional or control batch", errInvalidBatch)
+	case rb.NumRecords <= 0:
+		return producedBatch{}, fmt.Errorf("%w: record count %d", errInvalidBatch, rb.NumRecords)
+	case int64(rb.LastOffsetDelta)+1 != int64(rb.NumRecords):
+		return producedBatch{}, fmt.Errorf("%w: last offset delta %d for %d records", errInvalidBatch, rb.LastOffsetDelta, rb.NumRecords)
+	case rb.ProducerID >= 0 && rb.FirstSequence < 0:
+		return producedBatch{}, fmt.Errorf("%w: producer %d without a sequence number", errInvalidBatch, rb.ProducerID)
+	}
+	recs, err := decompress(int(rb.Attributes&7), rb.Records)
+	if err != nil {
+		return producedBatch{}, err
+	}
+	b := producedBatch{producerID: rb.ProducerID, producerEpoch: rb.ProducerEpoch, firstSeq: rb.FirstSequence}
+	if int(rb.NumRecords) > len(recs) {
+		return producedBatch{}, fmt.Errorf("%w: %d records in %d bytes", errInvalidBatch, rb.NumRecords, len(recs))
+	}
+	// The count is the sender's word: the slice grows with the records
+	// actually read, so a batch claiming millions sets little aside.
+	b.msgs = make([]*equeue.Message, 0, min(rb.NumRecords, 1024))
+	for i := range rb.NumRecords {
+		n, k := binary.Varint(recs)
+		if k <= 0 || n < 0 || int64(len(recs)-k) < n {
+			return producedBatch{}, fmt.Errorf("%w: record %d: length", errInvalidBatch, i)
+		}
+		var r kmsg.Record
+		if err := readRecord(recs[k:k+int(n)], &r); err != nil {
+			return producedBatch{}, fmt.Errorf("%w: record %d: %v", errInvalidBatch, i, err)
+		}
+		recs = recs[k+int(n):]
+		b.msgs = append(b.msgs, toMessage(&r, rb.FirstTimestamp, tagHeader))
+	}
+	if len(recs) > 0 {
+		return producedBatch{}, fmt.Errorf("%w: %d bytes after record %d of %d", errInvalidBatch, len(recs), rb.NumRecords, rb.NumRecords)
+	}
+	return b, nil
 }
 
 // errUnsupportedFormat is returned for the message sets of Produce v0-v2.

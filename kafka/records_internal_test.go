@@ -17,12 +17,15 @@ import (
 	"github.com/equeue-go/equeue"
 )
 
+// sampleMessages are three messages at consecutive offsets, so the batch
+// the fetch writer makes of them is one a producer could send too (a
+// produced batch's offset range must match its record count).
 func sampleMessages() []*equeue.Message {
 	at := time.UnixMilli(1_700_000_000_123)
 	return []*equeue.Message{
 		{Offset: 10, Keys: []string{"k"}, Body: []byte("v"), Tag: "T", Properties: map[string]string{"a": "1"}, BornAt: at, StoredAt: at},
 		{Offset: 11, Body: []byte{}, BornAt: at.Add(time.Second), StoredAt: at.Add(time.Second)},
-		{Offset: 13, Keys: []string{""}, Body: bytes.Repeat([]byte{0xff}, 300), BornAt: at, StoredAt: at},
+		{Offset: 12, Keys: []string{""}, Body: bytes.Repeat([]byte{0xff}, 300), BornAt: at, StoredAt: at},
 	}
 }
 
@@ -35,10 +38,9 @@ func TestBatchWriter_DecodesBack(t *testing.T) {
 		w.add(m, DefaultTagHeader, false)
 	}
 	raw := w.finish(false)
-	bs, err := decodeBatches(raw, DefaultTagHeader)
+	b, err := decodeBatch(raw, DefaultTagHeader)
 	require.NoError(t, err)
-	require.Len(t, bs, 1)
-	got := bs[0].msgs
+	got := b.msgs
 	require.Len(t, got, 3)
 	for i, m := range sampleMessages() {
 		assert.Equal(t, m.Keys, got[i].Keys, i)
@@ -48,7 +50,7 @@ func TestBatchWriter_DecodesBack(t *testing.T) {
 		assert.True(t, m.BornAt.Equal(got[i].BornAt), i)
 	}
 	raw[len(raw)-1] ^= 1
-	_, err = decodeBatches(raw, DefaultTagHeader)
+	_, err = decodeBatch(raw, DefaultTagHeader)
 	assert.ErrorIs(t, err, errBadBatch, "a flipped byte fails the CRC")
 }
 
@@ -64,13 +66,14 @@ func TestDecodeBatches_RecordCountIsBounded(t *testing.T) {
 		w.begin(nil, 0)
 		w.add(&equeue.Message{Body: make([]byte, body)}, DefaultTagHeader, false)
 		raw := w.finish(false)
-		binary.BigEndian.PutUint32(raw[57:], claim) // records claimed
+		binary.BigEndian.PutUint32(raw[57:], claim)   // records claimed
+		binary.BigEndian.PutUint32(raw[23:], claim-1) // and their offset range
 		binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := decodeBatches(raw, DefaultTagHeader)
+		_, err := decodeBatch(raw, DefaultTagHeader)
 		runtime.ReadMemStats(&after)
-		require.ErrorIs(t, err, errBadBatch, "%d records claimed", claim)
+		require.ErrorIs(t, err, errInvalidBatch, "%d records claimed", claim)
 		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "bytes allocated decoding a batch claiming %d records", claim)
 	}
 }
@@ -94,17 +97,17 @@ func TestDecompress_Bounds(t *testing.T) {
 	assert.Equal(t, "ok", string(out))
 }
 
-// FuzzDecodeBatches: no input makes the produce decoder panic.
-func FuzzDecodeBatches(f *testing.F) {
+// FuzzDecodeBatch: no input makes the produce decoder panic.
+func FuzzDecodeBatch(f *testing.F) {
 	var w batchWriter
-	w.begin(nil, 0)
+	w.begin(nil, sampleMessages()[0].Offset)
 	for _, m := range sampleMessages() {
 		w.add(m, DefaultTagHeader, false)
 	}
 	f.Add(w.finish(false))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		_, _ = decodeBatches(raw, DefaultTagHeader)
+		_, _ = decodeBatch(raw, DefaultTagHeader)
 	})
 }
 
@@ -190,7 +193,7 @@ func TestDecodeBatches_LegacyMessageSetIsUnsupported(t *testing.T) {
 	c := newConn(s, discardConn{})
 	defer c.cancel()
 	for _, value := range []string{"", "hi", string(bytes.Repeat([]byte{'v'}, 100))} {
-		_, err := decodeBatches(legacyMessageSet(value), DefaultTagHeader)
+		_, err := decodeBatch(legacyMessageSet(value), DefaultTagHeader)
 		assert.ErrorIs(t, err, errUnsupportedFormat, "a value of %d bytes", len(value))
 		var rp kmsg.ProduceResponseTopicPartition
 		c.producePartition("t", 0, legacyMessageSet(value), &rp)
