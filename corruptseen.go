@@ -61,3 +61,13 @@ func (s *offsetRuns) below(min int64) int {
 	}
 	return n
 }
+
+// noteCorrupt counts (Stats().CorruptRecords) and logs the damaged record
+// at off of q that a read found (err says what is wrong with it), unless a
+// read found it before. min is q's low watermark.
+func (e *Engine) noteCorrupt(q *queue, off, min int64, err error) {
+	if q.corrupt.add(off, min) {
+		e.stats.corrupt.Add(1)
+		e.log.Error("corrupt record skipped", "topic", q.topic.name, "queue", q.id, "offset", off, "err", err)
+	}
+}

@@ -70,7 +70,7 @@ type scheduler struct {
 func (e *Engine) openScheduler() error {
 	first, next, ok, err := e.st.Bounds(delayLogID)
 	if err != nil {
-		return fmt.Errorf("equeue: delay log bounds: %w", err)
+		return fmt.Errorf("equeue: delay log bounds: %w", unsupportedSegment(err))
 	}
 	if !ok {
 		first, next = 0, 0
@@ -266,11 +266,15 @@ func (s *scheduler) move(due []dueEntry) error {
 // moveCommand is the move of rec, a delay-log record, into q, deleting
 // its index key (del). A record that fails its check is moved as it was
 // read: sealed again, its damage would get a valid checksum and be
-// delivered; as read, pulls of q skip it and report it corrupt.
+// delivered; as read, pulls of q skip it and report it corrupt. So is one
+// of a newer format version, which is not damage: pulls stop before it.
 func (s *scheduler) moveCommand(q *queue, rec []byte, del []store.MetaOp) *command {
 	c := &command{kind: cmdMove, q: q, recs: [][]byte{rec}, meta: del,
 		sync: s.e.opts.Sync.kind == syncAlways, internal: true}
-	if _, _, err := scanRecord(rec); err != nil {
+	switch _, _, err := scanRecord(rec); {
+	case errors.Is(err, ErrUnsupportedFormat):
+		c.asRead = true
+	case err != nil:
 		s.e.log.Warn("damaged delayed message moved as read; pulls report it corrupt", "topic", q.topic.name, "queue", q.id, "err", err)
 		c.asRead = true
 	}

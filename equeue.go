@@ -339,9 +339,9 @@ func (e *Engine) runFlusher() {
 type Stats struct {
 	// CorruptRecords counts records skipped because they failed their
 	// checksum: each once, by the first read that finds it (any read: a
-	// group's pull, a browse, ListDeadLetters), however many reads pass it
-	// afterwards. Each is logged when it is counted; every read reports
-	// the ones it skipped in PullResult.Corrupt.
+	// group's pull, a browse, ListDeadLetters, a retention pass by age),
+	// however many reads pass it afterwards. Each is logged when it is
+	// counted; every read reports the ones it skipped in PullResult.Corrupt.
 	CorruptRecords uint64
 	// ExpiredMessages counts messages skipped because their time-to-live
 	// ran out: by a group's pull (PullRequest.Group set), once for each

@@ -100,3 +100,9 @@ func StoreOffsetUnchecked(e *Engine, group string, q QueueRef, off int64) error 
 	_, err := e.storeMeta(store.MetaOp{Key: offsetMetaKey(group, offsetKey{q: q}), Value: offsetValue(off, nil)})
 	return err
 }
+
+// ApplyRetentionAt is ApplyRetention as if it ran at now: p.MaxAge counts
+// back from now, so tests tell old from young messages without waiting.
+func ApplyRetentionAt(ctx context.Context, e *Engine, p RetentionPolicy, now time.Time) (RetentionResult, error) {
+	return e.applyRetention(ctx, p, now)
+}

@@ -564,11 +564,17 @@ func (e *Engine) startOffset(ref QueueRef, from ConsumeFrom, at time.Time) (int6
 }
 
 // offsetForTime returns the first offset of q stored at or after t (the
-// queue's end when none is), by binary search over stored timestamps. A
-// record of a format version this build cannot read (a newer engine's)
-// counts as stored at or after t: the offset returned is past such a record
-// only when the search found a readable record after it stored before t,
-// and so (records are stored in offset order) older than t itself.
+// queue's end when none is), by binary search over stored timestamps.
+//
+// A record whose time cannot be read, damaged or of a format version this
+// build cannot read (a newer engine's), takes the time of the first
+// readable record after it: the offset returned is past such a record only
+// when a readable record after it was stored before t, and so (records are
+// stored in offset order) was the record itself; with none, it is kept. So
+// the search stays monotone whatever lies among the records: it never
+// returns an offset past a readable record stored at or after t, and once
+// the records after the damage are older than t it goes past it. The
+// damaged records it reads are counted as a pull counts them.
 func (e *Engine) offsetForTime(q *queue, t time.Time) (int64, error) {
 	min, next, _ := q.bounds()
 	var readErr error
@@ -576,29 +582,53 @@ func (e *Engine) offsetForTime(q *queue, t time.Time) (int64, error) {
 		if readErr != nil {
 			return true
 		}
-		recs, err := e.st.Read(q.key, uint64(min)+uint64(i), uint64(next), 1, 0)
+		at, ok, err := e.readableStoredAt(q, min+int64(i), next)
 		if err != nil {
 			readErr = err
 			return true
 		}
-		if len(recs) == 0 {
-			return true
-		}
-		m, err := decodeRecord(recs[0].Value)
-		switch {
-		case errors.Is(err, ErrUnsupportedFormat):
-			// Of a newer format version: its time is unknown, so it is
-			// taken as not older; retention keeps it.
-			return true
-		case err != nil:
-			return false // skip a corrupt record: treat it as older
-		}
-		return !m.StoredAt.Before(t)
+		return !ok || !at.Before(t)
 	})
 	if readErr != nil {
 		return 0, readErr
 	}
 	return min + int64(i), nil
+}
+
+// timeScanBatch is how many records readableStoredAt reads at a time.
+const timeScanBatch = 16
+
+// readableStoredAt returns when the first record of q in [from, to) that
+// this build can read was stored, skipping damaged records (counted, see
+// noteCorrupt) and records of a newer format version; ok is false when
+// there is none, or when the store refuses a segment of a newer format
+// version (store.ErrUnsupportedFormat) before one: where that ends, and so
+// what follows it, is unknown.
+func (e *Engine) readableStoredAt(q *queue, from, to int64) (at time.Time, ok bool, err error) {
+	for from < to {
+		recs, err := e.st.Read(q.key, uint64(from), uint64(to), timeScanBatch, 0)
+		if errors.Is(err, store.ErrUnsupportedFormat) {
+			return time.Time{}, false, nil
+		}
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("equeue: read %s/%d at %d: %w", q.topic.name, q.id, from, err)
+		}
+		if len(recs) == 0 {
+			return time.Time{}, false, nil
+		}
+		for _, r := range recs {
+			m, err := decodeRecord(r.Value)
+			switch {
+			case err == nil:
+				return m.StoredAt, true, nil
+			case !errors.Is(err, ErrUnsupportedFormat): // not damage: a newer engine wrote it
+				min, _, _ := q.bounds()
+				e.noteCorrupt(q, int64(r.Offset), min, err)
+			}
+		}
+		from = int64(recs[len(recs)-1].Offset) + 1
+	}
+	return time.Time{}, false, nil
 }
 
 // ResetTarget says where ResetOffsets moves a group.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // PullStatus says what a pull found.
@@ -267,6 +269,12 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 	var unread error // a record of a format version this build cannot read
 	for scans := 0; off < end && scans < maxScanBatches && found == 0 && unread == nil; scans++ {
 		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, budget)
+		if errors.Is(err, store.ErrUnsupportedFormat) {
+			// A segment a newer engine wrote starts here: as for a
+			// record of a later version, the pull stops before it.
+			unread = unsupportedSegment(err)
+			break
+		}
 		if err != nil {
 			return PullResult{}, fmt.Errorf("equeue: read %s/%d at %d: %w", q.topic.name, q.id, off, err)
 		}
@@ -311,10 +319,7 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			if err != nil {
 				off = int64(r.Offset) + 1
 				res.Corrupt = append(res.Corrupt, int64(r.Offset))
-				if q.corrupt.add(int64(r.Offset), res.MinOffset) {
-					e.stats.corrupt.Add(1)
-					e.log.Error("corrupt record skipped", "topic", q.topic.name, "queue", q.id, "offset", r.Offset, "err", err)
-				}
+				e.noteCorrupt(q, int64(r.Offset), res.MinOffset, err)
 				continue
 			}
 			if expired {

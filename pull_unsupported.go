@@ -1,8 +1,11 @@
 package equeue
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // A record of a format version this build cannot read was written by a
@@ -29,5 +32,16 @@ func (e *Engine) refuseUnsupported(q *queue, off int64, err error) error {
 	e.unsupportedRefused.Add(-refused)
 	e.log.Error("pull refused: a record of a newer format version; consumers stop before it until an engine that reads it serves the queue",
 		"topic", q.topic.name, "queue", q.id, "offset", off, "refused", refused, "err", err)
+	return err
+}
+
+// unsupportedSegment returns err, a store's error, matching
+// ErrUnsupportedFormat (and ErrCorrupt) too when the store refused a
+// segment of a format version it cannot read (store.ErrUnsupportedFormat),
+// so that callers see it as they see a record of a later version.
+func unsupportedSegment(err error) error {
+	if errors.Is(err, store.ErrUnsupportedFormat) && !errors.Is(err, ErrUnsupportedFormat) {
+		return fmt.Errorf("%w: %w: %w", ErrCorrupt, ErrUnsupportedFormat, err)
+	}
 	return err
 }

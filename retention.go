@@ -82,6 +82,12 @@ func (e *Engine) runRetention() {
 // failed or interrupted delete left below the watermark are deleted by the
 // next pass, and on open.
 func (e *Engine) ApplyRetention(ctx context.Context, p RetentionPolicy) (RetentionResult, error) {
+	return e.applyRetention(ctx, p, time.Now())
+}
+
+// applyRetention is ApplyRetention with now as the time that MaxAge counts
+// back from.
+func (e *Engine) applyRetention(ctx context.Context, p RetentionPolicy, now time.Time) (RetentionResult, error) {
 	if err := e.enter(ctx); err != nil {
 		return RetentionResult{}, err
 	}
@@ -102,7 +108,6 @@ func (e *Engine) ApplyRetention(ctx context.Context, p RetentionPolicy) (Retenti
 		topics = append(topics, t)
 	}
 	e.mu.RUnlock()
-	now := time.Now()
 	var err error
 	for _, t := range topics {
 		if err = e.retainTopic(ctx, t, p, now, oversize, &res); err != nil {

@@ -12,8 +12,14 @@ type Store interface {
 	Sync() error
 	// Read returns records of q with offsets in [from, to), ascending, at
 	// most max records and about maxBytes of values (at least one record).
+	// Records the store holds in a format version it cannot read (such as
+	// store.Badger's segments of a later version) are not damage: Read
+	// returns the records before them and fails with an error matching
+	// store.ErrUnsupportedFormat when there are none.
 	Read(q store.QueueID, from, to uint64, max, maxBytes int) ([]store.Record, error)
-	// Bounds returns q's first offset and last offset + 1; ok is false when empty.
+	// Bounds returns q's first offset and last offset + 1; ok is false when
+	// empty. It fails with an error matching store.ErrUnsupportedFormat when
+	// q ends in records of a format version the store cannot read.
 	Bounds(q store.QueueID) (first, next uint64, ok bool, err error)
 	// DeleteRange deletes q's records with offsets in [from, to).
 	DeleteRange(q store.QueueID, from, to uint64) error

@@ -237,7 +237,7 @@ func (e *Engine) loadTopics() error {
 			key := store.QueueID{Topic: m.ID, Queue: uint32(i)}
 			first, next, ok, err := e.st.Bounds(key)
 			if err != nil {
-				return fmt.Errorf("equeue: bounds of %s/%d: %w", m.Name, i, err)
+				return fmt.Errorf("equeue: bounds of %s/%d: %w", m.Name, i, unsupportedSegment(err))
 			}
 			wm, err := e.loadWatermark(key)
 			if err != nil {

@@ -114,7 +114,7 @@ func (e *Engine) eachRecordSize(q *queue, from, to int64, fn func(size int64) bo
 	for from < to {
 		recs, err := e.st.Read(q.key, uint64(from), uint64(to), 1024, 4<<20)
 		if err != nil {
-			return fmt.Errorf("equeue: count the bytes of %s/%d: %w", q.topic.name, q.id, err)
+			return fmt.Errorf("equeue: count the bytes of %s/%d: %w", q.topic.name, q.id, unsupportedSegment(err))
 		}
 		if len(recs) == 0 {
 			return fmt.Errorf("%w: %s/%d has no records in [%d, %d)", ErrCorrupt, q.topic.name, q.id, from, to)

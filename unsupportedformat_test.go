@@ -131,3 +131,35 @@ func TestRetention_KeepsARecordOfANewerFormat(t *testing.T) {
 	require.Len(t, pulled.Messages, 1)
 	assert.Equal(t, "before", string(pulled.Messages[0].Body))
 }
+
+// TestDelay_RecordOfANewerFormatIsMovedAsItIs: a delayed message whose
+// record is of a newer format version is moved into its queue when due as
+// it is (not dropped, not counted corrupt), where pulls stop before it as
+// before any such record.
+func TestDelay_RecordOfANewerFormatIsMovedAsItIs(t *testing.T) {
+	ctx := ctxT(t)
+	fs := faultstore.New(store.NewMemory())
+	fs.OnWrite(faultstore.NewerFormat)
+	e, err := equeue.Open("", &equeue.Options{Store: fs})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	at := time.Now().Add(30 * time.Millisecond)
+	res, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
+		{Body: faultstore.NewerFormatBody, DeliverAt: at}, {Body: []byte("after"), DeliverAt: at},
+	}})
+	require.NoError(t, err)
+	require.True(t, res.Delayed)
+	eventually(t, waitLong, func() bool {
+		info, err := e.Topic(ctx, "t")
+		require.NoError(t, err)
+		return info.Queues[0].MaxOffset == 2
+	}, "both moved")
+	_, err = e.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
+	require.ErrorIs(t, err, equeue.ErrUnsupportedFormat, "the newer record is at offset 0")
+	pulled, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 1, Max: 10})
+	require.NoError(t, err)
+	require.Len(t, pulled.Messages, 1)
+	assert.Equal(t, "after", string(pulled.Messages[0].Body))
+	assert.Zero(t, e.Stats().CorruptRecords)
+}

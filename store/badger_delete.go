@@ -138,7 +138,7 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 		n++
 	}
 	it.Close()
-	if head != nil {
+	if head != nil && !newerSegmentVersion(head.v) { // a later version's: kept whole
 		head.end, head.sound = segmentEnd(head.start, head.v, first)
 		if head.end > from {
 			edges = append(edges, *head)
@@ -163,7 +163,15 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 		if err != nil {
 			return from, err
 		}
-		if end, sound := segmentEnd(last, v, after); end > to {
+		switch end, sound := segmentEnd(last, v, after); {
+		case newerSegmentVersion(v) && after != to:
+			// Of a later format version, its end unknown: it may
+			// reach past to, and its records cannot be split. It is
+			// kept whole.
+			inside = inside[:len(inside)-1]
+		case newerSegmentVersion(v):
+			// The next segment starts at to: it ends before.
+		case end > to:
 			edges = append(edges, edge{last, end, v, sound})
 			inside = inside[:len(inside)-1]
 		}

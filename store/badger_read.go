@@ -77,11 +77,16 @@ func lastSegment(txn *badger.Txn, prefix []byte, q QueueID, off uint64, withValu
 
 // queueEnd returns one past the last offset of q (0 when q is empty). A
 // last segment whose count cannot be read is taken to hold one record
-// (damagedEnd).
+// (damagedEnd); one of a later format version fails with an error matching
+// ErrUnsupportedFormat: taking it for one record would have the next
+// append written into its offsets.
 func queueEnd(txn *badger.Txn, q QueueID) (uint64, error) {
 	start, v, ok, err := segmentAtOrBefore(txn, queuePrefix(q), q, ^uint64(0))
 	if err != nil || !ok {
 		return 0, err
+	}
+	if _, err := segmentCount(v); errors.Is(err, ErrUnsupportedFormat) {
+		return 0, fmt.Errorf("last segment at %d: %w", start, err)
 	}
 	return damagedEnd(start, v, noNextSegment), nil // its count, when it can be read
 }
@@ -92,7 +97,9 @@ func queueEnd(txn *badger.Txn, q QueueID) (uint64, error) {
 // segment's value is copied once and its records are slices of that copy.
 // A segment that cannot be decoded yields a record with no value for each
 // offset it may hold (damagedEnd), which the engine reports as corrupt and
-// skips.
+// skips. A segment of a later format version is not damage: Read returns
+// the records before it and stops there, and fails with an error matching
+// ErrUnsupportedFormat when there are none.
 func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, error) {
 	if err := s.acquire(); err != nil {
 		return nil, err
@@ -153,6 +160,12 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 			})
 			if derr == nil {
 				continue
+			}
+			if errors.Is(derr, ErrUnsupportedFormat) {
+				if len(out) == 0 {
+					return fmt.Errorf("segment at %d: %w", start, derr)
+				}
+				break
 			}
 			// Damaged: its offsets are damagedEnd's, the same that
 			// Bounds counts for a last segment.

@@ -47,8 +47,9 @@ func segmentCopy(item *badger.Item) ([]byte, error) {
 // Badger's value log are checked against the checksum Badger keeps with
 // each (the store opens Badger with value checksums verified on read). It
 // returns nil when all of them are sound, an error matching ErrDamaged that
-// names the first damaged key, or another error when the store cannot be
-// read at all.
+// names the first damaged key, one matching ErrUnsupportedFormat (not
+// damage) that names the first segment of a later format version, or
+// another error when the store cannot be read at all.
 //
 // A Sync makes everything written before it durable. Between two, a crash
 // of the machine (not only of the process) may keep Badger's record of a
@@ -82,6 +83,9 @@ func (s *Badger) VerifyRecords() error {
 				continue
 			}
 			switch {
+			case len(key) > 0 && key[0] == recordSpace && errors.Is(err, ErrUnsupportedFormat):
+				q, off := parseRecordKey(key)
+				return fmt.Errorf("segment of queue %d/%d at offset %d: %w", q.Topic, q.Queue, off, err)
 			case len(key) > 0 && key[0] == recordSpace:
 				q, off := parseRecordKey(key)
 				return fmt.Errorf("%w: segment of queue %d/%d at offset %d: %w", ErrDamaged, q.Topic, q.Queue, off, err)

@@ -363,7 +363,8 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 // ascending, for the caller to write back. A damaged segment gives its
 // offsets (damagedEnd) as records with no value, as Read reports them:
 // its records are lost already, and refusing the write would refuse every
-// later one into those offsets too.
+// later one into those offsets too. A segment of a later format version
+// is not lost: the write fails with an error matching ErrUnsupportedFormat.
 func (s *Badger) takeOverlap(txn *badger.Txn, q QueueID, lo, hi uint64, tally *txnTally) ([]Entry, error) {
 	var out []Entry
 	err := scanSegments(txn, q, lo, hi, func(start uint64, v []byte) error {
@@ -378,6 +379,9 @@ func (s *Badger) takeOverlap(txn *badger.Txn, q QueueID, lo, hi uint64, tally *t
 		})
 		if derr == nil {
 			return nil
+		}
+		if errors.Is(derr, ErrUnsupportedFormat) {
+			return fmt.Errorf("write into the segment at %d: %w", start, derr)
 		}
 		next, err := nextSegment(txn, q, start)
 		if err != nil {

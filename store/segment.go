@@ -27,9 +27,15 @@ import (
 //
 // The checksum covers everything before it. The framing does not look into
 // the records: their own format (the engine's codec) carries its own
-// version. A segment of another version is refused by segmentCount and
-// decodeSegment with an error naming the version, and Read reports its
-// offsets as records with no value, which the engine counts as corrupt.
+// version. A segment of a later version (one a newer store wrote before an
+// older one opened the directory) is refused by segmentCount and
+// decodeSegment with an error matching ErrUnsupportedFormat and naming the
+// version. Every version keeps the version byte first and the checksum
+// last, so that an older build tells such a segment from damage
+// (newerSegmentVersion). It is not damage: Read stops before it, Bounds
+// does not guess where a queue it ends goes on, and no write or deletion
+// rewrites it (a deletion that covers it deletes it whole). Any other
+// segment that does not decode is damaged (version 0 included).
 const (
 	segmentVersion byte = 1
 	// segmentOverhead bounds what framing adds to one record alone in a
@@ -139,6 +145,9 @@ func uvarintLen(x uint64) int {
 // segmentCount reads the record count of a segment without checking the
 // rest of it.
 func segmentCount(v []byte) (int, error) {
+	if newerSegmentVersion(v) {
+		return 0, fmt.Errorf("%w: version %d (this build reads %d)", ErrUnsupportedFormat, v[0], segmentVersion)
+	}
 	if len(v) < 2+4 {
 		return 0, fmt.Errorf("%w: %d bytes, shorter than a header", errSegment, len(v))
 	}
@@ -150,6 +159,16 @@ func segmentCount(v []byte) (int, error) {
 		return 0, fmt.Errorf("%w: bad count", errSegment)
 	}
 	return int(n), nil
+}
+
+// newerSegmentVersion reports whether v is a segment of a later format
+// version than this build reads: a version byte above segmentVersion, and
+// a value that ends, as every version's does, in the CRC-32C of the rest.
+// A version byte that damage changed fails that checksum, and the segment
+// is damaged, not newer.
+func newerSegmentVersion(v []byte) bool {
+	return len(v) > 4 && v[0] > segmentVersion &&
+		binary.BigEndian.Uint32(v[len(v)-4:]) == crc32.Checksum(v[:len(v)-4], segmentTable)
 }
 
 // decodeSegment checks a segment and calls fn with each record in order;

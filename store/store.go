@@ -196,3 +196,10 @@ var (
 	// process or another one) holds the directory.
 	ErrLocked = errors.New("store: directory is in use by another open store")
 )
+
+// ErrUnsupportedFormat is returned (wrapped, naming the version) when a
+// segment carries a format version this build cannot read, such as one a
+// newer store wrote before an older one opened the directory. Such a
+// segment is not damage: Read stops before it, and no write or deletion
+// rewrites it.
+var ErrUnsupportedFormat = errors.New("store: unsupported segment format version")
