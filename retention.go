@@ -80,7 +80,9 @@ func (e *Engine) runRetention() {
 // The watermark is stored before the records are deleted, so a queue's next
 // offset survives a crash even when every record is deleted. Records a
 // failed or interrupted delete left below the watermark are deleted by the
-// next pass, and on open.
+// next pass, and on open. A queue whose pass fails does not stop the
+// others: the pass goes on to every queue and returns the errors joined,
+// with the result of what it did.
 func (e *Engine) ApplyRetention(ctx context.Context, p RetentionPolicy) (RetentionResult, error) {
 	return e.applyRetention(ctx, p, time.Now())
 }
@@ -108,12 +110,18 @@ func (e *Engine) applyRetention(ctx context.Context, p RetentionPolicy, now time
 		topics = append(topics, t)
 	}
 	e.mu.RUnlock()
-	var err error
+	// A queue whose pass fails (a delete the store keeps refusing, records
+	// of a newer format in a counted range) does not hold back the others:
+	// every topic is tried, and the errors are returned together.
+	var errs []error
 	for _, t := range topics {
-		if err = e.retainTopic(ctx, t, p, now, oversize, &res); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			errs = append(errs, cerr)
 			break
 		}
+		errs = append(errs, e.retainTopic(ctx, t, p, now, oversize, &res))
 	}
+	err := errors.Join(errs...)
 	// Deleted records, and those of topics deleted since the last pass,
 	// give their space back.
 	pending := e.reclaimPending.Swap(false) // taken either way: one Reclaim covers both
@@ -138,39 +146,48 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 	if l := t.limits.Load(); l != nil && l.RetentionAge != 0 {
 		p.MaxAge = l.RetentionAge
 	}
+	var errs []error
 	for _, q := range t.queueList() {
 		if err := ctx.Err(); err != nil {
-			return err
+			return errors.Join(append(errs, err)...)
 		}
-		n, err := e.sweep(q)
-		res.Deleted += n
+		if err := e.retainQueue(t, q, p, now, oversize, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// retainQueue applies p to q, a queue of t. t.retain.mu must be held.
+func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Time, oversize bool, res *RetentionResult) error {
+	n, err := e.sweep(q)
+	res.Deleted += n
+	if err != nil {
+		return err
+	}
+	min, next, _ := q.bounds()
+	cutoff := min
+	if p.MaxAge > 0 {
+		off, err := e.offsetForTime(q, now.Add(-p.MaxAge))
 		if err != nil {
 			return err
 		}
-		min, next, _ := q.bounds()
-		cutoff := min
-		if p.MaxAge > 0 {
-			off, err := e.offsetForTime(q, now.Add(-p.MaxAge))
-			if err != nil {
-				return err
-			}
-			cutoff = off
-		}
-		if oversize && next > min {
-			cutoff = max(cutoff, min+max((next-min)/10, 1))
-		}
-		if t.keepUnconsumed(p.KeepUnconsumed) {
-			cutoff = e.groups.consumedBelow(QueueRef{Topic: t.name, Queue: q.id}, cutoff)
-		}
-		if cutoff <= min {
-			continue
-		}
-		if err := e.deleteBelow(q, min, cutoff); err != nil {
-			return err
-		}
-		res.Deleted += cutoff - min
-		res.Queues++
+		cutoff = off
 	}
+	if oversize && next > min {
+		cutoff = max(cutoff, min+max((next-min)/10, 1))
+	}
+	if t.keepUnconsumed(p.KeepUnconsumed) {
+		cutoff = e.groups.consumedBelow(QueueRef{Topic: t.name, Queue: q.id}, cutoff)
+	}
+	if cutoff <= min {
+		return nil
+	}
+	if err := e.deleteBelow(q, min, cutoff); err != nil {
+		return err
+	}
+	res.Deleted += cutoff - min
+	res.Queues++
 	return nil
 }
 
