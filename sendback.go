@@ -275,7 +275,7 @@ func (e *Engine) readOne(ref QueueRef, off int64) (*Message, error) {
 	}
 	m, err := decodeRecord(recs[0].Value)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s offset %d: %v", ErrCorrupt, ref, off, err)
+		return nil, fmt.Errorf("%w: %s offset %d: %w", ErrCorrupt, ref, off, err)
 	}
 	m.Topic, m.Queue, m.Offset = ref.Topic, ref.Queue, off
 	return m, nil
