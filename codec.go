@@ -453,7 +453,7 @@ func decodeRecordV2(m *Message, b []byte, ids *idFormatter) error {
 	}
 	if flags2&flag2Keys != 0 {
 		n := d.uvarint(uint64(len(d.b)))
-		m.Keys = make([]string, 0, n)
+		m.Keys = make([]string, 0, min(n, keysAhead))
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			m.Keys = append(m.Keys, d.str())
 		}
@@ -537,6 +537,13 @@ func (f *idFormatter) flush() {
 	clear(f.pending)
 	f.pending = f.pending[:0]
 }
+
+// keysAhead is the most keys a decoder makes room for before it decoded
+// them: a record's count of keys is bounded only by the bytes left (an
+// empty key takes one), and each takes a 16-byte string, so room made for
+// a damaged or hostile count would cost many times the record. More keys
+// grow the room as they are decoded.
+const keysAhead = 16
 
 type decoder struct {
 	b   []byte

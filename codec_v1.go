@@ -73,7 +73,7 @@ func decodeRecordV1(m *Message, b []byte) error {
 	m.ID = d.str()
 	m.Tag = d.str()
 	if n := d.uvarint(uint64(len(d.b))); n > 0 {
-		m.Keys = make([]string, 0, n)
+		m.Keys = make([]string, 0, min(n, keysAhead))
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			m.Keys = append(m.Keys, d.str())
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/equeue-go/equeue/internal/slab"
 )
 
 // A stored batch carries the messages of one pull as the engine stored
@@ -127,22 +129,25 @@ func DecodeStoredBatch(b []byte) ([]*Message, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("stored batch: %w", d.err)
 	}
-	slab := make([]Message, n)
-	msgs := make([]*Message, n)
-	ids := idFormatter{pending: make([]pendingID, 0, n)}
+	// Room is made as the records are decoded, not for the count: a batch
+	// that claims more messages than it holds costs what it holds.
+	ahead := min(n, storedAhead)
+	msgs := make([]*Message, 0, ahead)
+	ms := slab.New[Message](int(n))
+	ids := idFormatter{pending: make([]pendingID, 0, ahead)}
 	off := int64(-1)
-	for i := range slab {
+	for i := range n {
 		off = d.nextOffset(off)
 		rec := d.bytes()
 		if d.err != nil {
 			return nil, fmt.Errorf("stored batch, message %d: %w", i, d.err)
 		}
-		m := &slab[i]
+		m := ms.Take()
 		if err := decodeRecordTo(m, rec, &ids); err != nil {
 			return nil, fmt.Errorf("stored batch, offset %d: %w", off, err)
 		}
 		m.Topic, m.Queue, m.Offset = topic, int(queue), off
-		msgs[i] = m
+		msgs = append(msgs, m)
 	}
 	if len(d.b) > 0 {
 		return nil, fmt.Errorf("%w: %d bytes after a stored batch", ErrCorrupt, len(d.b))
@@ -150,6 +155,10 @@ func DecodeStoredBatch(b []byte) ([]*Message, error) {
 	ids.flush()
 	return msgs, nil
 }
+
+// storedAhead is the most messages DecodeStoredBatch makes room for before
+// it decoded them: a default pull's (32).
+const storedAhead = 32
 
 // nextOffset reads the gap from prev (-1 before the first message) to the
 // next message's offset and returns that offset. No offset follows the

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/slab"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
 
@@ -19,7 +20,8 @@ import (
 // into the engine's messages instead: one copy of the answer (the one the
 // codec makes from gRPC's buffers), which the messages' bodies share (as
 // the engine's own messages share the record they were read from), and
-// one allocation for all the messages. IDs are
+// a few allocations for all the messages (internal/slab: they grow with
+// the messages decoded, not with how many the answer frames). IDs are
 // copied, so an application that keeps them does not keep the answer.
 // It does so only for answers of the usual shape; any other answer (a field
 // it does not know, a field of an unexpected type, a string that is not
@@ -187,10 +189,12 @@ func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 	if !owned {
 		own = append([]byte(nil), in...)
 	}
-	msgs := make([]equeue.Message, n)
-	res.Messages = make([]*equeue.Message, n)
+	// Each message framed may take as little as its tag and length, so
+	// room is made as they are decoded, not for n: an answer whose first
+	// message is of another shape costs no room for those after it.
+	msgs := slab.New[equeue.Message](n)
+	res.Messages = make([]*equeue.Message, 0, min(n, answerAhead))
 	var last strings3
-	i := 0
 	for b := own; len(b) > 0; {
 		num, typ, k := protowire.ConsumeTag(b)
 		b = b[k:]
@@ -201,14 +205,18 @@ func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 		}
 		v, k := protowire.ConsumeBytes(b)
 		b = b[k:]
-		if !decodeMessageFast(&msgs[i], v, &last) {
+		m := msgs.Take()
+		if !decodeMessageFast(m, v, &last) {
 			return equeue.PullResult{}, false
 		}
-		res.Messages[i] = &msgs[i]
-		i++
+		res.Messages = append(res.Messages, m)
 	}
 	return res, true
 }
+
+// answerAhead is the most messages decodePullFast makes room for before it
+// decoded them: a default pull's (32).
+const answerAhead = 32
 
 // strings3 remembers the last topic and tag decoded, which the messages of
 // one answer share: they are made once.
