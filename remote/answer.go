@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -12,8 +13,21 @@ import (
 )
 
 // answerSlack is what a pull answer may need beyond its messages' stored
-// bytes (IDs, offsets, times and framing of up to a full batch).
+// bytes (IDs, offsets, times and framing of up to a full batch). A first
+// message past the room it leaves is pulled alone (pastSlack).
 const answerSlack = 64 << 10
+
+// pastSlack reports whether err refuses a pull's first message as too
+// large for the room the pull left for records (the answer's limit less
+// answerSlack, room for the framing of a full batch), though not for
+// alone, the most the message may take in an answer of its own. Such a
+// message is pulled again alone, within alone: the answer's sizing
+// (planStored, sizedPullAnswer) then refuses it only if its answer cannot
+// fit the limit, whatever its ID, keys and tag.
+func pastSlack(err error, alone int) bool {
+	var tl *equeue.MessageTooLargeError
+	return errors.As(err, &tl) && tl.Limit < alone && tl.Size <= alone
+}
 
 // answerLimit is the most bytes a pull answer may take: the client's
 // receive limit when it sent one, else the server's own message limit.

@@ -16,3 +16,7 @@ func RegisterWithoutStreams(s *Server, reg grpc.ServiceRegistrar) {
 // GeneratedIDBytes exposes the length of an engine-made ID the client
 // counts in the bound of an append's answer.
 const GeneratedIDBytes = generatedIDBytes
+
+// PullResultFromPB exposes pullResultFromPB, the decoding of a pull
+// answer, to the external tests.
+var PullResultFromPB = pullResultFromPB

@@ -80,7 +80,8 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 	room := answerRoom{whole: whole, limit: limit}
 	for i, p := range pulls {
 		budget := room.left()
-		if budget <= 0 {
+		alone := room.alone(p)
+		if budget <= 0 && (room.messages > 0 || alone <= 0) {
 			out.Items[i] = laterPull(p)
 			continue
 		}
@@ -89,9 +90,17 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		// a first message past it fails as in-process.
 		shared := p.MaxBytes <= 0 || budget < p.MaxBytes
 		if shared {
-			q.MaxBytes = budget
+			q.MaxBytes = max(budget, 1)
 		}
 		res, stored, err := pullBackend(ctx, v.e, &q, versions[i])
+		if shared && room.messages == 0 && pastSlack(err, alone) {
+			// No answer of the call carries messages yet: a first
+			// message past the room for a full batch's records goes alone
+			// in what the call has left.
+			q.Max, q.MaxBytes, q.Wait = 1, alone, 0
+			budget = alone
+			res, stored, err = pullBackend(ctx, v.e, &q, versions[i])
+		}
 		var resp *pb.PullResponse
 		size := 0
 		if err == nil {
@@ -134,6 +143,17 @@ const itemFraming = 16
 // left is the most bytes the next pull's answer may take.
 func (r *answerRoom) left() int {
 	return min(r.whole-r.messages, r.limit-r.all-itemFraming)
+}
+
+// alone is the most bytes the answer of p's first message may take when
+// it goes alone (pastSlack): what the call's answer has left, within p's
+// own bound.
+func (r *answerRoom) alone(p *equeue.PullRequest) int {
+	n := r.limit - r.all - itemFraming
+	if p.MaxBytes > 0 {
+		n = min(n, p.MaxBytes)
+	}
+	return n
 }
 
 // take counts item, whose answer takes at most size bytes, carrying
