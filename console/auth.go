@@ -213,7 +213,6 @@ func (c *Console) view(f pageFunc) http.Handler {
 // act admits POSTs with a valid CSRF token from viewers with the admin right.
 func (c *Console) act(f pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		v := c.auth.who(w, r)
 		if !c.bearerOK(w, r, v) {
 			return

@@ -86,6 +86,9 @@ const (
 	defaultTimeout    = 10 * time.Second
 	maxPageSize       = 500
 	defaultPageSize   = 50
+	// maxRequestBody bounds every request's body: the largest form, a
+	// redrive of selected dead letters, is far smaller.
+	maxRequestBody = 1 << 20
 )
 
 // Console is the console's http.Handler.
@@ -180,6 +183,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	// Bounded here, before any handler parses a form: a multipart upload
+	// read without a bound goes to memory and temporary files to its end.
+	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
 	if !strings.HasPrefix(r.URL.Path, c.path) {
 		c.notFound(w, r)
 		return
