@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,13 +55,17 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 	// The console's escaped path: a prefix with a space or a brace is a
 	// literal in the mux's pattern, as the console escapes it too.
 	pattern := (&url.URL{Path: prefix}).EscapedPath()
-	h := console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log})
+	var h http.Handler = console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log})
 	lis, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return nil, fmt.Errorf("--console: listen on %s: %w", c.addr, err)
 	}
-	if len(env.tokens) == 0 && !isLoopback(lis.Addr()) {
-		env.log.Warn("the console has no tokens: anyone who reaches it may act; pass --token or listen on a loopback address")
+	if len(env.tokens) == 0 {
+		if isLoopback(lis.Addr()) {
+			h = loopbackHostsOnly(h)
+		} else {
+			env.log.Warn("the console has no tokens: anyone who reaches it may act; pass --token or listen on a loopback address")
+		}
 	}
 	if env.tls != nil && env.tls.ClientAuth >= tls.RequireAnyClientCert {
 		env.log.Warn("the console shares the server's TLS settings: browsers must present a client certificate too")
@@ -84,4 +90,35 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 	}()
 	env.log.Info("console", "url", scheme+"://"+lis.Addr().String()+pattern, "read-only", c.readOnly)
 	return hs.Shutdown, nil
+}
+
+// loopbackHostsOnly serves only requests addressed to a loopback name
+// (localhost, 127.0.0.1, [::1]; any port). A console without tokens on a
+// loopback address trusts whoever reaches it, and a web page of another
+// site could reach it through the operator's browser by DNS rebinding (its
+// own name made to resolve to 127.0.0.1): the browser then takes the
+// console for that site, lets the page read it and post its forms, and
+// sends that site's name as Host, which is refused here.
+func loopbackHostsOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackHost(r.Host) {
+			http.Error(w, "this console has no tokens and answers only requests to localhost or a loopback address, not to "+strconv.Quote(r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// isLoopbackHost reports whether a Host header names this machine's
+// loopback: localhost or a loopback address, with or without a port.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -104,5 +105,66 @@ func TestServe_ConsolePrefixWithASpace(t *testing.T) {
 	code, body, err := httpGet(base + "delayed")
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, 0, srv.stop(t), "exit code")
+}
+
+// TestServe_ConsoleWithoutTokensAnswersOnlyLoopbackNames serves a console
+// without tokens on a loopback address, which trusts whoever reaches it. A
+// web page of another site reaches it too, by DNS rebinding: its own name
+// made to resolve to 127.0.0.1, so that the browser sends the console's
+// pages and forms to that page as same-origin, with the page's name as
+// Host. Such a request is refused: it neither reads a page (nor its CSRF
+// token) nor acts; localhost and loopback addresses are served.
+func TestServe_ConsoleWithoutTokensAnswersOnlyLoopbackNames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "orders", "--queues", "2")
+	addr, caddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--console", caddr)
+	_, port, err := net.SplitHostPort(caddr)
+	require.NoError(t, err)
+	eventually(t, 20*time.Second, "the console answers", func() bool {
+		require.False(t, srv.exited(), "serve exited: %v\n%s", srv.err, srv.stderr)
+		code, _, err := httpGet("http://" + caddr + "/")
+		return err == nil && code == http.StatusOK
+	})
+
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer c.CloseIdleConnections()
+	do := func(method, path, host string, form url.Values) (int, string) {
+		req, err := http.NewRequest(method, "http://"+caddr+path, strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Host = host
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	csrfRE := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+	rebound := net.JoinHostPort("rebound.example", port)
+	code, body := do(http.MethodGet, "/topics/orders", rebound, nil)
+	assert.Equal(t, http.StatusForbidden, code, "a page read under another site's name")
+	assert.False(t, csrfRE.MatchString(body), "a CSRF token read under another site's name")
+	tok := "none"
+	if m := csrfRE.FindStringSubmatch(body); m != nil {
+		tok = m[1]
+	}
+	code, _ = do(http.MethodPost, "/topics/orders/queues", rebound, url.Values{"csrf": {tok}, "count": {"1"}})
+	assert.Equal(t, http.StatusForbidden, code, "an action under another site's name")
+	topics := decode[[]topicJSON](t, ok(t, "--server", addr, "topic", "list", "--json"))
+	require.Len(t, topics, 1)
+	assert.Len(t, topics[0].Queues, 2, "no queue added")
+
+	for _, host := range []string{caddr, net.JoinHostPort("localhost", port), "localhost", "[::1]:" + port} {
+		code, body := do(http.MethodGet, "/topics/orders", host, nil)
+		assert.Equal(t, http.StatusOK, code, "Host %s: %s", host, body)
+	}
 	assert.Equal(t, 0, srv.stop(t), "exit code")
 }
