@@ -20,7 +20,9 @@ import (
 //	POST /cluster/transfer[?id=ID]            hand leadership over (leader only)
 //
 // Without WithAdminAuth it has no authentication: serve it on loopback or a
-// private network. With it, every request needs "Authorization: Bearer
+// private network. Changes are refused (403) to requests a web browser
+// sends (they carry Origin or Sec-Fetch-Site), so that a web page cannot
+// make an operator's browser change the cluster. With it, every request needs "Authorization: Bearer
 // TOKEN": a missing or unknown token gets 401, a token that may read but not
 // change the cluster gets 403 on a change. Changes asked of a follower fail
 // with 409 and the leader's ID.
@@ -36,6 +38,10 @@ func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 	// changeWithin bounds a change by d; change by 30 s.
 	changeWithin := func(d time.Duration, f func(ctx context.Context, r *http.Request) error) http.HandlerFunc {
 		return cfg.guard(true, func(w http.ResponseWriter, r *http.Request) {
+			if fromBrowser(r) {
+				writeJSON(w, http.StatusForbidden, map[string]string{"error": "a browser's request may not change the cluster: use equeue cluster or another HTTP client"})
+				return
+			}
 			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
 			if err := f(ctx, r); err != nil {
@@ -79,6 +85,19 @@ func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 		return n.TransferLeadership(ctx, r.URL.Query().Get("id"))
 	}))
 	return mux
+}
+
+// fromBrowser reports whether r came from a web browser: browsers mark
+// every request with Sec-Fetch-Site ("none" only for one the user typed)
+// and a POST with Origin, while `equeue cluster` and other HTTP clients
+// send neither. Without WithAdminAuth a change needs nothing but a POST
+// with its parameters in the query, which any web page could make a
+// browser send to a node on loopback or a private network (a form posted
+// across sites, or a page whose name was rebound to the node's address);
+// changes from browsers are refused instead.
+func fromBrowser(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	return r.Header.Get("Origin") != "" || (site != "" && site != "none")
 }
 
 // AdminAuth decides whether a bearer token may use the administration

@@ -55,3 +55,58 @@ func TestAdminHandler_TokensGuardStatusAndChanges(t *testing.T) {
 	assert.Equal(t, http.StatusOK, do(open.URL, "GET", "/cluster/status", ""), "no authentication without WithAdminAuth")
 	assert.Equal(t, http.StatusBadRequest, do(open.URL, "POST", "/cluster/add?id=n9", ""))
 }
+
+// TestAdminHandler_RefusesChangesFromBrowsers posts changes as a web page
+// would make a browser post them (a cross-site form, or a page whose name
+// was rebound to the node's address): each is refused with 403 and the
+// cluster is left as it was, with or without tokens; the same requests
+// without a browser's headers reach the handler.
+func TestAdminHandler_RefusesChangesFromBrowsers(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	n := c.waitLeader()
+	open := httptest.NewServer(cluster.AdminHandler(n))
+	defer open.Close()
+	auth := cluster.WithAdminAuth(func(tok string, change bool) (bool, bool) { return tok == "ops", tok == "ops" })
+	guarded := httptest.NewServer(cluster.AdminHandler(n, auth))
+	defer guarded.Close()
+	before := n.Status()
+
+	do := func(base, method, path, token string, headers map[string]string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, nil)
+		require.NoError(t, err)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	browsers := []map[string]string{
+		{"Origin": "http://attacker.example", "Sec-Fetch-Site": "cross-site"},
+		{"Origin": "http://attacker.example"},
+		{"Sec-Fetch-Site": "cross-site"},
+		{"Sec-Fetch-Site": "same-site"},
+		// DNS rebinding: the browser takes the node for the page's own site.
+		{"Origin": "http://rebound.example:8080", "Sec-Fetch-Site": "same-origin"},
+	}
+	for _, h := range browsers {
+		for _, path := range []string{"/cluster/remove?id=" + before.ID, "/cluster/remove?id=n9", "/cluster/transfer", "/cluster/add?id=n9"} {
+			assert.Equal(t, http.StatusForbidden, do(open.URL, "POST", path, "", h), "%s %v", path, h)
+			assert.Equal(t, http.StatusForbidden, do(guarded.URL, "POST", path, "ops", h), "%s %v with a token", path, h)
+		}
+		// Reading the status stays open to a browser (an operator may look).
+		assert.Equal(t, http.StatusOK, do(open.URL, "GET", "/cluster/status", "", h), "%v", h)
+	}
+	after := n.Status()
+	assert.Equal(t, before.LeaderID, after.LeaderID, "leadership not moved")
+	assert.Len(t, after.Servers, len(before.Servers), "no server added or removed")
+	// A request the user typed into the address bar says Sec-Fetch-Site:
+	// none; without a browser's headers the handler is reached.
+	assert.Equal(t, http.StatusBadRequest, do(open.URL, "POST", "/cluster/add?id=n9", "", map[string]string{"Sec-Fetch-Site": "none"}))
+	assert.Equal(t, http.StatusBadRequest, do(open.URL, "POST", "/cluster/add?id=n9", "", nil))
+}
