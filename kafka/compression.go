@@ -23,9 +23,15 @@ const (
 	codecZstd   = 4
 )
 
-// errCodec is returned for a batch whose codec is unknown or whose
-// compressed records do not decode.
-var errCodec = errors.New("kafka: bad compressed records")
+var (
+	// errCodec is returned for a batch whose compressed records do not
+	// decode (or inflate beyond maxDecompressed). The producer compressed
+	// them so: sent again, they fail again.
+	errCodec = errors.New("kafka: bad compressed records")
+	// errUnknownCodec is returned for a batch compressed with a codec the
+	// listener does not know.
+	errUnknownCodec = errors.New("kafka: unknown compression codec")
+)
 
 // maxDecompressed bounds what one batch may inflate to, so a small
 // compressed request cannot make the listener allocate without bound.
@@ -65,7 +71,7 @@ func decompress(codec int, src []byte) ([]byte, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%w: codec %d", errCodec, codec)
+	return nil, fmt.Errorf("%w: codec %d", errUnknownCodec, codec)
 }
 
 func readLimited(r io.Reader, name string) ([]byte, error) {

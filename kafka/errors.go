@@ -45,6 +45,8 @@ const (
 	errUnknownProducerID          int16 = 59
 	errRequestTimedOut            int16 = 7
 	errInvalidRecord              int16 = 87
+	errUnsupportedCompressionType int16 = 76
+	errOffsetNotAvailable         int16 = 78
 	errGroupMaxSizeReached        int16 = 81
 	errFencedInstanceID           int16 = 82
 	errNotLeaderOrFollower        int16 = 6

@@ -12,3 +12,11 @@ func SetEmptyGroupKeep(t interface{ Cleanup(func()) }, d time.Duration) {
 	emptyGroupKeep = d
 	t.Cleanup(func() { emptyGroupKeep = old })
 }
+
+// SetMaxTimestampPulls sets the pulls one ListOffsets request makes for
+// MAX_TIMESTAMP in a queue, until the test ends.
+func SetMaxTimestampPulls(t interface{ Cleanup(func()) }, n int) {
+	old := maxTimestampPulls
+	maxTimestampPulls = n
+	t.Cleanup(func() { maxTimestampPulls = old })
+}

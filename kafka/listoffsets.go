@@ -38,7 +38,7 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 				rp.ErrorCode = errUnknownTopicOrPartition
 			default:
 				q := ti.Queues[p.Partition]
-				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, q, p.Timestamp)
+				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, ti.CreatedAt, q, p.Timestamp)
 			}
 			if req.GetVersion() == 0 && rp.Offset >= 0 {
 				rp.OldStyleOffsets = []int64{rp.Offset}
@@ -58,14 +58,14 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 // Kafka's: clients take that for "none" and use the end offset themselves,
 // while an offset without a timestamp breaks the Java client's
 // offsetsForTimes.
-func (c *conn) offsetFor(topic string, q equeue.QueueInfo, ts int64) (int64, int64, int16) {
+func (c *conn) offsetFor(topic string, created time.Time, q equeue.QueueInfo, ts int64) (int64, int64, int16) {
 	switch ts {
 	case latestTimestamp:
 		return q.MaxOffset, -1, errNone
 	case earliestTimestamp:
 		return q.MinOffset, -1, errNone
 	case maxTimestamp:
-		return c.maxTimestampOffset(topic, q)
+		return c.maxTimestampOffset(topic, created, q)
 	}
 	if ts < 0 {
 		return -1, -1, errInvalidRequest
@@ -100,46 +100,6 @@ func (c *conn) offsetFor(topic string, q equeue.QueueInfo, ts int64) (int64, int
 		return -1, -1, errNone
 	}
 	return found.Offset, c.timestampOf(found), errNone
-}
-
-// maxTimestampOffset answers MAX_TIMESTAMP (KIP-734) in one queue: the
-// offset and timestamp of the message with the largest timestamp, the
-// first of them when several share it, as Kafka does; offset and
-// timestamp -1 in an empty queue. With LogAppendTime the timestamps are
-// the times the engine stored the messages, which grow with the offset:
-// that is the first message stored in the last one's millisecond, found
-// by the search offsetFor makes by time. Otherwise they are the
-// producers' (BornAt), in no order, and the engine keeps no index of them
-// (Kafka keeps the largest of each log segment): the queue's messages are
-// read through, MaxPullBatch a pull.
-func (c *conn) maxTimestampOffset(topic string, q equeue.QueueInfo) (int64, int64, int16) {
-	if q.MaxOffset == q.MinOffset {
-		return -1, -1, errNone
-	}
-	if c.s.o.LogAppendTime {
-		last, err := c.messageAt(topic, q.ID, q.MaxOffset-1)
-		if err != nil || last == nil {
-			return -1, -1, errorCode(err)
-		}
-		return c.offsetFor(topic, q, last.StoredAt.UnixMilli())
-	}
-	best, bestTS := int64(-1), int64(-1)
-	for off := q.MinOffset; off < q.MaxOffset; {
-		res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: off, Max: equeue.MaxPullBatch})
-		if err != nil {
-			return -1, -1, errorCode(err)
-		}
-		for _, m := range res.Messages {
-			if ts := c.timestampOf(m); best < 0 || ts > bestTS {
-				best, bestTS = m.Offset, ts
-			}
-		}
-		if res.NextOffset <= off {
-			break
-		}
-		off = res.NextOffset
-	}
-	return best, bestTS, errNone
 }
 
 // messageAt returns the first message at or after off (nil at the end).

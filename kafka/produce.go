@@ -100,10 +100,15 @@ func (c *conn) producePartition(topic string, part int32, records []byte, rp *km
 	}
 	b, err := decodeBatch(records, c.s.o.TagHeader)
 	if err != nil {
+		// CORRUPT_MESSAGE, which clients retry, is kept for a batch that
+		// may have been damaged on its way (a CRC mismatch); a batch its
+		// producer got wrong is refused with a code that is not retried.
 		switch {
 		case errors.Is(err, errUnsupportedFormat):
 			rp.ErrorCode = errUnsupportedForMessageFmt
-		case errors.Is(err, errInvalidBatch):
+		case errors.Is(err, errUnknownCodec):
+			rp.ErrorCode = errUnsupportedCompressionType
+		case errors.Is(err, errInvalidBatch), errors.Is(err, errCodec):
 			rp.ErrorCode = errInvalidRecord
 		default:
 			rp.ErrorCode = errCorruptMessage
@@ -158,16 +163,38 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 			return first, code, nil
 		}
 		setIDs(b, part)
-		at, err := c.appendBatch(topic, part, b)
+		done, prior := st.storedPart(b)
+		at, err := c.appendRest(topic, part, b.msgs, done, prior)
 		if err == nil {
 			st.stored(b, at)
 		} else {
+			st.failed(b, err)
 			c.s.pids.forgetUnknown(b.producerID, topic, part, st)
 		}
 		return at, errorCode(err), err
 	}
-	at, err := c.appendBatch(topic, part, b)
+	at, err := c.appendBatch(topic, part, b.msgs)
 	return at, errorCode(err), err
+}
+
+// appendRest stores msgs but their first done, which an earlier try of
+// the batch stored from prior (done 0: none), and returns where and when
+// the batch's first record was stored. A failure is a *partialBatchError
+// when some of msgs are stored, counting the first done.
+func (c *conn) appendRest(topic string, part int32, msgs []*equeue.Message, done int, prior storedAt) (storedAt, error) {
+	if done == 0 {
+		return c.appendBatch(topic, part, msgs)
+	}
+	_, err := c.appendBatch(topic, part, msgs[done:])
+	if err == nil {
+		return prior, nil
+	}
+	var partial *partialBatchError
+	if errors.As(err, &partial) {
+		done += partial.stored
+		err = partial.err
+	}
+	return storedAt{}, &partialBatchError{stored: done, of: len(msgs), at: prior, err: err}
 }
 
 // setIDs names an idempotent producer's records by producer, epoch,
@@ -190,15 +217,15 @@ func setIDs(b *producedBatch, part int32) {
 // the client computes for the later chunks are not theirs). A chunk that
 // fails after others were stored fails the batch with a
 // *partialBatchError.
-func (c *conn) appendBatch(topic string, part int32, b *producedBatch) (storedAt, error) {
+func (c *conn) appendBatch(topic string, part int32, msgs []*equeue.Message) (storedAt, error) {
 	lk := c.s.acquirePart(topic, part)
 	defer c.s.releasePart(lk)
 	lk.RLock()
-	at, err := c.appendMsgs(topic, part, b.msgs)
+	at, err := c.appendMsgs(topic, part, msgs)
 	lk.RUnlock()
-	if errors.Is(err, equeue.ErrBatchTooLarge) && len(b.msgs) > 1 {
+	if errors.Is(err, equeue.ErrBatchTooLarge) && len(msgs) > 1 {
 		lk.Lock()
-		at, err = c.appendChunks(topic, part, b.msgs)
+		at, err = c.appendChunks(topic, part, msgs)
 		lk.Unlock()
 	}
 	if err != nil {
@@ -224,7 +251,7 @@ func (c *conn) appendChunks(topic string, part int32, msgs []*equeue.Message) (s
 			continue
 		}
 		if err != nil && at.base >= 0 {
-			return storedAt{}, &partialBatchError{stored: total - len(msgs), of: total, first: at.base, err: err}
+			return storedAt{}, &partialBatchError{stored: total - len(msgs), of: total, at: at, err: err}
 		}
 		if err != nil {
 			return storedAt{}, err
@@ -244,20 +271,27 @@ func (c *conn) appendMsgs(topic string, part int32, msgs []*equeue.Message) (sto
 
 // partialBatchError is returned for a batch stored in chunks (see
 // appendBatch) when a chunk failed after others were stored: the batch's
-// first records are stored, from offset first, and the rest are not.
-// Kafka has no answer for that, since it stores a batch whole: the
-// partition is answered with the failure's error code (a client may retry
-// the batch, and then stores its first records again, unless the topic's
-// dedup window recognizes them) and with this error's text as the error
-// message, which tells which records are stored.
+// first records are stored, from at, and the rest are not (or, when err
+// matches equeue.ErrIndeterminate, the chunk that failed may be). Kafka
+// has no answer for that, since it stores a batch whole: the partition is
+// answered with the failure's error code, which clients retry, and with
+// this error's text as the error message, which tells which records are
+// stored. An idempotent producer's retry stores the others only
+// (seqState.failed); another producer's retry is a new batch, stored
+// whole, its first records a second time, unless the topic's dedup
+// window recognizes them.
 type partialBatchError struct {
-	stored, of int   // records stored, of the batch's
-	first      int64 // offset of the first record
-	err        error // the chunk's failure
+	stored, of int      // records stored, of the batch's
+	at         storedAt // where and when the first record was stored
+	err        error    // the chunk's failure
 }
 
 func (e *partialBatchError) Error() string {
-	return fmt.Sprintf("kafka: only the first %d of the batch's %d records were stored, from offset %d; the others were not", e.stored, e.of, e.first)
+	rest := "the others were not"
+	if errors.Is(e.err, equeue.ErrIndeterminate) {
+		rest = "whether the others were is not known"
+	}
+	return fmt.Sprintf("kafka: only the first %d of the batch's %d records were stored, from offset %d; %s", e.stored, e.of, e.at.base, rest)
 }
 
 func (e *partialBatchError) Unwrap() error { return e.err }

@@ -1,11 +1,14 @@
 package kafka
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
 )
 
 // producers tracks idempotent producers: the sequence numbers each producer
@@ -42,6 +45,19 @@ type seqState struct {
 	// clients have at most 5 batches in flight per partition).
 	recent [5]storedBatch
 	nrec   int
+	// partial is the batch whose first records a failed try stored (see
+	// partialBatchError), nil when there is none: its retry stores only
+	// the others.
+	partial *partialStored
+}
+
+// partialStored is a batch of which a failed try stored the first
+// records, known stored: stored of them, from at.
+type partialStored struct {
+	epoch       int16
+	first, last int32
+	stored      int
+	at          storedAt
 }
 
 type storedBatch struct {
@@ -113,7 +129,7 @@ func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqS
 		st.mu.Unlock()
 	}
 	if st.term != term {
-		st.term, st.known, st.epoch, st.lastSeq, st.nrec = term, false, 0, 0, 0
+		st.term, st.known, st.epoch, st.lastSeq, st.nrec, st.partial = term, false, 0, 0, 0, nil
 	}
 	st.used = time.Now()
 	return st
@@ -124,8 +140,9 @@ func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqS
 // first batch failed: the topic or partition may not exist): a client
 // naming topics and partitions that do not exist leaves nothing behind.
 // The producer's next batch is taken as it comes, as it would be with st.
+// A state that knows of records stored in part is kept.
 func (p *producers) forgetUnknown(pid int64, topic string, part int32, st *seqState) {
-	if st.known {
+	if st.known || st.partial != nil {
 		return
 	}
 	k := pidPart{pid, topic, part}
@@ -192,8 +209,33 @@ func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int1
 	return storedAt{}, false, errNone
 }
 
+// storedPart returns how many of b's first records an earlier try stored,
+// and where; 0 when none.
+func (st *seqState) storedPart(b *producedBatch) (int, storedAt) {
+	p := st.partial
+	if p == nil || p.epoch != b.producerEpoch || p.first != b.firstSeq || p.last != b.lastSeq() || p.stored >= len(b.msgs) {
+		return 0, storedAt{}
+	}
+	return p.stored, p.at
+}
+
+// failed records a try of b that failed. A failure after some of its
+// first records were stored, its outcome otherwise known (the chunk
+// that failed was not stored), is kept, so the batch's retry stores the
+// others only, once. After an unknown outcome what was known before is
+// kept: the retry then tries again what the failed try may have stored,
+// as it does a batch whose one append had an unknown outcome.
+func (st *seqState) failed(b *producedBatch, err error) {
+	var partial *partialBatchError
+	if errors.Is(err, equeue.ErrIndeterminate) || !errors.As(err, &partial) {
+		return
+	}
+	st.partial = &partialStored{epoch: b.producerEpoch, first: b.firstSeq, last: b.lastSeq(), stored: partial.stored, at: partial.at}
+}
+
 // stored records a batch stored as at says.
 func (st *seqState) stored(b *producedBatch, at storedAt) {
+	st.partial = nil
 	if b.producerEpoch != st.epoch {
 		st.nrec = 0
 	}

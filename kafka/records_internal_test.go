@@ -78,15 +78,20 @@ func TestDecodeBatches_RecordCountIsBounded(t *testing.T) {
 	}
 }
 
-// TestDecompress_Bounds: corrupt compressed data is an error, not a panic.
+// TestDecompress_Bounds: corrupt compressed data is an error, not a panic;
+// an unknown codec is an error of its own.
 func TestDecompress_Bounds(t *testing.T) {
-	for codec := range 6 {
+	for codec := range 8 {
 		_, err := decompress(codec, []byte("not compressed at all"))
-		if codec == codecNone {
+		switch {
+		case codec == codecNone:
 			assert.NoError(t, err)
-			continue
+		case codec > codecZstd:
+			assert.ErrorIs(t, err, errUnknownCodec, "codec %d", codec)
+			assert.NotErrorIs(t, err, errCodec, "codec %d", codec)
+		default:
+			assert.ErrorIs(t, err, errCodec, "codec %d", codec)
 		}
-		assert.ErrorIs(t, err, errCodec, "codec %d", codec)
 	}
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)

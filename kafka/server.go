@@ -97,6 +97,7 @@ type Server struct {
 	tokens map[[sha256.Size]byte]Rights
 	groups *coordinator
 	pids   *producers
+	maxTS  *maxTimestamps // what MAX_TIMESTAMP scans learned (maxtimestamp.go)
 	// partsMu guards parts, the produce locks of the partitions a batch
 	// is being stored to (see appendBatch and partLock).
 	partsMu sync.Mutex
@@ -153,7 +154,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), parts: map[equeue.QueueRef]*partLock{}}
+	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), maxTS: newMaxTimestamps(), parts: map[equeue.QueueRef]*partLock{}}
 	s.node, _ = b.(ClusterNode)
 	if len(o.Tokens) > 0 {
 		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))
