@@ -84,6 +84,12 @@ func (v *service) AppendStream(st pb.Broker_AppendStreamServer) error {
 		return toStatus(fmt.Errorf("%w: %d append streams open", ErrBusy, v.s.maxStreams))
 	}
 	defer v.s.streams.Add(-1)
+	key, err := v.s.streamShare.take(st.Context())
+	if err != nil {
+		v.s.log.Debug("append stream refused: busy", "peer", peerAddr(st.Context()), "err", err)
+		return toStatus(err)
+	}
+	defer v.s.streamShare.give(key)
 	window := min(streamWindow, v.s.maxInFlight)
 	if err := st.SendHeader(metadata.Pairs(mdMaxMessageBytes, strconv.Itoa(v.s.maxMessageBytes),
 		mdStreamWindow, strconv.FormatInt(window, 10))); err != nil {

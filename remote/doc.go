@@ -51,10 +51,11 @@
 // for good on equeue.ErrClosed. The client returns equeue.ErrClosed only after
 // its own Close. Authentication failures give ErrUnauthenticated and
 // ErrPermissionDenied; a server over its MaxInFlight (or, for long-polls,
-// MaxLongPolls) gives ErrBusy before running the call, which the Client
-// retries with backoff until the call's context ends; over its
-// MaxAppendStreams it refuses an AppendStream call as busy, and the Client
-// appends with unary calls meanwhile.
+// MaxLongPolls, or a connection's share of it, MaxLongPollsPerConn) gives
+// ErrBusy before running the call, which the Client retries with backoff
+// until the call's context ends; over its MaxAppendStreams (or a
+// connection's share, MaxAppendStreamsPerConn) it refuses an AppendStream
+// call as busy, and the Client appends with unary calls meanwhile.
 //
 // # Security
 //

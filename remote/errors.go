@@ -32,8 +32,9 @@ var (
 	// the call needs (gRPC code PermissionDenied).
 	ErrPermissionDenied = errors.New("remote: permission denied")
 	// ErrBusy is returned when the server already runs its MaxInFlight calls,
-	// MaxLongPolls long-polls or MaxAppendStreams AppendStream calls (gRPC
-	// code ResourceExhausted), before the call ran: nothing was stored. It is retryable, and the Client retries
+	// MaxLongPolls long-polls or MaxAppendStreams AppendStream calls, or the
+	// call's connection holds its share of them (MaxLongPollsPerConn,
+	// MaxAppendStreamsPerConn) (gRPC code ResourceExhausted), before the call ran: nothing was stored. It is retryable, and the Client retries
 	// it itself until the call's context ends. It matches equeue.ErrBusy.
 	ErrBusy = fmt.Errorf("remote: server busy: %w", equeue.ErrBusy)
 )

@@ -20,3 +20,9 @@ const GeneratedIDBytes = generatedIDBytes
 // PullResultFromPB exposes pullResultFromPB, the decoding of a pull
 // answer, to the external tests.
 var PullResultFromPB = pullResultFromPB
+
+// HeldLongPolls is how many long-polls s holds.
+func HeldLongPolls(s *Server) int64 { return s.longPolls.Load() }
+
+// HeldAppendStreams is how many AppendStream calls s holds.
+func HeldAppendStreams(s *Server) int64 { return s.streams.Load() }

@@ -122,6 +122,8 @@ func TestMultiProcessChild(t *testing.T) {
 	case "bench-consumers":
 		runBenchConsumers(addr, say, term)
 		os.Exit(0)
+	case "cost-holders":
+		runCostHolders(addr, say)
 	case "consumer":
 		c, err := remote.Dial(addr, nil)
 		if err != nil {

@@ -73,7 +73,23 @@ type ServerOptions struct {
 	// MaxLongPolls is how many long-polls (Pull and Heartbeat with a wait)
 	// are held at once, apart from MaxInFlight; beyond it they fail with
 	// ResourceExhausted like other calls. Zero means DefaultMaxLongPolls.
+	// Each costs the server a goroutine and about 13 KiB however long it
+	// waits (BenchmarkServerCost), so the default's 65,536 can hold about
+	// 800 MiB.
 	MaxLongPolls int
+	// MaxLongPollsPerConn is how many of MaxLongPolls one client connection
+	// holds at once, so that one connection cannot take every place and get
+	// other clients' long-polls refused. One beyond it is refused at once
+	// with ResourceExhausted (ErrBusy, "this connection holds …"), however
+	// many places others left. A Client's consumers hold one long-poll for
+	// all their pulls (up to 4,096) plus one heartbeat each. Connections are
+	// told apart by the client's TCP address; calls on other transports
+	// (Unix sockets) are bounded by MaxLongPolls alone, and so are all
+	// calls when it is MaxLongPolls or more. Zero means half of
+	// MaxLongPolls, rounded up, and at least 2 (a consumer's pull and
+	// heartbeat): with a proxy that carries many clients on one connection,
+	// raise it.
+	MaxLongPollsPerConn int
 	// MaxAppendStreams is how many AppendStream calls (each Client that
 	// sent holds one, for its life) are open at once, from every
 	// connection together; each costs the server two goroutines and its
@@ -82,6 +98,12 @@ type ServerOptions struct {
 	// unary Append calls, within MaxInFlight, until a stream opens again).
 	// Zero means DefaultMaxAppendStreams.
 	MaxAppendStreams int
+	// MaxAppendStreamsPerConn is how many of MaxAppendStreams one client
+	// connection holds at once (a Client holds one), as
+	// MaxLongPollsPerConn is for long-polls: one beyond it is refused as
+	// busy, and that client appends with unary calls meanwhile. Zero means
+	// half of MaxAppendStreams, rounded up.
+	MaxAppendStreamsPerConn int
 	// GracefulStopTimeout bounds GracefulStop: calls still running that
 	// long after it began (an AppendStream whose client stopped reading its
 	// answers, its connection alive, holds GracefulStop until then) are
@@ -110,6 +132,8 @@ type Server struct {
 	longPolls       atomic.Int64
 	maxStreams      int64 // AppendStream calls
 	streams         atomic.Int64
+	longPollShare   *connShare // what one connection may hold of maxLongPolls
+	streamShare     *connShare // and of maxStreams
 	maxMessageBytes int
 	stopTimeout     time.Duration // of GracefulStop; negative: none
 	log             *slog.Logger
@@ -136,8 +160,9 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 || o.MaxAppendStreams < 0 {
-		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls or MaxAppendStreams", equeue.ErrInvalidOptions)
+	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 || o.MaxAppendStreams < 0 ||
+		o.MaxLongPollsPerConn < 0 || o.MaxAppendStreamsPerConn < 0 {
+		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls, MaxAppendStreams or their PerConn", equeue.ErrInvalidOptions)
 	}
 	if o.MaxAppendStreams == 0 {
 		o.MaxAppendStreams = DefaultMaxAppendStreams
@@ -163,6 +188,8 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	}
 	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), maxLongPolls: int64(o.MaxLongPolls),
 		maxStreams:      int64(o.MaxAppendStreams),
+		longPollShare:   newConnShare(int64(o.MaxLongPolls), o.MaxLongPollsPerConn, 2, "long-polls", "MaxLongPollsPerConn"),
+		streamShare:     newConnShare(int64(o.MaxAppendStreams), o.MaxAppendStreamsPerConn, 1, "append streams", "MaxAppendStreamsPerConn"),
 		maxMessageBytes: o.MaxMessageBytes, stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
 	s.svc = newService(e, s)
 	if s.spaces, err = s.namespaceServices(o.TokenNamespaces); err != nil {
@@ -334,8 +361,9 @@ func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		return nil, err
 	}
 	count, limit, what := &s.inFlight, s.maxInFlight, "calls"
+	var share *connShare
 	if isLongPoll(req) {
-		count, limit, what = &s.longPolls, s.maxLongPolls, "long-polls"
+		count, limit, what, share = &s.longPolls, s.maxLongPolls, "long-polls", s.longPollShare
 	}
 	if n := count.Add(1); n > limit {
 		count.Add(-1)
@@ -343,6 +371,12 @@ func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		return nil, toStatus(fmt.Errorf("%w: %d %s in flight", ErrBusy, limit, what))
 	}
 	defer count.Add(-1)
+	key, err := share.take(ctx)
+	if err != nil {
+		s.log.Debug("call refused: busy", "method", info.FullMethod, "peer", peerAddr(ctx), "err", err)
+		return nil, toStatus(err)
+	}
+	defer share.give(key)
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic in call", "method", info.FullMethod, "panic", p, "stack", string(debug.Stack()))

@@ -49,7 +49,8 @@ func openStreams(t *testing.T, ctx context.Context, api pb.BrokerClient, n int) 
 // One connection could open AppendStream calls without end, each holding
 // two goroutines of the server's and its buffers however idle (2,000 of
 // them took 6,000 goroutines and 20 MiB). Past MaxAppendStreams, from every
-// connection together, a call is refused at once as busy (ErrBusy); a
+// connection together (and past its share on one connection,
+// TestFairness_*), a call is refused at once as busy (ErrBusy); a
 // client refused so still sends, with unary calls, and opens a stream again
 // once there is room.
 func TestAppendStream_MaxAppendStreams(t *testing.T) {
@@ -68,16 +69,19 @@ func TestAppendStream_MaxAppendStreams(t *testing.T) {
 	}))
 	srv.Register(gs)
 	addr := serveOwn(t, srv, gs)
-	hog := rawBroker(t, addr)
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
-	opened, err := openStreams(t, hctx, hog, 4*limit)
-	assert.Equal(t, limit, opened)
-	require.ErrorIs(t, err, remote.ErrBusy)
-	assert.ErrorIs(t, err, equeue.ErrBusy)
-	opened, err = openStreams(t, hctx, hog, 4*limit)
+	// Two connections take half each (MaxAppendStreamsPerConn).
+	for range 2 {
+		opened, err := openStreams(t, hctx, rawBroker(t, addr), 4*limit)
+		assert.Equal(t, limit/2, opened)
+		require.ErrorIs(t, err, remote.ErrBusy)
+		assert.ErrorIs(t, err, equeue.ErrBusy)
+	}
+	opened, err := openStreams(t, hctx, rawBroker(t, addr), 4*limit)
 	assert.Zero(t, opened, "a refused call holds no place")
 	require.ErrorIs(t, err, remote.ErrBusy)
+	assert.ErrorContains(t, err, "append streams open")
 
 	// Another client's producer sends all the same, with unary calls.
 	p := newProducer(t, dial(t, addr, nil))

@@ -1,0 +1,195 @@
+package remote_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// holdLongPolls makes n waiting pulls on api, each on a goroutine of its
+// own, until ctx ends, and returns the refusals' errors as they come. The
+// pulls end with ctx.
+func holdLongPolls(t *testing.T, ctx context.Context, api pb.BrokerClient, n int) <-chan error {
+	t.Helper()
+	refused := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			_, err := api.Pull(ctx, &pb.PullRequest{Topic: "hog", Wait: durationpb.New(time.Hour)})
+			if ctx.Err() == nil {
+				refused <- remote.FromStatus(err)
+			}
+		})
+	}
+	t.Cleanup(wg.Wait)
+	return refused
+}
+
+// One connection (a client that leaks pulls, or a hostile one) could take
+// every place of MaxLongPolls, and every other client's long-polls were
+// then refused as busy until it let go: their consumers received nothing.
+// By default a connection holds at most half of MaxLongPolls; one more is
+// refused at once as busy, and another connection's long-polls go on.
+func TestFairness_HogConnectionLeavesLongPollsToOthers(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, &equeue.Options{MaxPullWait: time.Hour})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	require.NoError(t, e.CreateTopic(ctx, "hog", 1))
+	const limit = 8
+	s := startServer(t, e, "", &remote.ServerOptions{MaxLongPolls: limit})
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	refused := holdLongPolls(t, hctx, rawBroker(t, s.addr), limit)
+	var errs []error
+	eventually(t, 30*time.Second, func() bool {
+		for len(refused) > 0 {
+			errs = append(errs, <-refused)
+		}
+		return remote.HeldLongPolls(s.srv)+int64(len(errs)) == limit
+	}, "every pull of the hog is held or refused")
+	assert.Equal(t, int64(limit/2), remote.HeldLongPolls(s.srv), "the hog holds half of MaxLongPolls")
+	require.Len(t, errs, limit/2)
+	for _, err := range errs {
+		require.ErrorIs(t, err, remote.ErrBusy)
+		assert.ErrorContains(t, err, "this connection")
+	}
+
+	// Another connection long-polls all the same: a raw pull (which
+	// would see a refusal) and a consumer of its own group.
+	res, err := rawBroker(t, s.addr).Pull(ctx, &pb.PullRequest{Topic: "t", Wait: durationpb.New(10 * time.Millisecond)})
+	require.NoError(t, err, "a second connection's long-poll is refused while the hog holds its share")
+	assert.Equal(t, pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, res.GetStatus())
+	c := dial(t, s.addr, nil)
+	got := newCollector()
+	startConsumer(t, c, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		From: equeue.ConsumeFromEarliest, Handler: got.handler("c")})
+	_, err = newProducer(t, c).Send(ctx, &equeue.Message{Topic: "t", Body: []byte("m")})
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() bool { return got.has("m") }, "the second client's consumer received nothing")
+	assert.Empty(t, refused, "the hog's held pulls still wait")
+	assert.GreaterOrEqual(t, remote.HeldLongPolls(s.srv), int64(limit/2))
+}
+
+// One connection could take every place of MaxAppendStreams, and every
+// other client then sent with unary calls. By default a connection holds
+// at most half of MaxAppendStreams; another client gets a stream.
+func TestFairness_HogConnectionLeavesAppendStreamsToOthers(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	const limit = 8
+	srv, err := remote.NewServer(e, &remote.ServerOptions{MaxAppendStreams: limit})
+	require.NoError(t, err)
+	var unary atomic.Int64 // Append calls
+	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == pb.Broker_Append_FullMethodName {
+			unary.Add(1)
+		}
+		return h(ctx, req)
+	}))
+	srv.Register(gs)
+	addr := serveOwn(t, srv, gs)
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	opened, err := openStreams(t, hctx, rawBroker(t, addr), limit)
+	assert.Equal(t, limit/2, opened, "the hog holds half of MaxAppendStreams")
+	require.ErrorIs(t, err, remote.ErrBusy)
+	assert.ErrorContains(t, err, "this connection")
+
+	p := newProducer(t, dial(t, addr, nil))
+	for i := range 3 {
+		_, err = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "%d", i)}).Result(ctx)
+		require.NoError(t, err)
+	}
+	assert.Zero(t, unary.Load(), "the second client sent with unary calls: it got no stream")
+	assert.Equal(t, int64(limit/2+1), remote.HeldAppendStreams(srv))
+}
+
+// MaxLongPollsPerConn and MaxAppendStreamsPerConn set a connection's share;
+// one of the server-wide bound or more lets a connection take it all, and
+// a negative one is refused.
+func TestFairness_PerConnOptions(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, &equeue.Options{MaxPullWait: time.Hour})
+	require.NoError(t, e.CreateTopic(ctx, "hog", 1))
+	for _, tc := range []struct {
+		name                 string
+		longPolls, streams   int
+		wantPolls, wantCalls int
+	}{
+		{"set", 2, 1, 2, 1},
+		{"whole bound", 8, 8, 8, 8},
+		{"above the bound", 100, 100, 8, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, e, "", &remote.ServerOptions{MaxLongPolls: 8, MaxAppendStreams: 8,
+				MaxLongPollsPerConn: tc.longPolls, MaxAppendStreamsPerConn: tc.streams})
+			hctx, hcancel := context.WithCancel(ctx)
+			defer hcancel()
+			hog := rawBroker(t, s.addr)
+			refused := holdLongPolls(t, hctx, hog, 8)
+			eventually(t, 30*time.Second, func() bool {
+				return remote.HeldLongPolls(s.srv)+int64(len(refused)) == 8
+			}, "every pull of the hog is held or refused")
+			assert.Equal(t, int64(tc.wantPolls), remote.HeldLongPolls(s.srv))
+			opened, _ := openStreams(t, hctx, hog, 8)
+			assert.Equal(t, tc.wantCalls, opened)
+			hcancel()
+			s.stop()
+		})
+	}
+	for _, o := range []remote.ServerOptions{{MaxLongPollsPerConn: -1}, {MaxAppendStreamsPerConn: -1}} {
+		_, err := remote.NewServer(e, &o)
+		assert.ErrorIs(t, err, equeue.ErrInvalidOptions, "%+v", o)
+	}
+}
+
+// 200 consumers on one client, each of its own group, hold a long-poll
+// each for their heartbeats and one for their pulls while a hog
+// connection holds its whole share of MaxLongPolls, and a producer on
+// another client with a single unary slot sends to them: every group
+// receives every message.
+func TestFairness_ManyConsumersBesideAHog(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, &equeue.Options{MaxPullWait: time.Hour})
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	require.NoError(t, e.CreateTopic(ctx, "hog", 1))
+	const consumers, limit = 200, 512
+	s := startServer(t, e, "", &remote.ServerOptions{MaxLongPolls: limit, MaxInFlight: 1})
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	refused := holdLongPolls(t, hctx, rawBroker(t, s.addr), limit)
+	eventually(t, 30*time.Second, func() bool {
+		return remote.HeldLongPolls(s.srv)+int64(len(refused)) == limit
+	}, "every pull of the hog is held or refused")
+	require.Equal(t, int64(limit/2), remote.HeldLongPolls(s.srv))
+
+	c := dial(t, s.addr, nil)
+	got := newCollector()
+	for i := range consumers {
+		startConsumer(t, c, equeue.ConsumerOptions{Group: fmt.Sprint("g", i), Subscriptions: []equeue.Subscription{{Topic: "t"}},
+			From: equeue.ConsumeFromEarliest, Handler: got.handler(fmt.Sprint("g", i)), HeartbeatInterval: time.Second, PullWait: 5 * time.Second})
+	}
+	p := newProducer(t, dial(t, s.addr, nil))
+	const messages = 4
+	for i := range messages {
+		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "m%d", i)})
+		require.NoError(t, err)
+	}
+	eventually(t, 45*time.Second, func() bool { return got.count() >= consumers*messages }, "delivered %d of %d", got.count(), consumers*messages)
+	for body, by := range got.snapshot() {
+		assert.Len(t, by, consumers, "%s", body)
+	}
+}
