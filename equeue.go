@@ -75,6 +75,9 @@ type Engine struct {
 	// replyExpiryHook, set by tests, runs when the reply topic expiry has
 	// found a topic idle, before it deletes it (replyexpiry.go).
 	replyExpiryHook atomic.Pointer[func(name string)]
+	// groupTopicsHook, set by tests, runs when DeleteGroup has deleted a
+	// group's keys and memory, before it deletes its topics.
+	groupTopicsHook atomic.Pointer[func(group string)]
 
 	groups *coordinator
 	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)

@@ -106,3 +106,17 @@ func StoreOffsetUnchecked(e *Engine, group string, q QueueRef, off int64) error 
 func ApplyRetentionAt(ctx context.Context, e *Engine, p RetentionPolicy, now time.Time) (RetentionResult, error) {
 	return e.applyRetention(ctx, p, now)
 }
+
+// OnDeleteGroupTopics sets f to run when DeleteGroup has deleted a group's
+// keys and memory, before it deletes its topics; nil removes it.
+func OnDeleteGroupTopics(e *Engine, f func(group string)) {
+	if f == nil {
+		e.groupTopicsHook.Store(nil)
+		return
+	}
+	e.groupTopicsHook.Store(&f)
+}
+
+// GroupDeletionWaits reports how many joins and commits wait for the end
+// of a group's deletion to make the group again.
+func GroupDeletionWaits(e *Engine) int64 { return e.groups.holdWaits.Load() }

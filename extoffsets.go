@@ -67,7 +67,19 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, name string, offsets ma
 		}
 	}
 	for {
-		g, err := e.commitGroupOffsets(name, names, offsets, fenced)
+		g, held, err := e.commitGroupOffsets(name, names, offsets, fenced)
+		if held != nil {
+			// The group is being deleted: commit once it is, into the
+			// group made anew (groupdelete_hold.go).
+			if fenced != nil {
+				fenced.sbGate.Unlock()
+				fenced = nil
+			}
+			if err := e.groups.awaitHold(ctx, held); err != nil {
+				return err
+			}
+			continue
+		}
 		if g == nil {
 			return err
 		}
@@ -98,25 +110,30 @@ func (g *group) movesBackTo(offsets map[QueueRef]int64) bool {
 // commitGroupOffsets is CommitGroupOffsets once the send-backs of fenced
 // are fenced. When the commit moves an offset of a group other than
 // fenced back, it stores nothing and returns that group, to be fenced.
-func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[QueueRef]int64, fenced *group) (refence *group, err error) {
+// When the group is being deleted, it stores nothing and returns the
+// deletion's hold (groupdelete_hold.go), to be waited for.
+func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[QueueRef]int64, fenced *group) (refence *group, held chan struct{}, err error) {
 	gate := e.gateTopics(names)
 	defer gate.release()
 	for ref := range offsets {
 		if err := gate.check(ref.Topic); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	c := e.groups
-	g, created := c.lockForCommit(name)
+	g, created, held := c.lockForCommit(name)
+	if held != nil {
+		return nil, held, nil
+	}
 	if len(g.members) > 0 {
 		g.mu.Unlock()
 		g.commitMu.Unlock()
-		return nil, fmt.Errorf("%w: group %q has native members", ErrFenced, name)
+		return nil, nil, fmt.Errorf("%w: group %q has native members", ErrFenced, name)
 	}
 	if g != fenced && g.movesBackTo(offsets) {
 		g.mu.Unlock()
 		g.commitMu.Unlock()
-		return g, nil
+		return g, nil, nil
 	}
 	// A group coordinated outside has no native members to come and go:
 	// a commit is its sign of use (Options.GroupIdleTTL counts from it),
@@ -161,10 +178,10 @@ func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[Que
 	}
 	g.commitMu.Unlock() // deleteMarksAfter takes it per write
 	if err != nil {
-		return nil, fmt.Errorf("equeue: commit offsets of %q: %w", name, err)
+		return nil, nil, fmt.Errorf("equeue: commit offsets of %q: %w", name, err)
 	}
 	e.deleteMarksAfter(g, set)
-	return nil, nil
+	return nil, nil, nil
 }
 
 // GroupOffsets returns a group's committed offsets (the next offset to

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/equeue-go/equeue/allocate"
@@ -28,6 +29,14 @@ type coordinator struct {
 	// subscribers indexes groups by topic; a group is (re)indexed on every
 	// rebalance, and only groups with members need a topic's changes.
 	subscribers subscriberIndex
+	// held holds the names of the groups whose deletion is deleting their
+	// topics; each channel is closed when it is done (groupdelete_hold.go).
+	held map[string]chan struct{}
+	// holdWaits counts the joins and commits waiting for a held name (tests).
+	holdWaits atomic.Int64
+	// epochFloor is the highest epoch or version a deleted group reached:
+	// groups made afterwards start above it (see create).
+	epochFloor int64
 }
 
 type group struct {
@@ -193,10 +202,16 @@ func newGroup(m groupMeta) *group {
 }
 
 // create returns a new group whose epochs and versions start above the
-// engine's Options.EpochBase.
+// engine's Options.EpochBase, and above those of every group deleted
+// since Open: a group made again after its deletion must not grant a
+// queue under an epoch the deleted one granted, or a member's commit or
+// pull under the old grant, sent before it saw the deletion, would pass
+// the new group's fence (its commit would store the deleted group's
+// position in the new group). c.mu must be held.
 func (c *coordinator) create(m groupMeta) *group {
 	g := newGroup(m)
-	g.epoch, g.version, g.resetEpoch = c.e.opts.EpochBase, c.e.opts.EpochBase, c.e.opts.EpochBase
+	base := max(c.e.opts.EpochBase, c.epochFloor)
+	g.epoch, g.version, g.resetEpoch = base, base, base
 	g.trackLeft = c.e.opts.GroupIdleTTL > 0
 	return g
 }
@@ -586,13 +601,21 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if err != nil {
 		return Assignment{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
+	// A join that would make a group being deleted again waits for the
+	// deletion first, before it makes the group's retry topic (below).
+	if err := e.groups.awaitName(ctx, req.Group); err != nil {
+		return Assignment{}, err
+	}
 	// The group's own retry topic is the one internal topic a join may create.
 	subs, err := e.groups.normalizeSubs(allowInternal(ctx, RetryTopic(req.Group)), req.Subscriptions)
 	if err != nil {
 		return Assignment{}, err
 	}
 	c := e.groups
-	g, created := c.lockForJoin(groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: toStoredFrom(req.From), FromTime: req.FromTime})
+	g, created, err := c.lockForJoin(ctx, groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: toStoredFrom(req.From), FromTime: req.FromTime})
+	if err != nil {
+		return Assignment{}, err
+	}
 	defer g.mu.Unlock()
 	if err := e.groups.checkIncarnation(g, req); err != nil {
 		return Assignment{}, err
@@ -821,10 +844,19 @@ func (c *coordinator) topicChanged(name string, deleted bool) {
 
 // lockForJoin returns the group named in m with g.mu held, creating it from
 // m when it does not exist (created is then true). A group whose first join
-// failed is dropped again (see saveGroupMeta): lock the current one.
-func (c *coordinator) lockForJoin(m groupMeta) (g *group, created bool) {
+// failed is dropped again (see saveGroupMeta): lock the current one. A
+// group being deleted is made again only once its deletion is done
+// (groupdelete_hold.go).
+func (c *coordinator) lockForJoin(ctx context.Context, m groupMeta) (g *group, created bool, err error) {
 	for {
 		c.mu.Lock()
+		if h := c.heldName(m.Name); h != nil {
+			c.mu.Unlock()
+			if err := c.awaitHold(ctx, h); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
 		g = c.groups[m.Name]
 		created = g == nil
 		if created {
@@ -837,7 +869,7 @@ func (c *coordinator) lockForJoin(m groupMeta) (g *group, created bool) {
 		current := c.groups[m.Name] == g
 		c.mu.Unlock()
 		if current {
-			return g, created
+			return g, created, nil
 		}
 		g.mu.Unlock()
 	}
@@ -846,10 +878,16 @@ func (c *coordinator) lockForJoin(m groupMeta) (g *group, created bool) {
 // lockForCommit returns group name with its commitMu and mu held, created
 // (empty, its epochs above Options.EpochBase) when it does not exist. A group that DeleteGroup removed while
 // this waited for its locks is not returned: the name's current group is,
-// so no offset is stored for a deleted group.
-func (c *coordinator) lockForCommit(name string) (g *group, created bool) {
+// so no offset is stored for a deleted group. Nor is a group being deleted
+// made again (groupdelete_hold.go): then it returns the deletion's hold,
+// for the caller to wait for without the locks it holds.
+func (c *coordinator) lockForCommit(name string) (g *group, created bool, held chan struct{}) {
 	for {
 		c.mu.Lock()
+		if h := c.heldName(name); h != nil {
+			c.mu.Unlock()
+			return nil, false, h
+		}
 		g = c.groups[name]
 		created = g == nil
 		if created {
@@ -860,7 +898,7 @@ func (c *coordinator) lockForCommit(name string) (g *group, created bool) {
 		g.commitMu.Lock()
 		g.mu.Lock()
 		if c.current(g) {
-			return g, created
+			return g, created, nil
 		}
 		g.mu.Unlock()
 		g.commitMu.Unlock()

@@ -41,6 +41,13 @@ const deleteChunk = 512
 // topics are deleted one by one. After an error some of it may be gone
 // (memory always matches the store); calling DeleteGroup again deletes the
 // rest. When the error is ErrGroupHasMembers, nothing was changed.
+//
+// A group made again under the name (a member joins, or
+// CommitGroupOffsets) starts as a new group does: a join or commit that
+// comes after the group's keys are deleted, while its topics are, waits
+// until they are gone,
+// and the new group grants under epochs above the deleted one's, so a
+// removed member's commit under its old grant is refused (ErrFenced).
 func (e *Engine) DeleteGroup(ctx context.Context, name string, o DeleteGroupOptions) error {
 	return e.deleteGroup(ctx, name, o.Force, time.Time{})
 }
@@ -57,9 +64,15 @@ func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleS
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	found, err := e.deleteGroupKeys(ctx, name, force, idleSince)
+	found, held, err := e.deleteGroupKeys(ctx, name, force, idleSince)
+	// Until its topics are deleted too, the name is held: no group of it
+	// is made again meanwhile (groupdelete_hold.go).
+	defer e.groups.releaseName(name, held)
 	if err != nil {
 		return err
+	}
+	if h := e.groupTopicsHook.Load(); h != nil {
+		(*h)(name)
 	}
 	for _, t := range []string{RetryTopic(name), DLQTopic(name)} {
 		if _, ok := e.lookupTopic(t); !ok {
@@ -78,15 +91,17 @@ func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleS
 }
 
 // deleteGroupKeys deletes the group's stored keys and, once they are gone,
-// the group from memory. found says whether there was anything.
-func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, idleSince time.Time) (found bool, err error) {
+// the group from memory. found says whether there was anything; held,
+// when not nil, is the hold on the name taken as the group left memory,
+// for the caller to release once the group's topics are deleted.
+func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, idleSince time.Time) (found bool, held chan struct{}, err error) {
 	c := e.groups
 	g, _ := c.group(name)
 	if g != nil {
 		// Every send-back's mark is in the store before the keys are
 		// listed, and none comes after: its member is gone by then.
 		if err := e.fenceSendBacks(ctx, g); err != nil {
-			return false, fmt.Errorf("equeue: delete group %q: %w", name, err)
+			return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, err)
 		}
 		defer g.sbGate.Unlock()
 		g.commitMu.Lock()
@@ -94,11 +109,11 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if !idleSince.IsZero() && g.lastUsed.After(idleSince) {
-			return false, fmt.Errorf("%w: group %q was used since it was found idle", ErrGroupHasMembers, name)
+			return false, nil, fmt.Errorf("%w: group %q was used since it was found idle", ErrGroupHasMembers, name)
 		}
 		if len(g.members) > 0 {
 			if !force {
-				return false, fmt.Errorf("%w: group %q has %d", ErrGroupHasMembers, name, len(g.members))
+				return false, nil, fmt.Errorf("%w: group %q has %d", ErrGroupHasMembers, name, len(g.members))
 			}
 			for id := range g.members {
 				g.removeMember(id)
@@ -112,7 +127,7 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 	}
 	keys, err := e.groupKeys(name)
 	if err != nil {
-		return false, fmt.Errorf("equeue: delete group %q: %w", name, err)
+		return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, err)
 	}
 	found = len(keys) > 0
 	for len(keys) > 0 {
@@ -124,14 +139,14 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		}
 		applied, werr := e.storeMeta(ops...)
 		if !applied {
-			return false, fmt.Errorf("equeue: delete group %q: %w", name, werr)
+			return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, werr)
 		}
 		if g != nil {
 			g.forgetKeys(chunk)
 		}
 		e.trimDelayed(chunk)
 		if werr != nil {
-			return false, notDurable(werr, "delete group %q", name)
+			return false, nil, notDurable(werr, "delete group %q", name)
 		}
 		keys = keys[:len(keys)-n]
 	}
@@ -139,11 +154,13 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		c.mu.Lock()
 		if c.groups[name] == g {
 			delete(c.groups, name)
+			held = c.holdName(name)
+			c.epochFloor = max(c.epochFloor, g.epoch, g.version, g.resetEpoch)
 		}
 		c.mu.Unlock()
 		c.subscribers.remove(g)
 	}
-	return g != nil || found, nil
+	return g != nil || found, held, nil
 }
 
 // trimDelayed deletes the delay-log records of the delay index keys among
