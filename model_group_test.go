@@ -304,12 +304,27 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 	// gone is set while the group may not exist: before its first member
 	// started, or deleted and no member started since.
 	gone := true
+	// ghosts holds the slots stopped while DeleteGroup had removed them
+	// (Force) and they were joining the new group: over remote, a join
+	// that Close cut short may reach the engine after Close's leave, and
+	// the member it adds holds the ID until its session expires (a
+	// known defect, not fixed here), so a Start with the ID is refused
+	// with ErrMemberIDInUse until then, and is called again.
+	ghosts := map[string]bool{}
 	start := func(id string) {
 		everStarted[memberID(id)] = true
 		gone = false
 		c, err := equeue.NewConsumer(b, withHeartbeat(opts(memberID(id))))
 		require.NoError(t, err)
-		if err := c.Start(ctx); faults && err != nil {
+		err = c.Start(ctx)
+		if ghosts[id] && errors.Is(err, equeue.ErrMemberIDInUse) {
+			eventually(t, 10*opened.SessionTimeout, func() bool {
+				err = c.Start(ctx)
+				return !errors.Is(err, equeue.ErrMemberIDInUse)
+			}, "seed %d: start %s: the ID is held for good", seed, id)
+		}
+		delete(ghosts, id)
+		if faults && err != nil {
 			// Joining writes the group's state: a failing store refuses it.
 			t.Logf("start %s: %v", id, err)
 			return
@@ -332,6 +347,9 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 			require.NoError(t, err, "close %s", id)
 		}
 		delete(members, id)
+		if removed[id] {
+			ghosts[id] = true
+		}
 		delete(removed, id)
 	}
 	defer func() {
@@ -605,19 +623,23 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 			whos = append(whos, memberID(slot))
 		}
 	}
-	dying := 0
+	// Every message that always fails has its dead letters (one for each
+	// receiver and delivery owed) before the counts are checked.
+	deadOwed := map[int]int{}
 	for n, o := range owed {
 		if always, _ := groupLifeFate(n); always {
-			dying += o.deadBase + len(whos)*o.copies()
+			deadOwed[n] = o.deadBase + len(whos)*o.copies()
 		}
 	}
 	eventually(t, 30*time.Second, func() bool {
-		total := 0
-		for _, c := range deadLetterCounts(t, e, "g") {
-			total += c
+		dead := deadLetterCounts(t, e, "g")
+		for n, want := range deadOwed {
+			if dead[n] < want {
+				return false
+			}
 		}
-		return total >= dying
-	}, "seed %d: %d dead letters expected", seed, dying)
+		return true
+	}, "seed %d: dead letters expected: %v", seed, deadOwed)
 	// Let a late duplicate or an extra retry show up before checking.
 	time.Sleep(100 * time.Millisecond)
 	dead := deadLetterCounts(t, e, "g")
