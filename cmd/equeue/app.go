@@ -58,6 +58,26 @@ type cliError struct {
 func (e *cliError) Error() string { return e.err.Error() }
 func (e *cliError) Unwrap() error { return e.err }
 
+// invalidInput are the broker's errors for a value it refuses as invalid:
+// a name, a tag expression, an argument, a delay or an option.
+var invalidInput = []error{equeue.ErrInvalidName, equeue.ErrInvalidFilter, equeue.ErrInvalidArgument,
+	equeue.ErrInvalidDelay, equeue.ErrInvalidOptions}
+
+// refusedAsInvalid reports whether the broker refused a value of the
+// command as invalid. Every value a command hands the broker comes from
+// its command line (names, flags, arguments), so such a refusal is a usage
+// error (exit code 2), as the command's own checks are; an operation the
+// broker could not carry out (not found, full, refused rights, I/O) is a
+// failure (exit code 1).
+func refusedAsInvalid(err error) bool {
+	for _, target := range invalidInput {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
 // usageErrorf reports a command line that cannot be run (exit code 2).
 func usageErrorf(format string, args ...any) error {
 	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...)}
@@ -210,7 +230,7 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	if a.server != "" {
 		// One broker, or a cluster's nodes separated by commas.
 		for _, addr := range strings.Split(a.server, ",") {
-			if _, port, err := net.SplitHostPort(strings.TrimSpace(addr)); err != nil || port == "" {
+			if !isHostPort(strings.TrimSpace(addr)) {
 				return usageErrorf("--server %q: want HOST:PORT (or a cluster's HOST:PORT,HOST:PORT,...), e.g. 127.0.0.1:7654", a.server)
 			}
 		}

@@ -144,7 +144,7 @@ func TestProduceConsume_GroupsAndReset(t *testing.T) {
 	if len(got) != 1 || got[0].Body != "a2" {
 		t.Fatalf("after reset to orders/%d=1: %+v", q, got)
 	}
-	fails(t, 1, "outside", dir, "reset-offsets", "equeue-cli", "--offset", fmt.Sprintf("orders/%d=999", q))
+	fails(t, 2, "outside", dir, "reset-offsets", "equeue-cli", "--offset", fmt.Sprintf("orders/%d=999", q))
 
 	// A filter skips other tags; --timeout ends a consume that gets nothing.
 	ok(t, dir, "reset-offsets", "equeue-cli", "--to", "earliest")
@@ -380,7 +380,7 @@ func TestDLQ_RedriveOfABroadcastingGroupNeedsToTopic(t *testing.T) {
 	deadLettersOf(t, d, "audit", equeue.Broadcasting, 1)
 	dir := "--dir=" + d
 
-	fails(t, 1, "--to-topic", dir, "dlq", "redrive", "audit", "--all")
+	fails(t, 2, "--to-topic", dir, "dlq", "redrive", "audit", "--all")
 	if dls := decode[[]deadLetterJSON](t, ok(t, dir, "dlq", "list", "audit", "--json")); len(dls) != 1 || dls[0].Redriven {
 		t.Fatalf("dlq list after a refused redrive: %+v", dls)
 	}

@@ -228,7 +228,7 @@ func TestCluster_RefusedClusterFlagsAreUsageErrors(t *testing.T) {
 		flags []string
 	}{
 		{"must name a host other nodes can dial", []string{"--cluster-raft", "0.0.0.0:7751"}},
-		{"missing port", []string{"--cluster-raft", "127.0.0.1"}},
+		{`--cluster-raft "127.0.0.1": want HOST:PORT`, []string{"--cluster-raft", "127.0.0.1"}},
 		{"want \"bolt\" or \"wal\"", []string{"--cluster-raft", "127.0.0.1:0", "--cluster-log-store", "ssd"}},
 		{"Peers that include this node", []string{"--cluster-raft", "127.0.0.1:0", "--cluster-bootstrap", "--cluster-peers", "n2=127.0.0.1:7752"}},
 	} {

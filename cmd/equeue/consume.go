@@ -27,6 +27,9 @@ const (
 	commitWithin = 10 * time.Second // bound of a commit, even after a signal
 )
 
+// maxMemberID is the engine's limit on a member ID's length, in bytes.
+const maxMemberID = 255
+
 func (a *app) consumeCommand() *cobra.Command {
 	var (
 		group, from, filter, member string
@@ -92,6 +95,9 @@ that is not UTF-8 comes as body_base64) or body (the body alone).`,
 			}
 			if err := equeue.ValidateName(group); err != nil {
 				return usageErrorf("--group: %v", err)
+			}
+			if len(member) > maxMemberID || strings.IndexByte(member, 0) >= 0 {
+				return usageErrorf("--member: a member ID is 1 to %d bytes without NUL", maxMemberID)
 			}
 			var dl *deadLetterRule
 			if deadIf != "" {

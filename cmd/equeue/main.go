@@ -5,7 +5,8 @@
 // opens itself (--dir) or through a running broker (--server).
 //
 // Exit codes: 0 on success, 1 when the operation failed, 2 when the command
-// line was wrong (unknown command or flag, missing or bad argument).
+// line was wrong (unknown command or flag, missing or bad argument, or a
+// value the broker refuses as invalid: see refusedAsInvalid).
 package main
 
 import (
@@ -52,8 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// argument counts.
 		ce = &cliError{code: exitUsage, err: err}
 	}
-	if errors.Is(ce.err, equeue.ErrInvalidName) || errors.Is(ce.err, equeue.ErrInvalidFilter) {
-		ce.code = exitUsage // a bad name or tag expression typed on the command line
+	if refusedAsInvalid(ce.err) {
+		ce.code = exitUsage
 	}
 	fmt.Fprintf(stderr, "equeue: %s%s\n", errorText(ce.err), hint(ce.err))
 	if ce.code == exitUsage && cmd != nil {

@@ -65,6 +65,9 @@ with (a delayed message gets its offset when it becomes visible).`,
 			if id != "" && bodyFile == "" && (file != "" || fromStdin || len(bodies) != 1) {
 				return usageErrorf("--id names one message: give exactly one MESSAGE argument")
 			}
+			if len(id) > equeue.MaxIDBytes {
+				return usageErrorf("--id: %d bytes, a message ID has at most %d", len(id), equeue.MaxIDBytes)
+			}
 			if delay < 0 {
 				return usageErrorf("--delay must not be negative")
 			}
@@ -139,6 +142,9 @@ with (a delayed message gets its offset when it becomes visible).`,
 				} else {
 					n, err = sendInOrder(ctx, p, src, newMsg, print)
 				}
+				if errors.Is(err, equeue.ErrInvalidDelay) {
+					return fmt.Errorf("--delay %s: %w", delay, err) // further out than the broker allows
+				}
 				if err != nil {
 					return err
 				}
@@ -178,7 +184,14 @@ type sendJSON struct {
 // lineSource yields message bodies.
 type lineSource interface {
 	// next returns the next body, or io.EOF.
-	next() (string, error)
+	next() (inputLine, error)
+}
+
+// inputLine is one message body and where the input has it.
+type inputLine struct {
+	body string
+	unit string // "line" of a file or standard input, or "message" of the arguments
+	no   int    // its number among them, from 1
 }
 
 type argLines struct {
@@ -186,15 +199,18 @@ type argLines struct {
 	i      int
 }
 
-func (s *argLines) next() (string, error) {
+func (s *argLines) next() (inputLine, error) {
 	if s.i >= len(s.bodies) {
-		return "", io.EOF
+		return inputLine{}, io.EOF
 	}
 	s.i++
-	return s.bodies[s.i-1], nil
+	return inputLine{body: s.bodies[s.i-1], unit: "message", no: s.i}, nil
 }
 
-type scanLines struct{ sc *bufio.Scanner }
+type scanLines struct {
+	sc *bufio.Scanner
+	no int // lines read, empty ones included
+}
 
 func newLines(r io.Reader) *scanLines {
 	sc := bufio.NewScanner(r)
@@ -202,17 +218,23 @@ func newLines(r io.Reader) *scanLines {
 	return &scanLines{sc: sc}
 }
 
-func (s *scanLines) next() (string, error) {
+func (s *scanLines) next() (inputLine, error) {
 	for s.sc.Scan() {
+		s.no++
 		line := strings.TrimSuffix(s.sc.Text(), "\r")
 		if line != "" {
-			return line, nil
+			return inputLine{body: line, unit: "line", no: s.no}, nil
 		}
 	}
-	if err := s.sc.Err(); err != nil {
-		return "", fmt.Errorf("read input: %w", err)
+	switch err := s.sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return inputLine{}, fmt.Errorf("read input: line %d is longer than %d bytes: %w", s.no+1, maxLine, err)
+	case err != nil && s.no > 0:
+		return inputLine{}, fmt.Errorf("read input after line %d: %w", s.no, err)
+	case err != nil:
+		return inputLine{}, fmt.Errorf("read input: %w", err)
 	}
-	return "", io.EOF
+	return inputLine{}, io.EOF
 }
 
 // ctxLines is a lineSource whose waits for input end with its context:
@@ -226,7 +248,7 @@ type ctxLines struct {
 }
 
 type lineOrErr struct {
-	line string
+	line inputLine
 	err  error
 }
 
@@ -249,9 +271,9 @@ func interruptible(ctx context.Context, src lineSource) *ctxLines {
 	return s
 }
 
-func (s *ctxLines) next() (string, error) {
+func (s *ctxLines) next() (inputLine, error) {
 	if s.end != nil {
-		return "", s.end
+		return inputLine{}, s.end
 	}
 	select {
 	case l := <-s.lines:
@@ -261,7 +283,7 @@ func (s *ctxLines) next() (string, error) {
 		return l.line, l.err
 	case <-s.ctx.Done():
 		s.end = inputStopped(s.ctx)
-		return "", s.end
+		return inputLine{}, s.end
 	}
 }
 
@@ -278,16 +300,16 @@ func inputStopped(ctx context.Context) error {
 func sendInOrder(ctx context.Context, p *equeue.Producer, src lineSource, newMsg func(string) *equeue.Message, print func(equeue.SendResult) error) (int, error) {
 	n := 0
 	for {
-		body, err := src.next()
+		line, err := src.next()
 		if err == io.EOF {
 			return n, nil
 		}
 		if err != nil {
 			return n, err
 		}
-		res, err := p.Send(ctx, newMsg(body))
+		res, err := p.Send(ctx, newMsg(line.body))
 		if err != nil {
-			return n, fmt.Errorf("message %d: %w", n+1, err)
+			return n, &sendFailure{line: line, err: err, before: n}
 		}
 		n++
 		if err := print(res); err != nil {
@@ -302,18 +324,20 @@ func sendInOrder(ctx context.Context, p *equeue.Producer, src lineSource, newMsg
 // failed send it sends no further line, prints the sends already in flight
 // that were stored, and returns the first failure.
 func sendPipelined(ctx context.Context, p *equeue.Producer, src lineSource, newMsg func(string) *equeue.Message, print func(equeue.SendResult) error) (int, error) {
-	pl := &pipeline{futures: make(chan *equeue.SendFuture, pipelineDepth), slots: make(chan struct{}, pipelineDepth),
+	pl := &pipeline{futures: make(chan sentLine, pipelineDepth), slots: make(chan struct{}, pipelineDepth),
 		stopped: make(chan struct{}), readErr: make(chan error, 1)}
 	go pl.read(ctx, p, src, newMsg)
 	n := 0
-	for f := range pl.futures {
-		res, err := sendOutcome(ctx, f)
+	for s := range pl.futures {
+		res, err := sendOutcome(ctx, s.f)
 		<-pl.slots
 		if err != nil {
 			// The reader may be blocked on its input; leave it behind once
 			// the sends it started are accounted for.
 			pl.stop()
-			return n + pl.drain(ctx, print), fmt.Errorf("message %d: %w", n+1, err)
+			fail := &sendFailure{line: s.line, err: err, before: n}
+			fail.sentAfter, fail.storedAfter = pl.drain(ctx, print)
+			return n + fail.storedAfter, fail
 		}
 		n++
 		if err := print(res); err != nil {
@@ -327,7 +351,7 @@ func sendPipelined(ctx context.Context, p *equeue.Producer, src lineSource, newM
 // pipeline is the reading side of sendPipelined: it sends each line
 // asynchronously and queues the futures, in input order.
 type pipeline struct {
-	futures chan *equeue.SendFuture
+	futures chan sentLine
 	slots   chan struct{} // one per future queued and not yet handled
 	readErr chan error    // the input's error (nil at its end), once
 	mu      sync.Mutex    // held while a send starts, so stop sees every one
@@ -340,7 +364,7 @@ type pipeline struct {
 func (pl *pipeline) read(ctx context.Context, p *equeue.Producer, src lineSource, newMsg func(string) *equeue.Message) {
 	defer close(pl.futures)
 	for {
-		body, err := src.next()
+		line, err := src.next()
 		if err != nil {
 			if err == io.EOF {
 				err = nil
@@ -354,7 +378,7 @@ func (pl *pipeline) read(ctx context.Context, p *equeue.Producer, src lineSource
 			pl.readErr <- nil
 			return
 		}
-		f := pl.start(ctx, p, newMsg(body))
+		f := pl.start(ctx, p, line, newMsg(line.body))
 		if f == nil || refusedAtOnce(f) {
 			// A refused line ends the input, as it does over a server.
 			pl.readErr <- nil
@@ -363,16 +387,23 @@ func (pl *pipeline) read(ctx context.Context, p *equeue.Producer, src lineSource
 	}
 }
 
-// start sends m and queues its future, unless the pipeline was stopped
-// (then it returns nil). The queue has room: read holds a slot for it.
-func (pl *pipeline) start(ctx context.Context, p *equeue.Producer, m *equeue.Message) *equeue.SendFuture {
+// sentLine is a line sent and the future of its send.
+type sentLine struct {
+	f    *equeue.SendFuture
+	line inputLine
+}
+
+// start sends m, the message of line, and queues its future, unless the
+// pipeline was stopped (then it returns nil). The queue has room: read
+// holds a slot for it.
+func (pl *pipeline) start(ctx context.Context, p *equeue.Producer, line inputLine, m *equeue.Message) *equeue.SendFuture {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.done {
 		return nil
 	}
 	f := p.SendAsync(ctx, m)
-	pl.futures <- f
+	pl.futures <- sentLine{f: f, line: line}
 	return f
 }
 
@@ -387,26 +418,26 @@ func (pl *pipeline) stop() {
 }
 
 // drain waits for the sends queued after stop, prints those stored and
-// returns how many it printed.
-func (pl *pipeline) drain(ctx context.Context, print func(equeue.SendResult) error) int {
-	n := 0
+// returns how many there were and how many of them it printed.
+func (pl *pipeline) drain(ctx context.Context, print func(equeue.SendResult) error) (sent, printed int) {
 	for {
-		var f *equeue.SendFuture
+		var s sentLine
 		select {
-		case f = <-pl.futures:
+		case s = <-pl.futures:
 		default:
 		}
-		if f == nil {
-			return n
+		if s.f == nil {
+			return sent, printed
 		}
-		res, err := sendOutcome(ctx, f)
+		sent++
+		res, err := sendOutcome(ctx, s.f)
 		if err != nil {
 			continue
 		}
 		if print(res) != nil {
-			return n
+			return sent, printed
 		}
-		n++
+		printed++
 	}
 }
 

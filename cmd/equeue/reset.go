@@ -66,6 +66,9 @@ from the new offsets. It prints the group afterwards.`,
 			group := argv[0]
 			return a.withConn(readWrite, func(c *conn) error {
 				if err := c.ResetOffsets(cmd.Context(), group, req); err != nil {
+					if len(offsets) > 0 && refusedAsInvalid(err) {
+						return fmt.Errorf("--offset: %w", err) // an offset outside its queue
+					}
 					return err
 				}
 				fmt.Fprintf(a.stdout, "reset offsets of group %s\n\n", group)

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/metrics"
@@ -79,6 +81,9 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 			if a.dir == "" {
 				return usageErrorf("serve needs --dir DIR, the engine directory to serve")
 			}
+			if err := checkListenAddrs(cmd.Flags()); err != nil {
+				return err
+			}
 			sync, err := parseSync(syncFlag)
 			if err != nil {
 				return usageErrorf("--sync: %v", err)
@@ -124,6 +129,38 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 	}
 	cl.addFlags(f)
 	return cmd
+}
+
+// listenFlags are serve's flags that name an address to listen on; all but
+// --listen are off when empty.
+var listenFlags = []string{"listen", "metrics", "console", "kafka", "pprof", "cluster-raft", "cluster-admin"}
+
+// checkListenAddrs refuses an address to listen on that is not HOST:PORT
+// with a port number, before serve takes a port or touches its directory
+// (net.Listen would take "" for every interface at a random port, and an
+// add-on listens only once the engine is open).
+func checkListenAddrs(f *pflag.FlagSet) error {
+	for _, name := range listenFlags {
+		fl := f.Lookup(name)
+		if fl == nil || (fl.Value.String() == "" && name != "listen") {
+			continue
+		}
+		if addr := fl.Value.String(); !isHostPort(addr) {
+			return usageErrorf("--%s %q: want HOST:PORT with a port number, e.g. 127.0.0.1:7654", name, addr)
+		}
+	}
+	return nil
+}
+
+// isHostPort reports whether addr is HOST:PORT with a port number (the
+// host may be empty: every interface).
+func isHostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil
 }
 
 type serveConfig struct {

@@ -35,6 +35,14 @@ func addLimitFlags(f *pflag.FlagSet) *limitFlags {
 
 // limits returns the limits the flags give.
 func (l *limitFlags) limits() (equeue.TopicLimits, error) {
+	switch {
+	case l.maxMessages < 0:
+		return equeue.TopicLimits{}, usageErrorf("--max-messages %d: must not be negative (0: no limit)", l.maxMessages)
+	case l.maxBytes < 0:
+		return equeue.TopicLimits{}, usageErrorf("--max-bytes %d: must not be negative (0: no limit)", l.maxBytes)
+	case l.defaultTTL < 0:
+		return equeue.TopicLimits{}, usageErrorf("--default-ttl %s: must not be negative (0: none)", l.defaultTTL)
+	}
 	p, err := equeue.ParseOverflowPolicy(l.overflow)
 	if err != nil {
 		return equeue.TopicLimits{}, usageErrorf("--overflow %q: use drop-oldest or reject", l.overflow)
