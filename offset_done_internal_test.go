@@ -72,6 +72,34 @@ func TestProcessQueue_DoneAboveAnUnfinishedMessageIsCommittedAndSkipped(t *testi
 	kept := q.add(msgs(6, 7, 8, 9), 10)
 	require.Equal(t, []int64{6, 7, 9}, offsetsOf(kept), "8 is passed over")
 	require.Equal(t, 1, kept[0].Attempt, "6 goes on from its attempts")
+	// Once 8 is pulled again and passed over, the commits go on listing it
+	// until the committed offset passes it: a second restart must not
+	// handle it again.
+	off3, atts3 := q.committableState()
+	require.Equal(t, int64(6), off3)
+	require.Equal(t, []MessageAttempts{{Offset: 6, Attempts: 1}, {Offset: 8, Done: true}}, atts3, "8 stays listed done after its pull")
+	r := newProcessQueue(OffsetCommit{Offset: off3, Attempts: atts3})
+	require.Equal(t, []int64{6, 7, 9}, offsetsOf(r.add(msgs(6, 7, 8, 9), 10)), "a second restart passes 8 over too")
+	for _, o := range []int64{6, 7, 9} {
+		require.True(t, r.begin(o))
+	}
+	require.False(t, r.begin(8), "8 is no message to handle")
+	r.end(6, true)
+	r.end(7, true)
+	off4, atts4 := r.committableState()
+	require.Equal(t, int64(9), off4, "the window passes the done entry once what is below it is done")
+	require.Empty(t, atts4)
+	r.end(9, true)
+	off5, _ := r.committableState()
+	require.Equal(t, int64(10), off5)
+
+	// A done entry at the front is passed at once.
+	f := newProcessQueue(OffsetCommit{Offset: 3, Attempts: []MessageAttempts{{Offset: 3, Attempts: 1}, {Offset: 4, Done: true}}})
+	f.restored[3] = restoredDone // as if 3 had been finished and listed
+	require.Empty(t, f.add(msgs(3, 4), 5))
+	off6, atts6 := f.committableState()
+	require.Equal(t, int64(5), off6)
+	require.Empty(t, atts6)
 }
 
 func offsetsOf(msgs []*Message) []int64 {
@@ -80,4 +108,37 @@ func offsetsOf(msgs []*Message) []int64 {
 		out[i] = m.Offset
 	}
 	return out
+}
+
+// TestProcessQueue_ALocalRetryAndADrainsGapRunAMessageOnce: a message that
+// failed and waits for its local retry is a gap to a drain, which hands it
+// out at once; the retry, when its delay is over, then has nothing to run.
+// Before, both ran it: one failure cost two attempts (past MaxAttempts, a
+// second dead letter), and a message that failed once was handled twice.
+// A retry announced earlier cannot take a later one's turn either.
+func TestProcessQueue_ALocalRetryAndADrainsGapRunAMessageOnce(t *testing.T) {
+	p := newProcessQueue(OffsetCommit{Offset: 0})
+	p.add([]*Message{{Offset: 0}, {Offset: 1}}, 2)
+	require.True(t, p.begin(0))
+	require.True(t, p.begin(1))
+	p.end(1, true)
+	first := p.awaitRetry(0, 1) // 0 failed: retried after a delay
+	p.end(0, false)
+
+	p.stopAfterGaps() // a drain: 0 is below what finished
+	gaps, _ := p.gaps()
+	require.Len(t, gaps, 1)
+	require.Equal(t, int64(0), gaps[0].Offset)
+	require.False(t, p.takeRetry(0, first), "the drain took the message: the retry has nothing to run")
+
+	// The gap's run fails again and announces a later retry: the first
+	// retry's goroutine, waking now, does not take the later one's turn.
+	require.True(t, p.begin(0))
+	second := p.awaitRetry(0, 2)
+	p.end(0, false)
+	require.False(t, p.takeRetry(0, first))
+	require.True(t, p.takeRetry(0, second))
+	require.False(t, p.takeRetry(0, second), "taken once")
+	_, atts := p.committableState()
+	require.Equal(t, []MessageAttempts{{Offset: 0, Attempts: 2}, {Offset: 1, Done: true}}, atts)
 }

@@ -26,6 +26,7 @@ type processQueue struct {
 	// messages not pulled yet, restoredDone for a message stored done; add
 	// moves them onto the pulled messages.
 	restored map[int64]int
+	retries  uint64 // local retries announced (awaitRetry), naming each
 }
 
 // restoredDone marks a message the committed state lists as done.
@@ -40,6 +41,11 @@ type pqEntry struct {
 	done    bool
 	running bool
 	tried   bool // handed to a handler by the drain
+	// awaiting names the local retry that will hand the message out again
+	// when its delay is over (awaitRetry), 0 for none: whichever of that
+	// retry and a drain's gaps takes it first (takeRetry, gaps) runs it,
+	// once, and an earlier retry of the message cannot take a later one's.
+	awaiting uint64
 	// attempts counts the handler runs of an unfinished message retried
 	// in place (orderly, broadcasting, failed send-back), or restored from
 	// the committed state; zero when its stored record says all.
@@ -87,6 +93,10 @@ func (p *processQueue) add(msgs []*Message, next int64) []*Message {
 				if !dropped {
 					keep, dropped = slices.Clone(msgs[:i]), true
 				}
+				// Kept as a done entry, so that commits go on listing it
+				// until the committed offset passes it: a restart after
+				// the next commit must not handle it again.
+				p.entries = append(p.entries, pqEntry{off: m.Offset, born: now, done: true})
 				continue
 			}
 			m.Attempt = max(m.Attempt, n)
@@ -102,7 +112,20 @@ func (p *processQueue) add(msgs []*Message, next int64) []*Message {
 	if next > p.pullNext {
 		p.pullNext = next
 	}
+	p.passDone()
 	return keep
+}
+
+// passDone moves head past the done entries at the front, and drops them
+// once they are most of entries. p.mu must be held.
+func (p *processQueue) passDone() {
+	for p.head < len(p.entries) && p.entries[p.head].done {
+		p.head++
+	}
+	if p.head > 1024 && p.head*2 > len(p.entries) {
+		p.entries = append(p.entries[:0], p.entries[p.head:]...)
+		p.head = 0
+	}
 }
 
 // skip moves the pull position past offsets with nothing to deliver.
@@ -205,13 +228,7 @@ func (p *processQueue) end(off int64, done bool) {
 		p.count--
 		p.bytes -= e.size
 		e.msg = nil
-		for p.head < len(p.entries) && p.entries[p.head].done {
-			p.head++
-		}
-		if p.head > 1024 && p.head*2 > len(p.entries) {
-			p.entries = append(p.entries[:0], p.entries[p.head:]...)
-			p.head = 0
-		}
+		p.passDone()
 	}
 	p.signal()
 }
@@ -237,6 +254,35 @@ func (p *processQueue) committable() int64 {
 		return p.entries[p.head].off
 	}
 	return p.pullNext
+}
+
+// awaitRetry records, as failed does, that the unfinished message at off
+// has been handled attempts times so far, and that a local retry will hand
+// it out again: it returns the retry's name for takeRetry.
+func (p *processQueue) awaitRetry(off int64, attempts int) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.retries++
+	if i := p.find(off); i >= 0 && !p.entries[i].done {
+		p.entries[i].attempts = max(p.entries[i].attempts, attempts)
+		p.entries[i].awaiting = p.retries
+	}
+	return p.retries
+}
+
+// takeRetry reports whether retry, a local retry of off that awaitRetry
+// announced, is still to run, and takes it: false when a drain handed the
+// message out as a gap meanwhile (or it is finished, or failed again and
+// waits for a later retry), so that one failure runs it once.
+func (p *processQueue) takeRetry(off int64, retry uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := p.find(off)
+	if i < 0 || p.entries[i].done || p.entries[i].awaiting != retry {
+		return false
+	}
+	p.entries[i].awaiting = 0
+	return true
 }
 
 // failed records that the unfinished message at off has been handled
@@ -373,6 +419,7 @@ func (p *processQueue) gaps() (msgs []*Message, running bool) {
 		e := &p.entries[i]
 		if !e.done && !e.running && !e.tried {
 			e.tried = true
+			e.awaiting = 0 // its pending local retry, if any, is taken
 			msgs = append(msgs, e.msg)
 		}
 	}

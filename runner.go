@@ -391,9 +391,11 @@ func (r *runner) dispose(m, view *Message, err error) HandleOutcome {
 func (r *runner) retryLocally(m *Message, attempts int, d time.Duration) {
 	c := r.c
 	m.Attempt = attempts
-	r.pq.failed(m.Offset, attempts) // stored with the next commit
+	retry := r.pq.awaitRetry(m.Offset, attempts) // stored with the next commit
 	c.goFunc(func() {
-		if sleepCtx(r.hctx, d) {
+		// A drain may hand the message out as a gap before the delay is
+		// over: then it is no longer this retry's to run.
+		if sleepCtx(r.hctx, d) && r.pq.takeRetry(m.Offset, retry) {
 			c.submit(task{r: r, m: m}, r.hctx.Done())
 		}
 	})
