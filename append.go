@@ -365,12 +365,12 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		}
 		if m.DeliverAt.After(now) {
 			if m.DeliverAt.Sub(now) > e.opts.MaxDelay {
-				return nil, fmt.Errorf("%w: delivery at %v is beyond the %v limit", ErrInvalidDelay, m.DeliverAt, e.opts.MaxDelay)
+				return nil, fmt.Errorf("%w: message %d: delivery at %s is beyond the %v limit", ErrInvalidDelay, i, m.DeliverAt.UTC().Format(time.RFC3339Nano), e.opts.MaxDelay)
 			}
 			if !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(m.DeliverAt) && !again {
 				// It would never be delivered. (A retry that outlives its
 				// message, sent again by the engine, simply expires.)
-				return nil, fmt.Errorf("%w: message %d expires at %v, not after its delivery at %v", ErrInvalidDelay, i, m.ExpiresAt, m.DeliverAt)
+				return nil, fmt.Errorf("%w: message %d expires at %s, not after its delivery at %s", ErrInvalidDelay, i, m.ExpiresAt.UTC().Format(time.RFC3339Nano), m.DeliverAt.UTC().Format(time.RFC3339Nano))
 			}
 			dues = append(dues, m.DeliverAt)
 		}
