@@ -78,7 +78,7 @@ func TestTopic_MaxBytesAndUnconsumed(t *testing.T) {
 		t.Fatalf("set-limits did not replace the limits:\n%s", desc)
 	}
 	fails(t, 2, "--unconsumed", dir, "topic", "set-limits", "blobs", "--unconsumed", "sometimes")
-	fails(t, 2, "negative max bytes", dir, "topic", "set-limits", "blobs", "--max-bytes", "-1")
+	fails(t, 2, "--max-bytes -1: must not be negative", dir, "topic", "set-limits", "blobs", "--max-bytes", "-1")
 }
 
 // TestServe_MaxBytesOverRemote: a topic's byte limit set through a server
