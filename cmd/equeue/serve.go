@@ -137,8 +137,7 @@ var listenFlags = []string{"listen", "metrics", "console", "kafka", "pprof", "cl
 
 // checkListenAddrs refuses an address to listen on that is not HOST:PORT
 // with a port number, before serve takes a port or touches its directory
-// (net.Listen would take "" for every interface at a random port, and an
-// add-on listens only once the engine is open).
+// (net.Listen would take "" for every interface at a random port).
 func checkListenAddrs(f *pflag.FlagSet) error {
 	for _, name := range listenFlags {
 		fl := f.Lookup(name)
@@ -179,6 +178,13 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	if c.cluster.enabled() {
 		return a.serveCluster(ctx, c)
 	}
+	// Take the ports before the directory and before the add-ons start
+	// exporters, so a busy port leaves nothing behind.
+	ports, err := listenPorts(c.wantedPorts())
+	if err != nil {
+		return err
+	}
+	defer ports.close()
 	opts := &equeue.Options{Sync: c.sync}
 	var m *metrics.Collector
 	if c.metrics != "" {
@@ -190,28 +196,12 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 			return err
 		}
 	}
-	// Take the ports before the directory, so a busy port leaves no
-	// engine directory behind.
 	if err := checkDir(a.dir, create); err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.listen, err)
-	}
-	var metricsLis net.Listener
-	if m != nil {
-		if metricsLis, err = net.Listen("tcp", c.metrics); err != nil {
-			_ = lis.Close()
-			return fmt.Errorf("--metrics: listen on %s: %w", c.metrics, err)
-		}
-	}
+	lis := ports["listen"]
 	eng, err := a.openEngine(a.dir, opts)
 	if err != nil {
-		_ = lis.Close()
-		if metricsLis != nil {
-			_ = metricsLis.Close()
-		}
 		return err
 	}
 	defer func() {
@@ -221,10 +211,6 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	}()
 	srv, err := remote.NewServer(eng, c.server)
 	if err != nil {
-		_ = lis.Close()
-		if metricsLis != nil {
-			_ = metricsLis.Close()
-		}
 		return err
 	}
 	if len(c.tokens) > 0 && !c.tls && !isLoopback(lis.Addr()) {
@@ -234,7 +220,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	var httpSrv *http.Server
 	if m != nil {
 		m.Attach(eng)
-		httpSrv = a.serveMetrics(metricsLis, m, eng.StoreFailure, errc)
+		httpSrv = a.serveMetrics(ports["metrics"], m, eng.StoreFailure, errc)
 	}
 	var stops []func(context.Context) error
 	defer func() {
@@ -247,9 +233,8 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 		}
 	}()
 	for _, ad := range c.addons {
-		stop, aerr := ad.start(ctx, serveEnv{eng: eng, backend: eng, tokens: c.addonTokens, nsTokens: namespaceTokens(c.tokens, c.server.TokenNamespaces), tls: c.tlsConf, log: a.log, errc: errc})
+		stop, aerr := ad.start(ctx, serveEnv{eng: eng, backend: eng, tokens: c.addonTokens, nsTokens: namespaceTokens(c.tokens, c.server.TokenNamespaces), tls: c.tlsConf, log: a.log, errc: errc, ports: ports})
 		if aerr != nil {
-			_ = lis.Close()
 			if httpSrv != nil {
 				_ = httpSrv.Close()
 			}

@@ -21,6 +21,10 @@ type serveAddon interface {
 	addFlags(f *pflag.FlagSet)
 	// enabled reports whether the flags given switch the add-on on.
 	enabled() bool
+	// ports lists the addresses the add-on listens on, by flag. serve
+	// listens on them before it opens the directory and hands the
+	// listeners to start in serveEnv.ports.
+	ports() []servePort
 	// configure adjusts the engine options before the engine is opened
 	// (for example to install an observer). It may be a no-op.
 	configure(opts *equeue.Options) error
@@ -57,6 +61,9 @@ type serveEnv struct {
 	tls      *tls.Config // nil: plaintext
 	log      *slog.Logger
 	errc     chan<- error
+	// ports are the listeners serve took, by flag (see serveAddon.ports);
+	// serve closes them when it stops.
+	ports servePorts
 }
 
 // serveAddons holds one constructor per add-on; each serve command gets fresh

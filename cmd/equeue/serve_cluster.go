@@ -82,6 +82,13 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	if advertise == "" {
 		advertise = c.listen
 	}
+	// Take the ports before the node creates its directory, so a busy
+	// port leaves nothing behind.
+	ports, err := listenPorts(c.wantedPorts())
+	if err != nil {
+		return err
+	}
+	defer ports.close()
 	eopts := &equeue.Options{Logger: a.log}
 	var m *metrics.Collector
 	if c.metrics != "" {
@@ -113,6 +120,9 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 			}
 		}
 	}
+	// The node owns its Raft listener from here, and closes it when Open
+	// fails.
+	copts.RaftStream = raftStream{ports.take("cluster-raft")}
 	node, err := cluster.Open(a.dir, copts)
 	if err != nil {
 		if errors.Is(err, equeue.ErrInvalidOptions) {
@@ -130,10 +140,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.listen, err)
-	}
+	lis := ports["listen"]
 	errc := make(chan error, 3+len(addons))
 	var https []*http.Server
 	defer func() {
@@ -150,12 +157,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{a}}))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-		hs, err := serveHTTP(c.metrics, mux, errc)
-		if err != nil {
-			_ = lis.Close()
-			return fmt.Errorf("--metrics: %w", err)
-		}
-		https = append(https, hs)
+		https = append(https, serveHTTP(ports["metrics"], mux, errc))
 	}
 	if cf.admin != "" {
 		var opts []cluster.AdminOption
@@ -172,12 +174,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 				return !change || r&remote.RightAdmin != 0, true
 			}))
 		}
-		hs, err := serveHTTP(cf.admin, cluster.AdminHandler(node, opts...), errc)
-		if err != nil {
-			_ = lis.Close()
-			return fmt.Errorf("--cluster-admin: %w", err)
-		}
-		https = append(https, hs)
+		https = append(https, serveHTTP(ports["cluster-admin"], cluster.AdminHandler(node, opts...), errc))
 	}
 	var stops []func(context.Context) error
 	defer func() {
@@ -190,9 +187,8 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		}
 	}()
 	for _, ad := range addons {
-		stop, aerr := ad.start(ctx, serveEnv{backend: node, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc})
+		stop, aerr := ad.start(ctx, serveEnv{backend: node, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc, ports: ports})
 		if aerr != nil {
-			_ = lis.Close()
 			return aerr
 		}
 		stops = append(stops, stop)
@@ -215,17 +211,13 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	return nil
 }
 
-// serveHTTP serves h on addr; a failure after the listener is up goes to errc.
-func serveHTTP(addr string, h http.Handler, errc chan<- error) (*http.Server, error) {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
+// serveHTTP serves h on lis; a failure after it started goes to errc.
+func serveHTTP(lis net.Listener, h http.Handler, errc chan<- error) *http.Server {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	}()
-	return hs, nil
+	return hs
 }

@@ -42,6 +42,8 @@ func (c *consoleAddon) addFlags(f *pflag.FlagSet) {
 
 func (c *consoleAddon) enabled() bool { return c.addr != "" }
 
+func (c *consoleAddon) ports() []servePort { return []servePort{{"console", c.addr}} }
+
 func (c *consoleAddon) configure(*equeue.Options) error { return nil }
 
 // attachEngine does nothing: the console works through the cluster node.
@@ -56,10 +58,7 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 	// literal in the mux's pattern, as the console escapes it too.
 	pattern := (&url.URL{Path: prefix}).EscapedPath()
 	var h http.Handler = console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log})
-	lis, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return nil, fmt.Errorf("--console: listen on %s: %w", c.addr, err)
-	}
+	lis := env.ports["console"]
 	if len(env.tokens) == 0 {
 		if isLoopback(lis.Addr()) {
 			h = loopbackHostsOnly(h)

@@ -34,6 +34,8 @@ func (k *kafkaAddon) enabled() bool { return k.addr != "" }
 // servedNamespace is the namespace --kafka-namespace serves ("" : the whole engine).
 func (k *kafkaAddon) servedNamespace() string { return k.namespace }
 
+func (k *kafkaAddon) ports() []servePort { return []servePort{{"kafka", k.addr}} }
+
 func (k *kafkaAddon) configure(*equeue.Options) error { return nil }
 
 // attachEngine does nothing: in cluster mode the listener serves the node.
@@ -90,11 +92,7 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 	if err != nil {
 		return nil, usageErrorf("--kafka: %v", err)
 	}
-	lis, err := net.Listen("tcp", k.addr)
-	if err != nil {
-		_ = srv.Close()
-		return nil, fmt.Errorf("listen on %s (--kafka): %w", k.addr, err)
-	}
+	lis := env.ports["kafka"]
 	if len(tokens) > 0 && env.tls == nil && !isLoopback(lis.Addr()) {
 		env.log.Warn("Kafka SASL/PLAIN passwords are sent in clear text: serve TLS (--tls-cert, --tls-key) on a non-loopback address")
 	}

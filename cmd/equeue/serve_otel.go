@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -66,6 +65,13 @@ func (o *otelAddon) exporting() bool {
 }
 
 func (o *otelAddon) enabled() bool { return o.exporting() || o.pprof != "" }
+
+func (o *otelAddon) ports() []servePort {
+	if o.pprof == "" {
+		return nil
+	}
+	return []servePort{{"pprof", o.pprof}}
+}
 
 // configure builds the exporters and installs the engine observers: OTLP
 // metrics beside any Prometheus collector, and the broker's spans.
@@ -135,11 +141,7 @@ func (o *otelAddon) start(_ context.Context, env serveEnv) (func(context.Context
 	}
 	var srv *http.Server
 	if o.pprof != "" {
-		lis, err := net.Listen("tcp", o.pprof)
-		if err != nil {
-			_ = o.shutdown(context.Background())
-			return nil, fmt.Errorf("listen on %s for --pprof: %w", o.pprof, err)
-		}
+		lis := env.ports["pprof"]
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
