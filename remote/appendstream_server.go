@@ -51,13 +51,16 @@ type asyncBroker interface {
 
 // appendStream serves one AppendStream call: this goroutine answers, a
 // second one reads. Each append is authorized, counted against MaxInFlight
-// and run as the unary Append would be; its answer carries its seq.
+// (waiting first, with the reader, while the call's connection holds its
+// share of it: streamSlots) and run as the unary Append would be; its
+// answer carries its seq.
 type appendStream struct {
 	v      *service
 	st     pb.Broker_AppendStreamServer
 	ctx    context.Context
-	rights Rights // of the call's token; RightAll without authentication
-	limit  int    // the largest answer message the client receives
+	rights Rights     // of the call's token; RightAll without authentication
+	limit  int        // the largest answer message the client receives
+	slots  *connSlots // of the call's connection; nil: bounded by MaxInFlight alone
 
 	mu       sync.Mutex
 	space    *sync.Cond // signalled when pending drops or the call ends
@@ -95,7 +98,9 @@ func (v *service) AppendStream(st pb.Broker_AppendStreamServer) error {
 		mdStreamWindow, strconv.FormatInt(window, 10))); err != nil {
 		return err
 	}
-	a := &appendStream{v: v, st: st, ctx: st.Context(), rights: rights, limit: clientAnswerLimit(st.Context()), wake: make(chan struct{}, 1)}
+	slots := v.s.streamSlots.join(st.Context())
+	defer v.s.streamSlots.leave(slots)
+	a := &appendStream{v: v, st: st, ctx: st.Context(), rights: rights, limit: clientAnswerLimit(st.Context()), slots: slots, wake: make(chan struct{}, 1)}
 	a.space = sync.NewCond(&a.mu)
 	var reader sync.WaitGroup
 	reader.Add(1)
@@ -192,8 +197,15 @@ func (a *appendStream) run(it *streamIn, draining bool) {
 		return
 	}
 	s := a.v.s
+	// Past the connection's share the reader waits here, so the rest of the
+	// window waits in the stream instead of taking places from other clients.
+	if err := s.streamSlots.take(a.ctx, a.slots); err != nil {
+		a.done(seq, equeue.AppendResult{}, err)
+		return
+	}
 	if n := s.inFlight.Add(1); n > s.maxInFlight {
 		s.inFlight.Add(-1)
+		s.streamSlots.give(a.slots)
 		a.done(seq, equeue.AppendResult{}, fmt.Errorf("%w: %d calls in flight", ErrBusy, s.maxInFlight))
 		return
 	}
@@ -220,14 +232,16 @@ func (a *appendStream) run(it *streamIn, draining bool) {
 }
 
 // slotAnswer returns the callback of append seq, which holds a slot of
-// MaxInFlight: its first call gives the slot back and answers the append,
-// later ones (a backend that panicked after it answered) do nothing. So a
-// panic, whenever it comes, neither keeps the slot nor answers twice.
+// MaxInFlight (and of its connection's share): its first call gives the
+// slot back and answers the append, later ones (a backend that panicked
+// after it answered) do nothing. So a panic, whenever it comes, neither
+// keeps the slot nor answers twice.
 func (a *appendStream) slotAnswer(seq uint64) func(equeue.AppendResult, error) {
 	var answered atomic.Bool
 	return func(res equeue.AppendResult, err error) {
 		if answered.CompareAndSwap(false, true) {
 			a.v.s.inFlight.Add(-1)
+			a.v.s.streamSlots.give(a.slots)
 			a.done(seq, res, err)
 		}
 	}

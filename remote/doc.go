@@ -55,7 +55,10 @@
 // ErrBusy before running the call, which the Client retries with backoff
 // until the call's context ends; over its MaxAppendStreams (or a
 // connection's share, MaxAppendStreamsPerConn) it refuses an AppendStream
-// call as busy, and the Client appends with unary calls meanwhile.
+// call as busy, and the Client appends with unary calls meanwhile. The
+// appends of one connection's AppendStream calls hold at most
+// MaxStreamAppendsPerConn of MaxInFlight; those past it wait in their
+// stream instead of being refused.
 //
 // # Security
 //

@@ -26,3 +26,10 @@ func HeldLongPolls(s *Server) int64 { return s.longPolls.Load() }
 
 // HeldAppendStreams is how many AppendStream calls s holds.
 func HeldAppendStreams(s *Server) int64 { return s.streams.Load() }
+
+// InFlight is how many slots of MaxInFlight s's calls and stream appends hold.
+func InFlight(s *Server) int64 { return s.inFlight.Load() }
+
+// WaitingStreamAppends is how many stream appends s has read that wait for
+// their connection's share of MaxInFlight.
+func WaitingStreamAppends(s *Server) int64 { return s.streamSlots.waitingAppends() }

@@ -150,7 +150,7 @@ func TestFairness_PerConnOptions(t *testing.T) {
 			s.stop()
 		})
 	}
-	for _, o := range []remote.ServerOptions{{MaxLongPollsPerConn: -1}, {MaxAppendStreamsPerConn: -1}} {
+	for _, o := range []remote.ServerOptions{{MaxLongPollsPerConn: -1}, {MaxAppendStreamsPerConn: -1}, {MaxStreamAppendsPerConn: -1}} {
 		_, err := remote.NewServer(e, &o)
 		assert.ErrorIs(t, err, equeue.ErrInvalidOptions, "%+v", o)
 	}
@@ -192,4 +192,70 @@ func TestFairness_ManyConsumersBesideAHog(t *testing.T) {
 	for body, by := range got.snapshot() {
 		assert.Len(t, by, consumers, "%s", body)
 	}
+}
+
+// A client's append stream may have up to MaxInFlight appends unanswered,
+// and each held a slot of MaxInFlight while the store wrote it: with a slow
+// store one producer held every slot, and every other client's calls
+// (sends, heartbeats, routes...) were refused as busy meanwhile. By
+// default one connection's stream appends hold at most half of
+// MaxInFlight; the rest wait in the stream's window, and other clients'
+// calls find room.
+func TestFairness_HogStreamLeavesInFlightToOthers(t *testing.T) {
+	ctx := ctxT(t)
+	gs, e := gatedEngine(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	require.NoError(t, e.CreateTopic(ctx, "hog", 1))
+	const limit = 8
+	s := startServer(t, e, "", &remote.ServerOptions{MaxInFlight: limit})
+	hog := newProducer(t, dial(t, s.addr, nil))
+	_, err := hog.SendAsync(ctx, &equeue.Message{Topic: "hog", Body: []byte("warm")}).Result(ctx)
+	require.NoError(t, err, "the hog's stream is open and knows its window")
+
+	gs.hold()
+	t.Cleanup(gs.release) // before the clients close, should a check fail
+	const n = 4 * limit
+	futs := make([]*equeue.SendFuture, n)
+	for i := range futs {
+		futs[i] = hog.SendAsync(ctx, &equeue.Message{Topic: "hog", Body: fmt.Appendf(nil, "%d", i)})
+	}
+	// The hog takes what it may: every slot, or its share with the next
+	// append waiting (and the reader with it: the rest wait in the stream).
+	eventually(t, 30*time.Second, func() bool {
+		return gs.waiting.Load() > 0 && (remote.InFlight(s.srv) == limit || remote.WaitingStreamAppends(s.srv) > 0)
+	}, "the hog's appends never waited for the store")
+	assert.Equal(t, int64(limit/2), remote.InFlight(s.srv), "the hog holds half of MaxInFlight")
+
+	// Another client's calls are not refused as busy.
+	other := rawBroker(t, s.addr)
+	_, err = other.Route(ctx, &pb.RouteRequest{Topic: "t"})
+	require.NoError(t, remote.FromStatus(err), "a route is refused while the hog's appends wait for the store")
+	_, err = other.ListTopics(ctx, &pb.ListTopicsRequest{})
+	require.NoError(t, remote.FromStatus(err))
+	sent := make(chan error, 1)
+	go func() {
+		_, err := other.Append(ctx, &pb.AppendRequest{Topic: "t", Messages: []*pb.Message{{Body: []byte("m")}}})
+		sent <- remote.FromStatus(err)
+	}()
+	beat := make(chan error, 1)
+	go func() {
+		_, err := other.JoinGroup(ctx, &pb.JoinGroupRequest{Group: "g", Member: "m", Subscriptions: []*pb.Subscription{{Topic: "t"}}})
+		if err == nil {
+			_, err = other.Heartbeat(ctx, &pb.HeartbeatRequest{Group: "g", Member: "m"})
+		}
+		beat <- remote.FromStatus(err)
+	}()
+	// Both calls hold a slot (their writes wait for the store too) or are done.
+	eventually(t, 30*time.Second, func() bool {
+		return remote.InFlight(s.srv) >= limit/2+2 || len(sent)+len(beat) > 0
+	}, "the other client's calls never ran")
+	gs.release()
+	require.NoError(t, <-sent, "a send is refused while the hog's appends wait for the store")
+	require.NoError(t, <-beat, "a join or heartbeat is refused while the hog's appends wait for the store")
+	for i, f := range futs {
+		_, err := f.Result(ctx)
+		require.NoError(t, err, "hog send %d", i)
+	}
+	assert.Len(t, storedBodies(t, e, "hog"), n+1)
+	assert.Zero(t, remote.InFlight(s.srv))
 }

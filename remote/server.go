@@ -104,6 +104,17 @@ type ServerOptions struct {
 	// busy, and that client appends with unary calls meanwhile. Zero means
 	// half of MaxAppendStreams, rounded up.
 	MaxAppendStreamsPerConn int
+	// MaxStreamAppendsPerConn is how many of MaxInFlight the appends of one
+	// client connection's AppendStream calls hold at once. A Client may
+	// have up to MaxInFlight appends unanswered on its stream, each holding
+	// a place while the store writes it, so with a slow store one producer
+	// would take every place and get every other client's calls refused as
+	// busy. Appends past the share are not refused: they wait in their
+	// stream until one of the connection's appends is done. Connections
+	// are told apart as for MaxLongPollsPerConn (calls on other transports
+	// are bounded by MaxInFlight alone). Zero means half of MaxInFlight,
+	// rounded up; MaxInFlight or more lets one connection take it all.
+	MaxStreamAppendsPerConn int
 	// GracefulStopTimeout bounds GracefulStop: calls still running that
 	// long after it began (an AppendStream whose client stopped reading its
 	// answers, its connection alive, holds GracefulStop until then) are
@@ -132,8 +143,9 @@ type Server struct {
 	longPolls       atomic.Int64
 	maxStreams      int64 // AppendStream calls
 	streams         atomic.Int64
-	longPollShare   *connShare // what one connection may hold of maxLongPolls
-	streamShare     *connShare // and of maxStreams
+	longPollShare   *connShare   // what one connection may hold of maxLongPolls
+	streamShare     *connShare   // and of maxStreams
+	streamSlots     *streamSlots // what one connection's stream appends may hold of maxInFlight
 	maxMessageBytes int
 	stopTimeout     time.Duration // of GracefulStop; negative: none
 	log             *slog.Logger
@@ -161,8 +173,8 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		o = *opts
 	}
 	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 || o.MaxAppendStreams < 0 ||
-		o.MaxLongPollsPerConn < 0 || o.MaxAppendStreamsPerConn < 0 {
-		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls, MaxAppendStreams or their PerConn", equeue.ErrInvalidOptions)
+		o.MaxLongPollsPerConn < 0 || o.MaxAppendStreamsPerConn < 0 || o.MaxStreamAppendsPerConn < 0 {
+		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls, MaxAppendStreams or a PerConn", equeue.ErrInvalidOptions)
 	}
 	if o.MaxAppendStreams == 0 {
 		o.MaxAppendStreams = DefaultMaxAppendStreams
@@ -190,6 +202,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		maxStreams:      int64(o.MaxAppendStreams),
 		longPollShare:   newConnShare(int64(o.MaxLongPolls), o.MaxLongPollsPerConn, 2, "long-polls", "MaxLongPollsPerConn"),
 		streamShare:     newConnShare(int64(o.MaxAppendStreams), o.MaxAppendStreamsPerConn, 1, "append streams", "MaxAppendStreamsPerConn"),
+		streamSlots:     newStreamSlots(int64(o.MaxInFlight), o.MaxStreamAppendsPerConn),
 		maxMessageBytes: o.MaxMessageBytes, stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
 	s.svc = newService(e, s)
 	if s.spaces, err = s.namespaceServices(o.TokenNamespaces); err != nil {
