@@ -171,7 +171,10 @@ type JoinRequest struct {
 	// Incarnation is a token unique to one consumer of the member ID (its
 	// Starts after a failed one keep it). A join with
 	// the member ID of a live member of another incarnation is refused with
-	// ErrMemberIDInUse. Empty means no check (clients that predate it).
+	// ErrMemberIDInUse, and a join of an incarnation that left the group
+	// (LeaveRequest) within the last SessionTimeout with ErrNotMember: it
+	// was sent before the leave and arrived after it. Empty means no check
+	// (clients that predate it).
 	Incarnation string
 }
 
@@ -266,7 +269,9 @@ type LeaveRequest struct {
 	Member string
 	// Incarnation is the token the member joined with: a leave of another
 	// incarnation of the member ID (one that was replaced) gets
-	// ErrNotMember and changes nothing. Empty means no check.
+	// ErrNotMember and removes no member. Either way a join of this
+	// incarnation is refused for SessionTimeout after the leave. Empty
+	// means no check.
 	Incarnation string
 }
 

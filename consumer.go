@@ -369,7 +369,13 @@ func (c *Consumer) Start(ctx context.Context) error {
 	if err != nil {
 		c.mu.Lock()
 		c.started = false
+		closed := c.closed
 		c.mu.Unlock()
+		if closed {
+			// Close came while joining and left first: the broker refused
+			// the join of the incarnation that left (ErrNotMember).
+			return fmt.Errorf("%w: consumer closed while starting: %w", ErrClosed, err)
+		}
 		return err
 	}
 	c.mu.Lock()

@@ -37,6 +37,9 @@ type coordinator struct {
 	// epochFloor is the highest epoch or version a deleted group reached:
 	// groups made afterwards start above it (see create).
 	epochFloor int64
+	// departed holds the incarnations that left their groups lately: a
+	// join of one of them is refused (departures.go).
+	departed departures
 }
 
 type group struct {
@@ -565,6 +568,9 @@ func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([
 
 // JoinGroup adds req.Member to req.Group. A member whose model or
 // subscriptions differ from the live members' gets ErrSubscriptionMismatch.
+// A join of an incarnation that left the group (LeaveGroup) within the
+// last SessionTimeout gets ErrNotMember: it was sent before the leave and
+// arrived after it (departures.go).
 //
 // Broker seam: Consumers and PullConsumers call it on Start;
 // applications do not.
@@ -617,6 +623,10 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 		return Assignment{}, err
 	}
 	defer g.mu.Unlock()
+	if c.departed.left(req, time.Now(), e.opts.SessionTimeout) {
+		c.dropIfNew(g, created)
+		return Assignment{}, fmt.Errorf("%w: %q in group %q: its incarnation left the group", ErrNotMember, req.Member, req.Group)
+	}
 	if err := e.groups.checkIncarnation(g, req); err != nil {
 		return Assignment{}, err
 	}
@@ -744,7 +754,10 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 
 // LeaveGroup removes a member from its group and rebalances at once. A
 // leave naming another incarnation than the live member's (one that was
-// replaced by a restart) gets ErrNotMember and changes nothing.
+// replaced by a restart) gets ErrNotMember and changes nothing else.
+// Whatever it answers, a join of the incarnation it names is refused for
+// SessionTimeout after it (see JoinGroup): one sent before the leave
+// must not add the member again.
 //
 // Broker seam: Consumer.Close and PullConsumer.Close call it;
 // applications do not.
@@ -756,6 +769,10 @@ func (e *Engine) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 	if req == nil {
 		return fmt.Errorf("%w: nil leave request", ErrInvalidArgument)
 	}
+	// Remembered first, so that a join that finds no departure has either
+	// added the member this leave removes (both take g.mu) or made the
+	// group this leave finds.
+	e.groups.departed.add(req, time.Now(), e.opts.SessionTimeout)
 	g, err := e.groups.memberGroup(req.Group, req.Member)
 	if err != nil {
 		return err
@@ -938,14 +955,22 @@ func (c *coordinator) saveGroupMeta(g *group, m groupMeta, created bool) (applie
 	if applied {
 		return true, err
 	}
+	c.dropIfNew(g, created)
+	return false, fmt.Errorf("equeue: save group %q: %w", m.Name, err)
+}
+
+// dropIfNew drops g, which a join created (created is true) and then
+// failed or was refused before g got a member or offsets, so that the
+// engine is as before the join. g.mu must be held; lock order is g.mu,
+// then c.mu.
+func (c *coordinator) dropIfNew(g *group, created bool) {
 	if created && len(g.members) == 0 && len(g.offsets) == 0 {
 		c.mu.Lock()
-		if c.groups[m.Name] == g {
-			delete(c.groups, m.Name)
+		if c.groups[g.name] == g {
+			delete(c.groups, g.name)
 		}
 		c.mu.Unlock()
 	}
-	return false, fmt.Errorf("equeue: save group %q: %w", m.Name, err)
 }
 
 func (e *Engine) notifyTopicChange(name string) {

@@ -99,9 +99,11 @@ func NewPullConsumer(b Broker, opts PullConsumerOptions) (*PullConsumer, error) 
 func (pc *PullConsumer) ID() string { return pc.join.Member }
 
 // Start joins the group. Each PullConsumer is a new incarnation of the
-// member ID, as a Consumer is: a Start again after one that returned an
-// error is the same incarnation, so a join whose answer was lost does not
-// hold the member ID against it.
+// member ID, as a Consumer is: a Start again after one whose join failed
+// is the same incarnation, so a join whose answer was lost does not hold
+// the member ID against it. A Start that joined but could not use its
+// grants leaves the group, and the next Start joins as a new incarnation
+// (the broker refuses a join of one that left).
 func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
 	if pc.closed || pc.started {
@@ -117,18 +119,29 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	if err != nil {
 		pc.mu.Lock()
 		pc.started = false // not a member: Start may be called again
+		closed := pc.closed
 		pc.mu.Unlock()
+		if closed {
+			// Close came while joining and left first: the broker refused
+			// the join of the incarnation that left (ErrNotMember).
+			return fmt.Errorf("%w: pull consumer closed while starting: %w", ErrClosed, err)
+		}
 		return err
 	}
 	if err := pc.apply(ctx, a); err != nil {
 		// Joined, but its grants are not usable: leave, so its queues do
-		// not wait for its session to expire, and let Start be called again.
+		// not wait for its session to expire, and let Start be called
+		// again, as a new incarnation: the broker refuses a join of one
+		// that left.
 		pc.leaveAfterStart()
 		pc.mu.Lock()
 		clear(pc.grants)
 		clear(pc.positions)
 		clear(pc.ahead)
 		pc.started = false
+		if !pc.closed { // else Close may be reading pc.join
+			pc.join.Incarnation = ""
+		}
 		pc.mu.Unlock()
 		return err
 	}
