@@ -194,7 +194,7 @@ func TestCLI_RefusedValuesAreUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"topic", "add-queues", "orders", "1000"}, "N 1000"},
+		{[]string{"topic", "add-queues", "orders", "1000"}, "queue count N 1000"},
 		{[]string{"produce", "orders", "x", "--delay", "200h"}, "--delay 200h0m0s"},
 		{[]string{"produce", "orders", "x", "--id", strings.Repeat("i", 5000)}, "--id"},
 		{[]string{"consume", "orders", "--member", strings.Repeat("m", 300), "--timeout", "1ms"}, "--member"},

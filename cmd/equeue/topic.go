@@ -261,7 +261,7 @@ key may move to another queue, so per-key order holds only from then on.`,
 			return a.withConn(readWrite, func(c *conn) error {
 				if err := c.AddQueues(cmd.Context(), argv[0], n); err != nil {
 					if refusedAsInvalid(err) {
-						return fmt.Errorf("N %d: %w", n, err) // more queues than a topic holds
+						return fmt.Errorf("queue count N %d: %w", n, err) // more queues than a topic holds
 					}
 					return err
 				}
