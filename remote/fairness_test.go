@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/equeue-go/equeue"
@@ -90,17 +88,7 @@ func TestFairness_HogConnectionLeavesAppendStreamsToOthers(t *testing.T) {
 	e := openEngine(t, nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	const limit = 8
-	srv, err := remote.NewServer(e, &remote.ServerOptions{MaxAppendStreams: limit})
-	require.NoError(t, err)
-	var unary atomic.Int64 // Append calls
-	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if info.FullMethod == pb.Broker_Append_FullMethodName {
-			unary.Add(1)
-		}
-		return h(ctx, req)
-	}))
-	srv.Register(gs)
-	addr := serveOwn(t, srv, gs)
+	srv, addr, unary := serveCountingAppends(t, e, limit)
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
 	opened, err := openStreams(t, hctx, rawBroker(t, addr), limit)

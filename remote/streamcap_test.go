@@ -58,17 +58,7 @@ func TestAppendStream_MaxAppendStreams(t *testing.T) {
 	e := openEngine(t, nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	const limit = 8
-	srv, err := remote.NewServer(e, &remote.ServerOptions{MaxAppendStreams: limit})
-	require.NoError(t, err)
-	var unary atomic.Int64 // Append calls
-	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if info.FullMethod == pb.Broker_Append_FullMethodName {
-			unary.Add(1)
-		}
-		return h(ctx, req)
-	}))
-	srv.Register(gs)
-	addr := serveOwn(t, srv, gs)
+	_, addr, unary := serveCountingAppends(t, e, limit)
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
 	// Two connections take half each (MaxAppendStreamsPerConn).
@@ -107,4 +97,21 @@ func TestAppendStream_MaxAppendStreams(t *testing.T) {
 func TestAppendStream_MaxAppendStreamsNegative(t *testing.T) {
 	_, err := remote.NewServer(openEngine(t, nil), &remote.ServerOptions{MaxAppendStreams: -1})
 	assert.ErrorIs(t, err, equeue.ErrInvalidOptions)
+}
+
+// serveCountingAppends serves e with MaxAppendStreams limit through a gRPC
+// server of the test's own that counts the unary Append calls it gets.
+func serveCountingAppends(t *testing.T, e *equeue.Engine, limit int) (*remote.Server, string, *atomic.Int64) {
+	t.Helper()
+	srv, err := remote.NewServer(e, &remote.ServerOptions{MaxAppendStreams: limit})
+	require.NoError(t, err)
+	unary := new(atomic.Int64)
+	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == pb.Broker_Append_FullMethodName {
+			unary.Add(1)
+		}
+		return h(ctx, req)
+	}))
+	srv.Register(gs)
+	return srv, serveOwn(t, srv, gs), unary
 }
