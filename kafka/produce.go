@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -56,13 +57,13 @@ func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) 
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			if len(req.Topics) == 1 && len(t.Partitions) == 1 {
-				c.producePartition(t.Topic, p.Partition, p.Records, rp)
+				c.producePartition(req.Version, t.Topic, p.Partition, p.Records, rp)
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := c.producePartitionRecovered(t.Topic, p.Partition, p.Records, rp); err != nil {
+				if err := c.producePartitionRecovered(req.Version, t.Topic, p.Partition, p.Records, rp); err != nil {
 					mu.Lock()
 					if failed == nil {
 						failed = err
@@ -82,20 +83,28 @@ func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) 
 // producePartitionRecovered is producePartition for a goroutine of its
 // own, which the connection's recovery (handleRecovered) does not cover: a
 // panic is logged and returned as the error that closes the connection.
-func (c *conn) producePartitionRecovered(topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) (err error) {
+func (c *conn) producePartitionRecovered(version int16, topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = c.panicked(p)
 		}
 	}()
-	c.producePartition(topic, part, records, rp)
+	c.producePartition(version, topic, part, records, rp)
 	return nil
 }
 
-func (c *conn) producePartition(topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) {
+func (c *conn) producePartition(version int16, topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) {
 	rp.LogAppendTime = -1
 	if hidden(topic) {
 		rp.ErrorCode = errTopicAuthorizationFailed
+		return
+	}
+	if version < zstdProduceVersion && batchCodec(records) == codecZstd {
+		// As Kafka: a client that negotiated a Produce older than v7 may
+		// not know zstd's framing as Kafka defines it.
+		rp.ErrorCode = errUnsupportedCompressionType
+		msg := fmt.Sprintf("kafka: zstd needs Produce v%d or later, the request is v%d", zstdProduceVersion, version)
+		rp.ErrorMessage = &msg
 		return
 	}
 	b, err := decodeBatch(records, c.s.o.TagHeader)
@@ -295,3 +304,17 @@ func (e *partialBatchError) Error() string {
 }
 
 func (e *partialBatchError) Unwrap() error { return e.err }
+
+// zstdProduceVersion is the first Produce version that may carry batches
+// compressed with zstd (KIP-110).
+const zstdProduceVersion = 7
+
+// batchCodec is the compression codec of the v2 record batch records
+// starts with, -1 when it is too short or no v2 batch (decodeBatch says
+// why).
+func batchCodec(records []byte) int {
+	if len(records) < 23 || records[16] != 2 {
+		return -1
+	}
+	return int(binary.BigEndian.Uint16(records[21:]) & 7)
+}

@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // TestProduce_BadCompressionIsRefusedForGood: a batch compressed with a
@@ -37,4 +40,30 @@ func TestProduce_BadCompressionIsRefusedForGood(t *testing.T) {
 		}
 	}
 	assert.Zero(t, storedCount(t, e, "t"), "nothing stored")
+}
+
+// TestProduce_ZstdNeedsProduceV7: as Kafka, a zstd batch in a Produce older
+// than v7 (a client that negotiated an older version may not frame zstd as
+// Kafka defines it) is refused with UNSUPPORTED_COMPRESSION_TYPE and stores
+// nothing; from v7 the same bytes reach the decoder (here they are no zstd
+// output, so INVALID_RECORD), and a real zstd batch is stored.
+func TestProduce_ZstdNeedsProduceV7(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 1})
+	ctx := testCtx(t)
+	h := nonIdempotent(1)
+	h.attrs = 4 // zstd
+	batch := rawBatchOf(h, []byte("no zstd frame"))
+
+	old := kclient(t, addr, kgo.MaxVersions(kversion.V2_0_0())) // Produce v6
+	got := produceRaw(ctx, t, old, "t", 0, batch)
+	assert.Equal(t, kerr.UnsupportedCompressionType, kerr.ErrorForCode(got.ErrorCode)) // (v6 answers carry no message)
+
+	cur := kclient(t, addr)
+	got = produceRaw(ctx, t, cur, "t", 0, batch)
+	assert.Equal(t, kerr.InvalidRecord, kerr.ErrorForCode(got.ErrorCode), "v7 and later decode it")
+	assert.Zero(t, storedCount(t, e, "t"), "nothing stored")
+
+	zstd := kclient(t, addr, kgo.DefaultProduceTopic("t"), kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerLinger(0))
+	require.NoError(t, zstd.ProduceSync(ctx, &kgo.Record{Value: []byte("zstd value")}).FirstErr())
+	assert.Equal(t, int64(1), storedCount(t, e, "t"))
 }

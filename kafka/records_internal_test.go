@@ -201,7 +201,7 @@ func TestDecodeBatches_LegacyMessageSetIsUnsupported(t *testing.T) {
 		_, err := decodeBatch(legacyMessageSet(value), DefaultTagHeader)
 		assert.ErrorIs(t, err, errUnsupportedFormat, "a value of %d bytes", len(value))
 		var rp kmsg.ProduceResponseTopicPartition
-		c.producePartition("t", 0, legacyMessageSet(value), &rp)
+		c.producePartition(9, "t", 0, legacyMessageSet(value), &rp)
 		assert.Equal(t, errUnsupportedForMessageFmt, rp.ErrorCode, "a value of %d bytes", len(value))
 	}
 }
