@@ -4,36 +4,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue/internal/allocs"
 )
 
 // The decoders of stored batches and records allocate for what they find
 // in their input, never for what its counts and lengths claim: a damaged
 // or hostile batch (a remote pull's answer, a record read back) costs at
 // most a few times its own size, however large the numbers in it.
-
-// allocBound is the most bytes decoding n bytes of crafted input may
-// allocate: four times the input and a constant (the first part of a
-// slab, errors).
-func allocBound(n int) uint64 { return 4*uint64(n) + 64<<10 }
-
-// allocated returns the fewest bytes f allocated in three runs (the fewest,
-// so that an allocation elsewhere in the process is not counted).
-func allocated(f func()) uint64 {
-	least := ^uint64(0)
-	var before, after runtime.MemStats
-	for range 3 {
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		least = min(least, after.TotalAlloc-before.TotalAlloc)
-	}
-	return least
-}
 
 // craftedSize is the size of the crafted inputs: large enough that a
 // decoder allocating for their claims shows far above allocBound.
@@ -145,9 +127,9 @@ func TestDecode_AllocationBoundedByTheInput(t *testing.T) {
 	for name, b := range batches {
 		t.Run("batch/"+name, func(t *testing.T) {
 			var err error
-			got := allocated(func() { _, err = DecodeStoredBatch(b) })
+			got := allocs.Fewest(func() { _, err = DecodeStoredBatch(b) })
 			require.ErrorIs(t, err, ErrCorrupt)
-			require.LessOrEqual(t, got, allocBound(len(b)), "%d bytes allocated for a batch of %d", got, len(b))
+			require.LessOrEqual(t, got, allocs.Bound(len(b)), "%d bytes allocated for a batch of %d", got, len(b))
 		})
 	}
 	records := map[string][]byte{
@@ -159,9 +141,9 @@ func TestDecode_AllocationBoundedByTheInput(t *testing.T) {
 	for name, b := range records {
 		t.Run("record/"+name, func(t *testing.T) {
 			var err error
-			got := allocated(func() { _, err = decodeRecord(b) })
+			got := allocs.Fewest(func() { _, err = decodeRecord(b) })
 			require.ErrorIs(t, err, ErrCorrupt)
-			require.LessOrEqual(t, got, allocBound(len(b)), "%d bytes allocated for a record of %d", got, len(b))
+			require.LessOrEqual(t, got, allocs.Bound(len(b)), "%d bytes allocated for a record of %d", got, len(b))
 		})
 	}
 }
@@ -190,10 +172,10 @@ func FuzzDecode_ClaimsCostTheInput(f *testing.F) {
 		recs = append(recs, sealV2(claiming))
 		b := batchOf(int(count), recs...)
 		var err error
-		got := allocated(func() { _, err = DecodeStoredBatch(b) })
+		got := allocs.Fewest(func() { _, err = DecodeStoredBatch(b) })
 		if err != nil { // a count of 0 keys, or of as many messages as held, is valid
 			require.ErrorIs(t, err, ErrCorrupt)
 		}
-		require.LessOrEqual(t, got, allocBound(len(b)), "%d bytes allocated for a batch of %d", got, len(b))
+		require.LessOrEqual(t, got, allocs.Bound(len(b)), "%d bytes allocated for a batch of %d", got, len(b))
 	})
 }

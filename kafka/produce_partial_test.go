@@ -1,8 +1,6 @@
 package kafka_test
 
 import (
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,17 +36,8 @@ func TestProduce_IdempotentRetryAfterPartialBatchStoresTheRest(t *testing.T) {
 			init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
 			require.NoError(t, err)
 			pid, epoch := init.ProducerID, init.ProducerEpoch
-			var appends atomic.Int32
-			fs.OnWrite(func(b *store.Batch) error {
-				if len(b.Entries) > 0 && appends.Add(1) == 2 {
-					return faultstore.ErrInjected
-				}
-				return nil
-			})
-			values := make([]string, 40)
-			for i := range values {
-				values[i] = fmt.Sprintf("r%02d", i)
-			}
+			failSecondWrite(fs)
+			values := numberedValues(40)
 			first := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, values...))
 			require.Equal(t, int16(56), first.ErrorCode, "KAFKA_STORAGE_ERROR: retry")
 			stored := storedCount(t, e, "t")

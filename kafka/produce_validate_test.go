@@ -193,17 +193,8 @@ func TestProduce_ChunkFailureSaysWhatWasStored(t *testing.T) {
 	ctx := testCtx(t)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	cl := kclient(t, serve(t, e, nil))
-	var appends atomic.Int32
-	fs.OnWrite(func(b *store.Batch) error {
-		if len(b.Entries) > 0 && appends.Add(1) == 2 {
-			return faultstore.ErrInjected
-		}
-		return nil
-	})
-	values := make([]string, 40)
-	for i := range values {
-		values[i] = fmt.Sprintf("r%02d", i)
-	}
+	failSecondWrite(fs)
+	values := numberedValues(40)
 	got := produceRaw(ctx, t, cl, "t", 0, rawBatch(-1, -1, -1, values...))
 	assert.Equal(t, int16(56), got.ErrorCode, "KAFKA_STORAGE_ERROR")
 	stored := storedCount(t, e, "t")
@@ -211,4 +202,25 @@ func TestProduce_ChunkFailureSaysWhatWasStored(t *testing.T) {
 	require.Less(t, stored, int64(len(values)))
 	require.NotNil(t, got.ErrorMessage, "the answer says what was stored")
 	assert.Contains(t, *got.ErrorMessage, fmt.Sprintf("only the first %d of the batch's %d records were stored, from offset 0", stored, len(values)))
+}
+
+// failSecondWrite makes the second store write of records fail (and store
+// nothing): a batch stored in chunks fails after its first.
+func failSecondWrite(fs *faultstore.FS) {
+	var appends atomic.Int32
+	fs.OnWrite(func(b *store.Batch) error {
+		if len(b.Entries) > 0 && appends.Add(1) == 2 {
+			return faultstore.ErrInjected
+		}
+		return nil
+	})
+}
+
+// numberedValues returns n values "r00", "r01", ...
+func numberedValues(n int) []string {
+	values := make([]string, n)
+	for i := range values {
+		values[i] = fmt.Sprintf("r%02d", i)
+	}
+	return values
 }

@@ -2,35 +2,18 @@ package remote
 
 import (
 	"encoding/binary"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/allocs"
 )
 
 // A pull answer costs the client what it holds, not what its counts and
 // lengths claim: a damaged or hostile answer allocates at most a few times
 // its own size before it is refused.
-
-// answerAllocBound is the most bytes decoding an answer of n bytes may
-// allocate: four times the answer and a constant.
-func answerAllocBound(n int) uint64 { return 4*uint64(n) + 64<<10 }
-
-// allocated returns the fewest bytes f allocated in three runs.
-func allocated(f func()) uint64 {
-	least := ^uint64(0)
-	var before, after runtime.MemStats
-	for range 3 {
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		least = min(least, after.TotalAlloc-before.TotalAlloc)
-	}
-	return least
-}
 
 const craftedAnswerSize = 1 << 20
 
@@ -57,7 +40,7 @@ func TestPullReply_AllocationBoundedByTheAnswer(t *testing.T) {
 		for _, owned := range []bool{false, true} {
 			var r pullReply
 			var err error
-			got := allocated(func() {
+			got := allocs.Fewest(func() {
 				r = pullReply{}
 				err = r.decode(b, owned)
 			})
@@ -65,7 +48,7 @@ func TestPullReply_AllocationBoundedByTheAnswer(t *testing.T) {
 				err = r.err
 			}
 			require.Error(t, err, "%s, owned %v", name, owned)
-			require.LessOrEqual(t, got, answerAllocBound(len(b)), "%s, owned %v: %d bytes allocated for an answer of %d", name, owned, got, len(b))
+			require.LessOrEqual(t, got, allocs.Bound(len(b)), "%s, owned %v: %d bytes allocated for an answer of %d", name, owned, got, len(b))
 		}
 	}
 }
