@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -175,13 +174,6 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, raftDir), 2, hlog)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open snapshots: %w", err)
-	}
-	addr, err := net.ResolveTCPAddr("tcp", o.RaftAddr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: RaftAddr %q: %v", equeue.ErrInvalidOptions, o.RaftAddr, err)
-	}
-	if addr.IP == nil || addr.IP.IsUnspecified() {
-		return nil, fmt.Errorf("%w: RaftAddr %q must name a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
 	}
 	conf := n.raftConfig(hlog)
 	restarted, err := raft.HasExistingState(n.logs, n.logs, snaps)

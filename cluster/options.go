@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -30,8 +31,9 @@ type Options struct {
 	// restarts. Required.
 	ID string
 	// RaftAddr is the host:port the Raft transport listens on and other
-	// nodes dial. Required. Port 0 picks a free port (tests); Node.RaftAddr
-	// reports it.
+	// nodes dial. Required; an unspecified host (0.0.0.0, [::]) is refused,
+	// as other nodes cannot dial it. Port 0 picks a free port (tests);
+	// Node.RaftAddr reports it.
 	RaftAddr string
 	// RaftStream, when set, carries Raft's traffic instead of plain TCP on
 	// RaftAddr: for example TLS between nodes, or a network a test can
@@ -138,6 +140,20 @@ func (o *Options) validate() error {
 	}
 	if o.RaftAddr == "" {
 		return fmt.Errorf("%w: RaftAddr is required", equeue.ErrInvalidOptions)
+	}
+	// Checked here, before Open touches the disk: a refused Open leaves
+	// no directory behind.
+	addr, err := net.ResolveTCPAddr("tcp", o.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("%w: RaftAddr %q: %v", equeue.ErrInvalidOptions, o.RaftAddr, err)
+	}
+	if addr.IP == nil || addr.IP.IsUnspecified() {
+		return fmt.Errorf("%w: RaftAddr %q must name a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
+	}
+	switch o.LogStore {
+	case "", LogStoreWAL, LogStoreBolt:
+	default:
+		return fmt.Errorf("%w: LogStore %q (want %q or %q)", equeue.ErrInvalidOptions, o.LogStore, LogStoreBolt, LogStoreWAL)
 	}
 	if len(o.ClientAddr) > 255 {
 		return fmt.Errorf("%w: ClientAddr longer than 255 bytes", equeue.ErrInvalidOptions)

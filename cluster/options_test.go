@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
@@ -62,4 +63,26 @@ func TestOpen_FailedBootstrapReturnsAnError(t *testing.T) {
 	n, err := cluster.Open(dir, o)
 	require.NoError(t, err, "the directory opens again")
 	require.NoError(t, n.Close())
+}
+
+// Open refuses options it cannot run with before it touches the disk: a
+// Raft address other nodes cannot dial (an unspecified host) or an unknown
+// log store leaves no directory behind.
+func TestOpen_RefusedOptionsCreateNoDirectory(t *testing.T) {
+	for name, mod := range map[string]func(o *cluster.Options){
+		"unspecified IPv4 host": func(o *cluster.Options) { o.RaftAddr = "0.0.0.0:7000" },
+		"unspecified IPv6 host": func(o *cluster.Options) { o.RaftAddr = "[::]:7000" },
+		"no host":               func(o *cluster.Options) { o.RaftAddr = ":7000" },
+		"unknown log store":     func(o *cluster.Options) { o.LogStore = "nope" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "n1")
+			o := &cluster.Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true}
+			mod(o)
+			n, err := cluster.Open(dir, o)
+			require.ErrorIs(t, err, equeue.ErrInvalidOptions)
+			assert.Nil(t, n)
+			assert.NoDirExists(t, dir, "a refused Open creates nothing")
+		})
+	}
 }
