@@ -191,6 +191,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 		m = metrics.New()
 		opts.Observer = m
 	}
+	defer a.releaseAddons(c.addons)
 	for _, ad := range c.addons {
 		if err := ad.configure(opts); err != nil {
 			return err
@@ -238,6 +239,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 			if httpSrv != nil {
 				_ = httpSrv.Close()
 			}
+			srv.Stop() // it served nothing yet; this stops its workers
 			return aerr
 		}
 		stops = append(stops, stop)
@@ -267,6 +269,20 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+// releaseAddons releases what the add-ons' configure started (see
+// configReleaser), waiting at most shutdownGrace.
+func (a *app) releaseAddons(addons []serveAddon) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	for _, ad := range addons {
+		if r, ok := ad.(configReleaser); ok {
+			if err := r.release(ctx); err != nil {
+				a.log.Warn("add-on shutdown", "err", err)
+			}
+		}
+	}
 }
 
 // serveMetrics serves /metrics and /healthz (see healthHandler) on lis; a

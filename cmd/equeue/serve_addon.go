@@ -34,6 +34,15 @@ type serveAddon interface {
 	start(ctx context.Context, env serveEnv) (stop func(context.Context) error, err error)
 }
 
+// configReleaser is implemented by add-ons whose configure starts
+// something before the engine opens (the OTLP exporters). serve calls
+// release when it returns, so that a start that fails after configure, or
+// before the add-on's start, leaves nothing running; after the add-on's
+// stop function it does nothing.
+type configReleaser interface {
+	release(ctx context.Context) error
+}
+
 // clusterAddon is implemented by add-ons that also run beside a cluster
 // node (serve --cluster-id). There serveEnv.eng is nil and they work through
 // serveEnv.backend, the node, which serves only while it leads.

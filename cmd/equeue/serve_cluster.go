@@ -95,6 +95,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		m = metrics.New()
 		eopts.Observer = m
 	}
+	defer a.releaseAddons(c.addons)
 	for _, ad := range addons {
 		if err := ad.configure(eopts); err != nil {
 			return err
@@ -189,6 +190,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	for _, ad := range addons {
 		stop, aerr := ad.start(ctx, serveEnv{backend: node, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc, ports: ports})
 		if aerr != nil {
+			srv.Stop() // it served nothing yet; this stops its workers
 			return aerr
 		}
 		stops = append(stops, stop)

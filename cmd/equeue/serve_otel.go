@@ -168,16 +168,22 @@ func (o *otelAddon) start(_ context.Context, env serveEnv) (func(context.Context
 	}, nil
 }
 
-// shutdown flushes and stops the exporters.
+// release shuts the exporters down when serve returns before start
+// (configReleaser); once start ran, its stop function did.
+func (o *otelAddon) release(ctx context.Context) error { return o.shutdown(ctx) }
+
+// shutdown flushes and stops the exporters. A second call does nothing.
 func (o *otelAddon) shutdown(ctx context.Context) error {
 	// The meter provider's last export still reads the engine through
 	// the Metrics callback, so it is not unregistered first.
+	tp, mp := o.tp, o.mp
+	o.tp, o.mp = nil, nil
 	var errs []error
-	if o.tp != nil {
-		errs = append(errs, o.tp.Shutdown(ctx))
+	if tp != nil {
+		errs = append(errs, tp.Shutdown(ctx))
 	}
-	if o.mp != nil {
-		errs = append(errs, o.mp.Shutdown(ctx))
+	if mp != nil {
+		errs = append(errs, mp.Shutdown(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -4,14 +4,20 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 )
 
@@ -24,6 +30,8 @@ type collector struct {
 	spans   []*tracepb.Span
 	service []string
 	metrics map[string]bool
+	// metricExports counts the metrics export requests received.
+	metricExports int
 }
 
 func (c *collector) Export(_ context.Context, req *colltrace.ExportTraceServiceRequest) (*colltrace.ExportTraceServiceResponse, error) {
@@ -52,6 +60,7 @@ type metricsService struct {
 func (m metricsService) Export(_ context.Context, req *collmetrics.ExportMetricsServiceRequest) (*collmetrics.ExportMetricsServiceResponse, error) {
 	m.c.mu.Lock()
 	defer m.c.mu.Unlock()
+	m.c.metricExports++
 	for _, rm := range req.GetResourceMetrics() {
 		for _, kv := range rm.GetResource().GetAttributes() {
 			if kv.GetKey() == "service.name" {
@@ -186,5 +195,49 @@ func TestServe_OTLPFromEnvironment(t *testing.T) {
 	coll.mu.Unlock()
 	if !strings.Contains(srv.stderr.String(), "exporting spans and metrics over OTLP") {
 		t.Errorf("serve's log does not say it exports:\n%s", srv.stderr)
+	}
+}
+
+// A serve that fails after its OTLP exporters started, whatever step
+// failed (the directory, a cluster option, the node, an add-on's start
+// after the engine or node and the gRPC server exist), shuts the exporters
+// down before it returns: the meter provider's last export reaches the
+// collector, and no goroutine of the exporters or of the gRPC server is
+// left behind. Not parallel: the goroutines of this process are counted.
+func TestServe_FailedStartShutsDownTheExporters(t *testing.T) {
+	notEngine := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(notEngine, "notes.txt"), []byte("mine\n"), 0o600))
+	aFile := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(aFile, nil, 0o600))
+	cluster := func(args ...string) []string {
+		return append([]string{"--cluster-id", "n1", "--cluster-raft", freePort(t)}, args...)
+	}
+	for _, c := range []struct {
+		name string
+		code int
+		args []string
+	}{
+		{"directory of something else", exitFailure, []string{"--dir", notEngine}},
+		{"add-on refused after the engine opened", exitUsage,
+			[]string{"--kafka", freePort(t), "--kafka-namespace", "bad name"}},
+		{"cluster option refused", exitUsage, cluster("--kafka", freePort(t), "--kafka-advertise", ":9092")},
+		{"cluster node not opened", exitFailure, cluster("--dir", aFile)},
+		{"add-on refused after the node opened", exitUsage,
+			cluster("--kafka", freePort(t), "--kafka-advertise", "127.0.0.1:9092", "--kafka-namespace", "ns")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			coll, caddr := startCollector(t)
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			args := []string{"serve", "--log-level", "error", "--listen", freePort(t),
+				"--otlp-endpoint", "http://" + caddr, "--otlp-metrics-interval", "1h"}
+			if !slices.Contains(c.args, "--dir") {
+				args = append(args, "--dir", filepath.Join(t.TempDir(), "data"))
+			}
+			r := runBounded(t, nil, append(args, c.args...)...)
+			require.Equal(t, c.code, r.code, "%v", r)
+			coll.mu.Lock()
+			defer coll.mu.Unlock()
+			assert.Positive(t, coll.metricExports, "the meter provider's last export on shutdown")
+		})
 	}
 }
