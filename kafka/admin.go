@@ -82,6 +82,7 @@ func (c *conn) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsRes
 		} else {
 			err = c.s.b.DeleteTopic(c.ctx, name)
 		}
+		c.s.maxTS.forget(name) // whatever came of it: forgetting costs a scan only
 		rt.ErrorCode = errorCode(err)
 		if err != nil {
 			msg := err.Error()

@@ -13,10 +13,26 @@ func SetEmptyGroupKeep(t interface{ Cleanup(func()) }, d time.Duration) {
 	t.Cleanup(func() { emptyGroupKeep = old })
 }
 
-// SetMaxTimestampPulls sets the pulls one ListOffsets request makes for
-// MAX_TIMESTAMP in a queue, until the test ends.
-func SetMaxTimestampPulls(t interface{ Cleanup(func()) }, n int) {
-	old := maxTimestampPulls
-	maxTimestampPulls = n
-	t.Cleanup(func() { maxTimestampPulls = old })
+// SetMaxTimestampBudget sets the time one ListOffsets request spends
+// reading partitions for MAX_TIMESTAMP, until the test ends: 0 makes one
+// pull a partition.
+func SetMaxTimestampBudget(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := maxTimestampBudget
+	maxTimestampBudget = d
+	t.Cleanup(func() { maxTimestampBudget = old })
+}
+
+// SetMaxTimestampSweep sets the number of topics kept at which a listener
+// made after looks for deleted ones, until the test ends.
+func SetMaxTimestampSweep(t interface{ Cleanup(func()) }, n int) {
+	old := maxTimestampSweep
+	maxTimestampSweep = n
+	t.Cleanup(func() { maxTimestampSweep = old })
+}
+
+// MaxTimestampTopics counts the topics whose MAX_TIMESTAMP scans s keeps.
+func MaxTimestampTopics(s *Server) int {
+	s.maxTS.mu.Lock()
+	defer s.maxTS.mu.Unlock()
+	return len(s.maxTS.topics)
 }

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"errors"
 	"sort"
 	"time"
 
@@ -18,6 +19,7 @@ const (
 
 func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
 	resp := kmsg.NewPtrListOffsetsResponse()
+	deadline := time.Now().Add(maxTimestampBudget) // of the MAX_TIMESTAMP scans
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -27,6 +29,9 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 			terr = equeue.ErrTopicNotFound
 		} else {
 			ti, terr = c.s.b.Topic(c.ctx, t.Topic)
+		}
+		if errors.Is(terr, equeue.ErrTopicNotFound) {
+			c.s.maxTS.forget(t.Topic) // deleted other than through the listener
 		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
@@ -38,7 +43,7 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 				rp.ErrorCode = errUnknownTopicOrPartition
 			default:
 				q := ti.Queues[p.Partition]
-				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, ti.CreatedAt, q, p.Timestamp)
+				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, ti.CreatedAt, q, p.Timestamp, deadline)
 			}
 			if req.GetVersion() == 0 && rp.Offset >= 0 {
 				rp.OldStyleOffsets = []int64{rp.Offset}
@@ -51,21 +56,22 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 }
 
 // offsetFor resolves a ListOffsets timestamp in one queue: the end, the
-// low watermark, the message with the largest timestamp, or the first
+// low watermark, the message with the largest timestamp (read until
+// deadline, see maxTimestampOffset), or the first
 // message stored at or after a time (by the time the engine stored it, which grows with the offset).
 // When no message was stored at or after the time (an empty queue, a time
 // after the last message) the answer is offset -1 and timestamp -1, as
 // Kafka's: clients take that for "none" and use the end offset themselves,
 // while an offset without a timestamp breaks the Java client's
 // offsetsForTimes.
-func (c *conn) offsetFor(topic string, created time.Time, q equeue.QueueInfo, ts int64) (int64, int64, int16) {
+func (c *conn) offsetFor(topic string, created time.Time, q equeue.QueueInfo, ts int64, deadline time.Time) (int64, int64, int16) {
 	switch ts {
 	case latestTimestamp:
 		return q.MaxOffset, -1, errNone
 	case earliestTimestamp:
 		return q.MinOffset, -1, errNone
 	case maxTimestamp:
-		return c.maxTimestampOffset(topic, created, q)
+		return c.maxTimestampOffset(topic, created, q, deadline)
 	}
 	if ts < 0 {
 		return -1, -1, errInvalidRequest

@@ -1,23 +1,37 @@
 package kafka
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/equeue-go/equeue"
 )
 
-// maxTimestampPulls bounds the pulls (each at most equeue.MaxPullBatch
-// messages and one store read budget, a few MiB) one ListOffsets request
-// makes for MAX_TIMESTAMP in one queue. Tests set another.
-var maxTimestampPulls = 32
+// maxTimestampBudget bounds the time one ListOffsets request spends
+// reading partitions through for MAX_TIMESTAMP, well under the clients'
+// request timeouts (10 s for franz-go, 30 s for the Java client). Each
+// partition asked gets at least one pull (at most equeue.MaxPullBatch
+// messages and one store read budget, a few MiB), so that every one goes
+// on. Tests set another.
+var maxTimestampBudget = 3 * time.Second
+
+// maxTimestampSweep is the least number of topics kept at which the
+// listener looks for topics deleted other than through it (see sweep).
+// Tests set another.
+var maxTimestampSweep = 64
 
 // maxTimestamps keeps, for each queue asked for MAX_TIMESTAMP, what its
 // scans learned, so that a queue's messages are read once, not on every
-// request: a later request reads only the messages stored since.
+// request: a later request reads only the messages stored since. A
+// topic's scans are forgotten when it is deleted through the listener, or
+// found deleted by a request or a sweep.
 type maxTimestamps struct {
-	mu sync.Mutex
-	qs map[equeue.QueueRef]*maxTimestampScan
+	mu     sync.Mutex
+	topics map[string]map[int]*maxTimestampScan // topic -> queue -> scan
+	// sweepAt is the number of topics at which the next sweep runs.
+	sweepAt int
 }
 
 // maxTimestampScan is what the scans of one queue learned. mu is held
@@ -30,24 +44,84 @@ type maxTimestampScan struct {
 	// best and bestTS are the offset and timestamp of the first message
 	// with the largest timestamp of those read; -1 when none was.
 	best, bestTS int64
+	// bestID and bestStored are the ID and stored time of the message at
+	// best. A topic deleted and created again within a millisecond has the
+	// same CreatedAt, but other messages: each request checks that the
+	// one found is still there.
+	bestID     string
+	bestStored time.Time
 }
 
 func newMaxTimestamps() *maxTimestamps {
-	return &maxTimestamps{qs: map[equeue.QueueRef]*maxTimestampScan{}}
+	return &maxTimestamps{topics: map[string]map[int]*maxTimestampScan{}, sweepAt: maxTimestampSweep}
 }
 
 // scan returns the scan of a queue, locked.
 func (m *maxTimestamps) scan(topic string, queue int) *maxTimestampScan {
-	k := equeue.QueueRef{Topic: topic, Queue: queue}
 	m.mu.Lock()
-	sc := m.qs[k]
+	qs := m.topics[topic]
+	if qs == nil {
+		qs = map[int]*maxTimestampScan{}
+		m.topics[topic] = qs
+	}
+	sc := qs[queue]
 	if sc == nil {
 		sc = &maxTimestampScan{next: -1, best: -1, bestTS: -1}
-		m.qs[k] = sc
+		qs[queue] = sc
 	}
 	m.mu.Unlock()
 	sc.mu.Lock()
 	return sc
+}
+
+// forget drops what the scans of a topic learned.
+func (m *maxTimestamps) forget(topic string) {
+	m.mu.Lock()
+	delete(m.topics, topic)
+	m.mu.Unlock()
+}
+
+// sweep forgets the topics deleted other than through the listener (in
+// the engine, over gRPC) and never asked for again, and the queues a topic
+// created again with fewer no longer has. It looks them up only when the
+// topics kept have reached sweepAt, which it then sets to twice the
+// topics left: the lookups are paid for by the topics added between two
+// sweeps.
+func (m *maxTimestamps) sweep(ctx context.Context, b Broker) {
+	m.mu.Lock()
+	if len(m.topics) < m.sweepAt {
+		m.mu.Unlock()
+		return
+	}
+	names := make([]string, 0, len(m.topics))
+	for name := range m.topics {
+		names = append(names, name)
+	}
+	m.sweepAt = 2 * len(names) // no other request sweeps meanwhile
+	m.mu.Unlock()
+	for _, name := range names {
+		ti, err := b.Topic(ctx, name)
+		switch {
+		case errors.Is(err, equeue.ErrTopicNotFound):
+			m.forget(name)
+		case err == nil:
+			m.mu.Lock()
+			for q := range m.topics[name] {
+				if q >= len(ti.Queues) {
+					delete(m.topics[name], q)
+				}
+			}
+			m.mu.Unlock()
+		}
+	}
+	m.mu.Lock()
+	m.sweepAt = max(maxTimestampSweep, 2*len(m.topics))
+	m.mu.Unlock()
+}
+
+// restart makes the scan read the queue again from its first message.
+func (sc *maxTimestampScan) restart(created time.Time, from int64) {
+	sc.created, sc.next, sc.best, sc.bestTS, sc.bestID, sc.bestStored = created, from, -1, -1, "", time.Time{}
 }
 
 // maxTimestampOffset answers MAX_TIMESTAMP (KIP-734) in one queue of a
@@ -61,11 +135,12 @@ func (m *maxTimestamps) scan(topic string, queue int) *maxTimestampScan {
 // engine keeps no index of them (Kafka keeps the largest of each log
 // segment): the queue's messages are read through, once, and what was
 // learned kept for the next request, which reads only the messages stored
-// since. Retention deleting the message found makes the next request read
-// the queue through again. A request reads at most maxTimestampPulls pulls:
-// one that has not read to the end is answered OFFSET_NOT_AVAILABLE, which
-// clients retry, and the next request goes on from there.
-func (c *conn) maxTimestampOffset(topic string, created time.Time, q equeue.QueueInfo) (int64, int64, int16) {
+// since. Retention deleting the message found, or the topic being deleted
+// and created again, makes the next request read the queue through again.
+// A request reads until deadline (and at least one pull): one that has not
+// read to the end by then is answered OFFSET_NOT_AVAILABLE, which is
+// retriable, and the next request goes on from there.
+func (c *conn) maxTimestampOffset(topic string, created time.Time, q equeue.QueueInfo, deadline time.Time) (int64, int64, int16) {
 	if q.MaxOffset == q.MinOffset {
 		return -1, -1, errNone
 	}
@@ -74,18 +149,29 @@ func (c *conn) maxTimestampOffset(topic string, created time.Time, q equeue.Queu
 		if err != nil || last == nil {
 			return -1, -1, errorCode(err)
 		}
-		return c.offsetFor(topic, created, q, last.StoredAt.UnixMilli())
+		return c.offsetFor(topic, created, q, last.StoredAt.UnixMilli(), deadline)
 	}
+	c.s.maxTS.sweep(c.ctx, c.s.b)
 	sc := c.s.maxTS.scan(topic, q.ID)
 	defer sc.mu.Unlock()
 	if !sc.created.Equal(created) || sc.next < q.MinOffset || (sc.best >= 0 && sc.best < q.MinOffset) {
 		// A new topic, or messages the scan read (perhaps the one it
 		// found) deleted since: read the queue again. (A scan past
 		// q.MaxOffset went on under a request that saw the queue later.)
-		sc.created, sc.next, sc.best, sc.bestTS = created, q.MinOffset, -1, -1
+		sc.restart(created, q.MinOffset)
+	} else if sc.best >= 0 {
+		// The same CreatedAt, but perhaps a topic created again within
+		// its millisecond: the message found must still be there.
+		m, err := c.messageAt(topic, q.ID, sc.best)
+		if err != nil {
+			return -1, -1, errorCode(err)
+		}
+		if m == nil || m.Offset != sc.best || m.ID != sc.bestID || !m.StoredAt.Equal(sc.bestStored) {
+			sc.restart(created, q.MinOffset)
+		}
 	}
 	for pulls := 0; sc.next < q.MaxOffset; pulls++ {
-		if pulls == maxTimestampPulls {
+		if pulls > 0 && !time.Now().Before(deadline) {
 			return -1, -1, errOffsetNotAvailable
 		}
 		res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: sc.next, Max: equeue.MaxPullBatch})
@@ -94,7 +180,7 @@ func (c *conn) maxTimestampOffset(topic string, created time.Time, q equeue.Queu
 		}
 		for _, m := range res.Messages {
 			if ts := c.timestampOf(m); sc.best < 0 || ts > sc.bestTS {
-				sc.best, sc.bestTS = m.Offset, ts
+				sc.best, sc.bestTS, sc.bestID, sc.bestStored = m.Offset, ts, m.ID, m.StoredAt
 			}
 		}
 		if res.NextOffset <= sc.next {
