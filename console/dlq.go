@@ -26,6 +26,32 @@ type dlqData struct {
 type dlqRow struct {
 	equeue.DLQEntry
 	Preview string
+	// TooLarge marks a dead letter the broker could not answer (see
+	// readDeadLetters): only its Offset is known, and Message is nil.
+	TooLarge bool
+}
+
+// readDeadLetters lists up to n dead letters of group from offset from. A
+// dead letter larger than what the broker may answer (a remote client's
+// MaxMessageBytes) fails the listing that reaches it, naming its offset:
+// it comes back alone, as a row with only that offset and TooLarge set,
+// so that a page lists past it and it can still be redriven by offset.
+func (c *Console) readDeadLetters(ctx context.Context, group string, from int64, n int) ([]dlqRow, error) {
+	es, err := c.b.DeadLetters(ctx, group, from, n)
+	var big *equeue.MessageTooLargeError
+	if errors.As(err, &big) && big.Offset >= from {
+		return []dlqRow{{DLQEntry: equeue.DLQEntry{Offset: big.Offset}, TooLarge: true}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]dlqRow, len(es))
+	for i, e := range es {
+		row := listed(e.Message)
+		e.Message = row.M
+		rows[i] = dlqRow{DLQEntry: e, Preview: row.Preview}
+	}
+	return rows, nil
 }
 
 func (c *Console) dlqPage(w http.ResponseWriter, r *http.Request, v viewer) {
@@ -67,23 +93,21 @@ func (c *Console) dlqPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	off := d.From
 	for len(d.Entries) < d.Count && off < d.Max {
-		es, err := c.b.DeadLetters(ctx, group, off, min(d.Count-len(d.Entries), 1024))
+		rows, err := c.readDeadLetters(ctx, group, off, min(d.Count-len(d.Entries), 1024))
 		if err != nil {
 			c.brokerFail(w, r, v, "dead letters of "+group, err)
 			return
 		}
-		if len(es) == 0 {
+		if len(rows) == 0 {
 			break
 		}
-		for _, e := range es {
-			row := listed(e.Message)
-			e.Message = row.M
-			d.Entries = append(d.Entries, dlqRow{DLQEntry: e, Preview: row.Preview})
-			if !e.Redriven {
+		for _, row := range rows {
+			d.Entries = append(d.Entries, row)
+			if !row.Redriven && !row.TooLarge {
 				d.Pending++
 			}
 		}
-		off = es[len(es)-1].Offset + 1
+		off = rows[len(rows)-1].Offset + 1
 	}
 	d.Next, d.HasNext = off, off < d.Max
 	d.Prev, d.HasPrev = max(d.Min, d.From-int64(d.Count)), d.From > d.Min
@@ -198,20 +222,22 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 	var from int64
 	for {
 		lctx, cancel := context.WithTimeout(ctx, c.o.RequestTimeout)
-		es, err := c.b.DeadLetters(lctx, group, from, 256)
+		rows, err := c.readDeadLetters(lctx, group, from, 256)
 		cancel()
-		if err != nil || len(es) == 0 {
+		if err != nil || len(rows) == 0 {
 			return sent, err
 		}
-		for _, e := range es {
-			if e.Redriven {
+		for _, row := range rows {
+			// One too large to list may be redriven already: the broker
+			// skips it then, and counts it not.
+			if row.Redriven {
 				continue
 			}
-			if err := one(e.Offset); err != nil {
+			if err := one(row.Offset); err != nil {
 				return sent, err
 			}
 		}
-		from = es[len(es)-1].Offset + 1
+		from = rows[len(rows)-1].Offset + 1
 	}
 }
 

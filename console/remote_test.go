@@ -20,18 +20,7 @@ func TestConsole_OverRemote(t *testing.T) {
 	ctx := ctxT(t)
 	e := openEngine(t)
 	sd := seed(t, e)
-	srv, err := remote.NewServer(e, nil)
-	require.NoError(t, err)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	t.Cleanup(func() { srv.Stop(); <-served })
-	cl, err := remote.Dial(lis.Addr().String(), nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cl.Close() })
-
-	s := serve(t, cl, console.Options{})
+	s := serve(t, dialRemote(t, e, nil), console.Options{})
 	for _, p := range pages {
 		pg := s.get(t, prefix+p)
 		require.Equal(t, http.StatusOK, pg.status, "%s: %s", p, pg.body)
@@ -48,6 +37,22 @@ func TestConsole_OverRemote(t *testing.T) {
 	dl, err := e.ListDeadLetters(ctx, "billing", equeue.ListDeadLettersRequest{From: 0, Max: 10})
 	require.NoError(t, err)
 	assert.True(t, dl[0].Redriven)
+}
+
+// dialRemote serves e over gRPC and returns a client of it with opts.
+func dialRemote(t testing.TB, e *equeue.Engine, opts *remote.ClientOptions) *remote.Client {
+	t.Helper()
+	srv, err := remote.NewServer(e, nil)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	t.Cleanup(func() { srv.Stop(); <-served })
+	cl, err := remote.Dial(lis.Addr().String(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
 }
 
 // plainBroker hides the optional extras of the engine.
