@@ -234,7 +234,7 @@ func (c *Console) act(f pageFunc) http.Handler {
 }
 
 // bearerOK answers a request whose bearer token is unknown (401) or comes
-// from an address with too many failures (429), and counts the failure: a
+// while the login throttle refuses its source (429), and counts the failure: a
 // bearer header is throttled like the login form. A request without a
 // bearer token (none, or another scheme's credentials) passes.
 func (c *Console) bearerOK(w http.ResponseWriter, r *http.Request, v viewer) bool {
@@ -244,13 +244,13 @@ func (c *Console) bearerOK(w http.ResponseWriter, r *http.Request, v viewer) boo
 	if _, ok := bearerToken(r); !ok {
 		return true
 	}
-	addr, now := clientAddr(r), time.Now()
-	if !c.auth.throttle.allowed(addr, now) {
-		c.fail(w, r, v, http.StatusTooManyRequests, "Too many failed sign-ins", "Too many unknown tokens from this address: wait a minute.")
+	source, now := c.throttleKey(r), time.Now()
+	if why := c.auth.throttle.wait(source, now); why != "" {
+		c.fail(w, r, v, http.StatusTooManyRequests, "Too many failed sign-ins", why)
 		return false
 	}
 	if !v.known {
-		c.auth.throttle.failed(addr, now)
+		c.auth.throttle.failed(source, now)
 		c.fail(w, r, v, http.StatusUnauthorized, "Not signed in", "The bearer token is not one this console knows.")
 		return false
 	}
@@ -283,14 +283,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, v, http.StatusForbidden, "login", "Sign in", loginData{Next: next, Error: "The form expired. Please try again."})
 		return
 	}
-	addr, now := clientAddr(r), time.Now()
-	if !c.auth.throttle.allowed(addr, now) {
-		c.render(w, r, v, http.StatusTooManyRequests, "login", "Sign in", loginData{Next: next, Error: "Too many failed sign-ins from this address: wait a minute."})
+	source, now := c.throttleKey(r), time.Now()
+	if why := c.auth.throttle.wait(source, now); why != "" {
+		c.render(w, r, v, http.StatusTooManyRequests, "login", "Sign in", loginData{Next: next, Error: why})
 		return
 	}
 	rights, ok := c.auth.checkToken(r.PostFormValue("token"))
 	if !ok {
-		c.auth.throttle.failed(addr, now)
+		c.auth.throttle.failed(source, now)
 		c.render(w, r, v, http.StatusUnauthorized, "login", "Sign in", loginData{Next: next, Error: "Unknown token."})
 		return
 	}

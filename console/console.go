@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -78,6 +79,14 @@ type Options struct {
 	RequestTimeout time.Duration
 	// Logger receives failed broker calls. Nil means silent.
 	Logger *slog.Logger
+	// TrustedProxies are the reverse proxies in front of the console (one
+	// address is a /32 or /128 prefix). The login throttle counts a
+	// request from one of them against the rightmost address of its
+	// X-Forwarded-For header that is not one of them; each must append the
+	// address it was reached from to that header. Nil trusts no header:
+	// every request comes from its peer address, and behind a proxy all
+	// users share the proxy's failures.
+	TrustedProxies []netip.Prefix
 }
 
 const (

@@ -29,6 +29,9 @@
 // set, callers log in with a token on the login form (or send
 // "Authorization: Bearer <token>"): a token with remote.RightAdmin may act,
 // one with remote.RightConsume may only look, and other tokens see nothing.
+// Unknown tokens are throttled per client address (an IPv6 /64) and in
+// total; behind a reverse proxy, Options.TrustedProxies names the proxies
+// whose X-Forwarded-For header gives the client's address.
 // Without Tokens the console trusts whoever reaches it: put it behind the
 // application's own authentication.
 //
