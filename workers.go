@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,12 +14,15 @@ const workerIdle = time.Second
 // Concurrency goroutines, started on demand and ended when idle.
 //
 // Runners hand it whole runs of pulled messages: one lock per pull, not a
-// channel operation per message. A worker takes one task at a time from
-// the queue, in order, so a slow handler holds up only its own message, and
-// goes on taking tasks while any wait, without parking between them. At
-// most one worker is being woken (or started) at a time; the woken one
-// wakes the next if tasks still wait after it took its own. So, while
-// tasks wait, either a woken worker is on its way or every worker runs.
+// channel operation per message. Workers take tasks in order and go on
+// taking while any wait, without parking between them. Under a backlog a
+// worker takes a short run of tasks at once (see take) and claims them one
+// by one without the pool's lock; a worker that finds the queue empty
+// takes over the unclaimed rest of another's run before it parks, so a
+// slow handler still holds up only its own message. At most one worker is
+// being woken (or started) at a time; the woken one wakes the next if
+// tasks still wait after it took its own. So, while tasks wait, either a
+// woken worker is on its way or every worker runs.
 type workerPool struct {
 	mu      sync.Mutex
 	tasks   taskRing        // handed over and not taken yet, in order
@@ -27,6 +31,7 @@ type workerPool struct {
 	running int             // workers started and not exited
 	idle    []chan struct{} // parked workers' wake-up channels, last parked last
 	waking  bool            // a worker was woken or started and has not looked for a task yet
+	held    []*heldRun      // the runs of the running workers
 }
 
 // poolShare is a runner's part of the worker pool's queue; guarded by the
@@ -115,37 +120,127 @@ func (c *Consumer) wakeWorkerLocked() {
 	}
 }
 
-// take returns the next waiting task, or parks the calling worker (wake
-// gets its wake-up) when none waits. woken says the caller is the worker
-// being woken: it wakes the next one if tasks still wait after its own.
-func (c *Consumer) take(woken bool, wake chan struct{}) (task, bool) {
+// maxTakeRun bounds how many waiting tasks a worker takes at once.
+const maxTakeRun = 8
+
+// heldRun is the run of tasks a worker took from the pool's queue. Its
+// owner claims them one by one with an atomic add, without the pool's
+// lock; other workers claim (steal) the unclaimed rest under the pool's
+// lock, with compare-and-swap, when the queue is empty. The tasks and n
+// change only under the pool's lock, while every task is claimed.
+type heldRun struct {
+	tasks [maxTakeRun]task
+	n     int          // tasks in the run
+	next  atomic.Int32 // index of the first unclaimed task (may pass n)
+	in    bool         // listed in the pool's held; guarded by its mu
+}
+
+// claim returns the run's next unclaimed task; only its owner calls it.
+func (h *heldRun) claim() (task, bool) {
+	i := int(h.next.Add(1)) - 1
+	if i >= h.n {
+		return task{}, false
+	}
+	t := h.tasks[i]
+	h.tasks[i] = task{} // hold no message once handed out
+	return t, true
+}
+
+// take refills h, which its owner emptied, with the next waiting tasks and
+// reports whether it holds any now; else it parks the calling worker (wake
+// gets its wake-up). woken says the caller is the worker being woken: it
+// wakes the next one if tasks still wait after its own.
+//
+// A worker takes one task, or, under a backlog, a short run: as many as
+// leave each of the other Concurrency-1 workers at least as many (at most
+// maxTakeRun). One lock hand-over then serves the run. With the queue
+// empty it takes half of the unclaimed rest of another worker's run, so
+// tasks held behind a slow handler go to a free worker.
+func (c *Consumer) take(woken bool, wake chan struct{}, h *heldRun) bool {
 	p := c.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if woken {
 		p.waking = false
 	}
-	t, ok := p.tasks.pop()
-	if !ok {
+	if !h.in {
+		p.held, h.in = append(p.held, h), true
+	}
+	h.n = 0
+	n := 1
+	if p.max > 0 {
+		n = min(max(p.tasks.len()/p.max, 1), maxTakeRun)
+	}
+	for ; h.n < n; h.n++ {
+		t, ok := p.tasks.pop()
+		if !ok {
+			break
+		}
+		share := &t.r.share
+		share.waiting--
+		if share.room != nil && share.waiting <= p.limit/2 {
+			close(share.room)
+			share.room = nil
+		}
+		h.tasks[h.n] = t
+	}
+	if h.n == 0 {
+		p.steal(h)
+	}
+	h.next.Store(0)
+	if h.n == 0 {
 		p.idle = append(p.idle, wake)
-		return t, false
+		return false
 	}
 	if woken {
 		c.wakeWorkerLocked()
 	}
-	share := &t.r.share
-	share.waiting--
-	if share.room != nil && share.waiting <= p.limit/2 {
-		close(share.room)
-		share.room = nil
+	return true
+}
+
+// steal moves half (rounded up) of the unclaimed tasks of the first other
+// run holding any into h; p.mu is held.
+func (p *workerPool) steal(h *heldRun) {
+	for _, o := range p.held {
+		if o == h {
+			continue
+		}
+		for {
+			i := int(o.next.Load())
+			left := o.n - i
+			if left <= 0 {
+				break
+			}
+			k := (left + 1) / 2
+			if !o.next.CompareAndSwap(int32(i), int32(i+k)) {
+				continue // its owner claimed one meanwhile
+			}
+			h.n = copy(h.tasks[:], o.tasks[i:i+k])
+			clear(o.tasks[i : i+k])
+			return
+		}
 	}
-	return t, true
+}
+
+// unlist removes h from the pool's runs; p.mu is held.
+func (p *workerPool) unlist(h *heldRun) {
+	if !h.in {
+		return
+	}
+	for i, o := range p.held {
+		if o == h {
+			p.held = append(p.held[:i], p.held[i+1:]...)
+			break
+		}
+	}
+	h.in = false
 }
 
 // worker handles waiting tasks until none has come for workerIdle or the
 // consumer stops.
 func (c *Consumer) worker() {
 	wake := make(chan struct{}, 1)
+	h := &heldRun{}
 	var idle *time.Timer // made when it first parks
 	defer func() {
 		if idle != nil {
@@ -154,10 +249,12 @@ func (c *Consumer) worker() {
 	}()
 	woken := true // started by wakeWorkerLocked
 	for c.ctx.Err() == nil {
-		t, ok := c.take(woken, wake)
-		if ok {
-			woken = false
+		if t, ok := h.claim(); ok {
 			t.r.handleTask(t)
+			continue
+		}
+		if c.take(woken, wake, h) {
+			woken = false
 			continue
 		}
 		woken = false
@@ -173,18 +270,18 @@ func (c *Consumer) worker() {
 		case <-idle.C:
 		case <-c.ctx.Done():
 		}
-		if c.leave(wake) {
+		if c.leave(wake, h) {
 			return
 		}
 		<-wake // woken as it stopped waiting: its token is there
 		woken = true
 	}
-	c.exitWorker(woken)
+	c.exitWorker(woken, h)
 }
 
 // leave counts out a parked worker that stops waiting; false when it was
 // woken meanwhile (its token is in wake) and must go on.
-func (c *Consumer) leave(wake chan struct{}) bool {
+func (c *Consumer) leave(wake chan struct{}, h *heldRun) bool {
 	p := c.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -192,14 +289,16 @@ func (c *Consumer) leave(wake chan struct{}) bool {
 		if w == wake {
 			p.idle = append(p.idle[:i], p.idle[i+1:]...)
 			p.running--
+			p.unlist(h)
 			return true
 		}
 	}
 	return false
 }
 
-// exitWorker counts out a worker that stops because the consumer stops.
-func (c *Consumer) exitWorker(woken bool) {
+// exitWorker counts out a worker that stops because the consumer stops;
+// the tasks it still held stay unhandled, as those still queued do.
+func (c *Consumer) exitWorker(woken bool, h *heldRun) {
 	p := c.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -207,6 +306,9 @@ func (c *Consumer) exitWorker(woken bool) {
 	if woken {
 		p.waking = false
 	}
+	p.unlist(h)
+	h.next.Store(int32(h.n))
+	clear(h.tasks[:])
 }
 
 // taskRing is a FIFO of tasks on a ring buffer that grows as needed and

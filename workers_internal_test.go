@@ -247,8 +247,12 @@ func TestWorkerPool_SubmitWaitsForRoom(t *testing.T) {
 	require.True(t, c.submitRun(b, msgs[:4], nil), "another runner has its own room")
 	var got []int64
 	take := func(want *runner) {
-		tk, ok := c.take(false, nil)
+		var h heldRun
+		require.True(t, c.take(false, nil, &h))
+		tk, ok := h.claim()
 		require.True(t, ok)
+		_, more := h.claim()
+		require.False(t, more, "no workers to share with: one at a time")
 		if tk.r == want {
 			got = append(got, tk.m.Offset)
 		}
@@ -348,4 +352,74 @@ func TestWorkerPool_HandOverAllocatesNothingPerMessage(t *testing.T) {
 	// What may remain is per run (a worker started, the process queue's
 	// entries growing), not per handled message.
 	assert.Less(t, allocs, 8.0, "allocations per run of %d messages", n)
+}
+
+// TestWorkerPool_TakesRunsUnderABacklog: a worker takes one task, or under
+// a backlog as many as leave each other worker as many (at most
+// maxTakeRun); with the queue empty it takes half of what another worker
+// holds unclaimed, and the tasks are each handed out once, in order.
+func TestWorkerPool_TakesRunsUnderABacklog(t *testing.T) {
+	c := &Consumer{ctx: context.Background(), pool: &workerPool{max: 4, limit: 1000, running: 4}}
+	r := &runner{}
+	msgs := make([]*Message, 45)
+	for i := range msgs {
+		msgs[i] = &Message{Offset: int64(i)}
+	}
+	require.True(t, c.submitRun(r, msgs, nil))
+	wake := make(chan struct{}, 1)
+	var got []int64
+	drain := func(h *heldRun, k int) int {
+		n := 0
+		for ; n < k; n++ {
+			tk, ok := h.claim()
+			if !ok {
+				break
+			}
+			got = append(got, tk.m.Offset)
+		}
+		return n
+	}
+	var a, b heldRun
+	require.True(t, c.take(false, wake, &a))
+	assert.Equal(t, 8, drain(&a, 100), "45 waiting for 4 workers: a run of 8")
+	require.True(t, c.take(false, wake, &a))
+	assert.Equal(t, 8, drain(&a, 100), "37 waiting: still 8")
+	require.True(t, c.take(false, wake, &a))
+	assert.Equal(t, 7, drain(&a, 100), "29 waiting: 7")
+	for c.pool.tasks.len() >= 4 {
+		require.True(t, c.take(false, wake, &a))
+		drain(&a, 100)
+	}
+	require.True(t, c.take(false, wake, &a))
+	assert.Equal(t, 1, drain(&a, 100), "fewer waiting than workers: one at a time")
+	for c.pool.tasks.len() > 0 {
+		require.True(t, c.take(false, wake, &a))
+		drain(&a, 100)
+	}
+	assert.Len(t, got, 45)
+
+	// a holds a run of 8 and claims one; b, finding the queue empty, takes
+	// half of the 7 left, then half of what is left.
+	require.True(t, c.submitRun(r, msgs[:32], nil))
+	require.True(t, c.take(false, wake, &a))
+	require.Equal(t, 1, drain(&a, 1))
+	for c.pool.tasks.len() > 0 { // others empty the queue
+		var o heldRun
+		require.True(t, c.take(false, wake, &o))
+		drain(&o, 100)
+	}
+	require.True(t, c.take(false, wake, &b))
+	assert.Equal(t, 4, drain(&b, 100), "half of a's 7, rounded up")
+	require.True(t, c.take(false, wake, &b))
+	assert.Equal(t, 2, drain(&b, 100))
+	assert.Equal(t, 1, drain(&a, 100), "a keeps the one left")
+	assert.False(t, c.take(false, wake, &b), "nothing left anywhere: b parks")
+	assert.Len(t, got, 45+32)
+	seen := map[int64]int{}
+	for _, off := range got[45:] {
+		seen[off]++
+	}
+	for off := range int64(32) {
+		assert.Equal(t, 1, seen[off], "offset %d handed out once", off)
+	}
 }
