@@ -106,6 +106,13 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 					on = append(on, ad)
 				}
 			}
+			for _, ad := range on {
+				if fc, ok := ad.(flagChecker); ok {
+					if err := fc.checkFlags(cl.enabled()); err != nil {
+						return err
+					}
+				}
+			}
 			addonToks, err := addonTokens(toks, scoped, needWholeEngineToken(on, scoped))
 			if err != nil {
 				return usageErrorf("%v", err)
@@ -160,6 +167,13 @@ func isHostPort(addr string) bool {
 	}
 	_, err = strconv.ParseUint(port, 10, 16)
 	return err == nil
+}
+
+// dialableHost reports whether host names a host other machines can dial:
+// not empty (every interface) nor an unspecified address (0.0.0.0, [::]).
+func dialableHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host != "" && (ip == nil || !ip.IsUnspecified())
 }
 
 type serveConfig struct {

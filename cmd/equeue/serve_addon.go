@@ -34,6 +34,17 @@ type serveAddon interface {
 	start(ctx context.Context, env serveEnv) (stop func(context.Context) error, err error)
 }
 
+// flagChecker is implemented by add-ons whose flags can be refused
+// without an engine: a value of the wrong form, or a flag not available
+// in cluster mode. serve calls checkFlags before it takes a port or
+// creates anything, so a usage error leaves nothing behind; configure,
+// configureCluster and start then take the flags as checked.
+type flagChecker interface {
+	// checkFlags returns a usage error naming the flag refused; cluster
+	// reports whether serve runs a cluster node (--cluster-id).
+	checkFlags(cluster bool) error
+}
+
 // configReleaser is implemented by add-ons whose configure starts
 // something before the engine opens (the OTLP exporters). serve calls
 // release when it returns, so that a start that fails after configure, or

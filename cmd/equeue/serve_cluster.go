@@ -66,6 +66,10 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	if cf.raft == "" {
 		return usageErrorf("--cluster-id needs --cluster-raft HOST:PORT")
 	}
+	// cluster.Open refuses it too, but only after serve took the ports.
+	if host, _, _ := net.SplitHostPort(cf.raft); !dialableHost(host) {
+		return usageErrorf("--cluster-raft %q: must name a host other nodes can dial, not every interface", cf.raft)
+	}
 	var addons []clusterAddon
 	for _, ad := range c.addons {
 		ca, ok := ad.(clusterAddon)

@@ -41,21 +41,44 @@ func (k *kafkaAddon) configure(*equeue.Options) error { return nil }
 // attachEngine does nothing: in cluster mode the listener serves the node.
 func (k *kafkaAddon) attachEngine(*equeue.Engine) {}
 
+// checkFlags refuses, before serve takes a port or creates anything, a
+// --kafka-namespace that is no namespace's name or given in cluster mode,
+// and an address to advertise that is not HOST:PORT; in cluster mode that
+// address must name a host and a port (see configureCluster).
+func (k *kafkaAddon) checkFlags(cluster bool) error {
+	if k.namespace != "" {
+		if cluster {
+			return usageErrorf("--kafka-namespace is not available in cluster mode")
+		}
+		if !validNamespace(k.namespace) {
+			return usageErrorf("--kafka-namespace %q: a namespace is 1-127 characters of [A-Za-z0-9._-]", k.namespace)
+		}
+	}
+	if k.advertise != "" && !isHostPort(k.advertise) {
+		return usageErrorf("--kafka-advertise %q: want HOST:PORT with a port number, e.g. kafka.example.com:9092", k.advertise)
+	}
+	if !cluster {
+		return nil
+	}
+	flag, addr := "--kafka-advertise", k.advertise
+	if addr == "" {
+		flag, addr = "--kafka", k.addr
+	}
+	if host, port, _ := net.SplitHostPort(addr); !dialableHost(host) || port == "0" {
+		return usageErrorf("%s %s: in cluster mode the other nodes send Kafka clients to this address; give --kafka-advertise HOST:PORT", flag, addr)
+	}
+	return nil
+}
+
 // configureCluster gives the node the address its Kafka listener is
 // reached at, which the node writes in its tenure entry when it leads, so
-// that the other nodes' listeners send Kafka clients there. It must name a
-// host and a port: --kafka-advertise, or --kafka when that has both.
+// that the other nodes' listeners send Kafka clients there:
+// --kafka-advertise, or --kafka, which checkFlags made sure name a host
+// and a port.
 func (k *kafkaAddon) configureCluster(o *cluster.Options) error {
 	addr := k.advertise
 	if addr == "" {
 		addr = k.addr
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return usageErrorf("--kafka %s: %v", addr, err)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) || port == "0" {
-		return usageErrorf("--kafka %s: in cluster mode the other nodes send Kafka clients to this address; give --kafka-advertise HOST:PORT", addr)
 	}
 	o.KafkaAddr = addr
 	k.advertise = addr
@@ -76,6 +99,7 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 	}
 	b, ok := env.backend.(kafka.Broker)
 	if k.namespace != "" {
+		// checkFlags refused both cases already; start does not rely on it.
 		if env.eng == nil {
 			return nil, usageErrorf("--kafka-namespace is not available in cluster mode")
 		}

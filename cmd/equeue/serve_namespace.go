@@ -20,7 +20,7 @@ func parseTokenNamespaces(specs []string) (map[string]string, error) {
 		if !scoped {
 			continue
 		}
-		if err := equeue.ValidateName(ns); err != nil || strings.Contains(ns, equeue.NamespaceSeparator) {
+		if !validNamespace(ns) {
 			return nil, fmt.Errorf("--token %s=...@%s: a namespace is 1-127 characters of [A-Za-z0-9._-]", strings.Repeat("*", min(len(tok), 8)), ns)
 		}
 		if out == nil {
@@ -29,6 +29,12 @@ func parseTokenNamespaces(specs []string) (map[string]string, error) {
 		out[tok] = ns
 	}
 	return out, nil
+}
+
+// validNamespace reports whether ns can name a namespace
+// (equeue.Engine.Namespace): 1-127 characters of [A-Za-z0-9._-].
+func validNamespace(ns string) bool {
+	return equeue.ValidateName(ns) == nil && !strings.Contains(ns, equeue.NamespaceSeparator)
 }
 
 // addonTokens returns the tokens add-ons (the console) admit: those of the

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -19,6 +22,9 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
 )
 
 // collector is a fake OTLP/gRPC collector that keeps what it receives.
@@ -199,11 +205,10 @@ func TestServe_OTLPFromEnvironment(t *testing.T) {
 }
 
 // A serve that fails after its OTLP exporters started, whatever step
-// failed (the directory, a cluster option, the node, an add-on's start
-// after the engine or node and the gRPC server exist), shuts the exporters
-// down before it returns: the meter provider's last export reaches the
-// collector, and no goroutine of the exporters or of the gRPC server is
-// left behind. Not parallel: the goroutines of this process are counted.
+// failed (the directory, a cluster option the node refuses, the node),
+// shuts the exporters down before it returns: the meter provider's last
+// export reaches the collector, and no goroutine of the exporters is left
+// behind. Not parallel: the goroutines of this process are counted.
 func TestServe_FailedStartShutsDownTheExporters(t *testing.T) {
 	notEngine := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(notEngine, "notes.txt"), []byte("mine\n"), 0o600))
@@ -218,12 +223,11 @@ func TestServe_FailedStartShutsDownTheExporters(t *testing.T) {
 		args []string
 	}{
 		{"directory of something else", exitFailure, []string{"--dir", notEngine}},
-		{"add-on refused after the engine opened", exitUsage,
-			[]string{"--kafka", freePort(t), "--kafka-namespace", "bad name"}},
-		{"cluster option refused", exitUsage, cluster("--kafka", freePort(t), "--kafka-advertise", ":9092")},
+		// The node's own check refuses these, after serve took its ports
+		// and built the exporters, before anything touches the disk.
+		{"cluster option refused", exitUsage, cluster("--cluster-log-store", "ssd")},
+		{"cluster peers refused", exitUsage, cluster("--cluster-bootstrap", "--cluster-peers", "n2=127.0.0.1:7752")},
 		{"cluster node not opened", exitFailure, cluster("--dir", aFile)},
-		{"add-on refused after the node opened", exitUsage,
-			cluster("--kafka", freePort(t), "--kafka-advertise", "127.0.0.1:9092", "--kafka-namespace", "ns")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			coll, caddr := startCollector(t)
@@ -235,6 +239,54 @@ func TestServe_FailedStartShutsDownTheExporters(t *testing.T) {
 			}
 			r := runBounded(t, nil, append(args, c.args...)...)
 			require.Equal(t, c.code, r.code, "%v", r)
+			coll.mu.Lock()
+			defer coll.mu.Unlock()
+			assert.Positive(t, coll.metricExports, "the meter provider's last export on shutdown")
+		})
+	}
+}
+
+// errAddonStart is the failure of failingAddon's start.
+var errAddonStart = errors.New("add-on refused to start")
+
+// failingAddon is an add-on whose start fails. No add-on of the command
+// line fails there any more (their flags are checked before serve takes a
+// port), but start may still fail.
+type failingAddon struct{}
+
+func (failingAddon) addFlags(*pflag.FlagSet)         {}
+func (failingAddon) enabled() bool                   { return true }
+func (failingAddon) ports() []servePort              { return nil }
+func (failingAddon) configure(*equeue.Options) error { return nil }
+func (failingAddon) attachEngine(*equeue.Engine)     {}
+func (failingAddon) start(context.Context, serveEnv) (func(context.Context) error, error) {
+	return nil, errAddonStart
+}
+
+// An add-on whose start fails after the engine or the node and the gRPC
+// server exist: serve returns its error, shuts down the exporters of the
+// add-ons not started yet, and stops the gRPC server's workers. Not
+// parallel: the goroutines of this process are counted.
+func TestServe_FailedAddonStartShutsDownTheExporters(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		cluster clusterFlags
+	}{
+		{"engine", clusterFlags{}},
+		{"cluster node", clusterFlags{id: "n1", raft: freePort(t), bootstrap: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			coll, caddr := startCollector(t)
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			a := newApp(nil, io.Discard, io.Discard)
+			a.dir = filepath.Join(t.TempDir(), "data")
+			otel := &otelAddon{endpoint: "http://" + caddr, interval: time.Hour}
+			err := a.serve(context.Background(), serveConfig{
+				listen: freePort(t), sync: equeue.SyncAlways, cluster: &c.cluster,
+				addons: []serveAddon{failingAddon{}, otel},
+				server: &remote.ServerOptions{GracefulStopTimeout: shutdownGrace},
+			})
+			require.ErrorIs(t, err, errAddonStart)
 			coll.mu.Lock()
 			defer coll.mu.Unlock()
 			assert.Positive(t, coll.metricExports, "the meter provider's last export on shutdown")
