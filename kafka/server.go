@@ -146,7 +146,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("%w: session timeout bounds %v..%v", equeue.ErrInvalidOptions, o.MinSessionTimeout, o.MaxSessionTimeout)
 	}
 	if o.AdvertisedAddr != "" {
-		if _, _, err := net.SplitHostPort(o.AdvertisedAddr); err != nil {
+		if err := checkAdvertised(o.AdvertisedAddr); err != nil {
 			return nil, fmt.Errorf("%w: advertised address: %v", equeue.ErrInvalidOptions, err)
 		}
 	}

@@ -54,8 +54,10 @@ func (k *kafkaAddon) checkFlags(cluster bool) error {
 			return usageErrorf("--kafka-namespace %q: a namespace is 1-127 characters of [A-Za-z0-9._-]", k.namespace)
 		}
 	}
-	if k.advertise != "" && !isHostPort(k.advertise) {
-		return usageErrorf("--kafka-advertise %q: want HOST:PORT with a port number, e.g. kafka.example.com:9092", k.advertise)
+	if k.advertise != "" {
+		if host, port, _ := net.SplitHostPort(k.advertise); !isHostPort(k.advertise) || !dialableHost(host) || port == "0" {
+			return usageErrorf("--kafka-advertise %q: want HOST:PORT naming a host clients can dial, e.g. kafka.example.com:9092", k.advertise)
+		}
 	}
 	if !cluster {
 		return nil
