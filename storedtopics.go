@@ -6,7 +6,7 @@ import (
 )
 
 // StoredTopics lists the topics an engine wrote to st, read from the
-// store alone, without opening an engine on it: each topic's name,
+// store alone, without opening an engine on it: each topic's name, ID,
 // creation time, priority lanes, limits and queues (their IDs and whether
 // they take writes; offsets and message counts are left zero, as no record
 // is read). Internal topics (retry, dead-letter) are included. A cluster
@@ -20,7 +20,7 @@ func StoredTopics(st Store) ([]TopicInfo, error) {
 		if err := json.Unmarshal(v, &m); err != nil {
 			return fmt.Errorf("%w: topic metadata: %v", ErrCorrupt, err)
 		}
-		ti := TopicInfo{Name: m.Name, CreatedAt: m.CreatedAt, Priorities: m.Priorities}
+		ti := TopicInfo{Name: m.Name, ID: m.ID, CreatedAt: m.CreatedAt, Priorities: m.Priorities}
 		if m.Limits != nil {
 			ti.Limits = *m.Limits
 		}

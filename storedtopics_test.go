@@ -38,6 +38,7 @@ func TestStoredTopics_MatchTheEngine(t *testing.T) {
 	for _, w := range want {
 		g, ok := byName[w.Name]
 		require.True(t, ok, w.Name)
+		assert.Equal(t, w.ID, g.ID, w.Name)
 		assert.True(t, w.CreatedAt.Equal(g.CreatedAt), w.Name)
 		assert.Equal(t, w.Priorities, g.Priorities, w.Name)
 		assert.Equal(t, w.Limits, g.Limits, w.Name)

@@ -178,7 +178,15 @@ type QueueInfo struct {
 type TopicInfo struct {
 	// Name is the topic name.
 	Name string
-	// CreatedAt is when the topic was created.
+	// ID identifies this topic among every topic the engine ever had: it
+	// is given at creation from a stored sequence that never goes back, so
+	// a topic deleted and created again under its name gets another one,
+	// however quickly (CreatedAt, in milliseconds, may be the same). It
+	// stays the topic's across reopens and is the same on every node of a
+	// cluster.
+	ID uint32
+	// CreatedAt is when the topic was created, rounded down to the
+	// millisecond.
 	CreatedAt time.Time
 	// Queues lists the topic's queues in ID order.
 	Queues []QueueInfo
@@ -195,7 +203,7 @@ type TopicInfo struct {
 }
 
 func (t *topic) info() TopicInfo {
-	ti := TopicInfo{Name: t.name, CreatedAt: t.created, Priorities: t.lanes, Limits: t.topicLimits()}
+	ti := TopicInfo{Name: t.name, ID: t.id, CreatedAt: t.created, Priorities: t.lanes, Limits: t.topicLimits()}
 	for try := 0; ; try++ {
 		moves := t.minMoves.Load()
 		ti.Queues, ti.Messages = ti.Queues[:0], 0

@@ -82,12 +82,15 @@ const (
 )
 
 // topicID is the Kafka topic ID of an engine topic: the same on every
-// listener, and new when a topic of that name is deleted and created again.
+// listener, and new when a topic of that name is deleted and created again
+// (which gets another TopicInfo.ID, if not another CreatedAt). The name and
+// CreatedAt keep apart the topics of engines that share names and IDs.
 func topicID(ti equeue.TopicInfo) [16]byte {
 	h := sha256.New()
 	h.Write([]byte("equeue topic\x00"))
 	h.Write([]byte(ti.Name))
 	h.Write(binary.BigEndian.AppendUint64(nil, uint64(ti.CreatedAt.UnixNano())))
+	h.Write(binary.BigEndian.AppendUint32(nil, ti.ID))
 	var id [16]byte
 	copy(id[:], h.Sum(nil))
 	id[6] = id[6]&0x0f | 0x80 // a UUID of version 8 (custom), variant 10

@@ -43,7 +43,7 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 				rp.ErrorCode = errUnknownTopicOrPartition
 			default:
 				q := ti.Queues[p.Partition]
-				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, ti.CreatedAt, q, p.Timestamp, deadline)
+				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, topicID(ti), q, p.Timestamp, deadline)
 			}
 			if req.GetVersion() == 0 && rp.Offset >= 0 {
 				rp.OldStyleOffsets = []int64{rp.Offset}
@@ -63,15 +63,16 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 // after the last message) the answer is offset -1 and timestamp -1, as
 // Kafka's: clients take that for "none" and use the end offset themselves,
 // while an offset without a timestamp breaks the Java client's
-// offsetsForTimes.
-func (c *conn) offsetFor(topic string, created time.Time, q equeue.QueueInfo, ts int64, deadline time.Time) (int64, int64, int16) {
+// offsetsForTimes. tid is the topic's Kafka ID (topicID), which keys what
+// the MAX_TIMESTAMP scans learned.
+func (c *conn) offsetFor(topic string, tid [16]byte, q equeue.QueueInfo, ts int64, deadline time.Time) (int64, int64, int16) {
 	switch ts {
 	case latestTimestamp:
 		return q.MaxOffset, -1, errNone
 	case earliestTimestamp:
 		return q.MinOffset, -1, errNone
 	case maxTimestamp:
-		return c.maxTimestampOffset(topic, created, q, deadline)
+		return c.maxTimestampOffset(topic, tid, q, deadline)
 	}
 	if ts < 0 {
 		return -1, -1, errInvalidRequest

@@ -38,18 +38,12 @@ type maxTimestamps struct {
 // while a request scans, so requests for one queue scan one at a time and
 // each goes on from where the last one stopped.
 type maxTimestampScan struct {
-	mu      sync.Mutex
-	created time.Time // the topic's CreatedAt: a topic created again starts over
-	next    int64     // the offset the scan reads next
+	mu    sync.Mutex
+	topic [16]byte // the topic's Kafka ID (topicID): a topic created again starts over
+	next  int64    // the offset the scan reads next
 	// best and bestTS are the offset and timestamp of the first message
 	// with the largest timestamp of those read; -1 when none was.
 	best, bestTS int64
-	// bestID and bestStored are the ID and stored time of the message at
-	// best. A topic deleted and created again within a millisecond has the
-	// same CreatedAt, but other messages: each request checks that the
-	// one found is still there.
-	bestID     string
-	bestStored time.Time
 }
 
 func newMaxTimestamps() *maxTimestamps {
@@ -120,12 +114,12 @@ func (m *maxTimestamps) sweep(ctx context.Context, b Broker) {
 }
 
 // restart makes the scan read the queue again from its first message.
-func (sc *maxTimestampScan) restart(created time.Time, from int64) {
-	sc.created, sc.next, sc.best, sc.bestTS, sc.bestID, sc.bestStored = created, from, -1, -1, "", time.Time{}
+func (sc *maxTimestampScan) restart(tid [16]byte, from int64) {
+	sc.topic, sc.next, sc.best, sc.bestTS = tid, from, -1, -1
 }
 
-// maxTimestampOffset answers MAX_TIMESTAMP (KIP-734) in one queue of a
-// topic created at created: the offset and timestamp of the message with
+// maxTimestampOffset answers MAX_TIMESTAMP (KIP-734) in one queue of the
+// topic of Kafka ID tid: the offset and timestamp of the message with
 // the largest timestamp, the first of them when several share it, as
 // Kafka does; offset and timestamp -1 in an empty queue. With
 // LogAppendTime the timestamps are the times the engine stored the
@@ -140,7 +134,7 @@ func (sc *maxTimestampScan) restart(created time.Time, from int64) {
 // A request reads until deadline (and at least one pull): one that has not
 // read to the end by then is answered OFFSET_NOT_AVAILABLE, which is
 // retriable, and the next request goes on from there.
-func (c *conn) maxTimestampOffset(topic string, created time.Time, q equeue.QueueInfo, deadline time.Time) (int64, int64, int16) {
+func (c *conn) maxTimestampOffset(topic string, tid [16]byte, q equeue.QueueInfo, deadline time.Time) (int64, int64, int16) {
 	if q.MaxOffset == q.MinOffset {
 		return -1, -1, errNone
 	}
@@ -149,26 +143,16 @@ func (c *conn) maxTimestampOffset(topic string, created time.Time, q equeue.Queu
 		if err != nil || last == nil {
 			return -1, -1, errorCode(err)
 		}
-		return c.offsetFor(topic, created, q, last.StoredAt.UnixMilli(), deadline)
+		return c.offsetFor(topic, tid, q, last.StoredAt.UnixMilli(), deadline)
 	}
 	c.s.maxTS.sweep(c.ctx, c.s.b)
 	sc := c.s.maxTS.scan(topic, q.ID)
 	defer sc.mu.Unlock()
-	if !sc.created.Equal(created) || sc.next < q.MinOffset || (sc.best >= 0 && sc.best < q.MinOffset) {
+	if sc.topic != tid || sc.next < q.MinOffset || (sc.best >= 0 && sc.best < q.MinOffset) {
 		// A new topic, or messages the scan read (perhaps the one it
 		// found) deleted since: read the queue again. (A scan past
 		// q.MaxOffset went on under a request that saw the queue later.)
-		sc.restart(created, q.MinOffset)
-	} else if sc.best >= 0 {
-		// The same CreatedAt, but perhaps a topic created again within
-		// its millisecond: the message found must still be there.
-		m, err := c.messageAt(topic, q.ID, sc.best)
-		if err != nil {
-			return -1, -1, errorCode(err)
-		}
-		if m == nil || m.Offset != sc.best || m.ID != sc.bestID || !m.StoredAt.Equal(sc.bestStored) {
-			sc.restart(created, q.MinOffset)
-		}
+		sc.restart(tid, q.MinOffset)
 	}
 	for pulls := 0; sc.next < q.MaxOffset; pulls++ {
 		if pulls > 0 && !time.Now().Before(deadline) {
@@ -180,7 +164,7 @@ func (c *conn) maxTimestampOffset(topic string, created time.Time, q equeue.Queu
 		}
 		for _, m := range res.Messages {
 			if ts := c.timestampOf(m); sc.best < 0 || ts > sc.bestTS {
-				sc.best, sc.bestTS, sc.bestID, sc.bestStored = m.Offset, ts, m.ID, m.StoredAt
+				sc.best, sc.bestTS = m.Offset, ts
 			}
 		}
 		if res.NextOffset <= sc.next {

@@ -38,8 +38,8 @@ func (s sameCreation) Topics(ctx context.Context) ([]equeue.TopicInfo, error) {
 
 // TestListOffsets_MaxTimestampOfTopicMadeAgain: a topic deleted and
 // created again with the same name, even within the millisecond (so with
-// the same CreatedAt), is answered from its own messages, never from what
-// a scan of the topic deleted learned.
+// the same CreatedAt, but another TopicInfo.ID), is answered from its own
+// messages, never from what a scan of the topic deleted learned.
 func TestListOffsets_MaxTimestampOfTopicMadeAgain(t *testing.T) {
 	e := openEngine(t, nil)
 	ctx := testCtx(t)
@@ -77,6 +77,41 @@ func TestListOffsets_MaxTimestampOfTopicMadeAgain(t *testing.T) {
 	require.Equal(t, int16(0), p.ErrorCode)
 	assert.Equal(t, int64(0), p.Offset, "the new topic's only message")
 	assert.Equal(t, t0.UnixMilli(), p.Timestamp)
+}
+
+// TestListOffsets_MaxTimestampOfTopicMadeAgainAfterFindingNone: a scan
+// that read a topic's messages and found none to answer with (they had
+// expired) is not taken on by the topic made again under the name, even
+// with the same CreatedAt: the new topic is read from its first message.
+func TestListOffsets_MaxTimestampOfTopicMadeAgainAfterFindingNone(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	cl := kclient(t, serve(t, sameCreation{e}, nil))
+	t0 := time.UnixMilli(1_700_000_000_000)
+
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	var expired []*equeue.Message
+	for range 3 {
+		expired = append(expired, &equeue.Message{Body: []byte("v"), BornAt: t0, ExpiresAt: time.Now().Add(-time.Hour)})
+	}
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: expired})
+	require.NoError(t, err)
+	old := listOffset(t, cl, "t", 0, -3)
+	require.Equal(t, int16(0), old.ErrorCode)
+	require.Equal(t, int64(-1), old.Offset, "no message to answer with")
+
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	var msgs []*equeue.Message
+	for _, b := range []time.Time{t0, t0.Add(time.Hour), t0, t0, t0} {
+		msgs = append(msgs, &equeue.Message{Body: []byte("v"), BornAt: b})
+	}
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+	require.NoError(t, err)
+	p := listOffset(t, cl, "t", 0, -3)
+	require.Equal(t, int16(0), p.ErrorCode)
+	assert.Equal(t, int64(1), p.Offset, "the new topic's largest timestamp, before the offsets the old scan read")
+	assert.Equal(t, t0.Add(time.Hour).UnixMilli(), p.Timestamp)
 }
 
 // serveServer is serve, returning the server too.

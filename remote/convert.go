@@ -305,7 +305,7 @@ func subsFromPB(ss []*pb.Subscription) []equeue.Subscription {
 }
 
 func topicToPB(t equeue.TopicInfo) *pb.TopicInfo {
-	out := &pb.TopicInfo{Name: t.Name, CreatedAtUnixNano: nanos(t.CreatedAt), Queues: make([]*pb.QueueInfo, len(t.Queues)),
+	out := &pb.TopicInfo{Name: t.Name, Id: t.ID, CreatedAtUnixNano: nanos(t.CreatedAt), Queues: make([]*pb.QueueInfo, len(t.Queues)),
 		Priorities: toInt32(t.Priorities), Limits: limitsToPB(t.Limits), Messages: t.Messages}
 	for i, q := range t.Queues {
 		out.Queues[i] = &pb.QueueInfo{Id: toInt32(q.ID), MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Writable: q.Writable}
@@ -314,7 +314,7 @@ func topicToPB(t equeue.TopicInfo) *pb.TopicInfo {
 }
 
 func topicFromPB(t *pb.TopicInfo) equeue.TopicInfo {
-	out := equeue.TopicInfo{Name: t.GetName(), CreatedAt: fromNanos(t.GetCreatedAtUnixNano()), Priorities: int(t.GetPriorities()), Messages: t.GetMessages()}
+	out := equeue.TopicInfo{Name: t.GetName(), ID: t.GetId(), CreatedAt: fromNanos(t.GetCreatedAtUnixNano()), Priorities: int(t.GetPriorities()), Messages: t.GetMessages()}
 	out.Limits, _ = limitsFromPB(t.GetLimits()) // the server's own limits: valid
 	if n := len(t.GetQueues()); n > 0 {
 		out.Queues = make([]equeue.QueueInfo, n)

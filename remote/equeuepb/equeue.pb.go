@@ -2656,7 +2656,10 @@ type TopicInfo struct {
 	// The topic's limits and defaults; unset means none.
 	Limits *TopicLimits `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
 	// Messages stored over the queues (equeue.TopicInfo.Messages).
-	Messages      int64 `protobuf:"varint,5,opt,name=messages,proto3" json:"messages,omitempty"`
+	Messages int64 `protobuf:"varint,5,opt,name=messages,proto3" json:"messages,omitempty"`
+	// The topic's ID (equeue.TopicInfo.ID): a topic deleted and created
+	// again under its name has another; 0 from servers before it.
+	Id            uint32 `protobuf:"varint,6,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2729,6 +2732,13 @@ func (x *TopicInfo) GetLimits() *TopicLimits {
 func (x *TopicInfo) GetMessages() int64 {
 	if x != nil {
 		return x.Messages
+	}
+	return 0
+}
+
+func (x *TopicInfo) GetId() uint32 {
+	if x != nil {
+		return x.Id
 	}
 	return 0
 }
@@ -5240,7 +5250,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"min_offset\x18\x02 \x01(\x03R\tminOffset\x12\x1d\n" +
 	"\n" +
 	"max_offset\x18\x03 \x01(\x03R\tmaxOffset\x12\x1a\n" +
-	"\bwritable\x18\x04 \x01(\bR\bwritable\"\xea\x01\n" +
+	"\bwritable\x18\x04 \x01(\bR\bwritable\"\xfa\x01\n" +
 	"\tTopicInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\x14created_at_unix_nano\x18\x02 \x01(\x03R\x11createdAtUnixNano\x12,\n" +
@@ -5249,7 +5259,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"priorities\x18\x10 \x01(\x05R\n" +
 	"priorities\x12.\n" +
 	"\x06limits\x18\x04 \x01(\v2\x16.equeue.v1.TopicLimitsR\x06limits\x12\x1a\n" +
-	"\bmessages\x18\x05 \x01(\x03R\bmessages\"\x13\n" +
+	"\bmessages\x18\x05 \x01(\x03R\bmessages\x12\x0e\n" +
+	"\x02id\x18\x06 \x01(\rR\x02id\"\x13\n" +
 	"\x11ListTopicsRequest\"B\n" +
 	"\x12ListTopicsResponse\x12,\n" +
 	"\x06topics\x18\x01 \x03(\v2\x14.equeue.v1.TopicInfoR\x06topics\"*\n" +
