@@ -50,11 +50,18 @@ func TestTopic_Lifecycle(t *testing.T) {
 		t.Fatalf("describe --json after add-queues and set-writable: %+v", ti)
 	}
 
+	audit := decode[topicJSON](t, ok(t, dir, "topic", "describe", "audit", "--json"))
 	ok(t, dir, "topic", "delete", "audit", "--yes")
 	fails(t, 1, "topic not found", dir, "topic", "describe", "audit")
 	topics = decode[[]topicJSON](t, ok(t, dir, "topic", "list", "--json"))
 	if len(topics) != 1 || topics[0].Name != "orders" {
 		t.Fatalf("after delete: %+v", topics)
+	}
+	// A topic made again under a deleted one's name has another ID.
+	ok(t, dir, "topic", "create", "audit", "--queues", "1")
+	again := decode[topicJSON](t, ok(t, dir, "topic", "describe", "audit", "--json"))
+	if again.ID == 0 || again.ID == audit.ID || again.ID == ti.ID {
+		t.Fatalf("IDs: audit %d, orders %d, audit made again %d", audit.ID, ti.ID, again.ID)
 	}
 }
 

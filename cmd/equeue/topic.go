@@ -121,7 +121,10 @@ them later).`,
 
 // topicJSON is the JSON form of a topic.
 type topicJSON struct {
-	Name      string      `json:"name"`
+	Name string `json:"name"`
+	// ID tells this topic from one deleted before it under the same name
+	// (equeue.TopicInfo.ID).
+	ID        uint32      `json:"id"`
 	CreatedAt time.Time   `json:"created_at"`
 	Messages  int64       `json:"messages"`
 	Queues    []queueJSON `json:"queues"`
@@ -142,7 +145,7 @@ type queueJSON struct {
 }
 
 func toTopicJSON(ti equeue.TopicInfo) topicJSON {
-	out := topicJSON{Name: ti.Name, CreatedAt: ti.CreatedAt, Queues: []queueJSON{}, Limits: toLimitsJSON(ti.Limits)}
+	out := topicJSON{Name: ti.Name, ID: ti.ID, CreatedAt: ti.CreatedAt, Queues: []queueJSON{}, Limits: toLimitsJSON(ti.Limits)}
 	if ti.Priorities > 1 {
 		out.Priorities = ti.Priorities
 	}
