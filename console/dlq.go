@@ -255,6 +255,8 @@ type retryRow struct {
 	OriginOff string
 	LastError string
 	Preview   string
+	// TooLarge marks a message too large to read (see messageRow).
+	TooLarge bool
 }
 
 func (retryData) refresh() int { return 5 }
@@ -304,6 +306,10 @@ func (c *Console) retryPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		}
 		for _, row := range rows {
 			m := row.M
+			if row.TooLarge {
+				d.Messages = append(d.Messages, retryRow{M: m, TooLarge: true})
+				continue
+			}
 			d.Messages = append(d.Messages, retryRow{M: m, Origin: m.SysProperty(equeue.SysOriginTopic), OriginQ: m.SysProperty(equeue.SysOriginQueue),
 				OriginOff: m.SysProperty(equeue.SysOriginOffset), LastError: m.SysProperty(equeue.SysLastError), Preview: row.Preview})
 		}

@@ -23,17 +23,33 @@ const listPullBytes = 8 << 20
 // 80 runes of up to 4 bytes, with room for the white space it folds.
 const previewBytes = 1 << 10
 
+// listPull is what one pull of a listing read.
+type listPull struct {
+	equeue.PullResult
+	// TooLarge, when not negative, is the offset of a message the broker
+	// could not answer within the client's receive limit (a remote
+	// client's MaxMessageBytes). It comes alone: Messages is empty and
+	// NextOffset is past it.
+	TooLarge int64
+}
+
 // pullList is a listing's pull of req, bounded by listPullBytes. When the
 // first message alone is larger than that, it reads that message by
-// itself, without the bound, so that it is listed too.
-func (c *Console) pullList(ctx context.Context, req equeue.PullRequest) (equeue.PullResult, error) {
+// itself, without the bound, so that it is listed too. A message that the
+// broker cannot answer even so names its offset in its error (an
+// equeue.MessageTooLargeError): it comes back as listPull.TooLarge, so that
+// a listing shows it by its offset and goes on past it.
+func (c *Console) pullList(ctx context.Context, req equeue.PullRequest) (listPull, error) {
 	req.MaxBytes = listPullBytes
 	res, err := c.b.Pull(ctx, &req)
 	if errors.Is(err, equeue.ErrMessageTooLarge) {
 		req.Max, req.MaxBytes = 1, 0
-		return c.b.Pull(ctx, &req)
+		res, err = c.b.Pull(ctx, &req)
 	}
-	return res, err
+	if big := tooLarge(err, req.Offset); big != nil {
+		return listPull{PullResult: equeue.PullResult{NextOffset: big.Offset + 1}, TooLarge: big.Offset}, nil
+	}
+	return listPull{PullResult: res, TooLarge: -1}, err
 }
 
 // listed is the row of a listed message: the message with only the head

@@ -29,6 +29,10 @@ type messagesData struct {
 	Scanned  []scanReport
 	Complete bool
 	Limit    int
+	// Found counts the matches (key and id modes); TooLarge the rows of
+	// messages too large to read (see messageRow), which a search could
+	// not look at.
+	Found, TooLarge int
 }
 
 type browseQuery struct {
@@ -46,6 +50,10 @@ type messageRow struct {
 	Size     int // the whole body's length
 	Consumed int
 	Groups   int
+	// TooLarge marks a message the broker could not answer within the
+	// client's receive limit (pullList): M holds only its topic, queue
+	// and offset.
+	TooLarge bool
 }
 
 // groupProgress is one group's (or broadcast member's) position in a queue.
@@ -155,6 +163,11 @@ func (c *Console) messagesPage(w http.ResponseWriter, r *http.Request, v viewer)
 				row.Consumed++
 			}
 		}
+		if row.TooLarge {
+			d.TooLarge++
+		} else {
+			d.Found++
+		}
 		d.Messages = append(d.Messages, row)
 	}
 	c.render(w, r, v, http.StatusOK, "messages", "Messages of "+name, d)
@@ -172,6 +185,9 @@ func (c *Console) readRange(ctx context.Context, topic string, q equeue.QueueInf
 		}
 		for _, m := range res.Messages {
 			out = append(out, listed(m))
+		}
+		if res.TooLarge >= 0 && res.TooLarge < q.MaxOffset {
+			out = append(out, tooLargeRow(topic, q.ID, res.TooLarge))
 		}
 		if res.NextOffset <= off {
 			break
@@ -212,6 +228,9 @@ type messageData struct {
 	Cut      bool
 	Progress []groupProgress
 	Props    []field
+	// TooLarge, when set, says that the broker cannot answer the message
+	// within the client's receive limit: M holds only where it is.
+	TooLarge *tooLargeInfo
 }
 
 // maxShownBody is how much of a body the message page shows.
@@ -228,6 +247,10 @@ func (c *Console) messagePage(w http.ResponseWriter, r *http.Request, v viewer) 
 		return
 	}
 	res, err := c.b.Pull(ctx, &equeue.PullRequest{Topic: name, Queue: q, Offset: off, Max: 1})
+	if big := tooLarge(err, off); big != nil {
+		c.tooLargePage(ctx, w, r, v, name, q, off, big)
+		return
+	}
 	if err != nil {
 		c.brokerFail(w, r, v, fmt.Sprintf("reading %s/%d at %d", name, q, off), err)
 		return

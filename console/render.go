@@ -125,6 +125,11 @@ func (c *Console) brokerFail(w http.ResponseWriter, r *http.Request, v viewer, w
 		status, heading = http.StatusConflict, "Not possible now"
 	case errors.Is(err, remote.ErrPermissionDenied), errors.Is(err, remote.ErrUnauthenticated):
 		status, heading = http.StatusForbidden, "The broker refused"
+	case errors.Is(err, equeue.ErrMessageTooLarge):
+		// Not a failure: the broker does not send a message larger than
+		// the client accepts (a remote client's MaxMessageBytes).
+		status, heading = http.StatusRequestEntityTooLarge, "Too large for this console's client"
+		err = fmt.Errorf("%w (a client with a larger MaxMessageBytes can read it)", err)
 	case errors.Is(err, remote.ErrUnavailable), errors.Is(err, equeue.ErrClosed), errors.Is(err, equeue.ErrBusy):
 		status, heading = http.StatusServiceUnavailable, "The broker is unavailable"
 	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:

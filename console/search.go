@@ -20,7 +20,9 @@ const maxMatches = 100
 
 // search reads the newest messages of each queue of t, up to the scan
 // limit shared among the queues, and returns those match accepts as rows
-// that keep only the head of each body (listed).
+// that keep only the head of each body (listed). A message the broker
+// cannot answer (pullList) is returned as a row too, marked TooLarge: it
+// was not searched, and the result is not complete.
 func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*equeue.Message) bool) (found []messageRow, report []scanReport, complete bool, err error) {
 	complete = true
 	if len(t.Queues) == 0 {
@@ -37,6 +39,11 @@ func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*eq
 				return nil, nil, false, err
 			}
 			next := res.NextOffset
+			if res.TooLarge >= 0 && res.TooLarge < q.MaxOffset {
+				// It may match: list it, as not searched.
+				found = append(found, tooLargeRow(t.Name, q.ID, res.TooLarge))
+				complete = false
+			}
 			for _, m := range res.Messages {
 				if len(found) == maxMatches {
 					next = m.Offset // read no further than the last match kept
@@ -66,20 +73,23 @@ func (c *Console) search(ctx context.Context, t equeue.TopicInfo, match func(*eq
 }
 
 // offsetAt finds the first offset of queue q stored at or after at, by
-// binary search over single-message pulls: O(log n) reads.
+// binary search over single-message pulls: O(log n) reads. The time of a
+// message the broker cannot answer (a remote client's MaxMessageBytes) is
+// not known: it is taken as that of the next message that can be read
+// (timedFrom), so that such messages just before the first one stored at
+// or after at are listed too.
 func (c *Console) offsetAt(ctx context.Context, topic string, q equeue.QueueInfo, at time.Time) (int64, error) {
 	lo, hi := q.MinOffset, q.MaxOffset
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		res, err := c.b.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: mid, Max: 1})
+		m, err := c.timedFrom(ctx, topic, q.ID, mid, hi)
 		if err != nil {
 			return 0, err
 		}
-		if len(res.Messages) == 0 {
+		if m == nil {
 			hi = mid // nothing readable from mid on
 			continue
 		}
-		m := res.Messages[0]
 		if m.StoredAt.Before(at) {
 			lo = max(m.Offset, mid) + 1
 		} else {
@@ -87,4 +97,31 @@ func (c *Console) offsetAt(ctx context.Context, topic string, q equeue.QueueInfo
 		}
 	}
 	return lo, nil
+}
+
+// maxTooLargeSkips bounds how many messages in a row timedFrom passes
+// because the broker cannot answer them.
+const maxTooLargeSkips = 64
+
+// timedFrom reads the first message of queue q from offset from, passing
+// messages the broker cannot answer within the client's receive limit. It
+// returns nil when there is none, or none before offset to after such
+// messages (or after maxTooLargeSkips of them: their times are not known).
+func (c *Console) timedFrom(ctx context.Context, topic string, q int, from, to int64) (*equeue.Message, error) {
+	off := from
+	for range maxTooLargeSkips + 1 {
+		res, err := c.b.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q, Offset: off, Max: 1})
+		big := tooLarge(err, off)
+		switch {
+		case big != nil && big.Offset+1 < to:
+			off = big.Offset + 1
+			continue
+		case big != nil:
+			return nil, nil
+		case err != nil || len(res.Messages) == 0:
+			return nil, err
+		}
+		return res.Messages[0], nil
+	}
+	return nil, nil
 }
