@@ -28,6 +28,10 @@ type consoleAddon struct {
 	addr     string
 	prefix   string
 	readOnly bool
+	// proxies is --console-trusted-proxy as given; trusted is the same
+	// parsed by checkFlags.
+	proxies []string
+	trusted []netip.Prefix
 }
 
 func init() {
@@ -38,6 +42,42 @@ func (c *consoleAddon) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.addr, "console", "", "serve the web console on this address (host:port), with the server's tokens and TLS")
 	f.StringVar(&c.prefix, "console-prefix", "/", "path the console is served under")
 	f.BoolVar(&c.readOnly, "console-read-only", false, "serve a console that only shows: no action is possible")
+	f.StringSliceVar(&c.proxies, "console-trusted-proxy", nil, "a reverse proxy in front of the console, an address or a CIDR network (repeatable or comma-separated): the login throttle counts its requests against the client it names in X-Forwarded-For")
+}
+
+// checkFlags parses --console-trusted-proxy, refusing a value that is no
+// address or network before serve takes a port or creates anything.
+func (c *consoleAddon) checkFlags(bool) error {
+	trusted, err := parseTrustedProxies(c.proxies)
+	if err != nil {
+		return usageErrorf("--console-trusted-proxy %v", err)
+	}
+	c.trusted = trusted
+	return nil
+}
+
+// parseTrustedProxies reads trusted proxies: networks in CIDR form, or bare
+// addresses, each a network of one (/32 or /128). An IPv4-mapped IPv6
+// address or network is taken as the IPv4 one and a zone is dropped, as
+// the console compares the addresses requests come from.
+func parseTrustedProxies(vals []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(vals))
+	for _, v := range vals {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q: want an address or a network in CIDR form, e.g. 10.0.0.5 or 10.0.0.0/8", v)
+			}
+			a = a.WithZone("")
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 func (c *consoleAddon) enabled() bool { return c.addr != "" }
@@ -57,7 +97,8 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 	// The console's escaped path: a prefix with a space or a brace is a
 	// literal in the mux's pattern, as the console escapes it too.
 	pattern := (&url.URL{Path: prefix}).EscapedPath()
-	var h http.Handler = console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log})
+	var h http.Handler = console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log,
+		TrustedProxies: c.trusted})
 	lis := env.ports["console"]
 	if len(env.tokens) == 0 {
 		if isLoopback(lis.Addr()) {

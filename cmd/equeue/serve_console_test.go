@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -167,4 +168,71 @@ func TestServe_ConsoleWithoutTokensAnswersOnlyLoopbackNames(t *testing.T) {
 		assert.Equal(t, http.StatusOK, code, "Host %s: %s", host, body)
 	}
 	assert.Equal(t, 0, srv.stop(t), "exit code")
+}
+
+// TestServe_ConsoleTrustedProxy serves the console behind a "proxy" on the
+// loopback address (--console-trusted-proxy, repeated and comma-separated,
+// a bare address among them): failed sign-ins are counted against the
+// client the proxy names in X-Forwarded-For, not against the proxy.
+func TestServe_ConsoleTrustedProxy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr, caddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--console", caddr, "--token", "boss=all",
+		"--console-trusted-proxy", "10.0.0.0/8,127.0.0.1", "--console-trusted-proxy", "::1")
+	base := "http://" + caddr + "/"
+	eventually(t, 20*time.Second, "the console answers", func() bool {
+		if srv.exited() { // srv.err is read only once it is written
+			t.Fatalf("serve exited: %v\n%s", srv.err, srv.stderr)
+		}
+		code, _, err := httpGet(base + "login")
+		return err == nil && code == http.StatusOK
+	})
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer c.CloseIdleConnections()
+	get := func(token, client string) int {
+		req, err := http.NewRequest(http.MethodGet, base, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
+	}
+	for range 10 {
+		require.Equal(t, http.StatusUnauthorized, get("guess", "198.51.100.7"))
+	}
+	assert.Equal(t, http.StatusTooManyRequests, get("boss", "198.51.100.7"), "the guesser waits")
+	assert.Equal(t, http.StatusOK, get("boss", "198.51.100.8"), "another client of the proxy does not")
+	assert.Equal(t, 0, srv.stop(t), "exit code")
+}
+
+// TestServe_ConsoleTrustedProxyRefusesABadValue: a value that is no
+// address or network is a usage error naming the flag, before serve
+// creates anything.
+func TestServe_ConsoleTrustedProxyRefusesABadValue(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"proxy.example", "10.0.0.0/33", "10.0.0.1/", "10.0.0.0/8,,::1"} {
+		dir := filepath.Join(t.TempDir(), "data")
+		fails(t, 2, "--console-trusted-proxy", "serve", "--dir", dir, "--listen", freePort(t), "--console", freePort(t),
+			"--console-trusted-proxy", bad)
+		assert.NoDirExists(t, dir, "%q: nothing is created", bad)
+	}
+	fails(t, 2, `--console-trusted-proxy "proxy.example": want an address or a network`, "serve", "--dir", t.TempDir(),
+		"--listen", freePort(t), "--console", freePort(t), "--console-trusted-proxy", "proxy.example")
+}
+func TestParseTrustedProxies(t *testing.T) {
+	got, err := parseTrustedProxies([]string{"10.1.2.3", "192.168.0.0/16", "2001:db8::/32", "::1", "::ffff:10.9.9.9", "172.16.5.4/12", "fe80::1%eth0", "::ffff:10.0.0.0/104"})
+	require.NoError(t, err)
+	want := []string{"10.1.2.3/32", "192.168.0.0/16", "2001:db8::/32", "::1/128", "10.9.9.9/32", "172.16.0.0/12", "fe80::1/128", "10.0.0.0/8"}
+	require.Len(t, got, len(want))
+	for i, p := range got {
+		assert.Equal(t, want[i], p.String())
+	}
+	for _, bad := range []string{"", "host", "10.0.0.0/33", "::1/129", "10.0.0.1/x", "10.0.0.1:80"} {
+		_, err := parseTrustedProxies([]string{bad})
+		assert.Error(t, err, "%q", bad)
+	}
 }
