@@ -99,7 +99,9 @@ func TestServe_ConsolePrefixWithASpace(t *testing.T) {
 	srv := startServe(t, "--dir", dir, "--listen", addr, "--console", caddr, "--console-prefix", "ops console")
 	base := "http://" + caddr + "/ops%20console/"
 	eventually(t, 20*time.Second, "the console answers", func() bool {
-		require.False(t, srv.exited(), "serve exited: %v\n%s", srv.err, srv.stderr)
+		if srv.exited() { // only then are err and stderr set
+			t.Fatalf("serve exited: %v\n%s", srv.err, srv.stderr)
+		}
 		code, _, err := httpGet(base)
 		return err == nil && code == http.StatusOK
 	})
@@ -125,7 +127,9 @@ func TestServe_ConsoleWithoutTokensAnswersOnlyLoopbackNames(t *testing.T) {
 	_, port, err := net.SplitHostPort(caddr)
 	require.NoError(t, err)
 	eventually(t, 20*time.Second, "the console answers", func() bool {
-		require.False(t, srv.exited(), "serve exited: %v\n%s", srv.err, srv.stderr)
+		if srv.exited() { // only then are err and stderr set
+			t.Fatalf("serve exited: %v\n%s", srv.err, srv.stderr)
+		}
 		code, _, err := httpGet("http://" + caddr + "/")
 		return err == nil && code == http.StatusOK
 	})
