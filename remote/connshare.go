@@ -8,14 +8,15 @@ import (
 	"google.golang.org/grpc/peer"
 )
 
-// connShare bounds how much of a server-wide bound (MaxLongPolls,
-// MaxAppendStreams) one client connection holds, so that a connection that
-// takes places without end (a client leaking pulls, or a hostile one)
-// leaves the rest to the others instead of getting them refused as busy.
+// connShare bounds how much of a server-wide bound (MaxInFlight for unary
+// calls, MaxLongPolls, MaxAppendStreams) one client connection holds, so
+// that a connection that takes places without end (a client leaking pulls
+// or calls, or a hostile one) leaves the rest to the others instead of
+// getting them refused as busy.
 // A nil *connShare bounds nothing.
 type connShare struct {
 	limit int64
-	what  string // "long-polls", "append streams"
+	what  string // "calls", "long-polls", "append streams"
 	field string // the ServerOptions field that sets limit
 
 	mu   sync.Mutex

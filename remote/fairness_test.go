@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -142,7 +143,7 @@ func TestFairness_PerConnOptions(t *testing.T) {
 			s.stop()
 		})
 	}
-	for _, o := range []remote.ServerOptions{{MaxLongPollsPerConn: -1}, {MaxAppendStreamsPerConn: -1}, {MaxStreamAppendsPerConn: -1}} {
+	for _, o := range []remote.ServerOptions{{MaxLongPollsPerConn: -1}, {MaxAppendStreamsPerConn: -1}, {MaxStreamAppendsPerConn: -1}, {MaxInFlightPerConn: -1}} {
 		_, err := remote.NewServer(e, &o)
 		assert.ErrorIs(t, err, equeue.ErrInvalidOptions, "%+v", o)
 	}
@@ -249,4 +250,72 @@ func TestFairness_HogStreamLeavesInFlightToOthers(t *testing.T) {
 	}
 	assert.Len(t, storedBodies(t, e, "hog"), n+1)
 	assert.Zero(t, remote.InFlight(s.srv))
+}
+
+// One connection issuing many unary calls at once (sends, commits, admin
+// calls...) could take every slot of MaxInFlight, and every other client's
+// calls were refused as busy until its calls ended. By default a
+// connection's unary calls hold at most half of MaxInFlight; one more is
+// refused at once as busy, naming the connection's bound, and another
+// connection's calls go on. MaxInFlightPerConn sets the share; MaxInFlight
+// or more lets one connection take every slot.
+func TestFairness_HogConnectionLeavesUnaryInFlightToOthers(t *testing.T) {
+	const limit = 8
+	for _, tc := range []struct {
+		name    string
+		perConn int
+		want    int
+	}{
+		{"default", 0, limit / 2},
+		{"set", 3, 3},
+		{"whole bound", limit, limit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			gs, e := gatedEngine(t)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			require.NoError(t, e.CreateTopic(ctx, "hog", 1))
+			s := startServer(t, e, "", &remote.ServerOptions{MaxInFlight: limit, MaxInFlightPerConn: tc.perConn})
+			gs.hold()
+			t.Cleanup(gs.release) // before the server stops, should a check fail
+			hog := rawBroker(t, s.addr)
+			held := make(chan error, limit)
+			refused := make(chan error, limit)
+			for i := range limit {
+				go func() {
+					_, err := hog.Append(ctx, &pb.AppendRequest{Topic: "hog", Messages: []*pb.Message{{Body: fmt.Appendf(nil, "%d", i)}}})
+					if err = remote.FromStatus(err); errors.Is(err, remote.ErrBusy) {
+						refused <- err
+						return
+					}
+					held <- err
+				}()
+			}
+			// (A call counts itself in before its connection's share
+			// refuses it: the refusals are waited for, not only the sum.)
+			eventually(t, 30*time.Second, func() bool {
+				return len(refused) == limit-tc.want && remote.InFlight(s.srv) == int64(tc.want)
+			}, "the hog's unary calls never settled at %d held and %d refused", tc.want, limit-tc.want)
+			for range limit - tc.want {
+				assert.ErrorContains(t, <-refused, "this connection")
+			}
+
+			other := rawBroker(t, s.addr)
+			if tc.want < limit {
+				_, err := other.Route(ctx, &pb.RouteRequest{Topic: "t"})
+				require.NoError(t, remote.FromStatus(err), "a route is refused while the hog's calls wait for the store")
+				_, err = other.ListTopics(ctx, &pb.ListTopicsRequest{})
+				require.NoError(t, remote.FromStatus(err))
+			} else {
+				_, err := other.Route(ctx, &pb.RouteRequest{Topic: "t"})
+				require.ErrorIs(t, remote.FromStatus(err), remote.ErrBusy, "the hog may take every slot")
+			}
+			gs.release()
+			for range tc.want {
+				require.NoError(t, <-held)
+			}
+			assert.Len(t, storedBodies(t, e, "hog"), tc.want)
+			assert.Zero(t, remote.InFlight(s.srv))
+		})
+	}
 }

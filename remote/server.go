@@ -70,6 +70,18 @@ type ServerOptions struct {
 	// the client, which retries it). Waiting consumers never count against
 	// it. Zero means DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxInFlightPerConn is how many of MaxInFlight one client
+	// connection's unary calls (sends, commits, heartbeats without a wait,
+	// admin calls...) hold at once, so that one connection cannot take
+	// every place and get other clients' calls refused. One beyond it is
+	// refused at once with ResourceExhausted (ErrBusy, "this connection
+	// holds …", which the client retries), however many places others
+	// left. It is apart from MaxStreamAppendsPerConn, the share of the
+	// connection's stream appends. Connections are told apart as for
+	// MaxLongPollsPerConn (calls on other transports are bounded by
+	// MaxInFlight alone). Zero means half of MaxInFlight, rounded up;
+	// MaxInFlight or more lets one connection take it all.
+	MaxInFlightPerConn int
 	// MaxLongPolls is how many long-polls (Pull and Heartbeat with a wait)
 	// are held at once, apart from MaxInFlight; beyond it they fail with
 	// ResourceExhausted like other calls. Zero means DefaultMaxLongPolls.
@@ -138,6 +150,7 @@ type Server struct {
 	tokens      tokenTable
 	maxInFlight int64
 	inFlight    atomic.Int64
+	callShare   *connShare // what one connection's unary calls may hold of maxInFlight
 	// Long-polls are bounded apart, so idle consumers never crowd out producers.
 	maxLongPolls    int64
 	longPolls       atomic.Int64
@@ -173,7 +186,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		o = *opts
 	}
 	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 || o.MaxAppendStreams < 0 ||
-		o.MaxLongPollsPerConn < 0 || o.MaxAppendStreamsPerConn < 0 || o.MaxStreamAppendsPerConn < 0 {
+		o.MaxInFlightPerConn < 0 || o.MaxLongPollsPerConn < 0 || o.MaxAppendStreamsPerConn < 0 || o.MaxStreamAppendsPerConn < 0 {
 		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls, MaxAppendStreams or a PerConn", equeue.ErrInvalidOptions)
 	}
 	if o.MaxAppendStreams == 0 {
@@ -200,6 +213,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	}
 	s := &Server{e: e, tokens: tokens, maxInFlight: int64(o.MaxInFlight), maxLongPolls: int64(o.MaxLongPolls),
 		maxStreams:      int64(o.MaxAppendStreams),
+		callShare:       newConnShare(int64(o.MaxInFlight), o.MaxInFlightPerConn, 1, "calls", "MaxInFlightPerConn"),
 		longPollShare:   newConnShare(int64(o.MaxLongPolls), o.MaxLongPollsPerConn, 2, "long-polls", "MaxLongPollsPerConn"),
 		streamShare:     newConnShare(int64(o.MaxAppendStreams), o.MaxAppendStreamsPerConn, 1, "append streams", "MaxAppendStreamsPerConn"),
 		streamSlots:     newStreamSlots(int64(o.MaxInFlight), o.MaxStreamAppendsPerConn),
@@ -373,8 +387,7 @@ func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		s.refusals.refused(ctx, info.FullMethod, err)
 		return nil, err
 	}
-	count, limit, what := &s.inFlight, s.maxInFlight, "calls"
-	var share *connShare
+	count, limit, what, share := &s.inFlight, s.maxInFlight, "calls", s.callShare
 	if isLongPoll(req) {
 		count, limit, what, share = &s.longPolls, s.maxLongPolls, "long-polls", s.longPollShare
 	}
