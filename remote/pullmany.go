@@ -80,7 +80,7 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 	room := answerRoom{whole: whole, limit: limit}
 	for i, p := range pulls {
 		budget := room.left()
-		alone := room.alone(p)
+		alone, own := room.alone(p), room.own(p)
 		if budget <= 0 && (room.messages > 0 || alone <= 0) {
 			out.Items[i] = laterPull(p)
 			continue
@@ -93,22 +93,28 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 			q.MaxBytes = max(budget, 1)
 		}
 		res, stored, err := pullBackend(ctx, v.e, &q, versions[i])
-		if shared && room.messages == 0 && pastSlack(err, alone) {
+		if shared && room.messages == 0 && pastSlack(err, own) {
 			// No answer of the call carries messages yet: a first
 			// message past the room for a full batch's records goes alone
-			// in what the call has left.
-			q.Max, q.MaxBytes, q.Wait = 1, alone, 0
+			// in what the call has left, if it fits there. (It is pulled
+			// within own, so that one that would fit a call of its own is
+			// told from one that fits none.)
+			q.Max, q.MaxBytes, q.Wait = 1, own, 0
 			budget = alone
 			res, stored, err = pullBackend(ctx, v.e, &q, versions[i])
 		}
 		var resp *pb.PullResponse
 		size := 0
-		if err == nil {
+		pulled := err == nil
+		if pulled {
 			resp, size, err = sizedPullAnswer(res, budget, stored)
 		}
-		if err != nil && shared && budget < whole && errors.Is(err, equeue.ErrMessageTooLarge) {
-			// Too large for what the earlier pulls left, not for the
-			// client: its next call starts with the whole limit.
+		if shared && errors.Is(err, equeue.ErrMessageTooLarge) &&
+			(room.messages > 0 || pulled && budget < own && fitsAlone(res, stored, own)) {
+			// Too large for what the earlier answers left, not for the
+			// client (or, past answers carrying messages, perhaps not):
+			// a call with room for it carries it. An error would have its
+			// consumer take it for a message that fits no answer.
 			out.Items[i] = laterPull(p)
 			continue
 		}
@@ -156,6 +162,17 @@ func (r *answerRoom) alone(p *equeue.PullRequest) int {
 	return n
 }
 
+// own is the most bytes the answer of p's first message may take in a
+// call of its own: the client's limit less the item's framing, within p's
+// own bound. Only a message past it can never reach the client.
+func (r *answerRoom) own(p *equeue.PullRequest) int {
+	n := r.limit - itemFraming
+	if p.MaxBytes > 0 {
+		n = min(n, p.MaxBytes)
+	}
+	return n
+}
+
 // take counts item, whose answer takes at most size bytes, carrying
 // messages or not. An item without messages is counted at its encoded
 // size: sizedPullAnswer's bound of it is many times that, and a call's
@@ -167,6 +184,13 @@ func (r *answerRoom) take(item *pb.PullManyItem, size int, carries bool) {
 	}
 	r.all += size + itemFraming
 	r.messages += size + itemFraming
+}
+
+// fitsAlone reports whether the answer of res's first message fits limit
+// bytes.
+func fitsAlone(res equeue.PullResult, stored *equeue.StoredRecords, limit int) bool {
+	_, _, err := sizedPullAnswer(res, limit, stored)
+	return err == nil
 }
 
 // laterPull answers a pull that the call's answer has no room left for:

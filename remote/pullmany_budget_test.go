@@ -107,3 +107,67 @@ func pullBehindEmptyAnswers(t *testing.T, empties int) {
 	}
 	t.Fatal("the message that fits the client's limit was never answered: every call defers it behind the same empty answers")
 }
+
+// A pull whose first message fits the client's limit alone, but not what
+// the empty answers of the pulls before it left, is answered "nothing
+// new" at its offset for now, as when earlier answers carry messages: it
+// was an ErrMessageTooLarge item, which a Consumer takes for a message
+// that never fits and moves to its dead letters. A call that leaves it
+// the room delivers it; only a message that cannot fit the limit even
+// alone is an error item.
+func TestPullMany_AMessageThatFitsAloneWaitsBehindEmptyAnswers(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: []*equeue.Message{{Body: bytes.Repeat([]byte("L"), 100<<10)}}})
+	require.NoError(t, err)
+	s := startServer(t, e, "", nil)
+	raw := rawClient(t, s.addr)
+	for _, version := range []int32{0, equeue.StoredBatchVersion} {
+		t.Run(fmt.Sprint("version ", version), func(t *testing.T) {
+			big := &pb.PullRequest{Topic: "t", Queue: 1, Max: 32, StoredBatchVersion: version}
+			pullMany := func(limit int, pulls ...*pb.PullRequest) *pb.PullManyResponse {
+				t.Helper()
+				resp, err := raw.PullMany(ctx, &pb.PullManyRequest{Pulls: pulls, MaxAnswerBytes: int32(limit)})
+				require.NoError(t, err)
+				require.Len(t, resp.GetItems(), len(pulls))
+				assert.LessOrEqual(t, proto.Size(resp), limit)
+				return resp
+			}
+			// The least limit at which a call of its own delivers the
+			// message: its answer's size, and a little for the framing.
+			resp := pullMany(1<<20, big)
+			require.Nil(t, resp.GetItems()[0].GetError())
+			answer := proto.Size(resp.GetItems()[0].GetResponse())
+			least := answer
+			for resp = pullMany(least, big); resp.GetItems()[0].GetError() != nil; resp = pullMany(least, big) {
+				require.Less(t, least, answer+1024, "%v", resp.GetItems()[0].GetError())
+				least++
+			}
+			msgs, err := remoteMessages(resp.GetItems()[0].GetResponse())
+			require.NoError(t, err)
+			require.Len(t, msgs, 1)
+
+			// Behind 20 empty answers (of the empty queue 0) it does not fit.
+			pulls := make([]*pb.PullRequest, 0, 21)
+			for range 20 {
+				pulls = append(pulls, &pb.PullRequest{Topic: "t", Queue: 0, Max: 32, StoredBatchVersion: version})
+			}
+			pulls = append(pulls, big)
+			item := pullMany(least, pulls...).GetItems()[20]
+			require.Nil(t, item.GetError(), "the message fits the client's limit alone")
+			assert.Equal(t, pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, item.GetResponse().GetStatus())
+			assert.Equal(t, int64(0), item.GetResponse().GetNextOffset(), "its position stays")
+
+			// A byte less, it cannot fit even alone: that is an error,
+			// wherever the pull is.
+			for _, i := range []int{0, 20} {
+				ps := append([]*pb.PullRequest(nil), pulls...)
+				ps[i], ps[20] = ps[20], ps[i]
+				pe := pullMany(least-1, ps...).GetItems()[i].GetError()
+				require.NotNil(t, pe, "pull %d", i)
+				assert.Contains(t, pe.GetReasons(), "MESSAGE_TOO_LARGE", "pull %d", i)
+			}
+		})
+	}
+}
