@@ -72,17 +72,21 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 //
 // The messages of all pulls share limit less answerSlack; the answers
 // without messages take their room from the slack (see answerRoom), so
-// that however many pulls of the call found nothing, a pull whose first
-// message fits the client's limit still finds room for it.
+// that a pull behind many that found nothing still finds room for its
+// first message. Every item is counted, and each pull leaves room for the
+// items of the pulls after it (laterPull at the least), so the answer
+// never passes limit. A pull whose first message fits a call of its own
+// but not what this one has left answers laterPull, for a call with room
+// for it; only a message that fits no answer is an error.
 func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, versions []int32, limit int) (out *pb.PullManyResponse, found bool) {
 	out = &pb.PullManyResponse{Items: make([]*pb.PullManyItem, len(pulls))}
-	whole := limit - answerSlack
-	room := answerRoom{whole: whole, limit: limit}
+	room := newAnswerRoom(limit, pulls)
 	for i, p := range pulls {
+		room.next(p)
 		budget := room.left()
 		alone, own := room.alone(p), room.own(p)
 		if budget <= 0 && (room.messages > 0 || alone <= 0) {
-			out.Items[i] = laterPull(p)
+			out.Items[i] = room.later(p)
 			continue
 		}
 		q := *p
@@ -115,17 +119,25 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 			// client (or, past answers carrying messages, perhaps not):
 			// a call with room for it carries it. An error would have its
 			// consumer take it for a message that fits no answer.
-			out.Items[i] = laterPull(p)
+			out.Items[i] = room.later(p)
 			continue
 		}
-		if err != nil {
-			out.Items[i] = &pb.PullManyItem{Error: pullError(err)}
-			found = true
+		item := &pb.PullManyItem{Response: resp}
+		switch {
+		case err != nil:
+			item = &pb.PullManyItem{Error: pullError(err)}
+			if !room.fits(item) {
+				out.Items[i] = room.later(p)
+				continue
+			}
+		case res.Status == equeue.PullFound:
+			room.take(size)
+		case !room.fits(item):
+			out.Items[i] = room.later(p)
 			continue
 		}
-		out.Items[i] = &pb.PullManyItem{Response: resp}
-		room.take(out.Items[i], size, res.Status == equeue.PullFound)
-		if res.Status != equeue.PullNoNewMessage {
+		out.Items[i] = item
+		if err != nil || res.Status != equeue.PullNoNewMessage {
 			found = true
 		}
 	}
@@ -135,11 +147,34 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 // answerRoom is what a PullMany answer has left for the next pull's
 // answer: whole (the client's limit less answerSlack) is shared by the
 // answers carrying messages, and the answers without any fit in the
-// slack, within the limit in all.
+// slack, within the limit in all, less what the items of the pulls after
+// it take at the least (laterPull).
 type answerRoom struct {
 	whole, limit int
 	messages     int // bytes of the items carrying messages so far
 	all          int // bytes of every item so far
+	rest         int // bytes of laterPull items of the pulls after this one
+}
+
+// newAnswerRoom returns the room of an answer to pulls within limit
+// bytes, before the first pull.
+func newAnswerRoom(limit int, pulls []*equeue.PullRequest) answerRoom {
+	r := answerRoom{whole: limit - answerSlack, limit: limit}
+	for _, p := range pulls {
+		r.rest += laterSize(p)
+	}
+	return r
+}
+
+// next starts the turn of pull p, the next of the call: the room kept for
+// its item is its own from now on.
+func (r *answerRoom) next(p *equeue.PullRequest) {
+	r.rest -= laterSize(p)
+}
+
+// free is the most bytes the item of this turn's pull may take.
+func (r *answerRoom) free() int {
+	return r.limit - r.all - r.rest
 }
 
 // itemFraming bounds what one item of the answer takes beyond its pull's
@@ -148,14 +183,14 @@ const itemFraming = 16
 
 // left is the most bytes the next pull's answer may take.
 func (r *answerRoom) left() int {
-	return min(r.whole-r.messages, r.limit-r.all-itemFraming)
+	return min(r.whole-r.messages, r.free()-itemFraming)
 }
 
 // alone is the most bytes the answer of p's first message may take when
 // it goes alone (pastSlack): what the call's answer has left, within p's
 // own bound.
 func (r *answerRoom) alone(p *equeue.PullRequest) int {
-	n := r.limit - r.all - itemFraming
+	n := r.free() - itemFraming
 	if p.MaxBytes > 0 {
 		n = min(n, p.MaxBytes)
 	}
@@ -173,17 +208,44 @@ func (r *answerRoom) own(p *equeue.PullRequest) int {
 	return n
 }
 
-// take counts item, whose answer takes at most size bytes, carrying
-// messages or not. An item without messages is counted at its encoded
-// size: sizedPullAnswer's bound of it is many times that, and a call's
-// thousands of them would take the room of messages.
-func (r *answerRoom) take(item *pb.PullManyItem, size int, carries bool) {
-	if !carries {
-		r.all += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(item))
-		return
-	}
+// take counts the item of an answer carrying messages, which takes at
+// most size bytes (within left).
+func (r *answerRoom) take(size int) {
 	r.all += size + itemFraming
 	r.messages += size + itemFraming
+}
+
+// fits counts item, an answer without messages or an error, and reports
+// true when it fits what is free; else it counts nothing. It is counted
+// at its encoded size: sizedPullAnswer's bound of an answer is many times
+// that, and a call's thousands of them would take the room of messages.
+func (r *answerRoom) fits(item *pb.PullManyItem) bool {
+	n := protowire.SizeTag(manyItems) + protowire.SizeBytes(proto.Size(item))
+	if n > r.free() {
+		return false
+	}
+	r.all += n
+	return true
+}
+
+// later counts p's laterPull item and returns it.
+func (r *answerRoom) later(p *equeue.PullRequest) *pb.PullManyItem {
+	r.all += laterSize(p)
+	return laterPull(p)
+}
+
+// Field numbers of PullManyResponse and PullManyItem (equeue.proto).
+const (
+	manyItems    = 1
+	itemResponse = 1
+)
+
+// laterSize is the encoded size of p's laterPull item in the answer,
+// reckoned without making it (every pull of a call is reckoned so).
+func laterSize(p *equeue.PullRequest) int {
+	resp := varintSize(pullStatus, int64(pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE)) + varintSize(pullNextOffset, p.Offset)
+	item := protowire.SizeTag(itemResponse) + protowire.SizeBytes(resp)
+	return protowire.SizeTag(manyItems) + protowire.SizeBytes(item)
 }
 
 // fitsAlone reports whether the answer of res's first message fits limit

@@ -116,37 +116,12 @@ func pullBehindEmptyAnswers(t *testing.T, empties int) {
 // the room delivers it; only a message that cannot fit the limit even
 // alone is an error item.
 func TestPullMany_AMessageThatFitsAloneWaitsBehindEmptyAnswers(t *testing.T) {
-	ctx := ctxT(t)
-	e := openEngine(t, nil)
-	require.NoError(t, e.CreateTopic(ctx, "t", 2))
-	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: []*equeue.Message{{Body: bytes.Repeat([]byte("L"), 100<<10)}}})
-	require.NoError(t, err)
-	s := startServer(t, e, "", nil)
-	raw := rawClient(t, s.addr)
+	addr := serveOneLargeMessage(t)
+	raw := rawClient(t, addr)
 	for _, version := range []int32{0, equeue.StoredBatchVersion} {
 		t.Run(fmt.Sprint("version ", version), func(t *testing.T) {
 			big := &pb.PullRequest{Topic: "t", Queue: 1, Max: 32, StoredBatchVersion: version}
-			pullMany := func(limit int, pulls ...*pb.PullRequest) *pb.PullManyResponse {
-				t.Helper()
-				resp, err := raw.PullMany(ctx, &pb.PullManyRequest{Pulls: pulls, MaxAnswerBytes: int32(limit)})
-				require.NoError(t, err)
-				require.Len(t, resp.GetItems(), len(pulls))
-				assert.LessOrEqual(t, proto.Size(resp), limit)
-				return resp
-			}
-			// The least limit at which a call of its own delivers the
-			// message: its answer's size, and a little for the framing.
-			resp := pullMany(1<<20, big)
-			require.Nil(t, resp.GetItems()[0].GetError())
-			answer := proto.Size(resp.GetItems()[0].GetResponse())
-			least := answer
-			for resp = pullMany(least, big); resp.GetItems()[0].GetError() != nil; resp = pullMany(least, big) {
-				require.Less(t, least, answer+1024, "%v", resp.GetItems()[0].GetError())
-				least++
-			}
-			msgs, err := remoteMessages(resp.GetItems()[0].GetResponse())
-			require.NoError(t, err)
-			require.Len(t, msgs, 1)
+			least := leastLimitAlone(t, raw, big)
 
 			// Behind 20 empty answers (of the empty queue 0) it does not fit.
 			pulls := make([]*pb.PullRequest, 0, 21)
@@ -154,7 +129,7 @@ func TestPullMany_AMessageThatFitsAloneWaitsBehindEmptyAnswers(t *testing.T) {
 				pulls = append(pulls, &pb.PullRequest{Topic: "t", Queue: 0, Max: 32, StoredBatchVersion: version})
 			}
 			pulls = append(pulls, big)
-			item := pullMany(least, pulls...).GetItems()[20]
+			item := pullManyWithin(t, raw, least, pulls...).GetItems()[20]
 			require.Nil(t, item.GetError(), "the message fits the client's limit alone")
 			assert.Equal(t, pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, item.GetResponse().GetStatus())
 			assert.Equal(t, int64(0), item.GetResponse().GetNextOffset(), "its position stays")
@@ -164,10 +139,90 @@ func TestPullMany_AMessageThatFitsAloneWaitsBehindEmptyAnswers(t *testing.T) {
 			for _, i := range []int{0, 20} {
 				ps := append([]*pb.PullRequest(nil), pulls...)
 				ps[i], ps[20] = ps[20], ps[i]
-				pe := pullMany(least-1, ps...).GetItems()[i].GetError()
+				pe := pullManyWithin(t, raw, least-1, ps...).GetItems()[i].GetError()
 				require.NotNil(t, pe, "pull %d", i)
 				assert.Contains(t, pe.GetReasons(), "MESSAGE_TOO_LARGE", "pull %d", i)
 			}
 		})
 	}
+}
+
+// serveOneLargeMessage serves an engine whose topic "t" has an empty queue
+// 0 and one message of 100 KiB in queue 1, and returns its address.
+func serveOneLargeMessage(t *testing.T) string {
+	t.Helper()
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: []*equeue.Message{{Body: bytes.Repeat([]byte("L"), 100<<10)}}})
+	require.NoError(t, err)
+	return startServer(t, e, "", nil).addr
+}
+
+// pullManyWithin makes a PullMany call of pulls with the client's limit
+// and checks that its answer has an item per pull, within the limit.
+func pullManyWithin(t *testing.T, raw pb.BrokerClient, limit int, pulls ...*pb.PullRequest) *pb.PullManyResponse {
+	t.Helper()
+	resp, err := raw.PullMany(ctxT(t), &pb.PullManyRequest{Pulls: pulls, MaxAnswerBytes: int32(limit)})
+	require.NoError(t, err)
+	require.Len(t, resp.GetItems(), len(pulls))
+	assert.LessOrEqual(t, proto.Size(resp), limit, "the answer passes the client's limit")
+	return resp
+}
+
+// leastLimitAlone is the least client limit with which a PullMany call of
+// pull alone delivers pull's first message, which it checks.
+func leastLimitAlone(t *testing.T, raw pb.BrokerClient, pull *pb.PullRequest) int {
+	t.Helper()
+	resp := pullManyWithin(t, raw, 1<<20, pull)
+	require.Nil(t, resp.GetItems()[0].GetError())
+	answer := proto.Size(resp.GetItems()[0].GetResponse())
+	least := answer
+	for resp = pullManyWithin(t, raw, least, pull); resp.GetItems()[0].GetError() != nil; resp = pullManyWithin(t, raw, least, pull) {
+		require.Less(t, least, answer+1024, "%v", resp.GetItems()[0].GetError())
+		least++
+	}
+	msgs, err := remoteMessages(resp.GetItems()[0].GetResponse())
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	return least
+}
+
+// The items of the pulls after one whose message took what the answer had
+// left were not counted: an answer of the message near the client's limit
+// and 20 pulls after it passed the limit, and the client's gRPC refused the
+// whole call (ResourceExhausted), every pull of it with it. Error items
+// were not counted either: 200 pulls of a topic that does not exist passed
+// a limit of 8 KiB. Every item is now counted, and the answer keeps room
+// for those of the pulls after each one; a pull left no room for its item
+// is answered "nothing new" for now.
+func TestPullMany_TheAnswerNeverPassesTheClientsLimit(t *testing.T) {
+	addr := serveOneLargeMessage(t)
+	raw := rawClient(t, addr)
+	for _, version := range []int32{0, equeue.StoredBatchVersion} {
+		t.Run(fmt.Sprint("version ", version), func(t *testing.T) {
+			big := &pb.PullRequest{Topic: "t", Queue: 1, Max: 32, StoredBatchVersion: version}
+			least := leastLimitAlone(t, raw, big)
+			pulls := []*pb.PullRequest{big}
+			for range 20 {
+				pulls = append(pulls, &pb.PullRequest{Topic: "t", Queue: 0, Max: 32, StoredBatchVersion: version})
+			}
+			for _, limit := range []int{least, least + 64, least + 1024} {
+				// A client that receives no more than its limit, as a
+				// remote.Client does.
+				for i, item := range pullManyWithin(t, bigClient(t, addr, limit), limit, pulls...).GetItems() {
+					require.Nil(t, item.GetError(), "limit %d, pull %d", limit, i)
+				}
+			}
+		})
+	}
+	t.Run("errors", func(t *testing.T) {
+		pulls := make([]*pb.PullRequest, 200)
+		for i := range pulls {
+			pulls[i] = &pb.PullRequest{Topic: "none", Max: 32}
+		}
+		items := pullManyWithin(t, bigClient(t, addr, 8<<10), 8<<10, pulls...).GetItems()
+		require.NotNil(t, items[0].GetError())
+		assert.Contains(t, items[0].GetError().GetReasons(), "TOPIC_NOT_FOUND")
+	})
 }
