@@ -17,6 +17,29 @@ import (
 // message past the room it leaves is pulled alone (pastSlack).
 const answerSlack = 64 << 10
 
+// recordRoom is the room an answer of at most limit bytes leaves for its
+// messages' stored bytes: limit less answerSlack, or less half of it for a
+// limit under twice the slack, so that a client with a small limit still
+// gets batches (the answer's sizing leaves out the trailing messages its
+// framing then has no room for).
+func recordRoom(limit int) int {
+	return max(limit-min(answerSlack, limit/2), 1)
+}
+
+// tooLargeFor returns err naming limit as what the receiver accepts when
+// err refuses a message as too large for a smaller bound: the room the
+// server read within, not the most a message may take in an answer of its
+// own, which is what the caller can act on.
+func tooLargeFor(err error, limit int) error {
+	var tl *equeue.MessageTooLargeError
+	if !errors.As(err, &tl) || tl.Limit >= limit {
+		return err
+	}
+	named := *tl
+	named.Limit = limit
+	return &named
+}
+
 // pastSlack reports whether err refuses a pull's first message as too
 // large for the room the pull left for records (the answer's limit less
 // answerSlack, room for the framing of a full batch), though not for

@@ -125,7 +125,7 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		item := &pb.PullManyItem{Response: resp}
 		switch {
 		case err != nil:
-			item = &pb.PullManyItem{Error: pullError(err)}
+			item = &pb.PullManyItem{Error: pullError(tooLargeFor(err, own))}
 			if !room.fits(item) {
 				out.Items[i] = room.later(p)
 				continue
@@ -159,7 +159,7 @@ type answerRoom struct {
 // newAnswerRoom returns the room of an answer to pulls within limit
 // bytes, before the first pull.
 func newAnswerRoom(limit int, pulls []*equeue.PullRequest) answerRoom {
-	r := answerRoom{whole: limit - answerSlack, limit: limit}
+	r := answerRoom{whole: recordRoom(limit), limit: limit}
 	for _, p := range pulls {
 		r.rest += laterSize(p)
 	}

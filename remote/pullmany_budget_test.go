@@ -40,9 +40,10 @@ func TestPullMany_APullPastTheSharedBudgetWaitsForTheNextCall(t *testing.T) {
 	for _, g := range a.Queues {
 		pulls[g.Queue] = &pb.PullRequest{Topic: "t", Queue: int32(g.Queue), Max: 32, Group: "g", Member: "m", Epoch: g.Epoch}
 	}
-	// Room for the 15 small messages and their slack, and 20 KiB more:
-	// the large message alone fits, not after the small ones.
-	const limit = 64<<10 + 20<<10
+	// A limit under twice the 64 KiB slack keeps half of it for the
+	// messages (20 KiB here): the 15 small messages fit, the large one
+	// alone fits the whole limit, not after them.
+	const limit = 40 << 10
 	resp, err := raw.PullMany(ctx, &pb.PullManyRequest{Pulls: pulls, MaxAnswerBytes: limit})
 	require.NoError(t, err)
 	require.Len(t, resp.GetItems(), 2)

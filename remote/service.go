@@ -120,15 +120,16 @@ func (v *service) pull(ctx context.Context, req *pb.PullRequest) (res equeue.Pul
 	p := &equeue.PullRequest{
 		Topic: req.GetTopic(), Queue: int(req.GetQueue()), Offset: req.GetOffset(), Max: int(req.GetMax()),
 		Filter: req.GetFilter(), Wait: wait, Group: req.GetGroup(), Member: req.GetMember(), Epoch: req.GetEpoch(),
-		MaxBytes: pullBytes(max(limit-answerSlack, 1), req),
+		MaxBytes: pullBytes(recordRoom(limit), req),
 	}
 	res, stored, err = pullBackend(ctx, v.e, p, req.GetStoredBatchVersion())
-	if alone := pullBytes(limit, req); pastSlack(err, alone) {
+	alone := pullBytes(limit, req)
+	if pastSlack(err, alone) {
 		p.Max, p.MaxBytes, p.Wait = 1, alone, 0
 		res, stored, err = pullBackend(ctx, v.e, p, req.GetStoredBatchVersion())
 	}
 	if err != nil {
-		return equeue.PullResult{}, nil, 0, v.s.stopped(ctx, err)
+		return equeue.PullResult{}, nil, 0, v.s.stopped(ctx, tooLargeFor(err, alone))
 	}
 	return res, stored, limit, nil
 }
