@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -30,8 +29,7 @@ type runner struct {
 	share     poolShare         // its tasks in the worker pool (concurrent mode)
 	abandoned atomic.Bool       // fenced: nothing is committed, late handler results are ignored; set by abandon
 	gaveUp    atomic.Bool       // a drain stopped waiting: late handler results are ignored; set by giveUp
-	callMu    sync.Mutex        // guards calls, and the setting of gaveUp and abandoned
-	calls     int               // handler calls in progress
+	calls     atomic.Int64      // handler calls in progress, with callsGaveUp and callsAbandoned once set (markCalls)
 	disposing atomic.Int32      // failure paths storing a send-back now (see beginDispose)
 	committed atomic.Int64      // last offset committed, -1 before the first commit
 	// committedAtts are the attempts stored with committed; guarded by
@@ -201,7 +199,7 @@ func (r *runner) stopPulling() {
 // handler calls, whose results are ignored from now on, are waited for
 // by Close only up to its waits (see Consumer.Close).
 func (r *runner) abandon() {
-	r.markCalls(&r.abandoned)
+	r.markCalls(&r.abandoned, callsAbandoned)
 	r.pq.stop()
 	r.stopPulling()
 	r.hcancel()
@@ -489,48 +487,62 @@ func (r *runner) invokeBatch(ctx context.Context, views []*Message) []error {
 // r, or r was fenced, it is one Close does not wait for without end (see
 // liveCount).
 func (r *runner) enterCall() {
-	r.callMu.Lock()
-	defer r.callMu.Unlock()
-	r.calls++
-	r.countCalls(1)
+	r.countCalls(r.calls.Add(1), 1)
 }
 
 // leaveCall counts a handler call of r ending.
 func (r *runner) leaveCall() {
-	r.callMu.Lock()
-	defer r.callMu.Unlock()
-	r.calls--
-	r.countCalls(-1)
+	r.countCalls(r.calls.Add(-1), -1)
 }
 
 // giveUp is a drain's giving up on r's running handlers: their late
 // results are ignored (see beginDispose), and Close does not wait for them.
 func (r *runner) giveUp() {
-	r.markCalls(&r.gaveUp)
+	r.markCalls(&r.gaveUp, callsGaveUp)
 }
 
-// markCalls sets flag (gaveUp or abandoned) and moves the count of r's
-// handler calls in progress to where the flag puts them (see countCalls).
-func (r *runner) markCalls(flag *atomic.Bool) {
-	r.callMu.Lock()
-	defer r.callMu.Unlock()
-	if flag.Load() {
-		return
+// The bits of runner.calls above its count of handler calls in progress:
+// each is set once, with its flag (gaveUp, abandoned), by markCalls.
+const (
+	callsGaveUp    int64 = 1 << 62
+	callsAbandoned int64 = 1 << 61
+	callsCount           = callsAbandoned - 1
+)
+
+// markCalls sets flag (gaveUp or abandoned) and its bit of r.calls, and
+// moves the count of r's handler calls in progress to where the flag puts
+// them (see countCalls). The bit and the count change in one word: a call
+// that began before the bit is moved here, one that begins after counts
+// itself, and each that ends takes itself off where the bit put it.
+func (r *runner) markCalls(flag *atomic.Bool, bit int64) {
+	for {
+		old := r.calls.Load()
+		if old&bit != 0 {
+			return
+		}
+		if r.calls.CompareAndSwap(old, old|bit) {
+			flag.Store(true)
+			n := int(old & callsCount)
+			r.countCalls(old, -n)
+			r.countCalls(old|bit, n)
+			return
+		}
 	}
-	r.countCalls(-r.calls)
-	flag.Store(true)
-	r.countCalls(r.calls)
 }
 
-// countCalls counts d handler calls of r in the consumer's liveCount: as
-// given up once a drain gave up on r, else as a fenced runner's once r
-// was abandoned, else not at all (Close waits for them). r.callMu is held.
-func (r *runner) countCalls(d int) {
+// countCalls counts d handler calls of r, whose calls word (count and
+// bits) is state, in the consumer's liveCount: as given up once a drain
+// gave up on r, else as a fenced runner's once r was abandoned, else not
+// at all (Close waits for them). A moment's count may be off by a call
+// that has just ended (or begun) and not yet taken itself off (or
+// counted itself): the call is then at its very end or start, where Close
+// may find it either way.
+func (r *runner) countCalls(state int64, d int) {
 	switch {
 	case d == 0:
-	case r.gaveUp.Load():
+	case state&callsGaveUp != 0:
 		r.c.live.add(0, d)
-	case r.abandoned.Load():
+	case state&callsAbandoned != 0:
 		r.c.live.addFenced(d)
 	}
 }
