@@ -390,11 +390,18 @@ func decodeRecord(b []byte) (*Message, error) {
 // With ids set, an engine-shaped ID is left to ids, which sets it when
 // flushed.
 func decodeRecordTo(m *Message, b []byte, ids *idFormatter) error {
+	return decodeStoredRecord(m, b, ids, false)
+}
+
+// decodeStoredRecord is decodeRecordTo; checked says the store checked b
+// against a checksum of its own that covers it whole (recordsChecker), so
+// the record's own checksum is not checked again.
+func decodeStoredRecord(m *Message, b []byte, ids *idFormatter, checked bool) error {
 	switch {
 	case len(b) == 0:
 		return fmt.Errorf("%w: empty record", ErrCorrupt)
 	case b[0]&recordV2Mark != 0:
-		return decodeRecordV2(m, b, ids)
+		return decodeRecordV2(m, b, ids, checked)
 	case b[0] == recordVersion1:
 		return decodeRecordV1(m, b)
 	}
@@ -402,11 +409,11 @@ func decodeRecordTo(m *Message, b []byte, ids *idFormatter) error {
 		ErrCorrupt, ErrUnsupportedFormat, b[0], recordVersion1, recordVersion)
 }
 
-func decodeRecordV2(m *Message, b []byte, ids *idFormatter) error {
+func decodeRecordV2(m *Message, b []byte, ids *idFormatter, checked bool) error {
 	if len(b) < recordFixedSize+storedDeltaLen {
 		return fmt.Errorf("%w: %d bytes, shorter than a header", ErrCorrupt, len(b))
 	}
-	if binary.BigEndian.Uint32(b[1:5]) != recordChecksum(b) {
+	if !checked && binary.BigEndian.Uint32(b[1:5]) != recordChecksum(b) {
 		return fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	flags := b[0] &^ recordV2Mark

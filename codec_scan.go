@@ -12,8 +12,13 @@ import (
 // pull whose messages a transport carries as stored (PullStored) filters
 // its records with it. The tag is part of b.
 func scanRecord(b []byte) (tag []byte, expires int64, err error) {
+	return scanStoredRecord(b, false)
+}
+
+// scanStoredRecord is scanRecord; checked is decodeStoredRecord's.
+func scanStoredRecord(b []byte, checked bool) (tag []byte, expires int64, err error) {
 	if len(b) > 0 && b[0]&recordV2Mark != 0 {
-		return scanRecordV2(b)
+		return scanRecordV2(b, checked)
 	}
 	// Empty, version 1 or unknown: rare enough to decode in full.
 	var m Message
@@ -29,11 +34,11 @@ func scanRecord(b []byte) (tag []byte, expires int64, err error) {
 // scanRecordV2 walks a version-2 record field by field as decodeRecordV2
 // does, with the same bounds, so that it fails exactly where decoding
 // would.
-func scanRecordV2(b []byte) (tag []byte, expires int64, err error) {
+func scanRecordV2(b []byte, checked bool) (tag []byte, expires int64, err error) {
 	if len(b) < recordFixedSize+storedDeltaLen {
 		return nil, 0, fmt.Errorf("%w: %d bytes, shorter than a header", ErrCorrupt, len(b))
 	}
-	if binary.BigEndian.Uint32(b[1:5]) != recordChecksum(b) {
+	if !checked && binary.BigEndian.Uint32(b[1:5]) != recordChecksum(b) {
 		return nil, 0, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	flags := b[0] &^ recordV2Mark

@@ -60,6 +60,10 @@ type Engine struct {
 	yieldsOff  atomic.Int64 // senderYieldsOff, in nanoseconds; tests change it
 	lingerWake chan struct{}
 	limits     store.Limits
+	// recordsChecked: the store's reads come out of segments whose own
+	// checksum covers each record (recordsChecker), so a pull does not
+	// check each record's again.
+	recordsChecked bool
 	// noSpaceLogged (unix nanoseconds) and noSpaceRefused pace the log
 	// lines of writes refused for a full disk (writer_nospace.go).
 	noSpaceLogged  atomic.Int64
@@ -167,21 +171,22 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		st = b
 	}
 	e := &Engine{
-		opts:       o,
-		st:         st,
-		log:        o.Logger,
-		ids:        newIDSource(),
-		topics:     make(map[string]*topic),
-		writeCh:    make(chan *command, 1024),
-		writerStop: make(chan struct{}),
-		writerDone: make(chan struct{}),
-		lingerWake: make(chan struct{}, 1),
-		limits:     st.Limits(),
-		drained:    make(chan struct{}, 1),
-		closing:    make(chan struct{}),
-		flushKick:  make(chan struct{}, 1),
-		trims:      make(chan *topic, 64),
-		redriving:  make(chan struct{}, 1),
+		opts:           o,
+		st:             st,
+		log:            o.Logger,
+		ids:            newIDSource(),
+		topics:         make(map[string]*topic),
+		writeCh:        make(chan *command, 1024),
+		writerStop:     make(chan struct{}),
+		writerDone:     make(chan struct{}),
+		lingerWake:     make(chan struct{}, 1),
+		limits:         st.Limits(),
+		recordsChecked: checksRecords(st),
+		drained:        make(chan struct{}, 1),
+		closing:        make(chan struct{}),
+		flushKick:      make(chan struct{}, 1),
+		trims:          make(chan *topic, 64),
+		redriving:      make(chan struct{}, 1),
 	}
 	e.linger.Store(int64(groupCommitLinger))
 	e.lingerCap.Store(int64(maxGroupCommitLinger))

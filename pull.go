@@ -300,13 +300,13 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			var expired, match bool
 			if stored == nil {
 				m = &slab[i]
-				err = decodeRecordTo(m, r.Value, &ids)
+				err = decodeStoredRecord(m, r.Value, &ids, e.recordsChecked)
 				expired = !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now)
 				match = err == nil && f.match(m.Tag)
 			} else {
 				var tag []byte
 				var expires int64
-				tag, expires, err = scanRecord(r.Value)
+				tag, expires, err = scanStoredRecord(r.Value, e.recordsChecked)
 				expired = expires != 0 && expires <= nowNanos
 				match = err == nil && f.matchBytes(tag)
 			}

@@ -234,6 +234,10 @@ func (s *replicatedStore) Read(q store.QueueID, from, to uint64, max, maxBytes i
 	return s.local.Read(q, from, to, max, maxBytes)
 }
 
+// RecordsChecked passes the local store's on: reads are its (see
+// store.Badger.RecordsChecked).
+func (s *replicatedStore) RecordsChecked() bool { return s.local.RecordsChecked() }
+
 func (s *replicatedStore) Bounds(q store.QueueID) (first, next uint64, ok bool, err error) {
 	return s.local.Bounds(q)
 }

@@ -209,6 +209,13 @@ func (s *Badger) Close() error {
 	return nil
 }
 
+// RecordsChecked reports that every record Read returns with a value comes
+// out of a segment whose CRC-32C, covering every byte of it, matched: a
+// reader need not check the record against a checksum of its own again.
+// A segment that fails its check yields records without a value (see
+// Read).
+func (s *Badger) RecordsChecked() bool { return true }
+
 // SegmentBytes returns the most bytes the store packs into one segment
 // (BadgerOptions.SegmentBytes as resolved when it opened).
 func (s *Badger) SegmentBytes() int64 { return int64(s.segLimit) }
