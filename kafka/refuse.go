@@ -74,6 +74,25 @@ func (c *conn) refuse(req kmsg.Request, r refusal) (kmsg.Response, error) {
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
+	case *kmsg.MetadataRequest:
+		// No broker and no topic but those named, each with the error:
+		// the caller learns nothing of the engine.
+		resp := rq.ResponseKind().(*kmsg.MetadataResponse)
+		for _, t := range rq.Topics {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, r.topic
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	case *kmsg.FindCoordinatorRequest:
+		resp := rq.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.ErrorCode, resp.NodeID, resp.Port = r.group, -1, -1
+		for _, k := range rq.CoordinatorKeys {
+			rc := kmsg.NewFindCoordinatorResponseCoordinator()
+			rc.Key, rc.ErrorCode, rc.NodeID, rc.Port = k, r.group, -1, -1
+			resp.Coordinators = append(resp.Coordinators, rc)
+		}
+		return resp, nil
 	case *kmsg.InitProducerIDRequest:
 		resp := rq.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = r.cluster, -1, -1

@@ -34,11 +34,17 @@ const (
 )
 
 // versionRange is the versions of one API the listener serves, and the
-// right a caller needs for it (0: any authenticated caller).
+// rights any one of which a caller needs for it (0: none, for the calls
+// that come before authentication).
 type versionRange struct {
 	min, max int16
 	need     Rights
 }
+
+// anyRight is what Metadata, ListOffsets and FindCoordinator need: any one
+// right. A token that holds none authenticates but reads nothing, as over
+// gRPC, where it is refused every call.
+const anyRight = RightAll
 
 // supported lists every API served. Produce is advertised from v0 as Kafka
 // does (older librdkafka stops compressing when it sees a higher minimum),
@@ -48,11 +54,11 @@ type versionRange struct {
 var supported = map[int16]versionRange{
 	produceKey:          {0, 9, RightProduce},
 	fetchKey:            {4, 12, RightConsume},
-	listOffsetsKey:      {1, 7, 0},
-	metadataKey:         {0, 12, 0},
+	listOffsetsKey:      {1, 7, anyRight},
+	metadataKey:         {0, 12, anyRight},
 	offsetCommitKey:     {2, 8, RightConsume},
 	offsetFetchKey:      {1, 8, RightConsume},
-	findCoordinatorKey:  {0, 4, 0},
+	findCoordinatorKey:  {0, 4, anyRight},
 	joinGroupKey:        {0, 9, RightConsume},
 	heartbeatKey:        {0, 4, RightConsume},
 	leaveGroupKey:       {0, 5, RightConsume},
