@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/equeue-go/equeue/store"
 )
@@ -257,6 +258,11 @@ const readBudget = 4 << 20
 // not decoded, and res.Messages stays empty. With group set (a group's
 // pull) the expired messages it skips count in Stats().ExpiredMessages;
 // a read without a group, a browse, only reports them.
+// slabMessages is the most messages a pull allocates at once: a slab of
+// them stays within the allocator's largest size class (32 KiB), past
+// which each allocation takes the heap's lock and clears its memory apart.
+const slabMessages = 32 << 10 / int(unsafe.Sizeof(Message{}))
+
 func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFilter, res PullResult, stored *StoredRecords, group bool) (PullResult, error) {
 	off := from
 	now := time.Now()
@@ -287,19 +293,22 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			}
 			break
 		}
-		// The messages of one read are allocated together: one allocation
-		// per read instead of one per message.
+		// The messages of one read are allocated together, in slabs of
+		// up to slabMessages: one allocation per read (or two) instead of
+		// one per message, each small enough for the allocator's caches.
 		var slab []Message
 		var ids idFormatter
 		if stored == nil {
-			slab = make([]Message, len(recs))
 			ids.pending = make([]pendingID, 0, len(recs))
 		}
 		for i, r := range recs {
 			var m *Message
 			var expired, match bool
 			if stored == nil {
-				m = &slab[i]
+				if len(slab) == 0 {
+					slab = make([]Message, min(len(recs)-i, slabMessages))
+				}
+				m, slab = &slab[0], slab[1:]
 				err = decodeStoredRecord(m, r.Value, &ids, e.recordsChecked)
 				expired = !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now)
 				match = err == nil && f.match(m.Tag)
