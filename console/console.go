@@ -65,7 +65,10 @@ type Options struct {
 	ReadOnly bool
 	// Tokens, when not empty, requires a login with one of these tokens
 	// (the server's bearer tokens): RightAdmin may act, RightConsume may
-	// look. Nil means the console does no authentication.
+	// look. Nil means the console does no authentication. Every token here
+	// reaches all the console's Backend shows: leave out tokens the gRPC
+	// server scopes to a namespace (remote.ServerOptions.TokenNamespaces),
+	// or give each namespace its own console over its Namespace view.
 	Tokens map[string]remote.Rights
 	// Title is shown in the header. Empty means "equeue".
 	Title string

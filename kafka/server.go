@@ -58,7 +58,12 @@ type Options struct {
 	// password is a token, the user name is free, and the token's rights
 	// apply as for gRPC (produce: Produce and InitProducerId; consume:
 	// Fetch, groups and offsets; admin: topic and group administration).
-	// Metadata, ListOffsets and FindCoordinator need any right.
+	// Metadata, ListOffsets and FindCoordinator need any right. Every
+	// token here reaches all the listener's Broker serves: leave out tokens
+	// the gRPC server scopes to a namespace
+	// (remote.ServerOptions.TokenNamespaces), or serve each namespace from
+	// a listener of its own over its Namespace view (equeue serve does
+	// the first).
 	Tokens map[string]Rights
 	// TagHeader names the record header that carries a message's tag: on
 	// produce its value becomes the tag (and is not kept as a property), on
