@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"strings"
 	"time"
+	"unsafe"
 )
 
 // Record layout, version 2 (the compact format). Version-1 records
@@ -530,14 +530,11 @@ func (f *idFormatter) flush() {
 	if len(f.pending) == 0 {
 		return
 	}
-	var b strings.Builder
-	b.Grow(len(f.pending) * engineIDLen)
-	var h [engineIDLen]byte
-	for _, p := range f.pending {
-		hex.Encode(h[:], p.raw[:])
-		b.Write(h[:])
+	buf := make([]byte, len(f.pending)*engineIDLen)
+	for i, p := range f.pending {
+		hex.Encode(buf[i*engineIDLen:], p.raw[:])
 	}
-	all := b.String()
+	all := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
 	for i, p := range f.pending {
 		p.m.ID = all[i*engineIDLen : (i+1)*engineIDLen]
 	}
