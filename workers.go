@@ -21,8 +21,10 @@ const workerIdle = time.Second
 // takes over the unclaimed rest of another's run before it parks, so a
 // slow handler still holds up only its own message. At most one worker is
 // being woken (or started) at a time; the woken one wakes the next if
-// tasks still wait after it took its own. So, while tasks wait, either a
-// woken worker is on its way or every worker runs.
+// tasks still wait after it took its own, queued or unclaimed in a run.
+// So, while tasks wait, either a woken worker is on its way or every
+// worker runs: tasks held behind stuck handlers do not wait while a
+// worker is parked.
 type workerPool struct {
 	mu      sync.Mutex
 	tasks   taskRing        // handed over and not taken yet, in order
@@ -78,7 +80,7 @@ func (c *Consumer) submitTasks(r *runner, stop <-chan struct{}, n int, at func(i
 			share.waiting++
 		}
 		if !p.waking {
-			c.wakeWorkerLocked()
+			c.wakeWorkerLocked(nil)
 		}
 		if i == n {
 			p.mu.Unlock()
@@ -99,10 +101,11 @@ func (c *Consumer) submitTasks(r *runner, stop <-chan struct{}, n int, at func(i
 }
 
 // wakeWorkerLocked wakes a parked worker, or starts one when fewer than
-// Concurrency run, for the waiting tasks; p.mu is held.
-func (c *Consumer) wakeWorkerLocked() {
+// Concurrency run, if tasks wait (see waitingLocked; h is the caller's
+// run, nil for a submitter); p.mu is held.
+func (c *Consumer) wakeWorkerLocked(h *heldRun) {
 	p := c.pool
-	if p.tasks.len() == 0 {
+	if !p.waitingLocked(h) {
 		return
 	}
 	if n := len(p.idle); n > 0 {
@@ -193,9 +196,31 @@ func (c *Consumer) take(woken bool, wake chan struct{}, h *heldRun) bool {
 		return false
 	}
 	if woken {
-		c.wakeWorkerLocked()
+		c.wakeWorkerLocked(h)
 	}
 	return true
+}
+
+// waitingLocked reports whether tasks wait for a free worker: queued, or
+// unclaimed in a worker's run (a free worker steals them), besides the
+// next task of h, which its owner claims at once; p.mu is held. Runs gain
+// tasks only under p.mu, so a run seen without any stays so until p.mu is
+// let go; one seen with some may have lost them to its owner meanwhile,
+// which costs one wake-up for nothing.
+func (p *workerPool) waitingLocked(h *heldRun) bool {
+	if p.tasks.len() > 0 {
+		return true
+	}
+	for _, o := range p.held {
+		left := o.n - int(o.next.Load())
+		if o == h {
+			left-- // its owner's next claim
+		}
+		if left > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // steal moves half (rounded up) of the unclaimed tasks of the first other

@@ -423,3 +423,60 @@ func TestWorkerPool_TakesRunsUnderABacklog(t *testing.T) {
 		assert.Equal(t, 1, seen[off], "offset %d handed out once", off)
 	}
 }
+
+// TestWorkerPool_IdleWorkerWokenForHeldTasks: tasks held unclaimed in the
+// run of a worker whose handler is stuck wait for a free worker even when
+// the queue is empty: the woken worker that empties it wakes the next one
+// while any task of a run waits, so a parked worker does not stay parked
+// while tasks wait behind stuck handlers.
+func TestWorkerPool_IdleWorkerWokenForHeldTasks(t *testing.T) {
+	c := &Consumer{ctx: context.Background(), pool: &workerPool{max: 4, limit: 1000, running: 4}}
+	r := &runner{}
+	msgs := make([]*Message, 16)
+	for i := range msgs {
+		msgs[i] = &Message{Offset: int64(i)}
+	}
+	wakeB, wakeC, wakeX, wakeI := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
+	var b, cRun, x, i heldRun
+	// I and X park on an empty pool (X last, so it is woken first).
+	require.False(t, c.take(false, wakeI, &i))
+	require.False(t, c.take(false, wakeX, &x))
+	require.True(t, c.submitRun(r, msgs, nil))
+	require.Len(t, wakeX, 1, "the submit wakes X")
+	seen := map[int64]int{}
+	claim := func(h *heldRun) bool {
+		tk, ok := h.claim()
+		if ok {
+			seen[tk.m.Offset]++
+		}
+		return ok
+	}
+	// Before X gets the lock: C takes a run of 4 and its handler sticks on
+	// the first; B, running, empties the queue, then steals 2 of C's 3 and
+	// sticks on the first of them.
+	require.True(t, c.take(false, wakeC, &cRun))
+	require.True(t, claim(&cRun))
+	for {
+		require.True(t, c.take(false, wakeB, &b))
+		if c.pool.tasks.len() == 0 && b.n == 2 && b.tasks[0].m.Offset < 4 {
+			break // stolen from C
+		}
+		for claim(&b) {
+		}
+	}
+	require.True(t, claim(&b))
+	// X, woken, finds the queue empty, steals C's last one and sticks.
+	<-wakeX
+	require.True(t, c.take(true, wakeX, &x))
+	require.True(t, claim(&x))
+	// One task is still held, unclaimed, in B's run: I must be woken.
+	require.Len(t, wakeI, 1, "a parked worker is woken while a task waits in a stuck worker's run")
+	<-wakeI
+	require.True(t, c.take(true, wakeI, &i))
+	require.True(t, claim(&i), "I steals it")
+	assert.False(t, claim(&b) || claim(&cRun) || claim(&x) || claim(&i))
+	assert.Len(t, seen, 16, "every task handed out")
+	for off, n := range seen {
+		assert.Equal(t, 1, n, "offset %d handed out once", off)
+	}
+}
