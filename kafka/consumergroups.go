@@ -264,7 +264,7 @@ func (c *coordinator) readTopics(ctx context.Context, group string, req []string
 		c.mu.Unlock()
 		infos, err := c.topicInfos(ctx, names, anyRegex)
 		if err != nil {
-			return nil, 0, errorCode(err), err.Error()
+			return nil, 0, coordinatorCode(err), err.Error()
 		}
 		c.lock()
 		if g := c.groups[group]; g != nil && len(g.members) > 0 {

@@ -97,3 +97,22 @@ func errorCode(err error) int16 {
 	// unless the topic has a dedup window (see setIDs).
 	return errKafkaStorageError
 }
+
+// coordinatorCode maps an engine error met while serving a group (its
+// offsets, a KIP-848 heartbeat's topic reads) to the code Kafka's group
+// coordinator answers. Kafka's coordinator turns the errors of its offsets
+// log NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR into NOT_COORDINATOR,
+// on which group clients look the coordinator up again and retry: the
+// partition errors are not among those they retry (the Java consumer fails
+// a commit with them, and its poll on an offset fetch; franz-go reports
+// the commit failed, and its KIP-848 member gives up its partitions and
+// joins again). So a node that stopped leading, or a store failure, sends
+// the group's clients to the coordinator as it is then.
+func coordinatorCode(err error) int16 {
+	switch code := errorCode(err); code {
+	case errNotLeaderOrFollower, errKafkaStorageError:
+		return errNotCoordinator
+	default:
+		return code
+	}
+}

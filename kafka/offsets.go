@@ -17,7 +17,9 @@ import (
 // generation (-1) is a standalone consumer's, accepted while the group has
 // no members. An offset that is negative or past its partition's end is
 // refused with OFFSET_OUT_OF_RANGE (the request's other partitions are
-// stored). The commit metadata string is not kept.
+// stored). A store failure, or a node that stopped leading, is answered
+// NOT_COORDINATOR (coordinatorCode). The commit metadata string is not
+// kept.
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	code, held := c.checkCommitter(req)
@@ -38,7 +40,7 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			case code != errNone:
 				codes[i][j] = code
 			case terr != nil:
-				codes[i][j] = errorCode(terr)
+				codes[i][j] = coordinatorCode(terr)
 			case p.Partition < 0 || int(p.Partition) >= len(ti.Queues):
 				codes[i][j] = errUnknownTopicOrPartition
 			case p.Offset < 0 || p.Offset > ti.Queues[p.Partition].MaxOffset:
@@ -57,7 +59,7 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if len(offsets) > 0 {
 		if err := c.s.b.CommitGroupOffsets(ctx, req.Group, offsets); err != nil {
 			c.s.log.Warn("kafka: commit offsets", "group", req.Group, "err", err)
-			cerr = errorCode(err)
+			cerr = coordinatorCode(err)
 			switch {
 			case errors.Is(err, equeue.ErrFenced):
 				cerr = errGroupAuthorizationFailed // a native group of that name
@@ -176,7 +178,7 @@ func (c *coordinator) fetchGroupOffsets(ctx context.Context, group string, topic
 	}
 	offs, err := c.s.b.GroupOffsets(ctx, group)
 	if err != nil {
-		return nil, errorCode(err)
+		return nil, coordinatorCode(err)
 	}
 	if topics == nil {
 		byTopic := map[string][]int32{}
