@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/internal/faultstore"
@@ -146,4 +147,39 @@ func TestGroups_NotLeadingAnswersNotCoordinator(t *testing.T) {
 
 	b.topics.Store(false)
 	assert.Equal(t, int16(0), commitCode(), "leading again")
+}
+
+// TestGroups_OffsetFetchV1ErrorIsPerPartition: OffsetFetch v0 and v1 have
+// no group error code, so a group error is given on every partition asked
+// for, as Kafka does. Before, the v1 answer had no partitions at all, and
+// segmentio/kafka-go (whose groups fetch offsets with v1) took that for
+// "nothing committed": it started the partitions from its StartOffset,
+// the first offset by default, consuming again what the group had
+// committed past.
+func TestGroups_OffsetFetchV1ErrorIsPerPartition(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	b := &notLeading{Engine: e}
+	v1 := kversion.Stable()
+	v1.SetMaxKeyVersion(9, 1) // OffsetFetch
+	seed := kclient(t, serve(t, b, nil), kgo.MaxVersions(v1), kgo.RequestRetries(0)).SeedBrokers()[0]
+	b.offsets.Store(true)
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = "g"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "t", []int32{0, 1}
+	fetch.Topics = append(fetch.Topics, ft)
+	resp, err := seed.Request(ctx, fetch)
+	require.NoError(t, err)
+	r := resp.(*kmsg.OffsetFetchResponse)
+	require.Equal(t, int16(1), r.GetVersion())
+	require.Len(t, r.Topics, 1)
+	assert.Equal(t, "t", r.Topics[0].Topic)
+	require.Len(t, r.Topics[0].Partitions, 2)
+	for i, p := range r.Topics[0].Partitions {
+		assert.Equal(t, int32(i), p.Partition)
+		assert.Equal(t, kerr.NotCoordinator.Code, p.ErrorCode)
+		assert.Equal(t, int64(-1), p.Offset)
+	}
 }

@@ -166,7 +166,31 @@ func (c *coordinator) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 		topics = []kmsg.OffsetFetchRequestTopic{}
 	}
 	resp.Topics, resp.ErrorCode = c.fetchGroupOffsets(ctx, req.Group, topics)
+	if req.GetVersion() < 2 && resp.ErrorCode != errNone {
+		resp.Topics = partitionErrors(topics, resp.ErrorCode)
+	}
 	return resp
+}
+
+// partitionErrors answers every partition of topics with code and offset
+// -1: how OffsetFetch v0 and v1, which have no group error code, give a
+// group error, as Kafka does. An answer without the partitions would
+// read as "nothing committed", and clients would start them from their
+// reset offset (segmentio/kafka-go, whose groups fetch with v1, does).
+func partitionErrors(topics []kmsg.OffsetFetchRequestTopic, code int16) []kmsg.OffsetFetchResponseTopic {
+	empty := ""
+	out := make([]kmsg.OffsetFetchResponseTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.Metadata, rp.ErrorCode = p, -1, &empty, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
 }
 
 // fetchGroupOffsets answers the committed offsets of the named partitions,
