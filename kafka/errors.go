@@ -79,7 +79,12 @@ func errorCode(err error) int16 {
 	case errors.Is(err, context.DeadlineExceeded):
 		return errRequestTimedOut
 	case errors.Is(err, equeue.ErrClosed):
-		return errCoordinatorNotAvailable
+		// The engine is closing: as a Kafka broker shutting down, tell
+		// clients to look the partition's leader up again and retry
+		// (COORDINATOR_NOT_AVAILABLE is a group code; the Java consumer's
+		// fetcher throws on it). Group calls get NOT_COORDINATOR
+		// (coordinatorCode).
+		return errNotLeaderOrFollower
 	case errors.Is(err, equeue.ErrUnsupportedFormat):
 		// A fetch at a record of a format version the engine cannot read
 		// (written by a newer engine): KAFKA_STORAGE_ERROR is retriable,
