@@ -40,7 +40,12 @@ type pqEntry struct {
 	msg     *Message
 	done    bool
 	running bool
-	tried   bool // handed to a handler by the drain
+	tried   bool // handed to a handler by the drain (gaps)
+	// pass lets a message the drain handed out (tried) begin once: gaps
+	// and takeRetry give it, begin spends it. A worker's task for the
+	// message from before the drain is stale then, and begins it only with
+	// the pass, in the drain's or the retry's stead: one hand-out, one run.
+	pass bool
 	// awaiting names the local retry that will hand the message out again
 	// when its delay is over (awaitRetry), 0 for none: whichever of that
 	// retry and a drain's gaps takes it first (takeRetry, gaps) runs it,
@@ -163,17 +168,23 @@ func (p *processQueue) find(off int64) int {
 }
 
 // begin marks off as running; false when off is unknown, finished or
-// running, or the queue is stopping and off is not below its fence: then the
-// handler must not run.
+// running, or the queue is stopping and off is not below its fence, or a
+// drain handed it out and its run (or its local retry's) has begun
+// already (see pqEntry.pass): then the handler must not run.
 func (p *processQueue) begin(off int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	i := p.find(off)
-	if (p.stopping && off >= p.fence) || i < 0 || p.entries[i].done || p.entries[i].running {
+	if (p.stopping && off >= p.fence) || i < 0 {
 		return false
 	}
-	p.entries[i].running = true
-	p.entries[i].started = time.Time{} // set by the first overdue that sees it running
+	e := &p.entries[i]
+	if e.done || e.running || (e.tried && !e.pass) {
+		return false
+	}
+	e.pass = false
+	e.running = true
+	e.started = time.Time{} // set by the first overdue that sees it running
 	p.running++
 	return true
 }
@@ -282,6 +293,7 @@ func (p *processQueue) takeRetry(off int64, retry uint64) bool {
 		return false
 	}
 	p.entries[i].awaiting = 0
+	p.entries[i].pass = true // the retry's run, should a drain have handed it out
 	return true
 }
 
@@ -412,13 +424,15 @@ func (p *processQueue) stopAfterGaps() {
 
 // gaps returns the messages below the fence that are neither running nor
 // finished and were not returned before, and whether any handler is running.
+// Each begins once for it (see pqEntry.pass), whoever begins it: the
+// drain, or a worker's task for it from before the drain.
 func (p *processQueue) gaps() (msgs []*Message, running bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := p.head; i < len(p.entries) && p.entries[i].off < p.fence; i++ {
 		e := &p.entries[i]
 		if !e.done && !e.running && !e.tried {
-			e.tried = true
+			e.tried, e.pass = true, true
 			e.awaiting = 0 // its pending local retry, if any, is taken
 			msgs = append(msgs, e.msg)
 		}

@@ -149,7 +149,7 @@ func (r *runner) drain(timeout time.Duration) {
 			r.c.goFunc(func() {
 				defer r.pq.poke()
 				defer gapping.Add(-1)
-				r.handleConcurrent(m) // a worker may hold it already: begin decides
+				r.handleConcurrent(m) // a worker's task for it may begin it first: it runs once
 			})
 		}
 		if !running && gapping.Load() == 0 {
