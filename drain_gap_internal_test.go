@@ -113,3 +113,27 @@ func TestConsumer_ADrainsFailedGapRunsOnce(t *testing.T) {
 	assert.Equal(t, int64(1), calls[1].Load(), "one failure, one run")
 	assert.Zero(t, calls[3].Load(), "3 was above the drain's fence")
 }
+
+// TestProcessQueue_ADrainEndsWithTheQueueStopped: a drain returns only in
+// the same step that finds no handler running and stops the queue, so a
+// local retry due after the drain returned (its message left uncommitted
+// for the next owner) never begins: it would run a handler after the
+// queue was committed and released, and its failure store a retry copy of
+// a message the next owner delivers again.
+func TestProcessQueue_ADrainEndsWithTheQueueStopped(t *testing.T) {
+	p := pqWith(0, 1)
+	require.True(t, p.begin(1))
+	p.stopAfterGaps()
+	gaps, _ := p.gaps()
+	require.Equal(t, []int64{0}, offsetsOf(gaps))
+	require.True(t, p.begin(0), "the drain's gap run")
+	retry := p.awaitRetry(0, 1) // it fails: a local retry is announced, due later
+	p.end(0, false)
+	assert.False(t, p.stopIfIdle(), "1 still runs: the drain goes on waiting")
+	p.end(1, true)
+	require.True(t, p.stopIfIdle(), "nothing runs: the drain ends here")
+	require.True(t, p.takeRetry(0, retry), "the retry's task comes due")
+	assert.False(t, p.begin(0), "but the queue was released: it does not begin")
+	off, _ := p.committableState()
+	assert.Equal(t, int64(0), off, "0 stays for the next owner")
+}

@@ -404,6 +404,22 @@ func (p *processQueue) stop() {
 	p.mu.Unlock()
 }
 
+// stopIfIdle stops the queue (as stop does) when no handler of it runs,
+// and reports whether it did: a drain ends there, so no message begins
+// after it returned, committed and released the queue (a local retry due
+// later, say, whose message stays uncommitted for the next owner).
+func (p *processQueue) stopIfIdle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running > 0 {
+		return false
+	}
+	p.stopping = true
+	p.fence = -1
+	p.signal()
+	return true
+}
+
 // stopAfterGaps forbids new handlers except for the gaps: unfinished messages
 // below the highest offset already running or finished. Handling those lets
 // the committed offset pass everything handled, so the next owner of the

@@ -152,8 +152,8 @@ func (r *runner) drain(timeout time.Duration) {
 				r.handleConcurrent(m) // a worker's task for it may begin it first: it runs once
 			})
 		}
-		if !running && gapping.Load() == 0 {
-			return
+		if !running && gapping.Load() == 0 && r.pq.stopIfIdle() {
+			return // nothing begins from now on: a later retry's task finds the queue stopped
 		}
 		select {
 		case <-ch:
@@ -161,6 +161,7 @@ func (r *runner) drain(timeout time.Duration) {
 			if expired() {
 				r.c.log.Warn("stop timeout: handlers still running; their messages may be delivered again",
 					"queue", r.grant.QueueRef, "running", r.pq.runningCount())
+				r.pq.stop()
 				return
 			}
 		}
