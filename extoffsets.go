@@ -136,8 +136,8 @@ func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[Que
 		return g, nil, nil
 	}
 	// A group coordinated outside has no native members to come and go:
-	// a commit is its sign of use (Options.GroupIdleTTL counts from it),
-	// even one that changes nothing.
+	// a commit is its sign of use (Options.GroupIdleTTL counts from it, or
+	// from a later KeepGroup), even one that changes nothing.
 	g.lastUsed = time.Now()
 	var (
 		ops  []store.MetaOp
@@ -182,6 +182,35 @@ func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[Que
 	}
 	e.deleteMarksAfter(g, set)
 	return nil, nil, nil
+}
+
+// KeepGroup tells the engine that a group coordinated outside it (see
+// CommitGroupOffsets) is in use although it commits nothing: its
+// consumers are live but have no offset to move, as on a quiet topic, where
+// Kafka clients commit nothing. Options.GroupIdleTTL counts the group's idle
+// time from its last commit or KeepGroup call, whichever is later, so a
+// coordinator that calls it, more often than the TTL, while the group has
+// members keeps the group and its offsets for as long as it has them. Only
+// memory changes, as with the idle time commits give: nothing is written,
+// and after a restart idle time counts from Open. It returns
+// ErrInvalidName for a bad group name and ErrGroupNotFound for a group the
+// engine does not know (one that never committed, or was deleted).
+func (e *Engine) KeepGroup(ctx context.Context, group string) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.leave()
+	if err := ValidateName(group); err != nil {
+		return err
+	}
+	g, err := e.groups.group(group)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.lastUsed = time.Now()
+	g.mu.Unlock()
+	return nil
 }
 
 // GroupOffsets returns a group's committed offsets (the next offset to

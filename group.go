@@ -65,7 +65,8 @@ type group struct {
 	// left is when each member ID of a broadcasting group last left (or
 	// expired), and lastUsed when any member did or (a group coordinated
 	// outside the engine: Kafka's) when offsets were last committed for
-	// it through CommitGroupOffsets: idle-group and
+	// it through CommitGroupOffsets or its coordinator last said it is in
+	// use (KeepGroup): idle-group and
 	// absent-member expiry count from there (groupexpiry.go), so a member
 	// that came and went between two checks is not taken as absent all
 	// along. Entries go with the member's offsets, or a TTL after it left.

@@ -25,3 +25,8 @@ func (n *Namespace) GroupOffsets(ctx context.Context, group string) (map[QueueRe
 	}
 	return out, nil
 }
+
+// KeepGroup tells the engine such a group is in use (see Engine.KeepGroup).
+func (n *Namespace) KeepGroup(ctx context.Context, group string) error {
+	return n.err(n.e.KeepGroup(ctx, n.in(group)))
+}

@@ -150,8 +150,11 @@ type Options struct {
 	// does) once it has had no live member for that long, checked on a
 	// timer; in a broadcasting group it also deletes the offsets of a
 	// member ID no live member has had for that long. Idle time counts
-	// from Open for groups loaded from the store. Zero means groups and
-	// their members' offsets are never deleted by age.
+	// from Open for groups loaded from the store; a group coordinated
+	// outside the engine (the Kafka listener's) is idle from its last
+	// CommitGroupOffsets or KeepGroup, which its coordinator calls while
+	// the group has members. Zero means groups and their members' offsets
+	// are never deleted by age.
 	GroupIdleTTL time.Duration
 	// ReplyTopicIdleTTL deletes a reply topic (Producer.Request) nobody has
 	// pulled for that long: the topic of a requester that died without

@@ -18,3 +18,10 @@ func (n *Node) CommitGroupOffsets(ctx context.Context, group string, offsets map
 func (n *Node) GroupOffsets(ctx context.Context, group string) (map[equeue.QueueRef]int64, error) {
 	return call(n, func(e *equeue.Engine) (map[equeue.QueueRef]int64, error) { return e.GroupOffsets(ctx, group) })
 }
+
+// KeepGroup tells the leader's engine that such a group is in use (see
+// Engine.KeepGroup). Like the idle time commits give, it lives in that
+// engine's memory only: a new leader counts idle time afresh.
+func (n *Node) KeepGroup(ctx context.Context, group string) error {
+	return call0(n, func(e *equeue.Engine) error { return e.KeepGroup(ctx, group) })
+}

@@ -18,6 +18,8 @@ var _ kafka.Broker = (*cluster.Node)(nil)
 
 // Offsets a Kafka-protocol group commits on the leader are replicated: the
 // next leader returns them, and a follower refuses with the leader's name.
+// Keeping such a group in use (KeepGroup, the listener's while the group
+// has members) goes to the leader's engine likewise.
 func TestCluster_GroupOffsetsSurviveALeaderChange(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
@@ -35,9 +37,13 @@ func TestCluster_GroupOffsetsSurviveALeaderChange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 
+	require.NoError(t, leader.KeepGroup(ctx, "kgroup"))
+	assert.ErrorIs(t, leader.KeepGroup(ctx, "no-such-group"), equeue.ErrGroupNotFound)
+
 	follower := c.nodes[(c.leaderIndex()+1)%3]
 	_, err = follower.GroupOffsets(ctx, "kgroup")
 	assert.ErrorIs(t, err, equeue.ErrNotLeader)
+	assert.ErrorIs(t, follower.KeepGroup(ctx, "kgroup"), equeue.ErrNotLeader)
 
 	c.stop(c.leaderIndex())
 	eventually(t, 30*time.Second, func() error {

@@ -24,7 +24,10 @@
 // a timer). Membership lives in the listener; committed offsets are stored
 // in the engine beside those of native groups (Engine.CommitGroupOffsets),
 // so they survive restarts, and a native consumer group and a Kafka group
-// can read the same topic.
+// can read the same topic. While a group of either protocol has members,
+// the listener keeps it in use in the engine (Engine.KeepGroup), so that
+// Options.GroupIdleTTL does not delete its offsets while its members,
+// consuming a quiet topic, commit nothing.
 //
 // KIP-848 consumer groups (ConsumerGroupHeartbeat, group.protocol =
 // consumer) are assigned by the listener: each topic's partitions are

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
 )
 
 // The classic group protocol, coordinated by the listener: members join,
@@ -95,7 +98,8 @@ func newCoordinator(s *Server) *coordinator {
 }
 
 // run expires silent members, ends join phases whose rebalance timeout
-// passed and forgets idle producers' sequence state, until ctx ends.
+// passed, keeps the groups that have members in use in the engine (keep)
+// and forgets idle producers' sequence state, until ctx ends.
 func (c *coordinator) run(ctx context.Context) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
@@ -105,7 +109,7 @@ func (c *coordinator) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			c.tick(now)
+			c.keep(ctx, c.tick(now))
 			if now.Sub(lastExpiry) > time.Minute {
 				c.s.pids.expire(now, producerIdle)
 				lastExpiry = now
@@ -114,13 +118,16 @@ func (c *coordinator) run(ctx context.Context) {
 	}
 }
 
-func (c *coordinator) tick(now time.Time) {
+// tick expires silent members and ends join phases whose rebalance
+// timeout passed. It returns the groups, of both protocols, that still
+// have members.
+func (c *coordinator) tick(now time.Time) (live []string) {
 	leading := c.s.leads()
 	c.lock()
 	defer c.mu.Unlock()
 	if !leading {
 		c.forgetAll()
-		return
+		return nil
 	}
 	for name, g := range c.cgroups {
 		for _, id := range g.expire(now) {
@@ -128,6 +135,8 @@ func (c *coordinator) tick(now time.Time) {
 		}
 		if len(g.members) == 0 {
 			delete(c.cgroups, name)
+		} else {
+			live = append(live, name)
 		}
 	}
 	for _, g := range c.groups {
@@ -147,6 +156,9 @@ func (c *coordinator) tick(now time.Time) {
 		case len(gone) > 0:
 			g.rebalance(now)
 		}
+		if len(g.members) > 0 {
+			live = append(live, g.name)
+		}
 		switch {
 		case len(g.members) > 0 || g.state != stateEmpty:
 			g.emptySince = time.Time{}
@@ -154,6 +166,24 @@ func (c *coordinator) tick(now time.Time) {
 			g.emptySince = now
 		case now.Sub(g.emptySince) > emptyGroupKeep:
 			delete(c.groups, g.name)
+		}
+	}
+	return live
+}
+
+// keep tells the engine that the groups named are in use (Broker.KeepGroup):
+// Kafka clients commit only offsets that moved, so a group whose members
+// consume a quiet topic commits nothing, and equeue.Options.GroupIdleTTL,
+// which counts a Kafka group's idle time from its last commit, would delete
+// its offsets under its members. Kafka keeps a group's offsets while it has
+// members (KIP-211). Called every tick, with c unlocked: the call only
+// stamps the group in the engine's memory. A group that never committed is
+// not in the engine (ErrGroupNotFound): it has nothing to keep.
+func (c *coordinator) keep(ctx context.Context, groups []string) {
+	for _, name := range groups {
+		err := c.s.b.KeepGroup(ctx, name)
+		if err != nil && !errors.Is(err, equeue.ErrGroupNotFound) && ctx.Err() == nil {
+			c.s.log.Debug("kafka: keeping a group in use", "group", name, "err", err)
 		}
 	}
 }

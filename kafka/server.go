@@ -33,6 +33,10 @@ type Broker interface {
 	CommitGroupOffsets(ctx context.Context, group string, offsets map[equeue.QueueRef]int64) error
 	// GroupOffsets returns a Kafka-protocol group's offsets (OffsetFetch).
 	GroupOffsets(ctx context.Context, group string) (map[equeue.QueueRef]int64, error)
+	// KeepGroup says a Kafka-protocol group has live members, so that
+	// equeue.Options.GroupIdleTTL keeps its offsets while it commits
+	// nothing (see equeue.Engine.KeepGroup).
+	KeepGroup(ctx context.Context, group string) error
 }
 
 // waiter is the optional capability of waiting on many queues at once
