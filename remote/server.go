@@ -33,8 +33,10 @@ const (
 	DefaultMaxMessageBytes = 8<<20 + 64<<10
 	// DefaultMaxInFlight is how many calls a server runs at once.
 	DefaultMaxInFlight = 1024
-	// DefaultMaxLongPolls is how many long-polls a server holds at once.
-	DefaultMaxLongPolls = 1 << 16
+	// DefaultMaxLongPolls is how many long-polls a server holds at once:
+	// at about 13 KiB each, some 200 MiB when all are held; a consumer
+	// holds two (its client's one PullMany and its heartbeat).
+	DefaultMaxLongPolls = 1 << 14
 	// DefaultMaxAppendStreams is how many AppendStream calls a server
 	// holds at once.
 	DefaultMaxAppendStreams = 4096
