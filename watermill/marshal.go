@@ -37,7 +37,8 @@ type Marshaler interface {
 }
 
 // Unmarshaler turns a received equeue message into a Watermill message.
-// An error is handled like a Nack.
+// An error, or no message, is handled like a Nack. The equeue_* metadata
+// keys are set on the message afterwards, in a new Metadata if it is nil.
 type Unmarshaler interface {
 	// Unmarshal returns the Watermill message to deliver for m.
 	Unmarshal(m *equeue.Message) (*message.Message, error)
@@ -94,9 +95,13 @@ func (DefaultMarshaler) Unmarshal(m *equeue.Message) (*message.Message, error) {
 	return msg, nil
 }
 
-// setReceivedMetadata sets the equeue_* metadata keys of msg from m. The
-// subscriber calls it after the Unmarshaler, whichever it is.
+// setReceivedMetadata sets the equeue_* metadata keys of msg from m, making
+// msg's Metadata if the Unmarshaler left it nil. The subscriber calls it
+// after the Unmarshaler, whichever it is.
 func setReceivedMetadata(msg *message.Message, m *equeue.Message) {
+	if msg.Metadata == nil {
+		msg.Metadata = make(message.Metadata, len(receivedKeys))
+	}
 	msg.Metadata.Set(MetadataTopic, m.Topic)
 	msg.Metadata.Set(MetadataQueue, strconv.Itoa(m.Queue))
 	msg.Metadata.Set(MetadataOffset, strconv.FormatInt(m.Offset, 10))

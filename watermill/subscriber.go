@@ -421,6 +421,9 @@ func (sub *subscription) run() {
 // up to the dead letters, though it was handed out once.
 func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 	msg, err := sub.s.cfg.Unmarshaler.Unmarshal(em)
+	if err == nil && msg == nil {
+		err = fmt.Errorf("the Unmarshaler returned no message: %w", equeue.ErrInvalidArgument)
+	}
 	if err != nil {
 		sub.log.Error("cannot unmarshal message; it will be delivered again", err, wm.LogFields{
 			"queue": em.Queue, "offset": em.Offset,
