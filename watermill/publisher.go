@@ -92,8 +92,14 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 // exist. Each message is sent
 // with its own Context. Messages are routed to queues individually, so only
 // messages that share a queue (same routing key, or a one-queue topic) keep
-// their relative order. On error, the messages before the failing one are
-// stored and the rest are not sent.
+// their relative order. Publish stops at the first message that fails: the
+// messages before it are stored, those after it are not sent, and the
+// failing one, whose UUID the error names, is not stored either unless
+// the error matches equeue.ErrIndeterminate (its outcome is unknown; it
+// may be stored). A Publish retried after such an error can store a
+// message twice: DefaultMarshaler leaves the equeue message ID to the
+// broker (see UUIDProperty), so a topic's dedup window does not apply; a
+// Marshaler that sets Message.ID from the UUID makes it apply.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	p.mu.RLock()
 	if p.closed {
