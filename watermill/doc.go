@@ -37,7 +37,7 @@
 //     delivered again after SubscriberConfig.NackResendDelay, up to
 //     MaxAttempts deliveries (1<<20 by default): a message Nack'd on its
 //     last one goes to the group's dead-letter topic equeue.DLQTopic(group)
-//     instead. Only a Nack (or an Unmarshaler error) sends a message there,
+//     instead. Only a Nack (or an Unmarshaler error or panic) sends a message there,
 //     never a stop or a timeout. An orderly subscription retries the
 //     message in place; an unordered one stores it in the group's retry
 //     topic equeue.RetryTopic(group), due after NackResendDelay

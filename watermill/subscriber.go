@@ -420,7 +420,7 @@ func (sub *subscription) run() {
 // orderly one in place), to be failed again, each time a counted attempt,
 // up to the dead letters, though it was handed out once.
 func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
-	msg, err := sub.s.cfg.Unmarshaler.Unmarshal(em)
+	msg, err := unmarshal(sub.s.cfg.Unmarshaler, em)
 	if err == nil && msg == nil {
 		err = fmt.Errorf("the Unmarshaler returned no message: %w", equeue.ErrInvalidArgument)
 	}
@@ -455,6 +455,19 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 	case <-ctx.Done():
 	}
 	return sub.unfinished(msg)
+}
+
+// unmarshal runs u on em, a panic in it taken for an error: as an error,
+// it counts toward MaxAttempts and the message is dead-lettered, where a
+// panic reaching the consumer would have it delivered again without end
+// (the subscription's consumers have no attempt limit of their own).
+func unmarshal(u Unmarshaler, em *equeue.Message) (msg *message.Message, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg, err = nil, fmt.Errorf("the Unmarshaler panicked: %v: %w", p, equeue.ErrInvalidArgument)
+		}
+	}()
+	return u.Unmarshal(em)
 }
 
 // handOut sends msg on the subscription's channel; false when the

@@ -87,3 +87,31 @@ func TestUnmarshalNilMetadata(t *testing.T) {
 	}
 	assert.False(t, panicked.Load(), "the handler panicked on the nil Metadata")
 }
+
+// panickyUnmarshaler panics on every message.
+type panickyUnmarshaler struct{}
+
+func (panickyUnmarshaler) Unmarshal(*equeue.Message) (*message.Message, error) {
+	panic("cannot read this")
+}
+
+// TestUnmarshalPanicDeadLetters: an Unmarshaler that panics refuses the
+// message as one that returns an error does: it goes to the dead letters
+// after MaxAttempts. Before, the panic reached the consumer, which has no
+// attempt limit of its own, and the message was delivered without end.
+func TestUnmarshalPanicDeadLetters(t *testing.T) {
+	e := openEngine(t)
+	pub := newPublisher(t, eqwm.PublisherConfig{Broker: e})
+	require.NoError(t, pub.Publish("panicky", message.NewMessage(wm.NewUUID(), []byte("x"))))
+	var panicked atomic.Bool
+	opts := fastConsumer
+	opts.Hooks = panicHooks(&panicked)
+	sub := newSubscriber(t, eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "svc", MaxAttempts: 2,
+		NackResendDelay: time.Millisecond, Unmarshaler: panickyUnmarshaler{}, Consumer: opts})
+	ch, err := sub.Subscribe(ctxT(t), "panicky")
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool { return stored(t, e, equeue.DLQTopic("svc")) == 1 }, 10*time.Second, 5*time.Millisecond,
+		"not dead-lettered after MaxAttempts")
+	assert.False(t, panicked.Load(), "the Unmarshaler's panic reached the consumer")
+	assertNothing(t, ch, 100*time.Millisecond)
+}
