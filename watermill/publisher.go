@@ -119,6 +119,7 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		}
 	}
 	createErr := p.topics.ensure(msgs[0].Context(), topic)
+	recreated := false
 	for _, msg := range msgs {
 		em, err := p.cfg.Marshaler.Marshal(topic, msg)
 		if err == nil && em == nil {
@@ -129,6 +130,14 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		}
 		em.Topic = topic
 		res, err := p.producer.Send(msg.Context(), em)
+		if errors.Is(err, equeue.ErrTopicNotFound) && !recreated {
+			// Deleted since this Publisher made or saw it (nothing was
+			// stored): make it again, once per call, as on first use.
+			recreated = true
+			p.topics.forget(topic)
+			createErr = p.topics.ensure(msg.Context(), topic)
+			res, err = p.producer.Send(msg.Context(), em)
+		}
 		if err != nil {
 			return fmt.Errorf("equeue watermill: publish message %s to %q: %w", msg.UUID, topic, notCreated(err, createErr))
 		}

@@ -58,6 +58,10 @@ func (t *topicMaker) ensure(ctx context.Context, topic string) error {
 	return nil
 }
 
+// forget drops what t knows of topic (deleted since), so that ensure
+// creates it again.
+func (t *topicMaker) forget(topic string) { t.done.Delete(topic) }
+
 // exists records that topic exists, so that ensure does not try to create
 // it again.
 func (t *topicMaker) exists(topic string) { t.done.Store(topic, struct{}{}) }
