@@ -230,13 +230,15 @@ func (s *replicatedStore) DropQueue(q store.QueueID) error {
 	return s.apply(encodeRange(entryDrop, s.tenure, q, 0, 0))
 }
 
+// Read reads the local store. The store's RecordsChecked is not passed on,
+// so the engine checks each record's own checksum: a segment's checksum
+// covers the bytes this node's FSM was given, which came through the Raft
+// log and, on a follower, the network, neither of which checks an entry
+// when it is read back. Only the record's checksum, computed by the
+// leader's engine, covers a record from end to end.
 func (s *replicatedStore) Read(q store.QueueID, from, to uint64, max, maxBytes int) ([]store.Record, error) {
 	return s.local.Read(q, from, to, max, maxBytes)
 }
-
-// RecordsChecked passes the local store's on: reads are its (see
-// store.Badger.RecordsChecked).
-func (s *replicatedStore) RecordsChecked() bool { return s.local.RecordsChecked() }
 
 func (s *replicatedStore) Bounds(q store.QueueID) (first, next uint64, ok bool, err error) {
 	return s.local.Bounds(q)
