@@ -141,9 +141,6 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 			}
 		}
 	}()
-	if err := os.MkdirAll(filepath.Join(dir, raftDir), 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
-	}
 	bo := store.DefaultBadgerOptions()
 	if o.Badger != nil {
 		bo = *o.Badger
@@ -158,6 +155,11 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
 	}
 	closers = append(closers, n.st)
+	// After the store: it checks its options before it creates anything,
+	// so options it refuses leave no directory behind.
+	if err := os.MkdirAll(filepath.Join(dir, raftDir), 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
+	}
 	if n.fsm, err = newFSM(n.st, n.log); err != nil {
 		return nil, err
 	}

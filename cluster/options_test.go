@@ -10,6 +10,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/store"
 )
 
 // Each of HeartbeatTimeout and ElectionTimeout defaults to 1 s when zero:
@@ -85,4 +86,17 @@ func TestOpen_RefusedOptionsCreateNoDirectory(t *testing.T) {
 			assert.NoDirExists(t, dir, "a refused Open creates nothing")
 		})
 	}
+}
+
+// Badger options the store refuses (Options.Badger) are refused before
+// Open creates anything too.
+func TestOpen_RefusedBadgerOptionsCreateNoDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n1")
+	bo := store.DefaultBadgerOptions()
+	bo.SegmentBytes = 1 // below the least a segment takes
+	o := &cluster.Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true, Badger: &bo}
+	n, err := cluster.Open(dir, o)
+	require.ErrorIs(t, err, store.ErrInvalidOptions)
+	assert.Nil(t, n)
+	assert.NoDirExists(t, dir, "a refused Open creates nothing")
 }
