@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -175,6 +176,9 @@ func (o *Options) validate() error {
 			if p.ID == "" || p.RaftAddr == "" {
 				return fmt.Errorf("%w: a peer needs an ID and a RaftAddr", equeue.ErrInvalidOptions)
 			}
+			if !dialablePeer(p.RaftAddr) {
+				return fmt.Errorf("%w: peer %q: RaftAddr %q must be HOST:PORT naming a host the nodes can dial", equeue.ErrInvalidOptions, p.ID, p.RaftAddr)
+			}
 			self = self || p.ID == o.ID
 		}
 		if !self {
@@ -197,4 +201,20 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: ElectionTimeout %v below HeartbeatTimeout %v", equeue.ErrInvalidOptions, o.ElectionTimeout, o.HeartbeatTimeout)
 	}
 	return nil
+}
+
+// dialablePeer reports whether addr is HOST:PORT with a host other nodes
+// can dial: not empty, not an unspecified address (0.0.0.0, ::), and a
+// port 1..65535. A host name is not looked up: a peer's may not resolve
+// yet when this node starts.
+func dialablePeer(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 1 && p <= 65535
 }

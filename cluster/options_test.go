@@ -75,6 +75,15 @@ func TestOpen_RefusedOptionsCreateNoDirectory(t *testing.T) {
 		"unspecified IPv6 host": func(o *cluster.Options) { o.RaftAddr = "[::]:7000" },
 		"no host":               func(o *cluster.Options) { o.RaftAddr = ":7000" },
 		"unknown log store":     func(o *cluster.Options) { o.LogStore = "nope" },
+		"a peer at 0.0.0.0": func(o *cluster.Options) {
+			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: "0.0.0.0:7001"}}
+		},
+		"a peer without a host": func(o *cluster.Options) {
+			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: ":7001"}}
+		},
+		"a peer without a port": func(o *cluster.Options) {
+			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: "n2.example"}}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "n1")
