@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 )
@@ -56,7 +57,8 @@ type GroupQueueInfo struct {
 	Lag int64
 }
 
-// Groups lists every consumer group the engine knows, sorted by name.
+// Groups lists every consumer group the engine knows, sorted by name. A
+// group deleted while the list is made is left out.
 func (e *Engine) Groups(ctx context.Context) ([]GroupInfo, error) {
 	if err := e.enter(ctx); err != nil {
 		return nil, err
@@ -72,6 +74,9 @@ func (e *Engine) Groups(ctx context.Context) ([]GroupInfo, error) {
 	out := make([]GroupInfo, 0, len(names))
 	for _, n := range names {
 		gi, err := e.groupInfo(n)
+		if errors.Is(err, ErrGroupNotFound) {
+			continue // deleted since the names were listed
+		}
 		if err != nil {
 			return nil, err
 		}
