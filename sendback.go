@@ -186,7 +186,6 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 		err = c.failure(target, 0)
 	}
 	if err == nil {
-		c.dest().sentBack.Add(1)
 		e.trimAfter(ctx, c.command, nil)
 	}
 	e.observeSendBack(ctx, req, d, start, err)
@@ -223,6 +222,9 @@ func (e *Engine) queueSendBack(ctx context.Context, g *group, ref sentBackRef, m
 		var stored *sentBackMark
 		if c.err == nil {
 			stored = &mark
+			// Counted with the write, not by the caller: one whose context
+			// ended while the write was queued no longer waits for it.
+			sc.dest().sentBack.Add(1)
 		}
 		g.releaseSendBack(ref, stored)
 		close(sc.done)
