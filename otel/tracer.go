@@ -181,14 +181,16 @@ func (t *Tracer) startSend(ctx context.Context, msgs []*equeue.Message) (context
 			if r.Offset >= 0 {
 				span.SetAttributes(AttrOffset.Int64(r.Offset))
 			}
-			if r.Duplicate {
-				span.SetAttributes(AttrDuplicate.Bool(true))
-			}
 		} else if r.Offset >= 0 {
 			span.SetAttributes(AttrOffset.Int64(r.Offset)) // the batch's first offset
 		}
+		if r.Duplicate { // a batch is a duplicate as a whole
+			span.SetAttributes(AttrDuplicate.Bool(true))
+		}
 		for i, r := range res {
-			if r.Delayed && i < len(deliverAt) && !deliverAt[i].IsZero() {
+			// A duplicate stored nothing: when the original is delivered
+			// is not this send's delay.
+			if r.Delayed && !r.Duplicate && i < len(deliverAt) && !deliverAt[i].IsZero() {
 				span.AddEvent(EventDelayed, trace.WithAttributes(
 					semconv.MessagingMessageID(r.ID), AttrDeliverAt.String(deliverAt[i].UTC().Format(time.RFC3339Nano))))
 			}
