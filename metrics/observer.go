@@ -30,6 +30,7 @@
 //	dedup_ids                               gauge    message IDs the dedup windows hold in memory
 //	lost_dedup_groups_total                 counter  dedup groups found unreadable at open and forgotten
 //	unsupported_format_pulls_total          counter  pulls refused at a record of a newer format version
+//	no_space_refusals_total                 counter  store writes refused because the disk is nearly full
 //	pull_duration_seconds{topic,result}     histogram time of each pull, long-poll wait included
 //	pulled_messages_total{topic}            counter  messages returned by pulls
 //	handler_duration_seconds{topic}         histogram time handlers took (Hooks)
@@ -155,7 +156,7 @@ func (o *Observer) ObservePull(topic string, _ int, took time.Duration, messages
 // topic, under the engine's name of the topic (Message.EngineTopic: the
 // qualified "tenant:orders" for a consumer on a Namespace), the name the
 // engine's pull, queue and lag series carry. Pass them in
-// ConsumerOptions.Hooks (or PullConsumer options).
+// ConsumerOptions.Hooks (a PullConsumer runs no handlers: it has none).
 func (o *Observer) Hooks() equeue.Hooks {
 	return equeue.Hooks{
 		AfterHandle: func(_ context.Context, m *equeue.Message, err error, took time.Duration) {

@@ -61,6 +61,7 @@ type MetricsOptions struct {
 //	equeue.dedup.ids                          gauge      message IDs the dedup windows hold in memory
 //	equeue.dedup.lost_groups                  counter    dedup groups found unreadable at open and forgotten
 //	equeue.unsupported_format_pulls           counter    pulls refused at a record of a newer format version
+//	equeue.no_space_refusals                  counter    store writes refused because the disk is nearly full
 //	equeue.pull.duration{topic,result}        histogram  time of each pull, long-poll wait included (s)
 //	equeue.pulled.messages{topic}             counter    messages returned by pulls
 //	equeue.handler.duration{topic}            histogram  time handlers took (s, Hooks)
