@@ -50,6 +50,7 @@ type cgroup struct {
 	ids         map[string][16]byte // topic IDs of the topics in layout
 	assignor    string              // the last one a member asked for
 	read        uint64              // the topic read (coordinator.reads) last retargeted with
+	commits     commitGate          // a partition changes owners only after the commits checked against the old one
 }
 
 type cmember struct {
@@ -437,9 +438,16 @@ func (g *cgroup) reconcile(m *cmember, now time.Time) {
 	if m.epoch != g.targetEpoch {
 		m.prevEpoch, m.epoch = m.epoch, g.targetEpoch
 	}
+	waited := false
 	for p := range target {
 		if m.assigned[p] || g.held(p, m.id) {
 			continue
+		}
+		if !waited {
+			// p may have been released by another member just now: its
+			// commits in flight land before m's.
+			g.commits.wait()
+			waited = true
 		}
 		if m.assigned == nil {
 			m.assigned = map[tpart]bool{}
@@ -462,6 +470,7 @@ func (g *cgroup) held(p tpart, except string) bool {
 // drop removes a member (it left, or its session or release time ran
 // out): its partitions are free at once.
 func (g *cgroup) drop(id string) {
+	g.commits.wait()
 	delete(g.members, id)
 	g.epoch++
 }

@@ -36,3 +36,14 @@ func MaxTimestampTopics(s *Server) int {
 	defer s.maxTS.mu.Unlock()
 	return len(s.maxTS.topics)
 }
+
+// CommitsAwaited returns a probe of the classic group named (which must
+// exist): it reports whether a change of the group's generation is
+// waiting for commits in flight.
+func CommitsAwaited(s *Server, group string) func() bool {
+	c := s.groups
+	c.lock()
+	g := c.groups[group]
+	c.mu.Unlock()
+	return g.commits.awaited
+}

@@ -70,6 +70,7 @@ type kgroup struct {
 	// emptySince is when the coordinator's tick first found the group
 	// without members (zero while it has some); see emptyGroupKeep.
 	emptySince time.Time
+	commits    commitGate // a new generation waits for the commits checked against the old one
 }
 
 // emptyGroupKeep is how long the coordinator keeps a classic group that
@@ -199,6 +200,9 @@ func (c *coordinator) forgetAll() {
 		return
 	}
 	c.s.log.Info("kafka: groups of an earlier leadership are forgotten", "groups", len(c.groups)+len(c.cgroups))
+	for _, g := range c.cgroups {
+		g.commits.wait()
+	}
 	c.cgroups = map[string]*cgroup{}
 	for _, g := range c.groups {
 		for id := range g.members {
@@ -254,6 +258,7 @@ func (g *kgroup) wakeSync() {
 
 func (g *kgroup) toEmpty() {
 	if g.state != stateEmpty {
+		g.commits.wait()
 		g.generation++
 	}
 	g.state, g.leader, g.protocol = stateEmpty, "", ""
@@ -282,6 +287,7 @@ func (g *kgroup) complete() {
 		g.leader = ids[0]
 	}
 	g.protocol = g.chooseProtocol(ids)
+	g.commits.wait()
 	g.generation++
 	g.state = stateCompleting
 	for _, id := range ids {

@@ -19,10 +19,14 @@ import (
 // refused with OFFSET_OUT_OF_RANGE (the request's other partitions are
 // stored). A store failure, or a node that stopped leading, is answered
 // NOT_COORDINATOR (coordinatorCode). The commit metadata string is not
-// kept.
+// kept. A commit accepted is stored before its group's partitions change
+// owners (commitGate).
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
-	code, held := c.checkCommitter(req)
+	code, held, gate := c.checkCommitter(req)
+	if gate != nil {
+		defer gate.leave()
+	}
 	if code == errNone && !c.s.validGroup(req.Group) {
 		code = errInvalidGroupID
 	}
@@ -87,34 +91,40 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // checkCommitter says whether the request's member may commit, and for a
 // member of a KIP-848 consumer group the partitions it holds (nil: any):
 // such a member commits with its member epoch as the generation, and only
-// partitions it has or is releasing.
-func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool) {
+// partitions it has or is releasing. A commit it accepts has entered the
+// group's gate, if the group is known: the caller leaves it once the
+// commit's store write returned.
+func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool, *commitGate) {
 	c.lock()
 	defer c.mu.Unlock()
 	cg := c.cgroups[req.Group]
+	g := c.groups[req.Group]
 	if req.Generation < 0 {
 		// A group with no members only stores offsets: anyone commits to
 		// it, whatever member ID it gives (as Kafka has it).
-		g := c.groups[req.Group]
 		if (g == nil || len(g.members) == 0) && (cg == nil || len(cg.members) == 0) {
-			return errNone, nil
+			if g == nil {
+				return errNone, nil, nil
+			}
+			g.commits.enter() // stored before a first generation begins
+			return errNone, nil, &g.commits
 		}
 		if req.MemberID == "" {
 			// Only members commit to a group that has some: Kafka answers
 			// a commit naming no member with UNKNOWN_MEMBER_ID.
-			return errUnknownMemberID, nil
+			return errUnknownMemberID, nil, nil
 		}
 	}
 	if cg != nil && len(cg.members) > 0 {
 		m := cg.members[req.MemberID]
 		switch {
 		case m == nil:
-			return errUnknownMemberID, nil
+			return errUnknownMemberID, nil, nil
 		case req.Generation > m.epoch:
 			// An epoch the group never gave it (Kafka answers the same):
 			// the member must rejoin. An older epoch commits what the
 			// member still holds or is releasing.
-			return errFencedMemberEpoch, nil
+			return errFencedMemberEpoch, nil, nil
 		}
 		held := map[tpart]bool{}
 		for p := range m.assigned {
@@ -123,13 +133,16 @@ func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		for p := range m.releasing {
 			held[p] = true
 		}
-		return errNone, held
+		cg.commits.enter()
+		return errNone, held, &cg.commits
 	}
 	_, m, code := c.member(req.Group, req.MemberID, req.Generation)
-	if m != nil && code == errNone {
-		m.lastSeen = time.Now()
+	if code != errNone {
+		return code, nil, nil
 	}
-	return code, nil
+	m.lastSeen = time.Now()
+	g.commits.enter()
+	return errNone, nil, &g.commits
 }
 
 func (c *coordinator) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {

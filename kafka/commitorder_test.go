@@ -1,0 +1,170 @@
+package kafka_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
+)
+
+// heldCommits is a broker whose next CommitGroupOffsets, once armed,
+// waits until the test lets it go: a commit the coordinator checked is
+// held before its store write.
+type heldCommits struct {
+	kafka.Broker
+	mu      sync.Mutex
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldCommits) arm() (entered, release chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.entered, h.release = make(chan struct{}), make(chan struct{})
+	return h.entered, h.release
+}
+
+func (h *heldCommits) CommitGroupOffsets(ctx context.Context, group string, offsets map[equeue.QueueRef]int64) error {
+	h.mu.Lock()
+	entered, release := h.entered, h.release
+	h.entered, h.release = nil, nil
+	h.mu.Unlock()
+	if entered != nil {
+		close(entered)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	return h.Broker.CommitGroupOffsets(ctx, group, offsets)
+}
+
+// joinAs sends a classic JoinGroup for group "g" on b with the member ID
+// given ("" for a new member); a MEMBER_ID_REQUIRED answer (KIP-394) is
+// followed by the join with the ID it gave, as clients do.
+func joinAs(ctx context.Context, t *testing.T, b *kgo.Broker, id string) *kmsg.JoinGroupResponse {
+	t.Helper()
+	for {
+		jg := kmsg.NewPtrJoinGroupRequest()
+		jg.Group, jg.MemberID, jg.ProtocolType = "g", id, "consumer"
+		jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = 30000, 30000
+		jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+		resp, err := b.Request(ctx, jg)
+		require.NoError(t, err)
+		r := resp.(*kmsg.JoinGroupResponse)
+		if r.ErrorCode != 79 || id != "" {
+			return r
+		}
+		id = r.MemberID
+	}
+}
+
+// commitOne commits offset off of partition 0 of topic t for group "g".
+func commitOne(ctx context.Context, t *testing.T, b *kgo.Broker, generation int32, member string, off int64) int16 {
+	t.Helper()
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation, oc.MemberID = "g", generation, member
+	oct := kmsg.NewOffsetCommitRequestTopic()
+	oct.Topic = "t"
+	oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: off, LeaderEpoch: -1}}
+	oc.Topics = append(oc.Topics, oct)
+	resp, err := b.Request(ctx, oc)
+	require.NoError(t, err)
+	return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// TestGroups_CommitCheckedBeforeARebalanceLandsBeforeIt: a commit the
+// coordinator accepted from a member of generation 1 is stored before
+// generation 2 begins, as Kafka's coordinator checks and appends a commit
+// under the group's lock. Before, the check and the store write were
+// apart: a rebalance could hand the partition to another member, which
+// committed further, and the first member's older commit then landed and
+// moved the group's offset back.
+func TestGroups_CommitCheckedBeforeARebalanceLandsBeforeIt(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for range 5 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	hb := &heldCommits{Broker: e}
+	s, addr := serveServer(t, hb)
+	ba, bb := kclient(t, addr).SeedBrokers()[0], kclient(t, addr).SeedBrokers()[0]
+	ja := joinAlone(ctx, t, ba, "g")
+	awaited := kafka.CommitsAwaited(s, "g")
+
+	// a's commit of offset 1 is checked (generation 1) and held before
+	// its store write.
+	entered, release := hb.arm()
+	aCommit := make(chan int16, 1)
+	go func() { aCommit <- commitOne(ctx, t, kclient(t, addr).SeedBrokers()[0], ja.Generation, ja.MemberID, 1) }()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("a's commit never reached the store")
+	}
+
+	// b joins; a rejoins, which completes the join phase: generation 2.
+	bJoin := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { bJoin <- joinAs(ctx, t, bb, "") }()
+	require.Eventually(t, func() bool {
+		h := kmsg.NewPtrHeartbeatRequest()
+		h.Group, h.Generation, h.MemberID = "g", ja.Generation, ja.MemberID
+		resp, err := ba.Request(ctx, h)
+		require.NoError(t, err)
+		return resp.(*kmsg.HeartbeatResponse).ErrorCode == 27 // b is joining
+	}, 30*time.Second, time.Millisecond)
+	aJoin := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { aJoin <- joinAs(ctx, t, ba, ja.MemberID) }()
+
+	// The new generation waits for a's commit (the fix); before, b was
+	// answered at once.
+	var jb *kmsg.JoinGroupResponse
+	require.Eventually(t, func() bool {
+		select {
+		case jb = <-bJoin:
+			return true
+		default:
+			return awaited()
+		}
+	}, 30*time.Second, time.Millisecond)
+	syncB := func() {
+		ja2 := <-aJoin
+		require.Equal(t, int16(0), ja2.ErrorCode)
+		require.Equal(t, int16(0), jb.ErrorCode)
+		sa := kmsg.NewPtrSyncGroupRequest()
+		sa.Group, sa.Generation, sa.MemberID = "g", ja2.Generation, ja2.MemberID
+		sa.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jb.MemberID, MemberAssignment: []byte("p0")}}
+		_, err := ba.Request(ctx, sa)
+		require.NoError(t, err)
+		sb := kmsg.NewPtrSyncGroupRequest()
+		sb.Group, sb.Generation, sb.MemberID = "g", jb.Generation, jb.MemberID
+		resp, err := bb.Request(ctx, sb)
+		require.NoError(t, err)
+		require.Equal(t, []byte("p0"), resp.(*kmsg.SyncGroupResponse).MemberAssignment)
+		// b, which has partition 0 now, commits past a's offset.
+		require.Equal(t, int16(0), commitOne(ctx, t, bb, jb.Generation, jb.MemberID, 3))
+	}
+	if jb != nil {
+		syncB() // b commits while a's older commit is still in flight
+		close(release)
+	} else {
+		close(release)
+		jb = <-bJoin
+		syncB()
+	}
+	assert.Equal(t, int16(0), <-aCommit, "a's commit was checked in generation 1")
+
+	offs, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), offs[equeue.QueueRef{Topic: "t", Queue: 0}], "the new owner's commit is the last")
+}
