@@ -168,3 +168,48 @@ func TestGroups_CommitCheckedBeforeARebalanceLandsBeforeIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), offs[equeue.QueueRef{Topic: "t", Queue: 0}], "the new owner's commit is the last")
 }
+
+// TestGroups_CommitAwaitingSyncIsRebalanceInProgress: a member of the
+// current generation whose group awaits the leader's SyncGroup
+// (CompletingRebalance) is refused its commit with REBALANCE_IN_PROGRESS
+// and nothing is stored, as Kafka's ClassicGroup.validateOffsetCommit
+// has it; in PreparingRebalance its commit is taken (a consumer commits
+// what it processed when a rebalance begins), and so it is once the group
+// is Stable.
+func TestGroups_CommitAwaitingSyncIsRebalanceInProgress(t *testing.T) {
+	e, addr := setup(t, map[string]int{"t": 1})
+	ctx := testCtx(t)
+	for range 5 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	ba, bb := kclient(t, addr).SeedBrokers()[0], kclient(t, addr).SeedBrokers()[0]
+	j := joinAs(ctx, t, ba, "")
+	require.Equal(t, int16(0), j.ErrorCode)
+	assert.Equal(t, int16(27), commitOne(ctx, t, ba, j.Generation, j.MemberID, 1), "REBALANCE_IN_PROGRESS: awaiting SyncGroup")
+	offs, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Empty(t, offs, "nothing stored")
+
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.Generation, sg.MemberID = "g", j.Generation, j.MemberID
+	_, err = ba.Request(ctx, sg)
+	require.NoError(t, err)
+	assert.Equal(t, int16(0), commitOne(ctx, t, ba, j.Generation, j.MemberID, 2), "Stable")
+
+	bJoin := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { bJoin <- joinAs(ctx, t, bb, "") }()
+	require.Eventually(t, func() bool {
+		h := kmsg.NewPtrHeartbeatRequest()
+		h.Group, h.Generation, h.MemberID = "g", j.Generation, j.MemberID
+		resp, err := ba.Request(ctx, h)
+		require.NoError(t, err)
+		return resp.(*kmsg.HeartbeatResponse).ErrorCode == 27 // b is joining
+	}, 30*time.Second, time.Millisecond)
+	assert.Equal(t, int16(0), commitOne(ctx, t, ba, j.Generation, j.MemberID, 3), "PreparingRebalance")
+	require.Equal(t, int16(0), joinAs(ctx, t, ba, j.MemberID).ErrorCode)
+	require.Equal(t, int16(0), (<-bJoin).ErrorCode)
+	offs, err = e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 3}, offs)
+}

@@ -12,8 +12,10 @@ import (
 )
 
 // offsetCommit stores a group's offsets in the engine, beside native groups'.
-// A member of the current generation may commit in any state (a consumer
-// commits what it processed when a rebalance begins); a commit without a
+// A member of the current generation may commit while the group is Stable
+// or PreparingRebalance (a consumer commits what it processed when a
+// rebalance begins), not while it awaits the leader's SyncGroup
+// (REBALANCE_IN_PROGRESS, as Kafka answers); a commit without a
 // generation (-1) is a standalone consumer's, accepted while the group has
 // no members. An offset that is negative or past its partition's end is
 // refused with OFFSET_OUT_OF_RANGE (the request's other partitions are
@@ -141,6 +143,12 @@ func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		return code, nil, nil
 	}
 	m.lastSeen = time.Now()
+	if g.state == stateCompleting {
+		// The member has its generation's JoinGroup answer but not yet
+		// its assignment: Kafka refuses its commit so, and the member
+		// commits again once it synced.
+		return errRebalanceInProgress, nil, nil
+	}
 	g.commits.enter()
 	return errNone, nil, &g.commits
 }
