@@ -48,23 +48,14 @@ func (h *heldCommits) CommitGroupOffsets(ctx context.Context, group string, offs
 }
 
 // joinAs sends a classic JoinGroup for group "g" on b with the member ID
-// given ("" for a new member); a MEMBER_ID_REQUIRED answer (KIP-394) is
-// followed by the join with the ID it gave, as clients do.
+// given ("" for a new member).
 func joinAs(ctx context.Context, t *testing.T, b *kgo.Broker, id string) *kmsg.JoinGroupResponse {
 	t.Helper()
-	for {
-		jg := kmsg.NewPtrJoinGroupRequest()
-		jg.Group, jg.MemberID, jg.ProtocolType = "g", id, "consumer"
-		jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = 30000, 30000
-		jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
-		resp, err := b.Request(ctx, jg)
-		require.NoError(t, err)
-		r := resp.(*kmsg.JoinGroupResponse)
-		if r.ErrorCode != 79 || id != "" {
-			return r
-		}
-		id = r.MemberID
-	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.MemberID, jg.ProtocolType = "g", id, "consumer"
+	jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = 30000, 30000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	return requestJoin(ctx, t, b, jg)
 }
 
 // commitOne commits offset off of partition 0 of topic t for group "g".

@@ -63,9 +63,7 @@ func TestGroups_JoinNeedsAProtocolEveryMemberSupports(t *testing.T) {
 		for _, p := range protos {
 			req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: p, Metadata: []byte("m")})
 		}
-		resp, err := req.RequestWith(ctx, cl)
-		require.NoError(t, err)
-		return resp
+		return requestJoin(ctx, t, cl, req)
 	}
 	ja := join(a, "", "x", "y")
 	require.Equal(t, int16(0), ja.ErrorCode)
@@ -413,9 +411,7 @@ func TestGroups_JoinRefusedWhileANativeGroupOfThatNameHasMembers(t *testing.T) {
 		jg := kmsg.NewPtrJoinGroupRequest()
 		jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "billing", 30000, 1000, "consumer"
 		jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
-		resp, err := b.Request(ctx, jg)
-		require.NoError(t, err)
-		return resp.(*kmsg.JoinGroupResponse).ErrorCode
+		return requestJoin(ctx, t, b, jg).ErrorCode
 	}
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "billing", "m1", 0, 30000

@@ -49,6 +49,7 @@ const (
 	errOffsetNotAvailable         int16 = 78
 	errGroupMaxSizeReached        int16 = 81
 	errFencedInstanceID           int16 = 82
+	errMemberIDRequired           int16 = 79
 	errNotLeaderOrFollower        int16 = 6
 	errLeaderNotAvailable         int16 = 5
 	errNotCoordinator             int16 = 16

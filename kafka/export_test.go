@@ -47,3 +47,15 @@ func CommitsAwaited(s *Server, group string) func() bool {
 	c.mu.Unlock()
 	return g.commits.awaited
 }
+
+// PendingMembers counts the member IDs the classic group named gave out
+// with MEMBER_ID_REQUIRED that have not joined (nor expired) yet.
+func PendingMembers(s *Server, group string) int {
+	c := s.groups
+	c.lock()
+	defer c.mu.Unlock()
+	if g := c.groups[group]; g != nil {
+		return len(g.pending)
+	}
+	return 0
+}

@@ -71,6 +71,9 @@ type kgroup struct {
 	// without members (zero while it has some); see emptyGroupKeep.
 	emptySince time.Time
 	commits    commitGate // a new generation waits for the commits checked against the old one
+	// pending holds the member IDs given out with MEMBER_ID_REQUIRED
+	// (KIP-394) that no join carried yet, each with when it expires.
+	pending map[string]time.Time
 }
 
 // emptyGroupKeep is how long the coordinator keeps a classic group that
@@ -151,6 +154,11 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 			c.s.log.Info("kafka: group member expired", "group", g.name, "member", id)
 			g.remove(id)
 		}
+		for id, until := range g.pending {
+			if now.After(until) {
+				delete(g.pending, id)
+			}
+		}
 		switch {
 		case g.state == statePreparing && (now.After(g.deadline) || g.allJoined()):
 			g.complete()
@@ -161,7 +169,7 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 			live = append(live, g.name)
 		}
 		switch {
-		case len(g.members) > 0 || g.state != stateEmpty:
+		case len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty:
 			g.emptySince = time.Time{}
 		case g.emptySince.IsZero():
 			g.emptySince = now
@@ -394,18 +402,37 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		resp.ErrorCode = errInconsistentGroupProtocol
 		return resp
 	}
+	now := time.Now()
 	id := req.MemberID
 	m := g.members[id]
-	if id == "" {
+	switch {
+	case id == "" && req.GetVersion() >= 4 && req.InstanceID == nil:
+		// KIP-394: the ID comes back with MEMBER_ID_REQUIRED and only a
+		// join carrying it makes a member, so a join the client gave up
+		// on leaves none behind. A static member joins at once, as in
+		// Kafka.
+		id = newMemberID(h.clientID)
+		if g.pending == nil {
+			g.pending = map[string]time.Time{}
+		}
+		g.pending[id] = now.Add(session)
+		c.mu.Unlock()
+		resp.MemberID, resp.ErrorCode = id, errMemberIDRequired
+		return resp
+	case id == "":
 		id = newMemberID(h.clientID)
 		m = &kmember{id: id}
 		g.members[id] = m
-	} else if m == nil {
-		c.mu.Unlock()
-		resp.ErrorCode = errUnknownMemberID
-		return resp
+	case m == nil:
+		if _, ok := g.pending[id]; !ok {
+			c.mu.Unlock()
+			resp.ErrorCode = errUnknownMemberID
+			return resp
+		}
+		delete(g.pending, id)
+		m = &kmember{id: id}
+		g.members[id] = m
 	}
-	now := time.Now()
 	m.clientID, m.clientHost, m.instanceID = h.clientID, remote, req.InstanceID
 	m.protocols, m.session, m.rebalance, m.lastSeen = req.Protocols, session, rebalance, now
 	g.protocolType = req.ProtocolType
@@ -560,12 +587,17 @@ func (c *coordinator) leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 	left := 0
 	for i, id := range ids {
 		code := errNone
-		if g == nil || g.members[id] == nil {
+		switch {
+		case g == nil:
 			code = errUnknownMemberID
-		} else {
+		case g.members[id] != nil:
 			c.s.log.Info("kafka: group member left", "group", g.name, "member", id)
 			g.remove(id)
 			left++
+		case !g.pending[id].IsZero():
+			delete(g.pending, id) // given out, not joined yet: Kafka forgets it so
+		default:
+			code = errUnknownMemberID
 		}
 		if req.GetVersion() >= 3 {
 			lm := kmsg.NewLeaveGroupResponseMember()

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"github.com/equeue-go/equeue"
@@ -113,4 +114,27 @@ func serveOnce(t testing.TB, b kafka.Broker) string {
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(func() { _ = s.Close() })
 	return lis.Addr().String()
+}
+
+// requester is a kgo.Client or kgo.Broker.
+type requester interface {
+	Request(context.Context, kmsg.Request) (kmsg.Response, error)
+}
+
+// requestJoin sends jg; a MEMBER_ID_REQUIRED answer to a join without a
+// member ID (KIP-394, JoinGroup v4+) is followed by the join with the ID
+// it gave, as clients do.
+func requestJoin(ctx context.Context, t testing.TB, r requester, jg *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	t.Helper()
+	resp, err := r.Request(ctx, jg)
+	require.NoError(t, err)
+	j := resp.(*kmsg.JoinGroupResponse)
+	if j.ErrorCode == 79 && jg.MemberID == "" {
+		again := *jg
+		again.MemberID = j.MemberID
+		resp, err = r.Request(ctx, &again)
+		require.NoError(t, err)
+		j = resp.(*kmsg.JoinGroupResponse)
+	}
+	return j
 }

@@ -481,9 +481,7 @@ func joinAlone(ctx context.Context, t *testing.T, seed *kgo.Broker, group string
 	jg := kmsg.NewPtrJoinGroupRequest()
 	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = group, 30000, 30000, "consumer"
 	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
-	jresp, err := seed.Request(ctx, jg)
-	require.NoError(t, err)
-	j := jresp.(*kmsg.JoinGroupResponse)
+	j := requestJoin(ctx, t, seed, jg)
 	require.Equal(t, int16(0), j.ErrorCode)
 	sg := kmsg.NewPtrSyncGroupRequest()
 	sg.Group, sg.Generation, sg.MemberID = group, j.Generation, j.MemberID

@@ -103,8 +103,7 @@ func TestGroups_FollowerSyncWaitsForLeader(t *testing.T) {
 		req.Group, req.MemberID, req.ProtocolType = "g", id, "consumer"
 		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30_000, 30_000
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("m")}}
-		resp, err := req.RequestWith(ctx, cl)
-		require.NoError(t, err)
+		resp := requestJoin(ctx, t, cl, req)
 		require.Equal(t, int16(0), resp.ErrorCode)
 		return resp
 	}

@@ -94,8 +94,7 @@ func TestGroups_SilentMemberExpires(t *testing.T) {
 	req.Group, req.ProtocolType = "g", "consumer"
 	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 1000, 60_000
 	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "cooperative-sticky", Metadata: (&kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}).AppendTo(nil)}}
-	jr, err := req.RequestWith(ctx, silent)
-	require.NoError(t, err)
+	jr := requestJoin(ctx, t, silent, req)
 	require.Equal(t, int16(0), jr.ErrorCode)
 
 	live := kclient(t, addr, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"), kgo.HeartbeatInterval(100*time.Millisecond))
