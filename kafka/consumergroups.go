@@ -132,11 +132,18 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		regex = re
 	}
 	if req.MemberEpoch < 0 {
+		// A leave. Of a member the group does not have (it left, or was
+		// dropped, already) Kafka answers UNKNOWN_MEMBER_ID.
 		c.lock()
-		if g := c.cgroups[req.Group]; g != nil && g.members[req.MemberID] != nil {
+		g := c.cgroups[req.Group]
+		known := g != nil && g.members[req.MemberID] != nil
+		if known {
 			g.drop(req.MemberID)
 		}
 		c.mu.Unlock()
+		if !known {
+			return fail(errUnknownMemberID, "")
+		}
 		resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(req.MemberID), req.MemberEpoch
 		return resp
 	}

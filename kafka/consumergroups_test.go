@@ -673,3 +673,29 @@ func TestConsumerGroup_RacingHeartbeatsKeepTheNewerTopics(t *testing.T) {
 	require.Len(t, targets["member-a"], 1)
 	assert.Equal(t, "a", targets["member-a"][0].Topic)
 }
+
+// TestConsumerGroup_LeaveOfAnUnknownMemberIsUnknownMemberID: a leaving
+// heartbeat (member epoch -1) of a member the group does not have is
+// answered UNKNOWN_MEMBER_ID, as Kafka answers it; a member's own leave
+// is answered with epoch -1, and a second one with the error.
+func TestConsumerGroup_LeaveOfAnUnknownMemberIsUnknownMemberID(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	b := kclient(t, serve(t, e, &kafka.Options{ConsumerSessionTimeout: time.Minute})).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+	leave := func(group, id string) *kmsg.ConsumerGroupHeartbeatResponse {
+		return (&cgMember{t: t, b: b, group: group, id: id, epoch: -1}).beat(ctx, tid, nil, false)
+	}
+	assert.Equal(t, int16(25), leave("none", "ghost").ErrorCode, "no such group")
+
+	a := &cgMember{t: t, b: b, id: "member-a"}
+	require.Equal(t, int16(0), a.beat(ctx, tid, []string{"t"}, false).ErrorCode)
+	assert.Equal(t, int16(25), leave("g", "ghost").ErrorCode, "a group without that member")
+	require.Equal(t, int16(0), a.beat(ctx, tid, nil, true).ErrorCode, "a is still in the group")
+
+	r := leave("g", a.id)
+	require.Equal(t, int16(0), r.ErrorCode)
+	assert.Equal(t, int32(-1), r.MemberEpoch)
+	assert.Equal(t, int16(25), leave("g", a.id).ErrorCode, "left already")
+}
