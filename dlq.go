@@ -154,7 +154,8 @@ type RedriveRequest struct {
 // With req.ToTopic they go back to their original topic and queue
 // instead (or, when that queue is gone or closed, the queue their key
 // routes to), as fresh messages with their ID, body, tag, keys,
-// properties and expiry, for every group subscribed there. A group whose
+// properties and expiry (and a request's reply address), for every group
+// subscribed there. A group whose
 // members do not consume its retry topic (a broadcasting group, whose
 // members retry locally, an orderly one, one of PullConsumers, or one the
 // engine does not know) has no retry topic to redrive into: without
@@ -281,10 +282,12 @@ func retryCopy(group string, dl DLQEntry) *AppendRequest {
 
 // topicCopy is the append of dl to its original topic, as a fresh message:
 // to its queue, or when that is gone or closed, to the one its key routes
-// to.
+// to. The copy keeps dl's system properties but its retry origin and last
+// error: a request keeps its reply address, so that its handler can still
+// answer it (Reply).
 func (e *Engine) topicCopy(ctx context.Context, dl DLQEntry) (*AppendRequest, error) {
 	v := dl.Message
-	fresh := &Message{ID: v.ID, Topic: v.Topic, Tag: v.Tag, Keys: v.Keys, Properties: v.Properties, Body: v.Body, BornAt: v.BornAt, ExpiresAt: v.ExpiresAt}
+	fresh := withoutRetryOrigin(&Message{ID: v.ID, Topic: v.Topic, Tag: v.Tag, Keys: v.Keys, Properties: v.Properties, Body: v.Body, BornAt: v.BornAt, ExpiresAt: v.ExpiresAt, sys: v.sys})
 	route, err := e.Route(ctx, v.Topic)
 	if err != nil {
 		return nil, fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
