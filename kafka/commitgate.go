@@ -29,8 +29,8 @@ func (g *commitGate) leave() { g.mu.RUnlock() }
 // wait returns once the commits in the gate left it; the caller holds the
 // coordinator's lock, so that none enters meanwhile.
 func (g *commitGate) wait() {
-	//lint:ignore SA2001 an empty critical section is the point: a barrier
 	g.mu.Lock()
+	//lint:ignore SA2001 an empty critical section is the point: a barrier
 	g.mu.Unlock()
 }
 
