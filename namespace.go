@@ -34,6 +34,12 @@ type Namespace struct {
 
 var _ Broker = (*Namespace)(nil)
 
+// ErrOutsideNamespace is returned when a Namespace view is asked to write
+// to a reply topic of another namespace ("%REPLY%other:<id>"), as Reply
+// through a producer on the view is when the request it answers names one:
+// a view never writes outside its namespace. Nothing is stored.
+var ErrOutsideNamespace = errors.New("equeue: outside the namespace")
+
 // Namespace returns the view of namespace name, which is valid as a topic
 // name is (1-127 characters of [A-Za-z0-9._-]). A namespace needs no
 // creation: it holds what is created through it.
@@ -52,8 +58,28 @@ func (n *Namespace) Engine() *Engine { return n.e }
 
 // in maps a name of the namespace to the engine's name. A name that is not
 // valid in a namespace (one holding the separator, say) maps to a name the
-// engine refuses, so no name reaches outside the namespace.
-func (n *Namespace) in(name string) string { return qualify(n.prefix, name) }
+// engine refuses, so no name reaches outside the namespace. A reply topic
+// the engine named in the namespace ("%REPLY%tenant:<id>") is kept: it is
+// the reply address of a request of the namespace that a service consumed
+// on the engine, and answers through the view (Reply) must reach it.
+func (n *Namespace) in(name string) string {
+	if rest, ok := strings.CutPrefix(name, ReplyTopicPrefix); ok && strings.HasPrefix(rest, n.prefix) {
+		return name
+	}
+	return qualify(n.prefix, name)
+}
+
+// outside returns an error matching ErrOutsideNamespace when topic is a
+// reply topic that the engine named in another namespace
+// ("%REPLY%other:<id>"), nil otherwise: qualified again, it would be an
+// invalid name, and a write to it is one outside the namespace.
+func (n *Namespace) outside(topic string) error {
+	rest, ok := strings.CutPrefix(topic, ReplyTopicPrefix)
+	if !ok || !strings.Contains(rest, NamespaceSeparator) || strings.HasPrefix(rest, n.prefix) {
+		return nil
+	}
+	return fmt.Errorf("%w: reply topic %q is not in namespace %q", ErrOutsideNamespace, topic, n.name)
+}
 
 // qualify is name of the namespace whose prefix ("tenant:") is given, as
 // the engine names it.
@@ -194,6 +220,9 @@ func (n *Namespace) Route(ctx context.Context, topic string) (Route, error) {
 func (n *Namespace) Append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
 	if req == nil {
 		return n.e.Append(ctx, nil)
+	}
+	if err := n.outside(req.Topic); err != nil {
+		return AppendResult{}, err
 	}
 	r := *req
 	r.Topic = n.in(req.Topic)
@@ -495,6 +524,10 @@ func (e *namespaceError) As(target any) bool {
 func (n *Namespace) AppendAsync(ctx context.Context, req *AppendRequest, cb func(AppendResult, error)) {
 	if req == nil {
 		n.e.AppendAsync(ctx, nil, cb)
+		return
+	}
+	if err := n.outside(req.Topic); err != nil {
+		cb(AppendResult{}, err)
 		return
 	}
 	r := *req

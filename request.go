@@ -64,10 +64,21 @@ type requester struct {
 	dropped atomic.Int64 // replies nobody waited for (late or unknown)
 }
 
-// requesterState is the Producer's lazily created requester.
+// requesterState is the Producer's lazily created requester. One Request
+// at a time makes its reply topic, a Route that is a network call over
+// remote, without holding mu: the others wait for it, or for their own
+// context to end.
 type requesterState struct {
 	mu sync.Mutex
 	r  *requester
+	// topic is the name of the reply topic to make next. A Route that
+	// failed may have made it all the same (over remote, its context can
+	// end after the server ran it), so the name is kept until a requester
+	// runs on it: the next Route makes it again, which the broker answers
+	// with the topic it has, and no reply topic is left behind.
+	topic string
+	// making is closed when the Route in flight returns; nil when none is.
+	making chan struct{}
 }
 
 func randomID() string {
@@ -79,49 +90,101 @@ func randomID() string {
 // requester returns the producer's requester, starting it on first use:
 // the reply topic is created (Route creates reply topics) before the
 // listener starts, so no reply can be sent to a topic that does not exist.
+// While another Request makes the reply topic it waits for that, until ctx
+// ends.
 func (p *Producer) requester(ctx context.Context) (*requester, error) {
+	for {
+		p.req.mu.Lock()
+		if p.closed.Load() {
+			p.req.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if r := p.req.r; r != nil {
+			r.mu.Lock()
+			gone := r.stopped
+			r.mu.Unlock()
+			if !gone {
+				p.req.mu.Unlock()
+				return r, nil
+			}
+		}
+		making := p.req.making
+		if making == nil {
+			return p.startRequester(ctx)
+		}
+		p.req.mu.Unlock()
+		select {
+		case <-making:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("equeue: create reply topic: %w", ctx.Err())
+		}
+	}
+}
+
+// startRequester makes the reply topic and starts the requester on it.
+// It is called with p.req.mu held and no Route in flight, and releases
+// the lock.
+func (p *Producer) startRequester(ctx context.Context) (*requester, error) {
+	old := p.req.r // stopped: its reply topic was deleted under it
+	p.req.r = nil
+	if p.req.topic == "" {
+		p.req.topic = ReplyTopicPrefix + randomID()
+	}
+	topic := p.req.topic
+	making := make(chan struct{})
+	p.req.making = making
+	p.req.mu.Unlock()
+
+	if old != nil {
+		old.cancel()
+		<-old.done
+	}
+	_, err := p.b.Route(ctx, topic)
+
 	p.req.mu.Lock()
 	defer p.req.mu.Unlock()
-	if p.closed.Load() {
-		return nil, ErrClosed
-	}
-	if r := p.req.r; r != nil {
-		r.mu.Lock()
-		gone := r.stopped
-		r.mu.Unlock()
-		if !gone {
-			return r, nil
-		}
-		// Its reply topic was deleted under it: start a new one.
-		r.cancel()
-		<-r.done
-	}
-	r := &requester{p: p, topic: ReplyTopicPrefix + randomID(), pending: map[string]chan *Message{}}
-	if _, err := p.b.Route(ctx, r.topic); err != nil {
+	p.req.making = nil
+	close(making)
+	if err != nil {
 		return nil, fmt.Errorf("equeue: create reply topic: %w", err)
 	}
+	if p.closed.Load() {
+		return nil, ErrClosed // Close deletes the topic, still named by p.req.topic
+	}
+	r := &requester{p: p, topic: topic, pending: map[string]chan *Message{}}
 	lctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
 	go r.listen(lctx)
-	p.req.r = r
+	p.req.r, p.req.topic = r, ""
 	return r, nil
 }
 
 // stopRequester stops the listener, fails waiting requests with ErrClosed
-// and deletes the reply topic when the broker can. Idempotent.
+// and deletes the reply topic when the broker can, one whose Route failed
+// too (the broker may have made it). It first waits for a Route in flight;
+// once p is closed no other starts. Idempotent.
 func (p *Producer) stopRequester() {
 	p.req.mu.Lock()
-	r := p.req.r
+	for p.req.making != nil {
+		making := p.req.making
+		p.req.mu.Unlock()
+		<-making
+		p.req.mu.Lock()
+	}
+	r, topic := p.req.r, p.req.topic
 	p.req.mu.Unlock()
-	if r == nil {
+	if r != nil {
+		r.stop(ErrClosed)
+		r.cancel()
+		<-r.done
+		topic = r.topic
+	}
+	if topic == "" {
 		return
 	}
-	r.stop(ErrClosed)
-	r.cancel()
-	<-r.done
 	if d, ok := p.b.(replyTopicDeleter); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = d.DeleteReplyTopic(ctx, r.topic) // best effort: a leftover reply topic holds only late replies
+		_ = d.DeleteReplyTopic(ctx, topic) // best effort: a leftover reply topic holds only late replies
 		cancel()
 	}
 }
@@ -312,11 +375,16 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 // reply topic is gone (retrying would not help a handler either).
 //
 // Across namespaces: p on the engine answers a requester on a Namespace
-// whose request it consumed under the qualified name ("tenant:rpc"). A
-// view reaches nothing outside its namespace, so p on a Namespace cannot
-// answer a requester of the default namespace (or of another namespace)
-// that sent to one of the view's topics: that reply is dropped like one to
-// a closed requester, and the request times out.
+// whose request it consumed under the qualified name ("tenant:rpc"). p on
+// that Namespace answers it too, whether the request was consumed through
+// the view or on the engine, whose reply address ("%REPLY%tenant:<id>")
+// the view knows as its own. A view reaches nothing outside its
+// namespace: p on a Namespace returns ErrOutsideNamespace for a reply
+// address of another namespace ("%REPLY%other:<id>"), and takes an
+// unqualified one ("%REPLY%<id>") as its namespace's, so it cannot answer
+// a requester of the default namespace that sent to one of the view's
+// topics: that reply is dropped like one to a closed requester, and the
+// request times out.
 func Reply(ctx context.Context, p *Producer, req *Message, body []byte, props map[string]string) error {
 	if p == nil || req == nil {
 		return fmt.Errorf("%w: nil producer or request", ErrInvalidArgument)

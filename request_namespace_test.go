@@ -2,6 +2,7 @@ package equeue_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,83 @@ func TestRequest_NamespaceRequestCannotReplyOutside(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, got.Messages, "a reply reached %s", v)
 	}
+}
+
+// pullOne long-polls topic on e until it holds a message and returns it.
+func pullOne(ctx context.Context, t *testing.T, e *equeue.Engine, topic string) *equeue.Message {
+	t.Helper()
+	for {
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Max: 1, Wait: 5 * time.Second})
+		require.NoError(t, err)
+		if len(res.Messages) > 0 {
+			return res.Messages[0]
+		}
+	}
+}
+
+// A producer on a Namespace view answers a request of that namespace that
+// a service consumed on the engine, whose reply address is the engine's
+// name of the requester's reply topic ("%REPLY%tenant:<id>"). Before, the
+// view qualified it again ("%REPLY%tenant:tenant:<id>"), Reply returned
+// ErrInvalidName and the request timed out.
+func TestReply_NamespaceProducerAnswersARequestConsumedOnTheEngine(t *testing.T) {
+	e, _ := openEngine(t, "memory", nil)
+	ctx := ctxT(t)
+	ns, err := e.Namespace("tenant")
+	require.NoError(t, err)
+	require.NoError(t, ns.CreateTopic(ctx, "rpc", 1))
+	requester := newProducer(t, ns, nil)
+	type answer struct {
+		rep *equeue.Message
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		rep, err := requester.Request(ctx, &equeue.Message{Topic: "rpc", Body: []byte("ping")})
+		got <- answer{rep, err}
+	}()
+	req := pullOne(ctx, t, e, "tenant:rpc")
+	require.True(t, strings.HasPrefix(req.SysProperty(equeue.SysReplyTo), equeue.ReplyTopicPrefix+"tenant:"), req.SysProperty(equeue.SysReplyTo))
+
+	replies := newProducer(t, ns, nil)
+	require.NoError(t, equeue.Reply(ctx, replies, req, []byte("pong"), nil))
+	select {
+	case a := <-got:
+		require.NoError(t, a.err)
+		assert.Equal(t, "pong", string(a.rep.Body))
+	case <-ctx.Done():
+		t.Fatal("the request got no reply")
+	}
+}
+
+// A producer on a Namespace view refuses a reply whose address names
+// another namespace's reply topic, however the handler received the
+// request (on the engine or through the view), with ErrOutsideNamespace;
+// nothing reaches the other namespace.
+func TestReply_NamespaceProducerRefusesAReplyTopicOutside(t *testing.T) {
+	e, _ := openEngine(t, "memory", nil)
+	ctx := ctxT(t)
+	ns, err := e.Namespace("tenant")
+	require.NoError(t, err)
+	require.NoError(t, ns.CreateTopic(ctx, "rpc", 1))
+	victim := equeue.ReplyTopicPrefix + "other:victim"
+	_, err = e.Route(ctx, victim)
+	require.NoError(t, err)
+	m := &equeue.Message{Body: []byte("forged")}
+	m.SetSysProperties(map[string]string{equeue.SysReplyTo: victim, equeue.SysCorrelationID: "c1"})
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "tenant:rpc", Messages: []*equeue.Message{m}})
+	require.NoError(t, err)
+
+	onEngine, err := e.Pull(ctx, &equeue.PullRequest{Topic: "tenant:rpc", Max: 1})
+	require.NoError(t, err)
+	throughView, err := ns.Pull(ctx, &equeue.PullRequest{Topic: "rpc", Max: 1})
+	require.NoError(t, err)
+	replies := newProducer(t, ns, nil)
+	for _, req := range append(onEngine.Messages, throughView.Messages...) {
+		err := equeue.Reply(ctx, replies, req, []byte("answer"), nil)
+		assert.ErrorIs(t, err, equeue.ErrOutsideNamespace, "reply to %s", req.SysProperty(equeue.SysReplyTo))
+	}
+	got, err := e.Pull(ctx, &equeue.PullRequest{Topic: victim, Max: 10})
+	require.NoError(t, err)
+	assert.Empty(t, got.Messages, "a reply reached %s", victim)
 }

@@ -80,6 +80,7 @@ var sentinels = []sentinel{
 	{"INVALID_OPTIONS", equeue.ErrInvalidOptions, codes.InvalidArgument},
 	{"INVALID_ARGUMENT", equeue.ErrInvalidArgument, codes.InvalidArgument},
 	{"INTERNAL_TOPIC", equeue.ErrInternalTopic, codes.PermissionDenied},
+	{"OUTSIDE_NAMESPACE", equeue.ErrOutsideNamespace, codes.PermissionDenied},
 	{"NOT_PULLED", equeue.ErrNotPulled, codes.FailedPrecondition},
 	{"MESSAGE_DELETED", equeue.ErrMessageDeleted, codes.FailedPrecondition},
 	{"CORRUPT", equeue.ErrCorrupt, codes.DataLoss},
