@@ -28,7 +28,7 @@ type GroupInfo struct {
 	Members []MemberInfo
 	// Queues lists each subscribed queue with its owner (clustering), committed
 	// offset, max offset and lag. In a broadcasting group there is one row per
-	// member and queue.
+	// member and queue (QueueLags gives the group's lag per queue).
 	Queues []GroupQueueInfo
 }
 
@@ -52,8 +52,12 @@ type GroupQueueInfo struct {
 	Committed int64
 	// MaxOffset is one past the queue's last message.
 	MaxOffset int64
-	// Lag is MaxOffset minus Committed (from the queue's min offset when none
-	// is committed).
+	// Lag is MaxOffset minus Committed (from the queue's min offset when
+	// the committed one is below it). When none is committed yet, it counts
+	// from where the group will start, as its ConsumeFrom says: every stored
+	// message from the earliest (the group's own retry topic always), none
+	// from the latest, those stored from its FromTime with a timestamp (every
+	// stored message if the store cannot be read to find that start).
 	Lag int64
 }
 
@@ -132,11 +136,14 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 		if qq, err := e.queueOf(q); err == nil {
 			min, next, _ := qq.bounds()
 			r.MaxOffset = next
-			r.Lag = next - min
+			from := min
 			if off, ok := g.offsets[k]; ok {
 				r.Committed = off
-				r.Lag = max(0, next-max(off, min))
+				from = max(off, min)
+			} else if start, err := e.startOffset(q, g.startFrom(q.Topic), g.fromTime); err == nil {
+				from = max(start, min) // where FetchOffsets will start the group
 			}
+			r.Lag = max(0, next-from)
 		}
 		gi.Queues = append(gi.Queues, r)
 	}

@@ -29,9 +29,8 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.brokerFail(w, r, v, fmt.Sprintf("group %q", name), err)
 		return
 	}
-	d := groupData{G: g}
+	d := groupData{G: g, Lag: g.TotalLag()}
 	for _, q := range g.Queues {
-		d.Lag += q.Lag
 		if isInternal(q.Topic) {
 			d.Internal = append(d.Internal, q)
 		} else {
@@ -64,7 +63,7 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request, v viewer)
 	case "earliest":
 		req.To, what = equeue.ResetToEarliest, "to the oldest stored message of every queue: stored messages are delivered again"
 	case "latest":
-		req.To, what = equeue.ResetToLatest, fmt.Sprintf("to the end of every queue: %s pending message(s) will be skipped", formatNum(lagOf(g)))
+		req.To, what = equeue.ResetToLatest, fmt.Sprintf("to the end of every queue: %s pending message(s) will be skipped", formatNum(g.TotalLag()))
 	case "time":
 		at, ok := parseTime(strings.TrimSpace(r.PostFormValue("time")))
 		if !ok {
@@ -115,14 +114,6 @@ func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request, v viewer)
 		return
 	}
 	c.done(w, r, back, "reset")
-}
-
-func lagOf(g equeue.GroupInfo) int64 {
-	var n int64
-	for _, q := range g.Queues {
-		n += q.Lag
-	}
-	return n
 }
 
 // parseQueueOffset reads "topic/queue" and an offset.

@@ -79,7 +79,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		d.Topics = append(d.Topics, row)
 	}
 	for _, g := range groups {
-		row := groupRow{Name: g.Name, Model: g.Model.String(), Members: len(g.Members), Queues: len(g.Queues)}
+		row := groupRow{Name: g.Name, Model: g.Model.String(), Members: len(g.Members), Queues: len(g.Queues), Lag: g.TotalLag()}
 		names := make([]string, 0, len(g.Subscriptions))
 		for _, s := range g.Subscriptions {
 			if !isInternal(s.Topic) {
@@ -88,7 +88,6 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		}
 		row.Topics = strings.Join(names, ", ")
 		for _, q := range g.Queues {
-			row.Lag += q.Lag
 			if q.Committed > 0 && g.Model == equeue.Clustering && !isInternal(q.Topic) {
 				snap.out += q.Committed
 			}

@@ -43,7 +43,7 @@ func (c *Console) topicPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	for _, g := range groups {
 		tg := topicGroup{Name: g.Name}
 		found := false
-		for _, q := range g.Queues {
+		for _, q := range g.QueueLags() {
 			if q.Topic == name {
 				found = true
 				tg.Lag += q.Lag

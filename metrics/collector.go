@@ -194,11 +194,6 @@ func (c *Collector) collectQueues(ch chan<- prometheus.Metric, queues []equeue.Q
 	}
 }
 
-type lagKey struct {
-	group string
-	equeue.QueueRef
-}
-
 func (c *Collector) collectGroups(ch chan<- prometheus.Metric, e *equeue.Engine) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
@@ -212,22 +207,9 @@ func (c *Collector) collectGroups(ch chan<- prometheus.Metric, e *equeue.Engine)
 	}
 	for _, g := range groups {
 		ch <- prometheus.MustNewConstMetric(c.groupMembers, prometheus.GaugeValue, float64(len(g.Members)), g.Name)
-		// A broadcasting group has one row per member and queue: report
-		// the slowest member, so each series appears once.
-		lag := map[lagKey]int64{}
-		var order []lagKey
-		for _, q := range g.Queues {
-			k := lagKey{group: g.Name, QueueRef: q.QueueRef}
-			cur, seen := lag[k]
-			if !seen {
-				order = append(order, k)
-			}
-			if !seen || q.Lag > cur {
-				lag[k] = q.Lag
-			}
-		}
-		for _, k := range order {
-			ch <- prometheus.MustNewConstMetric(c.groupLag, prometheus.GaugeValue, float64(lag[k]), k.group, k.Topic, strconv.Itoa(k.Queue))
+		// Each queue once: a broadcasting group's slowest member.
+		for _, q := range g.QueueLags() {
+			ch <- prometheus.MustNewConstMetric(c.groupLag, prometheus.GaugeValue, float64(q.Lag), g.Name, q.Topic, strconv.Itoa(q.Queue))
 		}
 	}
 }

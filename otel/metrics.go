@@ -227,11 +227,6 @@ func (m *Metrics) Hooks() equeue.Hooks {
 	}
 }
 
-type lagKey struct {
-	group string
-	equeue.QueueRef
-}
-
 // observe reports the attached engine's state.
 func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	e := m.eng.Load()
@@ -278,23 +273,10 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	}
 	for _, g := range groups {
 		o.ObserveInt64(m.groupMembers, int64(len(g.Members)), metric.WithAttributes(attribute.String("group", g.Name)))
-		// A broadcasting group has a row per member and queue: report the
-		// slowest member, so each series appears once.
-		lag := map[lagKey]int64{}
-		var order []lagKey
-		for _, q := range g.Queues {
-			k := lagKey{group: g.Name, QueueRef: q.QueueRef}
-			cur, seen := lag[k]
-			if !seen {
-				order = append(order, k)
-			}
-			if !seen || q.Lag > cur {
-				lag[k] = q.Lag
-			}
-		}
-		for _, k := range order {
-			o.ObserveInt64(m.groupLag, lag[k], metric.WithAttributes(attribute.String("group", k.group),
-				attribute.String("topic", k.Topic), attribute.String("queue", strconv.Itoa(k.Queue))))
+		// Each queue once: a broadcasting group's slowest member.
+		for _, q := range g.QueueLags() {
+			o.ObserveInt64(m.groupLag, q.Lag, metric.WithAttributes(attribute.String("group", g.Name),
+				attribute.String("topic", q.Topic), attribute.String("queue", strconv.Itoa(q.Queue))))
 		}
 	}
 	return nil

@@ -97,19 +97,17 @@ func printGroup(w io.Writer, g equeue.GroupInfo) error {
 		owner = "MEMBER"
 	}
 	t := newTable(w, "TOPIC", "QUEUE", owner, "COMMITTED", "MAX OFFSET", "LAG")
-	var lag int64
 	for _, q := range g.Queues {
 		committed := "-"
 		if q.Committed >= 0 {
 			committed = fmt.Sprint(q.Committed)
 		}
 		t.row(q.Topic, q.Queue, orDash(q.Owner), committed, q.MaxOffset, q.Lag)
-		lag += q.Lag
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "total lag: %d\n", lag)
+	_, err := fmt.Fprintf(w, "total lag: %d\n", g.TotalLag())
 	return err
 }
 
@@ -146,7 +144,7 @@ type groupQueueJSON struct {
 
 func toGroupJSON(g equeue.GroupInfo) groupJSON {
 	out := groupJSON{Name: g.Name, Model: g.Model.String(), Strategy: g.Strategy, Epoch: g.Epoch,
-		Subscriptions: []subscriptionJSON{}, Members: []memberJSON{}, Queues: []groupQueueJSON{}}
+		Subscriptions: []subscriptionJSON{}, Members: []memberJSON{}, Queues: []groupQueueJSON{}, Lag: g.TotalLag()}
 	for _, s := range g.Subscriptions {
 		out.Subscriptions = append(out.Subscriptions, subscriptionJSON{Topic: s.Topic, Filter: s.Filter})
 	}
@@ -159,7 +157,6 @@ func toGroupJSON(g equeue.GroupInfo) groupJSON {
 	}
 	for _, q := range g.Queues {
 		out.Queues = append(out.Queues, groupQueueJSON{Topic: q.Topic, Queue: q.Queue, Owner: q.Owner, Committed: q.Committed, MaxOffset: q.MaxOffset, Lag: q.Lag})
-		out.Lag += q.Lag
 	}
 	return out
 }

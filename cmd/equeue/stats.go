@@ -104,9 +104,7 @@ are served by "equeue serve --metrics".`,
 				st.Groups = len(groups)
 				for _, g := range groups {
 					st.Members += len(g.Members)
-					for _, q := range g.Queues {
-						st.Lag += q.Lag
-					}
+					st.Lag += g.TotalLag()
 				}
 				if scan {
 					s, err := scanAll(ctx, c, topics)
