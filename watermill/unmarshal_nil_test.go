@@ -46,19 +46,28 @@ func panicHooks(panicked *atomic.Bool) []equeue.Hooks {
 // the handler panicked on the nil message, and the consumer, which has no
 // attempt limit of its own, retried it without end.
 func TestUnmarshalNilDeadLetters(t *testing.T) {
+	deadLettersAfterMaxAttempts(t, "nil", nilUnmarshaler{})
+}
+
+// deadLettersAfterMaxAttempts publishes one message to topic and
+// subscribes with u, which refuses it: the message goes to the group's
+// dead letters after MaxAttempts (2), nothing reaches the subscription,
+// and no handler panics.
+func deadLettersAfterMaxAttempts(t *testing.T, topic string, u eqwm.Unmarshaler) {
+	t.Helper()
 	e := openEngine(t)
 	pub := newPublisher(t, eqwm.PublisherConfig{Broker: e})
-	require.NoError(t, pub.Publish("nil", message.NewMessage(wm.NewUUID(), []byte("x"))))
+	require.NoError(t, pub.Publish(topic, message.NewMessage(wm.NewUUID(), []byte("x"))))
 	var panicked atomic.Bool
 	opts := fastConsumer
 	opts.Hooks = panicHooks(&panicked)
 	sub := newSubscriber(t, eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "svc", MaxAttempts: 2,
-		NackResendDelay: time.Millisecond, Unmarshaler: nilUnmarshaler{}, Consumer: opts})
-	ch, err := sub.Subscribe(ctxT(t), "nil")
+		NackResendDelay: time.Millisecond, Unmarshaler: u, Consumer: opts})
+	ch, err := sub.Subscribe(ctxT(t), topic)
 	require.NoError(t, err)
 	assert.Eventually(t, func() bool { return stored(t, e, equeue.DLQTopic("svc")) == 1 }, 10*time.Second, 5*time.Millisecond,
 		"not dead-lettered after MaxAttempts")
-	assert.False(t, panicked.Load(), "the handler panicked on the Unmarshaler's nil message")
+	assert.False(t, panicked.Load(), "a handler panicked on what the Unmarshaler did")
 	assertNothing(t, ch, 100*time.Millisecond)
 }
 
@@ -100,18 +109,5 @@ func (panickyUnmarshaler) Unmarshal(*equeue.Message) (*message.Message, error) {
 // after MaxAttempts. Before, the panic reached the consumer, which has no
 // attempt limit of its own, and the message was delivered without end.
 func TestUnmarshalPanicDeadLetters(t *testing.T) {
-	e := openEngine(t)
-	pub := newPublisher(t, eqwm.PublisherConfig{Broker: e})
-	require.NoError(t, pub.Publish("panicky", message.NewMessage(wm.NewUUID(), []byte("x"))))
-	var panicked atomic.Bool
-	opts := fastConsumer
-	opts.Hooks = panicHooks(&panicked)
-	sub := newSubscriber(t, eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "svc", MaxAttempts: 2,
-		NackResendDelay: time.Millisecond, Unmarshaler: panickyUnmarshaler{}, Consumer: opts})
-	ch, err := sub.Subscribe(ctxT(t), "panicky")
-	require.NoError(t, err)
-	assert.Eventually(t, func() bool { return stored(t, e, equeue.DLQTopic("svc")) == 1 }, 10*time.Second, 5*time.Millisecond,
-		"not dead-lettered after MaxAttempts")
-	assert.False(t, panicked.Load(), "the Unmarshaler's panic reached the consumer")
-	assertNothing(t, ch, 100*time.Millisecond)
+	deadLettersAfterMaxAttempts(t, "panicky", panickyUnmarshaler{})
 }
