@@ -14,8 +14,12 @@ type groupData struct {
 	G        equeue.GroupInfo
 	Lag      int64
 	Internal []equeue.GroupQueueInfo
-	Queues   []equeue.GroupQueueInfo
-	Subs     []string
+	// Queues are the group's rows on its topics' queues: a broadcasting
+	// group has one per member and queue.
+	Queues []equeue.GroupQueueInfo
+	// Refs are those queues, each once.
+	Refs []equeue.QueueRef
+	Subs []string
 }
 
 func (groupData) refresh() int { return 5 }
@@ -35,6 +39,11 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 			d.Internal = append(d.Internal, q)
 		} else {
 			d.Queues = append(d.Queues, q)
+		}
+	}
+	for _, q := range g.QueueLags() {
+		if !isInternal(q.Topic) {
+			d.Refs = append(d.Refs, q.QueueRef)
 		}
 	}
 	for _, s := range g.Subscriptions {

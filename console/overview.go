@@ -39,7 +39,6 @@ type groupRow struct {
 	Name    string
 	Model   string
 	Members int
-	Queues  int
 	Lag     int64
 	Topics  string
 }
@@ -79,7 +78,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		d.Topics = append(d.Topics, row)
 	}
 	for _, g := range groups {
-		row := groupRow{Name: g.Name, Model: g.Model.String(), Members: len(g.Members), Queues: len(g.Queues), Lag: g.TotalLag()}
+		row := groupRow{Name: g.Name, Model: g.Model.String(), Members: len(g.Members), Lag: g.TotalLag()}
 		names := make([]string, 0, len(g.Subscriptions))
 		for _, s := range g.Subscriptions {
 			if !isInternal(s.Topic) {
