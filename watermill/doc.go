@@ -79,10 +79,12 @@
 // An equeue group consumes one set of topics at a time. To subscribe one
 // Subscriber with a ConsumerGroup to several topics (a Router with several
 // handlers), set SubscriberConfig.GroupName, for example to
-// TopicScopedGroup. Groups made for fan-out subscriptions stay in the
-// engine after the subscription ends (an unordered one with its retry
-// topic) until they are deleted: Engine.DeleteGroup, or the engine option
-// Options.GroupIdleTTL, which deletes groups idle for that long.
+// TopicScopedGroup, which puts the group in the topic's namespace and
+// shortens a name too long to be valid. Groups made for fan-out
+// subscriptions stay in the engine after the subscription ends (an
+// unordered one with its retry topic) until they are deleted:
+// Engine.DeleteGroup, or the engine option Options.GroupIdleTTL, which
+// deletes groups idle for that long.
 //
 // # Watermill features
 //

@@ -150,10 +150,6 @@ type SubscriberConfig struct {
 	Logger wm.LoggerAdapter
 }
 
-// TopicScopedGroup names the equeue group "<consumerGroup>.<topic>", so one
-// Subscriber with a ConsumerGroup can subscribe to several topics.
-func TopicScopedGroup(consumerGroup, topic string) string { return consumerGroup + "." + topic }
-
 func (c *SubscriberConfig) setDefaults() {
 	if c.Queues == 0 {
 		c.Queues = equeue.DefaultQueues
