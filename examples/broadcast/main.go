@@ -60,6 +60,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	defer p.Close() // before the consumers and the engine: deferred calls run last-in first-out
 	for _, k := range keys {
 		if _, err := p.Send(ctx, &equeue.Message{Topic: "invalidations", Keys: []string{k}, Body: []byte(k)}); err != nil {
 			return err

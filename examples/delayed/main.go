@@ -1,5 +1,6 @@
 // Delayed schedules jobs for later: each becomes visible to consumers at its
-// delivery time, survives restarts and is delivered once.
+// delivery time and is delivered once. This engine is in memory; in an
+// engine opened on a directory a scheduled job also survives restarts.
 package main
 
 import (
@@ -49,6 +50,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	defer p.Close() // before the consumers and the engine: deferred calls run last-in first-out
 	for _, job := range []struct {
 		body  string
 		delay time.Duration

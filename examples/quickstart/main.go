@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/equeue-go/equeue"
 )
@@ -90,7 +91,8 @@ func run(dir string) error {
 			return err
 		}
 		for _, m := range res.Messages {
-			fmt.Printf("read   queue %d offset %d key=%-5s tag=%s body=%q\n", m.Queue, m.Offset, m.Keys[0], m.Tag, m.Body)
+			// A folder used before may hold messages sent without a key.
+			fmt.Printf("read   queue %d offset %d key=%-5s tag=%s body=%q\n", m.Queue, m.Offset, strings.Join(m.Keys, ","), m.Tag, m.Body)
 		}
 	}
 	fmt.Println("every message is durable on disk; give a folder as argument and run twice to see offsets continue")

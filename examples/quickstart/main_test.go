@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/equeue-go/equeue"
 )
 
 func TestMain(m *testing.M) {
@@ -34,4 +37,22 @@ func TestQuickstart_GivenFolderIsKept(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.NotEmpty(t, entries)
+}
+
+// A folder whose topic "orders" already holds a message without a key
+// (the README's walkthrough sends some to ./data) is read back, not a
+// panic.
+func TestQuickstart_ReadsAMessageWithoutKey(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	eng, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, eng.CreateTopic(ctx, "orders", 4))
+	p, err := equeue.NewProducer(eng, nil)
+	require.NoError(t, err)
+	_, err = p.Send(ctx, &equeue.Message{Topic: "orders", Body: []byte("order #1")})
+	require.NoError(t, err)
+	require.NoError(t, eng.Close())
+
+	require.NotPanics(t, func() { require.NoError(t, run(dir)) })
 }
