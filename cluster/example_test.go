@@ -29,7 +29,10 @@ func ExampleOpen() {
 	defer n.Close()
 
 	ctx := context.Background()
-	for !n.Status().Serving { // elected, then serving as leader
+	for deadline := time.Now().Add(30 * time.Second); !n.Status().Serving; { // elected, then serving as leader
+		if time.Now().After(deadline) {
+			panic("no leader after 30s")
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := n.CreateTopic(ctx, "orders", 1); err != nil {
