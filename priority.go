@@ -128,27 +128,51 @@ type laneKey struct {
 // lanes have messages to hand out. The zero value is ready to use.
 type laneBoard struct {
 	mu      sync.Mutex
-	busy    map[laneKey]map[int]bool // lane -> busy
-	changed chan struct{}            // closed at the next change; nil while nobody waits
-	counts  sync.Map                 // topic -> lane count learned from its route
+	busy    map[laneKey]map[int]laneState // lane -> its state
+	changed chan struct{}                 // closed at the next change; nil while nobody waits
+	counts  sync.Map                      // topic -> lane count learned from its route
 }
 
-// set records whether lane s has messages to hand out.
+// laneState is a lane's entry on the laneBoard: the slot of its latest
+// grant, the only one that may change it, and whether it is busy.
+type laneState struct {
+	slot *laneSlot
+	busy bool
+}
+
+// claim makes s the slot of its lane, busy (not pulled yet). A runner of an
+// earlier grant of the lane (fenced, and stopping in the background) no
+// longer changes the lane: its stop does not mean that the lane has
+// nothing to hand out.
+func (b *laneBoard) claim(s *laneSlot) {
+	b.update(s, true, true)
+}
+
+// set records whether lane s has messages to hand out, unless a later grant
+// of the lane claimed it since.
 func (b *laneBoard) set(s *laneSlot, busy bool) {
+	b.update(s, busy, false)
+}
+
+func (b *laneBoard) update(s *laneSlot, busy, claim bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.busy == nil {
-		b.busy = map[laneKey]map[int]bool{}
+		b.busy = map[laneKey]map[int]laneState{}
 	}
 	ls := b.busy[s.key]
 	if ls == nil {
-		ls = map[int]bool{}
+		ls = map[int]laneState{}
 		b.busy[s.key] = ls
 	}
-	if old, ok := ls[s.lane]; ok && old == busy {
+	old, ok := ls[s.lane]
+	if ok && !claim && old.slot != s {
+		return // an earlier grant's runner
+	}
+	ls[s.lane] = laneState{slot: s, busy: busy}
+	if ok && old.busy == busy {
 		return
 	}
-	ls[s.lane] = busy
 	if b.changed != nil {
 		close(b.changed)
 		b.changed = nil
@@ -159,7 +183,7 @@ func (b *laneBoard) set(s *laneSlot, busy bool) {
 func (b *laneBoard) isBusy(s *laneSlot) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.busy[s.key][s.lane]
+	return b.busy[s.key][s.lane].busy
 }
 
 // turn reports whether no lane above s is busy, and else returns a channel
@@ -167,8 +191,8 @@ func (b *laneBoard) isBusy(s *laneSlot) bool {
 func (b *laneBoard) turn(s *laneSlot) (bool, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for l, busy := range b.busy[s.key] {
-		if l > s.lane && busy {
+	for l, st := range b.busy[s.key] {
+		if l > s.lane && st.busy {
 			if b.changed == nil {
 				b.changed = make(chan struct{})
 			}
@@ -221,14 +245,15 @@ func (c *Consumer) laneCount(topic string) int {
 }
 
 // laneSlotFor returns the lane g is, nil when its topic has no priorities.
-// A new lane is busy (not pulled yet) until its first pull says otherwise.
+// A new lane is busy (not pulled yet) until its first pull says otherwise,
+// whatever a runner of an earlier grant of it does meanwhile (see claim).
 func (c *Consumer) laneSlotFor(g Grant) *laneSlot {
 	n := c.laneCount(g.Topic)
 	if n == 1 {
 		return nil
 	}
 	s := &laneSlot{key: laneKey{topic: g.Topic, queue: g.Queue / n}, lane: g.Queue % n}
-	c.lanes.set(s, true)
+	c.lanes.claim(s)
 	return s
 }
 
