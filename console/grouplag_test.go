@@ -1,11 +1,9 @@
 package console_test
 
 import (
-	"context"
 	"net/url"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,15 +21,7 @@ func TestLag_BroadcastingGroupIsItsSlowestMember(t *testing.T) {
 	ctx := ctxT(t)
 	e := openEngine(t)
 	require.NoError(t, e.CreateTopic(ctx, "news", 2))
-	for _, id := range []string{"a", "b"} {
-		c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{
-			Group: "readers", ID: id, Model: equeue.Broadcasting,
-			Subscriptions: []equeue.Subscription{{Topic: "news"}},
-			PullWait:      50 * time.Millisecond,
-			Handler:       func(context.Context, *equeue.Message) error { return nil },
-		})
-		require.NoError(t, err)
-		require.NoError(t, c.Start(ctx))
+	for _, c := range startReaders(t, e) {
 		require.NoError(t, c.Close())
 	}
 	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "news", Queue: 1, Messages: []*equeue.Message{{Body: []byte("x")}}})

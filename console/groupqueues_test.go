@@ -22,15 +22,7 @@ func TestGroupPage_BroadcastingGroupCountsEachQueueOnce(t *testing.T) {
 	ctx := ctxT(t)
 	e := openEngine(t)
 	require.NoError(t, e.CreateTopic(ctx, "news", 3))
-	for _, id := range []string{"a", "b"} {
-		c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{
-			Group: "readers", ID: id, Model: equeue.Broadcasting,
-			Subscriptions: []equeue.Subscription{{Topic: "news"}},
-			PullWait:      50 * time.Millisecond,
-			Handler:       func(context.Context, *equeue.Message) error { return nil },
-		})
-		require.NoError(t, err)
-		require.NoError(t, c.Start(ctx))
+	for _, c := range startReaders(t, e) {
 		t.Cleanup(func() { require.NoError(t, c.Close()) })
 	}
 	eventually(t, 30*time.Second, func() bool {
@@ -53,4 +45,23 @@ func TestGroupPage_BroadcastingGroupCountsEachQueueOnce(t *testing.T) {
 		opt := `<option value="news/` + string(rune('0'+q)) + `">`
 		assert.Equal(t, 1, strings.Count(sel[1], opt), "%s in %s", opt, sel[1])
 	}
+}
+
+// startReaders starts members "a" and "b" of the broadcasting group
+// "readers" on topic "news" of e.
+func startReaders(t *testing.T, e *equeue.Engine) []*equeue.Consumer {
+	t.Helper()
+	var cs []*equeue.Consumer
+	for _, id := range []string{"a", "b"} {
+		c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{
+			Group: "readers", ID: id, Model: equeue.Broadcasting,
+			Subscriptions: []equeue.Subscription{{Topic: "news"}},
+			PullWait:      50 * time.Millisecond,
+			Handler:       func(context.Context, *equeue.Message) error { return nil },
+		})
+		require.NoError(t, err)
+		require.NoError(t, c.Start(ctxT(t)))
+		cs = append(cs, c)
+	}
+	return cs
 }
