@@ -5,26 +5,30 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"sync"
 
 	"github.com/equeue-go/equeue"
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run() error {
+// run reports a failed Close as its error too.
+func run(out io.Writer) (err error) {
 	ctx := context.Background()
 	eng, err := equeue.Open("", &equeue.Options{InMemory: true})
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() { err = errors.Join(err, eng.Close()) }()
 	if err := eng.CreateTopic(ctx, "invalidations", 2); err != nil {
 		return err
 	}
@@ -54,13 +58,13 @@ func run() error {
 		if err := c.Start(ctx); err != nil {
 			return err
 		}
-		defer c.Close()
+		defer func() { err = errors.Join(err, c.Close()) }()
 	}
 	p, err := equeue.NewProducer(eng, nil)
 	if err != nil {
 		return err
 	}
-	defer p.Close() // before the consumers and the engine: deferred calls run last-in first-out
+	defer func() { err = errors.Join(err, p.Close()) }() // before the consumers and the engine: deferred calls run last-in first-out
 	for _, k := range keys {
 		if _, err := p.Send(ctx, &equeue.Message{Topic: "invalidations", Keys: []string{k}, Body: []byte(k)}); err != nil {
 			return err
@@ -68,7 +72,7 @@ func run() error {
 	}
 	all.Wait()
 	for _, node := range []string{"cache-a", "cache-b"} {
-		fmt.Printf("%s received %d of %d invalidations\n", node, len(got[node]), len(keys))
+		fmt.Fprintf(out, "%s received %d of %d invalidations\n", node, len(got[node]), len(keys))
 	}
 	return nil
 }

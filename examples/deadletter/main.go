@@ -4,7 +4,8 @@
 // the others to the group's dead letters with equeue.DeadLetter. It stops
 // once every payment the group had not handled yet was handled (all of
 // them on the first run; on a later one those stored or redriven since),
-// and prints what it did.
+// and prints what it did. A directory that holds no engine is refused, so
+// a mistyped path leaves nothing behind.
 //
 //	go run ./examples/deadletter ./data
 package main
@@ -16,6 +17,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -33,10 +35,18 @@ func main() {
 	}
 }
 
+// errNoEngine is returned when the directory given holds no engine.
+var errNoEngine = errors.New("no equeue engine in this directory")
+
 // errLuhn is why a payment is refused.
 var errLuhn = errors.New("card number fails the Luhn check")
 
 func run(ctx context.Context, dir string, out io.Writer) (err error) {
+	// Open makes a new, empty engine where there is none: at a mistyped
+	// path that would leave one behind and fail with "topic not found".
+	if err := checkEngineDir(dir); err != nil {
+		return err
+	}
 	eng, err := equeue.Open(dir, nil)
 	if err != nil {
 		return err
@@ -91,8 +101,7 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 		select {
 		case <-handled:
 		case <-timeout:
-			_ = c.Close()
-			return fmt.Errorf("handled fewer than the %d stored payments within a minute", stored)
+			return errors.Join(fmt.Errorf("handled fewer than the %d stored payments within a minute", stored), c.Close())
 		}
 	}
 	// Close commits, and waits for the dead letters to be stored.
@@ -104,6 +113,17 @@ func run(ctx context.Context, dir string, out io.Writer) (err error) {
 		fmt.Fprintln(out, r)
 	}
 	return nil
+}
+
+// checkEngineDir returns an error matching errNoEngine unless dir holds an
+// engine: it must exist and hold Badger's MANIFEST file, as every engine
+// directory does (the equeue command checks directories the same way).
+func checkEngineDir(dir string) error {
+	_, err := os.Stat(filepath.Join(dir, "MANIFEST"))
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s (create the topic with \"equeue --dir %s topic create payments\" first, or give the directory that holds it)", errNoEngine, dir, dir)
+	}
+	return err
 }
 
 // unhandled counts the payments the group billing has not handled yet:

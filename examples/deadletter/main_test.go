@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -107,4 +109,33 @@ func requireReturns(t *testing.T, f func() error) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run still waits for payments the group has handled")
 	}
+}
+
+// A directory that holds no engine (a typo, or the wrong working
+// directory) is refused before anything is written there: no empty engine
+// is made in its place, and the error says what to give instead.
+func TestRun_RefusesADirectoryWithoutAnEngine(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+
+	missing := filepath.Join(base, "missing")
+	err := run(ctx, missing, io.Discard)
+	require.ErrorIs(t, err, errNoEngine)
+	assert.Contains(t, err.Error(), missing)
+	assert.NoDirExists(t, missing, "the run made a directory at the wrong path")
+
+	empty := filepath.Join(base, "empty")
+	require.NoError(t, os.Mkdir(empty, 0o755))
+	require.ErrorIs(t, run(ctx, empty, io.Discard), errNoEngine)
+	entries, err := os.ReadDir(empty)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the run made an engine in an empty directory")
+
+	other := filepath.Join(base, "other")
+	require.NoError(t, os.Mkdir(other, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "notes.txt"), []byte("not an engine"), 0o644))
+	require.ErrorIs(t, run(ctx, other, io.Discard), errNoEngine)
+	entries, err = os.ReadDir(other)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "the run wrote engine files among another program's")
 }

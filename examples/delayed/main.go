@@ -5,26 +5,30 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"time"
 
 	"github.com/equeue-go/equeue"
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run() error {
+// run reports a failed Close as its error too.
+func run(out io.Writer) (err error) {
 	ctx := context.Background()
 	eng, err := equeue.Open("", &equeue.Options{InMemory: true})
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() { err = errors.Join(err, eng.Close()) }()
 	if err := eng.CreateTopic(ctx, "reminders", 2); err != nil {
 		return err
 	}
@@ -44,13 +48,13 @@ func run() error {
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { err = errors.Join(err, c.Close()) }()
 
 	p, err := equeue.NewProducer(eng, nil)
 	if err != nil {
 		return err
 	}
-	defer p.Close() // before the consumers and the engine: deferred calls run last-in first-out
+	defer func() { err = errors.Join(err, p.Close()) }() // before the consumers and the engine: deferred calls run last-in first-out
 	for _, job := range []struct {
 		body  string
 		delay time.Duration
@@ -59,10 +63,10 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("scheduled %-24q in %v (delayed=%v)\n", job.body, job.delay, res.Delayed)
+		fmt.Fprintf(out, "scheduled %-24q in %v (delayed=%v)\n", job.body, job.delay, res.Delayed)
 	}
 	for range 3 {
-		fmt.Println("delivered", <-got)
+		fmt.Fprintln(out, "delivered", <-got)
 	}
 	return nil
 }

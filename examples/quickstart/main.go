@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"strings"
@@ -24,19 +25,19 @@ func main() {
 	if len(os.Args) > 1 {
 		// A folder given on the command line is kept, so a second run
 		// shows the offsets continuing.
-		if err := run(os.Args[1]); err != nil {
+		if err := run(os.Args[1], os.Stdout); err != nil {
 			log.Fatal(err)
 		}
 		return
 	}
-	if err := runInTemp(); err != nil {
+	if err := runInTemp(os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // runInTemp runs in a fresh temporary folder and removes it at the end, so
 // repeated runs leave nothing behind.
-func runInTemp() (err error) {
+func runInTemp(out io.Writer) (err error) {
 	dir, err := os.MkdirTemp("", "equeue-quickstart-*")
 	if err != nil {
 		return err
@@ -46,17 +47,19 @@ func runInTemp() (err error) {
 			err = rerr
 		}
 	}()
-	return run(dir)
+	return run(dir, out)
 }
 
-func run(dir string) error {
+// run reports a failed Close as its error too: Close is where the last
+// writes are flushed and a failed final commit shows.
+func run(dir string, out io.Writer) (err error) {
 	ctx := context.Background()
 	eng, err := equeue.Open(dir, nil) // nil options: SyncAlways, 4 queues per topic
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	fmt.Println("engine open in", dir)
+	defer func() { err = errors.Join(err, eng.Close()) }()
+	fmt.Fprintln(out, "engine open in", dir)
 
 	if err := eng.CreateTopic(ctx, "orders", 4); err != nil && !errors.Is(err, equeue.ErrTopicExists) {
 		return err
@@ -65,7 +68,7 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { err = errors.Join(err, p.Close()) }()
 
 	// Messages with the same key land in the same queue, in order.
 	for i, customer := range []string{"alice", "bob", "alice", "carol", "bob", "alice"} {
@@ -78,7 +81,7 @@ func run(dir string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("sent   %-22q key=%-5s -> queue %d offset %d\n", fmt.Sprintf("order %d for %s", i, customer), customer, res.Queue, res.Offset)
+		fmt.Fprintf(out, "sent   %-22q key=%-5s -> queue %d offset %d\n", fmt.Sprintf("order %d for %s", i, customer), customer, res.Queue, res.Offset)
 	}
 
 	info, err := eng.Topic(ctx, "orders")
@@ -86,15 +89,34 @@ func run(dir string) error {
 		return err
 	}
 	for _, q := range info.Queues {
-		res, err := eng.Pull(ctx, &equeue.PullRequest{Topic: "orders", Queue: q.ID, Offset: q.MinOffset, Max: 100})
+		if err := readQueue(ctx, eng, q, out); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(out, "every message is durable on disk; give a folder as argument and run twice to see offsets continue")
+	return nil
+}
+
+// pageSize is how many messages one pull reads back.
+const pageSize = 100
+
+// readQueue prints every message of queue q stored when the topic was
+// described, a page at a time: a folder used before (or the README's
+// walkthrough folder) may hold more than one pull returns.
+func readQueue(ctx context.Context, eng *equeue.Engine, q equeue.QueueInfo, out io.Writer) error {
+	for offset := q.MinOffset; offset < q.MaxOffset; {
+		res, err := eng.Pull(ctx, &equeue.PullRequest{Topic: "orders", Queue: q.ID, Offset: offset, Max: pageSize})
 		if err != nil {
 			return err
 		}
 		for _, m := range res.Messages {
 			// A folder used before may hold messages sent without a key.
-			fmt.Printf("read   queue %d offset %d key=%-5s tag=%s body=%q\n", m.Queue, m.Offset, strings.Join(m.Keys, ","), m.Tag, m.Body)
+			fmt.Fprintf(out, "read   queue %d offset %d key=%-5s tag=%s body=%q\n", m.Queue, m.Offset, strings.Join(m.Keys, ","), m.Tag, m.Body)
 		}
+		if res.NextOffset <= offset {
+			return nil // the end of the queue (nothing left to read)
+		}
+		offset = res.NextOffset
 	}
-	fmt.Println("every message is durable on disk; give a folder as argument and run twice to see offsets continue")
 	return nil
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -21,13 +22,14 @@ func main() {
 	}
 }
 
-func run(out io.Writer) error {
+// run reports a failed Close as its error too.
+func run(out io.Writer) (err error) {
 	ctx := context.Background()
 	eng, err := equeue.Open("", &equeue.Options{InMemory: true})
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() { err = errors.Join(err, eng.Close()) }()
 	if err := eng.CreateTopic(ctx, "jobs", 6); err != nil {
 		return err
 	}
@@ -69,8 +71,11 @@ func run(out io.Writer) error {
 	}
 	for i := range jobs {
 		if _, err := p.Send(ctx, &equeue.Message{Topic: "jobs", Body: fmt.Appendf(nil, "image-%03d.png", i)}); err != nil {
-			return err
+			return errors.Join(err, p.Close())
 		}
+	}
+	if err := p.Close(); err != nil {
+		return err
 	}
 	all.Wait()
 	for _, c := range workers {

@@ -4,9 +4,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"time"
 
 	"github.com/equeue-go/equeue"
@@ -18,22 +21,30 @@ func main() {
 	n := flag.Int("n", 10, "messages to send")
 	flag.Parse()
 
-	client, err := remote.Dial(*addr, &remote.ClientOptions{DialTimeout: 5 * time.Second})
-	if err != nil {
+	if err := run(context.Background(), *addr, *n, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
-	defer client.Close()
+}
+
+// run sends n jobs to the broker at addr. It reports a failed Close as its
+// error too: the producer's Close finishes its pending sends.
+func run(ctx context.Context, addr string, n int, out io.Writer) (err error) {
+	client, err := remote.Dial(addr, &remote.ClientOptions{DialTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, client.Close()) }()
 	p, err := equeue.NewProducer(client, nil)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	defer p.Close()
-	ctx := context.Background()
-	for i := range *n {
+	defer func() { err = errors.Join(err, p.Close()) }() // before the client's: deferred calls run last-in first-out
+	for i := range n {
 		res, err := p.Send(ctx, &equeue.Message{Topic: "jobs", Keys: []string{fmt.Sprint("user-", i%3)}, Body: fmt.Appendf(nil, "job %d", i)})
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
-		fmt.Printf("sent job %d -> queue %d offset %d\n", i, res.Queue, res.Offset)
+		fmt.Fprintf(out, "sent job %d -> queue %d offset %d\n", i, res.Queue, res.Offset)
 	}
+	return nil
 }
