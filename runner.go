@@ -419,13 +419,15 @@ func (r *runner) handleOrderly(m *Message) bool {
 			r.pq.end(m.Offset, true)
 			return true
 		}
-		if r.abandoned.Load() || !r.beginDispose() {
+		// A run the handler says it stopped before it began (ErrNotHandled)
+		// is not counted, as one whose result is ignored is not.
+		if r.abandoned.Load() || stoppedUnhandled(r.hctx, err) || !r.beginDispose() {
 			end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
 			r.pq.end(m.Offset, false)
 			return false
 		}
-		// Every run counts, also one that failed because it was asked to
-		// stop; the count is stored with the next commit, so a restart
+		// Every other run counts, also one that failed because it was asked
+		// to stop; the count is stored with the next commit, so a restart
 		// goes on from it.
 		m.Attempt++
 		r.pq.failed(m.Offset, m.Attempt)

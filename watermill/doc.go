@@ -50,7 +50,9 @@
 //     ConsumerOptions.ShutdownTimeout (DefaultShutdownTimeout unless set)
 //     for their Ack or Nack; a message still not Ack'd then fails once, as
 //     one counted attempt, and is delivered again to the group, even when
-//     it was its last attempt (never to the dead letters). The
+//     it was its last attempt (never to the dead letters). A message an
+//     orderly subscription was waiting to hand out is delivered again too,
+//     but that run is not counted: the application never saw it. The
 //     consumer commits what was Ack'd, leaves its group, and then the
 //     channel is closed. So Close takes up to ShutdownTimeout while
 //     messages are in flight.
@@ -75,6 +77,16 @@
 // receives every message (fan-out). A group that has no offset yet starts
 // where SubscriberConfig.ConsumeFrom says, the earliest stored message by
 // default.
+//
+// A group in broadcasting mode (ConsumerOptions.Model equeue.Broadcasting
+// in SubscriberConfig.Consumer) gives every message to each member, and
+// keeps offsets per member ID. A broadcasting subscription goes on from
+// its own offsets after a restart only when it joins again with the same
+// SubscriberConfig.MemberID: give each instance of a service a stable one
+// of its own (its host or pod name, say). Without one, every Subscribe call
+// is a new member that starts where ConsumeFrom says. One live
+// subscription at a time holds a member ID in a group: a Subscribe with
+// the ID of a live one fails with equeue.ErrMemberIDInUse.
 //
 // An equeue group consumes one set of topics at a time. To subscribe one
 // Subscriber with a ConsumerGroup to several topics (a Router with several

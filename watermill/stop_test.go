@@ -172,7 +172,8 @@ func TestStopCountsOneRun(t *testing.T) {
 // TestStopNeverDeadLetters: a message a stop interrupts goes back to the
 // group even on its last attempt (MaxAttempts 1 here), whether it was
 // handed out and not Ack'd or still waited to be handed out; only a Nack
-// moves it to the dead letters.
+// moves it to the dead letters. The stop counts an attempt, but for an
+// orderly subscription's message that waited to be handed out.
 func TestStopNeverDeadLetters(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -219,10 +220,63 @@ func TestStopNeverDeadLetters(t *testing.T) {
 			require.NoError(t, err)
 			m := receive(t, ch)
 			assert.Equal(t, msg.UUID, m.UUID)
-			assert.Equal(t, "1", m.Metadata.Get(eqwm.MetadataAttempt), "the interrupted run counted")
+			// An interrupted run counts; one whose message an orderly
+			// subscription never handed out does not.
+			wantAttempt := "1"
+			if !tc.unordered && !tc.handedOut {
+				wantAttempt = "0"
+			}
+			assert.Equal(t, wantAttempt, m.Metadata.Get(eqwm.MetadataAttempt), "attempts counted by the stop")
 			m.Nack() // on its last attempt: a Nack dead-letters it
 			require.Eventually(t, func() bool { return stored(t, e, equeue.DLQTopic("g")) == 1 }, 10*time.Second, 5*time.Millisecond)
 			assertNothing(t, ch, 100*time.Millisecond)
 		})
 	}
+}
+
+// TestStopDoesNotCountAWaitingOrderlyMessage: an orderly subscription's
+// message that waited to be handed out when the subscription stopped never
+// reached the application, so the stop does not count it as an attempt: it
+// comes back as a first delivery and still gets MaxAttempts deliveries
+// before a Nack dead-letters it.
+func TestStopDoesNotCountAWaitingOrderlyMessage(t *testing.T) {
+	e := openEngine(t)
+	pub := newPublisher(t, eqwm.PublisherConfig{Broker: e, Queues: 1})
+	msg := message.NewMessage(wm.NewUUID(), []byte("x"))
+	require.NoError(t, pub.Publish("waiting", msg))
+	runs := make(chan struct{}, 1)
+	opts := patientConsumer
+	opts.Hooks = []equeue.Hooks{{BeforeHandle: func(context.Context, *equeue.Message) {
+		select {
+		case runs <- struct{}{}:
+		default:
+		}
+	}}}
+	cfg := eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "g", MaxAttempts: 2, NackResendDelay: time.Millisecond, Consumer: opts}
+	for range 3 { // three stops while it waits: none counts
+		first, err := eqwm.NewSubscriber(cfg)
+		require.NoError(t, err)
+		_, err = first.Subscribe(ctxT(t), "waiting")
+		require.NoError(t, err)
+		select {
+		case <-runs: // its handler waits for the application to read it
+		case <-time.After(10 * time.Second):
+			t.Fatal("message not handled within 10s")
+		}
+		require.NoError(t, first.Close())
+	}
+
+	second := newSubscriber(t, cfg)
+	ch, err := second.Subscribe(ctxT(t), "waiting")
+	require.NoError(t, err)
+	m := receive(t, ch)
+	assert.Equal(t, msg.UUID, m.UUID)
+	assert.Equal(t, "0", m.Metadata.Get(eqwm.MetadataAttempt), "never handed out, yet counted")
+	m.Nack() // its first delivery: delivered again, not dead-lettered
+	m = receive(t, ch)
+	assert.Equal(t, msg.UUID, m.UUID)
+	assert.Equal(t, "1", m.Metadata.Get(eqwm.MetadataAttempt))
+	m.Ack()
+	assertNothing(t, ch, 100*time.Millisecond)
+	assert.Zero(t, stored(t, e, equeue.DLQTopic("g")), "dead-lettered after one delivery of MaxAttempts 2")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,12 @@ var errNacked = errors.New("equeue watermill: message nacked")
 // Ack'd nor Nack'd when the consumer stopped its handler (on Close or a
 // handover).
 var errUnfinished = errors.New("equeue watermill: message not acked before its handler was stopped")
+
+// errNotHandedOut is what the handler returns to equeue for a message it
+// had not handed out when the consumer stopped it. An orderly consumer does
+// not count that run as an attempt (equeue.ErrNotHandled); an unordered one
+// does.
+var errNotHandedOut = fmt.Errorf("equeue watermill: message not handed out before its handler was stopped: %w", equeue.ErrNotHandled)
 
 // ConsumeFrom says where a consumer group that has no committed offset for a
 // queue starts. Unlike equeue.ConsumeFrom, the zero value is FromEarliest.
@@ -93,6 +100,29 @@ type SubscriberConfig struct {
 	// from ConsumerGroup and the topic, for example TopicScopedGroup. It is
 	// not used when ConsumerGroup is empty.
 	GroupName func(consumerGroup, topic string) string
+	// MemberID is the member ID of every Subscribe call in its group
+	// (equeue.ConsumerOptions.ID): 1 to 255 bytes without a NUL byte. A
+	// broadcasting group (Consumer.Model equeue.Broadcasting) keeps offsets
+	// per member ID, so a broadcasting subscription goes on from the
+	// offsets it committed, after a restart or a new Subscribe, only when
+	// it joins again with the same MemberID: it is required for that, and
+	// each instance of a service needs its own stable one (its host or pod
+	// name, say). Empty means a new ID for every Subscribe call
+	// (host-pid-random): a broadcasting subscription then starts as a new
+	// member, where ConsumeFrom says, so it receives again what it had
+	// handled (FromEarliest) or misses what was published while it was away
+	// (FromLatest), and the offsets of the IDs it used stay in the group
+	// until Options.GroupIdleTTL deletes them. It takes a ConsumerGroup:
+	// without one every Subscribe call is a new group anyway.
+	//
+	// One live subscription at a time holds a member ID in a group: while
+	// it does, Subscribe to that group with the same MemberID fails with
+	// equeue.ErrMemberIDInUse (it succeeds once that subscription stopped,
+	// or after a crash once its session expired). So a Subscriber with a
+	// MemberID subscribes once per group at a time; with GroupName each
+	// topic has a group of its own. In a clustering group the offsets are
+	// the group's and MemberID only names the member.
+	MemberID string
 
 	// ConsumeFrom says where a group with no committed offset for a queue
 	// starts. Zero value: FromEarliest.
@@ -114,7 +144,9 @@ type SubscriberConfig struct {
 	// it to the group's dead-letter topic (equeue.DLQTopic(group)): a message
 	// Nack'd (or that the Unmarshaler refuses) on its MaxAttempts-th delivery
 	// goes there. A delivery that a stop interrupted counts as one, but never
-	// sends the message there: it goes back to the group. Zero means 1<<20:
+	// sends the message there: it goes back to the group. An orderly
+	// subscription's message that was waiting to be handed out at the stop
+	// was not delivered and does not count. Zero means 1<<20:
 	// in practice a Nack'd message is always delivered again.
 	MaxAttempts int
 	// Unordered handles several messages of one queue at a time (up to
@@ -135,7 +167,7 @@ type SubscriberConfig struct {
 	// DefaultShutdownTimeout here, not equeue's 30 s), ConsumeTimeout
 	// (unordered: a message not Ack'd or Nack'd within it is sent back for
 	// retry, so it may be delivered twice), flow-control limits, Strategy,
-	// Model, Hooks, Logger. Its Group, ID,
+	// Model, Hooks, Logger. Its Group, ID (see MemberID),
 	// Subscriptions, Handler, Orderly, Concurrency, LocalRetryDelay (and its
 	// former name RetryDelay),
 	// From and FromTime are set from the fields above, and MaxAttempts to no
@@ -182,6 +214,9 @@ func (c *SubscriberConfig) validate() error {
 	}
 	if _, err := c.ConsumeFrom.equeue(); err != nil {
 		return err
+	}
+	if len(c.MemberID) > 255 || strings.IndexByte(c.MemberID, 0) >= 0 {
+		return fmt.Errorf("%w: SubscriberConfig.MemberID must be at most 255 bytes without a NUL byte", equeue.ErrInvalidOptions)
 	}
 	if c.Queues < 0 || c.Queues > equeue.MaxQueuesPerTopic {
 		return fmt.Errorf("%w: SubscriberConfig.Queues %d not in 0..%d", equeue.ErrInvalidOptions, c.Queues, equeue.MaxQueuesPerTopic)
@@ -256,9 +291,13 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// memberID names one Subscribe call's member: host-pid-random, unique even
-// for two subscriptions of one process to one group.
-func memberID() string {
+// memberID names one Subscribe call's member: SubscriberConfig.MemberID,
+// else host-pid-random, unique even for two subscriptions of one process to
+// one group.
+func (s *Subscriber) memberID() string {
+	if s.cfg.MemberID != "" {
+		return s.cfg.MemberID
+	}
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(6))
 }
@@ -287,7 +326,8 @@ func (s *Subscriber) groupFor(topic string) (string, error) {
 // out; an Ack or Nack of one of them still counts for up to
 // Consumer.ShutdownTimeout (DefaultShutdownTimeout), after which it counts
 // as one failed attempt. Messages not Ack'd by then are delivered again to
-// the group later.
+// the group later. An orderly subscription's message that was waiting to
+// be handed out does not count as an attempt.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -310,7 +350,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	}
 	o := s.cfg.Consumer
 	o.Group = group
-	o.ID = memberID()
+	o.ID = s.memberID()
 	sub := &subscription{
 		s:     s,
 		out:   make(chan *message.Message),
@@ -435,10 +475,11 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 	fields := wm.LogFields{"message_uuid": msg.UUID, "queue": em.Queue, "offset": em.Offset}
 
 	if !sub.handOut(ctx, msg) {
-		// Not handed out: it fails (one counted attempt) once the consumer
-		// stops this handler.
+		// Not handed out: it goes back once the consumer stops this
+		// handler (returned earlier, an orderly consumer would count it
+		// and retry it in place).
 		<-ctx.Done()
-		return sub.unfinished(nil)
+		return sub.notHandedOut()
 	}
 	sub.log.Trace("message sent to subscriber channel", fields)
 	select {
@@ -494,21 +535,29 @@ func (sub *subscription) failed(em *equeue.Message, cause error) error {
 	return equeue.RetryAfter(sub.s.cfg.NackResendDelay, cause)
 }
 
-// unfinished is the handler's result for a message whose handler the
-// consumer stopped: an Ack that arrived counts; otherwise the message fails
-// at once, with no delay, so the group gets it again promptly: through its
-// retry topic when unordered, from its offset when orderly. It fails as a
-// counted attempt, but not as its last one: the consumer has no attempt
+// unfinished is the handler's result for a message it handed out when the
+// consumer stopped it: an Ack that arrived counts; otherwise the message
+// fails at once, with no delay, so the group gets it again promptly:
+// through its retry topic when unordered, from its offset when orderly. It
+// fails as a counted attempt, but not as its last one: the consumer has no attempt
 // limit (consumerMaxAttempts), so it is not dead-lettered. On Close the
 // consumer has stopped starting handlers by then, so it does not get the
 // message back itself.
 func (sub *subscription) unfinished(msg *message.Message) error {
-	if msg != nil {
-		select {
-		case <-msg.Acked():
-			return nil
-		default:
-		}
+	select {
+	case <-msg.Acked():
+		return nil
+	default:
 	}
 	return equeue.RetryAfter(0, errUnfinished)
+}
+
+// notHandedOut is the handler's result for a message it had not handed out
+// when the consumer stopped it. The application never saw it, so an orderly
+// consumer does not count the run (equeue.ErrNotHandled) and leaves the
+// message uncommitted for the group's next delivery. An unordered consumer
+// counts it as a failed attempt, as for unfinished, and sends it back
+// through the retry topic at once.
+func (sub *subscription) notHandedOut() error {
+	return equeue.RetryAfter(0, errNotHandedOut)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +95,10 @@ func TestConfigValidation(t *testing.T) {
 	assert.ErrorIs(t, err, equeue.ErrInvalidOptions)
 	_, err = eqwm.NewSubscriber(eqwm.SubscriberConfig{Broker: e, NackResendDelay: -1})
 	assert.ErrorIs(t, err, equeue.ErrInvalidOptions)
+	for _, id := range []string{"a\x00b", strings.Repeat("m", 256)} {
+		_, err = eqwm.NewSubscriber(eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "g", MemberID: id})
+		assert.ErrorIs(t, err, equeue.ErrInvalidOptions, "MemberID of %d bytes", len(id))
+	}
 }
 
 // TestRoundTrip checks what a received message carries.
