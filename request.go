@@ -47,6 +47,24 @@ type replyTopicDeleter interface {
 	DeleteReplyTopic(ctx context.Context, name string) error
 }
 
+// replyTopicNamer is the optional broker capability that names a
+// producer's reply topic. The remote client names it for its token, so
+// that its server lets no other produce-only token read or delete it.
+type replyTopicNamer interface {
+	NewReplyTopicName() string
+}
+
+// newReplyTopicName returns a fresh name for the producer's reply topic:
+// the broker's when it names them, else a random one.
+func (p *Producer) newReplyTopicName() string {
+	if n, ok := p.b.(replyTopicNamer); ok {
+		if name := n.NewReplyTopicName(); isReplyTopic(name) {
+			return name
+		}
+	}
+	return ReplyTopicPrefix + randomID()
+}
+
 // requester is a producer's request-reply state: its reply topic, the
 // requests waiting for a reply, and the goroutine that reads replies. It is
 // started by the first Request and stopped by Producer.Close.
@@ -128,7 +146,7 @@ func (p *Producer) startRequester(ctx context.Context) (*requester, error) {
 	old := p.req.r // stopped: its reply topic was deleted under it
 	p.req.r = nil
 	if p.req.topic == "" {
-		p.req.topic = ReplyTopicPrefix + randomID()
+		p.req.topic = p.newReplyTopicName()
 	}
 	topic := p.req.topic
 	making := make(chan struct{})

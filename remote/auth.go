@@ -17,7 +17,8 @@ import (
 type Rights uint8
 
 const (
-	// RightProduce allows Route and Append.
+	// RightProduce allows Route and Append, and Pull and DeleteReplyTopic
+	// of the reply topics the token named (Client.NewReplyTopicName).
 	RightProduce Rights = 1 << iota
 	// RightConsume allows Pull, JoinGroup, Heartbeat, LeaveGroup,
 	// ReleaseQueues, CommitOffsets, FetchOffsets and SendBack (retries and
@@ -27,7 +28,7 @@ const (
 	// RightAdmin a JoinGroup creates no topic (Options.AutoCreateTopics).
 	RightConsume
 	// RightAdmin allows the admin calls: topics, groups, offset resets and
-	// dead letters.
+	// dead letters, and DeleteReplyTopic of any reply topic.
 	RightAdmin
 	// RightAll allows everything.
 	RightAll = RightProduce | RightConsume | RightAdmin
@@ -98,6 +99,8 @@ type tokenTable map[[sha256.Size]byte]tokenEntry
 type tokenEntry struct {
 	rights    Rights
 	namespace string
+	// replyKey tags the names of the token's reply topics (replyowner.go).
+	replyKey [sha256.Size]byte
 }
 
 func newTokenTable(tokens map[string]Rights, namespaces map[string]string) (tokenTable, error) {
@@ -114,7 +117,7 @@ func newTokenTable(tokens map[string]Rights, namespaces map[string]string) (toke
 		if tok == "" {
 			return nil, fmt.Errorf("%w: empty token in ServerOptions.Tokens", equeue.ErrInvalidOptions)
 		}
-		t[sha256.Sum256([]byte(tok))] = tokenEntry{rights: r, namespace: namespaces[tok]}
+		t[sha256.Sum256([]byte(tok))] = tokenEntry{rights: r, namespace: namespaces[tok], replyKey: replyKey(tok)}
 	}
 	return t, nil
 }
@@ -154,8 +157,8 @@ func (t tokenTable) authorize(ctx context.Context, method string, req any) error
 		return toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
 	}
 	have := entry.rights
-	if need := replyRights(method, req, neededRights(method)); have&need == 0 {
-		return toStatus(fmt.Errorf("%w: %s needs %s rights, token has %s", ErrPermissionDenied, method, need, have))
+	if need := replyRights(req, neededRights(method), &entry); have&need == 0 {
+		return toStatus(fmt.Errorf("%w: %s needs %s rights, token has %s%s", ErrPermissionDenied, method, need, have, othersReplyTopic(req)))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -95,6 +96,9 @@ type Client struct {
 	pipe *appendPipe
 	// ahead serves consumers' pulls from answers fetched ahead.
 	ahead *readAhead
+	// replyKey tags the names of its producers' reply topics, for its
+	// token (replyowner.go).
+	replyKey [sha256.Size]byte
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -145,7 +149,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
-	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes}
+	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token)}
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
 	c.ahead = newReadAhead(c, o.PullAhead)

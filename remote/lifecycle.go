@@ -33,7 +33,8 @@ func (c *Client) DeleteGroup(ctx context.Context, name string, o equeue.DeleteGr
 }
 
 // DeleteReplyTopic deletes a producer's reply topic; Producer.Close calls
-// it. It needs the produce right, and deletes reply topics only.
+// it. It deletes reply topics only, and needs the produce right for one
+// its token named (NewReplyTopicName), else the admin right.
 //
 // Broker seam: producers call it; applications need not.
 func (c *Client) DeleteReplyTopic(ctx context.Context, name string) error {
@@ -58,34 +59,4 @@ func (v *service) DeleteReplyTopic(ctx context.Context, req *pb.DeleteReplyTopic
 		return nil, err
 	}
 	return &pb.DeleteReplyTopicResponse{}, nil
-}
-
-// replyRights adjusts what a call on a reply topic needs. The requester
-// (produce right) creates its reply topic with Route, reads replies with
-// Pull and deletes the topic with DeleteReplyTopic; a service answering
-// from its handler (consume right) writes replies with Append. So Pull and
-// Append of a reply topic take either right; Route keeps the produce
-// right, so a consume-only token cannot create topics. Other calls keep
-// need.
-func replyRights(method string, req any, need Rights) Rights {
-	switch r := req.(type) {
-	case *pb.AppendRequest:
-		return appendRights(r.GetTopic())
-	case *pb.PullRequest:
-		if equeue.IsReplyTopic(r.GetTopic()) {
-			return RightProduce | RightConsume
-		}
-	case *pb.DeleteReplyTopicRequest:
-		return RightProduce
-	}
-	return need
-}
-
-// appendRights is what an Append of topic needs: either right for a reply
-// topic, else RightProduce.
-func appendRights(topic string) Rights {
-	if equeue.IsReplyTopic(topic) {
-		return RightProduce | RightConsume
-	}
-	return RightProduce
 }

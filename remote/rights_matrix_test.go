@@ -241,54 +241,60 @@ func TestRights_EveryMethodAnswersAsDocumented(t *testing.T) {
 // against the README: a produce-only token (the requester) creates, reads
 // and deletes its reply topic, a consume-only token (a service answering)
 // writes to it, by Append and on the append stream, but neither creates
-// nor deletes it.
+// nor deletes it. A reply topic another token named is read only with the
+// consume right and deleted only with the admin right, the rights that
+// reach every topic.
 func TestRights_ReplyTopicsWidenJustEnough(t *testing.T) {
 	ctx := ctxT(t)
 	e := openEngine(t, nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
-	_, conn := rightsServer(t, e)
+	s, conn := rightsServer(t, e)
 	svc := pb.File_equeue_v1_equeue_proto.Services().ByName("Broker")
 	method := func(name string) protoreflect.MethodDescriptor { return svc.Methods().ByName(protoreflect.Name(name)) }
-	reply := equeue.ReplyTopicPrefix + "requester-1"
 	one := []*pb.Message{{Body: []byte("r")}}
 	for _, tok := range matrixTokens {
 		if tok.scoped {
 			continue
 		}
-		produce, consume := tok.rights&remote.RightProduce != 0, tok.rights&remote.RightConsume != 0
-		check := func(allowed bool, m string, req proto.Message) {
-			t.Helper()
-			err := rawCall(t, conn, "Bearer "+tok.name, method(m), req)
-			if allowed {
-				assert.NotContains(t, []codes.Code{codes.PermissionDenied, codes.Unauthenticated}, status.Code(err), "%s of a reply topic by %s: %v", m, tok.rights, err)
-			} else {
-				assert.Equal(t, codes.PermissionDenied, status.Code(err), "%s of a reply topic by %s: %v", m, tok.rights, err)
+		produce, consume, admin := tok.rights&remote.RightProduce != 0, tok.rights&remote.RightConsume != 0, tok.rights&remote.RightAdmin != 0
+		own := dial(t, s.addr, &remote.ClientOptions{Token: tok.name}).NewReplyTopicName()
+		others := dial(t, s.addr, &remote.ClientOptions{Token: "tok-ns-" + tok.rights.String()}).NewReplyTopicName()
+		for _, reply := range []string{own, others, equeue.ReplyTopicPrefix + "requester-1"} {
+			owner := reply == own
+			check := func(allowed bool, m string, req proto.Message) {
+				t.Helper()
+				err := rawCall(t, conn, "Bearer "+tok.name, method(m), req)
+				if allowed {
+					assert.NotContains(t, []codes.Code{codes.PermissionDenied, codes.Unauthenticated}, status.Code(err), "%s of reply topic %s by %s: %v", m, reply, tok.rights, err)
+				} else {
+					assert.Equal(t, codes.PermissionDenied, status.Code(err), "%s of reply topic %s by %s: %v", m, reply, tok.rights, err)
+				}
 			}
-		}
-		check(produce, "Route", &pb.RouteRequest{Topic: reply})
-		_, err := e.Route(ctx, reply) // the topic exists for the calls below
-		require.NoError(t, err)
-		check(produce || consume, "Pull", &pb.PullRequest{Topic: reply})
-		check(produce || consume, "Append", &pb.AppendRequest{Topic: reply, Messages: one})
-		check(produce || consume, "AppendStream", emptyRequest(t, method("AppendStream"), reply))
-		if produce || consume {
-			// On one open stream each append is checked: a consume-only
-			// token's append to an ordinary topic after a reply is refused.
-			errs, err := streamCall(t, conn, "Bearer "+tok.name, &pb.AppendStreamRequest{Appends: []*pb.StreamAppend{
-				{Seq: 1, Append: &pb.AppendRequest{Topic: reply, Messages: one}},
-				{Seq: 2, Append: &pb.AppendRequest{Topic: "t", Messages: one}},
-			}})
+			check(produce, "Route", &pb.RouteRequest{Topic: reply})
+			_, err := e.Route(ctx, reply) // the topic exists for the calls below
 			require.NoError(t, err)
-			assert.NoError(t, errs[0], "reply on the stream by %s", tok.rights)
-			if produce {
-				assert.NoError(t, errs[1], "ordinary append on the stream by %s", tok.rights)
-			} else {
-				assert.Equal(t, codes.PermissionDenied, status.Code(errs[1]), "ordinary append on the stream by %s: %v", tok.rights, errs[1])
+			check(owner && produce || consume, "Pull", &pb.PullRequest{Topic: reply})
+			check(produce || consume, "Append", &pb.AppendRequest{Topic: reply, Messages: one})
+			check(produce || consume, "AppendStream", emptyRequest(t, method("AppendStream"), reply))
+			if produce || consume {
+				// On one open stream each append is checked: a consume-only
+				// token's append to an ordinary topic after a reply is refused.
+				errs, err := streamCall(t, conn, "Bearer "+tok.name, &pb.AppendStreamRequest{Appends: []*pb.StreamAppend{
+					{Seq: 1, Append: &pb.AppendRequest{Topic: reply, Messages: one}},
+					{Seq: 2, Append: &pb.AppendRequest{Topic: "t", Messages: one}},
+				}})
+				require.NoError(t, err)
+				assert.NoError(t, errs[0], "reply on the stream by %s", tok.rights)
+				if produce {
+					assert.NoError(t, errs[1], "ordinary append on the stream by %s", tok.rights)
+				} else {
+					assert.Equal(t, codes.PermissionDenied, status.Code(errs[1]), "ordinary append on the stream by %s: %v", tok.rights, errs[1])
+				}
 			}
-		}
-		check(produce, "DeleteReplyTopic", &pb.DeleteReplyTopicRequest{Name: reply})
-		if err := e.DeleteReplyTopic(ctx, reply); !errors.Is(err, equeue.ErrTopicNotFound) {
-			require.NoError(t, err)
+			check(owner && produce || admin, "DeleteReplyTopic", &pb.DeleteReplyTopicRequest{Name: reply})
+			if err := e.DeleteReplyTopic(ctx, reply); !errors.Is(err, equeue.ErrTopicNotFound) {
+				require.NoError(t, err)
+			}
 		}
 	}
 }
