@@ -26,7 +26,7 @@ type queue struct {
 
 	writable atomic.Bool
 
-	appended      atomic.Uint64 // messages appended since open
+	appended      atomic.Uint64 // messages appended since open, counted when reported stored
 	appendedBytes atomic.Uint64
 	sentBack      atomic.Uint64 // send-backs stored for this queue since open, delayed ones included
 

@@ -44,3 +44,37 @@ func TestQueueStats_AppendedBytesAreTheRecordsSize(t *testing.T) {
 	assert.Equal(t, uint64(2), stats.Appended)
 	assert.Equal(t, uint64(len(recs[0].Value)+len(recs[1].Value)), stats.AppendedBytes)
 }
+
+// QueueStats' Appended and AppendedBytes count the same messages: those
+// reported stored. A send whose fsync failed (ErrIndeterminate, never
+// shown to readers) is in neither; Appended used to count it as soon as
+// the store took its write, while AppendedBytes did not.
+func TestQueueStats_FailedSyncCountsInNeither(t *testing.T) {
+	r := newFaultRig(t, "memory", nil)
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs("stored")})
+	require.NoError(t, err)
+	before := queueStatsOf(t, r.E, "t", 0)
+	require.Equal(t, uint64(1), before.Appended)
+	require.NotZero(t, before.AppendedBytes)
+
+	r.FS.FailSyncs(1)
+	_, err = r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs("unknown-1", "unknown-2")})
+	require.ErrorIs(t, err, equeue.ErrIndeterminate)
+
+	after := queueStatsOf(t, r.E, "t", 0)
+	assert.Equal(t, before.Appended, after.Appended, "messages of unknown outcome are not counted")
+	assert.Equal(t, before.AppendedBytes, after.AppendedBytes, "nor their bytes")
+}
+
+// queueStatsOf returns e's QueueStats of topic's queue.
+func queueStatsOf(t testing.TB, e *equeue.Engine, topic string, queue int) equeue.QueueStats {
+	t.Helper()
+	for _, s := range e.QueueStats() {
+		if s.Topic == topic && s.Queue == queue {
+			return s
+		}
+	}
+	t.Fatalf("no stats of %s/%d", topic, queue)
+	return equeue.QueueStats{}
+}

@@ -11,9 +11,11 @@ type QueueStats struct {
 	Topic string
 	// Queue is the queue number.
 	Queue int
-	// Appended counts messages appended; AppendedBytes their encoded size.
+	// Appended counts messages appended: those reported stored, counted
+	// when their write completes. A write of unknown outcome (a failed
+	// fsync: ErrIndeterminate) counts neither here nor in AppendedBytes.
 	Appended uint64
-	// AppendedBytes is the encoded size of the messages appended.
+	// AppendedBytes is the encoded size of the messages Appended counts.
 	AppendedBytes uint64
 	// MinOffset is the lowest offset still stored.
 	MinOffset int64

@@ -313,11 +313,11 @@ type batchState struct {
 	dropIdx      []uint32          // deleted topics' dedup indexes found empty
 }
 
-// touched is a queue the batch appends to: its next offset before and after.
+// touched is a queue the batch appends to: its next offset after the batch.
 type touched struct {
-	q          *queue
-	orig, next int64
-	bytes      int64 // of the records appended (topiclimits_bytes.go)
+	q     *queue
+	next  int64
+	bytes int64 // of the records appended (topiclimits_bytes.go)
 }
 
 func (b *batchState) queue(q *queue) *touched {
@@ -326,7 +326,7 @@ func (b *batchState) queue(q *queue) *touched {
 			return &b.queues[i]
 		}
 	}
-	b.queues = append(b.queues, touched{q: q, orig: q.wnext, next: q.wnext})
+	b.queues = append(b.queues, touched{q: q, next: q.wnext})
 	return &b.queues[len(b.queues)-1]
 }
 
@@ -582,7 +582,6 @@ func (e *Engine) refusal(sb *store.Batch, async bool) error {
 func (e *Engine) storeBatch(b *batchState) {
 	for _, t := range b.queues {
 		t.q.wnext = t.next
-		t.q.appended.Add(uint64(t.next - t.orig))
 		t.q.bytes.commit(t.bytes, t.next)
 	}
 	e.commitDedup(b)

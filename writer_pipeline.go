@@ -291,6 +291,10 @@ func (e *Engine) complete(f *flight, syncErr error) {
 			c.err = err
 		case c.duplicate:
 		case c.kind == cmdAppend || c.kind == cmdMove:
+			// Counted here, with the outcome: QueueStats' Appended and
+			// AppendedBytes count the messages reported stored, never those
+			// of a failed fsync or write (ErrIndeterminate).
+			c.q.appended.Add(uint64(len(c.recs)))
 			c.q.appendedBytes.Add(uint64(c.recordBytes()))
 			if !c.trimsAfter {
 				e.kickTrim(c.q.topic) // a topic over its drop-oldest limit
