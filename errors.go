@@ -117,3 +117,8 @@ var ErrPartialDuplicate = errors.New("equeue: the dedup window holds the append'
 
 // ErrHandlerPanic wraps a panic recovered from a message handler.
 var ErrHandlerPanic = errors.New("equeue: handler panicked")
+
+// ErrSelectorPanic is returned when a producer's QueueSelector panicked
+// while choosing a queue for a send: the panic is recovered and wrapped,
+// with its value and stack, and nothing of the send was stored.
+var ErrSelectorPanic = errors.New("equeue: queue selector panicked")

@@ -195,7 +195,10 @@ func (p *Producer) pick(ctx context.Context, m *Message, fresh bool, now time.Ti
 	if len(writable) == 0 {
 		return 0, fmt.Errorf("%w: topic %q has no queue open to producers", ErrQueueNotWritable, m.Topic)
 	}
-	q := p.sel.Select(m, writable)
+	q, err := selectQueue(p.sel, m, writable)
+	if err != nil {
+		return 0, err
+	}
 	if q < 0 || q*lanes >= r.Queues {
 		return 0, fmt.Errorf("%w: selector chose queue %d of %d", ErrQueueNotFound, q, r.Queues/lanes)
 	}

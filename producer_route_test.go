@@ -32,10 +32,11 @@ func TestProducer_SendAsyncWithoutFastPathsRoundRobins(t *testing.T) {
 	assert.Equal(t, map[int]int{0: 2, 1: 2}, counts, "messages per queue")
 }
 
-// A panic in a producer's hook or selector during SendAsync reaches the
-// caller, who may recover it (net/http recovers a handler's panic), and
-// then leaves nothing pending: Close returns. It waited for that send
-// forever, and so did the engine's Close.
+// A panic in a producer's hook during SendAsync reaches the caller, who
+// may recover it (net/http recovers a handler's panic), and then leaves
+// nothing pending: Close returns. It waited for that send forever, and so
+// did the engine's Close. A selector's panic is the send's error
+// (TestProducer_SelectorPanicIsTheSendsError), and leaves nothing either.
 func TestProducer_SendAsyncPanicLeavesNothingForCloseToWaitFor(t *testing.T) {
 	for _, where := range []string{"hook", "selector"} {
 		t.Run(where, func(t *testing.T) {
@@ -62,9 +63,14 @@ func TestProducer_SendAsyncPanicLeavesNothingForCloseToWaitFor(t *testing.T) {
 			}
 			p, err := equeue.NewProducer(e, &opts)
 			require.NoError(t, err)
-			assert.PanicsWithValue(t, "boom", func() {
-				p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
-			})
+			if where == "hook" {
+				assert.PanicsWithValue(t, "boom", func() {
+					p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+				})
+			} else {
+				_, err := p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")}).Result(ctx)
+				assert.ErrorIs(t, err, equeue.ErrSelectorPanic)
+			}
 			closed := make(chan error, 1)
 			go func() { closed <- p.Close() }()
 			select {
@@ -96,4 +102,43 @@ func TestProducer_NilSelectorFuncAndNilResultContext(t *testing.T) {
 	r, err := p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")}).Result(nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), r.Offset)
+}
+
+// A producer's selector that panics fails the send with ErrSelectorPanic
+// (its value in the message) and stores nothing, on every send call and
+// whether the selector runs on the caller's goroutine or, for a SendAsync
+// through a broker without fast paths, on one of the producer's own. The
+// panic used to reach Send's caller and, from the producer's goroutine,
+// crashed the program.
+func TestProducer_SelectorPanicIsTheSendsError(t *testing.T) {
+	for _, over := range []string{"engine", "wrapper"} {
+		t.Run(over, func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", nil)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			var b equeue.Broker = e
+			if over == "wrapper" {
+				b = &busyBroker{Engine: e}
+			}
+			p := newProducer(t, b, &equeue.ProducerOptions{
+				Selector: equeue.QueueSelectorFunc(func(*equeue.Message, []int) int { panic("boom") }),
+			})
+			m := func() *equeue.Message { return &equeue.Message{Topic: "t", Body: []byte("x")} }
+			var errs []error
+			assert.NotPanics(t, func() {
+				_, err := p.SendAsync(ctx, m()).Result(ctx)
+				errs = append(errs, err)
+				_, err = p.Send(ctx, m())
+				errs = append(errs, err)
+				_, err = p.SendBatch(ctx, []*equeue.Message{m(), m()})
+				errs = append(errs, err)
+			})
+			require.Len(t, errs, 3)
+			for i, err := range errs {
+				assert.ErrorIs(t, err, equeue.ErrSelectorPanic, "call %d", i)
+				assert.ErrorContains(t, err, "boom", "call %d", i)
+			}
+			assert.Zero(t, queueStatsOf(t, e, "t", 0).MaxOffset, "nothing stored")
+		})
+	}
 }

@@ -295,3 +295,47 @@ func TestTracer_FailedSend(t *testing.T) {
 	require.Len(t, s, 1)
 	assert.Equal(t, codes.Error, s[0].Status().Code)
 }
+
+// TestTracer_SelectorPanicEndsTheSendSpan: a producer's selector that
+// panics fails the send with equeue.ErrSelectorPanic, and the send span
+// ends with that error recorded. The panic used to leave the span open
+// (never exported) and reach the caller.
+func TestTracer_SelectorPanicEndsTheSendSpan(t *testing.T) {
+	ctx := ctxT(t)
+	tp, rec := recorder(t)
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p, err := equeue.NewProducer(e, &equeue.ProducerOptions{
+		Hooks:    []equeue.Hooks{otel.NewTracer(&otel.TracerOptions{TracerProvider: tp}).Hooks()},
+		Selector: equeue.QueueSelectorFunc(func(*equeue.Message, []int) int { panic("boom") }),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+
+	sends := map[string]func() error{
+		"Send": func() error {
+			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+			return err
+		},
+		"SendBatch": func() error {
+			_, err := p.SendBatch(ctx, []*equeue.Message{{Topic: "t", Body: []byte("x")}, {Topic: "t", Body: []byte("y")}})
+			return err
+		},
+		"SendAsync": func() error {
+			_, err := p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")}).Result(ctx)
+			return err
+		},
+	}
+	for name, send := range sends {
+		t.Run(name, func(t *testing.T) {
+			before := len(spansNamed(rec, "send t"))
+			var err error
+			assert.NotPanics(t, func() { err = send() })
+			assert.ErrorIs(t, err, equeue.ErrSelectorPanic)
+			s := spansNamed(rec, "send t")
+			require.Len(t, s, before+1, "the send span ended")
+			assert.Equal(t, codes.Error, s[before].Status().Code)
+			assert.Contains(t, s[before].Status().Description, "boom")
+		})
+	}
+}
