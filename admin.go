@@ -117,7 +117,20 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 		return GroupInfo{}, err
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	gi, starts := e.readGroupInfo(g)
+	at := g.fromTime
+	g.mu.Unlock()
+	// Where a group without an offset starts from a time is searched for
+	// in the store: not under g.mu, which its members' commits and pulls
+	// take (metrics scrapes list every group's lag).
+	e.lagsFromStart(gi.Queues, starts, at)
+	return gi, nil
+}
+
+// readGroupInfo describes g as of now, but for the lag of its rows without
+// an offset: starts lists those rows, for lagsFromStart. g.mu must be held.
+func (e *Engine) readGroupInfo(g *group) (GroupInfo, []startLag) {
+	var starts []startLag
 	gi := GroupInfo{Name: g.name, Model: g.model, Subscriptions: slices.Clone(g.subs), Strategy: g.strategy.Name(), Epoch: g.epoch}
 	ids := make([]string, 0, len(g.members))
 	for id := range g.members {
@@ -136,14 +149,12 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 		if qq, err := e.queueOf(q); err == nil {
 			min, next, _ := qq.bounds()
 			r.MaxOffset = next
-			from := min
 			if off, ok := g.offsets[k]; ok {
 				r.Committed = off
-				from = max(off, min)
-			} else if start, err := e.startOffset(q, g.startFrom(q.Topic), g.fromTime); err == nil {
-				from = max(start, min) // where FetchOffsets will start the group
+				r.Lag = max(0, next-max(off, min))
+			} else {
+				starts = append(starts, startLag{row: len(gi.Queues), min: min, from: g.startFrom(q.Topic)})
 			}
-			r.Lag = max(0, next-from)
 		}
 		gi.Queues = append(gi.Queues, r)
 	}
@@ -167,10 +178,10 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 				row(q, id, offsetKey{member: id, q: q})
 			}
 		}
-		return gi, nil
+		return gi, starts
 	}
 	for _, q := range queues {
 		row(q, g.owners[q].member, offsetKey{q: q})
 	}
-	return gi, nil
+	return gi, starts
 }

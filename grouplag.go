@@ -1,5 +1,7 @@
 package equeue
 
+import "time"
+
 // QueueLag is a consumer group's lag on one queue.
 type QueueLag struct {
 	QueueRef
@@ -37,4 +39,42 @@ func (g GroupInfo) TotalLag() int64 {
 		n += q.Lag
 	}
 	return n
+}
+
+// startLag is a row of GroupInfo.Queues whose group has no offset in its
+// queue: its lag counts from where the group will start there.
+type startLag struct {
+	row  int   // index in GroupInfo.Queues
+	min  int64 // the queue's first offset when the row was read
+	from ConsumeFrom
+}
+
+// lagsFromStart sets the lag of the rows starts names, from where the group
+// will start in each queue (its ConsumeFrom, from time at), as FetchOffsets
+// will start it; from the queue's first offset when that start cannot be
+// found. A start from a time searches the store, so the caller must not
+// hold the group's lock; rows of one queue (a broadcasting group's members)
+// share one search.
+func (e *Engine) lagsFromStart(rows []GroupQueueInfo, starts []startLag, at time.Time) {
+	if len(starts) == 0 {
+		return
+	}
+	type key struct {
+		q    QueueRef
+		from ConsumeFrom
+	}
+	found := map[key]int64{}
+	for _, s := range starts {
+		r := &rows[s.row]
+		k := key{r.QueueRef, s.from}
+		start, ok := found[k]
+		if !ok {
+			var err error
+			if start, err = e.startOffset(r.QueueRef, s.from, at); err != nil {
+				start = s.min
+			}
+			found[k] = start
+		}
+		r.Lag = max(0, r.MaxOffset-max(start, s.min))
+	}
 }

@@ -1,12 +1,15 @@
 package equeue_test
 
 import (
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 // TestGroup_LagBeforeStartFollowsConsumeFrom: until a group has an offset
@@ -104,4 +107,89 @@ func TestGroupInfo_QueueLags(t *testing.T) {
 	assert.Equal(t, int64(8), g.TotalLag())
 	assert.Empty(t, equeue.GroupInfo{}.QueueLags())
 	assert.Zero(t, equeue.GroupInfo{}.TotalLag())
+}
+
+// heldReads is a memory store that, once armed, holds the first read of
+// queue q until released: a slow store read, at a known point.
+type heldReads struct {
+	*store.Memory
+	q store.QueueID
+
+	mu      sync.Mutex
+	armed   bool
+	inRead  chan struct{} // closed when the held read began
+	release chan struct{} // closed to let it go on
+}
+
+func (s *heldReads) arm() {
+	s.mu.Lock()
+	s.armed, s.inRead, s.release = true, make(chan struct{}), make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *heldReads) Read(q store.QueueID, from, to uint64, max, maxBytes int) ([]store.Record, error) {
+	s.mu.Lock()
+	hold := s.armed && q == s.q
+	if hold {
+		s.armed = false
+	}
+	in, release := s.inRead, s.release
+	s.mu.Unlock()
+	if hold {
+		close(in)
+		<-release
+	}
+	return s.Memory.Read(q, from, to, max, maxBytes)
+}
+
+// TestGroup_LagFromATimeDoesNotHoldUpCommits: the lag of a group that
+// starts from a timestamp and has no offset yet is found by searching the
+// store, which metrics scrapes (Groups) do on every collection. A slow
+// read there does not hold up the group's members: a commit goes through
+// while the search waits. The search ran under the group's lock, so the
+// commit waited for it.
+func TestGroup_LagFromATimeDoesNotHoldUpCommits(t *testing.T) {
+	ctx := ctxT(t)
+	s := &heldReads{Memory: store.NewMemory(), q: firstTopicQueue0}
+	e, err := equeue.Open("", &equeue.Options{Store: s})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs("a", "b", "c")})
+	require.NoError(t, err)
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "stamp", Member: "m", Incarnation: "i",
+		Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromTimestamp, FromTime: time.Now().Add(-time.Hour)})
+	require.NoError(t, err)
+	require.Len(t, a.Queues, 1)
+
+	s.arm()
+	listed := make(chan error, 1)
+	go func() {
+		_, err := e.Groups(ctx)
+		listed <- err
+	}()
+	select {
+	case <-s.inRead:
+	case <-time.After(waitLong):
+		close(s.release)
+		t.Fatal("the lag was not searched for in the store")
+	}
+
+	committed := make(chan error, 1)
+	go func() {
+		committed <- e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "stamp", Member: "m",
+			Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 1}}})
+	}()
+	var commitErr error
+	select {
+	case commitErr = <-committed:
+	case <-time.After(waitLong):
+		close(s.release)
+		<-committed
+		require.FailNow(t, "the commit waited for the lag search's store read")
+	}
+	close(s.release)
+	require.NoError(t, commitErr)
+	require.NoError(t, <-listed)
+	assert.Equal(t, int64(1), queueRow(t, e, "stamp").Committed)
 }
