@@ -295,9 +295,13 @@ func (e *Engine) topicCopy(ctx context.Context, dl DLQEntry) (*AppendRequest, er
 	if len(route.Writable) == 0 {
 		return nil, fmt.Errorf("%w: topic %q has no writable queue", ErrQueueNotWritable, v.Topic)
 	}
-	queue := v.Queue
-	if !slices.Contains(route.Writable, queue) {
-		queue = route.reroute(fresh, queue) // to the same priority lane (priority.go)
+	// To the lane of its priority (priority.go), which its old queue ID
+	// may no longer be in: the topic may have been made again with
+	// another lane count.
+	n := max(route.Priorities, 1)
+	lane, queue := laneOf(originPriority(v, n), n), v.Queue
+	if queue%n != lane || !slices.Contains(route.Writable, queue) {
+		queue = route.reroute(fresh, lane)
 	}
 	return &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}}, nil
 }

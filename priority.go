@@ -101,14 +101,43 @@ func (r Route) laneWritable(n, lane int) []int {
 	return out
 }
 
-// reroute picks a writable queue ID for m, which was stored at queue: one
-// its key routes to in the same priority lane, else in any lane.
-func (r Route) reroute(m *Message, queue int) int {
+// reroute picks a writable queue ID for m: one its key routes to in the
+// given priority lane, else in any lane.
+func (r Route) reroute(m *Message, lane int) int {
 	n := max(r.Priorities, 1)
-	if w := r.laneWritable(n, queue%n); n > 1 && len(w) > 0 {
-		return KeyHashSelector().Select(m, w)*n + queue%n
+	if w := r.laneWritable(n, lane); n > 1 && len(w) > 0 {
+		return KeyHashSelector().Select(m, w)*n + lane
 	}
 	return KeyHashSelector().Select(m, r.Writable)
+}
+
+// stampPriority records on d, the retry or dead-letter copy of a message
+// stored at queue ID queue of t, the priority lane the message was stored
+// in (SysOriginPriority), while t's lane count still says which it is. A
+// copy of a retry keeps what its retry carries: the lane count of its
+// origin topic may have changed since.
+func stampPriority(d *Message, t *topic, queue int) {
+	if isInternalTopic(t.name) {
+		return
+	}
+	if n := t.laneCount(); n > 1 {
+		d.sys[SysOriginPriority] = strconv.Itoa(queue % n)
+	}
+}
+
+// originPriority returns the priority lane a retry or dead-letter copy's
+// message was stored in: the one the copy records, else (a copy made
+// before copies recorded it) the lane of its origin queue ID among n, the
+// lane count its origin topic has now.
+func originPriority(m *Message, n int) int {
+	if p, err := strconv.Atoi(m.sys[SysOriginPriority]); err == nil && p >= 0 {
+		return p
+	}
+	if n <= 1 {
+		return 0
+	}
+	q, _ := strconv.Atoi(m.sys[SysOriginQueue])
+	return q % n
 }
 
 // laneSlot is one priority lane a consumer runs: its queue's key on the
@@ -294,7 +323,8 @@ func (r *runner) laneTurn() bool {
 }
 
 // markPriority sets the Priority of pulled messages: the lane they were
-// stored in, or for a message from the retry topic, its origin's lane.
+// stored in, or for a message from the retry topic, its origin's lane
+// (originPriority).
 func (r *runner) markPriority(msgs []*Message) {
 	if r.lane != nil {
 		for _, m := range msgs {
@@ -307,10 +337,7 @@ func (r *runner) markPriority(msgs []*Message) {
 	}
 	for _, m := range msgs {
 		if t := m.sys[SysOriginTopic]; t != "" {
-			if n := r.c.laneCount(t); n > 1 {
-				q, _ := strconv.Atoi(m.sys[SysOriginQueue])
-				m.Priority = q % n
-			}
+			m.Priority = originPriority(m, r.c.laneCount(t))
 		}
 	}
 }

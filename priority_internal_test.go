@@ -61,15 +61,15 @@ func TestPriority_OldTopicMetadataReads(t *testing.T) {
 }
 
 // TestPriority_RerouteKeepsLane: a redriven message whose queue is closed
-// goes to a writable queue of the same lane, and to any lane only when
-// its lane has none.
+// (or not in its lane) goes to a writable queue of its lane, and to any
+// lane only when its lane has none.
 func TestPriority_RerouteKeepsLane(t *testing.T) {
 	m := &Message{Keys: []string{"k"}}
 	r := Route{Queues: 6, Priorities: 3, Writable: []int{0, 1, 2, 5}} // queue 1 has only lane 2 open
-	assert.Equal(t, 1, r.reroute(m, 4), "lane 1 of queue 1 is closed: lane 1 of queue 0")
+	assert.Equal(t, 1, r.reroute(m, 1), "lane 1 of queue 1 is closed: lane 1 of queue 0")
 	r = Route{Queues: 6, Priorities: 3, Writable: []int{0, 2}}
-	got := r.reroute(m, 4)
+	got := r.reroute(m, 1)
 	assert.Contains(t, []int{0, 2}, got, "no lane 1 open: any writable queue")
 	r = Route{Queues: 4, Writable: []int{0, 3}}
-	assert.Contains(t, []int{0, 3}, r.reroute(m, 1), "without priorities: any writable queue")
+	assert.Contains(t, []int{0, 3}, r.reroute(m, 0), "without priorities: any writable queue")
 }

@@ -62,6 +62,12 @@ const (
 	SysOriginQueue  = "origin-queue"
 	SysOriginOffset = "origin-offset"
 	SysLastError    = "last-error"
+	// SysOriginPriority is the priority lane the message was stored in, on
+	// a copy of a message of a topic with priorities: the lane of its
+	// origin queue ID holds only while the topic keeps its lane count, and
+	// one deleted and made again may have another when the copy is handled
+	// or redriven (priority.go).
+	SysOriginPriority = "origin-priority"
 )
 
 // retryDelay is the wait before the given attempt (1 = first retry).

@@ -172,6 +172,7 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 		cause = errors.New(req.Cause)
 	}
 	d := derived(view, target, mark.attempts, cause)
+	stampPriority(d, srcQ.topic, grant.Queue)
 	if !req.DeadLetter && req.Delay > 0 {
 		d.DeliverAt = time.Now().Add(min(req.Delay, e.opts.MaxDelay))
 	}
