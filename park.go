@@ -110,6 +110,11 @@ func (c *Consumer) unpark(s *parkSlot, appended bool) {
 	}
 	resume := appended && !c.parking.closed && r.ctx.Err() == nil
 	if resume {
+		// The append stored a message beyond what the lane pulled: its
+		// lane is busy from now on, as one not pulled yet, so that no
+		// lower lane of its queue goes first while its pull is under way.
+		// The resumed loop's pull says otherwise, or its stop.
+		r.laneBusy(true)
 		// Under the lock: Close sets closed under it before it waits for
 		// the consumer's goroutines, so this Add comes before that Wait.
 		c.goFunc(r.pullLoop)

@@ -25,7 +25,8 @@ import (
 // a message (or a batch) of lane l to a handler, it waits while a higher
 // lane of the same queue still has messages to hand out: pulled and not
 // handed out yet, or stored beyond what it pulled, or not pulled at all
-// yet. So under a backlog every message of a higher lane reaches a handler
+// yet (a parked lane, see park.go, from the moment an append wakes it).
+// So under a backlog every message of a higher lane reaches a handler
 // before any message of a lower lane of the same queue.
 //
 // Guarantees that remain: order within a lane is the queue order (offset
@@ -36,7 +37,10 @@ import (
 // Priority acts within one queue; queues (and so different keys) are
 // consumed independently, as always. A message retried through the retry
 // topic is delivered from there, when its retry is due, without priority
-// over other messages (it still carries its Priority).
+// over other messages (it still carries its Priority). Its retry and
+// dead-letter copies record the lane it was stored in (stampPriority): a
+// topic deleted and made again may have another lane count by the time
+// they are handled or redriven, and the lane of its old queue ID with it.
 
 // MaxPriorities is the most priority lanes a topic's queues may have
 // (TopicOptions.Priorities).

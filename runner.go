@@ -213,8 +213,11 @@ func (r *runner) abandon() {
 func (r *runner) pullLoop() {
 	parked := false
 	defer func() {
-		r.laneBusy(false) // parked at the end, or stopped
+		// Parked, the lane was marked idle before it parked: from then on
+		// its resumption (unpark) owns the mark, which a late reset here
+		// would undo.
 		if !parked {
+			r.laneBusy(false) // stopped
 			close(r.done)
 		}
 	}()
