@@ -12,6 +12,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/internal/crashsim"
+	"github.com/equeue-go/equeue/store"
 )
 
 // A crash of the machine may keep a record's key in Badger while losing its
@@ -51,6 +52,90 @@ func TestEngine_RecordsLostFromTheValueLogAreReportedCorrupt(t *testing.T) {
 		require.Equal(t, int64(i), off, "delivered from the start, in order, up to the lost tail")
 	}
 	require.Greater(t, e.Stats().CorruptRecords, uint64(0))
+}
+
+// One flipped byte in an early entry of the last value-log file (where
+// segments go when SegmentBytes is above Badger's value threshold, as on
+// cluster nodes) makes Badger cut the file there when it opens: the
+// messages after it are lost although their sends succeeded under
+// SyncAlways. The engine reports each of them corrupt, and gives none of
+// their offsets to a later send (found by review: the queue ended one past
+// the first offset of its last segment, the next send was stored at an
+// offset a sent message had had, and a group committed past it skipped it).
+func TestEngine_ValueLogCutAtOpenReusesNoOffset(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	opts := func() *equeue.Options {
+		return &equeue.Options{Sync: equeue.SyncAlways, Badger: &store.BadgerOptions{SegmentBytes: 16 << 10}}
+	}
+	body := func(i int) []byte { return fmt.Appendf(nil, "msg-%04d %0200d", i, i) }
+	ref := equeue.QueueRef{Topic: "t", Queue: 0}
+
+	e, err := equeue.Open(dir, opts())
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	for b := range 3 { // three segments of ten messages
+		var msgs []*equeue.Message
+		for i := b * 10; i < b*10+10; i++ {
+			msgs = append(msgs, &equeue.Message{Topic: "t", Body: body(i)})
+		}
+		res, err := p.SendBatch(ctx, msgs)
+		require.NoError(t, err)
+		require.Equal(t, int64(b*10), res.FirstOffset)
+	}
+	require.NoError(t, p.Close())
+	require.NoError(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{ref: 25}))
+	require.NoError(t, e.Close())
+
+	crashsim.FlipInLastValueLog(t, dir, body(12)) // in the second segment
+
+	e, err = equeue.Open(dir, opts())
+	require.NoError(t, err, "the engine opens")
+	defer func() { require.NoError(t, e.Close()) }()
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, int64(30), info.Queues[0].MaxOffset, "the queue ends where the sends left it")
+	p, err = equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	res, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("after")})
+	require.NoError(t, err)
+	require.Equal(t, int64(30), res.Offset, "a later send gets a new offset")
+
+	pullAll := func(from int64) (got map[int64]string, corrupt []int64) {
+		got = make(map[int64]string)
+		for off := from; ; {
+			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Queue: 0, Offset: off, Max: 16})
+			require.NoError(t, err)
+			for _, m := range res.Messages {
+				got[m.Offset] = string(m.Body)
+			}
+			corrupt = append(corrupt, res.Corrupt...)
+			if res.NextOffset == off {
+				return got, corrupt
+			}
+			off = res.NextOffset
+		}
+	}
+	got, corrupt := pullAll(0)
+	want := map[int64]string{30: "after"}
+	for i := range 10 {
+		want[int64(i)] = string(body(i))
+	}
+	var lost []int64
+	for off := int64(10); off < 30; off++ {
+		lost = append(lost, off)
+	}
+	assert.Equal(t, want, got, "the sound messages, and the later send")
+	assert.Equal(t, lost, corrupt, "every lost message is reported")
+	assert.Equal(t, uint64(20), e.Stats().CorruptRecords)
+
+	offs, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	got, _ = pullAll(offs[ref])
+	assert.Equal(t, map[int64]string{30: "after"}, got, "a group committed into the lost messages gets the later send")
 }
 
 // cutValueLogTail cuts cut bytes off the largest value-log file in dir

@@ -139,7 +139,11 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 	}
 	it.Close()
 	if head != nil && !newerSegmentVersion(head.v) { // a later version's: kept whole
-		head.end, head.sound = segmentEnd(head.start, head.v, first)
+		bound, err := boundAfter(txn, q, head.start, head.v, first)
+		if err != nil {
+			return from, err
+		}
+		head.end, head.sound = segmentEnd(head.start, head.v, bound)
 		if head.end > from {
 			edges = append(edges, *head)
 			if len(inside) > 0 {
@@ -163,7 +167,11 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 		if err != nil {
 			return from, err
 		}
-		switch end, sound := segmentEnd(last, v, after); {
+		bound, err := boundAfter(txn, q, last, v, after)
+		if err != nil {
+			return from, err
+		}
+		switch end, sound := segmentEnd(last, v, bound); {
 		case newerSegmentVersion(v) && after != to:
 			// Of a later format version, its end unknown: it may
 			// reach past to, and its records cannot be split. It is
@@ -208,7 +216,7 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 			size += len(e.Value) + segmentRecordOverhead + segmentOverhead
 		}
 		var tally txnTally // not counted: the chunk is uncounted work
-		if _, _, err := s.putSegments(txn, q, kept, make([]byte, 0, len(kept)*recordKeyLen), make([]byte, 0, size), &tally); err != nil {
+		if _, _, _, err := s.putSegments(txn, q, kept, make([]byte, 0, len(kept)*recordKeyLen), make([]byte, 0, size), &tally); err != nil {
 			return from, err
 		}
 	}
@@ -238,7 +246,7 @@ func segmentValue(txn *badger.Txn, q QueueID, start uint64) ([]byte, error) {
 }
 
 // DropQueue deletes every record of q, in chunks as DeleteRange does, so
-// writes to other queues go on meanwhile.
+// writes to other queues go on meanwhile, then q's end mark.
 func (s *Badger) DropQueue(q QueueID) error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -247,10 +255,26 @@ func (s *Badger) DropQueue(q QueueID) error {
 	if err := s.deleteRange(q, 0, math.MaxUint64); err != nil {
 		return fmt.Errorf("store: drop queue %d/%d: %w", q.Topic, q.Queue, err)
 	}
-	s.wmu.Lock()
-	delete(s.ends, q)
-	s.wmu.Unlock()
+	if err := s.dropEndMark(q); err != nil {
+		return fmt.Errorf("store: drop queue %d/%d: end mark: %w", q.Topic, q.Queue, err)
+	}
 	return nil
+}
+
+// dropEndMark deletes q's end mark, which would otherwise bound a segment
+// written to q again (boundAfter), and forgets q's end.
+func (s *Badger) dropEndMark(q QueueID) error {
+	s.dropMu.RLock()
+	defer s.dropMu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	delete(s.ends, q)
+	if s.inMemory {
+		return nil
+	}
+	s.beginUncounted() // its tombstone is not counted
+	defer s.endUncounted()
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(endMarkKey(q)) })
 }
 
 // quietFor is how long Reclaim watches for writes before it flushes the

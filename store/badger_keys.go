@@ -11,9 +11,11 @@ import (
 //
 //	records:  'm' | topic uint32 BE | queue uint32 BE | offset uint64 BE   (17 bytes)
 //	metadata: 'x' | caller's key
+//	end mark: 'e' | topic uint32 BE | queue uint32 BE                      (9 bytes)
 //
 // A record key holds a segment: the records of a run of consecutive
-// offsets starting at the key's offset (segment.go).
+// offsets starting at the key's offset (segment.go). An end mark holds
+// where a queue whose segments go to the value log ends (badger_endmark.go).
 //
 // Record keys have a fixed width, so the 9-byte queue prefix of one queue is
 // never a prefix of another queue's keys, and big-endian offsets sort in
@@ -21,6 +23,7 @@ import (
 const (
 	recordSpace    byte = 'm'
 	metaSpace      byte = 'x'
+	endSpace       byte = 'e'
 	queuePrefixLen      = 1 + 4 + 4
 	recordKeyLen        = queuePrefixLen + 8
 )

@@ -454,7 +454,10 @@ func badgerBatchLimits(memTableSize int64) (maxBytes, maxCount int64) {
 // (11) bytes of segment framing, rounded up. A value stored in the value log
 // is charged a 12-byte pointer instead of its length, which is less since
 // values that long are at least 64 bytes. Records packed into one segment
-// share one key, so packing only lowers the charge.
+// share one key, so packing only lowers the charge. An end mark
+// (badger_endmark.go), which Badger charges 29 bytes and one operation,
+// comes with a segment of two entries at least, which the charge of those
+// two covers with the segment.
 const opOverhead = 48
 
 // limitsFor turns Badger's transaction limits into Limits with margin:

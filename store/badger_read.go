@@ -76,7 +76,8 @@ func lastSegment(txn *badger.Txn, prefix []byte, q QueueID, off uint64, withValu
 }
 
 // queueEnd returns one past the last offset of q (0 when q is empty). A
-// last segment whose count cannot be read is taken to hold one record
+// last segment whose count cannot be read ends at q's end mark written
+// with it (boundAfter), and is otherwise taken to hold one record
 // (damagedEnd); one of a later format version fails with an error matching
 // ErrUnsupportedFormat: taking it for one record would have the next
 // append written into its offsets.
@@ -88,7 +89,11 @@ func queueEnd(txn *badger.Txn, q QueueID) (uint64, error) {
 	if _, err := segmentCount(v); errors.Is(err, ErrUnsupportedFormat) {
 		return 0, fmt.Errorf("last segment at %d: %w", start, err)
 	}
-	return damagedEnd(start, v, noNextSegment), nil // its count, when it can be read
+	bound, err := boundAfter(txn, q, start, v, noNextSegment)
+	if err != nil {
+		return 0, err
+	}
+	return damagedEnd(start, v, bound), nil // its count, when it can be read
 }
 
 // Read returns records of q with offsets in [from, to), ascending, bounded
@@ -174,6 +179,10 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 				if n, err := recordOffset(it.Item().Key()); err == nil && n > start {
 					next = n
 				}
+			}
+			next, err = boundAfter(txn, q, start, v, next)
+			if err != nil {
+				return err
 			}
 			end := damagedEnd(start, v, next)
 			for off := max64(start, from); off < end && off < to && !full(sum); off++ {

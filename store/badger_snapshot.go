@@ -234,6 +234,9 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	}
 	wb := s.db.NewWriteBatch() // commits whenever a transaction fills up
 	defer wb.Cancel()
+	// Snapshots hold no end marks (WriteTo copies the record and metadata
+	// spaces): the queues' segments loaded into the value log get theirs.
+	marks := make(map[QueueID]uint64)
 	// What is loaded goes through Badger's memory-mapped logs: the free
 	// space is checked before each MiB of it (badger_space.go).
 	var pending int64
@@ -275,6 +278,17 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 			pending = 0
 		}
 		if err := wb.Set(key, val); err != nil {
+			return fmt.Errorf("store: restore: %w", err)
+		}
+		if key[0] == recordSpace {
+			if n, err := segmentCount(val); err == nil && s.needsEndMark(len(val), n) {
+				q, start := parseRecordKey(key)
+				marks[q] = max(marks[q], start+uint64(n))
+			}
+		}
+	}
+	for q, end := range marks {
+		if err := wb.Set(endMarkKey(q), binary.BigEndian.AppendUint64(make([]byte, 0, endMarkLen), end)); err != nil {
 			return fmt.Errorf("store: restore: %w", err)
 		}
 	}

@@ -166,9 +166,17 @@ func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs,
 			}
 			group = mergeRecords(merged, group)
 		}
-		var err error
-		if keys, vals, err = s.putSegments(txn, q, group, keys, vals, tally); err != nil {
+		var (
+			mark bool
+			err  error
+		)
+		if keys, vals, mark, err = s.putSegments(txn, q, group, keys, vals, tally); err != nil {
 			return err
+		}
+		if mark {
+			if err := s.setEndMark(txn, q, max(end, hi), tally); err != nil {
+				return err
+			}
 		}
 		s.ends[q] = max(end, hi)
 	}
@@ -326,8 +334,9 @@ func mergeRecords(old, fresh []Entry) []Entry {
 // putSegments packs group (one queue, ascending, distinct offsets) into
 // segments of consecutive offsets and sets them in txn. Segment keys and
 // values are appended to keys and vals, which must have room for them.
-// Each segment is counted in tally.
-func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte, tally *txnTally) ([]byte, []byte, error) {
+// Each segment is counted in tally. mark reports whether the last segment
+// needs an end mark (needsEndMark).
+func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, vals []byte, tally *txnTally) (_, _ []byte, mark bool, _ error) {
 	for i := 0; i < len(group); {
 		// size bounds the encoded segment: header and checksum at their
 		// largest, and each record with its length.
@@ -350,12 +359,13 @@ func (s *Badger) putSegments(txn *badger.Txn, q QueueID, group []Entry, keys, va
 		}
 		vals = encodeSegmentOf(vals, group[i:j])
 		tally.add(len(keys)-k0, len(vals)-v0, s.valueThreshold)
+		mark = s.needsEndMark(len(vals)-v0, j-i)
 		if err := txn.SetEntry(badger.NewEntry(keys[k0:len(keys):len(keys)], vals[v0:len(vals):len(vals)])); err != nil {
-			return keys, vals, err
+			return keys, vals, mark, err
 		}
 		i = j
 	}
-	return keys, vals, nil
+	return keys, vals, mark, nil
 }
 
 // takeOverlap deletes, in txn, every segment of q holding an offset in
@@ -384,6 +394,9 @@ func (s *Badger) takeOverlap(txn *badger.Txn, q QueueID, lo, hi uint64, tally *t
 			return fmt.Errorf("write into the segment at %d: %w", start, derr)
 		}
 		next, err := nextSegment(txn, q, start)
+		if err == nil {
+			next, err = boundAfter(txn, q, start, v, next)
+		}
 		if err != nil {
 			return err
 		}

@@ -20,3 +20,16 @@ func TestCutValueLogTail_CutsTheLargestFile(t *testing.T) {
 		require.Equal(t, want, fi.Size(), name)
 	}
 }
+
+func TestFlipInLastValueLog_FlipsTheMarkerInTheLastFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"000001.vlog", "000002.vlog"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("..here..here"), 0o600))
+	}
+	FlipInLastValueLog(t, dir, []byte("here"))
+	for name, want := range map[string]string{"000001.vlog": "..here..here", "000002.vlog": "..\x97ere..here"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.Equal(t, want, string(got), name)
+	}
+}
