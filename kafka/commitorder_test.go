@@ -204,3 +204,137 @@ func TestGroups_CommitAwaitingSyncIsRebalanceInProgress(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 3}, offs)
 }
+
+// TestGroups_CommitAwaitedStallsOnlyItsGroup: a new generation that waits
+// for a commit in flight holds up its own group only. Before, it waited
+// under the coordinator's lock, so while one group's commit hung in its
+// store write, every other group's JoinGroup and Heartbeat waited too.
+func TestGroups_CommitAwaitedStallsOnlyItsGroup(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for range 5 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	hb := &heldCommits{Broker: e}
+	s, addr := serveServer(t, hb)
+	ba := kclient(t, addr).SeedBrokers()[0]
+	ja := joinAlone(ctx, t, ba, "g")
+	awaited := kafka.CommitsAwaited(s, "g")
+
+	entered, release := hb.arm()
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	aCommit := make(chan int16, 1)
+	go func() {
+		aCommit <- commitOne(ctx, t, kclient(t, addr, kgo.RequestTimeoutOverhead(time.Minute)).SeedBrokers()[0], ja.Generation, ja.MemberID, 1)
+	}()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("a's commit never reached the store")
+	}
+	// a joins again: the join phase completes at once, and generation 2
+	// waits for a's commit.
+	aJoin := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { aJoin <- joinAs(ctx, t, kclient(t, addr).SeedBrokers()[0], ja.MemberID) }()
+	require.Eventually(t, awaited, 30*time.Second, time.Millisecond)
+
+	// Another group is served meanwhile (before, this join and heartbeat
+	// waited until the held commit's store write returned).
+	hctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	bh := kclient(t, addr).SeedBrokers()[0]
+	jh := joinAlone(hctx, t, bh, "h")
+	hbr := kmsg.NewPtrHeartbeatRequest()
+	hbr.Group, hbr.Generation, hbr.MemberID = "h", jh.Generation, jh.MemberID
+	resp, err := bh.Request(hctx, hbr)
+	require.NoError(t, err)
+	assert.Equal(t, int16(0), resp.(*kmsg.HeartbeatResponse).ErrorCode)
+	require.True(t, awaited(), "g's generation still waits for the held commit")
+	select {
+	case <-aJoin:
+		t.Fatal("g's new generation began before the commit checked in the old one was stored")
+	default:
+	}
+
+	letGo()
+	assert.Equal(t, int16(0), <-aCommit)
+	ja2 := <-aJoin
+	require.Equal(t, int16(0), ja2.ErrorCode)
+	assert.Equal(t, ja.Generation+1, ja2.Generation)
+	offs, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), offs[equeue.QueueRef{Topic: "t", Queue: 0}])
+}
+
+// TestConsumerGroup_CommitAwaitedStallsOnlyItsGroup: in a KIP-848 group
+// too, a partition given to a member waits for its previous holder's
+// commit in flight, and that holds up the group's own heartbeat only, not
+// other groups' heartbeats and joins.
+func TestConsumerGroup_CommitAwaitedStallsOnlyItsGroup(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for range 5 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	hb := &heldCommits{Broker: e}
+	s, addr := serveServer(t, hb)
+	b := kclient(t, addr).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+	a := &cgMember{t: t, b: b, id: "member-a"}
+	require.Equal(t, int16(0), a.beat(ctx, tid, []string{"t"}, false).ErrorCode)
+	require.Equal(t, []int32{0}, a.owned)
+	awaited := kafka.CommitsAwaited(s, "g")
+
+	// a commits, held before its store write, and leaves.
+	entered, release := hb.arm()
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	aCommit := make(chan int16, 1)
+	go func() {
+		aCommit <- commitOne(ctx, t, kclient(t, addr, kgo.RequestTimeoutOverhead(time.Minute)).SeedBrokers()[0], a.epoch, a.id, 1)
+	}()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("a's commit never reached the store")
+	}
+	require.Equal(t, int16(0), (&cgMember{t: t, b: b, id: a.id, epoch: -1}).beat(ctx, tid, nil, false).ErrorCode)
+
+	// c joins: partition 0 is free, but goes to c only once a's commit
+	// was stored.
+	cm := &cgMember{t: t, b: kclient(t, addr, kgo.RequestTimeoutOverhead(time.Minute)).SeedBrokers()[0], id: "member-c"}
+	cJoin := make(chan int16, 1)
+	go func() { cJoin <- cm.beat(ctx, tid, []string{"t"}, false).ErrorCode }()
+	require.Eventually(t, awaited, 30*time.Second, time.Millisecond)
+
+	// Other groups are served meanwhile (before, they waited until the
+	// held commit's store write returned).
+	hctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	bh := kclient(t, addr).SeedBrokers()[0]
+	h := &cgMember{t: t, b: bh, group: "h", id: "member-h"}
+	require.Equal(t, int16(0), h.beat(hctx, tid, []string{"t"}, false).ErrorCode)
+	assert.Equal(t, []int32{0}, h.owned, "group h has its own partitions")
+	joinAlone(hctx, t, bh, "classic")
+	require.True(t, awaited(), "c's heartbeat still waits for the held commit")
+	select {
+	case <-cJoin:
+		t.Fatal("c was answered before a's commit was stored")
+	default:
+	}
+
+	letGo()
+	assert.Equal(t, int16(0), <-aCommit)
+	require.Equal(t, int16(0), <-cJoin)
+	assert.Equal(t, []int32{0}, cm.owned, "c has the partition a released")
+	offs, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), offs[equeue.QueueRef{Topic: "t", Queue: 0}])
+}

@@ -237,11 +237,26 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 	}
 	g.retarget(infos)
 	g.read = read
-	g.reconcile(m, now)
+	for !g.reconcile(m, now, c.commitsSettled(req.Group)) {
+		// Partitions for m wait for commits in flight (settle), which
+		// only this group's calls wait for.
+		if c.settle(ctx, req.Group) {
+			continue
+		}
+		switch {
+		case ctx.Err() != nil:
+			return fail(coordinatorCode(ctx.Err()), "")
+		case c.cgroups[req.Group] != g || g.members[m.id] != m:
+			return fail(errUnknownMemberID, "") // dropped meanwhile
+		}
+	}
 
 	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), m.epoch
 	resp.HeartbeatIntervalMillis = int32(c.s.o.ConsumerHeartbeatInterval.Milliseconds())
-	if !m.delivered {
+	// A heartbeat that read the topics later retargeted the group while
+	// this one waited (settle): infos may lack a topic of m's assignment,
+	// which m then gets at its next heartbeat.
+	if !m.delivered && g.read == read {
 		m.delivered = true
 		resp.Assignment = assignmentOf(m.assigned, infos)
 	}
@@ -423,8 +438,12 @@ func (m *cmember) subscribes(topic string) bool {
 // reconcile moves m toward its share: partitions outside it are taken
 // away (and wait, releasing, until m reports them released); once it holds
 // nothing it must release, m reaches the group's epoch and gets the
-// partitions of its share that no other member holds or is releasing.
-func (g *cgroup) reconcile(m *cmember, now time.Time) {
+// partitions of its share that no other member holds or is releasing. A
+// partition that was released may have commits of its previous holder in
+// flight: unless settled (the group's commit gates are empty), m gets none
+// and reconcile returns false, for the caller to wait for them and call it
+// again.
+func (g *cgroup) reconcile(m *cmember, now time.Time, settled bool) bool {
 	target := g.target[m.id]
 	for p := range m.assigned {
 		if !target[p] {
@@ -440,21 +459,17 @@ func (g *cgroup) reconcile(m *cmember, now time.Time) {
 		}
 	}
 	if len(m.releasing) > 0 {
-		return
+		return true
 	}
 	if m.epoch != g.targetEpoch {
 		m.prevEpoch, m.epoch = m.epoch, g.targetEpoch
 	}
-	waited := false
 	for p := range target {
 		if m.assigned[p] || g.held(p, m.id) {
 			continue
 		}
-		if !waited {
-			// p may have been released by another member just now: its
-			// commits in flight land before m's.
-			g.commits.wait()
-			waited = true
+		if !settled {
+			return false
 		}
 		if m.assigned == nil {
 			m.assigned = map[tpart]bool{}
@@ -462,6 +477,7 @@ func (g *cgroup) reconcile(m *cmember, now time.Time) {
 		m.assigned[p] = true
 		m.delivered = false
 	}
+	return true
 }
 
 // held reports whether a member other than except has p or is releasing it.
@@ -475,9 +491,9 @@ func (g *cgroup) held(p tpart, except string) bool {
 }
 
 // drop removes a member (it left, or its session or release time ran
-// out): its partitions are free at once.
+// out): its partitions are free at once, for members that reconcile once
+// its commits in flight were stored.
 func (g *cgroup) drop(id string) {
-	g.commits.wait()
 	delete(g.members, id)
 	g.epoch++
 }

@@ -37,15 +37,22 @@ func MaxTimestampTopics(s *Server) int {
 	return len(s.maxTS.topics)
 }
 
-// CommitsAwaited returns a probe of the classic group named (which must
-// exist): it reports whether a change of the group's generation is
-// waiting for commits in flight.
+// CommitsAwaited returns a probe of the group named (which must exist,
+// of either protocol): it reports whether a change of who owns its
+// partitions is waiting for commits in flight.
 func CommitsAwaited(s *Server, group string) func() bool {
 	c := s.groups
 	c.lock()
-	g := c.groups[group]
+	gates := c.gates(group)
 	c.mu.Unlock()
-	return g.commits.awaited
+	return func() bool {
+		for _, g := range gates {
+			if g.awaited() {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // PendingMembers counts the member IDs the classic group named gave out

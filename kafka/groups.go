@@ -137,9 +137,13 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 		for _, id := range g.expire(now) {
 			c.s.log.Info("kafka: consumer group member dropped", "group", name, "member", id)
 		}
-		if len(g.members) == 0 {
+		switch {
+		case len(g.members) == 0 && g.commits.empty():
 			delete(c.cgroups, name)
-		} else {
+		case len(g.members) == 0:
+			// Kept until its commits in flight were stored: a group made
+			// anew would not wait for them (commitGate).
+		default:
 			live = append(live, name)
 		}
 	}
@@ -149,6 +153,18 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 			if m.busy == 0 && now.Sub(m.lastSeen) > m.session && !(g.state == statePreparing && m.rejoined) {
 				gone = append(gone, id)
 			}
+		}
+		// A group without members that is not Empty was left by a
+		// LeaveGroup whose connection closed while it waited (leave).
+		abandoned := len(g.members) == 0 && g.state != stateEmpty
+		if (len(gone) > 0 || g.state == statePreparing || abandoned) && !g.commits.empty() {
+			// A change of generation waits for the commits in flight:
+			// left to a later round, as waiting here would hold up
+			// every group.
+			if len(g.members) > 0 {
+				live = append(live, g.name)
+			}
+			continue
 		}
 		for _, id := range gone {
 			c.s.log.Info("kafka: group member expired", "group", g.name, "member", id)
@@ -162,7 +178,7 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 		switch {
 		case g.state == statePreparing && (now.After(g.deadline) || g.allJoined()):
 			g.complete()
-		case len(gone) > 0:
+		case len(gone) > 0 || abandoned:
 			g.rebalance(now)
 		}
 		if len(g.members) > 0 {
@@ -173,7 +189,7 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 			g.emptySince = time.Time{}
 		case g.emptySince.IsZero():
 			g.emptySince = now
-		case now.Sub(g.emptySince) > emptyGroupKeep:
+		case now.Sub(g.emptySince) > emptyGroupKeep && g.commits.empty():
 			delete(c.groups, g.name)
 		}
 	}
@@ -438,10 +454,12 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 	g.protocolType = req.ProtocolType
 	g.rebalance(now)
 	m.rejoined, m.join = true, nil
-	if g.allJoined() {
-		g.complete()
-	}
 	m.busy++
+	for g.state == statePreparing && g.allJoined() && c.groups[g.name] == g && ctx.Err() == nil {
+		if c.settle(ctx, g.name) {
+			g.complete()
+		}
+	}
 	for m.join == nil && g.members[id] == m && g.state == statePreparing {
 		wait := g.joined
 		c.mu.Unlock()
@@ -572,7 +590,7 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	return resp
 }
 
-func (c *coordinator) leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+func (c *coordinator) leave(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := kmsg.NewPtrLeaveGroupResponse()
 	ids := []string{req.MemberID}
 	if req.GetVersion() >= 3 {
@@ -607,12 +625,23 @@ func (c *coordinator) leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 			resp.ErrorCode = code
 		}
 	}
-	if left > 0 {
-		if g.state == statePreparing && g.allJoined() && len(g.members) > 0 {
+	for left > 0 && c.groups[g.name] == g {
+		// A new generation, or the group's end without members, waits
+		// for the commits in flight (settle); a join phase begins at once.
+		ends := len(g.members) == 0 && g.state != stateEmpty
+		completes := g.state == statePreparing && g.allJoined() && len(g.members) > 0
+		if (ends || completes) && !c.settle(ctx, g.name) {
+			if ctx.Err() != nil {
+				break // the coordinator's tick ends what was begun
+			}
+			continue
+		}
+		if completes {
 			g.complete()
 		} else {
 			g.rebalance(time.Now())
 		}
+		break
 	}
 	return resp
 }

@@ -25,7 +25,7 @@ import (
 // owners (commitGate).
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
-	code, held, gate := c.checkCommitter(req)
+	code, held, gate := c.checkCommitter(ctx, req)
 	if gate != nil {
 		defer gate.leave()
 	}
@@ -95,10 +95,28 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // such a member commits with its member epoch as the generation, and only
 // partitions it has or is releasing. A commit it accepts has entered the
 // group's gate, if the group is known: the caller leaves it once the
-// commit's store write returned.
-func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool, *commitGate) {
-	c.lock()
-	defer c.mu.Unlock()
+// commit's store write returned. While the gate is shut (a change of
+// owners waits for the commits in it), the commit waits, without the
+// coordinator's lock, and is checked again once it reopens.
+func (c *coordinator) checkCommitter(ctx context.Context, req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool, *commitGate) {
+	for {
+		c.lock()
+		code, held, gate, shut := c.admitCommitter(req)
+		c.mu.Unlock()
+		if shut == nil {
+			return code, held, gate
+		}
+		select {
+		case <-shut:
+		case <-ctx.Done():
+			return coordinatorCode(ctx.Err()), nil, nil
+		}
+	}
+}
+
+// admitCommitter is checkCommitter's check, under the coordinator's lock;
+// it returns a channel to wait on if the group's gate is shut.
+func (c *coordinator) admitCommitter(req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool, *commitGate, <-chan struct{}) {
 	cg := c.cgroups[req.Group]
 	g := c.groups[req.Group]
 	if req.Generation < 0 {
@@ -106,27 +124,26 @@ func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		// it, whatever member ID it gives (as Kafka has it).
 		if (g == nil || len(g.members) == 0) && (cg == nil || len(cg.members) == 0) {
 			if g == nil {
-				return errNone, nil, nil
+				return errNone, nil, nil, nil
 			}
-			g.commits.enter() // stored before a first generation begins
-			return errNone, nil, &g.commits
+			return enterGate(&g.commits, nil) // stored before a first generation begins
 		}
 		if req.MemberID == "" {
 			// Only members commit to a group that has some: Kafka answers
 			// a commit naming no member with UNKNOWN_MEMBER_ID.
-			return errUnknownMemberID, nil, nil
+			return errUnknownMemberID, nil, nil, nil
 		}
 	}
 	if cg != nil && len(cg.members) > 0 {
 		m := cg.members[req.MemberID]
 		switch {
 		case m == nil:
-			return errUnknownMemberID, nil, nil
+			return errUnknownMemberID, nil, nil, nil
 		case req.Generation > m.epoch:
 			// An epoch the group never gave it (Kafka answers the same):
 			// the member must rejoin. An older epoch commits what the
 			// member still holds or is releasing.
-			return errFencedMemberEpoch, nil, nil
+			return errFencedMemberEpoch, nil, nil, nil
 		}
 		held := map[tpart]bool{}
 		for p := range m.assigned {
@@ -135,22 +152,29 @@ func (c *coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		for p := range m.releasing {
 			held[p] = true
 		}
-		cg.commits.enter()
-		return errNone, held, &cg.commits
+		return enterGate(&cg.commits, held)
 	}
 	_, m, code := c.member(req.Group, req.MemberID, req.Generation)
 	if code != errNone {
-		return code, nil, nil
+		return code, nil, nil, nil
 	}
 	m.lastSeen = time.Now()
 	if g.state == stateCompleting {
 		// The member has its generation's JoinGroup answer but not yet
 		// its assignment: Kafka refuses its commit so, and the member
 		// commits again once it synced.
-		return errRebalanceInProgress, nil, nil
+		return errRebalanceInProgress, nil, nil, nil
 	}
-	g.commits.enter()
-	return errNone, nil, &g.commits
+	return enterGate(&g.commits, nil)
+}
+
+// enterGate enters an accepted commit into gate, as admitCommitter
+// returns it: with the channel to wait on instead if the gate is shut.
+func enterGate(gate *commitGate, held map[tpart]bool) (int16, map[tpart]bool, *commitGate, <-chan struct{}) {
+	if shut := gate.enter(); shut != nil {
+		return errNone, nil, nil, shut
+	}
+	return errNone, held, gate, nil
 }
 
 func (c *coordinator) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {

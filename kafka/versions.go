@@ -125,7 +125,7 @@ func (c *conn) dispatch(h header, req kmsg.Request) (kmsg.Response, error) {
 	case *kmsg.HeartbeatRequest:
 		return c.s.groups.heartbeat(r), nil
 	case *kmsg.LeaveGroupRequest:
-		return c.s.groups.leave(r), nil
+		return c.s.groups.leave(c.ctx, r), nil
 	case *kmsg.OffsetCommitRequest:
 		return c.s.groups.offsetCommit(c.ctx, r), nil
 	case *kmsg.OffsetFetchRequest:
