@@ -14,6 +14,13 @@ import (
 // only with the gate empty. A commit checked against the old owners thus
 // never lands after one of the new owners': it would move the offset back.
 //
+// The coordinator keeps one gate per group name (coordinator.gate),
+// whatever the group's protocol and whether it knows the group yet: a
+// commit without a generation to a group no member joined is stored
+// before the first generation that a join makes begins, and a gate with
+// commits in it outlives a group forgotten meanwhile (emptyGroupKeep,
+// forgetAll).
+//
 // The commits in the gate are waited for without the coordinator's lock
 // (coordinator.settle), so a store write that hangs holds up its own
 // group only: the gate is shut meanwhile, and a commit of that group that
@@ -88,16 +95,12 @@ func (g *commitGate) empty() bool {
 	return g.n == 0
 }
 
-// wait returns once the commits in the gate left; the caller holds the
-// coordinator's lock, so that none enters meanwhile. Calls that change
-// owners settle the gate first (coordinator.settle), and the coordinator's tick
-// changes a group only with its gate empty, so this returns at once but on
-// a change of leadership (forgetAll).
-func (g *commitGate) wait() {
-	if ch := g.drain(); ch != nil {
-		<-ch
-	}
-	g.reopen()
+// idle reports whether the gate has no commit in it and nothing waits on
+// it: it holds nothing then, and the coordinator may forget it.
+func (g *commitGate) idle() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n == 0 && g.shut == nil && g.drained == nil
 }
 
 // awaited reports whether a change of owners waits for commits in the
@@ -108,48 +111,48 @@ func (g *commitGate) awaited() bool {
 	return g.shut != nil && g.n > 0
 }
 
-// gates lists the commit gates of the group named: its classic group's
-// and its KIP-848 group's, as far as c knows them. The caller holds c's
-// lock.
-func (c *coordinator) gates(group string) []*commitGate {
-	var out []*commitGate
-	if g := c.groups[group]; g != nil {
-		out = append(out, &g.commits)
+// gate returns the commit gate of the group named, made if c has none;
+// the caller holds c's lock.
+func (c *coordinator) gate(group string) *commitGate {
+	g := c.commits[group]
+	if g == nil {
+		g = &commitGate{}
+		c.commits[group] = g
 	}
-	if g := c.cgroups[group]; g != nil {
-		out = append(out, &g.commits)
-	}
-	return out
+	return g
 }
 
-// commitsSettled reports whether the named group's commit gates are
-// empty; the caller holds c's lock, so that none enters until it releases
-// it.
+// forgetIdleGates drops the gates that hold nothing (idle); the caller
+// holds c's lock. None is referred to outside c then: the next commit to
+// the group makes its gate again.
+func (c *coordinator) forgetIdleGates() {
+	for name, g := range c.commits {
+		if g.idle() {
+			delete(c.commits, name)
+		}
+	}
+}
+
+// commitsSettled reports whether the named group's commit gate is empty;
+// the caller holds c's lock, so that none enters until it releases it.
 func (c *coordinator) commitsSettled(group string) bool {
-	for _, g := range c.gates(group) {
-		if !g.empty() {
-			return false
-		}
-	}
-	return true
+	g := c.commits[group]
+	return g == nil || g.empty()
 }
 
-// settle reports whether the named group's commit gates are empty, so
-// that a change of who owns its partitions may be made before c is
-// unlocked; the caller holds c's lock. If they are not, settle shuts them,
-// waits without c's lock for the commits in them to leave (or for ctx to
-// end), locks c again, reopens them and returns false: the caller checks
-// its change again (the group may have changed meanwhile) and calls settle
-// again. Only the group's own calls thus wait for its store writes, not
-// every group's.
+// settle reports whether the named group's commit gate is empty, so that
+// a change of who owns its partitions may be made before c is unlocked;
+// the caller holds c's lock. If it is not, settle shuts it, waits without
+// c's lock for the commits in it to leave (or for ctx to end), locks c
+// again, reopens it and returns false: the caller checks its change again
+// (the group may have changed meanwhile) and calls settle again. Only the
+// group's own calls thus wait for its store writes, not every group's.
 func (c *coordinator) settle(ctx context.Context, group string) bool {
-	var shut []*commitGate
-	var wait <-chan struct{}
-	for _, g := range c.gates(group) {
-		if ch := g.drain(); ch != nil {
-			shut, wait = append(shut, g), ch
-		}
+	g := c.commits[group]
+	if g == nil {
+		return true
 	}
+	wait := g.drain()
 	if wait == nil {
 		return true
 	}
@@ -161,8 +164,6 @@ func (c *coordinator) settle(ctx context.Context, group string) bool {
 	c.lock()
 	// Reopened under c's lock: a commit let in now enters only once c is
 	// unlocked, after the change the caller makes next.
-	for _, g := range shut {
-		g.reopen()
-	}
+	g.reopen()
 	return false
 }

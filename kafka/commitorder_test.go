@@ -338,3 +338,79 @@ func TestConsumerGroup_CommitAwaitedStallsOnlyItsGroup(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), offs[equeue.QueueRef{Topic: "t", Queue: 0}])
 }
+
+// TestGroups_CommitToAnUnknownGroupLandsBeforeItsFirstGeneration: a
+// commit without a generation (-1, a standalone consumer's or an admin
+// tool's) to a group the coordinator does not know yet is stored before a
+// JoinGroup that makes the group begins its first generation. Before, it
+// entered no gate: the first member fetched the offsets without it,
+// committed further, and the older commit then landed and moved the
+// group's offset back.
+func TestGroups_CommitToAnUnknownGroupLandsBeforeItsFirstGeneration(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for range 5 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	hb := &heldCommits{Broker: e}
+	s, addr := serveServer(t, hb)
+	b := kclient(t, addr).SeedBrokers()[0]
+
+	entered, release := hb.arm()
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	adminCommit := make(chan int16, 1)
+	go func() {
+		adminCommit <- commitOne(ctx, t, kclient(t, addr, kgo.RequestTimeoutOverhead(time.Minute)).SeedBrokers()[0], -1, "", 1)
+	}()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the commit never reached the store")
+	}
+
+	// A member joins the group, which the coordinator makes now.
+	joined := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		joined <- joinAs(ctx, t, kclient(t, addr, kgo.RequestTimeoutOverhead(time.Minute)).SeedBrokers()[0], "")
+	}()
+	awaited := kafka.CommitsAwaited(s, "g")
+	var j *kmsg.JoinGroupResponse
+	require.Eventually(t, func() bool {
+		select {
+		case j = <-joined:
+			return true // before the fix: answered with the commit in flight
+		default:
+			return awaited()
+		}
+	}, 30*time.Second, time.Millisecond)
+	if j != nil {
+		// The member has its generation: it syncs, reads the offsets
+		// (without the held commit) and commits further.
+		sg := kmsg.NewPtrSyncGroupRequest()
+		sg.Group, sg.Generation, sg.MemberID = "g", j.Generation, j.MemberID
+		_, err := b.Request(ctx, sg)
+		require.NoError(t, err)
+		require.Equal(t, int16(0), commitOne(ctx, t, b, j.Generation, j.MemberID, 3))
+		letGo()
+	} else {
+		letGo()
+		j = <-joined
+		require.Equal(t, int16(0), j.ErrorCode)
+		sg := kmsg.NewPtrSyncGroupRequest()
+		sg.Group, sg.Generation, sg.MemberID = "g", j.Generation, j.MemberID
+		_, err := b.Request(ctx, sg)
+		require.NoError(t, err)
+		offs, err := e.GroupOffsets(ctx, "g")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), offs[equeue.QueueRef{Topic: "t", Queue: 0}], "the member starts from the commit made before it joined")
+		require.Equal(t, int16(0), commitOne(ctx, t, b, j.Generation, j.MemberID, 3))
+	}
+	assert.Equal(t, int16(0), <-adminCommit)
+	offs, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), offs[equeue.QueueRef{Topic: "t", Queue: 0}], "the member's commit is the last")
+}

@@ -50,7 +50,6 @@ type cgroup struct {
 	ids         map[string][16]byte // topic IDs of the topics in layout
 	assignor    string              // the last one a member asked for
 	read        uint64              // the topic read (coordinator.reads) last retargeted with
-	commits     commitGate          // a partition changes owners only after the commits checked against the old one
 }
 
 type cmember struct {
@@ -440,7 +439,7 @@ func (m *cmember) subscribes(topic string) bool {
 // nothing it must release, m reaches the group's epoch and gets the
 // partitions of its share that no other member holds or is releasing. A
 // partition that was released may have commits of its previous holder in
-// flight: unless settled (the group's commit gates are empty), m gets none
+// flight: unless settled (the group's commit gate is empty), m gets none
 // and reconcile returns false, for the caller to wait for them and call it
 // again.
 func (g *cgroup) reconcile(m *cmember, now time.Time, settled bool) bool {

@@ -37,21 +37,16 @@ func MaxTimestampTopics(s *Server) int {
 	return len(s.maxTS.topics)
 }
 
-// CommitsAwaited returns a probe of the group named (which must exist,
-// of either protocol): it reports whether a change of who owns its
-// partitions is waiting for commits in flight.
+// CommitsAwaited returns a probe of the group named, of either protocol:
+// it reports whether a change of who owns its partitions is waiting for
+// commits in flight.
 func CommitsAwaited(s *Server, group string) func() bool {
 	c := s.groups
-	c.lock()
-	gates := c.gates(group)
-	c.mu.Unlock()
 	return func() bool {
-		for _, g := range gates {
-			if g.awaited() {
-				return true
-			}
-		}
-		return false
+		c.lock()
+		defer c.mu.Unlock()
+		g := c.commits[group]
+		return g != nil && g.awaited()
 	}
 }
 

@@ -37,8 +37,9 @@ type coordinator struct {
 	mu      sync.Mutex
 	term    uint64 // the leadership term the groups are of (Server.term)
 	groups  map[string]*kgroup
-	cgroups map[string]*cgroup // KIP-848 consumer groups (consumergroups.go)
-	reads   uint64             // topic reads begun by heartbeats (readTopics)
+	cgroups map[string]*cgroup     // KIP-848 consumer groups (consumergroups.go)
+	commits map[string]*commitGate // by group name (commitgate.go)
+	reads   uint64                 // topic reads begun by heartbeats (readTopics)
 }
 
 // lock locks c, first forgetting the groups of an earlier leadership term
@@ -70,7 +71,6 @@ type kgroup struct {
 	// emptySince is when the coordinator's tick first found the group
 	// without members (zero while it has some); see emptyGroupKeep.
 	emptySince time.Time
-	commits    commitGate // a new generation waits for the commits checked against the old one
 	// pending holds the member IDs given out with MEMBER_ID_REQUIRED
 	// (KIP-394) that no join carried yet, each with when it expires.
 	pending map[string]time.Time
@@ -98,7 +98,7 @@ type kmember struct {
 }
 
 func newCoordinator(s *Server) *coordinator {
-	return &coordinator{s: s, groups: map[string]*kgroup{}, cgroups: map[string]*cgroup{}}
+	return &coordinator{s: s, groups: map[string]*kgroup{}, cgroups: map[string]*cgroup{}, commits: map[string]*commitGate{}}
 }
 
 // run expires silent members, ends join phases whose rebalance timeout
@@ -129,6 +129,7 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 	leading := c.s.leads()
 	c.lock()
 	defer c.mu.Unlock()
+	c.forgetIdleGates()
 	if !leading {
 		c.forgetAll()
 		return nil
@@ -137,13 +138,9 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 		for _, id := range g.expire(now) {
 			c.s.log.Info("kafka: consumer group member dropped", "group", name, "member", id)
 		}
-		switch {
-		case len(g.members) == 0 && g.commits.empty():
+		if len(g.members) == 0 {
 			delete(c.cgroups, name)
-		case len(g.members) == 0:
-			// Kept until its commits in flight were stored: a group made
-			// anew would not wait for them (commitGate).
-		default:
+		} else {
 			live = append(live, name)
 		}
 	}
@@ -157,7 +154,7 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 		// A group without members that is not Empty was left by a
 		// LeaveGroup whose connection closed while it waited (leave).
 		abandoned := len(g.members) == 0 && g.state != stateEmpty
-		if (len(gone) > 0 || g.state == statePreparing || abandoned) && !g.commits.empty() {
+		if (len(gone) > 0 || g.state == statePreparing || abandoned) && !c.commitsSettled(g.name) {
 			// A change of generation waits for the commits in flight:
 			// left to a later round, as waiting here would hold up
 			// every group.
@@ -189,7 +186,7 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 			g.emptySince = time.Time{}
 		case g.emptySince.IsZero():
 			g.emptySince = now
-		case now.Sub(g.emptySince) > emptyGroupKeep && g.commits.empty():
+		case now.Sub(g.emptySince) > emptyGroupKeep:
 			delete(c.groups, g.name)
 		}
 	}
@@ -224,9 +221,8 @@ func (c *coordinator) forgetAll() {
 		return
 	}
 	c.s.log.Info("kafka: groups of an earlier leadership are forgotten", "groups", len(c.groups)+len(c.cgroups))
-	for _, g := range c.cgroups {
-		g.commits.wait()
-	}
+	// The commit gates stay: a group coordinated afresh here still waits
+	// for the commits in flight.
 	c.cgroups = map[string]*cgroup{}
 	for _, g := range c.groups {
 		for id := range g.members {
@@ -280,9 +276,11 @@ func (g *kgroup) wakeSync() {
 	g.synced = make(chan struct{})
 }
 
+// toEmpty ends the group's generation and its join phase: it has no
+// members. The caller settled the group's commit gate (coordinator.settle),
+// or forgets the group (forgetAll).
 func (g *kgroup) toEmpty() {
 	if g.state != stateEmpty {
-		g.commits.wait()
 		g.generation++
 	}
 	g.state, g.leader, g.protocol = stateEmpty, "", ""
@@ -295,7 +293,8 @@ func (g *kgroup) toEmpty() {
 
 // complete ends a join phase: members that did not join are dropped, the
 // generation rises, a protocol every member supports is chosen, and each
-// waiting join gets its answer (the leader's lists every member).
+// waiting join gets its answer (the leader's lists every member). The
+// caller settled the group's commit gate (coordinator.settle).
 func (g *kgroup) complete() {
 	for id, m := range g.members {
 		if !m.rejoined {
@@ -311,7 +310,6 @@ func (g *kgroup) complete() {
 		g.leader = ids[0]
 	}
 	g.protocol = g.chooseProtocol(ids)
-	g.commits.wait()
 	g.generation++
 	g.state = stateCompleting
 	for _, id := range ids {

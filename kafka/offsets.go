@@ -94,10 +94,10 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // member of a KIP-848 consumer group the partitions it holds (nil: any):
 // such a member commits with its member epoch as the generation, and only
 // partitions it has or is releasing. A commit it accepts has entered the
-// group's gate, if the group is known: the caller leaves it once the
-// commit's store write returned. While the gate is shut (a change of
-// owners waits for the commits in it), the commit waits, without the
-// coordinator's lock, and is checked again once it reopens.
+// group's gate: the caller leaves it once the commit's store write
+// returned. While the gate is shut (a change of owners waits for the
+// commits in it), the commit waits, without the coordinator's lock, and
+// is checked again once it reopens.
 func (c *coordinator) checkCommitter(ctx context.Context, req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool, *commitGate) {
 	for {
 		c.lock()
@@ -123,10 +123,9 @@ func (c *coordinator) admitCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		// A group with no members only stores offsets: anyone commits to
 		// it, whatever member ID it gives (as Kafka has it).
 		if (g == nil || len(g.members) == 0) && (cg == nil || len(cg.members) == 0) {
-			if g == nil {
-				return errNone, nil, nil, nil
-			}
-			return enterGate(&g.commits, nil) // stored before a first generation begins
+			// Stored before a first generation begins, also of a group
+			// that a join makes only now.
+			return c.enterGate(req.Group, nil)
 		}
 		if req.MemberID == "" {
 			// Only members commit to a group that has some: Kafka answers
@@ -152,7 +151,7 @@ func (c *coordinator) admitCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		for p := range m.releasing {
 			held[p] = true
 		}
-		return enterGate(&cg.commits, held)
+		return c.enterGate(req.Group, held)
 	}
 	_, m, code := c.member(req.Group, req.MemberID, req.Generation)
 	if code != errNone {
@@ -165,12 +164,14 @@ func (c *coordinator) admitCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		// commits again once it synced.
 		return errRebalanceInProgress, nil, nil, nil
 	}
-	return enterGate(&g.commits, nil)
+	return c.enterGate(req.Group, nil)
 }
 
-// enterGate enters an accepted commit into gate, as admitCommitter
-// returns it: with the channel to wait on instead if the gate is shut.
-func enterGate(gate *commitGate, held map[tpart]bool) (int16, map[tpart]bool, *commitGate, <-chan struct{}) {
+// enterGate enters an accepted commit into its group's gate, as
+// admitCommitter returns it: with the channel to wait on instead if the
+// gate is shut.
+func (c *coordinator) enterGate(group string, held map[tpart]bool) (int16, map[tpart]bool, *commitGate, <-chan struct{}) {
+	gate := c.gate(group)
 	if shut := gate.enter(); shut != nil {
 		return errNone, nil, nil, shut
 	}
