@@ -131,11 +131,17 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		regex = re
 	}
 	if req.MemberEpoch < 0 {
-		// A leave. Of a member the group does not have (it left, or was
-		// dropped, already) Kafka answers UNKNOWN_MEMBER_ID.
+		// A leave. Kafka looks the group up first: to a group that is not
+		// a KIP-848 one (none of that name, or a classic one) it answers
+		// GROUP_ID_NOT_FOUND; of a member the group does not have (it
+		// left, or was dropped, already) UNKNOWN_MEMBER_ID.
 		c.lock()
 		g := c.cgroups[req.Group]
-		known := g != nil && g.members[req.MemberID] != nil
+		if g == nil {
+			c.mu.Unlock()
+			return fail(errGroupIDNotFound, "no KIP-848 group of that name")
+		}
+		known := g.members[req.MemberID] != nil
 		if known {
 			g.drop(req.MemberID)
 		}

@@ -687,15 +687,38 @@ func TestConsumerGroup_LeaveOfAnUnknownMemberIsUnknownMemberID(t *testing.T) {
 	leave := func(group, id string) *kmsg.ConsumerGroupHeartbeatResponse {
 		return (&cgMember{t: t, b: b, group: group, id: id, epoch: -1}).beat(ctx, tid, nil, false)
 	}
-	assert.Equal(t, int16(25), leave("none", "ghost").ErrorCode, "no such group")
 
 	a := &cgMember{t: t, b: b, id: "member-a"}
 	require.Equal(t, int16(0), a.beat(ctx, tid, []string{"t"}, false).ErrorCode)
 	assert.Equal(t, int16(25), leave("g", "ghost").ErrorCode, "a group without that member")
 	require.Equal(t, int16(0), a.beat(ctx, tid, nil, true).ErrorCode, "a is still in the group")
 
+	// c keeps the group alive once a left.
+	c := &cgMember{t: t, b: b, id: "member-c"}
+	require.Equal(t, int16(0), c.beat(ctx, tid, []string{"t"}, false).ErrorCode)
 	r := leave("g", a.id)
 	require.Equal(t, int16(0), r.ErrorCode)
 	assert.Equal(t, int32(-1), r.MemberEpoch)
 	assert.Equal(t, int16(25), leave("g", a.id).ErrorCode, "left already")
+}
+
+// TestConsumerGroup_LeaveOfAnUnknownGroupIsGroupIDNotFound: a leaving
+// heartbeat to a group that has no KIP-848 group of its name (none ever
+// joined, or a classic group has that name) is answered GROUP_ID_NOT_FOUND,
+// as Kafka's coordinator answers it (it looks the consumer group up before
+// the member); before, it was answered UNKNOWN_MEMBER_ID.
+func TestConsumerGroup_LeaveOfAnUnknownGroupIsGroupIDNotFound(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	b := kclient(t, serve(t, e, &kafka.Options{ConsumerSessionTimeout: time.Minute})).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+	for _, epoch := range []int32{-1, -2} {
+		r := (&cgMember{t: t, b: b, group: "none", id: "ghost", epoch: epoch}).beat(ctx, tid, nil, false)
+		assert.Equal(t, int16(69), r.ErrorCode, "no such group, member epoch %d", epoch)
+	}
+
+	joinAlone(ctx, t, b, "classic")
+	r := (&cgMember{t: t, b: b, group: "classic", id: "ghost", epoch: -1}).beat(ctx, tid, nil, false)
+	assert.Equal(t, int16(69), r.ErrorCode, "a classic group of that name")
 }
