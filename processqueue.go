@@ -40,7 +40,7 @@ type pqEntry struct {
 	msg     *Message
 	done    bool
 	running bool
-	tried   bool // handed to a handler by the drain (gaps)
+	tried   bool // handed to a handler by the drain (gaps), or left by one (leave)
 	// pass lets a message the drain handed out (tried) begin once: gaps
 	// and takeRetry give it, begin spends it. A worker's task for the
 	// message from before the drain is stale then, and begins it only with
@@ -240,6 +240,24 @@ func (p *processQueue) end(off int64, done bool) {
 		p.bytes -= e.size
 		e.msg = nil
 		p.passDone()
+	}
+	p.signal()
+}
+
+// leave ends a running entry whose handler was stopped before it began
+// (ErrNotHandled): the message stays unfinished, with no attempt counted,
+// and is not handed out again by this runner, a drain's gaps included
+// (see pqEntry.tried): it is left to the queue's next owner.
+func (p *processQueue) leave(off int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := p.find(off); i >= 0 {
+		e := &p.entries[i]
+		if e.running {
+			e.running = false
+			p.running--
+		}
+		e.tried, e.pass = true, false
 	}
 	p.signal()
 }

@@ -92,7 +92,10 @@ func (r *runner) waitPrev() bool {
 // handled first, so the committed offset passes every handled message; the
 // rest stay uncommitted for the next owner. Only a handler still running
 // after both waits is given up: its message stays uncommitted and its late
-// result is ignored. In orderly mode the handler of a fenced runner of the
+// result is ignored. A message whose handler returned ErrNotHandled once
+// stopped is not handled again either (see processQueue.leave): it stays
+// uncommitted, and the commit lists the messages above it already done
+// (MessageAttempts.Done). In orderly mode the handler of a fenced runner of the
 // queue that r waited for is waited for too (see waitFencedStop).
 func (r *runner) drain(timeout time.Duration) {
 	defer r.hcancel()
@@ -338,8 +341,19 @@ func (r *runner) handleConcurrent(m *Message) {
 }
 
 // finish records the result of one handling of m (view is what the handler
-// saw): done on success, else through the failure path (see dispose).
+// saw): done on success, left unfinished when the handler was stopped
+// before it began (ErrNotHandled), else through the failure path (see
+// dispose).
 func (r *runner) finish(m, view *Message, err error, end handleEnd) {
+	if stoppedUnhandled(r.hctx, err) {
+		// The handler says it stopped before it began (ErrNotHandled): the
+		// run is not counted and the message is left to the queue's next
+		// owner, not sent back nor run again by the drain, whose cancelled
+		// context would only stop it again.
+		end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
+		r.pq.leave(m.Offset)
+		return
+	}
 	if err == nil || r.abandoned.Load() || !r.beginDispose() {
 		// A fenced runner cannot commit, and a drain that gave up has
 		// committed already: a failure there stays for the next delivery.

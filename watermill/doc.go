@@ -50,9 +50,9 @@
 //     ConsumerOptions.ShutdownTimeout (DefaultShutdownTimeout unless set)
 //     for their Ack or Nack; a message still not Ack'd then fails once, as
 //     one counted attempt, and is delivered again to the group, even when
-//     it was its last attempt (never to the dead letters). A message an
-//     orderly subscription was waiting to hand out is delivered again too,
-//     but that run is not counted: the application never saw it. The
+//     it was its last attempt (never to the dead letters). A message the
+//     subscription was waiting to hand out is delivered again too, but
+//     that run is not counted: the application never saw it. The
 //     consumer commits what was Ack'd, leaves its group, and then the
 //     channel is closed. So Close takes up to ShutdownTimeout while
 //     messages are in flight.

@@ -62,8 +62,8 @@ func stored(t *testing.T, e *equeue.Engine, topic string) int64 {
 }
 
 // TestStopCountsOneRun: a message handed out and not Ack'd when its
-// subscription stops, or waiting to be handed out, fails once, as one
-// counted attempt, even while the equeue consumer is slow to stop. Failing
+// subscription stops fails once, as one counted attempt, and one waiting to
+// be handed out counts none, even while the equeue consumer is slow to stop. Failing
 // it before the consumer stopped starting handlers sent it (through the
 // retry topic, or in place when orderly) back into the stopping consumer,
 // which failed it again at once, attempt after attempt, until it was
@@ -75,12 +75,13 @@ func TestStopCountsOneRun(t *testing.T) {
 		workers   int
 		// attempt of the third message when it comes back: with one
 		// worker, busy with the second until the consumer stopped, it
-		// never ran; with two, it waited to be handed out.
+		// never ran; with two, it waited to be handed out, which is not
+		// counted either.
 		third string
 	}{
 		{"orderly", false, 1, "0"},
 		{"unordered", true, 1, "0"},
-		{"unordered-waiting", true, 2, "1"},
+		{"unordered-waiting", true, 2, "0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := openEngine(t)
@@ -172,8 +173,8 @@ func TestStopCountsOneRun(t *testing.T) {
 // TestStopNeverDeadLetters: a message a stop interrupts goes back to the
 // group even on its last attempt (MaxAttempts 1 here), whether it was
 // handed out and not Ack'd or still waited to be handed out; only a Nack
-// moves it to the dead letters. The stop counts an attempt, but for an
-// orderly subscription's message that waited to be handed out.
+// moves it to the dead letters. The stop counts an attempt, but for a
+// message that waited to be handed out.
 func TestStopNeverDeadLetters(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -220,10 +221,10 @@ func TestStopNeverDeadLetters(t *testing.T) {
 			require.NoError(t, err)
 			m := receive(t, ch)
 			assert.Equal(t, msg.UUID, m.UUID)
-			// An interrupted run counts; one whose message an orderly
+			// An interrupted run counts; one whose message the
 			// subscription never handed out does not.
 			wantAttempt := "1"
-			if !tc.unordered && !tc.handedOut {
+			if !tc.handedOut {
 				wantAttempt = "0"
 			}
 			assert.Equal(t, wantAttempt, m.Metadata.Get(eqwm.MetadataAttempt), "attempts counted by the stop")
@@ -240,19 +241,43 @@ func TestStopNeverDeadLetters(t *testing.T) {
 // comes back as a first delivery and still gets MaxAttempts deliveries
 // before a Nack dead-letters it.
 func TestStopDoesNotCountAWaitingOrderlyMessage(t *testing.T) {
+	stopDoesNotCountAWaitingMessage(t, eqwm.SubscriberConfig{})
+}
+
+// TestStopDoesNotCountAWaitingUnorderedMessage is
+// TestStopDoesNotCountAWaitingOrderlyMessage for unordered subscriptions,
+// of a clustering group (whose failures go through the retry topic) and of
+// a broadcasting one (whose failures are retried locally).
+func TestStopDoesNotCountAWaitingUnorderedMessage(t *testing.T) {
+	t.Run("clustering", func(t *testing.T) {
+		stopDoesNotCountAWaitingMessage(t, eqwm.SubscriberConfig{Unordered: true})
+	})
+	t.Run("broadcasting", func(t *testing.T) {
+		cfg := eqwm.SubscriberConfig{Unordered: true, MemberID: "m"}
+		cfg.Consumer.Model = equeue.Broadcasting
+		stopDoesNotCountAWaitingMessage(t, cfg)
+	})
+}
+
+// stopDoesNotCountAWaitingMessage stops, three times, a subscription (with
+// cfg's mode, model and member ID) whose one message waits to be handed
+// out, then checks that the message comes back as a first delivery.
+func stopDoesNotCountAWaitingMessage(t *testing.T, mode eqwm.SubscriberConfig) {
 	e := openEngine(t)
 	pub := newPublisher(t, eqwm.PublisherConfig{Broker: e, Queues: 1})
 	msg := message.NewMessage(wm.NewUUID(), []byte("x"))
 	require.NoError(t, pub.Publish("waiting", msg))
 	runs := make(chan struct{}, 1)
 	opts := patientConsumer
+	opts.Model = mode.Consumer.Model
 	opts.Hooks = []equeue.Hooks{{BeforeHandle: func(context.Context, *equeue.Message) {
 		select {
 		case runs <- struct{}{}:
 		default:
 		}
 	}}}
-	cfg := eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "g", MaxAttempts: 2, NackResendDelay: time.Millisecond, Consumer: opts}
+	cfg := eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "g", MemberID: mode.MemberID, Unordered: mode.Unordered,
+		MaxAttempts: 2, NackResendDelay: time.Millisecond, Consumer: opts}
 	for range 3 { // three stops while it waits: none counts
 		first, err := eqwm.NewSubscriber(cfg)
 		require.NoError(t, err)

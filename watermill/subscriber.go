@@ -30,9 +30,8 @@ var errNacked = errors.New("equeue watermill: message nacked")
 var errUnfinished = errors.New("equeue watermill: message not acked before its handler was stopped")
 
 // errNotHandedOut is what the handler returns to equeue for a message it
-// had not handed out when the consumer stopped it. An orderly consumer does
-// not count that run as an attempt (equeue.ErrNotHandled); an unordered one
-// does.
+// had not handed out when the consumer stopped it: the consumer does not
+// count that run as an attempt (equeue.ErrNotHandled).
 var errNotHandedOut = fmt.Errorf("equeue watermill: message not handed out before its handler was stopped: %w", equeue.ErrNotHandled)
 
 // ConsumeFrom says where a consumer group that has no committed offset for a
@@ -144,9 +143,9 @@ type SubscriberConfig struct {
 	// it to the group's dead-letter topic (equeue.DLQTopic(group)): a message
 	// Nack'd (or that the Unmarshaler refuses) on its MaxAttempts-th delivery
 	// goes there. A delivery that a stop interrupted counts as one, but never
-	// sends the message there: it goes back to the group. An orderly
-	// subscription's message that was waiting to be handed out at the stop
-	// was not delivered and does not count. Zero means 1<<20:
+	// sends the message there: it goes back to the group. A message that
+	// was waiting to be handed out at the stop was not delivered and does
+	// not count. Zero means 1<<20:
 	// in practice a Nack'd message is always delivered again.
 	MaxAttempts int
 	// Unordered handles several messages of one queue at a time (up to
@@ -326,8 +325,8 @@ func (s *Subscriber) groupFor(topic string) (string, error) {
 // out; an Ack or Nack of one of them still counts for up to
 // Consumer.ShutdownTimeout (DefaultShutdownTimeout), after which it counts
 // as one failed attempt. Messages not Ack'd by then are delivered again to
-// the group later. An orderly subscription's message that was waiting to
-// be handed out does not count as an attempt.
+// the group later. A message that was waiting to be handed out does not
+// count as an attempt.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -476,8 +475,8 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 
 	if !sub.handOut(ctx, msg) {
 		// Not handed out: it goes back once the consumer stops this
-		// handler (returned earlier, an orderly consumer would count it
-		// and retry it in place).
+		// handler (returned earlier, the consumer would count it and
+		// retry it).
 		<-ctx.Done()
 		return sub.notHandedOut()
 	}
@@ -553,11 +552,10 @@ func (sub *subscription) unfinished(msg *message.Message) error {
 }
 
 // notHandedOut is the handler's result for a message it had not handed out
-// when the consumer stopped it. The application never saw it, so an orderly
-// consumer does not count the run (equeue.ErrNotHandled) and leaves the
-// message uncommitted for the group's next delivery. An unordered consumer
-// counts it as a failed attempt, as for unfinished, and sends it back
-// through the retry topic at once.
+// when the consumer stopped it. The application never saw it, so the
+// consumer, orderly or unordered, does not count the run
+// (equeue.ErrNotHandled): it leaves the message uncommitted for the
+// group's next delivery, without sending it back.
 func (sub *subscription) notHandedOut() error {
-	return equeue.RetryAfter(0, errNotHandedOut)
+	return errNotHandedOut
 }
