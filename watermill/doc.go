@@ -39,11 +39,13 @@
 //     last one goes to the group's dead-letter topic equeue.DLQTopic(group)
 //     instead. Only a Nack (or an Unmarshaler error or panic) sends a message there,
 //     never a stop or a timeout. An orderly subscription retries the
-//     message in place; an unordered one stores it in the group's retry
-//     topic equeue.RetryTopic(group), due after NackResendDelay
-//     (equeue.RetryAfter), and goes on with other messages.
-//     Either way the redelivered message keeps its UUID, metadata and
-//     original topic, queue and offset.
+//     message in place. An unordered one goes on with other messages
+//     meanwhile: in a clustering group it stores the message in the
+//     group's retry topic equeue.RetryTopic(group), due after
+//     NackResendDelay (equeue.RetryAfter); in a broadcasting group, which
+//     has no retry topic, its consumer retries the message locally after
+//     NackResendDelay. Either way the redelivered message keeps its UUID,
+//     metadata and original topic, queue and offset.
 //   - When the subscription's context ends or the Subscriber is closed, no
 //     further message is handed out and the context of those handed out
 //     ends. The consumer stops starting handlers, then waits up to

@@ -136,8 +136,11 @@ type SubscriberConfig struct {
 	Queues int
 
 	// NackResendDelay is the pause before a Nack'd message is delivered
-	// again: in place for an orderly subscription, through the group's
-	// retry topic for an unordered one. Zero means 50 ms.
+	// again: in place for an orderly subscription; for an unordered one,
+	// through the group's retry topic in a clustering group, and retried
+	// locally by the subscription's consumer in a broadcasting group
+	// (Consumer.Model equeue.Broadcasting), which has no retry topic. Zero
+	// means 50 ms.
 	NackResendDelay time.Duration
 	// MaxAttempts is how many deliveries a message gets before equeue moves
 	// it to the group's dead-letter topic (equeue.DLQTopic(group)): a message
@@ -164,8 +167,9 @@ type SubscriberConfig struct {
 	// ShutdownTimeout (how long a stopping subscription waits for the Ack or
 	// Nack of each message it handed out, see Subscribe; zero means
 	// DefaultShutdownTimeout here, not equeue's 30 s), ConsumeTimeout
-	// (unordered: a message not Ack'd or Nack'd within it is sent back for
-	// retry, so it may be delivered twice), flow-control limits, Strategy,
+	// (unordered in a clustering group: a message not Ack'd or Nack'd
+	// within it is sent back for retry, so it may be delivered twice),
+	// flow-control limits, Strategy,
 	// Model, Hooks, Logger. Its Group, ID (see MemberID),
 	// Subscriptions, Handler, Orderly, Concurrency, LocalRetryDelay (and its
 	// former name RetryDelay),
@@ -451,9 +455,10 @@ func (sub *subscription) run() {
 // ShutdownTimeout, on a handover after HandoffTimeout. Only then does a
 // message not Ack'd fail, not when the subscription stops: until the
 // consumer has stopped starting handlers, a failed message could come
-// straight back to it (an unordered one through the retry topic, an
-// orderly one in place), to be failed again, each time a counted attempt,
-// up to the dead letters, though it was handed out once.
+// straight back to it (an unordered one through the retry topic, or
+// retried locally in a broadcasting group; an orderly one in place), to be
+// failed again, each time a counted attempt, up to the dead letters,
+// though it was handed out once.
 func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 	msg, err := unmarshal(sub.s.cfg.Unmarshaler, em)
 	if err == nil && msg == nil {
@@ -526,7 +531,8 @@ func (sub *subscription) handOut(ctx context.Context, msg *message.Message) bool
 // MaxAttempts-th delivery, else it is delivered again after
 // NackResendDelay. Orderly consumers retry it in place after
 // LocalRetryDelay; unordered clustering ones send it through the group's
-// retry topic, where RetryAfter sets the delay instead of equeue's backoff.
+// retry topic, where RetryAfter sets the delay instead of equeue's backoff;
+// unordered broadcasting ones retry it locally after the RetryAfter delay.
 func (sub *subscription) failed(em *equeue.Message, cause error) error {
 	if em.Attempt+1 >= sub.s.cfg.MaxAttempts {
 		return equeue.DeadLetter(cause)
@@ -537,7 +543,8 @@ func (sub *subscription) failed(em *equeue.Message, cause error) error {
 // unfinished is the handler's result for a message it handed out when the
 // consumer stopped it: an Ack that arrived counts; otherwise the message
 // fails at once, with no delay, so the group gets it again promptly:
-// through its retry topic when unordered, from its offset when orderly. It
+// through its retry topic when unordered in a clustering group, else from
+// its offset (retried locally, its attempt stored with the commit). It
 // fails as a counted attempt, but not as its last one: the consumer has no attempt
 // limit (consumerMaxAttempts), so it is not dead-lettered. On Close the
 // consumer has stopped starting handlers by then, so it does not get the

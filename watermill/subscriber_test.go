@@ -400,6 +400,36 @@ func TestNackRedeliversUnordered(t *testing.T) {
 	assertNothing(t, ch, 200*time.Millisecond)
 }
 
+// TestNackRedeliversUnorderedBroadcasting: an unordered subscription of a
+// broadcasting group has its Nack'd message retried locally by its
+// consumer, not through the group's retry topic, which a broadcasting
+// group does not use: it comes back to the same subscription with its
+// original UUID, topic, queue and offset, and its attempt counted.
+func TestNackRedeliversUnorderedBroadcasting(t *testing.T) {
+	e := openEngine(t)
+	pub := newPublisher(t, eqwm.PublisherConfig{Broker: e})
+	opts := fastConsumer
+	opts.Model = equeue.Broadcasting
+	sub := newSubscriber(t, eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "bc", MemberID: "m", Unordered: true,
+		NackResendDelay: time.Millisecond, Consumer: opts})
+	msg := message.NewMessage(wm.NewUUID(), []byte("x"))
+	require.NoError(t, pub.Publish("nack-bc", msg))
+	ch, err := sub.Subscribe(ctxT(t), "nack-bc")
+	require.NoError(t, err)
+
+	first := receive(t, ch)
+	require.True(t, first.Nack())
+	m := receive(t, ch)
+	assert.Equal(t, msg.UUID, m.UUID)
+	assert.Equal(t, "1", m.Metadata.Get(eqwm.MetadataAttempt))
+	for _, k := range []string{eqwm.MetadataTopic, eqwm.MetadataQueue, eqwm.MetadataOffset} {
+		assert.Equal(t, first.Metadata.Get(k), m.Metadata.Get(k), k)
+	}
+	m.Ack()
+	assertNothing(t, ch, 200*time.Millisecond)
+	assert.Zero(t, stored(t, e, equeue.RetryTopic("bc")), "a broadcasting group's Nack went through the retry topic")
+}
+
 // TestDeadLetter: after MaxAttempts Nacks, equeue moves the message to the
 // group's dead-letter topic, which can be subscribed to like any topic.
 func TestDeadLetter(t *testing.T) {
