@@ -16,7 +16,8 @@ type DLQEntry struct {
 	// Offset is the message's offset in the dead-letter topic.
 	Offset int64
 	// Message is the message as its handler saw it: original topic, queue
-	// and offset, body, tag, keys and properties.
+	// and offset, priority lane (see Message.Priority), body, tag, keys and
+	// properties.
 	Message *Message
 	// LastError is the error of the last failed attempt.
 	LastError string
@@ -103,6 +104,7 @@ func (e *Engine) listDeadLetters(ctx context.Context, group string, req ListDead
 	for _, m := range res.Messages {
 		dl := DLQEntry{Offset: m.Offset, Message: originView(m), LastError: m.sys[SysLastError], Attempts: m.Attempt}
 		dl.Message.pulled = nil // an admin view: nothing to send back
+		dl.Message.Priority = originPriority(m, e.topicLanes(dl.Message.Topic))
 		if dl.Redriven, err = e.isRedriven(group, t, m.Offset); err != nil {
 			return nil, fmt.Errorf("equeue: dead letter %d of %q: %w", m.Offset, group, err)
 		}

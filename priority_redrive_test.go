@@ -113,3 +113,45 @@ func TestPriority_RetryOfARemadeTopicKeepsThePriority(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"x priority 2"}, seen)
 }
+
+// TestPriority_DeadLettersShowTheirPriority: ListDeadLetters shows each
+// dead letter of a topic with priorities with the lane its message was
+// stored in (DLQEntry.Message.Priority), which its copy records, also over
+// the wire and once the topic was deleted and made again without
+// priorities.
+func TestPriority_DeadLettersShowTheirPriority(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		ctx := ctxT(t)
+		e, b := openOver(t, tr, "memory", nil)
+		lister, ok := b.(interface {
+			ListDeadLetters(context.Context, string, equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error)
+		})
+		require.True(t, ok, "%T lists no dead letters", b)
+		require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 1, Priorities: 3}))
+		p := newProducer(t, b, nil)
+		for _, prio := range []int{2, 0, 1} {
+			_, err := p.Send(ctx, &equeue.Message{Topic: "p", Priority: prio, Body: fmt.Appendf(nil, "%d", prio)})
+			require.NoError(t, err)
+		}
+		// The body of each dead letter, and the priority it is listed with.
+		listed := func() map[string]int {
+			dls, err := lister.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
+			require.NoError(t, err)
+			out := map[string]int{}
+			for _, dl := range dls {
+				out[string(dl.Message.Body)] = dl.Message.Priority
+			}
+			return out
+		}
+		c := startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "p"}},
+			Handler: func(context.Context, *equeue.Message) error { return equeue.DeadLetter(errors.New("no")) }})
+		eventually(t, waitLong, func() bool { return len(listed()) == 3 }, "the messages are dead-lettered")
+		require.NoError(t, c.Close())
+		want := map[string]int{"0": 0, "1": 1, "2": 2}
+		assert.Equal(t, want, listed())
+
+		require.NoError(t, e.DeleteTopic(ctx, "p"))
+		require.NoError(t, e.CreateTopicWith(ctx, "p", equeue.TopicOptions{Queues: 3}))
+		assert.Equal(t, want, listed(), "after the topic was made again without priorities")
+	})
+}

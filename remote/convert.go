@@ -3,6 +3,7 @@ package remote
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -374,9 +375,22 @@ func deadLetterFromPB(d *pb.DeadLetter) (equeue.DLQEntry, error) {
 		if err != nil {
 			return equeue.DLQEntry{}, err
 		}
+		m.Priority = originPriority(m)
 		out.Message = m
 	}
 	return out, nil
+}
+
+// originPriority is the priority lane a dead letter's message was stored
+// in, which its copy records (equeue.SysOriginPriority); 0 for a copy made
+// before copies recorded it, whose lane the server works out from the lane
+// count of its topic but does not send.
+func originPriority(m *equeue.Message) int {
+	p, err := strconv.Atoi(m.SysProperties()[equeue.SysOriginPriority])
+	if err != nil || p < 0 {
+		return 0
+	}
+	return p
 }
 
 // consumeFromToPB and consumeFromFromPB map ConsumeFrom by name: the wire
