@@ -141,6 +141,17 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 			}
 		}
 	}()
+	// The port first, where RaftAddr's host name is looked up: a busy
+	// port or a name that does not resolve leaves no directory behind.
+	stream := o.RaftStream
+	if stream == nil {
+		ts, err := listenTCP(o.RaftAddr)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
+		}
+		stream = ts
+		closers = append(closers, ts)
+	}
 	bo := store.DefaultBadgerOptions()
 	if o.Badger != nil {
 		bo = *o.Badger
@@ -188,14 +199,6 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		// that leader's lease ran out (lease.go): it joins no sooner than
 		// a heartbeat timeout after this Open began.
 		time.Sleep(time.Until(began.Add(conf.HeartbeatTimeout)))
-	}
-	stream := o.RaftStream
-	if stream == nil {
-		ts, err := listenTCP(o.RaftAddr)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
-		}
-		stream = ts
 	}
 	accepted := newAcceptedStream(stream)
 	n.stream = accepted

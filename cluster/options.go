@@ -34,7 +34,12 @@ type Options struct {
 	// RaftAddr is the host:port the Raft transport listens on and other
 	// nodes dial. Required; an unspecified host (0.0.0.0, [::]) is refused,
 	// as other nodes cannot dial it. Port 0 picks a free port (tests);
-	// Node.RaftAddr reports it.
+	// Node.RaftAddr reports it. A host name is not looked up by the
+	// options' check: Open looks it up when it listens on it (and fails,
+	// with the lookup's error, when it does not resolve), and the
+	// transport when another node dials it. With RaftStream nothing looks
+	// it up at Open, so a name that resolves only once the node runs
+	// works.
 	RaftAddr string
 	// RaftStream, when set, carries Raft's traffic instead of plain TCP on
 	// RaftAddr: for example TLS between nodes, or a network a test can
@@ -143,13 +148,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: RaftAddr is required", equeue.ErrInvalidOptions)
 	}
 	// Checked here, before Open touches the disk: a refused Open leaves
-	// no directory behind.
-	addr, err := net.ResolveTCPAddr("tcp", o.RaftAddr)
-	if err != nil {
-		return fmt.Errorf("%w: RaftAddr %q: %v", equeue.ErrInvalidOptions, o.RaftAddr, err)
-	}
-	if addr.IP == nil || addr.IP.IsUnspecified() {
-		return fmt.Errorf("%w: RaftAddr %q must name a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
+	// no directory behind. Its form only: a host name is looked up when
+	// the node listens on it or another node dials it.
+	if !dialableAddr(o.RaftAddr, 0) {
+		return fmt.Errorf("%w: RaftAddr %q must be HOST:PORT naming a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
 	}
 	switch o.LogStore {
 	case "", LogStoreWAL, LogStoreBolt:
@@ -176,7 +178,7 @@ func (o *Options) validate() error {
 			if p.ID == "" || p.RaftAddr == "" {
 				return fmt.Errorf("%w: a peer needs an ID and a RaftAddr", equeue.ErrInvalidOptions)
 			}
-			if !dialablePeer(p.RaftAddr) {
+			if !dialableAddr(p.RaftAddr, 1) {
 				return fmt.Errorf("%w: peer %q: RaftAddr %q must be HOST:PORT naming a host the nodes can dial", equeue.ErrInvalidOptions, p.ID, p.RaftAddr)
 			}
 			self = self || p.ID == o.ID
@@ -203,11 +205,13 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// dialablePeer reports whether addr is HOST:PORT with a host other nodes
+// dialableAddr reports whether addr is HOST:PORT with a host other nodes
 // can dial: not empty, not an unspecified address (0.0.0.0, ::), and a
-// port 1..65535. A host name is not looked up: a peer's may not resolve
-// yet when this node starts.
-func dialablePeer(addr string) bool {
+// numeric port from minPort to 65535. A host name is not looked up: it
+// may not resolve yet when this node starts (a DNS record published once
+// the node runs), or fail to for a moment, which says nothing of the
+// options.
+func dialableAddr(addr string, minPort int) bool {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" {
 		return false
@@ -216,5 +220,5 @@ func dialablePeer(addr string) bool {
 		return false
 	}
 	p, err := strconv.Atoi(port)
-	return err == nil && p >= 1 && p <= 65535
+	return err == nil && p >= minPort && p <= 65535
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -89,10 +91,20 @@ type tcpStream struct {
 	advertise net.Addr
 }
 
+// errNotAdvertisable is returned by listenTCP when RaftAddr's host name
+// resolves to an unspecified address (0.0.0.0, ::), which other nodes
+// cannot dial.
+var errNotAdvertisable = errors.New("the host resolves to an address other nodes cannot dial")
+
+// listenTCP listens on addr, looking its host name up.
 func listenTCP(addr string) (*tcpStream, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if a, ok := l.Addr().(*net.TCPAddr); !ok || a.IP.IsUnspecified() {
+		_ = l.Close()
+		return nil, fmt.Errorf("%w (%s)", errNotAdvertisable, l.Addr())
 	}
 	return &tcpStream{Listener: l, advertise: l.Addr()}, nil
 }

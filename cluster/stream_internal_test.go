@@ -33,3 +33,15 @@ func TestNode_CloseEndsConnectionsPeersOpened(t *testing.T) {
 	var ne net.Error
 	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the node left the connection open: %v", err)
 }
+
+// Open checks RaftAddr's form without looking its host name up; a name
+// that resolves to an unspecified address (0.0.0.0, as a wrong hosts file
+// can say) is caught where it is looked up, when the node listens: other
+// nodes could not dial the address it would advertise.
+func TestListenTCP_RefusesAnUnspecifiedAddress(t *testing.T) {
+	_, err := listenTCP("0.0.0.0:0")
+	require.ErrorIs(t, err, errNotAdvertisable)
+	s, err := listenTCP("127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}
