@@ -539,7 +539,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}
 	s := f.current()
-	return &fsmSnapshot{sn: sn, applied: s.applied, clusterID: s.clusterID}, nil
+	return &fsmSnapshot{sn: sn, applied: s.applied, clusterID: s.clusterID, log: f.log}, nil
 }
 
 // Restore replaces the store with a snapshot. Raft also restores the
@@ -608,13 +608,18 @@ type fsmSnapshot struct {
 	sn        *store.BadgerSnapshot
 	applied   uint64
 	clusterID string
+	log       *slog.Logger
 }
 
 // Persist writes the header (the applied index and the cluster ID:
 // appendSnapHeader), then the store's snapshot. Raft calls it on its own
 // goroutine, and may restore another snapshot meanwhile: the store's
 // snapshot then fails (store.ErrSnapshotRestoredOver) and the sink is
-// cancelled, so Raft keeps no copy of what the restore left.
+// cancelled, so Raft keeps no copy of what the restore left. A segment the
+// store cannot read back is carried as damaged (store.BadgerSnapshot.WriteTo):
+// a node that installs the snapshot reports its records corrupt, as this
+// one does, where failing would keep this node from ever taking a snapshot
+// again, so from compacting its log.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	err := func() error {
 		if _, err := sink.Write(appendSnapHeader(nil, snapHeader{applied: s.applied, clusterID: s.clusterID})); err != nil {
@@ -626,6 +631,9 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("cluster: persist snapshot: %w", err)
+	}
+	if d := s.sn.Damaged(); d > 0 {
+		s.log.Warn("snapshot carries damaged segments of the store: their records read as corrupt here and on a node that installs it", "segments", d, "applied", s.applied)
 	}
 	return sink.Close()
 }

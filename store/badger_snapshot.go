@@ -84,7 +84,19 @@ type BadgerSnapshot struct {
 	txn *badger.Txn
 	// restores is the store's count of Restores begun when it was taken.
 	restores uint64
+	// damaged counts the segments the last WriteTo carried as damaged.
+	damaged int
 }
+
+// Damaged returns how many segments the last WriteTo carried as damaged
+// rather than as they are: segments whose value Badger could not read back
+// (bytes its value log lost) or whose count could not be read, which the
+// store reads as records with no value (corrupt records to the engine).
+// Each is streamed as a damaged segment of as many offsets, so a store
+// restored from the snapshot reports the same offsets corrupt. A metadata
+// value that cannot be read back fails WriteTo instead: it has no such
+// reading.
+func (sn *BadgerSnapshot) Damaged() int { return sn.damaged }
 
 // Snapshot pins the store's current state in one read transaction. It
 // waits for a Restore running, so the transaction never sees one half
@@ -116,7 +128,8 @@ func (sn *BadgerSnapshot) Release() {
 	}
 }
 
-// WriteTo streams the snapshot to w and returns the bytes written.
+// WriteTo streams the snapshot to w and returns the bytes written. A
+// segment it cannot read back is carried as damaged (Damaged).
 func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 	if sn.txn == nil {
 		return 0, fmt.Errorf("store: snapshot: released")
@@ -128,6 +141,7 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 	if err := sn.restoredOver(); err != nil {
 		return 0, err
 	}
+	sn.damaged = 0
 	cw := &countingWriter{w: bufio.NewWriterSize(w, 1<<20)}
 	if _, err := cw.Write(snapshotMagic); err != nil {
 		return cw.n, err
@@ -149,7 +163,18 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 			if rerr := sn.restoredOver(); rerr != nil {
 				return cw.n, rerr // the value went with the Restore's drop
 			}
-			return cw.n, fmt.Errorf("store: snapshot: read %x: %w", key, err)
+			if key[0] != recordSpace || !errors.Is(err, ErrDamaged) {
+				return cw.n, fmt.Errorf("store: snapshot: read %x: %w", key, err)
+			}
+			// A segment Badger cannot read back reads as corrupt records
+			// (Read): it is carried as damaged (carriedSegment). Failing
+			// would fail every snapshot of this store for good.
+			val = nil
+		}
+		if key[0] == recordSpace {
+			if val, err = sn.carriedSegment(key, val); err != nil {
+				return cw.n, fmt.Errorf("store: snapshot: segment %x: %w", key, err)
+			}
 		}
 		n := binary.PutUvarint(hdr[:], uint64(len(key)))
 		n += binary.PutUvarint(hdr[n:], uint64(len(val)))
@@ -168,6 +193,29 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 		return cw.n, err
 	}
 	return cw.n, cw.w.(*bufio.Writer).Flush()
+}
+
+// carriedSegment returns what WriteTo carries for the segment under key,
+// of value v: v, unless its count cannot be read (Badger lost its bytes,
+// or damage reached its header), when it is a damaged segment that keeps
+// the count of offsets this store gives it (damagedEnd; for a queue's last
+// segment, up to the queue's end mark, which snapshots do not carry). A
+// store restored from the snapshot then reads those offsets as records
+// with no value, and ends the queue, where this one does.
+func (sn *BadgerSnapshot) carriedSegment(key, v []byte) ([]byte, error) {
+	if _, err := segmentCount(v); err == nil || errors.Is(err, ErrUnsupportedFormat) {
+		return v, nil
+	}
+	q, start := parseRecordKey(key)
+	next, err := nextSegment(sn.txn, q, start)
+	if err == nil {
+		next, err = boundAfter(sn.txn, q, start, v, next)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sn.damaged++
+	return damagedSegment(damagedEnd(start, v, next) - start), nil
 }
 
 type countingWriter struct {

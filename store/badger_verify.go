@@ -9,8 +9,9 @@ import (
 
 // ErrDamaged marks records or metadata the store holds but cannot read back
 // as they were written: VerifyRecords reports it, and so do reads of
-// metadata and snapshots that meet such a value (a damaged segment reads as
-// corrupt records instead, see Read).
+// metadata and snapshots that meet such a metadata value (a damaged segment
+// reads as corrupt records instead, see Read, and a snapshot carries it as
+// damaged, see BadgerSnapshot.WriteTo).
 var ErrDamaged = errors.New("store: damaged records")
 
 // valueCopy returns a copy of item's value. Badger answers a value it

@@ -85,6 +85,20 @@ func damagedEnd(start uint64, v []byte, next uint64) uint64 {
 	return start + 1
 }
 
+// damagedSegment returns a segment value that stands for count offsets
+// (count >= 1) and fails its checksum: segmentCount reads count, padding
+// makes the value as long as that takes, and decodeSegment refuses it, so
+// damagedEnd gives it count offsets (or up to the next segment) and Read
+// reports them as records with no value. A snapshot carries a segment it
+// cannot copy so (BadgerSnapshot.WriteTo).
+func damagedSegment(count uint64) []byte {
+	v := binary.AppendUvarint([]byte{segmentVersion}, count)
+	if pad := int64(count) - int64(len(v)) - 4; pad > 0 {
+		v = append(v, make([]byte, pad)...)
+	}
+	return binary.BigEndian.AppendUint32(v, ^crc32.Checksum(v, segmentTable))
+}
+
 // segmentEnd returns one past the last offset of the segment starting at
 // start with value v, damaged or not (damagedEnd), and whether it is
 // sound. next is as for damagedEnd.

@@ -1,0 +1,132 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/store"
+)
+
+// zeroOlderValueLog zeroes 8 KiB in the middle of the first value-log file
+// of a closed node's store, one it no longer appends to: bytes the disk
+// lost under a segment whose key Badger still holds. Badger's value
+// checksum then fails for that segment alone (in the file it appends to,
+// Badger would cut the file at the damage when it opens).
+func zeroOlderValueLog(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "engine", "*.vlog"))
+	require.NoError(t, err)
+	require.Greater(t, len(files), 1, "the value log moved on to another file")
+	f, err := os.OpenFile(files[0], os.O_RDWR, 0)
+	require.NoError(t, err)
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	require.Greater(t, fi.Size(), int64(200_000), "the segments are in the value log")
+	_, err = f.WriteAt(make([]byte, 8<<10), fi.Size()/2)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// storedWithCorrupt opens the engine directory of a closed node as a plain
+// engine and returns, per queue of topic, its bodies by offset and the
+// offsets reads report corrupt.
+func storedWithCorrupt(t *testing.T, dir, topic string) (map[int]map[int64]string, map[int][]int64) {
+	t.Helper()
+	e, err := equeue.Open(filepath.Join(dir, "engine"), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	ctx := context.Background()
+	info, err := e.Topic(ctx, topic)
+	require.NoError(t, err)
+	bodies, corrupt := map[int]map[int64]string{}, map[int][]int64{}
+	for q := range info.Queues {
+		bodies[q] = map[int64]string{}
+		for off := int64(0); ; {
+			res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q, Offset: off, Max: equeue.MaxPullBatch})
+			require.NoError(t, err)
+			for _, m := range res.Messages {
+				bodies[q][m.Offset] = string(m.Body)
+			}
+			corrupt[q] = append(corrupt[q], res.Corrupt...)
+			if res.NextOffset <= off {
+				break
+			}
+			off = res.NextOffset
+		}
+		slices.Sort(corrupt[q])
+	}
+	return bodies, corrupt
+}
+
+// A leader whose store holds a damaged segment (value-log bytes the disk
+// lost after a clean stop) still takes snapshots, so it compacts its log
+// and a follower too far behind installs one: the damaged segment is
+// carried as damaged, and the follower reports the same offsets corrupt
+// as the leader, and holds the same messages otherwise. Before, every
+// snapshot of that store failed: the leader's log was never compacted
+// again, and a follower was sent only snapshots taken before the damage.
+func TestCluster_SnapshotOfAStoreWithADamagedSegment(t *testing.T) {
+	c := newCluster(t, 3, func(o *cluster.Options) {
+		snapshotOften(o)
+		cluster.SetWALSegmentSize(o, 16<<10) // the log's head goes once compacted
+		bo := store.DefaultBadgerOptions()
+		bo.ValueLogFileSize = 1 << 20 // the least Badger takes
+		o.Badger = &bo
+	})
+	ctx := context.Background()
+	leader := c.waitLeader()
+	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
+	sendBodies(t, leader, "t", 0, 10000)
+	c.waitConverged()
+	l := c.leaderIndex()
+	damaged, behind := (l+1)%3, (l+2)%3
+
+	c.stop(damaged)
+	zeroOlderValueLog(t, c.dirs[damaged])
+	c.start(damaged, false)
+	c.waitConverged()
+	require.NoError(t, c.waitLeader().TransferLeadership(ctx, c.id(damaged)))
+	eventually(t, 30*time.Second, func() error {
+		if !c.nodes[damaged].Status().Serving {
+			return fmt.Errorf("%s does not lead", c.id(damaged))
+		}
+		return nil
+	})
+
+	behindIndex := c.nodes[behind].Status().LastLogIndex
+	c.stop(behind)
+	for i := range 200 {
+		_, err := c.nodes[damaged].Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "after %d", i)}}})
+		require.NoError(t, err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		if first := c.nodes[damaged].Status().FirstLogIndex; first <= behindIndex+1 {
+			return fmt.Errorf("the leader's log still starts at %d: it took no snapshot since the damage", first)
+		}
+		return nil
+	})
+	c.start(behind, false)
+	c.waitConverged()
+	assert.Positive(t, c.nodes[behind].Status().SnapshotsInstalled, "caught up from a snapshot")
+	c.closeAll()
+
+	wantBodies, wantCorrupt := storedWithCorrupt(t, c.dirs[damaged], "t")
+	gotBodies, gotCorrupt := storedWithCorrupt(t, c.dirs[behind], "t")
+	require.NotEmpty(t, slices.Concat(wantCorrupt[0], wantCorrupt[1]), "the damaged segment reads as corrupt records")
+	assert.Equal(t, wantCorrupt, gotCorrupt, "the follower reports the leader's corrupt offsets")
+	for q := range 2 {
+		assert.Equal(t, 5000+200*q-len(wantCorrupt[q]), len(wantBodies[q]), "queue %d: every message but the corrupt ones", q)
+		assert.True(t, maps.Equal(wantBodies[q], gotBodies[q]), "queue %d: the follower holds the leader's messages", q)
+	}
+}
