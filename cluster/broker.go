@@ -26,7 +26,10 @@ func (n *Node) Engine() (*equeue.Engine, error) {
 
 // notLeader describes the current leader for a refused call.
 func (n *Node) notLeader() error {
-	_, id := n.raft.LeaderWithID()
+	addr, id := n.raft.LeaderWithID()
+	if id != "" && n.foreignTo(addr, id) {
+		id = "" // a leader of another cluster (foreignleader.go)
+	}
 	err := &NotLeaderError{LeaderID: string(id)}
 	if id == "" {
 		return err

@@ -54,6 +54,9 @@ type commitRelay struct {
 	// before Raft starts, with log.
 	clusterID func() string
 	log       *slog.Logger
+	// foreign is the leader last refused as another cluster's
+	// (foreignleader.go).
+	foreign foreignLeader
 
 	once     sync.Once
 	stopOnce sync.Once
@@ -117,8 +120,14 @@ func (r *commitRelay) refuseForeign(rpc *raft.RPC) error {
 	switch c := rpc.Command.(type) {
 	case *raft.AppendEntriesRequest:
 		err, from = foreignEntries(c, own), c.RPCHeader
+		if err == nil && ownsEntries(c, own) {
+			r.foreign.taken(from)
+		}
 	case *raft.InstallSnapshotRequest:
 		err, from = checkSnapshot(rpc, own), c.RPCHeader
+	}
+	if err != nil {
+		r.foreign.refused(from)
 	}
 	if err != nil && r.log != nil {
 		r.log.Error("refused a leader of another cluster: this node's directory holds another cluster's data; remove it from that cluster, or empty its directory to add it as a new node",

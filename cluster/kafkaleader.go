@@ -1,6 +1,10 @@
 package cluster
 
-import "github.com/equeue-go/equeue"
+import (
+	"fmt"
+
+	"github.com/equeue-go/equeue"
+)
 
 // KafkaLeader names the leader to a Kafka listener (package kafka) that
 // serves this node: the leader's node ID, the Kafka address it wrote in
@@ -8,10 +12,12 @@ import "github.com/equeue-go/equeue"
 // "" while no leader is known; addr is "" when the leader has no Kafka
 // address or this node has not yet applied its tenure entry. A listener
 // on a follower tells Kafka clients to go to the leader, and Kafka
-// clients follow a failover from one node's listener to the next.
+// clients follow a failover from one node's listener to the next. A node
+// whose store holds another cluster's data than the leader's
+// (ErrForeignCluster) knows no leader (foreignleader.go).
 func (n *Node) KafkaLeader() (id, addr string, self bool) {
-	_, lid := n.raft.LeaderWithID()
-	if lid == "" {
+	laddr, lid := n.raft.LeaderWithID()
+	if lid == "" || n.foreignTo(laddr, lid) {
 		return "", "", false
 	}
 	id = string(lid)
@@ -33,6 +39,11 @@ func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
 // (equeue.StoredTopics): on a follower, as of the last entry it applied.
 // A follower runs no engine; its Kafka listener lists these in Metadata,
 // led by the leader, so that Kafka clients learn the topics from any node.
+// It fails with an error matching ErrForeignCluster when the store holds
+// another cluster's data than the leader's (foreignleader.go).
 func (n *Node) StoredTopics() ([]equeue.TopicInfo, error) {
+	if laddr, lid := n.raft.LeaderWithID(); lid != "" && n.foreignTo(laddr, lid) {
+		return nil, fmt.Errorf("cluster: stored topics: %w", ErrForeignCluster)
+	}
 	return equeue.StoredTopics(n.st)
 }
