@@ -313,7 +313,7 @@ func (r *runner) endBatchRest(rest []*Message, errs []error, ends []handleEnd, o
 // error, and returns each message's error.
 func (c *Consumer) invokeBatch(ctx context.Context, msgs []*Message) []error {
 	for _, m := range msgs {
-		c.hooks.beforeHandle(ctx, m)
+		c.hookPanicked(m, c.hooks.beforeHandle(ctx, m))
 	}
 	start := time.Now()
 	err := c.callBatch(ctx, msgs)
@@ -342,7 +342,7 @@ func (c *Consumer) invokeBatch(ctx context.Context, msgs []*Message) []error {
 		} else {
 			c.handled.Add(1)
 		}
-		c.hooks.afterHandle(ctx, m, errs[i], took)
+		c.hookPanicked(m, c.hooks.afterHandle(ctx, m, errs[i], took))
 	}
 	return errs
 }

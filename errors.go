@@ -122,3 +122,11 @@ var ErrHandlerPanic = errors.New("equeue: handler panicked")
 // while choosing a queue for a send: the panic is recovered and wrapped,
 // with its value and stack, and nothing of the send was stored.
 var ErrSelectorPanic = errors.New("equeue: queue selector panicked")
+
+// ErrHookPanic is returned, or logged, when a Hooks or TraceHooks function
+// panicked on a goroutine of the engine, producer or consumer: the panic is
+// recovered and wrapped, with its value and stack. A SendAsync's future
+// returns it joined to the send's own error, with the send's SendResult,
+// which is filled in when the message was stored; a Consumer logs it (see
+// Hooks).
+var ErrHookPanic = errors.New("equeue: hook panicked")

@@ -2,18 +2,28 @@ package equeue
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 )
 
 // Hooks observe sends and handling, for tracing and metrics. Every field is
-// optional. Hooks must be fast and safe for concurrent use: they run on the
-// caller's goroutine, except a SendAsync's AfterSend, which runs where the
-// send completes (in process, the engine's writer, which a slow hook holds
-// up for every send). A panic in a hook is not recovered (one in a send's
-// BeforeSend reaches the caller, and SendAsync then leaves nothing for
-// Producer.Close to wait for). Sends the producer refuses before routing
-// (a closed producer, a bad topic name, an internal topic, a nil message
-// or context) reach no hook.
+// optional. Hooks must be fast and safe for concurrent use: a send's run on
+// the caller's goroutine, except a SendAsync's AfterSend (and its trace's
+// end), which runs where the send completes (in process, the engine's
+// writer, which a slow hook holds up for every send); a Consumer's run on
+// the consumer's goroutines. Sends the producer refuses before routing (a
+// closed producer, a bad topic name, an internal topic, a nil message or
+// context) reach no hook.
+//
+// A panic in a hook that runs on the caller's goroutine reaches the caller
+// (one in a SendAsync's BeforeSend leaves nothing for Producer.Close to wait
+// for). One elsewhere is recovered as an error matching ErrHookPanic, and
+// the other hooks still run: a SendAsync's future reports it, joined to the
+// send's own error, with the send's SendResult unchanged (filled in when
+// the message was stored); a Consumer logs it, and the message's outcome
+// is its handler's.
 type Hooks struct {
 	// BeforeSend runs before a message is routed; it may set properties.
 	BeforeSend func(ctx context.Context, m *Message)
@@ -46,18 +56,57 @@ func (h hookList) afterSend(ctx context.Context, m *Message, res SendResult, err
 	}
 }
 
-func (h hookList) beforeHandle(ctx context.Context, m *Message) {
+// afterSendRecovered is afterSend for a SendAsync, whose AfterSend hooks
+// run on the engine's or the producer's goroutines: it recovers a hook that
+// panics, runs the others, and returns the panics as errors.
+func (h hookList) afterSendRecovered(ctx context.Context, m *Message, res SendResult, err error) (perr error) {
 	for _, x := range h {
-		if x.BeforeHandle != nil {
-			x.BeforeHandle(ctx, m)
+		if x.AfterSend != nil {
+			perr = errors.Join(perr, recovered("AfterSend", func() { x.AfterSend(ctx, m, res, err) }))
 		}
 	}
+	return perr
 }
 
-func (h hookList) afterHandle(ctx context.Context, m *Message, err error, took time.Duration) {
+// beforeHandle runs the BeforeHandle hooks, which run on the consumer's
+// goroutines: it recovers a hook that panics, runs the others, and returns
+// the panics as errors.
+func (h hookList) beforeHandle(ctx context.Context, m *Message) (perr error) {
 	for _, x := range h {
-		if x.AfterHandle != nil {
-			x.AfterHandle(ctx, m, err, took)
+		if x.BeforeHandle != nil {
+			perr = errors.Join(perr, recovered("BeforeHandle", func() { x.BeforeHandle(ctx, m) }))
 		}
 	}
+	return perr
+}
+
+// afterHandle runs the AfterHandle hooks as beforeHandle runs BeforeHandle.
+func (h hookList) afterHandle(ctx context.Context, m *Message, err error, took time.Duration) (perr error) {
+	for _, x := range h {
+		if x.AfterHandle != nil {
+			perr = errors.Join(perr, recovered("AfterHandle", func() { x.AfterHandle(ctx, m, err, took) }))
+		}
+	}
+	return perr
+}
+
+// recovered calls hook, the user's function named name, and returns its
+// panic as an error matching ErrHookPanic, with the panic's value and
+// stack; nil when it returned.
+func recovered(name string, hook func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s: %v\n%s", ErrHookPanic, name, p, debug.Stack())
+		}
+	}()
+	hook()
+	return nil
+}
+
+// withHookErr is a send's error err with the panics of its hooks, perr.
+func withHookErr(err, perr error) error {
+	if perr == nil {
+		return err // as it is, not wrapped in a join
+	}
+	return errors.Join(err, perr)
 }

@@ -369,7 +369,9 @@ type asyncAppender interface {
 // the engine batch them into one write and one fsync. The future completes
 // when the send would have returned (on a topic with an OverflowDropOldest
 // limit, once the topic is trimmed back to it, as Send returns). m must not
-// be modified until then.
+// be modified until then. Its AfterSend hooks run where the send completes:
+// one that panics there fails the future with ErrHookPanic, its SendResult
+// unchanged (see Hooks).
 func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	f := &SendFuture{done: make(chan struct{})}
 	if err := p.beginAsync(); err != nil {
@@ -393,10 +395,14 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		return f
 	}
 	ctx, end := p.hooks.traceSend(ctx, m)
+	// finish runs where the send completes, on the engine's goroutines or
+	// the producer's: a hook that panics there is recovered (see Hooks).
 	finish := func(res SendResult, err error) {
-		f.res, f.err = res, err
-		p.hooks.afterSend(ctx, m, res, err)
-		end.one(res, err)
+		perr := p.hooks.afterSendRecovered(ctx, m, res, err)
+		if end != nil {
+			perr = errors.Join(perr, recovered("TraceHooks.StartSend end", func() { end.one(res, err) }))
+		}
+		f.res, f.err = res, withHookErr(err, perr)
 		close(f.done)
 	}
 	p.hooks.beforeSend(ctx, m)

@@ -582,14 +582,14 @@ func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
 		}()
 		return c.o.Handler(ctx, m)
 	}
-	c.hooks.beforeHandle(ctx, m)
+	c.hookPanicked(m, c.hooks.beforeHandle(ctx, m))
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
 			err = handlerPanic(p)
 		}
 		c.countHandled(err)
-		c.hooks.afterHandle(ctx, m, err, time.Since(start))
+		c.hookPanicked(m, c.hooks.afterHandle(ctx, m, err, time.Since(start)))
 	}()
 	return c.o.Handler(ctx, m)
 }

@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -133,8 +134,8 @@ func (h hookList) startSend(ctx context.Context, msgs ...*Message) (context.Cont
 		case end == nil:
 			end = e
 		default:
-			outer := end
-			end = func(res []SendResult, err error) { e(res, err); outer(res, err) }
+			outer := end // runs even if e panics
+			end = func(res []SendResult, err error) { defer outer(res, err); e(res, err) }
 		}
 	}
 	return ctx, end
@@ -159,25 +160,38 @@ func (e sendEnd) one(res SendResult, err error) {
 	}
 }
 
-// startHandle runs the StartHandle hooks like startSend.
-func (h hookList) startHandle(ctx context.Context, m *Message, d Delivery) (context.Context, handleEnd) {
-	var end handleEnd
+// startHandle runs the StartHandle hooks like startSend. They run on the
+// consumer's goroutines: one that panics is recovered and left out (the
+// context stays the previous one's, and it has no end), and its panic
+// returned as an error.
+func (h hookList) startHandle(ctx context.Context, m *Message, d Delivery) (context.Context, handleEnd, error) {
+	var (
+		end  handleEnd
+		perr error
+	)
 	for _, x := range h {
 		if x.Trace == nil || x.Trace.StartHandle == nil {
 			continue
 		}
-		var e handleEnd
-		ctx, e = x.Trace.StartHandle(ctx, m, d)
+		var (
+			hctx context.Context
+			e    handleEnd
+		)
+		if err := recovered("TraceHooks.StartHandle", func() { hctx, e = x.Trace.StartHandle(ctx, m, d) }); err != nil {
+			perr = errors.Join(perr, err)
+			continue
+		}
+		ctx = hctx
 		switch {
 		case e == nil:
 		case end == nil:
 			end = e
 		default:
-			outer := end
-			end = func(o HandleOutcome) { e(o); outer(o) }
+			outer := end // runs even if e panics
+			end = func(o HandleOutcome) { defer outer(o); e(o) }
 		}
 	}
-	return ctx, end
+	return ctx, end, perr
 }
 
 // handleEnd ends a traced handling attempt; a nil handleEnd does nothing.
@@ -189,12 +203,28 @@ func (e handleEnd) end(o HandleOutcome) {
 	}
 }
 
-// traceHandle starts tracing the handling of m by c.
+// traceHandle starts tracing the handling of m by c. A StartHandle, or an
+// end, that panics is recovered and logged (see Hooks).
 func (c *Consumer) traceHandle(ctx context.Context, m *Message) (context.Context, handleEnd) {
 	if !c.hooks.tracing() {
 		return ctx, nil
 	}
-	return c.hooks.startHandle(ctx, m, Delivery{Group: c.o.Group, Consumer: c.o.ID, Model: c.o.Model})
+	ctx, end, err := c.hooks.startHandle(ctx, m, Delivery{Group: c.o.Group, Consumer: c.o.ID, Model: c.o.Model})
+	c.hookPanicked(m, err)
+	if end == nil {
+		return ctx, nil
+	}
+	return ctx, func(o HandleOutcome) {
+		c.hookPanicked(m, recovered("TraceHooks.StartHandle end", func() { end(o) }))
+	}
+}
+
+// hookPanicked logs err, the panics of c's hooks around the handling of m,
+// unless it is nil.
+func (c *Consumer) hookPanicked(m *Message, err error) {
+	if err != nil {
+		c.log.Error("consumer hook panicked", "topic", m.Topic, "queue", m.Queue, "offset", m.Offset, "err", err)
+	}
 }
 
 // batchResults lists the per-message results of a batch append, for
