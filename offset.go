@@ -457,7 +457,9 @@ func (c *coordinator) snapshot() []*group {
 // FetchOffsets returns the committed state of each granted queue: the next
 // offset to consume and the stored attempts of its unfinished messages. A
 // queue the group has no offset for starts where the group's ConsumeFrom
-// says, and that start is stored at once so a restart does not skip ahead.
+// says, and that start is stored at once so a restart does not skip ahead
+// (a start from a time is searched for in the store without holding up
+// the group's commits; an offset committed meanwhile is answered instead).
 // An offset stored past its queue's end (as releases before CommitOffsets
 // refused one did) is answered as the end, where a pull from it would
 // start, so that the member's commits from there are not refused.
@@ -475,7 +477,20 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 	if err != nil {
 		return nil, err
 	}
+	// Starts from a time are searched for in the store before the group's
+	// locks are taken: its other members' commits and pulls do not wait for
+	// those reads. Whatever changed meanwhile is checked again under them.
+	var search []timeStart
+	for _, q := range queues {
+		if g.checkGrant(memberID, q) != nil || g.startFrom(q.Topic) != ConsumeFromTimestamp {
+			continue
+		}
+		if _, ok := g.offsets[g.offsetKeyFor(memberID, q.QueueRef)]; !ok {
+			search = append(search, timeStart{ref: q.QueueRef, at: g.fromTime})
+		}
+	}
 	g.mu.Unlock()
+	found := e.searchTimeStarts(search)
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
@@ -507,10 +522,16 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			}
 			continue
 		}
-		off, err := e.startOffset(q.QueueRef, g.startFrom(q.Topic), g.fromTime)
-		if err != nil {
-			g.mu.Unlock()
-			return nil, err
+		from := g.startFrom(q.Topic)
+		off, ok := int64(0), false
+		if from == ConsumeFromTimestamp {
+			off, ok = found.start(e, timeStart{ref: q.QueueRef, at: g.fromTime})
+		}
+		if !ok {
+			if off, err = e.startOffset(q.QueueRef, from, g.fromTime); err != nil {
+				g.mu.Unlock()
+				return nil, err
+			}
 		}
 		out[i].Offset = off
 		set = append(set, offsetSet{k: k, off: off})
@@ -672,6 +693,24 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	if err != nil {
 		return err
 	}
+	// A reset to a time searches every queue in the store: before the
+	// group's locks (and its send-backs' gate) are taken, so that its
+	// members' commits, pulls and send-backs do not wait for those reads.
+	// A queue the group gained meanwhile is searched for under them.
+	var found timeStarts
+	if req.To == ResetToTime {
+		g.mu.Lock()
+		queues := e.groups.queuesOf(g)
+		if len(queues) == 0 {
+			queues = g.externalQueues()
+		}
+		search := make([]timeStart, 0, len(queues))
+		for _, q := range queues {
+			search = append(search, timeStart{ref: q, at: req.Time})
+		}
+		g.mu.Unlock()
+		found = e.searchTimeStarts(search)
+	}
 	// No send-back of the group may leave a mark after the reset deleted
 	// those of the queues it moves.
 	if err := e.fenceSendBacks(ctx, g); err != nil {
@@ -711,9 +750,12 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	case ResetToEarliest, ResetToLatest, ResetToTime:
 		from := map[ResetTarget]ConsumeFrom{ResetToEarliest: ConsumeFromEarliest, ResetToLatest: ConsumeFromLatest, ResetToTime: ConsumeFromTimestamp}[req.To]
 		for _, q := range queues {
-			off, err := e.startOffset(q, from, req.Time)
-			if err != nil {
-				return err
+			off, ok := found.start(e, timeStart{ref: q, at: req.Time})
+			if !ok {
+				var err error
+				if off, err = e.startOffset(q, from, req.Time); err != nil {
+					return err
+				}
 			}
 			if err := gate.check(q.Topic); err != nil {
 				return err
