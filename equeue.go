@@ -210,6 +210,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("equeue: load groups: %w", err)
 	}
+	e.raiseQueueEnds()
 	e.writerWG.Add(1)
 	go e.runWriter()
 	if o.Sync.kind == syncInterval {
@@ -350,6 +351,10 @@ type Stats struct {
 	// group's pull, a browse, ListDeadLetters, a retention pass by age),
 	// however many reads pass it afterwards. Each is logged when it is
 	// counted; every read reports the ones it skipped in PullResult.Corrupt.
+	// It also counts the offsets Open finds lost from the end of a queue:
+	// below a group's committed offset (or a send-back mark) but past what
+	// the store holds. Open logs them as one range and keeps them from
+	// later sends; reads pass them without reporting them.
 	CorruptRecords uint64
 	// ExpiredMessages counts messages skipped because their time-to-live
 	// ran out: by a group's pull (PullRequest.Group set), once for each

@@ -285,12 +285,15 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 			return PullResult{}, fmt.Errorf("equeue: read %s/%d at %d: %w", q.topic.name, q.id, off, err)
 		}
 		if len(recs) == 0 {
-			// Records below end are gone: retention deleted them under us.
+			// Records below end are gone: retention deleted them under us,
+			// or they were lost before the engine opened (queueend.go),
+			// which leaves nothing to read up to end.
 			min, _, _ := q.bounds()
 			if min > off {
 				off = min
 				continue
 			}
+			off = end
 			break
 		}
 		// The messages of one read are allocated together, in slabs of

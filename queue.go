@@ -8,7 +8,8 @@ import (
 )
 
 // queue is the live state of one queue: its offset bounds and the waiters of
-// long-poll pulls. Offsets are dense: every offset in [min, next) was written.
+// long-poll pulls. Offsets are dense: every offset in [min, next) was written
+// (but those Open found lost from the store, which hold no record: queueend.go).
 type queue struct {
 	topic *topic
 	id    int
@@ -70,6 +71,23 @@ func (q *queue) publish(next int64) {
 	}
 	q.mu.Unlock()
 	fireParked(fire)
+}
+
+// raiseEnd raises q's end, and the writer's next offset, to next, past
+// offsets lost from the store (queueend.go), and returns the end it had.
+// Open calls it before the writer starts.
+func (q *queue) raiseEnd(next int64) (was int64, raised bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	was = q.next
+	if next <= was {
+		return was, false
+	}
+	q.next, q.wnext = next, next
+	q.bytes.mu.Lock()
+	q.bytes.next = next // the lost offsets hold no bytes
+	q.bytes.mu.Unlock()
+	return was, true
 }
 
 // setMin raises the low watermark.

@@ -1,0 +1,62 @@
+package equeue
+
+// Queue ends at open. A queue's next offset comes back from the store
+// (Store.Bounds, raised to its watermark by loadTopics). Damage the store
+// cannot see can bring it back lower than offsets the engine gave out: a
+// lost tail of Badger's LSM tree, a copy of the directory restored from an
+// older backup, a value log cut in data written before end marks
+// (store/badger_endmark.go). The next sends would then get offsets that
+// messages had had, and a group committed past them would never see them.
+//
+// Facts Open loads anyway prove offsets were given out: a group's
+// committed offset C of a queue (it consumed every offset below C), and a
+// send-back mark at offset o of the queue's incarnation (the message at o
+// was pulled). raiseQueueEnds raises each queue's end to the highest of
+// them, so no offset is given out twice. The offsets between the store's
+// end and the raised one are lost: they are logged and counted in
+// Stats().CorruptRecords, reads pass them (readQueue: no record is read
+// there), and appends go on past them, which the store packs as they come.
+// Until a send stores a record past them, every open finds them again.
+
+// raiseQueueEnds raises the end of every queue that a group's committed
+// offset or send-back mark shows to be higher. Open calls it once the
+// groups are loaded, before the writer starts.
+func (e *Engine) raiseQueueEnds() {
+	proven := map[*queue]int64{}
+	// prove notes that ref's queue ends at end at least, if ref names a
+	// queue of a topic that incarnation accepts. Committed offsets are
+	// deleted with their topic, in the same write: any incarnation of the
+	// name is theirs. A send-back mark may outlive its topic, and names
+	// the incarnation it was written for.
+	prove := func(ref QueueRef, incarnation func(*topic) bool, end int64) {
+		t, ok := e.lookupTopic(ref.Topic)
+		if !ok || !incarnation(t) {
+			return
+		}
+		if q, err := t.queue(ref.Queue); err == nil {
+			proven[q] = max(proven[q], end)
+		}
+	}
+	anyTopic := func(*topic) bool { return true }
+	for _, g := range e.groups.snapshot() {
+		g.mu.Lock()
+		for k, off := range g.offsets {
+			prove(k.q, anyTopic, off)
+		}
+		g.mu.Unlock()
+		g.sbMu.Lock()
+		for k, byOff := range g.sentBack {
+			for off, m := range byOff {
+				prove(k.q, func(t *topic) bool { return t.id == m.topicID }, off+1)
+			}
+		}
+		g.sbMu.Unlock()
+	}
+	for q, end := range proven {
+		if was, raised := q.raiseEnd(end); raised {
+			e.stats.corrupt.Add(uint64(end - was))
+			e.log.Error("queue ends below offsets already given out: the offsets between are lost, and given out no more",
+				"topic", q.topic.name, "queue", q.id, "stored_end", was, "end", end)
+		}
+	}
+}
