@@ -50,6 +50,9 @@ type cgroup struct {
 	ids         map[string][16]byte // topic IDs of the topics in layout
 	assignor    string              // the last one a member asked for
 	read        uint64              // the topic read (coordinator.reads) last retargeted with
+	// emptySince is when the coordinator's tick first found the group
+	// without members (zero while it has some); see emptyGroupKeep.
+	emptySince time.Time
 }
 
 type cmember struct {
@@ -547,7 +550,10 @@ func newConsumerMemberID() string {
 }
 
 // describeConsumer serves ConsumerGroupDescribe: each KIP-848 group's
-// epochs and members, with what each has and what it is to have.
+// epochs and members, with what each has and what it is to have. A group
+// whose last member left is described Empty while the coordinator keeps
+// it (emptyGroupKeep), as Kafka describes it; a name without a KIP-848
+// group (none, a classic one, or one forgotten) is GROUP_ID_NOT_FOUND.
 func (c *coordinator) describeConsumer(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	c.lock()
@@ -556,13 +562,16 @@ func (c *coordinator) describeConsumer(req *kmsg.ConsumerGroupDescribeRequest) *
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = name
 		g := c.cgroups[name]
-		if g == nil || len(g.members) == 0 {
+		if g == nil {
 			rg.ErrorCode = errGroupIDNotFound
-			rg.ErrorMessage = kmsg.StringPtr("no KIP-848 group of that name has members")
+			rg.ErrorMessage = kmsg.StringPtr("no KIP-848 group of that name")
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
 		rg.State, rg.Epoch, rg.AssignmentEpoch = "Stable", g.epoch, g.targetEpoch
+		if len(g.members) == 0 {
+			rg.State = stateEmpty.String() // its last member left (emptyGroupKeep)
+		}
 		rg.AssignorName = cmp.Or(g.assignor, assignorUniform)
 		ids := slices.Sorted(maps.Keys(g.members))
 		for _, id := range ids {

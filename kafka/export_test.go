@@ -5,8 +5,8 @@ import "time"
 // BrokerID is brokerID, for tests outside the package.
 var BrokerID = brokerID
 
-// SetEmptyGroupKeep sets how long empty classic groups are kept, until the
-// test ends.
+// SetEmptyGroupKeep sets how long empty groups (classic or KIP-848) are
+// kept, until the test ends.
 func SetEmptyGroupKeep(t interface{ Cleanup(func()) }, d time.Duration) {
 	old := emptyGroupKeep
 	emptyGroupKeep = d
@@ -60,4 +60,10 @@ func PendingMembers(s *Server, group string) int {
 		return len(g.pending)
 	}
 	return 0
+}
+
+// Tick runs one round of s's coordinator as its ticker runs it at now:
+// silent members expire, join phases end, empty groups are forgotten.
+func Tick(s *Server, now time.Time) {
+	s.groups.tick(now)
 }

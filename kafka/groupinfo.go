@@ -114,6 +114,15 @@ func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 	return resp
 }
 
+// state is how a KIP-848 group reads to DescribeGroups and ListGroups:
+// Stable, or Empty once its last member left.
+func (g *cgroup) state() groupState {
+	if len(g.members) == 0 {
+		return stateEmpty
+	}
+	return stateStable
+}
+
 func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	stored := c.storedGroups(ctx)
@@ -126,7 +135,7 @@ func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequ
 		if cg := c.cgroups[name]; cg != nil && (g == nil || len(g.members) == 0) {
 			// A KIP-848 group, described as classic clients can read it:
 			// its members, without protocol metadata or assignments.
-			rg.State, rg.ProtocolType = stateStable.String(), consumerProtocolType
+			rg.State, rg.ProtocolType = cg.state().String(), consumerProtocolType
 			for _, id := range slices.Sorted(maps.Keys(cg.members)) {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
 				rm.MemberID = id
@@ -191,7 +200,7 @@ func (c *coordinator) list(ctx context.Context, req *kmsg.ListGroupsRequest) *km
 			state, ptype = g.state, g.protocolType
 		}
 		if cg := c.cgroups[n]; cg != nil && (c.groups[n] == nil || len(c.groups[n].members) == 0) {
-			state, ptype, gtype = stateStable, consumerProtocolType, "consumer"
+			state, ptype, gtype = cg.state(), consumerProtocolType, "consumer"
 		}
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state.String()) }) {
 			continue

@@ -76,13 +76,13 @@ type kgroup struct {
 	pending map[string]time.Time
 }
 
-// emptyGroupKeep is how long the coordinator keeps a classic group that
-// has no members before it forgets it. Clients that use a new group ID
-// each run (console consumers, kcat -G with a generated name) would
-// otherwise leave one behind per run for as long as the listener runs. A
-// forgotten group's committed offsets stay in the engine (and ListGroups
-// still names a group that has them); its next member starts a new
-// generation count, which member IDs, unique per join, make safe.
+// emptyGroupKeep is how long the coordinator keeps a group (classic or
+// KIP-848) that has no members before it forgets it. Clients that use a
+// new group ID each run (console consumers, kcat -G with a generated name)
+// would otherwise leave one behind per run for as long as the listener
+// runs. A forgotten group's committed offsets stay in the engine (and
+// ListGroups still names a group that has them); its next member starts a
+// new generation count, which member IDs, unique per join, make safe.
 var emptyGroupKeep = time.Minute
 
 type kmember struct {
@@ -138,10 +138,18 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 		for _, id := range g.expire(now) {
 			c.s.log.Info("kafka: consumer group member dropped", "group", name, "member", id)
 		}
-		if len(g.members) == 0 {
-			delete(c.cgroups, name)
-		} else {
+		// An empty KIP-848 group is kept as long as an empty classic one
+		// (emptyGroupKeep): Kafka keeps it, Empty, until its offsets
+		// expire. It is not kept in use in the engine (keep), so
+		// equeue.Options.GroupIdleTTL counts from its last member.
+		switch {
+		case len(g.members) > 0:
+			g.emptySince = time.Time{}
 			live = append(live, name)
+		case g.emptySince.IsZero():
+			g.emptySince = now
+		case now.Sub(g.emptySince) > emptyGroupKeep:
+			delete(c.cgroups, name)
 		}
 	}
 	for _, g := range c.groups {
@@ -406,6 +414,9 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		resp.ErrorCode = errInconsistentGroupProtocol // a KIP-848 group of that name has members
 		return resp
 	}
+	// An empty KIP-848 group of that name becomes a classic one, as
+	// Kafka's coordinator converts it.
+	delete(c.cgroups, req.Group)
 	g := c.groups[req.Group]
 	if g == nil {
 		g = &kgroup{name: req.Group, members: map[string]*kmember{}, synced: make(chan struct{})}
