@@ -26,6 +26,10 @@ import (
 // group only: the gate is shut meanwhile, and a commit of that group that
 // comes then waits, also without the lock, until it reopens. The lock is
 // taken again before the change, and no commit enters while it is held.
+// The coordinator's tick, which waits for no group, shuts the gate and
+// leaves its change to a later round, the first to find the gate empty:
+// that round reopens it (coordinator.reopenDrainedGates) and makes the
+// change before the commits that waited are let in.
 type commitGate struct {
 	mu      sync.Mutex
 	n       int           // commits in the gate
@@ -61,7 +65,8 @@ func (g *commitGate) leave() {
 // drain returns nil if the gate is empty; otherwise it shuts the gate and
 // returns a channel closed once the commits in it left. The caller holds
 // the coordinator's lock, and reopens the gate once the change it waited
-// for is made.
+// for is made (settle), or leaves that to the round of the coordinator's
+// tick that makes it (reopenDrainedGates).
 func (g *commitGate) drain() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -120,6 +125,20 @@ func (c *coordinator) gate(group string) *commitGate {
 		c.commits[group] = g
 	}
 	return g
+}
+
+// reopenDrainedGates reopens the gates that are shut with no commit left
+// in them; the caller holds c's lock. The coordinator's tick calls it
+// first: a change it left to this round because commits were in flight
+// (tick) is made before c is unlocked, so the commits that waited at the
+// gate enter after it. A change that waits in settle checks the gate
+// again once it has c's lock, as it does after reopening the gate itself.
+func (c *coordinator) reopenDrainedGates() {
+	for _, g := range c.commits {
+		if g.empty() {
+			g.reopen()
+		}
+	}
 }
 
 // forgetIdleGates drops the gates that hold nothing (idle); the caller

@@ -129,6 +129,7 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 	leading := c.s.leads()
 	c.lock()
 	defer c.mu.Unlock()
+	c.reopenDrainedGates()
 	c.forgetIdleGates()
 	if !leading {
 		c.forgetAll()
@@ -162,10 +163,16 @@ func (c *coordinator) tick(now time.Time) (live []string) {
 		// A group without members that is not Empty was left by a
 		// LeaveGroup whose connection closed while it waited (leave).
 		abandoned := len(g.members) == 0 && g.state != stateEmpty
-		if (len(gone) > 0 || g.state == statePreparing || abandoned) && !c.commitsSettled(g.name) {
+		due := len(gone) > 0 || abandoned || (g.state == statePreparing && (now.After(g.deadline) || g.allJoined()))
+		if due && !c.commitsSettled(g.name) {
 			// A change of generation waits for the commits in flight:
 			// left to a later round, as waiting here would hold up
-			// every group.
+			// every group. The gate is shut meanwhile, so that new
+			// commits wait (checkCommitter): a stream of them, each
+			// sent before the one before was stored, would otherwise
+			// put the change off for as long as it goes on. The round
+			// after the last one left makes it (reopenDrainedGates).
+			c.commits[g.name].drain()
 			if len(g.members) > 0 {
 				live = append(live, g.name)
 			}
