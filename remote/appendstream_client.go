@@ -36,7 +36,9 @@ func (c *Client) FastPathOwner() any { return c }
 // the broker may have received when the call broke, or when ctx ended,
 // gets an error matching equeue.ErrIndeterminate: it may or may not be
 // stored. One that never left the client gets its cause (ErrUnavailable,
-// ctx's error, equeue.ErrClosed after Close): it was not stored. So does
+// ctx's error, equeue.ErrClosed after Close): it was not stored; one the
+// current stream can no longer carry (its connection went, the server
+// away while the client was idle, say) goes on a new stream. So does
 // an append whose answer could pass the client's MaxMessageBytes
 // (equeue.ErrMessageTooLarge): the client refuses it before sending. A broker
 // without AppendStream (an older version) gets unary Append calls, one
@@ -168,10 +170,15 @@ type pipeStream struct {
 	window   int // how many appends may be unanswered on it
 	// Guarded by appendPipe.mu.
 	inFlight map[uint64]*pipeSend
-	draining bool // the server stops: send nothing more on it
+	draining bool // the server stops, or its connection left: send nothing more on it
 	broken   bool
 	answered bool // the server answered an append on it
 	ended    bool // broke ran for it
+	// writing is the first seq of the batch the sender is writing on it (0:
+	// none): broke leaves that batch to the sender, which alone knows
+	// whether it left the client; endErr is the error broke reported.
+	writing uint64
+	endErr  error
 }
 
 // appendPipe carries a Client's AppendAsync calls: one goroutine sends
@@ -365,6 +372,9 @@ func (p *appendPipe) sendSome() bool {
 		return false
 	}
 	ps := p.cur
+	if ps != nil && !ps.broken && p.connLeft() {
+		ps.draining = true
+	}
 	var done *pipeStream
 	if ps != nil && (ps.draining || ps.broken) {
 		if ps.draining {
@@ -438,6 +448,9 @@ func (p *appendPipe) sendSome() bool {
 	}
 	clear(p.queue[:n])
 	p.queue = p.queue[n:]
+	if len(batch) > 0 {
+		ps.writing = batch[0].seq
+	}
 	p.mu.Unlock()
 	if n == 0 {
 		return false // the window is full: answers poke the sender
@@ -457,12 +470,7 @@ func (p *appendPipe) sendSome() bool {
 		} else {
 			req = encodeStreamRequest(batch)
 		}
-		if err := ps.st.SendMsg(req); err != nil {
-			// The reader sees the call end and reports the batch as unknown.
-			p.mu.Lock()
-			ps.broken = true
-			p.mu.Unlock()
-		}
+		p.wrote(ps, sends, ps.st.SendMsg(req))
 	}
 	// SendMsg encoded the request: the slices are free for the next batch.
 	clear(batch)
@@ -631,6 +639,9 @@ func (p *appendPipe) reader(ps *pipeStream) {
 	for {
 		var resp streamAnswers
 		if err := ps.st.RecvMsg(&resp); err != nil {
+			if hook := testHookStreamEnded; hook != nil {
+				hook(ps)
+			}
 			p.broke(ps, err)
 			return
 		}
@@ -645,6 +656,10 @@ func (p *appendPipe) reader(ps *pipeStream) {
 		sends = p.answered(ps, resp.results, sends)
 	}
 }
+
+// testHookStreamEnded, when set by a test, runs in the reader once the
+// call has ended, before broke.
+var testHookStreamEnded func(ps *pipeStream)
 
 // answered completes the sends ps answers with results; it returns sends,
 // emptied, for the next answer.
@@ -716,10 +731,18 @@ func (p *appendPipe) backoff(s *pipeSend) bool {
 	return true
 }
 
-// broke ends ps: what is in flight on it may or may not be stored.
+// broke ends ps: what is in flight on it may or may not be stored. A batch
+// the sender is writing is left to it (wrote).
 func (p *appendPipe) broke(ps *pipeStream, err error) {
+	var ferr error
+	if p.c.closed.Load() {
+		ferr = fmt.Errorf("%w: %w: client closed with the append sent and not answered", equeue.ErrIndeterminate, equeue.ErrClosed)
+	} else {
+		ferr = fmt.Errorf("%w: remote: append stream broke with the append sent and not answered: %v", equeue.ErrIndeterminate, fromStatus(err))
+	}
 	p.mu.Lock()
 	ps.broken = true
+	ps.endErr = ferr
 	if p.cur == ps {
 		p.cur = nil
 	}
@@ -733,18 +756,19 @@ func (p *appendPipe) broke(ps *pipeStream, err error) {
 		}
 	}
 	left := ps.inFlight
-	ps.inFlight = nil
+	if ps.writing == 0 {
+		ps.inFlight = nil
+	} else {
+		left = make(map[uint64]*pipeSend, len(ps.inFlight))
+		for seq, s := range ps.inFlight {
+			if seq < ps.writing {
+				left[seq] = s
+				delete(ps.inFlight, seq)
+			}
+		}
+	}
 	p.mu.Unlock()
 	p.poke() // sends waiting for room on ps go on a new stream
-	if len(left) == 0 {
-		return
-	}
-	var ferr error
-	if p.c.closed.Load() {
-		ferr = fmt.Errorf("%w: %w: client closed with the append sent and not answered", equeue.ErrIndeterminate, equeue.ErrClosed)
-	} else {
-		ferr = fmt.Errorf("%w: remote: append stream broke with the append sent and not answered: %v", equeue.ErrIndeterminate, fromStatus(err))
-	}
 	for _, s := range left {
 		p.finish(s, equeue.AppendResult{}, ferr)
 	}

@@ -1,6 +1,9 @@
 package remote
 
-import "google.golang.org/grpc"
+import (
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+)
 
 // FromStatus exposes fromStatus to the external tests.
 var FromStatus = fromStatus
@@ -33,3 +36,6 @@ func InFlight(s *Server) int64 { return s.inFlight.Load() }
 // WaitingStreamAppends is how many stream appends s has read that wait for
 // their connection's share of MaxInFlight.
 func WaitingStreamAppends(s *Server) int64 { return s.streamSlots.waitingAppends() }
+
+// ClientState is the state of c's connection.
+func ClientState(c *Client) connectivity.State { return c.conn.GetState() }
