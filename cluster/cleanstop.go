@@ -19,40 +19,31 @@ import (
 // after some applied entry, and Raft applies the rest again. Segments in
 // Badger's value log (NodeSegmentBytes, or one large record) are not in
 // that write-ahead log: a machine crash may keep a segment's key while
-// losing its bytes. So a node verifies its store when it opens after a stop
-// that was not clean, and rebuilds a damaged one from its Raft snapshot and
-// log, as a new node would.
+// losing its bytes. A disk may also lose or change bytes of a store that
+// was closed cleanly, synced whole. So a node verifies its store every
+// time it opens, and rebuilds a damaged one from its Raft snapshot and
+// log, as a new node would, rather than serve its records as corrupt while
+// the snapshot, the log and its peers hold them sound.
 
 // cleanKey is set, in the store, by a node that closed cleanly (Badger
-// syncs everything on Close) and removed, durably, when it opens again.
+// syncs everything on Close) and removed, durably, when it opens again. It
+// tells damage a crash left, which a machine crash may well leave, from
+// damage the disk did to a store closed whole.
 var cleanKey = []byte("\x00cluster/clean")
 
-// openNodeStore opens the node's store in dir and returns it sound: a store
-// closed cleanly as it is, any other verified (store.Badger.VerifyRecords),
-// and a damaged one moved aside to a sibling directory named
-// "engine.damaged-<unix nanoseconds>" and replaced by an empty store, which
-// Raft fills from the snapshot and the log when it starts.
+// openNodeStore opens the node's store in dir and returns it sound: it is
+// verified (store.Badger.VerifyRecords), and a damaged one is moved aside
+// to a sibling directory named "engine.damaged-<unix nanoseconds>" and
+// replaced by an empty store, which Raft fills from the snapshot and the
+// log when it starts.
 func openNodeStore(dir string, bo *store.BadgerOptions, log *slog.Logger) (*store.Badger, error) {
 	path := filepath.Join(dir, engineDir)
 	st, err := store.OpenBadger(path, bo)
 	if err != nil {
 		return nil, err
 	}
-	_, err = st.GetMeta(cleanKey)
-	switch {
-	case err == nil:
-		// Unmark it before anything else is written, so a crash from now
-		// on is seen at the next open.
-		err = st.Write(&store.Batch{Meta: []store.MetaOp{{Key: cleanKey, Delete: true}}})
-		if err == nil {
-			err = st.Sync()
-		}
-		if err != nil {
-			_ = st.Close()
-			return nil, fmt.Errorf("store: clear the clean-stop mark: %w", err)
-		}
-		return st, nil
-	case !errors.Is(err, store.ErrNotFound):
+	clean, err := takeCleanMark(st)
+	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
@@ -68,18 +59,42 @@ func openNodeStore(dir string, bo *store.BadgerOptions, log *slog.Logger) (*stor
 	if err := os.Rename(path, aside); err != nil {
 		return nil, fmt.Errorf("store damaged (%w); moving it aside: %w", verr, err)
 	}
-	log.Error("store damaged by an unclean stop: moved aside; the node rebuilds it from the Raft snapshot and log",
-		"err", verr, "moved_to", aside)
+	msg := "store damaged by an unclean stop: moved aside; the node rebuilds it from the Raft snapshot and log"
+	if clean {
+		msg = "store damaged after a clean stop (check the disk): moved aside; the node rebuilds it from the Raft snapshot and log"
+	}
+	log.Error(msg, "err", verr, "moved_to", aside)
 	return store.OpenBadger(path, bo)
+}
+
+// takeCleanMark reports whether st is marked clean (cleanKey) and removes
+// the mark, durably, before anything else is written, so a crash from now
+// on is told from a clean stop at the next open.
+func takeCleanMark(st *store.Badger) (bool, error) {
+	_, err := st.GetMeta(cleanKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	err = st.Write(&store.Batch{Meta: []store.MetaOp{{Key: cleanKey, Delete: true}}})
+	if err == nil {
+		err = st.Sync()
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: clear the clean-stop mark: %w", err)
+	}
+	return true, nil
 }
 
 // markClean records in the store that the node closes cleanly: called once
 // nothing writes to the store any more, just before it closes.
 func (n *Node) markClean() {
 	if n.noCleanMark || n.fsm.err() != nil {
-		return // a broken FSM: let the next open verify
+		return // a broken FSM did not close its store cleanly
 	}
 	if err := n.st.Write(&store.Batch{Meta: []store.MetaOp{{Key: cleanKey, Value: []byte{1}}}}); err != nil {
-		n.log.Warn("clean-stop mark not written; the store is verified when it opens", "err", err)
+		n.log.Warn("clean-stop mark not written; damage found at the next open is taken for a crash's", "err", err)
 	}
 }

@@ -50,7 +50,10 @@ func segmentCopy(item *badger.Item) ([]byte, error) {
 // returns nil when all of them are sound, an error matching ErrDamaged that
 // names the first damaged key, one matching ErrUnsupportedFormat (not
 // damage) that names the first segment of a later format version, or
-// another error when the store cannot be read at all.
+// another error when the store cannot be read at all. A damaged segment a
+// snapshot carried (BadgerSnapshot.WriteTo), which Restore wrote as it came,
+// reads back as written: it is not damage of this store, and reading it
+// again from the same snapshot would not mend it.
 //
 // A Sync makes everything written before it durable. Between two, a crash
 // of the machine (not only of the process) may keep Badger's record of a
@@ -75,7 +78,7 @@ func (s *Badger) VerifyRecords() error {
 				if err := unreadable(item, v); err != nil {
 					return err
 				}
-				if len(key) > 0 && key[0] == recordSpace {
+				if len(key) > 0 && key[0] == recordSpace && !carriedDamage(v) {
 					return decodeSegment(v, func(int, []byte) bool { return true })
 				}
 				return nil

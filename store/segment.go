@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -97,6 +98,15 @@ func damagedSegment(count uint64) []byte {
 		v = append(v, make([]byte, pad)...)
 	}
 	return binary.BigEndian.AppendUint32(v, ^crc32.Checksum(v, segmentTable))
+}
+
+// carriedDamage reports whether v is a damaged segment as a snapshot
+// carries one (damagedSegment): damage the store was given, which it holds
+// and reads back as written (VerifyRecords). Damage to a segment's own
+// bytes never leaves that exact value, checksum included.
+func carriedDamage(v []byte) bool {
+	n, err := segmentCount(v)
+	return err == nil && bytes.Equal(v, damagedSegment(uint64(n)))
 }
 
 // segmentEnd returns one past the last offset of the segment starting at
