@@ -109,3 +109,38 @@ func TestConsumerGroup_EmptyGroupIsKeptAWhile(t *testing.T) {
 	assert.Equal(t, "Stable", state)
 	assert.Equal(t, "classic", groupType)
 }
+
+// TestConsumerGroup_HeartbeatOfAnUnknownMemberMakesNoGroup: a heartbeat
+// with a member epoch above 0 to a name without a KIP-848 group (a member
+// the coordinator forgot, a mistyped group) is answered UNKNOWN_MEMBER_ID,
+// and leaves no group behind, as Kafka creates a consumer group only for
+// a joining member (epoch 0). Before, the heartbeat made an empty group,
+// which, kept a while as a group whose last member left is, was listed
+// as an Empty consumer group and described by ConsumerGroupDescribe, and
+// a leave to it got UNKNOWN_MEMBER_ID instead of GROUP_ID_NOT_FOUND.
+func TestConsumerGroup_HeartbeatOfAnUnknownMemberMakesNoGroup(t *testing.T) {
+	kafka.SetEmptyGroupKeep(t, time.Minute)
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	s, addr := serveServer(t, e)
+	b := kclient(t, addr).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+
+	ghost := &cgMember{t: t, b: b, group: "phantom", id: "ghost", epoch: 5}
+	assert.Equal(t, int16(25), ghost.beat(ctx, tid, []string{"t"}, true).ErrorCode, "UNKNOWN_MEMBER_ID")
+	kafka.Tick(s, time.Now()) // the coordinator's round after it
+
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{"phantom"}
+	resp, err := b.Request(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, int16(69), resp.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode, "no group was made")
+	lresp, err := b.Request(ctx, kmsg.NewPtrListGroupsRequest())
+	require.NoError(t, err)
+	for _, g := range lresp.(*kmsg.ListGroupsResponse).Groups {
+		assert.NotEqual(t, "phantom", g.Group, "listed")
+	}
+	leave := &cgMember{t: t, b: b, group: "phantom", id: "ghost", epoch: -1}
+	assert.Equal(t, int16(69), leave.beat(ctx, tid, nil, false).ErrorCode, "a leave finds no group")
+}

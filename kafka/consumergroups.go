@@ -167,6 +167,12 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 	now := time.Now()
 	g := c.cgroups[req.Group]
 	if g == nil {
+		if req.MemberEpoch != 0 {
+			// Only a joining member makes a group, as in Kafka: an
+			// empty one made here would be kept (emptyGroupKeep) and
+			// listed, for a member the coordinator does not know.
+			return fail(errUnknownMemberID, "")
+		}
 		g = &cgroup{name: req.Group, members: map[string]*cmember{}}
 		c.cgroups[req.Group] = g
 	}
