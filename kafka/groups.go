@@ -641,9 +641,15 @@ func (c *coordinator) leave(ctx context.Context, req *kmsg.LeaveGroupRequest) *k
 			resp.ErrorCode = code
 		}
 	}
-	for left > 0 && c.groups[g.name] == g {
+	var generation int32 // the one the members left
+	if g != nil {
+		generation = g.generation
+	}
+	for left > 0 && c.groups[g.name] == g && g.generation == generation {
 		// A new generation, or the group's end without members, waits
 		// for the commits in flight (settle); a join phase begins at once.
+		// One that a join or the coordinator's tick began meanwhile is
+		// without the members that left: nothing is left to do.
 		ends := len(g.members) == 0 && g.state != stateEmpty
 		completes := g.state == statePreparing && g.allJoined() && len(g.members) > 0
 		if (ends || completes) && !c.settle(ctx, g.name) {
