@@ -131,6 +131,9 @@ type engineStats struct {
 	// unsupported counts pulls refused at a record of an unknown format
 	// version (pull_unsupported.go).
 	unsupported atomic.Uint64
+	// hookPanics counts the panics of in-process consumers' hooks
+	// (hookpanics.go).
+	hookPanics atomic.Uint64
 }
 
 // Open opens (creating if needed) an engine on dir. With Options.InMemory or
@@ -391,12 +394,20 @@ type Stats struct {
 	// engine of that version again. Refusals are also logged, at most one
 	// line per 10 s.
 	UnsupportedFormatPulls uint64
+	// ConsumerHookPanics counts the panics of in-process consumers' hooks
+	// (BeforeHandle, AfterHandle, a trace's StartHandle and its end), each
+	// recovered and logged to ConsumerOptions.Logger, which is silent by
+	// default: a count that grows means a hook is failing unseen. Consumers
+	// behind a remote broker count theirs nowhere (a remote engine does not
+	// learn of them). A SendAsync's hook panics are not counted: its
+	// future's error reports them.
+	ConsumerHookPanics uint64
 }
 
 // Stats returns engine-wide counters.
 func (e *Engine) Stats() Stats {
 	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load(), LostDedupGroups: e.stats.dedupLost.Load(),
-		UnsupportedFormatPulls: e.stats.unsupported.Load()}
+		UnsupportedFormatPulls: e.stats.unsupported.Load(), ConsumerHookPanics: e.stats.hookPanics.Load()}
 	if !e.closed.Load() {
 		s.StoreBytes, _ = e.st.Size()
 	}

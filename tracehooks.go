@@ -219,14 +219,6 @@ func (c *Consumer) traceHandle(ctx context.Context, m *Message) (context.Context
 	}
 }
 
-// hookPanicked logs err, the panics of c's hooks around the handling of m,
-// unless it is nil.
-func (c *Consumer) hookPanicked(m *Message, err error) {
-	if err != nil {
-		c.log.Error("consumer hook panicked", "topic", m.Topic, "queue", m.Queue, "offset", m.Offset, "err", err)
-	}
-}
-
 // batchResults lists the per-message results of a batch append, for
 // StartSend's end: zero results when err is not nil.
 func batchResults(topic string, ar AppendResult, n int, err error) []SendResult {

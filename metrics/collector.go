@@ -52,6 +52,7 @@ type Collector struct {
 	dedupIDs         *prometheus.Desc
 	lostDedupGroups  *prometheus.Desc
 	unsupported      *prometheus.Desc
+	hookPanics       *prometheus.Desc
 }
 
 var (
@@ -99,6 +100,7 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		dedupIDs:         desc("dedup_ids", "Message IDs the topics' dedup windows hold in memory."),
 		lostDedupGroups:  desc("lost_dedup_groups_total", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated."),
 		unsupported:      desc("unsupported_format_pulls_total", "Pulls refused because the record at their offset is of a format version the engine cannot read (written by a newer engine): consumers stop there."),
+		hookPanics:       desc("consumer_hook_panics_total", "Panics of in-process consumers' hooks (BeforeHandle, AfterHandle, a trace's StartHandle and its end), recovered and logged, since the engine opened."),
 	}
 	if e != nil {
 		c.eng.Store(e)
@@ -127,7 +129,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.appendedMessages, c.appendedBytes, c.minOffset, c.maxOffset, c.groupLag, c.groupMembers,
 		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages, c.noSpaceRefusals, c.dedupIDs,
-		c.lostDedupGroups, c.unsupported,
+		c.lostDedupGroups, c.unsupported, c.hookPanics,
 	} {
 		ch <- d
 	}
@@ -167,6 +169,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.dedupIDs, prometheus.GaugeValue, float64(s.DedupIDs))
 	ch <- prometheus.MustNewConstMetric(c.lostDedupGroups, prometheus.CounterValue, float64(s.LostDedupGroups))
 	ch <- prometheus.MustNewConstMetric(c.unsupported, prometheus.CounterValue, float64(s.UnsupportedFormatPulls))
+	ch <- prometheus.MustNewConstMetric(c.hookPanics, prometheus.CounterValue, float64(s.ConsumerHookPanics))
 
 	c.collectGroups(ch, e)
 }

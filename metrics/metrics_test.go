@@ -208,6 +208,52 @@ func TestCollector_GroupLagRetriesAndDeadLetters(t *testing.T) {
 	require.Equal(t, 0.0, value(t, reg, "equeue_group_members", map[string]string{"group": "workers"}))
 }
 
+// TestCollector_ConsumerHookPanics: a consumer's hook that panics is
+// recovered and logged to the consumer's logger, silent by default; the
+// collector exports the engine's count of them, so they are seen.
+func TestCollector_ConsumerHookPanics(t *testing.T) {
+	m := metrics.New()
+	e, reg := openWith(t, m)
+	ctx := ctxT(t)
+	require.NoError(t, e.CreateTopic(ctx, "jobs", 1))
+	require.NotNil(t, find(t, reg, "equeue_consumer_hook_panics_total", nil), "exported before the first panic")
+	require.Zero(t, value(t, reg, "equeue_consumer_hook_panics_total", nil))
+
+	handled := make(chan struct{}, 10)
+	c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{
+		Group:         "workers",
+		Subscriptions: []equeue.Subscription{{Topic: "jobs"}},
+		From:          equeue.ConsumeFromEarliest,
+		Hooks: []equeue.Hooks{
+			{BeforeHandle: func(context.Context, *equeue.Message) { panic("boom before") }},
+			{AfterHandle: func(context.Context, *equeue.Message, error, time.Duration) { panic("boom after") }},
+			m.Hooks(),
+		},
+		Handler: func(context.Context, *equeue.Message) error {
+			handled <- struct{}{}
+			return nil
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Close()) }()
+	p, err := equeue.NewProducer(e, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Send(ctx, &equeue.Message{Topic: "jobs", Body: []byte("x")})
+	require.NoError(t, err)
+
+	select {
+	case <-handled:
+	case <-ctx.Done():
+		t.Fatal("the message was not handled")
+	}
+	require.Eventually(t, func() bool {
+		return value(t, reg, "equeue_consumer_hook_panics_total", nil) == 2
+	}, 20*time.Second, 5*time.Millisecond, "both hooks' panics are counted")
+	require.Equal(t, 2, int(e.Stats().ConsumerHookPanics))
+}
+
 func TestObserver_PullHistogram(t *testing.T) {
 	m := metrics.New()
 	e, reg := openWith(t, m)

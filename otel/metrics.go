@@ -62,6 +62,7 @@ type MetricsOptions struct {
 //	equeue.dedup.lost_groups                  counter    dedup groups found unreadable at open and forgotten
 //	equeue.unsupported_format_pulls           counter    pulls refused at a record of a newer format version
 //	equeue.no_space_refusals                  counter    store writes refused because the disk is nearly full
+//	equeue.consumer.hook_panics               counter    panics of in-process consumers' hooks, recovered and logged
 //	equeue.pull.duration{topic,result}        histogram  time of each pull, long-poll wait included (s)
 //	equeue.pulled.messages{topic}             counter    messages returned by pulls
 //	equeue.handler.duration{topic}            histogram  time handlers took (s, Hooks)
@@ -100,6 +101,7 @@ type Metrics struct {
 	dedupIDs         metric.Int64ObservableGauge
 	lostDedupGroups  metric.Int64ObservableCounter
 	unsupported      metric.Int64ObservableCounter
+	hookPanics       metric.Int64ObservableCounter
 }
 
 var _ equeue.Observer = (*Metrics)(nil)
@@ -165,11 +167,12 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.dedupIDs = gauge("equeue.dedup.ids", "{id}", "Message IDs the topics' dedup windows hold in memory.")
 	m.lostDedupGroups = counter("equeue.dedup.lost_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")
 	m.unsupported = counter("equeue.unsupported_format_pulls", "{pull}", "Pulls refused because the record at their offset is of a format version the engine cannot read (written by a newer engine): consumers stop there.")
+	m.hookPanics = counter("equeue.consumer.hook_panics", "{panic}", "Panics of in-process consumers' hooks (BeforeHandle, AfterHandle, a trace's StartHandle and its end), recovered and logged, since the engine opened.")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("equeue/otel: instruments: %w", errors.Join(errs...))
 	}
 	m.reg, err = mt.RegisterCallback(m.observe, m.appendedMessages, m.appendedBytes, m.minOffset, m.maxOffset,
-		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals, m.dedupIDs, m.lostDedupGroups, m.unsupported)
+		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals, m.dedupIDs, m.lostDedupGroups, m.unsupported, m.hookPanics)
 	if err != nil {
 		return nil, fmt.Errorf("equeue/otel: register callback: %w", err)
 	}
@@ -261,6 +264,7 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	o.ObserveInt64(m.dedupIDs, s.DedupIDs)
 	o.ObserveInt64(m.lostDedupGroups, int64(s.LostDedupGroups))
 	o.ObserveInt64(m.unsupported, int64(s.UnsupportedFormatPulls))
+	o.ObserveInt64(m.hookPanics, int64(s.ConsumerHookPanics))
 
 	gctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()

@@ -124,7 +124,8 @@ func TestMetrics_FromEngine(t *testing.T) {
 	before := collect(t, reader)
 	assert.NotContains(t, before, "equeue.appended.messages", "no engine attached: no state")
 
-	e := busyEngine(t, m, m.Hooks())
+	panicky := equeue.Hooks{BeforeHandle: func(context.Context, *equeue.Message) { panic("boom") }}
+	e := busyEngine(t, m, panicky, m.Hooks())
 	m.Attach(e)
 	got := collect(t, reader)
 
@@ -155,6 +156,9 @@ func TestMetrics_FromEngine(t *testing.T) {
 	v, ok = intPoint(got["equeue.unsupported_format_pulls"])
 	assert.True(t, ok)
 	assert.Zero(t, v)
+	v, ok = intPoint(got["equeue.consumer.hook_panics"])
+	assert.True(t, ok)
+	assert.Equal(t, int64(4), v, "a BeforeHandle that panicked before each handler run")
 	assert.Equal(t, uint64(4), histCount(got["equeue.handler.duration"], topic), "four handler runs")
 	v, _ = intPoint(got["equeue.handler.errors"], topic)
 	assert.Equal(t, int64(2), v)
