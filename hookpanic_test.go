@@ -2,6 +2,7 @@ package equeue_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -155,4 +156,116 @@ func TestConsumer_HookPanicIsLogged(t *testing.T) {
 			assert.Contains(t, logs.String(), equeue.ErrHookPanic.Error())
 		})
 	}
+}
+
+// endRecorder is a TraceHooks.StartSend whose end reports each call's
+// error on ended.
+func endRecorder(ended chan<- error) equeue.Hooks {
+	return equeue.Hooks{Trace: &equeue.TraceHooks{StartSend: func(ctx context.Context, _ []*equeue.Message) (context.Context, func([]equeue.SendResult, error)) {
+		return ctx, func(res []equeue.SendResult, err error) {
+			if err == nil {
+				err = errors.New("ended without an error")
+			}
+			ended <- err
+		}
+	}}}
+}
+
+// TestProducer_HookPanicOnTheCallersGoroutineEndsTheTrace: a BeforeSend
+// (or a Send's AfterSend) runs on the caller's goroutine, after StartSend
+// began the send's span, and a panic there goes on to the caller. The
+// span's end was never called, leaving the span open; it is now called
+// once, with the panic as an error matching ErrHookPanic.
+func TestProducer_HookPanicOnTheCallersGoroutineEndsTheTrace(t *testing.T) {
+	sends := map[string]func(context.Context, *equeue.Producer){
+		"Send": func(ctx context.Context, p *equeue.Producer) {
+			_, _ = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
+		},
+		"SendBatch": func(ctx context.Context, p *equeue.Producer) {
+			_, _ = p.SendBatch(ctx, []*equeue.Message{{Topic: "t", Body: []byte("x")}, {Topic: "t", Body: []byte("y")}})
+		},
+		"SendAsync": func(ctx context.Context, p *equeue.Producer) {
+			_, _ = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")}).Result(ctx)
+		},
+	}
+	for _, c := range []struct{ send, hook string }{
+		{"Send", "BeforeSend"}, {"SendBatch", "BeforeSend"}, {"SendAsync", "BeforeSend"},
+		{"Send", "AfterSend"}, {"SendBatch", "AfterSend"},
+	} {
+		t.Run(c.send+"/"+c.hook, func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", nil)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			ended := make(chan error, 10)
+			h := equeue.Hooks{}
+			if c.hook == "BeforeSend" {
+				h.BeforeSend = func(context.Context, *equeue.Message) { panic("boom") }
+			} else {
+				h.AfterSend = func(context.Context, *equeue.Message, equeue.SendResult, error) { panic("boom") }
+			}
+			p := newProducer(t, e, &equeue.ProducerOptions{Hooks: []equeue.Hooks{endRecorder(ended), h}})
+
+			assert.PanicsWithValue(t, "boom", func() { sends[c.send](ctx, p) }, "the panic reaches the caller")
+			select {
+			case err := <-ended:
+				assert.ErrorIs(t, err, equeue.ErrHookPanic)
+				assert.ErrorContains(t, err, "boom")
+			default:
+				t.Fatal("the send's trace was not ended")
+			}
+			assert.Empty(t, ended, "ended more than once")
+			require.NoError(t, p.Close())
+		})
+	}
+}
+
+// TestHooks_ChainedTraceEndsThatPanicAreAllReported: the ends of two
+// trace hooks both panic. Each end ran, but only the last panic was
+// recovered: a SendAsync's future and a consumer's log reported one and
+// lost the other. Both are now reported (and a consumer counts both).
+func TestHooks_ChainedTraceEndsThatPanicAreAllReported(t *testing.T) {
+	panicky := func(name string) equeue.Hooks {
+		return equeue.Hooks{Trace: &equeue.TraceHooks{
+			StartSend: func(ctx context.Context, _ []*equeue.Message) (context.Context, func([]equeue.SendResult, error)) {
+				return ctx, func([]equeue.SendResult, error) { panic("boom send end " + name) }
+			},
+			StartHandle: func(ctx context.Context, _ *equeue.Message, _ equeue.Delivery) (context.Context, func(equeue.HandleOutcome)) {
+				return ctx, func(equeue.HandleOutcome) { panic("boom handle end " + name) }
+			},
+		}}
+	}
+	hooks := []equeue.Hooks{panicky("a"), panicky("b")}
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+
+	p := newProducer(t, e, &equeue.ProducerOptions{Hooks: hooks})
+	var (
+		res equeue.SendResult
+		err error
+	)
+	require.NotPanics(t, func() {
+		res, err = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("x")}).Result(ctx)
+	})
+	require.ErrorIs(t, err, equeue.ErrHookPanic)
+	assert.ErrorContains(t, err, "boom send end a")
+	assert.ErrorContains(t, err, "boom send end b")
+	assert.NotEmpty(t, res.ID, "the message was stored")
+
+	var logs syncBuffer
+	handled := make(chan struct{}, 10)
+	startConsumer(t, e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+		From: equeue.ConsumeFromEarliest, Hooks: hooks, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Handler: func(context.Context, *equeue.Message) error {
+			handled <- struct{}{}
+			return nil
+		}})
+	select {
+	case <-handled:
+	case <-time.After(waitLong):
+		t.Fatal("the message was not handled")
+	}
+	eventually(t, waitLong, func() bool { return e.Stats().ConsumerHookPanics == 2 }, "both panics were not counted")
+	assert.Contains(t, logs.String(), "boom handle end a")
+	assert.Contains(t, logs.String(), "boom handle end b")
 }

@@ -19,11 +19,14 @@ import (
 //
 // A panic in a hook that runs on the caller's goroutine reaches the caller
 // (one in a SendAsync's BeforeSend leaves nothing for Producer.Close to wait
-// for). One elsewhere is recovered as an error matching ErrHookPanic, and
-// the other hooks still run: a SendAsync's future reports it, joined to the
+// for); when it stops a send that a trace hook's StartSend began, the
+// send's trace ends first, with no results and the panic as an error
+// matching ErrHookPanic. One elsewhere is recovered as an error matching
+// ErrHookPanic, and the other hooks (chained trace ends included) still
+// run, every panic reported: a SendAsync's future reports it, joined to the
 // send's own error, with the send's SendResult unchanged (filled in when
-// the message was stored); a Consumer logs it, and the message's outcome
-// is its handler's.
+// the message was stored); a Consumer logs it and counts it
+// (Stats.ConsumerHookPanics), and the message's outcome is its handler's.
 type Hooks struct {
 	// BeforeSend runs before a message is routed; it may set properties.
 	BeforeSend func(ctx context.Context, m *Message)

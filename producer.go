@@ -252,9 +252,12 @@ func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
 		return res, err
 	}
 	ctx, end := p.hooks.traceSend(ctx, m)
+	ended := false
+	defer end.endIfPanicking(&ended)
 	p.hooks.beforeSend(ctx, m)
 	err := p.send(ctx, m, &res)
 	p.hooks.afterSend(ctx, m, res, err)
+	ended = true
 	end.one(res, err)
 	return res, err
 }
@@ -298,6 +301,8 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 		return BatchResult{}, err
 	}
 	ctx, end := p.hooks.startSend(ctx, msgs...)
+	ended := false
+	defer end.endIfPanicking(&ended)
 	for _, m := range msgs {
 		p.hooks.beforeSend(ctx, m)
 	}
@@ -326,8 +331,9 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 		}
 		p.hooks.afterSend(ctx, m, sr, err)
 	}
+	ended = true
 	if end != nil {
-		end(batchResults(msgs[0].Topic, ar, len(msgs), err), err)
+		end.call(batchResults(msgs[0].Topic, ar, len(msgs), err), err)
 	}
 	return res, err
 }
@@ -400,12 +406,15 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	finish := func(res SendResult, err error) {
 		perr := p.hooks.afterSendRecovered(ctx, m, res, err)
 		if end != nil {
-			perr = errors.Join(perr, recovered("TraceHooks.StartSend end", func() { end.one(res, err) }))
+			perr = errors.Join(perr, end.endRecovered([]SendResult{res}, err))
 		}
 		f.res, f.err = res, withHookErr(err, perr)
 		close(f.done)
 	}
+	finishEnds := false // once BeforeSend returned, finish ends the send
+	defer end.endIfPanicking(&finishEnds)
 	p.hooks.beforeSend(ctx, m)
+	finishEnds = true
 	aa := p.aa
 	if aa == nil {
 		// Send picks the queue itself: picking one here too would ask the

@@ -3,6 +3,8 @@ package equeue
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -22,7 +24,8 @@ type TraceHooks struct {
 	// replacing the map rather than writing into it (the caller may share
 	// it). The returned context is the send's; end, when not nil, is called
 	// once with one result per message (zero results when err is not nil)
-	// when the send would return.
+	// when the send would return, or when a hook that runs on the caller's
+	// goroutine panicked (see Hooks).
 	StartSend func(ctx context.Context, msgs []*Message) (_ context.Context, end func(res []SendResult, err error))
 	// StartHandle runs before a Consumer's handler gets m (m shows the
 	// original topic, queue and offset of a retried message, and its
@@ -119,23 +122,18 @@ func (h hookList) tracing() bool {
 }
 
 // startSend runs the StartSend hooks in order, each in the context the
-// previous one returned; the returned end calls theirs in reverse order.
-// Without trace hooks it returns ctx and a nil end, at no cost.
+// previous one returned, and returns their ends. Without trace hooks it
+// returns ctx and a nil end, at no cost.
 func (h hookList) startSend(ctx context.Context, msgs ...*Message) (context.Context, sendEnd) {
 	var end sendEnd
 	for _, x := range h {
 		if x.Trace == nil || x.Trace.StartSend == nil {
 			continue
 		}
-		var e sendEnd
+		var e func(res []SendResult, err error)
 		ctx, e = x.Trace.StartSend(ctx, msgs)
-		switch {
-		case e == nil:
-		case end == nil:
-			end = e
-		default:
-			outer := end // runs even if e panics
-			end = func(res []SendResult, err error) { defer outer(res, err); e(res, err) }
+		if e != nil {
+			end = append(end, e)
 		}
 	}
 	return ctx, end
@@ -150,23 +148,65 @@ func (h hookList) traceSend(ctx context.Context, m *Message) (context.Context, s
 	return h.startSend(ctx, m)
 }
 
-// sendEnd ends a traced send; a nil sendEnd does nothing.
-type sendEnd func(res []SendResult, err error)
+// sendEnd ends a traced send: the ends its StartSend hooks returned, in
+// the order they started; a nil sendEnd does nothing.
+type sendEnd []func(res []SendResult, err error)
 
-// one ends a send of one message.
+// call ends the send on the caller's goroutine, calling the ends in
+// reverse order: each runs even when a later one panicked, and the panic
+// goes on to the caller.
+func (e sendEnd) call(res []SendResult, err error) {
+	if len(e) == 0 {
+		return
+	}
+	defer e[:len(e)-1].call(res, err)
+	e[len(e)-1](res, err)
+}
+
+// one ends a send of one message on the caller's goroutine.
 func (e sendEnd) one(res SendResult, err error) {
-	if e != nil {
-		e([]SendResult{res}, err)
+	if len(e) > 0 {
+		e.call([]SendResult{res}, err)
 	}
 }
 
-// startHandle runs the StartHandle hooks like startSend. They run on the
-// consumer's goroutines: one that panics is recovered and left out (the
-// context stays the previous one's, and it has no end), and its panic
-// returned as an error.
-func (h hookList) startHandle(ctx context.Context, m *Message, d Delivery) (context.Context, handleEnd, error) {
+// endRecovered ends the send where no panic may escape (a SendAsync's
+// completion): it calls the ends in reverse order, recovers each that
+// panics, and returns every panic as an error.
+func (e sendEnd) endRecovered(res []SendResult, err error) (perr error) {
+	for i := len(e) - 1; i >= 0; i-- {
+		perr = errors.Join(perr, recovered("TraceHooks.StartSend end", func() { e[i](res, err) }))
+	}
+	return perr
+}
+
+// endIfPanicking is deferred by a send whose hooks run on the caller's
+// goroutine. When one of them (a BeforeSend, or a Send's or SendBatch's
+// AfterSend) panics before the send has called its end (*ended false), it
+// ends the send, so that what StartSend began (a span) is not left open:
+// the ends get no results and the panic as an error matching ErrHookPanic.
+// An end that panics too is recovered and left out; the hook's panic goes
+// on to the caller (see Hooks).
+func (e sendEnd) endIfPanicking(ended *bool) {
+	if len(e) == 0 || *ended {
+		return
+	}
+	p := recover()
+	if p == nil {
+		return // not a panic: runtime.Goexit
+	}
+	_ = e.endRecovered(nil, fmt.Errorf("%w: %v\n%s", ErrHookPanic, p, debug.Stack()))
+	panic(p)
+}
+
+// startHandle runs the StartHandle hooks like startSend, and returns
+// their ends in the order they started. They run on the consumer's
+// goroutines: one that panics is recovered and left out (the context stays
+// the previous one's, and it has no end), and its panic returned as an
+// error.
+func (h hookList) startHandle(ctx context.Context, m *Message, d Delivery) (context.Context, []handleEnd, error) {
 	var (
-		end  handleEnd
+		ends []handleEnd
 		perr error
 	)
 	for _, x := range h {
@@ -182,16 +222,11 @@ func (h hookList) startHandle(ctx context.Context, m *Message, d Delivery) (cont
 			continue
 		}
 		ctx = hctx
-		switch {
-		case e == nil:
-		case end == nil:
-			end = e
-		default:
-			outer := end // runs even if e panics
-			end = func(o HandleOutcome) { defer outer(o); e(o) }
+		if e != nil {
+			ends = append(ends, e)
 		}
 	}
-	return ctx, end, perr
+	return ctx, ends, perr
 }
 
 // handleEnd ends a traced handling attempt; a nil handleEnd does nothing.
@@ -203,19 +238,25 @@ func (e handleEnd) end(o HandleOutcome) {
 	}
 }
 
-// traceHandle starts tracing the handling of m by c. A StartHandle, or an
-// end, that panics is recovered and logged (see Hooks).
+// traceHandle starts tracing the handling of m by c. Its end calls the
+// StartHandle hooks' ends in reverse order. A StartHandle, or an end, that
+// panics is recovered, and the others still run; every panic is logged
+// and counted (see Hooks).
 func (c *Consumer) traceHandle(ctx context.Context, m *Message) (context.Context, handleEnd) {
 	if !c.hooks.tracing() {
 		return ctx, nil
 	}
-	ctx, end, err := c.hooks.startHandle(ctx, m, Delivery{Group: c.o.Group, Consumer: c.o.ID, Model: c.o.Model})
+	ctx, ends, err := c.hooks.startHandle(ctx, m, Delivery{Group: c.o.Group, Consumer: c.o.ID, Model: c.o.Model})
 	c.hookPanicked(m, err)
-	if end == nil {
+	if len(ends) == 0 {
 		return ctx, nil
 	}
 	return ctx, func(o HandleOutcome) {
-		c.hookPanicked(m, recovered("TraceHooks.StartHandle end", func() { end(o) }))
+		var perr error
+		for i := len(ends) - 1; i >= 0; i-- {
+			perr = errors.Join(perr, recovered("TraceHooks.StartHandle end", func() { ends[i](o) }))
+		}
+		c.hookPanicked(m, perr)
 	}
 }
 

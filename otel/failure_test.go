@@ -82,3 +82,28 @@ func TestTracer_SendBackFails(t *testing.T) {
 	assert.Equal(t, "1", attr(second, "messaging.equeue.attempt"))
 	assert.Equal(t, "handled", attr(second, "messaging.equeue.outcome"))
 }
+
+// TestTracer_BeforeSendPanicEndsTheSendSpan: a BeforeSend hook that panics
+// on the caller's goroutine, after the tracer started the send's span,
+// left the span open (never exported); it now ends, with the panic as its
+// error, and the panic reaches the caller.
+func TestTracer_BeforeSendPanicEndsTheSendSpan(t *testing.T) {
+	ctx := ctxT(t)
+	tp, rec := recorder(t)
+	tr := otel.NewTracer(&otel.TracerOptions{TracerProvider: tp})
+	e := openEngine(t, nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	p, err := equeue.NewProducer(e, &equeue.ProducerOptions{Hooks: []equeue.Hooks{
+		tr.Hooks(),
+		{BeforeSend: func(context.Context, *equeue.Message) { panic("boom") }},
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+
+	assert.PanicsWithValue(t, "boom", func() { _, _ = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")}) })
+	spans := spansNamed(rec, "send t")
+	require.Len(t, spans, 1, "the send's span ended")
+	assert.Equal(t, codes.Error, spans[0].Status().Code)
+	assert.Contains(t, spans[0].Status().Description, equeue.ErrHookPanic.Error())
+	assert.Contains(t, spans[0].Status().Description, "boom")
+}
