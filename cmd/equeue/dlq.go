@@ -28,7 +28,10 @@ each at most once.`)
 
 // deadLetterJSON is the JSON form of a dead letter.
 type deadLetterJSON struct {
-	Offset    int64       `json:"offset"`
+	Offset int64 `json:"offset"`
+	// Priority is the priority lane the message was stored in (0 on a
+	// topic without priorities): equeue.DLQEntry's Message.Priority.
+	Priority  int         `json:"priority"`
 	Attempts  int         `json:"attempts"`
 	Redriven  bool        `json:"redriven"`
 	LastError string      `json:"last_error"`
@@ -46,7 +49,8 @@ func (a *app) dlqList() *cobra.Command {
 		Short: "List a group's dead letters",
 		Long: `list prints up to --max dead letters of GROUP from offset --from of its
 dead-letter topic: the offset to redrive it by, where it came from
-(topic/queue:offset), how many attempts it had, whether it was redriven,
+(topic/queue:offset), the priority lane it was stored in (0 on a topic
+without priorities), how many attempts it had, whether it was redriven,
 its last error and the start of its body.`,
 		Example: `  equeue --dir ./data dlq list billing
   equeue --dir ./data dlq list billing --from 100 --max 50 --json`,
@@ -74,7 +78,7 @@ its last error and the start of its body.`,
 				if asJSON {
 					out := make([]deadLetterJSON, 0, len(dls))
 					for _, dl := range dls {
-						out = append(out, deadLetterJSON{Offset: dl.Offset, Attempts: dl.Attempts, Redriven: dl.Redriven, LastError: dl.LastError, Message: toMessageJSON(dl.Message)})
+						out = append(out, deadLetterJSON{Offset: dl.Offset, Priority: dl.Message.Priority, Attempts: dl.Attempts, Redriven: dl.Redriven, LastError: dl.LastError, Message: toMessageJSON(dl.Message)})
 					}
 					return writeJSONIndent(a.stdout, out)
 				}
@@ -82,10 +86,10 @@ its last error and the start of its body.`,
 					fmt.Fprintf(a.stdout, "no dead letters for group %s from offset %d\n", group, from)
 					return nil
 				}
-				t := newTable(a.stdout, "OFFSET", "FROM", "ATTEMPTS", "REDRIVEN", "LAST ERROR", "BODY")
+				t := newTable(a.stdout, "OFFSET", "FROM", "PRIORITY", "ATTEMPTS", "REDRIVEN", "LAST ERROR", "BODY")
 				for _, dl := range dls {
 					m := dl.Message
-					t.row(dl.Offset, fmt.Sprintf("%s/%d:%d", m.Topic, m.Queue, m.Offset), dl.Attempts, dl.Redriven, orDash(shorten(dl.LastError, 40)), shorten(string(m.Body), 40))
+					t.row(dl.Offset, fmt.Sprintf("%s/%d:%d", m.Topic, m.Queue, m.Offset), m.Priority, dl.Attempts, dl.Redriven, orDash(shorten(dl.LastError, 40)), shorten(string(m.Body), 40))
 				}
 				if err := t.flush(); err != nil {
 					return err

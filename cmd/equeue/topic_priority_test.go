@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestTopic_PrioritiesCreateProduceDescribe(t *testing.T) {
@@ -105,4 +108,39 @@ func TestServe_MaxBytesOverRemote(t *testing.T) {
 	if srv.stop(t) != 0 {
 		t.Fatalf("serve exited badly:\n%s", srv.stderr)
 	}
+}
+
+// TestDLQ_ListShowsPriority: dlq list showed where a dead letter came from
+// (topic/queue:offset) but not the priority lane it was stored in, which
+// ListDeadLetters reports; its table and its JSON now show it, in process
+// and through a server.
+func TestDLQ_ListShowsPriority(t *testing.T) {
+	forCLITransports(t, func(t *testing.T, _ string, at []string) {
+		run := func(args ...string) string { return ok(t, append(append([]string{}, at...), args...)...) }
+		run("topic", "create", "tasks", "--queues", "1", "--priorities", "3")
+		run("produce", "tasks", "bad-high", "--priority", "2")
+		run("produce", "tasks", "bad-low")
+		r := cli(t, append(append([]string{}, at...), "consume", "tasks", "--group", "workers", "--from", "earliest",
+			"--dead-letter-if", "body~bad", "--reason", "refused", "--count", "2")...)
+		require.Equal(t, 0, r.code, "consume: %v", r)
+
+		dls := decode[[]deadLetterJSON](t, run("dlq", "list", "workers", "--json"))
+		require.Len(t, dls, 2)
+		lanes := map[string]int{}
+		for _, dl := range dls {
+			lanes[dl.Message.Body] = dl.Priority
+		}
+		assert.Equal(t, map[string]int{"bad-high": 2, "bad-low": 0}, lanes)
+
+		out := run("dlq", "list", "workers")
+		assert.Contains(t, out, "PRIORITY")
+		for _, l := range strings.Split(out, "\n") {
+			switch {
+			case strings.Contains(l, "bad-high"):
+				assert.Equal(t, "2", strings.Fields(l)[2], "the lane, after FROM: %q", l)
+			case strings.Contains(l, "bad-low"):
+				assert.Equal(t, "0", strings.Fields(l)[2], "the lane, after FROM: %q", l)
+			}
+		}
+	})
 }
