@@ -1,7 +1,9 @@
 package remote_test
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -86,3 +88,50 @@ func TestClient_EngineStatsCountLostDedupGroups(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, e.Stats().LostDedupGroups, got.LostDedupGroups)
 }
+
+// fixedStats is an engine backend whose Stats are set by the test.
+type fixedStats struct {
+	*equeue.Engine
+	st equeue.Stats
+}
+
+func (f fixedStats) Stats() equeue.Stats { return f.st }
+
+// Every field of equeue.Stats crosses the wire: each is set to its own
+// non-zero value, so a field the protocol does not carry (as a counter added
+// to Stats later) reads as zero on the client and fails the comparison.
+func TestClient_EngineStatsCarriesEveryField(t *testing.T) {
+	ctx := ctxT(t)
+	var want equeue.Stats
+	v := reflect.ValueOf(&want).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Uint64:
+			f.SetUint(uint64(1000 + i))
+		case reflect.Int64:
+			f.SetInt(int64(1000 + i))
+		default:
+			t.Fatalf("Stats.%s is a %s: give it a value here and carry it over the wire", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	srv, err := remote.NewBackendServer(fixedStats{Engine: openEngine(t, nil), st: want}, nil)
+	require.NoError(t, err)
+	c := dial(t, serve(t, srv, "").addr, nil)
+	got, err := c.EngineStats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	// The same through the Backend form that reports them with an error.
+	srv, err = remote.NewBackendServer(fixedEngineStats{fixedStats{Engine: openEngine(t, nil), st: want}}, nil)
+	require.NoError(t, err)
+	c = dial(t, serve(t, srv, "").addr, nil)
+	got, err = c.EngineStats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+}
+
+// fixedEngineStats reports its Stats as a cluster node does.
+type fixedEngineStats struct{ fixedStats }
+
+func (f fixedEngineStats) EngineStats(context.Context) (equeue.Stats, error) { return f.st, nil }

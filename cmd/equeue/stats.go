@@ -45,6 +45,9 @@ type engineJSON struct {
 	// UnsupportedFormatPulls counts pulls refused at a record of a newer
 	// format version (equeue.Stats.UnsupportedFormatPulls).
 	UnsupportedFormatPulls uint64 `json:"unsupported_format_pulls"`
+	// ConsumerHookPanics counts the panics of the broker's in-process
+	// consumers' hooks (equeue.Stats.ConsumerHookPanics).
+	ConsumerHookPanics uint64 `json:"consumer_hook_panics"`
 }
 
 type scanJSON struct {
@@ -64,7 +67,8 @@ queues, messages stored, consumer groups, live members, total lag, the size
 of the store on disk and the message IDs the topics' dedup windows hold.
 Of a served broker (--server) it also shows the engine's counters since
 the broker started: corrupt records and expired messages its reads met,
-and writes refused for a full disk.
+writes refused for a full disk and, when there were any, the panics of
+its in-process consumers' hooks.
 
 --scan also reads every stored message and counts those that fail their
 checksum (corrupt) or whose time-to-live ran out (expired). It reads the
@@ -128,7 +132,7 @@ are served by "equeue serve --metrics".`,
 					st.StoreBytes = &es.StoreBytes
 					st.Engine = &engineJSON{DedupIDs: es.DedupIDs, CorruptRecords: es.CorruptRecords,
 						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals, LostDedupGroups: es.LostDedupGroups,
-						UnsupportedFormatPulls: es.UnsupportedFormatPulls}
+						UnsupportedFormatPulls: es.UnsupportedFormatPulls, ConsumerHookPanics: es.ConsumerHookPanics}
 				}
 				if asJSON {
 					return writeJSONIndent(a.stdout, st)
@@ -158,6 +162,9 @@ are served by "equeue serve --metrics".`,
 						t.row("no-space refusals:", st.Engine.NoSpaceRefusals)
 						if st.Engine.UnsupportedFormatPulls > 0 { // shown only when it happened
 							t.row("pulls refused, newer record format:", fmt.Sprintf("%d (consumers are stopped at records this build cannot read)", st.Engine.UnsupportedFormatPulls))
+						}
+						if st.Engine.ConsumerHookPanics > 0 { // shown only when it happened
+							t.row("consumer hook panics:", fmt.Sprintf("%d (recovered and logged to the consumers' loggers)", st.Engine.ConsumerHookPanics))
 						}
 					}
 				}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/internal/crashsim"
+	"github.com/equeue-go/equeue/internal/testport"
+	"github.com/equeue-go/equeue/remote"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -146,4 +148,38 @@ func TestStats_ReplyTopicsAreNotUserTopics(t *testing.T) {
 	assert.Equal(t, 2, st.ReplyTopics, "reply topics")
 	assert.Equal(t, 3, st.Queues, "every topic's queues")
 	assert.Contains(t, ok(t, "--dir", dir, "stats"), "1 (+0 retry/dead-letter, +2 reply)")
+}
+
+// hookPanicsEngine is an engine whose Stats report hook panics, as a broker
+// with in-process consumers whose hooks panicked does.
+type hookPanicsEngine struct{ *equeue.Engine }
+
+func (e hookPanicsEngine) Stats() equeue.Stats {
+	st := e.Engine.Stats()
+	st.ConsumerHookPanics = 3
+	return st
+}
+
+// TestStats_ConsumerHookPanicsOfAServedBroker: stats --server shows the
+// broker's consumer hook panics (in JSON always, as a row when not zero).
+func TestStats_ConsumerHookPanicsOfAServedBroker(t *testing.T) {
+	t.Parallel()
+	e, err := equeue.Open("", &equeue.Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	srv, err := remote.NewBackendServer(hookPanicsEngine{e}, nil)
+	require.NoError(t, err)
+	lis := testport.Listen(t)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	defer func() {
+		srv.Stop()
+		require.NoError(t, <-served)
+	}()
+	addr := lis.Addr().String()
+
+	st := decode[statsJSON](t, ok(t, "--server", addr, "stats", "--json"))
+	require.NotNil(t, st.Engine)
+	assert.Equal(t, uint64(3), st.Engine.ConsumerHookPanics)
+	assert.Contains(t, ok(t, "--server", addr, "stats"), "consumer hook panics:")
 }

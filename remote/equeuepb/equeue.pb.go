@@ -4416,8 +4416,11 @@ type EngineStatsResponse struct {
 	// Pulls refused because the record at their offset is of a format
 	// version the engine cannot read (written by a newer engine).
 	UnsupportedFormatPulls uint64 `protobuf:"varint,7,opt,name=unsupported_format_pulls,json=unsupportedFormatPulls,proto3" json:"unsupported_format_pulls,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// Panics of the broker's in-process consumers' hooks, recovered and
+	// logged (consumers of remote clients count theirs nowhere).
+	ConsumerHookPanics uint64 `protobuf:"varint,8,opt,name=consumer_hook_panics,json=consumerHookPanics,proto3" json:"consumer_hook_panics,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *EngineStatsResponse) Reset() {
@@ -4495,6 +4498,13 @@ func (x *EngineStatsResponse) GetLostDedupGroups() uint64 {
 func (x *EngineStatsResponse) GetUnsupportedFormatPulls() uint64 {
 	if x != nil {
 		return x.UnsupportedFormatPulls
+	}
+	return 0
+}
+
+func (x *EngineStatsResponse) GetConsumerHookPanics() uint64 {
+	if x != nil {
+		return x.ConsumerHookPanics
 	}
 	return 0
 }
@@ -5370,7 +5380,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
 	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next\"\x14\n" +
-	"\x12EngineStatsRequest\"\xb9\x02\n" +
+	"\x12EngineStatsRequest\"\xeb\x02\n" +
 	"\x13EngineStatsResponse\x12'\n" +
 	"\x0fcorrupt_records\x18\x01 \x01(\x04R\x0ecorruptRecords\x12)\n" +
 	"\x10expired_messages\x18\x02 \x01(\x04R\x0fexpiredMessages\x12\x1f\n" +
@@ -5379,7 +5389,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x11no_space_refusals\x18\x04 \x01(\x04R\x0fnoSpaceRefusals\x12\x1b\n" +
 	"\tdedup_ids\x18\x05 \x01(\x03R\bdedupIds\x12*\n" +
 	"\x11lost_dedup_groups\x18\x06 \x01(\x04R\x0flostDedupGroups\x128\n" +
-	"\x18unsupported_format_pulls\x18\a \x01(\x04R\x16unsupportedFormatPulls\"-\n" +
+	"\x18unsupported_format_pulls\x18\a \x01(\x04R\x16unsupportedFormatPulls\x120\n" +
+	"\x14consumer_hook_panics\x18\b \x01(\x04R\x12consumerHookPanics\"-\n" +
 	"\x17DeleteReplyTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
 	"\x18DeleteReplyTopicResponse\">\n" +
