@@ -67,8 +67,9 @@ handler giving up on them would: *, tag=T, key=K, prop.NAME=V, body=B
 
 Output: text (one line per message: topic/queue:offset, tag, keys,
 properties, body), json (one JSON object per line: id, topic, queue,
-offset, tag, keys, properties, body, born_at, stored_at, attempt; a body
-that is not UTF-8 comes as body_base64) or body (the body alone).`,
+offset, tag, keys, properties, body, born_at, stored_at, attempt,
+priority; a body that is not UTF-8 comes as body_base64) or body (the body
+alone).`,
 		Example: `  # Everything stored so far, then stop after 10 messages or 2 s of silence:
   equeue --dir ./data consume orders --from earliest --count 10 --timeout 2s
 
@@ -370,13 +371,16 @@ type messageJSON struct {
 	BornAt     time.Time         `json:"born_at"`
 	StoredAt   time.Time         `json:"stored_at"`
 	Attempt    int               `json:"attempt"`
+	// Priority is the priority lane the message was stored in (0 on a
+	// topic without priorities): equeue.Message.Priority.
+	Priority int `json:"priority"`
 }
 
 func toMessageJSON(m *equeue.Message) messageJSON {
 	j := messageJSON{
 		ID: m.ID, Topic: m.Topic, Queue: m.Queue, Offset: m.Offset, Tag: m.Tag,
 		Keys: m.Keys, Properties: m.Properties, Body: string(m.Body),
-		BornAt: m.BornAt, StoredAt: m.StoredAt, Attempt: m.Attempt,
+		BornAt: m.BornAt, StoredAt: m.StoredAt, Attempt: m.Attempt, Priority: m.Priority,
 	}
 	if j.Keys == nil {
 		j.Keys = []string{}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
 )
 
 // peekScanBatch is how many messages one read of a --key scan asks for.
@@ -34,7 +35,9 @@ only --queue N, from the oldest stored message, from --offset O (with
 only the messages with the key --key K. It prints at most --max messages
 per queue (default 10).
 
-Output as for consume: text, json or body.`,
+Output as for consume: text, json or body. With json on a topic with
+priorities, a token without admin rights cannot read the topic's lane
+count, so each message's priority is then 0.`,
 		Example: `  equeue --dir ./data peek orders
   equeue --dir ./data peek orders --queue 2 --offset 100 --max 5
   equeue --server 127.0.0.1:7654 peek orders --time 2026-11-29T23:00:00Z --output json
@@ -71,6 +74,13 @@ Output as for consume: text, json or body.`,
 			return a.withConn(readOnly, func(c *conn) error {
 				ctx := cmd.Context()
 				p := peeker{b: c, topic: topic}
+				if output.value == "json" {
+					lanes, err := topicLanes(ctx, c, topic)
+					if err != nil {
+						return err
+					}
+					p.lanes = lanes
+				}
 				for q := 0; ; q++ {
 					if hasQueueSet {
 						q = queue
@@ -94,6 +104,7 @@ Output as for consume: text, json or body.`,
 						return err
 					}
 					for _, m := range msgs {
+						p.markLane(m)
 						if err := print(m); err != nil {
 							return fmt.Errorf("write output: %w", err)
 						}
@@ -119,6 +130,32 @@ Output as for consume: text, json or body.`,
 type peeker struct {
 	b     equeue.Broker
 	topic string
+	// lanes is the topic's number of priority lanes (0 without).
+	lanes int
+}
+
+// topicLanes returns the number of priority lanes of topic (0 without
+// priorities), which a browse needs to tell each message's lane. Reading
+// it is an admin call: for a token without that right it returns 0, and
+// the messages keep the Priority their pull gave them.
+func topicLanes(ctx context.Context, c *conn, topic string) (int, error) {
+	info, err := c.Topic(ctx, topic)
+	if errors.Is(err, remote.ErrPermissionDenied) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return info.Priorities, nil
+}
+
+// markLane sets the Priority of a message of a topic with priorities to
+// the lane its queue ID stands for (queue × lanes + lane), as a
+// consumer's messages carry it; a pull without a group leaves it 0.
+func (p peeker) markLane(m *equeue.Message) {
+	if p.lanes > 0 {
+		m.Priority = m.Queue % p.lanes
+	}
 }
 
 // pull reads from off, following the queue's bounds when off is outside

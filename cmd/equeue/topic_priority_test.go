@@ -144,3 +144,66 @@ func TestDLQ_ListShowsPriority(t *testing.T) {
 		}
 	})
 }
+
+// TestMessageJSON_ShowsPriority: the JSON form of a message (consume and
+// peek --output json, the "message" of dlq list --json) had no priority,
+// though a received message carries the lane it was stored in; it now has
+// one, in process and through a server.
+func TestMessageJSON_ShowsPriority(t *testing.T) {
+	forCLITransports(t, func(t *testing.T, _ string, at []string) {
+		run := func(args ...string) string { return ok(t, append(append([]string{}, at...), args...)...) }
+		run("topic", "create", "tasks", "--queues", "1", "--priorities", "3")
+		run("produce", "tasks", "high", "--priority", "2")
+		run("produce", "tasks", "low")
+		// lanes reads each message's priority by its body, from raw JSON so
+		// that a missing field fails rather than reading as 0.
+		lanes := func(msgs []map[string]any) map[string]any {
+			got := map[string]any{}
+			for _, m := range msgs {
+				got[m["body"].(string)] = m["priority"]
+			}
+			return got
+		}
+		want := map[string]any{"high": float64(2), "low": float64(0)}
+
+		assert.Equal(t, want, lanes(jsonLines[map[string]any](t, run("peek", "tasks", "--output", "json"))), "peek")
+		r := cli(t, append(append([]string{}, at...), "consume", "tasks", "--group", "workers", "--from", "earliest",
+			"--count", "2", "--output", "json", "--timeout", "20s")...)
+		require.Equal(t, 0, r.code, "consume: %v", r)
+		assert.Equal(t, want, lanes(jsonLines[map[string]any](t, r.stdout)), "consume")
+
+		r = cli(t, append(append([]string{}, at...), "consume", "tasks", "--group", "dead", "--from", "earliest",
+			"--dead-letter-if", "*", "--reason", "refused", "--count", "2")...)
+		require.Equal(t, 0, r.code, "consume: %v", r)
+		var dls []map[string]any
+		for _, dl := range decode[[]map[string]any](t, run("dlq", "list", "dead", "--json")) {
+			dls = append(dls, dl["message"].(map[string]any))
+		}
+		assert.Equal(t, want, lanes(dls), "dlq list")
+	})
+}
+
+// TestPeek_JSONWithAConsumeToken: peek --output json reads the topic's lane
+// count, an admin call; a token with only the consume right still peeks,
+// the lanes then unknown (priority 0), while an admin token gets them.
+func TestPeek_JSONWithAConsumeToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "tasks", "--queues", "1", "--priorities", "3")
+	ok(t, "--dir", dir, "produce", "tasks", "high", "--priority", "2")
+	addr := freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--token", "ops=admin,consume", "--token", "reader=consume")
+	eventually(t, 20*time.Second, "serve answers", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		return cli(t, "--server", addr, "--token", "ops", "topic", "list").code == 0
+	})
+	t.Cleanup(func() { srv.stop(t) })
+
+	for token, lane := range map[string]float64{"ops": 2, "reader": 0} {
+		msgs := jsonLines[map[string]any](t, ok(t, "--server", addr, "--token", token, "peek", "tasks", "--output", "json"))
+		require.Len(t, msgs, 1, token)
+		assert.Equal(t, lane, msgs[0]["priority"], token)
+	}
+}
