@@ -20,8 +20,8 @@ import (
 // while the consumer closes or hands a queue over, and is cancelled only
 // when the handler is still running after ShutdownTimeout (on Close) or
 // HandoffTimeout (on a handover); an error returned after that is a failed
-// attempt like any other, but for ErrNotHandled in orderly mode, which
-// says the handler never began on the message.
+// attempt like any other, but for ErrNotHandled, which says the handler
+// never began on the message (orderly or concurrent).
 type Handler func(ctx context.Context, m *Message) error
 
 // ConsumerOptions configure a Consumer. Group, Subscriptions and Handler are

@@ -1,7 +1,6 @@
 package equeue
 
 import (
-	"context"
 	"errors"
 )
 
@@ -18,8 +17,10 @@ import (
 // other error.
 var ErrNotHandled = errors.New("equeue: message not handled before the handler was stopped")
 
-// stoppedUnhandled reports whether err is a handler's ErrNotHandled
-// returned once hctx, the parent of its context, was cancelled.
-func stoppedUnhandled(hctx context.Context, err error) bool {
-	return hctx.Err() != nil && errors.Is(err, ErrNotHandled)
+// stoppedUnhandled reports whether err is r's Handler's ErrNotHandled
+// returned once r.hctx, the parent of its context, was cancelled. A
+// BatchHandler's is a failure like any other, also for a batch of one,
+// which reaches the handler through the same paths as a single message.
+func (r *runner) stoppedUnhandled(err error) bool {
+	return r.c.o.BatchHandler == nil && r.hctx.Err() != nil && errors.Is(err, ErrNotHandled)
 }

@@ -155,3 +155,51 @@ func TestConsumer_NotHandledAtStopIsNotCountedConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumer_NotHandledAtStopByABatchHandlerIsCounted: ErrNotHandled is
+// Handler's word only. A BatchHandler that returns it once Close cancelled
+// its context fails its messages like any other error, orderly or
+// concurrent, in batches of one or more: each message run counts an
+// attempt, so with MaxAttempts 1 Close dead-letters every message that ran
+// (found by review: a concurrent consumer, and an orderly one with
+// BatchSize 1, left them uncommitted without counting the run).
+func TestConsumer_NotHandledAtStopByABatchHandlerIsCounted(t *testing.T) {
+	for _, tc := range []struct {
+		orderly   bool
+		batchSize int
+	}{{false, 2}, {false, 1}, {true, 2}, {true, 1}} {
+		t.Run(fmt.Sprintf("orderly=%v/batch=%d", tc.orderly, tc.batchSize), func(t *testing.T) {
+			ctx := ctxT(t)
+			e, _ := openEngine(t, "memory", nil)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			for range 2 {
+				_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+				require.NoError(t, err)
+			}
+			ran := make(chan int, 4) // the messages of each run
+			c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", ID: "w", Orderly: tc.orderly,
+				Subscriptions: []equeue.Subscription{{Topic: "t"}}, MaxAttempts: 1, BatchSize: tc.batchSize,
+				LocalRetryDelay: time.Hour, ShutdownTimeout: 20 * time.Millisecond,
+				BatchHandler: func(ctx context.Context, msgs []*equeue.Message) error {
+					ran <- len(msgs)
+					<-ctx.Done() // stopped before it began
+					return fmt.Errorf("passing them on: %w", equeue.ErrNotHandled)
+				}})
+			require.NoError(t, err)
+			require.NoError(t, c.Start(ctx))
+			n := 0
+			select {
+			case n = <-ran:
+			case <-time.After(30 * time.Second):
+				t.Fatal("no batch ran within 30s")
+			}
+			require.NoError(t, c.Close())
+			for len(ran) > 0 {
+				n += <-ran
+			}
+			dl, err := e.DeadLetters(ctx, "g", 0, 10)
+			require.NoError(t, err)
+			assert.Len(t, dl, n, "a stopped batch's run is a counted attempt: MaxAttempts 1 dead-letters its messages")
+		})
+	}
+}

@@ -345,7 +345,7 @@ func (r *runner) handleConcurrent(m *Message) {
 // before it began (ErrNotHandled), else through the failure path (see
 // dispose).
 func (r *runner) finish(m, view *Message, err error, end handleEnd) {
-	if stoppedUnhandled(r.hctx, err) {
+	if r.stoppedUnhandled(err) {
 		// The handler says it stopped before it began (ErrNotHandled): the
 		// run is not counted and the message is left to the queue's next
 		// owner, not sent back nor run again by the drain, whose cancelled
@@ -438,7 +438,7 @@ func (r *runner) handleOrderly(m *Message) bool {
 		}
 		// A run the handler says it stopped before it began (ErrNotHandled)
 		// is not counted, as one whose result is ignored is not.
-		if r.abandoned.Load() || stoppedUnhandled(r.hctx, err) || !r.beginDispose() {
+		if r.abandoned.Load() || r.stoppedUnhandled(err) || !r.beginDispose() {
 			end.end(HandleOutcome{Err: err, Outcome: OutcomeUnfinished, Attempts: m.Attempt + 1})
 			r.pq.end(m.Offset, false)
 			return false
