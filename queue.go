@@ -84,9 +84,7 @@ func (q *queue) raiseEnd(next int64) (was int64, raised bool) {
 		return was, false
 	}
 	q.next, q.wnext = next, next
-	q.bytes.mu.Lock()
-	q.bytes.next = next // the lost offsets hold no bytes
-	q.bytes.mu.Unlock()
+	q.bytes.raise(next)
 	return was, true
 }
 

@@ -20,9 +20,14 @@ import (
 
 // byteAccount is one queue's stored-bytes account.
 type byteAccount struct {
-	mu    sync.Mutex // pairs added with next for counting
-	added atomic.Int64
-	next  int64 // the writer's next offset as of added
+	added atomic.Int64 // by the writer, when it wrote the batch
+	mu    sync.Mutex   // pairs shown with shownNext, for counting
+	// shown is the part of added that readers see: the bytes of the
+	// batches published (durableBatch), whose records the store holds,
+	// up to shownNext. On an AsyncWriter the writer adds a batch before
+	// the store holds it, so a count reads the store up to shownNext only.
+	shown     int64
+	shownNext int64
 	// base is written under the topic's retain.mu.
 	base  atomic.Int64
 	known atomic.Bool
@@ -31,24 +36,39 @@ type byteAccount struct {
 // init starts the account of a queue whose writer offset is next; a queue
 // with no stored record is known from the start.
 func (a *byteAccount) init(min, next int64) {
-	a.next = next
+	a.shownNext = next
 	a.known.Store(min >= next)
 }
 
-// commit adds what a stored batch appended to the queue, now ending at next.
-// Only the writer calls it, after the store write returned.
-func (a *byteAccount) commit(bytes, next int64) {
+// commit adds what a stored batch appended to the queue. Only the writer
+// calls it, after the store write returned (on an AsyncWriter, once the
+// store has it queued).
+func (a *byteAccount) commit(bytes int64) { a.added.Add(bytes) }
+
+// publish notes that a committed batch, which appended bytes to the queue
+// up to next, is stored and published to readers. Only the completer calls
+// it, in write order.
+func (a *byteAccount) publish(bytes, next int64) {
 	a.mu.Lock()
-	a.added.Add(bytes)
-	a.next = next
+	a.shown += bytes
+	a.shownNext = max(a.shownNext, next)
 	a.mu.Unlock()
 }
 
-// snapshot returns the writer's next offset and the bytes added below it.
+// raise moves the account's end past offsets lost from the store
+// (queueend.go), which hold no bytes. Open calls it before the writer starts.
+func (a *byteAccount) raise(next int64) {
+	a.mu.Lock()
+	a.shownNext = next
+	a.mu.Unlock()
+}
+
+// snapshot returns an offset below which the store holds every record
+// counted, and the bytes added below it.
 func (a *byteAccount) snapshot() (next, added int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.next, a.added.Load()
+	return a.shownNext, a.shown
 }
 
 // stored returns the bytes of the queue's records, exact when known.

@@ -582,7 +582,7 @@ func (e *Engine) refusal(sb *store.Batch, async bool) error {
 func (e *Engine) storeBatch(b *batchState) {
 	for _, t := range b.queues {
 		t.q.wnext = t.next
-		t.q.bytes.commit(t.bytes, t.next)
+		t.q.bytes.commit(t.bytes)
 	}
 	e.commitDedup(b)
 	e.dropDeletedIndexes(b)
@@ -596,6 +596,7 @@ func (e *Engine) storeBatch(b *batchState) {
 func (e *Engine) durableBatch(b *batchState, durable bool) {
 	if durable {
 		for _, t := range b.queues {
+			t.q.bytes.publish(t.bytes, t.next)
 			t.q.publish(t.next)
 		}
 	}

@@ -22,11 +22,12 @@ type gatedAsyncStore struct {
 	gate    chan struct{} // nil: outcomes are reported at once
 	failing error
 	started chan struct{} // told of each write while gated
+	waiting chan struct{} // told when the engine waits for a gated write's outcome
 }
 
 func (s *gatedAsyncStore) WriteAsync(b *store.Batch) func() error {
 	s.mu.Lock()
-	gate, started := s.gate, s.started
+	gate, started, waiting := s.gate, s.started, s.waiting
 	s.mu.Unlock()
 	select {
 	case started <- struct{}{}:
@@ -34,6 +35,10 @@ func (s *gatedAsyncStore) WriteAsync(b *store.Batch) func() error {
 	}
 	return func() error {
 		if gate != nil {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
 			<-gate
 		}
 		s.mu.Lock()
