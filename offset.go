@@ -624,7 +624,8 @@ const timeScanBatch = 16
 // noteCorrupt) and records of a newer format version; ok is false when
 // there is none, or when the store refuses a segment of a newer format
 // version (store.ErrUnsupportedFormat) before one: where that ends, and so
-// what follows it, is unknown.
+// what follows it, is unknown. Offsets it finds no record at are noted lost
+// (queuelost.go).
 func (e *Engine) readableStoredAt(q *queue, from, to int64) (at time.Time, ok bool, err error) {
 	for from < to {
 		recs, err := e.st.Read(q.key, uint64(from), uint64(to), timeScanBatch, 0)
@@ -635,7 +636,11 @@ func (e *Engine) readableStoredAt(q *queue, from, to int64) (at time.Time, ok bo
 			return time.Time{}, false, fmt.Errorf("equeue: read %s/%d at %d: %w", q.topic.name, q.id, from, err)
 		}
 		if len(recs) == 0 {
+			q.noteLost(from, to)
 			return time.Time{}, false, nil
+		}
+		if first := int64(recs[0].Offset); first > from {
+			q.noteLost(from, first)
 		}
 		for _, r := range recs {
 			m, err := decodeRecord(r.Value)

@@ -34,6 +34,8 @@ type queue struct {
 	bytes byteAccount // stored bytes, for TopicLimits.MaxBytes (topiclimits_bytes.go)
 
 	corrupt offsetRuns // corrupt records reads found, each counted once (corruptseen.go)
+
+	lost lostRange // offsets known to hold no record (queuelost.go); guarded by mu
 }
 
 func newQueue(t *topic, id int, min, next int64) *queue {
@@ -84,6 +86,7 @@ func (q *queue) raiseEnd(next int64) (was int64, raised bool) {
 		return was, false
 	}
 	q.next, q.wnext = next, next
+	q.lost = lostRange{was, next}
 	q.bytes.raise(next)
 	return was, true
 }

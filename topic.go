@@ -198,7 +198,8 @@ type TopicInfo struct {
 	Limits TopicLimits
 	// Messages counts the messages stored over the queues, read so that no
 	// deletion falls between the queues' reads: it is never more than the
-	// topic held at the end of the read.
+	// topic held at the end of the read. Offsets known lost from the store
+	// (see the README's Durability) are not counted.
 	Messages int64
 }
 
@@ -208,9 +209,9 @@ func (t *topic) info() TopicInfo {
 		moves := t.minMoves.Load()
 		ti.Queues, ti.Messages = ti.Queues[:0], 0
 		for _, q := range t.queueList() {
-			min, next, _ := q.bounds()
+			min, next, lost := q.extent()
 			ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load()})
-			ti.Messages += next - min
+			ti.Messages += lost.held(min, next)
 		}
 		if (moves%2 == 0 && t.minMoves.Load() == moves) || try == 100 {
 			return ti

@@ -275,8 +275,8 @@ func (b *batchState) overLimit(t *topic, recs [][]byte) error {
 				next, pending = b.queues[i].next, b.queues[i].bytes
 			}
 		}
-		min, _, _ := q.bounds()
-		count += max(next-min, 0)
+		min, _, lost := q.extent()
+		count += lost.held(min, next)
 		bytes += q.bytes.stored() + pending
 	}
 	switch {
@@ -312,10 +312,11 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 	qs := t.queueList()
 	lens := make([]int64, len(qs))
 	mins := make([]int64, len(qs))
+	losts := make([]lostRange, len(qs))
 	var count int64
 	for i, q := range qs {
-		min, next, _ := q.bounds()
-		mins[i], lens[i] = min, max(next-min, 0)
+		min, next, lost := q.extent()
+		mins[i], lens[i], losts[i] = min, lost.held(min, next), lost
 		count += lens[i]
 	}
 	var cuts []int64
@@ -324,9 +325,15 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 	} else {
 		cuts = make([]int64, len(qs))
 	}
-	cutBytes, err := e.byteCuts(qs, mins, lens, cuts, l.MaxBytes)
+	cutBytes, err := e.byteCuts(qs, mins, lens, losts, cuts, l.MaxBytes)
 	if err != nil {
 		return err
+	}
+	// Where each queue's cut ends: past its lost offsets when the cut
+	// reaches them, for no record there is left to cut.
+	ends := make([]int64, len(qs))
+	for i := range qs {
+		ends[i] = losts[i].skip(mins[i], cuts[i])
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -336,8 +343,8 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 	// are deleted.
 	var ops []store.MetaOp
 	for i, q := range qs {
-		if cuts[i] > 0 {
-			ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Value: binary.BigEndian.AppendUint64(nil, uint64(mins[i]+cuts[i]))})
+		if ends[i] > mins[i] {
+			ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Value: binary.BigEndian.AppendUint64(nil, uint64(ends[i]))})
 		}
 	}
 	if len(ops) == 0 {
@@ -349,15 +356,15 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 	}
 	t.minMoves.Add(1)
 	for i, q := range qs {
-		if cuts[i] > 0 {
-			q.setMin(mins[i] + cuts[i])
+		if ends[i] > mins[i] {
+			q.setMin(ends[i])
 			q.bytes.cut(cutBytes[i], l.MaxBytes > 0)
 		}
 	}
 	t.minMoves.Add(1)
 	var errs []error
 	for i, q := range qs {
-		if cuts[i] == 0 {
+		if ends[i] == mins[i] {
 			continue
 		}
 		if err != nil { // not known durable: delete nothing yet
@@ -367,10 +374,10 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 		if _, serr := e.sweep(q); serr != nil {
 			errs = append(errs, serr)
 		}
-		e.deleteRedrivenBelow(q, mins[i]+cuts[i])
-		if derr := e.st.DeleteRange(q.key, uint64(mins[i]), uint64(mins[i]+cuts[i])); derr != nil {
+		e.deleteRedrivenBelow(q, ends[i])
+		if derr := e.st.DeleteRange(q.key, uint64(mins[i]), uint64(ends[i])); derr != nil {
 			t.retain.unswept(q.id, mins[i])
-			errs = append(errs, fmt.Errorf("equeue: delete %s/%d below %d: %w", t.name, q.id, mins[i]+cuts[i], derr))
+			errs = append(errs, fmt.Errorf("equeue: delete %s/%d below %d: %w", t.name, q.id, ends[i], derr))
 		}
 	}
 	if err != nil {
@@ -380,17 +387,18 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 }
 
 // byteCuts returns the bytes of the records cuts[i] takes from the front of
-// each queue (lens[i] records from mins[i]), having raised cuts so that the
-// queues hold at most maxBytes: while over, the oldest record of the queue
-// with the most bytes goes. Without a MaxBytes, or for queues whose account
+// each queue (lens[i] records from mins[i], past the offsets losts[i] holds
+// no record in), having raised cuts so that the queues hold at most
+// maxBytes: while over, the oldest record of the queue with the most bytes
+// goes. Without a MaxBytes, or for queues whose account
 // is not known, it reads nothing.
-func (e *Engine) byteCuts(qs []*queue, mins, lens, cuts []int64, maxBytes int64) ([]int64, error) {
+func (e *Engine) byteCuts(qs []*queue, mins, lens []int64, losts []lostRange, cuts []int64, maxBytes int64) ([]int64, error) {
 	cutBytes := make([]int64, len(qs))
 	left := make([]int64, len(qs)) // bytes each queue keeps
 	var total int64
 	for i, q := range qs {
 		if cuts[i] > 0 && maxBytes > 0 && q.bytes.known.Load() {
-			n, err := e.rangeBytes(q, mins[i], mins[i]+cuts[i])
+			n, err := e.rangeBytes(q, mins[i], losts[i].skip(mins[i], cuts[i]))
 			if err != nil {
 				return nil, err
 			}
@@ -417,12 +425,15 @@ func (e *Engine) byteCuts(qs []*queue, mins, lens, cuts []int64, maxBytes int64)
 			break // only records not yet visible remain
 		}
 		if len(sizes[pick]) == 0 {
-			from := mins[pick] + cuts[pick]
+			from := losts[pick].skip(mins[pick], cuts[pick])
 			chunk[pick] = min(max(2*chunk[pick], 4), 1024)
-			to := min(mins[pick]+lens[pick], from+chunk[pick])
+			to := min(losts[pick].skip(mins[pick], lens[pick]), from+chunk[pick])
 			err := e.eachRecordSize(qs[pick], from, to, func(n int64) bool { sizes[pick] = append(sizes[pick], n); return true })
 			if err != nil {
 				return nil, err
+			}
+			if len(sizes[pick]) == 0 {
+				break // no record where one was counted: cut no further
 			}
 		}
 		n := sizes[pick][0]
@@ -447,8 +458,8 @@ func dropsOver(t *topic, l *TopicLimits) bool {
 func overCount(t *topic, limit int64) bool {
 	var count int64
 	for _, q := range t.queueList() {
-		min, next, _ := q.bounds()
-		count += max(next-min, 0)
+		min, next, lost := q.extent()
+		count += lost.held(min, next)
 	}
 	return count > limit
 }

@@ -1,0 +1,122 @@
+package equeue_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// A queue whose end Open raised past lost offsets holds fewer messages
+// than its offsets span: a topic's MaxMessages counts what it stores, so
+// a rejecting limit of 10 takes sends to a topic holding 2, and retention
+// does not leave it refusing them for good.
+func TestEngine_LostOffsetsDoNotCountAgainstMaxMessages(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), info.Messages, "the lost offsets hold no message")
+	require.NoError(t, e.SetTopicLimits(ctx, "t", equeue.TopicLimits{MaxMessages: 10, Overflow: equeue.OverflowReject}))
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
+	assert.NoError(t, err, "the topic stores 2 messages of its 10")
+
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: 1})
+	require.NoError(t, err)
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after retention")}}})
+	assert.NoError(t, err, "retention deleted every message")
+}
+
+// Age-based retention moves a queue's first offset over the lost offsets
+// at its end once every message below them is due: none of them ever
+// comes due to move it, and a watermark left at their start would count
+// them as held for good.
+func TestEngine_RetentionPassesLostTail(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: 1})
+	require.NoError(t, err)
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), info.Queues[0].MinOffset, "the watermark passed the lost offsets")
+	assert.Equal(t, int64(0), info.Messages)
+}
+
+// Under OverflowDropOldest a topic with lost offsets is trimmed by the
+// messages it stores: a limit of 4 keeps its 2 stored messages and 2 new
+// ones, and the next send cuts only the oldest stored message.
+func TestEngine_LostOffsetsDropOldestCutsOnlyWhatIsOver(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.SetTopicLimits(ctx, "t", equeue.TopicLimits{MaxMessages: 4, Overflow: equeue.OverflowDropOldest}))
+	for i := range 3 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "a-%d", i)}}})
+		require.NoError(t, err)
+	}
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), info.Queues[0].MinOffset, "only m-0 was over the limit")
+	assert.Equal(t, int64(4), info.Messages)
+	got, _, _ := browseAll(t, e, "t", info.Queues[0].MinOffset)
+	assert.Equal(t, map[int64]string{1: "m-1", 20: "a-0", 21: "a-1", 22: "a-2"}, got)
+
+	// Two more sends cut m-1 and, past the lost offsets, a-0.
+	for i := 3; i < 5; i++ {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "a-%d", i)}}})
+		require.NoError(t, err)
+	}
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(21), info.Queues[0].MinOffset)
+	assert.Equal(t, int64(4), info.Messages)
+}
+
+// Once sends went on past lost offsets, a restart no longer finds them at
+// the queue's end; a retention pass that reads over them notes them, so
+// the topic's count (and a rejecting MaxMessages) leaves them out.
+func TestEngine_RetentionNotesLostOffsetsAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("past")}}})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	require.NoError(t, e.SetTopicLimits(ctx, "t", equeue.TopicLimits{MaxMessages: 10, Overflow: equeue.OverflowReject}))
+	res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: time.Hour})
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), res.Deleted, "nothing is due")
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), info.Messages, "m-0, m-1 and past")
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
+	assert.NoError(t, err, "the topic stores 3 messages of its 10")
+}
