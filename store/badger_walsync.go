@@ -49,6 +49,9 @@ type walSync struct {
 	// flush flushes the log of memtable fid (flushLog); tests replace it
 	// to see the calls.
 	flush func(fid int) error
+	// listLogs lists the memtable logs in dir (list); tests replace it to
+	// see what each listing found.
+	listLogs func() ([]int, error)
 	// file is the open log of memtable fileFid, the newest one flushed,
 	// kept for the next flush of the active log (syncActive).
 	file    *os.File
@@ -76,7 +79,7 @@ const memSuffix = ".mem"
 // there.
 func newWALSync(dir string, memTableSize int64) (*walSync, error) {
 	w := &walSync{dir: dir, relistAt: max(memTableSize/4, 1)}
-	w.flush = w.flushLog
+	w.flush, w.listLogs = w.flushLog, w.list
 	fids, err := w.list()
 	if err != nil {
 		return nil, err
@@ -207,7 +210,7 @@ func (w *walSync) relist(withNewest bool) error {
 	w.stale.Store(false)
 	w.written.Store(0)
 	w.scan = time.Now()
-	fids, err := w.list()
+	fids, err := w.listLogs()
 	if err != nil {
 		return err
 	}
