@@ -16,17 +16,18 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// sendBodies sends n messages with distinct bodies to topic, in batches.
-func sendBodies(t *testing.T, n *cluster.Node, topic string, from, count int) {
+// sendBodies sends count messages with distinct bodies to topic, from
+// body number from on, in batches of 100 alternating between queues 0 and
+// 1, through whichever node leads: each is stored once, in order, though
+// an election cuts into the sends (sendBatch).
+func sendBodies(t *testing.T, c *testCluster, topic string, from, count int) {
 	t.Helper()
-	ctx := context.Background()
 	for i := from; i < from+count; i += 100 {
-		var msgs []*equeue.Message
+		var bodies [][]byte
 		for j := i; j < min(i+100, from+count); j++ {
-			msgs = append(msgs, &equeue.Message{Body: fmt.Appendf(nil, "message %06d %0120d", j, j)})
+			bodies = append(bodies, fmt.Appendf(nil, "message %06d %0120d", j, j))
 		}
-		_, err := n.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: i / 100 % 2, Messages: msgs})
-		require.NoError(t, err)
+		c.sendBatch(t, topic, i/100%2, bodies)
 	}
 }
 
@@ -66,7 +67,7 @@ func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 	li := c.leaderIndex()
 	ctx := context.Background()
 	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
-	sendBodies(t, leader, "t", 0, 3000)
+	sendBodies(t, c, "t", 0, 3000)
 	// State beside the records, which the rebuilt store must hold too:
 	// dedup entries, messages still delayed, a group's offsets.
 	require.NoError(t, leader.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
@@ -95,7 +96,7 @@ func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 	require.ErrorIs(t, verifyStore(t, c.dirs[f]), store.ErrDamaged)
 	c.start(f, false)
 	c.waitConverged()
-	sendBodies(t, c.waitLeader(), "t", 3000, 200)
+	sendBodies(t, c, "t", 3000, 200)
 	c.waitConverged()
 	c.closeAll()
 
@@ -162,12 +163,12 @@ func hasCleanMark(t *testing.T, dir string) bool {
 func TestNode_CleanStopMark(t *testing.T) {
 	c := newCluster(t, 1, nil)
 	require.NoError(t, c.waitLeader().CreateTopic(context.Background(), "t", 2))
-	sendBodies(t, c.waitLeader(), "t", 0, 300)
+	sendBodies(t, c, "t", 0, 300)
 	c.stop(0)
 	require.True(t, hasCleanMark(t, c.dirs[0]))
 
 	c.start(0, false)
-	sendBodies(t, c.waitLeader(), "t", 300, 100)
+	sendBodies(t, c, "t", 300, 100)
 	require.NoError(t, c.nodes[0].CloseUnclean())
 	c.nodes[0] = nil
 	require.False(t, hasCleanMark(t, c.dirs[0]), "the open removed the mark")
@@ -217,7 +218,7 @@ func TestNode_RebuildsAStoreDamagedAfterACleanStop(t *testing.T) {
 	ctx := context.Background()
 	leader := c.waitLeader()
 	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
-	sendBodies(t, leader, "t", 0, 3000)
+	sendBodies(t, c, "t", 0, 3000)
 	c.waitConverged()
 	li := c.leaderIndex()
 	f := (li + 1) % 3

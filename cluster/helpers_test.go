@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +118,110 @@ func (c *testCluster) waitLeader() *cluster.Node {
 		return errors.New("no node serves")
 	})
 	return leader
+}
+
+// waitEngine returns the engine of the node that leads and holds its
+// lease, other than not.
+func (c *testCluster) waitEngine(not *equeue.Engine) *equeue.Engine {
+	c.t.Helper()
+	var engine *equeue.Engine
+	eventually(c.t, 30*time.Second, func() error {
+		for _, n := range c.nodes {
+			if n == nil {
+				continue
+			}
+			if e, err := n.Engine(); err == nil && e != not {
+				engine = e
+				return nil
+			}
+		}
+		return errors.New("no node serves with its lease, or only the engine of the tenure that failed")
+	})
+	return engine
+}
+
+// sendBatch stores bodies as one batch at the end of queue of topic, on
+// the leader's engine, across elections, as the only writer of the queue.
+// A refused batch (ErrNotLeader, or the engine closed) was not stored; a
+// refusal fences the engine's tenure, so the batch is sent again to the
+// engine of a later one. A batch of unknown outcome (ErrIndeterminate:
+// leadership lost while Raft committed it) is settled by an engine of a
+// later tenure, which opens on a store holding every entry of the earlier
+// tenures the cluster will ever apply (startTenure): it was stored when
+// the queue ends with its last body there, and is sent again otherwise.
+// The engine is called, not Node.Append, to know which tenure took the
+// batch; one that holds its lease is the newest.
+func (c *testCluster) sendBatch(t *testing.T, topic string, queue int, bodies [][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	var ended *equeue.Engine // the engine whose tenure refused the batch, or left it unknown
+	for tenures := 0; ; tenures++ {
+		require.Less(t, tenures, 100, "a batch to %s/%d not stored by 100 leaders", topic, queue)
+		e := c.waitEngine(ended)
+		msgs := make([]*equeue.Message, len(bodies))
+		for i, b := range bodies {
+			msgs[i] = &equeue.Message{Body: b}
+		}
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: queue, Messages: msgs})
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, equeue.ErrNotLeader), errors.Is(err, equeue.ErrClosed):
+		case errors.Is(err, equeue.ErrIndeterminate):
+			if c.queueEndsWith(t, e, topic, queue, bodies[len(bodies)-1]) {
+				return
+			}
+		default:
+			require.NoError(t, err, "append to %s/%d", topic, queue)
+		}
+		ended = e
+	}
+}
+
+// queueEndsWith reports whether the last message of queue of topic has
+// body, as an engine other than failed holds it.
+func (c *testCluster) queueEndsWith(t *testing.T, failed *equeue.Engine, topic string, queue int, body []byte) bool {
+	t.Helper()
+	ctx := context.Background()
+	var ends bool
+	eventually(t, 30*time.Second, func() error {
+		e := c.waitEngine(failed)
+		info, err := e.Topic(ctx, topic)
+		if err != nil {
+			return err
+		}
+		end := info.Queues[queue].MaxOffset
+		if end == 0 {
+			ends = false
+			return nil
+		}
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: end - 1, Max: 1})
+		if err != nil {
+			return err
+		}
+		if len(res.Messages) != 1 {
+			return fmt.Errorf("%s/%d: no message at %d, one before its end", topic, queue, end-1)
+		}
+		ends = bytes.Equal(res.Messages[0].Body, body)
+		return nil
+	})
+	return ends
+}
+
+// lead makes node i the serving leader, handing the leadership over to
+// it when another node leads.
+func (c *testCluster) lead(i int) {
+	c.t.Helper()
+	eventually(c.t, 30*time.Second, func() error {
+		l := c.waitLeader()
+		if l == c.nodes[i] {
+			return nil
+		}
+		if err := l.TransferLeadership(context.Background(), c.id(i)); err != nil {
+			return fmt.Errorf("hand the leadership over to %s: %w", c.id(i), err)
+		}
+		return fmt.Errorf("%s does not lead", c.id(i))
+	})
 }
 
 func (c *testCluster) leaderIndex() int {

@@ -91,32 +91,26 @@ func TestCluster_SnapshotOfAStoreWithADamagedSegment(t *testing.T) {
 	ctx := context.Background()
 	leader := c.waitLeader()
 	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
-	sendBodies(t, leader, "t", 0, 10000)
+	sendBodies(t, c, "t", 0, 10000)
 	c.waitConverged()
 	l := c.leaderIndex()
 	damaged, behind := (l+1)%3, (l+2)%3
 
 	zeroOlderValueLog(t, c.dirs[damaged])
-	require.NoError(t, c.waitLeader().TransferLeadership(ctx, c.id(damaged)))
-	eventually(t, 30*time.Second, func() error {
-		if !c.nodes[damaged].Status().Serving {
-			return fmt.Errorf("%s does not lead", c.id(damaged))
-		}
-		return nil
-	})
+	c.lead(damaged)
 
 	behindIndex := c.nodes[behind].Status().LastLogIndex
 	c.stop(behind)
 	for i := range 200 {
-		_, err := c.nodes[damaged].Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 1, Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "after %d", i)}}})
-		require.NoError(t, err)
+		c.sendBatch(t, "t", 1, [][]byte{fmt.Appendf(nil, "after %d", i)})
 	}
 	eventually(t, 30*time.Second, func() error {
 		if first := c.nodes[damaged].Status().FirstLogIndex; first <= behindIndex+1 {
-			return fmt.Errorf("the leader's log still starts at %d: it took no snapshot since the damage", first)
+			return fmt.Errorf("the damaged node's log still starts at %d: it took no snapshot since the damage", first)
 		}
 		return nil
 	})
+	c.lead(damaged) // again, should an election have moved the leadership
 	c.start(behind, false)
 	c.waitConverged()
 	assert.Positive(t, c.nodes[behind].Status().SnapshotsInstalled, "caught up from a snapshot")
