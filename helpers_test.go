@@ -151,12 +151,15 @@ func statsOf(c *equeue.Consumer, topic string) []equeue.QueueStat {
 // finished, so counting handled messages is not enough before a commit.
 func waitWindow(t testing.TB, c *equeue.Consumer, topic string, sum int64) {
 	t.Helper()
-	got := func() int64 {
-		var n int64
-		for _, q := range statsOf(c, topic) {
-			n += q.Committable
-		}
-		return n
+	eventually(t, 10*time.Second, func() bool { return committable(c, topic) == sum }, "committable offsets of %s add up to %d", topic, sum)
+}
+
+// committable adds up the offsets a commit of c's queues of topic would
+// store now.
+func committable(c *equeue.Consumer, topic string) int64 {
+	var n int64
+	for _, q := range statsOf(c, topic) {
+		n += q.Committable
 	}
-	eventually(t, 10*time.Second, func() bool { return got() == sum }, "committable offsets of %s add up to %d", topic, sum)
+	return n
 }
