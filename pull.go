@@ -273,6 +273,9 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 	}
 	size, found := 0, 0
 	var unread error // a record of a format version this build cannot read
+	// A message carries the lane it was stored in (Message.Priority): on a
+	// topic with priorities, queue ID q is lane q mod the lane count.
+	lane := q.id % q.topic.laneCount()
 	for scans := 0; off < end && scans < maxScanBatches && found == 0 && unread == nil; scans++ {
 		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, budget)
 		if errors.Is(err, store.ErrUnsupportedFormat) {
@@ -365,7 +368,7 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 				stored.add(int64(r.Offset), r.Value)
 				continue
 			}
-			m.Topic, m.Queue, m.Offset = q.topic.name, q.id, int64(r.Offset)
+			m.Topic, m.Queue, m.Offset, m.Priority = q.topic.name, q.id, int64(r.Offset), lane
 			if res.Messages == nil {
 				res.Messages = make([]*Message, 0, min(max, len(recs)-i))
 			}
