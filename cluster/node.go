@@ -440,6 +440,14 @@ func (n *Node) failStop(cause error) {
 	if err := n.raft.Shutdown().Error(); err != nil {
 		n.log.Warn("raft shutdown after a failed log write", "err", err)
 	}
+	// An entry Raft took into its apply buffer but never answered would
+	// hold the engine's close for ever: its wait ends now, unknown.
+	n.mu.Lock()
+	rs := n.rstore
+	n.mu.Unlock()
+	if rs != nil {
+		rs.raftDown()
+	}
 	n.stopEngine()
 }
 

@@ -40,6 +40,11 @@ type replicatedStore struct {
 
 	mu     sync.Mutex
 	fenced error
+
+	// down is closed once Raft was shut down under the tenure (failStop):
+	// a wait for an entry Raft never answers ends there (raftDown).
+	down     chan struct{}
+	downOnce sync.Once
 }
 
 var (
@@ -57,7 +62,8 @@ func newReplicatedStore(r *raft.Raft, local *store.Badger, term, tenure uint64, 
 	if l.MaxBytes > 0 {
 		l.MaxBytes -= stateRoom
 	}
-	return &replicatedStore{raft: r, local: local, term: term, tenure: tenure, clusterID: clusterID, timeout: timeout, limits: l, onFence: onFence}
+	return &replicatedStore{raft: r, local: local, term: term, tenure: tenure, clusterID: clusterID, timeout: timeout, limits: l, onFence: onFence,
+		down: make(chan struct{})}
 }
 
 // errFenced is the cause carried by writes refused after the tenure ended.
@@ -111,9 +117,41 @@ func (s *replicatedStore) start(data []byte) (raft.ApplyFuture, error) {
 	return f, nil
 }
 
+// raftDown ends the waits for entries still on their way once Raft was
+// shut down. The nodes' Raft buffers its apply channel (BatchApplyCh), and
+// an entry queued there when Raft shuts down is never answered: its
+// future would block for ever, and the engine's close with it.
+func (s *replicatedStore) raftDown() { s.downOnce.Do(func() { close(s.down) }) }
+
+// errRaftDown is the outcome of an entry Raft was shut down with.
+var errRaftDown = fmt.Errorf("%w: raft shut down with the entry on its way", equeue.ErrIndeterminate)
+
+// await is f's outcome, or errRaftDown once Raft was shut down and f is
+// still unanswered. The goroutine waiting on f stays blocked if Raft never
+// answers it (tests ignore it: see TestMain).
+func (s *replicatedStore) await(f raft.ApplyFuture) error {
+	done := make(chan error, 1)
+	go awaitFuture(f, done)
+	select {
+	case err := <-done:
+		return err
+	case <-s.down:
+		select {
+		case err := <-done:
+			return err
+		default:
+			s.fence(errRaftDown)
+			return errRaftDown
+		}
+	}
+}
+
+// awaitFuture sends f's error to done once Raft answers f.
+func awaitFuture(f raft.ApplyFuture, done chan<- error) { done <- f.Error() }
+
 // finish waits for f's entry to be committed and applied.
 func (s *replicatedStore) finish(f raft.ApplyFuture) error {
-	err := f.Error()
+	err := s.await(f)
 	if err == nil {
 		if rerr, ok := f.Response().(error); ok && rerr != nil {
 			err = rerr
