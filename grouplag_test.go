@@ -168,28 +168,7 @@ func TestGroup_LagFromATimeDoesNotHoldUpCommits(t *testing.T) {
 		_, err := e.Groups(ctx)
 		listed <- err
 	}()
-	select {
-	case <-s.inRead:
-	case <-time.After(waitLong):
-		close(s.release)
-		t.Fatal("the lag was not searched for in the store")
-	}
-
-	committed := make(chan error, 1)
-	go func() {
-		committed <- e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "stamp", Member: "m",
-			Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 1}}})
-	}()
-	var commitErr error
-	select {
-	case commitErr = <-committed:
-	case <-time.After(waitLong):
-		close(s.release)
-		<-committed
-		require.FailNow(t, "the commit waited for the lag search's store read")
-	}
-	close(s.release)
-	require.NoError(t, commitErr)
+	commitWhileHeld(t, e, s, "stamp", a.Queues[0], 1)
 	require.NoError(t, <-listed)
 	assert.Equal(t, int64(1), queueRow(t, e, "stamp").Committed)
 }
