@@ -58,6 +58,8 @@ type GroupQueueInfo struct {
 	// message from the earliest (the group's own retry topic always), none
 	// from the latest, those stored from its FromTime with a timestamp (every
 	// stored message if the store cannot be read to find that start).
+	// Offsets known to be lost to store damage (Stats.CorruptRecords) hold
+	// no message and are not counted.
 	Lag int64
 }
 
@@ -147,13 +149,13 @@ func (e *Engine) readGroupInfo(g *group) (GroupInfo, []startLag) {
 	row := func(q QueueRef, owner string, k offsetKey) {
 		r := GroupQueueInfo{QueueRef: q, Owner: owner, Committed: -1}
 		if qq, err := e.queueOf(q); err == nil {
-			min, next, _ := qq.bounds()
+			min, next, lost := qq.extent()
 			r.MaxOffset = next
 			if off, ok := g.offsets[k]; ok {
 				r.Committed = off
-				r.Lag = max(0, next-max(off, min))
+				r.Lag = lost.held(max(off, min), next)
 			} else {
-				starts = append(starts, startLag{row: len(gi.Queues), min: min, from: g.startFrom(q.Topic)})
+				starts = append(starts, startLag{row: len(gi.Queues), min: min, lost: lost, from: g.startFrom(q.Topic)})
 			}
 		}
 		gi.Queues = append(gi.Queues, r)

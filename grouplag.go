@@ -44,8 +44,9 @@ func (g GroupInfo) TotalLag() int64 {
 // startLag is a row of GroupInfo.Queues whose group has no offset in its
 // queue: its lag counts from where the group will start there.
 type startLag struct {
-	row  int   // index in GroupInfo.Queues
-	min  int64 // the queue's first offset when the row was read
+	row  int       // index in GroupInfo.Queues
+	min  int64     // the queue's first offset when the row was read
+	lost lostRange // the queue's offsets known to hold no record, then
 	from ConsumeFrom
 }
 
@@ -75,6 +76,6 @@ func (e *Engine) lagsFromStart(rows []GroupQueueInfo, starts []startLag, at time
 			}
 			found[k] = start
 		}
-		r.Lag = max(0, r.MaxOffset-max(start, s.min))
+		r.Lag = s.lost.held(max(start, s.min), r.MaxOffset)
 	}
 }

@@ -120,3 +120,37 @@ func TestEngine_RetentionNotesLostOffsetsAfterRestart(t *testing.T) {
 	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
 	assert.NoError(t, err, "the topic stores 3 messages of its 10")
 }
+
+// A group's lag counts the messages a queue holds past its offset, not
+// the offsets lost to damage between: a group that committed below the
+// lost offsets has only the messages stored past them left to consume,
+// and so does a group that has no offset yet and starts from the first.
+func TestEngine_GroupLagLeavesOutLostOffsets(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	for i := range 3 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "a-%d", i)}}})
+		require.NoError(t, err)
+	}
+	ref := equeue.QueueRef{Topic: "t", Queue: 0}
+	require.NoError(t, e.CommitGroupOffsets(ctx, "below", map[equeue.QueueRef]int64{ref: 1}))
+
+	lag := func(group string) int64 {
+		t.Helper()
+		gi, err := e.Group(ctx, group)
+		require.NoError(t, err)
+		return gi.TotalLag()
+	}
+	assert.Equal(t, int64(1+3), lag("below"), "m-1 and the three sent past the lost offsets")
+	assert.Equal(t, int64(3), lag("g"), "g committed past the lost offsets")
+
+	_, err = e.JoinGroup(ctx, &equeue.JoinRequest{Group: "fresh", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2+3), lag("fresh"), "m-0, m-1 and the three sent past the lost offsets")
+}
