@@ -96,6 +96,10 @@ type Observer struct {
 	handlerErrors   *prometheus.CounterVec
 
 	topics sync.Map // topic label values in use (not reply topics): read per event, written once per topic
+
+	// testHookWrite, when set by a test, runs with an event's topic label
+	// just before the event's series are written.
+	testHookWrite func(label string)
 }
 
 var _ equeue.Observer = (*Observer)(nil)
@@ -129,28 +133,43 @@ func NewObserver() *Observer {
 }
 
 // topicLabel is the topic label of a topic: its name, or for every reply
-// topic equeue.ReplyTopicPrefix. Other names are remembered, so their
-// series can be dropped once the topic is gone (forgetGone).
-func (o *Observer) topicLabel(topic string) string {
+// topic equeue.ReplyTopicPrefix.
+func topicLabel(topic string) string {
 	if equeue.IsReplyTopic(topic) {
 		return equeue.ReplyTopicPrefix
 	}
-	if _, ok := o.topics.Load(topic); !ok {
-		o.topics.Store(topic, struct{}{})
-	}
 	return topic
+}
+
+// wrote remembers label, whose series an event has just written, so they
+// can be dropped once the topic is gone (Collector.Collect). After the
+// write, not before: a ForgetTopic that ran between a look before and the
+// write would leave series made again that no scrape knew of, kept for as
+// long as the process runs. Remembered after, the write is either dropped
+// by a ForgetTopic that follows it or remembered for the next scrape.
+func (o *Observer) wrote(label string) {
+	if label == equeue.ReplyTopicPrefix {
+		return
+	}
+	if _, ok := o.topics.Load(label); !ok {
+		o.topics.Store(label, struct{}{})
+	}
 }
 
 // ObservePull records one pull. The engine calls it when the Observer is its
 // Options.Observer.
 func (o *Observer) ObservePull(topic string, _ int, took time.Duration, messages int) {
-	topic = o.topicLabel(topic)
+	topic = topicLabel(topic)
+	if h := o.testHookWrite; h != nil {
+		h(topic)
+	}
 	result := ResultEmpty
 	if messages > 0 {
 		result = ResultMessages
 		o.pulledMessages.WithLabelValues(topic).Add(float64(messages))
 	}
 	o.pullDuration.WithLabelValues(topic, result).Observe(took.Seconds())
+	o.wrote(topic)
 }
 
 // Hooks returns consumer hooks that record handler time and errors by
@@ -163,11 +182,15 @@ func (o *Observer) Hooks() equeue.Hooks {
 		AfterHandle: func(_ context.Context, m *equeue.Message, err error, took time.Duration) {
 			// The engine's name, as the pull series have it: a consumer on
 			// a Namespace gets its messages under the namespace's names.
-			topic := o.topicLabel(m.EngineTopic())
+			topic := topicLabel(m.EngineTopic())
+			if h := o.testHookWrite; h != nil {
+				h(topic)
+			}
 			o.handlerDuration.WithLabelValues(topic).Observe(took.Seconds())
 			if err != nil {
 				o.handlerErrors.WithLabelValues(topic).Inc()
 			}
+			o.wrote(topic)
 		},
 	}
 }
