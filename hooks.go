@@ -35,7 +35,9 @@ type Hooks struct {
 	// BeforeHandle runs before the handler gets a message.
 	BeforeHandle func(ctx context.Context, m *Message)
 	// AfterHandle runs after the handler returned (err is its error, or the
-	// recovered panic as an error), with the time it took.
+	// recovered panic as an error), with the time it took: for a
+	// BatchHandler, the call's time divided by the batch's size, once for
+	// each message, so a batch's times add up to its call.
 	AfterHandle func(ctx context.Context, m *Message, err error, took time.Duration)
 	// Trace, when set, traces sends and handling (see TraceHooks).
 	Trace *TraceHooks

@@ -121,7 +121,7 @@ func NewObserver() *Observer {
 		handlerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace,
 			Name:      "handler_duration_seconds",
-			Help:      "Time message handlers took, by the message's topic (failed attempts included).",
+			Help:      "Time message handlers took, by the message's topic (failed attempts included; a batch handler's call is shared equally among its messages).",
 			Buckets:   handlerBuckets,
 		}, []string{"topic"}),
 		handlerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -136,7 +136,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 		metric.WithDescription("Messages returned by pulls, by topic."))
 	must(err)
 	m.handlerDuration, err = mt.Float64Histogram("equeue.handler.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time message handlers took, by the message's topic (failed attempts included)."),
+		metric.WithDescription("Time message handlers took, by the message's topic (failed attempts included; a batch handler's call is shared equally among its messages)."),
 		metric.WithExplicitBucketBoundaries(handlerBuckets...))
 	must(err)
 	m.handlerErrors, err = mt.Int64Counter("equeue.handler.errors", metric.WithUnit("{error}"),
