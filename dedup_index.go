@@ -310,3 +310,20 @@ func (x *dedupIndex) shrink() {
 
 // size returns the IDs the index holds.
 func (x *dedupIndex) size() int { return x.live }
+
+// ends returns, for each queue the log's entries name, one past the
+// highest offset they hold there: offsets the window proves were given
+// out (queueend.go). Entries of delayed messages hold none. It walks the
+// log once, replaced and expired entries too: each was stored where it
+// says.
+func (x *dedupIndex) ends() map[int]int64 {
+	ends := map[int]int64{}
+	for pos, ok := x.oldest(); ok; {
+		d, _, next := x.entry(pos)
+		if d.offset >= 0 {
+			ends[d.queue] = max(ends[d.queue], d.offset+1)
+		}
+		pos, ok = next, next != x.tail
+	}
+	return ends
+}

@@ -317,3 +317,24 @@ func TestDedup_DeletedTopicIndexKeptWhileABatchRecordsIntoIt(t *testing.T) {
 		require.Zero(t, e.stats.dedup.Load())
 	}()
 }
+
+// ends gives, per queue, one past the highest offset any entry of the log
+// holds: replaced entries count, delayed ones (offset -1) do not, and an
+// empty or fully expired index proves nothing.
+func TestDedupIndex_Ends(t *testing.T) {
+	x := newDedupIndex(1, time.Hour)
+	assert.Empty(t, x.ends())
+	now := time.Now()
+	x.add("a", dedupEntry{queue: 0, offset: 7, at: now})
+	x.add("b", dedupEntry{queue: 1, offset: 2, at: now})
+	x.add("a", dedupEntry{queue: 0, offset: 3, at: now}) // replaces a's entry at 7
+	x.add("d", dedupEntry{queue: 2, offset: -1, at: now})
+	for i := range 2000 { // over several chunks
+		x.add(fmt.Sprintf("id-%04d", i), dedupEntry{queue: 1, offset: int64(10 + i), at: now})
+	}
+	assert.Equal(t, map[int]int64{0: 8, 1: 2010}, x.ends())
+
+	removed := expireIndex(x, now.Add(time.Second), 1<<30, nil)
+	require.Len(t, removed, 2003)
+	assert.Empty(t, x.ends(), "an index expiry passed holds no entry")
+}

@@ -9,18 +9,22 @@ package equeue
 // messages had had, and a group committed past them would never see them.
 //
 // Facts Open loads anyway prove offsets were given out: a group's
-// committed offset C of a queue (it consumed every offset below C), and a
+// committed offset C of a queue (it consumed every offset below C), a
 // send-back mark at offset o of the queue's incarnation (the message at o
-// was pulled). raiseQueueEnds raises each queue's end to the highest of
-// them, so no offset is given out twice. The offsets between the store's
-// end and the raised one are lost: they are logged and counted in
-// Stats().CorruptRecords, reads pass them (readQueue: no record is read
-// there), and appends go on past them, which the store packs as they come.
-// Until a send stores a record past them, every open finds them again.
+// was pulled), and a dedup entry of the topic's window at offset o (the
+// message at o was stored, in the write that recorded the entry; a resend
+// of its ID is answered with o). raiseQueueEnds raises each queue's end
+// to the highest of them, so no offset is given out twice. The offsets
+// between the store's end and the raised one are lost: they are logged
+// and counted in Stats().CorruptRecords, reads pass them (readQueue: no
+// record is read there), and appends go on past them, which the store
+// packs as they come. Until a send stores a record past them, every open
+// finds them again.
 
 // raiseQueueEnds raises the end of every queue that a group's committed
-// offset or send-back mark shows to be higher. Open calls it once the
-// groups are loaded, before the writer starts.
+// offset, a send-back mark or a dedup entry shows to be higher. Open calls
+// it once the dedup windows and the groups are loaded, before the writer
+// starts. It walks each window's entries once, in memory.
 func (e *Engine) raiseQueueEnds() {
 	proven := map[*queue]int64{}
 	// prove notes that ref's queue ends at end at least, if ref names a
@@ -51,6 +55,23 @@ func (e *Engine) raiseQueueEnds() {
 			}
 		}
 		g.sbMu.Unlock()
+	}
+	// A window is kept by topic ID (loadDedup loads only the windows of
+	// live topics): its entries are its incarnation's.
+	byID := map[uint32]*topic{}
+	e.mu.RLock()
+	for _, t := range e.topics {
+		byID[t.id] = t
+	}
+	e.mu.RUnlock()
+	for tid, x := range e.dedup {
+		t := byID[tid]
+		if t == nil {
+			continue
+		}
+		for qid, end := range x.ends() {
+			prove(QueueRef{Topic: t.name, Queue: qid}, func(t *topic) bool { return t.id == tid }, end)
+		}
 	}
 	for q, end := range proven {
 		if was, raised := q.raiseEnd(end); raised {

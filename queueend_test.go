@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -189,4 +190,83 @@ func TestEngine_StoreEndBelowASendBackMarkReusesNoOffset(t *testing.T) {
 	res, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(9), res.FirstOffset, "a later send gets an offset past the marked one")
+}
+
+// A dedup entry proves the offset it holds was given out: after damage
+// that took the queue's tail with the message, the window still answers a
+// resend of its ID as a duplicate stored there, so a later send must not
+// get that offset too (found by review: the next send was stored at the
+// offset the resend was answered with, and a reader there got another
+// message than the one the producer was told was stored).
+func TestEngine_StoreEndBelowADedupEntryReusesNoOffset(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	const n = 6 // message i's ID is "id-i"; the last one's entry is at 5
+	send := func(e *equeue.Engine, id, body string) equeue.AppendResult {
+		t.Helper()
+		res, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: id, Body: []byte(body)}}})
+		require.NoError(t, err)
+		return res
+	}
+
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	for i := range n {
+		res := send(e, fmt.Sprintf("id-%d", i), fmt.Sprintf("m-%d", i))
+		require.Equal(t, int64(i), res.FirstOffset)
+	}
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	loseTail(t, dir, store.QueueID{Topic: info.ID, Queue: 0}, n-1, n) // the last message only
+
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err, "the engine opens")
+	defer func() { require.NoError(t, e.Close()) }()
+	again := send(e, "id-5", "m-5")
+	require.True(t, again.Duplicate, "the window kept the ID")
+	require.Equal(t, int64(n-1), again.FirstOffset, "the resend is answered with where the message was stored")
+
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), info.Queues[0].MaxOffset, "the queue ends past the entry's offset")
+	assert.Equal(t, uint64(1), e.Stats().CorruptRecords, "the lost offset is counted")
+
+	after := send(e, "id-new", "after")
+	assert.False(t, after.Duplicate)
+	assert.GreaterOrEqual(t, after.FirstOffset, int64(n), "a later send gets an offset past the one the resend was answered with")
+	got, corrupt, _ := browseAll(t, e, "t", 0)
+	assert.Empty(t, corrupt)
+	assert.NotEqual(t, "after", got[n-1], "a read at the deduplicated offset does not get the later send")
+	assert.Equal(t, map[int64]string{0: "m-0", 1: "m-1", 2: "m-2", 3: "m-3", 4: "m-4", after.FirstOffset: "after"}, got)
+}
+
+// A dedup entry proves offsets of its own topic only: a topic deleted and
+// created again under its name does not end at the former one's entries.
+func TestEngine_DedupEntriesOfADeletedTopicRaiseNoEnd(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	opts := equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", opts))
+	for i := range 6 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: fmt.Sprintf("old-%d", i)}}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	require.NoError(t, e.CreateTopicWith(ctx, "t", opts))
+	res, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{ID: "new-0"}}})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), res.FirstOffset)
+	require.NoError(t, e.Close())
+
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), info.Queues[0].MaxOffset)
+	assert.Zero(t, e.Stats().CorruptRecords)
 }
