@@ -333,10 +333,5 @@ func delayIndexValue(target *queue) []byte {
 func (e *Engine) topicByID(id uint32) *topic {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	for _, t := range e.topics {
-		if t.id == id {
-			return t
-		}
-	}
-	return nil
+	return e.topicIDs[id]
 }

@@ -39,9 +39,12 @@ type Engine struct {
 	log  *slog.Logger
 	ids  *idSource
 
-	mu      sync.RWMutex // guards topics
-	topics  map[string]*topic
-	adminMu sync.Mutex // serializes topic changes
+	mu     sync.RWMutex // guards topics and topicIDs
+	topics map[string]*topic
+	// topicIDs holds the same topics by their ID (topicByID: the delay
+	// scheduler and Open's loads look a topic up by the ID records carry).
+	topicIDs map[uint32]*topic
+	adminMu  sync.Mutex // serializes topic changes
 	// redriving holds a value while a Redrive runs: they run one at a time.
 	redriving chan struct{}
 
@@ -179,6 +182,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		log:            o.Logger,
 		ids:            newIDSource(),
 		topics:         make(map[string]*topic),
+		topicIDs:       make(map[uint32]*topic),
 		writeCh:        make(chan *command, 1024),
 		writerStop:     make(chan struct{}),
 		writerDone:     make(chan struct{}),

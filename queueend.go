@@ -58,14 +58,8 @@ func (e *Engine) raiseQueueEnds() {
 	}
 	// A window is kept by topic ID (loadDedup loads only the windows of
 	// live topics): its entries are its incarnation's.
-	byID := map[uint32]*topic{}
-	e.mu.RLock()
-	for _, t := range e.topics {
-		byID[t.id] = t
-	}
-	e.mu.RUnlock()
 	for tid, x := range e.dedup {
-		t := byID[tid]
+		t := e.topicByID(tid)
 		if t == nil {
 			continue
 		}

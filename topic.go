@@ -277,6 +277,7 @@ func (e *Engine) loadTopics() error {
 			}
 		}
 		e.topics[t.name] = t
+		e.topicIDs[t.id] = t
 	}
 	return nil
 }
@@ -414,6 +415,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	}
 	e.mu.Lock()
 	e.topics[name] = t
+	e.topicIDs[t.id] = t
 	e.mu.Unlock()
 	e.log.Info("topic created", "topic", name, "queues", queues)
 	e.notifyTopicChange(name)
@@ -624,6 +626,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	}
 	e.mu.Lock()
 	delete(e.topics, t.name)
+	delete(e.topicIDs, t.id)
 	e.mu.Unlock()
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)
