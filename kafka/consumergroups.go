@@ -51,14 +51,17 @@ type cgroup struct {
 	assignor    string              // the last one a member asked for
 	read        uint64              // the topic read (coordinator.reads) last retargeted with
 	// emptySince is when the coordinator's tick first found the group
-	// without members (zero while it has some); see emptyGroupKeep.
+	// without members since it last had some (zero while it has some,
+	// and set so by a join, which a tick may not see); see emptyGroupKeep.
 	emptySince time.Time
 }
 
 type cmember struct {
 	id             string
-	epoch          int32 // the member epoch
-	prevEpoch      int32 // the one before, which a full heartbeat may still carry
+	instanceID     string // its group.instance.id, if any (staticmembers.go)
+	away           bool   // a static member that left for a while (member epoch -2)
+	epoch          int32  // the member epoch
+	prevEpoch      int32  // the one before, which a full heartbeat may still carry
 	clientID, host string
 	topics         []string
 	regex          *regexp.Regexp
@@ -114,8 +117,12 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 	switch {
 	case !c.s.validGroup(req.Group):
 		return fail(errInvalidGroupID, "")
-	case req.MemberEpoch < -2:
+	case req.MemberEpoch < leaveStaticEpoch:
 		return fail(errInvalidRequest, "member epoch below -2")
+	case req.InstanceID != nil && *req.InstanceID == "":
+		return fail(errInvalidRequest, "an empty instance ID")
+	case req.MemberEpoch == leaveStaticEpoch && req.InstanceID == nil:
+		return fail(errInvalidRequest, "a static member's leave (member epoch -2) names its instance ID")
 	case req.MemberEpoch == 0 && req.MemberID == "" && req.GetVersion() >= 1:
 		return fail(errInvalidRequest, "a member ID is required")
 	case req.MemberEpoch == 0 && len(req.Topics) > 0:
@@ -143,6 +150,15 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		if g == nil {
 			c.mu.Unlock()
 			return fail(errGroupIDNotFound, "no KIP-848 group of that name")
+		}
+		if req.MemberEpoch == leaveStaticEpoch {
+			code := g.staticLeave(req.MemberID, *req.InstanceID, time.Now())
+			c.mu.Unlock()
+			if code != errNone {
+				return fail(code, "")
+			}
+			resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(req.MemberID), req.MemberEpoch
+			return resp
 		}
 		known := g.members[req.MemberID] != nil
 		if known {
@@ -177,20 +193,42 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		c.cgroups[req.Group] = g
 	}
 	m := g.members[req.MemberID]
+	var static *cmember // the member of the instance ID named
+	if req.InstanceID != nil {
+		static = g.static(*req.InstanceID)
+	}
 	switch {
 	case req.MemberEpoch == 0:
 		id := req.MemberID
 		if id == "" {
 			id = newConsumerMemberID()
 		}
-		if m != nil {
-			g.drop(id) // a member that joins again gives up what it had
+		switch {
+		case static != nil && static.away:
+			if m != nil && m != static {
+				g.drop(id)
+			}
+			m = g.replace(static, id)
+		case static != nil && static.id != id:
+			return fail(errUnreleasedInstanceID, "instance ID "+*req.InstanceID+" is another member's")
+		default:
+			if m != nil {
+				g.drop(id) // a member that joins again gives up what it had
+			}
+			m = &cmember{id: id, session: c.s.o.ConsumerSessionTimeout, rebal: time.Minute}
+			if req.InstanceID != nil {
+				m.instanceID = *req.InstanceID
+			}
+			g.members[id] = m
+			g.epoch++
 		}
-		m = &cmember{id: id, session: c.s.o.ConsumerSessionTimeout, rebal: time.Minute}
-		g.members[id] = m
-		g.epoch++
+		g.emptySince = time.Time{}
+	case static != nil && static.id != req.MemberID:
+		return fail(errFencedInstanceID, "instance ID "+*req.InstanceID+" is another member's")
 	case m == nil:
 		return fail(errUnknownMemberID, "")
+	case m.away:
+		return fail(errFencedMemberEpoch, "the member left (member epoch -2)")
 	case req.MemberEpoch != m.epoch && (req.MemberEpoch != m.prevEpoch || req.Topics == nil):
 		return fail(errFencedMemberEpoch, "member epoch "+strconv.Itoa(int(req.MemberEpoch))+", the group has it at "+strconv.Itoa(int(m.epoch)))
 	}
@@ -456,7 +494,11 @@ func (m *cmember) subscribes(topic string) bool {
 // partition that was released may have commits of its previous holder in
 // flight: unless settled (the group's commit gate is empty), m gets none
 // and reconcile returns false, for the caller to wait for them and call it
-// again.
+// again. m is left as it was then, at the epoch it was last told: the
+// client may send again meanwhile (its request timed out), on another
+// connection and with that epoch, and the waiting heartbeat may end
+// without an answer (the listener closing); the member must not be fenced
+// for an epoch no answer gave it.
 func (g *cgroup) reconcile(m *cmember, now time.Time, settled bool) bool {
 	target := g.target[m.id]
 	for p := range m.assigned {
@@ -475,21 +517,21 @@ func (g *cgroup) reconcile(m *cmember, now time.Time, settled bool) bool {
 	if len(m.releasing) > 0 {
 		return true
 	}
-	if m.epoch != g.targetEpoch {
-		m.prevEpoch, m.epoch = m.epoch, g.targetEpoch
-	}
 	for p := range target {
 		if m.assigned[p] || g.held(p, m.id) {
 			continue
 		}
 		if !settled {
-			return false
+			return false // before any change to m
 		}
 		if m.assigned == nil {
 			m.assigned = map[tpart]bool{}
 		}
 		m.assigned[p] = true
 		m.delivered = false
+	}
+	if m.epoch != g.targetEpoch {
+		m.prevEpoch, m.epoch = m.epoch, g.targetEpoch
 	}
 	return true
 }
@@ -574,19 +616,19 @@ func (c *coordinator) describeConsumer(req *kmsg.ConsumerGroupDescribeRequest) *
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		rg.State, rg.Epoch, rg.AssignmentEpoch = "Stable", g.epoch, g.targetEpoch
-		if len(g.members) == 0 {
-			rg.State = stateEmpty.String() // its last member left (emptyGroupKeep)
-		}
+		rg.State, rg.Epoch, rg.AssignmentEpoch = g.state(), g.epoch, g.targetEpoch
 		rg.AssignorName = cmp.Or(g.assignor, assignorUniform)
 		ids := slices.Sorted(maps.Keys(g.members))
 		for _, id := range ids {
 			m := g.members[id]
-			if m.epoch != g.targetEpoch || len(m.releasing) > 0 {
-				rg.State = "Reconciling"
-			}
 			rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 			rm.MemberID, rm.MemberEpoch, rm.ClientID, rm.ClientHost = id, m.epoch, m.clientID, m.host
+			if m.instanceID != "" {
+				rm.InstanceID = kmsg.StringPtr(m.instanceID)
+			}
+			if m.away {
+				rm.MemberEpoch = leaveStaticEpoch
+			}
 			rm.SubscribedTopics = slices.Clone(m.topics)
 			if m.regex != nil {
 				rm.SubscribedTopicRegex = kmsg.StringPtr(m.regexSrc)

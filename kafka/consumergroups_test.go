@@ -35,20 +35,24 @@ func topicIDOf(ctx context.Context, t *testing.T, b *kgo.Broker, topic string) [
 }
 
 // cgMember speaks ConsumerGroupHeartbeat v1 for one member of a group
-// ("g" unless group is set).
+// ("g" unless group is set), with a group.instance.id if instance is set.
 type cgMember struct {
-	t     *testing.T
-	b     *kgo.Broker
-	group string
-	id    string
-	epoch int32
-	owned []int32 // partitions of topic t it was told it has
+	t        *testing.T
+	b        *kgo.Broker
+	group    string
+	id       string
+	instance string
+	epoch    int32
+	owned    []int32 // partitions of topic t it was told it has
 }
 
 func (m *cgMember) beat(ctx context.Context, tid [16]byte, topics []string, report bool) *kmsg.ConsumerGroupHeartbeatResponse {
 	m.t.Helper()
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = cmp.Or(m.group, "g"), m.id, m.epoch
+	if m.instance != "" {
+		req.InstanceID = kmsg.StringPtr(m.instance)
+	}
 	req.SubscribedTopicNames = topics
 	req.RebalanceTimeoutMillis = -1
 	if m.epoch == 0 {
@@ -714,7 +718,7 @@ func TestConsumerGroup_LeaveOfAnUnknownGroupIsGroupIDNotFound(t *testing.T) {
 	b := kclient(t, serve(t, e, &kafka.Options{ConsumerSessionTimeout: time.Minute})).SeedBrokers()[0]
 	tid := topicIDOf(ctx, t, b, "t")
 	for _, epoch := range []int32{-1, -2} {
-		r := (&cgMember{t: t, b: b, group: "none", id: "ghost", epoch: epoch}).beat(ctx, tid, nil, false)
+		r := (&cgMember{t: t, b: b, group: "none", id: "ghost", instance: "i", epoch: epoch}).beat(ctx, tid, nil, false)
 		assert.Equal(t, int16(69), r.ErrorCode, "no such group, member epoch %d", epoch)
 	}
 

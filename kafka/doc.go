@@ -32,7 +32,10 @@
 // KIP-848 consumer groups (ConsumerGroupHeartbeat, group.protocol =
 // consumer) are assigned by the listener: each topic's partitions are
 // spread over the members subscribed to it, and a partition moves to
-// another member only after the one that had it released it.
+// another member only after the one that had it released it. A member
+// that joins with a group.instance.id is static: it may leave for a while
+// (member epoch -2) and keep its partitions for a member of the same
+// instance ID to take over.
 //
 // # Produce
 //

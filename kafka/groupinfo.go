@@ -114,13 +114,33 @@ func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 	return resp
 }
 
-// state is how a KIP-848 group reads to DescribeGroups and ListGroups:
-// Stable, or Empty once its last member left.
-func (g *cgroup) state() groupState {
-	if len(g.members) == 0 {
-		return stateEmpty
+// The states of a KIP-848 group, as Kafka names a consumer group's.
+const (
+	cgroupAssigning   = "Assigning"
+	cgroupReconciling = "Reconciling"
+)
+
+// state is how a KIP-848 group reads to DescribeGroups, ListGroups and
+// ConsumerGroupDescribe, as Kafka's coordinator works a consumer group's
+// state out: Empty once its last member left; Assigning while the group
+// epoch is ahead of the target's (a member left or was dropped, and no
+// heartbeat computed the target again yet); Reconciling while a member is
+// not at the target's epoch or does not hold exactly its share of it (it
+// is releasing a partition, or waits for one another member has), or is a
+// static member away (member epoch -2, staticmembers.go); else Stable.
+func (g *cgroup) state() string {
+	switch {
+	case len(g.members) == 0:
+		return stateEmpty.String()
+	case g.target == nil || g.epoch != g.targetEpoch:
+		return cgroupAssigning
 	}
-	return stateStable
+	for id, m := range g.members {
+		if m.away || m.epoch != g.targetEpoch || len(m.releasing) > 0 || !maps.Equal(m.assigned, g.target[id]) {
+			return cgroupReconciling
+		}
+	}
+	return stateStable.String()
 }
 
 func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
@@ -135,10 +155,13 @@ func (c *coordinator) describe(ctx context.Context, req *kmsg.DescribeGroupsRequ
 		if cg := c.cgroups[name]; cg != nil && (g == nil || len(g.members) == 0) {
 			// A KIP-848 group, described as classic clients can read it:
 			// its members, without protocol metadata or assignments.
-			rg.State, rg.ProtocolType = cg.state().String(), consumerProtocolType
+			rg.State, rg.ProtocolType = cg.state(), consumerProtocolType
 			for _, id := range slices.Sorted(maps.Keys(cg.members)) {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
 				rm.MemberID = id
+				if in := cg.members[id].instanceID; in != "" {
+					rm.InstanceID = kmsg.StringPtr(in)
+				}
 				rg.Members = append(rg.Members, rm)
 			}
 			resp.Groups = append(resp.Groups, rg)
@@ -195,21 +218,21 @@ func (c *coordinator) list(ctx context.Context, req *kmsg.ListGroupsRequest) *km
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		state, ptype, gtype := stateEmpty, "consumer", "classic"
+		state, ptype, gtype := stateEmpty.String(), "consumer", "classic"
 		if g := c.groups[n]; g != nil {
-			state, ptype = g.state, g.protocolType
+			state, ptype = g.state.String(), g.protocolType
 		}
 		if cg := c.cgroups[n]; cg != nil && (c.groups[n] == nil || len(c.groups[n].members) == 0) {
 			state, ptype, gtype = cg.state(), consumerProtocolType, "consumer"
 		}
-		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state.String()) }) {
+		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state) }) {
 			continue
 		}
 		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, gtype) }) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = n, ptype, state.String(), gtype
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = n, ptype, state, gtype
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp

@@ -69,7 +69,8 @@ type kgroup struct {
 	synced   chan struct{}
 	deadline time.Time // of the join phase
 	// emptySince is when the coordinator's tick first found the group
-	// without members (zero while it has some); see emptyGroupKeep.
+	// without members since it last had some (zero while it has some,
+	// and set so by a join, which a tick may not see); see emptyGroupKeep.
 	emptySince time.Time
 	// pending holds the member IDs given out with MEMBER_ID_REQUIRED
 	// (KIP-394) that no join carried yet, each with when it expires.
@@ -448,6 +449,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 			g.pending = map[string]time.Time{}
 		}
 		g.pending[id] = now.Add(session)
+		g.emptySince = time.Time{}
 		c.mu.Unlock()
 		resp.MemberID, resp.ErrorCode = id, errMemberIDRequired
 		return resp
@@ -465,6 +467,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		m = &kmember{id: id}
 		g.members[id] = m
 	}
+	g.emptySince = time.Time{}
 	m.clientID, m.clientHost, m.instanceID = h.clientID, remote, req.InstanceID
 	m.protocols, m.session, m.rebalance, m.lastSeen = req.Protocols, session, rebalance, now
 	g.protocolType = req.ProtocolType
