@@ -134,8 +134,8 @@ type engineStats struct {
 	// unsupported counts pulls refused at a record of an unknown format
 	// version (pull_unsupported.go).
 	unsupported atomic.Uint64
-	// hookPanics counts the panics of in-process consumers' hooks
-	// (hookpanics.go).
+	// hookPanics counts the hook panics that the engine's producers and
+	// consumers recovered (hookpanics.go).
 	hookPanics atomic.Uint64
 }
 
@@ -398,13 +398,18 @@ type Stats struct {
 	// engine of that version again. Refusals are also logged, at most one
 	// line per 10 s.
 	UnsupportedFormatPulls uint64
-	// ConsumerHookPanics counts the panics of in-process consumers' hooks
-	// (BeforeHandle, AfterHandle, a trace's StartHandle and its end), each
-	// recovered and logged to ConsumerOptions.Logger, which is silent by
-	// default: a count that grows means a hook is failing unseen. Consumers
-	// behind a remote broker count theirs nowhere (a remote engine does not
-	// learn of them). A SendAsync's hook panics are not counted: its
-	// future's error reports them.
+	// ConsumerHookPanics counts the panics of hooks that the engine's
+	// in-process producers and consumers recovered rather than passing
+	// them on to a caller (see Hooks); despite its name, kept for
+	// compatibility, consumers' are not the only ones. It counts a
+	// consumer's hooks (BeforeHandle, AfterHandle, a trace's StartHandle
+	// and its end), each also logged to ConsumerOptions.Logger, which is
+	// silent by default; a SendAsync's AfterSend and trace end, each also
+	// in its future's error; and a send's trace ends that panicked on the
+	// caller's goroutine after another hook did, whose panic went on to
+	// the caller. A count that grows means a hook is failing unseen. The
+	// clients of a remote broker, or of a Broker that wraps the engine,
+	// count theirs nowhere (the engine does not learn of them).
 	ConsumerHookPanics uint64
 }
 

@@ -128,5 +128,6 @@ var ErrSelectorPanic = errors.New("equeue: queue selector panicked")
 // recovered and wrapped, with its value and stack. A SendAsync's future
 // returns it joined to the send's own error, with the send's SendResult,
 // which is filled in when the message was stored; a Consumer logs it (see
-// Hooks).
+// Hooks). A send's trace end gets it when a hook on the caller's goroutine
+// panicked, or called runtime.Goexit, before the send returned.
 var ErrHookPanic = errors.New("equeue: hook panicked")

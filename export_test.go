@@ -26,7 +26,7 @@ func TraceSeamAllocs(m *Message, h []Hooks) float64 {
 	batch := []*Message{m, m}
 	return testing.AllocsPerRun(100, func() {
 		sctx, send := hooks.traceSend(ctx, m)
-		send.one(SendResult{}, nil)
+		send.one(SendResult{}, nil, nil)
 		_, bend := hooks.startSend(sctx, batch...)
 		if bend != nil {
 			panic("no trace hooks, yet an end")

@@ -222,7 +222,7 @@ func TestProducer_HookPanicOnTheCallersGoroutineEndsTheTrace(t *testing.T) {
 // TestHooks_ChainedTraceEndsThatPanicAreAllReported: the ends of two
 // trace hooks both panic. Each end ran, but only the last panic was
 // recovered: a SendAsync's future and a consumer's log reported one and
-// lost the other. Both are now reported (and a consumer counts both).
+// lost the other. Both are now reported (and counted in Stats).
 func TestHooks_ChainedTraceEndsThatPanicAreAllReported(t *testing.T) {
 	panicky := func(name string) equeue.Hooks {
 		return equeue.Hooks{Trace: &equeue.TraceHooks{
@@ -251,6 +251,7 @@ func TestHooks_ChainedTraceEndsThatPanicAreAllReported(t *testing.T) {
 	assert.ErrorContains(t, err, "boom send end a")
 	assert.ErrorContains(t, err, "boom send end b")
 	assert.NotEmpty(t, res.ID, "the message was stored")
+	assert.Equal(t, uint64(2), e.Stats().ConsumerHookPanics, "the future's panics were not counted")
 
 	var logs syncBuffer
 	handled := make(chan struct{}, 10)
@@ -265,7 +266,7 @@ func TestHooks_ChainedTraceEndsThatPanicAreAllReported(t *testing.T) {
 	case <-time.After(waitLong):
 		t.Fatal("the message was not handled")
 	}
-	eventually(t, waitLong, func() bool { return e.Stats().ConsumerHookPanics == 2 }, "both panics were not counted")
+	eventually(t, waitLong, func() bool { return e.Stats().ConsumerHookPanics == 4 }, "both of the consumer's panics were not counted")
 	assert.Contains(t, logs.String(), "boom handle end a")
 	assert.Contains(t, logs.String(), "boom handle end b")
 }

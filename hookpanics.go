@@ -1,9 +1,16 @@
 package equeue
 
-// A consumer's hooks run on its goroutines, where a hook's panic is
-// recovered (see Hooks): the message's outcome is its handler's, and the
-// panic is logged and counted, so that it is seen even with the consumer's
-// default, silent, logger.
+import "sync/atomic"
+
+// A hook's panic that is recovered rather than passed on to a caller (see
+// Hooks) is counted in the engine's Stats.ConsumerHookPanics, so that it
+// is seen even with a consumer's default, silent, logger, or a producer,
+// which has none: a consumer's hooks run on its goroutines, where the
+// message's outcome is its handler's and the panic is also logged; a
+// SendAsync's AfterSend and trace end run where the send completes, and
+// its future also reports the panic; and a send's trace end that panics
+// on the caller's goroutine after another hook did, whose panic goes on to
+// the caller, is recovered only to be counted.
 
 // hookPanicked logs err, the panics of c's hooks around the handling of m,
 // and counts them, unless it is nil.
@@ -13,7 +20,15 @@ func (c *Consumer) hookPanicked(m *Message, err error) {
 	}
 	c.log.Error("consumer hook panicked", "topic", m.Topic, "queue", m.Queue, "offset", m.Offset, "err", err)
 	if e := trackerOf(c.b); e != nil {
-		e.stats.hookPanics.Add(uint64(panicCount(err)))
+		countHookPanics(&e.stats.hookPanics, err)
+	}
+}
+
+// countHookPanics adds the hook panics err holds to n, an engine's count
+// of them; a nil n (a client of a remote broker) counts nothing.
+func countHookPanics(n *atomic.Uint64, err error) {
+	if n != nil && err != nil {
+		n.Add(uint64(panicCount(err)))
 	}
 }
 

@@ -21,12 +21,16 @@ import (
 // (one in a SendAsync's BeforeSend leaves nothing for Producer.Close to wait
 // for); when it stops a send that a trace hook's StartSend began, the
 // send's trace ends first, with no results and the panic as an error
-// matching ErrHookPanic. One elsewhere is recovered as an error matching
-// ErrHookPanic, and the other hooks (chained trace ends included) still
-// run, every panic reported: a SendAsync's future reports it, joined to the
-// send's own error, with the send's SendResult unchanged (filled in when
-// the message was stored); a Consumer logs it and counts it
-// (Stats.ConsumerHookPanics), and the message's outcome is its handler's.
+// matching ErrHookPanic, and so it does when such a hook calls
+// runtime.Goexit, which goes on ending the caller's goroutine. Chained
+// trace ends all run there: only the first panic reaches the caller, its
+// value unchanged, and an end that panics after it is recovered and
+// counted (Stats.ConsumerHookPanics). One elsewhere is recovered as an
+// error matching ErrHookPanic, and the other hooks (chained trace ends
+// included) still run, every panic reported and counted: a SendAsync's
+// future reports it, joined to the send's own error, with the send's
+// SendResult unchanged (filled in when the message was stored); a
+// Consumer logs it, and the message's outcome is its handler's.
 type Hooks struct {
 	// BeforeSend runs before a message is routed; it may set properties.
 	BeforeSend func(ctx context.Context, m *Message)

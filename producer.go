@@ -83,12 +83,15 @@ type Producer struct {
 	eng *Engine // b when it is an in-process *Engine: Send calls it directly
 	// aa is b's AppendAsync when b owns it (OwnsFastPaths): SendAsync
 	// appends through it without a goroutine per call.
-	aa     asyncAppender
-	sel    QueueSelector
-	sync   *SyncPolicy
-	ttl    time.Duration
-	hooks  hookList
-	closed atomic.Bool
+	aa    asyncAppender
+	sel   QueueSelector
+	sync  *SyncPolicy
+	ttl   time.Duration
+	hooks hookList
+	// hookPanics is the engine's count of the hook panics its clients
+	// recovered (hookpanics.go); nil behind a remote broker.
+	hookPanics *atomic.Uint64
+	closed     atomic.Bool
 	// async counts pending SendAsync calls; asyncMu orders their start
 	// with Close, so that none starts once Close waits for them.
 	asyncMu sync.RWMutex
@@ -140,6 +143,7 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	}
 	if e := trackerOf(b); e != nil {
 		e.clients.addProducer(p) // Engine.Close closes it first
+		p.hookPanics = &e.stats.hookPanics
 	}
 	return p, nil
 }
@@ -253,12 +257,12 @@ func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
 	}
 	ctx, end := p.hooks.traceSend(ctx, m)
 	ended := false
-	defer end.endIfPanicking(&ended)
+	defer end.endIfPanicking(&ended, p.hookPanics)
 	p.hooks.beforeSend(ctx, m)
 	err := p.send(ctx, m, &res)
 	p.hooks.afterSend(ctx, m, res, err)
 	ended = true
-	end.one(res, err)
+	end.one(res, err, p.hookPanics)
 	return res, err
 }
 
@@ -302,7 +306,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 	}
 	ctx, end := p.hooks.startSend(ctx, msgs...)
 	ended := false
-	defer end.endIfPanicking(&ended)
+	defer end.endIfPanicking(&ended, p.hookPanics)
 	for _, m := range msgs {
 		p.hooks.beforeSend(ctx, m)
 	}
@@ -333,7 +337,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 	}
 	ended = true
 	if end != nil {
-		end.call(batchResults(msgs[0].Topic, ar, len(msgs), err), err)
+		end.call(batchResults(msgs[0].Topic, ar, len(msgs), err), err, p.hookPanics)
 	}
 	return res, err
 }
@@ -377,7 +381,7 @@ type asyncAppender interface {
 // limit, once the topic is trimmed back to it, as Send returns). m must not
 // be modified until then. Its AfterSend hooks run where the send completes:
 // one that panics there fails the future with ErrHookPanic, its SendResult
-// unchanged (see Hooks).
+// unchanged, and is counted in Stats.ConsumerHookPanics (see Hooks).
 func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	f := &SendFuture{done: make(chan struct{})}
 	if err := p.beginAsync(); err != nil {
@@ -402,17 +406,19 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	}
 	ctx, end := p.hooks.traceSend(ctx, m)
 	// finish runs where the send completes, on the engine's goroutines or
-	// the producer's: a hook that panics there is recovered (see Hooks).
+	// the producer's: a hook that panics there is recovered and counted
+	// (see Hooks).
 	finish := func(res SendResult, err error) {
 		perr := p.hooks.afterSendRecovered(ctx, m, res, err)
 		if end != nil {
 			perr = errors.Join(perr, end.endRecovered([]SendResult{res}, err))
 		}
+		countHookPanics(p.hookPanics, perr)
 		f.res, f.err = res, withHookErr(err, perr)
 		close(f.done)
 	}
 	finishEnds := false // once BeforeSend returned, finish ends the send
-	defer end.endIfPanicking(&finishEnds)
+	defer end.endIfPanicking(&finishEnds, p.hookPanics)
 	p.hooks.beforeSend(ctx, m)
 	finishEnds = true
 	aa := p.aa

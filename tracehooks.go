@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -153,20 +154,26 @@ func (h hookList) traceSend(ctx context.Context, m *Message) (context.Context, s
 type sendEnd []func(res []SendResult, err error)
 
 // call ends the send on the caller's goroutine, calling the ends in
-// reverse order: each runs even when a later one panicked, and the panic
-// goes on to the caller.
-func (e sendEnd) call(res []SendResult, err error) {
-	if len(e) == 0 {
-		return
+// reverse order. When one panics (or calls runtime.Goexit), the ends not
+// yet called still run, each that panics too recovered and counted in
+// panics, and the first panic goes on to the caller, its value and stack
+// unchanged (see Hooks).
+func (e sendEnd) call(res []SendResult, err error, panics *atomic.Uint64) {
+	i := len(e) - 1
+	defer func() {
+		if i >= 0 { // e[i] did not return
+			countHookPanics(panics, e[:i].endRecovered(res, err))
+		}
+	}()
+	for ; i >= 0; i-- {
+		e[i](res, err)
 	}
-	defer e[:len(e)-1].call(res, err)
-	e[len(e)-1](res, err)
 }
 
 // one ends a send of one message on the caller's goroutine.
-func (e sendEnd) one(res SendResult, err error) {
+func (e sendEnd) one(res SendResult, err error, panics *atomic.Uint64) {
 	if len(e) > 0 {
-		e.call([]SendResult{res}, err)
+		e.call([]SendResult{res}, err, panics)
 	}
 }
 
@@ -182,21 +189,25 @@ func (e sendEnd) endRecovered(res []SendResult, err error) (perr error) {
 
 // endIfPanicking is deferred by a send whose hooks run on the caller's
 // goroutine. When one of them (a BeforeSend, or a Send's or SendBatch's
-// AfterSend) panics before the send has called its end (*ended false), it
-// ends the send, so that what StartSend began (a span) is not left open:
-// the ends get no results and the panic as an error matching ErrHookPanic.
-// An end that panics too is recovered and left out; the hook's panic goes
-// on to the caller (see Hooks).
-func (e sendEnd) endIfPanicking(ended *bool) {
+// AfterSend) panics, or calls runtime.Goexit, before the send has called
+// its end (*ended false), it ends the send, so that what StartSend began
+// (a span) is not left open: the ends get no results and an error
+// matching ErrHookPanic, with the panic's value. An end that panics too is
+// recovered and counted in panics; the hook's panic goes on to the caller,
+// and a runtime.Goexit goes on ending the caller's goroutine (see Hooks).
+func (e sendEnd) endIfPanicking(ended *bool, panics *atomic.Uint64) {
 	if len(e) == 0 || *ended {
 		return
 	}
 	p := recover()
-	if p == nil {
-		return // not a panic: runtime.Goexit
+	why := fmt.Sprint(p)
+	if p == nil { // not a panic: runtime.Goexit
+		why = "runtime.Goexit called"
 	}
-	_ = e.endRecovered(nil, fmt.Errorf("%w: %v\n%s", ErrHookPanic, p, debug.Stack()))
-	panic(p)
+	countHookPanics(panics, e.endRecovered(nil, fmt.Errorf("%w: %s\n%s", ErrHookPanic, why, debug.Stack())))
+	if p != nil {
+		panic(p)
+	}
 }
 
 // startHandle runs the StartHandle hooks like startSend, and returns

@@ -100,7 +100,7 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		dedupIDs:         desc("dedup_ids", "Message IDs the topics' dedup windows hold in memory."),
 		lostDedupGroups:  desc("lost_dedup_groups_total", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated."),
 		unsupported:      desc("unsupported_format_pulls_total", "Pulls refused because the record at their offset is of a format version the engine cannot read (written by a newer engine): consumers stop there."),
-		hookPanics:       desc("consumer_hook_panics_total", "Panics of in-process consumers' hooks (BeforeHandle, AfterHandle, a trace's StartHandle and its end), recovered and logged, since the engine opened."),
+		hookPanics:       desc("consumer_hook_panics_total", "Panics of in-process producers' and consumers' hooks, recovered rather than passed on to a caller (a consumer's, also logged; a SendAsync's AfterSend and trace end, also in its future's error), since the engine opened."),
 	}
 	if e != nil {
 		c.eng.Store(e)

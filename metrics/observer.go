@@ -31,7 +31,7 @@
 //	lost_dedup_groups_total                 counter  dedup groups found unreadable at open and forgotten
 //	unsupported_format_pulls_total          counter  pulls refused at a record of a newer format version
 //	no_space_refusals_total                 counter  store writes refused because the disk is nearly full
-//	consumer_hook_panics_total              counter  panics of in-process consumers' hooks, recovered and logged
+//	consumer_hook_panics_total              counter  panics of in-process producers' and consumers' hooks, recovered
 //	pull_duration_seconds{topic,result}     histogram time of each pull, long-poll wait included
 //	pulled_messages_total{topic}            counter  messages returned by pulls
 //	handler_duration_seconds{topic}         histogram time handlers took (Hooks)

@@ -62,7 +62,7 @@ type MetricsOptions struct {
 //	equeue.dedup.lost_groups                  counter    dedup groups found unreadable at open and forgotten
 //	equeue.unsupported_format_pulls           counter    pulls refused at a record of a newer format version
 //	equeue.no_space_refusals                  counter    store writes refused because the disk is nearly full
-//	equeue.consumer.hook_panics               counter    panics of in-process consumers' hooks, recovered and logged
+//	equeue.consumer.hook_panics               counter    panics of in-process producers' and consumers' hooks, recovered
 //	equeue.pull.duration{topic,result}        histogram  time of each pull, long-poll wait included (s)
 //	equeue.pulled.messages{topic}             counter    messages returned by pulls
 //	equeue.handler.duration{topic}            histogram  time handlers took (s, Hooks)
@@ -167,7 +167,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.dedupIDs = gauge("equeue.dedup.ids", "{id}", "Message IDs the topics' dedup windows hold in memory.")
 	m.lostDedupGroups = counter("equeue.dedup.lost_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")
 	m.unsupported = counter("equeue.unsupported_format_pulls", "{pull}", "Pulls refused because the record at their offset is of a format version the engine cannot read (written by a newer engine): consumers stop there.")
-	m.hookPanics = counter("equeue.consumer.hook_panics", "{panic}", "Panics of in-process consumers' hooks (BeforeHandle, AfterHandle, a trace's StartHandle and its end), recovered and logged, since the engine opened.")
+	m.hookPanics = counter("equeue.consumer.hook_panics", "{panic}", "Panics of in-process producers' and consumers' hooks, recovered rather than passed on to a caller (a consumer's, also logged; a SendAsync's AfterSend and trace end, also in its future's error), since the engine opened.")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("equeue/otel: instruments: %w", errors.Join(errs...))
 	}

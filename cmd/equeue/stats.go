@@ -45,8 +45,9 @@ type engineJSON struct {
 	// UnsupportedFormatPulls counts pulls refused at a record of a newer
 	// format version (equeue.Stats.UnsupportedFormatPulls).
 	UnsupportedFormatPulls uint64 `json:"unsupported_format_pulls"`
-	// ConsumerHookPanics counts the panics of the broker's in-process
-	// consumers' hooks (equeue.Stats.ConsumerHookPanics).
+	// ConsumerHookPanics counts the recovered panics of the hooks of the
+	// broker's in-process producers and consumers
+	// (equeue.Stats.ConsumerHookPanics).
 	ConsumerHookPanics uint64 `json:"consumer_hook_panics"`
 }
 
@@ -164,7 +165,7 @@ are served by "equeue serve --metrics".`,
 							t.row("pulls refused, newer record format:", fmt.Sprintf("%d (consumers are stopped at records this build cannot read)", st.Engine.UnsupportedFormatPulls))
 						}
 						if st.Engine.ConsumerHookPanics > 0 { // shown only when it happened
-							t.row("consumer hook panics:", fmt.Sprintf("%d (recovered and logged to the consumers' loggers)", st.Engine.ConsumerHookPanics))
+							t.row("consumer hook panics:", fmt.Sprintf("%d (recovered: of in-process producers and consumers, which log theirs)", st.Engine.ConsumerHookPanics))
 						}
 					}
 				}

@@ -4416,8 +4416,8 @@ type EngineStatsResponse struct {
 	// Pulls refused because the record at their offset is of a format
 	// version the engine cannot read (written by a newer engine).
 	UnsupportedFormatPulls uint64 `protobuf:"varint,7,opt,name=unsupported_format_pulls,json=unsupportedFormatPulls,proto3" json:"unsupported_format_pulls,omitempty"`
-	// Panics of the broker's in-process consumers' hooks, recovered and
-	// logged (consumers of remote clients count theirs nowhere).
+	// Panics of the hooks of the broker's in-process producers and
+	// consumers, recovered (remote clients count theirs nowhere).
 	ConsumerHookPanics uint64 `protobuf:"varint,8,opt,name=consumer_hook_panics,json=consumerHookPanics,proto3" json:"consumer_hook_panics,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
