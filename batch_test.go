@@ -329,7 +329,7 @@ func testBatch_CloseMidBatchNoDuplicates(t *testing.T, tr string) {
 	eventually(t, 30*time.Second, func() bool { return ledger.runs.Load() >= jobs/3 }, "a third of the jobs run")
 	closeAll(cs) // mid-batch
 	cs = start()
-	eventually(t, 60*time.Second, func() bool { return ledger.succeeded() == jobs }, "every job succeeds (%d of %d)", ledger.succeeded(), jobs)
+	eventually(t, 60*time.Second, func() bool { return ledger.succeeded() == jobs }, "every job succeeds (%d of %d)", func() any { return ledger.succeeded() }, jobs)
 	eventually(t, 30*time.Second, func() bool { return groupLag(t, e, "work") == 0 }, "the group has no lag")
 	closeAll(cs)
 	ledger.check(t, jobs)

@@ -135,7 +135,7 @@ func TestDelay_ManyPendingAndDeletedTopic(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 10*time.Second, func() bool { return total() == 200 }, "the 200 due messages arrive, got %d", total())
+	eventually(t, 10*time.Second, func() bool { return total() == 200 }, "the 200 due messages arrive, got %d", func() any { return total() })
 	time.Sleep(100 * time.Millisecond)
 	assert.Equal(t, int64(200), total(), "nothing else is due")
 }

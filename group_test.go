@@ -302,7 +302,7 @@ func TestAdmin_GroupsLagAndResetOffsets(t *testing.T) {
 
 	// Reset a live group to earliest: the member gets everything again.
 	require.NoError(t, e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToEarliest}))
-	eventually(t, 10*time.Second, func() bool { return col.count() == 40 }, "redelivered after reset: %d", col.count())
+	eventually(t, 10*time.Second, func() bool { return col.count() == 40 }, "redelivered after reset: %d", func() any { return col.count() })
 
 	// Explicit offsets, and the reset is stored across a restart.
 	require.NoError(t, c.Close())

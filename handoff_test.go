@@ -85,7 +85,7 @@ func TestConsumer_SlowPeriodicCommitDoesNotUndoFinalCommit(t *testing.T) {
 		t.Fatal("no periodic commit")
 	}
 	unblock()
-	eventually(t, 10*time.Second, func() bool { return handled.Load() == 10 }, "handled %d of 10", handled.Load())
+	eventually(t, 10*time.Second, func() bool { return handled.Load() == 10 }, "handled %d of 10", func() any { return handled.Load() })
 	require.NoError(t, c.Close())
 	assert.Equal(t, int64(10), startedCommit(t, e, "g"), "the final commit stands")
 }
@@ -274,5 +274,5 @@ func TestConsumer_QueueGrantedBackDuringHandoverRestarts(t *testing.T) {
 	unblock()
 	_, err = p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("1")})
 	require.NoError(t, err)
-	eventually(t, 10*time.Second, func() bool { return handled.Load() == 2 }, "b handles both messages (handled %d)", handled.Load())
+	eventually(t, 10*time.Second, func() bool { return handled.Load() == 2 }, "b handles both messages (handled %d)", func() any { return handled.Load() })
 }

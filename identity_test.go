@@ -49,7 +49,7 @@ func testConsumer_DefaultStartsAtEarliest(t *testing.T, tr string) {
 	var handled atomic.Int64
 	startConsumer(t, b, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		Handler: func(context.Context, *equeue.Message) error { handled.Add(1); return nil }})
-	eventually(t, 30*time.Second, func() bool { return handled.Load() == 6 }, "jobs sent before the group existed are handled (%d of 6)", handled.Load())
+	eventually(t, 30*time.Second, func() bool { return handled.Load() == 6 }, "jobs sent before the group existed are handled (%d of 6)", func() any { return handled.Load() })
 	eventually(t, 30*time.Second, func() bool { return groupLag(t, e, "g") == 0 }, "lag drops to zero")
 }
 
@@ -100,7 +100,7 @@ func testConsumer_DuplicateMemberIDRefused(t *testing.T, tr string) {
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
 		require.NoError(t, err)
 	}
-	eventually(t, 30*time.Second, func() bool { return col.count() >= 40 }, "handled %d of 40", col.count())
+	eventually(t, 30*time.Second, func() bool { return col.count() >= 40 }, "handled %d of 40", func() any { return col.count() })
 	require.NoError(t, first.Close())
 	for id, who := range col.snapshot() {
 		assert.Equal(t, []string{"first"}, who, "message %s", id)

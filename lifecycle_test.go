@@ -40,7 +40,7 @@ func TestEngine_CloseClosesConsumersFirst(t *testing.T) {
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "%d", i)})
 		require.NoError(t, err)
 	}
-	eventually(t, 30*time.Second, func() bool { return handled.Load() == 100 }, "handled %d of 100", handled.Load())
+	eventually(t, 30*time.Second, func() bool { return handled.Load() == 100 }, "handled %d of 100", func() any { return handled.Load() })
 	e = reopen() // Engine.Close first, consumers and producer still open
 	for _, c := range cs {
 		assert.NoError(t, c.Close(), "already closed by the engine")
@@ -71,7 +71,7 @@ func TestConsumer_CloseReportsUnstoredCommit(t *testing.T) {
 				_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: []byte("x")})
 				require.NoError(t, err)
 			}
-			eventually(t, 30*time.Second, func() bool { return handled.Load() == 10 }, "handled %d of 10", handled.Load())
+			eventually(t, 30*time.Second, func() bool { return handled.Load() == 10 }, "handled %d of 10", func() any { return handled.Load() })
 			fs.OnWrite(func(b *store.Batch) error {
 				for _, op := range b.Meta {
 					if strings.HasPrefix(string(op.Key), "off/") {

@@ -107,7 +107,7 @@ func TestRemote_ClusteringGroupExactlyOnce(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	eventually(t, 20*time.Second, func() bool { return col.count() >= n }, "all consumed; got %d", col.count())
+	eventually(t, 20*time.Second, func() bool { return col.count() >= n }, "all consumed; got %d", func() any { return col.count() })
 	eventually(t, 10*time.Second, func() bool { return committed(t, admin, "g") == n }, "all committed")
 	got := col.snapshot()
 	require.Len(t, got, n)

@@ -180,7 +180,7 @@ func TestFairness_ManyConsumersBesideAHog(t *testing.T) {
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "m%d", i)})
 		require.NoError(t, err)
 	}
-	eventually(t, 45*time.Second, func() bool { return got.count() >= consumers*messages }, "delivered %d of %d", got.count(), consumers*messages)
+	eventually(t, 45*time.Second, func() bool { return got.count() >= consumers*messages }, "delivered %d of %d", func() any { return got.count() }, consumers*messages)
 	for body, by := range got.snapshot() {
 		assert.Len(t, by, consumers, "%s", body)
 	}

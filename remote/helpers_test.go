@@ -103,16 +103,31 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// eventually waits for cond with a deadline instead of sleeping.
+// eventually waits for cond with a deadline instead of sleeping. An arg
+// of msg that is a func() any is called when the wait times out, so that
+// the message reports a value that changes while it waits (a count) as it
+// is then, not as it was when the wait began.
 func eventually(t testing.TB, within time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: "+msg, append([]any{within}, args...)...)
+			t.Fatalf("timed out after %v: "+msg, append([]any{within}, atTimeout(args)...)...)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// atTimeout returns args with each func() any replaced by what it returns.
+func atTimeout(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if f, ok := a.(func() any); ok {
+			a = f()
+		}
+		out[i] = a
+	}
+	return out
 }
 
 func newProducer(t testing.TB, b equeue.Broker) *equeue.Producer {

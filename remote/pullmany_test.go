@@ -30,7 +30,7 @@ func TestPullMany_OneLongPollForAllQueues(t *testing.T) {
 		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: []byte(fmt.Sprint(q))}}})
 		require.NoError(t, err)
 	}
-	eventually(t, 30*time.Second, func() bool { return got.count() == 16 }, "every queue delivered (%d of 16)", got.count())
+	eventually(t, 30*time.Second, func() bool { return got.count() == 16 }, "every queue delivered (%d of 16)", func() any { return got.count() })
 	for q := range 16 {
 		assert.True(t, got.has(fmt.Sprint(q)), "queue %d", q)
 	}

@@ -53,14 +53,14 @@ func BenchmarkServerCost(b *testing.B) {
 			for range b.N {
 				heap0, stack0, g0 := serverMemory()
 				ch := startChild(b, "cost-holders", kind, "EQUEUE_MP_ADDR="+s.addr, "EQUEUE_MP_KIND="+kind, fmt.Sprintf("EQUEUE_MP_COUNT=%d", n))
-				eventually(b, 5*time.Minute, func() bool { return held(srv) == int64(n) }, "the server holds %d of %d", held(srv), n)
+				eventually(b, 5*time.Minute, func() bool { return held(srv) == int64(n) }, "the server holds %d of %d", func() any { return held(srv) }, n)
 				heap1, stack1, g1 := serverMemory()
 				b.ReportMetric(float64(heap1-heap0)/float64(n), "heap-B/call")
 				b.ReportMetric(float64(stack1-stack0)/float64(n), "stack-B/call")
 				b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/call")
 				require.NoError(b, ch.cmd.Process.Signal(syscall.SIGKILL))
 				_ = ch.cmd.Wait()
-				eventually(b, 5*time.Minute, func() bool { return held(srv) == 0 }, "the server still holds %d", held(srv))
+				eventually(b, 5*time.Minute, func() bool { return held(srv) == 0 }, "the server still holds %d", func() any { return held(srv) })
 			}
 		})
 	}
