@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -64,24 +65,38 @@ func verifyStore(t *testing.T, dir string) error {
 func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	leader := c.waitLeader()
-	li := c.leaderIndex()
 	ctx := context.Background()
 	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
 	sendBodies(t, c, "t", 0, 3000)
 	// State beside the records, which the rebuilt store must hold too:
-	// dedup entries, messages still delayed, a group's offsets.
-	require.NoError(t, leader.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	// dedup entries, messages still delayed, a group's offsets, each
+	// written across elections (onLeader). A delayed message whose send an
+	// election left unknown is sent again and may be stored twice: every
+	// node then holds both, and the test counts none of them (a message
+	// with an ID sent again is answered as a duplicate).
+	c.onLeader(t, "create d", func(e *equeue.Engine) error {
+		return e.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour})
+	}, func(failed *equeue.Engine) bool {
+		_, err := c.waitEngine(failed).Topic(ctx, "d")
+		return err == nil
+	})
 	for i := range 50 {
-		for _, m := range []*equeue.Message{
+		for _, m := range []equeue.Message{
 			{ID: fmt.Sprintf("id-%d", i), Body: []byte("deduplicated")},
 			{Body: []byte("delayed"), Delay: time.Hour},
 		} {
-			_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{m}})
-			require.NoError(t, err)
+			c.onLeader(t, "append to d", func(e *equeue.Engine) error {
+				sent := m
+				_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{&sent}})
+				return err
+			}, nil)
 		}
 	}
-	require.NoError(t, leader.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 700, {Topic: "t", Queue: 1}: 300}))
+	c.onLeader(t, "commit offsets", func(e *equeue.Engine) error {
+		return e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 700, {Topic: "t", Queue: 1}: 300})
+	}, nil)
 	c.waitConverged()
+	li := c.leaderIndex() // after the sends, which elections may have cut into
 	f := (li + 1) % 3
 	other := (li + 2) % 3
 
@@ -122,9 +137,14 @@ func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 	c.start(f, false)
 	c.start(li, false)
 	c.start(other, false)
-	res, err := c.waitLeader().Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "id-7", Body: []byte("again")}}})
-	require.NoError(t, err)
-	require.True(t, res.Duplicate)
+	// Sent again across elections when refused; of unknown outcome, it was
+	// stored (not answered as a duplicate) when "d" ends with it.
+	var res equeue.AppendResult
+	c.onLeader(t, "append id-7 again", func(e *equeue.Engine) (err error) {
+		res, err = e.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "id-7", Body: []byte("again")}}})
+		return err
+	}, func(failed *equeue.Engine) bool { return c.queueEndsWith(t, failed, "d", 0, []byte("again")) })
+	require.True(t, res.Duplicate, "id-7 answered as a duplicate, not stored again")
 }
 
 // replicatedMeta returns every metadata pair a closed node's store holds
@@ -181,18 +201,41 @@ func TestNode_CleanStopMark(t *testing.T) {
 	require.Equal(t, 400, len(got[0])+len(got[1]))
 }
 
+// pullAllAsLeader makes node i the serving leader and reads every queue
+// of topic through it; it returns, per queue, the bodies it delivered by
+// offset and the offsets it reported corrupt. When an election (or a
+// lapse of the lease) cuts into the reads, node i is made leader again and
+// reads them all again: they all come from node i.
+func pullAllAsLeader(t *testing.T, c *testCluster, i int, topic string, queues int) (map[int]map[int64]string, map[int][]int64) {
+	t.Helper()
+	var bodies map[int]map[int64]string
+	var corrupt map[int][]int64
+	eventually(t, 60*time.Second, func() error {
+		c.lead(i)
+		var err error
+		bodies, corrupt, err = pullAll(c.nodes[i], topic, queues)
+		if errors.Is(err, equeue.ErrNotLeader) {
+			return fmt.Errorf("%s read %s: %w", c.id(i), topic, err)
+		}
+		require.NoError(t, err, "%s read %s", c.id(i), topic)
+		return nil
+	})
+	return bodies, corrupt
+}
+
 // pullAll reads every queue of topic through the serving node n and
 // returns, per queue, the bodies it delivered by offset and the offsets it
 // reported corrupt.
-func pullAll(t *testing.T, n *cluster.Node, topic string, queues int) (map[int]map[int64]string, map[int][]int64) {
-	t.Helper()
+func pullAll(n *cluster.Node, topic string, queues int) (map[int]map[int64]string, map[int][]int64, error) {
 	ctx := context.Background()
 	bodies, corrupt := map[int]map[int64]string{}, map[int][]int64{}
 	for q := range queues {
 		bodies[q] = map[int64]string{}
 		for off := int64(0); ; {
 			res, err := n.Pull(ctx, &equeue.PullRequest{Topic: topic, Queue: q, Offset: off, Max: equeue.MaxPullBatch})
-			require.NoError(t, err)
+			if err != nil {
+				return nil, nil, err
+			}
 			for _, m := range res.Messages {
 				bodies[q][m.Offset] = string(m.Body)
 			}
@@ -203,7 +246,7 @@ func pullAll(t *testing.T, n *cluster.Node, topic string, queues int) (map[int]m
 			off = res.NextOffset
 		}
 	}
-	return bodies, corrupt
+	return bodies, corrupt, nil
 }
 
 // A follower whose store was damaged while it was stopped cleanly (bytes
@@ -229,14 +272,7 @@ func TestNode_RebuildsAStoreDamagedAfterACleanStop(t *testing.T) {
 	require.ErrorIs(t, verifyStore(t, c.dirs[f]), store.ErrDamaged)
 	c.start(f, false)
 	c.waitConverged()
-	require.NoError(t, c.waitLeader().TransferLeadership(ctx, c.id(f)))
-	eventually(t, 30*time.Second, func() error {
-		if !c.nodes[f].Status().Serving {
-			return fmt.Errorf("%s does not lead", c.id(f))
-		}
-		return nil
-	})
-	bodies, corrupt := pullAll(t, c.nodes[f], "t", 2)
+	bodies, corrupt := pullAllAsLeader(t, c, f, "t", 2)
 	require.Empty(t, corrupt[0], "queue 0: no corrupt record served")
 	require.Empty(t, corrupt[1], "queue 1: no corrupt record served")
 	require.Len(t, bodies[0], 1500)

@@ -143,12 +143,41 @@ func (c *testCluster) waitEngine(not *equeue.Engine) *equeue.Engine {
 	return engine
 }
 
+// onLeader calls f with the engine of the node that leads and holds its
+// lease, across elections: a call refused (ErrNotLeader, or the engine
+// closed: its tenure ended, as in an election or a lapse of the lease on
+// a loaded machine) did nothing, and is made again with the engine of a
+// later tenure. A call of unknown outcome (ErrIndeterminate: leadership
+// lost while Raft committed it) is settled by took, which reports, as an
+// engine of a later tenure holds it, whether the call made with failed
+// took effect; it is made again only when it did not. took nil: the call
+// may be made twice (a read, a write that sets what it sets), and is
+// made again. Any other error ends the test, naming what.
+func (c *testCluster) onLeader(t *testing.T, what string, f func(e *equeue.Engine) error, took func(failed *equeue.Engine) bool) {
+	t.Helper()
+	var ended *equeue.Engine // the engine whose tenure refused the call, or left it unknown
+	for tenures := 0; ; tenures++ {
+		require.Less(t, tenures, 100, "%s: not done by 100 leaders", what)
+		e := c.waitEngine(ended)
+		err := f(e)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, equeue.ErrNotLeader), errors.Is(err, equeue.ErrClosed):
+		case errors.Is(err, equeue.ErrIndeterminate):
+			if took != nil && took(e) {
+				return
+			}
+		default:
+			require.NoError(t, err, what)
+		}
+		ended = e
+	}
+}
+
 // sendBatch stores bodies as one batch at the end of queue of topic, on
-// the leader's engine, across elections, as the only writer of the queue.
-// A refused batch (ErrNotLeader, or the engine closed) was not stored; a
-// refusal fences the engine's tenure, so the batch is sent again to the
-// engine of a later one. A batch of unknown outcome (ErrIndeterminate:
-// leadership lost while Raft committed it) is settled by an engine of a
+// the leader's engine, across elections, as the only writer of the queue
+// (onLeader). A batch of unknown outcome is settled by an engine of a
 // later tenure, which opens on a store holding every entry of the earlier
 // tenures the cluster will ever apply (startTenure): it was stored when
 // the queue ends with its last body there, and is sent again otherwise.
@@ -157,28 +186,16 @@ func (c *testCluster) waitEngine(not *equeue.Engine) *equeue.Engine {
 func (c *testCluster) sendBatch(t *testing.T, topic string, queue int, bodies [][]byte) {
 	t.Helper()
 	ctx := context.Background()
-	var ended *equeue.Engine // the engine whose tenure refused the batch, or left it unknown
-	for tenures := 0; ; tenures++ {
-		require.Less(t, tenures, 100, "a batch to %s/%d not stored by 100 leaders", topic, queue)
-		e := c.waitEngine(ended)
+	c.onLeader(t, fmt.Sprintf("append to %s/%d", topic, queue), func(e *equeue.Engine) error {
 		msgs := make([]*equeue.Message, len(bodies))
 		for i, b := range bodies {
 			msgs[i] = &equeue.Message{Body: b}
 		}
 		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: queue, Messages: msgs})
-		switch {
-		case err == nil:
-			return
-		case errors.Is(err, equeue.ErrNotLeader), errors.Is(err, equeue.ErrClosed):
-		case errors.Is(err, equeue.ErrIndeterminate):
-			if c.queueEndsWith(t, e, topic, queue, bodies[len(bodies)-1]) {
-				return
-			}
-		default:
-			require.NoError(t, err, "append to %s/%d", topic, queue)
-		}
-		ended = e
-	}
+		return err
+	}, func(failed *equeue.Engine) bool {
+		return c.queueEndsWith(t, failed, topic, queue, bodies[len(bodies)-1])
+	})
 }
 
 // queueEndsWith reports whether the last message of queue of topic has

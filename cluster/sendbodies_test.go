@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
 )
 
@@ -81,4 +82,64 @@ func moveLeadership(ctx context.Context, nodes []*cluster.Node, times int) error
 		}
 	}
 	return nil
+}
+
+// onLeader makes a call on the leader's engine while leadership moves
+// from node to node under it: a call refused is made again on a later
+// leader, one of unknown outcome again only when it did not take effect.
+// The clean-stop tests, which called the leader once and took any error
+// for a failure, failed so on a loaded machine when an election (or a
+// lapse of the lease) cut into a call.
+func TestCluster_OnLeaderAcrossLeaderChanges(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	ctx := context.Background()
+	require.NoError(t, c.waitLeader().CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+
+	moveCtx, cancel := context.WithCancel(context.Background())
+	nodes := slices.Clone(c.nodes)
+	moved := make(chan error, 1)
+	go func() {
+		moved <- moveLeadership(moveCtx, nodes, 4)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-moved
+	})
+	var ids []string
+	for done := false; !done; {
+		id := fmt.Sprintf("id-%d", len(ids))
+		c.onLeader(t, "append "+id, func(e *equeue.Engine) error {
+			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: id, Body: []byte(id)}}})
+			return err
+		}, func(failed *equeue.Engine) bool { return c.queueEndsWith(t, failed, "d", 0, []byte(id)) })
+		ids = append(ids, id)
+		c.onLeader(t, "commit offsets", func(e *equeue.Engine) error {
+			return e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "d"}: int64(len(ids))})
+		}, nil)
+		select {
+		case err := <-moved:
+			moved <- err // for the cleanup
+			require.NoError(t, err)
+			done = true
+		default:
+		}
+	}
+
+	var offsets map[equeue.QueueRef]int64
+	c.onLeader(t, "read offsets", func(e *equeue.Engine) (err error) {
+		offsets, err = e.GroupOffsets(ctx, "g")
+		return err
+	}, nil)
+	require.Equal(t, map[equeue.QueueRef]int64{{Topic: "d"}: int64(len(ids))}, offsets)
+	var res equeue.AppendResult
+	c.onLeader(t, "append id-0 again", func(e *equeue.Engine) (err error) {
+		res, err = e.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "id-0", Body: []byte("again")}}})
+		return err
+	}, func(failed *equeue.Engine) bool { return c.queueEndsWith(t, failed, "d", 0, []byte("again")) })
+	require.True(t, res.Duplicate, "id-0 answered as a duplicate, not stored again")
+	c.waitConverged()
+	c.closeAll()
+	for i := range c.dirs {
+		require.Equal(t, map[int][]string{0: ids}, readAll(t, c.dirs[i], "d"), "%s holds each message once, in order", c.id(i))
+	}
 }

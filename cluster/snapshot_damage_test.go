@@ -99,20 +99,34 @@ func TestCluster_SnapshotOfAStoreWithADamagedSegment(t *testing.T) {
 	zeroOlderValueLog(t, c.dirs[damaged])
 	c.lead(damaged)
 
-	behindIndex := c.nodes[behind].Status().LastLogIndex
-	c.stop(behind)
-	for i := range 200 {
-		c.sendBatch(t, "t", 1, [][]byte{fmt.Appendf(nil, "after %d", i)})
-	}
-	eventually(t, 30*time.Second, func() error {
-		if first := c.nodes[damaged].Status().FirstLogIndex; first <= behindIndex+1 {
-			return fmt.Errorf("the damaged node's log still starts at %d: it took no snapshot since the damage", first)
+	// The node behind must catch up from the damaged node's snapshot, not
+	// from the third node's (whose store holds no damage): should an
+	// election move the leadership while it catches up, it is stopped and
+	// made to fall behind again.
+	after := 0 // messages sent to queue 1 while the node was behind
+	for tries := 0; ; tries++ {
+		require.Less(t, tries, 10, "%s did not lead throughout a catch-up of %s in 10 tries", c.id(damaged), c.id(behind))
+		behindIndex := c.nodes[behind].Status().LastLogIndex
+		c.stop(behind)
+		for range 200 {
+			c.sendBatch(t, "t", 1, [][]byte{fmt.Appendf(nil, "after %d", after)})
+			after++
 		}
-		return nil
-	})
-	c.lead(damaged) // again, should an election have moved the leadership
-	c.start(behind, false)
-	c.waitConverged()
+		eventually(t, 30*time.Second, func() error {
+			if first := c.nodes[damaged].Status().FirstLogIndex; first <= behindIndex+1 {
+				return fmt.Errorf("the damaged node's log still starts at %d: it took no snapshot since the damage", first)
+			}
+			return nil
+		})
+		c.lead(damaged) // again, should an election have moved the leadership
+		term := c.nodes[damaged].Status().Term
+		c.start(behind, false)
+		c.waitConverged()
+		if ledThroughout(c, damaged, term) {
+			break
+		}
+		t.Logf("an election moved the leadership from %s (term %d) while %s caught up: again", c.id(damaged), term, c.id(behind))
+	}
 	assert.Positive(t, c.nodes[behind].Status().SnapshotsInstalled, "caught up from a snapshot")
 	c.closeAll()
 
@@ -121,7 +135,7 @@ func TestCluster_SnapshotOfAStoreWithADamagedSegment(t *testing.T) {
 	require.NotEmpty(t, slices.Concat(wantCorrupt[0], wantCorrupt[1]), "the damaged segment reads as corrupt records")
 	assert.Equal(t, wantCorrupt, gotCorrupt, "the follower reports the leader's corrupt offsets")
 	for q := range 2 {
-		assert.Equal(t, 5000+200*q-len(wantCorrupt[q]), len(wantBodies[q]), "queue %d: every message but the corrupt ones", q)
+		assert.Equal(t, 5000+after*q-len(wantCorrupt[q]), len(wantBodies[q]), "queue %d: every message but the corrupt ones", q)
 		assert.True(t, maps.Equal(wantBodies[q], gotBodies[q]), "queue %d: the follower holds the leader's messages", q)
 	}
 
@@ -132,4 +146,39 @@ func TestCluster_SnapshotOfAStoreWithADamagedSegment(t *testing.T) {
 	assert.Empty(t, aside, "the store restored from the snapshot is kept")
 	_, stillCorrupt := storedWithCorrupt(t, c.dirs[behind], "t")
 	assert.Equal(t, wantCorrupt, stillCorrupt)
+}
+
+// ledThroughout reports whether node i still leads in term, as every
+// running node sees it: no other node led since i was seen leading in
+// term (Raft elects one leader a term), so a node that caught up since
+// then did from i's log or snapshot.
+func ledThroughout(c *testCluster, i int, term uint64) bool {
+	for _, n := range c.nodes {
+		if n == nil {
+			continue
+		}
+		if st := n.Status(); st.Term != term || st.LeaderID != c.id(i) {
+			return false
+		}
+	}
+	return c.nodes[i].Status().Serving
+}
+
+// ledThroughout tells a node that led since it was seen leading from one
+// that lost the leadership in between, even when it leads again.
+func TestCluster_LedThroughout(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	var term uint64
+	eventually(t, 30*time.Second, func() error {
+		c.lead(0)
+		term = c.nodes[0].Status().Term
+		if !ledThroughout(c, 0, term) {
+			return fmt.Errorf("%s does not lead in term %d as every node sees it", c.id(0), term)
+		}
+		return nil
+	})
+	c.lead(1)
+	assert.False(t, ledThroughout(c, 0, term), "%s leads", c.id(1))
+	c.lead(0)
+	assert.False(t, ledThroughout(c, 0, term), "%s leads again, in a later term", c.id(0))
 }
