@@ -71,10 +71,10 @@ type Message struct {
 	// Priorities-1 the highest; a value below or above is taken as the
 	// lowest or highest. Topics without priorities ignore it. It is not
 	// stored with the message: a received message carries the lane it was
-	// stored in (a Consumer's and a PullConsumer's, in-process and over
-	// remote, and Engine.Pull's; a remote client's own Pull does not know
-	// the topic's lanes and gives 0). A batch goes to the lane of its first
-	// message.
+	// stored in (a Consumer's and a PullConsumer's, and Engine.Pull's,
+	// in-process and over remote, where the pull answer carries it; a
+	// broker from before pull answers carried it gives 0). A batch goes to
+	// the lane of its first message.
 	Priority int
 
 	// sys holds engine-owned properties (retry origin, last error).

@@ -100,6 +100,11 @@ type PullResult struct {
 	// Expired counts messages skipped because their time-to-live ran out.
 	// Only a group's pull counts them in Stats().ExpiredMessages.
 	Expired int
+	// Priority is the priority lane the messages found were stored in, on
+	// a topic created with TopicOptions.Priorities (queue ID q is lane q
+	// mod the lane count): what each message's Priority holds. It is 0
+	// when none was found, and on a topic without priorities.
+	Priority int
 }
 
 // maxScanBatches bounds how many reads one pull makes to find a match.
@@ -119,8 +124,8 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (PullResult, error)
 // engine stored them, in a stored batch (storedbatch.go): the messages
 // found are in the StoredRecords, checked (checksum), filtered (tag, TTL)
 // and bounded as Pull does but not decoded, and the result's Messages is
-// empty; its status, offsets, corrupt offsets and expired count are
-// Pull's.
+// empty; its status, offsets, corrupt offsets, expired count and
+// priority lane are Pull's.
 //
 // Transport seam: package remote calls it to serve pulls; applications do
 // not.
@@ -381,7 +386,7 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 	}
 	res.NextOffset = off
 	if found > 0 {
-		res.Status = PullFound
+		res.Status, res.Priority = PullFound, lane
 	} else {
 		res.Status = PullNoMatch
 	}

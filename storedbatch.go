@@ -109,7 +109,9 @@ func (s *StoredRecords) AppendBatch(b []byte, n int) []byte {
 }
 
 // DecodeStoredBatch decodes a stored batch into the messages an Engine.Pull
-// of them returned. The messages' bodies share b, which the caller must
+// of them returned, but for their Priority, which the batch does not carry
+// (the pull's PullResult.Priority: a transport sends it with the batch and
+// sets it). The messages' bodies share b, which the caller must
 // not change afterwards. A batch that is malformed, or holds a record that
 // fails its checksum, is an error matching ErrCorrupt; one of a newer
 // version also matches ErrUnsupportedFormat.

@@ -148,6 +148,7 @@ func encodePullAnswer(res equeue.PullResult, limit int) (out pooledRequest, ok b
 		b = appendMessage(b, msgs[i], s)
 	}
 	b = appendAnswerTail(b, res, next)
+	b = appendVarint(b, pullPriority, int64(toInt32(res.Priority)))
 	*buf = b
 	return pooledRequest{buf: buf}, true, nil
 }
@@ -171,11 +172,12 @@ func appendAnswerTail(b []byte, res equeue.PullResult, next int64) []byte {
 }
 
 // answerSize is the encoded size of res's answer with next as its next
-// offset and messages of the given sizes.
+// offset and messages of the given sizes (or, with none, a stored batch's
+// field to add).
 func answerSize(res equeue.PullResult, next int64, sizes []int) int {
 	n := varintSize(pullStatus, int64(int32(res.Status))) + varintSize(pullNextOffset, next) +
 		varintSize(pullMinOffset, res.MinOffset) + varintSize(pullMaxOffset, res.MaxOffset) +
-		varintSize(pullExpired, int64(toInt32(res.Expired)))
+		varintSize(pullExpired, int64(toInt32(res.Expired))) + varintSize(pullPriority, int64(toInt32(res.Priority)))
 	if len(res.Corrupt) > 0 {
 		n += protowire.SizeTag(pullCorrupt) + protowire.SizeBytes(corruptSize(res.Corrupt))
 	}

@@ -401,11 +401,13 @@ func pullResultFromPB(resp *pb.PullResponse) (equeue.PullResult, error) {
 	if err != nil {
 		return equeue.PullResult{}, fmt.Errorf("remote: bad pull answer: %w", err)
 	}
-	return equeue.PullResult{
+	res := equeue.PullResult{
 		Status: equeue.PullStatus(resp.GetStatus()), Messages: msgs,
 		NextOffset: resp.GetNextOffset(), MinOffset: resp.GetMinOffset(), MaxOffset: resp.GetMaxOffset(),
-		Corrupt: resp.GetCorrupt(), Expired: int(resp.GetExpired()),
-	}, nil
+		Corrupt: resp.GetCorrupt(), Expired: int(resp.GetExpired()), Priority: int(resp.GetPriority()),
+	}
+	markLane(res)
+	return res, nil
 }
 
 // JoinGroup adds a member to a consumer group and returns its assignment.

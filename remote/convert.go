@@ -364,6 +364,7 @@ func deadLetterToPB(d equeue.DLQEntry) *pb.DeadLetter {
 	out := &pb.DeadLetter{Offset: d.Offset, LastError: d.LastError, Attempts: toInt32(d.Attempts), Redriven: d.Redriven}
 	if d.Message != nil {
 		out.Message = messageToPB(d.Message)
+		out.Priority = toInt32(d.Message.Priority)
 	}
 	return out
 }
@@ -375,17 +376,21 @@ func deadLetterFromPB(d *pb.DeadLetter) (equeue.DLQEntry, error) {
 		if err != nil {
 			return equeue.DLQEntry{}, err
 		}
-		m.Priority = originPriority(m)
+		m.Priority = originPriority(m, d.GetPriority())
 		out.Message = m
 	}
 	return out, nil
 }
 
 // originPriority is the priority lane a dead letter's message was stored
-// in, which its copy records (equeue.SysOriginPriority); 0 for a copy made
-// before copies recorded it, whose lane the server works out from the lane
-// count of its topic but does not send.
-func originPriority(m *equeue.Message) int {
+// in: sent, the lane the broker lists it with, which for a copy made before
+// copies recorded their lane it works out from the lane count of its topic
+// now. A broker that predates the field sends 0: then the lane the copy
+// records (equeue.SysOriginPriority), and 0 for a copy that records none.
+func originPriority(m *equeue.Message, sent int32) int {
+	if sent != 0 {
+		return int(sent)
+	}
 	p, err := strconv.Atoi(m.SysProperties()[equeue.SysOriginPriority])
 	if err != nil || p < 0 {
 		return 0

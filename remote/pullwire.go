@@ -90,6 +90,7 @@ const (
 	pullMaxOffset  = 5
 	pullCorrupt    = 6
 	pullExpired    = 7
+	pullPriority   = 9 // after pullStored (storedanswer.go)
 
 	msgID        = 1
 	msgTopic     = 2
@@ -138,7 +139,7 @@ func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 				res.Corrupt = append(res.Corrupt, int64(v))
 				p = p[j:]
 			}
-		case typ == protowire.VarintType && num >= pullStatus && num <= pullExpired && num != pullMessages:
+		case typ == protowire.VarintType && (num >= pullStatus && num <= pullExpired && num != pullMessages || num == pullPriority):
 			var v uint64
 			v, k = protowire.ConsumeVarint(b)
 			switch num {
@@ -154,6 +155,8 @@ func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 				res.Corrupt = append(res.Corrupt, int64(v))
 			case pullExpired:
 				res.Expired = int(int32(v))
+			case pullPriority:
+				res.Priority = int(int32(v))
 			}
 		default:
 			return equeue.PullResult{}, false
@@ -178,6 +181,7 @@ func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 			return equeue.PullResult{}, false
 		}
 		res.Messages = msgs
+		markLane(res)
 		return res, true
 	}
 	if n == 0 {
@@ -211,6 +215,7 @@ func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 		}
 		res.Messages = append(res.Messages, m)
 	}
+	markLane(res)
 	return res, true
 }
 

@@ -35,6 +35,8 @@ func pullAnswerSeeds(t testing.TB) (usual, other [][]byte) {
 		enc(&pb.PullResponse{Messages: []*pb.Message{full, plain, other2, {}}, NextOffset: 10, MaxOffset: 99,
 			Corrupt: []int64{4, -1}, Expired: 3, Status: pb.PullStatus(77)}),
 		enc(&pb.PullResponse{Messages: []*pb.Message{plain, plain, plain}}),
+		enc(&pb.PullResponse{Messages: []*pb.Message{plain, other2}, Priority: 2}),
+		enc(&pb.PullResponse{Status: pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, Priority: 1}),
 	}
 	// A repeated scalar field sent twice (last wins), and corrupt
 	// offsets unpacked.

@@ -48,6 +48,10 @@ func storedPull(t testing.TB, n int) (res equeue.PullResult, stored *equeue.Stor
 func TestStoredAnswer_SameBytesAsProtobuf(t *testing.T) {
 	res, stored, msgs := storedPull(t, 12)
 	res.Corrupt, res.Expired = []int64{1, 70000}, 3 // as a pull that skipped records reports them
+	res.Priority = 2                                // as a pull of lane 2 of a topic with priorities
+	for _, m := range msgs {
+		m.Priority = 2
+	}
 	whole, ok, err := planStored(&res, stored, 1<<20)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -88,6 +92,7 @@ func TestStoredAnswer_SameBytesAsProtobuf(t *testing.T) {
 		}
 		assert.Equal(t, res.Corrupt, got.res.Corrupt)
 		assert.Equal(t, res.Expired, got.res.Expired)
+		assert.Equal(t, res.Priority, got.res.Priority)
 	}
 	// No records (a backend without them, whose result holds the
 	// messages): the answer carries messages.

@@ -1106,7 +1106,12 @@ type PullResponse struct {
 	// form (equeue.DecodeStoredBatch), when the request's
 	// stored_batch_version allows it; an answer has messages or stored, not
 	// both.
-	Stored        []byte `protobuf:"bytes,8,opt,name=stored,proto3" json:"stored,omitempty"`
+	Stored []byte `protobuf:"bytes,8,opt,name=stored,proto3" json:"stored,omitempty"`
+	// The priority lane the messages were stored in, on a topic created with
+	// priorities (equeue.PullResult.Priority): each message's Priority, which
+	// neither messages nor stored carry. 0 when none was found, on a topic
+	// without priorities, and from brokers that predate it.
+	Priority      int32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1195,6 +1200,13 @@ func (x *PullResponse) GetStored() []byte {
 		return x.Stored
 	}
 	return nil
+}
+
+func (x *PullResponse) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
 }
 
 type Subscription struct {
@@ -3549,10 +3561,16 @@ type DeadLetter struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Offset int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
 	// The message as its handler saw it (original topic, queue and offset).
-	Message       *Message `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	LastError     string   `protobuf:"bytes,3,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	Attempts      int32    `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
-	Redriven      bool     `protobuf:"varint,5,opt,name=redriven,proto3" json:"redriven,omitempty"`
+	Message   *Message `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	LastError string   `protobuf:"bytes,3,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	Attempts  int32    `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Redriven  bool     `protobuf:"varint,5,opt,name=redriven,proto3" json:"redriven,omitempty"`
+	// The priority lane the message was stored in (the message's Priority in
+	// equeue.DLQEntry): the one its copy records (equeue.SysOriginPriority),
+	// else, for a copy that records none, the broker's reckoning from the lane
+	// count its topic has now. 0 from brokers that predate it, whose clients
+	// read the recorded lane alone.
+	Priority      int32 `protobuf:"varint,6,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3620,6 +3638,13 @@ func (x *DeadLetter) GetRedriven() bool {
 		return x.Redriven
 	}
 	return false
+}
+
+func (x *DeadLetter) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
 }
 
 type ListDeadLettersResponse struct {
@@ -5145,7 +5170,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x10max_answer_bytes\x18\n" +
 	" \x01(\x05R\x0emaxAnswerBytes\x120\n" +
 	"\x14stored_batch_version\x18\v \x01(\x05R\x12storedBatchVersion\x12\x1b\n" +
-	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\"\x98\x02\n" +
+	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\"\xb4\x02\n" +
 	"\fPullResponse\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.equeue.v1.PullStatusR\x06status\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.equeue.v1.MessageR\bmessages\x12\x1f\n" +
@@ -5157,7 +5182,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"max_offset\x18\x05 \x01(\x03R\tmaxOffset\x12\x18\n" +
 	"\acorrupt\x18\x06 \x03(\x03R\acorrupt\x12\x18\n" +
 	"\aexpired\x18\a \x01(\x05R\aexpired\x12\x16\n" +
-	"\x06stored\x18\b \x01(\fR\x06stored\"<\n" +
+	"\x06stored\x18\b \x01(\fR\x06stored\x12\x1a\n" +
+	"\bpriority\x18\t \x01(\x05R\bpriority\"<\n" +
 	"\fSubscription\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xe2\x02\n" +
@@ -5319,7 +5345,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\x03R\x04from\x12\x10\n" +
 	"\x03max\x18\x03 \x01(\x05R\x03max\x12(\n" +
-	"\x10max_answer_bytes\x18\x04 \x01(\x05R\x0emaxAnswerBytes\"\xa9\x01\n" +
+	"\x10max_answer_bytes\x18\x04 \x01(\x05R\x0emaxAnswerBytes\"\xc5\x01\n" +
 	"\n" +
 	"DeadLetter\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12,\n" +
@@ -5327,7 +5353,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x03 \x01(\tR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x04 \x01(\x05R\battempts\x12\x1a\n" +
-	"\bredriven\x18\x05 \x01(\bR\bredriven\"S\n" +
+	"\bredriven\x18\x05 \x01(\bR\bredriven\x12\x1a\n" +
+	"\bpriority\x18\x06 \x01(\x05R\bpriority\"S\n" +
 	"\x17ListDeadLettersResponse\x128\n" +
 	"\fdead_letters\x18\x01 \x03(\v2\x15.equeue.v1.DeadLetterR\vdeadLetters\"\x91\x01\n" +
 	"\x0eRedriveRequest\x12\x14\n" +
