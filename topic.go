@@ -172,6 +172,11 @@ type QueueInfo struct {
 	MaxOffset int64
 	// Writable is false once the queue is closed to producers.
 	Writable bool
+	// Messages counts the messages the queue stores: MaxOffset minus
+	// MinOffset, less offsets known lost from the store (see the README's
+	// Durability). A remote server older than this field sends none: the
+	// remote client then gives MaxOffset minus MinOffset.
+	Messages int64
 }
 
 // TopicInfo describes one topic.
@@ -210,8 +215,9 @@ func (t *topic) info() TopicInfo {
 		ti.Queues, ti.Messages = ti.Queues[:0], 0
 		for _, q := range t.queueList() {
 			min, next, lost := q.extent()
-			ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load()})
-			ti.Messages += lost.held(min, next)
+			held := lost.held(min, next)
+			ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load(), Messages: held})
+			ti.Messages += held
 		}
 		if (moves%2 == 0 && t.minMoves.Load() == moves) || try == 100 {
 			return ti

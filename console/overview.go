@@ -62,7 +62,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		row := topicRow{Name: t.Name, Queues: len(t.Queues)}
 		var max int64
 		for _, q := range t.Queues {
-			row.Messages += q.MaxOffset - q.MinOffset
+			row.Messages += q.Messages
 			max += q.MaxOffset
 			if !q.Writable {
 				row.Closed++

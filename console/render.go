@@ -56,7 +56,6 @@ func (c *Console) funcs() template.FuncMap {
 		"internal": isInternal,
 		"rate":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
 		"add":      func(a, b int64) int64 { return a + b },
-		"sub":      func(a, b int64) int64 { return a - b },
 	}
 }
 

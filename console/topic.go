@@ -36,10 +36,7 @@ func (c *Console) topicPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.brokerFail(w, r, v, "listing groups", err)
 		return
 	}
-	d := topicData{Topic: t}
-	for _, q := range t.Queues {
-		d.Total += q.MaxOffset - q.MinOffset
-	}
+	d := topicData{Topic: t, Total: t.Messages}
 	for _, g := range groups {
 		tg := topicGroup{Name: g.Name}
 		found := false

@@ -309,7 +309,7 @@ func topicToPB(t equeue.TopicInfo) *pb.TopicInfo {
 	out := &pb.TopicInfo{Name: t.Name, Id: t.ID, CreatedAtUnixNano: nanos(t.CreatedAt), Queues: make([]*pb.QueueInfo, len(t.Queues)),
 		Priorities: toInt32(t.Priorities), Limits: limitsToPB(t.Limits), Messages: t.Messages}
 	for i, q := range t.Queues {
-		out.Queues[i] = &pb.QueueInfo{Id: toInt32(q.ID), MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Writable: q.Writable}
+		out.Queues[i] = &pb.QueueInfo{Id: toInt32(q.ID), MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Writable: q.Writable, Messages: &q.Messages}
 	}
 	return out
 }
@@ -321,7 +321,10 @@ func topicFromPB(t *pb.TopicInfo) equeue.TopicInfo {
 		out.Queues = make([]equeue.QueueInfo, n)
 	}
 	for i, q := range t.GetQueues() {
-		out.Queues[i] = equeue.QueueInfo{ID: int(q.GetId()), MinOffset: q.GetMinOffset(), MaxOffset: q.GetMaxOffset(), Writable: q.GetWritable()}
+		out.Queues[i] = equeue.QueueInfo{ID: int(q.GetId()), MinOffset: q.GetMinOffset(), MaxOffset: q.GetMaxOffset(), Writable: q.GetWritable(), Messages: q.GetMessages()}
+		if q.Messages == nil { // a server before the field: the offsets' span
+			out.Queues[i].Messages = max(q.GetMaxOffset()-q.GetMinOffset(), 0)
+		}
 	}
 	return out
 }

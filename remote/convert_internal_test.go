@@ -123,3 +123,18 @@ func TestConsumeFromMapping(t *testing.T) {
 	assert.Equal(t, equeue.ConsumeFromLatest, consumeFromFromPB(0), "what an older client sends by default")
 	assert.Equal(t, pb.ConsumeFrom_CONSUME_FROM_DEFAULT, consumeFromToPB(equeue.ConsumeFrom(0)))
 }
+
+// A queue's stored message count crosses the wire as the engine gives it
+// (less than its offsets' span when offsets were lost from the store, 0
+// for an empty queue); from a server before the field, the client gives
+// the span.
+func TestTopicInfo_QueueMessagesCrossTheWire(t *testing.T) {
+	in := equeue.TopicInfo{Name: "t", Messages: 2, Queues: []equeue.QueueInfo{
+		{ID: 0, MinOffset: 0, MaxOffset: 20, Writable: true, Messages: 2},
+		{ID: 1, MinOffset: 5, MaxOffset: 5, Writable: true, Messages: 0},
+	}}
+	assert.Equal(t, in, topicFromPB(topicToPB(in)))
+
+	old := &pb.TopicInfo{Name: "t", Queues: []*pb.QueueInfo{{Id: 0, MinOffset: 3, MaxOffset: 10}}}
+	assert.Equal(t, int64(7), topicFromPB(old).Queues[0].Messages, "a server before the field: the offsets' span")
+}

@@ -36,8 +36,9 @@ only the messages with the key --key K. It prints at most --max messages
 per queue (default 10).
 
 Output as for consume: text, json or body. With json on a topic with
-priorities, a token without admin rights cannot read the topic's lane
-count, so each message's priority is then 0.`,
+priorities each message's priority is the lane it was stored in; from a
+server that predates lanes in pull answers, a token without admin rights
+cannot read the topic's lane count, so the priority is then 0.`,
 		Example: `  equeue --dir ./data peek orders
   equeue --dir ./data peek orders --queue 2 --offset 100 --max 5
   equeue --server 127.0.0.1:7654 peek orders --time 2026-11-29T23:00:00Z --output json
@@ -135,9 +136,11 @@ type peeker struct {
 }
 
 // topicLanes returns the number of priority lanes of topic (0 without
-// priorities), which a browse needs to tell each message's lane. Reading
-// it is an admin call: for a token without that right it returns 0, and
-// the messages keep the Priority their pull gave them.
+// priorities), which a browse of a server that predates lanes in pull
+// answers needs to tell each message's lane (current servers and the
+// engine give it in the pull). Reading it is an admin call: for a token
+// without that right it returns 0, and the messages keep the Priority
+// their pull gave them.
 func topicLanes(ctx context.Context, c *conn, topic string) (int, error) {
 	info, err := c.Topic(ctx, topic)
 	if errors.Is(err, remote.ErrPermissionDenied) {
@@ -151,7 +154,8 @@ func topicLanes(ctx context.Context, c *conn, topic string) (int, error) {
 
 // markLane sets the Priority of a message of a topic with priorities to
 // the lane its queue ID stands for (queue × lanes + lane), as a
-// consumer's messages carry it; a pull without a group leaves it 0.
+// consumer's messages carry it; a pull of a server that predates lanes in
+// pull answers leaves it 0.
 func (p peeker) markLane(m *equeue.Message) {
 	if p.lanes > 0 {
 		m.Priority = m.Queue % p.lanes

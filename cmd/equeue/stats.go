@@ -99,7 +99,7 @@ are served by "equeue serve --metrics".`,
 					}
 					for _, q := range t.Queues {
 						st.Queues++
-						st.Messages += q.MaxOffset - q.MinOffset
+						st.Messages += q.Messages
 					}
 				}
 				groups, err := c.Groups(ctx)

@@ -150,7 +150,7 @@ func toTopicJSON(ti equeue.TopicInfo) topicJSON {
 		out.Priorities = ti.Priorities
 	}
 	for _, q := range ti.Queues {
-		n := q.MaxOffset - q.MinOffset
+		n := q.Messages
 		out.Messages += n
 		qj := queueJSON{ID: q.ID, MinOffset: q.MinOffset, MaxOffset: q.MaxOffset, Messages: n, Writable: q.Writable}
 		if p := out.Priorities; p > 1 {

@@ -183,9 +183,9 @@ func TestMessageJSON_ShowsPriority(t *testing.T) {
 	})
 }
 
-// TestPeek_JSONWithAConsumeToken: peek --output json reads the topic's lane
-// count, an admin call; a token with only the consume right still peeks,
-// the lanes then unknown (priority 0), while an admin token gets them.
+// TestPeek_JSONWithAConsumeToken: a token with only the consume right
+// cannot read the topic's lane count (an admin call), but peeks each
+// message with its lane all the same: the pull answer carries it.
 func TestPeek_JSONWithAConsumeToken(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -201,7 +201,7 @@ func TestPeek_JSONWithAConsumeToken(t *testing.T) {
 	})
 	t.Cleanup(func() { srv.stop(t) })
 
-	for token, lane := range map[string]float64{"ops": 2, "reader": 0} {
+	for token, lane := range map[string]float64{"ops": 2, "reader": 2} {
 		msgs := jsonLines[map[string]any](t, ok(t, "--server", addr, "--token", token, "peek", "tasks", "--output", "json"))
 		require.Len(t, msgs, 1, token)
 		assert.Equal(t, lane, msgs[0]["priority"], token)

@@ -152,7 +152,7 @@ func unhandled(ctx context.Context, eng *equeue.Engine, info equeue.TopicInfo) (
 		if l, ok := lag[q.ID]; ok {
 			n += l
 		} else {
-			n += q.MaxOffset - q.MinOffset
+			n += q.Messages
 		}
 	}
 	return n, nil

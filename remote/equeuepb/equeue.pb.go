@@ -2591,11 +2591,14 @@ func (*SetQueueWritableResponse) Descriptor() ([]byte, []int) {
 }
 
 type QueueInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	MinOffset     int64                  `protobuf:"varint,2,opt,name=min_offset,json=minOffset,proto3" json:"min_offset,omitempty"`
-	MaxOffset     int64                  `protobuf:"varint,3,opt,name=max_offset,json=maxOffset,proto3" json:"max_offset,omitempty"`
-	Writable      bool                   `protobuf:"varint,4,opt,name=writable,proto3" json:"writable,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	MinOffset int64                  `protobuf:"varint,2,opt,name=min_offset,json=minOffset,proto3" json:"min_offset,omitempty"`
+	MaxOffset int64                  `protobuf:"varint,3,opt,name=max_offset,json=maxOffset,proto3" json:"max_offset,omitempty"`
+	Writable  bool                   `protobuf:"varint,4,opt,name=writable,proto3" json:"writable,omitempty"`
+	// Messages the queue stores (equeue.QueueInfo.Messages), offsets lost
+	// from the store left out; absent from servers before it.
+	Messages      *int64 `protobuf:"varint,5,opt,name=messages,proto3,oneof" json:"messages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2656,6 +2659,13 @@ func (x *QueueInfo) GetWritable() bool {
 		return x.Writable
 	}
 	return false
+}
+
+func (x *QueueInfo) GetMessages() int64 {
+	if x != nil && x.Messages != nil {
+		return *x.Messages
+	}
+	return 0
 }
 
 type TopicInfo struct {
@@ -5279,14 +5289,16 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\x05R\x05queue\x12\x1a\n" +
 	"\bwritable\x18\x03 \x01(\bR\bwritable\"\x1a\n" +
-	"\x18SetQueueWritableResponse\"u\n" +
+	"\x18SetQueueWritableResponse\"\xa3\x01\n" +
 	"\tQueueInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x1d\n" +
 	"\n" +
 	"min_offset\x18\x02 \x01(\x03R\tminOffset\x12\x1d\n" +
 	"\n" +
 	"max_offset\x18\x03 \x01(\x03R\tmaxOffset\x12\x1a\n" +
-	"\bwritable\x18\x04 \x01(\bR\bwritable\"\xfa\x01\n" +
+	"\bwritable\x18\x04 \x01(\bR\bwritable\x12\x1f\n" +
+	"\bmessages\x18\x05 \x01(\x03H\x00R\bmessages\x88\x01\x01B\v\n" +
+	"\t_messages\"\xfa\x01\n" +
 	"\tTopicInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\x14created_at_unix_nano\x18\x02 \x01(\x03R\x11createdAtUnixNano\x12,\n" +
@@ -5753,6 +5765,7 @@ func file_equeue_v1_equeue_proto_init() {
 	if File_equeue_v1_equeue_proto != nil {
 		return
 	}
+	file_equeue_v1_equeue_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
