@@ -27,6 +27,7 @@ func TestEngine_LostOffsetsDoNotCountAgainstMaxMessages(t *testing.T) {
 	info, err := e.Topic(ctx, "t")
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), info.Messages, "the lost offsets hold no message")
+	assert.Equal(t, int64(2), info.Queues[0].Messages, "nor does the queue count them")
 	require.NoError(t, e.SetTopicLimits(ctx, "t", equeue.TopicLimits{MaxMessages: 10, Overflow: equeue.OverflowReject}))
 	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
 	assert.NoError(t, err, "the topic stores 2 messages of its 10")
