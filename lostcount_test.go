@@ -155,3 +155,29 @@ func TestEngine_GroupLagLeavesOutLostOffsets(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2+3), lag("fresh"), "m-0, m-1 and the three sent past the lost offsets")
 }
+
+// A size-triggered retention pass cuts the oldest tenth of the messages a
+// queue stores, not of its offsets: with 18 of 100 offsets lost, it cuts 8
+// messages (m-0, m-1 and, past the lost offsets, six more), where a tenth
+// of the offsets would have reached only into the lost ones and cut 2.
+func TestEngine_SizeRetentionCutsATenthOfTheStoredMessages(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	for i := range 80 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "a-%d", i)}}})
+		require.NoError(t, err)
+	}
+	res, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: -1, MaxBytes: 1})
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), res.Deleted, "a tenth of the 82 stored messages")
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(26), info.Queues[0].MinOffset, "m-0, m-1 and a-0 to a-5 cut")
+	assert.Equal(t, int64(74), info.Messages)
+}

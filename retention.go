@@ -20,8 +20,8 @@ type RetentionPolicy struct {
 	// MaxAge deletes messages stored longer ago than this. Zero means 72 h;
 	// negative means no age limit.
 	MaxAge time.Duration
-	// MaxBytes, when positive, deletes the oldest tenth of every queue on
-	// each pass while the store is larger than this. The store's size falls
+	// MaxBytes, when positive, deletes the oldest tenth of every queue's
+	// messages on each pass while the store is larger than this. The store's size falls
 	// only as Badger compacts, so the limit is approximate.
 	MaxBytes int64
 	// KeepUnconsumed deletes only messages every group subscribed to the
@@ -175,7 +175,10 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 		cutoff = off
 	}
 	if oversize && next > min {
-		cutoff = max(cutoff, min+max((next-min)/10, 1))
+		// A tenth of the messages the queue stores: offsets known lost
+		// hold none, and a cut counted in them could take nothing.
+		_, _, lost := q.extent()
+		cutoff = max(cutoff, lost.skip(min, max(lost.held(min, next)/10, 1)))
 	}
 	if t.keepUnconsumed(p.KeepUnconsumed) {
 		cutoff = e.groups.consumedBelow(QueueRef{Topic: t.name, Queue: q.id}, cutoff)
