@@ -144,15 +144,16 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		// A leave. Kafka looks the group up first: to a group that is not
 		// a KIP-848 one (none of that name, or a classic one) it answers
 		// GROUP_ID_NOT_FOUND; of a member the group does not have (it
-		// left, or was dropped, already) UNKNOWN_MEMBER_ID.
+		// left, or was dropped, already) UNKNOWN_MEMBER_ID. A leave that
+		// names an instance ID is the instance's member's (staticLeave).
 		c.lock()
 		g := c.cgroups[req.Group]
 		if g == nil {
 			c.mu.Unlock()
 			return fail(errGroupIDNotFound, "no KIP-848 group of that name")
 		}
-		if req.MemberEpoch == leaveStaticEpoch {
-			code := g.staticLeave(req.MemberID, *req.InstanceID, time.Now())
+		if req.InstanceID != nil {
+			code := g.staticLeave(req.MemberID, *req.InstanceID, req.MemberEpoch, time.Now())
 			c.mu.Unlock()
 			if code != errNone {
 				return fail(code, "")

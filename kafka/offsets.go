@@ -138,6 +138,11 @@ func (c *coordinator) admitCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		switch {
 		case m == nil:
 			return errUnknownMemberID, nil, nil, nil
+		case m.away:
+			// A static member that left for a while (member epoch -2)
+			// keeps its partitions for its instance, whose next member
+			// commits them: Kafka refuses its commits, its epoch being -2.
+			return errStaleMemberEpoch, nil, nil, nil
 		case req.Generation > m.epoch:
 			// An epoch the group never gave it (Kafka answers the same):
 			// the member must rejoin. An older epoch commits what the

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/kafka"
 )
 
@@ -144,4 +145,74 @@ func TestConsumerGroup_StaticMemberAwayPastItsSession(t *testing.T) {
 		return len(d.owned) == 2
 	}, 30*time.Second, 50*time.Millisecond, "s is dropped after its session; d gets both")
 	assert.Equal(t, int16(0), staticBeat(ctx, t, b, "s-2", "i1", 0, tid, nil).ErrorCode, "the instance joins as a new member")
+}
+
+// TestConsumerGroup_StaticMemberAwayCommitsNothing: a static member that
+// left with member epoch -2 keeps its partitions for its instance, but
+// its own commits are refused with STALE_MEMBER_EPOCH, as Kafka refuses a
+// commit whose epoch is not the member's (-2 while it is away); the
+// member that takes its place commits them, and the replaced member ID is
+// UNKNOWN_MEMBER_ID. Before, the away member still committed the
+// partitions it kept, with its last epoch or none.
+func TestConsumerGroup_StaticMemberAwayCommitsNothing(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	for range 5 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	b := kclient(t, serve(t, e, &kafka.Options{ConsumerSessionTimeout: time.Minute})).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+
+	r := staticBeat(ctx, t, b, "s-1", "i1", 0, tid, nil)
+	require.Equal(t, int16(0), r.ErrorCode)
+	require.Equal(t, []int32{0}, assigned(r))
+	epoch := r.MemberEpoch
+	require.Equal(t, int16(0), commitOne(ctx, t, b, epoch, "s-1", 1))
+
+	require.Equal(t, int16(0), staticBeat(ctx, t, b, "s-1", "i1", -2, tid, nil).ErrorCode)
+	assert.Equal(t, int16(113), commitOne(ctx, t, b, epoch, "s-1", 2), "STALE_MEMBER_EPOCH: away, with its last epoch")
+	assert.Equal(t, int16(113), commitOne(ctx, t, b, -1, "s-1", 2), "STALE_MEMBER_EPOCH: away, without an epoch")
+
+	r = staticBeat(ctx, t, b, "s-2", "i1", 0, tid, nil)
+	require.Equal(t, int16(0), r.ErrorCode)
+	require.Equal(t, []int32{0}, assigned(r))
+	assert.Equal(t, int16(0), commitOne(ctx, t, b, r.MemberEpoch, "s-2", 3), "the member in its place commits")
+	assert.Equal(t, int16(25), commitOne(ctx, t, b, epoch, "s-1", 4), "UNKNOWN_MEMBER_ID: replaced")
+
+	offs, err := e.GroupOffsets(ctx, "g")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), offs[equeue.QueueRef{Topic: "t", Queue: 0}])
+}
+
+// TestConsumerGroup_ReplacedStaticMemberLeaveIsFenced: a leave (member
+// epoch -1 or -2) that names an instance ID is checked against the
+// instance's member, as Kafka checks it: the member another took the
+// place of gets FENCED_INSTANCE_ID, and an instance the group does not
+// have UNKNOWN_MEMBER_ID; the member in its place leaves. Before, a -1
+// leave looked the member ID up only and answered the replaced member
+// UNKNOWN_MEMBER_ID.
+func TestConsumerGroup_ReplacedStaticMemberLeaveIsFenced(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	b := kclient(t, serve(t, e, &kafka.Options{ConsumerSessionTimeout: time.Minute})).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+
+	require.Equal(t, int16(0), staticBeat(ctx, t, b, "s-1", "i1", 0, tid, nil).ErrorCode)
+	require.Equal(t, int16(0), staticBeat(ctx, t, b, "s-1", "i1", -2, tid, nil).ErrorCode)
+	r := staticBeat(ctx, t, b, "s-2", "i1", 0, tid, nil)
+	require.Equal(t, int16(0), r.ErrorCode)
+
+	assert.Equal(t, int16(82), staticBeat(ctx, t, b, "s-1", "i1", -1, tid, nil).ErrorCode, "FENCED_INSTANCE_ID: -1 of the member replaced")
+	assert.Equal(t, int16(82), staticBeat(ctx, t, b, "s-1", "i1", -2, tid, nil).ErrorCode, "FENCED_INSTANCE_ID: -2 of the member replaced")
+	assert.Equal(t, int16(25), staticBeat(ctx, t, b, "s-1", "", -1, tid, nil).ErrorCode, "UNKNOWN_MEMBER_ID: no instance named, the member ID is gone")
+	assert.Equal(t, int16(25), staticBeat(ctx, t, b, "s-2", "i9", -1, tid, nil).ErrorCode, "UNKNOWN_MEMBER_ID: no member of that instance")
+	require.Equal(t, int16(0), staticBeat(ctx, t, b, "s-2", "i1", r.MemberEpoch, tid, nil).ErrorCode, "s-2 is still a member")
+
+	r = staticBeat(ctx, t, b, "s-2", "i1", -1, tid, nil)
+	require.Equal(t, int16(0), r.ErrorCode)
+	assert.Equal(t, int32(-1), r.MemberEpoch)
+	assert.Equal(t, int16(25), staticBeat(ctx, t, b, "s-2", "i1", -1, tid, nil).ErrorCode, "UNKNOWN_MEMBER_ID: it left")
 }

@@ -9,8 +9,10 @@ import "time"
 // (under a new member ID) takes its place, its partitions and its member
 // epoch at once, without a change of the group's epoch. As in Kafka, an
 // instance ID is one member's at a time: a join naming one whose member
-// has not left so gets UNRELEASED_INSTANCE_ID, and a heartbeat of a
-// member another took the place of FENCED_INSTANCE_ID.
+// has not left so gets UNRELEASED_INSTANCE_ID, and a heartbeat or leave of
+// a member another took the place of FENCED_INSTANCE_ID. A member away
+// commits nothing (STALE_MEMBER_EPOCH, admitCommitter): the member that
+// takes its place commits its partitions.
 
 // Codes of KIP-848 static membership.
 const (
@@ -28,18 +30,24 @@ func (g *cgroup) static(instance string) *cmember {
 	return nil
 }
 
-// staticLeave serves a leave with member epoch -2 of the member id with
-// that instance ID: it is kept, as away, until its session (counted from
-// now) runs out. It returns the error code of the answer.
-func (g *cgroup) staticLeave(id, instance string, now time.Time) int16 {
+// staticLeave serves a leave (member epoch -1 or -2) that names an
+// instance ID, as Kafka serves it: the instance's member must be the one
+// leaving (else FENCED_INSTANCE_ID, or UNKNOWN_MEMBER_ID if the group has
+// no member of that instance). With -2 it is kept, as away, until its
+// session (counted from now) runs out; with -1 it is dropped. It returns
+// the error code of the answer.
+func (g *cgroup) staticLeave(id, instance string, epoch int32, now time.Time) int16 {
 	m := g.static(instance)
 	switch {
 	case m == nil:
 		return errUnknownMemberID
 	case m.id != id:
 		return errFencedInstanceID
+	case epoch == leaveStaticEpoch:
+		m.away, m.lastSeen = true, now
+	default:
+		g.drop(id)
 	}
-	m.away, m.lastSeen = true, now
 	return errNone
 }
 
