@@ -181,6 +181,9 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		return fail(code, msg)
 	}
 	defer c.mu.Unlock() // readTopics returned with c locked
+	if req.MemberEpoch == 0 {
+		c.convertEmptyClassic(req.Group) // readTopics found it without members
+	}
 	now := time.Now()
 	g := c.cgroups[req.Group]
 	if g == nil {
@@ -314,6 +317,24 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		resp.Assignment = assignmentOf(m.assigned, infos)
 	}
 	return resp
+}
+
+// convertEmptyClassic forgets the named classic group, which has no
+// members, for a joining KIP-848 member: Kafka converts an empty classic
+// group to a consumer group so, and one name is one group's. Its
+// committed offsets are the engine's and stay, as does its commit gate,
+// which the KIP-848 group waits on before it gives out a partition; the
+// member IDs it gave out (MEMBER_ID_REQUIRED) go with it. One not Empty
+// yet (its last member's leave gave up waiting for commits in flight,
+// and the coordinator's tick would end it) is ended, as forgetAll ends
+// the groups it forgets. The caller holds c's lock.
+func (c *coordinator) convertEmptyClassic(name string) {
+	g := c.groups[name]
+	if g == nil {
+		return
+	}
+	g.toEmpty()
+	delete(c.groups, name)
 }
 
 // readTopics reads the topics the group's members and the request name
