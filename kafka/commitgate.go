@@ -132,7 +132,12 @@ func (c *coordinator) gate(group string) *commitGate {
 // first: a change it left to this round because commits were in flight
 // (tick) is made before c is unlocked, so the commits that waited at the
 // gate enter after it. A change that waits in settle checks the gate
-// again once it has c's lock, as it does after reopening the gate itself.
+// again once it has c's lock, as it does after reopening the gate itself:
+// the tick reopens a gate only once the commits a settle waits for left
+// (its wait has ended then), so a commit it lets in before that settle
+// has c's lock again costs the settle one more wait, for that commit
+// only, which it shuts the gate for. The tick also reopens a gate that a
+// settle left shut with commits in it (settle).
 func (c *coordinator) reopenDrainedGates() {
 	for _, g := range c.commits {
 		if g.empty() {
@@ -163,9 +168,10 @@ func (c *coordinator) commitsSettled(group string) bool {
 // a change of who owns its partitions may be made before c is unlocked;
 // the caller holds c's lock. If it is not, settle shuts it, waits without
 // c's lock for the commits in it to leave (or for ctx to end), locks c
-// again, reopens it and returns false: the caller checks its change again
-// (the group may have changed meanwhile) and calls settle again. Only the
-// group's own calls thus wait for its store writes, not every group's.
+// again, reopens it if it is empty and returns false: the caller checks
+// its change again (the group may have changed meanwhile) and calls
+// settle again. Only the group's own calls thus wait for its store
+// writes, not every group's.
 func (c *coordinator) settle(ctx context.Context, group string) bool {
 	g := c.commits[group]
 	if g == nil {
@@ -182,7 +188,16 @@ func (c *coordinator) settle(ctx context.Context, group string) bool {
 	}
 	c.lock()
 	// Reopened under c's lock: a commit let in now enters only once c is
-	// unlocked, after the change the caller makes next.
-	g.reopen()
+	// unlocked, after the change the caller makes next. Only if empty: a
+	// commit in it now entered after the wait ended (the tick reopened
+	// it) or is one this settle gave up on (ctx ended), and another
+	// settle that shut the gate may be waiting for it. Reopened, the gate
+	// would let further commits in under that settle, which a stream of
+	// them, each sent before the one before was stored, could keep
+	// waiting for as long as it went on. The settle whose wait ends with
+	// the gate empty, or else the tick (reopenDrainedGates), reopens it.
+	if g.empty() {
+		g.reopen()
+	}
 	return false
 }
