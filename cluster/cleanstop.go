@@ -35,10 +35,18 @@ var cleanKey = []byte("\x00cluster/clean")
 // verified (store.Badger.VerifyRecords), and a damaged one is moved aside
 // to a sibling directory named "engine.damaged-<unix nanoseconds>" and
 // replaced by an empty store, which Raft fills from the snapshot and the
-// log when it starts.
-func openNodeStore(dir string, bo *store.BadgerOptions, log *slog.Logger) (*store.Badger, error) {
+// log when it starts. Of the stores moved aside, the newest keep are kept
+// (pruneDamaged).
+func openNodeStore(dir string, bo *store.BadgerOptions, keep int, log *slog.Logger) (*store.Badger, error) {
+	return openNodeStoreWith(store.OpenBadger, dir, bo, keep, log)
+}
+
+// openNodeStoreWith is openNodeStore opening stores with open (tests: an
+// open that fails).
+func openNodeStoreWith(open func(string, *store.BadgerOptions) (*store.Badger, error),
+	dir string, bo *store.BadgerOptions, keep int, log *slog.Logger) (*store.Badger, error) {
 	path := filepath.Join(dir, engineDir)
-	st, err := store.OpenBadger(path, bo)
+	st, err := open(path, bo)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +63,7 @@ func openNodeStore(dir string, bo *store.BadgerOptions, log *slog.Logger) (*stor
 	if !errors.Is(verr, store.ErrDamaged) {
 		return nil, verr
 	}
-	aside := path + ".damaged-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	aside := path + damagedInfix + strconv.FormatInt(time.Now().UnixNano(), 10)
 	if err := os.Rename(path, aside); err != nil {
 		return nil, fmt.Errorf("store damaged (%w); moving it aside: %w", verr, err)
 	}
@@ -64,7 +72,15 @@ func openNodeStore(dir string, bo *store.BadgerOptions, log *slog.Logger) (*stor
 		msg = "store damaged after a clean stop (check the disk): moved aside; the node rebuilds it from the Raft snapshot and log"
 	}
 	log.Error(msg, "err", verr, "moved_to", aside)
-	return store.OpenBadger(path, bo)
+	// Before the new store opens, which may need the space: only older
+	// stores go, never the one just moved aside, so a failed open below
+	// leaves it in place (the next Open starts from an empty store).
+	pruneDamaged(dir, filepath.Base(aside), keep, log)
+	st, err = open(path, bo)
+	if err != nil {
+		return nil, fmt.Errorf("store damaged (%w) and moved aside to %s; opening a new one: %w", verr, aside, err)
+	}
+	return st, nil
 }
 
 // takeCleanMark reports whether st is marked clean (cleanKey) and removes

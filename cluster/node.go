@@ -162,7 +162,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if bo.SegmentBytes == 0 {
 		bo.SegmentBytes = NodeSegmentBytes
 	}
-	if n.st, err = openNodeStore(dir, &bo, n.log); err != nil {
+	if n.st, err = openNodeStore(dir, &bo, o.KeepDamaged, n.log); err != nil {
 		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
 	}
 	closers = append(closers, n.st)

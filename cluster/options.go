@@ -71,6 +71,16 @@ type Options struct {
 	// Peers are the voters of a bootstrapped cluster.
 	Peers []Peer
 
+	// KeepDamaged is how many of the stores it found damaged the node
+	// keeps. A node verifies its store at Open; it moves a damaged one
+	// aside, to "engine.damaged-<unix nanoseconds>" in its directory, for
+	// an operator to look into, and rebuilds the store from the Raft
+	// snapshot and log. Each is a full copy of the store, so when it moves
+	// one aside it removes all but the newest KeepDamaged (logging each it
+	// removes); the one just moved aside is always kept. Zero means 1;
+	// negative is refused.
+	KeepDamaged int
+
 	// Engine configures the engine the leader runs. Its Store, InMemory
 	// and Badger fields must be unset (the node opens the store). The node
 	// sets Sync (a write is acknowledged once a majority has it in its
@@ -152,6 +162,9 @@ func (o *Options) validate() error {
 	// the node listens on it or another node dials it.
 	if !dialableAddr(o.RaftAddr, 0) {
 		return fmt.Errorf("%w: RaftAddr %q must be HOST:PORT naming a host other nodes can dial", equeue.ErrInvalidOptions, o.RaftAddr)
+	}
+	if o.KeepDamaged < 0 {
+		return fmt.Errorf("%w: negative KeepDamaged", equeue.ErrInvalidOptions)
 	}
 	switch o.LogStore {
 	case "", LogStoreWAL, LogStoreBolt:

@@ -67,14 +67,15 @@ func TestOpen_FailedBootstrapReturnsAnError(t *testing.T) {
 }
 
 // Open refuses options it cannot run with before it touches the disk: a
-// Raft address other nodes cannot dial (an unspecified host) or an unknown
-// log store leaves no directory behind.
+// Raft address other nodes cannot dial (an unspecified host), an unknown
+// log store or a negative KeepDamaged leaves no directory behind.
 func TestOpen_RefusedOptionsCreateNoDirectory(t *testing.T) {
 	for name, mod := range map[string]func(o *cluster.Options){
 		"unspecified IPv4 host": func(o *cluster.Options) { o.RaftAddr = "0.0.0.0:7000" },
 		"unspecified IPv6 host": func(o *cluster.Options) { o.RaftAddr = "[::]:7000" },
 		"no host":               func(o *cluster.Options) { o.RaftAddr = ":7000" },
 		"unknown log store":     func(o *cluster.Options) { o.LogStore = "nope" },
+		"negative KeepDamaged":  func(o *cluster.Options) { o.KeepDamaged = -1 },
 		"a peer at 0.0.0.0": func(o *cluster.Options) {
 			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: "0.0.0.0:7001"}}
 		},
