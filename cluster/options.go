@@ -34,7 +34,10 @@ type Options struct {
 	// RaftAddr is the host:port the Raft transport listens on and other
 	// nodes dial. Required; an unspecified host (0.0.0.0, [::]) is refused,
 	// as other nodes cannot dial it. Port 0 picks a free port (tests);
-	// Node.RaftAddr reports it. A host name is not looked up by the
+	// Node.RaftAddr reports it. The node gives other nodes RaftAddr as
+	// given (with the port picked), never the address its host name
+	// resolved to, so a DNS name whose address changes across restarts is
+	// recorded as the name. A host name is not looked up by the
 	// options' check: Open looks it up when it listens on it (and fails,
 	// with the lookup's error, when it does not resolve), and the
 	// transport when another node dials it. With RaftStream nothing looks

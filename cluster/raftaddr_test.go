@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/internal/testport"
 )
 
 // namedStream is a loopback stream layer that other nodes would reach at
@@ -94,4 +96,50 @@ func TestOpen_RaftAddrForm(t *testing.T) {
 			assert.NoDirExists(t, dir)
 		})
 	}
+}
+
+// A node on plain TCP gives other nodes its Raft address as configured: a
+// host name stays the name (a DNS name whose address changes when the
+// node restarts, a Kubernetes headless service's), in Node.RaftAddr, in
+// the configuration a node that bootstraps alone records, and so in what
+// the other nodes dial, also after a restart. Before, the node gave the
+// address its listener resolved the name to.
+func TestOpen_AdvertisesTheConfiguredRaftHostName(t *testing.T) {
+	_, port, err := net.SplitHostPort(testport.Addrs(t, 1)[0])
+	require.NoError(t, err)
+	name := net.JoinHostPort("localhost", port)
+	dir := filepath.Join(t.TempDir(), "n1")
+	o := &cluster.Options{ID: "n1", RaftAddr: name, Bootstrap: true,
+		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond}
+	for _, round := range []string{"bootstrapped", "opened again"} {
+		n, err := cluster.Open(dir, o)
+		require.NoError(t, err, round)
+		assert.Equal(t, name, n.RaftAddr(), round)
+		eventually(t, 30*time.Second, func() error {
+			if !n.Status().Serving {
+				return fmt.Errorf("%s: the single node does not lead", round)
+			}
+			return nil
+		})
+		servers := n.Status().Servers
+		require.NoError(t, n.Close())
+		require.Len(t, servers, 1, round)
+		assert.Equal(t, name, servers[0].RaftAddr, "%s: the configuration records the name", round)
+	}
+}
+
+// Port 0 picks a free port, which the configured host name is advertised
+// with.
+func TestOpen_AdvertisesTheHostNameWithThePortPicked(t *testing.T) {
+	n, err := cluster.Open(filepath.Join(t.TempDir(), "n1"), &cluster.Options{ID: "n1", RaftAddr: "localhost:0", Bootstrap: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, n.Close()) }()
+	host, port, err := net.SplitHostPort(n.RaftAddr())
+	require.NoError(t, err)
+	assert.Equal(t, "localhost", host)
+	assert.NotEqual(t, "0", port)
+	conn, err := net.Dial("tcp", n.RaftAddr())
+	require.NoError(t, err, "the node listens there")
+	require.NoError(t, conn.Close())
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -85,7 +86,13 @@ func (c *acceptedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// tcpStream is plain TCP, as raft.NewTCPTransport sets it up.
+// tcpStream is plain TCP, as raft.NewTCPTransport sets it up, but for the
+// address it advertises: RaftAddr as configured, not the address the
+// listener resolved its host name to. Raft records a node under the
+// address its transport gives (LocalAddr, from Addr: the configuration of
+// a node that bootstraps alone, the header of every call it makes), and
+// the other nodes dial that: a DNS name (a Kubernetes headless service's,
+// say) whose address changes when the node restarts must stay a name.
 type tcpStream struct {
 	net.Listener
 	advertise net.Addr
@@ -96,17 +103,23 @@ type tcpStream struct {
 // cannot dial.
 var errNotAdvertisable = errors.New("the host resolves to an address other nodes cannot dial")
 
-// listenTCP listens on addr, looking its host name up.
+// listenTCP listens on addr, looking its host name up. It advertises addr
+// with the port the listener took (the one picked for port 0).
 func listenTCP(addr string) (*tcpStream, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	if a, ok := l.Addr().(*net.TCPAddr); !ok || a.IP.IsUnspecified() {
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok || a.IP.IsUnspecified() {
 		_ = l.Close()
 		return nil, fmt.Errorf("%w (%s)", errNotAdvertisable, l.Addr())
 	}
-	return &tcpStream{Listener: l, advertise: l.Addr()}, nil
+	return &tcpStream{Listener: l, advertise: namedAddr(net.JoinHostPort(host, strconv.Itoa(a.Port)))}, nil
 }
 
 // Dial implements raft.StreamLayer.
@@ -114,5 +127,11 @@ func (t *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	return net.DialTimeout("tcp", string(address), timeout)
 }
 
-// Addr is the address the listener is bound to, which peers dial.
+// Addr is the address other nodes dial: RaftAddr as configured.
 func (t *tcpStream) Addr() net.Addr { return t.advertise }
+
+// namedAddr is a TCP address as configured, a host name left unresolved.
+type namedAddr string
+
+func (a namedAddr) Network() string { return "tcp" }
+func (a namedAddr) String() string  { return string(a) }

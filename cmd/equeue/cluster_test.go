@@ -236,3 +236,34 @@ func TestCluster_RefusedClusterFlagsAreUsageErrors(t *testing.T) {
 		fails(t, exitUsage, tc.want, args...)
 	}
 }
+
+// A node records itself under --cluster-raft as given: a host name (a DNS
+// name whose address changes when the node restarts) stays the name in
+// the cluster's configuration, which the other nodes dial; before, serve
+// gave the address its listener resolved the name to.
+func TestCluster_RecordsTheRaftHostNameAsGiven(t *testing.T) {
+	port := freePort(t)
+	raftName := "localhost" + port[strings.LastIndex(port, ":"):]
+	n := &clusterNode{id: "n1", dir: filepath.Join(t.TempDir(), "n1"), listen: freePort(t), raft: raftName, admin: freePort(t)}
+	n.srv = startServe(t, "--dir", n.dir, "--listen", n.listen, "--cluster-id", n.id, "--cluster-raft", n.raft,
+		"--cluster-admin", n.admin, "--cluster-bootstrap")
+	var servers []struct{ ID, RaftAddr string }
+	eventually(t, 60*time.Second, "n1 leads", func() bool {
+		r := cli(t, "cluster", "status", "--json", "--admin", n.admin)
+		var s struct {
+			Serving bool
+			Servers []struct{ ID, RaftAddr string }
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &s) != nil || !s.Serving {
+			return false
+		}
+		servers = s.Servers
+		return true
+	})
+	if len(servers) != 1 || servers[0].RaftAddr != raftName {
+		t.Fatalf("the configuration holds %+v, want n1 at %s", servers, raftName)
+	}
+	if code := n.srv.stop(t); code != 0 {
+		t.Fatalf("n1 exited %d:\n%s", code, n.srv.stderr)
+	}
+}

@@ -127,7 +127,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	}
 	// The node owns its Raft listener from here, and closes it when Open
 	// fails.
-	copts.RaftStream = raftStream{ports.take("cluster-raft")}
+	copts.RaftStream = newRaftStream(ports.take("cluster-raft"), cf.raft)
 	node, err := cluster.Open(a.dir, copts)
 	if err != nil {
 		if errors.Is(err, equeue.ErrInvalidOptions) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -69,12 +70,35 @@ func (c serveConfig) wantedPorts() []servePort {
 }
 
 // raftStream carries a cluster node's Raft traffic over plain TCP, on the
-// listener serve took for --cluster-raft (cluster.Options.RaftStream).
+// listener serve took for --cluster-raft (cluster.Options.RaftStream). It
+// gives other nodes --cluster-raft as given (cluster.Options.RaftStream's
+// Addr must be RaftAddr), not the address the listener resolved its host
+// name to: a DNS name whose address changes when the node restarts must
+// stay a name in the cluster's configuration.
 type raftStream struct {
 	net.Listener
+	advertise raftAddr
+}
+
+// newRaftStream carries Raft's traffic on lis, which listens on addr.
+func newRaftStream(lis net.Listener, addr string) raftStream {
+	host, port, _ := net.SplitHostPort(addr) // checked by serveCluster
+	if a, ok := lis.Addr().(*net.TCPAddr); ok {
+		port = strconv.Itoa(a.Port) // the port picked for port 0
+	}
+	return raftStream{Listener: lis, advertise: raftAddr(net.JoinHostPort(host, port))}
 }
 
 // Dial implements raft.StreamLayer.
 func (raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	return net.DialTimeout("tcp", string(address), timeout)
 }
+
+// Addr is the address other nodes dial: --cluster-raft as given.
+func (s raftStream) Addr() net.Addr { return s.advertise }
+
+// raftAddr is a TCP address as given, a host name left unresolved.
+type raftAddr string
+
+func (a raftAddr) Network() string { return "tcp" }
+func (a raftAddr) String() string  { return string(a) }
