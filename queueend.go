@@ -11,9 +11,11 @@ package equeue
 // Facts Open loads anyway prove offsets were given out: a group's
 // committed offset C of a queue (it consumed every offset below C), a
 // send-back mark at offset o of the queue's incarnation (the message at o
-// was pulled), and a dedup entry of the topic's window at offset o (the
+// was pulled), a dedup entry of the topic's window at offset o (the
 // message at o was stored, in the write that recorded the entry; a resend
-// of its ID is answered with o). raiseQueueEnds raises each queue's end
+// of its ID is answered with o), and a redriven mark at offset o of a
+// group's dead-letter topic (the dead letter at o was redriven; a later
+// one stored at o would be taken as redriven, and never be). raiseQueueEnds raises each queue's end
 // to the highest of them, so no offset is given out twice. The offsets
 // between the store's end and the raised one are lost: they are logged
 // and counted in Stats().CorruptRecords, reads pass them (readQueue: no
@@ -22,9 +24,10 @@ package equeue
 // finds them again.
 
 // raiseQueueEnds raises the end of every queue that a group's committed
-// offset, a send-back mark or a dedup entry shows to be higher. Open calls
-// it once the dedup windows and the groups are loaded, before the writer
-// starts. It walks each window's entries once, in memory.
+// offset, a send-back mark, a dedup entry or a redriven mark shows to be
+// higher. Open calls it once the dedup windows and the groups are loaded,
+// before the writer starts. It walks each window's entries once, in
+// memory, and scans the redriven marks once.
 func (e *Engine) raiseQueueEnds() {
 	proven := map[*queue]int64{}
 	// prove notes that ref's queue ends at end at least, if ref names a
@@ -66,6 +69,18 @@ func (e *Engine) raiseQueueEnds() {
 		for qid, end := range x.ends() {
 			prove(QueueRef{Topic: t.name, Queue: qid}, func(t *topic) bool { return t.id == tid }, end)
 		}
+	}
+	// A redriven mark names its dead letter's offset in its group's
+	// dead-letter topic, and the incarnation it was written for (a mark of
+	// the first format, one Open could not migrate, answers for any).
+	err := e.scanRedriven(func(group string, off int64, v []byte) {
+		prove(QueueRef{Topic: DLQTopic(group)}, func(t *topic) bool {
+			ok, _ := redrivenIn(v, t.id)
+			return ok
+		}, off+1)
+	})
+	if err != nil {
+		e.log.Warn("queue ends at open: could not read the redriven marks", "err", err)
 	}
 	for q, end := range proven {
 		if was, raised := q.raiseEnd(end); raised {

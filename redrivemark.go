@@ -90,6 +90,17 @@ func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
 	return redrivenIn(v, t.id)
 }
 
+// scanRedriven calls fn with the group, the dead letter's offset and the
+// value of every redriven mark; v is valid only during the call.
+func (e *Engine) scanRedriven(fn func(group string, off int64, v []byte)) error {
+	return e.st.ScanMeta(keyRedrivenPrefix, func(k, v []byte) error {
+		if group, ok := redrivenGroup(k); ok {
+			fn(group, int64(binary.BigEndian.Uint64(k[len(k)-8:])), v)
+		}
+		return nil
+	})
+}
+
 // migrateRedrivenMarks gives the marks of the first format the ID of their
 // group's dead-letter topic, or deletes them when there is none. Open calls
 // it once the topics are loaded, before the writer starts.
