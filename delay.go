@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -67,18 +68,37 @@ type scheduler struct {
 // record stays until the write that deletes the key, and the sweep deletes
 // only records no key refers to, so every new slot is above every pending
 // one (TestDelay_ReopensBetweenSendsWithMixedDueTimes).
+//
+// Damage the store cannot see (queueend.go) can take the log's tail with
+// the records of pending messages, whose index keys stay: the log then
+// opens past the highest slot a key holds, as a queue opens past the
+// offsets its metadata proves were given out. A new message sharing a
+// lost message's slot would be moved by that message's key, at its time
+// and into its queue, and its own key would find nothing; the lost
+// message's key is dropped when it comes due, its record gone.
 func (e *Engine) openScheduler() error {
 	first, next, ok, err := e.st.Bounds(delayLogID)
 	if err != nil {
 		return fmt.Errorf("equeue: delay log bounds: %w", unsupportedSegment(err))
 	}
+	live, err := e.delaySlots()
+	if err != nil {
+		return fmt.Errorf("equeue: read the delay index: %w", err)
+	}
 	if !ok {
 		first, next = 0, 0
-	} else if err := e.sweepDelayLog(first, next); err != nil {
+	} else if err := e.sweepDelayLog(live, first, next); err != nil {
 		return fmt.Errorf("equeue: sweep the delay log: %w", err)
 	}
+	end := next
+	if n := len(live); n > 0 && live[n-1] >= next {
+		end = live[n-1] + 1
+		lost := len(live) - sort.Search(len(live), func(i int) bool { return live[i] >= next })
+		e.log.Error("delay log ends below slots of pending delayed messages: their records are lost, and their slots given out no more",
+			"stored_end", next, "end", end, "lost", lost)
+	}
 	pseudo := &topic{name: "%DELAY%", id: 0}
-	q := newQueue(pseudo, 0, int64(first), int64(next))
+	q := newQueue(pseudo, 0, int64(first), int64(end))
 	qs := []*queue{q}
 	pseudo.queues.Store(&qs)
 	e.sched = &scheduler{e: e, log: q, kick: make(chan struct{}, 1)}
@@ -297,10 +317,9 @@ func (s *scheduler) trim(slots []int64) {
 	}
 }
 
-// sweepDelayLog deletes delay-log records that no index key refers to: the
-// move of a record deletes its key and the trim of its slot follows, so a
-// crash or failure between the two leaves such a record behind.
-func (e *Engine) sweepDelayLog(first, next uint64) error {
+// delaySlots returns the delay-log slots the index keys refer to, in
+// ascending order.
+func (e *Engine) delaySlots() ([]uint64, error) {
 	var live []uint64
 	err := e.st.ScanMeta(keyDelayPrefix, func(k, _ []byte) error {
 		if _, seq, ok := parseDelayKey(k); ok && seq >= 0 {
@@ -309,9 +328,17 @@ func (e *Engine) sweepDelayLog(first, next uint64) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	slices.Sort(live)
+	return live, nil
+}
+
+// sweepDelayLog deletes the delay-log records in [first, next) that no
+// index key refers to (live, ascending, as delaySlots returns them): the
+// move of a record deletes its key and the trim of its slot follows, so a
+// crash or failure between the two leaves such a record behind.
+func (e *Engine) sweepDelayLog(live []uint64, first, next uint64) error {
 	from := first
 	for _, seq := range append(live, next) {
 		if seq > from && from < next {
