@@ -428,6 +428,12 @@ func (e *Engine) byteCuts(qs []*queue, mins, lens []int64, losts []lostRange, cu
 			from := losts[pick].skip(mins[pick], cuts[pick])
 			chunk[pick] = min(max(2*chunk[pick], 4), 1024)
 			to := min(losts[pick].skip(mins[pick], lens[pick]), from+chunk[pick])
+			if l := losts[pick]; l.from < l.to && from < l.from {
+				// A chunk ends where the lost offsets begin: each size
+				// read is a record's, one cut, and the lost offsets are
+				// passed by skip once the cuts reach them.
+				to = min(to, l.from)
+			}
 			err := e.eachRecordSize(qs[pick], from, to, func(n int64) bool { sizes[pick] = append(sizes[pick], n); return true })
 			if err != nil {
 				return nil, err
