@@ -15,12 +15,14 @@ import (
 func TestNode_PullStoredOnTheLeaderOnly(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
-	li := c.leaderIndex()
+	c.createTopic(t, "t", 1)
+	c.onLeader(t, "append to t", func(e *equeue.Engine) error {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
+			{Topic: "t", Tag: "A", Body: []byte("one")}, {Topic: "t", ID: "mine", Body: []byte("two")}}})
+		return err
+	}, func(failed *equeue.Engine) bool { return c.queueEndsWith(t, failed, "t", 0, []byte("two")) })
+	li := c.leaderIndex() // after the calls above, which elections may have cut into
 	leader := c.nodes[li]
-	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
-	_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
-		{Topic: "t", Tag: "A", Body: []byte("one")}, {Topic: "t", ID: "mine", Body: []byte("two")}}})
-	require.NoError(t, err)
 	req := &equeue.PullRequest{Topic: "t", Max: 10}
 	want, err := leader.Pull(ctx, req)
 	require.NoError(t, err)

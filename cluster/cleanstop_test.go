@@ -64,9 +64,8 @@ func verifyStore(t *testing.T, dir string) error {
 // damage, an unclean stop keeps the store.
 func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	leader := c.waitLeader()
 	ctx := context.Background()
-	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
+	c.createTopic(t, "t", 2)
 	sendBodies(t, c, "t", 0, 3000)
 	// State beside the records, which the rebuilt store must hold too:
 	// dedup entries, messages still delayed, a group's offsets, each
@@ -74,12 +73,7 @@ func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 	// election left unknown is sent again and may be stored twice: every
 	// node then holds both, and the test counts none of them (a message
 	// with an ID sent again is answered as a duplicate).
-	c.onLeader(t, "create d", func(e *equeue.Engine) error {
-		return e.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour})
-	}, func(failed *equeue.Engine) bool {
-		_, err := c.waitEngine(failed).Topic(ctx, "d")
-		return err == nil
-	})
+	c.createTopicWith(t, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour})
 	for i := range 50 {
 		for _, m := range []equeue.Message{
 			{ID: fmt.Sprintf("id-%d", i), Body: []byte("deduplicated")},
@@ -92,9 +86,7 @@ func TestNode_RebuildsAStoreDamagedByAnUncleanStop(t *testing.T) {
 			}, nil)
 		}
 	}
-	c.onLeader(t, "commit offsets", func(e *equeue.Engine) error {
-		return e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 700, {Topic: "t", Queue: 1}: 300})
-	}, nil)
+	c.commitOffsets(t, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 700, {Topic: "t", Queue: 1}: 300})
 	c.waitConverged()
 	li := c.leaderIndex() // after the sends, which elections may have cut into
 	f := (li + 1) % 3
@@ -182,7 +174,7 @@ func hasCleanMark(t *testing.T, dir string) bool {
 // a crash after it is told as such; an unclean stop leaves no mark.
 func TestNode_CleanStopMark(t *testing.T) {
 	c := newCluster(t, 1, nil)
-	require.NoError(t, c.waitLeader().CreateTopic(context.Background(), "t", 2))
+	c.createTopic(t, "t", 2)
 	sendBodies(t, c, "t", 0, 300)
 	c.stop(0)
 	require.True(t, hasCleanMark(t, c.dirs[0]))
@@ -258,9 +250,7 @@ func pullAll(n *cluster.Node, topic string, queues int) (map[int]map[int64]strin
 // them sound.
 func TestNode_RebuildsAStoreDamagedAfterACleanStop(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	ctx := context.Background()
-	leader := c.waitLeader()
-	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
+	c.createTopic(t, "t", 2)
 	sendBodies(t, c, "t", 0, 3000)
 	c.waitConverged()
 	li := c.leaderIndex()

@@ -33,7 +33,7 @@ func TestCluster_ConsoleOverTheCluster(t *testing.T) {
 	cc, err := remote.DialCluster(sc.addrs, nil)
 	require.NoError(t, err)
 	defer cc.Close()
-	require.NoError(t, cc.CreateTopic(ctx, "orders", 2))
+	createTopicOver(ctx, t, cc, "orders", equeue.TopicOptions{Queues: 2})
 	p, err := equeue.NewProducer(cc, nil)
 	require.NoError(t, err)
 	defer p.Close()
@@ -99,10 +99,9 @@ func TestCluster_ConsoleOverTheCluster(t *testing.T) {
 // leader.
 func TestCluster_ConsoleOnANode(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	ctx := context.Background()
-	leader := c.waitLeader()
-	require.NoError(t, leader.CreateTopic(ctx, "orders", 2))
+	c.createTopic(t, "orders", 2)
 	c.waitConverged()
+	leader := c.waitLeader()
 	get := func(n *cluster.Node) (int, string) {
 		srv := httptest.NewServer(console.New(n, console.Options{}))
 		defer srv.Close()

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -62,7 +61,7 @@ func damageRounds(t *testing.T, keep, rounds int, before func(c *testCluster)) (
 		o.KeepDamaged = keep
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
-	require.NoError(t, c.waitLeader().CreateTopic(context.Background(), "t", 2))
+	c.createTopic(t, "t", 2)
 	sendBodies(t, c, "t", 0, 3000)
 	if before != nil {
 		before(c)

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -23,16 +24,15 @@ var _ kafka.Broker = (*cluster.Node)(nil)
 func TestCluster_GroupOffsetsSurviveALeaderChange(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
-	leader := c.waitLeader()
-	require.NoError(t, leader.CreateTopic(ctx, "orders", 2))
+	c.createTopic(t, "orders", 2)
 	want := map[equeue.QueueRef]int64{{Topic: "orders", Queue: 0}: 7, {Topic: "orders", Queue: 1}: 3}
 	for q, n := range want { // committed offsets are within their queues
-		for range n {
-			_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: q.Topic, Queue: q.Queue, Messages: []*equeue.Message{{Body: []byte("x")}}})
-			require.NoError(t, err)
+		for i := range n {
+			c.sendBatch(t, q.Topic, q.Queue, [][]byte{fmt.Appendf(nil, "x%d", i)})
 		}
 	}
-	require.NoError(t, leader.CommitGroupOffsets(ctx, "kgroup", want))
+	c.commitOffsets(t, "kgroup", want)
+	leader := c.waitLeader()
 	got, err := leader.GroupOffsets(ctx, "kgroup")
 	require.NoError(t, err)
 	assert.Equal(t, want, got)

@@ -131,10 +131,7 @@ func TestCluster_FailoverLosesNoAcknowledgedMessage(t *testing.T) {
 func testFailover(t *testing.T, logStore string) {
 	c := newCluster(t, 3, func(o *cluster.Options) { o.LogStore = logStore })
 	ctx := context.Background()
-	leader := c.waitLeader()
-	e, err := leader.Engine()
-	require.NoError(t, err)
-	require.NoError(t, e.CreateTopic(ctx, "jobs", 2))
+	c.createTopic(t, "jobs", 2)
 
 	var mu sync.Mutex
 	nodes := func() []*cluster.Node {

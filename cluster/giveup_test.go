@@ -18,10 +18,10 @@ import (
 // the same as a send that stored nothing.
 func TestNode_SendGivenUpWhileReplicatingIsUnknownAndStored(t *testing.T) {
 	c, hn := newHeldCluster(t, false)
-	leader := c.waitLeader()
 	ctx := context.Background()
-	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
+	c.createTopic(t, "t", 1)
 	c.waitConverged()
+	leader := c.waitLeader()
 
 	held := hn.log(leader.ID())
 	held.setHeld(true)

@@ -25,7 +25,7 @@ func TestCluster_ConsumerGroupRebalanceThenFailover(t *testing.T) {
 	cc, err := remote.DialCluster(sc.addrs, nil)
 	require.NoError(t, err)
 	defer cc.Close()
-	require.NoError(t, cc.CreateTopicWith(ctx, "jobs", equeue.TopicOptions{Queues: 6, DedupWindow: time.Hour}))
+	createTopicOver(ctx, t, cc, "jobs", equeue.TopicOptions{Queues: 6, DedupWindow: time.Hour})
 
 	var mu sync.Mutex
 	got := map[string]int{}

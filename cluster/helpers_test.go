@@ -198,6 +198,56 @@ func (c *testCluster) sendBatch(t *testing.T, topic string, queue int, bodies []
 	})
 }
 
+// createTopic creates topic name with queues queues, as createTopicWith.
+func (c *testCluster) createTopic(t *testing.T, name string, queues int) {
+	t.Helper()
+	c.createTopicWith(t, name, equeue.TopicOptions{Queues: queues})
+}
+
+// createTopicWith creates topic name with o on the leader's engine,
+// across elections (onLeader). A creation of unknown outcome took effect
+// when an engine of a later tenure holds the topic; it is made again
+// otherwise (made again after it took, it would fail: ErrTopicExists).
+func (c *testCluster) createTopicWith(t *testing.T, name string, o equeue.TopicOptions) {
+	t.Helper()
+	ctx := context.Background()
+	c.onLeader(t, "create "+name, func(e *equeue.Engine) error {
+		return e.CreateTopicWith(ctx, name, o)
+	}, func(failed *equeue.Engine) bool {
+		return c.topicExists(t, failed, name)
+	})
+}
+
+// topicExists reports whether topic name exists, as an engine other than
+// failed holds it.
+func (c *testCluster) topicExists(t *testing.T, failed *equeue.Engine, name string) bool {
+	t.Helper()
+	var exists bool
+	eventually(t, 30*time.Second, func() error {
+		_, err := c.waitEngine(failed).Topic(context.Background(), name)
+		switch {
+		case err == nil:
+			exists = true
+		case errors.Is(err, equeue.ErrTopicNotFound):
+			exists = false
+		default:
+			return err // that engine's tenure ended too: ask the next one
+		}
+		return nil
+	})
+	return exists
+}
+
+// commitOffsets commits offsets for group on the leader's engine, across
+// elections (onLeader); a commit sets what it sets, and one refused or of
+// unknown outcome is made again.
+func (c *testCluster) commitOffsets(t *testing.T, group string, offsets map[equeue.QueueRef]int64) {
+	t.Helper()
+	c.onLeader(t, "commit offsets of "+group, func(e *equeue.Engine) error {
+		return e.CommitGroupOffsets(context.Background(), group, offsets)
+	}, nil)
+}
+
 // queueEndsWith reports whether the last message of queue of topic has
 // body, as an engine other than failed holds it.
 func (c *testCluster) queueEndsWith(t *testing.T, failed *equeue.Engine, topic string, queue int, body []byte) bool {

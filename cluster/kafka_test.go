@@ -39,8 +39,8 @@ func testKafkaFollowsTheLeader(t *testing.T, serverSide bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
+	c.createTopic(t, "orders", 2)
 	li := c.leaderIndex()
-	require.NoError(t, c.nodes[li].CreateTopic(ctx, "orders", 2))
 	f1, f2 := (li+1)%nodes, (li+2)%nodes
 	for _, f := range []int{f1, f2} {
 		eventually(t, 20*time.Second, func() error {
@@ -161,14 +161,9 @@ func TestCluster_FollowerListsTheTopicsForKafka(t *testing.T) {
 	c, kaddr := kc.testCluster, kc.addr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	c.createTopic(t, "orders", 3) // once the leader holds the lease of the two voters
 	li := c.leaderIndex()
 	f := (li + 1) % nodes
-	eventually(t, 20*time.Second, func() error {
-		if err := c.nodes[li].CreateTopic(ctx, "orders", 3); !errors.Is(err, equeue.ErrTopicExists) {
-			return err // nil, or not yet the lease of the two voters
-		}
-		return nil
-	})
 
 	metadata := func(i int) *kmsg.MetadataResponse {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr[c.id(i)]))
@@ -255,9 +250,9 @@ func TestCluster_KafkaRetryAcrossAFailoverWithDedup(t *testing.T) {
 	c := kc.testCluster
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	c.createTopicWith(t, "once", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour})
+	c.createTopic(t, "plain", 1)
 	li := c.leaderIndex()
-	require.NoError(t, c.nodes[li].CreateTopicWith(ctx, "once", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
-	require.NoError(t, c.nodes[li].CreateTopic(ctx, "plain", 1))
 
 	// One producer ID, epoch and first sequence, as a client's retry keeps.
 	batch := producerBatch(t, 77, 0, 0, "r0", "r1", "r2")

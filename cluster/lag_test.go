@@ -43,11 +43,11 @@ func followerLags(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 func TestCollector_FollowerLag(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
+	c.createTopic(t, "t", 1)
 	li := c.leaderIndex()
 	leader := c.nodes[li]
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(cluster.NewCollector(leader)))
-	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
 	down, up := (li+1)%3, (li+2)%3
 
 	caughtUp := func(ids ...string) func() error {

@@ -153,12 +153,11 @@ func TestLeaderLog_DedupDuplicateOfALostSendIsNotAnsweredStored(t *testing.T) {
 // and is delivered exactly once after.
 func TestLeaderLog_DelayedSendHeldIsDeliveredOnceAfterTheRelease(t *testing.T) {
 	c := newFaultCluster(t, nil)
-	leader := c.waitLeader()
 	ctx := context.Background()
-	require.NoError(t, leader.CreateTopic(ctx, "dl", 1))
-	_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "dl", Messages: []*equeue.Message{{Body: []byte("w")}}})
-	require.NoError(t, err)
+	c.createTopic(t, "dl", 1)
+	c.sendBatch(t, "dl", 0, [][]byte{[]byte("w")})
 	c.waitConverged()
+	leader := c.waitLeader()
 
 	held, _ := c.logOf(leader)
 	held.setHeld(true)
@@ -202,13 +201,15 @@ func TestLeaderLog_DelayedSendHeldIsDeliveredOnceAfterTheRelease(t *testing.T) {
 func newDedupCluster(t *testing.T) (*faultCluster, *cluster.Node) {
 	t.Helper()
 	c := newFaultCluster(t, nil)
-	leader := c.waitLeader()
 	ctx := context.Background()
-	require.NoError(t, leader.CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
-	_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "w", Body: []byte("w")}}})
-	require.NoError(t, err)
+	c.createTopicWith(t, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour})
+	// Sent again whatever its outcome: the window stores it once.
+	c.onLeader(t, "append w", func(e *equeue.Engine) error {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "d", Messages: []*equeue.Message{{ID: "w", Body: []byte("w")}}})
+		return err
+	}, nil)
 	c.waitConverged()
-	return c, leader
+	return c, c.waitLeader()
 }
 
 // sendTwiceHeld holds the leader's log write, sends ID "a" and, once its

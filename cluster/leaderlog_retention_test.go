@@ -18,22 +18,20 @@ import (
 // returned cut and 10 newer ones, and returns its store queue ID.
 func retentionSetup(t *testing.T, c *faultCluster) (store.QueueID, time.Time) {
 	t.Helper()
-	leader := c.waitLeader()
-	ctx := context.Background()
-	require.NoError(t, leader.CreateTopic(ctx, "r", 1))
+	c.createTopic(t, "r", 1)
 	batch := func(tag string, n int) {
-		var ms []*equeue.Message
+		var bodies [][]byte
 		for i := range n {
-			ms = append(ms, &equeue.Message{Body: fmt.Appendf(nil, "%s-%d", tag, i)})
+			bodies = append(bodies, fmt.Appendf(nil, "%s-%d", tag, i))
 		}
-		_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "r", Messages: ms})
-		require.NoError(t, err)
+		c.sendBatch(t, "r", 0, bodies)
 	}
 	batch("old", 50)
 	time.Sleep(20 * time.Millisecond) // the old messages are older than the cut
 	cut := time.Now()
 	batch("new", 10)
 	c.waitConverged()
+	leader := c.waitLeader()
 	for id := range uint32(64) {
 		q := store.QueueID{Topic: id}
 		if _, next, ok, err := cluster.StoreOf(leader).Bounds(q); err == nil && ok && next == 60 {

@@ -122,12 +122,11 @@ func (h *heldNodes) heal() {
 // leader toward the majority early, and nothing may act on that count.
 func TestLeaderLog_NothingActsOnALeaderCopyNotYetStored(t *testing.T) {
 	c, hn := newHeldCluster(t, false)
-	leader := c.waitLeader()
 	ctx := context.Background()
-	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
-	_, err := leader.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("first")}}})
-	require.NoError(t, err)
+	c.createTopic(t, "t", 1)
+	c.sendBatch(t, "t", 0, [][]byte{[]byte("first")})
 	c.waitConverged()
+	leader := c.waitLeader()
 
 	held := hn.log(leader.ID())
 	held.setHeld(true)

@@ -17,16 +17,13 @@ import (
 // once it holds the lease.
 func TestNode_ServesOnlyWithItsLease(t *testing.T) {
 	c := newCluster(t, 3, nil)
+	c.createTopic(t, "t", 1)
+	c.sendBatch(t, "t", 0, [][]byte{[]byte("a")})
 	l := c.waitLeader()
-	e, err := l.Engine()
-	require.NoError(t, err)
-	require.NoError(t, e.CreateTopic(t.Context(), "t", 1))
-	_, err = l.Append(t.Context(), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("a")}}})
-	require.NoError(t, err)
 
 	cluster.DropLease(l)
 	var nl *cluster.NotLeaderError
-	_, err = l.Engine()
+	_, err := l.Engine()
 	require.True(t, errors.As(err, &nl), "Engine: %v", err)
 	_, err = l.Pull(t.Context(), &equeue.PullRequest{Topic: "t"})
 	require.True(t, errors.As(err, &nl), "Pull: %v", err)
@@ -51,19 +48,23 @@ func TestNode_ServesOnlyWithItsLease(t *testing.T) {
 func TestNode_StuckLeaderCutOffServesNoStaleRead(t *testing.T) {
 	c, hn := newHeldCluster(t, true)
 	ctx := t.Context()
-	old := c.waitLeader()
-	require.NoError(t, old.CreateTopic(ctx, "t", 1))
-	_, err := old.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("first")}}})
-	require.NoError(t, err)
+	c.createTopic(t, "t", 1)
+	c.sendBatch(t, "t", 0, [][]byte{[]byte("first")})
 	// A consumer group with a committed offset, so that the group calls
-	// below would have something to answer.
+	// below would have something to answer; joined again, and committed
+	// again, with the engine of a later tenure when one cuts in.
 	join := &equeue.JoinRequest{Group: "g", Member: "m", Model: equeue.Clustering, Subscriptions: []equeue.Subscription{{Topic: "t"}}}
-	as, err := old.JoinGroup(ctx, join)
-	require.NoError(t, err)
-	require.Len(t, as.Queues, 1)
-	require.NoError(t, old.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
-		Offsets: []equeue.OffsetCommit{{Grant: as.Queues[0], Offset: 1}}}))
+	var as equeue.Assignment
+	c.onLeader(t, "join g and commit", func(e *equeue.Engine) (err error) {
+		if as, err = e.JoinGroup(ctx, join); err != nil {
+			return err
+		}
+		require.Len(t, as.Queues, 1)
+		return e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "m",
+			Offsets: []equeue.OffsetCommit{{Grant: as.Queues[0], Offset: 1}}})
+	}, nil)
 	c.waitConverged()
+	old := c.waitLeader()
 
 	held, oldNet := hn.log(old.ID()), hn.net(old.ID())
 	changed := make(chan error, 1)

@@ -44,7 +44,7 @@ func TestNode_SmallerStoreLimitsStopAtTheTenureAndRecoverOnReopen(t *testing.T) 
 	})
 
 	// A write the leader's store takes and n3's could not.
-	require.NoError(t, leader.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1}))
+	c.createTopicWith(t, "t", equeue.TopicOptions{Queues: 1})
 	p, err := equeue.NewProducer(leader, nil)
 	require.NoError(t, err)
 	var msgs []*equeue.Message

@@ -22,9 +22,9 @@ import (
 func TestNode_RemovalWhoseCallerLeftStillLeavesTheLease(t *testing.T) {
 	c := newCluster(t, 2, nil)
 	ctx := t.Context()
+	c.createTopic(t, "t", 1)
 	li := c.leaderIndex()
 	leader, other := c.nodes[li], c.id(1-li)
-	eventually(t, 10*time.Second, func() error { return leader.CreateTopic(ctx, "t", 1) })
 
 	gone, cancel := context.WithCancel(ctx)
 	cancel() // the caller stops waiting at once; Raft still makes the change

@@ -61,13 +61,6 @@ func servingTenure(t *testing.T, c *testCluster) (*cluster.Node, uint64) {
 	return l, tenure
 }
 
-func send(t *testing.T, n *cluster.Node, topic, body string) equeue.AppendResult {
-	t.Helper()
-	res, err := n.Append(context.Background(), &equeue.AppendRequest{Topic: topic, Messages: []*equeue.Message{{Body: []byte(body)}}})
-	require.NoError(t, err)
-	return res
-}
-
 // TestFSM_ForgedOffsetsRefusedOnEveryNode replicates batch entries of the
 // current tenure whose appends leave a gap, overlap stored records, or are
 // not dense: every node refuses each one alike, stores nothing of it (its
@@ -76,11 +69,11 @@ func send(t *testing.T, n *cluster.Node, topic, body string) equeue.AppendResult
 func TestFSM_ForgedOffsetsRefusedOnEveryNode(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
-	l, _ := servingTenure(t, c)
-	require.NoError(t, l.CreateTopic(ctx, "t", 1))
+	c.createTopic(t, "t", 1)
 	for i := range 3 {
-		send(t, l, "t", fmt.Sprint("m", i))
+		c.sendBatch(t, "t", 0, [][]byte{fmt.Append(nil, "m", i)})
 	}
+	l, _ := servingTenure(t, c)
 	q := queueOf(t, l, "t", 0)
 	_, vals := storedOffsets(t, l, q)
 	require.Len(t, vals, 3)
@@ -148,10 +141,10 @@ func TestFSM_ForgedOffsetsRefusedOnEveryNode(t *testing.T) {
 func TestFSM_EngineWriteOverATakenOffsetIsNotStored(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
+	c.createTopic(t, "t", 1)
+	c.sendBatch(t, "t", 0, [][]byte{[]byte("m0")})
+	c.sendBatch(t, "t", 0, [][]byte{[]byte("m1")})
 	l, _ := servingTenure(t, c)
-	require.NoError(t, l.CreateTopic(ctx, "t", 1))
-	send(t, l, "t", "m0")
-	send(t, l, "t", "m1")
 	q := queueOf(t, l, "t", 0)
 	_, vals := storedOffsets(t, l, q)
 	l, tenure := servingTenure(t, c)

@@ -55,11 +55,9 @@ func TestCluster_RecordDamagedInTheRaftLogIsReportedCorrupt(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l := c.waitLeader()
-	require.NoError(t, l.CreateTopic(ctx, "t", 1))
+	c.createTopic(t, "t", 1)
 	body := append([]byte("a body that ends in "), rotMarker...)
-	_, err := l.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: body}}})
-	require.NoError(t, err)
+	c.sendBatch(t, "t", 0, [][]byte{body})
 	c.waitConverged()
 
 	c.stop(c.leaderIndex()) // a follower, which applied the damaged entry, leads next

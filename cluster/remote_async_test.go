@@ -94,7 +94,7 @@ func TestClusterClient_SendAsyncPipelinesAndFollowsTheLeader(t *testing.T) {
 	cc, err := remote.DialCluster([]string{addrs[(leader+1)%3], addrs[(leader+2)%3], addrs[leader]}, nil)
 	require.NoError(t, err)
 	defer cc.Close()
-	require.NoError(t, cc.OnLeader(ctx, func(cl *remote.Client) error { return cl.CreateTopic(ctx, "t", 2) }))
+	createTopicOver(ctx, t, cc, "t", equeue.TopicOptions{Queues: 2})
 	require.Equal(t, addrs[leader], cc.Leader())
 
 	p, err := equeue.NewProducer(cc, nil)
@@ -181,7 +181,7 @@ func TestClusterClient_AppendAsyncNeedsTheProduceRight(t *testing.T) {
 	admin, err := remote.DialCluster([]string{addrs[leader]}, &remote.ClientOptions{Token: "admin"})
 	require.NoError(t, err)
 	defer admin.Close()
-	require.NoError(t, admin.OnLeader(ctx, func(cl *remote.Client) error { return cl.CreateTopic(ctx, "t", 1) }))
+	createTopicOver(ctx, t, admin, "t", equeue.TopicOptions{Queues: 1})
 
 	reader, err := remote.DialCluster([]string{addrs[(leader+1)%3], addrs[leader]}, &remote.ClientOptions{Token: "reader"})
 	require.NoError(t, err)

@@ -76,6 +76,21 @@ func (sc *servedCluster) kill(i int) {
 	sc.stop(i)
 }
 
+// createTopicOver creates topic name with o through cc, across elections:
+// OnLeader makes a call refused, or of unknown outcome, again on the next
+// leader, and ErrTopicExists then says that an earlier call took effect
+// (nothing else creates the test's topics).
+func createTopicOver(ctx context.Context, t *testing.T, cc *remote.ClusterClient, name string, o equeue.TopicOptions) {
+	t.Helper()
+	require.NoError(t, cc.OnLeader(ctx, func(cl *remote.Client) error {
+		err := cl.CreateTopicWith(ctx, name, o)
+		if errors.Is(err, equeue.ErrTopicExists) {
+			return nil
+		}
+		return err
+	}), "create %s", name)
+}
+
 func TestCluster_FollowerNamesLeaderOverTheWire(t *testing.T) {
 	sc := newServedCluster(t, 3)
 	ctx := context.Background()
@@ -108,13 +123,7 @@ func TestCluster_RemoteProducerAndConsumerSurviveLeaderLoss(t *testing.T) {
 	cc, err := remote.DialCluster([]string{sc.addrs[(leader+1)%3], sc.addrs[(leader+2)%3], sc.addrs[leader]}, nil)
 	require.NoError(t, err)
 	defer cc.Close()
-	require.NoError(t, cc.OnLeader(ctx, func(c *remote.Client) error {
-		err := c.CreateTopicWith(ctx, "orders", equeue.TopicOptions{Queues: 2, DedupWindow: time.Hour})
-		if errors.Is(err, equeue.ErrTopicExists) {
-			return nil
-		}
-		return err
-	}))
+	createTopicOver(ctx, t, cc, "orders", equeue.TopicOptions{Queues: 2, DedupWindow: time.Hour})
 
 	var mu sync.Mutex
 	got := map[string]int{}

@@ -41,7 +41,7 @@ func TestCluster_RetentionTrimsEveryNode(t *testing.T) {
 		o.Engine = &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}}
 	})
 	ctx := context.Background()
-	require.NoError(t, c.waitLeader().CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	c.createTopicWith(t, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour})
 	h := newHistory()
 	nodes := func() []*cluster.Node { return c.nodes }
 	for i := range 50 {

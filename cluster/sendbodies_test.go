@@ -21,7 +21,7 @@ import (
 // use it failed on a loaded machine when an election cut into their sends.
 func TestCluster_SendBodiesAcrossLeaderChanges(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	require.NoError(t, c.waitLeader().CreateTopic(context.Background(), "t", 2))
+	c.createTopic(t, "t", 2)
 
 	// Leadership moves four times while the test sends. The goroutine
 	// must not end the test (require): it waits for a leader itself, and
@@ -93,7 +93,7 @@ func moveLeadership(ctx context.Context, nodes []*cluster.Node, times int) error
 func TestCluster_OnLeaderAcrossLeaderChanges(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
-	require.NoError(t, c.waitLeader().CreateTopicWith(ctx, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	c.createTopicWith(t, "d", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour})
 
 	moveCtx, cancel := context.WithCancel(context.Background())
 	nodes := slices.Clone(c.nodes)
@@ -113,9 +113,7 @@ func TestCluster_OnLeaderAcrossLeaderChanges(t *testing.T) {
 			return err
 		}, func(failed *equeue.Engine) bool { return c.queueEndsWith(t, failed, "d", 0, []byte(id)) })
 		ids = append(ids, id)
-		c.onLeader(t, "commit offsets", func(e *equeue.Engine) error {
-			return e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "d"}: int64(len(ids))})
-		}, nil)
+		c.commitOffsets(t, "g", map[equeue.QueueRef]int64{{Topic: "d"}: int64(len(ids))})
 		select {
 		case err := <-moved:
 			moved <- err // for the cleanup
@@ -141,5 +139,56 @@ func TestCluster_OnLeaderAcrossLeaderChanges(t *testing.T) {
 	c.closeAll()
 	for i := range c.dirs {
 		require.Equal(t, map[int][]string{0: ids}, readAll(t, c.dirs[i], "d"), "%s holds each message once, in order", c.id(i))
+	}
+}
+
+// createTopic and commitOffsets, which the tests call right after their
+// cluster starts, do what they are asked once while leadership moves from
+// node to node under them: a call refused is made again on a later
+// leader, a creation of unknown outcome again only when no later leader
+// holds the topic. The tests called the leader once instead, and failed
+// so on a loaded machine when an election (or a lapse of the lease) cut
+// into the call.
+func TestCluster_SetupCallsAcrossLeaderChanges(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	ctx := context.Background()
+
+	moveCtx, cancel := context.WithCancel(ctx)
+	nodes := slices.Clone(c.nodes)
+	moved := make(chan error, 1)
+	go func() {
+		moved <- moveLeadership(moveCtx, nodes, 4)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-moved
+	})
+	var topics []string
+	offsets := map[equeue.QueueRef]int64{}
+	for done := false; !done; {
+		name := fmt.Sprintf("t%d", len(topics))
+		c.createTopic(t, name, 2)
+		topics = append(topics, name)
+		offsets[equeue.QueueRef{Topic: name, Queue: 1}] = 0
+		c.commitOffsets(t, "g", offsets)
+		select {
+		case err := <-moved:
+			moved <- err // for the cleanup
+			require.NoError(t, err)
+			done = true
+		default:
+		}
+	}
+
+	var got map[equeue.QueueRef]int64
+	c.onLeader(t, "read offsets", func(e *equeue.Engine) (err error) {
+		got, err = e.GroupOffsets(ctx, "g")
+		return err
+	}, nil)
+	require.Equal(t, offsets, got)
+	c.waitConverged()
+	c.closeAll()
+	for i := range c.dirs {
+		require.ElementsMatch(t, topics, topicsOf(t, c.dirs[i]), "%s holds every topic", c.id(i))
 	}
 }

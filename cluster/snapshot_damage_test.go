@@ -88,9 +88,7 @@ func TestCluster_SnapshotOfAStoreWithADamagedSegment(t *testing.T) {
 		bo.ValueLogFileSize = 1 << 20 // the least Badger takes
 		o.Badger = &bo
 	})
-	ctx := context.Background()
-	leader := c.waitLeader()
-	require.NoError(t, leader.CreateTopic(ctx, "t", 2))
+	c.createTopic(t, "t", 2)
 	sendBodies(t, c, "t", 0, 10000)
 	c.waitConverged()
 	l := c.leaderIndex()

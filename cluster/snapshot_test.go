@@ -40,8 +40,7 @@ func TestCluster_SnapshotInstallOnNodeBehind(t *testing.T) {
 func testSnapshotInstall(t *testing.T, mod func(*cluster.Options)) {
 	c := newCluster(t, 3, mod)
 	ctx := context.Background()
-	leader := c.waitLeader()
-	require.NoError(t, leader.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	c.createTopicWith(t, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour})
 	l := c.leaderIndex()
 	down := (l + 1) % 3
 	downIndex := c.nodes[down].Status().LastLogIndex

@@ -29,9 +29,9 @@ func TestNode_NoLeaseWhileATransferGoesOnAfterItsCallerLeft(t *testing.T) {
 		nets[o.ID] = cn
 	})
 	ctx := t.Context()
-	leader := c.waitLeader()
-	require.NoError(t, leader.CreateTopic(ctx, "t", 1))
+	c.createTopic(t, "t", 1)
 	c.waitConverged()
+	leader := c.waitLeader()
 
 	// Cut one follower off, and write without it: the transfer to it waits
 	// for it to catch up, and so goes on.

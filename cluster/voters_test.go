@@ -18,7 +18,7 @@ import (
 func TestCluster_AddAndRemoveVoterUnderLoad(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
-	require.NoError(t, c.waitLeader().CreateTopic(ctx, "t", 2))
+	c.createTopic(t, "t", 2)
 	var mu sync.Mutex
 	nodes := func() []*cluster.Node {
 		mu.Lock()
