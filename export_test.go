@@ -120,3 +120,7 @@ func OnDeleteGroupTopics(e *Engine, f func(group string)) {
 // GroupDeletionWaits reports how many joins and commits wait for the end
 // of a group's deletion to make the group again.
 func GroupDeletionWaits(e *Engine) int64 { return e.groups.holdWaits.Load() }
+
+// LostKeyPrefix is the prefix of the metadata keys that keep the queues'
+// lost ranges (queuelost.go).
+var LostKeyPrefix = keyLostPrefix

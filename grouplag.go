@@ -44,9 +44,9 @@ func (g GroupInfo) TotalLag() int64 {
 // startLag is a row of GroupInfo.Queues whose group has no offset in its
 // queue: its lag counts from where the group will start there.
 type startLag struct {
-	row  int       // index in GroupInfo.Queues
-	min  int64     // the queue's first offset when the row was read
-	lost lostRange // the queue's offsets known to hold no record, then
+	row  int        // index in GroupInfo.Queues
+	min  int64      // the queue's first offset when the row was read
+	lost lostRanges // the queue's offsets known to hold no record, then
 	from ConsumeFrom
 }
 

@@ -2,6 +2,7 @@ package equeue_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/store"
 )
 
 // A queue whose end Open raised past lost offsets holds fewer messages
@@ -95,8 +97,10 @@ func TestEngine_LostOffsetsDropOldestCutsOnlyWhatIsOver(t *testing.T) {
 }
 
 // Once sends went on past lost offsets, a restart no longer finds them at
-// the queue's end; a retention pass that reads over them notes them, so
-// the topic's count (and a rejecting MaxMessages) leaves them out.
+// the queue's end; when their stored range is gone too (an engine before
+// ranges were stored, or its key unreadable), a retention pass that reads
+// over them notes them, so the topic's count (and a rejecting MaxMessages)
+// leaves them out.
 func TestEngine_RetentionNotesLostOffsetsAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := ctxT(t)
@@ -107,6 +111,7 @@ func TestEngine_RetentionNotesLostOffsetsAfterRestart(t *testing.T) {
 	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("past")}}})
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
+	deleteLostKeys(t, dir)
 
 	e, err = equeue.Open(dir, nil)
 	require.NoError(t, err)
@@ -180,4 +185,160 @@ func TestEngine_SizeRetentionCutsATenthOfTheStoredMessages(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(26), info.Queues[0].MinOffset, "m-0, m-1 and a-0 to a-5 cut")
 	assert.Equal(t, int64(74), info.Messages)
+}
+
+// Once sends went on past lost offsets, a restart no longer finds them at
+// the queue's end: the range Open raised the end over was stored, so
+// later opens still leave it out of the topic's and the queue's counts, a
+// group's lag and a rejecting MaxMessages. Retention that passes the range
+// leaves nothing of it behind across a reopen.
+func TestEngine_LostOffsetsStayLeftOutAfterSendsPastThem(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("past")}}})
+	require.NoError(t, err)
+	require.NoError(t, e.CommitGroupOffsets(ctx, "below", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 1}))
+	require.NoError(t, e.Close())
+
+	e, err = equeue.Open(dir, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+	require.NoError(t, err)
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), info.Messages, "m-0, m-1 and past")
+	assert.Equal(t, int64(3), info.Queues[0].Messages)
+	gi, err := e.Group(ctx, "below")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), gi.TotalLag(), "m-1 and past")
+	require.NoError(t, e.SetTopicLimits(ctx, "t", equeue.TopicLimits{MaxMessages: 4, Overflow: equeue.OverflowReject}))
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("fourth")}}})
+	assert.NoError(t, err, "the topic stores 3 messages of its 4")
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("fifth")}}})
+	assert.ErrorIs(t, err, equeue.ErrTopicFull, "and now 4")
+	require.NoError(t, e.SetTopicLimits(ctx, "t", equeue.TopicLimits{}))
+
+	// Retention passes the range; the next open drops its key.
+	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: 1})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	require.Len(t, lostKeys(t, dir), 1, "the range is stored until an open finds it passed")
+
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(22), info.Queues[0].MinOffset, "retention deleted every message")
+	assert.Equal(t, int64(22), info.Queues[0].MaxOffset)
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("new")}}})
+	require.NoError(t, err)
+	info, err = e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), info.Messages)
+	require.NoError(t, e.Close())
+	assert.Empty(t, lostKeys(t, dir), "no range the watermark passed is kept")
+}
+
+// A range stored at one open proves at the next that its offsets were
+// given out, though nothing else does any more (the group that committed
+// past them was deleted): they are not given out again.
+func TestEngine_StoredLostRangeReusesNoOffset(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}))
+	require.NoError(t, e.Close())
+
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	res, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), res.FirstOffset)
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), info.Messages)
+}
+
+// A second loss after sends went past the first leaves a queue two lost
+// ranges: a later open keeps both out of the counts.
+func TestEngine_TwoLostRangesStayLeftOut(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	for i := range 10 { // 20 to 29
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "a-%d", i)}}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 30}))
+	require.NoError(t, e.Close())
+	loseTail(t, dir, q, 25, 30)
+
+	// The open that finds the second loss, then one after a send past it.
+	for i := range int64(2) {
+		e, err = equeue.Open(dir, nil)
+		require.NoError(t, err)
+		info, err := e.Topic(ctx, "t")
+		require.NoError(t, err)
+		assert.Equal(t, 2+5+i, info.Messages, "m-0, m-1, a-0 to a-4 and the sends past")
+		assert.Equal(t, 2+5+i, info.Queues[0].Messages)
+		_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("past")}}})
+		require.NoError(t, err)
+		require.NoError(t, e.Close())
+	}
+}
+
+// lostKeys returns the lost-range keys stored in dir.
+func lostKeys(t *testing.T, dir string) [][]byte {
+	t.Helper()
+	st, err := store.OpenBadger(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	var keys [][]byte
+	require.NoError(t, st.ScanMeta(equeue.LostKeyPrefix, func(k, _ []byte) error {
+		keys = append(keys, slices.Clone(k))
+		return nil
+	}))
+	return keys
+}
+
+// deleteLostKeys deletes the lost-range keys stored in dir.
+func deleteLostKeys(t *testing.T, dir string) {
+	t.Helper()
+	keys := lostKeys(t, dir)
+	require.NotEmpty(t, keys)
+	st, err := store.OpenBadger(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	var ops []store.MetaOp
+	for _, k := range keys {
+		ops = append(ops, store.MetaOp{Key: k, Delete: true})
+	}
+	require.NoError(t, st.Write(&store.Batch{Meta: ops}))
+}
+
+// A topic's deletion deletes its queues' lost ranges with it.
+func TestEngine_LostRangesAreDeletedWithTheirTopic(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	require.Len(t, lostKeys(t, dir), 1, "the open stored the range")
+
+	e, err = equeue.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	require.NoError(t, e.Close())
+	assert.Empty(t, lostKeys(t, dir))
 }

@@ -35,7 +35,10 @@ type queue struct {
 
 	corrupt offsetRuns // corrupt records reads found, each counted once (corruptseen.go)
 
-	lost lostRange // offsets known to hold no record (queuelost.go); guarded by mu
+	// lost are the offsets known to hold no record (queuelost.go), and
+	// lostStored whether a key of them may be stored; guarded by mu.
+	lost       lostRanges
+	lostStored bool
 }
 
 func newQueue(t *topic, id int, min, next int64) *queue {
@@ -76,8 +79,9 @@ func (q *queue) publish(next int64) {
 }
 
 // raiseEnd raises q's end, and the writer's next offset, to next, past
-// offsets lost from the store (queueend.go), and returns the end it had.
-// Open calls it before the writer starts.
+// offsets lost from the store (queueend.go), which it adds to q's lost
+// ranges, and returns the end it had. Open calls it before the writer
+// starts.
 func (q *queue) raiseEnd(next int64) (was int64, raised bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -86,7 +90,7 @@ func (q *queue) raiseEnd(next int64) (was int64, raised bool) {
 		return was, false
 	}
 	q.next, q.wnext = next, next
-	q.lost = lostRange{was, next}
+	q.lost = q.lost.with(was, next, q.min)
 	q.bytes.raise(next)
 	return was, true
 }

@@ -13,21 +13,25 @@ package equeue
 // send-back mark at offset o of the queue's incarnation (the message at o
 // was pulled), a dedup entry of the topic's window at offset o (the
 // message at o was stored, in the write that recorded the entry; a resend
-// of its ID is answered with o), and a redriven mark at offset o of a
+// of its ID is answered with o), a redriven mark at offset o of a
 // group's dead-letter topic (the dead letter at o was redriven; a later
-// one stored at o would be taken as redriven, and never be). raiseQueueEnds raises each queue's end
+// one stored at o would be taken as redriven, and never be), and a lost
+// range an earlier open stored for the queue (queuelost.go: that open had
+// given out offsets up to its end). raiseQueueEnds raises each queue's end
 // to the highest of them, so no offset is given out twice. The offsets
 // between the store's end and the raised one are lost: they are logged
 // and counted in Stats().CorruptRecords, reads pass them (readQueue: no
 // record is read there), and appends go on past them, which the store
 // packs as they come. Until a send stores a record past them, every open
-// finds them again.
+// finds them again; they are stored as the queue's lost ranges
+// (storeLost) before any send can, so that later opens still know them.
 
 // raiseQueueEnds raises the end of every queue that a group's committed
-// offset, a send-back mark, a dedup entry or a redriven mark shows to be
-// higher. Open calls it once the dedup windows and the groups are loaded,
-// before the writer starts. It walks each window's entries once, in
-// memory, and scans the redriven marks once.
+// offset, a send-back mark, a dedup entry, a redriven mark or a stored
+// lost range shows to be higher, and stores the lost ranges of the queues
+// it raised. Open calls it once the dedup windows and the groups are
+// loaded, before the writer starts. It walks each window's entries once,
+// in memory, and scans the redriven marks once.
 func (e *Engine) raiseQueueEnds() {
 	proven := map[*queue]int64{}
 	// prove notes that ref's queue ends at end at least, if ref names a
@@ -82,11 +86,23 @@ func (e *Engine) raiseQueueEnds() {
 	if err != nil {
 		e.log.Warn("queue ends at open: could not read the redriven marks", "err", err)
 	}
+	// Lost ranges were loaded for the queues of live topics only, and are
+	// deleted with them.
+	for _, t := range e.topics {
+		for _, q := range t.queueList() {
+			if _, _, lost := q.extent(); len(lost) > 0 {
+				proven[q] = max(proven[q], lost.end())
+			}
+		}
+	}
+	var raised []*queue
 	for q, end := range proven {
-		if was, raised := q.raiseEnd(end); raised {
+		if was, ok := q.raiseEnd(end); ok {
+			raised = append(raised, q)
 			e.stats.corrupt.Add(uint64(end - was))
 			e.log.Error("queue ends below offsets already given out: the offsets between are lost, and given out no more",
 				"topic", q.topic.name, "queue", q.id, "stored_end", was, "end", end)
 		}
 	}
+	e.storeLost(raised)
 }

@@ -285,7 +285,7 @@ func (e *Engine) loadTopics() error {
 		e.topics[t.name] = t
 		e.topicIDs[t.id] = t
 	}
-	return nil
+	return e.loadLost()
 }
 
 func (e *Engine) loadWatermark(q store.QueueID) (uint64, error) {
@@ -604,12 +604,12 @@ func (e *Engine) deleteTopic(ctx context.Context, name string, only *topic) erro
 	return notDurable(err, "delete topic %q", name)
 }
 
-// dropTopicMeta removes t's metadata, watermarks and committed offsets in
-// one store write and then, only if it reached the store, removes t from
-// memory (see storeMeta for applied) and deletes the groups' send-back
-// marks of its messages (deleteMarksOf) and, of a dead-letter topic, the
-// redriven marks of its dead letters. No offset commit of t runs
-// meanwhile (t.gate) and none is accepted after.
+// dropTopicMeta removes t's metadata, watermarks, lost ranges and
+// committed offsets in one store write and then, only if it reached the
+// store, removes t from memory (see storeMeta for applied) and deletes the
+// groups' send-back marks of its messages (deleteMarksOf) and, of a
+// dead-letter topic, the redriven marks of its dead letters. No offset
+// commit of t runs meanwhile (t.gate) and none is accepted after.
 func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.retain.mu.Lock()
 	defer t.retain.mu.Unlock()
@@ -619,6 +619,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	for _, q := range t.queueList() {
 		ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Delete: true})
 	}
+	ops = append(ops, lostDeletes(t)...)
 	ops = append(ops, store.MetaOp{Key: dropKey(t.id), Value: binary.BigEndian.AppendUint32(nil, uint32(len(t.queueList())))})
 	offs, err := e.groups.offsetKeysOf(t.name)
 	if err != nil {

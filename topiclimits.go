@@ -312,7 +312,7 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 	qs := t.queueList()
 	lens := make([]int64, len(qs))
 	mins := make([]int64, len(qs))
-	losts := make([]lostRange, len(qs))
+	losts := make([]lostRanges, len(qs))
 	var count int64
 	for i, q := range qs {
 		min, next, lost := q.extent()
@@ -392,7 +392,7 @@ func (e *Engine) trimOver(ctx context.Context, t *topic) error {
 // maxBytes: while over, the oldest record of the queue with the most bytes
 // goes. Without a MaxBytes, or for queues whose account
 // is not known, it reads nothing.
-func (e *Engine) byteCuts(qs []*queue, mins, lens []int64, losts []lostRange, cuts []int64, maxBytes int64) ([]int64, error) {
+func (e *Engine) byteCuts(qs []*queue, mins, lens []int64, losts []lostRanges, cuts []int64, maxBytes int64) ([]int64, error) {
 	cutBytes := make([]int64, len(qs))
 	left := make([]int64, len(qs)) // bytes each queue keeps
 	var total int64
@@ -428,12 +428,10 @@ func (e *Engine) byteCuts(qs []*queue, mins, lens []int64, losts []lostRange, cu
 			from := losts[pick].skip(mins[pick], cuts[pick])
 			chunk[pick] = min(max(2*chunk[pick], 4), 1024)
 			to := min(losts[pick].skip(mins[pick], lens[pick]), from+chunk[pick])
-			if l := losts[pick]; l.from < l.to && from < l.from {
-				// A chunk ends where the lost offsets begin: each size
-				// read is a record's, one cut, and the lost offsets are
-				// passed by skip once the cuts reach them.
-				to = min(to, l.from)
-			}
+			// A chunk ends where the next lost offsets begin: each size
+			// read is a record's, one cut, and the lost offsets are
+			// passed by skip once the cuts reach them.
+			to = min(to, losts[pick].nextStart(from))
 			err := e.eachRecordSize(qs[pick], from, to, func(n int64) bool { sizes[pick] = append(sizes[pick], n); return true })
 			if err != nil {
 				return nil, err
