@@ -25,9 +25,9 @@ func TraceSeamAllocs(m *Message, h []Hooks) float64 {
 	ctx := context.Background()
 	batch := []*Message{m, m}
 	return testing.AllocsPerRun(100, func() {
-		sctx, send := hooks.traceSend(ctx, m)
+		sctx, send := hooks.traceSend(ctx, nil, m)
 		send.one(SendResult{}, nil, nil)
-		_, bend := hooks.startSend(sctx, batch...)
+		_, bend := hooks.startSend(sctx, nil, batch...)
 		if bend != nil {
 			panic("no trace hooks, yet an end")
 		}

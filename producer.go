@@ -255,7 +255,7 @@ func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
 		err := p.send(ctx, m, &res)
 		return res, err
 	}
-	ctx, end := p.hooks.traceSend(ctx, m)
+	ctx, end := p.hooks.traceSend(ctx, p.hookPanics, m)
 	ended := false
 	defer end.endIfPanicking(&ended, p.hookPanics)
 	p.hooks.beforeSend(ctx, m)
@@ -304,7 +304,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 	if err := p.check(ctx, msgs...); err != nil {
 		return BatchResult{}, err
 	}
-	ctx, end := p.hooks.startSend(ctx, msgs...)
+	ctx, end := p.hooks.startSend(ctx, p.hookPanics, msgs...)
 	ended := false
 	defer end.endIfPanicking(&ended, p.hookPanics)
 	for _, m := range msgs {
@@ -404,7 +404,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		close(f.done)
 		return f
 	}
-	ctx, end := p.hooks.traceSend(ctx, m)
+	ctx, end := p.hooks.traceSend(ctx, p.hookPanics, m)
 	// finish runs where the send completes, on the engine's goroutines or
 	// the producer's: a hook that panics there is recovered and counted
 	// (see Hooks).

@@ -124,9 +124,18 @@ func (h hookList) tracing() bool {
 
 // startSend runs the StartSend hooks in order, each in the context the
 // previous one returned, and returns their ends. Without trace hooks it
-// returns ctx and a nil end, at no cost.
-func (h hookList) startSend(ctx context.Context, msgs ...*Message) (context.Context, sendEnd) {
-	var end sendEnd
+// returns ctx and a nil end, at no cost. When a StartSend panics, or calls
+// runtime.Goexit, the ends the earlier ones returned are called as by
+// endIfPanicking, so that what they started (a span) is not left open,
+// and the panic goes on to the caller; panics counts an end that panics
+// too.
+func (h hookList) startSend(ctx context.Context, panics *atomic.Uint64, msgs ...*Message) (_ context.Context, end sendEnd) {
+	started := false
+	defer func() {
+		if !started && len(end) > 0 {
+			end.abandon(recover(), panics)
+		}
+	}()
 	for _, x := range h {
 		if x.Trace == nil || x.Trace.StartSend == nil {
 			continue
@@ -137,16 +146,17 @@ func (h hookList) startSend(ctx context.Context, msgs ...*Message) (context.Cont
 			end = append(end, e)
 		}
 	}
+	started = true
 	return ctx, end
 }
 
 // traceSend is startSend for one message, without allocating when nothing
 // traces.
-func (h hookList) traceSend(ctx context.Context, m *Message) (context.Context, sendEnd) {
+func (h hookList) traceSend(ctx context.Context, panics *atomic.Uint64, m *Message) (context.Context, sendEnd) {
 	if !h.tracing() {
 		return ctx, nil
 	}
-	return h.startSend(ctx, m)
+	return h.startSend(ctx, panics, m)
 }
 
 // sendEnd ends a traced send: the ends its StartSend hooks returned, in
@@ -199,7 +209,13 @@ func (e sendEnd) endIfPanicking(ended *bool, panics *atomic.Uint64) {
 	if len(e) == 0 || *ended {
 		return
 	}
-	p := recover()
+	e.abandon(recover(), panics)
+}
+
+// abandon ends a send that a hook stopped on the caller's goroutine, p
+// being its panic's value (nil for a runtime.Goexit), as endIfPanicking
+// says, and passes the panic on.
+func (e sendEnd) abandon(p any, panics *atomic.Uint64) {
 	why := fmt.Sprint(p)
 	if p == nil { // not a panic: runtime.Goexit
 		why = "runtime.Goexit called"
