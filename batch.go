@@ -92,10 +92,8 @@ func (r *runner) dispatch(msgs []*Message) bool {
 		}
 		var ok bool
 		switch {
-		case c.o.Orderly && size == 1:
-			ok = r.handleOrderly(chunk[0])
 		case c.o.Orderly:
-			ok = r.handleOrderlyBatch(chunk)
+			ok = r.handleInPlace(chunk, size)
 		case size == 1:
 			ok = c.submit(task{r: r, m: chunk[0]}, r.ctx.Done())
 		default:
@@ -106,6 +104,24 @@ func (r *runner) dispatch(msgs []*Message) bool {
 		}
 	}
 	return true
+}
+
+// handleInPlace handles chunk in orderly mode, on the pull loop: one
+// message (size 1) or a batch. A hook or the handler that calls
+// runtime.Goexit ends the pull loop there: the messages it left running
+// are left unfinished (see leaveUnfinished), and the queue's next owner
+// goes on from them.
+func (r *runner) handleInPlace(chunk []*Message, size int) bool {
+	finished := false
+	defer r.leaveUnfinished(&finished, chunk...)
+	var ok bool
+	if size == 1 {
+		ok = r.handleOrderly(chunk[0])
+	} else {
+		ok = r.handleOrderlyBatch(chunk)
+	}
+	finished = true
+	return ok
 }
 
 // handleTask runs one task of the worker pool.
@@ -119,16 +135,21 @@ func (r *runner) handleTask(t task) {
 
 // batchViews begins msgs (see processQueue.begin), skipping those that must
 // not run, and returns them with the views their handler sees and the ends
-// of their traces.
+// of their traces. A StartHandle that calls runtime.Goexit leaves those
+// begun unfinished (see leaveUnfinished).
 func (r *runner) batchViews(msgs []*Message) (begun, views []*Message, ends []handleEnd) {
+	finished := false
+	defer func() { r.leaveUnfinished(&finished, begun...) }()
 	for _, m := range msgs {
 		if !r.pq.begin(m.Offset) {
 			continue
 		}
+		begun = append(begun, m)
 		view := origin(m)
 		_, end := r.c.traceHandle(r.hctx, view)
-		begun, views, ends = append(begun, m), append(views, view), append(ends, end)
+		views, ends = append(views, view), append(ends, end)
 	}
+	finished = true
 	return begun, views, ends
 }
 
@@ -139,10 +160,13 @@ func (r *runner) handleBatch(msgs []*Message) {
 	if len(begun) == 0 {
 		return
 	}
+	finished := false
+	defer r.leaveUnfinished(&finished, begun...)
 	errs := r.invokeBatch(r.hctx, views)
 	for i, m := range begun {
 		r.finish(m, views[i], errs[i], ends[i])
 	}
+	finished = true
 }
 
 // handleOrderlyBatch handles msgs in place, in order, until each is done,
@@ -316,7 +340,7 @@ func (r *runner) endBatchRest(rest []*Message, errs []error, ends []handleEnd, o
 // a batch of n messages as n times the time its handler took.
 func (c *Consumer) invokeBatch(ctx context.Context, msgs []*Message) []error {
 	for _, m := range msgs {
-		c.hookPanicked(m, c.hooks.beforeHandle(ctx, m))
+		c.runHooks(m, "BeforeHandle", func() error { return c.hooks.beforeHandle(ctx, m) })
 	}
 	start := time.Now()
 	err := c.callBatch(ctx, msgs)
@@ -345,7 +369,7 @@ func (c *Consumer) invokeBatch(ctx context.Context, msgs []*Message) []error {
 		} else {
 			c.handled.Add(1)
 		}
-		c.hookPanicked(m, c.hooks.afterHandle(ctx, m, errs[i], took))
+		c.runHooks(m, "AfterHandle", func() error { return c.hooks.afterHandle(ctx, m, errs[i], took) })
 	}
 	return errs
 }

@@ -24,6 +24,22 @@ func (c *Consumer) hookPanicked(m *Message, err error) {
 	}
 }
 
+// runHooks runs hooks, c's hooks named name around the handling of m,
+// which recover their own panics and return them, and reports what they
+// return (hookPanicked). A hook of theirs that calls runtime.Goexit, which
+// recover cannot stop, is reported too, as it ends the goroutine.
+func (c *Consumer) runHooks(m *Message, name string, hooks func() error) {
+	returned := false
+	defer func() {
+		if !returned { // not a panic: hooks recovers every one
+			c.hookPanicked(m, goexitError(name))
+		}
+	}()
+	err := hooks()
+	returned = true
+	c.hookPanicked(m, err)
+}
+
 // countHookPanics adds the hook panics err holds to n, an engine's count
 // of them; a nil n (a client of a remote broker) counts nothing.
 func countHookPanics(n *atomic.Uint64, err error) {

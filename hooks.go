@@ -31,6 +31,22 @@ import (
 // future reports it, joined to the send's own error, with the send's
 // SendResult unchanged (filled in when the message was stored); a
 // Consumer logs it, and the message's outcome is its handler's.
+//
+// Hooks must not call runtime.Goexit, as testing's t.FailNow does (and so
+// require's assertions): recover cannot stop it, and it ends the goroutine
+// that runs the hook, whatever that goroutine was doing. On the caller's
+// goroutine it ends the caller's goroutine, as above. Elsewhere it is
+// reported as a panic is, an error matching ErrHookPanic that names the
+// hook, and counted, but what the goroutine was doing stops there: a
+// SendAsync's future fails with it (and the engine logs it), but when the
+// send completed on one of the engine's goroutines (in process, through
+// its fast path), that goroutine is lost and the engine completes no more
+// writes: later sends wait until their context ends, and the engine must
+// be closed. A Consumer logs it and leaves the message unfinished, for the
+// queue's next owner to get again: a concurrent consumer goes on with its
+// other messages, an orderly one stops pulling the queue until Close or a
+// rebalance hands it on. In a test, report a hook's failure with t.Error
+// and return.
 type Hooks struct {
 	// BeforeSend runs before a message is routed; it may set properties.
 	BeforeSend func(ctx context.Context, m *Message)
@@ -110,6 +126,15 @@ func recovered(name string, hook func()) (err error) {
 	}()
 	hook()
 	return nil
+}
+
+// goexitError is the error reported for a hook, the user's function named
+// name, that called runtime.Goexit (as testing's t.FailNow does) where its
+// panics are recovered: recover cannot stop a Goexit, which goes on ending
+// the goroutine, so the deferred check of the code that ran the hook
+// reports it instead (see Hooks).
+func goexitError(name string) error {
+	return fmt.Errorf("%w: %s: runtime.Goexit called\n%s", ErrHookPanic, name, debug.Stack())
 }
 
 // withHookErr is a send's error err with the panics of its hooks, perr.

@@ -262,6 +262,19 @@ func (p *processQueue) leave(off int64) {
 	p.signal()
 }
 
+// leaveRunning is leave for an entry whose handling ended without an
+// outcome (see runner.leaveUnfinished): it does nothing once the entry no
+// longer runs.
+func (p *processQueue) leaveRunning(off int64) {
+	p.mu.Lock()
+	i := p.find(off)
+	running := i >= 0 && p.entries[i].running
+	p.mu.Unlock()
+	if running {
+		p.leave(off)
+	}
+}
+
 // expire finishes a running entry whose handler is stuck: the window may
 // move past it and handoffs no longer wait for it.
 func (p *processQueue) expire(off int64) {

@@ -409,10 +409,25 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	// the producer's: a hook that panics there is recovered and counted
 	// (see Hooks).
 	finish := func(res SendResult, err error) {
-		perr := p.hooks.afterSendRecovered(ctx, m, res, err)
+		var perr error
+		hook := "AfterSend" // the hooks running; "" once they returned
+		defer func() {
+			if hook == "" {
+				return
+			}
+			// Not a panic (they recover every one): runtime.Goexit.
+			var left sendEnd // the trace ends that did not run
+			if hook == "AfterSend" {
+				left = end
+			}
+			p.hookGoexited(goexitError(hook), res, err, perr, left, f)
+		}()
+		perr = p.hooks.afterSendRecovered(ctx, m, res, err)
 		if end != nil {
+			hook = "TraceHooks.StartSend end"
 			perr = errors.Join(perr, end.endRecovered([]SendResult{res}, err))
 		}
+		hook = ""
 		countHookPanics(p.hookPanics, perr)
 		f.res, f.err = res, withHookErr(err, perr)
 		close(f.done)
@@ -451,6 +466,29 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 			finish(sendResult(m.Topic, ar, 0), nil)
 		})
 	return f
+}
+
+// hookGoexited completes f, the future of a SendAsync whose send ended
+// with res and err, when one of its AfterSend hooks or trace ends called
+// runtime.Goexit (gerr), perr being the panics of the hooks that returned
+// before. recover cannot stop a Goexit: the goroutine that completes the
+// send ends (one of the engine's, in process: see Hooks), but the trace
+// ends that did not run yet (left) still run, and the future reports the
+// Goexit, which the engine logs and counts, so no one waits for it. The
+// future completes even if one of those ends calls runtime.Goexit too.
+func (p *Producer) hookGoexited(gerr error, res SendResult, err, perr error, left sendEnd, f *SendFuture) {
+	perr = errors.Join(perr, gerr)
+	defer func() {
+		countHookPanics(p.hookPanics, perr)
+		if e := trackerOf(p.b); e != nil {
+			e.log.Error("producer hook called runtime.Goexit: the goroutine that completed its send has ended", "topic", res.Topic, "err", gerr)
+		}
+		f.res, f.err = res, withHookErr(err, perr)
+		close(f.done)
+	}()
+	if left != nil {
+		perr = errors.Join(perr, left.endRecovered([]SendResult{res}, withHookErr(err, gerr)))
+	}
 }
 
 // failedAsync completes a SendAsync of m whose first attempt failed with

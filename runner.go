@@ -335,9 +335,27 @@ func (r *runner) handleConcurrent(m *Message) {
 	if !r.pq.begin(m.Offset) || r.finishExpired(m) {
 		return
 	}
+	finished := false
+	defer r.leaveUnfinished(&finished, m)
 	view := origin(m)
 	ctx, end := r.c.traceHandle(r.hctx, view)
 	r.finish(m, view, r.invoke(ctx, view), end)
+	finished = true
+}
+
+// leaveUnfinished is deferred by the handling of msgs, which began them.
+// When a hook or the handler called runtime.Goexit (as t.FailNow does),
+// which recover cannot stop, the handling ended there, *finished false:
+// the messages it left running are then left unfinished, as ones whose
+// handler stopped before it began (ErrNotHandled), so that drains and
+// handoffs do not wait for them; the queue's next owner gets them again.
+func (r *runner) leaveUnfinished(finished *bool, msgs ...*Message) {
+	if *finished {
+		return
+	}
+	for _, m := range msgs {
+		r.pq.leaveRunning(m.Offset)
+	}
 }
 
 // finish records the result of one handling of m (view is what the handler
@@ -582,14 +600,14 @@ func (c *Consumer) invoke(ctx context.Context, m *Message) (err error) {
 		}()
 		return c.o.Handler(ctx, m)
 	}
-	c.hookPanicked(m, c.hooks.beforeHandle(ctx, m))
+	c.runHooks(m, "BeforeHandle", func() error { return c.hooks.beforeHandle(ctx, m) })
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
 			err = handlerPanic(p)
 		}
 		c.countHandled(err)
-		c.hookPanicked(m, c.hooks.afterHandle(ctx, m, err, time.Since(start)))
+		c.runHooks(m, "AfterHandle", func() error { return c.hooks.afterHandle(ctx, m, err, time.Since(start)) })
 	}()
 	return c.o.Handler(ctx, m)
 }

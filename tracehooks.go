@@ -268,22 +268,26 @@ func (e handleEnd) end(o HandleOutcome) {
 // traceHandle starts tracing the handling of m by c. Its end calls the
 // StartHandle hooks' ends in reverse order. A StartHandle, or an end, that
 // panics is recovered, and the others still run; every panic is logged
-// and counted (see Hooks).
+// and counted (see Hooks), and so is one that calls runtime.Goexit.
 func (c *Consumer) traceHandle(ctx context.Context, m *Message) (context.Context, handleEnd) {
 	if !c.hooks.tracing() {
 		return ctx, nil
 	}
-	ctx, ends, err := c.hooks.startHandle(ctx, m, Delivery{Group: c.o.Group, Consumer: c.o.ID, Model: c.o.Model})
-	c.hookPanicked(m, err)
+	var ends []handleEnd
+	c.runHooks(m, "TraceHooks.StartHandle", func() (err error) {
+		ctx, ends, err = c.hooks.startHandle(ctx, m, Delivery{Group: c.o.Group, Consumer: c.o.ID, Model: c.o.Model})
+		return err
+	})
 	if len(ends) == 0 {
 		return ctx, nil
 	}
 	return ctx, func(o HandleOutcome) {
-		var perr error
-		for i := len(ends) - 1; i >= 0; i-- {
-			perr = errors.Join(perr, recovered("TraceHooks.StartHandle end", func() { ends[i](o) }))
-		}
-		c.hookPanicked(m, perr)
+		c.runHooks(m, "TraceHooks.StartHandle end", func() (perr error) {
+			for i := len(ends) - 1; i >= 0; i-- {
+				perr = errors.Join(perr, recovered("TraceHooks.StartHandle end", func() { ends[i](o) }))
+			}
+			return perr
+		})
 	}
 }
 

@@ -264,18 +264,30 @@ func (p *workerPool) unlist(h *heldRun) {
 // worker handles waiting tasks until none has come for workerIdle or the
 // consumer stops.
 func (c *Consumer) worker() {
-	wake := make(chan struct{}, 1)
-	h := &heldRun{}
+	c.work(make(chan struct{}, 1), &heldRun{}, true) // started by wakeWorkerLocked
+}
+
+// work is the worker loop, with the worker's wake-up channel and run.
+// A task that ends the goroutine by runtime.Goexit (a hook or the handler
+// calling t.FailNow), which recover cannot stop, does not end the worker:
+// the loop goes on from where it was on a new goroutine, the pool still
+// counting it, and its run's other tasks are still handled.
+func (c *Consumer) work(wake chan struct{}, h *heldRun, woken bool) {
 	var idle *time.Timer // made when it first parks
+	inTask := false
 	defer func() {
 		if idle != nil {
 			idle.Stop()
 		}
+		if inTask { // not returned: a panic in a task is recovered, so a Goexit
+			c.goFunc(func() { c.work(wake, h, false) })
+		}
 	}()
-	woken := true // started by wakeWorkerLocked
 	for c.ctx.Err() == nil {
 		if t, ok := h.claim(); ok {
+			inTask = true
 			t.r.handleTask(t)
+			inTask = false
 			continue
 		}
 		if c.take(woken, wake, h) {
