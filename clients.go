@@ -33,13 +33,45 @@ func engineOf(b Broker) *Engine {
 	return e
 }
 
+// BrokerWrapper is implemented by a Broker that wraps another, such as a
+// type that embeds an *Engine to check rights, count or refuse some calls:
+// Unwrap returns the wrapped broker. Through it producers and consumers
+// opened on the wrapper find the in-process engine behind it, as they find
+// it behind a Namespace: the engine's Close closes them first, and its
+// Stats count what they report of themselves (ConsumerHookPanics,
+// ExpiredMessages). Embedding an *Engine is not enough: a wrapper without
+// Unwrap is a broker of its own, as a remote one is, and its clients'
+// recovered hook panics are counted nowhere (they are still logged, or
+// reported by the futures). Unwrap changes nothing on the calls' path:
+// they still go through the wrapper's methods.
+type BrokerWrapper interface {
+	// Unwrap returns the broker this one wraps.
+	Unwrap() Broker
+}
+
+// maxUnwrap bounds how many wrappers trackerOf looks through, so that an
+// Unwrap that returns its own broker, or a cycle, does not loop for ever.
+const maxUnwrap = 16
+
 // trackerOf returns the engine that closes clients of b on Close: the
-// engine itself, or the engine behind a Namespace view.
+// engine itself, or the engine behind a Namespace view or behind
+// wrappers (BrokerWrapper); nil for any other broker.
 func trackerOf(b Broker) *Engine {
-	if n, ok := b.(*Namespace); ok {
-		return n.e
+	for range maxUnwrap {
+		switch x := b.(type) {
+		case *Engine:
+			return x
+		case *Namespace:
+			return x.e
+		case BrokerWrapper:
+			if b = x.Unwrap(); nilBroker(b) {
+				return nil
+			}
+		default:
+			return nil
+		}
 	}
-	return engineOf(b)
+	return nil
 }
 
 func (s *clientSet) addConsumer(c *Consumer) {
