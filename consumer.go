@@ -493,9 +493,10 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		}
 	}
 	if len(fresh) > 0 {
-		c.learnLanes(a.Priorities, fresh)
+		claimed := c.learnLanes(a.Priorities, fresh)
 		offs, err := c.b.FetchOffsets(ctx, c.o.Group, c.o.ID, fresh)
 		if err != nil {
+			c.unclaimLanes(claimed) // no runner starts on them
 			return fmt.Errorf("fetch offsets: %w", err)
 		}
 		c.mu.Lock()

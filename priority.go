@@ -238,19 +238,37 @@ func (b *laneBoard) turn(s *laneSlot) (bool, <-chan struct{}) {
 // learnLanes records the lane counts of topics with priorities (from an
 // assignment), and marks the lanes of fresh grants busy before any of their
 // runners starts, so that no lower lane goes first while a higher one is
-// being started. A topic's priorities are fixed at creation, but a topic
-// deleted and created again may have others: the latest assignment holds.
-func (c *Consumer) learnLanes(lanes map[string]int, fresh []Grant) {
+// being started. It returns the lanes it marked, for unclaimLanes should
+// no runner start on them. A topic's priorities are fixed at creation, but
+// a topic deleted and created again may have others: the latest
+// assignment holds.
+func (c *Consumer) learnLanes(lanes map[string]int, fresh []Grant) []*laneSlot {
 	for t, n := range lanes {
 		if n > 1 {
 			c.lanes.counts.Store(t, n)
 		}
 	}
+	var claimed []*laneSlot
 	for _, g := range fresh {
 		if lanes[g.Topic] <= 1 {
 			c.lanes.counts.Delete(g.Topic)
 		}
-		c.laneSlotFor(g)
+		if s := c.laneSlotFor(g); s != nil {
+			claimed = append(claimed, s)
+		}
+	}
+	return claimed
+}
+
+// unclaimLanes marks idle the lanes learnLanes marked busy for grants on
+// which no runner starts (fetching their offsets failed): no runner would
+// ever clear them. A mark left on the highest lane of a topic deleted
+// meanwhile would hold back, for good, the lower lanes of the same queue
+// of the topic made again with fewer lanes. The next grant of the queue
+// marks its lanes again.
+func (c *Consumer) unclaimLanes(slots []*laneSlot) {
+	for _, s := range slots {
+		c.lanes.set(s, false)
 	}
 }
 
