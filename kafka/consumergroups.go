@@ -227,6 +227,10 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 			g.epoch++
 		}
 		g.emptySince = time.Time{}
+	case req.InstanceID != nil && static == nil:
+		// As Kafka's throwIfStaticMemberIsUnknown: a member that joined
+		// with another instance ID, or none, is not that instance's.
+		return fail(errUnknownMemberID, "instance ID "+*req.InstanceID+" is unknown")
 	case static != nil && static.id != req.MemberID:
 		return fail(errFencedInstanceID, "instance ID "+*req.InstanceID+" is another member's")
 	case m == nil:

@@ -93,11 +93,13 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // checkCommitter says whether the request's member may commit, and for a
 // member of a KIP-848 consumer group the partitions it holds (nil: any):
 // such a member commits with its member epoch as the generation, and only
-// partitions it has or is releasing. A commit it accepts has entered the
-// group's gate: the caller leaves it once the commit's store write
-// returned. While the gate is shut (a change of owners waits for the
-// commits in it), the commit waits, without the coordinator's lock, and
-// is checked again once it reopens.
+// partitions it has or is releasing. Kafka refuses such a member's commit
+// below v9 (UNSUPPORTED_VERSION); the listener serves OffsetCommit up to
+// v8 (versions.go), so it takes theirs at any version. A commit it
+// accepts has entered the group's gate: the caller leaves it once the
+// commit's store write returned. While the gate is shut (a change of
+// owners waits for the commits in it), the commit waits, without the
+// coordinator's lock, and is checked again once it reopens.
 func (c *coordinator) checkCommitter(ctx context.Context, req *kmsg.OffsetCommitRequest) (int16, map[tpart]bool, *commitGate) {
 	for {
 		c.lock()

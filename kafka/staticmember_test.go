@@ -216,3 +216,55 @@ func TestConsumerGroup_ReplacedStaticMemberLeaveIsFenced(t *testing.T) {
 	assert.Equal(t, int32(-1), r.MemberEpoch)
 	assert.Equal(t, int16(25), staticBeat(ctx, t, b, "s-2", "i1", -1, tid, nil).ErrorCode, "UNKNOWN_MEMBER_ID: it left")
 }
+
+// TestConsumerGroup_HeartbeatNamingAnUnknownInstanceIsRefused: a heartbeat
+// (member epoch above 0) that names an instance ID the group has no member
+// of is answered UNKNOWN_MEMBER_ID, as Kafka's throwIfStaticMemberIsUnknown
+// answers it, whether the member joined with another instance ID or with
+// none; one naming another member's instance gets FENCED_INSTANCE_ID.
+// Before, a member known by its ID was served whatever instance it named.
+func TestConsumerGroup_HeartbeatNamingAnUnknownInstanceIsRefused(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	b := kclient(t, serve(t, e, &kafka.Options{ConsumerSessionTimeout: time.Minute})).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+
+	r := staticBeat(ctx, t, b, "s-1", "i1", 0, tid, nil)
+	require.Equal(t, int16(0), r.ErrorCode)
+	sEpoch := r.MemberEpoch
+	d := &cgMember{t: t, b: b, id: "member-d"}
+	require.Equal(t, int16(0), d.beat(ctx, tid, []string{"t"}, false).ErrorCode)
+
+	assert.Equal(t, int16(25), staticBeat(ctx, t, b, "s-1", "i2", sEpoch, tid, nil).ErrorCode, "UNKNOWN_MEMBER_ID: s-1 joined as i1, no member is i2")
+	assert.Equal(t, int16(25), staticBeat(ctx, t, b, d.id, "i9", d.epoch, tid, nil).ErrorCode, "UNKNOWN_MEMBER_ID: d joined without an instance, no member is i9")
+	assert.Equal(t, int16(82), staticBeat(ctx, t, b, d.id, "i1", d.epoch, tid, nil).ErrorCode, "FENCED_INSTANCE_ID: i1 is s-1's")
+
+	require.Equal(t, int16(0), staticBeat(ctx, t, b, "s-1", "i1", sEpoch, tid, nil).ErrorCode, "s-1 is still a member, as i1")
+	require.Equal(t, int16(0), d.beat(ctx, tid, nil, false).ErrorCode, "d is still a member")
+}
+
+// TestConsumerGroup_StaticMemberJoinsAgainUnderItsOwnID: a static member
+// that joins again (member epoch 0) under the member ID that holds its
+// instance, as franz-go and the Java consumer do after a lost answer or
+// FENCED_MEMBER_EPOCH, is served as that member joining anew, not
+// refused with UNRELEASED_INSTANCE_ID as Kafka's coordinator refuses it
+// (fatal to those clients; apache/kafka#23542). Another member ID naming
+// the instance still gets UNRELEASED_INSTANCE_ID.
+func TestConsumerGroup_StaticMemberJoinsAgainUnderItsOwnID(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 2))
+	b := kclient(t, serve(t, e, &kafka.Options{ConsumerSessionTimeout: time.Minute})).SeedBrokers()[0]
+	tid := topicIDOf(ctx, t, b, "t")
+
+	r := staticBeat(ctx, t, b, "s-1", "i1", 0, tid, nil)
+	require.Equal(t, int16(0), r.ErrorCode)
+	require.Equal(t, []int32{0, 1}, assigned(r))
+
+	r = staticBeat(ctx, t, b, "s-1", "i1", 0, tid, nil)
+	require.Equal(t, int16(0), r.ErrorCode, "s-1 joins again")
+	assert.Equal(t, []int32{0, 1}, assigned(r))
+	assert.Equal(t, int16(111), staticBeat(ctx, t, b, "s-2", "i1", 0, tid, nil).ErrorCode, "UNRELEASED_INSTANCE_ID: i1 is s-1's")
+	assert.Equal(t, int16(0), staticBeat(ctx, t, b, "s-1", "i1", r.MemberEpoch, tid, []int32{0, 1}).ErrorCode, "s-1 is a member, as i1")
+}

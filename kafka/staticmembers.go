@@ -9,10 +9,17 @@ import "time"
 // (under a new member ID) takes its place, its partitions and its member
 // epoch at once, without a change of the group's epoch. As in Kafka, an
 // instance ID is one member's at a time: a join naming one whose member
-// has not left so gets UNRELEASED_INSTANCE_ID, and a heartbeat or leave of
-// a member another took the place of FENCED_INSTANCE_ID. A member away
-// commits nothing (STALE_MEMBER_EPOCH, admitCommitter): the member that
-// takes its place commits its partitions.
+// has not left so gets UNRELEASED_INSTANCE_ID, a heartbeat or leave of
+// a member another took the place of FENCED_INSTANCE_ID, and one naming
+// an instance the group has no member of UNKNOWN_MEMBER_ID. Unlike
+// Kafka's coordinator as released, a join under the member ID that holds
+// the instance is that member joining again, as a dynamic member would:
+// clients send it after a lost answer or FENCED_MEMBER_EPOCH (franz-go,
+// the Java consumer), and UNRELEASED_INSTANCE_ID is fatal to them (to
+// franz-go after three tries); apache/kafka#23542 proposes the same for
+// Kafka. A member away commits nothing (STALE_MEMBER_EPOCH,
+// admitCommitter): the member that takes its place commits its
+// partitions.
 
 // Codes of KIP-848 static membership.
 const (
