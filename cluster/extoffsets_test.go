@@ -2,12 +2,12 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
@@ -32,18 +32,44 @@ func TestCluster_GroupOffsetsSurviveALeaderChange(t *testing.T) {
 		}
 	}
 	c.commitOffsets(t, "kgroup", want)
-	leader := c.waitLeader()
-	got, err := leader.GroupOffsets(ctx, "kgroup")
-	require.NoError(t, err)
-	assert.Equal(t, want, got)
+	// The calls go to whichever node leads as they are made: one a node
+	// refused (it stopped leading, or its lease lapsed) is made again.
+	c.onServing(t, "read the offsets of kgroup", func(n *cluster.Node) error {
+		got, err := n.GroupOffsets(ctx, "kgroup")
+		if err == nil {
+			assert.Equal(t, want, got)
+		}
+		return err
+	})
+	c.onServing(t, "keep kgroup", func(n *cluster.Node) error { return n.KeepGroup(ctx, "kgroup") })
+	c.onServing(t, "keep a group that does not exist", func(n *cluster.Node) error {
+		switch err := n.KeepGroup(ctx, "no-such-group"); {
+		case errors.Is(err, equeue.ErrGroupNotFound):
+			return nil
+		case err == nil:
+			return fmt.Errorf("kept a group that does not exist, want an error matching %v", equeue.ErrGroupNotFound)
+		default:
+			return err // refused (made again), or not the error expected
+		}
+	})
 
-	require.NoError(t, leader.KeepGroup(ctx, "kgroup"))
-	assert.ErrorIs(t, leader.KeepGroup(ctx, "no-such-group"), equeue.ErrGroupNotFound)
-
-	follower := c.nodes[(c.leaderIndex()+1)%3]
-	_, err = follower.GroupOffsets(ctx, "kgroup")
-	assert.ErrorIs(t, err, equeue.ErrNotLeader)
-	assert.ErrorIs(t, follower.KeepGroup(ctx, "kgroup"), equeue.ErrNotLeader)
+	// A follower refuses. A node that answered was elected after it was
+	// seen following (its term moved on): another follower is asked.
+	eventually(t, 30*time.Second, func() error {
+		follower := c.nodes[(c.leaderIndex()+1)%3]
+		before := follower.Status()
+		if before.State != "Follower" {
+			return fmt.Errorf("%s is not a follower: %s", before.ID, before.State)
+		}
+		_, err := follower.GroupOffsets(ctx, "kgroup")
+		kerr := follower.KeepGroup(ctx, "kgroup")
+		if (err == nil || kerr == nil) && follower.Status().Term != before.Term {
+			return fmt.Errorf("%s was elected while it was asked", before.ID)
+		}
+		assert.ErrorIs(t, err, equeue.ErrNotLeader)
+		assert.ErrorIs(t, kerr, equeue.ErrNotLeader)
+		return nil
+	})
 
 	c.stop(c.leaderIndex())
 	eventually(t, 30*time.Second, func() error {

@@ -175,6 +175,24 @@ func (c *testCluster) onLeader(t *testing.T, what string, f func(e *equeue.Engin
 	}
 }
 
+// onServing calls f with the node that serves, across elections: a call
+// the node refused (ErrNotLeader: its tenure ended, or its lease lapsed)
+// did nothing, and is made again on the node that serves then. Calls of
+// unknown outcome are not made again: use it for reads and calls that
+// change only the serving engine's memory. Any other error ends the test,
+// naming what.
+func (c *testCluster) onServing(t *testing.T, what string, f func(n *cluster.Node) error) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		err := f(c.waitLeader())
+		if errors.Is(err, equeue.ErrNotLeader) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		require.NoError(t, err, what)
+		return nil
+	})
+}
+
 // sendBatch stores bodies as one batch at the end of queue of topic, on
 // the leader's engine, across elections, as the only writer of the queue
 // (onLeader). A batch of unknown outcome is settled by an engine of a

@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,7 +31,6 @@ func TestNode_SmallerStoreLimitsStopAtTheTenureAndRecoverOnReopen(t *testing.T) 
 			o.Badger = &bo
 		}
 	})
-	ctx := context.Background()
 	leader := c.waitLeader()
 	require.NotEqual(t, "n3", leader.ID())
 	require.Less(t, cluster.StoreOf(c.nodes[2]).Limits().MaxBytes, cluster.StoreOf(leader).Limits().MaxBytes)
@@ -43,17 +41,14 @@ func TestNode_SmallerStoreLimitsStopAtTheTenureAndRecoverOnReopen(t *testing.T) 
 		return nil
 	})
 
-	// A write the leader's store takes and n3's could not.
+	// A write the leader's store takes and n3's could not, on whichever
+	// node leads as it is made (sendBatch).
 	c.createTopicWith(t, "t", equeue.TopicOptions{Queues: 1})
-	p, err := equeue.NewProducer(leader, nil)
-	require.NoError(t, err)
-	var msgs []*equeue.Message
-	for range 200 {
-		msgs = append(msgs, &equeue.Message{Topic: "t", Body: []byte(strings.Repeat("x", 900))})
+	var bodies [][]byte
+	for i := range 200 {
+		bodies = append(bodies, fmt.Appendf(nil, "%03d %s", i, strings.Repeat("x", 900)))
 	}
-	_, err = p.SendBatch(ctx, msgs)
-	require.NoError(t, err)
-	require.NoError(t, p.Close())
+	c.sendBatch(t, "t", 0, bodies)
 
 	small = false
 	c.stop(2)

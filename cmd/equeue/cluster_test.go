@@ -45,6 +45,50 @@ func (n *clusterNode) status(t *testing.T) (statusJSON, bool) {
 	return s, true
 }
 
+// onNode runs a command through --server node, the node the test talks
+// to as the cluster's leader, as ok does. Right after a cluster forms, an
+// election or a lapse of the leader's lease on a loaded machine makes the
+// node refuse for a moment (exit 1, "not the cluster leader": nothing was
+// done): the command is run again, for up to a minute. After an answer of
+// unknown outcome, or one that the node was not reached, it is run again
+// too, and took says whether a failed run shows that an earlier one took
+// effect; took nil: such an answer ends the test, as any other failure.
+func onNode(t *testing.T, node string, took func(r result) bool, args ...string) string {
+	t.Helper()
+	args = append([]string{"--server", node}, args...)
+	deadline := time.Now().Add(time.Minute)
+	unknown := false
+	for {
+		r := cli(t, args...)
+		switch {
+		case r.code == 0:
+			return r.stdout
+		case r.code != 1:
+			t.Fatalf("equeue %s: %v", strings.Join(args, " "), r)
+		case unknown && took(r):
+			return r.stdout
+		case took != nil && (strings.Contains(r.stderr, "outcome unknown") || strings.Contains(r.stderr, `is "equeue serve" running there?`)):
+			unknown = true
+		case strings.Contains(r.stderr, "not the cluster leader") && !strings.Contains(r.stderr, "outcome unknown"):
+		default:
+			t.Fatalf("equeue %s: %v", strings.Join(args, " "), r)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("equeue %s: refused by %s for a minute: %v", strings.Join(args, " "), node, r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// createTopicOn creates topic name with flags through --server node, as
+// onNode runs a command: "already exists", after an answer of unknown
+// outcome, means that the earlier creation took effect.
+func createTopicOn(t *testing.T, node, name string, flags ...string) {
+	t.Helper()
+	onNode(t, node, func(r result) bool { return strings.Contains(r.stderr, "topic already exists") },
+		append([]string{"topic", "create", name}, flags...)...)
+}
+
 func TestCluster_ServeAddProduceTransferRemove(t *testing.T) {
 	base := t.TempDir()
 	n1 := startClusterNode(t, base, "n1", true)
@@ -68,8 +112,8 @@ func TestCluster_ServeAddProduceTransferRemove(t *testing.T) {
 	// An ID the configuration does not hold is refused, not "removed".
 	fails(t, 1, "no server with this ID", "cluster", "remove", "n9", "--admin", n1.admin)
 
-	ok(t, "--server", n1.listen, "topic", "create", "orders", "--queues", "2")
-	ok(t, "--server", n1.listen, "produce", "orders", "hello")
+	createTopicOn(t, n1.listen, "orders", "--queues", "2")
+	onNode(t, n1.listen, nil, "produce", "orders", "hello")
 	// A follower refuses clients and names the leader.
 	fails(t, 1, n1.listen, "--server", n2.listen, "topic", "list")
 
@@ -187,7 +231,7 @@ func TestCluster_KafkaClientOfAFollowerReachesTheLeader(t *testing.T) {
 	if out := ok(t, "cluster", "status", "--admin", n2.admin); !strings.Contains(out, "leader's Kafka listener:  "+k1) {
 		t.Fatalf("status said %q", out)
 	}
-	ok(t, "--server", n1.listen, "topic", "create", "orders", "--queues", "2")
+	createTopicOn(t, n1.listen, "orders", "--queues", "2")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
