@@ -165,7 +165,10 @@ type RedriveRequest struct {
 //
 // Each is marked redriven in the same write, so it is never redriven twice;
 // the engine's redrives run one at a time, so two at once do not both send
-// a dead letter neither had seen marked. It returns how many were sent.
+// a dead letter neither had seen marked. A DeleteGroup of the group
+// during the redrive waits for the dead letter being sent, and deletes
+// its copy and mark with the group; after it the redrive stops with
+// ErrGroupNotFound, sending nothing more. It returns how many were sent.
 func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) (int, error) {
 	if err := ValidateName(group); err != nil {
 		return 0, err
@@ -207,8 +210,12 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	if from < min || to > next || from < 0 {
 		return 0, fmt.Errorf("%w: dead letters %d..%d outside [%d, %d)", ErrInvalidArgument, from, to, min, next)
 	}
+	// The group, nil when the engine does not know it (only ToTopic
+	// redrives such a group): each send holds off its deletion
+	// (redriveOne).
+	g, _ := e.groups.group(group)
 	if !req.ToTopic {
-		if err := e.groups.checkRetryConsumed(group); err != nil {
+		if err := checkRetryConsumed(group, g); err != nil {
 			return 0, err
 		}
 	}
@@ -233,7 +240,7 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 			if dl.Redriven || !want(dl.Offset) {
 				continue
 			}
-			if err := e.redriveOne(ctx, group, dlq, dl, req.ToTopic); err != nil {
+			if err := e.redriveOne(ctx, g, group, dlq, dl, req.ToTopic); err != nil {
 				return sent, err
 			}
 			sent++
@@ -243,8 +250,12 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 }
 
 // redriveOne sends dl, a dead letter of dlq, group's dead-letter topic,
-// back: to group's retry topic, or with toTopic to its original topic.
-func (e *Engine) redriveOne(ctx context.Context, group string, dlq *topic, dl DLQEntry, toTopic bool) error {
+// back: to group's retry topic, or with toTopic to its original topic. g
+// is the group as the redrive found it (nil: one the engine did not know).
+func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *topic, dl DLQEntry, toTopic bool) error {
+	if h := e.redriveHook.Load(); h != nil {
+		(*h)(group)
+	}
 	wctx, req := allowInternal(storedAgain(ctx), RetryTopic(group)), retryCopy(group, dl)
 	if toTopic {
 		var err error
@@ -257,6 +268,18 @@ func (e *Engine) redriveOne(ctx context.Context, group string, dlq *topic, dl DL
 		return err
 	}
 	defer e.leave()
+	// Until the copy and its mark are written, hold off the group's
+	// deletion as a SendBack does (group.sbGate): it would miss them, and
+	// the copy would make the deleted group's retry topic again, for a
+	// group made later under the name to consume. A group deleted already
+	// gets nothing: the append below would make that topic.
+	if g != nil {
+		g.sbGate.RLock()
+		defer g.sbGate.RUnlock()
+		if !e.groups.current(g) {
+			return fmt.Errorf("%w: %q was deleted during the redrive", ErrGroupNotFound, group)
+		}
+	}
 	c, _, err := e.prepareAppend(wctx, req)
 	if err != nil {
 		return err
@@ -308,16 +331,16 @@ func (e *Engine) topicCopy(ctx context.Context, dl DLQEntry) (*AppendRequest, er
 	return &AppendRequest{Topic: v.Topic, Queue: queue, Messages: []*Message{fresh}}, nil
 }
 
-// checkRetryConsumed checks that the members of group consume its retry
-// topic, so that a redrive can send its dead letters there: a
-// broadcasting group's members retry locally, orderly consumers retry in
-// place and PullConsumers read only their topics, and of a group the
-// engine does not know (its metadata deleted) nothing says who reads it.
-func (c *coordinator) checkRetryConsumed(group string) error {
+// checkRetryConsumed checks that the members of g, group's group (nil
+// when the engine does not know it), consume its retry topic, so that a
+// redrive can send its dead letters there: a broadcasting group's members
+// retry locally, orderly consumers retry in place and PullConsumers read
+// only their topics, and of a group the engine does not know (its
+// metadata deleted) nothing says who reads it.
+func checkRetryConsumed(group string, g *group) error {
 	const how = "redrive with ToTopic to send them back to their topics, where every subscribed group gets them again"
-	g, err := c.group(group)
-	if err != nil {
-		return fmt.Errorf("%w: %w: whether its members consume its retry topic is unknown: %s", ErrInvalidArgument, err, how)
+	if g == nil {
+		return fmt.Errorf("%w: %w: %q: whether its members consume its retry topic is unknown: %s", ErrInvalidArgument, ErrGroupNotFound, group, how)
 	}
 	g.mu.Lock()
 	model, consumed := g.model, slices.ContainsFunc(g.subs, func(s Subscription) bool { return s.Topic == RetryTopic(group) })

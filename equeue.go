@@ -85,6 +85,9 @@ type Engine struct {
 	// groupTopicsHook, set by tests, runs when DeleteGroup has deleted a
 	// group's keys and memory, before it deletes its topics.
 	groupTopicsHook atomic.Pointer[func(group string)]
+	// redriveHook, set by tests, runs when a Redrive has checked its group
+	// and is about to send a dead letter back (dlq.go).
+	redriveHook atomic.Pointer[func(group string)]
 
 	groups *coordinator
 	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)

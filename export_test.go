@@ -117,6 +117,16 @@ func OnDeleteGroupTopics(e *Engine, f func(group string)) {
 	e.groupTopicsHook.Store(&f)
 }
 
+// OnRedriveOne sets f to run when a Redrive has checked its group and is
+// about to send one of its dead letters back; nil removes it.
+func OnRedriveOne(e *Engine, f func(group string)) {
+	if f == nil {
+		e.redriveHook.Store(nil)
+		return
+	}
+	e.redriveHook.Store(&f)
+}
+
 // GroupDeletionWaits reports how many joins and commits wait for the end
 // of a group's deletion to make the group again.
 func GroupDeletionWaits(e *Engine) int64 { return e.groups.holdWaits.Load() }
