@@ -264,10 +264,13 @@ type Consumer struct {
 	closeDone chan struct{} // closed when the first Close (or crash) returns
 	runners   map[QueueRef]*runner
 	stopping  map[QueueRef]bool
-	// fenced holds, in orderly mode, the runners abandoned after a fence
-	// (offset reset, expiry): the next runner of the queue waits for their
-	// running handler, so the queue never has two handlers at once.
-	fenced     map[QueueRef]*runner
+	// fenced holds, in orderly mode, the done channels (runner.done) of
+	// the runners abandoned after a fence (offset reset, re-grant, expiry),
+	// by queue: the next runner of the queue waits for their running
+	// handler, so the queue never has two handlers at once. Not the
+	// runners: those, and the messages they cached, go once their handler
+	// returns, whether or not the queue is ever granted again.
+	fenced     map[QueueRef][]<-chan struct{}
 	handoffs   sync.WaitGroup // handOver goroutines
 	version    int64
 	stale      bool            // a handover ended since the last apply: apply again
@@ -472,6 +475,7 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 	for _, rs := range lanes {
 		c.startHandOver(rs)
 	}
+	c.pruneFenced()
 	// Queues held without a runner (granted and revoked before this member
 	// saw them): nothing was consumed, so release them at once.
 	var idle []Grant
@@ -581,16 +585,46 @@ func (c *Consumer) abandonAll() {
 	}
 }
 
-// keepFenced remembers an abandoned orderly runner until the queue's next
-// runner starts. c.mu must be held.
+// keepFenced remembers an abandoned orderly runner, by its done channel,
+// until the queue's next runner starts or its handler returned. r may
+// itself have been waiting for fenced runners of the queue: their
+// handlers are waited for too. c.mu must be held.
 func (c *Consumer) keepFenced(r *runner) {
 	if !c.o.Orderly {
 		return
 	}
 	if c.fenced == nil {
-		c.fenced = map[QueueRef]*runner{}
+		c.fenced = map[QueueRef][]<-chan struct{}{}
 	}
-	c.fenced[r.grant.QueueRef] = r
+	ref := r.grant.QueueRef
+	c.fenced[ref] = pending(append(append(c.fenced[ref], r.prev...), r.done))
+}
+
+// pruneFenced forgets the fenced runners whose handler returned, and the
+// queues left with none: a queue whose next runner did not start (fetching
+// its offsets failed) and that is no longer granted to this member (its
+// topic deleted, the queue moved to another member) would otherwise be
+// kept until Close. c.mu must be held.
+func (c *Consumer) pruneFenced() {
+	for ref, chs := range c.fenced {
+		if chs = pending(chs); len(chs) > 0 {
+			c.fenced[ref] = chs
+		} else {
+			delete(c.fenced, ref)
+		}
+	}
+}
+
+// pending returns the channels of chs not closed yet, in place.
+func pending(chs []<-chan struct{}) []<-chan struct{} {
+	return slices.DeleteFunc(chs, func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	})
 }
 
 // startTimers starts the periodic commit and, in concurrent clustering

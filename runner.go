@@ -46,17 +46,9 @@ func (c *Consumer) newRunner(g Grant, st OffsetCommit) *runner {
 	r.committed.Store(st.Offset)
 	_, r.committedAtts = pq.committableState()
 	r.next = st.Offset
-	if old := c.fenced[g.QueueRef]; old != nil { // c.mu is held
+	if prev := c.fenced[g.QueueRef]; prev != nil { // c.mu is held
 		delete(c.fenced, g.QueueRef)
-		// old may itself have been waiting for a fenced runner when it
-		// was fenced: wait for that one's handler too.
-		for _, ch := range append(old.prev[:len(old.prev):len(old.prev)], old.done) {
-			select {
-			case <-ch:
-			default:
-				r.prev = append(r.prev, ch)
-			}
-		}
+		r.prev = pending(prev)
 	}
 	return r
 }
