@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -309,6 +310,29 @@ func (c *testCluster) lead(i int) {
 			return fmt.Errorf("hand the leadership over to %s: %w", c.id(i), err)
 		}
 		return fmt.Errorf("%s does not lead", c.id(i))
+	})
+}
+
+// handOver makes node i the serving leader, as lead does, taking only an
+// election's answers for a reason to ask again: the node asked stopped
+// leading meanwhile (ErrNotLeader), another transfer was under way
+// (raft.ErrLeadershipTransferInProgress), or the target did not win
+// within the election timeout (Raft's "leadership transfer timeout").
+// Any other error ends the test.
+func (c *testCluster) handOver(t *testing.T, i int) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		l := c.waitLeader()
+		if l == c.nodes[i] {
+			return nil
+		}
+		err := l.TransferLeadership(context.Background(), c.id(i))
+		if err == nil || errors.Is(err, equeue.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipTransferInProgress) ||
+			strings.Contains(err.Error(), "leadership transfer timeout") {
+			return fmt.Errorf("%s does not lead (hand-over from %s: %v)", c.id(i), l.ID(), err)
+		}
+		require.NoError(t, err, "hand the leadership over from %s to %s", l.ID(), c.id(i))
+		return nil
 	})
 }
 
