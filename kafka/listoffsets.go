@@ -109,14 +109,32 @@ func (c *conn) offsetFor(topic string, tid [16]byte, q equeue.QueueInfo, ts int6
 	return found.Offset, c.timestampOf(found), errNone
 }
 
-// messageAt returns the first message at or after off (nil at the end).
+// messageAt returns the first message at or after off (nil when there is
+// none up to the queue's end). A pull reads a bounded number of records:
+// one that met only messages pulls skip (expired, damaged) returns none
+// before the end, and the search goes on from where it stopped, reading
+// more at a time, so a run of such messages is not taken for the end.
 func (c *conn) messageAt(topic string, queue int, off int64) (*equeue.Message, error) {
-	res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: 1})
-	if err != nil || len(res.Messages) == 0 {
-		return nil, err
+	for n := 1; ; n = messageAtScan {
+		res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: n})
+		switch {
+		case err != nil:
+			return nil, err
+		case len(res.Messages) > 0:
+			return res.Messages[0], nil
+		case res.NextOffset <= off || res.NextOffset >= res.MaxOffset:
+			return nil, nil
+		}
+		if err := c.ctx.Err(); err != nil {
+			return nil, err
+		}
+		off = res.NextOffset
 	}
-	return res.Messages[0], nil
 }
+
+// messageAtScan is how many messages messageAt asks a pull for once one
+// found none: the pull reads that many records at a time.
+const messageAtScan = 64
 
 func (c *conn) timestampOf(m *equeue.Message) int64 {
 	if c.s.o.LogAppendTime || m.BornAt.IsZero() {
