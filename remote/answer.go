@@ -128,7 +128,7 @@ func spread(wait time.Duration) time.Duration {
 // every field at its widest tag and varints, and each message's framing.
 func answerBound(out *pb.PullResponse) int {
 	const (
-		answerFixed  = 64  // status, offsets, expired, priority
+		answerFixed  = 72  // status, offsets, expired, priority (11 each); corrupt's tag and length
 		messageFixed = 192 // framing, 3 strings, body, 7 integers, 2 durations
 		keyFixed     = 6   // tag and length of a key
 		entryFixed   = 20  // a map entry's tag, length and its two fields
