@@ -90,6 +90,58 @@ func seedBatch() []byte {
 	return w.finish(false)
 }
 
+// seedProduceBatches are record batches that reach past decodeBatch's
+// CRC check into the decoders and the idempotent producer's sequence
+// checks: the sample batch compressed with each codec, and an
+// idempotent producer's batches (in order, a duplicate, out of order,
+// an older epoch), some compressed.
+func seedProduceBatches() [][]byte {
+	raw := seedBatch()
+	out := [][]byte{}
+	for _, codec := range []int{codecGzip, codecSnappy, codecLZ4, codecZstd} {
+		out = append(out, compressBatch(raw, codec))
+	}
+	out = append(out,
+		withProducer(raw, 7, 1, 0),
+		withProducer(raw, 7, 1, 0),
+		withProducer(compressBatch(raw, codecGzip), 7, 1, int32(len(sampleMessages()))),
+		withProducer(compressBatch(raw, codecSnappy), 7, 1, 100),
+		withProducer(raw, 7, 0, 0),
+		withProducer(compressBatch(raw, codecZstd), 8, 0, 0),
+	)
+	return out
+}
+
+// FuzzProduce_BatchWithCRC: no batch a produce carries makes the listener
+// panic, with its length and CRC set to match whatever the fuzzer made
+// of it, so mutations reach the decompressors and the idempotent
+// producer's sequence checks (producers.go) instead of being refused at
+// the CRC.
+func FuzzProduce_BatchWithCRC(f *testing.F) {
+	for _, b := range seedProduceBatches() {
+		f.Add(int32(0), b)
+	}
+	f.Add(int32(1), seedBatch())
+	e, err := equeue.Open("", &equeue.Options{InMemory: true})
+	require.NoError(f, err)
+	f.Cleanup(func() { _ = e.Close() })
+	require.NoError(f, e.CreateTopic(context.Background(), "t", 2))
+	s, err := NewServer(e, nil)
+	require.NoError(f, err)
+	f.Cleanup(func() { _ = s.Close() })
+	f.Fuzz(func(t *testing.T, part int32, raw []byte) {
+		raw = append([]byte(nil), raw...)
+		if len(raw) >= 12 {
+			binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+		}
+		fixCRC(raw)
+		c := newConn(s, discardConn{})
+		defer c.cancel()
+		rp := kmsg.NewProduceResponseTopicPartition()
+		c.producePartition(c.ctx, 9, "t", part, raw, &rp)
+	})
+}
+
 // contentRequests are requests that name topic "t" (two partitions), a
 // missing topic and a group, with the fields set that reach past the
 // empty requests' answers: the data path, the admin calls, the groups.
@@ -120,6 +172,21 @@ func contentRequests() []kmsg.Request {
 	}
 	prod.Topics = append(prod.Topics, pt)
 	out = append(out, prod)
+
+	// Batches compressed with every codec, and an idempotent producer's,
+	// so the fuzzer starts from batches whose CRC matches past the
+	// decoders and into the sequence checks.
+	comp := kmsg.NewPtrProduceRequest()
+	comp.Acks, comp.TimeoutMillis = -1, 1000
+	cpt := kmsg.NewProduceRequestTopic()
+	cpt.Topic = "t"
+	for _, b := range seedProduceBatches() {
+		cp := kmsg.NewProduceRequestTopicPartition()
+		cp.Partition, cp.Records = int32(len(cpt.Partitions)%2), b
+		cpt.Partitions = append(cpt.Partitions, cp)
+	}
+	comp.Topics = append(comp.Topics, cpt)
+	out = append(out, comp)
 
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lt := kmsg.NewListOffsetsRequestTopic()

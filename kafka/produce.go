@@ -1,11 +1,13 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -41,6 +43,14 @@ func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) 
 		}
 		return resp, nil
 	}
+	// A compressed batch waits for its turn to decompress (inflateGate)
+	// no longer than the request may take.
+	wait := c.ctx
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(c.ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -57,13 +67,13 @@ func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) 
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			if len(req.Topics) == 1 && len(t.Partitions) == 1 {
-				c.producePartition(req.Version, t.Topic, p.Partition, p.Records, rp)
+				c.producePartition(wait, req.Version, t.Topic, p.Partition, p.Records, rp)
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := c.producePartitionRecovered(req.Version, t.Topic, p.Partition, p.Records, rp); err != nil {
+				if err := c.producePartitionRecovered(wait, req.Version, t.Topic, p.Partition, p.Records, rp); err != nil {
 					mu.Lock()
 					if failed == nil {
 						failed = err
@@ -83,17 +93,20 @@ func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) 
 // producePartitionRecovered is producePartition for a goroutine of its
 // own, which the connection's recovery (handleRecovered) does not cover: a
 // panic is logged and returned as the error that closes the connection.
-func (c *conn) producePartitionRecovered(version int16, topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) (err error) {
+func (c *conn) producePartitionRecovered(wait context.Context, version int16, topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = c.panicked(p)
 		}
 	}()
-	c.producePartition(version, topic, part, records, rp)
+	c.producePartition(wait, version, topic, part, records, rp)
 	return nil
 }
 
-func (c *conn) producePartition(version int16, topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) {
+// producePartition stores one partition's batch and answers it in rp. A
+// compressed batch first waits, until wait is done, for its turn to
+// decompress (inflateGate), and holds it until stored.
+func (c *conn) producePartition(wait context.Context, version int16, topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) {
 	rp.LogAppendTime = -1
 	if hidden(topic) {
 		rp.ErrorCode = errTopicAuthorizationFailed
@@ -106,6 +119,15 @@ func (c *conn) producePartition(version int16, topic string, part int32, records
 		msg := fmt.Sprintf("kafka: zstd needs Produce v%d or later, the request is v%d", zstdProduceVersion, version)
 		rp.ErrorMessage = &msg
 		return
+	}
+	if codec := batchCodec(records); codec > codecNone {
+		if err := c.s.inflate.acquire(wait); err != nil {
+			rp.ErrorCode = errRequestTimedOut
+			msg := err.Error()
+			rp.ErrorMessage = &msg
+			return
+		}
+		defer c.s.inflate.release()
 	}
 	b, err := decodeBatch(records, c.s.o.TagHeader)
 	if err != nil {

@@ -118,7 +118,7 @@ func TestProduce_ProducerStatesAreNotKeptForUnstoredBatches(t *testing.T) {
 	defer c.cancel()
 	send := func(topic string, part int32, pid int64, seq int32) kmsg.ProduceResponseTopicPartition {
 		var rp kmsg.ProduceResponseTopicPartition
-		c.producePartition(9, topic, part, idempotentBatch(pid, seq), &rp)
+		c.producePartition(c.ctx, 9, topic, part, idempotentBatch(pid, seq), &rp)
 		return rp
 	}
 	for i := range 50 {

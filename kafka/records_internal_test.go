@@ -111,6 +111,9 @@ func FuzzDecodeBatch(f *testing.F) {
 	}
 	f.Add(w.finish(false))
 	f.Add([]byte{})
+	for _, b := range seedProduceBatches() {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		_, _ = decodeBatch(raw, DefaultTagHeader)
 	})
@@ -201,7 +204,7 @@ func TestDecodeBatches_LegacyMessageSetIsUnsupported(t *testing.T) {
 		_, err := decodeBatch(legacyMessageSet(value), DefaultTagHeader)
 		assert.ErrorIs(t, err, errUnsupportedFormat, "a value of %d bytes", len(value))
 		var rp kmsg.ProduceResponseTopicPartition
-		c.producePartition(9, "t", 0, legacyMessageSet(value), &rp)
+		c.producePartition(c.ctx, 9, "t", 0, legacyMessageSet(value), &rp)
 		assert.Equal(t, errUnsupportedForMessageFmt, rp.ErrorCode, "a value of %d bytes", len(value))
 	}
 }

@@ -86,6 +86,14 @@ type Options struct {
 	// is dropped, and ConsumerHeartbeatInterval how often it is told to
 	// heartbeat. Zero means 45 s and 5 s (Kafka's defaults).
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// MaxInflating is how many compressed record batches the listener
+	// decompresses and stores at once, over all its connections; each
+	// may inflate to 100 MiB, so this bounds the memory compressed
+	// produce requests take whatever clients send. A batch that must wait
+	// for its turn longer than its request's timeout is answered
+	// REQUEST_TIMED_OUT, which clients retry. Zero means 2; uncompressed
+	// batches are not counted.
+	MaxInflating int
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -106,7 +114,9 @@ type Server struct {
 	tokens map[[sha256.Size]byte]Rights
 	groups *coordinator
 	pids   *producers
-	maxTS  *maxTimestamps // what MAX_TIMESTAMP scans learned (maxtimestamp.go)
+	// inflate bounds the compressed batches decompressed at once.
+	inflate inflateGate
+	maxTS   *maxTimestamps // what MAX_TIMESTAMP scans learned (maxtimestamp.go)
 	// partsMu guards parts, the produce locks of the partitions a batch
 	// is being stored to (see appendBatch and partLock).
 	partsMu sync.Mutex
@@ -151,6 +161,12 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if o.ConsumerSessionTimeout < 0 || o.ConsumerHeartbeatInterval < 0 || o.ConsumerHeartbeatInterval >= o.ConsumerSessionTimeout {
 		return nil, fmt.Errorf("%w: consumer group heartbeat interval %v, session timeout %v", equeue.ErrInvalidOptions, o.ConsumerHeartbeatInterval, o.ConsumerSessionTimeout)
 	}
+	if o.MaxInflating == 0 {
+		o.MaxInflating = defaultMaxInflating
+	}
+	if o.MaxInflating < 0 {
+		return nil, fmt.Errorf("%w: max inflating %d", equeue.ErrInvalidOptions, o.MaxInflating)
+	}
 	if o.MinSessionTimeout < 0 || o.MaxSessionTimeout < o.MinSessionTimeout {
 		return nil, fmt.Errorf("%w: session timeout bounds %v..%v", equeue.ErrInvalidOptions, o.MinSessionTimeout, o.MaxSessionTimeout)
 	}
@@ -163,7 +179,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), maxTS: newMaxTimestamps(), parts: map[equeue.QueueRef]*partLock{}}
+	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), maxTS: newMaxTimestamps(), inflate: newInflateGate(o.MaxInflating), parts: map[equeue.QueueRef]*partLock{}}
 	s.node, _ = b.(ClusterNode)
 	if len(o.Tokens) > 0 {
 		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))
