@@ -3,29 +3,49 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // defaultMaxInflating is Options.MaxInflating when it is zero: with
-// maxDecompressed, at most 200 MiB of records inflated at once.
+// maxDecompressed, at most 200 MiB inflating at once.
 const defaultMaxInflating = 2
 
-// inflateGate bounds the compressed batches the listener holds
-// decompressed at once, over every connection and request: each may
-// inflate to maxDecompressed, so without a bound a small request with
-// many compressed partitions (each a partition's goroutine, see produce)
-// could make the listener allocate that many times maxDecompressed at
-// once. A batch holds its turn from decompressing until it is stored,
-// since the stored messages are made from the inflated records.
+// defaultInflatedBudget is Options.MaxInflatedBytes when it is zero.
+const defaultInflatedBudget = 256 << 20
+
+// inflateGate bounds the memory compressed batches take, over every
+// connection and request: each may inflate to maxDecompressed, and a small
+// request with many compressed partitions (each a partition's goroutine,
+// see produce) could otherwise make the listener hold that many times
+// maxDecompressed at once. It bounds it in two steps:
+//
+//   - a turn (acquire, release) to decompress and decode a batch, of which
+//     at most MaxInflating run at once: they hold at most that many times
+//     maxDecompressed while the size is not yet known;
+//   - then the batch reserves its inflated size from a byte budget
+//     (MaxInflatedBytes) before it gives its turn back, and holds it until
+//     it is stored, since the stored messages are made of the inflated
+//     records.
+//
+// Common batches of a few KiB so share the budget by the thousands and are
+// stored together in the engine's group commits; only batches that
+// inflate to tens of MiB wait for one another.
 type inflateGate struct {
 	slots chan struct{} // one a batch holding its turn
+
+	mu      sync.Mutex
+	free    int64         // bytes of the budget not reserved
+	budget  int64         // the whole budget
+	changed chan struct{} // closed (and replaced) when free grows
+
 	// waiting and entered, when set (tests), are called when a batch
 	// must wait for its turn and when it has it (waited: after waiting).
 	waiting func()
 	entered func(waited bool)
 }
 
-func newInflateGate(n int) inflateGate {
-	return inflateGate{slots: make(chan struct{}, n)}
+func newInflateGate(n int, budget int64) *inflateGate {
+	return &inflateGate{slots: make(chan struct{}, n), free: budget, budget: budget, changed: make(chan struct{})}
 }
 
 // acquire waits for a turn until ctx is done; it returns ctx's error
@@ -52,3 +72,35 @@ func (g *inflateGate) acquire(ctx context.Context) error {
 }
 
 func (g *inflateGate) release() { <-g.slots }
+
+// reserve takes n bytes of the budget, waiting until ctx is done for
+// them to be free (ctx's error then). A batch larger than the whole
+// budget waits for all of it. Reserved bytes are given back with
+// unreserve.
+func (g *inflateGate) reserve(ctx context.Context, n int64) error {
+	n = min(n, g.budget)
+	for {
+		g.mu.Lock()
+		if n <= g.free {
+			g.free -= n
+			g.mu.Unlock()
+			return nil
+		}
+		changed := g.changed
+		g.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("kafka: waiting for room for the inflated batch: %w", context.Cause(ctx))
+		}
+	}
+}
+
+func (g *inflateGate) unreserve(n int64) {
+	n = min(n, g.budget)
+	g.mu.Lock()
+	g.free += n
+	close(g.changed)
+	g.changed = make(chan struct{})
+	g.mu.Unlock()
+}

@@ -136,4 +136,43 @@ func TestNewServer_MaxInflating(t *testing.T) {
 	t.Cleanup(func() { _ = e.Close() })
 	_, err = NewServer(e, &Options{MaxInflating: -1})
 	require.ErrorIs(t, err, equeue.ErrInvalidOptions)
+	_, err = NewServer(e, &Options{MaxInflatedBytes: -1})
+	require.ErrorIs(t, err, equeue.ErrInvalidOptions)
+}
+
+// TestProduce_InflatedBytesAreBounded: once a compressed batch is
+// decoded it holds its inflated size of the listener's byte budget until
+// it is stored, so batches that would go over the budget wait (a request
+// timing out is answered REQUEST_TIMED_OUT, nothing stored), while
+// uncompressed batches do not wait; a batch larger than the whole budget
+// is stored once the budget is free.
+func TestProduce_InflatedBytesAreBounded(t *testing.T) {
+	s := inflateServer(t, 2, &Options{MaxInflating: 8, MaxInflatedBytes: 64})
+	ctx := context.Background()
+	require.NoError(t, s.inflate.reserve(ctx, 64)) // the whole budget, taken
+	c := newConn(s, discardConn{})
+	defer c.cancel()
+	resp, err := c.produce(compressedProduce(2, 50))
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 1)
+	for _, p := range resp.Topics[0].Partitions {
+		assert.Equal(t, errRequestTimedOut, p.ErrorCode, "partition %d: no room for its inflated records", p.Partition)
+	}
+	assert.Len(t, s.inflate.slots, 0, "the waits gave their turns back")
+
+	plain := compressedProduce(1, 50)
+	plain.Topics[0].Partitions[0].Records = seedBatch()
+	resp, err = c.produce(plain)
+	require.NoError(t, err)
+	assert.Equal(t, errNone, resp.Topics[0].Partitions[0].ErrorCode, "an uncompressed batch takes none of the budget")
+
+	s.inflate.unreserve(64)
+	resp, err = c.produce(compressedProduce(2, 50))
+	require.NoError(t, err)
+	for _, p := range resp.Topics[0].Partitions {
+		assert.Equal(t, errNone, p.ErrorCode, "partition %d", p.Partition)
+	}
+	s.inflate.mu.Lock()
+	assert.Equal(t, int64(64), s.inflate.free, "every stored batch gave its bytes back")
+	s.inflate.mu.Unlock()
 }

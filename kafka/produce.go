@@ -120,16 +120,17 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 		rp.ErrorMessage = &msg
 		return
 	}
-	if codec := batchCodec(records); codec > codecNone {
-		if err := c.s.inflate.acquire(wait); err != nil {
-			rp.ErrorCode = errRequestTimedOut
-			msg := err.Error()
-			rp.ErrorMessage = &msg
-			return
-		}
-		defer c.s.inflate.release()
+	b, held, err := c.decodeGated(wait, records)
+	if held > 0 {
+		defer c.s.inflate.unreserve(held)
 	}
-	b, err := decodeBatch(records, c.s.o.TagHeader)
+	var timedOut *inflateWaitError
+	if errors.As(err, &timedOut) {
+		rp.ErrorCode = errRequestTimedOut
+		msg := err.Error()
+		rp.ErrorMessage = &msg
+		return
+	}
 	if err != nil {
 		// CORRUPT_MESSAGE, which clients retry, is kept for a batch that
 		// may have been damaged on its way (a CRC mismatch); a batch its
@@ -165,6 +166,38 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 		rp.LogAppendTime = at.time
 	}
 }
+
+// decodeBatch decodes records, a compressed batch under the listener's
+// inflate gate: it waits, until wait is done, for a turn to decompress,
+// then reserves the inflated size before it gives the turn back, and
+// returns the bytes held, which the caller gives back (unreserve) once
+// the batch is stored. Waits that end with wait are an
+// *inflateWaitError.
+func (c *conn) decodeGated(wait context.Context, records []byte) (producedBatch, int64, error) {
+	if batchCodec(records) <= codecNone {
+		b, err := decodeBatch(records, c.s.o.TagHeader)
+		return b, 0, err
+	}
+	if err := c.s.inflate.acquire(wait); err != nil {
+		return producedBatch{}, 0, &inflateWaitError{err}
+	}
+	defer c.s.inflate.release()
+	b, err := decodeBatch(records, c.s.o.TagHeader)
+	if err != nil || b.inflated == 0 {
+		return b, 0, err
+	}
+	if err := c.s.inflate.reserve(wait, int64(b.inflated)); err != nil {
+		return producedBatch{}, 0, &inflateWaitError{err}
+	}
+	return b, int64(b.inflated), nil
+}
+
+// inflateWaitError is a compressed batch's wait for the inflate gate
+// ended by its request's timeout (or its connection).
+type inflateWaitError struct{ err error }
+
+func (e *inflateWaitError) Error() string { return e.err.Error() }
+func (e *inflateWaitError) Unwrap() error { return e.err }
 
 // storedAt is where and when a batch was stored: its first offset and the
 // time the engine stored it, in Unix milliseconds (0 when not known).

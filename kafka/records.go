@@ -38,6 +38,9 @@ type producedBatch struct {
 	producerEpoch int16
 	firstSeq      int32
 	msgs          []*equeue.Message
+	// inflated is the size of the records decompressed (0 for a batch
+	// that was not compressed): what its messages hold of the memory.
+	inflated int
 }
 
 // lastSeq is the sequence number of the batch's last record. Sequence
@@ -99,6 +102,9 @@ func decodeBatch(raw []byte, tagHeader string) (producedBatch, error) {
 		return producedBatch{}, err
 	}
 	b := producedBatch{producerID: rb.ProducerID, producerEpoch: rb.ProducerEpoch, firstSeq: rb.FirstSequence}
+	if rb.Attributes&7 != codecNone {
+		b.inflated = len(recs)
+	}
 	if int(rb.NumRecords) > len(recs) {
 		return producedBatch{}, fmt.Errorf("%w: %d records in %d bytes", errInvalidBatch, rb.NumRecords, len(recs))
 	}

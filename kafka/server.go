@@ -87,13 +87,16 @@ type Options struct {
 	// heartbeat. Zero means 45 s and 5 s (Kafka's defaults).
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 	// MaxInflating is how many compressed record batches the listener
-	// decompresses and stores at once, over all its connections; each
-	// may inflate to 100 MiB, so this bounds the memory compressed
-	// produce requests take whatever clients send. A batch that must wait
-	// for its turn longer than its request's timeout is answered
-	// REQUEST_TIMED_OUT, which clients retry. Zero means 2; uncompressed
-	// batches are not counted.
-	MaxInflating int
+	// decompresses at once, over all its connections; each may inflate
+	// to 100 MiB before its size is known. MaxInflatedBytes bounds the
+	// inflated records of compressed batches held until they are stored
+	// (a batch larger than it waits for all of it). Together they bound
+	// the memory compressed produce requests take whatever clients send.
+	// A batch that must wait longer than its request's timeout is
+	// answered REQUEST_TIMED_OUT, which clients retry. Zero means 2 and
+	// 256 MiB; uncompressed batches are not counted.
+	MaxInflating     int
+	MaxInflatedBytes int64
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -114,8 +117,8 @@ type Server struct {
 	tokens map[[sha256.Size]byte]Rights
 	groups *coordinator
 	pids   *producers
-	// inflate bounds the compressed batches decompressed at once.
-	inflate inflateGate
+	// inflate bounds the memory compressed batches take.
+	inflate *inflateGate
 	maxTS   *maxTimestamps // what MAX_TIMESTAMP scans learned (maxtimestamp.go)
 	// partsMu guards parts, the produce locks of the partitions a batch
 	// is being stored to (see appendBatch and partLock).
@@ -164,6 +167,12 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if o.MaxInflating == 0 {
 		o.MaxInflating = defaultMaxInflating
 	}
+	if o.MaxInflatedBytes == 0 {
+		o.MaxInflatedBytes = defaultInflatedBudget
+	}
+	if o.MaxInflatedBytes < 0 {
+		return nil, fmt.Errorf("%w: max inflated bytes %d", equeue.ErrInvalidOptions, o.MaxInflatedBytes)
+	}
 	if o.MaxInflating < 0 {
 		return nil, fmt.Errorf("%w: max inflating %d", equeue.ErrInvalidOptions, o.MaxInflating)
 	}
@@ -179,7 +188,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), maxTS: newMaxTimestamps(), inflate: newInflateGate(o.MaxInflating), parts: map[equeue.QueueRef]*partLock{}}
+	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), maxTS: newMaxTimestamps(), inflate: newInflateGate(o.MaxInflating, o.MaxInflatedBytes), parts: map[equeue.QueueRef]*partLock{}}
 	s.node, _ = b.(ClusterNode)
 	if len(o.Tokens) > 0 {
 		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))
