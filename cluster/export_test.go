@@ -110,5 +110,11 @@ func LastIndex(n *Node) uint64 { return n.raft.LastIndex() }
 // refused for a full disk while nothing new is committed.
 func SetFullDiskRetry(o *Options, every time.Duration) { o.fullDiskRetry = every }
 
+// SetFollowerReclaim makes o's node reclaim its store every interval while
+// it follows, running hook before each reclaim.
+func SetFollowerReclaim(o *Options, every time.Duration, hook func()) {
+	o.followerReclaim, o.reclaimHook = every, hook
+}
+
 // ErrStoreLimits exports errStoreLimits.
 var ErrStoreLimits = errStoreLimits

@@ -253,9 +253,10 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		return false
 	})
 	n.raft.RegisterObserver(n.obs)
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.run()
 	go n.retryFullDisk(cmp.Or(o.fullDiskRetry, fullDiskRetry))
+	go n.reclaimFollowing(cmp.Or(o.followerReclaim, followerReclaimEvery))
 	n.log.Info("cluster node open", "id", o.ID, "raft", n.RaftAddr(), "client", o.ClientAddr)
 	return n, nil
 }
@@ -362,19 +363,10 @@ func (n *Node) run() {
 	defer n.wg.Done()
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
-	reclaim := time.NewTicker(followerReclaimEvery)
-	defer reclaim.Stop()
 	for {
 		select {
 		case <-n.closing:
 			return
-		case <-reclaim.C:
-			if !n.Status().Serving {
-				if err := n.st.Reclaim(); err != nil {
-					n.log.Warn("reclaim", "err", err)
-				}
-			}
-			continue
 		case <-n.kick:
 		case o := <-n.obsCh:
 			if _, ok := o.Data.(raft.LeaderObservation); ok {
@@ -383,6 +375,33 @@ func (n *Node) run() {
 		case <-t.C:
 		}
 		n.reconcile()
+	}
+}
+
+// reclaimFollowing gives the space of deleted records back, every
+// interval, while the node follows. It runs on its own goroutine, not
+// run's: a reclaim of a large store takes seconds to minutes, and a node
+// elected meanwhile must open its engine at once (the store serializes a
+// reclaim with the one its engine's retention passes start).
+func (n *Node) reclaimFollowing(every time.Duration) {
+	defer n.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.closing:
+			return
+		case <-t.C:
+		}
+		if n.Status().Serving {
+			continue
+		}
+		if n.opts.reclaimHook != nil {
+			n.opts.reclaimHook()
+		}
+		if err := n.st.Reclaim(); err != nil {
+			n.log.Warn("reclaim", "err", err)
+		}
 	}
 }
 

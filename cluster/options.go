@@ -145,6 +145,11 @@ type Options struct {
 	fsmWriteHook func(*store.Batch) error
 	// fullDiskRetry, when set, replaces fullDiskRetry (tests).
 	fullDiskRetry time.Duration
+	// followerReclaim, when set, replaces followerReclaimEvery (tests).
+	followerReclaim time.Duration
+	// reclaimHook, when set, runs before each of a follower's reclaims
+	// (tests: a reclaim that takes long).
+	reclaimHook func()
 }
 
 // minRaftTimeout is the shortest timeout Raft runs with.
