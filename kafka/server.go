@@ -88,14 +88,15 @@ type Options struct {
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 	// MaxInflating is how many compressed record batches the listener
 	// decompresses at once, over all its connections; each may inflate
-	// to 100 MiB before its size is known. MaxInflatedBytes bounds the
-	// inflated records of compressed batches held until they are stored
-	// (a batch larger than it waits for all of it). Together they bound
-	// the memory compressed produce requests take whatever clients send.
-	// A batch that must wait longer than its request's timeout is
-	// answered REQUEST_TIMED_OUT, which clients retry. Zero means 2 and
-	// 256 MiB; uncompressed batches are not counted.
-	MaxInflating     int
+	// to 100 MiB before its size is known. With MaxInflatedBytes it
+	// bounds the memory compressed produce requests take whatever clients
+	// send. A batch that must wait longer than its request's timeout is
+	// answered REQUEST_TIMED_OUT, which clients retry. Zero means 2;
+	// uncompressed batches are not counted.
+	MaxInflating int
+	// MaxInflatedBytes bounds the inflated records of compressed batches
+	// the listener holds until they are stored, over all its connections
+	// (a batch larger than it waits for all of it). Zero means 256 MiB.
 	MaxInflatedBytes int64
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
