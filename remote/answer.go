@@ -81,7 +81,7 @@ func sizedPullAnswer(res equeue.PullResult, limit int, stored *equeue.StoredReco
 	}
 	out := &pb.PullResponse{Status: pb.PullStatus(res.Status), NextOffset: res.NextOffset, MinOffset: res.MinOffset,
 		MaxOffset: res.MaxOffset, Corrupt: res.Corrupt, Expired: toInt32(res.Expired), Priority: toInt32(res.Priority)}
-	msgs, err := messagesToPB(res.Messages)
+	msgs, err := messagesToPB(res.Messages, answerTimes)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -100,7 +100,7 @@ func encodePullAnswer(res equeue.PullResult, limit int) (out pooledRequest, ok b
 		if m == nil {
 			return out, false, fmt.Errorf("%w: message %d is nil", equeue.ErrInvalidArgument, i)
 		}
-		if err := wireTimes(i, m); err != nil {
+		if err := answerTimes(i, m); err != nil {
 			return out, false, err
 		}
 	}

@@ -92,7 +92,7 @@ func encodes(in *pb.AppendRequest) error {
 
 // appendToWire encodes an append for the wire.
 func appendToWire(req *equeue.AppendRequest) (*pb.AppendRequest, error) {
-	msgs, err := messagesToPB(req.Messages)
+	msgs, err := messagesToPB(req.Messages, wireTimes)
 	if err != nil {
 		return nil, err
 	}

@@ -104,14 +104,16 @@ func fillMessage(m *equeue.Message, p *pb.Message) error {
 	return nil
 }
 
-func messagesToPB(ms []*equeue.Message) ([]*pb.Message, error) {
+// messagesToPB encodes ms, checking each message's times with check:
+// wireTimes for an append, answerTimes for an answer.
+func messagesToPB(ms []*equeue.Message, check func(int, *equeue.Message) error) ([]*pb.Message, error) {
 	out := make([]*pb.Message, len(ms))
 	slab := make([]pb.Message, len(ms)) // one allocation for the batch
 	for i, m := range ms {
 		if m == nil {
 			return nil, fmt.Errorf("%w: message %d is nil", equeue.ErrInvalidArgument, i)
 		}
-		if err := wireTimes(i, m); err != nil {
+		if err := check(i, m); err != nil {
 			return nil, err
 		}
 		fillMessagePB(&slab[i], m)
@@ -155,6 +157,21 @@ func wireTimes(i int, m *equeue.Message) error {
 			return fmt.Errorf("%w: %w: message %d: deliver-at %v is after %v", equeue.ErrInvalidDelay, equeue.ErrInvalidArgument, i, f.t.UTC(), maxWireTime.UTC())
 		}
 		return fmt.Errorf("%w: message %d: %s %v outside %v..%v", equeue.ErrInvalidArgument, i, f.name, f.t.UTC(), minWireTime.UTC(), maxWireTime.UTC())
+	}
+	return nil
+}
+
+// answerTimes is wireTimes for a message an answer carries, which also
+// refuses a StoredAt the wire cannot carry rather than send it as another
+// date. The engine sets StoredAt, so only a Backend of one's own or a bug
+// puts one out of range. An append's StoredAt is not checked: the engine
+// ignores it and stores its own.
+func answerTimes(i int, m *equeue.Message) error {
+	if err := wireTimes(i, m); err != nil {
+		return err
+	}
+	if !onWire(m.StoredAt) {
+		return fmt.Errorf("%w: message %d: stored-at %v outside %v..%v", equeue.ErrInvalidArgument, i, m.StoredAt.UTC(), minWireTime.UTC(), maxWireTime.UTC())
 	}
 	return nil
 }
@@ -390,8 +407,10 @@ func deadLetterFromPB(d *pb.DeadLetter) (equeue.DLQEntry, error) {
 // copies recorded their lane it works out from the lane count of its topic
 // now. A broker that predates the field sends 0: then the lane the copy
 // records (equeue.SysOriginPriority), and 0 for a copy that records none.
+// A negative one, which no lane is, is taken as none sent, as the engine
+// ignores a negative lane a copy records: Priority is never negative.
 func originPriority(m *equeue.Message, sent int32) int {
-	if sent != 0 {
+	if sent > 0 {
 		return int(sent)
 	}
 	p, err := strconv.Atoi(m.SysProperties()[equeue.SysOriginPriority])

@@ -138,3 +138,29 @@ func TestTopicInfo_QueueMessagesCrossTheWire(t *testing.T) {
 	old := &pb.TopicInfo{Name: "t", Queues: []*pb.QueueInfo{{Id: 0, MinOffset: 3, MaxOffset: 10}}}
 	assert.Equal(t, int64(7), topicFromPB(old).Queues[0].Messages, "a server before the field: the offsets' span")
 }
+
+// TestDeadLetterFromPB_NegativePriority: a negative priority from a broker
+// is no lane; the client takes it as none sent, as the engine ignores a
+// negative lane a copy records, so Message.Priority is never negative.
+func TestDeadLetterFromPB_NegativePriority(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sent     int32
+		recorded string
+		want     int
+	}{
+		{"negative, nothing recorded", -1, "", 0},
+		{"most negative, nothing recorded", -1 << 31, "", 0},
+		{"negative, lane recorded", -3, "2", 2},
+		{"positive", 3, "2", 3},
+	} {
+		m := &pb.Message{Topic: "%DLQ%g", Body: []byte("dead")}
+		if tc.recorded != "" {
+			m.SysProperties = map[string]string{equeue.SysOriginPriority: tc.recorded}
+		}
+		got, err := deadLetterFromPB(&pb.DeadLetter{Offset: 7, Message: m, Priority: tc.sent})
+		require.NoError(t, err, tc.name)
+		require.NotNil(t, got.Message, tc.name)
+		assert.Equal(t, tc.want, got.Message.Priority, "%s: sent %d", tc.name, tc.sent)
+	}
+}
