@@ -16,12 +16,22 @@ var _ equeue.Broker = (*Node)(nil)
 // should use the Node itself.
 func (n *Node) Engine() (*equeue.Engine, error) {
 	n.mu.RLock()
-	e := n.engine
+	e, rs := n.engine, n.rstore
 	n.mu.RUnlock()
-	if e == nil || !n.leaseHeld() {
+	if e == nil || !n.tenureLive(rs) || !n.leaseHeld() {
 		return nil, n.notLeader()
 	}
 	return e, nil
+}
+
+// tenureLive says whether the tenure of rs may still serve calls: it was
+// not fenced, and Raft is still in the term it started in. reconcile
+// closes the engine of an ended tenure, but only on its next pass; until
+// then, a call is refused here, before the engine does anything for it
+// (a node re-elected in a later term may have missed another leader's
+// writes in between).
+func (n *Node) tenureLive(rs *replicatedStore) bool {
+	return !rs.isFenced() && n.raft.CurrentTerm() == rs.term
 }
 
 // notLeader describes the current leader for a refused call.

@@ -60,7 +60,10 @@ type Node struct {
 	mu     sync.RWMutex
 	engine *equeue.Engine
 	rstore *replicatedStore
-	seq    uint64 // tenures started by this node (run goroutine only)
+	// seq counts the tenures this node started in Raft term seqTerm (run
+	// goroutine only): the low bits of its next tenure.
+	seq     uint64
+	seqTerm uint64
 
 	kick    chan struct{}
 	obsCh   chan raft.Observation
@@ -416,6 +419,9 @@ func (n *Node) reconcile() {
 	n.mu.RLock()
 	e, rs := n.engine, n.rstore
 	n.mu.RUnlock()
+	if n.opts.reconcileHook != nil {
+		n.opts.reconcileHook()
+	}
 	// A term change ends the tenure even when this node leads again: it may
 	// have missed another leader's writes in between.
 	if e != nil && (!leader || rs.isFenced() || n.fsm.err() != nil || n.fsm.current().tenure != rs.tenure || n.raft.CurrentTerm() != rs.term) {
@@ -426,17 +432,29 @@ func (n *Node) reconcile() {
 		// This node's copy no longer follows the log (a store failure), so
 		// it can never serve: hand the leadership to a node that can,
 		// rather than keep the cluster leading without an engine.
-		if err := n.raft.LeadershipTransfer().Error(); err != nil && time.Since(n.handoffWarned) >= handoffWarnEvery {
-			// reconcile retries every reconcileEvery; say so now and then.
-			n.handoffWarned = time.Now()
-			n.log.Warn("leader with a broken store could not hand over leadership; retrying", "err", err)
-		}
+		n.handOver("leader with a broken store could not hand over leadership; retrying")
 		return
 	}
 	if leader && e == nil && n.fsm.err() == nil {
-		if err := n.startTenure(); err != nil {
+		err := n.startTenure()
+		switch {
+		case errors.Is(err, errTenuresSpent):
+			// No tenure of this term can rise above the last one: a node
+			// elected in a later term can start one.
+			n.handOver("leader that started every tenure its term allows could not hand over leadership; retrying")
+		case err != nil:
 			n.log.Warn("could not start serving as leader; retrying", "err", err)
 		}
+	}
+}
+
+// handOver asks Raft to hand this node's leadership to another voter,
+// for a leader that cannot serve. A failed hand-over is logged with msg
+// now and then: reconcile retries every reconcileEvery.
+func (n *Node) handOver(msg string) {
+	if err := n.raft.LeadershipTransfer().Error(); err != nil && time.Since(n.handoffWarned) >= handoffWarnEvery {
+		n.handoffWarned = time.Now()
+		n.log.Warn(msg, "err", err)
 	}
 }
 
@@ -474,15 +492,34 @@ func (n *Node) failStop(cause error) {
 // can be derived from.
 const maxTerm = 1<<27 - 1
 
+// maxTenuresPerTerm is how many tenures a node starts in one Raft term:
+// a tenure's low 16 bits count them.
+const maxTenuresPerTerm = 0xffff
+
+// errTenuresSpent is startTenure's refusal once the node started
+// maxTenuresPerTerm tenures in the current term (failed starts count).
+var errTenuresSpent = errors.New("cluster: every tenure of this raft term was started")
+
 // startTenure commits a tenure entry — after which this node's store holds
 // every entry committed before — and opens an engine on it.
+//
+// Tenures rise: the term in the high bits, and below it a count of the
+// tenures this node started in that term, which does not wrap (group
+// epochs are derived from the tenure). Past maxTenuresPerTerm it returns
+// errTenuresSpent and starts nothing.
 func (n *Node) startTenure() error {
 	term := n.raft.CurrentTerm()
 	if term > maxTerm {
 		return fmt.Errorf("cluster: raft term %d too high for group epochs", term)
 	}
+	if term != n.seqTerm {
+		n.seq, n.seqTerm = 0, term
+	}
+	if n.seq >= maxTenuresPerTerm {
+		return fmt.Errorf("%w (term %d)", errTenuresSpent, term)
+	}
 	n.seq++
-	tenure := term<<16 | n.seq&0xffff
+	tenure := term<<16 | n.seq
 	// The tenure entry carries the cluster ID this node's store held when
 	// it was proposed (none in a new cluster: an entry without one is
 	// taken by every node).

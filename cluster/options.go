@@ -150,6 +150,10 @@ type Options struct {
 	// reclaimHook, when set, runs before each of a follower's reclaims
 	// (tests: a reclaim that takes long).
 	reclaimHook func()
+	// reconcileHook, when set, runs at each of the node's reconcile
+	// passes, before it looks at the engine's tenure (tests: a pass that
+	// is held).
+	reconcileHook func()
 }
 
 // minRaftTimeout is the shortest timeout Raft runs with.
