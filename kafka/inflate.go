@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // defaultMaxInflating is Options.MaxInflating when it is zero: with
@@ -104,3 +105,10 @@ func (g *inflateGate) unreserve(n int64) {
 	g.changed = make(chan struct{})
 	g.mu.Unlock()
 }
+
+// defaultProduceWait bounds a compressed batch's wait for the inflate
+// gate when its request gives no timeout (TimeoutMillis <= 0, as some
+// acks=0 clients send): past it the partition is answered
+// REQUEST_TIMED_OUT rather than held until the connection closes. 30 s
+// is the Java client's default request timeout. Tests set another.
+var defaultProduceWait = 30 * time.Second

@@ -176,3 +176,38 @@ func TestProduce_InflatedBytesAreBounded(t *testing.T) {
 	assert.Equal(t, int64(64), s.inflate.free, "every stored batch gave its bytes back")
 	s.inflate.mu.Unlock()
 }
+
+// TestProduce_InflateWaitWithoutATimeoutIsBounded: a request with no
+// timeout (TimeoutMillis <= 0, as some acks=0 clients send) waits for the
+// inflate gate no longer than defaultProduceWait, then its compressed
+// partitions are answered REQUEST_TIMED_OUT instead of being held until
+// the connection closes.
+func TestProduce_InflateWaitWithoutATimeoutIsBounded(t *testing.T) {
+	defer func(d time.Duration) { defaultProduceWait = d }(defaultProduceWait)
+	defaultProduceWait = 50 * time.Millisecond
+	s := inflateServer(t, 2, &Options{MaxInflating: 1})
+	s.inflate.slots <- struct{}{} // the one turn, taken
+	c := newConn(s, discardConn{})
+	defer c.cancel()
+	for _, timeout := range []int32{0, -1} {
+		done := make(chan *kmsg.ProduceResponse, 1)
+		go func() {
+			resp, err := c.produce(compressedProduce(2, timeout))
+			assert.NoError(t, err)
+			done <- resp
+		}()
+		var resp *kmsg.ProduceResponse
+		select {
+		case resp = <-done:
+		case <-time.After(30 * time.Second):
+			c.cancel() // let the held request go
+			<-done
+			t.Fatalf("timeout %d: the request was still held waiting for the inflate gate", timeout)
+		}
+		require.NotNil(t, resp)
+		require.Len(t, resp.Topics, 1)
+		for _, p := range resp.Topics[0].Partitions {
+			assert.Equal(t, errRequestTimedOut, p.ErrorCode, "timeout %d, partition %d", timeout, p.Partition)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
 )
 
 // TestListOffsets_ByTimeOverExpiredMessages: a search by time that meets a
@@ -48,4 +49,39 @@ func TestListOffsets_ByTimeOverExpiredMessages(t *testing.T) {
 	p := listOffset(t, kclient(t, addr), "t", 0, between.UnixMilli())
 	require.Equal(t, int16(0), p.ErrorCode)
 	assert.Equal(t, int64(60), p.Offset, "the first live message stored at or after the time")
+}
+
+// TestListOffsets_MaxTimestampOverExpiredTail: with LogAppendTime,
+// MAX_TIMESTAMP of a partition whose last messages expired (TTL) answers
+// the last live message, not -1 as for an empty partition.
+func TestListOffsets_MaxTimestampOverExpiredTail(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	cl := kclient(t, serve(t, e, &kafka.Options{LogAppendTime: true}))
+	appendN := func(n int, ttl time.Duration) {
+		t.Helper()
+		msgs := make([]*equeue.Message, n)
+		for i := range msgs {
+			msgs[i] = &equeue.Message{Body: []byte("v"), TTL: ttl}
+		}
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs})
+		require.NoError(t, err)
+	}
+	appendN(10, 0)                      // 0..9, live
+	appendN(100, 50*time.Millisecond)   // 10..109, expire soon
+	require.Eventually(t, func() bool { // 10..109 expired
+		res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 10, Max: 1})
+		return err == nil && len(res.Messages) == 0
+	}, 10*time.Second, 5*time.Millisecond)
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 9, Max: 1})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	last := res.Messages[0]
+
+	p := listOffset(t, cl, "t", 0, -3)
+	require.Equal(t, int16(0), p.ErrorCode)
+	assert.Equal(t, last.StoredAt.UnixMilli(), p.Timestamp, "the last live message's time")
+	assert.LessOrEqual(t, p.Offset, int64(9), "a live message")
+	assert.GreaterOrEqual(t, p.Offset, int64(0), "a live message")
 }

@@ -118,13 +118,51 @@ func (sc *maxTimestampScan) restart(tid [16]byte, from int64) {
 	sc.topic, sc.next, sc.best, sc.bestTS = tid, from, -1, -1
 }
 
+// lastLiveMessage returns the queue's last message that pulls still
+// return, nil when none is: the last ones may have expired (TTL) or be
+// a lost range, which pulls skip. It reads back from the queue's end a
+// window of equeue.MaxPullBatch offsets at a time, each read forward,
+// until deadline (and at least one pull): one that has not found it by
+// then is answered OFFSET_NOT_AVAILABLE, which is retriable.
+func (c *conn) lastLiveMessage(topic string, q equeue.QueueInfo, deadline time.Time) (*equeue.Message, int16) {
+	pulls := 0
+	for end := q.MaxOffset; end > q.MinOffset; {
+		from := max(q.MinOffset, end-equeue.MaxPullBatch)
+		var last *equeue.Message
+		for off := from; off < end; pulls++ {
+			if pulls > 0 && !time.Now().Before(deadline) {
+				return nil, errOffsetNotAvailable
+			}
+			res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: off, Max: equeue.MaxPullBatch})
+			if err != nil {
+				return nil, errorCode(err)
+			}
+			for _, m := range res.Messages {
+				if m.Offset < end {
+					last = m
+				}
+			}
+			if res.NextOffset <= off {
+				break
+			}
+			off = res.NextOffset
+		}
+		if last != nil {
+			return last, errNone
+		}
+		end = from
+	}
+	return nil, errNone
+}
+
 // maxTimestampOffset answers MAX_TIMESTAMP (KIP-734) in one queue of the
 // topic of Kafka ID tid: the offset and timestamp of the message with
 // the largest timestamp, the first of them when several share it, as
 // Kafka does; offset and timestamp -1 in an empty queue. With
 // LogAppendTime the timestamps are the times the engine stored the
 // messages, which grow with the offset: that is the first message stored
-// in the last one's millisecond, found by the search offsetFor makes by
+// in the millisecond of the last one pulls still return (lastLiveMessage:
+// the last ones may have expired or be lost), found by the search offsetFor makes by
 // time. Otherwise they are the producers' (BornAt), in no order, and the
 // engine keeps no index of them (Kafka keeps the largest of each log
 // segment): the queue's messages are read through, once, and what was
@@ -139,9 +177,9 @@ func (c *conn) maxTimestampOffset(topic string, tid [16]byte, q equeue.QueueInfo
 		return -1, -1, errNone
 	}
 	if c.s.o.LogAppendTime {
-		last, err := c.messageAt(topic, q.ID, q.MaxOffset-1)
-		if err != nil || last == nil {
-			return -1, -1, errorCode(err)
+		last, code := c.lastLiveMessage(topic, q, deadline)
+		if code != errNone || last == nil {
+			return -1, -1, code
 		}
 		return c.offsetFor(topic, tid, q, last.StoredAt.UnixMilli(), deadline)
 	}

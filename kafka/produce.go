@@ -44,13 +44,14 @@ func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) 
 		return resp, nil
 	}
 	// A compressed batch waits for its turn to decompress (inflateGate)
-	// no longer than the request may take.
-	wait := c.ctx
+	// no longer than the request may take, or defaultProduceWait when
+	// it gives no timeout.
+	timeout := defaultProduceWait
 	if req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithTimeout(c.ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
+		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
 	}
+	wait, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex

@@ -17,6 +17,10 @@ import (
 // with serve's TLS and tokens (SASL/PLAIN, the token as the password).
 type kafkaAddon struct {
 	addr, advertise, namespace string
+	// maxInflating and maxInflatedBytes are kafka.Options.MaxInflating
+	// and MaxInflatedBytes (0: the listener's defaults).
+	maxInflating     int
+	maxInflatedBytes int64
 }
 
 func init() {
@@ -27,6 +31,8 @@ func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.addr, "kafka", "", "address to serve the Kafka protocol on, e.g. 127.0.0.1:9092 (empty: off)")
 	f.StringVar(&k.advertise, "kafka-advertise", "", "host:port Kafka clients are told to connect to (default: the address they reached; in cluster mode --kafka, which then needs a host)")
 	f.StringVar(&k.namespace, "kafka-namespace", "", "serve only this namespace's topics and groups over Kafka, by their plain names (default: the engine's own, namespaced topics hidden)")
+	f.IntVar(&k.maxInflating, "kafka-max-inflating", 0, "most compressed Kafka record batches decompressed at once, over all connections (0: the default, 2)")
+	f.Int64Var(&k.maxInflatedBytes, "kafka-max-inflated-bytes", 0, "most bytes of decompressed Kafka records held until stored, over all connections (0: the default, 268435456)")
 }
 
 func (k *kafkaAddon) enabled() bool { return k.addr != "" }
@@ -43,9 +49,16 @@ func (k *kafkaAddon) attachEngine(*equeue.Engine) {}
 
 // checkFlags refuses, before serve takes a port or creates anything, a
 // --kafka-namespace that is no namespace's name or given in cluster mode,
-// and an address to advertise that is not HOST:PORT; in cluster mode that
+// a negative --kafka-max-inflating or --kafka-max-inflated-bytes, and an
+// address to advertise that is not HOST:PORT; in cluster mode that
 // address must name a host and a port (see configureCluster).
 func (k *kafkaAddon) checkFlags(cluster bool) error {
+	if k.maxInflating < 0 {
+		return usageErrorf("--kafka-max-inflating %d: must not be negative (0: the default, 2)", k.maxInflating)
+	}
+	if k.maxInflatedBytes < 0 {
+		return usageErrorf("--kafka-max-inflated-bytes %d: must not be negative (0: the default, 256 MiB)", k.maxInflatedBytes)
+	}
 	if k.namespace != "" {
 		if cluster {
 			return usageErrorf("--kafka-namespace is not available in cluster mode")
@@ -114,7 +127,8 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 	if !ok {
 		return nil, fmt.Errorf("--kafka: this broker cannot serve the Kafka protocol")
 	}
-	srv, err := kafka.NewServer(b, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log})
+	srv, err := kafka.NewServer(b, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log,
+		MaxInflating: k.maxInflating, MaxInflatedBytes: k.maxInflatedBytes})
 	if err != nil {
 		return nil, usageErrorf("--kafka: %v", err)
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -162,4 +165,60 @@ func TestServe_KafkaNamespaceWithScopedTokensOnly(t *testing.T) {
 	if code := srv.stop(t); code != 0 {
 		t.Fatalf("serve exited %d:\n%s", code, srv.stderr)
 	}
+}
+
+// `serve --kafka-max-inflating N --kafka-max-inflated-bytes BYTES` bound
+// the listener's decompression (kafka.Options.MaxInflating and
+// MaxInflatedBytes): a value that is not a count, or a negative one, is
+// refused as a usage error naming its flag before serve creates anything;
+// good ones are taken, and compressed batches are stored under them (one
+// larger than the byte bound waits for the whole of it, then is stored).
+func TestServe_KafkaInflateBounds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kafka-max-inflating", "-1"}, "--kafka-max-inflating -1: must not be negative"},
+		{[]string{"--kafka-max-inflated-bytes", "-1"}, "--kafka-max-inflated-bytes -1: must not be negative"},
+		{[]string{"--kafka-max-inflating", "two"}, `invalid argument "two" for "--kafka-max-inflating"`},
+		{[]string{"--kafka-max-inflated-bytes", "1MiB"}, `invalid argument "1MiB" for "--kafka-max-inflated-bytes"`},
+	} {
+		dir := filepath.Join(t.TempDir(), "data")
+		args := append([]string{"serve", "--dir", dir, "--log-level", "error", "--listen", freePort(t), "--kafka", freePort(t)}, c.args...)
+		r := runBounded(t, nil, args...)
+		assert.Equal(t, exitUsage, r.code, "%q: %v", c.args, r)
+		assert.Contains(t, r.stderr, c.want, "%q", c.args)
+		assert.Empty(t, r.stdout, "%q", c.args)
+		assert.NoDirExists(t, dir, "%q: serve created its directory before refusing", c.args)
+	}
+
+	dir := t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "orders", "--queues", "1")
+	addr, kaddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--kafka", kaddr,
+		"--kafka-max-inflating", "1", "--kafka-max-inflated-bytes", "16")
+	eventually(t, 20*time.Second, "the Kafka listener", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		c, err := net.Dial("tcp", kaddr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr), kgo.DefaultProduceTopic("orders"),
+		kgo.ProducerBatchCompression(kgo.GzipCompression()))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	body := strings.Repeat("inflated ", 100) // more than the 16 bytes bound
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(body)}).FirstErr(), "a gzip batch under the bounds")
+	if code := srv.stop(t); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM; its log:\n%s", code, srv.stderr)
+	}
+	ti := decode[topicJSON](t, ok(t, "--dir", dir, "topic", "describe", "orders", "--json"))
+	assert.EqualValues(t, 1, ti.Messages, "the compressed batch was stored")
 }
