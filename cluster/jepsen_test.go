@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +35,9 @@ import (
 func TestCluster_Jepsen(t *testing.T) { runJepsen(t, jepsenConfig{}) }
 
 // runJepsen runs three node processes through the nemesis with cfg's
-// workload: 3 rounds, or 30 with EQUEUE_CLUSTER_LONG set.
+// workload: 3 rounds, or 30 with EQUEUE_CLUSTER_LONG set, or
+// EQUEUE_CLUSTER_ROUNDS; EQUEUE_CLUSTER_NEMESIS names the kinds of round
+// to cycle through (kill, pause, cut; default all three, in that order).
 func runJepsen(t *testing.T, cfg jepsenConfig) {
 	if testing.Short() {
 		t.Skip("multi-process test")
@@ -42,8 +46,25 @@ func runJepsen(t *testing.T, cfg jepsenConfig) {
 	if os.Getenv("EQUEUE_CLUSTER_LONG") != "" {
 		rounds = 30
 	}
-	startJepsen(t, 3, cfg).run(rounds)
+	if v := os.Getenv("EQUEUE_CLUSTER_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "EQUEUE_CLUSTER_ROUNDS")
+		rounds = n
+	}
+	j := startJepsen(t, 3, cfg)
+	if v := os.Getenv("EQUEUE_CLUSTER_NEMESIS"); v != "" {
+		j.kinds = nil
+		for _, k := range strings.Split(v, ",") {
+			i := slices.Index(nemesisKinds, strings.TrimSpace(k))
+			require.GreaterOrEqual(t, i, 0, "EQUEUE_CLUSTER_NEMESIS: unknown kind %q (kinds: %v)", k, nemesisKinds)
+			j.kinds = append(j.kinds, i)
+		}
+	}
+	j.run(rounds)
 }
+
+// nemesisKinds are the kinds of nemesis round, by their number in run.
+var nemesisKinds = []string{"kill", "pause", "cut"}
 
 // proc is one node process.
 type proc struct {
@@ -61,6 +82,7 @@ type jepsen struct {
 	procs []*proc
 	peers string
 	cfg   jepsenConfig
+	kinds []int // the nemesis rounds to cycle through (nemesisKinds)
 	cc    *remote.ClusterClient
 	start time.Time
 
@@ -103,7 +125,7 @@ type jepsenConfig struct {
 }
 
 func startJepsen(t testing.TB, n int, cfg jepsenConfig) *jepsen {
-	j := &jepsen{t: t, start: time.Now(), commits: map[int][]int64{}, cfg: cfg}
+	j := &jepsen{t: t, start: time.Now(), commits: map[int][]int64{}, cfg: cfg, kinds: []int{0, 1, 2}}
 	addrs := testport.Addrs(t, 3*n)
 	base := t.TempDir()
 	var peers []string
@@ -287,7 +309,7 @@ func (j *jepsen) run(rounds int) {
 	j.waitProgress(100)
 	for r := range rounds {
 		l := j.waitLeader(nil)
-		switch r % 3 {
+		switch j.kinds[r%len(j.kinds)] {
 		case 0:
 			j.note("SIGKILL leader %s", l.id)
 			killed := time.Now()
@@ -310,7 +332,7 @@ func (j *jepsen) run(rounds int) {
 			j.note("SIGCONT %s", l.id)
 			require.NoError(t, l.cmd.Process.Signal(syscall.SIGCONT))
 			l.paused = false
-			if r+1 < rounds {
+			if r+1 < rounds && j.kinds[(r+1)%len(j.kinds)] == 2 {
 				// The partition round follows at once: the woken node may
 				// still believe it leads while the client fails over to it
 				// (cluster/lease.go).
