@@ -252,7 +252,9 @@ type Status struct {
 	// LeaderKafkaAddr is the address of the leader's Kafka listener
 	// (Options.KafkaAddr), when it has one.
 	LeaderKafkaAddr string `json:",omitempty"`
-	// Serving is true while this node's engine is open (it leads).
+	// Serving is true while this node's engine is open (it leads) and its
+	// tenure has not ended (fenced by a failed write, or of an earlier
+	// term).
 	Serving bool
 	// LeaseHeld is true while this node serves calls: its engine is open
 	// and a majority of the voters answered it recently (lease.go). A
@@ -307,7 +309,9 @@ func (n *Node) Status() Status {
 		s.ClusterID = showID(fs.clusterID)
 	}
 	n.mu.RLock()
-	s.Serving = n.engine != nil
+	// An engine reconcile has not closed yet serves nothing once its
+	// tenure ended (Engine).
+	s.Serving = n.engine != nil && n.tenureLive(n.rstore)
 	n.mu.RUnlock()
 	s.LeaseHeld = s.Serving && n.leaseHeld()
 	if f := n.raft.GetConfiguration(); f.Error() == nil {

@@ -396,7 +396,10 @@ func (n *Node) reclaimFollowing(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if n.Status().Serving {
+		n.mu.RLock()
+		open := n.engine != nil // an ended tenure's engine may still reclaim
+		n.mu.RUnlock()
+		if open {
 			continue
 		}
 		if n.opts.reclaimHook != nil {

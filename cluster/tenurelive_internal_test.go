@@ -83,6 +83,9 @@ func requireNotLeader(t *testing.T, n *Node) {
 	require.ErrorAs(t, err, &nl, "Append")
 	_, err = n.Pull(context.Background(), &equeue.PullRequest{Topic: "t"})
 	require.ErrorAs(t, err, &nl, "Pull")
+	st := n.Status()
+	assert.False(t, st.Serving, "Status.Serving of an ended tenure")
+	assert.False(t, st.LeaseHeld, "Status.LeaseHeld of an ended tenure")
 }
 
 // An engine whose tenure was fenced serves no call, though reconcile has
@@ -116,6 +119,7 @@ func TestNode_EngineOfAnEarlierTermIsNotServed(t *testing.T) {
 	n.mu.Unlock()
 	_, err := n.Engine()
 	require.NoError(t, err, "the tenure of the current term serves")
+	assert.True(t, n.Status().Serving, "Status.Serving of the current tenure")
 }
 
 // Tenures rise within a term: a node that started every tenure a term
