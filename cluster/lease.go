@@ -50,7 +50,26 @@ type leaseState struct {
 	// outcome Raft has not given yet (a caller may stop waiting first).
 	transferring atomic.Bool
 	transfers    atomic.Int64
-	length       time.Duration
+	// fresh is when the last transfer's outcome came (Unix nanoseconds):
+	// answers to calls sent before it carry no lease. A follower votes
+	// for a transfer's target though it knows this leader (the target's
+	// vote request says it is a transfer), so an answer it gave before
+	// that promises nothing: the target may have won and written while
+	// this node, cut off one way, learned of it only as a failed transfer.
+	fresh  atomic.Int64
+	length time.Duration
+}
+
+// transferEnded records that a transfer's outcome came at now (before
+// the transfer stops counting as in progress).
+func (l *leaseState) transferEnded(now time.Time) {
+	n := now.UnixNano()
+	for {
+		old := l.fresh.Load()
+		if old >= n || l.fresh.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // setVoters records the voters of cf (called when this node starts
@@ -82,7 +101,7 @@ func (l *leaseState) addVoter(id raft.ServerID) {
 
 // held reports whether self, leading in term, holds the lease at now: a
 // majority of the voters (self among them) answered calls of this term
-// sent less than the lease before now. answered returns a follower's
+// sent less than the lease before now, and after the last transfer ended. answered returns a follower's
 // latest successful answer (ok false when it never answered).
 func (l *leaseState) held(self raft.ServerID, term uint64, now time.Time, answered func(raft.ServerID) (answeredCall, bool)) bool {
 	if l.transferring.Load() || l.transfers.Load() > 0 {
@@ -93,13 +112,14 @@ func (l *leaseState) held(self raft.ServerID, term uint64, now time.Time, answer
 		return false
 	}
 	voters := *vp
+	since := time.Unix(0, l.fresh.Load())
 	fresh := 0
 	for _, id := range voters {
 		if id == self {
 			fresh++
 			continue
 		}
-		if c, ok := answered(id); ok && c.term == term && now.Sub(c.at) < l.length {
+		if c, ok := answered(id); ok && c.term == term && now.Sub(c.at) < l.length && c.at.After(since) {
 			fresh++
 		}
 	}

@@ -43,6 +43,21 @@ func TestLease_MajorityOfFreshAnswers(t *testing.T) {
 	assert.False(t, held(), "no lease while the leadership is handed over")
 	l.transferring.Store(false)
 
+	// A transfer that ended (failed, or timed out here while its target
+	// won out of sight) leaves no lease from answers to calls sent before
+	// its end: b may have voted for the target since.
+	l.transfers.Add(1)
+	assert.False(t, held(), "no lease while a transfer is under way")
+	l.transferEnded(now.Add(-50 * time.Millisecond))
+	l.transfers.Add(-1)
+	assert.False(t, held(), "b's answer is to a call sent before the transfer ended")
+	answers["b"] = answeredCall{at: now.Add(-40 * time.Millisecond), term: 7}
+	assert.True(t, held(), "b answered a call sent after the transfer ended")
+	answers["b"] = answeredCall{at: now.Add(-55 * time.Millisecond), term: 7}
+	l.transferEnded(now.Add(-60 * time.Millisecond))
+	assert.False(t, held(), "an earlier end does not move the bound back")
+	answers["b"] = answeredCall{at: now.Add(-40 * time.Millisecond), term: 7}
+
 	// A voter being added counts before its change commits: 2 of 4 is
 	// not a majority.
 	l.addVoter("d")

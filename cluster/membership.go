@@ -209,6 +209,7 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	done := make(chan error, 1)
 	go func() {
 		err := f.Error()
+		n.lease.transferEnded(time.Now())
 		n.lease.transfers.Add(-1)
 		done <- err
 	}()

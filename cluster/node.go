@@ -455,7 +455,11 @@ func (n *Node) reconcile() {
 // for a leader that cannot serve. A failed hand-over is logged with msg
 // now and then: reconcile retries every reconcileEvery.
 func (n *Node) handOver(msg string) {
-	if err := n.raft.LeadershipTransfer().Error(); err != nil && time.Since(n.handoffWarned) >= handoffWarnEvery {
+	n.lease.transfers.Add(1) // as TransferLeadership: no lease meanwhile
+	err := n.raft.LeadershipTransfer().Error()
+	n.lease.transferEnded(time.Now())
+	n.lease.transfers.Add(-1)
+	if err != nil && time.Since(n.handoffWarned) >= handoffWarnEvery {
 		n.handoffWarned = time.Now()
 		n.log.Warn(msg, "err", err)
 	}
