@@ -212,11 +212,11 @@ func (e *Engine) pull(ctx context.Context, req *PullRequest, stored *StoredRecor
 				var big *MessageTooLargeError
 				switch {
 				case err == nil:
-					e.marks.record(req.Group, req.Member, grant, res.NextOffset)
+					e.marks.record(req.Group, req.Member, grant, res.NextOffset, &t.deleted)
 				case errors.As(err, &big):
 					// Offered but too large for the puller: it may send
 					// it back (to the dead letters) by reference.
-					e.marks.record(req.Group, req.Member, grant, big.Offset+1)
+					e.marks.record(req.Group, req.Member, grant, big.Offset+1, &t.deleted)
 				}
 			}
 			return res, err

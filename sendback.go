@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/equeue-go/equeue/store"
@@ -381,11 +382,18 @@ type mark struct {
 }
 
 // record notes that member pulled q below next under epoch. Marks of older
-// epochs (past owners of the queue) are dropped.
-func (p *pullMarks) record(group, member string, g Grant, next int64) {
+// epochs (past owners of the queue) are dropped. A pull of a topic that
+// was deleted meanwhile (deleted set; nil if none to check) records
+// nothing: it is read under p.mu, which forgetTopic takes after the topic
+// is marked deleted, so either that drop sees this mark or this sees the
+// topic deleted.
+func (p *pullMarks) record(group, member string, g Grant, next int64, deleted *atomic.Bool) {
 	k := markKey{group: group, q: g.QueueRef}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if deleted != nil && deleted.Load() {
+		return
+	}
 	if p.m == nil {
 		p.m = make(map[markKey]map[string]mark)
 	}
@@ -465,6 +473,21 @@ func (p *pullMarks) sweep(live func(group, member string) bool) {
 			if len(ms) == 0 {
 				delete(p.m, s.k)
 			}
+		}
+	}
+}
+
+// forgetTopic drops every member's marks of the queues of topic, which was
+// deleted: nothing of it can be sent back any more, and a member that
+// stays (one that pulled many short-lived topics) would otherwise keep
+// them for as long as it lives, as the sweep drops only the marks of
+// members that are gone.
+func (p *pullMarks) forgetTopic(topic string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.m {
+		if k.q.Topic == topic {
+			delete(p.m, k)
 		}
 	}
 }

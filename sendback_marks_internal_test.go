@@ -2,6 +2,7 @@ package equeue
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestPullMarks_SweepDoesNotHoldPullsBehindAGroupLock(t *testing.T) {
 	for _, g := range []string{"a", "b"} {
 		_, err := e.JoinGroup(ctx, &JoinRequest{Group: g, Member: "m", Subscriptions: []Subscription{{Topic: "t"}}})
 		require.NoError(t, err)
-		e.marks.record(g, "gone", Grant{QueueRef: QueueRef{Topic: "t"}, Epoch: 1}, 1) // a member that is not live
+		e.marks.record(g, "gone", Grant{QueueRef: QueueRef{Topic: "t"}, Epoch: 1}, 1, nil) // a member that is not live
 	}
 	ga, err := e.groups.group("a")
 	require.NoError(t, err)
@@ -37,7 +38,7 @@ func TestPullMarks_SweepDoesNotHoldPullsBehindAGroupLock(t *testing.T) {
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
-		e.marks.record("b", "m", Grant{QueueRef: QueueRef{Topic: "t"}, Epoch: 2}, 5) // a pull of group b
+		e.marks.record("b", "m", Grant{QueueRef: QueueRef{Topic: "t"}, Epoch: 2}, 5, nil) // a pull of group b
 	}()
 	select {
 	case <-recorded:
@@ -49,4 +50,21 @@ func TestPullMarks_SweepDoesNotHoldPullsBehindAGroupLock(t *testing.T) {
 	<-recorded
 	require.Equal(t, int64(2), e.marks.epoch("b", "m", QueueRef{Topic: "t"}))
 	require.Zero(t, e.marks.epoch("a", "gone", QueueRef{Topic: "t"}), "the mark of a member that is gone is dropped")
+}
+
+// TestPullMarks_APullOfADeletedTopicRecordsNothing: a pull that read a
+// topic while it was being deleted records its mark after, or before, the
+// delete dropped the topic's marks (pullMarks.forgetTopic); either way no
+// mark of the deleted topic stays with the member.
+func TestPullMarks_APullOfADeletedTopicRecordsNothing(t *testing.T) {
+	var p pullMarks
+	var deleted atomic.Bool
+	g := Grant{QueueRef: QueueRef{Topic: "job"}, Epoch: 1}
+	p.record("g", "m", g, 1, &deleted) // before the delete
+	p.record("g", "m", Grant{QueueRef: QueueRef{Topic: "keep"}, Epoch: 1}, 1, nil)
+	deleted.Store(true)
+	p.forgetTopic("job")
+	p.record("g", "m", g, 2, &deleted) // a pull that ends after it
+	require.Zero(t, p.epoch("g", "m", g.QueueRef), "no mark of the deleted topic")
+	require.Equal(t, 1, p.size(), "the other topic's mark stays")
 }

@@ -607,8 +607,9 @@ func (e *Engine) deleteTopic(ctx context.Context, name string, only *topic) erro
 // dropTopicMeta removes t's metadata, watermarks, lost ranges and
 // committed offsets in one store write and then, only if it reached the
 // store, removes t from memory (see storeMeta for applied) and deletes the
-// groups' send-back marks of its messages (deleteMarksOf) and, of a
-// dead-letter topic, the redriven marks of its dead letters. No offset
+// groups' send-back marks of its messages (deleteMarksOf), the members'
+// pull marks of its queues (pullMarks.forgetTopic) and, of a dead-letter
+// topic, the redriven marks of its dead letters. No offset
 // commit of t runs meanwhile (t.gate) and none is accepted after.
 func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.retain.mu.Lock()
@@ -638,6 +639,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)
 	e.deleteMarksOf(t.name)
+	e.marks.forgetTopic(t.name)
 	e.deleteRedrivenMarksOf(t)
 	return true, err
 }
