@@ -33,9 +33,10 @@ var cleanKey = []byte("\x00cluster/clean")
 
 // openNodeStore opens the node's store in dir and returns it sound: it is
 // verified (store.Badger.VerifyRecords), and a damaged one is moved aside
-// to a sibling directory named "engine.damaged-<unix nanoseconds>" and
-// replaced by an empty store, which Raft fills from the snapshot and the
-// log when it starts. Of the stores moved aside, the newest keep are kept
+// to a sibling directory named "engine.damaged-<unix nanoseconds>",
+// durably (the directory is synced after the rename), and replaced by an
+// empty store, which Raft fills from the snapshot and the log when it
+// starts. Of the stores moved aside, the newest keep are kept
 // (pruneDamaged).
 func openNodeStore(dir string, bo *store.BadgerOptions, keep int, log *slog.Logger) (*store.Badger, error) {
 	return openNodeStoreWith(store.OpenBadger, dir, bo, keep, log)
@@ -66,6 +67,11 @@ func openNodeStoreWith(open func(string, *store.BadgerOptions) (*store.Badger, e
 	aside := path + damagedInfix + strconv.FormatInt(time.Now().UnixNano(), 10)
 	if err := os.Rename(path, aside); err != nil {
 		return nil, fmt.Errorf("store damaged (%w); moving it aside: %w", verr, err)
+	}
+	// A machine crash may lose a rename until the directory is synced: the
+	// damaged store would then be back under its name, its move unrecorded.
+	if err := syncDir(dir); err != nil {
+		return nil, fmt.Errorf("store damaged (%w); moved aside to %s, but the move is not durable: %w", verr, aside, err)
 	}
 	msg := "store damaged by an unclean stop: moved aside; the node rebuilds it from the Raft snapshot and log"
 	if clean {

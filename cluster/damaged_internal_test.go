@@ -89,3 +89,54 @@ func TestDamagedAt(t *testing.T) {
 		assert.False(t, ok, name)
 	}
 }
+
+// The move of a damaged store aside is made durable: the node's directory,
+// which holds both names, is synced after the rename, and a failed sync is
+// reported as a failed rename is, with where the store went.
+func TestOpenNodeStore_MoveAsideSyncsTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	bo := store.DefaultBadgerOptions()
+	bo.SegmentBytes = NodeSegmentBytes
+	log := slog.New(slog.DiscardHandler)
+	damageStore(t, dir, &bo)
+
+	var synced []string
+	refused := errors.New("no directory sync")
+	fail := false
+	prev := syncDir
+	t.Cleanup(func() { syncDir = prev })
+	syncDir = func(d string) error {
+		aside, err := filepath.Glob(filepath.Join(dir, "engine.damaged-*"))
+		require.NoError(t, err)
+		assert.Len(t, aside, 1, "synced after the rename")
+		synced = append(synced, d)
+		if fail {
+			return refused
+		}
+		return nil
+	}
+	st, err := openNodeStore(dir, &bo, 1, log)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	assert.Equal(t, []string{dir}, synced, "the directory holding the old and new names is synced")
+
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	damageStore(t, dir, &bo)
+	synced, fail = nil, true
+	st, err = openNodeStore(dir, &bo, 1, log)
+	require.ErrorIs(t, err, refused)
+	require.ErrorIs(t, err, store.ErrDamaged)
+	assert.Nil(t, st)
+	assert.Equal(t, []string{dir}, synced)
+	aside, gerr := filepath.Glob(filepath.Join(dir, "engine.damaged-*"))
+	require.NoError(t, gerr)
+	require.Len(t, aside, 1)
+	assert.ErrorContains(t, err, aside[0], "the error says where the damaged store is")
+}
+
+// Syncing a directory works on a real one and fails on one that is not there.
+func TestSyncDirectory(t *testing.T) {
+	require.NoError(t, syncDirectory(t.TempDir()))
+	assert.ErrorIs(t, syncDirectory(filepath.Join(t.TempDir(), "missing")), os.ErrNotExist)
+}
