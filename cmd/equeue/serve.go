@@ -104,6 +104,10 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 			for _, ad := range addons {
 				if ad.enabled() {
 					on = append(on, ad)
+				} else if oc, ok := ad.(offFlagChecker); ok {
+					if err := oc.checkOffFlags(cmd.Flags()); err != nil {
+						return err
+					}
 				}
 			}
 			for _, ad := range on {

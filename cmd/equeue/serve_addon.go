@@ -45,6 +45,17 @@ type flagChecker interface {
 	checkFlags(cluster bool) error
 }
 
+// offFlagChecker is implemented by add-ons with flags that mean nothing
+// while the add-on is off (--kafka-namespace without --kafka). serve calls
+// checkOffFlags on each add-on that the flags given leave off, before it
+// takes a port or creates anything, so such a flag is refused rather than
+// silently ignored.
+type offFlagChecker interface {
+	// checkOffFlags returns a usage error naming a flag of f given that
+	// needs the add-on on, and the flag that switches it on.
+	checkOffFlags(f *pflag.FlagSet) error
+}
+
 // configReleaser is implemented by add-ons whose configure starts
 // something before the engine opens (the OTLP exporters). serve calls
 // release when it returns, so that a start that fails after configure, or

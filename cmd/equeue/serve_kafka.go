@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -46,6 +47,21 @@ func (k *kafkaAddon) configure(*equeue.Options) error { return nil }
 
 // attachEngine does nothing: in cluster mode the listener serves the node.
 func (k *kafkaAddon) attachEngine(*equeue.Engine) {}
+
+// checkOffFlags refuses a --kafka-* flag given without --kafka: with the
+// listener off it would be ignored.
+func (k *kafkaAddon) checkOffFlags(f *pflag.FlagSet) error {
+	var given string
+	f.Visit(func(fl *pflag.Flag) {
+		if given == "" && strings.HasPrefix(fl.Name, "kafka-") {
+			given = fl.Name
+		}
+	})
+	if given != "" {
+		return usageErrorf("--%s needs --kafka ADDR: the Kafka listener is off without it", given)
+	}
+	return nil
+}
 
 // checkFlags refuses, before serve takes a port or creates anything, a
 // --kafka-namespace that is no namespace's name or given in cluster mode,

@@ -167,6 +167,29 @@ func TestServe_KafkaNamespaceWithScopedTokensOnly(t *testing.T) {
 	}
 }
 
+// A --kafka-* flag given without --kafka, which switches the listener on,
+// is refused as a usage error naming both flags before serve takes a port
+// or creates anything, rather than ignored.
+func TestServe_KafkaFlagsWithoutKafka(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--kafka-advertise", "kafka.example.com:9092"},
+		{"--kafka-namespace", "a"},
+		{"--kafka-max-inflating", "1"},
+		{"--kafka-max-inflated-bytes", "0"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "data")
+			r := runBounded(t, nil, append([]string{"serve", "--dir", dir, "--log-level", "error", "--listen", freePort(t)}, args...)...)
+			assert.Equal(t, exitUsage, r.code, "%v", r)
+			assert.Contains(t, r.stderr, args[0]+" needs --kafka ADDR")
+			assert.Empty(t, r.stdout)
+			assert.NoDirExists(t, dir, "serve created its directory before refusing")
+		})
+	}
+}
+
 // `serve --kafka-max-inflating N --kafka-max-inflated-bytes BYTES` bound
 // the listener's decompression (kafka.Options.MaxInflating and
 // MaxInflatedBytes): a value that is not a count, or a negative one, is
