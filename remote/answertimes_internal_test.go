@@ -35,3 +35,36 @@ func TestPullAnswer_StoredAtTheWireCannotCarry(t *testing.T) {
 		assert.True(t, ok)
 	}
 }
+
+// TestDeadLetterPage_TimesTheWireCannotCarry: a dead letter's times are
+// checked as a pull answer's are: a StoredAt, BornAt or DeliverAt outside
+// the wire's range is refused with ErrInvalidArgument, naming the entry,
+// rather than sent as another date, and an ExpiresAt after the range
+// (never) is sent as none.
+func TestDeadLetterPage_TimesTheWireCannotCarry(t *testing.T) {
+	far := []time.Time{time.Date(1500, 6, 1, 0, 0, 0, 0, time.UTC), time.Date(2300, 6, 1, 0, 0, 0, 0, time.UTC)}
+	for _, at := range far {
+		for name, set := range map[string]func(*equeue.Message){
+			"stored-at":  func(m *equeue.Message) { m.StoredAt = at },
+			"born-at":    func(m *equeue.Message) { m.BornAt = at },
+			"deliver-at": func(m *equeue.Message) { m.DeliverAt = at },
+		} {
+			bad := &equeue.Message{Topic: "t", Body: []byte("far"), Offset: 1, StoredAt: time.Unix(0, 1)}
+			set(bad)
+			page := []equeue.DLQEntry{
+				{Offset: 4, Message: &equeue.Message{Topic: "t", Body: []byte("ok"), StoredAt: time.Unix(0, 1)}},
+				{Offset: 5, Message: bad},
+			}
+			_, err := deadLettersAnswer("g", page, 1<<20)
+			require.ErrorIs(t, err, equeue.ErrInvalidArgument, "%s %v", name, at)
+			assert.Contains(t, err.Error(), "offset 5", "%s %v", name, at)
+			assert.Contains(t, err.Error(), name, "%s %v", name, at)
+		}
+	}
+
+	never := []equeue.DLQEntry{{Offset: 4, Message: &equeue.Message{Topic: "t", Body: []byte("ok"), StoredAt: time.Unix(0, 1), ExpiresAt: far[1]}}}
+	res, err := deadLettersAnswer("g", never, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, res.GetDeadLetters(), 1)
+	assert.Zero(t, res.GetDeadLetters()[0].GetMessage().GetExpiresAtUnixNano(), "an expiry after the range is never, sent as none")
+}

@@ -380,13 +380,23 @@ func groupFromPB(g *pb.GroupInfo) equeue.GroupInfo {
 	return out
 }
 
-func deadLetterToPB(d equeue.DLQEntry) *pb.DeadLetter {
+// deadLetterToPB encodes d, entry i of a page, checking its message's
+// times as a pull answer's are (answerTimes): one the wire cannot carry is
+// ErrInvalidArgument naming the entry, and an ExpiresAt after the range
+// (never) is sent as none.
+func deadLetterToPB(i int, d equeue.DLQEntry) (*pb.DeadLetter, error) {
 	out := &pb.DeadLetter{Offset: d.Offset, LastError: d.LastError, Attempts: toInt32(d.Attempts), Redriven: d.Redriven}
 	if d.Message != nil {
+		if err := answerTimes(i, d.Message); err != nil {
+			return nil, fmt.Errorf("dead letter at offset %d: %w", d.Offset, err)
+		}
 		out.Message = messageToPB(d.Message)
+		if d.Message.ExpiresAt.After(maxWireTime) {
+			out.Message.ExpiresAtUnixNano = 0 // beyond 2262: never expires, as in the engine
+		}
 		out.Priority = toInt32(d.Message.Priority)
 	}
-	return out
+	return out, nil
 }
 
 func deadLetterFromPB(d *pb.DeadLetter) (equeue.DLQEntry, error) {

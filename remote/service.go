@@ -373,12 +373,17 @@ func (v *service) ListDeadLetters(ctx context.Context, req *pb.ListDeadLettersRe
 // large dead letters would otherwise be refused by the client's gRPC limit,
 // failing the call instead of answering a shorter page (the caller lists on
 // from the last entry's offset plus one). A first entry that alone does not
-// fit is ErrMessageTooLarge naming it, so the caller can list past it.
+// fit is ErrMessageTooLarge naming it, so the caller can list past it. An
+// entry with a time the wire cannot carry is ErrInvalidArgument naming it
+// (deadLetterToPB).
 func deadLettersAnswer(group string, dls []equeue.DLQEntry, limit int) (*pb.ListDeadLettersResponse, error) {
 	out := &pb.ListDeadLettersResponse{DeadLetters: make([]*pb.DeadLetter, 0, len(dls))}
 	size := 0
-	for _, d := range dls {
-		dl := deadLetterToPB(d)
+	for i, d := range dls {
+		dl, err := deadLetterToPB(i, d)
+		if err != nil {
+			return nil, err
+		}
 		// The answer is only this repeated field: a one-byte tag, the
 		// length and the entry, so size is exact.
 		size += 1 + protowire.SizeBytes(proto.Size(dl))
