@@ -18,13 +18,8 @@ import (
 // a rejecting limit of 10 takes sends to a topic holding 2, and retention
 // does not leave it refusing them for good.
 func TestEngine_LostOffsetsDoNotCountAgainstMaxMessages(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
+	_, _, e := openOverLostTail(t)
 	defer func() { require.NoError(t, e.Close()) }()
 	info, err := e.Topic(ctx, "t")
 	require.NoError(t, err)
@@ -45,15 +40,10 @@ func TestEngine_LostOffsetsDoNotCountAgainstMaxMessages(t *testing.T) {
 // comes due to move it, and a watermark left at their start would count
 // them as held for good.
 func TestEngine_RetentionPassesLostTail(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
+	_, _, e := openOverLostTail(t)
 	defer func() { require.NoError(t, e.Close()) }()
-	_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: 1})
+	_, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: 1})
 	require.NoError(t, err)
 	info, err := e.Topic(ctx, "t")
 	require.NoError(t, err)
@@ -65,13 +55,8 @@ func TestEngine_RetentionPassesLostTail(t *testing.T) {
 // messages it stores: a limit of 4 keeps its 2 stored messages and 2 new
 // ones, and the next send cuts only the oldest stored message.
 func TestEngine_LostOffsetsDropOldestCutsOnlyWhatIsOver(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
+	_, _, e := openOverLostTail(t)
 	defer func() { require.NoError(t, e.Close()) }()
 	require.NoError(t, e.SetTopicLimits(ctx, "t", equeue.TopicLimits{MaxMessages: 4, Overflow: equeue.OverflowDropOldest}))
 	for i := range 3 {
@@ -102,13 +87,9 @@ func TestEngine_LostOffsetsDropOldestCutsOnlyWhatIsOver(t *testing.T) {
 // over them notes them, so the topic's count (and a rejecting MaxMessages)
 // leaves them out.
 func TestEngine_RetentionNotesLostOffsetsAfterRestart(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
-	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("past")}}})
+	dir, _, e := openOverLostTail(t)
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("past")}}})
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
 	deleteLostKeys(t, dir)
@@ -132,13 +113,8 @@ func TestEngine_RetentionNotesLostOffsetsAfterRestart(t *testing.T) {
 // lost offsets has only the messages stored past them left to consume,
 // and so does a group that has no offset yet and starts from the first.
 func TestEngine_GroupLagLeavesOutLostOffsets(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
+	_, _, e := openOverLostTail(t)
 	defer func() { require.NoError(t, e.Close()) }()
 	for i := range 3 {
 		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "a-%d", i)}}})
@@ -156,7 +132,7 @@ func TestEngine_GroupLagLeavesOutLostOffsets(t *testing.T) {
 	assert.Equal(t, int64(1+3), lag("below"), "m-1 and the three sent past the lost offsets")
 	assert.Equal(t, int64(3), lag("g"), "g committed past the lost offsets")
 
-	_, err = e.JoinGroup(ctx, &equeue.JoinRequest{Group: "fresh", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest})
+	_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "fresh", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "t"}}, From: equeue.ConsumeFromEarliest})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2+3), lag("fresh"), "m-0, m-1 and the three sent past the lost offsets")
 }
@@ -166,13 +142,8 @@ func TestEngine_GroupLagLeavesOutLostOffsets(t *testing.T) {
 // messages (m-0, m-1 and, past the lost offsets, six more), where a tenth
 // of the offsets would have reached only into the lost ones and cut 2.
 func TestEngine_SizeRetentionCutsATenthOfTheStoredMessages(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
+	_, _, e := openOverLostTail(t)
 	defer func() { require.NoError(t, e.Close()) }()
 	for i := range 80 {
 		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "a-%d", i)}}})
@@ -193,13 +164,9 @@ func TestEngine_SizeRetentionCutsATenthOfTheStoredMessages(t *testing.T) {
 // group's lag and a rejecting MaxMessages. Retention that passes the range
 // leaves nothing of it behind across a reopen.
 func TestEngine_LostOffsetsStayLeftOutAfterSendsPastThem(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
-	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("past")}}})
+	dir, _, e := openOverLostTail(t)
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("past")}}})
 	require.NoError(t, err)
 	require.NoError(t, e.CommitGroupOffsets(ctx, "below", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 1}))
 	require.NoError(t, e.Close())
@@ -245,16 +212,12 @@ func TestEngine_LostOffsetsStayLeftOutAfterSendsPastThem(t *testing.T) {
 // given out, though nothing else does any more (the group that committed
 // past them was deleted): they are not given out again.
 func TestEngine_StoredLostRangeReusesNoOffset(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
+	dir, _, e := openOverLostTail(t)
 	require.NoError(t, e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}))
 	require.NoError(t, e.Close())
 
-	e, err = equeue.Open(dir, nil)
+	e, err := equeue.Open(dir, nil)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 	res, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("after")}}})
@@ -268,12 +231,8 @@ func TestEngine_StoredLostRangeReusesNoOffset(t *testing.T) {
 // A second loss after sends went past the first leaves a queue two lost
 // ranges: a later open keeps both out of the counts.
 func TestEngine_TwoLostRangesStayLeftOut(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
+	dir, q, e := openOverLostTail(t)
 	for i := range 10 { // 20 to 29
 		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: fmt.Appendf(nil, "a-%d", i)}}})
 		require.NoError(t, err)
@@ -284,7 +243,7 @@ func TestEngine_TwoLostRangesStayLeftOut(t *testing.T) {
 
 	// The open that finds the second loss, then one after a send past it.
 	for i := range int64(2) {
-		e, err = equeue.Open(dir, nil)
+		e, err := equeue.Open(dir, nil)
 		require.NoError(t, err)
 		info, err := e.Topic(ctx, "t")
 		require.NoError(t, err)
@@ -294,6 +253,22 @@ func TestEngine_TwoLostRangesStayLeftOut(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, e.Close())
 	}
+}
+
+// openOverLostTail sends 20 messages to a new one-queue topic "t" (bodies
+// "m-0" to "m-19", group "g" committed to 20), loses offsets 2 to 19 from
+// the store, as damage that takes a queue's tail does, and opens the
+// engine over it: m-0 and m-1 remain, and Open raises the queue's end past
+// the lost offsets. It returns the engine's directory, the topic's store
+// queue and the engine, which the caller closes.
+func openOverLostTail(t *testing.T) (string, store.QueueID, *equeue.Engine) {
+	t.Helper()
+	dir := t.TempDir()
+	q := sendNAndClose(t, dir, "t", 20, 20)
+	loseTail(t, dir, q, 2, 20)
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	return dir, q, e
 }
 
 // lostKeys returns the lost-range keys stored in dir.
@@ -327,16 +302,12 @@ func deleteLostKeys(t *testing.T, dir string) {
 
 // A topic's deletion deletes its queues' lost ranges with it.
 func TestEngine_LostRangesAreDeletedWithTheirTopic(t *testing.T) {
-	dir := t.TempDir()
 	ctx := ctxT(t)
-	q := sendNAndClose(t, dir, "t", 20, 20)
-	loseTail(t, dir, q, 2, 20)
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
+	dir, _, e := openOverLostTail(t)
 	require.NoError(t, e.Close())
 	require.Len(t, lostKeys(t, dir), 1, "the open stored the range")
 
-	e, err = equeue.Open(dir, nil)
+	e, err := equeue.Open(dir, nil)
 	require.NoError(t, err)
 	require.NoError(t, e.DeleteTopic(ctx, "t"))
 	require.NoError(t, e.Close())
