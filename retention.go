@@ -126,7 +126,7 @@ func (e *Engine) applyRetention(ctx context.Context, p RetentionPolicy, now time
 	// give their space back.
 	pending := e.reclaimPending.Swap(false) // taken either way: one Reclaim covers both
 	if res.Deleted > 0 || pending {
-		if rerr := e.st.Reclaim(); rerr != nil {
+		if rerr := e.reclaim(ctx); rerr != nil {
 			e.reclaimPending.Store(true)
 			if err == nil {
 				err = fmt.Errorf("equeue: reclaim after retention: %w", rerr)
@@ -301,4 +301,24 @@ func (c *coordinator) consumedBelow(q QueueRef, cutoff int64) int64 {
 		g.mu.Unlock()
 	}
 	return cutoff
+}
+
+// contextReclaimer is a Store whose Reclaim can be stopped early
+// (store.Badger's ReclaimContext).
+type contextReclaimer interface {
+	ReclaimContext(ctx context.Context) error
+}
+
+// reclaim runs the store's Reclaim, stopped (when the store can stop one)
+// once ctx is done or Close starts: Close waits for a retention pass, and
+// a reclaim of a large store runs for minutes.
+func (e *Engine) reclaim(ctx context.Context) error {
+	r, ok := e.st.(contextReclaimer)
+	if !ok {
+		return e.st.Reclaim()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(e.bgCtx, cancel)()
+	return r.ReclaimContext(ctx)
 }

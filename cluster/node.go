@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -390,6 +391,17 @@ func (n *Node) reclaimFollowing(every time.Duration) {
 	defer n.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// Close waits for this goroutine: a reclaim running stops after its
+	// step in progress rather than after every round left.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		select {
 		case <-n.closing:
@@ -405,7 +417,7 @@ func (n *Node) reclaimFollowing(every time.Duration) {
 		if n.opts.reclaimHook != nil {
 			n.opts.reclaimHook()
 		}
-		if err := n.st.Reclaim(); err != nil {
+		if err := n.st.ReclaimContext(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			n.log.Warn("reclaim", "err", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -300,6 +301,11 @@ func (s *replicatedStore) Limits() store.Limits { return s.limits }
 
 // Reclaim compacts the local store only; every node reclaims its own.
 func (s *replicatedStore) Reclaim() error { return s.local.Reclaim() }
+
+// ReclaimContext is Reclaim stopped once ctx is done (store.Badger's).
+func (s *replicatedStore) ReclaimContext(ctx context.Context) error {
+	return s.local.ReclaimContext(ctx)
+}
 
 // Close does not close the local store: the node owns it and outlives
 // the engine.

@@ -22,6 +22,10 @@ type Badger struct {
 	// so no operation runs on a closed database.
 	mu     sync.RWMutex
 	closed bool
+	// closing is set as Close starts, before it waits for the operations
+	// running: a Reclaim sees it between its steps and stops, so Close
+	// does not wait for the rest of its GC rounds.
+	closing atomic.Bool
 
 	// dropMu is held for reading by everything that writes (Write, a
 	// DeleteRange chunk) and for writing by Reclaim's memtable flush:
@@ -85,6 +89,9 @@ type Badger struct {
 	vlogGen, syncedGen atomic.Uint64
 	// dbSync is Badger's Sync; tests replace it to see the calls.
 	dbSync func() error
+	// runGC is Badger's RunValueLogGC; tests replace it to make rounds
+	// that always rewrite something.
+	runGC func(discardRatio float64) error
 	// gcStarted, when set (by tests), runs once a value-log GC round
 	// holds what keeps Syncs beside it Badger's own.
 	gcStarted func()
@@ -150,6 +157,7 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 		ends:          make(map[QueueID]uint64),
 	}
 	s.dbSync = db.Sync
+	s.runGC = db.RunValueLogGC
 	s.reclaimSync = s.syncAll
 	s.valueThreshold = o.ValueThreshold
 	s.vlogGen.Store(1) // not known what the last process left unsynced: Badger's Sync first
@@ -191,8 +199,11 @@ func (s *Badger) release() { s.mu.RUnlock() }
 func (s *Badger) Limits() Limits { return s.limits }
 
 // Close flushes the memtables and closes the database. It is idempotent;
-// every other call after Close returns ErrClosed.
+// every other call after Close returns ErrClosed. It waits for the
+// operations running, but stops a running Reclaim after its step in
+// progress (see Reclaim).
 func (s *Badger) Close() error {
+	s.closing.Store(true) // before the wait: a Reclaim stops early
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

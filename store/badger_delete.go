@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -294,7 +295,19 @@ const quietFor = 20 * time.Millisecond
 // flushes and flattens only when no Write ran for quietFor; on a busy store
 // the writes drive Badger's own compaction, value-log GC still runs, and the
 // next Reclaim takes what this one left.
-func (s *Badger) Reclaim() error {
+//
+// Close stops a running Reclaim, which then returns nil: before the flush,
+// before the flattening, and between two GC rounds. Close waits for the
+// step in progress only (a GC round's sync keeps the values it moved; a
+// flattening cannot be cut short), not for the rounds left, which on a
+// large store take minutes; the next Reclaim takes what this one left.
+func (s *Badger) Reclaim() error { return s.ReclaimContext(context.Background()) }
+
+// ReclaimContext is Reclaim, also stopped, where Close would stop it, once
+// ctx is done; it then returns an error matching ctx's. A caller whose own
+// stop waits for the Reclaim (a node or engine closing) passes a context
+// its stop cancels.
+func (s *Badger) ReclaimContext(ctx context.Context) error {
 	if err := s.acquire(); err != nil {
 		return err
 	}
@@ -308,15 +321,27 @@ func (s *Badger) Reclaim() error {
 	// I/O delays every fsync of the writes coming in, and those writes
 	// drive Badger's own compaction anyway. So both run only on a quiet
 	// store; a later pass reclaims what this one left.
+	if stop, err := s.reclaimStopped(ctx); stop {
+		return err
+	}
 	if s.quiet() {
+		if stop, err := s.reclaimStopped(ctx); stop {
+			return err
+		}
 		if err := s.flushMemtables(); err != nil {
 			return fmt.Errorf("store: reclaim: flush: %w", err)
+		}
+		if stop, err := s.reclaimStopped(ctx); stop {
+			return err
 		}
 		if err := s.db.Flatten(1); err != nil {
 			return fmt.Errorf("store: reclaim: flatten: %w", err)
 		}
 	}
 	for {
+		if stop, err := s.reclaimStopped(ctx); stop {
+			return err
+		}
 		err := s.gcRound()
 		switch {
 		case err == nil:
@@ -327,6 +352,19 @@ func (s *Badger) Reclaim() error {
 			return fmt.Errorf("store: reclaim: %w", err)
 		}
 	}
+}
+
+// reclaimStopped reports whether a Reclaim is to stop before its next
+// step, with what it returns: nil when the store is closing, ctx's error
+// when ctx is done.
+func (s *Badger) reclaimStopped(ctx context.Context) (bool, error) {
+	if s.closing.Load() {
+		return true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return true, fmt.Errorf("store: reclaim: %w", err)
+	}
+	return false, nil
 }
 
 // gcRound runs one round of value-log garbage collection and returns
@@ -359,7 +397,7 @@ func (s *Badger) gcRound() error {
 		it.Close()
 		txn.Discard()
 	}()
-	err := s.db.RunValueLogGC(0.5)
+	err := s.runGC(0.5)
 	if err == nil {
 		if serr := s.reclaimSync(); serr != nil {
 			return fmt.Errorf("sync the values moved: %w", serr)
