@@ -80,15 +80,36 @@ func (c *conn) serve() {
 			c.s.log.Warn("kafka: bad request size; closing", "remote", c.nc.RemoteAddr().String(), "size", n, "authenticated", c.authed)
 			return
 		}
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(c.r, buf); err != nil {
-			return
-		}
-		if err := c.handleRecovered(buf); err != nil {
-			c.s.log.Info("kafka: closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
+		if err := c.serveFrame(int64(n)); err != nil {
+			if !errors.Is(err, errConnGone) {
+				c.s.log.Info("kafka: closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
+			}
 			return
 		}
 	}
+}
+
+// errConnGone: the connection or the server closed while a frame was
+// awaited or read; there is nothing to log.
+var errConnGone = errors.New("kafka: connection gone")
+
+// serveFrame reads and answers the request frame of n bytes whose size
+// was read: it reserves the frame's bytes of the listener's queued
+// budget before it allocates and reads the body, and gives them back once
+// the request was answered or failed. An error closes the connection.
+func (c *conn) serveFrame(n int64) error {
+	if err := c.s.queued.reserve(c.ctx, n); err != nil {
+		return errConnGone
+	}
+	defer c.s.queued.unreserve(n)
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(c.r, buf); err != nil {
+		return errConnGone
+	}
+	if c.s.handling != nil {
+		c.s.handling()
+	}
+	return c.handleRecovered(buf)
 }
 
 // handleRecovered is handle, with a panic turned into an error that

@@ -98,6 +98,17 @@ type Options struct {
 	// the listener holds until they are stored, over all its connections
 	// (a batch larger than it waits for all of it). Zero means 256 MiB.
 	MaxInflatedBytes int64
+	// MaxQueuedRequestBytes bounds the request frames the listener holds,
+	// read and not yet answered, over all its connections (Kafka's
+	// queued.max.request.bytes): a connection waits, without reading the
+	// frame, until its size fits (a frame larger than it waits for all of
+	// it, so it is read alone). Each frame may be up to 100 MiB. Zero
+	// means 256 MiB.
+	MaxQueuedRequestBytes int64
+	// MaxConnections bounds the connections the listener serves at once
+	// (Kafka's max.connections): one accepted past it is closed at once.
+	// Zero means no bound.
+	MaxConnections int
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -120,7 +131,12 @@ type Server struct {
 	pids   *producers
 	// inflate bounds the memory compressed batches take.
 	inflate *inflateGate
-	maxTS   *maxTimestamps // what MAX_TIMESTAMP scans learned (maxtimestamp.go)
+	// queued bounds the memory request frames take (queued.go).
+	queued *queuedBudget
+	// handling, when set (tests), is called before each request is
+	// handled.
+	handling func()
+	maxTS    *maxTimestamps // what MAX_TIMESTAMP scans learned (maxtimestamp.go)
 	// partsMu guards parts, the produce locks of the partitions a batch
 	// is being stored to (see appendBatch and partLock).
 	partsMu sync.Mutex
@@ -133,6 +149,10 @@ type Server struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// refused counts the connections closed past Options.MaxConnections
+	// since refusedLogged, when refuseConn last logged.
+	refused       int
+	refusedLogged time.Time
 	// noKafkaLeader is the last leader warned about (warnNoKafkaLeader).
 	noKafkaLeader string
 }
@@ -174,6 +194,15 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if o.MaxInflatedBytes < 0 {
 		return nil, fmt.Errorf("%w: max inflated bytes %d", equeue.ErrInvalidOptions, o.MaxInflatedBytes)
 	}
+	if o.MaxQueuedRequestBytes == 0 {
+		o.MaxQueuedRequestBytes = defaultQueuedBudget
+	}
+	if o.MaxQueuedRequestBytes < 0 {
+		return nil, fmt.Errorf("%w: max queued request bytes %d", equeue.ErrInvalidOptions, o.MaxQueuedRequestBytes)
+	}
+	if o.MaxConnections < 0 {
+		return nil, fmt.Errorf("%w: max connections %d", equeue.ErrInvalidOptions, o.MaxConnections)
+	}
 	if o.MaxInflating < 0 {
 		return nil, fmt.Errorf("%w: max inflating %d", equeue.ErrInvalidOptions, o.MaxInflating)
 	}
@@ -189,7 +218,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), maxTS: newMaxTimestamps(), inflate: newInflateGate(o.MaxInflating, o.MaxInflatedBytes), parts: map[equeue.QueueRef]*partLock{}}
+	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), maxTS: newMaxTimestamps(), inflate: newInflateGate(o.MaxInflating, o.MaxInflatedBytes), queued: newQueuedBudget(o.MaxQueuedRequestBytes), parts: map[equeue.QueueRef]*partLock{}}
 	s.node, _ = b.(ClusterNode)
 	if len(o.Tokens) > 0 {
 		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))
@@ -245,6 +274,12 @@ func (s *Server) Serve(lis net.Listener) error {
 			_ = nc.Close()
 			continue
 		}
+		if s.o.MaxConnections > 0 && len(s.conns) >= s.o.MaxConnections {
+			refused := s.countRefused()
+			s.mu.Unlock()
+			s.refuseConn(nc, refused)
+			continue
+		}
 		s.conns[nc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -283,6 +318,33 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	return errors.Join(errs...)
 }
+
+// countRefused counts a connection refused past Options.MaxConnections
+// and returns how many were since the last log line, or 0 when this one
+// is not to be logged: a line at most every refusedLogEvery, so a flood
+// of connections does not flood the log. Call it with s.mu held.
+func (s *Server) countRefused() int {
+	s.refused++
+	now := time.Now()
+	if now.Sub(s.refusedLogged) < refusedLogEvery {
+		return 0
+	}
+	n := s.refused
+	s.refused, s.refusedLogged = 0, now
+	return n
+}
+
+// refuseConn closes nc, accepted past Options.MaxConnections, and logs it
+// when refused (countRefused) is not 0.
+func (s *Server) refuseConn(nc net.Conn, refused int) {
+	if refused > 0 {
+		s.log.Warn("kafka: too many connections; closing new ones", "max", s.o.MaxConnections, "refused", refused, "remote", nc.RemoteAddr().String())
+	}
+	_ = nc.Close()
+}
+
+// refusedLogEvery is how often refuseConn logs at most.
+const refusedLogEvery = time.Minute
 
 // rightsOf returns the rights of a SASL/PLAIN password, and whether it is a token.
 func (s *Server) rightsOf(token string) (Rights, bool) {
