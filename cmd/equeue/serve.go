@@ -110,6 +110,11 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 					}
 				}
 			}
+			if !cl.enabled() {
+				if err := refuseOffFlags(cmd.Flags(), "cluster-", "cluster-id", "ID"); err != nil {
+					return err
+				}
+			}
 			for _, ad := range on {
 				if fc, ok := ad.(flagChecker); ok {
 					if err := fc.checkFlags(cl.enabled()); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -100,3 +101,20 @@ type serveEnv struct {
 // serveAddons holds one constructor per add-on; each serve command gets fresh
 // instances.
 var serveAddons []func(a *app) serveAddon
+
+// refuseOffFlags returns a usage error naming the first flag of f given
+// whose name starts with prefix, other than on (the flag that switches its
+// add-on on, shown with its argument as onArg): the add-on is off, and the
+// flag would be taken and then ignored.
+func refuseOffFlags(f *pflag.FlagSet, prefix, on, onArg string) error {
+	var given string
+	f.Visit(func(fl *pflag.Flag) {
+		if given == "" && fl.Name != on && strings.HasPrefix(fl.Name, prefix) {
+			given = fl.Name
+		}
+	})
+	if given != "" {
+		return usageErrorf("--%s needs --%s %s: it means nothing without it", given, on, onArg)
+	}
+	return nil
+}

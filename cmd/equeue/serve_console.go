@@ -82,6 +82,11 @@ func parseTrustedProxies(vals []string) ([]netip.Prefix, error) {
 
 func (c *consoleAddon) enabled() bool { return c.addr != "" }
 
+// checkOffFlags refuses a --console-* flag given without --console.
+func (c *consoleAddon) checkOffFlags(f *pflag.FlagSet) error {
+	return refuseOffFlags(f, "console-", "console", "ADDR")
+}
+
 func (c *consoleAddon) ports() []servePort { return []servePort{{"console", c.addr}} }
 
 func (c *consoleAddon) configure(*equeue.Options) error { return nil }
