@@ -249,7 +249,9 @@ func (c *command) landed(queue int) (int, int64) {
 
 // AppendAsync is Append that reports through cb instead of blocking. cb runs
 // exactly once, on one of the engine's goroutines or the caller's, and must
-// not block. Like Append, an append that takes its topic past an
+// not block, panic or call runtime.Goexit: the goroutine that completes the
+// engine's writes may run it (Producer.SendAsync runs its hooks on a
+// goroutine of its own for that reason). Like Append, an append that takes its topic past an
 // OverflowDropOldest limit is answered only once the topic is trimmed back
 // (on another goroutine of the engine's; the appends of one topic are still
 // answered in the order they were stored). Any other append is answered on

@@ -7,8 +7,8 @@ import "sync/atomic"
 // is seen even with a consumer's default, silent, logger, or a producer,
 // which has none: a consumer's hooks run on its goroutines, where the
 // message's outcome is its handler's and the panic is also logged; a
-// SendAsync's AfterSend and trace end run where the send completes, and
-// its future also reports the panic; and a send's trace end that panics
+// SendAsync's AfterSend and trace end run on a goroutine of the producer's
+// once the send completes, and its future also reports the panic; and a send's trace end that panics
 // on the caller's goroutine after another hook did, whose panic goes on to
 // the caller, is recovered only to be counted.
 

@@ -11,9 +11,10 @@ import (
 // Hooks observe sends and handling, for tracing and metrics. Every field is
 // optional. Hooks must be fast and safe for concurrent use: a send's run on
 // the caller's goroutine, except a SendAsync's AfterSend (and its trace's
-// end), which runs where the send completes (in process, the engine's
-// writer, which a slow hook holds up for every send); a Consumer's run on
-// the consumer's goroutines. Sends the producer refuses before routing (a
+// end), which runs once the send completes on a goroutine of the
+// producer's, one send after another (a slow hook holds up the futures of
+// that producer's later sends, not the engine); a Consumer's run on the
+// consumer's goroutines. Sends the producer refuses before routing (a
 // closed producer, a bad topic name, an internal topic, a nil message or
 // context) reach no hook.
 //
@@ -38,15 +39,13 @@ import (
 // goroutine it ends the caller's goroutine, as above. Elsewhere it is
 // reported as a panic is, an error matching ErrHookPanic that names the
 // hook, and counted, but what the goroutine was doing stops there: a
-// SendAsync's future fails with it (and the engine logs it), but when the
-// send completed on one of the engine's goroutines (in process, through
-// its fast path), that goroutine is lost and the engine completes no more
-// writes: later sends wait until their context ends, and the engine must
-// be closed. A Consumer logs it and leaves the message unfinished, for the
-// queue's next owner to get again: a concurrent consumer goes on with its
-// other messages, an orderly one stops pulling the queue until Close or a
-// rebalance hands it on. In a test, report a hook's failure with t.Error
-// and return.
+// SendAsync's future fails with it (and the engine logs it), and later
+// sends complete as before: its hooks run on a goroutine of the
+// producer's, never on one of the engine's. A Consumer logs it and leaves
+// the message unfinished, for the queue's next owner to get again: a
+// concurrent consumer goes on with its other messages, an orderly one
+// stops pulling the queue until Close or a rebalance hands it on. In a
+// test, report a hook's failure with t.Error and return.
 type Hooks struct {
 	// BeforeSend runs before a message is routed; it may set properties.
 	BeforeSend func(ctx context.Context, m *Message)

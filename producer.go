@@ -96,6 +96,9 @@ type Producer struct {
 	// with Close, so that none starts once Close waits for them.
 	asyncMu sync.RWMutex
 	async   sync.WaitGroup
+	// completions runs the hooks of completed SendAsync calls off the
+	// goroutine that completed them (producer_completions.go).
+	completions completions
 
 	routes sync.Map // topic -> *cachedRoute; read on every send, so lock-free
 	// lastRoute is the route a send used last: most producers send to one
@@ -379,9 +382,11 @@ type asyncAppender interface {
 // the engine batch them into one write and one fsync. The future completes
 // when the send would have returned (on a topic with an OverflowDropOldest
 // limit, once the topic is trimmed back to it, as Send returns). m must not
-// be modified until then. Its AfterSend hooks run where the send completes:
-// one that panics there fails the future with ErrHookPanic, its SendResult
-// unchanged, and is counted in Stats.ConsumerHookPanics (see Hooks).
+// be modified until then. Its AfterSend hooks (and trace end) run once
+// the send completes, on a goroutine of the producer's, never on one of the
+// broker's: one that panics there fails the future with ErrHookPanic, its
+// SendResult unchanged, and is counted in Stats.ConsumerHookPanics (see
+// Hooks).
 func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	f := &SendFuture{done: make(chan struct{})}
 	if err := p.beginAsync(); err != nil {
@@ -405,9 +410,9 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		return f
 	}
 	ctx, end := p.hooks.traceSend(ctx, p.hookPanics, m)
-	// finish runs where the send completes, on the engine's goroutines or
-	// the producer's: a hook that panics there is recovered and counted
-	// (see Hooks).
+	// finish runs on a goroutine of the producer's (completeAsync, when
+	// the engine's callback completes the send): a hook that panics there
+	// is recovered and counted (see Hooks).
 	finish := func(res SendResult, err error) {
 		var perr error
 		hook := "AfterSend" // the hooks running; "" once they returned
@@ -462,8 +467,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 				p.failedAsync(ctx, m, err, finish)
 				return
 			}
-			defer p.async.Done()
-			finish(sendResult(m.Topic, ar, 0), nil)
+			p.completeAsync(finish, sendResult(m.Topic, ar, 0), nil)
 		})
 	return f
 }
@@ -471,9 +475,9 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 // hookGoexited completes f, the future of a SendAsync whose send ended
 // with res and err, when one of its AfterSend hooks or trace ends called
 // runtime.Goexit (gerr), perr being the panics of the hooks that returned
-// before. recover cannot stop a Goexit: the goroutine that completes the
-// send ends (one of the engine's, in process: see Hooks), but the trace
-// ends that did not run yet (left) still run, and the future reports the
+// before. recover cannot stop a Goexit: the producer's goroutine that runs
+// the hooks ends (runCompletions goes on on another), but the trace ends
+// that did not run yet (left) still run, and the future reports the
 // Goexit, which the engine logs and counts, so no one waits for it. The
 // future completes even if one of those ends calls runtime.Goexit too.
 func (p *Producer) hookGoexited(gerr error, res SendResult, err, perr error, left sendEnd, f *SendFuture) {
@@ -481,7 +485,7 @@ func (p *Producer) hookGoexited(gerr error, res SendResult, err, perr error, lef
 	defer func() {
 		countHookPanics(p.hookPanics, perr)
 		if e := trackerOf(p.b); e != nil {
-			e.log.Error("producer hook called runtime.Goexit: the goroutine that completed its send has ended", "topic", res.Topic, "err", gerr)
+			e.log.Error("producer hook called runtime.Goexit: the producer's goroutine that ran it has ended", "topic", res.Topic, "err", gerr)
 		}
 		f.res, f.err = res, withHookErr(err, perr)
 		close(f.done)
@@ -497,8 +501,7 @@ func (p *Producer) hookGoexited(gerr error, res SendResult, err, perr error, lef
 // its own (the engine's callback must not block).
 func (p *Producer) failedAsync(ctx context.Context, m *Message, err error, finish func(SendResult, error)) {
 	if !routeRetryable(err) {
-		defer p.async.Done()
-		finish(SendResult{}, err)
+		p.completeAsync(finish, SendResult{}, err)
 		return
 	}
 	go func() {
