@@ -130,14 +130,23 @@ func (cc *ClusterClient) Leader() string {
 }
 
 // Close closes the connections to every node. Idempotent.
+//
+// The node clients are closed without cc.mu held: closing one waits for its
+// append stream's reader, whose AppendAsync callbacks take cc.mu (redirect).
+// Once closed is set, client adds no node, so the map is Close's alone.
 func (cc *ClusterClient) Close() error {
 	cc.mu.Lock()
-	defer cc.mu.Unlock()
 	if !cc.closed.CompareAndSwap(false, true) {
+		cc.mu.Unlock()
 		return nil
 	}
-	var errs []error
+	clients := make([]*Client, 0, len(cc.clients))
 	for _, c := range cc.clients {
+		clients = append(clients, c)
+	}
+	cc.mu.Unlock()
+	var errs []error
+	for _, c := range clients {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
