@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,6 +23,10 @@ const maxRequestSize = 100 << 20
 // SaslServerAuthenticator has the same 512 KiB bound): a peer that has
 // not shown a token does not get the listener to set 100 MiB aside.
 const maxPreAuthRequestSize = 512 << 10
+
+// defaultRequestReadTimeout is Options.RequestReadTimeout when it is
+// zero, the Java client's default request timeout.
+const defaultRequestReadTimeout = 30 * time.Second
 
 // conn serves one client connection. Requests are handled one at a time, in
 // the order they arrived, so responses go out in request order, as Kafka
@@ -95,21 +101,44 @@ var errConnGone = errors.New("kafka: connection gone")
 
 // serveFrame reads and answers the request frame of n bytes whose size
 // was read: it reserves the frame's bytes of the listener's queued
-// budget before it allocates and reads the body, and gives them back once
-// the request was answered or failed. An error closes the connection.
+// budget before it allocates and reads the body, within
+// Options.RequestReadTimeout, and gives them back once the request was
+// answered or failed. An error closes the connection.
 func (c *conn) serveFrame(n int64) error {
 	if err := c.s.queued.reserve(c.ctx, n); err != nil {
 		return errConnGone
 	}
 	defer c.s.queued.unreserve(n)
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(c.r, buf); err != nil {
-		return errConnGone
+	buf, err := c.readBody(n)
+	if err != nil {
+		return err
 	}
 	if c.s.handling != nil {
 		c.s.handling()
 	}
 	return c.handleRecovered(buf)
+}
+
+// readBody reads a frame's body of n bytes within
+// Options.RequestReadTimeout, so that a client that sends a size and then
+// trickles or stops sending does not hold the bytes it reserved for ever;
+// the deadline is cleared after, as waiting for the next frame's size is
+// not bounded.
+func (c *conn) readBody(n int64) ([]byte, error) {
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.s.o.RequestReadTimeout)); err != nil {
+		return nil, errConnGone
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(c.r, buf); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, fmt.Errorf("request body of %d bytes not read within %v", n, c.s.o.RequestReadTimeout)
+		}
+		return nil, errConnGone
+	}
+	if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
+		return nil, errConnGone
+	}
+	return buf, nil
 }
 
 // handleRecovered is handle, with a panic turned into an error that

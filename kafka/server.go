@@ -109,6 +109,13 @@ type Options struct {
 	// (Kafka's max.connections): one accepted past it is closed at once.
 	// Zero means no bound.
 	MaxConnections int
+	// RequestReadTimeout bounds the time to read a request frame's body
+	// once its size was read and its bytes of MaxQueuedRequestBytes
+	// reserved: a client that sends a size and then trickles or stops
+	// sending the body has its connection closed past it, and the bytes
+	// given back, so it cannot hold the budget every connection shares.
+	// Zero means 30 s.
+	RequestReadTimeout time.Duration
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -199,6 +206,12 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	}
 	if o.MaxQueuedRequestBytes < 0 {
 		return nil, fmt.Errorf("%w: max queued request bytes %d", equeue.ErrInvalidOptions, o.MaxQueuedRequestBytes)
+	}
+	if o.RequestReadTimeout == 0 {
+		o.RequestReadTimeout = defaultRequestReadTimeout
+	}
+	if o.RequestReadTimeout < 0 {
+		return nil, fmt.Errorf("%w: request read timeout %v", equeue.ErrInvalidOptions, o.RequestReadTimeout)
 	}
 	if o.MaxConnections < 0 {
 		return nil, fmt.Errorf("%w: max connections %d", equeue.ErrInvalidOptions, o.MaxConnections)
