@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -33,11 +32,9 @@ const defaultInflatedBudget = 256 << 20
 // inflate to tens of MiB wait for one another.
 type inflateGate struct {
 	slots chan struct{} // one a batch holding its turn
-
-	mu      sync.Mutex
-	free    int64         // bytes of the budget not reserved
-	budget  int64         // the whole budget
-	changed chan struct{} // closed (and replaced) when free grows
+	// bytes is the budget of inflated bytes batches reserve (reserve,
+	// unreserve) once decoded.
+	bytes *byteBudget
 
 	// waiting and entered, when set (tests), are called when a batch
 	// must wait for its turn and when it has it (waited: after waiting).
@@ -46,7 +43,7 @@ type inflateGate struct {
 }
 
 func newInflateGate(n int, budget int64) *inflateGate {
-	return &inflateGate{slots: make(chan struct{}, n), free: budget, budget: budget, changed: make(chan struct{})}
+	return &inflateGate{slots: make(chan struct{}, n), bytes: newByteBudget(budget, "for the inflated batch")}
 }
 
 // acquire waits for a turn until ctx is done; it returns ctx's error
@@ -74,37 +71,15 @@ func (g *inflateGate) acquire(ctx context.Context) error {
 
 func (g *inflateGate) release() { <-g.slots }
 
-// reserve takes n bytes of the budget, waiting until ctx is done for
-// them to be free (ctx's error then). A batch larger than the whole
-// budget waits for all of it. Reserved bytes are given back with
-// unreserve.
+// reserve takes n bytes of the inflated budget, waiting until ctx is
+// done for them (ctx's error then). A batch larger than the whole budget
+// waits for all of it. Reserved bytes are given back with unreserve.
 func (g *inflateGate) reserve(ctx context.Context, n int64) error {
-	n = min(n, g.budget)
-	for {
-		g.mu.Lock()
-		if n <= g.free {
-			g.free -= n
-			g.mu.Unlock()
-			return nil
-		}
-		changed := g.changed
-		g.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("kafka: waiting for room for the inflated batch: %w", context.Cause(ctx))
-		}
-	}
+	return g.bytes.reserve(ctx, n)
 }
 
-func (g *inflateGate) unreserve(n int64) {
-	n = min(n, g.budget)
-	g.mu.Lock()
-	g.free += n
-	close(g.changed)
-	g.changed = make(chan struct{})
-	g.mu.Unlock()
-}
+// unreserve gives back n bytes reserve took.
+func (g *inflateGate) unreserve(n int64) { g.bytes.unreserve(n) }
 
 // defaultProduceWait bounds a compressed batch's wait for the inflate
 // gate when its request gives no timeout (TimeoutMillis <= 0, as some

@@ -172,9 +172,9 @@ func TestProduce_InflatedBytesAreBounded(t *testing.T) {
 	for _, p := range resp.Topics[0].Partitions {
 		assert.Equal(t, errNone, p.ErrorCode, "partition %d", p.Partition)
 	}
-	s.inflate.mu.Lock()
-	assert.Equal(t, int64(64), s.inflate.free, "every stored batch gave its bytes back")
-	s.inflate.mu.Unlock()
+	s.inflate.bytes.mu.Lock()
+	assert.Equal(t, int64(64), s.inflate.bytes.free, "every stored batch gave its bytes back")
+	s.inflate.bytes.mu.Unlock()
 }
 
 // TestProduce_InflateWaitWithoutATimeoutIsBounded: a request with no

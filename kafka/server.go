@@ -139,7 +139,7 @@ type Server struct {
 	// inflate bounds the memory compressed batches take.
 	inflate *inflateGate
 	// queued bounds the memory request frames take (queued.go).
-	queued *queuedBudget
+	queued *byteBudget
 	// handling, when set (tests), is called before each request is
 	// handled.
 	handling func()
