@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -22,6 +23,12 @@ type kafkaAddon struct {
 	// and MaxInflatedBytes (0: the listener's defaults).
 	maxInflating     int
 	maxInflatedBytes int64
+	// maxQueuedRequestBytes, maxConnections and requestReadTimeout are
+	// kafka.Options.MaxQueuedRequestBytes, MaxConnections and
+	// RequestReadTimeout (0: the listener's defaults).
+	maxQueuedRequestBytes int64
+	maxConnections        int
+	requestReadTimeout    time.Duration
 }
 
 func init() {
@@ -34,6 +41,9 @@ func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.namespace, "kafka-namespace", "", "serve only this namespace's topics and groups over Kafka, by their plain names (default: the engine's own, namespaced topics hidden)")
 	f.IntVar(&k.maxInflating, "kafka-max-inflating", 0, "most compressed Kafka record batches decompressed at once, over all connections (0: the default, 2)")
 	f.Int64Var(&k.maxInflatedBytes, "kafka-max-inflated-bytes", 0, "most bytes of decompressed Kafka records held until stored, over all connections (0: the default, 268435456)")
+	f.Int64Var(&k.maxQueuedRequestBytes, "kafka-max-queued-request-bytes", 0, "most bytes of Kafka request frames read and not yet answered, over all connections (0: the default, 268435456)")
+	f.IntVar(&k.maxConnections, "kafka-max-connections", 0, "most Kafka connections served at once; one past it is closed (0: no bound)")
+	f.DurationVar(&k.requestReadTimeout, "kafka-request-read-timeout", 0, "longest wait for a Kafka request frame's body once its size was read; past it the connection is closed (0: the default, 30s)")
 }
 
 func (k *kafkaAddon) enabled() bool { return k.addr != "" }
@@ -65,7 +75,9 @@ func (k *kafkaAddon) checkOffFlags(f *pflag.FlagSet) error {
 
 // checkFlags refuses, before serve takes a port or creates anything, a
 // --kafka-namespace that is no namespace's name or given in cluster mode,
-// a negative --kafka-max-inflating or --kafka-max-inflated-bytes, and an
+// a negative --kafka-max-inflating, --kafka-max-inflated-bytes,
+// --kafka-max-queued-request-bytes, --kafka-max-connections or
+// --kafka-request-read-timeout, and an
 // address to advertise that is not HOST:PORT; in cluster mode that
 // address must name a host and a port (see configureCluster).
 func (k *kafkaAddon) checkFlags(cluster bool) error {
@@ -74,6 +86,15 @@ func (k *kafkaAddon) checkFlags(cluster bool) error {
 	}
 	if k.maxInflatedBytes < 0 {
 		return usageErrorf("--kafka-max-inflated-bytes %d: must not be negative (0: the default, 256 MiB)", k.maxInflatedBytes)
+	}
+	if k.maxQueuedRequestBytes < 0 {
+		return usageErrorf("--kafka-max-queued-request-bytes %d: must not be negative (0: the default, 256 MiB)", k.maxQueuedRequestBytes)
+	}
+	if k.maxConnections < 0 {
+		return usageErrorf("--kafka-max-connections %d: must not be negative (0: no bound)", k.maxConnections)
+	}
+	if k.requestReadTimeout < 0 {
+		return usageErrorf("--kafka-request-read-timeout %v: must not be negative (0: the default, 30s)", k.requestReadTimeout)
 	}
 	if k.namespace != "" {
 		if cluster {
@@ -144,7 +165,8 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 		return nil, fmt.Errorf("--kafka: this broker cannot serve the Kafka protocol")
 	}
 	srv, err := kafka.NewServer(b, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log,
-		MaxInflating: k.maxInflating, MaxInflatedBytes: k.maxInflatedBytes})
+		MaxInflating: k.maxInflating, MaxInflatedBytes: k.maxInflatedBytes,
+		MaxQueuedRequestBytes: k.maxQueuedRequestBytes, MaxConnections: k.maxConnections, RequestReadTimeout: k.requestReadTimeout})
 	if err != nil {
 		return nil, usageErrorf("--kafka: %v", err)
 	}

@@ -177,6 +177,9 @@ func TestServe_KafkaFlagsWithoutKafka(t *testing.T) {
 		{"--kafka-namespace", "a"},
 		{"--kafka-max-inflating", "1"},
 		{"--kafka-max-inflated-bytes", "0"},
+		{"--kafka-max-queued-request-bytes", "0"},
+		{"--kafka-max-connections", "0"},
+		{"--kafka-request-read-timeout", "0s"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			t.Parallel()
