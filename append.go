@@ -374,6 +374,12 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 				// message, sent again by the engine, simply expires.)
 				return nil, fmt.Errorf("%w: message %d expires at %s, not after its delivery at %s", ErrInvalidDelay, i, m.ExpiresAt.UTC().Format(time.RFC3339Nano), m.DeliverAt.UTC().Format(time.RFC3339Nano))
 			}
+			if n := len(dues); n > 0 && m.DeliverAt.Before(dues[n-1]) {
+				// Each message is moved at its own time: one due before
+				// an earlier message of the append would land ahead of
+				// it, and the append is stored in its order.
+				return nil, fmt.Errorf("%w: message %d: delivery at %s is before an earlier message's at %s; an append is delivered in its order", ErrInvalidDelay, i, m.DeliverAt.UTC().Format(time.RFC3339Nano), dues[n-1].UTC().Format(time.RFC3339Nano))
+			}
 			dues = append(dues, m.DeliverAt)
 		}
 		id, born := m.ID, m.BornAt

@@ -65,8 +65,9 @@ var (
 	ErrSubscriptionMismatch = errors.New("equeue: subscription differs from the group's")
 )
 
-// ErrInvalidDelay is returned for a negative delay or TTL, or a delivery
-// time beyond Options.MaxDelay.
+// ErrInvalidDelay is returned for a negative delay or TTL, a delivery
+// time beyond Options.MaxDelay, an expiry not after the delivery, or a
+// delayed append (a batch) whose delivery times go back.
 var ErrInvalidDelay = errors.New("equeue: invalid delay")
 
 // ErrIndeterminate is returned when the outcome of a write is unknown: the

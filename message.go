@@ -47,6 +47,8 @@ type Message struct {
 	// it is stored at once and becomes visible in its queue at that time.
 	// A time after Options.MaxDelay from now returns ErrInvalidDelay; one
 	// outside 1678..2262 or at the Unix epoch returns ErrInvalidArgument.
+	// A batch is delivered in its order: one whose messages' delivery
+	// times go back returns ErrInvalidDelay.
 	DeliverAt time.Time
 	// Delay, when positive on Send, sets DeliverAt to the send time plus Delay.
 	// It is not stored.

@@ -302,7 +302,9 @@ func (p *Producer) sendOnce(ctx context.Context, m *Message, fresh bool, res *Se
 
 // SendBatch stores msgs, all for one topic, in one queue and in order. The
 // queue is chosen from the first message. Either every message is stored or
-// none is.
+// none is. A delayed batch is delivered in its order too: its messages'
+// delivery times (Delay or DeliverAt) must not go back, or it returns
+// ErrInvalidDelay.
 func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult, error) {
 	if err := p.check(ctx, msgs...); err != nil {
 		return BatchResult{}, err
