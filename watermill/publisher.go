@@ -68,6 +68,9 @@ type Publisher struct {
 	mu       sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
+	// closeDone is closed once the first Close has returned from waiting
+	// and closing the producer; a later or concurrent Close waits for it.
+	closeDone chan struct{}
 }
 
 var _ message.Publisher = (*Publisher)(nil)
@@ -82,7 +85,10 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, producer: p, topics: newTopicMaker(cfg.Broker, cfg.Queues), log: cfg.Logger}, nil
+	return &Publisher{
+		cfg: cfg, producer: p, topics: newTopicMaker(cfg.Broker, cfg.Queues), log: cfg.Logger,
+		closeDone: make(chan struct{}),
+	}, nil
 }
 
 // Publish stores msgs in topic, one after the other, and returns once each
@@ -153,15 +159,19 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 }
 
 // Close waits for Publish calls in progress and stops the Publisher. It
-// does not close the Broker. Idempotent.
+// does not close the Broker. Idempotent: a later Close, or one concurrent
+// with the first, also waits for those Publish calls (and for the
+// producer to close), and returns nil.
 func (p *Publisher) Close() error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		<-p.closeDone
 		return nil
 	}
 	p.closed = true
 	p.mu.Unlock()
+	defer close(p.closeDone)
 	p.inflight.Wait()
 	return p.producer.Close()
 }

@@ -247,6 +247,9 @@ type Subscriber struct {
 	closed bool
 	wg     sync.WaitGroup // one per live subscription
 	errs   []error        // consumer Close errors met by Close
+	// closeDone is closed once the first Close has closed every channel;
+	// a later or concurrent Close waits for it.
+	closeDone chan struct{}
 }
 
 var (
@@ -263,6 +266,7 @@ func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
 	from, _ := cfg.ConsumeFrom.equeue()
 	s := &Subscriber{
 		cfg: cfg, from: from, topics: newTopicMaker(cfg.Broker, cfg.Queues), log: cfg.Logger,
+		closeDone: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Consumer.Logger == nil {
@@ -399,17 +403,20 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 // Close closes every subscription: each equeue consumer stops, commits
 // what was Ack'd and leaves its group, then its channel is closed. Close
 // returns once every channel is closed. It does not close the Broker.
-// Idempotent.
+// Idempotent: a later Close, or one concurrent with the first, also
+// returns only once every channel is closed, and returns nil.
 func (s *Subscriber) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		<-s.closeDone
 		return nil
 	}
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	close(s.closeDone)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return errors.Join(s.errs...)
