@@ -9,4 +9,6 @@ const (
 var (
 	Preview = preview
 	Listed  = listed
+	// IndentJSON is the message page's JSON view.
+	IndentJSON = indentJSON
 )

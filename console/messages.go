@@ -3,7 +3,6 @@ package console
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -233,7 +232,7 @@ type messageData struct {
 	TooLarge *tooLargeInfo
 }
 
-// maxShownBody is how much of a body the message page shows.
+// maxShownBody is how much of a body's view the message page shows.
 const maxShownBody = 64 << 10
 
 func (c *Console) messagePage(w http.ResponseWriter, r *http.Request, v viewer) {
@@ -266,16 +265,12 @@ func (c *Console) messagePage(w http.ResponseWriter, r *http.Request, v viewer) 
 		return
 	}
 	d := messageData{M: m, Size: len(m.Body), Progress: progress[equeue.QueueRef{Topic: name, Queue: q}]}
-	body := m.Body
-	if len(body) > maxShownBody {
-		body, d.Cut = body[:maxShownBody], true
-	}
 	d.Views = []string{"text", "json", "hex"}
 	d.View = r.URL.Query().Get("view")
 	if !slices.Contains(d.Views, d.View) {
 		d.View = defaultView(m.Body)
 	}
-	d.Body = renderBody(body, d.View)
+	d.Body, d.Cut = renderBody(m.Body, d.View, maxShownBody)
 	for _, k := range sortedKeys(m.Properties) {
 		d.Props = append(d.Props, field{k, m.Properties[k]})
 	}
@@ -290,20 +285,6 @@ func defaultView(b []byte) string {
 		return "text"
 	}
 	return "hex"
-}
-
-func renderBody(b []byte, view string) string {
-	switch view {
-	case "json":
-		var out bytes.Buffer
-		if err := json.Indent(&out, b, "", "  "); err != nil {
-			return "(not valid JSON: " + err.Error() + ")\n\n" + strings.ToValidUTF8(string(b), "\uFFFD")
-		}
-		return out.String()
-	case "hex":
-		return hex.Dump(b)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
 // preview is a list's one-line view of a body of size bytes from head, its
