@@ -405,8 +405,8 @@ func (p *appendPipe) sendSome() bool {
 			return true
 		}
 	}
-	if hook := testHookBeforeBatch; hook != nil {
-		hook(p, ps)
+	if hook := testHookBeforeBatch.Load(); hook != nil {
+		(*hook)(p, ps)
 	}
 	p.mu.Lock()
 	if ps.broken {
@@ -481,7 +481,9 @@ func (p *appendPipe) sendSome() bool {
 
 // testHookBeforeBatch, when set by a test, runs in sendSome once the
 // stream to send on is known, before the batch is taken from the queue.
-var testHookBeforeBatch func(p *appendPipe, ps *pipeStream)
+// Atomic: a reader or sender of an earlier test's client may still read
+// it while a test sets it.
+var testHookBeforeBatch atomic.Pointer[func(p *appendPipe, ps *pipeStream)]
 
 // reopenBackoffMin is the wait before opening a stream again after one
 // broke before answering anything; it doubles with each such stream in a
@@ -639,8 +641,8 @@ func (p *appendPipe) reader(ps *pipeStream) {
 	for {
 		var resp streamAnswers
 		if err := ps.st.RecvMsg(&resp); err != nil {
-			if hook := testHookStreamEnded; hook != nil {
-				hook(ps)
+			if hook := testHookStreamEnded.Load(); hook != nil {
+				(*hook)(ps)
 			}
 			p.broke(ps, err)
 			return
@@ -658,8 +660,8 @@ func (p *appendPipe) reader(ps *pipeStream) {
 }
 
 // testHookStreamEnded, when set by a test, runs in the reader once the
-// call has ended, before broke.
-var testHookStreamEnded func(ps *pipeStream)
+// call has ended, before broke (atomic as testHookBeforeBatch).
+var testHookStreamEnded atomic.Pointer[func(ps *pipeStream)]
 
 // answered completes the sends ps answers with results; it returns sends,
 // emptied, for the next answer.

@@ -34,10 +34,11 @@ func TestAppendPipe_StreamBreakingBeforeTheBatch(t *testing.T) {
 	require.NoError(t, send("first")) // a stream is open
 
 	var once sync.Once
-	testHookBeforeBatch = func(p *appendPipe, ps *pipeStream) {
+	cut := func(p *appendPipe, ps *pipeStream) {
 		once.Do(func() { p.broke(ps, errors.New("cut")) })
 	}
-	defer func() { testHookBeforeBatch = nil }()
+	testHookBeforeBatch.Store(&cut)
+	defer testHookBeforeBatch.Store(nil)
 	require.NoError(t, send("second"), "sent on a new stream")
 	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t"})
 	require.NoError(t, err)
@@ -86,7 +87,8 @@ func TestAppendPipe_BatchRefusedByAnEndedCallGoesOnANewStream(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	defer func() { // after the client's goroutines are gone
-		testHookBeforeBatch, testHookStreamEnded = nil, nil
+		testHookBeforeBatch.Store(nil)
+		testHookStreamEnded.Store(nil)
 	}()
 	c, err := Dial(lis.Addr().String(), nil)
 	require.NoError(t, err)
@@ -103,12 +105,13 @@ func TestAppendPipe_BatchRefusedByAnEndedCallGoesOnANewStream(t *testing.T) {
 	ended := make(chan struct{})
 	release := make(chan struct{})
 	var endOnce, releaseOnce sync.Once
-	testHookStreamEnded = func(*pipeStream) {
+	streamEnded := func(*pipeStream) {
 		endOnce.Do(func() {
 			close(ended)
 			<-release
 		})
 	}
+	testHookStreamEnded.Store(&streamEnded)
 	releaseReader := func() { releaseOnce.Do(func() { close(release) }) }
 	defer releaseReader()
 	// The server restarts once the sender has chosen the old stream.
@@ -116,7 +119,7 @@ func TestAppendPipe_BatchRefusedByAnEndedCallGoesOnANewStream(t *testing.T) {
 	restarted := make(chan *Server, 1)
 	served2 := make(chan error, 1)
 	var restartOnce sync.Once
-	testHookBeforeBatch = func(p *appendPipe, ps *pipeStream) {
+	restart := func(p *appendPipe, ps *pipeStream) {
 		restartOnce.Do(func() {
 			p.mu.Lock()
 			old = ps
@@ -140,6 +143,7 @@ func TestAppendPipe_BatchRefusedByAnEndedCallGoesOnANewStream(t *testing.T) {
 			go func() { served2 <- srv2.Serve(lis2) }()
 		})
 	}
+	testHookBeforeBatch.Store(&restart)
 	defer func() {
 		select {
 		case srv2 := <-restarted:
