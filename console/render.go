@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -135,10 +136,21 @@ func (c *Console) brokerFail(w http.ResponseWriter, r *http.Request, v viewer, w
 		status, heading = http.StatusServiceUnavailable, "Request cancelled"
 	}
 	if status >= 500 {
-		c.o.Logger.Warn("console: broker call failed", "what", what, "err", err)
+		// A broker's own failure can name store paths, addresses or node
+		// IDs, which are not for every viewer: the page gives a reference
+		// to the full error in the log. A 4xx error explains the viewer's
+		// own mistake and is shown as it is.
+		ref := errorRef()
+		c.o.Logger.Warn("console: broker call failed", "what", what, "ref", ref, "err", err)
+		c.fail(w, r, v, status, heading, what+": the broker call failed (reference "+ref+"; the console's log has its error under it).")
+		return
 	}
 	c.fail(w, r, v, status, heading, what+": "+err.Error())
 }
+
+// errorRef is a short random reference tying a failure's page to its log
+// line.
+func errorRef() string { return hex.EncodeToString(randomBytes(5)) }
 
 // badInput renders a 400 page.
 func (c *Console) badInput(w http.ResponseWriter, r *http.Request, v viewer, detail string) {
