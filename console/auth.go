@@ -26,6 +26,9 @@ type auth struct {
 	ttl    time.Duration
 	path   string // cookie path: the prefix
 	secret []byte
+	// https reports whether a request's browser came over HTTPS, so that
+	// its cookies are Secure (Console.viaHTTPS).
+	https func(*http.Request) bool
 
 	mu       sync.Mutex
 	sessions map[string]session
@@ -37,8 +40,8 @@ type session struct {
 	expires time.Time
 }
 
-func newAuth(tokens map[string]remote.Rights, ttl time.Duration, prefix string) *auth {
-	a := &auth{ttl: ttl, path: prefix, secret: randomBytes(32), sessions: map[string]session{}}
+func newAuth(tokens map[string]remote.Rights, ttl time.Duration, prefix string, https func(*http.Request) bool) *auth {
+	a := &auth{ttl: ttl, path: prefix, secret: randomBytes(32), https: https, sessions: map[string]session{}}
 	if len(tokens) > 0 {
 		a.tokens = make(map[[sha256.Size]byte]remote.Rights, len(tokens))
 		for tok, r := range tokens {
@@ -120,7 +123,7 @@ func bearerToken(r *http.Request) (string, bool) {
 }
 
 func (a *auth) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: name, Value: value, Path: a.path, MaxAge: maxAge, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode}
+	return &http.Cookie{Name: name, Value: value, Path: a.path, MaxAge: maxAge, HttpOnly: true, Secure: a.https(r), SameSite: http.SameSiteStrictMode}
 }
 
 func (a *auth) csrfFor(identity string) string {

@@ -50,6 +50,22 @@ func (c *Console) clientAddr(r *http.Request) (netip.Addr, bool) {
 	return addr, true
 }
 
+// viaHTTPS reports whether the browser reached the console over HTTPS: the
+// request came over TLS, or from one of Options.TrustedProxies with
+// X-Forwarded-Proto https. Its first value counts, the one the proxy
+// facing the browser set. The header of any other peer is not believed.
+func (c *Console) viaHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || !c.trustedProxy(peer.Addr().Unmap().WithZone("")) {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
+
 func (c *Console) trustedProxy(a netip.Addr) bool {
 	return slices.ContainsFunc(c.o.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }

@@ -88,7 +88,9 @@ type Options struct {
 	// X-Forwarded-For header that is not one of them; each must append the
 	// address it was reached from to that header. Nil trusts no header:
 	// every request comes from its peer address, and behind a proxy all
-	// users share the proxy's failures.
+	// users share the proxy's failures. A request from one of them with
+	// X-Forwarded-Proto https (its first value) gets Secure cookies, as
+	// one over TLS does: a proxy that terminates TLS must set that header.
 	TrustedProxies []netip.Prefix
 }
 
@@ -136,7 +138,7 @@ func New(b Broker, o Options) http.Handler {
 	if c.o.Logger == nil {
 		c.o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c.auth = newAuth(o.Tokens, c.o.SessionTTL, c.prefix)
+	c.auth = newAuth(o.Tokens, c.o.SessionTTL, c.prefix, c.viaHTTPS)
 	c.pages = c.parsePages()
 	sub, _ := fs.Sub(staticFS, "static") // the directory is embedded: cannot fail
 	c.static = http.StripPrefix(c.path+"static/", http.FileServerFS(sub))
