@@ -66,6 +66,25 @@ func (c *Console) viaHTTPS(r *http.Request) bool {
 	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
 
+// normalProxies returns trusted proxies as the console compares them with
+// a peer's address, which it takes unmapped: a network of IPv4-mapped IPv6
+// addresses (::ffff:10.0.0.0/104) becomes its IPv4 network (10.0.0.0/8),
+// each network is masked, and an invalid prefix is left out. The caller's
+// slice is not changed.
+func normalProxies(ps []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		if !p.IsValid() {
+			continue
+		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out
+}
+
 func (c *Console) trustedProxy(a netip.Addr) bool {
 	return slices.ContainsFunc(c.o.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }

@@ -83,7 +83,9 @@ type Options struct {
 	// Logger receives failed broker calls. Nil means silent.
 	Logger *slog.Logger
 	// TrustedProxies are the reverse proxies in front of the console (one
-	// address is a /32 or /128 prefix). The login throttle counts a
+	// address is a /32 or /128 prefix; an IPv4-mapped IPv6 network such
+	// as ::ffff:10.0.0.0/104 is taken as its IPv4 network, 10.0.0.0/8, as
+	// peers' addresses are compared unmapped). The login throttle counts a
 	// request from one of them against the rightmost address of its
 	// X-Forwarded-For header that is not one of them; each must append the
 	// address it was reached from to that header. Nil trusts no header:
@@ -134,6 +136,9 @@ func New(b Broker, o Options) http.Handler {
 	}
 	if c.o.RequestTimeout <= 0 {
 		c.o.RequestTimeout = defaultTimeout
+	}
+	if len(o.TrustedProxies) > 0 {
+		c.o.TrustedProxies = normalProxies(o.TrustedProxies)
 	}
 	if c.o.Logger == nil {
 		c.o.Logger = slog.New(slog.DiscardHandler)
