@@ -18,6 +18,10 @@ const (
 	anonCookie    = "equeue_console_csrf"
 	csrfField     = "csrf"
 	maxSessions   = 1024
+	// maxTokenSessions bounds one token's sessions: its oldest goes when
+	// it signs in once more, so that signing in again and again with one
+	// token cannot take the slots of others' sessions.
+	maxTokenSessions = 16
 )
 
 // auth holds the console's tokens, login sessions and CSRF secret.
@@ -32,12 +36,15 @@ type auth struct {
 
 	mu       sync.Mutex
 	sessions map[string]session
+	seq      uint64 // the last session's seq
 	throttle loginThrottle
 }
 
 type session struct {
 	rights  remote.Rights
 	expires time.Time
+	token   [sha256.Size]byte // the hash of the token signed in with
+	seq     uint64            // sessions in the order they started
 }
 
 func newAuth(tokens map[string]remote.Rights, ttl time.Duration, prefix string, https func(*http.Request) bool) *auth {
@@ -138,13 +145,14 @@ func (a *auth) csrfOK(r *http.Request, v viewer) bool {
 	return got != "" && hmac.Equal([]byte(got), []byte(v.csrf))
 }
 
-// checkToken returns the rights of a token.
-func (a *auth) checkToken(tok string) (remote.Rights, bool) {
+// checkToken returns the rights of a token and its hash.
+func (a *auth) checkToken(tok string) (remote.Rights, [sha256.Size]byte, bool) {
 	if a.tokens == nil || tok == "" {
-		return 0, false
+		return 0, [sha256.Size]byte{}, false
 	}
-	r, ok := a.tokens[sha256.Sum256([]byte(tok))]
-	return r, ok
+	sum := sha256.Sum256([]byte(tok))
+	r, ok := a.tokens[sum]
+	return r, sum, ok
 }
 
 func (a *auth) lookup(id string) (session, bool) {
@@ -161,26 +169,40 @@ func (a *auth) lookup(id string) (session, bool) {
 	return s, true
 }
 
-// start opens a session, evicting expired ones, and the oldest when full.
-func (a *auth) start(rights remote.Rights) string {
+// start opens a session of the token whose hash is token, evicting
+// expired sessions, that token's oldest when it holds maxTokenSessions,
+// and the oldest of all when full.
+func (a *auth) start(token [sha256.Size]byte, rights remote.Rights) string {
 	id := base64.RawURLEncoding.EncodeToString(randomBytes(24))
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.sessions) >= maxSessions {
-		oldest, at := "", now.Add(a.ttl+time.Hour)
-		for k, s := range a.sessions {
-			if now.After(s.expires) {
-				delete(a.sessions, k)
-			} else if s.expires.Before(at) {
-				oldest, at = k, s.expires
+	mine, oldestMine := 0, ""
+	for k, s := range a.sessions {
+		switch {
+		case now.After(s.expires):
+			delete(a.sessions, k)
+		case s.token == token:
+			mine++
+			if oldestMine == "" || s.seq < a.sessions[oldestMine].seq {
+				oldestMine = k
 			}
 		}
-		if len(a.sessions) >= maxSessions {
-			delete(a.sessions, oldest)
-		}
 	}
-	a.sessions[id] = session{rights: rights, expires: now.Add(a.ttl)}
+	if mine >= maxTokenSessions {
+		delete(a.sessions, oldestMine)
+	}
+	if len(a.sessions) >= maxSessions {
+		oldest := ""
+		for k, s := range a.sessions {
+			if oldest == "" || s.seq < a.sessions[oldest].seq {
+				oldest = k
+			}
+		}
+		delete(a.sessions, oldest)
+	}
+	a.seq++
+	a.sessions[id] = session{rights: rights, expires: now.Add(a.ttl), token: token, seq: a.seq}
 	return id
 }
 
@@ -291,13 +313,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, v, http.StatusTooManyRequests, "login", "Sign in", loginData{Next: next, Error: why})
 		return
 	}
-	rights, ok := c.auth.checkToken(r.PostFormValue("token"))
+	rights, token, ok := c.auth.checkToken(r.PostFormValue("token"))
 	if !ok {
 		c.auth.throttle.failed(source, now)
 		c.render(w, r, v, http.StatusUnauthorized, "login", "Sign in", loginData{Next: next, Error: "Unknown token."})
 		return
 	}
-	id := c.auth.start(rights)
+	id := c.auth.start(token, rights)
 	http.SetCookie(w, c.auth.cookie(r, sessionCookie, id, int(c.o.SessionTTL/time.Second)))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
