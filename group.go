@@ -978,3 +978,18 @@ func (e *Engine) notifyTopicChange(name string) {
 	_, exists := e.lookupTopic(name)
 	e.groups.topicChanged(name, !exists)
 }
+
+// regrantOwned grants every held queue again to the member holding it,
+// under the group's current epoch: the holder's grant is fenced (its
+// pulls and commits under the old epoch are refused), but the queue stays
+// with it. A queue the holder is handing over (its drain waits for a
+// running handler) thus still goes to its next owner only once the holder
+// released it; dropping the holders instead granted it to the next owner
+// at once, while the old one's handler still ran. g.mu must be held.
+func (g *group) regrantOwned() {
+	for q, o := range g.owners {
+		if o.epoch != g.epoch {
+			g.owners[q] = owner{member: o.member, epoch: g.epoch}
+		}
+	}
+}

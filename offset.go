@@ -685,7 +685,9 @@ type ResetRequest struct {
 
 // ResetOffsets moves a group's committed offsets (for every member of a
 // broadcasting group). The change is stored, and live members are fenced off
-// their current grants so they restart from the new offsets at once. A
+// their current grants so they restart from the new offsets at once; each
+// queue stays with the member holding it (under a new grant), so a queue
+// being handed over goes to its next owner only once released. A
 // reset to the earliest, the latest or a time moves the queues of the
 // group's topics; for a group coordinated outside the engine, which has no
 // subscriptions (CommitGroupOffsets), the queues it has offsets of.
@@ -831,8 +833,8 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 		g.forgetMarks(s.k, s.marks)
 	}
 	// Fence every current grant: owners must drop what they hold and refetch.
-	clear(g.owners)
 	e.groups.rebalance(g)
+	g.regrantOwned()
 	g.resetEpoch = g.epoch
 	g.notify()
 	e.log.Info("group offsets reset", "group", groupName, "queues", len(targets))
