@@ -29,7 +29,8 @@ func (c *Client) FastPathOwner() any { return c }
 // pipelined on one AppendStream call, several per message, at most
 // streamWindow unanswered; AppendAsync waits (bounded by ctx) while the
 // window is full. cb runs exactly once, on the caller's goroutine or the
-// client's, and must not block.
+// client's, and must not block; it runs before Client.Close returns, never
+// after.
 //
 // Outcomes are those of Append: an error from the broker means what it
 // means there; ErrBusy is retried, backing off, until ctx ends. An append
@@ -60,7 +61,7 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 		return
 	}
 	if c.pipe.unary.Load() {
-		go func() { cb(c.appendUnary(ctx, req)) }()
+		c.pipe.goUnary(ctx, req, cb)
 		return
 	}
 	s := &pipeSend{ctx: ctx, orig: req, cb: cb}
@@ -133,6 +134,7 @@ type pipeSend struct {
 	state    int
 	reported bool // cb was called (a cancelled in-flight send stays in flight)
 	busyWait time.Duration
+	retry    *time.Timer // the pending retry of a send refused as busy
 	stopCtx  func() bool
 }
 
@@ -198,6 +200,11 @@ type appendPipe struct {
 	started bool
 	kick    chan struct{}
 	wg      sync.WaitGroup // the sender and the readers
+	// The retry timers of sends refused as busy (backoff) that are set or
+	// running; close stops them, or waits for them.
+	retries  sync.WaitGroup
+	retrying map[*pipeSend]struct{} // the sends waiting for a busy retry
+	unaries  sync.WaitGroup         // the goroutines of unary appends (goUnary)
 	// Streams that broke before answering any append, in a row, and the
 	// time before which no new stream is opened: a server (or a proxy)
 	// that ends every stream at once must not be called again in a tight
@@ -218,13 +225,14 @@ type appendPipe struct {
 }
 
 func newAppendPipe(c *Client, maxReopen time.Duration) *appendPipe {
-	p := &appendPipe{c: c, slots: make(chan struct{}, streamWindow), kick: make(chan struct{}, 1), maxReopen: maxReopen}
+	p := &appendPipe{c: c, slots: make(chan struct{}, streamWindow), kick: make(chan struct{}, 1), maxReopen: maxReopen, retrying: map[*pipeSend]struct{}{}}
 	p.base, p.stop = context.WithCancel(context.Background())
 	return p
 }
 
-// close fails what is queued with ErrClosed, and what is in flight as
-// indeterminate, and waits for the pipe's goroutines.
+// close fails what is queued or waiting for a busy retry with ErrClosed,
+// and what is in flight as indeterminate, and waits for the pipe's
+// goroutines and retry timers: once it returns, no send's callback runs.
 func (p *appendPipe) close() {
 	p.mu.Lock()
 	p.closed = true
@@ -232,6 +240,24 @@ func (p *appendPipe) close() {
 	p.stop()
 	p.poke()
 	p.wg.Wait()
+	// The readers are done: no retry is set any more. A timer that fires
+	// from now on finds the pipe closed and fails its send; one stopped
+	// here never runs, so its send is failed here.
+	p.mu.Lock()
+	var waiting []*pipeSend
+	for s := range p.retrying {
+		if s.retry != nil && s.retry.Stop() {
+			waiting = append(waiting, s)
+		}
+		delete(p.retrying, s)
+		s.retry = nil
+	}
+	p.retries.Add(-len(waiting))
+	p.mu.Unlock()
+	for _, s := range waiting {
+		p.finish(s, equeue.AppendResult{}, equeue.ErrClosed)
+	}
+	p.retries.Wait()
 	p.mu.Lock()
 	q := p.queue
 	p.queue = nil
@@ -314,6 +340,7 @@ func (p *appendPipe) cancelled(s *pipeSend) {
 		p.finish(s, equeue.AppendResult{}, err)
 		return
 	case sendBackoff:
+		p.stopRetry(s)
 		p.mu.Unlock()
 		p.finish(s, equeue.AppendResult{}, fmt.Errorf("%w (broker busy until the context ended)", err))
 		return
@@ -629,7 +656,31 @@ func (p *appendPipe) finishUnary(s *pipeSend) {
 	}
 	p.mu.Unlock()
 	<-p.slots
-	go func() { s.cb(p.c.appendUnary(s.ctx, s.orig)) }()
+	p.goUnary(s.ctx, s.orig, s.cb)
+}
+
+// goUnary runs req as a unary Append on a goroutine of its own, which
+// reports to cb; after close, it reports equeue.ErrClosed at once. Client.Close
+// waits for these goroutines (waitUnary) once the connection is closed.
+func (p *appendPipe) goUnary(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		cb(equeue.AppendResult{}, equeue.ErrClosed)
+		return
+	}
+	p.unaries.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.unaries.Done()
+		cb(p.c.appendUnary(ctx, req))
+	}()
+}
+
+// waitUnary waits for the unary appends' goroutines (goUnary); it follows
+// close, so none starts any more.
+func (p *appendPipe) waitUnary() {
+	p.unaries.Wait()
 }
 
 // reader reads ps's answers until the call ends, then reports what is
@@ -714,9 +765,19 @@ func (p *appendPipe) backoff(s *pipeSend) bool {
 	}
 	s.busyWait = min(max(2*s.busyWait, busyBackoffMin), busyBackoffMax)
 	s.state = sendBackoff
-	time.AfterFunc(jitter(s.busyWait), func() {
+	defer func() {
+		if hook := testHookBusyBackoff.Load(); hook != nil {
+			(*hook)(s.busyWait)
+		}
+	}()
+	p.retries.Add(1)
+	p.retrying[s] = struct{}{}
+	s.retry = time.AfterFunc(jitter(s.busyWait), func() {
+		defer p.retries.Done()
 		p.mu.Lock()
-		if s.state != sendBackoff {
+		s.retry = nil
+		delete(p.retrying, s)
+		if s.state != sendBackoff || s.ctx.Err() != nil { // cancelled reports it
 			p.mu.Unlock()
 			return
 		}
@@ -731,6 +792,19 @@ func (p *appendPipe) backoff(s *pipeSend) bool {
 		p.poke()
 	})
 	return true
+}
+
+// testHookBusyBackoff, when set by a test, runs in backoff once a send's
+// retry is set, with the send's backoff (atomic as testHookBeforeBatch).
+var testHookBusyBackoff atomic.Pointer[func(wait time.Duration)]
+
+// stopRetry stops s's busy retry, if it has not fired yet. p.mu is held.
+func (p *appendPipe) stopRetry(s *pipeSend) {
+	delete(p.retrying, s)
+	if s.retry != nil && s.retry.Stop() {
+		p.retries.Done()
+	}
+	s.retry = nil
 }
 
 // broke ends ps: what is in flight on it may or may not be stored. A batch

@@ -179,7 +179,10 @@ func (c *Client) waitReady(timeout time.Duration) error {
 }
 
 // Close closes the connection; calls in progress and later calls return
-// equeue.ErrClosed. Idempotent.
+// equeue.ErrClosed. It completes every AppendAsync not answered yet before
+// it returns (an append waiting to retry after ErrBusy with
+// equeue.ErrClosed, one in flight as equeue.ErrIndeterminate): once Close
+// has returned, no callback of the client runs any more. Idempotent.
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
@@ -187,7 +190,9 @@ func (c *Client) Close() error {
 	c.ahead.close()
 	c.mux.close()
 	c.pipe.close()
-	return c.conn.Close()
+	err := c.conn.Close()
+	c.pipe.waitUnary() // the closed connection ends their calls
+	return err
 }
 
 // enter refuses calls on a closed client or with a nil context.

@@ -1,0 +1,97 @@
+package remote
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/equeue-go/equeue"
+	pb "github.com/equeue-go/equeue/remote/equeuepb"
+)
+
+// busyStreamBroker refuses every stream append as busy.
+type busyStreamBroker struct {
+	pb.UnimplementedBrokerServer
+}
+
+func (busyStreamBroker) AppendStream(st pb.Broker_AppendStreamServer) error {
+	if err := st.SendHeader(metadata.Pairs(mdMaxMessageBytes, strconv.Itoa(DefaultMaxMessageBytes))); err != nil {
+		return err
+	}
+	for {
+		in, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		out := &pb.AppendStreamResponse{}
+		for _, a := range in.GetAppends() {
+			out.Results = append(out.Results, &pb.StreamAppendResult{Seq: a.GetSeq(), Error: pullError(ErrBusy)})
+		}
+		if err := st.Send(out); err != nil {
+			return err
+		}
+	}
+}
+
+// An append refused as busy waits for its retry on a timer; Close did not
+// wait for that timer, so the append's callback (with equeue.ErrClosed)
+// could run after Close had returned. Once Close returns, no callback of
+// the client runs any more: here Close starts while the append waits for
+// its retry, and its callback has run when Close returns.
+func TestClient_CloseCompletesAnAppendWaitingForItsBusyRetry(t *testing.T) {
+	gs := grpc.NewServer()
+	pb.RegisterBrokerServer(gs, busyStreamBroker{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	defer func() {
+		gs.Stop()
+		<-served
+	}()
+	c, err := Dial(lis.Addr().String(), nil)
+	require.NoError(t, err)
+
+	// The append waits for its retry once a backoff of a long pause
+	// (several refusals in a row) is set: Close then starts long before
+	// the retry would be due.
+	longPause := make(chan struct{})
+	var signalled atomic.Bool
+	hook := func(wait time.Duration) {
+		if wait >= 100*busyBackoffMin && signalled.CompareAndSwap(false, true) {
+			close(longPause)
+		}
+	}
+	testHookBusyBackoff.Store(&hook)
+	defer testHookBusyBackoff.Store(nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var called atomic.Bool
+	errs := make(chan error, 1)
+	c.AppendAsync(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}}, func(_ equeue.AppendResult, err error) {
+		called.Store(true)
+		errs <- err
+	})
+	select {
+	case <-longPause:
+	case err := <-errs:
+		t.Fatalf("append answered before it waited for a retry: %v", err)
+	}
+	require.NoError(t, c.Close())
+	ran := called.Load()
+	assert.True(t, ran, "the callback runs before Close returns")
+	if !ran {
+		<-errs // let it run before the test ends
+		return
+	}
+	assert.ErrorIs(t, <-errs, equeue.ErrClosed, "a send waiting for its retry never left the client")
+}
