@@ -36,8 +36,11 @@ func (c *Client) FastPathOwner() any { return c }
 // means there; ErrBusy is retried, backing off, until ctx ends. An append
 // the broker may have received when the call broke, or when ctx ended,
 // gets an error matching equeue.ErrIndeterminate: it may or may not be
-// stored. One that never left the client gets its cause (ErrUnavailable,
-// ctx's error, equeue.ErrClosed after Close): it was not stored; one the
+// stored; when the call broke with its connection, the error matches
+// ErrUnavailable too (as a unary Append's does), so check
+// equeue.ErrIndeterminate first. One that never left the client gets its
+// cause alone (ErrUnavailable, ctx's error, equeue.ErrClosed after Close):
+// it was not stored; one the
 // current stream can no longer carry (its connection went, the server
 // away while the client was idle, say) goes on a new stream. So does
 // an append whose answer could pass the client's MaxMessageBytes
@@ -813,8 +816,14 @@ func (p *appendPipe) broke(ps *pipeStream, err error) {
 	var ferr error
 	if p.c.closed.Load() {
 		ferr = fmt.Errorf("%w: %w: client closed with the append sent and not answered", equeue.ErrIndeterminate, equeue.ErrClosed)
+	} else if cause := fromStatus(err); errors.Is(cause, ErrUnavailable) {
+		// The connection failed (or the broker went away): the error
+		// matches its cause too, as a unary append's does, so that a
+		// ClusterClient forgets that leader. It is checked for
+		// ErrIndeterminate first: the append may be stored.
+		ferr = fmt.Errorf("%w: remote: append stream broke with the append sent and not answered: %w", equeue.ErrIndeterminate, cause)
 	} else {
-		ferr = fmt.Errorf("%w: remote: append stream broke with the append sent and not answered: %v", equeue.ErrIndeterminate, fromStatus(err))
+		ferr = fmt.Errorf("%w: remote: append stream broke with the append sent and not answered: %v", equeue.ErrIndeterminate, cause)
 	}
 	p.mu.Lock()
 	ps.broken = true

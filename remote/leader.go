@@ -30,8 +30,10 @@ import (
 // unknown (equeue.ErrIndeterminate: the leader lost its leadership during
 // their write). Append is not: when the connection fails during one,
 // it may have been stored, and the error (ErrUnavailable, or
-// equeue.ErrIndeterminate when the leader lost its leadership during the
-// write) is returned; send again with the same message IDs on a topic
+// equeue.ErrIndeterminate, matching ErrUnavailable as well when the
+// connection failed with the append sent, or when the leader lost its
+// leadership during the write) is returned; the client then forgets that
+// leader. Send again with the same message IDs on a topic
 // with a dedup window to store it at most once.
 // Retries stop when the call's context ends, or after FailoverWait.
 type ClusterClient struct {

@@ -24,6 +24,9 @@ func (cc *ClusterClient) FastPathOwner() any { return cc }
 // leader the refusal names, or to the next node, through elections, on a
 // goroutine of its own; an append the leader may have stored when the call
 // broke is not retried and gets an error matching equeue.ErrIndeterminate.
+// When the leader cannot be reached (ErrUnavailable, which an append whose
+// stream broke with its connection also matches) or is too slow, the
+// client forgets that leader: the next call looks for it among the nodes.
 // While the leader is unknown or unreachable, the call runs as Append on a
 // goroutine of its own. cb runs exactly once and must not block.
 func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
@@ -54,7 +57,9 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 			go func() { cb(cc.Append(ctx, req)) }()
 			return
 		case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-			// Unreachable or too slow: the next call asks the others.
+			// Unreachable (the stream's connection failed included; the
+			// append stays ErrIndeterminate then) or too slow: the next
+			// call asks the others.
 			cc.redirect(addr, "")
 		}
 		cb(res, err)
