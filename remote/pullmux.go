@@ -16,11 +16,13 @@ import (
 // PullMany call at a time, so a client's consumers cost the server one
 // waiting call, not one per queue. A pull that arrives, or is cancelled,
 // while a call is out cancels that call and a new one covers every pull
-// still waiting (pulls only read, so nothing is lost). When a call comes
-// back because some of its queues had something, only those pulls are
+// still waiting (pulls only read, so nothing is lost). A call waits as
+// long as the shortest wait of its pulls. When it comes back, only the
+// pulls it has something for, and those whose own wait has ended, are
 // answered: the others keep waiting, in the next call, until their own
 // wait ends, so one message does not send every idle pull of the client
-// round the loop again. The call carries at most maxPullMany pulls, the
+// round the loop again, and a pull with a short wait does not answer one
+// with a long wait "no new message" early. The call carries at most maxPullMany pulls, the
 // most the broker takes in one: a pull beyond them is a Pull call of its
 // own (Client.waitPull).
 type pullMux struct {
@@ -183,12 +185,12 @@ func (m *pullMux) loop() {
 			if len(batch) == 0 {
 				break
 			}
-			found, ok := m.round(batch)
+			answered, ok := m.round(batch)
 			if !ok {
 				m.failAll(equeue.ErrClosed)
 				return
 			}
-			if found > 0 && !m.settle(len(batch)) {
+			if answered > 0 && !m.settle(len(batch)) {
 				m.failAll(equeue.ErrClosed)
 				return
 			}
@@ -196,9 +198,9 @@ func (m *pullMux) loop() {
 	}
 }
 
-// settleTime is how long the loop, after answering pulls with messages,
-// waits for their callers to pull again before the next call, so that it
-// need not cancel that call at once to add them.
+// settleTime is how long the loop, after answering pulls of a call, waits
+// for their callers to pull again before the next call, so that it need
+// not cancel that call at once to add them.
 const settleTime = 2 * time.Millisecond
 
 // settle waits until as many pulls wait as the last call carried, or
@@ -224,10 +226,11 @@ func (m *pullMux) settle(want int) bool {
 }
 
 // round makes one PullMany call for batch; ok is false when the client
-// closes, found counts the pulls answered with something other than "no
-// new message". A kick (a new or cancelled pull) cancels the call; the
+// closes, answered counts the pulls it answered (with messages, an error,
+// or "no new message" once their wait ended). A pull answered "no new message" before its own wait
+// ended stays waiting, for the next round. A kick (a new or cancelled pull) cancels the call; the
 // next round asks again for every pull still waiting.
-func (m *pullMux) round(batch []*muxPull) (found int, ok bool) {
+func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 	wait := time.Duration(math.MaxInt64)
 	in := &pb.PullManyRequest{Pulls: make([]*pb.PullRequest, len(batch)), MaxAnswerBytes: int32(min(m.c.maxAnswer, math.MaxInt32))}
 	now := time.Now()
@@ -280,23 +283,22 @@ func (m *pullMux) round(batch []*muxPull) (found int, ok bool) {
 		}
 		return 0, true
 	}
-	for i, p := range batch {
-		if !idle(p, items[i]) {
-			found++
-		}
-	}
 	now = time.Now()
 	for i, p := range batch {
 		switch pe := items[i].GetError(); {
 		case pe != nil:
 			m.answered(p, muxResult{err: pullErrorFromPB(pe)})
-		case found > 0 && idle(p, items[i]) && now.Before(p.deadline):
-			// Still waiting: the next call carries it.
+		case idle(p, items[i]) && now.Before(p.deadline):
+			// Its own wait has not ended (the call's was the shortest
+			// of its pulls', or another pull found something): the next
+			// call carries it.
+			continue
 		default:
 			m.answered(p, muxResult{resp: items[i].GetResponse()})
 		}
+		answered++
 	}
-	return found, true
+	return answered, true
 }
 
 // idle reports whether item answers p with nothing: no message, no error,
