@@ -95,3 +95,58 @@ func TestClient_CloseCompletesAnAppendWaitingForItsBusyRetry(t *testing.T) {
 	}
 	assert.ErrorIs(t, <-errs, equeue.ErrClosed, "a send waiting for its retry never left the client")
 }
+
+// A second Close, called while the first still completes the client's
+// appends, returns only once the first is done: its caller may rely on
+// no callback running after it, as after the first.
+func TestClient_ConcurrentCloseWaitsForTheFirst(t *testing.T) {
+	gs := grpc.NewServer()
+	pb.RegisterBrokerServer(gs, busyStreamBroker{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	defer func() {
+		gs.Stop()
+		<-served
+	}()
+	c, err := Dial(lis.Addr().String(), nil)
+	require.NoError(t, err)
+
+	longPause := make(chan struct{})
+	var signalled atomic.Bool
+	hook := func(wait time.Duration) {
+		if wait >= 100*busyBackoffMin && signalled.CompareAndSwap(false, true) {
+			close(longPause)
+		}
+	}
+	testHookBusyBackoff.Store(&hook)
+	defer testHookBusyBackoff.Store(nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var finished atomic.Bool
+	c.AppendAsync(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}}, func(equeue.AppendResult, error) {
+		close(entered)
+		<-release
+		finished.Store(true)
+	})
+	<-longPause
+	first := make(chan error, 1)
+	go func() { first <- c.Close() }()
+	<-entered // the first Close completes the append: its callback runs
+
+	second := make(chan bool, 1)
+	go func() {
+		assert.NoError(t, c.Close())
+		second <- finished.Load()
+	}()
+	// Give a second Close that does not wait the time to return; one that
+	// waits returns only after the release below.
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	assert.True(t, <-second, "the second Close returned while the first's callback still ran")
+	require.NoError(t, <-first)
+}

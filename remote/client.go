@@ -87,6 +87,9 @@ type Client struct {
 	api    pb.BrokerClient
 	log    *slog.Logger
 	closed atomic.Bool
+	// closeDone is closed once the first Close is done: a later or
+	// concurrent Close waits for it.
+	closeDone chan struct{}
 	// maxAnswer is the client's receive limit, sent with every pull so the
 	// broker never answers more than the client can take.
 	maxAnswer int
@@ -149,7 +152,8 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
-	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token)}
+	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token),
+		closeDone: make(chan struct{})}
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
 	c.ahead = newReadAhead(c, o.PullAhead)
@@ -182,11 +186,14 @@ func (c *Client) waitReady(timeout time.Duration) error {
 // equeue.ErrClosed. It completes every AppendAsync not answered yet before
 // it returns (an append waiting to retry after ErrBusy with
 // equeue.ErrClosed, one in flight as equeue.ErrIndeterminate): once Close
-// has returned, no callback of the client runs any more. Idempotent.
+// has returned, no callback of the client runs any more. Idempotent: a
+// later or concurrent Close returns nil once the first is done.
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
+		<-c.closeDone
 		return nil
 	}
+	defer close(c.closeDone)
 	c.ahead.close()
 	c.mux.close()
 	c.pipe.close()
