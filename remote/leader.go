@@ -46,6 +46,13 @@ type ClusterClient struct {
 	next    int    // round robin over addrs when the leader is unknown
 
 	closed atomic.Bool
+	// async counts AppendAsync calls retried as Append on goroutines of
+	// their own: Close waits for them (added to under mu, never after
+	// Close set closed).
+	async sync.WaitGroup
+	// closeDone is closed once the first Close is done: a later or
+	// concurrent Close waits for it.
+	closeDone chan struct{}
 }
 
 // FailoverWait bounds how long a ClusterClient call retries through an
@@ -61,7 +68,7 @@ func DialCluster(addrs []string, opts *ClientOptions) (*ClusterClient, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: no addresses", equeue.ErrInvalidArgument)
 	}
-	cc := &ClusterClient{clients: map[string]*Client{}}
+	cc := &ClusterClient{clients: map[string]*Client{}, closeDone: make(chan struct{})}
 	if opts != nil {
 		cc.opts = *opts
 	}
@@ -131,7 +138,9 @@ func (cc *ClusterClient) Leader() string {
 	return cc.leader
 }
 
-// Close closes the connections to every node. Idempotent.
+// Close closes the connections to every node, after which no AppendAsync
+// callback runs any more. Idempotent: a later or concurrent Close returns
+// nil once the first is done.
 //
 // The node clients are closed without cc.mu held: closing one waits for its
 // append stream's reader, whose AppendAsync callbacks take cc.mu (redirect).
@@ -140,8 +149,10 @@ func (cc *ClusterClient) Close() error {
 	cc.mu.Lock()
 	if !cc.closed.CompareAndSwap(false, true) {
 		cc.mu.Unlock()
+		<-cc.closeDone
 		return nil
 	}
+	defer close(cc.closeDone)
 	clients := make([]*Client, 0, len(cc.clients))
 	for _, c := range cc.clients {
 		clients = append(clients, c)
@@ -151,6 +162,8 @@ func (cc *ClusterClient) Close() error {
 	for _, c := range clients {
 		errs = append(errs, c.Close())
 	}
+	// The appends retried as Append end now: the client is closed.
+	cc.async.Wait()
 	return errors.Join(errs...)
 }
 

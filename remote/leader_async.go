@@ -28,7 +28,8 @@ func (cc *ClusterClient) FastPathOwner() any { return cc }
 // stream broke with its connection also matches) or is too slow, the
 // client forgets that leader: the next call looks for it among the nodes.
 // While the leader is unknown or unreachable, the call runs as Append on a
-// goroutine of its own. cb runs exactly once and must not block.
+// goroutine of its own. cb runs exactly once and must not block; once
+// Close has returned, no cb runs any more.
 func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	if ctx == nil {
 		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument))
@@ -37,7 +38,7 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 	addr, c := cc.knownLeader()
 	if c == nil {
 		// Find the leader (or fail) as Append does.
-		go func() { cb(cc.Append(ctx, req)) }()
+		cc.appendAside(ctx, req, cb)
 		return
 	}
 	c.AppendAsync(ctx, req, func(res equeue.AppendResult, err error) {
@@ -51,10 +52,10 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 				leader = re.Leader
 			}
 			cc.redirect(addr, leader)
-			go func() { cb(cc.Append(ctx, req)) }()
+			cc.appendAside(ctx, req, cb)
 			return
 		case errors.Is(err, ErrBusy) && ctx.Err() == nil:
-			go func() { cb(cc.Append(ctx, req)) }()
+			cc.appendAside(ctx, req, cb)
 			return
 		case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 			// Unreachable (the stream's connection failed included; the
@@ -64,6 +65,24 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 		}
 		cb(res, err)
 	})
+}
+
+// appendAside runs req as Append on a goroutine of its own, which Close
+// waits for, and reports to cb; once Close has begun, cb gets
+// equeue.ErrClosed at once (nothing was stored).
+func (cc *ClusterClient) appendAside(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
+	cc.mu.Lock()
+	if cc.closed.Load() {
+		cc.mu.Unlock()
+		cb(equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
+		return
+	}
+	cc.async.Add(1)
+	cc.mu.Unlock()
+	go func() {
+		defer cc.async.Done()
+		cb(cc.Append(ctx, req))
+	}()
 }
 
 // knownLeader returns the leader's address and client when the client
