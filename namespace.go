@@ -472,10 +472,12 @@ func (n *Namespace) err(err error) error {
 	if !strings.Contains(msg, n.prefix) {
 		return err
 	}
-	// Only where a name starts: "equeue:" is no name of namespace "e".
+	// Only where a name starts: "equeue:" is no name of namespace "e". A
+	// struct printed with %v (the group's subscriptions in
+	// ErrSubscriptionMismatch, "[{tenant:orders *}]") starts one after "{".
 	var b strings.Builder
 	for i := 0; i < len(msg); {
-		if strings.HasPrefix(msg[i:], n.prefix) && (i == 0 || strings.IndexByte(" \t\"'%/([", msg[i-1]) >= 0) {
+		if strings.HasPrefix(msg[i:], n.prefix) && (i == 0 || strings.IndexByte(" \t\"'%/([{", msg[i-1]) >= 0) {
 			i += len(n.prefix)
 			continue
 		}
