@@ -59,7 +59,7 @@ type MetricsOptions struct {
 //	equeue.corrupt_records                    counter    records found with a failed checksum, each once
 //	equeue.expired_messages                   counter    messages groups skipped because their TTL ran out
 //	equeue.dedup.ids                          gauge      message IDs the dedup windows hold in memory
-//	equeue.dedup.lost_groups                  counter    dedup groups found unreadable at open and forgotten
+//	equeue.lost_dedup_groups                  counter    dedup groups found unreadable at open and forgotten
 //	equeue.unsupported_format_pulls           counter    pulls refused at a record of a newer format version
 //	equeue.no_space_refusals                  counter    store writes refused because the disk is nearly full
 //	equeue.consumer.hook_panics               counter    panics of in-process producers' and consumers' hooks, recovered
@@ -165,7 +165,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages consumer groups skipped because their time-to-live ran out, since the engine opened (reads without a group do not count).")
 	m.noSpaceRefusals = counter("equeue.no_space_refusals", "{write}", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened.")
 	m.dedupIDs = gauge("equeue.dedup.ids", "{id}", "Message IDs the topics' dedup windows hold in memory.")
-	m.lostDedupGroups = counter("equeue.dedup.lost_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")
+	m.lostDedupGroups = counter("equeue.lost_dedup_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")
 	m.unsupported = counter("equeue.unsupported_format_pulls", "{pull}", "Pulls refused because the record at their offset is of a format version the engine cannot read (written by a newer engine): consumers stop there.")
 	m.hookPanics = counter("equeue.consumer.hook_panics", "{panic}", "Panics of in-process producers' and consumers' hooks, recovered rather than passed on to a caller (a consumer's, also logged; a SendAsync's AfterSend and trace end, also in its future's error), since the engine opened.")
 	if len(errs) > 0 {

@@ -150,7 +150,7 @@ func TestMetrics_FromEngine(t *testing.T) {
 	v, ok = intPoint(got["equeue.no_space_refusals"])
 	assert.True(t, ok)
 	assert.Zero(t, v)
-	v, ok = intPoint(got["equeue.dedup.lost_groups"])
+	v, ok = intPoint(got["equeue.lost_dedup_groups"])
 	assert.True(t, ok)
 	assert.Zero(t, v)
 	v, ok = intPoint(got["equeue.unsupported_format_pulls"])
