@@ -314,7 +314,7 @@ func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, failure func(
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{a}}))
+	mux.Handle("/metrics", a.metricsHandler(reg))
 	mux.HandleFunc("/healthz", healthHandler(failure))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -340,6 +340,15 @@ func healthHandler(failure func() error) http.HandlerFunc {
 }
 
 // slogPrinter lets promhttp report errors through the CLI's logger.
+// metricsHandler serves reg's metrics. A collector that fails (the
+// group listing behind the lag series timing out on a busy engine) is
+// logged, and the scrape still answers every metric that was collected:
+// Prometheus's default answer, HTTP 500 with nothing, would drop every
+// series of the broker for that scrape.
+func (a *app) metricsHandler(reg prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{a}, ErrorHandling: promhttp.ContinueOnError})
+}
+
 type slogPrinter struct{ a *app }
 
 func (p slogPrinter) Println(v ...any) { p.a.log.Error("metrics: " + fmt.Sprint(v...)) }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
 	"github.com/equeue-go/equeue"
@@ -160,7 +159,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		reg.MustRegister(m, cluster.NewCollector(node), collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{a}}))
+		mux.Handle("/metrics", a.metricsHandler(reg))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 		https = append(https, serveHTTP(ports["metrics"], mux, errc))
 	}
