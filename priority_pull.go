@@ -150,11 +150,18 @@ func (pc *PullConsumer) higherBusy(ctx context.Context, q QueueRef, at lanePos, 
 				}
 			}
 			pc.mu.Unlock()
+			if !still {
+				// A Fetch of the lane (or another check) moved it on while
+				// this read ran: what it read is not waiting any more, and
+				// no wake-up may follow, so the lane is looked at again
+				// from where it stands now.
+				continue
+			}
 			if len(res.Messages) > 0 {
 				return true, nil
 			}
-			if !still || res.NextOffset == pos || res.NextOffset >= res.MaxOffset {
-				break // drained, or changed meanwhile: the next check sees it
+			if res.NextOffset == pos || res.NextOffset >= res.MaxOffset {
+				break // drained
 			}
 		}
 	}
@@ -167,3 +174,35 @@ func markLane(msgs []*Message, lane int) {
 		m.Priority = lane
 	}
 }
+
+// laneRecheck is the end of a Fetch of lane q whose pull long-polled and
+// found msgs: a higher lane of the queue may have received messages while
+// it waited, after the gate let it through. It keeps msgs for q's next
+// Fetch and passes the gate again, waiting for the higher lanes up to
+// wait, what is left of the Fetch's; msgs (or what the read-ahead of q
+// holds then) are returned only once it passes. pc.mu must be held; it is
+// released.
+func (pc *PullConsumer) laneRecheck(ctx context.Context, q QueueRef, at lanePos, max int, msgs []*Message, wait time.Duration) ([]*Message, error) {
+	if len(pc.ahead[q].msgs) > 0 {
+		// Another Fetch of q or a gate check moved q on meanwhile and
+		// kept what it read: msgs go as they are, not ahead of that.
+		pc.mu.Unlock()
+		return msgs, nil
+	}
+	pc.ahead[q] = readAhead{msgs: msgs, next: pc.positions[q]}
+	pc.positions[q] = msgs[0].Offset
+	pc.mu.Unlock()
+	turn, err := pc.laneTurn(ctx, q, at, max, wait)
+	if !turn || err != nil {
+		return nil, err // msgs stay for the next Fetch of q
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if err := pc.stillHeldLocked(pc.grants[q]); err != nil {
+		return nil, err
+	}
+	return pc.takeRead(q, max), nil
+}
+
+// max0 returns d, or 0 when d is negative.
+func max0(d time.Duration) time.Duration { return max(d, 0) }

@@ -257,8 +257,11 @@ func (pc *PullConsumer) Changed() <-chan struct{} {
 // TopicOptions.Priorities) and the consumer owns every lane of a queue:
 // a lane looks empty while a higher lane of the same queue has messages
 // past the consumer's position, so a loop that fetches every assigned lane
-// gets a backlog highest priority first. Fetched messages carry their
-// lane's Priority.
+// gets a backlog highest priority first. A Fetch whose wait brought
+// messages of its lane checks again before it returns them: should a
+// higher lane have received messages meanwhile, it keeps them for its
+// lane and waits, for what is left of its wait, until the higher lanes
+// were fetched. Fetched messages carry their lane's Priority.
 //
 // Fetches of one queue may run at once: each message is returned by one
 // of them (the one that finishes later returns only what lies past the
@@ -276,14 +279,12 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 	}
 	at, lanes := pc.lanesOf(q)
 	pc.mu.Unlock()
+	start, total := time.Now(), wait
 	if lanes {
-		start := time.Now()
 		if turn, err := pc.laneTurn(ctx, q, at, max, wait); !turn || err != nil {
 			return nil, err
 		}
-		if wait -= time.Since(start); wait < 0 { // what the gate left of it
-			wait = 0
-		}
+		wait = max0(total - time.Since(start)) // what the gate left of it
 	}
 	pc.mu.Lock()
 	g, ok := pc.grants[q]
@@ -328,10 +329,13 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 			pc.positions[q] = res.NextOffset
 		}
 	}
-	pc.mu.Unlock()
 	if lanes {
 		markLane(res.Messages, at.lane)
+		if wait > 0 && len(res.Messages) > 0 {
+			return pc.laneRecheck(ctx, q, at, max, res.Messages, max0(total-time.Since(start)))
+		}
 	}
+	pc.mu.Unlock()
 	return res.Messages, nil
 }
 
