@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,10 +17,19 @@ type groupData struct {
 	Internal []equeue.GroupQueueInfo
 	// Queues are the group's rows on its topics' queues: a broadcasting
 	// group has one per member and queue.
-	Queues []equeue.GroupQueueInfo
+	Queues []groupQueueRow
 	// Refs are those queues, each once.
 	Refs []equeue.QueueRef
 	Subs []string
+}
+
+// groupQueueRow is a row of the group page's progress table.
+type groupQueueRow struct {
+	equeue.GroupQueueInfo
+	// Next is where its "next message" link browses from: the committed
+	// offset, or the queue's first stored offset when retention deleted
+	// the messages from the committed offset on.
+	Next int64
 }
 
 func (groupData) refresh() int { return 5 }
@@ -34,12 +44,25 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		return
 	}
 	d := groupData{G: g, Lag: g.TotalLag()}
+	firsts := map[equeue.QueueRef]int64{} // each queue's first stored offset
+	topics := map[string]bool{}           // topics whose queues firsts holds
 	for _, q := range g.Queues {
 		if isInternal(q.Topic) {
 			d.Internal = append(d.Internal, q)
-		} else {
-			d.Queues = append(d.Queues, q)
+			continue
 		}
+		if !topics[q.Topic] {
+			topics[q.Topic] = true
+			t, err := c.b.Topic(ctx, q.Topic)
+			if err != nil && !errors.Is(err, equeue.ErrTopicNotFound) {
+				c.brokerFail(w, r, v, fmt.Sprintf("topic %q", q.Topic), err)
+				return
+			}
+			for _, tq := range t.Queues { // none when the topic is gone
+				firsts[equeue.QueueRef{Topic: q.Topic, Queue: tq.ID}] = tq.MinOffset
+			}
+		}
+		d.Queues = append(d.Queues, groupQueueRow{GroupQueueInfo: q, Next: max(q.Committed, firsts[q.QueueRef])})
 	}
 	for _, q := range g.QueueLags() {
 		if !isInternal(q.Topic) {
