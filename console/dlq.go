@@ -284,11 +284,20 @@ func (c *Console) retryPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.brokerFail(w, r, v, "retries of "+group, err)
 		return
 	}
+	// Where the group stands in each retry queue: a broadcasting group has
+	// a row per member there, and its slowest member counts, as in the
+	// group's lag (GroupInfo.QueueLags). A row with no committed offset
+	// yet stands at the queue's first stored message.
 	committed := map[int]int64{}
 	for _, q := range g.Queues {
-		if q.Topic == rt && q.Committed >= 0 {
-			committed[q.Queue] = q.Committed
+		if q.Topic != rt {
+			continue
 		}
+		off := max(q.Committed, 0)
+		if prev, ok := committed[q.Queue]; ok {
+			off = min(prev, off)
+		}
+		committed[q.Queue] = off
 	}
 	for _, q := range t.Queues {
 		from := q.MinOffset
