@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -48,6 +49,15 @@ const MaxPriorities = 16
 
 // laneCount is the number of lanes per queue, 1 without priorities.
 func (t *topic) laneCount() int { return max(t.lanes, 1) }
+
+// lanesNote is the note an error about a queue count adds for a topic of
+// lanes priority lanes per queue: nothing without priorities.
+func lanesNote(lanes int) string {
+	if lanes <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (queues of %d priority lanes)", lanes)
+}
 
 // topicLanes returns the lane count of a topic, 1 when it has none or is unknown.
 func (e *Engine) topicLanes(name string) int {

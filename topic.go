@@ -387,13 +387,12 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	if queues == 0 {
 		queues = e.opts.DefaultQueues
 	}
-	if queues < 1 || queues > MaxQueuesPerTopic { // before the product, which could wrap
-		return fmt.Errorf("%w: queue count %d not in 1..%d", ErrInvalidArgument, queues, MaxQueuesPerTopic)
+	// In the caller's terms: queues (of lanes lanes each), not queue IDs.
+	lanes := max(o.Priorities, 1)
+	if queues < 1 || queues > MaxQueuesPerTopic/lanes { // before the product, which could wrap
+		return fmt.Errorf("%w: queue count %d not in 1..%d%s", ErrInvalidArgument, queues, MaxQueuesPerTopic/lanes, lanesNote(lanes))
 	}
-	queues *= max(o.Priorities, 1) // one queue per lane
-	if queues < 1 || queues > MaxQueuesPerTopic {
-		return fmt.Errorf("%w: queue count %d not in 1..%d", ErrInvalidArgument, queues, MaxQueuesPerTopic)
-	}
+	queues *= lanes // one queue per lane: at most MaxQueuesPerTopic
 	e.adminMu.Lock()
 	defer e.adminMu.Unlock()
 	if _, ok := e.lookupTopic(name); ok {
@@ -464,13 +463,12 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
 	old := t.queueList()
-	if n < 1 || n > MaxQueuesPerTopic { // before the product and sum, which could wrap
-		return fmt.Errorf("%w: adding %d queues to %d exceeds 1..%d", ErrInvalidArgument, n, len(old), MaxQueuesPerTopic)
+	// In the caller's terms: queues (of lanes lanes each), not queue IDs.
+	lanes := t.laneCount()
+	if n < 1 || n > MaxQueuesPerTopic || len(old)+n*lanes > MaxQueuesPerTopic { // n first: the product could wrap
+		return fmt.Errorf("%w: adding %d queues to %d exceeds 1..%d%s", ErrInvalidArgument, n, len(old)/lanes, MaxQueuesPerTopic/lanes, lanesNote(lanes))
 	}
-	n *= t.laneCount() // a queue brings all its lanes
-	if n < 1 || len(old)+n > MaxQueuesPerTopic {
-		return fmt.Errorf("%w: adding %d queues to %d exceeds 1..%d", ErrInvalidArgument, n, len(old), MaxQueuesPerTopic)
-	}
+	n *= lanes // a queue brings all its lanes
 	m := t.meta()
 	m.Queues += n
 	op, err := topicOp(m)
