@@ -412,6 +412,22 @@ func (e *Engine) WaitAny(ctx context.Context, pulls []*PullRequest, wait time.Du
 	if wait <= 0 || len(pulls) == 0 {
 		return nil
 	}
+	// A wait on a reply topic is a read of it, as a Pull's is: the reply
+	// expiry leaves the topic while it runs (replyexpiry.go).
+	for _, p := range pulls {
+		if p == nil || !isReplyTopicName(p.Topic) {
+			continue
+		}
+		t, ok := e.lookupTopic(p.Topic)
+		if !ok {
+			return nil
+		}
+		end, ok := t.replyReads.begin(t)
+		if !ok {
+			return nil // deleted: the pull reports it
+		}
+		defer end()
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	fixed := []reflect.SelectCase{
