@@ -116,7 +116,13 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, v viewer, status 
 // brokerFail renders a broker error with the status its kind deserves.
 func (c *Console) brokerFail(w http.ResponseWriter, r *http.Request, v viewer, what string, err error) {
 	status, heading := http.StatusBadGateway, "The broker failed"
+	shown := false // a 5xx error whose text is for every viewer
 	switch {
+	case errors.Is(err, equeue.ErrNotLeader):
+		// A cluster follower's refusal names the leader (its node ID and
+		// client address, which clients are told anyway): the viewer
+		// needs it to go there.
+		status, heading, shown = http.StatusServiceUnavailable, "Not the cluster leader", true
 	case errors.Is(err, equeue.ErrTopicNotFound), errors.Is(err, equeue.ErrGroupNotFound), errors.Is(err, equeue.ErrQueueNotFound):
 		status, heading = http.StatusNotFound, "Not found"
 	case errors.Is(err, equeue.ErrInvalidArgument), errors.Is(err, equeue.ErrInvalidName), errors.Is(err, equeue.ErrInvalidFilter):
@@ -135,7 +141,7 @@ func (c *Console) brokerFail(w http.ResponseWriter, r *http.Request, v viewer, w
 	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:
 		status, heading = http.StatusServiceUnavailable, "Request cancelled"
 	}
-	if status >= 500 {
+	if status >= 500 && !shown {
 		// A broker's own failure can name store paths, addresses or node
 		// IDs, which are not for every viewer: the page gives a reference
 		// to the full error in the log. A 4xx error explains the viewer's
