@@ -41,37 +41,43 @@ func (busyStreamBroker) AppendStream(st pb.Broker_AppendStreamServer) error {
 	}
 }
 
-// An append refused as busy waits for its retry on a timer; Close did not
-// wait for that timer, so the append's callback (with equeue.ErrClosed)
-// could run after Close had returned. Once Close returns, no callback of
-// the client runs any more: here Close starts while the append waits for
-// its retry, and its callback has run when Close returns.
-func TestClient_CloseCompletesAnAppendWaitingForItsBusyRetry(t *testing.T) {
+// busyClient dials a broker that refuses every stream append as busy;
+// longPause is closed once an append's retry waits a long pause (several
+// refusals in a row), so a Close then starts long before the retry would
+// be due. The broker stops when the test ends.
+func busyClient(t *testing.T) (c *Client, longPause <-chan struct{}) {
+	t.Helper()
 	gs := grpc.NewServer()
 	pb.RegisterBrokerServer(gs, busyStreamBroker{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
-	defer func() {
+	t.Cleanup(func() {
 		gs.Stop()
 		<-served
-	}()
-	c, err := Dial(lis.Addr().String(), nil)
+	})
+	c, err = Dial(lis.Addr().String(), nil)
 	require.NoError(t, err)
-
-	// The append waits for its retry once a backoff of a long pause
-	// (several refusals in a row) is set: Close then starts long before
-	// the retry would be due.
-	longPause := make(chan struct{})
+	paused := make(chan struct{})
 	var signalled atomic.Bool
 	hook := func(wait time.Duration) {
 		if wait >= 100*busyBackoffMin && signalled.CompareAndSwap(false, true) {
-			close(longPause)
+			close(paused)
 		}
 	}
 	testHookBusyBackoff.Store(&hook)
-	defer testHookBusyBackoff.Store(nil)
+	t.Cleanup(func() { testHookBusyBackoff.Store(nil) })
+	return c, paused
+}
+
+// An append refused as busy waits for its retry on a timer; Close did not
+// wait for that timer, so the append's callback (with equeue.ErrClosed)
+// could run after Close had returned. Once Close returns, no callback of
+// the client runs any more: here Close starts while the append waits for
+// its retry, and its callback has run when Close returns.
+func TestClient_CloseCompletesAnAppendWaitingForItsBusyRetry(t *testing.T) {
+	c, longPause := busyClient(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -100,28 +106,7 @@ func TestClient_CloseCompletesAnAppendWaitingForItsBusyRetry(t *testing.T) {
 // appends, returns only once the first is done: its caller may rely on
 // no callback running after it, as after the first.
 func TestClient_ConcurrentCloseWaitsForTheFirst(t *testing.T) {
-	gs := grpc.NewServer()
-	pb.RegisterBrokerServer(gs, busyStreamBroker{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- gs.Serve(lis) }()
-	defer func() {
-		gs.Stop()
-		<-served
-	}()
-	c, err := Dial(lis.Addr().String(), nil)
-	require.NoError(t, err)
-
-	longPause := make(chan struct{})
-	var signalled atomic.Bool
-	hook := func(wait time.Duration) {
-		if wait >= 100*busyBackoffMin && signalled.CompareAndSwap(false, true) {
-			close(longPause)
-		}
-	}
-	testHookBusyBackoff.Store(&hook)
-	defer testHookBusyBackoff.Store(nil)
+	c, longPause := busyClient(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
