@@ -28,6 +28,10 @@ const maxPreAuthRequestSize = 512 << 10
 // zero, the Java client's default request timeout.
 const defaultRequestReadTimeout = 30 * time.Second
 
+// defaultConnectionsMaxIdle is Options.ConnectionsMaxIdle when it is
+// zero, Kafka's connections.max.idle.ms default.
+const defaultConnectionsMaxIdle = 10 * time.Minute
+
 // conn serves one client connection. Requests are handled one at a time, in
 // the order they arrived, so responses go out in request order, as Kafka
 // brokers do; a client pipelines by sending ahead.
@@ -74,7 +78,7 @@ func (c *conn) serve() {
 	defer stop()
 	var size [4]byte
 	for {
-		if _, err := io.ReadFull(c.r, size[:]); err != nil {
+		if err := c.readSize(size[:]); err != nil {
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
@@ -93,6 +97,23 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// readSize reads the next frame's size within Options.ConnectionsMaxIdle,
+// as Kafka closes a connection idle for connections.max.idle.ms: a client
+// that keeps a connection open and sends nothing does not hold it, and
+// its goroutine, for ever. An error closes the connection.
+func (c *conn) readSize(size []byte) error {
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.s.o.ConnectionsMaxIdle)); err != nil {
+		return errConnGone
+	}
+	if _, err := io.ReadFull(c.r, size); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.s.log.Debug("kafka: closing idle connection", "remote", c.nc.RemoteAddr().String(), "idle", c.s.o.ConnectionsMaxIdle)
+		}
+		return errConnGone
+	}
+	return nil
 }
 
 // errConnGone: the connection or the server closed while a frame was
@@ -121,9 +142,8 @@ func (c *conn) serveFrame(n int64) error {
 
 // readBody reads a frame's body of n bytes within
 // Options.RequestReadTimeout, so that a client that sends a size and then
-// trickles or stops sending does not hold the bytes it reserved for ever;
-// the deadline is cleared after, as waiting for the next frame's size is
-// not bounded.
+// trickles or stops sending does not hold the bytes it reserved for ever
+// (readSize sets the next deadline).
 func (c *conn) readBody(n int64) ([]byte, error) {
 	if err := c.nc.SetReadDeadline(time.Now().Add(c.s.o.RequestReadTimeout)); err != nil {
 		return nil, errConnGone
@@ -133,9 +153,6 @@ func (c *conn) readBody(n int64) ([]byte, error) {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, fmt.Errorf("request body of %d bytes not read within %v", n, c.s.o.RequestReadTimeout)
 		}
-		return nil, errConnGone
-	}
-	if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
 		return nil, errConnGone
 	}
 	return buf, nil
@@ -236,7 +253,10 @@ func produceFailure(resp kmsg.Response) int16 {
 }
 
 // write sends one response: size, correlation ID, header tags for flexible
-// responses other than ApiVersions, body.
+// responses other than ApiVersions, body. The write must end within
+// Options.RequestReadTimeout, so that a client that stops reading a large
+// answer does not hold this connection's goroutine, and its request's
+// bytes of MaxQueuedRequestBytes, for ever.
 func (c *conn) write(h header, resp kmsg.Response) error {
 	b := append(c.out[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(h.correlation))
@@ -245,7 +265,13 @@ func (c *conn) write(h header, resp kmsg.Response) error {
 	}
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	_, err := c.nc.Write(b)
+	err := c.nc.SetWriteDeadline(time.Now().Add(c.s.o.RequestReadTimeout))
+	if err == nil {
+		_, err = c.nc.Write(b)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("response of %d bytes not written within %v", len(b), c.s.o.RequestReadTimeout)
+		}
+	}
 	if cap(b) <= 4<<20 {
 		c.out = b[:0] // keep a moderate buffer for the next response
 	} else {

@@ -111,11 +111,16 @@ type Options struct {
 	MaxConnections int
 	// RequestReadTimeout bounds the time to read a request frame's body
 	// once its size was read and its bytes of MaxQueuedRequestBytes
-	// reserved: a client that sends a size and then trickles or stops
-	// sending the body has its connection closed past it, and the bytes
-	// given back, so it cannot hold the budget every connection shares.
-	// Zero means 30 s.
+	// reserved, and the time to write each response: a client that sends
+	// a size and then trickles or stops sending the body, or that stops
+	// reading an answer, has its connection closed past it, and the
+	// request's bytes given back, so it cannot hold the budget every
+	// connection shares. Zero means 30 s.
 	RequestReadTimeout time.Duration
+	// ConnectionsMaxIdle closes a connection that sent no request for
+	// that long since its last answer (or since it was accepted), as
+	// Kafka's connections.max.idle.ms does. Zero means 10 minutes.
+	ConnectionsMaxIdle time.Duration
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -212,6 +217,12 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	}
 	if o.RequestReadTimeout < 0 {
 		return nil, fmt.Errorf("%w: request read timeout %v", equeue.ErrInvalidOptions, o.RequestReadTimeout)
+	}
+	if o.ConnectionsMaxIdle == 0 {
+		o.ConnectionsMaxIdle = defaultConnectionsMaxIdle
+	}
+	if o.ConnectionsMaxIdle < 0 {
+		return nil, fmt.Errorf("%w: connections max idle %v", equeue.ErrInvalidOptions, o.ConnectionsMaxIdle)
 	}
 	if o.MaxConnections < 0 {
 		return nil, fmt.Errorf("%w: max connections %d", equeue.ErrInvalidOptions, o.MaxConnections)
