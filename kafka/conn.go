@@ -145,18 +145,32 @@ func (c *conn) serveFrame(n int64) error {
 // trickles or stops sending does not hold the bytes it reserved for ever
 // (readSize sets the next deadline).
 func (c *conn) readBody(n int64) ([]byte, error) {
-	if err := c.nc.SetReadDeadline(time.Now().Add(c.s.o.RequestReadTimeout)); err != nil {
-		return nil, errConnGone
-	}
 	buf := make([]byte, n)
-	if _, err := io.ReadFull(c.r, buf); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, fmt.Errorf("request body of %d bytes not read within %v", n, c.s.o.RequestReadTimeout)
+	for read := 0; read < len(buf); {
+		// A deadline per chunk: a client sending steadily, however
+		// slowly its link runs, is not cut off; one that stalls is.
+		if err := c.nc.SetReadDeadline(time.Now().Add(c.s.o.RequestReadTimeout)); err != nil {
+			return nil, errConnGone
 		}
-		return nil, errConnGone
+		end := min(read+ioChunk, len(buf))
+		k, err := io.ReadFull(c.r, buf[read:end])
+		read += k
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, fmt.Errorf("request body of %d bytes: no %d bytes arrived within %v (%d read)", n, ioChunk, c.s.o.RequestReadTimeout, read)
+			}
+			return nil, errConnGone
+		}
 	}
 	return buf, nil
 }
+
+// ioChunk is how much of a request body must arrive, or of a response be
+// taken by the client, within Options.RequestReadTimeout: the least rate
+// the listener accepts is ioChunk per RequestReadTimeout (about 2 KiB/s
+// at the default), as a web server's timeouts between successive reads
+// and writes bound it.
+const ioChunk = 64 << 10
 
 // handleRecovered is handle, with a panic turned into an error that
 // closes this connection: a request that trips a bug of the listener must
@@ -253,10 +267,10 @@ func produceFailure(resp kmsg.Response) int16 {
 }
 
 // write sends one response: size, correlation ID, header tags for flexible
-// responses other than ApiVersions, body. The write must end within
-// Options.RequestReadTimeout, so that a client that stops reading a large
-// answer does not hold this connection's goroutine, and its request's
-// bytes of MaxQueuedRequestBytes, for ever.
+// responses other than ApiVersions, body. Each ioChunk of it must be taken
+// within Options.RequestReadTimeout, so that a client that stops reading a
+// large answer does not hold this connection's goroutine, and its
+// request's bytes of MaxQueuedRequestBytes, for ever.
 func (c *conn) write(h header, resp kmsg.Response) error {
 	b := append(c.out[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(h.correlation))
@@ -265,11 +279,18 @@ func (c *conn) write(h header, resp kmsg.Response) error {
 	}
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	err := c.nc.SetWriteDeadline(time.Now().Add(c.s.o.RequestReadTimeout))
-	if err == nil {
-		_, err = c.nc.Write(b)
+	var err error
+	for written := 0; written < len(b) && err == nil; {
+		// A deadline per chunk, as readBody's.
+		if err = c.nc.SetWriteDeadline(time.Now().Add(c.s.o.RequestReadTimeout)); err != nil {
+			break
+		}
+		end := min(written+ioChunk, len(b))
+		var k int
+		k, err = c.nc.Write(b[written:end])
+		written += k
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			err = fmt.Errorf("response of %d bytes not written within %v", len(b), c.s.o.RequestReadTimeout)
+			err = fmt.Errorf("response of %d bytes: no %d bytes taken within %v (%d written)", len(b), ioChunk, c.s.o.RequestReadTimeout, written)
 		}
 	}
 	if cap(b) <= 4<<20 {

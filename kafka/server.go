@@ -109,13 +109,14 @@ type Options struct {
 	// (Kafka's max.connections): one accepted past it is closed at once.
 	// Zero means no bound.
 	MaxConnections int
-	// RequestReadTimeout bounds the time to read a request frame's body
-	// once its size was read and its bytes of MaxQueuedRequestBytes
-	// reserved, and the time to write each response: a client that sends
-	// a size and then trickles or stops sending the body, or that stops
-	// reading an answer, has its connection closed past it, and the
-	// request's bytes given back, so it cannot hold the budget every
-	// connection shares. Zero means 30 s.
+	// RequestReadTimeout bounds the wait for each 64 KiB of a request
+	// frame's body (once its size was read and its bytes of
+	// MaxQueuedRequestBytes reserved) and for the client to take each
+	// 64 KiB of a response: a client that stops sending a body, or
+	// trickles it slower than that, or that stops reading an answer, has
+	// its connection closed, and the request's bytes given back, so it
+	// cannot hold the budget every connection shares; a client on a slow
+	// but moving link is not cut off. Zero means 30 s.
 	RequestReadTimeout time.Duration
 	// ConnectionsMaxIdle closes a connection that sent no request for
 	// that long since its last answer (or since it was accepted), as
