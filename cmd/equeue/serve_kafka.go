@@ -43,7 +43,7 @@ func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&k.maxInflatedBytes, "kafka-max-inflated-bytes", 0, "most bytes of decompressed Kafka records held until stored, over all connections (0: the default, 268435456)")
 	f.Int64Var(&k.maxQueuedRequestBytes, "kafka-max-queued-request-bytes", 0, "most bytes of Kafka request frames read and not yet answered, over all connections (0: the default, 268435456)")
 	f.IntVar(&k.maxConnections, "kafka-max-connections", 0, "most Kafka connections served at once; one past it is closed (0: no bound)")
-	f.DurationVar(&k.requestReadTimeout, "kafka-request-read-timeout", 0, "longest wait for a Kafka request frame's body once its size was read; past it the connection is closed (0: the default, 30s)")
+	f.DurationVar(&k.requestReadTimeout, "kafka-request-read-timeout", 0, "longest wait for each 64 KiB of a Kafka request frame's body, and for a client to take each 64 KiB of an answer; past it the connection is closed (0: the default, 30s)")
 }
 
 func (k *kafkaAddon) enabled() bool { return k.addr != "" }
