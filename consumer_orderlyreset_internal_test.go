@@ -35,6 +35,27 @@ type orderlyRig struct {
 	running, most, calls atomic.Int64
 }
 
+// startNext starts another orderly member, id, of the rig's group, whose
+// handler counts into running and most as the first member's does;
+// started reports that it began a message. The caller closes it.
+func (g *orderlyRig) startNext(t *testing.T, ctx context.Context, id string) (*Consumer, *atomic.Bool) {
+	t.Helper()
+	started := new(atomic.Bool)
+	b, err := NewConsumer(g.e, ConsumerOptions{Group: "g", ID: id, Orderly: true, Subscriptions: []Subscription{{Topic: "t"}},
+		HeartbeatInterval: 50 * time.Millisecond,
+		Handler: func(ctx context.Context, m *Message) error {
+			n := g.running.Add(1)
+			defer g.running.Add(-1)
+			for o := g.most.Load(); n > o && !g.most.CompareAndSwap(o, n); o = g.most.Load() {
+			}
+			started.Store(true)
+			return nil
+		}})
+	require.NoError(t, err)
+	require.NoError(t, b.Start(ctx))
+	return b, started
+}
+
 func newOrderlyRig(t *testing.T, ctx context.Context) *orderlyRig {
 	t.Helper()
 	e, err := Open("", &Options{InMemory: true})
@@ -151,19 +172,7 @@ func TestConsumer_OrderlyCloseAfterResetWaitsForTheFencedHandler(t *testing.T) {
 
 	closed := make(chan error, 1)
 	go func() { closed <- g.c.Close() }()
-	var bStarted atomic.Bool
-	b, err := NewConsumer(g.e, ConsumerOptions{Group: "g", ID: "b", Orderly: true, Subscriptions: []Subscription{{Topic: "t"}},
-		HeartbeatInterval: 50 * time.Millisecond,
-		Handler: func(ctx context.Context, m *Message) error {
-			n := g.running.Add(1)
-			defer g.running.Add(-1)
-			for o := g.most.Load(); n > o && !g.most.CompareAndSwap(o, n); o = g.most.Load() {
-			}
-			bStarted.Store(true)
-			return nil
-		}})
-	require.NoError(t, err)
-	require.NoError(t, b.Start(ctx))
+	b, bStarted := g.startNext(t, ctx, "b")
 	defer func() { require.NoError(t, b.Close()) }()
 	waitFor(t, func() bool {
 		return bStarted.Load() || stackHas("equeue.(*runner).waitFencedStop(")

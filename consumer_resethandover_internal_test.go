@@ -2,7 +2,6 @@ package equeue
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,19 +19,7 @@ func TestConsumer_OrderlyResetDuringHandoverRunsOneHandlerAtATime(t *testing.T) 
 	defer cancel()
 	g := newOrderlyRig(t, ctx)
 
-	var bStarted atomic.Bool
-	b, err := NewConsumer(g.e, ConsumerOptions{Group: "g", ID: "0", Orderly: true, Subscriptions: []Subscription{{Topic: "t"}},
-		HeartbeatInterval: 50 * time.Millisecond,
-		Handler: func(ctx context.Context, m *Message) error {
-			n := g.running.Add(1)
-			defer g.running.Add(-1)
-			for o := g.most.Load(); n > o && !g.most.CompareAndSwap(o, n); o = g.most.Load() {
-			}
-			bStarted.Store(true)
-			return nil
-		}})
-	require.NoError(t, err)
-	require.NoError(t, b.Start(ctx))
+	b, bStarted := g.startNext(t, ctx, "0")
 	defer func() { require.NoError(t, b.Close()) }()
 	// "0" sorts before "a": the average strategy moves the one queue to
 	// b, and a hands it over, its drain waiting for the running handler.

@@ -5,11 +5,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,13 +65,7 @@ func TestServe_KafkaRequestBounds(t *testing.T) {
 		{[]string{"--kafka-max-connections", "many"}, `invalid argument "many" for "--kafka-max-connections"`},
 		{[]string{"--kafka-request-read-timeout", "30"}, `invalid argument "30" for "--kafka-request-read-timeout"`},
 	} {
-		dir := filepath.Join(t.TempDir(), "data")
-		args := append([]string{"serve", "--dir", dir, "--log-level", "error", "--listen", freePort(t), "--kafka", freePort(t)}, c.args...)
-		r := runBounded(t, nil, args...)
-		assert.Equal(t, exitUsage, r.code, "%q: %v", c.args, r)
-		assert.Contains(t, r.stderr, c.want, "%q", c.args)
-		assert.Empty(t, r.stdout, "%q", c.args)
-		assert.NoDirExists(t, dir, "%q: serve created its directory before refusing", c.args)
+		assertServeRefuses(t, c.want, append([]string{"--kafka", freePort(t)}, c.args...)...)
 	}
 
 	dir := t.TempDir()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -183,12 +182,7 @@ func TestServe_KafkaFlagsWithoutKafka(t *testing.T) {
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "data")
-			r := runBounded(t, nil, append([]string{"serve", "--dir", dir, "--log-level", "error", "--listen", freePort(t)}, args...)...)
-			assert.Equal(t, exitUsage, r.code, "%v", r)
-			assert.Contains(t, r.stderr, args[0]+" needs --kafka ADDR")
-			assert.Empty(t, r.stdout)
-			assert.NoDirExists(t, dir, "serve created its directory before refusing")
+			assertServeRefuses(t, args[0]+" needs --kafka ADDR", args...)
 		})
 	}
 }
@@ -210,13 +204,7 @@ func TestServe_KafkaInflateBounds(t *testing.T) {
 		{[]string{"--kafka-max-inflating", "two"}, `invalid argument "two" for "--kafka-max-inflating"`},
 		{[]string{"--kafka-max-inflated-bytes", "1MiB"}, `invalid argument "1MiB" for "--kafka-max-inflated-bytes"`},
 	} {
-		dir := filepath.Join(t.TempDir(), "data")
-		args := append([]string{"serve", "--dir", dir, "--log-level", "error", "--listen", freePort(t), "--kafka", freePort(t)}, c.args...)
-		r := runBounded(t, nil, args...)
-		assert.Equal(t, exitUsage, r.code, "%q: %v", c.args, r)
-		assert.Contains(t, r.stderr, c.want, "%q", c.args)
-		assert.Empty(t, r.stdout, "%q", c.args)
-		assert.NoDirExists(t, dir, "%q: serve created its directory before refusing", c.args)
+		assertServeRefuses(t, c.want, append([]string{"--kafka", freePort(t)}, c.args...)...)
 	}
 
 	dir := t.TempDir()

@@ -25,12 +25,21 @@ func TestServe_OffAddonFlagsAreRefused(t *testing.T) {
 	} {
 		t.Run(c.args[0], func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "data")
-			r := runBounded(t, nil, append([]string{"serve", "--dir", dir, "--log-level", "error", "--listen", freePort(t)}, c.args...)...)
-			assert.Equal(t, exitUsage, r.code, "%v", r)
-			assert.Contains(t, r.stderr, c.want)
-			assert.Empty(t, r.stdout)
-			assert.NoDirExists(t, dir, "serve created its directory before refusing")
+			assertServeRefuses(t, c.want, c.args...)
 		})
 	}
+}
+
+// assertServeRefuses runs serve on a new directory with args and checks
+// that it is refused as a usage error whose message contains want, with
+// nothing on stdout and its directory not created: refused before serve
+// takes a port or creates anything.
+func assertServeRefuses(t *testing.T, want string, args ...string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	r := runBounded(t, nil, append([]string{"serve", "--dir", dir, "--log-level", "error", "--listen", freePort(t)}, args...)...)
+	assert.Equal(t, exitUsage, r.code, "%q: %v", args, r)
+	assert.Contains(t, r.stderr, want, "%q", args)
+	assert.Empty(t, r.stdout, "%q", args)
+	assert.NoDirExists(t, dir, "%q: serve created its directory before refusing", args)
 }
