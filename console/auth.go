@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -80,8 +81,16 @@ type viewer struct {
 }
 
 func (v viewer) canView() bool {
-	return v.known && v.rights&(remote.RightAdmin|remote.RightConsume) != 0
+	return v.known && mayView(v.rights)
 }
+
+// mayView reports whether rights let a caller see the console.
+func mayView(r remote.Rights) bool {
+	return r&(remote.RightAdmin|remote.RightConsume) != 0
+}
+
+// notViewer is why a token that may not see the console is refused.
+const notViewer = "This token may not view the console (it needs the consume or admin right)."
 
 // who identifies the request, setting the anonymous CSRF cookie when the
 // caller has none yet.
@@ -228,7 +237,7 @@ func (c *Console) view(f pageFunc) http.Handler {
 			return
 		}
 		if !v.canView() {
-			c.fail(w, r, v, http.StatusForbidden, "Not allowed", "This token may not view the console (it needs the consume or admin right).")
+			c.fail(w, r, v, http.StatusForbidden, "Not allowed", notViewer)
 			return
 		}
 		f(w, r, v)
@@ -319,6 +328,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, v, http.StatusUnauthorized, "login", "Sign in", loginData{Next: next, Error: "Unknown token."})
 		return
 	}
+	if !mayView(rights) {
+		// A session of it could show nothing: none is started, so
+		// that it takes no session slot.
+		c.render(w, r, v, http.StatusForbidden, "login", "Sign in", loginData{Next: next, Error: notViewer})
+		return
+	}
 	id := c.auth.start(token, rights)
 	http.SetCookie(w, c.auth.cookie(r, sessionCookie, id, int(c.o.SessionTTL/time.Second)))
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -342,8 +357,20 @@ func (c *Console) safeNext(next string) string {
 	// Browsers drop tabs and newlines from a Location ("/\t/x" is "//x",
 	// another host): no control character passes.
 	ctl := strings.IndexFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0
-	if strings.HasPrefix(next, c.prefix) && !strings.HasPrefix(next, "//") && !strings.ContainsRune(next, '\\') && !ctl {
-		return next
+	if !strings.HasPrefix(next, c.prefix) || strings.HasPrefix(next, "//") || strings.ContainsRune(next, '\\') || ctl {
+		return c.prefix
 	}
-	return c.prefix
+	// A dot segment climbs out of the prefix once resolved: http.Redirect
+	// resolves a plain one, a browser an escaped one ("%2e%2e") and any in
+	// a target that does not parse, which http.Redirect sends as it is.
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return c.prefix
+	}
+	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
+		if seg = strings.ReplaceAll(strings.ToLower(seg), "%2e", "."); seg == "." || seg == ".." {
+			return c.prefix
+		}
+	}
+	return next
 }

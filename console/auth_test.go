@@ -84,9 +84,10 @@ func TestConsole_TokensAndRights(t *testing.T) {
 
 	t.Run("produce-only sees nothing", func(t *testing.T) {
 		s := serve(t, e, console.Options{Tokens: tokens})
-		require.Equal(t, http.StatusSeeOther, login(t, s, "sender-secret", prefix).status)
-		assert.Equal(t, http.StatusForbidden, s.get(t, prefix).status)
-		assert.Equal(t, http.StatusForbidden, s.get(t, prefix+"topics/orders/messages").status)
+		require.Equal(t, http.StatusForbidden, login(t, s, "sender-secret", prefix).status, "no session is started")
+		assert.Equal(t, http.StatusSeeOther, s.get(t, prefix).status)
+		assert.Equal(t, http.StatusForbidden, s.get(t, prefix, "Authorization", "Bearer sender-secret").status)
+		assert.Equal(t, http.StatusForbidden, s.get(t, prefix+"topics/orders/messages", "Authorization", "Bearer sender-secret").status)
 	})
 
 	t.Run("bearer tokens work without a login", func(t *testing.T) {

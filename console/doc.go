@@ -28,7 +28,8 @@
 // session; ReadOnly registers no write routes at all. With Options.Tokens
 // set, callers log in with a token on the login form (or send
 // "Authorization: Bearer <token>"): a token with remote.RightAdmin may act,
-// one with remote.RightConsume may only look, and other tokens see nothing.
+// one with remote.RightConsume may only look, and other tokens see nothing
+// (their sign-in is refused).
 // Unknown tokens are throttled per client address (an IPv6 /64) and in
 // total; behind a reverse proxy, Options.TrustedProxies names the proxies
 // whose X-Forwarded-For header gives the client's address.
