@@ -269,13 +269,22 @@ func (r *retainState) unswept(q int, from int64) {
 }
 
 // consumedBelow lowers cutoff to the smallest offset some group subscribed
-// to q's topic still needs.
+// to q's topic still needs. A group coordinated outside the engine (no
+// subscriptions) counts as subscribed to the topics it has committed
+// offsets of.
 func (c *coordinator) consumedBelow(q QueueRef, cutoff int64) int64 {
 	for _, g := range c.snapshot() {
 		g.mu.Lock()
 		subscribed := false
 		for _, s := range g.subs {
 			subscribed = subscribed || s.Topic == q.Topic
+		}
+		if len(g.subs) == 0 {
+			// Coordinated outside the engine (the Kafka listener's): it
+			// consumes the topics it has committed offsets of.
+			for k := range g.offsets {
+				subscribed = subscribed || (k.member == "" && k.q.Topic == q.Topic)
+			}
 		}
 		if subscribed {
 			found := false
