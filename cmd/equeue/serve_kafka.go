@@ -29,7 +29,14 @@ type kafkaAddon struct {
 	maxQueuedRequestBytes int64
 	maxConnections        int
 	requestReadTimeout    time.Duration
+	// connectionsMaxIdle is kafka.Options.ConnectionsMaxIdle; the flag's
+	// default is the listener's, and checkFlags refuses zero or less.
+	connectionsMaxIdle time.Duration
 }
+
+// defaultKafkaConnectionsMaxIdle is --kafka-connections-max-idle's
+// default, that of kafka.Options.ConnectionsMaxIdle.
+const defaultKafkaConnectionsMaxIdle = 10 * time.Minute
 
 func init() {
 	serveAddons = append(serveAddons, func(*app) serveAddon { return &kafkaAddon{} })
@@ -44,6 +51,7 @@ func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&k.maxQueuedRequestBytes, "kafka-max-queued-request-bytes", 0, "most bytes of Kafka request frames read and not yet answered, over all connections (0: the default, 268435456)")
 	f.IntVar(&k.maxConnections, "kafka-max-connections", 0, "most Kafka connections served at once; one past it is closed (0: no bound)")
 	f.DurationVar(&k.requestReadTimeout, "kafka-request-read-timeout", 0, "longest wait for each 64 KiB of a Kafka request frame's body, and for a client to take each 64 KiB of an answer; past it the connection is closed (0: the default, 30s)")
+	f.DurationVar(&k.connectionsMaxIdle, "kafka-connections-max-idle", defaultKafkaConnectionsMaxIdle, "close a Kafka connection that sent no request for this long (must be positive)")
 }
 
 func (k *kafkaAddon) enabled() bool { return k.addr != "" }
@@ -77,8 +85,8 @@ func (k *kafkaAddon) checkOffFlags(f *pflag.FlagSet) error {
 // --kafka-namespace that is no namespace's name or given in cluster mode,
 // a negative --kafka-max-inflating, --kafka-max-inflated-bytes,
 // --kafka-max-queued-request-bytes, --kafka-max-connections or
-// --kafka-request-read-timeout, and an
-// address to advertise that is not HOST:PORT; in cluster mode that
+// --kafka-request-read-timeout, a --kafka-connections-max-idle that is
+// not positive, and an address to advertise that is not HOST:PORT; in cluster mode that
 // address must name a host and a port (see configureCluster).
 func (k *kafkaAddon) checkFlags(cluster bool) error {
 	if k.maxInflating < 0 {
@@ -95,6 +103,9 @@ func (k *kafkaAddon) checkFlags(cluster bool) error {
 	}
 	if k.requestReadTimeout < 0 {
 		return usageErrorf("--kafka-request-read-timeout %v: must not be negative (0: the default, 30s)", k.requestReadTimeout)
+	}
+	if k.connectionsMaxIdle <= 0 {
+		return usageErrorf("--kafka-connections-max-idle %v: must be positive (default %v)", k.connectionsMaxIdle, defaultKafkaConnectionsMaxIdle)
 	}
 	if k.namespace != "" {
 		if cluster {
@@ -166,7 +177,8 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 	}
 	srv, err := kafka.NewServer(b, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log,
 		MaxInflating: k.maxInflating, MaxInflatedBytes: k.maxInflatedBytes,
-		MaxQueuedRequestBytes: k.maxQueuedRequestBytes, MaxConnections: k.maxConnections, RequestReadTimeout: k.requestReadTimeout})
+		MaxQueuedRequestBytes: k.maxQueuedRequestBytes, MaxConnections: k.maxConnections, RequestReadTimeout: k.requestReadTimeout,
+		ConnectionsMaxIdle: k.connectionsMaxIdle})
 	if err != nil {
 		return nil, usageErrorf("--kafka: %v", err)
 	}

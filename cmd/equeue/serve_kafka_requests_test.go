@@ -116,3 +116,53 @@ func TestServe_KafkaRequestBounds(t *testing.T) {
 		t.Fatalf("serve exited %d after SIGTERM; its log:\n%s", code, srv.stderr)
 	}
 }
+
+// `serve --kafka-connections-max-idle D` sets the listener's
+// kafka.Options.ConnectionsMaxIdle: a value that does not parse, zero
+// or a negative one is refused as a usage error naming the flag before
+// serve creates anything; a good one is taken: a connection that sends
+// nothing for that long is closed by serve.
+func TestServe_KafkaConnectionsMaxIdle(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kafka-connections-max-idle", "0s"}, "--kafka-connections-max-idle 0s: must be positive"},
+		{[]string{"--kafka-connections-max-idle", "-1s"}, "--kafka-connections-max-idle -1s: must be positive"},
+		{[]string{"--kafka-connections-max-idle", "600"}, `invalid argument "600" for "--kafka-connections-max-idle"`},
+	} {
+		assertServeRefuses(t, c.want, append([]string{"--kafka", freePort(t)}, c.args...)...)
+	}
+
+	dir := t.TempDir()
+	addr, kaddr := freePort(t), freePort(t)
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--kafka", kaddr,
+		"--kafka-connections-max-idle", "200ms")
+	var served net.Conn
+	eventually(t, 20*time.Second, "a served Kafka connection", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		nc, err := net.Dial("tcp", kaddr)
+		if err != nil {
+			return false
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, err := kafkaVersions(nc, 1); err != nil {
+			_ = nc.Close()
+			return false
+		}
+		served = nc
+		return true
+	})
+	t.Cleanup(func() { _ = served.Close() })
+
+	var size [4]byte
+	_, err := io.ReadFull(served, size[:])
+	require.Error(t, err, "the idle connection is closed")
+	require.NotErrorIs(t, err, os.ErrDeadlineExceeded, "closed by serve, not by the test's minute")
+	if code := srv.stop(t); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM; its log:\n%s", code, srv.stderr)
+	}
+}

@@ -179,6 +179,7 @@ func TestServe_KafkaFlagsWithoutKafka(t *testing.T) {
 		{"--kafka-max-queued-request-bytes", "0"},
 		{"--kafka-max-connections", "0"},
 		{"--kafka-request-read-timeout", "0s"},
+		{"--kafka-connections-max-idle", "10m"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			t.Parallel()
