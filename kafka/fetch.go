@@ -64,8 +64,11 @@ func (c *conn) waitAppend(d time.Duration) {
 // of records in it, and whether waiting could help (no partition failed).
 func (c *conn) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
 	resp := kmsg.NewPtrFetchResponse()
-	budget := int(req.MaxBytes)
-	if req.GetVersion() < 3 || budget <= 0 {
+	// MaxBytes 0 (or less) is a bound too, as Kafka has it: only the
+	// first message goes out (KIP-74, fetchPartition). Before v3 the
+	// request has none.
+	budget := max(int(req.MaxBytes), 0)
+	if req.GetVersion() < 3 {
 		budget = math.MaxInt32
 	}
 	sc := &c.fetch
