@@ -36,7 +36,7 @@ func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) 
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, refuse
+				rp.Partition, rp.ErrorCode, rp.BaseOffset = p.Partition, refuse, -1
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -108,7 +108,9 @@ func (c *conn) producePartitionRecovered(wait context.Context, version int16, to
 // compressed batch first waits, until wait is done, for its turn to
 // decompress (inflateGate), and holds it until stored.
 func (c *conn) producePartition(wait context.Context, version int16, topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) {
-	rp.LogAppendTime = -1
+	// A refused partition has no base offset, as in Kafka's answer: 0
+	// would name a record the partition may hold.
+	rp.BaseOffset, rp.LogAppendTime = -1, -1
 	if hidden(topic) {
 		rp.ErrorCode = errTopicAuthorizationFailed
 		return
