@@ -70,8 +70,12 @@ type cmember struct {
 	lastSeen       time.Time
 	assigned       map[tpart]bool // what it was last told it has
 	releasing      map[tpart]bool // taken from it, not yet reported released
-	releaseSince   time.Time      // when releasing became non-empty
-	delivered      bool           // its assignment was sent since it changed
+	// since is the member epoch each partition of assigned and releasing
+	// was given to it at: a commit of an older epoch is not its (the
+	// partition may have been another member's in between).
+	since        map[tpart]int32
+	releaseSince time.Time // when releasing became non-empty
+	delivered    bool      // its assignment was sent since it changed
 }
 
 // Codes of the KIP-848 protocol.
@@ -288,6 +292,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		for p := range m.releasing {
 			if !owned[p] {
 				delete(m.releasing, p)
+				delete(m.since, p)
 			}
 		}
 		// A full heartbeat (one that names what the member owns) is
@@ -553,7 +558,11 @@ func (g *cgroup) reconcile(m *cmember, now time.Time, settled bool) bool {
 		if m.assigned == nil {
 			m.assigned = map[tpart]bool{}
 		}
+		if m.since == nil {
+			m.since = map[tpart]int32{}
+		}
 		m.assigned[p] = true
+		m.since[p] = g.targetEpoch // the epoch m is at below
 		m.delivered = false
 	}
 	if m.epoch != g.targetEpoch {

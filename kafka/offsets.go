@@ -93,7 +93,9 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // checkCommitter says whether the request's member may commit, and for a
 // member of a KIP-848 consumer group the partitions it holds (nil: any):
 // such a member commits with its member epoch as the generation, and only
-// partitions it has or is releasing. Kafka refuses such a member's commit
+// partitions it has or is releasing, and was given at that epoch or
+// before (one given later may have been another member's in between, as
+// Kafka's per-partition epoch check has it). Kafka refuses such a member's commit
 // below v9 (UNSUPPORTED_VERSION); the listener serves OffsetCommit up to
 // v8 (versions.go), so it takes theirs at any version. A commit it
 // accepts has entered the group's gate: the caller leaves it once the
@@ -148,15 +150,15 @@ func (c *coordinator) admitCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		case req.Generation > m.epoch:
 			// An epoch the group never gave it (Kafka answers the same):
 			// the member must rejoin. An older epoch commits what the
-			// member still holds or is releasing.
+			// member still holds or is releasing, and held since then.
 			return errFencedMemberEpoch, nil, nil, nil
 		}
 		held := map[tpart]bool{}
 		for p := range m.assigned {
-			held[p] = true
+			held[p] = m.since[p] <= req.Generation
 		}
 		for p := range m.releasing {
-			held[p] = true
+			held[p] = m.since[p] <= req.Generation
 		}
 		return c.enterGate(req.Group, held)
 	}
