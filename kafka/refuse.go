@@ -42,7 +42,7 @@ func (c *conn) refuse(req kmsg.Request, r refusal) (kmsg.Response, error) {
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, r.topic
+				rp.Partition, rp.ErrorCode, rp.BaseOffset = p.Partition, r.topic, -1
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -31,3 +31,23 @@ func TestRefuse_AnswersEveryRefusedKind(t *testing.T) {
 		}
 	}
 }
+
+// TestRefuse_ProducePartitionHasNoBaseOffset: a Produce refused for want
+// of a right, or by a follower, answers each partition with base offset
+// -1, as every refused partition is answered (producePartition): nothing
+// was stored.
+func TestRefuse_ProducePartitionHasNoBaseOffset(t *testing.T) {
+	req := kmsg.NewPtrProduceRequest()
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: 0}, {Partition: 1}}
+	req.Topics = append(req.Topics, rt)
+	for _, r := range []refusal{denial, notLeading} {
+		resp, err := (&conn{}).refuse(req, r)
+		require.NoError(t, err)
+		for _, p := range resp.(*kmsg.ProduceResponse).Topics[0].Partitions {
+			assert.Equal(t, r.topic, p.ErrorCode)
+			assert.Equal(t, int64(-1), p.BaseOffset, "partition %d", p.Partition)
+		}
+	}
+}
