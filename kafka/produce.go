@@ -159,6 +159,9 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 		if errors.As(err, &partial) {
 			msg := partial.Error()
 			rp.ErrorMessage = &msg
+		} else if refusedForCause(err) {
+			msg := err.Error()
+			rp.ErrorMessage = &msg
 		}
 		return
 	}
@@ -375,4 +378,20 @@ func batchCodec(records []byte) int {
 		return -1
 	}
 	return int(binary.BigEndian.Uint16(records[21:]) & 7)
+}
+
+// refusedForCause reports whether err refuses a batch for what the batch
+// or its topic is (a full topic, a message too large, a queue not
+// writable, bad input), not for a failure of the broker's: such an
+// error's text is the producer's to read in its answer, where a store
+// failure's, which may name the broker's files, is not sent. A full topic
+// shares KAFKA_STORAGE_ERROR with store failures (both are retried), so
+// only the message tells them apart.
+func refusedForCause(err error) bool {
+	for _, cause := range []error{equeue.ErrTopicFull, equeue.ErrMessageTooLarge, equeue.ErrBatchTooLarge, equeue.ErrQueueNotWritable, equeue.ErrInvalidArgument} {
+		if errors.Is(err, cause) {
+			return true
+		}
+	}
+	return false
 }
