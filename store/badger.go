@@ -58,7 +58,8 @@ type Badger struct {
 	wmu sync.Mutex
 	// ends holds, per queue written since open, an upper bound of the end
 	// of its records: an append at or past it cannot touch an existing
-	// segment. A queue not in the map has its end looked up.
+	// segment. Only a write that committed raises it (settleEnds). A queue
+	// not in the map has its end looked up.
 	ends map[QueueID]uint64
 
 	// mapped, when set, gives mapped file pages back to the OS

@@ -47,7 +47,7 @@ func (s *Badger) Write(b *Batch) error {
 	defer txn.Discard()
 	var tally txnTally
 	if err := s.writeRecords(txn, b.Entries, bufs, &tally); err != nil {
-		return writeError(err, tally.rewrote)
+		return writeError(err, tally.rewrote) // nothing reached Badger: ends stay
 	}
 	for i := range b.Meta {
 		op := &b.Meta[i]
@@ -76,10 +76,38 @@ func (s *Badger) Write(b *Batch) error {
 	if s.wals != nil {
 		s.wals.wrote(tally.bytes + memtableEntryOverhead) // and the transaction's end mark
 	}
+	if bufs != nil {
+		s.settleEnds(bufs.ends, err == nil)
+	}
 	if err != nil {
 		return writeError(err, tally.rewrote)
 	}
 	return nil
+}
+
+// queueEndAfter is where a queue ends once the write being made commits.
+type queueEndAfter struct {
+	// q is the queue written.
+	q QueueID
+	// end is one past the last offset q holds after the write.
+	end uint64
+}
+
+// settleEnds makes ends follow a write's commit, with wmu held: the queues'
+// ends after it (writeRecords) once it committed. A failed commit forgets
+// them instead: Badger may have applied part of it, and the next write
+// looks them up. A write that failed before its commit leaves ends as they
+// were: nothing of it reached Badger. An end raised by a write that is not
+// stored would have the next write to its queue set the queue's end mark
+// past every record stored (badger_endmark.go).
+func (s *Badger) settleEnds(after []queueEndAfter, committed bool) {
+	for _, a := range after {
+		if committed {
+			s.ends[a.q] = a.end
+		} else {
+			delete(s.ends, a.q)
+		}
+	}
 }
 
 // memtableEntryOverhead bounds what Badger adds to a memtable for one
@@ -112,7 +140,9 @@ func (t *txnTally) add(key, value int, threshold int64) {
 // past a queue's known end is packed as it comes; a write into or before
 // existing records merges with the segments it overlaps. Call with wmu held.
 // The keys and values given to txn are in bufs, which must not be reused
-// before txn is committed or discarded.
+// before txn is committed or discarded. Where each queue ends after txn is
+// put in bufs.ends, for the caller to settle once txn's commit returned
+// (settleEnds): ends itself does not change.
 func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs, tally *txnTally) error {
 	if len(entries) == 0 {
 		return nil
@@ -120,6 +150,7 @@ func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs,
 	// Keys and segment values are handed to the transaction, which keeps
 	// them until the commit: both buffers are sized up front so they never
 	// move.
+	bufs.ends = bufs.ends[:0]
 	sorted := byQueue(entries, bufs.sorted[:0])
 	bufs.sorted = sorted
 	size := 0
@@ -139,6 +170,7 @@ func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs,
 		i = j
 		end, known := s.ends[q]
 		if !known {
+			// Not written to since open, or the last write to it failed.
 			var err error
 			if end, err = queueEnd(txn, q); err != nil {
 				return err
@@ -178,17 +210,19 @@ func (s *Badger) writeRecords(txn *badger.Txn, entries []Entry, bufs *writeBufs,
 				return err
 			}
 		}
-		s.ends[q] = max(end, hi)
+		bufs.ends = append(bufs.ends, queueEndAfter{q: q, end: max(end, hi)})
 	}
 	return nil
 }
 
 // writeBufs are the buffers of one writeRecords: the entries in queue
-// order, and the keys and values handed to the transaction.
+// order, the keys and values handed to the transaction, and the ends of
+// the queues it writes.
 type writeBufs struct {
 	sorted []Entry
 	keys   []byte
 	vals   []byte
+	ends   []queueEndAfter
 }
 
 // maxPooledWriteBuf bounds the value buffer kept for the next write, so
@@ -203,6 +237,7 @@ var writeBufPool = sync.Pool{New: func() any { return new(writeBufs) }}
 func (b *writeBufs) put() {
 	clear(b.sorted)
 	b.sorted = b.sorted[:0]
+	b.ends = b.ends[:0]
 	if cap(b.vals) > maxPooledWriteBuf {
 		*b = writeBufs{}
 	}
