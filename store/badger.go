@@ -88,6 +88,9 @@ type Badger struct {
 	// at the start of the last Badger Sync that succeeded. The shortcut
 	// needs syncedGen up to vlogGen: every such work done was covered.
 	vlogGen, syncedGen atomic.Uint64
+	// syncFailed is the first fsync of the store that failed (noteSync):
+	// every later Sync fails with it (failedSync).
+	syncFailed atomic.Pointer[error]
 	// dbSync is Badger's Sync; tests replace it to see the calls.
 	dbSync func() error
 	// runGC is Badger's RunValueLogGC; tests replace it to make rounds

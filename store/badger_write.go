@@ -474,7 +474,12 @@ func writeError(err error, rewrote int) error {
 	return fmt.Errorf("store: write: %w", err)
 }
 
-// Sync makes every earlier Write durable.
+// Sync makes every earlier Write durable. Once an fsync of the store
+// failed (in a Sync, or in the Reclaim or Restore that syncs what it
+// moved), every later Sync fails with that first failure until the store
+// is opened again: the OS may have dropped the pages it could not write,
+// and a later fsync that succeeds would not write them again (see
+// failedSync).
 func (s *Badger) Sync() error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -492,12 +497,15 @@ func (s *Badger) Sync() error {
 // flushes the memtables' logs only (walSync.syncActive), holding off such
 // work until it is done; otherwise it does syncAll.
 func (s *Badger) syncLogs() error {
+	if err := s.failedSync(); err != nil {
+		return err
+	}
 	if s.wals != nil && walOnlySync && s.vlogMu.TryLock() {
 		if s.syncedGen.Load() >= s.vlogGen.Load() {
 			err := s.wals.syncActive()
 			s.vlogMu.Unlock()
 			if !errors.Is(err, errNoActiveLog) {
-				return err
+				return s.noteSync(err)
 			}
 		} else {
 			s.vlogMu.Unlock()
@@ -510,9 +518,12 @@ func (s *Badger) syncLogs() error {
 // then the logs of the memtables set aside since the last call
 // (badger_walsync.go).
 func (s *Badger) syncAll() error {
+	if err := s.failedSync(); err != nil {
+		return err
+	}
 	gen := s.vlogGen.Load() // work ended by now was committed before the Sync starts
 	if err := s.dbSync(); err != nil {
-		return err
+		return s.noteSync(err)
 	}
 	for {
 		was := s.syncedGen.Load()
@@ -521,7 +532,32 @@ func (s *Badger) syncAll() error {
 		}
 	}
 	if s.wals != nil {
-		return s.wals.afterSync()
+		return s.noteSync(s.wals.afterSync())
+	}
+	return nil
+}
+
+// noteSync returns err, the outcome of an fsync of the store, and keeps
+// the first failure for failedSync.
+func (s *Badger) noteSync(err error) error {
+	if err != nil {
+		s.syncFailed.CompareAndSwap(nil, &err)
+	}
+	return err
+}
+
+// failedSync returns an error wrapping the first fsync failure of the
+// store since it opened, or nil. After a failed fsync the OS may have
+// marked the pages it could not write as clean (Linux does), so a later
+// fsync succeeds without writing them: the writes made before the failure
+// are not durable whatever a later Sync says, and Badger's logs may end at
+// the lost pages, taking every later write with them in a crash. So no
+// Sync succeeds after one failed, whichever call made the fsync (a Sync,
+// a Reclaim syncing the values a GC round moved, a Restore); opening the
+// store again replays it from what the disk holds.
+func (s *Badger) failedSync() error {
+	if p := s.syncFailed.Load(); p != nil {
+		return fmt.Errorf("an earlier fsync failed, and no Sync succeeds until the store is opened again: %w", *p)
 	}
 	return nil
 }
