@@ -264,7 +264,9 @@ func (e *Engine) loadLost() error {
 // storeLost stores the lost ranges of qs, whose ends Open raised, and
 // makes them durable: the writer has not started, so no send has gone
 // past them yet. A failure is logged: the ranges stay known until Close,
-// and an open that finds no send past them raises the ends again.
+// and an open that finds no send past them raises the ends again. A
+// failed fsync also stops every later write, as any failed fsync of the
+// engine does (storefailure.go): no later one would vouch for them.
 func (e *Engine) storeLost(qs []*queue) {
 	if len(qs) == 0 {
 		return
@@ -278,7 +280,7 @@ func (e *Engine) storeLost(qs []*queue) {
 	}
 	err := e.writeMetaAtOpen(ops)
 	if err == nil {
-		err = e.st.Sync()
+		err = e.syncStore()
 	}
 	if err != nil {
 		e.log.Warn("storing the lost offsets of queues: once sends pass them, a later open counts them as stored", "queues", len(qs), "err", err)
