@@ -296,6 +296,9 @@ const quietFor = 20 * time.Millisecond
 // the writes drive Badger's own compaction, value-log GC still runs, and the
 // next Reclaim takes what this one left.
 //
+// After a failed fsync of the store (see Sync) Reclaim fails with it and
+// reclaims nothing: it could not make what it moves durable.
+//
 // Close stops a running Reclaim, which then returns nil: before the flush,
 // before the flattening, and between two GC rounds. Close waits for the
 // step in progress only (a GC round's sync keeps the values it moved; a
@@ -314,6 +317,11 @@ func (s *Badger) ReclaimContext(ctx context.Context) error {
 	defer s.release()
 	if s.inMemory {
 		return nil
+	}
+	if err := s.failedSync(); err != nil {
+		// A GC round would delete files whose values it could not make
+		// durable elsewhere.
+		return fmt.Errorf("store: reclaim: %w", err)
 	}
 	s.reclaimMu.Lock()
 	defer s.reclaimMu.Unlock()

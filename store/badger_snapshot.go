@@ -245,11 +245,18 @@ func (s *Badger) Restore(r io.Reader) error {
 // progress, which is on the disk before any of the snapshot: a store it
 // leaves cut short gives note back (RestoreNote), across a restart, until
 // a Restore runs to its end. A cluster node notes its cluster's ID there.
+// After a failed fsync of the store (see Sync) it is refused, the store
+// unchanged, with an error matching ErrRestoreRefused.
 func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	if err := s.acquire(); err != nil {
 		return err
 	}
 	defer s.release()
+	if err := s.failedSync(); err != nil {
+		// It could not make the snapshot durable before the store
+		// dropped what it holds.
+		return fmt.Errorf("store: restore: %w (%w)", err, ErrRestoreRefused)
+	}
 	s.reclaimMu.Lock()
 	defer s.reclaimMu.Unlock()
 	s.dropMu.Lock()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,18 @@ func TestBadger_SyncAfterAFailedFsyncFails(t *testing.T) {
 	write(1) // a send's write, made after the failure
 	require.ErrorIs(t, s.Sync(), boom, "a Sync after a failed fsync vouches for nothing")
 	require.ErrorIs(t, s.Sync(), boom, "nor does the one after it")
+
+	// Nor does the store move values it could not make durable, or drop
+	// what it holds for a snapshot it could not sync.
+	was := rounds.Load()
+	require.ErrorIs(t, s.Reclaim(), boom)
+	require.Equal(t, was, rounds.Load(), "no GC round after a failed fsync")
+	err = s.Restore(bytes.NewReader(nil))
+	require.ErrorIs(t, err, boom)
+	require.ErrorIs(t, err, ErrRestoreRefused)
+	_, next, ok, err := s.Bounds(q)
+	require.NoError(t, err)
+	require.Equal(t, []any{uint64(2), true}, []any{next, ok}, "the store keeps its records")
 	require.NoError(t, s.Close())
 
 	s, err = OpenBadger(dir, nil)
