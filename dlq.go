@@ -157,7 +157,9 @@ type RedriveRequest struct {
 // instead (or, when that queue is gone or closed, the queue their key
 // routes to), as fresh messages with their ID, body, tag, keys,
 // properties and expiry (and a request's reply address), for every group
-// subscribed there. A group whose
+// subscribed there. Dead letters whose topic is gone are left unsent and
+// unmarked: the redrive goes on past them and then returns, with the count
+// sent, an error matching ErrTopicNotFound that names them. A group whose
 // members do not consume its retry topic (a broadcasting group, whose
 // members retry locally, an orderly one, one of PullConsumers, or one the
 // engine does not know) has no retry topic to redrive into: without
@@ -220,6 +222,7 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 		}
 	}
 	sent := 0
+	var gone goneTopics // ToTopic: dead letters left, their topics deleted
 	for off := from; off < to; {
 		dls, dlq, err := e.listDeadLettersIn(ctx, group, ListDeadLettersRequest{From: off, Max: MaxPullBatch})
 		if err != nil {
@@ -241,12 +244,61 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 				continue
 			}
 			if err := e.redriveOne(ctx, g, group, dlq, dl, req.ToTopic); err != nil {
-				return sent, err
+				var missing *originGoneError
+				if errors.As(err, &missing) {
+					gone.add(dl)
+					continue
+				}
+				return sent, gone.along(err)
 			}
 			sent++
 		}
 	}
-	return sent, nil
+	return sent, gone.err()
+}
+
+// originGoneError is a ToTopic redrive's dead letter whose original topic
+// is gone (deleted, not made again): it wraps the Route's ErrTopicNotFound.
+type originGoneError struct{ err error }
+
+func (o *originGoneError) Error() string { return o.err.Error() }
+func (o *originGoneError) Unwrap() error { return o.err }
+
+// goneTopics collects the dead letters a ToTopic redrive left because
+// their topics are gone: the redrive goes on past them, sending back what
+// it can, and then names them in an error matching ErrTopicNotFound.
+type goneTopics struct {
+	offsets []int64
+	topics  []string
+}
+
+func (g *goneTopics) add(dl DLQEntry) {
+	g.offsets = append(g.offsets, dl.Offset)
+	if !slices.Contains(g.topics, dl.Message.Topic) {
+		g.topics = append(g.topics, dl.Message.Topic)
+	}
+}
+
+// err is nil when no dead letter was left.
+func (g *goneTopics) err() error {
+	if len(g.offsets) == 0 {
+		return nil
+	}
+	shown := g.offsets
+	more := ""
+	if len(shown) > 16 {
+		shown, more = shown[:16], fmt.Sprintf(" and %d more", len(g.offsets)-16)
+	}
+	return fmt.Errorf("%w: %d dead letters left (offsets %v%s): their topics %q are gone; make them again and redrive, or leave the dead letters", ErrTopicNotFound, len(g.offsets), shown, more, g.topics)
+}
+
+// along joins err, which stopped the redrive, to the dead letters left
+// before it.
+func (g *goneTopics) along(err error) error {
+	if left := g.err(); left != nil {
+		return errors.Join(err, left)
+	}
+	return err
 }
 
 // redriveOne sends dl, a dead letter of dlq, group's dead-letter topic,
@@ -315,7 +367,11 @@ func (e *Engine) topicCopy(ctx context.Context, dl DLQEntry) (*AppendRequest, er
 	fresh := withoutRetryOrigin(&Message{ID: v.ID, Topic: v.Topic, Tag: v.Tag, Keys: v.Keys, Properties: v.Properties, Body: v.Body, BornAt: v.BornAt, ExpiresAt: v.ExpiresAt, sys: v.sys})
 	route, err := e.Route(ctx, v.Topic)
 	if err != nil {
-		return nil, fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
+		err = fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
+		if errors.Is(err, ErrTopicNotFound) {
+			return nil, &originGoneError{err}
+		}
+		return nil, err
 	}
 	if len(route.Writable) == 0 {
 		return nil, fmt.Errorf("%w: topic %q has no writable queue", ErrQueueNotWritable, v.Topic)

@@ -226,7 +226,8 @@ func (c *Client) DeadLetters(ctx context.Context, group string, from int64, max 
 
 // Redrive sends selected dead letters back to the group's retry topic, or
 // with req.ToTopic to their topics (see equeue.Engine.Redrive), and returns
-// how many were sent. On an error some may have been sent; the count is then 0.
+// how many were sent. On an error some may have been sent; the count is then
+// 0, and the error says how many.
 func (c *Client) Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error) {
 	if err := c.enter(ctx); err != nil {
 		return 0, err

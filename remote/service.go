@@ -401,7 +401,11 @@ func deadLettersAnswer(group string, dls []equeue.DLQEntry, limit int) (*pb.List
 func (v *service) Redrive(ctx context.Context, req *pb.RedriveRequest) (*pb.RedriveResponse, error) {
 	n, err := v.e.Redrive(ctx, req.GetGroup(), equeue.RedriveRequest{Offsets: req.GetOffsets(), From: req.GetFrom(), To: req.GetTo(), All: req.GetAll(), ToTopic: req.GetToTopic()})
 	if err != nil {
-		// Some may have been sent: report the error, which names the failure.
+		// Some may have been sent: the error names the failure, and how
+		// many went back before it (the answer carries no count then).
+		if n > 0 {
+			err = fmt.Errorf("%d dead letters sent back, then: %w", n, err)
+		}
 		return nil, err
 	}
 	return &pb.RedriveResponse{Sent: toInt32(n)}, nil
