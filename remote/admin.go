@@ -102,8 +102,12 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 		return err
 	}
 	if _, err := c.api.DeleteTopic(ctx, &pb.DeleteTopicRequest{Name: name}); err != nil {
-		return c.fail(err)
+		err = c.fail(err)
+		c.ahead.forgetIfDeleted(name, err)
+		return err
 	}
+	// What consumers of this client read ahead of it is gone with it.
+	c.ahead.dropTopic(name)
 	return nil
 }
 

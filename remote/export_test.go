@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"slices"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 )
@@ -39,3 +41,18 @@ func WaitingStreamAppends(s *Server) int64 { return s.streamSlots.waitingAppends
 
 // ClientState is the state of c's connection.
 func ClientState(c *Client) connectivity.State { return c.conn.GetState() }
+
+// ReadAheadTopics lists the topics c keeps read-ahead state for, sorted,
+// each once.
+func ReadAheadTopics(c *Client) []string {
+	c.ahead.mu.Lock()
+	defer c.ahead.mu.Unlock()
+	var out []string
+	for k := range c.ahead.queues {
+		if !slices.Contains(out, k.topic) {
+			out = append(out, k.topic)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

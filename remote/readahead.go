@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -24,7 +25,9 @@ import (
 // and a pull at another offset or epoch
 // (a consumer that moved, was fenced or was given the queue again) drops
 // what was kept and asks the broker. A queue whose pulls stop (revoked,
-// consumer closed) has its kept messages dropped after aheadIdle.
+// consumer closed) has its kept messages dropped after aheadIdle, and a
+// topic the client learns was deleted (its DeleteTopic, or a pull or fetch
+// answered ErrTopicNotFound) has its kept messages dropped at once.
 type readAhead struct {
 	c      *Client
 	ahead  int // messages per fetch; below 2 reading ahead is off
@@ -122,14 +125,13 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 	}
 	fetch := max(want, ra.ahead)
 	res, err := ra.c.pullDirect(ctx, ra.c.pullPB(req, fetch, 0))
-	if err != nil {
-		return equeue.PullResult{}, err
-	}
-	if idleAnswer(res, req.Offset) {
+	if err == nil && idleAnswer(res, req.Offset) {
 		// At the end of the queue: wait with the client's other pulls.
-		if res, err = ra.c.waitPull(ctx, ra.c.pullPB(req, fetch, req.Wait)); err != nil {
-			return equeue.PullResult{}, err
-		}
+		res, err = ra.c.waitPull(ctx, ra.c.pullPB(req, fetch, req.Wait))
+	}
+	if err != nil {
+		ra.forgetIfDeleted(key.topic, err)
+		return equeue.PullResult{}, err
 	}
 	if res.Status != equeue.PullFound {
 		return res, nil
@@ -209,6 +211,10 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 		if ra.queues[key] != q {
 			return
 		}
+		if errors.Is(err, equeue.ErrTopicNotFound) {
+			ra.dropTopicLocked(key.topic)
+			return
+		}
 		// Keep only a clean continuation; anything else (an error, a moved
 		// offset) the consumer's own next pull finds out for itself.
 		if err != nil || res.Status != equeue.PullFound || len(res.Messages) == 0 || q.tail.NextOffset != at {
@@ -223,6 +229,32 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 		q.tail = res
 		q.tail.Messages, q.tail.Expired, q.tail.Corrupt = nil, 0, nil
 	}()
+}
+
+// forgetIfDeleted drops what was read ahead of topic when err says the
+// topic does not exist (any longer).
+func (ra *readAhead) forgetIfDeleted(topic string, err error) {
+	if errors.Is(err, equeue.ErrTopicNotFound) {
+		ra.dropTopic(topic)
+	}
+}
+
+// dropTopic drops what was read ahead of every queue of topic, for every
+// consumer of the client: the client learned the topic was deleted. A
+// fetch in flight for one of them keeps nothing when it ends.
+func (ra *readAhead) dropTopic(topic string) {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	ra.dropTopicLocked(topic)
+}
+
+// dropTopicLocked is dropTopic with ra.mu held.
+func (ra *readAhead) dropTopicLocked(topic string) {
+	for k := range ra.queues {
+		if k.topic == topic {
+			delete(ra.queues, k)
+		}
+	}
 }
 
 // expiredWithin reports whether one of the first want messages of msgs
