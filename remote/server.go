@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"runtime"
 	"runtime/debug"
@@ -31,6 +32,10 @@ const (
 	// DefaultMaxMessageBytes is the largest gRPC message accepted: room for
 	// an 8 MiB request or pull answer plus framing.
 	DefaultMaxMessageBytes = 8<<20 + 64<<10
+	// DefaultMaxMetadataBytes is the largest metadata (gRPC headers: the
+	// token, trace context...) a call may carry: gRPC's own default, 16
+	// MiB, would let every call hold that much for as long as it lasts.
+	DefaultMaxMetadataBytes = 64 << 10
 	// DefaultMaxInFlight is how many calls a server runs at once.
 	DefaultMaxInFlight = 1024
 	// DefaultMaxLongPolls is how many long-polls a server holds at once:
@@ -67,6 +72,13 @@ type ServerOptions struct {
 	// with ResourceExhausted (equeue.ErrMessageTooLarge on the client). Keep
 	// it above the engine's MaxMessageSize. Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// MaxMetadataBytes is the largest metadata a call may carry, counted
+	// as gRPC counts a header list (each name and value, plus 32 bytes a
+	// field). A call over it is refused before it reaches the service
+	// (the client sees codes.Internal, "header list size … violates the
+	// maximum size … set by server", or the stream reset), and the
+	// connection serves on. Zero means DefaultMaxMetadataBytes.
+	MaxMetadataBytes int
 	// MaxInFlight is how many Broker calls other than long-polls run at
 	// once; calls beyond it fail at once with ResourceExhausted (ErrBusy on
 	// the client, which retries it). Waiting consumers never count against
@@ -187,6 +199,12 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	if opts != nil {
 		o = *opts
 	}
+	if o.MaxMetadataBytes < 0 {
+		return nil, fmt.Errorf("%w: negative MaxMetadataBytes", equeue.ErrInvalidOptions)
+	}
+	if o.MaxMetadataBytes == 0 {
+		o.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
 	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 || o.MaxAppendStreams < 0 ||
 		o.MaxInFlightPerConn < 0 || o.MaxLongPollsPerConn < 0 || o.MaxAppendStreamsPerConn < 0 || o.MaxStreamAppendsPerConn < 0 {
 		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls, MaxAppendStreams or a PerConn", equeue.ErrInvalidOptions)
@@ -229,6 +247,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
+		grpc.MaxHeaderListSize(uint32(min(int64(o.MaxMetadataBytes), math.MaxUint32))),
 		experimental.BufferPool(bufferPool),
 		grpc.ForceServerCodecV2(wireCodec{}),
 		grpc.NumStreamWorkers(streamWorkers()),
