@@ -77,11 +77,16 @@ var methodRights = map[string]Rights{
 	pb.Broker_Redrive_FullMethodName:          RightAdmin,
 	pb.Broker_EngineStats_FullMethodName:      RightAdmin,
 	pb.Broker_SetTopicLimits_FullMethodName:   RightAdmin,
+	pb.Broker_ListDelayed_FullMethodName:      RightAdmin,
+	pb.Broker_DeleteGroup_FullMethodName:      RightAdmin,
+	// Widened for the caller's own reply topics by replyRights.
+	pb.Broker_DeleteReplyTopic_FullMethodName: RightAdmin,
 	// Each append of the stream is then checked as Append (reply topics).
 	pb.Broker_AppendStream_FullMethodName: RightProduce | RightConsume,
 }
 
-// neededRights returns the rights any one of which allows the call.
+// neededRights returns the rights any one of which allows the call; a
+// method missing from methodRights needs RightAdmin.
 func neededRights(method string) Rights {
 	need, ok := methodRights[method]
 	if !ok {
