@@ -100,8 +100,8 @@ type ServerOptions struct {
 	// are held at once, apart from MaxInFlight; beyond it they fail with
 	// ResourceExhausted like other calls. Zero means DefaultMaxLongPolls.
 	// Each costs the server a goroutine and about 13 KiB however long it
-	// waits (BenchmarkServerCost), so the default's 65,536 can hold about
-	// 800 MiB.
+	// waits (BenchmarkServerCost), so the default's 16,384 can hold about
+	// 200 MiB.
 	MaxLongPolls int
 	// MaxLongPollsPerConn is how many of MaxLongPolls one client connection
 	// holds at once, so that one connection cannot take every place and get
