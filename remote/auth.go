@@ -148,24 +148,39 @@ func (t tokenTable) authorize(ctx context.Context, method string, req any) error
 	if t == nil {
 		return nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get("authorization")
-	if len(vals) == 0 {
-		return toStatus(fmt.Errorf("%w: no authorization token", ErrUnauthenticated))
-	}
-	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
-	if !ok {
-		return toStatus(fmt.Errorf("%w: authorization must be \"Bearer <token>\"", ErrUnauthenticated))
-	}
-	entry, known := t[sha256.Sum256([]byte(tok))]
-	if !known {
-		return toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
+	entry, err := t.authenticate(ctx)
+	if err != nil {
+		return err
 	}
 	have := entry.rights
 	if need := replyRights(req, neededRights(method), &entry); have&need == 0 {
 		return toStatus(fmt.Errorf("%w: %s needs %s rights, token has %s%s", ErrPermissionDenied, method, need, have, othersReplyTopic(req)))
 	}
 	return nil
+}
+
+// authenticate returns the entry of the call's bearer token, or an
+// Unauthenticated status when it carries none or an unknown one. It needs
+// only the call's metadata, so it runs before the request is decoded. A
+// nil table admits everything.
+func (t tokenTable) authenticate(ctx context.Context) (tokenEntry, error) {
+	if t == nil {
+		return tokenEntry{rights: RightAll}, nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("authorization")
+	if len(vals) == 0 {
+		return tokenEntry{}, toStatus(fmt.Errorf("%w: no authorization token", ErrUnauthenticated))
+	}
+	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
+	if !ok {
+		return tokenEntry{}, toStatus(fmt.Errorf("%w: authorization must be \"Bearer <token>\"", ErrUnauthenticated))
+	}
+	entry, known := t[sha256.Sum256([]byte(tok))]
+	if !known {
+		return tokenEntry{}, toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
+	}
+	return entry, nil
 }
 
 // tokenCreds sends "authorization: Bearer <token>" with every call.

@@ -314,7 +314,10 @@ func (s *Server) watchStore(f storeFailer) {
 
 // Register adds the Broker service, with its authentication and in-flight
 // limit, to another gRPC server (for a process that serves more than
-// equeue). Stop and GracefulStop of s still end its long-polls there.
+// equeue). Stop and GracefulStop of s still end its long-polls there. A
+// call without a known token is refused before its request is decoded,
+// but on a server with unary interceptors of the application's, which see
+// every call, it is refused after them.
 func (s *Server) Register(reg grpc.ServiceRegistrar) {
 	reg.RegisterService(&s.desc, s.svc)
 }
@@ -374,11 +377,18 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 		case pullMethod:
 			h, direct = pullHandler(false), pullHandler(true)
 		}
+		full := "/" + pb.Broker_ServiceDesc.ServiceName + "/" + m.MethodName
 		d.Methods[i] = grpc.MethodDesc{
 			MethodName: m.MethodName,
 			Handler: func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
 				srv = s.serviceFor(ctx, srv)
 				if next == nil {
+					// A caller without a known token is refused before its
+					// request is decoded (guard checks the rights after).
+					if _, err := s.tokens.authenticate(ctx); err != nil {
+						s.refusals.refused(ctx, full, err)
+						return nil, err
+					}
 					return direct(srv, ctx, dec, s.guard)
 				}
 				return h(srv, ctx, dec, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
