@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,7 +56,8 @@ latency from send to handler.
 It runs on a fresh engine in a temporary directory (removed afterwards),
 on --dir DIR, or against a running broker with --server. It creates a topic
 of its own (--topic, default bench-<random>) with --queues queues and
-deletes it afterwards unless --keep.
+deletes it afterwards unless --keep, and so the consumers' group with its
+retry topic.
 
 For comparison it also measures a storage baseline in a temporary
 directory: the same number of values of the same size written straight to
@@ -263,7 +263,7 @@ func (a *app) bench(ctx context.Context, c benchConfig) (err error) {
 	}
 	if !c.keep {
 		defer func() {
-			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			dctx, cancel := context.WithTimeout(context.Background(), benchCleanupWithin)
 			defer cancel()
 			if derr := b.DeleteTopic(dctx, c.topic); derr != nil {
 				a.log.Warn("could not delete the benchmark topic", "topic", c.topic, "err", derr)
@@ -280,22 +280,17 @@ func (a *app) bench(ctx context.Context, c benchConfig) (err error) {
 	// Consumers first, so they are in the group when messages arrive.
 	var cons *benchConsumers
 	if c.consumers > 0 {
-		cons, err = a.startBenchConsumers(ctx, b, c)
+		group := "bench-" + randomHex(4)
+		if !c.keep {
+			// Runs after the consumers closed (deferred below), also when
+			// only some of them started.
+			defer a.deleteBenchGroup(b, group)
+		}
+		cons, err = a.startBenchConsumers(ctx, b, c, group)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			cons.close()
-			if !c.keep {
-				// Joining made the group's retry topic; nothing failed, so
-				// it is empty.
-				dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				if derr := b.DeleteTopic(dctx, equeue.RetryTopic(cons.group)); derr != nil && !errors.Is(derr, equeue.ErrTopicNotFound) {
-					a.log.Warn("could not delete the benchmark group's retry topic", "group", cons.group, "err", derr)
-				}
-			}
-		}()
+		defer cons.close()
 	}
 
 	prod, err := a.runProducers(ctx, b, c, prodSync, progress)
@@ -507,8 +502,9 @@ type benchConsumers struct {
 	arrived  chan struct{} // signalled on every message, capacity 1
 }
 
-func (a *app) startBenchConsumers(ctx context.Context, b broker, c benchConfig) (*benchConsumers, error) {
-	group := "bench-" + randomHex(4)
+// startBenchConsumers starts c.consumers consumers of c.topic in group; on
+// a failure it closes those it started.
+func (a *app) startBenchConsumers(ctx context.Context, b broker, c benchConfig, group string) (*benchConsumers, error) {
 	bc := &benchConsumers{group: group, arrived: make(chan struct{}, 1)}
 	for i := 0; i < c.consumers; i++ {
 		cons, err := equeue.NewConsumer(b, equeue.ConsumerOptions{
