@@ -24,6 +24,10 @@ const maxLine = 8 << 20
 // engine, so that lines read from a file share fsyncs.
 const pipelineDepth = 256
 
+// outcomeGrace bounds the wait for the outcomes of the sends in flight
+// once a produce on a directory is stopped (outcomeWait).
+const outcomeGrace = 10 * time.Second
+
 func (a *app) produceCommand() *cobra.Command {
 	var (
 		keys, props    []string
@@ -327,16 +331,18 @@ func sendPipelined(ctx context.Context, p *equeue.Producer, src lineSource, newM
 	pl := &pipeline{futures: make(chan sentLine, pipelineDepth), slots: make(chan struct{}, pipelineDepth),
 		stopped: make(chan struct{}), readErr: make(chan error, 1)}
 	go pl.read(ctx, p, src, newMsg)
+	wait, release := outcomeWait(ctx)
+	defer release()
 	n := 0
 	for s := range pl.futures {
-		res, err := sendOutcome(ctx, s.f)
+		res, err := sendOutcome(wait, s.f)
 		<-pl.slots
 		if err != nil {
 			// The reader may be blocked on its input; leave it behind once
 			// the sends it started are accounted for.
 			pl.stop()
 			fail := &sendFailure{line: s.line, err: err, before: n}
-			fail.sentAfter, fail.storedAfter = pl.drain(ctx, print)
+			fail.sentAfter, fail.storedAfter = pl.drain(wait, print)
 			return n + fail.storedAfter, fail
 		}
 		n++
@@ -419,7 +425,7 @@ func (pl *pipeline) stop() {
 
 // drain waits for the sends queued after stop, prints those stored and
 // returns how many there were and how many of them it printed.
-func (pl *pipeline) drain(ctx context.Context, print func(equeue.SendResult) error) (sent, printed int) {
+func (pl *pipeline) drain(wait context.Context, print func(equeue.SendResult) error) (sent, printed int) {
 	for {
 		var s sentLine
 		select {
@@ -430,7 +436,7 @@ func (pl *pipeline) drain(ctx context.Context, print func(equeue.SendResult) err
 			return sent, printed
 		}
 		sent++
-		res, err := sendOutcome(ctx, s.f)
+		res, err := sendOutcome(wait, s.f)
 		if err != nil {
 			continue
 		}
@@ -441,15 +447,33 @@ func (pl *pipeline) drain(ctx context.Context, print func(equeue.SendResult) err
 	}
 }
 
-// sendOutcome is f's outcome, or ctx's error if ctx ends first. A send
-// already done gives its outcome even after ctx ended: a signal while
-// waiting for input must not hide where the lines before it were stored.
-func sendOutcome(ctx context.Context, f *equeue.SendFuture) (equeue.SendResult, error) {
+// sendOutcome is f's outcome, or an error matching equeue.ErrIndeterminate
+// once wait ends (see outcomeWait) with the outcome still unknown.
+func sendOutcome(wait context.Context, f *equeue.SendFuture) (equeue.SendResult, error) {
 	select {
 	case <-f.Done():
 		return f.Result(context.Background())
-	default:
-		return f.Result(ctx)
+	case <-wait.Done():
+		return equeue.SendResult{}, fmt.Errorf("%w: no answer %v after the produce was stopped: %w", equeue.ErrIndeterminate, outcomeGrace, context.Cause(wait))
+	}
+}
+
+// outcomeWait returns the context that bounds the waits for the outcomes
+// of sends started under ctx: it ends outcomeGrace after ctx ends, with
+// ctx's error as its cause. The engine writes every send it took whatever
+// the context (one it refused, ctx having ended first, fails with ctx's
+// error alone), so once ctx ends (a signal, --timeout) the outcomes are
+// still waited for: taking ctx's end for a refusal would report as not
+// stored sends that the engine then stores. One deadline serves every
+// send in flight.
+func outcomeWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	wait, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		time.AfterFunc(outcomeGrace, func() { cancel(ctx.Err()) })
+	})
+	return wait, func() {
+		stop()
+		cancel(context.Canceled)
 	}
 }
 
