@@ -31,6 +31,13 @@ const (
 )
 
 func main() {
+	// A reader of standard output or error that goes away ("equeue ... |
+	// head -1") must not kill the process with SIGPIPE while it holds an
+	// engine directory open, which then needs recovery before a read-only
+	// command opens it again: with SIGPIPE ignored the write fails (EPIPE),
+	// and the command stops as after any failed write, closing what it
+	// opened (consume commits what it wrote and leaves its group).
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
