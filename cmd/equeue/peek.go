@@ -101,14 +101,16 @@ cannot read the topic's lane count, so the priority is then 0.`,
 					if errors.Is(err, equeue.ErrQueueNotFound) && q > 0 && !hasQueueSet {
 						return nil // past the last queue
 					}
-					if err != nil {
-						return err
-					}
+					// What was read before a failure (a record of a newer
+					// format, say) is printed before the failure is.
 					for _, m := range msgs {
 						p.markLane(m)
 						if err := print(m); err != nil {
 							return fmt.Errorf("write output: %w", err)
 						}
+					}
+					if err != nil {
+						return err
 					}
 					if hasQueueSet {
 						return nil
@@ -186,7 +188,8 @@ func (p peeker) pull(ctx context.Context, q int, off int64, max int) ([]*equeue.
 }
 
 // read returns up to max messages of queue q from off, only those with
-// key when key is set.
+// key when key is set. After a failed read it returns the messages read
+// before it with the error.
 func (p peeker) read(ctx context.Context, q int, off int64, max int, key string) ([]*equeue.Message, error) {
 	var out []*equeue.Message
 	for len(out) < max {
@@ -196,7 +199,7 @@ func (p peeker) read(ctx context.Context, q int, off int64, max int, key string)
 		}
 		msgs, next, end, err := p.pull(ctx, q, off, n)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		for _, m := range msgs {
 			if len(out) < max && (key == "" || slices.Contains(m.Keys, key)) {
