@@ -54,3 +54,25 @@ func TestPeek_PrintsWhatPrecedesARecordOfANewerFormat(t *testing.T) {
 	assert.Equal(t, "before\n", r.stdout)
 	assert.Contains(t, r.stderr, "unsupported record format version")
 }
+
+// TestStats_ScanGoesOnPastAQueueOfANewerFormat: stats --scan of a
+// directory where one queue holds a record of a newer format version
+// counts what it read of every queue and the queues it could not read to
+// their end (scan.newer_format_queues), instead of failing as a whole:
+// such a record is not damage, and the other queues are readable.
+// Before, stats --scan failed (exit code 1) and printed no counter.
+func TestStats_ScanGoesOnPastAQueueOfANewerFormat(t *testing.T) {
+	t.Parallel()
+	dir := newerFormatDir(t)
+	r := cli(t, "--dir", dir, "stats", "--scan", "--json")
+	require.Equal(t, 0, r.code, r.String())
+	s := decode[statsJSON](t, r.stdout)
+	require.NotNil(t, s.Scan)
+	assert.Equal(t, int64(2), s.Scan.Read, "before, and other of topic u")
+	assert.Zero(t, s.Scan.Corrupt)
+	assert.Equal(t, int64(1), s.Scan.NewerFormat)
+
+	r = cli(t, "--dir", dir, "stats", "--scan")
+	require.Equal(t, 0, r.code, r.String())
+	assert.Contains(t, r.stdout, "newer-format stops:")
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -55,6 +56,10 @@ type scanJSON struct {
 	Read    int64 `json:"read"`
 	Corrupt int64 `json:"corrupt"`
 	Expired int64 `json:"expired"`
+	// NewerFormat counts the queues whose scan stopped at a record of a
+	// newer format version (equeue.ErrUnsupportedFormat), which this
+	// build cannot read, nor any message after it in its queue.
+	NewerFormat int64 `json:"newer_format_queues"`
 }
 
 func (a *app) statsCommand() *cobra.Command {
@@ -72,8 +77,10 @@ writes refused for a full disk and, when there were any, the panics of
 its in-process consumers' hooks.
 
 --scan also reads every stored message and counts those that fail their
-checksum (corrupt) or whose time-to-live ran out (expired). It reads the
-whole store, so it takes a while on a large one.
+checksum (corrupt) or whose time-to-live ran out (expired), and the queues
+it could read only up to a record of a newer format version (one a newer
+engine wrote), which this build cannot read. It reads the whole store, so
+it takes a while on a large one.
 
 The live counters of a running broker (appends, pulls, handler latency)
 are served by "equeue serve --metrics".`,
@@ -173,6 +180,9 @@ are served by "equeue serve --metrics".`,
 					t.row("messages read:", st.Scan.Read)
 					t.row("corrupt records:", st.Scan.Corrupt)
 					t.row("expired messages:", st.Scan.Expired)
+					if st.Scan.NewerFormat > 0 { // shown only when it happened
+						t.row("newer-format stops:", fmt.Sprintf("%d (queues read up to a record of a newer format version, which this build cannot read nor pass)", st.Scan.NewerFormat))
+					}
 				}
 				return t.flush()
 			})
@@ -183,7 +193,9 @@ are served by "equeue serve --metrics".`,
 	return cmd
 }
 
-// scanAll reads every stored message of every queue.
+// scanAll reads every stored message of every queue. A queue that holds a
+// record of a newer format version is read up to it and counted in
+// NewerFormat: that record is not damage, and the other queues are read.
 func scanAll(ctx context.Context, b equeue.Broker, topics []equeue.TopicInfo) (scanJSON, error) {
 	var s scanJSON
 	for _, t := range topics {
@@ -191,6 +203,10 @@ func scanAll(ctx context.Context, b equeue.Broker, topics []equeue.TopicInfo) (s
 			off := q.MinOffset
 			for off < q.MaxOffset {
 				res, err := b.Pull(ctx, &equeue.PullRequest{Topic: t.Name, Queue: q.ID, Offset: off, Max: equeue.MaxPullBatch})
+				if errors.Is(err, equeue.ErrUnsupportedFormat) {
+					s.NewerFormat++
+					break
+				}
 				if err != nil {
 					return s, fmt.Errorf("scan %s/%d at %d: %w", t.Name, q.ID, off, err)
 				}
