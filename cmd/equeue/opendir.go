@@ -17,7 +17,7 @@ type openMode int
 
 const (
 	// readOnly commands (topic list, topic describe, groups, stats, dlq
-	// list) open an existing engine without changing a byte of it.
+	// list, peek) open an existing engine without changing a byte of it.
 	readOnly openMode = iota
 	// readWrite commands change an existing engine (produce, consume, ...).
 	readWrite

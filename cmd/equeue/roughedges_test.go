@@ -53,6 +53,7 @@ func TestCLI_ReadOnlyCommandsChangeNothing(t *testing.T) {
 	readOnly := [][]string{
 		{"topic", "list"}, {"topic", "describe", "orders"}, {"groups"}, {"groups", "g", "--json"},
 		{"stats", "--scan"}, {"dlq", "list", "g"},
+		{"peek", "orders"}, {"peek", "orders", "--queue", "1", "--output", "json"}, {"peek", "orders", "--time", "2000-01-01T00:00:00Z"},
 	}
 	for _, c := range readOnly {
 		ok(t, append([]string{d}, c...)...)
