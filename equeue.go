@@ -18,19 +18,21 @@ import (
 //
 // Its methods fall in three groups. Applications call the first two:
 //
-//   - Life cycle and reading: Open, Close, Pull, Stats, QueueStats,
-//     ApplyRetention.
+//   - Life cycle and reading: Open, Close, Namespace, Pull, Stats,
+//     QueueStats, StoreFailure, Delayed, ApplyRetention.
 //   - Administration (most of it is remote.Admin, so tools can take an
 //     Engine or a remote Client): CreateTopic, CreateTopicWith,
-//     AddQueues, SetQueueWritable, DeleteTopic, Topics, Topic, Groups,
-//     Group, ResetOffsets, ListDeadLetters (DeadLetters), Redrive,
-//     DeleteGroup.
+//     AddQueues, SetQueueWritable, SetTopicLimits, DeleteTopic, Topics,
+//     Topic, Groups, Group, ResetOffsets, ListDeadLetters (DeadLetters),
+//     Redrive, DeleteGroup; and, for a group coordinated outside the
+//     engine (the Kafka listener's), GroupOffsets, CommitGroupOffsets and
+//     KeepGroup.
 //
 // The third group is the Broker seam, which Producers, Consumers,
 // PullConsumers and transports (package remote) call, and applications do
 // not: Route, Append, AppendAsync, JoinGroup, Heartbeat, LeaveGroup,
-// ReleaseQueues, CommitOffsets, FetchOffsets, SendBack, WaitAny and
-// DeleteReplyTopic. Each
+// ReleaseQueues, CommitOffsets, FetchOffsets, SendBack, WaitAny,
+// DeleteReplyTopic, PullStored and FastPathOwner. Each
 // says so in its documentation. Send with a Producer and consume with a
 // Consumer (or a PullConsumer) instead.
 type Engine struct {

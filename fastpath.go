@@ -35,6 +35,8 @@ func OwnsFastPaths(b any) bool {
 
 // FastPathOwner returns e: its AppendAsync and PullStored stand in for its
 // Append and Pull (see OwnsFastPaths).
+//
+// Broker seam: producers and transports ask it; applications need not.
 func (e *Engine) FastPathOwner() any { return e }
 
 // FastPathOwner returns n: its AppendAsync stands in for its Append (see

@@ -11,7 +11,9 @@ import (
 //
 // On Send, Topic and Body are what matter; Tag, Keys, Properties, ID, TTL and
 // DeliverAt are optional. The engine fills Queue, Offset, StoredAt (and ID
-// and BornAt when empty). A received message carries every field as sent.
+// and BornAt when empty). A received message carries every field as sent,
+// but for Delay and TTL, which are not stored (they set DeliverAt and
+// ExpiresAt), and Priority, which is the lane it was stored in.
 type Message struct {
 	// ID identifies the message. Empty on Send means the engine generates a
 	// unique one (24 lowercase hex digits); a producer-supplied ID is kept

@@ -47,12 +47,18 @@ func runInTemp(out io.Writer) (err error) {
 			err = rerr
 		}
 	}()
-	return run(dir, out)
+	return runThen(dir, out, "the temporary folder is removed now: give a folder as argument and run twice to see the offsets continue")
 }
 
-// run reports a failed Close as its error too: Close is where the last
+// run runs in dir, a folder the user gave, which is kept.
+func run(dir string, out io.Writer) error {
+	return runThen(dir, out, "the folder is kept: run again with "+dir+" to see the offsets continue")
+}
+
+// runThen runs in dir and ends with next, which tells what to try next.
+// It reports a failed Close as its error too: Close is where the last
 // writes are flushed and a failed final commit shows.
-func run(dir string, out io.Writer) (err error) {
+func runThen(dir string, out io.Writer, next string) (err error) {
 	ctx := context.Background()
 	eng, err := equeue.Open(dir, nil) // nil options: SyncAlways, 4 queues per topic
 	if err != nil {
@@ -93,7 +99,7 @@ func run(dir string, out io.Writer) (err error) {
 			return err
 		}
 	}
-	fmt.Fprintln(out, "every message is durable on disk; give a folder as argument and run twice to see offsets continue")
+	fmt.Fprintln(out, "every message is durable on disk;", next)
 	return nil
 }
 
