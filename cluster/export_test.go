@@ -118,3 +118,9 @@ func SetFollowerReclaim(o *Options, every time.Duration, hook func()) {
 
 // ErrStoreLimits exports errStoreLimits.
 var ErrStoreLimits = errStoreLimits
+
+// AddNonvoter adds id at addr to the leader n's configuration as a
+// non-voter, and stays so (AddVoter makes it a voter once caught up).
+func AddNonvoter(n *Node, id, addr string) error {
+	return n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, changeTimeout).Error()
+}

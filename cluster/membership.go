@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/equeue-go/equeue"
 )
 
 // Changing the cluster's voters. These run on the leader; a follower
@@ -185,7 +187,10 @@ func findServer(cf raft.Configuration, id string) (raft.Server, bool) {
 }
 
 // TransferLeadership hands leadership to another voter (to id when not
-// empty, else to the most up-to-date one).
+// empty, else to the most up-to-date one). An id the configuration does
+// not hold is refused with ErrUnknownServer; one of a server that does not
+// vote (a node AddVoter is still catching up), or this node's own, with an
+// error matching equeue.ErrInvalidArgument: nothing is done.
 func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
@@ -229,10 +234,18 @@ func (n *Node) serverAddr(id string) (raft.ServerAddress, error) {
 	if err := f.Error(); err != nil {
 		return "", err
 	}
-	if s, ok := findServer(f.Configuration(), id); ok {
-		return s.Address, nil
+	s, ok := findServer(f.Configuration(), id)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("cluster: transfer leadership to %q: %w", id, ErrUnknownServer)
+	case id == n.opts.ID:
+		return "", fmt.Errorf("cluster: transfer leadership to %q: %w: it is this node, which leads", id, equeue.ErrInvalidArgument)
+	case s.Suffrage != raft.Voter:
+		// Raft would tell it to stand for election: its vote requests, of
+		// a later term, depose this leader, and it cannot win.
+		return "", fmt.Errorf("cluster: transfer leadership to %q: %w: it is not a voter", id, equeue.ErrInvalidArgument)
 	}
-	return "", fmt.Errorf("cluster: transfer leadership to %q: %w", id, ErrUnknownServer)
+	return s.Address, nil
 }
 
 // Server is one member of the cluster's configuration.

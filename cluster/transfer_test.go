@@ -3,6 +3,9 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/internal/testport"
 )
 
 // A leader handing its leadership over holds no lease until the hand-over
@@ -82,4 +86,48 @@ func TestNode_NoLeaseWhileATransferGoesOnAfterItsCallerLeft(t *testing.T) {
 	_, err = leader.Pull(ctx, &equeue.PullRequest{Topic: "t", Max: 10})
 	var nl *cluster.NotLeaderError
 	require.True(t, errors.As(err, &nl), "the leader served a read while its leadership may pass to the target: %v", err)
+}
+
+// A transfer of leadership to a server that does not vote (a node being
+// added, still catching up) or to the leader itself is refused as an
+// invalid argument, and the leader goes on leading in its term. Raft
+// checks neither: it told the non-voter to stand for election, whose vote
+// request in a higher term deposed the leader, and the cluster went
+// without a leader until another election, which the non-voter cannot
+// win; a transfer to the leader itself failed as an internal error.
+func TestNode_TransferToANonVoterOrItselfIsRefused(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	ctx := t.Context()
+	c.dirs = append(c.dirs, c.dirs[0]+"-2")
+	c.addrs = append(c.addrs, testport.Addr(t))
+	c.nodes = append(c.nodes, nil)
+	c.start(1, false)
+	leader := c.waitLeader()
+	require.NoError(t, cluster.AddNonvoter(leader, c.id(1), c.addrs[1]))
+	eventually(t, 10*time.Second, func() error {
+		if s := c.nodes[1].Status(); s.LeaderID != leader.ID() || s.AppliedIndex < leader.Status().CommitIndex {
+			return fmt.Errorf("the non-voter does not follow yet: %+v", s)
+		}
+		return nil
+	})
+	term := leader.Status().Term
+
+	err := leader.TransferLeadership(ctx, c.id(1))
+	require.ErrorIs(t, err, equeue.ErrInvalidArgument)
+	require.ErrorContains(t, err, "not a voter")
+	err = leader.TransferLeadership(ctx, leader.ID())
+	require.ErrorIs(t, err, equeue.ErrInvalidArgument)
+
+	srv := httptest.NewServer(cluster.AdminHandler(leader))
+	defer srv.Close()
+	for _, id := range []string{c.id(1), leader.ID()} {
+		res, err := http.Post(srv.URL+"/cluster/transfer?id="+id, "", nil)
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, "transfer to %s", id)
+	}
+	s := leader.Status()
+	require.Equal(t, "Leader", s.State)
+	require.Equal(t, term, s.Term, "the leader was deposed")
+	require.True(t, s.Serving)
 }
