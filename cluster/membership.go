@@ -54,8 +54,18 @@ func (n *Node) leaderOnly() error {
 // (or within addVoterTimeout when ctx has no deadline), or refuses the
 // leader's entries or snapshot as a node of another cluster (an error matching
 // ErrForeignCluster), it is removed again and AddVoter returns an error
-// saying so.
+// saying so. An ID or address Open refuses in Options (an ID of 1-255
+// bytes; an address that is HOST:PORT naming a host other nodes can dial,
+// with a port from 1), or an address another server of the configuration
+// has, is refused with an error matching equeue.ErrInvalidArgument, and
+// nothing changes.
 func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
+	if !validID(id) {
+		return fmt.Errorf("cluster: add voter %.255q: %w: a node ID is 1-255 bytes", id, equeue.ErrInvalidArgument)
+	}
+	if !dialableAddr(raftAddr, 1) {
+		return fmt.Errorf("cluster: add voter %s: %w: Raft address %q must be HOST:PORT naming a host other nodes can dial", id, equeue.ErrInvalidArgument, raftAddr)
+	}
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
@@ -63,6 +73,11 @@ func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {
 		return fmt.Errorf("cluster: add voter %s: %w", id, err)
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.Address == addr && s.ID != sid {
+			return fmt.Errorf("cluster: add voter %s: %w: server %s has Raft address %s", id, equeue.ErrInvalidArgument, s.ID, addr)
+		}
 	}
 	if s, ok := findServer(cf.Configuration(), id); !ok || s.Suffrage != raft.Voter {
 		if err := n.addCaughtUp(ctx, sid, addr); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/internal/testport"
 )
 
 // A removal whose caller stops waiting before Raft answers still ends the
@@ -65,4 +67,47 @@ func TestNode_RemovingAnUnknownServerIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+}
+
+// AddVoter refuses, as an invalid argument and before it changes the
+// configuration, a node ID or Raft address Open would refuse in Options
+// (an empty or overlong ID; an address that is not HOST:PORT naming a
+// host other nodes can dial, with a port from 1) and an address another
+// server of the configuration has. Before, such an address was added as a
+// non-voter that Raft dialed in vain until AddVoter's context ended (5
+// minutes over the admin API, which then answered 500), or Raft refused
+// it as an internal error.
+func TestNode_AddVoterRefusesAMalformedIDOrAddress(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	leader := c.waitLeader()
+	before := leader.Status().LastLogIndex
+	free := testport.Addr(t)
+	for _, tc := range []struct{ id, addr string }{
+		{"n2", "no-port"},
+		{"n2", "127.0.0.1:port"},
+		{"n2", ":" + strings.Split(free, ":")[1]},
+		{"n2", "0.0.0.0:7000"},
+		{"n2", "127.0.0.1:0"},
+		{"n2", "127.0.0.1:70000"},
+		{"n2", " " + free},
+		{"", free},
+		{strings.Repeat("n", 256), free},
+		{"n2", c.addrs[0]}, // the leader's own address, under another ID
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		err := leader.AddVoter(ctx, tc.id, tc.addr)
+		cancel()
+		require.ErrorIs(t, err, equeue.ErrInvalidArgument, "AddVoter(%.20q, %q)", tc.id, tc.addr)
+	}
+	require.Equal(t, before, leader.Status().LastLogIndex, "a configuration entry for a refused addition")
+	require.Len(t, leader.Status().Servers, 1)
+
+	srv := httptest.NewServer(cluster.AdminHandler(leader))
+	defer srv.Close()
+	for _, q := range []string{"id=n2&raft=no-port", "id=n2%0A&raft=127.0.0.1%3A0", "id=n2", "raft=" + free} {
+		res, err := http.Post(srv.URL+"/cluster/add?"+q, "", nil)
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, "add?%s", q)
+	}
 }

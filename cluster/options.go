@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -32,8 +33,9 @@ type Options struct {
 	// restarts. Required.
 	ID string
 	// RaftAddr is the host:port the Raft transport listens on and other
-	// nodes dial. Required; an unspecified host (0.0.0.0, [::]) is refused,
-	// as other nodes cannot dial it. Port 0 picks a free port (tests);
+	// nodes dial. Required; an unspecified host (0.0.0.0, [::]), or one
+	// that is neither an IP address nor a name of ASCII letters, digits,
+	// '-', '_' and '.', is refused, as other nodes cannot dial it. Port 0 picks a free port (tests);
 	// Node.RaftAddr reports it. The node gives other nodes RaftAddr as
 	// given (with the port picked), never the address its host name
 	// resolved to, so a DNS name whose address changes across restarts is
@@ -163,7 +165,7 @@ func (o *Options) validate() error {
 	if o == nil {
 		return fmt.Errorf("%w: nil cluster options", equeue.ErrInvalidOptions)
 	}
-	if o.ID == "" || len(o.ID) > 255 {
+	if !validID(o.ID) {
 		return fmt.Errorf("%w: node ID must be 1-255 bytes", equeue.ErrInvalidOptions)
 	}
 	if o.RaftAddr == "" {
@@ -230,20 +232,44 @@ func (o *Options) validate() error {
 	return nil
 }
 
+// maxIDBytes bounds a node ID.
+const maxIDBytes = 255
+
+// validID reports whether id is a node ID Open takes: 1 to maxIDBytes
+// bytes.
+func validID(id string) bool { return id != "" && len(id) <= maxIDBytes }
+
 // dialableAddr reports whether addr is HOST:PORT with a host other nodes
-// can dial: not empty, not an unspecified address (0.0.0.0, ::), and a
-// numeric port from minPort to 65535. A host name is not looked up: it
-// may not resolve yet when this node starts (a DNS record published once
-// the node runs), or fail to for a moment, which says nothing of the
-// options.
+// can dial: an IP address other than an unspecified one (0.0.0.0, ::), or
+// a host name of ASCII letters, digits, '-', '_' and '.', and a numeric
+// port from minPort to 65535. A host name is not looked up: it may not
+// resolve yet when this node starts (a DNS record published once the node
+// runs), or fail to for a moment, which says nothing of the options.
 func dialableAddr(addr string, minPort int) bool {
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return false
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+	if err != nil || !dialableHost(host) {
 		return false
 	}
 	p, err := strconv.Atoi(port)
 	return err == nil && p >= minPort && p <= 65535
+}
+
+// dialableHost reports whether host is an IP address other than an
+// unspecified one, or has the form of a host name. A space, a control
+// character or any other byte no resolver takes would only make every
+// dial fail.
+func dialableHost(host string) bool {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return !ip.Unmap().IsUnspecified()
+	}
+	if host == "" {
+		return false
+	}
+	for _, c := range []byte(host) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

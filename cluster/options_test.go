@@ -82,6 +82,10 @@ func TestOpen_RefusedOptionsCreateNoDirectory(t *testing.T) {
 		"a peer without a host": func(o *cluster.Options) {
 			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: ":7001"}}
 		},
+		"a host with a space": func(o *cluster.Options) { o.RaftAddr = " 127.0.0.1:7000" },
+		"a peer whose host has a control character": func(o *cluster.Options) {
+			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: "n2\n.example:7001"}}
+		},
 		"a peer without a port": func(o *cluster.Options) {
 			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: "n2.example"}}
 		},
