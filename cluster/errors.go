@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/equeue-go/equeue"
@@ -33,3 +34,11 @@ func (e *NotLeaderError) Leader() string { return e.LeaderAddr }
 // a node ID the cluster's configuration does not hold: nothing was done.
 // It matches equeue.ErrInvalidArgument.
 var ErrUnknownServer = fmt.Errorf("%w: no server with this ID in the cluster's configuration", equeue.ErrInvalidArgument)
+
+// ErrWouldLoseQuorum is returned by RemoveServer when the voters the
+// removal leaves are not a majority of voters that answer the leader (one
+// is down or cut off): the configuration could commit nothing more, not
+// even the removal, and the cluster would have no leader until enough of
+// them came back. Nothing was done. Remove the voter that does not
+// answer first, or bring it back.
+var ErrWouldLoseQuorum = errors.New("cluster: the voters left would not be a majority that answers the leader")

@@ -25,7 +25,9 @@ import (
 // make an operator's browser change the cluster. With it, every request needs "Authorization: Bearer
 // TOKEN": a missing or unknown token gets 401, a token that may read but not
 // change the cluster gets 403 on a change. Changes asked of a follower fail
-// with 409 and the leader's ID.
+// with 409 and the leader's ID, and so does a removal that would leave too
+// few voters that answer (ErrWouldLoseQuorum). A missing or malformed
+// parameter, or an ID the configuration does not hold, gets 400.
 func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 	var cfg adminConfig
 	for _, o := range opts {
@@ -46,7 +48,7 @@ func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 			defer cancel()
 			if err := f(ctx, r); err != nil {
 				code := http.StatusInternalServerError
-				if errors.Is(err, equeue.ErrNotLeader) {
+				if errors.Is(err, equeue.ErrNotLeader) || errors.Is(err, ErrWouldLoseQuorum) {
 					code = http.StatusConflict
 				} else if errors.Is(err, equeue.ErrInvalidArgument) {
 					code = http.StatusBadRequest

@@ -170,7 +170,13 @@ func (n *Node) refreshVoters() {
 }
 
 // RemoveServer removes the node id from the cluster. An id the
-// configuration does not hold is refused with ErrUnknownServer.
+// configuration does not hold is refused with ErrUnknownServer. A voter
+// whose removal leaves voters of which fewer than a majority answer this
+// leader (counting itself when it stays) is refused with
+// ErrWouldLoseQuorum: such a configuration elects no leader until enough
+// of them come back. A voter answers when it answered a call of this term
+// within two leases (answerWindow): one that has just stopped may still
+// count for that long.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
@@ -179,8 +185,14 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: remove server %s: %w", id, err)
 	}
-	if _, ok := findServer(f.Configuration(), id); !ok {
+	s, ok := findServer(f.Configuration(), id)
+	if !ok {
 		return fmt.Errorf("cluster: remove server %q: %w", id, ErrUnknownServer)
+	}
+	if s.Suffrage == raft.Voter {
+		if voters, answering := n.answeringWithout(f.Configuration(), s.ID); answering <= voters/2 {
+			return fmt.Errorf("cluster: remove server %s: %w (%d of the %d voters left answer)", id, ErrWouldLoseQuorum, answering, voters)
+		}
 	}
 	// Raft acts on the new configuration from the moment it is in the
 	// leader's log; once it is committed, the removed server no longer
@@ -189,6 +201,30 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 		return fmt.Errorf("cluster: remove server %s: %w", id, err)
 	}
 	return nil
+}
+
+// answerWindow is, in leases, how recent a voter's last answer must be
+// for it to count as answering (RemoveServer): a heartbeat goes to each
+// follower ten times a heartbeat timeout.
+const answerWindow = 2
+
+// answeringWithout counts the voters of cf but gone, and those of them
+// that answer: this node, and the others that answered a call of the
+// current term sent within answerWindow leases.
+func (n *Node) answeringWithout(cf raft.Configuration, gone raft.ServerID) (voters, answering int) {
+	term, now := n.raft.CurrentTerm(), time.Now()
+	for _, s := range cf.Servers {
+		if s.Suffrage != raft.Voter || s.ID == gone {
+			continue
+		}
+		voters++
+		if string(s.ID) == n.opts.ID {
+			answering++
+		} else if c, ok := n.ptrans.answered(s.ID); ok && c.term == term && now.Sub(c.at) < answerWindow*n.lease.length {
+			answering++
+		}
+	}
+	return voters, answering
 }
 
 // findServer returns the server of cf with the node ID id.

@@ -111,3 +111,46 @@ func TestNode_AddVoterRefusesAMalformedIDOrAddress(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.StatusCode, "add?%s", q)
 	}
 }
+
+// A removal that would leave voters of which fewer than a majority answer
+// the leader is refused (ErrWouldLoseQuorum, 409 over the admin API), and
+// the cluster goes on serving: with one of three voters down, removing
+// the leader itself or the other follower that answers left two voters,
+// one of them down, which can elect no leader. Before, Raft took such a
+// removal: the leader stepped down, and the cluster stayed without a
+// leader until the stopped node came back. Removing the voter that is
+// down is taken.
+func TestNode_RemovalThatLeavesNoMajorityIsRefused(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	c.createTopic(t, "t", 1)
+	li := c.leaderIndex()
+	leader := c.nodes[li]
+	down, up := (li+1)%3, (li+2)%3
+	c.stop(down)
+	// Past the time its last answer counts it as answering (two leases,
+	// of nine tenths of the heartbeat timeout each).
+	time.Sleep(time.Second)
+
+	for _, id := range []string{leader.ID(), c.id(up)} {
+		err := leader.RemoveServer(t.Context(), id)
+		require.ErrorIs(t, err, cluster.ErrWouldLoseQuorum, "remove %s", id)
+	}
+	srv := httptest.NewServer(cluster.AdminHandler(leader))
+	defer srv.Close()
+	res, err := http.Post(srv.URL+"/cluster/remove?id="+leader.ID(), "", nil)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusConflict, res.StatusCode)
+	s := leader.Status()
+	require.Equal(t, "Leader", s.State)
+	require.Len(t, s.Servers, 3)
+	eventually(t, 10*time.Second, func() error {
+		_, err := leader.Append(t.Context(), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("a")}}})
+		return err
+	})
+
+	require.NoError(t, leader.RemoveServer(t.Context(), c.id(down)))
+	require.Len(t, leader.Status().Servers, 2)
+	_, err = leader.Append(t.Context(), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("b")}}})
+	require.NoError(t, err)
+}
