@@ -40,14 +40,15 @@ and names the leader.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&admin, "admin", "", "HOST:PORT of a node's --cluster-admin (default $"+envClusterAdmin+")")
-	call := func(ctx context.Context, method, path string, q url.Values, out any) error {
+	// call asks the node, waiting up to wait for its answer.
+	call := func(ctx context.Context, wait time.Duration, method, path string, q url.Values, out any) error {
 		if admin == "" {
 			admin = os.Getenv(envClusterAdmin)
 		}
 		if admin == "" {
 			return usageErrorf("give --admin HOST:PORT, a node's --cluster-admin address")
 		}
-		ctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		u := "http://" + admin + path
 		if len(q) > 0 {
@@ -89,7 +90,7 @@ and names the leader.`,
 		Args: args(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			var s cluster.Status
-			if err := call(cmd.Context(), http.MethodGet, "/cluster/status", nil, &s); err != nil {
+			if err := call(cmd.Context(), clusterCallWait, http.MethodGet, "/cluster/status", nil, &s); err != nil {
 				return err
 			}
 			if asJSON {
@@ -125,7 +126,7 @@ and names the leader.`,
   equeue cluster add n2 127.0.0.1:7752 --admin 127.0.0.1:7851`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := call(cmd.Context(), http.MethodPost, "/cluster/add", url.Values{"id": {args[0]}, "raft": {args[1]}}, nil); err != nil {
+			if err := call(cmd.Context(), clusterAddWait, http.MethodPost, "/cluster/add", url.Values{"id": {args[0]}, "raft": {args[1]}}, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "added %s at %s\n", args[0], args[1])
@@ -138,7 +139,7 @@ and names the leader.`,
 		Example: `  equeue cluster remove n3 --admin 127.0.0.1:7851`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			if err := call(cmd.Context(), http.MethodPost, "/cluster/remove", url.Values{"id": {args[0]}}, nil); err != nil {
+			if err := call(cmd.Context(), clusterCallWait, http.MethodPost, "/cluster/remove", url.Values{"id": {args[0]}}, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "removed %s\n", args[0])
@@ -158,7 +159,7 @@ and names the leader.`,
 			if len(args) == 1 {
 				q.Set("id", args[0])
 			}
-			if err := call(cmd.Context(), http.MethodPost, "/cluster/transfer", q, nil); err != nil {
+			if err := call(cmd.Context(), clusterCallWait, http.MethodPost, "/cluster/transfer", q, nil); err != nil {
 				return err
 			}
 			fmt.Fprintln(a.stdout, "leadership transferred")
@@ -188,3 +189,13 @@ func (a *app) dialCluster() (*remote.ClusterClient, error) {
 	}
 	return c, nil
 }
+
+// clusterCallWait bounds a call to a node's admin address (the node gives
+// a change 30 s), but for cluster add's.
+var clusterCallWait = 40 * time.Second
+
+// clusterAddWait bounds cluster add's call. The node answers it once the
+// new node caught up and votes, or after 5 minutes (cluster.AdminHandler):
+// the command waits longer, since its leaving would end the node's wait,
+// and the node would remove the node it was adding again.
+var clusterAddWait = 5*time.Minute + 30*time.Second
