@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -247,6 +248,10 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if n.raft, err = raft.NewRaft(conf, n.fsm, n.alog, n.logs, snaps, n.ptrans); err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	if o.Bootstrap && restarted {
+		n.log.Info("Bootstrap and Peers ignored: the directory holds Raft state, and the configuration it stores stands",
+			"configuration", describeConfiguration(n.raft.GetConfiguration()))
+	}
 	r := n.raft
 	n.alog.setLeading(func() bool { return r.State() == raft.Leader })
 	n.obs = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
@@ -344,6 +349,25 @@ func (n *Node) bootConfig() raft.Configuration {
 		c.Servers = append(c.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 	}
 	return c
+}
+
+// describeConfiguration lists f's servers for a log, "ID=ADDRESS" joined
+// by commas, a non-voter's marked so.
+func describeConfiguration(f raft.ConfigurationFuture) string {
+	if err := f.Error(); err != nil {
+		return "unknown: " + err.Error()
+	}
+	var b strings.Builder
+	for i, s := range f.Configuration().Servers {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%s", s.ID, s.Address)
+		if s.Suffrage != raft.Voter {
+			b.WriteString(" (non-voter)")
+		}
+	}
+	return b.String()
 }
 
 // ID returns the node's ID.

@@ -72,6 +72,9 @@ type Options struct {
 	// holds no Raft state yet. Exactly one node should bootstrap a new
 	// cluster, or all with the same Peers.
 	// Without it a new node waits until the leader adds it (Node.AddVoter).
+	// A node whose directory holds Raft state starts from the
+	// configuration stored there, whatever Bootstrap and Peers say: it
+	// logs that it ignored them, naming that configuration.
 	Bootstrap bool
 	// Peers are the voters of a bootstrapped cluster.
 	Peers []Peer
