@@ -18,12 +18,16 @@ import (
 // change may still happen then). Whenever Raft gives the change's outcome,
 // even after ctx ended, the lease counts the voters of the configuration
 // as it then stands (lease.go): a removed server, which answers no more,
-// must stop counting toward the majority the lease needs.
-func (n *Node) awaitChange(ctx context.Context, f raft.Future) error {
+// must stop counting toward the majority the lease needs. Then it calls
+// settled, when not nil.
+func (n *Node) awaitChange(ctx context.Context, f raft.Future, settled func()) error {
 	done := make(chan error, 1)
 	go func() {
 		err := f.Error()
 		n.refreshVoters()
+		if settled != nil {
+			settled()
+		}
 		done <- err
 	}()
 	select {
@@ -87,7 +91,7 @@ func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
 	// It counts for the lease before it counts for Raft, and until Raft
 	// gives the change's outcome (awaitChange).
 	n.lease.addVoter(sid)
-	if err := n.awaitChange(ctx, n.raft.AddVoter(sid, addr, 0, changeTimeout)); err != nil {
+	if err := n.awaitChange(ctx, n.raft.AddVoter(sid, addr, 0, changeTimeout), nil); err != nil {
 		return fmt.Errorf("cluster: add voter %s: %w", id, err)
 	}
 	return nil
@@ -110,7 +114,7 @@ func (n *Node) addCaughtUp(ctx context.Context, id raft.ServerID, addr raft.Serv
 		defer cancel()
 	}
 	n.ptrans.forgetCatchUp(id)
-	if err := n.awaitChange(ctx, n.raft.AddNonvoter(id, addr, 0, changeTimeout)); err != nil {
+	if err := n.awaitChange(ctx, n.raft.AddNonvoter(id, addr, 0, changeTimeout), nil); err != nil {
 		return fmt.Errorf("add as non-voter: %w", err)
 	}
 	err := n.awaitCaughtUp(ctx, id)
@@ -121,7 +125,7 @@ func (n *Node) addCaughtUp(ctx context.Context, id raft.ServerID, addr raft.Serv
 	// non-voter that does not follow helps nobody.
 	rctx, cancel := context.WithTimeout(context.Background(), changeTimeout)
 	defer cancel()
-	if rerr := n.awaitChange(rctx, n.raft.RemoveServer(id, 0, changeTimeout)); rerr != nil {
+	if rerr := n.awaitChange(rctx, n.raft.RemoveServer(id, 0, changeTimeout), nil); rerr != nil {
 		return fmt.Errorf("%w (and removing it again failed: %v)", err, rerr)
 	}
 	return fmt.Errorf("%w; removed again", err)
@@ -176,28 +180,46 @@ func (n *Node) refreshVoters() {
 // ErrWouldLoseQuorum: such a configuration elects no leader until enough
 // of them come back. A voter answers when it answered a call of this term
 // within two leases (answerWindow): one that has just stopped may still
-// count for that long.
+// count for that long. Removals run one at a time, each checked against
+// the configuration the one before left.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
+	// A caller that stops waiting at once still has its removal made,
+	// when no other goes on.
+	select {
+	case n.removing <- struct{}{}:
+	default:
+		select {
+		case n.removing <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: remove server %s: waiting for another removal: %w", id, ctx.Err())
+		}
+	}
+	// Held until Raft gives this removal's outcome, even when the caller
+	// stops waiting first (awaitChange).
+	release := func() { <-n.removing }
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
+		release()
 		return fmt.Errorf("cluster: remove server %s: %w", id, err)
 	}
 	s, ok := findServer(f.Configuration(), id)
 	if !ok {
+		release()
 		return fmt.Errorf("cluster: remove server %q: %w", id, ErrUnknownServer)
 	}
 	if s.Suffrage == raft.Voter {
 		if voters, answering := n.answeringWithout(f.Configuration(), s.ID); answering <= voters/2 {
+			release()
 			return fmt.Errorf("cluster: remove server %s: %w (%d of the %d voters left answer)", id, ErrWouldLoseQuorum, answering, voters)
 		}
 	}
 	// Raft acts on the new configuration from the moment it is in the
 	// leader's log; once it is committed, the removed server no longer
 	// counts for the lease either (awaitChange).
-	if err := n.awaitChange(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, changeTimeout)); err != nil {
+	if err := n.awaitChange(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, changeTimeout), release); err != nil {
 		return fmt.Errorf("cluster: remove server %s: %w", id, err)
 	}
 	return nil

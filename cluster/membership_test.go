@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,4 +154,49 @@ func TestNode_RemovalThatLeavesNoMajorityIsRefused(t *testing.T) {
 	require.Len(t, leader.Status().Servers, 2)
 	_, err = leader.Append(t.Context(), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("b")}}})
 	require.NoError(t, err)
+}
+
+// Two removals asked at once are checked one after the other: each is
+// checked against the configuration the other left. With one of four
+// voters down, removing the two other followers at once passed both
+// checks against the four voters (each alone leaves three, two of them
+// answering), and together left the leader and the voter that is down,
+// which elect no leader. Now one of them is refused.
+func TestNode_ConcurrentRemovalsAreCheckedOneAfterTheOther(t *testing.T) {
+	c := newCluster(t, 4, nil)
+	c.createTopic(t, "t", 1)
+	li := c.leaderIndex()
+	leader := c.nodes[li]
+	var others []string
+	for i := range c.nodes {
+		if i != li {
+			others = append(others, c.id(i))
+		}
+	}
+	for i := range c.nodes {
+		if c.id(i) == others[0] {
+			c.stop(i)
+		}
+	}
+	time.Sleep(time.Second) // past two leases: the stopped voter no longer answers
+
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for j, id := range others[1:] {
+		wg.Go(func() { errs[j] = leader.RemoveServer(t.Context(), id) })
+	}
+	wg.Wait()
+	refused := 0
+	for _, err := range errs {
+		if err != nil {
+			require.ErrorIs(t, err, cluster.ErrWouldLoseQuorum)
+			refused++
+		}
+	}
+	require.Equal(t, 1, refused, "removals %v", errs)
+	require.Len(t, leader.Status().Servers, 3)
+	eventually(t, 10*time.Second, func() error {
+		_, err := leader.Append(t.Context(), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("a")}}})
+		return err
+	})
 }

@@ -58,6 +58,10 @@ type Node struct {
 	ptrans *progressTransport
 	// lease says whether the leader may serve calls (lease.go).
 	lease leaseState
+	// removing holds a token while a RemoveServer checks and makes its
+	// change, so that the next is checked against the configuration it
+	// left.
+	removing chan struct{}
 
 	mu     sync.RWMutex
 	engine *equeue.Engine
@@ -134,7 +138,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		o.ApplyTimeout = defaultApplyTimeout
 	}
 	n = &Node{opts: o, log: o.Logger, peers: map[string]string{},
-		kick: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{})}
+		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{})}
 	for _, p := range o.Peers {
 		n.peers[p.ID] = p.ClientAddr
 	}
