@@ -58,14 +58,14 @@ func (n *Node) leaderOnly() error {
 // (or within addVoterTimeout when ctx has no deadline), or refuses the
 // leader's entries or snapshot as a node of another cluster (an error matching
 // ErrForeignCluster), it is removed again and AddVoter returns an error
-// saying so. An ID or address Open refuses in Options (an ID of 1-255
-// bytes; an address that is HOST:PORT naming a host other nodes can dial,
-// with a port from 1), or an address another server of the configuration
-// has, is refused with an error matching equeue.ErrInvalidArgument, and
-// nothing changes.
+// saying so. An ID or address of a form Open refuses in Options (an ID
+// takes 1-255 bytes of UTF-8 without control characters; an address is
+// HOST:PORT naming a host other nodes can dial, with a port from 1), or
+// an address another server of the configuration has, is refused with an
+// error matching equeue.ErrInvalidArgument, and nothing changes.
 func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
 	if !validID(id) {
-		return fmt.Errorf("cluster: add voter %.255q: %w: a node ID is 1-255 bytes", id, equeue.ErrInvalidArgument)
+		return fmt.Errorf("cluster: add voter %.255q: %w: a node ID is 1-255 bytes of UTF-8 without control characters", id, equeue.ErrInvalidArgument)
 	}
 	if !dialableAddr(raftAddr, 1) {
 		return fmt.Errorf("cluster: add voter %s: %w: Raft address %q must be HOST:PORT naming a host other nodes can dial", id, equeue.ErrInvalidArgument, raftAddr)

@@ -72,7 +72,8 @@ func TestNode_RemovingAnUnknownServerIsRefused(t *testing.T) {
 
 // AddVoter refuses, as an invalid argument and before it changes the
 // configuration, a node ID or Raft address Open would refuse in Options
-// (an empty or overlong ID; an address that is not HOST:PORT naming a
+// (an empty or overlong ID, one with a control character or not in UTF-8;
+// an address that is not HOST:PORT naming a
 // host other nodes can dial, with a port from 1) and an address another
 // server of the configuration has. Before, such an address was added as a
 // non-voter that Raft dialed in vain until AddVoter's context ended (5
@@ -93,6 +94,9 @@ func TestNode_AddVoterRefusesAMalformedIDOrAddress(t *testing.T) {
 		{"n2", " " + free},
 		{"", free},
 		{strings.Repeat("n", 256), free},
+		{"n2\n", free},
+		{"n2\x1b[2J", free},
+		{"n2\xff", free},
 		{"n2", c.addrs[0]}, // the leader's own address, under another ID
 	} {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)

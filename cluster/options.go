@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/raft"
 
@@ -30,7 +33,8 @@ type Peer struct {
 // are required.
 type Options struct {
 	// ID names the node in the cluster; it must stay the same across
-	// restarts. Required.
+	// restarts. Required: 1-255 bytes of UTF-8 without control characters
+	// (and so for a peer's ID).
 	ID string
 	// RaftAddr is the host:port the Raft transport listens on and other
 	// nodes dial. Required; an unspecified host (0.0.0.0, [::]), or one
@@ -169,7 +173,7 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: nil cluster options", equeue.ErrInvalidOptions)
 	}
 	if !validID(o.ID) {
-		return fmt.Errorf("%w: node ID must be 1-255 bytes", equeue.ErrInvalidOptions)
+		return fmt.Errorf("%w: node ID must be 1-255 bytes of UTF-8 without control characters", equeue.ErrInvalidOptions)
 	}
 	if o.RaftAddr == "" {
 		return fmt.Errorf("%w: RaftAddr is required", equeue.ErrInvalidOptions)
@@ -208,6 +212,9 @@ func (o *Options) validate() error {
 			if p.ID == "" || p.RaftAddr == "" {
 				return fmt.Errorf("%w: a peer needs an ID and a RaftAddr", equeue.ErrInvalidOptions)
 			}
+			if !validID(p.ID) {
+				return fmt.Errorf("%w: peer ID %.255q must be 1-255 bytes of UTF-8 without control characters", equeue.ErrInvalidOptions, p.ID)
+			}
 			if !dialableAddr(p.RaftAddr, 1) {
 				return fmt.Errorf("%w: peer %q: RaftAddr %q must be HOST:PORT naming a host the nodes can dial", equeue.ErrInvalidOptions, p.ID, p.RaftAddr)
 			}
@@ -239,8 +246,15 @@ func (o *Options) validate() error {
 const maxIDBytes = 255
 
 // validID reports whether id is a node ID Open takes: 1 to maxIDBytes
-// bytes.
-func validID(id string) bool { return id != "" && len(id) <= maxIDBytes }
+// bytes of UTF-8 without a control character. An ID is shown in logs,
+// errors and `equeue cluster status`, where a newline or a terminal's
+// escape sequence would forge or hide what is shown.
+func validID(id string) bool {
+	if id == "" || len(id) > maxIDBytes || !utf8.ValidString(id) {
+		return false
+	}
+	return !strings.ContainsFunc(id, unicode.IsControl)
+}
 
 // dialableAddr reports whether addr is HOST:PORT with a host other nodes
 // can dial: an IP address other than an unspecified one (0.0.0.0, ::), or

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,12 @@ func TestOpen_RefusedOptionsCreateNoDirectory(t *testing.T) {
 		"a peer without a host": func(o *cluster.Options) {
 			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: ":7001"}}
 		},
-		"a host with a space": func(o *cluster.Options) { o.RaftAddr = " 127.0.0.1:7000" },
+		"a host with a space":            func(o *cluster.Options) { o.RaftAddr = " 127.0.0.1:7000" },
+		"an ID with a control character": func(o *cluster.Options) { o.ID = "n1\x1b[2J" },
+		"an ID not in UTF-8":             func(o *cluster.Options) { o.ID = "n1\xff" },
+		"a peer ID of 256 bytes": func(o *cluster.Options) {
+			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: strings.Repeat("n", 256), RaftAddr: "127.0.0.1:7001"}}
+		},
 		"a peer whose host has a control character": func(o *cluster.Options) {
 			o.Peers = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:7000"}, {ID: "n2", RaftAddr: "n2\n.example:7001"}}
 		},
