@@ -177,8 +177,8 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		return resp
 	}
 
-	if req.MemberEpoch == 0 && c.nativeMembers(ctx, req.Group) {
-		return fail(errGroupAuthorizationFailed, "a native consumer group of that name has members")
+	if req.MemberEpoch == 0 && c.nativeGroup(ctx, req.Group) {
+		return fail(errGroupAuthorizationFailed, "a native consumer group has that name")
 	}
 	infos, read, code, msg := c.readTopics(ctx, req.Group, req.SubscribedTopicNames, regex != nil)
 	if code != errNone {

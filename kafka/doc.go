@@ -24,7 +24,10 @@
 // a timer). Membership lives in the listener; committed offsets are stored
 // in the engine beside those of native groups (Engine.CommitGroupOffsets),
 // so they survive restarts, and a native consumer group and a Kafka group
-// can read the same topic. While a group of either protocol has members,
+// can read the same topic. A Kafka group may not take a native group's
+// name, whether or not that group has members, until the native group is
+// deleted: its joins, and commits without a generation, are answered
+// GROUP_AUTHORIZATION_FAILED. While a group of either protocol has members,
 // the listener keeps it in use in the engine (Engine.KeepGroup), so that
 // Options.GroupIdleTTL does not delete its offsets while its members,
 // consuming a quiet topic, commit nothing.

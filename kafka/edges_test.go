@@ -398,7 +398,9 @@ func TestGroups_CommitFencing(t *testing.T) {
 // consumer group's own commits rule its offsets, so a Kafka member could
 // consume under its name but never commit. Its join is refused with
 // GROUP_AUTHORIZATION_FAILED (classic JoinGroup and KIP-848 heartbeat
-// alike) while the native group has members, and taken once it has none.
+// alike) while the native group has members; once it has none, until it
+// is deleted (TestGroups_NativeGroupNameIsRefusedWithoutMembers), and
+// taken once it is.
 func TestGroups_JoinRefusedWhileANativeGroupOfThatNameHasMembers(t *testing.T) {
 	e, addr := setup(t, map[string]int{"t": 2})
 	ctx := testCtx(t)
@@ -422,7 +424,9 @@ func TestGroups_JoinRefusedWhileANativeGroupOfThatNameHasMembers(t *testing.T) {
 	assert.Equal(t, kerr.GroupAuthorizationFailed.Code, join(), "classic")
 
 	require.NoError(t, c.Close())
-	assert.Equal(t, int16(0), join(), "no native member left")
+	assert.Equal(t, kerr.GroupAuthorizationFailed.Code, join(), "no native member left: the group is still there")
+	require.NoError(t, e.DeleteGroup(ctx, "billing", equeue.DeleteGroupOptions{}))
+	assert.Equal(t, int16(0), join(), "the native group deleted")
 }
 
 // TestGroups_CommitPastTheEndIsOutOfRange: an OffsetCommit past a

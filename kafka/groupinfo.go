@@ -24,8 +24,9 @@ type groupLister interface {
 }
 
 // groupDescriber is the optional capability of describing one of the
-// engine's groups (equeue.Engine.Group): with it, a join is refused while a
-// native group of that name has members (nativeMembers).
+// engine's groups (equeue.Engine.Group): with it, a join, or a commit
+// without a generation, is refused while a native group of that name
+// exists (nativeGroup).
 type groupDescriber interface {
 	Group(ctx context.Context, name string) (equeue.GroupInfo, error)
 }
@@ -42,13 +43,20 @@ func (s *Server) validGroup(name string) bool {
 	return !ns || !strings.Contains(name, equeue.NamespaceSeparator)
 }
 
-// nativeMembers reports whether the engine has a native consumer group of
-// that name with live members. Such a group's own commits rule its offsets
-// (Engine.CommitGroupOffsets refuses others with equeue.ErrFenced), so a
-// Kafka member joining under its name would consume without ever being
-// able to commit. Without the capability, or when the engine cannot say,
-// it reports false and the commits are refused as before.
-func (c *coordinator) nativeMembers(ctx context.Context, group string) bool {
+// nativeGroup reports whether the engine has a native consumer group of
+// that name: one with live members, or one its consumers made (it has
+// subscriptions), which keeps its name, subscriptions and offsets after
+// they stopped, until it is deleted (Engine.DeleteGroup, equeue
+// delete-group) or expires (Options.GroupIdleTTL). Such a group's own
+// commits rule its offsets (Engine.CommitGroupOffsets refuses others with
+// equeue.ErrFenced while it has members), so a Kafka member joining under
+// its name would consume without ever being able to commit; and offsets
+// committed while it has none would land in the native group, moving its
+// offsets of a topic both read, and listed nowhere for a topic only the
+// Kafka group reads (the engine lists a native group's subscribed
+// queues). Without the capability, or when the engine cannot say, it
+// reports false and only the engine's refusal stands.
+func (c *coordinator) nativeGroup(ctx context.Context, group string) bool {
 	gd, ok := c.s.b.(groupDescriber)
 	if !ok {
 		return false
@@ -60,7 +68,7 @@ func (c *coordinator) nativeMembers(ctx context.Context, group string) bool {
 		}
 		return false
 	}
-	return len(gi.Members) > 0
+	return len(gi.Members) > 0 || len(gi.Subscriptions) > 0
 }
 
 // storedGroups returns the names of the engine's groups that have no

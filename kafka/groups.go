@@ -412,7 +412,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 	case len(req.Protocols) == 0 || req.ProtocolType == "":
 		resp.ErrorCode = errInconsistentGroupProtocol
 		return resp
-	case c.nativeMembers(ctx, req.Group):
+	case c.nativeGroup(ctx, req.Group):
 		resp.ErrorCode = errGroupAuthorizationFailed // as its commits would be
 		return resp
 	}

@@ -22,15 +22,24 @@ import (
 // stored). A store failure, or a node that stopped leading, is answered
 // NOT_COORDINATOR (coordinatorCode). The commit metadata string is not
 // kept. A commit accepted is stored before its group's partitions change
-// owners (commitGate).
+// owners (commitGate). A commit without a generation to the name of a
+// native consumer group is refused with GROUP_AUTHORIZATION_FAILED, as
+// joins are (nativeGroup).
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	code, held, gate := c.checkCommitter(ctx, req)
 	if gate != nil {
 		defer gate.leave()
 	}
-	if code == errNone && !c.s.validGroup(req.Group) {
+	switch {
+	case code != errNone:
+	case !c.s.validGroup(req.Group):
 		code = errInvalidGroupID
+	case req.Generation < 0 && c.nativeGroup(ctx, req.Group):
+		// A tool's commit (kafka-consumer-groups --reset-offsets, or a
+		// client assigning its partitions itself) would move a native
+		// group's offsets: its joins are refused so (nativeGroup).
+		code = errGroupAuthorizationFailed
 	}
 	offsets := map[equeue.QueueRef]int64{}
 	codes := make([][]int16, len(req.Topics))
