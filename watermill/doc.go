@@ -8,13 +8,14 @@
 //
 // The payload is the equeue message body and every metadata entry is an
 // equeue property. The Watermill UUID travels in the UUIDProperty property
-// and comes back unchanged; the equeue message ID is left to the broker,
-// which keeps it unique per stored message even when one Watermill message
-// is published twice or to several topics. A received message also carries
-// where it was stored: the metadata keys equeue_topic, equeue_queue,
-// equeue_offset, equeue_message_id and equeue_attempt. A Marshaler and an
-// Unmarshaler can replace the mapping; DefaultMarshaler can take the routing
-// key and the tag from metadata.
+// and comes back unchanged (a message whose metadata has that key is
+// refused with equeue.ErrInvalidArgument); the equeue message ID is left
+// to the broker, which keeps it unique per stored message even when one
+// Watermill message is published twice or to several topics. A received
+// message also carries where it was stored: the metadata keys
+// equeue_topic, equeue_queue, equeue_offset, equeue_message_id and
+// equeue_attempt. A Marshaler and an Unmarshaler can replace the mapping;
+// DefaultMarshaler can take the routing key and the tag from metadata.
 //
 // The Publisher creates a missing topic on its first publish to it (with
 // PublisherConfig.Queues queues) when the broker implements TopicCreator,

@@ -1,6 +1,7 @@
 package watermill
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -45,8 +46,10 @@ type Unmarshaler interface {
 }
 
 // DefaultMarshaler maps the payload to the body, every metadata entry to a
-// property, and the UUID to the UUIDProperty property. It is both a
-// Marshaler and an Unmarshaler.
+// property, and the UUID to the UUIDProperty property. A metadata entry
+// named UUIDProperty would share that property: Marshal refuses such a
+// message with equeue.ErrInvalidArgument rather than lose the entry. It is
+// both a Marshaler and an Unmarshaler.
 type DefaultMarshaler struct {
 	// KeyMetadata, when set, names a metadata entry whose value becomes the
 	// message's routing key: messages with the same key land in the same
@@ -59,6 +62,9 @@ type DefaultMarshaler struct {
 
 // Marshal implements Marshaler.
 func (d DefaultMarshaler) Marshal(topic string, msg *message.Message) (*equeue.Message, error) {
+	if _, ok := msg.Metadata[UUIDProperty]; ok {
+		return nil, fmt.Errorf("%w: metadata key %q is reserved for the message UUID", equeue.ErrInvalidArgument, UUIDProperty)
+	}
 	props := make(map[string]string, len(msg.Metadata)+1)
 	for k, v := range msg.Metadata {
 		props[k] = v
