@@ -544,10 +544,19 @@ func sameFilter(a, b string) bool {
 	return !slices.ContainsFunc(fa.tags, func(tag string) bool { return !fb.match(tag) })
 }
 
+// MaxSubscriptions is the most subscriptions (topics) one join takes; a
+// join with more is ErrInvalidArgument and changes nothing. It bounds what
+// one join costs, with Options.AutoCreateTopics the topics it creates
+// included (one per subscription).
+const MaxSubscriptions = 1024
+
 // normalizeSubs validates, normalizes and sorts subscriptions.
 func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([]Subscription, error) {
 	if len(subs) == 0 {
 		return nil, fmt.Errorf("%w: no subscriptions", ErrInvalidArgument)
+	}
+	if len(subs) > MaxSubscriptions {
+		return nil, fmt.Errorf("%w: %d subscriptions, more than %d (MaxSubscriptions)", ErrInvalidArgument, len(subs), MaxSubscriptions)
 	}
 	out := make([]Subscription, 0, len(subs))
 	for _, s := range subs {

@@ -126,7 +126,9 @@ func (c *adminConfig) guard(change bool, h http.HandlerFunc) http.HandlerFunc {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// The scheme is case-insensitive (RFC 7235).
+		scheme, tok, found := strings.Cut(r.Header.Get("Authorization"), " ")
+		found = found && strings.EqualFold(scheme, "Bearer")
 		allowed, ok := false, false
 		if found && tok != "" {
 			allowed, ok = c.auth(tok, change)

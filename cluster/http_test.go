@@ -110,3 +110,22 @@ func TestAdminHandler_RefusesChangesFromBrowsers(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, do(open.URL, "POST", "/cluster/add?id=n9", "", map[string]string{"Sec-Fetch-Site": "none"}))
 	assert.Equal(t, http.StatusBadRequest, do(open.URL, "POST", "/cluster/add?id=n9", "", nil))
 }
+
+// TestAdminHandler_BearerSchemeIsCaseInsensitive sends the token with the
+// scheme spelled as RFC 7235 allows: "bearer" and "BEARER" are "Bearer".
+func TestAdminHandler_BearerSchemeIsCaseInsensitive(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	n := c.waitLeader()
+	auth := cluster.WithAdminAuth(func(tok string, change bool) (bool, bool) { return tok == "ops", tok == "ops" })
+	srv := httptest.NewServer(cluster.AdminHandler(n, auth))
+	defer srv.Close()
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		req, err := http.NewRequest("GET", srv.URL+"/cluster/status", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", scheme+" ops")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		assert.Equal(t, http.StatusOK, res.StatusCode, scheme)
+	}
+}

@@ -134,12 +134,23 @@ func (t tokenTable) bearer(ctx context.Context) (tokenEntry, bool) {
 	if len(vals) == 0 {
 		return tokenEntry{}, false
 	}
-	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
+	tok, ok := bearerToken(vals[0])
 	if !ok {
 		return tokenEntry{}, false
 	}
 	e, ok := t[sha256.Sum256([]byte(tok))]
 	return e, ok
+}
+
+// bearerToken returns the token of an authorization value "Bearer
+// <token>". The scheme is case-insensitive (RFC 7235: "bearer" and
+// "BEARER" are "Bearer"); the token is taken as it is.
+func bearerToken(v string) (string, bool) {
+	const scheme = "Bearer "
+	if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		return "", false
+	}
+	return v[len(scheme):], true
 }
 
 // authorize checks the call's bearer token against the table; a nil table
@@ -172,7 +183,7 @@ func (t tokenTable) authenticate(ctx context.Context) (tokenEntry, error) {
 	if len(vals) == 0 {
 		return tokenEntry{}, toStatus(fmt.Errorf("%w: no authorization token", ErrUnauthenticated))
 	}
-	tok, ok := strings.CutPrefix(vals[0], "Bearer ")
+	tok, ok := bearerToken(vals[0])
 	if !ok {
 		return tokenEntry{}, toStatus(fmt.Errorf("%w: authorization must be \"Bearer <token>\"", ErrUnauthenticated))
 	}

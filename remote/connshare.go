@@ -81,3 +81,17 @@ func (c *connShare) give(key string) {
 		delete(c.held, key)
 	}
 }
+
+// extraConnStreams is the room one connection's HTTP/2 stream bound
+// (connStreams) leaves beyond its shares: health checks, reflection, and
+// calls on their way to being refused as busy.
+const extraConnStreams = 64
+
+// bound returns how many places of a server-wide bound of total one
+// connection may hold: its share, or total when c bounds nothing.
+func (c *connShare) bound(total int64) int64 {
+	if c == nil {
+		return total
+	}
+	return c.limit
+}

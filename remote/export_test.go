@@ -56,3 +56,7 @@ func ReadAheadTopics(c *Client) []string {
 	slices.Sort(out)
 	return out
 }
+
+// ExtraConnStreams is the room a connection's stream bound leaves beyond
+// its shares of the server's bounds.
+const ExtraConnStreams = extraConnStreams

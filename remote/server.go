@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -39,8 +40,9 @@ const (
 	// DefaultMaxInFlight is how many calls a server runs at once.
 	DefaultMaxInFlight = 1024
 	// DefaultMaxLongPolls is how many long-polls a server holds at once:
-	// at about 13 KiB each, some 200 MiB when all are held; a consumer
-	// holds two (its client's one PullMany and its heartbeat).
+	// at about 13 KiB each, some 200 MiB when all are held, plus their
+	// requests (DefaultMaxLongPollBytes); a consumer holds two (its
+	// client's one PullMany and its heartbeat).
 	DefaultMaxLongPolls = 1 << 14
 	// DefaultMaxAppendStreams is how many AppendStream calls a server
 	// holds at once.
@@ -58,7 +60,8 @@ type ServerOptions struct {
 	TLS *tls.Config
 	// Tokens maps bearer tokens to their rights. A call must carry
 	// "authorization: Bearer <token>" metadata with a token that has the
-	// call's right (see Rights). Nil or empty means no authentication. The
+	// call's right (see Rights); the scheme is case-insensitive ("bearer"
+	// works as "Bearer"). Nil or empty means no authentication. The
 	// health and reflection services are open to all.
 	Tokens map[string]Rights
 	// TokenNamespaces scopes tokens of Tokens to a namespace (see
@@ -101,7 +104,7 @@ type ServerOptions struct {
 	// ResourceExhausted like other calls. Zero means DefaultMaxLongPolls.
 	// Each costs the server a goroutine and about 13 KiB however long it
 	// waits (BenchmarkServerCost), so the default's 16,384 can hold about
-	// 200 MiB.
+	// 200 MiB, plus their requests, which MaxLongPollBytes bounds.
 	MaxLongPolls int
 	// MaxLongPollsPerConn is how many of MaxLongPolls one client connection
 	// holds at once, so that one connection cannot take every place and get
@@ -116,6 +119,15 @@ type ServerOptions struct {
 	// heartbeat): with a proxy that carries many clients on one connection,
 	// raise it.
 	MaxLongPollsPerConn int
+	// MaxLongPollBytes bounds the bytes of the requests that held
+	// long-polls keep (counted as encoded): a PullMany of many pulls with
+	// long filters keeps up to MaxMessageBytes for as long as it waits.
+	// One connection's held long-polls keep at most half of it (and at
+	// least MaxMessageBytes). A long-poll past either is refused at once
+	// with ResourceExhausted (ErrBusy, which the client retries), however
+	// few long-polls are held. Zero means DefaultMaxLongPollBytes; it is
+	// raised to MaxMessageBytes when smaller.
+	MaxLongPollBytes int64
 	// MaxAppendStreams is how many AppendStream calls (each Client that
 	// sent holds one, for its life) are open at once, from every
 	// connection together; each costs the server two goroutines and its
@@ -171,6 +183,7 @@ type Server struct {
 	maxStreams      int64 // AppendStream calls
 	streams         atomic.Int64
 	longPollShare   *connShare   // what one connection may hold of maxLongPolls
+	longPollBytes   *heldBytes   // the bytes of the requests held long-polls keep
 	streamShare     *connShare   // and of maxStreams
 	streamSlots     *streamSlots // what one connection's stream appends may hold of maxInFlight
 	maxMessageBytes int
@@ -206,8 +219,11 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		o.MaxMetadataBytes = DefaultMaxMetadataBytes
 	}
 	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.MaxLongPolls < 0 || o.MaxAppendStreams < 0 ||
-		o.MaxInFlightPerConn < 0 || o.MaxLongPollsPerConn < 0 || o.MaxAppendStreamsPerConn < 0 || o.MaxStreamAppendsPerConn < 0 {
-		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls, MaxAppendStreams or a PerConn", equeue.ErrInvalidOptions)
+		o.MaxInFlightPerConn < 0 || o.MaxLongPollsPerConn < 0 || o.MaxAppendStreamsPerConn < 0 || o.MaxStreamAppendsPerConn < 0 || o.MaxLongPollBytes < 0 {
+		return nil, fmt.Errorf("%w: negative MaxMessageBytes, MaxInFlight, MaxLongPolls, MaxLongPollBytes, MaxAppendStreams or a PerConn", equeue.ErrInvalidOptions)
+	}
+	if o.MaxLongPollBytes == 0 {
+		o.MaxLongPollBytes = DefaultMaxLongPollBytes
 	}
 	if o.MaxAppendStreams == 0 {
 		o.MaxAppendStreams = DefaultMaxAppendStreams
@@ -235,6 +251,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		maxStreams:      int64(o.MaxAppendStreams),
 		callShare:       newConnShare(int64(o.MaxInFlight), o.MaxInFlightPerConn, 1, "calls", "MaxInFlightPerConn"),
 		longPollShare:   newConnShare(int64(o.MaxLongPolls), o.MaxLongPollsPerConn, 2, "long-polls", "MaxLongPollsPerConn"),
+		longPollBytes:   newHeldBytes(o.MaxLongPollBytes, o.MaxMessageBytes),
 		streamShare:     newConnShare(int64(o.MaxAppendStreams), o.MaxAppendStreamsPerConn, 1, "append streams", "MaxAppendStreamsPerConn"),
 		streamSlots:     newStreamSlots(int64(o.MaxInFlight), o.MaxStreamAppendsPerConn),
 		maxMessageBytes: o.MaxMessageBytes, stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
@@ -248,6 +265,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		grpc.MaxHeaderListSize(uint32(min(int64(o.MaxMetadataBytes), math.MaxUint32))),
+		grpc.MaxConcurrentStreams(s.connStreams()),
 		experimental.BufferPool(bufferPool),
 		grpc.ForceServerCodecV2(wireCodec{}),
 		grpc.NumStreamWorkers(streamWorkers()),
@@ -419,7 +437,8 @@ func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		return nil, err
 	}
 	count, limit, what, share := &s.inFlight, s.maxInFlight, "calls", s.callShare
-	if isLongPoll(req) {
+	longPoll := isLongPoll(req)
+	if longPoll {
 		count, limit, what, share = &s.longPolls, s.maxLongPolls, "long-polls", s.longPollShare
 	}
 	if n := count.Add(1); n > limit {
@@ -434,6 +453,16 @@ func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		return nil, toStatus(err)
 	}
 	defer share.give(key)
+	if longPoll {
+		// The request is kept for as long as the call waits.
+		n := int64(proto.Size(req.(proto.Message)))
+		key, err := s.longPollBytes.take(ctx, n)
+		if err != nil {
+			s.log.Debug("call refused: busy", "method", info.FullMethod, "peer", peerAddr(ctx), "err", err)
+			return nil, toStatus(err)
+		}
+		defer s.longPollBytes.give(key, n)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic in call", "method", info.FullMethod, "panic", p, "stack", string(debug.Stack()))
@@ -483,6 +512,21 @@ func isLongPoll(req any) bool {
 		return r.GetWait().AsDuration() > 0
 	}
 	return false
+}
+
+// connStreams is how many HTTP/2 streams one connection holds open at
+// once (grpc.MaxConcurrentStreams): its shares of MaxInFlight, MaxLongPolls
+// and MaxAppendStreams (their totals where a share bounds nothing), plus
+// extraConnStreams. A stream holds the server's goroutine and buffers from
+// its headers on, before any of those limits sees its call (one whose
+// request never comes waits for it), so without this bound one connection
+// could hold any number. A connection within its shares never reaches it,
+// so a client's sends do not wait behind its consumers' long-polls; past
+// it, a gRPC client waits for a place, and a client that ignores the bound
+// has the stream refused (REFUSED_STREAM).
+func (s *Server) connStreams() uint32 {
+	n := s.callShare.bound(s.maxInFlight) + s.longPollShare.bound(s.maxLongPolls) + s.streamShare.bound(s.maxStreams) + extraConnStreams
+	return uint32(min(n, math.MaxUint32-1))
 }
 
 // streamWorkers is how many goroutines the gRPC server keeps to run calls
