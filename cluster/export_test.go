@@ -124,3 +124,25 @@ var ErrStoreLimits = errStoreLimits
 func AddNonvoter(n *Node, id, addr string) error {
 	return n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, changeTimeout).Error()
 }
+
+// FollowerEntries returns how many servers the leader's per-follower
+// progress (lag.go) holds anything of.
+func FollowerEntries(n *Node) int {
+	t := n.ptrans
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ids := map[raft.ServerID]bool{}
+	for id := range t.peers {
+		ids[id] = true
+	}
+	for id := range t.sent {
+		ids[id] = true
+	}
+	for id := range t.matched {
+		ids[id] = true
+	}
+	for id := range t.refused {
+		ids[id] = true
+	}
+	return len(ids)
+}

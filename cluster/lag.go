@@ -152,6 +152,41 @@ func (t *progressTransport) forgetCatchUp(id raft.ServerID) {
 	delete(t.refused, id)
 }
 
+// keepOnly forgets what it noted of the servers cf does not hold: removed
+// servers, of which a leader that lives through many membership changes
+// (replaced machines, each under a new node ID) would otherwise keep an
+// entry each for as long as it runs. An answer to a call that was under
+// way when its server was removed may note it again; the next pruning
+// (Node.pruneFollowers) forgets it.
+func (t *progressTransport) keepOnly(cf raft.Configuration) {
+	in := make(map[raft.ServerID]bool, len(cf.Servers))
+	for _, s := range cf.Servers {
+		in[s.ID] = true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id := range t.peers {
+		if !in[id] {
+			delete(t.peers, id)
+		}
+	}
+	for id := range t.sent {
+		if !in[id] {
+			delete(t.sent, id)
+		}
+	}
+	for id := range t.matched {
+		if !in[id] {
+			delete(t.matched, id)
+		}
+	}
+	for id := range t.refused {
+		if !in[id] {
+			delete(t.refused, id)
+		}
+	}
+}
+
 // progress returns what id last answered; ok is false when it never did.
 func (t *progressTransport) progress(id raft.ServerID) (p peerProgress, ok bool) {
 	t.mu.Lock()

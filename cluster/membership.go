@@ -164,13 +164,35 @@ func (n *Node) awaitCaughtUp(ctx context.Context, id raft.ServerID) error {
 }
 
 // refreshVoters reads the voters of the latest configuration for the
-// lease (lease.go).
+// lease (lease.go), and forgets the followers' progress of the servers it
+// no longer holds (lag.go).
 func (n *Node) refreshVoters() {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
 	}
 	n.lease.setVoters(f.Configuration())
+	n.ptrans.keepOnly(f.Configuration())
+}
+
+// followerPruneEvery is how often a leader forgets the followers'
+// progress of servers no longer in its configuration (pruneFollowers).
+const followerPruneEvery = 5 * time.Second
+
+// pruneFollowers forgets, on a leader, the followers' progress of the
+// servers its latest configuration no longer holds: an answer noted after
+// the removal's own pruning (refreshVoters) is forgotten here. Only a
+// leader notes answers, and only its Raft loop answers at once whatever
+// it is doing (a follower's waits for a snapshot being restored).
+func (n *Node) pruneFollowers() {
+	if n.raft.State() != raft.Leader {
+		return
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	n.ptrans.keepOnly(f.Configuration())
 }
 
 // RemoveServer removes the node id from the cluster. An id the

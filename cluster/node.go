@@ -395,6 +395,7 @@ func (n *Node) run() {
 	defer n.wg.Done()
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
+	pruned := time.Now()
 	for {
 		select {
 		case <-n.closing:
@@ -407,6 +408,10 @@ func (n *Node) run() {
 		case <-t.C:
 		}
 		n.reconcile()
+		if time.Since(pruned) >= followerPruneEvery {
+			pruned = time.Now()
+			n.pruneFollowers()
+		}
 	}
 }
 
@@ -607,6 +612,7 @@ func (n *Node) startTenure() error {
 		return fmt.Errorf("cluster: start tenure: configuration: %w", err)
 	}
 	n.lease.setVoters(cf.Configuration())
+	n.ptrans.keepOnly(cf.Configuration())
 	rs := newReplicatedStore(n.raft, n.st, term, tenure, id, n.opts.ApplyTimeout, n.wake)
 	rs.admitHook = n.opts.admitHook
 	var eo equeue.Options
