@@ -134,3 +134,13 @@ func GroupDeletionWaits(e *Engine) int64 { return e.groups.holdWaits.Load() }
 // LostKeyPrefix is the prefix of the metadata keys that keep the queues'
 // lost ranges (queuelost.go).
 var LostKeyPrefix = keyLostPrefix
+
+// ProducerRoutes returns how many topics' routes p keeps.
+func ProducerRoutes(p *Producer) int {
+	n := 0
+	p.routes.Range(func(_, _ any) bool { n++; return true })
+	return n
+}
+
+// RouteSweepMin exports routeSweepMin.
+const RouteSweepMin = routeSweepMin

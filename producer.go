@@ -17,6 +17,9 @@ type ProducerOptions struct {
 	// Sync overrides the engine's sync policy for this producer's sends when non-nil.
 	Sync *SyncPolicy
 	// RouteTTL is how long a topic's queue list is cached. Zero means 1 s.
+	// Expired ones are dropped as the producer looks up others, so it
+	// keeps those of the topics it sends to, not of every topic it ever
+	// sent to.
 	RouteTTL time.Duration
 	// Hooks observe every send.
 	Hooks []Hooks
@@ -104,7 +107,10 @@ type Producer struct {
 	// lastRoute is the route a send used last: most producers send to one
 	// topic, which it serves without a lookup in routes.
 	lastRoute atomic.Pointer[cachedRoute]
-	req       requesterState // request-reply (request.go)
+	// sweeper drops expired routes from routes now and then
+	// (producer_routes.go).
+	sweeper routeSweeper
+	req     requesterState // request-reply (request.go)
 }
 
 type cachedRoute struct {
@@ -181,6 +187,7 @@ func (p *Producer) route(ctx context.Context, topic string, fresh bool, now time
 		}
 	}
 	r, err := p.b.Route(ctx, topic)
+	p.sweeper.looked(p, now)
 	if err != nil {
 		return Route{}, err
 	}
