@@ -83,6 +83,9 @@ func (c *conn) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsRes
 			err = c.s.b.DeleteTopic(c.ctx, name)
 		}
 		c.s.maxTS.forget(name) // whatever came of it: forgetting costs a scan only
+		if err == nil || errors.Is(err, equeue.ErrTopicNotFound) {
+			c.s.pids.forgetTopic(name) // the producers' states of a topic that is gone
+		}
 		rt.ErrorCode = errorCode(err)
 		if err != nil {
 			msg := err.Error()

@@ -67,3 +67,17 @@ func PendingMembers(s *Server, group string) int {
 func Tick(s *Server, now time.Time) {
 	s.groups.tick(now)
 }
+
+// ProducerStates counts the idempotent producers' sequence states s
+// keeps of topic, one per producer and partition.
+func ProducerStates(s *Server, topic string) int {
+	s.pids.mu.Lock()
+	defer s.pids.mu.Unlock()
+	n := 0
+	for k := range s.pids.parts {
+		if k.topic == topic {
+			n++
+		}
+	}
+	return n
+}

@@ -174,6 +174,22 @@ func (p *producers) expire(now time.Time, idle time.Duration) {
 	}
 }
 
+// forgetTopic drops the states of every producer on the partitions of
+// topic, deleted through the listener, rather than keep them until they
+// expire (producerIdle after their last batch). A state locked by a batch
+// being stored is left to the expiry.
+func (p *producers) forgetTopic(topic string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, st := range p.parts {
+		if k.topic == topic && st.mu.TryLock() {
+			delete(p.parts, k)
+			st.gone = true
+			st.mu.Unlock()
+		}
+	}
+}
+
 // check decides what to do with a batch: store it (code 0, dup false),
 // acknowledge it as already stored as first says (dup true), or refuse it. A
 // producer's first batch is taken at any sequence number (its state may
