@@ -42,11 +42,15 @@ and names the leader.`,
 	cmd.PersistentFlags().StringVar(&admin, "admin", "", "HOST:PORT of a node's --cluster-admin (default $"+envClusterAdmin+")")
 	// call asks the node, waiting up to wait for its answer.
 	call := func(ctx context.Context, wait time.Duration, method, path string, q url.Values, out any) error {
+		flag := "--admin"
 		if admin == "" {
-			admin = os.Getenv(envClusterAdmin)
+			admin, flag = os.Getenv(envClusterAdmin), "$"+envClusterAdmin
 		}
 		if admin == "" {
 			return usageErrorf("give --admin HOST:PORT, a node's --cluster-admin address")
+		}
+		if u, err := url.Parse("http://" + admin); !isHostPort(admin) || err != nil || u.Host != admin {
+			return usageErrorf("%s %q: want HOST:PORT, a node's --cluster-admin address, e.g. 127.0.0.1:7851", flag, admin)
 		}
 		ctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()

@@ -47,7 +47,10 @@ the messages of TOPIC as they arrive, until --count messages were printed,
 --timeout passed without a message, or it is interrupted (Ctrl-C). After
 each batch it commits the offset past the last message it printed, and it
 leaves the group on exit: the next consume in the same group continues
-where this one stopped.
+where this one stopped. It exits 1 when --timeout or an interrupt stop it
+before --count messages were printed, and when a queue holds a record of a
+newer format version, which this build cannot read (the messages before it
+are printed and committed).
 
 In a clustering group (the default) members share the topic's queues; with
 --broadcast every member gets every message, with offsets of its own (give
@@ -195,6 +198,9 @@ type fetched struct {
 	// next is the consumer's position after the fetch: past messages the
 	// filter rejected too. -1 when unknown.
 	next int64
+	// err, when not nil, ends the consume: the queue holds a record this
+	// build can never read (no message comes with it).
+	err error
 }
 
 func (l *consumeLoop) run(ctx context.Context) error {
@@ -248,7 +254,13 @@ func (l *consumeLoop) run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil // interrupted: what was printed is committed
+			// Interrupted: what was printed is committed. Without --count
+			// this is how consume is stopped; with it, fewer than asked
+			// for is a failure, as at --timeout.
+			if l.count > 0 && l.printed < l.count {
+				return fmt.Errorf("interrupted: printed %d of %d", l.printed, l.count)
+			}
+			return nil
 		case <-changed:
 			changed = resync()
 		case <-idle:
@@ -257,6 +269,9 @@ func (l *consumeLoop) run(ctx context.Context) error {
 			}
 			return nil
 		case b := <-batches:
+			if b.err != nil {
+				return b.err
+			}
 			done, err := l.deliver(b)
 			if err != nil {
 				return err
@@ -332,6 +347,19 @@ func (l *consumeLoop) fetch(ctx context.Context, q equeue.QueueRef, out chan<- f
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, equeue.ErrFenced), errors.Is(err, equeue.ErrClosed):
+			return
+		case errors.Is(err, equeue.ErrUnsupportedFormat):
+			// A record of a newer format version: a newer engine wrote
+			// it, and no retry of this build will read it (the consumer
+			// library waits on purpose for a newer engine to serve the
+			// queue; a command line stops). The messages before it were
+			// delivered by earlier fetches; err names the queue, the
+			// offset and the version.
+			err = fmt.Errorf("%w; consume stops there: a newer engine wrote that record, consume the queue with one", err)
+			select {
+			case out <- fetched{q: q, next: -1, err: err}:
+			case <-ctx.Done():
+			}
 			return
 		case err != nil:
 			l.a.log.Warn("fetch failed; retrying", "queue", q, "err", err)

@@ -38,7 +38,7 @@ func main() {
 	// and the command stops as after any failed write, closing what it
 	// opened (consume commits what it wrote and leaves its group).
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifySignals()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -153,7 +153,10 @@ with (a delayed message gets its offset when it becomes visible).`,
 					return err
 				}
 				if n == 0 {
-					return usageErrorf("no message to send: the input had no non-empty line")
+					// What the input holds is found while running, as a
+					// line the broker refuses is: a failure, not a usage
+					// error.
+					return errors.New("no message to send: the input had no non-empty line")
 				}
 				a.log.Info("produced", "topic", topic, "messages", n)
 				return nil

@@ -248,7 +248,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	}
 	var stops []func(context.Context) error
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		sctx, cancel := context.WithTimeout(forced(ctx), shutdownGrace)
 		defer cancel()
 		for i := len(stops) - 1; i >= 0; i-- {
 			if serr := stops[i](sctx); serr != nil {
@@ -279,11 +279,13 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	case serveErr = <-errc:
 		a.log.Error("server stopped", "err", serveErr)
 	}
-	// Calls still running after shutdownGrace are cut (GracefulStopTimeout).
-	srv.GracefulStop()
+	// Calls still running after shutdownGrace are cut (GracefulStopTimeout),
+	// or at once at a second signal.
+	forceErr := a.stopServer(ctx, srv)
 	if httpSrv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(forced(ctx), 5*time.Second)
 		if err := httpSrv.Shutdown(sctx); err != nil {
+			_ = httpSrv.Close()
 			a.log.Warn("metrics server shutdown", "err", err)
 		}
 		cancel()
@@ -291,7 +293,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	if serveErr != nil {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
-	return nil
+	return forceErr
 }
 
 // releaseAddons releases what the add-ons' configure started (see

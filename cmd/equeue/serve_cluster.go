@@ -182,7 +182,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	}
 	var stops []func(context.Context) error
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		sctx, cancel := context.WithTimeout(forced(ctx), shutdownGrace)
 		defer cancel()
 		for i := len(stops) - 1; i >= 0; i-- {
 			if serr := stops[i](sctx); serr != nil {
@@ -208,12 +208,13 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	case serveErr = <-errc:
 		a.log.Error("server stopped", "err", serveErr)
 	}
-	// Calls still running after shutdownGrace are cut (GracefulStopTimeout).
-	srv.GracefulStop()
+	// Calls still running after shutdownGrace are cut (GracefulStopTimeout),
+	// or at once at a second signal.
+	forceErr := a.stopServer(ctx, srv)
 	if serveErr != nil {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
-	return nil
+	return forceErr
 }
 
 // serveHTTP serves h on lis; a failure after it started goes to errc.
