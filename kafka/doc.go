@@ -21,7 +21,10 @@
 // Consumer groups use the classic protocol, coordinated here: members join,
 // the group leader assigns partitions on the client side, the listener
 // relays the assignment (SyncGroup followers wait for the leader, never for
-// a timer). Membership lives in the listener; committed offsets are stored
+// a timer). A member that joins with a group.instance.id is static
+// (KIP-345): a restart of its instance takes its place without a
+// rebalance, and the member replaced is fenced (FENCED_INSTANCE_ID).
+// Membership lives in the listener; committed offsets are stored
 // in the engine beside those of native groups (Engine.CommitGroupOffsets),
 // so they survive restarts, and a native consumer group and a Kafka group
 // can read the same topic. A Kafka group may not take a native group's

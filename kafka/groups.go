@@ -88,7 +88,7 @@ var emptyGroupKeep = time.Minute
 
 type kmember struct {
 	id, clientID, clientHost string
-	instanceID               *string
+	instanceID               *string // its group.instance.id, if static (classicstatic.go)
 	protocols                []kmsg.JoinGroupRequestProtocol
 	session, rebalance       time.Duration
 	lastSeen                 time.Time
@@ -96,6 +96,14 @@ type kmember struct {
 	rejoined                 bool // joined in the current join phase
 	join                     *kmsg.JoinGroupResponse
 	assignment               []byte
+	// fenced is closed when another member of its instance took its
+	// place (replaceStatic).
+	fenced chan struct{}
+}
+
+// newKmember returns a member of ID id, not fenced.
+func newKmember(id string) *kmember {
+	return &kmember{id: id, fenced: make(chan struct{})}
 }
 
 func newCoordinator(s *Server) *coordinator {
@@ -313,7 +321,9 @@ func (g *kgroup) toEmpty() {
 // caller settled the group's commit gate (coordinator.settle).
 func (g *kgroup) complete() {
 	for id, m := range g.members {
-		if !m.rejoined {
+		// A static member is kept until its session runs out, as Kafka
+		// keeps it: its instance may be restarting (classicstatic.go).
+		if !m.rejoined && m.instanceID == nil {
 			g.remove(id)
 		}
 	}
@@ -322,8 +332,25 @@ func (g *kgroup) complete() {
 		return
 	}
 	ids := slices.Sorted(maps.Keys(g.members))
-	if g.leader == "" {
-		g.leader = ids[0]
+	var joined []string
+	for _, id := range ids {
+		if g.members[id].rejoined {
+			joined = append(joined, id)
+		}
+	}
+	if len(joined) == 0 {
+		// Only static members that did not join: the phase waits another
+		// rebalance timeout, as Kafka's does, for one of them to join or
+		// their sessions to run out.
+		var longest time.Duration
+		for _, m := range g.members {
+			longest = max(longest, m.rebalance)
+		}
+		g.deadline = time.Now().Add(longest)
+		return
+	}
+	if g.leader == "" || !g.members[g.leader].rejoined {
+		g.leader = joined[0]
 	}
 	g.protocol = g.chooseProtocol(ids)
 	g.generation++
@@ -331,29 +358,40 @@ func (g *kgroup) complete() {
 	for _, id := range ids {
 		m := g.members[id]
 		m.assignment = nil
+		if !m.rejoined {
+			continue
+		}
 		r := kmsg.NewPtrJoinGroupResponse()
 		r.Generation, r.LeaderID, r.MemberID = g.generation, g.leader, id
 		// Copies: the answer is encoded after the lock is released, while
 		// a later join may change the group's fields.
 		r.Protocol, r.ProtocolType = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
 		if id == g.leader {
-			for _, oid := range ids {
-				om := g.members[oid]
-				jm := kmsg.NewJoinGroupResponseMember()
-				jm.MemberID, jm.InstanceID = oid, om.instanceID
-				for _, p := range om.protocols {
-					if p.Name == g.protocol {
-						jm.ProtocolMetadata = p.Metadata
-					}
-				}
-				r.Members = append(r.Members, jm)
-			}
+			r.Members = g.memberList(ids)
 		}
 		m.join = r
 	}
 	close(g.joined)
 	g.joined = nil
 	g.wakeSync()
+}
+
+// memberList lists the members ids, with their metadata of the group's
+// protocol, as a join answer gives them to the leader.
+func (g *kgroup) memberList(ids []string) []kmsg.JoinGroupResponseMember {
+	out := make([]kmsg.JoinGroupResponseMember, 0, len(ids))
+	for _, id := range ids {
+		m := g.members[id]
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID, jm.InstanceID = id, m.instanceID
+		for _, p := range m.protocols {
+			if p.Name == g.protocol {
+				jm.ProtocolMetadata = p.Metadata
+			}
+		}
+		out = append(out, jm)
+	}
+	return out
 }
 
 // chooseProtocol picks, among the leader's protocols in its order of
@@ -430,7 +468,15 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		g = &kgroup{name: req.Group, members: map[string]*kmember{}, synced: make(chan struct{})}
 		c.groups[req.Group] = g
 	}
-	if len(g.members) > 0 && (g.protocolType != req.ProtocolType || !g.sharesProtocol(req.Protocols, req.MemberID)) {
+	var static *kmember // the member of the instance ID named
+	if req.InstanceID != nil {
+		static = g.staticMember(*req.InstanceID)
+	}
+	self := req.MemberID
+	if self == "" && static != nil {
+		self = static.id // whose place the joining member takes
+	}
+	if len(g.members) > 0 && (g.protocolType != req.ProtocolType || !g.sharesProtocol(req.Protocols, self)) {
 		c.mu.Unlock()
 		resp.ErrorCode = errInconsistentGroupProtocol
 		return resp
@@ -438,7 +484,13 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 	now := time.Now()
 	id := req.MemberID
 	m := g.members[id]
+	formerLeader := g.leader
 	switch {
+	case id == "" && static != nil:
+		// The instance restarted (classicstatic.go).
+		c.s.log.Info("kafka: static group member replaced", "group", g.name, "instance", *req.InstanceID, "member", static.id)
+		m = g.replaceStatic(static, newMemberID(*req.InstanceID))
+		id = m.id
 	case id == "" && req.GetVersion() >= 4 && req.InstanceID == nil:
 		// KIP-394: the ID comes back with MEMBER_ID_REQUIRED and only a
 		// join carrying it makes a member, so a join the client gave up
@@ -454,9 +506,23 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		resp.MemberID, resp.ErrorCode = id, errMemberIDRequired
 		return resp
 	case id == "":
-		id = newMemberID(h.clientID)
-		m = &kmember{id: id}
+		if req.InstanceID != nil {
+			id = newMemberID(*req.InstanceID)
+		} else {
+			id = newMemberID(h.clientID)
+		}
+		m = newKmember(id)
+		m.instanceID = req.InstanceID
 		g.members[id] = m
+	case static != nil && static.id != id:
+		c.mu.Unlock()
+		resp.ErrorCode = errFencedInstanceID
+		return resp
+	case req.InstanceID != nil && static == nil:
+		// Kafka's answer: the member joins again without a member ID.
+		c.mu.Unlock()
+		resp.ErrorCode = errUnknownMemberID
+		return resp
 	case m == nil:
 		if _, ok := g.pending[id]; !ok {
 			c.mu.Unlock()
@@ -464,13 +530,19 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 			return resp
 		}
 		delete(g.pending, id)
-		m = &kmember{id: id}
+		m = newKmember(id)
 		g.members[id] = m
 	}
 	g.emptySince = time.Time{}
-	m.clientID, m.clientHost, m.instanceID = h.clientID, remote, req.InstanceID
+	m.clientID, m.clientHost = h.clientID, remote
 	m.protocols, m.session, m.rebalance, m.lastSeen = req.Protocols, session, rebalance, now
 	g.protocolType = req.ProtocolType
+	if id != req.MemberID && static != nil {
+		if r := g.staticRejoin(m, formerLeader, req.GetVersion()); r != nil {
+			c.mu.Unlock()
+			return r
+		}
+	}
 	g.rebalance(now)
 	m.rejoined, m.join = true, nil
 	m.busy++
@@ -484,6 +556,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		c.mu.Unlock()
 		select {
 		case <-wait:
+		case <-m.fenced:
 		case <-ctx.Done():
 		}
 		c.lock()
@@ -496,7 +569,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 	defer c.mu.Unlock()
 	switch {
 	case g.members[id] != m:
-		resp.ErrorCode = errUnknownMemberID
+		resp.ErrorCode = m.goneCode()
 	case m.join != nil:
 		r := m.join
 		m.join = nil
@@ -527,12 +600,15 @@ func (g *kgroup) sharesProtocol(ps []kmsg.JoinGroupRequestProtocol, self string)
 	return false
 }
 
-// member finds a live member of a group of the given generation, or says
-// why not.
-func (c *coordinator) member(group, id string, generation int32) (*kgroup, *kmember, int16) {
+// member finds a live member of a group of the given generation, of the
+// instance named if one is (checkInstance), or says why not.
+func (c *coordinator) member(group, id string, instance *string, generation int32) (*kgroup, *kmember, int16) {
 	g := c.groups[group]
 	if g == nil {
 		return nil, nil, errUnknownMemberID
+	}
+	if code := g.checkInstance(id, instance); code != errNone {
+		return g, nil, code
 	}
 	m := g.members[id]
 	if m == nil {
@@ -548,7 +624,7 @@ func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 	resp := kmsg.NewPtrSyncGroupResponse()
 	c.lock()
 	defer c.mu.Unlock()
-	g, m, code := c.member(req.Group, req.MemberID, req.Generation)
+	g, m, code := c.member(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	if code != errNone {
 		resp.ErrorCode = code
 		return resp
@@ -574,6 +650,7 @@ func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		c.mu.Unlock()
 		select {
 		case <-wait:
+		case <-m.fenced:
 		case <-ctx.Done():
 		}
 		c.lock()
@@ -585,7 +662,7 @@ func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 	m.lastSeen = time.Now()
 	switch {
 	case g.members[m.id] != m:
-		resp.ErrorCode = errUnknownMemberID
+		resp.ErrorCode = m.goneCode()
 	case g.generation != gen || g.state != stateStable:
 		resp.ErrorCode = errRebalanceInProgress
 	default:
@@ -598,7 +675,7 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	resp := kmsg.NewPtrHeartbeatResponse()
 	c.lock()
 	defer c.mu.Unlock()
-	g, m, code := c.member(req.Group, req.MemberID, req.Generation)
+	g, m, code := c.member(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	if m != nil {
 		m.lastSeen = time.Now()
 	}
@@ -611,11 +688,11 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 
 func (c *coordinator) leave(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := kmsg.NewPtrLeaveGroupResponse()
-	ids := []string{req.MemberID}
+	ids, instances := []string{req.MemberID}, []*string{nil}
 	if req.GetVersion() >= 3 {
-		ids = ids[:0]
+		ids, instances = ids[:0], instances[:0]
 		for _, m := range req.Members {
-			ids = append(ids, m.MemberID)
+			ids, instances = append(ids, m.MemberID), append(instances, m.InstanceID)
 		}
 	}
 	c.lock()
@@ -627,12 +704,25 @@ func (c *coordinator) leave(ctx context.Context, req *kmsg.LeaveGroupRequest) *k
 		switch {
 		case g == nil:
 			code = errUnknownMemberID
+		case id == "" && instances[i] != nil:
+			// By the instance alone, as an administrator removes a
+			// static member (classicstatic.go).
+			sm := g.staticMember(*instances[i])
+			if sm == nil {
+				code = errUnknownMemberID
+				break
+			}
+			c.s.log.Info("kafka: group member removed", "group", g.name, "member", sm.id, "instance", *instances[i])
+			g.remove(sm.id)
+			left++
+		case !g.pending[id].IsZero():
+			delete(g.pending, id) // given out, not joined yet: Kafka forgets it so
+		case g.checkInstance(id, instances[i]) != errNone:
+			code = g.checkInstance(id, instances[i])
 		case g.members[id] != nil:
 			c.s.log.Info("kafka: group member left", "group", g.name, "member", id)
 			g.remove(id)
 			left++
-		case !g.pending[id].IsZero():
-			delete(g.pending, id) // given out, not joined yet: Kafka forgets it so
 		default:
 			code = errUnknownMemberID
 		}

@@ -171,7 +171,7 @@ func (c *coordinator) admitCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		}
 		return c.enterGate(req.Group, held)
 	}
-	_, m, code := c.member(req.Group, req.MemberID, req.Generation)
+	_, m, code := c.member(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	if code != errNone {
 		return code, nil, nil, nil
 	}
