@@ -112,7 +112,8 @@ func newCoordinator(s *Server) *coordinator {
 
 // run expires silent members, ends join phases whose rebalance timeout
 // passed, keeps the groups that have members in use in the engine (keep)
-// and forgets idle producers' sequence state, until ctx ends.
+// and forgets idle producers' sequence state and that of deleted topics,
+// until ctx ends.
 func (c *coordinator) run(ctx context.Context) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
@@ -124,7 +125,7 @@ func (c *coordinator) run(ctx context.Context) {
 		case now := <-t.C:
 			c.keep(ctx, c.tick(now))
 			if now.Sub(lastExpiry) > time.Minute {
-				c.s.pids.expire(now, producerIdle)
+				c.sweepProducers(ctx, now)
 				lastExpiry = now
 			}
 		}

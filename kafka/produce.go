@@ -229,14 +229,29 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 		st := c.s.pids.lock(c.s.term(), b.producerID, topic, part)
 		defer st.mu.Unlock()
 		first, dup, code := st.check(b)
+		if (code != errNone || dup) && c.topicReplaced(topic, st.topicID) {
+			// The state is of a topic deleted since, outside the
+			// listener: the batch is the first of the topic there is now.
+			st.reset()
+			first, dup, code = st.check(b)
+		}
 		if code != errNone || dup {
 			return first, code, nil
+		}
+		id := st.topicID
+		if !st.known {
+			// Learned before the append: a topic made again between the
+			// two leaves a state that the next refusal finds replaced
+			// (forgotten, the safe way), never one that passes for the
+			// new topic's.
+			id = c.topicIDOf(topic)
 		}
 		setIDs(b, part)
 		done, prior := st.storedPart(b)
 		at, err := c.appendRest(topic, part, b.msgs, done, prior)
 		if err == nil {
 			st.stored(b, at)
+			st.topicID = id
 		} else {
 			st.failed(b, err)
 			c.s.pids.forgetUnknown(b.producerID, topic, part, st)
@@ -245,6 +260,33 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 	}
 	at, err := c.appendBatch(topic, part, b.msgs)
 	return at, errorCode(err), err
+}
+
+// topicIDOf returns the ID of topic (equeue.TopicInfo.ID), 0 when it
+// cannot be read.
+func (c *conn) topicIDOf(topic string) uint32 {
+	ti, err := c.s.b.Topic(c.ctx, topic)
+	if err != nil {
+		return 0
+	}
+	return ti.ID
+}
+
+// topicReplaced reports whether topic, whose ID was id when a producer's
+// sequence state was learned on it, was deleted since: it is missing, or
+// has another ID (deleted and made again under its name). With id 0 (not
+// known), or when the topic cannot be read, it reports false: the state is
+// kept. It is asked only when the state refuses a batch or takes it for a
+// duplicate, so batches in order cost no lookup.
+func (c *conn) topicReplaced(topic string, id uint32) bool {
+	if id == 0 {
+		return false
+	}
+	ti, err := c.s.b.Topic(c.ctx, topic)
+	if err != nil {
+		return errors.Is(err, equeue.ErrTopicNotFound)
+	}
+	return ti.ID != id
 }
 
 // appendRest stores msgs but their first done, which an earlier try of

@@ -41,6 +41,11 @@ type seqState struct {
 	gone    bool // expired: no longer in producers.parts (see lock)
 	epoch   int16
 	lastSeq int32
+	// topicID is the ID (equeue.TopicInfo.ID) of the topic the state was
+	// learned on, 0 when not known: a state of a topic deleted since, or
+	// deleted and made again under its name, is not the new topic's (see
+	// conn.storeBatch, forgetDeleted).
+	topicID uint32
 	// recent holds the last batches stored, for duplicate detection (Kafka
 	// clients have at most 5 batches in flight per partition).
 	recent [5]storedBatch
@@ -129,10 +134,17 @@ func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqS
 		st.mu.Unlock()
 	}
 	if st.term != term {
-		st.term, st.known, st.epoch, st.lastSeq, st.nrec, st.partial = term, false, 0, 0, 0, nil
+		st.term = term
+		st.reset()
 	}
 	st.used = time.Now()
 	return st
+}
+
+// reset forgets what st knows of its producer's batches: the next one is
+// taken as it comes.
+func (st *seqState) reset() {
+	st.known, st.topicID, st.epoch, st.lastSeq, st.nrec, st.partial = false, 0, 0, 0, 0, nil
 }
 
 // forgetUnknown drops st, the state of producer pid on a partition,
@@ -187,6 +199,26 @@ func (p *producers) forgetTopic(topic string) {
 			st.gone = true
 			st.mu.Unlock()
 		}
+	}
+}
+
+// forgetDeleted drops the states of topics that are not in live (topic
+// name -> ID), or that have another ID there, learned before listed, when
+// live was listed: the topic was deleted (or deleted and made again) since
+// outside the listener. A state whose topic ID is not known, used since
+// the listing, or locked by a batch being stored is left alone.
+func (p *producers) forgetDeleted(live map[string]uint32, listed time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, st := range p.parts {
+		if !st.mu.TryLock() {
+			continue
+		}
+		if id, ok := live[k.topic]; st.topicID != 0 && st.used.Before(listed) && (!ok || id != st.topicID) {
+			delete(p.parts, k)
+			st.gone = true
+		}
+		st.mu.Unlock()
 	}
 }
 
