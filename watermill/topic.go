@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/equeue-go/equeue"
 )
@@ -21,15 +20,17 @@ type TopicCreator interface {
 
 var _ TopicCreator = (*equeue.Engine)(nil)
 
-// topicMaker creates each topic at most once per Publisher or Subscriber.
+// topicMaker creates each topic at most once per Publisher or Subscriber,
+// as long as it remembers the topic: it remembers the maxKnownTopics names
+// used last.
 type topicMaker struct {
 	b      equeue.Broker
 	queues int
-	done   sync.Map // topic name -> struct{}
+	done   *recentNames // the topics known to exist
 }
 
 func newTopicMaker(b equeue.Broker, queues int) *topicMaker {
-	return &topicMaker{b: b, queues: queues}
+	return &topicMaker{b: b, queues: queues, done: newRecentNames(maxKnownTopics)}
 }
 
 // ensure creates topic with the configured queue count unless it exists.
@@ -42,7 +43,7 @@ func newTopicMaker(b equeue.Broker, queues int) *topicMaker {
 // if the topic turns out to be missing (see notCreated). A failed creation
 // is tried again on the next call until exists records the topic.
 func (t *topicMaker) ensure(ctx context.Context, topic string) error {
-	if _, ok := t.done.Load(topic); ok {
+	if t.done.has(topic) {
 		return nil
 	}
 	tc, ok := t.b.(TopicCreator)
@@ -54,17 +55,17 @@ func (t *topicMaker) ensure(ctx context.Context, topic string) error {
 			return fmt.Errorf("equeue watermill: create topic %q: %w", topic, err)
 		}
 	}
-	t.done.Store(topic, struct{}{})
+	t.done.add(topic)
 	return nil
 }
 
 // forget drops what t knows of topic (deleted since), so that ensure
 // creates it again.
-func (t *topicMaker) forget(topic string) { t.done.Delete(topic) }
+func (t *topicMaker) forget(topic string) { t.done.remove(topic) }
 
 // exists records that topic exists, so that ensure does not try to create
 // it again.
-func (t *topicMaker) exists(topic string) { t.done.Store(topic, struct{}{}) }
+func (t *topicMaker) exists(topic string) { t.done.add(topic) }
 
 // notCreated returns err, the failure of an operation on a topic, with
 // createErr, why ensure did not create the topic, added when err says that
