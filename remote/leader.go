@@ -36,20 +36,36 @@ import (
 // leader. Send again with the same message IDs on a topic
 // with a dedup window to store it at most once.
 // Retries stop when the call's context ends, or after FailoverWait.
+//
+// Addresses: the client keeps those given to DialCluster, and up to
+// maxLearnedAddrs leader addresses the nodes' answers named. A learned
+// address is forgotten, with its connection (once the calls using it are
+// done), when it has been unreachable for a minute, or when newer ones
+// push it out; a node naming it the leader later makes it known again.
 type ClusterClient struct {
 	opts  ClientOptions
-	addrs []string // every address known, in the order given, then learned
+	given int // addrs[:given] were given to DialCluster, and are kept
 
-	mu      sync.Mutex
-	clients map[string]*Client
-	leader  string // best guess; "" when unknown
-	next    int    // round robin over addrs when the leader is unknown
+	mu sync.Mutex
+	// addrs holds every address known, in the order given, then learned.
+	addrs   []string
+	clients map[string]*node
+	// retiring holds the nodes forgotten while calls use them: their
+	// clients are closed once the last call is done (release), or by Close.
+	retiring map[*node]struct{}
+	leader   string // best guess; "" when unknown
+	next     int    // round robin over addrs when the leader is unknown
+	uses     uint64 // orders the learned nodes' uses (node.used)
 
 	closed atomic.Bool
 	// async counts AppendAsync calls retried as Append on goroutines of
 	// their own: Close waits for them (added to under mu, never after
 	// Close set closed).
 	async sync.WaitGroup
+	// closing counts the forgotten nodes' clients being closed (retire):
+	// Close waits for them (added to under mu, never after Close set
+	// closed).
+	closing sync.WaitGroup
 	// closeDone is closed once the first Close is done: a later or
 	// concurrent Close waits for it.
 	closeDone chan struct{}
@@ -68,7 +84,7 @@ func DialCluster(addrs []string, opts *ClientOptions) (*ClusterClient, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: no addresses", equeue.ErrInvalidArgument)
 	}
-	cc := &ClusterClient{clients: map[string]*Client{}, closeDone: make(chan struct{})}
+	cc := &ClusterClient{clients: map[string]*node{}, retiring: map[*node]struct{}{}, closeDone: make(chan struct{})}
 	if opts != nil {
 		cc.opts = *opts
 	}
@@ -81,28 +97,8 @@ func DialCluster(addrs []string, opts *ClientOptions) (*ClusterClient, error) {
 			cc.addrs = append(cc.addrs, a)
 		}
 	}
+	cc.given = len(cc.addrs)
 	return cc, nil
-}
-
-// client returns the client of addr, dialing it the first time.
-func (cc *ClusterClient) client(addr string) (*Client, error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.closed.Load() {
-		return nil, equeue.ErrClosed
-	}
-	if c, ok := cc.clients[addr]; ok {
-		return c, nil
-	}
-	c, err := Dial(addr, &cc.opts)
-	if err != nil {
-		return nil, err
-	}
-	cc.clients[addr] = c
-	if !slices.Contains(cc.addrs, addr) {
-		cc.addrs = append(cc.addrs, addr)
-	}
-	return c, nil
 }
 
 // target is the address to call next.
@@ -125,6 +121,7 @@ func (cc *ClusterClient) redirect(addr, leader string) {
 	switch {
 	case leader != "":
 		cc.leader = leader
+		cc.named(leader)
 	case cc.leader == addr:
 		cc.leader = ""
 	}
@@ -144,7 +141,8 @@ func (cc *ClusterClient) Leader() string {
 //
 // The node clients are closed without cc.mu held: closing one waits for its
 // append stream's reader, whose AppendAsync callbacks take cc.mu (redirect).
-// Once closed is set, client adds no node, so the map is Close's alone.
+// Once closed is set, acquire adds no node and retire closes none, so the
+// nodes are Close's alone.
 func (cc *ClusterClient) Close() error {
 	cc.mu.Lock()
 	if !cc.closed.CompareAndSwap(false, true) {
@@ -153,9 +151,12 @@ func (cc *ClusterClient) Close() error {
 		return nil
 	}
 	defer close(cc.closeDone)
-	clients := make([]*Client, 0, len(cc.clients))
-	for _, c := range cc.clients {
-		clients = append(clients, c)
+	clients := make([]*Client, 0, len(cc.clients)+len(cc.retiring))
+	for _, n := range cc.clients {
+		clients = append(clients, n.c)
+	}
+	for n := range cc.retiring {
+		clients = append(clients, n.c)
 	}
 	cc.mu.Unlock()
 	var errs []error
@@ -164,6 +165,7 @@ func (cc *ClusterClient) Close() error {
 	}
 	// The appends retried as Append end now: the client is closed.
 	cc.async.Wait()
+	cc.closing.Wait()
 	return errors.Join(errs...)
 }
 
@@ -198,7 +200,7 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			delay = min(2*delay, 500*time.Millisecond)
 		}
 		addr := cc.target()
-		c, err := cc.client(addr)
+		n, err := cc.acquire(addr)
 		if err != nil {
 			if errors.Is(err, equeue.ErrClosed) {
 				return zero, err
@@ -207,15 +209,24 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			cc.redirect(addr, "")
 			continue
 		}
-		if !repeatable && c.conn.GetState() == connectivity.TransientFailure {
+		if !repeatable && n.c.conn.GetState() == connectivity.TransientFailure {
 			// The node cannot be reached: a call would fail before it is
 			// sent. Try another one.
-			c.conn.Connect()
+			n.c.conn.Connect()
 			last = fmt.Errorf("%w: %s unreachable", ErrUnavailable, addr)
 			cc.redirect(addr, "")
+			cc.unreachable(n)
+			cc.release(n)
 			continue
 		}
-		v, err := f(c)
+		v, err := f(n.c)
+		if errors.Is(err, ErrUnavailable) {
+			cc.redirect(addr, "") // before unreachable: the leader is not forgotten
+			cc.unreachable(n)
+		} else if err == nil || errors.Is(err, equeue.ErrNotLeader) || errors.Is(err, ErrBusy) {
+			cc.answered(n)
+		}
+		cc.release(n)
 		if err == nil {
 			cc.redirect(addr, addr)
 			return v, nil

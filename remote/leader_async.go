@@ -35,13 +35,14 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument))
 		return
 	}
-	addr, c := cc.knownLeader()
-	if c == nil {
+	addr, n := cc.knownLeader()
+	if n == nil {
 		// Find the leader (or fail) as Append does.
 		cc.appendAside(ctx, req, cb)
 		return
 	}
-	c.AppendAsync(ctx, req, func(res equeue.AppendResult, err error) {
+	n.c.AppendAsync(ctx, req, func(res equeue.AppendResult, err error) {
+		defer cc.release(n)
 		switch {
 		case err == nil:
 		case refusedNotLeader(err):
@@ -62,6 +63,9 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 			// append stays ErrIndeterminate then) or too slow: the next
 			// call asks the others.
 			cc.redirect(addr, "")
+			if errors.Is(err, ErrUnavailable) {
+				cc.unreachable(n)
+			}
 		}
 		cb(res, err)
 	})
@@ -85,16 +89,21 @@ func (cc *ClusterClient) appendAside(ctx context.Context, req *equeue.AppendRequ
 	}()
 }
 
-// knownLeader returns the leader's address and client when the client
-// knows the leader and can reach it; otherwise a nil client.
-func (cc *ClusterClient) knownLeader() (string, *Client) {
+// knownLeader returns the leader's address and node, acquired (the
+// caller releases it), when the client knows the leader and can reach it;
+// otherwise a nil node.
+func (cc *ClusterClient) knownLeader() (string, *node) {
 	addr := cc.Leader()
 	if addr == "" {
 		return "", nil
 	}
-	c, err := cc.client(addr)
-	if err != nil || c.conn.GetState() == connectivity.TransientFailure {
+	n, err := cc.acquire(addr)
+	if err != nil {
 		return "", nil
 	}
-	return addr, c
+	if n.c.conn.GetState() == connectivity.TransientFailure {
+		cc.release(n)
+		return "", nil
+	}
+	return addr, n
 }
