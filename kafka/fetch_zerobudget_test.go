@@ -22,20 +22,7 @@ func TestFetch_ZeroMaxBytesReturnsTheFirstMessageOnly(t *testing.T) {
 		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: []byte("a")}, {Body: []byte("b")}, {Body: []byte("c")}}})
 		require.NoError(t, err)
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 0
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "t"
-	for p := range int32(2) {
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
-		ft.Partitions = append(ft.Partitions, fp)
-	}
-	req.Topics = append(req.Topics, ft)
-	resp, err := req.RequestWith(ctx, kclient(t, addr))
-	require.NoError(t, err)
-	ps := resp.Topics[0].Partitions
-	require.Len(t, ps, 2)
+	ps := fetchTwoPartitions(ctx, t, addr, 0)
 	var b kmsg.RecordBatch
 	require.NoError(t, b.ReadFrom(ps[0].RecordBatches))
 	assert.Equal(t, int32(1), b.NumRecords, "the first message only")

@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -172,20 +173,7 @@ func TestProtocol_FetchByteBudget(t *testing.T) {
 		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: q, Messages: []*equeue.Message{{Body: big}, {Body: big}}})
 		require.NoError(t, err)
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 500
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "t"
-	for p := range int32(2) {
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
-		ft.Partitions = append(ft.Partitions, fp)
-	}
-	req.Topics = append(req.Topics, ft)
-	resp, err := req.RequestWith(ctx, kclient(t, addr))
-	require.NoError(t, err)
-	ps := resp.Topics[0].Partitions
-	require.Len(t, ps, 2)
+	ps := fetchTwoPartitions(ctx, t, addr, 500)
 	var b kmsg.RecordBatch
 	require.NoError(t, b.ReadFrom(ps[0].RecordBatches))
 	assert.Equal(t, int32(1), b.NumRecords, "the first message, alone, though larger than the budget")
@@ -318,4 +306,26 @@ func TestProtocol_InvalidAcksRefused(t *testing.T) {
 	ti, err := e.Topic(testCtx(t), "t")
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), ti.Queues[0].MaxOffset, "nothing stored")
+}
+
+// fetchTwoPartitions fetches partitions 0 and 1 of topic "t" from offset 0
+// at once (no wait, 1 MiB a partition) with a request budget of maxBytes,
+// and returns the two partitions' answers.
+func fetchTwoPartitions(ctx context.Context, t *testing.T, addr string, maxBytes int32) []kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, maxBytes
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	for p := range int32(2) {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	req.Topics = append(req.Topics, ft)
+	resp, err := req.RequestWith(ctx, kclient(t, addr))
+	require.NoError(t, err)
+	ps := resp.Topics[0].Partitions
+	require.Len(t, ps, 2)
+	return ps
 }

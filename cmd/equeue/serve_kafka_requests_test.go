@@ -73,24 +73,7 @@ func TestServe_KafkaRequestBounds(t *testing.T) {
 	srv := startServe(t, "--dir", dir, "--listen", addr, "--kafka", kaddr,
 		"--kafka-max-queued-request-bytes", "65536", "--kafka-max-connections", "1",
 		"--kafka-request-read-timeout", "200ms")
-	var served net.Conn
-	eventually(t, 20*time.Second, "a served Kafka connection", func() bool {
-		if srv.exited() {
-			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
-		}
-		nc, err := net.Dial("tcp", kaddr)
-		if err != nil {
-			return false
-		}
-		_ = nc.SetReadDeadline(time.Now().Add(time.Minute))
-		if _, err := kafkaVersions(nc, 1); err != nil {
-			_ = nc.Close()
-			return false
-		}
-		served = nc
-		return true
-	})
-	t.Cleanup(func() { _ = served.Close() })
+	served := firstServedKafkaConn(t, srv, kaddr)
 
 	_, err := kafkaVersions(dialKafka(t, kaddr), 2)
 	require.Error(t, err, "a second connection is past --kafka-max-connections 1")
@@ -139,7 +122,23 @@ func TestServe_KafkaConnectionsMaxIdle(t *testing.T) {
 	addr, kaddr := freePort(t), freePort(t)
 	srv := startServe(t, "--dir", dir, "--listen", addr, "--kafka", kaddr,
 		"--kafka-connections-max-idle", "200ms")
-	var served net.Conn
+	served := firstServedKafkaConn(t, srv, kaddr)
+
+	var size [4]byte
+	_, err := io.ReadFull(served, size[:])
+	require.Error(t, err, "the idle connection is closed")
+	require.NotErrorIs(t, err, os.ErrDeadlineExceeded, "closed by serve, not by the test's minute")
+	if code := srv.stop(t); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM; its log:\n%s", code, srv.stderr)
+	}
+}
+
+// firstServedKafkaConn waits for srv's Kafka listener at kaddr to answer an
+// ApiVersions request and returns that connection (closed at the test's
+// end), with a read deadline a minute away.
+func firstServedKafkaConn(t *testing.T, srv *server, kaddr string) net.Conn {
+	t.Helper()
+	var conn net.Conn
 	eventually(t, 20*time.Second, "a served Kafka connection", func() bool {
 		if srv.exited() {
 			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
@@ -153,16 +152,9 @@ func TestServe_KafkaConnectionsMaxIdle(t *testing.T) {
 			_ = nc.Close()
 			return false
 		}
-		served = nc
+		conn = nc
 		return true
 	})
-	t.Cleanup(func() { _ = served.Close() })
-
-	var size [4]byte
-	_, err := io.ReadFull(served, size[:])
-	require.Error(t, err, "the idle connection is closed")
-	require.NotErrorIs(t, err, os.ErrDeadlineExceeded, "closed by serve, not by the test's minute")
-	if code := srv.stop(t); code != 0 {
-		t.Fatalf("serve exited %d after SIGTERM; its log:\n%s", code, srv.stderr)
-	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }
