@@ -129,6 +129,7 @@ func TestCluster_AddVoterThatNeverCatchesUpIsRemovedAgain(t *testing.T) {
 	defer cancel()
 	err := l.AddVoter(ctx, "ghost", ghost)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, cluster.ErrNotCaughtUp)
 	require.ErrorContains(t, err, "did not catch up")
 	for _, s := range l.Status().Servers {
 		require.NotEqual(t, "ghost", s.ID, "the server that never caught up stays in the configuration")

@@ -42,3 +42,11 @@ var ErrUnknownServer = fmt.Errorf("%w: no server with this ID in the cluster's c
 // them came back. Nothing was done. Remove the voter that does not
 // answer first, or bring it back.
 var ErrWouldLoseQuorum = errors.New("cluster: the voters left would not be a majority that answers the leader")
+
+// ErrNotCaughtUp is returned by AddVoter when the node it adds did not
+// catch up with the leader's log before the caller's context ended (or
+// within 5 minutes, when it has no deadline): the node was removed again,
+// or the error says that removing it failed. The error matches the
+// context's error too. The node may be down, or its Raft address one the
+// leader cannot reach.
+var ErrNotCaughtUp = errors.New("cluster: the node did not catch up with the leader's log in time")

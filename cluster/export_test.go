@@ -146,3 +146,6 @@ func FollowerEntries(n *Node) int {
 	}
 	return len(ids)
 }
+
+// ChangeStatus exports changeStatus.
+var ChangeStatus = changeStatus

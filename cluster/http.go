@@ -26,8 +26,11 @@ import (
 // TOKEN": a missing or unknown token gets 401, a token that may read but not
 // change the cluster gets 403 on a change. Changes asked of a follower fail
 // with 409 and the leader's ID, and so does a removal that would leave too
-// few voters that answer (ErrWouldLoseQuorum). A missing or malformed
-// parameter, or an ID the configuration does not hold, gets 400.
+// few voters that answer (ErrWouldLoseQuorum), and an addition of a node
+// of another cluster (ErrForeignCluster); an addition of a node that did
+// not catch up in time (ErrNotCaughtUp) gets 504. A missing or malformed
+// parameter, an ID the configuration does not hold, or a new address for
+// the leader's own ID, gets 400. A failure's body is {"error": TEXT}.
 func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 	var cfg adminConfig
 	for _, o := range opts {
@@ -47,13 +50,7 @@ func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
 			if err := f(ctx, r); err != nil {
-				code := http.StatusInternalServerError
-				if errors.Is(err, equeue.ErrNotLeader) || errors.Is(err, ErrWouldLoseQuorum) {
-					code = http.StatusConflict
-				} else if errors.Is(err, equeue.ErrInvalidArgument) {
-					code = http.StatusBadRequest
-				}
-				writeJSON(w, code, map[string]string{"error": err.Error()})
+				writeJSON(w, changeStatus(err), map[string]string{"error": err.Error()})
 				return
 			}
 			writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
@@ -151,4 +148,17 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// changeStatus is the HTTP status of a change that failed with err.
+func changeStatus(err error) int {
+	switch {
+	case errors.Is(err, equeue.ErrNotLeader), errors.Is(err, ErrWouldLoseQuorum), errors.Is(err, ErrForeignCluster):
+		return http.StatusConflict
+	case errors.Is(err, ErrNotCaughtUp):
+		return http.StatusGatewayTimeout
+	case errors.Is(err, equeue.ErrInvalidArgument):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
 }

@@ -1,6 +1,9 @@
 package cluster_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -8,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
 )
 
@@ -127,5 +131,24 @@ func TestAdminHandler_BearerSchemeIsCaseInsensitive(t *testing.T) {
 		require.NoError(t, err)
 		_ = res.Body.Close()
 		assert.Equal(t, http.StatusOK, res.StatusCode, scheme)
+	}
+}
+
+// A change that fails answers a status saying why: a node of another
+// cluster (ErrForeignCluster) 409, a node that did not catch up in time
+// (ErrNotCaughtUp) 504. Both answered 500, as an error of the node.
+func TestAdminHandler_AddFailuresHaveTheirOwnStatus(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("cluster: add voter n2: %w: it refused the leader's entries", cluster.ErrForeignCluster), http.StatusConflict},
+		{fmt.Errorf("cluster: add voter n2: %w (its log holds up to 3 of 9): %w", cluster.ErrNotCaughtUp, context.DeadlineExceeded), http.StatusGatewayTimeout},
+		{fmt.Errorf("cluster: add voter n2: %w", equeue.ErrInvalidArgument), http.StatusBadRequest},
+		{&cluster.NotLeaderError{}, http.StatusConflict},
+		{fmt.Errorf("cluster: remove server n2: %w", cluster.ErrWouldLoseQuorum), http.StatusConflict},
+		{errors.New("disk on fire"), http.StatusInternalServerError},
+	} {
+		assert.Equal(t, tc.want, cluster.ChangeStatus(tc.err), "%v", tc.err)
 	}
 }

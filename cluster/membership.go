@@ -49,7 +49,7 @@ func (n *Node) leaderOnly() error {
 }
 
 // AddVoter adds the node id, whose Raft transport listens at raftAddr, as
-// a voter (or updates the address of a voter). The node is added as a
+// a voter (or updates the address of a voter other than the leader). The node is added as a
 // non-voter first, which catches up from a snapshot and the log while the
 // cluster goes on serving, and becomes a voter once its log holds an
 // entry the leader appended after adding it: a voter that never catches
@@ -58,7 +58,11 @@ func (n *Node) leaderOnly() error {
 // (or within addVoterTimeout when ctx has no deadline), or refuses the
 // leader's entries or snapshot as a node of another cluster (an error matching
 // ErrForeignCluster), it is removed again and AddVoter returns an error
-// saying so. An ID or address of a form Open refuses in Options (an ID
+// saying so (for a node that did not catch up, one matching ErrNotCaughtUp
+// and the context's error). The address of the leader itself is not
+// changed: a new address for its own ID is refused with an error matching
+// equeue.ErrInvalidArgument (transfer leadership first, then ask the new
+// leader), since a mistyped one would cut it off from its followers. An ID or address of a form Open refuses in Options (an ID
 // takes 1-255 bytes of UTF-8 without control characters; an address is
 // HOST:PORT naming a host other nodes can dial, with a port from 1), or
 // an address another server of the configuration has, is refused with an
@@ -82,6 +86,11 @@ func (n *Node) AddVoter(ctx context.Context, id, raftAddr string) error {
 		if s.Address == addr && s.ID != sid {
 			return fmt.Errorf("cluster: add voter %s: %w: server %s has Raft address %s", id, equeue.ErrInvalidArgument, s.ID, addr)
 		}
+	}
+	if s, ok := findServer(cf.Configuration(), id); ok && id == n.opts.ID && s.Address != addr {
+		// The followers would dial this leader there from now on: a
+		// mistyped address would cut it off from all of them.
+		return fmt.Errorf("cluster: add voter %s: %w: %s is this node, which leads: to change its Raft address (now %s), transfer leadership first, then ask the new leader", id, equeue.ErrInvalidArgument, id, s.Address)
 	}
 	if s, ok := findServer(cf.Configuration(), id); !ok || s.Suffrage != raft.Voter {
 		if err := n.addCaughtUp(ctx, sid, addr); err != nil {
@@ -157,7 +166,7 @@ func (n *Node) awaitCaughtUp(ctx context.Context, id raft.ServerID) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("it did not catch up with the leader's log (its log holds up to %d of %d): %w", matched, target, ctx.Err())
+			return fmt.Errorf("%w (its log holds up to %d of %d): %w", ErrNotCaughtUp, matched, target, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -396,6 +405,11 @@ type Status struct {
 	// hex; empty until the node applied an entry that carries one (a new
 	// node, a cluster whose leader runs a version before cluster IDs).
 	ClusterID string `json:",omitempty"`
+	// Removed is true while the latest configuration this node knows
+	// does not list it, though an earlier one did: it was removed from
+	// the cluster (RemoveServer). It keeps running as a follower that
+	// hears from no leader; it is false again once it is added back.
+	Removed bool `json:",omitempty"`
 }
 
 // Status returns the node's view of the cluster.
@@ -424,6 +438,7 @@ func (n *Node) Status() Status {
 	n.mu.RUnlock()
 	s.LeaseHeld = s.Serving && n.leaseHeld()
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		s.Removed = n.membership.note(f.Configuration(), n.opts.ID)
 		for _, sv := range f.Configuration().Servers {
 			s.Servers = append(s.Servers, Server{ID: string(sv.ID), RaftAddr: string(sv.Address), Voter: sv.Suffrage == raft.Voter})
 		}

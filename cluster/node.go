@@ -62,6 +62,9 @@ type Node struct {
 	// change, so that the next is checked against the configuration it
 	// left.
 	removing chan struct{}
+	// membership tells whether the node was removed from the cluster
+	// (Status.Removed).
+	membership membership
 
 	mu     sync.RWMutex
 	engine *equeue.Engine
@@ -256,6 +259,9 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		n.log.Info("Bootstrap and Peers ignored: the directory holds Raft state, and the configuration it stores stands",
 			"configuration", describeConfiguration(n.raft.GetConfiguration()))
 	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		n.membership.seen(f.Configuration())
+	}
 	r := n.raft
 	n.alog.setLeading(func() bool { return r.State() == raft.Leader })
 	n.obs = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
@@ -408,6 +414,7 @@ func (n *Node) run() {
 		case <-t.C:
 		}
 		n.reconcile()
+		n.noteMembership()
 		if time.Since(pruned) >= followerPruneEvery {
 			pruned = time.Now()
 			n.pruneFollowers()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -77,9 +78,9 @@ and names the leader.`,
 		if res.StatusCode != http.StatusOK {
 			var e struct{ Error string }
 			if json.Unmarshal(body, &e) == nil && e.Error != "" {
-				return fmt.Errorf("%s", e.Error)
+				return &adminError{code: res.StatusCode, text: e.Error}
 			}
-			return fmt.Errorf("%s: %s", res.Status, strings.TrimSpace(string(body)))
+			return &adminError{code: res.StatusCode, text: fmt.Sprintf("%s: %s", res.Status, strings.TrimSpace(string(body)))}
 		}
 		if out != nil {
 			return json.Unmarshal(body, out)
@@ -110,6 +111,9 @@ and names the leader.`,
 			}
 			fmt.Fprintf(w, "serving:\t%v\n", s.Serving)
 			fmt.Fprintf(w, "lease held:\t%v\n", s.LeaseHeld)
+			if s.Removed {
+				fmt.Fprintf(w, "removed:\ttrue (the cluster's configuration no longer lists this node; add it again with cluster add)\n")
+			}
 			if s.Failure != "" {
 				fmt.Fprintf(w, "failed:\t%s (left the cluster; reopen the node)\n", s.Failure)
 			}
@@ -131,7 +135,7 @@ and names the leader.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := call(cmd.Context(), clusterAddWait, http.MethodPost, "/cluster/add", url.Values{"id": {args[0]}, "raft": {args[1]}}, nil); err != nil {
-				return err
+				return addFailed(args[0], args[1], err)
 			}
 			fmt.Fprintf(a.stdout, "added %s at %s\n", args[0], args[1])
 			return nil
@@ -203,3 +207,29 @@ var clusterCallWait = 40 * time.Second
 // the command waits longer, since its leaving would end the node's wait,
 // and the node would remove the node it was adding again.
 var clusterAddWait = 5*time.Minute + 30*time.Second
+
+// adminError is a node's refusal of an admin call: the HTTP status and
+// the error text the node gave.
+type adminError struct {
+	code int
+	text string
+}
+
+func (e *adminError) Error() string { return e.text }
+
+// addFailed says that cluster add of id at raftAddr failed with err, and,
+// for a node of another cluster (409 with cluster.ErrForeignCluster's
+// text) or one that did not catch up in time (504), what to do next.
+func addFailed(id, raftAddr string, err error) error {
+	var advice string
+	var ae *adminError
+	if errors.As(err, &ae) {
+		switch {
+		case ae.code == http.StatusConflict && strings.Contains(ae.text, cluster.ErrForeignCluster.Error()):
+			advice = "; its directory holds another cluster's data: stop it, empty its directory (or give it a new --dir), start it and add it again"
+		case ae.code == http.StatusGatewayTimeout:
+			advice = "; check that the node runs and that the leader can reach its Raft address (--cluster-raft), then add it again"
+		}
+	}
+	return fmt.Errorf("cluster add %s at %s failed: %w%s", id, raftAddr, err, advice)
+}
