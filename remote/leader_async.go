@@ -43,6 +43,9 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 	}
 	n.c.AppendAsync(ctx, req, func(res equeue.AppendResult, err error) {
 		defer cc.release(n)
+		if err == nil || errors.Is(err, equeue.ErrNotLeader) || errors.Is(err, ErrBusy) {
+			cc.answered(n) // as onCluster records it
+		}
 		switch {
 		case err == nil:
 		case refusedNotLeader(err):

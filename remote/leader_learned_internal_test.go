@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
 
@@ -117,4 +118,40 @@ func TestClusterClient_UnreachableLearnedAddressIsForgotten(t *testing.T) {
 	defer cc.mu.Unlock()
 	assert.Equal(t, []string{given}, cc.addrs)
 	assert.NotContains(t, cc.clients, dead)
+}
+
+// The appends AppendAsync sent on a learned leader's stream did not count
+// as that node's answers: a leader unreachable once, long ago, and since
+// reached only by AppendAsync (a producer's sends), was forgotten at its
+// next failure, as if it had not answered for all that time.
+func TestClusterClient_AsyncAppendsCountAsAnswers(t *testing.T) {
+	given, _ := serveFake(t, &routeBroker{})
+	leaderAddr, _ := serveFake(t, &storingBroker{})
+
+	cc, err := DialCluster([]string{given}, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, cc.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	cc.redirect(given, leaderAddr) // learned: the given node names it
+	n, err := cc.acquire(leaderAddr)
+	require.NoError(t, err)
+	cc.mu.Lock()
+	n.failingSince = time.Now().Add(-2 * unreachableForget) // a failure long past
+	cc.mu.Unlock()
+	cc.release(n)
+
+	req := &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}}
+	errs := make(chan error, 1)
+	cc.AppendAsync(ctx, req, func(_ equeue.AppendResult, err error) { errs <- err })
+	require.NoError(t, <-errs, "stored by the leader")
+
+	// One failure now: the node answered a moment ago.
+	cc.redirect(leaderAddr, "")
+	cc.unreachable(n)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	assert.Contains(t, cc.addrs, leaderAddr, "a node that has just answered is not forgotten at one failure")
+	assert.Contains(t, cc.clients, leaderAddr)
 }
