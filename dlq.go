@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -266,30 +267,42 @@ func (o *originGoneError) Unwrap() error { return o.err }
 
 // goneTopics collects the dead letters a ToTopic redrive left because
 // their topics are gone: the redrive goes on past them, sending back what
-// it can, and then names them in an error matching ErrTopicNotFound.
+// it can, and then names them in an error matching ErrTopicNotFound. It
+// keeps the first goneShown offsets and topics, and counts the rest, so a
+// dead-letter topic of millions costs it no more than that.
 type goneTopics struct {
+	count   int
 	offsets []int64
-	topics  []string
+	topics  map[string]struct{}
 }
 
+// goneShown is how many offsets and topics a redrive's error names.
+const goneShown = 16
+
 func (g *goneTopics) add(dl DLQEntry) {
-	g.offsets = append(g.offsets, dl.Offset)
-	if !slices.Contains(g.topics, dl.Message.Topic) {
-		g.topics = append(g.topics, dl.Message.Topic)
+	g.count++
+	if len(g.offsets) < goneShown {
+		g.offsets = append(g.offsets, dl.Offset)
+	}
+	if g.topics == nil {
+		g.topics = make(map[string]struct{})
+	}
+	if len(g.topics) < goneShown {
+		g.topics[dl.Message.Topic] = struct{}{}
 	}
 }
 
 // err is nil when no dead letter was left.
 func (g *goneTopics) err() error {
-	if len(g.offsets) == 0 {
+	if g.count == 0 {
 		return nil
 	}
-	shown := g.offsets
 	more := ""
-	if len(shown) > 16 {
-		shown, more = shown[:16], fmt.Sprintf(" and %d more", len(g.offsets)-16)
+	if g.count > len(g.offsets) {
+		more = fmt.Sprintf(" and %d more", g.count-len(g.offsets))
 	}
-	return fmt.Errorf("%w: %d dead letters left (offsets %v%s): their topics %q are gone; make them again and redrive, or leave the dead letters", ErrTopicNotFound, len(g.offsets), shown, more, g.topics)
+	topics := slices.Sorted(maps.Keys(g.topics))
+	return fmt.Errorf("%w: %d dead letters left (offsets %v%s): their topics %q are gone; make them again and redrive, or leave the dead letters", ErrTopicNotFound, g.count, g.offsets, more, topics)
 }
 
 // along joins err, which stopped the redrive, to the dead letters left
