@@ -12,3 +12,6 @@ var (
 	// IndentJSON is the message page's JSON view.
 	IndentJSON = indentJSON
 )
+
+// GroupTopicCalls is how many topics the group page describes one by one.
+const GroupTopicCalls = groupTopicCalls

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -34,6 +35,11 @@ type groupQueueRow struct {
 
 func (groupData) refresh() int { return 5 }
 
+// groupTopicCalls is how many of a group's topics its page describes one
+// Topic call each; a group on more is read with one Topics listing, so
+// that a page's broker calls do not grow with the group's topics.
+const groupTopicCalls = 8
+
 func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	ctx, cancel := c.ctx(r)
 	defer cancel()
@@ -44,23 +50,15 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		return
 	}
 	d := groupData{G: g, Lag: g.TotalLag()}
-	firsts := map[equeue.QueueRef]int64{} // each queue's first stored offset
-	topics := map[string]bool{}           // topics whose queues firsts holds
+	firsts, what, err := c.firstOffsets(ctx, g)
+	if err != nil {
+		c.brokerFail(w, r, v, what, err)
+		return
+	}
 	for _, q := range g.Queues {
 		if isInternal(q.Topic) {
 			d.Internal = append(d.Internal, q)
 			continue
-		}
-		if !topics[q.Topic] {
-			topics[q.Topic] = true
-			t, err := c.b.Topic(ctx, q.Topic)
-			if err != nil && !errors.Is(err, equeue.ErrTopicNotFound) {
-				c.brokerFail(w, r, v, fmt.Sprintf("topic %q", q.Topic), err)
-				return
-			}
-			for _, tq := range t.Queues { // none when the topic is gone
-				firsts[equeue.QueueRef{Topic: q.Topic, Queue: tq.ID}] = tq.MinOffset
-			}
 		}
 		d.Queues = append(d.Queues, groupQueueRow{GroupQueueInfo: q, Next: max(q.Committed, firsts[q.QueueRef])})
 	}
@@ -76,6 +74,50 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		d.Subs = append(d.Subs, fmt.Sprintf("%s (%s)", s.Topic, s.Filter))
 	}
 	c.render(w, r, v, http.StatusOK, "group", "Group "+name, d)
+}
+
+// firstOffsets returns the first stored offset of each queue of g's user
+// topics; a topic deleted since has none. A group on up to groupTopicCalls
+// topics has each described, a larger one is read from one Topics listing.
+// On failure, what names the call that failed.
+func (c *Console) firstOffsets(ctx context.Context, g equeue.GroupInfo) (firsts map[equeue.QueueRef]int64, what string, err error) {
+	var names []string
+	want := map[string]bool{}
+	for _, q := range g.Queues {
+		if !isInternal(q.Topic) && !want[q.Topic] {
+			want[q.Topic] = true
+			names = append(names, q.Topic)
+		}
+	}
+	firsts = map[equeue.QueueRef]int64{}
+	add := func(t equeue.TopicInfo) {
+		for _, tq := range t.Queues {
+			firsts[equeue.QueueRef{Topic: t.Name, Queue: tq.ID}] = tq.MinOffset
+		}
+	}
+	if len(names) > groupTopicCalls {
+		all, err := c.b.Topics(ctx)
+		if err != nil {
+			return nil, "listing topics", err
+		}
+		for _, t := range all {
+			if want[t.Name] {
+				add(t)
+			}
+		}
+		return firsts, "", nil
+	}
+	for _, name := range names {
+		t, err := c.b.Topic(ctx, name)
+		if errors.Is(err, equeue.ErrTopicNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Sprintf("topic %q", name), err
+		}
+		add(t)
+	}
+	return firsts, "", nil
 }
 
 func (c *Console) resetOffsets(w http.ResponseWriter, r *http.Request, v viewer) {
