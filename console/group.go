@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,6 +20,8 @@ type groupData struct {
 	// Queues are the group's rows on its topics' queues: a broadcasting
 	// group has one per member and queue.
 	Queues []groupQueueRow
+	// QueueRows are Queues rendered in Go (see rows.go).
+	QueueRows template.HTML
 	// Refs are those queues, each once.
 	Refs []equeue.QueueRef
 	Subs []string
@@ -62,6 +65,7 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		}
 		d.Queues = append(d.Queues, groupQueueRow{GroupQueueInfo: q, Next: max(q.Committed, firsts[q.QueueRef])})
 	}
+	d.QueueRows = c.groupQueueRowsHTML(d.Queues)
 	for _, q := range g.QueueLags() {
 		if !isInternal(q.Topic) {
 			d.Refs = append(d.Refs, q.QueueRef)
