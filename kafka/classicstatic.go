@@ -66,7 +66,8 @@ func (g *kgroup) checkInstance(id string, instance *string) int16 {
 func (g *kgroup) replaceStatic(old *kmember, id string) *kmember {
 	m := newKmember(id)
 	m.instanceID, m.assignment = old.instanceID, old.assignment
-	close(old.fenced)
+	old.fenced = true
+	close(old.gone)
 	delete(g.members, old.id)
 	g.members[id] = m
 	if g.leader == old.id {
@@ -96,21 +97,11 @@ func (g *kgroup) staticRejoin(m *kmember, formerLeader string, version int16) *k
 	return r
 }
 
-// isFenced reports whether another member took m's place (replaceStatic).
-func (m *kmember) isFenced() bool {
-	select {
-	case <-m.fenced:
-		return true
-	default:
-		return false
-	}
-}
-
 // goneCode is the error code for member m that is no longer the group's:
 // FENCED_INSTANCE_ID if another member took its place, else
 // UNKNOWN_MEMBER_ID.
 func (m *kmember) goneCode() int16 {
-	if m.isFenced() {
+	if m.fenced {
 		return errFencedInstanceID
 	}
 	return errUnknownMemberID

@@ -96,14 +96,17 @@ type kmember struct {
 	rejoined                 bool // joined in the current join phase
 	join                     *kmsg.JoinGroupResponse
 	assignment               []byte
-	// fenced is closed when another member of its instance took its
-	// place (replaceStatic).
-	fenced chan struct{}
+	// gone is closed once the member is no longer the group's (remove,
+	// replaceStatic): its waiting join or sync ends at once.
+	gone chan struct{}
+	// fenced is set when another member of its instance took its place
+	// (replaceStatic).
+	fenced bool
 }
 
 // newKmember returns a member of ID id, not fenced.
 func newKmember(id string) *kmember {
-	return &kmember{id: id, fenced: make(chan struct{})}
+	return &kmember{id: id, gone: make(chan struct{})}
 }
 
 func newCoordinator(s *Server) *coordinator {
@@ -268,6 +271,9 @@ func (g *kgroup) allJoined() bool {
 }
 
 func (g *kgroup) remove(id string) {
+	if m := g.members[id]; m != nil {
+		close(m.gone) // its waiting join or sync ends (UNKNOWN_MEMBER_ID)
+	}
 	delete(g.members, id)
 	if g.leader == id {
 		g.leader = ""
@@ -557,7 +563,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		c.mu.Unlock()
 		select {
 		case <-wait:
-		case <-m.fenced:
+		case <-m.gone:
 		case <-ctx.Done():
 		}
 		c.lock()
@@ -651,7 +657,7 @@ func (c *coordinator) sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		c.mu.Unlock()
 		select {
 		case <-wait:
-		case <-m.fenced:
+		case <-m.gone:
 		case <-ctx.Done():
 		}
 		c.lock()
