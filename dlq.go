@@ -301,8 +301,11 @@ func (g *goneTopics) err() error {
 	if g.count > len(g.offsets) {
 		more = fmt.Sprintf(" and %d more", g.count-len(g.offsets))
 	}
-	topics := slices.Sorted(maps.Keys(g.topics))
-	return fmt.Errorf("%w: %d dead letters left (offsets %v%s): their topics %q are gone; make them again and redrive, or leave the dead letters", ErrTopicNotFound, g.count, g.offsets, more, topics)
+	topics, which := slices.Sorted(maps.Keys(g.topics)), "their topics"
+	if len(topics) == goneShown {
+		which = "their topics, among others," // the first goneShown only
+	}
+	return fmt.Errorf("%w: %d dead letters left (offsets %v%s): %s %q are gone; make them again and redrive, or leave the dead letters", ErrTopicNotFound, g.count, g.offsets, more, which, topics)
 }
 
 // along joins err, which stopped the redrive, to the dead letters left
