@@ -271,9 +271,10 @@ func (o *originGoneError) Unwrap() error { return o.err }
 // keeps the first goneShown offsets and topics, and counts the rest, so a
 // dead-letter topic of millions costs it no more than that.
 type goneTopics struct {
-	count   int
-	offsets []int64
-	topics  map[string]struct{}
+	count      int
+	offsets    []int64
+	topics     map[string]struct{}
+	moreTopics bool // a topic past the first goneShown was left too
 }
 
 // goneShown is how many offsets and topics a redrive's error names.
@@ -287,8 +288,12 @@ func (g *goneTopics) add(dl DLQEntry) {
 	if g.topics == nil {
 		g.topics = make(map[string]struct{})
 	}
-	if len(g.topics) < goneShown {
-		g.topics[dl.Message.Topic] = struct{}{}
+	if _, ok := g.topics[dl.Message.Topic]; !ok {
+		if len(g.topics) < goneShown {
+			g.topics[dl.Message.Topic] = struct{}{}
+		} else {
+			g.moreTopics = true
+		}
 	}
 }
 
@@ -302,8 +307,8 @@ func (g *goneTopics) err() error {
 		more = fmt.Sprintf(" and %d more", g.count-len(g.offsets))
 	}
 	topics, which := slices.Sorted(maps.Keys(g.topics)), "their topics"
-	if len(topics) == goneShown {
-		which = "their topics, among others," // the first goneShown only
+	if g.moreTopics {
+		which = "their topics, among others,"
 	}
 	return fmt.Errorf("%w: %d dead letters left (offsets %v%s): %s %q are gone; make them again and redrive, or leave the dead letters", ErrTopicNotFound, g.count, g.offsets, more, which, topics)
 }
