@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -163,28 +164,13 @@ func (t *progressTransport) keepOnly(cf raft.Configuration) {
 	for _, s := range cf.Servers {
 		in[s.ID] = true
 	}
+	gone := func(id raft.ServerID) bool { return !in[id] }
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for id := range t.peers {
-		if !in[id] {
-			delete(t.peers, id)
-		}
-	}
-	for id := range t.sent {
-		if !in[id] {
-			delete(t.sent, id)
-		}
-	}
-	for id := range t.matched {
-		if !in[id] {
-			delete(t.matched, id)
-		}
-	}
-	for id := range t.refused {
-		if !in[id] {
-			delete(t.refused, id)
-		}
-	}
+	maps.DeleteFunc(t.peers, func(id raft.ServerID, _ peerProgress) bool { return gone(id) })
+	maps.DeleteFunc(t.sent, func(id raft.ServerID, _ answeredCall) bool { return gone(id) })
+	maps.DeleteFunc(t.matched, func(id raft.ServerID, _ uint64) bool { return gone(id) })
+	maps.DeleteFunc(t.refused, func(id raft.ServerID, _ error) bool { return gone(id) })
 }
 
 // progress returns what id last answered; ok is false when it never did.
