@@ -337,7 +337,9 @@ func (cc *ClusterClient) SendBack(ctx context.Context, req *equeue.SendBackReque
 
 // OnLeader runs f with the leader's client, following the leader and
 // retrying through elections as other calls do — for admin calls (Admin)
-// that are safe to repeat.
+// that are safe to repeat. The *Client is valid only while f runs: the
+// ClusterClient closes a leader's client once no call uses it, so f must
+// not keep it, or start work on it that outlives f.
 func (cc *ClusterClient) OnLeader(ctx context.Context, f func(*Client) error) error {
 	return onCluster0(ctx, cc, true, f)
 }
