@@ -14,9 +14,12 @@ import (
 	"github.com/equeue-go/equeue/remote"
 )
 
+// The cookies' names. At the root of its host over HTTPS the console names
+// them with hostPrefix (see auth.cookieName).
 const (
 	sessionCookie = "equeue_console"
 	anonCookie    = "equeue_console_csrf"
+	hostPrefix    = "__Host-"
 	csrfField     = "csrf"
 	maxSessions   = 1024
 	// maxTokenSessions bounds one token's sessions: its oldest goes when
@@ -98,7 +101,7 @@ func (a *auth) who(w http.ResponseWriter, r *http.Request) viewer {
 	v := viewer{}
 	if a.tokens == nil {
 		v.known, v.rights = true, remote.RightAll
-	} else if ck, err := r.Cookie(sessionCookie); err == nil {
+	} else if ck, err := r.Cookie(a.cookieName(r, sessionCookie)); err == nil {
 		if s, ok := a.lookup(ck.Value); ok {
 			v.known, v.rights, v.session, v.identity = true, s.rights, true, "s:"+ck.Value
 		}
@@ -113,7 +116,7 @@ func (a *auth) who(w http.ResponseWriter, r *http.Request) viewer {
 		}
 	}
 	if v.identity == "" {
-		ck, err := r.Cookie(anonCookie)
+		ck, err := r.Cookie(a.cookieName(r, anonCookie))
 		val := ""
 		if err == nil && len(ck.Value) >= 16 {
 			val = ck.Value
@@ -138,8 +141,24 @@ func bearerToken(r *http.Request) (string, bool) {
 	return strings.TrimSpace(tok), true
 }
 
+// cookieName is what cookie name is called for r. A console served at
+// the root of its host and reached over HTTPS prefixes it with __Host-:
+// a browser then takes the cookie only Secure, from this origin, with
+// Path=/ and no Domain, so that a sibling subdomain or a page over plain
+// HTTP cannot plant one (a CSRF cookie of its choosing, or a session
+// of its own). Under a path prefix the cookies' Path is the prefix,
+// which such a name does not allow: there, and over plain HTTP, the name
+// has no prefix.
+func (a *auth) cookieName(r *http.Request, name string) string {
+	if a.path == "/" && a.https(r) {
+		return hostPrefix + name
+	}
+	return name
+}
+
+// cookie is the cookie name (unprefixed: see cookieName) for r.
 func (a *auth) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: name, Value: value, Path: a.path, MaxAge: maxAge, HttpOnly: true, Secure: a.https(r), SameSite: http.SameSiteStrictMode}
+	return &http.Cookie{Name: a.cookieName(r, name), Value: value, Path: a.path, MaxAge: maxAge, HttpOnly: true, Secure: a.https(r), SameSite: http.SameSiteStrictMode}
 }
 
 func (a *auth) csrfFor(identity string) string {
@@ -345,7 +364,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, v, http.StatusForbidden, "Request refused", "The form's security token is missing or stale.")
 		return
 	}
-	if ck, err := r.Cookie(sessionCookie); err == nil {
+	if ck, err := r.Cookie(c.auth.cookieName(r, sessionCookie)); err == nil {
 		c.auth.end(ck.Value)
 	}
 	http.SetCookie(w, c.auth.cookie(r, sessionCookie, "", -1))

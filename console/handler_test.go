@@ -23,6 +23,7 @@ var pages = []string{
 	"", "topics/orders", "topics/%25DLQ%25billing", "topics/orders/messages", "topics/orders/messages?queue=1&from=0&count=5",
 	"topics/orders/messages?key=customer-7", "topics/orders/messages?at=2000-01-01", "topics/orders/messages/0/0",
 	"topics/orders/messages/0/0?view=hex", "groups/billing", "groups/billing/dlq", "groups/audit", "groups/audit/retry", "delayed",
+	"?q=ord&tfrom=0&gfrom=0&ifrom=0", "?q=%25DLQ%25", "topics/orders?gfrom=0",
 }
 
 var urlAttrRE = regexp.MustCompile(`(?:href|src|action|formaction)="([^"]*)"`)
@@ -212,6 +213,13 @@ func TestConsole_BadInputGetsAClearPage(t *testing.T) {
 		{"groups/nosuch/dlq", 404, "group"},
 		{"groups/billing/dlq?from=77", 400, "outside"},
 		{"groups/billing/dlq?count=1000000", 400, "page size"},
+		{"?q=or%20der", 400, "filter"},
+		{"?q=" + strings.Repeat("a", 300), 400, "filter"},
+		{"?tfrom=-1", 400, "row"},
+		{"?gfrom=x", 400, "row"},
+		{"?ifrom=1e3", 400, "row"},
+		{"?tfrom=99999999999999999999", 400, "row"},
+		{"topics/orders?gfrom=-5", 400, "row"},
 		{"static/nosuch.js", 404, ""},
 		{"nothing/here", 404, "no page"},
 	} {

@@ -3,6 +3,7 @@ package console
 import (
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,17 +11,23 @@ import (
 )
 
 type overviewData struct {
-	Topics        []topicRow
-	Internal      []topicRow
-	Groups        []groupRow
-	Chart         chart
-	TotalMessages int64
-	TotalLag      int64
-	StoreBytes    int64
-	HasStore      bool
-	Delayed       int
-	DelayedMore   bool
-	HasDelayed    bool
+	// Filter is the name prefix the tables' rows match (the q parameter).
+	Filter string
+	// FilterMax is the longest filter taken (maxFilterLen).
+	FilterMax int
+	// Each table's page of rows: user topics, groups, engine topics.
+	TopicsPage, GroupsPage, InternalPage rowPage
+	Chart                                chart
+	TotalMessages                        int64
+	TotalLag                             int64
+	StoreBytes                           int64
+	HasStore                             bool
+	Delayed                              int
+	DelayedMore                          bool
+	HasDelayed                           bool
+	// InternalOpen opens the engine topics' table: a visitor went to
+	// other rows of it.
+	InternalOpen bool
 	// The tables' rows, rendered in Go (see rows.go).
 	TopicRows, GroupRows, InternalRows template.HTML
 }
@@ -44,6 +51,11 @@ type groupRow struct {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
+	lq, err := parseListQuery(r.URL.Query(), filterParam, topicsFrom, groupsFrom, internalFrom)
+	if err != nil {
+		c.badInput(w, r, v, err.Error())
+		return
+	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	topics, err := c.b.Topics(ctx)
@@ -56,7 +68,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.brokerFail(w, r, v, "listing groups", err)
 		return
 	}
-	d := overviewData{}
+	d := overviewData{Filter: lq.filter, FilterMax: maxFilterLen, InternalOpen: lq.from[internalFrom] > 0}
+	// Every topic and group counts in the totals and the rates; only the
+	// rows that match the filter are sorted, and only a page of them is
+	// rendered.
+	var users, internal []topicRow
+	nUsers, nInternal := 0, 0
 	snap := snapshot{at: time.Now(), topics: make(map[string]int64, len(topics))}
 	for _, t := range topics {
 		row := topicRow{Name: t.Name, Queues: len(t.Queues)}
@@ -70,14 +87,40 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		}
 		snap.topics[t.Name] = max
 		if isInternal(t.Name) {
-			d.Internal = append(d.Internal, row)
+			nInternal++
+			if matches(t.Name, lq.filter) {
+				internal = append(internal, row)
+			}
 			continue
 		}
 		snap.in += max
 		d.TotalMessages += row.Messages
-		d.Topics = append(d.Topics, row)
+		nUsers++
+		if matches(t.Name, lq.filter) {
+			users = append(users, row)
+		}
 	}
+	var shownGroups []equeue.GroupInfo
 	for _, g := range groups {
+		for _, q := range g.Queues {
+			if q.Committed > 0 && g.Model == equeue.Clustering && !isInternal(q.Topic) {
+				snap.out += q.Committed
+			}
+		}
+		d.TotalLag += g.TotalLag()
+		if matches(g.Name, lq.filter) {
+			shownGroups = append(shownGroups, g)
+		}
+	}
+	topicName := func(t topicRow) string { return t.Name }
+	link := func(k, fragment string) func(int) string {
+		return func(from int) string { return lq.link(c.prefix, "", k, from, fragment) }
+	}
+	users, d.TopicsPage = pageRows(users, topicName, lq.from[topicsFrom], nUsers, lq.filter, link(topicsFrom, "topics"))
+	internal, d.InternalPage = pageRows(internal, topicName, lq.from[internalFrom], nInternal, lq.filter, link(internalFrom, "internal"))
+	shownGroups, d.GroupsPage = pageRows(shownGroups, func(g equeue.GroupInfo) string { return g.Name }, lq.from[groupsFrom], len(groups), lq.filter, link(groupsFrom, "groups"))
+	rows := make([]groupRow, 0, len(shownGroups))
+	for _, g := range shownGroups {
 		row := groupRow{Name: g.Name, Model: g.Model.String(), Members: len(g.Members), Lag: g.TotalLag()}
 		names := make([]string, 0, len(g.Subscriptions))
 		for _, s := range g.Subscriptions {
@@ -86,22 +129,20 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 			}
 		}
 		row.Topics = strings.Join(names, ", ")
-		for _, q := range g.Queues {
-			if q.Committed > 0 && g.Model == equeue.Clustering && !isInternal(q.Topic) {
-				snap.out += q.Committed
-			}
-		}
-		d.TotalLag += row.Lag
-		d.Groups = append(d.Groups, row)
+		rows = append(rows, row)
 	}
-	perTopic := c.rates.observe(snap)
-	for i := range d.Topics {
-		d.Topics[i].InRate = perTopic[d.Topics[i].Name]
+	shown := make([]string, 0, len(users)+len(internal))
+	for _, t := range slices.Concat(users, internal) {
+		shown = append(shown, t.Name)
 	}
-	for i := range d.Internal {
-		d.Internal[i].InRate = perTopic[d.Internal[i].Name]
+	perTopic := c.rates.observe(snap, shown)
+	for i := range users {
+		users[i].InRate = perTopic[users[i].Name]
 	}
-	d.TopicRows, d.GroupRows, d.InternalRows = c.topicRowsHTML(d.Topics, true), c.groupRowsHTML(d.Groups), c.topicRowsHTML(d.Internal, false)
+	for i := range internal {
+		internal[i].InRate = perTopic[internal[i].Name]
+	}
+	d.TopicRows, d.GroupRows, d.InternalRows = c.topicRowsHTML(users, true), c.groupRowsHTML(rows), c.topicRowsHTML(internal, false)
 	d.Chart = c.rates.chart()
 	switch s := c.b.(type) {
 	case statser:

@@ -40,9 +40,9 @@ type ratePoint struct {
 
 func newRates() *rates { return &rates{} }
 
-// observe records a sample (when due) and returns the per-topic rates
-// between the last two samples.
-func (r *rates) observe(s snapshot) map[string]float64 {
+// observe records a sample (when due) and returns the rates of the topics
+// named between the last two samples.
+func (r *rates) observe(s snapshot, names []string) map[string]float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last.at.IsZero() || s.at.Sub(r.last.at) >= minGap {
@@ -54,13 +54,14 @@ func (r *rates) observe(s snapshot) map[string]float64 {
 		}
 		r.prev, r.last = r.last, s
 	}
-	out := map[string]float64{}
+	out := make(map[string]float64, len(names))
 	if r.prev.at.IsZero() {
 		return out
 	}
 	dt := r.last.at.Sub(r.prev.at).Seconds()
-	for t, v := range r.last.topics {
-		if p, ok := r.prev.topics[t]; ok {
+	for _, t := range names {
+		v, ok := r.last.topics[t]
+		if p, was := r.prev.topics[t]; ok && was {
 			out[t] = perSec(v-p, dt)
 		}
 	}

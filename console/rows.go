@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// The overview's tables and a group page's progress table can hold
-// thousands of rows. html/template spends about a microsecond per action on
-// reflection and escaping, so these rows are written here with explicit
-// escaping: 1,000 topics and 1,000 groups then render in a few
-// milliseconds instead of forty.
+// A group page's progress table can hold thousands of rows, and the
+// overview's tables hundreds (a page of each: see rowpage.go), refreshed
+// every few seconds. html/template spends about a microsecond per action
+// on reflection and escaping, so these rows are written here with explicit
+// escaping: 1,000 rows then render in a few milliseconds instead of forty.
 
 // esc escapes text for HTML content and quoted attributes.
 func esc(s string) string { return html.EscapeString(s) }

@@ -10,9 +10,14 @@ import (
 )
 
 type topicData struct {
-	Topic  equeue.TopicInfo
+	// Topic is the topic shown.
+	Topic equeue.TopicInfo
+	// Groups are the page of the groups consuming it that is shown.
 	Groups []topicGroup
-	Total  int64
+	// GroupsPage is what Groups are of them all.
+	GroupsPage rowPage
+	// Total counts the messages the topic stores.
+	Total int64
 }
 
 func (topicData) refresh() int { return 5 }
@@ -23,6 +28,11 @@ type topicGroup struct {
 }
 
 func (c *Console) topicPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	lq, err := parseListQuery(r.URL.Query(), groupsFrom)
+	if err != nil {
+		c.badInput(w, r, v, err.Error())
+		return
+	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	name := r.PathValue("topic")
@@ -50,6 +60,10 @@ func (c *Console) topicPage(w http.ResponseWriter, r *http.Request, v viewer) {
 			d.Groups = append(d.Groups, tg)
 		}
 	}
+	link := func(from int) string {
+		return lq.link(c.prefix, "topics/"+url.PathEscape(name), groupsFrom, from, "consumers")
+	}
+	d.Groups, d.GroupsPage = pageRows(d.Groups, func(g topicGroup) string { return g.Name }, lq.from[groupsFrom], len(d.Groups), "", link)
 	c.render(w, r, v, http.StatusOK, "topic", "Topic "+name, d)
 }
 

@@ -155,6 +155,7 @@ func TestConsole_NoPayloadReachesAPageUnescaped(t *testing.T) {
 		"topics/xss/messages/0/0?view=" + q, "topics/" + url.PathEscape(xss), "topics/" + url.PathEscape(xss) + "/messages",
 		"groups/" + url.PathEscape(xss), "groups/" + url.PathEscape(xss) + "/dlq", "groups/xss-cl/dlq?from=" + q,
 		"groups/xss-cl/dlq?count=" + q, "topics/xss/messages/" + url.PathEscape(xss) + "/0", url.PathEscape(xss), "?done=" + q,
+		"?q=" + q, "?tfrom=" + q, "?gfrom=" + q, "?ifrom=" + q, "?q=xss&tfrom=" + q, "topics/xss?gfrom=" + q,
 	} {
 		assertNoXSS(t, u, s.get(t, prefix+u))
 	}
