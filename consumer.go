@@ -36,7 +36,10 @@ type ConsumerOptions struct {
 	ID string
 	// Model is Clustering (default) or Broadcasting.
 	Model MessageModel
-	// Subscriptions are the topics and tag expressions to consume.
+	// Subscriptions are the topics and tag expressions to consume: at most
+	// MaxSubscriptions, one fewer for a clustering consumer that is not
+	// Orderly (its join also subscribes the group's retry topic).
+	// NewConsumer refuses more with ErrInvalidOptions.
 	Subscriptions []Subscription
 	// Handler processes each message. Exactly one of Handler and
 	// BatchHandler is required.
@@ -147,6 +150,9 @@ func (o *ConsumerOptions) validate() error {
 	}
 	if len(o.Subscriptions) == 0 {
 		return fmt.Errorf("%w: no subscriptions", ErrInvalidOptions)
+	}
+	if err := checkSubscriptionCount(len(o.Subscriptions), false); err != nil {
+		return err
 	}
 	for _, s := range o.Subscriptions {
 		if err := ValidateName(stripInternal(s.Topic)); err != nil {
@@ -301,6 +307,9 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 		return nil, fmt.Errorf("%w: nil broker", ErrInvalidArgument)
 	}
 	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkSubscriptionCount(len(opts.Subscriptions), opts.Model == Clustering && !opts.Orderly); err != nil {
 		return nil, err
 	}
 	opts.setDefaults()

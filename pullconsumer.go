@@ -20,7 +20,9 @@ type PullConsumerOptions struct {
 	ID string
 	// Model is Clustering (default) or Broadcasting.
 	Model MessageModel
-	// Subscriptions are the topics and tag filters to consume (required).
+	// Subscriptions are the topics and tag filters to consume (required):
+	// at most MaxSubscriptions, or NewPullConsumer refuses them with
+	// ErrInvalidOptions.
 	Subscriptions []Subscription
 	// From says where a new group starts: ConsumeFromEarliest (default),
 	// ConsumeFromLatest or ConsumeFromTimestamp with FromTime.
