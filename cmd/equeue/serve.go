@@ -214,7 +214,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 		m = metrics.New()
 		opts.Observer = m
 	}
-	defer a.releaseAddons(c.addons)
+	defer a.releaseAddons(ctx, c.addons)
 	for _, ad := range c.addons {
 		if err := ad.configure(opts); err != nil {
 			return err
@@ -297,9 +297,10 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 }
 
 // releaseAddons releases what the add-ons' configure started (see
-// configReleaser), waiting at most shutdownGrace.
-func (a *app) releaseAddons(addons []serveAddon) {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+// configReleaser), waiting at most shutdownGrace, or until a second signal
+// (see forced) ends serveCtx's forced context.
+func (a *app) releaseAddons(serveCtx context.Context, addons []serveAddon) {
+	ctx, cancel := context.WithTimeout(forced(serveCtx), shutdownGrace)
 	defer cancel()
 	for _, ad := range addons {
 		if r, ok := ad.(configReleaser); ok {

@@ -98,7 +98,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		m = metrics.New()
 		eopts.Observer = m
 	}
-	defer a.releaseAddons(c.addons)
+	defer a.releaseAddons(ctx, c.addons)
 	for _, ad := range addons {
 		if err := ad.configure(eopts); err != nil {
 			return err
@@ -149,7 +149,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	var https []*http.Server
 	defer func() {
 		for _, hs := range https {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			sctx, cancel := context.WithTimeout(forced(ctx), 5*time.Second)
 			_ = hs.Shutdown(sctx)
 			cancel()
 		}
