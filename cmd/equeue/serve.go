@@ -31,6 +31,7 @@ func (a *app) serveCommand() *cobra.Command {
 		listen, clientCA, metricsAddr, syncFlag string
 		tokens                                  []string
 		cl                                      clusterFlags
+		limits                                  serverLimits
 	)
 	addons := make([]serveAddon, 0, len(serveAddons))
 	for _, mk := range serveAddons {
@@ -53,6 +54,11 @@ rights, a comma-separated list of produce, consume and admin (or all); with
 no --token, every caller may do everything. TOKEN=RIGHTS@NAMESPACE scopes
 the token to a namespace: its callers see and change only that namespace's
 topics, groups and offsets, under their own names.
+
+The --max-* flags bound what the gRPC server takes (remote.ServerOptions):
+the size of a request and of its metadata, the calls, long-polls and
+append streams it holds, in all and from one connection, and the bytes of
+the requests its long-polls keep; 0 is the server's default.
 
 With --metrics ADDR, Prometheus metrics are served on http://ADDR/metrics
 and a health check on http://ADDR/healthz.
@@ -82,6 +88,9 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 				return usageErrorf("serve needs --dir DIR, the engine directory to serve")
 			}
 			if err := checkListenAddrs(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := limits.check(); err != nil {
 				return err
 			}
 			sync, err := parseSync(syncFlag)
@@ -126,11 +135,12 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
+			so := &remote.ServerOptions{TLS: tlsConf, Tokens: toks, TokenNamespaces: scoped, Logger: a.log,
+				GracefulStopTimeout: shutdownGrace}
+			limits.apply(so)
 			return a.serve(cmd.Context(), serveConfig{
 				listen: listen, metrics: metricsAddr, sync: sync, tokens: toks, tls: tlsConf != nil,
-				tlsConf: tlsConf, addons: on, cluster: &cl, addonTokens: addonToks,
-				server: &remote.ServerOptions{TLS: tlsConf, Tokens: toks, TokenNamespaces: scoped, Logger: a.log,
-					GracefulStopTimeout: shutdownGrace},
+				tlsConf: tlsConf, addons: on, cluster: &cl, addonTokens: addonToks, server: so,
 			})
 		}),
 	}
@@ -140,6 +150,7 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 	f.StringArrayVar(&tokens, "token", nil, "admit a bearer token with its rights, `TOKEN=RIGHTS[@NAMESPACE]` (rights: produce,consume,admin or all; @NAMESPACE scopes the token to that namespace); repeatable")
 	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off)")
 	f.StringVar(&syncFlag, "sync", "always", "when writes are fsynced: always, never or interval:DURATION")
+	limits.addFlags(f)
 	for _, ad := range addons {
 		ad.addFlags(f)
 	}
