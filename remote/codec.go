@@ -62,10 +62,15 @@ func (wireCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 // Unmarshal decodes data into v, a protobuf message, an ownedDecoder or a
-// wireDecoder (pullwire.go). Protobuf and a wireDecoder copy what they
-// keep; an ownedDecoder gets a copy of data of its own. So data's buffers
-// are free afterwards.
-func (wireCodec) Unmarshal(data mem.BufferSlice, v any) error {
+// wireDecoder (pullwire.go), or into a requestIn's request, keeping there
+// what failed instead of returning it (malformed.go). Protobuf and a
+// wireDecoder copy what they keep; an ownedDecoder gets a copy of data of
+// its own. So data's buffers are free afterwards.
+func (c wireCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if in, ok := v.(*requestIn); ok {
+		in.err = c.Unmarshal(data, in.v)
+		return nil
+	}
 	if d, ok := v.(ownedDecoder); ok {
 		return d.decodeOwned(data.Materialize())
 	}

@@ -172,7 +172,8 @@ type Server struct {
 	health      *health.Server
 	svc         *service
 	spaces      map[string]*service // by namespace, for scoped tokens
-	desc        grpc.ServiceDesc
+	desc        grpc.ServiceDesc    // registered by Register
+	ownDesc     grpc.ServiceDesc    // on s's own gRPC server (see requestIn)
 	tokens      tokenTable
 	maxInFlight int64
 	inFlight    atomic.Int64
@@ -260,7 +261,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		return nil, err
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
-	s.desc = s.serviceDesc()
+	s.desc, s.ownDesc = s.serviceDesc(false), s.serviceDesc(true)
 
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
@@ -278,7 +279,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(o.TLS)))
 	}
 	s.grpc = grpc.NewServer(gopts...)
-	s.Register(s.grpc)
+	s.grpc.RegisterService(&s.ownDesc, s.svc)
 	s.health.SetServingStatus(pb.Broker_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -335,7 +336,9 @@ func (s *Server) watchStore(f storeFailer) {
 // equeue). Stop and GracefulStop of s still end its long-polls there. A
 // call without a known token is refused before its request is decoded,
 // but on a server with unary interceptors of the application's, which see
-// every call, it is refused after them.
+// every call, it is refused after them. A request that does not decode is
+// answered Internal there, by gRPC, where s's own gRPC server answers
+// InvalidArgument.
 func (s *Server) Register(reg grpc.ServiceRegistrar) {
 	reg.RegisterService(&s.desc, s.svc)
 }
@@ -380,8 +383,11 @@ func (s *Server) Stop() {
 }
 
 // serviceDesc wraps every Broker method so that guard runs first, whether
-// the service is registered on s's own gRPC server or on another.
-func (s *Server) serviceDesc() grpc.ServiceDesc {
+// the service is registered on s's own gRPC server or on another. On its
+// own (own), whose codec is wireCodec, a request that does not decode is
+// answered InvalidArgument (decodeRequest); on another, gRPC answers it
+// Internal.
+func (s *Server) serviceDesc(own bool) grpc.ServiceDesc {
 	d := pb.Broker_ServiceDesc
 	d.Methods = make([]grpc.MethodDesc, len(pb.Broker_ServiceDesc.Methods))
 	for i, m := range pb.Broker_ServiceDesc.Methods {
@@ -400,6 +406,9 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 			MethodName: m.MethodName,
 			Handler: func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
 				srv = s.serviceFor(ctx, srv)
+				if own {
+					dec = decodeRequest(dec)
+				}
 				if next == nil {
 					// A caller without a known token is refused before its
 					// request is decoded (guard checks the rights after).
@@ -421,6 +430,9 @@ func (s *Server) serviceDesc() grpc.ServiceDesc {
 	for i, sd := range pb.Broker_ServiceDesc.Streams {
 		h := sd.Handler
 		sd.Handler = func(srv any, st grpc.ServerStream) error {
+			if own {
+				st = requestStream{st}
+			}
 			// Authentication and limits are per append (appendstream_server.go).
 			return h(s.serviceFor(st.Context(), srv), st)
 		}
