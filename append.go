@@ -167,7 +167,7 @@ func (e *Engine) appendWait(ctx context.Context, req *AppendRequest, c *command,
 // retryOriginProps are the system properties the engine writes on the
 // copies of a failed message (retry.go): where it came from and why it
 // failed. Only the engine's own stores carry them.
-var retryOriginProps = [...]string{SysOriginTopic, SysOriginQueue, SysOriginOffset, SysOriginPriority, SysLastError}
+var retryOriginProps = [...]string{SysOriginTopic, SysOriginTopicID, SysOriginQueue, SysOriginOffset, SysOriginPriority, SysLastError}
 
 // withoutRetryOrigin is m without retryOriginProps (a copy when it had
 // any): a client's append cannot give a message an origin, whether

@@ -158,9 +158,11 @@ type RedriveRequest struct {
 // instead (or, when that queue is gone or closed, the queue their key
 // routes to), as fresh messages with their ID, body, tag, keys,
 // properties and expiry (and a request's reply address), for every group
-// subscribed there. Dead letters whose topic is gone are left unsent and
-// unmarked: the redrive goes on past them and then returns, with the count
-// sent, an error matching ErrTopicNotFound that names them. A group whose
+// subscribed there. Either way, dead letters whose topic is gone are left
+// unsent and unmarked: the redrive goes on past them and then returns,
+// with the count sent, an error matching ErrTopicNotFound that names them.
+// Those of a topic deleted and made again under the name go to the new
+// topic (into the retry topic, as retries of it). A group whose
 // members do not consume its retry topic (a broadcasting group, whose
 // members retry locally, an orderly one, one of PullConsumers, or one the
 // engine does not know) has no retry topic to redrive into: without
@@ -223,7 +225,7 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 		}
 	}
 	sent := 0
-	var gone goneTopics // ToTopic: dead letters left, their topics deleted
+	var gone goneTopics // dead letters left, their topics deleted
 	for off := from; off < to; {
 		dls, dlq, err := e.listDeadLettersIn(ctx, group, ListDeadLettersRequest{From: off, Max: MaxPullBatch})
 		if err != nil {
@@ -258,15 +260,15 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	return sent, gone.err()
 }
 
-// originGoneError is a ToTopic redrive's dead letter whose original topic
-// is gone (deleted, not made again): it wraps the Route's ErrTopicNotFound.
+// originGoneError is a redrive's dead letter whose original topic is gone
+// (deleted, not made again): it wraps an error matching ErrTopicNotFound.
 type originGoneError struct{ err error }
 
 func (o *originGoneError) Error() string { return o.err.Error() }
 func (o *originGoneError) Unwrap() error { return o.err }
 
-// goneTopics collects the dead letters a ToTopic redrive left because
-// their topics are gone: the redrive goes on past them, sending back what
+// goneTopics collects the dead letters a redrive left because their
+// topics are gone: the redrive goes on past them, sending back what
 // it can, and then names them in an error matching ErrTopicNotFound. It
 // keeps the first goneShown offsets and topics, and counts the rest, so a
 // dead-letter topic of millions costs it no more than that.
@@ -329,13 +331,17 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 	if h := e.redriveHook.Load(); h != nil {
 		(*h)(group)
 	}
-	wctx, req := allowInternal(storedAgain(ctx), RetryTopic(group)), retryCopy(group, dl)
+	var req *AppendRequest
+	var err error
+	wctx := allowInternal(storedAgain(ctx), RetryTopic(group))
 	if toTopic {
-		var err error
-		if req, err = e.topicCopy(ctx, dl); err != nil {
-			return err
-		}
+		req, err = e.topicCopy(ctx, dl)
 		wctx = storedAgain(ctx)
+	} else {
+		req, err = e.retryCopy(group, dl)
+	}
+	if err != nil {
+		return err
 	}
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -372,10 +378,20 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 // retryCopy is the append of dl to group's retry topic, due at once: a
 // fresh retry (its attempts count from 0 again) carrying dl's origin, so
 // that the group's handler sees the message as before (origin, retry.go),
-// as SendBack builds a retry's copy.
-func retryCopy(group string, dl DLQEntry) *AppendRequest {
+// as SendBack builds a retry's copy. The copy is of the topic that has
+// the origin's name now (SysOriginTopicID): a redrive sends a dead letter
+// of a topic deleted and made again to the new one, as ToTopic does. With
+// none of the name, the group's pull would skip the copy
+// (retryorigin.go) while the redriven mark says it went back: dl is left,
+// with an originGoneError.
+func (e *Engine) retryCopy(group string, dl DLQEntry) (*AppendRequest, error) {
+	origin, ok := e.lookupTopic(dl.Message.Topic)
+	if !ok || origin.deleted.Load() {
+		return nil, &originGoneError{fmt.Errorf("%w: redrive dead letter %d: topic %q", ErrTopicNotFound, dl.Offset, dl.Message.Topic)}
+	}
 	d := derived(dl.Message, RetryTopic(group), 0, nil)
-	return &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}}
+	d.sys[SysOriginTopicID] = strconv.FormatUint(uint64(origin.id), 10)
+	return &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}}, nil
 }
 
 // topicCopy is the append of dl to its original topic, as a fresh message:

@@ -377,7 +377,9 @@ type Stats struct {
 	// without a group (browses such as the console's and the CLI's,
 	// ListDeadLetters and Redrive, the Kafka listener's fetches) report the
 	// expired messages they skip in PullResult.Expired and do not count
-	// them.
+	// them. It also counts the retry copies a group's pull skips because
+	// their origin topic was deleted (or deleted and made again) before
+	// they were due: they are passed as expired messages are.
 	ExpiredMessages uint64
 	// StoreBytes is the size of the store.
 	StoreBytes int64

@@ -21,7 +21,7 @@ func TestAppend_ClientCannotSetARetryOrigin(t *testing.T) {
 	require.NoError(t, e.CreateTopic(ctx, "elsewhere", 1))
 	m := &equeue.Message{Body: []byte("x")}
 	m.SetSysProperties(map[string]string{
-		equeue.SysOriginTopic: "elsewhere", equeue.SysOriginQueue: "0", equeue.SysOriginOffset: "7",
+		equeue.SysOriginTopic: "elsewhere", equeue.SysOriginTopicID: "1", equeue.SysOriginQueue: "0", equeue.SysOriginOffset: "7",
 		equeue.SysOriginPriority: "3", equeue.SysLastError: "made up", equeue.SysReplyTo: "%REPLY%r",
 	})
 	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{m}})
@@ -32,7 +32,7 @@ func TestAppend_ClientCannotSetARetryOrigin(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Messages, 1)
 	got := res.Messages[0]
-	for _, k := range []string{equeue.SysOriginTopic, equeue.SysOriginQueue, equeue.SysOriginOffset, equeue.SysOriginPriority, equeue.SysLastError} {
+	for _, k := range []string{equeue.SysOriginTopic, equeue.SysOriginTopicID, equeue.SysOriginQueue, equeue.SysOriginOffset, equeue.SysOriginPriority, equeue.SysLastError} {
 		assert.Empty(t, got.SysProperty(k), k)
 	}
 	assert.Equal(t, "%REPLY%r", got.SysProperty(equeue.SysReplyTo))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -21,7 +22,8 @@ const (
 	// within the wait.
 	PullNoNewMessage
 	// PullNoMatch means messages were scanned but none matched the filter (or
-	// all had expired or were corrupt); NextOffset moves past them, up to a
+	// all had expired or were corrupt, or were retry copies of a deleted
+	// topic); NextOffset moves past them, up to a
 	// record of a format version the engine cannot read, if one follows.
 	PullNoMatch
 	// PullOffsetMoved means the offset was below the queue's low watermark or
@@ -97,8 +99,10 @@ type PullResult struct {
 	// skipped: the pull stops before it, and one from its offset fails
 	// with ErrUnsupportedFormat.
 	Corrupt []int64
-	// Expired counts messages skipped because their time-to-live ran out.
-	// Only a group's pull counts them in Stats().ExpiredMessages.
+	// Expired counts messages skipped because their time-to-live ran out,
+	// and, in a pull of a group's retry topic, the retry copies skipped
+	// because their origin topic was deleted (retryorigin.go). Only a
+	// group's pull counts them in Stats().ExpiredMessages.
 	Expired int
 	// Priority is the priority lane the messages found were stored in, on
 	// a topic created with TopicOptions.Priorities (queue ID q is lane q
@@ -262,7 +266,9 @@ const readBudget = 4 << 20
 // found go there as their records, checked and filtered (scanRecord) but
 // not decoded, and res.Messages stays empty. With group set (a group's
 // pull) the expired messages it skips count in Stats().ExpiredMessages;
-// a read without a group, a browse, only reports them.
+// a read without a group, a browse, only reports them. A retry topic's
+// copies of a deleted topic are skipped and counted as expired ones
+// (retryorigin.go).
 // slabMessages is the most messages a pull allocates at once: a slab of
 // them stays within the allocator's largest size class (32 KiB), past
 // which each allocation takes the heap's lock and clears its memory apart.
@@ -281,6 +287,9 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 	// A message carries the lane it was stored in (Message.Priority): on a
 	// topic with priorities, queue ID q is lane q mod the lane count.
 	lane := q.id % q.topic.laneCount()
+	// A retry topic's copies of a topic that is gone are skipped as
+	// expired ones are (retryorigin.go).
+	retries := strings.HasPrefix(q.topic.name, RetryTopicPrefix)
 	for scans := 0; off < end && scans < maxScanBatches && found == 0 && unread == nil; scans++ {
 		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, budget)
 		if errors.Is(err, store.ErrUnsupportedFormat) {
@@ -322,12 +331,14 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 				m, slab = &slab[0], slab[1:]
 				err = decodeStoredRecord(m, r.Value, &ids, e.recordsChecked)
 				expired = !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now)
+				expired = expired || (retries && err == nil && e.originGone(m.sys[SysOriginTopic], m.sys[SysOriginTopicID]))
 				match = err == nil && f.match(m.Tag)
 			} else {
 				var tag []byte
 				var expires int64
 				tag, expires, err = scanStoredRecord(r.Value, e.recordsChecked)
 				expired = expires != 0 && expires <= nowNanos
+				expired = expired || (retries && err == nil && e.originGone(storedOrigin(r.Value)))
 				match = err == nil && f.matchBytes(tag)
 			}
 			if errors.Is(err, ErrUnsupportedFormat) {

@@ -3,6 +3,7 @@ package equeue_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -68,4 +69,43 @@ func TestRedrive_ToTopicGoesPastDeadLettersOfADeletedTopic(t *testing.T) {
 	n, err = e.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: true})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
+}
+
+// TestRedrive_ToRetryTopicLeavesDeadLettersOfADeletedTopic: a redrive into
+// the group's retry topic of a dead letter whose topic was deleted would
+// store a copy that the group's pull skips (its origin topic is gone) and
+// mark the dead letter redriven: the message would be lost without a
+// word. The redrive leaves such a dead letter unsent and unmarked, and
+// says so with an error matching ErrTopicNotFound, as ToTopic does; made
+// again, the topic takes it back on the next redrive, whose copy is one of
+// the new topic (it carries the new topic's ID), so the pull delivers it.
+func TestRedrive_ToRetryTopicLeavesDeadLettersOfADeletedTopic(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	f := newDLQFixture(t, e)
+	f.fail(t, "x", 1)
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+
+	n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
+	require.ErrorIs(t, err, equeue.ErrTopicNotFound)
+	assert.Contains(t, err.Error(), `"t"`, "the error names the topic")
+	assert.Zero(t, n)
+	dls, err := e.DeadLetters(ctx, "g", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	assert.False(t, dls[0].Redriven, "the dead letter is not marked redriven")
+	rt, err := e.Topic(ctx, equeue.RetryTopic("g")) // made when the group joined
+	require.NoError(t, err)
+	assert.Zero(t, rt.Queues[0].MaxOffset, "no copy was stored")
+
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	n, err = e.Redrive(ctx, "g", equeue.RedriveRequest{All: true})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the topic made again takes it back")
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: equeue.RetryTopic("g")})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1, "the copy is delivered")
+	assert.Equal(t, strconv.FormatUint(uint64(info.ID), 10), res.Messages[0].SysProperty(equeue.SysOriginTopicID))
 }

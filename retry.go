@@ -68,6 +68,12 @@ const (
 	// one deleted and made again may have another when the copy is handled
 	// or redriven (priority.go).
 	SysOriginPriority = "origin-priority"
+	// SysOriginTopicID is the ID (TopicInfo.ID) of the origin topic when
+	// the copy was made. A topic deleted and made again under its name
+	// has another, so a retry copy of the old topic is not taken for a
+	// message of the new one: the group's pull skips it (retryorigin.go).
+	// Copies stored before the engine wrote it have none.
+	SysOriginTopicID = "origin-topic-id"
 )
 
 // retryDelay is the wait before the given attempt (1 = first retry).

@@ -174,6 +174,7 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	}
 	d := derived(view, target, mark.attempts, cause)
 	stampPriority(d, srcQ.topic, grant.Queue)
+	stampOriginTopic(d, srcQ.topic)
 	if !req.DeadLetter && req.Delay > 0 {
 		d.DeliverAt = time.Now().Add(min(req.Delay, e.opts.MaxDelay))
 	}

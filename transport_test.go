@@ -36,6 +36,7 @@ var clusterByDefault = map[string]bool{
 	"TestConsumer_CrashRedeliversOnlyUncommitted":     true,
 	"TestConsumer_OrderlyKeepsOrderAndRetriesInPlace": true,
 	"TestRetry_ThroughRetryTopicWithBackoff":          true,
+	"TestRetry_CopyOfATopicMadeAgainIsNotDelivered":   true,
 	"TestConsumer_SlidingWindow":                      true,
 	"TestPullConsumer_FetchCommitAndRebalance":        true,
 	"TestCoordinator_SilentMemberExpires":             true,

@@ -95,7 +95,7 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		deadLetters:      desc("dead_letters_total", "Messages a consumer group sent to its dead-letter topic since the engine opened.", "group"),
 		storeBytes:       desc("store_bytes", "Size of the engine's store in bytes."),
 		corruptRecords:   desc("corrupt_records_total", "Records that failed their checksum, each counted once by the first read that found it, since the engine opened."),
-		expiredMessages:  desc("expired_messages_total", "Messages consumer groups skipped because their time-to-live ran out, since the engine opened (reads without a group do not count)."),
+		expiredMessages:  desc("expired_messages_total", "Messages consumer groups skipped because their time-to-live ran out (and retry copies of a deleted topic), since the engine opened (reads without a group do not count)."),
 		noSpaceRefusals:  desc("no_space_refusals_total", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened."),
 		dedupIDs:         desc("dedup_ids", "Message IDs the topics' dedup windows hold in memory."),
 		lostDedupGroups:  desc("lost_dedup_groups_total", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated."),

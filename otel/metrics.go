@@ -162,7 +162,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.deadLetters = counter("equeue.dead_letters", "{message}", "Messages a consumer group sent to its dead-letter topic since the engine opened.")
 	m.storeBytes = gauge("equeue.store.bytes", "By", "Size of the engine's store in bytes.")
 	m.corruptRecords = counter("equeue.corrupt_records", "{record}", "Records that failed their checksum, each counted once by the first read that found it, since the engine opened.")
-	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages consumer groups skipped because their time-to-live ran out, since the engine opened (reads without a group do not count).")
+	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages consumer groups skipped because their time-to-live ran out (and retry copies of a deleted topic), since the engine opened (reads without a group do not count).")
 	m.noSpaceRefusals = counter("equeue.no_space_refusals", "{write}", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened.")
 	m.dedupIDs = gauge("equeue.dedup.ids", "{id}", "Message IDs the topics' dedup windows hold in memory.")
 	m.lostDedupGroups = counter("equeue.lost_dedup_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")
