@@ -25,8 +25,8 @@ import (
 //     AddQueues, SetQueueWritable, SetTopicLimits, DeleteTopic, Topics,
 //     Topic, Groups, Group, ResetOffsets, ListDeadLetters (DeadLetters),
 //     Redrive, DeleteGroup; and, for a group coordinated outside the
-//     engine (the Kafka listener's), GroupOffsets, CommitGroupOffsets and
-//     KeepGroup.
+//     engine (the Kafka listener's), GroupOffsets, CommitGroupOffsets,
+//     KeepGroup and ClaimGroup.
 //
 // The third group is the Broker seam, which Producers, Consumers,
 // PullConsumers and transports (package remote) call, and applications do

@@ -40,6 +40,9 @@ type coordinator struct {
 	// departed holds the incarnations that left their groups lately: a
 	// join of one of them is refused (departures.go).
 	departed departures
+	// claims holds the names claimed by a coordinator outside the engine,
+	// each with when its claim lapses (groupclaim.go).
+	claims map[string]time.Time
 }
 
 type group struct {
@@ -578,6 +581,9 @@ func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([
 
 // JoinGroup adds req.Member to req.Group. A member whose model or
 // subscriptions differ from the live members' gets ErrSubscriptionMismatch.
+// A join under a name that a coordinator outside the engine claims for a
+// group of its own with live members (ClaimGroup: a Kafka group) gets
+// ErrGroupNameTaken.
 // A join of an incarnation that left the group (LeaveGroup) within the
 // last SessionTimeout gets ErrNotMember: it was sent before the leave and
 // arrived after it (departures.go).
@@ -617,6 +623,16 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if err != nil {
 		return Assignment{}, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
+	// A name claimed from outside is refused before the subscriptions'
+	// topics are looked up (and maybe made); the claim is checked again
+	// once the group is locked.
+	c := e.groups
+	c.mu.Lock()
+	claimed := c.claimed(req.Group, time.Now())
+	c.mu.Unlock()
+	if claimed {
+		return Assignment{}, claimedErr(req.Group)
+	}
 	// A join that would make a group being deleted again waits for the
 	// deletion first, before it makes the group's retry topic (below).
 	if err := e.groups.awaitName(ctx, req.Group); err != nil {
@@ -627,12 +643,18 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if err != nil {
 		return Assignment{}, err
 	}
-	c := e.groups
 	g, created, err := c.lockForJoin(ctx, groupMeta{Name: req.Group, Model: req.Model, Subs: subs, Strategy: stratName, From: toStoredFrom(req.From), FromTime: req.FromTime})
 	if err != nil {
 		return Assignment{}, err
 	}
 	defer g.mu.Unlock()
+	c.mu.Lock()
+	claimed = c.claimed(req.Group, time.Now())
+	c.mu.Unlock()
+	if claimed {
+		c.dropIfNew(g, created)
+		return Assignment{}, claimedErr(req.Group)
+	}
 	if c.departed.left(req, time.Now(), e.opts.SessionTimeout) {
 		c.dropIfNew(g, created)
 		return Assignment{}, fmt.Errorf("%w: %q in group %q: its incarnation left the group", ErrNotMember, req.Member, req.Group)

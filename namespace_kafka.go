@@ -1,6 +1,9 @@
 package equeue
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // CommitGroupOffsets stores the offsets of a group of the namespace whose
 // members track them themselves (see Engine.CommitGroupOffsets). With it and
@@ -29,4 +32,10 @@ func (n *Namespace) GroupOffsets(ctx context.Context, group string) (map[QueueRe
 // KeepGroup tells the engine such a group is in use (see Engine.KeepGroup).
 func (n *Namespace) KeepGroup(ctx context.Context, group string) error {
 	return n.err(n.e.KeepGroup(ctx, n.in(group)))
+}
+
+// ClaimGroup claims such a group's name while it has live members (see
+// Engine.ClaimGroup).
+func (n *Namespace) ClaimGroup(ctx context.Context, group string, d time.Duration) error {
+	return n.err(n.e.ClaimGroup(ctx, n.in(group), d))
 }

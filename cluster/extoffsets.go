@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"time"
 
 	"github.com/equeue-go/equeue"
 )
@@ -24,4 +25,11 @@ func (n *Node) GroupOffsets(ctx context.Context, group string) (map[equeue.Queue
 // engine's memory only: a new leader counts idle time afresh.
 func (n *Node) KeepGroup(ctx context.Context, group string) error {
 	return call0(n, func(e *equeue.Engine) error { return e.KeepGroup(ctx, group) })
+}
+
+// ClaimGroup claims such a group's name on the leader's engine while the
+// group has live members (see Engine.ClaimGroup). Like KeepGroup it lives
+// in that engine's memory only: the listener of a new leader claims anew.
+func (n *Node) ClaimGroup(ctx context.Context, group string, d time.Duration) error {
+	return call0(n, func(e *equeue.Engine) error { return e.ClaimGroup(ctx, group, d) })
 }

@@ -180,6 +180,13 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 	if req.MemberEpoch == 0 && c.nativeGroup(ctx, req.Group) {
 		return fail(errGroupAuthorizationFailed, "a native consumer group has that name")
 	}
+	if req.MemberEpoch == 0 {
+		code, claimed := c.claim(ctx, req.Group)
+		defer claimed()
+		if code != errNone {
+			return fail(code, "a native consumer group has that name")
+		}
+	}
 	infos, read, code, msg := c.readTopics(ctx, req.Group, req.SubscribedTopicNames, regex != nil)
 	if code != errNone {
 		return fail(code, msg)

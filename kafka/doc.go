@@ -30,7 +30,10 @@
 // can read the same topic. A Kafka group may not take a native group's
 // name, whether or not that group has members, until the native group is
 // deleted: its joins, and commits without a generation, are answered
-// GROUP_AUTHORIZATION_FAILED. While a group of either protocol has members,
+// GROUP_AUTHORIZATION_FAILED. Nor may a native consumer take the name of a
+// Kafka group that has members or a join under way: the listener claims
+// it in the engine (Engine.ClaimGroup), which refuses the native join
+// with equeue.ErrGroupNameTaken. While a group of either protocol has members,
 // the listener keeps it in use in the engine (Engine.KeepGroup), so that
 // Options.GroupIdleTTL does not delete its offsets while its members,
 // consuming a quiet topic, commit nothing.

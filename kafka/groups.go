@@ -40,6 +40,12 @@ type coordinator struct {
 	cgroups map[string]*cgroup     // KIP-848 consumer groups (consumergroups.go)
 	commits map[string]*commitGate // by group name (commitgate.go)
 	reads   uint64                 // topic reads begun by heartbeats (readTopics)
+	// claimed holds the names the listener claims in the engine, joining
+	// how many joins of each are under way (groupclaims.go). claimMu
+	// orders a join's claim and the tick's release of one.
+	claimed map[string]bool
+	joining map[string]int
+	claimMu sync.Mutex
 }
 
 // lock locks c, first forgetting the groups of an earlier leadership term
@@ -110,13 +116,15 @@ func newKmember(id string) *kmember {
 }
 
 func newCoordinator(s *Server) *coordinator {
-	return &coordinator{s: s, groups: map[string]*kgroup{}, cgroups: map[string]*cgroup{}, commits: map[string]*commitGate{}}
+	return &coordinator{s: s, groups: map[string]*kgroup{}, cgroups: map[string]*cgroup{}, commits: map[string]*commitGate{},
+		claimed: map[string]bool{}, joining: map[string]int{}}
 }
 
 // run expires silent members, ends join phases whose rebalance timeout
 // passed, keeps the groups that have members in use in the engine (keep)
-// and forgets idle producers' sequence state and that of deleted topics,
-// until ctx ends.
+// and their names claimed (renewClaims), and forgets idle producers'
+// sequence state and that of deleted topics, until ctx ends; then it
+// releases the claims.
 func (c *coordinator) run(ctx context.Context) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
@@ -124,9 +132,12 @@ func (c *coordinator) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			c.releaseClaims()
 			return
 		case now := <-t.C:
-			c.keep(ctx, c.tick(now))
+			live := c.tick(now)
+			c.keep(ctx, live)
+			c.renewClaims(ctx, live)
 			if now.Sub(lastExpiry) > time.Minute {
 				c.sweepProducers(ctx, now)
 				lastExpiry = now
@@ -459,6 +470,12 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		return resp
 	case c.nativeGroup(ctx, req.Group):
 		resp.ErrorCode = errGroupAuthorizationFailed // as its commits would be
+		return resp
+	}
+	code, claimed := c.claim(ctx, req.Group)
+	defer claimed()
+	if code != errNone {
+		resp.ErrorCode = code // a native group took the name meanwhile
 		return resp
 	}
 	c.lock()

@@ -63,6 +63,7 @@ var sentinels = []sentinel{
 	{"NOT_MEMBER", equeue.ErrNotMember, codes.FailedPrecondition},
 	{"MEMBER_ID_IN_USE", equeue.ErrMemberIDInUse, codes.FailedPrecondition},
 	{"SUBSCRIPTION_MISMATCH", equeue.ErrSubscriptionMismatch, codes.FailedPrecondition},
+	{"GROUP_NAME_TAKEN", equeue.ErrGroupNameTaken, codes.FailedPrecondition},
 	{"QUEUE_NOT_WRITABLE", equeue.ErrQueueNotWritable, codes.FailedPrecondition},
 	{"TOPIC_FULL", equeue.ErrTopicFull, codes.FailedPrecondition},
 	{"PARTIAL_DUPLICATE", equeue.ErrPartialDuplicate, codes.FailedPrecondition},

@@ -1,0 +1,127 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/equeue-go/equeue"
+)
+
+// Claims on the names of the listener's groups in the engine: while a
+// group (classic or KIP-848) has members, or a join of it is under way,
+// the listener claims its name (equeue.Engine.ClaimGroup), so a native
+// consumer cannot join under it. Taken, the name made the Kafka members'
+// commits fail (the group had native members) and new Kafka members were
+// refused. The coordinator's tick renews the claims of the groups that
+// have members and releases the others; a join claims its group's name
+// before it adds its member. The claims go when the listener closes.
+
+// groupClaimer is the optional capability of claiming a group's name
+// (equeue.Engine.ClaimGroup). Without it a native consumer may take the
+// name of a Kafka group that has members.
+type groupClaimer interface {
+	ClaimGroup(ctx context.Context, group string, d time.Duration) error
+}
+
+// claimLease is how long a claim lasts unless renewed: the tick renews
+// them ten times a second, so only a listener that stopped ticking (and
+// did not close) lets its claims lapse.
+const claimLease = 10 * time.Second
+
+// claim claims group's name for a join, which calls done once its member
+// was added (or it was refused): until then the tick does not release
+// the claim. It returns GROUP_AUTHORIZATION_FAILED when a native consumer
+// group has the name; any other failure to claim is logged and lets the
+// join go on, as without the capability.
+func (c *coordinator) claim(ctx context.Context, group string) (code int16, done func()) {
+	gc, ok := c.s.b.(groupClaimer)
+	if !ok {
+		return errNone, func() {}
+	}
+	c.claimMu.Lock()
+	defer c.claimMu.Unlock()
+	c.mu.Lock()
+	c.joining[group]++
+	c.mu.Unlock()
+	done = func() {
+		c.mu.Lock()
+		if c.joining[group]--; c.joining[group] <= 0 {
+			delete(c.joining, group)
+		}
+		c.mu.Unlock()
+	}
+	err := gc.ClaimGroup(ctx, group, claimLease)
+	switch {
+	case errors.Is(err, equeue.ErrGroupNameTaken):
+		done()
+		return errGroupAuthorizationFailed, func() {}
+	case err != nil:
+		c.s.log.Debug("kafka: claiming a group's name", "group", group, "err", err)
+	default:
+		c.mu.Lock()
+		c.claimed[group] = true
+		c.mu.Unlock()
+	}
+	return errNone, done
+}
+
+// renewClaims renews the claims of the groups live (those with members,
+// as tick returns them) and releases those of the groups that have none
+// and no join under way.
+func (c *coordinator) renewClaims(ctx context.Context, live []string) {
+	gc, ok := c.s.b.(groupClaimer)
+	if !ok {
+		return
+	}
+	for _, name := range live {
+		err := gc.ClaimGroup(ctx, name, claimLease)
+		if err == nil {
+			c.mu.Lock()
+			c.claimed[name] = true
+			c.mu.Unlock()
+		} else if ctx.Err() == nil {
+			c.s.log.Debug("kafka: claiming a group's name", "group", name, "err", err)
+		}
+	}
+	keep := make(map[string]bool, len(live))
+	for _, name := range live {
+		keep[name] = true
+	}
+	c.claimMu.Lock()
+	defer c.claimMu.Unlock()
+	c.mu.Lock()
+	var release []string
+	for name := range c.claimed {
+		if !keep[name] && c.joining[name] == 0 {
+			release = append(release, name)
+			delete(c.claimed, name)
+		}
+	}
+	c.mu.Unlock()
+	for _, name := range release {
+		if err := gc.ClaimGroup(ctx, name, 0); err != nil && ctx.Err() == nil {
+			c.s.log.Debug("kafka: releasing a group's name", "group", name, "err", err)
+		}
+	}
+}
+
+// releaseClaims releases every claim, when the listener closes.
+func (c *coordinator) releaseClaims() {
+	gc, ok := c.s.b.(groupClaimer)
+	if !ok {
+		return
+	}
+	c.claimMu.Lock()
+	defer c.claimMu.Unlock()
+	c.mu.Lock()
+	names := make([]string, 0, len(c.claimed))
+	for name := range c.claimed {
+		names = append(names, name)
+	}
+	clear(c.claimed)
+	c.mu.Unlock()
+	for _, name := range names {
+		_ = gc.ClaimGroup(context.Background(), name, 0)
+	}
+}
