@@ -123,7 +123,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		return fail(errInvalidGroupID, "")
 	case req.MemberEpoch < leaveStaticEpoch:
 		return fail(errInvalidRequest, "member epoch below -2")
-	case req.InstanceID != nil && *req.InstanceID == "":
+	case req.InstanceID != nil && blank(*req.InstanceID):
 		return fail(errInvalidRequest, "an empty instance ID")
 	case req.MemberEpoch == leaveStaticEpoch && req.InstanceID == nil:
 		return fail(errInvalidRequest, "a static member's leave (member epoch -2) names its instance ID")
@@ -702,4 +702,12 @@ func (g *cgroup) describeParts(parts map[tpart]bool) kmsg.Assignment {
 		a.TopicPartitions = append(a.TopicPartitions, kmsg.AssignmentTopicPartition{TopicID: g.ids[n], Topic: n, Partitions: ps})
 	}
 	return a
+}
+
+// blank reports whether s is empty once the characters up to the space
+// (U+0020: spaces and control characters) are trimmed from its ends, as
+// Kafka's coordinator trims a KIP-848 heartbeat's instance ID (Java's
+// String.trim) before refusing an empty one.
+func blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
 }
