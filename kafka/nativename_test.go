@@ -83,3 +83,48 @@ func TestGroups_NativeGroupNameIsRefusedWithoutMembers(t *testing.T) {
 	assert.Equal(t, int16(0), commit("orders", 4))
 	assert.Equal(t, int16(0), join())
 }
+
+// TestGroups_CommitWithAGenerationToANativeGroupIsRefused: a Kafka
+// client committing with a generation (as a member of a group it thinks
+// it is in) under a native consumer group's name, with members or
+// without, is refused with UNKNOWN_MEMBER_ID, as Kafka's coordinator
+// refuses a member it does not know, and the native group's offsets do
+// not move: the listener has no Kafka group of that name, since its joins
+// are refused (TestGroups_NativeGroupNameIsRefusedWithoutMembers) and a
+// Kafka group with members keeps native joins out
+// (TestGroups_NativeJoinIsRefusedWhileKafkaGroupHasMembers).
+func TestGroups_CommitWithAGenerationToANativeGroupIsRefused(t *testing.T) {
+	e, addr := setup(t, map[string]int{"payments": 1})
+	ctx := testCtx(t)
+	for range 5 {
+		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "payments", Messages: []*equeue.Message{{Body: []byte("x")}}})
+		require.NoError(t, err)
+	}
+	payments := equeue.QueueRef{Topic: "payments", Queue: 0}
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "billing", Member: "m",
+		Subscriptions: []equeue.Subscription{{Topic: "payments"}}, From: equeue.ConsumeFromEarliest})
+	require.NoError(t, err)
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "billing", Member: "m",
+		Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 2}}}))
+
+	b := kclient(t, addr).SeedBrokers()[0]
+	commit := func(member string, generation int32) int16 {
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.MemberID, oc.Generation = "billing", member, generation
+		oct := kmsg.NewOffsetCommitRequestTopic()
+		oct.Topic = "payments"
+		oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 4, LeaderEpoch: -1}}
+		oc.Topics = append(oc.Topics, oct)
+		resp, err := b.Request(ctx, oc)
+		require.NoError(t, err)
+		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit("m", 1), "the native member's ID, with members")
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit("kafka-1", 0), "generation 0")
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "billing", Member: "m"}))
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit("kafka-1", 3), "without members")
+
+	offs, err := e.GroupOffsets(ctx, "billing")
+	require.NoError(t, err)
+	assert.Equal(t, map[equeue.QueueRef]int64{payments: 2}, offs, "the native group's offsets did not move")
+}
