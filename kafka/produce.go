@@ -239,11 +239,14 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 			return first, code, nil
 		}
 		id := st.topicID
-		if !st.known {
+		if !st.known || id == 0 {
 			// Learned before the append: a topic made again between the
 			// two leaves a state that the next refusal finds replaced
 			// (forgotten, the safe way), never one that passes for the
-			// new topic's.
+			// new topic's. A state whose lookup failed tries again with
+			// each batch until one succeeds: without an ID it would be
+			// taken for the topic's whatever topic of that name there is,
+			// until it expires (producerIdle).
 			id = c.topicIDOf(topic)
 		}
 		setIDs(b, part)

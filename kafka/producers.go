@@ -42,7 +42,8 @@ type seqState struct {
 	epoch   int16
 	lastSeq int32
 	// topicID is the ID (equeue.TopicInfo.ID) of the topic the state was
-	// learned on, 0 when not known: a state of a topic deleted since, or
+	// learned on, 0 when not known (its lookup failed; the next batch
+	// stored looks it up again): a state of a topic deleted since, or
 	// deleted and made again under its name, is not the new topic's (see
 	// conn.storeBatch, forgetDeleted).
 	topicID uint32
@@ -205,8 +206,12 @@ func (p *producers) forgetTopic(topic string) {
 // forgetDeleted drops the states of topics that are not in live (topic
 // name -> ID), or that have another ID there, learned before listed, when
 // live was listed: the topic was deleted (or deleted and made again) since
-// outside the listener. A state whose topic ID is not known, used since
-// the listing, or locked by a batch being stored is left alone.
+// outside the listener. A state whose topic ID is not known (its lookup
+// failed) is dropped when its topic is not in live, whichever topic of
+// that name it was learned on; while one is, it is left to the
+// producer's next batch, which looks the ID up again (conn.storeBatch). A
+// state used since the listing, or locked by a batch being stored, is
+// left alone.
 func (p *producers) forgetDeleted(live map[string]uint32, listed time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -214,7 +219,7 @@ func (p *producers) forgetDeleted(live map[string]uint32, listed time.Time) {
 		if !st.mu.TryLock() {
 			continue
 		}
-		if id, ok := live[k.topic]; st.topicID != 0 && st.used.Before(listed) && (!ok || id != st.topicID) {
+		if id, ok := live[k.topic]; st.used.Before(listed) && (!ok || st.topicID != 0 && id != st.topicID) {
 			delete(p.parts, k)
 			st.gone = true
 		}
