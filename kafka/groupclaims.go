@@ -76,11 +76,17 @@ func (c *coordinator) renewClaims(ctx context.Context, live []string) {
 	}
 	for _, name := range live {
 		err := gc.ClaimGroup(ctx, name, claimLease)
-		if err == nil {
+		switch {
+		case err == nil:
 			c.mu.Lock()
 			c.claimed[name] = true
 			c.mu.Unlock()
-		} else if ctx.Err() == nil {
+		case errors.Is(err, equeue.ErrGroupNameTaken):
+			// A native group took the name while the claim was not
+			// held (it lapsed, or could not be made): the members'
+			// commits are refused until they leave.
+			c.s.log.Warn("kafka: a native consumer group has the name of a group with members", "group", name)
+		case ctx.Err() == nil:
 			c.s.log.Debug("kafka: claiming a group's name", "group", name, "err", err)
 		}
 	}
