@@ -20,7 +20,8 @@ var _ kafka.Broker = (*cluster.Node)(nil)
 // Offsets a Kafka-protocol group commits on the leader are replicated: the
 // next leader returns them, and a follower refuses with the leader's name.
 // Keeping such a group in use (KeepGroup, the listener's while the group
-// has members) goes to the leader's engine likewise.
+// has members) and claiming its name (ClaimGroup) go to the leader's
+// engine likewise.
 func TestCluster_GroupOffsetsSurviveALeaderChange(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	ctx := context.Background()
@@ -42,6 +43,26 @@ func TestCluster_GroupOffsetsSurviveALeaderChange(t *testing.T) {
 		return err
 	})
 	c.onServing(t, "keep kgroup", func(n *cluster.Node) error { return n.KeepGroup(ctx, "kgroup") })
+	// Claiming its name (ClaimGroup, the listener's while the group has
+	// members) keeps native joins out on the leader's engine.
+	c.onServing(t, "claim kgroup", func(n *cluster.Node) error {
+		before := n.Status().Term
+		if err := n.ClaimGroup(ctx, "kgroup", time.Minute); err != nil {
+			return err
+		}
+		_, err := n.JoinGroup(ctx, &equeue.JoinRequest{Group: "kgroup", Member: "m", Subscriptions: []equeue.Subscription{{Topic: "orders"}}})
+		switch {
+		case errors.Is(err, equeue.ErrGroupNameTaken):
+			return n.ClaimGroup(ctx, "kgroup", 0)
+		case err == nil && n.Status().Term != before:
+			// Another tenure's engine, which the claim did not reach.
+			_ = n.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "kgroup", Member: "m"})
+			return fmt.Errorf("%w: the term moved on between the claim and the join", equeue.ErrNotLeader)
+		case err == nil:
+			return fmt.Errorf("a native member joined under a claimed name, want an error matching %v", equeue.ErrGroupNameTaken)
+		}
+		return err
+	})
 	c.onServing(t, "keep a group that does not exist", func(n *cluster.Node) error {
 		switch err := n.KeepGroup(ctx, "no-such-group"); {
 		case errors.Is(err, equeue.ErrGroupNotFound):
