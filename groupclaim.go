@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -81,11 +82,21 @@ func (c *coordinator) setClaim(name string, d time.Duration) {
 		delete(c.claims, name)
 		return
 	}
+	now := time.Now()
 	if c.claims == nil {
 		c.claims = map[string]time.Time{}
+	} else if len(c.claims) >= claimSweepAt {
+		// Claims that lapsed are otherwise forgotten only when their
+		// name is looked up: drop them here so the map stays as large as
+		// the live claims.
+		maps.DeleteFunc(c.claims, func(_ string, until time.Time) bool { return !now.Before(until) })
 	}
-	c.claims[name] = time.Now().Add(d)
+	c.claims[name] = now.Add(d)
 }
+
+// claimSweepAt is the number of claims at which a new claim first drops
+// the lapsed ones.
+const claimSweepAt = 256
 
 // claimed reports whether name is claimed (ClaimGroup), forgetting a claim
 // that lapsed. c.mu must be held.
