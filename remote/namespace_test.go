@@ -167,42 +167,7 @@ func TestNamespace_TokenCannotReachAnotherNamespace(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	call := func(token string, method protoreflect.MethodDescriptor, name string) (string, error) {
-		in, err := protoregistry.GlobalTypes.FindMessageByName(method.Input().FullName())
-		require.NoError(t, err)
-		out, err := protoregistry.GlobalTypes.FindMessageByName(method.Output().FullName())
-		require.NoError(t, err)
-		req, resp := in.New(), out.New()
-		fill(req, name, 0)
-		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+token), 5*time.Second)
-		defer cancel()
-		full := fmt.Sprintf("/%s/%s", method.Parent().FullName(), method.Name())
-		if method.IsStreamingClient() {
-			// One request, then every answer until the server ends the call.
-			st, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, full)
-			if err != nil {
-				return "", err
-			}
-			if err := st.SendMsg(req.Interface()); err != nil {
-				return "", err
-			}
-			if err := st.CloseSend(); err != nil {
-				return "", err
-			}
-			var text strings.Builder
-			for {
-				if err := st.RecvMsg(resp.Interface()); err != nil {
-					if errors.Is(err, io.EOF) {
-						return text.String(), nil
-					}
-					return "", err
-				}
-				text.WriteString(prototext.Format(resp.Interface()))
-			}
-		}
-		if err := conn.Invoke(ctx, full, req.Interface(), resp.Interface()); err != nil {
-			return "", err
-		}
-		return prototext.Format(resp.Interface()), nil
+		return callRPC(t, conn, token, method, name)
 	}
 
 	svc := pb.File_equeue_v1_equeue_proto.Services().ByName("Broker")
@@ -354,4 +319,46 @@ func TestNamespace_ConsumerDeadLettersAMessageItCannotReceive(t *testing.T) {
 	require.Len(t, dead, 1)
 	assert.Equal(t, int64(1), dead[0].Message.Offset)
 	assert.NotContains(t, dead[0].LastError, "tenant-a")
+}
+
+// callRPC calls method on conn with token, its request filled with name
+// (fill), and returns the answer as text: every answer of a stream.
+func callRPC(t *testing.T, conn *grpc.ClientConn, token string, method protoreflect.MethodDescriptor, name string) (string, error) {
+	t.Helper()
+	in, err := protoregistry.GlobalTypes.FindMessageByName(method.Input().FullName())
+	require.NoError(t, err)
+	out, err := protoregistry.GlobalTypes.FindMessageByName(method.Output().FullName())
+	require.NoError(t, err)
+	req, resp := in.New(), out.New()
+	fill(req, name, 0)
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer "+token), 5*time.Second)
+	defer cancel()
+	full := fmt.Sprintf("/%s/%s", method.Parent().FullName(), method.Name())
+	if method.IsStreamingClient() {
+		// One request, then every answer until the server ends the call.
+		st, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, full)
+		if err != nil {
+			return "", err
+		}
+		if err := st.SendMsg(req.Interface()); err != nil {
+			return "", err
+		}
+		if err := st.CloseSend(); err != nil {
+			return "", err
+		}
+		var text strings.Builder
+		for {
+			if err := st.RecvMsg(resp.Interface()); err != nil {
+				if errors.Is(err, io.EOF) {
+					return text.String(), nil
+				}
+				return "", err
+			}
+			text.WriteString(prototext.Format(resp.Interface()))
+		}
+	}
+	if err := conn.Invoke(ctx, full, req.Interface(), resp.Interface()); err != nil {
+		return "", err
+	}
+	return prototext.Format(resp.Interface()), nil
 }
