@@ -47,6 +47,9 @@ type Engine struct {
 	// scheduler and Open's loads look a topic up by the ID records carry).
 	topicIDs map[uint32]*topic
 	adminMu  sync.Mutex // serializes topic changes
+	// viewIDs is the key Namespace views encipher topic IDs with
+	// (namespace_topicid.go).
+	viewIDs viewIDKey
 	// redriving holds a value while a Redrive runs: they run one at a time.
 	redriving chan struct{}
 

@@ -361,24 +361,41 @@ func (n *Namespace) SetQueueWritable(ctx context.Context, name string, queueID i
 	return n.err(n.e.SetQueueWritable(ctx, n.in(name), queueID, writable))
 }
 
-// Topic describes one topic of the namespace.
+// Topic describes one topic of the namespace. Its ID is the namespace's
+// (see TopicInfo.ID): not the engine's, which counts every namespace's
+// creations. The first view of an engine to show an ID stores the key
+// of those IDs; while the store refuses that write, Topic and Topics
+// fail with its error.
 func (n *Namespace) Topic(ctx context.Context, name string) (TopicInfo, error) {
 	ti, err := n.e.Topic(ctx, n.in(name))
 	ti.Name = n.outName(ti.Name)
-	return ti, n.err(err)
+	if err != nil {
+		return ti, n.err(err)
+	}
+	ids, err := n.e.viewTopicIDs(n.name)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	ti.ID = ids.of(ti.ID)
+	return ti, nil
 }
 
 // Topics lists the namespace's topics, its %RETRY% and %DLQ% topics
-// included, sorted by name.
+// included, sorted by name, with the namespace's IDs (see Topic).
 func (n *Namespace) Topics(ctx context.Context) ([]TopicInfo, error) {
 	all, err := n.e.Topics(ctx)
 	if err != nil {
 		return nil, n.err(err)
 	}
+	ids, err := n.e.viewTopicIDs(n.name)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]TopicInfo, 0, len(all))
 	for _, t := range all {
 		if name, ok := n.out(t.Name); ok {
 			t.Name = name
+			t.ID = ids.of(t.ID)
 			out = append(out, t)
 		}
 	}

@@ -188,7 +188,11 @@ type TopicInfo struct {
 	// a topic deleted and created again under its name gets another one,
 	// however quickly (CreatedAt, in milliseconds, may be the same). It
 	// stays the topic's across reopens and is the same on every node of a
-	// cluster.
+	// cluster. A Namespace view shows another ID, the namespace's: the
+	// engine's enciphered with a key the engine stores, so it tells
+	// nothing of the topics other namespaces made; it is as unique and
+	// stable in the view, but it is an engine's own (each node of a
+	// cluster draws its key).
 	ID uint32
 	// CreatedAt is when the topic was created, rounded down to the
 	// millisecond.
