@@ -147,8 +147,10 @@ func (n *Namespace) outAssignment(a Assignment) Assignment {
 }
 
 // outMessage is m as the namespace sees it: its topic, the origin topic of
-// a retried message and the reply topic of a request unqualified. m is not
-// changed.
+// a retried message and the reply topic of a request unqualified, and
+// without the origin topic's ID (SysOriginTopicID), which is the engine's
+// count of topic creations (see TopicInfo.ID: a view shows IDs
+// enciphered). m is not changed.
 func (n *Namespace) outMessage(m *Message) *Message {
 	if m == nil {
 		return nil
@@ -164,6 +166,12 @@ func (n *Namespace) outMessage(m *Message) *Message {
 			}
 			cp.sys[k] = n.outName(v)
 		}
+	}
+	if _, ok := m.sys[SysOriginTopicID]; ok {
+		if !cloned {
+			cp.sys, cloned = maps.Clone(m.sys), true
+		}
+		delete(cp.sys, SysOriginTopicID)
 	}
 	if m.pulled != nil {
 		cp.pulled = n.outMessage(m.pulled)

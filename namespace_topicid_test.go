@@ -65,3 +65,29 @@ func TestNamespace_TopicIDsCountNoOtherNamespace(t *testing.T) {
 	assert.Equal(t, first, idOf(a, "first"), "the view's ID survives a reopen")
 	assert.Equal(t, second, idOf(a, "second"))
 }
+
+// TestNamespace_RetryCopiesShowNoEngineTopicID: a retry copy carries its
+// origin topic's engine ID (SysOriginTopicID), the engine's count of topic
+// creations; a view's messages do not show it, so a tenant cannot read
+// that count from its own retries. The engine still skips the copies of
+// a topic made again.
+func TestNamespace_RetryCopiesShowNoEngineTopicID(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	v, err := e.Namespace("tenant-a")
+	require.NoError(t, err)
+	require.NoError(t, v.CreateTopic(ctx, "t", 1))
+	sendBackDue(t, v, "g", "t", "old")
+
+	raw, err := e.Pull(ctx, &equeue.PullRequest{Topic: equeue.RetryTopic("tenant-a:g")})
+	require.NoError(t, err)
+	require.Len(t, raw.Messages, 1)
+	require.NotEmpty(t, raw.Messages[0].SysProperty(equeue.SysOriginTopicID), "the engine's copy carries the ID")
+
+	seen, err := v.Pull(ctx, &equeue.PullRequest{Topic: equeue.RetryTopic("g")})
+	require.NoError(t, err)
+	require.Len(t, seen.Messages, 1)
+	m := seen.Messages[0]
+	assert.Equal(t, "t", m.SysProperty(equeue.SysOriginTopic), "the view shows its own name of the origin")
+	assert.Empty(t, m.SysProperty(equeue.SysOriginTopicID), "the view does not show the engine's topic ID")
+}

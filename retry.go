@@ -72,7 +72,9 @@ const (
 	// the copy was made. A topic deleted and made again under its name
 	// has another, so a retry copy of the old topic is not taken for a
 	// message of the new one: the group's pull skips it (retryorigin.go).
-	// Copies stored before the engine wrote it have none.
+	// Copies stored before the engine wrote it have none, and a Namespace
+	// view's messages do not show it (it is the engine's count of topic
+	// creations; see TopicInfo.ID).
 	SysOriginTopicID = "origin-topic-id"
 )
 
