@@ -102,6 +102,10 @@ var viewCalls = map[string]viewCall{
 	},
 	"GroupOffsets": func(ctx context.Context, v *equeue.Namespace, n string) (any, error) { return v.GroupOffsets(ctx, n) },
 	"KeepGroup":    func(ctx context.Context, v *equeue.Namespace, n string) (any, error) { return nil, v.KeepGroup(ctx, n) },
+	// A claim that lapses at once, so it keeps no join of the table out.
+	"ClaimGroup": func(ctx context.Context, v *equeue.Namespace, n string) (any, error) {
+		return nil, v.ClaimGroup(ctx, n, time.Nanosecond)
+	},
 }
 
 // viewCallsWithoutName are the methods of a Namespace view that take no
