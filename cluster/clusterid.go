@@ -23,7 +23,9 @@ import (
 // the FSM skips entries at or below the applied index its store holds.
 //
 // So every command entry a node proposes carries the ID in the entry's
-// Extensions, and every snapshot in its header. A node refuses, before
+// Extensions, every snapshot in its header, and every Raft connection in
+// its hello (hello.go: the nodes of two clusters refuse each other's
+// connections, so heartbeats and votes do not cross either). A node refuses, before
 // Raft sees them (the relay, commitbound.go), AppendEntries calls carrying
 // command entries of another ID and InstallSnapshot calls of another ID:
 // its store and log stay as they are. A node with no ID yet (a new node,

@@ -43,6 +43,10 @@ func SetWALSegmentSize(o *Options, n int) { o.walSegmentSize = n }
 // leader's background writer) with hook.
 func SetLogStoreHook(o *Options, hook func(raft.LogStore) raft.LogStore) { o.logStoreHook = hook }
 
+// SetNoHello makes o's node open its Raft connections without a hello, as
+// a version before hellos did.
+func SetNoHello(o *Options) { o.noHello = true }
+
 // StoredApplied returns the last entry n's FSM stored as applied (Raft's
 // AppliedIndex counts entries handed to the FSM, not applied by it).
 func StoredApplied(n *Node) uint64 { return n.fsm.current().applied }

@@ -8,9 +8,11 @@ import (
 )
 
 // A leader of another cluster. A node whose directory holds another
-// cluster's data refuses that leader's entries and snapshots (the relay,
-// clusterid.go), but not its heartbeats, which carry no cluster ID: Raft
-// takes the leader for this node's own. What the node knows of a leader
+// cluster's data refuses that leader's connections when both have a
+// cluster ID (hello.go), and its entries and snapshots (the relay,
+// clusterid.go); a leader of a version before hellos gets through to Raft
+// with its heartbeats, which carry no cluster ID, and Raft takes it for
+// this node's own. What the node knows of a leader
 // from its FSM's state (the tenure entry it applied last: the leader's
 // Kafka and client addresses) is then of its own cluster's leader, which
 // may have had the same node ID, and the topics its store holds are its

@@ -17,9 +17,10 @@ import (
 )
 
 // A node whose directory holds another cluster's data, named a peer of a
-// cluster, refuses its leader's entries but takes its heartbeats, so Raft
-// knows that leader. Its store's state names its own cluster's leader,
-// which had the same node ID: the node must not give that leader's Kafka
+// cluster whose nodes run a version before hellos (hello.go: their
+// connections carry no cluster ID), refuses its leader's entries but
+// takes its heartbeats, so Raft knows that leader. Its store's state
+// names its own cluster's leader, which had the same node ID: the node must not give that leader's Kafka
 // or client address for the other cluster's leader, nor list its own
 // cluster's topics as led by it. Before, its Kafka listener sent clients
 // to the other cluster's broker for topics the cluster they asked of does
@@ -44,6 +45,7 @@ func TestCluster_NodeOfAnotherClusterNamesNoLeader(t *testing.T) {
 	for _, p := range []cluster.Peer{peers[0], peers[2]} {
 		o := nodeOptions(p.ID, p.RaftAddr)
 		o.Bootstrap, o.Peers, o.KafkaAddr = true, peers, "kafka-b-"+p.ID+":9092"
+		cluster.SetNoHello(o)
 		n, err := cluster.Open(filepath.Join(base, "b-"+p.ID), o)
 		require.NoError(t, err)
 		b = append(b, n)

@@ -227,6 +227,14 @@ func (f *fsm) current() fsmState {
 	return f.state
 }
 
+// clusterID returns the cluster ID of the state as of the last applied
+// entry ("" while it has none).
+func (f *fsm) clusterID() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state.clusterID
+}
+
 func (f *fsm) err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -212,7 +212,9 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		// a heartbeat timeout after this Open began.
 		time.Sleep(time.Until(began.Add(conf.HeartbeatTimeout)))
 	}
-	accepted := newAcceptedStream(stream)
+	hello := newHelloStream(stream, n.fsm.clusterID, n.log)
+	hello.noHello = o.noHello
+	accepted := newAcceptedStream(hello)
 	n.stream = accepted
 	n.trans = raft.NewNetworkTransportWithLogger(n.stream, 3, 10*time.Second, hlog)
 	streamOwned = true

@@ -163,6 +163,9 @@ type Options struct {
 	// passes, before it looks at the engine's tenure (tests: a pass that
 	// is held).
 	reconcileHook func()
+	// noHello makes the node open its Raft connections without a hello,
+	// as a version before hellos did (hello.go; tests).
+	noHello bool
 }
 
 // minRaftTimeout is the shortest timeout Raft runs with.
