@@ -70,6 +70,22 @@
 // retried in place. SubscriberConfig.Unordered handles up to Concurrency
 // messages of a subscription at once instead.
 //
+// A message handed out and never Ack'd nor Nack'd holds its place until
+// the subscription stops: in an orderly subscription its queue, in an
+// unordered one one of its Concurrency places. An unordered subscription
+// of a clustering group is the exception: it waits at most
+// ConsumerOptions.ConsumeTimeout (DefaultConsumeTimeout, 15 min, unless
+// set) for the Ack or Nack; then the message fails as one counted attempt
+// (never to the dead letters), its context ends, a later Ack or Nack of it
+// is ignored, it is delivered again after NackResendDelay, and the next
+// message takes its place.
+//
+// Publisher.Close waits for the Publish calls in progress, up to
+// PublisherConfig.CloseTimeout (DefaultCloseTimeout, 5 s, unless set);
+// then it ends the contexts of their sends, which fail with
+// ErrPublisherClosed (and, for a send that the broker may have stored,
+// equeue.ErrIndeterminate), and returns once they have returned.
+//
 // # Consumer groups
 //
 // With SubscriberConfig.ConsumerGroup set, Subscribe calls (in one process

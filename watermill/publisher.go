@@ -1,9 +1,11 @@
 package watermill
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	wm "github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -11,8 +13,12 @@ import (
 	"github.com/equeue-go/equeue"
 )
 
-// ErrPublisherClosed is returned by Publish after Close.
+// ErrPublisherClosed is returned by Publish after Close, and by a Publish
+// whose send Close ended (see PublisherConfig.CloseTimeout).
 var ErrPublisherClosed = errors.New("equeue watermill: publisher closed")
+
+// DefaultCloseTimeout replaces a zero PublisherConfig.CloseTimeout.
+const DefaultCloseTimeout = 5 * time.Second
 
 // PublisherConfig configures a Publisher. Broker is required; every zero
 // field means the documented default.
@@ -33,11 +39,20 @@ type PublisherConfig struct {
 	Producer *equeue.ProducerOptions
 	// Logger receives the Publisher's logs. Nil means watermill.NopLogger.
 	Logger wm.LoggerAdapter
+	// CloseTimeout is how long Close waits for the Publish calls in
+	// progress to return by themselves. Then it ends the contexts of their
+	// sends (and topic creations) and waits for them to return: a send
+	// that a broker no longer answers, under a message context that never
+	// ends, cannot hold Close for ever. Zero means DefaultCloseTimeout.
+	CloseTimeout time.Duration
 }
 
 func (c *PublisherConfig) setDefaults() {
 	if c.Queues == 0 {
 		c.Queues = equeue.DefaultQueues
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = DefaultCloseTimeout
 	}
 	if c.Marshaler == nil {
 		c.Marshaler = DefaultMarshaler{}
@@ -54,6 +69,9 @@ func (c *PublisherConfig) validate() error {
 	if c.Queues < 0 || c.Queues > equeue.MaxQueuesPerTopic {
 		return fmt.Errorf("%w: PublisherConfig.Queues %d not in 0..%d", equeue.ErrInvalidOptions, c.Queues, equeue.MaxQueuesPerTopic)
 	}
+	if c.CloseTimeout < 0 {
+		return fmt.Errorf("%w: negative PublisherConfig.CloseTimeout", equeue.ErrInvalidOptions)
+	}
 	return nil
 }
 
@@ -68,6 +86,10 @@ type Publisher struct {
 	mu       sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
+	// stopping ends once Close has waited CloseTimeout for the Publish
+	// calls in progress: it ends the contexts of their sends.
+	stopping context.Context
+	stop     context.CancelFunc
 	// closeDone is closed once the first Close has returned from waiting
 	// and closing the producer; a later or concurrent Close waits for it.
 	closeDone chan struct{}
@@ -85,10 +107,30 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{
+	pub := &Publisher{
 		cfg: cfg, producer: p, topics: newTopicMaker(cfg.Broker, cfg.Queues), log: cfg.Logger,
 		closeDone: make(chan struct{}),
-	}, nil
+	}
+	pub.stopping, pub.stop = context.WithCancel(context.Background())
+	return pub, nil
+}
+
+// sendContext returns the context of a send of a message whose context is
+// ctx: it also ends when Close stops waiting (see CloseTimeout). release
+// frees it.
+func (p *Publisher) sendContext(ctx context.Context) (sendCtx context.Context, release func()) {
+	sendCtx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(p.stopping, cancel)
+	return sendCtx, func() { unhook(); cancel() }
+}
+
+// stopped returns err, the failure of a send, marked with
+// ErrPublisherClosed when Close ended the send's context.
+func (p *Publisher) stopped(err error) error {
+	if p.stopping.Err() == nil || errors.Is(err, ErrPublisherClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrPublisherClosed, err)
 }
 
 // Publish stores msgs in topic, one after the other, and returns once each
@@ -105,7 +147,10 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 // may be stored). A Publish retried after such an error can store a
 // message twice: DefaultMarshaler leaves the equeue message ID to the
 // broker (see UUIDProperty), so a topic's dedup window does not apply; a
-// Marshaler that sets Message.ID from the UUID makes it apply.
+// Marshaler that sets Message.ID from the UUID makes it apply. A Publish
+// still in progress CloseTimeout after Close began has the context of its
+// send ended, and fails with an error matching ErrPublisherClosed as well
+// as the send's own error.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	p.mu.RLock()
 	if p.closed {
@@ -124,7 +169,9 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 			return fmt.Errorf("equeue watermill: publish to %q: message %d is nil: %w", topic, i, equeue.ErrInvalidArgument)
 		}
 	}
-	createErr := p.topics.ensure(msgs[0].Context(), topic)
+	ctx, release := p.sendContext(msgs[0].Context())
+	createErr := p.topics.ensure(ctx, topic)
+	release()
 	recreated := false
 	for _, msg := range msgs {
 		em, err := p.cfg.Marshaler.Marshal(topic, msg)
@@ -135,17 +182,19 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 			return fmt.Errorf("equeue watermill: marshal message %s: %w", msg.UUID, err)
 		}
 		em.Topic = topic
-		res, err := p.producer.Send(msg.Context(), em)
+		ctx, release := p.sendContext(msg.Context())
+		res, err := p.producer.Send(ctx, em)
 		if errors.Is(err, equeue.ErrTopicNotFound) && !recreated {
 			// Deleted since this Publisher made or saw it (nothing was
 			// stored): make it again, once per call, as on first use.
 			recreated = true
 			p.topics.forget(topic)
-			createErr = p.topics.ensure(msg.Context(), topic)
-			res, err = p.producer.Send(msg.Context(), em)
+			createErr = p.topics.ensure(ctx, topic)
+			res, err = p.producer.Send(ctx, em)
 		}
+		release()
 		if err != nil {
-			return fmt.Errorf("equeue watermill: publish message %s to %q: %w", msg.UUID, topic, notCreated(err, createErr))
+			return fmt.Errorf("equeue watermill: publish message %s to %q: %w", msg.UUID, topic, p.stopped(notCreated(err, createErr)))
 		}
 		if createErr != nil {
 			p.topics.exists(topic)
@@ -159,9 +208,11 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 }
 
 // Close waits for Publish calls in progress and stops the Publisher. It
-// does not close the Broker. Idempotent: a later Close, or one concurrent
-// with the first, also waits for those Publish calls (and for the
-// producer to close), and returns nil.
+// does not close the Broker. Those still in progress after CloseTimeout
+// have the contexts of their sends ended (they fail with
+// ErrPublisherClosed); Close then waits for them to return. Idempotent: a
+// later Close, or one concurrent with the first, also waits for those
+// Publish calls (and for the producer to close), and returns nil.
 func (p *Publisher) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -172,6 +223,20 @@ func (p *Publisher) Close() error {
 	p.closed = true
 	p.mu.Unlock()
 	defer close(p.closeDone)
-	p.inflight.Wait()
+	returned := make(chan struct{})
+	go func() {
+		p.inflight.Wait()
+		close(returned)
+	}()
+	t := time.NewTimer(p.cfg.CloseTimeout)
+	select {
+	case <-returned:
+		t.Stop()
+	case <-t.C:
+		p.log.Info("publish calls still in progress at the close timeout; ending their sends", wm.LogFields{"close_timeout": p.cfg.CloseTimeout})
+		p.stop()
+		<-returned
+	}
+	p.stop()
 	return p.producer.Close()
 }

@@ -34,6 +34,11 @@ var errUnfinished = errors.New("equeue watermill: message not acked before its h
 // count that run as an attempt (equeue.ErrNotHandled).
 var errNotHandedOut = fmt.Errorf("equeue watermill: message not handed out before its handler was stopped: %w", equeue.ErrNotHandled)
 
+// errAckTimeout is what the handler returns to equeue for a message of an
+// unordered clustering subscription neither Ack'd nor Nack'd within
+// Consumer.ConsumeTimeout of being handed out.
+var errAckTimeout = errors.New("equeue watermill: message neither acked nor nacked within the consume timeout")
+
 // ConsumeFrom says where a consumer group that has no committed offset for a
 // queue starts. Unlike equeue.ConsumeFrom, the zero value is FromEarliest.
 type ConsumeFrom int
@@ -69,6 +74,11 @@ const (
 	// long a stopping subscription waits for the Ack or Nack of a message
 	// it handed out before that message counts as failed.
 	DefaultShutdownTimeout = 500 * time.Millisecond
+	// DefaultConsumeTimeout replaces a zero Consumer.ConsumeTimeout (it is
+	// equeue's default): how long an unordered subscription of a
+	// clustering group waits for the Ack or Nack of a message it handed
+	// out before the message is delivered again.
+	DefaultConsumeTimeout = 15 * time.Minute
 )
 
 // consumerMaxAttempts is the MaxAttempts of the equeue consumers: no limit,
@@ -168,7 +178,11 @@ type SubscriberConfig struct {
 	// Nack of each message it handed out, see Subscribe; zero means
 	// DefaultShutdownTimeout here, not equeue's 30 s), ConsumeTimeout
 	// (unordered in a clustering group: a message not Ack'd or Nack'd
-	// within it is sent back for retry, so it may be delivered twice),
+	// within it of being handed out fails as one counted attempt, never
+	// its last, and is delivered again after NackResendDelay, so it may be
+	// delivered twice; its context ends, a later Ack or Nack of it is
+	// ignored, and the subscription hands out the next message in its
+	// place; zero means DefaultConsumeTimeout),
 	// flow-control limits, Strategy,
 	// Model, Hooks, Logger. Its Group, ID (see MemberID),
 	// Subscriptions, Handler, Orderly, Concurrency, LocalRetryDelay (and its
@@ -197,6 +211,9 @@ func (c *SubscriberConfig) setDefaults() {
 	}
 	if c.Consumer.ShutdownTimeout == 0 {
 		c.Consumer.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Consumer.ConsumeTimeout == 0 {
+		c.Consumer.ConsumeTimeout = DefaultConsumeTimeout
 	}
 	if c.Unmarshaler == nil {
 		c.Unmarshaler = DefaultMarshaler{}
@@ -365,6 +382,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		group: group,
 		log:   s.log.With(wm.LogFields{"topic": topic, "consumer_group": group, "member": o.ID}),
 	}
+	if !o.Orderly && o.Model == equeue.Clustering {
+		sub.ackTimeout = o.ConsumeTimeout
+	}
 	o.Subscriptions = []equeue.Subscription{{Topic: topic, Filter: s.cfg.Filter}}
 	o.Handler = sub.handle
 	o.Orderly = !s.cfg.Unordered
@@ -432,6 +452,11 @@ type subscription struct {
 	group    string
 	consumer *equeue.Consumer
 	log      wm.LoggerAdapter
+	// ackTimeout, when positive, bounds the wait for the Ack or Nack of a
+	// message handed out: Consumer.ConsumeTimeout in an unordered
+	// clustering subscription, whose consumer sends back a message
+	// handled for longer (see timedOut).
+	ackTimeout time.Duration
 }
 
 // run waits for the end of the subscription, stops the consumer and closes
@@ -493,6 +518,12 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 		return sub.notHandedOut()
 	}
 	sub.log.Trace("message sent to subscriber channel", fields)
+	var timeout <-chan time.Time
+	if sub.ackTimeout > 0 {
+		t := time.NewTimer(sub.ackTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
 	select {
 	case <-msg.Acked():
 		sub.log.Trace("message acked", fields)
@@ -500,9 +531,35 @@ func (sub *subscription) handle(ctx context.Context, em *equeue.Message) error {
 	case <-msg.Nacked():
 		sub.log.Trace("message nacked", fields)
 		return sub.failed(em, errNacked)
+	case <-timeout:
+		return sub.timedOut(em, msg, fields)
 	case <-ctx.Done():
 	}
 	return sub.unfinished(msg)
+}
+
+// timedOut is the handler's result for a message of an unordered
+// clustering subscription neither Ack'd nor Nack'd within ackTimeout of
+// being handed out. Its consumer sends back such a message once its
+// handler has run for ConsumeTimeout but lets the handler run on: waiting
+// further would hold one of the subscription's Concurrency places until it
+// stops, and once Concurrency messages were lost so, the subscription
+// would hand out nothing more, not even those messages again. So the
+// message fails here, as a counted attempt but never its last (the
+// consumer has no attempt limit and this is not a Nack), and is delivered
+// again after NackResendDelay; the deferred cancel in handle ends its
+// context. Sent back already by the consumer, it is not sent back again.
+// An Ack or Nack that raced with the timeout counts.
+func (sub *subscription) timedOut(em *equeue.Message, msg *message.Message, fields wm.LogFields) error {
+	select {
+	case <-msg.Acked():
+		return nil
+	case <-msg.Nacked():
+		return sub.failed(em, errNacked)
+	default:
+	}
+	sub.log.Info("message neither acked nor nacked within the consume timeout; it will be delivered again", fields)
+	return equeue.RetryAfter(sub.s.cfg.NackResendDelay, errAckTimeout)
 }
 
 // unmarshal runs u on em, a panic in it taken for an error: as an error,
