@@ -508,6 +508,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 	now := time.Now()
 	id := req.MemberID
 	m := g.members[id]
+	known := m != nil // a member joining again under its member ID
 	formerLeader := g.leader
 	switch {
 	case id == "" && static != nil:
@@ -556,6 +557,13 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		delete(g.pending, id)
 		m = newKmember(id)
 		g.members[id] = m
+	}
+	if known {
+		if r := g.stableRejoin(m, req.Protocols); r != nil {
+			m.lastSeen = now
+			c.mu.Unlock()
+			return r
+		}
 	}
 	g.emptySince = time.Time{}
 	m.clientID, m.clientHost = h.clientID, remote
