@@ -123,12 +123,15 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		return fail(errInvalidGroupID, "")
 	case req.MemberEpoch < leaveStaticEpoch:
 		return fail(errInvalidRequest, "member epoch below -2")
+	case (req.GetVersion() >= 1 || req.MemberEpoch != 0) && blank(req.MemberID):
+		// Only a v0 join has the coordinator make the member's ID.
+		return fail(errInvalidRequest, "a member ID is required")
 	case req.InstanceID != nil && blank(*req.InstanceID):
 		return fail(errInvalidRequest, "an empty instance ID")
+	case req.RackID != nil && blank(*req.RackID):
+		return fail(errInvalidRequest, "an empty rack ID")
 	case req.MemberEpoch == leaveStaticEpoch && req.InstanceID == nil:
 		return fail(errInvalidRequest, "a static member's leave (member epoch -2) names its instance ID")
-	case req.MemberEpoch == 0 && req.MemberID == "" && req.GetVersion() >= 1:
-		return fail(errInvalidRequest, "a member ID is required")
 	case req.MemberEpoch == 0 && len(req.Topics) > 0:
 		return fail(errInvalidRequest, "a joining member owns no partitions")
 	case req.MemberEpoch == 0 && req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
@@ -706,8 +709,8 @@ func (g *cgroup) describeParts(parts map[tpart]bool) kmsg.Assignment {
 
 // blank reports whether s is empty once the characters up to the space
 // (U+0020: spaces and control characters) are trimmed from its ends, as
-// Kafka's coordinator trims a KIP-848 heartbeat's instance ID (Java's
-// String.trim) before refusing an empty one.
+// Kafka's coordinator trims a KIP-848 heartbeat's member, instance and
+// rack IDs (Java's String.trim) before refusing an empty one.
 func blank(s string) bool {
 	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
 }
