@@ -24,7 +24,12 @@ import (
 // kept. A commit accepted is stored before its group's partitions change
 // owners (commitGate). A commit without a generation to the name of a
 // native consumer group is refused with GROUP_AUTHORIZATION_FAILED, as
-// joins are (nativeGroup).
+// joins are (nativeGroup). A commit with a generation to a group the
+// listener holds no member of (none of that name, or one it forgot) gets
+// UNKNOWN_MEMBER_ID, as from Kafka for a group it keeps without that
+// member; Kafka answers ILLEGAL_GENERATION to one of a name no group has,
+// which clients handle alike, or (the Java consumer, which keeps its
+// member ID then) with one more failed join.
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	code, held, gate := c.checkCommitter(ctx, req)
