@@ -198,7 +198,7 @@ func (r *runner) handleOrderlyBatch(msgs []*Message) bool {
 				return false
 			}
 		}
-		if r.ctx.Err() != nil {
+		if !r.memberConfirmed() {
 			return false // stopping: no new run begins (see dispatch)
 		}
 		run, later := msgs, []*Message(nil)

@@ -289,6 +289,9 @@ type Consumer struct {
 	// replaced is set while another incarnation holds the member ID.
 	incarnation string
 	replaced    atomic.Bool
+	// gate holds an orderly clustering consumer's queues while its
+	// membership is in doubt (see memberGate).
+	gate memberGate
 
 	handled  atomic.Uint64
 	failures atomic.Uint64
@@ -428,7 +431,7 @@ func (c *Consumer) goFunc(f func()) {
 func (c *Consumer) membershipLoop() {
 	runMembership(c.loopCtx, c.b, c.joinRequest(), c.o.HeartbeatInterval, c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
 		return c.apply(ctx, a)
-	}, c.abandonAll, c.replaced.Store)
+	}, c.abandonAll, c.replaced.Store, c.gate.set)
 }
 
 // knownVersion is the assignment version the consumer has applied; zero

@@ -432,7 +432,7 @@ func (r *runner) retryLocally(m *Message, attempts int, d time.Duration) {
 // stays unfinished).
 func (r *runner) handleOrderly(m *Message) bool {
 	for {
-		if !r.pq.begin(m.Offset) {
+		if !r.memberConfirmed() || !r.pq.begin(m.Offset) {
 			return false
 		}
 		if r.finishExpired(m) {
@@ -482,6 +482,18 @@ func (r *runner) handleOrderly(m *Message) bool {
 			return false
 		}
 	}
+}
+
+// memberConfirmed waits, in an orderly clustering group, while the
+// consumer's membership is in doubt (see memberGate), so that no message
+// of the queue begins on this member after the engine may have granted
+// the queue to another; false when the runner stops (first, or meanwhile:
+// a stopping orderly runner begins no new message, see dispatch).
+func (r *runner) memberConfirmed() bool {
+	if r.c.o.Orderly && r.c.o.Model == Clustering && !r.c.gate.wait(r.ctx.Done()) {
+		return false
+	}
+	return r.ctx.Err() == nil
 }
 
 // sendBackTimeout bounds one store of a failed message in the retry or
