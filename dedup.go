@@ -330,6 +330,7 @@ func (e *Engine) dedupCheck(b *batchState, c *command) (bool, error) {
 	}
 	held, inBatch := 0, false
 	first, odd := -1, -1 // the first message held, and the first held out of place
+	var repeats []int    // messages whose ID the append holds again later (repeatsStoredApart)
 	for i, id := range ids {
 		d, pending, ok := last, lastPending, lastHeld
 		if i < n-1 {
@@ -345,6 +346,12 @@ func (e *Engine) dedupCheck(b *batchState, c *command) (bool, error) {
 		if odd < 0 && (!lastHeld || !inRun(ids, i, d, last, base)) {
 			odd = i
 		}
+		if base >= 0 && d.offset != base+int64(i) {
+			repeats = append(repeats, i)
+		}
+	}
+	if odd < 0 && held == n && last.offset >= 0 {
+		odd = e.repeatsStoredApart(b, t, ids, last.queue, base, repeats)
 	}
 	switch {
 	case held == 0:

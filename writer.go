@@ -331,9 +331,10 @@ func (b *batchState) queue(q *queue) *touched {
 }
 
 // apply decides what batch writes, as of b.now. It reads the writer's
-// memory (next offsets, dedup index) and the commands, and changes neither
-// beyond the commands' results: the same stored state, batch and time give
-// the same write.
+// memory (next offsets, dedup index), the commands and, for an append
+// holding an ID twice, the records it may repeat (repeatsStoredApart), and
+// changes neither beyond the commands' results: the same stored state,
+// batch and time give the same write.
 func (e *Engine) apply(b *batchState, batch []*command) {
 	records, ids := 0, 0
 	for _, c := range batch {

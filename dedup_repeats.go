@@ -1,0 +1,57 @@
+package equeue
+
+// An append that holds an ID more than once. The window keeps one entry
+// per ID, its latest message's position, so the window vouches only for
+// the last message of such an ID in an append of it (inRun): [x, x] fits
+// an x sent alone at offset o as well as [x, x] stored at o-1 and o. The
+// messages the window cannot vouch for are checked against the records
+// themselves (repeatsStoredApart): [x, x] is a duplicate only when the
+// record before x's is an x too.
+
+// repeatsStoredApart returns the first of repeats, messages of an append
+// of ids whose ID the append holds again later, that the records show
+// was not stored where a duplicate of the append would put it, or -1. The
+// append would start at base in queue of t (a negative base: before the
+// queue's start, so not stored as one append). A record this batch writes
+// is read from the batch; one that is gone (retention deleted it), or not
+// readable yet (a write still replicating), cannot be checked: the
+// window's entries alone decide, as for an append without repeats.
+func (e *Engine) repeatsStoredApart(b *batchState, t *topic, ids []string, queue int, base int64, repeats []int) int {
+	if base < 0 {
+		return 0
+	}
+	if len(repeats) == 0 {
+		return -1
+	}
+	q, err := t.queue(queue)
+	if err != nil {
+		return -1 // no such queue to read: the window's entries decide
+	}
+	key := q.key
+	from, to := uint64(base)+uint64(repeats[0]), uint64(base)+uint64(repeats[len(repeats)-1])+1
+	values := make(map[uint64][]byte, len(repeats))
+	for _, en := range b.entries {
+		if en.Queue == key && en.Offset >= from && en.Offset < to {
+			values[en.Offset] = en.Value
+		}
+	}
+	if len(values) < len(repeats) {
+		// Stored by earlier writes. A read that fails checks nothing.
+		recs, _ := e.st.Read(key, from, to, int(to-from), 0)
+		for _, r := range recs {
+			if _, ok := values[r.Offset]; !ok {
+				values[r.Offset] = r.Value
+			}
+		}
+	}
+	for _, i := range repeats {
+		v, ok := values[uint64(base)+uint64(i)]
+		if !ok {
+			continue
+		}
+		if m, err := decodeRecord(v); err == nil && m.ID != ids[i] {
+			return i
+		}
+	}
+	return -1
+}
