@@ -1,0 +1,215 @@
+package equeue_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
+)
+
+// The dedup crash test runs this test binary as a child that sends
+// messages with IDs (some alone, some three to an append) to a topic with
+// a dedup window on a Badger store whose writes of an ID marked "f" fail,
+// and kills it with SIGKILL at a random moment, round after round.
+
+const crashDedupChildEnv = "EQUEUE_CRASH_DEDUP_CHILD_DIR"
+
+const crashDedupTopicName = "dd"
+
+// openCrashDedup opens an engine on a Badger store in dir, through a store
+// failing the writes of IDs marked "f" when failing is set.
+func openCrashDedup(dir string, failing bool) (*equeue.Engine, error) {
+	b, err := store.OpenBadger(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	var s equeue.Store = b
+	if failing {
+		fs := faultstore.New(b)
+		fs.OnWrite(func(b *store.Batch) error {
+			if slices.ContainsFunc(b.Entries, func(e store.Entry) bool { return bytes.Contains(e.Value, []byte("#f")) }) {
+				return faultstore.ErrInjected
+			}
+			return nil
+		})
+		s = fs
+	}
+	e, err := equeue.Open("", &equeue.Options{Store: s}) // SyncAlways
+	if err != nil {
+		_ = b.Close()
+	}
+	return e, err
+}
+
+// TestCrashDedupChild is the child's workload; it does nothing unless
+// started by TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill.
+func TestCrashDedupChild(t *testing.T) {
+	dir := os.Getenv(crashDedupChildEnv)
+	if dir == "" {
+		t.Skip("child process of TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill")
+	}
+	round := os.Getenv("EQUEUE_CRASH_ROUND")
+	ctx := context.Background()
+	say := childSay()
+	e, err := openCrashDedup(dir, true)
+	if err != nil {
+		say("ERROR open %v", err)
+		os.Exit(3)
+	}
+	err = e.CreateTopicWith(ctx, crashDedupTopicName, equeue.TopicOptions{Queues: 2, DedupWindow: time.Hour})
+	if err != nil && !errors.Is(err, equeue.ErrTopicExists) {
+		say("ERROR create %v", err)
+		os.Exit(3)
+	}
+	for g := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				n := 1 + 2*(i%2) // one message, or three
+				ids := make([]string, n)
+				ms := make([]*equeue.Message, n)
+				for k := range ms {
+					ids[k] = fmt.Sprintf("r%s-g%d-%d-%d", round, g, i, k)
+					if i%10 == 7 {
+						ids[k] += "#f" // its write fails
+					}
+					ms[k] = &equeue.Message{ID: ids[k], Body: []byte(ids[k])}
+				}
+				say("SEND %s", strings.Join(ids, " "))
+				r, err := e.Append(ctx, &equeue.AppendRequest{Topic: crashDedupTopicName, Queue: (g + i) % 2, Messages: ms})
+				switch {
+				case err == nil:
+					for k, id := range ids {
+						say("ACK %s %d %d", id, r.Queue, r.FirstOffset+int64(k))
+					}
+				case errors.Is(err, faultstore.ErrInjected) && !errors.Is(err, equeue.ErrIndeterminate):
+					for _, id := range ids {
+						say("FAIL %s", id)
+					}
+				default:
+					say("ERROR send %v", err)
+					return
+				}
+			}
+		}()
+	}
+	select {}
+}
+
+// TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill: after a SIGKILL the
+// reopened dedup window knows the ID of every message the queues hold (a
+// resend is a duplicate at its position: every acknowledged one where its
+// send said) and no other (the IDs of failed writes, and of sends cut by
+// the kill that did not reach the store, are stored by a resend). The
+// window's time outlives the kill: a message of an earlier round is a
+// duplicate in the next.
+func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	acked := map[string]crashPos{}
+	for round := range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashDedupChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), crashDedupChildEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round))
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		going := make(chan struct{}) // some sends acknowledged and some failed
+		failed := map[string]bool{}
+		sent := map[string]bool{} // every ID the child sent, answered or not
+		var parseErr []string
+		parsed := make(chan struct{})
+		go func() {
+			defer close(parsed)
+			sc := bufio.NewScanner(out)
+			goingOnce, acks := false, 0
+			for sc.Scan() {
+				if !goingOnce && acks >= 20 && len(failed) > 0 {
+					goingOnce = true
+					close(going)
+				}
+				f := strings.Fields(sc.Text())
+				switch {
+				case len(f) == 4 && f[0] == "ACK":
+					q, _ := strconv.Atoi(f[2])
+					off, _ := strconv.ParseInt(f[3], 10, 64)
+					acked[f[1]] = crashPos{q, off}
+					acks++
+				case len(f) == 2 && f[0] == "FAIL":
+					failed[f[1]] = true
+				case len(f) > 1 && f[0] == "SEND":
+					for _, id := range f[1:] {
+						sent[id] = true
+					}
+				case len(f) > 0 && f[0] == "ERROR":
+					parseErr = append(parseErr, sc.Text())
+				}
+			}
+		}()
+		select {
+		case <-going:
+		case <-time.After(60 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("round %d: child never acknowledged and failed sends", round)
+		}
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		<-parsed
+		require.Empty(t, parseErr)
+		require.NotEmpty(t, failed, "round %d: no write failed", round)
+
+		e, err := openCrashDedup(dir, false)
+		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
+		found := crashReadTopic(t, ctx, e, crashDedupTopicName)
+		for id, pos := range acked {
+			require.Equal(t, []crashPos{pos}, found[id], "round %d: acknowledged %s stored once where its send said", round, id)
+		}
+		for id := range failed {
+			require.Empty(t, found[id], "round %d: %s's write failed", round, id)
+		}
+		// Resend every ID the queues hold, and those the child sent
+		// without a stored message.
+		for id := range sent {
+			if _, ok := found[id]; !ok {
+				found[id] = nil
+			}
+		}
+		dups, stored, never := 0, 0, equeue.SyncNever
+		for id, at := range found {
+			require.LessOrEqual(t, len(at), 1, "round %d: %s stored %d times", round, id, len(at))
+			res, err := e.Append(ctx, &equeue.AppendRequest{Topic: crashDedupTopicName, Sync: &never,
+				Messages: []*equeue.Message{{ID: id, Body: []byte(id)}}})
+			require.NoError(t, err, "round %d: resend of %s", round, id)
+			got := crashPos{res.Queue, res.FirstOffset}
+			if len(at) == 1 {
+				require.True(t, res.Duplicate, "round %d: %s is stored at %v, but its ID is not in the window", round, id, at[0])
+				require.Equal(t, at[0], got, "round %d: %s's duplicate answered elsewhere", round, id)
+				dups++
+				continue
+			}
+			require.False(t, res.Duplicate, "round %d: %s is not stored, but the window answers it at %v", round, id, got)
+			acked[id] = got
+			found[id] = []crashPos{got}
+			stored++
+		}
+		assert.Equal(t, found, crashReadTopic(t, ctx, e, crashDedupTopicName), "round %d: resends stored nothing twice", round)
+		require.NoError(t, e.Close())
+		t.Logf("round %d: %d IDs answered as duplicates, %d stored by their resend (%d of failed writes)", round, dups, stored, len(failed))
+	}
+}
