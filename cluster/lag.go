@@ -94,7 +94,11 @@ func (t *progressTransport) InstallSnapshot(id raft.ServerID, target raft.Server
 // noteRefusal records err, a call to id that failed, when it is the
 // refusal of a node of another cluster.
 func (t *progressTransport) noteRefusal(id raft.ServerID, err error) {
-	// The transport gives the follower's error as text.
+	// Either refusal carries ErrForeignCluster's text: the follower's
+	// (its relay refused the call's entries or snapshot: commitbound.go),
+	// which the transport gives as text only, or this node's own dial's,
+	// whose hello the node there answered with another cluster's ID
+	// (hello.go), which never reached the follower.
 	if !strings.Contains(err.Error(), ErrForeignCluster.Error()) {
 		return
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -150,7 +151,12 @@ func (n *Node) awaitCaughtUp(ctx context.Context, id raft.ServerID) error {
 	if rs == nil {
 		return n.notLeader()
 	}
-	target, err := rs.mark()
+	target, err := rs.mark(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// A leader that commits nothing (its followers refuse its
+		// entries) never commits the entry either.
+		return fmt.Errorf("%w (the entry for it to catch up to was not committed): %w", ErrNotCaughtUp, ctx.Err())
+	}
 	if err != nil {
 		return fmt.Errorf("append an entry for it to catch up to: %w", err)
 	}

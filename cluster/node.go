@@ -499,6 +499,8 @@ func (n *Node) reconcile() {
 			// No tenure of this term can rise above the last one: a node
 			// elected in a later term can start one.
 			n.handOver("leader that started every tenure its term allows could not hand over leadership; retrying")
+		case errors.Is(err, errClosing):
+			// Close stopped the wait for the tenure's entries.
 		case err != nil:
 			n.log.Warn("could not start serving as leader; retrying", "err", err)
 		}
@@ -561,6 +563,34 @@ const maxTenuresPerTerm = 0xffff
 // maxTenuresPerTerm tenures in the current term (failed starts count).
 var errTenuresSpent = errors.New("cluster: every tenure of this raft term was started")
 
+// errClosing is the outcome of a wait for a Raft entry that Close
+// stopped (await).
+var errClosing = errors.New("cluster: the node is closing")
+
+// await is f's outcome, or errClosing once the node closes first. Raft
+// bounds only the wait to queue an entry (ApplyTimeout), not the wait for
+// its commit: a leader whose followers answer its heartbeats but refuse
+// its entries stays leader and commits nothing, and a wait for an entry
+// of its would hold Close for ever. The goroutine waiting on f ends when
+// Raft answers it, at the latest when Close shuts Raft down (an entry
+// still in Raft's apply buffer then is never answered: see
+// replicatedStore.await).
+func (n *Node) await(f raft.Future) error {
+	done := make(chan error, 1)
+	go awaitFuture(f, done)
+	select {
+	case err := <-done:
+		return err
+	case <-n.closing:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return errClosing
+		}
+	}
+}
+
 // startTenure commits a tenure entry — after which this node's store holds
 // every entry committed before — and opens an engine on it.
 //
@@ -586,7 +616,7 @@ func (n *Node) startTenure() error {
 	// taken by every node).
 	f := n.raft.ApplyLog(raft.Log{Data: encodeTenure(tenure, n.opts.ID, n.opts.ClientAddr, n.opts.KafkaAddr),
 		Extensions: stampID(n.fsm.current().clusterID)}, n.opts.ApplyTimeout)
-	if err := f.Error(); err != nil {
+	if err := n.await(f); err != nil {
 		return fmt.Errorf("cluster: start tenure: %w", err)
 	}
 	if err, ok := f.Response().(error); ok && err != nil {
@@ -607,7 +637,7 @@ func (n *Node) startTenure() error {
 	// (up to its own store's limits): one that cannot stops here, loudly,
 	// not at the first large write (fsm.checkLimits).
 	f = n.raft.ApplyLog(raft.Log{Data: encodeLimits(tenure, n.st.Limits()), Extensions: stampID(id)}, n.opts.ApplyTimeout)
-	if err := f.Error(); err != nil {
+	if err := n.await(f); err != nil {
 		return fmt.Errorf("cluster: start tenure: limits: %w", err)
 	}
 	if err, ok := f.Response().(error); ok && err != nil {
@@ -672,7 +702,8 @@ func (n *Node) stopEngine() {
 }
 
 // closeDrain bounds how long Close waits for committed entries to reach
-// the store.
+// the store, and, before that, for the entries the engine's writes have
+// on their way to be committed.
 const closeDrain = 2 * time.Second
 
 // drain waits (a little) until what Raft committed is applied to the
@@ -684,7 +715,16 @@ func (n *Node) drain() {
 		return // failStop: Raft applies nothing more
 	}
 	if n.raft.State() == raft.Leader {
-		_ = n.raft.Barrier(closeDrain).Error()
+		// Barrier's timeout bounds only the wait to queue it: a leader
+		// that commits nothing never answers it.
+		done := make(chan error, 1)
+		go awaitFuture(n.raft.Barrier(closeDrain), done)
+		t := time.NewTimer(closeDrain)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	deadline := time.Now().Add(closeDrain)
 	for time.Now().Before(deadline) {
@@ -697,14 +737,33 @@ func (n *Node) drain() {
 	}
 }
 
+// stopEngineClosing is stopEngine for Close: the engine's close waits for
+// the writes it has on their way to be committed, for closeDrain at most.
+// A leader that commits nothing (its followers answer its heartbeats but
+// refuse its entries) would hold it for ever; the writes still on their
+// way then end with an error matching equeue.ErrIndeterminate.
+func (n *Node) stopEngineClosing() {
+	n.mu.RLock()
+	rs := n.rstore
+	n.mu.RUnlock()
+	if rs != nil {
+		t := time.AfterFunc(closeDrain, func() { rs.giveUp(errClosedUncommitted) })
+		defer t.Stop()
+	}
+	n.stopEngine()
+}
+
 // Close stops serving, leaves Raft running no more, and closes the stores.
-// It does not remove the node from the cluster (see RemoveServer).
-// Idempotent.
+// It does not remove the node from the cluster (see RemoveServer). A
+// leader that cannot commit (cut off from its followers, or refused by
+// them) closes too: Close waits a little for what it has on its way
+// (closeDrain), and a write still on its way then ends with an error
+// matching equeue.ErrIndeterminate. Idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.closing)
 		n.wg.Wait()
-		n.stopEngine()
+		n.stopEngineClosing()
 		n.drain()
 		var errs []error
 		if err := n.raft.Shutdown().Error(); err != nil {

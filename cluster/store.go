@@ -42,9 +42,12 @@ type replicatedStore struct {
 	mu     sync.Mutex
 	fenced error
 
-	// down is closed once Raft was shut down under the tenure (failStop):
-	// a wait for an entry Raft never answers ends there (raftDown).
+	// down is closed once the waits for entries still on their way are
+	// given up (giveUp): Raft was shut down under the tenure (failStop),
+	// or the node closes while its leader can commit nothing. A wait for
+	// an entry Raft never answers ends there, with downErr.
 	down     chan struct{}
+	downErr  error
 	downOnce sync.Once
 }
 
@@ -122,15 +125,30 @@ func (s *replicatedStore) start(data []byte) (raft.ApplyFuture, error) {
 // shut down. The nodes' Raft buffers its apply channel (BatchApplyCh), and
 // an entry queued there when Raft shuts down is never answered: its
 // future would block for ever, and the engine's close with it.
-func (s *replicatedStore) raftDown() { s.downOnce.Do(func() { close(s.down) }) }
+func (s *replicatedStore) raftDown() { s.giveUp(errRaftDown) }
+
+// giveUp ends the waits for entries still on their way, each with cause
+// (matching equeue.ErrIndeterminate: the entry may yet be committed),
+// which fences the tenure. The first cause stands.
+func (s *replicatedStore) giveUp(cause error) {
+	s.downOnce.Do(func() {
+		s.downErr = cause
+		close(s.down)
+	})
+}
 
 // errRaftDown is the outcome of an entry Raft was shut down with.
 var errRaftDown = fmt.Errorf("%w: raft shut down with the entry on its way", equeue.ErrIndeterminate)
 
-// await is f's outcome, or errRaftDown once Raft was shut down and f is
-// still unanswered. The goroutine waiting on f stays blocked if Raft never
-// answers it (tests ignore it: see TestMain).
-func (s *replicatedStore) await(f raft.ApplyFuture) error {
+// errClosedUncommitted is the outcome of an entry still on its way when
+// the node, closing, stopped waiting for it (Node.Close).
+var errClosedUncommitted = fmt.Errorf("%w: the node closed with the entry not yet committed", equeue.ErrIndeterminate)
+
+// await is f's outcome; or, when f is still unanswered, the cause the
+// waits were given up with (giveUp), or ctx's error once ctx ends. The
+// goroutine waiting on f stays blocked if Raft never answers it (tests
+// ignore it: see TestMain).
+func (s *replicatedStore) await(ctx context.Context, f raft.ApplyFuture) error {
 	done := make(chan error, 1)
 	go awaitFuture(f, done)
 	select {
@@ -141,18 +159,35 @@ func (s *replicatedStore) await(f raft.ApplyFuture) error {
 		case err := <-done:
 			return err
 		default:
-			s.fence(errRaftDown)
-			return errRaftDown
+			s.fence(s.downErr)
+			return s.downErr
+		}
+	case <-ctx.Done():
+		select {
+		case err := <-done:
+			return err
+		default:
+			return ctx.Err()
 		}
 	}
 }
 
 // awaitFuture sends f's error to done once Raft answers f.
-func awaitFuture(f raft.ApplyFuture, done chan<- error) { done <- f.Error() }
+func awaitFuture(f raft.Future, done chan<- error) { done <- f.Error() }
 
 // finish waits for f's entry to be committed and applied.
 func (s *replicatedStore) finish(f raft.ApplyFuture) error {
-	err := s.await(f)
+	return s.finishContext(context.Background(), f)
+}
+
+// finishContext is finish, given up when ctx ends first: it then returns
+// ctx's error, the entry's outcome unknown, and leaves the tenure as it
+// is (an entry that fails later fails every entry after it too).
+func (s *replicatedStore) finishContext(ctx context.Context, f raft.ApplyFuture) error {
+	err := s.await(ctx, f)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("the entry's outcome is unknown: %w", err)
+	}
 	if err == nil {
 		if rerr, ok := f.Response().(error); ok && rerr != nil {
 			err = rerr
@@ -172,13 +207,14 @@ func (s *replicatedStore) finish(f raft.ApplyFuture) error {
 // mark appends an entry of the tenure that changes nothing in any store
 // (the leader's limits again: startTenure wrote them), carrying the
 // cluster ID, and returns its index once it is applied. A follower whose
-// log holds it took an entry of this cluster (AddVoter).
-func (s *replicatedStore) mark() (uint64, error) {
+// log holds it took an entry of this cluster (AddVoter). When ctx ends
+// first it returns an error matching ctx's.
+func (s *replicatedStore) mark(ctx context.Context) (uint64, error) {
 	f, err := s.start(encodeLimits(s.tenure, s.local.Limits()))
 	if err != nil {
 		return 0, err
 	}
-	if err := s.finish(f); err != nil {
+	if err := s.finishContext(ctx, f); err != nil {
 		return 0, err
 	}
 	return f.Index(), nil
