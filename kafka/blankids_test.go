@@ -50,6 +50,7 @@ func TestConsumerGroup_BlankMemberAndRackIDsAreRefused(t *testing.T) {
 		hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", tc.member, tc.epoch, 30000
 		hb.InstanceID, hb.RackID = tc.instance, tc.rack
 		hb.SubscribedTopicNames = []string{"t"}
+		hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 		b := v1
 		if tc.v0 {
 			b = v0
@@ -73,6 +74,7 @@ func TestConsumerGroup_BlankMemberAndRackIDsAreRefused(t *testing.T) {
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.RebalanceTimeoutMillis, hb.RackID = "g", 30000, kmsg.StringPtr("r1")
 	hb.SubscribedTopicNames = []string{"t"}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	resp, err = v0.Request(ctx, hb)
 	require.NoError(t, err)
 	r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)

@@ -118,3 +118,119 @@ func TestGroups_LeaderOrChangedMetadataRejoinRebalances(t *testing.T) {
 		})
 	}
 }
+
+// completingPair makes classic group "g" of dynamicPair's members a (the
+// leader) and b, then has b join again with metadata "b2", which begins a
+// rebalance that a joins too: both are of the generation returned, and
+// the group is CompletingRebalance, neither having synced.
+func completingPair(ctx context.Context, t *testing.T, addr string) (br *kgo.Broker, a, b string, gen int32) {
+	t.Helper()
+	br, a, b, stable := dynamicPair(ctx, t, addr)
+	jb := joinAsync(ctx, t, addr, classicJoinReq(b, "", "b2", 30000, 3000))
+	require.Eventually(t, func() bool {
+		return classicBeat(ctx, t, br, a, "", stable) == 27
+	}, 30*time.Second, 10*time.Millisecond, "b's new metadata begins a rebalance")
+	ja := requestJoin(ctx, t, br, classicJoinReq(a, "", "a", 30000, 3000))
+	require.Equal(t, int16(0), ja.ErrorCode)
+	require.Equal(t, a, ja.LeaderID)
+	rb := <-jb
+	require.NotNil(t, rb)
+	require.Equal(t, int16(0), rb.ErrorCode)
+	require.Equal(t, stable+1, ja.Generation)
+	require.Equal(t, stable+1, rb.Generation)
+	return br, a, b, ja.Generation
+}
+
+// TestGroups_RejoinInCompletingRebalanceKeepsTheGeneration: a member that
+// joins again under its member ID, with the protocols and metadata it
+// has, while the group waits for the leader's assignment
+// (CompletingRebalance: a client that lost its join answer) is answered at
+// once with the current generation, as Kafka's coordinator answers it: the
+// leader's answer lists the members again, a follower's lists none. No
+// rebalance begins, and the generation completes with the syncs. The
+// leader too, unlike in a Stable group: it has not assigned anything yet.
+// Before, such a join began a rebalance, which, with the other member
+// waiting in its sync, dropped that member when the rebalance timeout
+// passed.
+func TestGroups_RejoinInCompletingRebalanceKeepsTheGeneration(t *testing.T) {
+	for _, leader := range []bool{false, true} {
+		name := "follower"
+		if leader {
+			name = "leader"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := openEngine(t, nil)
+			ctx := testCtx(t)
+			require.NoError(t, e.CreateTopic(ctx, "t", 1))
+			addr := serve(t, e, nil)
+			br, a, b, gen := completingPair(ctx, t, addr)
+			joiner, meta, other := b, "b2", a
+			if leader {
+				joiner, meta, other = a, "a", b
+			}
+
+			r := requestJoin(ctx, t, br, classicJoinReq(joiner, "", meta, 30000, 3000))
+			require.Equal(t, int16(0), r.ErrorCode)
+			assert.Equal(t, gen, r.Generation, "no rebalance")
+			assert.Equal(t, joiner, r.MemberID)
+			assert.Equal(t, a, r.LeaderID)
+			require.NotNil(t, r.Protocol)
+			assert.Equal(t, "range", *r.Protocol)
+			if leader {
+				metadata := map[string]string{}
+				for _, m := range r.Members {
+					metadata[m.MemberID] = string(m.ProtocolMetadata)
+				}
+				assert.Equal(t, map[string]string{a: "a", b: "b2"}, metadata, "the leader is given the members again")
+			} else {
+				assert.Empty(t, r.Members, "a follower is not given the members")
+			}
+			assert.Equal(t, int16(0), classicBeat(ctx, t, br, other, "", gen), "the other member is not told to rejoin")
+
+			// b's sync waits for a's, on a connection of its own.
+			sg := kmsg.NewPtrSyncGroupRequest()
+			sg.Group, sg.MemberID, sg.Generation = "g", b, gen
+			bb := kclient(t, addr).SeedBrokers()[0]
+			sb := make(chan *kmsg.SyncGroupResponse, 1)
+			go func() {
+				resp, err := bb.Request(ctx, sg)
+				if err != nil {
+					sb <- nil
+					return
+				}
+				sb <- resp.(*kmsg.SyncGroupResponse)
+			}()
+			require.Equal(t, int16(0), classicSync(ctx, t, br, a, "", gen, map[string]string{a: "A", b: "B"}).ErrorCode)
+			got := <-sb
+			require.NotNil(t, got)
+			require.Equal(t, int16(0), got.ErrorCode)
+			assert.Equal(t, "B", string(got.MemberAssignment))
+			assert.Equal(t, int16(0), classicCommit(ctx, t, br, b, "", gen))
+		})
+	}
+}
+
+// TestGroups_ChangedMetadataRejoinInCompletingRebalanceRebalances: in a
+// group that waits for the leader's assignment, a member joining again
+// with metadata that changed begins a rebalance, as in Kafka, which the
+// other member joins: the generation rises and the leader stays.
+func TestGroups_ChangedMetadataRejoinInCompletingRebalanceRebalances(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	addr := serve(t, e, nil)
+	br, a, b, gen := completingPair(ctx, t, addr)
+
+	jb := joinAsync(ctx, t, addr, classicJoinReq(b, "", "b3", 30000, 3000))
+	require.Eventually(t, func() bool {
+		return classicBeat(ctx, t, br, a, "", gen) == 27
+	}, 30*time.Second, 10*time.Millisecond, "the join begins a rebalance")
+	ra := requestJoin(ctx, t, br, classicJoinReq(a, "", "a", 30000, 3000))
+	require.Equal(t, int16(0), ra.ErrorCode)
+	rb := <-jb
+	require.NotNil(t, rb)
+	require.Equal(t, int16(0), rb.ErrorCode)
+	assert.Equal(t, gen+1, ra.Generation)
+	assert.Equal(t, gen+1, rb.Generation)
+	assert.Equal(t, a, rb.LeaderID, "the leader stays the leader")
+}

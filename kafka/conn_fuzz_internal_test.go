@@ -273,6 +273,7 @@ func contentRequests() []kmsg.Request {
 	hb.Group, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "cg", 0, 1000
 	hb.SubscribedTopicNames = []string{"t"}
 	hb.SubscribedTopicRegex = kmsg.StringPtr("t.*")
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	out = append(out, hb)
 
 	fc := kmsg.NewPtrFindCoordinatorRequest()

@@ -132,8 +132,12 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 		return fail(errInvalidRequest, "an empty rack ID")
 	case req.MemberEpoch == leaveStaticEpoch && req.InstanceID == nil:
 		return fail(errInvalidRequest, "a static member's leave (member epoch -2) names its instance ID")
-	case req.MemberEpoch == 0 && len(req.Topics) > 0:
-		return fail(errInvalidRequest, "a joining member owns no partitions")
+	case req.MemberEpoch == 0 && req.RebalanceTimeoutMillis == -1:
+		// -1 is "unchanged", which a join has nothing to be the same as.
+		return fail(errInvalidRequest, "a joining member gives its rebalance timeout")
+	case req.MemberEpoch == 0 && (req.Topics == nil || len(req.Topics) > 0):
+		// Null is "unchanged" too: a join says it owns nothing.
+		return fail(errInvalidRequest, "a joining member owns no partitions (an empty list, not null)")
 	case req.MemberEpoch == 0 && req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
 		return fail(errInvalidRequest, "a joining member names its subscription")
 	case req.ServerAssignor != nil && *req.ServerAssignor != assignorUniform && *req.ServerAssignor != assignorRange:

@@ -110,6 +110,7 @@ func TestGroups_NotLeadingAnswersNotCoordinator(t *testing.T) {
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "cg", "m1", 0, 30000
 	hb.SubscribedTopicNames = []string{"t"}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	joined, err := seed.Request(ctx, hb)
 	require.NoError(t, err)
 	require.Equal(t, int16(0), joined.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)

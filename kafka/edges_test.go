@@ -418,6 +418,7 @@ func TestGroups_JoinRefusedWhileANativeGroupOfThatNameHasMembers(t *testing.T) {
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "billing", "m1", 0, 30000
 	hb.SubscribedTopicNames = []string{"t"}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	resp, err := b.Request(ctx, hb)
 	require.NoError(t, err)
 	assert.Equal(t, kerr.GroupAuthorizationFailed.Code, resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode, "KIP-848")

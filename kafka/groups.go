@@ -559,7 +559,7 @@ func (c *coordinator) join(ctx context.Context, h header, remote string, req *km
 		g.members[id] = m
 	}
 	if known {
-		if r := g.stableRejoin(m, req.Protocols); r != nil {
+		if r := g.rejoinInPlace(m, req.Protocols); r != nil {
 			m.lastSeen = now
 			c.mu.Unlock()
 			return r

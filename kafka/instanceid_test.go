@@ -24,6 +24,7 @@ func TestConsumerGroup_BlankInstanceIDIsRefused(t *testing.T) {
 		hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g", "m1", 0, 30000
 		hb.InstanceID = kmsg.StringPtr(in)
 		hb.SubscribedTopicNames = []string{"t"}
+		hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 		resp, err := b.Request(ctx, hb)
 		require.NoError(t, err)
 		r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)

@@ -102,6 +102,7 @@ func TestKafka_NamespaceListenerRefusesAQualifiedGroupName(t *testing.T) {
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = name, "m1", 0, 30000
 	hb.SubscribedTopicNames = []string{"orders"}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	resp, err = b.Request(ctx, hb)
 	require.NoError(t, err)
 	assert.Equal(t, kerr.InvalidGroupID.Code, resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode, "KIP-848 heartbeat")

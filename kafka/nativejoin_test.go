@@ -72,6 +72,7 @@ func TestGroups_NativeJoinIsRefusedWhileKafkaGroupHasMembers(t *testing.T) {
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "audit", "m1", 0, 30000
 	hb.SubscribedTopicNames = []string{"payments"}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	hresp, err := b.Request(ctx, hb)
 	require.NoError(t, err)
 	require.Equal(t, int16(0), hresp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)

@@ -51,6 +51,7 @@ func TestGroups_NativeGroupNameIsRefusedWithoutMembers(t *testing.T) {
 		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "billing", "m1", 0, 30000
 		hb.SubscribedTopicNames = []string{"orders"}
+		hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 		resp, err := b.Request(ctx, hb)
 		require.NoError(t, err)
 		return resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
