@@ -46,3 +46,32 @@ func TestUnorderedNeverAckedMessageFreesItsSlot(t *testing.T) {
 	}
 	assertNothing(t, ch, 200*time.Millisecond)
 }
+
+// TestOrderlyMessageIsNotGivenUpAtConsumeTimeout: the bound on the wait for
+// an Ack or Nack is for unordered subscriptions only. An orderly one (the
+// default, Unordered false) waits for its message as long as it takes, so
+// a handler slower than Consumer.ConsumeTimeout keeps its message: it is
+// not delivered again, and its context does not end. Before, the check
+// read the Consumer's own Orderly field, which the Subscriber overrides,
+// so orderly subscriptions gave their messages up too.
+func TestOrderlyMessageIsNotGivenUpAtConsumeTimeout(t *testing.T) {
+	e := openEngine(t)
+	pub := newPublisher(t, eqwm.PublisherConfig{Broker: e, Queues: 1})
+	o := fastConsumer
+	o.ConsumeTimeout = 50 * time.Millisecond
+	sub := newSubscriber(t, eqwm.SubscriberConfig{Broker: e, ConsumerGroup: "g", NackResendDelay: time.Millisecond, Consumer: o})
+	require.NoError(t, pub.Publish("slow", message.NewMessage("a", nil)))
+	ch, err := sub.Subscribe(ctxT(t), "slow")
+	require.NoError(t, err)
+
+	m := receive(t, ch)
+	require.Equal(t, "a", m.UUID)
+	assertNothing(t, ch, 500*time.Millisecond)
+	select {
+	case <-m.Context().Done():
+		t.Fatal("the context of a message still being handled ended")
+	default:
+	}
+	m.Ack()
+	assertNothing(t, ch, 200*time.Millisecond)
+}

@@ -382,12 +382,12 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		group: group,
 		log:   s.log.With(wm.LogFields{"topic": topic, "consumer_group": group, "member": o.ID}),
 	}
-	if !o.Orderly && o.Model == equeue.Clustering {
-		sub.ackTimeout = o.ConsumeTimeout
-	}
 	o.Subscriptions = []equeue.Subscription{{Topic: topic, Filter: s.cfg.Filter}}
 	o.Handler = sub.handle
 	o.Orderly = !s.cfg.Unordered
+	if !o.Orderly && o.Model == equeue.Clustering {
+		sub.ackTimeout = o.ConsumeTimeout
+	}
 	o.Concurrency = s.cfg.Concurrency
 	// Both names of the local retry pause, so a value left in the former
 	// name cannot disagree with the new one.
