@@ -100,12 +100,13 @@ func newHelloStream(s raft.StreamLayer, id func() string, log *slog.Logger) *hel
 // an error matching ErrForeignCluster when the node there is of another
 // cluster.
 func (s *helloStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	start := time.Now()
 	conn, err := s.StreamLayer.Dial(address, timeout)
 	if err != nil || s.noHello {
 		return conn, err
 	}
 	own := s.id()
-	peer, err := dialHello(conn, own, timeout)
+	peer, err := dialHello(conn, own, helloTimeout(timeout, time.Since(start)))
 	if err == nil {
 		err = s.check(own, peer, string(address))
 	}
@@ -116,6 +117,17 @@ func (s *helloStream) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	c := &helloConn{Conn: conn, s: s, peer: peer}
 	c.settled.Store(own != "")
 	return c, nil
+}
+
+// helloTimeout is what is left for the hellos of a dial given timeout
+// (none when zero) that took spent to connect: the dial and its hellos
+// together take no longer than the timeout Raft gave, and the hellos have
+// at least a millisecond.
+func helloTimeout(timeout, spent time.Duration) time.Duration {
+	if timeout <= 0 {
+		return 0
+	}
+	return max(timeout-spent, time.Millisecond)
 }
 
 // dialHello sends own's hello on conn and reads the answer, within

@@ -149,3 +149,13 @@ func TestHelloStream_IDTakenAfterTheHello(t *testing.T) {
 		})
 	}
 }
+
+// TestHelloTimeout_DialAndHellosShareRaftsTimeout: the hellos of a dial
+// get what the connection left of the timeout Raft gave, so a dial to a
+// peer that accepts but never answers takes no longer than Raft's
+// timeout, not twice it.
+func TestHelloTimeout_DialAndHellosShareRaftsTimeout(t *testing.T) {
+	assert.Equal(t, time.Duration(0), helloTimeout(0, time.Second), "no timeout stays none")
+	assert.Equal(t, 7*time.Second, helloTimeout(10*time.Second, 3*time.Second))
+	assert.Equal(t, time.Millisecond, helloTimeout(10*time.Second, 11*time.Second), "a connection that took it all leaves the hellos a millisecond")
+}
