@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
 )
 
 // GroupInfo describes a consumer group for operators.
@@ -66,17 +65,28 @@ type GroupQueueInfo struct {
 // Groups lists every consumer group the engine knows, sorted by name. A
 // group deleted while the list is made is left out.
 func (e *Engine) Groups(ctx context.Context) ([]GroupInfo, error) {
+	return e.listGroups(ctx, nil)
+}
+
+// listGroups lists the groups whose name keep accepts (every one when
+// keep is nil), sorted by name: only those are described.
+func (e *Engine) listGroups(ctx context.Context, keep func(name string) bool) ([]GroupInfo, error) {
 	if err := e.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer e.leave()
 	e.groups.mu.Lock()
-	names := make([]string, 0, len(e.groups.groups))
+	var names []string
+	if keep == nil {
+		names = make([]string, 0, len(e.groups.groups))
+	}
 	for n := range e.groups.groups {
-		names = append(names, n)
+		if keep == nil || keep(n) {
+			names = append(names, n)
+		}
 	}
 	e.groups.mu.Unlock()
-	sort.Strings(names)
+	slices.Sort(names)
 	out := make([]GroupInfo, 0, len(names))
 	for _, n := range names {
 		gi, err := e.groupInfo(n)
@@ -100,16 +110,32 @@ func (e *Engine) Group(ctx context.Context, name string) (GroupInfo, error) {
 	return e.groupInfo(name)
 }
 
-// held returns the queues member id holds a grant of, sorted: in a
-// clustering group also those it is handing over (Assignment.Revoking),
-// which are its own until it releases them. g.mu must be held.
-func (g *group) held(id string) []QueueRef {
-	a := g.assignment(id)
-	var out []QueueRef
-	for _, q := range slices.Concat(a.Queues, a.Revoking) {
-		out = append(out, q.QueueRef)
+// held returns, for each member in ids (sorted), the queues it holds a
+// grant of, sorted: in a clustering group also those it is handing over
+// (Assignment.Revoking), which are its own until it releases them. It
+// makes one pass over the group's queues for all members, not one per
+// member. g.mu must be held.
+func (g *group) held(ids []string) [][]QueueRef {
+	out := make([][]QueueRef, len(ids))
+	if g.model == Broadcasting {
+		if len(g.queues) > 0 {
+			for i := range ids {
+				out[i] = slices.Clone(g.queues)
+				sortRefs(out[i])
+			}
+		}
+		return out
 	}
-	sortRefs(out)
+	for _, q := range g.queues {
+		if o, ok := g.owners[q]; ok {
+			if i, found := slices.BinarySearch(ids, o.member); found {
+				out[i] = append(out[i], q)
+			}
+		}
+	}
+	for _, qs := range out {
+		sortRefs(qs)
+	}
 	return out
 }
 
@@ -138,9 +164,12 @@ func (e *Engine) readGroupInfo(g *group) (GroupInfo, []startLag) {
 	for id := range g.members {
 		ids = append(ids, id)
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		gi.Members = append(gi.Members, MemberInfo{ID: id, Queues: g.held(id)})
+	slices.Sort(ids)
+	if len(ids) > 0 {
+		gi.Members = make([]MemberInfo, 0, len(ids))
+	}
+	for i, qs := range g.held(ids) {
+		gi.Members = append(gi.Members, MemberInfo{ID: ids[i], Queues: qs})
 	}
 	queues := e.groups.queuesOf(g)
 	if len(queues) == 0 {
@@ -174,7 +203,7 @@ func (e *Engine) readGroupInfo(g *group) (GroupInfo, []startLag) {
 		for id := range members {
 			mids = append(mids, id)
 		}
-		sort.Strings(mids)
+		slices.Sort(mids)
 		for _, id := range mids {
 			for _, q := range queues {
 				row(q, id, offsetKey{member: id, q: q})

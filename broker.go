@@ -1,9 +1,11 @@
 package equeue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -286,11 +288,19 @@ type CommitRequest struct {
 	Offsets []OffsetCommit
 }
 
-func sortRefs(refs []QueueRef) {
-	sort.Slice(refs, func(i, j int) bool {
-		if refs[i].Topic != refs[j].Topic {
-			return refs[i].Topic < refs[j].Topic
-		}
-		return refs[i].Queue < refs[j].Queue
-	})
+// compareRefs orders queue refs by topic, then queue.
+func compareRefs(a, b QueueRef) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Queue, b.Queue)
+}
+
+// sortRefs sorts refs by topic, then queue.
+func sortRefs(refs []QueueRef) { slices.SortFunc(refs, compareRefs) }
+
+// hasRef reports whether refs, sorted by sortRefs, holds q.
+func hasRef(refs []QueueRef, q QueueRef) bool {
+	_, found := slices.BinarySearchFunc(refs, q, compareRefs)
+	return found
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,7 +60,7 @@ type group struct {
 	members    map[string]*member
 	owners     map[QueueRef]owner
 	target     map[QueueRef]string
-	queues     []QueueRef     // sorted
+	queues     []QueueRef     // sorted (compareRefs): checkGrant searches it
 	lanes      map[string]int // priority lanes of subscribed topics with priorities; replaced, never changed
 	changed    chan struct{}
 	offsets    map[offsetKey]int64
@@ -441,6 +440,9 @@ func (c *coordinator) rebalance(g *group) {
 	c.subscribers.set(g)
 	g.epoch++
 	g.queues = c.subscribedQueues(g, g.queues[:0])
+	if !slices.IsSortedFunc(g.queues, compareRefs) {
+		sortRefs(g.queues) // checkGrant searches it; subscriptions are kept sorted, so it is already
+	}
 	g.lanes = c.subscribedLanes(g)
 	if g.model == Broadcasting {
 		g.notify()
@@ -451,17 +453,22 @@ func (c *coordinator) rebalance(g *group) {
 		ids = append(ids, id)
 	}
 	// Like RocketMQ, each topic's queues are divided on their own, so a
-	// topic with fewer queues than members still spreads evenly.
-	byTopic := map[string][]allocate.Queue{}
-	for _, q := range g.queues {
-		byTopic[q.Topic] = append(byTopic[q.Topic], allocate.Queue{Topic: q.Topic, ID: q.Queue})
+	// topic with fewer queues than members still spreads evenly. A topic's
+	// queues are next to each other in g.queues.
+	aq := make([]allocate.Queue, len(g.queues))
+	var topics []laneTopic
+	for i, q := range g.queues {
+		aq[i] = allocate.Queue{Topic: q.Topic, ID: q.Queue}
+		if i == 0 || q.Topic != g.queues[i-1].Topic {
+			topics = append(topics, laneTopic{name: q.Topic, lanes: c.e.topicLanes(q.Topic)})
+		}
+		t := &topics[len(topics)-1]
+		t.queues = aq[i-len(t.queues) : i+1]
 	}
 	clear(g.target)
-	for name, aq := range byTopic {
-		allocateLanes(g.strategy, c.e.topicLanes(name), aq, ids, g.target) // a queue's lanes go together
-	}
+	allocateLanes(g.strategy, topics, ids, g.target) // a queue's lanes go together
 	for q := range g.owners {
-		if _, ok := g.target[q]; !ok && !slices.Contains(g.queues, q) {
+		if _, ok := g.target[q]; !ok && !hasRef(g.queues, q) {
 			delete(g.owners, q) // the queue is gone
 		}
 	}
@@ -575,7 +582,7 @@ func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([
 		}
 		out = append(out, Subscription{Topic: s.Topic, Filter: f.expr})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
+	slices.SortFunc(out, func(a, b Subscription) int { return strings.Compare(a.Topic, b.Topic) })
 	return out, nil
 }
 
@@ -860,7 +867,7 @@ func (c *coordinator) checkOwner(groupName, memberID string, epoch int64, topic 
 // checkGrant reports ErrFenced unless member holds q under its epoch. g.mu must be held.
 func (g *group) checkGrant(memberID string, q Grant) error {
 	if g.model == Broadcasting {
-		if q.Epoch != g.resetEpoch || !slices.Contains(g.queues, q.QueueRef) {
+		if q.Epoch != g.resetEpoch || !hasRef(g.queues, q.QueueRef) {
 			return fmt.Errorf("%w: %s epoch %d in broadcast group %q (current %d)", ErrFenced, q.QueueRef, q.Epoch, g.name, g.resetEpoch)
 		}
 		return nil

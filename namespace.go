@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -101,6 +101,12 @@ func (n *Namespace) out(name string) (string, bool) {
 		}
 	}
 	return strings.CutPrefix(name, n.prefix)
+}
+
+// has reports whether the engine's name is in the namespace.
+func (n *Namespace) has(name string) bool {
+	_, ok := n.out(name)
+	return ok
 }
 
 // outName is out for names known to be in the namespace.
@@ -391,7 +397,7 @@ func (n *Namespace) Topic(ctx context.Context, name string) (TopicInfo, error) {
 // Topics lists the namespace's topics, its %RETRY% and %DLQ% topics
 // included, sorted by name, with the namespace's IDs (see Topic).
 func (n *Namespace) Topics(ctx context.Context) ([]TopicInfo, error) {
-	all, err := n.e.Topics(ctx)
+	all, err := n.e.listTopics(ctx, n.has)
 	if err != nil {
 		return nil, n.err(err)
 	}
@@ -407,7 +413,7 @@ func (n *Namespace) Topics(ctx context.Context) ([]TopicInfo, error) {
 			out = append(out, t)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -421,7 +427,7 @@ func (n *Namespace) outGroup(g GroupInfo) GroupInfo {
 
 // Groups lists the namespace's consumer groups, sorted by name.
 func (n *Namespace) Groups(ctx context.Context) ([]GroupInfo, error) {
-	all, err := n.e.Groups(ctx)
+	all, err := n.e.listGroups(ctx, n.has)
 	if err != nil {
 		return nil, n.err(err)
 	}
@@ -431,7 +437,7 @@ func (n *Namespace) Groups(ctx context.Context) ([]GroupInfo, error) {
 			out = append(out, n.outGroup(g))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b GroupInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

@@ -71,27 +71,44 @@ func (e *Engine) topicLanes(name string) int {
 // above n-1 the highest.
 func laneOf(priority, n int) int { return min(max(priority, 0), n-1) }
 
-// allocateLanes divides one topic's queue IDs among the members ids with
-// strategy s, keeping the lanes of each queue together, and records the
-// result in target.
-func allocateLanes(s allocate.Strategy, lanes int, qs []allocate.Queue, ids []string, target map[QueueRef]string) {
-	lanes = max(lanes, 1)
-	heads := qs
-	if lanes > 1 {
-		heads = make([]allocate.Queue, 0, len(qs)/lanes)
-		for _, q := range qs {
-			if q.ID%lanes == 0 {
-				heads = append(heads, allocate.Queue{Topic: q.Topic, ID: q.ID / lanes})
+// laneTopic is one topic's queues for allocateLanes: every queue ID, each
+// lane of each queue, with the topic's lane count.
+type laneTopic struct {
+	name   string
+	lanes  int
+	queues []allocate.Queue
+}
+
+// allocateLanes divides each topic's queue IDs among the members ids with
+// strategy s, each topic on its own as s.Allocate would, keeping the lanes
+// of each queue together, and records the result in target.
+func allocateLanes(s allocate.Strategy, topics []laneTopic, ids []string, target map[QueueRef]string) {
+	heads := make([][]allocate.Queue, 0, len(topics))
+	var lanes map[string]int // of the topics with more than one lane
+	for _, t := range topics {
+		n := max(t.lanes, 1)
+		if n == 1 {
+			heads = append(heads, t.queues)
+			continue
+		}
+		hs := make([]allocate.Queue, 0, len(t.queues)/n)
+		for _, q := range t.queues {
+			if q.ID%n == 0 {
+				hs = append(hs, allocate.Queue{Topic: q.Topic, ID: q.ID / n})
 			}
 		}
-	}
-	for id, got := range s.Allocate(heads, ids) {
-		for _, q := range got {
-			for l := range lanes {
-				target[QueueRef{Topic: q.Topic, Queue: q.ID*lanes + l}] = id
-			}
+		heads = append(heads, hs)
+		if lanes == nil {
+			lanes = map[string]int{}
 		}
+		lanes[t.name] = n
 	}
+	allocate.Each(s, heads, ids, func(q allocate.Queue, id string) {
+		n := max(lanes[q.Topic], 1)
+		for l := range n {
+			target[QueueRef{Topic: q.Topic, Queue: q.ID*n + l}] = id
+		}
+	})
 }
 
 // lanes returns the lane count of the routed topic and the lane of m.

@@ -31,7 +31,7 @@ func TestPriority_AllocateLanesTogether(t *testing.T) {
 				ids = append(ids, fmt.Sprintf("m%d", i))
 			}
 			target := map[QueueRef]string{}
-			allocateLanes(s, lanes, qs, ids, target)
+			allocateLanes(s, []laneTopic{{name: "t", lanes: lanes, queues: qs}}, ids, target)
 			require.Len(t, target, queues*lanes, "%s/%d: every lane allocated", name, members)
 			for id, got := range s.Allocate(plain, ids) {
 				for _, q := range got {
@@ -40,6 +40,38 @@ func TestPriority_AllocateLanesTogether(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestPriority_AllocateLanesManyTopics: allocating several topics at once,
+// with and without lanes, divides each as a call for it alone does.
+func TestPriority_AllocateLanesManyTopics(t *testing.T) {
+	topics := []struct {
+		name          string
+		queues, lanes int
+	}{{"a", 5, 1}, {"b", 4, 3}, {"c", 3, 2}, {"d", 1, 1}}
+	for _, name := range []string{"average", "average-by-circle", "consistent-hash"} {
+		s, err := allocate.ByName(name)
+		require.NoError(t, err)
+		for _, members := range []int{1, 2, 3, 7} {
+			var ids []string
+			for i := range members {
+				ids = append(ids, fmt.Sprintf("m%d", i))
+			}
+			var all []laneTopic
+			want := map[QueueRef]string{}
+			for _, tp := range topics {
+				lt := laneTopic{name: tp.name, lanes: tp.lanes}
+				for i := range tp.queues * tp.lanes {
+					lt.queues = append(lt.queues, allocate.Queue{Topic: tp.name, ID: i})
+				}
+				all = append(all, lt)
+				allocateLanes(s, []laneTopic{lt}, ids, want)
+			}
+			got := map[QueueRef]string{}
+			allocateLanes(s, all, ids, got)
+			assert.Equal(t, want, got, "%s/%d", name, members)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package equeue
 
 import (
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,7 +35,7 @@ type QueueStats struct {
 // counts the group's retries; of %DLQ%<group>, its dead letters.
 func (e *Engine) QueueStats() []QueueStats {
 	e.mu.RLock()
-	var out []QueueStats
+	out := make([]QueueStats, 0, len(e.topics))
 	for _, t := range e.topics {
 		for _, q := range t.queueList() {
 			min, next, _ := q.bounds()
@@ -41,11 +43,11 @@ func (e *Engine) QueueStats() []QueueStats {
 		}
 	}
 	e.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
+	slices.SortFunc(out, func(a, b QueueStats) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
 		}
-		return out[i].Queue < out[j].Queue
+		return cmp.Compare(a.Queue, b.Queue)
 	})
 	return out
 }

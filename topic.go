@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,8 +215,9 @@ func (t *topic) info() TopicInfo {
 	ti := TopicInfo{Name: t.name, ID: t.id, CreatedAt: t.created, Priorities: t.lanes, Limits: t.topicLimits()}
 	for try := 0; ; try++ {
 		moves := t.minMoves.Load()
-		ti.Queues, ti.Messages = ti.Queues[:0], 0
-		for _, q := range t.queueList() {
+		qs := t.queueList()
+		ti.Queues, ti.Messages = slices.Grow(ti.Queues[:0], len(qs)), 0
+		for _, q := range qs {
 			min, next, lost := q.extent()
 			held := lost.held(min, next)
 			ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load(), Messages: held})
@@ -705,17 +705,28 @@ func (e *Engine) Topic(ctx context.Context, name string) (TopicInfo, error) {
 
 // Topics lists every topic, sorted by name, with each queue's offsets.
 func (e *Engine) Topics(ctx context.Context) ([]TopicInfo, error) {
+	return e.listTopics(ctx, nil)
+}
+
+// listTopics lists the topics whose name keep accepts (every one when
+// keep is nil), sorted by name: only those are described.
+func (e *Engine) listTopics(ctx context.Context, keep func(name string) bool) ([]TopicInfo, error) {
 	if err := e.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer e.leave()
 	e.mu.RLock()
-	out := make([]TopicInfo, 0, len(e.topics))
-	for _, t := range e.topics {
-		out = append(out, t.info())
+	var out []TopicInfo
+	if keep == nil {
+		out = make([]TopicInfo, 0, len(e.topics))
+	}
+	for name, t := range e.topics {
+		if keep == nil || keep(name) {
+			out = append(out, t.info())
+		}
 	}
 	e.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

@@ -20,29 +20,35 @@ func (average) Allocate(queues []Queue, consumers []string) map[string][]Queue {
 		return out
 	}
 	qs := normalizeQueues(queues)
-	n, m := len(qs), len(cs)
-	mod := n % m
 	for i, c := range cs {
-		var size int
-		switch {
-		case n <= m:
-			size = 1
-		case i < mod:
-			size = n/m + 1
-		default:
-			size = n / m
+		start, end := averageRun(len(qs), len(cs), i)
+		if start < end {
+			// The three-index slice stops an append by the caller from
+			// spilling into the next consumer's queues.
+			out[c] = qs[start:end:end]
 		}
-		start := i * size
-		if i >= mod {
-			start += mod
-		}
-		count := min(size, n-start)
-		if count <= 0 {
-			continue
-		}
-		// The three-index slice stops an append by the caller from
-		// spilling into the next consumer's queues.
-		out[c] = qs[start : start+count : start+count]
 	}
 	return out
+}
+
+// averageRun returns the run [start, end) of n sorted queues that the i-th
+// of m sorted consumers gets: n/m queues, one more for the first n%m
+// consumers, or with fewer queues than consumers one each for the first n.
+// It is empty (start >= end) for a consumer that gets none.
+func averageRun(n, m, i int) (start, end int) {
+	mod := n % m
+	var size int
+	switch {
+	case n <= m:
+		size = 1
+	case i < mod:
+		size = n/m + 1
+	default:
+		size = n / m
+	}
+	start = i * size
+	if i >= mod {
+		start += mod
+	}
+	return start, start + min(size, n-start)
 }

@@ -55,8 +55,22 @@ func (s consistentHash) Allocate(queues []Queue, consumers []string) map[string]
 	if len(cs) == 0 {
 		return out
 	}
+	ring := s.ring(cs)
+	// Queues are visited in sorted order, so every result slice comes out
+	// sorted as well.
+	for _, q := range normalizeQueues(queues) {
+		c := cs[ring.owner(q)]
+		out[c] = append(out[c], q)
+	}
+	return out
+}
 
-	ring := make([]ringNode, 0, len(cs)*s.virtualNodes)
+// hashRing is the sorted ring of a set of consumers' virtual nodes.
+type hashRing []ringNode
+
+// ring places the virtual nodes of cs, which must be sorted and unique.
+func (s consistentHash) ring(cs []string) hashRing {
+	ring := make(hashRing, 0, len(cs)*s.virtualNodes)
 	for i, c := range cs {
 		for k := range s.virtualNodes {
 			ring = append(ring, ringNode{hash: hashKey(c, '#', k), consumer: i})
@@ -71,21 +85,20 @@ func (s consistentHash) Allocate(queues []Queue, consumers []string) map[string]
 		}
 		return cmp.Compare(a.consumer, b.consumer)
 	})
+	return ring
+}
 
-	// Queues are visited in sorted order, so every result slice comes out
-	// sorted as well.
-	for _, q := range normalizeQueues(queues) {
-		h := hashKey(q.Topic, '/', q.ID)
-		i, _ := slices.BinarySearchFunc(ring, h, func(n ringNode, h uint64) int {
-			return cmp.Compare(n.hash, h)
-		})
-		if i == len(ring) {
-			i = 0
-		}
-		c := cs[ring[i].consumer]
-		out[c] = append(out[c], q)
+// owner returns the index, in the sorted consumers, of q's owner. The ring
+// must not be empty.
+func (r hashRing) owner(q Queue) int {
+	h := hashKey(q.Topic, '/', q.ID)
+	i, _ := slices.BinarySearchFunc(r, h, func(n ringNode, h uint64) int {
+		return cmp.Compare(n.hash, h)
+	})
+	if i == len(r) {
+		i = 0
 	}
-	return out
+	return r[i].consumer
 }
 
 const (
