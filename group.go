@@ -33,9 +33,15 @@ type coordinator struct {
 	held map[string]chan struct{}
 	// holdWaits counts the joins and commits waiting for a held name (tests).
 	holdWaits atomic.Int64
-	// epochFloor is the highest epoch or version a deleted group reached:
-	// groups made afterwards start above it (see create).
+	// epochFloor is the highest epoch or version a deleted group reached,
+	// or the stored floor this open starts at (epochfloor.go): groups made
+	// afterwards start above it (see create).
 	epochFloor int64
+	// reservation is the write that raises the stored epoch floor above
+	// every epoch this open may grant; reserved is set once it is stored
+	// (epochfloor.go).
+	reservation store.MetaOp
+	reserved    atomic.Bool
 	// departed holds the incarnations that left their groups lately: a
 	// join of one of them is refused (departures.go).
 	departed departures
@@ -232,6 +238,9 @@ func (c *coordinator) create(m groupMeta) *group {
 // as every first join does. Failing here instead kept the engine from
 // opening at all, after every later crash too. Lost offsets: see below.
 func (c *coordinator) load() error {
+	if err := c.loadEpochFloor(); err != nil {
+		return err
+	}
 	var (
 		lost     []store.MetaOp
 		lostMeta []*group
@@ -982,14 +991,19 @@ func (c *coordinator) stillMember(g *group, member string) error {
 	return nil
 }
 
-// saveGroupMeta stores m as g's configuration (see storeMeta for applied).
+// saveGroupMeta stores m as g's configuration (see storeMeta for applied),
+// with the first one of the open the raised epoch floor (reserveOp).
 // When the write did not reach the store and this join created g, g is
 // dropped, so the engine is as before the join. g.mu must be held; lock
 // order is g.mu, then c.mu.
 func (c *coordinator) saveGroupMeta(g *group, m groupMeta, created bool) (applied bool, err error) {
 	v, err := json.Marshal(m)
 	if err == nil {
-		applied, err = c.e.storeMeta(store.MetaOp{Key: groupKey(m.Name), Value: v})
+		reserve := c.reserveOp()
+		applied, err = c.e.storeMeta(append(reserve, store.MetaOp{Key: groupKey(m.Name), Value: v})...)
+		if len(reserve) > 0 && err == nil {
+			c.reserved.Store(true)
+		}
 	}
 	if applied {
 		return true, err

@@ -142,9 +142,14 @@ type Options struct {
 	// Logger receives the engine's structured logs. Nil means silent.
 	Logger *slog.Logger
 	// EpochBase is where group epochs and assignment versions start: every
-	// epoch the engine grants is above it. A replicated cluster (package
-	// cluster) derives it from the Raft term, so that epochs keep rising
-	// when another node's engine takes over. Zero: epochs start at 1.
+	// epoch the engine grants is above it, and above every epoch an earlier
+	// open of the same store granted (the engine stores a floor 2^32 above
+	// where each open started, with the first group configuration it
+	// writes), so a grant from before a reopen is fenced off after it. A
+	// replicated cluster (package cluster) derives it from the Raft term,
+	// so that epochs keep rising when another node's engine takes over.
+	// Zero: epochs of a fresh store start at 1. A base within 2^33 of the
+	// int64 limit is refused with ErrInvalidOptions.
 	EpochBase int64
 	// GroupIdleTTL, when positive, deletes a consumer group (as DeleteGroup
 	// does) once it has had no live member for that long, checked on a
@@ -194,6 +199,9 @@ func (o *Options) Validate() error {
 	}
 	if o.EpochBase < 0 {
 		return fmt.Errorf("%w: negative EpochBase", ErrInvalidOptions)
+	}
+	if o.EpochBase > maxEpochBase {
+		return fmt.Errorf("%w: EpochBase %d above %d leaves too few group epochs below the int64 limit", ErrInvalidOptions, o.EpochBase, int64(maxEpochBase))
 	}
 	if o.InMemory && o.Store != nil {
 		return fmt.Errorf("%w: InMemory and Store are exclusive", ErrInvalidOptions)
