@@ -81,7 +81,11 @@ type ConsumerOptions struct {
 	// ShutdownTimeout more for them to return. Zero means 30 s.
 	ShutdownTimeout time.Duration
 	// HeartbeatInterval is the longest gap between heartbeats; it must stay
-	// well under the engine's session timeout. Zero means 3 s.
+	// well under the engine's session timeout. An orderly clustering
+	// consumer heartbeats every half interval and begins no new message
+	// once two intervals passed since it sent the last heartbeat that got
+	// through (its membership may have expired meanwhile): keep its
+	// engine's SessionTimeout at least three intervals. Zero means 3 s.
 	HeartbeatInterval time.Duration
 	// From says where a new group starts in queues it has no offset for:
 	// ConsumeFromEarliest (the default, also for the zero value
@@ -333,6 +337,9 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	if !opts.Orderly {
 		c.pool = newWorkerPool(&c.o)
 	}
+	if c.gated() {
+		c.gate.lease = memberLease(c.o.HeartbeatInterval)
+	}
 	if e := trackerOf(b); e != nil {
 		e.clients.addConsumer(c)
 	}
@@ -381,6 +388,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.incarnation = newIncarnation()
 	}
 	c.mu.Unlock()
+	sent := time.Now()
 	a, err := c.b.JoinGroup(ctx, c.joinRequest())
 	if err != nil {
 		c.mu.Lock()
@@ -407,6 +415,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	c.mu.Unlock()
+	c.gate.confirm(sent)
 	c.startTimers()
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)
@@ -429,9 +438,25 @@ func (c *Consumer) goFunc(f func()) {
 
 // membershipLoop heartbeats and applies assignment changes.
 func (c *Consumer) membershipLoop() {
-	runMembership(c.loopCtx, c.b, c.joinRequest(), c.o.HeartbeatInterval, c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
+	runMembership(c.loopCtx, c.b, c.joinRequest(), c.heartbeatWait(), c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
 		return c.apply(ctx, a)
 	}, c.abandonAll, c.replaced.Store, c.gate.set)
+}
+
+// gated reports whether the consumer's queues wait on its membership
+// (see memberGate): in an orderly clustering group.
+func (c *Consumer) gated() bool {
+	return c.o.Orderly && c.o.Model == Clustering
+}
+
+// heartbeatWait is how long a heartbeat long-polls: HeartbeatInterval, or
+// half of it when the membership's lease must be renewed in time (see
+// memberLease).
+func (c *Consumer) heartbeatWait() time.Duration {
+	if c.gated() {
+		return c.o.HeartbeatInterval / 2
+	}
+	return c.o.HeartbeatInterval
 }
 
 // knownVersion is the assignment version the consumer has applied; zero

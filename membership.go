@@ -31,18 +31,19 @@ func (m *member) expired(now time.Time, session time.Duration) bool {
 // incarnation holds the member ID, rejoining is refused with
 // ErrMemberIDInUse; it goes on trying (with backoff) and reports replaced
 // meanwhile, so the member does not leave in the other one's name.
-// confirmed is told after each heartbeat or rejoin whether it reached the
-// engine as a member (true) or failed (false: the engine may have expired
-// the member meanwhile; see memberGate); an answer that the member expired
-// is reported by lost instead.
+// confirmed is told after each heartbeat or rejoin when it was sent and
+// whether it reached the engine as a member (true) or failed (false: the
+// engine may have expired the member meanwhile; see memberGate); an
+// answer that the member expired is reported by lost instead.
 func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.Duration, log *slog.Logger,
-	known func() int64, apply func(context.Context, Assignment) error, lost func(), replaced func(bool), confirmed func(bool)) {
+	known func() int64, apply func(context.Context, Assignment) error, lost func(), replaced func(bool), confirmed func(time.Time, bool)) {
 	const minBackoff = 100 * time.Millisecond
 	backoff := minBackoff
 	for ctx.Err() == nil {
+		sent := time.Now()
 		a, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: known(), Wait: wait, Incarnation: join.Incarnation})
 		if err == nil {
-			confirmed(true)
+			confirmed(sent, true)
 			if a.Version != known() {
 				err = apply(ctx, a)
 			}
@@ -51,14 +52,15 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.D
 			// join again, into the group of that name there is now.
 			log.Warn("no longer a group member; rejoining", "err", err)
 			lost()
+			sent = time.Now()
 			a, err = b.JoinGroup(ctx, join)
 			replaced(errors.Is(err, ErrMemberIDInUse))
 			if err == nil {
-				confirmed(true)
+				confirmed(sent, true)
 				err = apply(ctx, a)
 			}
 		} else if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-			confirmed(false)
+			confirmed(sent, false)
 		}
 		switch {
 		case err == nil:

@@ -490,7 +490,7 @@ func (r *runner) handleOrderly(m *Message) bool {
 // the queue to another; false when the runner stops (first, or meanwhile:
 // a stopping orderly runner begins no new message, see dispatch).
 func (r *runner) memberConfirmed() bool {
-	if r.c.o.Orderly && r.c.o.Model == Clustering && !r.c.gate.wait(r.ctx.Done()) {
+	if r.c.gated() && !r.c.gate.wait(r.ctx.Done()) {
 		return false
 	}
 	return r.ctx.Err() == nil

@@ -1,0 +1,236 @@
+package equeue_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
+)
+
+// hangBroker passes calls on to its broker, but while hung its heartbeats
+// neither succeed nor fail: they wait until it is let go (then go on to
+// the broker) or their context ends, as over a connection to an engine
+// that stopped answering.
+type hangBroker struct {
+	equeue.Broker
+	mu   sync.Mutex
+	hung chan struct{} // set while hung; closed when let go
+}
+
+func (h *hangBroker) hang() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hung == nil {
+		h.hung = make(chan struct{})
+	}
+}
+
+func (h *hangBroker) letGo() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hung != nil {
+		close(h.hung)
+		h.hung = nil
+	}
+}
+
+func (h *hangBroker) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error) {
+	h.mu.Lock()
+	hung := h.hung
+	h.mu.Unlock()
+	if hung != nil {
+		select {
+		case <-hung:
+		case <-ctx.Done():
+			return equeue.Assignment{}, ctx.Err()
+		}
+	}
+	return h.Broker.Heartbeat(ctx, req)
+}
+
+// holdProxy forwards TCP connections to target; while held it passes no
+// byte either way (a black-holing partition, or a server stopped with
+// SIGSTOP): calls through it hang until it is let go.
+type holdProxy struct {
+	lis    net.Listener
+	target string
+	done   chan struct{}
+	mu     sync.Mutex
+	held   chan struct{} // set while held; closed when let go
+	conns  []net.Conn
+}
+
+func newHoldProxy(t *testing.T, target string) *holdProxy {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &holdProxy{lis: lis, target: target, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(p.accept)
+	t.Cleanup(func() {
+		close(p.done)
+		_ = lis.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.mu.Unlock()
+		wg.Wait()
+	})
+	return p
+}
+
+func (p *holdProxy) accept() {
+	for {
+		in, err := p.lis.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go p.pipe(out, in)
+		go p.pipe(in, out)
+	}
+}
+
+// pipe copies src to dst, holding each chunk while the proxy is held.
+func (p *holdProxy) pipe(dst, src net.Conn) {
+	defer func() { _ = dst.Close(); _ = src.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			held := p.held
+			p.mu.Unlock()
+			if held != nil {
+				select {
+				case <-held:
+				case <-p.done:
+					return
+				}
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *holdProxy) hang() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+func (p *holdProxy) letGo() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// hangingBroker returns a broker of e whose heartbeats can be made to
+// hang, and the functions that hang it and let it go. Over "remote" it is
+// a client of its own server behind a holdProxy, so the whole connection
+// hangs (its other calls too); otherwise a hangBroker around b.
+func hangingBroker(t *testing.T, tr string, e *equeue.Engine, b equeue.Broker) (equeue.Broker, func(), func()) {
+	t.Helper()
+	if tr != "remote" {
+		h := &hangBroker{Broker: b}
+		t.Cleanup(h.letGo)
+		return h, h.hang, h.letGo
+	}
+	srv, err := remote.NewServer(e, nil)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-served
+	})
+	p := newHoldProxy(t, lis.Addr().String())
+	t.Cleanup(p.letGo)
+	c, err := remote.Dial(p.lis.Addr().String(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, p.hang, p.letGo
+}
+
+// TestOrderly_HungMemberStartsNothingOnceItsQueueMoved: a member whose
+// heartbeats hang (its engine stopped answering, without the connection
+// failing) is expired after the session timeout and its queue goes to
+// another member, while its own heartbeat neither succeeds nor fails. It
+// must not go on with the messages it had pulled: once no heartbeat has
+// got through for its lease (counted from the sending of the last one
+// that did, and shorter than the session), it begins nothing more until
+// its membership is confirmed again (here: refused, as it expired).
+func TestOrderly_HungMemberStartsNothingOnceItsQueueMoved(t *testing.T) {
+	forTransports(t, testOrderlyHungMemberStartsNothingOnceItsQueueMoved)
+}
+
+func testOrderlyHungMemberStartsNothingOnceItsQueueMoved(t *testing.T, tr string) {
+	ctx := ctxT(t)
+	e, b := openOver(t, tr, "memory", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	hb, hang, letGo := hangingBroker(t, tr, e, b)
+	defer letGo() // before b's Close, should the test fail while b hangs
+	log := newHandoverLog()
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	p := newProducer(t, b, nil)
+	sendNumbered(t, p, 0, 10)
+	startConsumer(t, hb, orderlyMember("b", log.handler("b", func(n int) <-chan struct{} {
+		if n != 2 {
+			return nil
+		}
+		once.Do(func() { close(held) })
+		return release
+	}), 0))
+	<-held // b pulled all ten and runs message 2
+	hang()
+	eventually(t, 10*time.Second, func() bool {
+		g, err := e.Group(ctx, "g")
+		return err == nil && len(g.Members) == 0
+	}, "b expires")
+	startConsumer(t, b, orderlyMember("a", log.handler("a", func(int) <-chan struct{} { return nil }), 0))
+	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("a"); return len(h) > 0 && h[len(h)-1] == 9 }, "a handles the queue")
+	close(release) // b's handler returns
+	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("b"); return len(h) >= 3 }, "b's handler returns")
+	// Give b the time to begin what it still holds, if it would.
+	time.Sleep(200 * time.Millisecond)
+	beganB, _ := log.snapshot("b")
+	require.Equal(t, numbers(0, 3), beganB, "b began messages after its queue went to a")
+	letGo() // b hears that it expired and rejoins
+	sendNumbered(t, p, 10, 12)
+	eventually(t, 10*time.Second, func() bool {
+		_, byA := log.snapshot("a")
+		_, byB := log.snapshot("b")
+		done := map[int]bool{}
+		for _, n := range append(byA, byB...) {
+			done[n] = true
+		}
+		return done[10] && done[11]
+	}, "the group goes on")
+}
