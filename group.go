@@ -48,6 +48,9 @@ type coordinator struct {
 	// claims holds the names claimed by a coordinator outside the engine,
 	// each with when its claim lapses (groupclaim.go).
 	claims map[string]time.Time
+	// claimSweep is the claim count at which a new claim next drops the
+	// lapsed ones (0: claimSweepAt; see setClaim).
+	claimSweep int
 }
 
 type group struct {

@@ -85,17 +85,23 @@ func (c *coordinator) setClaim(name string, d time.Duration) {
 	now := time.Now()
 	if c.claims == nil {
 		c.claims = map[string]time.Time{}
-	} else if len(c.claims) >= claimSweepAt {
+	}
+	if _, renewal := c.claims[name]; !renewal && len(c.claims) >= max(c.claimSweep, claimSweepAt) {
 		// Claims that lapsed are otherwise forgotten only when their
-		// name is looked up: drop them here so the map stays as large as
-		// the live claims.
+		// name is looked up: a new name drops them here, so the map stays
+		// within twice the claims live at the last walk (or claimSweepAt).
+		// Only a new name walks the map, and only once it has doubled
+		// since the last walk: renewals, which a coordinator makes for
+		// each of its groups many times a second, cost no walk over every
+		// claim.
 		maps.DeleteFunc(c.claims, func(_ string, until time.Time) bool { return !now.Before(until) })
+		c.claimSweep = 2 * len(c.claims)
 	}
 	c.claims[name] = now.Add(d)
 }
 
 // claimSweepAt is the number of claims at which a new claim first drops
-// the lapsed ones.
+// the lapsed ones, and the least at which it does again.
 const claimSweepAt = 256
 
 // claimed reports whether name is claimed (ClaimGroup), forgetting a claim
