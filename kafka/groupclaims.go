@@ -25,9 +25,15 @@ type groupClaimer interface {
 }
 
 // claimLease is how long a claim lasts unless renewed: the tick renews
-// them ten times a second, so only a listener that stopped ticking (and
-// did not close) lets its claims lapse.
+// a claim once claimRenewEvery passed since it was made, so only a
+// listener that stopped ticking (and did not close) lets its claims
+// lapse.
 const claimLease = 10 * time.Second
+
+// claimRenewEvery is how old a claim gets before the tick renews it: a
+// quarter of its lease, so that three renewals may fail before it
+// lapses, without a call into the engine per group on every tick.
+const claimRenewEvery = claimLease / 4
 
 // claim claims group's name for a join, which calls done once its member
 // was added (or it was refused): until then the tick does not release
@@ -60,7 +66,7 @@ func (c *coordinator) claim(ctx context.Context, group string) (code int16, done
 		c.s.log.Debug("kafka: claiming a group's name", "group", group, "err", err)
 	default:
 		c.mu.Lock()
-		c.claimed[group] = true
+		c.claimed[group] = time.Now()
 		c.mu.Unlock()
 	}
 	return errNone, done
@@ -75,11 +81,18 @@ func (c *coordinator) renewClaims(ctx context.Context, live []string) {
 		return
 	}
 	for _, name := range live {
+		c.mu.Lock()
+		last, held := c.claimed[name]
+		c.mu.Unlock()
+		if held && time.Since(last) < claimRenewEvery {
+			continue
+		}
+		at := time.Now()
 		err := gc.ClaimGroup(ctx, name, claimLease)
 		switch {
 		case err == nil:
 			c.mu.Lock()
-			c.claimed[name] = true
+			c.claimed[name] = at
 			c.mu.Unlock()
 		case errors.Is(err, equeue.ErrGroupNameTaken):
 			// A native group took the name while the claim was not

@@ -43,7 +43,7 @@ type coordinator struct {
 	// claimed holds the names the listener claims in the engine, joining
 	// how many joins of each are under way (groupclaims.go). claimMu
 	// orders a join's claim and the tick's release of one.
-	claimed map[string]bool
+	claimed map[string]time.Time // name -> when its claim was last made
 	joining map[string]int
 	claimMu sync.Mutex
 }
@@ -117,7 +117,7 @@ func newKmember(id string) *kmember {
 
 func newCoordinator(s *Server) *coordinator {
 	return &coordinator{s: s, groups: map[string]*kgroup{}, cgroups: map[string]*cgroup{}, commits: map[string]*commitGate{},
-		claimed: map[string]bool{}, joining: map[string]int{}}
+		claimed: map[string]time.Time{}, joining: map[string]int{}}
 }
 
 // run expires silent members, ends join phases whose rebalance timeout
