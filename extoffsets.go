@@ -173,6 +173,7 @@ func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[Que
 				delete(c.groups, name)
 			}
 			c.mu.Unlock()
+			c.floors.remove(g)
 		}
 		g.mu.Unlock()
 	}

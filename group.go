@@ -51,6 +51,12 @@ type coordinator struct {
 	// claimSweep is the claim count at which a new claim next drops the
 	// lapsed ones (0: claimSweepAt; see setClaim).
 	claimSweep int
+	// floors indexes groups by the topics whose retention they may hold
+	// back (retentionfloor.go).
+	floors floorIndex
+	// floorHook, when set (tests), runs in a retention pass once a queue's
+	// floor is worked out, before its watermark moves.
+	floorHook func(QueueRef)
 }
 
 type group struct {
@@ -310,6 +316,9 @@ func (c *coordinator) load() error {
 			g.subs = append(g.subs, Subscription{Topic: t, Filter: "*"})
 		}
 	}
+	for _, g := range c.groups {
+		c.floors.add(g, g.retainedTopics()...)
+	}
 	if err := c.e.writeMetaAtOpen(lost); err != nil {
 		// A read-only store: the keys stay, and the next open tries again.
 		c.e.log.Warn("rewriting lost group metadata and offsets; the next open tries again", "keys", len(lost), "err", err)
@@ -450,6 +459,7 @@ func (g *group) notify() {
 // and grants free queues. g.mu must be held.
 func (c *coordinator) rebalance(g *group) {
 	c.subscribers.set(g)
+	c.floors.set(g)
 	g.epoch++
 	g.queues = c.subscribedQueues(g, g.queues[:0])
 	if !slices.IsSortedFunc(g.queues, compareRefs) {
@@ -1026,6 +1036,7 @@ func (c *coordinator) dropIfNew(g *group, created bool) {
 			delete(c.groups, g.name)
 		}
 		c.mu.Unlock()
+		c.floors.remove(g)
 	}
 }
 

@@ -159,6 +159,7 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		}
 		c.mu.Unlock()
 		c.subscribers.remove(g)
+		c.floors.remove(g)
 	}
 	return g != nil || found, held, nil
 }

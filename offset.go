@@ -287,9 +287,18 @@ func (e *Engine) storeOffsets(g *group, ops []store.MetaOp, set []offsetSet) err
 		return err
 	}
 	g.mu.Lock()
+	var lowered []string // topics of offsets stored first or moved back
 	for _, s := range set {
+		if prev, ok := g.offsets[s.k]; !ok || s.off < prev {
+			lowered = append(lowered, s.k.q.Topic)
+		}
 		g.setOffset(s.k, s.off, s.atts)
 		g.forgetMarks(s.k, s.marks)
+	}
+	if len(lowered) > 0 {
+		// Before any member or caller reads the offsets: a retention pass
+		// that worked out a floor without them must not move a watermark.
+		e.groups.floors.add(g, lowered...)
 	}
 	g.mu.Unlock()
 	return notDurable(err, "offsets of group %q", g.name)

@@ -146,20 +146,26 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 	if l := t.limits.Load(); l != nil && l.RetentionAge != 0 {
 		p.MaxAge = l.RetentionAge
 	}
+	var floors *floorView // the topic's groups, read once for its queues
+	if t.keepUnconsumed(p.KeepUnconsumed) {
+		floors = &floorView{topic: t.name}
+	}
 	var errs []error
 	for _, q := range t.queueList() {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		if err := e.retainQueue(t, q, p, now, oversize, res); err != nil {
+		if err := e.retainQueue(t, q, p, now, oversize, floors, res); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// retainQueue applies p to q, a queue of t. t.retain.mu must be held.
-func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Time, oversize bool, res *RetentionResult) error {
+// retainQueue applies p to q, a queue of t; floors, when not nil, keeps
+// what the groups counting for t have not consumed. t.retain.mu must be
+// held.
+func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Time, oversize bool, floors *floorView, res *RetentionResult) error {
 	n, err := e.sweep(q)
 	res.Deleted += n
 	if err != nil {
@@ -180,8 +186,16 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 		_, _, lost := q.extent()
 		cutoff = max(cutoff, lost.skip(min, max(lost.held(min, next)/10, 1)))
 	}
-	if t.keepUnconsumed(p.KeepUnconsumed) {
-		cutoff = e.groups.consumedBelow(QueueRef{Topic: t.name, Queue: q.id}, cutoff)
+	var hold floorHold
+	defer hold.release()
+	if floors != nil {
+		// Held until the watermark moved: a group that starts to count
+		// for t meanwhile waits, and starts from the new watermark.
+		floor, ok := e.groups.floorFor(floors, QueueRef{Topic: t.name, Queue: q.id}, cutoff, &hold)
+		if !ok {
+			return nil // groups kept joining t: the next pass tries again
+		}
+		cutoff = floor
 	}
 	// A watermark that reaches offsets known lost passes them: nothing is
 	// stored there, and no record there would ever come due to move it
@@ -191,7 +205,7 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 	if cutoff <= min {
 		return nil
 	}
-	if err := e.deleteBelow(q, min, cutoff); err != nil {
+	if err := e.deleteBelow(q, min, cutoff, &hold); err != nil {
 		return err
 	}
 	res.Deleted += lost.held(min, cutoff)
@@ -201,8 +215,9 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 
 // deleteBelow raises q's low watermark to cutoff, then deletes the records
 // below. If the delete fails, the range is remembered for the next pass.
-// q.topic.retain.mu must be held.
-func (e *Engine) deleteBelow(q *queue, min, cutoff int64) error {
+// hold is released once the watermark moved, before the records are
+// deleted. q.topic.retain.mu must be held.
+func (e *Engine) deleteBelow(q *queue, min, cutoff int64, hold *floorHold) error {
 	var cut int64 // bytes of the records cut, for a topic's MaxBytes
 	counted := q.bytes.known.Load() && q.topic.maxBytesOf() > 0
 	if counted {
@@ -220,6 +235,7 @@ func (e *Engine) deleteBelow(q *queue, min, cutoff int64) error {
 	q.setMin(cutoff)
 	q.bytes.cut(cut, counted)
 	q.topic.minMoves.Add(1)
+	hold.release()
 	if err != nil {
 		// The watermark may not be durable: delete nothing yet, the next
 		// pass (or open) does.
@@ -266,50 +282,6 @@ func (r *retainState) unswept(q int, from int64) {
 	if cur, ok := r.pending[q]; !ok || from < cur {
 		r.pending[q] = from
 	}
-}
-
-// consumedBelow lowers cutoff to the smallest offset some group subscribed
-// to q's topic still needs. A group coordinated outside the engine (no
-// subscriptions) counts as subscribed to the topics it has committed
-// offsets of.
-func (c *coordinator) consumedBelow(q QueueRef, cutoff int64) int64 {
-	for _, g := range c.snapshot() {
-		g.mu.Lock()
-		subscribed := false
-		for _, s := range g.subs {
-			subscribed = subscribed || s.Topic == q.Topic
-		}
-		if len(g.subs) == 0 {
-			// Coordinated outside the engine (the Kafka listener's): it
-			// consumes the topics it has committed offsets of.
-			for k := range g.offsets {
-				subscribed = subscribed || (k.member == "" && k.q.Topic == q.Topic)
-			}
-		}
-		if subscribed {
-			found := false
-			for k, off := range g.offsets {
-				if k.q == q && g.ofModel(k) {
-					found = true
-					cutoff = min(cutoff, off)
-				}
-			}
-			if !found {
-				cutoff = 0 // the group has not started on this queue yet
-			}
-			if g.model == Broadcasting {
-				// Every member reads everything: one that has not
-				// started on this queue yet holds it all back too.
-				for id := range g.members {
-					if _, ok := g.offsets[g.offsetKeyFor(id, q)]; !ok {
-						cutoff = 0
-					}
-				}
-			}
-		}
-		g.mu.Unlock()
-	}
-	return cutoff
 }
 
 // contextReclaimer is a Store whose Reclaim can be stopped early
