@@ -215,6 +215,13 @@ func newGroup(m groupMeta) *group {
 	if err != nil {
 		st = allocate.Average()
 	}
+	// Joins store their subscriptions sorted (normalizeSubs); metadata
+	// read from the store is sorted again, as subscribesTo and the
+	// retention floors search them.
+	if !slices.IsSortedFunc(m.Subs, compareSubTopics) {
+		m.Subs = slices.Clone(m.Subs)
+		slices.SortFunc(m.Subs, compareSubTopics)
+	}
 	return &group{
 		name: m.Name, model: m.Model, subs: m.Subs, strategy: st, from: m.From.consumeFrom(), fromTime: m.FromTime,
 		members: map[string]*member{}, owners: map[QueueRef]owner{}, target: map[QueueRef]string{},
@@ -1059,3 +1066,6 @@ func (g *group) regrantOwned() {
 		}
 	}
 }
+
+// compareSubTopics orders subscriptions by topic.
+func compareSubTopics(a, b Subscription) int { return strings.Compare(a.Topic, b.Topic) }
