@@ -76,3 +76,17 @@ func TestJoinGroup_RefusedJoinStillHandsOnAnExpiredMembersQueues(t *testing.T) {
 		assert.Equal(t, "b", q.Owner, "queue %s", q.QueueRef)
 	}
 }
+
+// TestNewGroup_StoredSubscriptionsAreSearchable: a group's stored
+// metadata whose subscriptions are not in topic order (written by hand,
+// or by a version that did not sort them) still answers subscribesTo
+// for every topic, which the retention floors rely on to count the group.
+func TestNewGroup_StoredSubscriptionsAreSearchable(t *testing.T) {
+	subs := []Subscription{{Topic: "zeta"}, {Topic: "alpha"}, {Topic: "mid"}}
+	g := newGroup(groupMeta{Name: "g", Subs: subs})
+	for _, s := range []string{"zeta", "alpha", "mid"} {
+		assert.True(t, g.subscribesTo(s), "%s", s)
+	}
+	assert.False(t, g.subscribesTo("other"))
+	assert.Equal(t, "zeta", subs[0].Topic, "the caller's slice is not reordered")
+}
