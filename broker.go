@@ -210,6 +210,12 @@ type Assignment struct {
 	// count (TopicOptions.Priorities); topics without lanes are absent.
 	// Shared: callers must not change it.
 	Priorities map[string]int
+	// SessionTimeout is how long the engine keeps the member without a
+	// heartbeat (Options.SessionTimeout), counted from its receipt: a
+	// member that cannot reach the engine for that long may have lost
+	// its queues. JoinGroup and Heartbeat answers carry it; zero means
+	// unknown (a server of a version before it sends none).
+	SessionTimeout time.Duration
 }
 
 // HeartbeatRequest keeps a member alive and waits for assignment changes.

@@ -82,10 +82,12 @@ type ConsumerOptions struct {
 	ShutdownTimeout time.Duration
 	// HeartbeatInterval is the longest gap between heartbeats; it must stay
 	// well under the engine's session timeout. An orderly clustering
-	// consumer heartbeats every half interval and begins no new message
-	// once two intervals passed since it sent the last heartbeat that got
-	// through (its membership may have expired meanwhile): keep its
-	// engine's SessionTimeout at least three intervals. Zero means 3 s.
+	// consumer begins no new message once its lease passed since it sent
+	// the last heartbeat that got through (its membership may have
+	// expired meanwhile): two intervals, and at most half the session
+	// timeout its engine tells (Assignment.SessionTimeout); it heartbeats
+	// every quarter lease. An engine of an older version tells none: keep
+	// its SessionTimeout at least three intervals. Zero means 3 s.
 	HeartbeatInterval time.Duration
 	// From says where a new group starts in queues it has no offset for:
 	// ConsumeFromEarliest (the default, also for the zero value
@@ -415,7 +417,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	c.mu.Unlock()
-	c.gate.confirm(sent)
+	c.gate.confirm(sent, a.SessionTimeout)
 	c.startTimers()
 	if err := c.apply(ctx, a); err != nil {
 		c.log.Warn("initial assignment", "err", err)
@@ -438,7 +440,7 @@ func (c *Consumer) goFunc(f func()) {
 
 // membershipLoop heartbeats and applies assignment changes.
 func (c *Consumer) membershipLoop() {
-	runMembership(c.loopCtx, c.b, c.joinRequest(), c.heartbeatWait(), c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
+	runMembership(c.loopCtx, c.b, c.joinRequest(), c.heartbeatWait, c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
 		return c.apply(ctx, a)
 	}, c.abandonAll, c.replaced.Store, c.gate.set)
 }
@@ -450,11 +452,12 @@ func (c *Consumer) gated() bool {
 }
 
 // heartbeatWait is how long a heartbeat long-polls: HeartbeatInterval, or
-// half of it when the membership's lease must be renewed in time (see
-// memberLease).
+// a quarter of the membership's lease when it must be renewed in time
+// (see memberGate.current): half an interval, or less under an engine
+// session timeout shorter than four intervals.
 func (c *Consumer) heartbeatWait() time.Duration {
 	if c.gated() {
-		return c.o.HeartbeatInterval / 2
+		return c.gate.current() / 4
 	}
 	return c.o.HeartbeatInterval
 }

@@ -537,9 +537,11 @@ func (g *group) grantFree() {
 	}
 }
 
-// assignment is member id's view. g.mu must be held.
-func (g *group) assignment(id string) Assignment {
-	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: g.version, Queues: []Grant{}, Priorities: g.lanes}
+// assignment is member id's view, under the engine's session timeout.
+// g.mu must be held.
+func (g *group) assignment(id string, session time.Duration) Assignment {
+	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: g.version, Queues: []Grant{}, Priorities: g.lanes,
+		SessionTimeout: session}
 	if g.model == Broadcasting {
 		for _, q := range g.queues {
 			a.Queues = append(a.Queues, Grant{QueueRef: q, Epoch: g.resetEpoch})
@@ -731,7 +733,7 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 		e.log.Info("group member joined", "group", g.name, "member", req.Member)
 	}
 	c.rebalance(g)
-	return g.assignment(req.Member), nil
+	return g.assignment(req.Member, e.opts.SessionTimeout), nil
 }
 
 // validateMemberID reports ErrInvalidArgument unless id is 1-255 bytes
@@ -790,7 +792,7 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	m.lastSeen = time.Now()
 	if g.version != req.KnownVersion || req.Wait == 0 {
 		defer g.mu.Unlock()
-		return g.assignment(req.Member), nil
+		return g.assignment(req.Member, e.opts.SessionTimeout), nil
 	}
 	m.waiting++
 	changed := g.changed
@@ -817,7 +819,7 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	if g.members[req.Member] != m {
 		return Assignment{}, fmt.Errorf("%w: %q in group %q", ErrNotMember, req.Member, req.Group)
 	}
-	return g.assignment(req.Member), nil
+	return g.assignment(req.Member, e.opts.SessionTimeout), nil
 }
 
 // LeaveGroup removes a member from its group and rebalances at once. A

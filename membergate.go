@@ -24,9 +24,13 @@ import (
 type memberGate struct {
 	mu sync.Mutex
 	// lease, when positive, is how long a heartbeat or join that got
-	// through confirms the membership, from when it was sent (see
-	// memberLease); zero means until one fails.
+	// through confirms the membership, from when it was sent, while the
+	// engine's session timeout is unknown (see memberLease); zero means
+	// until one fails.
 	lease time.Duration
+	// session is the engine's session timeout the last confirmation told
+	// (Assignment.SessionTimeout); zero while unknown.
+	session time.Duration
 	// until is when the lease of the last confirmation ends.
 	until time.Time
 	// failed is set from a failed heartbeat or join until one succeeds.
@@ -35,27 +39,52 @@ type memberGate struct {
 	renewed chan struct{}
 }
 
-// memberLease is the lease of an orderly clustering member's heartbeats:
-// twice its HeartbeatInterval. The member does not know the engine's
-// SessionTimeout (neither the join nor a heartbeat answers it), only that
-// HeartbeatInterval must stay well under it; with a session of at least
+// memberLease is the lease of an orderly clustering member's heartbeats
+// while the engine's session timeout is unknown (a server of a version
+// that does not tell it): twice its HeartbeatInterval. HeartbeatInterval
+// must then stay well under the session; with a session of at least
 // three heartbeat intervals (the README asks so of orderly groups), the
 // engine cannot have expired the member while its lease runs, as the
 // engine's session runs from the receipt of the heartbeat, later than its
-// sending. Its heartbeats long-poll for half an interval (heartbeatWait),
-// so in a healthy member the next one gets through about one interval
-// after the last one was sent, an interval before the lease ends.
+// sending. Once the engine tells its session, sessionLease keeps the
+// lease under it whatever the interval.
 func memberLease(heartbeat time.Duration) time.Duration {
 	return 2 * heartbeat
 }
 
+// sessionLease is the lease of a member whose lease with an unknown
+// session is lease, under an engine session timeout of session (zero:
+// unknown): at most half the session, so that it ends well before the
+// engine may expire the member, whose session runs from the receipt of
+// the heartbeat. No lease (zero) stays none.
+func sessionLease(lease, session time.Duration) time.Duration {
+	if lease <= 0 || session <= 0 {
+		return lease
+	}
+	return min(lease, session/2)
+}
+
+// current is the lease a confirmation gives now: sessionLease under the
+// last session the engine told. Heartbeats long-poll for a quarter of it
+// (Consumer.heartbeatWait), so in a healthy member the next one gets
+// through well before the lease of the last one ends.
+func (g *memberGate) current() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return sessionLease(g.lease, g.session)
+}
+
 // confirm records that a heartbeat or join sent at sent got through to
-// the engine as a member.
-func (g *memberGate) confirm(sent time.Time) {
+// the engine as a member, whose answer told the engine's session timeout
+// session (zero: unknown, the last one told stays).
+func (g *memberGate) confirm(sent time.Time, session time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.failed = false
-	if end := sent.Add(g.lease); end.After(g.until) {
+	if session > 0 {
+		g.session = session
+	}
+	if end := sent.Add(sessionLease(g.lease, g.session)); end.After(g.until) {
 		g.until = end
 	}
 	if g.renewed != nil {
@@ -72,10 +101,11 @@ func (g *memberGate) fail() {
 }
 
 // set records whether a heartbeat or join sent at sent got through
-// (confirmed) or failed; runMembership tells it so.
-func (g *memberGate) set(sent time.Time, confirmed bool) {
+// (confirmed, its answer telling the engine's session timeout session)
+// or failed; runMembership tells it so.
+func (g *memberGate) set(sent time.Time, session time.Duration, confirmed bool) {
 	if confirmed {
-		g.confirm(sent)
+		g.confirm(sent, session)
 	} else {
 		g.fail()
 	}

@@ -32,18 +32,21 @@ func (m *member) expired(now time.Time, session time.Duration) bool {
 // ErrMemberIDInUse; it goes on trying (with backoff) and reports replaced
 // meanwhile, so the member does not leave in the other one's name.
 // confirmed is told after each heartbeat or rejoin when it was sent and
-// whether it reached the engine as a member (true) or failed (false: the
-// engine may have expired the member meanwhile; see memberGate); an
-// answer that the member expired is reported by lost instead.
-func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.Duration, log *slog.Logger,
-	known func() int64, apply func(context.Context, Assignment) error, lost func(), replaced func(bool), confirmed func(time.Time, bool)) {
+// whether it reached the engine as a member (true, with the session
+// timeout its answer told) or failed (false: the engine may have expired
+// the member meanwhile; see memberGate); an answer that the member
+// expired is reported by lost instead. wait tells each heartbeat how long
+// it may long-poll.
+func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait func() time.Duration, log *slog.Logger,
+	known func() int64, apply func(context.Context, Assignment) error, lost func(), replaced func(bool),
+	confirmed func(time.Time, time.Duration, bool)) {
 	const minBackoff = 100 * time.Millisecond
 	backoff := minBackoff
 	for ctx.Err() == nil {
 		sent := time.Now()
-		a, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: known(), Wait: wait, Incarnation: join.Incarnation})
+		a, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: known(), Wait: wait(), Incarnation: join.Incarnation})
 		if err == nil {
-			confirmed(sent, true)
+			confirmed(sent, a.SessionTimeout, true)
 			if a.Version != known() {
 				err = apply(ctx, a)
 			}
@@ -56,11 +59,11 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait time.D
 			a, err = b.JoinGroup(ctx, join)
 			replaced(errors.Is(err, ErrMemberIDInUse))
 			if err == nil {
-				confirmed(sent, true)
+				confirmed(sent, a.SessionTimeout, true)
 				err = apply(ctx, a)
 			}
 		} else if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-			confirmed(sent, false)
+			confirmed(sent, 0, false)
 		}
 		switch {
 		case err == nil:

@@ -187,10 +187,23 @@ func hangingBroker(t *testing.T, tr string, e *equeue.Engine, b equeue.Broker) (
 // that did, and shorter than the session), it begins nothing more until
 // its membership is confirmed again (here: refused, as it expired).
 func TestOrderly_HungMemberStartsNothingOnceItsQueueMoved(t *testing.T) {
-	forTransports(t, testOrderlyHungMemberStartsNothingOnceItsQueueMoved)
+	forTransports(t, func(t *testing.T, tr string) {
+		testOrderlyHungMemberStartsNothingOnceItsQueueMoved(t, tr, 100*time.Millisecond)
+	})
 }
 
-func testOrderlyHungMemberStartsNothingOnceItsQueueMoved(t *testing.T, tr string) {
+// TestOrderly_HungMemberWithTooLongAnIntervalStartsNothingOnceItsQueueMoved:
+// the same with a HeartbeatInterval (1 s) longer than the engine's session
+// (300 ms): a lease of two intervals would outlast the session, so the
+// member takes the session the engine tells it and keeps its lease below
+// it.
+func TestOrderly_HungMemberWithTooLongAnIntervalStartsNothingOnceItsQueueMoved(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr string) {
+		testOrderlyHungMemberStartsNothingOnceItsQueueMoved(t, tr, time.Second)
+	})
+}
+
+func testOrderlyHungMemberStartsNothingOnceItsQueueMoved(t *testing.T, tr string, interval time.Duration) {
 	ctx := ctxT(t)
 	e, b := openOver(t, tr, "memory", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
@@ -201,13 +214,15 @@ func testOrderlyHungMemberStartsNothingOnceItsQueueMoved(t *testing.T, tr string
 	var once sync.Once
 	p := newProducer(t, b, nil)
 	sendNumbered(t, p, 0, 10)
-	startConsumer(t, hb, orderlyMember("b", log.handler("b", func(n int) <-chan struct{} {
+	member := orderlyMember("b", log.handler("b", func(n int) <-chan struct{} {
 		if n != 2 {
 			return nil
 		}
 		once.Do(func() { close(held) })
 		return release
-	}), 0))
+	}), 0)
+	member.HeartbeatInterval = interval
+	startConsumer(t, hb, member)
 	<-held // b pulled all ten and runs message 2
 	hang()
 	eventually(t, 10*time.Second, func() bool {

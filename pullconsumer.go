@@ -159,11 +159,11 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Unlock()
 	go func() {
 		defer pc.wg.Done()
-		runMembership(pc.ctx, pc.b, pc.join, pc.hb, pc.log, func() int64 {
+		runMembership(pc.ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, func() int64 {
 			pc.mu.Lock()
 			defer pc.mu.Unlock()
 			return pc.version
-		}, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, bool) {}) //nolint:errcheck // an empty assignment cannot fail
+		}, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
 	}()
 	return nil
 }

@@ -44,6 +44,7 @@ var clusterByDefault = map[string]bool{
 	"TestSendBack_RightsHold":                         true,
 	"TestPriority_RestartResumesEachLane":             true,
 	"TestSendBack_MarkOutlivesARestart":               true,
+	"TestGroup_AssignmentCarriesTheSessionTimeout":    true,
 }
 
 // clusterSuiteOnly skips t over "cluster" unless the whole suite runs

@@ -102,6 +102,10 @@ type Client struct {
 	// replyKey tags the names of its producers' reply topics, for its
 	// token (replyowner.go).
 	replyKey [sha256.Size]byte
+	// session is the engine's session timeout its last join or heartbeat
+	// answer told (equeue.Assignment.SessionTimeout), in nanoseconds;
+	// zero while unknown. See heartbeatSlack.
+	session atomic.Int64
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -224,10 +228,38 @@ func (c *Client) fail(err error) error {
 // longPoll bounds a long-poll that has no deadline, so a broker that
 // vanished without closing the connection cannot hold it forever.
 func longPoll(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	return longPollWithin(ctx, wait, longPollSlack)
+}
+
+// longPollWithin is longPoll with slack in place of longPollSlack.
+func longPollWithin(ctx context.Context, wait, slack time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, max(wait, 0)+longPollSlack)
+	return context.WithTimeout(ctx, max(wait, 0)+slack)
+}
+
+// heartbeatSlack is how long past its wait a heartbeat without a deadline
+// of its own may take: longPollSlack, or the engine's session timeout
+// when an answer told a shorter one. The engine answers a heartbeat
+// within its wait, capped at half the session; one not answered a whole
+// session past its wait has been held up on the way, the member's own
+// lease has ended, and the engine has likely expired it: waiting longer
+// only delays its retrying, hearing so, and rejoining.
+func (c *Client) heartbeatSlack() time.Duration {
+	if s := time.Duration(c.session.Load()); s > 0 {
+		return min(s, longPollSlack)
+	}
+	return longPollSlack
+}
+
+// learnSession records the session timeout a join or heartbeat answer
+// told, if any (a server of an older version tells none), and returns a.
+func (c *Client) learnSession(a equeue.Assignment) equeue.Assignment {
+	if a.SessionTimeout > 0 {
+		c.session.Store(int64(a.SessionTimeout))
+	}
+	return a
 }
 
 // Route returns a topic's queues.
@@ -438,7 +470,7 @@ func (c *Client) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue
 	if err != nil {
 		return equeue.Assignment{}, c.fail(err)
 	}
-	return assignmentFromPB(resp.GetAssignment()), nil
+	return c.learnSession(assignmentFromPB(resp.GetAssignment())), nil
 }
 
 // Heartbeat keeps a member alive; it returns at once when the assignment
@@ -450,14 +482,14 @@ func (c *Client) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (e
 	if req == nil {
 		return equeue.Assignment{}, fmt.Errorf("%w: nil heartbeat request", equeue.ErrInvalidArgument)
 	}
-	ctx, cancel := longPoll(ctx, req.Wait)
+	ctx, cancel := longPollWithin(ctx, req.Wait, c.heartbeatSlack())
 	defer cancel()
 	resp, err := c.api.Heartbeat(ctx, &pb.HeartbeatRequest{Group: req.Group, Member: req.Member,
 		KnownVersion: req.KnownVersion, Wait: durationPB(req.Wait), Incarnation: req.Incarnation})
 	if err != nil {
 		return equeue.Assignment{}, c.fail(err)
 	}
-	return assignmentFromPB(resp.GetAssignment()), nil
+	return c.learnSession(assignmentFromPB(resp.GetAssignment())), nil
 }
 
 // LeaveGroup removes a member; its queues are handed to the others. A

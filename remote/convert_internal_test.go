@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -108,10 +109,19 @@ func TestAssignment_RoundTrips(t *testing.T) {
 	for _, a := range []equeue.Assignment{
 		{Group: "g", Member: "m", Epoch: 3, Version: 9, Queues: []equeue.Grant{}},
 		{Group: "g", Member: "m", Epoch: 3, Version: 9, Queues: []equeue.Grant{g(0, 2), g(1, 3)}, Pending: 1,
-			Revoking: []equeue.Grant{g(2, 1)}},
+			Revoking: []equeue.Grant{g(2, 1)}, SessionTimeout: 7 * time.Second},
 	} {
 		assert.Equal(t, a, assignmentFromPB(assignmentToPB(a)))
 	}
+}
+
+// TestAssignment_SessionTimeoutFromAnOlderServer: a server of a version
+// before Assignment.SessionTimeout sends none, which reads as zero
+// (unknown); a session the wire cannot hold (negative) reads as unknown
+// too rather than as a lease that has already ended.
+func TestAssignment_SessionTimeoutFromAnOlderServer(t *testing.T) {
+	assert.Zero(t, assignmentFromPB(&pb.Assignment{Group: "g", Member: "m"}).SessionTimeout)
+	assert.Zero(t, assignmentFromPB(&pb.Assignment{SessionTimeout: durationpb.New(-time.Second)}).SessionTimeout)
 }
 
 // TestConsumeFromMapping: the wire keeps 0 = latest for older clients; the

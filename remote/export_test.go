@@ -2,6 +2,7 @@ package remote
 
 import (
 	"slices"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
@@ -60,3 +61,6 @@ func ReadAheadTopics(c *Client) []string {
 // ExtraConnStreams is the room a connection's stream bound leaves beyond
 // its shares of the server's bounds.
 const ExtraConnStreams = extraConnStreams
+
+// HeartbeatSlack is how long past its wait c lets a heartbeat take.
+func HeartbeatSlack(c *Client) time.Duration { return c.heartbeatSlack() }
