@@ -22,9 +22,9 @@ type Broker interface {
 
 	// JoinGroup adds a member to a consumer group and returns its assignment.
 	JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, error)
-	// Heartbeat keeps a member alive. It returns at once when the group's
+	// Heartbeat keeps a member alive. It returns at once when the member's
 	// assignment version differs from req.KnownVersion, else waits up to
-	// req.Wait for a change.
+	// req.Wait for a change of the member's assignment.
 	Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignment, error)
 	// LeaveGroup removes a member; its queues are handed to the others.
 	LeaveGroup(ctx context.Context, req *LeaveRequest) error
@@ -194,9 +194,15 @@ type Assignment struct {
 	Group string
 	// Member is the member this assignment belongs to.
 	Member string
-	// Epoch rises on every membership or queue change of the group.
+	// Epoch rises on every membership or queue change of the group; the
+	// answer carries the epoch of when it was made.
 	Epoch int64
-	// Version rises on every change of any grant in the group.
+	// Version changes with every change of this member's answer: its
+	// Queues, Revoking, Pending or Priorities, or its grants' epochs. It is
+	// the group's change counter at the last such change, so it never
+	// repeats within the group; a change that leaves this member's answer
+	// as it was (another member joining, leaving or handing over) does not
+	// move it, nor answer its held heartbeat.
 	Version int64
 	// Queues are the queues the member owns now.
 	Queues []Grant
@@ -225,7 +231,7 @@ type HeartbeatRequest struct {
 	// Member is the member ID.
 	Member string
 	// KnownVersion is the Assignment.Version the member holds; the heartbeat
-	// answers at once when the group's version differs.
+	// answers at once when the member's version differs (zero: always).
 	KnownVersion int64
 	// Wait is how long the heartbeat may wait for a change of the
 	// assignment (long-poll); 0 answers at once.

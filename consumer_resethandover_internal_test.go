@@ -32,8 +32,10 @@ func TestConsumer_OrderlyResetDuringHandoverRunsOneHandlerAtATime(t *testing.T) 
 	waitFor(t, func() bool { return stackHas("equeue.(*Consumer).handOver(") }, "a hands the queue over, waiting for its handler")
 
 	require.NoError(t, g.e.ResetOffsets(ctx, "g", ResetRequest{To: ResetToEarliest}))
+	// b's answer after the reset (the version b must have applied): had
+	// the reset granted b the queue, that answer would hold it.
 	grp.mu.Lock()
-	version := grp.version
+	version := grp.members["0"].version
 	grp.mu.Unlock()
 	waitFor(t, func() bool {
 		b.mu.Lock()

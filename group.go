@@ -77,7 +77,7 @@ type group struct {
 	target     map[QueueRef]string
 	queues     []QueueRef     // sorted (compareRefs): checkGrant searches it
 	lanes      map[string]int // priority lanes of subscribed topics with priorities; replaced, never changed
-	changed    chan struct{}
+	shared     sharedView     // what every member was last given alike (groupwake.go)
 	offsets    map[offsetKey]int64
 	// left is when each member ID of a broadcasting group last left (or
 	// expired), and lastUsed when any member did or (a group coordinated
@@ -115,6 +115,15 @@ type member struct {
 	incarnation string // of the Start that joined; "" from clients without one
 	lastSeen    time.Time
 	waiting     int // heartbeats in progress
+	// version is the Assignment.Version of the member's current answer:
+	// the group's version at the last change of that answer (groupwake.go).
+	version int64
+	// wake is closed when the answer changes or the member is removed;
+	// nil while no heartbeat waits.
+	wake chan struct{}
+	// view is the member's answer in a clustering group, next the buffer
+	// the following change computes into.
+	view, next memberView
 }
 
 type owner struct {
@@ -225,7 +234,7 @@ func newGroup(m groupMeta) *group {
 	return &group{
 		name: m.Name, model: m.Model, subs: m.Subs, strategy: st, from: m.From.consumeFrom(), fromTime: m.FromTime,
 		members: map[string]*member{}, owners: map[QueueRef]owner{}, target: map[QueueRef]string{},
-		changed: make(chan struct{}), offsets: map[offsetKey]int64{}, attempts: map[offsetKey][]MessageAttempts{},
+		offsets: map[offsetKey]int64{}, attempts: map[offsetKey][]MessageAttempts{},
 	}
 }
 
@@ -448,18 +457,15 @@ func (g *group) removeMember(id string) {
 			g.left[id] = now
 		}
 	}
+	if m := g.members[id]; m != nil {
+		m.wakeUp() // its held heartbeat answers that it is no member
+	}
 	delete(g.members, id)
 	for q, o := range g.owners {
 		if o.member == id {
 			delete(g.owners, q)
 		}
 	}
-}
-
-func (g *group) notify() {
-	g.version++
-	close(g.changed)
-	g.changed = make(chan struct{})
 }
 
 // rebalance recomputes the group's queues and allocation under a new epoch
@@ -542,24 +548,24 @@ func (g *group) grantFree() {
 func (g *group) assignment(id string, session time.Duration) Assignment {
 	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: g.version, Queues: []Grant{}, Priorities: g.lanes,
 		SessionTimeout: session}
+// assignment is member id's view, as the group's last change left it
+// (notify). g.mu must be held, and id must be a member.
+func (g *group) assignment(id string) Assignment {
+	m := g.members[id]
+	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: m.version, Queues: []Grant{}, Priorities: g.lanes}
 	if g.model == Broadcasting {
+		a.Queues = slices.Grow(a.Queues, len(g.queues))
 		for _, q := range g.queues {
 			a.Queues = append(a.Queues, Grant{QueueRef: q, Epoch: g.resetEpoch})
 		}
 		return a
 	}
-	for _, q := range g.queues {
-		o, held := g.owners[q]
-		target := g.target[q]
-		switch {
-		case held && o.member == id && target == id:
-			a.Queues = append(a.Queues, Grant{QueueRef: q, Epoch: o.epoch})
-		case held && o.member == id:
-			a.Revoking = append(a.Revoking, Grant{QueueRef: q, Epoch: o.epoch})
-		case target == id:
-			a.Pending++
-		}
+	// Copies: the view's buffers are reused by later changes.
+	a.Queues = append(a.Queues, m.view.queues...)
+	if len(m.view.revoking) > 0 {
+		a.Revoking = slices.Clone(m.view.revoking)
 	}
+	a.Pending = m.view.pending
 	return a
 }
 
@@ -727,6 +733,9 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 			return Assignment{}, notDurable(err, "save group %q", g.name)
 		}
 	}
+	if old := g.members[req.Member]; old != nil {
+		old.wakeUp() // a heartbeat of the member it replaces answers that it is no member
+	}
 	g.members[req.Member] = &member{id: req.Member, incarnation: req.Incarnation, lastSeen: time.Now()}
 	delete(g.left, req.Member)
 	if !rejoin {
@@ -768,8 +777,10 @@ func (c *coordinator) checkIncarnation(g *group, req *JoinRequest) error {
 	return nil
 }
 
-// Heartbeat keeps req.Member alive and returns its assignment as soon as it
-// differs from req.KnownVersion, or after req.Wait.
+// Heartbeat keeps req.Member alive and returns its assignment as soon as
+// its version differs from req.KnownVersion, or after req.Wait. A change
+// of the group that leaves the member's answer as it was (another member
+// joining, leaving or handing over queues of others) does not answer it.
 //
 // Broker seam: Consumers and PullConsumers call it; applications do not.
 func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignment, error) {
@@ -790,12 +801,12 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 		return Assignment{}, fmt.Errorf("%w: %q in group %q belongs to another incarnation", ErrNotMember, req.Member, req.Group)
 	}
 	m.lastSeen = time.Now()
-	if g.version != req.KnownVersion || req.Wait == 0 {
+	if m.version != req.KnownVersion || req.Wait == 0 {
 		defer g.mu.Unlock()
 		return g.assignment(req.Member, e.opts.SessionTimeout), nil
 	}
 	m.waiting++
-	changed := g.changed
+	changed := m.waitChange() // only a change of this member's answer
 	g.mu.Unlock()
 	wait := min(req.Wait, e.opts.SessionTimeout/2)
 	t := time.NewTimer(wait)
