@@ -543,16 +543,13 @@ func (g *group) grantFree() {
 	}
 }
 
-// assignment is member id's view, under the engine's session timeout.
-// g.mu must be held.
-func (g *group) assignment(id string, session time.Duration) Assignment {
-	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: g.version, Queues: []Grant{}, Priorities: g.lanes,
-		SessionTimeout: session}
 // assignment is member id's view, as the group's last change left it
-// (notify). g.mu must be held, and id must be a member.
-func (g *group) assignment(id string) Assignment {
+// (notify), under the engine's session timeout. g.mu must be held, and id
+// must be a member.
+func (g *group) assignment(id string, session time.Duration) Assignment {
 	m := g.members[id]
-	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: m.version, Queues: []Grant{}, Priorities: g.lanes}
+	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: m.version, Queues: []Grant{}, Priorities: g.lanes,
+		SessionTimeout: session}
 	if g.model == Broadcasting {
 		a.Queues = slices.Grow(a.Queues, len(g.queues))
 		for _, q := range g.queues {
