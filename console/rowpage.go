@@ -124,7 +124,7 @@ func parseListQuery(values url.Values, params ...string) (listQuery, error) {
 		} else {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 0 {
-				return listQuery{}, fmt.Errorf("%q is not a row to start from (%s is a number of rows, 0 or more).", s, k)
+				return listQuery{}, fmt.Errorf("%q is not a row to start from (%s is a number of rows, 0 or more)", s, k)
 			}
 			q.from[k] = n
 		}
@@ -142,7 +142,7 @@ func validFilter(f string) error {
 		bad = !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-:%", c) >= 0)
 	}
 	if bad {
-		return fmt.Errorf("%q is not a name filter: it is the start of a topic or group name, up to %d characters of letters, digits and . _ - : %%.", f, maxFilterLen)
+		return fmt.Errorf("%q is not a name filter: it is the start of a topic or group name, up to %d characters of letters, digits and . _ - : %%", f, maxFilterLen)
 	}
 	return nil
 }
