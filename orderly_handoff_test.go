@@ -79,6 +79,56 @@ func numbers(from, to int) []int {
 	return out
 }
 
+// holdAt returns a hold for handoverLog.handler that keeps the handler of
+// message at (its first run) until release is called, and held, closed
+// once that handler runs.
+func holdAt(at int) (hold func(n int) <-chan struct{}, held <-chan struct{}, release func()) {
+	heldCh, releaseCh := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hold = func(n int) <-chan struct{} {
+		if n != at {
+			return nil
+		}
+		once.Do(func() { close(heldCh) })
+		return releaseCh
+	}
+	return hold, heldCh, func() { close(releaseCh) }
+}
+
+// cutOffMemberStartsNothing goes on from member b of group "g" cut off
+// from the engine while its handler holds message 2 of the ten sent
+// (release lets it return): the engine expires b, a new member a handles
+// the queue up to 9, and b, its handler returned, begins nothing more;
+// then heal lets b reach the engine again, and the group goes on with
+// two more messages.
+func cutOffMemberStartsNothing(t *testing.T, e *equeue.Engine, b equeue.Broker, p *equeue.Producer, log *handoverLog, release, heal func()) {
+	t.Helper()
+	ctx := ctxT(t)
+	eventually(t, 10*time.Second, func() bool {
+		g, err := e.Group(ctx, "g")
+		return err == nil && len(g.Members) == 0
+	}, "b expires")
+	startConsumer(t, b, orderlyMember("a", log.handler("a", func(int) <-chan struct{} { return nil }), 0))
+	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("a"); return len(h) > 0 && h[len(h)-1] == 9 }, "a handles the queue")
+	release() // b's handler returns
+	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("b"); return len(h) >= 3 }, "b's handler returns")
+	// Give b the time to begin what it still holds, if it would.
+	time.Sleep(200 * time.Millisecond)
+	beganB, _ := log.snapshot("b")
+	require.Equal(t, numbers(0, 3), beganB, "b began messages after its queue went to a")
+	heal() // b hears that it expired and rejoins
+	sendNumbered(t, p, 10, 12)
+	eventually(t, 10*time.Second, func() bool {
+		_, byA := log.snapshot("a")
+		_, byB := log.snapshot("b")
+		done := map[int]bool{}
+		for _, n := range append(byA, byB...) {
+			done[n] = true
+		}
+		return done[10] && done[11]
+	}, "the group goes on")
+}
+
 func orderlyMember(id string, h equeue.Handler, handoff time.Duration) equeue.ConsumerOptions {
 	return equeue.ConsumerOptions{Group: "g", ID: id, Orderly: true, Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		Handler: h, HandoffTimeout: handoff, CommitInterval: 20 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond}
@@ -98,15 +148,8 @@ func testOrderlyHandoverWaitsForTheOldOwnersHandler(t *testing.T, tr string) {
 	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	log := newHandoverLog()
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	oldOwner := startConsumer(t, b, orderlyMember("b", log.handler("b", func(n int) <-chan struct{} {
-		if n != 2 {
-			return nil
-		}
-		once.Do(func() { close(held) })
-		return release
-	}), 0))
+	hold, held, release := holdAt(2)
+	oldOwner := startConsumer(t, b, orderlyMember("b", log.handler("b", hold), 0))
 	p := newProducer(t, b, nil)
 	sendNumbered(t, p, 0, 10)
 	<-held
@@ -120,7 +163,7 @@ func testOrderlyHandoverWaitsForTheOldOwnersHandler(t *testing.T, tr string) {
 	time.Sleep(300 * time.Millisecond)
 	began, _ := log.snapshot("a")
 	require.Empty(t, began, "a began the queue while b's handler still ran")
-	close(release)
+	release()
 	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("a"); return len(h) == 7 }, "a handles the rest")
 	_, byB := log.snapshot("b")
 	_, byA := log.snapshot("a")
@@ -146,15 +189,8 @@ func testOrderlyHandlerPastTheHandoffCannotCommitOverTheNewOwner(t *testing.T, t
 	e, b := openOver(t, tr, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	log := newHandoverLog()
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	oldOwner := startConsumer(t, b, orderlyMember("b", log.handler("b", func(n int) <-chan struct{} {
-		if n != 2 {
-			return nil
-		}
-		once.Do(func() { close(held) })
-		return release
-	}), 50*time.Millisecond))
+	hold, held, release := holdAt(2)
+	oldOwner := startConsumer(t, b, orderlyMember("b", log.handler("b", hold), 50*time.Millisecond))
 	p := newProducer(t, b, nil)
 	sendNumbered(t, p, 0, 10)
 	<-held
@@ -166,7 +202,7 @@ func testOrderlyHandlerPastTheHandoffCannotCommitOverTheNewOwner(t *testing.T, t
 		return offs[ref]
 	}
 	eventually(t, 10*time.Second, func() bool { return committed() == 10 }, "a handles 2 to 9 and commits")
-	close(release) // b's handler returns, late
+	release() // b's handler returns, late
 	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("b"); return len(h) >= 3 }, "b's handler returns")
 	require.NoError(t, oldOwner.Commit(ctx))
 	sendNumbered(t, p, 10, 12)
@@ -262,41 +298,12 @@ func testOrderlyCutOffMemberStartsNothingOnceItsQueueMoved(t *testing.T, tr stri
 	e, b := openOver(t, tr, "memory", &equeue.Options{SessionTimeout: 300 * time.Millisecond})
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	log := newHandoverLog()
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	hold, held, release := holdAt(2)
 	cut := &cutBroker{Broker: b}
 	p := newProducer(t, b, nil)
 	sendNumbered(t, p, 0, 10)
-	startConsumer(t, cut, orderlyMember("b", log.handler("b", func(n int) <-chan struct{} {
-		if n != 2 {
-			return nil
-		}
-		once.Do(func() { close(held) })
-		return release
-	}), 0))
+	startConsumer(t, cut, orderlyMember("b", log.handler("b", hold), 0))
 	<-held // b pulled all ten and runs message 2
 	cut.cut.Store(true)
-	eventually(t, 10*time.Second, func() bool {
-		g, err := e.Group(ctx, "g")
-		return err == nil && len(g.Members) == 0
-	}, "b expires")
-	startConsumer(t, b, orderlyMember("a", log.handler("a", func(int) <-chan struct{} { return nil }), 0))
-	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("a"); return len(h) > 0 && h[len(h)-1] == 9 }, "a handles the queue")
-	close(release) // b's handler returns
-	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("b"); return len(h) >= 3 }, "b's handler returns")
-	// Give b the time to begin what it still holds, if it would.
-	time.Sleep(200 * time.Millisecond)
-	beganB, _ := log.snapshot("b")
-	require.Equal(t, numbers(0, 3), beganB, "b began messages after its queue went to a")
-	cut.cut.Store(false) // b hears that it expired and rejoins
-	sendNumbered(t, p, 10, 12)
-	eventually(t, 10*time.Second, func() bool {
-		_, byA := log.snapshot("a")
-		_, byB := log.snapshot("b")
-		done := map[int]bool{}
-		for _, n := range append(byA, byB...) {
-			done[n] = true
-		}
-		return done[10] && done[11]
-	}, "the group goes on")
+	cutOffMemberStartsNothing(t, e, b, p, log, release, func() { cut.cut.Store(false) })
 }

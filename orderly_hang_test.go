@@ -210,42 +210,13 @@ func testOrderlyHungMemberStartsNothingOnceItsQueueMoved(t *testing.T, tr string
 	hb, hang, letGo := hangingBroker(t, tr, e, b)
 	defer letGo() // before b's Close, should the test fail while b hangs
 	log := newHandoverLog()
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	hold, held, release := holdAt(2)
 	p := newProducer(t, b, nil)
 	sendNumbered(t, p, 0, 10)
-	member := orderlyMember("b", log.handler("b", func(n int) <-chan struct{} {
-		if n != 2 {
-			return nil
-		}
-		once.Do(func() { close(held) })
-		return release
-	}), 0)
+	member := orderlyMember("b", log.handler("b", hold), 0)
 	member.HeartbeatInterval = interval
 	startConsumer(t, hb, member)
 	<-held // b pulled all ten and runs message 2
 	hang()
-	eventually(t, 10*time.Second, func() bool {
-		g, err := e.Group(ctx, "g")
-		return err == nil && len(g.Members) == 0
-	}, "b expires")
-	startConsumer(t, b, orderlyMember("a", log.handler("a", func(int) <-chan struct{} { return nil }), 0))
-	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("a"); return len(h) > 0 && h[len(h)-1] == 9 }, "a handles the queue")
-	close(release) // b's handler returns
-	eventually(t, 10*time.Second, func() bool { _, h := log.snapshot("b"); return len(h) >= 3 }, "b's handler returns")
-	// Give b the time to begin what it still holds, if it would.
-	time.Sleep(200 * time.Millisecond)
-	beganB, _ := log.snapshot("b")
-	require.Equal(t, numbers(0, 3), beganB, "b began messages after its queue went to a")
-	letGo() // b hears that it expired and rejoins
-	sendNumbered(t, p, 10, 12)
-	eventually(t, 10*time.Second, func() bool {
-		_, byA := log.snapshot("a")
-		_, byB := log.snapshot("b")
-		done := map[int]bool{}
-		for _, n := range append(byA, byB...) {
-			done[n] = true
-		}
-		return done[10] && done[11]
-	}, "the group goes on")
+	cutOffMemberStartsNothing(t, e, b, p, log, release, letGo)
 }
