@@ -17,21 +17,35 @@ import (
 // (3 s), so that a rebalance nobody completes ends soon.
 func dynamicPair(ctx context.Context, t *testing.T, addr string) (br *kgo.Broker, a, b string, gen int32) {
 	t.Helper()
-	br = kclient(t, addr).SeedBrokers()[0]
-	ja := requestJoin(ctx, t, br, classicJoinReq("", "", "a", 30000, 3000))
-	require.Equal(t, int16(0), ja.ErrorCode)
-	require.Equal(t, ja.MemberID, ja.LeaderID)
-	require.Equal(t, int16(0), classicSync(ctx, t, br, ja.MemberID, "", ja.Generation, map[string]string{ja.MemberID: "A"}).ErrorCode)
+	return classicPair(ctx, t, addr, "", "", 3000)
+}
 
-	resp, err := br.Request(ctx, classicJoinReq("", "", "b", 30000, 3000))
-	require.NoError(t, err)
-	first := resp.(*kmsg.JoinGroupResponse)
-	require.Equal(t, int16(79), first.ErrorCode, "MEMBER_ID_REQUIRED")
-	jb := joinAsync(ctx, t, addr, classicJoinReq(first.MemberID, "", "b", 30000, 3000))
+// classicPair makes classic group "g" of two members, of instance IDs ia
+// and ib ("" for a dynamic member): a (the leader, metadata "a", assigned
+// "A") and b (metadata "b", assigned "B"), both of the generation
+// returned, Stable, with the given rebalance timeout (ms). A dynamic b is
+// first told MEMBER_ID_REQUIRED, as Kafka tells it.
+func classicPair(ctx context.Context, t *testing.T, addr, ia, ib string, rebalance int32) (br *kgo.Broker, a, b string, gen int32) {
+	t.Helper()
+	br = kclient(t, addr).SeedBrokers()[0]
+	ja := requestJoin(ctx, t, br, classicJoinReq("", ia, "a", 30000, rebalance))
+	require.Equal(t, int16(0), ja.ErrorCode, "a joins at once")
+	require.Equal(t, ja.MemberID, ja.LeaderID)
+	require.Equal(t, int16(0), classicSync(ctx, t, br, ja.MemberID, ia, ja.Generation, map[string]string{ja.MemberID: "A"}).ErrorCode)
+
+	bID := ""
+	if ib == "" {
+		resp, err := br.Request(ctx, classicJoinReq("", "", "b", 30000, rebalance))
+		require.NoError(t, err)
+		first := resp.(*kmsg.JoinGroupResponse)
+		require.Equal(t, int16(79), first.ErrorCode, "MEMBER_ID_REQUIRED")
+		bID = first.MemberID
+	}
+	jb := joinAsync(ctx, t, addr, classicJoinReq(bID, ib, "b", 30000, rebalance))
 	require.Eventually(t, func() bool {
-		return classicBeat(ctx, t, br, ja.MemberID, "", ja.Generation) == 27
+		return classicBeat(ctx, t, br, ja.MemberID, ia, ja.Generation) == 27
 	}, 30*time.Second, 10*time.Millisecond, "b's join begins a rebalance")
-	ja = requestJoin(ctx, t, br, classicJoinReq(ja.MemberID, "", "a", 30000, 3000))
+	ja = requestJoin(ctx, t, br, classicJoinReq(ja.MemberID, ia, "a", 30000, rebalance))
 	require.Equal(t, int16(0), ja.ErrorCode)
 	require.Equal(t, ja.MemberID, ja.LeaderID)
 	require.Len(t, ja.Members, 2)
@@ -39,8 +53,8 @@ func dynamicPair(ctx context.Context, t *testing.T, addr string) (br *kgo.Broker
 	require.NotNil(t, rb)
 	require.Equal(t, int16(0), rb.ErrorCode)
 	require.Equal(t, ja.Generation, rb.Generation)
-	require.Equal(t, int16(0), classicSync(ctx, t, br, ja.MemberID, "", ja.Generation, map[string]string{ja.MemberID: "A", rb.MemberID: "B"}).ErrorCode)
-	sb := classicSync(ctx, t, br, rb.MemberID, "", rb.Generation, nil)
+	require.Equal(t, int16(0), classicSync(ctx, t, br, ja.MemberID, ia, ja.Generation, map[string]string{ja.MemberID: "A", rb.MemberID: "B"}).ErrorCode)
+	sb := classicSync(ctx, t, br, rb.MemberID, ib, rb.Generation, nil)
 	require.Equal(t, int16(0), sb.ErrorCode)
 	require.Equal(t, "B", string(sb.MemberAssignment))
 	return br, ja.MemberID, rb.MemberID, ja.Generation

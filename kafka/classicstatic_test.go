@@ -110,29 +110,7 @@ func describeMembers(ctx context.Context, t *testing.T, b *kgo.Broker) []kmsg.De
 // generation returned.
 func staticPair(ctx context.Context, t *testing.T, addr string) (br *kgo.Broker, a, b string, gen int32) {
 	t.Helper()
-	br = kclient(t, addr).SeedBrokers()[0]
-	ja := requestJoin(ctx, t, br, classicJoinReq("", "i1", "a", 30000, 10000))
-	require.Equal(t, int16(0), ja.ErrorCode, "a static member joins at once")
-	require.Equal(t, ja.MemberID, ja.LeaderID)
-	require.Equal(t, int16(0), classicSync(ctx, t, br, ja.MemberID, "i1", ja.Generation, map[string]string{ja.MemberID: "A"}).ErrorCode)
-
-	jb := joinAsync(ctx, t, addr, classicJoinReq("", "i2", "b", 30000, 10000))
-	require.Eventually(t, func() bool {
-		return classicBeat(ctx, t, br, ja.MemberID, "i1", ja.Generation) == 27
-	}, 30*time.Second, 10*time.Millisecond, "b's join begins a rebalance")
-	ja = requestJoin(ctx, t, br, classicJoinReq(ja.MemberID, "i1", "a", 30000, 10000))
-	require.Equal(t, int16(0), ja.ErrorCode)
-	require.Equal(t, ja.MemberID, ja.LeaderID)
-	require.Len(t, ja.Members, 2)
-	rb := <-jb
-	require.NotNil(t, rb)
-	require.Equal(t, int16(0), rb.ErrorCode)
-	require.Equal(t, ja.Generation, rb.Generation)
-	require.Equal(t, int16(0), classicSync(ctx, t, br, ja.MemberID, "i1", ja.Generation, map[string]string{ja.MemberID: "A", rb.MemberID: "B"}).ErrorCode)
-	sb := classicSync(ctx, t, br, rb.MemberID, "i2", rb.Generation, nil)
-	require.Equal(t, int16(0), sb.ErrorCode)
-	require.Equal(t, "B", string(sb.MemberAssignment))
-	return br, ja.MemberID, rb.MemberID, ja.Generation
+	return classicPair(ctx, t, addr, "i1", "i2", 10000)
 }
 
 // TestGroups_StaticMemberRejoinsWithoutRebalance: a classic member that
