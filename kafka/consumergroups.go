@@ -237,7 +237,7 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 			if m != nil {
 				g.drop(id) // a member that joins again gives up what it had
 			}
-			m = &cmember{id: id, session: c.s.o.ConsumerSessionTimeout, rebal: time.Minute}
+			m = &cmember{id: id, session: c.s.o.ConsumerSessionTimeout}
 			if req.InstanceID != nil {
 				m.instanceID = *req.InstanceID
 			}
@@ -262,7 +262,11 @@ func (c *coordinator) consumerHeartbeat(ctx context.Context, h header, remote st
 	if req.ServerAssignor != nil {
 		g.assignor = *req.ServerAssignor
 	}
-	if req.RebalanceTimeoutMillis > 0 {
+	if req.RebalanceTimeoutMillis != -1 {
+		// The member's own, whatever it is but -1 ("unchanged", refused
+		// at a join), as Kafka takes it: 0 (or less) drops the member at
+		// the coordinator's next tick once it keeps a partition taken
+		// from it, as Kafka's timer of that length fences it at once.
 		m.rebal = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
 	}
 	if req.SubscribedTopicNames != nil {
