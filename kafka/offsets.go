@@ -109,9 +109,12 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // such a member commits with its member epoch as the generation, and only
 // partitions it has or is releasing, and was given at that epoch or
 // before (one given later may have been another member's in between, as
-// Kafka's per-partition epoch check has it). Kafka refuses such a member's commit
-// below v9 (UNSUPPORTED_VERSION); the listener serves OffsetCommit up to
-// v8 (versions.go), so it takes theirs at any version. A commit it
+// Kafka's per-partition epoch check has it). OffsetCommit v9 (KIP-848)
+// is the version such members commit with, the generation field holding
+// the member epoch; at v9 a classic group's commit is checked as at v8.
+// Kafka refuses a KIP-848 member's commit below v9 (UNSUPPORTED_VERSION);
+// the listener, which served only up to v8 before, still takes it at any
+// version, checked the same. A commit it
 // accepts has entered the group's gate: the caller leaves it once the
 // commit's store write returned. While the gate is shut (a change of
 // owners waits for the commits in it), the commit waits, without the

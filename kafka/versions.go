@@ -56,7 +56,7 @@ var supported = map[int16]versionRange{
 	fetchKey:            {4, 12, RightConsume},
 	listOffsetsKey:      {1, 7, anyRight},
 	metadataKey:         {0, 12, anyRight},
-	offsetCommitKey:     {2, 8, RightConsume},
+	offsetCommitKey:     {2, 9, RightConsume},
 	offsetFetchKey:      {1, 8, RightConsume},
 	findCoordinatorKey:  {0, 4, anyRight},
 	joinGroupKey:        {0, 9, RightConsume},
