@@ -100,10 +100,21 @@ func TestNode_CloseOfALeaderThatCannotCommit(t *testing.T) {
 // the two given, which elect it.
 func openWithVoters(t *testing.T, v2, v3 *refusingVoter) *Node {
 	t.Helper()
+	return openWithVotersOpts(t, v2, v3, nil)
+}
+
+// openWithVotersOpts is openWithVoters with the node's options changed
+// by mod first, when not nil.
+func openWithVotersOpts(t *testing.T, v2, v3 *refusingVoter, mod func(*Options)) *Node {
+	t.Helper()
 	addr := testport.Addr(t)
-	n, err := Open(t.TempDir(), &Options{ID: "n1", RaftAddr: addr, Bootstrap: true, noHello: true,
+	o := &Options{ID: "n1", RaftAddr: addr, Bootstrap: true, noHello: true,
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond,
-		Peers: []Peer{{ID: "n1", RaftAddr: addr}, {ID: "n2", RaftAddr: string(v2.trans.LocalAddr())}, {ID: "n3", RaftAddr: string(v3.trans.LocalAddr())}}})
+		Peers: []Peer{{ID: "n1", RaftAddr: addr}, {ID: "n2", RaftAddr: string(v2.trans.LocalAddr())}, {ID: "n3", RaftAddr: string(v3.trans.LocalAddr())}}}
+	if mod != nil {
+		mod(o)
+	}
+	n, err := Open(t.TempDir(), o)
 	require.NoError(t, err)
 	return n
 }

@@ -153,3 +153,11 @@ func FollowerEntries(n *Node) int {
 
 // ChangeStatus exports changeStatus.
 var ChangeStatus = changeStatus
+
+// AcceptedConns counts the Raft connections other nodes opened to n that
+// are still open (stream.go).
+func (n *Node) AcceptedConns() int {
+	n.stream.mu.Lock()
+	defer n.stream.mu.Unlock()
+	return len(n.stream.conns)
+}

@@ -22,11 +22,7 @@ import (
 func TestMain(m *testing.M) {
 	// sarama's metrics library (TestCluster_JepsenKafka) starts one
 	// process-wide ticker that never stops.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
-		// A wait for an entry that Raft, shut down with it still in its
-		// apply buffer, never answers (replicatedStore.await,
-		// Node.await).
-		goleak.IgnoreAnyFunction("github.com/equeue-go/equeue/cluster.awaitFuture"))
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
 }
 
 // testCluster is nodes in one process, on loopback.

@@ -24,6 +24,7 @@ import (
 func (n *Node) awaitChange(ctx context.Context, f raft.Future, settled func()) error {
 	done := make(chan error, 1)
 	go func() {
+		n.gone.bind(f) // a change Raft shut down with ends then
 		err := f.Error()
 		n.refreshVoters()
 		if settled != nil {
@@ -300,7 +301,8 @@ func findServer(cf raft.Configuration, id string) (raft.Server, bool) {
 // empty, else to the most up-to-date one). An id the configuration does
 // not hold is refused with ErrUnknownServer; one of a server that does not
 // vote (a node AddVoter is still catching up), or this node's own, with an
-// error matching equeue.ErrInvalidArgument: nothing is done.
+// error matching equeue.ErrInvalidArgument: nothing is done. A transfer
+// still on its way when the node closes ends with raft.ErrRaftShutdown.
 func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
@@ -323,6 +325,10 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) error {
 	}
 	done := make(chan error, 1)
 	go func() {
+		// Raft queues a transfer (one at a time) for its leader loop: one
+		// still queued when Raft shuts down is never answered, and ends
+		// then (raft.ErrRaftShutdown).
+		n.gone.bind(f)
 		err := f.Error()
 		n.lease.transferEnded(time.Now())
 		n.lease.transfers.Add(-1)

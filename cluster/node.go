@@ -78,6 +78,9 @@ type Node struct {
 	obsCh   chan raft.Observation
 	closing chan struct{}
 	wg      sync.WaitGroup
+	// gone is closed once Raft was shut down: a wait on a Raft future
+	// ends there (raftGone).
+	gone *raftGone
 
 	tenures       atomic.Uint64 // engines opened as leader
 	leaderChanges atomic.Uint64 // leader observations (elections seen)
@@ -141,7 +144,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		o.ApplyTimeout = defaultApplyTimeout
 	}
 	n = &Node{opts: o, log: o.Logger, peers: map[string]string{},
-		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{})}
+		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{}), gone: newRaftGone()}
 	for _, p := range o.Peers {
 		n.peers[p.ID] = p.ClientAddr
 	}
@@ -540,6 +543,7 @@ func (n *Node) failStop(cause error) {
 	if err := n.raft.Shutdown().Error(); err != nil {
 		n.log.Warn("raft shutdown after a failed log write", "err", err)
 	}
+	n.gone.close()
 	// An entry Raft took into its apply buffer but never answered would
 	// hold the engine's close for ever: its wait ends now, unknown.
 	n.mu.Lock()
@@ -572,12 +576,11 @@ var errClosing = errors.New("cluster: the node is closing")
 // its commit: a leader whose followers answer its heartbeats but refuse
 // its entries stays leader and commits nothing, and a wait for an entry
 // of its would hold Close for ever. The goroutine waiting on f ends when
-// Raft answers it, at the latest when Close shuts Raft down (an entry
-// still in Raft's apply buffer then is never answered: see
-// replicatedStore.await).
+// Raft answers it, at the latest once Close shut Raft down (gone: an
+// entry still in Raft's apply buffer then is never answered).
 func (n *Node) await(f raft.Future) error {
 	done := make(chan error, 1)
-	go awaitFuture(f, done)
+	go awaitFuture(f, n.gone, done)
 	select {
 	case err := <-done:
 		return err
@@ -654,6 +657,7 @@ func (n *Node) startTenure() error {
 	n.ptrans.keepOnly(cf.Configuration())
 	rs := newReplicatedStore(n.raft, n.st, term, tenure, id, n.opts.ApplyTimeout, n.wake)
 	rs.admitHook = n.opts.admitHook
+	rs.gone = n.gone
 	var eo equeue.Options
 	if n.opts.Engine != nil {
 		eo = *n.opts.Engine
@@ -718,7 +722,7 @@ func (n *Node) drain() {
 		// Barrier's timeout bounds only the wait to queue it: a leader
 		// that commits nothing never answers it.
 		done := make(chan error, 1)
-		go awaitFuture(n.raft.Barrier(closeDrain), done)
+		go awaitFuture(n.raft.Barrier(closeDrain), n.gone, done)
 		t := time.NewTimer(closeDrain)
 		select {
 		case <-done:
@@ -769,6 +773,7 @@ func (n *Node) Close() error {
 		if err := n.raft.Shutdown().Error(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
 		}
+		n.gone.close()
 		n.raft.DeregisterObserver(n.obs)
 		n.ptrans.stopRelay()
 		// Close the connections this node opened, so the peers' handlers

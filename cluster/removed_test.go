@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,6 +32,69 @@ func TestNode_StatusShowsARemovedNode(t *testing.T) {
 	eventually(t, 10*time.Second, func() error {
 		if c.nodes[fi].Status().Removed {
 			return errors.New("the node added again still says it was removed")
+		}
+		return nil
+	})
+}
+
+// A removed node is still not a member after a restart: it keeps saying
+// so (Removed) until it is added again, and no longer once it is, across
+// a restart too.
+func TestNode_RemovedNodeRestartedSaysRemovedUntilAddedAgain(t *testing.T) {
+	c := newCluster(t, 2, nil)
+	li := c.leaderIndex()
+	leader, fi := c.nodes[li], 1-li
+	require.NoError(t, leader.RemoveServer(t.Context(), c.id(fi)))
+	eventually(t, 10*time.Second, func() error {
+		if !c.nodes[fi].Status().Removed {
+			return errors.New("the removed node's Status does not say so")
+		}
+		return nil
+	})
+
+	c.stop(fi)
+	c.start(fi, false)
+	require.True(t, c.nodes[fi].Status().Removed, "restarted, the removed node is still not a member")
+
+	c.addVoter(fi)
+	eventually(t, 10*time.Second, func() error {
+		if c.nodes[fi].Status().Removed {
+			return errors.New("the node added again still says it was removed")
+		}
+		return nil
+	})
+
+	c.stop(fi)
+	c.start(fi, false)
+	require.False(t, c.nodes[fi].Status().Removed, "restarted after it was added again, the node is a member")
+}
+
+// hashicorp/raft's transport pools its idle connections by address (up
+// to 3 each) and drops them only when the node closes (CloseStreams): a
+// leader keeps those to a node it removed, and the removed node, still
+// running, keeps serving them. They end once the nodes that opened them
+// close, and leave no goroutine behind (TestMain).
+func TestNode_ConnectionsToARemovedNodeEndWhenTheOthersClose(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	li := c.leaderIndex()
+	ri := (li + 1) % 3
+	require.NoError(t, c.nodes[li].RemoveServer(t.Context(), c.id(ri)))
+	removed := c.nodes[ri]
+	eventually(t, 10*time.Second, func() error {
+		if !removed.Status().Removed {
+			return errors.New("the removed node's Status does not say so")
+		}
+		return nil
+	})
+
+	for i := range c.nodes {
+		if i != ri {
+			c.stop(i)
+		}
+	}
+	eventually(t, 10*time.Second, func() error {
+		if n := removed.AcceptedConns(); n > 0 {
+			return fmt.Errorf("the removed node still serves %d connections of closed nodes", n)
 		}
 		return nil
 	})

@@ -49,6 +49,9 @@ type replicatedStore struct {
 	down     chan struct{}
 	downErr  error
 	downOnce sync.Once
+	// gone, when not nil, ends the waits on entries Raft was shut down
+	// without answering (raftGone).
+	gone *raftGone
 }
 
 var (
@@ -146,11 +149,12 @@ var errClosedUncommitted = fmt.Errorf("%w: the node closed with the entry not ye
 
 // await is f's outcome; or, when f is still unanswered, the cause the
 // waits were given up with (giveUp), or ctx's error once ctx ends. The
-// goroutine waiting on f stays blocked if Raft never answers it (tests
-// ignore it: see TestMain).
+// goroutine waiting on f ends once Raft answers it, at the latest when
+// Raft is shut down (gone): an entry Raft never answered then ends with
+// raft.ErrRaftShutdown, an unknown outcome (failed).
 func (s *replicatedStore) await(ctx context.Context, f raft.ApplyFuture) error {
 	done := make(chan error, 1)
-	go awaitFuture(f, done)
+	go awaitFuture(f, s.gone, done)
 	select {
 	case err := <-done:
 		return err
@@ -171,9 +175,6 @@ func (s *replicatedStore) await(ctx context.Context, f raft.ApplyFuture) error {
 		}
 	}
 }
-
-// awaitFuture sends f's error to done once Raft answers f.
-func awaitFuture(f raft.Future, done chan<- error) { done <- f.Error() }
 
 // finish waits for f's entry to be committed and applied.
 func (s *replicatedStore) finish(f raft.ApplyFuture) error {
