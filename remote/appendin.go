@@ -24,7 +24,8 @@ import (
 //
 // Only this package's codec decodes directly. The request types embed the
 // protobuf message, so that on a gRPC server of the application's (see
-// Server.Register), whose codec is protobuf's, they are decoded into it.
+// Server.Register) made without Server.GRPCServerOptions, whose codec is
+// protobuf's, they are decoded into it.
 
 // appendMethod is the Append method's name in the service description.
 const appendMethod = "Append"

@@ -23,7 +23,8 @@ import (
 //
 // The answer types are protobuf messages too (ProtoReflect builds the
 // generated message on first use), so a gRPC server of the application's
-// (Server.Register), whose codec is protobuf's, sends the same bytes.
+// (Server.Register) made without Server.GRPCServerOptions, whose codec is
+// protobuf's, sends the same bytes.
 
 // appendOut is the answer to a unary Append.
 type appendOut struct {

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 )
 
-// wireCodec is the gRPC codec of clients and of the server's own gRPC
-// server: protobuf, as gRPC's default codec, but its buffers come from
+// wireCodec is the gRPC codec of clients, of the server's own gRPC server
+// and of a server made with Server.GRPCServerOptions: protobuf, as gRPC's default codec, but its buffers come from
 // bufferPool. gRPC's codec takes the buffer of every marshal above 1 KiB,
 // and of every unmarshal of a message that arrived in several pieces, from
 // gRPC's default pool, which clears the buffer (1 MiB from 32 KiB up) on

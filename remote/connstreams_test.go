@@ -29,9 +29,15 @@ func TestServer_ConnectionStreamsAreBounded(t *testing.T) {
 	e := openEngine(t, nil)
 	// Shares of one connection: 2 calls, 2 long-polls, 1 append stream.
 	s := startServer(t, e, "", &remote.ServerOptions{MaxInFlight: 4, MaxLongPolls: 4, MaxAppendStreams: 2})
-	want := uint32(2 + 2 + 1 + remote.ExtraConnStreams)
+	assertConnStreamsBounded(t, s.addr, uint32(2+2+1+remote.ExtraConnStreams))
+}
 
-	c, err := net.Dial("tcp", s.addr)
+// assertConnStreamsBounded checks that the server at addr announces want
+// as its bound of one connection's streams, and refuses the stream past
+// it, as TestServer_ConnectionStreamsAreBounded tells.
+func assertConnStreamsBounded(t *testing.T, addr string, want uint32) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer c.Close()
 	// Bounds a test that fails, not a duration it measures.
@@ -56,7 +62,7 @@ func TestServer_ConnectionStreamsAreBounded(t *testing.T) {
 	open := func(id uint32) {
 		hbuf.Reset()
 		for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", pb.Broker_Route_FullMethodName},
-			{":authority", s.addr}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+			{":authority", addr}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
 			require.NoError(t, enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]}))
 		}
 		// No END_STREAM and no request: the call waits for it.

@@ -173,7 +173,6 @@ type Server struct {
 	svc         *service
 	spaces      map[string]*service // by namespace, for scoped tokens
 	desc        grpc.ServiceDesc    // registered by Register
-	ownDesc     grpc.ServiceDesc    // on s's own gRPC server (see requestIn)
 	tokens      tokenTable
 	maxInFlight int64
 	inFlight    atomic.Int64
@@ -188,9 +187,11 @@ type Server struct {
 	streamShare     *connShare   // and of maxStreams
 	streamSlots     *streamSlots // what one connection's stream appends may hold of maxInFlight
 	maxMessageBytes int
-	stopTimeout     time.Duration // of GracefulStop; negative: none
-	log             *slog.Logger
-	refusals        *refusalLog
+	// maxMetadataBytes is ServerOptions.MaxMetadataBytes, capped to gRPC's uint32.
+	maxMetadataBytes uint32
+	stopTimeout      time.Duration // of GracefulStop; negative: none
+	log              *slog.Logger
+	refusals         *refusalLog
 
 	// stopping is cancelled by Stop and GracefulStop to end long-polls.
 	stopping context.Context
@@ -255,35 +256,70 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		longPollBytes:   newHeldBytes(o.MaxLongPollBytes, o.MaxMessageBytes),
 		streamShare:     newConnShare(int64(o.MaxAppendStreams), o.MaxAppendStreamsPerConn, 1, "append streams", "MaxAppendStreamsPerConn"),
 		streamSlots:     newStreamSlots(int64(o.MaxInFlight), o.MaxStreamAppendsPerConn),
-		maxMessageBytes: o.MaxMessageBytes, stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
+		maxMessageBytes: o.MaxMessageBytes, maxMetadataBytes: uint32(min(int64(o.MaxMetadataBytes), math.MaxUint32)), stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
 	s.svc = newService(e, s)
 	if s.spaces, err = s.namespaceServices(o.TokenNamespaces); err != nil {
 		return nil, err
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
-	s.desc, s.ownDesc = s.serviceDesc(false), s.serviceDesc(true)
+	s.desc = s.serviceDesc()
 
-	gopts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
-		grpc.MaxHeaderListSize(uint32(min(int64(o.MaxMetadataBytes), math.MaxUint32))),
-		grpc.MaxConcurrentStreams(s.connStreams()),
+	gopts := append(s.GRPCServerOptions(),
 		experimental.BufferPool(bufferPool),
-		grpc.ForceServerCodecV2(wireCodec{}),
 		grpc.NumStreamWorkers(streamWorkers()),
+	)
+	if o.TLS != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(o.TLS)))
+	}
+	s.grpc = grpc.NewServer(gopts...)
+	s.Register(s.grpc)
+	// Health and reflection decode their requests as the Broker service
+	// does: one that does not decode is InvalidArgument (malformed.go).
+	own := requestServer{s.grpc}
+	s.health.SetServingStatus(pb.Broker_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(own, s.health)
+	reflection.Register(own)
+	return s, nil
+}
+
+// GRPCServerOptions are the options of s's own gRPC server that the
+// Broker service relies on, for a gRPC server of the application's that
+// it is added to with Register: pass them to grpc.NewServer (with the
+// application's own, TLS credentials included). They are
+//
+//   - this package's protobuf codec (grpc.ForceServerCodecV2), which
+//     leaves a request that does not decode to the method, to answer
+//     InvalidArgument ("malformed request") rather than gRPC's Internal.
+//     It is the codec of every service of the server, on the same wire
+//     as gRPC's own protobuf codec: leave the server without it only if
+//     its services need a codec of their own, and then gRPC answers such
+//     a request Internal;
+//   - the bound of one connection's concurrent streams (its shares of
+//     MaxInFlight, MaxLongPolls and MaxAppendStreams, see
+//     TestServer_ConnectionStreamsAreBounded): without it one connection
+//     may hold any number of streams that wait for their request;
+//   - MaxMessageBytes and MaxMetadataBytes as the largest request and
+//     metadata received (gRPC's defaults are 4 MiB, too small for a
+//     full-size append batch, and 16 MiB);
+//   - the keepalive policy: the server lets clients ping idle
+//     connections every 10 s (gRPC's default policy closes the connection
+//     of a Client, which pings every 30 s), and pings idle clients so
+//     that dead ones' long-polls end.
+//
+// The limits that the service applies itself (MaxInFlight, MaxLongPolls,
+// MaxAppendStreams and their per-connection shares, MaxLongPollBytes,
+// tokens) hold on any server, with these options or not.
+func (s *Server) GRPCServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(wireCodec{}),
+		grpc.MaxRecvMsgSize(s.maxMessageBytes),
+		grpc.MaxHeaderListSize(s.maxMetadataBytes),
+		grpc.MaxConcurrentStreams(s.connStreams()),
 		// Clients ping idle connections to find dead brokers; allow it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// Find dead clients so their long-polls end.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 	}
-	if o.TLS != nil {
-		gopts = append(gopts, grpc.Creds(credentials.NewTLS(o.TLS)))
-	}
-	s.grpc = grpc.NewServer(gopts...)
-	s.grpc.RegisterService(&s.ownDesc, s.svc)
-	s.health.SetServingStatus(pb.Broker_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(s.grpc, s.health)
-	reflection.Register(s.grpc)
-	return s, nil
 }
 
 // Serve accepts connections on lis until Stop or GracefulStop, after which
@@ -332,15 +368,24 @@ func (s *Server) watchStore(f storeFailer) {
 }
 
 // Register adds the Broker service, with its authentication and in-flight
-// limit, to another gRPC server (for a process that serves more than
-// equeue). Stop and GracefulStop of s still end its long-polls there. A
-// call without a known token is refused before its request is decoded,
-// but on a server with unary interceptors of the application's, which see
-// every call, it is refused after them. A request that does not decode is
-// answered Internal there, by gRPC, where s's own gRPC server answers
-// InvalidArgument.
+// limits, to another gRPC server (for a process that serves more than
+// equeue). Make that server with GRPCServerOptions (and the
+// application's own options) to serve as s's own gRPC server does. Stop
+// and GracefulStop of s still end its long-polls there. A call without a
+// known token is refused before its request is decoded, but on a server
+// with unary interceptors of the application's, which see every call, it
+// is refused after them.
+//
+// On a server made without GRPCServerOptions the service serves all the
+// same, with these differences: a request that does not decode is
+// answered Internal, by gRPC, where s's own gRPC server answers
+// InvalidArgument; one connection may open any number of streams; a
+// request is bounded by gRPC's default (4 MiB) rather than
+// MaxMessageBytes; and gRPC's default keepalive policy closes the
+// connections of Clients, which ping idle connections more often than it
+// allows.
 func (s *Server) Register(reg grpc.ServiceRegistrar) {
-	reg.RegisterService(&s.desc, s.svc)
+	registerDecoding(reg, &s.desc, s.svc)
 }
 
 // GracefulStop stops accepting connections, ends long-polls at once (their
@@ -383,11 +428,9 @@ func (s *Server) Stop() {
 }
 
 // serviceDesc wraps every Broker method so that guard runs first, whether
-// the service is registered on s's own gRPC server or on another. On its
-// own (own), whose codec is wireCodec, a request that does not decode is
-// answered InvalidArgument (decodeRequest); on another, gRPC answers it
-// Internal.
-func (s *Server) serviceDesc(own bool) grpc.ServiceDesc {
+// the service is registered on s's own gRPC server or on another.
+// Register adds decodeRequest's decoding to it (registerDecoding).
+func (s *Server) serviceDesc() grpc.ServiceDesc {
 	d := pb.Broker_ServiceDesc
 	d.Methods = make([]grpc.MethodDesc, len(pb.Broker_ServiceDesc.Methods))
 	for i, m := range pb.Broker_ServiceDesc.Methods {
@@ -406,9 +449,6 @@ func (s *Server) serviceDesc(own bool) grpc.ServiceDesc {
 			MethodName: m.MethodName,
 			Handler: func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
 				srv = s.serviceFor(ctx, srv)
-				if own {
-					dec = decodeRequest(dec)
-				}
 				if next == nil {
 					// A caller without a known token is refused before its
 					// request is decoded (guard checks the rights after).
@@ -430,9 +470,6 @@ func (s *Server) serviceDesc(own bool) grpc.ServiceDesc {
 	for i, sd := range pb.Broker_ServiceDesc.Streams {
 		h := sd.Handler
 		sd.Handler = func(srv any, st grpc.ServerStream) error {
-			if own {
-				st = requestStream{st}
-			}
 			// Authentication and limits are per append (appendstream_server.go).
 			return h(s.serviceFor(st.Context(), srv), st)
 		}

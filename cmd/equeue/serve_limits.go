@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/remote"
 )
 
@@ -25,7 +26,7 @@ type serverLimits struct {
 
 // addFlags registers the flags on f.
 func (l *serverLimits) addFlags(f *pflag.FlagSet) {
-	f.IntVar(&l.maxMessageBytes, "max-message-bytes", 0, fmt.Sprintf("largest encoded gRPC request accepted, so the largest append batch (0: the default, %d)", remote.DefaultMaxMessageBytes))
+	f.IntVar(&l.maxMessageBytes, "max-message-bytes", 0, fmt.Sprintf("largest encoded gRPC request accepted, so the largest append batch; at least %d, a full-size message and its framing (0: the default, %d)", leastMessageBytes, remote.DefaultMaxMessageBytes))
 	f.IntVar(&l.maxMetadataBytes, "max-metadata-bytes", 0, fmt.Sprintf("largest metadata (headers: token, trace context) a gRPC call may carry (0: the default, %d)", remote.DefaultMaxMetadataBytes))
 	f.IntVar(&l.maxInFlight, "max-in-flight", 0, fmt.Sprintf("most gRPC calls other than long-polls run at once; more are refused as busy, and clients retry (0: the default, %d)", remote.DefaultMaxInFlight))
 	f.IntVar(&l.maxInFlightPerConn, "max-in-flight-per-conn", 0, "most of --max-in-flight one connection's unary calls hold (0: half of it)")
@@ -60,8 +61,24 @@ func (l *serverLimits) check() error {
 			return usageErrorf("--%s %d: must not be negative (0: the default)", v.name, v.n)
 		}
 	}
+	if n := l.maxMessageBytes; n > 0 && n < leastMessageBytes {
+		return usageErrorf("--max-message-bytes %d: below %d, the engine's largest message (%d) and its request's framing: "+
+			"the server would refuse messages the engine takes", n, leastMessageBytes, equeue.DefaultMaxMessageSize)
+	}
 	return nil
 }
+
+// requestFraming is the room a request needs beyond the one message it
+// carries (its topic and the wire's tags and lengths), as
+// remote.DefaultMaxMessageBytes leaves it beyond its 8 MiB.
+const requestFraming = 64 << 10
+
+// leastMessageBytes is the least --max-message-bytes serve takes: one
+// message of the engine's largest, which serve leaves at
+// equeue.DefaultMaxMessageSize, and its request's framing. Less would
+// refuse over gRPC messages that the engine, and serve's Kafka listener,
+// take. More is taken: one request carries a batch of messages.
+const leastMessageBytes = equeue.DefaultMaxMessageSize + requestFraming
 
 // apply sets the limits in o.
 func (l *serverLimits) apply(o *remote.ServerOptions) {

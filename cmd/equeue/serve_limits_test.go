@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
 
@@ -43,11 +46,13 @@ func TestServe_ServerLimitFlagsAreChecked(t *testing.T) {
 // looks at what it asks.
 func TestServe_LongPollBytesFlagReachesTheServer(t *testing.T) {
 	t.Parallel()
-	const limit = 64 << 10
+	// The least --max-message-bytes serve takes
+	// (TestServe_MaxMessageBytesBelowAFullSizeMessageIsRefused).
+	const limit = equeue.DefaultMaxMessageSize + 64<<10
 	dir := t.TempDir()
 	ok(t, "--dir", dir, "topic", "create", "t", "--queues", "1")
 	addr := freePort(t)
-	srv := startServe(t, "--dir", dir, "--listen", addr, "--max-message-bytes", "65536", "--max-long-poll-bytes", "65536")
+	srv := startServe(t, "--dir", dir, "--listen", addr, "--max-message-bytes", strconv.Itoa(limit), "--max-long-poll-bytes", strconv.Itoa(limit))
 	eventually(t, 20*time.Second, "serve answers", func() bool {
 		if srv.exited() {
 			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
@@ -85,5 +90,21 @@ func TestServe_LongPollBytesFlagReachesTheServer(t *testing.T) {
 	assert.Equal(t, 0, cons.exitCode(t), cons.stderr.String())
 	if code := srv.stop(t); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM; its log:\n%s", code, srv.stderr)
+	}
+}
+
+// `serve --max-message-bytes` smaller than one message of the engine's
+// largest (serve keeps equeue.DefaultMaxMessageSize) and its request's
+// framing would refuse, over gRPC, messages the engine takes (and takes
+// from a Kafka client of the same serve): it is refused as a usage error,
+// naming the least it takes and why, before serve takes a port or creates
+// anything. That least is taken (TestServe_LongPollBytesFlagReachesTheServer
+// serves with it), and so is more: a request carries a batch of messages.
+func TestServe_MaxMessageBytesBelowAFullSizeMessageIsRefused(t *testing.T) {
+	t.Parallel()
+	least := equeue.DefaultMaxMessageSize + 64<<10
+	for _, v := range []int{1, 65536, least - 1} {
+		assertServeRefuses(t, fmt.Sprintf("--max-message-bytes %d: below %d, the engine's largest message (%d) and its request's framing",
+			v, least, equeue.DefaultMaxMessageSize), "--max-message-bytes", strconv.Itoa(v))
 	}
 }
