@@ -71,9 +71,15 @@
 // messages of a subscription at once instead.
 //
 // A message handed out and never Ack'd nor Nack'd holds its place until
-// the subscription stops: in an orderly subscription its queue, in an
-// unordered one one of its Concurrency places. An unordered subscription
-// of a clustering group is the exception: it waits at most
+// the subscription stops or, in a clustering group, its queue is handed
+// over to another member: then, after ConsumerOptions.HandoffTimeout, its
+// context ends and it fails as one counted attempt, and the new owner gets
+// it again. In an orderly subscription it holds its queue. In an unordered
+// one it holds one of the Concurrency places, and its queue too once
+// ConsumerOptions.MaxSpan (2,000 unless set) later messages of that queue
+// were pulled past it: the queue's pulling pauses until the message is
+// finished. An unordered subscription of a clustering group is the
+// exception: it waits at most
 // ConsumerOptions.ConsumeTimeout (DefaultConsumeTimeout, 15 min, unless
 // set) for the Ack or Nack; then the message fails as one counted attempt
 // (never to the dead letters), its context ends, a later Ack or Nack of it
@@ -84,7 +90,12 @@
 // PublisherConfig.CloseTimeout (DefaultCloseTimeout, 5 s, unless set);
 // then it ends the contexts of their sends, which fail with
 // ErrPublisherClosed (and, for a send that the broker may have stored,
-// equeue.ErrIndeterminate), and returns once they have returned.
+// equeue.ErrIndeterminate), and returns once they have returned. It does
+// not wait for a Publish inside Marshaler.Marshal then: that Publish fails
+// with ErrPublisherClosed once Marshal returns, and sends nothing. Likewise
+// an Unmarshaler that never returns does not hold Subscriber.Close: the
+// consumer gives up on its handler after twice ShutdownTimeout, and the
+// message, never handed out, goes back to the group.
 //
 // # Consumer groups
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	wm "github.com/ThreeDotsLabs/watermill"
@@ -43,7 +42,9 @@ type PublisherConfig struct {
 	// progress to return by themselves. Then it ends the contexts of their
 	// sends (and topic creations) and waits for them to return: a send
 	// that a broker no longer answers, under a message context that never
-	// ends, cannot hold Close for ever. Zero means DefaultCloseTimeout.
+	// ends, cannot hold Close for ever. It does not wait for a call inside
+	// Marshaler.Marshal, which has no context to end: a Marshal that never
+	// returns cannot hold Close either. Zero means DefaultCloseTimeout.
 	CloseTimeout time.Duration
 }
 
@@ -83,9 +84,8 @@ type Publisher struct {
 	topics   *topicMaker
 	log      wm.LoggerAdapter
 
-	mu       sync.RWMutex
-	closed   bool
-	inflight sync.WaitGroup
+	// calls counts the Publish calls in progress for Close.
+	calls *publishCalls
 	// stopping ends once Close has waited CloseTimeout for the Publish
 	// calls in progress: it ends the contexts of their sends.
 	stopping context.Context
@@ -109,7 +109,7 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	}
 	pub := &Publisher{
 		cfg: cfg, producer: p, topics: newTopicMaker(cfg.Broker, cfg.Queues), log: cfg.Logger,
-		closeDone: make(chan struct{}),
+		calls: newPublishCalls(), closeDone: make(chan struct{}),
 	}
 	pub.stopping, pub.stop = context.WithCancel(context.Background())
 	return pub, nil
@@ -150,16 +150,13 @@ func (p *Publisher) stopped(err error) error {
 // Marshaler that sets Message.ID from the UUID makes it apply. A Publish
 // still in progress CloseTimeout after Close began has the context of its
 // send ended, and fails with an error matching ErrPublisherClosed as well
-// as the send's own error.
+// as the send's own error; one inside Marshaler.Marshal then fails with
+// ErrPublisherClosed once Marshal returns, without sending the message.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
-	p.mu.RLock()
-	if p.closed {
-		p.mu.RUnlock()
+	if !p.calls.begin() {
 		return ErrPublisherClosed
 	}
-	p.inflight.Add(1)
-	p.mu.RUnlock()
-	defer p.inflight.Done()
+	defer p.calls.end()
 
 	if len(msgs) == 0 {
 		return nil
@@ -174,7 +171,10 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	release()
 	recreated := false
 	for _, msg := range msgs {
-		em, err := p.cfg.Marshaler.Marshal(topic, msg)
+		em, err := p.marshal(topic, msg)
+		if errors.Is(err, ErrPublisherClosed) {
+			return fmt.Errorf("equeue watermill: publish message %s to %q: %w", msg.UUID, topic, err)
+		}
 		if err == nil && em == nil {
 			err = fmt.Errorf("the Marshaler returned no message: %w", equeue.ErrInvalidArgument)
 		}
@@ -207,35 +207,42 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	return nil
 }
 
+// marshal runs the Marshaler on msg, unless Close cut the Publish calls
+// off (see CloseTimeout): then, and when the cut came while it ran, it
+// returns ErrPublisherClosed, and the message must not be sent.
+func (p *Publisher) marshal(topic string, msg *message.Message) (*equeue.Message, error) {
+	if !p.calls.enterMarshal() {
+		return nil, ErrPublisherClosed
+	}
+	em, err := p.cfg.Marshaler.Marshal(topic, msg)
+	if !p.calls.leaveMarshal() {
+		return nil, ErrPublisherClosed
+	}
+	return em, err
+}
+
 // Close waits for Publish calls in progress and stops the Publisher. It
 // does not close the Broker. Those still in progress after CloseTimeout
-// have the contexts of their sends ended (they fail with
-// ErrPublisherClosed); Close then waits for them to return. Idempotent: a
-// later Close, or one concurrent with the first, also waits for those
-// Publish calls (and for the producer to close), and returns nil.
+// are cut off: the contexts of their sends end, and Close waits for those
+// sends to return; a call inside Marshaler.Marshal is not waited for (a
+// Marshal has no context to end). Each call cut off fails with
+// ErrPublisherClosed, one inside Marshal once Marshal returns, without
+// sending that message or the ones after it. Idempotent: a later Close,
+// or one concurrent with the first, also waits for those Publish calls
+// (and for the producer to close), and returns nil.
 func (p *Publisher) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if !p.calls.close() {
 		<-p.closeDone
 		return nil
 	}
-	p.closed = true
-	p.mu.Unlock()
 	defer close(p.closeDone)
-	returned := make(chan struct{})
-	go func() {
-		p.inflight.Wait()
-		close(returned)
-	}()
 	t := time.NewTimer(p.cfg.CloseTimeout)
-	select {
-	case <-returned:
-		t.Stop()
-	case <-t.C:
+	defer t.Stop()
+	if !p.calls.wait(t.C) {
 		p.log.Info("publish calls still in progress at the close timeout; ending their sends", wm.LogFields{"close_timeout": p.cfg.CloseTimeout})
+		p.calls.cutOff()
 		p.stop()
-		<-returned
+		p.calls.wait(nil)
 	}
 	p.stop()
 	return p.producer.Close()
