@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,14 +18,33 @@ type groupData struct {
 	G        equeue.GroupInfo
 	Lag      int64
 	Internal []equeue.GroupQueueInfo
-	// Queues are the group's rows on its topics' queues: a broadcasting
-	// group has one per member and queue.
-	Queues []groupQueueRow
-	// QueueRows are Queues rendered in Go (see rows.go).
+	// Filter is the name prefix the tables' rows match (the q parameter):
+	// a progress row by its topic, a member by its ID.
+	Filter string
+	// FilterMax is the longest filter taken (maxFilterLen).
+	FilterMax int
+	// QueuesPage is what QueueRows show of the group's rows on its
+	// topics' queues: a broadcasting group has one per member and queue.
+	QueuesPage rowPage
+	// QueueRows are the page of those rows, rendered in Go (see rows.go).
 	QueueRows template.HTML
-	// Refs are those queues, each once.
+	// Members are the page of the group's members shown; MembersPage is
+	// what they are of them all.
+	Members     []memberRow
+	MembersPage rowPage
+	// Refs are the group's queues, each once.
 	Refs []equeue.QueueRef
 	Subs []string
+}
+
+// memberRow is a row of the group page's members table.
+type memberRow struct {
+	// ID is the member's ID.
+	ID string
+	// Queues are the first shownRows of the queues granted to it; More
+	// counts the others.
+	Queues []equeue.QueueRef
+	More   int
 }
 
 // groupQueueRow is a row of the group page's progress table.
@@ -44,6 +64,11 @@ func (groupData) refresh() int { return 5 }
 const groupTopicCalls = 8
 
 func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	lq, err := parseListQuery(r.URL.Query(), filterParam, progressFrom, membersFrom)
+	if err != nil {
+		c.badInput(w, r, v, err.Error())
+		return
+	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	name := r.PathValue("group")
@@ -52,20 +77,48 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.brokerFail(w, r, v, fmt.Sprintf("group %q", name), err)
 		return
 	}
-	d := groupData{G: g, Lag: g.TotalLag()}
-	firsts, what, err := c.firstOffsets(ctx, g)
-	if err != nil {
-		c.brokerFail(w, r, v, what, err)
-		return
+	d := groupData{G: g, Lag: g.TotalLag(), Filter: lq.filter, FilterMax: maxFilterLen}
+	link := func(k, fragment string) func(int) string {
+		return func(from int) string { return lq.link(c.prefix, "groups/"+url.PathEscape(name), k, from, fragment) }
 	}
+	// Only the rows that match the filter are sorted, and only a page of
+	// them is rendered (and has its queue's first offset read).
+	var queues []groupQueueRow
+	nQueues := 0
 	for _, q := range g.Queues {
 		if isInternal(q.Topic) {
 			d.Internal = append(d.Internal, q)
 			continue
 		}
-		d.Queues = append(d.Queues, groupQueueRow{GroupQueueInfo: q, Next: max(q.Committed, firsts[q.QueueRef])})
+		nQueues++
+		if matches(q.Topic, lq.filter) {
+			queues = append(queues, groupQueueRow{GroupQueueInfo: q})
+		}
 	}
-	d.QueueRows = c.groupQueueRowsHTML(d.Queues)
+	queues, d.QueuesPage = pageRowsFunc(queues, compareQueueRows, lq.from[progressFrom], nQueues, lq.filter, link(progressFrom, "progress"))
+	firsts, what, err := c.firstOffsets(ctx, queues)
+	if err != nil {
+		c.brokerFail(w, r, v, what, err)
+		return
+	}
+	for i := range queues {
+		queues[i].Next = max(queues[i].Committed, firsts[queues[i].QueueRef])
+	}
+	d.QueueRows = c.groupQueueRowsHTML(queues)
+	var members []equeue.MemberInfo
+	for _, m := range g.Members {
+		if lq.filter == "" || strings.HasPrefix(m.ID, lq.filter) {
+			members = append(members, m)
+		}
+	}
+	members, d.MembersPage = pageRows(members, func(m equeue.MemberInfo) string { return m.ID }, lq.from[membersFrom], len(g.Members), lq.filter, link(membersFrom, "members"))
+	for _, m := range members {
+		row := memberRow{ID: m.ID, Queues: m.Queues}
+		if len(row.Queues) > shownRows {
+			row.Queues, row.More = row.Queues[:shownRows], len(row.Queues)-shownRows
+		}
+		d.Members = append(d.Members, row)
+	}
 	for _, q := range g.QueueLags() {
 		if !isInternal(q.Topic) {
 			d.Refs = append(d.Refs, q.QueueRef)
@@ -80,15 +133,21 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	c.render(w, r, v, http.StatusOK, "group", "Group "+name, d)
 }
 
-// firstOffsets returns the first stored offset of each queue of g's user
-// topics; a topic deleted since has none. A group on up to groupTopicCalls
-// topics has each described, a larger one is read from one Topics listing.
-// On failure, what names the call that failed.
-func (c *Console) firstOffsets(ctx context.Context, g equeue.GroupInfo) (firsts map[equeue.QueueRef]int64, what string, err error) {
+// compareQueueRows orders a group's progress rows by topic, then queue
+// number, then owner (a broadcasting group has a row per member).
+func compareQueueRows(a, b groupQueueRow) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Owner, b.Owner))
+}
+
+// firstOffsets returns the first stored offset of the queues of rows; a
+// topic deleted since has none. Rows on up to groupTopicCalls topics have
+// each described, more are read from one Topics listing. On failure, what
+// names the call that failed.
+func (c *Console) firstOffsets(ctx context.Context, rows []groupQueueRow) (firsts map[equeue.QueueRef]int64, what string, err error) {
 	var names []string
 	want := map[string]bool{}
-	for _, q := range g.Queues {
-		if !isInternal(q.Topic) && !want[q.Topic] {
+	for _, q := range rows {
+		if !want[q.Topic] {
 			want[q.Topic] = true
 			names = append(names, q.Topic)
 		}

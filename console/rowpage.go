@@ -12,23 +12,27 @@ import (
 )
 
 // The overview's tables and a topic's table of groups list every topic or
-// group the broker has, which can be thousands: each shows at most
-// shownRows of them, in name order, with the count and links to the rows
-// before and after. The overview also takes a name prefix filter. Both
-// come in the query string, so that the page's refresh (which fetches the
-// page's own address) keeps them.
+// group the broker has, which can be thousands, and a group page's tables
+// every queue and member of the group: each shows at most shownRows of
+// them, in name order, with the count and links to the rows before and
+// after. The overview and the group page also take a name prefix filter.
+// Both come in the query string, so that the page's refresh (which
+// fetches the page's own address) keeps them.
 
 // shownRows is how many rows such a table shows at once.
 const shownRows = 100
 
 // The query parameters of those pages: the name prefix filter and where
 // each table's rows start (tfrom: user topics, gfrom: groups, ifrom:
-// engine topics).
+// engine topics, pfrom: a group's progress per queue, mfrom: a group's
+// members).
 const (
 	filterParam  = "q"
 	topicsFrom   = "tfrom"
 	groupsFrom   = "gfrom"
 	internalFrom = "ifrom"
+	progressFrom = "pfrom"
+	membersFrom  = "mfrom"
 )
 
 // maxFilterLen is the length of the longest name: an engine topic's
@@ -55,14 +59,25 @@ type rowPage struct {
 // Shown reports whether the table shows any row.
 func (p rowPage) Shown() bool { return p.To > p.From }
 
-// FromOne is the 1-based number of the first row shown.
-func (p rowPage) FromOne() int { return p.From + 1 }
+// FromOne is the 1-based number of the first row shown: unsigned, so
+// that a From as large as an int holds (a row number typed in) does not
+// wrap around to a negative number.
+func (p rowPage) FromOne() uint { return uint(p.From) + 1 }
+
+// Partial reports whether the table leaves out any of the rows there are:
+// those before or after its page, or that do not match Filter.
+func (p rowPage) Partial() bool { return p.Total > 0 && p.To-p.From < p.Total }
 
 // pageRows sorts rows by name and returns the page of them that starts at
 // from, and what it shows. link returns the address of the page whose
 // rows start at another index.
 func pageRows[T any](rows []T, name func(T) string, from, total int, filter string, link func(int) string) ([]T, rowPage) {
-	slices.SortFunc(rows, func(a, b T) int { return cmp.Compare(name(a), name(b)) })
+	return pageRowsFunc(rows, func(a, b T) int { return cmp.Compare(name(a), name(b)) }, from, total, filter, link)
+}
+
+// pageRowsFunc is pageRows with rows sorted by compare.
+func pageRowsFunc[T any](rows []T, compare func(a, b T) int, from, total int, filter string, link func(int) string) ([]T, rowPage) {
+	slices.SortFunc(rows, compare)
 	// A from past the rows (they were deleted since the link was made)
 	// shows none: start and end stay within them.
 	start := min(from, len(rows))

@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// A group page's progress table can hold thousands of rows, and the
-// overview's tables hundreds (a page of each: see rowpage.go), refreshed
-// every few seconds. html/template spends about a microsecond per action
-// on reflection and escaping, so these rows are written here with explicit
-// escaping: 1,000 rows then render in a few milliseconds instead of forty.
+// A group page's progress table and the overview's tables show pages of
+// up to a hundred rows (see rowpage.go), refreshed every few seconds.
+// html/template spends about a microsecond per action on reflection and
+// escaping, so these rows are written here with explicit escaping: 1,000
+// rows then render in a few milliseconds instead of forty.
 
 // esc escapes text for HTML content and quoted attributes.
 func esc(s string) string { return html.EscapeString(s) }
@@ -63,8 +63,9 @@ func (c *Console) groupRowsHTML(rows []groupRow) template.HTML {
 	return template.HTML(b.String()) // every value above is escaped
 }
 
-// groupQueueRowsHTML is the group page's progress table: a group may be on
-// up to 1,024 topics, a broadcasting one has a row per member and queue.
+// groupQueueRowsHTML is a page of the group page's progress table: a group
+// may be on up to 1,024 topics, a broadcasting one has a row per member
+// and queue.
 func (c *Console) groupQueueRowsHTML(rows []groupQueueRow) template.HTML {
 	var b strings.Builder
 	b.Grow(len(rows) * 448)
