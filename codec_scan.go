@@ -17,8 +17,30 @@ func scanRecord(b []byte) (tag []byte, expires int64, err error) {
 
 // scanStoredRecord is scanRecord; checked is decodeStoredRecord's.
 func scanStoredRecord(b []byte, checked bool) (tag []byte, expires int64, err error) {
+	return scanStoredTo(b, checked, nil)
+}
+
+// recordOrigin is the origin topic and its ID that a retry copy's system
+// properties name (SysOriginTopic, SysOriginTopicID), each nil when the
+// record has none. They are part of the record scanned.
+type recordOrigin struct {
+	topic, topicID []byte
+}
+
+// scanStoredRetry is scanStoredRecord of a retry topic's record: in the
+// same walk it also finds the origin the record names, so that a pull
+// that does not decode its messages (PullStored) judges the copy
+// (originGone) without decoding it.
+func scanStoredRetry(b []byte, checked bool) (tag []byte, expires int64, origin recordOrigin, err error) {
+	tag, expires, err = scanStoredTo(b, checked, &origin)
+	return tag, expires, origin, err
+}
+
+// scanStoredTo is scanStoredRecord that, with origin set, also records
+// there the origin the record names.
+func scanStoredTo(b []byte, checked bool, origin *recordOrigin) (tag []byte, expires int64, err error) {
 	if len(b) > 0 && b[0]&recordV2Mark != 0 {
-		return scanRecordV2(b, checked)
+		return scanRecordV2(b, checked, origin)
 	}
 	// Empty, version 1 or unknown: rare enough to decode in full.
 	var m Message
@@ -28,13 +50,22 @@ func scanStoredRecord(b []byte, checked bool) (tag []byte, expires int64, err er
 	if m.Tag != "" {
 		tag = []byte(m.Tag)
 	}
+	if origin != nil {
+		if v, ok := m.sys[SysOriginTopic]; ok {
+			origin.topic = []byte(v)
+		}
+		if v, ok := m.sys[SysOriginTopicID]; ok {
+			origin.topicID = []byte(v)
+		}
+	}
 	return tag, nanos(m.ExpiresAt), nil
 }
 
 // scanRecordV2 walks a version-2 record field by field as decodeRecordV2
 // does, with the same bounds, so that it fails exactly where decoding
-// would.
-func scanRecordV2(b []byte, checked bool) (tag []byte, expires int64, err error) {
+// would. With origin set it records there the origin that the record's
+// system properties name.
+func scanRecordV2(b []byte, checked bool, origin *recordOrigin) (tag []byte, expires int64, err error) {
 	if len(b) < recordFixedSize+storedDeltaLen {
 		return nil, 0, fmt.Errorf("%w: %d bytes, shorter than a header", ErrCorrupt, len(b))
 	}
@@ -90,12 +121,35 @@ func scanRecordV2(b []byte, checked bool) (tag []byte, expires int64, err error)
 		d.skipMap()
 	}
 	if flags2&flag2Sys != 0 {
-		d.skipMap()
+		if origin != nil {
+			d.findOrigin(origin)
+		} else {
+			d.skipMap()
+		}
 	}
 	if d.err != nil {
 		return nil, 0, d.err
 	}
 	return tag, expires, nil
+}
+
+// findOrigin walks a map of system properties as skipMap does, and
+// records in o the values of SysOriginTopic and SysOriginTopicID. A key
+// stored twice is decoded as its last value, as strMap keeps it.
+func (d *decoder) findOrigin(o *recordOrigin) {
+	n := d.uvarint(uint64(len(d.b)))
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		k, v := d.bytes(), d.bytes()
+		if d.err != nil {
+			break
+		}
+		switch string(k) {
+		case SysOriginTopic:
+			o.topic = v
+		case SysOriginTopicID:
+			o.topicID = v
+		}
+	}
 }
 
 // skipMap walks a map as strMap decodes it.

@@ -12,19 +12,25 @@ import (
 
 // scanAgrees reports, with a reason, whether scanRecord says of b what
 // decodeRecord does: the same error or none, and then the same tag and
-// expiry.
+// expiry; and whether scanStoredRetry says the same and finds the origin
+// the decoded message names.
 func scanAgrees(b []byte) (bool, string) {
 	tag, expires, scanErr := scanRecord(b)
+	rtag, rexpires, origin, retryErr := scanStoredRetry(b, false)
 	m, decErr := decodeRecord(b)
 	switch {
 	case (scanErr == nil) != (decErr == nil):
 		return false, "errors differ: scan " + errString(scanErr) + ", decode " + errString(decErr)
+	case (retryErr == nil) != (decErr == nil):
+		return false, "errors differ: retry scan " + errString(retryErr) + ", decode " + errString(decErr)
 	case decErr != nil:
 		return true, ""
-	case string(tag) != m.Tag:
-		return false, "tags differ: " + string(tag) + " / " + m.Tag
-	case expires != nanos(m.ExpiresAt):
+	case string(tag) != m.Tag || string(rtag) != m.Tag:
+		return false, "tags differ: " + string(tag) + " / " + string(rtag) + " / " + m.Tag
+	case expires != nanos(m.ExpiresAt) || rexpires != expires:
 		return false, "expiries differ"
+	case string(origin.topic) != m.sys[SysOriginTopic] || string(origin.topicID) != m.sys[SysOriginTopicID]:
+		return false, "origins differ: " + string(origin.topic) + "/" + string(origin.topicID) + " / " + m.sys[SysOriginTopic] + "/" + m.sys[SysOriginTopicID]
 	}
 	return true, ""
 }
@@ -44,7 +50,7 @@ func scanSeeds() [][]byte {
 		{Body: []byte("plain")},
 		{Tag: "A", Keys: []string{"k1", "", "k2"}, Properties: map[string]string{"a": "1", "": "x"},
 			ExpiresAt: born.Add(time.Hour), DeliverAt: born.Add(time.Minute), Attempt: 7,
-			sys: map[string]string{SysOriginTopic: "o"}, Body: bytes.Repeat([]byte{9}, 300)},
+			sys: map[string]string{SysOriginTopic: "o", "other": "x", SysOriginTopicID: "42"}, Body: bytes.Repeat([]byte{9}, 300)},
 		{Tag: "only-tag"},
 		{ExpiresAt: born.Add(-time.Hour)},
 		{},

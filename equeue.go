@@ -145,6 +145,9 @@ type engineStats struct {
 	// hookPanics counts the hook panics that the engine's producers and
 	// consumers recovered (hookpanics.go).
 	hookPanics atomic.Uint64
+	// deletedRetries counts the retry copies of deleted topics that
+	// groups' pulls skipped (retryorigin.go).
+	deletedRetries atomic.Uint64
 }
 
 // Open opens (creating if needed) an engine on dir. With Options.InMemory or
@@ -380,10 +383,16 @@ type Stats struct {
 	// without a group (browses such as the console's and the CLI's,
 	// ListDeadLetters and Redrive, the Kafka listener's fetches) report the
 	// expired messages they skip in PullResult.Expired and do not count
-	// them. It also counts the retry copies a group's pull skips because
-	// their origin topic was deleted (or deleted and made again) before
-	// they were due: they are passed as expired messages are.
+	// them. Retry copies of a deleted topic are not counted here (see
+	// DeletedTopicRetries).
 	ExpiredMessages uint64
+	// DeletedTopicRetries counts the retry copies a group's pull skipped
+	// because their origin topic was deleted, or deleted and made again,
+	// before they were due (retryorigin.go), as ExpiredMessages counts
+	// expired messages: once for each group pull that skips one. Reads
+	// without a group report them in PullResult.DeletedTopicRetries and do
+	// not count them.
+	DeletedTopicRetries uint64
 	// StoreBytes is the size of the store.
 	StoreBytes int64
 	// NoSpaceRefusals counts store writes refused because the disk is
@@ -425,7 +434,7 @@ type Stats struct {
 
 // Stats returns engine-wide counters.
 func (e *Engine) Stats() Stats {
-	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load(), LostDedupGroups: e.stats.dedupLost.Load(),
+	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), DeletedTopicRetries: e.stats.deletedRetries.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load(), LostDedupGroups: e.stats.dedupLost.Load(),
 		UnsupportedFormatPulls: e.stats.unsupported.Load(), ConsumerHookPanics: e.stats.hookPanics.Load()}
 	if !e.closed.Load() {
 		s.StoreBytes, _ = e.st.Size()

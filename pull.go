@@ -99,11 +99,15 @@ type PullResult struct {
 	// skipped: the pull stops before it, and one from its offset fails
 	// with ErrUnsupportedFormat.
 	Corrupt []int64
-	// Expired counts messages skipped because their time-to-live ran out,
-	// and, in a pull of a group's retry topic, the retry copies skipped
-	// because their origin topic was deleted (retryorigin.go). Only a
-	// group's pull counts them in Stats().ExpiredMessages.
+	// Expired counts messages skipped because their time-to-live ran out.
+	// Only a group's pull counts them in Stats().ExpiredMessages.
 	Expired int
+	// DeletedTopicRetries counts, in a pull of a group's retry topic, the
+	// retry copies skipped because their origin topic was deleted, or
+	// deleted and made again (retryorigin.go); a copy whose time-to-live
+	// also ran out counts in Expired instead. Only a group's pull counts
+	// them in Stats().DeletedTopicRetries.
+	DeletedTopicRetries int
 	// Priority is the priority lane the messages found were stored in, on
 	// a topic created with TopicOptions.Priorities (queue ID q is lane q
 	// mod the lane count): what each message's Priority holds. It is 0
@@ -128,8 +132,8 @@ func (e *Engine) Pull(ctx context.Context, req *PullRequest) (PullResult, error)
 // engine stored them, in a stored batch (storedbatch.go): the messages
 // found are in the StoredRecords, checked (checksum), filtered (tag, TTL)
 // and bounded as Pull does but not decoded, and the result's Messages is
-// empty; its status, offsets, corrupt offsets, expired count and
-// priority lane are Pull's.
+// empty; its status, offsets, corrupt offsets, expired count, count of
+// retry copies of deleted topics and priority lane are Pull's.
 //
 // Transport seam: package remote calls it to serve pulls; applications do
 // not.
@@ -267,8 +271,9 @@ const readBudget = 4 << 20
 // not decoded, and res.Messages stays empty. With group set (a group's
 // pull) the expired messages it skips count in Stats().ExpiredMessages;
 // a read without a group, a browse, only reports them. A retry topic's
-// copies of a deleted topic are skipped and counted as expired ones
-// (retryorigin.go).
+// copies of a deleted topic are skipped as expired ones are, and counted
+// apart: in PullResult.DeletedTopicRetries and, for a group's pull,
+// Stats().DeletedTopicRetries (retryorigin.go).
 // slabMessages is the most messages a pull allocates at once: a slab of
 // them stays within the allocator's largest size class (32 KiB), past
 // which each allocation takes the heap's lock and clears its memory apart.
@@ -288,7 +293,7 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 	// topic with priorities, queue ID q is lane q mod the lane count.
 	lane := q.id % q.topic.laneCount()
 	// A retry topic's copies of a topic that is gone are skipped as
-	// expired ones are (retryorigin.go).
+	// expired ones are, and counted apart (retryorigin.go).
 	retries := strings.HasPrefix(q.topic.name, RetryTopicPrefix)
 	for scans := 0; off < end && scans < maxScanBatches && found == 0 && unread == nil; scans++ {
 		recs, err := e.st.Read(q.key, uint64(off), uint64(end), max, budget)
@@ -323,22 +328,30 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 		}
 		for i, r := range recs {
 			var m *Message
-			var expired, match bool
-			if stored == nil {
+			var expired, gone, match bool
+			switch {
+			case stored == nil:
 				if len(slab) == 0 {
 					slab = make([]Message, min(len(recs)-i, slabMessages))
 				}
 				m, slab = &slab[0], slab[1:]
 				err = decodeStoredRecord(m, r.Value, &ids, e.recordsChecked)
 				expired = !m.ExpiresAt.IsZero() && !m.ExpiresAt.After(now)
-				expired = expired || (retries && err == nil && e.originGone(m.sys[SysOriginTopic], m.sys[SysOriginTopicID]))
+				gone = retries && !expired && err == nil && e.originGone(m.sys[SysOriginTopic], m.sys[SysOriginTopicID])
 				match = err == nil && f.match(m.Tag)
-			} else {
+			case retries:
+				// The copy's origin is found in the same scan: the
+				// record is not decoded to read it.
+				tag, expires, origin, serr := scanStoredRetry(r.Value, e.recordsChecked)
+				err = serr
+				expired = expires != 0 && expires <= nowNanos
+				gone = !expired && err == nil && e.storedOriginGone(origin)
+				match = err == nil && f.matchBytes(tag)
+			default:
 				var tag []byte
 				var expires int64
 				tag, expires, err = scanStoredRecord(r.Value, e.recordsChecked)
 				expired = expires != 0 && expires <= nowNanos
-				expired = expired || (retries && err == nil && e.originGone(storedOrigin(r.Value)))
 				match = err == nil && f.matchBytes(tag)
 			}
 			if errors.Is(err, ErrUnsupportedFormat) {
@@ -359,6 +372,14 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 					e.stats.expired.Add(1)
 				}
 				res.Expired++
+				continue
+			}
+			if gone {
+				off = int64(r.Offset) + 1
+				if group {
+					e.stats.deletedRetries.Add(1)
+				}
+				res.DeletedTopicRetries++
 				continue
 			}
 			if !match {

@@ -15,9 +15,10 @@ import (
 )
 
 // A retry copy whose origin topic was deleted before it was due is not
-// delivered: the group's pull of its retry topic skips it as an expired
-// message and counts it (Stats().ExpiredMessages), and the group goes on
-// with its other messages and retries.
+// delivered: the group's pull of its retry topic skips it and counts it
+// on a counter of its own (Stats().DeletedTopicRetries), not as an
+// expired message, and the group goes on with its other messages and
+// retries.
 func TestRetry_CopyOfADeletedTopicIsNotDelivered(t *testing.T) {
 	forTransports(t, testRetry_CopyOfADeletedTopicIsNotDelivered)
 }
@@ -40,7 +41,9 @@ func testRetry_CopyOfADeletedTopicIsNotDelivered(t *testing.T, tr string) {
 		assert.NotEqual(t, "old", s.body, "the copy of the deleted topic's message is not delivered (it showed topic %q)", s.topic)
 		assert.Equal(t, "other", s.topic)
 	}
-	assert.Equal(t, uint64(1), e.Stats().ExpiredMessages, "the skipped copy is counted where expired messages are")
+	st := e.Stats()
+	assert.Equal(t, uint64(1), st.DeletedTopicRetries, "the skipped copy is counted as a retry of a deleted topic")
+	assert.Zero(t, st.ExpiredMessages, "the skipped copy is not counted as an expired message")
 }
 
 // A retry copy whose origin topic was deleted and made again under its
@@ -72,7 +75,9 @@ func testRetry_CopyOfATopicMadeAgainIsNotDelivered(t *testing.T, tr string) {
 		assert.NotEqual(t, "old", s.body, "the old topic's copy is not delivered as a message of the new one")
 	}
 	assert.Equal(t, []int{0, 1}, seen.attempts("own"), "the new topic's message and its own retry are delivered")
-	assert.Equal(t, uint64(1), e.Stats().ExpiredMessages, "the skipped copy is counted where expired messages are")
+	st := e.Stats()
+	assert.Equal(t, uint64(1), st.DeletedTopicRetries, "the skipped copy is counted as a retry of a deleted topic")
+	assert.Zero(t, st.ExpiredMessages, "the skipped copy is not counted as an expired message")
 }
 
 // Retry copies stored before copies carried their origin topic's ID are
@@ -102,7 +107,8 @@ func TestRetry_CopyWithoutOriginIDNeedsItsTopic(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Messages, 2, "the copies whose origin exists are delivered")
 	assert.Equal(t, []int64{1, 2}, []int64{res.Messages[0].Offset, res.Messages[1].Offset})
-	assert.Equal(t, 1, res.Expired, "the copy whose origin is gone is skipped")
+	assert.Equal(t, 1, res.DeletedTopicRetries, "the copy whose origin is gone is skipped")
+	assert.Zero(t, res.Expired, "and not reported as expired")
 
 	require.NoError(t, e.DeleteTopic(ctx, "t"))
 	res, err = e.Pull(ctx, &equeue.PullRequest{Topic: g.Topic, Queue: g.Queue, Offset: 1, Group: "g", Member: "m", Epoch: g.Epoch})
@@ -110,7 +116,55 @@ func TestRetry_CopyWithoutOriginIDNeedsItsTopic(t *testing.T) {
 	assert.Empty(t, res.Messages, "once their origin is deleted they are skipped too")
 	assert.Equal(t, equeue.PullNoMatch, res.Status)
 	assert.Equal(t, int64(3), res.NextOffset, "the pull moves past them")
-	assert.Equal(t, 2, res.Expired)
+	assert.Equal(t, 2, res.DeletedTopicRetries)
+	assert.Zero(t, res.Expired)
+	st := e.Stats()
+	assert.Equal(t, uint64(3), st.DeletedTopicRetries, "the group's pulls count what they skipped")
+	assert.Zero(t, st.ExpiredMessages)
+}
+
+// A browse of a retry topic (a read without a group, in process, with
+// PullStored as the remote server reads, and over the transports) leaves
+// out the copies of a deleted topic and reports them in
+// PullResult.DeletedTopicRetries, not as expired messages; it counts
+// nothing in Stats, as a browse counts no expired message. A copy whose
+// time-to-live ran out is still reported as expired.
+func TestRetry_BrowseReportsCopiesOfADeletedTopicApart(t *testing.T) {
+	forTransports(t, testRetry_BrowseReportsCopiesOfADeletedTopicApart)
+}
+
+func testRetry_BrowseReportsCopiesOfADeletedTopicApart(t *testing.T, tr string) {
+	ctx := ctxT(t)
+	e, b := openOver(t, tr, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	require.NoError(t, e.CreateTopic(ctx, "live", 1))
+	sendBackDue(t, b, "g", "t", "old")
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	ttl := &equeue.Message{Body: []byte("ttl"), ExpiresAt: time.Now().Add(-time.Hour)}
+	ttl.SetSysProperties(map[string]string{equeue.SysOriginTopic: "live", equeue.SysOriginQueue: "0", equeue.SysOriginOffset: "0"})
+	_, err := equeue.AppendInternal(ctx, e, &equeue.AppendRequest{Topic: equeue.RetryTopic("g"), Messages: []*equeue.Message{ttl}})
+	require.NoError(t, err)
+	before := e.Stats()
+
+	req := &equeue.PullRequest{Topic: equeue.RetryTopic("g")}
+	check := func(how string, res equeue.PullResult) {
+		t.Helper()
+		assert.Equal(t, equeue.PullNoMatch, res.Status, how)
+		assert.Equal(t, int64(2), res.NextOffset, how)
+		assert.Equal(t, 1, res.DeletedTopicRetries, "%s: the copy of the deleted topic is reported apart", how)
+		assert.Equal(t, 1, res.Expired, "%s: only the copy whose time-to-live ran out is expired", how)
+	}
+	res, err := e.Pull(ctx, req)
+	require.NoError(t, err)
+	check("Pull", res)
+	res, stored, err := e.PullStored(ctx, req)
+	require.NoError(t, err)
+	assert.Zero(t, stored.Len())
+	check("PullStored", res)
+	res, err = b.Pull(ctx, req)
+	require.NoError(t, err)
+	check("over "+tr, res)
+	assert.Equal(t, before, e.Stats(), "a browse counts nothing")
 }
 
 // sendBackDue has a member of group pull the message body it appends to

@@ -9,8 +9,10 @@ import "strconv"
 // another ID (deleted and made again under the name): its handler would
 // see a message of a topic that is gone, or take it for a message of the
 // new topic, which never had it. The pull passes such a copy as it passes
-// an expired message, and counts it with them (PullResult.Expired, and
-// Stats().ExpiredMessages for a group's pull). The check is the engine's,
+// an expired message, and counts it on a counter of its own
+// (PullResult.DeletedTopicRetries, and Stats().DeletedTopicRetries for a
+// group's pull), not with expired messages: a copy whose time-to-live
+// also ran out counts as expired. The check is the engine's,
 // in the pull itself, so in-process, remote and cluster consumers all get
 // the same answer. A copy stored before copies carried the ID is
 // delivered while a topic of its origin's name exists. Dead letters are
@@ -45,13 +47,8 @@ func (e *Engine) originGone(name, id string) bool {
 	return err != nil || uint32(n) != t.id
 }
 
-// storedOrigin returns the origin topic and its ID that the stored record
-// b names, for a pull that does not decode its messages (PullStored). b
-// has passed scanStoredRecord, which checked its checksum.
-func storedOrigin(b []byte) (name, id string) {
-	var m Message
-	if decodeStoredRecord(&m, b, nil, true) != nil {
-		return "", ""
-	}
-	return m.sys[SysOriginTopic], m.sys[SysOriginTopicID]
+// storedOriginGone is originGone of the origin that scanStoredRetry
+// found in a stored record, read without decoding the record.
+func (e *Engine) storedOriginGone(o recordOrigin) bool {
+	return e.originGone(string(o.topic), string(o.topicID))
 }

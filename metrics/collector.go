@@ -48,6 +48,7 @@ type Collector struct {
 	storeBytes       *prometheus.Desc
 	corruptRecords   *prometheus.Desc
 	expiredMessages  *prometheus.Desc
+	deletedRetries   *prometheus.Desc
 	noSpaceRefusals  *prometheus.Desc
 	dedupIDs         *prometheus.Desc
 	lostDedupGroups  *prometheus.Desc
@@ -95,7 +96,8 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		deadLetters:      desc("dead_letters_total", "Messages a consumer group sent to its dead-letter topic since the engine opened.", "group"),
 		storeBytes:       desc("store_bytes", "Size of the engine's store in bytes."),
 		corruptRecords:   desc("corrupt_records_total", "Records that failed their checksum, each counted once by the first read that found it, since the engine opened."),
-		expiredMessages:  desc("expired_messages_total", "Messages consumer groups skipped because their time-to-live ran out (and retry copies of a deleted topic), since the engine opened (reads without a group do not count)."),
+		expiredMessages:  desc("expired_messages_total", "Messages consumer groups skipped because their time-to-live ran out, since the engine opened (reads without a group do not count)."),
+		deletedRetries:   desc("deleted_topic_retries_total", "Retry copies consumer groups skipped because their origin topic was deleted (or deleted and made again), since the engine opened (reads without a group do not count)."),
 		noSpaceRefusals:  desc("no_space_refusals_total", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened."),
 		dedupIDs:         desc("dedup_ids", "Message IDs the topics' dedup windows hold in memory."),
 		lostDedupGroups:  desc("lost_dedup_groups_total", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated."),
@@ -129,7 +131,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.appendedMessages, c.appendedBytes, c.minOffset, c.maxOffset, c.groupLag, c.groupMembers,
 		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages, c.noSpaceRefusals, c.dedupIDs,
-		c.lostDedupGroups, c.unsupported, c.hookPanics,
+		c.lostDedupGroups, c.unsupported, c.hookPanics, c.deletedRetries,
 	} {
 		ch <- d
 	}
@@ -165,6 +167,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.storeBytes, prometheus.GaugeValue, float64(s.StoreBytes))
 	ch <- prometheus.MustNewConstMetric(c.corruptRecords, prometheus.CounterValue, float64(s.CorruptRecords))
 	ch <- prometheus.MustNewConstMetric(c.expiredMessages, prometheus.CounterValue, float64(s.ExpiredMessages))
+	ch <- prometheus.MustNewConstMetric(c.deletedRetries, prometheus.CounterValue, float64(s.DeletedTopicRetries))
 	ch <- prometheus.MustNewConstMetric(c.noSpaceRefusals, prometheus.CounterValue, float64(s.NoSpaceRefusals))
 	ch <- prometheus.MustNewConstMetric(c.dedupIDs, prometheus.GaugeValue, float64(s.DedupIDs))
 	ch <- prometheus.MustNewConstMetric(c.lostDedupGroups, prometheus.CounterValue, float64(s.LostDedupGroups))

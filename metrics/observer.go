@@ -27,6 +27,7 @@
 //	store_bytes                             gauge    size of the store
 //	corrupt_records_total                   counter  records found with a failed checksum, each once
 //	expired_messages_total                  counter  messages groups skipped because their TTL ran out
+//	deleted_topic_retries_total             counter  retry copies groups skipped because their origin topic was deleted
 //	dedup_ids                               gauge    message IDs the dedup windows hold in memory
 //	lost_dedup_groups_total                 counter  dedup groups found unreadable at open and forgotten
 //	unsupported_format_pulls_total          counter  pulls refused at a record of a newer format version

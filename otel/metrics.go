@@ -58,6 +58,7 @@ type MetricsOptions struct {
 //	equeue.store.bytes                        gauge      size of the store (By)
 //	equeue.corrupt_records                    counter    records found with a failed checksum, each once
 //	equeue.expired_messages                   counter    messages groups skipped because their TTL ran out
+//	equeue.deleted_topic_retries              counter    retry copies groups skipped because their origin topic was deleted
 //	equeue.dedup.ids                          gauge      message IDs the dedup windows hold in memory
 //	equeue.lost_dedup_groups                  counter    dedup groups found unreadable at open and forgotten
 //	equeue.unsupported_format_pulls           counter    pulls refused at a record of a newer format version
@@ -97,6 +98,7 @@ type Metrics struct {
 	storeBytes       metric.Int64ObservableGauge
 	corruptRecords   metric.Int64ObservableCounter
 	expiredMessages  metric.Int64ObservableCounter
+	deletedRetries   metric.Int64ObservableCounter
 	noSpaceRefusals  metric.Int64ObservableCounter
 	dedupIDs         metric.Int64ObservableGauge
 	lostDedupGroups  metric.Int64ObservableCounter
@@ -162,7 +164,8 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.deadLetters = counter("equeue.dead_letters", "{message}", "Messages a consumer group sent to its dead-letter topic since the engine opened.")
 	m.storeBytes = gauge("equeue.store.bytes", "By", "Size of the engine's store in bytes.")
 	m.corruptRecords = counter("equeue.corrupt_records", "{record}", "Records that failed their checksum, each counted once by the first read that found it, since the engine opened.")
-	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages consumer groups skipped because their time-to-live ran out (and retry copies of a deleted topic), since the engine opened (reads without a group do not count).")
+	m.expiredMessages = counter("equeue.expired_messages", "{message}", "Messages consumer groups skipped because their time-to-live ran out, since the engine opened (reads without a group do not count).")
+	m.deletedRetries = counter("equeue.deleted_topic_retries", "{message}", "Retry copies consumer groups skipped because their origin topic was deleted (or deleted and made again), since the engine opened (reads without a group do not count).")
 	m.noSpaceRefusals = counter("equeue.no_space_refusals", "{write}", "Store writes refused because the disk is nearly full (ErrNoSpace), since the engine opened.")
 	m.dedupIDs = gauge("equeue.dedup.ids", "{id}", "Message IDs the topics' dedup windows hold in memory.")
 	m.lostDedupGroups = counter("equeue.lost_dedup_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")
@@ -172,7 +175,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 		return nil, fmt.Errorf("equeue/otel: instruments: %w", errors.Join(errs...))
 	}
 	m.reg, err = mt.RegisterCallback(m.observe, m.appendedMessages, m.appendedBytes, m.minOffset, m.maxOffset,
-		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals, m.dedupIDs, m.lostDedupGroups, m.unsupported, m.hookPanics)
+		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals, m.dedupIDs, m.lostDedupGroups, m.unsupported, m.hookPanics, m.deletedRetries)
 	if err != nil {
 		return nil, fmt.Errorf("equeue/otel: register callback: %w", err)
 	}
@@ -260,6 +263,7 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	o.ObserveInt64(m.storeBytes, s.StoreBytes)
 	o.ObserveInt64(m.corruptRecords, int64(s.CorruptRecords))
 	o.ObserveInt64(m.expiredMessages, int64(s.ExpiredMessages))
+	o.ObserveInt64(m.deletedRetries, int64(s.DeletedTopicRetries))
 	o.ObserveInt64(m.noSpaceRefusals, int64(s.NoSpaceRefusals))
 	o.ObserveInt64(m.dedupIDs, s.DedupIDs)
 	o.ObserveInt64(m.lostDedupGroups, int64(s.LostDedupGroups))

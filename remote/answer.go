@@ -80,7 +80,8 @@ func sizedPullAnswer(res equeue.PullResult, limit int, stored *equeue.StoredReco
 		return storedAnswerPB(&res, stored, p), p.total, nil
 	}
 	out := &pb.PullResponse{Status: pb.PullStatus(res.Status), NextOffset: res.NextOffset, MinOffset: res.MinOffset,
-		MaxOffset: res.MaxOffset, Corrupt: res.Corrupt, Expired: toInt32(res.Expired), Priority: toInt32(res.Priority)}
+		MaxOffset: res.MaxOffset, Corrupt: res.Corrupt, Expired: toInt32(res.Expired), Priority: toInt32(res.Priority),
+		DeletedTopicRetries: toInt32(res.DeletedTopicRetries)}
 	msgs, err := messagesToPB(res.Messages, answerTimes)
 	if err != nil {
 		return nil, 0, err
@@ -128,7 +129,7 @@ func spread(wait time.Duration) time.Duration {
 // every field at its widest tag and varints, and each message's framing.
 func answerBound(out *pb.PullResponse) int {
 	const (
-		answerFixed  = 72  // status, offsets, expired, priority (11 each); corrupt's tag and length
+		answerFixed  = 83  // status, offsets, expired, priority, deleted-topic retries (11 each); corrupt's tag and length
 		messageFixed = 192 // framing, 3 strings, body, 7 integers, 2 durations
 		keyFixed     = 6   // tag and length of a key
 		entryFixed   = 20  // a map entry's tag, length and its two fields

@@ -26,7 +26,7 @@ func TestAnswerBound_IsAnUpperBound(t *testing.T) {
 	}
 	cases := map[string]*pb.PullResponse{
 		"empty":  {},
-		"widest": {Status: pb.PullStatus(math.MinInt32), NextOffset: math.MinInt64, MinOffset: math.MinInt64, MaxOffset: math.MinInt64, Expired: math.MinInt32, Corrupt: []int64{-1, math.MinInt64, 5}, Messages: []*pb.Message{widest, widest}},
+		"widest": {Status: pb.PullStatus(math.MinInt32), NextOffset: math.MinInt64, MinOffset: math.MinInt64, MaxOffset: math.MinInt64, Expired: math.MinInt32, Priority: math.MinInt32, DeletedTopicRetries: math.MinInt32, Corrupt: []int64{-1, math.MinInt64, 5}, Messages: []*pb.Message{widest, widest}},
 		"small":  {Status: pb.PullStatus_PULL_STATUS_FOUND, NextOffset: 3, Messages: []*pb.Message{{Body: []byte("x"), Offset: 1}, {Offset: 2, Topic: "t"}}},
 	}
 	for name, r := range cases {

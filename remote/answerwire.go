@@ -149,6 +149,7 @@ func encodePullAnswer(res equeue.PullResult, limit int) (out pooledRequest, ok b
 	}
 	b = appendAnswerTail(b, res, next)
 	b = appendVarint(b, pullPriority, int64(toInt32(res.Priority)))
+	b = appendVarint(b, pullDeletedRetries, int64(toInt32(res.DeletedTopicRetries)))
 	*buf = b
 	return pooledRequest{buf: buf}, true, nil
 }
@@ -177,7 +178,8 @@ func appendAnswerTail(b []byte, res equeue.PullResult, next int64) []byte {
 func answerSize(res equeue.PullResult, next int64, sizes []int) int {
 	n := varintSize(pullStatus, int64(int32(res.Status))) + varintSize(pullNextOffset, next) +
 		varintSize(pullMinOffset, res.MinOffset) + varintSize(pullMaxOffset, res.MaxOffset) +
-		varintSize(pullExpired, int64(toInt32(res.Expired))) + varintSize(pullPriority, int64(toInt32(res.Priority)))
+		varintSize(pullExpired, int64(toInt32(res.Expired))) + varintSize(pullPriority, int64(toInt32(res.Priority))) +
+		varintSize(pullDeletedRetries, int64(toInt32(res.DeletedTopicRetries)))
 	if len(res.Corrupt) > 0 {
 		n += protowire.SizeTag(pullCorrupt) + protowire.SizeBytes(corruptSize(res.Corrupt))
 	}

@@ -21,7 +21,7 @@ func TestEncodePullAnswer_SameAsProtobuf(t *testing.T) {
 		m.Offset, m.StoredAt = int64(100+i), time.Unix(0, int64(i+1))
 	}
 	base := equeue.PullResult{Status: equeue.PullFound, Messages: msgs, NextOffset: int64(100 + len(msgs)), MinOffset: 3,
-		MaxOffset: 1 << 40, Corrupt: []int64{1, 70000}, Expired: 2, Priority: 2}
+		MaxOffset: 1 << 40, Corrupt: []int64{1, 70000}, Expired: 2, Priority: 2, DeletedTopicRetries: 3}
 	whole, err := pullAnswer(base, 1<<20, nil)
 	require.NoError(t, err)
 	full := proto.Size(whole)

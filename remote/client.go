@@ -449,6 +449,7 @@ func pullResultFromPB(resp *pb.PullResponse) (equeue.PullResult, error) {
 		Status: equeue.PullStatus(resp.GetStatus()), Messages: msgs,
 		NextOffset: resp.GetNextOffset(), MinOffset: resp.GetMinOffset(), MaxOffset: resp.GetMaxOffset(),
 		Corrupt: resp.GetCorrupt(), Expired: int(resp.GetExpired()), Priority: int(resp.GetPriority()),
+		DeletedTopicRetries: int(resp.GetDeletedTopicRetries()),
 	}
 	markLane(res)
 	return res, nil

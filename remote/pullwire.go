@@ -91,6 +91,9 @@ const (
 	pullCorrupt    = 6
 	pullExpired    = 7
 	pullPriority   = 9 // after pullStored (storedanswer.go)
+	// pullDeletedRetries is the count of retry copies of deleted topics
+	// skipped (equeue.PullResult.DeletedTopicRetries).
+	pullDeletedRetries = 10
 
 	msgID        = 1
 	msgTopic     = 2
@@ -139,7 +142,7 @@ func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 				res.Corrupt = append(res.Corrupt, int64(v))
 				p = p[j:]
 			}
-		case typ == protowire.VarintType && (num >= pullStatus && num <= pullExpired && num != pullMessages || num == pullPriority):
+		case typ == protowire.VarintType && (num >= pullStatus && num <= pullExpired && num != pullMessages || num == pullPriority || num == pullDeletedRetries):
 			var v uint64
 			v, k = protowire.ConsumeVarint(b)
 			switch num {
@@ -157,6 +160,8 @@ func decodePullFast(in []byte, owned bool) (equeue.PullResult, bool) {
 				res.Expired = int(int32(v))
 			case pullPriority:
 				res.Priority = int(int32(v))
+			case pullDeletedRetries:
+				res.DeletedTopicRetries = int(int32(v))
 			}
 		default:
 			return equeue.PullResult{}, false

@@ -33,7 +33,7 @@ func pullAnswerSeeds(t testing.TB) (usual, other [][]byte) {
 		enc(&pb.PullResponse{}),
 		enc(&pb.PullResponse{Status: pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, NextOffset: 12, MinOffset: 3, MaxOffset: 12}),
 		enc(&pb.PullResponse{Messages: []*pb.Message{full, plain, other2, {}}, NextOffset: 10, MaxOffset: 99,
-			Corrupt: []int64{4, -1}, Expired: 3, Status: pb.PullStatus(77)}),
+			Corrupt: []int64{4, -1}, Expired: 3, Status: pb.PullStatus(77), DeletedTopicRetries: 5}),
 		enc(&pb.PullResponse{Messages: []*pb.Message{plain, plain, plain}}),
 		enc(&pb.PullResponse{Messages: []*pb.Message{plain, other2}, Priority: 2}),
 		enc(&pb.PullResponse{Status: pb.PullStatus_PULL_STATUS_NO_NEW_MESSAGE, Priority: 1}),

@@ -53,10 +53,12 @@ type aheadQueue struct {
 	// consumer's next pull asks for when it follows on.
 	next int64
 	msgs []*equeue.Message
-	// tail is the last answer kept (its NextOffset follows msgs); expired
-	// and corrupt count records skipped, reported with the next batch.
+	// tail is the last answer kept (its NextOffset follows msgs); expired,
+	// deleted (retry copies of deleted topics) and corrupt count records
+	// skipped, reported with the next batch.
 	tail     equeue.PullResult
 	expired  int
+	deleted  int
 	corrupt  []int64
 	fetching bool
 	fetchAt  int64         // the offset the fetch in flight starts at
@@ -119,7 +121,7 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 			}
 		}
 		// Not what was read ahead: start over from the broker.
-		q.msgs, q.expired, q.corrupt = nil, 0, nil
+		q.msgs, q.expired, q.deleted, q.corrupt = nil, 0, 0, nil
 		ra.mu.Unlock()
 		break
 	}
@@ -140,8 +142,8 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 	defer ra.mu.Unlock()
 	q := ra.queue(key, req.Epoch)
 	q.next, q.msgs, q.tail, q.keptAt = req.Offset, res.Messages, res, time.Now()
-	q.expired, q.corrupt = res.Expired, res.Corrupt
-	q.tail.Messages, q.tail.Expired, q.tail.Corrupt = nil, 0, nil
+	q.expired, q.deleted, q.corrupt = res.Expired, res.DeletedTopicRetries, res.Corrupt
+	q.tail.Messages, q.tail.Expired, q.tail.DeletedTopicRetries, q.tail.Corrupt = nil, 0, 0, nil
 	return ra.take(key, q, want), nil
 }
 
@@ -172,8 +174,8 @@ func (ra *readAhead) take(key aheadKey, q *aheadQueue, want int) equeue.PullResu
 	k := min(want, len(q.msgs))
 	res := q.tail
 	res.Messages = q.msgs[:k:k]
-	res.Expired, res.Corrupt = q.expired, q.corrupt
-	q.expired, q.corrupt = 0, nil
+	res.Expired, res.DeletedTopicRetries, res.Corrupt = q.expired, q.deleted, q.corrupt
+	q.expired, q.deleted, q.corrupt = 0, 0, nil
 	if k < len(q.msgs) {
 		res.NextOffset = res.Messages[k-1].Offset + 1
 		q.msgs = q.msgs[k:]
@@ -225,9 +227,10 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 		}
 		q.msgs = append(q.msgs, res.Messages...)
 		q.expired += res.Expired
+		q.deleted += res.DeletedTopicRetries
 		q.corrupt = append(q.corrupt, res.Corrupt...)
 		q.tail = res
-		q.tail.Messages, q.tail.Expired, q.tail.Corrupt = nil, 0, nil
+		q.tail.Messages, q.tail.Expired, q.tail.DeletedTopicRetries, q.tail.Corrupt = nil, 0, 0, nil
 	}()
 }
 

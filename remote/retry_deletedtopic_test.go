@@ -16,8 +16,9 @@ import (
 // A retry copy whose origin topic was deleted (and perhaps made again
 // under its name) before it was due reaches no consumer over the wire
 // either: the server's engine skips it in the pull of the group's retry
-// topic and counts it as an expired message, and the group's own messages
-// and retries go on.
+// topic and counts it as a retry of a deleted topic, not as an expired
+// message (the client's EngineStats reads the count too), and the group's
+// own messages and retries go on.
 func TestRemote_RetryCopyOfADeletedTopicIsNotDelivered(t *testing.T) {
 	for _, again := range []bool{false, true} {
 		name := map[bool]string{false: "deleted", true: "made again"}[again]
@@ -84,7 +85,11 @@ func TestRemote_RetryCopyOfADeletedTopicIsNotDelivered(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			assert.Equal(t, []seen{{"own", topic, 0}, {"own", topic, 1}}, got, "the old copy is not delivered")
-			assert.Equal(t, uint64(1), e.Stats().ExpiredMessages, "the skipped copy is counted where expired messages are")
+			assert.Equal(t, uint64(1), e.Stats().DeletedTopicRetries, "the server's engine counts the skipped copy")
+			st, err := c.EngineStats(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1), st.DeletedTopicRetries, "the skipped copy is counted as a retry of a deleted topic")
+			assert.Zero(t, st.ExpiredMessages, "the skipped copy is not counted as an expired message")
 		})
 	}
 }

@@ -32,7 +32,7 @@ func (v *service) EngineStats(ctx context.Context, _ *pb.EngineStatsRequest) (*p
 	default:
 		return nil, status.Error(codes.Unimplemented, "this backend reports no engine stats")
 	}
-	return &pb.EngineStatsResponse{CorruptRecords: st.CorruptRecords, ExpiredMessages: st.ExpiredMessages, StoreBytes: st.StoreBytes, NoSpaceRefusals: st.NoSpaceRefusals, DedupIds: st.DedupIDs, LostDedupGroups: st.LostDedupGroups,
+	return &pb.EngineStatsResponse{CorruptRecords: st.CorruptRecords, ExpiredMessages: st.ExpiredMessages, DeletedTopicRetries: st.DeletedTopicRetries, StoreBytes: st.StoreBytes, NoSpaceRefusals: st.NoSpaceRefusals, DedupIds: st.DedupIDs, LostDedupGroups: st.LostDedupGroups,
 		UnsupportedFormatPulls: st.UnsupportedFormatPulls, ConsumerHookPanics: st.ConsumerHookPanics}, nil
 }
 
@@ -46,6 +46,6 @@ func (c *Client) EngineStats(ctx context.Context) (equeue.Stats, error) {
 	if err != nil {
 		return equeue.Stats{}, c.fail(err)
 	}
-	return equeue.Stats{CorruptRecords: resp.GetCorruptRecords(), ExpiredMessages: resp.GetExpiredMessages(), StoreBytes: resp.GetStoreBytes(), NoSpaceRefusals: resp.GetNoSpaceRefusals(), DedupIDs: resp.GetDedupIds(), LostDedupGroups: resp.GetLostDedupGroups(),
+	return equeue.Stats{CorruptRecords: resp.GetCorruptRecords(), ExpiredMessages: resp.GetExpiredMessages(), DeletedTopicRetries: resp.GetDeletedTopicRetries(), StoreBytes: resp.GetStoreBytes(), NoSpaceRefusals: resp.GetNoSpaceRefusals(), DedupIDs: resp.GetDedupIds(), LostDedupGroups: resp.GetLostDedupGroups(),
 		UnsupportedFormatPulls: resp.GetUnsupportedFormatPulls(), ConsumerHookPanics: resp.GetConsumerHookPanics()}, nil
 }

@@ -85,7 +85,8 @@ func appendStoredAnswer(b []byte, res *equeue.PullResult, stored *equeue.StoredR
 	b = protowire.AppendTag(b, pullStored, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(p.size))
 	b = stored.AppendBatch(b, p.n)
-	return appendVarint(b, pullPriority, int64(toInt32(res.Priority)))
+	b = appendVarint(b, pullPriority, int64(toInt32(res.Priority)))
+	return appendVarint(b, pullDeletedRetries, int64(toInt32(res.DeletedTopicRetries)))
 }
 
 // storedAnswerPB is res's answer as planned by planStored, as a protobuf
@@ -93,7 +94,8 @@ func appendStoredAnswer(b []byte, res *equeue.PullResult, stored *equeue.StoredR
 func storedAnswerPB(res *equeue.PullResult, stored *equeue.StoredRecords, p storedPlan) *pb.PullResponse {
 	return &pb.PullResponse{Status: pb.PullStatus(res.Status), NextOffset: p.next, MinOffset: res.MinOffset,
 		MaxOffset: res.MaxOffset, Corrupt: res.Corrupt, Expired: toInt32(res.Expired),
-		Stored: stored.AppendBatch(make([]byte, 0, p.size), p.n), Priority: toInt32(res.Priority)}
+		Stored: stored.AppendBatch(make([]byte, 0, p.size), p.n), Priority: toInt32(res.Priority),
+		DeletedTopicRetries: toInt32(res.DeletedTopicRetries)}
 }
 
 // storedMessages decodes an answer's stored batch; an answer with both

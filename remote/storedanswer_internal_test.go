@@ -47,8 +47,8 @@ func storedPull(t testing.TB, n int) (res equeue.PullResult, stored *equeue.Stor
 // message over the limit is ErrMessageTooLarge.
 func TestStoredAnswer_SameBytesAsProtobuf(t *testing.T) {
 	res, stored, msgs := storedPull(t, 12)
-	res.Corrupt, res.Expired = []int64{1, 70000}, 3 // as a pull that skipped records reports them
-	res.Priority = 2                                // as a pull of lane 2 of a topic with priorities
+	res.Corrupt, res.Expired, res.DeletedTopicRetries = []int64{1, 70000}, 3, 4 // as a pull that skipped records reports them
+	res.Priority = 2                                                            // as a pull of lane 2 of a topic with priorities
 	for _, m := range msgs {
 		m.Priority = 2
 	}
@@ -92,6 +92,7 @@ func TestStoredAnswer_SameBytesAsProtobuf(t *testing.T) {
 		}
 		assert.Equal(t, res.Corrupt, got.res.Corrupt)
 		assert.Equal(t, res.Expired, got.res.Expired)
+		assert.Equal(t, res.DeletedTopicRetries, got.res.DeletedTopicRetries)
 		assert.Equal(t, res.Priority, got.res.Priority)
 	}
 	// No records (a backend without them, whose result holds the

@@ -104,7 +104,7 @@ func (r wireRand) message(durations bool) *equeue.Message {
 
 func (r wireRand) pullResult() equeue.PullResult {
 	res := equeue.PullResult{Status: equeue.PullStatus(r.IntN(5) - 1), NextOffset: r.int64(), MinOffset: r.int64(),
-		MaxOffset: r.int64(), Expired: r.int(), Priority: r.int()}
+		MaxOffset: r.int64(), Expired: r.int(), Priority: r.int(), DeletedTopicRetries: r.int()}
 	if r.IntN(4) == 0 {
 		res.Priority = r.IntN(4)
 	}
@@ -251,11 +251,11 @@ func TestAppendAnswers_RandomSameAsProtobuf(t *testing.T) {
 }
 
 // answerBound bounds every answer, whatever its fields' values: a negative
-// integer takes ten bytes, and the answer has six such fields and the
+// integer takes ten bytes, and the answer has seven such fields and the
 // corrupt offsets' tag and length.
 func TestAnswerBound_WidestFields(t *testing.T) {
 	widest := &pb.PullResponse{Status: pb.PullStatus(-1), NextOffset: -1, MinOffset: -1, MaxOffset: -1,
-		Corrupt: []int64{-1}, Expired: -1, Priority: -1}
+		Corrupt: []int64{-1}, Expired: -1, Priority: -1, DeletedTopicRetries: -1}
 	assert.GreaterOrEqual(t, answerBound(widest), proto.Size(widest))
 	withMessage := proto.Clone(widest).(*pb.PullResponse)
 	withMessage.Messages = []*pb.Message{{BornAtUnixNano: -1, StoredAtUnixNano: -1, DeliverAtUnixNano: -1,

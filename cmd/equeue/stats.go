@@ -39,6 +39,10 @@ type engineJSON struct {
 	CorruptRecords  uint64 `json:"corrupt_records"`
 	ExpiredMessages uint64 `json:"expired_messages"`
 	NoSpaceRefusals uint64 `json:"no_space_refusals"`
+	// DeletedTopicRetries counts the retry copies the broker's groups
+	// skipped because their origin topic was deleted
+	// (equeue.Stats.DeletedTopicRetries); they are not expired messages.
+	DeletedTopicRetries uint64 `json:"deleted_topic_retries"`
 	// LostDedupGroups counts the dedup groups the engine's open found
 	// unreadable (equeue.Stats.LostDedupGroups): with --dir, this
 	// command's own open of the directory.
@@ -56,6 +60,9 @@ type scanJSON struct {
 	Read    int64 `json:"read"`
 	Corrupt int64 `json:"corrupt"`
 	Expired int64 `json:"expired"`
+	// DeletedTopicRetries counts the retry copies the scan passed because
+	// their origin topic was deleted (equeue.PullResult.DeletedTopicRetries).
+	DeletedTopicRetries int64 `json:"deleted_topic_retries"`
 	// NewerFormat counts the queues whose scan stopped at a record of a
 	// newer format version (equeue.ErrUnsupportedFormat), which this
 	// build cannot read, nor any message after it in its queue.
@@ -73,11 +80,13 @@ queues, messages stored, consumer groups, live members, total lag, the size
 of the store on disk and the message IDs the topics' dedup windows hold.
 Of a served broker (--server) it also shows the engine's counters since
 the broker started: corrupt records and expired messages its reads met,
-writes refused for a full disk and, when there were any, the panics of
-its in-process consumers' hooks.
+writes refused for a full disk and, when there were any, the retry copies
+its groups skipped because their origin topic was deleted and the panics
+of its in-process consumers' hooks.
 
 --scan also reads every stored message and counts those that fail their
-checksum (corrupt) or whose time-to-live ran out (expired), and the queues
+checksum (corrupt) or whose time-to-live ran out (expired), the retry
+copies of deleted topics (when there are any), and the queues
 it could read only up to a record of a newer format version (one a newer
 engine wrote), which this build cannot read. It reads the whole store, so
 it takes a while on a large one.
@@ -139,7 +148,7 @@ are served by "equeue serve --metrics".`,
 				if es != nil {
 					st.StoreBytes = &es.StoreBytes
 					st.Engine = &engineJSON{DedupIDs: es.DedupIDs, CorruptRecords: es.CorruptRecords,
-						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals, LostDedupGroups: es.LostDedupGroups,
+						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals, DeletedTopicRetries: es.DeletedTopicRetries, LostDedupGroups: es.LostDedupGroups,
 						UnsupportedFormatPulls: es.UnsupportedFormatPulls, ConsumerHookPanics: es.ConsumerHookPanics}
 				}
 				if asJSON {
@@ -168,6 +177,9 @@ are served by "equeue serve --metrics".`,
 						t.row("corrupt records seen:", st.Engine.CorruptRecords)
 						t.row("expired messages seen:", st.Engine.ExpiredMessages)
 						t.row("no-space refusals:", st.Engine.NoSpaceRefusals)
+						if st.Engine.DeletedTopicRetries > 0 { // shown only when it happened
+							t.row("retry copies of deleted topics skipped:", st.Engine.DeletedTopicRetries)
+						}
 						if st.Engine.UnsupportedFormatPulls > 0 { // shown only when it happened
 							t.row("pulls refused, newer record format:", fmt.Sprintf("%d (consumers are stopped at records this build cannot read)", st.Engine.UnsupportedFormatPulls))
 						}
@@ -180,6 +192,9 @@ are served by "equeue serve --metrics".`,
 					t.row("messages read:", st.Scan.Read)
 					t.row("corrupt records:", st.Scan.Corrupt)
 					t.row("expired messages:", st.Scan.Expired)
+					if st.Scan.DeletedTopicRetries > 0 { // shown only when there are any
+						t.row("retry copies of deleted topics:", st.Scan.DeletedTopicRetries)
+					}
 					if st.Scan.NewerFormat > 0 { // shown only when it happened
 						t.row("newer-format stops:", fmt.Sprintf("%d (queues read up to a record of a newer format version, which this build cannot read nor pass)", st.Scan.NewerFormat))
 					}
@@ -213,6 +228,7 @@ func scanAll(ctx context.Context, b equeue.Broker, topics []equeue.TopicInfo) (s
 				s.Read += int64(len(res.Messages))
 				s.Corrupt += int64(len(res.Corrupt))
 				s.Expired += int64(res.Expired)
+				s.DeletedTopicRetries += int64(res.DeletedTopicRetries)
 				if res.NextOffset <= off || res.Status == equeue.PullNoNewMessage {
 					break
 				}

@@ -183,3 +183,59 @@ func TestStats_ConsumerHookPanicsOfAServedBroker(t *testing.T) {
 	assert.Equal(t, uint64(3), st.Engine.ConsumerHookPanics)
 	assert.Contains(t, ok(t, "--server", addr, "stats"), "consumer hook panics:")
 }
+
+// TestStats_DeletedTopicRetriesApartFromExpired: the retry copies of a
+// deleted topic that a group's pull skipped are a served broker's
+// deleted-topic retries, not its expired messages, and --scan counts the
+// copies it passes apart from expired messages too.
+func TestStats_DeletedTopicRetriesApartFromExpired(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, err := equeue.Open("", &equeue.Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	// Group g sends a message of "t" back to its retry topic; "t" is
+	// deleted; g's pull of the retry topic skips the copy.
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("old")}}})
+	require.NoError(t, err)
+	retry := equeue.RetryTopic("g")
+	a, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "m", From: equeue.ConsumeFromEarliest,
+		Subscriptions: []equeue.Subscription{{Topic: "t"}, {Topic: retry}}})
+	require.NoError(t, err)
+	grants := map[string]equeue.Grant{}
+	for _, q := range a.Queues {
+		grants[q.Topic] = q
+	}
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: "g", Member: "m", Epoch: grants["t"].Epoch})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	_, err = e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "m", Grant: grants["t"], Offset: 0, Attempts: 1, Cause: "failed"})
+	require.NoError(t, err)
+	require.NoError(t, e.DeleteTopic(ctx, "t"))
+	res, err = e.Pull(ctx, &equeue.PullRequest{Topic: retry, Queue: grants[retry].Queue, Group: "g", Member: "m", Epoch: grants[retry].Epoch})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.DeletedTopicRetries)
+
+	srv, err := remote.NewBackendServer(e, nil)
+	require.NoError(t, err)
+	lis := testport.Listen(t)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	defer func() {
+		srv.Stop()
+		require.NoError(t, <-served)
+	}()
+	addr := lis.Addr().String()
+
+	st := decode[statsJSON](t, ok(t, "--server", addr, "stats", "--scan", "--json"))
+	require.NotNil(t, st.Engine)
+	assert.Equal(t, uint64(1), st.Engine.DeletedTopicRetries)
+	assert.Zero(t, st.Engine.ExpiredMessages)
+	require.NotNil(t, st.Scan)
+	assert.Equal(t, int64(1), st.Scan.DeletedTopicRetries, "the scan passes the copy as a retry of a deleted topic")
+	assert.Zero(t, st.Scan.Expired)
+	out := ok(t, "--server", addr, "stats", "--scan")
+	assert.Contains(t, out, "retry copies of deleted topics skipped:")
+	assert.Contains(t, out, "retry copies of deleted topics:")
+}

@@ -1111,9 +1111,13 @@ type PullResponse struct {
 	// priorities (equeue.PullResult.Priority): each message's Priority, which
 	// neither messages nor stored carry. 0 when none was found, on a topic
 	// without priorities, and from brokers that predate it.
-	Priority      int32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Priority int32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Retry copies skipped because their origin topic was deleted, or
+	// deleted and made again (equeue.PullResult.DeletedTopicRetries); not
+	// counted in expired. Brokers that predate it count them in expired.
+	DeletedTopicRetries int32 `protobuf:"varint,10,opt,name=deleted_topic_retries,json=deletedTopicRetries,proto3" json:"deleted_topic_retries,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *PullResponse) Reset() {
@@ -1205,6 +1209,13 @@ func (x *PullResponse) GetStored() []byte {
 func (x *PullResponse) GetPriority() int32 {
 	if x != nil {
 		return x.Priority
+	}
+	return 0
+}
+
+func (x *PullResponse) GetDeletedTopicRetries() int32 {
+	if x != nil {
+		return x.DeletedTopicRetries
 	}
 	return 0
 }
@@ -4464,8 +4475,12 @@ type EngineStatsResponse struct {
 	// Panics of the hooks of the broker's in-process producers and
 	// consumers, recovered (remote clients count theirs nowhere).
 	ConsumerHookPanics uint64 `protobuf:"varint,8,opt,name=consumer_hook_panics,json=consumerHookPanics,proto3" json:"consumer_hook_panics,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Retry copies that groups' pulls skipped because their origin topic
+	// was deleted, or deleted and made again; not counted in
+	// expired_messages (brokers that predate it count them there).
+	DeletedTopicRetries uint64 `protobuf:"varint,9,opt,name=deleted_topic_retries,json=deletedTopicRetries,proto3" json:"deleted_topic_retries,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *EngineStatsResponse) Reset() {
@@ -4550,6 +4565,13 @@ func (x *EngineStatsResponse) GetUnsupportedFormatPulls() uint64 {
 func (x *EngineStatsResponse) GetConsumerHookPanics() uint64 {
 	if x != nil {
 		return x.ConsumerHookPanics
+	}
+	return 0
+}
+
+func (x *EngineStatsResponse) GetDeletedTopicRetries() uint64 {
+	if x != nil {
+		return x.DeletedTopicRetries
 	}
 	return 0
 }
@@ -5190,7 +5212,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x10max_answer_bytes\x18\n" +
 	" \x01(\x05R\x0emaxAnswerBytes\x120\n" +
 	"\x14stored_batch_version\x18\v \x01(\x05R\x12storedBatchVersion\x12\x1b\n" +
-	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\"\xb4\x02\n" +
+	"\tmax_bytes\x18\f \x01(\x05R\bmaxBytes\"\xe8\x02\n" +
 	"\fPullResponse\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.equeue.v1.PullStatusR\x06status\x12.\n" +
 	"\bmessages\x18\x02 \x03(\v2\x12.equeue.v1.MessageR\bmessages\x12\x1f\n" +
@@ -5203,7 +5225,9 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\acorrupt\x18\x06 \x03(\x03R\acorrupt\x12\x18\n" +
 	"\aexpired\x18\a \x01(\x05R\aexpired\x12\x16\n" +
 	"\x06stored\x18\b \x01(\fR\x06stored\x12\x1a\n" +
-	"\bpriority\x18\t \x01(\x05R\bpriority\"<\n" +
+	"\bpriority\x18\t \x01(\x05R\bpriority\x122\n" +
+	"\x15deleted_topic_retries\x18\n" +
+	" \x01(\x05R\x13deletedTopicRetries\"<\n" +
 	"\fSubscription\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xa6\x03\n" +
@@ -5430,7 +5454,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
 	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next\"\x14\n" +
-	"\x12EngineStatsRequest\"\xeb\x02\n" +
+	"\x12EngineStatsRequest\"\x9f\x03\n" +
 	"\x13EngineStatsResponse\x12'\n" +
 	"\x0fcorrupt_records\x18\x01 \x01(\x04R\x0ecorruptRecords\x12)\n" +
 	"\x10expired_messages\x18\x02 \x01(\x04R\x0fexpiredMessages\x12\x1f\n" +
@@ -5440,7 +5464,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\tdedup_ids\x18\x05 \x01(\x03R\bdedupIds\x12*\n" +
 	"\x11lost_dedup_groups\x18\x06 \x01(\x04R\x0flostDedupGroups\x128\n" +
 	"\x18unsupported_format_pulls\x18\a \x01(\x04R\x16unsupportedFormatPulls\x120\n" +
-	"\x14consumer_hook_panics\x18\b \x01(\x04R\x12consumerHookPanics\"-\n" +
+	"\x14consumer_hook_panics\x18\b \x01(\x04R\x12consumerHookPanics\x122\n" +
+	"\x15deleted_topic_retries\x18\t \x01(\x04R\x13deletedTopicRetries\"-\n" +
 	"\x17DeleteReplyTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
 	"\x18DeleteReplyTopicResponse\">\n" +
