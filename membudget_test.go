@@ -61,7 +61,7 @@ func TestMemoryBudget_EngineEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	const n = 20000 // 100-byte bodies: about 3 MB, three 1 MiB memtables
 	body := make([]byte, 100)
-	for i := 0; i < n; i += 500 { // the floor takes ~580 per batch
+	for i := 0; i < n; i += 500 { // the floor takes ~790 per batch
 		msgs := make([]*equeue.Message, 0, 500)
 		for j := range 500 {
 			msgs = append(msgs, &equeue.Message{Topic: "t", Body: fmt.Appendf(body[:0:0], "%0100d", i+j)})
