@@ -57,8 +57,8 @@ type ConsumerOptions struct {
 	// start when messages arrive and end when idle. Zero means 16.
 	Concurrency int
 	// PullBatch is the most messages per pull. Zero means the lesser of
-	// 128 (DefaultConsumerPullBatch) and MaxCachedMessages, or BatchSize
-	// when that is larger.
+	// 128 (DefaultConsumerPullBatch) and MaxCachedMessages, or, with a
+	// BatchHandler, BatchSize when that is larger.
 	PullBatch int
 	// PullWait is the long-poll wait at the end of a queue. Zero means 15 s.
 	PullWait time.Duration
@@ -202,8 +202,13 @@ func (o *ConsumerOptions) setDefaults() {
 	def(&o.Concurrency, 16)
 	def(&o.BatchSize, DefaultPullBatch)
 	def(&o.MaxCachedMessages, 1000)
-	// A consumer told to cache few messages does not pull many more.
-	def(&o.PullBatch, max(min(DefaultConsumerPullBatch, o.MaxCachedMessages), o.BatchSize))
+	// A consumer told to cache few messages does not pull many more; a
+	// batch handler's batches still fit one pull.
+	pull := min(DefaultConsumerPullBatch, o.MaxCachedMessages)
+	if o.BatchHandler != nil {
+		pull = max(pull, o.BatchSize)
+	}
+	def(&o.PullBatch, pull)
 	def(&o.MaxAttempts, 16)
 	defD(&o.PullWait, DefaultMaxPullWait)
 	defD(&o.CommitInterval, 5*time.Second)

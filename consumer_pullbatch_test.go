@@ -35,8 +35,8 @@ func (p *pullSizes) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.P
 }
 
 // A consumer reads a backlog in pulls of DefaultConsumerPullBatch (128)
-// unless told otherwise: PullBatch sets it, and a larger BatchSize raises
-// it. Every message is handled once whatever the size.
+// unless told otherwise: PullBatch sets it, a smaller MaxCachedMessages
+// lowers it, and a larger BatchSize of a BatchHandler raises it. Every message is handled once whatever the size.
 func TestConsumer_PullBatchDefault(t *testing.T) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
@@ -59,7 +59,8 @@ func TestConsumer_PullBatchDefault(t *testing.T) {
 		{"PullBatch-8", equeue.ConsumerOptions{PullBatch: 8}, 8},
 		{"BatchSize-200", equeue.ConsumerOptions{BatchSize: 200}, 200},
 		{"MaxCachedMessages-50", equeue.ConsumerOptions{MaxCachedMessages: 50}, 50},
-		{"MaxCachedMessages-10", equeue.ConsumerOptions{MaxCachedMessages: 10}, equeue.DefaultPullBatch}, // not below the default BatchSize
+		{"MaxCachedMessages-10", equeue.ConsumerOptions{MaxCachedMessages: 10}, 10},                             // BatchSize counts only with a BatchHandler
+		{"MaxCachedMessages-10-BatchSize-20", equeue.ConsumerOptions{MaxCachedMessages: 10, BatchSize: 20}, 20}, // a batch fits one pull
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ps := &pullSizes{Broker: e}
