@@ -17,8 +17,9 @@ import (
 // records for one topic (dedup_group.go). A group is written in the same
 // store write as its messages, so after a crash the index and the queues
 // agree. A delayed send is checked and recorded against its destination
-// topic when it is sent (its offset is -1: it has none until it is moved),
-// so a delayed duplicate is answered as a duplicate at once. The writer
+// topic when it is sent (it has no offset until it is moved: its entry
+// holds its place in its send instead, dedup_delayplace.go), so a delayed
+// duplicate is answered as a duplicate at once. The writer
 // owns the in-memory copy and changes it only after the write that
 // carries the change returned.
 //
@@ -38,8 +39,11 @@ const dedupValueLen = 20
 var dedupExpireMax = 4096
 
 type dedupEntry struct {
-	queue  int
-	offset int64 // -1 while the message waits in the delay log
+	queue int
+	// offset is the message's offset; below 0 while it waits in the
+	// delay log: its place in its delayed send, or -1 for none
+	// (dedup_delayplace.go).
+	offset int64
 	at     time.Time
 }
 
@@ -324,10 +328,11 @@ func (e *Engine) dedupCheck(b *batchState, c *command) (bool, error) {
 	// The last message's entry is its own in an append stored as c (an ID
 	// c holds twice has its later message's): it gives where c starts.
 	last, lastPending, lastHeld := e.dedupFind(b, t, ids[n-1])
-	base := last.offset
-	if base >= 0 {
-		base -= int64(n - 1)
-	}
+	// Where c starts: an offset of last's queue, or an index in last's
+	// delayed send (dedup_delayplace.go); none for a delayed entry
+	// without a place.
+	_, lastPos, placed := entryPlace(last)
+	base := lastPos - int64(n-1)
 	held, inBatch := 0, false
 	first, odd := -1, -1 // the first message held, and the first held out of place
 	var repeats []int    // messages whose ID the append holds again later (repeatsStoredApart)
@@ -346,12 +351,12 @@ func (e *Engine) dedupCheck(b *batchState, c *command) (bool, error) {
 		if odd < 0 && (!lastHeld || !inRun(ids, i, d, last, base)) {
 			odd = i
 		}
-		if base >= 0 && d.offset != base+int64(i) {
+		if _, pos, _ := entryPlace(d); placed && pos != base+int64(i) {
 			repeats = append(repeats, i)
 		}
 	}
-	if odd < 0 && held == n && last.offset >= 0 {
-		odd = e.repeatsStoredApart(b, t, ids, last.queue, base, repeats)
+	if odd < 0 && held == n && placed {
+		odd = e.repeatsStoredApart(b, t, ids, last, base, repeats)
 	}
 	switch {
 	case held == 0:
@@ -365,6 +370,9 @@ func (e *Engine) dedupCheck(b *batchState, c *command) (bool, error) {
 	}
 	c.duplicate, c.dupInBatch = true, inBatch
 	c.dupQueue, c.first, c.storedAt = last.queue, base, last.at
+	if last.offset < 0 {
+		c.first = -1 // delayed: answered as its send was
+	}
 	return true, nil
 }
 
@@ -379,16 +387,22 @@ func (e *Engine) dedupFind(b *batchState, t *topic, id string) (d dedupEntry, in
 
 // inRun reports whether d, the entry of ids[i], is where an append of ids
 // stored message i, given the entry of its last message and where the
-// append starts (base; -1 for a delayed one).
+// append starts (base: an offset, or an index in a delayed send).
 func inRun(ids []string, i int, d, last dedupEntry, base int64) bool {
 	if d.queue != last.queue {
 		return false
 	}
-	if last.offset < 0 {
+	lastSend, _, placed := entryPlace(last)
+	send, pos, ok := entryPlace(d)
+	switch {
+	case !placed:
+		// Delayed, without a place: its queue and time alone decide.
 		return d.offset < 0 && d.at.Equal(last.at)
+	case !ok || send != lastSend || (last.offset < 0 && !d.at.Equal(last.at)):
+		return false
 	}
 	want := base + int64(i)
-	if d.offset != want {
+	if pos != want {
 		// An ID that the append holds again later has that message's entry.
 		for j := len(ids) - 1; j > i; j-- {
 			if ids[j] == ids[i] {
@@ -397,11 +411,12 @@ func inRun(ids []string, i int, d, last dedupEntry, base int64) bool {
 			}
 		}
 	}
-	return d.offset == want
+	return pos == want
 }
 
 // dedupRecord adds c's IDs to b: to its group for c's topic now, to the
-// index when b's write returned.
+// index when b's write returned. first is where c's first message went:
+// its offset, or for a delayed send its delay-log slot.
 func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) {
 	t := c.dedupTopic()
 	if t.dedup <= 0 || len(c.dedupIDs) == 0 {
@@ -426,7 +441,10 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 			continue
 		}
 		d := dedupEntry{queue: queue, offset: -1, at: b.now}
-		if first >= 0 {
+		switch {
+		case c.kind == cmdDelay:
+			d.offset = delayedOffset(first, i) // first is its delay-log slot
+		case first >= 0:
 			d.offset = first + int64(i)
 		}
 		b.pending[dedupRef{t.id, id}] = d
@@ -446,6 +464,9 @@ func (e *Engine) dedupRecord(b *batchState, c *command, queue int, first int64) 
 			g = e.newGroup(b, idx, c.dedupIDs[i:])
 			m = &b.meta[g.meta]
 			m.Value = append(m.Value, entry...)
+		}
+		if d.offset < -1 {
+			m.Value[0] = dedupGroupVersion // a delayed message's place
 		}
 		g.n++
 	}

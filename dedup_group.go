@@ -12,7 +12,7 @@ import (
 // topic are kept under a few metadata keys, groups, each holding a run of
 // them:
 //
-//	ug/ | topic id (4, BE) | sequence (8, BE)  ->  version (1) | base time, unix nanos (8, BE) | entries
+//	ug/ | topic id (4, BE) | sequence (8, BE)  ->  version (1 or 2) | base time, unix nanos (8, BE) | entries
 //	entry: uvarint ID length | ID | uvarint queue | zigzag varint offset | zigzag varint (time - base)
 //
 // The sequence counts the groups the engine ever wrote, so a topic's groups
@@ -37,8 +37,14 @@ import (
 
 var keyDedupGroupPrefix = []byte("ug/")
 
-// dedupGroupVersion is the first byte of a group's value.
-const dedupGroupVersion = 1
+// The first byte of a group's value is its version: 1, or 2 for a group
+// holding the place of a delayed message in its send (an offset below -1,
+// dedup_delayplace.go), which version 1 has not. A group without one is
+// written as version 1, which engines before places read.
+const (
+	dedupGroupVersion1 = 1
+	dedupGroupVersion  = 2
+)
 
 const (
 	dedupGroupKeyLen = 3 + 4 + 8 // prefix, topic id, sequence
@@ -68,7 +74,7 @@ func parseDedupGroupKey(k []byte) (topicID uint32, seq uint64, err error) {
 // newDedupGroupValue starts a group's value with base time base.
 func newDedupGroupValue(base time.Time, room int) []byte {
 	v := make([]byte, 0, dedupGroupHeader+room)
-	v = append(v, dedupGroupVersion)
+	v = append(v, dedupGroupVersion1)
 	return binary.BigEndian.AppendUint64(v, uint64(base.UnixNano()))
 }
 
@@ -93,7 +99,7 @@ func decodeDedupGroup(v []byte, fn func(id []byte, d dedupEntry)) (int, error) {
 	switch {
 	case v[0] == 0: // no version is 0: bytes lost as zeros
 		return 0, fmt.Errorf("%w: dedup group of version 0", ErrCorrupt)
-	case v[0] != dedupGroupVersion:
+	case v[0] != dedupGroupVersion1 && v[0] != dedupGroupVersion:
 		return 0, fmt.Errorf("%w: %w: dedup group of format version %d; this version of equeue reads version %d",
 			ErrCorrupt, ErrUnsupportedFormat, v[0], dedupGroupVersion)
 	}
@@ -114,7 +120,7 @@ func decodeDedupGroup(v []byte, fn func(id []byte, d dedupEntry)) (int, error) {
 		}
 		b = b[w:]
 		offset, w := binary.Varint(b)
-		if w <= 0 || offset < -1 {
+		if w <= 0 || (offset < -1 && v[0] == dedupGroupVersion1) {
 			return n, fmt.Errorf("%w: dedup group entry %d: offset", ErrCorrupt, n)
 		}
 		b = b[w:]

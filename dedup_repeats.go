@@ -11,24 +11,34 @@ package equeue
 // repeatsStoredApart returns the first of repeats, messages of an append
 // of ids whose ID the append holds again later, that the records show
 // was not stored where a duplicate of the append would put it, or -1. The
-// append would start at base in queue of t (a negative base: before the
-// queue's start, so not stored as one append). A record this batch writes
-// is read from the batch; one that is gone (retention deleted it), or not
-// readable yet (a write still replicating), cannot be checked: the
+// append would start at base in the run of last, the entry of its last
+// message: an offset of last's queue of t, or an index in last's delayed
+// send, whose records wait in the delay log from the send's first slot
+// (a negative base: before the run's start, so not stored as one append).
+// A record this batch writes is read from the batch; one that is gone
+// (retention deleted it, or a delayed one was moved to its queue), or
+// not readable yet (a write still replicating), cannot be checked: the
 // window's entries alone decide, as for an append without repeats.
-func (e *Engine) repeatsStoredApart(b *batchState, t *topic, ids []string, queue int, base int64, repeats []int) int {
+func (e *Engine) repeatsStoredApart(b *batchState, t *topic, ids []string, last dedupEntry, base int64, repeats []int) int {
 	if base < 0 {
 		return 0
 	}
 	if len(repeats) == 0 {
 		return -1
 	}
-	q, err := t.queue(queue)
-	if err != nil {
-		return -1 // no such queue to read: the window's entries decide
+	key, start := delayLogID, base
+	if send, _, _ := entryPlace(last); last.offset >= 0 {
+		q, err := t.queue(last.queue)
+		if err != nil {
+			return -1 // no such queue to read: the window's entries decide
+		}
+		key = q.key
+	} else {
+		// The slot's low bits (delayedOffset): past them, a record of
+		// another send is read, and the append refused.
+		start += send
 	}
-	key := q.key
-	from, to := uint64(base)+uint64(repeats[0]), uint64(base)+uint64(repeats[len(repeats)-1])+1
+	from, to := uint64(start)+uint64(repeats[0]), uint64(start)+uint64(repeats[len(repeats)-1])+1
 	values := make(map[uint64][]byte, len(repeats))
 	for _, en := range b.entries {
 		if en.Queue == key && en.Offset >= from && en.Offset < to {
@@ -45,7 +55,7 @@ func (e *Engine) repeatsStoredApart(b *batchState, t *topic, ids []string, queue
 		}
 	}
 	for _, i := range repeats {
-		v, ok := values[uint64(base)+uint64(i)]
+		v, ok := values[uint64(start)+uint64(i)]
 		if !ok {
 			continue
 		}

@@ -411,7 +411,7 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 					b.firstDue = at
 				}
 			}
-			e.dedupRecord(b, c, c.target.id, -1)
+			e.dedupRecord(b, c, c.target.id, c.first)
 		} else {
 			e.dedupRecord(b, c, c.q.id, c.first)
 		}

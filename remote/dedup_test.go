@@ -100,3 +100,40 @@ func TestClient_DelayedDuplicateAnswersAsItsSendDid(t *testing.T) {
 	check(p, "reopened")
 	assert.Equal(t, int64(1), stored(e), "stored once")
 }
+
+// TestClient_DelayedBatchRepeatingAnIDIsADuplicateOnlyOfItself: over a
+// client as in process, a delayed batch [x, x] sent after a delayed x
+// alone is refused with ErrPartialDuplicate and stores nothing, while a
+// retry of a delayed [y, y] is a duplicate answered as its send was.
+func TestClient_DelayedBatchRepeatingAnIDIsADuplicateOnlyOfItself(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := startServer(t, e, "", nil)
+	c := dial(t, s.addr, nil)
+	require.NoError(t, c.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	p := newProducer(t, c)
+	batch := func(ids ...string) []*equeue.Message {
+		ms := make([]*equeue.Message, len(ids))
+		for i, id := range ids {
+			ms[i] = &equeue.Message{Topic: "t", ID: id, Body: []byte(id), Delay: time.Hour}
+		}
+		return ms
+	}
+	_, err := p.Send(ctx, batch("x")[0])
+	require.NoError(t, err)
+	first, err := p.SendBatch(ctx, batch("y", "y"))
+	require.NoError(t, err)
+	require.False(t, first.Duplicate)
+
+	r, err := p.SendBatch(ctx, batch("x", "x"))
+	require.ErrorIs(t, err, equeue.ErrPartialDuplicate, "answered %+v", r)
+	r, err = p.SendBatch(ctx, batch("y", "y"))
+	require.NoError(t, err)
+	assert.True(t, r.Duplicate)
+	assert.True(t, r.Delayed)
+	assert.Equal(t, int64(-1), r.FirstOffset)
+	assert.True(t, first.StoredAt.Equal(r.StoredAt))
+	info, err := e.Delayed(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 3, info.Pending, "nothing stored again")
+}
