@@ -112,3 +112,37 @@ func TestDedup_DelayedAppendRepeatingAnIDIsADuplicateOnlyOfItself(t *testing.T) 
 	require.NoError(t, err)
 	assert.Equal(t, 9, info.Pending, "nothing stored again")
 }
+
+// TestDedup_DelayedRetryAfterItsSlotsWereTakenAgain: the delay log gives
+// its slots out again once its records were moved and the engine
+// reopened, so a record read at a delayed send's slots may be another
+// send's. A retry of a delayed [x, x] whose slots a later send took was
+// checked against that send's records and refused with
+// ErrPartialDuplicate; it is a duplicate, and stores nothing.
+func TestDedup_DelayedRetryAfterItsSlotsWereTakenAgain(t *testing.T) {
+	ctx := ctxT(t)
+	e, reopen := openEngine(t, "badger", nil)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	batch := func(delay time.Duration, ids ...string) *equeue.AppendRequest {
+		ms := make([]*equeue.Message, len(ids))
+		for i, id := range ids {
+			ms[i] = &equeue.Message{ID: id, Body: []byte(id), Delay: delay}
+		}
+		return &equeue.AppendRequest{Topic: "t", Messages: ms}
+	}
+	first, err := e.Append(ctx, batch(10*time.Millisecond, "x", "x"))
+	require.NoError(t, err)
+	eventually(t, 20*time.Second, func() bool { return len(queueBodies(t, e, "t", 0)) == 2 }, "moved to its queue")
+	eventually(t, 20*time.Second, func() bool {
+		info, err := e.Delayed(ctx, 0)
+		return err == nil && info.Pending == 0
+	}, "its delay index keys gone")
+	e = reopen()
+	_, err = e.Append(ctx, batch(time.Hour, "a", "b"))
+	require.NoError(t, err)
+	r, err := e.Append(ctx, batch(time.Hour, "x", "x"))
+	require.NoError(t, err)
+	assert.True(t, r.Duplicate && r.Delayed, "%+v", r)
+	assert.True(t, first.StoredAt.Equal(r.StoredAt))
+	assert.Equal(t, []string{"x", "x"}, queueBodies(t, e, "t", 0))
+}

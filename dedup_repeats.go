@@ -1,5 +1,11 @@
 package equeue
 
+import (
+	"bytes"
+	"slices"
+	"time"
+)
+
 // An append that holds an ID more than once. The window keeps one entry
 // per ID, its latest message's position, so the window vouches only for
 // the last message of such an ID in an append of it (inRun): [x, x] fits
@@ -56,7 +62,10 @@ func (e *Engine) repeatsStoredApart(b *batchState, t *topic, ids []string, last 
 	}
 	for _, i := range repeats {
 		v, ok := values[uint64(start)+uint64(i)]
-		if !ok {
+		if !ok || (last.offset < 0 && !sealedAt(v, last.at)) {
+			// Not there, or a delay-log slot given out again (the log
+			// reopens at its end, at 0 once all was moved): another
+			// send's record, which checks nothing.
 			continue
 		}
 		if m, err := decodeRecord(v); err == nil && m.ID != ids[i] {
@@ -64,4 +73,12 @@ func (e *Engine) repeatsStoredApart(b *batchState, t *topic, ids []string, last 
 		}
 	}
 	return -1
+}
+
+// sealedAt reports whether rec is a record sealed at at, as the write
+// that stored a send at at sealed each of its records.
+func sealedAt(rec []byte, at time.Time) bool {
+	again := slices.Clone(rec)
+	sealRecord(again, at)
+	return bytes.Equal(again, rec)
 }
