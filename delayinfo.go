@@ -32,7 +32,9 @@ const maxDelayedCount = 100_000
 // Delayed reports how many delayed messages are pending (counting at most
 // 100,000) and the delivery times and queues of the earliest max of them
 // (0 means 32, at most 1024). A message whose topic was deleted is counted
-// with an empty topic name.
+// with an empty topic name. As pulls, it shows only sends the engine knows
+// stored: not one still being written, nor one of unknown outcome (its
+// fsync failed) until a reopen.
 func (e *Engine) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
 	return e.delayed(ctx, max, nil)
 }
@@ -52,6 +54,9 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 	defer e.leave()
 	info := DelayedInfo{Complete: true}
 	names := map[uint32]string{}
+	// The delay log's slots below its visible end are of sends the
+	// engine answered stored (durableBatch publishes it, as a queue's).
+	_, visible, _ := e.sched.log.bounds()
 	err := e.st.ScanMeta(keyDelayPrefix, func(k, v []byte) error {
 		if info.Pending >= maxDelayedCount {
 			info.Complete = false
@@ -62,9 +67,12 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 				return err
 			}
 		}
-		at, _, ok := parseDelayKey(k)
+		at, seq, ok := parseDelayKey(k)
 		if keep != nil && (!ok || len(v) != delayIndexValueLen) {
 			return nil
+		}
+		if ok && seq >= visible {
+			return nil // not known stored (yet)
 		}
 		var name string
 		if ok && len(v) == delayIndexValueLen {
