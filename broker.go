@@ -222,6 +222,13 @@ type Assignment struct {
 	// its queues. JoinGroup and Heartbeat answers carry it; zero means
 	// unknown (a server of a version before it sends none).
 	SessionTimeout time.Duration
+	// MaxPullWait is the longest the engine holds a pull waiting for
+	// messages (Options.MaxPullWait): a pull that asks to wait longer is
+	// answered by then. JoinGroup and Heartbeat answers carry it, so that
+	// a client over the network can give up on a long-poll whose answer
+	// is overdue; zero means unknown (a server of a version before it
+	// sends none).
+	MaxPullWait time.Duration
 }
 
 // HeartbeatRequest keeps a member alive and waits for assignment changes.

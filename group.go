@@ -544,12 +544,12 @@ func (g *group) grantFree() {
 }
 
 // assignment is member id's view, as the group's last change left it
-// (notify), under the engine's session timeout. g.mu must be held, and id
-// must be a member.
-func (g *group) assignment(id string, session time.Duration) Assignment {
+// (notify), under the engine's session timeout and pull wait cap (o). g.mu
+// must be held, and id must be a member.
+func (g *group) assignment(id string, o *Options) Assignment {
 	m := g.members[id]
 	a := Assignment{Group: g.name, Member: id, Epoch: g.epoch, Version: m.version, Queues: []Grant{}, Priorities: g.lanes,
-		SessionTimeout: session}
+		SessionTimeout: o.SessionTimeout, MaxPullWait: o.MaxPullWait}
 	if g.model == Broadcasting {
 		a.Queues = slices.Grow(a.Queues, len(g.queues))
 		for _, q := range g.queues {
@@ -739,7 +739,7 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 		e.log.Info("group member joined", "group", g.name, "member", req.Member)
 	}
 	c.rebalance(g)
-	return g.assignment(req.Member, e.opts.SessionTimeout), nil
+	return g.assignment(req.Member, &e.opts), nil
 }
 
 // validateMemberID reports ErrInvalidArgument unless id is 1-255 bytes
@@ -800,7 +800,7 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	m.lastSeen = time.Now()
 	if m.version != req.KnownVersion || req.Wait == 0 {
 		defer g.mu.Unlock()
-		return g.assignment(req.Member, e.opts.SessionTimeout), nil
+		return g.assignment(req.Member, &e.opts), nil
 	}
 	m.waiting++
 	changed := m.waitChange() // only a change of this member's answer
@@ -827,7 +827,7 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	if g.members[req.Member] != m {
 		return Assignment{}, fmt.Errorf("%w: %q in group %q", ErrNotMember, req.Member, req.Group)
 	}
-	return g.assignment(req.Member, e.opts.SessionTimeout), nil
+	return g.assignment(req.Member, &e.opts), nil
 }
 
 // LeaveGroup removes a member from its group and rebalances at once. A

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/holdproxy"
 	"github.com/equeue-go/equeue/remote"
 )
 
@@ -54,104 +55,9 @@ func (h *hangBroker) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest
 	return h.Broker.Heartbeat(ctx, req)
 }
 
-// holdProxy forwards TCP connections to target; while held it passes no
-// byte either way (a black-holing partition, or a server stopped with
-// SIGSTOP): calls through it hang until it is let go.
-type holdProxy struct {
-	lis    net.Listener
-	target string
-	done   chan struct{}
-	mu     sync.Mutex
-	held   chan struct{} // set while held; closed when let go
-	conns  []net.Conn
-}
-
-func newHoldProxy(t *testing.T, target string) *holdProxy {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &holdProxy{lis: lis, target: target, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Go(p.accept)
-	t.Cleanup(func() {
-		close(p.done)
-		_ = lis.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-		wg.Wait()
-	})
-	return p
-}
-
-func (p *holdProxy) accept() {
-	for {
-		in, err := p.lis.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, in, out)
-		p.mu.Unlock()
-		go p.pipe(out, in)
-		go p.pipe(in, out)
-	}
-}
-
-// pipe copies src to dst, holding each chunk while the proxy is held.
-func (p *holdProxy) pipe(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			held := p.held
-			p.mu.Unlock()
-			if held != nil {
-				select {
-				case <-held:
-				case <-p.done:
-					return
-				}
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *holdProxy) hang() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.held == nil {
-		p.held = make(chan struct{})
-	}
-}
-
-func (p *holdProxy) letGo() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.held != nil {
-		close(p.held)
-		p.held = nil
-	}
-}
-
 // hangingBroker returns a broker of e whose heartbeats can be made to
 // hang, and the functions that hang it and let it go. Over "remote" it is
-// a client of its own server behind a holdProxy, so the whole connection
+// a client of its own server behind a holdproxy.Proxy, so the whole connection
 // hangs (its other calls too); otherwise a hangBroker around b.
 func hangingBroker(t *testing.T, tr string, e *equeue.Engine, b equeue.Broker) (equeue.Broker, func(), func()) {
 	t.Helper()
@@ -170,12 +76,12 @@ func hangingBroker(t *testing.T, tr string, e *equeue.Engine, b equeue.Broker) (
 		srv.Stop()
 		<-served
 	})
-	p := newHoldProxy(t, lis.Addr().String())
-	t.Cleanup(p.letGo)
-	c, err := remote.Dial(p.lis.Addr().String(), nil)
+	p := holdproxy.New(t, lis.Addr().String())
+	t.Cleanup(p.LetGo)
+	c, err := remote.Dial(p.Addr(), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	return c, p.hang, p.letGo
+	return c, p.Hang, p.LetGo
 }
 
 // TestOrderly_HungMemberStartsNothingOnceItsQueueMoved: a member whose

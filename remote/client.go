@@ -106,6 +106,12 @@ type Client struct {
 	// answer told (equeue.Assignment.SessionTimeout), in nanoseconds;
 	// zero while unknown. See heartbeatSlack.
 	session atomic.Int64
+	// slack is longPollSlack, in nanoseconds; tests shorten it.
+	slack atomic.Int64
+	// pullCap is the engine's MaxPullWait its last join or heartbeat
+	// answer told (equeue.Assignment.MaxPullWait), in nanoseconds; zero
+	// while unknown. See callBound.
+	pullCap atomic.Int64
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -158,6 +164,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	}
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token),
 		closeDone: make(chan struct{})}
+	c.slack.Store(int64(longPollSlack))
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
 	c.ahead = newReadAhead(c, o.PullAhead)
@@ -225,13 +232,35 @@ func (c *Client) fail(err error) error {
 	return fromStatus(err)
 }
 
-// longPoll bounds a long-poll that has no deadline, so a broker that
-// vanished without closing the connection cannot hold it forever.
-func longPoll(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
-	return longPollWithin(ctx, wait, longPollSlack)
+// longPoll bounds a long-poll call that has no deadline, so a broker that
+// vanished without closing the connection cannot hold it forever: it may
+// take callBound(wait) from now. Call it when the call starts.
+func (c *Client) longPoll(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.callBound(wait))
 }
 
-// longPollWithin is longPoll with slack in place of longPollSlack.
+// callBound is how long a call that asks the broker to wait up to wait
+// may take: the wait, within the engine's MaxPullWait when an answer told
+// it (the broker answers by then whatever the call asked), plus the
+// slack. Before the engine told it (or from a server of an older version,
+// which tells none) it is the wait plus the slack.
+func (c *Client) callBound(wait time.Duration) time.Duration {
+	wait = max(wait, 0)
+	if limit := time.Duration(c.pullCap.Load()); limit > 0 {
+		wait = min(wait, limit)
+	}
+	return wait + c.pollSlack()
+}
+
+// pollSlack is how long past its wait a long-poll may take: longPollSlack
+// (shorter in tests).
+func (c *Client) pollSlack() time.Duration { return time.Duration(c.slack.Load()) }
+
+// longPollWithin bounds a call without a deadline by its whole wait (not
+// within the engine's cap) plus slack, from now.
 func longPollWithin(ctx context.Context, wait, slack time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
@@ -248,16 +277,20 @@ func longPollWithin(ctx context.Context, wait, slack time.Duration) (context.Con
 // only delays its retrying, hearing so, and rejoining.
 func (c *Client) heartbeatSlack() time.Duration {
 	if s := time.Duration(c.session.Load()); s > 0 {
-		return min(s, longPollSlack)
+		return min(s, c.pollSlack())
 	}
-	return longPollSlack
+	return c.pollSlack()
 }
 
-// learnSession records the session timeout a join or heartbeat answer
-// told, if any (a server of an older version tells none), and returns a.
-func (c *Client) learnSession(a equeue.Assignment) equeue.Assignment {
+// learnLimits records the session timeout and the pull wait cap a join
+// or heartbeat answer told, if any (a server of an older version tells
+// none), and returns a.
+func (c *Client) learnLimits(a equeue.Assignment) equeue.Assignment {
 	if a.SessionTimeout > 0 {
 		c.session.Store(int64(a.SessionTimeout))
+	}
+	if a.MaxPullWait > 0 {
+		c.pullCap.Store(int64(a.MaxPullWait))
 	}
 	return a
 }
@@ -398,8 +431,8 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 	if req == nil {
 		return equeue.PullResult{}, fmt.Errorf("%w: nil pull request", equeue.ErrInvalidArgument)
 	}
-	ctx, cancel := longPoll(ctx, req.Wait)
-	defer cancel()
+	// Each call bounds itself when it starts (longPoll): a call before
+	// the long-poll (reading ahead) takes nothing off the long-poll's time.
 	var res equeue.PullResult
 	var err error
 	if c.ahead.enabled(req) {
@@ -410,7 +443,7 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 			// A group member's long-poll: one call carries all of them.
 			res, err = c.waitPull(ctx, in)
 		} else {
-			res, err = c.pullDirect(ctx, in)
+			res, err = c.pullCall(ctx, in)
 		}
 	}
 	if err != nil {
@@ -420,6 +453,14 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 		return equeue.PullResult{}, err
 	}
 	return res, nil
+}
+
+// pullCall is one Pull call of in, bounded from now (longPoll) when ctx
+// has no deadline.
+func (c *Client) pullCall(ctx context.Context, in *pb.PullRequest) (equeue.PullResult, error) {
+	ctx, cancel := c.longPoll(ctx, in.GetWait().AsDuration())
+	defer cancel()
+	return c.pullDirect(ctx, in)
 }
 
 // pullPB is the wire form of req, asking for max messages and waiting up
@@ -471,7 +512,7 @@ func (c *Client) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue
 	if err != nil {
 		return equeue.Assignment{}, c.fail(err)
 	}
-	return c.learnSession(assignmentFromPB(resp.GetAssignment())), nil
+	return c.learnLimits(assignmentFromPB(resp.GetAssignment())), nil
 }
 
 // Heartbeat keeps a member alive; it returns at once when the assignment
@@ -490,7 +531,7 @@ func (c *Client) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (e
 	if err != nil {
 		return equeue.Assignment{}, c.fail(err)
 	}
-	return c.learnSession(assignmentFromPB(resp.GetAssignment())), nil
+	return c.learnLimits(assignmentFromPB(resp.GetAssignment())), nil
 }
 
 // LeaveGroup removes a member; its queues are handed to the others. A

@@ -271,7 +271,7 @@ func revokingFromPB(gs []*pb.Grant) []equeue.Grant {
 func assignmentToPB(a equeue.Assignment) *pb.Assignment {
 	return &pb.Assignment{Group: a.Group, Member: a.Member, Epoch: a.Epoch, Version: a.Version,
 		Queues: grantsToPB(a.Queues), Pending: toInt32(a.Pending), Revoking: grantsToPB(a.Revoking), Priorities: lanesToPB(a.Priorities),
-		SessionTimeout: durationPB(a.SessionTimeout)}
+		SessionTimeout: durationPB(a.SessionTimeout), MaxPullWait: durationPB(a.MaxPullWait)}
 }
 
 // lanesToPB converts Assignment.Priorities; nil stays nil.
@@ -301,13 +301,14 @@ func lanesFromPB(m map[string]int32) map[string]int {
 func assignmentFromPB(a *pb.Assignment) equeue.Assignment {
 	return equeue.Assignment{Group: a.GetGroup(), Member: a.GetMember(), Epoch: a.GetEpoch(), Version: a.GetVersion(),
 		Queues: grantsFromPB(a.GetQueues()), Pending: int(a.GetPending()), Revoking: revokingFromPB(a.GetRevoking()),
-		Priorities: lanesFromPB(a.GetPriorities()), SessionTimeout: sessionFromPB(a.GetSessionTimeout())}
+		Priorities: lanesFromPB(a.GetPriorities()), SessionTimeout: sessionFromPB(a.GetSessionTimeout()),
+		MaxPullWait: sessionFromPB(a.GetMaxPullWait())}
 }
 
-// sessionFromPB converts Assignment.SessionTimeout. A server of a version
-// before it sends none: zero, unknown. So is one that is invalid or not
-// positive, which no engine applies, rather than an error that would fail
-// a heartbeat that got through.
+// sessionFromPB converts Assignment.SessionTimeout, and MaxPullWait alike.
+// A server of a version before it sends none: zero, unknown. So is one
+// that is invalid or not positive, which no engine applies, rather than
+// an error that would fail a heartbeat that got through.
 func sessionFromPB(d *durationpb.Duration) time.Duration {
 	s, err := fromDurationPB(d)
 	if err != nil || s < 0 {

@@ -109,7 +109,7 @@ func TestAssignment_RoundTrips(t *testing.T) {
 	for _, a := range []equeue.Assignment{
 		{Group: "g", Member: "m", Epoch: 3, Version: 9, Queues: []equeue.Grant{}},
 		{Group: "g", Member: "m", Epoch: 3, Version: 9, Queues: []equeue.Grant{g(0, 2), g(1, 3)}, Pending: 1,
-			Revoking: []equeue.Grant{g(2, 1)}, SessionTimeout: 7 * time.Second},
+			Revoking: []equeue.Grant{g(2, 1)}, SessionTimeout: 7 * time.Second, MaxPullWait: 15 * time.Second},
 	} {
 		assert.Equal(t, a, assignmentFromPB(assignmentToPB(a)))
 	}
@@ -122,6 +122,14 @@ func TestAssignment_RoundTrips(t *testing.T) {
 func TestAssignment_SessionTimeoutFromAnOlderServer(t *testing.T) {
 	assert.Zero(t, assignmentFromPB(&pb.Assignment{Group: "g", Member: "m"}).SessionTimeout)
 	assert.Zero(t, assignmentFromPB(&pb.Assignment{SessionTimeout: durationpb.New(-time.Second)}).SessionTimeout)
+}
+
+// TestAssignment_MaxPullWaitFromAnOlderServer: a server of a version
+// before Assignment.MaxPullWait sends none, which reads as zero (unknown);
+// so does one the wire cannot hold (negative).
+func TestAssignment_MaxPullWaitFromAnOlderServer(t *testing.T) {
+	assert.Zero(t, assignmentFromPB(&pb.Assignment{Group: "g", Member: "m"}).MaxPullWait)
+	assert.Zero(t, assignmentFromPB(&pb.Assignment{MaxPullWait: durationpb.New(-time.Second)}).MaxPullWait)
 }
 
 // TestConsumeFromMapping: the wire keeps 0 = latest for older clients; the

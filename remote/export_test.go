@@ -64,3 +64,7 @@ const ExtraConnStreams = extraConnStreams
 
 // HeartbeatSlack is how long past its wait c lets a heartbeat take.
 func HeartbeatSlack(c *Client) time.Duration { return c.heartbeatSlack() }
+
+// SetLongPollSlack sets how long past its wait c lets a long-poll take
+// (30 s), so that tests of a hung connection are short.
+func SetLongPollSlack(c *Client, d time.Duration) { c.slack.Store(int64(d)) }

@@ -95,12 +95,17 @@ var errMuxFull = errors.New("remote: the client's PullMany call is full")
 
 // waitPull is a group member's long-poll: it joins the client's PullMany
 // call, or, when that carries maxPullMany pulls already (the most the
-// broker takes in one), is a Pull call of its own.
+// broker takes in one), is a Pull call of its own. Each PullMany call is
+// bounded by its own wait (see round); a pull without a deadline of its
+// own, which may span several calls up to its own wait, waits no longer
+// than that wait plus the slack from now.
 func (c *Client) waitPull(ctx context.Context, in *pb.PullRequest) (equeue.PullResult, error) {
-	resp, err := c.mux.pull(ctx, in)
+	mctx, cancel := longPollWithin(ctx, in.GetWait().AsDuration(), c.pollSlack())
+	resp, err := c.mux.pull(mctx, in)
+	cancel()
 	switch {
 	case errors.Is(err, errMuxFull):
-		return c.pullDirect(ctx, in)
+		return c.pullCall(ctx, in)
 	case err != nil:
 		return equeue.PullResult{}, err
 	}
@@ -240,7 +245,9 @@ func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 	}
 	wait = max(wait, 0)
 	in.Wait = durationPB(wait)
-	ctx, cancel := context.WithTimeout(context.Background(), wait+longPollSlack)
+	// Bounded from now by its wait within the engine's cap: a broker that
+	// caps a longer wait answers by its cap.
+	ctx, cancel := context.WithTimeout(context.Background(), m.c.callBound(wait))
 	defer cancel()
 	// The call runs on the loop's goroutine; poke and close cancel it.
 	m.mu.Lock()

@@ -126,9 +126,10 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 		break
 	}
 	fetch := max(want, ra.ahead)
-	res, err := ra.c.pullDirect(ctx, ra.c.pullPB(req, fetch, 0))
+	res, err := ra.c.pullCall(ctx, ra.c.pullPB(req, fetch, 0))
 	if err == nil && idleAnswer(res, req.Offset) {
-		// At the end of the queue: wait with the client's other pulls.
+		// At the end of the queue: wait with the client's other pulls,
+		// bounded from now on.
 		res, err = ra.c.waitPull(ctx, ra.c.pullPB(req, fetch, req.Wait))
 	}
 	if err != nil {
@@ -202,7 +203,7 @@ func (ra *readAhead) fetch(key aheadKey, q *aheadQueue) {
 	ra.wg.Add(1)
 	go func() {
 		defer ra.wg.Done()
-		ctx, cancel := context.WithTimeout(ra.ctx, longPollSlack)
+		ctx, cancel := context.WithTimeout(ra.ctx, ra.c.pollSlack())
 		sent := time.Now()
 		res, err := ra.c.pullDirect(ctx, in)
 		cancel()

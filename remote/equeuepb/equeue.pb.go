@@ -1287,8 +1287,12 @@ type Assignment struct {
 	// How long the engine keeps the member without a heartbeat
 	// (Assignment.SessionTimeout); absent from older servers: unknown.
 	SessionTimeout *durationpb.Duration `protobuf:"bytes,8,opt,name=session_timeout,json=sessionTimeout,proto3" json:"session_timeout,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The longest the engine holds a pull waiting (Assignment.MaxPullWait):
+	// a client's long-poll that asks for more is answered by then, so the
+	// client bounds its deadline by it. Absent from older servers: unknown.
+	MaxPullWait   *durationpb.Duration `protobuf:"bytes,9,opt,name=max_pull_wait,json=maxPullWait,proto3" json:"max_pull_wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Assignment) Reset() {
@@ -1380,6 +1384,13 @@ func (x *Assignment) GetPriorities() map[string]int32 {
 func (x *Assignment) GetSessionTimeout() *durationpb.Duration {
 	if x != nil {
 		return x.SessionTimeout
+	}
+	return nil
+}
+
+func (x *Assignment) GetMaxPullWait() *durationpb.Duration {
+	if x != nil {
+		return x.MaxPullWait
 	}
 	return nil
 }
@@ -5230,7 +5241,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	" \x01(\x05R\x13deletedTopicRetries\"<\n" +
 	"\fSubscription\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x16\n" +
-	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xa6\x03\n" +
+	"\x06filter\x18\x02 \x01(\tR\x06filter\"\xe5\x03\n" +
 	"\n" +
 	"Assignment\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
@@ -5243,7 +5254,8 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\n" +
 	"priorities\x18\x10 \x03(\v2%.equeue.v1.Assignment.PrioritiesEntryR\n" +
 	"priorities\x12B\n" +
-	"\x0fsession_timeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0esessionTimeout\x1a=\n" +
+	"\x0fsession_timeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0esessionTimeout\x12=\n" +
+	"\rmax_pull_wait\x18\t \x01(\v2\x19.google.protobuf.DurationR\vmaxPullWait\x1a=\n" +
 	"\x0fPrioritiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xc7\x02\n" +
@@ -5685,116 +5697,117 @@ var file_equeue_v1_equeue_proto_depIdxs = []int32{
 	9,  // 11: equeue.v1.Assignment.revoking:type_name -> equeue.v1.Grant
 	86, // 12: equeue.v1.Assignment.priorities:type_name -> equeue.v1.Assignment.PrioritiesEntry
 	88, // 13: equeue.v1.Assignment.session_timeout:type_name -> google.protobuf.Duration
-	2,  // 14: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
-	16, // 15: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
-	3,  // 16: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
-	17, // 17: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
-	88, // 18: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
-	17, // 19: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
-	9,  // 20: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
-	9,  // 21: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
-	27, // 22: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
-	27, // 23: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
-	26, // 24: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
-	9,  // 25: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
-	28, // 26: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
-	88, // 27: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
-	77, // 28: equeue.v1.CreateTopicRequest.limits:type_name -> equeue.v1.TopicLimits
-	41, // 29: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
-	77, // 30: equeue.v1.TopicInfo.limits:type_name -> equeue.v1.TopicLimits
-	42, // 31: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
-	42, // 32: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
-	8,  // 33: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
-	2,  // 34: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
-	16, // 35: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
-	47, // 36: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
-	48, // 37: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
-	49, // 38: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
-	49, // 39: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
-	4,  // 40: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
-	54, // 41: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
-	7,  // 42: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
-	58, // 43: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
-	9,  // 44: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
-	88, // 45: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
-	14, // 46: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
-	88, // 47: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
-	66, // 48: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
-	15, // 49: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
-	67, // 50: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
-	87, // 51: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
-	69, // 52: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
-	5,  // 53: equeue.v1.TopicLimits.overflow:type_name -> equeue.v1.Overflow
-	88, // 54: equeue.v1.TopicLimits.default_ttl:type_name -> google.protobuf.Duration
-	88, // 55: equeue.v1.TopicLimits.retention_age:type_name -> google.protobuf.Duration
-	6,  // 56: equeue.v1.TopicLimits.unconsumed:type_name -> equeue.v1.Unconsumed
-	77, // 57: equeue.v1.SetTopicLimitsRequest.limits:type_name -> equeue.v1.TopicLimits
-	81, // 58: equeue.v1.AppendStreamRequest.appends:type_name -> equeue.v1.StreamAppend
-	12, // 59: equeue.v1.StreamAppend.append:type_name -> equeue.v1.AppendRequest
-	83, // 60: equeue.v1.AppendStreamResponse.results:type_name -> equeue.v1.StreamAppendResult
-	13, // 61: equeue.v1.StreamAppendResult.response:type_name -> equeue.v1.AppendResponse
-	67, // 62: equeue.v1.StreamAppendResult.error:type_name -> equeue.v1.PullError
-	10, // 63: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
-	12, // 64: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
-	14, // 65: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
-	18, // 66: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
-	20, // 67: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
-	22, // 68: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
-	24, // 69: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
-	29, // 70: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
-	31, // 71: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
-	62, // 72: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
-	64, // 73: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
-	33, // 74: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
-	35, // 75: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
-	37, // 76: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
-	39, // 77: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
-	43, // 78: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
-	45, // 79: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
-	50, // 80: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
-	52, // 81: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
-	55, // 82: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
-	57, // 83: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
-	60, // 84: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
-	68, // 85: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
-	71, // 86: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
-	73, // 87: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
-	75, // 88: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
-	78, // 89: equeue.v1.Broker.SetTopicLimits:input_type -> equeue.v1.SetTopicLimitsRequest
-	80, // 90: equeue.v1.Broker.AppendStream:input_type -> equeue.v1.AppendStreamRequest
-	11, // 91: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
-	13, // 92: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
-	15, // 93: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
-	19, // 94: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
-	21, // 95: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
-	23, // 96: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
-	25, // 97: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
-	30, // 98: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
-	32, // 99: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
-	63, // 100: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
-	65, // 101: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
-	34, // 102: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
-	36, // 103: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
-	38, // 104: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
-	40, // 105: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
-	44, // 106: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
-	46, // 107: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
-	51, // 108: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
-	53, // 109: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
-	56, // 110: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
-	59, // 111: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
-	61, // 112: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
-	70, // 113: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
-	72, // 114: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
-	74, // 115: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
-	76, // 116: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
-	79, // 117: equeue.v1.Broker.SetTopicLimits:output_type -> equeue.v1.SetTopicLimitsResponse
-	82, // 118: equeue.v1.Broker.AppendStream:output_type -> equeue.v1.AppendStreamResponse
-	91, // [91:119] is the sub-list for method output_type
-	63, // [63:91] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	88, // 14: equeue.v1.Assignment.max_pull_wait:type_name -> google.protobuf.Duration
+	2,  // 15: equeue.v1.JoinGroupRequest.model:type_name -> equeue.v1.MessageModel
+	16, // 16: equeue.v1.JoinGroupRequest.subscriptions:type_name -> equeue.v1.Subscription
+	3,  // 17: equeue.v1.JoinGroupRequest.from:type_name -> equeue.v1.ConsumeFrom
+	17, // 18: equeue.v1.JoinGroupResponse.assignment:type_name -> equeue.v1.Assignment
+	88, // 19: equeue.v1.HeartbeatRequest.wait:type_name -> google.protobuf.Duration
+	17, // 20: equeue.v1.HeartbeatResponse.assignment:type_name -> equeue.v1.Assignment
+	9,  // 21: equeue.v1.ReleaseQueuesRequest.queues:type_name -> equeue.v1.Grant
+	9,  // 22: equeue.v1.OffsetCommit.grant:type_name -> equeue.v1.Grant
+	27, // 23: equeue.v1.OffsetCommit.attempts:type_name -> equeue.v1.MessageAttempts
+	27, // 24: equeue.v1.FetchedAttempts.attempts:type_name -> equeue.v1.MessageAttempts
+	26, // 25: equeue.v1.CommitOffsetsRequest.offsets:type_name -> equeue.v1.OffsetCommit
+	9,  // 26: equeue.v1.FetchOffsetsRequest.queues:type_name -> equeue.v1.Grant
+	28, // 27: equeue.v1.FetchOffsetsResponse.attempts:type_name -> equeue.v1.FetchedAttempts
+	88, // 28: equeue.v1.CreateTopicRequest.dedup_window:type_name -> google.protobuf.Duration
+	77, // 29: equeue.v1.CreateTopicRequest.limits:type_name -> equeue.v1.TopicLimits
+	41, // 30: equeue.v1.TopicInfo.queues:type_name -> equeue.v1.QueueInfo
+	77, // 31: equeue.v1.TopicInfo.limits:type_name -> equeue.v1.TopicLimits
+	42, // 32: equeue.v1.ListTopicsResponse.topics:type_name -> equeue.v1.TopicInfo
+	42, // 33: equeue.v1.DescribeTopicResponse.topic:type_name -> equeue.v1.TopicInfo
+	8,  // 34: equeue.v1.MemberInfo.queues:type_name -> equeue.v1.QueueRef
+	2,  // 35: equeue.v1.GroupInfo.model:type_name -> equeue.v1.MessageModel
+	16, // 36: equeue.v1.GroupInfo.subscriptions:type_name -> equeue.v1.Subscription
+	47, // 37: equeue.v1.GroupInfo.members:type_name -> equeue.v1.MemberInfo
+	48, // 38: equeue.v1.GroupInfo.queues:type_name -> equeue.v1.GroupQueueInfo
+	49, // 39: equeue.v1.ListGroupsResponse.groups:type_name -> equeue.v1.GroupInfo
+	49, // 40: equeue.v1.DescribeGroupResponse.group:type_name -> equeue.v1.GroupInfo
+	4,  // 41: equeue.v1.ResetOffsetsRequest.to:type_name -> equeue.v1.ResetTarget
+	54, // 42: equeue.v1.ResetOffsetsRequest.offsets:type_name -> equeue.v1.QueueOffset
+	7,  // 43: equeue.v1.DeadLetter.message:type_name -> equeue.v1.Message
+	58, // 44: equeue.v1.ListDeadLettersResponse.dead_letters:type_name -> equeue.v1.DeadLetter
+	9,  // 45: equeue.v1.SendBackRequest.grant:type_name -> equeue.v1.Grant
+	88, // 46: equeue.v1.SendBackRequest.delay:type_name -> google.protobuf.Duration
+	14, // 47: equeue.v1.PullManyRequest.pulls:type_name -> equeue.v1.PullRequest
+	88, // 48: equeue.v1.PullManyRequest.wait:type_name -> google.protobuf.Duration
+	66, // 49: equeue.v1.PullManyResponse.items:type_name -> equeue.v1.PullManyItem
+	15, // 50: equeue.v1.PullManyItem.response:type_name -> equeue.v1.PullResponse
+	67, // 51: equeue.v1.PullManyItem.error:type_name -> equeue.v1.PullError
+	87, // 52: equeue.v1.PullError.metadata:type_name -> equeue.v1.PullError.MetadataEntry
+	69, // 53: equeue.v1.ListDelayedResponse.next:type_name -> equeue.v1.DelayedEntry
+	5,  // 54: equeue.v1.TopicLimits.overflow:type_name -> equeue.v1.Overflow
+	88, // 55: equeue.v1.TopicLimits.default_ttl:type_name -> google.protobuf.Duration
+	88, // 56: equeue.v1.TopicLimits.retention_age:type_name -> google.protobuf.Duration
+	6,  // 57: equeue.v1.TopicLimits.unconsumed:type_name -> equeue.v1.Unconsumed
+	77, // 58: equeue.v1.SetTopicLimitsRequest.limits:type_name -> equeue.v1.TopicLimits
+	81, // 59: equeue.v1.AppendStreamRequest.appends:type_name -> equeue.v1.StreamAppend
+	12, // 60: equeue.v1.StreamAppend.append:type_name -> equeue.v1.AppendRequest
+	83, // 61: equeue.v1.AppendStreamResponse.results:type_name -> equeue.v1.StreamAppendResult
+	13, // 62: equeue.v1.StreamAppendResult.response:type_name -> equeue.v1.AppendResponse
+	67, // 63: equeue.v1.StreamAppendResult.error:type_name -> equeue.v1.PullError
+	10, // 64: equeue.v1.Broker.Route:input_type -> equeue.v1.RouteRequest
+	12, // 65: equeue.v1.Broker.Append:input_type -> equeue.v1.AppendRequest
+	14, // 66: equeue.v1.Broker.Pull:input_type -> equeue.v1.PullRequest
+	18, // 67: equeue.v1.Broker.JoinGroup:input_type -> equeue.v1.JoinGroupRequest
+	20, // 68: equeue.v1.Broker.Heartbeat:input_type -> equeue.v1.HeartbeatRequest
+	22, // 69: equeue.v1.Broker.LeaveGroup:input_type -> equeue.v1.LeaveGroupRequest
+	24, // 70: equeue.v1.Broker.ReleaseQueues:input_type -> equeue.v1.ReleaseQueuesRequest
+	29, // 71: equeue.v1.Broker.CommitOffsets:input_type -> equeue.v1.CommitOffsetsRequest
+	31, // 72: equeue.v1.Broker.FetchOffsets:input_type -> equeue.v1.FetchOffsetsRequest
+	62, // 73: equeue.v1.Broker.SendBack:input_type -> equeue.v1.SendBackRequest
+	64, // 74: equeue.v1.Broker.PullMany:input_type -> equeue.v1.PullManyRequest
+	33, // 75: equeue.v1.Broker.CreateTopic:input_type -> equeue.v1.CreateTopicRequest
+	35, // 76: equeue.v1.Broker.AddQueues:input_type -> equeue.v1.AddQueuesRequest
+	37, // 77: equeue.v1.Broker.DeleteTopic:input_type -> equeue.v1.DeleteTopicRequest
+	39, // 78: equeue.v1.Broker.SetQueueWritable:input_type -> equeue.v1.SetQueueWritableRequest
+	43, // 79: equeue.v1.Broker.ListTopics:input_type -> equeue.v1.ListTopicsRequest
+	45, // 80: equeue.v1.Broker.DescribeTopic:input_type -> equeue.v1.DescribeTopicRequest
+	50, // 81: equeue.v1.Broker.ListGroups:input_type -> equeue.v1.ListGroupsRequest
+	52, // 82: equeue.v1.Broker.DescribeGroup:input_type -> equeue.v1.DescribeGroupRequest
+	55, // 83: equeue.v1.Broker.ResetOffsets:input_type -> equeue.v1.ResetOffsetsRequest
+	57, // 84: equeue.v1.Broker.ListDeadLetters:input_type -> equeue.v1.ListDeadLettersRequest
+	60, // 85: equeue.v1.Broker.Redrive:input_type -> equeue.v1.RedriveRequest
+	68, // 86: equeue.v1.Broker.ListDelayed:input_type -> equeue.v1.ListDelayedRequest
+	71, // 87: equeue.v1.Broker.EngineStats:input_type -> equeue.v1.EngineStatsRequest
+	73, // 88: equeue.v1.Broker.DeleteReplyTopic:input_type -> equeue.v1.DeleteReplyTopicRequest
+	75, // 89: equeue.v1.Broker.DeleteGroup:input_type -> equeue.v1.DeleteGroupRequest
+	78, // 90: equeue.v1.Broker.SetTopicLimits:input_type -> equeue.v1.SetTopicLimitsRequest
+	80, // 91: equeue.v1.Broker.AppendStream:input_type -> equeue.v1.AppendStreamRequest
+	11, // 92: equeue.v1.Broker.Route:output_type -> equeue.v1.RouteResponse
+	13, // 93: equeue.v1.Broker.Append:output_type -> equeue.v1.AppendResponse
+	15, // 94: equeue.v1.Broker.Pull:output_type -> equeue.v1.PullResponse
+	19, // 95: equeue.v1.Broker.JoinGroup:output_type -> equeue.v1.JoinGroupResponse
+	21, // 96: equeue.v1.Broker.Heartbeat:output_type -> equeue.v1.HeartbeatResponse
+	23, // 97: equeue.v1.Broker.LeaveGroup:output_type -> equeue.v1.LeaveGroupResponse
+	25, // 98: equeue.v1.Broker.ReleaseQueues:output_type -> equeue.v1.ReleaseQueuesResponse
+	30, // 99: equeue.v1.Broker.CommitOffsets:output_type -> equeue.v1.CommitOffsetsResponse
+	32, // 100: equeue.v1.Broker.FetchOffsets:output_type -> equeue.v1.FetchOffsetsResponse
+	63, // 101: equeue.v1.Broker.SendBack:output_type -> equeue.v1.SendBackResponse
+	65, // 102: equeue.v1.Broker.PullMany:output_type -> equeue.v1.PullManyResponse
+	34, // 103: equeue.v1.Broker.CreateTopic:output_type -> equeue.v1.CreateTopicResponse
+	36, // 104: equeue.v1.Broker.AddQueues:output_type -> equeue.v1.AddQueuesResponse
+	38, // 105: equeue.v1.Broker.DeleteTopic:output_type -> equeue.v1.DeleteTopicResponse
+	40, // 106: equeue.v1.Broker.SetQueueWritable:output_type -> equeue.v1.SetQueueWritableResponse
+	44, // 107: equeue.v1.Broker.ListTopics:output_type -> equeue.v1.ListTopicsResponse
+	46, // 108: equeue.v1.Broker.DescribeTopic:output_type -> equeue.v1.DescribeTopicResponse
+	51, // 109: equeue.v1.Broker.ListGroups:output_type -> equeue.v1.ListGroupsResponse
+	53, // 110: equeue.v1.Broker.DescribeGroup:output_type -> equeue.v1.DescribeGroupResponse
+	56, // 111: equeue.v1.Broker.ResetOffsets:output_type -> equeue.v1.ResetOffsetsResponse
+	59, // 112: equeue.v1.Broker.ListDeadLetters:output_type -> equeue.v1.ListDeadLettersResponse
+	61, // 113: equeue.v1.Broker.Redrive:output_type -> equeue.v1.RedriveResponse
+	70, // 114: equeue.v1.Broker.ListDelayed:output_type -> equeue.v1.ListDelayedResponse
+	72, // 115: equeue.v1.Broker.EngineStats:output_type -> equeue.v1.EngineStatsResponse
+	74, // 116: equeue.v1.Broker.DeleteReplyTopic:output_type -> equeue.v1.DeleteReplyTopicResponse
+	76, // 117: equeue.v1.Broker.DeleteGroup:output_type -> equeue.v1.DeleteGroupResponse
+	79, // 118: equeue.v1.Broker.SetTopicLimits:output_type -> equeue.v1.SetTopicLimitsResponse
+	82, // 119: equeue.v1.Broker.AppendStream:output_type -> equeue.v1.AppendStreamResponse
+	92, // [92:120] is the sub-list for method output_type
+	64, // [64:92] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_equeue_v1_equeue_proto_init() }

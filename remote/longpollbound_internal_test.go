@@ -1,0 +1,29 @@
+package remote
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/equeue-go/equeue"
+)
+
+// TestClient_LongPollBoundFollowsTheToldCap: a long-poll call may take its
+// wait plus the slack while the client knows no cap of the engine (before
+// a join's answer, or from a server of an older version, which tells
+// none); once an answer told the engine's MaxPullWait, a longer wait
+// counts as the cap, a shorter one as itself.
+func TestClient_LongPollBoundFollowsTheToldCap(t *testing.T) {
+	c := &Client{}
+	c.slack.Store(int64(longPollSlack))
+	assert.Equal(t, time.Minute+longPollSlack, c.callBound(time.Minute), "no cap told")
+	c.learnLimits(equeue.Assignment{SessionTimeout: time.Second})
+	assert.Equal(t, time.Minute+longPollSlack, c.callBound(time.Minute), "an answer without a cap (an older server)")
+	c.learnLimits(equeue.Assignment{MaxPullWait: 15 * time.Second})
+	assert.Equal(t, 15*time.Second+longPollSlack, c.callBound(time.Minute), "a wait past the cap")
+	assert.Equal(t, 2*time.Second+longPollSlack, c.callBound(2*time.Second), "a wait within the cap")
+	assert.Equal(t, longPollSlack, c.callBound(0), "no wait")
+	c.learnLimits(equeue.Assignment{})
+	assert.Equal(t, 15*time.Second+longPollSlack, c.callBound(time.Minute), "an answer without a cap keeps the one told")
+}
