@@ -40,7 +40,9 @@ func (c *Client) FastPathOwner() any { return c }
 // ErrUnavailable too (as a unary Append's does), so check
 // equeue.ErrIndeterminate first. One that never left the client gets its
 // cause alone (ErrUnavailable, ctx's error, equeue.ErrClosed after Close):
-// it was not stored; one the
+// it was not stored. An append whose ctx ended before it left the client
+// (before the call, or while it waited for a window slot or its turn on
+// the stream) is never sent, as the engine in-process takes none; one the
 // current stream can no longer carry (its connection went, the server
 // away while the client was idle, say) goes on a new stream. So does
 // an append whose answer could pass the client's MaxMessageBytes
@@ -57,6 +59,10 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 	}
 	if req == nil {
 		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument))
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		cb(equeue.AppendResult{}, err) // never sent, as the engine takes none
 		return
 	}
 	if err := c.answerFits(req); err != nil {
@@ -289,6 +295,13 @@ func (p *appendPipe) send(ctx context.Context, s *pipeSend) {
 		s.cb(equeue.AppendResult{}, equeue.ErrClosed)
 		return
 	}
+	if err := ctx.Err(); err != nil {
+		// It ended while s waited for a slot: s is not sent.
+		p.mu.Unlock()
+		<-p.slots
+		s.cb(equeue.AppendResult{}, err)
+		return
+	}
 	s.state = sendQueued
 	p.queue = append(p.queue, s)
 	if ctx.Done() != nil { // else it never ends: no hook to register
@@ -448,12 +461,19 @@ func (p *appendPipe) sendSome() bool {
 	batch, sends := p.items[:0], p.sends[:0]
 	byProto := false // an append of the batch is left to protobuf
 	size := 16
-	var tooBig []*pipeSend
+	var tooBig, ended []*pipeSend
 	n := 0
 	room := ps.window - len(ps.inFlight)
 	for _, s := range p.queue {
 		if len(batch) >= room {
 			break
+		}
+		if s.ctx.Err() != nil {
+			// Its context ended before it left the client: it is not
+			// sent (its cancellation may not have run yet).
+			ended = append(ended, s)
+			n++
+			continue
 		}
 		seq := p.seq + 1
 		sz := s.itemSize(seq) + 8
@@ -484,6 +504,9 @@ func (p *appendPipe) sendSome() bool {
 	p.mu.Unlock()
 	if n == 0 {
 		return false // the window is full: answers poke the sender
+	}
+	for _, s := range ended {
+		p.finish(s, equeue.AppendResult{}, s.ctx.Err())
 	}
 	for _, s := range tooBig {
 		p.finish(s, equeue.AppendResult{}, fmt.Errorf("remote: append of %d bytes is over the limit of %d: %w",

@@ -328,6 +328,9 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if req == nil {
 		return equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument)
 	}
+	if err := ctx.Err(); err != nil {
+		return equeue.AppendResult{}, err // never sent, as the engine takes none
+	}
 	if !c.pipe.unary.Load() {
 		// AppendAsync checks that the answer fits.
 		done := make(chan struct{})
