@@ -311,7 +311,11 @@ func (r *requester) forget(id string) {
 // matching ErrRequestTimeout (and the context's error), and a reply that
 // arrives later is dropped, as is one larger than a remote client of the
 // producer accepts. The request itself may then have been handled
-// or not: as with Send, a send error says whether it was stored. A request
+// or not. The error says whether it was stored: it matches
+// ErrRequestNotStored too when the context ended before the request was
+// stored (sending it again stores it once), ErrIndeterminate when it ended
+// with the send in flight (the outcome is unknown, as for Send), and
+// neither once the request was stored. A request
 // whose ID the topic's dedup window holds is not stored again, and Request
 // returns ErrDuplicateRequest at once.
 //
@@ -332,14 +336,14 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 	r, err := p.requester(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", ErrRequestTimeout, err)
+			return nil, fmt.Errorf("%w: %w: %w", ErrRequestTimeout, ErrRequestNotStored, err)
 		}
 		return nil, err
 	}
 	id := randomID()
 	ch, err := r.add(id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrRequestNotStored, err)
 	}
 	sys := m.SysProperties()
 	if sys == nil {
@@ -351,7 +355,11 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 	if err != nil {
 		r.forget(id)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: sending the request: %w", ErrRequestTimeout, err)
+			if errors.Is(err, ErrIndeterminate) {
+				return nil, fmt.Errorf("%w: sending the request: %w", ErrRequestTimeout, err)
+			}
+			// A send error other than ErrIndeterminate stored nothing.
+			return nil, fmt.Errorf("%w: %w: sending the request: %w", ErrRequestTimeout, ErrRequestNotStored, err)
 		}
 		return nil, err
 	}
@@ -468,6 +476,12 @@ var (
 	// request's topic has a dedup window that holds its ID: the request was
 	// not stored again, so no handler answers it.
 	ErrDuplicateRequest = errors.New("equeue: request is a duplicate")
+	// ErrRequestNotStored is matched by the error of a Producer.Request
+	// that did not store its request: its context ended first (the error
+	// matches ErrRequestTimeout too), or its requester stopped (its reply
+	// topic was deleted, or the producer closed). Nothing will answer it;
+	// sending it again stores it once.
+	ErrRequestNotStored = errors.New("equeue: request not stored")
 )
 
 // ensureReplyTopic creates the reply topic name (one queue) when it is one

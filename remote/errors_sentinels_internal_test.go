@@ -22,7 +22,7 @@ import (
 // (Producer.Request, a handler's DeadLetter or ErrNotHandled, a Producer's
 // selector or a hook that panicked), never a broker's answer, and ErrBusy, which
 // crosses as this package's ErrBusy that wraps it.
-var clientSideErrors = map[string]bool{"ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true}
+var clientSideErrors = map[string]bool{"ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true}
 
 // Every sentinel error package equeue declares crosses the wire: the
 // sentinels table names it, so errors.Is matches it on the client as
