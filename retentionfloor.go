@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -16,19 +17,29 @@ import (
 // A group that starts to count for a topic (a join, a rebalance, an offset
 // stored for the first time or moved back) bumps the topic's sequence
 // under mu, after the change and before its position on the topic can be
-// read or set. A pass moves a queue's watermark only under mu, and only if
-// the topic's sequence is the one it read before working out the floor:
-// such a change therefore lands either before the floor is worked out (and
-// is counted), or after the watermark moved (and the group's position is
-// set from the new watermark, or stored below it as any commit below a
-// queue's first may be). mu is taken after g.mu, is never held while
-// taking a group's lock, and is held by a pass across one watermark's
-// store write.
+// read or set, and not while a pass holds the topic (moving): it waits
+// for the pass, still holding g.mu. A pass holds a topic, under mu, only
+// if the topic's sequence is the one it read before working out the
+// floor, and moves the queue's watermark before it lets the topic go:
+// such a change therefore lands either before the floor is worked out
+// (and is counted), or after the watermark moved (and the group's
+// position is set from the new watermark, or stored below it as any
+// commit below a queue's first may be).
+//
+// mu itself is never held across the watermark's store write: a slow or
+// hung disk stalls only the groups starting to count for the topic being
+// cut, not the rebalances and first commits of every group, and with them
+// the heartbeats and listings of groups of other topics. mu is taken
+// after g.mu, and is never held while taking a group's lock nor across
+// store I/O.
 type floorIndex struct {
 	mu     sync.Mutex
 	topics map[string]*floorTopic
 	groups map[*group]map[string]struct{} // the topics each group is indexed under
 	seq    uint64                         // the last sequence handed out
+	// moving holds the topics a pass moves a watermark of, each with a
+	// channel closed when the pass lets the topic go (floorHold.release).
+	moving map[string]chan struct{}
 }
 
 // floorTopic is one topic's entry in a floorIndex.
@@ -45,19 +56,40 @@ type floorView struct {
 	read   bool     // false until read, and again once seq is stale
 }
 
-// add indexes g under topics and bumps their sequences. g.mu must be held.
+// add indexes g under topics and bumps their sequences, once no pass
+// moves a watermark of one of them. g.mu must be held.
 func (x *floorIndex) add(g *group, topics ...string) {
-	x.mu.Lock()
+	x.lockUnmoving(func(yield func(string) bool) {
+		for _, t := range topics {
+			if !yield(t) {
+				return
+			}
+		}
+	})
 	defer x.mu.Unlock()
 	x.addLocked(g, topics)
 }
 
 // set indexes g, at a rebalance, under the topics it subscribes to alone
 // and bumps their sequences (a member that joined a broadcasting group has
-// not started on any queue yet). A group without subscriptions keeps its
-// topics, each bumped. g.mu must be held.
+// not started on any queue yet), once no pass moves a watermark of one of
+// them. A group without subscriptions keeps its topics, each bumped. g.mu
+// must be held.
 func (x *floorIndex) set(g *group) {
-	x.mu.Lock()
+	x.lockUnmoving(func(yield func(string) bool) {
+		for _, s := range g.subs {
+			if !yield(s.Topic) {
+				return
+			}
+		}
+		if len(g.subs) == 0 {
+			for t := range x.groups[g] {
+				if !yield(t) {
+					return
+				}
+			}
+		}
+	})
 	defer x.mu.Unlock()
 	for t := range x.groups[g] {
 		switch {
@@ -69,6 +101,27 @@ func (x *floorIndex) set(g *group) {
 	}
 	for _, s := range g.subs {
 		x.addOne(g, s.Topic)
+	}
+}
+
+// lockUnmoving locks mu once no pass moves a watermark of a topic that
+// topics yields, waiting without mu for each such pass; topics is called
+// with mu held, again after each wait.
+func (x *floorIndex) lockUnmoving(topics iter.Seq[string]) {
+	x.mu.Lock()
+	for {
+		var wait chan struct{}
+		for t := range topics {
+			if wait = x.moving[t]; wait != nil {
+				break
+			}
+		}
+		if wait == nil {
+			return
+		}
+		x.mu.Unlock()
+		<-wait
+		x.mu.Lock()
 	}
 }
 
@@ -135,32 +188,46 @@ func (x *floorIndex) read(v *floorView) {
 	}
 }
 
-// hold locks x if no group started to count for v's topic since v was
-// read, and reports whether it did; otherwise v is to be read again.
+// hold marks v's topic moving if no group started to count for it since v
+// was read, and reports whether it did; otherwise v is to be read again.
+// Passes over one topic take turns (retainTopic), so the topic is not
+// moving already; were it, v would be read again too.
 func (x *floorIndex) hold(v *floorView) bool {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	var seq uint64
 	if ft := x.topics[v.topic]; ft != nil {
 		seq = ft.seq
 	}
-	if seq == v.seq {
-		return true
+	if seq != v.seq || x.moving[v.topic] != nil {
+		v.read = false
+		return false
 	}
-	x.mu.Unlock()
-	v.read = false
-	return false
+	if x.moving == nil {
+		x.moving = map[string]chan struct{}{}
+	}
+	x.moving[v.topic] = make(chan struct{})
+	return true
 }
 
-// floorHold is a retention pass's hold of a floorIndex (see hold), let go
-// once the queue's watermark moved.
-type floorHold struct{ x *floorIndex }
+// floorHold is a retention pass's hold of a topic of a floorIndex (see
+// hold), let go once the queue's watermark moved.
+type floorHold struct {
+	x     *floorIndex
+	topic string
+}
 
-// release lets the index go, if held; a second call does nothing.
+// release lets the topic go, if held, and wakes the groups waiting to
+// start counting for it; a second call does nothing.
 func (h *floorHold) release() {
-	if h.x != nil {
-		h.x.mu.Unlock()
-		h.x = nil
+	if h.x == nil {
+		return
 	}
+	h.x.mu.Lock()
+	close(h.x.moving[h.topic])
+	delete(h.x.moving, h.topic)
+	h.x.mu.Unlock()
+	h.x = nil
 }
 
 // floorTries is how many times a pass works out a queue's floor while
@@ -169,9 +236,9 @@ func (h *floorHold) release() {
 const floorTries = 4
 
 // floorFor lowers cutoff to the floor of q, a queue of v's topic, and
-// returns with c.floors held (h), so that no group starts to count for the
-// topic before the caller moved the watermark and released h. It reports
-// false, holding nothing, when groups kept starting to count.
+// returns with the topic held in c.floors (h), so that no group starts to
+// count for the topic before the caller moved the watermark and released
+// h. It reports false, holding nothing, when groups kept starting to count.
 func (c *coordinator) floorFor(v *floorView, q QueueRef, cutoff int64, h *floorHold) (int64, bool) {
 	for range floorTries {
 		if !v.read {
@@ -182,7 +249,7 @@ func (c *coordinator) floorFor(v *floorView, q QueueRef, cutoff int64, h *floorH
 			c.floorHook(q)
 		}
 		if c.floors.hold(v) {
-			h.x = &c.floors
+			h.x, h.topic = &c.floors, v.topic
 			return floor, true
 		}
 	}
