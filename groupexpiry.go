@@ -100,6 +100,15 @@ func (e *Engine) expireAbsentMembers(now time.Time, gone map[memberRef]time.Time
 // forgetMemberOffsets deletes the offsets of member id of broadcasting
 // group g, unless a member with that ID is live or left after before
 // (then it does nothing). It returns how many it deleted.
+//
+// g.mu is held to check and list, and to forget each chunk once its
+// deletion is stored, not across the writes: the live members'
+// heartbeats, which need no disk, do not wait for them (a member whose
+// heartbeats waited for a hung disk would be expired once it came back).
+// No send-back, commit, offset fetch, reset or deletion of g runs
+// meanwhile (sbGate, commitMu), so none reads or sets the member's
+// offsets; a join of the member's ID in between finds them going, as if
+// it came just after the deletion.
 func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int, error) {
 	if err := e.enter(e.bgCtx); err != nil {
 		return 0, err
@@ -112,11 +121,13 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if _, live := g.members[id]; live {
+		g.mu.Unlock()
 		return 0, nil
 	}
-	if left, ok := g.left[id]; ok && left.After(before) {
+	left, ok := g.left[id]
+	if ok && left.After(before) {
+		g.mu.Unlock()
 		return 0, nil // it came and went since the caller looked
 	}
 	var keys [][]byte
@@ -127,6 +138,7 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 	}
 	// Its send-back marks go first; done counts the offsets.
 	marks := g.markKeys(func(k offsetKey) bool { return k.member == id })
+	g.mu.Unlock()
 	keys = append(marks, keys...)
 	done := -len(marks)
 	for len(keys) > 0 {
@@ -139,14 +151,20 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 		if !applied {
 			return max(done, 0), err
 		}
+		g.mu.Lock()
 		g.forgetKeys(chunk)
+		g.mu.Unlock()
 		done += len(chunk)
 		if err != nil {
 			return max(done, 0), notDurable(err, "delete the offsets of member %q of group %q", id, g.name)
 		}
 		keys = keys[len(chunk):]
 	}
-	delete(g.left, id)
+	g.mu.Lock()
+	if _, live := g.members[id]; !live && g.left[id].Equal(left) {
+		delete(g.left, id) // unless it came back (and maybe left again) meanwhile
+	}
+	g.mu.Unlock()
 	return done, nil
 }
 
