@@ -30,13 +30,16 @@ import (
 // attempts are spent (MaxAttempts, or a DeadLetter error) is not handled
 // again: it is dead-lettered at its turn.
 //
+// msgs is the handler's own: it may filter or sort it in place.
+//
 // ctx follows the rules of Handler's context, and ConsumeTimeout applies to
 // every message of a running batch as to a single message.
 type BatchHandler func(ctx context.Context, msgs []*Message) error
 
 // BatchError is a BatchHandler's per-message outcome: the messages at the
 // indexes of Failed failed with their error, every other message of the
-// batch is handled. An index outside the batch, or a nil error, is ignored;
+// batch is handled. An index is a message's place in the batch as it was
+// handed to the handler, whatever the handler did with its slice since. An index outside the batch, or a nil error, is ignored;
 // a nil *BatchError (returned where none was made) fails no message.
 type BatchError struct {
 	// Failed maps an index of the batch to that message's error.
@@ -343,7 +346,10 @@ func (c *Consumer) invokeBatch(ctx context.Context, msgs []*Message) []error {
 		c.runHooks(m, "BeforeHandle", func() error { return c.hooks.beforeHandle(ctx, m) })
 	}
 	start := time.Now()
-	err := c.callBatch(ctx, msgs)
+	// The handler gets a slice of its own: one it filters or sorts in
+	// place (slices.DeleteFunc clears the tail) must not change which
+	// message an index of the batch is, here and to the caller.
+	err := c.callBatch(ctx, slices.Clone(msgs))
 	took := time.Since(start) / time.Duration(max(len(msgs), 1))
 	errs := make([]error, len(msgs))
 	var be *BatchError
