@@ -390,6 +390,12 @@ func (e *Engine) retryCopy(group string, dl DLQEntry) (*AppendRequest, error) {
 		return nil, &originGoneError{fmt.Errorf("%w: redrive dead letter %d: topic %q", ErrTopicNotFound, dl.Offset, dl.Message.Topic)}
 	}
 	d := derived(dl.Message, RetryTopic(group), 0, nil)
+	if _, ok := d.sys[SysOriginPriority]; !ok && origin.laneCount() > 1 {
+		// The lane dl is listed with, which the origin topic's ID stamped
+		// next would no longer let originPriority work out (a copy made
+		// before copies recorded either).
+		d.sys[SysOriginPriority] = strconv.Itoa(dl.Message.Priority)
+	}
 	d.sys[SysOriginTopicID] = strconv.FormatUint(uint64(origin.id), 10)
 	return &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}}, nil
 }

@@ -157,14 +157,17 @@ func stampPriority(d *Message, t *topic, queue int) {
 }
 
 // originPriority returns the priority lane a retry or dead-letter copy's
-// message was stored in: the one the copy records, else (a copy made
-// before copies recorded it) the lane of its origin queue ID among n, the
-// lane count its origin topic has now.
+// message was stored in: the one the copy records; 0 for a copy that
+// records its origin topic's ID (SysOriginTopicID) but no lane, made by a
+// build that records lanes, of a topic without priorities (its only lane
+// is the lowest); else (a copy made before copies recorded either) the
+// lane of its origin queue ID among n, the lane count its origin topic has
+// now.
 func originPriority(m *Message, n int) int {
 	if p, err := strconv.Atoi(m.sys[SysOriginPriority]); err == nil && p >= 0 {
 		return p
 	}
-	if n <= 1 {
+	if n <= 1 || m.sys[SysOriginTopicID] != "" {
 		return 0
 	}
 	q, _ := strconv.Atoi(m.sys[SysOriginQueue])

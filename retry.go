@@ -66,7 +66,8 @@ const (
 	// a copy of a message of a topic with priorities: the lane of its
 	// origin queue ID holds only while the topic keeps its lane count, and
 	// one deleted and made again may have another when the copy is handled
-	// or redriven (priority.go).
+	// or redriven (priority.go). A copy of a message of a topic without
+	// priorities records none: its message had only the lowest lane.
 	SysOriginPriority = "origin-priority"
 	// SysOriginTopicID is the ID (TopicInfo.ID) of the origin topic when
 	// the copy was made. A topic deleted and made again under its name

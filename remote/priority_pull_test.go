@@ -89,10 +89,13 @@ func TestPriority_RemotePullCarriesTheLane(t *testing.T) {
 	}
 }
 
-// A dead letter whose copy does not record its lane (one made before
-// copies recorded it, or, as here, of a topic that had no priorities then)
-// is listed over the wire with the lane ListDeadLetters gives in-process:
-// that of its origin queue ID among the lanes its topic has now.
+// A dead letter whose copy does not record its lane, as here one of a
+// topic that had no priorities then, is listed over the wire with the
+// lane ListDeadLetters gives in-process: the lowest, the only lane its
+// message had, whatever lane its origin queue ID is among the lanes its
+// topic has now. (A copy made before copies recorded their lane takes
+// that of its origin queue ID, over the wire too:
+// TestPriority_OldDeadLetterTakesTheLaneOfItsQueue.)
 func TestPriority_RemoteDeadLettersWithoutARecordedLane(t *testing.T) {
 	ctx := ctxT(t)
 	e := openEngine(t, nil)
@@ -124,7 +127,7 @@ func TestPriority_RemoteDeadLettersWithoutARecordedLane(t *testing.T) {
 	}
 	in, err := e.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{"0": 0, "1": 1, "2": 2}, lanes(in), "in-process")
+	require.Equal(t, map[string]int{"0": 0, "1": 0, "2": 0}, lanes(in), "in-process")
 	over, err := c.ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, lanes(in), lanes(over), "over the wire")
