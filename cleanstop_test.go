@@ -73,6 +73,9 @@ var cleanStopKinds = []cleanStopKind{
 	{name: "retry", failOnce: true},
 	{name: "orderlyretry", orderly: true, failOnce: true},
 	{name: "batch", batch: true},
+	{name: "batchretry", batch: true, failOnce: true},
+	{name: "orderlybatchretry", orderly: true, batch: true, failOnce: true},
+	{name: "prioritybatchretry", priorities: 2, batch: true, failOnce: true},
 	{name: "orderlybroadcast", model: equeue.Broadcasting, orderly: true},
 	{name: "cancelled", cancelled: true},
 	{name: "cancelledorderly", orderly: true, cancelled: true},
@@ -146,7 +149,7 @@ func startPullMember(t *testing.T, b equeue.Broker, o equeue.PullConsumerOptions
 // TestConsumer_CleanStopMidStreamNoDuplicates: for every kind of consumer
 // (clustering, broadcasting, orderly, priority lanes, batch handlers, a
 // message that fails once and goes through the retry topic or is retried
-// in place, handlers the stop cancels and that fail with their context's
+// in place, also from a batch that returns a partial result, handlers the stop cancels and that fail with their context's
 // error, a PullConsumer committing what it handled), over each transport,
 // a member is stopped cleanly while its handlers run, then a new one (same
 // group, same member ID) consumes the rest: after the consumer alone
@@ -221,10 +224,20 @@ func testCleanStopMidStream(t *testing.T, tr, restart string, k cleanStopKind) {
 		if k.batch {
 			o.Handler, o.BatchSize = nil, 8
 			o.BatchHandler = func(ctx context.Context, msgs []*equeue.Message) error {
-				for _, m := range msgs {
+				// A partial result: the failed messages only. An orderly
+				// batch is handled again from its first failed message on,
+				// so its handler stops there.
+				failed := map[int]error{}
+				for i, m := range msgs {
 					if err := handle(ctx, m); err != nil {
-						return err
+						failed[i] = err
+						if k.orderly {
+							break
+						}
 					}
+				}
+				if len(failed) > 0 {
+					return &equeue.BatchError{Failed: failed}
 				}
 				return nil
 			}

@@ -93,7 +93,7 @@ func TestModel_RandomGroupLife(t *testing.T) {
 }
 
 // groupLifeModes are the consumer modes of the model's group.
-var groupLifeModes = []string{"concurrent", "orderly", "batch", "broadcast", "broadcast-orderly"}
+var groupLifeModes = []string{"concurrent", "orderly", "batch", "orderly-batch", "broadcast", "broadcast-orderly"}
 
 // groupLifeAttempts is the MaxAttempts of the model's group.
 const groupLifeAttempts = 3
@@ -156,14 +156,18 @@ func (l *groupLifeLog) handler(who string) equeue.Handler {
 }
 
 // batchHandler handles a batch message by message, failing those that
-// receiver who's handler fails.
-func (l *groupLifeLog) batchHandler(who string) equeue.BatchHandler {
+// receiver who's handler fails. An orderly batch is handled again from its
+// first failed message on, so in orderly mode it stops there.
+func (l *groupLifeLog) batchHandler(who string, orderly bool) equeue.BatchHandler {
 	h := l.handler(who)
 	return func(ctx context.Context, msgs []*equeue.Message) error {
 		failed := map[int]error{}
 		for i, m := range msgs {
 			if err := h(ctx, m); err != nil {
 				failed[i] = err
+				if orderly {
+					break
+				}
 			}
 		}
 		if len(failed) == 0 {
@@ -255,7 +259,7 @@ func openFaultyRestartable(t *testing.T, transport string, opts *equeue.Options)
 }
 
 func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64) {
-	orderly, broadcast := mode == "orderly" || mode == "broadcast-orderly", strings.HasPrefix(mode, "broadcast")
+	orderly, broadcast := strings.Contains(mode, "orderly"), strings.HasPrefix(mode, "broadcast")
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	ctx := ctxT(t)
 	opened := &equeue.Options{SessionTimeout: time.Second}
@@ -288,8 +292,8 @@ func runGroupLife(t *testing.T, transport, mode string, faults bool, seed uint64
 		if broadcast {
 			o.Model = equeue.Broadcasting
 		}
-		if mode == "batch" {
-			o.Handler, o.BatchHandler, o.BatchSize = nil, log.batchHandler(receiver(id)), 4
+		if strings.HasSuffix(mode, "batch") {
+			o.Handler, o.BatchHandler, o.BatchSize = nil, log.batchHandler(receiver(id), orderly), 4
 		}
 		return o
 	}
