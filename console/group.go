@@ -32,8 +32,14 @@ type groupData struct {
 	// what they are of them all.
 	Members     []memberRow
 	MembersPage rowPage
-	// Refs are the group's queues, each once.
-	Refs []equeue.QueueRef
+	// QueueCount is how many queues the group is on (user topics'), each
+	// counted once.
+	QueueCount int
+	// ShownRefs are the queues of the progress rows shown, each once, in
+	// their order: the queues the reset form offers, so that it stays
+	// within a page of rows as the tables do.
+	ShownRefs []equeue.QueueRef
+	// Subs are the group's subscriptions to user topics, "topic (filter)".
 	Subs []string
 }
 
@@ -105,6 +111,13 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 		queues[i].Next = max(queues[i].Committed, firsts[queues[i].QueueRef])
 	}
 	d.QueueRows = c.groupQueueRowsHTML(queues)
+	for i, q := range queues {
+		// A broadcasting group's rows of a queue (one per member) are
+		// next to each other: sorted by topic, queue, then owner.
+		if i == 0 || q.QueueRef != queues[i-1].QueueRef {
+			d.ShownRefs = append(d.ShownRefs, q.QueueRef)
+		}
+	}
 	var members []equeue.MemberInfo
 	for _, m := range g.Members {
 		if lq.filter == "" || strings.HasPrefix(m.ID, lq.filter) {
@@ -121,7 +134,7 @@ func (c *Console) groupPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	for _, q := range g.QueueLags() {
 		if !isInternal(q.Topic) {
-			d.Refs = append(d.Refs, q.QueueRef)
+			d.QueueCount++
 		}
 	}
 	for _, s := range g.Subscriptions {
