@@ -308,11 +308,13 @@ func (e *Engine) dedupLookup(b *batchState, t *topic, id string) (d dedupEntry, 
 // dedupCheck reports whether c is a duplicate: whether its topic's window
 // holds every message's ID where c would have put it, as one earlier
 // append stored them (in one queue, at consecutive offsets in c's order;
-// delayed, in one queue at one time). It then fills c with the original
-// position. An append whose IDs the window holds in part, or all but
-// stored apart, is refused with ErrPartialDuplicate: storing it would
-// store the IDs held again, and no one position answers for them. An
-// append with a message whose ID the engine generated is neither.
+// delayed, at consecutive places of one delayed send, or for entries
+// without a place in one queue at one time: dedup_delayplace.go). It
+// then fills c with the original position. An append whose IDs the
+// window holds in part, or all but stored apart, is refused with
+// ErrPartialDuplicate: storing it would store the IDs held again, and no
+// one position answers for them. An append with a message whose ID the
+// engine generated is neither.
 func (e *Engine) dedupCheck(b *batchState, c *command) (bool, error) {
 	t := c.dedupTopic()
 	if t.dedup <= 0 || len(c.dedupIDs) == 0 || c.dedupBypass {

@@ -100,8 +100,8 @@ func decodeDedupGroup(v []byte, fn func(id []byte, d dedupEntry)) (int, error) {
 	case v[0] == 0: // no version is 0: bytes lost as zeros
 		return 0, fmt.Errorf("%w: dedup group of version 0", ErrCorrupt)
 	case v[0] != dedupGroupVersion1 && v[0] != dedupGroupVersion:
-		return 0, fmt.Errorf("%w: %w: dedup group of format version %d; this version of equeue reads version %d",
-			ErrCorrupt, ErrUnsupportedFormat, v[0], dedupGroupVersion)
+		return 0, fmt.Errorf("%w: %w: dedup group of format version %d; this version of equeue reads versions %d and %d",
+			ErrCorrupt, ErrUnsupportedFormat, v[0], dedupGroupVersion1, dedupGroupVersion)
 	}
 	base := int64(binary.BigEndian.Uint64(v[1:]))
 	b := v[dedupGroupHeader:]

@@ -40,8 +40,9 @@ func (e *Engine) repeatsStoredApart(b *batchState, t *topic, ids []string, last 
 		}
 		key = q.key
 	} else {
-		// The slot's low bits (delayedOffset): past them, a record of
-		// another send is read, and the append refused.
+		// The slot's low bits (delayedOffset): past them, the record
+		// read is another send's, sealed at another time, which checks
+		// nothing (below).
 		start += send
 	}
 	from, to := uint64(start)+uint64(repeats[0]), uint64(start)+uint64(repeats[len(repeats)-1])+1

@@ -557,10 +557,11 @@ func (e *Engine) settleClosedQueue(ctx context.Context, q *queue) {
 // store write; if that write fails, the topic and its offsets are left as
 // they were and the error says so. Copies of its messages that groups sent
 // back are messages of their retry topics and dead letters: they stay,
-// but the groups' pulls skip the retry copies (counted as expired
-// messages) rather than deliver a message of a deleted topic, also once a
-// topic is made again under the name (retryorigin.go); the dead letters
-// are listed with the deleted topic as their origin.
+// but the groups' pulls skip the retry copies (counted apart, in
+// PullResult.DeletedTopicRetries and Stats().DeletedTopicRetries, not as
+// expired messages) rather than deliver a message of a deleted topic,
+// also once a topic is made again under the name (retryorigin.go); the
+// dead letters are listed with the deleted topic as their origin.
 func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	return e.deleteTopic(ctx, name, nil)
 }
