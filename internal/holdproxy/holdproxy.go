@@ -17,9 +17,11 @@ type Proxy struct {
 	lis    net.Listener
 	target string
 	done   chan struct{}
+	wg     sync.WaitGroup // the accept loop and the pipes
 	mu     sync.Mutex
 	held   chan struct{} // set while held; closed when let go
 	conns  []net.Conn
+	closed bool // the test ended: connections accepted since are closed at once
 }
 
 // New starts a proxy to target on a loopback port; it closes its
@@ -29,17 +31,17 @@ func New(t testing.TB, target string) *Proxy {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	p := &Proxy{lis: lis, target: target, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Go(p.accept)
+	p.wg.Go(p.accept)
 	t.Cleanup(func() {
 		close(p.done)
 		_ = lis.Close()
 		p.mu.Lock()
+		p.closed = true
 		for _, c := range p.conns {
 			_ = c.Close()
 		}
 		p.mu.Unlock()
-		wg.Wait()
+		p.wg.Wait() // the pipes end with their connections
 	})
 	return p
 }
@@ -59,10 +61,16 @@ func (p *Proxy) accept() {
 			continue
 		}
 		p.mu.Lock()
+		if p.closed { // accepted as the test ended, after its connections were closed
+			p.mu.Unlock()
+			_ = in.Close()
+			_ = out.Close()
+			return
+		}
 		p.conns = append(p.conns, in, out)
 		p.mu.Unlock()
-		go p.pipe(out, in)
-		go p.pipe(in, out)
+		p.wg.Go(func() { p.pipe(out, in) })
+		p.wg.Go(func() { p.pipe(in, out) })
 	}
 }
 
