@@ -25,9 +25,10 @@ import (
 )
 
 // The dedup crash test runs this test binary as a child that sends
-// messages with IDs (some alone, some three to an append) to a topic with
-// a dedup window on a Badger store whose writes of an ID marked "f" fail,
-// and kills it with SIGKILL at a random moment, round after round.
+// messages with IDs (some alone, some three to an append, some of them
+// delayed) to a topic with a dedup window on a Badger store whose writes of
+// an ID marked "f" fail, and kills it with SIGKILL at a random moment,
+// round after round.
 
 const crashDedupChildEnv = "EQUEUE_CRASH_DEDUP_CHILD_DIR"
 
@@ -58,6 +59,16 @@ func openCrashDedup(dir string, failing bool) (*equeue.Engine, error) {
 	return e, err
 }
 
+// crashDedupDelayed is the sender of the dedup crash child that sends
+// delayed messages: its IDs are "r<round>-g4-...".
+const crashDedupDelayed = 4
+
+// isCrashDedupDelayed reports whether the dedup crash child sent id delayed.
+func isCrashDedupDelayed(id string) bool {
+	_, rest, ok := strings.Cut(id, "-")
+	return ok && strings.HasPrefix(rest, fmt.Sprintf("g%d-", crashDedupDelayed))
+}
+
 // TestCrashDedupChild is the child's workload; it does nothing unless
 // started by TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill.
 func TestCrashDedupChild(t *testing.T) {
@@ -78,22 +89,30 @@ func TestCrashDedupChild(t *testing.T) {
 		say("ERROR create %v", err)
 		os.Exit(3)
 	}
-	for g := range 4 {
+	for g := range 5 {
 		go func() {
 			for i := 0; ; i++ {
 				n := 1 + 2*(i%2) // one message, or three
 				ids := make([]string, n)
 				ms := make([]*equeue.Message, n)
+				var delay time.Duration
+				if g == crashDedupDelayed {
+					delay = time.Duration(20+rand.IntN(200)) * time.Millisecond
+				}
 				for k := range ms {
 					ids[k] = fmt.Sprintf("r%s-g%d-%d-%d", round, g, i, k)
 					if i%10 == 7 {
 						ids[k] += "#f" // its write fails
 					}
-					ms[k] = &equeue.Message{ID: ids[k], Body: []byte(ids[k])}
+					ms[k] = &equeue.Message{ID: ids[k], Body: []byte(ids[k]), Delay: delay}
 				}
 				say("SEND %s", strings.Join(ids, " "))
 				r, err := e.Append(ctx, &equeue.AppendRequest{Topic: crashDedupTopicName, Queue: (g + i) % 2, Messages: ms})
 				switch {
+				case err == nil && r.Delayed:
+					for _, id := range ids {
+						say("DACK %s %d", id, r.Queue)
+					}
 				case err == nil:
 					for k, id := range ids {
 						say("ACK %s %d %d", id, r.Queue, r.FirstOffset+int64(k))
@@ -118,11 +137,15 @@ func TestCrashDedupChild(t *testing.T) {
 // send said) and no other (the IDs of failed writes, and of sends cut by
 // the kill that did not reach the store, are stored by a resend). The
 // window's time outlives the kill: a message of an earlier round is a
-// duplicate in the next.
+// duplicate in the next. Every acknowledged delayed send is delivered once,
+// to the queue its send named, once due after the reopen, and a resend of
+// its ID is answered as its send was (a duplicate, Delayed, offset -1), in
+// that round and the next.
 func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	acked := map[string]crashPos{}
+	delayed := map[string]crashPos{} // where each delayed send stored was delivered
 	for round := range 2 {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashDedupChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashDedupChildEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round))
@@ -131,7 +154,8 @@ func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
 		require.NoError(t, cmd.Start())
 		going := make(chan struct{}) // some sends acknowledged and some failed
 		failed := map[string]bool{}
-		sent := map[string]bool{} // every ID the child sent, answered or not
+		sent := map[string]bool{}  // every ID the child sent, answered or not
+		dacked := map[string]int{} // acknowledged delayed sends, by queue
 		var parseErr []string
 		parsed := make(chan struct{})
 		go func() {
@@ -139,7 +163,7 @@ func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
 			sc := bufio.NewScanner(out)
 			goingOnce, acks := false, 0
 			for sc.Scan() {
-				if !goingOnce && acks >= 20 && len(failed) > 0 {
+				if !goingOnce && acks >= 20 && len(dacked) >= 6 && len(failed) > 0 {
 					goingOnce = true
 					close(going)
 				}
@@ -150,6 +174,9 @@ func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
 					off, _ := strconv.ParseInt(f[3], 10, 64)
 					acked[f[1]] = crashPos{q, off}
 					acks++
+				case len(f) == 3 && f[0] == "DACK":
+					q, _ := strconv.Atoi(f[2])
+					dacked[f[1]] = q
 				case len(f) == 2 && f[0] == "FAIL":
 					failed[f[1]] = true
 				case len(f) > 1 && f[0] == "SEND":
@@ -176,9 +203,34 @@ func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
 
 		e, err := openCrashDedup(dir, false)
 		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
+		eventually(t, waitLong, func() bool {
+			info, err := e.Delayed(ctx, 0)
+			require.NoError(t, err)
+			return info.Pending == 0
+		}, "round %d: the delayed messages come due", round)
+		// A move stored is visible once the writer published it: a synced
+		// write queued after it is published after it.
+		err = e.CreateTopic(ctx, "flush", 1)
+		if !errors.Is(err, equeue.ErrTopicExists) {
+			require.NoError(t, err)
+		}
+		_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "flush", Messages: []*equeue.Message{{Body: []byte("f")}}})
+		require.NoError(t, err)
 		found := crashReadTopic(t, ctx, e, crashDedupTopicName)
 		for id, pos := range acked {
 			require.Equal(t, []crashPos{pos}, found[id], "round %d: acknowledged %s stored once where its send said", round, id)
+		}
+		for id, pos := range delayed {
+			require.Equal(t, []crashPos{pos}, found[id], "round %d: delayed %s of an earlier round stays where it was delivered", round, id)
+		}
+		for id, q := range dacked {
+			require.Len(t, found[id], 1, "round %d: acknowledged delayed %s delivered once", round, id)
+			require.Equal(t, q, found[id][0].queue, "round %d: delayed %s delivered to the queue its send named", round, id)
+		}
+		for id, at := range found {
+			if _, ok := acked[id]; !ok && len(at) == 1 && isCrashDedupDelayed(id) {
+				delayed[id] = at[0] // acknowledged, or stored by a send the kill cut
+			}
 		}
 		for id := range failed {
 			require.Empty(t, found[id], "round %d: %s's write failed", round, id)
@@ -197,6 +249,14 @@ func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
 				Messages: []*equeue.Message{{ID: id, Body: []byte(id)}}})
 			require.NoError(t, err, "round %d: resend of %s", round, id)
 			got := crashPos{res.Queue, res.FirstOffset}
+			if _, ok := delayed[id]; ok && len(at) == 1 {
+				// Answered as its delayed send was (README, Deduplication).
+				require.True(t, res.Duplicate, "round %d: delayed %s is stored at %v, but its ID is not in the window", round, id, at[0])
+				require.True(t, res.Delayed, "round %d: delayed %s's duplicate answered as its send was", round, id)
+				require.Equal(t, crashPos{at[0].queue, -1}, got, "round %d: delayed %s's duplicate answered elsewhere", round, id)
+				dups++
+				continue
+			}
 			if len(at) == 1 {
 				require.True(t, res.Duplicate, "round %d: %s is stored at %v, but its ID is not in the window", round, id, at[0])
 				require.Equal(t, at[0], got, "round %d: %s's duplicate answered elsewhere", round, id)
@@ -210,6 +270,6 @@ func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
 		}
 		assert.Equal(t, found, crashReadTopic(t, ctx, e, crashDedupTopicName), "round %d: resends stored nothing twice", round)
 		require.NoError(t, e.Close())
-		t.Logf("round %d: %d IDs answered as duplicates, %d stored by their resend (%d of failed writes)", round, dups, stored, len(failed))
+		t.Logf("round %d: %d IDs answered as duplicates, %d stored by their resend (%d of failed writes), %d delayed sends acknowledged", round, dups, stored, len(failed), len(dacked))
 	}
 }

@@ -163,7 +163,13 @@ type dueEntry struct {
 	seq   int64
 	topic uint32
 	queue uint32
+	// damaged says why the entry is dropped as corrupt (its index key or
+	// value is garbled or unreadable); nil for a sound entry.
+	damaged error
 }
+
+// errBadDelayIndex is why an index entry of the wrong form is dropped.
+var errBadDelayIndex = errors.New("malformed delay index entry")
 
 // moveDue moves every due message and returns the next delivery time
 // (zero when nothing is pending).
@@ -175,11 +181,15 @@ func (s *scheduler) moveDue() (time.Time, error) {
 			due  []dueEntry
 			next time.Time
 		)
-		err := s.e.st.ScanMeta(keyDelayPrefix, func(k, v []byte) error {
+		err := s.e.scanMetaDamaged(keyDelayPrefix, func(k, v []byte, damaged error) error {
 			at, seq, ok := parseDelayKey(k)
-			if !ok || len(v) != 8 {
-				s.e.log.Error("bad delay index entry dropped", "key", k)
-				due = append(due, dueEntry{key: k, seq: -1})
+			if damaged == nil && (!ok || len(v) != delayIndexValueLen) {
+				damaged = errBadDelayIndex
+			}
+			if damaged != nil {
+				// Its record, if any, is left to the sweep on open: the
+				// slot of a garbled key is not known for sure.
+				due = append(due, dueEntry{key: k, seq: -1, damaged: damaged})
 			} else if at.After(now) {
 				next = at
 				return errStopScan
@@ -215,7 +225,7 @@ func (s *scheduler) move(due []dueEntry) error {
 	mo, start := s.e.moveObserver(), time.Now()
 	var (
 		cmds []*command
-		seqs []int64
+		ents []dueEntry // the entries of cmds
 		errs []error
 	)
 	for _, d := range due {
@@ -223,22 +233,31 @@ func (s *scheduler) move(due []dueEntry) error {
 		var c *command
 		if d.seq >= 0 {
 			recs, err := s.e.st.Read(delayLogID, uint64(d.seq), uint64(d.seq)+1, 1, 0)
-			if err != nil {
+			if err != nil && !errors.Is(err, store.ErrDamaged) {
 				// Stop queueing, but still wait for (and trim) the
 				// moves already queued: returning now would leave them
 				// untrimmed, and the next scan could queue them again.
 				errs = append(errs, err)
 				break
 			}
-			if t := s.e.topicByID(d.topic); t != nil && len(recs) == 1 {
+			if err != nil {
+				// The store holds the record but can never read it
+				// back: it is dropped as corrupt, or every message due
+				// after it would wait behind it for ever.
+				d.damaged = err
+			}
+			if t := s.e.topicByID(d.topic); t != nil && len(recs) == 1 && d.damaged == nil {
 				if q, err := t.queue(int(d.queue)); err == nil {
 					c = s.moveCommand(q, recs[0].Value, del)
 				}
 			}
 		}
 		if c == nil {
-			// Topic deleted, queue gone or record missing: drop the entry.
-			s.e.log.Warn("delayed message dropped: its topic or record is gone", "topic_id", d.topic, "queue", d.queue, "seq", d.seq)
+			// Damaged, topic deleted, queue gone or record missing: drop
+			// the entry.
+			if d.damaged == nil {
+				s.e.log.Warn("delayed message dropped: its topic or record is gone", "topic_id", d.topic, "queue", d.queue, "seq", d.seq)
+			}
 			c = s.e.metaCommand(del, true)
 		}
 		if err := s.e.fits(c); err != nil {
@@ -251,7 +270,7 @@ func (s *scheduler) move(due []dueEntry) error {
 			break
 		}
 		cmds = append(cmds, c)
-		seqs = append(seqs, d.seq)
+		ents = append(ents, d)
 	}
 	// Wait for every queued move, even when Close started (the writer runs
 	// until the scheduler returned): a scan while a move is still queued
@@ -275,8 +294,11 @@ func (s *scheduler) move(due []dueEntry) error {
 		} else {
 			s.dropped++
 		}
-		if seqs[i] >= 0 {
-			moved = append(moved, seqs[i])
+		if ents[i].damaged != nil {
+			s.noteCorrupt(ents[i])
+		}
+		if ents[i].seq >= 0 {
+			moved = append(moved, ents[i].seq)
 		}
 	}
 	s.trim(moved)
@@ -321,7 +343,9 @@ func (s *scheduler) trim(slots []int64) {
 // ascending order.
 func (e *Engine) delaySlots() ([]uint64, error) {
 	var live []uint64
-	err := e.st.ScanMeta(keyDelayPrefix, func(k, _ []byte) error {
+	// A key whose value cannot be read back still holds its slot: the
+	// scheduler drops it as corrupt when it comes due.
+	err := e.scanMetaDamaged(keyDelayPrefix, func(k, _ []byte, _ error) error {
 		if _, seq, ok := parseDelayKey(k); ok && seq >= 0 {
 			live = append(live, uint64(seq))
 		}

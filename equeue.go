@@ -372,7 +372,9 @@ type Stats struct {
 	// It also counts the offsets Open finds lost from the end of a queue:
 	// below a group's committed offset (or a send-back mark) but past what
 	// the store holds. Open logs them as one range and keeps them from
-	// later sends; reads pass them without reporting them.
+	// later sends; reads pass them without reporting them. And it counts
+	// the delayed messages the scheduler skips, once each: a record the
+	// store cannot read back, or a garbled entry of the delay index.
 	CorruptRecords uint64
 	// ExpiredMessages counts messages skipped because their time-to-live
 	// ran out: by a group's pull (PullRequest.Group set), once for each
