@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -185,6 +186,9 @@ type pipeStream struct {
 	broken   bool
 	answered bool // the server answered an append on it
 	ended    bool // broke ran for it
+	// sawReady: the connection's state was seen ready since ps opened
+	// (connLeft).
+	sawReady bool
 	// writing is the first seq of the batch the sender is writing on it (0:
 	// none): broke leaves that batch to the sender, which alone knows
 	// whether it left the client; endErr is the error broke reported.
@@ -200,6 +204,9 @@ type appendPipe struct {
 	base  context.Context
 	stop  context.CancelFunc
 	unary atomic.Bool // the broker has no AppendStream
+	// connState is the state of the client's connection (its GetState;
+	// a test sets another before the first send).
+	connState func() connectivity.State
 
 	mu      sync.Mutex
 	queue   []*pipeSend
@@ -234,7 +241,8 @@ type appendPipe struct {
 }
 
 func newAppendPipe(c *Client, maxReopen time.Duration) *appendPipe {
-	p := &appendPipe{c: c, slots: make(chan struct{}, streamWindow), kick: make(chan struct{}, 1), maxReopen: maxReopen, retrying: map[*pipeSend]struct{}{}}
+	p := &appendPipe{c: c, slots: make(chan struct{}, streamWindow), kick: make(chan struct{}, 1), maxReopen: maxReopen, retrying: map[*pipeSend]struct{}{},
+		connState: c.conn.GetState}
 	p.base, p.stop = context.WithCancel(context.Background())
 	return p
 }
@@ -415,7 +423,7 @@ func (p *appendPipe) sendSome() bool {
 		return false
 	}
 	ps := p.cur
-	if ps != nil && !ps.broken && p.connLeft() {
+	if ps != nil && !ps.broken && p.connLeft(ps) {
 		ps.draining = true
 	}
 	var done *pipeStream
@@ -605,7 +613,8 @@ func (p *appendPipe) open() (*pipeStream, error) {
 			window = min(w, streamWindow)
 		}
 	}
-	ps := &pipeStream{st: st, cancel: cancel, maxBytes: min(limit, p.c.maxAnswer), window: window, inFlight: map[uint64]*pipeSend{}}
+	ps := &pipeStream{st: st, cancel: cancel, maxBytes: min(limit, p.c.maxAnswer), window: window, inFlight: map[uint64]*pipeSend{},
+		sawReady: p.connState() == connectivity.Ready}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -748,6 +757,9 @@ func (p *appendPipe) answered(ps *pipeStream, results []streamAnswer, sends []*p
 	}
 	p.mu.Lock()
 	ps.answered = true
+	if !ps.sawReady {
+		p.seeReady(ps)
+	}
 	for i := range results {
 		seq := results[i].seq
 		sends = append(sends, ps.inFlight[seq])

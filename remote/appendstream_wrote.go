@@ -74,14 +74,31 @@ func (p *appendPipe) wrote(ps *pipeStream, sends []*pipeSend, err error) {
 	}
 }
 
-// connLeft reports whether the client's connection is no longer ready:
-// gRPC says so as soon as it sees the connection end (the server went
-// away, perhaps while the client was idle), before it ends the calls on
-// it, and when the server sends GOAWAY. The sender then writes nothing
-// more on the current stream (it drains, its reader reading what is
-// answered) and opens a new one, which connects again: an append written
-// on a connection already gone would be reported unknown although the
-// broker never read it.
-func (p *appendPipe) connLeft() bool {
-	return p.c.conn.GetState() != connectivity.Ready
+// connLeft reports whether ps's connection is no longer ready: gRPC says
+// so as soon as it sees the connection end (the server went away, perhaps
+// while the client was idle), before it ends the calls on it, and when
+// the server sends GOAWAY. The sender then writes nothing more on ps (it
+// drains, its reader reading what is answered) and opens a new stream,
+// which connects again: an append written on a connection already gone
+// would be reported unknown although the broker never read it.
+//
+// gRPC gives calls a new connection before its state says ready, so a
+// stream can open, and be answered, while the state still says
+// CONNECTING: that is no connection leaving. Only a state that is no
+// longer ready, once ps has seen it ready, is. p.mu is held.
+func (p *appendPipe) connLeft(ps *pipeStream) bool {
+	if p.seeReady(ps) {
+		return false
+	}
+	return ps.sawReady
+}
+
+// seeReady notes it in ps when the connection's state is ready, and
+// reports whether it is. p.mu is held.
+func (p *appendPipe) seeReady(ps *pipeStream) bool {
+	if p.connState() != connectivity.Ready {
+		return false
+	}
+	ps.sawReady = true
+	return true
 }
