@@ -39,13 +39,21 @@ import (
 //   - a topic capped at crashCapMax messages that drops the oldest;
 //   - two members of a broadcasting group, one slower than the other;
 //   - an orderly group, which must get each queue's messages in order;
-//   - a topic created, sent to and deleted, again and again.
+//   - a topic created, sent to and deleted, again and again;
+//   - a topic with priority lanes, read by a group with a BatchHandler
+//     that fails some messages of its batches with a *BatchError, once or
+//     always (crash_features_batch_test.go): before each life the parent
+//     stores a backlog in every lane, which must be handed out higher
+//     lanes first, and after each kill it checks that the group's
+//     committed offsets never went back and that only messages above them
+//     were delivered again.
 //
 // After each SIGKILL the parent reopens the directory and checks what is
 // stored; after the last, it runs the groups to the end: every
 // acknowledged message handled or dead-lettered as its kind says and
 // nothing else dead-lettered, every delayed message delivered once, each
-// broadcasting member given every acknowledged message.
+// broadcasting member given every acknowledged message, every message of
+// the priority topic handled or dead-lettered by the batch group.
 // EQUEUE_CRASH_ROUNDS sets the rounds (default 3).
 func TestCrash_FeaturesKillAndReopen(t *testing.T) {
 	rounds := 3
@@ -58,7 +66,13 @@ func TestCrash_FeaturesKillAndReopen(t *testing.T) {
 	redoFile := filepath.Join(t.TempDir(), "redo")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	h := &crashFeatures{acked: map[string]crashPos{}, dues: map[string]time.Time{}, handled: map[string]bool{}, delivered: map[string]bool{}, bgot: map[string]map[string]bool{}}
+	h := &crashFeatures{acked: map[string]crashPos{}, dues: map[string]time.Time{}, handled: map[string]bool{}, delivered: map[string]bool{}, bgot: map[string]map[string]bool{},
+		prio: newCrashPrio()}
+	e, err := equeue.Open(dir, nil)
+	require.NoError(t, err)
+	h.prio.reopened(t, ctx, e, "before round 0")
+	h.prio.nextLife(t, ctx, e, "0")
+	require.NoError(t, e.Close())
 	for round := range rounds {
 		h.runChild(t, dir, redoFile, round)
 		e, err := equeue.Open(dir, nil)
@@ -71,6 +85,9 @@ func TestCrash_FeaturesKillAndReopen(t *testing.T) {
 		// A kill leaves at most the one send in flight untrimmed.
 		assert.LessOrEqual(t, len(capped), crashCapMax+1, "round %d: the capped topic holds more than its limit and the send in flight", round)
 		h.checkChurn(t, ctx, e, round)
+		t.Logf("round %d: %s", round, h.prio.summary())
+		h.prio.reopened(t, ctx, e, fmt.Sprintf("round %d", round))
+		h.prio.nextLife(t, ctx, e, strconv.Itoa(round+1))
 		require.NoError(t, e.Close())
 		// The next round sends these IDs again.
 		var redo strings.Builder
@@ -157,7 +174,7 @@ func crashConsumers(say func(string, ...any), slow time.Duration) []equeue.Consu
 			say("OGOT %d %d", m.Queue, m.Offset)
 			return nil
 		}})
-	return out
+	return append(out, crashBatchOptions(say))
 }
 
 var crashBroadcastMembers = []string{"b1", "b2"}
@@ -196,6 +213,7 @@ func TestCrashFeaturesChild(t *testing.T) {
 		crashDedupTopic:  {Queues: 4, DedupWindow: time.Hour},
 		crashDelayTopic:  {Queues: 2},
 		crashCappedTopic: {Queues: 2, Limits: equeue.TopicLimits{MaxMessages: crashCapMax}},
+		crashPrioTopic:   crashPrioOptions,
 	} {
 		if err := e.CreateTopicWith(ctx, name, o); err != nil && !errors.Is(err, equeue.ErrTopicExists) {
 			fail("create %s: %v", name, err)
@@ -284,6 +302,8 @@ func TestCrashFeaturesChild(t *testing.T) {
 		}
 	}()
 	go crashChurn(ctx, e, p, round, say, fail)
+	go crashPrioSender(ctx, p, round, say, fail)
+	go crashCommitReporter(ctx, e, say)
 	select {}
 }
 
@@ -330,11 +350,16 @@ type crashFeatures struct {
 	// orderly is the last offset of each queue the orderly group got in
 	// the current process.
 	orderly map[int]int64
+	// prio is the priority topic's and the batch group's part.
+	prio *crashPrio
 }
 
 // line takes one line of a child's output (or of the parent's last run).
 func (h *crashFeatures) line(l string) error {
 	f := strings.Fields(l)
+	if ok, err := h.prio.line(f); ok {
+		return err
+	}
 	switch {
 	case len(f) == 4 && f[0] == "ACK":
 		q, _ := strconv.Atoi(f[2])
@@ -453,24 +478,11 @@ func (h *crashFeatures) finish(t *testing.T, ctx context.Context, dir string) {
 		require.NoError(t, c.Start(ctx))
 		consumers = append(consumers, c)
 	}
-	deadLetters := func() map[string]int {
-		dl := map[string]int{}
-		for from := int64(0); ; {
-			page, err := e.ListDeadLetters(ctx, crashRetryGroup, equeue.ListDeadLettersRequest{From: from, Max: 1024})
-			require.NoError(t, err)
-			if len(page) == 0 {
-				return dl
-			}
-			for _, d := range page {
-				dl[d.Message.ID]++
-			}
-			from = page[len(page)-1].Offset + 1
-		}
-	}
 	// missing lists what is not accounted for yet, a few of each.
-	var dl map[string]int
+	var dl, bdl map[string]int
 	missing := func() []string {
-		dl = deadLetters()
+		dl = crashDeadLetters(t, ctx, e, crashRetryGroup)
+		bdl = crashDeadLetters(t, ctx, e, crashBatchGroup)
 		mu.Lock()
 		defer mu.Unlock()
 		var out []string
@@ -497,6 +509,7 @@ func (h *crashFeatures) finish(t *testing.T, ctx context.Context, dir string) {
 				note("delayed, not delivered:", id)
 			}
 		}
+		h.prio.missing(bdl, note)
 		return out
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -521,6 +534,10 @@ func (h *crashFeatures) finish(t *testing.T, ctx context.Context, dir string) {
 		// mark answers the second send-back (sendbackmark.go).
 		assert.Equal(t, 1, n, "%s dead-lettered %d times", id, n)
 	}
+	for id, n := range bdl {
+		require.Zero(t, crashKind(id), "%s dead-lettered by %s, but its batch handler does not always fail it", id, crashBatchGroup)
+		assert.Equal(t, 1, n, "%s dead-lettered %d times by %s", id, n, crashBatchGroup)
+	}
 	for id, ids := range crashReadTopic(t, ctx, e, crashDelayTopic) {
 		if _, ok := h.dues[id]; ok {
 			assert.Len(t, ids, 1, "delayed %s stored once", id)
@@ -528,6 +545,8 @@ func (h *crashFeatures) finish(t *testing.T, ctx context.Context, dir string) {
 	}
 	t.Logf("%d acknowledged (%d answered again as duplicates), %d handled, %d dead-lettered, %d delayed delivered, %d and %d broadcast, %d generations of %s",
 		len(h.acked), h.dups, len(h.handled), len(dl), len(h.delivered), len(h.bgot["b1"]), len(h.bgot["b2"]), h.churned, crashChurnTopic)
+	t.Logf("%s, %d dead-lettered by %s", h.prio.summary(), len(bdl), crashBatchGroup)
+	require.NotEmpty(t, h.prio.got, "no message of the backlog in %s was handed out: the lane order went unchecked", crashPrioTopic)
 }
 
 // checkChurn checks the churned topic after a kill: if it exists, it
