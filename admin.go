@@ -144,10 +144,13 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 	if err != nil {
 		return GroupInfo{}, err
 	}
-	g.mu.Lock()
+	// A group whose lock is held across a store write (a reset, its
+	// deletion, its first join) is described as it was frozen for the
+	// write (groupfreeze.go): listings of every group do not wait for it.
+	frozen := g.readLock()
 	gi, starts := e.readGroupInfo(g)
 	at := g.fromTime
-	g.mu.Unlock()
+	g.readUnlock(frozen)
 	// Where a group without an offset starts from a time is searched for
 	// in the store: not under g.mu, which its members' commits and pulls
 	// take (metrics scrapes list every group's lag).
@@ -156,7 +159,8 @@ func (e *Engine) groupInfo(name string) (GroupInfo, error) {
 }
 
 // readGroupInfo describes g as of now, but for the lag of its rows without
-// an offset: starts lists those rows, for lagsFromStart. g.mu must be held.
+// an offset: starts lists those rows, for lagsFromStart. g.mu must be held,
+// or g frozen (readLock).
 func (e *Engine) readGroupInfo(g *group) (GroupInfo, []startLag) {
 	var starts []startLag
 	gi := GroupInfo{Name: g.name, Model: g.model, Subscriptions: slices.Clone(g.subs), Strategy: g.strategy.Name(), Epoch: g.epoch}

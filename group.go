@@ -79,6 +79,9 @@ type group struct {
 	lanes      map[string]int // priority lanes of subscribed topics with priorities; replaced, never changed
 	shared     sharedView     // what every member was last given alike (groupwake.go)
 	offsets    map[offsetKey]int64
+	// fz lets listings and heartbeats read the group while g.mu is held
+	// across a store write or read (groupfreeze.go).
+	fz groupFreeze
 	// left is when each member ID of a broadcasting group last left (or
 	// expired), and lastUsed when any member did or (a group coordinated
 	// outside the engine: Kafka's) when offsets were last committed for
@@ -113,8 +116,10 @@ type group struct {
 type member struct {
 	id          string
 	incarnation string // of the Start that joined; "" from clients without one
-	lastSeen    time.Time
-	waiting     int // heartbeats in progress
+	// lastSeen is when the member last joined or heartbeated, in Unix
+	// nanoseconds: a heartbeat of a frozen group sets it without g.mu.
+	lastSeen atomic.Int64
+	waiting  int // heartbeats in progress
 	// version is the Assignment.Version of the member's current answer:
 	// the group's version at the last change of that answer (groupwake.go).
 	version int64
@@ -733,7 +738,9 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if old := g.members[req.Member]; old != nil {
 		old.wakeUp() // a heartbeat of the member it replaces answers that it is no member
 	}
-	g.members[req.Member] = &member{id: req.Member, incarnation: req.Incarnation, lastSeen: time.Now()}
+	joined := &member{id: req.Member, incarnation: req.Incarnation}
+	joined.seen(time.Now())
+	g.members[req.Member] = joined
 	delete(g.left, req.Member)
 	if !rejoin {
 		e.log.Info("group member joined", "group", g.name, "member", req.Member)
@@ -788,24 +795,39 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	if req == nil || req.Wait < 0 {
 		return Assignment{}, fmt.Errorf("%w: bad heartbeat request", ErrInvalidArgument)
 	}
-	g, err := e.groups.memberGroup(req.Group, req.Member)
+	g, err := e.groups.group(req.Group)
 	if err != nil {
 		return Assignment{}, err
 	}
+	// While the group's lock is held across a store write (a reset, the
+	// group's deletion), the heartbeat is answered from the frozen group
+	// (groupfreeze.go): a member whose heartbeats waited for the disk
+	// would be expired once it came back.
+	deadline := time.Now().Add(min(req.Wait, e.opts.SessionTimeout/2))
+	for g.readLock() {
+		a, done, err := e.frozenHeartbeat(ctx, g, req, deadline)
+		if done {
+			return a, err
+		}
+	}
 	m := g.members[req.Member]
+	if m == nil {
+		g.mu.Unlock()
+		return Assignment{}, fmt.Errorf("%w: %q in group %q", ErrNotMember, req.Member, req.Group)
+	}
 	if req.Incarnation != "" && m.incarnation != "" && m.incarnation != req.Incarnation {
 		g.mu.Unlock()
 		return Assignment{}, fmt.Errorf("%w: %q in group %q belongs to another incarnation", ErrNotMember, req.Member, req.Group)
 	}
-	m.lastSeen = time.Now()
-	if m.version != req.KnownVersion || req.Wait == 0 {
+	m.seen(time.Now())
+	wait := time.Until(deadline)
+	if m.version != req.KnownVersion || req.Wait == 0 || wait <= 0 {
 		defer g.mu.Unlock()
 		return g.assignment(req.Member, &e.opts), nil
 	}
 	m.waiting++
 	changed := m.waitChange() // only a change of this member's answer
 	g.mu.Unlock()
-	wait := min(req.Wait, e.opts.SessionTimeout/2)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	var stop error
@@ -820,7 +842,7 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m.waiting--
-	m.lastSeen = time.Now()
+	m.seen(time.Now())
 	if stop != nil {
 		return Assignment{}, stop
 	}
@@ -1025,12 +1047,14 @@ func (c *coordinator) stillMember(g *group, member string) error {
 // with the first one of the open the raised epoch floor (reserveOp).
 // When the write did not reach the store and this join created g, g is
 // dropped, so the engine is as before the join. g.mu must be held; lock
-// order is g.mu, then c.mu.
+// order is g.mu, then c.mu. Listings read g frozen meanwhile.
 func (c *coordinator) saveGroupMeta(g *group, m groupMeta, created bool) (applied bool, err error) {
 	v, err := json.Marshal(m)
 	if err == nil {
 		reserve := c.reserveOp()
+		g.freeze()
 		applied, err = c.e.storeMeta(append(reserve, store.MetaOp{Key: groupKey(m.Name), Value: v})...)
+		g.thaw()
 		if len(reserve) > 0 && err == nil {
 			c.reserved.Store(true)
 		}

@@ -60,7 +60,7 @@ func TestJoinGroup_RefusedJoinStillHandsOnAnExpiredMembersQueues(t *testing.T) {
 	g, err := e.groups.group("g")
 	require.NoError(t, err)
 	g.mu.Lock()
-	g.members["a"].lastSeen = time.Now().Add(-2 * time.Hour)
+	g.members["a"].lastSeen.Store(time.Now().Add(-2 * time.Hour).UnixNano())
 	g.mu.Unlock()
 
 	require.ErrorIs(t, join("a", "a2", "u"), ErrSubscriptionMismatch)

@@ -125,7 +125,15 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 			g.notify()
 		}
 	}
+	// Listings and heartbeats read g frozen across the store's reads and
+	// writes (groupfreeze.go); its memory changes only between them.
+	freeze, thaw := func() {}, func() {}
+	if g != nil {
+		freeze, thaw = g.freeze, g.thaw
+	}
+	freeze()
 	keys, err := e.groupKeys(name)
+	thaw()
 	if err != nil {
 		return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, err)
 	}
@@ -137,14 +145,18 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		for i, k := range chunk {
 			ops[i] = store.MetaOp{Key: k, Delete: true}
 		}
+		freeze()
 		applied, werr := e.storeMeta(ops...)
+		if applied {
+			e.trimDelayed(chunk)
+		}
+		thaw()
 		if !applied {
 			return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, werr)
 		}
 		if g != nil {
 			g.forgetKeys(chunk)
 		}
-		e.trimDelayed(chunk)
 		if werr != nil {
 			return false, nil, notDurable(werr, "delete group %q", name)
 		}

@@ -20,7 +20,19 @@ func newIncarnation() string {
 // expired reports whether m is gone for good: no heartbeat in progress and
 // none for longer than the session timeout.
 func (m *member) expired(now time.Time, session time.Duration) bool {
-	return m.waiting == 0 && now.Sub(m.lastSeen) > session
+	return m.waiting == 0 && now.Sub(time.Unix(0, m.lastSeen.Load())) > session
+}
+
+// seen records a heartbeat of m at now; a heartbeat of a frozen group
+// (groupfreeze.go) records it without g.mu.
+func (m *member) seen(now time.Time) {
+	n := now.UnixNano()
+	for {
+		old := m.lastSeen.Load()
+		if old >= n || m.lastSeen.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // runMembership keeps a member in its group until ctx ends: it heartbeats

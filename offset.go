@@ -538,7 +538,12 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			off, ok = found.start(e, timeStart{ref: q.QueueRef, at: g.fromTime})
 		}
 		if !ok {
-			if off, err = e.startOffset(q.QueueRef, from, g.fromTime); err != nil {
+			// Listings and heartbeats read g frozen across the store's
+			// reads (groupfreeze.go).
+			g.freeze()
+			off, err = e.startOffset(q.QueueRef, from, g.fromTime)
+			g.thaw()
+			if err != nil {
 				g.mu.Unlock()
 				return nil, err
 			}
@@ -762,6 +767,16 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	if len(queues) == 0 {
 		queues = g.externalQueues()
 	}
+	// Listings and heartbeats read g frozen across the store's reads and
+	// writes (groupfreeze.go): its memory changes once they are done (its
+	// send-back marks, which neither reads, under g.sbMu meanwhile).
+	g.freeze()
+	frozen := true
+	defer func() {
+		if frozen {
+			g.thaw()
+		}
+	}()
 	targets := map[QueueRef]int64{}
 	switch req.To {
 	case ResetToEarliest, ResetToLatest, ResetToTime:
@@ -838,6 +853,8 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	if !applied {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
 	}
+	g.thaw()
+	frozen = false
 	for _, s := range set {
 		g.setOffset(s.k, s.off, nil)
 		g.forgetMarks(s.k, s.marks)
