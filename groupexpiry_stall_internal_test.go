@@ -3,7 +3,6 @@ package equeue
 import (
 	"bytes"
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,33 +13,6 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// heldDeleteStore holds, once armed, the first store write deleting an
-// offset until open is called: a disk that hangs under an absent member's
-// offsets being deleted.
-type heldDeleteStore struct {
-	Store
-	armed atomic.Bool
-	held  chan struct{} // closed when a write is held
-	gate  chan struct{} // closed by open
-	onceH sync.Once
-	onceG sync.Once
-}
-
-func (s *heldDeleteStore) open() { s.onceG.Do(func() { close(s.gate) }) }
-
-func (s *heldDeleteStore) Write(b *store.Batch) error {
-	if s.armed.Load() {
-		for _, op := range b.Meta {
-			if op.Delete && bytes.HasPrefix(op.Key, keyOffsetPrefix) {
-				s.onceH.Do(func() { close(s.held) })
-				<-s.gate
-				break
-			}
-		}
-	}
-	return s.Store.Write(b)
-}
-
 // TestGroupIdleTTL_ForgettingAnAbsentMemberStallsNoHeartbeat: the deletion
 // of an absent broadcasting member's offsets, while the disk holds its
 // write, leaves the group's lock to the live members: their heartbeats
@@ -50,7 +22,8 @@ func (s *heldDeleteStore) Write(b *store.Batch) error {
 func TestGroupIdleTTL_ForgettingAnAbsentMemberStallsNoHeartbeat(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s := &heldDeleteStore{Store: store.NewMemory(), held: make(chan struct{}), gate: make(chan struct{})}
+	// The first write deleting an offset: an absent member's being forgotten.
+	s := newHeldMetaStore(func(op store.MetaOp) bool { return op.Delete && bytes.HasPrefix(op.Key, keyOffsetPrefix) })
 	t.Cleanup(s.open)
 	e, err := Open("", &Options{Store: s, GroupIdleTTL: 200 * time.Millisecond, Retention: RetentionPolicy{Interval: -1}})
 	require.NoError(t, err)

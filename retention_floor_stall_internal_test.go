@@ -3,7 +3,6 @@ package equeue
 import (
 	"bytes"
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,37 +12,6 @@ import (
 
 	"github.com/equeue-go/equeue/store"
 )
-
-// heldWatermarkStore holds, once armed, the first store write carrying a
-// queue's low watermark until open is called: a retention pass whose disk
-// hangs while it moves a watermark.
-type heldWatermarkStore struct {
-	Store
-	armed atomic.Bool
-	held  chan struct{} // closed when a watermark write is held
-	gate  chan struct{} // closed by open
-	onceH sync.Once
-	onceG sync.Once
-}
-
-func newHeldWatermarkStore() *heldWatermarkStore {
-	return &heldWatermarkStore{Store: store.NewMemory(), held: make(chan struct{}), gate: make(chan struct{})}
-}
-
-func (s *heldWatermarkStore) open() { s.onceG.Do(func() { close(s.gate) }) }
-
-func (s *heldWatermarkStore) Write(b *store.Batch) error {
-	if s.armed.Load() {
-		for _, op := range b.Meta {
-			if !op.Delete && bytes.HasPrefix(op.Key, keyWatermark) {
-				s.onceH.Do(func() { close(s.held) })
-				<-s.gate
-				break
-			}
-		}
-	}
-	return s.Store.Write(b)
-}
 
 // TestRetention_HeldWatermarkWriteStallsNoUnrelatedGroup: while a retention
 // pass keeping unconsumed messages waits for the store to take one
@@ -175,4 +143,10 @@ func TestRetention_HeldWatermarkWriteHoldsBackAJoinOfItsTopic(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), info.Queues[0].MinOffset)
 	assert.LessOrEqual(t, info.Queues[0].MinOffset, off, "the group starts at or above the new watermark")
+}
+
+// newHeldWatermarkStore holds the first write carrying a queue's low
+// watermark: a retention pass whose disk hangs while it moves one.
+func newHeldWatermarkStore() *heldMetaStore {
+	return newHeldMetaStore(func(op store.MetaOp) bool { return !op.Delete && bytes.HasPrefix(op.Key, keyWatermark) })
 }
