@@ -335,7 +335,7 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 	}
 	r, err := p.requester(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
+		if requestEnded(ctx) {
 			return nil, fmt.Errorf("%w: %w: %w", ErrRequestTimeout, ErrRequestNotStored, err)
 		}
 		return nil, err
@@ -354,7 +354,7 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 	res, err := p.Send(ctx, m)
 	if err != nil {
 		r.forget(id)
-		if ctx.Err() != nil {
+		if requestEnded(ctx) {
 			if errors.Is(err, ErrIndeterminate) {
 				return nil, fmt.Errorf("%w: sending the request: %w", ErrRequestTimeout, err)
 			}
@@ -390,6 +390,19 @@ func (p *Producer) Request(ctx context.Context, m *Message) (*Message, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrRequestTimeout, ctx.Err())
 	}
+}
+
+// requestEnded reports whether a request's context ended: its Err is set,
+// or its deadline has passed. A deadline passes a moment before the
+// context's timer sets Err, and a call that looks at the deadline itself
+// fails in that moment (over remote, gRPC sends what is left of it and the
+// broker answers DeadlineExceeded at once): such a request timed out too.
+func requestEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // Reply sends body as the reply to req, a message received by a handler
