@@ -57,7 +57,12 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 	// The delay log's slots below its visible end are of sends the
 	// engine answered stored (durableBatch publishes it, as a queue's).
 	_, visible, _ := e.sched.log.bounds()
-	err := e.st.ScanMeta(keyDelayPrefix, func(k, v []byte) error {
+	err := e.scanMetaDamaged(keyDelayPrefix, func(k, v []byte, damaged error) error {
+		if damaged != nil {
+			// Its value cannot be read back: the scheduler drops (and
+			// counts) it as corrupt when it comes due.
+			return nil
+		}
 		if info.Pending >= maxDelayedCount {
 			info.Complete = false
 			return errStopScan

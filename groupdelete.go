@@ -226,8 +226,10 @@ func (e *Engine) groupKeys(name string) ([][]byte, error) {
 		}
 	}
 	if len(ids) > 0 {
-		err := e.st.ScanMeta(keyDelayPrefix, func(k, v []byte) error {
-			if len(v) == delayIndexValueLen && slices.Contains(ids, binary.BigEndian.Uint32(v)) {
+		// An entry whose value cannot be read back, of no known topic, is
+		// left for the scheduler to drop (and count) when it comes due.
+		err := e.scanMetaDamaged(keyDelayPrefix, func(k, v []byte, damaged error) error {
+			if damaged == nil && len(v) == delayIndexValueLen && slices.Contains(ids, binary.BigEndian.Uint32(v)) {
 				keys = append(keys, slices.Clone(k))
 			}
 			return nil
