@@ -168,3 +168,35 @@ func TestOverview_RowsPastTheEndAreAnEmptyPage(t *testing.T) {
 		assert.Empty(t, rowNames(t, panelOf(t, pg.body, "consumers"), "groups"), from)
 	}
 }
+
+// TestOverviewAndTopicPages_NoCountLineWhenEveryRowShows: the overview's
+// and a topic's tables show the row count only when rows are left out (a
+// page, or a filter), as a group's page does.
+func TestOverviewAndTopicPages_NoCountLineWhenEveryRowShows(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t)
+	require.NoError(t, e.CreateTopic(ctx, "orders", 2))
+	_, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "billing", Member: "m",
+		Subscriptions: []equeue.Subscription{{Topic: "orders"}}})
+	require.NoError(t, err)
+	s := serve(t, e, console.Options{})
+	pages := []struct {
+		path   string
+		panels []string
+	}{
+		{prefix, []string{"topics", "groups"}},
+		{prefix + "topics/orders", []string{"consumers"}},
+	}
+	for _, p := range pages {
+		pg := s.get(t, p.path)
+		require.Equal(t, http.StatusOK, pg.status, pg.body)
+		for _, id := range p.panels {
+			assert.NotContains(t, panelOf(t, pg.body, id), `class="pager`, "%s: %s", p.path, id)
+		}
+	}
+	pg := s.get(t, prefix+"?q=x")
+	require.Equal(t, http.StatusOK, pg.status, pg.body)
+	for _, id := range []string{"topics", "groups"} {
+		assert.Contains(t, panelOf(t, pg.body, id), `class="pager`, "%s: the filter left rows out", id)
+	}
+}
