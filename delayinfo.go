@@ -32,9 +32,11 @@ const maxDelayedCount = 100_000
 // Delayed reports how many delayed messages are pending (counting at most
 // 100,000) and the delivery times and queues of the earliest max of them
 // (0 means 32, at most 1024). A message whose topic was deleted is counted
-// with an empty topic name. As pulls, it shows only sends the engine knows
-// stored: not one still being written, nor one of unknown outcome (its
-// fsync failed) until a reopen.
+// with an empty topic name; an entry of the delay index that the store
+// cannot read back, or whose key or value is garbled, is left out (the
+// scheduler drops and counts it). As pulls, it shows only sends the engine
+// knows stored: not one still being written, nor one of unknown outcome
+// (its fsync failed) until a reopen.
 func (e *Engine) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
 	return e.delayed(ctx, max, nil)
 }
@@ -58,9 +60,11 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 	// engine answered stored (durableBatch publishes it, as a queue's).
 	_, visible, _ := e.sched.log.bounds()
 	err := e.scanMetaDamaged(keyDelayPrefix, func(k, v []byte, damaged error) error {
-		if damaged != nil {
-			// Its value cannot be read back: the scheduler drops (and
-			// counts) it as corrupt when it comes due.
+		at, seq, ok := parseDelayKey(k)
+		if damaged != nil || !ok || len(v) != delayIndexValueLen {
+			// Its value cannot be read back, or its key or value is
+			// garbled: the scheduler drops (and counts) it as corrupt
+			// when it reaches it.
 			return nil
 		}
 		if info.Pending >= maxDelayedCount {
@@ -72,29 +76,22 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 				return err
 			}
 		}
-		at, seq, ok := parseDelayKey(k)
-		if keep != nil && (!ok || len(v) != delayIndexValueLen) {
-			return nil
-		}
-		if ok && seq >= visible {
+		if seq >= visible {
 			return nil // not known stored (yet)
 		}
-		var name string
-		if ok && len(v) == delayIndexValueLen {
-			id := binary.BigEndian.Uint32(v)
-			var seen bool
-			if name, seen = names[id]; !seen {
-				if t := e.topicByID(id); t != nil {
-					name = t.name
-				}
-				names[id] = name
+		id := binary.BigEndian.Uint32(v)
+		name, seen := names[id]
+		if !seen {
+			if t := e.topicByID(id); t != nil {
+				name = t.name
 			}
+			names[id] = name
 		}
 		if keep != nil && !keep(name) {
 			return nil
 		}
 		info.Pending++
-		if len(info.Next) >= max || !ok || len(v) != delayIndexValueLen {
+		if len(info.Next) >= max {
 			return nil
 		}
 		info.Next = append(info.Next, DelayedEntry{DeliverAt: at, QueueRef: QueueRef{Topic: name, Queue: int(binary.BigEndian.Uint32(v[4:]))}})

@@ -197,13 +197,15 @@ func (e *Engine) trimDelayed(keys [][]byte) {
 func (e *Engine) groupKeys(name string) ([][]byte, error) {
 	var keys [][]byte
 	meta := groupKey(name)
-	if _, err := e.st.GetMeta(meta); err == nil {
+	if _, err := e.st.GetMeta(meta); err == nil || errors.Is(err, store.ErrDamaged) {
 		keys = append(keys, meta)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
+	// Keys whose values the store cannot read back are deleted all the
+	// same: their values are not needed.
 	collect := func(prefix []byte) error {
-		return e.st.ScanMeta(prefix, func(k, _ []byte) error {
+		return e.scanMetaDamaged(prefix, func(k, _ []byte, _ error) error {
 			keys = append(keys, slices.Clone(k))
 			return nil
 		})
@@ -249,7 +251,9 @@ func (e *Engine) groupKeys(name string) ([][]byte, error) {
 func (e *Engine) redrivenKeysToDelete(name string) ([][]byte, error) {
 	dlq, hasDLQ := e.lookupTopic(DLQTopic(name))
 	var keys [][]byte
-	err := e.st.ScanMeta(redrivenGroupPrefix(name), func(k, v []byte) error {
+	// A mark whose value cannot be read back (v is nil), as one garbled,
+	// marks no dead letter known to be held: it goes with the group's keys.
+	err := e.scanMetaDamaged(redrivenGroupPrefix(name), func(k, v []byte, _ error) error {
 		if hasDLQ {
 			if live, err := redrivenIn(v, dlq.id); err == nil && live {
 				return nil
