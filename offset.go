@@ -538,11 +538,7 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			off, ok = found.start(e, timeStart{ref: q.QueueRef, at: g.fromTime})
 		}
 		if !ok {
-			// Listings and heartbeats read g frozen across the store's
-			// reads (groupfreeze.go).
-			g.freeze()
-			off, err = e.startOffset(q.QueueRef, from, g.fromTime)
-			g.thaw()
+			off, err = e.fetchStart(g, q.QueueRef, from)
 			if err != nil {
 				g.mu.Unlock()
 				return nil, err
@@ -557,6 +553,20 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 		return nil, fmt.Errorf("equeue: store start offsets of %q: %w", groupName, err)
 	}
 	return out, nil
+}
+
+// fetchStart is startOffset for FetchOffsets, under g.mu. Only a start
+// from a time reads the store (one the search before the group's locks
+// did not find): listings and heartbeats read g frozen across those reads
+// (groupfreeze.go). The other starts are the queue's bounds, read from
+// memory: the group is not frozen for them.
+func (e *Engine) fetchStart(g *group, ref QueueRef, from ConsumeFrom) (int64, error) {
+	if from != ConsumeFromTimestamp {
+		return e.startOffset(ref, from, g.fromTime)
+	}
+	g.freeze()
+	defer g.thaw()
+	return e.startOffset(ref, from, g.fromTime)
 }
 
 func (e *Engine) queueOf(ref QueueRef) (*queue, error) {
