@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -382,11 +383,14 @@ func TestPullMarks_GoWithTheirMembers(t *testing.T) {
 // that comes back between two checks, commits and leaves again keeps its
 // offsets (a broadcasting member's) and its group for a whole TTL after
 // that. Before, the next check deleted the offset just committed (found
-// by review).
+// by review). The engine's log tells when each deletion came; the test
+// compares it with a time read before the last leave, so a slow machine
+// can only make the gap longer.
 func TestGroupIdleTTL_CountsFromTheLastLeave(t *testing.T) {
 	const ttl = 2 * time.Second
 	ctx := ctxT(t)
-	rig := newFaultRig(t, "memory", &equeue.Options{GroupIdleTTL: ttl})
+	logs := newLogTimes()
+	rig := newFaultRig(t, "memory", &equeue.Options{GroupIdleTTL: ttl, Logger: slog.New(logs)})
 	e := rig.E
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	p := newProducer(t, e, nil)
@@ -396,14 +400,18 @@ func TestGroupIdleTTL_CountsFromTheLastLeave(t *testing.T) {
 	}
 	handled := make(chan struct{}, 100)
 	ok := func(context.Context, *equeue.Message) error { handled <- struct{}{}; return nil }
-	run := func(group, id string, model equeue.MessageModel) {
+	// run handles a message as member id of group and leaves; it returns
+	// a time read before the leave.
+	run := func(group, id string, model equeue.MessageModel) time.Time {
 		c := startConsumer(t, e, equeue.ConsumerOptions{Group: group, ID: id, Model: model, Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok})
 		select {
 		case <-handled:
 		case <-ctx.Done():
 			t.Fatal("not handled")
 		}
+		leaving := time.Now()
 		require.NoError(t, c.Close())
+		return leaving
 	}
 	keep := startConsumer(t, e, equeue.ConsumerOptions{Group: "b", ID: "keep", Model: equeue.Broadcasting, Subscriptions: []equeue.Subscription{{Topic: "t"}},
 		Handler: func(context.Context, *equeue.Message) error { return nil }})
@@ -422,21 +430,21 @@ func TestGroupIdleTTL_CountsFromTheLastLeave(t *testing.T) {
 	run("c", "", equeue.Clustering)
 	time.Sleep(ttl - 300*time.Millisecond) // a check has long seen both absent
 	send()
-	run("b", "cron", equeue.Broadcasting)
-	run("c", "", equeue.Clustering)
-	left := time.Now()
-	for time.Since(left) < ttl-500*time.Millisecond {
-		require.True(t, hasOffset("b", "cron"), "the member's offset, committed %v ago, was deleted", time.Since(left))
-		_, err := e.Group(ctx, "c")
-		require.NoError(t, err, "the group, idle for %v, was deleted", time.Since(left))
-		time.Sleep(20 * time.Millisecond)
-	}
+	cronLeft := run("b", "cron", equeue.Broadcasting)
+	cLeft := run("c", "", equeue.Clustering)
 	eventually(t, 30*time.Second, func() bool { return !hasOffset("b", "cron") }, "the member's offsets go a TTL after it left")
 	eventually(t, 30*time.Second, func() bool {
 		_, err := e.Group(ctx, "c")
 		return errors.Is(err, equeue.ErrGroupNotFound)
 	}, "the group goes a TTL after its member left")
 	assert.True(t, hasOffset("b", "keep"))
+
+	at, logged := logs.first("offsets of an absent broadcasting member deleted", "b", "cron")
+	require.True(t, logged, "the deletion of the member's offsets is logged")
+	assert.GreaterOrEqual(t, at.Sub(cronLeft), ttl, "the member's offsets, committed just before it left again, were deleted within a TTL of that leave")
+	at, logged = logs.first("idle group deleted", "c", "")
+	require.True(t, logged, "the deletion of the idle group is logged")
+	assert.GreaterOrEqual(t, at.Sub(cLeft), ttl, "the group was deleted within a TTL of its member's last leave")
 }
 
 // TestGroupIdleTTL_KeepsAGroupThatCommitsFromOutside: a group coordinated
