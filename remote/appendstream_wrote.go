@@ -84,13 +84,21 @@ func (p *appendPipe) wrote(ps *pipeStream, sends []*pipeSend, err error) {
 //
 // gRPC gives calls a new connection before its state says ready, so a
 // stream can open, and be answered, while the state still says
-// CONNECTING: that is no connection leaving. Only a state that is no
-// longer ready, once ps has seen it ready, is. p.mu is held.
+// CONNECTING: that is no connection leaving, unless ps saw the state
+// ready before (a reconnect under way). A connection that went shows as
+// IDLE or TRANSIENT_FAILURE (or SHUTDOWN once the client closed), never
+// as that lag's CONNECTING: those mean it left whether or not ps saw it
+// ready. p.mu is held.
 func (p *appendPipe) connLeft(ps *pipeStream) bool {
-	if p.seeReady(ps) {
+	switch p.connState() {
+	case connectivity.Ready:
+		ps.sawReady = true
 		return false
+	case connectivity.Connecting:
+		return ps.sawReady
+	default:
+		return true
 	}
-	return ps.sawReady
 }
 
 // seeReady notes it in ps when the connection's state is ready, and
