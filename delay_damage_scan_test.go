@@ -17,39 +17,14 @@ import (
 )
 
 // damagedDelayValue is a store that cannot read back the value of the
-// delay-index key of delay-log slot: ScanMeta fails on it with an error
-// matching store.ErrDamaged, and ScanMetaDamaged (store.DamagedMetaScanner)
-// hands it over with no value and that error, as Badger does for a value
-// a machine crash lost.
-type damagedDelayValue struct {
-	equeue.Store
-	slot uint64
-}
-
-// damaged reports the error of key k's value, nil when it reads back.
-func (s *damagedDelayValue) damaged(k []byte) error {
-	if len(k) == len("d/")+16 && bytes.HasPrefix(k, []byte("d/")) && binary.BigEndian.Uint64(k[len(k)-8:]) == s.slot {
-		return fmt.Errorf("%w: value of delay key %q unreadable", store.ErrDamaged, k)
-	}
-	return nil
-}
-
-func (s *damagedDelayValue) ScanMeta(prefix []byte, fn func(key, value []byte) error) error {
-	return s.Store.ScanMeta(prefix, func(k, v []byte) error {
-		if err := s.damaged(k); err != nil {
-			return err
+// delay-index key of delay-log slot (damagedMeta).
+func damagedDelayValue(st equeue.Store, slot uint64) *damagedMeta {
+	return &damagedMeta{Store: st, damaged: func(k []byte) error {
+		if len(k) == len("d/")+16 && bytes.HasPrefix(k, []byte("d/")) && binary.BigEndian.Uint64(k[len(k)-8:]) == slot {
+			return fmt.Errorf("%w: value of delay key %q unreadable", store.ErrDamaged, k)
 		}
-		return fn(k, v)
-	})
-}
-
-func (s *damagedDelayValue) ScanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error {
-	return s.Store.ScanMeta(prefix, func(k, v []byte) error {
-		if err := s.damaged(k); err != nil {
-			return fn(k, nil, err)
-		}
-		return fn(k, v, nil)
-	})
+		return nil
+	}}
 }
 
 // Delayed skips a delay-index entry whose value cannot be read back, as
@@ -58,7 +33,7 @@ func (s *damagedDelayValue) ScanMetaDamaged(prefix []byte, fn func(key, value []
 // Delayed failed with the store's error until then).
 func TestDelayed_SkipsAnUnreadableIndexValue(t *testing.T) {
 	ctx := context.Background()
-	st := &damagedDelayValue{Store: keepOpen{store.NewMemory()}, slot: 1}
+	st := damagedDelayValue(keepOpen{store.NewMemory()}, 1)
 	e, err := equeue.Open("", &equeue.Options{Store: st})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
@@ -87,7 +62,7 @@ func TestDelayed_SkipsAnUnreadableIndexValue(t *testing.T) {
 func TestDeleteGroup_SkipsAnUnreadableDelayIndexValue(t *testing.T) {
 	ctx := ctxT(t)
 	mem := store.NewMemory()
-	st := &damagedDelayValue{Store: keepOpen{mem}, slot: 1}
+	st := damagedDelayValue(keepOpen{mem}, 1)
 	e, err := equeue.Open("", &equeue.Options{Store: st})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()

@@ -15,57 +15,25 @@ import (
 	"github.com/equeue-go/equeue/store"
 )
 
-// damagedGroupValues is a store that, once damage is set, cannot read back
-// the values of group g's metadata, offsets, send-back marks and redriven
-// marks: GetMeta and ScanMeta fail on them with an error matching
-// store.ErrDamaged, and ScanMetaDamaged (store.DamagedMetaScanner) hands
-// them over with no value and that error, as Badger does for values a
-// machine crash lost.
-type damagedGroupValues struct {
-	equeue.Store
-	damage atomic.Bool
-}
-
-// damaged reports the error of key k's value, nil when it reads back.
-func (s *damagedGroupValues) damaged(k []byte) error {
-	if !s.damage.Load() {
-		return nil
-	}
-	key := string(k)
-	for _, p := range []string{"off/g\x00", "sbk/g\x00", "dlqr/g\x00"} {
-		if strings.HasPrefix(key, p) {
+// damagedGroupValues cannot read back, once damage is set, the values of
+// group g's metadata, offsets, send-back marks and redriven marks
+// (damagedMeta).
+func damagedGroupValues(st equeue.Store, damage *atomic.Bool) *damagedMeta {
+	return &damagedMeta{Store: st, damaged: func(k []byte) error {
+		if !damage.Load() {
+			return nil
+		}
+		key := string(k)
+		for _, p := range []string{"off/g\x00", "sbk/g\x00", "dlqr/g\x00"} {
+			if strings.HasPrefix(key, p) {
+				return fmt.Errorf("%w: value of %q unreadable", store.ErrDamaged, k)
+			}
+		}
+		if key == "grp/g" {
 			return fmt.Errorf("%w: value of %q unreadable", store.ErrDamaged, k)
 		}
-	}
-	if key == "grp/g" {
-		return fmt.Errorf("%w: value of %q unreadable", store.ErrDamaged, k)
-	}
-	return nil
-}
-
-func (s *damagedGroupValues) GetMeta(k []byte) ([]byte, error) {
-	if err := s.damaged(k); err != nil {
-		return nil, err
-	}
-	return s.Store.GetMeta(k)
-}
-
-func (s *damagedGroupValues) ScanMeta(prefix []byte, fn func(key, value []byte) error) error {
-	return s.Store.ScanMeta(prefix, func(k, v []byte) error {
-		if err := s.damaged(k); err != nil {
-			return err
-		}
-		return fn(k, v)
-	})
-}
-
-func (s *damagedGroupValues) ScanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error {
-	return s.Store.ScanMeta(prefix, func(k, v []byte) error {
-		if err := s.damaged(k); err != nil {
-			return fn(k, nil, err)
-		}
-		return fn(k, v, nil)
-	})
+		return nil
+	}}
 }
 
 // DeleteGroup deletes the group's keys whose values the store cannot read
@@ -75,7 +43,8 @@ func (s *damagedGroupValues) ScanMetaDamaged(prefix []byte, fn func(key, value [
 func TestDeleteGroup_DeletesKeysWithUnreadableValues(t *testing.T) {
 	ctx := ctxT(t)
 	mem := store.NewMemory()
-	st := &damagedGroupValues{Store: keepOpen{mem}}
+	var damage atomic.Bool
+	st := damagedGroupValues(keepOpen{mem}, &damage)
 	e, err := equeue.Open("", &equeue.Options{Store: st, Retention: equeue.RetentionPolicy{Interval: -1}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
@@ -114,7 +83,7 @@ func TestDeleteGroup_DeletesKeysWithUnreadableValues(t *testing.T) {
 		require.True(t, strings.Contains(strings.Join(before, "|"), p), "a key %q is stored: %q", p, before)
 	}
 
-	st.damage.Store(true)
+	damage.Store(true)
 	require.NoError(t, e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}))
 	assert.Empty(t, left(), "every key of the group is deleted")
 	_, err = e.Group(ctx, "g")

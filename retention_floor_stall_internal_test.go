@@ -38,17 +38,7 @@ func TestRetention_HeldWatermarkWriteStallsNoUnrelatedGroup(t *testing.T) {
 	}
 	require.NoError(t, join("m1"))
 
-	s.armed.Store(true)
-	passed := make(chan error, 1)
-	go func() {
-		_, err := e.ApplyRetention(ctx, RetentionPolicy{MaxAge: time.Nanosecond, KeepUnconsumed: true})
-		passed <- err
-	}()
-	select {
-	case <-s.held:
-	case <-ctx.Done():
-		t.Fatal("the pass never wrote a watermark")
-	}
+	passed := startHeldPass(t, ctx, e, s)
 
 	var joined, beat, listed atomic.Bool
 	go func() {
@@ -108,17 +98,7 @@ func TestRetention_HeldWatermarkWriteHoldsBackAJoinOfItsTopic(t *testing.T) {
 		_, err := e.Append(ctx, &AppendRequest{Topic: "cut", Messages: []*Message{{Body: []byte("x")}}})
 		require.NoError(t, err)
 	}
-	s.armed.Store(true)
-	passed := make(chan error, 1)
-	go func() {
-		_, err := e.ApplyRetention(ctx, RetentionPolicy{MaxAge: time.Nanosecond, KeepUnconsumed: true})
-		passed <- err
-	}()
-	select {
-	case <-s.held:
-	case <-ctx.Done():
-		t.Fatal("the pass never wrote a watermark")
-	}
+	passed := startHeldPass(t, ctx, e, s)
 	joined := make(chan error, 1)
 	go func() {
 		a, err := e.JoinGroup(ctx, &JoinRequest{Group: "late", Member: "m", From: ConsumeFromEarliest,
@@ -149,4 +129,23 @@ func TestRetention_HeldWatermarkWriteHoldsBackAJoinOfItsTopic(t *testing.T) {
 // watermark: a retention pass whose disk hangs while it moves one.
 func newHeldWatermarkStore() *heldMetaStore {
 	return newHeldMetaStore(func(op store.MetaOp) bool { return !op.Delete && bytes.HasPrefix(op.Key, keyWatermark) })
+}
+
+// startHeldPass arms s and starts a retention pass keeping unconsumed
+// messages, returning once s holds its first watermark write; the pass's
+// error comes on the channel once s lets it go.
+func startHeldPass(t *testing.T, ctx context.Context, e *Engine, s *heldMetaStore) <-chan error {
+	t.Helper()
+	s.armed.Store(true)
+	passed := make(chan error, 1)
+	go func() {
+		_, err := e.ApplyRetention(ctx, RetentionPolicy{MaxAge: time.Nanosecond, KeepUnconsumed: true})
+		passed <- err
+	}()
+	select {
+	case <-s.held:
+	case <-ctx.Done():
+		t.Fatal("the pass never wrote a watermark")
+	}
+	return passed
 }
