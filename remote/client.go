@@ -102,16 +102,12 @@ type Client struct {
 	// replyKey tags the names of its producers' reply topics, for its
 	// token (replyowner.go).
 	replyKey [sha256.Size]byte
-	// session is the engine's session timeout its last join or heartbeat
-	// answer told (equeue.Assignment.SessionTimeout), in nanoseconds;
-	// zero while unknown. See heartbeatSlack.
-	session atomic.Int64
+	// told holds the session timeout and the MaxPullWait of the engine
+	// the latest join or heartbeat answer told. See heartbeatSlack and
+	// callBound.
+	told *toldLimits
 	// slack is longPollSlack, in nanoseconds; tests shorten it.
 	slack atomic.Int64
-	// pullCap is the engine's MaxPullWait its last join or heartbeat
-	// answer told (equeue.Assignment.MaxPullWait), in nanoseconds; zero
-	// while unknown. See callBound.
-	pullCap atomic.Int64
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -138,6 +134,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	told := new(toldLimits)
 	creds := insecure.NewCredentials()
 	if o.TLS != nil {
 		creds = credentials.NewTLS(o.TLS)
@@ -153,7 +150,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(retryBusy),
 		experimental.WithBufferPool(bufferPool),
-		grpc.WithStatsHandler(sentStats{}),
+		grpc.WithStatsHandler(sentStats{told: told}),
 	}
 	if o.Token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(newTokenCreds(o.Token)))
@@ -163,7 +160,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token),
-		closeDone: make(chan struct{})}
+		closeDone: make(chan struct{}), told: told}
 	c.slack.Store(int64(longPollSlack))
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
@@ -245,11 +242,12 @@ func (c *Client) longPoll(ctx context.Context, wait time.Duration) (context.Cont
 // callBound is how long a call that asks the broker to wait up to wait
 // may take: the wait, within the engine's MaxPullWait when an answer told
 // it (the broker answers by then whatever the call asked), plus the
-// slack. Before the engine told it (or from a server of an older version,
-// which tells none) it is the wait plus the slack.
+// slack. While the cap is unknown (before an answer told it, after a
+// reconnection, or when the latest answer told none: a server of an older
+// version) it is the wait plus the slack.
 func (c *Client) callBound(wait time.Duration) time.Duration {
 	wait = max(wait, 0)
-	if limit := time.Duration(c.pullCap.Load()); limit > 0 {
+	if limit := c.told.maxPullWait(); limit > 0 {
 		wait = min(wait, limit)
 	}
 	return wait + c.pollSlack()
@@ -276,22 +274,18 @@ func longPollWithin(ctx context.Context, wait, slack time.Duration) (context.Con
 // lease has ended, and the engine has likely expired it: waiting longer
 // only delays its retrying, hearing so, and rejoining.
 func (c *Client) heartbeatSlack() time.Duration {
-	if s := time.Duration(c.session.Load()); s > 0 {
+	if s := c.told.sessionTimeout(); s > 0 {
 		return min(s, c.pollSlack())
 	}
 	return c.pollSlack()
 }
 
 // learnLimits records the session timeout and the pull wait cap a join
-// or heartbeat answer told, if any (a server of an older version tells
-// none), and returns a.
+// or heartbeat answer told, in place of those an earlier answer told: a
+// limit it does not tell (a server of an older version tells no cap) is
+// unknown from now on. It returns a.
 func (c *Client) learnLimits(a equeue.Assignment) equeue.Assignment {
-	if a.SessionTimeout > 0 {
-		c.session.Store(int64(a.SessionTimeout))
-	}
-	if a.MaxPullWait > 0 {
-		c.pullCap.Store(int64(a.MaxPullWait))
-	}
+	c.told.learn(a)
 	return a
 }
 
@@ -380,8 +374,9 @@ type sentKey struct{}
 type sentMarker struct{ sent atomic.Bool }
 
 // sentStats marks the calls that carry a sentMarker once their request is
-// written.
-type sentStats struct{}
+// written, and forgets the limits told (told) when a new connection
+// begins: they were told by the broker of the connection before.
+type sentStats struct{ told *toldLimits }
 
 func (sentStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 
@@ -395,7 +390,11 @@ func (sentStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 
 func (sentStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
 
-func (sentStats) HandleConn(context.Context, stats.ConnStats) {}
+func (h sentStats) HandleConn(_ context.Context, s stats.ConnStats) {
+	if _, ok := s.(*stats.ConnBegin); ok {
+		h.told.forget()
+	}
+}
 
 // brokerAnswer reports whether err is the broker's answer to a call (its
 // outcome is known), not the call breaking or its context ending on the

@@ -1,10 +1,12 @@
 package remote
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"google.golang.org/grpc/stats"
 
 	"github.com/equeue-go/equeue"
 )
@@ -13,9 +15,10 @@ import (
 // wait plus the slack while the client knows no cap of the engine (before
 // a join's answer, or from a server of an older version, which tells
 // none); once an answer told the engine's MaxPullWait, a longer wait
-// counts as the cap, a shorter one as itself.
+// counts as the cap, a shorter one as itself, until an answer tells none
+// or a new connection begins: the cap is then unknown again.
 func TestClient_LongPollBoundFollowsTheToldCap(t *testing.T) {
-	c := &Client{}
+	c := &Client{told: new(toldLimits)}
 	c.slack.Store(int64(longPollSlack))
 	assert.Equal(t, time.Minute+longPollSlack, c.callBound(time.Minute), "no cap told")
 	c.learnLimits(equeue.Assignment{SessionTimeout: time.Second})
@@ -25,5 +28,8 @@ func TestClient_LongPollBoundFollowsTheToldCap(t *testing.T) {
 	assert.Equal(t, 2*time.Second+longPollSlack, c.callBound(2*time.Second), "a wait within the cap")
 	assert.Equal(t, longPollSlack, c.callBound(0), "no wait")
 	c.learnLimits(equeue.Assignment{})
-	assert.Equal(t, 15*time.Second+longPollSlack, c.callBound(time.Minute), "an answer without a cap keeps the one told")
+	assert.Equal(t, time.Minute+longPollSlack, c.callBound(time.Minute), "a later answer without a cap (an older server)")
+	c.learnLimits(equeue.Assignment{MaxPullWait: 15 * time.Second})
+	sentStats{told: c.told}.HandleConn(context.Background(), &stats.ConnBegin{Client: true})
+	assert.Equal(t, time.Minute+longPollSlack, c.callBound(time.Minute), "a new connection")
 }
