@@ -40,6 +40,9 @@ type Node struct {
 	// stream is trans's stream layer, which closes the connections peers
 	// opened when the node closes (stream.go).
 	stream *acceptedStream
+	// dialed wraps stream for trans: it closes the connections this node
+	// opened to addresses its configuration no longer holds (dialed.go).
+	dialed *dialedStream
 	raft   *raft.Raft
 	fsm    *fsm
 	peers  map[string]string // node ID -> client address, from Options.Peers
@@ -219,7 +222,8 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	hello.noHello = o.noHello
 	accepted := newAcceptedStream(hello)
 	n.stream = accepted
-	n.trans = raft.NewNetworkTransportWithLogger(n.stream, 3, 10*time.Second, hlog)
+	n.dialed = newDialedStream(accepted)
+	n.trans = raft.NewNetworkTransportWithLogger(n.dialed, raftPoolSize, 10*time.Second, hlog)
 	streamOwned = true
 	// Not n.stream: a failed Open returns a nil n before the closers run.
 	closers = append(closers, n.trans, closerFunc(func() error { accepted.closeAccepted(); return nil }))

@@ -38,9 +38,20 @@ func (m *membership) note(cf raft.Configuration, id string) bool {
 
 // noteMembership notes the latest configuration the node knows, so that
 // a node added and removed again between two calls of Status is seen
-// removed. Run's goroutine, every reconcileEvery.
+// removed, and closes the node's connections to the addresses it no
+// longer holds (closeRemovedConns). Run's goroutine, every reconcileEvery.
 func (n *Node) noteMembership() {
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		n.membership.note(f.Configuration(), n.opts.ID)
+		n.closeRemovedConns(f.Configuration())
+	}
+}
+
+// closeRemovedConns closes the Raft connections this node opened to the
+// addresses cf does not hold (a removed node's, or a node's old address),
+// and drops them from the transport's pool (dialed.go).
+func (n *Node) closeRemovedConns(cf raft.Configuration) {
+	for a, dropped := range closeGone(n.trans, n.dialed, cf) {
+		n.log.Debug("raft connections to an address no longer in the configuration closed", "address", string(a), "pooled", dropped)
 	}
 }

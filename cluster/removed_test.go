@@ -69,11 +69,8 @@ func TestNode_RemovedNodeRestartedSaysRemovedUntilAddedAgain(t *testing.T) {
 	require.False(t, c.nodes[fi].Status().Removed, "restarted after it was added again, the node is a member")
 }
 
-// hashicorp/raft's transport pools its idle connections by address (up
-// to 3 each) and drops them only when the node closes (CloseStreams): a
-// leader keeps those to a node it removed, and the removed node, still
-// running, keeps serving them. They end once the nodes that opened them
-// close, and leave no goroutine behind (TestMain).
+// The Raft connections to a removed node end at the latest once the
+// nodes that opened them close, and leave no goroutine behind (TestMain).
 func TestNode_ConnectionsToARemovedNodeEndWhenTheOthersClose(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	li := c.leaderIndex()
@@ -98,4 +95,40 @@ func TestNode_ConnectionsToARemovedNodeEndWhenTheOthersClose(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The nodes close their Raft connections to a node once their
+// configuration no longer holds its address: a removed node left running
+// serves none of them while the others run on, and the goroutines that
+// served them end. Before, the leader's transport (hashicorp/raft's) kept
+// its idle connections to the removed node, up to 3, until the leader
+// closed, and the removed node kept a goroutine reading each.
+func TestNode_ConnectionsToARemovedNodeCloseWhileTheOthersRun(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	li := c.leaderIndex()
+	ri := (li + 1) % 3
+	removed := c.nodes[ri]
+	eventually(t, 10*time.Second, func() error {
+		if removed.AcceptedConns() == 0 {
+			return errors.New("the leader opened no connection to the node yet")
+		}
+		return nil
+	})
+	require.NoError(t, c.nodes[li].RemoveServer(t.Context(), c.id(ri)))
+	eventually(t, 10*time.Second, func() error {
+		if !removed.Status().Removed {
+			return errors.New("the removed node's Status does not say so")
+		}
+		return nil
+	})
+
+	eventually(t, 10*time.Second, func() error {
+		if n := removed.AcceptedConns(); n > 0 {
+			return fmt.Errorf("the removed node still serves %d connections of the nodes that removed it", n)
+		}
+		return nil
+	})
+	require.Equal(t, li, c.leaderIndex(), "the leader still leads")
+	other := 3 - li - ri
+	require.Positive(t, c.nodes[other].AcceptedConns(), "the follower left keeps its connections from the leader")
 }
