@@ -350,6 +350,13 @@ func (a *app) openEngine(dir string, opts *equeue.Options) (*equeue.Engine, erro
 		bo := badgerOptions(a.log)
 		o.Badger = &bo
 	}
+	if o.Store == nil && wrapEngineStore != nil {
+		st, err := wrapEngineStore(dir, o.Badger)
+		if err != nil {
+			return nil, a.explainOpen(a.dir, err)
+		}
+		o.Store, o.Badger, dir = st, nil, ""
+	}
 	e, err := equeue.Open(dir, &o)
 	if err != nil {
 		if o.Store != nil {

@@ -43,6 +43,10 @@ func (a *app) serveCommand() *cobra.Command {
 		Long: `serve opens the engine directory given by --dir and serves it over gRPC
 on --listen, until SIGINT or SIGTERM. It then stops accepting calls, lets
 calls in progress finish (up to 10 s), closes the engine cleanly and exits 0.
+A second signal cuts the calls still in progress at once (exit 1). A signal
+that comes while the engine closes (on a disk that does not answer) makes
+serve exit 1 at once, without waiting for the close: serve, or any command
+that changes the directory, recovers it.
 
 Other equeue commands reach it with --server HOST:PORT. The directory stays
 locked while serve runs.
@@ -239,11 +243,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := eng.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close engine: %w", cerr))
-		}
-	}()
+	defer func() { err = joinCloseError(err, a.closeEngine(ctx, eng.Close), "engine") }()
 	srv, err := remote.NewServer(eng, c.server)
 	if err != nil {
 		return err

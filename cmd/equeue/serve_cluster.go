@@ -135,11 +135,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		}
 		return err
 	}
-	defer func() {
-		if cerr := node.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close cluster node: %w", cerr))
-		}
-	}()
+	defer func() { err = joinCloseError(err, a.closeEngine(ctx, node.Close), "cluster node") }()
 	srv, err := remote.NewBackendServer(node, c.server)
 	if err != nil {
 		return err
