@@ -130,6 +130,9 @@ type Engine struct {
 	trimmed trimAnswers
 
 	stats engineStats
+	// lostRedriven holds the keys of the lost redriven marks already
+	// counted (noteLostRedriven).
+	lostRedriven sync.Map
 }
 
 type engineStats struct {
@@ -374,7 +377,10 @@ type Stats struct {
 	// the store holds. Open logs them as one range and keeps them from
 	// later sends; reads pass them without reporting them. And it counts
 	// the delayed messages the scheduler skips, once each: a record the
-	// store cannot read back, or a garbled entry of the delay index.
+	// store cannot read back, or a garbled entry of the delay index. And
+	// the send-back and redriven marks found lost (unreadable or garbled),
+	// once each: Open drops a lost send-back mark (its message may be
+	// sent back again), and a lost redriven mark is taken as redriven.
 	CorruptRecords uint64
 	// ExpiredMessages counts messages skipped because their time-to-live
 	// ran out: by a group's pull (PullRequest.Group set), once for each

@@ -251,8 +251,9 @@ func (e *Engine) groupKeys(name string) ([][]byte, error) {
 func (e *Engine) redrivenKeysToDelete(name string) ([][]byte, error) {
 	dlq, hasDLQ := e.lookupTopic(DLQTopic(name))
 	var keys [][]byte
-	// A mark whose value cannot be read back (v is nil), as one garbled,
-	// marks no dead letter known to be held: it goes with the group's keys.
+	// A lost mark (its value unreadable, v nil, or garbled) answers for
+	// the dead-letter topic there, as one of the first format does
+	// (redrivemark.go): it goes with that topic.
 	err := e.scanMetaDamaged(redrivenGroupPrefix(name), func(k, v []byte, _ error) error {
 		if hasDLQ {
 			if live, err := redrivenIn(v, dlq.id); err == nil && live {

@@ -76,7 +76,8 @@ func (e *Engine) raiseQueueEnds() {
 	}
 	// A redriven mark names its dead letter's offset in its group's
 	// dead-letter topic, and the incarnation it was written for (a mark of
-	// the first format, one Open could not migrate, answers for any).
+	// the first format, one Open could not migrate, or a lost one, answers
+	// for any).
 	err := e.scanRedriven(func(group string, off int64, v []byte) {
 		prove(QueueRef{Topic: DLQTopic(group)}, func(t *topic) bool {
 			ok, _ := redrivenIn(v, t.id)

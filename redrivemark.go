@@ -28,6 +28,16 @@ import (
 // the group has none (migrateRedrivenMarks); a store that refuses the
 // write (a read-only one) keeps them, and they answer for whichever
 // incarnation is there, as they did.
+//
+// A mark whose value the store cannot read back, or whose value is
+// garbled (neither format, nor a kind of a later one), is lost
+// (redrivenLost): its key still says that its dead letter was redriven,
+// though not into which incarnation, so it answers as a mark of the first
+// format does, for whichever incarnation is there, and goes with it. Taken
+// as absent, it would let its dead letter be sent back twice. The first
+// read that finds it counts it in Stats().CorruptRecords and logs it
+// (noteLostRedriven). A mark of a later format's kind is refused with
+// ErrUnsupportedFormat, as it was.
 
 var keyRedrivenPrefix = []byte("dlqr/")
 
@@ -64,37 +74,73 @@ func redrivenValue(id uint32) []byte {
 }
 
 // redrivenIn reports whether a mark's value marks a dead letter of the
-// dead-letter topic whose ID is id.
+// dead-letter topic whose ID is id: one of that topic, or of the first
+// format, or a lost one (v nil when the store cannot read it back), which
+// answer for any.
 func redrivenIn(v []byte, id uint32) (bool, error) {
 	switch {
-	case len(v) == 1 && v[0] == redrivenNoTopic:
-		return true, nil
 	case len(v) == 5 && v[0] == redrivenOfTopic:
 		return binary.BigEndian.Uint32(v[1:]) == id, nil
 	case len(v) > 0 && v[0] > redrivenOfTopic:
 		return false, fmt.Errorf("%w: redriven mark of kind %d", ErrUnsupportedFormat, v[0])
 	}
-	return false, fmt.Errorf("%w: redriven mark of %d bytes", ErrCorrupt, len(v))
+	return true, nil
+}
+
+// redrivenLost returns why a redriven mark is lost, nil when it is not:
+// damaged, when the store cannot read its value back, or its value v is
+// garbled.
+func redrivenLost(v []byte, damaged error) error {
+	switch {
+	case damaged != nil:
+		return damaged
+	case len(v) == 1 && v[0] == redrivenNoTopic, len(v) == 5 && v[0] == redrivenOfTopic, len(v) > 0 && v[0] > redrivenOfTopic:
+		return nil
+	}
+	return fmt.Errorf("%w: redriven mark of %d bytes", ErrCorrupt, len(v))
+}
+
+// noteLostRedriven counts (Stats().CorruptRecords) and logs the lost
+// redriven mark at key (why says what is wrong with it), unless a read
+// found it before.
+func (e *Engine) noteLostRedriven(key []byte, why error) {
+	if _, seen := e.lostRedriven.LoadOrStore(string(key), struct{}{}); seen {
+		return
+	}
+	e.stats.corrupt.Add(1)
+	e.log.Error("redriven mark lost: its dead letter is taken as redriven, and is not redriven again",
+		"key", fmt.Sprintf("%q", key), "err", why)
 }
 
 // isRedriven reports whether the dead letter at off of t, group's
 // dead-letter topic, was redriven.
 func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
-	v, err := e.st.GetMeta(redrivenKey(group, off))
-	if errors.Is(err, store.ErrNotFound) {
+	key := redrivenKey(group, off)
+	v, err := e.st.GetMeta(key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return false, nil
-	}
-	if err != nil {
+	case errors.Is(err, store.ErrDamaged):
+		v = nil
+	case err != nil:
 		return false, err
+	}
+	if why := redrivenLost(v, err); why != nil {
+		e.noteLostRedriven(key, why)
 	}
 	return redrivenIn(v, t.id)
 }
 
 // scanRedriven calls fn with the group, the dead letter's offset and the
-// value of every redriven mark; v is valid only during the call.
+// value of every redriven mark (nil when the store cannot read it back);
+// v is valid only during the call. It notes the lost marks it finds
+// (noteLostRedriven).
 func (e *Engine) scanRedriven(fn func(group string, off int64, v []byte)) error {
-	return e.st.ScanMeta(keyRedrivenPrefix, func(k, v []byte) error {
+	return e.scanMetaDamaged(keyRedrivenPrefix, func(k, v []byte, damaged error) error {
 		if group, ok := redrivenGroup(k); ok {
+			if why := redrivenLost(v, damaged); why != nil {
+				e.noteLostRedriven(k, why)
+			}
 			fn(group, int64(binary.BigEndian.Uint64(k[len(k)-8:])), v)
 		}
 		return nil
@@ -106,7 +152,7 @@ func (e *Engine) scanRedriven(fn func(group string, off int64, v []byte)) error 
 // it once the topics are loaded, before the writer starts.
 func (e *Engine) migrateRedrivenMarks() {
 	var ops []store.MetaOp
-	err := e.st.ScanMeta(keyRedrivenPrefix, func(k, v []byte) error {
+	err := e.scanMetaDamaged(keyRedrivenPrefix, func(k, v []byte, _ error) error {
 		if len(v) != 1 || v[0] != redrivenNoTopic {
 			return nil
 		}
@@ -138,12 +184,11 @@ func (e *Engine) deleteRedrivenMarksOf(t *topic) {
 		return
 	}
 	var keys [][]byte
-	err := e.st.ScanMeta(redrivenGroupPrefix(group), func(k, v []byte) error {
-		// A mark of the first format (one Open could not migrate) answers
-		// for whichever incarnation is there: this one, which it must not
-		// outlive.
-		first := len(v) == 1 && v[0] == redrivenNoTopic
-		if first || (len(v) == 5 && v[0] == redrivenOfTopic && binary.BigEndian.Uint32(v[1:]) == t.id) {
+	err := e.scanMetaDamaged(redrivenGroupPrefix(group), func(k, v []byte, _ error) error {
+		// A mark of the first format (one Open could not migrate), or a
+		// lost one, answers for whichever incarnation is there: this one,
+		// which it must not outlive.
+		if of, err := redrivenIn(v, t.id); err == nil && of {
 			keys = append(keys, slices.Clone(k))
 		}
 		return nil
@@ -177,15 +222,16 @@ func (e *Engine) deleteRedrivenBelow(q *queue, min int64) {
 	}
 	prefix := redrivenGroupPrefix(group)
 	var keys [][]byte
-	err := e.st.ScanMeta(prefix, func(k, v []byte) error {
+	err := e.scanMetaDamaged(prefix, func(k, v []byte, _ error) error {
 		if len(k) != len(prefix)+8 {
 			return nil
 		}
 		if int64(binary.BigEndian.Uint64(k[len(prefix):])) >= min {
 			return errStopScan // keys are in offset order
 		}
-		first := len(v) == 1 && v[0] == redrivenNoTopic
-		if first || (len(v) == 5 && v[0] == redrivenOfTopic && binary.BigEndian.Uint32(v[1:]) == q.topic.id) {
+		// A mark of the first format, or a lost one, answers for this
+		// incarnation too.
+		if of, err := redrivenIn(v, q.topic.id); err == nil && of {
 			keys = append(keys, slices.Clone(k))
 		}
 		return nil

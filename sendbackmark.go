@@ -349,13 +349,28 @@ func (g *group) forgetMarkKeys(keys [][]byte) {
 	}
 }
 
-// loadMarks restores the groups' marks when the engine opens.
+// loadMarks restores the groups' marks when the engine opens. A mark
+// whose value the store cannot read back, or whose key or value is
+// garbled, is lost: it can no longer answer a second SendBack of its
+// message, which is sent back again (a second copy) if it fails again
+// before the group's commit passes it. Open drops it, logged and counted
+// in Stats().CorruptRecords, and deletes it so that a later open does not
+// meet it again (a store that refuses the write keeps it until one that
+// writes). Failing instead kept the engine from opening at all.
 func (c *coordinator) loadMarks() error {
-	return c.e.st.ScanMeta(keySentBackPrefix, func(key, v []byte) error {
+	var lost []store.MetaOp
+	err := c.e.scanMetaDamaged(keySentBackPrefix, func(key, v []byte, damaged error) error {
 		name, k, off, good := parseSentBackKey(key)
 		m, goodValue := parseSentBackValue(v)
-		if !good || !goodValue {
-			return fmt.Errorf("%w: send-back mark %q", ErrCorrupt, key)
+		if damaged == nil && (!good || !goodValue) {
+			damaged = fmt.Errorf("%w: send-back mark %q", ErrCorrupt, key)
+		}
+		if damaged != nil {
+			c.e.stats.corrupt.Add(1)
+			c.e.log.Error("send-back mark lost: its message is sent back again if it fails again",
+				"key", fmt.Sprintf("%q", key), "err", damaged)
+			lost = append(lost, store.MetaOp{Key: slices.Clone(key), Delete: true})
+			return nil
 		}
 		g := c.loaded(name)
 		g.sbMu.Lock()
@@ -363,6 +378,13 @@ func (c *coordinator) loadMarks() error {
 		g.sbMu.Unlock()
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if err := c.e.writeMetaAtOpen(lost); err != nil {
+		c.e.log.Warn("deleting lost send-back marks; the next open tries again", "marks", len(lost), "err", err)
+	}
+	return nil
 }
 
 // markKeysOf returns the store keys of the send-back marks of topic that

@@ -343,14 +343,20 @@ func TestSendBack_MarkFollowsTheOutcome(t *testing.T) {
 	assert.Equal(t, int64(2), queueEnd(t, e, equeue.DLQTopic("g")))
 }
 
-// A mark written by a version that had none is refused when it is garbled,
-// like any other metadata: Open names it.
-func TestSendBack_GarbledMarkRefusesOpen(t *testing.T) {
+// A garbled mark (its value, or its key) was refused at Open, which then
+// failed for ever: it is dropped instead, counted and deleted, as one the
+// store cannot read back (TestOpen_DropsALostSendBackMark).
+func TestSendBack_GarbledMarkIsDroppedAtOpen(t *testing.T) {
 	st := store.NewMemory()
-	require.NoError(t, st.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("sbk/g\x00\x00t\x000\x00\x00\x00\x00\x00\x00\x00\x00\x01"), Value: []byte{7}}}}))
-	_, err := equeue.Open("", &equeue.Options{Store: st})
-	require.ErrorIs(t, err, equeue.ErrCorrupt)
-	assert.Contains(t, err.Error(), "send-back mark")
+	require.NoError(t, st.Write(&store.Batch{Meta: []store.MetaOp{
+		{Key: []byte("sbk/g\x00\x00t\x000\x00\x00\x00\x00\x00\x00\x00\x00\x01"), Value: []byte{7}},
+		{Key: []byte("sbk/garbled"), Value: []byte{7}},
+	}}))
+	e, err := equeue.Open("", &equeue.Options{Store: keepOpen{st}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	assert.Equal(t, uint64(2), e.Stats().CorruptRecords)
+	assert.Zero(t, metaKeys(t, st, "sbk/"), "deleted")
 }
 
 // More marks than one write holds: the commit that passes them all, and
