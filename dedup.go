@@ -150,7 +150,9 @@ func (e *Engine) writeMetaAtOpen(ops []store.MetaOp) error {
 // entries of a topic go in the order of their times (the store hands them
 // over in ID order; expiry walks from the oldest) and after the groups
 // already there. Entries of topics that are gone or have no window are
-// deleted.
+// deleted; so are entries the store cannot read back or that are garbled,
+// counted in Stats().CorruptRecords (their IDs are no longer
+// deduplicated).
 func (e *Engine) migrateDedup() error {
 	type loaded struct {
 		topic   uint32
@@ -163,15 +165,27 @@ func (e *Engine) migrateDedup() error {
 		ids   []byte
 		stale []store.MetaOp
 	)
-	err := e.st.ScanMeta(keyDedupPrefix, func(k, v []byte) error {
-		if len(k) < len(keyDedupPrefix)+4 || len(v) != dedupValueLen {
-			return fmt.Errorf("%w: dedup entry %q", ErrCorrupt, k)
+	err := e.scanMetaDamaged(keyDedupPrefix, func(k, v []byte, damaged error) error {
+		if len(k) >= len(keyDedupPrefix)+4 {
+			tid := binary.BigEndian.Uint32(k[len(keyDedupPrefix):])
+			if t := e.topicByID(tid); t == nil || t.dedup <= 0 {
+				stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
+				return nil
+			}
 		}
-		tid := binary.BigEndian.Uint32(k[len(keyDedupPrefix):])
-		if t := e.topicByID(tid); t == nil || t.dedup <= 0 {
+		if damaged == nil && (len(k) < len(keyDedupPrefix)+4 || len(v) != dedupValueLen) {
+			damaged = fmt.Errorf("%w: dedup entry %q", ErrCorrupt, k)
+		}
+		if damaged != nil {
+			// Lost: its ID is no longer deduplicated (a resend within the
+			// window may be stored again), which refusing every Open
+			// would not mend. Counted, logged and deleted.
+			e.stats.corrupt.Add(1)
+			e.log.Error("dedup entry lost: its message ID is no longer deduplicated", "key", fmt.Sprintf("%q", k), "err", damaged)
 			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
 			return nil
 		}
+		tid := binary.BigEndian.Uint32(k[len(keyDedupPrefix):])
 		queue, offset := binary.BigEndian.Uint32(v), int64(binary.BigEndian.Uint64(v[4:]))
 		if queue > 1<<31-1 || offset < -1 {
 			// No engine wrote it, and a group would not take it

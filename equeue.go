@@ -381,6 +381,8 @@ type Stats struct {
 	// the send-back and redriven marks found lost (unreadable or garbled),
 	// once each: Open drops a lost send-back mark (its message may be
 	// sent back again), and a lost redriven mark is taken as redriven.
+	// And the dedup entries of the former format (a key per ID) that Open
+	// finds lost, once each: dropped, their IDs no longer deduplicated.
 	CorruptRecords uint64
 	// ExpiredMessages counts messages skipped because their time-to-live
 	// ran out: by a group's pull (PullRequest.Group set), once for each
