@@ -112,9 +112,10 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // Kafka's per-partition epoch check has it). OffsetCommit v9 (KIP-848)
 // is the version such members commit with, the generation field holding
 // the member epoch; at v9 a classic group's commit is checked as at v8.
-// Kafka refuses a KIP-848 member's commit below v9 (UNSUPPORTED_VERSION);
-// the listener, which served only up to v8 before, still takes it at any
-// version, checked the same. A commit it
+// A KIP-848 member's commit below v9 is refused with UNSUPPORTED_VERSION,
+// as Kafka refuses it: those versions carry no member epoch, so the commit
+// could not be fenced (a member ID the group does not know is still
+// UNKNOWN_MEMBER_ID, Kafka looking the member up first). A commit it
 // accepts has entered the group's gate: the caller leaves it once the
 // commit's store write returned. While the gate is shut (a change of
 // owners waits for the commits in it), the commit waits, without the
@@ -159,6 +160,10 @@ func (c *coordinator) admitCommitter(req *kmsg.OffsetCommitRequest) (int16, map[
 		switch {
 		case m == nil:
 			return errUnknownMemberID, nil, nil, nil
+		case req.GetVersion() < 9:
+			// The generation of an older version is no member epoch:
+			// Kafka refuses it so, before it compares epochs.
+			return errUnsupportedVersion, nil, nil, nil
 		case m.away:
 			// A static member that left for a while (member epoch -2)
 			// keeps its partitions for its instance, whose next member
