@@ -90,7 +90,7 @@ func classicCommit(ctx context.Context, t *testing.T, b *kgo.Broker, id, instanc
 	oct.Topic = "t"
 	oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0, LeaderEpoch: -1}}
 	oc.Topics = append(oc.Topics, oct)
-	resp, err := b.Request(ctx, oc)
+	resp, err := b.Request(ctx, namedCommit{oc})
 	require.NoError(t, err)
 	return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 }

@@ -57,7 +57,7 @@ func TestGroups_LeaveThatWaitedStartsNoExtraRebalance(t *testing.T) {
 			oct.Topic = "t"
 			oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}
 			oc.Topics = append(oc.Topics, oct)
-			resp, err := slow().Request(ctx, oc)
+			resp, err := slow().Request(ctx, namedCommit{oc})
 			if !assert.NoError(t, err) {
 				aCommit <- -1
 				return

@@ -67,7 +67,7 @@ func commitOne(ctx context.Context, t *testing.T, b *kgo.Broker, generation int3
 	oct.Topic = "t"
 	oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: off, LeaderEpoch: -1}}
 	oc.Topics = append(oc.Topics, oct)
-	resp, err := b.Request(ctx, oc)
+	resp, err := b.Request(ctx, namedCommit{oc})
 	require.NoError(t, err)
 	return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 }

@@ -122,7 +122,7 @@ func TestConsumerGroup_PartitionMovesOnlyAfterRelease(t *testing.T) {
 		oct.Topic = "t"
 		oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: part, Offset: 0, LeaderEpoch: -1}}
 		oc.Topics = append(oc.Topics, oct)
-		resp, err := m.b.Request(ctx, oc)
+		resp, err := m.b.Request(ctx, namedCommit{oc})
 		require.NoError(t, err)
 		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}

@@ -38,7 +38,7 @@ func TestConsumerGroup_StaleEpochCommitOfAPartitionThatCameBack(t *testing.T) {
 		oct.Topic = "t"
 		oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: part, Offset: offset, LeaderEpoch: -1}}
 		oc.Topics = append(oc.Topics, oct)
-		resp, err := b.Request(ctx, oc)
+		resp, err := b.Request(ctx, namedCommit{oc})
 		require.NoError(t, err)
 		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}

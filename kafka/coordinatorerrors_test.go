@@ -43,7 +43,7 @@ func TestGroups_CommitStoreFailureIsRetriedByClients(t *testing.T) {
 	ct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}
 	commit.Topics = append(commit.Topics, ct)
 	fs.FailWrites(1)
-	resp, err := kclient(t, addr).SeedBrokers()[0].Request(ctx, commit)
+	resp, err := kclient(t, addr).SeedBrokers()[0].Request(ctx, namedCommit{commit})
 	require.NoError(t, err)
 	assert.Equal(t, kerr.NotCoordinator.Code, resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode)
 
@@ -122,7 +122,7 @@ func TestGroups_NotLeadingAnswersNotCoordinator(t *testing.T) {
 	ct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}
 	commit.Topics = append(commit.Topics, ct)
 	commitCode := func() int16 {
-		resp, err := seed.Request(ctx, commit)
+		resp, err := seed.Request(ctx, namedCommit{commit})
 		require.NoError(t, err)
 		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}

@@ -200,7 +200,7 @@ func TestFetch_MinBytesWaitWokenByAppendToAPartitionWithData(t *testing.T) {
 func TestGroups_CommitWithoutGenerationToAnEmptyGroup(t *testing.T) {
 	_, addr := setup(t, map[string]int{"t": 1})
 	ctx := testCtx(t)
-	cl := kclient(t, addr)
+	cl := kclient(t, addr, namedCommits())
 	for _, member := range []string{"", "tool-1"} {
 		oc := kmsg.NewPtrOffsetCommitRequest()
 		oc.Group, oc.Generation, oc.MemberID = "g-"+member, -1, member
@@ -378,7 +378,7 @@ func TestGroups_CommitFencing(t *testing.T) {
 		oct.Topic = "t"
 		oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}
 		oc.Topics = append(oc.Topics, oct)
-		resp, err := b.Request(ctx, oc)
+		resp, err := b.Request(ctx, namedCommit{oc})
 		require.NoError(t, err)
 		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}
@@ -448,7 +448,7 @@ func TestGroups_CommitPastTheEndIsOutOfRange(t *testing.T) {
 	oct.Topic = "t"
 	oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3, LeaderEpoch: -1}, {Partition: 1, Offset: 100, LeaderEpoch: -1}}
 	oc.Topics = append(oc.Topics, oct)
-	resp, err := oc.RequestWith(ctx, kclient(t, addr))
+	resp, err := oc.RequestWith(ctx, kclient(t, addr, namedCommits()))
 	require.NoError(t, err)
 	ps := resp.Topics[0].Partitions
 	require.Len(t, ps, 2)

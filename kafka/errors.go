@@ -54,6 +54,7 @@ const (
 	errLeaderNotAvailable         int16 = 5
 	errNotCoordinator             int16 = 16
 	errNotController              int16 = 41
+	errUnknownTopicID             int16 = 100
 )
 
 // errorCode maps an engine error to the closest Kafka error code.
@@ -63,6 +64,8 @@ func errorCode(err error) int16 {
 		return errNone
 	case errors.Is(err, equeue.ErrTopicNotFound), errors.Is(err, equeue.ErrQueueNotFound):
 		return errUnknownTopicOrPartition
+	case errors.Is(err, errNoTopicWithID):
+		return errUnknownTopicID
 	case errors.Is(err, equeue.ErrTopicExists):
 		return errTopicAlreadyExists
 	case errors.Is(err, equeue.ErrInvalidName):

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"go.uber.org/goleak"
 
 	"github.com/equeue-go/equeue"
@@ -73,6 +74,23 @@ func kclient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
+}
+
+// namedCommit is an OffsetCommit that a franz-go broker (kgo.Broker.Request)
+// sends at v9 at most, the last version that names topics, for the tests
+// that build their commits by topic name: franz-go sends v10, which names
+// them by ID only (TestOffsetCommit_V10), to a listener that serves it.
+type namedCommit struct{ *kmsg.OffsetCommitRequest }
+
+// MaxVersion caps the version sent at v9.
+func (namedCommit) MaxVersion() int16 { return 9 }
+
+// namedCommits caps a client's OffsetCommit at v9, as namedCommit does one
+// request's, for the requests sent through the client (RequestWith).
+func namedCommits() kgo.Opt {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(8, 9) // OffsetCommit
+	return kgo.MaxVersions(v)
 }
 
 func kadmin(t testing.TB, addr string) *kadm.Client {

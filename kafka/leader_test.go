@@ -141,7 +141,7 @@ func TestCluster_FollowerPointsClientsToTheLeader(t *testing.T) {
 	oct.Topic = "t"
 	oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}
 	oc.Topics = append(oc.Topics, oct)
-	ocr, err := seed.Request(ctx, oc)
+	ocr, err := seed.Request(ctx, namedCommit{oc})
 	require.NoError(t, err)
 	assert.Equal(t, int16(16), ocr.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode)
 
@@ -442,7 +442,7 @@ func TestCluster_ListenerForgetsGroupsOfAnEarlierTerm(t *testing.T) {
 		op.Offset = offset
 		ot.Partitions = append(ot.Partitions, op)
 		oc.Topics = append(oc.Topics, ot)
-		resp, err := seed.Request(ctx, oc)
+		resp, err := seed.Request(ctx, namedCommit{oc})
 		require.NoError(t, err)
 		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}

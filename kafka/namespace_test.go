@@ -87,7 +87,7 @@ func TestKafka_NamespaceListenerRefusesAQualifiedGroupName(t *testing.T) {
 	oct.Topic = "orders"
 	oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}
 	oc.Topics = append(oc.Topics, oct)
-	resp, err = b.Request(ctx, oc)
+	resp, err = b.Request(ctx, namedCommit{oc})
 	require.NoError(t, err)
 	assert.Equal(t, kerr.InvalidGroupID.Code, resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, "commit")
 

@@ -54,7 +54,7 @@ func TestGroups_NativeJoinIsRefusedWhileKafkaGroupHasMembers(t *testing.T) {
 		oct.Topic = "payments"
 		oct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}
 		oc.Topics = append(oc.Topics, oct)
-		resp, err := b.Request(ctx, oc)
+		resp, err := b.Request(ctx, namedCommit{oc})
 		require.NoError(t, err)
 		return resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 	}

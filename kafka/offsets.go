@@ -29,7 +29,10 @@ import (
 // UNKNOWN_MEMBER_ID, as from Kafka for a group it keeps without that
 // member; Kafka answers ILLEGAL_GENERATION to one of a name no group has,
 // which clients handle alike, or (the Java consumer, which keeps its
-// member ID then) with one more failed join.
+// member ID then) with one more failed join. OffsetCommit v10 (KIP-848)
+// names each topic by its ID, as Metadata gives it (topicID): an ID no
+// topic has now gets UNKNOWN_TOPIC_ID on each of its partitions, and the
+// answer names each topic by the ID it was asked with.
 func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	code, held, gate := c.checkCommitter(ctx, req)
@@ -46,13 +49,40 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		// group's offsets: its joins are refused so (nativeGroup).
 		code = errGroupAuthorizationFailed
 	}
+	var byID map[[16]byte]equeue.TopicInfo
+	var idErr error
+	if code == errNone && req.GetVersion() >= 10 {
+		// v10 names each topic by its ID (as Metadata gives it), not
+		// by name.
+		ids := make([][16]byte, 0, len(req.Topics))
+		for _, t := range req.Topics {
+			ids = append(ids, t.TopicID)
+		}
+		byID, idErr = c.s.topicsByID(ctx, ids)
+	}
 	offsets := map[equeue.QueueRef]int64{}
 	codes := make([][]int16, len(req.Topics))
+	names := make([]string, len(req.Topics))
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
+		names[i] = t.Topic
 		var ti equeue.TopicInfo
 		terr := equeue.ErrTopicNotFound
-		if code == errNone && !hidden(t.Topic) {
+		switch {
+		case code != errNone:
+		case req.GetVersion() >= 10:
+			terr = idErr
+			if idErr == nil {
+				var ok bool
+				if ti, ok = byID[t.TopicID]; ok {
+					names[i], terr = ti.Name, nil
+				} else {
+					// No topic has it: one that never was, or one
+					// deleted (perhaps created again, with another ID).
+					terr = errNoTopicWithID
+				}
+			}
+		case !hidden(t.Topic):
 			ti, terr = c.s.b.Topic(ctx, t.Topic)
 		}
 		for j, p := range t.Partitions {
@@ -68,10 +98,10 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				// at the end as it is then (OFFSET_OUT_OF_RANGE and its
 				// reset), past the records produced meanwhile.
 				codes[i][j] = errOffsetOutOfRange
-			case held != nil && !held[tpart{t.Topic, p.Partition}]:
+			case held != nil && !held[tpart{names[i], p.Partition}]:
 				codes[i][j] = errStaleMemberEpoch // not its partition (any more)
 			default:
-				offsets[equeue.QueueRef{Topic: t.Topic, Queue: int(p.Partition)}] = p.Offset
+				offsets[equeue.QueueRef{Topic: names[i], Queue: int(p.Partition)}] = p.Offset
 			}
 		}
 	}
@@ -90,7 +120,7 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = names[i], t.TopicID // v10 answers by ID
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
@@ -110,8 +140,9 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // partitions it has or is releasing, and was given at that epoch or
 // before (one given later may have been another member's in between, as
 // Kafka's per-partition epoch check has it). OffsetCommit v9 (KIP-848)
-// is the version such members commit with, the generation field holding
-// the member epoch; at v9 a classic group's commit is checked as at v8.
+// and v10 are the versions such members commit with, the generation field
+// holding the member epoch; at them a classic group's commit is checked as
+// at v8.
 // A KIP-848 member's commit below v9 is refused with UNSUPPORTED_VERSION,
 // as Kafka refuses it: those versions carry no member epoch, so the commit
 // could not be fenced (a member ID the group does not know is still

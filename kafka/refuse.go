@@ -129,7 +129,7 @@ func (c *conn) refuse(req kmsg.Request, r refusal) (kmsg.Response, error) {
 		resp := rq.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range rq.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = p.Partition, r.group

@@ -51,3 +51,27 @@ func TestRefuse_ProducePartitionHasNoBaseOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestRefuse_OffsetCommitV10AnswersByTopicID: a refused OffsetCommit
+// names each topic of its answer by the ID it was asked with, as a served
+// one does: at v10 the answer carries IDs, not names (TestOffsetCommit_V10).
+func TestRefuse_OffsetCommitV10AnswersByTopicID(t *testing.T) {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.SetVersion(10)
+	for _, id := range [][16]byte{{1}, {2}} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.TopicID = id
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0}}
+		req.Topics = append(req.Topics, rt)
+	}
+	for _, r := range []refusal{denial, notLeading} {
+		resp, err := (&conn{}).refuse(req, r)
+		require.NoError(t, err)
+		topics := resp.(*kmsg.OffsetCommitResponse).Topics
+		require.Len(t, topics, 2)
+		for i, rt := range topics {
+			assert.Equal(t, req.Topics[i].TopicID, rt.TopicID)
+			assert.Equal(t, r.group, rt.Partitions[0].ErrorCode)
+		}
+	}
+}

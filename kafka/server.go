@@ -150,6 +150,7 @@ type Server struct {
 	// handled.
 	handling func()
 	maxTS    *maxTimestamps // what MAX_TIMESTAMP scans learned (maxtimestamp.go)
+	ids      topicNames     // the topics' names by Kafka ID (topicids.go)
 	// partsMu guards parts, the produce locks of the partitions a batch
 	// is being stored to (see appendBatch and partLock).
 	partsMu sync.Mutex
