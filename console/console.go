@@ -119,6 +119,9 @@ type Console struct {
 	rates   *rates
 	static  http.Handler
 	started time.Time
+	// actions are the patterns of the routes that change the engine (act),
+	// as registered: the rights tests post to each one.
+	actions []string
 }
 
 // New returns the console for b. See Options for what can be set.
@@ -187,10 +190,18 @@ func (c *Console) routes() {
 	m.Handle("GET "+p+"groups/{group}/dlq", c.view(c.dlqPage))
 	m.Handle("GET "+p+"delayed", c.view(c.delayedPage))
 	if !c.o.ReadOnly {
-		m.Handle("POST "+p+"topics/{topic}/queues", c.act(c.addQueues))
-		m.Handle("POST "+p+"topics/{topic}/queues/{queue}/writable", c.act(c.setWritable))
-		m.Handle("POST "+p+"groups/{group}/reset", c.act(c.resetOffsets))
-		m.Handle("POST "+p+"groups/{group}/dlq/redrive", c.act(c.redrive))
+		for _, a := range []struct {
+			pattern string
+			f       pageFunc
+		}{
+			{"topics/{topic}/queues", c.addQueues},
+			{"topics/{topic}/queues/{queue}/writable", c.setWritable},
+			{"groups/{group}/reset", c.resetOffsets},
+			{"groups/{group}/dlq/redrive", c.redrive},
+		} {
+			m.Handle("POST "+p+a.pattern, c.act(a.f))
+			c.actions = append(c.actions, "POST "+p+a.pattern)
+		}
 	}
 	m.HandleFunc(p, c.notFound)
 	c.mux = m

@@ -1,5 +1,7 @@
 package console
 
+import "net/http"
+
 // Exported for the external tests.
 const (
 	ListPullBytes = listPullBytes
@@ -15,3 +17,7 @@ var (
 
 // GroupTopicCalls is how many topics the group page describes one by one.
 const GroupTopicCalls = groupTopicCalls
+
+// Actions returns the patterns of the console's routes that change the
+// engine, as registered ("POST /prefix/groups/{group}/reset").
+func Actions(h http.Handler) []string { return h.(*Console).actions }

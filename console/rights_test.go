@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"cmp"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 
@@ -15,18 +17,39 @@ import (
 // TestConsole_LookOnlyTokensCannotActAnywhere posts every state change
 // with the caller's own valid CSRF token, first asking for the
 // confirmation page and then confirmed, as a consume-only token signed in
-// and as a bearer, and as tokens that may not even look: each one is
-// refused, shows no confirmation page and changes nothing.
+// and as a bearer, as tokens that may not even look, and signed out: each
+// one is refused (403, or 401 without a known token), shows no
+// confirmation page and changes nothing. The routes that change the
+// engine are enumerated from the console itself, so a new one without a
+// request in writes() fails the test.
 func TestConsole_LookOnlyTokensCannotActAnywhere(t *testing.T) {
 	ctx := ctxT(t)
 	e := openEngine(t)
 	sd := seed(t, e)
 	toks := map[string]remote.Rights{"watcher-secret": remote.RightConsume, "sender-secret": remote.RightProduce,
 		"nothing-secret": 0, "look-and-send": remote.RightConsume | remote.RightProduce}
+
+	// Every action route has a request in writes().
+	actions := console.Actions(console.New(e, console.Options{Prefix: prefix, Tokens: toks}))
+	require.NotEmpty(t, actions)
+	routes := http.NewServeMux()
+	for _, a := range actions {
+		routes.HandleFunc(a, func(http.ResponseWriter, *http.Request) {})
+	}
+	covered := map[string]bool{}
+	for _, w := range writes("") {
+		_, pattern := routes.Handler(httptest.NewRequest(http.MethodPost, prefix+w.path, nil))
+		covered[pattern] = true
+	}
+	for _, a := range actions {
+		assert.True(t, covered[a], "%s has no request in writes(): add one that would change the engine", a)
+	}
+
 	type caller struct {
 		name   string
 		header []string
 		signIn string
+		status int
 	}
 	callers := []caller{
 		{name: "consume, signed in", signIn: "watcher-secret"},
@@ -34,6 +57,7 @@ func TestConsole_LookOnlyTokensCannotActAnywhere(t *testing.T) {
 		{name: "consume, bearer", header: []string{"Authorization", "Bearer watcher-secret"}},
 		{name: "produce, bearer", header: []string{"Authorization", "Bearer sender-secret"}},
 		{name: "no right, bearer", header: []string{"Authorization", "Bearer nothing-secret"}},
+		{name: "signed out", status: http.StatusUnauthorized},
 	}
 	for _, c := range callers {
 		s := serve(t, e, console.Options{Tokens: toks})
@@ -56,7 +80,7 @@ func TestConsole_LookOnlyTokensCannotActAnywhere(t *testing.T) {
 					f.Del("confirm")
 				}
 				pg := s.post(t, prefix+w.path, f, c.header...)
-				assert.Equal(t, http.StatusForbidden, pg.status, "%s, %s, confirm %v: %s", c.name, w.path, confirm, pg.body)
+				assert.Equal(t, cmp.Or(c.status, http.StatusForbidden), pg.status, "%s, %s, confirm %v: %s", c.name, w.path, confirm, pg.body)
 				assert.NotContains(t, pg.body, `name="confirm"`, "%s, %s: no confirmation page", c.name, w.path)
 			}
 		}

@@ -81,3 +81,14 @@ func ProducerStates(s *Server, topic string) int {
 	}
 	return n
 }
+
+// APIRights is the rights any one of which each served API key needs (0:
+// none, the calls that come before authentication), for tests outside the
+// package.
+func APIRights() map[int16]Rights {
+	out := make(map[int16]Rights, len(supported))
+	for k, v := range supported {
+		out[k] = v.need
+	}
+	return out
+}
