@@ -84,8 +84,12 @@ func (r *runner) dispatch(msgs []*Message) bool {
 	if !c.o.Orderly && size == 1 && r.lane == nil {
 		return c.submitRun(r, msgs, r.ctx.Done()) // the whole pull in one hand-over
 	}
+	first := true
 	for chunk := range slices.Chunk(msgs, size) {
-		if !r.laneTurn() {
+		// The first chunk of a pull probes the idle higher lanes of a
+		// remote broker (see probeHigher); the next ones wait for what the
+		// board says, as in process.
+		if !r.laneTurn(first) {
 			return false
 		}
 		if c.o.Orderly && r.ctx.Err() != nil {
@@ -105,6 +109,7 @@ func (r *runner) dispatch(msgs []*Message) bool {
 		if !ok {
 			return false
 		}
+		first = false
 	}
 	return true
 }

@@ -26,7 +26,9 @@ import (
 // a message (or a batch) of lane l to a handler, it waits while a higher
 // lane of the same queue still has messages to hand out: pulled and not
 // handed out yet, or stored beyond what it pulled, or not pulled at all
-// yet (a parked lane, see park.go, from the moment an append wakes it).
+// yet (a parked lane, see park.go, from the moment an append wakes it;
+// over a remote broker, an idle lane in which a read finds messages, see
+// priority_probe.go).
 // So under a backlog every message of a higher lane reaches a handler
 // before any message of a lower lane of the same queue.
 //
@@ -197,27 +199,46 @@ type laneBoard struct {
 }
 
 // laneState is a lane's entry on the laneBoard: the slot of its latest
-// grant, the only one that may change it, and whether it is busy.
+// grant, the only one that may change it, whether it is busy, and the
+// offset its runner pulls next (laneStopped while no runner pulls it).
 type laneState struct {
 	slot *laneSlot
 	busy bool
+	next int64
 }
+
+// laneStopped is the next offset of a lane no runner pulls: claimed and
+// not pulled yet, or whose runner stopped.
+const laneStopped = -1
+
+// laneKeepNext, given to update, keeps the lane's recorded next offset.
+const laneKeepNext = -2
 
 // claim makes s the slot of its lane, busy (not pulled yet). A runner of an
 // earlier grant of the lane (fenced, and stopping in the background) no
 // longer changes the lane: its stop does not mean that the lane has
 // nothing to hand out.
 func (b *laneBoard) claim(s *laneSlot) {
-	b.update(s, true, true)
+	b.update(s, true, laneStopped, true)
 }
 
 // set records whether lane s has messages to hand out, unless a later grant
 // of the lane claimed it since.
 func (b *laneBoard) set(s *laneSlot, busy bool) {
-	b.update(s, busy, false)
+	b.update(s, busy, laneKeepNext, false)
 }
 
-func (b *laneBoard) update(s *laneSlot, busy, claim bool) {
+// setAt is set that also records next, the offset the lane's runner pulls
+// next (laneStopped once it stopped).
+func (b *laneBoard) setAt(s *laneSlot, busy bool, next int64) {
+	b.update(s, busy, next, false)
+}
+
+// update changes lane s's state. Waiters (see turn) are woken when the
+// lane's busy mark changes, and when an idle lane's next offset does: a
+// remote runner waiting for an idle higher lane to pull what it found
+// there (see probeHigher) learns that it did, or that the lane stopped.
+func (b *laneBoard) update(s *laneSlot, busy bool, next int64, claim bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.busy == nil {
@@ -232,8 +253,14 @@ func (b *laneBoard) update(s *laneSlot, busy, claim bool) {
 	if ok && !claim && old.slot != s {
 		return // an earlier grant's runner
 	}
-	ls[s.lane] = laneState{slot: s, busy: busy}
-	if ok && old.busy == busy {
+	if next == laneKeepNext {
+		next = laneStopped
+		if ok {
+			next = old.next
+		}
+	}
+	ls[s.lane] = laneState{slot: s, busy: busy, next: next}
+	if ok && old.busy == busy && (busy || old.next == next) {
 		return
 	}
 	if b.changed != nil {
@@ -250,19 +277,37 @@ func (b *laneBoard) isBusy(s *laneSlot) bool {
 }
 
 // turn reports whether no lane above s is busy, and else returns a channel
-// closed at the next change.
-func (b *laneBoard) turn(s *laneSlot) (bool, <-chan struct{}) {
+// closed at the next change. With probe, it also returns the lanes above s
+// that are idle while a runner pulls them, with the offsets their runners
+// pull next, and then a channel closed at the next change too.
+func (b *laneBoard) turn(s *laneSlot, probe bool) (bool, <-chan struct{}, []laneAt) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var idle []laneAt
 	for l, st := range b.busy[s.key] {
-		if l > s.lane && st.busy {
-			if b.changed == nil {
-				b.changed = make(chan struct{})
-			}
-			return false, b.changed
+		if l <= s.lane {
+			continue
+		}
+		if st.busy {
+			return false, b.changedLocked(), nil
+		}
+		if probe && st.next >= 0 {
+			idle = append(idle, laneAt{lane: l, next: st.next})
 		}
 	}
-	return true, nil
+	if len(idle) == 0 {
+		return true, nil, nil
+	}
+	return true, b.changedLocked(), idle
+}
+
+// changedLocked returns the channel closed at the board's next change.
+// b.mu must be held.
+func (b *laneBoard) changedLocked() <-chan struct{} {
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
 }
 
 // learnLanes records the lane counts of topics with priorities (from an
@@ -345,6 +390,14 @@ func (r *runner) laneBusy(busy bool) {
 	}
 }
 
+// laneBusyAt is laneBusy that also records next, the offset the runner
+// pulls next (laneStopped once it stopped).
+func (r *runner) laneBusyAt(busy bool, next int64) {
+	if r.lane != nil {
+		r.c.lanes.setAt(r.lane, busy, next)
+	}
+}
+
 // laneWait is the long-poll wait of the runner's next pull: none while its
 // lane is busy, so that a lane whose end is not known yet learns it at once
 // instead of holding lower lanes back for a whole long-poll.
@@ -356,14 +409,17 @@ func (r *runner) laneWait(wait time.Duration) time.Duration {
 }
 
 // laneTurn waits while a higher-priority lane of the runner's queue has
-// messages to hand out; false when the runner stopped first.
-func (r *runner) laneTurn() bool {
+// messages to hand out; false when the runner stopped first. With probe,
+// over a remote broker, it also waits while an idle higher lane has
+// messages stored beyond what its runner pulled (see probeHigher).
+func (r *runner) laneTurn(probe bool) bool {
 	if r.lane == nil {
 		return true
 	}
+	probe = probe && engineOf(r.c.b) == nil
 	for {
-		ok, ch := r.c.lanes.turn(r.lane)
-		if ok {
+		ok, ch, idle := r.c.lanes.turn(r.lane, probe)
+		if ok && (len(idle) == 0 || !r.probeHigher(idle)) {
 			return true
 		}
 		select {

@@ -212,7 +212,7 @@ func (r *runner) pullLoop() {
 		// its resumption (unpark) owns the mark, which a late reset here
 		// would undo.
 		if !parked {
-			r.laneBusy(false) // stopped
+			r.laneBusyAt(false, laneStopped) // stopped
 			close(r.done)
 		}
 	}()
@@ -262,11 +262,11 @@ func (r *runner) pullLoop() {
 		case PullFound:
 			msgs := r.pq.add(res.Messages, res.NextOffset)
 			next = res.NextOffset
-			r.laneBusy(true)
+			r.laneBusyAt(true, next)
 			if len(msgs) > 0 && !r.dispatch(msgs) {
 				return
 			}
-			r.laneBusy(res.NextOffset < res.MaxOffset)
+			r.laneBusyAt(res.NextOffset < res.MaxOffset, next)
 		case PullOffsetMoved:
 			c.log.Warn("offset moved", "queue", r.grant.QueueRef, "from", next, "to", res.NextOffset)
 			if res.NextOffset > next {
@@ -276,7 +276,7 @@ func (r *runner) pullLoop() {
 		default:
 			r.pq.skip(res.NextOffset)
 			next = res.NextOffset
-			r.laneBusy(res.NextOffset < res.MaxOffset)
+			r.laneBusyAt(res.NextOffset < res.MaxOffset, next)
 			if e != nil && res.Status == PullNoNewMessage {
 				var retry bool
 				if parked, retry = c.park(e, r, next); !retry {
