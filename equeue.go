@@ -14,12 +14,14 @@ import (
 
 // Engine is an embedded queue engine on one store. It is the broker that
 // Producers and Consumers talk to in-process. All methods are safe for
-// concurrent use. Close it when done.
+// concurrent use. Close it when done: Close waits as long as the store
+// takes to answer, CloseContext as long as its context allows (a close it
+// abandons goes on in the background; see ErrCloseAbandoned).
 //
 // Its methods fall in three groups. Applications call the first two:
 //
-//   - Life cycle and reading: Open, Close, Namespace, Pull, Stats,
-//     QueueStats, StoreFailure, Delayed, ApplyRetention.
+//   - Life cycle and reading: Open, Close, CloseContext, Namespace, Pull,
+//     Stats, QueueStats, StoreFailure, Delayed, ApplyRetention.
 //   - Administration (most of it is remote.Admin, so tools can take an
 //     Engine or a remote Client): CreateTopic, CreateTopicWith,
 //     AddQueues, SetQueueWritable, SetTopicLimits, DeleteTopic, Topics,
@@ -106,14 +108,18 @@ type Engine struct {
 	clients clientSet
 
 	// Lifecycle: enter/leave count calls in progress; Close waits for them.
-	closed    atomic.Bool
-	active    atomic.Int64
-	drained   chan struct{}
-	closing   chan struct{}
-	bgCtx     context.Context // cancelled when Close starts
-	bgCancel  context.CancelFunc
-	closeOnce sync.Once
-	closeErr  error
+	closed   atomic.Bool
+	active   atomic.Int64
+	drained  chan struct{}
+	closing  chan struct{}
+	bgCtx    context.Context // cancelled when Close starts
+	bgCancel context.CancelFunc
+	// closeStarted is set by the first Close or CloseContext, which starts
+	// the close (shutdown); closeDone is closed when it has finished, and
+	// closeErr, set before, is its result (closecontext.go).
+	closeStarted atomic.Bool
+	closeDone    chan struct{}
+	closeErr     error
 
 	// storeFailed holds the fsync error that stopped writes (storefailure.go).
 	storeFailed atomic.Pointer[error]
@@ -205,6 +211,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		recordsChecked: checksRecords(st),
 		drained:        make(chan struct{}, 1),
 		closing:        make(chan struct{}),
+		closeDone:      make(chan struct{}),
 		flushKick:      make(chan struct{}, 1),
 		trims:          make(chan *topic, 64),
 		redriving:      make(chan struct{}, 1),
@@ -296,37 +303,42 @@ func (e *Engine) leave() {
 // pulls are woken and return ErrClosed), writes what was queued, syncs and
 // closes the store. A consumer's final commit that could not be stored is
 // among the errors returned. Closing those consumers and producers yourself
-// first is fine. Idempotent. On a nil engine (as a failed Open returns)
+// first is fine. Idempotent: a later call returns the first one's result,
+// once that close has finished. On a nil engine (as a failed Open returns)
 // it does nothing and returns ErrInvalidArgument.
+//
+// Close waits as long as the store takes: on a disk that does not answer,
+// for ever. CloseContext bounds that wait.
 func (e *Engine) Close() error {
-	if e == nil {
-		return fmt.Errorf("%w: nil engine", ErrInvalidArgument)
+	return e.CloseContext(context.Background())
+}
+
+// shutdown is the close that Close and CloseContext start once: see Close.
+// It sets closeErr, then closes closeDone.
+func (e *Engine) shutdown() {
+	defer close(e.closeDone) // also if a client's close panics
+	clientErr := e.clients.closeAll()
+	e.closed.Store(true)
+	close(e.closing)
+	e.bgCancel()
+	for e.active.Load() > 0 {
+		select {
+		case <-e.drained:
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
-	e.closeOnce.Do(func() {
-		clientErr := e.clients.closeAll()
-		e.closed.Store(true)
-		close(e.closing)
-		e.bgCancel()
-		for e.active.Load() > 0 {
-			select {
-			case <-e.drained:
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-		e.bg.Wait()
-		close(e.writerStop)
-		e.writerWG.Wait()
-		errs := []error{clientErr}
-		if err := e.st.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
-			errs = append(errs, fmt.Errorf("equeue: final sync: %w", err))
-		}
-		if err := e.st.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("equeue: close store: %w", err))
-		}
-		e.closeErr = errors.Join(errs...)
-		e.log.Info("engine closed", "err", e.closeErr)
-	})
-	return e.closeErr
+	e.bg.Wait()
+	close(e.writerStop)
+	e.writerWG.Wait()
+	errs := []error{clientErr}
+	if err := e.st.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
+		errs = append(errs, fmt.Errorf("equeue: final sync: %w", err))
+	}
+	if err := e.st.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("equeue: close store: %w", err))
+	}
+	e.closeErr = errors.Join(errs...)
+	e.log.Info("engine closed", "err", e.closeErr)
 }
 
 // requestFlushEvery starts (or speeds up) the background fsync for SyncInterval.

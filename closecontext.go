@@ -1,0 +1,63 @@
+package equeue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrCloseAbandoned is returned (with the context's error) by
+// Engine.CloseContext when its context ended before the close finished.
+// The close goes on in the background and finishes when the store
+// answers; until then the store stays open (a Badger directory stays
+// locked by this process: Open of it returns ErrLocked). Nothing the
+// engine acknowledged is lost: a write it answered stored was synced as
+// its sync policy says, and a sender still waiting is answered on its own
+// context, as always.
+var ErrCloseAbandoned = errors.New("equeue: close abandoned before it finished")
+
+// CloseContext is Close that waits for the close only until ctx ends.
+// The first call of Close or CloseContext starts the close; every call
+// waits for that same close and returns its result. When ctx ends first,
+// CloseContext returns at once an error matching ErrCloseAbandoned and
+// ctx's error, and the close goes on in the background, as Close would
+// have done it, until the store answers: a later Close waits for it and
+// returns its result. With a ctx that never ends (context.Background) it
+// is Close.
+//
+// Abandoning the close changes nothing for the calls still waiting on the
+// engine: a Send or Append whose write was taken (queued for the writer,
+// or being written) keeps waiting on its own context and, when that ends,
+// gets an error matching ErrIndeterminate and the context's error, as it
+// would without a close; the write may still be stored. For the store, an
+// abandoned close is like a crash the process has not had yet: a host that
+// exits then leaves the directory to be recovered by the next Open, with
+// every write acknowledged stored as the sync policy says.
+//
+// A nil ctx or engine returns ErrInvalidArgument and closes nothing.
+func (e *Engine) CloseContext(ctx context.Context) error {
+	if e == nil {
+		return fmt.Errorf("%w: nil engine", ErrInvalidArgument)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if e.closeStarted.CompareAndSwap(false, true) {
+		if ctx.Done() == nil { // no end: close on the caller's goroutine, as Close always did
+			e.shutdown()
+			return e.closeErr
+		}
+		go e.shutdown()
+	}
+	select {
+	case <-e.closeDone:
+		return e.closeErr
+	case <-ctx.Done():
+		select { // finished as ctx ended: the result is known
+		case <-e.closeDone:
+			return e.closeErr
+		default:
+		}
+		return fmt.Errorf("%w: %w", ErrCloseAbandoned, ctx.Err())
+	}
+}
