@@ -37,7 +37,10 @@ import (
 // as absent, it would let its dead letter be sent back twice. The first
 // read that finds it counts it in Stats().CorruptRecords and logs it
 // (noteLostRedriven). A mark of a later format's kind is refused with
-// ErrUnsupportedFormat, as it was.
+// ErrUnsupportedFormat, as it was. Since a lost mark cannot tell a gone
+// incarnation's from the current one's, the group's marks left from a
+// deleted dead-letter topic are deleted before the topic is created again
+// (deleteRedrivenLeftovers).
 
 var keyRedrivenPrefix = []byte("dlqr/")
 
@@ -199,6 +202,34 @@ func (e *Engine) deleteRedrivenMarksOf(t *topic) {
 	if err != nil {
 		e.log.Warn("deleting the redriven marks of a deleted dead-letter topic", "topic", t.name, "err", err)
 	}
+}
+
+// deleteRedrivenLeftovers deletes the redriven marks of the group whose
+// dead-letter topic name is, before that topic is created (again): none
+// can be of the incarnation to come, so any there is left from one gone
+// (DeleteTopic deletes its marks in a write after the topic's, which a
+// crash or a failure may skip). Such a mark answers for no later
+// incarnation while it names its own, but once lost (redrivenLost) it
+// would answer for any, and take a dead letter never redriven for a
+// redriven one. adminMu must be held; a failure fails the creation.
+func (e *Engine) deleteRedrivenLeftovers(name string) error {
+	group, ok := cutDLQTopic(name)
+	if !ok {
+		return nil
+	}
+	var keys [][]byte
+	err := e.scanMetaDamaged(redrivenGroupPrefix(group), func(k, _ []byte, _ error) error {
+		keys = append(keys, slices.Clone(k))
+		return nil
+	})
+	if err == nil && len(keys) > 0 {
+		e.log.Info("deleting the redriven marks left from a deleted dead-letter topic", "topic", name, "marks", len(keys))
+		err = e.deleteKeys(keys)
+	}
+	if err != nil {
+		return fmt.Errorf("deleting the redriven marks left from a deleted dead-letter topic: %w", err)
+	}
+	return nil
 }
 
 // cutDLQTopic returns the group whose dead-letter topic name is.

@@ -402,6 +402,9 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	if _, ok := e.lookupTopic(name); ok {
 		return fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
+	if err := e.deleteRedrivenLeftovers(name); err != nil {
+		return fmt.Errorf("equeue: create topic %q: %w", name, err)
+	}
 	id, seq, err := e.nextTopicID()
 	if err != nil {
 		return err
