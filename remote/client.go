@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
@@ -283,9 +285,11 @@ func (c *Client) heartbeatSlack() time.Duration {
 // learnLimits records the session timeout and the pull wait cap a join
 // or heartbeat answer told, in place of those an earlier answer told: a
 // limit it does not tell (a server of an older version tells no cap) is
-// unknown from now on. It returns a.
-func (c *Client) learnLimits(a equeue.Assignment) equeue.Assignment {
-	c.told.learn(a)
+// unknown from now on. over is the local address of the connection the
+// answer came over: an answer of a connection before the latest changes
+// nothing (toldLimits). It returns a.
+func (c *Client) learnLimits(over net.Addr, a equeue.Assignment) equeue.Assignment {
+	c.told.learn(over, a)
 	return a
 }
 
@@ -378,6 +382,10 @@ type sentMarker struct{ sent atomic.Bool }
 // begins: they were told by the broker of the connection before.
 type sentStats struct{ told *toldLimits }
 
+// connLocalKey is the context key of a connection's local address, which
+// sentStats.TagConn puts in the connection's context.
+type connLocalKey struct{}
+
 func (sentStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 
 func (sentStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
@@ -388,11 +396,14 @@ func (sentStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	}
 }
 
-func (sentStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (sentStats) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connLocalKey{}, info.LocalAddr)
+}
 
-func (h sentStats) HandleConn(_ context.Context, s stats.ConnStats) {
+func (h sentStats) HandleConn(ctx context.Context, s stats.ConnStats) {
 	if _, ok := s.(*stats.ConnBegin); ok {
-		h.told.forget()
+		local, _ := ctx.Value(connLocalKey{}).(net.Addr)
+		h.told.forget(local)
 	}
 }
 
@@ -506,15 +517,16 @@ func (c *Client) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue
 	if req == nil {
 		return equeue.Assignment{}, fmt.Errorf("%w: nil join request", equeue.ErrInvalidArgument)
 	}
+	var over peer.Peer
 	resp, err := c.api.JoinGroup(ctx, &pb.JoinGroupRequest{
 		Group: req.Group, Member: req.Member, Model: pb.MessageModel(req.Model), Subscriptions: subsToPB(req.Subscriptions),
 		From: consumeFromToPB(req.From), FromTimeUnixNano: nanos(req.FromTime), Strategy: req.Strategy,
 		Incarnation: req.Incarnation,
-	})
+	}, grpc.Peer(&over))
 	if err != nil {
 		return equeue.Assignment{}, c.fail(err)
 	}
-	return c.learnLimits(assignmentFromPB(resp.GetAssignment())), nil
+	return c.learnLimits(over.LocalAddr, assignmentFromPB(resp.GetAssignment())), nil
 }
 
 // Heartbeat keeps a member alive; it returns at once when the assignment
@@ -528,12 +540,13 @@ func (c *Client) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (e
 	}
 	ctx, cancel := longPollWithin(ctx, req.Wait, c.heartbeatSlack())
 	defer cancel()
+	var over peer.Peer
 	resp, err := c.api.Heartbeat(ctx, &pb.HeartbeatRequest{Group: req.Group, Member: req.Member,
-		KnownVersion: req.KnownVersion, Wait: durationPB(req.Wait), Incarnation: req.Incarnation})
+		KnownVersion: req.KnownVersion, Wait: durationPB(req.Wait), Incarnation: req.Incarnation}, grpc.Peer(&over))
 	if err != nil {
 		return equeue.Assignment{}, c.fail(err)
 	}
-	return c.learnLimits(assignmentFromPB(resp.GetAssignment())), nil
+	return c.learnLimits(over.LocalAddr, assignmentFromPB(resp.GetAssignment())), nil
 }
 
 // LeaveGroup removes a member; its queues are handed to the others. A
