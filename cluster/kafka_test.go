@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -190,6 +191,29 @@ func TestCluster_FollowerListsTheTopicsForKafka(t *testing.T) {
 		}
 		return nil
 	})
+
+	// By topic ID (Metadata v12): the follower describes the topic its
+	// store holds with that ID, and answers an ID it holds no topic of
+	// with LEADER_NOT_AVAILABLE, as a name, so clients ask the leader.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr[c.id(f)]))
+	require.NoError(t, err)
+	defer cl.Close()
+	byID := kmsg.NewPtrMetadataRequest()
+	for _, id := range [][16]byte{lead.Topics[0].TopicID, {1, 2, 3}} {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.TopicID = id
+		byID.Topics = append(byID.Topics, mt)
+	}
+	resp, err := cl.SeedBrokers()[0].Request(ctx, byID)
+	require.NoError(t, err)
+	fm := resp.(*kmsg.MetadataResponse)
+	require.Equal(t, int16(12), fm.GetVersion())
+	require.Len(t, fm.Topics, 2)
+	assert.Equal(t, kmsg.StringPtr("orders"), fm.Topics[0].Topic)
+	assert.Equal(t, lead.Topics[0].TopicID, fm.Topics[0].TopicID)
+	assert.Len(t, fm.Topics[0].Partitions, 3)
+	assert.Equal(t, [16]byte{1, 2, 3}, fm.Topics[1].TopicID)
+	assert.Equal(t, kerr.LeaderNotAvailable.Code, fm.Topics[1].ErrorCode)
 }
 
 // kafkaCluster is a test cluster whose every node serves Kafka on a

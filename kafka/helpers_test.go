@@ -85,6 +85,15 @@ type namedCommit struct{ *kmsg.OffsetCommitRequest }
 // MaxVersion caps the version sent at v9.
 func (namedCommit) MaxVersion() int16 { return 9 }
 
+// namedFetch is an OffsetFetch that a franz-go broker (kgo.Broker.Request)
+// sends at v9 at most, the last version that names topics, for the tests
+// that build their fetches by topic name: franz-go sends v10, which names
+// them by ID only (TestOffsetFetch_V10), to a listener that serves it.
+type namedFetch struct{ *kmsg.OffsetFetchRequest }
+
+// MaxVersion caps the version sent at v9.
+func (namedFetch) MaxVersion() int16 { return 9 }
+
 // namedCommits caps a client's OffsetCommit at v9, as namedCommit does one
 // request's, for the requests sent through the client (RequestWith).
 func namedCommits() kgo.Opt {

@@ -49,7 +49,7 @@ func hidden(name string) bool {
 // the leader, and answers a topic it does not hold with
 // LEADER_NOT_AVAILABLE, so clients ask again, of the leader (which may
 // create it). With no leader known it names itself, controller -1, and no
-// topics.
+// topics. From v12 a topic may be asked for by its ID (askedByID).
 func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.ClusterID = kmsg.StringPtr(clusterID)
@@ -76,6 +76,10 @@ func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 			return resp
 		}
 		for _, t := range req.Topics {
+			if askedByID(req, t) {
+				resp.Topics = append(resp.Topics, storedTopicOfID(t.TopicID, stored, v.id))
+				continue
+			}
 			if t.Topic != nil {
 				if ti, ok := stored[*t.Topic]; ok {
 					resp.Topics = append(resp.Topics, topicMetadata(ti, v.id))
@@ -105,7 +109,16 @@ func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		}
 		return resp
 	}
+	var byID map[[16]byte]equeue.TopicInfo
+	var idErr error
+	if ids := idsAsked(req); len(ids) > 0 {
+		byID, idErr = c.s.topicsByID(c.ctx, ids)
+	}
 	for _, t := range req.Topics {
+		if askedByID(req, t) {
+			resp.Topics = append(resp.Topics, topicOfID(t.TopicID, byID, idErr, v.id))
+			continue
+		}
 		name := ""
 		if t.Topic != nil {
 			name = *t.Topic

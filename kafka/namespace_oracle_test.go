@@ -48,7 +48,7 @@ func TestKafka_NamespaceListenerTellsNothingOfAnotherNamespace(t *testing.T) {
 		case "OffsetFetch":
 			r := kmsg.NewPtrOffsetFetchRequest()
 			r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: topic, Partitions: []int32{0, 1}}}}}
-			req = r
+			req = namedFetch{r} // by topic name: v9 at most
 		case "ListOffsets":
 			r := kmsg.NewPtrListOffsetsRequest()
 			r.ReplicaID = -1

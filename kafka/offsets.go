@@ -240,32 +240,20 @@ func (c *coordinator) enterGate(group string, held map[tpart]bool) (int16, map[t
 	return errNone, held, gate, nil
 }
 
+// offsetFetch answers the committed offsets of the groups asked for. From
+// v9 (KIP-848) each group of the request names the member asking and its
+// member epoch, checked as Kafka checks them (checkFetcher): a refusal is
+// the group's error code, with no offsets. v10 names each topic by its ID,
+// as Metadata gives it (topicsByID), and the answer names each by the ID
+// it was asked with: an ID no topic has now gets UNKNOWN_TOPIC_ID and
+// offset -1 on each of its partitions, as from Kafka. A fetch of all the
+// group's offsets at v10 names their topics by their IDs, leaving out
+// those of topics that no longer are (Kafka knows no ID for them).
 func (c *coordinator) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	if req.GetVersion() >= 8 {
 		for _, rg := range req.Groups {
-			g := kmsg.NewOffsetFetchResponseGroup()
-			g.Group = rg.Group
-			topics := make([]kmsg.OffsetFetchRequestTopic, 0, len(rg.Topics))
-			for _, t := range rg.Topics {
-				topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
-			}
-			if rg.Topics == nil {
-				topics = nil
-			}
-			rts, code := c.fetchGroupOffsets(ctx, rg.Group, topics)
-			g.ErrorCode = code
-			for _, rt := range rts {
-				gt := kmsg.NewOffsetFetchResponseGroupTopic()
-				gt.Topic = rt.Topic
-				for _, p := range rt.Partitions {
-					gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
-					gt.Partitions = append(gt.Partitions, gp)
-				}
-				g.Topics = append(g.Topics, gt)
-			}
-			resp.Groups = append(resp.Groups, g)
+			resp.Groups = append(resp.Groups, c.fetchGroup(ctx, req.GetVersion(), rg))
 		}
 		return resp
 	}
@@ -278,6 +266,82 @@ func (c *coordinator) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 		resp.Topics = partitionErrors(topics, resp.ErrorCode)
 	}
 	return resp
+}
+
+// fetchGroup answers one group of an OffsetFetch v8+ at version v.
+func (c *coordinator) fetchGroup(ctx context.Context, v int16, rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+	g := kmsg.NewOffsetFetchResponseGroup()
+	g.Group = rg.Group
+	if v >= 9 {
+		if g.ErrorCode = c.checkFetcher(rg.Group, rg.MemberID, rg.MemberEpoch); g.ErrorCode != errNone {
+			return g
+		}
+	}
+	var topics []kmsg.OffsetFetchRequestTopic
+	known := make([]bool, len(rg.Topics)) // v10: whether a topic has the ID asked for
+	if rg.Topics != nil {
+		var byID map[[16]byte]equeue.TopicInfo
+		if v >= 10 {
+			ids := make([][16]byte, 0, len(rg.Topics))
+			for _, t := range rg.Topics {
+				ids = append(ids, t.TopicID)
+			}
+			var err error
+			if byID, err = c.s.topicsByID(ctx, ids); err != nil {
+				g.ErrorCode = coordinatorCode(err)
+				return g
+			}
+		}
+		topics = make([]kmsg.OffsetFetchRequestTopic, 0, len(rg.Topics))
+		for i, t := range rg.Topics {
+			name := t.Topic
+			if v >= 10 {
+				var ti equeue.TopicInfo
+				ti, known[i] = byID[t.TopicID]
+				name = ti.Name
+			}
+			topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: name, Partitions: t.Partitions})
+		}
+	}
+	rts, code := c.fetchGroupOffsets(ctx, rg.Group, topics)
+	g.ErrorCode = code
+	var ids map[string][16]byte
+	if v >= 10 && rg.Topics == nil && code == errNone {
+		names := make([]string, 0, len(rts))
+		for _, rt := range rts {
+			names = append(names, rt.Topic)
+		}
+		var err error
+		if ids, err = c.s.idsOfTopics(ctx, names); err != nil {
+			g.ErrorCode = coordinatorCode(err)
+			return g
+		}
+	}
+	for i, rt := range rts {
+		gt := kmsg.NewOffsetFetchResponseGroupTopic()
+		gt.Topic = rt.Topic
+		unknown := false
+		switch {
+		case v < 10:
+		case rg.Topics != nil:
+			gt.TopicID, unknown = rg.Topics[i].TopicID, !known[i]
+		default:
+			var ok bool
+			if gt.TopicID, ok = ids[rt.Topic]; !ok {
+				continue // a topic deleted since: it has no ID
+			}
+		}
+		for _, p := range rt.Partitions {
+			gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+			if unknown {
+				gp.Offset, gp.ErrorCode = -1, errUnknownTopicID
+			}
+			gt.Partitions = append(gt.Partitions, gp)
+		}
+		g.Topics = append(g.Topics, gt)
+	}
+	return g
 }
 
 // partitionErrors answers every partition of topics with code and offset

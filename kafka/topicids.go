@@ -78,3 +78,24 @@ func (s *Server) topicsByID(ctx context.Context, ids [][16]byte) (map[[16]byte]e
 	}
 	return out, nil
 }
+
+// idsOfTopics returns the Kafka IDs (topicID) of the named topics as they
+// are now, by name; a topic that no longer is, or is hidden, is absent. A
+// store failure is returned as it is.
+func (s *Server) idsOfTopics(ctx context.Context, names []string) (map[string][16]byte, error) {
+	out := make(map[string][16]byte, len(names))
+	for _, name := range names {
+		if hidden(name) {
+			continue
+		}
+		ti, err := s.b.Topic(ctx, name)
+		switch {
+		case errors.Is(err, equeue.ErrTopicNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out[name] = topicID(ti)
+		}
+	}
+	return out, nil
+}

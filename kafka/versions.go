@@ -49,15 +49,16 @@ const anyRight = RightAll
 // supported lists every API served. Produce is advertised from v0 as Kafka
 // does (older librdkafka stops compressing when it sees a higher minimum),
 // though only record batches (v3+) are accepted. Fetch stops at v12, the
-// last version that names topics instead of topic IDs; OffsetCommit v10
-// names them by ID (topicsByID); transactions are not offered.
+// last version that names topics instead of topic IDs; OffsetCommit v10,
+// OffsetFetch v10 and Metadata v12 may name them by ID (topicsByID);
+// transactions are not offered.
 var supported = map[int16]versionRange{
 	produceKey:          {0, 9, RightProduce},
 	fetchKey:            {4, 12, RightConsume},
 	listOffsetsKey:      {1, 7, anyRight},
 	metadataKey:         {0, 12, anyRight},
 	offsetCommitKey:     {2, 10, RightConsume},
-	offsetFetchKey:      {1, 8, RightConsume},
+	offsetFetchKey:      {1, 10, RightConsume},
 	findCoordinatorKey:  {0, 4, anyRight},
 	joinGroupKey:        {0, 9, RightConsume},
 	heartbeatKey:        {0, 4, RightConsume},
