@@ -176,6 +176,13 @@ func (e *Engine) migrateDedup() error {
 		if damaged == nil && (len(k) < len(keyDedupPrefix)+4 || len(v) != dedupValueLen) {
 			damaged = fmt.Errorf("%w: dedup entry %q", ErrCorrupt, k)
 		}
+		if damaged == nil {
+			// A queue or offset no engine wrote, which a group would not
+			// take (decodeDedupGroup): garbled as much as a wrong length.
+			if queue, offset := binary.BigEndian.Uint32(v), int64(binary.BigEndian.Uint64(v[4:])); queue > 1<<31-1 || offset < -1 {
+				damaged = fmt.Errorf("%w: dedup entry %q: queue %d, offset %d", ErrCorrupt, k, queue, offset)
+			}
+		}
 		if damaged != nil {
 			// Lost: its ID is no longer deduplicated (a resend within the
 			// window may be stored again), which refusing every Open
@@ -187,13 +194,6 @@ func (e *Engine) migrateDedup() error {
 		}
 		tid := binary.BigEndian.Uint32(k[len(keyDedupPrefix):])
 		queue, offset := binary.BigEndian.Uint32(v), int64(binary.BigEndian.Uint64(v[4:]))
-		if queue > 1<<31-1 || offset < -1 {
-			// No engine wrote it, and a group would not take it
-			// (decodeDedupGroup): damaged, so it goes.
-			e.log.Error("dedup entry damaged: its message ID is no longer deduplicated", "key", fmt.Sprintf("%q", k))
-			stale = append(stale, store.MetaOp{Key: slices.Clone(k), Delete: true})
-			return nil
-		}
 		d := dedupEntry{queue: int(queue), offset: offset, at: time.Unix(0, int64(binary.BigEndian.Uint64(v[12:])))}
 		start := len(ids)
 		ids = append(ids, k[len(keyDedupPrefix)+4:]...)

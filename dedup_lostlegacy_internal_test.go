@@ -90,3 +90,38 @@ func TestDedup_LostOldFormatEntriesAreDroppedAtOpen(t *testing.T) {
 
 // Close leaves the memory store open for the next Open.
 func (s *unreadableMeta) Close() error { return nil }
+
+// TestDedup_OutOfRangeOldFormatEntriesAreCountedAtOpen: an entry of the
+// former format whose value has the right length but a queue or offset no
+// engine writes (a queue past 2^31-1, an offset below -1) is garbled as
+// much as one of the wrong length: Open deletes it and counts it in
+// CorruptRecords like the others, and the good entry still answers
+// duplicates. It was deleted and logged but not counted.
+func TestDedup_OutOfRangeOldFormatEntriesAreCountedAtOpen(t *testing.T) {
+	ctx := context.Background()
+	mem := store.NewMemory()
+	st := &unreadableMeta{Store: mem}
+	e, err := Open("", &Options{Store: st})
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopicWith(ctx, "t", TopicOptions{Queues: 1, DedupWindow: time.Hour}))
+	tp, ok := e.lookupTopic("t")
+	require.True(t, ok)
+	appendIDs(t, e, "t", 6, "m-%d")
+	at := time.Now().Round(0)
+	require.NoError(t, mem.Write(&store.Batch{Meta: []store.MetaOp{
+		{Key: dedupMetaKey(tp.id, "good"), Value: dedupValue(dedupEntry{offset: 4, at: at})},
+		{Key: dedupMetaKey(tp.id, "queue-past-int32"), Value: dedupValue(dedupEntry{queue: 1<<32 - 1, offset: 5, at: at})},
+		{Key: dedupMetaKey(tp.id, "offset-below-minus-one"), Value: dedupValue(dedupEntry{offset: -7, at: at})},
+	}}))
+	require.NoError(t, e.Close())
+
+	e, err = Open("", &Options{Store: st})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	assert.Equal(t, uint64(2), e.Stats().CorruptRecords, "each garbled entry counted once")
+	assert.Zero(t, dedupKeys(t, mem, keyDedupPrefix), "moved or deleted")
+	res, err := e.Append(ctx, &AppendRequest{Topic: "t", Messages: []*Message{{ID: "good", Body: []byte("x")}}})
+	require.NoError(t, err)
+	assert.True(t, res.Duplicate)
+	assert.Equal(t, int64(4), res.FirstOffset)
+}
