@@ -25,16 +25,31 @@ type laneAt struct {
 	next int64
 }
 
+// probeMark is how far a runner's reads of a higher lane went without
+// finding a message its filter takes: every record of [from, to) is one a
+// pull skips (rejected by the filter, expired, failing its checksum, or
+// gone), and stays so. A later read of the lane from an offset in that
+// range goes on from to, so records the runner's reads passed once are
+// not read again at each pull while the lane's own runner stands before
+// them (its answer slow to come back, or its process queue full).
+type probeMark struct {
+	from, to int64
+}
+
 // probeHigher reports whether one of the idle higher lanes of the runner's
 // queue has messages beyond its next offset, reading each with a pull that
 // does not wait (nor counts anything for the group: it names none). A
 // lane whose read moved past rejected, expired or vanished records without
-// finding any is read on from there. A read that fails says nothing: the
-// lane is taken as empty rather than holding the lower lane back.
+// finding any is read on from there, and a later probe starts past them
+// (probeMark). A read that fails says nothing: the lane is taken as empty
+// rather than holding the lower lane back.
 func (r *runner) probeHigher(idle []laneAt) bool {
 	n := r.c.laneCount(r.grant.Topic)
 	for _, l := range idle {
-		off := l.next
+		off, from := l.next, l.next
+		if m, ok := r.probed[l.lane]; ok && m.from <= off && off < m.to {
+			off, from = m.to, m.from
+		}
 		for r.ctx.Err() == nil {
 			res, err := r.c.b.Pull(r.ctx, &PullRequest{Topic: r.grant.Topic, Queue: r.lane.key.queue*n + l.lane,
 				Offset: off, Max: 1, Filter: r.filter})
@@ -46,6 +61,12 @@ func (r *runner) probeHigher(idle []laneAt) bool {
 			}
 			if len(res.Messages) > 0 {
 				return true
+			}
+			if res.NextOffset > off {
+				if r.probed == nil {
+					r.probed = make(map[int]probeMark)
+				}
+				r.probed[l.lane] = probeMark{from: from, to: res.NextOffset}
 			}
 			if res.NextOffset <= off || res.NextOffset >= res.MaxOffset {
 				break

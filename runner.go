@@ -24,6 +24,7 @@ type runner struct {
 	slot      *parkSlot         // set while parked; guarded by the consumer's parking.mu
 	next      int64             // where the pull loop goes on; only the pull loop touches it
 	lane      *laneSlot         // the priority lane this queue is (priority.go); nil without priorities
+	probed    map[int]probeMark // how far its reads of idle higher lanes passed skipped records, by lane (priority_probe.go); only the pull loop touches it
 	prev      []<-chan struct{} // orderly: done of the queue's fenced runners, waited for before the first pull; set by newRunner only
 	prevDone  bool              // prev was waited for; only the pull loop touches it
 	share     poolShare         // its tasks in the worker pool (concurrent mode)
