@@ -145,7 +145,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 	bo.BaseDelay = min(100*time.Millisecond, o.MaxReconnectDelay)
 	bo.MaxDelay = o.MaxReconnectDelay
 	dopts := []grpc.DialOption{
-		grpc.WithTransportCredentials(creds),
+		grpc.WithTransportCredentials(newNamingCreds(creds)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes),
 			grpc.ForceCodecV2(wireCodec{})),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),

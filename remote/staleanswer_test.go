@@ -3,6 +3,8 @@ package remote_test
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -39,14 +41,44 @@ func (b *heldJoin) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (eque
 // not a deadline error at 100 ms plus the slack (found by review: the
 // client learned the limits of any answer, whichever connection brought
 // it).
+//
+// Over a Unix socket every connection of the client has the same local
+// address (an unnamed socket), as it may have with a proxy or a dialer of
+// its own: the connections are told apart all the same (found by review:
+// the client named a connection by its local address alone, so over a
+// Unix socket the stale answer counted).
 func TestClient_AnswerOfAConnectionBeforeTheLatestTellsNoCap(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) { answerOfAConnectionBeforeTheLatest(t, network) })
+	}
+}
+
+// answerOfAConnectionBeforeTheLatest is
+// TestClient_AnswerOfAConnectionBeforeTheLatestTellsNoCap over network
+// ("tcp" or "unix").
+func answerOfAConnectionBeforeTheLatest(t *testing.T, network string) {
 	ctx := ctxT(t)
 	b1 := &heldJoin{Engine: openEngine(t, &equeue.Options{MaxPullWait: staleCap}), entered: make(chan struct{}), release: make(chan struct{})}
 	require.NoError(t, b1.CreateTopic(ctx, "t", 1))
 	srv1, err := remote.NewBackendServer(b1, &remote.ServerOptions{GracefulStopTimeout: -1})
 	require.NoError(t, err)
-	s1 := serve(t, srv1, "")
-	c := dial(t, s1.addr, nil)
+	var s1 *server
+	target := ""
+	if network == "unix" {
+		dir, err := os.MkdirTemp("", "eqsock") // short: a socket path has at most 107 bytes
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		lis, err := net.Listen("unix", filepath.Join(dir, "b.sock"))
+		require.NoError(t, err)
+		s1 = &server{srv: srv1, addr: lis.Addr().String(), served: make(chan error, 1)}
+		go func() { s1.served <- srv1.Serve(lis) }()
+		t.Cleanup(s1.stop)
+		target = "unix://" + s1.addr
+	} else {
+		s1 = serve(t, srv1, "")
+		target = s1.addr
+	}
+	c := dial(t, target, nil)
 	remote.SetLongPollSlack(c, staleSlack)
 
 	type joined struct {
@@ -72,7 +104,7 @@ func TestClient_AnswerOfAConnectionBeforeTheLatestTellsNoCap(t *testing.T) {
 	require.NoError(t, e2.CreateTopic(ctx, "only-on-the-second", 1))
 	var lis net.Listener
 	eventually(t, 20*time.Second, func() bool {
-		lis, err = net.Listen("tcp", s1.addr)
+		lis, err = net.Listen(network, s1.addr)
 		return err == nil
 	}, "the address is free again: %v", func() any { return err })
 	srv2, err := remote.NewServer(e2, nil)

@@ -59,7 +59,9 @@ func (l *toldLimits) forget(local net.Addr) {
 }
 
 // connName names the connection whose local address is a; "" when it is
-// unknown.
+// unknown. The client's connections have local addresses of their own
+// (namingCreds), also where their sockets' are all the same (a Unix
+// socket's client end).
 func connName(a net.Addr) string {
 	if a == nil {
 		return ""
