@@ -16,6 +16,12 @@ import (
 // context, as always.
 var ErrCloseAbandoned = errors.New("equeue: close abandoned before it finished")
 
+// errCloseStopped is what Close and CloseContext return once the close
+// stopped before it finished: it panicked (a store's Sync or Close), the
+// panic going on to the goroutine that ran it. The store may be neither
+// synced nor closed.
+var errCloseStopped = errors.New("equeue: the close stopped before it finished (it panicked): the store may be neither synced nor closed")
+
 // CloseContext is Close that waits for the close only until ctx ends.
 // The first call of Close or CloseContext starts the close; every call
 // waits for that same close and returns its result. When ctx ends first,
@@ -33,6 +39,14 @@ var ErrCloseAbandoned = errors.New("equeue: close abandoned before it finished")
 // abandoned close is like a crash the process has not had yet: a host that
 // exits then leaves the directory to be recovered by the next Open, with
 // every write acknowledged stored as the sync policy says.
+//
+// The close runs on the caller's goroutine when ctx has no Done channel
+// (context.Background), and on a goroutine of its own otherwise. A panic
+// in it (a Store of the program's own whose Sync or Close panics) goes on
+// in that goroutine: to the caller of Close, or, for a close run on a
+// goroutine of its own, it ends the program as any panic nothing
+// recovers; the close is not finished, and every later call returns an
+// error saying that it stopped before it finished, never nil.
 //
 // A nil ctx or engine returns ErrInvalidArgument and closes nothing.
 func (e *Engine) CloseContext(ctx context.Context) error {

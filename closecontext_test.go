@@ -11,6 +11,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/internal/faultstore"
+	"github.com/equeue-go/equeue/store"
 )
 
 // holdSyncs makes every Sync of r's store wait, from now, until the
@@ -140,4 +141,33 @@ func TestEngine_CloseContextThatNeverEndsIsClose(t *testing.T) {
 		})
 	}
 	assert.ErrorIs(t, (*equeue.Engine)(nil).CloseContext(context.Background()), equeue.ErrInvalidArgument)
+}
+
+// closePanics is a store whose Close panics (a store of the program's own
+// with a bug): the engine's close does not finish.
+type closePanics struct{ equeue.Store }
+
+func (closePanics) Close() error { panic("the store's Close panicked") }
+
+// TestEngine_CloseThatPanicsIsNotReportedDone: the store's Close panics
+// during Engine.Close. The panic reaches Close's caller, and a later Close
+// or CloseContext does not return nil, as if the store had been synced and
+// closed: it returns an error saying the close stopped before it finished
+// (found by review: the close was marked done whatever happened, with no
+// error, so later calls reported a clean close).
+func TestEngine_CloseThatPanicsIsNotReportedDone(t *testing.T) {
+	ctx := ctxT(t)
+	e, err := equeue.Open("", &equeue.Options{Store: closePanics{store.NewMemory()}})
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err = e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs("a")})
+	require.NoError(t, err)
+
+	require.PanicsWithValue(t, "the store's Close panicked", func() { _ = e.Close() })
+	err = e.Close()
+	require.Error(t, err, "the store was never closed: no clean close to report")
+	assert.Contains(t, err.Error(), "stopped before it finished")
+	assert.Equal(t, err, e.CloseContext(ctx), "CloseContext returns the same result")
+	_, err = e.Route(ctx, "t")
+	assert.ErrorIs(t, err, equeue.ErrClosed)
 }

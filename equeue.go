@@ -314,9 +314,18 @@ func (e *Engine) Close() error {
 }
 
 // shutdown is the close that Close and CloseContext start once: see Close.
-// It sets closeErr, then closes closeDone.
+// It sets closeErr, then closes closeDone. When it does not finish (a
+// panic, in the store's Sync or Close say, which goes on to the caller),
+// closeErr is errCloseStopped, so that no later call reports a clean
+// close of a store that was neither synced nor closed.
 func (e *Engine) shutdown() {
-	defer close(e.closeDone) // also if a client's close panics
+	finished := false
+	defer func() {
+		if !finished {
+			e.closeErr = errCloseStopped
+		}
+		close(e.closeDone)
+	}()
 	clientErr := e.clients.closeAll()
 	e.closed.Store(true)
 	close(e.closing)
@@ -338,6 +347,7 @@ func (e *Engine) shutdown() {
 		errs = append(errs, fmt.Errorf("equeue: close store: %w", err))
 	}
 	e.closeErr = errors.Join(errs...)
+	finished = true
 	e.log.Info("engine closed", "err", e.closeErr)
 }
 
