@@ -41,5 +41,8 @@
 // fails with equeue.ErrIndeterminate: send again with the same message IDs
 // on a topic with a dedup window to store it at most once.
 //
-// A Node is safe for concurrent use. Close it when done.
+// A Node is safe for concurrent use. Close it when done; CloseContext
+// bounds the wait for a close on a disk that does not answer (it returns
+// an error matching equeue.ErrCloseAbandoned when its context ends, and
+// the close goes on in the background).
 package cluster

@@ -88,8 +88,12 @@ type Node struct {
 	tenures       atomic.Uint64 // engines opened as leader
 	leaderChanges atomic.Uint64 // leader observations (elections seen)
 
-	closeOnce sync.Once
-	closeErr  error
+	// closeStarted is set by the first Close or CloseContext, which
+	// starts shutdown; closeDone is closed once it finished, with its
+	// result in closeErr (close.go).
+	closeStarted atomic.Bool
+	closeDone    chan struct{}
+	closeErr     error
 }
 
 // Directory layout of a node.
@@ -147,7 +151,8 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		o.ApplyTimeout = defaultApplyTimeout
 	}
 	n = &Node{opts: o, log: o.Logger, peers: map[string]string{},
-		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{}), gone: newRaftGone()}
+		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{}), gone: newRaftGone(),
+		closeDone: make(chan struct{})}
 	for _, p := range o.Peers {
 		n.peers[p.ID] = p.ClientAddr
 	}
@@ -761,44 +766,39 @@ func (n *Node) stopEngineClosing() {
 	n.stopEngine()
 }
 
-// Close stops serving, leaves Raft running no more, and closes the stores.
-// It does not remove the node from the cluster (see RemoveServer). A
-// leader that cannot commit (cut off from its followers, or refused by
-// them) closes too: Close waits a little for what it has on its way
-// (closeDrain), and a write still on its way then ends with an error
-// matching equeue.ErrIndeterminate. Idempotent.
-func (n *Node) Close() error {
-	n.closeOnce.Do(func() {
-		close(n.closing)
-		n.wg.Wait()
-		n.stopEngineClosing()
-		n.drain()
-		var errs []error
-		if err := n.raft.Shutdown().Error(); err != nil {
-			errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
-		}
-		n.gone.close()
-		n.raft.DeregisterObserver(n.obs)
-		n.ptrans.stopRelay()
-		// Close the connections this node opened, so the peers' handlers
-		// of them end too; Close alone leaves them open.
-		if err := n.alog.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
-		}
-		n.trans.CloseStreams()
-		if err := n.trans.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("cluster: raft transport: %w", err))
-		}
-		// And those the peers opened: a hung peer never closes its own.
-		n.stream.closeAccepted()
-		if err := n.logs.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
-		}
-		n.markClean()
-		if err := n.st.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("cluster: store: %w", err))
-		}
-		n.closeErr = errors.Join(errs...)
-	})
-	return n.closeErr
+// shutdown is the close of the node (see Close): it stops serving, shuts
+// Raft down and closes the stores, then sets closeErr and closes
+// closeDone. It runs once, started by the first Close or CloseContext.
+func (n *Node) shutdown() {
+	defer close(n.closeDone)
+	close(n.closing)
+	n.wg.Wait()
+	n.stopEngineClosing()
+	n.drain()
+	var errs []error
+	if err := n.raft.Shutdown().Error(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
+	}
+	n.gone.close()
+	n.raft.DeregisterObserver(n.obs)
+	n.ptrans.stopRelay()
+	// Close the connections this node opened, so the peers' handlers
+	// of them end too; Close alone leaves them open.
+	if err := n.alog.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
+	}
+	n.trans.CloseStreams()
+	if err := n.trans.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft transport: %w", err))
+	}
+	// And those the peers opened: a hung peer never closes its own.
+	n.stream.closeAccepted()
+	if err := n.logs.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
+	}
+	n.markClean()
+	if err := n.st.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: store: %w", err))
+	}
+	n.closeErr = errors.Join(errs...)
 }

@@ -1,0 +1,89 @@
+package cluster_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/store"
+)
+
+// TestNode_CloseContextReturnsWhenItsContextEndsOnAHeldStore: the leader's
+// FSM waits in a write to its store that does not return (a hung disk),
+// and the node is closed with CloseContext. When the close's context ends,
+// CloseContext returns at once with equeue.ErrCloseAbandoned and the
+// context's error, while the close goes on: another CloseContext whose
+// context ended is abandoned too. Once the store answers, the close
+// finishes: Close returns its result, and so does CloseContext whatever
+// its context. Before, the node had only Close, which waited for the
+// store for ever.
+func TestNode_CloseContextReturnsWhenItsContextEndsOnAHeldStore(t *testing.T) {
+	var held atomic.Bool
+	inWrite, released := make(chan struct{}), make(chan struct{})
+	var entered sync.Once
+	release := sync.OnceFunc(func() { close(released) })
+	c := newCluster(t, 1, func(o *cluster.Options) {
+		cluster.SetFSMWriteHook(o, func(b *store.Batch) error {
+			if held.Load() && len(b.Entries) > 0 {
+				entered.Do(func() { close(inWrite) })
+				<-released
+			}
+			return nil
+		})
+	})
+	t.Cleanup(release) // before the cluster's close
+	c.createTopic(t, "t", 1)
+	n := c.waitLeader()
+	ctx := context.Background()
+
+	held.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := n.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("held")}}})
+		sent <- err
+	}()
+	select {
+	case <-inWrite:
+	case <-time.After(time.Minute):
+		t.Fatal("the append's write did not reach the store")
+	}
+
+	closeCtx, cancelClose := context.WithCancel(ctx)
+	defer cancelClose()
+	closed := make(chan error, 1)
+	go func() { closed <- n.CloseContext(closeCtx) }()
+	eventually(t, time.Minute, func() error {
+		if _, err := n.Route(ctx, "t"); err == nil {
+			return assert.AnError
+		}
+		return nil
+	})
+	cancelClose()
+	select {
+	case err := <-closed:
+		require.ErrorIs(t, err, equeue.ErrCloseAbandoned)
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(time.Minute):
+		release()
+		t.Fatalf("CloseContext waits for the held store after its context ended (it returned %v)", <-closed)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	err := n.CloseContext(ended)
+	require.ErrorIs(t, err, equeue.ErrCloseAbandoned, "the close goes on in the background")
+	require.ErrorIs(t, err, context.Canceled)
+
+	release()
+	<-sent // its outcome is the append's concern, not the close's
+	closeErr := n.Close()
+	assert.NoError(t, closeErr, "the close finishes once the store answers; Close returns its result")
+	assert.Equal(t, closeErr, n.CloseContext(ended), "a finished close is returned, whatever the context")
+	assert.NoError(t, n.CloseContext(context.Background()))
+}
