@@ -44,9 +44,9 @@ func (a *app) serveCommand() *cobra.Command {
 on --listen, until SIGINT or SIGTERM. It then stops accepting calls, lets
 calls in progress finish (up to 10 s), closes the engine cleanly and exits 0.
 A second signal cuts the calls still in progress at once (exit 1). A signal
-that comes while the engine closes (on a disk that does not answer) makes
-serve exit 1 at once, without waiting for the close: serve, or any command
-that changes the directory, recovers it.
+that comes after the calls ended, while the engine closes (on a disk that
+does not answer) or before, makes serve exit 1 at once, without waiting for
+the close: serve, or any command that changes the directory, recovers it.
 
 Other equeue commands reach it with --server HOST:PORT. The directory stays
 locked while serve runs.
@@ -243,7 +243,8 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = joinCloseError(err, a.closeEngine(ctx, eng.Close), "engine") }()
+	var closeAbort context.Context // set once the server stopped (stopServer)
+	defer func() { err = joinCloseError(err, a.closeEngine(ctx, closeAbort, eng.CloseContext), "engine") }()
 	srv, err := remote.NewServer(eng, c.server)
 	if err != nil {
 		return err
@@ -292,7 +293,8 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	}
 	// Calls still running after shutdownGrace are cut (GracefulStopTimeout),
 	// or at once at a second signal.
-	forceErr := a.stopServer(ctx, srv)
+	var forceErr error
+	closeAbort, forceErr = a.stopServer(ctx, srv)
 	if httpSrv != nil {
 		sctx, cancel := context.WithTimeout(forced(ctx), 5*time.Second)
 		if err := httpSrv.Shutdown(sctx); err != nil {

@@ -130,3 +130,56 @@ func TestServe_SignalDuringAHeldEngineCloseExits(t *testing.T) {
 		})
 	}
 }
+
+// TestServe_SignalBeforeAHeldEngineCloseExits: a signal that comes after
+// serve's graceful stop ended but before its engine's close began (here
+// while its OTLP add-on stops, held by a collector that does not answer)
+// cuts that stop and then counts for the close: on a store that does not
+// answer, serve exits 1 at once, saying the engine was not closed cleanly.
+// Before, the signal was consumed by the add-on's stop and lost: serve
+// waited for the held close until one more signal came.
+func TestServe_SignalBeforeAHeldEngineCloseExits(t *testing.T) {
+	t.Parallel()
+	coll, caddr := startHoldingCollector(t)
+	dir := t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "t", "--queues", "1")
+	hold := filepath.Join(t.TempDir(), "hold")
+	addr := freePort(t)
+	srv := startHeldServe(t, hold, "--dir", dir, "--listen", addr,
+		"--otlp-endpoint", "http://"+caddr, "--otlp-metrics-interval", "1h")
+	eventually(t, 20*time.Second, "serve answers", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		return cli(t, "--server", addr, "produce", "t", "acknowledged").code == 0
+	})
+	require.NoError(t, os.WriteFile(hold, nil, 0o600))
+
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case <-coll.exporting: // the add-on's stop waits for its last export
+	case <-srv.done:
+		t.Fatalf("serve exited before its add-on's last export; its log:\n%s", srv.stderr)
+	case <-time.After(time.Minute):
+		t.Fatalf("no export reached the collector; serve's log:\n%s", srv.stderr)
+	}
+	_, err := os.Stat(hold + ".held")
+	require.ErrorIs(t, err, os.ErrNotExist, "the engine's close has not begun")
+
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-srv.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("serve waits for its held close: the signal that came before it began was lost; its log:\n%s", srv.stderr)
+	}
+	var ee *exec.ExitError
+	require.ErrorAs(t, srv.err, &ee, srv.stderr.String())
+	assert.Equal(t, 1, ee.ExitCode(), srv.stderr.String())
+	log := srv.stderr.String()
+	assert.Contains(t, log, "add-on shutdown", "the signal cut the add-on's stop")
+	assert.Contains(t, log, "not closed cleanly")
+	assert.NotContains(t, log, `msg="engine closed"`)
+
+	require.NoError(t, os.Remove(hold))
+	assert.Equal(t, "acknowledged\n", ok(t, "--dir", dir, "consume", "t", "--from", "earliest", "--output", "body", "--count", "1", "--timeout", "20s"))
+}

@@ -135,7 +135,8 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		}
 		return err
 	}
-	defer func() { err = joinCloseError(err, a.closeEngine(ctx, node.Close), "cluster node") }()
+	var closeAbort context.Context // set once the server stopped (stopServer)
+	defer func() { err = joinCloseError(err, a.closeEngine(ctx, closeAbort, node.CloseContext), "cluster node") }()
 	srv, err := remote.NewBackendServer(node, c.server)
 	if err != nil {
 		return err
@@ -206,7 +207,8 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	}
 	// Calls still running after shutdownGrace are cut (GracefulStopTimeout),
 	// or at once at a second signal.
-	forceErr := a.stopServer(ctx, srv)
+	var forceErr error
+	closeAbort, forceErr = a.stopServer(ctx, srv)
 	if serveErr != nil {
 		return fmt.Errorf("serve: %w", serveErr)
 	}

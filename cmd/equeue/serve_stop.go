@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/remote"
 )
 
@@ -12,17 +13,21 @@ import (
 // calls still in progress (exit code 1).
 var errForcedShutdown = errors.New("shutdown forced by a second signal: the calls still in progress were cut; the engine was closed cleanly")
 
-// errCloseAbandoned is returned by serve when a signal came while it
-// closed its engine, and it stopped waiting for that close (exit code 1).
-var errCloseAbandoned = errors.New("a signal came while the engine closed: serve stopped waiting for it, so the engine was not closed cleanly (serve, or any command that changes the directory, recovers it); what serve acknowledged was stored as --sync says")
+// errCloseAbandoned is returned by serve when a signal came after its
+// server stopped, before its engine's close finished, and it stopped
+// waiting for that close (exit code 1).
+var errCloseAbandoned = errors.New("a signal came before the engine's close finished: serve stopped waiting for it, so the engine was not closed cleanly (serve, or any command that changes the directory, recovers it); what serve acknowledged was stored as --sync says")
 
 // stopServer stops srv gracefully: the calls in progress get up to
 // shutdownGrace (its GracefulStopTimeout). A second signal (see forced)
 // during that wait cuts them at once and returns errForcedShutdown. Either
 // way the caller then closes the engine as usual (see closeEngine), so
 // every send that was acknowledged stays stored; a cut call was not
-// acknowledged.
-func (a *app) stopServer(ctx context.Context, srv *remote.Server) error {
+// acknowledged. The context returned (see nextSignal) is ended by the
+// first signal after the stop: the caller hands it to closeEngine, so
+// that a signal that comes before the engine's close begins (while the
+// add-ons stop) is not lost.
+func (a *app) stopServer(ctx context.Context, srv *remote.Server) (context.Context, error) {
 	stopped := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
@@ -30,29 +35,35 @@ func (a *app) stopServer(ctx context.Context, srv *remote.Server) error {
 	}()
 	select {
 	case <-stopped:
-		return nil
+		return nextSignal(ctx), nil
 	case <-forced(ctx).Done():
 	}
+	// The feed is past the signal that ended forced(ctx) (notifySignals):
+	// only one after it ends next.
+	next := nextSignal(ctx)
 	a.log.Warn("second signal received: cutting the calls in progress, then closing the engine")
 	srv.Stop()
 	<-stopped
-	return errForcedShutdown
+	return next, errForcedShutdown
 }
 
-// closeEngine runs closeFn, the close of serve's engine (or cluster node),
-// and returns its error. A signal that comes while it runs (see
-// nextSignal) stops the wait: closeEngine then returns errCloseAbandoned
-// at once and leaves closeFn running, since nothing can stop a store call
-// that does not return (a hung disk); serve's process exits right after.
-// The gRPC server is stopped by then, so no call waits for an answer.
-func (a *app) closeEngine(ctx context.Context, closeFn func() error) error {
-	next := nextSignal(ctx)
-	done := make(chan error, 1)
-	go func() { done <- closeFn() }()
-	select {
-	case err := <-done:
+// closeEngine closes serve's engine (or cluster node) with closeCtx, its
+// CloseContext, on abort: the context stopServer returned, or when serve
+// stopped before it (abort is nil) one that the first signal after this
+// call ends (see nextSignal). When abort ends before the close finished
+// (a signal came, and the store does not answer: a hung disk), closeCtx
+// returns an error matching equeue.ErrCloseAbandoned and leaves the close
+// running, since nothing can stop a store call that does not return;
+// closeEngine then returns errCloseAbandoned, and serve's process exits
+// right after. The gRPC server is stopped by then, so no call waits for
+// an answer.
+func (a *app) closeEngine(ctx, abort context.Context, closeCtx func(context.Context) error) error {
+	if abort == nil {
+		abort = nextSignal(ctx)
+	}
+	err := closeCtx(abort)
+	if !errors.Is(err, equeue.ErrCloseAbandoned) {
 		return err
-	case <-next:
 	}
 	a.log.Error("signal received while closing the engine: exiting without waiting for the close")
 	return errCloseAbandoned

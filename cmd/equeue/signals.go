@@ -34,12 +34,14 @@ func notifySignals() (context.Context, func()) {
 			case <-done:
 				return
 			}
+			// The feed first: a context ended by a signal (ctx, forced)
+			// is seen with the feed already past that signal.
+			feed.arrived()
 			if n == 0 {
 				stop()
 			} else {
 				forceNow()
 			}
-			feed.arrived()
 		}
 	}()
 	ctx = context.WithValue(ctx, forceKey{}, force)
@@ -60,36 +62,41 @@ func forced(ctx context.Context) context.Context {
 	return context.Background()
 }
 
-// nextSignal returns a channel closed at the first signal after this call,
-// or nil (it never is) when ctx carries no signals (a command run
+// nextSignal returns a context that the first signal after this call
+// ends, or one that never ends when ctx carries no signals (a command run
 // in-process, as by the tests).
-func nextSignal(ctx context.Context) <-chan struct{} {
+func nextSignal(ctx context.Context) context.Context {
 	if f, ok := ctx.Value(feedKey{}).(*signalFeed); ok {
 		return f.next()
 	}
-	return nil
+	return context.Background()
 }
 
-// signalFeed tells waiters of the next signal: each signal closes the
-// channel next returned before it and starts another.
+// signalFeed tells waiters of the next signal: each signal ends the
+// context next returned before it and starts another.
 type signalFeed struct {
-	mu sync.Mutex
-	ch chan struct{}
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
-func newSignalFeed() *signalFeed { return &signalFeed{ch: make(chan struct{})} }
+func newSignalFeed() *signalFeed {
+	f := &signalFeed{}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	return f
+}
 
-// next returns the channel that the next signal closes.
-func (f *signalFeed) next() <-chan struct{} {
+// next returns the context that the next signal ends.
+func (f *signalFeed) next() context.Context {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.ch
+	return f.ctx
 }
 
-// arrived closes the waiters' channel and starts the next one.
+// arrived ends the waiters' context and starts the next one.
 func (f *signalFeed) arrived() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	close(f.ch)
-	f.ch = make(chan struct{})
+	f.cancel()
+	f.ctx, f.cancel = context.WithCancel(context.Background())
 }
