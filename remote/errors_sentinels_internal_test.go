@@ -20,9 +20,10 @@ import (
 
 // clientSideErrors are the engine's sentinels that only a client makes
 // (Producer.Request, a handler's DeadLetter or ErrNotHandled, a Producer's
-// selector or a hook that panicked), never a broker's answer, and ErrBusy, which
-// crosses as this package's ErrBusy that wraps it.
-var clientSideErrors = map[string]bool{"ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true}
+// selector or a hook that panicked), never a broker's answer; ErrCloseAbandoned,
+// which only the engine's own CloseContext returns to its caller; and ErrBusy,
+// which crosses as this package's ErrBusy that wraps it.
+var clientSideErrors = map[string]bool{"ErrCloseAbandoned": true, "ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true}
 
 // Every sentinel error package equeue declares crosses the wire: the
 // sentinels table names it, so errors.Is matches it on the client as
