@@ -119,3 +119,14 @@ func (p *Proxy) LetGo() {
 		p.held = nil
 	}
 }
+
+// Cut closes every connection passed so far, as a network that resets
+// them would; the connections made after it are passed as before.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
