@@ -3,6 +3,7 @@ package equeue
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -13,7 +14,10 @@ import (
 // consumer's position. To know that, Fetch of a lower lane reads each
 // higher lane from its position without waiting, and keeps what it read
 // for that lane's next Fetch (nothing is read twice). A gated Fetch waits,
-// up to its wait, for the higher lanes to be fetched empty.
+// up to its wait, for the higher lanes to be fetched empty. Once it has
+// its lane's messages, it checks the higher lanes again (laneRecheck): a
+// message stored in one after the first check and before its lane's
+// messages were read goes first.
 
 // lanePos is where a gated Fetch stands: the topic's lane count and the
 // lane of the queue fetched.
@@ -175,21 +179,39 @@ func markLane(msgs []*Message, lane int) {
 	}
 }
 
-// laneRecheck is the end of a Fetch of lane q whose pull long-polled and
-// found msgs: a higher lane of the queue may have received messages while
-// it waited, after the gate let it through. It keeps msgs for q's next
-// Fetch and passes the gate again, waiting for the higher lanes up to
-// wait, what is left of the Fetch's; msgs (or what the read-ahead of q
-// holds then) are returned only once it passes. pc.mu must be held; it is
-// released.
+// laneRecheck is the end of a Fetch of lane q that took msgs (from its
+// pull, whether that waited or answered at once, or from what a check read
+// ahead of q) and moved q's position past them. A higher lane of the
+// queue may have received messages after the gate's check and before
+// msgs were read, and such a message goes first: the higher lanes are
+// checked again. When one has messages past the consumer's position,
+// msgs are kept for q's next Fetch, and the gate is passed again, waiting
+// for the higher lanes up to wait, what is left of the Fetch's; msgs (or
+// what the read-ahead of q holds then) are returned only once it passes.
+// With an Engine the check first looks at the higher lanes' ends, in
+// memory (higherAtEndLocked): when each was fetched up to its end, none
+// received anything, and nothing is read. The highest lane has nothing to
+// check. pc.mu must be held; it is released.
 func (pc *PullConsumer) laneRecheck(ctx context.Context, q QueueRef, at lanePos, max int, msgs []*Message, wait time.Duration) ([]*Message, error) {
-	if len(pc.ahead[q].msgs) > 0 {
-		// Another Fetch of q or a gate check moved q on meanwhile and
-		// kept what it read: msgs go as they are, not ahead of that.
+	if at.lane == at.n-1 || pc.higherAtEndLocked(q, at) {
 		pc.mu.Unlock()
 		return msgs, nil
 	}
-	pc.ahead[q] = readAhead{msgs: msgs, next: pc.positions[q]}
+	buf := pc.ahead[q]
+	if len(buf.msgs) > 0 {
+		if buf.msgs[0].Offset <= msgs[len(msgs)-1].Offset {
+			// Another Fetch of q or a gate check moved q on meanwhile
+			// and kept what it read: msgs go as they are, not ahead of
+			// that.
+			pc.mu.Unlock()
+			return msgs, nil
+		}
+		// What is left of a read-ahead msgs were taken from.
+		buf.msgs = append(slices.Clip(msgs), buf.msgs...)
+	} else {
+		buf = readAhead{msgs: msgs, next: pc.positions[q]}
+	}
+	pc.ahead[q] = buf
 	pc.positions[q] = msgs[0].Offset
 	pc.mu.Unlock()
 	turn, err := pc.laneTurn(ctx, q, at, max, wait)
@@ -202,6 +224,30 @@ func (pc *PullConsumer) laneRecheck(ctx context.Context, q QueueRef, at lanePos,
 		return nil, err
 	}
 	return pc.takeRead(q, max), nil
+}
+
+// higherAtEndLocked reports whether the broker is an Engine and every
+// higher lane of q's queue that the consumer owns has nothing read ahead
+// and its position at (or past) the lane's end, which the engine keeps in
+// memory: no message was stored in such a lane past the position, so the
+// lanes need no read to know it. False with any other broker. pc.mu must
+// be held.
+func (pc *PullConsumer) higherAtEndLocked(q QueueRef, at lanePos) bool {
+	e := engineOf(pc.b)
+	if e == nil {
+		return false
+	}
+	for l := at.n - 1; l > at.lane; l-- {
+		ref := QueueRef{Topic: q.Topic, Queue: at.base + l}
+		if _, owned := pc.grants[ref]; !owned {
+			continue
+		}
+		end, err := e.queueEnd(ref)
+		if err != nil || len(pc.ahead[ref].msgs) > 0 || pc.positions[ref] < end {
+			return false
+		}
+	}
+	return true
 }
 
 // max0 returns d, or 0 when d is negative.

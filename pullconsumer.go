@@ -259,11 +259,14 @@ func (pc *PullConsumer) Changed() <-chan struct{} {
 // TopicOptions.Priorities) and the consumer owns every lane of a queue:
 // a lane looks empty while a higher lane of the same queue has messages
 // past the consumer's position, so a loop that fetches every assigned lane
-// gets a backlog highest priority first. A Fetch whose wait brought
-// messages of its lane checks again before it returns them: should a
-// higher lane have received messages meanwhile, it keeps them for its
-// lane and waits, for what is left of its wait, until the higher lanes
-// were fetched. Fetched messages carry their lane's Priority.
+// gets a backlog highest priority first. A Fetch checks the higher lanes
+// again once it has read its lane's messages, whether its pull waited or
+// answered at once: should a higher lane have received messages since its
+// first check, it keeps them for its lane and waits, for what is left of
+// its wait, until the higher lanes were fetched (with no wait it returns
+// nothing). So a higher-lane message stored before a lower lane's
+// messages were read is returned first. Fetched messages carry their
+// lane's Priority.
 //
 // Fetches of one queue may run at once: each message is returned by one
 // of them (the one that finishes later returns only what lies past the
@@ -292,6 +295,11 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 	g, ok := pc.grants[q]
 	pos := pc.positions[q]
 	if msgs := pc.takeRead(q, max); ok && msgs != nil {
+		if lanes {
+			// A check of a lower lane may have read them after this
+			// Fetch's gate: they are checked as a pull's are.
+			return pc.laneRecheck(ctx, q, at, max, msgs, max0(total-time.Since(start)))
+		}
 		pc.mu.Unlock()
 		return msgs, nil
 	}
@@ -333,7 +341,7 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 	}
 	if lanes {
 		markLane(res.Messages, at.lane)
-		if wait > 0 && len(res.Messages) > 0 {
+		if len(res.Messages) > 0 {
 			return pc.laneRecheck(ctx, q, at, max, res.Messages, max0(total-time.Since(start)))
 		}
 	}
