@@ -56,22 +56,5 @@ func (e *Engine) CloseContext(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
-	if e.closeStarted.CompareAndSwap(false, true) {
-		if ctx.Done() == nil { // no end: close on the caller's goroutine, as Close always did
-			e.shutdown()
-			return e.closeErr
-		}
-		go e.shutdown()
-	}
-	select {
-	case <-e.closeDone:
-		return e.closeErr
-	case <-ctx.Done():
-		select { // finished as ctx ended: the result is known
-		case <-e.closeDone:
-			return e.closeErr
-		default:
-		}
-		return fmt.Errorf("%w: %w", ErrCloseAbandoned, ctx.Err())
-	}
+	return e.closer.Wait(ctx, e.shutdown, errCloseStopped, ErrCloseAbandoned)
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/equeue-go/equeue/internal/closeonce"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -114,12 +115,9 @@ type Engine struct {
 	closing  chan struct{}
 	bgCtx    context.Context // cancelled when Close starts
 	bgCancel context.CancelFunc
-	// closeStarted is set by the first Close or CloseContext, which starts
-	// the close (shutdown); closeDone is closed when it has finished, and
-	// closeErr, set before, is its result (closecontext.go).
-	closeStarted atomic.Bool
-	closeDone    chan struct{}
-	closeErr     error
+	// closer runs the close (shutdown) once, started by the first Close
+	// or CloseContext, and gives its result to each (closecontext.go).
+	closer *closeonce.Close
 
 	// storeFailed holds the fsync error that stopped writes (storefailure.go).
 	storeFailed atomic.Pointer[error]
@@ -211,7 +209,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		recordsChecked: checksRecords(st),
 		drained:        make(chan struct{}, 1),
 		closing:        make(chan struct{}),
-		closeDone:      make(chan struct{}),
+		closer:         closeonce.New(),
 		flushKick:      make(chan struct{}, 1),
 		trims:          make(chan *topic, 64),
 		redriving:      make(chan struct{}, 1),
@@ -313,19 +311,12 @@ func (e *Engine) Close() error {
 	return e.CloseContext(context.Background())
 }
 
-// shutdown is the close that Close and CloseContext start once: see Close.
-// It sets closeErr, then closes closeDone. When it does not finish (a
-// panic, in the store's Sync or Close say, which goes on to the caller),
-// closeErr is errCloseStopped, so that no later call reports a clean
-// close of a store that was neither synced nor closed.
-func (e *Engine) shutdown() {
-	finished := false
-	defer func() {
-		if !finished {
-			e.closeErr = errCloseStopped
-		}
-		close(e.closeDone)
-	}()
+// shutdown is the close that Close and CloseContext start once (see
+// Close), and returns its result. When it does not finish (a panic, in the
+// store's Sync or Close say, which goes on to the caller), every close call
+// returns errCloseStopped, so that none reports a clean close of a store
+// that was neither synced nor closed.
+func (e *Engine) shutdown() error {
 	clientErr := e.clients.closeAll()
 	e.closed.Store(true)
 	close(e.closing)
@@ -346,9 +337,9 @@ func (e *Engine) shutdown() {
 	if err := e.st.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("equeue: close store: %w", err))
 	}
-	e.closeErr = errors.Join(errs...)
-	finished = true
-	e.log.Info("engine closed", "err", e.closeErr)
+	err := errors.Join(errs...)
+	e.log.Info("engine closed", "err", err)
+	return err
 }
 
 // requestFlushEvery starts (or speeds up) the background fsync for SyncInterval.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/equeue-go/equeue"
@@ -15,6 +16,12 @@ import (
 // matching equeue.ErrIndeterminate. Idempotent: it is
 // CloseContext(context.Background()).
 func (n *Node) Close() error { return n.CloseContext(context.Background()) }
+
+// errCloseStopped is what Close and CloseContext return once the node's
+// close stopped before it finished: it panicked, the panic going on to the
+// goroutine that ran it. Raft and the stores may be neither shut down nor
+// closed.
+var errCloseStopped = errors.New("cluster: the close stopped before it finished (it panicked): Raft and the stores may be neither shut down nor closed")
 
 // CloseContext is Close that waits for the close only until ctx ends, as
 // equeue.Engine.CloseContext. The first call of Close or CloseContext
@@ -40,22 +47,5 @@ func (n *Node) CloseContext(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument)
 	}
-	if n.closeStarted.CompareAndSwap(false, true) {
-		if ctx.Done() == nil { // no end: close on the caller's goroutine, as Close always did
-			n.shutdown()
-			return n.closeErr
-		}
-		go n.shutdown()
-	}
-	select {
-	case <-n.closeDone:
-		return n.closeErr
-	case <-ctx.Done():
-		select { // finished as ctx ended: the result is known
-		case <-n.closeDone:
-			return n.closeErr
-		default:
-		}
-		return fmt.Errorf("%w: %w", equeue.ErrCloseAbandoned, ctx.Err())
-	}
+	return n.closer.Wait(ctx, n.shutdown, errCloseStopped, equeue.ErrCloseAbandoned)
 }

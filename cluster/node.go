@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/closeonce"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -88,12 +89,9 @@ type Node struct {
 	tenures       atomic.Uint64 // engines opened as leader
 	leaderChanges atomic.Uint64 // leader observations (elections seen)
 
-	// closeStarted is set by the first Close or CloseContext, which
-	// starts shutdown; closeDone is closed once it finished, with its
-	// result in closeErr (close.go).
-	closeStarted atomic.Bool
-	closeDone    chan struct{}
-	closeErr     error
+	// closer runs shutdown once, started by the first Close or
+	// CloseContext, and gives its result to each (close.go).
+	closer *closeonce.Close
 }
 
 // Directory layout of a node.
@@ -152,7 +150,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	}
 	n = &Node{opts: o, log: o.Logger, peers: map[string]string{},
 		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{}), gone: newRaftGone(),
-		closeDone: make(chan struct{})}
+		closer: closeonce.New()}
 	for _, p := range o.Peers {
 		n.peers[p.ID] = p.ClientAddr
 	}
@@ -767,10 +765,10 @@ func (n *Node) stopEngineClosing() {
 }
 
 // shutdown is the close of the node (see Close): it stops serving, shuts
-// Raft down and closes the stores, then sets closeErr and closes
-// closeDone. It runs once, started by the first Close or CloseContext.
-func (n *Node) shutdown() {
-	defer close(n.closeDone)
+// Raft down and closes the stores, and returns what failed. It runs once,
+// started by the first Close or CloseContext; when it does not finish (a
+// panic), every close call returns errCloseStopped.
+func (n *Node) shutdown() error {
 	close(n.closing)
 	n.wg.Wait()
 	n.stopEngineClosing()
@@ -800,5 +798,5 @@ func (n *Node) shutdown() {
 	if err := n.st.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: store: %w", err))
 	}
-	n.closeErr = errors.Join(errs...)
+	return errors.Join(errs...)
 }

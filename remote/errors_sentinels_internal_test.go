@@ -21,8 +21,9 @@ import (
 // clientSideErrors are the engine's sentinels that only a client makes
 // (Producer.Request, a handler's DeadLetter or ErrNotHandled, a Producer's
 // selector or a hook that panicked), never a broker's answer; ErrCloseAbandoned,
-// which only the engine's own CloseContext returns to its caller; and ErrBusy,
-// which crosses as this package's ErrBusy that wraps it.
+// which only an engine's or a cluster node's own CloseContext returns to its
+// caller (no call closes a broker's engine); and ErrBusy, which crosses as
+// this package's ErrBusy that wraps it.
 var clientSideErrors = map[string]bool{"ErrCloseAbandoned": true, "ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true}
 
 // Every sentinel error package equeue declares crosses the wire: the
