@@ -44,9 +44,10 @@ func (a *app) serveCommand() *cobra.Command {
 on --listen, until SIGINT or SIGTERM. It then stops accepting calls, lets
 calls in progress finish (up to 10 s), closes the engine cleanly and exits 0.
 A second signal cuts the calls still in progress at once (exit 1). A signal
-that comes after the calls ended, while the engine closes (on a disk that
-does not answer) or before, makes serve exit 1 at once, without waiting for
-the close: serve, or any command that changes the directory, recovers it.
+that comes while the engine closes (on a disk that does not answer) makes
+serve exit 1 at once, without waiting for the close: serve, or any command
+that changes the directory, recovers it. One that comes after the calls
+ended but before the close began gives the close up to 5 s first.
 
 Other equeue commands reach it with --server HOST:PORT. The directory stays
 locked while serve runs.

@@ -183,3 +183,50 @@ func TestServe_SignalBeforeAHeldEngineCloseExits(t *testing.T) {
 	require.NoError(t, os.Remove(hold))
 	assert.Equal(t, "acknowledged\n", ok(t, "--dir", dir, "consume", "t", "--from", "earliest", "--output", "body", "--count", "1", "--timeout", "20s"))
 }
+
+// TestServe_SignalBeforeAHealthyEngineCloseClosesItCleanly: as in
+// TestServe_SignalBeforeAHeldEngineCloseExits, a second signal comes while
+// serve's OTLP add-on stops, after its graceful stop ended and before its
+// engine's close began, but here the disk answers. The signal cuts the
+// add-on's stop; the engine's close, which the disk lets finish, is not
+// given up: serve closes the engine cleanly and exits 0. Before, a signal
+// that came before the close began abandoned it at once, whatever the
+// disk, and serve exited 1 saying the engine was not closed cleanly (found
+// by review).
+func TestServe_SignalBeforeAHealthyEngineCloseClosesItCleanly(t *testing.T) {
+	t.Parallel()
+	coll, caddr := startHoldingCollector(t)
+	dir := t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "t", "--queues", "1")
+	hold := filepath.Join(t.TempDir(), "hold") // never made: the disk answers
+	addr := freePort(t)
+	srv := startHeldServe(t, hold, "--dir", dir, "--listen", addr,
+		"--otlp-endpoint", "http://"+caddr, "--otlp-metrics-interval", "1h")
+	eventually(t, 20*time.Second, "serve answers", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		return cli(t, "--server", addr, "produce", "t", "acknowledged").code == 0
+	})
+
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case <-coll.exporting: // the add-on's stop waits for its last export
+	case <-srv.done:
+		t.Fatalf("serve exited before its add-on's last export; its log:\n%s", srv.stderr)
+	case <-time.After(time.Minute):
+		t.Fatalf("no export reached the collector; serve's log:\n%s", srv.stderr)
+	}
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-srv.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("serve did not exit; its log:\n%s", srv.stderr)
+	}
+	log := srv.stderr.String()
+	assert.Contains(t, log, "add-on shutdown", "the signal cut the add-on's stop")
+	assert.NotContains(t, log, "not closed cleanly")
+	assert.Contains(t, log, `msg="engine closed"`)
+	require.NoError(t, srv.err, log)
+	assert.Equal(t, "acknowledged\n", ok(t, "--dir", dir, "consume", "t", "--from", "earliest", "--output", "body", "--count", "1", "--timeout", "20s"))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/remote"
@@ -47,6 +48,10 @@ func (a *app) stopServer(ctx context.Context, srv *remote.Server) (context.Conte
 	return next, errForcedShutdown
 }
 
+// earlySignalCloseGrace bounds the wait for the engine's close when the
+// signal that gives it up came before it began (see closeEngine).
+const earlySignalCloseGrace = 5 * time.Second
+
 // closeEngine closes serve's engine (or cluster node) with closeCtx, its
 // CloseContext, on abort: the context stopServer returned, or when serve
 // stopped before it (abort is nil) one that the first signal after this
@@ -56,10 +61,18 @@ func (a *app) stopServer(ctx context.Context, srv *remote.Server) (context.Conte
 // running, since nothing can stop a store call that does not return;
 // closeEngine then returns errCloseAbandoned, and serve's process exits
 // right after. The gRPC server is stopped by then, so no call waits for
-// an answer.
+// an answer. A signal that came before the close began (while the add-ons
+// stopped) does not give the close up before it could start: the close
+// then gets earlySignalCloseGrace to finish, or until one more signal, so
+// that a disk that answers is still closed cleanly.
 func (a *app) closeEngine(ctx, abort context.Context, closeCtx func(context.Context) error) error {
 	if abort == nil {
 		abort = nextSignal(ctx)
+	}
+	if abort.Err() != nil {
+		var cancel context.CancelFunc
+		abort, cancel = context.WithTimeout(nextSignal(ctx), earlySignalCloseGrace)
+		defer cancel()
 	}
 	err := closeCtx(abort)
 	if !errors.Is(err, equeue.ErrCloseAbandoned) {
