@@ -268,9 +268,10 @@ func (pc *PullConsumer) Changed() <-chan struct{} {
 // messages were read is returned first. Fetched messages carry their
 // lane's Priority.
 //
-// Fetches of one queue may run at once: each message is returned by one
-// of them (the one that finishes later returns only what lies past the
-// other's messages, maybe nothing).
+// Fetches of one queue (a lane too) may run at once: each message is
+// returned by one of them (the one that finishes later returns only what
+// lies past the other's messages, maybe nothing), also when a check of a
+// lower lane read the lane ahead meanwhile.
 func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait time.Duration) ([]*Message, error) {
 	pc.mu.Lock()
 	if pc.closed {
@@ -337,6 +338,15 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 		res.Messages = messagesFrom(res.Messages, now)
 		if res.NextOffset > now {
 			pc.positions[q] = res.NextOffset
+			// What a gate check read ahead of q from now on (or what
+			// that other Fetch left of a read-ahead it took part of)
+			// starts with the messages returned now: it goes, or they
+			// would be returned again. What it held past them is read
+			// again from the new position.
+			if _, ok := pc.ahead[q]; ok {
+				delete(pc.ahead, q)
+				pc.laneDrainedLocked()
+			}
 		}
 	}
 	if lanes {
