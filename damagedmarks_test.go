@@ -136,10 +136,7 @@ func TestRedrive_LostRedrivenMarkCountsAsRedriven(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ctx := ctxT(t)
 			mem := store.NewMemory()
-			redrivenFixture(t, mem)
-			e, err := equeue.Open("", &equeue.Options{Store: damageMark(t, mem, how, "dlqr/g\x00", 0), Retention: equeue.RetentionPolicy{Interval: -1}})
-			require.NoError(t, err)
-			defer func() { require.NoError(t, e.Close()) }()
+			e := openWithLostRedrivenMark(t, mem, how)
 
 			redriven := func() []bool {
 				t.Helper()
@@ -174,16 +171,11 @@ func TestRetention_TrimDeletesALostRedrivenMark(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ctx := ctxT(t)
 			mem := store.NewMemory()
-			redrivenFixture(t, mem)
-			e, err := equeue.Open("", &equeue.Options{Store: damageMark(t, mem, how, "dlqr/g\x00", 0), Retention: equeue.RetentionPolicy{Interval: -1}})
-			require.NoError(t, err)
-			defer func() { require.NoError(t, e.Close()) }()
-			n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{Offsets: []int64{1}, ToTopic: true})
-			require.NoError(t, err)
-			require.Equal(t, 1, n)
+			e := openWithLostRedrivenMark(t, mem, how)
+			redriveOne(t, e, 1)
 			require.Equal(t, 2, metaKeys(t, mem, "dlqr/"))
 
-			_, err = e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: 1})
+			_, err := e.ApplyRetention(ctx, equeue.RetentionPolicy{MaxAge: 1})
 			require.NoError(t, err)
 			info, err := e.Topic(ctx, equeue.DLQTopic("g"))
 			require.NoError(t, err)
@@ -191,6 +183,26 @@ func TestRetention_TrimDeletesALostRedrivenMark(t *testing.T) {
 			assert.Zero(t, metaKeys(t, mem, "dlqr/"), "their marks are deleted, the lost one too")
 		})
 	}
+}
+
+// openWithLostRedrivenMark opens an engine on redrivenFixture's store in
+// mem whose first redriven mark of group g is lost as how says; it is
+// closed at the test's end.
+func openWithLostRedrivenMark(t *testing.T, mem *store.Memory, how string) *equeue.Engine {
+	t.Helper()
+	redrivenFixture(t, mem)
+	e, err := equeue.Open("", &equeue.Options{Store: damageMark(t, mem, how, "dlqr/g\x00", 0), Retention: equeue.RetentionPolicy{Interval: -1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	return e
+}
+
+// redriveOne redrives group g's dead letter at offset to its topic.
+func redriveOne(t *testing.T, e *equeue.Engine, offset int64) {
+	t.Helper()
+	n, err := e.Redrive(ctxT(t), "g", equeue.RedriveRequest{Offsets: []int64{offset}, ToTopic: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 }
 
 // Deleting the dead-letter topic deletes its redriven marks; a lost one
@@ -203,13 +215,8 @@ func TestDeleteTopic_DeletesALostRedrivenMark(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ctx := ctxT(t)
 			mem := store.NewMemory()
-			redrivenFixture(t, mem)
-			e, err := equeue.Open("", &equeue.Options{Store: damageMark(t, mem, how, "dlqr/g\x00", 0), Retention: equeue.RetentionPolicy{Interval: -1}})
-			require.NoError(t, err)
-			defer func() { require.NoError(t, e.Close()) }()
-			n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{Offsets: []int64{1}, ToTopic: true})
-			require.NoError(t, err)
-			require.Equal(t, 1, n)
+			e := openWithLostRedrivenMark(t, mem, how)
+			redriveOne(t, e, 1)
 
 			require.NoError(t, e.DeleteTopic(ctx, equeue.DLQTopic("g")))
 			assert.Zero(t, metaKeys(t, mem, "dlqr/"), "the topic's marks are deleted, the lost one too")
