@@ -83,17 +83,8 @@ func TestServe_SignalDuringAHeldEngineCloseExits(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			ok(t, "--dir", dir, "topic", "create", "t", "--queues", "1")
 			hold := filepath.Join(t.TempDir(), "hold")
-			addr := freePort(t)
-			srv := startHeldServe(t, hold, "--dir", dir, "--listen", addr)
-			eventually(t, 20*time.Second, "serve answers", func() bool {
-				if srv.exited() {
-					t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
-				}
-				return cli(t, "--server", addr, "produce", "t", "acknowledged").code == 0
-			})
+			dir, addr, srv := serveAcknowledgingOne(t, hold)
 			if cutCalls {
 				holdGracefulStop(t, addr)
 			}
@@ -126,7 +117,7 @@ func TestServe_SignalDuringAHeldEngineCloseExits(t *testing.T) {
 			require.NoError(t, os.Remove(hold))
 			// A writing command opens (and recovers) the directory; the
 			// acknowledged send is there.
-			assert.Equal(t, "acknowledged\n", ok(t, "--dir", dir, "consume", "t", "--from", "earliest", "--output", "body", "--count", "1", "--timeout", "20s"))
+			assertAcknowledgedKept(t, dir)
 		})
 	}
 }
@@ -141,28 +132,12 @@ func TestServe_SignalDuringAHeldEngineCloseExits(t *testing.T) {
 func TestServe_SignalBeforeAHeldEngineCloseExits(t *testing.T) {
 	t.Parallel()
 	coll, caddr := startHoldingCollector(t)
-	dir := t.TempDir()
-	ok(t, "--dir", dir, "topic", "create", "t", "--queues", "1")
 	hold := filepath.Join(t.TempDir(), "hold")
-	addr := freePort(t)
-	srv := startHeldServe(t, hold, "--dir", dir, "--listen", addr,
-		"--otlp-endpoint", "http://"+caddr, "--otlp-metrics-interval", "1h")
-	eventually(t, 20*time.Second, "serve answers", func() bool {
-		if srv.exited() {
-			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
-		}
-		return cli(t, "--server", addr, "produce", "t", "acknowledged").code == 0
-	})
+	dir, _, srv := serveAcknowledgingOne(t, hold, "--otlp-endpoint", "http://"+caddr, "--otlp-metrics-interval", "1h")
 	require.NoError(t, os.WriteFile(hold, nil, 0o600))
 
 	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGINT))
-	select {
-	case <-coll.exporting: // the add-on's stop waits for its last export
-	case <-srv.done:
-		t.Fatalf("serve exited before its add-on's last export; its log:\n%s", srv.stderr)
-	case <-time.After(time.Minute):
-		t.Fatalf("no export reached the collector; serve's log:\n%s", srv.stderr)
-	}
+	awaitLastExport(t, srv, coll)
 	_, err := os.Stat(hold + ".held")
 	require.ErrorIs(t, err, os.ErrNotExist, "the engine's close has not begun")
 
@@ -181,7 +156,7 @@ func TestServe_SignalBeforeAHeldEngineCloseExits(t *testing.T) {
 	assert.NotContains(t, log, `msg="engine closed"`)
 
 	require.NoError(t, os.Remove(hold))
-	assert.Equal(t, "acknowledged\n", ok(t, "--dir", dir, "consume", "t", "--from", "earliest", "--output", "body", "--count", "1", "--timeout", "20s"))
+	assertAcknowledgedKept(t, dir)
 }
 
 // TestServe_SignalBeforeAHealthyEngineCloseClosesItCleanly: as in
@@ -196,27 +171,11 @@ func TestServe_SignalBeforeAHeldEngineCloseExits(t *testing.T) {
 func TestServe_SignalBeforeAHealthyEngineCloseClosesItCleanly(t *testing.T) {
 	t.Parallel()
 	coll, caddr := startHoldingCollector(t)
-	dir := t.TempDir()
-	ok(t, "--dir", dir, "topic", "create", "t", "--queues", "1")
 	hold := filepath.Join(t.TempDir(), "hold") // never made: the disk answers
-	addr := freePort(t)
-	srv := startHeldServe(t, hold, "--dir", dir, "--listen", addr,
-		"--otlp-endpoint", "http://"+caddr, "--otlp-metrics-interval", "1h")
-	eventually(t, 20*time.Second, "serve answers", func() bool {
-		if srv.exited() {
-			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
-		}
-		return cli(t, "--server", addr, "produce", "t", "acknowledged").code == 0
-	})
+	dir, _, srv := serveAcknowledgingOne(t, hold, "--otlp-endpoint", "http://"+caddr, "--otlp-metrics-interval", "1h")
 
 	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGINT))
-	select {
-	case <-coll.exporting: // the add-on's stop waits for its last export
-	case <-srv.done:
-		t.Fatalf("serve exited before its add-on's last export; its log:\n%s", srv.stderr)
-	case <-time.After(time.Minute):
-		t.Fatalf("no export reached the collector; serve's log:\n%s", srv.stderr)
-	}
+	awaitLastExport(t, srv, coll)
 	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case <-srv.done:
@@ -228,5 +187,44 @@ func TestServe_SignalBeforeAHealthyEngineCloseClosesItCleanly(t *testing.T) {
 	assert.NotContains(t, log, "not closed cleanly")
 	assert.Contains(t, log, `msg="engine closed"`)
 	require.NoError(t, srv.err, log)
+	assertAcknowledgedKept(t, dir)
+}
+
+// serveAcknowledgingOne starts serve (startHeldServe, holding at hold) on
+// a new directory with a topic t, with args added, and returns once serve
+// acknowledged a send of "acknowledged" to t.
+func serveAcknowledgingOne(t *testing.T, hold string, args ...string) (dir, addr string, srv *server) {
+	t.Helper()
+	dir = t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "t", "--queues", "1")
+	addr = freePort(t)
+	srv = startHeldServe(t, hold, append([]string{"--dir", dir, "--listen", addr}, args...)...)
+	eventually(t, 20*time.Second, "serve answers", func() bool {
+		if srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", srv.err, srv.stderr)
+		}
+		return cli(t, "--server", addr, "produce", "t", "acknowledged").code == 0
+	})
+	return dir, addr, srv
+}
+
+// awaitLastExport waits until serve's OTLP add-on, stopping, makes its
+// last export to coll (which holds it).
+func awaitLastExport(t *testing.T, srv *server, coll holdingMetrics) {
+	t.Helper()
+	select {
+	case <-coll.exporting: // the add-on's stop waits for its last export
+	case <-srv.done:
+		t.Fatalf("serve exited before its add-on's last export; its log:\n%s", srv.stderr)
+	case <-time.After(time.Minute):
+		t.Fatalf("no export reached the collector; serve's log:\n%s", srv.stderr)
+	}
+}
+
+// assertAcknowledgedKept checks that the send serveAcknowledgingOne had
+// acknowledged is stored in dir (a writing command opens, and recovers,
+// the directory).
+func assertAcknowledgedKept(t *testing.T, dir string) {
+	t.Helper()
 	assert.Equal(t, "acknowledged\n", ok(t, "--dir", dir, "consume", "t", "--from", "earliest", "--output", "body", "--count", "1", "--timeout", "20s"))
 }
