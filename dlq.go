@@ -24,7 +24,12 @@ type DLQEntry struct {
 	LastError string
 	// Attempts is how many times the message was handled.
 	Attempts int
-	// Redriven is set once the message was sent back to its topic.
+	// Redriven is set once the message was sent back to its topic. It is
+	// also set when the mark that says so is lost (the store cannot read
+	// its value back, or it is garbled): its key still says the dead letter
+	// went back, so it is listed as redriven and only a Redrive naming its
+	// offset sends it back (again). Such a loss is counted in
+	// Stats().CorruptRecords and logged with the group and offset.
 	Redriven bool
 }
 
@@ -56,6 +61,8 @@ type ListDeadLettersRequest struct {
 // yet has none: the answer is empty, not an error, as it is for a From past
 // the last dead letter. A From below the oldest dead letter kept (retention
 // or a topic limit trimmed older ones) lists from the oldest kept. A Max outside 0..1024 returns ErrInvalidArgument.
+// A dead letter whose redriven mark is lost is listed Redriven (see
+// DLQEntry.Redriven).
 func (e *Engine) ListDeadLetters(ctx context.Context, group string, req ListDeadLettersRequest) ([]DLQEntry, error) {
 	if err := ValidateName(group); err != nil {
 		return nil, err
@@ -130,13 +137,16 @@ func (e *Engine) DeadLetters(ctx context.Context, group string, from int64, max 
 // or with ToTopic to their original topics (see Engine.Redrive).
 type RedriveRequest struct {
 	// Offsets lists single dead letters to redrive. When set (and All is
-	// not), From and To are ignored.
+	// not), From and To are ignored. A listed dead letter already redriven
+	// is passed by, unless its redriven mark is lost (see
+	// DLQEntry.Redriven): naming it sends it back and marks it soundly.
 	Offsets []int64
 	// From and To select the dead letters at offsets From (inclusive) to To
 	// (exclusive) when Offsets is empty and All is false.
 	From, To int64
-	// All redrives every dead letter of the group not redriven yet; it
-	// takes precedence over Offsets and the range.
+	// All redrives every dead letter of the group not redriven yet (nor
+	// listed as redriven through a lost mark); it takes precedence over
+	// Offsets and the range.
 	All bool
 	// ToTopic sends the dead letters back to their original topics, as
 	// fresh messages, instead of to the group's retry topic: every group
@@ -168,8 +178,9 @@ type RedriveRequest struct {
 // engine does not know) has no retry topic to redrive into: without
 // ToTopic, Redrive refuses it with ErrInvalidArgument.
 //
-// Each is marked redriven in the same write, so it is never redriven twice;
-// the engine's redrives run one at a time, so two at once do not both send
+// Each is marked redriven in the same write, so it is never redriven twice
+// (but for one whose mark was lost and that req.Offsets names: see
+// DLQEntry.Redriven); the engine's redrives run one at a time, so two at once do not both send
 // a dead letter neither had seen marked. A DeleteGroup of the group
 // during the redrive waits for the dead letter being sent, and deletes
 // its copy and mark with the group; after it the redrive stops with
@@ -199,9 +210,11 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	min, next, _ := q.bounds()
 	want := func(off int64) bool { return true }
 	from, to := min, next
+	explicit := false // the dead letters are named one by one
 	switch {
 	case req.All:
 	case len(req.Offsets) > 0:
+		explicit = true
 		want = func(off int64) bool { return slices.Contains(req.Offsets, off) }
 		from, to = slices.Min(req.Offsets), slices.Max(req.Offsets)
 		if to < math.MaxInt64 { // the largest offset has no end past it: refused below
@@ -243,8 +256,19 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 			if dl.Offset >= to {
 				break
 			}
-			if dl.Redriven || !want(dl.Offset) {
+			if !want(dl.Offset) {
 				continue
+			}
+			if dl.Redriven {
+				// Passed by, unless named (explicit) with its mark lost:
+				// naming it is the user's word that it goes back.
+				lost, err := e.namedLostMark(explicit, group, dl.Offset)
+				if err != nil {
+					return sent, gone.along(fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err))
+				}
+				if !lost {
+					continue
+				}
 			}
 			if err := e.redriveOne(ctx, g, group, dlq, dl, req.ToTopic); err != nil {
 				var missing *originGoneError
@@ -258,6 +282,16 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 		}
 	}
 	return sent, gone.err()
+}
+
+// namedLostMark reports whether a redrive sends back a dead letter listed
+// redriven, at off of group's dead-letter topic: only one named on its own
+// (explicit) whose redriven mark is lost.
+func (e *Engine) namedLostMark(explicit bool, group string, off int64) (bool, error) {
+	if !explicit {
+		return false, nil
+	}
+	return e.redrivenMarkLost(group, off)
 }
 
 // originGoneError is a redrive's dead letter whose original topic is gone
@@ -372,6 +406,9 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 	if err := e.submit(ctx, c); err != nil {
 		return fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
 	}
+	// A lost mark written over is sound again: should it be lost once
+	// more, that is counted and logged anew.
+	e.lostRedriven.Delete(string(redrivenKey(group, dl.Offset)))
 	return nil
 }
 

@@ -35,8 +35,11 @@ import (
 // though not into which incarnation, so it answers as a mark of the first
 // format does, for whichever incarnation is there, and goes with it. Taken
 // as absent, it would let its dead letter be sent back twice. The first
-// read that finds it counts it in Stats().CorruptRecords and logs it
-// (noteLostRedriven). A mark of a later format's kind is refused with
+// read that finds it counts it in Stats().CorruptRecords and logs it, with
+// its group and offset (noteLostRedriven). Whether it went back is then
+// for a person to judge: All and ranges pass it by, and a Redrive naming
+// its offset (RedriveRequest.Offsets) sends it back and writes a sound
+// mark in the lost one's place (redrivenMarkLost). A mark of a later format's kind is refused with
 // ErrUnsupportedFormat, as it was. Since a lost mark cannot tell a gone
 // incarnation's from the current one's, the group's marks left from a
 // deleted dead-letter topic are deleted before the topic is created again
@@ -111,8 +114,26 @@ func (e *Engine) noteLostRedriven(key []byte, why error) {
 		return
 	}
 	e.stats.corrupt.Add(1)
-	e.log.Error("redriven mark lost: its dead letter is taken as redriven, and is not redriven again",
-		"key", fmt.Sprintf("%q", key), "err", why)
+	group, _ := redrivenGroup(key)
+	e.log.Error("redriven mark lost: its dead letter is taken as redriven; only a redrive naming its offset sends it back",
+		"group", group, "offset", int64(binary.BigEndian.Uint64(key[len(key)-8:])), "key", fmt.Sprintf("%q", key), "err", why)
+}
+
+// redrivenMarkLost reports whether the redriven mark of group's dead
+// letter at off is lost (redrivenLost): taken as redriven, though its
+// value no longer says so. A Redrive naming off sends such a dead letter
+// back all the same, writing a sound mark over the lost one.
+func (e *Engine) redrivenMarkLost(group string, off int64) (bool, error) {
+	v, err := e.st.GetMeta(redrivenKey(group, off))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case errors.Is(err, store.ErrDamaged):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return redrivenLost(v, nil) != nil, nil
 }
 
 // isRedriven reports whether the dead letter at off of t, group's

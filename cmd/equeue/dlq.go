@@ -137,7 +137,9 @@ group subscribed to it. A group that consumes no retry topic (a
 broadcasting or orderly one) can only be redriven so.
 
 Each dead letter is redriven at most once; those already redriven are
-skipped.`,
+skipped. One whose redriven mark was lost (the engine logs the group and
+offset) is listed as redriven and skipped by --all; naming it with
+--offset sends it back and marks it soundly.`,
 		Example: `  equeue --dir ./data dlq redrive billing --offset 0 --offset 3
   equeue --server 127.0.0.1:7654 dlq redrive billing --all
   equeue --dir ./data dlq redrive audit --all --to-topic`,
