@@ -49,7 +49,10 @@ type Engine struct {
 	// topicIDs holds the same topics by their ID (topicByID: the delay
 	// scheduler and Open's loads look a topic up by the ID records carry).
 	topicIDs map[uint32]*topic
-	adminMu  sync.Mutex // serializes topic changes
+	// topicsVersion counts the topics created and deleted since Open
+	// (TopicsVersion); it is raised under mu, with the change to topics.
+	topicsVersion atomic.Uint64
+	adminMu       sync.Mutex // serializes topic changes
 	// viewIDs is the key Namespace views encipher topic IDs with
 	// (namespace_topicid.go).
 	viewIDs viewIDKey

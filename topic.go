@@ -428,6 +428,7 @@ func (e *Engine) createTopic(ctx context.Context, name string, o TopicOptions, i
 	e.mu.Lock()
 	e.topics[name] = t
 	e.topicIDs[t.id] = t
+	e.topicsVersion.Add(1)
 	e.mu.Unlock()
 	e.log.Info("topic created", "topic", name, "queues", queues)
 	e.notifyTopicChange(name)
@@ -644,6 +645,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	e.mu.Lock()
 	delete(e.topics, t.name)
 	delete(e.topicIDs, t.id)
+	e.topicsVersion.Add(1)
 	e.mu.Unlock()
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)

@@ -73,6 +73,9 @@ type Node struct {
 	mu     sync.RWMutex
 	engine *equeue.Engine
 	rstore *replicatedStore
+	// engines counts the times engine was set or cleared, under mu
+	// (TopicsVersion).
+	engines uint64
 	// seq counts the tenures this node started in Raft term seqTerm (run
 	// goroutine only): the low bits of its next tenure.
 	seq     uint64
@@ -684,6 +687,7 @@ func (n *Node) startTenure() error {
 	}
 	n.mu.Lock()
 	n.engine, n.rstore = e, rs
+	n.engines++
 	n.mu.Unlock()
 	n.tenures.Add(1)
 	if n.opts.OnEngine != nil {
@@ -698,6 +702,9 @@ func (n *Node) stopEngine() {
 	n.mu.Lock()
 	e, rs := n.engine, n.rstore
 	n.engine, n.rstore = nil, nil
+	if e != nil {
+		n.engines++
+	}
 	n.mu.Unlock()
 	if e == nil {
 		return

@@ -49,8 +49,12 @@ func hidden(name string) bool {
 // the leader, and answers a topic it does not hold with
 // LEADER_NOT_AVAILABLE, so clients ask again, of the leader (which may
 // create it). With no leader known it names itself, controller -1, and no
-// topics. From v12 a topic may be asked for by its ID (askedByID).
+// topics. From v12 a topic may be asked for by its ID (askedByID); a v10
+// or v11 request that gives one an ID is refused (refusedBeforeV12).
 func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	if resp := refusedBeforeV12(req); resp != nil {
+		return resp
+	}
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.ClusterID = kmsg.StringPtr(clusterID)
 	all := req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0)
@@ -75,9 +79,13 @@ func (c *conn) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 			}
 			return resp
 		}
+		var byID map[[16]byte]equeue.TopicInfo
 		for _, t := range req.Topics {
 			if askedByID(req, t) {
-				resp.Topics = append(resp.Topics, storedTopicOfID(t.TopicID, stored, v.id))
+				if byID == nil {
+					byID = storedByID(stored)
+				}
+				resp.Topics = append(resp.Topics, storedTopicOfID(t.TopicID, byID, v.id))
 				continue
 			}
 			if t.Topic != nil {
