@@ -179,17 +179,25 @@ func (t tokenTable) authenticate(ctx context.Context) (tokenEntry, error) {
 		return tokenEntry{rights: RightAll}, nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get("authorization")
+	entry, err := t.lookup(md.Get("authorization"))
+	return entry, toStatus(err)
+}
+
+// lookup returns the entry of the bearer token in the first of a call's or
+// a request's authorization values, or an error matching
+// ErrUnauthenticated when there is none, it is not "Bearer <token>" or the
+// token is unknown. It compares fixed-size digests, not the secrets.
+func (t tokenTable) lookup(vals []string) (tokenEntry, error) {
 	if len(vals) == 0 {
-		return tokenEntry{}, toStatus(fmt.Errorf("%w: no authorization token", ErrUnauthenticated))
+		return tokenEntry{}, fmt.Errorf("%w: no authorization token", ErrUnauthenticated)
 	}
 	tok, ok := bearerToken(vals[0])
 	if !ok {
-		return tokenEntry{}, toStatus(fmt.Errorf("%w: authorization must be \"Bearer <token>\"", ErrUnauthenticated))
+		return tokenEntry{}, fmt.Errorf("%w: authorization must be \"Bearer <token>\"", ErrUnauthenticated)
 	}
 	entry, known := t[sha256.Sum256([]byte(tok))]
 	if !known {
-		return tokenEntry{}, toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
+		return tokenEntry{}, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
 	}
 	return entry, nil
 }

@@ -67,7 +67,9 @@
 // Rights. A refused call changes nothing. Consume rights do not include
 // produce rights, and no token may append to the engine's %RETRY% and %DLQ%
 // topics: a consumer hands failures back with SendBack, which the engine
-// checks against what the member owns and pulled.
+// checks against what the member owns and pulled. Server.HTTPBearer
+// matches an HTTP request's bearer token against the same tokens, for HTTP
+// endpoints served beside the server.
 //
 // # Protocol
 //

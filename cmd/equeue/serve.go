@@ -66,7 +66,12 @@ append streams it holds, in all and from one connection, and the bytes of
 the requests its long-polls keep; 0 is the server's default.
 
 With --metrics ADDR, Prometheus metrics are served on http://ADDR/metrics
-and a health check on http://ADDR/healthz.
+and a health check on http://ADDR/healthz. With --token, /metrics shows
+the whole engine only to a token of the whole engine (no @NAMESPACE) with
+the admin right, sent as "Authorization: Bearer TOKEN" (401 without a
+known token, 403 without that right), and so does --pprof on an address
+other than loopback; /healthz stays open, and does not say why the store
+failed.
 
 With --cluster-id, serve runs one node of a replicated cluster (Raft) on
 the directory instead of a single engine; see "equeue cluster --help".`,
@@ -153,7 +158,7 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 	f.StringVar(&listen, "listen", "127.0.0.1:7654", "address to serve gRPC on")
 	f.StringVar(&clientCA, "client-ca", "", "PEM file of the CA client certificates must be signed by (mutual TLS)")
 	f.StringArrayVar(&tokens, "token", nil, "admit a bearer token with its rights, `TOKEN=RIGHTS[@NAMESPACE]` (rights: produce,consume,admin or all; @NAMESPACE scopes the token to that namespace); repeatable")
-	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off)")
+	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off); with --token, /metrics needs an admin token")
 	f.StringVar(&syncFlag, "sync", "always", "when writes are fsynced: always, never or interval:DURATION")
 	limits.addFlags(f)
 	for _, ad := range addons {
@@ -257,7 +262,8 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 	var httpSrv *http.Server
 	if m != nil {
 		m.Attach(eng)
-		httpSrv = a.serveMetrics(ports["metrics"], m, eng.StoreFailure, errc)
+		warnOps(a.log, "/metrics", ports["metrics"].Addr(), c.tokens, c.addonTokens)
+		httpSrv = a.serveMetrics(ports["metrics"], m, eng.StoreFailure, srv, len(c.tokens) > 0, errc)
 	}
 	var stops []func(context.Context) error
 	defer func() {
@@ -270,7 +276,7 @@ func (a *app) serve(ctx context.Context, c serveConfig) (err error) {
 		}
 	}()
 	for _, ad := range c.addons {
-		stop, aerr := ad.start(ctx, serveEnv{eng: eng, backend: eng, tokens: c.addonTokens, nsTokens: namespaceTokens(c.tokens, c.server.TokenNamespaces), tls: c.tlsConf, log: a.log, errc: errc, ports: ports})
+		stop, aerr := ad.start(ctx, serveEnv{eng: eng, backend: eng, grpc: srv, tokens: c.addonTokens, nsTokens: namespaceTokens(c.tokens, c.server.TokenNamespaces), tls: c.tlsConf, log: a.log, errc: errc, ports: ports})
 		if aerr != nil {
 			if httpSrv != nil {
 				_ = httpSrv.Close()
@@ -325,14 +331,16 @@ func (a *app) releaseAddons(serveCtx context.Context, addons []serveAddon) {
 	}
 }
 
-// serveMetrics serves /metrics and /healthz (see healthHandler) on lis; a
-// failure after it started is sent to errc.
-func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, failure func() error, errc chan<- error) *http.Server {
+// serveMetrics serves /metrics, guarded by srv's tokens (see
+// requireOpsToken), and /healthz (see healthHandler), open to every
+// request, on lis; tokens reports whether serve has tokens. A failure
+// after it started is sent to errc.
+func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, failure func() error, srv *remote.Server, tokens bool, errc chan<- error) *http.Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", a.metricsHandler(reg))
-	mux.HandleFunc("/healthz", healthHandler(failure))
+	mux.Handle("/metrics", requireOpsToken(srv, a.metricsHandler(reg)))
+	mux.HandleFunc("/healthz", healthHandler(failure, !tokens))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -343,20 +351,26 @@ func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, failure func(
 	return hs
 }
 
-// healthHandler answers 200 "ok" while the engine writes, and 503 with the
-// error once an fsync failed and the engine stopped writing until it is
-// restarted (equeue.Engine.StoreFailure).
-func healthHandler(failure func() error) http.HandlerFunc {
+// healthHandler answers 200 "ok" while the engine writes, and 503 once an
+// fsync failed and the engine stopped writing until it is restarted
+// (equeue.Engine.StoreFailure), with the fsync error when cause is true.
+// It answers every request, tokens or not (liveness probes carry none), so
+// a server with tokens gives no cause: the error may name the directory's
+// files, and the engine logs it.
+func healthHandler(failure func() error, cause bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		if err := failure(); err != nil {
-			http.Error(w, "store failed, restart the server: "+err.Error(), http.StatusServiceUnavailable)
+			msg := "store failed, restart the server"
+			if cause {
+				msg += ": " + err.Error()
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	}
 }
 
-// slogPrinter lets promhttp report errors through the CLI's logger.
 // metricsHandler serves reg's metrics. A collector that fails (the
 // group listing behind the lag series timing out on a busy engine) is
 // logged, and the scrape still answers every metric that was collected:
@@ -366,6 +380,7 @@ func (a *app) metricsHandler(reg prometheus.Gatherer) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{a}, ErrorHandling: promhttp.ContinueOnError})
 }
 
+// slogPrinter lets promhttp report errors through the CLI's logger.
 type slogPrinter struct{ a *app }
 
 func (p slogPrinter) Println(v ...any) { p.a.log.Error("metrics: " + fmt.Sprint(v...)) }

@@ -84,9 +84,12 @@ type clusterConfigurer interface {
 
 // serveEnv is what serve hands an add-on.
 type serveEnv struct {
-	eng     *equeue.Engine           // nil in cluster mode
-	backend remote.Backend           // the engine, or the cluster node
-	tokens  map[string]remote.Rights // nil: every caller may do everything
+	eng     *equeue.Engine // nil in cluster mode
+	backend remote.Backend // the engine, or the cluster node
+	// grpc is the gRPC server: its tokens (remote.Server.HTTPBearer)
+	// guard the add-ons' operator endpoints (pprof).
+	grpc   *remote.Server
+	tokens map[string]remote.Rights // nil: every caller may do everything
 	// nsTokens are the tokens scoped to a namespace, by namespace. With
 	// tokens but none of the whole engine, tokens above is empty, not nil.
 	nsTokens map[string]map[string]remote.Rights

@@ -156,7 +156,8 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		reg.MustRegister(m, cluster.NewCollector(node), collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", a.metricsHandler(reg))
+		warnOps(a.log, "/metrics", ports["metrics"].Addr(), c.tokens, c.addonTokens)
+		mux.Handle("/metrics", requireOpsToken(srv, a.metricsHandler(reg)))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 		https = append(https, serveHTTP(ports["metrics"], mux, errc))
 	}
@@ -188,7 +189,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		}
 	}()
 	for _, ad := range addons {
-		stop, aerr := ad.start(ctx, serveEnv{backend: node, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc, ports: ports})
+		stop, aerr := ad.start(ctx, serveEnv{backend: node, grpc: srv, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc, ports: ports})
 		if aerr != nil {
 			srv.Stop() // it served nothing yet; this stops its workers
 			return aerr

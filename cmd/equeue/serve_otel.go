@@ -48,7 +48,7 @@ func (o *otelAddon) addFlags(f *pflag.FlagSet) {
 		"(http:// is plaintext); empty: the standard OTEL_EXPORTER_OTLP_* variables, if set, else off")
 	f.BoolVar(&o.insecure, "otlp-insecure", false, "send OTLP in plaintext to a HOST:PORT --otlp-endpoint")
 	f.DurationVar(&o.interval, "otlp-metrics-interval", 0, "how often metrics are exported (0: OTEL_METRIC_EXPORT_INTERVAL, else 60s)")
-	f.StringVar(&o.pprof, "pprof", "", "address to serve Go profiling (/debug/pprof/) on, e.g. 127.0.0.1:6060 (empty: off)")
+	f.StringVar(&o.pprof, "pprof", "", "address to serve Go profiling (/debug/pprof/) on, e.g. 127.0.0.1:6060 (empty: off); with --token, one other than loopback needs an admin token")
 }
 
 // exporting reports whether OTLP export is asked for.
@@ -148,7 +148,15 @@ func (o *otelAddon) start(_ context.Context, env serveEnv) (func(context.Context
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		var h http.Handler = mux
+		if !isLoopback(lis.Addr()) && env.grpc != nil {
+			// Profiles and goroutine dumps on a network address need
+			// the token /metrics needs; on a loopback address they stay
+			// open to go tool pprof on this machine.
+			warnOps(env.log, "pprof", lis.Addr(), env.tokens, env.tokens)
+			h = requireOpsToken(env.grpc, mux)
+		}
+		srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
 				env.errc <- fmt.Errorf("pprof server: %w", err)

@@ -156,9 +156,10 @@ func TestServe_RemoteTokensMetricsAndShutdown(t *testing.T) {
 		t.Fatalf("remote stats: %+v", st)
 	}
 
-	code, body, err := httpGet("http://" + maddr + "/metrics")
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("scrape: %d %v", code, err)
+	// With tokens, /metrics needs the admin token (serve_metrics_test.go).
+	code, _, body := httpGetBearer(t, "http://"+maddr+"/metrics", "s3cret")
+	if code != http.StatusOK {
+		t.Fatalf("scrape: %d %s", code, firstLine(body))
 	}
 	for _, want := range []string{
 		"equeue_appended_messages_total{queue=",
