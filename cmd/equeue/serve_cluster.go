@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -167,9 +168,14 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 			// The same tokens as the gRPC server: any right reads the status,
 			// admin changes the cluster. Namespace-scoped tokens are left out:
 			// the cluster is not theirs.
-			toks := c.addonTokens
+			// Matched by digest, as the gRPC server matches them, so that a
+			// guess's time says nothing of how much of a token it got right.
+			toks := make(map[[sha256.Size]byte]remote.Rights, len(c.addonTokens))
+			for tok, r := range c.addonTokens {
+				toks[sha256.Sum256([]byte(tok))] = r
+			}
 			opts = append(opts, cluster.WithAdminAuth(func(tok string, change bool) (bool, bool) {
-				r, ok := toks[tok]
+				r, ok := toks[sha256.Sum256([]byte(tok))]
 				if !ok || r == 0 {
 					return false, false
 				}
