@@ -142,13 +142,19 @@ func (c *Consumer) sendBack(ctx context.Context, view *Message, attempts int, ca
 // done reports whether m is finished: stored there, or gone (see
 // messageGone), when nothing is left to store.
 func (c *Consumer) deadLetter(ctx context.Context, view *Message, attempts int, cause error) (done, gone bool) {
-	_, err := c.b.SendBack(ctx, c.sendBackRequest(view, attempts, cause, true))
+	res, err := c.b.SendBack(ctx, c.sendBackRequest(view, attempts, cause, true))
 	if c.messageGone(view, err) {
 		return true, true
 	}
 	if err != nil {
 		c.log.Error("dead-letter failed; will retry", "topic", view.Topic, "offset", view.Offset, "err", err)
 		return false, false
+	}
+	if res.Duplicate && res.Topic != DLQTopic(c.o.Group) {
+		// Sent back for a retry before a crash: that copy stands, and the
+		// handler meets the message again there.
+		c.log.Warn("message not dead-lettered: an earlier retry of it is stored", "topic", view.Topic, "queue", view.Queue, "offset", view.Offset, "retry", res.Topic, "attempts", res.Attempts)
+		return true, false
 	}
 	c.log.Warn("message dead-lettered", "topic", view.Topic, "queue", view.Queue, "offset", view.Offset, "attempts", attempts, "err", cause)
 	return true, false
