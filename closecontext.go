@@ -17,10 +17,8 @@ import (
 var ErrCloseAbandoned = errors.New("equeue: close abandoned before it finished")
 
 // errCloseStopped is what Close and CloseContext return once the close
-// stopped before it finished: it panicked (a store's Sync or Close), the
-// panic going on to the goroutine that ran it. The store may be neither
-// synced nor closed.
-var errCloseStopped = errors.New("equeue: the close stopped before it finished (it panicked): the store may be neither synced nor closed")
+// stopped before it finished (ErrCloseUnfinished).
+var errCloseStopped = fmt.Errorf("%w: the close stopped before it finished (it panicked): the store may be neither synced nor closed", ErrCloseUnfinished)
 
 // CloseContext is Close that waits for the close only until ctx ends.
 // The first call of Close or CloseContext starts the close; every call
@@ -46,7 +44,7 @@ var errCloseStopped = errors.New("equeue: the close stopped before it finished (
 // in that goroutine: to the caller of Close, or, for a close run on a
 // goroutine of its own, it ends the program as any panic nothing
 // recovers; the close is not finished, and every later call returns an
-// error saying that it stopped before it finished, never nil.
+// error matching ErrCloseUnfinished, never nil.
 //
 // A nil ctx or engine returns ErrInvalidArgument and closes nothing.
 func (e *Engine) CloseContext(ctx context.Context) error {

@@ -152,9 +152,10 @@ func (closePanics) Close() error { panic("the store's Close panicked") }
 // TestEngine_CloseThatPanicsIsNotReportedDone: the store's Close panics
 // during Engine.Close. The panic reaches Close's caller, and a later Close
 // or CloseContext does not return nil, as if the store had been synced and
-// closed: it returns an error saying the close stopped before it finished
-// (found by review: the close was marked done whatever happened, with no
-// error, so later calls reported a clean close).
+// closed: it returns an error matching ErrCloseUnfinished, saying the close
+// stopped before it finished (found by review: the close was marked done
+// whatever happened, with no error, so later calls reported a clean close;
+// then, that error matched no exported sentinel).
 func TestEngine_CloseThatPanicsIsNotReportedDone(t *testing.T) {
 	ctx := ctxT(t)
 	e, err := equeue.Open("", &equeue.Options{Store: closePanics{store.NewMemory()}})
@@ -165,7 +166,7 @@ func TestEngine_CloseThatPanicsIsNotReportedDone(t *testing.T) {
 
 	require.PanicsWithValue(t, "the store's Close panicked", func() { _ = e.Close() })
 	err = e.Close()
-	require.Error(t, err, "the store was never closed: no clean close to report")
+	require.ErrorIs(t, err, equeue.ErrCloseUnfinished, "the store was never closed: no clean close to report")
 	assert.Contains(t, err.Error(), "stopped before it finished")
 	assert.Equal(t, err, e.CloseContext(ctx), "CloseContext returns the same result")
 	_, err = e.Route(ctx, "t")

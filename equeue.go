@@ -309,7 +309,9 @@ func (e *Engine) leave() {
 // it does nothing and returns ErrInvalidArgument.
 //
 // Close waits as long as the store takes: on a disk that does not answer,
-// for ever. CloseContext bounds that wait.
+// for ever. CloseContext bounds that wait. A close that panicked (a Store
+// of the program's own whose Sync or Close panics) is not finished: every
+// later call returns an error matching ErrCloseUnfinished, never nil.
 func (e *Engine) Close() error {
 	return e.CloseContext(context.Background())
 }

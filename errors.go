@@ -132,3 +132,12 @@ var ErrSelectorPanic = errors.New("equeue: queue selector panicked")
 // Hooks). A send's trace end gets it when a hook on the caller's goroutine
 // panicked, or called runtime.Goexit, before the send returned.
 var ErrHookPanic = errors.New("equeue: hook panicked")
+
+// ErrCloseUnfinished is returned by Engine.Close and Engine.CloseContext,
+// and by a cluster node's, once their close stopped before it finished: it
+// panicked (a Store of the program's own whose Sync or Close panics, or a
+// node's OnEngine), the panic going on in the goroutine that ran it. What
+// the close had not reached yet was left as it was: the store may be
+// neither synced nor closed, and a node's Raft neither shut down nor
+// released. A close that stopped so is never run again.
+var ErrCloseUnfinished = errors.New("equeue: close unfinished")

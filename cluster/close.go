@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/equeue-go/equeue"
 )
@@ -14,14 +15,14 @@ import (
 // them) closes too: Close waits a little for what it has on its way
 // (closeDrain), and a write still on its way then ends with an error
 // matching equeue.ErrIndeterminate. Idempotent: it is
-// CloseContext(context.Background()).
+// CloseContext(context.Background()). A close that panicked (an OnEngine
+// of the program's own, say) is not finished: every later call returns an
+// error matching equeue.ErrCloseUnfinished, never nil.
 func (n *Node) Close() error { return n.CloseContext(context.Background()) }
 
 // errCloseStopped is what Close and CloseContext return once the node's
-// close stopped before it finished: it panicked, the panic going on to the
-// goroutine that ran it. Raft and the stores may be neither shut down nor
-// closed.
-var errCloseStopped = errors.New("cluster: the close stopped before it finished (it panicked): Raft and the stores may be neither shut down nor closed")
+// close stopped before it finished (equeue.ErrCloseUnfinished).
+var errCloseStopped = fmt.Errorf("%w: the node's close stopped before it finished (it panicked): Raft and the stores may be neither shut down nor closed", equeue.ErrCloseUnfinished)
 
 // CloseContext is Close that waits for the close only until ctx ends, as
 // equeue.Engine.CloseContext. The first call of Close or CloseContext
@@ -33,6 +34,20 @@ var errCloseStopped = errors.New("cluster: the close stopped before it finished 
 // until then the node's directory stays locked by this process, and a
 // later Close waits for the close and returns its result. With a ctx that
 // never ends (context.Background) it is Close.
+//
+// Once a CloseContext gave the close up, the node waits for its engine's
+// close a little more (engineCloseGrace: the writes on their way are
+// given up first), then gives it up as well and goes on: Raft is shut
+// down and its transport, connections and listener closed though the
+// engine's store does not answer, and the engine's close goes on in the
+// background. The node's result, which a later Close returns, then
+// matches equeue.ErrCloseAbandoned, and the store is not marked as closed
+// cleanly. An FSM whose store does not answer still holds Raft's shutdown,
+// and the close with it, until the store answers.
+//
+// A close that stopped before it finished (a panic, which goes on in the
+// goroutine that ran the close, as for equeue.Engine.CloseContext) makes
+// every later call return an error matching equeue.ErrCloseUnfinished.
 //
 // Abandoning the close loses nothing the node acknowledged: a write it
 // answered is in the Raft log of a majority of the voters, and a host that
@@ -47,5 +62,50 @@ func (n *Node) CloseContext(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument)
 	}
-	return n.closer.Wait(ctx, n.shutdown, errCloseStopped, equeue.ErrCloseAbandoned)
+	err := n.closer.Wait(ctx, n.shutdown, errCloseStopped, equeue.ErrCloseAbandoned)
+	if errors.Is(err, equeue.ErrCloseAbandoned) {
+		n.giveUpClose()
+	}
+	return err
 }
+
+// closeEngine closes e, the engine of a tenure that ended, and waits for
+// its close until a CloseContext gave the node's close up and the engine
+// had engineCloseGrace to close: the node then goes on without it, so that
+// Raft, its transports and listeners are released though the engine's
+// store does not answer, and the engine's close goes on in the background
+// until it does. The first close given up is kept for the node's result
+// (shutdown).
+func (n *Node) closeEngine(e *equeue.Engine) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	graceEnds := time.Now().Add(engineCloseGrace)
+	go func() {
+		select {
+		case <-n.closeGivenUp.Done():
+		case <-ctx.Done():
+			return
+		}
+		t := time.NewTimer(time.Until(graceEnds))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := e.CloseContext(ctx)
+	switch {
+	case errors.Is(err, equeue.ErrCloseAbandoned):
+		n.engineLeft.CompareAndSwap(nil, &err)
+		n.log.Warn("gave up the close of an ended tenure's engine: it goes on in the background", "err", err)
+	case err != nil:
+		n.log.Warn("engine of an ended tenure closed with errors", "err", err)
+	}
+}
+
+// engineCloseGrace is how long closeEngine waits for an engine's close at
+// least, even once the node's close was given up: the writes it has on
+// their way are given up after closeDrain (stopEngineClosing), and its
+// close then ends at once unless its store does not answer.
+const engineCloseGrace = 2 * closeDrain

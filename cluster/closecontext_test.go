@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,4 +87,78 @@ func TestNode_CloseContextReturnsWhenItsContextEndsOnAHeldStore(t *testing.T) {
 	assert.NoError(t, closeErr, "the close finishes once the store answers; Close returns its result")
 	assert.Equal(t, closeErr, n.CloseContext(ended), "a finished close is returned, whatever the context")
 	assert.NoError(t, n.CloseContext(context.Background()))
+}
+
+// TestNode_AbandonedCloseStillReleasesRaftOnAHeldEngine: the leader's
+// engine waits in its store's admission of a write that does not return
+// (a hung disk under the store's free-space check), and the node is closed
+// with CloseContext, whose context ends. Once the close is abandoned, the
+// node gives its engine's close up too and goes on: Raft is shut down and
+// its address released, and a later Close returns the node's result,
+// which says its engine's close was abandoned. Before, the node's close
+// waited in the engine's close for ever, holding Raft, its transport and
+// its listener, and a later Close never returned.
+func TestNode_AbandonedCloseStillReleasesRaftOnAHeldEngine(t *testing.T) {
+	var held atomic.Bool
+	inAdmit, released := make(chan struct{}), make(chan struct{})
+	var entered sync.Once
+	release := sync.OnceFunc(func() { close(released) })
+	c := newCluster(t, 1, func(o *cluster.Options) {
+		cluster.SetAdmitHook(o, func(b *store.Batch) error {
+			if held.Load() && len(b.Entries) > 0 {
+				entered.Do(func() { close(inAdmit) })
+				<-released
+			}
+			return nil
+		})
+	})
+	t.Cleanup(release) // before the cluster's close
+	c.createTopic(t, "t", 1)
+	n := c.waitLeader()
+	raftAddr := n.RaftAddr()
+	ctx := context.Background()
+
+	held.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		_, err := n.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("held")}}})
+		sent <- err
+	}()
+	select {
+	case <-inAdmit:
+	case <-time.After(time.Minute):
+		t.Fatal("the append did not reach the store's admission")
+	}
+
+	closeCtx, cancelClose := context.WithCancel(ctx)
+	defer cancelClose()
+	abandoned := make(chan error, 1)
+	go func() { abandoned <- n.CloseContext(closeCtx) }()
+	eventually(t, time.Minute, func() error {
+		if _, err := n.Route(ctx, "t"); err == nil {
+			return assert.AnError
+		}
+		return nil
+	})
+	cancelClose()
+	err := <-abandoned
+	require.ErrorIs(t, err, equeue.ErrCloseAbandoned)
+	require.ErrorIs(t, err, context.Canceled)
+
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	select {
+	case err = <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("the node's close waits in its engine's close, on the held store, after it was abandoned")
+	}
+	c.nodes[0] = nil // closed here, with its result checked here
+	require.ErrorIs(t, err, equeue.ErrCloseAbandoned, "the engine's close was given up")
+	assert.Equal(t, err, n.CloseContext(ctx), "a finished close is returned")
+	ln, lerr := net.Listen("tcp", raftAddr)
+	require.NoError(t, lerr, "Raft's listener is closed")
+	require.NoError(t, ln.Close())
+
+	release()
+	<-sent // its outcome is the append's concern, not the close's
 }

@@ -95,6 +95,14 @@ type Node struct {
 	// closer runs shutdown once, started by the first Close or
 	// CloseContext, and gives its result to each (close.go).
 	closer *closeonce.Close
+	// closeGivenUp ends once a CloseContext gave the node's close up
+	// (giveUpClose): the node then waits no more for its engine's close
+	// (closeEngine).
+	closeGivenUp context.Context
+	giveUpClose  context.CancelFunc
+	// engineLeft is the error of the first engine's close the node gave up
+	// (closeEngine), nil while it gave none up.
+	engineLeft atomic.Pointer[error]
 }
 
 // Directory layout of a node.
@@ -154,6 +162,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	n = &Node{opts: o, log: o.Logger, peers: map[string]string{},
 		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{}), gone: newRaftGone(),
 		closer: closeonce.New()}
+	n.closeGivenUp, n.giveUpClose = context.WithCancel(context.Background())
 	for _, p := range o.Peers {
 		n.peers[p.ID] = p.ClientAddr
 	}
@@ -713,9 +722,7 @@ func (n *Node) stopEngine() {
 		n.opts.OnEngine(nil)
 	}
 	rs.fence(errFenced)
-	if err := e.Close(); err != nil {
-		n.log.Warn("engine of an ended tenure closed with errors", "err", err)
-	}
+	n.closeEngine(e)
 	n.log.Info("stopped serving as leader")
 }
 
@@ -780,7 +787,19 @@ func (n *Node) shutdown() error {
 	n.wg.Wait()
 	n.stopEngineClosing()
 	n.drain()
+	return n.release()
+}
+
+// release shuts Raft down and closes the transports and the stores, once
+// the node serves no more (shutdown), and returns what failed. When the
+// node gave its engine's close up (closeEngine), the result says so and
+// the store is not marked clean: the engine may still be at work on it.
+func (n *Node) release() error {
 	var errs []error
+	left := n.engineLeft.Load()
+	if left != nil {
+		errs = append(errs, fmt.Errorf("cluster: engine: %w", *left))
+	}
 	if err := n.raft.Shutdown().Error(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
 	}
@@ -801,7 +820,9 @@ func (n *Node) shutdown() error {
 	if err := n.logs.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
 	}
-	n.markClean()
+	if left == nil {
+		n.markClean()
+	}
 	if err := n.st.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: store: %w", err))
 	}
