@@ -372,7 +372,10 @@ func (c *Consumer) subscriptions() []Subscription {
 }
 
 // Start joins the group and returns once the queues granted at join time
-// are being consumed. Consumption goes on in the background until Close.
+// are being consumed (or ctx ended first: they then start in the
+// background). Its heartbeats begin at once, so fetching those queues'
+// offsets may outlast the session timeout without the member being
+// expired. Consumption goes on in the background until Close.
 // Each Consumer is a new incarnation of the member ID: while another
 // consumer with the same ID is live in the group, Start returns
 // ErrMemberIDInUse (a restart after a crash succeeds once the crashed
@@ -424,14 +427,22 @@ func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Unlock()
 	c.gate.confirm(sent, a.SessionTimeout)
 	c.startTimers()
-	if err := c.apply(ctx, a); err != nil {
-		c.log.Warn("initial assignment", "err", err)
-	}
+	// The join's grants are applied by the membership loop, which
+	// heartbeats meanwhile: fetching their offsets may outlast the
+	// session timeout. Start waits for that first apply.
+	applied := make(chan struct{})
 	c.mu.Lock()
-	if !c.closed { // else Close may be waiting for the goroutines already
-		c.goFunc(c.membershipLoop)
+	if c.closed { // Close may be waiting for the goroutines already
+		c.mu.Unlock()
+		return nil
 	}
+	c.goFunc(func() { c.membershipLoop(&a, applied) })
 	c.mu.Unlock()
+	select {
+	case <-applied:
+	case <-ctx.Done():
+		c.log.Warn("initial assignment still being applied", "err", ctx.Err())
+	}
 	return nil
 }
 
@@ -443,9 +454,15 @@ func (c *Consumer) goFunc(f func()) {
 	}()
 }
 
-// membershipLoop heartbeats and applies assignment changes.
-func (c *Consumer) membershipLoop() {
-	runMembership(c.loopCtx, c.b, c.joinRequest(), c.heartbeatWait, c.log, c.knownVersion, func(ctx context.Context, a Assignment) error {
+// membershipLoop heartbeats and applies assignment changes, first the
+// join's; applied is closed once the first apply returned (or the loop
+// ended before it).
+func (c *Consumer) membershipLoop(first *Assignment, applied chan struct{}) {
+	var once sync.Once
+	done := func() { once.Do(func() { close(applied) }) }
+	defer done()
+	runMembership(c.loopCtx, c.b, c.joinRequest(), c.heartbeatWait, c.log, c.knownVersion, first, func(ctx context.Context, a Assignment) error {
+		defer done()
 		return c.apply(ctx, a)
 	}, c.abandonAll, c.replaced.Store, c.gate.set)
 }
@@ -483,6 +500,8 @@ func (c *Consumer) knownVersion() int64 {
 // apply makes the running queues match an assignment: queues no longer
 // granted are handed over (drain, commit, release), queues granted under a
 // new epoch are restarted from the committed offset, new queues are started.
+// The membership loop's applier calls it, one call at a time, beside the
+// heartbeats (see applier).
 func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 	c.mu.Lock()
 	if c.closed || c.crashed.Load() {

@@ -39,7 +39,12 @@ func (m *member) seen(now time.Time) {
 // (a long-poll that returns early when the group's assignment changes),
 // hands every new assignment to apply, and rejoins after the engine expired
 // the member or its group was deleted (calling lost first, since its
-// grants are gone). While another
+// grants are gone). first, when not nil, is the assignment the member's
+// join answered, applied first. Assignments are applied beside the
+// heartbeats, one at a time and in order (see applier), so that a broker
+// call of an apply that outlasts the session timeout does not let the
+// engine expire the member; the apply under way is cancelled, and waited
+// for, before lost, and runMembership returns once it returned. While another
 // incarnation holds the member ID, rejoining is refused with
 // ErrMemberIDInUse; it goes on trying (with backoff) and reports replaced
 // meanwhile, so the member does not leave in the other one's name.
@@ -50,29 +55,35 @@ func (m *member) seen(now time.Time) {
 // expired is reported by lost instead. wait tells each heartbeat how long
 // it may long-poll.
 func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait func() time.Duration, log *slog.Logger,
-	known func() int64, apply func(context.Context, Assignment) error, lost func(), replaced func(bool),
+	known func() int64, first *Assignment, apply func(context.Context, Assignment) error, lost func(), replaced func(bool),
 	confirmed func(time.Time, time.Duration, bool)) {
 	const minBackoff = 100 * time.Millisecond
 	backoff := minBackoff
+	ap := newApplier(ctx, apply, log)
+	defer ap.stop()
+	if first != nil {
+		ap.post(*first)
+	}
 	for ctx.Err() == nil {
 		sent := time.Now()
-		a, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: known(), Wait: wait(), Incarnation: join.Incarnation})
+		a, err := b.Heartbeat(ctx, &HeartbeatRequest{Group: join.Group, Member: join.Member, KnownVersion: ap.known(known), Wait: wait(), Incarnation: join.Incarnation})
 		if err == nil {
 			confirmed(sent, a.SessionTimeout, true)
-			if a.Version != known() {
-				err = apply(ctx, a)
+			if a.Version != ap.known(known) {
+				ap.post(a)
 			}
 		} else if errors.Is(err, ErrNotMember) || errors.Is(err, ErrGroupNotFound) {
 			// Expired, or removed with its group (DeleteGroup with Force):
 			// join again, into the group of that name there is now.
 			log.Warn("no longer a group member; rejoining", "err", err)
+			ap.reset()
 			lost()
 			sent = time.Now()
 			a, err = b.JoinGroup(ctx, join)
 			replaced(errors.Is(err, ErrMemberIDInUse))
 			if err == nil {
 				confirmed(sent, a.SessionTimeout, true)
-				err = apply(ctx, a)
+				ap.post(a)
 			}
 		} else if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 			confirmed(sent, 0, false)

@@ -163,7 +163,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 			pc.mu.Lock()
 			defer pc.mu.Unlock()
 			return pc.version
-		}, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
+		}, nil, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
 	}()
 	return nil
 }

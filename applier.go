@@ -1,0 +1,129 @@
+package equeue
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// applier applies a member's assignments beside its heartbeats (see
+// runMembership): applying one calls the broker (ReleaseQueues of idle
+// revoked queues, FetchOffsets of fresh grants), and such a call may take
+// longer than the engine's session timeout (a FetchOffsets whose
+// time-start fallback reads many records, a remote broker starved of
+// CPU, a store sync held); a member that sent no heartbeat meanwhile
+// would be expired and its group rebalanced. Assignments are applied one
+// at a time, in the order they came: one that comes while another is
+// being applied waits for it, and replaces one that waited before it
+// (an assignment is the member's whole state, so the newest holds what
+// the older one would have done). A failed apply is retried with backoff
+// until it succeeds or a newer assignment replaces it. The goroutine
+// that applies runs only while there is something to apply: an idle
+// member holds none.
+type applier struct {
+	apply func(context.Context, Assignment) error
+	log   *slog.Logger
+	// parent is the membership's context; ctx, a child of it, is that of
+	// the current generation, ended by reset and stop.
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu sync.Mutex
+	// next is the assignment to apply next (the newest one that came, or
+	// one to retry); nil when none.
+	next *Assignment
+	// running is set while a goroutine applies or waits to retry.
+	running bool
+	// version is that of next, or else of the assignment being applied,
+	// while running.
+	version int64
+}
+
+// newApplier returns an applier whose applies run under ctx.
+func newApplier(ctx context.Context, apply func(context.Context, Assignment) error, log *slog.Logger) *applier {
+	p := &applier{apply: apply, log: log, parent: ctx}
+	p.ctx, p.cancel = context.WithCancel(ctx)
+	return p
+}
+
+// post hands over a to be applied after the one being applied, in place
+// of any that waits.
+func (p *applier) post(a Assignment) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next = &a
+	p.version = a.Version
+	if !p.running {
+		p.running = true
+		p.wg.Add(1)
+		go p.run(p.ctx)
+	}
+}
+
+// known is the assignment version a heartbeat tells the engine the
+// member has: that of the newest assignment handed over while one is
+// being applied or waits (so that the heartbeat long-polls instead of
+// being answered at once with an assignment already on its way), else
+// what applied says.
+func (p *applier) known(applied func() int64) int64 {
+	p.mu.Lock()
+	if p.running {
+		defer p.mu.Unlock()
+		return p.version
+	}
+	p.mu.Unlock()
+	return applied()
+}
+
+// reset drops what waits, cancels the apply under way and waits for it
+// to return, so that the member can be reset (expired, rejoining) with
+// nothing of its former assignments applied after. Called by the one
+// goroutine that posts.
+func (p *applier) reset() {
+	p.stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next = nil
+	p.ctx, p.cancel = context.WithCancel(p.parent)
+}
+
+// stop cancels the apply under way and waits for the applying goroutine
+// to end; nothing is applied after.
+func (p *applier) stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// run applies what was posted until nothing waits or ctx ends.
+func (p *applier) run(ctx context.Context) {
+	defer p.wg.Done()
+	const minBackoff = 100 * time.Millisecond
+	backoff := minBackoff
+	for {
+		p.mu.Lock()
+		if p.next == nil || ctx.Err() != nil {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		a := *p.next
+		p.next = nil
+		p.mu.Unlock()
+		err := p.apply(ctx, a)
+		if err == nil || ctx.Err() != nil {
+			backoff = minBackoff
+			continue
+		}
+		p.mu.Lock()
+		if p.next == nil {
+			p.next = &a // retry it, unless a newer one came meanwhile
+		}
+		p.mu.Unlock()
+		p.log.Warn("applying an assignment failed", "version", a.Version, "err", err, "retry_in", backoff)
+		sleepCtx(ctx, backoff)
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
