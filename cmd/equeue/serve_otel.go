@@ -48,7 +48,7 @@ func (o *otelAddon) addFlags(f *pflag.FlagSet) {
 		"(http:// is plaintext); empty: the standard OTEL_EXPORTER_OTLP_* variables, if set, else off")
 	f.BoolVar(&o.insecure, "otlp-insecure", false, "send OTLP in plaintext to a HOST:PORT --otlp-endpoint")
 	f.DurationVar(&o.interval, "otlp-metrics-interval", 0, "how often metrics are exported (0: OTEL_METRIC_EXPORT_INTERVAL, else 60s)")
-	f.StringVar(&o.pprof, "pprof", "", "address to serve Go profiling (/debug/pprof/) on, e.g. 127.0.0.1:6060 (empty: off); with --token, one other than loopback needs an admin token")
+	f.StringVar(&o.pprof, "pprof", "", "address to serve Go profiling (/debug/pprof/) on, e.g. 127.0.0.1:6060 (empty: off); with --token, one other than loopback needs an admin token, and /debug/pprof/cmdline (the command line, with the tokens) does on loopback too")
 }
 
 // exporting reports whether OTLP export is asked for.
@@ -144,7 +144,16 @@ func (o *otelAddon) start(_ context.Context, env serveEnv) (func(context.Context
 		lis := env.ports["pprof"]
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		var cmdline http.Handler = http.HandlerFunc(pprof.Cmdline)
+		if env.grpc != nil {
+			// The command line carries serve's --token values, the
+			// admin's too: it needs the token /metrics needs, on a
+			// loopback address as well (any container of the same
+			// network namespace, or a web page through DNS rebinding,
+			// reaches that).
+			cmdline = requireOpsToken(env.grpc, cmdline)
+		}
+		mux.Handle("/debug/pprof/cmdline", cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
