@@ -58,8 +58,8 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 		cb(equeue.AppendResult{}, err)
 		return
 	}
-	if req == nil {
-		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument))
+	if err := checkAppend(req); err != nil {
+		cb(equeue.AppendResult{}, err)
 		return
 	}
 	if err := ctx.Err(); err != nil {

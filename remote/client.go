@@ -323,8 +323,8 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if err := c.enter(ctx); err != nil {
 		return equeue.AppendResult{}, err
 	}
-	if req == nil {
-		return equeue.AppendResult{}, fmt.Errorf("%w: nil append request", equeue.ErrInvalidArgument)
+	if err := checkAppend(req); err != nil {
+		return equeue.AppendResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return equeue.AppendResult{}, err // never sent, as the engine takes none
