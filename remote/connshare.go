@@ -30,7 +30,7 @@ type connShare struct {
 func newConnShare(total int64, perConn int, least int64, what, field string) *connShare {
 	limit := int64(perConn)
 	if limit == 0 {
-		limit = max((total+1)/2, least)
+		limit = max(halfUp(total), least)
 	}
 	if limit >= total {
 		return nil
@@ -86,6 +86,11 @@ func (c *connShare) give(key string) {
 // (connStreams) leaves beyond its shares: health checks, reflection, and
 // calls on their way to being refused as busy.
 const extraConnStreams = 64
+
+// halfUp is n/2 rounded up, for n >= 0: the default share of a total.
+// (n+1)/2 would overflow for a total as large as an int64 holds, which
+// stands for "no bound", and give a negative share.
+func halfUp(n int64) int64 { return n/2 + n%2 }
 
 // bound returns how many places of a server-wide bound of total one
 // connection may hold: its share, or total when c bounds nothing.

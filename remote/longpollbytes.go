@@ -28,7 +28,7 @@ type heldBytes struct {
 // half of it, and at least maxMessageBytes, for one connection.
 func newHeldBytes(limit int64, maxMessageBytes int) *heldBytes {
 	limit = max(limit, int64(maxMessageBytes))
-	return &heldBytes{limit: limit, perConn: max((limit+1)/2, int64(maxMessageBytes)), held: make(map[string]int64)}
+	return &heldBytes{limit: limit, perConn: max(halfUp(limit), int64(maxMessageBytes)), held: make(map[string]int64)}
 }
 
 // take counts n more bytes of ctx's connection and returns the key to give

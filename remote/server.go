@@ -574,7 +574,12 @@ func isLongPoll(req any) bool {
 // it, a gRPC client waits for a place, and a client that ignores the bound
 // has the stream refused (REFUSED_STREAM).
 func (s *Server) connStreams() uint32 {
-	n := s.callShare.bound(s.maxInFlight) + s.longPollShare.bound(s.maxLongPolls) + s.streamShare.bound(s.maxStreams) + extraConnStreams
+	// Each term is capped first: shares of totals as large as an int64
+	// holds would overflow the sum, and wrap the bound around.
+	n := int64(extraConnStreams)
+	for _, b := range []int64{s.callShare.bound(s.maxInFlight), s.longPollShare.bound(s.maxLongPolls), s.streamShare.bound(s.maxStreams)} {
+		n += min(b, math.MaxUint32)
+	}
 	return uint32(min(n, math.MaxUint32-1))
 }
 

@@ -37,7 +37,7 @@ type connSlots struct {
 func newStreamSlots(maxInFlight int64, perConn int) *streamSlots {
 	limit := int64(perConn)
 	if limit == 0 {
-		limit = (maxInFlight + 1) / 2
+		limit = halfUp(maxInFlight)
 	}
 	if limit >= maxInFlight {
 		return nil
