@@ -252,7 +252,18 @@ func (c *Client) callBound(wait time.Duration) time.Duration {
 	if limit := c.told.maxPullWait(); limit > 0 {
 		wait = min(wait, limit)
 	}
-	return wait + c.pollSlack()
+	return addCapped(wait, c.pollSlack())
+}
+
+// addCapped is wait + slack (both not negative), or the longest duration
+// when the sum passes it: a wait as long as a time.Duration holds ("as
+// long as the broker lets me") would otherwise overflow to a negative
+// bound, and its call would end before it started.
+func addCapped(wait, slack time.Duration) time.Duration {
+	if wait > math.MaxInt64-slack {
+		return math.MaxInt64
+	}
+	return wait + slack
 }
 
 // pollSlack is how long past its wait a long-poll may take: longPollSlack
@@ -265,7 +276,7 @@ func longPollWithin(ctx context.Context, wait, slack time.Duration) (context.Con
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, max(wait, 0)+slack)
+	return context.WithTimeout(ctx, addCapped(max(wait, 0), slack))
 }
 
 // heartbeatSlack is how long past its wait a heartbeat without a deadline
