@@ -47,28 +47,34 @@ func parseRights(s string) (remote.Rights, error) {
 	return r, nil
 }
 
-// parseTokens reads repeated TOKEN=RIGHTS[@NAMESPACE] flags (the
-// namespaces: parseTokenNamespaces).
-func parseTokens(specs []string) (map[string]remote.Rights, error) {
+// parseTokens reads serve's TOKEN=RIGHTS[@NAMESPACE] specs, from --token
+// flags and --token-file lines (the namespaces: parseTokenNamespaces). Its
+// errors name where a spec was given, never its token.
+func parseTokens(specs []tokenSpec) (map[string]remote.Rights, error) {
 	if len(specs) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]remote.Rights, len(specs))
+	first := make(map[string]tokenSpec, len(specs))
 	for _, spec := range specs {
-		tok, rights, ok := strings.Cut(spec, "=")
+		tok, rights, ok := strings.Cut(spec.text, "=")
 		if !ok || tok == "" || rights == "" {
 			// Without "=" the whole spec is most likely the token: the
 			// error, which goes to stderr and logs, masks it as the
 			// others do.
-			return nil, fmt.Errorf("--token %s=%s: want TOKEN=RIGHTS, e.g. s3cret=produce,consume", strings.Repeat("*", min(len(tok), 8)), rights)
+			return nil, fmt.Errorf("%s=%s: want TOKEN=RIGHTS, e.g. s3cret=produce,consume", spec.label(tok), rights)
 		}
-		if _, dup := out[tok]; dup {
-			return nil, fmt.Errorf("--token: the same token is given twice")
+		if prev, dup := first[tok]; dup {
+			if prev.file == "" && spec.file == "" {
+				return nil, fmt.Errorf("--token: the same token is given twice")
+			}
+			return nil, fmt.Errorf("%s: the same token is given twice (first at %s)", spec.where(), prev.where())
 		}
+		first[tok] = spec
 		rights, _, _ = strings.Cut(rights, "@")
 		r, err := parseRights(rights)
 		if err != nil {
-			return nil, fmt.Errorf("--token %s=...: %w", strings.Repeat("*", min(len(tok), 8)), err)
+			return nil, fmt.Errorf("%s=...: %w", spec.label(tok), err)
 		}
 		out[tok] = r
 	}

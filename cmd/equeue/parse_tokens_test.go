@@ -12,9 +12,9 @@ import (
 func TestParseTokens_ErrorsHideTheToken(t *testing.T) {
 	const secret = "s3cret-0123456789"
 	for _, spec := range []string{secret, secret + "=", secret + "=bogus", secret + "=all@bad:ns"} {
-		_, err := parseTokens([]string{spec})
+		_, err := parseTokens(flagTokenSpecs([]string{spec}))
 		if err == nil {
-			_, err = parseTokenNamespaces([]string{spec})
+			_, err = parseTokenNamespaces(flagTokenSpecs([]string{spec}))
 		}
 		require.Error(t, err, spec)
 		assert.NotContains(t, err.Error(), secret[:8], "the error names the token")

@@ -29,7 +29,7 @@ const shutdownGrace = 10 * time.Second
 func (a *app) serveCommand() *cobra.Command {
 	var (
 		listen, clientCA, metricsAddr, syncFlag string
-		tokens                                  []string
+		tokens, tokenFiles                      []string
 		cl                                      clusterFlags
 		limits                                  serverLimits
 	)
@@ -60,13 +60,23 @@ no --token, every caller may do everything. TOKEN=RIGHTS@NAMESPACE scopes
 the token to a namespace: its callers see and change only that namespace's
 topics, groups and offsets, under their own names.
 
+Prefer --token-file FILE (repeatable) to --token: every local user can read
+a process's command line (ps, /proc), so tokens given there leak. FILE has
+one TOKEN=RIGHTS[@NAMESPACE] a line; blank lines and lines that begin with
+# are skipped, and the white space around a line is trimmed. Its tokens are
+added to those of --token and checked as they are; an error names the file
+and line, never the token. A file that cannot be read or has no token is a
+usage error; serve warns about one that group or others may read or write
+(chmod 600 it). Tokens are read once, when serve starts: to change them,
+restart it.
+
 The --max-* flags bound what the gRPC server takes (remote.ServerOptions):
 the size of a request and of its metadata, the calls, long-polls and
 append streams it holds, in all and from one connection, and the bytes of
 the requests its long-polls keep; 0 is the server's default.
 
 With --metrics ADDR, Prometheus metrics are served on http://ADDR/metrics
-and a health check on http://ADDR/healthz. With --token, /metrics shows
+and a health check on http://ADDR/healthz. With tokens, /metrics shows
 the whole engine only to a token of the whole engine (no @NAMESPACE) with
 the admin right, sent as "Authorization: Bearer TOKEN" (401 without a
 known token, 403 without that right), and so does --pprof on an address
@@ -78,11 +88,12 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 		Example: `  # Plaintext on the loopback interface, metrics on port 9100:
   equeue serve --dir ./data --metrics 127.0.0.1:9100
 
-  # TLS with two tokens, syncing to disk every 100 ms:
+  # TLS with two tokens read from a file only serve's user may read,
+  # syncing to disk every 100 ms:
+  (umask 077 && printf '%s\n' "$APP_TOKEN=produce,consume" "$OPS_TOKEN=all" > /etc/equeue/tokens)
   equeue serve --dir /var/lib/equeue --listen 0.0.0.0:7654 \
     --tls-cert server.pem --tls-key server-key.pem \
-    --token "$APP_TOKEN=produce,consume" --token "$OPS_TOKEN=all" \
-    --sync interval:100ms
+    --token-file /etc/equeue/tokens --sync interval:100ms
 
   # The first node of a new 3-node cluster on one machine (the others are
   # started with their own --cluster-id, --cluster-raft and --listen, then
@@ -107,14 +118,20 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 			if err != nil {
 				return usageErrorf("--sync: %v", err)
 			}
-			toks, err := parseTokens(tokens)
+			fromFiles, files, err := readTokenFiles(tokenFiles)
+			if err != nil {
+				return err
+			}
+			specs := append(flagTokenSpecs(tokens), fromFiles...)
+			toks, err := parseTokens(specs)
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			scoped, err := parseTokenNamespaces(tokens)
+			scoped, err := parseTokenNamespaces(specs)
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
+			a.logTokenFiles(files)
 			tlsConf, err := a.serverTLS(clientCA)
 			if err != nil {
 				return err
@@ -158,7 +175,8 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 	f.StringVar(&listen, "listen", "127.0.0.1:7654", "address to serve gRPC on")
 	f.StringVar(&clientCA, "client-ca", "", "PEM file of the CA client certificates must be signed by (mutual TLS)")
 	f.StringArrayVar(&tokens, "token", nil, "admit a bearer token with its rights, `TOKEN=RIGHTS[@NAMESPACE]` (rights: produce,consume,admin or all; @NAMESPACE scopes the token to that namespace); repeatable")
-	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off); with --token, /metrics needs an admin token")
+	f.StringArrayVar(&tokenFiles, "token-file", nil, "read tokens from `FILE`, one TOKEN=RIGHTS[@NAMESPACE] a line (# comments and blank lines skipped), with any --token; keeps them off the command line, which other users can read; repeatable")
+	f.StringVar(&metricsAddr, "metrics", "", "address to serve Prometheus /metrics and /healthz on, e.g. 127.0.0.1:9100 (empty: off); with tokens, /metrics needs an admin token")
 	f.StringVar(&syncFlag, "sync", "always", "when writes are fsynced: always, never or interval:DURATION")
 	limits.addFlags(f)
 	for _, ad := range addons {

@@ -10,18 +10,19 @@ import (
 	"github.com/equeue-go/equeue/remote"
 )
 
-// parseTokenNamespaces reads the @NAMESPACE of repeated
-// TOKEN=RIGHTS@NAMESPACE flags: token -> namespace, for scoped tokens only.
-func parseTokenNamespaces(specs []string) (map[string]string, error) {
+// parseTokenNamespaces reads the @NAMESPACE of serve's
+// TOKEN=RIGHTS@NAMESPACE specs (--token flags and --token-file lines):
+// token -> namespace, for scoped tokens only.
+func parseTokenNamespaces(specs []tokenSpec) (map[string]string, error) {
 	var out map[string]string
 	for _, spec := range specs {
-		tok, rest, _ := strings.Cut(spec, "=")
+		tok, rest, _ := strings.Cut(spec.text, "=")
 		_, ns, scoped := strings.Cut(rest, "@")
 		if !scoped {
 			continue
 		}
 		if !validNamespace(ns) {
-			return nil, fmt.Errorf("--token %s=...@%s: a namespace is 1-127 characters of [A-Za-z0-9._-]", strings.Repeat("*", min(len(tok), 8)), ns)
+			return nil, fmt.Errorf("%s=...@%s: a namespace is 1-127 characters of [A-Za-z0-9._-]", spec.label(tok), ns)
 		}
 		if out == nil {
 			out = map[string]string{}
@@ -51,7 +52,7 @@ func addonTokens(tokens map[string]remote.Rights, scoped map[string]string, addo
 		}
 	}
 	if len(out) == 0 && addons {
-		return nil, fmt.Errorf("every --token is scoped to a namespace, but add-ons such as --console serve the whole engine: give them a token without @NAMESPACE")
+		return nil, fmt.Errorf("every token (--token, --token-file) is scoped to a namespace, but add-ons such as --console serve the whole engine: give them a token without @NAMESPACE")
 	}
 	return out, nil
 }
