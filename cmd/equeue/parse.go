@@ -64,6 +64,11 @@ func parseTokens(specs []tokenSpec) (map[string]remote.Rights, error) {
 			// others do.
 			return nil, fmt.Errorf("%s=%s: want TOKEN=RIGHTS, e.g. s3cret=produce,consume", spec.label(tok), rights)
 		}
+		if strings.TrimSpace(tok) != tok {
+			// "tok = produce" in a file: a token no client would send, as
+			// its white space is trimmed from the header it travels in.
+			return nil, fmt.Errorf("%s=...: the token begins or ends with white space", spec.label(tok))
+		}
 		if prev, dup := first[tok]; dup {
 			if prev.file == "" && spec.file == "" {
 				return nil, fmt.Errorf("--token: the same token is given twice")

@@ -20,3 +20,17 @@ func TestParseTokens_ErrorsHideTheToken(t *testing.T) {
 		assert.NotContains(t, err.Error(), secret[:8], "the error names the token")
 	}
 }
+
+// A token with white space at either end is refused: a client's token
+// reaches the server trimmed, so it could never match.
+func TestParseTokens_WhiteSpaceAroundATokenIsRefused(t *testing.T) {
+	for _, spec := range []string{"s3cret =produce", " s3cret=produce", "s3cret\t=all"} {
+		_, err := parseTokens(flagTokenSpecs([]string{spec}))
+		require.Error(t, err, spec)
+		assert.Contains(t, err.Error(), "white space", spec)
+		assert.NotContains(t, err.Error(), "s3cret", "the error names the token")
+	}
+	toks, err := parseTokens(flagTokenSpecs([]string{"s3cret=produce"}))
+	require.NoError(t, err)
+	assert.Contains(t, toks, "s3cret")
+}
