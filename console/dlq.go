@@ -199,7 +199,7 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	sent := 0
-	one := func(off int64) error {
+	one := func(req equeue.RedriveRequest) error {
 		if sent > 0 {
 			select {
 			case <-tick.C:
@@ -207,13 +207,13 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 				return ctx.Err()
 			}
 		}
-		n, err := call(equeue.RedriveRequest{Offsets: []int64{off}})
+		n, err := call(req)
 		sent += n
 		return err
 	}
 	if !all {
 		for _, off := range offsets {
-			if err := one(off); err != nil {
+			if err := one(equeue.RedriveRequest{Offsets: []int64{off}}); err != nil {
 				return sent, err
 			}
 		}
@@ -229,11 +229,13 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 		}
 		for _, row := range rows {
 			// One too large to list may be redriven already: the broker
-			// skips it then, and counts it not.
+			// skips it then, and counts it not. Each goes as a range of
+			// one, as All would send it: a dead letter named by its
+			// offset is sent back though its redriven mark was lost.
 			if row.Redriven {
 				continue
 			}
-			if err := one(row.Offset); err != nil {
+			if err := one(equeue.RedriveRequest{From: row.Offset, To: row.Offset + 1}); err != nil {
 				return sent, err
 			}
 		}

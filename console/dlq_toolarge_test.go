@@ -33,8 +33,13 @@ type bigDeadLetters struct {
 
 func seedBigDeadLetter(t *testing.T) bigDeadLetters {
 	t.Helper()
+	return seedBigDeadLetterOn(t, openEngine(t))
+}
+
+// seedBigDeadLetterOn is seedBigDeadLetter on e.
+func seedBigDeadLetterOn(t *testing.T, e *equeue.Engine) bigDeadLetters {
+	t.Helper()
 	ctx := ctxT(t)
-	e := openEngine(t)
 	require.NoError(t, e.CreateTopic(ctx, "big", 1))
 	p, err := equeue.NewProducer(e, nil)
 	require.NoError(t, err)
