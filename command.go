@@ -209,15 +209,27 @@ func (e *Engine) wait(ctx context.Context, c *command) (completed bool, err erro
 // submit is the one enqueue-and-wait path: it refuses c if it cannot fit,
 // queues it, and waits for the writer.
 func (e *Engine) submit(ctx context.Context, c *command) error {
+	_, err := e.submitLeft(ctx, c)
+	return err
+}
+
+// submitLeft is submit that also returns, when ctx ended while c was
+// queued or being written (its outcome unknown), a channel closed once the
+// writer is done with it; nil otherwise.
+func (e *Engine) submitLeft(ctx context.Context, c *command) (left <-chan struct{}, err error) {
 	if err := e.fits(c); err != nil {
-		return err
+		return nil, err
 	}
 	c.doneCh = make(chan struct{})
 	if err := e.enqueue(ctx, c); err != nil {
-		return err
+		return nil, err
 	}
-	_, err := e.wait(ctx, c)
-	return err
+	done := c.doneCh
+	completed, err := e.wait(ctx, c)
+	if !completed {
+		return done, err
+	}
+	return nil, err
 }
 
 // complete reports c to whoever waits for it. The writer does not touch c

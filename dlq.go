@@ -181,7 +181,9 @@ type RedriveRequest struct {
 // Each is marked redriven in the same write, so it is never redriven twice
 // (but for one whose mark was lost and that req.Offsets names: see
 // DLQEntry.Redriven); the engine's redrives run one at a time, so two at once do not both send
-// a dead letter neither had seen marked. A DeleteGroup of the group
+// a dead letter neither had seen marked. One whose ctx ended while the
+// engine wrote a dead letter's copy and mark returns, the outcome unknown,
+// but the next redrive waits for that write. A DeleteGroup of the group
 // during the redrive waits for the dead letter being sent, and deletes
 // its copy and mark with the group; after it the redrive stops with
 // ErrGroupNotFound, sending nothing more. It returns how many were sent.
@@ -198,7 +200,8 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	defer func() { <-e.redriving }()
+	var left <-chan struct{} // a write still on its way when it returns (redriveOne)
+	defer func() { e.endRedrive(left) }()
 	t, ok := e.lookupTopic(DLQTopic(group))
 	if !ok {
 		return 0, fmt.Errorf("%w: group %q has no dead letters", ErrTopicNotFound, group)
@@ -270,7 +273,8 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 					continue
 				}
 			}
-			if err := e.redriveOne(ctx, g, group, dlq, dl, req.ToTopic); err != nil {
+			var err error
+			if left, err = e.redriveOne(ctx, g, group, dlq, dl, req.ToTopic); err != nil {
 				var missing *originGoneError
 				if errors.As(err, &missing) {
 					gone.add(dl)
@@ -282,6 +286,25 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 		}
 	}
 	return sent, gone.err()
+}
+
+// endRedrive lets the next redrive run: at once, or, when this one
+// returned with a write still on its way (left: its context ended while
+// the engine wrote a dead letter's copy and mark), once the writer is done
+// with it, so that the next one finds the mark it writes and does not send
+// that dead letter a second time.
+func (e *Engine) endRedrive(left <-chan struct{}) {
+	if left == nil {
+		<-e.redriving
+		return
+	}
+	go func() {
+		select {
+		case <-left:
+		case <-e.writerDone:
+		}
+		<-e.redriving
+	}()
 }
 
 // namedLostMark reports whether a redrive sends back a dead letter listed
@@ -361,12 +384,13 @@ func (g *goneTopics) along(err error) error {
 // redriveOne sends dl, a dead letter of dlq, group's dead-letter topic,
 // back: to group's retry topic, or with toTopic to its original topic. g
 // is the group as the redrive found it (nil: one the engine did not know).
-func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *topic, dl DLQEntry, toTopic bool) error {
+// left is set when ctx ended while the engine wrote dl's copy and mark:
+// closed once the writer is done with them.
+func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *topic, dl DLQEntry, toTopic bool) (left <-chan struct{}, err error) {
 	if h := e.redriveHook.Load(); h != nil {
 		(*h)(group)
 	}
 	var req *AppendRequest
-	var err error
 	wctx := allowInternal(storedAgain(ctx), RetryTopic(group))
 	if toTopic {
 		req, err = e.topicCopy(ctx, dl)
@@ -375,10 +399,10 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 		req, err = e.retryCopy(group, dl)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.enter(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	defer e.leave()
 	// Until the copy and its mark are written, hold off the group's
@@ -390,12 +414,12 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 		g.sbGate.RLock()
 		defer g.sbGate.RUnlock()
 		if !e.groups.current(g) {
-			return fmt.Errorf("%w: %q was deleted during the redrive", ErrGroupNotFound, group)
+			return nil, fmt.Errorf("%w: %q was deleted during the redrive", ErrGroupNotFound, group)
 		}
 	}
 	c, _, err := e.prepareAppend(wctx, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The copy is sent again on purpose: it bypasses the topic's dedup window
 	// (ToTopic to a dedup topic: it becomes the ID's entry there), and its
@@ -403,13 +427,13 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 	c.dedupBypass = true
 	c.meta = append(c.meta, store.MetaOp{Key: redrivenKey(group, dl.Offset), Value: redrivenValue(dlq.id)})
 	c.seal(e.limits)
-	if err := e.submit(ctx, c); err != nil {
-		return fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
+	if left, err := e.submitLeft(ctx, c); err != nil {
+		return left, fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
 	}
 	// A lost mark written over is sound again: should it be lost once
 	// more, that is counted and logged anew.
 	e.lostRedriven.Delete(string(redrivenKey(group, dl.Offset)))
-	return nil
+	return nil, nil
 }
 
 // retryCopy is the append of dl to group's retry topic, due at once: a
