@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/equeue-go/equeue"
@@ -46,7 +47,8 @@ var errCloseStopped = fmt.Errorf("%w: the node's close stopped before it finishe
 // and the close with it, until the store answers.
 //
 // A close that stopped before it finished (a panic, which goes on in the
-// goroutine that ran the close, as for equeue.Engine.CloseContext) makes
+// goroutine that ran the close, as for equeue.Engine.CloseContext; one in
+// the leader engine's close too, unless the node gave that close up) makes
 // every later call return an error matching equeue.ErrCloseUnfinished.
 //
 // Abandoning the close loses nothing the node acknowledged: a write it
@@ -75,32 +77,58 @@ func (n *Node) CloseContext(ctx context.Context) error {
 // Raft, its transports and listeners are released though the engine's
 // store does not answer, and the engine's close goes on in the background
 // until it does. The first close given up is kept for the node's result
-// (shutdown).
+// (shutdown). A panic in the engine's close goes on in closeEngine's
+// goroutine, as it would in a plain Close of the engine (the node's
+// Close's caller gets it), unless the node gave that close up first: it
+// then ends the program, as a panic in any close left in the background.
 func (n *Node) closeEngine(e *equeue.Engine) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	graceEnds := time.Now().Add(engineCloseGrace)
+	closed := make(chan error, 1)
+	stopped := make(chan any)     // what the engine's close panicked with
+	gaveUp := make(chan struct{}) // closed once closeEngine waits no more
 	go func() {
+		finished := false
+		defer func() {
+			if finished {
+				return
+			}
+			p := recover()
+			select {
+			case stopped <- p:
+			case <-gaveUp:
+				if p != nil { // nil: runtime.Goexit, which goes on
+					panic(p)
+				}
+			}
+		}()
+		closed <- e.Close()
+		finished = true
+	}()
+	graceEnds := time.Now().Add(engineCloseGrace)
+	givenUp, grace := n.closeGivenUp.Done(), (<-chan time.Time)(nil)
+	for {
 		select {
-		case <-n.closeGivenUp.Done():
-		case <-ctx.Done():
+		case err := <-closed:
+			if err != nil {
+				n.log.Warn("engine of an ended tenure closed with errors", "err", err)
+			}
+			return
+		case p := <-stopped:
+			if p == nil {
+				runtime.Goexit() // as the engine's close did
+			}
+			panic(p)
+		case <-givenUp:
+			givenUp = nil
+			t := time.NewTimer(time.Until(graceEnds))
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			close(gaveUp)
+			err := fmt.Errorf("%w: the close of an ended tenure's engine was given up", equeue.ErrCloseAbandoned)
+			n.engineLeft.CompareAndSwap(nil, &err)
+			n.log.Warn("gave up the close of an ended tenure's engine: it goes on in the background", "err", err)
 			return
 		}
-		t := time.NewTimer(time.Until(graceEnds))
-		defer t.Stop()
-		select {
-		case <-t.C:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	err := e.CloseContext(ctx)
-	switch {
-	case errors.Is(err, equeue.ErrCloseAbandoned):
-		n.engineLeft.CompareAndSwap(nil, &err)
-		n.log.Warn("gave up the close of an ended tenure's engine: it goes on in the background", "err", err)
-	case err != nil:
-		n.log.Warn("engine of an ended tenure closed with errors", "err", err)
 	}
 }
 
