@@ -105,7 +105,10 @@ func (pc *PullConsumer) ID() string { return pc.join.Member }
 // is the same incarnation, so a join whose answer was lost does not hold
 // the member ID against it. A Start that joined but could not use its
 // grants leaves the group, and the next Start joins as a new incarnation
-// (the broker refuses a join of one that left).
+// (the broker refuses a join of one that left). Start returns once the
+// offsets of the queues granted at join time are fetched; the member
+// heartbeats meanwhile, so that fetch may outlast the session timeout
+// without the member being expired.
 func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
 	if pc.closed || pc.started {
@@ -130,7 +133,9 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		}
 		return err
 	}
-	if err := pc.apply(ctx, a); err != nil {
+	// The member heartbeats while it fetches its grants' offsets, which
+	// may take longer than the engine's session timeout.
+	if err := heartbeatWhile(ctx, pc.b, pc.join, a.Version, pc.hb, func() error { return pc.apply(ctx, a) }); err != nil {
 		// Joined, but its grants are not usable: leave, so its queues do
 		// not wait for its session to expire, and let Start be called
 		// again, as a new incarnation: the broker refuses a join of one
