@@ -62,7 +62,7 @@ func parseTokens(specs []tokenSpec) (map[string]remote.Rights, error) {
 			// Without "=" the whole spec is most likely the token: the
 			// error, which goes to stderr and logs, masks it as the
 			// others do.
-			return nil, fmt.Errorf("%s=%s: want TOKEN=RIGHTS, e.g. s3cret=produce,consume", spec.label(tok), rights)
+			return nil, fmt.Errorf("%s=%s: want TOKEN=RIGHTS, e.g. s3cret=produce,consume", spec.label(tok), spec.shown(rights))
 		}
 		if strings.TrimSpace(tok) != tok {
 			// "tok = produce" in a file: a token no client would send, as
@@ -78,6 +78,11 @@ func parseTokens(specs []tokenSpec) (map[string]remote.Rights, error) {
 		first[tok] = spec
 		rights, _, _ = strings.Cut(rights, "@")
 		r, err := parseRights(rights)
+		if err != nil && spec.file != "" {
+			// The unknown right may be a secret (see tokenSpec.shown):
+			// the error names its line instead.
+			return nil, fmt.Errorf("%s=...: an unknown right: use produce, consume, admin or all, separated by commas", spec.label(tok))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s=...: %w", spec.label(tok), err)
 		}

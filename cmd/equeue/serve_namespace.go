@@ -22,7 +22,7 @@ func parseTokenNamespaces(specs []tokenSpec) (map[string]string, error) {
 			continue
 		}
 		if !validNamespace(ns) {
-			return nil, fmt.Errorf("%s=...@%s: a namespace is 1-127 characters of [A-Za-z0-9._-]", spec.label(tok), ns)
+			return nil, fmt.Errorf("%s=...@%s: a namespace is 1-127 characters of [A-Za-z0-9._-]", spec.label(tok), spec.shown(ns))
 		}
 		if out == nil {
 			out = map[string]string{}

@@ -44,6 +44,19 @@ func (s tokenSpec) label(tok string) string {
 	return s.where() + ": " + mask
 }
 
+// shown is part of the spec (its rights, its namespace) as an error may
+// show it: as given for a --token flag, which the command line shows
+// anyway, and "..." for a line of a file, which the error names by its
+// line: past its first "=" such a line may still hold a secret (NAME=SECRET
+// as in an environment file, two specs on one line, a token with "=" in
+// it).
+func (s tokenSpec) shown(part string) string {
+	if s.file == "" || part == "" {
+		return part
+	}
+	return "..."
+}
+
 // flagTokenSpecs returns the specs of serve's --token flags.
 func flagTokenSpecs(flags []string) []tokenSpec {
 	out := make([]tokenSpec, 0, len(flags))
@@ -95,8 +108,9 @@ func (a *app) logTokenFiles(files []tokenFile) {
 
 // readTokenFile reads one --token-file: one TOKEN=RIGHTS[@NAMESPACE] a
 // line, the white space around it trimmed, blank lines and lines that
-// begin with # skipped. It returns the file's permission bits too. The
-// lines are checked by parseTokens and parseTokenNamespaces, as --token's.
+// begin with # skipped, a leading byte order mark dropped. It returns the
+// file's permission bits too. The lines are checked by parseTokens and
+// parseTokenNamespaces, as --token's.
 func readTokenFile(path string) ([]tokenSpec, fs.FileMode, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -114,8 +128,11 @@ func readTokenFile(path string) ([]tokenSpec, fs.FileMode, error) {
 	if len(data) > maxTokenFileBytes {
 		return nil, 0, fmt.Errorf("--token-file %s: larger than %d bytes: not a token file", path, maxTokenFileBytes)
 	}
+	// A byte order mark (some Windows editors begin UTF-8 files with one)
+	// is no part of the first line: a token holding it could never match.
+	text := strings.TrimPrefix(string(data), "\ufeff")
 	var out []tokenSpec
-	for i, line := range strings.Split(string(data), "\n") {
+	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue

@@ -104,7 +104,7 @@ func TestServe_TokenFileErrorsNameTheLineNotTheToken(t *testing.T) {
 	}{
 		{name: "no-rights", body: "# tokens\n\nok-1=produce\n" + secret + "\n", want: []string{"no-rights:4:", "want TOKEN=RIGHTS"}},
 		{name: "empty-rights", body: secret + "=\n", want: []string{"empty-rights:1:", "want TOKEN=RIGHTS"}},
-		{name: "bad-right", body: "\n  " + secret + "=produce,bogus  \n", want: []string{"bad-right:2:", `unknown right "bogus"`}},
+		{name: "bad-right", body: "\n  " + secret + "=produce,bogus  \n", want: []string{"bad-right:2:", "unknown right"}},
 		{name: "bad-namespace", body: secret + "=all@bad:ns\n", want: []string{"bad-namespace:1:", "namespace"}},
 		{name: "only-comments", body: "# " + secret + "=all\n\n", want: []string{"only-comments", "no token"}},
 		{name: "empty", body: "", want: []string{"empty", "no token"}},
