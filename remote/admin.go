@@ -183,7 +183,7 @@ func (c *Client) ResetOffsets(ctx context.Context, group string, req equeue.Rese
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	in := &pb.ResetOffsetsRequest{Group: group, To: pb.ResetTarget(req.To), TimeUnixNano: nanos(req.Time)}
+	in := &pb.ResetOffsetsRequest{Group: group, To: pb.ResetTarget(req.To), TimeUnixNano: startNanos(req.Time)}
 	for ref, off := range req.Offsets {
 		in.Offsets = append(in.Offsets, &pb.QueueOffset{Topic: ref.Topic, Queue: toInt32(ref.Queue), Offset: off})
 	}

@@ -531,7 +531,7 @@ func (c *Client) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue
 	var over peer.Peer
 	resp, err := c.api.JoinGroup(ctx, &pb.JoinGroupRequest{
 		Group: req.Group, Member: req.Member, Model: pb.MessageModel(req.Model), Subscriptions: subsToPB(req.Subscriptions),
-		From: consumeFromToPB(req.From), FromTimeUnixNano: nanos(req.FromTime), Strategy: req.Strategy,
+		From: consumeFromToPB(req.From), FromTimeUnixNano: startNanos(req.FromTime), Strategy: req.Strategy,
 		Incarnation: req.Incarnation,
 	}, grpc.Peer(&over))
 	if err != nil {

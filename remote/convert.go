@@ -24,6 +24,24 @@ func nanos(t time.Time) int64 {
 	return t.UnixNano()
 }
 
+// startNanos is t, a time the engine compares with its messages' stored
+// times (a join's FromTime, a reset's Time), in Unix nanoseconds within
+// the range the wire carries (1677..2262). Every stored time lies in that
+// range, so a time before it starts where its first instant does, and one
+// after it where its last does; nanos would wrap such a time around to
+// another date (after every message would become before them all).
+func startNanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Before(minWireTime):
+		return math.MinInt64
+	case t.After(maxWireTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
 func fromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
