@@ -405,11 +405,13 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 		return nil, err
 	}
 	defer e.leave()
-	// Until the copy and its mark are written, hold off the group's
+	// Until the copy and its mark are queued, hold off the group's
 	// deletion as a SendBack does (group.sbGate): it would miss them, and
 	// the copy would make the deleted group's retry topic again, for a
-	// group made later under the name to consume. A group deleted already
-	// gets nothing: the append below would make that topic.
+	// group made later under the name to consume. Once they are queued,
+	// the deletion's barrier waits for their write (fenceSendBacks), also
+	// when this call gives up on ctx before it is done. A group deleted
+	// already gets nothing: the append below would make that topic.
 	if g != nil {
 		g.sbGate.RLock()
 		defer g.sbGate.RUnlock()

@@ -98,8 +98,10 @@ type group struct {
 	attempts map[offsetKey][]MessageAttempts
 
 	// sbGate is held shared by a SendBack from its member check until its
-	// write is queued, and exclusively (fenceSendBacks) by what must see
-	// every mark: a reset, the group's deletion, a member's expiry. It is
+	// write is queued (and by a redrive's send of one dead letter,
+	// redriveOne, until it returns), and exclusively (fenceSendBacks) by
+	// what must see every mark: a reset, the group's deletion, a member's
+	// expiry. Their barrier waits for the writes queued under it. It is
 	// taken before topic gates, commitMu and mu.
 	sbGate sync.RWMutex
 	// sbMu guards sentBack and sbPending (sendbackmark.go). It is taken

@@ -298,7 +298,12 @@ func (e *Engine) deleteDeadMarks(g *group, k offsetKey, offs []int64) error {
 // fenceSendBacks waits until no SendBack of g is being queued (the caller
 // then holds g.sbGate, which keeps new ones out until it unlocks it) and
 // every one queued before is written, so that their marks are in the
-// store and in g's memory.
+// store and in g's memory. That includes the write of one whose caller
+// gave up on its context while the write was queued or being written:
+// the call released the gate as it returned, but its write was queued
+// under it, so before the barrier, which the writer completes after it
+// (TestDeleteGroup_WaitsForTheWriteOfAGivenUpSendBack). A redrive's
+// copy and mark are queued under the gate as well (redriveOne).
 func (e *Engine) fenceSendBacks(ctx context.Context, g *group) error {
 	g.sbGate.Lock()
 	if err := e.barrier(ctx); err != nil {
