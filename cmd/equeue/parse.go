@@ -69,6 +69,10 @@ func parseTokens(specs []tokenSpec) (map[string]remote.Rights, error) {
 			// its white space is trimmed from the header it travels in.
 			return nil, fmt.Errorf("%s=...: the token begins or ends with white space", spec.label(tok))
 		}
+		if strings.IndexFunc(tok, unsendable) >= 0 {
+			// A gRPC or HTTP header carries printable ASCII only.
+			return nil, fmt.Errorf("%s=...: the token holds a character other than printable ASCII, which gRPC and HTTP clients cannot send", spec.label(tok))
+		}
 		if prev, dup := first[tok]; dup {
 			if prev.file == "" && spec.file == "" {
 				return nil, fmt.Errorf("--token: the same token is given twice")
@@ -136,3 +140,7 @@ func parseQueueOffset(s string) (equeue.QueueRef, int64, error) {
 	}
 	return equeue.QueueRef{Topic: ref[:i], Queue: q}, n, nil
 }
+
+// unsendable reports whether r cannot travel in a token's header: gRPC
+// metadata and HTTP header values carry printable ASCII.
+func unsendable(r rune) bool { return r < 0x20 || r > 0x7e }

@@ -34,3 +34,17 @@ func TestParseTokens_WhiteSpaceAroundATokenIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, toks, "s3cret")
 }
+
+// A token holding a control or non-ASCII character is refused: no client
+// could send it in a header.
+func TestParseTokens_UnsendableCharactersAreRefused(t *testing.T) {
+	for _, spec := range []string{"s3cret\x00x=produce", "s3cr\u200bet=produce", "sé3cret=all", "s3\x7fcret=all"} {
+		_, err := parseTokens(flagTokenSpecs([]string{spec}))
+		require.Error(t, err, "%q", spec)
+		assert.Contains(t, err.Error(), "printable ASCII", "%q", spec)
+		assert.NotContains(t, err.Error(), "cret", "the error names the token")
+	}
+	toks, err := parseTokens(flagTokenSpecs([]string{"s3cr et~!=produce"}))
+	require.NoError(t, err, "a space inside and punctuation are sendable")
+	assert.Contains(t, toks, "s3cr et~!")
+}
