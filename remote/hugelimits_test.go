@@ -54,6 +54,23 @@ func TestServer_LimitsAsLargeAsAnIntHoldNothingBack(t *testing.T) {
 	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
+	// Unary appends, several at once on the one connection.
+	var awg sync.WaitGroup
+	aerrs := make([]error, 8)
+	for i := range aerrs {
+		awg.Go(func() {
+			req := &pb.AppendRequest{Topic: "t", Queue: 0, Messages: []*pb.Message{{Topic: "t", Body: fmt.Appendf(nil, "u-%d", i)}}}
+			aerrs[i] = conn.Invoke(ctx, pb.Broker_Append_FullMethodName, req, new(pb.AppendResponse))
+		})
+	}
+	awg.Wait()
+	for i, err := range aerrs {
+		require.NoError(t, err, "unary append %d", i)
+	}
+	info, err := e.Topic(ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, int64(len(futures)+len(aerrs)), info.Queues[0].MaxOffset, "every append stored")
+
 	const polls = 100
 	var wg sync.WaitGroup
 	errs := make([]error, polls)
@@ -61,7 +78,7 @@ func TestServer_LimitsAsLargeAsAnIntHoldNothingBack(t *testing.T) {
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			req := &pb.PullRequest{Topic: "t", Queue: 0, Offset: 100, Wait: durationpb.New(2 * time.Second)}
+			req := &pb.PullRequest{Topic: "t", Queue: 0, Offset: 108, Wait: durationpb.New(2 * time.Second)}
 			errs[i] = conn.Invoke(pctx, pb.Broker_Pull_FullMethodName, req, new(pb.PullResponse))
 		})
 	}

@@ -98,7 +98,7 @@ func readTokenFiles(paths []string) ([]tokenSpec, []tokenFile, error) {
 // its defaultMode says otherwise.
 func (a *app) logTokenFiles(files []tokenFile) {
 	for _, f := range files {
-		if f.perm&0o077 != 0 && runtime.GOOS != "windows" {
+		if f.perm&0o066 != 0 && runtime.GOOS != "windows" {
 			a.log.Warn("token file may be read or written by group or others: make it readable by serve's user only (chmod 600)",
 				"file", f.path, "mode", fmt.Sprintf("%#o", f.perm))
 		}
