@@ -40,11 +40,17 @@ type applier struct {
 	// version is that of next, or else of the assignment being applied,
 	// while running.
 	version int64
+	// newer wakes a goroutine waiting to retry a failed apply when a newer
+	// assignment is posted: that one is applied at once, not after the
+	// backoff meant for the one that failed.
+	newer chan struct{}
+	// minBackoff is the first wait before a failed apply is retried.
+	minBackoff time.Duration
 }
 
 // newApplier returns an applier whose applies run under ctx.
 func newApplier(ctx context.Context, apply func(context.Context, Assignment) error, log *slog.Logger) *applier {
-	p := &applier{apply: apply, log: log, parent: ctx}
+	p := &applier{apply: apply, log: log, parent: ctx, newer: make(chan struct{}, 1), minBackoff: 100 * time.Millisecond}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	return p
 }
@@ -56,6 +62,10 @@ func (p *applier) post(a Assignment) {
 	defer p.mu.Unlock()
 	p.next = &a
 	p.version = a.Version
+	select {
+	case p.newer <- struct{}{}:
+	default:
+	}
 	if !p.running {
 		p.running = true
 		p.wg.Add(1)
@@ -87,6 +97,10 @@ func (p *applier) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next = nil
+	select { // a wake-up for what was just dropped
+	case <-p.newer:
+	default:
+	}
 	p.ctx, p.cancel = context.WithCancel(p.parent)
 }
 
@@ -100,8 +114,7 @@ func (p *applier) stop() {
 // run applies what was posted until nothing waits or ctx ends.
 func (p *applier) run(ctx context.Context) {
 	defer p.wg.Done()
-	const minBackoff = 100 * time.Millisecond
-	backoff := minBackoff
+	backoff := p.minBackoff
 	for {
 		p.mu.Lock()
 		if p.next == nil || ctx.Err() != nil {
@@ -114,16 +127,37 @@ func (p *applier) run(ctx context.Context) {
 		p.mu.Unlock()
 		err := p.apply(ctx, a)
 		if err == nil || ctx.Err() != nil {
-			backoff = minBackoff
+			backoff = p.minBackoff
 			continue
 		}
 		p.mu.Lock()
-		if p.next == nil {
+		retry := p.next == nil
+		if retry {
 			p.next = &a // retry it, unless a newer one came meanwhile
+			select {    // a wake-up from a post already taken
+			case <-p.newer:
+			default:
+			}
 		}
 		p.mu.Unlock()
+		if !retry { // a newer one came while this one was applied
+			backoff = p.minBackoff
+			continue
+		}
 		p.log.Warn("applying an assignment failed", "version", a.Version, "err", err, "retry_in", backoff)
-		sleepCtx(ctx, backoff)
+		p.waitRetry(ctx, backoff)
 		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// waitRetry waits d before a failed apply is retried, or less: until ctx
+// ends or a newer assignment is posted.
+func (p *applier) waitRetry(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	case <-p.newer:
 	}
 }
