@@ -254,7 +254,9 @@ func (pc *PullConsumer) Changed() <-chan struct{} {
 
 // Fetch returns up to max messages of an owned queue from the consumer's
 // position (initially the group's committed offset) and moves the position
-// past them, waiting up to wait for new ones. It returns ErrFenced for a
+// past them, waiting up to wait for new ones: no longer than the engine's
+// Options.MaxPullWait, in process and over remote (a longer wait returns
+// nothing, and no error, once the cap passed). It returns ErrFenced for a
 // queue the consumer does not own, also when the queue was taken away (or
 // granted anew, by a reset) while the Fetch ran: the messages it read are
 // the next grant's and are not returned. A Fetch that ends after Close

@@ -248,11 +248,16 @@ func (c *Client) longPoll(ctx context.Context, wait time.Duration) (context.Cont
 // reconnection, or when the latest answer told none: a server of an older
 // version) it is the wait plus the slack.
 func (c *Client) callBound(wait time.Duration) time.Duration {
-	wait = max(wait, 0)
+	return addCapped(c.withinCap(max(wait, 0)), c.pollSlack())
+}
+
+// withinCap is wait within the engine's MaxPullWait when an answer told
+// it (see callBound), else wait.
+func (c *Client) withinCap(wait time.Duration) time.Duration {
 	if limit := c.told.maxPullWait(); limit > 0 {
-		wait = min(wait, limit)
+		return min(wait, limit)
 	}
-	return addCapped(wait, c.pollSlack())
+	return wait
 }
 
 // addCapped is wait + slack (both not negative), or the longest duration

@@ -95,11 +95,15 @@ var errMuxFull = errors.New("remote: the client's PullMany call is full")
 
 // waitPull is a group member's long-poll: it joins the client's PullMany
 // call, or, when that carries maxPullMany pulls already (the most the
-// broker takes in one), is a Pull call of its own. Each PullMany call is
-// bounded by its own wait (see round); a pull without a deadline of its
-// own, which may span several calls up to its own wait, waits no longer
-// than that wait plus the slack from now.
+// broker takes in one), is a Pull call of its own. Its wait counts within
+// the engine's MaxPullWait when an answer told it (withinCap): the broker
+// answers a pull by then, as in process, whereas the shared call would
+// ask again for a pull whose own wait has not ended. Each PullMany call
+// is bounded by its own wait (see round); a pull without a deadline of
+// its own, which may span several calls up to its own wait, waits no
+// longer than that wait plus the slack from now.
 func (c *Client) waitPull(ctx context.Context, in *pb.PullRequest) (equeue.PullResult, error) {
+	in.Wait = durationPB(c.withinCap(in.GetWait().AsDuration()))
 	mctx, cancel := longPollWithin(ctx, in.GetWait().AsDuration(), c.pollSlack())
 	resp, err := c.mux.pull(mctx, in)
 	cancel()
