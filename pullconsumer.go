@@ -100,15 +100,16 @@ func NewPullConsumer(b Broker, opts PullConsumerOptions) (*PullConsumer, error) 
 // ID returns the member ID.
 func (pc *PullConsumer) ID() string { return pc.join.Member }
 
-// Start joins the group. Each PullConsumer is a new incarnation of the
-// member ID, as a Consumer is: a Start again after one whose join failed
-// is the same incarnation, so a join whose answer was lost does not hold
-// the member ID against it. A Start that joined but could not use its
-// grants leaves the group, and the next Start joins as a new incarnation
-// (the broker refuses a join of one that left). Start returns once the
-// offsets of the queues granted at join time are fetched; the member
-// heartbeats meanwhile, so that fetch may outlast the session timeout
-// without the member being expired.
+// Start joins the group and returns once the queues granted at join time
+// are assigned (their offsets fetched). Its heartbeats begin at once, as
+// a Consumer's do, so fetching those offsets may outlast the engine's
+// session timeout without the member being expired. Each PullConsumer is
+// a new incarnation of the member ID, as a Consumer is: a Start again
+// after one whose join failed is the same incarnation, so a join whose
+// answer was lost does not hold the member ID against it. A Start that
+// joined but could not use its grants (or whose ctx ended first) leaves
+// the group, and the next Start joins as a new incarnation (the broker
+// refuses a join of one that left).
 func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
 	if pc.closed || pc.started {
@@ -133,25 +134,6 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		}
 		return err
 	}
-	// The member heartbeats while it fetches its grants' offsets, which
-	// may take longer than the engine's session timeout.
-	if err := heartbeatWhile(ctx, pc.b, pc.join, a.Version, pc.hb, func() error { return pc.apply(ctx, a) }); err != nil {
-		// Joined, but its grants are not usable: leave, so its queues do
-		// not wait for its session to expire, and let Start be called
-		// again, as a new incarnation: the broker refuses a join of one
-		// that left.
-		pc.leaveAfterStart()
-		pc.mu.Lock()
-		clear(pc.grants)
-		clear(pc.positions)
-		clear(pc.ahead)
-		pc.started = false
-		if !pc.closed { // else Close may be reading pc.join
-			pc.join.Incarnation = ""
-		}
-		pc.mu.Unlock()
-		return err
-	}
 	pc.mu.Lock()
 	if pc.closed {
 		// Close came while Start was joining, and found no member to
@@ -160,17 +142,70 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		pc.leaveAfterStart()
 		return fmt.Errorf("%w: pull consumer closed while starting", ErrClosed)
 	}
+	// The join's grants are applied by the membership loop, which
+	// heartbeats meanwhile; Start waits for that first apply.
+	loopCtx, stopLoop := context.WithCancel(pc.ctx)
+	applied := make(chan error, 1)
+	ended := make(chan struct{})
 	pc.wg.Add(1) // under mu, before Close's Wait
 	pc.mu.Unlock()
 	go func() {
 		defer pc.wg.Done()
-		runMembership(pc.ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, func() int64 {
-			pc.mu.Lock()
-			defer pc.mu.Unlock()
-			return pc.version
-		}, nil, pc.apply, func() { pc.apply(pc.ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
+		defer close(ended)
+		defer stopLoop()
+		pc.membershipLoop(loopCtx, &a, applied)
 	}()
-	return nil
+	select {
+	case err = <-applied:
+	case <-ended: // Close ended the loop before it applied anything
+		err = ErrClosed
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil {
+		return nil
+	}
+	// Joined, but its grants are not usable: stop the loop, leave, so its
+	// queues do not wait for its session to expire, and let Start be
+	// called again, as a new incarnation: the broker refuses a join of
+	// one that left.
+	stopLoop()
+	<-ended
+	pc.leaveAfterStart()
+	pc.mu.Lock()
+	clear(pc.grants)
+	clear(pc.positions)
+	clear(pc.ahead)
+	pc.started = false
+	closed := pc.closed
+	if !closed { // else Close may be reading pc.join
+		pc.join.Incarnation = ""
+	}
+	pc.mu.Unlock()
+	if closed && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: pull consumer closed while starting: %w", ErrClosed, err)
+	}
+	return err
+}
+
+// membershipLoop heartbeats and applies the member's assignments until
+// ctx ends (runMembership), beginning with first, the join's; the outcome
+// of the first apply is sent on applied (buffered).
+func (pc *PullConsumer) membershipLoop(ctx context.Context, first *Assignment, applied chan<- error) {
+	var once sync.Once
+	runMembership(ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, pc.knownVersion, first,
+		func(ctx context.Context, a Assignment) error {
+			err := pc.apply(ctx, a)
+			once.Do(func() { applied <- err })
+			return err
+		}, func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
+}
+
+// knownVersion is the version of the assignment applied last.
+func (pc *PullConsumer) knownVersion() int64 {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.version
 }
 
 // leaveAfterStart leaves the group for a Start that does not complete.
