@@ -228,6 +228,9 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 	if b.producerID >= 0 {
 		st := c.s.pids.lock(c.s.term(), b.producerID, topic, part)
 		defer st.mu.Unlock()
+		if !st.known && b.firstSeq != 0 {
+			c.rebuild(topic, part, b.producerID, st)
+		}
 		first, dup, code := st.check(b)
 		if (code != errNone || dup) && c.topicReplaced(topic, st.topicID) {
 			// The state is of a topic deleted since, outside the

@@ -14,7 +14,8 @@ import (
 // producers tracks idempotent producers: the sequence numbers each producer
 // ID sent to each partition, so a retried batch is acknowledged with its
 // first offsets instead of being stored twice. The state is in memory: after
-// a restart a producer's next batch is taken as it comes.
+// a restart a producer's next batch is taken as it comes, unless rebuild
+// finds the producer's last records in the partition.
 type producers struct {
 	mu    sync.Mutex
 	next  int64
@@ -55,6 +56,12 @@ type seqState struct {
 	// partialBatchError), nil when there is none: its retry stores only
 	// the others.
 	partial *partialStored
+	// logged, when rebuild learned the state from the partition's
+	// records, is where each record of the producer's epoch it read is
+	// stored, by sequence number, for retries of batches stored before
+	// (see loggedBatch); nil once the state knows as many batches as
+	// the producer has in flight at most (recent is full).
+	logged map[int32]storedAt
 }
 
 // partialStored is a batch of which a failed try stored the first
@@ -145,7 +152,7 @@ func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqS
 // reset forgets what st knows of its producer's batches: the next one is
 // taken as it comes.
 func (st *seqState) reset() {
-	st.known, st.topicID, st.epoch, st.lastSeq, st.nrec, st.partial = false, 0, 0, 0, 0, nil
+	st.known, st.topicID, st.epoch, st.lastSeq, st.nrec, st.partial, st.logged = false, 0, 0, 0, 0, nil, nil
 }
 
 // forgetUnknown drops st, the state of producer pid on a partition,
@@ -230,7 +237,8 @@ func (p *producers) forgetDeleted(live map[string]uint32, listed time.Time) {
 // check decides what to do with a batch: store it (code 0, dup false),
 // acknowledge it as already stored as first says (dup true), or refuse it. A
 // producer's first batch is taken at any sequence number (its state may
-// have been forgotten); its first batch in a new epoch must start at 0, as
+// have been forgotten, and rebuild found none of its records); a retry of
+// records rebuild read is a duplicate too (loggedBatch); its first batch in a new epoch must start at 0, as
 // in Kafka (ProducerAppendInfo.checkSequence): a batch the producer sent
 // after a failed one is then refused too, and not stored ahead of it.
 func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int16) {
@@ -251,6 +259,9 @@ func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int1
 		if r.epoch == b.producerEpoch && r.first == b.firstSeq && r.last == b.lastSeq() {
 			return r.at, true, errNone
 		}
+	}
+	if at, ok := st.loggedBatch(b); ok {
+		return at, true, errNone
 	}
 	want := st.lastSeq + 1
 	if st.lastSeq == math.MaxInt32 {
@@ -290,7 +301,7 @@ func (st *seqState) failed(b *producedBatch, err error) {
 func (st *seqState) stored(b *producedBatch, at storedAt) {
 	st.partial = nil
 	if b.producerEpoch != st.epoch {
-		st.nrec = 0
+		st.nrec, st.logged = 0, nil
 	}
 	st.known, st.epoch, st.lastSeq = true, b.producerEpoch, b.lastSeq()
 	rec := storedBatch{first: b.firstSeq, last: b.lastSeq(), at: at, epoch: b.producerEpoch}
@@ -301,4 +312,5 @@ func (st *seqState) stored(b *producedBatch, at storedAt) {
 	}
 	copy(st.recent[:], st.recent[1:])
 	st.recent[len(st.recent)-1] = rec
+	st.logged = nil
 }

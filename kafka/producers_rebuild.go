@@ -1,0 +1,111 @@
+package kafka
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/equeue-go/equeue"
+)
+
+// rebuildScan is how many of a partition's last records the listener
+// reads, at most, to learn what an idempotent producer it keeps no state
+// of stored there last (see rebuild).
+const rebuildScan = 16 * equeue.MaxPullBatch
+
+// rebuild learns from the partition's last records (rebuildScan at most)
+// what producer pid stored there last, for st, the producer's state there,
+// which knows nothing: the listener restarted, or forgot the state, while
+// the producer went on. Its records carry message IDs naming the producer,
+// its epoch and their sequence numbers (setIDs), so, as Kafka rebuilds its
+// producers' state from its log, st then knows the producer's epoch and
+// last sequence number, and where each of the producer's records of that
+// epoch read is stored (seqState.logged). A batch the producer sent
+// ahead of one that was not stored is then refused
+// OUT_OF_ORDER_SEQUENCE_NUMBER, as from Kafka, and the client sends it
+// again after the other; taken as it came, the other was refused instead,
+// and franz-go, that batch being its first in flight, bumped its epoch
+// and sent its records again under new sequence numbers, which no dedup
+// window recognizes: those stored were stored twice. A retry of records
+// stored is acknowledged where they are. When none of the records read is
+// the producer's (or they cannot be read), st is left as it was and the
+// batch is taken as it comes.
+func (c *conn) rebuild(topic string, part int32, pid int64, st *seqState) {
+	prefix := "kafka-" + strconv.FormatInt(pid, 10) + "-"
+	ti, err := c.s.b.Topic(c.ctx, topic)
+	if err != nil || part < 0 || int(part) >= len(ti.Queues) {
+		return
+	}
+	q := ti.Queues[part]
+	end := q.MaxOffset
+	floor := max(q.MinOffset, end-rebuildScan)
+	for hi := end; hi > floor; {
+		lo := max(floor, hi-equeue.MaxPullBatch)
+		var found bool
+		for off := lo; off < hi; {
+			res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: off, Max: int(hi - off)})
+			if err != nil || res.NextOffset <= off {
+				break
+			}
+			for _, m := range res.Messages {
+				if m.Offset >= hi {
+					break
+				}
+				epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
+				if !ok {
+					continue
+				}
+				found = true
+				at := storedAt{base: m.Offset, time: m.StoredAt.UnixMilli()}
+				switch {
+				case !st.known || epoch > st.epoch:
+					st.known, st.epoch, st.lastSeq = true, epoch, seq
+					st.logged = map[int32]storedAt{seq: at}
+				case epoch == st.epoch:
+					st.lastSeq = seq // read in offset order: the last read is the last stored
+					st.logged[seq] = at
+				}
+			}
+			off = res.NextOffset
+		}
+		if found {
+			// The producer's last records are in this window or
+			// after it: what is read is enough.
+			return
+		}
+		hi = lo
+	}
+}
+
+// producerSeqOf parses a message ID that setIDs gave a record of the
+// producer whose IDs start with prefix, on part: its epoch and sequence
+// number; ok is false for any other ID.
+func producerSeqOf(id, prefix string, part int32) (epoch int16, seq int32, ok bool) {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok {
+		return 0, 0, false
+	}
+	fields := strings.Split(rest, "-")
+	if len(fields) != 3 || fields[1] != strconv.Itoa(int(part)) {
+		return 0, 0, false
+	}
+	e, err1 := strconv.ParseInt(fields[0], 10, 16)
+	s, err2 := strconv.ParseInt(fields[2], 10, 32)
+	if err1 != nil || err2 != nil || e < 0 || s < 0 {
+		return 0, 0, false
+	}
+	return int16(e), int32(s), true
+}
+
+// loggedBatch returns where b's records are stored when rebuild read them
+// all, consecutive, in b's epoch: b is a retry of a batch stored.
+func (st *seqState) loggedBatch(b *producedBatch) (storedAt, bool) {
+	if st.logged == nil || b.producerEpoch != st.epoch {
+		return storedAt{}, false
+	}
+	first, ok1 := st.logged[b.firstSeq]
+	last, ok2 := st.logged[b.lastSeq()]
+	if !ok1 || !ok2 || last.base-first.base != int64(len(b.msgs)-1) {
+		return storedAt{}, false
+	}
+	return first, true
+}
