@@ -231,6 +231,7 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 		if !st.known && b.firstSeq != 0 {
 			c.rebuild(topic, part, b.producerID, st)
 		}
+		st.resumeLogged(b)
 		first, dup, code := st.check(b)
 		if (code != errNone || dup) && c.topicReplaced(topic, st.topicID) {
 			// The state is of a topic deleted since, outside the

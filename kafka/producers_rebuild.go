@@ -109,3 +109,37 @@ func (st *seqState) loggedBatch(b *producedBatch) (storedAt, bool) {
 	}
 	return first, true
 }
+
+// resumeLogged makes b's try store only the records of b that rebuild did
+// not read, when it read b's first records, but not all of them, stored
+// consecutively in b's epoch and none of the producer's after them: the
+// listener stored them before it restarted (or lost its leadership) in
+// the middle of b, a batch larger than one store write (appendChunks).
+// The state is then as after a try that failed there (seqState.failed):
+// b is the next batch expected, and its retry stores the others only,
+// acknowledged at b's first offset. Taken as a batch ahead of the last
+// record read, b was refused OUT_OF_ORDER_SEQUENCE_NUMBER, and franz-go
+// then sent its records again under a new epoch, storing those stored
+// twice. A batch whose sequence numbers wrap around is left to check.
+func (st *seqState) resumeLogged(b *producedBatch) {
+	if st.logged == nil || st.partial != nil || b.producerEpoch != st.epoch {
+		return
+	}
+	last := b.lastSeq()
+	if b.firstSeq <= 0 || last < b.firstSeq || st.lastSeq < b.firstSeq || st.lastSeq >= last {
+		return
+	}
+	first, ok := st.logged[b.firstSeq]
+	if !ok {
+		return
+	}
+	n := st.lastSeq - b.firstSeq + 1
+	for i := int32(1); i < n; i++ {
+		at, ok := st.logged[b.firstSeq+i]
+		if !ok || at.base != first.base+int64(i) {
+			return
+		}
+	}
+	st.partial = &partialStored{epoch: b.producerEpoch, first: b.firstSeq, last: last, stored: int(n), at: first}
+	st.lastSeq = b.firstSeq - 1
+}
