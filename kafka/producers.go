@@ -20,6 +20,8 @@ type producers struct {
 	mu    sync.Mutex
 	next  int64
 	parts map[pidPart]*seqState
+	// scans holds what rebuild read of each partition it read.
+	scans map[scanKey]*partScan
 	// lookedUp, set by tests, runs in lock between the lookup of a state
 	// and its locking.
 	lookedUp func()
@@ -80,7 +82,7 @@ type storedBatch struct {
 }
 
 func newProducers() *producers {
-	return &producers{parts: map[pidPart]*seqState{}}
+	return &producers{parts: map[pidPart]*seqState{}, scans: map[scanKey]*partScan{}}
 }
 
 func (c *conn) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {

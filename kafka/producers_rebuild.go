@@ -3,6 +3,7 @@ package kafka
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/equeue-go/equeue"
 )
@@ -29,51 +30,102 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // stored is acknowledged where they are. When none of the records read is
 // the producer's (or they cannot be read), st is left as it was and the
 // batch is taken as it comes.
+//
+// The partition's last records are read once a leadership term (see
+// partScan), whichever producers ask: a producer's records stored since
+// were stored through the listener, which then knows its state. A
+// producer found there has the records before its last read once more,
+// MaxPullBatch at most, the first time it asks. So a client sending
+// batches under producer IDs it makes up costs no more than one read of
+// the partition.
 func (c *conn) rebuild(topic string, part int32, pid int64, st *seqState) {
-	prefix := "kafka-" + strconv.FormatInt(pid, 10) + "-"
 	ti, err := c.s.b.Topic(c.ctx, topic)
 	if err != nil || part < 0 || int(part) >= len(ti.Queues) {
 		return
 	}
 	q := ti.Queues[part]
-	end := q.MaxOffset
-	floor := max(q.MinOffset, end-rebuildScan)
-	for hi := end; hi > floor; {
-		lo := max(floor, hi-equeue.MaxPullBatch)
-		var found bool
-		for off := lo; off < hi; {
-			res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: q.ID, Offset: off, Max: int(hi - off)})
-			if err != nil || res.NextOffset <= off {
-				break
+	sc := c.s.pids.scanOf(topic, part, c.s.term(), ti.ID)
+	defer sc.mu.Unlock()
+	if sc.last == nil {
+		last := map[int64]int64{}
+		floor := max(q.MinOffset, q.MaxOffset-rebuildScan)
+		err := c.readRecords(topic, q.ID, floor, q.MaxOffset, func(m *equeue.Message) {
+			if p, ok := producerOf(m.ID, part); ok {
+				last[p] = m.Offset
 			}
-			for _, m := range res.Messages {
-				if m.Offset >= hi {
-					break
-				}
-				epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
-				if !ok {
-					continue
-				}
-				found = true
-				at := storedAt{base: m.Offset, time: m.StoredAt.UnixMilli()}
-				switch {
-				case !st.known || epoch > st.epoch:
-					st.known, st.epoch, st.lastSeq = true, epoch, seq
-					st.logged = map[int32]storedAt{seq: at}
-				case epoch == st.epoch:
-					st.lastSeq = seq // read in offset order: the last read is the last stored
-					st.logged[seq] = at
-				}
-			}
-			off = res.NextOffset
-		}
-		if found {
-			// The producer's last records are in this window or
-			// after it: what is read is enough.
+		})
+		if err != nil {
 			return
 		}
-		hi = lo
+		sc.floor, sc.last = floor, last
 	}
+	off, ok := sc.last[pid]
+	if !ok {
+		return
+	}
+	prefix := "kafka-" + strconv.FormatInt(pid, 10) + "-"
+	err = c.readRecords(topic, q.ID, max(sc.floor, off+1-equeue.MaxPullBatch), off+1, func(m *equeue.Message) {
+		epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
+		if !ok {
+			return
+		}
+		at := storedAt{base: m.Offset, time: m.StoredAt.UnixMilli()}
+		switch {
+		case !st.known || epoch > st.epoch:
+			st.known, st.epoch, st.lastSeq = true, epoch, seq
+			st.logged = map[int32]storedAt{seq: at}
+		case epoch == st.epoch:
+			st.lastSeq = seq // read in offset order: the last read is the last stored
+			st.logged[seq] = at
+		}
+	})
+	if err == nil {
+		delete(sc.last, pid)
+	}
+}
+
+// readRecords calls fn with each record of the queue from offset lo to
+// hi, hi excluded, in offset order. It stops at the first failed read
+// and returns its error.
+func (c *conn) readRecords(topic string, queue int, lo, hi int64, fn func(*equeue.Message)) error {
+	for off := lo; off < hi; {
+		res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: int(min(hi-off, equeue.MaxPullBatch))})
+		if err != nil {
+			return err
+		}
+		if res.NextOffset <= off {
+			return nil
+		}
+		for _, m := range res.Messages {
+			if m.Offset >= hi {
+				return nil
+			}
+			fn(m)
+		}
+		off = res.NextOffset
+	}
+	return nil
+}
+
+// producerOf parses a message ID that setIDs gave a record on part: the
+// ID of its producer; ok is false for any other ID.
+func producerOf(id string, part int32) (pid int64, ok bool) {
+	rest, ok := strings.CutPrefix(id, "kafka-")
+	if !ok {
+		return 0, false
+	}
+	p, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.ParseInt(p, 10, 64)
+	if err != nil || pid < 0 {
+		return 0, false
+	}
+	if _, _, ok := producerSeqOf(id, "kafka-"+p+"-", part); !ok {
+		return 0, false
+	}
+	return pid, true
 }
 
 // producerSeqOf parses a message ID that setIDs gave a record of the
@@ -142,4 +194,42 @@ func (st *seqState) resumeLogged(b *producedBatch) {
 	}
 	st.partial = &partialStored{epoch: b.producerEpoch, first: b.firstSeq, last: last, stored: int(n), at: first}
 	st.lastSeq = b.firstSeq - 1
+}
+
+// partScan is what rebuild read of a partition's last records in one
+// leadership term, of one topic (by ID): for each producer with records
+// there, the offset of its last one. mu is held while it is read, so
+// producers asking at once have it read once.
+type partScan struct {
+	mu      sync.Mutex
+	term    uint64
+	topicID uint32
+	// floor is the first offset read.
+	floor int64
+	// last is the offset of each producer's last record read, by
+	// producer ID; a producer's entry goes once rebuild read its
+	// records. Nil until the records were read.
+	last map[int64]int64
+}
+
+// scanKey names a partition for producers.scans.
+type scanKey struct {
+	topic string
+	part  int32
+}
+
+// scanOf returns the locked partScan of a partition in term, of the
+// topic whose ID is topicID: a new one when there is none, or when the
+// one there is of another term or topic.
+func (p *producers) scanOf(topic string, part int32, term uint64, topicID uint32) *partScan {
+	k := scanKey{topic, part}
+	p.mu.Lock()
+	sc := p.scans[k]
+	if sc == nil || sc.term != term || sc.topicID != topicID {
+		sc = &partScan{term: term, topicID: topicID}
+		p.scans[k] = sc
+	}
+	p.mu.Unlock()
+	sc.mu.Lock()
+	return sc
 }
