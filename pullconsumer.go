@@ -190,12 +190,19 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 
 // membershipLoop heartbeats and applies the member's assignments until
 // ctx ends (runMembership), beginning with first, the join's; the outcome
-// of the first apply is sent on applied (buffered).
+// of the first apply that was not cancelled is sent on applied
+// (buffered). An apply is cancelled when the member rejoins (expired
+// meanwhile: the new join's assignment is applied next, and tells) or
+// the loop ends (which Start sees by itself): its error says nothing of
+// the grants.
 func (pc *PullConsumer) membershipLoop(ctx context.Context, first *Assignment, applied chan<- error) {
 	var once sync.Once
 	runMembership(ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, pc.knownVersion, first,
-		func(ctx context.Context, a Assignment) error {
-			err := pc.apply(ctx, a)
+		func(actx context.Context, a Assignment) error {
+			err := pc.apply(actx, a)
+			if err != nil && actx.Err() != nil {
+				return err
+			}
 			once.Do(func() { applied <- err })
 			return err
 		}, func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
