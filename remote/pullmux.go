@@ -43,6 +43,7 @@ type pullMux struct {
 type muxPull struct {
 	ctx      context.Context
 	req      *pb.PullRequest
+	start    time.Time      // when the pull was queued
 	deadline time.Time      // when the pull's own wait ends
 	res      chan muxResult // buffered: the loop never blocks on it
 }
@@ -119,7 +120,8 @@ func (c *Client) waitPull(ctx context.Context, in *pb.PullRequest) (equeue.PullR
 // pull queues req and waits for its answer. It answers errMuxFull at once
 // when maxPullMany pulls wait already.
 func (m *pullMux) pull(ctx context.Context, req *pb.PullRequest) (*pb.PullResponse, error) {
-	p := &muxPull{ctx: ctx, req: req, deadline: time.Now().Add(req.GetWait().AsDuration()), res: make(chan muxResult, 1)}
+	now := time.Now()
+	p := &muxPull{ctx: ctx, req: req, start: now, deadline: now.Add(req.GetWait().AsDuration()), res: make(chan muxResult, 1)}
 	m.mu.Lock()
 	select {
 	case <-m.stop:
@@ -245,7 +247,7 @@ func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 	now := time.Now()
 	for i, p := range batch {
 		in.Pulls[i] = p.req
-		wait = min(wait, p.deadline.Sub(now))
+		wait = min(wait, m.due(p).Sub(now))
 	}
 	wait = max(wait, 0)
 	in.Wait = durationPB(wait)
@@ -299,7 +301,7 @@ func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 		switch pe := items[i].GetError(); {
 		case pe != nil:
 			m.answered(p, muxResult{err: pullErrorFromPB(pe)})
-		case idle(p, items[i]) && now.Before(p.deadline):
+		case idle(p, items[i]) && now.Before(m.due(p)):
 			// Its own wait has not ended (the call's was the shortest
 			// of its pulls', or another pull found something): the next
 			// call carries it.
@@ -310,6 +312,20 @@ func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 		answered++
 	}
 	return answered, true
+}
+
+// due is when p's wait ends: its own deadline, or, when an answer told
+// the engine's MaxPullWait (also one that came after p was queued, which
+// waitPull could not cap: the client had just connected, or reconnected
+// and forgot the cap), that cap after p was queued, whichever comes
+// first. The broker answers p with nothing by then, as in process.
+func (m *pullMux) due(p *muxPull) time.Time {
+	if limit := m.c.told.maxPullWait(); limit > 0 {
+		if capped := p.start.Add(limit); capped.Before(p.deadline) {
+			return capped
+		}
+	}
+	return p.deadline
 }
 
 // idle reports whether item answers p with nothing: no message, no error,
