@@ -198,7 +198,8 @@ func (p *producers) expire(now time.Time, idle time.Duration) {
 
 // forgetTopic drops the states of every producer on the partitions of
 // topic, deleted through the listener, rather than keep them until they
-// expire (producerIdle after their last batch). A state locked by a batch
+// expire (producerIdle after their last batch), and what rebuild read of
+// them (scans). A state locked by a batch
 // being stored is left to the expiry.
 func (p *producers) forgetTopic(topic string) {
 	p.mu.Lock()
@@ -208,6 +209,11 @@ func (p *producers) forgetTopic(topic string) {
 			delete(p.parts, k)
 			st.gone = true
 			st.mu.Unlock()
+		}
+	}
+	for k := range p.scans {
+		if k.topic == topic {
+			delete(p.scans, k)
 		}
 	}
 }
@@ -220,7 +226,8 @@ func (p *producers) forgetTopic(topic string) {
 // that name it was learned on; while one is, it is left to the
 // producer's next batch, which looks the ID up again (conn.storeBatch). A
 // state used since the listing, or locked by a batch being stored, is
-// left alone.
+// left alone. What rebuild read of such topics' partitions (scans), read
+// before the listing, goes too.
 func (p *producers) forgetDeleted(live map[string]uint32, listed time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -233,6 +240,11 @@ func (p *producers) forgetDeleted(live map[string]uint32, listed time.Time) {
 			st.gone = true
 		}
 		st.mu.Unlock()
+	}
+	for k, sc := range p.scans {
+		if id, ok := live[k.topic]; sc.made.Before(listed) && (!ok || id != sc.topicID) {
+			delete(p.scans, k)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/equeue-go/equeue"
 )
@@ -199,11 +200,14 @@ func (st *seqState) resumeLogged(b *producedBatch) {
 // partScan is what rebuild read of a partition's last records in one
 // leadership term, of one topic (by ID): for each producer with records
 // there, the offset of its last one. mu is held while it is read, so
-// producers asking at once have it read once.
+// producers asking at once have it read once. It is read again after
+// producerIdle: a producer whose state expired may have stored records
+// since the read.
 type partScan struct {
 	mu      sync.Mutex
 	term    uint64
 	topicID uint32
+	made    time.Time
 	// floor is the first offset read.
 	floor int64
 	// last is the offset of each producer's last record read, by
@@ -220,13 +224,15 @@ type scanKey struct {
 
 // scanOf returns the locked partScan of a partition in term, of the
 // topic whose ID is topicID: a new one when there is none, or when the
-// one there is of another term or topic.
+// one there is of another term or topic, or older than producerIdle (a
+// producer's state expires no sooner after the read: its records
+// stored since, through the listener, were not read).
 func (p *producers) scanOf(topic string, part int32, term uint64, topicID uint32) *partScan {
 	k := scanKey{topic, part}
 	p.mu.Lock()
 	sc := p.scans[k]
-	if sc == nil || sc.term != term || sc.topicID != topicID {
-		sc = &partScan{term: term, topicID: topicID}
+	if sc == nil || sc.term != term || sc.topicID != topicID || time.Since(sc.made) >= producerIdle {
+		sc = &partScan{term: term, topicID: topicID, made: time.Now()}
 		p.scans[k] = sc
 	}
 	p.mu.Unlock()
