@@ -239,3 +239,18 @@ func (p *producers) scanOf(topic string, part int32, term uint64, topicID uint32
 	sc.mu.Lock()
 	return sc
 }
+
+// expireScans drops what rebuild read of partitions (scans) that is never
+// used again: a read made before now-idle, or in another leadership term
+// than term (scanOf makes a new one then). Without it, a read stayed in
+// memory until its topic was deleted, with an entry for each producer
+// found in the partition's last records read.
+func (p *producers) expireScans(now time.Time, idle time.Duration, term uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, sc := range p.scans {
+		if sc.term != term || now.Sub(sc.made) >= idle {
+			delete(p.scans, k)
+		}
+	}
+}
