@@ -60,10 +60,11 @@ type seqState struct {
 	partial *partialStored
 	// logged, when rebuild learned the state from the partition's
 	// records, is where each record of the producer's epoch it read is
-	// stored, by sequence number, for retries of batches stored before
-	// (see loggedBatch); nil once the state knows as many batches as
-	// the producer has in flight at most (recent is full).
-	logged map[int32]storedAt
+	// stored, and what it holds, by sequence number, for retries of
+	// batches stored before (see loggedBatch); nil once the state knows
+	// as many batches as the producer has in flight at most (recent is
+	// full).
+	logged map[int32]loggedRecord
 }
 
 // partialStored is a batch of which a failed try stored the first

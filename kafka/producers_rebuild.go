@@ -28,7 +28,12 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // and franz-go, that batch being its first in flight, bumped its epoch
 // and sent its records again under new sequence numbers, which no dedup
 // window recognizes: those stored were stored twice. A retry of records
-// stored is acknowledged where they are. When none of the records read is
+// stored is acknowledged where they are, when they hold what the retry
+// does (loggedRecord): a native producer may give its message an ID that
+// reads as the producer's, and a batch at that sequence number is then
+// not taken for stored. Records a Kafka record cannot make (a delivery
+// time, an expiry, an attempt, system properties) are not read as the
+// producer's at all (listenerShaped). When none of the records read is
 // the producer's (or they cannot be read), st is left as it was and the
 // batch is taken as it comes.
 //
@@ -51,7 +56,7 @@ func (c *conn) rebuild(topic string, part int32, pid int64, st *seqState) {
 		last := map[int64]int64{}
 		floor := max(q.MinOffset, q.MaxOffset-rebuildScan)
 		err := c.readRecords(topic, q.ID, floor, q.MaxOffset, func(m *equeue.Message) {
-			if p, ok := producerOf(m.ID, part); ok {
+			if p, ok := producerOf(m.ID, part); ok && listenerShaped(m) {
 				last[p] = m.Offset
 			}
 		})
@@ -67,17 +72,17 @@ func (c *conn) rebuild(topic string, part int32, pid int64, st *seqState) {
 	prefix := "kafka-" + strconv.FormatInt(pid, 10) + "-"
 	err = c.readRecords(topic, q.ID, max(sc.floor, off+1-equeue.MaxPullBatch), off+1, func(m *equeue.Message) {
 		epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
-		if !ok {
+		if !ok || !listenerShaped(m) {
 			return
 		}
-		at := storedAt{base: m.Offset, time: m.StoredAt.UnixMilli()}
+		l := loggedOf(m)
 		switch {
 		case !st.known || epoch > st.epoch:
 			st.known, st.epoch, st.lastSeq = true, epoch, seq
-			st.logged = map[int32]storedAt{seq: at}
+			st.logged = map[int32]loggedRecord{seq: l}
 		case epoch == st.epoch:
 			st.lastSeq = seq // read in offset order: the last read is the last stored
-			st.logged[seq] = at
+			st.logged[seq] = l
 		}
 	})
 	if err == nil {
@@ -150,22 +155,32 @@ func producerSeqOf(id, prefix string, part int32) (epoch int16, seq int32, ok bo
 }
 
 // loggedBatch returns where b's records are stored when rebuild read them
-// all, consecutive, in b's epoch: b is a retry of a batch stored.
+// all, consecutive, in b's epoch, each holding what b's does
+// (loggedRecord.matches): b is a retry of a batch stored. A record read
+// under one of b's sequence numbers that holds something else (a native
+// producer's message named like the producer's records) is not taken
+// for b's: b is then checked as a batch not stored.
 func (st *seqState) loggedBatch(b *producedBatch) (storedAt, bool) {
 	if st.logged == nil || b.producerEpoch != st.epoch {
 		return storedAt{}, false
 	}
-	first, ok1 := st.logged[b.firstSeq]
-	last, ok2 := st.logged[b.lastSeq()]
-	if !ok1 || !ok2 || last.base-first.base != int64(len(b.msgs)-1) {
+	first, ok := st.logged[b.firstSeq]
+	if !ok {
 		return storedAt{}, false
 	}
-	return first, true
+	for i, m := range b.msgs {
+		l, ok := st.logged[seqAt(b, i)]
+		if !ok || l.at.base != first.at.base+int64(i) || !l.matches(m) {
+			return storedAt{}, false
+		}
+	}
+	return first.at, true
 }
 
 // resumeLogged makes b's try store only the records of b that rebuild did
 // not read, when it read b's first records, but not all of them, stored
-// consecutively in b's epoch and none of the producer's after them: the
+// consecutively in b's epoch, each holding what b's does
+// (loggedRecord.matches), and none of the producer's after them: the
 // listener stored them before it restarted (or lost its leadership) in
 // the middle of b, a batch larger than one store write (appendChunks).
 // The state is then as after a try that failed there (seqState.failed):
@@ -187,13 +202,13 @@ func (st *seqState) resumeLogged(b *producedBatch) {
 		return
 	}
 	n := st.lastSeq - b.firstSeq + 1
-	for i := int32(1); i < n; i++ {
-		at, ok := st.logged[b.firstSeq+i]
-		if !ok || at.base != first.base+int64(i) {
+	for i := range n {
+		l, ok := st.logged[b.firstSeq+i]
+		if !ok || l.at.base != first.at.base+int64(i) || !l.matches(b.msgs[i]) {
 			return
 		}
 	}
-	st.partial = &partialStored{epoch: b.producerEpoch, first: b.firstSeq, last: last, stored: int(n), at: first}
+	st.partial = &partialStored{epoch: b.producerEpoch, first: b.firstSeq, last: last, stored: int(n), at: first.at}
 	st.lastSeq = b.firstSeq - 1
 }
 

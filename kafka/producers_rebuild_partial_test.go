@@ -34,11 +34,11 @@ func TestProduce_RebuiltStateResumesABatchCutOffByARestart(t *testing.T) {
 			require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, DedupWindow: tc.dedup}))
 			const pid, epoch = int64(7001), int16(0)
 			// What the listener stored before it restarted, with the IDs
-			// it gives (setIDs): a batch of sequences 0-1, then the first
+			// it gives (setIDs) and the records' timestamp: a batch of sequences 0-1, then the first
 			// three records of a batch of sequences 2-6.
 			var msgs []*equeue.Message
 			for seq, body := range []string{"a", "b", "c", "d", "e"} {
-				msgs = append(msgs, &equeue.Message{ID: fmt.Sprintf("kafka-%d-%d-0-%d", pid, epoch, seq), Body: []byte(body)})
+				msgs = append(msgs, &equeue.Message{ID: fmt.Sprintf("kafka-%d-%d-0-%d", pid, epoch, seq), Body: []byte(body), BornAt: time.UnixMilli(1_700_000_000_000)})
 			}
 			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: msgs})
 			require.NoError(t, err)
