@@ -81,7 +81,9 @@ the whole engine only to a token of the whole engine (no @NAMESPACE) with
 the admin right, sent as "Authorization: Bearer TOKEN" (401 without a
 known token, 403 without that right), and so does --pprof on an address
 other than loopback; /healthz stays open, and does not say why the store
-failed.
+failed. On a loopback address, /metrics, /healthz and --pprof answer only
+requests whose Host is localhost or a loopback address (403 otherwise),
+so that a web page cannot reach them through DNS rebinding.
 
 With --cluster-id, serve runs one node of a replicated cluster (Raft) on
 the directory instead of a single engine; see "equeue cluster --help".`,
@@ -351,15 +353,16 @@ func (a *app) releaseAddons(serveCtx context.Context, addons []serveAddon) {
 
 // serveMetrics serves /metrics, guarded by srv's tokens (see
 // requireOpsToken), and /healthz (see healthHandler), open to every
-// request, on lis; tokens reports whether serve has tokens. A failure
-// after it started is sent to errc.
+// request, on lis; tokens reports whether serve has tokens. On a loopback
+// address both answer only requests to a loopback name (see
+// onLoopbackHostsOnly). A failure after it started is sent to errc.
 func (a *app) serveMetrics(lis net.Listener, m *metrics.Collector, failure func() error, srv *remote.Server, tokens bool, errc chan<- error) *http.Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", requireOpsToken(srv, a.metricsHandler(reg)))
 	mux.HandleFunc("/healthz", healthHandler(failure, !tokens))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: onLoopbackHostsOnly(lis.Addr(), "this metrics server", mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("metrics server: %w", err)
@@ -402,8 +405,3 @@ func (a *app) metricsHandler(reg prometheus.Gatherer) http.Handler {
 type slogPrinter struct{ a *app }
 
 func (p slogPrinter) Println(v ...any) { p.a.log.Error("metrics: " + fmt.Sprint(v...)) }
-
-func isLoopback(addr net.Addr) bool {
-	ta, ok := addr.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
-}

@@ -160,7 +160,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		warnOps(a.log, "/metrics", ports["metrics"].Addr(), c.tokens, c.addonTokens)
 		mux.Handle("/metrics", requireOpsToken(srv, a.metricsHandler(reg)))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-		https = append(https, serveHTTP(ports["metrics"], mux, errc))
+		https = append(https, serveHTTP(ports["metrics"], onLoopbackHostsOnly(ports["metrics"].Addr(), "this metrics server", mux), errc))
 	}
 	if cf.admin != "" {
 		var opts []cluster.AdminOption

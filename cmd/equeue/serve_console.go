@@ -5,12 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
@@ -107,7 +105,7 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 	lis := env.ports["console"]
 	if len(env.tokens) == 0 {
 		if isLoopback(lis.Addr()) {
-			h = loopbackHostsOnly(h)
+			h = loopbackHostsOnly("this console has no tokens and", h)
 		} else {
 			env.log.Warn("the console has no tokens: anyone who reaches it may act; pass --token or listen on a loopback address")
 		}
@@ -135,35 +133,4 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 	}()
 	env.log.Info("console", "url", scheme+"://"+lis.Addr().String()+pattern, "read-only", c.readOnly)
 	return hs.Shutdown, nil
-}
-
-// loopbackHostsOnly serves only requests addressed to a loopback name
-// (localhost, 127.0.0.1, [::1]; any port). A console without tokens on a
-// loopback address trusts whoever reaches it, and a web page of another
-// site could reach it through the operator's browser by DNS rebinding (its
-// own name made to resolve to 127.0.0.1): the browser then takes the
-// console for that site, lets the page read it and post its forms, and
-// sends that site's name as Host, which is refused here.
-func loopbackHostsOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLoopbackHost(r.Host) {
-			http.Error(w, "this console has no tokens and answers only requests to localhost or a loopback address, not to "+strconv.Quote(r.Host), http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// isLoopbackHost reports whether a Host header names this machine's
-// loopback: localhost or a loopback address, with or without a port.
-func isLoopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }

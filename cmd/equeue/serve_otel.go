@@ -165,6 +165,10 @@ func (o *otelAddon) start(_ context.Context, env serveEnv) (func(context.Context
 			warnOps(env.log, "pprof", lis.Addr(), env.tokens, env.tokens)
 			h = requireOpsToken(env.grpc, mux)
 		}
+		// On a loopback address the profiles are open (with tokens
+		// too): only requests to a loopback name, not a web page's
+		// through DNS rebinding.
+		h = onLoopbackHostsOnly(lis.Addr(), "this pprof server", h)
 		srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
