@@ -38,6 +38,57 @@ func readTopic(t *testing.T, e *equeue.Engine, topic string) map[string][]*equeu
 	return out
 }
 
+// servedDir is an engine on a directory served over remote, which a test
+// restarts (server stopped, engine closed and opened again on its
+// directory, served again on the same address) while clients send.
+type servedDir struct {
+	t   *testing.T
+	dir string
+	mu  sync.Mutex // guards e across a restart
+	e   *equeue.Engine
+	s   *server
+}
+
+// openServedDir opens an engine on a temp dir and serves it.
+func openServedDir(t *testing.T) *servedDir {
+	d := &servedDir{t: t, dir: t.TempDir()}
+	e, err := equeue.Open(d.dir, nil)
+	require.NoError(t, err)
+	d.e = e
+	t.Cleanup(func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		require.NoError(t, d.e.Close())
+	})
+	d.s = startServer(t, e, "", nil)
+	return d
+}
+
+// restart stops the server (gracefully, or at once), closes the engine,
+// opens it again on its directory and serves it on the same address.
+func (d *servedDir) restart(graceful bool) {
+	if graceful {
+		d.s.srv.GracefulStop()
+	}
+	d.s.stop()
+	d.mu.Lock()
+	require.NoError(d.t, d.e.Close())
+	e, err := equeue.Open(d.dir, nil)
+	if err == nil {
+		d.e = e
+	}
+	d.mu.Unlock()
+	require.NoError(d.t, err)
+	d.s = startServer(d.t, e, d.s.addr, nil)
+}
+
+// read returns the topic's messages by body (readTopic).
+func (d *servedDir) read(topic string) map[string][]*equeue.Message {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return readTopic(d.t, d.e, topic)
+}
+
 // TestRemote_SendAsyncOutcomesHoldAcrossARestart sends many messages with
 // SendAsync over a client while the broker is stopped (at once, or
 // gracefully), its engine closed and opened again on its directory, and
@@ -54,17 +105,8 @@ func TestRemote_SendAsyncOutcomesHoldAcrossARestart(t *testing.T) {
 func testSendAsyncAcrossRestart(t *testing.T, stop string) {
 	const n = 3000
 	ctx := ctxT(t)
-	dir := t.TempDir()
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
-	var eMu sync.Mutex
-	t.Cleanup(func() {
-		eMu.Lock()
-		defer eMu.Unlock()
-		require.NoError(t, e.Close())
-	})
-	s := startServer(t, e, "", nil)
-	client := dial(t, s.addr, &remote.ClientOptions{MaxReconnectDelay: 200 * time.Millisecond})
+	d := openServedDir(t)
+	client := dial(t, d.s.addr, &remote.ClientOptions{MaxReconnectDelay: 200 * time.Millisecond})
 	require.NoError(t, client.CreateTopic(ctx, "t", 3))
 	p := newProducer(t, client)
 
@@ -90,16 +132,7 @@ func testSendAsyncAcrossRestart(t *testing.T, stop string) {
 		}
 	}()
 	<-started
-	if stop == "graceful" {
-		s.srv.GracefulStop()
-	}
-	s.stop()
-	eMu.Lock()
-	require.NoError(t, e.Close())
-	e, err = equeue.Open(dir, nil)
-	eMu.Unlock()
-	require.NoError(t, err)
-	startServer(t, e, s.addr, nil)
+	d.restart(stop == "graceful")
 	close(restarted)
 	wg.Wait()
 
@@ -124,9 +157,7 @@ func testSendAsyncAcrossRestart(t *testing.T, stop string) {
 	for body, err := range unknown {
 		assert.ErrorIs(t, err, equeue.ErrIndeterminate, body)
 	}
-	eMu.Lock()
-	got := readTopic(t, e, "t")
-	eMu.Unlock()
+	got := d.read("t")
 	for body, res := range stored {
 		if assert.Len(t, got[body], 1, "%s stored (%+v)", body, res) {
 			m := got[body][0]
@@ -152,18 +183,9 @@ func testSendAsyncAcrossRestart(t *testing.T, stop string) {
 func TestRemote_SendAsyncWithIDsResentAfterARestartIsStoredOnce(t *testing.T) {
 	const n = 1500
 	ctx := ctxT(t)
-	dir := t.TempDir()
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
-	var eMu sync.Mutex
-	t.Cleanup(func() {
-		eMu.Lock()
-		defer eMu.Unlock()
-		require.NoError(t, e.Close())
-	})
-	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 3, DedupWindow: time.Hour}))
-	s := startServer(t, e, "", nil)
-	client := dial(t, s.addr, &remote.ClientOptions{MaxReconnectDelay: 100 * time.Millisecond})
+	d := openServedDir(t)
+	require.NoError(t, d.e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 3, DedupWindow: time.Hour}))
+	client := dial(t, d.s.addr, &remote.ClientOptions{MaxReconnectDelay: 100 * time.Millisecond})
 	p := newProducer(t, client)
 	msg := func(i int) *equeue.Message {
 		m := &equeue.Message{Topic: "t", ID: fmt.Sprintf("id-%d", i), Body: fmt.Appendf(nil, "m-%d", i), Keys: []string{fmt.Sprint(i % 5)}}
@@ -193,13 +215,7 @@ func TestRemote_SendAsyncWithIDsResentAfterARestartIsStoredOnce(t *testing.T) {
 		}
 	})
 	<-started
-	s.stop()
-	eMu.Lock()
-	require.NoError(t, e.Close())
-	e, err = equeue.Open(dir, nil)
-	eMu.Unlock()
-	require.NoError(t, err)
-	startServer(t, e, s.addr, nil)
+	d.restart(false)
 	close(restarted)
 	wg.Wait()
 
@@ -215,10 +231,8 @@ func TestRemote_SendAsyncWithIDsResentAfterARestartIsStoredOnce(t *testing.T) {
 		}, "message %d sent again", i)
 	}
 	t.Logf("%d sent again", resent)
-	eMu.Lock()
-	defer eMu.Unlock()
-	eventually(t, 10*time.Second, func() bool { return len(readTopic(t, e, "t")) == n }, "every message stored")
-	got := readTopic(t, e, "t")
+	eventually(t, 10*time.Second, func() bool { return len(d.read("t")) == n }, "every message stored")
+	got := d.read("t")
 	for i := range n {
 		assert.Len(t, got[fmt.Sprintf("m-%d", i)], 1, "message %d", i)
 	}
@@ -239,17 +253,8 @@ func TestRemote_SendBatchOutcomesHoldAcrossARestart(t *testing.T) {
 func testSendBatchAcrossRestart(t *testing.T, stop string) {
 	const workers, batches, size = 4, 60, 8
 	ctx := ctxT(t)
-	dir := t.TempDir()
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
-	var eMu sync.Mutex
-	t.Cleanup(func() {
-		eMu.Lock()
-		defer eMu.Unlock()
-		require.NoError(t, e.Close())
-	})
-	s := startServer(t, e, "", nil)
-	client := dial(t, s.addr, &remote.ClientOptions{MaxReconnectDelay: 100 * time.Millisecond})
+	d := openServedDir(t)
+	client := dial(t, d.s.addr, &remote.ClientOptions{MaxReconnectDelay: 100 * time.Millisecond})
 	require.NoError(t, client.CreateTopic(ctx, "t", 3))
 	p := newProducer(t, client)
 
@@ -283,22 +288,11 @@ func testSendBatchAcrossRestart(t *testing.T, stop string) {
 		})
 	}
 	sent.Wait()
-	if stop == "graceful" {
-		s.srv.GracefulStop()
-	}
-	s.stop()
-	eMu.Lock()
-	require.NoError(t, e.Close())
-	e, err = equeue.Open(dir, nil)
-	eMu.Unlock()
-	require.NoError(t, err)
-	startServer(t, e, s.addr, nil)
+	d.restart(stop == "graceful")
 	close(restarted)
 	wg.Wait()
 
-	eMu.Lock()
-	got := readTopic(t, e, "t")
-	eMu.Unlock()
+	got := d.read("t")
 	counts := map[string]int{}
 	for w := range workers {
 		for b, o := range outcomes[w] {
