@@ -197,37 +197,53 @@ func TestConsumer_HeartbeatsGoOnWhileStartAppliesItsGrants(t *testing.T) {
 	forTransports(t, testConsumer_HeartbeatsGoOnWhileStartAppliesItsGrants)
 }
 
-func testConsumer_HeartbeatsGoOnWhileStartAppliesItsGrants(t *testing.T, tr string) {
+// startThroughAHeldFetch stores n messages on a topic "t" of 4 queues,
+// makes a member id of group "g" with newMember over a broker that holds
+// its first FetchOffsets, and starts it: while Start's fetch is held for
+// three session timeouts, the group's epoch must stay, the member keep
+// its queues and its heartbeats be answered. It then releases the fetch,
+// checks that Start succeeded, and returns the member's queues.
+func startThroughAHeldFetch(t *testing.T, tr, id string, n int, newMember func(equeue.Broker) (start func(context.Context) error, stop func() error)) []equeue.QueueRef {
 	ctx := ctxT(t)
 	e, b := openOver(t, tr, "memory", &equeue.Options{SessionTimeout: holdSession})
 	require.NoError(t, e.CreateTopic(ctx, "t", 4))
 	p := newProducer(t, b, nil)
-	const n = 40
 	for i := range n {
 		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "%d", i)})
 		require.NoError(t, err)
 	}
-	col := newCollector()
 	hb := &holdBroker{Broker: b}
 	hb.arm()
-	c, err := equeue.NewConsumer(hb, equeue.ConsumerOptions{Group: "g", ID: "c1", Subscriptions: []equeue.Subscription{{Topic: "t"}},
-		Handler: col.handler("c1"), HeartbeatInterval: holdHeartbeat})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	start, stop := newMember(hb)
+	t.Cleanup(func() { _ = stop() })
 	started := make(chan error, 1)
-	go func() { started <- c.Start(ctx) }()
+	go func() { started <- start(ctx) }()
 	hb.waitEntered(t, started)
 	epoch, held := memberQueues(t, e, "g", "t")
-	require.Len(t, held["c1"], 4)
+	require.Len(t, held[id], 4)
 	time.Sleep(3 * holdSession) // the FetchOffsets is held for three sessions
 
 	after, members := memberQueues(t, e, "g", "t")
 	assert.Equal(t, epoch, after, "no rebalance while Start applied the grants")
-	assert.Equal(t, held["c1"], members["c1"], "c1 is still a member with its queues")
+	assert.Equal(t, held[id], members[id], "%s is still a member with its queues", id)
 	assert.Positive(t, hb.answered.Load(), "heartbeats were answered while the call was held")
 
 	hb.release()
 	require.NoError(t, <-started)
+	return held[id]
+}
+
+func testConsumer_HeartbeatsGoOnWhileStartAppliesItsGrants(t *testing.T, tr string) {
+	const n = 40
+	col := newCollector()
+	var c *equeue.Consumer
+	startThroughAHeldFetch(t, tr, "c1", n, func(b equeue.Broker) (func(context.Context) error, func() error) {
+		var err error
+		c, err = equeue.NewConsumer(b, equeue.ConsumerOptions{Group: "g", ID: "c1", Subscriptions: []equeue.Subscription{{Topic: "t"}},
+			Handler: col.handler("c1"), HeartbeatInterval: holdHeartbeat})
+		require.NoError(t, err)
+		return c.Start, c.Close
+	})
 	assert.Len(t, statsOf(c, "t"), 4, "Start returned with the granted queues running")
 	eventually(t, 30*time.Second, func() bool { return col.count() >= n }, "every message handled", func() any { return col.count() })
 	assert.Equal(t, n, col.distinct())

@@ -1,9 +1,8 @@
 package equeue_test
 
 import (
-	"fmt"
+	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,36 +22,17 @@ func TestPullConsumer_HeartbeatsGoOnWhileStartAppliesItsGrants(t *testing.T) {
 }
 
 func testPullConsumer_HeartbeatsGoOnWhileStartAppliesItsGrants(t *testing.T, tr string) {
-	ctx := ctxT(t)
-	e, b := openOver(t, tr, "memory", &equeue.Options{SessionTimeout: holdSession})
-	require.NoError(t, e.CreateTopic(ctx, "t", 4))
-	p := newProducer(t, b, nil)
 	const n = 40
-	for i := range n {
-		_, err := p.Send(ctx, &equeue.Message{Topic: "t", Body: fmt.Appendf(nil, "%d", i)})
+	ctx := ctxT(t)
+	var pc *equeue.PullConsumer
+	held := startThroughAHeldFetch(t, tr, "p1", n, func(b equeue.Broker) (func(context.Context) error, func() error) {
+		var err error
+		pc, err = equeue.NewPullConsumer(b, equeue.PullConsumerOptions{Group: "g", ID: "p1",
+			Subscriptions: []equeue.Subscription{{Topic: "t"}}, HeartbeatInterval: holdHeartbeat})
 		require.NoError(t, err)
-	}
-	hb := &holdBroker{Broker: b}
-	hb.arm()
-	pc, err := equeue.NewPullConsumer(hb, equeue.PullConsumerOptions{Group: "g", ID: "p1",
-		Subscriptions: []equeue.Subscription{{Topic: "t"}}, HeartbeatInterval: holdHeartbeat})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pc.Close() })
-	started := make(chan error, 1)
-	go func() { started <- pc.Start(ctx) }()
-	hb.waitEntered(t, started)
-	epoch, held := memberQueues(t, e, "g", "t")
-	require.Len(t, held["p1"], 4)
-	time.Sleep(3 * holdSession) // the FetchOffsets is held for three sessions
-
-	after, members := memberQueues(t, e, "g", "t")
-	assert.Equal(t, epoch, after, "no rebalance while Start applied the grants")
-	assert.Equal(t, held["p1"], members["p1"], "p1 is still a member with its queues")
-	assert.Positive(t, hb.answered.Load(), "heartbeats were answered while the call was held")
-
-	hb.release()
-	require.NoError(t, <-started)
-	require.Equal(t, held["p1"], pc.Assigned(), "Start returned with the granted queues assigned")
+		return pc.Start, pc.Close
+	})
+	require.Equal(t, held, pc.Assigned(), "Start returned with the granted queues assigned")
 	got := 0
 	for _, q := range pc.Assigned() {
 		msgs, err := pc.Fetch(ctx, q, n, 0)
