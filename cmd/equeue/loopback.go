@@ -19,9 +19,10 @@ func isLoopback(addr net.Addr) bool {
 // address it answers only requests to a loopback name (see
 // loopbackHostsOnly), what naming the server in the refusal, e.g. "this
 // metrics server"; on any other address it is h. Serve's operator
-// endpoints (/metrics, /healthz, pprof) use it: on a loopback address
-// they trust whoever reaches them (pprof even with tokens, for go tool
-// pprof), while on a network address the tokens guard them.
+// endpoints (/metrics, /healthz, pprof, a cluster node's admin) use it:
+// on a loopback address they trust whoever reaches them (pprof even with
+// tokens, for go tool pprof), while on a network address the tokens guard
+// them.
 func onLoopbackHostsOnly(addr net.Addr, what string, h http.Handler) http.Handler {
 	if !isLoopback(addr) {
 		return h

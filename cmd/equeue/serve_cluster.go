@@ -182,7 +182,11 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 				return !change || r&remote.RightAdmin != 0, true
 			}))
 		}
-		https = append(https, serveHTTP(ports["cluster-admin"], cluster.AdminHandler(node, opts...), errc))
+		// On loopback it answers only loopback names, so that a web page
+		// cannot read the status through DNS rebinding (changes are refused
+		// to browsers by AdminHandler already).
+		alis := ports["cluster-admin"]
+		https = append(https, serveHTTP(alis, onLoopbackHostsOnly(alis.Addr(), "this cluster admin server", cluster.AdminHandler(node, opts...)), errc))
 	}
 	var stops []func(context.Context) error
 	defer func() {

@@ -133,3 +133,27 @@ func TestCluster_LoopbackMetricsAnswerOnlyLoopbackHosts(t *testing.T) {
 	assertLoopbackHostsOnly(t, maddr, "/metrics", "/healthz")
 	assert.Equal(t, 0, n.srv.stop(t))
 }
+
+// A cluster node's admin address on loopback, without tokens, lets
+// whoever reaches it read /cluster/status: it answers only requests to
+// localhost or a loopback address, so that a web page cannot read it
+// through DNS rebinding, while `equeue cluster` given either keeps working.
+func TestCluster_LoopbackAdminAnswersOnlyLoopbackHosts(t *testing.T) {
+	t.Parallel()
+	n := startClusterNode(t, t.TempDir(), "n1", true)
+	eventually(t, 60*time.Second, "n1's /cluster/status", func() bool {
+		if n.srv.exited() {
+			t.Fatalf("serve exited early: %v\n%s", n.srv.err, n.srv.stderr)
+		}
+		code, _, err := httpGet("http://" + n.admin + "/cluster/status")
+		return err == nil && code == http.StatusOK
+	})
+	assertLoopbackHostsOnly(t, n.admin, "/cluster/status")
+	_, port, err := net.SplitHostPort(n.admin)
+	require.NoError(t, err)
+	for _, admin := range []string{n.admin, net.JoinHostPort("localhost", port)} {
+		r := cli(t, "cluster", "status", "--admin", admin)
+		assert.Equal(t, 0, r.code, "equeue cluster status --admin %s: %s", admin, r.stderr)
+	}
+	assert.Equal(t, 0, n.srv.stop(t))
+}
