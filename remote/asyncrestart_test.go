@@ -66,20 +66,34 @@ func openServedDir(t *testing.T) *servedDir {
 
 // restart stops the server (gracefully, or at once), closes the engine,
 // opens it again on its directory and serves it on the same address.
-func (d *servedDir) restart(graceful bool) {
+func (d *servedDir) restart(graceful bool) { d.restartWith(graceful, true) }
+
+// restartWith stops the server (gracefully, or at once), closes the
+// engine and opens it again on its directory when reopen is set, and
+// serves the engine on the same address.
+func (d *servedDir) restartWith(graceful, reopen bool) {
 	if graceful {
 		d.s.srv.GracefulStop()
 	}
 	d.s.stop()
-	d.mu.Lock()
-	require.NoError(d.t, d.e.Close())
-	e, err := equeue.Open(d.dir, nil)
-	if err == nil {
-		d.e = e
+	if reopen {
+		d.mu.Lock()
+		require.NoError(d.t, d.e.Close())
+		e, err := equeue.Open(d.dir, nil)
+		if err == nil {
+			d.e = e
+		}
+		d.mu.Unlock()
+		require.NoError(d.t, err)
 	}
-	d.mu.Unlock()
-	require.NoError(d.t, err)
-	d.s = startServer(d.t, e, d.s.addr, nil)
+	d.s = startServer(d.t, d.engine(), d.s.addr, nil)
+}
+
+// engine is the engine served now.
+func (d *servedDir) engine() *equeue.Engine {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.e
 }
 
 // read returns the topic's messages by body (readTopic).

@@ -33,21 +33,8 @@ func TestRemote_RequestReplyAcrossARestart(t *testing.T) {
 
 func testRequestAcrossRestart(t *testing.T, restart, stop string) {
 	ctx := ctxT(t)
-	dir := t.TempDir()
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
-	var eMu sync.Mutex
-	engine := func() *equeue.Engine {
-		eMu.Lock()
-		defer eMu.Unlock()
-		return e
-	}
-	t.Cleanup(func() {
-		eMu.Lock()
-		defer eMu.Unlock()
-		require.NoError(t, e.Close())
-	})
-	s := startServer(t, e, "", nil)
+	sd := openServedDir(t)
+	engine, s := sd.engine, sd.s
 	copts := &remote.ClientOptions{MaxReconnectDelay: 100 * time.Millisecond}
 	reqC, repC := dial(t, s.addr, copts), dial(t, s.addr, copts)
 	require.NoError(t, reqC.CreateTopic(ctx, "rpc", 2))
@@ -93,18 +80,7 @@ func testRequestAcrossRestart(t *testing.T, restart, stop string) {
 		})
 	}
 	time.Sleep(20 * time.Millisecond)
-	if stop == "graceful" {
-		s.srv.GracefulStop()
-	}
-	s.stop()
-	if restart == "engine" {
-		eMu.Lock()
-		require.NoError(t, e.Close())
-		e, err = equeue.Open(dir, nil)
-		eMu.Unlock()
-		require.NoError(t, err)
-	}
-	startServer(t, engine(), s.addr, nil)
+	sd.restartWith(stop == "graceful", restart == "engine")
 	wg.Wait()
 	ok := 0
 	for i, err := range errs {

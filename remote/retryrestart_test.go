@@ -42,21 +42,8 @@ func TestRemote_RetriesDelaysAndDeadLettersAcrossAServerRestart(t *testing.T) {
 func testRetriesAcrossRestart(t *testing.T, restart, kind string) {
 	const n, maxAttempts = 200, 3
 	ctx := ctxT(t)
-	dir := t.TempDir()
-	e, err := equeue.Open(dir, nil)
-	require.NoError(t, err)
-	var eMu sync.Mutex
-	engine := func() *equeue.Engine {
-		eMu.Lock()
-		defer eMu.Unlock()
-		return e
-	}
-	t.Cleanup(func() {
-		eMu.Lock()
-		defer eMu.Unlock()
-		require.NoError(t, e.Close())
-	})
-	s := startServer(t, e, "", nil)
+	sd := openServedDir(t)
+	engine, s := sd.engine, sd.s
 	client := dial(t, s.addr, &remote.ClientOptions{MaxReconnectDelay: 200 * time.Millisecond})
 	require.NoError(t, client.CreateTopic(ctx, "t", 2))
 	p := newProducer(t, client)
@@ -102,16 +89,7 @@ func testRetriesAcrossRestart(t *testing.T, restart, kind string) {
 	}
 	c := startConsumer(t, dial(t, s.addr, &remote.ClientOptions{MaxReconnectDelay: 200 * time.Millisecond}), o)
 	eventually(t, 30*time.Second, func() bool { return done.Load() >= n/4 }, "a third handled")
-	s.srv.GracefulStop()
-	s.stop()
-	if restart == "engine" {
-		eMu.Lock()
-		require.NoError(t, e.Close())
-		e, err = equeue.Open(dir, nil)
-		eMu.Unlock()
-		require.NoError(t, err)
-	}
-	startServer(t, engine(), s.addr, nil)
+	sd.restartWith(true, restart == "engine")
 
 	dead := func() map[int][]equeue.DLQEntry {
 		entries, err := engine().ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{Max: 1000})
