@@ -226,10 +226,14 @@ func storedAtOf(res equeue.AppendResult) storedAt {
 // its refusal and, when the engine refused it, the engine's error.
 func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt, int16, error) {
 	if b.producerID >= 0 {
-		st := c.s.pids.lock(c.s.term(), b.producerID, topic, part)
+		term := c.s.term()
+		st := c.s.pids.lock(term, b.producerID, topic, part)
 		defer st.mu.Unlock()
-		if !st.known && b.firstSeq != 0 {
-			c.rebuild(topic, part, b.producerID, st)
+		// A state with a partial try knows what the term stored of the
+		// producer; a first batch (sequence 0) may be the retry of one a
+		// restart cut off, unless the listener handed its ID out since.
+		if !st.known && st.partial == nil && (b.firstSeq != 0 || !c.s.pids.handedOut(term, b.producerID)) {
+			c.rebuild(topic, part, b, st)
 		}
 		st.resumeLogged(b)
 		first, dup, code := st.check(b)

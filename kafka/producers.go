@@ -17,9 +17,14 @@ import (
 // a restart a producer's next batch is taken as it comes, unless rebuild
 // finds the producer's last records in the partition.
 type producers struct {
-	mu    sync.Mutex
-	next  int64
-	parts map[pidPart]*seqState
+	mu   sync.Mutex
+	next int64
+	// handedTerm is the leadership term (Server.term) in which the
+	// listener last handed producer IDs out, and handedFrom the first ID
+	// it handed out in that term, 0 before the first (see handedOut).
+	handedTerm uint64
+	handedFrom int64
+	parts      map[pidPart]*seqState
 	// scans holds what rebuild read of each partition it read.
 	scans map[scanKey]*partScan
 	// lookedUp, set by tests, runs in lock between the lookup of a state
@@ -108,8 +113,26 @@ func (c *conn) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProduce
 	// election timeout) and none handed out more than one a microsecond.
 	p.next = max(p.next+1, time.Now().UnixMicro())
 	resp.ProducerID = p.next
+	if term := c.s.term(); p.handedFrom == 0 || p.handedTerm != term {
+		p.handedTerm, p.handedFrom = term, p.next
+	}
 	p.mu.Unlock()
 	return resp
+}
+
+// handedOut reports whether pid is an ID the listener handed out in
+// term: at least the first it handed out in that term, at most the last.
+// No record of such a producer was stored before the term (an ID is never
+// below the clock when it is handed out: see initProducerID), so those
+// the partition holds were stored through the listener in the term,
+// which knows of them, and a first batch of such a producer needs no
+// read of the partition (see conn.rebuild). A client making IDs up may
+// name one in that range: it is taken as it comes, as it would be after
+// the read, which finds none of its records.
+func (p *producers) handedOut(term uint64, pid int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.handedFrom != 0 && p.handedTerm == term && pid >= p.handedFrom && pid <= p.next
 }
 
 // lock returns the locked state of a producer on a partition in the

@@ -15,13 +15,13 @@ import (
 const rebuildScan = 16 * equeue.MaxPullBatch
 
 // rebuild learns from the partition's last records (rebuildScan at most)
-// what producer pid stored there last, for st, the producer's state there,
-// which knows nothing: the listener restarted, or forgot the state, while
-// the producer went on. Its records carry message IDs naming the producer,
-// its epoch and their sequence numbers (setIDs), so, as Kafka rebuilds its
-// producers' state from its log, st then knows the producer's epoch and
-// last sequence number, and where each of the producer's records of that
-// epoch read is stored (seqState.logged). A batch the producer sent
+// what the producer of b, a batch it sent, stored there last, for st, the
+// producer's state there, which knows nothing: the listener restarted, or
+// forgot the state, while the producer went on. Its records carry message
+// IDs naming the producer, its epoch and their sequence numbers (setIDs),
+// so, as Kafka rebuilds its producers' state from its log, st then knows
+// the producer's epoch and last sequence number, and where each of the
+// producer's records of that epoch read is stored (seqState.logged). A batch the producer sent
 // ahead of one that was not stored is then refused
 // OUT_OF_ORDER_SEQUENCE_NUMBER, as from Kafka, and the client sends it
 // again after the other; taken as it came, the other was refused instead,
@@ -41,10 +41,13 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // partScan), whichever producers ask: a producer's records stored since
 // were stored through the listener, which then knows its state. A
 // producer found there has the records before its last read once more,
-// MaxPullBatch at most, the first time it asks. So a client sending
-// batches under producer IDs it makes up costs no more than one read of
-// the partition.
-func (c *conn) rebuild(topic string, part int32, pid int64, st *seqState) {
+// the first time it asks: as many as b has, MaxPullBatch at least, so
+// that the first records of b stored before a restart cut it off are
+// read (see resumeLogged), and none below the partition's read
+// (rebuildScan records at most). So a client sending batches under
+// producer IDs it makes up costs no more than one read of the partition.
+func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState) {
+	pid := b.producerID
 	ti, err := c.s.b.Topic(c.ctx, topic)
 	if err != nil || part < 0 || int(part) >= len(ti.Queues) {
 		return
@@ -70,7 +73,8 @@ func (c *conn) rebuild(topic string, part int32, pid int64, st *seqState) {
 		return
 	}
 	prefix := "kafka-" + strconv.FormatInt(pid, 10) + "-"
-	err = c.readRecords(topic, q.ID, max(sc.floor, off+1-equeue.MaxPullBatch), off+1, func(m *equeue.Message) {
+	back := int64(max(len(b.msgs), equeue.MaxPullBatch))
+	err = c.readRecords(topic, q.ID, max(sc.floor, off+1-back), off+1, func(m *equeue.Message) {
 		epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
 		if !ok || !listenerShaped(m) {
 			return
@@ -188,13 +192,14 @@ func (st *seqState) loggedBatch(b *producedBatch) (storedAt, bool) {
 // acknowledged at b's first offset. Taken as a batch ahead of the last
 // record read, b was refused OUT_OF_ORDER_SEQUENCE_NUMBER, and franz-go
 // then sent its records again under a new epoch, storing those stored
-// twice. A batch whose sequence numbers wrap around is left to check.
+// twice; a first batch (sequence 0) was stored whole. A batch whose
+// sequence numbers wrap around is left to check.
 func (st *seqState) resumeLogged(b *producedBatch) {
 	if st.logged == nil || st.partial != nil || b.producerEpoch != st.epoch {
 		return
 	}
 	last := b.lastSeq()
-	if b.firstSeq <= 0 || last < b.firstSeq || st.lastSeq < b.firstSeq || st.lastSeq >= last {
+	if b.firstSeq < 0 || last < b.firstSeq || st.lastSeq < b.firstSeq || st.lastSeq >= last {
 		return
 	}
 	first, ok := st.logged[b.firstSeq]
