@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/equeue-go/equeue"
@@ -49,7 +50,9 @@ var errCloseStopped = fmt.Errorf("%w: the node's close stopped before it finishe
 // A close that stopped before it finished (a panic, which goes on in the
 // goroutine that ran the close, as for equeue.Engine.CloseContext; one in
 // the leader engine's close too, unless the node gave that close up) makes
-// every later call return an error matching equeue.ErrCloseUnfinished.
+// every later call return an error matching equeue.ErrCloseUnfinished. A
+// panic in an engine's close the node gave up is logged (the node's
+// Logger, at error level): nobody waits for that close any more.
 //
 // Abandoning the close loses nothing the node acknowledged: a write it
 // answered is in the Raft log of a majority of the voters, and a host that
@@ -79,8 +82,9 @@ func (n *Node) CloseContext(ctx context.Context) error {
 // until it does. The first close given up is kept for the node's result
 // (shutdown). A panic in the engine's close goes on in closeEngine's
 // goroutine, as it would in a plain Close of the engine (the node's
-// Close's caller gets it), unless the node gave that close up first: it
-// then ends the program, as a panic in any close left in the background.
+// Close's caller gets it), unless the node gave that close up first:
+// nobody waits for it then, and the panic is recovered and logged (the
+// node's logger, at error level) rather than left to end the program.
 func (n *Node) closeEngine(e *equeue.Engine) {
 	closed := make(chan error, 1)
 	stopped := make(chan any)     // what the engine's close panicked with
@@ -95,8 +99,12 @@ func (n *Node) closeEngine(e *equeue.Engine) {
 			select {
 			case stopped <- p:
 			case <-gaveUp:
-				if p != nil { // nil: runtime.Goexit, which goes on
-					panic(p)
+				// Nobody waits for this close any more: a panic raised
+				// again here would end the program, long after the
+				// node's Close returned. nil: runtime.Goexit, which goes
+				// on.
+				if p != nil {
+					n.log.Error("the given-up close of an ended tenure's engine panicked", "panic", p, "stack", string(debug.Stack()))
 				}
 			}
 		}()
@@ -134,6 +142,30 @@ func (n *Node) closeEngine(e *equeue.Engine) {
 
 // engineCloseGrace is how long closeEngine waits for an engine's close at
 // least, even once the node's close was given up: the writes it has on
-// their way are given up after closeDrain (stopEngineClosing), and its
+// their way are given up after closeDrain (giveUpWritesOnClose), and its
 // close then ends at once unless its store does not answer.
 const engineCloseGrace = 2 * closeDrain
+
+// giveUpWritesOnClose gives the writes rs has on their way up (they end
+// with errClosedUncommitted, an unknown outcome) once the node closes
+// (Close, or a CloseContext) and closeDrain passed, unless stop was
+// called first. A leader that commits nothing would otherwise hold its
+// engine's close for ever.
+func (n *Node) giveUpWritesOnClose(rs *replicatedStore) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-n.closing:
+		case <-done:
+			return
+		}
+		t := time.NewTimer(closeDrain)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			rs.giveUp(errClosedUncommitted)
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
+}

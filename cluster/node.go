@@ -489,6 +489,14 @@ func (n *Node) reclaimFollowing(every time.Duration) {
 
 // reconcile closes an engine whose tenure ended and opens one when the
 // node leads without one.
+//
+// It waits in the engine's close (stopEngine), and nothing else reconciles
+// meanwhile: an engine whose store does not answer (a hung disk) holds the
+// reconcile loop, and Close, which waits for it, until the store answers.
+// Such a store would hold Close's own close of the engine as well; a
+// CloseContext whose context ends gives the node's close up, and the loop
+// then gives the engine's close up too after engineCloseGrace and ends, so
+// that the node's close goes on.
 func (n *Node) reconcile() {
 	if err := n.alog.failed(); err != nil {
 		n.failStop(err)
@@ -706,7 +714,14 @@ func (n *Node) startTenure() error {
 	return nil
 }
 
-// stopEngine ends the current tenure and closes its engine.
+// stopEngine ends the current tenure and closes its engine. The engine's
+// close waits for the writes it has on their way, which a leader that
+// commits nothing (its voters answer its heartbeats but refuse its
+// entries) never answers: once the node closes, they are given up after
+// closeDrain (giveUpWritesOnClose), whoever stops the engine — Close, or
+// the reconcile loop, which Close waits for. An engine whose store does
+// not answer holds its close, and the caller with it, until the store
+// answers or a CloseContext gave the node's close up (closeEngine).
 func (n *Node) stopEngine() {
 	n.mu.Lock()
 	e, rs := n.engine, n.rstore
@@ -722,6 +737,7 @@ func (n *Node) stopEngine() {
 		n.opts.OnEngine(nil)
 	}
 	rs.fence(errFenced)
+	defer n.giveUpWritesOnClose(rs)()
 	n.closeEngine(e)
 	n.log.Info("stopped serving as leader")
 }
@@ -762,22 +778,6 @@ func (n *Node) drain() {
 	}
 }
 
-// stopEngineClosing is stopEngine for Close: the engine's close waits for
-// the writes it has on their way to be committed, for closeDrain at most.
-// A leader that commits nothing (its followers answer its heartbeats but
-// refuse its entries) would hold it for ever; the writes still on their
-// way then end with an error matching equeue.ErrIndeterminate.
-func (n *Node) stopEngineClosing() {
-	n.mu.RLock()
-	rs := n.rstore
-	n.mu.RUnlock()
-	if rs != nil {
-		t := time.AfterFunc(closeDrain, func() { rs.giveUp(errClosedUncommitted) })
-		defer t.Stop()
-	}
-	n.stopEngine()
-}
-
 // shutdown is the close of the node (see Close): it stops serving, shuts
 // Raft down and closes the stores, and returns what failed. It runs once,
 // started by the first Close or CloseContext; when it does not finish (a
@@ -785,7 +785,7 @@ func (n *Node) stopEngineClosing() {
 func (n *Node) shutdown() error {
 	close(n.closing)
 	n.wg.Wait()
-	n.stopEngineClosing()
+	n.stopEngine()
 	n.drain()
 	return n.release()
 }
