@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -23,7 +24,8 @@ const maxPullMany = 4096
 // if none finds anything the call waits on all their queues together
 // (Engine.WaitAny, no goroutine per queue) and tries them again. The
 // answer never passes the client's limit: pulls beyond it answer "no new
-// message" at their own offset, to be asked again.
+// message" at their own offset, to be asked again. An answer that found
+// nothing before the wait asked ended tells the client so (tellCapped).
 func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.PullManyResponse, error) {
 	if n := len(req.GetPulls()); n == 0 || n > maxPullMany {
 		return nil, fmt.Errorf("%w: %d pulls in one call, want 1..%d", equeue.ErrInvalidArgument, n, maxPullMany)
@@ -58,10 +60,14 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 	if found || wait <= 0 {
 		return out, nil
 	}
-	if err := v.e.WaitAny(ctx, pulls, spread(wait)); err != nil {
+	asked, start := spread(wait), time.Now()
+	if err := v.e.WaitAny(ctx, pulls, asked); err != nil {
 		return nil, v.s.stopped(ctx, err)
 	}
-	out, _ = v.pullAll(ctx, pulls, versions, limit)
+	out, found = v.pullAll(ctx, pulls, versions, limit)
+	if !found {
+		tellCapped(ctx, start, asked)
+	}
 	return out, nil
 }
 

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
 )
@@ -19,7 +22,8 @@ import (
 // still waiting (pulls only read, so nothing is lost). A call waits as
 // long as the shortest wait of its pulls. When it comes back, only the
 // pulls it has something for, and those whose own wait has ended, are
-// answered: the others keep waiting, in the next call, until their own
+// answered (all of them when the broker tells that its MaxPullWait ended
+// the call's wait: mdPullCapped): the others keep waiting, in the next call, until their own
 // wait ends, so one message does not send every idle pull of the client
 // round the loop again, and a pull with a short wait does not answer one
 // with a long wait "no new message" early. The call carries at most maxPullMany pulls, the
@@ -239,7 +243,8 @@ func (m *pullMux) settle(want int) bool {
 // round makes one PullMany call for batch; ok is false when the client
 // closes, answered counts the pulls it answered (with messages, an error,
 // or "no new message" once their wait ended). A pull answered "no new message" before its own wait
-// ended stays waiting, for the next round. A kick (a new or cancelled pull) cancels the call; the
+// ended stays waiting, for the next round, unless the broker told that its
+// cap ended the call's wait (mdPullCapped). A kick (a new or cancelled pull) cancels the call; the
 // next round asks again for every pull still waiting.
 func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 	wait := time.Duration(math.MaxInt64)
@@ -268,7 +273,8 @@ func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 	}
 	m.call, m.kicked = cancel, false
 	m.mu.Unlock()
-	resp, err := m.c.api.PullMany(ctx, in)
+	var header metadata.MD
+	resp, err := m.c.api.PullMany(ctx, in, grpc.Header(&header))
 	m.mu.Lock()
 	m.call = nil
 	kicked := m.kicked
@@ -297,11 +303,14 @@ func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 		return 0, true
 	}
 	now = time.Now()
+	// The engine's cap ended the call's wait: every pull of it has waited
+	// that long, and is answered with nothing, as in process.
+	cut := capped(header)
 	for i, p := range batch {
 		switch pe := items[i].GetError(); {
 		case pe != nil:
 			m.answered(p, muxResult{err: pullErrorFromPB(pe)})
-		case idle(p, items[i]) && now.Before(m.due(p)):
+		case idle(p, items[i]) && !cut && now.Before(m.due(p)):
 			// Its own wait has not ended (the call's was the shortest
 			// of its pulls', or another pull found something): the next
 			// call carries it.
