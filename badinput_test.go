@@ -42,6 +42,14 @@ func TestBadInput_DocumentedErrors(t *testing.T) {
 			return err
 		}, equeue.ErrInvalidArgument},
 		{"empty batch", func() error { _, err := p.SendBatch(ctx, nil); return err }, equeue.ErrInvalidArgument},
+		{"nil context (pull consumer close)", func() error {
+			pc, err := equeue.NewPullConsumer(e, equeue.PullConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = pc.Close() }()
+			return pc.CloseContext(nilCtx)
+		}, equeue.ErrInvalidArgument},
 		{"unknown topic", func() error { _, err := p.Send(ctx, &equeue.Message{Topic: "nope"}); return err }, equeue.ErrTopicNotFound},
 		{"negative delay", func() error {
 			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Delay: -1})

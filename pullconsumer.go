@@ -493,8 +493,41 @@ func (pc *PullConsumer) Seek(q QueueRef, offset int64) error {
 	return nil
 }
 
-// Close leaves the group without committing. Idempotent.
+// closeLeaveTimeout bounds how long Close waits for the broker to answer
+// its leave.
+const closeLeaveTimeout = 10 * time.Second
+
+// Close leaves the group without committing. Idempotent. It waits up to
+// 10 s for the broker to answer the leave (a remote broker whose
+// connection went silent may never answer it); CloseContext takes that
+// bound from a context instead.
 func (pc *PullConsumer) Close() error {
+	return pc.close(func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), closeLeaveTimeout)
+	})
+}
+
+// CloseContext is Close that waits for the broker to answer its leave
+// only until ctx ends, instead of up to 10 s. The consumer is closed
+// whether the leave is answered or not: its heartbeats end before it
+// returns (no goroutine of its own is left), and Fetch, Commit and Seek
+// return ErrClosed. When ctx ends first, it returns an error matching
+// ctx's error, and the member stays in the group until the engine's
+// session timeout expires it and hands its queues to the other members.
+// With a ctx that never ends (context.Background) it waits for the
+// leave's answer as long as the broker takes. Idempotent, as Close: a
+// later call of either returns nil. A nil ctx returns ErrInvalidArgument
+// and closes nothing.
+func (pc *PullConsumer) CloseContext(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	return pc.close(func() (context.Context, context.CancelFunc) { return ctx, func() {} })
+}
+
+// close closes the consumer and leaves the group within the context
+// bound returns, called once the consumer's own goroutines ended.
+func (pc *PullConsumer) close(bound func() (context.Context, context.CancelFunc)) error {
 	pc.mu.Lock()
 	if pc.closed {
 		pc.mu.Unlock()
@@ -508,13 +541,19 @@ func (pc *PullConsumer) Close() error {
 	if !started {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if pc.replaced.Load() {
 		return nil // the member ID belongs to another incarnation now
 	}
-	if err := leaveGroup(ctx, pc.b, pc.join); notLeft(err) {
-		return err
+	ctx, cancel := bound()
+	defer cancel()
+	err := leaveGroup(ctx, pc.b, pc.join)
+	if !notLeft(err) {
+		return nil
 	}
-	return nil
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		// A broker's error for a call whose context ended need not say
+		// so (a transport may report it unavailable).
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
 }
