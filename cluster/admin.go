@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/equeue-go/equeue"
@@ -101,8 +102,14 @@ func (n *Node) EngineStats(ctx context.Context) (equeue.Stats, error) {
 }
 
 // DeleteGroup deletes a consumer group on the leader (see Engine.DeleteGroup).
+// The engine deletes a group in several writes: one cut short by the end
+// of the leader's tenure fails with an error matching
+// equeue.ErrIndeterminate (part of the group may be deleted), never with
+// a refusal that did nothing; call it again on the new leader to finish.
 func (n *Node) DeleteGroup(ctx context.Context, name string, o equeue.DeleteGroupOptions) error {
-	return call0(n, func(e *equeue.Engine) error { return e.DeleteGroup(ctx, name, o) })
+	return call0(n, func(e *equeue.Engine) error {
+		return cutShort(fmt.Sprintf("delete group %q", name), e.DeleteGroup(ctx, name, o))
+	})
 }
 
 // DeleteReplyTopic deletes a requester's reply topic on the leader (see

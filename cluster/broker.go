@@ -57,7 +57,8 @@ func (n *Node) notLeader() error {
 }
 
 // call runs f on the current engine. An engine closed under f (its tenure
-// ended) did nothing for f: that is reported as not leading.
+// ended) did nothing for f: that is reported as not leading, unless f
+// says its outcome is unknown (equeue.ErrIndeterminate: see cutShort).
 func call[T any](n *Node, f func(e *equeue.Engine) (T, error)) (T, error) {
 	e, err := n.Engine()
 	if err != nil {
@@ -65,7 +66,7 @@ func call[T any](n *Node, f func(e *equeue.Engine) (T, error)) (T, error) {
 		return zero, err
 	}
 	v, err := f(e)
-	if err != nil && errors.Is(err, equeue.ErrClosed) {
+	if err != nil && errors.Is(err, equeue.ErrClosed) && !errors.Is(err, equeue.ErrIndeterminate) {
 		select {
 		case <-n.closing:
 		default:
