@@ -75,9 +75,19 @@ func (n *Node) DeadLetters(ctx context.Context, group string, from int64, max in
 }
 
 // Redrive sends dead letters back to the group's retry topic, or with
-// req.ToTopic to their topics.
+// req.ToTopic to their topics. The engine sends each in a write of its
+// own: a redrive cut short by the end of the leader's tenure after it sent
+// some fails with an error matching equeue.ErrIndeterminate, never with a
+// refusal that did nothing; call it again on the new leader to send the
+// rest (those sent are marked, and not sent twice).
 func (n *Node) Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error) {
-	return call(n, func(e *equeue.Engine) (int, error) { return e.Redrive(ctx, group, req) })
+	return call(n, func(e *equeue.Engine) (int, error) {
+		sent, err := e.Redrive(ctx, group, req)
+		if sent > 0 {
+			err = cutShort(fmt.Sprintf("redrive of %q after %d dead letters sent back", group, sent), err)
+		}
+		return sent, err
+	})
 }
 
 // ListDeadLetters lists a group's dead letters.
