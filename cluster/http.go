@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/loopback"
 )
 
 // AdminHandler serves a node's cluster administration over HTTP, for
@@ -20,9 +22,14 @@ import (
 //	POST /cluster/transfer[?id=ID]            hand leadership over (leader only)
 //
 // Without WithAdminAuth it has no authentication: serve it on loopback or a
-// private network. Changes are refused (403) to requests a web browser
-// sends (they carry Origin or Sec-Fetch-Site), so that a web page cannot
-// make an operator's browser change the cluster. With it, every request needs "Authorization: Bearer
+// private network. On a loopback address it then answers only requests
+// addressed to localhost or a loopback address (any port; any other Host
+// gets 403), so that a web page of another site whose name was made to
+// resolve to 127.0.0.1 (DNS rebinding) cannot read the status through an
+// operator's browser; on another address it answers any Host. Changes are
+// refused (403) to requests a web browser sends (they carry Origin or
+// Sec-Fetch-Site), so that a web page cannot make an operator's browser
+// change the cluster. With it, every request needs "Authorization: Bearer
 // TOKEN": a missing or unknown token gets 401, a token that may read but not
 // change the cluster gets 403 on a change. Changes asked of a follower fail
 // with 409 and the leader's ID, and so does a removal that would leave too
@@ -83,7 +90,26 @@ func AdminHandler(n *Node, opts ...AdminOption) http.Handler {
 	mux.HandleFunc("POST /cluster/transfer", change(func(ctx context.Context, r *http.Request) error {
 		return n.TransferLeadership(ctx, r.URL.Query().Get("id"))
 	}))
-	return mux
+	if cfg.auth != nil {
+		return mux
+	}
+	return loopbackHostsOnly(mux)
+}
+
+// loopbackHostsOnly is h, a handler without authentication, refusing with
+// 403 a request that arrived on a loopback address addressed to a Host
+// other than localhost or a loopback address: a web page of another site
+// whose name was made to resolve to 127.0.0.1 (DNS rebinding), which the
+// operator's browser would let read the status. On any other address h
+// answers every Host.
+func loopbackHostsOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if loopback.Rebound(r) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "this cluster admin server has no authentication and answers only requests to localhost or a loopback address, not to " + strconv.Quote(r.Host)})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // fromBrowser reports whether r came from a web browser: browsers mark

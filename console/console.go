@@ -10,10 +10,12 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/loopback"
 	"github.com/equeue-go/equeue/remote"
 )
 
@@ -65,10 +67,14 @@ type Options struct {
 	ReadOnly bool
 	// Tokens, when not empty, requires a login with one of these tokens
 	// (the server's bearer tokens): RightAdmin may act, RightConsume may
-	// look. Nil means the console does no authentication. Every token here
-	// reaches all the console's Backend shows: leave out tokens the gRPC
-	// server scopes to a namespace (remote.ServerOptions.TokenNamespaces),
-	// or give each namespace its own console over its Namespace view.
+	// look. Nil means the console does no authentication; on a loopback
+	// address it then answers only requests addressed to localhost or a
+	// loopback address (any other Host gets 403: a web page that reached
+	// it by DNS rebinding), so a proxy in front of it must send such a
+	// Host. Every token here reaches all the console's Backend shows:
+	// leave out tokens the gRPC server scopes to a namespace
+	// (remote.ServerOptions.TokenNamespaces), or give each namespace its
+	// own console over its Namespace view.
 	Tokens map[string]remote.Rights
 	// Title is shown in the header. Empty means "equeue".
 	Title string
@@ -215,6 +221,15 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if c.auth.tokens == nil && loopback.Rebound(r) {
+		// Without tokens the console trusts whoever reaches it: on a
+		// loopback address, a web page of another site whose name was
+		// made to resolve to 127.0.0.1 (DNS rebinding) would be, to the
+		// operator's browser, of the console's origin, reading its pages
+		// and posting its forms. It sends that site's name as Host.
+		http.Error(w, "this console has no tokens and answers only requests to localhost or a loopback address, not to "+strconv.Quote(r.Host), http.StatusForbidden)
+		return
+	}
 	// Bounded here, before any handler parses a form: a multipart upload
 	// read without a bound goes to memory and temporary files to its end.
 	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)

@@ -34,7 +34,12 @@
 // total; behind a reverse proxy, Options.TrustedProxies names the proxies
 // whose X-Forwarded-For header gives the client's address.
 // Without Tokens the console trusts whoever reaches it: put it behind the
-// application's own authentication.
+// application's own authentication. On a loopback address it then answers
+// only requests addressed to localhost or a loopback address (any port;
+// any other Host gets 403), so that a web page of another site whose name
+// was made to resolve to 127.0.0.1 (DNS rebinding) cannot read its pages
+// or post its forms through an operator's browser; a proxy in front of it
+// on loopback must send such a Host.
 //
 // # Assets
 //

@@ -3,16 +3,15 @@ package main
 import (
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
-	"strings"
+
+	"github.com/equeue-go/equeue/internal/loopback"
 )
 
 // isLoopback reports whether addr, a listener's address, is on the
 // loopback interface.
 func isLoopback(addr net.Addr) bool {
-	ta, ok := addr.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
+	return loopback.IsAddr(addr)
 }
 
 // onLoopbackHostsOnly is h served on a listener at addr: on a loopback
@@ -31,34 +30,20 @@ func onLoopbackHostsOnly(addr net.Addr, what string, h http.Handler) http.Handle
 }
 
 // loopbackHostsOnly serves only requests addressed to a loopback name
-// (localhost, 127.0.0.1, [::1]; any port), refusing the others with 403
-// and a message that begins with what, e.g. "this console has no tokens
-// and". A server on a loopback address that trusts whoever reaches it
+// (localhost, 127.0.0.1, [::1]; any port: loopback.IsHost), refusing the
+// others with 403 and a message that begins with what, e.g. "this metrics
+// server". A server on a loopback address that trusts whoever reaches it
 // could be reached by a web page of another site through the operator's
 // browser by DNS rebinding (the site's own name made to resolve to
 // 127.0.0.1): the browser then takes the server for that site, lets the
-// page read its answers (and post a console's forms), and sends that
-// site's name as Host, which is refused here.
+// page read its answers, and sends that site's name as Host, which is
+// refused here.
 func loopbackHostsOnly(what string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLoopbackHost(r.Host) {
+		if !loopback.IsHost(r.Host) {
 			http.Error(w, what+" answers only requests to localhost or a loopback address, not to "+strconv.Quote(r.Host), http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// isLoopbackHost reports whether a Host header names this machine's
-// loopback: localhost or a loopback address, with or without a port.
-func isLoopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -100,15 +100,13 @@ func (c *consoleAddon) start(_ context.Context, env serveEnv) (func(context.Cont
 	// The console's escaped path: a prefix with a space or a brace is a
 	// literal in the mux's pattern, as the console escapes it too.
 	pattern := (&url.URL{Path: prefix}).EscapedPath()
-	var h http.Handler = console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log,
+	h := console.New(env.backend, console.Options{Prefix: prefix, ReadOnly: c.readOnly, Tokens: env.tokens, Logger: env.log,
 		TrustedProxies: c.trusted})
 	lis := env.ports["console"]
-	if len(env.tokens) == 0 {
-		if isLoopback(lis.Addr()) {
-			h = loopbackHostsOnly("this console has no tokens and", h)
-		} else {
-			env.log.Warn("the console has no tokens: anyone who reaches it may act; pass --token or listen on a loopback address")
-		}
+	// Without tokens, on a loopback address the console answers only
+	// requests to a loopback name itself (DNS rebinding).
+	if len(env.tokens) == 0 && !isLoopback(lis.Addr()) {
+		env.log.Warn("the console has no tokens: anyone who reaches it may act; pass --token or listen on a loopback address")
 	}
 	if env.tls != nil && env.tls.ClientAuth >= tls.RequireAnyClientCert {
 		env.log.Warn("the console shares the server's TLS settings: browsers must present a client certificate too")

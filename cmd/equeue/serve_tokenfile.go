@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // maxTokenFileBytes bounds what serve reads of a --token-file: a token file
@@ -112,7 +113,11 @@ func (a *app) logTokenFiles(files []tokenFile) {
 // file's permission bits too. The lines are checked by parseTokens and
 // parseTokenNamespaces, as --token's.
 func readTokenFile(path string) ([]tokenSpec, fs.FileMode, error) {
-	f, err := os.Open(path)
+	deadline := time.Now().Add(tokenFileWait)
+	f, err := openTokenFile(path, deadline)
+	if errors.Is(err, errTokenFileSilent) {
+		return nil, 0, fmt.Errorf("--token-file %s: nothing to read within %v: a named pipe that no program writes to?", path, tokenFileWait)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("--token-file %s: %w", path, pathErr(err))
 	}
@@ -121,8 +126,17 @@ func readTokenFile(path string) ([]tokenSpec, fs.FileMode, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("--token-file %s: %w", path, pathErr(err))
 	}
+	// A pipe whose writer writes nothing, and does not close it, would
+	// hold the read for ever: the deadline ends it. A regular file has
+	// none, and needs none.
+	_ = f.SetReadDeadline(deadline)
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) && len(data) == 0:
+		return nil, 0, fmt.Errorf("--token-file %s: nothing to read within %v: a pipe whose writer writes nothing?", path, tokenFileWait)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, 0, fmt.Errorf("--token-file %s: not read to its end within %v: a pipe whose writer does not close it?", path, tokenFileWait)
+	case err != nil:
 		return nil, 0, fmt.Errorf("--token-file %s: %w", path, pathErr(err))
 	}
 	if len(data) > maxTokenFileBytes {

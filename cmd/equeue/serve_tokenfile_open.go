@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"time"
+)
+
+// tokenFileWait bounds how long serve waits for a --token-file to open and
+// to be read to its end: the open of a named pipe waits for a program to
+// open it for writing, and a read of a pipe for its writer to write and
+// close it, which would otherwise hold serve's start for ever. A variable,
+// so that a test can shorten it.
+var tokenFileWait = 10 * time.Second
+
+// errTokenFileSilent is openTokenFile's error when the open still waited
+// at the deadline.
+var errTokenFileSilent = errors.New("token file: nothing to read")
+
+// opened is the outcome of an open.
+type opened struct {
+	// f is the file opened, nil on an error.
+	f *os.File
+	// err is the open's error.
+	err error
+}
+
+// openTokenFile opens path for reading, waiting until deadline at most:
+// the open of a named pipe waits until a program opens it for writing. At
+// the deadline it returns errTokenFileSilent, and the open that still
+// waits is released (see releaseOpen), so that no goroutine stays behind
+// it.
+func openTokenFile(path string, deadline time.Time) (*os.File, error) {
+	done := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		done <- opened{f: f, err: err}
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case o := <-done:
+		return o.f, o.err
+	case <-timer.C:
+	}
+	go releaseOpen(path, done)
+	return nil, errTokenFileSilent
+}
+
+// releaseOpen ends an open of path that openTokenFile gave up on: if path
+// is a named pipe it opens it for writing, without waiting, which lets
+// the open that waits for a writer return; then it closes the file that
+// open gives. An open of anything else that waits (a file system that does
+// not answer) keeps its goroutine until it returns.
+func releaseOpen(path string, done <-chan opened) {
+	for wakeFIFOOpen(path) {
+		// The pipe has no reader yet: the open has not begun.
+		select {
+		case o := <-done:
+			closeOpened(o)
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	closeOpened(<-done)
+}
+
+// closeOpened closes the file of o, if any.
+func closeOpened(o opened) {
+	if o.f != nil {
+		_ = o.f.Close()
+	}
+}
