@@ -430,16 +430,16 @@ func (c *Consumer) Start(ctx context.Context) error {
 	// The join's grants are applied by the membership loop, which
 	// heartbeats meanwhile: fetching their offsets may outlast the
 	// session timeout. Start waits for that first apply.
-	applied := make(chan struct{})
+	first := newFirstApply(false)
 	c.mu.Lock()
 	if c.closed { // Close may be waiting for the goroutines already
 		c.mu.Unlock()
 		return nil
 	}
-	c.goFunc(func() { c.membershipLoop(&a, applied) })
+	c.goFunc(func() { c.membershipLoop(&a, first) })
 	c.mu.Unlock()
 	select {
-	case <-applied:
+	case <-first.done:
 	case <-ctx.Done():
 		c.log.Warn("initial assignment still being applied", "err", ctx.Err())
 	}
@@ -455,16 +455,12 @@ func (c *Consumer) goFunc(f func()) {
 }
 
 // membershipLoop heartbeats and applies assignment changes, first the
-// join's; applied is closed once the first apply returned (or the loop
-// ended before it).
-func (c *Consumer) membershipLoop(first *Assignment, applied chan struct{}) {
-	var once sync.Once
-	done := func() { once.Do(func() { close(applied) }) }
-	defer done()
-	runMembership(c.loopCtx, c.b, c.joinRequest(), c.heartbeatWait, c.log, c.knownVersion, first, func(ctx context.Context, a Assignment) error {
-		defer done()
-		return c.apply(ctx, a)
-	}, c.abandonAll, c.replaced.Store, c.gate.set)
+// join's (join); first is told once the first apply returned, or the
+// loop ended before one did.
+func (c *Consumer) membershipLoop(join *Assignment, first *firstApply) {
+	defer first.report(nil)
+	runMembership(c.loopCtx, c.b, c.joinRequest(), c.heartbeatWait, c.log, c.knownVersion, join,
+		first.wrap(c.apply), c.abandonAll, c.replaced.Store, c.gate.set)
 }
 
 // gated reports whether the consumer's queues wait on its membership

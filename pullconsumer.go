@@ -145,24 +145,18 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	// The join's grants are applied by the membership loop, which
 	// heartbeats meanwhile; Start waits for that first apply.
 	loopCtx, stopLoop := context.WithCancel(pc.ctx)
-	applied := make(chan error, 1)
+	first := newFirstApply(true)
 	ended := make(chan struct{})
 	pc.wg.Add(1) // under mu, before Close's Wait
 	pc.mu.Unlock()
 	go func() {
 		defer pc.wg.Done()
 		defer close(ended)
+		defer first.report(ErrClosed) // Close ended the loop before it applied anything
 		defer stopLoop()
-		pc.membershipLoop(loopCtx, &a, applied)
+		pc.membershipLoop(loopCtx, &a, first)
 	}()
-	select {
-	case err = <-applied:
-	case <-ended: // Close ended the loop before it applied anything
-		err = ErrClosed
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err == nil {
+	if err = first.wait(ctx); err == nil {
 		return nil
 	}
 	// Joined, but its grants are not usable: stop the loop, leave, so its
@@ -189,23 +183,11 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 }
 
 // membershipLoop heartbeats and applies the member's assignments until
-// ctx ends (runMembership), beginning with first, the join's; the outcome
-// of the first apply that was not cancelled is sent on applied
-// (buffered). An apply is cancelled when the member rejoins (expired
-// meanwhile: the new join's assignment is applied next, and tells) or
-// the loop ends (which Start sees by itself): its error says nothing of
-// the grants.
-func (pc *PullConsumer) membershipLoop(ctx context.Context, first *Assignment, applied chan<- error) {
-	var once sync.Once
-	runMembership(ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, pc.knownVersion, first,
-		func(actx context.Context, a Assignment) error {
-			err := pc.apply(actx, a)
-			if err != nil && actx.Err() != nil {
-				return err
-			}
-			once.Do(func() { applied <- err })
-			return err
-		}, func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
+// ctx ends (runMembership), beginning with the join's; first is told the
+// outcome of the first apply that was not cancelled.
+func (pc *PullConsumer) membershipLoop(ctx context.Context, join *Assignment, first *firstApply) {
+	runMembership(ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, pc.knownVersion, join,
+		first.wrap(pc.apply), func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
 }
 
 // knownVersion is the version of the assignment applied last.
