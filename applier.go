@@ -18,7 +18,10 @@ import (
 // being applied waits for it, and replaces one that waited before it
 // (an assignment is the member's whole state, so the newest holds what
 // the older one would have done). A failed apply is retried with backoff
-// until it succeeds or a newer assignment replaces it. The goroutine
+// until it succeeds or a newer assignment replaces it. The member may ask
+// for the newest assignment to be applied again (again): a queue it
+// granted that the member was still handing over when that apply ran is
+// started then. The goroutine
 // that applies runs only while there is something to apply: an idle
 // member holds none.
 type applier struct {
@@ -35,6 +38,11 @@ type applier struct {
 	// next is the assignment to apply next (the newest one that came, or
 	// one to retry); nil when none.
 	next *Assignment
+	// last is the assignment applied last, or being applied; nil before
+	// the first and after reset.
+	last *Assignment
+	// stopped is set from stop until reset ends: no goroutine starts.
+	stopped bool
 	// running is set while a goroutine applies or waits to retry.
 	running bool
 	// version is that of next, or else of the assignment being applied,
@@ -88,6 +96,26 @@ func (p *applier) known(applied func() int64) int64 {
 	return applied()
 }
 
+// again applies the assignment applied last once more, after the one
+// under way (a queue it grants that was still being handed over when it
+// was applied starts then), unless another assignment waits, whose apply
+// does that. It does nothing before the first assignment and once
+// stopped or reset. Safe to call from any goroutine.
+func (p *applier) again() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.last == nil || p.next != nil {
+		return
+	}
+	p.next = p.last
+	p.version = p.last.Version
+	if !p.running {
+		p.running = true
+		p.wg.Add(1)
+		go p.run(p.ctx)
+	}
+}
+
 // reset drops what waits, cancels the apply under way and waits for it
 // to return, so that the member can be reset (expired, rejoining) with
 // nothing of its former assignments applied after. Called by the one
@@ -96,7 +124,8 @@ func (p *applier) reset() {
 	p.stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.next = nil
+	p.stopped = false
+	p.next, p.last = nil, nil
 	select { // a wake-up for what was just dropped
 	case <-p.newer:
 	default:
@@ -107,6 +136,9 @@ func (p *applier) reset() {
 // stop cancels the apply under way and waits for the applying goroutine
 // to end; nothing is applied after.
 func (p *applier) stop() {
+	p.mu.Lock()
+	p.stopped = true // no again starts a goroutine past the Wait below
+	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
 }
@@ -123,6 +155,7 @@ func (p *applier) run(ctx context.Context) {
 			return
 		}
 		a := *p.next
+		p.last = p.next
 		p.next = nil
 		p.mu.Unlock()
 		err := p.apply(ctx, a)

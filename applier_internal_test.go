@@ -92,3 +92,55 @@ func TestApplier_StaleWakeUpDoesNotSkipTheBackoff(t *testing.T) {
 	}, 200*time.Millisecond, 5*time.Millisecond, "the failed apply was retried without its backoff")
 	assert.Equal(t, int64(2), p.known(func() int64 { return 0 }), "v2 still waits to be retried")
 }
+
+// TestApplier_AgainAppliesTheLastAssignmentOnceMore: again while an
+// assignment is applied applies it once more right after; again with
+// nothing applied yet, after reset (the former membership's assignments
+// are dropped) or after stop applies nothing.
+func TestApplier_AgainAppliesTheLastAssignmentOnceMore(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		applied []int64
+	)
+	entered := make(chan struct{}, 4)
+	release := make(chan struct{})
+	p := newApplier(context.Background(), func(_ context.Context, a Assignment) error {
+		mu.Lock()
+		applied = append(applied, a.Version)
+		mu.Unlock()
+		entered <- struct{}{}
+		<-release
+		return nil
+	}, slog.New(slog.DiscardHandler))
+	t.Cleanup(p.stop)
+	calls := func() []int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int64(nil), applied...)
+	}
+	idle := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return !p.running
+	}
+
+	p.again()
+	assert.True(t, idle(), "nothing applied yet: nothing to apply again")
+	p.post(Assignment{Version: 1})
+	<-entered
+	p.again()
+	assert.Equal(t, int64(1), p.known(func() int64 { return 0 }), "the heartbeats tell the version applied again")
+	release <- struct{}{}
+	<-entered
+	release <- struct{}{}
+	require.Eventually(t, idle, 10*time.Second, time.Millisecond, "the applier goes idle")
+	assert.Equal(t, []int64{1, 1}, calls(), "applied again once, after the apply under way")
+
+	p.reset()
+	p.again()
+	assert.True(t, idle(), "after reset the former assignment is not applied again")
+	p.stop()
+	p.again()
+	assert.True(t, idle(), "after stop nothing is applied")
+	assert.Equal(t, []int64{1, 1}, calls())
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -287,10 +288,15 @@ type Consumer struct {
 	// handler, so the queue never has two handlers at once. Not the
 	// runners: those, and the messages they cached, go once their handler
 	// returns, whether or not the queue is ever granted again.
-	fenced     map[QueueRef][]<-chan struct{}
-	handoffs   sync.WaitGroup // handOver goroutines
-	version    int64
-	stale      bool            // a handover ended since the last apply: apply again
+	fenced   map[QueueRef][]<-chan struct{}
+	handoffs sync.WaitGroup // handOver goroutines
+	version  int64
+	// named holds the grants the assignment applied last (or being
+	// applied) names, granted or to release: a handover of one of them
+	// under another grant that ends has ap, the membership loop's
+	// applier, apply it again (see handOver).
+	named      map[QueueRef]Grant
+	ap         *applier
 	loopStop   <-chan struct{} // closed when the loops must stop
 	loopCtx    context.Context
 	loopCancel context.CancelFunc
@@ -459,8 +465,12 @@ func (c *Consumer) goFunc(f func()) {
 // loop ended before one did.
 func (c *Consumer) membershipLoop(join *Assignment, first *firstApply) {
 	defer first.report(nil)
+	ap := newApplier(c.loopCtx, first.wrap(c.apply), c.log)
+	c.mu.Lock()
+	c.ap = ap
+	c.mu.Unlock()
 	runMembership(c.loopCtx, c.b, c.joinRequest(), c.heartbeatWait, c.log, c.knownVersion, join,
-		first.wrap(c.apply), c.abandonAll, c.replaced.Store, c.gate.set)
+		ap, c.abandonAll, c.replaced.Store, c.gate.set)
 }
 
 // gated reports whether the consumer's queues wait on its membership
@@ -480,16 +490,10 @@ func (c *Consumer) heartbeatWait() time.Duration {
 	return c.o.HeartbeatInterval
 }
 
-// knownVersion is the assignment version the consumer has applied; zero
-// after a handover ended, so that the next heartbeat returns the assignment
-// again and a queue granted back to this member while it was still handing
-// it over gets started.
+// knownVersion is the assignment version the consumer has applied.
 func (c *Consumer) knownVersion() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stale {
-		return 0
-	}
 	return c.version
 }
 
@@ -505,11 +509,15 @@ func (c *Consumer) apply(ctx context.Context, a Assignment) error {
 		return nil
 	}
 	c.log.Debug("apply", "version", a.Version, "queues", a.Queues, "pending", a.Pending, "running", len(c.runners), "stopping", c.stopping)
-	c.stale = false
 	granted := make(map[QueueRef]Grant, len(a.Queues))
 	for _, g := range a.Queues {
 		granted[g.QueueRef] = g
 	}
+	c.named = make(map[QueueRef]Grant, len(a.Queues)+len(a.Revoking))
+	for _, g := range a.Revoking {
+		c.named[g.QueueRef] = g
+	}
+	maps.Copy(c.named, granted)
 	var lanes map[laneKey][]*runner // revoked priority lanes, by queue
 	for ref, r := range c.runners {
 		g, ok := granted[ref]
@@ -612,22 +620,47 @@ func (c *Consumer) handOver(rs []*runner) {
 	for i, r := range rs {
 		grants[i] = r.grant
 	}
-	if !c.crashed.Load() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := c.commit(ctx, rs); err != nil {
-			c.log.Warn("commit on handover", "queue", rs[0].grant.QueueRef, "err", err)
+	if c.crashed.Load() {
+		c.mu.Lock()
+		for _, g := range grants {
+			delete(c.stopping, g.QueueRef)
 		}
-		if err := c.b.ReleaseQueues(ctx, c.o.Group, c.o.ID, grants); err != nil && !errors.Is(err, ErrNotMember) {
-			c.log.Warn("release", "queue", rs[0].grant.QueueRef, "err", err)
-		}
-		cancel()
+		c.mu.Unlock()
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := c.commit(ctx, rs); err != nil {
+		c.log.Warn("commit on handover", "queue", rs[0].grant.QueueRef, "err", err)
+	}
+	err := c.b.ReleaseQueues(ctx, c.o.Group, c.o.ID, grants)
+	if err != nil && !errors.Is(err, ErrNotMember) {
+		c.log.Warn("release", "queue", rs[0].grant.QueueRef, "err", err)
+	}
+	cancel()
+	// An assignment applied while the queue was handed over saw it
+	// stopping, and neither started it (granted back to this member) nor
+	// released it (to release under a grant renewed meanwhile, by an
+	// offset reset): it is applied again at once, not after a heartbeat
+	// brings it again, when it names the queue under another grant than
+	// the one released, or when the release failed (the member still
+	// holds the queue). A release that gave up the very grant it names
+	// makes the engine grant the queue anew or to another member: the
+	// assignment that tells so comes with the next heartbeat's answer, at
+	// once.
+	kept := err != nil && !errors.Is(err, ErrNotMember)
 	c.mu.Lock()
+	back := false
 	for _, g := range grants {
 		delete(c.stopping, g.QueueRef)
+		if now, ok := c.named[g.QueueRef]; ok && (kept || now.Epoch != g.Epoch) {
+			back = true
+		}
 	}
-	c.stale = true
+	ap := c.ap
 	c.mu.Unlock()
+	if back && ap != nil {
+		ap.again()
+	}
 }
 
 // abandonAll stops every runner without committing (after fencing).
@@ -636,6 +669,7 @@ func (c *Consumer) abandonAll() {
 	rs := c.runners
 	c.runners = map[QueueRef]*runner{}
 	c.version = 0
+	c.named = nil
 	for _, r := range rs {
 		c.keepFenced(r)
 	}

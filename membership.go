@@ -37,14 +37,15 @@ func (m *member) seen(now time.Time) {
 
 // runMembership keeps a member in its group until ctx ends: it heartbeats
 // (a long-poll that returns early when the group's assignment changes),
-// hands every new assignment to apply, and rejoins after the engine expired
-// the member or its group was deleted (calling lost first, since its
-// grants are gone). first, when not nil, is the assignment the member's
-// join answered, applied first. Assignments are applied beside the
-// heartbeats, one at a time and in order (see applier), so that a broker
-// call of an apply that outlasts the session timeout does not let the
-// engine expire the member; the apply under way is cancelled, and waited
-// for, before lost, and runMembership returns once it returned. While another
+// hands every new assignment to ap (an applier made under ctx), and
+// rejoins after the engine expired the member or its group was deleted
+// (calling lost first, since its grants are gone). first, when not nil,
+// is the assignment the member's join answered, applied first. ap applies
+// the assignments beside the heartbeats, one at a time and in order (see
+// applier), so that a broker call of an apply that outlasts the session
+// timeout does not let the engine expire the member; the apply under way
+// is cancelled, and waited for, before lost, and runMembership stops ap
+// before it returns. While another
 // incarnation holds the member ID, rejoining is refused with
 // ErrMemberIDInUse; it goes on trying (with backoff) and reports replaced
 // meanwhile, so the member does not leave in the other one's name.
@@ -55,11 +56,10 @@ func (m *member) seen(now time.Time) {
 // expired is reported by lost instead. wait tells each heartbeat how long
 // it may long-poll.
 func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait func() time.Duration, log *slog.Logger,
-	known func() int64, first *Assignment, apply func(context.Context, Assignment) error, lost func(), replaced func(bool),
+	known func() int64, first *Assignment, ap *applier, lost func(), replaced func(bool),
 	confirmed func(time.Time, time.Duration, bool)) {
 	const minBackoff = 100 * time.Millisecond
 	backoff := minBackoff
-	ap := newApplier(ctx, apply, log)
 	defer ap.stop()
 	if first != nil {
 		ap.post(*first)

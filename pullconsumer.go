@@ -187,7 +187,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 // outcome of the first apply that was not cancelled.
 func (pc *PullConsumer) membershipLoop(ctx context.Context, join *Assignment, first *firstApply) {
 	runMembership(ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, pc.knownVersion, join,
-		first.wrap(pc.apply), func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
+		newApplier(ctx, first.wrap(pc.apply), pc.log), func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
 }
 
 // knownVersion is the version of the assignment applied last.
