@@ -57,6 +57,11 @@ type scheduler struct {
 	kick  chan struct{}
 	mu    sync.Mutex
 	alarm time.Time // when the scheduler plans to wake; zero when idle
+	// inflight holds the moves queued and not yet visible, by delay-log
+	// slot, and released counts those refused since (delay_inflight.go);
+	// both under mu.
+	inflight map[int64]inflightMove
+	released uint64
 
 	moved   uint64
 	dropped uint64
@@ -265,7 +270,20 @@ func (s *scheduler) move(due []dueEntry) error {
 			continue
 		}
 		c.doneCh = make(chan struct{})
+		if c.kind == cmdMove {
+			// Registered until its message is visible: the writer
+			// settles it as it completes the move, after publishing it.
+			s.register(d)
+			seq, doneCh := d.seq, c.doneCh
+			c.done = func(c *command) {
+				s.settle(seq, c.err)
+				close(doneCh)
+			}
+		}
 		if err := s.e.enqueue(ctx, c); err != nil {
+			if c.kind == cmdMove {
+				s.settle(d.seq, err)
+			}
 			errs = append(errs, err)
 			break
 		}

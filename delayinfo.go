@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -36,7 +37,10 @@ const maxDelayedCount = 100_000
 // cannot read back, or whose key or value is garbled, is left out (the
 // scheduler drops and counts it). As pulls, it shows only sends the engine
 // knows stored: not one still being written, nor one of unknown outcome
-// (its fsync failed) until a reopen.
+// (its fsync failed) until a reopen. A due message being moved into its
+// queue is counted until the move is visible to pulls (or, when the
+// move's fsync failed, until a reopen), so an acknowledged delayed
+// message is always either counted here or in its queue.
 func (e *Engine) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
 	return e.delayed(ctx, max, nil)
 }
@@ -54,8 +58,57 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 		return DelayedInfo{}, err
 	}
 	defer e.leave()
-	info := DelayedInfo{Complete: true}
+	// A move in flight has deleted its index key, or may delete it while
+	// the index is read, before its message is visible: the scan skips
+	// the keys of registered moves, and the moves registered once it is
+	// done are counted instead (delay_inflight.go). A move refused after
+	// the scan skipped its key puts the key back in play: the index is
+	// read again, a few times at most (refusals come from a failing
+	// store, at most about once a second).
 	names := map[uint32]string{}
+	for try := 0; ; try++ {
+		released := e.sched.releases()
+		info, err := e.delayedScan(ctx, max, keep, names)
+		if err != nil {
+			return DelayedInfo{}, err
+		}
+		moves, now := e.sched.inflightMoves()
+		if now != released && try < 3 {
+			continue
+		}
+		for _, m := range moves {
+			name, seen := names[m.topic]
+			if !seen {
+				if t := e.topicByID(m.topic); t != nil {
+					name = t.name
+				}
+				names[m.topic] = name
+			}
+			if keep != nil && !keep(name) {
+				continue
+			}
+			if info.Pending >= maxDelayedCount {
+				info.Complete = false
+				break
+			}
+			info.Pending++
+			en := m.entry
+			en.Topic = name
+			info.Next = append(info.Next, en)
+		}
+		slices.SortStableFunc(info.Next, func(a, b DelayedEntry) int { return a.DeliverAt.Compare(b.DeliverAt) })
+		if len(info.Next) > max {
+			info.Next = info.Next[:max]
+		}
+		return info, nil
+	}
+}
+
+// delayedScan counts the delayed messages of the delay index whose
+// topic keep accepts, but for those of moves in flight, and lists the
+// earliest max of them; names caches topic names by ID.
+func (e *Engine) delayedScan(ctx context.Context, max int, keep func(topic string) bool, names map[uint32]string) (DelayedInfo, error) {
+	info := DelayedInfo{Complete: true}
 	// The delay log's slots below its visible end are of sends the
 	// engine answered stored (durableBatch publishes it, as a queue's).
 	_, visible, _ := e.sched.log.bounds()
@@ -78,6 +131,9 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 		}
 		if seq >= visible {
 			return nil // not known stored (yet)
+		}
+		if e.sched.isInflight(seq) {
+			return nil // counted with the moves in flight
 		}
 		id := binary.BigEndian.Uint32(v)
 		name, seen := names[id]
