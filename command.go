@@ -74,6 +74,14 @@ type command struct {
 	// detached marks an append whose caller does not wait for it
 	// (Producer.SendAsync): see waits.
 	detached bool
+	// after is, for a scheduler move, the move queued before it to the
+	// same queue in the same pass: it is stored only if that one was, so
+	// the queue gets the messages in their order (delay_order.go).
+	after *command
+	// moveRefused marks a move the writer did not store: refused when it
+	// applied it, or in a write the store refused. Only the writer
+	// goroutine reads or writes it.
+	moveRefused bool
 
 	ops, bytes int // store cost (exact, or at most for dedup groups), set by seal
 

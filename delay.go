@@ -232,6 +232,7 @@ func (s *scheduler) move(due []dueEntry) error {
 		cmds []*command
 		ents []dueEntry // the entries of cmds
 		errs []error
+		last = map[*queue]*command{} // the latest move queued to each queue
 	)
 	for _, d := range due {
 		del := []store.MetaOp{{Key: d.key, Delete: true}}
@@ -271,6 +272,9 @@ func (s *scheduler) move(due []dueEntry) error {
 		}
 		c.doneCh = make(chan struct{})
 		if c.kind == cmdMove {
+			// Stored only after the move before it to its queue
+			// (delay_order.go).
+			c.after, last[c.q] = last[c.q], c
 			// Registered until its message is visible: the writer
 			// settles it as it completes the move, after publishing it.
 			s.register(d)

@@ -359,6 +359,9 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 			b.needSync = b.needSync || c.sync
 			continue
 		}
+		if c.kind == cmdMove && !e.moveInOrder(c) {
+			continue
+		}
 		dest := c.q
 		if c.kind == cmdDelay {
 			dest = c.target
@@ -395,6 +398,7 @@ func (e *Engine) apply(b *batchState, batch []*command) {
 		}
 		t := b.queue(c.q)
 		c.first, c.storedAt = t.next, b.now
+		c.moveRefused = false // applied: stored if the write is
 		for _, rec := range c.recs {
 			if !c.asRead {
 				sealRecord(rec, b.now)
@@ -458,6 +462,7 @@ func (e *Engine) runBatch(batch []*command, waiting int, now time.Time, roomOps,
 	}
 	if f.err != nil {
 		// Not stored: memory stays as it was.
+		refusedMoves(batch)
 		if !errors.Is(f.err, ErrStoreFailed) { // logged once, when the fsync failed
 			e.logWriteFailed(len(b.entries), f.err)
 		}
