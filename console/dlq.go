@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -128,7 +129,7 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 	var offsets []int64
 	for _, s := range r.PostForm["offset"] {
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
+		if err != nil || n < 0 || n == math.MaxInt64 { // no dead letter has the largest offset: none is past it
 			c.badInput(w, r, v, fmt.Sprintf("%q is not a dead-letter offset.", s))
 			return
 		}
@@ -181,8 +182,11 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 	c.done(w, r, back, "redrive:"+strconv.Itoa(n))
 }
 
-// doRedrive redrives in one call, or one message at a time at the rate;
-// toTopic sends them to their topics rather than the group's retry topic.
+// doRedrive redrives in one call (or one a run of consecutive offsets,
+// redriveRuns), or one message at a time at the rate; toTopic sends them
+// to their topics rather than the group's retry topic. The selected
+// offsets go as ranges, never named one by one: a dead letter listed
+// redriven through a lost mark is passed by, as All passes it.
 func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets []int64, toTopic bool, rate float64) (int, error) {
 	call := func(req equeue.RedriveRequest) (int, error) {
 		cctx, cancel := context.WithTimeout(ctx, c.o.RequestTimeout)
@@ -194,7 +198,15 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 		if all {
 			return call(equeue.RedriveRequest{All: true})
 		}
-		return call(equeue.RedriveRequest{Offsets: offsets})
+		sent := 0
+		for _, run := range redriveRuns(offsets) {
+			n, err := call(run)
+			sent += n
+			if err != nil {
+				return sent, err
+			}
+		}
+		return sent, nil
 	}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
@@ -212,8 +224,8 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 		return err
 	}
 	if !all {
-		for _, off := range offsets {
-			if err := one(equeue.RedriveRequest{Offsets: []int64{off}}); err != nil {
+		for _, off := range slices.Compact(slices.Sorted(slices.Values(offsets))) {
+			if err := one(equeue.RedriveRequest{From: off, To: off + 1}); err != nil {
 				return sent, err
 			}
 		}
