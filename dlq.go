@@ -433,8 +433,9 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 		return left, fmt.Errorf("equeue: redrive dead letter %d: %w", dl.Offset, err)
 	}
 	// A lost mark written over is sound again: should it be lost once
-	// more, that is counted and logged anew.
-	e.lostRedriven.Delete(string(redrivenKey(group, dl.Offset)))
+	// more, that is counted and logged anew (but not by a read from before
+	// this write).
+	e.rewroteRedriven(redrivenKey(group, dl.Offset))
 	return nil, nil
 }
 

@@ -138,8 +138,12 @@ type Engine struct {
 
 	stats engineStats
 	// lostRedriven holds the keys of the lost redriven marks already
-	// counted (noteLostRedriven).
+	// counted, and of those a redrive wrote a sound mark over since
+	// (noteLostRedriven).
 	lostRedriven sync.Map
+	// redrivenRewrites numbers the sound marks written over lost ones
+	// (rewroteRedriven).
+	redrivenRewrites atomic.Uint64
 }
 
 type engineStats struct {

@@ -76,6 +76,18 @@ func TestRedrive_ExplicitOffsetRedrivesALostMarksDeadLetter(t *testing.T) {
 // store the engine runs on.
 func openWithHealingLostRedrivenMark(t *testing.T, mem *store.Memory, how string) (*equeue.Engine, equeue.Store) {
 	t.Helper()
+	st := healingLostRedrivenMark(t, mem, how)
+	e, err := equeue.Open("", &equeue.Options{Store: st, Retention: equeue.RetentionPolicy{Interval: -1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	return e, st
+}
+
+// healingLostRedrivenMark stores redrivenFixture in mem, damages its mark
+// as how says, and returns the store to open: an unreadable mark reads
+// back again once a write stores it anew.
+func healingLostRedrivenMark(t *testing.T, mem *store.Memory, how string) equeue.Store {
+	t.Helper()
 	redrivenFixture(t, mem)
 	var st equeue.Store = damageMark(t, mem, how, "dlqr/g\x00", 0)
 	if how == "unreadable" {
@@ -88,10 +100,7 @@ func openWithHealingLostRedrivenMark(t *testing.T, mem *store.Memory, how string
 			return nil
 		}}, key: key, healed: &healed}
 	}
-	e, err := equeue.Open("", &equeue.Options{Store: st, Retention: equeue.RetentionPolicy{Interval: -1}})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
-	return e, st
+	return st
 }
 
 // lostMarkKey returns the key of group g's redriven mark of dead letter 0

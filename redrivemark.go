@@ -108,15 +108,43 @@ func redrivenLost(v []byte, damaged error) error {
 
 // noteLostRedriven counts (Stats().CorruptRecords) and logs the lost
 // redriven mark at key (why says what is wrong with it), unless a read
-// found it before.
-func (e *Engine) noteLostRedriven(key []byte, why error) {
-	if _, seen := e.lostRedriven.LoadOrStore(string(key), struct{}{}); seen {
-		return
+// found it before. read is e.redrivenRewrites as it was before the read
+// that found it: a read older than a redrive's sound mark written over
+// the lost one (rewroteRedriven) may have found the lost value, counted
+// already, and is not counted again; a later one found the mark lost once
+// more, which is counted and logged anew.
+func (e *Engine) noteLostRedriven(key []byte, why error, read uint64) {
+	k := string(key)
+	for {
+		v, seen := e.lostRedriven.LoadOrStore(k, uint64(0))
+		if seen {
+			rewrote := v.(uint64)
+			if rewrote == 0 || read < rewrote {
+				return
+			}
+			if !e.lostRedriven.CompareAndSwap(k, v, uint64(0)) {
+				continue // another read or a redrive came between
+			}
+		}
+		break
 	}
 	e.stats.corrupt.Add(1)
 	group, _ := redrivenGroup(key)
 	e.log.Error("redriven mark lost: its dead letter is taken as redriven; only a redrive naming its offset sends it back",
 		"group", group, "offset", int64(binary.BigEndian.Uint64(key[len(key)-8:])), "key", fmt.Sprintf("%q", key), "err", why)
+}
+
+// rewroteRedriven records that a redrive's write, done, stored a sound
+// mark at key: when a read had found a lost one there (noteLostRedriven),
+// its entry keeps the number of that write, so that a read from before it
+// does not count the loss again, while one after it that finds the mark
+// lost once more does. An entry stays for each lost mark written over, as
+// few as the redrives that named them.
+func (e *Engine) rewroteRedriven(key []byte) {
+	k := string(key)
+	if _, ok := e.lostRedriven.Load(k); ok {
+		e.lostRedriven.Store(k, e.redrivenRewrites.Add(1))
+	}
 }
 
 // redrivenMarkLost reports whether the redriven mark of group's dead
@@ -140,6 +168,7 @@ func (e *Engine) redrivenMarkLost(group string, off int64) (bool, error) {
 // dead-letter topic, was redriven.
 func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
 	key := redrivenKey(group, off)
+	read := e.redrivenRewrites.Load()
 	v, err := e.st.GetMeta(key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -150,7 +179,7 @@ func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
 		return false, err
 	}
 	if why := redrivenLost(v, err); why != nil {
-		e.noteLostRedriven(key, why)
+		e.noteLostRedriven(key, why, read)
 	}
 	return redrivenIn(v, t.id)
 }
@@ -160,10 +189,11 @@ func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
 // v is valid only during the call. It notes the lost marks it finds
 // (noteLostRedriven).
 func (e *Engine) scanRedriven(fn func(group string, off int64, v []byte)) error {
+	read := e.redrivenRewrites.Load()
 	return e.scanMetaDamaged(keyRedrivenPrefix, func(k, v []byte, damaged error) error {
 		if group, ok := redrivenGroup(k); ok {
 			if why := redrivenLost(v, damaged); why != nil {
-				e.noteLostRedriven(k, why)
+				e.noteLostRedriven(k, why, read)
 			}
 			fn(group, int64(binary.BigEndian.Uint64(k[len(k)-8:])), v)
 		}
