@@ -184,6 +184,7 @@ type RedriveRequest struct {
 // a dead letter neither had seen marked. One whose ctx ended while the
 // engine wrote a dead letter's copy and mark returns, the outcome unknown,
 // but the next redrive waits for that write. A DeleteGroup of the group
+// (also of one the engine does not hold, which only ToTopic redrives)
 // during the redrive waits for the dead letter being sent, and deletes
 // its copy and mark with the group; after it the redrive stops with
 // ErrGroupNotFound, sending nothing more. It returns how many were sent.
@@ -406,19 +407,19 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 	}
 	defer e.leave()
 	// Until the copy and its mark are queued, hold off the group's
-	// deletion as a SendBack does (group.sbGate): it would miss them, and
-	// the copy would make the deleted group's retry topic again, for a
-	// group made later under the name to consume. Once they are queued,
-	// the deletion's barrier waits for their write (fenceSendBacks), also
-	// when this call gives up on ctx before it is done. A group deleted
-	// already gets nothing: the append below would make that topic.
-	if g != nil {
-		g.sbGate.RLock()
-		defer g.sbGate.RUnlock()
-		if !e.groups.current(g) {
-			return nil, fmt.Errorf("%w: %q was deleted during the redrive", ErrGroupNotFound, group)
-		}
+	// deletion as a SendBack does (group.sbGate; for a group the engine
+	// does not hold, its name's gate, groupdelete_gate.go): it would miss
+	// them, and the copy would make the deleted group's retry topic again,
+	// for a group made later under the name to consume. Once they are
+	// queued, the deletion's barrier waits for their write
+	// (fenceSendBacks, fenceGroupName), also when this call gives up on
+	// ctx before it is done. A group deleted already gets nothing: the
+	// append below would make that topic.
+	release, err := e.holdOffDeletion(g, group, dlq)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	c, _, err := e.prepareAppend(wctx, req)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,9 @@ type coordinator struct {
 	// held holds the names of the groups whose deletion is deleting their
 	// topics; each channel is closed when it is done (groupdelete_hold.go).
 	held map[string]chan struct{}
+	// nameGates holds the gates of the group names being deleted or
+	// redriven while not in memory (groupdelete_gate.go).
+	nameGates map[string]*nameGate
 	// holdWaits counts the joins and commits waiting for a held name (tests).
 	holdWaits atomic.Int64
 	// epochFloor is the highest epoch or version a deleted group reached,

@@ -64,6 +64,9 @@ func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleS
 	if err := ValidateName(name); err != nil {
 		return err
 	}
+	// Redrives of the group while the engine does not hold it wait until
+	// it is deleted, topics and all (groupdelete_gate.go).
+	defer e.fenceGroupName(name)()
 	found, held, err := e.deleteGroupKeys(ctx, name, force, idleSince)
 	// Until its topics are deleted too, the name is held: no group of it
 	// is made again meanwhile (groupdelete_hold.go).
@@ -123,6 +126,13 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 			g.target = map[QueueRef]string{}
 			g.epoch++
 			g.notify()
+		}
+	}
+	if g == nil {
+		// Every redrive's mark is in the store before the keys are listed
+		// (fenceGroupName), as every send-back's is above.
+		if err := e.barrier(ctx); err != nil {
+			return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, err)
 		}
 	}
 	// Listings and heartbeats read g frozen across the store's reads and

@@ -1,0 +1,116 @@
+package equeue
+
+import (
+	"fmt"
+	"sync"
+)
+
+// A group's deletion and a redrive's send of one of its dead letters are
+// ordered by the group's sbGate (redriveOne) while the engine holds the
+// group in memory. A group it does not hold (its keys went with a
+// DeleteGroup cut short, or its metadata was never stored, so that only
+// its dead letters are left) has no such gate, nor has a group between
+// the moment its deletion took it out of memory and the end of that
+// deletion. A ToTopic redrive of such a group, unordered with its
+// deletion, would send a dead letter of a deleted group back to its topic
+// after DeleteGroup returned, and write a redriven mark that outlives the
+// group. So each deletion holds its group's name gate exclusively, from
+// before its keys are listed until its topics are gone, and a redrive's
+// send for a group not in memory holds it shared. The name gate is taken
+// before the group's sbGate.
+
+// nameGate orders the deletion of a group with the redrives' sends of its
+// dead letters while the engine does not hold the group in memory.
+type nameGate struct {
+	mu sync.RWMutex
+	// refs counts the deletions and sends that hold or wait for it;
+	// guarded by coordinator.mu. The gate is dropped at zero.
+	refs int
+}
+
+// nameGate returns the gate of group name, for the caller to lock and
+// then give back with dropNameGate.
+func (c *coordinator) nameGate(name string) *nameGate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.nameGates[name]
+	if g == nil {
+		if c.nameGates == nil {
+			c.nameGates = map[string]*nameGate{}
+		}
+		g = &nameGate{}
+		c.nameGates[name] = g
+	}
+	g.refs++
+	return g
+}
+
+// dropNameGate gives back g, the gate of group name, once unlocked.
+func (c *coordinator) dropNameGate(name string, g *nameGate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g.refs--; g.refs == 0 && c.nameGates[name] == g {
+		delete(c.nameGates, name)
+	}
+}
+
+// fenceGroupName locks group name's gate for its deletion; unfence
+// unlocks it, once the group's topics are deleted. The writes that sends
+// holding it queued (a redrive that gave up on its context leaves its
+// write queued) are waited for by the deletion's barrier, before it lists
+// the group's keys (deleteGroupKeys), so that it finds their marks.
+func (e *Engine) fenceGroupName(name string) (unfence func()) {
+	g := e.groups.nameGate(name)
+	g.mu.Lock()
+	return func() {
+		g.mu.Unlock()
+		e.groups.dropNameGate(name, g)
+	}
+}
+
+// holdOffDeletion holds off the deletion of group until release is
+// called, for a redrive's send of one of its dead letters of dlq: g is the
+// group as the redrive found it, nil when the engine did not hold it. A
+// group deleted meanwhile gets nothing: ErrGroupNotFound. One the engine
+// does not hold is taken as deleted once dlq, its dead-letter topic, is
+// gone; one made since (a member joined) is held off by its own gate.
+func (e *Engine) holdOffDeletion(g *group, group string, dlq *topic) (release func(), err error) {
+	known := g != nil
+	if !known {
+		gate := e.groups.nameGate(group)
+		gate.mu.RLock()
+		release = func() {
+			gate.mu.RUnlock()
+			e.groups.dropNameGate(group, gate)
+		}
+		if g, _ = e.groups.group(group); g == nil {
+			if err := e.checkDLQCurrent(group, dlq); err != nil {
+				release()
+				return nil, err
+			}
+			return release, nil
+		}
+		release()
+	}
+	g.sbGate.RLock()
+	if !e.groups.current(g) {
+		g.sbGate.RUnlock()
+		return nil, fmt.Errorf("%w: %q was deleted during the redrive", ErrGroupNotFound, group)
+	}
+	if !known {
+		if err := e.checkDLQCurrent(group, dlq); err != nil {
+			g.sbGate.RUnlock()
+			return nil, err
+		}
+	}
+	return g.sbGate.RUnlock, nil
+}
+
+// checkDLQCurrent returns an error matching ErrGroupNotFound and
+// ErrTopicNotFound when dlq is no longer group's dead-letter topic.
+func (e *Engine) checkDLQCurrent(group string, dlq *topic) error {
+	if t, ok := e.lookupTopic(DLQTopic(group)); !ok || t != dlq || dlq.deleted.Load() {
+		return fmt.Errorf("%w: %w: the dead letters of %q were deleted during the redrive", ErrGroupNotFound, ErrTopicNotFound, group)
+	}
+	return nil
+}
