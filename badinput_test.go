@@ -50,6 +50,14 @@ func TestBadInput_DocumentedErrors(t *testing.T) {
 			defer func() { _ = pc.Close() }()
 			return pc.CloseContext(nilCtx)
 		}, equeue.ErrInvalidArgument},
+		{"nil context (consumer close)", func() error {
+			c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", Subscriptions: []equeue.Subscription{{Topic: "t"}}, Handler: ok})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = c.Close() }()
+			return c.CloseContext(nilCtx)
+		}, equeue.ErrInvalidArgument},
 		{"unknown topic", func() error { _, err := p.Send(ctx, &equeue.Message{Topic: "nope"}); return err }, equeue.ErrTopicNotFound},
 		{"negative delay", func() error {
 			_, err := p.Send(ctx, &equeue.Message{Topic: "t", Delay: -1})

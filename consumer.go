@@ -799,8 +799,38 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // consumer had not seen yet) is not committed, as the reset asks, and that
 // is no error. Idempotent: a later call waits for the first to finish and
 // returns nil. Engine.Close closes the consumers opened on it in-process
-// first.
+// first. The final commit and the leave are bounded by 10 s together (a
+// remote broker whose connection went silent may never answer them);
+// CloseContext takes that bound from a context instead.
 func (c *Consumer) Close() error {
+	return c.close(func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), closeLeaveTimeout)
+	})
+}
+
+// CloseContext is Close that waits for the final commit's and the leave's
+// answers only until ctx ends, instead of up to 10 s; the handlers' drain
+// is bounded by ShutdownTimeout as in Close. The consumer is closed
+// whether they are answered or not: no goroutine of its own is left
+// running but a handler that outlived its drain, as with Close. When ctx
+// ends first, it returns an error matching ctx's error: the positions the
+// commit did not store are handled again by the group, and the member
+// stays in the group until the engine's session timeout expires it and
+// hands its queues to the other members. With a ctx that never ends
+// (context.Background) it waits for the answers as long as the broker
+// takes. Idempotent, as Close: a later call of either waits for the first
+// to finish and returns nil. A nil ctx returns ErrInvalidArgument and
+// closes nothing.
+func (c *Consumer) CloseContext(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	return c.close(func() (context.Context, context.CancelFunc) { return ctx, func() {} })
+}
+
+// close closes the consumer; bound gives the context of its final commit
+// and leave.
+func (c *Consumer) close(bound func() (context.Context, context.CancelFunc)) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -846,7 +876,7 @@ func (c *Consumer) Close() error {
 	wg.Wait()
 	c.hcancel()
 	var errs []error
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := bound()
 	defer cancel()
 	if !c.crashed.Load() {
 		list := make([]*runner, 0, len(rs))
@@ -870,7 +900,15 @@ func (c *Consumer) Close() error {
 	// Not for a handler still running after its drain gave up, or after
 	// waitFencedHandlers: it holds nothing to commit, and may never return.
 	c.live.wait(true)
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			// A broker's error for a call whose context ended need not
+			// say so (a transport may report it unavailable).
+			return fmt.Errorf("%w (%w)", err, cerr)
+		}
+		return err
+	}
+	return nil
 }
 
 // waitFencedHandlers is Close's wait for the handlers still running of
