@@ -407,8 +407,8 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 	}
 	defer e.leave()
 	// Until the copy and its mark are queued, hold off the group's
-	// deletion as a SendBack does (group.sbGate; for a group the engine
-	// does not hold, its name's gate, groupdelete_gate.go): it would miss
+	// deletion as a SendBack does (its name's gate and, for a group the
+	// engine holds, group.sbGate; groupdelete_gate.go): it would miss
 	// them, and the copy would make the deleted group's retry topic again,
 	// for a group made later under the name to consume. Once they are
 	// queued, the deletion's barrier waits for their write

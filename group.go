@@ -32,7 +32,7 @@ type coordinator struct {
 	// topics; each channel is closed when it is done (groupdelete_hold.go).
 	held map[string]chan struct{}
 	// nameGates holds the gates of the group names being deleted or
-	// redriven while not in memory (groupdelete_gate.go).
+	// redriven (groupdelete_gate.go).
 	nameGates map[string]*nameGate
 	// holdWaits counts the joins and commits waiting for a held name (tests).
 	holdWaits atomic.Int64

@@ -15,12 +15,13 @@ import (
 // deletion, would send a dead letter of a deleted group back to its topic
 // after DeleteGroup returned, and write a redriven mark that outlives the
 // group. So each deletion holds its group's name gate exclusively, from
-// before its keys are listed until its topics are gone, and a redrive's
-// send for a group not in memory holds it shared. The name gate is taken
-// before the group's sbGate.
+// before its keys are listed until its topics are gone, and every
+// redrive's send holds it shared (also for a group in memory: one made
+// since such a deletion began has a gate the deletion never takes). The
+// name gate is taken before the group's sbGate.
 
 // nameGate orders the deletion of a group with the redrives' sends of its
-// dead letters while the engine does not hold the group in memory.
+// dead letters, whether or not the engine holds the group in memory.
 type nameGate struct {
 	mu sync.RWMutex
 	// refs counts the deletions and sends that hold or wait for it;
@@ -71,39 +72,43 @@ func (e *Engine) fenceGroupName(name string) (unfence func()) {
 // holdOffDeletion holds off the deletion of group until release is
 // called, for a redrive's send of one of its dead letters of dlq: g is the
 // group as the redrive found it, nil when the engine did not hold it. A
-// group deleted meanwhile gets nothing: ErrGroupNotFound. One the engine
-// does not hold is taken as deleted once dlq, its dead-letter topic, is
-// gone; one made since (a member joined) is held off by its own gate.
+// group deleted meanwhile gets nothing: ErrGroupNotFound. The name's gate
+// is held in every case: a deletion that began while the engine did not
+// hold the group takes no gate of a group made since under the name, and
+// deletes dlq all the same. So the send is refused once dlq, the group's
+// dead-letter topic, is gone; a group in memory (a member joined) is held
+// off by its own gate as well.
 func (e *Engine) holdOffDeletion(g *group, group string, dlq *topic) (release func(), err error) {
-	known := g != nil
-	if !known {
-		gate := e.groups.nameGate(group)
-		gate.mu.RLock()
-		release = func() {
-			gate.mu.RUnlock()
-			e.groups.dropNameGate(group, gate)
-		}
-		if g, _ = e.groups.group(group); g == nil {
-			if err := e.checkDLQCurrent(group, dlq); err != nil {
-				release()
-				return nil, err
-			}
-			return release, nil
-		}
-		release()
+	gate := e.groups.nameGate(group)
+	gate.mu.RLock()
+	unlockName := func() {
+		gate.mu.RUnlock()
+		e.groups.dropNameGate(group, gate)
 	}
-	g.sbGate.RLock()
-	if !e.groups.current(g) {
-		g.sbGate.RUnlock()
-		return nil, fmt.Errorf("%w: %q was deleted during the redrive", ErrGroupNotFound, group)
+	if g == nil {
+		g, _ = e.groups.group(group)
 	}
-	if !known {
+	if g == nil {
 		if err := e.checkDLQCurrent(group, dlq); err != nil {
-			g.sbGate.RUnlock()
+			unlockName()
 			return nil, err
 		}
+		return unlockName, nil
 	}
-	return g.sbGate.RUnlock, nil
+	g.sbGate.RLock()
+	release = func() {
+		g.sbGate.RUnlock()
+		unlockName()
+	}
+	if !e.groups.current(g) {
+		release()
+		return nil, fmt.Errorf("%w: %q was deleted during the redrive", ErrGroupNotFound, group)
+	}
+	if err := e.checkDLQCurrent(group, dlq); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
 }
 
 // checkDLQCurrent returns an error matching ErrGroupNotFound and

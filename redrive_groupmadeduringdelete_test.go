@@ -1,0 +1,72 @@
+package equeue_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue"
+)
+
+// TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt
+// deletes a group the engine does not hold in memory (only its dead
+// letters are left); while the deletion deletes its topics, the group is
+// made again in memory (CommitGroupOffsets), and a ToTopic Redrive that
+// finds that new group lists the old dead letters, then the deletion ends
+// before the redrive sends. The redrive must stop with ErrGroupNotFound,
+// having sent nothing to the topic and written no redriven mark, as it
+// does when the group stays out of memory
+// (TestRedrive_ToTopicOfAGroupNotInMemoryRacingDeleteGroupWritesNothing).
+// Before, a redrive that found the group in memory took only that group's
+// gate, which the deletion, begun before the group was made, never took:
+// the deleted dead letter went back after DeleteGroup returned, and its
+// mark outlived the dead-letter topic.
+func TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := ctxT(t)
+			f := newFaultRig(t, kind, &equeue.Options{Retention: equeue.RetentionPolicy{Interval: -1}})
+			e := groupNotInMemory(t, f, false)
+			before, err := e.Topic(ctx, "t")
+			require.NoError(t, err)
+
+			atTopics, resume := make(chan struct{}), make(chan struct{})
+			equeue.OnDeleteGroupTopics(e, func(string) {
+				close(atTopics)
+				<-resume
+			})
+			t.Cleanup(func() { equeue.OnDeleteGroupTopics(e, nil) })
+			deleted := make(chan error, 1)
+			go func() { deleted <- e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}) }()
+			<-atTopics // its keys are deleted, its topics not yet
+
+			// The group is made again: the engine holds it now.
+			require.NoError(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 0}))
+			_, err = e.Group(ctx, "g")
+			require.NoError(t, err, "the engine holds the group made again")
+
+			var once sync.Once
+			var deleteErr error
+			equeue.OnRedriveOne(e, func(string) {
+				once.Do(func() {
+					close(resume)
+					deleteErr = <-deleted
+				})
+			})
+			t.Cleanup(func() { equeue.OnRedriveOne(e, nil) })
+			n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: true})
+			require.NoError(t, deleteErr, "the deletion ended between the redrive's listing and its send")
+			assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
+			assert.Zero(t, n)
+
+			_, err = e.Topic(ctx, equeue.DLQTopic("g"))
+			assert.ErrorIs(t, err, equeue.ErrTopicNotFound)
+			after, err := e.Topic(ctx, "t")
+			require.NoError(t, err)
+			assert.Equal(t, before.Queues, after.Queues, "nothing was sent to the dead letter's topic")
+			assert.Empty(t, redrivenKeys(t, f.FS, "g"), "no redriven mark of the deleted dead letters")
+		})
+	}
+}
