@@ -186,7 +186,9 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 // redriveRuns), or one message at a time at the rate; toTopic sends them
 // to their topics rather than the group's retry topic. The selected
 // offsets go as ranges, never named one by one: a dead letter listed
-// redriven through a lost mark is passed by, as All passes it.
+// redriven through a lost mark is passed by, as All passes it. Without a
+// rate, a range whose dead letters' topics are gone does not stop the
+// ranges after it.
 func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets []int64, toTopic bool, rate float64) (int, error) {
 	call := func(req equeue.RedriveRequest) (int, error) {
 		cctx, cancel := context.WithTimeout(ctx, c.o.RequestTimeout)
@@ -198,15 +200,27 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 		if all {
 			return call(equeue.RedriveRequest{All: true})
 		}
-		sent := 0
+		// As one Redrive does, the ranges go on past dead letters whose
+		// topics are gone, and the first such error is told at the end.
+		sent, others := 0, 0
+		var gone error
 		for _, run := range redriveRuns(offsets) {
 			n, err := call(run)
 			sent += n
-			if err != nil {
-				return sent, err
+			switch {
+			case err == nil:
+			case !errors.Is(err, equeue.ErrTopicNotFound):
+				return sent, errors.Join(err, gone)
+			case gone == nil:
+				gone = err
+			default:
+				others++
 			}
 		}
-		return sent, nil
+		if others > 0 {
+			gone = fmt.Errorf("%w (and %d more selected ranges with dead letters left)", gone, others)
+		}
+		return sent, gone
 	}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
