@@ -228,9 +228,15 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 	}
 	revoked = append(revoked, a.Revoking...)
 	pc.mu.Unlock()
+	// A release that failed leaves the queues granted to this member, and
+	// the engine tells nothing new of them: the assignment is applied
+	// again (the applier retries it), and releases its Revoking again.
+	// The queues that left it unnamed are no longer this member's, and
+	// those granted anew name a grant the engine holds no more.
+	var released error
 	if len(revoked) > 0 && a.Member != "" {
 		if err := pc.b.ReleaseQueues(ctx, pc.join.Group, pc.join.Member, revoked); err != nil && !errors.Is(err, ErrNotMember) {
-			pc.log.Warn("release", "err", err)
+			released = fmt.Errorf("release: %w", err)
 		}
 	}
 	var offs []OffsetCommit
@@ -246,7 +252,9 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 		pc.grants[g.QueueRef] = g
 		pc.positions[g.QueueRef] = offs[i].Offset
 	}
-	pc.version = a.Version
+	if released == nil {
+		pc.version = a.Version
+	}
 	if a.Member != "" {
 		pc.lanes = a.Priorities
 	}
@@ -254,7 +262,7 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 		close(pc.changed)
 		pc.changed = make(chan struct{})
 	}
-	return nil
+	return released
 }
 
 // Assigned returns the queues the consumer owns now, sorted.
