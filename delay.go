@@ -62,6 +62,9 @@ type scheduler struct {
 	// both under mu.
 	inflight map[int64]inflightMove
 	released uint64
+	// listings are the scans of the delay index by Engine.Delayed in
+	// progress (delay_inflight.go); under mu.
+	listings map[*delayListing]struct{}
 
 	moved   uint64
 	dropped uint64

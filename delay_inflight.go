@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"slices"
@@ -35,6 +36,11 @@ func (s *scheduler) register(d dueEntry) {
 	if s.inflight == nil {
 		s.inflight = map[int64]inflightMove{}
 	}
+	for l := range s.listings {
+		if l.cursor != nil && bytes.Compare(d.key, l.cursor) <= 0 {
+			l.late[d.seq] = struct{}{}
+		}
+	}
 	s.inflight[d.seq] = inflightMove{entry: DelayedEntry{DeliverAt: at, QueueRef: QueueRef{Queue: int(d.queue)}}, topic: d.topic, seq: d.seq}
 }
 
@@ -54,19 +60,46 @@ func (s *scheduler) settle(seq int64, err error) {
 	}
 }
 
-// isInflight reports whether the move of slot seq is registered.
-func (s *scheduler) isInflight(seq int64) bool {
+// delayListing is a scan of the delay index by Engine.Delayed, as the
+// scheduler sees it. The scan counts a key whose move is not registered
+// when it reaches it, and the moves registered when it is done are counted
+// after it: a move registered in between, after the scan counted its key,
+// would be counted twice. So the scan records the last key it reached
+// (cursor), and register notes the moves of keys the scan has already
+// passed (late): the listing does not count those again.
+type delayListing struct {
+	cursor []byte             // the last index key the scan reached; under scheduler.mu
+	late   map[int64]struct{} // slots of moves registered after the scan reached their key; under scheduler.mu
+}
+
+// startListing registers a scan of the delay index by Engine.Delayed.
+func (s *scheduler) startListing() *delayListing {
+	l := &delayListing{late: map[int64]struct{}{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.listings == nil {
+		s.listings = map[*delayListing]struct{}{}
+	}
+	s.listings[l] = struct{}{}
+	return l
+}
+
+// visit records that the scan of l reached index key k, of slot seq, and
+// reports whether its move is registered (the scan skips its key).
+func (s *scheduler) visit(l *delayListing, k []byte, seq int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.cursor = append(l.cursor[:0], k...)
 	_, ok := s.inflight[seq]
 	return ok
 }
 
-// inflightMoves returns the registered moves, in the index's order
-// (delivery time, then slot), and the count of releases (see settle) so
-// far.
-func (s *scheduler) inflightMoves() ([]inflightMove, uint64) {
+// endListing ends the scan of l and returns, at that same moment, the
+// registered moves, in the index's order (delivery time, then slot), and
+// the count of releases (see settle) so far. l.late is then final.
+func (s *scheduler) endListing(l *delayListing) ([]inflightMove, uint64) {
 	s.mu.Lock()
+	delete(s.listings, l)
 	out := make([]inflightMove, 0, len(s.inflight))
 	for _, m := range s.inflight {
 		out = append(out, m)

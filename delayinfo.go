@@ -65,18 +65,24 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 	// the scan skipped its key puts the key back in play: the index is
 	// read again, a few times at most (refusals come from a failing
 	// store, at most about once a second).
+	// A move registered after the scan counted its key is not counted
+	// again (delayListing).
 	names := map[uint32]string{}
 	for try := 0; ; try++ {
 		released := e.sched.releases()
-		info, err := e.delayedScan(ctx, max, keep, names)
+		l := e.sched.startListing()
+		info, visible, err := e.delayedScan(ctx, max, keep, names, l)
+		moves, now := e.sched.endListing(l)
 		if err != nil {
 			return DelayedInfo{}, err
 		}
-		moves, now := e.sched.inflightMoves()
 		if now != released && try < 3 {
 			continue
 		}
 		for _, m := range moves {
+			if _, late := l.late[m.seq]; late && m.seq < visible {
+				continue // its key was counted by the scan
+			}
 			name, seen := names[m.topic]
 			if !seen {
 				if t := e.topicByID(m.topic); t != nil {
@@ -106,8 +112,10 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 
 // delayedScan counts the delayed messages of the delay index whose
 // topic keep accepts, but for those of moves in flight, and lists the
-// earliest max of them; names caches topic names by ID.
-func (e *Engine) delayedScan(ctx context.Context, max int, keep func(topic string) bool, names map[uint32]string) (DelayedInfo, error) {
+// earliest max of them; names caches topic names by ID, and l tells the
+// scheduler which keys the scan visited. It also returns the end of the
+// delay log's slots known stored that it counted below.
+func (e *Engine) delayedScan(ctx context.Context, max int, keep func(topic string) bool, names map[uint32]string, l *delayListing) (DelayedInfo, int64, error) {
 	info := DelayedInfo{Complete: true}
 	// The delay log's slots below its visible end are of sends the
 	// engine answered stored (durableBatch publishes it, as a queue's).
@@ -129,11 +137,11 @@ func (e *Engine) delayedScan(ctx context.Context, max int, keep func(topic strin
 				return err
 			}
 		}
+		if e.sched.visit(l, k, seq) {
+			return nil // counted with the moves in flight
+		}
 		if seq >= visible {
 			return nil // not known stored (yet)
-		}
-		if e.sched.isInflight(seq) {
-			return nil // counted with the moves in flight
 		}
 		id := binary.BigEndian.Uint32(v)
 		name, seen := names[id]
@@ -154,7 +162,7 @@ func (e *Engine) delayedScan(ctx context.Context, max int, keep func(topic strin
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopScan) {
-		return DelayedInfo{}, err
+		return DelayedInfo{}, 0, err
 	}
-	return info, nil
+	return info, visible, nil
 }

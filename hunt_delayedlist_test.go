@@ -1,6 +1,9 @@
 package equeue_test
 
 import (
+	"bytes"
+	"encoding/binary"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/faultstore"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -51,4 +55,85 @@ func TestHunt_DelayedListsAMoveNotYetVisible(t *testing.T) {
 	assert.Equal(t, 1, pending+visible, "pending %d, visible %d: the message is in one place", pending, visible)
 	eventually(t, waitLong, func() bool { return len(queueBodies(t, r.E, "t", 0)) == 1 }, "visible once its fsync returned")
 	assert.Equal(t, 0, pendingDelayed(t, r.E))
+}
+
+// A listing that counted a delayed message's index key before the
+// scheduler registered its move must not count the move as well: the
+// message is pending once, not twice.
+func TestHunt_DelayedCountsAMoveRegisteredDuringItsScanOnce(t *testing.T) {
+	fs := faultstore.New(store.NewMemory())
+	s := &pausedDelayScan{Store: fs, paused: make(chan struct{}), resume: make(chan struct{})}
+	e, err := equeue.Open("", &equeue.Options{Store: s})
+	require.NoError(t, err)
+	moving, held := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	fs.OnWrite(func(b *store.Batch) error {
+		if isDelayMove(b) && once.CompareAndSwap(false, true) {
+			close(moving)
+			<-held
+		}
+		return nil
+	})
+	release := sync.OnceFunc(func() { close(held) })
+	t.Cleanup(func() {
+		release()
+		require.NoError(t, e.Close())
+	})
+	require.NoError(t, e.CreateTopic(ctxBG, "t", 1))
+	_, err = e.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Topic: "t", Body: []byte("d"), Delay: 300 * time.Millisecond}}})
+	require.NoError(t, err)
+
+	s.armed.Store(true)
+	listed := make(chan equeue.DelayedInfo, 1)
+	go func() {
+		d, err := e.Delayed(ctxBG, 0)
+		assert.NoError(t, err)
+		listed <- d
+	}()
+	waitClosed(t, s.paused, "the listing counted the key before it came due")
+	waitClosed(t, moving, "the scheduler registered the move and its write is held")
+	close(s.resume)
+	d := <-listed
+	assert.Equal(t, 1, d.Pending, "the message is pending once")
+	assert.Len(t, d.Next, 1)
+
+	release()
+	eventually(t, waitLong, func() bool { return len(queueBodies(t, e, "t", 0)) == 1 }, "visible once its write returned")
+	assert.Equal(t, 0, pendingDelayed(t, e))
+}
+
+// waitClosed waits for ch to be closed, failing the test if it is not
+// within waitLong.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(waitLong):
+		t.Fatalf("timed out waiting: %s", what)
+	}
+}
+
+// pausedDelayScan is a store whose metadata scan, once armed, pauses
+// after handing over a delay index key not yet due that the caller kept
+// scanning past (the scheduler stops at such a key, a listing counts it),
+// until resume is closed; paused is closed when it does.
+type pausedDelayScan struct {
+	equeue.Store
+	armed          atomic.Bool
+	paused, resume chan struct{}
+}
+
+func (s *pausedDelayScan) ScanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error {
+	hold := func(k []byte, err error) error {
+		if err == nil && bytes.HasPrefix(k, []byte("d/")) && len(k) == 18 &&
+			int64(binary.BigEndian.Uint64(k[2:10])) > time.Now().UnixNano() && s.armed.CompareAndSwap(true, false) {
+			close(s.paused)
+			<-s.resume
+		}
+		return err
+	}
+	if ds, ok := s.Store.(store.DamagedMetaScanner); ok {
+		return ds.ScanMetaDamaged(prefix, func(k, v []byte, d error) error { return hold(k, fn(k, v, d)) })
+	}
+	return s.Store.ScanMeta(prefix, func(k, v []byte) error { return hold(k, fn(k, v, nil)) })
 }
