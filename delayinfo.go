@@ -79,7 +79,14 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 		if now != released && try < 3 {
 			continue
 		}
+		// The scheduler reads the index from the store: it may move a
+		// message whose send is still being written, or of unknown outcome
+		// (its fsync failed), which the listing does not show.
+		_, stored, _ := e.sched.log.bounds()
 		for _, m := range moves {
+			if m.seq >= stored {
+				continue // its send is not known stored
+			}
 			if _, late := l.late[m.seq]; late && m.seq < visible {
 				continue // its key was counted by the scan
 			}

@@ -137,3 +137,48 @@ func (s *pausedDelayScan) ScanMetaDamaged(prefix []byte, fn func(key, value []by
 	}
 	return s.Store.ScanMeta(prefix, func(k, v []byte) error { return hold(k, fn(k, v, nil)) })
 }
+
+// A delayed send whose fsync failed is of unknown outcome, and Delayed
+// does not list it (as pulls do not show it) until a reopen: also when the
+// scheduler, which reads the index from the store, moved it before the
+// failure was known and that move's outcome is unknown too.
+func TestHunt_DelayedDoesNotListTheMoveOfASendOfUnknownOutcome(t *testing.T) {
+	r := newFaultRig(t, "memory", nil) // SyncAlways
+	require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+	at := time.Now().Add(500 * time.Millisecond)
+	_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Topic: "t", Body: []byte("known"), DeliverAt: at}}})
+	require.NoError(t, err)
+
+	var armed atomic.Bool
+	var moveDeletes atomic.Int32
+	bothMoved := make(chan struct{})
+	r.FS.OnWrite(func(b *store.Batch) error {
+		for _, op := range b.Meta {
+			if op.Delete && bytes.HasPrefix(op.Key, []byte("d/")) && moveDeletes.Add(1) == 2 {
+				close(bothMoved)
+			}
+		}
+		return nil
+	})
+	r.FS.OnSync(func() error {
+		if !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		// The second send is written; hold its fsync until the scheduler
+		// has written the moves of both messages, then fail it.
+		select {
+		case <-bothMoved:
+		case <-time.After(waitLong):
+		}
+		return faultstore.ErrInjected
+	})
+	armed.Store(true)
+	_, err = r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Topic: "t", Body: []byte("unknown"), DeliverAt: at}}})
+	require.ErrorIs(t, err, equeue.ErrIndeterminate)
+	waitClosed(t, bothMoved, "the scheduler wrote both moves before the failed fsync was known")
+	eventually(t, waitLong, func() bool { return r.E.StoreFailure() != nil }, "the fsync failed")
+
+	d, err := r.E.Delayed(ctxBG, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 1, d.Pending, "the send known stored is listed (its move's outcome is unknown); the send of unknown outcome is not")
+}
