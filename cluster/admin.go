@@ -79,12 +79,14 @@ func (n *Node) DeadLetters(ctx context.Context, group string, from int64, max in
 // own: a redrive cut short by the end of the leader's tenure after it sent
 // some fails with an error matching equeue.ErrIndeterminate, never with a
 // refusal that did nothing; call it again on the new leader to send the
-// rest (those sent are marked, and not sent twice).
+// rest (those sent are marked, and not sent twice). That holds as well
+// when the engine's close began between two of them: the engine then
+// answers the next one with a bare equeue.ErrClosed.
 func (n *Node) Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error) {
 	return call(n, func(e *equeue.Engine) (int, error) {
 		sent, err := e.Redrive(ctx, group, req)
 		if sent > 0 {
-			err = cutShort(fmt.Sprintf("redrive of %q after %d dead letters sent back", group, sent), err)
+			err = cutShortAfterWrites(fmt.Sprintf("redrive of %q after %d dead letters sent back", group, sent), err)
 		}
 		return sent, err
 	})
