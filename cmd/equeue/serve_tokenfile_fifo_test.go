@@ -129,3 +129,25 @@ func TestTokenFile_FIFOThatGivesNothingFailsInsteadOfWaiting(t *testing.T) {
 		assert.Equal(t, "pipe-1=consume", specs[0].text)
 	})
 }
+
+// TestTokenFile_SilentFIFOsOpenIsReleasedBeforeServeFails: when serve gives
+// up a --token-file that is a named pipe no program writes to, the open
+// that waits for a writer is released, and the file it gives closed,
+// before the failure is returned: the pipe then has no reader left, and
+// whoever made it may remove it at once. Before, the release ran on a
+// goroutine of its own, later: the pipe still had serve's reader when
+// serve failed, and a release that came after the pipe was removed (the
+// test's temporary directory, as in the test above) found nothing to
+// open and left that open waiting for ever.
+func TestTokenFile_SilentFIFOsOpenIsReleasedBeforeServeFails(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	p := mkfifo(t)
+	_, err := readTokenFileWithin(t, p, 100*time.Millisecond)
+	require.ErrorContains(t, err, "nothing to read")
+	w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		_ = w.Close()
+	}
+	require.ErrorIs(t, err, syscall.ENXIO, "the pipe still has a reader: serve's open of it was not released")
+	require.NoError(t, os.Remove(p)) // as its maker may, once serve failed
+}

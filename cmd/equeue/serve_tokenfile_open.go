@@ -27,7 +27,7 @@ type opened struct {
 
 // openTokenFile opens path for reading, waiting until deadline at most:
 // the open of a named pipe waits until a program opens it for writing. At
-// the deadline it returns errTokenFileSilent, and the open that still
+// the deadline it returns errTokenFileSilent, once the open that still
 // waits is released (see releaseOpen), so that no goroutine stays behind
 // it.
 func openTokenFile(path string, deadline time.Time) (*os.File, error) {
@@ -43,26 +43,45 @@ func openTokenFile(path string, deadline time.Time) (*os.File, error) {
 		return o.f, o.err
 	case <-timer.C:
 	}
-	go releaseOpen(path, done)
+	releaseOpen(path, done)
 	return nil, errTokenFileSilent
 }
 
-// releaseOpen ends an open of path that openTokenFile gave up on: if path
-// is a named pipe it opens it for writing, without waiting, which lets
-// the open that waits for a writer return; then it closes the file that
-// open gives. An open of anything else that waits (a file system that does
-// not answer) keeps its goroutine until it returns.
+// releaseWait bounds how long releaseOpen waits for the open it released
+// to return, and for a named pipe's open to begin.
+const releaseWait = time.Second
+
+// releaseOpen ends an open of path that openTokenFile gave up on, before
+// openTokenFile returns: while path is still the named pipe the open
+// waits on (whoever made it may remove it once serve failed, and a
+// release after that would find nothing to open). If path is a named pipe
+// it opens it for writing, without waiting, which lets the open that waits
+// for a writer return, and closes the file that open gives. An open of
+// anything else that waits (a file system that does not answer) keeps its
+// goroutine until it returns, and the file it gives is closed then.
 func releaseOpen(path string, done <-chan opened) {
-	for wakeFIFOOpen(path) {
-		// The pipe has no reader yet: the open has not begun.
+	giveUp := time.NewTimer(releaseWait)
+	defer giveUp.Stop()
+	for {
+		woke, again := wakeFIFOOpen(path)
+		var retry <-chan time.Time // nil once woken: the open returns now
+		switch {
+		case again: // the pipe has no reader yet: the open has not begun
+			retry = time.After(10 * time.Millisecond)
+		case !woke:
+			go func() { closeOpened(<-done) }()
+			return
+		}
 		select {
 		case o := <-done:
 			closeOpened(o)
 			return
-		case <-time.After(10 * time.Millisecond):
+		case <-giveUp.C:
+			go func() { closeOpened(<-done) }()
+			return
+		case <-retry:
 		}
 	}
-	closeOpened(<-done)
 }
 
 // closeOpened closes the file of o, if any.
