@@ -22,6 +22,9 @@ type Badger struct {
 	// so no operation runs on a closed database.
 	mu     sync.RWMutex
 	closed bool
+	// unusable is the error every call but Close returns once a failed
+	// write left Badger without a memtable (badger_unusable.go).
+	unusable atomic.Pointer[error]
 	// closing is set as Close starts, before it waits for the operations
 	// running: a Reclaim sees it between its steps and stops, so Close
 	// does not wait for the rest of its GC rounds.
@@ -192,6 +195,10 @@ func (s *Badger) acquire() error {
 	if s.closed {
 		s.mu.RUnlock()
 		return ErrClosed
+	}
+	if p := s.unusable.Load(); p != nil {
+		s.mu.RUnlock()
+		return *p
 	}
 	return nil
 }

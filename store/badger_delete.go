@@ -222,7 +222,7 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 		}
 	}
 	if err := txn.Commit(); err != nil {
-		return from, err
+		return from, s.failedCommit(err)
 	}
 	return next, nil
 }
@@ -275,7 +275,7 @@ func (s *Badger) dropEndMark(q QueueID) error {
 	}
 	s.beginUncounted() // its tombstone is not counted
 	defer s.endUncounted()
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(endMarkKey(q)) })
+	return s.failedCommit(s.db.Update(func(txn *badger.Txn) error { return txn.Delete(endMarkKey(q)) }))
 }
 
 // quietFor is how long Reclaim watches for writes before it flushes the
@@ -437,7 +437,7 @@ func (s *Badger) flushMemtables() error {
 	s.beginUncounted() // a new memtable
 	defer s.endUncounted()
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) }); err != nil {
-		return err
+		return s.failedCommit(err)
 	}
 	return s.db.DropPrefix(flushSentinel)
 }

@@ -80,7 +80,7 @@ func (s *Badger) Write(b *Batch) error {
 		s.settleEnds(bufs.ends, err == nil)
 	}
 	if err != nil {
-		return writeError(err, tally.rewrote)
+		return s.failedCommit(writeError(err, tally.rewrote))
 	}
 	return nil
 }

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// ErrUnusable is returned (wrapped with the failure that caused it) by
+// every call but Close on a Badger store left without a memtable to write
+// to: a Write that had to set a full memtable aside failed to create the
+// next one (no file descriptor or disk space left for its log). Badger
+// cannot read or write any more then; the write that failed, committed
+// on its own, stored nothing, every earlier Write is kept, and closing and
+// opening the store again makes it usable.
+var ErrUnusable = errors.New("store: unusable until reopened: a failed write left Badger without a memtable")
+
+// failedCommit is called with the error of a failed Badger commit (err
+// may be nil: it is then returned as is). A commit that had to set the
+// full memtable aside and could not create the next one's log leaves
+// Badger with no memtable at all: its next read or write would
+// dereference nil (and a commit would end the process with log.Fatal).
+// Badger does not say so, so the store asks it with a read that would
+// fail that way; when it
+// does, the store refuses every later call but Close with ErrUnusable,
+// and so does the write that failed (which, committed on its own, stored
+// nothing: Badger makes room before it writes a transaction to a
+// memtable).
+func (s *Badger) failedCommit(err error) error {
+	if err == nil || !s.memtableLost() {
+		return err
+	}
+	unusable := fmt.Errorf("%w: %w", ErrUnusable, err)
+	if s.unusable.CompareAndSwap(nil, &unusable) {
+		return unusable
+	}
+	return fmt.Errorf("%w: %w", *s.unusable.Load(), err)
+}
+
+// memtableLost reports whether Badger has lost its memtable: a point read
+// of a key the store never writes panics then.
+func (s *Badger) memtableLost() (lost bool) {
+	defer func() {
+		if recover() != nil {
+			lost = true
+		}
+	}()
+	_ = s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(memtableProbeKey)
+		return err
+	})
+	return false
+}
+
+// memtableProbeKey is a key no store writes (metadata keys, records and
+// marks all start with another byte): memtableLost reads it.
+var memtableProbeKey = []byte{0xff, 'p', 'r', 'o', 'b', 'e'}
