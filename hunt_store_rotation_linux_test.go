@@ -48,6 +48,9 @@ func TestHuntStore_EngineSurvivesAFailedMemtableRotation(t *testing.T) {
 	low := limit
 	low.Cur = uint64(len(fds))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
+	// Raised again below; on a failure in between too, so that the tests
+	// after this one get their descriptors back.
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
 	acked := 0
 	var failed error
 	for i := 0; i < 10_000 && failed == nil; i++ {

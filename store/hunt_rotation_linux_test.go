@@ -40,6 +40,7 @@ func TestHuntStore_FailedMemtableRotationLeavesTheStoreClosable(t *testing.T) {
 	low.Cur = uint64(len(fds))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
 	restore := func() { require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit)) }
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) }) // on a failure before restore too
 	var (
 		failedAt uint64
 		werr     error
