@@ -187,6 +187,10 @@ func (e *Engine) readGroupInfo(g *group) (GroupInfo, []startLag) {
 			if off, ok := g.offsets[k]; ok {
 				r.Committed = off
 				r.Lag = lost.held(max(off, min), next)
+			} else if off, ok := g.resolvedStart(k); ok {
+				// The start a fetch resolved but could not store yet:
+				// the group starts there.
+				r.Lag = lost.held(max(off, min), next)
 			} else {
 				starts = append(starts, startLag{row: len(gi.Queues), min: min, lost: lost, from: g.startFrom(q.Topic)})
 			}

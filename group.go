@@ -99,6 +99,9 @@ type group struct {
 	// attempts holds the stored attempts of unfinished messages of an
 	// offset key, when there are any (see OffsetCommit.Attempts).
 	attempts map[offsetKey][]MessageAttempts
+	// starts holds the start offsets FetchOffsets resolved for keys with
+	// no offset set yet (offset_resolvedstart.go).
+	starts map[offsetKey]int64
 
 	// sbGate is held shared by a SendBack from its member check until its
 	// write is queued (and by a redrive's send of one dead letter,

@@ -288,6 +288,7 @@ func (g *group) forgetKeys(keys [][]byte) {
 		if _, ok, good := parseOffsetMetaKey(k); good {
 			delete(g.offsets, ok)
 			delete(g.attempts, ok)
+			delete(g.starts, ok)
 		}
 	}
 }

@@ -307,6 +307,7 @@ func (e *Engine) storeOffsets(g *group, ops []store.MetaOp, set []offsetSet) err
 // setOffset sets a committed offset and its attempts in memory. g.mu must be held.
 func (g *group) setOffset(k offsetKey, off int64, atts []MessageAttempts) {
 	g.offsets[k] = off
+	delete(g.starts, k)
 	if len(atts) > 0 {
 		g.attempts[k] = atts
 	} else {
@@ -449,6 +450,7 @@ func (c *coordinator) forgetOffsets(topic string) {
 				delete(g.attempts, k)
 			}
 		}
+		g.forgetStartsOf(topic)
 		g.mu.Unlock()
 	}
 }
@@ -533,8 +535,8 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			continue
 		}
 		from := g.startFrom(q.Topic)
-		off, ok := int64(0), false
-		if from == ConsumeFromTimestamp {
+		off, ok := g.resolvedStart(k)
+		if !ok && from == ConsumeFromTimestamp {
 			off, ok = found.start(e, timeStart{ref: q.QueueRef, at: g.fromTime})
 		}
 		if !ok {
@@ -544,6 +546,9 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 				return nil, err
 			}
 		}
+		// Kept until the write below (or a later one) sets it: should
+		// that write fail, the next fetch answers the same start.
+		g.keepStart(k, off)
 		out[i].Offset = off
 		set = append(set, offsetSet{k: k, off: off})
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
