@@ -63,3 +63,56 @@ func TestHuntGroups_PullCommitOfAQueueThatMovedAway(t *testing.T) {
 	assert.EqualValues(t, 3, offs[moved])
 	assert.EqualValues(t, 10, offs[kept])
 }
+
+// ResetOffsets to the earliest under two PullConsumers that fetched and
+// committed: each keeps its queue (the release of its old grant gives up
+// nothing), a commit of the old grant's progress is refused, and each
+// fetches again from the start.
+func TestHuntGroups_PullConsumersAcrossAReset(t *testing.T) {
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctxT(t), "t", 2))
+	huntSend(t, e, "t", 2, "m", 20)
+	var pcs []*equeue.PullConsumer
+	for _, id := range []string{"a", "b"} {
+		pc, err := equeue.NewPullConsumer(e, equeue.PullConsumerOptions{Group: "g", ID: id,
+			Subscriptions: []equeue.Subscription{{Topic: "t"}}, HeartbeatInterval: 50 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, pc.Start(ctxT(t)))
+		defer func() { _ = pc.Close() }()
+		pcs = append(pcs, pc)
+	}
+	eventually(t, 5*time.Second, func() bool { return len(pcs[0].Assigned()) == 1 && len(pcs[1].Assigned()) == 1 }, "the queues split")
+	owned := map[*equeue.PullConsumer]equeue.QueueRef{}
+	for _, pc := range pcs {
+		q := pc.Assigned()[0]
+		owned[pc] = q
+		msgs, err := pc.Fetch(ctxT(t), q, 6, 0)
+		require.NoError(t, err)
+		require.Len(t, msgs, 6)
+		require.NoError(t, pc.Commit(ctxT(t), q, 6))
+	}
+	changed := []<-chan struct{}{pcs[0].Changed(), pcs[1].Changed()}
+	require.NoError(t, e.ResetOffsets(ctxT(t), "g", equeue.ResetRequest{To: equeue.ResetToEarliest}))
+	for i, pc := range pcs {
+		select {
+		case <-changed[i]:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s saw no change after the reset", pc.ID())
+		}
+		q := owned[pc]
+		eventually(t, 5*time.Second, func() bool {
+			pos, ok := pc.Position(q)
+			return ok && pos == 0
+		}, "%s is back at the start of %v", pc.ID(), q)
+	}
+	for _, pc := range pcs {
+		q := owned[pc]
+		assert.Equal(t, []equeue.QueueRef{q}, pc.Assigned(), "%s keeps its queue", pc.ID())
+		msgs, err := pc.Fetch(ctxT(t), q, 20, 0)
+		require.NoError(t, err)
+		require.Len(t, msgs, 10)
+		assert.EqualValues(t, 0, msgs[0].Offset)
+		require.NoError(t, pc.Commit(ctxT(t), q, 10))
+	}
+	assert.EqualValues(t, 20, huntCommitted(t, e, "g"))
+}
