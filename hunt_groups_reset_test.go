@@ -13,67 +13,75 @@ import (
 	"github.com/equeue-go/equeue"
 )
 
-// ResetOffsets to the end while two members consume a backlog slowly:
+// ResetOffsets to the end while two members consume a backlog slowly (and
+// while a third one joins, the queues it gets being handed over):
 // the group's offsets never go below the reset's target afterwards (a
 // member's commit of what it handled before the reset is fenced), and
 // every message sent after the reset is handled.
 func TestHuntGroups_ResetToEndWhileConsumingNeverMovesBack(t *testing.T) {
-	e, _ := openEngine(t, "memory", nil)
-	const queues, n = 4, 200
-	require.NoError(t, e.CreateTopic(ctxT(t), "t", queues))
-	var seen huntSeen
-	var handled atomic.Int64
-	mk := func(id string) equeue.ConsumerOptions {
-		return equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}},
-			CommitInterval: 10 * time.Millisecond, Concurrency: 2,
-			Handler: func(_ context.Context, m *equeue.Message) error {
-				time.Sleep(3 * time.Millisecond)
-				seen.add(id, m)
-				handled.Add(1)
-				return nil
-			}}
-	}
-	startConsumer(t, e, mk("a"))
-	startConsumer(t, e, mk("b"))
-	huntSend(t, e, "t", queues, "old", n)
-	eventually(t, 10*time.Second, func() bool { return handled.Load() > 20 }, "the members consume")
-	require.NoError(t, e.ResetOffsets(ctxT(t), "g", equeue.ResetRequest{To: equeue.ResetToLatest}))
-	target, err := e.GroupOffsets(ctxT(t), "g")
-	require.NoError(t, err)
-	for q, off := range target {
-		if q.Topic != "t" {
-			continue
-		}
-		assert.EqualValues(t, n/queues, off, "%v at the end after the reset", q)
-	}
-	var below atomic.Int64
-	stop := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
+	for _, joining := range []bool{false, true} {
+		t.Run(map[bool]string{false: "static", true: "joining"}[joining], func(t *testing.T) {
+			e, _ := openEngine(t, "memory", nil)
+			const queues, n = 4, 200
+			require.NoError(t, e.CreateTopic(ctxT(t), "t", queues))
+			var seen huntSeen
+			var handled atomic.Int64
+			mk := func(id string) equeue.ConsumerOptions {
+				return equeue.ConsumerOptions{Group: "g", ID: id, Subscriptions: []equeue.Subscription{{Topic: "t"}},
+					CommitInterval: 10 * time.Millisecond, Concurrency: 2,
+					Handler: func(_ context.Context, m *equeue.Message) error {
+						time.Sleep(3 * time.Millisecond)
+						seen.add(id, m)
+						handled.Add(1)
+						return nil
+					}}
 			}
-			offs, err := e.GroupOffsets(context.Background(), "g")
-			if err != nil {
-				continue
+			startConsumer(t, e, mk("a"))
+			startConsumer(t, e, mk("b"))
+			huntSend(t, e, "t", queues, "old", n)
+			eventually(t, 10*time.Second, func() bool { return handled.Load() > 20 }, "the members consume")
+			if joining {
+				startConsumer(t, e, mk("c")) // its queues are handed over as the reset comes
 			}
-			for q, off := range offs {
-				if off < target[q] {
-					below.Add(1)
+			require.NoError(t, e.ResetOffsets(ctxT(t), "g", equeue.ResetRequest{To: equeue.ResetToLatest}))
+			target, err := e.GroupOffsets(ctxT(t), "g")
+			require.NoError(t, err)
+			for q, off := range target {
+				if q.Topic != "t" {
+					continue
 				}
+				assert.EqualValues(t, n/queues, off, "%v at the end after the reset", q)
 			}
-		}
-	}()
-	huntSend(t, e, "t", queues, "new", 40)
-	eventually(t, 10*time.Second, func() bool { return len(seen.missing("new", 40)) == 0 }, "every new message handled: missing %v", seen.missing("new", 40))
-	eventually(t, 10*time.Second, func() bool { return huntCommitted(t, e, "g") == n+40 }, "offsets reach the end")
-	close(stop)
-	<-watched
-	assert.Zero(t, below.Load(), "an offset went below the reset's target")
+			var below atomic.Int64
+			stop := make(chan struct{})
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(2 * time.Millisecond):
+					}
+					offs, err := e.GroupOffsets(context.Background(), "g")
+					if err != nil {
+						continue
+					}
+					for q, off := range offs {
+						if off < target[q] {
+							below.Add(1)
+						}
+					}
+				}
+			}()
+			huntSend(t, e, "t", queues, "new", 40)
+			eventually(t, 10*time.Second, func() bool { return len(seen.missing("new", 40)) == 0 }, "every new message handled: missing %v", seen.missing("new", 40))
+			eventually(t, 10*time.Second, func() bool { return huntCommitted(t, e, "g") == n+40 }, "offsets reach the end")
+			close(stop)
+			<-watched
+			assert.Zero(t, below.Load(), "an offset went below the reset's target")
+		})
+	}
 }
 
 // ResetOffsets to a time while members consume: every message stored at
