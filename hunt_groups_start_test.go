@@ -29,6 +29,9 @@ func TestHuntGroups_LatestStartWhoseWriteFailsSkipsNothingSentAfterStart(t *test
 	failing.Store(true)
 	prefix := []byte("off/g\x00")
 	rig.FS.OnWrite(func(b *store.Batch) error {
+		if len(b.Entries) > 0 { // a send in the same write would fail too
+			return nil
+		}
 		for _, op := range b.Meta {
 			if failing.Load() && bytes.HasPrefix(op.Key, prefix) {
 				return faultstore.ErrInjected
