@@ -58,10 +58,8 @@ type scheduler struct {
 	mu    sync.Mutex
 	alarm time.Time // when the scheduler plans to wake; zero when idle
 	// inflight holds the moves queued and not yet visible, by delay-log
-	// slot, and released counts those refused since (delay_inflight.go);
-	// both under mu.
+	// slot (delay_inflight.go); under mu.
 	inflight map[int64]inflightMove
-	released uint64
 	// listings are the scans of the delay index by Engine.Delayed in
 	// progress (delay_inflight.go); under mu.
 	listings map[*delayListing]struct{}

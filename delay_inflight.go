@@ -17,9 +17,9 @@ import (
 // registered moves instead of their index keys.
 //
 // A move refused without storing anything (a failed write, the engine
-// stopped) leaves its key in place: it is unregistered, and the count of
-// such releases lets a listing that skipped the key as in flight see that
-// it must read the index again.
+// stopped) leaves its key in place: it is unregistered, and a listing that
+// skipped the key as in flight, its scan now past it, counts the move
+// instead (delayListing.back).
 
 // inflightMove is a move registered as in flight.
 type inflightMove struct {
@@ -37,7 +37,12 @@ func (s *scheduler) register(d dueEntry) {
 		s.inflight = map[int64]inflightMove{}
 	}
 	for l := range s.listings {
-		if l.cursor != nil && bytes.Compare(d.key, l.cursor) <= 0 {
+		if l.cursor == nil || bytes.Compare(d.key, l.cursor) > 0 {
+			continue
+		}
+		if _, ok := l.skipped[d.seq]; ok {
+			delete(l.back, d.seq) // in flight again: counted as such
+		} else {
 			l.late[d.seq] = struct{}{}
 		}
 	}
@@ -47,16 +52,23 @@ func (s *scheduler) register(d dueEntry) {
 // settle ends the registration of the move of slot seq whose command
 // ended with err: a stored move, now visible, and a move refused with its
 // key left in place are unregistered; one of unknown outcome stays
-// registered (only a reopen tells where its message is).
+// registered (only a reopen tells where its message is). A refused move
+// whose key a listing skipped is counted by that listing (back).
 func (s *scheduler) settle(seq int64, err error) {
 	if errors.Is(err, ErrIndeterminate) {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	m, ok := s.inflight[seq]
 	delete(s.inflight, seq)
-	if err != nil {
-		s.released++
+	if err == nil || !ok {
+		return
+	}
+	for l := range s.listings {
+		if _, skipped := l.skipped[seq]; skipped {
+			l.back[seq] = m
+		}
 	}
 }
 
@@ -66,15 +78,24 @@ func (s *scheduler) settle(seq int64, err error) {
 // after it: a move registered in between, after the scan counted its key,
 // would be counted twice. So the scan records the last key it reached
 // (cursor), and register notes the moves of keys the scan has already
-// passed (late): the listing does not count those again.
+// counted (late): the listing does not count those again.
+//
+// The other way round, the scan skips the key of a registered move, which
+// the listing counts only if it is still registered when the scan is done:
+// a move refused in between puts its key back in the index, behind the
+// scan. So the scan records the slots it skipped (skipped), and settle
+// hands such a refused move to the listing (back), which counts it unless
+// the scheduler registered it again (then it is counted as registered).
 type delayListing struct {
-	cursor []byte             // the last index key the scan reached; under scheduler.mu
-	late   map[int64]struct{} // slots of moves registered after the scan reached their key; under scheduler.mu
+	cursor  []byte                 // the last index key the scan reached; under scheduler.mu
+	late    map[int64]struct{}     // slots of moves registered after the scan counted their key; under scheduler.mu
+	skipped map[int64]struct{}     // slots whose keys the scan skipped as in flight; under scheduler.mu
+	back    map[int64]inflightMove // skipped moves refused since and not registered again; under scheduler.mu
 }
 
 // startListing registers a scan of the delay index by Engine.Delayed.
 func (s *scheduler) startListing() *delayListing {
-	l := &delayListing{late: map[int64]struct{}{}}
+	l := &delayListing{late: map[int64]struct{}{}, skipped: map[int64]struct{}{}, back: map[int64]inflightMove{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.listings == nil {
@@ -91,30 +112,29 @@ func (s *scheduler) visit(l *delayListing, k []byte, seq int64) bool {
 	defer s.mu.Unlock()
 	l.cursor = append(l.cursor[:0], k...)
 	_, ok := s.inflight[seq]
+	if ok {
+		l.skipped[seq] = struct{}{}
+	}
 	return ok
 }
 
 // endListing ends the scan of l and returns, at that same moment, the
-// registered moves, in the index's order (delivery time, then slot), and
-// the count of releases (see settle) so far. l.late is then final.
-func (s *scheduler) endListing(l *delayListing) ([]inflightMove, uint64) {
+// moves it counts in place of keys it did not: the registered moves and
+// those of l.back, in the index's order (delivery time, then slot).
+// l.late is then final.
+func (s *scheduler) endListing(l *delayListing) []inflightMove {
 	s.mu.Lock()
 	delete(s.listings, l)
-	out := make([]inflightMove, 0, len(s.inflight))
+	out := make([]inflightMove, 0, len(s.inflight)+len(l.back))
 	for _, m := range s.inflight {
 		out = append(out, m)
 	}
-	released := s.released
+	for _, m := range l.back {
+		out = append(out, m)
+	}
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b inflightMove) int {
 		return cmp.Or(a.entry.DeliverAt.Compare(b.entry.DeliverAt), cmp.Compare(a.seq, b.seq))
 	})
-	return out, released
-}
-
-// releases returns the count of moves refused after they were registered.
-func (s *scheduler) releases() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.released
+	return out
 }

@@ -61,60 +61,51 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 	// A move in flight has deleted its index key, or may delete it while
 	// the index is read, before its message is visible: the scan skips
 	// the keys of registered moves, and the moves registered once it is
-	// done are counted instead (delay_inflight.go). A move refused after
-	// the scan skipped its key puts the key back in play: the index is
-	// read again, a few times at most (refusals come from a failing
-	// store, at most about once a second).
-	// A move registered after the scan counted its key is not counted
-	// again (delayListing).
+	// done are counted instead (delay_inflight.go), with those refused
+	// after the scan skipped their keys. A move registered after the scan
+	// counted its key is not counted again (delayListing).
 	names := map[uint32]string{}
-	for try := 0; ; try++ {
-		released := e.sched.releases()
-		l := e.sched.startListing()
-		info, visible, err := e.delayedScan(ctx, max, keep, names, l)
-		moves, now := e.sched.endListing(l)
-		if err != nil {
-			return DelayedInfo{}, err
+	l := e.sched.startListing()
+	info, visible, err := e.delayedScan(ctx, max, keep, names, l)
+	moves := e.sched.endListing(l)
+	if err != nil {
+		return DelayedInfo{}, err
+	}
+	// The scheduler reads the index from the store: it may move a
+	// message whose send is still being written, or of unknown outcome
+	// (its fsync failed), which the listing does not show.
+	_, stored, _ := e.sched.log.bounds()
+	for _, m := range moves {
+		if m.seq >= stored {
+			continue // its send is not known stored
 		}
-		if now != released && try < 3 {
+		if _, late := l.late[m.seq]; late && m.seq < visible {
+			continue // its key was counted by the scan
+		}
+		name, seen := names[m.topic]
+		if !seen {
+			if t := e.topicByID(m.topic); t != nil {
+				name = t.name
+			}
+			names[m.topic] = name
+		}
+		if keep != nil && !keep(name) {
 			continue
 		}
-		// The scheduler reads the index from the store: it may move a
-		// message whose send is still being written, or of unknown outcome
-		// (its fsync failed), which the listing does not show.
-		_, stored, _ := e.sched.log.bounds()
-		for _, m := range moves {
-			if m.seq >= stored {
-				continue // its send is not known stored
-			}
-			if _, late := l.late[m.seq]; late && m.seq < visible {
-				continue // its key was counted by the scan
-			}
-			name, seen := names[m.topic]
-			if !seen {
-				if t := e.topicByID(m.topic); t != nil {
-					name = t.name
-				}
-				names[m.topic] = name
-			}
-			if keep != nil && !keep(name) {
-				continue
-			}
-			if info.Pending >= maxDelayedCount {
-				info.Complete = false
-				break
-			}
-			info.Pending++
-			en := m.entry
-			en.Topic = name
-			info.Next = append(info.Next, en)
+		if info.Pending >= maxDelayedCount {
+			info.Complete = false
+			break
 		}
-		slices.SortStableFunc(info.Next, func(a, b DelayedEntry) int { return a.DeliverAt.Compare(b.DeliverAt) })
-		if len(info.Next) > max {
-			info.Next = info.Next[:max]
-		}
-		return info, nil
+		info.Pending++
+		en := m.entry
+		en.Topic = name
+		info.Next = append(info.Next, en)
 	}
+	slices.SortStableFunc(info.Next, func(a, b DelayedEntry) int { return a.DeliverAt.Compare(b.DeliverAt) })
+	if len(info.Next) > max {
+		info.Next = info.Next[:max]
+	}
+	return info, nil
 }
 
 // delayedScan counts the delayed messages of the delay index whose

@@ -182,3 +182,107 @@ func TestHunt_DelayedDoesNotListTheMoveOfASendOfUnknownOutcome(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, d.Pending, "the send known stored is listed (its move's outcome is unknown); the send of unknown outcome is not")
 }
+
+// A listing that skipped a due message's index key while its move was in
+// flight must list it when that move is refused (its key back in the
+// index, behind the scan) and moved again before the listing ends, however
+// often that happens during the listing. It used to read the index again
+// after each refusal, three times at most, and then list neither the key
+// (skipped) nor the new move (taken for one whose key it had counted):
+// the message was neither pending nor in its queue.
+func TestHunt_DelayedListsAMoveRefusedAndStartedAgainDuringEveryScan(t *testing.T) {
+	fs := faultstore.New(store.NewMemory())
+	s := &endedDelayScan{Store: fs}
+	e, err := equeue.Open("", &equeue.Options{Store: s})
+	require.NoError(t, err)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	held := make(chan chan struct{}, 1) // each held move write, to let go
+	fs.OnWrite(func(b *store.Batch) error {
+		if !isDelayMove(b) || !refuse.Load() {
+			return nil
+		}
+		let := make(chan struct{})
+		s.moveHeld.Store(true)
+		held <- let
+		<-let
+		s.moveHeld.Store(false)
+		if refuse.Load() {
+			return faultstore.ErrInjected
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		refuse.Store(false)
+		for {
+			select {
+			case g := <-held:
+				close(g)
+				continue
+			default:
+			}
+			break
+		}
+		require.NoError(t, e.Close())
+	})
+	require.NoError(t, e.CreateTopic(ctxBG, "t", 1))
+	_, err = e.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Topic: "t", Body: []byte("d"), Delay: 20 * time.Millisecond}}})
+	require.NoError(t, err)
+
+	var first chan struct{}
+	select {
+	case first = <-held:
+	case <-time.After(waitLong):
+		t.Fatal("timed out waiting for the move")
+	}
+	pendingGo := first
+	// Each scan of the listing skips the key of the move held in flight;
+	// as it ends, the move is refused and the scheduler starts it again.
+	const scans = 4
+	var ended atomic.Int32
+	s.onEnd = func() {
+		if ended.Add(1) > scans {
+			return
+		}
+		close(pendingGo)
+		select {
+		case pendingGo = <-held:
+		case <-time.After(waitLong):
+			t.Error("timed out waiting for the move to start again")
+		}
+	}
+	s.armed.Store(true)
+	d, err := e.Delayed(ctxBG, 0)
+	s.armed.Store(false)
+	require.NoError(t, err)
+	visible := len(queueBodies(t, e, "t", 0))
+	assert.Equal(t, 1, d.Pending+visible, "pending %d, visible %d: the message is in one place", d.Pending, visible)
+	assert.Len(t, d.Next, d.Pending)
+
+	refuse.Store(false)
+	close(pendingGo)
+	eventually(t, waitLong, func() bool { return len(queueBodies(t, e, "t", 0)) == 1 }, "moved once its write is no longer refused")
+	assert.Equal(t, 0, pendingDelayed(t, e))
+}
+
+// endedDelayScan is a store whose scans of the delay index, once armed,
+// call onEnd when they end while a move's write is held (moveHeld): only a
+// listing scans then, the scheduler waiting for its move.
+type endedDelayScan struct {
+	equeue.Store
+	armed, moveHeld atomic.Bool
+	onEnd           func()
+}
+
+func (s *endedDelayScan) ScanMetaDamaged(prefix []byte, fn func(key, value []byte, damaged error) error) error {
+	var err error
+	if ds, ok := s.Store.(store.DamagedMetaScanner); ok {
+		err = ds.ScanMetaDamaged(prefix, fn)
+	} else {
+		err = s.Store.ScanMeta(prefix, func(k, v []byte) error { return fn(k, v, nil) })
+	}
+	if bytes.Equal(prefix, []byte("d/")) && s.armed.Load() && s.moveHeld.Load() {
+		s.onEnd()
+	}
+	return err
+}
