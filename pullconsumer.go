@@ -109,7 +109,9 @@ func (pc *PullConsumer) ID() string { return pc.join.Member }
 // answer was lost does not hold the member ID against it. A Start that
 // joined but could not use its grants (or whose ctx ended first) leaves
 // the group, and the next Start joins as a new incarnation (the broker
-// refuses a join of one that left).
+// refuses a join of one that left). A release of queues the join's
+// assignment takes away that fails does not fail Start: it holds its
+// grants, and the release is tried again.
 func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
 	if pc.closed || pc.started {
@@ -186,8 +188,17 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 // ctx ends (runMembership), beginning with the join's; first is told the
 // outcome of the first apply that was not cancelled.
 func (pc *PullConsumer) membershipLoop(ctx context.Context, join *Assignment, first *firstApply) {
+	apply := func(ctx context.Context, a Assignment) error {
+		err := pc.apply(ctx, a)
+		if errors.Is(err, errReleaseAgain) && ctx.Err() == nil {
+			// Its grants are installed: Start holds them, while the
+			// applier tries the release again.
+			first.report(nil)
+		}
+		return err
+	}
 	runMembership(ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, pc.knownVersion, join,
-		newApplier(ctx, first.wrap(pc.apply), pc.log), func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
+		newApplier(ctx, first.wrap(apply), pc.log), func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
 }
 
 // knownVersion is the version of the assignment applied last.
@@ -205,6 +216,10 @@ func (pc *PullConsumer) leaveAfterStart() {
 		pc.log.Warn("leave after a Start that did not complete", "group", pc.join.Group, "err", err)
 	}
 }
+
+// errReleaseAgain is an apply's failed release of queues taken away: the
+// grants it installed stand, and the applier tries it again.
+var errReleaseAgain = errors.New("equeue: release of queues taken away failed")
 
 func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 	next := map[QueueRef]Grant{}
@@ -236,7 +251,7 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 	var released error
 	if len(revoked) > 0 && a.Member != "" {
 		if err := pc.b.ReleaseQueues(ctx, pc.join.Group, pc.join.Member, revoked); err != nil && !errors.Is(err, ErrNotMember) {
-			released = fmt.Errorf("release: %w", err)
+			released = fmt.Errorf("%w: %w", errReleaseAgain, err)
 		}
 	}
 	var offs []OffsetCommit
