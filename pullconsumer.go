@@ -227,10 +227,14 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 		next[g.QueueRef] = g
 	}
 	pc.mu.Lock()
+	// dropped says whether a queue left the consumer: the Revoking of an
+	// assignment applied again (a release tried again) changes nothing.
+	dropped := false
 	var revoked, fresh []Grant
 	for ref, g := range pc.grants {
 		if ng, ok := next[ref]; !ok || ng.Epoch != g.Epoch {
 			revoked = append(revoked, g)
+			dropped = true
 			delete(pc.grants, ref)
 			delete(pc.positions, ref)
 			delete(pc.ahead, ref)
@@ -273,7 +277,7 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 	if a.Member != "" {
 		pc.lanes = a.Priorities
 	}
-	if len(revoked) > 0 || len(fresh) > 0 {
+	if dropped || len(fresh) > 0 {
 		close(pc.changed)
 		pc.changed = make(chan struct{})
 	}
