@@ -45,9 +45,11 @@ const deleteChunk = 512
 // A group made again under the name (a member joins, or
 // CommitGroupOffsets) starts as a new group does: a join or commit that
 // comes after the group's keys are deleted, while its topics are, waits
-// until they are gone,
-// and the new group grants under epochs above the deleted one's, so a
-// removed member's commit under its old grant is refused (ErrFenced).
+// until they are gone (for a group the engine does not hold in memory,
+// whose dead letters or retry topic alone are left, from the start of its
+// deletion), and the new group grants under epochs above the deleted
+// one's, so a removed member's commit under its old grant is refused
+// (ErrFenced).
 func (e *Engine) DeleteGroup(ctx context.Context, name string, o DeleteGroupOptions) error {
 	return e.deleteGroup(ctx, name, o.Force, time.Time{})
 }
@@ -95,16 +97,24 @@ func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleS
 
 // deleteGroupKeys deletes the group's stored keys and, once they are gone,
 // the group from memory. found says whether there was anything; held,
-// when not nil, is the hold on the name taken as the group left memory,
-// for the caller to release once the group's topics are deleted.
+// when not nil, is the hold on the name, for the caller to release once
+// the group's topics are deleted (also when err is not nil). It is taken
+// as the group leaves memory, or at once for a group the engine does not
+// hold: nothing makes that group again while its keys and topics are
+// deleted.
 func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, idleSince time.Time) (found bool, held chan struct{}, err error) {
 	c := e.groups
-	g, _ := c.group(name)
+	c.mu.Lock()
+	g := c.groups[name]
+	if g == nil {
+		held = c.holdName(name)
+	}
+	c.mu.Unlock()
 	if g != nil {
 		// Every send-back's mark is in the store before the keys are
 		// listed, and none comes after: its member is gone by then.
 		if err := e.fenceSendBacks(ctx, g); err != nil {
-			return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, err)
+			return false, held, fmt.Errorf("equeue: delete group %q: %w", name, err)
 		}
 		defer g.sbGate.Unlock()
 		g.commitMu.Lock()
@@ -112,11 +122,11 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if !idleSince.IsZero() && g.lastUsed.After(idleSince) {
-			return false, nil, fmt.Errorf("%w: group %q was used since it was found idle", ErrGroupHasMembers, name)
+			return false, held, fmt.Errorf("%w: group %q was used since it was found idle", ErrGroupHasMembers, name)
 		}
 		if len(g.members) > 0 {
 			if !force {
-				return false, nil, fmt.Errorf("%w: group %q has %d", ErrGroupHasMembers, name, len(g.members))
+				return false, held, fmt.Errorf("%w: group %q has %d", ErrGroupHasMembers, name, len(g.members))
 			}
 			for id := range g.members {
 				g.removeMember(id)
@@ -132,7 +142,7 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		// Every redrive's mark is in the store before the keys are listed
 		// (fenceGroupName), as every send-back's is above.
 		if err := e.barrier(ctx); err != nil {
-			return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, err)
+			return false, held, fmt.Errorf("equeue: delete group %q: %w", name, err)
 		}
 	}
 	// Listings and heartbeats read g frozen across the store's reads and
@@ -145,7 +155,7 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 	keys, err := e.groupKeys(name)
 	thaw()
 	if err != nil {
-		return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, err)
+		return false, held, fmt.Errorf("equeue: delete group %q: %w", name, err)
 	}
 	found = len(keys) > 0
 	for len(keys) > 0 {
@@ -162,13 +172,13 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		}
 		thaw()
 		if !applied {
-			return false, nil, fmt.Errorf("equeue: delete group %q: %w", name, werr)
+			return false, held, fmt.Errorf("equeue: delete group %q: %w", name, werr)
 		}
 		if g != nil {
 			g.forgetKeys(chunk)
 		}
 		if werr != nil {
-			return false, nil, notDurable(werr, "delete group %q", name)
+			return false, held, notDurable(werr, "delete group %q", name)
 		}
 		keys = keys[:len(keys)-n]
 	}

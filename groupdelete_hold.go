@@ -10,6 +10,9 @@ import "context"
 // about to be deleted and be lost with it, after its commits passed
 // them. So from the moment the group leaves memory until its topics are
 // deleted, its name is held, and what would make the group again waits.
+// A group the engine does not hold in memory (a deletion cut short left
+// only its topics) has its name held from the start of its deletion:
+// nothing makes it in memory meanwhile, to be deleted from under it.
 
 // holdName holds name for the deletion of its group and returns the
 // hold, or nil when another deletion holds it already. c.mu must be held.

@@ -3,6 +3,7 @@ package equeue_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,16 +14,18 @@ import (
 // TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt
 // deletes a group the engine does not hold in memory (only its dead
 // letters are left); while the deletion deletes its topics, the group is
-// made again in memory (CommitGroupOffsets), and a ToTopic Redrive that
-// finds that new group lists the old dead letters, then the deletion ends
-// before the redrive sends. The redrive must stop with ErrGroupNotFound,
-// having sent nothing to the topic and written no redriven mark, as it
-// does when the group stays out of memory
-// (TestRedrive_ToTopicOfAGroupNotInMemoryRacingDeleteGroupWritesNothing).
+// made again (CommitGroupOffsets), and a ToTopic Redrive lists the old
+// dead letters, then the deletion ends before the redrive sends. The
+// redrive must stop with ErrGroupNotFound, having sent nothing to the
+// topic and written no redriven mark, as it does when the group stays out
+// of memory (TestRedrive_ToTopicOfAGroupNotInMemoryRacingDeleteGroupWritesNothing).
 // Before, a redrive that found the group in memory took only that group's
 // gate, which the deletion, begun before the group was made, never took:
 // the deleted dead letter went back after DeleteGroup returned, and its
-// mark outlived the dead-letter topic.
+// mark outlived the dead-letter topic. Since the deletion holds the name
+// from its start (TestDeleteGroup_OfAGroupNotInMemoryHoldsItsNameUntilItsTopicsAreGone),
+// the commit waits for it and makes the group only after it; the redrive
+// still writes nothing.
 func TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -42,10 +45,13 @@ func TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt(t *tes
 			go func() { deleted <- e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}) }()
 			<-atTopics // its keys are deleted, its topics not yet
 
-			// The group is made again: the engine holds it now.
-			require.NoError(t, e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 0}))
-			_, err = e.Group(ctx, "g")
-			require.NoError(t, err, "the engine holds the group made again")
+			// The group is made again: the commit waits for the deletion.
+			committed := make(chan error, 1)
+			go func() {
+				committed <- e.CommitGroupOffsets(ctx, "g", map[equeue.QueueRef]int64{{Topic: "t", Queue: 0}: 0})
+			}()
+			eventually(t, 10*time.Second, func() bool { return equeue.GroupDeletionWaits(e) > 0 || len(committed) > 0 },
+				"the commit waits for the deletion, or makes the group")
 
 			var once sync.Once
 			var deleteErr error
@@ -67,6 +73,9 @@ func TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt(t *tes
 			require.NoError(t, err)
 			assert.Equal(t, before.Queues, after.Queues, "nothing was sent to the dead letter's topic")
 			assert.Empty(t, redrivenKeys(t, f.FS, "g"), "no redriven mark of the deleted dead letters")
+			require.NoError(t, <-committed)
+			_, err = e.Group(ctx, "g")
+			require.NoError(t, err, "the group is made again after its deletion")
 		})
 	}
 }
