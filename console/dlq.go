@@ -186,9 +186,9 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request, v viewer) {
 // redriveRuns), or one message at a time at the rate; toTopic sends them
 // to their topics rather than the group's retry topic. The selected
 // offsets go as ranges, never named one by one: a dead letter listed
-// redriven through a lost mark is passed by, as All passes it. Without a
-// rate, a range whose dead letters' topics are gone does not stop the
-// ranges after it.
+// redriven through a lost mark is passed by, as All passes it. A range
+// (or, at a rate, a dead letter) whose topics are gone does not stop the
+// ones after it (goneTopics).
 func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets []int64, toTopic bool, rate float64) (int, error) {
 	call := func(req equeue.RedriveRequest) (int, error) {
 		cctx, cancel := context.WithTimeout(ctx, c.o.RequestTimeout)
@@ -202,25 +202,16 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 		}
 		// As one Redrive does, the ranges go on past dead letters whose
 		// topics are gone, and the first such error is told at the end.
-		sent, others := 0, 0
-		var gone error
+		sent := 0
+		var gone goneTopics
 		for _, run := range redriveRuns(offsets) {
 			n, err := call(run)
 			sent += n
-			switch {
-			case err == nil:
-			case !errors.Is(err, equeue.ErrTopicNotFound):
-				return sent, errors.Join(err, gone)
-			case gone == nil:
-				gone = err
-			default:
-				others++
+			if !gone.add(err) {
+				return sent, errors.Join(err, gone.err("selected ranges"))
 			}
 		}
-		if others > 0 {
-			gone = fmt.Errorf("%w (and %d more selected ranges with dead letters left)", gone, others)
-		}
-		return sent, gone
+		return sent, gone.err("selected ranges")
 	}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
@@ -237,21 +228,27 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 		sent += n
 		return err
 	}
+	// As without a rate, the dead letters go on past those whose topics
+	// are gone, and the first such error is told at the end.
+	var gone goneTopics
 	if !all {
 		for _, off := range slices.Compact(slices.Sorted(slices.Values(offsets))) {
-			if err := one(equeue.RedriveRequest{From: off, To: off + 1}); err != nil {
-				return sent, err
+			if err := one(equeue.RedriveRequest{From: off, To: off + 1}); !gone.add(err) {
+				return sent, errors.Join(err, gone.err("dead letters"))
 			}
 		}
-		return sent, nil
+		return sent, gone.err("dead letters")
 	}
 	var from int64
 	for {
 		lctx, cancel := context.WithTimeout(ctx, c.o.RequestTimeout)
 		rows, err := c.readDeadLetters(lctx, group, from, 256)
 		cancel()
-		if err != nil || len(rows) == 0 {
-			return sent, err
+		if err != nil {
+			return sent, errors.Join(err, gone.err("dead letters"))
+		}
+		if len(rows) == 0 {
+			return sent, gone.err("dead letters")
 		}
 		for _, row := range rows {
 			// One too large to list may be redriven already: the broker
@@ -261,8 +258,8 @@ func (c *Console) doRedrive(ctx context.Context, group string, all bool, offsets
 			if row.Redriven {
 				continue
 			}
-			if err := one(equeue.RedriveRequest{From: row.Offset, To: row.Offset + 1}); err != nil {
-				return sent, err
+			if err := one(equeue.RedriveRequest{From: row.Offset, To: row.Offset + 1}); !gone.add(err) {
+				return sent, errors.Join(err, gone.err("dead letters"))
 			}
 		}
 		from = rows[len(rows)-1].Offset + 1
