@@ -20,12 +20,15 @@ type goneTopics struct {
 }
 
 // add keeps err, a call's answer, and reports whether the redrive goes
-// on: when err is nil or matches ErrTopicNotFound.
+// on: when err is nil or matches ErrTopicNotFound, but not when it also
+// matches ErrGroupNotFound (the group's dead letters themselves are gone,
+// their topic deleted during the redrive: every later call would fail
+// the same way).
 func (g *goneTopics) add(err error) bool {
 	switch {
 	case err == nil:
 		return true
-	case !errors.Is(err, equeue.ErrTopicNotFound):
+	case !errors.Is(err, equeue.ErrTopicNotFound), errors.Is(err, equeue.ErrGroupNotFound):
 		return false
 	case g.first == nil:
 		g.first = err
