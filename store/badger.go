@@ -57,7 +57,11 @@ type Badger struct {
 	segLimit int
 	// wmu serializes the changes to records (Write, each chunk of
 	// DeleteRange and DropQueue), which read segments to keep them from
-	// overlapping, and guards ends.
+	// overlapping, and guards ends. Every commit of the store is made
+	// under it (metadata-only Writes too; Reclaim's memtable flush holds
+	// dropMu instead), so a commit that leaves Badger without a memtable
+	// is alone in Badger's write batch: it stored nothing, and no other
+	// commit reaches Badger before failedCommit marks the store unusable.
 	wmu sync.Mutex
 	// ends holds, per queue written since open, an upper bound of the end
 	// of its records: an append at or past it cannot touch an existing
@@ -196,9 +200,9 @@ func (s *Badger) acquire() error {
 		s.mu.RUnlock()
 		return ErrClosed
 	}
-	if p := s.unusable.Load(); p != nil {
+	if err := s.lostMemtable(); err != nil {
 		s.mu.RUnlock()
-		return *p
+		return err
 	}
 	return nil
 }

@@ -66,6 +66,9 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 	defer s.dropMu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err := s.lostMemtable(); err != nil {
+		return from, err
+	}
 	// A split segment costs two operations.
 	chunk := min(s.chunkSegments, max(s.limits.MaxEntries/2, 1))
 	// Tombstones, and the two edge segments written back.
@@ -269,6 +272,9 @@ func (s *Badger) dropEndMark(q QueueID) error {
 	defer s.dropMu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err := s.lostMemtable(); err != nil {
+		return err
+	}
 	delete(s.ends, q)
 	if s.inMemory {
 		return nil
@@ -434,6 +440,9 @@ var flushSentinel = []byte{0xfe, 'f', 'l', 'u', 's', 'h'}
 func (s *Badger) flushMemtables() error {
 	s.dropMu.Lock()
 	defer s.dropMu.Unlock()
+	if err := s.lostMemtable(); err != nil {
+		return err
+	}
 	s.beginUncounted() // a new memtable
 	defer s.endUncounted()
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) }); err != nil {

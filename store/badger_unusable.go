@@ -26,7 +26,10 @@ var ErrUnusable = errors.New("store: unusable until reopened: a failed write lef
 // does, the store refuses every later call but Close with ErrUnusable,
 // and so does the write that failed (which, committed on its own, stored
 // nothing: Badger makes room before it writes a transaction to a
-// memtable).
+// memtable). Every commit of the store holds wmu (or dropMu for writing)
+// and calls failedCommit before it lets go, so the failed commit was
+// alone in Badger's write batch and no other one reaches Badger's commit
+// before the store is marked.
 func (s *Badger) failedCommit(err error) error {
 	if err == nil || !s.memtableLost() {
 		return err
@@ -36,6 +39,17 @@ func (s *Badger) failedCommit(err error) error {
 		return unusable
 	}
 	return fmt.Errorf("%w: %w", *s.unusable.Load(), err)
+}
+
+// lostMemtable returns the error that makes the store unusable, or nil.
+// A call checks it as it starts (acquire), and a commit checks it again
+// once it holds wmu (or dropMu for writing): it may have waited there
+// while the commit before it left Badger without a memtable.
+func (s *Badger) lostMemtable() error {
+	if p := s.unusable.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // memtableLost reports whether Badger has lost its memtable: a point read

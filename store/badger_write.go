@@ -34,12 +34,18 @@ func (s *Badger) Write(b *Batch) error {
 
 	s.dropMu.RLock()
 	defer s.dropMu.RUnlock()
+	// Every Write takes wmu, one of metadata only too: no other commit of
+	// the store is then in Badger's write batch with it, or queued behind
+	// it, when it fails on a lost memtable (failedCommit).
+	s.writersWaiting.Add(1)
+	s.wmu.Lock()
+	s.writersWaiting.Add(-1)
+	defer s.wmu.Unlock()
+	if err := s.lostMemtable(); err != nil {
+		return err // while this Write waited for wmu
+	}
 	var bufs *writeBufs
 	if len(b.Entries) > 0 {
-		s.writersWaiting.Add(1)
-		s.wmu.Lock()
-		s.writersWaiting.Add(-1)
-		defer s.wmu.Unlock()
 		bufs = writeBufPool.Get().(*writeBufs)
 		defer bufs.put() // deferred before Discard: runs after it
 	}
