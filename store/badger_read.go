@@ -123,7 +123,7 @@ func (s *Badger) Read(q QueueID, from, to uint64, max, maxBytes int) ([]Record, 
 	// hintAt and hintEnd bound the last segment read, for the next Read's
 	// seek (see readHints).
 	var hintAt, hintEnd uint64
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		prefix := queuePrefix(q)
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
 		defer it.Close()
@@ -220,7 +220,7 @@ func (s *Badger) Bounds(q QueueID) (first, next uint64, ok bool, err error) {
 	}
 	defer s.release()
 	prefix := queuePrefix(q)
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Prefix: prefix})
 		it.Seek(recordKey(q, 0))
 		if !it.Valid() {
@@ -252,7 +252,7 @@ func (s *Badger) GetMeta(key []byte) ([]byte, error) {
 	}
 	defer s.release()
 	var v []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get(metaKey(key))
 		if err != nil {
 			return err
@@ -310,7 +310,7 @@ func (s *Badger) scanMeta(prefix []byte, tolerate bool, fn func(key, value []byt
 			return err
 		}
 		batch = batch[:0]
-		err := s.db.View(func(txn *badger.Txn) error {
+		err := s.view(func(txn *badger.Txn) error {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = full
 			it := txn.NewIterator(opts)

@@ -70,3 +70,24 @@ func (s *Badger) memtableLost() (lost bool) {
 // memtableProbeKey is a key no store writes (metadata keys, records and
 // marks all start with another byte): memtableLost reads it.
 var memtableProbeKey = []byte{0xff, 'p', 'r', 'o', 'b', 'e'}
+
+// view is Badger's View for the store's reads. A read that passed acquire
+// before a failed commit left Badger without a memtable (the store is
+// marked once the commit returns) panics in Badger: view recovers that
+// panic, marks the store unusable, and fails with ErrUnusable. Any other
+// panic goes on.
+func (s *Badger) view(fn func(txn *badger.Txn) error) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if !s.memtableLost() {
+			panic(r)
+		}
+		lost := fmt.Errorf("%w: a read met the missing memtable", ErrUnusable)
+		s.unusable.CompareAndSwap(nil, &lost)
+		err = s.lostMemtable()
+	}()
+	return s.db.View(fn)
+}

@@ -68,7 +68,7 @@ func (s *Badger) VerifyRecords() error {
 		return err
 	}
 	defer s.release()
-	return s.db.View(func(txn *badger.Txn) error {
+	return s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
