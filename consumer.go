@@ -379,7 +379,8 @@ func (c *Consumer) subscriptions() []Subscription {
 
 // Start joins the group and returns once the queues granted at join time
 // are being consumed (or ctx ended first: they then start in the
-// background). Its heartbeats begin at once, so fetching those queues'
+// background); a failed try to start them (their offsets could not be
+// fetched or stored) is tried again with backoff meanwhile. Its heartbeats begin at once, so fetching those queues'
 // offsets may outlast the session timeout without the member being
 // expired. Consumption goes on in the background until Close.
 // Each Consumer is a new incarnation of the member ID: while another
@@ -435,8 +436,9 @@ func (c *Consumer) Start(ctx context.Context) error {
 	c.startTimers()
 	// The join's grants are applied by the membership loop, which
 	// heartbeats meanwhile: fetching their offsets may outlast the
-	// session timeout. Start waits for that first apply.
-	first := newFirstApply(false)
+	// session timeout. Start waits for the first apply that succeeded: a
+	// failed one is tried again in the background.
+	first := newFirstApply(untilApplied)
 	c.mu.Lock()
 	if c.closed { // Close may be waiting for the goroutines already
 		c.mu.Unlock()

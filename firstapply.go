@@ -7,32 +7,45 @@ import (
 
 // firstApply lets a Start wait until its membership loop applied the
 // join's grants (see runMembership): it holds the outcome of the first
-// apply. An apply is cancelled when the member rejoins (expired
-// meanwhile: the new join's assignment is applied next) or the loop ends
-// (which the loop reports by itself): its error then says nothing of the
-// grants. A PullConsumer's Start, which fails unless it holds its grants,
-// waits for the first apply that was not cancelled (skipCancelled); a
-// Consumer's, which never fails once joined, returns after the first one
-// whatever its end.
+// apply that counts. An apply is cancelled when the member rejoins
+// (expired meanwhile: the new join's assignment is applied next) or the
+// loop ends (which the loop reports by itself): its error then says
+// nothing of the grants. A PullConsumer's Start, which fails unless it
+// holds its grants, waits for the first apply that was not cancelled
+// (untilNotCancelled). A Consumer's, which never fails once joined, waits
+// for the first apply that succeeded (untilApplied): a failed one is tried
+// again in the background, and a Start that returned before its queues'
+// starts were stored would let a message sent once it returned be skipped
+// by a group starting from the latest message, should the engine be
+// reopened before a later try stored them.
 type firstApply struct {
-	skipCancelled bool
-	once          sync.Once
-	done          chan struct{} // closed once err is set
-	err           error
+	until firstApplyUntil
+	once  sync.Once
+	done  chan struct{} // closed once err is set
+	err   error
 }
 
-// newFirstApply returns a firstApply waiting for its outcome; with
-// skipCancelled, a cancelled apply is no outcome.
-func newFirstApply(skipCancelled bool) *firstApply {
-	return &firstApply{skipCancelled: skipCancelled, done: make(chan struct{})}
+// firstApplyUntil says which apply's outcome a firstApply reports.
+type firstApplyUntil int
+
+const (
+	// untilNotCancelled reports the first apply that was not cancelled.
+	untilNotCancelled firstApplyUntil = iota
+	// untilApplied reports the first apply that succeeded.
+	untilApplied
+)
+
+// newFirstApply returns a firstApply waiting for the outcome until says.
+func newFirstApply(until firstApplyUntil) *firstApply {
+	return &firstApply{until: until, done: make(chan struct{})}
 }
 
-// wrap returns apply, reporting the outcome of its first call (not
-// cancelled, with skipCancelled).
+// wrap returns apply, reporting the outcome of its first call that counts
+// (see firstApplyUntil).
 func (f *firstApply) wrap(apply func(context.Context, Assignment) error) func(context.Context, Assignment) error {
 	return func(ctx context.Context, a Assignment) error {
 		err := apply(ctx, a)
-		if f.skipCancelled && err != nil && ctx.Err() != nil {
+		if err != nil && (f.until == untilApplied || ctx.Err() != nil) {
 			return err
 		}
 		f.report(err)

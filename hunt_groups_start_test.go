@@ -17,9 +17,9 @@ import (
 
 // A group starting from the latest message whose first member's start
 // offsets cannot be stored at first (the store refuses the write): a
-// message sent once Start returned is handled when the store writes
-// again; the start is not moved past it, and the group's lag counts it
-// meanwhile.
+// message sent once Start returned (its ctx ended while the start could
+// not be stored) is handled when the store writes again; the start is not
+// moved past it, and the group's lag counts it meanwhile.
 func TestHuntGroups_LatestStartWhoseWriteFailsSkipsNothingSentAfterStart(t *testing.T) {
 	rig := newFaultRig(t, "memory", nil)
 	e := rig.E
@@ -28,12 +28,15 @@ func TestHuntGroups_LatestStartWhoseWriteFailsSkipsNothingSentAfterStart(t *test
 	var failing atomic.Bool
 	failing.Store(true)
 	prefix := []byte("off/g\x00")
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
 	rig.FS.OnWrite(func(b *store.Batch) error {
 		if len(b.Entries) > 0 { // a send in the same write would fail too
 			return nil
 		}
 		for _, op := range b.Meta {
 			if failing.Load() && bytes.HasPrefix(op.Key, prefix) {
+				cancel() // Start returns, its queue starting in the background
 				return faultstore.ErrInjected
 			}
 		}
@@ -45,10 +48,8 @@ func TestHuntGroups_LatestStartWhoseWriteFailsSkipsNothingSentAfterStart(t *test
 		Handler: func(_ context.Context, m *equeue.Message) error { seen.add("a", m); return nil }})
 	require.NoError(t, err)
 	defer func() { _ = c.Close() }()
-	ctx, cancel := context.WithTimeout(ctxT(t), 3*time.Second)
-	defer cancel()
-	// Start returns after the first apply, which failed: the consumer
-	// consumes once a later apply stores the start.
+	// Start's ctx ends after the first apply failed: Start returns, and
+	// the consumer consumes once a later apply stores the start.
 	require.NoError(t, c.Start(ctx))
 	huntSend(t, e, "t", 1, "sent-after-start", 1)
 	gi, err := e.Group(ctxT(t), "g")

@@ -147,7 +147,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	// The join's grants are applied by the membership loop, which
 	// heartbeats meanwhile; Start waits for that first apply.
 	loopCtx, stopLoop := context.WithCancel(pc.ctx)
-	first := newFirstApply(true)
+	first := newFirstApply(untilNotCancelled)
 	ended := make(chan struct{})
 	pc.wg.Add(1) // under mu, before Close's Wait
 	pc.mu.Unlock()
