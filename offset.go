@@ -401,7 +401,8 @@ func (c *coordinator) offsetKeysOf(topic string) ([][]byte, error) {
 
 // startsOfAddedQueues returns the store operations that start every group
 // consuming topic from the latest message, and consuming it already
-// (holding an offset of one of its queues; in a broadcasting group, each
+// (holding an offset of one of its queues, or a start FetchOffsets
+// resolved there but could not store yet; in a broadcasting group, each
 // member doing so), at offset 0 of the queues
 // [from, to) that AddQueues is adding, and the offsets to set in memory
 // once they are stored. Without them a group consuming from the latest
@@ -423,6 +424,11 @@ func (c *coordinator) startsOfAddedQueues(topic string, from, to int) ([]store.M
 		}
 		members := map[string]bool{}
 		for k := range g.offsets {
+			if k.q.Topic == topic && g.ofModel(k) {
+				members[k.member] = true
+			}
+		}
+		for k := range g.starts { // a start resolved, not stored yet
 			if k.q.Topic == topic && g.ofModel(k) {
 				members[k.member] = true
 			}
