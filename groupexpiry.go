@@ -53,6 +53,11 @@ func (e *Engine) expireAbsentMembers(now time.Time, gone map[memberRef]time.Time
 				absent[k.member] = g.left[k.member]
 			}
 		}
+		for k := range g.starts { // a start kept, never stored (offset_resolvedstart.go)
+			if _, live := g.members[k.member]; !live {
+				absent[k.member] = g.left[k.member]
+			}
+		}
 		for id, left := range g.left {
 			if _, has := absent[id]; !has && now.Sub(left) >= e.opts.GroupIdleTTL {
 				delete(g.left, id) // it committed nothing: nothing to delete
@@ -98,8 +103,9 @@ func (e *Engine) expireAbsentMembers(now time.Time, gone map[memberRef]time.Time
 }
 
 // forgetMemberOffsets deletes the offsets of member id of broadcasting
-// group g, unless a member with that ID is live or left after before
-// (then it does nothing). It returns how many it deleted.
+// group g, and forgets the starts kept for it, unless a member with that
+// ID is live or left after before (then it does nothing). It returns how
+// many offsets it deleted.
 //
 // g.mu is held to check and list, and to forget each chunk once its
 // deletion is stored, not across the writes: the live members'
@@ -134,6 +140,11 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 	for k := range g.offsets {
 		if k.member == id {
 			keys = append(keys, offsetMetaKey(g.name, k))
+		}
+	}
+	for k := range g.starts { // in memory only: nothing to delete in the store
+		if k.member == id {
+			delete(g.starts, k)
 		}
 	}
 	// Its send-back marks go first; done counts the offsets.

@@ -10,7 +10,8 @@ package equeue
 // in the group's memory until an offset of its key is set (stored by a
 // FetchOffsets, a commit or a reset), and the next FetchOffsets answers
 // it. It is not a committed offset: listings count the group's lag from it
-// but show no committed offset, and a reopen forgets it.
+// but show no committed offset, and a reopen forgets it, as does the
+// expiry of an absent broadcasting member (groupexpiry.go).
 
 // resolvedStart returns the start kept for k. g.mu must be held.
 func (g *group) resolvedStart(k offsetKey) (int64, bool) {
