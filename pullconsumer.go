@@ -262,6 +262,14 @@ func (pc *PullConsumer) apply(ctx context.Context, a Assignment) error {
 	if len(fresh) > 0 {
 		var err error
 		if offs, err = pc.b.FetchOffsets(ctx, pc.join.Group, pc.join.Member, fresh); err != nil {
+			if dropped {
+				// The queues that left are gone from Assigned already:
+				// tell it now, not once a fetch of the fresh ones works.
+				pc.mu.Lock()
+				close(pc.changed)
+				pc.changed = make(chan struct{})
+				pc.mu.Unlock()
+			}
 			return err
 		}
 	}
