@@ -27,7 +27,10 @@ const maxPullMany = 4096
 // message" at their own offset, to be asked again. An answer that found
 // nothing before the wait asked ended tells the client so (tellCapped),
 // unless it put a pull off for lack of room: that pull may have a message
-// (which ended the wait at once), not the engine's cap.
+// (which ended the wait at once), not the engine's cap. An answer that
+// found nothing tells which pulls it put off (tellLater), for the client
+// to ask each in a call of its own: asked again together, they would be
+// put off again.
 func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.PullManyResponse, error) {
 	if n := len(req.GetPulls()); n == 0 || n > maxPullMany {
 		return nil, fmt.Errorf("%w: %d pulls in one call, want 1..%d", equeue.ErrInvalidArgument, n, maxPullMany)
@@ -58,16 +61,23 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 	limit := v.s.answerLimit(int(req.GetMaxAnswerBytes()))
 	ctx, done := v.s.longPoll(ctx)
 	defer done()
-	out, found, _ := v.pullAll(ctx, pulls, versions, limit)
+	out, found, later := v.pullAll(ctx, pulls, versions, limit)
 	if found || wait <= 0 {
+		if !found {
+			tellLater(ctx, later)
+		}
 		return out, nil
 	}
 	asked, start := spread(wait), time.Now()
 	if err := v.e.WaitAny(ctx, pulls, asked); err != nil {
 		return nil, v.s.stopped(ctx, err)
 	}
-	out, found, deferred := v.pullAll(ctx, pulls, versions, limit)
-	if !found && !deferred {
+	out, found, later = v.pullAll(ctx, pulls, versions, limit)
+	switch {
+	case found:
+	case len(later) > 0:
+		tellLater(ctx, later)
+	default:
 		tellCapped(ctx, start, asked)
 	}
 	return out, nil
@@ -75,10 +85,10 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 
 // pullAll pulls each queue once, without waiting, within limit bytes in
 // all; found reports whether any pull has something for its caller (a
-// message, an error, a moved offset or skipped records), deferred whether
-// a pull that may have something (it was not tried, or its message or
-// error did not fit) was answered laterPull for lack of room. versions
-// are the stored batches each pull's client reads.
+// message, an error, a moved offset or skipped records); later lists, in
+// order, the pulls that may have something (they were not tried, or
+// their message or error did not fit) answered laterPull for lack of
+// room. versions are the stored batches each pull's client reads.
 //
 // The messages of all pulls share limit less answerSlack; the answers
 // without messages take their room from the slack (see answerRoom), so
@@ -88,7 +98,7 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 // never passes limit. A pull whose first message fits a call of its own
 // but not what this one has left answers laterPull, for a call with room
 // for it; only a message that fits no answer is an error.
-func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, versions []int32, limit int) (out *pb.PullManyResponse, found, deferred bool) {
+func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, versions []int32, limit int) (out *pb.PullManyResponse, found bool, later []int) {
 	out = &pb.PullManyResponse{Items: make([]*pb.PullManyItem, len(pulls))}
 	room := newAnswerRoom(limit, pulls)
 	for i, p := range pulls {
@@ -96,7 +106,7 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		budget := room.left()
 		alone, own := room.alone(p), room.own(p)
 		if budget <= 0 && (room.messages > 0 || alone <= 0) {
-			out.Items[i], deferred = room.later(p), true
+			out.Items[i], later = room.later(p), append(later, i)
 			continue
 		}
 		q := *p
@@ -129,7 +139,7 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 			// client (or, past answers carrying messages, perhaps not):
 			// a call with room for it carries it. An error would have its
 			// consumer take it for a message that fits no answer.
-			out.Items[i], deferred = room.later(p), true
+			out.Items[i], later = room.later(p), append(later, i)
 			continue
 		}
 		item := &pb.PullManyItem{Response: resp}
@@ -137,7 +147,7 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		case err != nil:
 			item = &pb.PullManyItem{Error: pullError(tooLargeFor(err, own))}
 			if !room.fits(item) {
-				out.Items[i], deferred = room.later(p), true
+				out.Items[i], later = room.later(p), append(later, i)
 				continue
 			}
 		case res.Status == equeue.PullFound:
@@ -151,7 +161,7 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 			found = true
 		}
 	}
-	return out, found, deferred
+	return out, found, later
 }
 
 // answerRoom is what a PullMany answer has left for the next pull's

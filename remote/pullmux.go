@@ -26,7 +26,10 @@ import (
 // the call's wait: mdPullCapped): the others keep waiting, in the next call, until their own
 // wait ends, so one message does not send every idle pull of the client
 // round the loop again, and a pull with a short wait does not answer one
-// with a long wait "no new message" early. The call carries at most maxPullMany pulls, the
+// with a long wait "no new message" early. A pull the broker put off for
+// want of room in an answer that found nothing (mdPullLater) is asked next
+// in a call of its own, without waiting: asked again with the others, it
+// would be put off again, at once, until their waits ended. The call carries at most maxPullMany pulls, the
 // most the broker takes in one: a pull beyond them is a Pull call of its
 // own (Client.waitPull).
 type pullMux struct {
@@ -50,6 +53,10 @@ type muxPull struct {
 	start    time.Time      // when the pull was queued
 	deadline time.Time      // when the pull's own wait ends
 	res      chan muxResult // buffered: the loop never blocks on it
+	// alone says the broker put the pull off for want of room
+	// (mdPullLater): the next call carries it alone. Only the loop reads
+	// and writes it.
+	alone bool
 }
 
 type muxResult struct {
@@ -200,12 +207,16 @@ func (m *pullMux) loop() {
 			if len(batch) == 0 {
 				break
 			}
+			waiting := len(batch)
+			if p := firstAlone(batch); p != nil {
+				batch = []*muxPull{p}
+			}
 			answered, ok := m.round(batch)
 			if !ok {
 				m.failAll(equeue.ErrClosed)
 				return
 			}
-			if answered > 0 && !m.settle(len(batch)) {
+			if answered > 0 && !m.settle(waiting) {
 				m.failAll(equeue.ErrClosed)
 				return
 			}
@@ -240,11 +251,25 @@ func (m *pullMux) settle(want int) bool {
 	}
 }
 
+// firstAlone returns the first pull of batch the broker put off
+// (muxPull.alone), or nil.
+func firstAlone(batch []*muxPull) *muxPull {
+	for _, p := range batch {
+		if p.alone {
+			return p
+		}
+	}
+	return nil
+}
+
 // round makes one PullMany call for batch; ok is false when the client
 // closes, answered counts the pulls it answered (with messages, an error,
 // or "no new message" once their wait ended). A pull answered "no new message" before its own wait
 // ended stays waiting, for the next round, unless the broker told that its
-// cap ended the call's wait (mdPullCapped). A kick (a new or cancelled pull) cancels the call; the
+// cap ended the call's wait (mdPullCapped); one the broker told it put off
+// (mdPullLater) is marked to go alone next. A call of a pull put off does
+// not wait: its message, if any, is there already, and the pull is asked
+// with the others again next. A kick (a new or cancelled pull) cancels the call; the
 // next round asks again for every pull still waiting.
 func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 	wait := time.Duration(math.MaxInt64)
@@ -255,6 +280,9 @@ func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 		wait = min(wait, m.due(p).Sub(now))
 	}
 	wait = max(wait, 0)
+	if len(batch) == 1 && batch[0].alone {
+		wait = 0
+	}
 	in.Wait = durationPB(wait)
 	// Bounded from now by its wait within the engine's cap: a broker that
 	// caps a longer wait answers by its cap.
@@ -306,6 +334,12 @@ func (m *pullMux) round(batch []*muxPull) (answered int, ok bool) {
 	// The engine's cap ended the call's wait: every pull of it has waited
 	// that long, and is answered with nothing, as in process.
 	cut := capped(header)
+	for _, p := range batch {
+		p.alone = false
+	}
+	for _, i := range putOff(header, len(batch)) {
+		batch[i].alone = true
+	}
 	for i, p := range batch {
 		switch pe := items[i].GetError(); {
 		case pe != nil:
