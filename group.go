@@ -687,11 +687,17 @@ func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 	if claimed {
 		return Assignment{}, claimedErr(req.Group)
 	}
-	// A join that would make a group being deleted again waits for the
-	// deletion first, before it makes the group's retry topic (below).
-	if err := e.groups.awaitName(ctx, req.Group); err != nil {
+	// A join and a deletion of the group are ordered by the name's gate
+	// (groupdelete_gate.go): a join that would make a group being deleted
+	// again waits for the deletion first, before it makes the group's
+	// retry topic (below), and a deletion that begins meanwhile waits
+	// until the join is done, to find the group it made, retry topic and
+	// all.
+	release, err := e.shareNameGate(ctx, req.Group)
+	if err != nil {
 		return Assignment{}, err
 	}
+	defer release()
 	// The group's own retry topic is the one internal topic a join may create.
 	subs, err := e.groups.normalizeSubs(allowInternal(ctx, RetryTopic(req.Group)), req.Subscriptions)
 	if err != nil {

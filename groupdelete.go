@@ -49,7 +49,9 @@ const deleteChunk = 512
 // whose dead letters or retry topic alone are left, from the start of its
 // deletion), and the new group grants under epochs above the deleted
 // one's, so a removed member's commit under its old grant is refused
-// (ErrFenced).
+// (ErrFenced). A join under way when the deletion starts (it may have
+// made the group's retry topic already) is waited for: the deletion then
+// finds its member.
 func (e *Engine) DeleteGroup(ctx context.Context, name string, o DeleteGroupOptions) error {
 	return e.deleteGroup(ctx, name, o.Force, time.Time{})
 }

@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"context"
 	"fmt"
 	"sync"
 )
@@ -19,6 +20,15 @@ import (
 // redrive's send holds it shared (also for a group in memory: one made
 // since such a deletion began has a gate the deletion never takes). The
 // name gate is taken before the group's sbGate.
+//
+// A join holds the gate shared as well, from before it creates the
+// group's retry topic until the group it makes (or finds) is in memory
+// with its member: a deletion that found no group in memory, or that
+// took the group out of memory, would otherwise delete that retry topic
+// from under the group the join makes next, and the join's group would
+// run without it until a send-back made it again. So a join waits for a
+// deletion under way, and a deletion waits for the joins under way and
+// then finds their group (refused with ErrGroupHasMembers unless forced).
 
 // nameGate orders the deletion of a group with the redrives' sends of its
 // dead letters, whether or not the engine holds the group in memory.
@@ -66,6 +76,40 @@ func (e *Engine) fenceGroupName(name string) (unfence func()) {
 	return func() {
 		g.mu.Unlock()
 		e.groups.dropNameGate(name, g)
+	}
+}
+
+// shareNameGate holds group name's gate shared for a join, which may
+// make the group; release gives it back. It waits, as long as ctx lets it,
+// for a deletion of the group under way to end: that wait counts among
+// the waits for a held name (coordinator.holdWaits). A wait that ctx ends
+// leaves the gate to be given back once it is had.
+func (e *Engine) shareNameGate(ctx context.Context, name string) (release func(), err error) {
+	c := e.groups
+	g := c.nameGate(name)
+	give := func() {
+		g.mu.RUnlock()
+		c.dropNameGate(name, g)
+	}
+	if g.mu.TryRLock() {
+		return give, nil
+	}
+	c.holdWaits.Add(1)
+	defer c.holdWaits.Add(-1)
+	had := make(chan struct{})
+	go func() {
+		g.mu.RLock()
+		close(had)
+	}()
+	select {
+	case <-had:
+		return give, nil
+	case <-ctx.Done():
+		go func() {
+			<-had
+			give()
+		}()
+		return nil, ctx.Err()
 	}
 }
 

@@ -56,18 +56,3 @@ func (c *coordinator) awaitHold(ctx context.Context, h chan struct{}) error {
 		return ctx.Err()
 	}
 }
-
-// awaitName waits until no deletion holds name.
-func (c *coordinator) awaitName(ctx context.Context, name string) error {
-	for {
-		c.mu.Lock()
-		h := c.heldName(name)
-		c.mu.Unlock()
-		if h == nil {
-			return nil
-		}
-		if err := c.awaitHold(ctx, h); err != nil {
-			return err
-		}
-	}
-}
