@@ -97,7 +97,10 @@ func (v *service) PullMany(ctx context.Context, req *pb.PullManyRequest) (*pb.Pu
 // items of the pulls after it (laterPull at the least), so the answer
 // never passes limit. A pull whose first message fits a call of its own
 // but not what this one has left answers laterPull, for a call with room
-// for it; only a message that fits no answer is an error.
+// for it; only a message that fits no answer is an error. Before any
+// answer carries messages, a first message whose records or answer pass
+// the room for records goes alone in what the call has left, so a call
+// of one pull never puts it off.
 func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, versions []int32, limit int) (out *pb.PullManyResponse, found bool, later []int) {
 	out = &pb.PullManyResponse{Items: make([]*pb.PullManyItem, len(pulls))}
 	room := newAnswerRoom(limit, pulls)
@@ -132,6 +135,20 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		pulled := err == nil
 		if pulled {
 			resp, size, err = sizedPullAnswer(res, budget, stored)
+		}
+		if shared && room.messages == 0 && budget < alone && pulled &&
+			errors.Is(err, equeue.ErrMessageTooLarge) && fitsAlone(res, stored, alone) {
+			// Its records fit the room for records, its answer does not:
+			// it goes alone in what the call has left, as one whose
+			// records pass that room. Put off, it would be put off again
+			// in a call of its own, whose room for records is no larger.
+			q.Max, q.MaxBytes, q.Wait = 1, own, 0
+			budget = alone
+			res, stored, err = pullBackend(ctx, v.e, &q, versions[i])
+			pulled = err == nil
+			if pulled {
+				resp, size, err = sizedPullAnswer(res, budget, stored)
+			}
 		}
 		if shared && errors.Is(err, equeue.ErrMessageTooLarge) &&
 			(room.messages > 0 || pulled && budget < own && fitsAlone(res, stored, own)) {
