@@ -246,7 +246,10 @@ func (s *Badger) Restore(r io.Reader) error {
 // leaves cut short gives note back (RestoreNote), across a restart, until
 // a Restore runs to its end. A cluster node notes its cluster's ID there.
 // After a failed fsync of the store (see Sync) it is refused, the store
-// unchanged, with an error matching ErrRestoreRefused.
+// unchanged, with an error matching ErrRestoreRefused. One whose drop or
+// load left Badger without a memtable (no file descriptor left for a new
+// one's log) fails with ErrUnusable, as a Write would: the store refuses
+// every later call but Close until it is opened again.
 func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -275,11 +278,13 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	// Before anything is dropped: snapshots taken before fail (WriteTo).
 	s.restores.Add(1)
 	if err := s.db.DropAll(); err != nil {
-		return fmt.Errorf("store: restore: drop: %w", err)
+		// Badger's drop sets up a new memtable: when it cannot, it is
+		// left without one, as after a failed commit.
+		return fmt.Errorf("store: restore: drop: %w", s.failedCommit(err))
 	}
 	mark := metaKey(restoringMeta)
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(mark, append([]byte{1}, note...)) }); err != nil {
-		return fmt.Errorf("store: restore: %w", err)
+		return fmt.Errorf("store: restore: %w", s.failedCommit(err))
 	}
 	// On the disk before any of the snapshot: Badger replays each
 	// memtable's log on its own, and the OS may write a later log's pages
@@ -333,7 +338,7 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 			pending = 0
 		}
 		if err := wb.Set(key, val); err != nil {
-			return fmt.Errorf("store: restore: %w", err)
+			return fmt.Errorf("store: restore: %w", s.failedCommit(err))
 		}
 		if key[0] == recordSpace {
 			if n, err := segmentCount(val); err == nil && s.needsEndMark(len(val), n) {
@@ -344,11 +349,11 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	}
 	for q, end := range marks {
 		if err := wb.Set(endMarkKey(q), binary.BigEndian.AppendUint64(make([]byte, 0, endMarkLen), end)); err != nil {
-			return fmt.Errorf("store: restore: %w", err)
+			return fmt.Errorf("store: restore: %w", s.failedCommit(err))
 		}
 	}
 	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("store: restore: %w", err)
+		return fmt.Errorf("store: restore: %w", s.failedCommit(err))
 	}
 	// The snapshot durable first, then the mark's deletion: the load went
 	// through memtables set aside since, whose logs Badger's Sync leaves
@@ -357,7 +362,7 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 		return fmt.Errorf("store: restore: sync: %w", err)
 	}
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(mark) }); err != nil {
-		return fmt.Errorf("store: restore: %w", err)
+		return fmt.Errorf("store: restore: %w", s.failedCommit(err))
 	}
 	if err := s.syncAll(); err != nil {
 		return fmt.Errorf("store: restore: sync: %w", err)

@@ -1,0 +1,59 @@
+package store_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue/store"
+)
+
+// A Restore drops everything first, and Badger's drop sets up a new
+// memtable: when it could not (no file descriptor left for its log),
+// Badger was left without a memtable, but Restore failed without marking
+// the store, and the next Write met the missing memtable in Badger's
+// commit, which ended the process ("Assert failed"). Such a Restore now
+// fails with ErrUnusable, and so does every later call but Close.
+func TestHuntStore_RestoreThatLosesTheMemtableMakesTheStoreUnusable(t *testing.T) {
+	var limit syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
+	lost := 0
+	// Fewer and fewer descriptors left: the drop fails at one step or
+	// another of it, the new memtable's log among them.
+	for short := 1; short <= 12; short++ {
+		s, err := store.OpenBadger(t.TempDir(), &store.BadgerOptions{MemTableSize: 1 << 20})
+		require.NoError(t, err)
+		q := store.QueueID{Topic: 1}
+		require.NoError(t, s.Write(&store.Batch{
+			Entries: []store.Entry{{Queue: q, Offset: 0, Value: []byte("x")}},
+			Meta:    []store.MetaOp{{Key: []byte("m"), Value: []byte("v")}},
+		}))
+		sn, err := s.Snapshot()
+		require.NoError(t, err)
+		var snapshot bytes.Buffer
+		_, err = sn.WriteTo(&snapshot)
+		sn.Release()
+		require.NoError(t, err)
+
+		fds, err := os.ReadDir("/proc/self/fd")
+		require.NoError(t, err)
+		low := limit
+		low.Cur = uint64(max(len(fds)-short, 0))
+		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
+		rerr := s.Restore(bytes.NewReader(snapshot.Bytes()))
+		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit))
+
+		werr := s.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("m"), Value: []byte("w")}}})
+		if errors.Is(rerr, store.ErrUnusable) {
+			lost++
+			require.ErrorIs(t, werr, store.ErrUnusable, "a Write after a Restore that made the store unusable")
+		}
+		require.NoError(t, s.Close())
+	}
+	require.NotZero(t, lost, "no Restore lost the memtable")
+}
