@@ -344,6 +344,11 @@ func (s *Subscriber) groupFor(topic string) (string, error) {
 // delivered again after NackResendDelay. In orderly mode the next message
 // of a queue is not delivered before the current one is Ack'd.
 //
+// Subscribe returns once the consumer's queues are being consumed; a
+// failure to start them (their offsets cannot be fetched or stored) is
+// tried again meanwhile. When ctx ends or the Subscriber is closed first,
+// it returns a channel that is closed, or ErrSubscriberClosed.
+//
 // The channel is closed when ctx is done or the Subscriber is closed, after
 // the equeue consumer has committed what was Ack'd and left the group. The
 // stop hands out no further message and ends the context of those handed
@@ -405,9 +410,15 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	sub.stop, cancelStop = context.WithCancel(ctx)
 	unhook := context.AfterFunc(s.ctx, cancelStop)
 	sub.endStop = func() { unhook(); cancelStop() }
-	if err := c.Start(ctx); err != nil {
+	// Start waits for the consumer's queues to start, retrying while
+	// their offsets cannot be fetched: a Close ends that wait too, or it
+	// would wait for the Subscribe.
+	if err := c.Start(sub.stop); err != nil {
 		_ = c.Close()
 		sub.endStop()
+		if s.isClosed() {
+			return nil, ErrSubscriberClosed
+		}
 		return nil, fmt.Errorf("equeue watermill: subscribe to %q as group %q: %w", topic, group, notCreated(err, createErr))
 	}
 	if createErr != nil {
