@@ -841,6 +841,11 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 				members[k.member] = true
 			}
 		}
+		for k := range g.starts { // a start kept, never stored (offset_resolvedstart.go)
+			if g.ofModel(k) {
+				members[k.member] = true
+			}
+		}
 		for id := range g.members {
 			members[id] = true
 		}
