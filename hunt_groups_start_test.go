@@ -25,23 +25,7 @@ func TestHuntGroups_LatestStartWhoseWriteFailsSkipsNothingSentAfterStart(t *test
 	e := rig.E
 	require.NoError(t, e.CreateTopic(ctxT(t), "t", 1))
 	huntSend(t, e, "t", 1, "old", 3)
-	var failing atomic.Bool
-	failing.Store(true)
-	prefix := []byte("off/g\x00")
-	ctx, cancel := context.WithCancel(ctxT(t))
-	defer cancel()
-	rig.FS.OnWrite(func(b *store.Batch) error {
-		if len(b.Entries) > 0 { // a send in the same write would fail too
-			return nil
-		}
-		for _, op := range b.Meta {
-			if failing.Load() && bytes.HasPrefix(op.Key, prefix) {
-				cancel() // Start returns, its queue starting in the background
-				return faultstore.ErrInjected
-			}
-		}
-		return nil
-	})
+	ctx, failing := refuseStartWrites(t, rig, "off/g\x00")
 	var seen huntSeen
 	c, err := equeue.NewConsumer(e, equeue.ConsumerOptions{Group: "g", ID: "a", From: equeue.ConsumeFromLatest,
 		Subscriptions: []equeue.Subscription{{Topic: "t"}}, HeartbeatInterval: 50 * time.Millisecond,
@@ -63,4 +47,31 @@ func TestHuntGroups_LatestStartWhoseWriteFailsSkipsNothingSentAfterStart(t *test
 	eventually(t, 5*time.Second, func() bool { return seen.distinct() == 1 }, "the message sent after Start returned is handled")
 	assert.Empty(t, seen.missing("sent-after-start", 1))
 	assert.Equal(t, 1, seen.distinct(), "nothing from before the group's start")
+}
+
+// refuseStartWrites makes rig's store refuse the metadata-only writes
+// (a send in the same write would fail too) of keys starting with prefix:
+// a group's (or one broadcasting member's) offsets, the start a member's
+// fetch resolves included. The returned context, for a Start, ends at the
+// first refusal, so that Start returns with its queues starting in the
+// background; failing stops the refusals once set false.
+func refuseStartWrites(t *testing.T, rig *faultRig, prefix string) (context.Context, *atomic.Bool) {
+	t.Helper()
+	failing := new(atomic.Bool)
+	failing.Store(true)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	t.Cleanup(cancel)
+	rig.FS.OnWrite(func(b *store.Batch) error {
+		if len(b.Entries) > 0 {
+			return nil
+		}
+		for _, op := range b.Meta {
+			if failing.Load() && bytes.HasPrefix(op.Key, []byte(prefix)) {
+				cancel()
+				return faultstore.ErrInjected
+			}
+		}
+		return nil
+	})
+	return ctx, failing
 }

@@ -1,11 +1,9 @@
 package equeue_test
 
 import (
-	"bytes"
 	"context"
 	"maps"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/internal/faultstore"
-	"github.com/equeue-go/equeue/store"
 )
 
 // A broadcasting member whose start the store refused to write (kept in
@@ -36,23 +32,7 @@ func TestHuntGroups_AbsentBroadcastMembersKeptStartExpires(t *testing.T) {
 	}
 	startConsumer(t, e, opts("stay"))   // keeps the group alive
 	x := startConsumer(t, e, opts("x")) // its offsets' deletion shows the expiry ran
-	var failing atomic.Bool
-	failing.Store(true)
-	prefix := []byte("off/b\x00a\x00")
-	ctx, cancel := context.WithCancel(ctxT(t))
-	defer cancel()
-	rig.FS.OnWrite(func(b *store.Batch) error {
-		if len(b.Entries) > 0 { // a send in the same write would fail too
-			return nil
-		}
-		for _, op := range b.Meta {
-			if failing.Load() && bytes.HasPrefix(op.Key, prefix) {
-				cancel() // Start returns, its queue starting in the background
-				return faultstore.ErrInjected
-			}
-		}
-		return nil
-	})
+	ctx, failing := refuseStartWrites(t, rig, "off/b\x00a\x00")
 	a, err := equeue.NewConsumer(e, opts("a"))
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))

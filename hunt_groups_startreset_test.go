@@ -1,10 +1,8 @@
 package equeue_test
 
 import (
-	"bytes"
 	"context"
 	"maps"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/internal/faultstore"
-	"github.com/equeue-go/equeue/store"
 )
 
 // A reset of a broadcasting group moves the start kept in memory of an
@@ -32,23 +28,7 @@ func TestHuntGroups_ResetMovesAnAbsentBroadcastMembersKeptStart(t *testing.T) {
 			Handler: func(_ context.Context, m *equeue.Message) error { seen.add(id, m); return nil }}
 	}
 	startConsumer(t, e, opts("stay")) // keeps the group alive
-	var failing atomic.Bool
-	failing.Store(true)
-	prefix := []byte("off/b\x00a\x00")
-	ctx, cancel := context.WithCancel(ctxT(t))
-	defer cancel()
-	rig.FS.OnWrite(func(b *store.Batch) error {
-		if len(b.Entries) > 0 {
-			return nil
-		}
-		for _, op := range b.Meta {
-			if failing.Load() && bytes.HasPrefix(op.Key, prefix) {
-				cancel() // Start returns, its queue starting in the background
-				return faultstore.ErrInjected
-			}
-		}
-		return nil
-	})
+	ctx, failing := refuseStartWrites(t, rig, "off/b\x00a\x00")
 	a, err := equeue.NewConsumer(e, opts("a"))
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))
