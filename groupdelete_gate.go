@@ -30,11 +30,12 @@ import (
 // deletion under way, and a deletion waits for the joins under way and
 // then finds their group (refused with ErrGroupHasMembers unless forced).
 
-// nameGate orders the deletion of a group with the redrives' sends of its
-// dead letters, whether or not the engine holds the group in memory.
+// nameGate orders the deletion of a group with the joins of its name and
+// the redrives' sends of its dead letters, whether or not the engine holds
+// the group in memory.
 type nameGate struct {
 	mu sync.RWMutex
-	// refs counts the deletions and sends that hold or wait for it;
+	// refs counts the deletions, joins and sends that hold or wait for it;
 	// guarded by coordinator.mu. The gate is dropped at zero.
 	refs int
 }
