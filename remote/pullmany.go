@@ -107,7 +107,10 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 	for i, p := range pulls {
 		room.next(p)
 		budget := room.left()
-		alone, own := room.alone(p), room.own(p)
+		alone, own := room.alone(), room.own()
+		// The pull's own bound is on its messages' records, as in process,
+		// not on their answer: bound is the most records it reads alone.
+		bound := recordBound(own, p)
 		if budget <= 0 && (room.messages > 0 || alone <= 0) {
 			out.Items[i], later = room.later(p), append(later, i)
 			continue
@@ -120,13 +123,13 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 			q.MaxBytes = max(budget, 1)
 		}
 		res, stored, err := pullBackend(ctx, v.e, &q, versions[i])
-		if shared && room.messages == 0 && pastSlack(err, own) {
+		if shared && room.messages == 0 && pastSlack(err, bound) {
 			// No answer of the call carries messages yet: a first
 			// message past the room for a full batch's records goes alone
 			// in what the call has left, if it fits there. (It is pulled
 			// within own, so that one that would fit a call of its own is
 			// told from one that fits none.)
-			q.Max, q.MaxBytes, q.Wait = 1, own, 0
+			q.Max, q.MaxBytes, q.Wait = 1, bound, 0
 			budget = alone
 			res, stored, err = pullBackend(ctx, v.e, &q, versions[i])
 		}
@@ -136,13 +139,14 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		if pulled {
 			resp, size, err = sizedPullAnswer(res, budget, stored)
 		}
-		if shared && room.messages == 0 && budget < alone && pulled &&
+		if room.messages == 0 && budget < alone && pulled &&
 			errors.Is(err, equeue.ErrMessageTooLarge) && fitsAlone(res, stored, alone) {
-			// Its records fit the room for records, its answer does not:
-			// it goes alone in what the call has left, as one whose
-			// records pass that room. Put off, it would be put off again
-			// in a call of its own, whose room for records is no larger.
-			q.Max, q.MaxBytes, q.Wait = 1, own, 0
+			// Its records fit the room for records (and the pull's own
+			// bound), its answer does not: it goes alone in what the call
+			// has left, as one whose records pass that room. Put off, it
+			// would be put off again in a call of its own, whose room for
+			// records is no larger.
+			q.Max, q.MaxBytes, q.Wait = 1, bound, 0
 			budget = alone
 			res, stored, err = pullBackend(ctx, v.e, &q, versions[i])
 			pulled = err == nil
@@ -150,10 +154,11 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 				resp, size, err = sizedPullAnswer(res, budget, stored)
 			}
 		}
-		if shared && errors.Is(err, equeue.ErrMessageTooLarge) &&
+		if (shared || pulled) && errors.Is(err, equeue.ErrMessageTooLarge) &&
 			(room.messages > 0 || pulled && budget < own && fitsAlone(res, stored, own)) {
 			// Too large for what the earlier answers left, not for the
-			// client (or, past answers carrying messages, perhaps not):
+			// client (or, past answers carrying messages, perhaps not);
+			// pulled, its records are within the pull's own bound:
 			// a call with room for it carries it. An error would have its
 			// consumer take it for a message that fits no answer.
 			out.Items[i], later = room.later(p), append(later, i)
@@ -162,7 +167,7 @@ func (v *service) pullAll(ctx context.Context, pulls []*equeue.PullRequest, vers
 		item := &pb.PullManyItem{Response: resp}
 		switch {
 		case err != nil:
-			item = &pb.PullManyItem{Error: pullError(tooLargeFor(err, own))}
+			item = &pb.PullManyItem{Error: pullError(tooLargeFor(err, bound))}
 			if !room.fits(item) {
 				out.Items[i], later = room.later(p), append(later, i)
 				continue
@@ -223,26 +228,29 @@ func (r *answerRoom) left() int {
 	return min(r.whole-r.messages, r.free()-itemFraming)
 }
 
-// alone is the most bytes the answer of p's first message may take when
-// it goes alone (pastSlack): what the call's answer has left, within p's
-// own bound.
-func (r *answerRoom) alone(p *equeue.PullRequest) int {
-	n := r.free() - itemFraming
-	if p.MaxBytes > 0 {
-		n = min(n, p.MaxBytes)
-	}
-	return n
+// alone is the most bytes the answer of the turn's pull's first message
+// may take when it goes alone (pastSlack): what the call's answer has
+// left.
+func (r *answerRoom) alone() int {
+	return r.free() - itemFraming
 }
 
-// own is the most bytes the answer of p's first message may take in a
-// call of its own: the client's limit less the item's framing, within p's
-// own bound. Only a message past it can never reach the client.
-func (r *answerRoom) own(p *equeue.PullRequest) int {
-	n := r.limit - itemFraming
-	if p.MaxBytes > 0 {
-		n = min(n, p.MaxBytes)
+// own is the most bytes the answer of a pull's first message may take in
+// a call of its own: the client's limit less the item's framing. Only a
+// message past it can never reach the client.
+func (r *answerRoom) own() int {
+	return r.limit - itemFraming
+}
+
+// recordBound is the most stored bytes p's first message may take to be
+// delivered: own, or p's own bound (MaxBytes) when that is smaller. The
+// pull's bound is on records, as in process and in a Pull call, not on
+// the answer that carries them.
+func recordBound(own int, p *equeue.PullRequest) int {
+	if p.MaxBytes > 0 && p.MaxBytes < own {
+		return p.MaxBytes
 	}
-	return n
+	return own
 }
 
 // take counts the item of an answer carrying messages, which takes at
