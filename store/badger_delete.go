@@ -405,13 +405,22 @@ func (s *Badger) gcRound() error {
 	if s.gcStarted != nil {
 		s.gcStarted()
 	}
+	// A Write may have left Badger without a memtable since Reclaim
+	// began (or its last round): opening the iterator would then
+	// dereference it.
+	if err := s.lostMemtable(); err != nil {
+		return err
+	}
 	txn := s.db.NewTransaction(false)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: flushSentinel})
+	it, err := s.newIterator(txn, badger.IteratorOptions{Prefix: flushSentinel})
+	if err != nil {
+		return err
+	}
 	defer func() {
 		it.Close()
 		txn.Discard()
 	}()
-	err := s.runGC(0.5)
+	err = s.runGC(0.5)
 	if err == nil {
 		if serr := s.reclaimSync(); serr != nil {
 			return fmt.Errorf("sync the values moved: %w", serr)

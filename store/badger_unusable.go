@@ -77,17 +77,31 @@ var memtableProbeKey = []byte{0xff, 'p', 'r', 'o', 'b', 'e'}
 // panic, marks the store unusable, and fails with ErrUnusable. Any other
 // panic goes on.
 func (s *Badger) view(fn func(txn *badger.Txn) error) (err error) {
-	defer func() {
-		r := recover()
-		if r == nil {
-			return
-		}
-		if !s.memtableLost() {
-			panic(r)
-		}
-		lost := fmt.Errorf("%w: a read met the missing memtable", ErrUnusable)
-		s.unusable.CompareAndSwap(nil, &lost)
-		err = s.lostMemtable()
-	}()
+	defer s.recoverLost(&err)
 	return s.db.View(fn)
+}
+
+// recoverLost, deferred, recovers a panic of Badger's missing memtable:
+// it marks the store unusable and sets *err to ErrUnusable. Any other
+// panic goes on.
+func (s *Badger) recoverLost(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if !s.memtableLost() {
+		panic(r)
+	}
+	lost := fmt.Errorf("%w: a read met the missing memtable", ErrUnusable)
+	s.unusable.CompareAndSwap(nil, &lost)
+	*err = s.lostMemtable()
+}
+
+// newIterator is txn.NewIterator for a read that may meet Badger's
+// missing memtable (view). On ErrUnusable, txn holds an iterator that was
+// never made: it is to be left, not discarded (Badger panics on a
+// discard with an iterator open).
+func (s *Badger) newIterator(txn *badger.Txn, opt badger.IteratorOptions) (it *badger.Iterator, err error) {
+	defer s.recoverLost(&err)
+	return txn.NewIterator(opt), nil
 }
