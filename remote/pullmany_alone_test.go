@@ -36,11 +36,17 @@ func TestPullMany_AMessageWhoseAnswerPassesTheRecordRoomIsDeliveredAlone(t *test
 	// Limits around the one whose room for records (the limit less 64
 	// KiB of slack) the message's records just fill.
 	for _, version := range []int32{equeue.StoredBatchVersion, 0} {
-		putOff := 0
+		putOff, refused := 0, 0
 		for limit := body + 64<<10 - 64; limit < body+64<<10+192; limit++ {
 			item := pullManyWithin(t, raw, limit, &pb.PullRequest{Topic: "s", Max: 32, StoredBatchVersion: version}).GetItems()[0]
 			if item.GetError() != nil {
-				continue // fits no answer within limit
+				// Right only when the message fits no answer within
+				// limit: a Pull call refuses it too.
+				one, err := raw.Pull(ctx, &pb.PullRequest{Topic: "s", Max: 32, StoredBatchVersion: version, MaxAnswerBytes: int32(limit)})
+				if err == nil && one.GetStatus() == pb.PullStatus_PULL_STATUS_FOUND {
+					refused++
+				}
+				continue
 			}
 			if item.GetResponse().GetStatus() != pb.PullStatus_PULL_STATUS_FOUND {
 				if putOff == 0 {
@@ -50,5 +56,6 @@ func TestPullMany_AMessageWhoseAnswerPassesTheRecordRoomIsDeliveredAlone(t *test
 			}
 		}
 		assert.Zero(t, putOff, "stored batch version %d: limits with which a call of its own put the pull off", version)
+		assert.Zero(t, refused, "stored batch version %d: limits with which a PullMany call refused a message a Pull call delivers", version)
 	}
 }
