@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,6 +104,14 @@ func (c *clusterRig) startNode(i int, bootstrap bool) {
 		o.Badger = &bo
 	}
 	n, err := cluster.Open(c.dirs[i], o)
+	for try := 0; c.lis[i] != nil && errors.Is(err, syscall.EADDRINUSE) && try < 5; try++ {
+		// A first start only (a restart must keep its address): the
+		// port testport found free was taken since by another test
+		// binary running beside this one; take another.
+		c.raftAddrs[i] = testport.Addr(c.t)
+		o.RaftAddr = c.raftAddrs[i]
+		n, err = cluster.Open(c.dirs[i], o)
+	}
 	require.NoError(c.t, err)
 	c.nodes[i] = n
 	c.raftAddrs[i] = n.RaftAddr()

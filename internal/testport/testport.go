@@ -22,12 +22,25 @@ const (
 	span = 12000
 )
 
-// Listen listens on a free loopback port below the ephemeral range.
+// Listen listens on a free loopback port below the ephemeral range, one
+// that no earlier call of Listen, Addr or Addrs in this process returned:
+// an address a rig closed to hand to a node (a raft transport) is not
+// handed to its next listener before the node listens on it.
 func Listen(t testing.TB) net.Listener {
 	t.Helper()
 	for range 500 {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(span)))
+		addr := fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(span))
+		mu.Lock()
+		seen := given[addr]
+		mu.Unlock()
+		if seen {
+			continue
+		}
+		l, err := net.Listen("tcp", addr)
 		if err == nil {
+			mu.Lock()
+			given[addr] = true
+			mu.Unlock()
 			return l
 		}
 	}
@@ -58,13 +71,7 @@ func Addrs(t testing.TB, n int) []string {
 		if err := l.Close(); err != nil {
 			t.Fatalf("close probe listener: %v", err)
 		}
-		mu.Lock()
-		seen := given[addr]
-		given[addr] = true
-		mu.Unlock()
-		if !seen {
-			out = append(out, addr)
-		}
+		out = append(out, addr) // Listen returns none twice
 	}
 	return out
 }
