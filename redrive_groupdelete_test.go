@@ -40,16 +40,9 @@ func TestRedrive_RacingDeleteGroupWritesNothing(t *testing.T) {
 				before, err := e.Topic(ctx, "t")
 				require.NoError(t, err)
 
-				var once sync.Once
-				var deleted error
-				equeue.OnRedriveOne(e, func(string) {
-					once.Do(func() { deleted = e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}) })
+				redriveRefusedAfter(t, e, toTopic, "the group was deleted during the redrive", func() error {
+					return e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{})
 				})
-				t.Cleanup(func() { equeue.OnRedriveOne(e, nil) })
-				n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: toTopic})
-				require.NoError(t, deleted, "the group was deleted during the redrive")
-				assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
-				assert.Zero(t, n)
 
 				_, err = e.Topic(ctx, equeue.RetryTopic("g"))
 				assert.ErrorIs(t, err, equeue.ErrTopicNotFound, "the deleted group's retry topic is not made again")
@@ -63,4 +56,20 @@ func TestRedrive_RacingDeleteGroupWritesNothing(t *testing.T) {
 			})
 		}
 	}
+}
+
+// redriveRefusedAfter redrives all of group "g"'s dead letters (to their
+// topics when toTopic), running between the listing and the first send,
+// once, during (a deletion of the group, which must succeed: why says
+// so); the redrive must then send nothing and fail with ErrGroupNotFound.
+func redriveRefusedAfter(t *testing.T, e *equeue.Engine, toTopic bool, why string, during func() error) {
+	t.Helper()
+	var once sync.Once
+	var duringErr error
+	equeue.OnRedriveOne(e, func(string) { once.Do(func() { duringErr = during() }) })
+	t.Cleanup(func() { equeue.OnRedriveOne(e, nil) })
+	n, err := e.Redrive(ctxT(t), "g", equeue.RedriveRequest{All: true, ToTopic: toTopic})
+	require.NoError(t, duringErr, why)
+	assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
+	assert.Zero(t, n)
 }

@@ -1,7 +1,6 @@
 package equeue_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -53,19 +52,10 @@ func TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt(t *tes
 			eventually(t, 10*time.Second, func() bool { return equeue.GroupDeletionWaits(e) > 0 || len(committed) > 0 },
 				"the commit waits for the deletion, or makes the group")
 
-			var once sync.Once
-			var deleteErr error
-			equeue.OnRedriveOne(e, func(string) {
-				once.Do(func() {
-					close(resume)
-					deleteErr = <-deleted
-				})
+			redriveRefusedAfter(t, e, true, "the deletion ended between the redrive's listing and its send", func() error {
+				close(resume)
+				return <-deleted
 			})
-			t.Cleanup(func() { equeue.OnRedriveOne(e, nil) })
-			n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: true})
-			require.NoError(t, deleteErr, "the deletion ended between the redrive's listing and its send")
-			assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
-			assert.Zero(t, n)
 
 			_, err = e.Topic(ctx, equeue.DLQTopic("g"))
 			assert.ErrorIs(t, err, equeue.ErrTopicNotFound)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,16 +66,9 @@ func TestRedrive_ToTopicOfAGroupNotInMemoryRacingDeleteGroupWritesNothing(t *tes
 				before, err := e.Topic(ctx, "t")
 				require.NoError(t, err)
 
-				var once sync.Once
-				var deleted error
-				equeue.OnRedriveOne(e, func(string) {
-					once.Do(func() { deleted = e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{}) })
+				redriveRefusedAfter(t, e, true, "the group was deleted during the redrive", func() error {
+					return e.DeleteGroup(ctx, "g", equeue.DeleteGroupOptions{})
 				})
-				t.Cleanup(func() { equeue.OnRedriveOne(e, nil) })
-				n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: true})
-				require.NoError(t, deleted, "the group was deleted during the redrive")
-				assert.ErrorIs(t, err, equeue.ErrGroupNotFound)
-				assert.Zero(t, n)
 
 				_, err = e.Topic(ctx, equeue.DLQTopic("g"))
 				assert.ErrorIs(t, err, equeue.ErrTopicNotFound)
