@@ -265,6 +265,9 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 			st.topicID = id
 		} else {
 			st.failed(b, err)
+			if st.failedFirst != nil {
+				st.topicID = id // a topic made again under the name is not this one
+			}
 			c.s.pids.forgetUnknown(b.producerID, topic, part, st)
 		}
 		return at, errorCode(err), err

@@ -63,6 +63,12 @@ type seqState struct {
 	// partialBatchError), nil when there is none: its retry stores only
 	// the others.
 	partial *partialStored
+	// failedFirst, while the state knows no batch stored (known unset),
+	// is the first batch it saw, which failed (see failed): the
+	// producer's next batch must be that one again, or a new epoch's
+	// first, so that a batch pipelined after it is not stored ahead of
+	// it. nil when no batch failed so.
+	failedFirst *failedBatch
 	// logged, when rebuild learned the state from the partition's
 	// records, is where each record of the producer's epoch it read is
 	// stored, and what it holds, by sequence number, for retries of
@@ -79,6 +85,13 @@ type partialStored struct {
 	first, last int32
 	stored      int
 	at          storedAt
+}
+
+// failedBatch names a batch of a producer by its epoch and first
+// sequence number.
+type failedBatch struct {
+	epoch int16
+	first int32
 }
 
 type storedBatch struct {
@@ -179,6 +192,7 @@ func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqS
 // taken as it comes.
 func (st *seqState) reset() {
 	st.known, st.topicID, st.epoch, st.lastSeq, st.nrec, st.partial, st.logged = false, 0, 0, 0, 0, nil, nil
+	st.failedFirst = nil
 }
 
 // forgetUnknown drops st, the state of producer pid on a partition,
@@ -186,9 +200,11 @@ func (st *seqState) reset() {
 // first batch failed: the topic or partition may not exist): a client
 // naming topics and partitions that do not exist leaves nothing behind.
 // The producer's next batch is taken as it comes, as it would be with st.
-// A state that knows of records stored in part is kept.
+// A state that knows of records stored in part is kept, and so is one
+// whose first batch failed otherwise (failedFirst), which orders the
+// producer's next batches after it.
 func (p *producers) forgetUnknown(pid int64, topic string, part int32, st *seqState) {
-	if st.known || st.partial != nil {
+	if st.known || st.partial != nil || st.failedFirst != nil {
 		return
 	}
 	k := pidPart{pid, topic, part}
@@ -275,13 +291,14 @@ func (p *producers) forgetDeleted(live map[string]uint32, listed time.Time) {
 // check decides what to do with a batch: store it (code 0, dup false),
 // acknowledge it as already stored as first says (dup true), or refuse it. A
 // producer's first batch is taken at any sequence number (its state may
-// have been forgotten, and rebuild found none of its records); a retry of
+// have been forgotten, and rebuild found none of its records), unless one
+// before it failed (checkAfterFailedFirst); a retry of
 // records rebuild read is a duplicate too (loggedBatch); its first batch in a new epoch must start at 0, as
 // in Kafka (ProducerAppendInfo.checkSequence): a batch the producer sent
 // after a failed one is then refused too, and not stored ahead of it.
 func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int16) {
 	if !st.known {
-		return storedAt{}, false, errNone
+		return st.checkAfterFailedFirst(b)
 	}
 	if b.producerEpoch > st.epoch {
 		if b.firstSeq != 0 {
@@ -311,6 +328,26 @@ func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int1
 	return storedAt{}, false, errNone
 }
 
+// checkAfterFailedFirst checks a batch of a producer whose state knows no
+// batch stored: taken as it comes, unless the first batch the state saw
+// failed (failedFirst). Then, as Kafka checks a producer's batches, the
+// batch must be that one again (its retry), or the first of a later epoch
+// (sequence 0), else it is refused OUT_OF_ORDER_SEQUENCE_NUMBER: a batch
+// the producer sent after the failed one must not be stored ahead of it.
+// One of an earlier epoch gets INVALID_PRODUCER_EPOCH.
+func (st *seqState) checkAfterFailedFirst(b *producedBatch) (storedAt, bool, int16) {
+	f := st.failedFirst
+	switch {
+	case f == nil:
+		return storedAt{}, false, errNone
+	case b.producerEpoch < f.epoch:
+		return storedAt{}, false, errInvalidProducerEpoch
+	case b.producerEpoch > f.epoch && b.firstSeq != 0, b.producerEpoch == f.epoch && b.firstSeq != f.first:
+		return storedAt{}, false, errOutOfOrderSequence
+	}
+	return storedAt{}, false, errNone
+}
+
 // storedPart returns how many of b's first records an earlier try stored,
 // and where; 0 when none.
 func (st *seqState) storedPart(b *producedBatch) (int, storedAt) {
@@ -321,13 +358,20 @@ func (st *seqState) storedPart(b *producedBatch) (int, storedAt) {
 	return p.stored, p.at
 }
 
-// failed records a try of b that failed. A failure after some of its
+// failed records a try of b that failed. While no batch of the producer
+// is known stored, the next one must be b again (failedFirst). A failure after some of its
 // first records were stored, its outcome otherwise known (the chunk
 // that failed was not stored), is kept, so the batch's retry stores the
 // others only, once. After an unknown outcome what was known before is
 // kept: the retry then tries again what the failed try may have stored,
 // as it does a batch whose one append had an unknown outcome.
 func (st *seqState) failed(b *producedBatch, err error) {
+	if !st.known && !errors.Is(err, equeue.ErrTopicNotFound) && !errors.Is(err, equeue.ErrQueueNotFound) {
+		// Nothing of the producer is known stored: its next batch must
+		// be this one again (checkAfterFailedFirst). A partition that
+		// does not exist keeps no state (forgetUnknown).
+		st.failedFirst = &failedBatch{epoch: b.producerEpoch, first: b.firstSeq}
+	}
 	var partial *partialBatchError
 	if errors.Is(err, equeue.ErrIndeterminate) || !errors.As(err, &partial) {
 		return
@@ -337,7 +381,7 @@ func (st *seqState) failed(b *producedBatch, err error) {
 
 // stored records a batch stored as at says.
 func (st *seqState) stored(b *producedBatch, at storedAt) {
-	st.partial = nil
+	st.partial, st.failedFirst = nil, nil
 	if b.producerEpoch != st.epoch {
 		st.nrec, st.logged = 0, nil
 	}
