@@ -13,7 +13,8 @@ import (
 
 // Topic administration: a Kafka topic is an equeue topic, its partitions
 // are the topic's queues. There is one broker, so the replication factor
-// must be 1 or -1 (the default); configs are accepted and ignored.
+// must be 1 or -1 (the default); configs are accepted and ignored, but for
+// those the listener cannot honour (unservedConfig).
 
 func (c *conn) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	resp := kmsg.NewPtrCreateTopicsResponse()
@@ -48,6 +49,9 @@ func (c *conn) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) (
 		return errInvalidRequest, "manual replica assignment is not supported"
 	case t.NumPartitions == 0 || t.NumPartitions < -1 || t.NumPartitions > 256:
 		return errInvalidPartitions, "partitions must be 1..256 (or -1 for the default)"
+	}
+	if msg := c.unservedConfig(t.Configs); msg != "" {
+		return errInvalidConfig, msg
 	}
 	n := int(t.NumPartitions)
 	if n < 0 {
@@ -175,11 +179,7 @@ func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeC
 				rr.ErrorCode = errorCode(err)
 				break
 			}
-			ts := "CreateTime"
-			if c.s.o.LogAppendTime {
-				ts = "LogAppendTime"
-			}
-			configs = [][2]string{{"cleanup.policy", "delete"}, {"message.timestamp.type", ts}, {"compression.type", "producer"}}
+			configs = [][2]string{{"cleanup.policy", "delete"}, {"message.timestamp.type", c.timestampType()}, {"compression.type", "producer"}}
 		case kmsg.ConfigResourceTypeBroker:
 			configs = [][2]string{{"broker.id", strconv.Itoa(int(nodeID))}, {"default.replication.factor", "1"}, {"min.insync.replicas", "1"}}
 		default:
