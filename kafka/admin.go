@@ -181,7 +181,17 @@ func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeC
 			}
 			configs = [][2]string{{"cleanup.policy", "delete"}, {"message.timestamp.type", c.timestampType()}, {"compression.type", "producer"}}
 		case kmsg.ConfigResourceTypeBroker:
-			configs = [][2]string{{"broker.id", strconv.Itoa(int(nodeID))}, {"default.replication.factor", "1"}, {"min.insync.replicas", "1"}}
+			// This broker's ID as Metadata names it (a cluster node's
+			// listener has its node's), or "" for the brokers' default
+			// config; another broker's is refused, as Kafka refuses it.
+			self := strconv.Itoa(int(c.selfID()))
+			if r.ResourceName != "" && r.ResourceName != self {
+				rr.ErrorCode = errInvalidRequest
+				msg := fmt.Sprintf("broker %q: this broker is %s", r.ResourceName, self)
+				rr.ErrorMessage = &msg
+				break
+			}
+			configs = [][2]string{{"broker.id", self}, {"default.replication.factor", "1"}, {"min.insync.replicas", "1"}}
 		default:
 			rr.ErrorCode = errInvalidRequest
 		}
