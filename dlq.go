@@ -67,6 +67,11 @@ func (e *Engine) ListDeadLetters(ctx context.Context, group string, req ListDead
 	if err := ValidateName(group); err != nil {
 		return nil, err
 	}
+	// Checked here, not only by the pull: a group with no dead-letter
+	// topic is refused as one that has it.
+	if req.Max < 0 || req.Max > MaxPullBatch {
+		return nil, fmt.Errorf("%w: dead letter page of %d not in 0..%d", ErrInvalidArgument, req.Max, MaxPullBatch)
+	}
 	if err := e.enter(ctx); err != nil {
 		return nil, err
 	}
