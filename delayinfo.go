@@ -38,9 +38,12 @@ const maxDelayedCount = 100_000
 // scheduler drops and counts it). As pulls, it shows only sends the engine
 // knows stored: not one still being written, nor one of unknown outcome
 // (its fsync failed) until a reopen. A due message being moved into its
-// queue is counted until the move is visible to pulls (or, when the
-// move's fsync failed, until a reopen), so an acknowledged delayed
-// message is always either counted here or in its queue.
+// queue is counted until the move is visible to pulls, so an acknowledged
+// delayed message is always either counted here or in its queue. When
+// the move's fsync failed, its outcome is unknown until a reopen (the
+// message is in its queue, not shown until then, or still pending): it is
+// counted until then, under its topic's name, and no longer once its
+// topic is deleted, its message gone with the topic either way.
 func (e *Engine) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
 	return e.delayed(ctx, max, nil)
 }
@@ -88,6 +91,14 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 				name = t.name
 			}
 			names[m.topic] = name
+		}
+		if name == "" {
+			// Its topic was deleted: a move still registered is one of
+			// unknown outcome (a refused one is unregistered, a later
+			// one refused for the deleted topic), and its message went
+			// with the topic, moved into one of its queues or pending
+			// for a topic no longer there.
+			continue
 		}
 		if keep != nil && !keep(name) {
 			continue
