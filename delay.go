@@ -148,7 +148,8 @@ func (s *scheduler) run() {
 		s.alarm = time.Time{}
 		s.mu.Unlock()
 		next, err := s.moveDue()
-		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStoreFailed) { // a stop is logged once
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStoreFailed) && // a stop is logged once
+			!errors.Is(err, errMoveOutOfOrder) { // held back only: logged by move
 			s.e.log.Error("moving delayed messages", "err", err)
 		}
 		wait := idle
@@ -232,7 +233,7 @@ func (s *scheduler) move(due []dueEntry) error {
 	var (
 		cmds []*command
 		ents []dueEntry // the entries of cmds
-		errs []error
+		errs moveErrs
 		last = map[*queue]*command{} // the latest move queued to each queue
 	)
 	for _, d := range due {
@@ -244,7 +245,7 @@ func (s *scheduler) move(due []dueEntry) error {
 				// Stop queueing, but still wait for (and trim) the
 				// moves already queued: returning now would leave them
 				// untrimmed, and the next scan could queue them again.
-				errs = append(errs, err)
+				errs.add(err)
 				break
 			}
 			if err != nil {
@@ -268,7 +269,7 @@ func (s *scheduler) move(due []dueEntry) error {
 			c = s.e.metaCommand(del, true)
 		}
 		if err := s.e.fits(c); err != nil {
-			errs = append(errs, err)
+			errs.add(err)
 			continue
 		}
 		c.doneCh = make(chan struct{})
@@ -289,7 +290,7 @@ func (s *scheduler) move(due []dueEntry) error {
 			if c.kind == cmdMove {
 				s.settle(d.seq, err)
 			}
-			errs = append(errs, err)
+			errs.add(err)
 			break
 		}
 		cmds = append(cmds, c)
@@ -302,11 +303,11 @@ func (s *scheduler) move(due []dueEntry) error {
 	for i, c := range cmds {
 		completed, err := s.e.wait(context.Background(), c)
 		if !completed {
-			errs = append(errs, err)
+			errs.add(err)
 			break
 		}
 		if err != nil {
-			errs = append(errs, err)
+			errs.add(err)
 			continue
 		}
 		if c.kind == cmdMove {
@@ -325,7 +326,12 @@ func (s *scheduler) move(due []dueEntry) error {
 		}
 	}
 	s.trim(moved)
-	return errors.Join(errs...)
+	if errs.heldBack > 0 {
+		// The failure that held them back is told with the others.
+		s.e.log.Debug("delayed messages held back behind a move not stored; they come due again in order",
+			"held_back", errs.heldBack)
+	}
+	return errs.err()
 }
 
 // moveCommand is the move of rec, a delay-log record, into q, deleting
