@@ -63,6 +63,10 @@ type scheduler struct {
 	// listings are the scans of the delay index by Engine.Delayed in
 	// progress (delay_inflight.go); under mu.
 	listings map[*delayListing]struct{}
+	// parked holds the delay-log slots of due messages whose move no
+	// write of the store can hold (delay_toolarge.go): passed over until
+	// a reopen. Only the scheduler goroutine uses it.
+	parked map[int64]struct{}
 
 	moved   uint64
 	dropped uint64
@@ -200,6 +204,8 @@ func (s *scheduler) moveDue() (time.Time, error) {
 			} else if at.After(now) {
 				next = at
 				return errStopScan
+			} else if _, ok := s.parked[seq]; ok {
+				return nil // too large to move: pending until a reopen
 			} else {
 				due = append(due, dueEntry{key: k, seq: seq, topic: binary.BigEndian.Uint32(v), queue: binary.BigEndian.Uint32(v[4:])})
 			}
@@ -269,7 +275,13 @@ func (s *scheduler) move(due []dueEntry) error {
 			c = s.e.metaCommand(del, true)
 		}
 		if err := s.e.fits(c); err != nil {
-			errs.add(err)
+			if c.kind == cmdMove {
+				// Not queued, so no later move to its queue waits
+				// for it (delay_toolarge.go).
+				s.park(d, c, err)
+			} else {
+				errs.add(err)
+			}
 			continue
 		}
 		c.doneCh = make(chan struct{})
