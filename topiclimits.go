@@ -85,7 +85,10 @@ type TopicLimits struct {
 	Overflow OverflowPolicy `json:"overflow,omitempty"`
 	// DefaultTTL, when positive, is the time-to-live of messages sent
 	// without one (no TTL and no ExpiresAt), counted from the send, or
-	// for a delayed message from its delivery.
+	// for a delayed message from its scheduled delivery time (DeliverAt,
+	// or the send's time plus Delay), not from when a consumer gets it:
+	// its ExpiresAt is its DeliverAt plus DefaultTTL, even when that is
+	// shorter than the delay.
 	DefaultTTL time.Duration `json:"default_ttl,omitempty"`
 	// RetentionAge overrides Options.Retention.MaxAge for this topic: zero
 	// keeps the engine's, negative keeps messages with no age limit.
