@@ -204,7 +204,7 @@ func (s *scheduler) moveDue() (time.Time, error) {
 			} else if at.After(now) {
 				next = at
 				return errStopScan
-			} else if _, ok := s.parked[seq]; ok {
+			} else if s.isParked(seq, binary.BigEndian.Uint32(v)) {
 				return nil // too large to move: pending until a reopen
 			} else {
 				due = append(due, dueEntry{key: k, seq: seq, topic: binary.BigEndian.Uint32(v), queue: binary.BigEndian.Uint32(v[4:])})

@@ -14,7 +14,8 @@ package equeue
 // queued, so the moves queued after it to its queue wait only for the one
 // before it (command.after): they are not held back for ever behind a
 // move that cannot be written, and it lands after them once a store takes
-// it.
+// it. Once its topic is deleted it is no longer passed over: the next pass
+// drops it, as any due message of a deleted topic.
 
 // park passes over the move c of d, refused with err by every write, until
 // a reopen, and reports it.
@@ -25,4 +26,17 @@ func (s *scheduler) park(d dueEntry, c *command, err error) {
 	s.parked[d.seq] = struct{}{}
 	s.e.log.Error("delayed message too large to move into its queue under the store's write limits; it stays pending until an engine opened on a store that takes it moves it",
 		"topic", c.q.topic.name, "topic_id", d.topic, "queue", d.queue, "slot", d.seq, "err", err)
+}
+
+// isParked reports whether the scan passes over the due message of slot
+// seq for topic: parked, and its topic still there.
+func (s *scheduler) isParked(seq int64, topic uint32) bool {
+	if _, ok := s.parked[seq]; !ok {
+		return false
+	}
+	if s.e.topicByID(topic) == nil {
+		delete(s.parked, seq)
+		return false
+	}
+	return true
 }

@@ -93,3 +93,33 @@ func storedIn(t testing.TB, mem *store.Memory) int {
 	require.NoError(t, err)
 	return len(recs)
 }
+
+// A message parked as too large to move goes with its topic: once the
+// topic is deleted the scheduler drops it as any message of a deleted
+// topic, and Delayed no longer lists it (under an empty topic name).
+func TestHunt_DelayedMoveTooLargeForAnyWriteGoesWithItsTopic(t *testing.T) {
+	mem := store.NewMemory()
+	e, err := equeue.Open("", &equeue.Options{Store: faultstore.New(keepOpen{mem})})
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctxBG, "t", 1))
+	_, err = e.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
+		{Topic: "t", Body: bytes.Repeat([]byte("b"), 4096), Delay: 200 * time.Millisecond},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+
+	var logs syncBuffer
+	e, err = equeue.Open("", &equeue.Options{Store: faultstore.New(huntLimited{keepOpen{mem}, store.Limits{MaxBytes: 2048}}),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	eventually(t, waitLong, func() bool { return strings.Contains(logs.String(), "too large") }, "parked as too large")
+	require.Equal(t, 1, pendingDelayed(t, e))
+	require.NoError(t, e.DeleteTopic(ctxBG, "t"))
+	// A message due to another topic wakes the scheduler for a pass.
+	require.NoError(t, e.CreateTopic(ctxBG, "u", 1))
+	_, err = e.Append(ctxBG, &equeue.AppendRequest{Topic: "u", Messages: []*equeue.Message{{Topic: "u", Body: []byte("u"), Delay: 50 * time.Millisecond}}})
+	require.NoError(t, err)
+	eventually(t, waitLong, func() bool { return len(queueBodies(t, e, "u", 0)) == 1 }, "the scheduler passed")
+	eventually(t, waitLong, func() bool { return pendingDelayed(t, e) == 0 }, "dropped with its topic")
+}
