@@ -60,10 +60,10 @@ func (c *Client) CreateTopic(ctx context.Context, name string, queues int) error
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	if _, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(queues)}); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(queues)})
+		return err
+	})
 }
 
 // CreateTopicWith creates a topic with options (queue count, dedup window,
@@ -78,11 +78,11 @@ func (c *Client) CreateTopicWith(ctx context.Context, name string, o equeue.Topi
 	if err := o.Limits.Validate(); err != nil {
 		return err
 	}
-	if _, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(o.Queues), DedupWindow: durationPB(o.DedupWindow),
-		Priorities: toInt32(o.Priorities), Limits: limitsToPB(o.Limits)}); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(o.Queues), DedupWindow: durationPB(o.DedupWindow),
+			Priorities: toInt32(o.Priorities), Limits: limitsToPB(o.Limits)})
+		return err
+	})
 }
 
 // AddQueues adds n queues to a topic.
@@ -90,10 +90,10 @@ func (c *Client) AddQueues(ctx context.Context, name string, n int) error {
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	if _, err := c.api.AddQueues(ctx, &pb.AddQueuesRequest{Name: name, Count: toInt32(n)}); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.AddQueues(ctx, &pb.AddQueuesRequest{Name: name, Count: toInt32(n)})
+		return err
+	})
 }
 
 // DeleteTopic deletes a topic and all its messages.
@@ -101,8 +101,10 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	if _, err := c.api.DeleteTopic(ctx, &pb.DeleteTopicRequest{Name: name}); err != nil {
-		err = c.fail(err)
+	if err := c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.DeleteTopic(ctx, &pb.DeleteTopicRequest{Name: name})
+		return err
+	}); err != nil {
 		c.ahead.forgetIfDeleted(name, err)
 		return err
 	}
@@ -116,10 +118,10 @@ func (c *Client) SetQueueWritable(ctx context.Context, name string, queueID int,
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	if _, err := c.api.SetQueueWritable(ctx, &pb.SetQueueWritableRequest{Name: name, Queue: toInt32(queueID), Writable: writable}); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.SetQueueWritable(ctx, &pb.SetQueueWritableRequest{Name: name, Queue: toInt32(queueID), Writable: writable})
+		return err
+	})
 }
 
 // Topics lists every topic, sorted by name.
@@ -187,10 +189,10 @@ func (c *Client) ResetOffsets(ctx context.Context, group string, req equeue.Rese
 	for ref, off := range req.Offsets {
 		in.Offsets = append(in.Offsets, &pb.QueueOffset{Topic: ref.Topic, Queue: toInt32(ref.Queue), Offset: off})
 	}
-	if _, err := c.api.ResetOffsets(ctx, in); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.ResetOffsets(ctx, in)
+		return err
+	})
 }
 
 // ListDeadLetters lists a page of group's dead letters, as
@@ -236,9 +238,13 @@ func (c *Client) Redrive(ctx context.Context, group string, req equeue.RedriveRe
 	if err := c.enter(ctx); err != nil {
 		return 0, err
 	}
-	resp, err := c.api.Redrive(ctx, &pb.RedriveRequest{Group: group, Offsets: req.Offsets, From: req.From, To: req.To, All: req.All, ToTopic: req.ToTopic})
-	if err != nil {
-		return 0, c.fail(err)
+	var resp *pb.RedriveResponse
+	if err := c.change(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = c.api.Redrive(ctx, &pb.RedriveRequest{Group: group, Offsets: req.Offsets, From: req.From, To: req.To, All: req.All, ToTopic: req.ToTopic})
+		return err
+	}); err != nil {
+		return 0, err
 	}
 	return int(resp.GetSent()), nil
 }

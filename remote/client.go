@@ -667,12 +667,16 @@ func (c *Client) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equ
 	if req == nil {
 		return equeue.SendBackResult{}, fmt.Errorf("%w: nil send-back request", equeue.ErrInvalidArgument)
 	}
-	resp, err := c.api.SendBack(ctx, &pb.SendBackRequest{
-		Group: req.Group, Member: req.Member, Grant: &pb.Grant{Topic: req.Grant.Topic, Queue: toInt32(req.Grant.Queue), Epoch: req.Grant.Epoch},
-		Offset: req.Offset, Attempts: toInt32(req.Attempts), Delay: durationPB(req.Delay), Cause: req.Cause, DeadLetter: req.DeadLetter,
-	})
-	if err != nil {
-		return equeue.SendBackResult{}, c.fail(err)
+	var resp *pb.SendBackResponse
+	if err := c.change(ctx, func(ctx context.Context) error {
+		var err error
+		resp, err = c.api.SendBack(ctx, &pb.SendBackRequest{
+			Group: req.Group, Member: req.Member, Grant: &pb.Grant{Topic: req.Grant.Topic, Queue: toInt32(req.Grant.Queue), Epoch: req.Grant.Epoch},
+			Offset: req.Offset, Attempts: toInt32(req.Attempts), Delay: durationPB(req.Delay), Cause: req.Cause, DeadLetter: req.DeadLetter,
+		})
+		return err
+	}); err != nil {
+		return equeue.SendBackResult{}, err
 	}
 	return equeue.SendBackResult{Topic: resp.GetTopic(), Attempts: int(resp.GetAttempts()), Duplicate: resp.GetDuplicate()}, nil
 }

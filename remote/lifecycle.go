@@ -26,10 +26,10 @@ func (c *Client) DeleteGroup(ctx context.Context, name string, o equeue.DeleteGr
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	if _, err := c.api.DeleteGroup(ctx, &pb.DeleteGroupRequest{Name: name, Force: o.Force}); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.DeleteGroup(ctx, &pb.DeleteGroupRequest{Name: name, Force: o.Force})
+		return err
+	})
 }
 
 // DeleteReplyTopic deletes a producer's reply topic; Producer.Close calls
@@ -41,10 +41,10 @@ func (c *Client) DeleteReplyTopic(ctx context.Context, name string) error {
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	if _, err := c.api.DeleteReplyTopic(ctx, &pb.DeleteReplyTopicRequest{Name: name}); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.DeleteReplyTopic(ctx, &pb.DeleteReplyTopicRequest{Name: name})
+		return err
+	})
 }
 
 func (v *service) DeleteGroup(ctx context.Context, req *pb.DeleteGroupRequest) (*pb.DeleteGroupResponse, error) {

@@ -55,8 +55,8 @@ func (c *Client) SetTopicLimits(ctx context.Context, name string, l equeue.Topic
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
-	if _, err := c.api.SetTopicLimits(ctx, &pb.SetTopicLimitsRequest{Name: name, Limits: limitsToPB(l)}); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.change(ctx, func(ctx context.Context) error {
+		_, err := c.api.SetTopicLimits(ctx, &pb.SetTopicLimitsRequest{Name: name, Limits: limitsToPB(l)})
+		return err
+	})
 }
