@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -106,6 +107,11 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 		return err
 	}); err != nil {
 		c.ahead.forgetIfDeleted(name, err)
+		if errors.Is(err, equeue.ErrIndeterminate) {
+			// The topic may be gone: what was read ahead of it may be of a
+			// topic that no longer holds it.
+			c.ahead.dropTopic(name)
+		}
 		return err
 	}
 	// What consumers of this client read ahead of it is gone with it.

@@ -1,6 +1,7 @@
 package remote_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -16,8 +17,14 @@ import (
 // the client keeps read-ahead state for both.
 func readAheadRig(t *testing.T) (*equeue.Engine, *remote.Client) {
 	t.Helper()
-	ctx := ctxT(t)
 	e := openEngine(t, nil)
+	return e, readAheadRigOn(t, e)
+}
+
+// readAheadRigOn is readAheadRig on engine e.
+func readAheadRigOn(t *testing.T, e *equeue.Engine) *remote.Client {
+	t.Helper()
+	ctx := ctxT(t)
 	s := startServer(t, e, "", nil)
 	c := dial(t, s.addr, &remote.ClientOptions{PullAhead: 16})
 	msgs := make([]*equeue.Message, 40)
@@ -39,7 +46,7 @@ func readAheadRig(t *testing.T) (*equeue.Engine, *remote.Client) {
 		require.Len(t, res.Messages, 4)
 	}
 	require.Equal(t, []string{"t", "u"}, remote.ReadAheadTopics(c))
-	return e, c
+	return c
 }
 
 // A client that deletes a topic drops what it read ahead of it at once,
@@ -58,5 +65,16 @@ func TestReadAhead_PullOfDeletedTopicDropsItsReadAhead(t *testing.T) {
 	// An offset past what was read ahead asks the broker.
 	_, err := c.Pull(ctxT(t), &equeue.PullRequest{Topic: "t", Group: "g", Member: "m", Offset: 39, Max: 1, Wait: time.Second})
 	require.ErrorIs(t, err, equeue.ErrTopicNotFound)
+	assert.Equal(t, []string{"u"}, remote.ReadAheadTopics(c))
+}
+
+// A client whose delete of a topic may have been made (its context ended
+// with the call at the broker: ErrIndeterminate) drops what it read ahead
+// of it too, as it cannot tell the topic still holds those messages.
+func TestReadAhead_DeleteTopicOfUnknownOutcomeDropsItsReadAhead(t *testing.T) {
+	gs, e := gatedEngine(t)
+	c := readAheadRigOn(t, e)
+	err := heldCall(t, gs, func(ctx context.Context) error { return c.DeleteTopic(ctx, "t") })
+	require.ErrorIs(t, err, equeue.ErrIndeterminate)
 	assert.Equal(t, []string{"u"}, remote.ReadAheadTopics(c))
 }
