@@ -16,7 +16,14 @@ import (
 // leader that cannot commit (cut off from its followers, or refused by
 // them) closes too: Close waits a little for what it has on its way
 // (closeDrain), and a write still on its way then ends with an error
-// matching equeue.ErrIndeterminate. Idempotent: it is
+// matching equeue.ErrIndeterminate. Raft's shutdown waits for its FSM: an
+// apply held in a store write that does not return (a hung disk) holds
+// it, and Close waits for it a grace at most (raftShutdownGrace, counted
+// from when that wait begins), then closes Raft's transport, its
+// connections and listener and returns an error matching
+// equeue.ErrCloseAbandoned; Raft's log and the node's store are closed in
+// the background once the FSM returns (the directory stays locked by this
+// process until then). Idempotent: it is
 // CloseContext(context.Background()). A close that panicked (an OnEngine
 // of the program's own, say) is not finished: every later call returns an
 // error matching equeue.ErrCloseUnfinished, never nil.
@@ -44,8 +51,8 @@ var errCloseStopped = fmt.Errorf("%w: the node's close stopped before it finishe
 // engine's store does not answer, and the engine's close goes on in the
 // background. The node's result, which a later Close returns, then
 // matches equeue.ErrCloseAbandoned, and the store is not marked as closed
-// cleanly. An FSM whose store does not answer still holds Raft's shutdown,
-// and the close with it, until the store answers.
+// cleanly. An FSM whose store does not answer holds Raft's shutdown, which
+// the close gives up after its grace, as Close says.
 //
 // A close that stopped before it finished (a panic, which goes on in the
 // goroutine that ran the close, as for equeue.Engine.CloseContext; one in

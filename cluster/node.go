@@ -103,6 +103,8 @@ type Node struct {
 	// engineLeft is the error of the first engine's close the node gave up
 	// (closeEngine), nil while it gave none up.
 	engineLeft atomic.Pointer[error]
+	// raftStop is Raft's shutdown, once started (stopRaft).
+	raftStop raftStop
 }
 
 // Directory layout of a node.
@@ -566,9 +568,16 @@ func (n *Node) failStop(cause error) {
 	n.failure.Store(&cause)
 	n.log.Error("raft log write failed: the node leaves the cluster until it is reopened", "err", cause)
 	// Raft first: its shutdown fails the entries still on their way
-	// (unknown outcome), which the engine's close then waits for.
-	if err := n.raft.Shutdown().Error(); err != nil {
-		n.log.Warn("raft shutdown after a failed log write", "err", err)
+	// (unknown outcome), which the engine's close then waits for. An FSM
+	// held in its apply holds the shutdown: Close waits for it no more
+	// than release does.
+	s := n.stopRaft()
+	select {
+	case <-s.done:
+		if s.err != nil {
+			n.log.Warn("raft shutdown after a failed log write", "err", s.err)
+		}
+	case <-n.closing:
 	}
 	n.gone.close()
 	// An entry Raft took into its apply buffer but never answered would
@@ -794,33 +803,64 @@ func (n *Node) shutdown() error {
 // the node serves no more (shutdown), and returns what failed. When the
 // node gave its engine's close up (closeEngine), the result says so and
 // the store is not marked clean: the engine may still be at work on it.
+//
+// Raft's shutdown waits for its FSM, which a store write that does not
+// return holds: release waits for it raftShutdownGrace at most, then
+// closes the transport, its connections and listener all the same and
+// returns errRaftShutdownHeld, and the stores (Raft's log, the node's
+// store) are closed in the background once the shutdown finished.
 func (n *Node) release() error {
 	var errs []error
 	left := n.engineLeft.Load()
 	if left != nil {
 		errs = append(errs, fmt.Errorf("cluster: engine: %w", *left))
 	}
-	if err := n.raft.Shutdown().Error(); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
+	s := n.stopRaft()
+	stopped := s.wait(raftShutdownGrace)
+	if !stopped {
+		errs = append(errs, errRaftShutdownHeld)
+	} else if s.err != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", s.err))
 	}
 	n.gone.close()
 	n.raft.DeregisterObserver(n.obs)
 	n.ptrans.stopRelay()
 	// Close the connections this node opened, so the peers' handlers
 	// of them end too; Close alone leaves them open.
-	if err := n.alog.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
-	}
 	n.trans.CloseStreams()
 	if err := n.trans.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: raft transport: %w", err))
 	}
 	// And those the peers opened: a hung peer never closes its own.
 	n.stream.closeAccepted()
+	if !stopped {
+		n.log.Error("raft shutdown held by the FSM's apply (its store does not answer): the stores close in the background once it finishes", "grace", raftShutdownGrace)
+		go func() {
+			<-s.done
+			if s.err != nil {
+				n.log.Warn("raft shutdown", "err", s.err)
+			}
+			if err := n.closeStores(left == nil); err != nil {
+				n.log.Warn("close of the stores after a held raft shutdown", "err", err)
+			}
+		}()
+		return errors.Join(errs...)
+	}
+	errs = append(errs, n.closeStores(left == nil))
+	return errors.Join(errs...)
+}
+
+// closeStores closes Raft's log and the node's store, once Raft is shut
+// down, marking the store clean first when clean is set.
+func (n *Node) closeStores(clean bool) error {
+	var errs []error
+	if err := n.alog.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
+	}
 	if err := n.logs.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: raft log: %w", err))
 	}
-	if left == nil {
+	if clean {
 		n.markClean()
 	}
 	if err := n.st.Close(); err != nil {
