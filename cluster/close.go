@@ -82,8 +82,9 @@ func (n *Node) CloseContext(ctx context.Context) error {
 }
 
 // closeEngine closes e, the engine of a tenure that ended, and waits for
-// its close until a CloseContext gave the node's close up and the engine
-// had engineCloseGrace to close: the node then goes on without it, so that
+// its close until a CloseContext gave the node's close up and
+// engineCloseGrace passed since (however long the close ran before): the
+// node then goes on without it, so that
 // Raft, its transports and listeners are released though the engine's
 // store does not answer, and the engine's close goes on in the background
 // until it does. The first close given up is kept for the node's result
@@ -118,7 +119,6 @@ func (n *Node) closeEngine(e *equeue.Engine) {
 		closed <- e.Close()
 		finished = true
 	}()
-	graceEnds := time.Now().Add(engineCloseGrace)
 	givenUp, grace := n.closeGivenUp.Done(), (<-chan time.Time)(nil)
 	for {
 		select {
@@ -134,7 +134,7 @@ func (n *Node) closeEngine(e *equeue.Engine) {
 			panic(p)
 		case <-givenUp:
 			givenUp = nil
-			t := time.NewTimer(time.Until(graceEnds))
+			t := time.NewTimer(engineCloseGrace) // from now: the wait it bounds begins
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
@@ -147,10 +147,11 @@ func (n *Node) closeEngine(e *equeue.Engine) {
 	}
 }
 
-// engineCloseGrace is how long closeEngine waits for an engine's close at
-// least, even once the node's close was given up: the writes it has on
-// their way are given up after closeDrain (giveUpWritesOnClose), and its
-// close then ends at once unless its store does not answer.
+// engineCloseGrace is how long closeEngine still waits for an engine's
+// close once the node's close was given up, counted from then: the writes
+// it has on their way are given up closeDrain after the node's close began
+// (giveUpWritesOnClose), before the give-up, and its close then ends at
+// once unless its store does not answer.
 const engineCloseGrace = 2 * closeDrain
 
 // giveUpWritesOnClose gives the writes rs has on their way up (they end
