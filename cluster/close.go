@@ -58,8 +58,9 @@ var errCloseStopped = fmt.Errorf("%w: the node's close stopped before it finishe
 // goroutine that ran the close, as for equeue.Engine.CloseContext; one in
 // the leader engine's close too, unless the node gave that close up) makes
 // every later call return an error matching equeue.ErrCloseUnfinished. A
-// panic in an engine's close the node gave up is logged (the node's
-// Logger, at error level): nobody waits for that close any more.
+// panic in an engine's close the node gave up, or that the node's own loop
+// ran when a tenure ended, is logged (the node's Logger, at error level):
+// nobody waits for that close, and the node goes on.
 //
 // Abandoning the close loses nothing the node acknowledged: a write it
 // answered is in the Raft log of a majority of the voters, and a host that
@@ -90,10 +91,12 @@ func (n *Node) CloseContext(ctx context.Context) error {
 // until it does. The first close given up is kept for the node's result
 // (shutdown). A panic in the engine's close goes on in closeEngine's
 // goroutine, as it would in a plain Close of the engine (the node's
-// Close's caller gets it), unless the node gave that close up first:
-// nobody waits for it then, and the panic is recovered and logged (the
-// node's logger, at error level) rather than left to end the program.
-func (n *Node) closeEngine(e *equeue.Engine) {
+// Close's caller gets it), unless the node gave that close up first, or
+// loop is set (the node's own reconcile loop closes e, failStop included,
+// and no call of the node's waits for it): the panic is then recovered
+// and logged (the node's logger, at error level) rather than left to end
+// the program, and the loop goes on.
+func (n *Node) closeEngine(e *equeue.Engine, loop bool) {
 	closed := make(chan error, 1)
 	stopped := make(chan any)     // what the engine's close panicked with
 	gaveUp := make(chan struct{}) // closed once closeEngine waits no more
@@ -104,6 +107,17 @@ func (n *Node) closeEngine(e *equeue.Engine) {
 				return
 			}
 			p := recover()
+			if loop {
+				// No caller to hand the panic to: raised again on the
+				// loop's goroutine, it would end the program. nil:
+				// runtime.Goexit.
+				n.log.Error("the close of an ended tenure's engine panicked", "panic", p, "stack", string(debug.Stack()))
+				select {
+				case stopped <- errLoopClosePanicked:
+				case <-gaveUp:
+				}
+				return
+			}
 			select {
 			case stopped <- p:
 			case <-gaveUp:
@@ -128,6 +142,9 @@ func (n *Node) closeEngine(e *equeue.Engine) {
 			}
 			return
 		case p := <-stopped:
+			if p == errLoopClosePanicked {
+				return // logged
+			}
 			if p == nil {
 				runtime.Goexit() // as the engine's close did
 			}
@@ -146,6 +163,10 @@ func (n *Node) closeEngine(e *equeue.Engine) {
 		}
 	}
 }
+
+// errLoopClosePanicked tells closeEngine that the engine's close its loop
+// ran panicked, and that the panic was logged.
+var errLoopClosePanicked = errors.New("cluster: the close of an ended tenure's engine panicked")
 
 // engineCloseGrace is how long closeEngine still waits for an engine's
 // close once the node's close was given up, counted from then: the writes

@@ -514,7 +514,7 @@ func (n *Node) reconcile() {
 	// A term change ends the tenure even when this node leads again: it may
 	// have missed another leader's writes in between.
 	if e != nil && (!leader || rs.isFenced() || n.fsm.err() != nil || n.fsm.current().tenure != rs.tenure || n.raft.CurrentTerm() != rs.term) {
-		n.stopEngine()
+		n.stopEngine(true)
 		e = nil
 	}
 	if leader && e == nil && n.fsm.err() != nil {
@@ -588,7 +588,7 @@ func (n *Node) failStop(cause error) {
 	if rs != nil {
 		rs.raftDown()
 	}
-	n.stopEngine()
+	n.stopEngine(true)
 }
 
 // maxTerm is the highest Raft term a tenure (and so a group epoch base)
@@ -730,8 +730,10 @@ func (n *Node) startTenure() error {
 // closeDrain (giveUpWritesOnClose), whoever stops the engine — Close, or
 // the reconcile loop, which Close waits for. An engine whose store does
 // not answer holds its close, and the caller with it, until the store
-// answers or a CloseContext gave the node's close up (closeEngine).
-func (n *Node) stopEngine() {
+// answers or a CloseContext gave the node's close up (closeEngine). loop
+// tells that the node's reconcile loop stops the engine, not Close: a
+// panic in the engine's close is then logged (closeEngine).
+func (n *Node) stopEngine(loop bool) {
 	n.mu.Lock()
 	e, rs := n.engine, n.rstore
 	n.engine, n.rstore = nil, nil
@@ -747,7 +749,7 @@ func (n *Node) stopEngine() {
 	}
 	rs.fence(errFenced)
 	defer n.giveUpWritesOnClose(rs)()
-	n.closeEngine(e)
+	n.closeEngine(e, loop)
 	n.log.Info("stopped serving as leader")
 }
 
@@ -794,7 +796,7 @@ func (n *Node) drain() {
 func (n *Node) shutdown() error {
 	close(n.closing)
 	n.wg.Wait()
-	n.stopEngine()
+	n.stopEngine(false)
 	n.drain()
 	return n.release()
 }

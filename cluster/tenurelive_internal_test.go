@@ -134,13 +134,13 @@ func TestNode_TenuresOfATermDoNotWrap(t *testing.T) {
 	term := n.raft.CurrentTerm()
 
 	// reconcile is parked: the test stands in for its goroutine.
-	n.stopEngine()
+	n.stopEngine(true)
 	n.seq, n.seqTerm = maxTenuresPerTerm-1, term
 	require.NoError(t, n.startTenure())
 	last := TenureOf(n)
 	assert.Equal(t, term<<16|maxTenuresPerTerm, last)
 
-	n.stopEngine()
+	n.stopEngine(true)
 	require.ErrorIs(t, n.startTenure(), errTenuresSpent)
 	assert.Equal(t, last, TenureOf(n), "no tenure entry was committed")
 
@@ -164,7 +164,7 @@ func TestNode_TenureCountRestartsInANewTerm(t *testing.T) {
 	holdReconcile(t, n, h)
 	term := n.raft.CurrentTerm()
 
-	n.stopEngine()
+	n.stopEngine(true)
 	n.seq, n.seqTerm = maxTenuresPerTerm, term-1
 	require.NoError(t, n.startTenure())
 	assert.Equal(t, term<<16|1, TenureOf(n))
