@@ -58,14 +58,21 @@ func (n *Node) notLeader() error {
 
 // call runs f on the current engine. An engine closed under f (its tenure
 // ended) did nothing for f: that is reported as not leading, unless f
-// says its outcome is unknown (equeue.ErrIndeterminate: see cutShort).
+// says its outcome is unknown (equeue.ErrIndeterminate: see cutShort), or
+// the engine's topics changed while f ran (topicsChangedUnder).
 func call[T any](n *Node, f func(e *equeue.Engine) (T, error)) (T, error) {
 	e, err := n.Engine()
 	if err != nil {
 		var zero T
 		return zero, err
 	}
+	topics := e.TopicsVersion()
 	v, err := f(e)
+	if err != nil && e.TopicsVersion() != topics {
+		if cut := topicsChangedUnder(err); cut != err {
+			return v, cut
+		}
+	}
 	if err != nil && errors.Is(err, equeue.ErrClosed) && !errors.Is(err, equeue.ErrIndeterminate) {
 		select {
 		case <-n.closing:

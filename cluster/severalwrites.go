@@ -40,3 +40,18 @@ func cutShortAfterWrites(what string, err error) error {
 	}
 	return err
 }
+
+// topicsChangedUnder is the outcome of a call refused for the end of the
+// leader's tenure (err: equeue.ErrNotLeader, or equeue.ErrClosed once the
+// engine's close began) while the engine's topics changed under it. A
+// call may create topics on its way (AutoCreateTopics, a group's retry
+// topic a join subscribes), each in a write of its own, before the write
+// the end of the tenure refused: such a call did something, and a
+// refusal would say it did nothing. It is answered with an error
+// matching equeue.ErrIndeterminate as well (cutShortAfterWrites). The
+// topics a call made and those another call made meanwhile are not told
+// apart: a refused call is answered so whenever the topics changed while
+// it ran. Any other error is returned as it is.
+func topicsChangedUnder(err error) error {
+	return cutShortAfterWrites("a call during which the leader's topics changed (it may have created some)", err)
+}
