@@ -425,6 +425,9 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 		return nil, err
 	}
 	defer release()
+	if h := e.redriveHeldHook.Load(); h != nil {
+		(*h)(group)
+	}
 	c, _, err := e.prepareAppend(wctx, req)
 	if err != nil {
 		return nil, err

@@ -99,6 +99,10 @@ type Engine struct {
 	// redriveHook, set by tests, runs when a Redrive has checked its group
 	// and is about to send a dead letter back (dlq.go).
 	redriveHook atomic.Pointer[func(group string)]
+	// redriveHeldHook, set by tests, runs when a Redrive's send holds off
+	// the deletion of its group and its dead-letter topic (holdOffDeletion),
+	// before it queues the dead letter's copy and mark (dlq.go).
+	redriveHeldHook atomic.Pointer[func(group string)]
 
 	groups *coordinator
 	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)

@@ -127,6 +127,28 @@ func OnRedriveOne(e *Engine, f func(group string)) {
 	e.redriveHook.Store(&f)
 }
 
+// OnRedriveHeld sets f to run when a Redrive's send holds off the
+// deletion of its group and dead-letter topic, before it queues its copy
+// and mark; nil removes it.
+func OnRedriveHeld(e *Engine, f func(group string)) {
+	if f == nil {
+		e.redriveHeldHook.Store(nil)
+		return
+	}
+	e.redriveHeldHook.Store(&f)
+}
+
+// NameGateRefs reports how many deletions, joins and sends hold or wait
+// for the name gate of group name (groupdelete_gate.go).
+func NameGateRefs(e *Engine, name string) int {
+	e.groups.mu.Lock()
+	defer e.groups.mu.Unlock()
+	if g := e.groups.nameGates[name]; g != nil {
+		return g.refs
+	}
+	return 0
+}
+
 // GroupDeletionWaits reports how many joins and commits wait for the end
 // of a group's deletion to make the group again.
 func GroupDeletionWaits(e *Engine) int64 { return e.groups.holdWaits.Load() }

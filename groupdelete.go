@@ -86,7 +86,8 @@ func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleS
 			continue
 		}
 		found = true
-		if err := e.DeleteTopic(ctx, t); err != nil && !errors.Is(err, ErrTopicNotFound) {
+		// Not DeleteTopic: this deletion holds the name's gate already.
+		if err := e.deleteTopic(ctx, t, nil); err != nil && !errors.Is(err, ErrTopicNotFound) {
 			return fmt.Errorf("equeue: delete group %q: its keys are deleted, not yet all its topics (delete it again to finish): %w", name, err)
 		}
 	}

@@ -566,8 +566,29 @@ func (e *Engine) settleClosedQueue(ctx context.Context, q *queue) {
 // expired messages) rather than deliver a message of a deleted topic,
 // also once a topic is made again under the name (retryorigin.go); the
 // dead letters are listed with the deleted topic as their origin.
+//
+// Deleting a group's %RETRY% or %DLQ% topic is ordered with the group's
+// deletion and its redrives as DeleteGroup is (groupdelete_gate.go): it
+// waits for a redrive's send under way, and deletes its redriven mark
+// with the topic; the redrive's next send then stops with
+// ErrTopicNotFound.
 func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
+	if group, ok := groupOfTopic(name); ok && ValidateName(group) == nil {
+		if err := e.enter(ctx); err != nil {
+			return err
+		}
+		defer e.leave()
+		defer e.fenceGroupName(group)()
+	}
 	return e.deleteTopic(ctx, name, nil)
+}
+
+// groupOfTopic returns the group whose retry or dead-letter topic name is.
+func groupOfTopic(name string) (string, bool) {
+	if group, ok := cutDLQTopic(name); ok {
+		return group, true
+	}
+	return strings.CutPrefix(name, RetryTopicPrefix)
 }
 
 // errOtherIncarnation is returned by deleteTopic when the topic of the name
