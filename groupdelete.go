@@ -172,6 +172,7 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		applied, werr := e.storeMeta(ops...)
 		if applied {
 			e.trimDelayed(chunk)
+			e.forgetLostRedriven(chunk)
 		}
 		thaw()
 		if !applied {

@@ -139,11 +139,40 @@ func (e *Engine) noteLostRedriven(key []byte, why error, read uint64) {
 // its entry keeps the number of that write, so that a read from before it
 // does not count the loss again, while one after it that finds the mark
 // lost once more does. An entry stays for each lost mark written over, as
-// few as the redrives that named them.
+// few as the redrives that named them, until the mark is deleted
+// (forgetLostRedriven).
 func (e *Engine) rewroteRedriven(key []byte) {
 	k := string(key)
 	if _, ok := e.lostRedriven.Load(k); ok {
 		e.lostRedriven.Store(k, e.redrivenRewrites.Add(1))
+	}
+}
+
+// deleteRedrivenKeys deletes the redriven marks at keys, in writes of at
+// most deleteChunk, and drops the notes of the lost ones among them
+// (forgetLostRedriven) as each write lands.
+func (e *Engine) deleteRedrivenKeys(keys [][]byte) error {
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), deleteChunk)]
+		if err := e.deleteKeys(chunk); err != nil {
+			return err
+		}
+		e.forgetLostRedriven(chunk)
+		keys = keys[len(chunk):]
+	}
+	return nil
+}
+
+// forgetLostRedriven drops the notes of lost redriven marks
+// (noteLostRedriven, rewroteRedriven) of keys, whose marks were deleted:
+// the topic or the group they were of is deleted, or a trim dropped their
+// dead letters. Keys of other kinds are passed by. Each note would
+// otherwise stay for the engine's life.
+func (e *Engine) forgetLostRedriven(keys [][]byte) {
+	for _, k := range keys {
+		if bytes.HasPrefix(k, keyRedrivenPrefix) {
+			e.lostRedriven.Delete(string(k))
+		}
 	}
 }
 
@@ -248,7 +277,7 @@ func (e *Engine) deleteRedrivenMarksOf(t *topic) {
 		return nil
 	})
 	if err == nil {
-		err = e.deleteKeys(keys)
+		err = e.deleteRedrivenKeys(keys)
 	}
 	if err != nil {
 		e.log.Warn("deleting the redriven marks of a deleted dead-letter topic", "topic", t.name, "err", err)
@@ -275,7 +304,7 @@ func (e *Engine) deleteRedrivenLeftovers(name string) error {
 	})
 	if err == nil && len(keys) > 0 {
 		e.log.Info("deleting the redriven marks left from a deleted dead-letter topic", "topic", name, "marks", len(keys))
-		err = e.deleteKeys(keys)
+		err = e.deleteRedrivenKeys(keys)
 	}
 	if err != nil {
 		return fmt.Errorf("deleting the redriven marks left from a deleted dead-letter topic: %w", err)
@@ -322,7 +351,7 @@ func (e *Engine) deleteRedrivenBelow(q *queue, min int64) {
 		err = nil
 	}
 	if err == nil {
-		err = e.deleteKeys(keys)
+		err = e.deleteRedrivenKeys(keys)
 	}
 	if err != nil {
 		e.log.Warn("deleting the redriven marks of trimmed dead letters; the next trim tries again", "topic", q.topic.name, "err", err)
