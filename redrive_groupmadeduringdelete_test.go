@@ -13,18 +13,18 @@ import (
 // TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt
 // deletes a group the engine does not hold in memory (only its dead
 // letters are left); while the deletion deletes its topics, the group is
-// made again (CommitGroupOffsets), and a ToTopic Redrive lists the old
-// dead letters, then the deletion ends before the redrive sends. The
-// redrive must stop with ErrGroupNotFound, having sent nothing to the
-// topic and written no redriven mark, as it does when the group stays out
-// of memory (TestRedrive_ToTopicOfAGroupNotInMemoryRacingDeleteGroupWritesNothing).
-// Before, a redrive that found the group in memory took only that group's
-// gate, which the deletion, begun before the group was made, never took:
-// the deleted dead letter went back after DeleteGroup returned, and its
-// mark outlived the dead-letter topic. Since the deletion holds the name
-// from its start (TestDeleteGroup_OfAGroupNotInMemoryHoldsItsNameUntilItsTopicsAreGone),
-// the commit waits for it and makes the group only after it; the redrive
-// still writes nothing.
+// made again (CommitGroupOffsets) and a ToTopic Redrive lists the old
+// dead letters and comes to send one. The commit waits for the deletion
+// (TestDeleteGroup_OfAGroupNotInMemoryHoldsItsNameUntilItsTopicsAreGone)
+// and so does the send: it holds the group's name gate shared, which the
+// deletion holds from its start (groupdelete_gate.go). Once the deletion
+// ends, the redrive stops with ErrGroupNotFound, having sent nothing to
+// the topic and written no redriven mark, and the group is made again.
+// Without the gate, the send found the dead-letter topic still there
+// (the deletion had not reached it yet) and sent the deleted group's dead
+// letter back to its topic during the deletion. Before the name was held,
+// the commit made the group in memory at once, and a redrive that found
+// it took only that group's gate, which the deletion never took.
 func TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
@@ -52,10 +52,24 @@ func TestRedrive_ToTopicOfAGroupMadeDuringItsDeletionWritesNothingAfterIt(t *tes
 			eventually(t, 10*time.Second, func() bool { return equeue.GroupDeletionWaits(e) > 0 || len(committed) > 0 },
 				"the commit waits for the deletion, or makes the group")
 
-			redriveRefusedAfter(t, e, true, "the deletion ended between the redrive's listing and its send", func() error {
-				close(resume)
-				return <-deleted
-			})
+			type outcome struct {
+				n   int
+				err error
+			}
+			redriven := make(chan outcome, 1)
+			go func() {
+				n, err := e.Redrive(ctx, "g", equeue.RedriveRequest{All: true, ToTopic: true})
+				redriven <- outcome{n, err}
+			}()
+			// The send waits on the name's gate the deletion holds (one
+			// reference each), or, ungated, is done already.
+			eventually(t, 10*time.Second, func() bool { return equeue.NameGateRefs(e, "g") >= 2 || len(redriven) > 0 },
+				"the redrive's send waits for the deletion, or is done")
+			close(resume)
+			require.NoError(t, <-deleted)
+			r := <-redriven
+			assert.ErrorIs(t, r.err, equeue.ErrGroupNotFound, "the dead letters went with the group")
+			assert.Zero(t, r.n, "nothing was sent during the deletion")
 
 			_, err = e.Topic(ctx, equeue.DLQTopic("g"))
 			assert.ErrorIs(t, err, equeue.ErrTopicNotFound)
