@@ -860,16 +860,12 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 		}
 	}
 	// Every mark of a moved queue goes, as with a commit moving back: as
-	// many as fit in the offsets' own write, the rest in writes before it,
-	// so that a failed reset moves nothing and leaves no live mark.
-	ops := make([]store.MetaOp, 0, len(keys))
-	set := make([]offsetSet, 0, len(keys))
-	room := markDeletesPerWrite
+	// many as fit in the offsets' own write, the live ones first, the rest
+	// in writes before it, so that a reset leaves no live mark, and one
+	// the store refuses moves nothing and deletes only dead marks
+	// (resetMarks).
+	ops, set := g.resetMarks(keys, targets)
 	for _, k := range keys {
-		var s offsetSet
-		ops, s = g.passMarks(ops, &room, k, targets[k.q], g.marksBelow(k, -1))
-		s.back = true
-		set = append(set, s)
 		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(targets[k.q], nil)})
 	}
 	if err := e.deleteMarksBeforeMovingBack(g, set); err != nil {

@@ -31,7 +31,9 @@ import (
 // moves one back, delete every mark of the queues they move (their
 // messages are to be handled again, failures included), as many as fit
 // in their own write and the rest in writes before it: one that fails
-// moves nothing and leaves no live mark. A commit deletes the marks it
+// moves nothing and leaves no live mark. A reset's write makes room for
+// the marks live before it first, so that the writes before it delete
+// dead marks (resetmarks.go): one the store refuses leaves the live marks. A commit deletes the marks it
 // passes, as many as fit in its write and the rest after it (they are
 // dead already); deleting the topic, the group or a broadcasting member's
 // offsets deletes theirs. A reset, a commit moving back, a group's
