@@ -448,10 +448,23 @@ func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Unlock()
 	select {
 	case <-first.done:
+		if first.err != nil {
+			return c.closeAfterFailedStart(ctx, first.err)
+		}
 	case <-ctx.Done():
 		c.log.Warn("initial assignment still being applied", "err", ctx.Err())
 	}
 	return nil
+}
+
+// closeAfterFailedStart closes a consumer whose join's grants cannot be
+// applied (permanentApplyFailure: err) and returns Start's error. Its
+// final commit (of nothing, unless a later apply started queues
+// meanwhile) and its leave are bounded by Start's ctx.
+func (c *Consumer) closeAfterFailedStart(ctx context.Context, err error) error {
+	err = fmt.Errorf("equeue: start: the assignment cannot be applied: %w", err)
+	cerr := c.close(func() (context.Context, context.CancelFunc) { return ctx, func() {} })
+	return errors.Join(err, cerr)
 }
 
 func (c *Consumer) goFunc(f func()) {
@@ -466,7 +479,14 @@ func (c *Consumer) goFunc(f func()) {
 // join's (join); first is told once the first apply returned, or the
 // loop ended before one did.
 func (c *Consumer) membershipLoop(join *Assignment, first *firstApply) {
-	defer first.report(nil)
+	defer func() {
+		if c.loopCtx.Err() == nil {
+			// The loop ended by itself: the broker is closed.
+			first.report(fmt.Errorf("%w: the broker closed before the assignment was applied", ErrClosed))
+			return
+		}
+		first.report(nil)
+	}()
 	ap := newApplier(c.loopCtx, first.wrap(c.apply), c.log)
 	c.mu.Lock()
 	c.ap = ap

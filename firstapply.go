@@ -2,7 +2,10 @@ package equeue
 
 import (
 	"context"
+	"errors"
 	"sync"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // firstApply lets a Start wait until its membership loop applied the
@@ -17,7 +20,8 @@ import (
 // again in the background, and a Start that returned before its queues'
 // starts were stored would let a message sent once it returned be skipped
 // by a group starting from the latest message, should the engine be
-// reopened before a later try stored them.
+// reopened before a later try stored them. A failure that no later try
+// can mend (permanentApplyFailure) is reported all the same.
 type firstApply struct {
 	until firstApplyUntil
 	once  sync.Once
@@ -45,7 +49,7 @@ func newFirstApply(until firstApplyUntil) *firstApply {
 func (f *firstApply) wrap(apply func(context.Context, Assignment) error) func(context.Context, Assignment) error {
 	return func(ctx context.Context, a Assignment) error {
 		err := apply(ctx, a)
-		if err != nil && (f.until == untilApplied || ctx.Err() != nil) {
+		if err != nil && (ctx.Err() != nil || f.until == untilApplied && !permanentApplyFailure(err)) {
 			return err
 		}
 		f.report(err)
@@ -71,4 +75,14 @@ func (f *firstApply) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// permanentApplyFailure reports whether an apply failed for a reason that
+// lasts until the engine is reopened, so that trying it again is in vain:
+// the engine (or the client the consumer uses) is closed (ErrClosed), a
+// failed fsync stopped its writes (ErrStoreFailed), or its store lost its
+// memtable (store.ErrUnusable). Any other failure may pass (ErrNoSpace,
+// a broken connection, a member expired meanwhile) and is tried again.
+func permanentApplyFailure(err error) bool {
+	return errors.Is(err, ErrClosed) || errors.Is(err, ErrStoreFailed) || errors.Is(err, store.ErrUnusable)
 }
