@@ -105,7 +105,9 @@ func (s *clientSet) removeProducer(p *Producer) {
 }
 
 // closeAll closes every consumer (concurrently: each drains its own
-// handlers), then every producer, and returns what failed.
+// handlers), then every producer, and returns what failed. A consumer
+// its user is closing already is waited for, and what its close failed
+// to do is returned too.
 func (s *clientSet) closeAll() error {
 	s.mu.Lock()
 	cs := make([]*Consumer, 0, len(s.consumers))
@@ -123,7 +125,7 @@ func (s *clientSet) closeAll() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.Close()
+			errs[i] = c.closeForEngine()
 		}()
 	}
 	wg.Wait()

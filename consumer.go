@@ -280,8 +280,13 @@ type Consumer struct {
 	started   bool
 	closed    bool
 	closeDone chan struct{} // closed when the first Close (or crash) returns
-	runners   map[QueueRef]*runner
-	stopping  map[QueueRef]bool
+	closeErr  error         // the first Close's result, set before closeDone is closed
+	// closeBound is the bound of the first Close's final commit and
+	// leave, set with closed: a Start that joined while Close ran leaves
+	// within it too.
+	closeBound func() (context.Context, context.CancelFunc)
+	runners    map[QueueRef]*runner
+	stopping   map[QueueRef]bool
 	// fenced holds, in orderly mode, the done channels (runner.done) of
 	// the runners abandoned after a fence (offset reset, re-grant, expiry),
 	// by queue: the next runner of the queue waits for their running
@@ -383,13 +388,26 @@ func (c *Consumer) subscriptions() []Subscription {
 // fetched or stored) is tried again with backoff meanwhile. Its heartbeats begin at once, so fetching those queues'
 // offsets may outlast the session timeout without the member being
 // expired. Consumption goes on in the background until Close.
+// A failure that no try can mend until the engine is reopened ends the
+// wait, also under a ctx that never ends: the engine or the broker's
+// client closed (ErrClosed, also when the heartbeats find it closed),
+// the engine's writes stopped by a failed fsync (ErrStoreFailed, see
+// Engine.StoreFailure), or its store unusable (store.ErrUnusable). Start
+// then closes the consumer, as Close does but with its final commit and
+// its leave bounded by ctx, and returns an error wrapping that failure
+// (joined with what the close could not do): the consumer cannot be
+// started again; make a new one once the engine was reopened. Any other
+// failure (ErrNoSpace, a broken connection) is tried again.
 // Each Consumer is a new incarnation of the member ID: while another
 // consumer with the same ID is live in the group, Start returns
 // ErrMemberIDInUse (a restart after a crash succeeds once the crashed
 // one's session expired). Start may be called again after it returned an
 // error; that Start is the same incarnation, so a join the broker took
 // but whose answer was lost (a remote broker's connection broke, or ctx
-// ended) does not hold the member ID against it.
+// ended) does not hold the member ID against it. A Close that came while
+// Start joined could not leave for the member the join made: Start leaves
+// once its join returned, within the bound of that Close's own leave (10 s
+// for Close, the context of CloseContext), and returns ErrClosed.
 func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -422,9 +440,14 @@ func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
 		// Close came while joining and could not leave for this member:
-		// leave now, or its queues would wait for its session to expire.
+		// leave now, or its queues would wait for its session to expire,
+		// within the bound of that Close's own leave.
+		bound := c.closeBound
 		c.mu.Unlock()
-		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if bound == nil { // crashed
+			bound = closeLeaveBound
+		}
+		lctx, cancel := bound()
 		defer cancel()
 		if err := leaveGroup(lctx, c.b, c.joinRequest()); notLeft(err) {
 			c.log.Warn("leave after Close during Start", "err", err)
@@ -821,13 +844,12 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // consumer had not seen yet) is not committed, as the reset asks, and that
 // is no error. Idempotent: a later call waits for the first to finish and
 // returns nil. Engine.Close closes the consumers opened on it in-process
-// first. The final commit and the leave are bounded by 10 s together (a
-// remote broker whose connection went silent may never answer them);
-// CloseContext takes that bound from a context instead.
+// first; it waits for a close its user began and returns that close's
+// error among its own. The final commit and the leave are bounded by 10 s
+// together (a remote broker whose connection went silent may never answer
+// them); CloseContext takes that bound from a context instead.
 func (c *Consumer) Close() error {
-	return c.close(func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), closeLeaveTimeout)
-	})
+	return c.close(closeLeaveBound)
 }
 
 // CloseContext is Close that waits for the final commit's and the leave's
@@ -850,17 +872,43 @@ func (c *Consumer) CloseContext(ctx context.Context) error {
 	return c.close(func() (context.Context, context.CancelFunc) { return ctx, func() {} })
 }
 
+// closeForEngine is Close for Engine.Close: when the consumer is closing
+// already (its user's Close or CloseContext), it waits for that close and
+// returns its result instead of nil, so that the engine reports a final
+// commit or leave that failed there too.
+func (c *Consumer) closeForEngine() error {
+	return c.closeReporting(closeLeaveBound, true)
+}
+
+// closeLeaveBound is the bound of Close's final commit and leave.
+func closeLeaveBound() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), closeLeaveTimeout)
+}
+
 // close closes the consumer; bound gives the context of its final commit
-// and leave.
+// and leave. A later call waits for the first and returns nil.
 func (c *Consumer) close(bound func() (context.Context, context.CancelFunc)) error {
+	return c.closeReporting(bound, false)
+}
+
+// closeReporting is close; a later call waits for the first and returns
+// nil, or the first one's result when again is set.
+func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelFunc), again bool) (err error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		<-c.closeDone
+		if again {
+			return c.closeErr
+		}
 		return nil
 	}
 	c.closed = true
-	defer close(c.closeDone)
+	c.closeBound = bound
+	defer func() {
+		c.closeErr = err
+		close(c.closeDone)
+	}()
 	started := c.started
 	rs := c.runners
 	c.runners = map[QueueRef]*runner{}

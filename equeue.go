@@ -311,8 +311,9 @@ func (e *Engine) leave() {
 // calls), then stops background work, waits for calls in progress (long-poll
 // pulls are woken and return ErrClosed), writes what was queued, syncs and
 // closes the store. A consumer's final commit that could not be stored is
-// among the errors returned. Closing those consumers and producers yourself
-// first is fine. Idempotent: a later call returns the first one's result,
+// among the errors returned, also that of a consumer its user was closing
+// when Engine.Close came (Close waits for that close). Closing those
+// consumers and producers yourself first is fine. Idempotent: a later call returns the first one's result,
 // once that close has finished. On a nil engine (as a failed Open returns)
 // it does nothing and returns ErrInvalidArgument.
 //

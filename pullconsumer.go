@@ -53,15 +53,18 @@ type PullConsumer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu        sync.Mutex
-	started   bool
-	closed    bool
-	replaced  atomic.Bool // another incarnation holds the member ID
-	version   int64
-	grants    map[QueueRef]Grant
-	positions map[QueueRef]int64
-	filters   map[string]string
-	changed   chan struct{}
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	// closeBound is the bound of Close's leave, set with closed: a Start
+	// that joined while Close ran leaves within it too.
+	closeBound func() (context.Context, context.CancelFunc)
+	replaced   atomic.Bool // another incarnation holds the member ID
+	version    int64
+	grants     map[QueueRef]Grant
+	positions  map[QueueRef]int64
+	filters    map[string]string
+	changed    chan struct{}
 	// Priority lanes (priority_pull.go): lane counts of subscribed topics
 	// with priorities, what gate checks read ahead of a lane, and a channel
 	// closed when a read-ahead was taken.
@@ -111,7 +114,10 @@ func (pc *PullConsumer) ID() string { return pc.join.Member }
 // the group, and the next Start joins as a new incarnation (the broker
 // refuses a join of one that left). A release of queues the join's
 // assignment takes away that fails does not fail Start: it holds its
-// grants, and the release is tried again.
+// grants, and the release is tried again. The leave of a Start that does
+// not complete is bounded by ctx, or by 10 s when ctx ended already; when
+// Close came while Start ran, by the bound of Close's own leave (10 s for
+// Close, the context of CloseContext).
 func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
 	if pc.closed || pc.started {
@@ -139,9 +145,10 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	pc.mu.Lock()
 	if pc.closed {
 		// Close came while Start was joining, and found no member to
-		// leave: leave now.
+		// leave: leave now, within the bound of Close's own leave.
+		bound := pc.closeBound
 		pc.mu.Unlock()
-		pc.leaveAfterStart()
+		pc.leaveAfterStart(bound)
 		return fmt.Errorf("%w: pull consumer closed while starting", ErrClosed)
 	}
 	// The join's grants are applied by the membership loop, which
@@ -167,7 +174,13 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	// one that left.
 	stopLoop()
 	<-ended
-	pc.leaveAfterStart()
+	pc.mu.Lock()
+	bound := pc.closeBound
+	pc.mu.Unlock()
+	if bound == nil {
+		bound = startLeaveBound(ctx)
+	}
+	pc.leaveAfterStart(bound)
 	pc.mu.Lock()
 	clear(pc.grants)
 	clear(pc.positions)
@@ -208,9 +221,10 @@ func (pc *PullConsumer) knownVersion() int64 {
 	return pc.version
 }
 
-// leaveAfterStart leaves the group for a Start that does not complete.
-func (pc *PullConsumer) leaveAfterStart() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// leaveAfterStart leaves the group for a Start that does not complete,
+// within the context bound returns.
+func (pc *PullConsumer) leaveAfterStart(bound func() (context.Context, context.CancelFunc)) {
+	ctx, cancel := bound()
 	defer cancel()
 	if err := leaveGroup(ctx, pc.b, pc.join); notLeft(err) {
 		pc.log.Warn("leave after a Start that did not complete", "group", pc.join.Group, "err", err)
@@ -511,17 +525,26 @@ func (pc *PullConsumer) Seek(q QueueRef, offset int64) error {
 }
 
 // closeLeaveTimeout bounds how long Close waits for the broker to answer
-// its leave.
+// its leave (and a Consumer's Close its final commit too), and how long a
+// Start whose ctx ended before its grants were applied waits for its
+// leave's answer.
 const closeLeaveTimeout = 10 * time.Second
+
+// startLeaveBound is the bound of the leave of a Start that does not
+// complete: Start's ctx, or closeLeaveTimeout once that ended.
+func startLeaveBound(ctx context.Context) func() (context.Context, context.CancelFunc) {
+	if ctx.Err() != nil {
+		return closeLeaveBound
+	}
+	return func() (context.Context, context.CancelFunc) { return ctx, func() {} }
+}
 
 // Close leaves the group without committing. Idempotent. It waits up to
 // 10 s for the broker to answer the leave (a remote broker whose
 // connection went silent may never answer it); CloseContext takes that
 // bound from a context instead.
 func (pc *PullConsumer) Close() error {
-	return pc.close(func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), closeLeaveTimeout)
-	})
+	return pc.close(closeLeaveBound)
 }
 
 // CloseContext is Close that waits for the broker to answer its leave
@@ -551,6 +574,7 @@ func (pc *PullConsumer) close(bound func() (context.Context, context.CancelFunc)
 		return nil
 	}
 	pc.closed = true
+	pc.closeBound = bound
 	started := pc.started
 	pc.mu.Unlock()
 	pc.cancel()
