@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -95,19 +96,26 @@ func (c *coordinator) storedGroups(ctx context.Context) map[string]bool {
 
 // findCoordinator names the leading broker for every group: this one, or
 // on a cluster follower the leader's listener (COORDINATOR_NOT_AVAILABLE
-// while no leader is known). Transaction coordinators are refused:
-// transactions are not offered.
+// while no leader is known). Other coordinators (transactions, share
+// groups) are refused INVALID_REQUEST, as InitProducerId with a
+// transactional ID is: they are not offered, and clients retry
+// COORDINATOR_NOT_AVAILABLE until their own timeout, but not this.
 func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	v := c.leader()
 	code := errNone
-	if req.CoordinatorType != 0 || v.id < 0 {
+	var msg *string
+	switch {
+	case req.CoordinatorType != 0:
+		code = errInvalidRequest
+		msg = kmsg.StringPtr(fmt.Sprintf("kafka: coordinator type %d: only groups are coordinated here, there are no transactions", req.CoordinatorType))
+	case v.id < 0:
 		code = errCoordinatorNotAvailable
 	}
 	if req.GetVersion() < 4 {
 		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, v.id, v.host, v.port
 		if code != errNone {
-			resp.NodeID, resp.Host, resp.Port = -1, "", -1
+			resp.NodeID, resp.Host, resp.Port, resp.ErrorMessage = -1, "", -1, msg
 		}
 		return resp
 	}
@@ -115,7 +123,7 @@ func (c *conn) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key, rc.NodeID, rc.Host, rc.Port, rc.ErrorCode = k, v.id, v.host, v.port, code
 		if code != errNone {
-			rc.NodeID, rc.Host, rc.Port = -1, "", -1
+			rc.NodeID, rc.Host, rc.Port, rc.ErrorMessage = -1, "", -1, msg
 		}
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}

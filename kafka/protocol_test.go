@@ -252,7 +252,7 @@ func TestProtocol_FindCoordinatorBatched(t *testing.T) {
 	tresp, err := txn.RequestWith(ctx, cl)
 	require.NoError(t, err)
 	require.Len(t, tresp.Coordinators, 1)
-	assert.Equal(t, int16(15), tresp.Coordinators[0].ErrorCode, "COORDINATOR_NOT_AVAILABLE: no transactions")
+	assert.Equal(t, int16(42), tresp.Coordinators[0].ErrorCode, "INVALID_REQUEST: no transactions")
 }
 
 // TestProtocol_AcksZeroFailureClosesTheConnection: a produce with acks=0
