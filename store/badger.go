@@ -58,8 +58,9 @@ type Badger struct {
 	// wmu serializes the changes to records (Write, each chunk of
 	// DeleteRange and DropQueue), which read segments to keep them from
 	// overlapping, and guards ends. Every commit of the store is made
-	// under it (metadata-only Writes too; Reclaim's memtable flush holds
-	// dropMu instead), so a commit that leaves Badger without a memtable
+	// under it (metadata-only Writes too, and Reclaim's value-log GC
+	// rounds; Reclaim's memtable flush holds dropMu instead), so a commit
+	// that leaves Badger without a memtable
 	// is alone in Badger's write batch: it stored nothing, and no other
 	// commit reaches Badger before failedCommit marks the store unusable.
 	wmu sync.Mutex

@@ -348,7 +348,7 @@ func (s *Badger) ReclaimContext(ctx context.Context) error {
 		if stop, err := s.reclaimStopped(ctx); stop {
 			return err
 		}
-		if err := s.db.Flatten(1); err != nil {
+		if err := s.flatten(); err != nil {
 			return fmt.Errorf("store: reclaim: flatten: %w", err)
 		}
 	}
@@ -420,13 +420,45 @@ func (s *Badger) gcRound() error {
 		it.Close()
 		txn.Discard()
 	}()
-	err = s.runGC(0.5)
+	err = s.runGCAlone(0.5)
 	if err == nil {
 		if serr := s.reclaimSync(); serr != nil {
 			return fmt.Errorf("sync the values moved: %w", serr)
 		}
 	}
 	return err
+}
+
+// runGCAlone runs Badger's value-log GC round (runGC) with wmu held,
+// and marks the store unusable when the round left Badger without a
+// memtable.
+//
+// A round commits the values it moves through Badger's write channel
+// (its rewrite calls Badger's batchSet and waits for each commit, so every
+// one of them is done when the round returns). Outside wmu, a Write could
+// share Badger's write batch with such a commit: when the rewrite's
+// memtable rotation failed, a Write ahead of it in the batch was stored
+// but got the error, and the store answers a failed Write as "nothing
+// stored"; a Write behind it met the missing memtable in Badger's commit
+// (log.Fatal), and the round's next lookup met it too (a nil
+// dereference). The engine has no "outcome unknown" answer for a Write
+// the store fails (only for a failed fsync), so the round holds wmu
+// instead, as every other commit of the store does: a failed commit of the
+// round is alone in its batch, and the store is marked before a Write
+// reaches Badger. The cost is that Writes wait for a round (one value-log
+// file sampled, and its live values moved when it is picked); a store
+// whose segments stay under ValueThreshold (the default) keeps little in
+// the value log, and a round with nothing to move returns after sampling.
+func (s *Badger) runGCAlone(discardRatio float64) (err error) {
+	s.dropMu.RLock()
+	defer s.dropMu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.lostMemtable(); err != nil {
+		return err // a Write lost it while this round waited for wmu
+	}
+	defer s.recoverLost(&err) // before wmu is let go
+	return s.failedCommit(s.runGC(discardRatio))
 }
 
 // quiet reports whether no Write was running or started for quietFor.
@@ -457,5 +489,14 @@ func (s *Badger) flushMemtables() error {
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) }); err != nil {
 		return s.failedCommit(err)
 	}
-	return s.db.DropPrefix(flushSentinel)
+	// Badger's drop sets up a new memtable: when it cannot, it is left
+	// without one, as after a failed commit.
+	return s.failedCommit(s.db.DropPrefix(flushSentinel))
+}
+
+// flatten compacts the LSM tree into one level (Badger's Flatten). Its
+// failure is checked for a lost memtable as a failed commit is: the store
+// is then marked unusable rather than left to a later read or write.
+func (s *Badger) flatten() error {
+	return s.failedCommit(s.db.Flatten(1))
 }

@@ -26,7 +26,8 @@ var ErrUnusable = errors.New("store: unusable until reopened: a failed write lef
 // does, the store refuses every later call but Close with ErrUnusable,
 // and so does the write that failed (which, committed on its own, stored
 // nothing: Badger makes room before it writes a transaction to a
-// memtable). Every commit of the store holds wmu (or dropMu for writing)
+// memtable). Every commit of the store (a value-log GC round's too:
+// runGCAlone) holds wmu (or dropMu for writing)
 // and calls failedCommit before it lets go, so the failed commit was
 // alone in Badger's write batch and no other one reaches Badger's commit
 // before the store is marked.
