@@ -129,7 +129,8 @@ func (sn *BadgerSnapshot) Release() {
 }
 
 // WriteTo streams the snapshot to w and returns the bytes written. A
-// segment it cannot read back is carried as damaged (Damaged).
+// segment it cannot read back is carried as damaged (Damaged). On a store
+// a failed write left without a memtable it fails with ErrUnusable.
 func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 	if sn.txn == nil {
 		return 0, fmt.Errorf("store: snapshot: released")
@@ -143,8 +144,23 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	sn.damaged = 0
 	cw := &countingWriter{w: bufio.NewWriterSize(w, 1<<20)}
+	err := sn.stream(cw)
+	if errors.Is(err, ErrUnusable) {
+		// A read met Badger's missing memtable (a Write lost it after
+		// this call passed acquire): the transaction may count an
+		// iterator that was never made, and Badger panics when one
+		// is discarded so. It is left to the reopen.
+		sn.txn = nil
+	}
+	return cw.n, err
+}
+
+// stream writes the snapshot's frames to cw. Reads that meet Badger's
+// missing memtable fail with ErrUnusable (recoverLost) rather than panic.
+func (sn *BadgerSnapshot) stream(cw *countingWriter) (err error) {
+	defer sn.s.recoverLost(&err)
 	if _, err := cw.Write(snapshotMagic); err != nil {
-		return cw.n, err
+		return err
 	}
 	it := sn.txn.NewIterator(badger.DefaultIteratorOptions)
 	defer it.Close()
@@ -161,10 +177,10 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 		val, err := valueCopy(item)
 		if err != nil {
 			if rerr := sn.restoredOver(); rerr != nil {
-				return cw.n, rerr // the value went with the Restore's drop
+				return rerr // the value went with the Restore's drop
 			}
 			if key[0] != recordSpace || !errors.Is(err, ErrDamaged) {
-				return cw.n, fmt.Errorf("store: snapshot: read %x: %w", key, err)
+				return fmt.Errorf("store: snapshot: read %x: %w", key, err)
 			}
 			// A segment Badger cannot read back reads as corrupt records
 			// (Read): it is carried as damaged (carriedSegment). Failing
@@ -173,26 +189,26 @@ func (sn *BadgerSnapshot) WriteTo(w io.Writer) (int64, error) {
 		}
 		if key[0] == recordSpace {
 			if val, err = sn.carriedSegment(key, val); err != nil {
-				return cw.n, fmt.Errorf("store: snapshot: segment %x: %w", key, err)
+				return fmt.Errorf("store: snapshot: segment %x: %w", key, err)
 			}
 		}
 		n := binary.PutUvarint(hdr[:], uint64(len(key)))
 		n += binary.PutUvarint(hdr[n:], uint64(len(val)))
 		for _, b := range [][]byte{hdr[:n], key, val} {
 			if _, err := cw.Write(b); err != nil {
-				return cw.n, err
+				return err
 			}
 		}
 	}
 	// Every key was read: a Restore begun meanwhile may have dropped some
 	// of them, and the stream then ends without its final frame.
 	if err := sn.restoredOver(); err != nil {
-		return cw.n, err
+		return err
 	}
 	if _, err := cw.Write([]byte{0, 0}); err != nil {
-		return cw.n, err
+		return err
 	}
-	return cw.n, cw.w.(*bufio.Writer).Flush()
+	return cw.w.(*bufio.Writer).Flush()
 }
 
 // carriedSegment returns what WriteTo carries for the segment under key,
@@ -293,6 +309,13 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 		return fmt.Errorf("store: restore: sync: %w", err)
 	}
 	wb := s.db.NewWriteBatch() // commits whenever a transaction fills up
+	// One commit at a time: a commit waits until the one before it is
+	// done, and fails with its error. With several in flight, a commit
+	// whose memtable rotation failed would have ones behind it already
+	// sent, and Badger's commit of those meets the missing memtable with
+	// log.Fatal; one at a time, the failed commit is the last, and
+	// failedCommit marks the store.
+	wb.SetMaxPendingTxns(1)
 	defer wb.Cancel()
 	// Snapshots hold no end marks (WriteTo copies the record and metadata
 	// spaces): the queues' segments loaded into the value log get theirs.
