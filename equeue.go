@@ -321,6 +321,11 @@ func (e *Engine) leave() {
 // for ever. CloseContext bounds that wait. A close that panicked (a Store
 // of the program's own whose Sync or Close panics) is not finished: every
 // later call returns an error matching ErrCloseUnfinished, never nil.
+//
+// After a failed fsync (see StoreFailure) Close returns an error matching
+// ErrStoreFailed and wrapping that failure, even when the store's final
+// Sync succeeds: the engine answered writes "outcome unknown" and refused
+// the later ones, so the shutdown was not clean.
 func (e *Engine) Close() error {
 	return e.CloseContext(context.Background())
 }
@@ -345,8 +350,15 @@ func (e *Engine) shutdown() error {
 	close(e.writerStop)
 	e.writerWG.Wait()
 	errs := []error{clientErr}
-	if err := e.st.Sync(); err != nil && !errors.Is(err, store.ErrClosed) {
-		errs = append(errs, fmt.Errorf("equeue: final sync: %w", err))
+	syncErr := e.st.Sync()
+	if syncErr != nil && !errors.Is(syncErr, store.ErrClosed) {
+		errs = append(errs, fmt.Errorf("equeue: final sync: %w", syncErr))
+	}
+	if failed := e.StoreFailure(); failed != nil && !errors.Is(syncErr, failed) {
+		// An earlier fsync failed: writes were answered "outcome unknown"
+		// and refused since, whatever the final Sync says (a store of the
+		// program's own may let a later one succeed; storefailure.go).
+		errs = append(errs, fmt.Errorf("equeue: close: %w", e.storeFailedErr()))
 	}
 	if err := e.st.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("equeue: close store: %w", err))

@@ -34,7 +34,14 @@ func openEngine(t testing.TB, opts *equeue.Options) *equeue.Engine {
 	}
 	e, err := equeue.Open("", &o)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	t.Cleanup(func() {
+		err := e.Close()
+		if e.StoreFailure() != nil { // Close reports the failed fsync
+			require.ErrorIs(t, err, equeue.ErrStoreFailed)
+			return
+		}
+		require.NoError(t, err)
+	})
 	return e
 }
 

@@ -182,7 +182,7 @@ func TestProduce_StoreFailures(t *testing.T) {
 	assert.Equal(t, int16(56), stopped.ErrorCode, "KAFKA_STORAGE_ERROR")
 	require.ErrorIs(t, e.StoreFailure(), faultstore.ErrInjected)
 
-	require.NoError(t, e.Close())
+	require.ErrorIs(t, e.Close(), equeue.ErrStoreFailed, "Close reports the failed fsync")
 	e = openEngine(t, &equeue.Options{Store: faultstore.New(keepOpen{mem})})
 	cl = kclient(t, serve(t, e, nil))
 	ok := produceRaw(ctx, t, cl, "t", 0, rawBatch(-1, -1, -1, "c"))
@@ -216,7 +216,7 @@ func TestProduce_IdempotentUnknownOutcomeWithDedupWindow(t *testing.T) {
 	// The failed fsync stopped the engine's writes: restart it (and the
 	// listener, whose idempotence state is in memory); the dedup window,
 	// stored, still knows the batch.
-	require.NoError(t, e.Close())
+	require.ErrorIs(t, e.Close(), equeue.ErrStoreFailed, "Close reports the failed fsync")
 	e = openEngine(t, &equeue.Options{Store: faultstore.New(keepOpen{mem})})
 	cl = kclient(t, serve(t, e, nil))
 	retry := produceRaw(ctx, t, cl, "t", 0, rawBatch(pid, epoch, 0, "a", "b"))
