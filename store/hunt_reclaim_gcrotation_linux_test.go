@@ -94,58 +94,52 @@ func TestHuntStore_GCRoundThatLosesTheMemtableMakesTheStoreUnusable(t *testing.T
 // the error, which the store answers as "nothing stored". Every Write that
 // fails must have stored nothing.
 func TestHuntStore_WritesBesideAGCRoundThatLosesTheMemtable(t *testing.T) {
-	for attempt := 0; attempt < 2; attempt++ {
-		dir := t.TempDir()
-		s, _ := gcRotationStore(t, dir)
-		const writers = 8
-		var (
-			wg      sync.WaitGroup
-			mu      sync.Mutex
-			failed  []string // keys of the Writes that failed
-			restore func()
-			stop    = make(chan struct{})
-		)
-		s.gcStarted = func() {
-			if restore != nil {
-				return
-			}
-			restore = lowerFileLimit(t)
-			for w := 0; w < writers; w++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					val := make([]byte, 40)
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						key := fmt.Appendf(nil, "k-%d-%d", w, i)
-						if err := s.Write(&Batch{Meta: []MetaOp{{Key: key, Value: val}}}); err != nil {
-							mu.Lock()
-							failed = append(failed, string(key))
-							mu.Unlock()
-							return
-						}
+	dir := t.TempDir()
+	s, _ := gcRotationStore(t, dir)
+	const writers = 8
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		failed  []string // keys of the Writes that failed
+		restore func()
+	)
+	s.gcStarted = func() {
+		if restore != nil {
+			return
+		}
+		restore = lowerFileLimit(t)
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				val := make([]byte, 40)
+				// Until a Write fails: every one does once the store
+				// is marked unusable.
+				for i := 0; ; i++ {
+					key := fmt.Appendf(nil, "k-%d-%d", w, i)
+					if err := s.Write(&Batch{Meta: []MetaOp{{Key: key, Value: val}}}); err != nil {
+						mu.Lock()
+						failed = append(failed, string(key))
+						mu.Unlock()
+						return
 					}
-				}()
-			}
+				}
+			}()
 		}
-		rerr := s.Reclaim()
-		close(stop)
-		wg.Wait()
-		require.NotNil(t, restore, "attempt %d: no GC round ran", attempt)
-		restore()
-		require.ErrorIs(t, rerr, ErrUnusable, "attempt %d", attempt)
-		require.NoError(t, s.Close())
-
-		s, err := OpenBadger(dir, gcRotationOptions())
-		require.NoError(t, err)
-		for _, k := range failed {
-			_, err := s.GetMeta([]byte(k))
-			require.ErrorIs(t, err, ErrNotFound, "attempt %d: %s was answered not stored", attempt, k)
-		}
-		require.NoError(t, s.Close())
 	}
+	rerr := s.Reclaim()
+	wg.Wait()
+	require.NotNil(t, restore, "no GC round ran")
+	restore()
+	require.ErrorIs(t, rerr, ErrUnusable)
+	require.Len(t, failed, writers, "every writer ends on a failure")
+	require.NoError(t, s.Close())
+
+	s, err := OpenBadger(dir, gcRotationOptions())
+	require.NoError(t, err)
+	for _, k := range failed {
+		_, err := s.GetMeta([]byte(k))
+		require.ErrorIs(t, err, ErrNotFound, "%s was answered not stored", k)
+	}
+	require.NoError(t, s.Close())
 }
