@@ -23,7 +23,10 @@ import (
 // connections and listener and returns an error matching
 // equeue.ErrCloseAbandoned; Raft's log and the node's store are closed in
 // the background once the FSM returns (the directory stays locked by this
-// process until then). Idempotent: it is
+// process until then). So it does for the node's own goroutines that use
+// its stores (the full-disk retry, which waits behind such an FSM; a
+// follower's reclaim): Close does not wait for them before it shuts Raft
+// down, only before the stores close. Idempotent: it is
 // CloseContext(context.Background()). A close that panicked (an OnEngine
 // of the program's own, say) is not finished: every later call returns an
 // error matching equeue.ErrCloseUnfinished, never nil.

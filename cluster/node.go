@@ -84,7 +84,12 @@ type Node struct {
 	kick    chan struct{}
 	obsCh   chan raft.Observation
 	closing chan struct{}
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // run, which the close waits for first
+	// storeUsers counts the node's own goroutines that use its stores off
+	// Raft's (retryFullDisk, reclaimFollowing): a store that does not
+	// answer holds them, so the close does not wait for them before it
+	// shuts Raft down, only before it closes the stores (release).
+	storeUsers sync.WaitGroup
 	// gone is closed once Raft was shut down: a wait on a Raft future
 	// ends there (raftGone).
 	gone *raftGone
@@ -298,7 +303,8 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		return false
 	})
 	n.raft.RegisterObserver(n.obs)
-	n.wg.Add(3)
+	n.wg.Add(1)
+	n.storeUsers.Add(2)
 	go n.run()
 	go n.retryFullDisk(cmp.Or(o.fullDiskRetry, fullDiskRetry))
 	go n.reclaimFollowing(cmp.Or(o.followerReclaim, followerReclaimEvery))
@@ -315,7 +321,7 @@ const fullDiskRetry = 5 * time.Second
 // that a node of an idle cluster follows the log again once space is
 // freed, not only at the next entry the cluster commits.
 func (n *Node) retryFullDisk(every time.Duration) {
-	defer n.wg.Done()
+	defer n.storeUsers.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -323,6 +329,9 @@ func (n *Node) retryFullDisk(every time.Duration) {
 		case <-n.closing:
 			return
 		case <-t.C:
+			if n.opts.fullDiskRetryHook != nil {
+				n.opts.fullDiskRetryHook()
+			}
 			n.fsm.retry()
 		}
 	}
@@ -454,7 +463,7 @@ func (n *Node) run() {
 // elected meanwhile must open its engine at once (the store serializes a
 // reclaim with the one its engine's retention passes start).
 func (n *Node) reclaimFollowing(every time.Duration) {
-	defer n.wg.Done()
+	defer n.storeUsers.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	// Close waits for this goroutine: a reclaim running stops after its
@@ -807,10 +816,13 @@ func (n *Node) shutdown() error {
 // the store is not marked clean: the engine may still be at work on it.
 //
 // Raft's shutdown waits for its FSM, which a store write that does not
-// return holds: release waits for it raftShutdownGrace at most, then
-// closes the transport, its connections and listener all the same and
-// returns errRaftShutdownHeld, and the stores (Raft's log, the node's
-// store) are closed in the background once the shutdown finished.
+// return holds, and so do the node's own goroutines that use the stores
+// (storeUsers: the full-disk retry waits for the FSM's lock): release
+// waits for them raftShutdownGrace at most, then closes the transport,
+// its connections and listener all the same and returns an error
+// matching equeue.ErrCloseAbandoned (errRaftShutdownHeld,
+// errStoreUsersHeld), and the stores (Raft's log, the node's store) are
+// closed in the background once all of them finished.
 func (n *Node) release() error {
 	var errs []error
 	left := n.engineLeft.Load()
@@ -818,10 +830,14 @@ func (n *Node) release() error {
 		errs = append(errs, fmt.Errorf("cluster: engine: %w", *left))
 	}
 	s := n.stopRaft()
-	stopped := s.wait(raftShutdownGrace)
-	if !stopped {
+	idle := n.storesIdle(s)
+	stopped := waitFor(idle, raftShutdownGrace)
+	switch {
+	case !stopped && !s.finished():
 		errs = append(errs, errRaftShutdownHeld)
-	} else if s.err != nil {
+	case !stopped:
+		errs = append(errs, errStoreUsersHeld)
+	case s.err != nil:
 		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", s.err))
 	}
 	n.gone.close()
@@ -836,9 +852,9 @@ func (n *Node) release() error {
 	// And those the peers opened: a hung peer never closes its own.
 	n.stream.closeAccepted()
 	if !stopped {
-		n.log.Error("raft shutdown held by the FSM's apply (its store does not answer): the stores close in the background once it finishes", "grace", raftShutdownGrace)
+		n.log.Error("raft shutdown or a goroutine using the stores held (a store does not answer): the stores close in the background once they finish", "grace", raftShutdownGrace, "raft_stopped", s.finished())
 		go func() {
-			<-s.done
+			<-idle
 			if s.err != nil {
 				n.log.Warn("raft shutdown", "err", s.err)
 			}

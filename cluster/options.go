@@ -154,6 +154,9 @@ type Options struct {
 	fsmWriteHook func(*store.Batch) error
 	// fullDiskRetry, when set, replaces fullDiskRetry (tests).
 	fullDiskRetry time.Duration
+	// fullDiskRetryHook, when set, runs before each of the node's timed
+	// full-disk retries (fsm.retry; tests).
+	fullDiskRetryHook func()
 	// followerReclaim, when set, replaces followerReclaimEvery (tests).
 	followerReclaim time.Duration
 	// reclaimHook, when set, runs before each of a follower's reclaims
