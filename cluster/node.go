@@ -725,9 +725,7 @@ func (n *Node) startTenure() error {
 	n.engines++
 	n.mu.Unlock()
 	n.tenures.Add(1)
-	if n.opts.OnEngine != nil {
-		n.opts.OnEngine(e)
-	}
+	n.onEngine(e, true) // the reconcile loop's goroutine only
 	n.log.Info("serving as leader", "term", term, "tenure", tenure)
 	return nil
 }
@@ -741,7 +739,8 @@ func (n *Node) startTenure() error {
 // not answer holds its close, and the caller with it, until the store
 // answers or a CloseContext gave the node's close up (closeEngine). loop
 // tells that the node's reconcile loop stops the engine, not Close: a
-// panic in the engine's close is then logged (closeEngine).
+// panic in the engine's close, or in OnEngine, is then logged
+// (closeEngine, onEngine).
 func (n *Node) stopEngine(loop bool) {
 	n.mu.Lock()
 	e, rs := n.engine, n.rstore
@@ -753,9 +752,7 @@ func (n *Node) stopEngine(loop bool) {
 	if e == nil {
 		return
 	}
-	if n.opts.OnEngine != nil {
-		n.opts.OnEngine(nil)
-	}
+	n.onEngine(nil, loop)
 	rs.fence(errFenced)
 	defer n.giveUpWritesOnClose(rs)()
 	n.closeEngine(e, loop)

@@ -133,7 +133,10 @@ type Options struct {
 
 	// OnEngine, when set, is called with the engine when the node starts
 	// serving as leader, and with nil when it stops (to attach metrics,
-	// for one). It runs on the node's own goroutine: keep it short.
+	// for one). It runs on the node's own goroutine: keep it short. A
+	// panic in it there is recovered and logged (Logger, at error level),
+	// and the node goes on; one in the call Close makes reaches Close's
+	// caller (equeue.ErrCloseUnfinished).
 	OnEngine func(e *equeue.Engine)
 
 	// Logger receives the node's logs. Nil means silent.
