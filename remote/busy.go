@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -25,6 +26,11 @@ func retryBusy(ctx context.Context, method string, req, reply any, cc *grpc.Clie
 		if err == nil || !errors.Is(fromStatus(err), ErrBusy) {
 			return err
 		}
+		if m, ok := ctx.Value(sentKey{}).(*sentMarker); ok {
+			// The refused attempt ran nothing: only a later one's request
+			// leaving the client may leave the call's outcome unknown.
+			m.sent.Store(false)
+		}
 		t := time.NewTimer(wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1)))
 		select {
 		case <-t.C:
@@ -32,6 +38,13 @@ func retryBusy(ctx context.Context, method string, req, reply any, cc *grpc.Clie
 			t.Stop()
 			return err
 		}
+		if hook := testHookBusyRetry.Load(); hook != nil {
+			(*hook)()
+		}
 		wait = min(2*wait, busyBackoffMax)
 	}
 }
+
+// testHookBusyRetry, when set by a test, runs in retryBusy once a busy
+// call's backoff is over, before the call is sent again.
+var testHookBusyRetry atomic.Pointer[func()]
