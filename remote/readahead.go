@@ -38,6 +38,9 @@ type readAhead struct {
 	mu     sync.Mutex
 	queues map[aheadKey]*aheadQueue
 	swept  time.Time
+	// drops counts dropTopic's drops: a pull whose answer comes back after
+	// one keeps nothing of it (it may be of the topic dropped).
+	drops uint64
 }
 
 // aheadKey names one consumer's view of one queue.
@@ -102,6 +105,7 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 	if want == 0 {
 		want = equeue.DefaultPullBatch
 	}
+	var drops uint64
 	for {
 		ra.mu.Lock()
 		q := ra.queue(key, req.Epoch)
@@ -122,6 +126,7 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 		}
 		// Not what was read ahead: start over from the broker.
 		q.msgs, q.expired, q.deleted, q.corrupt = nil, 0, 0, nil
+		drops = ra.drops
 		ra.mu.Unlock()
 		break
 	}
@@ -141,6 +146,16 @@ func (ra *readAhead) pull(ctx context.Context, req *equeue.PullRequest) (equeue.
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
+	if ra.drops != drops {
+		// A topic was dropped while the answer was on its way (the client
+		// deleted it, say): the answer stands for this pull, made before,
+		// but what it holds beyond the batch asked for is not kept.
+		if len(res.Messages) > want {
+			res.Messages = res.Messages[:want:want]
+			res.NextOffset = res.Messages[want-1].Offset + 1
+		}
+		return res, nil
+	}
 	q := ra.queue(key, req.Epoch)
 	q.next, q.msgs, q.tail, q.keptAt = req.Offset, res.Messages, res, time.Now()
 	q.expired, q.deleted, q.corrupt = res.Expired, res.DeletedTopicRetries, res.Corrupt
@@ -245,7 +260,8 @@ func (ra *readAhead) forgetIfDeleted(topic string, err error) {
 
 // dropTopic drops what was read ahead of every queue of topic, for every
 // consumer of the client: the client learned the topic was deleted. A
-// fetch in flight for one of them keeps nothing when it ends.
+// fetch in flight for one of them keeps nothing when it ends, nor does a
+// consumer's pull in flight (of any topic) beyond the batch it asked for.
 func (ra *readAhead) dropTopic(topic string) {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
@@ -254,6 +270,7 @@ func (ra *readAhead) dropTopic(topic string) {
 
 // dropTopicLocked is dropTopic with ra.mu held.
 func (ra *readAhead) dropTopicLocked(topic string) {
+	ra.drops++
 	for k := range ra.queues {
 		if k.topic == topic {
 			delete(ra.queues, k)
