@@ -250,8 +250,13 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 		case errors.Is(err, equeue.ErrIndeterminate) && repeatable:
 			// The leader lost its leadership during the call's write:
 			// like a lost connection, an unknown outcome of a call that is
-			// safe to repeat. The next leader answers it.
+			// safe to repeat. The next leader answers it. One sent to a
+			// leader that held it until its deadline (ErrIndeterminate with
+			// the context's error) forgets that leader, as below.
 			hops = 0
+			if errors.Is(err, context.DeadlineExceeded) {
+				cc.redirect(addr, "")
+			}
 		case errors.Is(err, ErrUnavailable) && repeatable:
 			hops = 0
 			cc.redirect(addr, "")
