@@ -61,6 +61,9 @@ type Route struct {
 }
 
 // Route returns topic's queues, creating the topic when auto-create is on.
+// An engine-internal topic (%RETRY%<group>, %DLQ%<group>) gets
+// ErrInternalTopic, whether or not it exists; an unknown topic
+// ErrTopicNotFound, or ErrInvalidName for a bad name.
 //
 // Broker seam: Producers call Route to pick a queue; applications
 // need not.
@@ -69,6 +72,9 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 		return Route{}, err
 	}
 	defer e.leave()
+	if err := checkClientAppend(ctx, topicName); err != nil { // whether or not the topic exists yet
+		return Route{}, err
+	}
 	if err := e.ensureReplyTopic(ctx, topicName); err != nil {
 		return Route{}, err
 	}
@@ -94,6 +100,13 @@ func (e *Engine) Route(ctx context.Context, topicName string) (Route, error) {
 // that ended before gives its error alone, nothing stored): retry with the
 // same message IDs on a topic with a dedup window to store them at most once.
 // Any other error means nothing was stored.
+//
+// A request without messages, a nil message or one naming another topic
+// is refused with ErrInvalidArgument, a negative Delay or TTL with
+// ErrInvalidDelay and a bad Sync with ErrInvalidOptions, before the topic
+// is looked up: whether or not it exists, and without auto-creating it.
+// Then an unknown topic gets ErrTopicNotFound (or ErrInvalidName, unless
+// Options.AutoCreateTopics), a queue outside it ErrQueueNotFound.
 //
 // Broker seam: Producers call Append; applications send with a Producer
 // (Send, SendBatch, SendAsync) instead.
@@ -298,8 +311,8 @@ func (e *Engine) prepareAppend(ctx context.Context, req *AppendRequest) (*comman
 // prepareInto is prepareAppend as of now into r, a zero command (but for
 // its signal channel). The IDs it returns alias r for a single message.
 func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command, now time.Time) ([]string, error) {
-	if req == nil || len(req.Messages) == 0 {
-		return nil, fmt.Errorf("%w: no messages to append", ErrInvalidArgument)
+	if err := checkAppendRequest(req); err != nil { // before the topic is looked up, or made
+		return nil, err
 	}
 	if err := checkClientAppend(ctx, req.Topic); err != nil { // internal topics: sendback.go
 		return nil, err
@@ -316,10 +329,7 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		return nil, fmt.Errorf("%w: %s/%d", ErrQueueNotWritable, t.name, q.id)
 	}
 	sync := e.opts.Sync
-	if req.Sync != nil {
-		if err := req.Sync.validate(); err != nil {
-			return nil, err
-		}
+	if req.Sync != nil { // validated by checkAppendRequest
 		sync = *req.Sync
 		if sync.kind == syncInterval {
 			e.requestFlushEvery(sync.every)
@@ -338,16 +348,7 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 	// stored again as it was; an internal append keeps its origin too.
 	again := isStoredAgain(ctx)
 	keepOrigin := again || internalAllowed(ctx, req.Topic)
-	for i, m := range req.Messages {
-		if m == nil {
-			return nil, fmt.Errorf("%w: message %d is nil", ErrInvalidArgument, i)
-		}
-		if m.Topic != "" && m.Topic != req.Topic {
-			return nil, fmt.Errorf("%w: message %d is for topic %q, not %q", ErrInvalidArgument, i, m.Topic, req.Topic)
-		}
-		if m.Delay < 0 || m.TTL < 0 {
-			return nil, fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
-		}
+	for i, m := range req.Messages { // none nil: checkAppendRequest
 		if !keepOrigin {
 			m = withoutRetryOrigin(m)
 		}

@@ -193,8 +193,17 @@ type RedriveRequest struct {
 // during the redrive waits for the dead letter being sent, and deletes
 // its copy and mark with the group; after it the redrive stops with
 // ErrGroupNotFound, sending nothing more. It returns how many were sent.
+//
+// It returns ErrInvalidName for a bad group name and ErrInvalidArgument for
+// a request that selects nothing (no All, no Offsets and no From < To) or
+// names a negative offset, whether or not the group has dead letters; then
+// ErrTopicNotFound for a group that has none (no dead-letter topic), and
+// ErrInvalidArgument for offsets outside its dead-letter queue.
 func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) (int, error) {
 	if err := ValidateName(group); err != nil {
+		return 0, err
+	}
+	if err := req.check(); err != nil { // before the group's dead letters are looked at
 		return 0, err
 	}
 	if err := e.enter(ctx); err != nil { // a nil ctx, or a closed engine
@@ -229,10 +238,8 @@ func (e *Engine) Redrive(ctx context.Context, group string, req RedriveRequest) 
 		if to < math.MaxInt64 { // the largest offset has no end past it: refused below
 			to++
 		}
-	case req.To > req.From:
+	default: // a range: req.check made sure of it
 		from, to = req.From, req.To
-	default:
-		return 0, fmt.Errorf("%w: redrive needs offsets, a range or All", ErrInvalidArgument)
 	}
 	if from < min || to > next || from < 0 {
 		return 0, fmt.Errorf("%w: dead letters %d..%d outside [%d, %d)", ErrInvalidArgument, from, to, min, next)

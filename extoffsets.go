@@ -216,12 +216,17 @@ func (e *Engine) KeepGroup(ctx context.Context, group string) error {
 
 // GroupOffsets returns a group's committed offsets (the next offset to
 // consume) of every queue it has one for; an unknown group has none. Offsets
-// of broadcasting members, which are per member, are not included.
+// of broadcasting members, which are per member, are not included. It
+// returns ErrInvalidName for a bad group name, whether or not the engine
+// knows a group of that name.
 func (e *Engine) GroupOffsets(ctx context.Context, group string) (map[QueueRef]int64, error) {
 	if err := e.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer e.leave()
+	if err := ValidateName(group); err != nil {
+		return nil, err
+	}
 	out := map[QueueRef]int64{}
 	g, err := e.groups.group(group)
 	if errors.Is(err, ErrGroupNotFound) {

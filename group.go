@@ -799,6 +799,9 @@ func (c *coordinator) checkIncarnation(g *group, req *JoinRequest) error {
 // its version differs from req.KnownVersion, or after req.Wait. A change
 // of the group that leaves the member's answer as it was (another member
 // joining, leaving or handing over queues of others) does not answer it.
+// A nil request, a negative Wait or a member ID JoinGroup would refuse
+// gets ErrInvalidArgument, whether or not the group exists; then an
+// unknown group gets ErrGroupNotFound and a member not in it ErrNotMember.
 //
 // Broker seam: Consumers and PullConsumers call it; applications do not.
 func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignment, error) {
@@ -808,6 +811,9 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	defer e.leave()
 	if req == nil || req.Wait < 0 {
 		return Assignment{}, fmt.Errorf("%w: bad heartbeat request", ErrInvalidArgument)
+	}
+	if err := validateMemberID(req.Member); err != nil { // whether or not the group exists
+		return Assignment{}, err
 	}
 	g, err := e.groups.group(req.Group)
 	if err != nil {
@@ -871,7 +877,10 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 // replaced by a restart) gets ErrNotMember and changes nothing else.
 // Whatever it answers, a join of the incarnation it names is refused for
 // SessionTimeout after it (see JoinGroup): one sent before the leave
-// must not add the member again.
+// must not add the member again. A nil request or a member ID JoinGroup
+// would refuse gets ErrInvalidArgument, whether or not the group exists;
+// then an unknown group gets ErrGroupNotFound and a member not in it
+// ErrNotMember.
 //
 // Broker seam: Consumer.Close and PullConsumer.Close call it;
 // applications do not.
@@ -882,6 +891,9 @@ func (e *Engine) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 	defer e.leave()
 	if req == nil {
 		return fmt.Errorf("%w: nil leave request", ErrInvalidArgument)
+	}
+	if err := validateMemberID(req.Member); err != nil { // whether or not the group exists
+		return err
 	}
 	// Remembered first, so that a join that finds no departure has either
 	// added the member this leave removes (both take g.mu) or made the
@@ -901,7 +913,11 @@ func (e *Engine) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 	return nil
 }
 
-// ReleaseQueues gives up queues so that their new owners can start.
+// ReleaseQueues gives up queues so that their new owners can start. A
+// member ID JoinGroup would refuse gets ErrInvalidArgument, whether or not
+// the group exists; then an unknown group gets ErrGroupNotFound and a
+// member not in it ErrNotMember. Queues the member does not hold under
+// the epoch given are passed by.
 //
 // Broker seam: Consumers and PullConsumers call it on a handover;
 // applications do not.
@@ -910,6 +926,9 @@ func (e *Engine) ReleaseQueues(ctx context.Context, groupName, memberID string, 
 		return err
 	}
 	defer e.leave()
+	if err := validateMemberID(memberID); err != nil { // whether or not the group exists
+		return err
+	}
 	g, err := e.groups.memberGroup(groupName, memberID)
 	if err != nil {
 		return err

@@ -94,7 +94,10 @@ func (g *group) ofModel(k offsetKey) bool { return (k.member != "") == (g.model 
 // offsets past their queue's end with ErrInvalidArgument; the others are
 // stored. An offset below the queue's first (one retention passed) is
 // stored: a pull from it starts at the first. The engine's view changes
-// only after the store write returned.
+// only after the store write returned. A nil request or a member ID
+// JoinGroup would refuse gets ErrInvalidArgument, whether or not the group
+// exists; then an unknown group gets ErrGroupNotFound and a member not in
+// it ErrNotMember.
 //
 // Broker seam: Consumers commit through it (PullConsumer.Commit for
 // programs that run their own loop); to move a group's offsets as an
@@ -106,6 +109,9 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	defer e.leave()
 	if req == nil {
 		return fmt.Errorf("%w: nil commit request", ErrInvalidArgument)
+	}
+	if err := validateMemberID(req.Member); err != nil { // whether or not the group exists
+		return err
 	}
 	g, err := e.groups.memberGroup(req.Group, req.Member)
 	if err != nil {
@@ -482,6 +488,10 @@ func (c *coordinator) snapshot() []*group {
 // refused one did) is answered as the end, where a pull from it would
 // start, so that the member's commits from there are not refused.
 //
+// A member ID JoinGroup would refuse gets ErrInvalidArgument, whether or
+// not the group exists; then an unknown group gets ErrGroupNotFound and a
+// member not in it ErrNotMember.
+//
 // Broker seam: Consumers and PullConsumers call it when granted a
 // queue; to read a group's offsets, use Group.
 func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, queues []Grant) ([]OffsetCommit, error) {
@@ -489,6 +499,9 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 		return nil, err
 	}
 	defer e.leave()
+	if err := validateMemberID(memberID); err != nil { // whether or not the group exists
+		return nil, err
+	}
 	gate := e.gateTopics(topicsOfGrants(queues))
 	defer gate.release()
 	g, err := e.groups.memberGroup(groupName, memberID)
@@ -727,11 +740,20 @@ type ResetRequest struct {
 // reset to the earliest, the latest or a time moves the queues of the
 // group's topics; for a group coordinated outside the engine, which has no
 // subscriptions (CommitGroupOffsets), the queues it has offsets of.
+//
+// An unknown req.To, or a negative offset in req.Offsets (with
+// ResetToOffsets), is refused with ErrInvalidArgument whether or not the
+// group exists; then an unknown group gets ErrGroupNotFound, a queue that
+// does not exist ErrQueueNotFound (or ErrTopicNotFound), and an offset
+// outside its queue's bounds ErrInvalidArgument.
 func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRequest) error {
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
 	defer e.leave()
+	if err := req.check(); err != nil { // whether or not the group exists
+		return err
+	}
 	g, err := e.groups.group(groupName)
 	if err != nil {
 		return err

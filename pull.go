@@ -431,7 +431,8 @@ func (e *Engine) readQueue(q *queue, from, end int64, max, maxBytes int, f tagFi
 // ends, without reading anything; an unknown topic or queue also returns
 // nil at once, for the pull itself to report. One call waits on every
 // queue without a goroutine per queue, so a transport can serve many
-// consumers' long-polls cheaply.
+// consumers' long-polls cheaply. A nil pull in pulls gets
+// ErrInvalidArgument, whatever the wait.
 //
 // Transport seam: package remote calls it to serve long-polls;
 // applications do not.
@@ -440,6 +441,11 @@ func (e *Engine) WaitAny(ctx context.Context, pulls []*PullRequest, wait time.Du
 		return err
 	}
 	defer e.leave()
+	for i, p := range pulls { // whatever the wait, as Namespace.WaitAny
+		if p == nil {
+			return fmt.Errorf("%w: pull %d is nil", ErrInvalidArgument, i)
+		}
+	}
 	wait = min(wait, e.opts.MaxPullWait)
 	if wait <= 0 || len(pulls) == 0 {
 		return nil
@@ -447,7 +453,7 @@ func (e *Engine) WaitAny(ctx context.Context, pulls []*PullRequest, wait time.Du
 	// A wait on a reply topic is a read of it, as a Pull's is: the reply
 	// expiry leaves the topic while it runs (replyexpiry.go).
 	for _, p := range pulls {
-		if p == nil || !isReplyTopicName(p.Topic) {
+		if !isReplyTopicName(p.Topic) {
 			continue
 		}
 		t, ok := e.lookupTopic(p.Topic)

@@ -458,12 +458,18 @@ func (e *Engine) nextTopicID() (uint32, store.MetaOp, error) {
 // with priorities: n x Priorities queue IDs). Producers see them on their
 // next route refresh; consumer groups rebalance at once. A group consuming
 // the topic from the latest message starts the new queues at their first
-// message (see startsOfAddedQueues).
+// message (see startsOfAddedQueues). It returns ErrInvalidArgument for an n
+// below 1, or one that would take the topic past MaxQueuesPerTopic queue
+// IDs (an n below 1 or above MaxQueuesPerTopic also for a topic that does
+// not exist), and ErrTopicNotFound for an unknown topic.
 func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
 	defer e.leave()
+	if n < 1 || n > MaxQueuesPerTopic { // whether or not the topic exists
+		return fmt.Errorf("%w: adding %d queues: not in 1..%d", ErrInvalidArgument, n, MaxQueuesPerTopic)
+	}
 	e.adminMu.Lock()
 	defer e.adminMu.Unlock()
 	t, ok := e.lookupTopic(name)
