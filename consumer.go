@@ -783,8 +783,12 @@ func (c *Consumer) periodicCommit() {
 	}
 }
 
-// Commit commits the offsets of every queue the consumer runs now.
+// Commit commits the offsets of every queue the consumer runs now. A nil
+// ctx gets ErrInvalidArgument, whether or not there is anything to commit.
 func (c *Consumer) Commit(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
 	c.mu.Lock()
 	rs := make([]*runner, 0, len(c.runners))
 	for _, r := range c.runners {

@@ -236,6 +236,9 @@ func (p *Producer) check(ctx context.Context, msgs ...*Message) error {
 		if m.Topic != msgs[0].Topic {
 			return fmt.Errorf("%w: a batch must be for one topic (%q and %q)", ErrInvalidArgument, msgs[0].Topic, m.Topic)
 		}
+		if m.Delay < 0 || m.TTL < 0 { // before the route: whether or not the topic exists
+			return fmt.Errorf("%w: message %d has a negative delay or TTL", ErrInvalidDelay, i)
+		}
 	}
 	if c := p.lastRoute.Load(); c != nil && c.topic == msgs[0].Topic {
 		return nil // routes are cached only for topics that passed the checks below
@@ -255,7 +258,9 @@ func routeRetryable(err error) bool {
 // after the message is durable. An error matching ErrIndeterminate means
 // the outcome is unknown: an fsync failed, or ctx ended after the broker
 // took the message (the error then matches ctx's error too); a ctx that
-// ended before gives its error alone, and nothing was stored.
+// ended before gives its error alone, and nothing was stored. A nil ctx or
+// m gets ErrInvalidArgument and a negative Delay or TTL ErrInvalidDelay,
+// before m's topic is looked up: whether or not it exists.
 func (p *Producer) Send(ctx context.Context, m *Message) (SendResult, error) {
 	if err := p.check(ctx, m); err != nil {
 		return SendResult{}, err
@@ -311,7 +316,9 @@ func (p *Producer) sendOnce(ctx context.Context, m *Message, fresh bool, res *Se
 // queue is chosen from the first message. Either every message is stored or
 // none is. A delayed batch is delivered in its order too: its messages'
 // delivery times (Delay or DeliverAt) must not go back, or it returns
-// ErrInvalidDelay.
+// ErrInvalidDelay. As for Send, a nil ctx, no messages, a nil message or
+// messages for more than one topic get ErrInvalidArgument and a negative
+// Delay or TTL ErrInvalidDelay, whether or not the topic exists.
 func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult, error) {
 	if err := p.check(ctx, msgs...); err != nil {
 		return BatchResult{}, err

@@ -333,7 +333,9 @@ func (pc *PullConsumer) Changed() <-chan struct{} {
 // queue the consumer does not own, also when the queue was taken away (or
 // granted anew, by a reset) while the Fetch ran: the messages it read are
 // the next grant's and are not returned. A Fetch that ends after Close
-// returns ErrClosed.
+// returns ErrClosed. A nil ctx, a max outside 0..MaxPullBatch (0 means
+// DefaultPullBatch) or a negative wait gets ErrInvalidArgument, whether or
+// not the consumer owns q.
 //
 // On a topic with priorities each queue ID is a lane (see
 // TopicOptions.Priorities) and the consumer owns every lane of a queue:
@@ -357,6 +359,10 @@ func (pc *PullConsumer) Fetch(ctx context.Context, q QueueRef, max int, wait tim
 	if pc.closed {
 		pc.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if err := checkFetchArgs(ctx, max, wait); err != nil { // owned queue or not
+		pc.mu.Unlock()
+		return nil, err
 	}
 	_, ok := pc.grants[q]
 	if !ok {
@@ -473,7 +479,8 @@ func messagesFrom(msgs []*Message, from int64) []*Message {
 // To skip messages, Seek past them first, then Commit. An offset past the
 // queue's end is refused with ErrInvalidArgument (a Fetch after a Seek
 // past the end moves the position to the end). After Close it returns
-// ErrClosed.
+// ErrClosed. A nil ctx or a negative offset gets ErrInvalidArgument,
+// whether or not the consumer owns q.
 func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) error {
 	pc.mu.Lock()
 	closed := pc.closed
@@ -482,6 +489,9 @@ func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) er
 	pc.mu.Unlock()
 	if closed {
 		return ErrClosed
+	}
+	if err := checkCommitArgs(ctx, q, offset); err != nil { // owned queue or not
+		return err
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s is not assigned to this consumer", ErrFenced, q)
