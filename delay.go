@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/equeue-go/equeue/store"
@@ -67,6 +68,8 @@ type scheduler struct {
 	// write of the store can hold (delay_toolarge.go): passed over until
 	// a reopen. Only the scheduler goroutine uses it.
 	parked map[int64]struct{}
+	// parkedCount is len(parked), for other goroutines (topicDeleted).
+	parkedCount atomic.Int64
 
 	moved   uint64
 	dropped uint64

@@ -14,8 +14,9 @@ package equeue
 // queued, so the moves queued after it to its queue wait only for the one
 // before it (command.after): they are not held back for ever behind a
 // move that cannot be written, and it lands after them once a store takes
-// it. Once its topic is deleted it is no longer passed over: the next pass
-// drops it, as any due message of a deleted topic.
+// it. Once its topic is deleted it is no longer passed over: the pass
+// that the deletion brings at once (topicDeleted) drops it, as any due
+// message of a deleted topic.
 
 // park passes over the move c of d, refused with err by every write, until
 // a reopen, and reports it.
@@ -24,6 +25,7 @@ func (s *scheduler) park(d dueEntry, c *command, err error) {
 		s.parked = map[int64]struct{}{}
 	}
 	s.parked[d.seq] = struct{}{}
+	s.parkedCount.Add(1)
 	s.e.log.Error("delayed message too large to move into its queue under the store's write limits; it stays pending until an engine opened on a store that takes it moves it",
 		"topic", c.q.topic.name, "topic_id", d.topic, "queue", d.queue, "slot", d.seq, "err", err)
 }
@@ -36,7 +38,22 @@ func (s *scheduler) isParked(seq int64, topic uint32) bool {
 	}
 	if s.e.topicByID(topic) == nil {
 		delete(s.parked, seq)
+		s.parkedCount.Add(-1)
 		return false
 	}
 	return true
+}
+
+// topicDeleted wakes the scheduler for a pass once a topic was deleted,
+// when messages are parked: the pass drops those of that topic, which
+// would otherwise wait, listed by Engine.Delayed, for a pass something
+// else brings (up to the scheduler's idle wait).
+func (s *scheduler) topicDeleted() {
+	if s.parkedCount.Load() == 0 {
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 }

@@ -123,3 +123,30 @@ func TestHunt_DelayedMoveTooLargeForAnyWriteGoesWithItsTopic(t *testing.T) {
 	eventually(t, waitLong, func() bool { return len(queueBodies(t, e, "u", 0)) == 1 }, "the scheduler passed")
 	eventually(t, waitLong, func() bool { return pendingDelayed(t, e) == 0 }, "dropped with its topic")
 }
+
+// Deleting the topic of a message parked as too large to move drops it
+// without waiting for a pass of the scheduler that something else would
+// bring: with nothing else pending, the scheduler slept a minute, and
+// Delayed listed the message (under an empty topic name) meanwhile.
+func TestHunt_DelayedMoveTooLargeForAnyWriteGoesWithItsTopicAlone(t *testing.T) {
+	mem := store.NewMemory()
+	e, err := equeue.Open("", &equeue.Options{Store: faultstore.New(keepOpen{mem})})
+	require.NoError(t, err)
+	require.NoError(t, e.CreateTopic(ctxBG, "t", 1))
+	_, err = e.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{
+		{Topic: "t", Body: bytes.Repeat([]byte("b"), 4096), Delay: 200 * time.Millisecond},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+
+	var logs syncBuffer
+	e, err = equeue.Open("", &equeue.Options{Store: faultstore.New(huntLimited{keepOpen{mem}, store.Limits{MaxBytes: 2048}}),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	eventually(t, waitLong, func() bool { return strings.Contains(logs.String(), "too large") }, "parked as too large")
+	require.Equal(t, 1, pendingDelayed(t, e))
+	require.NoError(t, e.DeleteTopic(ctxBG, "t"))
+	eventually(t, waitLong, func() bool { return pendingDelayed(t, e) == 0 }, "dropped with its topic")
+	eventually(t, waitLong, func() bool { return strings.Contains(logs.String(), "delayed message dropped") }, "the scheduler dropped it")
+}
