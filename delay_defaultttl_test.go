@@ -18,7 +18,7 @@ import (
 func TestDelay_TopicDefaultTTLShorterThanTheDelayCountsFromTheDeliveryTime(t *testing.T) {
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
-	const ttl = 2 * time.Second
+	const ttl = 5 * time.Second // long enough that no pause of a loaded machine expires it before the pull
 	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 1, Limits: equeue.TopicLimits{DefaultTTL: ttl}}))
 	sent := time.Now()
 	at := sent.Add(ttl + time.Second).Truncate(time.Millisecond)

@@ -29,8 +29,9 @@ import (
 //   - Write succeeds, Sync fails: the batch is kept. Offsets, delay-log slots
 //     and dedup entries advance as if it were durable, so nothing it wrote is
 //     reused or contradicted, and every command gets an error matching
-//     ErrIndeterminate ("outcome unknown"). The batch's new offsets are not
-//     published to readers until a later synced write succeeds.
+//     ErrIndeterminate ("outcome unknown"). The batch's new offsets are
+//     never published to readers, and every later write is refused with
+//     ErrStoreFailed until the engine is reopened (storefailure.go).
 //   - On an AsyncWriter (a replicated store), the writer counts a batch in
 //     its memory once it is handed over; if the write then fails, the
 //     store refuses every later one, so that memory is never written from
