@@ -140,9 +140,8 @@ func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[Que
 	// from a later KeepGroup), even one that changes nothing.
 	g.lastUsed = time.Now()
 	var (
-		ops  []store.MetaOp
-		set  []offsetSet
-		room = markDeletesPerWrite
+		passes []markPass
+		offs   []store.MetaOp // the offsets, after the marks' deletions
 	)
 	for ref, off := range offsets {
 		k := offsetKey{q: ref}
@@ -152,12 +151,13 @@ func (e *Engine) commitGroupOffsets(name string, names []string, offsets map[Que
 			continue
 		}
 		cur, had := g.offsets[k]
-		var s offsetSet
-		ops, s = g.passMarks(ops, &room, k, off, passed)
-		s.back = had && off < cur
-		set = append(set, s)
-		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
+		passes = append(passes, markPass{k: k, off: off, passed: passed, back: had && off < cur})
+		offs = append(offs, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(off, nil)})
 	}
+	// As many marks as fit in the write, the live ones of an offset moved
+	// back first (planMarks).
+	ops, set := g.planMarks(passes)
+	ops = append(ops, offs...)
 	g.mu.Unlock()
 	err = e.deleteMarksBeforeMovingBack(g, set)
 	if err == nil {

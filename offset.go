@@ -168,10 +168,10 @@ func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again
 		return false, err
 	}
 	var (
-		ops  []store.MetaOp
-		set  []offsetSet
-		errs []error
-		room = markDeletesPerWrite // marks deleted in the commit's own write
+		passes []markPass
+		offs   []store.MetaOp // the offsets, after the marks' deletions
+		atts   [][]MessageAttempts
+		errs   []error
 	)
 	for _, oc := range req.Offsets {
 		if err := gate.check(oc.Topic); err != nil {
@@ -208,11 +208,16 @@ func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again
 			g.commitMu.Unlock()
 			return true, nil
 		}
-		var s offsetSet
-		ops, s = g.passMarks(ops, &room, k, oc.Offset, passed)
-		s.atts, s.back = slices.Clone(oc.Attempts), back
-		set = append(set, s)
-		ops = append(ops, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, s.atts)})
+		passes = append(passes, markPass{k: k, off: oc.Offset, passed: passed, back: back})
+		atts = append(atts, slices.Clone(oc.Attempts))
+		offs = append(offs, store.MetaOp{Key: offsetMetaKey(g.name, k), Value: offsetValue(oc.Offset, atts[len(atts)-1])})
+	}
+	// The marks the commit passes: as many as fit in its write, the live
+	// ones of an offset moved back first (planMarks).
+	ops, set := g.planMarks(passes)
+	ops = append(ops, offs...)
+	for i := range set {
+		set[i].atts = atts[i]
 	}
 	g.mu.Unlock()
 	err = e.deleteMarksBeforeMovingBack(g, set)

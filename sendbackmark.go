@@ -31,11 +31,11 @@ import (
 // moves one back, delete every mark of the queues they move (their
 // messages are to be handled again, failures included), as many as fit
 // in their own write and the rest in writes before it: one that fails
-// moves nothing and leaves no live mark. A reset's write makes room for
-// the marks live before it first, so that the writes before it delete
-// dead marks (resetmarks.go): one the store refuses leaves the live marks. A commit deletes the marks it
-// passes, as many as fit in its write and the rest after it (they are
-// dead already); deleting the topic, the group or a broadcasting member's
+// moves nothing and leaves no live mark. Their write makes room for the
+// marks live before it first, so that the writes before it delete dead
+// marks (planMarks): one the store refuses leaves the live marks. A
+// commit deletes the marks it passes, as many as fit in its write and
+// the rest after it (they are dead already); deleting the topic, the group or a broadcasting member's
 // offsets deletes theirs. A reset, a commit moving back, a group's
 // deletion and a member's expiry first wait for the send-backs being
 // queued (group.sbGate) and written (a barrier), so none of their marks
@@ -227,15 +227,6 @@ func (g *group) marksPassed(k offsetKey, off int64) []int64 {
 		return g.marksBelow(k, -1)
 	}
 	return g.marksBelow(k, off)
-}
-
-// passMarks appends to ops the deletion of as many of the marks at passed
-// (k's) as *room still allows in one write, and returns the offsetSet
-// entry for k's new offset off with those (marks) and the rest (later).
-func (g *group) passMarks(ops []store.MetaOp, room *int, k offsetKey, off int64, passed []int64) ([]store.MetaOp, offsetSet) {
-	now := passed[:min(len(passed), *room)]
-	*room -= len(now)
-	return g.markDeletes(ops, k, now), offsetSet{k: k, off: off, marks: now, later: passed[len(now):]}
 }
 
 // markDeletes appends to ops the deletion of k's marks at offs.
