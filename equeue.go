@@ -148,6 +148,9 @@ type Engine struct {
 	// redrivenRewrites numbers the sound marks written over lost ones
 	// (rewroteRedriven).
 	redrivenRewrites atomic.Uint64
+	// redrivenForgets numbers the deletions of redriven marks whose notes
+	// were dropped (forgetLostRedriven).
+	redrivenForgets atomic.Uint64
 }
 
 type engineStats struct {

@@ -112,8 +112,11 @@ func redrivenLost(v []byte, damaged error) error {
 // that found it: a read older than a redrive's sound mark written over
 // the lost one (rewroteRedriven) may have found the lost value, counted
 // already, and is not counted again; a later one found the mark lost once
-// more, which is counted and logged anew.
-func (e *Engine) noteLostRedriven(key []byte, why error, read uint64) {
+// more, which is counted and logged anew. forgets is e.redrivenForgets as
+// it was before that read: when marks were deleted since, the mark is
+// read again, and one deleted meanwhile is neither counted nor noted (its
+// deletion dropped the note it had, and nothing would drop a new one).
+func (e *Engine) noteLostRedriven(key []byte, why error, read, forgets uint64) {
 	k := string(key)
 	for {
 		v, seen := e.lostRedriven.LoadOrStore(k, uint64(0))
@@ -127,6 +130,12 @@ func (e *Engine) noteLostRedriven(key []byte, why error, read uint64) {
 			}
 		}
 		break
+	}
+	if e.redrivenForgets.Load() != forgets {
+		if _, err := e.st.GetMeta(key); errors.Is(err, store.ErrNotFound) {
+			e.lostRedriven.CompareAndDelete(k, uint64(0))
+			return
+		}
 	}
 	e.stats.corrupt.Add(1)
 	group, _ := redrivenGroup(key)
@@ -168,9 +177,18 @@ func (e *Engine) deleteRedrivenKeys(keys [][]byte) error {
 // the topic or the group they were of is deleted, or a trim dropped their
 // dead letters. Keys of other kinds are passed by. Each note would
 // otherwise stay for the engine's life.
+//
+// It counts the deletion (redrivenForgets) before it drops the notes, so
+// that a read from before the deletion that notes a mark after the drop
+// sees the count moved and finds the mark gone (noteLostRedriven).
 func (e *Engine) forgetLostRedriven(keys [][]byte) {
+	counted := false
 	for _, k := range keys {
 		if bytes.HasPrefix(k, keyRedrivenPrefix) {
+			if !counted {
+				e.redrivenForgets.Add(1)
+				counted = true
+			}
 			e.lostRedriven.Delete(string(k))
 		}
 	}
@@ -197,7 +215,7 @@ func (e *Engine) redrivenMarkLost(group string, off int64) (bool, error) {
 // dead-letter topic, was redriven.
 func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
 	key := redrivenKey(group, off)
-	read := e.redrivenRewrites.Load()
+	read, forgets := e.redrivenRewrites.Load(), e.redrivenForgets.Load()
 	v, err := e.st.GetMeta(key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -208,7 +226,7 @@ func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
 		return false, err
 	}
 	if why := redrivenLost(v, err); why != nil {
-		e.noteLostRedriven(key, why, read)
+		e.noteLostRedriven(key, why, read, forgets)
 	}
 	return redrivenIn(v, t.id)
 }
@@ -218,11 +236,11 @@ func (e *Engine) isRedriven(group string, t *topic, off int64) (bool, error) {
 // v is valid only during the call. It notes the lost marks it finds
 // (noteLostRedriven).
 func (e *Engine) scanRedriven(fn func(group string, off int64, v []byte)) error {
-	read := e.redrivenRewrites.Load()
+	read, forgets := e.redrivenRewrites.Load(), e.redrivenForgets.Load()
 	return e.scanMetaDamaged(keyRedrivenPrefix, func(k, v []byte, damaged error) error {
 		if group, ok := redrivenGroup(k); ok {
 			if why := redrivenLost(v, damaged); why != nil {
-				e.noteLostRedriven(k, why, read)
+				e.noteLostRedriven(k, why, read, forgets)
 			}
 			fn(group, int64(binary.BigEndian.Uint64(k[len(k)-8:])), v)
 		}
