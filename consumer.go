@@ -396,8 +396,13 @@ func (c *Consumer) subscriptions() []Subscription {
 // then closes the consumer, as Close does but with its final commit and
 // its leave bounded by ctx, and returns an error wrapping that failure
 // (joined with what the close could not do): the consumer cannot be
-// started again; make a new one once the engine was reopened. Any other
-// failure (ErrNoSpace, a broken connection) is tried again.
+// started again; make a new one once the engine was reopened. That holds
+// for an engine of this process (or a BrokerWrapper of one): on a broker
+// of its own (remote, a cluster node), which is reopened under the
+// consumer, only a bare ErrClosed (the client's or node's own close) ends
+// the wait; a failed fsync or an unusable store there is tried again
+// until the broker was restarted. Any other failure (ErrNoSpace, a broken
+// connection) is tried again.
 // Each Consumer is a new incarnation of the member ID: while another
 // consumer with the same ID is live in the group, Start returns
 // ErrMemberIDInUse (a restart after a crash succeeds once the crashed
@@ -462,6 +467,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 	// session timeout. Start waits for the first apply that succeeded: a
 	// failed one is tried again in the background.
 	first := newFirstApply(untilApplied)
+	first.inProcess = trackerOf(c.b) != nil
 	c.mu.Lock()
 	if c.closed { // Close may be waiting for the goroutines already
 		c.mu.Unlock()

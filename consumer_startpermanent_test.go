@@ -27,6 +27,12 @@ func (b *fetchFailBroker) FetchOffsets(context.Context, string, string, []equeue
 	return nil, b.err
 }
 
+// fetchFailWrapper is fetchFailBroker wrapping its engine (BrokerWrapper):
+// the consumer's broker is this process's engine.
+type fetchFailWrapper struct{ fetchFailBroker }
+
+func (w *fetchFailWrapper) Unwrap() equeue.Broker { return w.Engine }
+
 // startWithin runs c.Start(ctx) and returns its error, failing the test
 // when Start has not returned after a bound far past any apply's.
 func startWithin(t *testing.T, c *equeue.Consumer, ctx context.Context) error {
@@ -46,23 +52,30 @@ func startWithin(t *testing.T, c *equeue.Consumer, ctx context.Context) error {
 
 // A Consumer's Start whose join's grants cannot be applied for a reason
 // that lasts (the engine or client closed, the store unusable or stopped
-// by a failed fsync) returns an error wrapping it, with a ctx that never
+// by a failed fsync, on an engine of this process; the client closed, on
+// a broker of its own) returns an error wrapping it, with a ctx that never
 // ends, instead of trying again until Close; the consumer is closed by it,
 // a Close after it returns nil and no goroutine is left.
 func TestConsumer_StartReturnsAPermanentApplyFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		err  error
+		own  bool // a broker of its own (remote), not this process's engine
 	}{
-		{"closed", fmt.Errorf("remote: %w", equeue.ErrClosed)},
-		{"unusable", fmt.Errorf("fetch: %w", store.ErrUnusable)},
-		{"store failed", fmt.Errorf("%w: %w", equeue.ErrStoreFailed, faultstore.ErrInjected)},
+		{"closed", fmt.Errorf("engine: %w", equeue.ErrClosed), false},
+		{"client closed", fmt.Errorf("remote: %w", equeue.ErrClosed), true},
+		{"unusable", fmt.Errorf("fetch: %w", store.ErrUnusable), false},
+		{"store failed", fmt.Errorf("%w: %w", equeue.ErrStoreFailed, faultstore.ErrInjected), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, _ := openEngine(t, "memory", nil)
 			require.NoError(t, e.CreateTopic(ctxT(t), "t", 2))
 			leaks := goleak.IgnoreCurrent() // the engine's own
-			c, err := equeue.NewConsumer(&fetchFailBroker{Engine: e, err: tc.err}, equeue.ConsumerOptions{Group: "g", ID: "a",
+			var b equeue.Broker = &fetchFailWrapper{fetchFailBroker{Engine: e, err: tc.err}}
+			if tc.own {
+				b = &fetchFailBroker{Engine: e, err: tc.err}
+			}
+			c, err := equeue.NewConsumer(b, equeue.ConsumerOptions{Group: "g", ID: "a",
 				Subscriptions: []equeue.Subscription{{Topic: "t"}}, HeartbeatInterval: 50 * time.Millisecond,
 				Handler: func(context.Context, *equeue.Message) error { return nil }})
 			require.NoError(t, err)

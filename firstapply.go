@@ -24,9 +24,12 @@ import (
 // can mend (permanentApplyFailure) is reported all the same.
 type firstApply struct {
 	until firstApplyUntil
-	once  sync.Once
-	done  chan struct{} // closed once err is set
-	err   error
+	// inProcess is set when the broker is this process's engine (see
+	// permanentApplyFailure).
+	inProcess bool
+	once      sync.Once
+	done      chan struct{} // closed once err is set
+	err       error
 }
 
 // firstApplyUntil says which apply's outcome a firstApply reports.
@@ -49,7 +52,7 @@ func newFirstApply(until firstApplyUntil) *firstApply {
 func (f *firstApply) wrap(apply func(context.Context, Assignment) error) func(context.Context, Assignment) error {
 	return func(ctx context.Context, a Assignment) error {
 		err := apply(ctx, a)
-		if err != nil && (ctx.Err() != nil || f.until == untilApplied && !permanentApplyFailure(err)) {
+		if err != nil && (ctx.Err() != nil || f.until == untilApplied && !permanentApplyFailure(err, f.inProcess)) {
 			return err
 		}
 		f.report(err)
@@ -83,6 +86,18 @@ func (f *firstApply) wait(ctx context.Context) error {
 // failed fsync stopped its writes (ErrStoreFailed), or its store lost its
 // memtable (store.ErrUnusable). Any other failure may pass (ErrNoSpace,
 // a broken connection, a member expired meanwhile) and is tried again.
-func permanentApplyFailure(err error) bool {
+//
+// Only an engine of this process (inProcess) is reopened by its user
+// alone, who must make new consumers on it then. A broker of its own (a
+// remote one, a cluster node) is reopened under the consumer: the broker
+// restarted (remote's health answers NOT_SERVING for a failed fsync so
+// that it is), or another node leading. There a failed fsync or an
+// unusable store is tried again, as is an ErrClosed that also matches
+// ErrIndeterminate (a cluster leader's tenure cut short under the call);
+// a bare ErrClosed is the client's or the node's own close, which lasts.
+func permanentApplyFailure(err error, inProcess bool) bool {
+	if !inProcess {
+		return errors.Is(err, ErrClosed) && !errors.Is(err, ErrIndeterminate)
+	}
 	return errors.Is(err, ErrClosed) || errors.Is(err, ErrStoreFailed) || errors.Is(err, store.ErrUnusable)
 }
