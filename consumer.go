@@ -412,7 +412,10 @@ func (c *Consumer) subscriptions() []Subscription {
 // ended) does not hold the member ID against it. A Close that came while
 // Start joined could not leave for the member the join made: Start leaves
 // once its join returned, within the bound of that Close's own leave (10 s
-// for Close, the context of CloseContext), and returns ErrClosed.
+// for Close, the context of CloseContext), and returns ErrClosed. It
+// returns ErrClosed too for a Close that came while it waited for the
+// join's grants to be applied (that Close leaves for it): they are not
+// being consumed.
 func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -471,12 +474,15 @@ func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed { // Close may be waiting for the goroutines already
 		c.mu.Unlock()
-		return nil
+		return errClosedWhileStarting
 	}
 	c.goFunc(func() { c.membershipLoop(&a, first) })
 	c.mu.Unlock()
 	select {
 	case <-first.done:
+		if errors.Is(first.err, errClosedWhileStarting) {
+			return first.err
+		}
 		if first.err != nil {
 			return c.closeAfterFailedStart(ctx, first.err)
 		}
@@ -485,6 +491,10 @@ func (c *Consumer) Start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errClosedWhileStarting is Start's error when Close came after the join
+// and before the join's grants were applied: they are not consumed.
+var errClosedWhileStarting = fmt.Errorf("%w: consumer closed while starting", ErrClosed)
 
 // closeAfterFailedStart closes a consumer whose join's grants cannot be
 // applied (permanentApplyFailure: err) and returns Start's error. Its
@@ -514,7 +524,8 @@ func (c *Consumer) membershipLoop(join *Assignment, first *firstApply) {
 			first.report(fmt.Errorf("%w: the broker closed before the assignment was applied", ErrClosed))
 			return
 		}
-		first.report(nil)
+		// Close (or a crash) ended it before an apply succeeded.
+		first.report(errClosedWhileStarting)
 	}()
 	ap := newApplier(c.loopCtx, first.wrap(c.apply), c.log)
 	c.mu.Lock()
