@@ -328,7 +328,8 @@ func (e *Engine) leave() {
 // After a failed fsync (see StoreFailure) Close returns an error matching
 // ErrStoreFailed and wrapping that failure, even when the store's final
 // Sync succeeds: the engine answered writes "outcome unknown" and refused
-// the later ones, so the shutdown was not clean.
+// the later ones, so the shutdown was not clean. A final Sync failing
+// with the same failure (wrapping it, or its cause) is not reported again.
 func (e *Engine) Close() error {
 	return e.CloseContext(context.Background())
 }
@@ -354,13 +355,15 @@ func (e *Engine) shutdown() error {
 	e.writerWG.Wait()
 	errs := []error{clientErr}
 	syncErr := e.st.Sync()
-	if syncErr != nil && !errors.Is(syncErr, store.ErrClosed) {
+	failed := e.StoreFailure()
+	if syncErr != nil && !errors.Is(syncErr, store.ErrClosed) && !repeatsFailure(syncErr, failed) {
 		errs = append(errs, fmt.Errorf("equeue: final sync: %w", syncErr))
 	}
-	if failed := e.StoreFailure(); failed != nil && !errors.Is(syncErr, failed) {
+	if failed != nil {
 		// An earlier fsync failed: writes were answered "outcome unknown"
 		// and refused since, whatever the final Sync says (a store of the
 		// program's own may let a later one succeed; storefailure.go).
+		// Reported once: a final Sync repeating it adds nothing.
 		errs = append(errs, fmt.Errorf("equeue: close: %w", e.storeFailedErr()))
 	}
 	if err := e.st.Close(); err != nil {

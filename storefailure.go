@@ -1,6 +1,9 @@
 package equeue
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // A failed fsync stops every later write.
 //
@@ -65,4 +68,20 @@ func (e *Engine) storeFailedErr() error {
 		return fmt.Errorf("%w: %w", ErrStoreFailed, *p)
 	}
 	return nil
+}
+
+// repeatsFailure reports whether err, an fsync failure, repeats failed,
+// the one that stopped the engine's writes: it wraps failed, or the cause
+// failed wraps. A store that keeps its first fsync failure fails every
+// later Sync with a new error wrapping that cause (the Badger store does),
+// not with the error the engine recorded.
+func repeatsFailure(err, failed error) bool {
+	if err == nil || failed == nil {
+		return false
+	}
+	cause := failed
+	for next := errors.Unwrap(cause); next != nil; next = errors.Unwrap(cause) {
+		cause = next
+	}
+	return errors.Is(err, failed) || errors.Is(err, cause)
 }
