@@ -85,14 +85,14 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait func()
 				confirmed(sent, a.SessionTimeout, true)
 				ap.post(a)
 			}
-		} else if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+		} else if ctx.Err() == nil && !brokerClosed(err) {
 			confirmed(sent, 0, false)
 		}
 		switch {
 		case err == nil:
 			backoff = minBackoff
 			continue
-		case ctx.Err() != nil || errors.Is(err, ErrClosed):
+		case ctx.Err() != nil || brokerClosed(err):
 			return
 		}
 		log.Warn("heartbeat failed", "err", err, "retry_in", backoff)
@@ -101,6 +101,14 @@ func runMembership(ctx context.Context, b Broker, join *JoinRequest, wait func()
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// brokerClosed reports whether a heartbeat's err means the broker is
+// closed for good (the engine's or the client's own close): ErrClosed,
+// but not a call cut short by a cluster leader's tenure ending, which
+// also matches ErrIndeterminate and which the next leader mends.
+func brokerClosed(err error) bool {
+	return errors.Is(err, ErrClosed) && !errors.Is(err, ErrIndeterminate)
 }
 
 // leaveGroup removes a member on Close. The leave names the member's
