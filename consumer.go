@@ -394,7 +394,8 @@ func (c *Consumer) subscriptions() []Subscription {
 // the engine's writes stopped by a failed fsync (ErrStoreFailed, see
 // Engine.StoreFailure), or its store unusable (store.ErrUnusable). Start
 // then closes the consumer, as Close does but with its final commit and
-// its leave bounded by ctx, and returns an error wrapping that failure
+// its leave bounded by ctx (by 10 s when ctx has no deadline or ended),
+// and returns an error wrapping that failure
 // (joined with what the close could not do): the consumer cannot be
 // started again; make a new one once the engine was reopened. That holds
 // for an engine of this process (or a BrokerWrapper of one): on a broker
@@ -499,10 +500,11 @@ var errClosedWhileStarting = fmt.Errorf("%w: consumer closed while starting", Er
 // closeAfterFailedStart closes a consumer whose join's grants cannot be
 // applied (permanentApplyFailure: err) and returns Start's error. Its
 // final commit (of nothing, unless a later apply started queues
-// meanwhile) and its leave are bounded by Start's ctx.
+// meanwhile) and its leave are bounded by Start's ctx (startLeaveBound:
+// 10 s when it has no deadline or has ended).
 func (c *Consumer) closeAfterFailedStart(ctx context.Context, err error) error {
 	err = fmt.Errorf("equeue: start: the assignment cannot be applied: %w", err)
-	cerr := c.close(func() (context.Context, context.CancelFunc) { return ctx, func() {} })
+	cerr := c.close(startLeaveBound(ctx))
 	return errors.Join(err, cerr)
 }
 

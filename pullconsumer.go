@@ -115,7 +115,8 @@ func (pc *PullConsumer) ID() string { return pc.join.Member }
 // refuses a join of one that left). A release of queues the join's
 // assignment takes away that fails does not fail Start: it holds its
 // grants, and the release is tried again. The leave of a Start that does
-// not complete is bounded by ctx, or by 10 s when ctx ended already; when
+// not complete is bounded by ctx, or by 10 s when ctx has no deadline or
+// ended already; when
 // Close came while Start ran, by the bound of Close's own leave (10 s for
 // Close, the context of CloseContext).
 func (pc *PullConsumer) Start(ctx context.Context) error {
@@ -540,13 +541,21 @@ func (pc *PullConsumer) Seek(q QueueRef, offset int64) error {
 // leave's answer.
 const closeLeaveTimeout = 10 * time.Second
 
-// startLeaveBound is the bound of the leave of a Start that does not
-// complete: Start's ctx, or closeLeaveTimeout once that ended.
+// startLeaveBound is the bound of the leave (and a Consumer's final
+// commit) of a Start that does not complete, taken when the leave
+// begins: Start's ctx; closeLeaveTimeout when that ctx has ended by
+// then, or has no deadline (a context.Background Start would otherwise
+// wait on a silent remote connection until its keepalive gives up).
 func startLeaveBound(ctx context.Context) func() (context.Context, context.CancelFunc) {
-	if ctx.Err() != nil {
-		return closeLeaveBound
+	return func() (context.Context, context.CancelFunc) {
+		if ctx.Err() != nil {
+			return closeLeaveBound()
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			return context.WithTimeout(ctx, closeLeaveTimeout)
+		}
+		return ctx, func() {}
 	}
-	return func() (context.Context, context.CancelFunc) { return ctx, func() {} }
 }
 
 // Close leaves the group without committing. Idempotent. It waits up to
