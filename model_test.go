@@ -79,10 +79,10 @@ func TestModel_RandomCalls(t *testing.T) {
 				err := e.AddQueues(ctx, topic, n)
 				_, exists := model[topic]
 				switch {
+				case n == 0: // checked before the topic is looked up
+					want(rt, err, equeue.ErrInvalidArgument)
 				case !exists:
 					want(rt, err, equeue.ErrTopicNotFound)
-				case n == 0:
-					want(rt, err, equeue.ErrInvalidArgument)
 				default:
 					want(rt, err, nil)
 					model[topic] = append(model[topic], make([][]string, n)...)
