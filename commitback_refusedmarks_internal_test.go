@@ -65,20 +65,7 @@ func TestCommitMovingBack_RefusedWriteKeepsTheLiveMarks(t *testing.T) {
 
 			// Marks 0..marks-1: those below the committed offset are dead,
 			// the rest live.
-			k := offsetKey{q: ref}
-			ops := make([]store.MetaOp, 0, marks)
-			g.sbMu.Lock()
-			if g.sentBack == nil {
-				g.sentBack = map[offsetKey]map[int64]sentBackMark{}
-			}
-			g.sentBack[k] = map[int64]sentBackMark{}
-			for o := range int64(marks) {
-				m := sentBackMark{dead: true, attempts: 1}
-				g.sentBack[k][o] = m
-				ops = append(ops, store.MetaOp{Key: sentBackKey("g", k, o), Value: sentBackValue(m)})
-			}
-			g.sbMu.Unlock()
-			require.NoError(t, st.Store.Write(&store.Batch{Meta: ops}))
+			k := seedSentBackMarks(t, g, st.Store, ref, marks)
 
 			st.armed.Store(true)
 			err = tc.commit(ctx, e, back)

@@ -67,20 +67,7 @@ func TestResetOffsets_RefusedWriteKeepsTheLiveMarks(t *testing.T) {
 
 	// Marks 0..marks-1: those below the committed offset are dead (a
 	// commit's deletion of them after its write failed), the rest live.
-	k := offsetKey{q: ref}
-	ops := make([]store.MetaOp, 0, marks)
-	g.sbMu.Lock()
-	if g.sentBack == nil {
-		g.sentBack = map[offsetKey]map[int64]sentBackMark{}
-	}
-	g.sentBack[k] = map[int64]sentBackMark{}
-	for o := range int64(marks) {
-		m := sentBackMark{dead: true, attempts: 1}
-		g.sentBack[k][o] = m
-		ops = append(ops, store.MetaOp{Key: sentBackKey("g", k, o), Value: sentBackValue(m)})
-	}
-	g.sbMu.Unlock()
-	require.NoError(t, st.Store.Write(&store.Batch{Meta: ops}))
+	k := seedSentBackMarks(t, g, st.Store, ref, marks)
 
 	st.armed.Store(true)
 	err = e.ResetOffsets(ctx, "g", ResetRequest{To: ResetToEarliest})
@@ -111,4 +98,27 @@ func TestResetOffsets_RefusedWriteKeepsTheLiveMarks(t *testing.T) {
 	g.sbMu.Lock()
 	assert.Empty(t, g.sentBack[k])
 	g.sbMu.Unlock()
+}
+
+// seedSentBackMarks gives group g's queue ref send-back marks at offsets
+// 0..marks-1, in memory and in s (each marked dead: its message was sent
+// back), and returns the queue's offset key; which of them are live
+// depends on the group's committed offset.
+func seedSentBackMarks(t *testing.T, g *group, s Store, ref QueueRef, marks int) offsetKey {
+	t.Helper()
+	k := offsetKey{q: ref}
+	ops := make([]store.MetaOp, 0, marks)
+	g.sbMu.Lock()
+	if g.sentBack == nil {
+		g.sentBack = map[offsetKey]map[int64]sentBackMark{}
+	}
+	g.sentBack[k] = map[int64]sentBackMark{}
+	for o := range int64(marks) {
+		m := sentBackMark{dead: true, attempts: 1}
+		g.sentBack[k][o] = m
+		ops = append(ops, store.MetaOp{Key: sentBackKey("g", k, o), Value: sentBackValue(m)})
+	}
+	g.sbMu.Unlock()
+	require.NoError(t, s.Write(&store.Batch{Meta: ops}))
+	return k
 }
