@@ -125,6 +125,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 			}
 		}
 	}
+	warnRaft(a.log, ports["cluster-raft"].Addr(), len(c.tokens) > 0 || c.tlsConf != nil)
 	// The node owns its Raft listener from here, and closes it when Open
 	// fails.
 	copts.RaftStream = newRaftStream(ports.take("cluster-raft"), cf.raft)
