@@ -70,6 +70,9 @@ type scheduler struct {
 	parked map[int64]struct{}
 	// parkedCount is len(parked), for other goroutines (topicDeleted).
 	parkedCount atomic.Int64
+	// queueHook, set by tests, runs when a move is registered in flight,
+	// before it is queued to the writer.
+	queueHook atomic.Pointer[func()]
 
 	moved   uint64
 	dropped uint64
@@ -295,6 +298,9 @@ func (s *scheduler) move(due []dueEntry) error {
 			// Registered until its message is visible: the writer
 			// settles it as it completes the move, after publishing it.
 			s.register(d)
+			if h := s.queueHook.Load(); h != nil {
+				(*h)()
+			}
 			seq, doneCh := d.seq, c.doneCh
 			c.done = func(c *command) {
 				s.settle(seq, c.err)

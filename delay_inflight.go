@@ -26,6 +26,9 @@ type inflightMove struct {
 	entry DelayedEntry
 	topic uint32 // the target topic's ID
 	seq   int64  // its delay-log slot
+	// unknown says its write failed with ErrIndeterminate: it stays
+	// registered until a reopen, its message in its queue or pending.
+	unknown bool
 }
 
 // register records the move of d as in flight. The caller then queues it.
@@ -52,15 +55,20 @@ func (s *scheduler) register(d dueEntry) {
 // settle ends the registration of the move of slot seq whose command
 // ended with err: a stored move, now visible, and a move refused with its
 // key left in place are unregistered; one of unknown outcome stays
-// registered (only a reopen tells where its message is). A refused move
-// whose key a listing skipped is counted by that listing (back).
+// registered (only a reopen tells where its message is), marked unknown.
+// A refused move whose key a listing skipped is counted by that listing
+// (back).
 func (s *scheduler) settle(seq int64, err error) {
-	if errors.Is(err, ErrIndeterminate) {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.inflight[seq]
+	if errors.Is(err, ErrIndeterminate) {
+		if ok {
+			m.unknown = true
+			s.inflight[seq] = m
+		}
+		return
+	}
 	delete(s.inflight, seq)
 	if err == nil || !ok {
 		return

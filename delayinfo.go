@@ -43,7 +43,10 @@ const maxDelayedCount = 100_000
 // the move's fsync failed, its outcome is unknown until a reopen (the
 // message is in its queue, not shown until then, or still pending): it is
 // counted until then, under its topic's name, and no longer once its
-// topic is deleted, its message gone with the topic either way.
+// topic is deleted, its message gone with the topic either way. A move
+// under way when its topic is deleted is counted, under an empty topic
+// name, until the scheduler drops its message: the count of a deleted
+// topic's messages never rises again.
 func (e *Engine) Delayed(ctx context.Context, max int) (DelayedInfo, error) {
 	return e.delayed(ctx, max, nil)
 }
@@ -92,12 +95,14 @@ func (e *Engine) delayed(ctx context.Context, max int, keep func(topic string) b
 			}
 			names[m.topic] = name
 		}
-		if name == "" {
-			// Its topic was deleted: a move still registered is one of
-			// unknown outcome (a refused one is unregistered, a later
-			// one refused for the deleted topic), and its message went
-			// with the topic, moved into one of its queues or pending
-			// for a topic no longer there.
+		if name == "" && m.unknown {
+			// Its topic was deleted and its outcome is unknown: its
+			// message went with the topic, moved into one of its
+			// queues or pending for a topic no longer there. A move
+			// still under way is counted, as the index key it puts
+			// back if the writer refuses it (for the deleted topic),
+			// until the scheduler drops it: the count of a deleted
+			// topic only goes down.
 			continue
 		}
 		if keep != nil && !keep(name) {

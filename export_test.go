@@ -166,3 +166,14 @@ func ProducerRoutes(p *Producer) int {
 
 // RouteSweepMin exports routeSweepMin.
 const RouteSweepMin = routeSweepMin
+
+// OnDelayMoveQueued sets f to run when the scheduler has registered the
+// move of a due delayed message as in flight, before it queues it to the
+// writer; nil removes it.
+func OnDelayMoveQueued(e *Engine, f func()) {
+	if f == nil {
+		e.sched.queueHook.Store(nil)
+		return
+	}
+	e.sched.queueHook.Store(&f)
+}
