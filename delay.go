@@ -65,10 +65,11 @@ type scheduler struct {
 	// progress (delay_inflight.go); under mu.
 	listings map[*delayListing]struct{}
 	// parked holds the delay-log slots of due messages whose move no
-	// write of the store can hold (delay_toolarge.go): passed over until
-	// a reopen. Only the scheduler goroutine uses it.
-	parked map[int64]struct{}
-	// parkedCount is len(parked), for other goroutines (topicDeleted).
+	// write of the store can hold (delay_toolarge.go), with their topic's
+	// ID: passed over until a reopen, or until their topic is deleted;
+	// under mu.
+	parked map[int64]uint32
+	// parkedCount is len(parked), read without mu (Stats, topicDeleted).
 	parkedCount atomic.Int64
 	// queueHook, set by tests, runs when a move is registered in flight,
 	// before it is queued to the writer.

@@ -14,29 +14,41 @@ package equeue
 // queued, so the moves queued after it to its queue wait only for the one
 // before it (command.after): they are not held back for ever behind a
 // move that cannot be written, and it lands after them once a store takes
-// it. Once its topic is deleted it is no longer passed over: the pass
-// that the deletion brings at once (topicDeleted) drops it, as any due
-// message of a deleted topic.
+// it. Once its topic is deleted it is no longer parked nor counted
+// (Stats().ParkedDelayedMessages): the pass that the deletion brings at
+// once (topicDeleted) drops it, as any due message of a deleted topic.
+// DeleteGroup deletes the index keys of its retry topic's messages
+// itself, so the scheduler never reaches those again: they are unparked
+// when that topic is deleted, with the group.
 
 // park passes over the move c of d, refused with err by every write, until
-// a reopen, and reports it.
+// a reopen, and reports it. A topic deleted meanwhile takes it back at
+// once: topicDeleted may have run before it was parked.
 func (s *scheduler) park(d dueEntry, c *command, err error) {
+	s.mu.Lock()
 	if s.parked == nil {
-		s.parked = map[int64]struct{}{}
+		s.parked = map[int64]uint32{}
 	}
-	s.parked[d.seq] = struct{}{}
+	s.parked[d.seq] = d.topic
 	s.parkedCount.Add(1)
+	s.mu.Unlock()
 	s.e.log.Error("delayed message too large to move into its queue under the store's write limits; it stays pending until an engine opened on a store that takes it moves it",
 		"topic", c.q.topic.name, "topic_id", d.topic, "queue", d.queue, "slot", d.seq, "err", err)
+	if s.e.topicByID(d.topic) == nil {
+		s.topicDeleted(d.topic)
+	}
 }
 
 // isParked reports whether the scan passes over the due message of slot
 // seq for topic: parked, and its topic still there.
 func (s *scheduler) isParked(seq int64, topic uint32) bool {
+	live := s.e.topicByID(topic) != nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if _, ok := s.parked[seq]; !ok {
 		return false
 	}
-	if s.e.topicByID(topic) == nil {
+	if !live {
 		delete(s.parked, seq)
 		s.parkedCount.Add(-1)
 		return false
@@ -44,12 +56,26 @@ func (s *scheduler) isParked(seq int64, topic uint32) bool {
 	return true
 }
 
-// topicDeleted wakes the scheduler for a pass once a topic was deleted,
-// when messages are parked: the pass drops those of that topic, which
-// would otherwise wait, listed by Engine.Delayed, for a pass something
-// else brings (up to the scheduler's idle wait).
-func (s *scheduler) topicDeleted() {
+// topicDeleted unparks the messages of topic id, deleted: they go with it.
+// The scheduler is woken for a pass that drops their index keys (DeleteTopic
+// leaves them; DeleteGroup deleted those of its retry topic already), which
+// would otherwise wait, listed by Engine.Delayed, for a pass something else
+// brings (up to the scheduler's idle wait).
+func (s *scheduler) topicDeleted(id uint32) {
 	if s.parkedCount.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	n := 0
+	for seq, t := range s.parked {
+		if t == id {
+			delete(s.parked, seq)
+			n++
+		}
+	}
+	s.parkedCount.Add(int64(-n))
+	s.mu.Unlock()
+	if n == 0 {
 		return
 	}
 	select {

@@ -485,12 +485,21 @@ type Stats struct {
 	// clients of a remote broker, or of a Broker that wraps the engine,
 	// count theirs nowhere (the engine does not learn of them).
 	ConsumerHookPanics uint64
+	// ParkedDelayedMessages is how many due delayed messages are stuck
+	// now: no write of the store can hold their move into their queue
+	// (the engine was opened again on a store that takes smaller writes
+	// than when they were sent). Each stays pending, listed by Delayed,
+	// and is logged once; it is moved by an engine opened on a store that
+	// takes it, or dropped with its topic (or its group, for a delayed
+	// retry). A count above zero means messages wait for that reopen.
+	ParkedDelayedMessages int64
 }
 
 // Stats returns engine-wide counters.
 func (e *Engine) Stats() Stats {
 	s := Stats{CorruptRecords: e.stats.corrupt.Load(), ExpiredMessages: e.stats.expired.Load(), DeletedTopicRetries: e.stats.deletedRetries.Load(), NoSpaceRefusals: e.stats.noSpace.Load(), DedupIDs: e.stats.dedup.Load(), LostDedupGroups: e.stats.dedupLost.Load(),
-		UnsupportedFormatPulls: e.stats.unsupported.Load(), ConsumerHookPanics: e.stats.hookPanics.Load()}
+		UnsupportedFormatPulls: e.stats.unsupported.Load(), ConsumerHookPanics: e.stats.hookPanics.Load(),
+		ParkedDelayedMessages: e.sched.parkedCount.Load()}
 	if !e.closed.Load() {
 		s.StoreBytes, _ = e.st.Size()
 	}

@@ -622,7 +622,7 @@ func (e *Engine) deleteTopic(ctx context.Context, name string, only *topic) erro
 	if !applied {
 		return fmt.Errorf("equeue: delete topic %q: %w", name, err)
 	}
-	e.sched.topicDeleted() // its parked delayed messages go with it
+	e.sched.topicDeleted(t.id) // its parked delayed messages go with it
 	// Appends queued before the topic was marked deleted may still be
 	// written: wait for them, so the drop below removes them too. The
 	// topic is gone from the store already, so the caller's context no

@@ -54,6 +54,7 @@ type Collector struct {
 	lostDedupGroups  *prometheus.Desc
 	unsupported      *prometheus.Desc
 	hookPanics       *prometheus.Desc
+	parkedDelayed    *prometheus.Desc
 }
 
 var (
@@ -103,6 +104,7 @@ func NewCollector(e *equeue.Engine, opts *CollectorOptions) *Collector {
 		lostDedupGroups:  desc("lost_dedup_groups_total", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated."),
 		unsupported:      desc("unsupported_format_pulls_total", "Pulls refused because the record at their offset is of a format version the engine cannot read (written by a newer engine): consumers stop there."),
 		hookPanics:       desc("consumer_hook_panics_total", "Panics of in-process producers' and consumers' hooks, recovered rather than passed on to a caller (a consumer's, also logged; a SendAsync's AfterSend and trace end, also in its future's error), since the engine opened."),
+		parkedDelayed:    desc("delayed_parked_messages", "Due delayed messages stuck because no store write can hold their move into their queue: pending until the engine is opened on a store that takes them."),
 	}
 	if e != nil {
 		c.eng.Store(e)
@@ -131,7 +133,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.appendedMessages, c.appendedBytes, c.minOffset, c.maxOffset, c.groupLag, c.groupMembers,
 		c.retries, c.deadLetters, c.storeBytes, c.corruptRecords, c.expiredMessages, c.noSpaceRefusals, c.dedupIDs,
-		c.lostDedupGroups, c.unsupported, c.hookPanics, c.deletedRetries,
+		c.lostDedupGroups, c.unsupported, c.hookPanics, c.deletedRetries, c.parkedDelayed,
 	} {
 		ch <- d
 	}
@@ -173,6 +175,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lostDedupGroups, prometheus.CounterValue, float64(s.LostDedupGroups))
 	ch <- prometheus.MustNewConstMetric(c.unsupported, prometheus.CounterValue, float64(s.UnsupportedFormatPulls))
 	ch <- prometheus.MustNewConstMetric(c.hookPanics, prometheus.CounterValue, float64(s.ConsumerHookPanics))
+	ch <- prometheus.MustNewConstMetric(c.parkedDelayed, prometheus.GaugeValue, float64(s.ParkedDelayedMessages))
 
 	c.collectGroups(ch, e)
 }

@@ -104,6 +104,7 @@ type Metrics struct {
 	lostDedupGroups  metric.Int64ObservableCounter
 	unsupported      metric.Int64ObservableCounter
 	hookPanics       metric.Int64ObservableCounter
+	parkedDelayed    metric.Int64ObservableGauge
 }
 
 var _ equeue.Observer = (*Metrics)(nil)
@@ -171,11 +172,12 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.lostDedupGroups = counter("equeue.lost_dedup_groups", "{group}", "Dedup groups the engine's open found unreadable and forgot: their message IDs are no longer deduplicated.")
 	m.unsupported = counter("equeue.unsupported_format_pulls", "{pull}", "Pulls refused because the record at their offset is of a format version the engine cannot read (written by a newer engine): consumers stop there.")
 	m.hookPanics = counter("equeue.consumer.hook_panics", "{panic}", "Panics of in-process producers' and consumers' hooks, recovered rather than passed on to a caller (a consumer's, also logged; a SendAsync's AfterSend and trace end, also in its future's error), since the engine opened.")
+	m.parkedDelayed = gauge("equeue.delayed.parked_messages", "{message}", "Due delayed messages stuck because no store write can hold their move into their queue: pending until the engine is opened on a store that takes them.")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("equeue/otel: instruments: %w", errors.Join(errs...))
 	}
 	m.reg, err = mt.RegisterCallback(m.observe, m.appendedMessages, m.appendedBytes, m.minOffset, m.maxOffset,
-		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals, m.dedupIDs, m.lostDedupGroups, m.unsupported, m.hookPanics, m.deletedRetries)
+		m.groupLag, m.groupMembers, m.retries, m.deadLetters, m.storeBytes, m.corruptRecords, m.expiredMessages, m.noSpaceRefusals, m.dedupIDs, m.lostDedupGroups, m.unsupported, m.hookPanics, m.deletedRetries, m.parkedDelayed)
 	if err != nil {
 		return nil, fmt.Errorf("equeue/otel: register callback: %w", err)
 	}
@@ -269,6 +271,7 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	o.ObserveInt64(m.lostDedupGroups, int64(s.LostDedupGroups))
 	o.ObserveInt64(m.unsupported, int64(s.UnsupportedFormatPulls))
 	o.ObserveInt64(m.hookPanics, int64(s.ConsumerHookPanics))
+	o.ObserveInt64(m.parkedDelayed, s.ParkedDelayedMessages)
 
 	gctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()

@@ -33,7 +33,7 @@ func (v *service) EngineStats(ctx context.Context, _ *pb.EngineStatsRequest) (*p
 		return nil, status.Error(codes.Unimplemented, "this backend reports no engine stats")
 	}
 	return &pb.EngineStatsResponse{CorruptRecords: st.CorruptRecords, ExpiredMessages: st.ExpiredMessages, DeletedTopicRetries: st.DeletedTopicRetries, StoreBytes: st.StoreBytes, NoSpaceRefusals: st.NoSpaceRefusals, DedupIds: st.DedupIDs, LostDedupGroups: st.LostDedupGroups,
-		UnsupportedFormatPulls: st.UnsupportedFormatPulls, ConsumerHookPanics: st.ConsumerHookPanics}, nil
+		UnsupportedFormatPulls: st.UnsupportedFormatPulls, ConsumerHookPanics: st.ConsumerHookPanics, ParkedDelayedMessages: st.ParkedDelayedMessages}, nil
 }
 
 // EngineStats returns the broker engine's counters and store size (see
@@ -47,5 +47,5 @@ func (c *Client) EngineStats(ctx context.Context) (equeue.Stats, error) {
 		return equeue.Stats{}, c.fail(err)
 	}
 	return equeue.Stats{CorruptRecords: resp.GetCorruptRecords(), ExpiredMessages: resp.GetExpiredMessages(), DeletedTopicRetries: resp.GetDeletedTopicRetries(), StoreBytes: resp.GetStoreBytes(), NoSpaceRefusals: resp.GetNoSpaceRefusals(), DedupIDs: resp.GetDedupIds(), LostDedupGroups: resp.GetLostDedupGroups(),
-		UnsupportedFormatPulls: resp.GetUnsupportedFormatPulls(), ConsumerHookPanics: resp.GetConsumerHookPanics()}, nil
+		UnsupportedFormatPulls: resp.GetUnsupportedFormatPulls(), ConsumerHookPanics: resp.GetConsumerHookPanics(), ParkedDelayedMessages: resp.GetParkedDelayedMessages()}, nil
 }

@@ -4490,8 +4490,12 @@ type EngineStatsResponse struct {
 	// was deleted, or deleted and made again; not counted in
 	// expired_messages (brokers that predate it count them there).
 	DeletedTopicRetries uint64 `protobuf:"varint,9,opt,name=deleted_topic_retries,json=deletedTopicRetries,proto3" json:"deleted_topic_retries,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Due delayed messages stuck now because no store write can hold their
+	// move into their queue: pending until a reopen on a store that takes
+	// them (brokers that predate it send 0).
+	ParkedDelayedMessages int64 `protobuf:"varint,10,opt,name=parked_delayed_messages,json=parkedDelayedMessages,proto3" json:"parked_delayed_messages,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *EngineStatsResponse) Reset() {
@@ -4583,6 +4587,13 @@ func (x *EngineStatsResponse) GetConsumerHookPanics() uint64 {
 func (x *EngineStatsResponse) GetDeletedTopicRetries() uint64 {
 	if x != nil {
 		return x.DeletedTopicRetries
+	}
+	return 0
+}
+
+func (x *EngineStatsResponse) GetParkedDelayedMessages() int64 {
+	if x != nil {
+		return x.ParkedDelayedMessages
 	}
 	return 0
 }
@@ -5466,7 +5477,7 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\apending\x18\x01 \x01(\x03R\apending\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
 	"\x04next\x18\x03 \x03(\v2\x17.equeue.v1.DelayedEntryR\x04next\"\x14\n" +
-	"\x12EngineStatsRequest\"\x9f\x03\n" +
+	"\x12EngineStatsRequest\"\xd7\x03\n" +
 	"\x13EngineStatsResponse\x12'\n" +
 	"\x0fcorrupt_records\x18\x01 \x01(\x04R\x0ecorruptRecords\x12)\n" +
 	"\x10expired_messages\x18\x02 \x01(\x04R\x0fexpiredMessages\x12\x1f\n" +
@@ -5477,7 +5488,9 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x11lost_dedup_groups\x18\x06 \x01(\x04R\x0flostDedupGroups\x128\n" +
 	"\x18unsupported_format_pulls\x18\a \x01(\x04R\x16unsupportedFormatPulls\x120\n" +
 	"\x14consumer_hook_panics\x18\b \x01(\x04R\x12consumerHookPanics\x122\n" +
-	"\x15deleted_topic_retries\x18\t \x01(\x04R\x13deletedTopicRetries\"-\n" +
+	"\x15deleted_topic_retries\x18\t \x01(\x04R\x13deletedTopicRetries\x126\n" +
+	"\x17parked_delayed_messages\x18\n" +
+	" \x01(\x03R\x15parkedDelayedMessages\"-\n" +
 	"\x17DeleteReplyTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
 	"\x18DeleteReplyTopicResponse\">\n" +
