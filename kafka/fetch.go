@@ -175,7 +175,7 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 			break
 		}
 	}
-	if sc.w.firstTS < 0 {
+	if sc.w.n == 0 {
 		sc.w.firstTS, sc.w.maxTS = time.Now().UnixMilli(), time.Now().UnixMilli()
 	}
 	sc.w.last = next - 1

@@ -143,6 +143,8 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 			rp.ErrorCode = errUnsupportedForMessageFmt
 		case errors.Is(err, errUnknownCodec):
 			rp.ErrorCode = errUnsupportedCompressionType
+		case errors.Is(err, errBadTimestamp):
+			rp.ErrorCode = errInvalidTimestamp
 		case errors.Is(err, errInvalidBatch), errors.Is(err, errCodec):
 			rp.ErrorCode = errInvalidRecord
 		default:

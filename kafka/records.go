@@ -121,7 +121,11 @@ func decodeBatch(raw []byte, tagHeader string) (producedBatch, error) {
 			return producedBatch{}, fmt.Errorf("%w: record %d: %v", errInvalidBatch, i, err)
 		}
 		recs = recs[k+int(n):]
-		b.msgs = append(b.msgs, toMessage(&r, rb.FirstTimestamp, tagHeader))
+		born, err := recordBornAt(i, rb.FirstTimestamp, r.TimestampDelta64)
+		if err != nil {
+			return producedBatch{}, err
+		}
+		b.msgs = append(b.msgs, toMessage(&r, born, tagHeader))
 	}
 	if len(recs) > 0 {
 		return producedBatch{}, fmt.Errorf("%w: %d bytes after record %d of %d", errInvalidBatch, len(recs), rb.NumRecords, rb.NumRecords)
@@ -134,14 +138,12 @@ var errUnsupportedFormat = errors.New("kafka: unsupported message format")
 
 // toMessage maps a Kafka record to a message: key to the first key, value to
 // the body, headers to properties (a repeated header keeps its last value,
-// order is lost), the tag header to the tag, the timestamp to BornAt.
-func toMessage(r *kmsg.Record, firstTS int64, tagHeader string) *equeue.Message {
-	m := &equeue.Message{Body: r.Value}
+// order is lost), the tag header to the tag, and born (recordBornAt) to
+// BornAt.
+func toMessage(r *kmsg.Record, born time.Time, tagHeader string) *equeue.Message {
+	m := &equeue.Message{Body: r.Value, BornAt: born}
 	if r.Key != nil {
 		m.Keys = []string{string(r.Key)}
-	}
-	if ts := firstTS + r.TimestampDelta64; ts > 0 {
-		m.BornAt = time.UnixMilli(ts)
 	}
 	for _, h := range r.Headers {
 		if h.Key == tagHeader {
@@ -182,7 +184,10 @@ func (w *batchWriter) add(m *equeue.Message, tagHeader string, logAppend bool) {
 	if logAppend || m.BornAt.IsZero() {
 		ts = m.StoredAt.UnixMilli()
 	}
-	if w.firstTS < 0 {
+	if m.BornAt.IsZero() && m.StoredAt.IsZero() {
+		ts = noTimestamp // no time known: not year 1's
+	}
+	if w.n == 0 {
 		w.firstTS = ts
 	}
 	w.maxTS = max(w.maxTS, ts)
