@@ -235,7 +235,7 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 		// producer; a first batch (sequence 0) may be the retry of one a
 		// restart cut off, unless the listener handed its ID out since.
 		if !st.known && st.partial == nil && (b.firstSeq != 0 || !c.s.pids.handedOut(term, b.producerID)) {
-			c.rebuild(topic, part, b, st)
+			st.keepFailedFirst(term, c.rebuild(topic, part, b, st))
 		}
 		st.resumeLogged(b)
 		first, dup, code := st.check(b)
@@ -248,7 +248,7 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 		if code != errNone || dup {
 			return first, code, nil
 		}
-		id := st.topicID
+		id, end := st.topicID, int64(-1)
 		if !st.known || id == 0 {
 			// Learned before the append: a topic made again between the
 			// two leaves a state that the next refusal finds replaced
@@ -257,7 +257,9 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 			// each batch until one succeeds: without an ID it would be
 			// taken for the topic's whatever topic of that name there is,
 			// until it expires (producerIdle).
-			id = c.topicIDOf(topic)
+			// The partition's end, read with it, bounds where the
+			// records of a failed try may be (failedBatch.end).
+			id, end = c.topicIDAndEnd(topic, part)
 		}
 		setIDs(b, part)
 		done, prior := st.storedPart(b)
@@ -266,7 +268,7 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 			st.stored(b, at)
 			st.topicID = id
 		} else {
-			st.failed(b, err)
+			st.failed(b, err, end)
 			if st.failedFirst != nil {
 				st.topicID = id // a topic made again under the name is not this one
 			}
@@ -278,14 +280,17 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 	return at, errorCode(err), err
 }
 
-// topicIDOf returns the ID of topic (equeue.TopicInfo.ID), 0 when it
-// cannot be read.
-func (c *conn) topicIDOf(topic string) uint32 {
+// topicIDAndEnd returns the ID of topic (equeue.TopicInfo.ID) and the end
+// offset of its partition part: 0 and -1 when they cannot be read.
+func (c *conn) topicIDAndEnd(topic string, part int32) (uint32, int64) {
 	ti, err := c.s.b.Topic(c.ctx, topic)
 	if err != nil {
-		return 0
+		return 0, -1
 	}
-	return ti.ID
+	if part < 0 || int(part) >= len(ti.Queues) {
+		return ti.ID, -1
+	}
+	return ti.ID, ti.Queues[part].MaxOffset
 }
 
 // topicReplaced reports whether topic, whose ID was id when a producer's

@@ -88,10 +88,14 @@ type partialStored struct {
 }
 
 // failedBatch names a batch of a producer by its epoch and first
-// sequence number.
+// sequence number, with the leadership term it failed in and the end
+// offset of its partition before its try (-1 when not known): every record
+// the try may have stored is at or above it.
 type failedBatch struct {
 	epoch int16
 	first int32
+	term  uint64
+	end   int64
 }
 
 type storedBatch struct {
@@ -182,7 +186,14 @@ func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqS
 	}
 	if st.term != term {
 		st.term = term
+		failed, id := st.failedFirst, st.topicID
 		st.reset()
+		if failed != nil {
+			// Kept for the partition's read to confirm or drop
+			// (keepFailedFirst): forgotten here, a batch the producer
+			// pipelined after the failed one would be stored ahead of it.
+			st.failedFirst, st.topicID = failed, id
+		}
 	}
 	st.used = time.Now()
 	return st
@@ -359,18 +370,21 @@ func (st *seqState) storedPart(b *producedBatch) (int, storedAt) {
 }
 
 // failed records a try of b that failed. While no batch of the producer
-// is known stored, the next one must be b again (failedFirst). A failure after some of its
+// is known stored, the next one must be b again (failedFirst), in later
+// leadership terms too (keepFailedFirst). A failure after some of its
 // first records were stored, its outcome otherwise known (the chunk
 // that failed was not stored), is kept, so the batch's retry stores the
 // others only, once. After an unknown outcome what was known before is
 // kept: the retry then tries again what the failed try may have stored,
 // as it does a batch whose one append had an unknown outcome.
-func (st *seqState) failed(b *producedBatch, err error) {
+//
+// end is the partition's end offset before the try (-1 when not known).
+func (st *seqState) failed(b *producedBatch, err error, end int64) {
 	if !st.known && !errors.Is(err, equeue.ErrTopicNotFound) && !errors.Is(err, equeue.ErrQueueNotFound) {
 		// Nothing of the producer is known stored: its next batch must
 		// be this one again (checkAfterFailedFirst). A partition that
 		// does not exist keeps no state (forgetUnknown).
-		st.failedFirst = &failedBatch{epoch: b.producerEpoch, first: b.firstSeq}
+		st.failedFirst = &failedBatch{epoch: b.producerEpoch, first: b.firstSeq, term: st.term, end: end}
 	}
 	var partial *partialBatchError
 	if errors.Is(err, equeue.ErrIndeterminate) || !errors.As(err, &partial) {
@@ -395,4 +409,28 @@ func (st *seqState) stored(b *producedBatch, at storedAt) {
 	copy(st.recent[:], st.recent[1:])
 	st.recent[len(st.recent)-1] = rec
 	st.logged = nil
+}
+
+// keepFailedFirst decides, after the partition's read (conn.rebuild) in a
+// term later than the one in which the producer's first batch failed
+// (failedFirst), whether the producer's next batch must still be that one
+// again. The read found none of the producer's records (st still knows of
+// none): when it began at or below the partition's end before the failed
+// try (floor <= end), no leader stored the batch, nor any of the
+// producer's, since, and the failure still orders the producer's next
+// batches. When it began above (more records were stored since than it
+// reads, rebuildScan), another leader may have stored the batch's retry
+// and later ones: the failure is forgotten and the batch taken as it
+// comes, as before the failure was kept across terms. A read that failed
+// (floor -1) keeps it: the batch is refused rather than stored ahead.
+func (st *seqState) keepFailedFirst(term uint64, floor int64) {
+	f := st.failedFirst
+	if f == nil || st.known || f.term == term || floor < 0 {
+		return
+	}
+	if f.end < 0 || floor > f.end {
+		st.failedFirst = nil
+		return
+	}
+	f.term = term // confirmed for this term: not read again
 }

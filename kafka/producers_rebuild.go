@@ -35,7 +35,11 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // time, an expiry, an attempt, system properties) are not read as the
 // producer's at all (listenerShaped). When none of the records read is
 // the producer's (or they cannot be read), st is left as it was and the
-// batch is taken as it comes.
+// batch is taken as it comes, unless a first batch of the producer failed
+// in an earlier term (keepFailedFirst).
+//
+// It returns the offset from which the partition's last records were
+// read, -1 when they, or the producer's, could not be read.
 //
 // The partition's last records are read once a leadership term (see
 // partScan), whichever producers ask: a producer's records stored since
@@ -46,11 +50,11 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // read (see resumeLogged), and none below the partition's read
 // (rebuildScan records at most). So a client sending batches under
 // producer IDs it makes up costs no more than one read of the partition.
-func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState) {
+func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState) int64 {
 	pid := b.producerID
 	ti, err := c.s.b.Topic(c.ctx, topic)
 	if err != nil || part < 0 || int(part) >= len(ti.Queues) {
-		return
+		return -1
 	}
 	q := ti.Queues[part]
 	sc := c.s.pids.scanOf(topic, part, c.s.term(), ti.ID)
@@ -64,13 +68,13 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 			}
 		})
 		if err != nil {
-			return
+			return -1
 		}
 		sc.floor, sc.last = floor, last
 	}
 	off, ok := sc.last[pid]
 	if !ok {
-		return
+		return sc.floor
 	}
 	prefix := "kafka-" + strconv.FormatInt(pid, 10) + "-"
 	back := int64(max(len(b.msgs), equeue.MaxPullBatch))
@@ -89,9 +93,11 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 			st.logged[seq] = l
 		}
 	})
-	if err == nil {
-		delete(sc.last, pid)
+	if err != nil {
+		return -1
 	}
+	delete(sc.last, pid)
+	return sc.floor
 }
 
 // readRecords calls fn with each record of the queue from offset lo to
