@@ -31,7 +31,7 @@ func (c *conn) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsRes
 			if ti, err := c.s.b.Topic(c.ctx, t.Topic); err == nil {
 				rt.NumPartitions, rt.ReplicationFactor = int32(len(ti.Queues)), 1
 			} else if req.ValidateOnly {
-				rt.NumPartitions, rt.ReplicationFactor = t.NumPartitions, 1
+				rt.NumPartitions, rt.ReplicationFactor = c.partitionsOf(t.NumPartitions), 1
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -43,6 +43,13 @@ func (c *conn) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) (
 	switch {
 	case hidden(t.Topic) || equeue.ValidateName(t.Topic) != nil:
 		return errInvalidTopic, fmt.Sprintf("topic names are 1-127 characters of [A-Za-z0-9._-]: %q", t.Topic)
+	}
+	// As Kafka's controller, a topic that exists is answered so before
+	// its settings are looked at: other settings would not make it.
+	if _, err := c.s.b.Topic(c.ctx, t.Topic); err == nil {
+		return errTopicAlreadyExists, fmt.Sprintf("topic %q already exists", t.Topic)
+	}
+	switch {
 	case t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
 		return errInvalidReplicationFactor, "one broker: replication factor must be 1"
 	case len(t.ReplicaAssignment) > 0:
@@ -58,9 +65,6 @@ func (c *conn) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) (
 		n = 0 // the engine's default
 	}
 	if validateOnly {
-		if _, err := c.s.b.Topic(c.ctx, t.Topic); err == nil {
-			return errTopicAlreadyExists, ""
-		}
 		return errNone, ""
 	}
 	if err := c.s.b.CreateTopic(c.ctx, t.Topic, n); err != nil {

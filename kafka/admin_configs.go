@@ -11,9 +11,12 @@ import (
 // when it can: a config whose value says what the listener does not do
 // would have the client rely on it. The listener has no log compaction
 // (cleanup.policy must be delete) and one timestamp type for every topic
-// (Options.LogAppendTime), as DescribeConfigs reports them. Other configs
-// (retention, segment sizes and the like, which the engine's topic options
-// rule) are accepted and ignored, and so is a null value (the default).
+// (Options.LogAppendTime), as DescribeConfigs reports them; it has no
+// per-topic record size limit (max.message.bytes: the engine's
+// MaxMessageSize bounds every topic alike) and one replica, which honours
+// min.insync.replicas 1 only. Other configs (retention, segment sizes and
+// the like, which the engine's topic options rule) are accepted and
+// ignored, and so is a null value (the default).
 func (c *conn) unservedConfig(configs []kmsg.CreateTopicsRequestTopicConfig) string {
 	for _, cfg := range configs {
 		if cfg.Value == nil {
@@ -26,6 +29,12 @@ func (c *conn) unservedConfig(configs []kmsg.CreateTopicsRequestTopicConfig) str
 				if strings.TrimSpace(p) != "delete" {
 					return fmt.Sprintf("cleanup.policy %q: no log compaction here, the policy is delete", v)
 				}
+			}
+		case "max.message.bytes":
+			return fmt.Sprintf("max.message.bytes %q: no per-topic record size limit here; the engine's MaxMessageSize bounds every topic", v)
+		case "min.insync.replicas":
+			if strings.TrimSpace(v) != "1" {
+				return fmt.Sprintf("min.insync.replicas %q: one replica here, so only 1", v)
 			}
 		case "message.timestamp.type":
 			if want := c.timestampType(); v != want {
