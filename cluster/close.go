@@ -16,7 +16,15 @@ import (
 // leader that cannot commit (cut off from its followers, or refused by
 // them) closes too: Close waits a little for what it has on its way
 // (closeDrain), and a write still on its way then ends with an error
-// matching equeue.ErrIndeterminate. Raft's shutdown waits for its FSM: an
+// matching equeue.ErrIndeterminate. A leader engine whose store does not
+// answer (a hung disk) holds its close: Close waits for it
+// engineCloseBound at most from when the close began, then goes on
+// without it, as after a CloseContext gave the close up, and returns an
+// error matching equeue.ErrCloseAbandoned; the engine's close goes on in
+// the background. So it does for the node's reconcile loop, which a
+// leader's engine open that does not return holds: Close waits for it
+// loopCloseGrace at most, and the stores close once it ended, the engine
+// it opened closed, never served. Raft's shutdown waits for its FSM: an
 // apply held in a store write that does not return (a hung disk) holds
 // it, and Close waits for it a grace at most (raftShutdownGrace, counted
 // from when that wait begins), then closes Raft's transport, its
@@ -42,9 +50,10 @@ var errCloseStopped = fmt.Errorf("%w: the node's close stopped before it finishe
 // result. When ctx ends first (a store that does not answer: a hung disk
 // holds the leader's engine, the FSM or Raft's shutdown), CloseContext
 // returns at once an error matching equeue.ErrCloseAbandoned and ctx's
-// error, and the close goes on in the background until the store answers:
-// until then the node's directory stays locked by this process, and a
-// later Close waits for the close and returns its result. With a ctx that
+// error, and the close goes on in the background until the store answers
+// or it gives the held parts up (as Close says): until then the node's
+// directory stays locked by this process, and a later Close waits for the
+// close and returns its result. With a ctx that
 // never ends (context.Background) it is Close.
 //
 // Once a CloseContext gave the close up, the node waits for its engine's
@@ -87,8 +96,9 @@ func (n *Node) CloseContext(ctx context.Context) error {
 
 // closeEngine closes e, the engine of a tenure that ended, and waits for
 // its close until a CloseContext gave the node's close up and
-// engineCloseGrace passed since (however long the close ran before): the
-// node then goes on without it, so that
+// engineCloseGrace passed since (however long the close ran before), or
+// the node's close began and engineCloseBound passed since: the node
+// then goes on without it, so that
 // Raft, its transports and listeners are released though the engine's
 // store does not answer, and the engine's close goes on in the background
 // until it does. The first close given up is kept for the node's result
@@ -137,6 +147,7 @@ func (n *Node) closeEngine(e *equeue.Engine, loop bool) {
 		finished = true
 	}()
 	givenUp, grace := n.closeGivenUp.Done(), (<-chan time.Time)(nil)
+	closing, bound := n.closing, (<-chan time.Time)(nil)
 	for {
 		select {
 		case err := <-closed:
@@ -157,14 +168,29 @@ func (n *Node) closeEngine(e *equeue.Engine, loop bool) {
 			t := time.NewTimer(engineCloseGrace) // from now: the wait it bounds begins
 			defer t.Stop()
 			grace = t.C
+		case <-closing:
+			closing = nil
+			t := time.NewTimer(engineCloseBound) // a plain Close's bound, from now
+			defer t.Stop()
+			bound = t.C
 		case <-grace:
 			close(gaveUp)
-			err := fmt.Errorf("%w: the close of an ended tenure's engine was given up", equeue.ErrCloseAbandoned)
-			n.engineLeft.CompareAndSwap(nil, &err)
-			n.log.Warn("gave up the close of an ended tenure's engine: it goes on in the background", "err", err)
+			n.giveUpEngineClose()
+			return
+		case <-bound:
+			close(gaveUp)
+			n.giveUpEngineClose()
 			return
 		}
 	}
+}
+
+// giveUpEngineClose records that the node gave the close of an ended
+// tenure's engine up (closeEngine): the node's result says so.
+func (n *Node) giveUpEngineClose() {
+	err := fmt.Errorf("%w: the close of an ended tenure's engine was given up", equeue.ErrCloseAbandoned)
+	n.engineLeft.CompareAndSwap(nil, &err)
+	n.log.Warn("gave up the close of an ended tenure's engine: it goes on in the background", "err", err)
 }
 
 // errLoopClosePanicked tells closeEngine that the engine's close its loop
@@ -177,6 +203,14 @@ var errLoopClosePanicked = errors.New("cluster: the close of an ended tenure's e
 // (giveUpWritesOnClose), before the give-up, and its close then ends at
 // once unless its store does not answer.
 const engineCloseGrace = 2 * closeDrain
+
+// engineCloseBound is how long closeEngine waits for an engine's close
+// once the node's close began (a plain Close, which no context bounds),
+// counted from then or from when closeEngine began, the later: the
+// writes on their way are given up closeDrain after the close began
+// (giveUpWritesOnClose), and the engine's close then has engineCloseGrace
+// more, as after a CloseContext gave the close up.
+const engineCloseBound = closeDrain + engineCloseGrace
 
 // giveUpWritesOnClose gives the writes rs has on their way up (they end
 // with errClosedUncommitted, an unknown outcome) once the node closes

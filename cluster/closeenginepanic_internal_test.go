@@ -58,7 +58,7 @@ func TestNode_EnginesCloseThatPanicsReachesTheNodesClose(t *testing.T) {
 
 	require.PanicsWithValue(t, "the engine's logger panicked", func() { _ = n.Close() })
 	t.Cleanup(func() { // what the close left undone: the test leaves nothing running
-		assert.NoError(t, n.release())
+		assert.NoError(t, n.release(false))
 	})
 	err = n.Close()
 	require.ErrorIs(t, err, equeue.ErrCloseUnfinished)

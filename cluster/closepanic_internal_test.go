@@ -32,7 +32,7 @@ func TestNode_CloseThatPanicsIsNotReportedDone(t *testing.T) {
 	require.PanicsWithValue(t, "OnEngine panicked", func() { _ = n.Close() })
 	t.Cleanup(func() { // what the close left undone: the test leaves nothing running
 		assert.NoError(t, engine.Load().Close())
-		assert.NoError(t, n.release())
+		assert.NoError(t, n.release(false))
 	})
 	err = n.Close()
 	require.ErrorIs(t, err, equeue.ErrCloseUnfinished, "Raft and the stores were never released: no clean close to report")

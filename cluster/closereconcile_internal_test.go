@@ -62,8 +62,9 @@ func TestNode_CloseWhileReconcileWaitsOnAnEngineThatCannotCommit(t *testing.T) {
 // engine waits in its store's admission of a write that does not return
 // (a hung disk), and its tenure ends (a failed write fences it): the
 // reconcile loop stops serving and waits in the engine's close, which
-// waits for the store. A plain Close would wait for the store too, as it
-// does for an engine it closes itself; a CloseContext whose context ends
+// waits for the store. A plain Close gives it up only after
+// engineCloseBound (TestNode_PlainCloseIsBoundedWhileTheEnginesStoreIsHeld);
+// a CloseContext whose context ends
 // gives the close up, and the reconcile loop then gives the engine's close
 // up and ends: the node's close finishes (a later Close returns) with a
 // result saying the engine's close was given up.

@@ -84,7 +84,10 @@ type Node struct {
 	kick    chan struct{}
 	obsCh   chan raft.Observation
 	closing chan struct{}
-	wg      sync.WaitGroup // run, which the close waits for first
+	// loopDone is closed once run, the reconcile loop, ended: the close
+	// waits for it first, loopCloseGrace at most (shutdown), and the
+	// stores close only after it (release).
+	loopDone chan struct{}
 	// storeUsers counts the node's own goroutines that use its stores off
 	// Raft's (retryFullDisk, reclaimFollowing): a store that does not
 	// answer holds them, so the close does not wait for them before it
@@ -167,7 +170,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		o.ApplyTimeout = defaultApplyTimeout
 	}
 	n = &Node{opts: o, log: o.Logger, peers: map[string]string{},
-		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{}), gone: newRaftGone(),
+		kick: make(chan struct{}, 1), removing: make(chan struct{}, 1), obsCh: make(chan raft.Observation, 16), closing: make(chan struct{}), loopDone: make(chan struct{}), gone: newRaftGone(),
 		closer: closeonce.New()}
 	n.closeGivenUp, n.giveUpClose = context.WithCancel(context.Background())
 	for _, p := range o.Peers {
@@ -303,7 +306,6 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		return false
 	})
 	n.raft.RegisterObserver(n.obs)
-	n.wg.Add(1)
 	n.storeUsers.Add(2)
 	go n.run()
 	go n.retryFullDisk(cmp.Or(o.fullDiskRetry, fullDiskRetry))
@@ -433,7 +435,7 @@ func (n *Node) wake() {
 
 // run keeps the node serving an engine exactly while it leads.
 func (n *Node) run() {
-	defer n.wg.Done()
+	defer close(n.loopDone)
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
 	pruned := time.Now()
@@ -503,11 +505,11 @@ func (n *Node) reclaimFollowing(every time.Duration) {
 //
 // It waits in the engine's close (stopEngine), and nothing else reconciles
 // meanwhile: an engine whose store does not answer (a hung disk) holds the
-// reconcile loop, and Close, which waits for it, until the store answers.
-// Such a store would hold Close's own close of the engine as well; a
-// CloseContext whose context ends gives the node's close up, and the loop
-// then gives the engine's close up too after engineCloseGrace and ends, so
-// that the node's close goes on.
+// reconcile loop until the store answers or the node closes. The loop
+// gives the engine's close up engineCloseBound after the node's close
+// began, or engineCloseGrace after a CloseContext gave the close up, and
+// ends, so that the node's close goes on; a loop held elsewhere (an
+// engine's open) is waited for loopCloseGrace at most (shutdown).
 func (n *Node) reconcile() {
 	if err := n.alog.failed(); err != nil {
 		n.failStop(err)
@@ -715,12 +717,26 @@ func (n *Node) startTenure() error {
 	if eo.Logger == nil {
 		eo.Logger = n.log
 	}
+	if n.opts.engineOpenHook != nil {
+		n.opts.engineOpenHook()
+	}
 	e, err := equeue.Open("", &eo)
 	if err != nil {
 		rs.fence(err)
 		return fmt.Errorf("cluster: open engine: %w", err)
 	}
 	n.mu.Lock()
+	select {
+	case <-n.closing:
+		// The open outlasted the close's wait for this loop (a store that
+		// did not answer): the close went on without this engine, and
+		// nobody serves or closes it but this loop.
+		n.mu.Unlock()
+		rs.fence(errClosing)
+		n.closeEngine(e, true)
+		return errClosing
+	default:
+	}
 	n.engine, n.rstore = e, rs
 	n.engines++
 	n.mu.Unlock()
@@ -737,7 +753,8 @@ func (n *Node) startTenure() error {
 // closeDrain (giveUpWritesOnClose), whoever stops the engine — Close, or
 // the reconcile loop, which Close waits for. An engine whose store does
 // not answer holds its close, and the caller with it, until the store
-// answers or a CloseContext gave the node's close up (closeEngine). loop
+// answers, the node's close went on engineCloseBound, or a CloseContext
+// gave the node's close up (closeEngine). loop
 // tells that the node's reconcile loop stops the engine, not Close: a
 // panic in the engine's close, or in OnEngine, is then logged
 // (closeEngine, onEngine).
@@ -799,13 +816,32 @@ func (n *Node) drain() {
 // Raft down and closes the stores, and returns what failed. It runs once,
 // started by the first Close or CloseContext; when it does not finish (a
 // panic), every close call returns errCloseStopped.
+//
+// It waits for the reconcile loop loopCloseGrace at most: a loop held in
+// its engine's open (startTenure), whose store does not answer, is left
+// to end in the background; the engine it opens then is closed, never
+// served, and the stores close only once the loop ended (release).
 func (n *Node) shutdown() error {
 	close(n.closing)
-	n.wg.Wait()
+	loopHeld := !waitFor(n.loopDone, loopCloseGrace)
+	if loopHeld {
+		n.log.Error("the reconcile loop did not end (a store does not answer): the close goes on without it", "grace", loopCloseGrace)
+	}
 	n.stopEngine(false)
 	n.drain()
-	return n.release()
+	return n.release(loopHeld)
 }
+
+// loopCloseGrace is how long the node's close waits for its reconcile
+// loop, from when the close began: past the bound of an engine's close
+// the loop may be waiting in (engineCloseBound).
+const loopCloseGrace = engineCloseBound + closeDrain
+
+// errLoopHeld is the node's close's result when its reconcile loop did
+// not end within loopCloseGrace: it goes on in the background, and the
+// stores close once it ends.
+var errLoopHeld = fmt.Errorf("%w: cluster: the reconcile loop did not return within %v (the leader's engine waits for a store that does not answer); it and the close of the stores go on in the background",
+	equeue.ErrCloseAbandoned, loopCloseGrace)
 
 // release shuts Raft down and closes the transports and the stores, once
 // the node serves no more (shutdown), and returns what failed. When the
@@ -820,8 +856,11 @@ func (n *Node) shutdown() error {
 // matching equeue.ErrCloseAbandoned (errRaftShutdownHeld,
 // errStoreUsersHeld), and the stores (Raft's log, the node's store) are
 // closed in the background once all of them finished.
-func (n *Node) release() error {
+func (n *Node) release(loopHeld bool) error {
 	var errs []error
+	if loopHeld {
+		errs = append(errs, errLoopHeld)
+	}
 	left := n.engineLeft.Load()
 	if left != nil {
 		errs = append(errs, fmt.Errorf("cluster: engine: %w", *left))
@@ -829,7 +868,18 @@ func (n *Node) release() error {
 	s := n.stopRaft()
 	idle := n.storesIdle(s)
 	stopped := waitFor(idle, raftShutdownGrace)
+	if stopped && loopHeld {
+		// Raft is down and the node's store users ended, but the loop
+		// may still use the store: the stores close once it ends.
+		select {
+		case <-n.loopDone:
+		default:
+			stopped = false
+		}
+	}
 	switch {
+	case !stopped && loopHeld && s.finished():
+		// errLoopHeld says it.
 	case !stopped && !s.finished():
 		errs = append(errs, errRaftShutdownHeld)
 	case !stopped:
@@ -852,10 +902,12 @@ func (n *Node) release() error {
 		n.log.Error("raft shutdown or a goroutine using the stores held (a store does not answer): the stores close in the background once they finish", "grace", raftShutdownGrace, "raft_stopped", s.finished())
 		go func() {
 			<-idle
+			<-n.loopDone
 			if s.err != nil {
 				n.log.Warn("raft shutdown", "err", s.err)
 			}
-			if err := n.closeStores(left == nil); err != nil {
+			// The loop may have given an engine's close up meanwhile.
+			if err := n.closeStores(n.engineLeft.Load() == nil); err != nil {
 				n.log.Warn("close of the stores after a held raft shutdown", "err", err)
 			}
 		}()

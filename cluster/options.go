@@ -169,6 +169,10 @@ type Options struct {
 	// passes, before it looks at the engine's tenure (tests: a pass that
 	// is held).
 	reconcileHook func()
+	// engineOpenHook, when set, runs in startTenure just before the
+	// leader opens its engine (tests: an open held by a store that does
+	// not answer).
+	engineOpenHook func()
 	// noHello makes the node open its Raft connections without a hello,
 	// as a version before hellos did (hello.go; tests).
 	noHello bool
