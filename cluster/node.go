@@ -580,16 +580,23 @@ func (n *Node) failStop(cause error) {
 	n.log.Error("raft log write failed: the node leaves the cluster until it is reopened", "err", cause)
 	// Raft first: its shutdown fails the entries still on their way
 	// (unknown outcome), which the engine's close then waits for. An FSM
-	// held in its apply holds the shutdown: Close waits for it no more
-	// than release does.
+	// held in its apply (a store that does not answer) holds the
+	// shutdown: failStop waits for it raftShutdownGrace at most, or until
+	// the node closes, and then goes on, so that the writes on their way
+	// end (unknown) and the engine stops serving; the shutdown finishes
+	// in the background once the FSM returns.
 	s := n.stopRaft()
+	t := time.NewTimer(raftShutdownGrace)
 	select {
 	case <-s.done:
 		if s.err != nil {
 			n.log.Warn("raft shutdown after a failed log write", "err", s.err)
 		}
 	case <-n.closing:
+	case <-t.C:
+		n.log.Error("raft shutdown after a failed log write held (the FSM's store does not answer): the node stops serving without waiting for it", "grace", raftShutdownGrace)
 	}
+	t.Stop()
 	n.gone.close()
 	// An entry Raft took into its apply buffer but never answered would
 	// hold the engine's close for ever: its wait ends now, unknown.
