@@ -67,8 +67,13 @@ func TestNode_CloseIsBoundedWhileTheFullDiskRetryWaitsForAHeldFSM(t *testing.T) 
 	n, err := Open(dir, &Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true,
 		fullDiskRetry: time.Millisecond,
 		fullDiskRetryHook: func() {
-			if held.Load() {
+			// The first retry waits until the FSM holds its lock in the
+			// held write, and then waits for that lock: a retry that ran
+			// and ended before would prove nothing.
+			select {
+			case <-inWrite:
 				retried()
+			case <-released:
 			}
 		},
 		fsmWriteHook: func(b *store.Batch) error {
