@@ -145,6 +145,9 @@ type fsm struct {
 	// writeHook, when set, is asked before each store write of an
 	// entry's records (tests: a store refusing writes).
 	writeHook func(*store.Batch) error
+	// persistHook, when set, runs as a snapshot's Persist begins (tests:
+	// a store that does not answer Raft's snapshot goroutine).
+	persistHook func()
 
 	restores atomic.Uint64 // snapshots installed
 	offsets  *offsets      // each queue's next offset (under applyMu)
@@ -547,7 +550,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}
 	s := f.current()
-	return &fsmSnapshot{sn: sn, applied: s.applied, clusterID: s.clusterID, log: f.log}, nil
+	return &fsmSnapshot{sn: sn, applied: s.applied, clusterID: s.clusterID, log: f.log, hook: f.persistHook}, nil
 }
 
 // Restore replaces the store with a snapshot. Raft also restores the
@@ -617,6 +620,7 @@ type fsmSnapshot struct {
 	applied   uint64
 	clusterID string
 	log       *slog.Logger
+	hook      func() // fsm.persistHook
 }
 
 // Persist writes the header (the applied index and the cluster ID:
@@ -629,6 +633,9 @@ type fsmSnapshot struct {
 // one does, where failing would keep this node from ever taking a snapshot
 // again, so from compacting its log.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if s.hook != nil {
+		s.hook()
+	}
 	err := func() error {
 		if _, err := sink.Write(appendSnapHeader(nil, snapHeader{applied: s.applied, clusterID: s.clusterID})); err != nil {
 			return err

@@ -273,6 +273,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	n.fsm.awaitLog = n.alog.awaitStored
 	n.fsm.getLog = cache.GetLog
 	n.fsm.writeHook = o.fsmWriteHook
+	n.fsm.persistHook = o.persistHook
 	n.ptrans.clamp = n.alog.storedBound
 	n.ptrans.relay.clusterID = func() string { return n.fsm.current().clusterID }
 	n.ptrans.relay.log = n.log

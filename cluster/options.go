@@ -169,6 +169,9 @@ type Options struct {
 	// passes, before it looks at the engine's tenure (tests: a pass that
 	// is held).
 	reconcileHook func()
+	// persistHook, when set, runs as each snapshot's Persist begins
+	// (tests: a snapshot held by a store that does not answer).
+	persistHook func()
 	// engineOpenHook, when set, runs in startTenure just before the
 	// leader opens its engine (tests: an open held by a store that does
 	// not answer).
