@@ -103,6 +103,10 @@ type Engine struct {
 	// the deletion of its group and its dead-letter topic (holdOffDeletion),
 	// before it queues the dead letter's copy and mark (dlq.go).
 	redriveHeldHook atomic.Pointer[func(group string)]
+	// sendBackHeldHook, set by tests, runs when a SendBack holds the gates
+	// that order it with the deletion of its group and of the group's
+	// topics, before it queues its copy and mark (sendback.go).
+	sendBackHeldHook atomic.Pointer[func(group string)]
 
 	groups *coordinator
 	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)

@@ -138,6 +138,17 @@ func OnRedriveHeld(e *Engine, f func(group string)) {
 	e.redriveHeldHook.Store(&f)
 }
 
+// OnSendBackHeld sets f to run when a SendBack holds the gates that
+// order it with the deletion of its group and of the group's topics,
+// before it queues its copy and mark; nil removes it.
+func OnSendBackHeld(e *Engine, f func(group string)) {
+	if f == nil {
+		e.sendBackHeldHook.Store(nil)
+		return
+	}
+	e.sendBackHeldHook.Store(&f)
+}
+
 // NameGateRefs reports how many deletions, joins and sends hold or wait
 // for the name gate of group name (groupdelete_gate.go).
 func NameGateRefs(e *Engine, name string) int {

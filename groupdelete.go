@@ -51,7 +51,9 @@ const deleteChunk = 512
 // one's, so a removed member's commit under its old grant is refused
 // (ErrFenced). A join under way when the deletion starts (it may have
 // made the group's retry topic already) is waited for: the deletion then
-// finds its member.
+// finds its member. A ctx that ends while the deletion waits for a redrive's
+// send, a SendBack being queued or a join (the group's name gate) ends
+// the wait: nothing is deleted, and the context's error is returned.
 func (e *Engine) DeleteGroup(ctx context.Context, name string, o DeleteGroupOptions) error {
 	return e.deleteGroup(ctx, name, o.Force, time.Time{})
 }
@@ -70,7 +72,11 @@ func (e *Engine) deleteGroup(ctx context.Context, name string, force bool, idleS
 	}
 	// Redrives of the group while the engine does not hold it wait until
 	// it is deleted, topics and all (groupdelete_gate.go).
-	defer e.fenceGroupName(name)()
+	unfence, err := e.fenceGroupName(ctx, name)
+	if err != nil {
+		return fmt.Errorf("equeue: delete group %q: %w", name, err)
+	}
+	defer unfence()
 	found, held, err := e.deleteGroupKeys(ctx, name, force, idleSince)
 	// Until its topics are deleted too, the name is held: no group of it
 	// is made again meanwhile (groupdelete_hold.go).

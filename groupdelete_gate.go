@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // A group's deletion and a redrive's send of one of its dead letters are
@@ -19,7 +20,12 @@ import (
 // before its keys are listed until its topics are gone, and every
 // redrive's send holds it shared (also for a group in memory: one made
 // since such a deletion began has a gate the deletion never takes). The
-// name gate is taken before the group's sbGate.
+// name gate is taken before the group's sbGate. A SendBack holds it
+// shared too, until its copy and mark are queued: DeleteTopic of the
+// group's retry or dead-letter topic takes the name gate, not the
+// group's sbGate, and would otherwise delete the topic and its marks
+// between the SendBack's checks and its write, which would then make the
+// topic again and store a mark of the deleted one.
 //
 // A join holds the gate shared as well, from before it creates the
 // group's retry topic until the group it makes (or finds) is in memory
@@ -30,8 +36,9 @@ import (
 // deletion under way, and a deletion waits for the joins under way and
 // then finds their group (refused with ErrGroupHasMembers unless forced).
 
-// nameGate orders the deletion of a group with the joins of its name and
-// the redrives' sends of its dead letters, whether or not the engine holds
+// nameGate orders the deletion of a group (and of its retry and
+// dead-letter topics) with the joins of its name, its send-backs and the
+// redrives' sends of its dead letters, whether or not the engine holds
 // the group in memory.
 type nameGate struct {
 	mu sync.RWMutex
@@ -70,14 +77,12 @@ func (c *coordinator) dropNameGate(name string, g *nameGate) {
 // unlocks it, once the group's topics are deleted. The writes that sends
 // holding it queued (a redrive that gave up on its context leaves its
 // write queued) are waited for by the deletion's barrier, before it lists
-// the group's keys (deleteGroupKeys), so that it finds their marks.
-func (e *Engine) fenceGroupName(name string) (unfence func()) {
-	g := e.groups.nameGate(name)
-	g.mu.Lock()
-	return func() {
-		g.mu.Unlock()
-		e.groups.dropNameGate(name, g)
-	}
+// the group's keys (deleteGroupKeys), so that it finds their marks. It
+// waits for the sends, joins and deletions holding the gate as long as
+// ctx lets it: one that ctx ends returns ctx's error, the deletion not
+// begun, and leaves the gate to be given back once it is had.
+func (e *Engine) fenceGroupName(ctx context.Context, name string) (unfence func(), err error) {
+	return e.lockNameGate(ctx, name, false, nil)
 }
 
 // shareNameGate holds group name's gate shared for a join, which may
@@ -86,20 +91,34 @@ func (e *Engine) fenceGroupName(name string) (unfence func()) {
 // the waits for a held name (coordinator.holdWaits). A wait that ctx ends
 // leaves the gate to be given back once it is had.
 func (e *Engine) shareNameGate(ctx context.Context, name string) (release func(), err error) {
+	return e.lockNameGate(ctx, name, true, &e.groups.holdWaits)
+}
+
+// lockNameGate locks group name's gate, shared or exclusively, waiting
+// for it as long as ctx lets it; a wait is counted in waits when it is
+// not nil. A wait that ctx ends returns ctx's error and leaves the gate
+// to be given back once it is had. unlock gives the gate back.
+func (e *Engine) lockNameGate(ctx context.Context, name string, shared bool, waits *atomic.Int64) (unlock func(), err error) {
 	c := e.groups
 	g := c.nameGate(name)
+	lock, try, unlockMu := g.mu.Lock, g.mu.TryLock, g.mu.Unlock
+	if shared {
+		lock, try, unlockMu = g.mu.RLock, g.mu.TryRLock, g.mu.RUnlock
+	}
 	give := func() {
-		g.mu.RUnlock()
+		unlockMu()
 		c.dropNameGate(name, g)
 	}
-	if g.mu.TryRLock() {
+	if try() {
 		return give, nil
 	}
-	c.holdWaits.Add(1)
-	defer c.holdWaits.Add(-1)
+	if waits != nil {
+		waits.Add(1)
+		defer waits.Add(-1)
+	}
 	had := make(chan struct{})
 	go func() {
-		g.mu.RLock()
+		lock()
 		close(had)
 	}()
 	select {

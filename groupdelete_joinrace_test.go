@@ -143,7 +143,7 @@ func TestDeleteGroup_WhileAJoinMakesItsRetryTopicLeavesTheGroupItsRetryTopic(t *
 						return true
 					default:
 					}
-					return goroutineIn("fenceGroupName", "sync.(*RWMutex).Lock") // it waits for the join
+					return goroutineIn("lockNameGate", "sync.(*RWMutex).Lock") // it waits for the join (fenceGroupName)
 				}, "the deletion reaches the group's topics or waits for the join")
 
 				letGo()

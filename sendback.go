@@ -117,14 +117,27 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if err != nil {
 		return SendBackResult{}, err
 	}
-	// Until the write is queued, hold the gate that a reset or the group's
-	// deletion closes to see every mark (fenceSendBacks), and check the
-	// grant again under it: such a change fences grants first.
+	// Until the write is queued, hold the group's name gate, which the
+	// deletion of the group or of its retry or dead-letter topic closes
+	// (groupdelete_gate.go: DeleteTopic takes no sbGate, and would
+	// otherwise delete the retry topic and its marks in between, the
+	// write then making the topic again and storing a mark of the deleted
+	// one), and the gate that a reset or the group's deletion closes to
+	// see every mark (fenceSendBacks); check the grant again under them:
+	// such a change fences grants first.
+	unlockName, err := e.lockNameGate(ctx, req.Group, true, nil)
+	if err != nil {
+		return SendBackResult{}, err
+	}
 	g.sbGate.RLock()
 	gated := true
+	ungate := func() {
+		g.sbGate.RUnlock()
+		unlockName()
+	}
 	defer func() {
 		if gated {
-			g.sbGate.RUnlock()
+			ungate()
 		}
 	}()
 	committed, err := g.ownsStill(req.Member, grant, key)
@@ -178,9 +191,12 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if !req.DeadLetter && req.Delay > 0 {
 		d.DeliverAt = time.Now().Add(min(req.Delay, e.opts.MaxDelay))
 	}
+	if h := e.sendBackHeldHook.Load(); h != nil {
+		(*h)(req.Group)
+	}
 	start := time.Now()
 	c, queued, err := e.queueSendBack(allowInternal(ctx, target), g, ref, mark, d)
-	g.sbGate.RUnlock()
+	ungate()
 	gated = false
 	if err == nil {
 		err = c.wait(ctx)

@@ -577,14 +577,19 @@ func (e *Engine) settleClosedQueue(ctx context.Context, q *queue) {
 // deletion and its redrives as DeleteGroup is (groupdelete_gate.go): it
 // waits for a redrive's send under way, and deletes its redriven mark
 // with the topic; the redrive's next send then stops with
-// ErrTopicNotFound.
+// ErrTopicNotFound. A ctx that ends during that wait ends it: the topic
+// is left as it was, and the context's error is returned.
 func (e *Engine) DeleteTopic(ctx context.Context, name string) error {
 	if group, ok := groupOfTopic(name); ok && ValidateName(group) == nil {
 		if err := e.enter(ctx); err != nil {
 			return err
 		}
 		defer e.leave()
-		defer e.fenceGroupName(group)()
+		unfence, err := e.fenceGroupName(ctx, group)
+		if err != nil {
+			return fmt.Errorf("equeue: delete topic %q: %w", name, err)
+		}
+		defer unfence()
 	}
 	return e.deleteTopic(ctx, name, nil)
 }
