@@ -152,6 +152,9 @@ type Engine struct {
 	// redrivenRewrites numbers the sound marks written over lost ones
 	// (rewroteRedriven).
 	redrivenRewrites atomic.Uint64
+	// redrivenRewriteHook, set by tests, runs when rewroteRedriven has
+	// found the note of a lost mark, before it updates it.
+	redrivenRewriteHook atomic.Pointer[func()]
 	// redrivenForgets numbers the deletions of redriven marks whose notes
 	// were dropped (forgetLostRedriven).
 	redrivenForgets atomic.Uint64

@@ -149,11 +149,25 @@ func (e *Engine) noteLostRedriven(key []byte, why error, read, forgets uint64) {
 // does not count the loss again, while one after it that finds the mark
 // lost once more does. An entry stays for each lost mark written over, as
 // few as the redrives that named them, until the mark is deleted
-// (forgetLostRedriven).
+// (forgetLostRedriven). The entry is only swapped, never stored anew: a
+// deletion that dropped it since it was read (a trim of the dead letter,
+// which the redrive does not hold off) leaves it dropped, and a read or
+// rewrite that changed it since gets it read again, so the number kept
+// only grows.
 func (e *Engine) rewroteRedriven(key []byte) {
 	k := string(key)
-	if _, ok := e.lostRedriven.Load(k); ok {
-		e.lostRedriven.Store(k, e.redrivenRewrites.Add(1))
+	for {
+		v, ok := e.lostRedriven.Load(k)
+		if !ok {
+			return
+		}
+		n := e.redrivenRewrites.Add(1)
+		if h := e.redrivenRewriteHook.Load(); h != nil {
+			(*h)()
+		}
+		if e.lostRedriven.CompareAndSwap(k, v, n) {
+			return
+		}
 	}
 }
 
