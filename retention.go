@@ -44,7 +44,13 @@ func (p RetentionPolicy) withDefaults() RetentionPolicy {
 
 // RetentionResult reports one retention pass.
 type RetentionResult struct {
-	// Deleted counts messages deleted.
+	// Deleted counts the messages the pass's own cuts deleted: those
+	// below the watermarks it moved, and those of a cut of an earlier
+	// pass whose delete failed, once they are deleted (each is counted
+	// once). What the pass deletes that a topic limit's trim
+	// (OverflowDropOldest) cut and failed to delete, or that was found
+	// below a watermark at open, is the trim's or the crash's: deleted,
+	// but not counted here.
 	Deleted int64
 	// Queues counts queues whose low watermark moved.
 	Queues int
@@ -166,11 +172,16 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 // what the groups counting for t have not consumed. t.retain.mu must be
 // held.
 func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Time, oversize bool, floors *floorView, res *RetentionResult) error {
-	n, err := e.sweep(q)
-	res.Deleted += n
+	// What earlier cuts left below the watermark goes first: retention's
+	// own are counted now (each once), a trim's are not retention's.
+	swept, err := e.sweep(q)
 	if err != nil {
 		return err
 	}
+	if swept > 0 {
+		e.reclaimPending.Store(true) // this pass gives their space back
+	}
+	res.Deleted += t.retain.takeOwed(q.id)
 	min, next, _ := q.bounds()
 	cutoff := min
 	if p.MaxAge > 0 {
@@ -205,7 +216,7 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 	if cutoff <= min {
 		return nil
 	}
-	if err := e.deleteBelow(q, min, cutoff, &hold); err != nil {
+	if err := e.deleteBelow(q, min, cutoff, lost.held(min, cutoff), &hold); err != nil {
 		return err
 	}
 	res.Deleted += lost.held(min, cutoff)
@@ -214,10 +225,11 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 }
 
 // deleteBelow raises q's low watermark to cutoff, then deletes the records
-// below. If the delete fails, the range is remembered for the next pass.
+// below, n messages. If the delete fails, the range is remembered for the
+// next pass, which counts the n messages once it deleted them (owe).
 // hold is released once the watermark moved, before the records are
 // deleted. q.topic.retain.mu must be held.
-func (e *Engine) deleteBelow(q *queue, min, cutoff int64, hold *floorHold) error {
+func (e *Engine) deleteBelow(q *queue, min, cutoff, n int64, hold *floorHold) error {
 	var cut int64 // bytes of the records cut, for a topic's MaxBytes
 	counted := q.bytes.known.Load() && q.topic.maxBytesOf() > 0
 	if counted {
@@ -240,11 +252,13 @@ func (e *Engine) deleteBelow(q *queue, min, cutoff int64, hold *floorHold) error
 		// The watermark may not be durable: delete nothing yet, the next
 		// pass (or open) does.
 		q.topic.retain.unswept(q.id, min)
+		q.topic.retain.owe(q.id, n)
 		return notDurable(err, "watermark of %s/%d", q.topic.name, q.id)
 	}
 	e.deleteRedrivenBelow(q, cutoff)
 	if err := e.st.DeleteRange(q.key, uint64(min), uint64(cutoff)); err != nil {
 		q.topic.retain.unswept(q.id, min)
+		q.topic.retain.owe(q.id, n)
 		return fmt.Errorf("equeue: delete %s/%d below %d: %w", q.topic.name, q.id, cutoff, err)
 	}
 	return nil
@@ -271,6 +285,31 @@ type retainState struct {
 	// pending maps a queue ID to the lowest offset that may still be
 	// stored below the queue's low watermark, after a delete failed.
 	pending map[int]int64
+	// owed maps a queue ID to the messages of retention's cuts that a
+	// failed delete left, not yet counted in a RetentionResult: a trim's
+	// leftovers are in pending only.
+	owed map[int]int64
+}
+
+// owe notes that n messages of a retention cut of queue q are left to
+// count once deleted. mu must be held.
+func (r *retainState) owe(q int, n int64) {
+	if n <= 0 {
+		return
+	}
+	if r.owed == nil {
+		r.owed = map[int]int64{}
+	}
+	r.owed[q] += n
+}
+
+// takeOwed returns the messages of retention's cuts of queue q left
+// uncounted, and forgets them: the caller has deleted what was left
+// below q's watermark. mu must be held.
+func (r *retainState) takeOwed(q int) int64 {
+	n := r.owed[q]
+	delete(r.owed, q)
+	return n
 }
 
 // unswept notes that q's records from offset from up to the watermark may
