@@ -444,6 +444,9 @@ func brokerAnswer(err error) bool {
 	if streamReset(st) {
 		return false
 	}
+	if headersRefused(st) {
+		return true // refused before it left the client: nothing was done
+	}
 	switch st.Code() {
 	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.Internal, codes.Unknown:
 		return false

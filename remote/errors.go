@@ -221,6 +221,12 @@ func fromStatus(err error) error {
 			} else {
 				e.errs = []error{ErrBusy}
 			}
+		case codes.Internal:
+			if headersRefused(st) {
+				// Refused by the client's transport before it left:
+				// nothing was done, and sent again it is refused again.
+				e.errs = []error{equeue.ErrInvalidArgument}
+			}
 		case codes.Canceled:
 			e.errs = []error{context.Canceled}
 		case codes.DeadlineExceeded:

@@ -131,9 +131,12 @@ func (rs *resetServer) serve(c net.Conn) {
 // resetCodes are the RST_STREAM codes a peer may end a call with; gRPC
 // reports FLOW_CONTROL_ERROR and ENHANCE_YOUR_CALM as ResourceExhausted,
 // the code of its own message size limits, INADEQUATE_SECURITY as
-// PermissionDenied and CANCEL as Canceled.
+// PermissionDenied and CANCEL as Canceled. FRAME_SIZE_ERROR, Internal, is
+// what a broker resets a call with when its headers are over the broker's
+// bound: from a proxy, after it passed the request on, it says nothing of
+// whether the request ran.
 var resetCodes = []http2.ErrCode{http2.ErrCodeFlowControl, http2.ErrCodeEnhanceYourCalm, http2.ErrCodeInternal,
-	http2.ErrCodeProtocol, http2.ErrCodeInadequateSecurity, http2.ErrCodeCancel}
+	http2.ErrCodeProtocol, http2.ErrCodeInadequateSecurity, http2.ErrCodeCancel, http2.ErrCodeFrameSize}
 
 // A send whose stream was reset after its request left the client may be
 // stored: it is ErrIndeterminate, on the stream and as a unary call, never
@@ -175,7 +178,7 @@ func TestStreamReset_CallIsUnavailable(t *testing.T) {
 // answers gRPC's code for the reset stands for elsewhere.
 func assertNotMisread(t *testing.T, err error) {
 	t.Helper()
-	for _, wrong := range []error{equeue.ErrMessageTooLarge, remote.ErrBusy, remote.ErrPermissionDenied, context.Canceled} {
+	for _, wrong := range []error{equeue.ErrMessageTooLarge, remote.ErrBusy, remote.ErrPermissionDenied, context.Canceled, equeue.ErrInvalidArgument} {
 		assert.NotErrorIs(t, err, wrong, "%v", err)
 	}
 }
