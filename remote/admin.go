@@ -124,6 +124,9 @@ func (c *Client) SetQueueWritable(ctx context.Context, name string, queueID int,
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
+	if err := checkQueue(name, queueID); err != nil {
+		return err
+	}
 	return c.change(ctx, func(ctx context.Context) error {
 		_, err := c.api.SetQueueWritable(ctx, &pb.SetQueueWritableRequest{Name: name, Queue: toInt32(queueID), Writable: writable})
 		return err
@@ -193,6 +196,9 @@ func (c *Client) ResetOffsets(ctx context.Context, group string, req equeue.Rese
 	}
 	in := &pb.ResetOffsetsRequest{Group: group, To: pb.ResetTarget(req.To), TimeUnixNano: startNanos(req.Time)}
 	for ref, off := range req.Offsets {
+		if err := checkQueue(ref.Topic, ref.Queue); err != nil {
+			return err
+		}
 		in.Offsets = append(in.Offsets, &pb.QueueOffset{Topic: ref.Topic, Queue: toInt32(ref.Queue), Offset: off})
 	}
 	return c.change(ctx, func(ctx context.Context) error {

@@ -463,6 +463,9 @@ func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.Pull
 	if req == nil {
 		return equeue.PullResult{}, fmt.Errorf("%w: nil pull request", equeue.ErrInvalidArgument)
 	}
+	if err := checkQueue(req.Topic, req.Queue); err != nil {
+		return equeue.PullResult{}, err
+	}
 	// Each call bounds itself when it starts (longPoll): a call before
 	// the long-poll (reading ahead) takes nothing off the long-poll's time.
 	var res equeue.PullResult
@@ -589,6 +592,9 @@ func (c *Client) ReleaseQueues(ctx context.Context, group, member string, queues
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
+	if err := checkGrants(queues); err != nil {
+		return err
+	}
 	_, err := c.api.ReleaseQueues(ctx, &pb.ReleaseQueuesRequest{Group: group, Member: member, Queues: grantsToPB(queues)})
 	if err != nil {
 		return c.fail(err)
@@ -603,6 +609,11 @@ func (c *Client) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) e
 	}
 	if req == nil {
 		return fmt.Errorf("%w: nil commit request", equeue.ErrInvalidArgument)
+	}
+	for _, o := range req.Offsets {
+		if err := checkQueue(o.Topic, o.Queue); err != nil {
+			return err
+		}
 	}
 	in := &pb.CommitOffsetsRequest{Group: req.Group, Member: req.Member, Offsets: make([]*pb.OffsetCommit, len(req.Offsets))}
 	for i, o := range req.Offsets {
@@ -638,6 +649,9 @@ func (c *Client) FetchOffsets(ctx context.Context, group, member string, queues 
 	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
+	if err := checkGrants(queues); err != nil {
+		return nil, err
+	}
 	resp, err := c.api.FetchOffsets(ctx, &pb.FetchOffsetsRequest{Group: group, Member: member, Queues: grantsToPB(queues)})
 	if err != nil {
 		return nil, c.fail(err)
@@ -669,6 +683,9 @@ func (c *Client) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equ
 	}
 	if req == nil {
 		return equeue.SendBackResult{}, fmt.Errorf("%w: nil send-back request", equeue.ErrInvalidArgument)
+	}
+	if err := checkQueue(req.Grant.Topic, req.Grant.Queue); err != nil {
+		return equeue.SendBackResult{}, err
 	}
 	var resp *pb.SendBackResponse
 	if err := c.change(ctx, func(ctx context.Context) error {
