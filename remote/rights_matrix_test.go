@@ -60,6 +60,11 @@ var documentedRights = map[string]remote.Rights{
 	"EngineStats":      remote.RightAdmin,
 }
 
+// wholeEngineOnly are the methods that answer only a token of the whole
+// engine: one scoped to a namespace is refused them (PermissionDenied)
+// whatever its rights, as they read what every namespace shares.
+var wholeEngineOnly = map[string]bool{"EngineStats": true}
+
 // matrixToken is a token of the rights matrix: its rights, and whether the
 // server scopes it to a namespace.
 type matrixToken struct {
@@ -223,7 +228,7 @@ func TestRights_EveryMethodAnswersAsDocumented(t *testing.T) {
 				// The stream opens; its append to an ordinary topic is Append's.
 				want = documentedRights["Append"]
 			}
-			if tok.rights&want != 0 {
+			if tok.rights&want != 0 && !(tok.scoped && wholeEngineOnly[string(m.Name())]) {
 				assert.NotContains(t, []codes.Code{codes.PermissionDenied, codes.Unauthenticated}, code,
 					"%s by %s (%s) is allowed: %v", m.Name(), tok.name, tok.rights, err)
 			} else {

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -12,11 +13,18 @@ import (
 
 // Engine-wide counters over the wire (equeue.Engine.Stats), an admin read
 // that `equeue stats --server` and the web console show. Tokens need
-// RightAdmin.
+// RightAdmin, and a token of the whole engine: one scoped to a namespace
+// is refused (ErrPermissionDenied), the counters being every namespace's.
 
 func (v *service) EngineStats(ctx context.Context, _ *pb.EngineStatsRequest) (*pb.EngineStatsResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if ns, ok := v.e.(*equeue.Namespace); ok {
+		// The counters are the whole engine's, every namespace's together:
+		// a token scoped to one may not read them, as /metrics refuses it.
+		return nil, toStatus(fmt.Errorf("%w: engine stats are the whole engine's; the token is scoped to namespace %q",
+			ErrPermissionDenied, ns.Name()))
 	}
 	var st equeue.Stats
 	switch b := v.e.(type) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/internal/crashsim"
@@ -135,3 +136,24 @@ func TestClient_EngineStatsCarriesEveryField(t *testing.T) {
 type fixedEngineStats struct{ fixedStats }
 
 func (f fixedEngineStats) EngineStats(context.Context) (equeue.Stats, error) { return f.st, nil }
+
+// The engine's counters and store size are the whole engine's, every
+// namespace's together, and no namespace has counters of its own: a token
+// scoped to a namespace, even with the admin right, is refused them with
+// ErrPermissionDenied (gRPC PermissionDenied), as /metrics refuses it,
+// while the whole engine's admin token reads them. Before, the scoped call
+// was answered Unimplemented, which read as an older broker.
+func TestClient_EngineStatsRefuseANamespaceToken(t *testing.T) {
+	ctx := ctxT(t)
+	e := openEngine(t, nil)
+	s := namespaceServer(t, e)
+	_, err := dial(t, s.addr, &remote.ClientOptions{Token: "tok-a"}).EngineStats(ctx)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, remote.ErrPermissionDenied, "%v", err)
+	assert.Equal(t, codes.PermissionDenied, grpcCode(err), "%v", err)
+	assert.Contains(t, err.Error(), "tenant-a")
+
+	got, err := dial(t, s.addr, &remote.ClientOptions{Token: "tok-root"}).EngineStats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, e.Stats(), got)
+}
