@@ -116,6 +116,9 @@ type Badger struct {
 	space *spaceGuard
 	// gcNeed bounds what one value-log GC round writes (gcRound).
 	gcNeed int64
+	// loadCommit, when set (by tests), commits each transaction of a
+	// Restore's load in place of txn.Commit.
+	loadCommit func(txn *badger.Txn) error
 	// restores counts the Restores begun (each under dropMu): a snapshot
 	// taken before one is not written out (BadgerSnapshot.WriteTo).
 	restores atomic.Uint64

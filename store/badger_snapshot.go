@@ -308,15 +308,12 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	if err := s.syncAll(); err != nil {
 		return fmt.Errorf("store: restore: sync: %w", err)
 	}
-	wb := s.db.NewWriteBatch() // commits whenever a transaction fills up
-	// One commit at a time: a commit waits until the one before it is
-	// done, and fails with its error. With several in flight, a commit
-	// whose memtable rotation failed would have ones behind it already
-	// sent, and Badger's commit of those meets the missing memtable with
-	// log.Fatal; one at a time, the failed commit is the last, and
-	// failedCommit marks the store.
-	wb.SetMaxPendingTxns(1)
-	defer wb.Cancel()
+	// One commit at a time, each waited for (badger_restoreload.go): with
+	// a commit sent behind one whose memtable rotation failed, Badger's
+	// commit of it would meet the missing memtable with log.Fatal; here
+	// the failed commit is the last, and failedCommit marks the store.
+	load := newRestoreLoad(s)
+	defer load.cancel()
 	// Snapshots hold no end marks (WriteTo copies the record and metadata
 	// spaces): the queues' segments loaded into the value log get theirs.
 	marks := make(map[QueueID]uint64)
@@ -360,8 +357,8 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 			}
 			pending = 0
 		}
-		if err := wb.Set(key, val); err != nil {
-			return fmt.Errorf("store: restore: %w", s.failedCommit(err))
+		if err := load.set(key, val); err != nil {
+			return fmt.Errorf("store: restore: %w", err)
 		}
 		if key[0] == recordSpace {
 			if n, err := segmentCount(val); err == nil && s.needsEndMark(len(val), n) {
@@ -371,12 +368,12 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 		}
 	}
 	for q, end := range marks {
-		if err := wb.Set(endMarkKey(q), binary.BigEndian.AppendUint64(make([]byte, 0, endMarkLen), end)); err != nil {
-			return fmt.Errorf("store: restore: %w", s.failedCommit(err))
+		if err := load.set(endMarkKey(q), binary.BigEndian.AppendUint64(make([]byte, 0, endMarkLen), end)); err != nil {
+			return fmt.Errorf("store: restore: %w", err)
 		}
 	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("store: restore: %w", s.failedCommit(err))
+	if err := load.commit(); err != nil {
+		return fmt.Errorf("store: restore: %w", err)
 	}
 	// The snapshot durable first, then the mark's deletion: the load went
 	// through memtables set aside since, whose logs Badger's Sync leaves
