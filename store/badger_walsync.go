@@ -125,7 +125,7 @@ func (w *walSync) exists(fid int) (bool, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	return err == nil, err
+	return err == nil, syncIncomplete(err)
 }
 
 // rotated reports whether the quick check shows a memtable created since
@@ -205,14 +205,20 @@ func (w *walSync) listDue() bool {
 }
 
 // relist lists the directory and flushes every log from the last look's
-// newest on: all but the newest now, or all with it when withNewest.
-func (w *walSync) relist(withNewest bool) error {
+// newest on: all but the newest now, or all with it when withNewest. When
+// it fails, the next Sync lists the directory again.
+func (w *walSync) relist(withNewest bool) (err error) {
 	w.stale.Store(false)
 	w.written.Store(0)
 	w.scan = time.Now()
+	defer func() {
+		if err != nil {
+			w.stale.Store(true)
+		}
+	}()
 	fids, err := w.listLogs()
 	if err != nil {
-		return err
+		return syncIncomplete(err)
 	}
 	if len(fids) == 0 {
 		if withNewest {
@@ -251,7 +257,7 @@ func (w *walSync) flushLog(fid int) error {
 	}
 	f, err := os.Open(w.path(fid))
 	if err != nil {
-		return err
+		return syncIncomplete(err)
 	}
 	if w.file != nil {
 		_ = w.file.Close() // opened read-only: nothing to lose
@@ -275,7 +281,7 @@ func (w *walSync) close() {
 func fsyncFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return syncIncomplete(err)
 	}
 	err = f.Sync()
 	if cerr := f.Close(); err == nil {

@@ -485,7 +485,9 @@ func writeError(err error, rewrote int) error {
 // moved), every later Sync fails with that first failure until the store
 // is opened again: the OS may have dropped the pages it could not write,
 // and a later fsync that succeeds would not write them again (see
-// failedSync).
+// failedSync). A Sync that stopped before any fsync failed (it could not
+// list the directory or open a memtable log) fails with an error matching
+// ErrSyncIncomplete and leaves later Syncs free to succeed.
 func (s *Badger) Sync() error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -544,9 +546,11 @@ func (s *Badger) syncAll() error {
 }
 
 // noteSync returns err, the outcome of an fsync of the store, and keeps
-// the first failure for failedSync.
+// the first failure for failedSync. A Sync that stopped before its fsyncs
+// (ErrSyncIncomplete: a log it could not list or open) lost no page, and
+// is not kept: the next Sync tries again.
 func (s *Badger) noteSync(err error) error {
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrSyncIncomplete) {
 		s.syncFailed.CompareAndSwap(nil, &err)
 	}
 	return err
