@@ -101,12 +101,16 @@ func (e *Engine) listGroups(ctx context.Context, keep func(name string) bool) ([
 	return out, nil
 }
 
-// Group describes one consumer group.
+// Group describes one consumer group. A bad group name gets
+// ErrInvalidName, an unknown group ErrGroupNotFound.
 func (e *Engine) Group(ctx context.Context, name string) (GroupInfo, error) {
 	if err := e.enter(ctx); err != nil {
 		return GroupInfo{}, err
 	}
 	defer e.leave()
+	if err := ValidateName(name); err != nil { // whether or not such a group exists
+		return GroupInfo{}, err
+	}
 	return e.groupInfo(name)
 }
 

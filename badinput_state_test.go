@@ -26,6 +26,9 @@ type badInputTarget interface {
 	DeadLetters(ctx context.Context, group string, from int64, max int) ([]equeue.DLQEntry, error)
 	Delayed(ctx context.Context, max int) (equeue.DelayedInfo, error)
 	DeleteGroup(ctx context.Context, name string, o equeue.DeleteGroupOptions) error
+	DeleteTopic(ctx context.Context, name string) error
+	FetchOffsets(ctx context.Context, group, member string, queues []equeue.Grant) ([]equeue.OffsetCommit, error)
+	Group(ctx context.Context, name string) (equeue.GroupInfo, error)
 	GroupOffsets(ctx context.Context, group string) (map[equeue.QueueRef]int64, error)
 	Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error)
 	JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error)
@@ -34,10 +37,13 @@ type badInputTarget interface {
 	ListDeadLetters(ctx context.Context, group string, req equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error)
 	Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error)
 	Redrive(ctx context.Context, group string, req equeue.RedriveRequest) (int, error)
+	ReleaseQueues(ctx context.Context, group, member string, queues []equeue.Grant) error
 	ResetOffsets(ctx context.Context, group string, req equeue.ResetRequest) error
 	Route(ctx context.Context, topic string) (equeue.Route, error)
 	SendBack(ctx context.Context, req *equeue.SendBackRequest) (equeue.SendBackResult, error)
+	SetQueueWritable(ctx context.Context, name string, queueID int, writable bool) error
 	SetTopicLimits(ctx context.Context, name string, l equeue.TopicLimits) error
+	Topic(ctx context.Context, name string) (equeue.TopicInfo, error)
 	WaitAny(ctx context.Context, pulls []*equeue.PullRequest, wait time.Duration) error
 }
 
@@ -85,6 +91,58 @@ func badInputCases() []badInputCase {
 			_, err := b.SendBack(ctx, &equeue.SendBackRequest{Group: bad, Member: "m", Grant: grant0})
 			return err
 		})
+		add("Group of "+bad, equeue.ErrInvalidName, func(ctx context.Context, b badInputTarget) error { _, err := b.Group(ctx, bad); return err })
+		add("ResetOffsets of "+bad, equeue.ErrInvalidName, func(ctx context.Context, b badInputTarget) error {
+			return b.ResetOffsets(ctx, bad, equeue.ResetRequest{To: equeue.ResetToEarliest})
+		})
+		add("Heartbeat of "+bad, equeue.ErrInvalidName, func(ctx context.Context, b badInputTarget) error {
+			_, err := b.Heartbeat(ctx, &equeue.HeartbeatRequest{Group: bad, Member: "m"})
+			return err
+		})
+		add("LeaveGroup of "+bad, equeue.ErrInvalidName, func(ctx context.Context, b badInputTarget) error {
+			return b.LeaveGroup(ctx, &equeue.LeaveRequest{Group: bad, Member: "m"})
+		})
+		add("CommitOffsets of "+bad, equeue.ErrInvalidName, func(ctx context.Context, b badInputTarget) error {
+			return b.CommitOffsets(ctx, &equeue.CommitRequest{Group: bad, Member: "m", Offsets: []equeue.OffsetCommit{{Grant: grant0}}})
+		})
+		add("FetchOffsets of "+bad, equeue.ErrInvalidName, func(ctx context.Context, b badInputTarget) error {
+			_, err := b.FetchOffsets(ctx, bad, "m", []equeue.Grant{grant0})
+			return err
+		})
+		add("ReleaseQueues of "+bad, equeue.ErrInvalidName, func(ctx context.Context, b badInputTarget) error {
+			return b.ReleaseQueues(ctx, bad, "m", []equeue.Grant{grant0})
+		})
+		if bad != "" { // a pull of no group is a plain pull
+			add("Pull of group "+bad, equeue.ErrInvalidName, func(ctx context.Context, b badInputTarget) error {
+				_, err := b.Pull(ctx, &equeue.PullRequest{Topic: "t", Group: bad, Member: "m", Max: 1})
+				return err
+			})
+		}
+	}
+	// Topic names: %DLQ%g names a topic the engine may have.
+	for _, bad := range []string{"", "a b", "%DLQ%a b", "%RETRY%"} {
+		wantTopic := equeue.ErrInvalidName
+		add("Topic of "+bad, wantTopic, func(ctx context.Context, b badInputTarget) error { _, err := b.Topic(ctx, bad); return err })
+		add("DeleteTopic of "+bad, wantTopic, func(ctx context.Context, b badInputTarget) error { return b.DeleteTopic(ctx, bad) })
+		add("SetQueueWritable of "+bad, wantTopic, func(ctx context.Context, b badInputTarget) error { return b.SetQueueWritable(ctx, bad, 0, false) })
+		add("SetTopicLimits of "+bad, wantTopic, func(ctx context.Context, b badInputTarget) error {
+			return b.SetTopicLimits(ctx, bad, equeue.TopicLimits{MaxMessages: 1})
+		})
+		add("AddQueues of "+bad, wantTopic, func(ctx context.Context, b badInputTarget) error { return b.AddQueues(ctx, bad, 1) })
+		wantAppend := wantTopic
+		if strings.HasPrefix(bad, "%") {
+			wantAppend = equeue.ErrInternalTopic
+		}
+		add("Append to "+bad, wantAppend, func(ctx context.Context, b badInputTarget) error {
+			_, err := b.Append(ctx, &equeue.AppendRequest{Topic: bad, Messages: one})
+			return err
+		})
+		add("Pull of topic "+bad, wantTopic, func(ctx context.Context, b badInputTarget) error {
+			_, err := b.Pull(ctx, &equeue.PullRequest{Topic: bad, Max: 1})
+			return err
+		})
+	}
+	for _, bad := range []string{"", "a b", "%DLQ%g"} {
 		wantRoute := equeue.ErrInvalidName
 		if strings.HasPrefix(bad, "%") {
 			wantRoute = equeue.ErrInternalTopic

@@ -800,8 +800,9 @@ func (c *coordinator) checkIncarnation(g *group, req *JoinRequest) error {
 // of the group that leaves the member's answer as it was (another member
 // joining, leaving or handing over queues of others) does not answer it.
 // A nil request, a negative Wait or a member ID JoinGroup would refuse
-// gets ErrInvalidArgument, whether or not the group exists; then an
-// unknown group gets ErrGroupNotFound and a member not in it ErrNotMember.
+// gets ErrInvalidArgument and a bad group name ErrInvalidName, whether or
+// not the group exists; then an unknown group gets ErrGroupNotFound and a
+// member not in it ErrNotMember.
 //
 // Broker seam: Consumers and PullConsumers call it; applications do not.
 func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignment, error) {
@@ -811,6 +812,9 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	defer e.leave()
 	if req == nil || req.Wait < 0 {
 		return Assignment{}, fmt.Errorf("%w: bad heartbeat request", ErrInvalidArgument)
+	}
+	if err := ValidateName(req.Group); err != nil { // whether or not the group exists
+		return Assignment{}, err
 	}
 	if err := validateMemberID(req.Member); err != nil { // whether or not the group exists
 		return Assignment{}, err
@@ -878,8 +882,8 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 // Whatever it answers, a join of the incarnation it names is refused for
 // SessionTimeout after it (see JoinGroup): one sent before the leave
 // must not add the member again. A nil request or a member ID JoinGroup
-// would refuse gets ErrInvalidArgument, whether or not the group exists;
-// then an unknown group gets ErrGroupNotFound and a member not in it
+// would refuse gets ErrInvalidArgument and a bad group name
+// ErrInvalidName, whether or not the group exists; then an unknown group gets ErrGroupNotFound and a member not in it
 // ErrNotMember.
 //
 // Broker seam: Consumer.Close and PullConsumer.Close call it;
@@ -891,6 +895,9 @@ func (e *Engine) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 	defer e.leave()
 	if req == nil {
 		return fmt.Errorf("%w: nil leave request", ErrInvalidArgument)
+	}
+	if err := ValidateName(req.Group); err != nil { // whether or not the group exists
+		return err
 	}
 	if err := validateMemberID(req.Member); err != nil { // whether or not the group exists
 		return err
@@ -914,9 +921,9 @@ func (e *Engine) LeaveGroup(ctx context.Context, req *LeaveRequest) error {
 }
 
 // ReleaseQueues gives up queues so that their new owners can start. A
-// member ID JoinGroup would refuse gets ErrInvalidArgument, whether or not
-// the group exists; then an unknown group gets ErrGroupNotFound and a
-// member not in it ErrNotMember. Queues the member does not hold under
+// member ID JoinGroup would refuse gets ErrInvalidArgument and a bad group
+// name ErrInvalidName, whether or not the group exists; then an unknown
+// group gets ErrGroupNotFound and a member not in it ErrNotMember. Queues the member does not hold under
 // the epoch given are passed by.
 //
 // Broker seam: Consumers and PullConsumers call it on a handover;
@@ -926,6 +933,9 @@ func (e *Engine) ReleaseQueues(ctx context.Context, groupName, memberID string, 
 		return err
 	}
 	defer e.leave()
+	if err := ValidateName(groupName); err != nil { // whether or not the group exists
+		return err
+	}
 	if err := validateMemberID(memberID); err != nil { // whether or not the group exists
 		return err
 	}

@@ -81,6 +81,8 @@ func TestModel_RandomCalls(t *testing.T) {
 				switch {
 				case n == 0: // checked before the topic is looked up
 					want(rt, err, equeue.ErrInvalidArgument)
+				case topic == "bad name": // checked before the topic is looked up
+					want(rt, err, equeue.ErrInvalidName)
 				case !exists:
 					want(rt, err, equeue.ErrTopicNotFound)
 				default:
@@ -89,7 +91,9 @@ func TestModel_RandomCalls(t *testing.T) {
 				}
 			case 3: // delete
 				err := e.DeleteTopic(ctx, topic)
-				if _, exists := model[topic]; exists {
+				if topic == "bad name" {
+					want(rt, err, equeue.ErrInvalidName)
+				} else if _, exists := model[topic]; exists {
 					want(rt, err, nil)
 					delete(model, topic)
 				} else {
@@ -99,7 +103,11 @@ func TestModel_RandomCalls(t *testing.T) {
 				qs, exists := model[topic]
 				if !exists {
 					_, err := e.Pull(ctx, &equeue.PullRequest{Topic: topic})
-					want(rt, err, equeue.ErrTopicNotFound)
+					if topic == "bad name" {
+						want(rt, err, equeue.ErrInvalidName)
+					} else {
+						want(rt, err, equeue.ErrTopicNotFound)
+					}
 					continue
 				}
 				q := rapid.IntRange(0, len(qs)-1).Draw(rt, "queue")

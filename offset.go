@@ -95,8 +95,8 @@ func (g *group) ofModel(k offsetKey) bool { return (k.member != "") == (g.model 
 // stored. An offset below the queue's first (one retention passed) is
 // stored: a pull from it starts at the first. The engine's view changes
 // only after the store write returned. A nil request or a member ID
-// JoinGroup would refuse gets ErrInvalidArgument, whether or not the group
-// exists; then an unknown group gets ErrGroupNotFound and a member not in
+// JoinGroup would refuse gets ErrInvalidArgument and a bad group name
+// ErrInvalidName, whether or not the group exists; then an unknown group gets ErrGroupNotFound and a member not in
 // it ErrNotMember.
 //
 // Broker seam: Consumers commit through it (PullConsumer.Commit for
@@ -109,6 +109,9 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	defer e.leave()
 	if req == nil {
 		return fmt.Errorf("%w: nil commit request", ErrInvalidArgument)
+	}
+	if err := ValidateName(req.Group); err != nil { // whether or not the group exists
+		return err
 	}
 	if err := validateMemberID(req.Member); err != nil { // whether or not the group exists
 		return err
@@ -493,9 +496,9 @@ func (c *coordinator) snapshot() []*group {
 // refused one did) is answered as the end, where a pull from it would
 // start, so that the member's commits from there are not refused.
 //
-// A member ID JoinGroup would refuse gets ErrInvalidArgument, whether or
-// not the group exists; then an unknown group gets ErrGroupNotFound and a
-// member not in it ErrNotMember.
+// A member ID JoinGroup would refuse gets ErrInvalidArgument and a bad
+// group name ErrInvalidName, whether or not the group exists; then an
+// unknown group gets ErrGroupNotFound and a member not in it ErrNotMember.
 //
 // Broker seam: Consumers and PullConsumers call it when granted a
 // queue; to read a group's offsets, use Group.
@@ -504,6 +507,9 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 		return nil, err
 	}
 	defer e.leave()
+	if err := ValidateName(groupName); err != nil { // whether or not the group exists
+		return nil, err
+	}
 	if err := validateMemberID(memberID); err != nil { // whether or not the group exists
 		return nil, err
 	}
@@ -747,8 +753,8 @@ type ResetRequest struct {
 // subscriptions (CommitGroupOffsets), the queues it has offsets of.
 //
 // An unknown req.To, or a negative offset in req.Offsets (with
-// ResetToOffsets), is refused with ErrInvalidArgument whether or not the
-// group exists; then an unknown group gets ErrGroupNotFound, a queue that
+// ResetToOffsets), is refused with ErrInvalidArgument, and a bad group name
+// with ErrInvalidName, whether or not the group exists; then an unknown group gets ErrGroupNotFound, a queue that
 // does not exist ErrQueueNotFound (or ErrTopicNotFound), and an offset
 // outside its queue's bounds ErrInvalidArgument.
 func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRequest) error {
@@ -757,6 +763,9 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	}
 	defer e.leave()
 	if err := req.check(); err != nil { // whether or not the group exists
+		return err
+	}
+	if err := ValidateName(groupName); err != nil { // whether or not the group exists
 		return err
 	}
 	g, err := e.groups.group(groupName)

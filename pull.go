@@ -170,6 +170,9 @@ func (e *Engine) pull(ctx context.Context, req *PullRequest, stored *StoredRecor
 	if err != nil {
 		return PullResult{}, err
 	}
+	if err := checkLookupNames(req.Topic, req.Group); err != nil {
+		return PullResult{}, err
+	}
 	t, ok := e.lookupTopic(req.Topic)
 	if !ok {
 		return PullResult{}, fmt.Errorf("%w: %q", ErrTopicNotFound, req.Topic)

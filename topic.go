@@ -461,7 +461,8 @@ func (e *Engine) nextTopicID() (uint32, store.MetaOp, error) {
 // message (see startsOfAddedQueues). It returns ErrInvalidArgument for an n
 // below 1, or one that would take the topic past MaxQueuesPerTopic queue
 // IDs (an n below 1 or above MaxQueuesPerTopic also for a topic that does
-// not exist), and ErrTopicNotFound for an unknown topic.
+// not exist), ErrInvalidName for a name no topic can have, and
+// ErrTopicNotFound for an unknown topic.
 func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	if err := e.enter(ctx); err != nil {
 		return err
@@ -469,6 +470,9 @@ func (e *Engine) AddQueues(ctx context.Context, name string, n int) error {
 	defer e.leave()
 	if n < 1 || n > MaxQueuesPerTopic { // whether or not the topic exists
 		return fmt.Errorf("%w: adding %d queues: not in 1..%d", ErrInvalidArgument, n, MaxQueuesPerTopic)
+	}
+	if err := validateTopicName(name, true); err != nil { // whether or not the topic exists
+		return err
 	}
 	e.adminMu.Lock()
 	defer e.adminMu.Unlock()
@@ -525,6 +529,9 @@ func (e *Engine) SetQueueWritable(ctx context.Context, name string, queueID int,
 		return err
 	}
 	defer e.leave()
+	if err := validateTopicName(name, true); err != nil { // whether or not the topic exists
+		return err
+	}
 	e.adminMu.Lock()
 	defer e.adminMu.Unlock()
 	t, ok := e.lookupTopic(name)
@@ -614,6 +621,9 @@ func (e *Engine) deleteTopic(ctx context.Context, name string, only *topic) erro
 		return err
 	}
 	defer e.leave()
+	if err := validateTopicName(name, true); err != nil { // whether or not the topic exists
+		return err
+	}
 	e.adminMu.Lock()
 	defer e.adminMu.Unlock()
 	t, ok := e.lookupTopic(name)
@@ -729,12 +739,16 @@ func (e *Engine) finishDrops() {
 	}
 }
 
-// Topic describes one topic.
+// Topic describes one topic. A name no topic can have gets
+// ErrInvalidName, an unknown topic ErrTopicNotFound.
 func (e *Engine) Topic(ctx context.Context, name string) (TopicInfo, error) {
 	if err := e.enter(ctx); err != nil {
 		return TopicInfo{}, err
 	}
 	defer e.leave()
+	if err := validateTopicName(name, true); err != nil { // whether or not the topic exists
+		return TopicInfo{}, err
+	}
 	t, ok := e.lookupTopic(name)
 	if !ok {
 		return TopicInfo{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
@@ -826,4 +840,18 @@ func notDurable(err error, format string, args ...any) error {
 		return nil
 	}
 	return fmt.Errorf("equeue: %s: written and applied, but not known durable: %w", fmt.Sprintf(format, args...), err)
+}
+
+// checkLookupNames returns an error matching ErrInvalidName when topic is
+// no name a topic can have (a user's, or one of the engine's %RETRY%,
+// %DLQ% and %REPLY% names) or group, when given, is no group name: a call
+// that looks them up answers so whether or not they exist.
+func checkLookupNames(topic, group string) error {
+	if err := validateTopicName(topic, true); err != nil {
+		return err
+	}
+	if group == "" {
+		return nil
+	}
+	return ValidateName(group)
 }

@@ -190,6 +190,9 @@ func (e *Engine) SetTopicLimits(ctx context.Context, name string, l TopicLimits)
 		return err
 	}
 	defer e.leave()
+	if err := validateTopicName(name, true); err != nil { // whether or not the topic exists
+		return err
+	}
 	e.adminMu.Lock()
 	t, ok := e.lookupTopic(name)
 	if !ok {

@@ -196,7 +196,7 @@ func TestConsole_BadInputGetsAClearPage(t *testing.T) {
 	}{
 		{"topics/nosuch", 404, "topic"},
 		{"topics/nosuch/messages", 404, "topic"},
-		{"topics/bad%20name", 404, "not found"},
+		{"topics/bad%20name", 400, "invalid name"},
 		{"topics/orders/messages?queue=9", 404, "no queue 9"},
 		{"topics/orders/messages?queue=x", 400, "not a queue"},
 		{"topics/orders/messages?from=999999", 400, "outside"},
