@@ -188,7 +188,9 @@ func (w *batchWriter) add(m *equeue.Message, tagHeader string, logAppend bool) {
 		ts = noTimestamp // no time known: not year 1's
 	}
 	if w.n == 0 {
-		w.firstTS = ts
+		// Both from the first record: a time before 1970 is below the
+		// -1 begin leaves them at.
+		w.firstTS, w.maxTS = ts, ts
 	}
 	w.maxTS = max(w.maxTS, ts)
 	r := w.rec[:0]
