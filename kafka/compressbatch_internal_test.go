@@ -73,7 +73,7 @@ func fixCRC(raw []byte) []byte {
 // decompressors and the sequence checks.
 func TestSeedProduceBatches_Decode(t *testing.T) {
 	for i, raw := range seedProduceBatches() {
-		b, err := decodeBatch(raw, DefaultTagHeader)
+		b, err := decodeBatch(raw, DefaultTagHeader, false)
 		require.NoError(t, err, "seed %d", i)
 		assert.Len(t, b.msgs, len(sampleMessages()), "seed %d", i)
 	}

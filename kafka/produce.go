@@ -183,14 +183,14 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 // *inflateWaitError.
 func (c *conn) decodeGated(wait context.Context, records []byte) (producedBatch, int64, error) {
 	if batchCodec(records) <= codecNone {
-		b, err := decodeBatch(records, c.s.o.TagHeader)
+		b, err := decodeBatch(records, c.s.o.TagHeader, c.s.o.LogAppendTime)
 		return b, 0, err
 	}
 	if err := c.s.inflate.acquire(wait); err != nil {
 		return producedBatch{}, 0, &inflateWaitError{err}
 	}
 	defer c.s.inflate.release()
-	b, err := decodeBatch(records, c.s.o.TagHeader)
+	b, err := decodeBatch(records, c.s.o.TagHeader, c.s.o.LogAppendTime)
 	if err != nil || b.inflated == 0 {
 		return b, 0, err
 	}

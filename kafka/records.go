@@ -59,8 +59,9 @@ func (b *producedBatch) lastSeq() int32 {
 // so a partition's records are stored or refused together. Only magic 2
 // is accepted. The batch is checked as Kafka's broker checks it
 // (DefaultRecordBatch, DefaultRecord, LogValidator.validateBatch) before
-// anything is stored.
-func decodeBatch(raw []byte, tagHeader string) (producedBatch, error) {
+// anything is stored. With logAppend (Options.LogAppendTime) a record
+// time a BornAt cannot hold (recordBornAt) is the append's, not refused.
+func decodeBatch(raw []byte, tagHeader string, logAppend bool) (producedBatch, error) {
 	if len(raw) == 0 {
 		return producedBatch{}, fmt.Errorf("%w: no record batch", errInvalidBatch)
 	}
@@ -122,6 +123,12 @@ func decodeBatch(raw []byte, tagHeader string) (producedBatch, error) {
 		}
 		recs = recs[k+int(n):]
 		born, err := recordBornAt(i, rb.FirstTimestamp, r.TimestampDelta64)
+		if err != nil && logAppend && errors.Is(err, errBadTimestamp) {
+			// LogAppendTime: the time answered is the append's, and
+			// Kafka does not look at the producer's (LogValidator checks
+			// CreateTime only); it gets the append's time here too.
+			born, err = time.Time{}, nil
+		}
 		if err != nil {
 			return producedBatch{}, err
 		}

@@ -38,7 +38,7 @@ func TestBatchWriter_DecodesBack(t *testing.T) {
 		w.add(m, DefaultTagHeader, false)
 	}
 	raw := w.finish(false)
-	b, err := decodeBatch(raw, DefaultTagHeader)
+	b, err := decodeBatch(raw, DefaultTagHeader, false)
 	require.NoError(t, err)
 	got := b.msgs
 	require.Len(t, got, 3)
@@ -50,7 +50,7 @@ func TestBatchWriter_DecodesBack(t *testing.T) {
 		assert.True(t, m.BornAt.Equal(got[i].BornAt), i)
 	}
 	raw[len(raw)-1] ^= 1
-	_, err = decodeBatch(raw, DefaultTagHeader)
+	_, err = decodeBatch(raw, DefaultTagHeader, false)
 	assert.ErrorIs(t, err, errBadBatch, "a flipped byte fails the CRC")
 }
 
@@ -71,7 +71,7 @@ func TestDecodeBatches_RecordCountIsBounded(t *testing.T) {
 		binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := decodeBatch(raw, DefaultTagHeader)
+		_, err := decodeBatch(raw, DefaultTagHeader, false)
 		runtime.ReadMemStats(&after)
 		require.ErrorIs(t, err, errInvalidBatch, "%d records claimed", claim)
 		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "bytes allocated decoding a batch claiming %d records", claim)
@@ -115,7 +115,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		_, _ = decodeBatch(raw, DefaultTagHeader)
+		_, _ = decodeBatch(raw, DefaultTagHeader, false)
 	})
 }
 
@@ -201,7 +201,7 @@ func TestDecodeBatches_LegacyMessageSetIsUnsupported(t *testing.T) {
 	c := newConn(s, discardConn{})
 	defer c.cancel()
 	for _, value := range []string{"", "hi", string(bytes.Repeat([]byte{'v'}, 100))} {
-		_, err := decodeBatch(legacyMessageSet(value), DefaultTagHeader)
+		_, err := decodeBatch(legacyMessageSet(value), DefaultTagHeader, false)
 		assert.ErrorIs(t, err, errUnsupportedFormat, "a value of %d bytes", len(value))
 		var rp kmsg.ProduceResponseTopicPartition
 		c.producePartition(c.ctx, 9, "t", 0, legacyMessageSet(value), &rp)
