@@ -285,6 +285,10 @@ type Consumer struct {
 	// leave, set with closed: a Start that joined while Close ran leaves
 	// within it too.
 	closeBound func() (context.Context, context.CancelFunc)
+	// unfinished, set (before closeDone is closed) by a close whose bound
+	// ended before its final commit or leave were done, does them again
+	// within another bound: Engine.Close's, for a close of its user's.
+	unfinished func(context.Context) error
 	runners    map[QueueRef]*runner
 	stopping   map[QueueRef]bool
 	// fenced holds, in orderly mode, the done channels (runner.done) of
@@ -868,7 +872,9 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // is no error. Idempotent: a later call waits for the first to finish and
 // returns nil. Engine.Close closes the consumers opened on it in-process
 // first; it waits for a close its user began and returns that close's
-// error among its own. The final commit and the leave are bounded by 10 s
+// error among its own, but for a CloseContext whose own context ended
+// before its final commit or leave were done: Engine.Close does those
+// again within its own bound and reports only what fails there. The final commit and the leave are bounded by 10 s
 // together (a remote broker whose connection went silent may never answer
 // them); CloseContext takes that bound from a context instead.
 func (c *Consumer) Close() error {
@@ -899,8 +905,23 @@ func (c *Consumer) CloseContext(ctx context.Context) error {
 // already (its user's Close or CloseContext), it waits for that close and
 // returns its result instead of nil, so that the engine reports a final
 // commit or leave that failed there too.
+//
+// A close of its user's whose own bound (CloseContext's context) ended
+// before its final commit or leave were done returned that to its user;
+// Engine.Close does them again within its own bound (10 s) and reports
+// only what it could not do itself.
 func (c *Consumer) closeForEngine() error {
-	return c.closeReporting(closeLeaveBound, true)
+	err := c.closeReporting(closeLeaveBound, true)
+	c.mu.Lock()
+	redo := c.unfinished
+	c.unfinished = nil
+	c.mu.Unlock()
+	if redo == nil {
+		return err
+	}
+	ctx, cancel := closeLeaveBound()
+	defer cancel()
+	return redo(ctx)
 }
 
 // closeLeaveBound is the bound of Close's final commit and leave.
@@ -976,16 +997,15 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 		for _, r := range rs {
 			list = append(list, r)
 		}
-		if err := withoutFenced(c.commit(ctx, list)); err != nil {
-			errs = append(errs, fmt.Errorf("equeue: final commit: %w", err))
-		}
-		// A closed engine has no members left to leave; a replaced member
-		// must not leave in the name of the incarnation that holds its ID.
-		if !c.replaced.Load() {
-			err := leaveGroup(ctx, c.b, c.joinRequest())
-			if notLeft(err) {
-				errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
+		errs = c.finalCommitAndLeave(ctx, list)
+		if len(errs) > 0 && ctx.Err() != nil && !again {
+			// Cut by the caller's own bound: Engine.Close, when it closes
+			// this consumer beside its user, does them again in its own.
+			c.mu.Lock()
+			c.unfinished = func(ctx context.Context) error {
+				return errors.Join(c.finalCommitAndLeave(ctx, list)...)
 			}
+			c.mu.Unlock()
 		}
 	}
 	c.cancel()
@@ -1002,6 +1022,26 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 		return err
 	}
 	return nil
+}
+
+// finalCommitAndLeave is Close's final commit of list and its leave,
+// under ctx; it returns what failed. Both may be done again (see
+// closeForEngine): a commit of what is stored already sends nothing, and
+// a leave of a member that left already is no failure (notLeft).
+func (c *Consumer) finalCommitAndLeave(ctx context.Context, list []*runner) []error {
+	var errs []error
+	if err := withoutFenced(c.commit(ctx, list)); err != nil {
+		errs = append(errs, fmt.Errorf("equeue: final commit: %w", err))
+	}
+	// A closed engine has no members left to leave; a replaced member
+	// must not leave in the name of the incarnation that holds its ID.
+	if !c.replaced.Load() {
+		err := leaveGroup(ctx, c.b, c.joinRequest())
+		if notLeft(err) {
+			errs = append(errs, fmt.Errorf("equeue: leave group: %w", err))
+		}
+	}
+	return errs
 }
 
 // waitFencedHandlers is Close's wait for the handlers still running of

@@ -322,7 +322,10 @@ func (e *Engine) leave() {
 // pulls are woken and return ErrClosed), writes what was queued, syncs and
 // closes the store. A consumer's final commit that could not be stored is
 // among the errors returned, also that of a consumer its user was closing
-// when Engine.Close came (Close waits for that close). Closing those
+// when Engine.Close came (Close waits for that close). A user's
+// CloseContext whose own context ended before that consumer's final
+// commit or leave were done returned that to its user; Close does them
+// again, within 10 s, and reports only what fails there. Closing those
 // consumers and producers yourself first is fine. Idempotent: a later call returns the first one's result,
 // once that close has finished. On a nil engine (as a failed Open returns)
 // it does nothing and returns ErrInvalidArgument.
