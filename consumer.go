@@ -299,7 +299,11 @@ type Consumer struct {
 	// returns, whether or not the queue is ever granted again.
 	fenced   map[QueueRef][]<-chan struct{}
 	handoffs sync.WaitGroup // handOver goroutines
-	version  int64
+	// handoffCtx is the parent of each hand-over's commit and release:
+	// Close cancels it once its own bound ends (see waitHandOvers).
+	handoffCtx    context.Context
+	handoffCancel context.CancelFunc
+	version       int64
 	// named holds the grants the assignment applied last (or being
 	// applied) names, granted or to release: a handover of one of them
 	// under another grant that ends has ap, the membership loop's
@@ -355,6 +359,7 @@ func NewConsumer(b Broker, opts ConsumerOptions) (*Consumer, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.hctx, c.hcancel = context.WithCancel(c.ctx)
 	c.loopCtx, c.loopCancel = context.WithCancel(c.ctx)
+	c.handoffCtx, c.handoffCancel = context.WithCancel(c.ctx)
 	c.loopStop = c.loopCtx.Done()
 	if !opts.Orderly {
 		c.pool = newWorkerPool(&c.o)
@@ -672,7 +677,9 @@ func (c *Consumer) startHandOver(rs []*runner) {
 // gets every lane at once. Released one by one, a lane drained early would
 // reach the new owner while this member still runs a higher lane, and the
 // new owner, which does not hold that lane yet, would hand out lower-lane
-// messages before the higher lane's backlog (see priority.go).
+// messages before the higher lane's backlog (see priority.go). The commit
+// and the release wait up to 10 s for the broker, less when a Close
+// waiting for the hand-over has a shorter bound (see waitHandOvers).
 func (c *Consumer) handOver(rs []*runner) {
 	var wg sync.WaitGroup
 	for _, r := range rs[1:] {
@@ -696,7 +703,7 @@ func (c *Consumer) handOver(rs []*runner) {
 		c.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(c.handoffCtx, closeLeaveTimeout)
 	if err := c.commit(ctx, rs); err != nil {
 		c.log.Warn("commit on handover", "queue", rs[0].grant.QueueRef, "err", err)
 	}
@@ -883,7 +890,9 @@ func (c *Consumer) Close() error {
 
 // CloseContext is Close that waits for the final commit's and the leave's
 // answers only until ctx ends, instead of up to 10 s; the handlers' drain
-// is bounded by ShutdownTimeout as in Close. The consumer is closed
+// is bounded by ShutdownTimeout as in Close. A hand-over still running
+// (a queue moving to another member) has its commit and release ended
+// with ctx too, instead of after its own 10 s. The consumer is closed
 // whether they are answered or not: no goroutine of its own is left
 // running but a handler that outlived its drain, as with Close. When ctx
 // ends first, it returns an error matching ctx's error: the positions the
@@ -973,7 +982,7 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.handoffs.Wait()
+		c.waitHandOvers(bound)
 	}()
 	for _, r := range rs {
 		wg.Add(1)
@@ -1022,6 +1031,18 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 		return err
 	}
 	return nil
+}
+
+// waitHandOvers is Close's wait for the hand-overs still running: their
+// commit and release are bounded by 10 s each, and by bound (the close's
+// own: CloseContext's context, a failed Start's), which ends them when it
+// ends first.
+func (c *Consumer) waitHandOvers(bound func() (context.Context, context.CancelFunc)) {
+	ctx, cancel := bound()
+	defer cancel()
+	stop := context.AfterFunc(ctx, c.handoffCancel)
+	defer stop()
+	c.handoffs.Wait()
 }
 
 // finalCommitAndLeave is Close's final commit of list and its leave,
