@@ -349,7 +349,7 @@ func testCleanStopPastAStuckHandler(t *testing.T, tr, restart string, model eque
 		t.Fatal("the stuck handler did not start")
 	}
 	eventually(t, 30*time.Second, func() bool { d, _ := log.count(); return d == n-1 }, "the others handled")
-	require.NoError(t, c.Close())
+	require.ErrorIs(t, c.Close(), equeue.ErrHandlerAbandoned, "Close reports the stuck handler")
 	if restart == "engine" {
 		e, b = reopen()
 	}

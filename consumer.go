@@ -872,9 +872,10 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // its result is ignored. The same holds for a handler still running of a
 // queue fenced before Close (an offset reset, or the member's expiry),
 // whose context was cancelled at the fence: Close waits for it as long,
-// then returns without it, and nothing is committed for it. The returned
-// error says what could not be stored (the final commit, or leaving the
-// group); a queue whose grant was fenced meanwhile (an offset reset the
+// then returns without it, and nothing is committed for it. Close reports
+// either kind of handler it left running with an error matching
+// ErrHandlerAbandoned. The returned error also says what could not be
+// stored (the final commit, or leaving the group); a queue whose grant was fenced meanwhile (an offset reset the
 // consumer had not seen yet) is not committed, as the reset asks, and that
 // is no error. Idempotent: a later call waits for the first to finish and
 // returns nil. Engine.Close closes the consumers opened on it in-process
@@ -991,10 +992,11 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 			r.drain(c.o.ShutdownTimeout)
 		}()
 	}
+	var fencedRunning int
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.waitFencedHandlers()
+		fencedRunning = c.waitFencedHandlers()
 	}()
 	wg.Wait()
 	c.hcancel()
@@ -1006,15 +1008,19 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 		for _, r := range rs {
 			list = append(list, r)
 		}
+		abandoned := abandonedHandlers(list, fencedRunning) // before the commit: see there
 		errs = c.finalCommitAndLeave(ctx, list)
 		if len(errs) > 0 && ctx.Err() != nil && !again {
 			// Cut by the caller's own bound: Engine.Close, when it closes
 			// this consumer beside its user, does them again in its own.
 			c.mu.Lock()
 			c.unfinished = func(ctx context.Context) error {
-				return errors.Join(c.finalCommitAndLeave(ctx, list)...)
+				return errors.Join(append(c.finalCommitAndLeave(ctx, list), abandoned)...)
 			}
 			c.mu.Unlock()
+		}
+		if abandoned != nil {
+			errs = append(errs, abandoned)
 		}
 	}
 	c.cancel()
@@ -1071,10 +1077,13 @@ func (c *Consumer) finalCommitAndLeave(ctx context.Context, list []*runner) []er
 // nothing is committed for them. Close waits for them as long as a drain
 // waits for its handlers, both of its waits (they run side by side), and
 // then returns without them.
-func (c *Consumer) waitFencedHandlers() {
-	if n := c.live.waitFenced(2 * c.o.ShutdownTimeout); n > 0 {
+// It returns how many it left running.
+func (c *Consumer) waitFencedHandlers() int {
+	n := c.live.waitFenced(2 * c.o.ShutdownTimeout)
+	if n > 0 {
 		c.log.Warn("stop timeout: handlers of fenced queues still running; their results are ignored", "running", n)
 	}
+	return n
 }
 
 // withoutFenced drops from a commit's error the refusals of fenced grants

@@ -97,7 +97,7 @@ func TestConsumer_CloseAfterAFenceGivesUpOnTheFencedHandler(t *testing.T) {
 			go func() { closed <- g.c.Close() }()
 			select {
 			case err := <-closed:
-				require.NoError(t, err)
+				require.ErrorIs(t, err, ErrHandlerAbandoned, "Close reports the fenced handler it gave up on")
 			case <-time.After(10 * time.Second): // both waits are 20 ms: it hangs
 				g.unblock()
 				t.Fatalf("Close waits for a fenced handler that ignores its context (Close: %v)", <-closed)

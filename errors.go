@@ -141,3 +141,12 @@ var ErrHookPanic = errors.New("equeue: hook panicked")
 // neither synced nor closed, and a node's Raft neither shut down nor
 // released. A close that stopped so is never run again.
 var ErrCloseUnfinished = errors.New("equeue: close unfinished")
+
+// ErrHandlerAbandoned is returned (wrapped, with the queues) by a
+// Consumer's Close or CloseContext, and so by Engine.Close, when a handler
+// was still running after both of the drain's waits (ShutdownTimeout
+// each): Close returned without it. Its message was not committed and is
+// delivered again, to this group's next owner of the queue (maybe while
+// the handler still runs); its result is ignored, and no later commit of
+// the closed consumer moves the group past it.
+var ErrHandlerAbandoned = errors.New("equeue: handler still running after the close's drain")

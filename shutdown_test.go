@@ -179,7 +179,7 @@ func TestConsumer_CloseReturnsDespiteAHandlerIgnoringItsContext(t *testing.T) {
 			go func() { closed <- c.Close() }()
 			select {
 			case err := <-closed:
-				assert.NoError(t, err)
+				assert.ErrorIs(t, err, equeue.ErrHandlerAbandoned, "Close reports the handler it gave up on")
 			case <-time.After(10 * time.Second): // both waits are 20 ms: it hangs
 				close(release)
 				t.Fatalf("Close waits for a handler that ignores its context (Close: %v)", <-closed)
@@ -263,7 +263,7 @@ func TestConsumer_CloseReturnsDespiteAFencedHandlerIgnoringItsContext(t *testing
 			go func() { closed <- c.Close() }()
 			select {
 			case err := <-closed:
-				assert.NoError(t, err)
+				assert.ErrorIs(t, err, equeue.ErrHandlerAbandoned, "Close reports the fenced handler it gave up on")
 			case <-time.After(10 * time.Second): // both waits are 50 ms: it hangs
 				released.Do(func() { close(release) })
 				t.Fatalf("Close waits for a fenced handler that ignores its context (Close: %v)", <-closed)

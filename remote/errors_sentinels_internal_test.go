@@ -20,11 +20,12 @@ import (
 
 // clientSideErrors are the engine's sentinels that only a client makes
 // (Producer.Request, a handler's DeadLetter or ErrNotHandled, a Producer's
-// selector or a hook that panicked), never a broker's answer; ErrCloseAbandoned
+// selector or a hook that panicked, a Consumer's Close that gave up on a
+// handler), never a broker's answer; ErrCloseAbandoned
 // and ErrCloseUnfinished, which only an engine's or a cluster node's own
 // Close or CloseContext returns to its caller (no call closes a broker's
 // engine); and ErrBusy, which crosses as this package's ErrBusy that wraps it.
-var clientSideErrors = map[string]bool{"ErrCloseAbandoned": true, "ErrCloseUnfinished": true, "ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true}
+var clientSideErrors = map[string]bool{"ErrCloseAbandoned": true, "ErrCloseUnfinished": true, "ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true, "ErrHandlerAbandoned": true}
 
 // Every sentinel error package equeue declares crosses the wire: the
 // sentinels table names it, so errors.Is matches it on the client as

@@ -478,7 +478,7 @@ func (sub *subscription) run() {
 	defer sub.endStop()
 	<-sub.stop.Done()
 	byClose := sub.s.isClosed()
-	err := sub.consumer.Close()
+	err := withoutAbandoned(sub.consumer.Close())
 	close(sub.out)
 	if err != nil {
 		sub.log.Error("closing equeue consumer", err, nil)
