@@ -325,7 +325,9 @@ func (e *Engine) leave() {
 // when Engine.Close came (Close waits for that close). A user's
 // CloseContext whose own context ended before that consumer's final
 // commit or leave were done returned that to its user; Close does them
-// again, within 10 s, and reports only what fails there. Closing those
+// again, within 10 s, and reports only what fails there. Close then
+// stores the groups' starts kept in memory because the store had refused
+// them (see ConsumerOptions.From), and reports a failure to. Closing those
 // consumers and producers yourself first is fine. Idempotent: a later call returns the first one's result,
 // once that close has finished. On a nil engine (as a failed Open returns)
 // it does nothing and returns ErrInvalidArgument.
@@ -350,7 +352,7 @@ func (e *Engine) Close() error {
 // returns errCloseStopped, so that none reports a clean close of a store
 // that was neither synced nor closed.
 func (e *Engine) shutdown() error {
-	clientErr := e.clients.closeAll()
+	clientErr := errors.Join(e.clients.closeAll(), e.storeKeptStarts())
 	e.closed.Store(true)
 	close(e.closing)
 	e.bgCancel()

@@ -10,8 +10,10 @@ package equeue
 // in the group's memory until an offset of its key is set (stored by a
 // FetchOffsets, a commit or a reset), and the next FetchOffsets answers
 // it. It is not a committed offset: listings count the group's lag from it
-// but show no committed offset, and a reopen forgets it, as does the
-// expiry of an absent broadcasting member (groupexpiry.go).
+// but show no committed offset. Engine.Close tries once more to store it
+// (offset_keptstarts_close.go), so that a reopen forgets it only when
+// that write fails too (Close then reports it); the expiry of an absent
+// broadcasting member forgets it (groupexpiry.go).
 
 // resolvedStart returns the start kept for k. g.mu must be held.
 func (g *group) resolvedStart(k offsetKey) (int64, bool) {
