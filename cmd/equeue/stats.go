@@ -54,6 +54,11 @@ type engineJSON struct {
 	// broker's in-process producers and consumers
 	// (equeue.Stats.ConsumerHookPanics).
 	ConsumerHookPanics uint64 `json:"consumer_hook_panics"`
+	// ParkedDelayedMessages counts the due delayed messages stuck now
+	// because no store write can hold their move
+	// (equeue.Stats.ParkedDelayedMessages): pending until the engine is
+	// opened on a store that takes them.
+	ParkedDelayedMessages int64 `json:"parked_delayed_messages"`
 }
 
 type scanJSON struct {
@@ -82,7 +87,9 @@ Of a served broker (--server) it also shows the engine's counters since
 the broker started: corrupt records and expired messages its reads met,
 writes refused for a full disk and, when there were any, the retry copies
 its groups skipped because their origin topic was deleted and the panics
-of its in-process consumers' hooks.
+of its in-process consumers' hooks. When due delayed messages are stuck
+because no write of the store can hold their move (parked until a reopen
+on a store that takes them), it shows how many.
 
 --scan also reads every stored message and counts those that fail their
 checksum (corrupt) or whose time-to-live ran out (expired), the retry
@@ -149,7 +156,8 @@ are served by "equeue serve --metrics".`,
 					st.StoreBytes = &es.StoreBytes
 					st.Engine = &engineJSON{DedupIDs: es.DedupIDs, CorruptRecords: es.CorruptRecords,
 						ExpiredMessages: es.ExpiredMessages, NoSpaceRefusals: es.NoSpaceRefusals, DeletedTopicRetries: es.DeletedTopicRetries, LostDedupGroups: es.LostDedupGroups,
-						UnsupportedFormatPulls: es.UnsupportedFormatPulls, ConsumerHookPanics: es.ConsumerHookPanics}
+						UnsupportedFormatPulls: es.UnsupportedFormatPulls, ConsumerHookPanics: es.ConsumerHookPanics,
+						ParkedDelayedMessages: es.ParkedDelayedMessages}
 				}
 				if asJSON {
 					return writeJSONIndent(a.stdout, st)
@@ -172,6 +180,9 @@ are served by "equeue serve --metrics".`,
 					t.row("dedup IDs held:", st.Engine.DedupIDs)
 					if st.Engine.LostDedupGroups > 0 { // shown only when it happened
 						t.row("dedup groups lost:", fmt.Sprintf("%d (found unreadable at open; their IDs are no longer deduplicated)", st.Engine.LostDedupGroups))
+					}
+					if st.Engine.ParkedDelayedMessages > 0 { // shown only when there are any
+						t.row("delayed messages parked:", fmt.Sprintf("%d (due, too large for any write of the store: pending until a reopen on a store that takes them)", st.Engine.ParkedDelayedMessages))
 					}
 					if c.engine == nil { // a served broker's counters since it started
 						t.row("corrupt records seen:", st.Engine.CorruptRecords)

@@ -239,3 +239,40 @@ func TestStats_DeletedTopicRetriesApartFromExpired(t *testing.T) {
 	assert.Contains(t, out, "retry copies of deleted topics skipped:")
 	assert.Contains(t, out, "retry copies of deleted topics:")
 }
+
+// parkedEngine is an engine whose Stats report parked delayed messages, as
+// a broker opened again on a store with smaller writes does.
+type parkedEngine struct{ *equeue.Engine }
+
+func (e parkedEngine) Stats() equeue.Stats {
+	st := e.Engine.Stats()
+	st.ParkedDelayedMessages = 2
+	return st
+}
+
+// TestStats_ParkedDelayedMessagesOfAServedBroker: stats --server shows the
+// broker's delayed messages stuck as too large to move (in JSON always, as
+// a row when not zero), which only a reopen on a store that takes them
+// moves.
+func TestStats_ParkedDelayedMessagesOfAServedBroker(t *testing.T) {
+	t.Parallel()
+	e, err := equeue.Open("", &equeue.Options{InMemory: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Close()) }()
+	srv, err := remote.NewBackendServer(parkedEngine{e}, nil)
+	require.NoError(t, err)
+	lis := testport.Listen(t)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	defer func() {
+		srv.Stop()
+		require.NoError(t, <-served)
+	}()
+	addr := lis.Addr().String()
+
+	st := decode[struct {
+		Engine map[string]any `json:"engine"`
+	}](t, ok(t, "--server", addr, "stats", "--json"))
+	assert.EqualValues(t, 2, st.Engine["parked_delayed_messages"])
+	assert.Contains(t, ok(t, "--server", addr, "stats"), "delayed messages parked:")
+}
