@@ -227,7 +227,9 @@ func (s *scheduler) moveDue() (time.Time, error) {
 		if len(due) == 0 {
 			return next, nil
 		}
-		if err := s.move(due); err != nil {
+		if err := s.move(due); errors.Is(err, errMoveTopicDeleted) {
+			continue // a pass at once drops them with their topic
+		} else if err != nil {
 			return time.Time{}, err
 		}
 		if len(due) < chunk && !next.IsZero() {
@@ -329,7 +331,13 @@ func (s *scheduler) move(due []dueEntry) error {
 			break
 		}
 		if err != nil {
-			errs.add(err)
+			if c.kind == cmdMove && errors.Is(err, ErrTopicNotFound) && c.q.topic.deleted.Load() {
+				// Its topic was deleted while it was under way:
+				// the next pass drops it with its topic.
+				errs.topicGone()
+			} else {
+				errs.add(err)
+			}
 			continue
 		}
 		if c.kind == cmdMove {
