@@ -100,3 +100,30 @@ func TestDeleteGroup_DropsItsParkedDelayedRetries(t *testing.T) {
 	assert.Zero(t, e.Stats().ParkedDelayedMessages, "nothing of the group is left parked")
 	assert.Equal(t, 0, pendingDelayed(t, e))
 }
+
+// A parked message leaves the count when its topic is deleted, by the
+// deletion itself: not by a pass of the scheduler, which may be busy
+// (here held in the move of another topic's message).
+func TestStats_ParkedDelayedMessagesLeaveWithTheDeletionNotAPass(t *testing.T) {
+	e := openParking(t, store.NewMemory(), func(e *equeue.Engine, body []byte) error {
+		if err := e.CreateTopic(ctxBG, "t", 1); err != nil {
+			return err
+		}
+		_, err := e.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Topic: "t", Body: body, Delay: 200 * time.Millisecond}}})
+		return err
+	})
+	defer func() { require.NoError(t, e.Close()) }()
+	require.Equal(t, int64(1), e.Stats().ParkedDelayedMessages)
+
+	require.NoError(t, e.CreateTopic(ctxBG, "u", 1))
+	held, release := holdDelayMove(t, e)
+	_, err := e.Append(ctxBG, &equeue.AppendRequest{Topic: "u", Messages: []*equeue.Message{{Topic: "u", Body: []byte("u"), Delay: 50 * time.Millisecond}}})
+	require.NoError(t, err)
+	waitClosed(t, held, "the scheduler is held in a move")
+
+	require.NoError(t, e.DeleteTopic(ctxBG, "t"))
+	assert.Zero(t, e.Stats().ParkedDelayedMessages, "unparked by the deletion")
+	release()
+	eventually(t, waitLong, func() bool { return pendingDelayed(t, e) == 0 }, "dropped with its topic")
+	assert.Equal(t, []string{"u"}, queueBodies(t, e, "u", 0))
+}
