@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/equeue-go/equeue/store"
@@ -160,4 +161,10 @@ func (n *Node) AcceptedConns() int {
 	n.stream.mu.Lock()
 	defer n.stream.mu.Unlock()
 	return len(n.stream.conns)
+}
+
+// NewSecureStreamRefusing is NewSecureStream that calls refused with the
+// error of each accepted connection whose handshake failed.
+func NewSecureStreamRefusing(lis net.Listener, secret []byte, refused func(error)) (raft.StreamLayer, error) {
+	return newSecureStream(lis, nil, secret, secureHandshakeTimeout, refused)
 }

@@ -51,8 +51,9 @@ type Options struct {
 	// works.
 	RaftAddr string
 	// RaftStream, when set, carries Raft's traffic instead of plain TCP on
-	// RaftAddr: for example TLS between nodes, or a network a test can
-	// cut. Its Addr must be RaftAddr, the address other nodes dial. The
+	// RaftAddr: for example NewSecureStream, which authenticates the
+	// nodes by a shared secret (plain TCP takes Raft calls from anyone
+	// who reaches RaftAddr), or a network a test can cut. Its Addr must be RaftAddr, the address other nodes dial. The
 	// node closes it on Close, and Open closes it when it fails.
 	RaftStream raft.StreamLayer
 	// LogStore chooses the Raft log store: LogStoreWAL ("wal") or

@@ -1,0 +1,266 @@
+package cluster
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"math/big"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A Raft stream layer whose connections are authenticated by a secret the
+// cluster's nodes share.
+//
+// The plain TCP transport lets whoever reaches RaftAddr send Raft calls: a
+// forged AppendEntries of a later term deposes the leader and may carry
+// entries. NewSecureStream's connections run TLS 1.3, which encrypts them
+// and protects them from tampering, and then each end proves that it
+// holds the secret, bound to that TLS session (secureproof.go). A
+// connection whose handshake fails or takes longer than
+// secureHandshakeTimeout is closed before Raft reads from it. Handshakes
+// of accepted connections run on their own goroutines, so a peer that
+// connects and sends nothing holds up no other peer.
+
+// secureHandshakeTimeout bounds the handshake of an accepted connection,
+// and that of a dialed one when Raft gives no timeout.
+const secureHandshakeTimeout = 10 * time.Second
+
+// secureStream is the raft.StreamLayer of NewSecureStream.
+type secureStream struct {
+	lis       net.Listener
+	advertise net.Addr
+	secret    []byte
+	server    *tls.Config
+	client    *tls.Config
+	timeout   time.Duration
+
+	accepted chan net.Conn // authenticated connections, for Accept
+	done     chan struct{} // closed by Close
+	lisDone  chan struct{} // closed when the listener fails for good
+	lisErr   error         // why, set before lisDone is closed
+	// refused, when set, is called with the error of each accepted
+	// connection whose handshake failed.
+	refused func(error)
+
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	pending map[net.Conn]struct{} // accepted, handshake under way
+}
+
+// NewSecureStream returns a Raft stream layer (for Options.RaftStream) on
+// lis whose connections, dialed and accepted, run TLS 1.3 and are
+// authenticated by secret: both ends must hold the same secret, at least
+// MinRaftSecretLen bytes (ErrRaftSecretTooShort otherwise). Every node of
+// the cluster must use it with the same secret. The TLS certificate is
+// generated at start and not checked: the secret authenticates the
+// session. advertise is the address other nodes dial (Options.RaftAddr);
+// nil means lis's address. The stream owns lis from then on, closing it
+// on Close, but not when it returns an error.
+func NewSecureStream(lis net.Listener, advertise net.Addr, secret []byte) (raft.StreamLayer, error) {
+	return newSecureStream(lis, advertise, secret, secureHandshakeTimeout, nil)
+}
+
+// newSecureStream is NewSecureStream with the handshake timeout of
+// accepted connections, and refused (may be nil) called with the error of
+// each refused one.
+func newSecureStream(lis net.Listener, advertise net.Addr, secret []byte, timeout time.Duration, refused func(error)) (*secureStream, error) {
+	if len(secret) < MinRaftSecretLen {
+		return nil, ErrRaftSecretTooShort
+	}
+	cert, err := ephemeralCert()
+	if err != nil {
+		return nil, err
+	}
+	if advertise == nil {
+		advertise = lis.Addr()
+	}
+	s := &secureStream{
+		lis: lis, advertise: advertise, secret: append([]byte(nil), secret...),
+		server: &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}},
+		// The certificate is one the other node made up at its start: the
+		// proofs of the secret authenticate the session instead.
+		client:   &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}, //nolint:gosec // see above
+		timeout:  timeout,
+		refused:  refused,
+		accepted: make(chan net.Conn),
+		done:     make(chan struct{}),
+		lisDone:  make(chan struct{}),
+		pending:  map[net.Conn]struct{}{},
+	}
+	s.wg.Go(s.acceptLoop)
+	return s, nil
+}
+
+// ephemeralCert makes a self-signed certificate for this run.
+func ephemeralCert() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "equeue raft"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(100 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// acceptLoop accepts connections and authenticates each on its own
+// goroutine, until the listener closes.
+func (s *secureStream) acceptLoop() {
+	for {
+		c, err := s.lis.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				s.lisErr = err
+				close(s.lisDone)
+				return
+			}
+			// A passing failure (out of descriptors, say): wait a moment,
+			// as the plain transport would, and go on.
+			select {
+			case <-time.After(100 * time.Millisecond):
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		if !s.track(c) {
+			_ = c.Close()
+			continue
+		}
+		s.wg.Go(func() { s.authenticate(c) })
+	}
+}
+
+// track records c as under handshake; false once the stream is closed.
+func (s *secureStream) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.pending[c] = struct{}{}
+	return true
+}
+
+func (s *secureStream) untrack(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, c)
+}
+
+// authenticate runs the listener's handshake on c and hands the
+// connection to Accept, or closes it.
+func (s *secureStream) authenticate(c net.Conn) {
+	defer s.untrack(c)
+	tc, err := s.handshake(c, s.server, false, s.timeout)
+	if err != nil {
+		_ = c.Close()
+		if s.refused != nil {
+			s.refused(err)
+		}
+		return
+	}
+	select {
+	case s.accepted <- tc:
+	case <-s.done:
+		_ = tc.Close()
+	}
+}
+
+// handshake runs the handshake on c within timeout, and clears the
+// deadline after.
+func (s *secureStream) handshake(c net.Conn, conf *tls.Config, dial bool, timeout time.Duration) (*tls.Conn, error) {
+	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, err
+	}
+	tc, err := handshake(c, conf, s.secret, dial)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	return tc, nil
+}
+
+// Accept returns the next authenticated connection.
+func (s *secureStream) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.accepted:
+		return c, nil
+	case <-s.done:
+		return nil, net.ErrClosed
+	case <-s.lisDone:
+		return nil, s.lisErr
+	}
+}
+
+// Dial connects to address and runs the dialler's handshake, both within
+// timeout (secureHandshakeTimeout when zero).
+func (s *secureStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	if timeout <= 0 {
+		timeout = secureHandshakeTimeout
+	}
+	start := time.Now()
+	c, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := s.handshake(c, s.client, true, timeout-time.Since(start))
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// Addr is the address other nodes dial.
+func (s *secureStream) Addr() net.Addr { return s.advertise }
+
+// Close closes the listener and the connections still under handshake,
+// and waits for the stream's goroutines to end. Connections Accept or
+// Dial returned are their caller's to close.
+func (s *secureStream) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.closeErr = s.lis.Close()
+		s.mu.Lock()
+		s.closed = true
+		pending := make([]net.Conn, 0, len(s.pending))
+		for c := range s.pending {
+			pending = append(pending, c)
+		}
+		s.mu.Unlock()
+		for _, c := range pending {
+			_ = c.Close()
+		}
+		s.wg.Wait()
+	})
+	return s.closeErr
+}
