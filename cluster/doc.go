@@ -41,6 +41,11 @@
 // fails with equeue.ErrIndeterminate: send again with the same message IDs
 // on a topic with a dedup window to store it at most once.
 //
+// Raft's traffic runs on plain TCP unless Options.RaftStream says
+// otherwise, and plain TCP takes Raft calls from whoever reaches RaftAddr:
+// a forged call of a later term deposes the leader. NewSecureStream
+// authenticates every node by a secret they share, over TLS 1.3.
+//
 // A Node is safe for concurrent use. Close it when done; CloseContext
 // bounds the wait for a close on a disk that does not answer (it returns
 // an error matching equeue.ErrCloseAbandoned when its context ends, and
