@@ -21,7 +21,8 @@ func raftWarnings(log string) []string {
 }
 
 // TestCluster_WarnsThatTokensDoNotGuardTheRaftPort starts a cluster node
-// with a token and one with neither tokens nor TLS. The Raft transport
+// with a token and --cluster-insecure-raft, and one with neither tokens
+// nor TLS, both without --cluster-secret-file. Their Raft transport
 // (--cluster-raft) is plain TCP without authentication: a peer that
 // reaches it, with no token, can depose the leader and write the log.
 // The node with a token warns that its tokens (and TLS) do not guard that
@@ -35,7 +36,7 @@ func TestCluster_WarnsThatTokensDoNotGuardTheRaftPort(t *testing.T) {
 		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &s) == nil && s.Serving
 	}
 
-	guarded := startClusterNode(t, base, "n1", true, "--token", "ops=all")
+	guarded := startClusterNode(t, base, "n1", true, "--token", "ops=all", "--cluster-insecure-raft")
 	eventually(t, 60*time.Second, "n1 leads", func() bool { return serving(guarded, "--token", "ops") })
 	warned := raftWarnings(guarded.srv.stderr.String())
 	if assert.Len(t, warned, 1, "one warning about the Raft port; the log:\n%s", guarded.srv.stderr) {

@@ -229,7 +229,7 @@ func TestCluster_AdminNeedsAServerToken(t *testing.T) {
 	n := &clusterNode{id: "n1", dir: filepath.Join(base, "n1"), listen: freePort(t), raft: freePort(t), admin: freePort(t)}
 	n.srv = startServe(t, "--dir", n.dir, "--listen", n.listen, "--cluster-id", "n1", "--cluster-raft", n.raft,
 		"--cluster-admin", n.admin, "--cluster-bootstrap", "--token", "ops=all", "--token", "app=consume",
-		"--cluster-log-store", "wal")
+		"--cluster-log-store", "wal", "--cluster-secret-file", writeSecret(t, base, "secret"))
 	eventually(t, 60*time.Second, "n1 leads", func() bool {
 		r := cli(t, "cluster", "status", "--json", "--admin", n.admin, "--token", "ops")
 		var s statusJSON

@@ -27,6 +27,11 @@ type clusterFlags struct {
 	id, raft, advertise, peers, admin string
 	logStore                          string
 	bootstrap                         bool
+	// secretFile holds the secret that authenticates the Raft transport;
+	// insecureRaft serves it without one although tokens or TLS guard
+	// the other ports (raftSecret).
+	secretFile   string
+	insecureRaft bool
 }
 
 func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
@@ -36,6 +41,8 @@ func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.bootstrap, "cluster-bootstrap", false, "start a new cluster of --cluster-peers (or of this node alone) if the directory has no Raft state")
 	f.StringVar(&c.peers, "cluster-peers", "", "ID=RAFT=CLIENT,... the voters of a new cluster, with --cluster-bootstrap")
 	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP) on, for \"equeue cluster\"; with --token it needs a token (admin right to change the cluster)")
+	f.StringVar(&c.secretFile, "cluster-secret-file", "", "read the secret every node of the cluster shares from `FILE` (at least 16 bytes, one trailing newline dropped): the Raft transport then runs TLS and takes only peers that prove the secret; needed with --token or --tls-cert")
+	f.BoolVar(&c.insecureRaft, "cluster-insecure-raft", false, "with --token or --tls-cert, serve the Raft transport without --cluster-secret-file: no authentication, no encryption (a network only the cluster's nodes reach)")
 	f.StringVar(&c.logStore, "cluster-log-store", "", "Raft log store of a new directory: wal (raft-wal, the default: one fsync per append) or bolt (raft-boltdb: two); a directory keeps the one it was created with")
 }
 
@@ -86,6 +93,11 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	if advertise == "" {
 		advertise = c.listen
 	}
+	guarded := len(c.tokens) > 0 || c.tlsConf != nil
+	secret, err := cf.raftSecret(guarded)
+	if err != nil {
+		return err
+	}
 	// Take the ports before the node creates its directory, so a busy
 	// port leaves nothing behind.
 	ports, err := listenPorts(c.wantedPorts())
@@ -125,10 +137,19 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 			}
 		}
 	}
-	warnRaft(a.log, ports["cluster-raft"].Addr(), len(c.tokens) > 0 || c.tlsConf != nil)
+	warnRaft(a.log, ports["cluster-raft"].Addr(), guarded && secret == nil)
 	// The node owns its Raft listener from here, and closes it when Open
 	// fails.
-	copts.RaftStream = newRaftStream(ports.take("cluster-raft"), cf.raft)
+	rs := newRaftStream(ports.take("cluster-raft"), cf.raft)
+	copts.RaftStream = rs
+	if secret != nil {
+		ss, serr := cluster.NewSecureStream(rs.Listener, rs.Addr(), secret)
+		if serr != nil {
+			_ = rs.Close()
+			return serr
+		}
+		copts.RaftStream = ss
+	}
 	node, err := cluster.Open(a.dir, copts)
 	if err != nil {
 		if errors.Is(err, equeue.ErrInvalidOptions) {

@@ -185,7 +185,8 @@ func firstLine(body string) string {
 func TestCluster_MetricsNeedAnAdminTokenOfTheWholeEngine(t *testing.T) {
 	t.Parallel()
 	maddr := freePort(t)
-	n := startClusterNode(t, t.TempDir(), "n1", true, "--metrics", maddr,
+	base := t.TempDir()
+	n := startClusterNode(t, base, "n1", true, "--metrics", maddr, "--cluster-secret-file", writeSecret(t, base, "secret"),
 		"--token", "ops=admin", "--token", "writer=produce", "--token", "reader=consume")
 	eventually(t, 60*time.Second, "n1's /healthz", func() bool {
 		if n.srv.exited() {

@@ -22,6 +22,8 @@ func TestServe_OffAddonFlagsAreRefused(t *testing.T) {
 		{[]string{"--cluster-bootstrap"}, "--cluster-bootstrap needs --cluster-id ID"},
 		{[]string{"--cluster-raft", "127.0.0.1:7751"}, "--cluster-raft needs --cluster-id ID"},
 		{[]string{"--cluster-log-store", "bolt"}, "--cluster-log-store needs --cluster-id ID"},
+		{[]string{"--cluster-secret-file", "secret"}, "--cluster-secret-file needs --cluster-id ID"},
+		{[]string{"--cluster-insecure-raft"}, "--cluster-insecure-raft needs --cluster-id ID"},
 	} {
 		t.Run(c.args[0], func(t *testing.T) {
 			t.Parallel()

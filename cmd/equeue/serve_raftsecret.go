@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/equeue-go/equeue/cluster"
+)
+
+// maxSecretFileBytes bounds what serve reads of --cluster-secret-file.
+const maxSecretFileBytes = 4096
+
+// raftSecret returns the secret that authenticates the cluster's Raft
+// connections (cluster.NewSecureStream), read from --cluster-secret-file,
+// or nil without one. A node that guards its other ports (guarded: it
+// has tokens or TLS) needs one, unless --cluster-insecure-raft says its
+// operator keeps the Raft port on a network only the cluster's nodes
+// reach: a peer that reaches an open Raft port with no token deposes the
+// leader and writes the log.
+func (c *clusterFlags) raftSecret(guarded bool) ([]byte, error) {
+	switch {
+	case c.secretFile != "" && c.insecureRaft:
+		return nil, usageErrorf("--cluster-insecure-raft serves the Raft transport without authentication, --cluster-secret-file authenticates it: give one of them")
+	case c.secretFile == "" && guarded && !c.insecureRaft:
+		return nil, usageErrorf("--token and --tls-cert do not guard the Raft transport (--cluster-raft): give every node of the cluster the same --cluster-secret-file, or --cluster-insecure-raft to serve it without authentication on a network only the cluster's nodes reach")
+	case c.secretFile == "":
+		return nil, nil
+	}
+	return readSecretFile(c.secretFile)
+}
+
+// readSecretFile reads --cluster-secret-file: the secret is its content,
+// one trailing newline dropped. It waits for a named pipe's writer as
+// --token-file does.
+func readSecretFile(path string) ([]byte, error) {
+	deadline := time.Now().Add(tokenFileWait)
+	f, err := openTokenFile(path, deadline)
+	if errors.Is(err, errTokenFileSilent) {
+		return nil, fmt.Errorf("--cluster-secret-file %s: nothing to read within %v: a named pipe that no program writes to?", path, tokenFileWait)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-secret-file %s: %w", path, pathErr(err))
+	}
+	defer f.Close()
+	_ = f.SetReadDeadline(deadline) // a pipe's; a regular file has none
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-secret-file %s: %w", path, pathErr(err))
+	}
+	if len(data) > maxSecretFileBytes {
+		return nil, usageErrorf("--cluster-secret-file %s: larger than %d bytes: not a secret file", path, maxSecretFileBytes)
+	}
+	s := strings.TrimSuffix(string(data), "\n")
+	s = strings.TrimSuffix(s, "\r")
+	if len(s) < cluster.MinRaftSecretLen {
+		return nil, usageErrorf("--cluster-secret-file %s: the secret must be at least %d bytes, it has %d (make one with: head -c 32 /dev/urandom | base64 > FILE)", path, cluster.MinRaftSecretLen, len(s))
+	}
+	return []byte(s), nil
+}
