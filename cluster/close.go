@@ -21,7 +21,10 @@ import (
 // engineCloseBound at most from when the close began, then goes on
 // without it, as after a CloseContext gave the close up, and returns an
 // error matching equeue.ErrCloseAbandoned; the engine's close goes on in
-// the background. So it does for the node's reconcile loop, which a
+// the background. The close of the stores, which waits for what that
+// engine still does on the node's store, is then waited for
+// raftShutdownGrace at most, and goes on in the background past it. So
+// it does for the node's reconcile loop, which a
 // leader's engine open that does not return holds: Close waits for it
 // loopCloseGrace at most, and the stores close once it ended, the engine
 // it opened closed, never served. Raft's shutdown waits for its FSM: an

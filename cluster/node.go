@@ -854,7 +854,9 @@ var errLoopHeld = fmt.Errorf("%w: cluster: the reconcile loop did not return wit
 // release shuts Raft down and closes the transports and the stores, once
 // the node serves no more (shutdown), and returns what failed. When the
 // node gave its engine's close up (closeEngine), the result says so and
-// the store is not marked clean: the engine may still be at work on it.
+// the store is not marked clean: the engine may still be at work on it,
+// and the stores' close, which waits for that work, is waited for
+// raftShutdownGrace at most (closeStoresWithin).
 //
 // Raft's shutdown waits for its FSM, which a store write that does not
 // return holds, and so do the node's own goroutines that use the stores
@@ -921,8 +923,50 @@ func (n *Node) release(loopHeld bool) error {
 		}()
 		return errors.Join(errs...)
 	}
-	errs = append(errs, n.closeStores(left == nil))
+	if left != nil {
+		// The engine whose close was given up may still be at work on
+		// the node's store (a read held by a disk that does not answer),
+		// and the store's close waits for it: so does this close,
+		// raftShutdownGrace at most.
+		errs = append(errs, n.closeStoresWithin(raftShutdownGrace))
+		return errors.Join(errs...)
+	}
+	errs = append(errs, n.closeStores(true))
 	return errors.Join(errs...)
+}
+
+// errStoresCloseHeld is the node's close's result when, after it gave
+// its engine's close up, the close of the stores did not finish within
+// raftShutdownGrace: it goes on in the background.
+var errStoresCloseHeld = fmt.Errorf("%w: cluster: the close of the stores did not finish within %v (the given-up engine's store does not answer); it goes on in the background",
+	equeue.ErrCloseAbandoned, raftShutdownGrace)
+
+// closeStoresWithin closes the stores, not marking the store clean, and
+// waits for that close grace at most: past it, it returns
+// errStoresCloseHeld, and the close goes on in the background, logging
+// what failed.
+func (n *Node) closeStoresWithin(grace time.Duration) error {
+	closed, late := make(chan error), make(chan struct{})
+	go func() {
+		err := n.closeStores(false)
+		select {
+		case closed <- err:
+		case <-late:
+			if err != nil {
+				n.log.Warn("close of the stores after a given-up engine's close", "err", err)
+			}
+		}
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err := <-closed:
+		return err
+	case <-t.C:
+		close(late)
+		n.log.Error("the close of the stores held (the given-up engine's store does not answer): it goes on in the background", "grace", grace)
+		return errStoresCloseHeld
+	}
 }
 
 // closeStores closes Raft's log and the node's store, once Raft is shut
