@@ -195,7 +195,7 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 		(*h)(req.Group)
 	}
 	start := time.Now()
-	c, queued, err := e.queueSendBack(allowInternal(ctx, target), g, ref, mark, d)
+	c, queued, err := e.queueSendBack(allowInternal(ctx, target), g, srcQ.topic, ref, mark, d)
 	ungate()
 	gated = false
 	if err == nil {
@@ -223,8 +223,11 @@ type sendBackCommand struct {
 
 // queueSendBack queues the append of d, the copy of the message ref names,
 // with ref's mark; queued says whether the writer took it (it then
-// releases ref's claim when it completes the write).
-func (e *Engine) queueSendBack(ctx context.Context, g *group, ref sentBackRef, mark sentBackMark, d *Message) (sendBackCommand, bool, error) {
+// releases ref's claim when it completes the write). src is the topic
+// the message was pulled from: one deleted already gets nothing
+// (ErrTopicNotFound), and its deletion waits until the write is queued
+// (topic.gate), so that it finds the mark and deletes it.
+func (e *Engine) queueSendBack(ctx context.Context, g *group, src *topic, ref sentBackRef, mark sentBackMark, d *Message) (sendBackCommand, bool, error) {
 	c, _, err := e.prepareAppend(storedAgain(ctx), &AppendRequest{Topic: d.Topic, Queue: 0, Messages: []*Message{d}})
 	if err != nil {
 		return sendBackCommand{}, false, err
@@ -247,6 +250,15 @@ func (e *Engine) queueSendBack(ctx context.Context, g *group, ref sentBackRef, m
 		}
 		g.releaseSendBack(ref, stored)
 		close(sc.done)
+	}
+	// DeleteTopic of src deletes its marks (dropTopicMeta) with src's gate
+	// held, through the writer: a write queued before it is done by then,
+	// and none is queued after it. Taken after prepareAppend, which may
+	// create the copy's topic (e.adminMu, which a deletion takes first).
+	src.gate.RLock()
+	defer src.gate.RUnlock()
+	if src.deleted.Load() {
+		return sendBackCommand{}, false, fmt.Errorf("%w: %q was deleted before its message was sent back", ErrTopicNotFound, src.name)
 	}
 	if err := e.enqueue(ctx, c); err != nil {
 		return sendBackCommand{}, false, err
