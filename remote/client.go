@@ -151,6 +151,13 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.WithChainUnaryInterceptor(retryBusy),
+		// gRPC's own retries and hedging, which a service config from the
+		// resolver (a DNS TXT record, read by default) may turn on, would
+		// send again a call that may have run: the client alone decides
+		// what is sent again (retryBusy), and a refusal of its metadata
+		// by the transport (headersRefused) is then always of the call's
+		// only attempt, before it left.
+		grpc.WithDisableRetry(),
 		experimental.WithBufferPool(bufferPool),
 		grpc.WithStatsHandler(sentStats{told: told}),
 	}

@@ -11,7 +11,10 @@ import (
 // (its metadata: the token, the caller's own entries) are larger than the
 // bound the broker told in its SETTINGS (ServerOptions.MaxMetadataBytes).
 // gRPC's client transport refuses such a call itself, before the call's
-// stream is opened: nothing of it left the client.
+// stream is opened: nothing of it left the client. It is the refusal of
+// the call's only attempt, gRPC's own retries being off (Dial): a retry's
+// header telling the attempts before could otherwise take a call that ran
+// over the bound.
 const headersRefusedPrefix = "header list size to send violates the maximum size"
 
 // headersRefused reports whether st is gRPC's refusal to send a call whose
