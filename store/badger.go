@@ -111,6 +111,9 @@ type Badger struct {
 	// before Badger deletes the file they came from (gcRound); tests
 	// watch it.
 	reclaimSync func() error
+	// held are the GC rounds whose moved values are not yet durable
+	// (badger_gcheld.go).
+	held heldRounds
 	// space refuses writes that would leave the disk nearly full
 	// (badger_space.go); nil in memory or read-only.
 	space *spaceGuard
@@ -232,6 +235,12 @@ func (s *Badger) Close() error {
 	s.stopRelease()
 	if s.wals != nil {
 		defer s.wals.close()
+	}
+	// A GC round's emptied files go once its moved values are synced,
+	// or, when they cannot be, as Badger's close writes its memtables
+	// out as synced tables.
+	if err := s.releaseHeld(true); err != nil {
+		_ = s.releaseHeld(false)
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close badger at %q: %w", s.dir, err)

@@ -331,6 +331,11 @@ func (s *Badger) ReclaimContext(ctx context.Context) error {
 	}
 	s.reclaimMu.Lock()
 	defer s.reclaimMu.Unlock()
+	// A round before whose moved values are not durable yet: no other
+	// round until they are.
+	if err := s.releaseHeld(true); err != nil {
+		return fmt.Errorf("store: reclaim: %w", err)
+	}
 	// Flushing and flattening rewrite the LSM tree; on a busy store their
 	// I/O delays every fsync of the writes coming in, and those writes
 	// drive Badger's own compaction anyway. So both run only on a quiet
@@ -416,13 +421,26 @@ func (s *Badger) gcRound() error {
 	if err != nil {
 		return err
 	}
-	defer func() {
+	held := false
+	done := func() {
 		it.Close()
 		txn.Discard()
+	}
+	defer func() {
+		if !held {
+			done()
+		}
 	}()
 	err = s.runGCAlone(0.5)
 	if err == nil {
 		if serr := s.reclaimSync(); serr != nil {
+			// A sync that stopped before its fsyncs left the moved
+			// values where no fsync reached them: the iterator, and
+			// with it the emptied file, is kept until a Sync succeeds.
+			if errors.Is(serr, ErrSyncIncomplete) {
+				held = true
+				s.held.add(done)
+			}
 			return fmt.Errorf("sync the values moved: %w", serr)
 		}
 	}

@@ -293,6 +293,7 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	}
 	// Before anything is dropped: snapshots taken before fail (WriteTo).
 	s.restores.Add(1)
+	_ = s.releaseHeld(false) // what a GC round moved is dropped with the rest
 	if err := s.db.DropAll(); err != nil {
 		// Badger's drop sets up a new memtable: when it cannot, it is
 		// left without one, as after a failed commit.

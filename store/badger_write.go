@@ -496,6 +496,9 @@ func (s *Badger) Sync() error {
 	if err := s.syncLogs(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)
 	}
+	if err := s.releaseHeld(true); err != nil {
+		return fmt.Errorf("store: sync: %w", err)
+	}
 	return nil
 }
 

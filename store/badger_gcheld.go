@@ -1,0 +1,62 @@
+package store
+
+import "sync"
+
+// A value-log GC round moves a file's live values through the memtables
+// and deletes the file once the store's sync of them returns (gcRound).
+// When that sync stopped before its fsyncs (ErrSyncIncomplete: the
+// memtable logs could not be listed or opened), the moved values are in
+// logs no fsync reached, and the file is their only synced copy. The
+// round then keeps its iterator open, which keeps Badger from deleting
+// the file, until a later Sync succeeds: Sync, Reclaim (before another
+// round) and Close sync the store again and let it go. A Restore lets it
+// go at once: it drops every value anyway.
+
+// heldRounds are the releases of the GC rounds kept open.
+type heldRounds struct {
+	mu    sync.Mutex
+	dones []func()
+}
+
+// add keeps done, the release of a round, until releaseHeld.
+func (h *heldRounds) add(done func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dones = append(h.dones, done)
+}
+
+// take returns the releases kept and forgets them.
+func (h *heldRounds) take() []func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	dones := h.dones
+	h.dones = nil
+	return dones
+}
+
+// putBack keeps dones again, after a sync that could not release them.
+func (h *heldRounds) putBack(dones []func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dones = append(dones, h.dones...)
+}
+
+// releaseHeld lets the files of the held GC rounds go: when sync is set,
+// only after a sync, begun once they were taken, succeeded (its error is
+// returned and the rounds stay held otherwise); at once when it is not.
+func (s *Badger) releaseHeld(sync bool) error {
+	dones := s.held.take()
+	if len(dones) == 0 {
+		return nil
+	}
+	if sync {
+		if err := s.syncAll(); err != nil {
+			s.held.putBack(dones)
+			return err
+		}
+	}
+	for _, done := range dones {
+		done()
+	}
+	return nil
+}
