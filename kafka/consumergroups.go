@@ -437,7 +437,9 @@ func (c *coordinator) subscribedNames(group string, req []string, reqRegex bool)
 
 // topicInfos reads the named topics (all of them when a member subscribes
 // by pattern). A topic that does not exist (yet) is left out: its
-// subscribers get its partitions once it is created.
+// subscribers get its partitions once it is created. So is a name no
+// topic can have (ErrInvalidName: one Kafka allows, longer than the
+// engine's names), which a member may subscribe to as to any other.
 func (c *coordinator) topicInfos(ctx context.Context, names []string, all bool) ([]equeue.TopicInfo, error) {
 	if all {
 		ts, err := c.s.b.Topics(ctx)
@@ -462,7 +464,7 @@ func (c *coordinator) topicInfos(ctx context.Context, names []string, all bool) 
 		}
 		ti, err := c.s.b.Topic(ctx, n)
 		if err != nil {
-			if errors.Is(err, equeue.ErrTopicNotFound) {
+			if errors.Is(err, equeue.ErrTopicNotFound) || errors.Is(err, equeue.ErrInvalidName) {
 				continue
 			}
 			return nil, err
