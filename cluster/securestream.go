@@ -27,11 +27,17 @@ import (
 // connection whose handshake fails or takes longer than
 // secureHandshakeTimeout is closed before Raft reads from it. Handshakes
 // of accepted connections run on their own goroutines, so a peer that
-// connects and sends nothing holds up no other peer.
+// connects and sends nothing holds up no other peer, and at most
+// maxPendingHandshakes are under way at once, the oldest closed for a new
+// one.
 
 // secureHandshakeTimeout bounds the handshake of an accepted connection,
 // and that of a dialed one when Raft gives no timeout.
 const secureHandshakeTimeout = 10 * time.Second
+
+// maxPendingHandshakes bounds the handshakes of accepted connections under
+// way at once.
+const maxPendingHandshakes = 64
 
 // secureStream is the raft.StreamLayer of NewSecureStream.
 type secureStream struct {
@@ -56,7 +62,8 @@ type secureStream struct {
 
 	mu      sync.Mutex
 	closed  bool
-	pending map[net.Conn]struct{} // accepted, handshake under way
+	pending map[net.Conn]uint64 // accepted, handshake under way -> order accepted
+	seq     uint64              // the order of the last connection accepted
 }
 
 // NewSecureStream returns a Raft stream layer (for Options.RaftStream) on
@@ -97,7 +104,7 @@ func newSecureStream(lis net.Listener, advertise net.Addr, secret []byte, timeou
 		accepted: make(chan net.Conn),
 		done:     make(chan struct{}),
 		lisDone:  make(chan struct{}),
-		pending:  map[net.Conn]struct{}{},
+		pending:  map[net.Conn]uint64{},
 	}
 	s.wg.Go(s.acceptLoop)
 	return s, nil
@@ -158,13 +165,28 @@ func (s *secureStream) acceptLoop() {
 }
 
 // track records c as under handshake; false once the stream is closed.
+// With maxPendingHandshakes under way, it closes the oldest first: a
+// flood of connections that send nothing neither piles up until their
+// timeout nor keeps out a peer that proves the secret in the time the
+// flood takes to open as many new ones.
 func (s *secureStream) track(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
-	s.pending[c] = struct{}{}
+	if len(s.pending) >= maxPendingHandshakes {
+		var oldest net.Conn
+		for p, n := range s.pending {
+			if oldest == nil || n < s.pending[oldest] {
+				oldest = p
+			}
+		}
+		delete(s.pending, oldest)
+		_ = oldest.Close() // its handshake fails, and authenticate ends
+	}
+	s.seq++
+	s.pending[c] = s.seq
 	return true
 }
 
@@ -177,8 +199,10 @@ func (s *secureStream) untrack(c net.Conn) {
 // authenticate runs the listener's handshake on c and hands the
 // connection to Accept, or closes it.
 func (s *secureStream) authenticate(c net.Conn) {
-	defer s.untrack(c)
 	tc, err := s.handshake(c, s.server, false, s.timeout)
+	// Its handshake is over: no longer one to close for another's room.
+	// Close still ends the wait for Accept below, through done.
+	s.untrack(c)
 	if err != nil {
 		_ = c.Close()
 		if s.refused != nil {
