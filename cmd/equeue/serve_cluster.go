@@ -94,9 +94,12 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		advertise = c.listen
 	}
 	guarded := len(c.tokens) > 0 || c.tlsConf != nil
-	secret, err := cf.raftSecret(guarded)
+	secret, secretPerm, err := cf.raftSecret(guarded)
 	if err != nil {
 		return err
+	}
+	if secret != nil {
+		warnSecretFile(a.log, cf.secretFile, secretPerm)
 	}
 	// Take the ports before the node creates its directory, so a busy
 	// port leaves nothing behind.

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -20,43 +23,60 @@ const maxSecretFileBytes = 4096
 // operator keeps the Raft port on a network only the cluster's nodes
 // reach: a peer that reaches an open Raft port with no token deposes the
 // leader and writes the log.
-func (c *clusterFlags) raftSecret(guarded bool) ([]byte, error) {
+//
+// It returns the file's permission bits too (warnSecretFile).
+func (c *clusterFlags) raftSecret(guarded bool) ([]byte, fs.FileMode, error) {
 	switch {
 	case c.secretFile != "" && c.insecureRaft:
-		return nil, usageErrorf("--cluster-insecure-raft serves the Raft transport without authentication, --cluster-secret-file authenticates it: give one of them")
+		return nil, 0, usageErrorf("--cluster-insecure-raft serves the Raft transport without authentication, --cluster-secret-file authenticates it: give one of them")
 	case c.secretFile == "" && guarded && !c.insecureRaft:
-		return nil, usageErrorf("--token and --tls-cert do not guard the Raft transport (--cluster-raft): give every node of the cluster the same --cluster-secret-file, or --cluster-insecure-raft to serve it without authentication on a network only the cluster's nodes reach")
+		return nil, 0, usageErrorf("--token and --tls-cert do not guard the Raft transport (--cluster-raft): give every node of the cluster the same --cluster-secret-file, or --cluster-insecure-raft to serve it without authentication on a network only the cluster's nodes reach")
 	case c.secretFile == "":
-		return nil, nil
+		return nil, 0, nil
 	}
 	return readSecretFile(c.secretFile)
 }
 
 // readSecretFile reads --cluster-secret-file: the secret is its content,
 // one trailing newline dropped. It waits for a named pipe's writer as
-// --token-file does.
-func readSecretFile(path string) ([]byte, error) {
+// --token-file does, and returns the file's permission bits too.
+func readSecretFile(path string) ([]byte, fs.FileMode, error) {
 	deadline := time.Now().Add(tokenFileWait)
 	f, err := openTokenFile(path, deadline)
 	if errors.Is(err, errTokenFileSilent) {
-		return nil, fmt.Errorf("--cluster-secret-file %s: nothing to read within %v: a named pipe that no program writes to?", path, tokenFileWait)
+		return nil, 0, fmt.Errorf("--cluster-secret-file %s: nothing to read within %v: a named pipe that no program writes to?", path, tokenFileWait)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--cluster-secret-file %s: %w", path, pathErr(err))
+		return nil, 0, fmt.Errorf("--cluster-secret-file %s: %w", path, pathErr(err))
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("--cluster-secret-file %s: %w", path, pathErr(err))
+	}
 	_ = f.SetReadDeadline(deadline) // a pipe's; a regular file has none
 	data, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("--cluster-secret-file %s: %w", path, pathErr(err))
+		return nil, 0, fmt.Errorf("--cluster-secret-file %s: %w", path, pathErr(err))
 	}
 	if len(data) > maxSecretFileBytes {
-		return nil, usageErrorf("--cluster-secret-file %s: larger than %d bytes: not a secret file", path, maxSecretFileBytes)
+		return nil, 0, usageErrorf("--cluster-secret-file %s: larger than %d bytes: not a secret file", path, maxSecretFileBytes)
 	}
 	s := strings.TrimSuffix(string(data), "\n")
 	s = strings.TrimSuffix(s, "\r")
 	if len(s) < cluster.MinRaftSecretLen {
-		return nil, usageErrorf("--cluster-secret-file %s: the secret must be at least %d bytes, it has %d (make one with: head -c 32 /dev/urandom | base64 > FILE)", path, cluster.MinRaftSecretLen, len(s))
+		return nil, 0, usageErrorf("--cluster-secret-file %s: the secret must be at least %d bytes, it has %d (make one with: head -c 32 /dev/urandom | base64 > FILE)", path, cluster.MinRaftSecretLen, len(s))
 	}
-	return []byte(s), nil
+	return []byte(s), st.Mode().Perm(), nil
+}
+
+// warnSecretFile warns, as logTokenFiles does of a token file, when group
+// or others may read or write the secret file at path (perm its
+// permission bits), which serve still takes: whoever reads it can join
+// the cluster's Raft transport. It never logs the secret.
+func warnSecretFile(log *slog.Logger, path string, perm fs.FileMode) {
+	if perm&0o066 != 0 && runtime.GOOS != "windows" {
+		log.Warn("cluster secret file may be read or written by group or others: make it readable by serve's user only (chmod 600)",
+			"file", path, "mode", fmt.Sprintf("%#o", perm))
+	}
 }
