@@ -132,6 +132,10 @@ func TestCluster_WrongSecretCannotJoin(t *testing.T) {
 	defer cancel()
 	err = c.waitLeader().AddVoter(ctx, "n4", o.RaftAddr)
 	require.ErrorIs(t, err, cluster.ErrNotCaughtUp)
+	assert.Contains(t, err.Error(), "removed again")
+	for _, srv := range c.waitLeader().Status().Servers {
+		assert.NotEqual(t, "n4", srv.ID, "n4 is left in the configuration")
+	}
 	assert.Positive(t, refused.Load(), "n4 refused the leader's connections")
 	st := n4.Status()
 	assert.Empty(t, st.LeaderID, "n4 hears from no leader")
