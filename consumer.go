@@ -303,7 +303,10 @@ type Consumer struct {
 	// Close cancels it once its own bound ends (see waitHandOvers).
 	handoffCtx    context.Context
 	handoffCancel context.CancelFunc
-	version       int64
+	// cutHandOvers holds the runners of hand-overs whose commit a close's
+	// bound cut (see waitHandOvers): that close commits them with its own.
+	cutHandOvers []*runner
+	version      int64
 	// named holds the grants the assignment applied last (or being
 	// applied) names, granted or to release: a handover of one of them
 	// under another grant that ends has ap, the membership loop's
@@ -679,7 +682,8 @@ func (c *Consumer) startHandOver(rs []*runner) {
 // new owner, which does not hold that lane yet, would hand out lower-lane
 // messages before the higher lane's backlog (see priority.go). The commit
 // and the release wait up to 10 s for the broker, less when a Close
-// waiting for the hand-over has a shorter bound (see waitHandOvers).
+// waiting for the hand-over has a shorter bound (see waitHandOvers); a
+// commit that bound cut is left to that Close (keepCutHandOver).
 func (c *Consumer) handOver(rs []*runner) {
 	var wg sync.WaitGroup
 	for _, r := range rs[1:] {
@@ -706,6 +710,9 @@ func (c *Consumer) handOver(rs []*runner) {
 	ctx, cancel := context.WithTimeout(c.handoffCtx, closeLeaveTimeout)
 	if err := c.commit(ctx, rs); err != nil {
 		c.log.Warn("commit on handover", "queue", rs[0].grant.QueueRef, "err", err)
+		if c.handoffCtx.Err() != nil {
+			c.keepCutHandOver(rs)
+		}
 	}
 	err := c.b.ReleaseQueues(ctx, c.o.Group, c.o.ID, grants)
 	if err != nil && !errors.Is(err, ErrNotMember) {
@@ -1009,6 +1016,7 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 			list = append(list, r)
 		}
 		abandoned := abandonedHandlers(list, fencedRunning) // before the commit: see there
+		list = append(list, c.takeCutHandOvers()...)
 		errs = c.finalCommitAndLeave(ctx, list)
 		if len(errs) > 0 && ctx.Err() != nil && !again {
 			// Cut by the caller's own bound: Engine.Close, when it closes
