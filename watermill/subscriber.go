@@ -471,8 +471,11 @@ type subscription struct {
 }
 
 // run waits for the end of the subscription, stops the consumer and closes
-// the channel. Every handler has returned once Consumer.Close has, so
-// nothing is sent on out after it is closed.
+// the channel. Consumer.Close may return with a handler still running (one
+// it gave up on after ShutdownTimeout twice: an Unmarshaler or a wait that
+// ignores its context); out is closed all the same. Such a handler hands
+// nothing out once the subscription has stopped: handOut checks sub.stop,
+// which ends before Close is called, before it sends on out.
 func (sub *subscription) run() {
 	defer sub.s.wg.Done()
 	defer sub.endStop()
