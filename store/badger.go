@@ -236,12 +236,11 @@ func (s *Badger) Close() error {
 	if s.wals != nil {
 		defer s.wals.close()
 	}
-	// A GC round's emptied files go once its moved values are synced,
-	// or, when they cannot be, as Badger's close writes its memtables
-	// out as synced tables.
-	if err := s.releaseHeld(true); err != nil {
-		_ = s.releaseHeld(false)
-	}
+	// A GC round's emptied files go once its moved values are synced.
+	// When they cannot be, the files stay (badger_gcheld.go): the
+	// rounds are left open, and the next open's GC takes them again.
+	_ = s.releaseHeld(true)
+	s.held.abandon()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close badger at %q: %w", s.dir, err)
 	}

@@ -10,7 +10,13 @@ import "sync"
 // round then keeps its iterator open, which keeps Badger from deleting
 // the file, until a later Sync succeeds: Sync, Reclaim (before another
 // round) and Close sync the store again and let it go. A Restore lets it
-// go at once: it drops every value anyway.
+// go at once: it drops every value anyway. A Close whose sync fails does
+// not let it go: Badger would delete the file before its close has
+// written the memtables out, and a crash in between would find neither
+// copy. The round's iterator is then left open for good (closing it once
+// Badger is closed would wait forever on the file's lock), which keeps
+// the memtables it pins in memory and their logs open, and on disk until
+// the next open replays them; the file is taken by a later GC round.
 
 // heldRounds are the releases of the GC rounds kept open.
 type heldRounds struct {
@@ -59,4 +65,12 @@ func (s *Badger) releaseHeld(sync bool) error {
 		done()
 	}
 	return nil
+}
+
+// abandon forgets the rounds still held without letting their files go:
+// Close, once its sync failed (see above).
+func (h *heldRounds) abandon() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dones = nil
 }

@@ -114,3 +114,23 @@ func TestBadgerReclaim_CloseLetsAHeldRoundGo(t *testing.T) {
 	defer func() { require.NoError(t, s.Close()) }()
 	assert.Len(t, keptRecords(t, s), 400, "kept records after a reopen")
 }
+
+// Close with a round held and its logs still not listable keeps the
+// files the round emptied: the moved values are not known durable until
+// Badger's close has written the memtables out, and a crash during that
+// close would otherwise find neither copy. The next open's GC takes the
+// file again.
+func TestBadgerReclaim_CloseWhoseSyncFailsKeepsTheEmptiedFiles(t *testing.T) {
+	dir := t.TempDir()
+	s, before, _ := heldRoundStore(t, dir)
+	require.NoError(t, s.Close())
+	after := vlogFileSet(t, dir)
+	for f := range before {
+		assert.True(t, after[f], "%s deleted by a Close whose sync of the moved values failed", f)
+	}
+	s, err := OpenBadger(dir, &heldRoundOpts)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	assert.Len(t, keptRecords(t, s), 400, "kept records after a reopen")
+	require.NoError(t, s.Reclaim(), "the next open's Reclaim runs")
+}
