@@ -20,8 +20,14 @@ import "sync"
 
 // heldRounds are the releases of the GC rounds kept open.
 type heldRounds struct {
-	mu    sync.Mutex
-	dones []func()
+	// releasing is held by releaseHeld from taking the releases to
+	// running them: a Restore's release waits for a Sync's to end
+	// before it drops every file. Run after the drop, the Sync's would
+	// have Badger delete the emptied file by its number, which then
+	// names the fresh value-log file the snapshot is loaded into.
+	releasing sync.Mutex
+	mu        sync.Mutex
+	dones     []func()
 }
 
 // add keeps done, the release of a round, until releaseHeld.
@@ -51,6 +57,8 @@ func (h *heldRounds) putBack(dones []func()) {
 // only after a sync, begun once they were taken, succeeded (its error is
 // returned and the rounds stay held otherwise); at once when it is not.
 func (s *Badger) releaseHeld(sync bool) error {
+	s.held.releasing.Lock()
+	defer s.held.releasing.Unlock()
 	dones := s.held.take()
 	if len(dones) == 0 {
 		return nil
