@@ -100,8 +100,10 @@ func (n *Node) CloseContext(ctx context.Context) error {
 // closeEngine closes e, the engine of a tenure that ended, and waits for
 // its close until a CloseContext gave the node's close up and
 // engineCloseGrace passed since (however long the close ran before), or
-// the node's close began and engineCloseBound passed since: the node
-// then goes on without it, so that
+// the node's close began and engineCloseBound passed since (since began
+// when set: the node's close closed the engine's consumers first,
+// closeClientsFirst, from then on): the node then goes on without it, so
+// that
 // Raft, its transports and listeners are released though the engine's
 // store does not answer, and the engine's close goes on in the background
 // until it does. The first close given up is kept for the node's result
@@ -112,7 +114,7 @@ func (n *Node) CloseContext(ctx context.Context) error {
 // and no call of the node's waits for it): the panic is then recovered
 // and logged (the node's logger, at error level) rather than left to end
 // the program, and the loop goes on.
-func (n *Node) closeEngine(e *equeue.Engine, loop bool) {
+func (n *Node) closeEngine(e *equeue.Engine, loop bool, began time.Time) {
 	closed := make(chan error, 1)
 	stopped := make(chan any)     // what the engine's close panicked with
 	gaveUp := make(chan struct{}) // closed once closeEngine waits no more
@@ -173,7 +175,10 @@ func (n *Node) closeEngine(e *equeue.Engine, loop bool) {
 			grace = t.C
 		case <-closing:
 			closing = nil
-			t := time.NewTimer(engineCloseBound) // a plain Close's bound, from now
+			// A plain Close's bound, from now, or from began when set:
+			// the node's close may have spent part of it closing the
+			// engine's consumers first (closeClientsFirst).
+			t := time.NewTimer(closeBoundLeft(began, time.Now()))
 			defer t.Stop()
 			bound = t.C
 		case <-grace:
@@ -186,6 +191,15 @@ func (n *Node) closeEngine(e *equeue.Engine, loop bool) {
 			return
 		}
 	}
+}
+
+// closeBoundLeft is what is left at now of engineCloseBound counted from
+// began, or from now when began is unset or later.
+func closeBoundLeft(began, now time.Time) time.Duration {
+	if began.IsZero() || began.After(now) {
+		return engineCloseBound
+	}
+	return max(0, engineCloseBound-now.Sub(began))
 }
 
 // giveUpEngineClose records that the node gave the close of an ended

@@ -741,7 +741,7 @@ func (n *Node) startTenure() error {
 		// nobody serves or closes it but this loop.
 		n.mu.Unlock()
 		rs.fence(errClosing)
-		n.closeEngine(e, true)
+		n.closeEngine(e, true, time.Time{})
 		return errClosing
 	default:
 	}
@@ -765,7 +765,10 @@ func (n *Node) startTenure() error {
 // gave the node's close up (closeEngine). loop
 // tells that the node's reconcile loop stops the engine, not Close: a
 // panic in the engine's close, or in OnEngine, is then logged
-// (closeEngine, onEngine).
+// (closeEngine, onEngine). Close (loop unset) lets the engine close its
+// in-process consumers and producers before the fence, within the same
+// bound (closeClientsFirst), so that their final commits are stored; a
+// tenure that ended (loop set) is fenced first, as its writes must be.
 func (n *Node) stopEngine(loop bool) {
 	n.mu.Lock()
 	e, rs := n.engine, n.rstore
@@ -778,9 +781,17 @@ func (n *Node) stopEngine(loop bool) {
 		return
 	}
 	n.onEngine(nil, loop)
-	rs.fence(errFenced)
 	defer n.giveUpWritesOnClose(rs)()
-	n.closeEngine(e, loop)
+	var began time.Time
+	if !loop {
+		// An orderly close, not a tenure that ended: the consumers'
+		// final commits go through Raft before the fence, within the
+		// bound of the engine's close.
+		began = time.Now()
+		n.closeClientsFirst(e, rs, began)
+	}
+	rs.fence(errFenced)
+	n.closeEngine(e, loop, began)
 	n.log.Info("stopped serving as leader")
 }
 
