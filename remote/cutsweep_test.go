@@ -148,20 +148,23 @@ func cutSteps() int {
 // each over gRPC's first flow-control window, are cut mid-message too.
 func TestCutProxy_SendOutcomesHoldWhereverTheConnectionBreaks(t *testing.T) {
 	for _, pad := range []int{0, 100 << 10} {
-		t.Run(fmt.Sprintf("pad%d", pad), func(t *testing.T) { cutSweep(t, pad, 0) })
+		t.Run(fmt.Sprintf("pad%d", pad), func(t *testing.T) { cutSweep(t, pad, 0, true) })
 	}
-	t.Run("delayed", func(t *testing.T) { cutSweep(t, 0, 20*time.Millisecond) })
+	t.Run("delayed", func(t *testing.T) { cutSweep(t, 0, 20*time.Millisecond, true) })
+	// A broker without AppendStream: every send is a unary Append.
+	t.Run("unary", func(t *testing.T) { cutSweep(t, 0, 0, false) })
 }
 
-// cutSweep runs sendWorkload with bodies padded by pad bytes once without
-// a cut, to measure its traffic, then once per cut point.
-func cutSweep(t *testing.T, pad int, delay time.Duration) {
+// cutSweep runs sendWorkload with bodies padded by pad bytes (and delayed
+// by delay) on a broker with AppendStream or without (streams) once
+// without a cut, to measure its traffic, then once per cut point.
+func cutSweep(t *testing.T, pad int, delay time.Duration, streams bool) {
 	var total [2]int
 	{
 		e := openEngine(t, nil)
 		require.NoError(t, e.CreateTopic(ctxT(t), "t", 2))
-		s := startServer(t, e, "", nil)
-		px := newCutProxy(t, s.addr)
+		addr, _ := countedServer(t, e, streams)
+		px := newCutProxy(t, addr)
 		c := dial(t, px.Addr(), &remote.ClientOptions{MaxReconnectDelay: 50 * time.Millisecond})
 		p := newProducer(t, c)
 		tl := newTold()
@@ -181,8 +184,8 @@ func cutSweep(t *testing.T, pad int, delay time.Duration) {
 			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
 				e := openEngine(t, nil)
 				require.NoError(t, e.CreateTopic(ctxT(t), "t", 2))
-				s := startServer(t, e, "", nil)
-				px := newCutProxy(t, s.addr)
+				addr, _ := countedServer(t, e, streams)
+				px := newCutProxy(t, addr)
 				px.Arm(dir, n)
 				c := dial(t, px.Addr(), &remote.ClientOptions{MaxReconnectDelay: 50 * time.Millisecond})
 				p := newProducer(t, c)
