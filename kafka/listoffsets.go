@@ -30,6 +30,11 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 		} else {
 			ti, terr = c.s.b.Topic(c.ctx, t.Topic)
 		}
+		if errors.Is(terr, equeue.ErrInvalidName) {
+			// Kafka's ListOffsets does not check names: a topic it does
+			// not have is UNKNOWN_TOPIC_OR_PARTITION, whatever its name.
+			terr = equeue.ErrTopicNotFound
+		}
 		if errors.Is(terr, equeue.ErrTopicNotFound) {
 			c.s.maxTS.forget(t.Topic) // deleted other than through the listener
 		}
