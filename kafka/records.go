@@ -29,6 +29,11 @@ var errInvalidBatch = errors.New("kafka: invalid record batch")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// logAppendTimeAttr is the timestamp type bit of a v2 batch's
+// attributes: set, the records' time is the batch's MaxTimestamp, the
+// time the broker appended them.
+const logAppendTimeAttr = 0x08
+
 // batchHeaderSize is the bytes of a v2 record batch before its records.
 const batchHeaderSize = 61
 
@@ -91,6 +96,10 @@ func decodeBatch(raw []byte, tagHeader string, logAppend bool) (producedBatch, e
 	switch {
 	case rb.Attributes&0x10 != 0 || rb.Attributes&0x20 != 0:
 		return producedBatch{}, fmt.Errorf("%w: transactional or control batch", errInvalidBatch)
+	case rb.Attributes&logAppendTimeAttr != 0:
+		// The broker sets it; Kafka's LogValidator refuses it from a
+		// producer with INVALID_TIMESTAMP.
+		return producedBatch{}, fmt.Errorf("%w: timestamp type LogAppendTime is the broker's to set, not the producer's", errBadTimestamp)
 	case rb.NumRecords <= 0:
 		return producedBatch{}, fmt.Errorf("%w: record count %d", errInvalidBatch, rb.NumRecords)
 	case int64(rb.LastOffsetDelta)+1 != int64(rb.NumRecords):
@@ -246,7 +255,7 @@ func (w *batchWriter) finish(logAppend bool) []byte {
 	h[16] = 2                             // magic
 	var attrs uint16
 	if logAppend {
-		attrs |= 0x08
+		attrs |= logAppendTimeAttr
 	}
 	binary.BigEndian.PutUint16(h[21:], attrs)
 	binary.BigEndian.PutUint32(h[23:], uint32(w.last-w.base))

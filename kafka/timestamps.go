@@ -8,7 +8,8 @@ import (
 )
 
 // errBadTimestamp is returned for a record whose timestamp a message's
-// BornAt cannot hold: Kafka's INVALID_TIMESTAMP, which clients do not
+// BornAt cannot hold, and for a batch whose producer set its timestamp
+// type to LogAppendTime: Kafka's INVALID_TIMESTAMP, which clients do not
 // retry, for the whole batch.
 var errBadTimestamp = errors.New("kafka: invalid record timestamp")
 
