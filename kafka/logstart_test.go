@@ -15,7 +15,7 @@ import (
 // offset (the queue's low watermark, what retention left) for a fetch in
 // range, one below it (OFFSET_OUT_OF_RANGE) and one at the end (a long
 // poll), never -1 where the pull told it. (ListOffsets has no such field;
-// a Produce answer's is -1, which the append does not tell: see README.)
+// a Produce answer's: TestProduce_LogStartOffsetIsTheLowWatermark.)
 func TestFetch_LogStartOffsetIsTheLowWatermark(t *testing.T) {
 	e := openEngine(t, nil)
 	ctx := testCtx(t)

@@ -109,8 +109,8 @@ func (c *conn) producePartitionRecovered(wait context.Context, version int16, to
 // decompress (inflateGate), and holds it until stored.
 func (c *conn) producePartition(wait context.Context, version int16, topic string, part int32, records []byte, rp *kmsg.ProduceResponseTopicPartition) {
 	// A refused partition has no base offset, as in Kafka's answer: 0
-	// would name a record the partition may hold.
-	rp.BaseOffset, rp.LogAppendTime = -1, -1
+	// would name a record the partition may hold; nor a log start.
+	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 	if hidden(topic) {
 		rp.ErrorCode = errTopicAuthorizationFailed
 		return
@@ -168,6 +168,7 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 		return
 	}
 	rp.BaseOffset = at.base
+	rp.LogStartOffset = c.logStart(topic, part)
 	if c.s.o.LogAppendTime && at.time > 0 {
 		// As from a broker whose topics use LogAppendTime: the producer
 		// learns the time consumers see.
@@ -291,6 +292,17 @@ func (c *conn) topicIDAndEnd(topic string, part int32) (uint32, int64) {
 		return ti.ID, -1
 	}
 	return ti.ID, ti.Queues[part].MaxOffset
+}
+
+// logStart is the log start offset a produce answer gives for topic's
+// partition part: the queue's low watermark, what retention left, read
+// after the append; -1, Kafka's "not known", when it cannot be read.
+func (c *conn) logStart(topic string, part int32) int64 {
+	ti, err := c.s.b.Topic(c.ctx, topic)
+	if err != nil || part < 0 || int(part) >= len(ti.Queues) {
+		return -1
+	}
+	return ti.Queues[part].MinOffset
 }
 
 // topicReplaced reports whether topic, whose ID was id when a producer's
