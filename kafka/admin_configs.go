@@ -12,8 +12,9 @@ import (
 // would have the client rely on it. The listener has no log compaction
 // (cleanup.policy must be delete) and one timestamp type for every topic
 // (Options.LogAppendTime), as DescribeConfigs reports them; it has no
-// per-topic record size limit (max.message.bytes: the engine's
-// MaxMessageSize bounds every topic alike) and one replica, which honours
+// per-topic record size limit (the engine's MaxMessageSize bounds every
+// topic alike, so it honours a max.message.bytes of at least that only:
+// maxMessageBytesRefused) and one replica, which honours
 // min.insync.replicas 1 only. Other configs (retention, segment sizes and
 // the like, which the engine's topic options rule) are accepted and
 // ignored, and so is a null value (the default).
@@ -31,7 +32,9 @@ func (c *conn) unservedConfig(configs []kmsg.CreateTopicsRequestTopicConfig) str
 				}
 			}
 		case "max.message.bytes":
-			return fmt.Sprintf("max.message.bytes %q: no per-topic record size limit here; the engine's MaxMessageSize bounds every topic", v)
+			if why := c.maxMessageBytesRefused(v); why != "" {
+				return why
+			}
 		case "min.insync.replicas":
 			if strings.TrimSpace(v) != "1" {
 				return fmt.Sprintf("min.insync.replicas %q: one replica here, so only 1", v)
