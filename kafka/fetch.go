@@ -150,11 +150,11 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 	next := res.NextOffset
 	for i, m := range res.Messages {
 		w, buf := sc.w, sc.buf // to take m out again
-		if c.s.o.LogAppendTime && sc.w.n > 0 && m.StoredAt.UnixMilli() != sc.w.firstTS {
-			// Clients give every record of a LogAppendTime batch the
-			// batch's MaxTimestamp: a message stored in another
-			// millisecond starts another batch.
-			sc.buf = sc.w.finish(true)
+		if sc.w.n > 0 && !sc.w.fits(recordTime(m, c.s.o.LogAppendTime), c.s.o.LogAppendTime) {
+			// A message whose time clients would not read right in
+			// this batch (with LogAppendTime: one stored in another
+			// millisecond) starts another.
+			sc.buf = sc.w.finish(c.s.o.LogAppendTime)
 			sc.w.begin(sc.buf, m.Offset)
 		}
 		sc.w.add(m, c.s.o.TagHeader, c.s.o.LogAppendTime)

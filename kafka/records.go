@@ -180,7 +180,8 @@ type batchWriter struct {
 	buf     []byte // whole batch; header first
 	start   int    // where this batch starts in buf
 	base    int64
-	firstTS int64
+	firstTS int64 // the batch's base timestamp (baseTimestamp)
+	lead    int64 // the first record's time
 	maxTS   int64
 	last    int64
 	n       int32
@@ -191,22 +192,59 @@ type batchWriter struct {
 func (w *batchWriter) begin(dst []byte, base int64) {
 	w.start = len(dst)
 	w.buf = append(dst, make([]byte, batchHeaderSize)...)
-	w.base, w.n, w.firstTS, w.maxTS, w.last = base, 0, -1, -1, base
+	w.base, w.n, w.firstTS, w.lead, w.maxTS, w.last = base, 0, -1, -1, -1, base
+}
+
+// recordTime is the time a fetched record of m carries, in Unix
+// milliseconds: its BornAt (CreateTime) or, with logAppend or without a
+// BornAt, the time it was stored; noTimestamp when neither is known.
+func recordTime(m *equeue.Message, logAppend bool) int64 {
+	if m.BornAt.IsZero() && m.StoredAt.IsZero() {
+		return noTimestamp // no time known: not year 1's
+	}
+	if logAppend || m.BornAt.IsZero() {
+		return m.StoredAt.UnixMilli()
+	}
+	return m.BornAt.UnixMilli()
+}
+
+// maxSaramaDelta is the largest timestamp delta, in milliseconds, that
+// sarama reads right: it holds a delta as a time.Duration.
+const maxSaramaDelta = math.MaxInt64 / int64(time.Millisecond)
+
+// fits reports whether a record of time ts (recordTime) may join the
+// batch, which holds a record already, and be read back at that time by
+// every client. Each reads a record's time as the batch's base timestamp
+// plus the record's delta, which holds any time; but with LogAppendTime
+// clients give every record the batch's MaxTimestamp, and sarama takes a
+// negative base for none (year 1) and wraps a delta of more than about
+// 292 years. So a batch's base is never negative but for a batch of
+// records without a time (all noTimestamp, read as none, as from Kafka),
+// and a record joins a batch only when its delta stays in sarama's range.
+func (w *batchWriter) fits(ts int64, logAppend bool) bool {
+	switch {
+	case logAppend:
+		return ts == w.lead
+	case ts == noTimestamp || w.lead == noTimestamp:
+		return ts == w.lead
+	}
+	d := ts - w.firstTS
+	return d >= -maxSaramaDelta && d <= maxSaramaDelta
 }
 
 // add appends one message as a record.
 func (w *batchWriter) add(m *equeue.Message, tagHeader string, logAppend bool) {
-	ts := m.BornAt.UnixMilli()
-	if logAppend || m.BornAt.IsZero() {
-		ts = m.StoredAt.UnixMilli()
-	}
-	if m.BornAt.IsZero() && m.StoredAt.IsZero() {
-		ts = noTimestamp // no time known: not year 1's
-	}
+	ts := recordTime(m, logAppend)
 	if w.n == 0 {
-		// Both from the first record: a time before 1970 is below the
-		// -1 begin leaves them at.
-		w.firstTS, w.maxTS = ts, ts
+		// From the first record: a time before 1970 is below the -1
+		// begin leaves them at. The base is the first record's time,
+		// as Kafka's clients write it, but 0 for a time before 1970
+		// (see fits): every time a BornAt holds, 1678 to 2262, is
+		// within sarama's reach of 0.
+		w.firstTS, w.lead, w.maxTS = ts, ts, ts
+		if ts < noTimestamp {
+			w.firstTS = 0
+		}
 	}
 	w.maxTS = max(w.maxTS, ts)
 	r := w.rec[:0]

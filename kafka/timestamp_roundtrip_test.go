@@ -39,7 +39,8 @@ func fetchBatches(t *testing.T, addr, topic string) []kmsg.RecordBatch {
 // times before 1970 are fetched with the same milliseconds, and their
 // batch's MaxTimestamp is the largest of them (Sarama hands it out as
 // BlockTimestamp), not -1: a batch's largest time started at -1, so
-// times below it were never taken.
+// times below it were never taken. The batch's base timestamp is 0, each
+// record's delta from it its time.
 func TestFetch_PreEpochBatchCarriesItsMaxTimestamp(t *testing.T) {
 	_, addr := setup(t, map[string]int{"t": 1})
 	born := time.Date(1969, 7, 20, 20, 17, 40, 0, time.UTC).UnixMilli()
@@ -48,7 +49,7 @@ func TestFetch_PreEpochBatchCarriesItsMaxTimestamp(t *testing.T) {
 	batches := fetchBatches(t, addr, "t")
 	require.Len(t, batches, 1)
 	rb := batches[0]
-	assert.Equal(t, born, rb.FirstTimestamp)
+	assert.Equal(t, int64(0), rb.FirstTimestamp, "a base sarama reads, not one before 1970 (TestSarama_FetchedTimesBeforeNineteenSeventy)")
 	assert.Equal(t, born+5, rb.MaxTimestamp, "the batch's largest time")
 	var recs []int64
 	raw := rb.Records
