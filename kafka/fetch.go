@@ -122,6 +122,11 @@ func (c *conn) fetchPartition(topic string, p kmsg.FetchRequestTopicPartition, b
 			return 0, errNone
 		}
 	}
+	if errors.Is(err, equeue.ErrInvalidName) {
+		// Kafka's Fetch does not check names: a topic it does not have
+		// is UNKNOWN_TOPIC_OR_PARTITION, whatever its name.
+		return 0, errUnknownTopicOrPartition
+	}
 	if err != nil {
 		return 0, errorCode(err)
 	}
