@@ -111,7 +111,7 @@ func (s *replicatedStore) start(data []byte) (raft.ApplyFuture, error) {
 	fenced := s.fenced
 	s.mu.Unlock()
 	if fenced != nil {
-		return nil, fmt.Errorf("%w: %w", equeue.ErrNotLeader, fenced)
+		return nil, refusedFenced(fenced)
 	}
 	f := s.raft.ApplyLog(raft.Log{Data: data, Extensions: stampID(s.clusterID)}, s.timeout)
 	if reflect.ValueOf(f).Kind() != reflect.Pointer {
@@ -122,6 +122,18 @@ func (s *replicatedStore) start(data []byte) (raft.ApplyFuture, error) {
 		return nil, fmt.Errorf("%w: %w", equeue.ErrNotLeader, err)
 	}
 	return f, nil
+}
+
+// refusedFenced is the error of a write refused, before it reached Raft,
+// because the tenure was fenced with cause: nothing was done, so it
+// matches equeue.ErrNotLeader only. A cause of unknown outcome (an earlier
+// entry given up, matching equeue.ErrIndeterminate) is told, not wrapped:
+// that outcome is the earlier entry's, not this write's.
+func refusedFenced(cause error) error {
+	if errors.Is(cause, equeue.ErrIndeterminate) {
+		return fmt.Errorf("%w: the tenure ended after an earlier entry: %v", equeue.ErrNotLeader, cause)
+	}
+	return fmt.Errorf("%w: %w", equeue.ErrNotLeader, cause)
 }
 
 // raftDown ends the waits for entries still on their way once Raft was
