@@ -23,7 +23,9 @@ import (
 // error matching equeue.ErrCloseAbandoned; the engine's close goes on in
 // the background. The close of the stores, which waits for what that
 // engine still does on the node's store, is then waited for
-// raftShutdownGrace at most, and goes on in the background past it. So
+// raftShutdownGrace at most, and goes on in the background past it; so is
+// it when nothing was given up but a read of the node's store does not
+// return (a hung disk), with the same error. So
 // it does for the node's reconcile loop, which a
 // leader's engine open that does not return holds: Close waits for it
 // loopCloseGrace at most, and the stores close once it ended, the engine

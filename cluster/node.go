@@ -876,7 +876,9 @@ var errLoopHeld = fmt.Errorf("%w: cluster: the reconcile loop did not return wit
 // its connections and listener all the same and returns an error
 // matching equeue.ErrCloseAbandoned (errRaftShutdownHeld,
 // errStoreUsersHeld), and the stores (Raft's log, the node's store) are
-// closed in the background once all of them finished.
+// closed in the background once all of them finished. The stores' close
+// itself, which waits for the reads of the store still on their way, is
+// waited for raftShutdownGrace at most too (closeStoresWithin).
 func (n *Node) release(loopHeld bool) error {
 	var errs []error
 	if loopHeld {
@@ -939,32 +941,35 @@ func (n *Node) release(loopHeld bool) error {
 		// the node's store (a read held by a disk that does not answer),
 		// and the store's close waits for it: so does this close,
 		// raftShutdownGrace at most.
-		errs = append(errs, n.closeStoresWithin(raftShutdownGrace))
+		errs = append(errs, n.closeStoresWithin(false, raftShutdownGrace))
 		return errors.Join(errs...)
 	}
-	errs = append(errs, n.closeStores(true))
+	// A read still held in the node's store (a hung disk) holds its
+	// close even when nothing was given up: bounded alike.
+	errs = append(errs, n.closeStoresWithin(true, raftShutdownGrace))
 	return errors.Join(errs...)
 }
 
-// errStoresCloseHeld is the node's close's result when, after it gave
-// its engine's close up, the close of the stores did not finish within
-// raftShutdownGrace: it goes on in the background.
-var errStoresCloseHeld = fmt.Errorf("%w: cluster: the close of the stores did not finish within %v (the given-up engine's store does not answer); it goes on in the background",
+// errStoresCloseHeld is the node's close's result when the close of the
+// stores did not finish within raftShutdownGrace (a read of the store, by
+// a given-up engine or anything else, does not return): it goes on in the
+// background.
+var errStoresCloseHeld = fmt.Errorf("%w: cluster: the close of the stores did not finish within %v (a read of the store does not return); it goes on in the background",
 	equeue.ErrCloseAbandoned, raftShutdownGrace)
 
-// closeStoresWithin closes the stores, not marking the store clean, and
-// waits for that close grace at most: past it, it returns
-// errStoresCloseHeld, and the close goes on in the background, logging
-// what failed.
-func (n *Node) closeStoresWithin(grace time.Duration) error {
+// closeStoresWithin closes the stores, marking the store clean first when
+// clean is set, and waits for that close grace at most: past it, it
+// returns errStoresCloseHeld, and the close goes on in the background,
+// logging what failed.
+func (n *Node) closeStoresWithin(clean bool, grace time.Duration) error {
 	closed, late := make(chan error), make(chan struct{})
 	go func() {
-		err := n.closeStores(false)
+		err := n.closeStores(clean)
 		select {
 		case closed <- err:
 		case <-late:
 			if err != nil {
-				n.log.Warn("close of the stores after a given-up engine's close", "err", err)
+				n.log.Warn("close of the stores, given up by the node's close", "err", err)
 			}
 		}
 	}()
@@ -975,7 +980,7 @@ func (n *Node) closeStoresWithin(grace time.Duration) error {
 		return err
 	case <-t.C:
 		close(late)
-		n.log.Error("the close of the stores held (the given-up engine's store does not answer): it goes on in the background", "grace", grace)
+		n.log.Error("the close of the stores held (a read of the store does not return): it goes on in the background", "grace", grace)
 		return errStoresCloseHeld
 	}
 }
