@@ -424,7 +424,9 @@ type Status struct {
 	Removed bool `json:",omitempty"`
 }
 
-// Status returns the node's view of the cluster.
+// Status returns the node's view of the cluster. It does not wait for a
+// Raft log store that does not answer (a hung disk): FirstLogIndex is then
+// the first index it last read (firstIndexReader).
 func (n *Node) Status() Status {
 	_, leaderID := n.raft.LeaderWithID()
 	s := Status{ID: n.opts.ID, State: n.raft.State().String(), Term: n.raft.CurrentTerm(),
@@ -433,7 +435,7 @@ func (n *Node) Status() Status {
 	if f := n.failure.Load(); f != nil {
 		s.Failure = (*f).Error()
 	}
-	s.FirstLogIndex, _ = n.logs.FirstIndex()
+	s.FirstLogIndex = n.first.get()
 	st := n.raft.Stats()
 	s.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)
 	fs := n.fsm.current()

@@ -57,6 +57,8 @@ type Node struct {
 	// (failStop).
 	failure atomic.Pointer[error]
 	obs     *raft.Observer
+	// first reads the first index of Raft's log (under alog) for Status.
+	first *firstIndexReader
 
 	// ptrans is trans noting followers' progress (lag.go); Raft uses it.
 	ptrans *progressTransport
@@ -269,6 +271,7 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		under = o.logStoreHook(cache)
 	}
 	n.alog = newLeaderLog(under)
+	n.first = &firstIndexReader{read: under.FirstIndex}
 	closers = append(closers, closerFunc(n.alog.Close))
 	n.fsm.awaitLog = n.alog.awaitStored
 	n.fsm.getLog = cache.GetLog
