@@ -177,6 +177,9 @@ type Options struct {
 	// leader opens its engine (tests: an open held by a store that does
 	// not answer).
 	engineOpenHook func()
+	// clientsPhaseHook, when set, is told how the close's consumer phase
+	// ended (closeClientsFirst; tests).
+	clientsPhaseHook func(clientsPhaseEnd)
 	// noHello makes the node open its Raft connections without a hello,
 	// as a version before hellos did (hello.go; tests).
 	noHello bool
