@@ -1,18 +1,9 @@
 package cluster
 
 import (
-	"context"
-	"net"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
-
-	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/store"
 )
 
 // heldWriter is an io.Writer whose first Write waits until released (a
@@ -26,6 +17,24 @@ func (w heldWriter) Write(p []byte) (int, error) {
 	w.enter()
 	<-w.released
 	return len(p), nil
+}
+
+// holdRead starts a read of the rig's node's store, streamed to a writer
+// that holds until the rig releases it, as a read on a hung disk would,
+// and waits until it holds; the channel has its result.
+func (r *heldRig) holdRead() <-chan error {
+	r.t.Helper()
+	p := r.point()
+	sn, err := r.n.st.Snapshot()
+	require.NoError(r.t, err)
+	read := make(chan error, 1)
+	go func() {
+		_, err := sn.WriteTo(heldWriter{enter: p.enter, released: p.released})
+		sn.Release()
+		read <- err
+	}()
+	r.reached(p, "the read did not reach its writer")
+	return read
 }
 
 // TestNode_PlainCloseIsBoundedWhileAGivenUpEngineHoldsTheStore: on a hung
@@ -42,63 +51,13 @@ func (w heldWriter) Write(p []byte) (int, error) {
 // the stores itself after giving the engine up, and so waited for the
 // store for ever.
 func TestNode_PlainCloseIsBoundedWhileAGivenUpEngineHoldsTheStore(t *testing.T) {
-	leaks := goleak.IgnoreCurrent()
-	var held atomic.Bool
-	inWrite, inRead, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	enterWrite, enterRead := sync.OnceFunc(func() { close(inWrite) }), sync.OnceFunc(func() { close(inRead) })
-	release := sync.OnceFunc(func() { close(released) })
-	t.Cleanup(release)
-	dir := t.TempDir()
-	n, err := Open(dir, &Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true,
-		admitHook: func(b *store.Batch) error {
-			if held.Load() && len(b.Entries) > 0 {
-				enterWrite()
-				<-released
-			}
-			return nil
-		}})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, err := n.Engine(); return err == nil }, 30*time.Second, 10*time.Millisecond)
-	ctx := context.Background()
-	require.NoError(t, n.CreateTopic(ctx, "t", 1))
-	raftAddr := n.RaftAddr()
+	r := newHeldRig(t)
+	r.open(&Options{admitHook: r.heldBatch(true)})
+	read := r.holdRead()
+	sent := r.appendHeld("the append did not reach the store's admission")
 
-	sn, err := n.st.Snapshot()
-	require.NoError(t, err)
-	read := make(chan error, 1)
-	go func() {
-		_, err := sn.WriteTo(heldWriter{enter: enterRead, released: released})
-		sn.Release()
-		read <- err
-	}()
-	select {
-	case <-inRead:
-	case <-time.After(time.Minute):
-		t.Fatal("the read did not reach its writer")
-	}
-	held.Store(true)
-	sent := make(chan error, 1)
-	go func() {
-		_, err := n.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("held")}}})
-		sent <- err
-	}()
-	select {
-	case <-inWrite:
-	case <-time.After(time.Minute):
-		t.Fatal("the append did not reach the store's admission")
-	}
-
-	err = closeWithin(t, n, release, "a plain Close waits for the stores' close, held by a read of the given-up engine's store")
-	require.ErrorIs(t, err, equeue.ErrCloseAbandoned, "the engine's close and the stores' close go on in the background")
-	require.ErrorIs(t, n.Close(), equeue.ErrCloseAbandoned, "a later Close returns the same result")
-	ln, lerr := net.Listen("tcp", raftAddr)
-	require.NoError(t, lerr, "Raft's listener is closed")
-	require.NoError(t, ln.Close())
-
-	release()
+	r.closeIsBounded("a plain Close waits for the stores' close, held by a read of the given-up engine's store")
+	r.release()
 	require.NoError(t, <-read, "the read finishes once the store answers")
-	<-sent // its outcome is the append's concern, not the close's
-	storeFreed(t, dir)
-	require.Eventually(t, func() bool { return goleak.Find(leaks) == nil }, time.Minute, 50*time.Millisecond,
-		"the stores close once the read returned, and nothing is left running")
+	r.endsOnceReleased(sent)
 }

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/store"
 )
 
 // errLogDiskGone is what a breakableLog's writes fail with once broken.
@@ -63,53 +61,31 @@ func withinAMinute(t *testing.T, release func(), what string, f func() error) er
 // waited for Raft's shutdown, and so for the store, for ever before it
 // stopped the engine: the writes on their way waited as long.
 func TestNode_FailStopWithAHeldFSMDoesNotHoldTheNodesCalls(t *testing.T) {
-	leaks := goleak.IgnoreCurrent()
-	var held atomic.Bool
-	inWrite, released := make(chan struct{}), make(chan struct{})
-	enter, release := sync.OnceFunc(func() { close(inWrite) }), sync.OnceFunc(func() { close(released) })
-	t.Cleanup(release)
+	r := newHeldRig(t)
 	var blog *breakableLog
-	n, err := Open(t.TempDir(), &Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true,
+	n := r.open(&Options{
 		logStoreHook: func(s raft.LogStore) raft.LogStore { blog = &breakableLog{LogStore: s}; return blog },
-		fsmWriteHook: func(b *store.Batch) error {
-			if held.Load() && len(b.Entries) > 0 {
-				enter()
-				<-released
-			}
-			return nil
-		}})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, err := n.Engine(); return err == nil }, 30*time.Second, 10*time.Millisecond)
-	ctx := context.Background()
-	require.NoError(t, n.CreateTopic(ctx, "t", 1))
+		fsmWriteHook: r.heldBatch(true)})
 	appendOne := func(body string) error {
-		_, err := n.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte(body)}}})
+		_, err := n.Append(context.Background(), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte(body)}}})
 		return err
 	}
-
-	held.Store(true)
-	first := make(chan error, 1)
-	go func() { first <- appendOne("held in the FSM") }()
-	select {
-	case <-inWrite:
-	case <-time.After(time.Minute):
-		t.Fatal("the append did not reach the FSM's write")
-	}
+	first := r.appendHeld("the append did not reach the FSM's write")
 
 	blog.broken.Store(true)
-	err = withinAMinute(t, release, "a write whose log write failed waits for the held FSM", func() error { return appendOne("log fails") })
+	err := withinAMinute(t, r.release, "a write whose log write failed waits for the held FSM", func() error { return appendOne("log fails") })
 	require.ErrorIs(t, err, equeue.ErrIndeterminate, "its entry may be in a peer's log")
 	require.Eventually(t, func() bool { return n.Status().Failure != "" }, time.Minute, 10*time.Millisecond,
 		"the node leaves the cluster for its failed log")
 	require.Eventually(t, func() bool { _, err := n.Engine(); return err != nil }, time.Minute, 10*time.Millisecond,
 		"the engine stops serving though Raft's shutdown waits for the FSM")
-	err = withinAMinute(t, release, "a later write waits for the held FSM", func() error { return appendOne("later") })
+	err = withinAMinute(t, r.release, "a later write waits for the held FSM", func() error { return appendOne("later") })
 	require.ErrorIs(t, err, equeue.ErrNotLeader, "the node serves no more")
 
-	release()
+	r.release()
 	<-first // its outcome is the append's concern
 	err = withinAMinute(t, func() {}, "Close after the store answered", n.Close)
 	require.NotErrorIs(t, err, equeue.ErrCloseAbandoned, "Raft's shutdown finished once the store answered")
 	require.ErrorIs(t, err, errLogDiskGone, "Close reports the log's failure")
-	require.Eventually(t, func() bool { return goleak.Find(leaks) == nil }, time.Minute, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return goleak.Find(r.leaks) == nil }, time.Minute, 50*time.Millisecond)
 }

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,20 +10,18 @@ import (
 	"go.uber.org/goleak"
 )
 
-// heldFirstIndexLog is a Raft log store whose FirstIndex waits until
-// released while held is set (a disk that does not answer its reads).
+// heldFirstIndexLog is a Raft log store whose FirstIndex holds (hold)
+// while held is set, as a disk that does not answer its reads.
 type heldFirstIndexLog struct {
 	raft.LogStore
-	held     atomic.Bool
-	shift    atomic.Uint64 // added to the first index read
-	enter    func()
-	released <-chan struct{}
+	held  atomic.Bool
+	shift atomic.Uint64 // added to the first index read
+	hold  func()
 }
 
 func (l *heldFirstIndexLog) FirstIndex() (uint64, error) {
 	if l.held.Load() {
-		l.enter()
-		<-l.released
+		l.hold()
 	}
 	first, err := l.LogStore.FirstIndex()
 	return first + l.shift.Load(), err
@@ -35,22 +31,15 @@ func (l *heldFirstIndexLog) FirstIndex() (uint64, error) {
 // does not answer a read of its first index (a hung disk). Status must
 // not wait for it: it answers, with the first index it last read, and
 // reads it again once the store answers (here the store then reports a
-// first index moved on, as after a compaction). Before, Status read the log
-// store's first index on every call and waited for it for ever.
+// first index moved on, as after a compaction). Before, Status read the
+// log store's first index on every call and waited for it for ever.
 func TestNode_StatusDoesNotWaitForAHeldLogStore(t *testing.T) {
-	leaks := goleak.IgnoreCurrent()
-	inRead, released := make(chan struct{}), make(chan struct{})
-	enter, release := sync.OnceFunc(func() { close(inRead) }), sync.OnceFunc(func() { close(released) })
-	t.Cleanup(release)
+	r := newHeldRig(t)
 	var logs *heldFirstIndexLog
-	n, err := Open(t.TempDir(), &Options{ID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true,
-		logStoreHook: func(s raft.LogStore) raft.LogStore {
-			logs = &heldFirstIndexLog{LogStore: s, enter: enter, released: released}
-			return logs
-		}})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, err := n.Engine(); return err == nil }, 30*time.Second, 10*time.Millisecond)
-	require.NoError(t, n.CreateTopic(context.Background(), "t", 1))
+	n := r.open(&Options{logStoreHook: func(s raft.LogStore) raft.LogStore {
+		logs = &heldFirstIndexLog{LogStore: s, hold: r.holdAlways}
+		return logs
+	}})
 	before := n.Status()
 	require.NotZero(t, before.FirstLogIndex, "the log's first index is read")
 
@@ -61,24 +50,20 @@ func TestNode_StatusDoesNotWaitForAHeldLogStore(t *testing.T) {
 	select {
 	case s = <-got:
 	case <-time.After(time.Minute):
-		release()
+		r.release()
 		t.Fatalf("Status waits for the log store's first index (it returned %+v once released)", <-got)
 	}
-	select {
-	case <-inRead:
-	default:
-		t.Fatal("Status did not ask the log store for its first index")
-	}
+	r.reached(r.write, "Status did not ask the log store for its first index")
 	require.Equal(t, before.FirstLogIndex, s.FirstLogIndex, "the first index last read")
 	require.Equal(t, raft.Leader.String(), s.State, "the rest of the status is answered")
 	require.Equal(t, before.FirstLogIndex, n.Status().FirstLogIndex, "a later Status answers alike")
 
 	logs.shift.Store(10)
 	logs.held.Store(false)
-	release()
+	r.release()
 	require.Eventually(t, func() bool { return n.Status().FirstLogIndex == before.FirstLogIndex+10 }, time.Minute, 10*time.Millisecond,
 		"Status reads the first index again once the store answers")
 	require.NoError(t, n.Close())
-	require.Eventually(t, func() bool { return goleak.Find(leaks) == nil }, time.Minute, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return goleak.Find(r.leaks) == nil }, time.Minute, 50*time.Millisecond,
 		"the held read ends once the store answers")
 }
