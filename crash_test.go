@@ -38,7 +38,7 @@ func TestCrashChild(t *testing.T) {
 	round := os.Getenv("EQUEUE_CRASH_ROUND")
 	ctx := context.Background()
 	say := childSay()
-	e, err := equeue.Open(dir, nil) // SyncAlways
+	e, err := openCrashChild(dir) // SyncAlways
 	if err != nil {
 		say("ERROR open %v", err)
 		os.Exit(3)
@@ -132,6 +132,9 @@ func TestCrash_KillAndReopen(t *testing.T) {
 	for round := range rounds {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round))
+		if round%2 == 1 {
+			cmd.Env = append(cmd.Env, crashIncompleteEnv+"=1")
+		}
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())

@@ -3,6 +3,9 @@ package equeue
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/equeue-go/equeue/store"
 )
 
 // A failed fsync stops every later write.
@@ -25,7 +28,9 @@ import (
 // ErrStoreFailed (nothing stored). Reads go on over what was published.
 // Closing and opening the engine again replays the store from disk (Badger
 // rewrites what its log holds into fresh, synced tables) and lifts the
-// stop.
+// stop. A Sync that failed before any fsync (store.ErrSyncIncomplete) is
+// tried again first (syncStore): only when the retries fail too does it
+// stop the writes.
 
 // failStore stops every later write because an fsync failed with err. The
 // first failure is kept.
@@ -41,14 +46,47 @@ func (e *Engine) failStore(err error) {
 // nil would vouch for them wrongly: the fsync that starts after a failed
 // one finds the stop already set, and the writes it covers are answered
 // as of unknown outcome (Engine.complete).
+//
+// A Sync that stopped before any fsync failed (store.ErrSyncIncomplete: it
+// could not list or open a file to flush, out of file descriptors say)
+// lost no page: a later Sync that succeeds covers every write before it.
+// syncStore tries such a Sync again, up to incompleteSyncRetries times
+// with a growing pause (syncRetryPause), and stops writes only when the
+// last try fails too. Once the engine is closing, the retries make no
+// pause: they delay the close by their Syncs only.
 func (e *Engine) syncStore() error {
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()
 	err := e.st.Sync()
+	pause := syncRetryPause
+	for try := 0; try < incompleteSyncRetries && errors.Is(err, store.ErrSyncIncomplete); try++ {
+		e.log.Warn("sync incomplete: trying again", "err", err, "retry", try+1)
+		e.retryPause(pause)
+		pause *= 2
+		err = e.st.Sync()
+	}
 	if err != nil {
 		e.failStore(err)
 	}
 	return err
+}
+
+// incompleteSyncRetries bounds the retries of a Sync that failed with
+// store.ErrSyncIncomplete; syncRetryPause is the pause before the first
+// one, doubled before each next one (75ms in all).
+const (
+	incompleteSyncRetries = 3
+	syncRetryPause        = 5 * time.Millisecond
+)
+
+// retryPause waits d, or less once the engine is closing.
+func (e *Engine) retryPause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-e.closing:
+	}
 }
 
 // StoreFailure returns the fsync error that stopped the engine's writes,
