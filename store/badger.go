@@ -107,6 +107,8 @@ type Badger struct {
 	// gcStarted, when set (by tests), runs once a value-log GC round
 	// holds what keeps Syncs beside it Badger's own.
 	gcStarted func()
+	// dropAll is Badger's DropAll; tests replace it to make it fail.
+	dropAll func() error
 	// reclaimSync makes the values a value-log GC round moved durable
 	// before Badger deletes the file they came from (gcRound); tests
 	// watch it.
@@ -176,6 +178,7 @@ func OpenBadger(dir string, opts *BadgerOptions) (s *Badger, err error) {
 	}
 	s.dbSync = db.Sync
 	s.runGC = db.RunValueLogGC
+	s.dropAll = db.DropAll
 	s.reclaimSync = s.syncAll
 	s.valueThreshold = o.ValueThreshold
 	s.vlogGen.Store(1) // not known what the last process left unsynced: Badger's Sync first

@@ -9,8 +9,10 @@ import "sync"
 // logs no fsync reached, and the file is their only synced copy. The
 // round then keeps its iterator open, which keeps Badger from deleting
 // the file, until a later Sync succeeds: Sync, Reclaim (before another
-// round) and Close sync the store again and let it go. A Restore lets it
-// go at once: it drops every value anyway. A Close whose sync fails does
+// round) and Close sync the store again and let it go. A Restore syncs
+// too before it drops anything, and is refused while that sync fails: let
+// go before a drop that failed, the file would be gone with the store
+// still holding the values moved out of it. A Close whose sync fails does
 // not let it go: Badger would delete the file before its close has
 // written the memtables out, and a crash in between would find neither
 // copy. The round's iterator is then left open for good (closing it once

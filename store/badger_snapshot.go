@@ -262,7 +262,9 @@ func (s *Badger) Restore(r io.Reader) error {
 // leaves cut short gives note back (RestoreNote), across a restart, until
 // a Restore runs to its end. A cluster node notes its cluster's ID there.
 // After a failed fsync of the store (see Sync) it is refused, the store
-// unchanged, with an error matching ErrRestoreRefused. One whose drop or
+// unchanged, with an error matching ErrRestoreRefused; so it is, also
+// matching ErrSyncIncomplete, while a held value-log GC round's moved
+// values cannot be synced (badger_gcheld.go): a later Restore can succeed. One whose drop or
 // load left Badger without a memtable (no file descriptor left for a new
 // one's log) fails with ErrUnusable, as a Write would: the store refuses
 // every later call but Close until it is opened again.
@@ -291,10 +293,19 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != string(snapshotMagic) {
 		return fmt.Errorf("%w: missing header (%w)", ErrBadSnapshot, ErrRestoreRefused)
 	}
+	// A GC round held (badger_gcheld.go) goes only once a sync made the
+	// values it moved durable, as for a Sync: let go before a drop that
+	// then failed, the store would keep every value but the round's file,
+	// their only synced copy. Kept through the drop, its release would have
+	// Badger delete the emptied file by its number, which after the drop
+	// names a fresh value-log file. So the Restore is refused, the store
+	// unchanged, while that sync fails.
+	if err := s.releaseHeld(true); err != nil {
+		return fmt.Errorf("store: restore: sync the values a GC round moved: %w (%w)", err, ErrRestoreRefused)
+	}
 	// Before anything is dropped: snapshots taken before fail (WriteTo).
 	s.restores.Add(1)
-	_ = s.releaseHeld(false) // what a GC round moved is dropped with the rest
-	if err := s.db.DropAll(); err != nil {
+	if err := s.dropAll(); err != nil {
 		// Badger's drop sets up a new memtable: when it cannot, it is
 		// left without one, as after a failed commit.
 		return fmt.Errorf("store: restore: drop: %w", s.failedCommit(err))
