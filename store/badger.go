@@ -242,7 +242,7 @@ func (s *Badger) Close() error {
 	// A GC round's emptied files go once its moved values are synced.
 	// When they cannot be, the files stay (badger_gcheld.go): the
 	// rounds are left open, and the next open's GC takes them again.
-	_ = s.releaseHeld(true)
+	_ = s.releaseHeld()
 	s.held.abandon()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close badger at %q: %w", s.dir, err)

@@ -333,7 +333,7 @@ func (s *Badger) ReclaimContext(ctx context.Context) error {
 	defer s.reclaimMu.Unlock()
 	// A round before whose moved values are not durable yet: no other
 	// round until they are.
-	if err := s.releaseHeld(true); err != nil {
+	if err := s.releaseHeld(); err != nil {
 		return fmt.Errorf("store: reclaim: %w", err)
 	}
 	// Flushing and flattening rewrite the LSM tree; on a busy store their

@@ -22,11 +22,11 @@ import "sync"
 
 // heldRounds are the releases of the GC rounds kept open.
 type heldRounds struct {
-	// releasing is held by releaseHeld from taking the releases to
-	// running them: a Restore's release waits for a Sync's to end
-	// before it drops every file. Run after the drop, the Sync's would
-	// have Badger delete the emptied file by its number, which then
-	// names the fresh value-log file the snapshot is loaded into.
+	// releasing is held by releaseHeld and syncLetsGo from taking the
+	// releases to running them: a Restore's release waits for a Sync's
+	// to end before it drops every file. Run after the drop, the Sync's
+	// would have Badger delete the emptied file by its number, which
+	// then names the fresh value-log file the snapshot is loaded into.
 	releasing sync.Mutex
 	mu        sync.Mutex
 	dones     []func()
@@ -55,26 +55,58 @@ func (h *heldRounds) putBack(dones []func()) {
 	h.dones = append(dones, h.dones...)
 }
 
-// releaseHeld lets the files of the held GC rounds go: when sync is set,
-// only after a sync, begun once they were taken, succeeded (its error is
-// returned and the rounds stay held otherwise); at once when it is not.
-func (s *Badger) releaseHeld(sync bool) error {
+// any reports whether a round is held.
+func (h *heldRounds) any() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.dones) > 0
+}
+
+// releaseHeld lets the files of the held GC rounds go once a Badger Sync,
+// begun after they were taken, and the flush of the memtable logs
+// succeeded (syncAll); its error is returned and the rounds stay held
+// otherwise. With no round held it does nothing, and makes no sync (a
+// Close of a store without a memtable must not reach Badger's Sync).
+// Reclaim, Restore and Close call it.
+func (s *Badger) releaseHeld() error {
 	s.held.releasing.Lock()
 	defer s.held.releasing.Unlock()
-	dones := s.held.take()
-	if len(dones) == 0 {
+	if !s.held.any() {
 		return nil
 	}
-	if sync {
-		if err := s.syncAll(); err != nil {
-			s.held.putBack(dones)
-			return err
-		}
+	return s.releaseAfter(s.syncAll)
+}
+
+// releaseAfter takes the held rounds, runs sync, a sync of the store, and
+// lets them go once it succeeded. Call it with releasing held.
+func (s *Badger) releaseAfter(sync func() error) error {
+	dones := s.held.take()
+	if err := sync(); err != nil {
+		s.held.putBack(dones)
+		return err
 	}
 	for _, done := range dones {
 		done()
 	}
 	return nil
+}
+
+// syncLetsGo is Sync's work (syncLogs), letting the held rounds go when
+// it succeeds. It needs no Badger Sync of its own for them, so the
+// shortcut serves: a round is held only after its sync did Badger's
+// Sync, which made the moved values in the value log and the active
+// memtable's log durable, and then stopped short of flushing the logs set
+// aside (ErrSyncIncomplete); that left the next Sync to list the logs
+// (walSync.touch), and any Sync that succeeds flushes every log from the
+// last look's newest on, which holds the rest of them. A Sync finding no
+// round held, or another call letting them go, does its own work alone:
+// Syncs do not wait for each other here.
+func (s *Badger) syncLetsGo() error {
+	if !s.held.any() || !s.held.releasing.TryLock() {
+		return s.syncLogs()
+	}
+	defer s.held.releasing.Unlock()
+	return s.releaseAfter(s.syncLogs)
 }
 
 // abandon forgets the rounds still held without letting their files go:

@@ -300,7 +300,7 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	// Badger delete the emptied file by its number, which after the drop
 	// names a fresh value-log file. So the Restore is refused, the store
 	// unchanged, while that sync fails.
-	if err := s.releaseHeld(true); err != nil {
+	if err := s.releaseHeld(); err != nil {
 		return fmt.Errorf("store: restore: sync the values a GC round moved: %w (%w)", err, ErrRestoreRefused)
 	}
 	// Before anything is dropped: snapshots taken before fail (WriteTo).

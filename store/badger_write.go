@@ -493,10 +493,7 @@ func (s *Badger) Sync() error {
 		return err
 	}
 	defer s.release()
-	if err := s.syncLogs(); err != nil {
-		return fmt.Errorf("store: sync: %w", err)
-	}
-	if err := s.releaseHeld(true); err != nil {
+	if err := s.syncLetsGo(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)
 	}
 	return nil
