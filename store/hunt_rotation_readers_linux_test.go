@@ -62,10 +62,18 @@ func TestHuntStore_ReadsDuringAFailedRotationFailInsteadOfCrashing(t *testing.T)
 			}
 		}()
 	}
+	// Batches of ten 500-byte records, as in
+	// TestHuntStore_FailedMemtableRotationLeavesTheStoreClosable: a
+	// rotation within a few hundred Writes (one record per Write took
+	// ten times as many, the readers spinning all along).
 	val := make([]byte, 500)
 	var werr error
-	for off := uint64(1); off < 100_000 && werr == nil; off++ {
-		werr = s.Write(&store.Batch{Entries: []store.Entry{{Queue: q, Offset: off, Value: val}}})
+	for off := uint64(1); off < 100_000 && werr == nil; off += 10 {
+		b := &store.Batch{}
+		for o := off; o < off+10; o++ {
+			b.Entries = append(b.Entries, store.Entry{Queue: q, Offset: o, Value: val})
+		}
+		werr = s.Write(b)
 	}
 	done.Store(true)
 	wg.Wait()

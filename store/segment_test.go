@@ -166,6 +166,9 @@ func TestSegmentsModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		dir := t.TempDir()
 		o := DefaultBadgerOptions()
+		// Small memtables: each of the many stores opened is cheaper, and
+		// the writes rotate them more often.
+		o.MemTableSize = 1 << 20
 		o.ValueThreshold = int64(rapid.SampledFrom([]int{64, 256, 1024}).Draw(rt, "threshold"))
 		// Zero keeps segments inline; the others are above some thresholds
 		// (segments in the value log) and below others.
