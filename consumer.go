@@ -889,7 +889,10 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // first; it waits for a close its user began and returns that close's
 // error among its own, but for a CloseContext whose own context ended
 // before its final commit or leave were done: Engine.Close does those
-// again within its own bound and reports only what fails there. The final commit and the leave are bounded by 10 s
+// again within its own bound and reports only what fails there (not the
+// handlers that close abandoned: it reported them; and the commit done
+// again passes the message of such a handler that returned success since).
+// The final commit and the leave are bounded by 10 s
 // together (a remote broker whose connection went silent may never answer
 // them); CloseContext takes that bound from a context instead.
 func (c *Consumer) Close() error {
@@ -1020,10 +1023,13 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 		errs = c.finalCommitAndLeave(ctx, list)
 		if len(errs) > 0 && ctx.Err() != nil && !again {
 			// Cut by the caller's own bound: Engine.Close, when it closes
-			// this consumer beside its user, does them again in its own.
+			// this consumer beside its user, does them again in its own,
+			// and reports only what fails there: the handlers abandoned
+			// are this close's report, made once. The commit again passes
+			// a message whose abandoned handler returned success since.
 			c.mu.Lock()
 			c.unfinished = func(ctx context.Context) error {
-				return errors.Join(append(c.finalCommitAndLeave(ctx, list), abandoned)...)
+				return errors.Join(c.finalCommitAndLeave(ctx, list)...)
 			}
 			c.mu.Unlock()
 		}

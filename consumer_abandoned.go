@@ -17,8 +17,10 @@ import (
 // all the same, never one whose message the commit left behind. A call
 // that returns after the commit is ignored, but for a success, which only
 // marks its message done (see handleOrderly and beginDispose): nothing of
-// the closed consumer commits it. A fenced handler's message is committed
-// by no one but the queue's next owner.
+// the closed consumer commits it, but Engine.Close's redo of a final
+// commit its user's bound cut (closeForEngine), which passes it. That
+// redo does not report these handlers again. A fenced handler's message
+// is committed by no one but the queue's next owner.
 func abandonedHandlers(list []*runner, fenced int) error {
 	var queues []string
 	for _, r := range list {

@@ -148,5 +148,10 @@ var ErrCloseUnfinished = errors.New("equeue: close unfinished")
 // each): Close returned without it. Its message was not committed and is
 // delivered again, to this group's next owner of the queue (maybe while
 // the handler still runs); its result is ignored, and no later commit of
-// the closed consumer moves the group past it.
+// the closed consumer moves the group past it, with one exception: when
+// the CloseContext that reported it was cut by its own context before its
+// final commit was answered, and Engine.Close, closing the consumer
+// beside it, does that commit again, a handler that returned success by
+// then has its message committed there. Engine.Close does not report the
+// handlers of such a close again: its caller was told.
 var ErrHandlerAbandoned = errors.New("equeue: handler still running after the close's drain")
