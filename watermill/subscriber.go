@@ -455,14 +455,19 @@ func (s *Subscriber) Close() error {
 
 // subscription is one Subscribe call: an equeue consumer feeding out.
 type subscription struct {
-	s        *Subscriber
-	stop     context.Context // ends when the Subscribe context does or the Subscriber closes
-	endStop  func()          // releases stop
-	out      chan *message.Message
-	topic    string
-	group    string
-	consumer *equeue.Consumer
-	log      wm.LoggerAdapter
+	s       *Subscriber
+	stop    context.Context // ends when the Subscribe context does or the Subscriber closes
+	endStop func()          // releases stop
+	out     chan *message.Message
+	// outMu is held for reading by a hand-out from its check of outClosed
+	// to the end of its send, and for writing by the close of out: a
+	// handler Consumer.Close gave up on cannot send on the closed channel.
+	outMu     sync.RWMutex
+	outClosed bool
+	topic     string
+	group     string
+	consumer  *equeue.Consumer
+	log       wm.LoggerAdapter
 	// ackTimeout, when positive, bounds the wait for the Ack or Nack of a
 	// message handed out: Consumer.ConsumeTimeout in an unordered
 	// clustering subscription, whose consumer sends back a message
@@ -475,14 +480,15 @@ type subscription struct {
 // it gave up on after ShutdownTimeout twice: an Unmarshaler or a wait that
 // ignores its context); out is closed all the same. Such a handler hands
 // nothing out once the subscription has stopped: handOut checks sub.stop,
-// which ends before Close is called, before it sends on out.
+// which ends before Close is called, before it sends on out, and sends
+// only under outMu's read lock while out is open (see closeOut).
 func (sub *subscription) run() {
 	defer sub.s.wg.Done()
 	defer sub.endStop()
 	<-sub.stop.Done()
 	byClose := sub.s.isClosed()
 	err := withoutAbandoned(sub.consumer.Close())
-	close(sub.out)
+	sub.closeOut()
 	if err != nil {
 		sub.log.Error("closing equeue consumer", err, nil)
 		if byClose {
@@ -595,6 +601,14 @@ func (sub *subscription) handOut(ctx context.Context, msg *message.Message) bool
 	if sub.stop.Err() != nil {
 		return false // a send racing with the stop could still win
 	}
+	stallHandOut(msg)
+	// Under the read lock the channel stays open until the select ends:
+	// its close waits for the send, which ends once stop has.
+	sub.outMu.RLock()
+	defer sub.outMu.RUnlock()
+	if sub.outClosed {
+		return false
+	}
 	select {
 	case sub.out <- msg:
 		return true
@@ -602,6 +616,16 @@ func (sub *subscription) handOut(ctx context.Context, msg *message.Message) bool
 	case <-sub.stop.Done():
 	}
 	return false
+}
+
+// closeOut closes out once no hand-out is sending on it; a later
+// hand-out finds it closed (outClosed) and sends nothing. It is called
+// after stop ended, so a send it waits for ends at once.
+func (sub *subscription) closeOut() {
+	sub.outMu.Lock()
+	defer sub.outMu.Unlock()
+	sub.outClosed = true
+	close(sub.out)
 }
 
 // failed is the handler's result for a message the application Nack'd or
