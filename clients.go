@@ -13,6 +13,7 @@ import (
 type clientSet struct {
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
+	pulls     map[*PullConsumer]struct{}
 	producers map[*Producer]struct{}
 }
 
@@ -89,6 +90,21 @@ func (s *clientSet) removeConsumer(c *Consumer) {
 	s.mu.Unlock()
 }
 
+func (s *clientSet) addPullConsumer(pc *PullConsumer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pulls == nil {
+		s.pulls = map[*PullConsumer]struct{}{}
+	}
+	s.pulls[pc] = struct{}{}
+}
+
+func (s *clientSet) removePullConsumer(pc *PullConsumer) {
+	s.mu.Lock()
+	delete(s.pulls, pc)
+	s.mu.Unlock()
+}
+
 func (s *clientSet) addProducer(p *Producer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,15 +120,18 @@ func (s *clientSet) removeProducer(p *Producer) {
 	s.mu.Unlock()
 }
 
-// closeAll closes every consumer (concurrently: each drains its own
-// handlers), then every producer, and returns what failed. A consumer
-// its user is closing already is waited for, and what its close failed
-// to do is returned too.
+// closeAll closes every consumer and pull consumer (concurrently: each
+// drains its own handlers, commits and leaves), then every producer, and
+// returns what failed. A consumer its user is closing already is waited
+// for, and what its close failed to do is returned too.
 func (s *clientSet) closeAll() error {
 	s.mu.Lock()
-	cs := make([]*Consumer, 0, len(s.consumers))
+	cs := make([]func() error, 0, len(s.consumers)+len(s.pulls))
 	for c := range s.consumers {
-		cs = append(cs, c)
+		cs = append(cs, c.closeForEngine)
+	}
+	for pc := range s.pulls {
+		cs = append(cs, pc.closeForEngine)
 	}
 	ps := make([]*Producer, 0, len(s.producers))
 	for p := range s.producers {
@@ -121,11 +140,11 @@ func (s *clientSet) closeAll() error {
 	s.mu.Unlock()
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
-	for i, c := range cs {
+	for i, closeForEngine := range cs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.closeForEngine()
+			errs[i] = closeForEngine()
 		}()
 	}
 	wg.Wait()

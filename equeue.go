@@ -116,7 +116,8 @@ type Engine struct {
 	// (dedup_group.go); the writer's, like dedup.
 	dedupSeq uint64
 
-	// clients are the in-process consumers and producers; Close closes them first.
+	// clients are the in-process consumers, pull consumers and producers;
+	// Close closes them first.
 	clients clientSet
 
 	// Lifecycle: enter/leave count calls in progress; Close waits for them.
@@ -315,17 +316,18 @@ func (e *Engine) leave() {
 	}
 }
 
-// Close shuts the engine down in this order: it first closes every Consumer
-// and Producer opened on it in-process (consumers drain their handlers,
-// commit and leave their groups; producers finish their pending SendAsync
-// calls), then stops background work, waits for calls in progress (long-poll
+// Close shuts the engine down in this order: it first closes every
+// Consumer, PullConsumer and Producer opened on it in-process (consumers
+// drain their handlers, commit and leave their groups; pull consumers
+// leave theirs; producers finish their pending SendAsync calls), then stops background work, waits for calls in progress (long-poll
 // pulls are woken and return ErrClosed), writes what was queued, syncs and
 // closes the store. A consumer's final commit that could not be stored is
 // among the errors returned, also that of a consumer its user was closing
 // when Engine.Close came (Close waits for that close). A user's
 // CloseContext whose own context ended before that consumer's final
-// commit or leave were done returned that to its user; Close does them
-// again, within 10 s, and reports only what fails there. Close then
+// commit or leave were done (a pull consumer's leave) returned that to
+// its user; Close does them again, within 10 s, and reports only what
+// fails there. Close then
 // stores the groups' starts kept in memory because the store had refused
 // them (see ConsumerOptions.From), and reports a failure to. Closing those
 // consumers and producers yourself first is fine. Idempotent: a later call returns the first one's result,

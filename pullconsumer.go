@@ -59,6 +59,12 @@ type PullConsumer struct {
 	// closeBound is the bound of Close's leave, set with closed: a Start
 	// that joined while Close ran leaves within it too.
 	closeBound func() (context.Context, context.CancelFunc)
+	closeDone  chan struct{} // closed when the first Close returns
+	closeErr   error         // the first Close's result, set before closeDone is closed
+	// unfinished, set (before closeDone is closed) by a close whose bound
+	// ended before its leave was answered, leaves again within another
+	// bound: Engine.Close's, for a close of its user's.
+	unfinished func(context.Context) error
 	replaced   atomic.Bool // another incarnation holds the member ID
 	version    int64
 	grants     map[QueueRef]Grant
@@ -91,12 +97,15 @@ func NewPullConsumer(b Broker, opts PullConsumerOptions) (*PullConsumer, error) 
 		hb:   co.HeartbeatInterval, log: co.Logger.With("group", co.Group, "member", co.ID),
 		grants: map[QueueRef]Grant{}, positions: map[QueueRef]int64{}, filters: map[string]string{},
 		ahead:   map[QueueRef]readAhead{},
-		changed: make(chan struct{}),
+		changed: make(chan struct{}), closeDone: make(chan struct{}),
 	}
 	for _, s := range co.Subscriptions {
 		pc.filters[s.Topic] = s.Filter
 	}
 	pc.ctx, pc.cancel = context.WithCancel(context.Background())
+	if e := trackerOf(b); e != nil {
+		e.clients.addPullConsumer(pc) // Engine.Close closes it first
+	}
 	return pc, nil
 }
 
@@ -558,7 +567,8 @@ func startLeaveBound(ctx context.Context) func() (context.Context, context.Cance
 	}
 }
 
-// Close leaves the group without committing. Idempotent. It waits up to
+// Close leaves the group without committing. Idempotent. Engine.Close
+// closes the pull consumers opened on it in-process first. It waits up to
 // 10 s for the broker to answer the leave (a remote broker whose
 // connection went silent may never answer it); CloseContext takes that
 // bound from a context instead.
@@ -572,10 +582,13 @@ func (pc *PullConsumer) Close() error {
 // returns (no goroutine of its own is left), and Fetch, Commit and Seek
 // return ErrClosed. When ctx ends first, it returns an error matching
 // ctx's error, and the member stays in the group until the engine's
-// session timeout expires it and hands its queues to the other members.
-// With a ctx that never ends (context.Background) it waits for the
-// leave's answer as long as the broker takes. Idempotent, as Close: a
-// later call of either returns nil. A nil ctx returns ErrInvalidArgument
+// session timeout expires it and hands its queues to the other members,
+// unless Engine.Close, closing the pull consumer beside it (opened on the
+// engine in-process), leaves again within its own bound (it reports only
+// what fails there). With a ctx that never ends (context.Background) it
+// waits for the leave's answer as long as the broker takes. Idempotent,
+// as Close: a later call of either waits for the first to finish and
+// returns nil. A nil ctx returns ErrInvalidArgument
 // and closes nothing.
 func (pc *PullConsumer) CloseContext(ctx context.Context) error {
 	if ctx == nil {
@@ -584,18 +597,56 @@ func (pc *PullConsumer) CloseContext(ctx context.Context) error {
 	return pc.close(func() (context.Context, context.CancelFunc) { return ctx, func() {} })
 }
 
+// closeForEngine is Close for Engine.Close: when the pull consumer is
+// closing already (its user's Close or CloseContext), it waits for that
+// close and returns its result. A close of its user's whose own bound
+// (CloseContext's context) ended before its leave was answered returned
+// that to its user; Engine.Close leaves again within its own bound (10 s)
+// and reports only what it could not do itself.
+func (pc *PullConsumer) closeForEngine() error {
+	err := pc.closeReporting(closeLeaveBound, true)
+	pc.mu.Lock()
+	redo := pc.unfinished
+	pc.unfinished = nil
+	pc.mu.Unlock()
+	if redo == nil {
+		return err
+	}
+	ctx, cancel := closeLeaveBound()
+	defer cancel()
+	return redo(ctx)
+}
+
 // close closes the consumer and leaves the group within the context
-// bound returns, called once the consumer's own goroutines ended.
+// bound returns, called once the consumer's own goroutines ended. A later
+// call waits for the first and returns nil.
 func (pc *PullConsumer) close(bound func() (context.Context, context.CancelFunc)) error {
+	return pc.closeReporting(bound, false)
+}
+
+// closeReporting is close; a later call waits for the first and returns
+// nil, or the first one's result when again is set.
+func (pc *PullConsumer) closeReporting(bound func() (context.Context, context.CancelFunc), again bool) (err error) {
 	pc.mu.Lock()
 	if pc.closed {
 		pc.mu.Unlock()
+		<-pc.closeDone
+		if again {
+			return pc.closeErr
+		}
 		return nil
 	}
 	pc.closed = true
 	pc.closeBound = bound
 	started := pc.started
 	pc.mu.Unlock()
+	defer func() {
+		pc.closeErr = err
+		close(pc.closeDone)
+	}()
+	if e := trackerOf(pc.b); e != nil {
+		defer e.clients.removePullConsumer(pc)
+	}
 	pc.cancel()
 	pc.wg.Wait()
 	if !started {
@@ -606,14 +657,29 @@ func (pc *PullConsumer) close(bound func() (context.Context, context.CancelFunc)
 	}
 	ctx, cancel := bound()
 	defer cancel()
-	err := leaveGroup(ctx, pc.b, pc.join)
+	err = leaveGroup(ctx, pc.b, pc.join)
 	if !notLeft(err) {
 		return nil
 	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		// A broker's error for a call whose context ended need not say
-		// so (a transport may report it unavailable).
-		return fmt.Errorf("%w (%w)", err, cerr)
+	if cerr := ctx.Err(); cerr != nil {
+		if !again {
+			// Cut by the caller's own bound: Engine.Close, when it
+			// closes this pull consumer beside its user, leaves again
+			// in its own, and reports only what fails there.
+			pc.mu.Lock()
+			pc.unfinished = func(ctx context.Context) error {
+				if err := leaveGroup(ctx, pc.b, pc.join); notLeft(err) {
+					return fmt.Errorf("equeue: pull consumer: leave group: %w", err)
+				}
+				return nil
+			}
+			pc.mu.Unlock()
+		}
+		if !errors.Is(err, cerr) {
+			// A broker's error for a call whose context ended need not
+			// say so (a transport may report it unavailable).
+			return fmt.Errorf("%w (%w)", err, cerr)
+		}
 	}
 	return err
 }
