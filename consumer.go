@@ -420,9 +420,15 @@ func (c *Consumer) subscriptions() []Subscription {
 // consumer with the same ID is live in the group, Start returns
 // ErrMemberIDInUse (a restart after a crash succeeds once the crashed
 // one's session expired). Start may be called again after it returned an
-// error; that Start is the same incarnation, so a join the broker took
-// but whose answer was lost (a remote broker's connection broke, or ctx
-// ended) does not hold the member ID against it. A Close that came while
+// error. A Start whose join failed so that the broker may have taken it,
+// its answer lost (a remote broker's connection broke, or ctx ended),
+// leaves the group before it returns, within ctx (within 10 s when ctx
+// has no deadline or ended), so that such a join, landed or still on its
+// way, leaves no member to hold the queues until its session expires;
+// once that leave is answered, the next Start joins as a new
+// incarnation. When it is not, the next Start is the same incarnation,
+// so that the join whose answer was lost does not hold the member ID
+// against it. A Close that came while
 // Start joined could not leave for the member the join made: Start leaves
 // once its join returned, within the bound of that Close's own leave (10 s
 // for Close, the context of CloseContext), and returns ErrClosed. It
@@ -455,6 +461,13 @@ func (c *Consumer) Start(ctx context.Context) error {
 			// Close came while joining and left first: the broker refused
 			// the join of the incarnation that left (ErrNotMember).
 			return fmt.Errorf("%w: consumer closed while starting: %w", ErrClosed, err)
+		}
+		if joinMayHaveLanded(err) && leaveLostJoin(startLeaveBound(ctx), c.b, c.joinRequest(), c.log) {
+			c.mu.Lock()
+			if !c.started { // a Start again while this one left is past its join
+				c.incarnation = "" // the next Start joins as a new one
+			}
+			c.mu.Unlock()
 		}
 		return err
 	}

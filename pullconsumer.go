@@ -116,9 +116,13 @@ func (pc *PullConsumer) ID() string { return pc.join.Member }
 // are assigned (their offsets fetched). Its heartbeats begin at once, as
 // a Consumer's do, so fetching those offsets may outlast the engine's
 // session timeout without the member being expired. Each PullConsumer is
-// a new incarnation of the member ID, as a Consumer is: a Start again
-// after one whose join failed is the same incarnation, so a join whose
-// answer was lost does not hold the member ID against it. A Start that
+// a new incarnation of the member ID, as a Consumer is. A Start whose
+// join failed so that the broker may have taken it, its answer lost (a
+// broken connection, ctx ended), leaves the group before it returns,
+// bounded as the leave of a Start that does not complete (below), so that
+// the join leaves no member behind; once that leave is answered the next
+// Start joins as a new incarnation, else as the same one, so that a join
+// whose answer was lost does not hold the member ID against it. A Start that
 // joined but could not use its grants (or whose ctx ended first) leaves
 // the group, and the next Start joins as a new incarnation (the broker
 // refuses a join of one that left). A release of queues the join's
@@ -149,6 +153,13 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 			// Close came while joining and left first: the broker refused
 			// the join of the incarnation that left (ErrNotMember).
 			return fmt.Errorf("%w: pull consumer closed while starting: %w", ErrClosed, err)
+		}
+		if joinMayHaveLanded(err) && leaveLostJoin(startLeaveBound(ctx), pc.b, pc.join, pc.log) {
+			pc.mu.Lock()
+			if !pc.started && !pc.closed { // else Close, or a Start again, may be reading pc.join
+				pc.join.Incarnation = "" // the next Start joins as a new one
+			}
+			pc.mu.Unlock()
 		}
 		return err
 	}

@@ -13,11 +13,18 @@ import (
 )
 
 // loseFirstJoin loses the answer of a member's first join (the engine
-// joined it), as a broker cut off for a moment would, and fails its first
-// ReleaseQueues.
+// joined it), as a broker cut off for a moment would, fails the leave
+// Start then sends (still cut off), and fails its first ReleaseQueues.
 type loseFirstJoin struct {
 	failFirstRelease
-	lost atomic.Bool
+	lost, leaveLost atomic.Bool
+}
+
+func (b *loseFirstJoin) LeaveGroup(ctx context.Context, req *equeue.LeaveRequest) error {
+	if req.Member == b.member && b.leaveLost.CompareAndSwap(false, true) {
+		return errors.New("leave not sent")
+	}
+	return b.Broker.LeaveGroup(ctx, req)
 }
 
 func (b *loseFirstJoin) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
@@ -44,6 +51,7 @@ func TestPullConsumer_StartHoldsItsGrantsWhenAReleaseFails(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, pc.Close()) }()
 	require.Error(t, pc.Start(ctx), "the join's answer is lost")
+	require.True(t, b.leaveLost.Load(), "Start tried to leave for the join it lost")
 
 	// q joins while p, joined in the engine, holds both queues.
 	opts.ID = "q"
