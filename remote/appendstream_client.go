@@ -53,6 +53,13 @@ func (c *Client) FastPathOwner() any { return c }
 // stream as busy (it holds its ServerOptions.MaxAppendStreams) gets them
 // for a while, up to ClientOptions.MaxReconnectDelay, after which the
 // client opens a stream again.
+//
+// An append whose ctx carries outgoing metadata of the caller's
+// (metadata.AppendToOutgoingContext: a per-call token, a trace header)
+// goes as a unary Append call instead, on a goroutine of its own, so that
+// the broker sees that metadata: the stream, shared by the client's
+// appends, carries only the metadata it was opened with. Such an append
+// keeps no order with the appends in flight on the stream.
 func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	if err := c.enter(ctx); err != nil {
 		cb(equeue.AppendResult{}, err)
@@ -70,7 +77,7 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 		cb(equeue.AppendResult{}, err)
 		return
 	}
-	if c.pipe.unary.Load() {
+	if c.pipe.unary.Load() || callerMetadata(ctx) {
 		c.pipe.goUnary(ctx, req, cb)
 		return
 	}

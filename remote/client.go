@@ -341,7 +341,8 @@ func (c *Client) Route(ctx context.Context, topic string) (equeue.Route, error) 
 // client and the broker less than a unary call of its own. Its outcomes
 // are AppendAsync's; the broker counts it against MaxInFlight and refuses
 // it as busy alike, and the client retries that. A broker without
-// AppendStream gets a unary Append call.
+// AppendStream gets a unary Append call, and so does an append whose ctx
+// carries outgoing metadata of the caller's (see AppendAsync).
 func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
 	if err := c.enter(ctx); err != nil {
 		return equeue.AppendResult{}, err
@@ -352,7 +353,7 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if err := ctx.Err(); err != nil {
 		return equeue.AppendResult{}, err // never sent, as the engine takes none
 	}
-	if !c.pipe.unary.Load() {
+	if !c.pipe.unary.Load() && !callerMetadata(ctx) {
 		// AppendAsync checks that the answer fits.
 		done := make(chan struct{})
 		var (

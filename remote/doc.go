@@ -38,7 +38,9 @@
 // until their own wait ends, so they do not come back empty and re-ask.
 // The asynchronous appends of a Client (equeue.Producer.SendAsync, through
 // Client.AppendAsync) are pipelined on one AppendStream call: numbered,
-// several per request, answered in any order, within a window.
+// several per request, answered in any order, within a window. An append
+// whose context carries outgoing metadata of the caller's goes as a unary
+// call, which carries that metadata; the stream carries only its own.
 //
 // # Errors
 //
