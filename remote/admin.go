@@ -56,13 +56,20 @@ var (
 )
 
 // CreateTopic creates a topic with the given number of queues (0 means the
-// engine's default). It returns ErrTopicExists if the topic exists.
+// engine's default). It returns ErrTopicExists if the topic exists. A count
+// beyond int32, which the wire carries, is refused with
+// equeue.ErrInvalidArgument before it is sent, as CreateTopicWith and
+// AddQueues refuse theirs.
 func (c *Client) CreateTopic(ctx context.Context, name string, queues int) error {
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
+	n, err := countInt32("queue count", queues)
+	if err != nil {
+		return err
+	}
 	return c.change(ctx, func(ctx context.Context) error {
-		_, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(queues)})
+		_, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: n})
 		return err
 	})
 }
@@ -79,9 +86,17 @@ func (c *Client) CreateTopicWith(ctx context.Context, name string, o equeue.Topi
 	if err := o.Limits.Validate(); err != nil {
 		return err
 	}
+	queues, err := countInt32("queue count", o.Queues)
+	if err != nil {
+		return err
+	}
+	priorities, err := countInt32("priorities", o.Priorities)
+	if err != nil {
+		return err
+	}
 	return c.change(ctx, func(ctx context.Context) error {
-		_, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: toInt32(o.Queues), DedupWindow: durationPB(o.DedupWindow),
-			Priorities: toInt32(o.Priorities), Limits: limitsToPB(o.Limits)})
+		_, err := c.api.CreateTopic(ctx, &pb.CreateTopicRequest{Name: name, Queues: queues, DedupWindow: durationPB(o.DedupWindow),
+			Priorities: priorities, Limits: limitsToPB(o.Limits)})
 		return err
 	})
 }
@@ -91,8 +106,12 @@ func (c *Client) AddQueues(ctx context.Context, name string, n int) error {
 	if err := c.enter(ctx); err != nil {
 		return err
 	}
+	count, err := countInt32("queues to add", n)
+	if err != nil {
+		return err
+	}
 	return c.change(ctx, func(ctx context.Context) error {
-		_, err := c.api.AddQueues(ctx, &pb.AddQueuesRequest{Name: name, Count: toInt32(n)})
+		_, err := c.api.AddQueues(ctx, &pb.AddQueuesRequest{Name: name, Count: count})
 		return err
 	})
 }
@@ -210,7 +229,9 @@ func (c *Client) ResetOffsets(ctx context.Context, group string, req equeue.Rese
 // ListDeadLetters lists a page of group's dead letters, as
 // equeue.Engine.ListDeadLetters does, except that the broker ends the page
 // early where it would pass the client's MaxMessageBytes: page on from the
-// last entry's Offset plus one, as with any page. A dead letter that alone
+// last entry's Offset plus one, as with any page. A req.Max beyond int32
+// is clamped to its bound, which the broker refuses as the engine refuses
+// req.Max (naming the bound): harmless. A dead letter that alone
 // does not fit gives an error matching equeue.ErrMessageTooLarge (an
 // *equeue.MessageTooLargeError naming its offset in the dead-letter topic).
 func (c *Client) ListDeadLetters(ctx context.Context, group string, req equeue.ListDeadLettersRequest) ([]equeue.DLQEntry, error) {

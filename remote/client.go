@@ -463,7 +463,10 @@ func brokerAnswer(err error) bool {
 }
 
 // Pull reads messages from one queue; at its end it waits up to req.Wait
-// (bounded by the broker's MaxPullWait and ctx) for new ones.
+// (bounded by the broker's MaxPullWait and ctx) for new ones. Max and
+// MaxBytes travel as int32: a value beyond that range is clamped to its
+// bound, which is harmless (a Max that large is refused as the caller's
+// would be, naming the bound; a MaxBytes that large bounds nothing).
 func (c *Client) Pull(ctx context.Context, req *equeue.PullRequest) (equeue.PullResult, error) {
 	if err := c.enter(ctx); err != nil {
 		return equeue.PullResult{}, err
@@ -610,7 +613,9 @@ func (c *Client) ReleaseQueues(ctx context.Context, group, member string, queues
 	return nil
 }
 
-// CommitOffsets stores the next offset to consume of owned queues.
+// CommitOffsets stores the next offset to consume of owned queues. An
+// attempt count beyond int32, which the wire carries, is refused with
+// equeue.ErrInvalidArgument before anything is sent.
 func (c *Client) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) error {
 	if err := c.enter(ctx); err != nil {
 		return err
@@ -621,6 +626,11 @@ func (c *Client) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) e
 	for _, o := range req.Offsets {
 		if err := checkQueue(o.Topic, o.Queue); err != nil {
 			return err
+		}
+		for _, a := range o.Attempts {
+			if _, err := countInt32("commit attempts", a.Attempts); err != nil {
+				return fmt.Errorf("%w (offset %d of %s/%d)", err, a.Offset, o.Topic, o.Queue)
+			}
 		}
 	}
 	in := &pb.CommitOffsetsRequest{Group: req.Group, Member: req.Member, Offsets: make([]*pb.OffsetCommit, len(req.Offsets))}
@@ -684,7 +694,9 @@ func (c *Client) FetchOffsets(ctx context.Context, group, member string, queues 
 
 // SendBack stores a message the member pulled and failed to handle in its
 // group's retry or dead-letter topic. If ctx ends or the connection fails
-// before the answer, the outcome is unknown.
+// before the answer, the outcome is unknown. Attempts beyond int32, which
+// the wire carries, is refused with equeue.ErrInvalidArgument before it
+// is sent.
 func (c *Client) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equeue.SendBackResult, error) {
 	if err := c.enter(ctx); err != nil {
 		return equeue.SendBackResult{}, err
@@ -695,12 +707,16 @@ func (c *Client) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equ
 	if err := checkQueue(req.Grant.Topic, req.Grant.Queue); err != nil {
 		return equeue.SendBackResult{}, err
 	}
+	attempts, err := countInt32("send-back attempts", req.Attempts)
+	if err != nil {
+		return equeue.SendBackResult{}, err
+	}
 	var resp *pb.SendBackResponse
 	if err := c.change(ctx, func(ctx context.Context) error {
 		var err error
 		resp, err = c.api.SendBack(ctx, &pb.SendBackRequest{
 			Group: req.Group, Member: req.Member, Grant: &pb.Grant{Topic: req.Grant.Topic, Queue: toInt32(req.Grant.Queue), Epoch: req.Grant.Epoch},
-			Offset: req.Offset, Attempts: toInt32(req.Attempts), Delay: durationPB(req.Delay), Cause: req.Cause, DeadLetter: req.DeadLetter,
+			Offset: req.Offset, Attempts: attempts, Delay: durationPB(req.Delay), Cause: req.Cause, DeadLetter: req.DeadLetter,
 		})
 		return err
 	}); err != nil {

@@ -68,7 +68,14 @@ func fromDurationPB(d *durationpb.Duration) (time.Duration, error) {
 }
 
 // toInt32 narrows an int for the wire; values out of range become the
-// nearest bound, which the server then rejects as out of range.
+// nearest bound. It is kept for the broker's answers (values the engine
+// gave, within range) and for the requests' upper bounds, where a clamp
+// is harmless: a pull's Max and a listing's size (the clamped value keeps
+// its sign and stays beyond what the engine allows, which refuses it as
+// it refuses the caller's, naming the bound) and a pull's MaxBytes (a
+// bound past 2^31-1 bytes bounds no answer, which MaxMessageBytes does).
+// A queue number (checkQueue) or a count the broker acts on or stores
+// (countInt32) is refused instead.
 func toInt32(v int) int32 {
 	return int32(max(math.MinInt32, min(v, math.MaxInt32)))
 }

@@ -24,6 +24,8 @@ func (v *service) ListDelayed(ctx context.Context, req *pb.ListDelayedRequest) (
 
 // Delayed reports how many delayed messages are pending and the delivery
 // times and queues of the soonest max of them (see equeue.Engine.Delayed).
+// A max beyond int32 is clamped to its bound, which the broker refuses as
+// the engine refuses max (naming the bound): harmless.
 func (c *Client) Delayed(ctx context.Context, max int) (equeue.DelayedInfo, error) {
 	if err := c.enter(ctx); err != nil {
 		return equeue.DelayedInfo{}, err
