@@ -150,7 +150,8 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 			grpc.ForceCodecV2(wireCodec{})),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.WithChainUnaryInterceptor(retryBusy),
+		grpc.WithChainUnaryInterceptor(retryBusy, markHeadersRefused),
+		grpc.WithChainStreamInterceptor(markStreamHeadersRefused),
 		// gRPC's own retries and hedging, which a service config from the
 		// resolver (a DNS TXT record, read by default) may turn on, would
 		// send again a call that may have run: the client alone decides
@@ -402,7 +403,8 @@ type sentKey struct{}
 type sentMarker struct{ sent atomic.Bool }
 
 // sentStats marks the calls that carry a sentMarker once their request is
-// written, and forgets the limits told (told) when a new connection
+// written, and those that carry an openedMarker once their stream opened
+// (gRPC reports its headers sent), and forgets the limits told (told) when a new connection
 // begins: they were told by the broker of the connection before.
 type sentStats struct{ told *toldLimits }
 
@@ -413,9 +415,14 @@ type connLocalKey struct{}
 func (sentStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 
 func (sentStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
-	if _, ok := s.(*stats.OutPayload); ok {
+	switch s.(type) {
+	case *stats.OutPayload:
 		if m, ok := ctx.Value(sentKey{}).(*sentMarker); ok {
 			m.sent.Store(true)
+		}
+	case *stats.OutHeader:
+		if m, ok := ctx.Value(openedKey{}).(*openedMarker); ok {
+			m.opened.Store(true)
 		}
 	}
 }
@@ -452,7 +459,7 @@ func brokerAnswer(err error) bool {
 	if streamReset(st) {
 		return false
 	}
-	if headersRefused(st) {
+	if headersRefused(err) {
 		return true // refused before it left the client: nothing was done
 	}
 	switch st.Code() {

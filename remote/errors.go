@@ -222,7 +222,7 @@ func fromStatus(err error) error {
 				e.errs = []error{ErrBusy}
 			}
 		case codes.Internal:
-			if headersRefused(st) {
+			if headersRefused(err) {
 				// Refused by the client's transport before it left:
 				// nothing was done, and sent again it is refused again.
 				e.errs = []error{equeue.ErrInvalidArgument}
