@@ -60,7 +60,10 @@
 // call as busy, and the Client appends with unary calls meanwhile. The
 // appends of one connection's AppendStream calls hold at most
 // MaxStreamAppendsPerConn of MaxInFlight; those past it wait in their
-// stream instead of being refused.
+// stream instead of being refused. A call whose metadata is over the
+// broker's MaxMetadataBytes is refused by the client's own transport
+// before it leaves: ErrMetadataTooLarge, which matches
+// equeue.ErrInvalidArgument.
 //
 // # Security
 //

@@ -37,6 +37,12 @@ var (
 	// MaxAppendStreamsPerConn) (gRPC code ResourceExhausted), before the call ran: nothing was stored. It is retryable, and the Client retries
 	// it itself until the call's context ends. It matches equeue.ErrBusy.
 	ErrBusy = fmt.Errorf("remote: server busy: %w", equeue.ErrBusy)
+	// ErrMetadataTooLarge is returned when the client's gRPC transport
+	// refused a call whose metadata (its token, the caller's own entries)
+	// is larger than the broker's bound (ServerOptions.MaxMetadataBytes),
+	// before the call left the client: nothing was done, and sent again it
+	// is refused again. It matches equeue.ErrInvalidArgument.
+	ErrMetadataTooLarge = fmt.Errorf("remote: call metadata over the broker's bound: %w", equeue.ErrInvalidArgument)
 )
 
 // errorDomain is the ErrorInfo domain of engine errors.
@@ -225,7 +231,7 @@ func fromStatus(err error) error {
 			if headersRefused(err) {
 				// Refused by the client's transport before it left:
 				// nothing was done, and sent again it is refused again.
-				e.errs = []error{equeue.ErrInvalidArgument}
+				e.errs = []error{ErrMetadataTooLarge}
 			}
 		case codes.Canceled:
 			e.errs = []error{context.Canceled}

@@ -46,6 +46,7 @@ func TestClient_OversizedMetadataIsADefiniteRefusal(t *testing.T) {
 				assert.Contains(t, err.Error(), "header list size", what)
 				assert.Equal(t, codes.Internal, grpcCode(err), what)
 				assert.ErrorIs(t, err, equeue.ErrInvalidArgument, "%s: %v", what, err)
+				assert.ErrorIs(t, err, remote.ErrMetadataTooLarge, "%s: %v", what, err)
 				assert.NotErrorIs(t, err, equeue.ErrIndeterminate, "%s: %v", what, err)
 				assert.NotErrorIs(t, err, remote.ErrUnavailable, "%s: %v", what, err)
 			}

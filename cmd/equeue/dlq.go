@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/remote"
 )
 
 func (a *app) dlqCommand() *cobra.Command {
@@ -161,8 +162,8 @@ offset) is listed as redriven and skipped by --all; naming it with
 					return err
 				}
 				n, err := c.Redrive(ctx, group, equeue.RedriveRequest{Offsets: offsets, All: all, ToTopic: toTopic})
-				if errors.Is(err, equeue.ErrInvalidArgument) && !toTopic && !consumesRetryTopic(g) {
-					return fmt.Errorf("%w (give --to-topic)", err)
+				if hinted := redriveError(err, toTopic, g); hinted != err {
+					return hinted
 				}
 				if errors.Is(err, equeue.ErrTopicNotFound) {
 					// The group exists but never dead-lettered anything.
@@ -184,6 +185,19 @@ offset) is listed as redriven and skipped by --all; naming it with
 	cmd.Flags().BoolVar(&all, "all", false, "redrive every dead letter not redriven yet")
 	cmd.Flags().BoolVar(&toTopic, "to-topic", false, "send them back to their original topics, for every group subscribed there, instead of the group's retry topic")
 	return cmd
+}
+
+// redriveError is err, a redrive's error, with a hint at --to-topic when
+// it is a refusal of a redrive into the retry topic of g, a group that
+// does not consume it; otherwise err itself. A call refused for its
+// metadata (remote.ErrMetadataTooLarge, which matches
+// equeue.ErrInvalidArgument too) is not such a refusal: run's hint names
+// its cause.
+func redriveError(err error, toTopic bool, g equeue.GroupInfo) error {
+	if errors.Is(err, equeue.ErrInvalidArgument) && !errors.Is(err, remote.ErrMetadataTooLarge) && !toTopic && !consumesRetryTopic(g) {
+		return fmt.Errorf("%w (give --to-topic)", err)
+	}
+	return err
 }
 
 // consumesRetryTopic reports whether g's members consume its retry topic,

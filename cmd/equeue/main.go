@@ -86,6 +86,8 @@ func hint(err error) string {
 		return "\n(list groups with \"equeue groups\")"
 	case errors.Is(err, remote.ErrUnauthenticated):
 		return "\n(give the server's token with --token or $" + envToken + ")"
+	case errors.Is(err, remote.ErrMetadataTooLarge):
+		return "\n(the call's metadata, its token included, is over the server's bound: give a shorter token, or raise the server's --max-metadata-bytes)"
 	case errors.Is(err, remote.ErrUnavailable):
 		return "\n(is \"equeue serve\" running there? check --server and the TLS flags)"
 	}
