@@ -427,7 +427,7 @@ func (e *Engine) redriveOne(ctx context.Context, g *group, group string, dlq *to
 	// (fenceSendBacks, fenceGroupName), also when this call gives up on
 	// ctx before it is done. A group deleted already gets nothing: the
 	// append below would make that topic.
-	release, err := e.holdOffDeletion(g, group, dlq)
+	release, err := e.holdOffDeletion(ctx, g, group, dlq)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package equeue
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 )
 
@@ -39,9 +38,13 @@ import (
 // nameGate orders the deletion of a group (and of its retry and
 // dead-letter topics) with the joins of its name, its send-backs and the
 // redrives' sends of its dead letters, whether or not the engine holds
-// the group in memory.
+// the group in memory. Deletions hold it exclusively, the others shared,
+// and it is had in the order it is asked for (gateLock): a deletion
+// waiting for the holders keeps the joins and sends that come after it
+// waiting, so that a stream of them does not starve it, and one whose
+// context ends leaves the queue at once, holding nothing up.
 type nameGate struct {
-	mu sync.RWMutex
+	gateLock
 	// refs counts the deletions, joins and sends that hold or wait for it;
 	// guarded by coordinator.mu. The gate is dropped at zero.
 	refs int
@@ -80,57 +83,36 @@ func (c *coordinator) dropNameGate(name string, g *nameGate) {
 // the group's keys (deleteGroupKeys), so that it finds their marks. It
 // waits for the sends, joins and deletions holding the gate as long as
 // ctx lets it: one that ctx ends returns ctx's error, the deletion not
-// begun, and leaves the gate to be given back once it is had.
+// begun, and asks nothing more of the gate.
 func (e *Engine) fenceGroupName(ctx context.Context, name string) (unfence func(), err error) {
 	return e.lockNameGate(ctx, name, false, nil)
 }
 
 // shareNameGate holds group name's gate shared for a join, which may
 // make the group; release gives it back. It waits, as long as ctx lets it,
-// for a deletion of the group under way to end: that wait counts among
-// the waits for a held name (coordinator.holdWaits). A wait that ctx ends
-// leaves the gate to be given back once it is had.
+// for a deletion of the group under way (or asked for before it) to end:
+// that wait counts among the waits for a held name
+// (coordinator.holdWaits).
 func (e *Engine) shareNameGate(ctx context.Context, name string) (release func(), err error) {
 	return e.lockNameGate(ctx, name, true, &e.groups.holdWaits)
 }
 
 // lockNameGate locks group name's gate, shared or exclusively, waiting
 // for it as long as ctx lets it; a wait is counted in waits when it is
-// not nil. A wait that ctx ends returns ctx's error and leaves the gate
-// to be given back once it is had. unlock gives the gate back.
+// not nil. A wait that ctx ends returns ctx's error and leaves the
+// gate's queue: those behind it do not wait for it. unlock gives the
+// gate back.
 func (e *Engine) lockNameGate(ctx context.Context, name string, shared bool, waits *atomic.Int64) (unlock func(), err error) {
 	c := e.groups
 	g := c.nameGate(name)
-	lock, try, unlockMu := g.mu.Lock, g.mu.TryLock, g.mu.Unlock
-	if shared {
-		lock, try, unlockMu = g.mu.RLock, g.mu.TryRLock, g.mu.RUnlock
-	}
-	give := func() {
-		unlockMu()
+	if err := g.lock(ctx, shared, waits); err != nil {
 		c.dropNameGate(name, g)
+		return nil, err
 	}
-	if try() {
-		return give, nil
-	}
-	if waits != nil {
-		waits.Add(1)
-		defer waits.Add(-1)
-	}
-	had := make(chan struct{})
-	go func() {
-		lock()
-		close(had)
-	}()
-	select {
-	case <-had:
-		return give, nil
-	case <-ctx.Done():
-		go func() {
-			<-had
-			give()
-		}()
-		return nil, ctx.Err()
-	}
+	return func() {
+		g.unlock(shared)
+		c.dropNameGate(name, g)
+	}, nil
 }
 
 // holdOffDeletion holds off the deletion of group until release is
@@ -141,13 +123,12 @@ func (e *Engine) lockNameGate(ctx context.Context, name string, shared bool, wai
 // hold the group takes no gate of a group made since under the name, and
 // deletes dlq all the same. So the send is refused once dlq, the group's
 // dead-letter topic, is gone; a group in memory (a member joined) is held
-// off by its own gate as well.
-func (e *Engine) holdOffDeletion(g *group, group string, dlq *topic) (release func(), err error) {
-	gate := e.groups.nameGate(group)
-	gate.mu.RLock()
-	unlockName := func() {
-		gate.mu.RUnlock()
-		e.groups.dropNameGate(group, gate)
+// off by its own gate as well. It waits for a deletion under way as long
+// as ctx lets it, and returns an error matching ctx's when ctx ends first.
+func (e *Engine) holdOffDeletion(ctx context.Context, g *group, group string, dlq *topic) (release func(), err error) {
+	unlockName, err := e.lockNameGate(ctx, group, true, nil)
+	if err != nil {
+		return nil, fmt.Errorf("equeue: redrive of group %q waits for its deletion: %w", group, err)
 	}
 	if g == nil {
 		g, _ = e.groups.group(group)

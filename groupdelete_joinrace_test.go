@@ -143,7 +143,7 @@ func TestDeleteGroup_WhileAJoinMakesItsRetryTopicLeavesTheGroupItsRetryTopic(t *
 						return true
 					default:
 					}
-					return goroutineIn("lockNameGate", "sync.(*RWMutex).Lock") // it waits for the join (fenceGroupName)
+					return goroutineIn("equeue.(*Engine).fenceGroupName(", "equeue.(*gateLock).lock(") // it waits for the join
 				}, "the deletion reaches the group's topics or waits for the join")
 
 				letGo()
