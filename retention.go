@@ -181,7 +181,11 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 	if swept > 0 {
 		e.reclaimPending.Store(true) // this pass gives their space back
 	}
-	res.Deleted += t.retain.takeOwed(q.id)
+	owed, err := e.countOwed(q)
+	if err != nil {
+		return err
+	}
+	res.Deleted += owed
 	min, next, _ := q.bounds()
 	cutoff := min
 	if p.MaxAge > 0 {
@@ -226,7 +230,8 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 
 // deleteBelow raises q's low watermark to cutoff, then deletes the records
 // below, n messages. If the delete fails, the range is remembered for the
-// next pass, which counts the n messages once it deleted them (owe).
+// next pass, which counts the n messages once they are deleted
+// (oweRetention, which stores them for a reopen).
 // hold is released once the watermark moved, before the records are
 // deleted. q.topic.retain.mu must be held.
 func (e *Engine) deleteBelow(q *queue, min, cutoff, n int64, hold *floorHold) error {
@@ -252,20 +257,22 @@ func (e *Engine) deleteBelow(q *queue, min, cutoff, n int64, hold *floorHold) er
 		// The watermark may not be durable: delete nothing yet, the next
 		// pass (or open) does.
 		q.topic.retain.unswept(q.id, min)
-		q.topic.retain.owe(q.id, n)
+		e.oweRetention(q, n)
 		return notDurable(err, "watermark of %s/%d", q.topic.name, q.id)
 	}
 	e.deleteRedrivenBelow(q, cutoff)
 	if err := e.st.DeleteRange(q.key, uint64(min), uint64(cutoff)); err != nil {
 		q.topic.retain.unswept(q.id, min)
-		q.topic.retain.owe(q.id, n)
+		e.oweRetention(q, n)
 		return fmt.Errorf("equeue: delete %s/%d below %d: %w", q.topic.name, q.id, cutoff, err)
 	}
 	return nil
 }
 
 // sweep deletes what an earlier failed delete left below q's watermark and
-// returns how many offsets it covered. q.topic.retain.mu must be held.
+// returns how many offsets it covered: retention's leftovers among them
+// are owed no more, only to count (retainState.deleted), whether a
+// retention pass or a trim sweeps. q.topic.retain.mu must be held.
 func (e *Engine) sweep(q *queue) (int64, error) {
 	from, ok := q.topic.retain.pending[q.id]
 	if !ok {
@@ -276,6 +283,7 @@ func (e *Engine) sweep(q *queue) (int64, error) {
 		return 0, fmt.Errorf("equeue: delete %s/%d below its watermark %d: %w", q.topic.name, q.id, min, err)
 	}
 	delete(q.topic.retain.pending, q.id)
+	q.topic.retain.deleted(q.id)
 	return max(min-from, 0), nil
 }
 
@@ -286,9 +294,13 @@ type retainState struct {
 	// stored below the queue's low watermark, after a delete failed.
 	pending map[int]int64
 	// owed maps a queue ID to the messages of retention's cuts that a
-	// failed delete left, not yet counted in a RetentionResult: a trim's
-	// leftovers are in pending only.
-	owed map[int]int64
+	// failed delete left stored below the watermark (a trim's leftovers
+	// are in pending only); due, to those of its cuts deleted since (by a
+	// pass, a trim or open). Neither is counted in a RetentionResult yet:
+	// the pass that finds them deleted counts them, once. Their sum is
+	// stored (owedKey) for a reopen while stored holds the queue ID.
+	owed, due map[int]int64
+	stored    map[int]bool
 }
 
 // owe notes that n messages of a retention cut of queue q are left to
@@ -303,13 +315,29 @@ func (r *retainState) owe(q int, n int64) {
 	r.owed[q] += n
 }
 
-// takeOwed returns the messages of retention's cuts of queue q left
-// uncounted, and forgets them: the caller has deleted what was left
-// below q's watermark. mu must be held.
-func (r *retainState) takeOwed(q int) int64 {
-	n := r.owed[q]
+// deleted notes that what was left below queue q's watermark is deleted:
+// what retention owed of it is due, to be counted. mu must be held.
+func (r *retainState) deleted(q int) {
+	n, ok := r.owed[q]
+	if !ok {
+		return
+	}
 	delete(r.owed, q)
-	return n
+	if r.due == nil {
+		r.due = map[int]int64{}
+	}
+	r.due[q] += n
+}
+
+// uncounted returns the messages of retention's cuts of queue q that no
+// RetentionResult counted yet, deleted or not. mu must be held.
+func (r *retainState) uncounted(q int) int64 { return r.owed[q] + r.due[q] }
+
+// owedOf returns the messages of retention's cuts of queue q left below
+// its watermark, and those not counted yet (these among them). mu must be
+// held.
+func (r *retainState) owedOf(q int) (owed, uncounted int64) {
+	return r.owed[q], r.uncounted(q)
 }
 
 // unswept notes that q's records from offset from up to the watermark may

@@ -289,7 +289,10 @@ func (e *Engine) loadTopics() error {
 		e.topics[t.name] = t
 		e.topicIDs[t.id] = t
 	}
-	return e.loadLost()
+	if err := e.loadLost(); err != nil {
+		return err
+	}
+	return e.loadOwed()
 }
 
 func (e *Engine) loadWatermark(q store.QueueID) (uint64, error) {
@@ -657,12 +660,13 @@ func (e *Engine) deleteTopic(ctx context.Context, name string, only *topic) erro
 	return notDurable(err, "delete topic %q", name)
 }
 
-// dropTopicMeta removes t's metadata, watermarks, lost ranges and
-// committed offsets in one store write and then, only if it reached the
-// store, removes t from memory (see storeMeta for applied) and deletes the
-// groups' send-back marks of its messages (deleteMarksOf), the members'
-// pull marks of its queues (pullMarks.forgetTopic) and, of a dead-letter
-// topic, the redriven marks of its dead letters. No offset
+// dropTopicMeta removes t's metadata, watermarks, lost ranges, what
+// retention owed of its queues (owedKey) and committed offsets in one
+// store write and then, only if it reached the store, removes t from
+// memory (see storeMeta for applied) and deletes the groups' send-back
+// marks of its messages (deleteMarksOf), the members' pull marks of its
+// queues (pullMarks.forgetTopic) and, of a dead-letter topic, the
+// redriven marks of its dead letters. No offset
 // commit of t runs meanwhile (t.gate) and none is accepted after.
 func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	t.retain.mu.Lock()
@@ -674,6 +678,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 		ops = append(ops, store.MetaOp{Key: watermarkKey(q.key), Delete: true})
 	}
 	ops = append(ops, lostDeletes(t)...)
+	ops = append(ops, owedDeletes(t)...)
 	ops = append(ops, store.MetaOp{Key: dropKey(t.id), Value: binary.BigEndian.AppendUint32(nil, uint32(len(t.queueList())))})
 	offs, err := e.groups.offsetKeysOf(t.name)
 	if err != nil {

@@ -23,3 +23,17 @@ func TopicBytes(e *Engine, name string) (account, recount int64, known bool) {
 	}
 	return account, recount, known
 }
+
+// RetentionOwed returns what retention owes for queue q of topic name:
+// owed, the messages of its cuts that a failed delete left stored below
+// the watermark, and uncounted, those of its cuts (owed among them) that
+// no RetentionResult has counted yet.
+func RetentionOwed(e *Engine, name string, q int) (owed, uncounted int64) {
+	t, ok := e.lookupTopic(name)
+	if !ok {
+		return -1, -1
+	}
+	t.retain.mu.Lock()
+	defer t.retain.mu.Unlock()
+	return t.retain.owedOf(q)
+}
