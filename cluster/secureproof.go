@@ -2,29 +2,58 @@ package cluster
 
 import (
 	"crypto/hmac"
+	"crypto/pbkdf2"
 	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 )
 
 // How the two ends of a Raft connection of NewSecureStream prove that they
 // hold the cluster's secret.
 //
-// Once TLS 1.3 is set up, each end sends HMAC-SHA256(secret, label ||
-// role || keying material), the keying material being exported from the
-// TLS session (RFC 8446, 7.5) under label: the proof holds only for this
-// session, so one seen on another connection proves nothing here, and
-// the roles differ, so an end cannot send the other's proof back. The
-// dialler proves first; the listener answers with its own proof only to a
-// dialler that proved. Neither end checks the other's certificate: the
-// proofs authenticate the session, as a certificate would.
+// Both ends offer raftProtocol by ALPN; an end that finds it was not
+// agreed on (the other end runs another version of this handshake, or is
+// no equeue node) closes the connection with errRaftVersion before it
+// sends or reads a proof. Once TLS 1.3 is set up, each end sends
+// HMAC-SHA256(key, label || role || keying material), the keying material
+// being exported from the TLS session (RFC 8446, 7.5) under label: the
+// proof holds only for this session, so one seen on another connection
+// proves nothing here, and the roles differ, so an end cannot send the
+// other's proof back. The dialler proves first; the listener answers with
+// its own proof only to a dialler that proved. Neither end checks the
+// other's certificate: the proofs authenticate the session, as a
+// certificate would.
+//
+// The key is derived from the secret once, at start, by PBKDF2-HMAC-SHA256
+// with raftKeyIterations rounds (raftProofKey): whoever a node dials sees
+// the dialler's proof, and could test guessed secrets against it offline;
+// each guess then costs the rounds of PBKDF2, tens of milliseconds of a
+// core, instead of one HMAC.
+
+// raftProtocol is the ALPN protocol of this version of the handshake.
+const raftProtocol = "equeue-raft/2"
 
 // raftProofLabel names the proof's version and the exported keying
 // material.
-const raftProofLabel = "equeue raft v1"
+const raftProofLabel = "equeue raft v2"
+
+// raftKeySalt is PBKDF2's salt: fixed, as every node of every cluster
+// must derive the same key from the same secret, and naming this use of
+// it.
+const raftKeySalt = "equeue raft v2 proof key"
+
+// raftKeyIterations is PBKDF2's rounds: tens of milliseconds of a core
+// today. It is part of the protocol: every node must use the same.
+const raftKeyIterations = 100_000
+
+// raftProofKey derives the proofs' key from the cluster's secret.
+func raftProofKey(secret []byte) ([]byte, error) {
+	return pbkdf2.Key(sha256.New, string(secret), []byte(raftKeySalt), raftKeyIterations, sha256.Size)
+}
 
 // The roles of the two ends in a proof.
 const (
@@ -36,27 +65,66 @@ const (
 // in bytes.
 const MinRaftSecretLen = 16
 
-// ErrRaftSecretTooShort is returned by NewSecureStream for a secret
-// shorter than MinRaftSecretLen bytes.
-var ErrRaftSecretTooShort = fmt.Errorf("cluster: the Raft secret must be at least %d bytes", MinRaftSecretLen)
+// MinRaftTextSecretLen is the shortest cluster secret NewSecureStream
+// takes, in bytes, when every byte of it is printable ASCII: text may be
+// a password a person chose, and even random text carries at most 6.6
+// bits a character (4 for hexadecimal, 6 for base64), so 32 characters
+// of random hexadecimal or base64 are at least 128 bits.
+const MinRaftTextSecretLen = 32
+
+// ErrRaftSecretTooShort is returned by NewSecureStream (and
+// CheckRaftSecret) for a secret shorter than MinRaftSecretLen bytes, or
+// one of printable ASCII only shorter than MinRaftTextSecretLen.
+var ErrRaftSecretTooShort = fmt.Errorf("cluster: the Raft secret must be at least %d bytes (%d if it is text)", MinRaftSecretLen, MinRaftTextSecretLen)
+
+// ErrRaftSecretWeak is returned by NewSecureStream (and CheckRaftSecret)
+// for a secret whose bytes are all the same, which a guess finds at
+// once whatever its length.
+var ErrRaftSecretWeak = errors.New("cluster: the Raft secret is one byte repeated")
+
+// CheckRaftSecret returns the error NewSecureStream returns for secret,
+// nil for one it takes: it refuses a secret shorter than MinRaftSecretLen
+// bytes, or made of printable ASCII only and shorter than
+// MinRaftTextSecretLen (ErrRaftSecretTooShort), and one whose bytes are
+// all the same (ErrRaftSecretWeak).
+func CheckRaftSecret(secret []byte) error {
+	switch {
+	case len(secret) < MinRaftSecretLen:
+		return fmt.Errorf("%w: it has %d", ErrRaftSecretTooShort, len(secret))
+	case isText(secret) && len(secret) < MinRaftTextSecretLen:
+		return fmt.Errorf("%w: it is text of %d", ErrRaftSecretTooShort, len(secret))
+	case !slices.ContainsFunc(secret, func(b byte) bool { return b != secret[0] }):
+		return ErrRaftSecretWeak
+	}
+	return nil
+}
+
+// isText reports whether every byte of b is printable ASCII.
+func isText(b []byte) bool {
+	return !slices.ContainsFunc(b, func(c byte) bool { return c < 0x20 || c > 0x7e })
+}
+
+// errRaftVersion is the error of a connection whose other end does not
+// offer this version of the handshake.
+var errRaftVersion = fmt.Errorf("cluster: raft connection: the peer does not speak this version of the handshake (%s): every node of a cluster must run an equeue whose Raft handshake is the same", raftProtocol)
 
 // errRaftProof is the error of a connection whose other end did not prove
 // that it holds the cluster's secret.
 var errRaftProof = errors.New("cluster: raft connection: the peer did not prove it holds the cluster secret")
 
 // raftProof is the proof of role for the TLS session of c.
-func raftProof(secret []byte, role string, c *tls.Conn) ([]byte, error) {
+func raftProof(key []byte, role string, c *tls.Conn) ([]byte, error) {
 	cs := c.ConnectionState()
 	km, err := cs.ExportKeyingMaterial(raftProofLabel, nil, sha256.Size)
 	if err != nil {
 		return nil, err
 	}
-	return proofOf(secret, role, km), nil
+	return proofOf(key, role, km), nil
 }
 
-// proofOf is HMAC-SHA256(secret, label || role || km).
-func proofOf(secret []byte, role string, km []byte) []byte {
-	m := hmac.New(sha256.New, secret)
+// proofOf is HMAC-SHA256(key, label || role || km).
+func proofOf(key []byte, role string, km []byte) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(raftProofLabel))
 	m.Write([]byte(role))
 	m.Write(km)
@@ -64,8 +132,8 @@ func proofOf(secret []byte, role string, km []byte) []byte {
 }
 
 // sendProof writes the proof of role on c.
-func sendProof(secret []byte, role string, c *tls.Conn) error {
-	p, err := raftProof(secret, role, c)
+func sendProof(key []byte, role string, c *tls.Conn) error {
+	p, err := raftProof(key, role, c)
 	if err != nil {
 		return err
 	}
@@ -74,8 +142,8 @@ func sendProof(secret []byte, role string, c *tls.Conn) error {
 }
 
 // checkProof reads the other end's proof of role from c and checks it.
-func checkProof(secret []byte, role string, c *tls.Conn) error {
-	want, err := raftProof(secret, role, c)
+func checkProof(key []byte, role string, c *tls.Conn) error {
+	want, err := raftProof(key, role, c)
 	if err != nil {
 		return err
 	}
@@ -91,35 +159,63 @@ func checkProof(secret []byte, role string, c *tls.Conn) error {
 
 // proveDialler runs the dialler's side on a TLS client connection whose
 // handshake is done.
-func proveDialler(secret []byte, c *tls.Conn) error {
-	if err := sendProof(secret, roleDialler, c); err != nil {
+func proveDialler(key []byte, c *tls.Conn) error {
+	if err := sendProof(key, roleDialler, c); err != nil {
 		return err
 	}
-	return checkProof(secret, roleListener, c)
+	return checkProof(key, roleListener, c)
 }
 
 // proveListener runs the listener's side on a TLS server connection whose
 // handshake is done.
-func proveListener(secret []byte, c *tls.Conn) error {
-	if err := checkProof(secret, roleDialler, c); err != nil {
+func proveListener(key []byte, c *tls.Conn) error {
+	if err := checkProof(key, roleDialler, c); err != nil {
 		return err
 	}
-	return sendProof(secret, roleListener, c)
+	return sendProof(key, roleListener, c)
 }
 
 // handshake sets TLS up on c (as the client when dial) and runs the
 // proofs, within c's deadline. It returns the TLS connection.
-func handshake(c net.Conn, conf *tls.Config, secret []byte, dial bool) (*tls.Conn, error) {
+func handshake(c net.Conn, conf *tls.Config, key []byte, dial bool) (*tls.Conn, error) {
 	if dial {
 		tc := tls.Client(c, conf)
-		if err := tc.Handshake(); err != nil {
+		if err := agree(tc); err != nil {
 			return nil, err
 		}
-		return tc, proveDialler(secret, tc)
+		return tc, proveDialler(key, tc)
 	}
 	tc := tls.Server(c, conf)
-	if err := tc.Handshake(); err != nil {
+	if err := agree(tc); err != nil {
 		return nil, err
 	}
-	return tc, proveListener(secret, tc)
+	return tc, proveListener(key, tc)
+}
+
+// agree runs the TLS handshake of c and checks that both ends agreed on
+// raftProtocol.
+func agree(c *tls.Conn) error {
+	if err := c.Handshake(); err != nil {
+		return err
+	}
+	if c.ConnectionState().NegotiatedProtocol != raftProtocol {
+		return errRaftVersion
+	}
+	return nil
+}
+
+// serverConfig is the listener's TLS configuration with cert. It offers
+// raftProtocol; to a dialler that does not offer it, it offers none, so
+// that TLS is set up all the same and agree refuses the dialler with
+// errRaftVersion rather than TLS with an alert.
+func serverConfig(cert tls.Certificate) *tls.Config {
+	conf := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, NextProtos: []string{raftProtocol}}
+	other := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}
+	conf.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		if slices.Contains(h.SupportedProtos, raftProtocol) {
+			return nil, nil
+		}
+		return other, nil
+	}
+	return conf
 }

@@ -43,7 +43,7 @@ const maxPendingHandshakes = 64
 type secureStream struct {
 	lis       net.Listener
 	advertise net.Addr
-	secret    []byte
+	key       []byte // the proofs' key, derived from the secret (raftProofKey)
 	server    *tls.Config
 	client    *tls.Config
 	timeout   time.Duration
@@ -68,9 +68,11 @@ type secureStream struct {
 
 // NewSecureStream returns a Raft stream layer (for Options.RaftStream) on
 // lis whose connections, dialed and accepted, run TLS 1.3 and are
-// authenticated by secret: both ends must hold the same secret, at least
-// MinRaftSecretLen bytes (ErrRaftSecretTooShort otherwise). Every node of
-// the cluster must use it with the same secret. The TLS certificate is
+// authenticated by secret: both ends must hold the same secret, which
+// CheckRaftSecret must take (ErrRaftSecretTooShort or ErrRaftSecretWeak
+// otherwise). Every node of the cluster must use it with the same secret;
+// it derives the proofs' key from it at once, which takes tens of
+// milliseconds. The TLS certificate is
 // generated at start and not checked: the secret authenticates the
 // session. advertise is the address other nodes dial (Options.RaftAddr);
 // nil means lis's address. The stream owns lis from then on, closing it
@@ -83,8 +85,12 @@ func NewSecureStream(lis net.Listener, advertise net.Addr, secret []byte) (raft.
 // accepted connections, and refused (may be nil) called with the error of
 // each refused one.
 func newSecureStream(lis net.Listener, advertise net.Addr, secret []byte, timeout time.Duration, refused func(error)) (*secureStream, error) {
-	if len(secret) < MinRaftSecretLen {
-		return nil, ErrRaftSecretTooShort
+	if err := CheckRaftSecret(secret); err != nil {
+		return nil, err
+	}
+	key, err := raftProofKey(secret)
+	if err != nil {
+		return nil, err
 	}
 	cert, err := ephemeralCert()
 	if err != nil {
@@ -94,11 +100,11 @@ func newSecureStream(lis net.Listener, advertise net.Addr, secret []byte, timeou
 		advertise = lis.Addr()
 	}
 	s := &secureStream{
-		lis: lis, advertise: advertise, secret: append([]byte(nil), secret...),
-		server: &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}},
+		lis: lis, advertise: advertise, key: key,
+		server: serverConfig(cert),
 		// The certificate is one the other node made up at its start: the
 		// proofs of the secret authenticate the session instead.
-		client:   &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}, //nolint:gosec // see above
+		client:   &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, NextProtos: []string{raftProtocol}}, //nolint:gosec // see above
 		timeout:  timeout,
 		refused:  refused,
 		accepted: make(chan net.Conn),
@@ -223,7 +229,7 @@ func (s *secureStream) handshake(c net.Conn, conf *tls.Config, dial bool, timeou
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return nil, err
 	}
-	tc, err := handshake(c, conf, s.secret, dial)
+	tc, err := handshake(c, conf, s.key, dial)
 	if err != nil {
 		return nil, err
 	}

@@ -15,8 +15,8 @@ import (
 )
 
 var (
-	testSecret  = []byte("0123456789abcdef-the-cluster")
-	otherSecret = []byte("0123456789abcdef-another-one")
+	testSecret  = []byte("0123456789abcdef-the-cluster-secret")
+	otherSecret = []byte("0123456789abcdef-another-one-secret")
 )
 
 // secureOnLoopback is a secure stream on a loopback port with secret; its
@@ -66,10 +66,15 @@ func acceptOne(t *testing.T, s *secureStream) net.Conn {
 // rawTLS opens a TLS 1.3 connection to s as a dialler would, without any
 // proof.
 func rawTLS(t *testing.T, s *secureStream) *tls.Conn {
+	return rawTLSOffering(t, s, raftProtocol)
+}
+
+// rawTLSOffering is rawTLS offering protos by ALPN.
+func rawTLSOffering(t *testing.T, s *secureStream, protos ...string) *tls.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", s.lis.Addr().String())
 	require.NoError(t, err)
-	tc := tls.Client(c, &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true})
+	tc := tls.Client(c, &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, NextProtos: protos})
 	t.Cleanup(func() { _ = tc.Close() })
 	require.NoError(t, tc.SetDeadline(time.Now().Add(time.Minute)))
 	require.NoError(t, tc.Handshake())
@@ -157,7 +162,7 @@ func TestSecureStream_WrongSecretIsRefused(t *testing.T) {
 func TestSecureStream_WrongRoleIsRefused(t *testing.T) {
 	b, refused := secureOnLoopback(t, testSecret)
 	tc := rawTLS(t, b)
-	p, err := raftProof(testSecret, roleListener, tc)
+	p, err := raftProof(b.key, roleListener, tc)
 	require.NoError(t, err)
 	_, err = tc.Write(p)
 	require.NoError(t, err)
@@ -169,7 +174,7 @@ func TestSecureStream_WrongRoleIsRefused(t *testing.T) {
 func TestSecureStream_TruncatedProofIsRefused(t *testing.T) {
 	b, refused := secureOnLoopback(t, testSecret)
 	tc := rawTLS(t, b)
-	p, err := raftProof(testSecret, roleDialler, tc)
+	p, err := raftProof(b.key, roleDialler, tc)
 	require.NoError(t, err)
 	_, err = tc.Write(p[:len(p)/2])
 	require.NoError(t, err)
@@ -186,11 +191,11 @@ func TestSecureStream_ProofReplayedOnAnotherSessionIsRefused(t *testing.T) {
 	b, refused := secureOnLoopback(t, testSecret)
 
 	first := rawTLS(t, b)
-	p, err := raftProof(testSecret, roleDialler, first)
+	p, err := raftProof(b.key, roleDialler, first)
 	require.NoError(t, err)
 	_, err = first.Write(p)
 	require.NoError(t, err)
-	require.NoError(t, checkProof(testSecret, roleListener, first), "the proof holds on its own session")
+	require.NoError(t, checkProof(b.key, roleListener, first), "the proof holds on its own session")
 	acceptOne(t, b)
 
 	second := rawTLS(t, b)
@@ -216,7 +221,7 @@ func TestSecureStream_DialRefusesAReflectedProof(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		tc := tls.Server(c, &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}})
+		tc := tls.Server(c, serverConfig(cert))
 		p := make([]byte, 32)
 		if _, err := io.ReadFull(tc, p); err == nil {
 			_, _ = tc.Write(p)

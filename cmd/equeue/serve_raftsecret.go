@@ -67,6 +67,9 @@ func readSecretFile(path string) ([]byte, fs.FileMode, error) {
 	if len(s) < cluster.MinRaftSecretLen {
 		return nil, 0, usageErrorf("--cluster-secret-file %s: the secret must be at least %d bytes, it has %d (make one with: head -c 32 /dev/urandom | base64 > FILE)", path, cluster.MinRaftSecretLen, len(s))
 	}
+	if err := cluster.CheckRaftSecret([]byte(s)); err != nil {
+		return nil, 0, usageErrorf("--cluster-secret-file %s: %v (make one with: head -c 32 /dev/urandom | base64 > FILE)", path, err)
+	}
 	return []byte(s), st.Mode().Perm(), nil
 }
 
