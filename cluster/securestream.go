@@ -28,8 +28,11 @@ import (
 // secureHandshakeTimeout is closed before Raft reads from it. Handshakes
 // of accepted connections run on their own goroutines, so a peer that
 // connects and sends nothing holds up no other peer, and at most
-// maxPendingHandshakes are under way at once, the oldest closed for a new
-// one.
+// maxPendingHandshakes are under way at once, maxPendingPerSource from
+// one IP address: a new connection closes the oldest of its own address
+// when that has its share, else the oldest of the address with the most
+// under way when all are taken, so that a flood from one address closes
+// only its own.
 
 // secureHandshakeTimeout bounds the handshake of an accepted connection,
 // and that of a dialed one when Raft gives no timeout.
@@ -38,6 +41,11 @@ const secureHandshakeTimeout = 10 * time.Second
 // maxPendingHandshakes bounds the handshakes of accepted connections under
 // way at once.
 const maxPendingHandshakes = 64
+
+// maxPendingPerSource bounds the handshakes under way of connections from
+// one IP address. A node dials another on a few connections at once
+// (Raft's pool, its pipeline, a snapshot), well below it.
+const maxPendingPerSource = 8
 
 // secureStream is the raft.StreamLayer of NewSecureStream.
 type secureStream struct {
@@ -60,10 +68,17 @@ type secureStream struct {
 	closeErr  error
 	wg        sync.WaitGroup
 
-	mu      sync.Mutex
-	closed  bool
-	pending map[net.Conn]uint64 // accepted, handshake under way -> order accepted
-	seq     uint64              // the order of the last connection accepted
+	mu       sync.Mutex
+	closed   bool
+	pending  map[net.Conn]pendingConn // accepted, handshake under way
+	bySource map[string]int           // how many of pending come from each source
+	seq      uint64                   // the order of the last connection accepted
+}
+
+// pendingConn is an accepted connection whose handshake is under way.
+type pendingConn struct {
+	seq    uint64 // the order it was accepted in
+	source string // its IP address (sourceOf)
 }
 
 // NewSecureStream returns a Raft stream layer (for Options.RaftStream) on
@@ -110,7 +125,8 @@ func newSecureStream(lis net.Listener, advertise net.Addr, secret []byte, timeou
 		accepted: make(chan net.Conn),
 		done:     make(chan struct{}),
 		lisDone:  make(chan struct{}),
-		pending:  map[net.Conn]uint64{},
+		pending:  map[net.Conn]pendingConn{},
+		bySource: map[string]int{},
 	}
 	s.wg.Go(s.acceptLoop)
 	return s, nil
@@ -171,35 +187,80 @@ func (s *secureStream) acceptLoop() {
 }
 
 // track records c as under handshake; false once the stream is closed.
-// With maxPendingHandshakes under way, it closes the oldest first: a
-// flood of connections that send nothing neither piles up until their
-// timeout nor keeps out a peer that proves the secret in the time the
-// flood takes to open as many new ones.
+// When c's source has maxPendingPerSource under way, it closes the oldest
+// of them first; else, with maxPendingHandshakes under way, the oldest of
+// the source with the most. A flood of connections that send nothing
+// neither piles up until their timeout nor keeps out a peer that proves
+// the secret in the time the flood takes to open as many new ones, and a
+// flood from one address closes none of another's.
 func (s *secureStream) track(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
-	if len(s.pending) >= maxPendingHandshakes {
-		var oldest net.Conn
-		for p, n := range s.pending {
-			if oldest == nil || n < s.pending[oldest] {
-				oldest = p
+	src := sourceOf(c)
+	switch {
+	case s.bySource[src] >= maxPendingPerSource:
+		s.evictLocked(src)
+	case len(s.pending) >= maxPendingHandshakes:
+		busiest, most := "", 0
+		for p, n := range s.bySource {
+			if n > most {
+				busiest, most = p, n
 			}
 		}
-		delete(s.pending, oldest)
-		_ = oldest.Close() // its handshake fails, and authenticate ends
+		s.evictLocked(busiest)
 	}
 	s.seq++
-	s.pending[c] = s.seq
+	s.pending[c] = pendingConn{seq: s.seq, source: src}
+	s.bySource[src]++
 	return true
+}
+
+// evictLocked closes the oldest connection under handshake from src; its
+// handshake fails, and authenticate ends. s.mu is held.
+func (s *secureStream) evictLocked(src string) {
+	var oldest net.Conn
+	for c, p := range s.pending {
+		if p.source == src && (oldest == nil || p.seq < s.pending[oldest].seq) {
+			oldest = c
+		}
+	}
+	if oldest != nil {
+		s.untrackLocked(oldest)
+		_ = oldest.Close()
+	}
 }
 
 func (s *secureStream) untrack(c net.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.untrackLocked(c)
+}
+
+func (s *secureStream) untrackLocked(c net.Conn) {
+	p, ok := s.pending[c]
+	if !ok {
+		return
+	}
 	delete(s.pending, c)
+	if s.bySource[p.source]--; s.bySource[p.source] == 0 {
+		delete(s.bySource, p.source)
+	}
+}
+
+// sourceOf is the IP address c comes from, its whole remote address when
+// that has none.
+func sourceOf(c net.Conn) string {
+	a := c.RemoteAddr()
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	if a == nil {
+		return ""
+	}
+	return a.String()
 }
 
 // authenticate runs the listener's handshake on c and hands the
