@@ -189,6 +189,11 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	// The port first, where RaftAddr's host name is looked up: a busy
 	// port or a name that does not resolve leaves no directory behind.
 	stream := o.RaftStream
+	if ls, ok := stream.(interface{ setLogger(*slog.Logger) }); ok {
+		// A secure stream logs the handshakes it refuses with the node's
+		// logs (securerefusals.go).
+		ls.setLogger(n.log)
+	}
 	if stream == nil {
 		ts, err := listenTCP(o.RaftAddr)
 		if err != nil {

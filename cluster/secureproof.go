@@ -152,7 +152,7 @@ func checkProof(key []byte, role string, c *tls.Conn) error {
 		return fmt.Errorf("%w: %w", errRaftProof, err)
 	}
 	if !hmac.Equal(got, want) {
-		return errRaftProof
+		return errWrongProof
 	}
 	return nil
 }

@@ -63,6 +63,8 @@ type secureStream struct {
 	// refused, when set, is called with the error of each accepted
 	// connection whose handshake failed.
 	refused func(error)
+	// refusals logs the accepted connections whose handshake failed.
+	refusals *refusalLog
 
 	closeOnce sync.Once
 	closeErr  error
@@ -91,7 +93,10 @@ type pendingConn struct {
 // generated at start and not checked: the secret authenticates the
 // session. advertise is the address other nodes dial (Options.RaftAddr);
 // nil means lis's address. The stream owns lis from then on, closing it
-// on Close, but not when it returns an error.
+// on Close, but not when it returns an error. A node opened on it logs
+// each handshake of an accepted connection it refuses to Options.Logger,
+// at warn, with the dialler's address and the reason (wrong secret, bad
+// version, timeout, failed handshake), at most 10 lines in 10 seconds.
 func NewSecureStream(lis net.Listener, advertise net.Addr, secret []byte) (raft.StreamLayer, error) {
 	return newSecureStream(lis, advertise, secret, secureHandshakeTimeout, nil)
 }
@@ -122,6 +127,7 @@ func newSecureStream(lis net.Listener, advertise net.Addr, secret []byte, timeou
 		client:   &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, NextProtos: []string{raftProtocol}}, //nolint:gosec // see above
 		timeout:  timeout,
 		refused:  refused,
+		refusals: newRefusalLog(),
 		accepted: make(chan net.Conn),
 		done:     make(chan struct{}),
 		lisDone:  make(chan struct{}),
@@ -233,6 +239,17 @@ func (s *secureStream) evictLocked(src string) {
 	}
 }
 
+// isClosed reports whether Close was called: the handshakes it ends are
+// not refusals.
+func (s *secureStream) isClosed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *secureStream) untrack(c net.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -272,6 +289,9 @@ func (s *secureStream) authenticate(c net.Conn) {
 	s.untrack(c)
 	if err != nil {
 		_ = c.Close()
+		if !s.isClosed() {
+			s.refusals.refused(c.RemoteAddr(), err)
+		}
 		if s.refused != nil {
 			s.refused(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"sync/atomic"
@@ -116,6 +117,8 @@ func TestCluster_WrongSecretCannotJoin(t *testing.T) {
 	c.waitConverged()
 
 	o := nodeOptions("n4", "127.0.0.1:0")
+	logs := &logBuffer{}
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	lis, err := net.Listen("tcp", o.RaftAddr)
 	require.NoError(t, err)
 	var refused atomic.Int64
@@ -137,6 +140,8 @@ func TestCluster_WrongSecretCannotJoin(t *testing.T) {
 		assert.NotEqual(t, "n4", srv.ID, "n4 is left in the configuration")
 	}
 	assert.Positive(t, refused.Load(), "n4 refused the leader's connections")
+	assert.Contains(t, logs.String(), `level=WARN msg="cluster: refused a Raft connection" remote=127.0.0.1:`, "n4 logs the refusals")
+	assert.Contains(t, logs.String(), `reason="wrong secret"`)
 	st := n4.Status()
 	assert.Empty(t, st.LeaderID, "n4 hears from no leader")
 	assert.Zero(t, st.LastLogIndex, "n4 received no entry")

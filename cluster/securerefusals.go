@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The listener of a secure stream logs the handshakes it refuses, at warn,
+// with the dialler's address and a reason an operator acts on (a node
+// with another secret, one of another version, one too slow, or none of
+// these). A node that keeps retrying, or a flood, must not flood the log:
+// at most refusalBurst lines per refusalWindow, and the next line logged
+// says how many were left out meanwhile.
+const (
+	refusalWindow = 10 * time.Second
+	refusalBurst  = 10
+)
+
+// The reasons a refused handshake is logged with.
+const (
+	reasonWrongSecret = "wrong secret"
+	reasonBadVersion  = "bad version"
+	reasonTimeout     = "timeout"
+	reasonOther       = "failed handshake"
+)
+
+// errWrongProof is the error of a connection whose other end sent a proof
+// that does not match: it holds another secret.
+var errWrongProof = fmt.Errorf("%w: its proof does not match (another secret?)", errRaftProof)
+
+// refusalLog logs refused handshakes, rate-limited.
+type refusalLog struct {
+	log atomic.Pointer[slog.Logger] // nil: silent
+	now func() time.Time
+
+	mu         sync.Mutex
+	windowFrom time.Time
+	logged     int
+	suppressed int
+}
+
+func newRefusalLog() *refusalLog {
+	return &refusalLog{now: time.Now}
+}
+
+// setLogger makes refusals go to log from now on.
+func (r *refusalLog) setLogger(log *slog.Logger) { r.log.Store(log) }
+
+// refused logs the handshake with remote refused with err, unless this
+// window's lines are used up.
+func (r *refusalLog) refused(remote net.Addr, err error) {
+	log := r.log.Load()
+	if log == nil {
+		return
+	}
+	r.mu.Lock()
+	now := r.now()
+	if now.Sub(r.windowFrom) >= refusalWindow {
+		r.windowFrom, r.logged = now, 0
+	}
+	if r.logged >= refusalBurst {
+		r.suppressed++
+		r.mu.Unlock()
+		return
+	}
+	r.logged++
+	left := r.suppressed
+	r.suppressed = 0
+	r.mu.Unlock()
+
+	addr := "unknown"
+	if remote != nil {
+		addr = remote.String()
+	}
+	attrs := []any{"remote", addr, "reason", refusalReason(err), "err", err}
+	if left > 0 {
+		attrs = append(attrs, "suppressed", left)
+	}
+	log.Warn("cluster: refused a Raft connection", attrs...)
+}
+
+// refusalReason is the reason a handshake that failed with err is logged
+// with.
+func refusalReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return reasonTimeout
+	case errors.Is(err, errRaftVersion):
+		return reasonBadVersion
+	case errors.Is(err, errWrongProof):
+		return reasonWrongSecret
+	}
+	return reasonOther
+}
+
+// setLogger makes the stream log the handshakes it refuses to log (nil:
+// silent, as it is until a node opened on it sets its logger).
+func (s *secureStream) setLogger(log *slog.Logger) { s.refusals.setLogger(log) }
