@@ -135,7 +135,10 @@ func TestCluster_GuardedNodeNeedsASecretFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(short, []byte("fifteen bytes!!\n"), 0o600))
 	fails(t, 2, "at least 16 bytes", node("short", "--cluster-secret-file", short)...)
 	fails(t, 2, "--cluster-insecure-raft", node("both", "--token", "ops=all", "--cluster-insecure-raft", "--cluster-secret-file", writeSecret(t, base, "s"))...)
-	fails(t, 1, "--cluster-secret-file", node("missing", "--cluster-secret-file", filepath.Join(base, "nothing"))...)
+	// A secret file that cannot be read is a usage error too, as a
+	// --token-file that cannot be read is.
+	fails(t, 2, "--cluster-secret-file "+filepath.Join(base, "nothing"), node("missing", "--cluster-secret-file", filepath.Join(base, "nothing"))...)
+	fails(t, 2, "--cluster-secret-file "+base, node("directory", "--cluster-secret-file", base)...)
 
 	insecure := startClusterNode(t, base, "n1", true, "--token", "ops=all", "--cluster-insecure-raft")
 	eventually(t, 60*time.Second, "the insecure node leads", func() bool {

@@ -24,7 +24,8 @@ const maxSecretFileBytes = 4096
 // reach: a peer that reaches an open Raft port with no token deposes the
 // leader and writes the log.
 //
-// It returns the file's permission bits too (warnSecretFile).
+// It returns the file's permission bits too (warnSecretFile). A file it
+// cannot read or use is a usage error.
 func (c *clusterFlags) raftSecret(guarded bool) ([]byte, fs.FileMode, error) {
 	switch {
 	case c.secretFile != "" && c.insecureRaft:
@@ -34,7 +35,13 @@ func (c *clusterFlags) raftSecret(guarded bool) ([]byte, fs.FileMode, error) {
 	case c.secretFile == "":
 		return nil, 0, nil
 	}
-	return readSecretFile(c.secretFile)
+	secret, perm, err := readSecretFile(c.secretFile)
+	var ce *cliError
+	if err != nil && !errors.As(err, &ce) {
+		// A file it cannot read is a usage error, as a --token-file's.
+		return nil, 0, usageErrorf("%v", err)
+	}
+	return secret, perm, err
 }
 
 // readSecretFile reads --cluster-secret-file: the secret is its content,
