@@ -50,3 +50,10 @@ var ErrWouldLoseQuorum = errors.New("cluster: the voters left would not be a maj
 // context's error too. The node may be down, or its Raft address one the
 // leader cannot reach.
 var ErrNotCaughtUp = errors.New("cluster: the node did not catch up with the leader's log in time")
+
+// ErrPeerAuthFailed is matched by AddVoter's error, with ErrNotCaughtUp,
+// when the node it adds did not catch up and the leader's last Raft
+// connection to it since AddVoter began failed in the handshake of the
+// secure stream (NewSecureStream): the node holds another cluster secret,
+// runs another version of the handshake, or is no node of this transport.
+var ErrPeerAuthFailed = errors.New("cluster: the node refused the leader's Raft handshake (another cluster secret, or another version of equeue's handshake)")

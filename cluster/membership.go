@@ -61,7 +61,8 @@ func (n *Node) leaderOnly() error {
 // leader's entries or snapshot as a node of another cluster (an error matching
 // ErrForeignCluster), it is removed again and AddVoter returns an error
 // saying so (for a node that did not catch up, one matching ErrNotCaughtUp
-// and the context's error). The address of the leader itself is not
+// and the context's error, and ErrPeerAuthFailed when the node refused
+// the handshake of the leader's secure stream, NewSecureStream). The address of the leader itself is not
 // changed: a new address for its own ID is refused with an error matching
 // equeue.ErrInvalidArgument (transfer leadership first, then ask the new
 // leader), since a mistyped one would cut it off from its followers. An ID or address of a form Open refuses in Options (an ID
@@ -125,12 +126,19 @@ func (n *Node) addCaughtUp(ctx context.Context, id raft.ServerID, addr raft.Serv
 		defer cancel()
 	}
 	n.ptrans.forgetCatchUp(id)
+	began := time.Now()
 	if err := n.awaitChange(ctx, n.raft.AddNonvoter(id, addr, 0, changeTimeout), nil); err != nil {
 		return fmt.Errorf("add as non-voter: %w", err)
 	}
 	err := n.awaitCaughtUp(ctx, id)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, ErrNotCaughtUp) && n.authFailure != nil {
+		// Say why, when the node refused the leader's handshake.
+		if aerr := n.authFailure(string(addr), began); aerr != nil {
+			err = fmt.Errorf("%w: %w", err, aerr)
+		}
 	}
 	// Removed whatever the caller's context says: a node left as a
 	// non-voter that does not follow helps nobody.

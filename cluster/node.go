@@ -41,6 +41,10 @@ type Node struct {
 	// stream is trans's stream layer, which closes the connections peers
 	// opened when the node closes (stream.go).
 	stream *acceptedStream
+	// authFailure, when the Raft stream is a secure one, returns an error
+	// matching ErrPeerAuthFailed when the last handshake with a Raft
+	// address, since a time, was refused (securedials.go).
+	authFailure func(addr string, since time.Time) error
 	// dialed wraps stream for trans: it closes the connections this node
 	// opened to addresses its configuration no longer holds (dialed.go).
 	dialed *dialedStream
@@ -189,10 +193,12 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	// The port first, where RaftAddr's host name is looked up: a busy
 	// port or a name that does not resolve leaves no directory behind.
 	stream := o.RaftStream
-	if ls, ok := stream.(interface{ setLogger(*slog.Logger) }); ok {
+	if ss, ok := stream.(*secureStream); ok {
 		// A secure stream logs the handshakes it refuses with the node's
-		// logs (securerefusals.go).
-		ls.setLogger(n.log)
+		// logs (securerefusals.go), and tells AddVoter of a node that
+		// refused the leader's (securedials.go).
+		ss.setLogger(n.log)
+		n.authFailure = ss.authFailure
 	}
 	if stream == nil {
 		ts, err := listenTCP(o.RaftAddr)

@@ -65,6 +65,8 @@ type secureStream struct {
 	refused func(error)
 	// refusals logs the accepted connections whose handshake failed.
 	refusals *refusalLog
+	// dials remembers the addresses whose listener refused the handshake.
+	dials refusedDials
 
 	closeOnce sync.Once
 	closeErr  error
@@ -344,6 +346,7 @@ func (s *secureStream) Dial(address raft.ServerAddress, timeout time.Duration) (
 		return nil, err
 	}
 	tc, err := s.handshake(c, s.client, true, timeout-time.Since(start))
+	s.dials.note(string(address), err)
 	if err != nil {
 		_ = c.Close()
 		return nil, err

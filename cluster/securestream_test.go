@@ -110,7 +110,9 @@ func TestCluster_SecureStreamRefusesAForgedAppendEntries(t *testing.T) {
 }
 
 // A node with another secret cannot join: the leader's calls to it are
-// refused, and it receives nothing of the log.
+// refused, and it receives nothing of the log. AddVoter's error says that
+// the node refused the leader's handshake, and the node logs the
+// refusals.
 func TestCluster_WrongSecretCannotJoin(t *testing.T) {
 	c := newCluster(t, 3, func(o *cluster.Options) { secureOn(t, o, clusterSecret) })
 	c.createTopic(t, "t", 1)
@@ -135,6 +137,7 @@ func TestCluster_WrongSecretCannotJoin(t *testing.T) {
 	defer cancel()
 	err = c.waitLeader().AddVoter(ctx, "n4", o.RaftAddr)
 	require.ErrorIs(t, err, cluster.ErrNotCaughtUp)
+	require.ErrorIs(t, err, cluster.ErrPeerAuthFailed, "the error says why: %v", err)
 	assert.Contains(t, err.Error(), "removed again")
 	for _, srv := range c.waitLeader().Status().Servers {
 		assert.NotEqual(t, "n4", srv.ID, "n4 is left in the configuration")
