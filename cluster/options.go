@@ -180,6 +180,9 @@ type Options struct {
 	// clientsPhaseHook, when set, is told how the close's consumer phase
 	// ended (closeClientsFirst; tests).
 	clientsPhaseHook func(clientsPhaseEnd)
+	// tenureWatchHook, when set, is called once watchTenure found the
+	// tenure live and waits for its end (tests).
+	tenureWatchHook func()
 	// noHello makes the node open its Raft connections without a hello,
 	// as a version before hellos did (hello.go; tests).
 	noHello bool

@@ -41,6 +41,9 @@ type replicatedStore struct {
 
 	mu     sync.Mutex
 	fenced error
+	// fencedC, once asked for (fencedCh), is closed when the tenure is
+	// fenced.
+	fencedC chan struct{}
 
 	// down is closed once the waits for entries still on their way are
 	// given up (giveUp): Raft was shut down under the tenure (failStop),
@@ -82,6 +85,9 @@ func (s *replicatedStore) fence(cause error) {
 	first := s.fenced == nil
 	if first {
 		s.fenced = cause
+		if s.fencedC != nil {
+			close(s.fencedC)
+		}
 	}
 	s.mu.Unlock()
 	if first && s.onFence != nil {
@@ -90,6 +96,21 @@ func (s *replicatedStore) fence(cause error) {
 }
 
 func (s *replicatedStore) isFenced() bool { return s.fenceCause() != nil }
+
+// fencedCh returns a channel closed once the tenure is fenced (at once
+// when it is already): a fence by a failed write changes nothing Raft
+// observes, and a watch of the tenure (watchTenure) waits for it too.
+func (s *replicatedStore) fencedCh() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fencedC == nil {
+		s.fencedC = make(chan struct{})
+		if s.fenced != nil {
+			close(s.fencedC)
+		}
+	}
+	return s.fencedC
+}
 
 // apply replicates one entry and reports its outcome as the engine needs
 // it: nil (committed and applied), an error matching equeue.ErrNotLeader
