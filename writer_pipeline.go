@@ -249,7 +249,12 @@ func needsSync(f *flight) bool {
 // result of the Sync that covers it (when it needs one).
 func (e *Engine) complete(f *flight, syncErr error) {
 	err := f.err
+	// earlierFailed is the outcome of the writes before f that a duplicate
+	// in f names (see below): the first AsyncWriter write that failed
+	// before f's, or nil when every one was stored.
+	var earlierFailed *error
 	if err == nil && f.wait != nil {
+		earlierFailed = e.pipe.asyncFailed.Load()
 		if err = f.wait(); err != nil {
 			// The store refuses every later write: memory, which already
 			// counts this batch, is never used to write again.
@@ -284,6 +289,16 @@ func (e *Engine) complete(f *flight, syncErr error) {
 			c.err = e.earlierOutcome()
 			if c.err == nil && c.sync && syncErr != nil {
 				c.err = fmt.Errorf("%w: %w", ErrIndeterminate, syncErr)
+			}
+		case f.err == nil && f.wait != nil && err != nil && c.duplicate && !c.dupInBatch:
+			// The AsyncWriter write failed (or was refused), but this
+			// duplicate names messages of earlier writes, whose outcome
+			// is known by now (they complete in order): stored, or
+			// unknown after one of them failed. The write's own error,
+			// which may say "not stored", would contradict a stored one.
+			c.err = nil
+			if earlierFailed != nil {
+				c.err = fmt.Errorf("%w: after a failed write: %w", ErrIndeterminate, *earlierFailed)
 			}
 		case err != nil:
 			// A duplicate may refer to a message of this very batch: it shares
