@@ -2,14 +2,24 @@ package cluster
 
 import "github.com/equeue-go/equeue"
 
-// MaxMessageSize is the most bytes one message may take encoded, as the
-// engine's Options.MaxMessageSize (Options.Engine) sets it,
-// equeue.DefaultMaxMessageSize when that is unset or 0. The leader's
-// engine checks each append, and refuses also a message its store could
-// not hold, so its limit may be smaller, never larger.
+// MaxMessageSize is the most bytes one message may take encoded: the
+// limit the leader's engine checks each append against
+// (equeue.Engine.MaxMessageSize), its Options.MaxMessageSize (Options.Engine,
+// equeue.DefaultMaxMessageSize when unset or 0) or the largest value the
+// node's store takes when that is smaller. A node that does not lead
+// tells the limit its engine would have if it led.
 func (n *Node) MaxMessageSize() int {
-	if n.opts.Engine != nil && n.opts.Engine.MaxMessageSize > 0 {
-		return n.opts.Engine.MaxMessageSize
+	if e, err := n.Engine(); err == nil {
+		return e.MaxMessageSize()
 	}
-	return equeue.DefaultMaxMessageSize
+	limit := equeue.DefaultMaxMessageSize
+	if n.opts.Engine != nil && n.opts.Engine.MaxMessageSize > 0 {
+		limit = n.opts.Engine.MaxMessageSize
+	}
+	// As the engine's own: its store is this node's, whose largest value
+	// the replicated store passes on unchanged.
+	if v := n.st.Limits().MaxValueSize; v > 0 && v < limit {
+		limit = v
+	}
+	return limit
 }

@@ -1,6 +1,8 @@
 package cluster_test
 
 import (
+	"context"
+
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/cluster"
+	"github.com/equeue-go/equeue/store"
 )
 
 // TestNode_MaxMessageSizeIsTheEngines: a node tells the message size
@@ -27,4 +30,30 @@ func TestNode_MaxMessageSizeIsTheEngines(t *testing.T) {
 		require.True(t, ok, "a Node tells its message size limit")
 		assert.Equal(t, tc.want, s.MaxMessageSize())
 	}
+}
+
+// TestNode_MaxMessageSizeIsTheLeadersEngines: the store's largest value
+// bounds a message too (a Badger value log of 1 MiB holds less than the
+// 4 MiB default), and the leader's engine refuses a message above it: the
+// node tells that limit, the one its appends check, not its options'
+// larger one, so a Kafka listener over it neither refuses a
+// max.message.bytes the engine honours nor names a limit it does not
+// have. A follower tells the limit its engine would have, leading.
+func TestNode_MaxMessageSizeIsTheLeadersEngines(t *testing.T) {
+	bo := store.DefaultBadgerOptions()
+	bo.ValueLogFileSize = 1 << 20
+	c := newCluster(t, 2, func(o *cluster.Options) { o.Badger = &bo })
+	n := c.waitLeader()
+	e, err := n.Engine()
+	require.NoError(t, err)
+	limit := e.MaxMessageSize()
+	require.Less(t, limit, equeue.DefaultMaxMessageSize, "the store bounds the engine's limit")
+	for i, node := range c.nodes {
+		assert.Equal(t, limit, node.MaxMessageSize(), "node %d (leads: %v)", i, node == n)
+	}
+
+	ctx := context.Background()
+	require.NoError(t, n.CreateTopic(ctx, "t", 1))
+	_, err = n.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: make([]byte, n.MaxMessageSize())}}})
+	assert.ErrorIs(t, err, equeue.ErrMessageTooLarge, "a body of the limit alone is over it, encoded")
 }
