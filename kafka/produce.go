@@ -155,6 +155,11 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 		return
 	}
 	at, code, err := c.storeBatch(topic, part, &b)
+	if errors.Is(err, equeue.ErrInvalidName) {
+		// Kafka's Produce does not check names: a topic it does not
+		// have is UNKNOWN_TOPIC_OR_PARTITION, whatever its name.
+		code = errUnknownTopicOrPartition
+	}
 	if code != errNone {
 		rp.ErrorCode = code
 		var partial *partialBatchError
