@@ -88,6 +88,9 @@ func (c *conn) produce(req *kmsg.ProduceRequest) (*kmsg.ProduceResponse, error) 
 	if failed != nil {
 		return nil, failed
 	}
+	if req.Acks != 0 { // else no answer is sent (conn.go)
+		c.setLogStarts(resp)
+	}
 	return resp, nil
 }
 
@@ -173,7 +176,6 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 		return
 	}
 	rp.BaseOffset = at.base
-	rp.LogStartOffset = c.logStart(topic, part)
 	if c.s.o.LogAppendTime && at.time > 0 {
 		// As from a broker whose topics use LogAppendTime: the producer
 		// learns the time consumers see.
@@ -299,15 +301,33 @@ func (c *conn) topicIDAndEnd(topic string, part int32) (uint32, int64) {
 	return ti.ID, ti.Queues[part].MaxOffset
 }
 
-// logStart is the log start offset a produce answer gives for topic's
-// partition part: the queue's low watermark, what retention left, read
-// after the append; -1, Kafka's "not known", when it cannot be read.
-func (c *conn) logStart(topic string, part int32) int64 {
-	ti, err := c.s.b.Topic(c.ctx, topic)
-	if err != nil || part < 0 || int(part) >= len(ti.Queues) {
-		return -1
+// setLogStarts gives each stored partition of a produce answer its log
+// start offset: the queue's low watermark, what retention left, read once
+// the request's appends are done; -1, Kafka's "not known", when it cannot
+// be read. A topic is described once for all its partitions: each
+// description reads every partition of the topic, so a read per
+// partition would cost a request writing all of them their count squared.
+func (c *conn) setLogStarts(resp *kmsg.ProduceResponse) {
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		var ti *equeue.TopicInfo
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if rp.ErrorCode != errNone || rp.BaseOffset < 0 {
+				continue
+			}
+			if ti == nil {
+				got, err := c.s.b.Topic(c.ctx, rt.Topic)
+				if err != nil {
+					break
+				}
+				ti = &got
+			}
+			if rp.Partition >= 0 && int(rp.Partition) < len(ti.Queues) {
+				rp.LogStartOffset = ti.Queues[rp.Partition].MinOffset
+			}
+		}
 	}
-	return ti.Queues[part].MinOffset
 }
 
 // topicReplaced reports whether topic, whose ID was id when a producer's
