@@ -182,10 +182,10 @@ func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Tim
 		e.reclaimPending.Store(true) // this pass gives their space back
 	}
 	owed, err := e.countOwed(q)
+	res.Deleted += owed // counted also when its key's delete is not known durable
 	if err != nil {
 		return err
 	}
-	res.Deleted += owed
 	min, next, _ := q.bounds()
 	cutoff := min
 	if p.MaxAge > 0 {

@@ -63,21 +63,28 @@ func (e *Engine) oweRetention(q *queue, n int64) {
 // countOwed returns what retention owed of q that is deleted now, for the
 // pass to count, having deleted its stored key: a pass that cannot delete
 // the key counts nothing yet, so that no later pass counts the messages a
-// second time. q.topic.retain.mu must be held, and the pass has swept q.
+// second time. A delete of the key that reached the store but may not be
+// durable (a failed fsync: a crash may leave the key, and a reopen count
+// the messages again) counts them, with an error saying so
+// (ErrIndeterminate). q.topic.retain.mu must be held, and the pass has
+// swept q.
 func (e *Engine) countOwed(q *queue) (int64, error) {
 	r := &q.topic.retain
 	if _, left := r.pending[q.id]; left {
 		return 0, nil // not deleted yet
 	}
 	n := r.due[q.id]
+	var unsure error
 	if r.stored[q.id] {
-		if applied, err := e.storeMeta(store.MetaOp{Key: owedKey(q.key), Delete: true}); !applied {
+		applied, err := e.storeMeta(store.MetaOp{Key: owedKey(q.key), Delete: true})
+		if !applied {
 			return 0, fmt.Errorf("equeue: forget what retention owed of %s/%d: %w", q.topic.name, q.id, err)
 		}
 		delete(r.stored, q.id)
+		unsure = notDurable(err, "forget what retention owed of %s/%d", q.topic.name, q.id)
 	}
 	delete(r.due, q.id)
-	return n, nil
+	return n, unsure
 }
 
 // owedDeletes returns the store operations that delete t's stored owed
