@@ -113,8 +113,9 @@ var viewCalls = map[string]viewCall{
 // the engine's count of topic creations and deletions: it moves with
 // other namespaces' topics (documented), which tells a view that some
 // topic changed somewhere, never which name exists. DefaultQueues is the
-// engine's option, the same for every namespace.
-var viewCallsWithoutName = []string{"Name", "Engine", "FastPathOwner", "Topics", "Groups", "Delayed", "TopicsVersion", "DefaultQueues"}
+// engine's option, the same for every namespace, as is MaxMessageSize,
+// the engine's limit on a message.
+var viewCallsWithoutName = []string{"Name", "Engine", "FastPathOwner", "Topics", "Groups", "Delayed", "TopicsVersion", "DefaultQueues", "MaxMessageSize"}
 
 // TestNamespace_ViewCannotTellWhetherAnotherNamespacesNameExists calls
 // every method of a Namespace view (enumerated, so a new one must be
