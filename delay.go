@@ -74,6 +74,9 @@ type scheduler struct {
 	// queueHook, set by tests, runs when a move is registered in flight,
 	// before it is queued to the writer.
 	queueHook atomic.Pointer[func()]
+	// parkHook, set by tests, runs when a move no write can hold is about
+	// to be parked (delay_toolarge.go), its topic looked up already.
+	parkHook atomic.Pointer[func()]
 
 	moved   uint64
 	dropped uint64
@@ -287,6 +290,9 @@ func (s *scheduler) move(due []dueEntry) error {
 			if c.kind == cmdMove {
 				// Not queued, so no later move to its queue waits
 				// for it (delay_toolarge.go).
+				if h := s.parkHook.Load(); h != nil {
+					(*h)()
+				}
 				s.park(d, c, err)
 			} else {
 				errs.add(err)

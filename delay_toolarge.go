@@ -22,8 +22,10 @@ package equeue
 // when that topic is deleted, with the group.
 
 // park passes over the move c of d, refused with err by every write, until
-// a reopen, and reports it. A topic deleted meanwhile takes it back at
-// once: topicDeleted may have run before it was parked.
+// a reopen, and reports it once at error level. A topic deleted meanwhile
+// takes it back at once (topicDeleted may have run before it was parked):
+// its message goes with the topic, an expected outcome told at debug
+// level only. A deletion after this look-up unparks it itself.
 func (s *scheduler) park(d dueEntry, c *command, err error) {
 	s.mu.Lock()
 	if s.parked == nil {
@@ -32,11 +34,14 @@ func (s *scheduler) park(d dueEntry, c *command, err error) {
 	s.parked[d.seq] = d.topic
 	s.parkedCount.Add(1)
 	s.mu.Unlock()
-	s.e.log.Error("delayed message too large to move into its queue under the store's write limits; it stays pending until an engine opened on a store that takes it moves it",
-		"topic", c.q.topic.name, "topic_id", d.topic, "queue", d.queue, "slot", d.seq, "err", err)
 	if s.e.topicByID(d.topic) == nil {
 		s.topicDeleted(d.topic)
+		s.e.log.Debug("delayed message too large to move into its queue, whose topic was deleted meanwhile: it goes with its topic",
+			"topic", c.q.topic.name, "topic_id", d.topic, "queue", d.queue, "slot", d.seq, "err", err)
+		return
 	}
+	s.e.log.Error("delayed message too large to move into its queue under the store's write limits; it stays pending until an engine opened on a store that takes it moves it",
+		"topic", c.q.topic.name, "topic_id", d.topic, "queue", d.queue, "slot", d.seq, "err", err)
 }
 
 // isParked reports whether the scan passes over the due message of slot

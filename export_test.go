@@ -178,6 +178,17 @@ func ProducerRoutes(p *Producer) int {
 // RouteSweepMin exports routeSweepMin.
 const RouteSweepMin = routeSweepMin
 
+// OnDelayMoveParking sets f to run when the scheduler is about to park a
+// move that no write of the store can hold, its topic looked up already;
+// nil removes it.
+func OnDelayMoveParking(e *Engine, f func()) {
+	if f == nil {
+		e.sched.parkHook.Store(nil)
+		return
+	}
+	e.sched.parkHook.Store(&f)
+}
+
 // OnDelayMoveQueued sets f to run when the scheduler has registered the
 // move of a due delayed message as in flight, before it queues it to the
 // writer; nil removes it.
