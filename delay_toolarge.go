@@ -93,3 +93,19 @@ func (s *scheduler) topicDeleted(id uint32) {
 	default:
 	}
 }
+
+// unparkSlot unparks the message of delay-log slot seq, whose index key
+// was deleted (DeleteGroup deletes those of its retry topic): it is no
+// longer pending, so no longer parked nor counted, also when the rest of
+// that deletion fails.
+func (s *scheduler) unparkSlot(seq int64) {
+	if s.parkedCount.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	if _, ok := s.parked[seq]; ok {
+		delete(s.parked, seq)
+		s.parkedCount.Add(-1)
+	}
+	s.mu.Unlock()
+}

@@ -207,11 +207,12 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 }
 
 // trimDelayed deletes the delay-log records of the delay index keys among
-// keys, which were just deleted. A failure leaves them for the sweep on
-// open, as a crash would.
+// keys, which were just deleted, and unparks their messages. A failure
+// leaves the records for the sweep on open, as a crash would.
 func (e *Engine) trimDelayed(keys [][]byte) {
 	for _, k := range keys {
 		if _, seq, ok := parseDelayKey(k); ok && bytes.HasPrefix(k, keyDelayPrefix) && seq >= 0 {
+			e.sched.unparkSlot(seq)
 			if err := e.st.DeleteRange(delayLogID, uint64(seq), uint64(seq)+1); err != nil {
 				e.log.Warn("trimming the delay log of a deleted group", "err", err)
 			}
