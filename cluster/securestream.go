@@ -30,9 +30,11 @@ import (
 // connects and sends nothing holds up no other peer, and at most
 // maxPendingHandshakes are under way at once, maxPendingPerSource from
 // one IP address: a new connection closes the oldest of its own address
-// when that has its share, else the oldest of the address with the most
-// under way when all are taken, so that a flood from one address closes
-// only its own.
+// when that has its share, else, when all are taken, the oldest of the
+// address with the most under way among those accepted evictionGrace
+// connections or more before it, so that a flood from one address closes
+// only its own, and a flood from many a peer's handshake only once
+// evictionGrace connections came after it.
 
 // secureHandshakeTimeout bounds the handshake of an accepted connection,
 // and that of a dialed one when Raft gives no timeout.
@@ -46,6 +48,13 @@ const maxPendingHandshakes = 64
 // one IP address. A node dials another on a few connections at once
 // (Raft's pool, its pipeline, a snapshot), well below it.
 const maxPendingPerSource = 8
+
+// evictionGrace is how many connections are accepted after one before its
+// handshake may be closed to make room for another source's: a flood
+// from many addresses, each with as few under way as a peer's, or fewer,
+// closes no peer's handshake that completes in the time the flood takes
+// to open as many.
+const evictionGrace = maxPendingHandshakes / 2
 
 // secureStream is the raft.StreamLayer of NewSecureStream.
 type secureStream struct {
@@ -196,11 +205,13 @@ func (s *secureStream) acceptLoop() {
 
 // track records c as under handshake; false once the stream is closed.
 // When c's source has maxPendingPerSource under way, it closes the oldest
-// of them first; else, with maxPendingHandshakes under way, the oldest of
-// the source with the most. A flood of connections that send nothing
-// neither piles up until their timeout nor keeps out a peer that proves
-// the secret in the time the flood takes to open as many new ones, and a
-// flood from one address closes none of another's.
+// of them first; else, with maxPendingHandshakes under way, it closes one
+// of those accepted evictionGrace connections or more before: of the
+// source with the most under way, the oldest. A flood of connections that
+// send nothing neither piles up until their timeout nor keeps out a peer
+// that proves the secret in the time the flood takes to open
+// evictionGrace new ones, and a flood from addresses with more under way
+// than a peer's closes none of the peer's.
 func (s *secureStream) track(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -210,15 +221,9 @@ func (s *secureStream) track(c net.Conn) bool {
 	src := sourceOf(c)
 	switch {
 	case s.bySource[src] >= maxPendingPerSource:
-		s.evictLocked(src)
+		s.evictLocked(s.oldestOfLocked(src))
 	case len(s.pending) >= maxPendingHandshakes:
-		busiest, most := "", 0
-		for p, n := range s.bySource {
-			if n > most {
-				busiest, most = p, n
-			}
-		}
-		s.evictLocked(busiest)
+		s.evictLocked(s.roomVictimLocked())
 	}
 	s.seq++
 	s.pending[c] = pendingConn{seq: s.seq, source: src}
@@ -226,18 +231,48 @@ func (s *secureStream) track(c net.Conn) bool {
 	return true
 }
 
-// evictLocked closes the oldest connection under handshake from src; its
-// handshake fails, and authenticate ends. s.mu is held.
-func (s *secureStream) evictLocked(src string) {
+// oldestOfLocked is the oldest connection under handshake from src, nil
+// when none. s.mu is held.
+func (s *secureStream) oldestOfLocked(src string) net.Conn {
 	var oldest net.Conn
 	for c, p := range s.pending {
 		if p.source == src && (oldest == nil || p.seq < s.pending[oldest].seq) {
 			oldest = c
 		}
 	}
-	if oldest != nil {
-		s.untrackLocked(oldest)
-		_ = oldest.Close()
+	return oldest
+}
+
+// roomVictimLocked is the connection closed to make room for another
+// source's: of those accepted evictionGrace connections or more before,
+// the oldest of the source with the most under way. With
+// maxPendingHandshakes under way there is one, since at most
+// evictionGrace of them are more recent. s.mu is held.
+func (s *secureStream) roomVictimLocked() net.Conn {
+	var victim net.Conn
+	var vp pendingConn
+	for c, p := range s.pending {
+		if s.seq-p.seq < evictionGrace {
+			continue // too recent: its handshake may be about to complete
+		}
+		if victim == nil {
+			victim, vp = c, p
+			continue
+		}
+		n, vn := s.bySource[p.source], s.bySource[vp.source]
+		if n > vn || (n == vn && p.seq < vp.seq) {
+			victim, vp = c, p
+		}
+	}
+	return victim
+}
+
+// evictLocked closes c, a connection under handshake (none when nil); its
+// handshake fails, and authenticate ends. s.mu is held.
+func (s *secureStream) evictLocked(c net.Conn) {
+	if c != nil {
+		s.untrackLocked(c)
+		_ = c.Close()
 	}
 }
 
