@@ -52,8 +52,10 @@ var ErrWouldLoseQuorum = errors.New("cluster: the voters left would not be a maj
 var ErrNotCaughtUp = errors.New("cluster: the node did not catch up with the leader's log in time")
 
 // ErrPeerAuthFailed is matched by AddVoter's error, with ErrNotCaughtUp,
-// when the node it adds did not catch up and the leader's last Raft
-// connection to it since AddVoter began failed in the handshake of the
-// secure stream (NewSecureStream): the node holds another cluster secret,
-// runs another version of the handshake, or is no node of this transport.
+// when the node it adds did not catch up and the node refused the
+// handshake of the leader's last Raft connection to it since AddVoter
+// began (secure stream, NewSecureStream): it said it refused the leader's
+// proof (it holds another cluster secret), or it does not speak this
+// version of the handshake. A connection closed or timed out before the
+// node answered the proof is no refusal.
 var ErrPeerAuthFailed = errors.New("cluster: the node refused the leader's Raft handshake (another cluster secret, or another version of equeue's handshake)")

@@ -31,16 +31,18 @@ type refusedDial struct {
 }
 
 // note records the outcome of a handshake with addr: err, when the other
-// end refused it; nil forgets a refusal. Other failures (a timeout, a
-// connection reset before TLS) say nothing of the secret, and are not
-// noted.
+// end refused it (it said it refused the proof, or it does not speak this
+// version); nil forgets a refusal. Other failures (a timeout, a
+// connection reset or closed before the other end answered the proof, as
+// one closed for room or by a node stopping is) say nothing of the
+// secret, and are not noted.
 func (d *refusedDials) note(addr string, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
 	case err == nil:
 		delete(d.last, addr)
-	case errors.Is(err, errRaftProof) && refusalReason(err) != reasonTimeout, errors.Is(err, errRaftVersion):
+	case errors.Is(err, errProofRefused), errors.Is(err, errRaftVersion):
 		if d.last == nil {
 			d.last = map[string]refusedDial{}
 		}

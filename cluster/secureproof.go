@@ -24,7 +24,8 @@ import (
 // proof holds only for this session, so one seen on another connection
 // proves nothing here, and the roles differ, so an end cannot send the
 // other's proof back. The dialler proves first; the listener answers with
-// its own proof only to a dialler that proved. Neither end checks the
+// its own proof only to a dialler that proved, and with raftRefusal to
+// one whose proof does not match. Neither end checks the
 // other's certificate: the proofs authenticate the session, as a
 // certificate would.
 //
@@ -112,6 +113,17 @@ var errRaftVersion = fmt.Errorf("cluster: raft connection: the peer does not spe
 // that it holds the cluster's secret.
 var errRaftProof = errors.New("cluster: raft connection: the peer did not prove it holds the cluster secret")
 
+// raftRefusal is what a listener sends in place of its proof to a
+// dialler whose proof does not match, before it closes the connection:
+// the dialler tells a refusal (errProofRefused) from a connection closed
+// for another reason (the listener stopping, or making room for another
+// handshake), which says nothing of the secret.
+var raftRefusal = sha256.Sum256([]byte("equeue raft v2 proof refused"))
+
+// errProofRefused is the dialler's error when the listener refused its
+// proof: the listener holds another secret.
+var errProofRefused = fmt.Errorf("%w: it refused this node's proof (another secret?)", errRaftProof)
+
 // raftProof is the proof of role for the TLS session of c.
 func raftProof(key []byte, role string, c *tls.Conn) ([]byte, error) {
 	cs := c.ConnectionState()
@@ -152,6 +164,9 @@ func checkProof(key []byte, role string, c *tls.Conn) error {
 		return fmt.Errorf("%w: %w", errRaftProof, err)
 	}
 	if !hmac.Equal(got, want) {
+		if role == roleListener && hmac.Equal(got, raftRefusal[:]) {
+			return errProofRefused
+		}
 		return errWrongProof
 	}
 	return nil
@@ -170,6 +185,9 @@ func proveDialler(key []byte, c *tls.Conn) error {
 // handshake is done.
 func proveListener(key []byte, c *tls.Conn) error {
 	if err := checkProof(key, roleDialler, c); err != nil {
+		if errors.Is(err, errWrongProof) {
+			_, _ = c.Write(raftRefusal[:]) // the dialler learns the secret was refused
+		}
 		return err
 	}
 	return sendProof(key, roleListener, c)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"net"
 	"testing"
 	"time"
@@ -19,9 +20,9 @@ func TestSecureStream_DialRemembersARefusedHandshake(t *testing.T) {
 	wrong, _ := secureOnLoopback(t, otherSecret)
 	before := time.Now()
 	_, err := a.Dial(rAddr(wrong), time.Minute)
-	require.ErrorIs(t, err, errRaftProof)
+	require.ErrorIs(t, err, errProofRefused, "the listener says it refused the proof")
 	got := a.authFailure(string(rAddr(wrong)), before)
-	require.ErrorIs(t, got, errRaftProof)
+	require.ErrorIs(t, got, errProofRefused)
 	assert.NoError(t, a.authFailure(string(rAddr(wrong)), time.Now().Add(time.Hour)), "a refusal before the time asked about")
 
 	// The same address, now with the secret: the refusal is forgotten.
@@ -44,4 +45,23 @@ func TestSecureStream_DialRemembersARefusedHandshake(t *testing.T) {
 	_, err = a.Dial(raft.ServerAddress(addr), time.Minute)
 	require.Error(t, err)
 	assert.NoError(t, a.authFailure(addr, before))
+}
+
+// A listener that closes the connection once the dialler proved, without
+// refusing the proof (closing for room, or as its node stops), is no
+// refusal of the handshake: AddVoter must not say the node holds another
+// secret.
+func TestSecureStream_DialClosedMidProofIsNoRefusal(t *testing.T) {
+	b, _ := secureOnLoopback(t, testSecret)
+	proved := make(chan []byte, 1)
+	addr := fakeListener(t, b.server, func(_ tls.ConnectionState, proof []byte) []byte {
+		proved <- proof
+		return nil // closed without a word
+	})
+	a, _ := secureOnLoopback(t, testSecret)
+	before := time.Now()
+	_, err := a.Dial(addr, time.Minute)
+	require.ErrorIs(t, err, errRaftProof)
+	require.Len(t, <-proved, 32, "the dialler proved")
+	assert.NoError(t, a.authFailure(string(addr), before), "a connection closed mid-proof is taken for a refusal")
 }

@@ -106,6 +106,18 @@ func assertClosedByPeer(t *testing.T, c net.Conn) {
 	}
 }
 
+// assertRefusedByPeer checks that the other end refused the proof sent on
+// c: it sends raftRefusal, nothing else, and closes c.
+func assertRefusedByPeer(t *testing.T, c net.Conn) {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
+	got := make([]byte, len(raftRefusal))
+	_, err := io.ReadFull(c, got)
+	require.NoError(t, err)
+	assert.Equal(t, raftRefusal[:], got, "the refusal")
+	assertClosedByPeer(t, c)
+}
+
 func TestNewSecureStream_RefusesAShortSecret(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -167,7 +179,7 @@ func TestSecureStream_WrongRoleIsRefused(t *testing.T) {
 	_, err = tc.Write(p)
 	require.NoError(t, err)
 	require.ErrorIs(t, waitRefused(t, refused), errRaftProof)
-	assertClosedByPeer(t, tc)
+	assertRefusedByPeer(t, tc)
 }
 
 // A dialler whose proof stops short is refused.
@@ -202,7 +214,7 @@ func TestSecureStream_ProofReplayedOnAnotherSessionIsRefused(t *testing.T) {
 	_, err = second.Write(p)
 	require.NoError(t, err)
 	require.ErrorIs(t, waitRefused(t, refused), errRaftProof)
-	assertClosedByPeer(t, second)
+	assertRefusedByPeer(t, second)
 }
 
 // A listener that sends the dialler's own proof back (reflection) does
