@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"slices"
+	"unicode"
+	"unicode/utf8"
 )
 
 // How the two ends of a Raft connection of NewSecureStream prove that they
@@ -67,16 +69,16 @@ const (
 const MinRaftSecretLen = 16
 
 // MinRaftTextSecretLen is the shortest cluster secret NewSecureStream
-// takes, in bytes, when every byte of it is printable ASCII: text may be
-// a password a person chose, and even random text carries at most 6.6
-// bits a character (4 for hexadecimal, 6 for base64), so 32 characters
+// takes, in characters, when it is text (isText): text may be a password
+// a person chose, and even random text carries at most 6.6 bits a
+// character of ASCII (4 for hexadecimal, 6 for base64), so 32 characters
 // of random hexadecimal or base64 are at least 128 bits.
 const MinRaftTextSecretLen = 32
 
 // ErrRaftSecretTooShort is returned by NewSecureStream (and
 // CheckRaftSecret) for a secret shorter than MinRaftSecretLen bytes, or
-// one of printable ASCII only shorter than MinRaftTextSecretLen.
-var ErrRaftSecretTooShort = fmt.Errorf("cluster: the Raft secret must be at least %d bytes (%d if it is text)", MinRaftSecretLen, MinRaftTextSecretLen)
+// one that is text shorter than MinRaftTextSecretLen characters.
+var ErrRaftSecretTooShort = fmt.Errorf("cluster: the Raft secret must be at least %d bytes (%d characters if it is text)", MinRaftSecretLen, MinRaftTextSecretLen)
 
 // ErrRaftSecretWeak is returned by NewSecureStream (and CheckRaftSecret)
 // for a secret whose bytes are all the same, which a guess finds at
@@ -85,24 +87,35 @@ var ErrRaftSecretWeak = errors.New("cluster: the Raft secret is one byte repeate
 
 // CheckRaftSecret returns the error NewSecureStream returns for secret,
 // nil for one it takes: it refuses a secret shorter than MinRaftSecretLen
-// bytes, or made of printable ASCII only and shorter than
-// MinRaftTextSecretLen (ErrRaftSecretTooShort), and one whose bytes are
-// all the same (ErrRaftSecretWeak).
+// bytes, or that is text (UTF-8 of printable characters and white space
+// only: what a person types, with a newline or not) shorter than
+// MinRaftTextSecretLen characters (ErrRaftSecretTooShort), and one whose
+// bytes are all the same (ErrRaftSecretWeak).
 func CheckRaftSecret(secret []byte) error {
 	switch {
 	case len(secret) < MinRaftSecretLen:
 		return fmt.Errorf("%w: it has %d", ErrRaftSecretTooShort, len(secret))
-	case isText(secret) && len(secret) < MinRaftTextSecretLen:
-		return fmt.Errorf("%w: it is text of %d", ErrRaftSecretTooShort, len(secret))
+	case isText(secret) && utf8.RuneCount(secret) < MinRaftTextSecretLen:
+		return fmt.Errorf("%w: it is text of %d", ErrRaftSecretTooShort, utf8.RuneCount(secret))
 	case !slices.ContainsFunc(secret, func(b byte) bool { return b != secret[0] }):
 		return ErrRaftSecretWeak
 	}
 	return nil
 }
 
-// isText reports whether every byte of b is printable ASCII.
+// isText reports whether b is UTF-8 of printable characters and white
+// space only. Random bytes rarely are: 16 of them, once in some hundred
+// thousand draws.
 func isText(b []byte) bool {
-	return !slices.ContainsFunc(b, func(c byte) bool { return c < 0x20 || c > 0x7e })
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // errRaftVersion is the error of a connection whose other end does not

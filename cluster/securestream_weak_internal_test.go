@@ -10,8 +10,9 @@ import (
 )
 
 // Secrets a guess finds at once are refused: one byte repeated, and text
-// (printable ASCII only) shorter than MinRaftTextSecretLen. Sixteen bytes
-// that are not all text, and text of MinRaftTextSecretLen, are taken.
+// (printable characters and white space only) shorter than
+// MinRaftTextSecretLen. Sixteen bytes that are not all text, and text of
+// MinRaftTextSecretLen, are taken.
 func TestNewSecureStream_RefusesAWeakSecret(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

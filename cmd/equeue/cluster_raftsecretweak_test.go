@@ -17,7 +17,7 @@ func TestCluster_WeakSecretFileIsAUsageError(t *testing.T) {
 	base := t.TempDir()
 	for _, tc := range []struct{ name, content, want string }{
 		{"repeated", strings.Repeat("x", 40) + "\n", "one byte repeated"},
-		{"short-text", "correct horse battery\n", "32 if it is text"},
+		{"short-text", "correct horse battery\n", "32 characters if it is text"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(base, tc.name)

@@ -41,7 +41,7 @@ func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&c.bootstrap, "cluster-bootstrap", false, "start a new cluster of --cluster-peers (or of this node alone) if the directory has no Raft state")
 	f.StringVar(&c.peers, "cluster-peers", "", "ID=RAFT=CLIENT,... the voters of a new cluster, with --cluster-bootstrap")
 	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP) on, for \"equeue cluster\"; with --token it needs a token (admin right to change the cluster)")
-	f.StringVar(&c.secretFile, "cluster-secret-file", "", "read the secret every node of the cluster shares from `FILE` (at least 16 bytes, 32 if it is text, not one byte repeated; one trailing newline dropped): the Raft transport then runs TLS and takes only peers that prove the secret; needed with --token or --tls-cert")
+	f.StringVar(&c.secretFile, "cluster-secret-file", "", "read the secret every node of the cluster shares from `FILE` (at least 16 bytes, 32 characters if it is text, not one byte repeated; one trailing newline dropped): the Raft transport then runs TLS and takes only peers that prove the secret; needed with --token or --tls-cert")
 	f.BoolVar(&c.insecureRaft, "cluster-insecure-raft", false, "with --token or --tls-cert, serve the Raft transport without --cluster-secret-file: no authentication, no encryption (a network only the cluster's nodes reach)")
 	f.StringVar(&c.logStore, "cluster-log-store", "", "Raft log store of a new directory: wal (raft-wal, the default: one fsync per append) or bolt (raft-boltdb: two); a directory keeps the one it was created with")
 }
