@@ -428,7 +428,9 @@ func (c *Consumer) subscriptions() []Subscription {
 // once that leave is answered, the next Start joins as a new
 // incarnation. When it is not, the next Start is the same incarnation,
 // so that the join whose answer was lost does not hold the member ID
-// against it. A Close that came while
+// against it. Until that leave returned, Start runs: a Start called
+// meanwhile is refused as one called while Start runs, since it would
+// join as the incarnation that leave removes. A Close that came while
 // Start joined could not leave for the member the join made: Start leaves
 // once its join returned, within the bound of that Close's own leave (10 s
 // for Close, the context of CloseContext), and returns ErrClosed. It
@@ -454,21 +456,23 @@ func (c *Consumer) Start(ctx context.Context) error {
 	a, err := c.b.JoinGroup(ctx, c.joinRequest())
 	if err != nil {
 		c.mu.Lock()
-		c.started = false
-		closed := c.closed
-		c.mu.Unlock()
-		if closed {
+		if c.closed {
+			c.started = false
+			c.mu.Unlock()
 			// Close came while joining and left first: the broker refused
 			// the join of the incarnation that left (ErrNotMember).
 			return fmt.Errorf("%w: consumer closed while starting: %w", ErrClosed, err)
 		}
-		if joinMayHaveLanded(err) && leaveLostJoin(startLeaveBound(ctx), c.b, c.joinRequest(), c.log) {
-			c.mu.Lock()
-			if !c.started { // a Start again while this one left is past its join
-				c.incarnation = "" // the next Start joins as a new one
-			}
-			c.mu.Unlock()
+		c.mu.Unlock()
+		// Still started while it leaves: a Start again now would join as
+		// this incarnation, and this leave would remove its member.
+		left := joinMayHaveLanded(err) && leaveLostJoin(startLeaveBound(ctx), c.b, c.joinRequest(), c.log)
+		c.mu.Lock()
+		c.started = false
+		if left && !c.closed { // else Close may be reading the incarnation
+			c.incarnation = "" // the next Start joins as a new one
 		}
+		c.mu.Unlock()
 		return err
 	}
 	c.mu.Lock()

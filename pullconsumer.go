@@ -122,7 +122,10 @@ func (pc *PullConsumer) ID() string { return pc.join.Member }
 // bounded as the leave of a Start that does not complete (below), so that
 // the join leaves no member behind; once that leave is answered the next
 // Start joins as a new incarnation, else as the same one, so that a join
-// whose answer was lost does not hold the member ID against it. A Start that
+// whose answer was lost does not hold the member ID against it; a Start
+// called before that leave returned is refused (ErrClosed, as one called
+// while Start runs), since it would join as the incarnation the leave
+// removes. A Start that
 // joined but could not use its grants (or whose ctx ended first) leaves
 // the group, and the next Start joins as a new incarnation (the broker
 // refuses a join of one that left). A release of queues the join's
@@ -146,21 +149,23 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	a, err := pc.b.JoinGroup(ctx, pc.join)
 	if err != nil {
 		pc.mu.Lock()
-		pc.started = false // not a member: Start may be called again
-		closed := pc.closed
-		pc.mu.Unlock()
-		if closed {
+		if pc.closed {
+			pc.started = false
+			pc.mu.Unlock()
 			// Close came while joining and left first: the broker refused
 			// the join of the incarnation that left (ErrNotMember).
 			return fmt.Errorf("%w: pull consumer closed while starting: %w", ErrClosed, err)
 		}
-		if joinMayHaveLanded(err) && leaveLostJoin(startLeaveBound(ctx), pc.b, pc.join, pc.log) {
-			pc.mu.Lock()
-			if !pc.started && !pc.closed { // else Close, or a Start again, may be reading pc.join
-				pc.join.Incarnation = "" // the next Start joins as a new one
-			}
-			pc.mu.Unlock()
+		pc.mu.Unlock()
+		// Still started while it leaves: a Start again now would join as
+		// this incarnation, and this leave would remove its member.
+		left := joinMayHaveLanded(err) && leaveLostJoin(startLeaveBound(ctx), pc.b, pc.join, pc.log)
+		pc.mu.Lock()
+		pc.started = false      // not a member: Start may be called again
+		if left && !pc.closed { // else Close may be reading pc.join
+			pc.join.Incarnation = "" // the next Start joins as a new one
 		}
+		pc.mu.Unlock()
 		return err
 	}
 	pc.mu.Lock()
