@@ -428,7 +428,9 @@ func (c *Consumer) subscriptions() []Subscription {
 // once that leave is answered, the next Start joins as a new
 // incarnation. When it is not, the next Start is the same incarnation,
 // so that the join whose answer was lost does not hold the member ID
-// against it. Until that leave returned, Start runs: a Start called
+// against it; should that leave have landed, its answer lost, the broker
+// refuses that incarnation's join (ErrNotMember) and Start joins again
+// at once as a new one. Until that leave returned, Start runs: a Start called
 // meanwhile is refused as one called while Start runs, since it would
 // join as the incarnation that leave removes. A Close that came while
 // Start joined could not leave for the member the join made: Start leaves
@@ -454,6 +456,20 @@ func (c *Consumer) Start(ctx context.Context) error {
 	c.mu.Unlock()
 	sent := time.Now()
 	a, err := c.b.JoinGroup(ctx, c.joinRequest())
+	if errors.Is(err, ErrNotMember) {
+		// The broker took a leave of this incarnation (an earlier Start's
+		// for a join whose answer was lost, its own answer lost too) and
+		// refuses its joins for a session timeout: join as a new one.
+		c.mu.Lock()
+		retry := !c.closed // else Close left first, or reads the incarnation
+		if retry {
+			c.incarnation = newIncarnation()
+		}
+		c.mu.Unlock()
+		if retry {
+			a, err = c.b.JoinGroup(ctx, c.joinRequest())
+		}
+	}
 	if err != nil {
 		c.mu.Lock()
 		if c.closed {

@@ -122,8 +122,10 @@ func (pc *PullConsumer) ID() string { return pc.join.Member }
 // bounded as the leave of a Start that does not complete (below), so that
 // the join leaves no member behind; once that leave is answered the next
 // Start joins as a new incarnation, else as the same one, so that a join
-// whose answer was lost does not hold the member ID against it; a Start
-// called before that leave returned is refused (ErrClosed, as one called
+// whose answer was lost does not hold the member ID against it (should
+// that leave have landed, its answer lost, the broker refuses that
+// incarnation's join, ErrNotMember, and Start joins again at once as a
+// new one); a Start called before that leave returned is refused (ErrClosed, as one called
 // while Start runs), since it would join as the incarnation the leave
 // removes. A Start that
 // joined but could not use its grants (or whose ctx ended first) leaves
@@ -145,8 +147,24 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	if pc.join.Incarnation == "" {
 		pc.join.Incarnation = newIncarnation()
 	}
+	join := *pc.join
 	pc.mu.Unlock()
-	a, err := pc.b.JoinGroup(ctx, pc.join)
+	a, err := pc.b.JoinGroup(ctx, &join)
+	if errors.Is(err, ErrNotMember) {
+		// The broker took a leave of this incarnation (an earlier Start's
+		// for a join whose answer was lost, its own answer lost too) and
+		// refuses its joins for a session timeout: join as a new one.
+		pc.mu.Lock()
+		retry := !pc.closed // else Close left first, or reads pc.join
+		if retry {
+			pc.join.Incarnation = newIncarnation()
+			join = *pc.join
+		}
+		pc.mu.Unlock()
+		if retry {
+			a, err = pc.b.JoinGroup(ctx, &join)
+		}
+	}
 	if err != nil {
 		pc.mu.Lock()
 		if pc.closed {
