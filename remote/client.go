@@ -155,9 +155,10 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		// gRPC's own retries and hedging, which a service config from the
 		// resolver (a DNS TXT record, read by default) may turn on, would
 		// send again a call that may have run: the client alone decides
-		// what is sent again (retryBusy), and a refusal of its metadata
-		// by the transport (headersRefused) is then always of the call's
-		// only attempt, before it left.
+		// what is sent again (retryBusy). gRPC still retries by itself a
+		// call whose attempt the broker did not process (GOAWAY, a
+		// REFUSED_STREAM reset): a refusal of its metadata by the
+		// transport (headersRefused) is of the call's latest attempt.
 		grpc.WithDisableRetry(),
 		experimental.WithBufferPool(bufferPool),
 		grpc.WithStatsHandler(sentStats{told: told}),
@@ -403,9 +404,10 @@ type sentKey struct{}
 type sentMarker struct{ sent atomic.Bool }
 
 // sentStats marks the calls that carry a sentMarker once their request is
-// written, and those that carry an openedMarker once their stream opened
-// (gRPC reports its headers sent), and forgets the limits told (told) when a new connection
-// begins: they were told by the broker of the connection before.
+// written, and those that carry an openedMarker once the stream of their
+// current attempt opened (gRPC reports its headers sent), and forgets the
+// limits told (told) when a new connection begins: they were told by the
+// broker of the connection before.
 type sentStats struct{ told *toldLimits }
 
 // connLocalKey is the context key of a connection's local address, which
@@ -419,6 +421,13 @@ func (sentStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	case *stats.OutPayload:
 		if m, ok := ctx.Value(sentKey{}).(*sentMarker); ok {
 			m.sent.Store(true)
+		}
+	case *stats.Begin:
+		// A new attempt of the call: gRPC retries one by itself only when
+		// the broker did not process the attempts before (a transparent
+		// retry), so whether this one's stream opened is all that counts.
+		if m, ok := ctx.Value(openedKey{}).(*openedMarker); ok {
+			m.opened.Store(false)
 		}
 	case *stats.OutHeader:
 		if m, ok := ctx.Value(openedKey{}).(*openedMarker); ok {

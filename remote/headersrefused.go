@@ -48,9 +48,10 @@ func headersRefused(err error) bool {
 // openedKey is the context key of a call attempt's openedMarker.
 type openedKey struct{}
 
-// openedMarker records that a call attempt's stream was opened: gRPC's
-// transport reports its headers sent (sentStats), which it does only once
-// they passed the broker's bound.
+// openedMarker records that the stream of a call's current attempt was
+// opened: gRPC's transport reports its headers sent (sentStats), which it
+// does only once they passed the broker's bound. Each attempt gRPC begins
+// (a transparent retry of one the broker did not process) clears it.
 type openedMarker struct{ opened atomic.Bool }
 
 // refusedHere returns err, from a call attempt whose marker is m, as a
