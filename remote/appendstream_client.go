@@ -58,8 +58,10 @@ func (c *Client) FastPathOwner() any { return c }
 // (metadata.AppendToOutgoingContext: a per-call token, a trace header)
 // goes as a unary Append call instead, on a goroutine of its own, so that
 // the broker sees that metadata: the stream, shared by the client's
-// appends, carries only the metadata it was opened with. Such an append
-// keeps no order with the appends in flight on the stream.
+// appends, carries only the metadata it was opened with. Such appends keep
+// no order, with the appends on the stream nor among themselves (two of
+// them to one queue may be stored in either order), and take no place in
+// the stream's window: AppendAsync does not wait for one.
 func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	if err := c.enter(ctx); err != nil {
 		cb(equeue.AppendResult{}, err)

@@ -40,7 +40,8 @@
 // Client.AppendAsync) are pipelined on one AppendStream call: numbered,
 // several per request, answered in any order, within a window. An append
 // whose context carries outgoing metadata of the caller's goes as a unary
-// call, which carries that metadata; the stream carries only its own.
+// call, which carries that metadata (the stream carries only its own), on
+// a goroutine of its own and in no order with other appends.
 //
 // # Errors
 //

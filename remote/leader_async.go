@@ -17,7 +17,9 @@ func (cc *ClusterClient) FastPathOwner() any { return cc }
 // AppendAsync is Append that reports through cb instead of blocking the
 // caller: equeue.Producer.SendAsync calls it. While the client knows the
 // leader, the appends travel pipelined on the leader's AppendStream (see
-// Client.AppendAsync), with no goroutine per call.
+// Client.AppendAsync), with no goroutine per call, except those whose ctx
+// carries outgoing metadata of the caller's, which go as unary calls, in
+// no order (see Client.AppendAsync).
 //
 // Outcomes and retries are those of Append (see ClusterClient): a refusal
 // that stored nothing (equeue.ErrNotLeader, ErrBusy) is sent again to the
