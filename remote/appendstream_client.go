@@ -35,6 +35,9 @@ func (c *Client) FastPathOwner() any { return c }
 //
 // Outcomes are those of Append: an error from the broker means what it
 // means there; ErrBusy is retried, backing off, until ctx ends. An append
+// the broker answers with a failure it could not classify (Internal or
+// Unknown without an engine error) may be stored: its error matches
+// equeue.ErrIndeterminate, as a unary Append's does. An append
 // the broker may have received when the call broke, or when ctx ended,
 // gets an error matching equeue.ErrIndeterminate: it may or may not be
 // stored; when the call broke with its connection, the error matches
@@ -791,9 +794,18 @@ func (p *appendPipe) answered(ps *pipeStream, results []streamAnswer, sends []*p
 // complete ends s, which r answers.
 func (p *appendPipe) complete(s *pipeSend, r *streamAnswer) {
 	if r.err != nil {
-		err := pullErrorFromPB(r.err)
+		st := pullErrorStatus(r.err).Err()
+		err := fromStatus(st)
 		if errors.Is(err, ErrBusy) && p.backoff(s) {
 			return
+		}
+		if r.err.GetCode() != 0 && !brokerAnswer(st) {
+			// A failure the broker could not classify (Internal or
+			// Unknown without an engine error, a panic among them): the
+			// append may be stored, as a unary Append answered so. An
+			// item without a code is no answer a broker gives: it stays
+			// a refusal (TestAnswer_ErrorItemWithoutACodeIsAnError).
+			err = fmt.Errorf("%w: remote: append answered with a failure of unknown outcome: %w", equeue.ErrIndeterminate, err)
 		}
 		p.finish(s, equeue.AppendResult{}, err)
 		return

@@ -332,6 +332,12 @@ func pullError(err error) *pb.PullError {
 // Unknown, so that an append answered so is not taken for stored (with no
 // IDs) nor a pull for found.
 func pullErrorFromPB(pe *pb.PullError) error {
+	return fromStatus(pullErrorStatus(pe).Err())
+}
+
+// pullErrorStatus is the status pe carries, as the broker's status of the
+// call would be.
+func pullErrorStatus(pe *pb.PullError) *status.Status {
 	code := codes.Code(pe.GetCode())
 	if code == codes.OK {
 		code = codes.Unknown
@@ -350,5 +356,5 @@ func pullErrorFromPB(pe *pb.PullError) error {
 			st = withInfo
 		}
 	}
-	return fromStatus(st.Err())
+	return st
 }
