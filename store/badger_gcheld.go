@@ -65,8 +65,9 @@ func (h *heldRounds) any() bool {
 // releaseHeld lets the files of the held GC rounds go once a Badger Sync,
 // begun after they were taken, and the flush of the memtable logs
 // succeeded (syncAll); its error is returned and the rounds stay held
-// otherwise. With no round held it does nothing, and makes no sync (a
-// Close of a store without a memtable must not reach Badger's Sync).
+// otherwise. With no round held it does nothing, and makes no sync. On a
+// store without a memtable (badger_unusable.go) the sync fails with
+// ErrUnusable, and the rounds stay held: a Close then keeps their files.
 // Reclaim, Restore and Close call it.
 func (s *Badger) releaseHeld() error {
 	s.held.releasing.Lock()

@@ -106,3 +106,16 @@ func (s *Badger) newIterator(txn *badger.Txn, opt badger.IteratorOptions) (it *b
 	defer s.recoverLost(&err)
 	return txn.NewIterator(opt), nil
 }
+
+// badgerSync is Badger's Sync (dbSync), which dereferences the memtable:
+// on a store known to be without one (a failed rotation) it fails with
+// ErrUnusable instead, as a Close letting a held GC round go
+// (badger_gcheld.go) would reach it. A rotation failing while Badger's
+// Sync runs is not covered: recovering that panic would leave Badger's
+// lock held, and its Close would wait forever.
+func (s *Badger) badgerSync() error {
+	if err := s.lostMemtable(); err != nil {
+		return err
+	}
+	return s.dbSync()
+}

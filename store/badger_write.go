@@ -530,7 +530,10 @@ func (s *Badger) syncAll() error {
 		return err
 	}
 	gen := s.vlogGen.Load() // work ended by now was committed before the Sync starts
-	if err := s.dbSync(); err != nil {
+	if err := s.badgerSync(); err != nil {
+		if errors.Is(err, ErrUnusable) {
+			return err // no fsync made: no failure to keep
+		}
 		return s.noteSync(err)
 	}
 	for {
