@@ -73,7 +73,7 @@ func (e *Engine) syncStore() error {
 
 // incompleteSyncRetries bounds the retries of a Sync that failed with
 // store.ErrSyncIncomplete; syncRetryPause is the pause before the first
-// one, doubled before each next one (75ms in all).
+// one, doubled before each next one (35ms in all).
 const (
 	incompleteSyncRetries = 3
 	syncRetryPause        = 5 * time.Millisecond
