@@ -86,7 +86,12 @@ func (l *gateLock) lock(ctx context.Context, shared bool, waits *atomic.Int64) e
 	}
 	for i, x := range l.queue {
 		if x == w {
-			l.queue = append(l.queue[:i], l.queue[i+1:]...)
+			// The last slot, left beyond the length, is cleared: the
+			// backing array must not keep the waiter reachable.
+			last := len(l.queue) - 1
+			copy(l.queue[i:], l.queue[i+1:])
+			l.queue[last] = nil
+			l.queue = l.queue[:last]
 			break
 		}
 	}

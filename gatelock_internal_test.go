@@ -66,3 +66,40 @@ func TestGateLock_ArrivalOrderAndCancelledWaiters(t *testing.T) {
 	require.NoError(t, l.lock(xctx, false, nil), "a free lock is had even with ctx ended")
 	l.unlock(false)
 }
+
+// TestGateLock_CancelledWaiterLeavesNothingBehind: a waiter that leaves
+// the middle of the queue is not kept reachable from the queue's backing
+// array (a gateWait with its channel per cancelled deletion, held until
+// the slice grows again).
+func TestGateLock_CancelledWaiterLeavesNothingBehind(t *testing.T) {
+	var l gateLock
+	bg := context.Background()
+	require.NoError(t, l.lock(bg, false, nil))
+	ctxs := make([]context.CancelFunc, 3)
+	done := make([]chan error, 3)
+	for i := range ctxs {
+		ctx, cancel := context.WithCancel(bg)
+		ctxs[i], done[i] = cancel, make(chan error, 1)
+		go func() { done[i] <- l.lock(ctx, false, nil) }()
+		waitFor(t, func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return len(l.queue) == i+1
+		}, "a waiter queues")
+	}
+	ctxs[1]() // the middle one gives up
+	require.ErrorIs(t, <-done[1], context.Canceled)
+	l.mu.Lock()
+	full := l.queue[:cap(l.queue)]
+	n := len(l.queue)
+	for i := n; i < len(full); i++ {
+		assert.Nil(t, full[i], "slot %d beyond the queue's length still holds a waiter", i)
+	}
+	l.mu.Unlock()
+	assert.Equal(t, 2, n)
+	ctxs[0]()
+	ctxs[2]()
+	require.ErrorIs(t, <-done[0], context.Canceled)
+	require.ErrorIs(t, <-done[2], context.Canceled)
+	l.unlock(false)
+}
