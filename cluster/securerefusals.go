@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/equeue-go/equeue/internal/logwindow"
 )
 
 // The listener of a secure stream logs the handshakes it refuses, at warn,
@@ -35,17 +36,13 @@ var errWrongProof = fmt.Errorf("%w: its proof does not match (another secret?)",
 
 // refusalLog logs refused handshakes, rate-limited.
 type refusalLog struct {
-	log atomic.Pointer[slog.Logger] // nil: silent
-	now func() time.Time
-
-	mu         sync.Mutex
-	windowFrom time.Time
-	logged     int
-	suppressed int
+	log    atomic.Pointer[slog.Logger] // nil: silent
+	now    func() time.Time
+	window logwindow.Limiter
 }
 
 func newRefusalLog() *refusalLog {
-	return &refusalLog{now: time.Now}
+	return &refusalLog{now: time.Now, window: logwindow.Limiter{Window: refusalWindow, Burst: refusalBurst}}
 }
 
 // setLogger makes refusals go to log from now on.
@@ -58,21 +55,10 @@ func (r *refusalLog) refused(remote net.Addr, err error) {
 	if log == nil {
 		return
 	}
-	r.mu.Lock()
-	now := r.now()
-	if now.Sub(r.windowFrom) >= refusalWindow {
-		r.windowFrom, r.logged = now, 0
-	}
-	if r.logged >= refusalBurst {
-		r.suppressed++
-		r.mu.Unlock()
+	ok, left := r.window.Allow(r.now())
+	if !ok {
 		return
 	}
-	r.logged++
-	left := r.suppressed
-	r.suppressed = 0
-	r.mu.Unlock()
-
 	addr := "unknown"
 	if remote != nil {
 		addr = remote.String()

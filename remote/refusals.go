@@ -3,10 +3,11 @@ package remote
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/peer"
+
+	"github.com/equeue-go/equeue/internal/logwindow"
 )
 
 // Refused calls (no token, an unknown one, missing rights) are what an
@@ -20,36 +21,21 @@ const (
 
 // refusalLog logs refused calls at Warn level, rate-limited.
 type refusalLog struct {
-	log *slog.Logger
-	now func() time.Time
-
-	mu         sync.Mutex
-	windowFrom time.Time
-	logged     int
-	suppressed int
+	log    *slog.Logger
+	now    func() time.Time
+	window logwindow.Limiter
 }
 
 func newRefusalLog(log *slog.Logger) *refusalLog {
-	return &refusalLog{log: log, now: time.Now}
+	return &refusalLog{log: log, now: time.Now, window: logwindow.Limiter{Window: refusalWindow, Burst: refusalBurst}}
 }
 
 // refused logs one refused call, unless this window's lines are used up.
 func (r *refusalLog) refused(ctx context.Context, method string, err error) {
-	r.mu.Lock()
-	now := r.now()
-	if now.Sub(r.windowFrom) >= refusalWindow {
-		r.windowFrom, r.logged = now, 0
-	}
-	if r.logged >= refusalBurst {
-		r.suppressed++
-		r.mu.Unlock()
+	ok, left := r.window.Allow(r.now())
+	if !ok {
 		return
 	}
-	r.logged++
-	left := r.suppressed
-	r.suppressed = 0
-	r.mu.Unlock()
-
 	attrs := []any{"method", method, "peer", peerAddr(ctx), "err", err}
 	if left > 0 {
 		attrs = append(attrs, "suppressed", left)
