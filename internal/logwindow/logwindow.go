@@ -12,8 +12,10 @@ import (
 // Limiter counts the lines of one kind. Set Window and Burst before the
 // first Allow; it is safe for concurrent use.
 type Limiter struct {
+	// Window is how long a window of lines lasts.
 	Window time.Duration
-	Burst  int
+	// Burst is how many lines a window logs.
+	Burst int
 
 	mu         sync.Mutex
 	from       time.Time // the window's start
