@@ -20,29 +20,31 @@ type firstIndexReader struct {
 	mu      sync.Mutex
 	last    uint64        // the index of the last read that succeeded
 	reading chan struct{} // not nil while a read is on its way; closed when it ends
+	until   time.Time     // when the read on its way has had its bound
 }
 
 // get returns the log's first index. It starts a read when none is on
-// its way and waits for it firstIndexReadBound at most; while an earlier
-// read is still on its way (the store does not answer) it does not wait.
-// It then returns the index the last successful read found (0 before
-// one did).
+// its way; it waits for the read on its way, whoever started it, until
+// firstIndexReadBound after its start at most: a call arriving while the
+// read is quick answers with what it finds, and one arriving while it is
+// held past its bound (the store does not answer) does not wait. It then
+// returns the index the last successful read found (0 before one did).
 func (r *firstIndexReader) get() uint64 {
 	r.mu.Lock()
-	if r.reading != nil {
-		last := r.last
-		r.mu.Unlock()
-		return last
+	if r.reading == nil {
+		r.reading = make(chan struct{})
+		r.until = time.Now().Add(firstIndexReadBound)
+		go r.readOnce(r.reading)
 	}
-	done := make(chan struct{})
-	r.reading = done
+	done, wait := r.reading, time.Until(r.until)
 	r.mu.Unlock()
-	go r.readOnce(done)
-	t := time.NewTimer(firstIndexReadBound)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
