@@ -212,8 +212,8 @@ func TestCLI_RefusedValuesAreUsageErrors(t *testing.T) {
 	assert.Equal(t, []string{"a"}, bodies(jsonLines[messageJSON](t, ok(t, d, "peek", "orders", "--output", "json"))), "nothing refused was stored")
 }
 
-// serve refuses an address that is not HOST:PORT as a usage error, and
-// TLS files it cannot use as a failure, at once and before it creates its
+// serve refuses an address that is not HOST:PORT, and TLS files it
+// cannot use, as usage errors, at once and before it creates its
 // directory: "" would listen on every interface at a random port.
 func TestServe_BadAddressesAndFiles(t *testing.T) {
 	t.Parallel()
@@ -240,12 +240,12 @@ func TestServe_BadAddressesAndFiles(t *testing.T) {
 		{[]string{"--kafka", "bogus"}, exitUsage, `--kafka "bogus"`},
 		{[]string{"--pprof", "bogus"}, exitUsage, `--pprof "bogus"`},
 		{[]string{"--cluster-id", "n1", "--cluster-raft", "bogus"}, exitUsage, `--cluster-raft "bogus"`},
-		{[]string{"--tls-cert", missing, "--tls-key", missing}, exitFailure, "--tls-cert/--tls-key: open " + missing},
-		{[]string{"--tls-cert", junk, "--tls-key", junk}, exitFailure, "--tls-cert/--tls-key: tls: failed to find any PEM data"},
-		{[]string{"--tls-cert", files, "--tls-key", files}, exitFailure, "--tls-cert/--tls-key: read " + files},
-		{[]string{"--tls-cert", cert, "--tls-key", cert}, exitFailure, "--tls-cert/--tls-key"},
-		{[]string{"--tls-cert", cert, "--tls-key", key, "--client-ca", junk}, exitFailure, "--client-ca: " + junk + " holds no PEM certificate"},
-		{[]string{"--tls-cert", cert, "--tls-key", key, "--client-ca", missing}, exitFailure, "--client-ca: read CA file: open " + missing},
+		{[]string{"--tls-cert", missing, "--tls-key", missing}, exitUsage, "--tls-cert/--tls-key: open " + missing},
+		{[]string{"--tls-cert", junk, "--tls-key", junk}, exitUsage, "--tls-cert/--tls-key: tls: failed to find any PEM data"},
+		{[]string{"--tls-cert", files, "--tls-key", files}, exitUsage, "--tls-cert/--tls-key: read " + files},
+		{[]string{"--tls-cert", cert, "--tls-key", cert}, exitUsage, "--tls-cert/--tls-key"},
+		{[]string{"--tls-cert", cert, "--tls-key", key, "--client-ca", junk}, exitUsage, "--client-ca: " + junk + " holds no PEM certificate"},
+		{[]string{"--tls-cert", cert, "--tls-key", key, "--client-ca", missing}, exitUsage, "--client-ca: read CA file: open " + missing},
 		{[]string{"--tls-cert", cert}, exitUsage, "--tls-cert and --tls-key go together"},
 	} {
 		dir := filepath.Join(t.TempDir(), "data")

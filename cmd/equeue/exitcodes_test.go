@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"io"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -194,5 +197,43 @@ func holdGracefulStop(t *testing.T, addr string) {
 			require.NoError(t, nc.SetReadDeadline(time.Time{}))
 			return
 		}
+	}
+}
+
+// TestTLSFiles_UnreadableOrNotPEMIsAUsageError: a --tls-ca, --tls-cert,
+// --tls-key or --client-ca file that cannot be read, or holds no
+// certificate or key, is a usage error, exit code 2, naming the flag, as
+// an unreadable --token-file or --cluster-secret-file is; for serve and
+// for a client command alike. Before, it exited 1.
+func TestTLSFiles_UnreadableOrNotPEMIsAUsageError(t *testing.T) {
+	t.Parallel()
+	files := t.TempDir()
+	missing := filepath.Join(files, "missing.pem")
+	notPEM := filepath.Join(files, "not.pem")
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600))
+	now := time.Now()
+	issue(t, files, "server", &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+	}, nil, nil)
+	cert, key := filepath.Join(files, "server.pem"), filepath.Join(files, "server-key.pem")
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--server", "127.0.0.1:1", "--tls-ca", missing, "topic", "list"}, "--tls-ca"},
+		{[]string{"--server", "127.0.0.1:1", "--tls-ca", notPEM, "topic", "list"}, "--tls-ca"},
+		{[]string{"--server", "127.0.0.1:1", "--tls-cert", missing, "--tls-key", missing, "topic", "list"}, "--tls-cert/--tls-key"},
+		{[]string{"--server", "127.0.0.1:1", "--tls-cert", notPEM, "--tls-key", notPEM, "topic", "list"}, "--tls-cert/--tls-key"},
+		{[]string{"--server", "127.0.0.1:1,127.0.0.1:2", "--tls-ca", missing, "topic", "list"}, "--tls-ca"},
+		{[]string{"--dir", dir, "--tls-cert", missing, "--tls-key", missing, "serve", "--listen", "127.0.0.1:0"}, "--tls-cert/--tls-key"},
+		{[]string{"--dir", dir, "--tls-cert", notPEM, "--tls-key", notPEM, "serve", "--listen", "127.0.0.1:0"}, "--tls-cert/--tls-key"},
+		{[]string{"--dir", dir, "--tls-cert", cert, "--tls-key", key, "serve", "--listen", "127.0.0.1:0", "--client-ca", missing}, "--client-ca"},
+		{[]string{"--dir", dir, "--tls-cert", cert, "--tls-key", key, "serve", "--listen", "127.0.0.1:0", "--client-ca", notPEM}, "--client-ca"},
+	} {
+		r := cli(t, c.args...)
+		assert.Equal(t, 2, r.code, "%q: %v", c.args, r)
+		assert.Contains(t, r.stderr, c.flag, "%q", c.args)
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"os"
 )
 
+// A TLS file (--tls-ca, --tls-cert, --tls-key, --client-ca) that cannot
+// be read or holds no certificate or key is a usage error, exit code 2,
+// as an unreadable --token-file or --cluster-secret-file is.
+
 // loadPool reads a PEM bundle of CA certificates.
 func loadPool(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
@@ -30,14 +34,14 @@ func (a *app) clientTLS() (*tls.Config, error) {
 	if a.tlsCA != "" {
 		pool, err := loadPool(a.tlsCA)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
+			return nil, usageErrorf("--tls-ca: %w", err)
 		}
 		conf.RootCAs = pool
 	}
 	if a.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKey)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+			return nil, usageErrorf("--tls-cert/--tls-key: %w", err)
 		}
 		conf.Certificates = []tls.Certificate{cert}
 	}
@@ -56,13 +60,13 @@ func (a *app) serverTLS(clientCA string) (*tls.Config, error) {
 	}
 	cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKey)
 	if err != nil {
-		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		return nil, usageErrorf("--tls-cert/--tls-key: %w", err)
 	}
 	conf := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	if clientCA != "" {
 		pool, err := loadPool(clientCA)
 		if err != nil {
-			return nil, fmt.Errorf("--client-ca: %w", err)
+			return nil, usageErrorf("--client-ca: %w", err)
 		}
 		conf.ClientCAs = pool
 		conf.ClientAuth = tls.RequireAndVerifyClientCert
