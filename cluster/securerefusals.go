@@ -15,8 +15,11 @@ import (
 // with the dialler's address and a reason an operator acts on (a node
 // with another secret, one of another version, one too slow, or none of
 // these). A node that keeps retrying, or a flood, must not flood the log:
-// at most refusalBurst lines per refusalWindow, and the next line logged
-// says how many were left out meanwhile.
+// at most refusalBurst lines of each reason per refusalWindow, and the
+// next line of a reason logged says how many of that reason were left out
+// meanwhile. Each reason has its own lines, so that a flood of
+// connections that are no equeue nodes does not hide the one line saying
+// that a node holds another secret.
 const (
 	refusalWindow = 10 * time.Second
 	refusalBurst  = 10
@@ -34,28 +37,33 @@ const (
 // that does not match: it holds another secret.
 var errWrongProof = fmt.Errorf("%w: its proof does not match (another secret?)", errRaftProof)
 
-// refusalLog logs refused handshakes, rate-limited.
+// refusalLog logs refused handshakes, rate-limited per reason.
 type refusalLog struct {
-	log    atomic.Pointer[slog.Logger] // nil: silent
-	now    func() time.Time
-	window logwindow.Limiter
+	log     atomic.Pointer[slog.Logger] // nil: silent
+	now     func() time.Time
+	windows map[string]*logwindow.Limiter // per reason; set at start, then only read
 }
 
 func newRefusalLog() *refusalLog {
-	return &refusalLog{now: time.Now, window: logwindow.Limiter{Window: refusalWindow, Burst: refusalBurst}}
+	r := &refusalLog{now: time.Now, windows: map[string]*logwindow.Limiter{}}
+	for _, reason := range []string{reasonWrongSecret, reasonBadVersion, reasonTimeout, reasonOther} {
+		r.windows[reason] = &logwindow.Limiter{Window: refusalWindow, Burst: refusalBurst}
+	}
+	return r
 }
 
 // setLogger makes refusals go to log from now on.
 func (r *refusalLog) setLogger(log *slog.Logger) { r.log.Store(log) }
 
 // refused logs the handshake with remote refused with err, unless this
-// window's lines are used up.
+// window's lines of its reason are used up.
 func (r *refusalLog) refused(remote net.Addr, err error) {
 	log := r.log.Load()
 	if log == nil {
 		return
 	}
-	ok, left := r.window.Allow(r.now())
+	reason := refusalReason(err)
+	ok, left := r.windows[reason].Allow(r.now())
 	if !ok {
 		return
 	}
@@ -63,7 +71,7 @@ func (r *refusalLog) refused(remote net.Addr, err error) {
 	if remote != nil {
 		addr = remote.String()
 	}
-	attrs := []any{"remote", addr, "reason", refusalReason(err), "err", err}
+	attrs := []any{"remote", addr, "reason", reason, "err", err}
 	if left > 0 {
 		attrs = append(attrs, "suppressed", left)
 	}

@@ -107,7 +107,8 @@ type pendingConn struct {
 // on Close, but not when it returns an error. A node opened on it logs
 // each handshake of an accepted connection it refuses to Options.Logger,
 // at warn, with the dialler's address and the reason (wrong secret, bad
-// version, timeout, failed handshake), at most 10 lines in 10 seconds.
+// version, timeout, failed handshake), at most 10 lines of each reason in
+// 10 seconds.
 func NewSecureStream(lis net.Listener, advertise net.Addr, secret []byte) (raft.StreamLayer, error) {
 	return newSecureStream(lis, advertise, secret, secureHandshakeTimeout, nil)
 }

@@ -76,8 +76,8 @@ func TestSecureStream_RefusedHandshakesAreLogged(t *testing.T) {
 }
 
 // A peer refused again and again does not flood the log: at most
-// refusalBurst lines a window, the first of the next window saying how
-// many were left out.
+// refusalBurst lines of a reason a window, the first of that reason in
+// the next window saying how many were left out.
 func TestRefusalLog_IsRateLimited(t *testing.T) {
 	h := newLoggedRecords()
 	r := newRefusalLog()
@@ -91,7 +91,9 @@ func TestRefusalLog_IsRateLimited(t *testing.T) {
 	assert.Equal(t, refusalBurst, h.countOf("WARN", "reason=wrong secret", "remote=192.0.2.7:4242"))
 	now = now.Add(refusalWindow)
 	r.refused(addr, fmt.Errorf("read: %w", errors.Join(errRaftProof, net.ErrClosed)))
-	assert.Equal(t, 1, h.countOf("WARN", "suppressed=5"), "%v", h.lines())
+	assert.Zero(t, h.countOf("WARN", "suppressed="), "another reason's line says nothing of those: %v", h.lines())
+	r.refused(addr, errWrongProof)
+	assert.Equal(t, 1, h.countOf("WARN", "reason=wrong secret", "suppressed=5"), "%v", h.lines())
 }
 
 // Each refusal has the reason an operator acts on.
