@@ -44,7 +44,9 @@
 // Raft's traffic runs on plain TCP unless Options.RaftStream says
 // otherwise, and plain TCP takes Raft calls from whoever reaches RaftAddr:
 // a forged call of a later term deposes the leader. NewSecureStream
-// authenticates every node by a secret they share, over TLS 1.3.
+// authenticates every node by a secret they share, over TLS 1.3;
+// NewSaltedSecureStream also gives the cluster a salt of its own for the
+// key derived from the secret.
 //
 // A Node is safe for concurrent use. Close it when done; CloseContext
 // bounds the wait for a close on a disk that does not answer (it returns

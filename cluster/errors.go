@@ -55,7 +55,8 @@ var ErrNotCaughtUp = errors.New("cluster: the node did not catch up with the lea
 // when the node it adds did not catch up and the node refused the
 // handshake of the leader's last Raft connection to it since AddVoter
 // began (secure stream, NewSecureStream): it said it refused the leader's
-// proof (it holds another cluster secret), or it does not speak this
+// proof (it holds another cluster secret, or another salt:
+// NewSaltedSecureStream), or it does not speak this
 // version of the handshake. A connection closed or timed out before the
 // node answered the proof is no refusal.
-var ErrPeerAuthFailed = errors.New("cluster: the node refused the leader's Raft handshake (another cluster secret, or another version of equeue's handshake)")
+var ErrPeerAuthFailed = errors.New("cluster: the node refused the leader's Raft handshake (another cluster secret or salt, or another version of equeue's handshake)")

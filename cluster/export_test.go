@@ -166,5 +166,5 @@ func (n *Node) AcceptedConns() int {
 // NewSecureStreamRefusing is NewSecureStream that calls refused with the
 // error of each accepted connection whose handshake failed.
 func NewSecureStreamRefusing(lis net.Listener, secret []byte, refused func(error)) (raft.StreamLayer, error) {
-	return newSecureStream(lis, nil, secret, secureHandshakeTimeout, refused)
+	return newSecureStream(lis, nil, secret, nil, secureHandshakeTimeout, refused)
 }

@@ -36,6 +36,19 @@ import (
 // the dialler's proof, and could test guessed secrets against it offline;
 // each guess then costs the rounds of PBKDF2, tens of milliseconds of a
 // core, instead of one HMAC.
+//
+// PBKDF2's salt is raftKeySalt, the same for every cluster, unless the
+// cluster has a salt of its own (NewSaltedSecureStream): then one table
+// of keys computed ahead from guessed secrets serves every cluster
+// without a salt, but none with one. The nodes of a cluster share nothing
+// before they first connect that the salt could be drawn from (its
+// cluster ID is made by its first leader, after the nodes it started
+// with connected, and a node added later has none), so a cluster's salt
+// is given to each of its nodes, as the secret is. The derivation is the
+// same with and without a salt (a salt only adds to PBKDF2's salt), so
+// the protocol's version is too: a node whose salt differs proves
+// another key, and is refused as one with another secret is, the error
+// naming both.
 
 // raftProtocol is the ALPN protocol of this version of the handshake.
 const raftProtocol = "equeue-raft/2"
@@ -44,18 +57,24 @@ const raftProtocol = "equeue-raft/2"
 // material.
 const raftProofLabel = "equeue raft v2"
 
-// raftKeySalt is PBKDF2's salt: fixed, as every node of every cluster
-// must derive the same key from the same secret, and naming this use of
-// it.
+// raftKeySalt is PBKDF2's salt for a cluster without a salt of its own,
+// and the start of it for one with one: it names this use of the secret.
 const raftKeySalt = "equeue raft v2 proof key"
 
 // raftKeyIterations is PBKDF2's rounds: tens of milliseconds of a core
 // today. It is part of the protocol: every node must use the same.
 const raftKeyIterations = 100_000
 
-// raftProofKey derives the proofs' key from the cluster's secret.
-func raftProofKey(secret []byte) ([]byte, error) {
-	return pbkdf2.Key(sha256.New, string(secret), []byte(raftKeySalt), raftKeyIterations, sha256.Size)
+// raftProofKey derives the proofs' key from the cluster's secret and its
+// salt (none when empty). PBKDF2's salt is raftKeySalt alone without one,
+// so the key is that of the nodes of versions before salts; with one, it
+// is raftKeySalt, a zero byte and the salt, never raftKeySalt alone.
+func raftProofKey(secret, salt []byte) ([]byte, error) {
+	s := []byte(raftKeySalt)
+	if len(salt) > 0 {
+		s = append(append(s, 0), salt...)
+	}
+	return pbkdf2.Key(sha256.New, string(secret), s, raftKeyIterations, sha256.Size)
 }
 
 // The roles of the two ends in a proof.
@@ -135,7 +154,7 @@ var raftRefusal = sha256.Sum256([]byte("equeue raft v2 proof refused"))
 
 // errProofRefused is the dialler's error when the listener refused its
 // proof: the listener holds another secret.
-var errProofRefused = fmt.Errorf("%w: it refused this node's proof (another secret?)", errRaftProof)
+var errProofRefused = fmt.Errorf("%w: it refused this node's proof (another secret, or another cluster salt?)", errRaftProof)
 
 // raftProof is the proof of role for the TLS session of c.
 func raftProof(key []byte, role string, c *tls.Conn) ([]byte, error) {

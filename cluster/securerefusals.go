@@ -34,8 +34,8 @@ const (
 )
 
 // errWrongProof is the error of a connection whose other end sent a proof
-// that does not match: it holds another secret.
-var errWrongProof = fmt.Errorf("%w: its proof does not match (another secret?)", errRaftProof)
+// that does not match: it holds another secret, or another salt.
+var errWrongProof = fmt.Errorf("%w: its proof does not match (another secret, or another cluster salt?)", errRaftProof)
 
 // refusalLog logs refused handshakes, rate-limited per reason.
 type refusalLog struct {

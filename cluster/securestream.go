@@ -60,7 +60,7 @@ const evictionGrace = maxPendingHandshakes / 2
 type secureStream struct {
 	lis       net.Listener
 	advertise net.Addr
-	key       []byte // the proofs' key, derived from the secret (raftProofKey)
+	key       []byte // the proofs' key, derived from the secret and salt (raftProofKey)
 	server    *tls.Config
 	client    *tls.Config
 	timeout   time.Duration
@@ -110,17 +110,32 @@ type pendingConn struct {
 // version, timeout, failed handshake), at most 10 lines of each reason in
 // 10 seconds.
 func NewSecureStream(lis net.Listener, advertise net.Addr, secret []byte) (raft.StreamLayer, error) {
-	return newSecureStream(lis, advertise, secret, secureHandshakeTimeout, nil)
+	return newSecureStream(lis, advertise, secret, nil, secureHandshakeTimeout, nil)
 }
 
-// newSecureStream is NewSecureStream with the handshake timeout of
+// NewSaltedSecureStream is NewSecureStream with the cluster's own salt:
+// the key the nodes prove the secret with is derived from the secret and
+// salt, so that keys computed ahead from guessed secrets for clusters
+// without a salt, or with another, serve nothing against this one. The
+// salt is no secret (whoever reads a node's command line sees it), but
+// should be the cluster's own: its name, or a few random bytes made once
+// for it. Every node of the cluster must use the same salt: a node with
+// another, or none, is refused as one with another secret is (an added
+// node's refusal makes Node.AddVoter's error match ErrPeerAuthFailed).
+// An empty salt is none: the stream is NewSecureStream's, which nodes of
+// versions before salts use.
+func NewSaltedSecureStream(lis net.Listener, advertise net.Addr, secret, salt []byte) (raft.StreamLayer, error) {
+	return newSecureStream(lis, advertise, secret, salt, secureHandshakeTimeout, nil)
+}
+
+// newSecureStream is NewSaltedSecureStream with the handshake timeout of
 // accepted connections, and refused (may be nil) called with the error of
 // each refused one.
-func newSecureStream(lis net.Listener, advertise net.Addr, secret []byte, timeout time.Duration, refused func(error)) (*secureStream, error) {
+func newSecureStream(lis net.Listener, advertise net.Addr, secret, salt []byte, timeout time.Duration, refused func(error)) (*secureStream, error) {
 	if err := CheckRaftSecret(secret); err != nil {
 		return nil, err
 	}
-	key, err := raftProofKey(secret)
+	key, err := raftProofKey(secret, salt)
 	if err != nil {
 		return nil, err
 	}

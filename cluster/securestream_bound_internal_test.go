@@ -18,7 +18,7 @@ func TestSecureStream_IdleFloodIsBoundedAndDoesNotStopAPeer(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	// An hour: no flooding connection ends by the timeout during the test.
-	b, err := newSecureStream(l, nil, testSecret, time.Hour, nil)
+	b, err := newSecureStream(l, nil, testSecret, nil, time.Hour, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 

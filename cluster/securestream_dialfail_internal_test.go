@@ -29,7 +29,7 @@ func TestSecureStream_DialRemembersARefusedHandshake(t *testing.T) {
 	require.NoError(t, wrong.Close())
 	l, err := net.Listen("tcp", string(rAddr(wrong)))
 	require.NoError(t, err)
-	right, err := newSecureStream(l, nil, testSecret, secureHandshakeTimeout, nil)
+	right, err := newSecureStream(l, nil, testSecret, nil, secureHandshakeTimeout, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = right.Close() })
 	c, err := a.Dial(rAddr(right), time.Minute)

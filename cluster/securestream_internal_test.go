@@ -33,7 +33,7 @@ func secureWithTimeout(t *testing.T, secret []byte, timeout time.Duration) (*sec
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	refused := make(chan error, 16)
-	s, err := newSecureStream(l, nil, secret, timeout, func(err error) { refused <- err })
+	s, err := newSecureStream(l, nil, secret, nil, timeout, func(err error) { refused <- err })
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s, refused

@@ -89,7 +89,7 @@ func TestSecureStream_ProofIsNotKeyedWithTheRawSecret(t *testing.T) {
 	}
 	// It is keyed with what PBKDF2 derives from the secret, as the
 	// listener, with the same secret, expects.
-	key, err := raftProofKey(testSecret)
+	key, err := raftProofKey(testSecret, nil)
 	require.NoError(t, err)
 	assert.Equal(t, b.key, key)
 	km, err := state.ExportKeyingMaterial(raftProofLabel, nil, sha256.Size)

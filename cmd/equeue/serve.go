@@ -153,6 +153,7 @@ the directory instead of a single engine; see "equeue cluster --help".`,
 					return err
 				}
 			}
+			cl.saltSet = cmd.Flags().Changed("cluster-salt")
 			for _, ad := range on {
 				if fc, ok := ad.(flagChecker); ok {
 					if err := fc.checkFlags(cl.enabled()); err != nil {

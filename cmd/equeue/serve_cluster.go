@@ -32,6 +32,11 @@ type clusterFlags struct {
 	// the other ports (raftSecret).
 	secretFile   string
 	insecureRaft bool
+	// salt, when set, is the cluster's own salt of the key the secret is
+	// proved with (cluster.NewSaltedSecureStream); saltSet says the flag
+	// was given, empty or not.
+	salt    string
+	saltSet bool
 }
 
 func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
@@ -43,6 +48,7 @@ func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP) on, for \"equeue cluster\"; with --token it needs a token (admin right to change the cluster)")
 	f.StringVar(&c.secretFile, "cluster-secret-file", "", "read the secret every node of the cluster shares from `FILE` (at least 16 bytes, 32 characters if it is text, not one byte repeated; one trailing newline dropped): the Raft transport then runs TLS and takes only peers that prove the secret; needed with --token or --tls-cert")
 	f.BoolVar(&c.insecureRaft, "cluster-insecure-raft", false, "with --token or --tls-cert, serve the Raft transport without --cluster-secret-file: no authentication, no encryption (a network only the cluster's nodes reach)")
+	f.StringVar(&c.salt, "cluster-salt", "", "with --cluster-secret-file, the cluster's own `SALT` (its name, or random text made once for it; no secret), the same on every node: keys computed ahead from guessed secrets for other clusters serve nothing against it; a node with another salt, or none, is refused as one with another secret is")
 	f.StringVar(&c.logStore, "cluster-log-store", "", "Raft log store of a new directory: wal (raft-wal, the default: one fsync per append) or bolt (raft-boltdb: two); a directory keeps the one it was created with")
 }
 
@@ -146,7 +152,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	rs := newRaftStream(ports.take("cluster-raft"), cf.raft)
 	copts.RaftStream = rs
 	if secret != nil {
-		ss, serr := cluster.NewSecureStream(rs.Listener, rs.Addr(), secret)
+		ss, serr := cluster.NewSaltedSecureStream(rs.Listener, rs.Addr(), secret, []byte(cf.salt))
 		if serr != nil {
 			_ = rs.Close()
 			return serr

@@ -24,6 +24,7 @@ func TestServe_OffAddonFlagsAreRefused(t *testing.T) {
 		{[]string{"--cluster-log-store", "bolt"}, "--cluster-log-store needs --cluster-id ID"},
 		{[]string{"--cluster-secret-file", "secret"}, "--cluster-secret-file needs --cluster-id ID"},
 		{[]string{"--cluster-insecure-raft"}, "--cluster-insecure-raft needs --cluster-id ID"},
+		{[]string{"--cluster-salt", "orders-eu"}, "--cluster-salt needs --cluster-id ID"},
 	} {
 		t.Run(c.args[0], func(t *testing.T) {
 			t.Parallel()
