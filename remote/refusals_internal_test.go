@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -73,4 +74,40 @@ func TestRefusalLog_RateLimited(t *testing.T) {
 	s, ok := attr(rec.all[refusalBurst], "suppressed")
 	require.True(t, ok)
 	assert.Equal(t, int64(5), s.Int64())
+}
+
+// A flood of calls without a known token (a scanner, a client with a
+// stale token in a loop) must not hide, in the same window, the line an
+// operator acts on: a known token refused for lacking a right. Each
+// reason has its own lines a window.
+func TestRefusalLog_FloodOfUnknownTokensDoesNotHideADeniedRight(t *testing.T) {
+	rec := &records{}
+	now := time.Unix(1_000_000, 0) // one window for the whole test
+	r := newRefusalLog(slog.New(rec))
+	r.now = func() time.Time { return now }
+
+	unknown := toStatus(fmt.Errorf("%w: unknown token", ErrUnauthenticated))
+	for range 3 * refusalBurst {
+		r.refused(context.Background(), "/equeue.v1.Broker/ListTopics", unknown)
+	}
+	denied := toStatus(fmt.Errorf("%w: Append needs produce rights, token has consume", ErrPermissionDenied))
+	r.refused(context.Background(), "/equeue.v1.Broker/Append", denied)
+
+	require.Len(t, rec.all, refusalBurst+1, "the flood is cut, the denied right is logged")
+	last := rec.all[refusalBurst]
+	m, ok := attr(last, "method")
+	require.True(t, ok)
+	assert.Equal(t, "/equeue.v1.Broker/Append", m.String())
+	reason, ok := attr(last, "reason")
+	require.True(t, ok)
+	assert.Equal(t, "permission denied", reason.String())
+	reason, ok = attr(rec.all[0], "reason")
+	require.True(t, ok)
+	assert.Equal(t, "unauthenticated", reason.String())
+
+	now = now.Add(refusalWindow)
+	r.refused(context.Background(), "/equeue.v1.Broker/ListTopics", unknown)
+	s, ok := attr(rec.all[len(rec.all)-1], "suppressed")
+	require.True(t, ok)
+	assert.Equal(t, int64(2*refusalBurst), s.Int64(), "the flood's own left-out lines are counted with it")
 }
