@@ -26,7 +26,7 @@ import (
 //   - Administration (most of it is remote.Admin, so tools can take an
 //     Engine or a remote Client): CreateTopic, CreateTopicWith,
 //     AddQueues, SetQueueWritable, SetTopicLimits, DeleteTopic, Topics,
-//     TopicsVersion, DefaultQueues, MaxMessageSize, Topic, Groups, Group, ResetOffsets, ListDeadLetters (DeadLetters),
+//     TopicsVersion, DefaultQueues, MaxMessageSize, Topic, QueueInfo, Groups, Group, ResetOffsets, ListDeadLetters (DeadLetters),
 //     Redrive, DeleteGroup; and, for a group coordinated outside the
 //     engine (the Kafka listener's), GroupOffsets, CommitGroupOffsets,
 //     KeepGroup and ClaimGroup.

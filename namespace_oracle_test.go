@@ -78,6 +78,9 @@ var viewCalls = map[string]viewCall{
 		return nil, v.SetQueueWritable(ctx, n, 0, false)
 	},
 	"Topic": func(ctx context.Context, v *equeue.Namespace, n string) (any, error) { return v.Topic(ctx, n) },
+	"QueueInfo": func(ctx context.Context, v *equeue.Namespace, n string) (any, error) {
+		return v.QueueInfo(ctx, n, 0)
+	},
 	"Group": func(ctx context.Context, v *equeue.Namespace, n string) (any, error) { return v.Group(ctx, n) },
 	"ResetOffsets": func(ctx context.Context, v *equeue.Namespace, n string) (any, error) {
 		return nil, v.ResetOffsets(ctx, n, equeue.ResetRequest{Offsets: map[equeue.QueueRef]int64{{Topic: n}: 0}})

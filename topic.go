@@ -218,10 +218,9 @@ func (t *topic) info() TopicInfo {
 		qs := t.queueList()
 		ti.Queues, ti.Messages = slices.Grow(ti.Queues[:0], len(qs)), 0
 		for _, q := range qs {
-			min, next, lost := q.extent()
-			held := lost.held(min, next)
-			ti.Queues = append(ti.Queues, QueueInfo{ID: q.id, MinOffset: min, MaxOffset: next, Writable: q.writable.Load(), Messages: held})
-			ti.Messages += held
+			qi := q.info()
+			ti.Queues = append(ti.Queues, qi)
+			ti.Messages += qi.Messages
 		}
 		if (moves%2 == 0 && t.minMoves.Load() == moves) || try == 100 {
 			return ti

@@ -27,6 +27,12 @@ func (n *Node) Topic(ctx context.Context, name string) (equeue.TopicInfo, error)
 	return call(n, func(e *equeue.Engine) (equeue.TopicInfo, error) { return e.Topic(ctx, name) })
 }
 
+// QueueInfo describes one queue of a topic, at that queue's cost (see
+// equeue.Engine.QueueInfo).
+func (n *Node) QueueInfo(ctx context.Context, topic string, queue int) (equeue.QueueInfo, error) {
+	return call(n, func(e *equeue.Engine) (equeue.QueueInfo, error) { return e.QueueInfo(ctx, topic, queue) })
+}
+
 // CreateTopic creates a topic with queues queues (0: the default).
 func (n *Node) CreateTopic(ctx context.Context, name string, queues int) error {
 	return call0(n, func(e *equeue.Engine) error { return e.CreateTopic(ctx, name, queues) })

@@ -17,38 +17,52 @@ const (
 	maxTimestamp      = -3
 )
 
+// listOffsets answers each partition from what it reads of that
+// partition alone (queueInfo): a topic's description reads every
+// partition of it, so a client asking for the partitions one at a time
+// would cost the square of their count. MAX_TIMESTAMP, which reads the
+// partition's records anyway, describes the topic (once a request) for
+// its ID, which keys what the scans learned.
 func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
 	resp := kmsg.NewPtrListOffsetsResponse()
 	deadline := time.Now().Add(maxTimestampBudget) // of the MAX_TIMESTAMP scans
+	topics := map[string]described{}               // for MAX_TIMESTAMP
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
-		var ti equeue.TopicInfo
-		var terr error
-		if hidden(t.Topic) {
-			terr = equeue.ErrTopicNotFound
-		} else {
-			ti, terr = c.s.b.Topic(c.ctx, t.Topic)
-		}
-		if errors.Is(terr, equeue.ErrInvalidName) {
-			// Kafka's ListOffsets does not check names: a topic it does
-			// not have is UNKNOWN_TOPIC_OR_PARTITION, whatever its name.
-			terr = equeue.ErrTopicNotFound
-		}
-		if errors.Is(terr, equeue.ErrTopicNotFound) {
-			c.s.maxTS.forget(t.Topic) // deleted other than through the listener
-		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition, rp.Timestamp, rp.Offset = p.Partition, -1, -1
+			var (
+				q   equeue.QueueInfo
+				tid [16]byte
+				err error
+			)
 			switch {
-			case terr != nil:
-				rp.ErrorCode = errorCode(terr)
-			case p.Partition < 0 || int(p.Partition) >= len(ti.Queues):
-				rp.ErrorCode = errUnknownTopicOrPartition
+			case hidden(t.Topic):
+				err = equeue.ErrTopicNotFound
+			case p.Timestamp == maxTimestamp:
+				d, ok := topics[t.Topic]
+				if !ok {
+					d.ti, d.err = c.s.b.Topic(c.ctx, t.Topic)
+					topics[t.Topic] = d
+				}
+				q, tid, err = d.partition(p.Partition)
 			default:
-				q := ti.Queues[p.Partition]
-				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, topicID(ti), q, p.Timestamp, deadline)
+				q, err = c.queueInfo(t.Topic, p.Partition)
+			}
+			if errors.Is(err, equeue.ErrInvalidName) {
+				// Kafka's ListOffsets does not check names: a topic it does
+				// not have is UNKNOWN_TOPIC_OR_PARTITION, whatever its name.
+				err = equeue.ErrTopicNotFound
+			}
+			if errors.Is(err, equeue.ErrTopicNotFound) {
+				c.s.maxTS.forget(t.Topic) // deleted other than through the listener
+			}
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+			} else {
+				rp.Offset, rp.Timestamp, rp.ErrorCode = c.offsetFor(t.Topic, tid, q, p.Timestamp, deadline)
 			}
 			if req.GetVersion() == 0 && rp.Offset >= 0 {
 				rp.OldStyleOffsets = []int64{rp.Offset}
@@ -58,6 +72,25 @@ func (c *conn) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsRespon
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// described is a topic's description as a request read it, or why it
+// could not.
+type described struct {
+	ti  equeue.TopicInfo
+	err error
+}
+
+// partition is the description of partition part and the topic's Kafka
+// ID (topicID).
+func (d described) partition(part int32) (equeue.QueueInfo, [16]byte, error) {
+	switch {
+	case d.err != nil:
+		return equeue.QueueInfo{}, [16]byte{}, d.err
+	case part < 0 || int(part) >= len(d.ti.Queues):
+		return equeue.QueueInfo{}, [16]byte{}, equeue.ErrQueueNotFound
+	}
+	return d.ti.Queues[part], topicID(d.ti), nil
 }
 
 // offsetFor resolves a ListOffsets timestamp in one queue: the end, the
