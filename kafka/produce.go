@@ -118,6 +118,14 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 		rp.ErrorCode = errTopicAuthorizationFailed
 		return
 	}
+	// As Kafka's broker: the partition must exist before its records
+	// are looked at, so a damaged batch to a topic that does not exist
+	// is answered UNKNOWN_TOPIC_OR_PARTITION (the client looks the
+	// topic up again), not CORRUPT_MESSAGE (it sends the batch again).
+	if code := c.partitionCode(topic, part); code != errNone {
+		rp.ErrorCode = code
+		return
+	}
 	if version < zstdProduceVersion && batchCodec(records) == codecZstd {
 		// As Kafka: a client that negotiated a Produce older than v7 may
 		// not know zstd's framing as Kafka defines it.
@@ -181,6 +189,19 @@ func (c *conn) producePartition(wait context.Context, version int16, topic strin
 		// learns the time consumers see.
 		rp.LogAppendTime = at.time
 	}
+}
+
+// partitionCode is errNone when topic has partition part, else the code
+// a produce to it is answered: UNKNOWN_TOPIC_OR_PARTITION for a topic or
+// partition that does not exist, whatever its name (Kafka's Produce does
+// not check names, nor creates topics), or the code of the lookup's
+// failure (a closed engine, a cluster node that does not lead).
+func (c *conn) partitionCode(topic string, part int32) int16 {
+	_, err := c.queueInfo(topic, part)
+	if errors.Is(err, equeue.ErrInvalidName) {
+		return errUnknownTopicOrPartition
+	}
+	return errorCode(err)
 }
 
 // decodeBatch decodes records, a compressed batch under the listener's
