@@ -172,18 +172,19 @@ func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeC
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		var configs [][2]string
+		var configs []describedConfig
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			if hidden(r.ResourceName) {
 				rr.ErrorCode = errUnknownTopicOrPartition
 				break
 			}
-			if _, err := c.s.b.Topic(c.ctx, r.ResourceName); err != nil {
+			ti, err := c.s.b.Topic(c.ctx, r.ResourceName)
+			if err != nil {
 				rr.ErrorCode = errorCode(err)
 				break
 			}
-			configs = [][2]string{{"cleanup.policy", "delete"}, {"message.timestamp.type", c.timestampType()}, {"compression.type", "producer"}}
+			configs = c.topicConfigs(ti)
 		case kmsg.ConfigResourceTypeBroker:
 			// This broker's ID as Metadata names it (a cluster node's
 			// listener has its node's), or "" for the brokers' default
@@ -195,17 +196,18 @@ func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeC
 				rr.ErrorMessage = &msg
 				break
 			}
-			configs = [][2]string{{"broker.id", self}, {"default.replication.factor", "1"}, {"min.insync.replicas", "1"}}
+			configs = c.brokerConfigs(self)
 		default:
 			rr.ErrorCode = errInvalidRequest
 		}
-		for _, kv := range configs {
-			if len(r.ConfigNames) > 0 && !slices.Contains(r.ConfigNames, kv[0]) {
+		for _, dc := range configs {
+			if len(r.ConfigNames) > 0 && !slices.Contains(r.ConfigNames, dc.name) {
 				continue
 			}
 			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-			rc.Name, rc.Value, rc.ReadOnly = kv[0], kmsg.StringPtr(kv[1]), true
-			rc.Source = kmsg.ConfigSourceDefaultConfig
+			rc.Name, rc.Value, rc.ReadOnly = dc.name, kmsg.StringPtr(dc.value), true
+			rc.Source = dc.source
+			rc.IsDefault = dc.source == kmsg.ConfigSourceDefaultConfig // v0's
 			rr.Configs = append(rr.Configs, rc)
 		}
 		resp.Resources = append(resp.Resources, rr)
