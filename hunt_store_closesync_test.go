@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,13 @@ func TestHuntStore_CloseDuringAFailingSync(t *testing.T) {
 	}
 	writes := r.FS.Writes()
 	go send("a")
-	<-inSync
+	select { // a refusal before any Sync (a full disk, say) fails here, not by hanging
+	case <-inSync:
+	case err := <-outcomes:
+		require.FailNow(t, "a was answered before its Sync", "%v", err)
+	case <-time.After(waitLong):
+		require.FailNow(t, "a's Sync never came")
+	}
 	go send("b")
 	eventually(t, waitLong, func() bool { return r.FS.Writes() >= writes+2 }, "b is written while a's Sync is held")
 	closed := make(chan error, 1)
