@@ -155,3 +155,11 @@ var ErrCloseUnfinished = errors.New("equeue: close unfinished")
 // then has its message committed there. Engine.Close does not report the
 // handlers of such a close again: its caller was told.
 var ErrHandlerAbandoned = errors.New("equeue: handler still running after the close's drain")
+
+// ErrJoinRefused is matched, beside the error that says why, by the error
+// of a JoinGroup that the broker refused: it added no member, so a
+// Consumer's or PullConsumer's Start that gets it sends no leave. A failed
+// join whose error does not match it may have added the member (its answer
+// lost on the way, say), and Start leaves for it. A Broker of the
+// program's own marks its refusals with it, or gets a leave after each.
+var ErrJoinRefused = errors.New("equeue: join refused")

@@ -642,9 +642,21 @@ func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([
 // last SessionTimeout gets ErrNotMember: it was sent before the leave and
 // arrived after it (departures.go).
 //
+// Every error it returns matches ErrJoinRefused: no member was added.
+//
 // Broker seam: Consumers and PullConsumers call it on Start;
 // applications do not.
 func (e *Engine) JoinGroup(ctx context.Context, req *JoinRequest) (Assignment, error) {
+	a, err := e.joinGroup(ctx, req)
+	if err != nil {
+		return Assignment{}, refusedJoin(err)
+	}
+	return a, nil
+}
+
+// joinGroup is JoinGroup. Adding the member is its last step, after
+// which it returns no error: each error it returns is a refusal.
+func (e *Engine) joinGroup(ctx context.Context, req *JoinRequest) (Assignment, error) {
 	if err := e.enter(ctx); err != nil {
 		return Assignment{}, err
 	}

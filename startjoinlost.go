@@ -6,29 +6,27 @@ import (
 	"log/slog"
 )
 
-// joinRefusals are the errors a broker answers a join with when it did
-// not join the member: with one of them, a failed join added no member.
-var joinRefusals = []error{
-	ErrInvalidArgument, ErrInvalidName, ErrInvalidOptions, ErrTopicNotFound,
-	ErrSubscriptionMismatch, ErrMemberIDInUse, ErrNotMember, ErrGroupNameTaken,
-	ErrClosed, ErrNotLeader, ErrStoreFailed,
+// joinRefusal is the error of a join the broker refused: it matches
+// ErrJoinRefused and the error that says why, with the latter's text.
+type joinRefusal struct{ err error }
+
+func (r *joinRefusal) Error() string   { return r.err.Error() }
+func (r *joinRefusal) Unwrap() []error { return []error{r.err, ErrJoinRefused} }
+
+// refusedJoin marks err, a join's, as a refusal (ErrJoinRefused).
+func refusedJoin(err error) error {
+	if err == nil || errors.Is(err, ErrJoinRefused) {
+		return err
+	}
+	return &joinRefusal{err: err}
 }
 
 // joinMayHaveLanded reports whether err, a failed join's, leaves open that
-// the broker joined the member all the same, its answer lost: the call's
-// context ended, the outcome is unknown (ErrIndeterminate), or the error
-// is none of a broker's refusals (a transport's own, such as a broken
-// connection).
+// the broker joined the member all the same, its answer lost: unless the
+// broker said it refused the join (ErrJoinRefused), whatever the error
+// (the call's context ended, a broken connection, ErrIndeterminate).
 func joinMayHaveLanded(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrIndeterminate) {
-		return true
-	}
-	for _, r := range joinRefusals {
-		if errors.Is(err, r) {
-			return false
-		}
-	}
-	return true
+	return !errors.Is(err, ErrJoinRefused)
 }
 
 // leaveLostJoin is the leave of a Start whose join failed but may have

@@ -98,6 +98,8 @@ var sentinels = []sentinel{
 	{"BUSY", ErrBusy, codes.ResourceExhausted},
 	{"UNAVAILABLE", ErrUnavailable, codes.Unavailable},
 	{"GROUP_HAS_MEMBERS", equeue.ErrGroupHasMembers, codes.FailedPrecondition},
+	// Last: it rides beside the error that says why, whose code stands.
+	{"JOIN_REFUSED", equeue.ErrJoinRefused, codes.FailedPrecondition},
 }
 
 // toStatus turns an engine (or this package's) error into a gRPC status error whose ErrorInfo
