@@ -921,7 +921,8 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 // returns nil. Engine.Close closes the consumers opened on it in-process
 // first; it waits for a close its user began and returns that close's
 // error among its own, but for a CloseContext whose own context ended
-// before its final commit or leave were done: Engine.Close does those
+// before its final commit or leave were done (still running, or returned
+// before Engine.Close began): Engine.Close does those
 // again within its own bound and reports only what fails there (not the
 // handlers that close abandoned: it reported them; and the commit done
 // again passes the message of such a handler that returned success since).
@@ -942,7 +943,8 @@ func (c *Consumer) Close() error {
 // ends first, it returns an error matching ctx's error: the positions the
 // commit did not store are handled again by the group, and the member
 // stays in the group until the engine's session timeout expires it and
-// hands its queues to the other members. With a ctx that never ends
+// hands its queues to the other members, or until the Close of the
+// engine it was opened on in-process, which commits and leaves again. With a ctx that never ends
 // (context.Background) it waits for the answers as long as the broker
 // takes. Idempotent, as Close: a later call of either waits for the first
 // to finish and returns nil. A nil ctx returns ErrInvalidArgument and
@@ -971,6 +973,9 @@ func (c *Consumer) closeForEngine() error {
 	c.mu.Unlock()
 	if redo == nil {
 		return err
+	}
+	if e := trackerOf(c.b); e != nil {
+		defer e.clients.removeConsumer(c) // kept for this redo alone
 	}
 	ctx, cancel := closeLeaveBound()
 	defer cancel()
@@ -1011,7 +1016,17 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 	c.runners = map[QueueRef]*runner{}
 	c.mu.Unlock()
 	if e := trackerOf(c.b); e != nil {
-		defer e.clients.removeConsumer(c)
+		// A close cut with its final commit or leave undone stays known to
+		// the engine, whose Close does them again (closeForEngine), even
+		// when this close returned before that began.
+		defer func() {
+			c.mu.Lock()
+			keep := c.unfinished != nil
+			c.mu.Unlock()
+			if !keep {
+				e.clients.removeConsumer(c)
+			}
+		}()
 	}
 	if !started {
 		c.cancel()

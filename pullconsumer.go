@@ -618,8 +618,9 @@ func (pc *PullConsumer) Close() error {
 // ctx's error, and the member stays in the group until the engine's
 // session timeout expires it and hands its queues to the other members,
 // unless Engine.Close, closing the pull consumer beside it (opened on the
-// engine in-process), leaves again within its own bound (it reports only
-// what fails there). With a ctx that never ends (context.Background) it
+// engine in-process; also when this close returned before Engine.Close
+// began), leaves again within its own bound (it reports only what fails
+// there). With a ctx that never ends (context.Background) it
 // waits for the leave's answer as long as the broker takes. Idempotent,
 // as Close: a later call of either waits for the first to finish and
 // returns nil. A nil ctx returns ErrInvalidArgument
@@ -645,6 +646,9 @@ func (pc *PullConsumer) closeForEngine() error {
 	pc.mu.Unlock()
 	if redo == nil {
 		return err
+	}
+	if e := trackerOf(pc.b); e != nil {
+		defer e.clients.removePullConsumer(pc) // kept for this redo alone
 	}
 	ctx, cancel := closeLeaveBound()
 	defer cancel()
@@ -679,7 +683,17 @@ func (pc *PullConsumer) closeReporting(bound func() (context.Context, context.Ca
 		close(pc.closeDone)
 	}()
 	if e := trackerOf(pc.b); e != nil {
-		defer e.clients.removePullConsumer(pc)
+		// A close cut with its leave unanswered stays known to the
+		// engine, whose Close leaves again (closeForEngine), even when
+		// this close returned before that began.
+		defer func() {
+			pc.mu.Lock()
+			keep := pc.unfinished != nil
+			pc.mu.Unlock()
+			if !keep {
+				e.clients.removePullConsumer(pc)
+			}
+		}()
 	}
 	pc.cancel()
 	pc.wg.Wait()
