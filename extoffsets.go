@@ -52,7 +52,7 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, name string, offsets ma
 	var fenced *group // the group whose send-backs this call holds fenced
 	defer func() {
 		if fenced != nil {
-			fenced.sbGate.Unlock()
+			fenced.sbGate.unlock(false)
 		}
 	}()
 	if g, err := e.groups.group(name); err == nil {
@@ -72,7 +72,7 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, name string, offsets ma
 			// The group is being deleted: commit once it is, into the
 			// group made anew (groupdelete_hold.go).
 			if fenced != nil {
-				fenced.sbGate.Unlock()
+				fenced.sbGate.unlock(false)
 				fenced = nil
 			}
 			if err := e.groups.awaitHold(ctx, held); err != nil {
@@ -86,7 +86,7 @@ func (e *Engine) CommitGroupOffsets(ctx context.Context, name string, offsets ma
 		// An offset moved on since the look above, or the group is
 		// another: fence the one the commit found, and commit again.
 		if fenced != nil {
-			fenced.sbGate.Unlock()
+			fenced.sbGate.unlock(false)
 			fenced = nil
 		}
 		if err := e.fenceSendBacks(ctx, g); err != nil {

@@ -108,8 +108,9 @@ type group struct {
 	// redriveOne, until it returns), and exclusively (fenceSendBacks) by
 	// what must see every mark: a reset, the group's deletion, a member's
 	// expiry. Their barrier waits for the writes queued under it. It is
-	// taken before topic gates, commitMu and mu.
-	sbGate sync.RWMutex
+	// taken before topic gates, commitMu and mu. A gateLock: a wait for
+	// it ends with the waiter's context.
+	sbGate gateLock
 	// sbMu guards sentBack and sbPending (sendbackmark.go). It is taken
 	// after mu when both are held, and never held across a store write:
 	// the writer's completion of a SendBack takes it.

@@ -125,7 +125,7 @@ func (e *Engine) deleteGroupKeys(ctx context.Context, name string, force bool, i
 		if err := e.fenceSendBacks(ctx, g); err != nil {
 			return false, held, fmt.Errorf("equeue: delete group %q: %w", name, err)
 		}
-		defer g.sbGate.Unlock()
+		defer g.sbGate.unlock(false)
 		g.commitMu.Lock()
 		defer g.commitMu.Unlock()
 		g.mu.Lock()

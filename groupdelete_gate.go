@@ -140,9 +140,12 @@ func (e *Engine) holdOffDeletion(ctx context.Context, g *group, group string, dl
 		}
 		return unlockName, nil
 	}
-	g.sbGate.RLock()
+	if err := g.sbGate.lock(ctx, true, nil); err != nil {
+		unlockName()
+		return nil, fmt.Errorf("equeue: redrive of group %q waits for a change of its offsets: %w", group, err)
+	}
 	release = func() {
-		g.sbGate.RUnlock()
+		g.sbGate.unlock(true)
 		unlockName()
 	}
 	if !e.groups.current(g) {

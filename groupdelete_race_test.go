@@ -65,7 +65,9 @@ func TestDeleteGroup_ResetRacingItStoresNoOrphanOffsets(t *testing.T) {
 			go func() {
 				reset <- e.ResetOffsets(ctx, "g", equeue.ResetRequest{To: equeue.ResetToOffsets, Offsets: map[equeue.QueueRef]int64{ref: 0}})
 			}()
-			eventually(t, 5*time.Second, func() bool { return blockedOnLock("ResetOffsets") }, "the reset waits for the delete")
+			eventually(t, 5*time.Second, func() bool {
+				return blockedOnLock("ResetOffsets") || goroutineIn("ResetOffsets", "(*gateLock).lock") // the send-back gate
+			}, "the reset waits for the delete")
 			release()
 			require.NoError(t, <-deleted)
 			resetErr := <-reset

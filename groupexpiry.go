@@ -123,7 +123,7 @@ func (e *Engine) forgetMemberOffsets(g *group, id string, before time.Time) (int
 	if err := e.fenceSendBacks(e.bgCtx, g); err != nil {
 		return 0, err
 	}
-	defer g.sbGate.Unlock()
+	defer g.sbGate.unlock(false)
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
 	g.mu.Lock()

@@ -133,7 +133,7 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 		}
 		again, err := e.commitOffsets(g, req, fenced)
 		if fenced {
-			g.sbGate.Unlock()
+			g.sbGate.unlock(false)
 		}
 		if !again {
 			return err
@@ -795,7 +795,7 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 	if err := e.fenceSendBacks(ctx, g); err != nil {
 		return fmt.Errorf("equeue: reset offsets of %q: %w", groupName, err)
 	}
-	defer g.sbGate.Unlock()
+	defer g.sbGate.unlock(false)
 	g.mu.Lock()
 	names := make([]string, 0, len(g.subs)+len(req.Offsets))
 	for _, s := range g.subs {

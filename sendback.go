@@ -129,10 +129,13 @@ func (e *Engine) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if err != nil {
 		return SendBackResult{}, err
 	}
-	g.sbGate.RLock()
+	if err := g.sbGate.lock(ctx, true, nil); err != nil {
+		unlockName()
+		return SendBackResult{}, err
+	}
 	gated := true
 	ungate := func() {
-		g.sbGate.RUnlock()
+		g.sbGate.unlock(true)
 		unlockName()
 	}
 	defer func() {

@@ -289,7 +289,8 @@ func (e *Engine) deleteDeadMarks(g *group, k offsetKey, offs []int64) error {
 }
 
 // fenceSendBacks waits until no SendBack of g is being queued (the caller
-// then holds g.sbGate, which keeps new ones out until it unlocks it) and
+// then holds g.sbGate, which keeps new ones out until it unlocks it:
+// g.sbGate.unlock(false)) and
 // every one queued before is written, so that their marks are in the
 // store and in g's memory. That includes the write of one whose caller
 // gave up on its context while the write was queued or being written:
@@ -298,9 +299,11 @@ func (e *Engine) deleteDeadMarks(g *group, k offsetKey, offs []int64) error {
 // (TestDeleteGroup_WaitsForTheWriteOfAGivenUpSendBack). A redrive's
 // copy and mark are queued under the gate as well (redriveOne).
 func (e *Engine) fenceSendBacks(ctx context.Context, g *group) error {
-	g.sbGate.Lock()
+	if err := g.sbGate.lock(ctx, false, nil); err != nil {
+		return err
+	}
 	if err := e.barrier(ctx); err != nil {
-		g.sbGate.Unlock()
+		g.sbGate.unlock(false)
 		return err
 	}
 	return nil

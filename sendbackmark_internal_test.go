@@ -17,17 +17,21 @@ func TestSendBack_RechecksItsGrantUnderTheGate(t *testing.T) {
 	ctx := t.Context()
 	e, g, grant := markedEngine(t)
 
-	g.sbGate.Lock() // as a reset holds it while it moves the offsets
+	require.NoError(t, g.sbGate.lock(ctx, false, nil)) // as a reset holds it while it moves the offsets
 	sent := make(chan error, 1)
 	go func() {
 		_, err := e.SendBack(ctx, &SendBackRequest{Group: "g", Member: "m", Grant: grant, Offset: 0, DeadLetter: true})
 		sent <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // the send-back passed its first check and waits at the gate
+	waitFor(t, func() bool {
+		g.sbGate.mu.Lock()
+		defer g.sbGate.mu.Unlock()
+		return len(g.sbGate.queue) == 1
+	}, "the send-back passed its first check and waits at the gate")
 	g.mu.Lock()
 	clear(g.owners) // the reset fences every grant
 	g.mu.Unlock()
-	g.sbGate.Unlock()
+	g.sbGate.unlock(false)
 	require.ErrorIs(t, <-sent, ErrFenced)
 	g.sbMu.Lock()
 	assert.Empty(t, g.sentBack)
