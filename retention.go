@@ -71,7 +71,10 @@ func (e *Engine) runRetention() {
 		case <-t.C:
 			res, err := e.ApplyRetention(e.bgCtx, p)
 			if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
-				e.log.Error("retention pass failed", "err", err)
+				// What it did before it failed, and what it owes: no
+				// result tells of them.
+				e.log.Error("retention pass failed", "err", err, "deleted", res.Deleted, "queues", res.Queues)
+				e.logOwed()
 			} else if res.Deleted > 0 {
 				e.log.Info("retention pass", "deleted", res.Deleted, "queues", res.Queues)
 			}
@@ -174,6 +177,7 @@ func (e *Engine) retainTopic(ctx context.Context, t *topic, p RetentionPolicy, n
 func (e *Engine) retainQueue(t *topic, q *queue, p RetentionPolicy, now time.Time, oversize bool, floors *floorView, res *RetentionResult) error {
 	// What earlier cuts left below the watermark goes first: retention's
 	// own are counted now (each once), a trim's are not retention's.
+	e.keepOwed(q)
 	swept, err := e.sweep(q)
 	if err != nil {
 		return err

@@ -38,12 +38,28 @@ func parseOwedKey(k []byte) (store.QueueID, bool) {
 
 // oweRetention notes that n messages of a retention cut of q are left
 // below its watermark by a failed delete, and stores what retention owes
-// of q. A store that refuses that write too leaves it in memory only: a
-// reopen before the next pass does not count them (logged).
+// of q. A store that refuses that write too leaves it in memory only
+// (logged), until the next pass stores it (keepOwed).
 // q.topic.retain.mu must be held.
 func (e *Engine) oweRetention(q *queue, n int64) {
+	q.topic.retain.owe(q.id, n)
+	e.storeOwed(q)
+}
+
+// keepOwed stores what retention owes of q when only memory holds it (its
+// write failed), before the pass tries q again: should this pass fail too,
+// a reopen still counts it. q.topic.retain.mu must be held.
+func (e *Engine) keepOwed(q *queue) {
 	r := &q.topic.retain
-	r.owe(q.id, n)
+	if !r.stored[q.id] && r.uncounted(q.id) > 0 {
+		e.storeOwed(q)
+	}
+}
+
+// storeOwed stores what retention owes of q, uncounted. q.topic.retain.mu
+// must be held.
+func (e *Engine) storeOwed(q *queue) {
+	r := &q.topic.retain
 	total := r.uncounted(q.id)
 	if total <= 0 {
 		return
@@ -144,4 +160,32 @@ func (e *Engine) loadOwed() error {
 		e.log.Warn("deleting what retention owed of deleted topics; the next open tries again", "keys", len(ops), "err", err)
 	}
 	return nil
+}
+
+// logOwed logs, for each topic, the messages of retention's cuts that a
+// failed delete left and no RetentionResult counted yet, and whether that
+// count is stored for a reopen (a write of it may have failed too): an
+// operator reading a failed pass's error learns what it owes.
+func (e *Engine) logOwed() {
+	e.mu.RLock()
+	topics := make([]*topic, 0, len(e.topics))
+	for _, t := range e.topics {
+		topics = append(topics, t)
+	}
+	e.mu.RUnlock()
+	for _, t := range topics {
+		var n int64
+		stored := true
+		t.retain.mu.Lock()
+		for _, q := range t.queueList() {
+			if u := t.retain.uncounted(q.id); u > 0 {
+				n += u
+				stored = stored && t.retain.stored[q.id]
+			}
+		}
+		t.retain.mu.Unlock()
+		if n > 0 {
+			e.log.Warn("retention owes messages a failed delete left", "topic", t.name, "messages", n, "stored", stored)
+		}
+	}
 }
