@@ -101,6 +101,17 @@ type Badger struct {
 	syncFailed atomic.Pointer[error]
 	// dbSync is Badger's Sync; tests replace it to see the calls.
 	dbSync func() error
+	// rotateMu is held for writing by every Badger call of the store that
+	// may set the memtable aside and create the next one (a commit, a
+	// drop, a value-log GC round) until failedCommit checked its failure,
+	// and for reading by Badger's Sync (badgerSync), which dereferences
+	// the memtable a failed rotation leaves missing. Syncs that flush the
+	// logs themselves (walSync.syncActive) do not take it, so they
+	// overlap the next writes.
+	rotateMu sync.RWMutex
+	// syncGated, when set (by tests), runs when a Badger Sync finds
+	// rotateMu held and is about to wait for it.
+	syncGated func()
 	// runGC is Badger's RunValueLogGC; tests replace it to make rounds
 	// that always rewrite something.
 	runGC func(discardRatio float64) error

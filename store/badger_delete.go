@@ -224,8 +224,8 @@ func (s *Badger) deleteChunk(q QueueID, from, to uint64) (uint64, error) {
 			return from, err
 		}
 	}
-	if err := txn.Commit(); err != nil {
-		return from, s.failedCommit(err)
+	if err := s.rotating(txn.Commit); err != nil {
+		return from, err
 	}
 	return next, nil
 }
@@ -281,7 +281,9 @@ func (s *Badger) dropEndMark(q QueueID) error {
 	}
 	s.beginUncounted() // its tombstone is not counted
 	defer s.endUncounted()
-	return s.failedCommit(s.db.Update(func(txn *badger.Txn) error { return txn.Delete(endMarkKey(q)) }))
+	return s.rotating(func() error {
+		return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(endMarkKey(q)) })
+	})
 }
 
 // quietFor is how long Reclaim watches for writes before it flushes the
@@ -475,8 +477,9 @@ func (s *Badger) runGCAlone(discardRatio float64) (err error) {
 	if err := s.lostMemtable(); err != nil {
 		return err // a Write lost it while this round waited for wmu
 	}
-	defer s.recoverLost(&err) // before wmu is let go
-	return s.failedCommit(s.runGC(discardRatio))
+	// A Sync needing Badger's waits for the round (rotating): the round
+	// commits the values it moves, and any of its commits may rotate.
+	return s.rotating(func() error { return s.runGC(discardRatio) })
 }
 
 // quiet reports whether no Write was running or started for quietFor.
@@ -504,12 +507,14 @@ func (s *Badger) flushMemtables() error {
 	}
 	s.beginUncounted() // a new memtable
 	defer s.endUncounted()
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) }); err != nil {
-		return s.failedCommit(err)
+	if err := s.rotating(func() error {
+		return s.db.Update(func(txn *badger.Txn) error { return txn.Set(flushSentinel, nil) })
+	}); err != nil {
+		return err
 	}
 	// Badger's drop sets up a new memtable: when it cannot, it is left
 	// without one, as after a failed commit.
-	return s.failedCommit(s.db.DropPrefix(flushSentinel))
+	return s.rotating(func() error { return s.db.DropPrefix(flushSentinel) })
 }
 
 // flatten compacts the LSM tree into one level (Badger's Flatten). Its

@@ -45,9 +45,9 @@ func (l *restoreLoad) commit() error {
 	txn := l.txn
 	l.txn = nil
 	if l.s.loadCommit != nil {
-		return l.s.failedCommit(l.s.loadCommit(txn))
+		return l.s.rotating(func() error { return l.s.loadCommit(txn) })
 	}
-	return l.s.failedCommit(txn.Commit())
+	return l.s.rotating(txn.Commit)
 }
 
 // cancel discards the transaction not committed, if any.

@@ -305,14 +305,16 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	}
 	// Before anything is dropped: snapshots taken before fail (WriteTo).
 	s.restores.Add(1)
-	if err := s.dropAll(); err != nil {
+	if err := s.rotating(s.dropAll); err != nil {
 		// Badger's drop sets up a new memtable: when it cannot, it is
 		// left without one, as after a failed commit.
-		return fmt.Errorf("store: restore: drop: %w", s.failedCommit(err))
+		return fmt.Errorf("store: restore: drop: %w", err)
 	}
 	mark := metaKey(restoringMeta)
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(mark, append([]byte{1}, note...)) }); err != nil {
-		return fmt.Errorf("store: restore: %w", s.failedCommit(err))
+	if err := s.rotating(func() error {
+		return s.db.Update(func(txn *badger.Txn) error { return txn.Set(mark, append([]byte{1}, note...)) })
+	}); err != nil {
+		return fmt.Errorf("store: restore: %w", err)
 	}
 	// On the disk before any of the snapshot: Badger replays each
 	// memtable's log on its own, and the OS may write a later log's pages
@@ -393,8 +395,10 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	if err := s.syncAll(); err != nil {
 		return fmt.Errorf("store: restore: sync: %w", err)
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(mark) }); err != nil {
-		return fmt.Errorf("store: restore: %w", s.failedCommit(err))
+	if err := s.rotating(func() error {
+		return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(mark) })
+	}); err != nil {
+		return fmt.Errorf("store: restore: %w", err)
 	}
 	if err := s.syncAll(); err != nil {
 		return fmt.Errorf("store: restore: sync: %w", err)

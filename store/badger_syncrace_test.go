@@ -97,6 +97,8 @@ func gcStore(t *testing.T, o BadgerOptions, rounds, perRound, size int) (*Badger
 // values it moves to the value log and their new pointers to the memtable
 // log, and a shortcut then would make the pointers durable without the
 // values (the first version did in 65 of 100 Syncs, seen with cachestat).
+// Such a Sync waits for the round's commits (rotating, which keeps Badger's
+// Sync away from a failed memtable rotation), and is Badger's then too.
 func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
 	useShortcut(t)
 	o := DefaultBadgerOptions()
@@ -127,8 +129,8 @@ func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if !during || !inGC.Load() || rounds.Load() != round {
-				continue // not all of it within one round
+			if !during || rounds.Load() != round {
+				continue // not begun within a round
 			}
 			total.Add(1)
 			if dbSyncs() > 0 {
@@ -159,8 +161,8 @@ func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
 	// The dirty value log behind clean memtable logs shows what shortcuts
 	// cost (the first version: 65 of 100); racy as a check, as the round
 	// writes on meanwhile, so only logged.
-	t.Logf("Syncs within GC rounds: %d, shortcuts: %d, with the memtable logs clean and the value log dirty: %d", total.Load(), shortcuts.Load(), bad.Load())
-	require.Positive(t, total.Load(), "no Sync ran within a GC round: the test shows nothing")
+	t.Logf("Syncs begun within GC rounds: %d, shortcuts: %d, with the memtable logs clean and the value log dirty: %d", total.Load(), shortcuts.Load(), bad.Load())
+	require.Positive(t, total.Load(), "no Sync began within a GC round: the test shows nothing")
 	require.Zero(t, shortcuts.Load())
 }
 
@@ -202,8 +204,10 @@ func TestBadgerSync_FindsTheActiveLogAfterAGCRound(t *testing.T) {
 				dbSyncs()
 				// No Write here: it would wait for the round's end (a
 				// round holds wmu, runGCAlone).
+				// It waits for the round's commits (rotating); the
+				// round's own sync may come first.
 				require.NoError(t, s.Sync())
-				require.Equal(t, 1, dbSyncs(), "a Sync during the round is Badger's")
+				require.GreaterOrEqual(t, dbSyncs(), 1, "a Sync during the round is Badger's")
 				break poll
 			}
 			time.Sleep(200 * time.Microsecond)

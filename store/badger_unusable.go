@@ -110,12 +110,34 @@ func (s *Badger) newIterator(txn *badger.Txn, opt badger.IteratorOptions) (it *b
 // badgerSync is Badger's Sync (dbSync), which dereferences the memtable:
 // on a store known to be without one (a failed rotation) it fails with
 // ErrUnusable instead, as a Close letting a held GC round go
-// (badger_gcheld.go) would reach it. A rotation failing while Badger's
-// Sync runs is not covered: recovering that panic would leave Badger's
-// lock held, and its Close would wait forever.
+// (badger_gcheld.go) would reach it. It holds rotateMu for reading, so no
+// rotation can fail between its check and its end: a commit that may
+// rotate waits for it, and it waits for such a commit until failedCommit
+// has marked the store. Without that, Badger's Sync met the missing
+// memtable with a nil dereference, with its lock held (recovering the
+// panic would leave Badger's Close waiting for that lock forever).
 func (s *Badger) badgerSync() error {
+	if !s.rotateMu.TryRLock() {
+		if s.syncGated != nil {
+			s.syncGated()
+		}
+		s.rotateMu.RLock()
+	}
+	defer s.rotateMu.RUnlock()
 	if err := s.lostMemtable(); err != nil {
 		return err
 	}
 	return s.dbSync()
+}
+
+// rotating runs call, a Badger call that may set the memtable aside and
+// create the next one (a commit, a drop, a value-log GC round), with
+// rotateMu held, and returns its error checked by failedCommit: no Badger
+// Sync runs between a failed rotation and the mark of the store. A panic
+// of Badger's missing memtable in call (recoverLost) marks the store too.
+func (s *Badger) rotating(call func() error) (err error) {
+	s.rotateMu.Lock()
+	defer s.rotateMu.Unlock()
+	defer s.recoverLost(&err)
+	return s.failedCommit(call())
 }

@@ -72,6 +72,10 @@ func (s *Badger) Write(b *Batch) error {
 	if tally.big {
 		s.vlogMu.RLock()
 	}
+	// Until failedCommit marked the store, if the commit's rotation
+	// failed: no Badger Sync meets the missing memtable (rotating).
+	s.rotateMu.Lock()
+	defer s.rotateMu.Unlock()
 	err := txn.Commit()
 	if tally.big {
 		s.vlogGen.Add(1)
