@@ -284,10 +284,10 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	defer s.dropMu.Unlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	clear(s.ends)
-	s.beginUncounted() // Badger's own writes
-	defer s.endUncounted()
 
+	// Every refusal comes before anything changes, the store's caches
+	// included: a refused Restore leaves the queues' ends, and the
+	// accounting of what the next Sync must cover, as they were.
 	br := bufio.NewReaderSize(r, 1<<20)
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != string(snapshotMagic) {
@@ -303,6 +303,9 @@ func (s *Badger) RestoreNoted(r io.Reader, note []byte) error {
 	if err := s.releaseHeld(); err != nil {
 		return fmt.Errorf("store: restore: sync the values a GC round moved: %w (%w)", err, ErrRestoreRefused)
 	}
+	clear(s.ends)
+	s.beginUncounted() // Badger's own writes
+	defer s.endUncounted()
 	// Before anything is dropped: snapshots taken before fail (WriteTo).
 	s.restores.Add(1)
 	if err := s.rotating(s.dropAll); err != nil {
