@@ -70,6 +70,17 @@ type walSync struct {
 	// relistAt is the written count from which syncActive lists the
 	// directory: a quarter of a memtable.
 	relistAt int64
+
+	// The directory's own fsync (badger_dirsync.go): vlogFid is the
+	// newest value-log file seen, vlogUnseen is set while a value-log
+	// file Badger may have created is not looked for yet, dirMem and
+	// dirVlog are fid and vlogFid at the last fsync of dir (-1: none
+	// since open), and syncDir fsyncs dir (tests replace it to count the
+	// calls).
+	vlogFid         int
+	vlogUnseen      bool
+	dirMem, dirVlog int
+	syncDir         func() error
 }
 
 const memSuffix = ".mem"
@@ -78,14 +89,21 @@ const memSuffix = ".mem"
 // memtables hold memTableSize bytes, starting from the newest memtable log
 // there.
 func newWALSync(dir string, memTableSize int64) (*walSync, error) {
-	w := &walSync{dir: dir, relistAt: max(memTableSize/4, 1)}
-	w.flush, w.listLogs = w.flushLog, w.list
+	w := &walSync{dir: dir, relistAt: max(memTableSize/4, 1), dirMem: -1, dirVlog: -1}
+	w.flush, w.listLogs, w.syncDir = w.flushLog, w.list, w.syncDirectory
 	fids, err := w.list()
 	if err != nil {
 		return nil, err
 	}
 	if len(fids) > 0 {
 		w.fid = fids[len(fids)-1]
+	}
+	vlogs, err := w.listVlogs()
+	if err != nil {
+		return nil, err
+	}
+	if len(vlogs) > 0 {
+		w.vlogFid = vlogs[len(vlogs)-1]
 	}
 	w.scan = time.Now()
 	return w, nil
@@ -121,7 +139,11 @@ func (w *walSync) path(fid int) string {
 }
 
 func (w *walSync) exists(fid int) (bool, error) {
-	_, err := os.Stat(w.path(fid))
+	return w.existsFile(w.path(fid))
+}
+
+func (w *walSync) existsFile(path string) (bool, error) {
+	_, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -145,18 +167,22 @@ func (w *walSync) rotated() (bool, error) {
 func (w *walSync) afterSync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.vlogUnseen = true // the value log may have a new file (badger_dirsync.go)
 	rotated, err := w.rotated()
 	if err != nil {
 		return err
 	}
-	if !rotated && !w.listDue() {
-		return nil
+	if rotated || w.listDue() {
+		// Every log from the last look's newest on, but the newest now,
+		// was active since the last look and is set aside; the newest's
+		// was synced by Badger's Sync unless it was created after that
+		// started, in which case it holds only later writes, and the
+		// next call looks at it.
+		if err := w.relist(false); err != nil {
+			return err
+		}
 	}
-	// Every log from the last look's newest on, but the newest now, was
-	// active since the last look and is set aside; the newest's was synced
-	// by Badger's Sync unless it was created after that started, in which
-	// case it holds only later writes, and the next call looks at it.
-	return w.relist(false)
+	return w.syncDirIfNew()
 }
 
 // syncActive does a Sync's work without Badger's: it flushes the log of
@@ -188,11 +214,14 @@ func (w *walSync) syncActive() error {
 			if err != nil {
 				return fmt.Errorf("sync memtable log %d: %w", w.fid, err)
 			}
-			return nil
+			return w.syncDirIfNew()
 		}
 		// Written out as a table since the check: a rotation.
 	}
-	return w.relist(true)
+	if err := w.relist(true); err != nil {
+		return err
+	}
+	return w.syncDirIfNew()
 }
 
 // errNoActiveLog is syncActive finding no memtable log at all, which
