@@ -57,19 +57,41 @@ func (e *Engine) failStore(err error) {
 func (e *Engine) syncStore() error {
 	e.syncMu.Lock()
 	defer e.syncMu.Unlock()
-	err := e.st.Sync()
-	pause := syncRetryPause
-	for try := 0; try < incompleteSyncRetries && errors.Is(err, store.ErrSyncIncomplete); try++ {
-		e.log.Warn("sync incomplete: trying again", "err", err, "retry", try+1)
-		e.retryPause(pause)
-		pause *= 2
-		err = e.st.Sync()
-	}
+	err := e.syncRetrying(e.retryPause)
 	if err != nil {
 		e.failStore(err)
 	}
 	return err
 }
+
+// finalSync is Close's Sync of the store, once nothing writes any more:
+// an incomplete one is retried as syncStore does, with its pauses (the
+// close is waiting for this Sync anyway), and only a Sync that failed
+// after its retries is reported. It does not stop writes: there are none
+// left, and Close reports the failure itself.
+func (e *Engine) finalSync() error {
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	return e.syncRetrying(sleepFor)
+}
+
+// syncRetrying is the store's Sync, tried again after pause (syncRetryPause,
+// doubled before each next try) up to incompleteSyncRetries times while
+// it fails with store.ErrSyncIncomplete. Call it with syncMu held.
+func (e *Engine) syncRetrying(pause func(time.Duration)) error {
+	err := e.st.Sync()
+	wait := syncRetryPause
+	for try := 0; try < incompleteSyncRetries && errors.Is(err, store.ErrSyncIncomplete); try++ {
+		e.log.Warn("sync incomplete: trying again", "err", err, "retry", try+1)
+		pause(wait)
+		wait *= 2
+		err = e.st.Sync()
+	}
+	return err
+}
+
+// sleepFor waits d.
+func sleepFor(d time.Duration) { time.Sleep(d) }
 
 // incompleteSyncRetries bounds the retries of a Sync that failed with
 // store.ErrSyncIncomplete; syncRetryPause is the pause before the first

@@ -73,3 +73,37 @@ func TestStoreFailure_IncompleteSyncRetriesFailing(t *testing.T) {
 		})
 	}
 }
+
+// Close's final Sync is retried as the engine's other Syncs are when it
+// stopped before its fsyncs (store.ErrSyncIncomplete): one that succeeds
+// on a retry gives a clean close, and only when every retry fails too
+// does Close report it. It used to report the first such Sync.
+func TestStoreFailure_IncompleteFinalSyncIsRetried(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, &equeue.Options{Sync: equeue.SyncNever})
+			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+			_, err := r.E.Append(ctxBG, &equeue.AppendRequest{Topic: "t", Messages: msgs("kept")})
+			require.NoError(t, err)
+			syncs := incompleteSyncs(r, 1)
+			require.NoError(t, r.E.Close(), "the final Sync succeeded on its retry")
+			assert.EqualValues(t, 2, syncs.Load(), "the final Sync and its retry")
+			r.reopen()
+			assert.Equal(t, []string{"kept"}, queueBodies(t, r.E, "t", 0))
+		})
+	}
+}
+
+func TestStoreFailure_IncompleteFinalSyncRetriesFailing(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newFaultRig(t, kind, &equeue.Options{Sync: equeue.SyncNever})
+			require.NoError(t, r.E.CreateTopic(ctxBG, "t", 1))
+			syncs := incompleteSyncs(r, -1)
+			err := r.E.Close()
+			require.ErrorIs(t, err, store.ErrSyncIncomplete, "reported once every retry failed")
+			assert.EqualValues(t, 4, syncs.Load(), "the final Sync and its 3 retries")
+			r.reopen() // the store closed all the same
+		})
+	}
+}
