@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
@@ -115,4 +116,37 @@ func TestBadgerSync_BesideAFailedRotationFailsInsteadOfCrashing(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	require.NoError(t, <-closed, "Close returns")
+}
+
+// The Syncs that flush the memtable logs themselves (the shortcut, after
+// writes that put nothing in the value log) do not wait for a commit in
+// progress: the engine writes its next batch while the previous one
+// syncs. Here a commit's hold of rotateMu is held by the test throughout
+// the Sync.
+func TestBadgerSync_ShortcutDoesNotWaitForACommit(t *testing.T) {
+	useShortcut(t)
+	s, err := OpenBadger(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	write := func(k string) {
+		require.NoError(t, s.Write(&Batch{Meta: []MetaOp{{Key: []byte(k), Value: []byte("v")}}}))
+	}
+	write("a")
+	require.NoError(t, s.Sync()) // Badger's: the first after the open
+	write("b")
+	dbSyncs := countDBSyncs(s)
+	dbSyncs()
+	s.rotateMu.Lock()
+	done := make(chan error, 1)
+	go func() { done <- s.Sync() }()
+	var serr error
+	select {
+	case serr = <-done:
+	case <-time.After(30 * time.Second):
+		s.rotateMu.Unlock()
+		t.Fatal("the Sync waited for the commit in progress")
+	}
+	s.rotateMu.Unlock()
+	require.NoError(t, serr)
+	assert.Zero(t, dbSyncs(), "the shortcut, not Badger's Sync")
 }
