@@ -59,11 +59,19 @@ type sentinel struct {
 }
 
 // sentinels lists every engine sentinel error. When an error matches several
-// (errors.Join), the first one here gives the status code.
+// (errors.Join), the first one here gives the status code. INDETERMINATE
+// comes first: an outcome that may be stored is Unknown on the wire,
+// whatever else the error matches. A leader that lost its leadership with
+// a write in flight answers ErrIndeterminate and ErrNotLeader; sent as
+// Unavailable, which gRPC documents as a transient condition to retry, a
+// client reading only the code would send again a write that may be
+// stored. DeadlineExceeded, which gRPC also allows for a change that may
+// have been made, reads as the caller's own deadline. The details still
+// name every sentinel, and the leader.
 var sentinels = []sentinel{
+	{"INDETERMINATE", equeue.ErrIndeterminate, codes.Unknown},
 	{"NOT_LEADER", equeue.ErrNotLeader, codes.Unavailable},
 	{"CLOSED", equeue.ErrClosed, codes.Unavailable},
-	{"INDETERMINATE", equeue.ErrIndeterminate, codes.Unknown},
 	{"STORE_FAILED", equeue.ErrStoreFailed, codes.FailedPrecondition},
 	{"FENCED", equeue.ErrFenced, codes.FailedPrecondition},
 	{"NOT_MEMBER", equeue.ErrNotMember, codes.FailedPrecondition},
