@@ -36,7 +36,8 @@ func (c *Client) FastPathOwner() any { return c }
 // Outcomes are those of Append: an error from the broker means what it
 // means there; ErrBusy is retried, backing off, until ctx ends. An append
 // the broker answers with a failure it could not classify (Internal or
-// Unknown without an engine error) may be stored: its error matches
+// Unknown without an engine error, or an item without a code, which a
+// server of an earlier version sent) may be stored: its error matches
 // equeue.ErrIndeterminate, as a unary Append's does. An append
 // the broker may have received when the call broke, or when ctx ended,
 // gets an error matching equeue.ErrIndeterminate: it may or may not be
@@ -799,12 +800,14 @@ func (p *appendPipe) complete(s *pipeSend, r *streamAnswer) {
 		if errors.Is(err, ErrBusy) && p.backoff(s) {
 			return
 		}
-		if r.err.GetCode() != 0 && !brokerAnswer(st) {
+		if !brokerAnswer(st) {
 			// A failure the broker could not classify (Internal or
 			// Unknown without an engine error, a panic among them): the
-			// append may be stored, as a unary Append answered so. An
-			// item without a code is no answer a broker gives: it stays
-			// a refusal (TestAnswer_ErrorItemWithoutACodeIsAnError).
+			// append may be stored, as a unary Append answered so. So
+			// may one of an item without a code, which reads as Unknown:
+			// a server of an earlier version sent one after storing the
+			// append, for a backend error whose status said OK
+			// (TestAnswer_ErrorItemWithoutACodeIsAnError).
 			err = fmt.Errorf("%w: remote: append answered with a failure of unknown outcome: %w", equeue.ErrIndeterminate, err)
 		}
 		p.finish(s, equeue.AppendResult{}, err)

@@ -54,7 +54,11 @@ func (codelessErrorBroker) PullMany(_ context.Context, req *pb.PullManyRequest) 
 // all: an append answered so was reported stored, with no IDs (a
 // Producer's Send then indexed past them and panicked), and a long-poll
 // pull came back found, at offset 0 (a consumer would start the queue
-// over). Such an item is an error whose cause is unknown.
+// over). Such an item is an error whose cause is unknown. For an append
+// it is of unknown outcome (ErrIndeterminate): a server of an earlier
+// version sent one after storing the append, for a backend error whose
+// gRPC status said OK (TestServer_StoredAppendFailingWithAnOKStatusIsNeverCodeless);
+// before, the client took it for a refusal.
 func TestAnswer_ErrorItemWithoutACodeIsAnError(t *testing.T) {
 	gs := grpc.NewServer()
 	pb.RegisterBrokerServer(gs, codelessErrorBroker{})
@@ -74,7 +78,13 @@ func TestAnswer_ErrorItemWithoutACodeIsAnError(t *testing.T) {
 
 	res, err := c.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}})
 	require.Error(t, err, "answered %+v", res)
-	assert.NotErrorIs(t, err, equeue.ErrIndeterminate) // the broker answered: it refused
+	assert.ErrorIs(t, err, equeue.ErrIndeterminate, "an answer the client cannot classify: it may be stored")
+	done := make(chan error, 1)
+	c.AppendAsync(ctx, &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("y")}}},
+		func(_ equeue.AppendResult, err error) { done <- err })
+	err = <-done
+	require.Error(t, err)
+	assert.ErrorIs(t, err, equeue.ErrIndeterminate, "append async: %v", err)
 
 	pres, err := c.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 7, Group: "g", Member: "m", Wait: time.Second})
 	require.Error(t, err, "answered %+v", pres)

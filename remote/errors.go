@@ -116,7 +116,14 @@ func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+	if g, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		if st := g.GRPCStatus(); st == nil || st.Code() == codes.OK {
+			// A failure whose status says OK (a backend's own error
+			// type) is no answer the client can classify: sent as it is,
+			// an append stream's item would carry no code, which read as
+			// a refusal though the append may be stored.
+			return status.Error(codes.Unknown, err.Error())
+		}
 		return err
 	}
 	var reasons []string
