@@ -53,7 +53,8 @@ func (c *Client) FastPathOwner() any { return c }
 // an append whose answer could pass the client's MaxMessageBytes
 // (equeue.ErrMessageTooLarge): the client refuses it before sending. A broker
 // without AppendStream (an older version) gets unary Append calls, one
-// goroutine each, for the rest of the client's life; one that refuses the
+// goroutine each, each holding a slot of the window as a stream append
+// does, for the rest of the client's life; one that refuses the
 // stream as busy (it holds its ServerOptions.MaxAppendStreams) gets them
 // for a while, up to ClientOptions.MaxReconnectDelay, after which the
 // client opens a stream again.
@@ -64,8 +65,12 @@ func (c *Client) FastPathOwner() any { return c }
 // the broker sees that metadata: the stream, shared by the client's
 // appends, carries only the metadata it was opened with. Such appends keep
 // no order, with the appends on the stream nor among themselves (two of
-// them to one queue may be stored in either order), and take no place in
-// the stream's window: AppendAsync does not wait for one.
+// them to one queue may be stored in either order). Each holds a slot of
+// the same window as the stream's appends (streamWindow unanswered appends
+// in all, on the stream or as unary calls) until its call ends:
+// AppendAsync waits for one (bounded by ctx) while the window is full, so
+// middleware that puts metadata on every context does not turn it into a
+// goroutine, and a call held at the broker, per message.
 func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	if err := c.enter(ctx); err != nil {
 		cb(equeue.AppendResult{}, err)
@@ -306,7 +311,7 @@ func (p *appendPipe) poke() {
 
 // send takes a window slot (waiting while the window is full) and queues s.
 func (p *appendPipe) send(ctx context.Context, s *pipeSend) {
-	if !p.takeSlot(ctx, s) {
+	if !p.takeSlot(ctx, s.cb) {
 		return
 	}
 	p.mu.Lock()
@@ -337,10 +342,9 @@ func (p *appendPipe) send(ctx context.Context, s *pipeSend) {
 	p.poke()
 }
 
-// takeSlot takes a window slot for s, waiting while the window is full;
-// false when s's context ended or the client closed first (s is then
-// reported).
-func (p *appendPipe) takeSlot(ctx context.Context, s *pipeSend) bool {
+// takeSlot takes a window slot, waiting while the window is full; false
+// when ctx ended or the client closed first (cb is then called).
+func (p *appendPipe) takeSlot(ctx context.Context, cb func(equeue.AppendResult, error)) bool {
 	if ctx.Err() == nil {
 		// Usually a slot is free: take it without a select of three.
 		select {
@@ -349,16 +353,24 @@ func (p *appendPipe) takeSlot(ctx context.Context, s *pipeSend) bool {
 		default:
 		}
 	}
+	if hook := testHookSlotWait.Load(); hook != nil {
+		(*hook)()
+	}
 	select {
 	case p.slots <- struct{}{}:
 		return true
 	case <-ctx.Done():
-		s.cb(equeue.AppendResult{}, ctx.Err())
+		cb(equeue.AppendResult{}, ctx.Err())
 	case <-p.base.Done():
-		s.cb(equeue.AppendResult{}, equeue.ErrClosed)
+		cb(equeue.AppendResult{}, equeue.ErrClosed)
 	}
 	return false
 }
+
+// testHookSlotWait, when set by a test, runs in takeSlot when a send
+// finds the window full and waits for a slot (atomic as
+// testHookBeforeBatch).
+var testHookSlotWait atomic.Pointer[func()]
 
 // cancelled handles s's context ending: a send not on the wire is dropped
 // (not stored); one in flight is reported unknown, its answer ignored.
@@ -691,7 +703,7 @@ func (p *appendPipe) unaryWhileBusy() bool {
 	return true
 }
 
-// finishUnary frees s's slot and runs it as a unary Append.
+// finishUnary runs s as a unary Append, which keeps s's window slot.
 func (p *appendPipe) finishUnary(s *pipeSend) {
 	p.mu.Lock()
 	if s.state == sendDone {
@@ -703,17 +715,30 @@ func (p *appendPipe) finishUnary(s *pipeSend) {
 		s.stopCtx()
 	}
 	p.mu.Unlock()
-	<-p.slots
-	p.goUnary(s.ctx, s.orig, s.cb)
+	p.runUnary(s.ctx, s.orig, s.cb)
 }
 
 // goUnary runs req as a unary Append on a goroutine of its own, which
-// reports to cb; after close, it reports equeue.ErrClosed at once. Client.Close
-// waits for these goroutines (waitUnary) once the connection is closed.
+// reports to cb. It takes a slot of the window the stream's appends hold
+// (waiting, bounded by ctx, while the window is full), so that these
+// goroutines, and the calls the broker holds for them, are as bounded as
+// the appends on the stream.
 func (p *appendPipe) goUnary(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
+	if !p.takeSlot(ctx, cb) {
+		return
+	}
+	p.runUnary(ctx, req, cb)
+}
+
+// runUnary runs req, which holds a window slot, as a unary Append on a
+// goroutine of its own; the slot is freed once the call ended, before cb
+// runs. After close, it reports equeue.ErrClosed at once. Client.Close
+// waits for these goroutines (waitUnary) once the connection is closed.
+func (p *appendPipe) runUnary(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		<-p.slots
 		cb(equeue.AppendResult{}, equeue.ErrClosed)
 		return
 	}
@@ -721,7 +746,9 @@ func (p *appendPipe) goUnary(ctx context.Context, req *equeue.AppendRequest, cb 
 	p.mu.Unlock()
 	go func() {
 		defer p.unaries.Done()
-		cb(p.c.appendUnary(ctx, req))
+		res, err := p.c.appendUnary(ctx, req)
+		<-p.slots
+		cb(res, err)
 	}()
 }
 
