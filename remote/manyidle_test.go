@@ -108,11 +108,14 @@ func runManyIdle(t *testing.T, members, clients int) {
 		queues   = 64
 		pullWait = time.Second
 	)
-	// Heartbeats every second in a session of 6 s, so that the three idle
-	// rounds outlast a session. Tighter (500 ms in 3 s), the race detector
-	// on two busy cores starved members past their session, and each
-	// expiry rebalanced its group, which woke every member's heartbeat.
-	const heartbeat, session = time.Second, 6 * time.Second
+	// Heartbeats every second in the engine's default session (30 s).
+	// Tighter (500 ms in 3 s, 1 s in 6 s, then 1 s in 10 s), the race
+	// detector on two cores shared with other test runs starved members
+	// past their session (0.30–0.45 heartbeats per member per second, the
+	// whole process stalled for up to 10 s), and each expiry rebalanced
+	// its group. The idle window still outlasts a session, and every
+	// member's own heartbeats are counted across it.
+	const heartbeat, session = time.Second, equeue.DefaultSessionTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := openEngine(t, &equeue.Options{SessionTimeout: session, MaxPullWait: pullWait})
@@ -263,10 +266,25 @@ func runManyIdle(t *testing.T, members, clients int) {
 	eventually(t, 60*time.Second, delivered("a", queues), "every send reached every group (%d deliveries)", func() any { return got.count() })
 
 	// (2) and (3) Idle rounds: the members stay, no rebalance, the
-	// goroutines do not grow.
+	// goroutines do not grow. The window is sized by the members' own
+	// heartbeats, not the clock alone: at least three rounds, and on until
+	// it outlasts a session and every member sent two heartbeats more
+	// (however slow the machine), so a member kept only by a session not
+	// run out yet, or one that stopped heartbeating, is caught.
 	var rounds []processSample
 	beats, idleFrom := b.heartbeats.Load(), time.Now()
-	for range 3 {
+	memberBeats := b.perMember()
+	beatTwice := func() bool {
+		now := b.perMember()
+		for id, n := range memberBeats {
+			if now[id] < n+2 {
+				return false
+			}
+		}
+		return len(now) >= members+1
+	}
+	idleBound := time.Now().Add(3 * time.Minute)
+	for len(rounds) < 3 || time.Since(idleFrom) < session+heartbeat || (!beatTwice() && time.Now().Before(idleBound)) {
 		time.Sleep(pullWait + heartbeat) // one long-poll round and a heartbeat
 		// The fewest of a few samples: held calls come and go between them.
 		least := sampleProcess()
@@ -278,6 +296,17 @@ func runManyIdle(t *testing.T, members, clients int) {
 		}
 		rounds = append(rounds, least)
 	}
+	idle, sentBeats := time.Since(idleFrom), b.heartbeats.Load()-beats
+	assert.Len(t, memberBeats, members+1, "members that heartbeat before the idle window")
+	now := b.perMember()
+	var stalled []string
+	for id, n := range memberBeats {
+		if now[id] < n+2 {
+			stalled = append(stalled, fmt.Sprintf("%s: %d then %d", id, n, now[id]))
+		}
+	}
+	slices.Sort(stalled)
+	assert.Empty(t, stalled, "members whose heartbeats did not go on across %v idle", idle)
 	for g := range groups {
 		name := fmt.Sprint("g", g)
 		st := readGroup(t, e, name)
@@ -285,25 +314,23 @@ func runManyIdle(t *testing.T, members, clients int) {
 		assert.Equal(t, settled[name].epoch, st.epoch, "%s: rebalanced while idle", name)
 	}
 	held := remote.HeldLongPolls(s.srv)
-	idle, sentBeats := time.Since(idleFrom), b.heartbeats.Load()-beats
 	t.Logf("idle: %.2f heartbeats per member per second (one per %v expected)", float64(sentBeats)/float64(members+1)/idle.Seconds(), heartbeat)
 	// A heartbeat answered at once instead of held would send hundreds; a
 	// slow machine sends fewer, never more.
 	assert.LessOrEqual(t, sentBeats, 5*int64(members+1)*(int64(idle/heartbeat)+1), "idle members heartbeat without waiting")
-	grew := rounds[2].goroutines - rounds[0].goroutines
+	last := rounds[len(rounds)-1]
+	grew := last.goroutines - rounds[0].goroutines
 	// A goroutine left behind by each heartbeat would add about two per
 	// member and round (a round is a pull wait and a heartbeat interval and
 	// more; about one on a starved machine); a member's held heartbeat
 	// comes and goes between samples.
-	assert.Less(t, grew, members+16, "goroutines grew by %d over two long-poll rounds: %d, %d, %d", grew,
-		rounds[0].goroutines, rounds[1].goroutines, rounds[2].goroutines)
-	last := rounds[2]
+	assert.Less(t, grew, members+16, "goroutines grew by %d over %d long-poll rounds: %v", grew,
+		len(rounds)-1, roundGoroutines(rounds))
 	per := func(a, b int) float64 { return float64(a-b) / float64(members+1) }
-	t.Logf("%d members on %d clients: slowest send %v; per member: %.2f goroutines (%.2f of the server's), %.1f KiB of heap (process); long-polls held: %d; after joining: %.2f goroutines (%.2f server); rounds: %d, %d, %d",
+	t.Logf("%d members on %d clients: slowest send %v; per member: %.2f goroutines (%.2f of the server's), %.1f KiB of heap (process); long-polls held: %d; after joining: %.2f goroutines (%.2f server); rounds: %v",
 		members+1, clients+1, slowest, per(last.goroutines, base.goroutines), per(last.server, base.server),
 		float64(int64(last.heap)-int64(base.heap))/1024/float64(members+1), held,
-		per(joined.goroutines, base.goroutines), per(joined.server, base.server),
-		rounds[0].goroutines, rounds[1].goroutines, rounds[2].goroutines)
+		per(joined.goroutines, base.goroutines), per(joined.server, base.server), roundGoroutines(rounds))
 
 	// (5) The cut member's connection is closed under it: it keeps its
 	// queues and handles their messages, and no group rebalances. Then its
@@ -360,7 +387,7 @@ func runManyIdle(t *testing.T, members, clients int) {
 
 	if clients > 1 { // the cut member's own client is the same in both runs
 		expireAndRejoin(t, e, proxy, want(0), mine)
-		eventually(t, 60*time.Second, func() bool { return maps.Equal(before["g0"].owners, readGroup(t, e, "g0").owners) },
+		eventually(t, 2*time.Minute, func() bool { return maps.Equal(before["g0"].owners, readGroup(t, e, "g0").owners) },
 			"g0 settles back to the queues' owners before")
 		handledByCut("d")
 		untouched("expired and rejoined", false)
@@ -389,7 +416,7 @@ func expireAndRejoin(t *testing.T, e *equeue.Engine, proxy *holdproxy.Proxy, mem
 	t.Helper()
 	proxy.Hang()
 	defer proxy.LetGo() // a failed wait does not leave the member's client hanging
-	eventually(t, 60*time.Second, func() bool { return readGroup(t, e, "g0").members == members-1 },
+	eventually(t, 2*time.Minute, func() bool { return readGroup(t, e, "g0").members == members-1 },
 		"the engine expires the member whose connection passes nothing")
 	proxy.Cut()
 	proxy.LetGo()
@@ -407,13 +434,38 @@ func expireAndRejoin(t *testing.T, e *equeue.Engine, proxy *holdproxy.Proxy, mem
 	}, "the expired member rejoins and gets its queues back")
 }
 
-// countingBackend is an engine that counts the heartbeats it is sent.
+// roundGoroutines lists the goroutines of each idle round's sample.
+func roundGoroutines(rounds []processSample) []int {
+	out := make([]int, len(rounds))
+	for i, r := range rounds {
+		out[i] = r.goroutines
+	}
+	return out
+}
+
+// countingBackend is an engine that counts the heartbeats it is sent, in
+// all and per member.
 type countingBackend struct {
 	*equeue.Engine
 	heartbeats atomic.Int64
+	mu         sync.Mutex
+	byMember   map[string]int // "group/member" -> heartbeats
 }
 
 func (b *countingBackend) Heartbeat(ctx context.Context, req *equeue.HeartbeatRequest) (equeue.Assignment, error) {
 	b.heartbeats.Add(1)
+	b.mu.Lock()
+	if b.byMember == nil {
+		b.byMember = map[string]int{}
+	}
+	b.byMember[req.Group+"/"+req.Member]++
+	b.mu.Unlock()
 	return b.Engine.Heartbeat(ctx, req)
+}
+
+// perMember is how many heartbeats each member has sent so far.
+func (b *countingBackend) perMember() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.byMember)
 }
