@@ -217,9 +217,15 @@ type adminError struct {
 
 func (e *adminError) Error() string { return e.text }
 
+// peerAuthFailedText starts the text of cluster.ErrPeerAuthFailed, the
+// same in the versions before salts, whose leaders say it too.
+const peerAuthFailedText = "cluster: the node refused the leader's Raft handshake"
+
 // addFailed says that cluster add of id at raftAddr failed with err, and,
 // for a node of another cluster (409 with cluster.ErrForeignCluster's
-// text) or one that did not catch up in time (504), what to do next.
+// text), one that refused the leader's Raft handshake (504 with
+// cluster.ErrPeerAuthFailed's) or one that did not catch up in time
+// (504), what to do next.
 func addFailed(id, raftAddr string, err error) error {
 	var advice string
 	var ae *adminError
@@ -227,6 +233,8 @@ func addFailed(id, raftAddr string, err error) error {
 		switch {
 		case ae.code == http.StatusConflict && strings.Contains(ae.text, cluster.ErrForeignCluster.Error()):
 			advice = "; its directory holds another cluster's data: stop it, empty its directory (or give it a new --dir), start it and add it again"
+		case ae.code == http.StatusGatewayTimeout && strings.Contains(ae.text, peerAuthFailedText):
+			advice = "; the leader reached it and it refused the leader's Raft handshake: restart it with the --cluster-secret-file and --cluster-salt of the cluster's other nodes (no salt if they have none), on an equeue whose Raft handshake is theirs, then add it again"
 		case ae.code == http.StatusGatewayTimeout:
 			advice = "; check that the node runs and that the leader can reach its Raft address (--cluster-raft), then add it again"
 		}
