@@ -12,8 +12,10 @@ import (
 
 // Badger creates a memtable log (<fid>.mem) at each memtable rotation and
 // a value-log file (<fid>.vlog) when the current one is full, and fsyncs
-// neither file's directory entry (it fsyncs the directory for its tables
-// and manifest, and at Close). POSIX does not promise that a new file's
+// neither file's directory entry (it fsyncs the directory for its
+// manifest, for the tables its compactions write, and at Close; not for
+// the level-0 table a memtable is written out to, a gap left to Badger).
+// POSIX does not promise that a new file's
 // entry survives a machine crash until its directory is fsynced: the
 // writes a Sync acknowledged in that file could go with it. So a Sync
 // fsyncs the store's directory once the newest memtable log or value-log
