@@ -92,3 +92,7 @@ func APIRights() map[int16]Rights {
 	}
 	return out
 }
+
+// Closing is closed once s's Close has ended the calls of its
+// connections (their context).
+func Closing(s *Server) <-chan struct{} { return s.ctx.Done() }

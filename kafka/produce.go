@@ -455,8 +455,12 @@ func (c *conn) appendChunks(topic string, part int32, msgs []*equeue.Message) (s
 	return at, nil
 }
 
+// appendMsgs stores msgs with one engine append, which the connection's
+// end does not cancel (appendContext).
 func (c *conn) appendMsgs(topic string, part int32, msgs []*equeue.Message) (storedAt, error) {
-	res, err := c.s.b.Append(c.ctx, &equeue.AppendRequest{Topic: topic, Queue: int(part), Messages: msgs})
+	ctx, done := c.appendContext()
+	defer done()
+	res, err := c.s.b.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: int(part), Messages: msgs})
 	return storedAtOf(res), err
 }
 
