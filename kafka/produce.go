@@ -264,7 +264,19 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 		// producer; a first batch (sequence 0) may be the retry of one a
 		// restart cut off, unless the listener handed its ID out since.
 		if !st.known && st.partial == nil && (b.firstSeq != 0 || !c.s.pids.handedOut(term, b.producerID)) {
-			st.keepFailedFirst(term, c.rebuild(topic, part, b, st))
+			floor, err := c.rebuild(topic, part, b, st)
+			if err != nil {
+				// Not known whether the producer stored the batch
+				// already: refused, to be retried, and what the
+				// read learned forgotten (a failed first batch kept).
+				failed := st.failedFirst
+				st.reset()
+				st.failedFirst = failed
+				return storedAt{}, errorCode(err), err
+			}
+			st.keepFailedFirst(term, floor)
+		} else if err := c.readBackTo(topic, part, b, st); err != nil {
+			return storedAt{}, errorCode(err), err
 		}
 		st.resumeLogged(b)
 		first, dup, code := st.check(b)

@@ -76,6 +76,10 @@ type seqState struct {
 	// as many batches as the producer has in flight at most (recent is
 	// full).
 	logged map[int32]loggedRecord
+	// back is where rebuild's read of the producer's records stopped,
+	// for a retry of an earlier batch to read on (conn.readBackTo); nil
+	// when rebuild did not read them.
+	back *readBack
 }
 
 // partialStored is a batch of which a failed try stored the first
@@ -202,7 +206,7 @@ func (p *producers) lock(term uint64, pid int64, topic string, part int32) *seqS
 // reset forgets what st knows of its producer's batches: the next one is
 // taken as it comes.
 func (st *seqState) reset() {
-	st.known, st.topicID, st.epoch, st.lastSeq, st.nrec, st.partial, st.logged = false, 0, 0, 0, 0, nil, nil
+	st.known, st.topicID, st.epoch, st.lastSeq, st.nrec, st.partial, st.logged, st.back = false, 0, 0, 0, 0, nil, nil, nil
 	st.failedFirst = nil
 }
 
@@ -421,8 +425,10 @@ func (st *seqState) stored(b *producedBatch, at storedAt) {
 // batches. When it began above (more records were stored since than it
 // reads, rebuildScan), another leader may have stored the batch's retry
 // and later ones: the failure is forgotten and the batch taken as it
-// comes, as before the failure was kept across terms. A read that failed
-// (floor -1) keeps it: the batch is refused rather than stored ahead.
+// comes, as before the failure was kept across terms. A read not made
+// (floor -1: the topic or partition is not there) keeps it: the batch is
+// refused rather than stored ahead. (A read that failed refuses the batch
+// before: conn.storeBatch.)
 func (st *seqState) keepFailedFirst(term uint64, floor int64) {
 	f := st.failedFirst
 	if f == nil || st.known || f.term == term || floor < 0 {

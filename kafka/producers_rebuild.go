@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +40,11 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // in an earlier term (keepFailedFirst).
 //
 // It returns the offset from which the partition's last records were
-// read, -1 when they, or the producer's, could not be read.
+// read, -1 when the topic or partition does not exist (the batch's
+// append then meets it), or, with the error, when they, or the
+// producer's, could not be read: st is then left knowing nothing, and
+// the batch is refused (storeBatch), not taken as it comes, since its
+// records may be stored already.
 //
 // The partition's last records are read once a leadership term (see
 // partScan), whichever producers ask: a producer's records stored since
@@ -50,11 +55,14 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // read (see resumeLogged), and none below the partition's read
 // (rebuildScan records at most). So a client sending batches under
 // producer IDs it makes up costs no more than one read of the partition.
-func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState) int64 {
+func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState) (int64, error) {
 	pid := b.producerID
 	ti, err := c.s.b.Topic(c.ctx, topic)
-	if err != nil || part < 0 || int(part) >= len(ti.Queues) {
-		return -1
+	if errors.Is(err, equeue.ErrTopicNotFound) || errors.Is(err, equeue.ErrInvalidName) || err == nil && (part < 0 || int(part) >= len(ti.Queues)) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
 	}
 	q := ti.Queues[part]
 	sc := c.s.pids.scanOf(topic, part, c.s.term(), ti.ID)
@@ -68,17 +76,23 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 			}
 		})
 		if err != nil {
-			return -1
+			return -1, err
 		}
 		sc.floor, sc.last = floor, last
 	}
 	off, ok := sc.last[pid]
 	if !ok {
-		return sc.floor
+		return sc.floor, nil
 	}
 	prefix := "kafka-" + strconv.FormatInt(pid, 10) + "-"
 	back := int64(max(len(b.msgs), equeue.MaxPullBatch))
-	err = c.readRecords(topic, q.ID, max(sc.floor, off+1-back), off+1, func(m *equeue.Message) {
+	// The producer's records are read back as far as its batches in
+	// flight may reach, as many as b has each, below the partition's
+	// read if need be: a batch larger than that read is found too.
+	own := max(q.MinOffset, min(sc.floor, off+1-inFlightBatches*back))
+	lo := max(own, off+1-back)
+	lowest := int32(-1) // the lowest sequence number read in st's epoch
+	err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
 		epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
 		if !ok || !listenerShaped(m) {
 			return
@@ -88,16 +102,77 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 		case !st.known || epoch > st.epoch:
 			st.known, st.epoch, st.lastSeq = true, epoch, seq
 			st.logged = map[int32]loggedRecord{seq: l}
+			lowest = seq
 		case epoch == st.epoch:
 			st.lastSeq = seq // read in offset order: the last read is the last stored
 			st.logged[seq] = l
+			lowest = min(lowest, seq)
 		}
 	})
+	if err == nil && st.logged != nil {
+		st.back = &readBack{floor: own, from: lo, lowest: lowest}
+		err = c.readBackTo(topic, part, b, st)
+	}
 	if err != nil {
-		return -1
+		return -1, err
 	}
 	delete(sc.last, pid)
-	return sc.floor
+	return sc.floor, nil
+}
+
+// inFlightBatches is how many batches a producer has in flight to a
+// partition at most (Kafka's max.in.flight.requests.per.connection with
+// idempotence), whose answers a restart of the listener may lose together.
+const inFlightBatches = 5
+
+// readBack is where rebuild's read of a producer's records stopped: it
+// may read down to floor, read from offset from, and the lowest sequence
+// number of the producer's epoch it found is lowest.
+type readBack struct {
+	floor, from int64
+	lowest      int32
+}
+
+// readBackTo goes on reading the partition's records below where rebuild
+// stopped (st.back), down to the partition's read at most, while b, a
+// batch of st's epoch, starts below the lowest sequence number read: b is
+// then the retry of a batch stored before the last ones (a producer has
+// up to five in flight, whose answers a restart of the listener lost
+// together), and its records are to be known stored (seqState.logged),
+// so that its retry is acknowledged where it was stored. Read from the
+// producer's last records alone, the retry was refused
+// OUT_OF_ORDER_SEQUENCE_NUMBER, and franz-go sent every record in flight
+// again under a new epoch, storing them twice. Each step reads back at
+// least as many records as the producer's missing ones, so the read stops
+// at b's first record, or at r.floor: the partition's read (rebuildScan
+// records), or inFlightBatches times b's size below the producer's last
+// record when that is further back, which bounds what rebuild costs; a
+// batch stored further back is not found.
+func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqState) error {
+	r := st.back
+	if r == nil || st.logged == nil || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 {
+		return nil
+	}
+	prefix := "kafka-" + strconv.FormatInt(b.producerID, 10) + "-"
+	for r.lowest > b.firstSeq && r.from > r.floor {
+		hi := r.from
+		lo := max(r.floor, hi-int64(r.lowest-b.firstSeq))
+		err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
+			epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
+			if !ok || epoch != st.epoch || !listenerShaped(m) {
+				return
+			}
+			if _, seen := st.logged[seq]; !seen {
+				st.logged[seq] = loggedOf(m)
+			}
+			r.lowest = min(r.lowest, seq)
+		})
+		if err != nil {
+			return err
+		}
+		r.from = lo
+	}
+	return nil
 }
 
 // readRecords calls fn with each record of the queue from offset lo to
