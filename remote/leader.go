@@ -33,7 +33,9 @@ import (
 // equeue.ErrIndeterminate, matching ErrUnavailable as well when the
 // connection failed with the append sent, or when the leader lost its
 // leadership during the write) is returned; the client then forgets that
-// leader. Send again with the same message IDs on a topic
+// leader, or, when the leader lost its leadership and its answer names
+// the new one, takes that one for the leader, without sending the append
+// again. Send again with the same message IDs on a topic
 // with a dedup window to store it at most once.
 // Retries stop when the call's context ends, or after FailoverWait.
 //
@@ -232,13 +234,9 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			return v, nil
 		}
 		last = err
-		var re *Error
 		switch {
 		case errors.Is(err, equeue.ErrNotLeader) && (repeatable || refusedNotLeader(err)):
-			leader := ""
-			if errors.As(err, &re) && re.Leader != addr {
-				leader = re.Leader
-			}
+			leader := namedLeader(err, addr)
 			cc.redirect(addr, leader)
 			if leader != "" && hops < 3 && ctx.Err() == nil {
 				hops++ // follow at once, a few times in a row
@@ -261,7 +259,12 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			hops = 0
 			cc.redirect(addr, "")
 		default:
-			if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			if errors.Is(err, equeue.ErrNotLeader) {
+				// The leader lost its leadership during the write (an
+				// unknown outcome, not sent again): the next call goes to
+				// the leader it names, or looks for one.
+				cc.redirect(addr, namedLeader(err, addr))
+			} else if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 				// Unreachable, or too slow (a paused leader holds calls
 				// until they time out): the next call asks the others.
 				cc.redirect(addr, "")
@@ -269,6 +272,16 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			return zero, err
 		}
 	}
+}
+
+// namedLeader is the leader err (from the node at addr) names, "" when it
+// names none or addr itself.
+func namedLeader(err error, addr string) string {
+	var re *Error
+	if errors.As(err, &re) && re.Leader != addr {
+		return re.Leader
+	}
+	return ""
 }
 
 // refusedNotLeader reports whether err is a node's refusal as not the

@@ -25,7 +25,9 @@ func (cc *ClusterClient) FastPathOwner() any { return cc }
 // that stored nothing (equeue.ErrNotLeader, ErrBusy) is sent again to the
 // leader the refusal names, or to the next node, through elections, on a
 // goroutine of its own; an append the leader may have stored when the call
-// broke is not retried and gets an error matching equeue.ErrIndeterminate.
+// broke, or that the leader answered after losing its leadership during
+// the write (the client then follows the leader the answer names), is
+// not retried and gets an error matching equeue.ErrIndeterminate.
 // When the leader cannot be reached (ErrUnavailable, which an append whose
 // stream broke with its connection also matches) or is too slow, the
 // client forgets that leader: the next call looks for it among the nodes.
@@ -52,14 +54,14 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 		case err == nil:
 		case refusedNotLeader(err):
 			// Nothing was stored: follow the node the refusal names.
-			leader := ""
-			var re *Error
-			if errors.As(err, &re) && re.Leader != addr {
-				leader = re.Leader
-			}
-			cc.redirect(addr, leader)
+			cc.redirect(addr, namedLeader(err, addr))
 			cc.appendAside(ctx, req, cb)
 			return
+		case errors.Is(err, equeue.ErrNotLeader):
+			// The leader lost its leadership during the write: the
+			// outcome is unknown, so the append is not sent again, but
+			// the next call goes to the leader the answer names.
+			cc.redirect(addr, namedLeader(err, addr))
 		case errors.Is(err, ErrBusy) && ctx.Err() == nil:
 			cc.appendAside(ctx, req, cb)
 			return
