@@ -123,6 +123,12 @@ func toStatus(err error) error {
 			// an append stream's item would carry no code, which read as
 			// a refusal though the append may be stored.
 			return status.Error(codes.Unknown, err.Error())
+		} else if st.Code() != codes.Unknown && errors.Is(err, equeue.ErrIndeterminate) {
+			// An outcome that may be stored is Unknown on the wire
+			// whatever status the error carries (see sentinels).
+			p := st.Proto()
+			p.Code = int32(codes.Unknown)
+			return status.ErrorProto(p)
 		}
 		return err
 	}
