@@ -430,7 +430,9 @@ func (c *Consumer) subscriptions() []Subscription {
 // so that the join whose answer was lost does not hold the member ID
 // against it; should that leave have landed, its answer lost, the broker
 // refuses that incarnation's join (ErrNotMember) and Start joins again
-// at once as a new one. Until that leave returned, Start runs: a Start called
+// at once as a new one; should the broker refuse that Start's join
+// otherwise (ErrJoinRefused), it leaves all the same, as the member the
+// lost join made may be there still. Until that leave returned, Start runs: a Start called
 // meanwhile is refused as one called while Start runs, since it would
 // join as the incarnation that leave removes. A Close that came while
 // Start joined could not leave for the member the join made: Start leaves
@@ -450,7 +452,10 @@ func (c *Consumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: consumer already started", ErrInvalidArgument)
 	}
 	c.started = true
-	if c.incarnation == "" {
+	// An incarnation carried over from a Start whose join may have landed
+	// may be a member already (see joinMayHaveLanded).
+	carried := c.incarnation != ""
+	if !carried {
 		c.incarnation = newIncarnation()
 	}
 	c.mu.Unlock()
@@ -464,6 +469,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		retry := !c.closed // else Close left first, or reads the incarnation
 		if retry {
 			c.incarnation = newIncarnation()
+			carried = false
 		}
 		c.mu.Unlock()
 		if retry {
@@ -482,7 +488,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		// Still started while it leaves: a Start again now would join as
 		// this incarnation, and this leave would remove its member.
-		left := joinMayHaveLanded(err) && leaveLostJoin(startLeaveBound(ctx), c.b, c.joinRequest(), c.log)
+		left := mayBeMember(err, carried) && leaveLostJoin(startLeaveBound(ctx), c.b, c.joinRequest(), c.log)
 		c.mu.Lock()
 		c.started = false
 		if left && !c.closed { // else Close may be reading the incarnation

@@ -158,7 +158,9 @@ var ErrHandlerAbandoned = errors.New("equeue: handler still running after the cl
 
 // ErrJoinRefused is matched, beside the error that says why, by the error
 // of a JoinGroup that the broker refused: it added no member, so a
-// Consumer's or PullConsumer's Start that gets it sends no leave. A failed
+// Consumer's or PullConsumer's Start that gets it sends no leave, unless
+// its incarnation is one an earlier Start kept after a join whose answer
+// was lost (that join's member may still be there). A failed
 // join whose error does not match it may have added the member (its answer
 // lost on the way, say), and Start leaves for it. A Broker of the
 // program's own marks its refusals with it, or gets a leave after each.

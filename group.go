@@ -643,7 +643,8 @@ func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([
 // last SessionTimeout gets ErrNotMember: it was sent before the leave and
 // arrived after it (departures.go).
 //
-// Every error it returns matches ErrJoinRefused: no member was added.
+// Every error it returns matches ErrJoinRefused: no member was added (a
+// member an earlier join of the same incarnation made stays).
 //
 // Broker seam: Consumers and PullConsumers call it on Start;
 // applications do not.

@@ -125,7 +125,8 @@ func (pc *PullConsumer) ID() string { return pc.join.Member }
 // whose answer was lost does not hold the member ID against it (should
 // that leave have landed, its answer lost, the broker refuses that
 // incarnation's join, ErrNotMember, and Start joins again at once as a
-// new one); a Start called before that leave returned is refused (ErrClosed, as one called
+// new one; a refusal of its join otherwise, ErrJoinRefused, leaves all the
+// same, as the member the lost join made may be there still); a Start called before that leave returned is refused (ErrClosed, as one called
 // while Start runs), since it would join as the incarnation the leave
 // removes. A Start that
 // joined but could not use its grants (or whose ctx ended first) leaves
@@ -144,7 +145,10 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: pull consumer closed or already started", ErrClosed)
 	}
 	pc.started = true
-	if pc.join.Incarnation == "" {
+	// An incarnation carried over from a Start whose join may have landed
+	// may be a member already (see joinMayHaveLanded).
+	carried := pc.join.Incarnation != ""
+	if !carried {
 		pc.join.Incarnation = newIncarnation()
 	}
 	join := *pc.join
@@ -159,6 +163,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		if retry {
 			pc.join.Incarnation = newIncarnation()
 			join = *pc.join
+			carried = false
 		}
 		pc.mu.Unlock()
 		if retry {
@@ -177,7 +182,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		pc.mu.Unlock()
 		// Still started while it leaves: a Start again now would join as
 		// this incarnation, and this leave would remove its member.
-		left := joinMayHaveLanded(err) && leaveLostJoin(startLeaveBound(ctx), pc.b, pc.join, pc.log)
+		left := mayBeMember(err, carried) && leaveLostJoin(startLeaveBound(ctx), pc.b, pc.join, pc.log)
 		pc.mu.Lock()
 		pc.started = false      // not a member: Start may be called again
 		if left && !pc.closed { // else Close may be reading pc.join

@@ -29,6 +29,16 @@ func joinMayHaveLanded(err error) bool {
 	return !errors.Is(err, ErrJoinRefused)
 }
 
+// mayBeMember reports whether a Start whose join failed with err may
+// leave a member of its incarnation in the group: its join may have
+// landed (joinMayHaveLanded), or the incarnation is carried over from an
+// earlier Start whose join may have, its leave unanswered (carried). A
+// refusal (ErrJoinRefused) says that this join added no member, not that
+// the earlier one added none: the member it made stays until a leave.
+func mayBeMember(err error, carried bool) bool {
+	return carried || joinMayHaveLanded(err)
+}
+
 // leaveLostJoin is the leave of a Start whose join failed but may have
 // landed (joinMayHaveLanded), so that the member it may have made does not
 // hold its queues, and its member ID, until its session expires; a join
