@@ -950,7 +950,9 @@ func (c *Consumer) Close() error {
 // commit did not store are handled again by the group, and the member
 // stays in the group until the engine's session timeout expires it and
 // hands its queues to the other members, or until the Close of the
-// engine it was opened on in-process, which commits and leaves again. With a ctx that never ends
+// engine it was opened on in-process, which commits and leaves again
+// while the member's session runs (past it, the engine may have expired
+// the member: it does nothing then). With a ctx that never ends
 // (context.Background) it waits for the answers as long as the broker
 // takes. Idempotent, as Close: a later call of either waits for the first
 // to finish and returns nil. A nil ctx returns ErrInvalidArgument and
@@ -982,6 +984,9 @@ func (c *Consumer) closeForEngine() error {
 	}
 	if e := trackerOf(c.b); e != nil {
 		defer e.clients.removeConsumer(c) // kept for this redo alone
+	}
+	if sessionLapsed(c.gate.sessionEnds()) {
+		return err // the member may be gone, its ID another's (closecut_keep.go)
 	}
 	ctx, cancel := closeLeaveBound()
 	defer cancel()
@@ -1025,13 +1030,21 @@ func (c *Consumer) closeReporting(bound func() (context.Context, context.CancelF
 		// A close cut with its final commit or leave undone stays known to
 		// the engine, whose Close does them again (closeForEngine), even
 		// when this close returned before that began.
+		// Only while the member's session runs (closecut_keep.go).
 		defer func() {
 			c.mu.Lock()
 			keep := c.unfinished != nil
 			c.mu.Unlock()
 			if !keep {
 				e.clients.removeConsumer(c)
+				return
 			}
+			keepCutUntil(c.gate.sessionEnds(), func() {
+				c.mu.Lock()
+				c.unfinished = nil
+				c.mu.Unlock()
+				e.clients.removeConsumer(c)
+			})
 		}()
 	}
 	if !started {

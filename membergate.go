@@ -33,6 +33,8 @@ type memberGate struct {
 	session time.Duration
 	// until is when the lease of the last confirmation ends.
 	until time.Time
+	// last is when the last confirmed heartbeat or join was sent.
+	last time.Time
 	// failed is set from a failed heartbeat or join until one succeeds.
 	failed bool
 	// renewed, when set, is closed at the next confirmation.
@@ -87,10 +89,26 @@ func (g *memberGate) confirm(sent time.Time, session time.Duration) {
 	if end := sent.Add(sessionLease(g.lease, g.session)); end.After(g.until) {
 		g.until = end
 	}
+	if sent.After(g.last) {
+		g.last = sent
+	}
 	if g.renewed != nil {
 		close(g.renewed)
 		g.renewed = nil
 	}
+}
+
+// sessionEnds returns when the engine may expire the member at the
+// earliest: the last confirmation's sending plus the engine's session
+// timeout (its session counts from the receipt). Zero while either is
+// unknown.
+func (g *memberGate) sessionEnds() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last.IsZero() || g.session <= 0 {
+		return time.Time{}
+	}
+	return g.last.Add(g.session)
 }
 
 // fail records that a heartbeat or join failed.

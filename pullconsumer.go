@@ -53,6 +53,10 @@ type PullConsumer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// session tracks when the engine may expire the member (its
+	// sessionEnds: closecut_keep.go); its lease is none.
+	session memberGate
+
 	mu      sync.Mutex
 	started bool
 	closed  bool
@@ -153,6 +157,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 	}
 	join := *pc.join
 	pc.mu.Unlock()
+	sent := time.Now()
 	a, err := pc.b.JoinGroup(ctx, &join)
 	if errors.Is(err, ErrNotMember) {
 		// The broker took a leave of this incarnation (an earlier Start's
@@ -200,6 +205,7 @@ func (pc *PullConsumer) Start(ctx context.Context) error {
 		pc.leaveAfterStart(bound)
 		return fmt.Errorf("%w: pull consumer closed while starting", ErrClosed)
 	}
+	pc.session.confirm(sent, a.SessionTimeout)
 	// The join's grants are applied by the membership loop, which
 	// heartbeats meanwhile; Start waits for that first apply.
 	loopCtx, stopLoop := context.WithCancel(pc.ctx)
@@ -260,7 +266,7 @@ func (pc *PullConsumer) membershipLoop(ctx context.Context, join *Assignment, fi
 		return err
 	}
 	runMembership(ctx, pc.b, pc.join, func() time.Duration { return pc.hb }, pc.log, pc.knownVersion, join,
-		newApplier(ctx, first.wrap(apply), pc.log), func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, func(time.Time, time.Duration, bool) {}) //nolint:errcheck // an empty assignment cannot fail
+		newApplier(ctx, first.wrap(apply), pc.log), func() { pc.apply(ctx, Assignment{}) }, pc.replaced.Store, pc.session.set) //nolint:errcheck // an empty assignment cannot fail
 }
 
 // knownVersion is the version of the assignment applied last.
@@ -624,7 +630,7 @@ func (pc *PullConsumer) Close() error {
 // session timeout expires it and hands its queues to the other members,
 // unless Engine.Close, closing the pull consumer beside it (opened on the
 // engine in-process; also when this close returned before Engine.Close
-// began), leaves again within its own bound (it reports only what fails
+// began, while the member's session runs), leaves again within its own bound (it reports only what fails
 // there). With a ctx that never ends (context.Background) it
 // waits for the leave's answer as long as the broker takes. Idempotent,
 // as Close: a later call of either waits for the first to finish and
@@ -654,6 +660,9 @@ func (pc *PullConsumer) closeForEngine() error {
 	}
 	if e := trackerOf(pc.b); e != nil {
 		defer e.clients.removePullConsumer(pc) // kept for this redo alone
+	}
+	if sessionLapsed(pc.session.sessionEnds()) {
+		return err // the member may be gone, its ID another's (closecut_keep.go)
 	}
 	ctx, cancel := closeLeaveBound()
 	defer cancel()
@@ -691,13 +700,21 @@ func (pc *PullConsumer) closeReporting(bound func() (context.Context, context.Ca
 		// A close cut with its leave unanswered stays known to the
 		// engine, whose Close leaves again (closeForEngine), even when
 		// this close returned before that began.
+		// Only while the member's session runs (closecut_keep.go).
 		defer func() {
 			pc.mu.Lock()
 			keep := pc.unfinished != nil
 			pc.mu.Unlock()
 			if !keep {
 				e.clients.removePullConsumer(pc)
+				return
 			}
+			keepCutUntil(pc.session.sessionEnds(), func() {
+				pc.mu.Lock()
+				pc.unfinished = nil
+				pc.mu.Unlock()
+				e.clients.removePullConsumer(pc)
+			})
 		}()
 	}
 	pc.cancel()
