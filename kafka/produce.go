@@ -468,8 +468,14 @@ func (c *conn) appendChunks(topic string, part int32, msgs []*equeue.Message) (s
 }
 
 // appendMsgs stores msgs with one engine append, which the connection's
-// end does not cancel (appendContext).
+// end does not cancel (appendContext). None starts once the connection
+// ended: its error is returned, nothing stored (a batch's later chunks
+// are not stored after Server.Close, which waits for the one in flight
+// alone).
 func (c *conn) appendMsgs(topic string, part int32, msgs []*equeue.Message) (storedAt, error) {
+	if err := c.ctx.Err(); err != nil {
+		return storedAt{}, err
+	}
 	ctx, done := c.appendContext()
 	defer done()
 	res, err := c.s.b.Append(ctx, &equeue.AppendRequest{Topic: topic, Queue: int(part), Messages: msgs})

@@ -321,8 +321,9 @@ func (s *Server) Serve(lis net.Listener) error {
 
 // Close stops the listeners, closes every connection, ends group
 // coordination and waits for every goroutine the server started. Appends
-// in flight are not cancelled but waited for (30 s at most), so that
-// what a listener started after Close reads back is settled. It is
+// in flight are not cancelled but waited for (30 s at most), and none
+// starts after, so that what a listener started after Close reads back
+// is settled. It is
 // idempotent.
 func (s *Server) Close() error {
 	s.mu.Lock()
