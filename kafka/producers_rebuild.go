@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,7 +92,7 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	// read if need be: a batch larger than that read is found too.
 	own := max(q.MinOffset, min(sc.floor, off+1-inFlightBatches*back))
 	lo := max(own, off+1-back)
-	lowest := int32(-1) // the lowest sequence number read in st's epoch
+	lowest := int32(-1) // the sequence number read furthest back in st's epoch
 	err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
 		epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
 		if !ok || !listenerShaped(m) {
@@ -106,10 +107,16 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 		case epoch == st.epoch:
 			st.lastSeq = seq // read in offset order: the last read is the last stored
 			st.logged[seq] = l
-			lowest = min(lowest, seq)
 		}
 	})
 	if err == nil && st.logged != nil {
+		// The record read furthest back, sequence numbers wrapping
+		// around (a producer's go from math.MaxInt32 back to 0).
+		for seq := range st.logged {
+			if seqBelow(st.lastSeq, seq) > seqBelow(st.lastSeq, lowest) {
+				lowest = seq
+			}
+		}
 		st.back = &readBack{floor: own, from: lo, lowest: lowest}
 		err = c.readBackTo(topic, part, b, st)
 	}
@@ -126,16 +133,34 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 const inFlightBatches = 5
 
 // readBack is where rebuild's read of a producer's records stopped: it
-// may read down to floor, read from offset from, and the lowest sequence
-// number of the producer's epoch it found is lowest.
+// may read down to floor, read from offset from, and the sequence number
+// of the producer's epoch it found furthest back (seqBelow) is lowest.
 type readBack struct {
 	floor, from int64
 	lowest      int32
 }
 
+// seqAhead is how far behind a producer's last sequence number a batch's
+// first must be, at most, to be taken for one stored before it (seqBelow):
+// one further is ahead of it, sequence numbers having wrapped around.
+const seqAhead = 1 << 30
+
+// seqBelow is how far seq lies behind last, a producer's sequence numbers
+// going from math.MaxInt32 back to 0: 0 for last itself, 1 for the one
+// before, math.MaxInt32 for the one after.
+func seqBelow(last, seq int32) int64 {
+	d := int64(last) - int64(seq)
+	if d < 0 {
+		d += math.MaxInt32 + 1
+	}
+	return d
+}
+
 // readBackTo goes on reading the partition's records below where rebuild
 // stopped (st.back), down to the partition's read at most, while b, a
-// batch of st's epoch, starts below the lowest sequence number read: b is
+// batch of st's epoch, starts further behind the producer's last sequence
+// number than any read (seqBelow, across the wrap from math.MaxInt32 to
+// 0; a batch ahead of the last is no retry and reads nothing): b is
 // then the retry of a batch stored before the last ones (a producer has
 // up to five in flight, whose answers a restart of the listener lost
 // together), and its records are to be known stored (seqState.logged),
@@ -154,9 +179,14 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 		return nil
 	}
 	prefix := "kafka-" + strconv.FormatInt(b.producerID, 10) + "-"
-	for r.lowest > b.firstSeq && r.from > r.floor {
+	last := st.lastSeq
+	want := seqBelow(last, b.firstSeq)
+	if want >= seqAhead {
+		return nil // ahead of the last record: no retry
+	}
+	for seqBelow(last, r.lowest) < want && r.from > r.floor {
 		hi := r.from
-		lo := max(r.floor, hi-int64(r.lowest-b.firstSeq))
+		lo := max(r.floor, hi-(want-seqBelow(last, r.lowest)))
 		err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
 			epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
 			if !ok || epoch != st.epoch || !listenerShaped(m) {
@@ -165,7 +195,9 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 			if _, seen := st.logged[seq]; !seen {
 				st.logged[seq] = loggedOf(m)
 			}
-			r.lowest = min(r.lowest, seq)
+			if seqBelow(last, seq) > seqBelow(last, r.lowest) {
+				r.lowest = seq
+			}
 		})
 		if err != nil {
 			return err
