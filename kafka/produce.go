@@ -408,7 +408,9 @@ func (c *conn) appendRest(topic string, part int32, msgs []*equeue.Message, done
 func setIDs(b *producedBatch, part int32) {
 	prefix := "kafka-" + strconv.FormatInt(b.producerID, 10) + "-" + strconv.Itoa(int(b.producerEpoch)) + "-" + strconv.Itoa(int(part)) + "-"
 	for i, m := range b.msgs {
-		m.ID = prefix + strconv.FormatInt(int64(b.firstSeq)+int64(i), 10)
+		// The number wraps around as the producer's do (seqAt), so the
+		// read back (producerSeqOf) finds a batch across the wrap whole.
+		m.ID = prefix + strconv.Itoa(int(seqAt(b, i)))
 	}
 }
 

@@ -58,3 +58,24 @@ func TestProduce_RebuiltStateKnowsTheBatchesInFlightAcrossTheWrap(t *testing.T) 
 	}
 	assert.Equal(t, stored, storedCount(t, e, "t"), "nothing stored again")
 }
+
+// TestProduce_RebuiltStateKnowsABatchAcrossTheWrap: a batch whose
+// sequence numbers wrap around (2^31-1, then 0) is named by the wrapped
+// numbers, so a listener that knows nothing of its producer reads it
+// back whole and acknowledges its retry where it was stored. Before, its
+// records after the wrap were named 2^31 and on, which the read back does
+// not take for a producer's: the retry was refused
+// OUT_OF_ORDER_SEQUENCE_NUMBER, and franz-go sent its records again.
+func TestProduce_RebuiltStateKnowsABatchAcrossTheWrap(t *testing.T) {
+	e := openEngine(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	const pid, epoch = int64(7022), int16(0)
+	batch := rawBatch(pid, epoch, math.MaxInt32-1, "a", "b", "c", "d")
+	first := produceRaw(ctx, t, kclient(t, serve(t, e, nil)), "t", 0, batch)
+	require.Equal(t, int16(0), first.ErrorCode)
+	retry := produceRaw(ctx, t, kclient(t, serve(t, e, nil)), "t", 0, batch)
+	require.Equal(t, int16(0), retry.ErrorCode, "the retry is taken")
+	assert.Equal(t, first.BaseOffset, retry.BaseOffset, "acknowledged where it was stored")
+	assert.Equal(t, int64(4), storedCount(t, e, "t"), "stored once")
+}
