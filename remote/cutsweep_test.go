@@ -197,6 +197,9 @@ func cutSweep(t *testing.T, pad int, delay time.Duration, streams bool) {
 			})
 		}
 	}
-	// A run's traffic varies a little: the last points may pass the end.
-	assert.GreaterOrEqual(t, cut.Load(), int64(2*steps*3/4), "most runs were cut")
+	// A run's traffic varies (gRPC's pings and window updates follow the
+	// timing): on a loaded machine the uncut run measured up to a third
+	// more than later runs sent, so the last points may pass their end.
+	// Half the points cut still shows the sweep covers the traffic.
+	assert.GreaterOrEqual(t, cut.Load(), int64(steps), "at least half the runs were cut")
 }
