@@ -322,16 +322,17 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 }
 
 // topicIDAndEnd returns the ID of topic (equeue.TopicInfo.ID) and the end
-// offset of its partition part: 0 and -1 when they cannot be read.
+// offset of its partition part: 0 and -1 when they cannot be read, the
+// ID and -1 when the topic has no such partition (see topicPart).
 func (c *conn) topicIDAndEnd(topic string, part int32) (uint32, int64) {
-	ti, err := c.s.b.Topic(c.ctx, topic)
+	id, q, err := c.topicPart(topic, part)
+	if errors.Is(err, equeue.ErrQueueNotFound) {
+		return id, -1
+	}
 	if err != nil {
 		return 0, -1
 	}
-	if part < 0 || int(part) >= len(ti.Queues) {
-		return ti.ID, -1
-	}
-	return ti.ID, ti.Queues[part].MaxOffset
+	return id, q.MaxOffset
 }
 
 // setLogStarts gives each stored partition of a produce answer its log

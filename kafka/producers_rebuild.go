@@ -58,15 +58,14 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // producer IDs it makes up costs no more than one read of the partition.
 func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState) (int64, error) {
 	pid := b.producerID
-	ti, err := c.s.b.Topic(c.ctx, topic)
-	if errors.Is(err, equeue.ErrTopicNotFound) || errors.Is(err, equeue.ErrInvalidName) || err == nil && (part < 0 || int(part) >= len(ti.Queues)) {
+	id, q, err := c.topicPart(topic, part)
+	if errors.Is(err, equeue.ErrTopicNotFound) || errors.Is(err, equeue.ErrInvalidName) || errors.Is(err, equeue.ErrQueueNotFound) {
 		return -1, nil
 	}
 	if err != nil {
 		return -1, err
 	}
-	q := ti.Queues[part]
-	sc := c.s.pids.scanOf(topic, part, c.s.term(), ti.ID)
+	sc := c.s.pids.scanOf(topic, part, c.s.term(), id)
 	defer sc.mu.Unlock()
 	if sc.last == nil {
 		last := map[int64]int64{}

@@ -151,6 +151,7 @@ type Server struct {
 	handling func()
 	maxTS    *maxTimestamps // what MAX_TIMESTAMP scans learned (maxtimestamp.go)
 	ids      topicNames     // the topics' names by Kafka ID (topicids.go)
+	topicIDs topicIDCache   // the topics' equeue IDs by name (topicidcache.go)
 	// partsMu guards parts, the produce locks of the partitions a batch
 	// is being stored to (see appendBatch and partLock).
 	partsMu sync.Mutex
