@@ -59,7 +59,10 @@
 // listener, nor a batch whose append had an unknown outcome, unless the
 // topic has a dedup window: an idempotent producer's records are given the
 // message IDs kafka-<producer>-<epoch>-<partition>-<sequence>, which the
-// window recognizes. Transactions are not offered.
+// window recognizes. After a restart the state is learned from the
+// partition's last records; the retry of a batch stored before those read
+// is answered DUPLICATE_SEQUENCE_NUMBER, which clients take for stored.
+// Transactions are not offered.
 //
 // # Clusters
 //

@@ -35,6 +35,7 @@ const (
 	errInvalidRequiredAcks        int16 = 21
 	errUnsupportedForMessageFmt   int16 = 43
 	errOutOfOrderSequence         int16 = 45
+	errDuplicateSequence          int16 = 46
 	errInvalidProducerEpoch       int16 = 47
 	errUnsupportedVersion         int16 = 35
 	errInvalidConfig              int16 = 40

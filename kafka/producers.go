@@ -333,6 +333,9 @@ func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int1
 	if at, ok := st.loggedBatch(b); ok {
 		return at, true, errNone
 	}
+	if st.storedBeyondRead(b) {
+		return storedAt{}, false, errDuplicateSequence
+	}
 	want := st.lastSeq + 1
 	if st.lastSeq == math.MaxInt32 {
 		want = 0

@@ -386,3 +386,26 @@ func (p *producers) expireScans(now time.Time, idle time.Duration, term uint64) 
 		}
 	}
 }
+
+// storedBeyondRead reports whether b, a batch of st's epoch, is stored,
+// though rebuild did not read it: every sequence number of b lies behind
+// the producer's last one rebuild read, or at it (seqBelow), so b was
+// stored (the listener stores a producer's batches in sequence order),
+// and its first lies beyond the records read (st.back): further back
+// than readBackTo reads, the partition's last rebuildScan records, or
+// inFlightBatches times the batch's size below the producer's last
+// record when that is further. check then answers
+// DUPLICATE_SEQUENCE_NUMBER, which Kafka clients (franz-go, the Java
+// producer) take for stored, its offset unknown: refused
+// OUT_OF_ORDER_SEQUENCE_NUMBER, franz-go sent every batch in flight again
+// under a new epoch, storing them twice. A batch read but holding other
+// records (loggedBatch), or one whose last records are not stored, is
+// not one.
+func (st *seqState) storedBeyondRead(b *producedBatch) bool {
+	r := st.back
+	if r == nil || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 {
+		return false
+	}
+	first, last := seqBelow(st.lastSeq, b.firstSeq), seqBelow(st.lastSeq, b.lastSeq())
+	return first < seqAhead && last <= first && first > seqBelow(st.lastSeq, r.lowest)
+}
