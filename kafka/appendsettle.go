@@ -10,7 +10,7 @@ import (
 // its connection ended (the client went away, or Server.Close): it is
 // not cancelled with the connection, whose end would leave its outcome
 // unknown (the engine may store it after the call returned).
-const appendSettle = 30 * time.Second
+var appendSettle = 30 * time.Second
 
 // appendContext is the context of a batch's append: not cancelled when
 // the connection ends, but appendSettle after, so that the append
