@@ -166,7 +166,8 @@ func queuesToAdd(ti equeue.TopicInfo, count int) (int, string) {
 }
 
 // describeConfigs answers the few topic and broker settings clients ask
-// about, read-only.
+// about, read-only (no AlterConfigs is served), with their types, and
+// their synonyms when the request asks for them.
 func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	for _, r := range req.Resources {
@@ -206,8 +207,15 @@ func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeC
 			}
 			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 			rc.Name, rc.Value, rc.ReadOnly = dc.name, kmsg.StringPtr(dc.value), true
-			rc.Source = dc.source
+			rc.Source, rc.ConfigType = dc.source, dc.typ
 			rc.IsDefault = dc.source == kmsg.ConfigSourceDefaultConfig // v0's
+			if req.IncludeSynonyms {
+				for _, syn := range dc.synonyms {
+					s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+					s.Name, s.Value, s.Source = syn.name, kmsg.StringPtr(syn.value), syn.source
+					rc.ConfigSynonyms = append(rc.ConfigSynonyms, s)
+				}
+			}
 			rr.Configs = append(rr.Configs, rc)
 		}
 		resp.Resources = append(resp.Resources, rr)
