@@ -17,16 +17,17 @@ import (
 // How the two ends of a Raft connection of NewSecureStream prove that they
 // hold the cluster's secret.
 //
-// Both ends offer raftProtocol by ALPN; an end that finds it was not
-// agreed on (the other end runs another version of this handshake, or is
-// no equeue node) closes the connection with errRaftVersion before it
-// sends or reads a proof. Once TLS 1.3 is set up, each end sends
-// HMAC-SHA256(key, label || role || keying material), the keying material
+// Both ends offer raftProtocols by ALPN, the latest first; an end that
+// finds none was agreed on (the other end runs another version of this
+// handshake, or is no equeue node) closes the connection with
+// errRaftVersion before it sends or reads a proof. Once TLS 1.3 is set
+// up, each end sends, in a hello (securehello.go; bare with a node of
+// equeue-raft/2), HMAC-SHA256(key, label || role || keying material), the keying material
 // being exported from the TLS session (RFC 8446, 7.5) under label: the
 // proof holds only for this session, so one seen on another connection
 // proves nothing here, and the roles differ, so an end cannot send the
 // other's proof back. The dialler proves first; the listener answers with
-// its own proof only to a dialler that proved, and with raftRefusal to
+// its own proof only to a dialler that proved, and with a refusal to
 // one whose proof does not match. Neither end checks the
 // other's certificate: the proofs authenticate the session, as a
 // certificate would.
@@ -51,10 +52,10 @@ import (
 // naming both.
 
 // raftProtocol is the ALPN protocol of this version of the handshake.
-const raftProtocol = "equeue-raft/2"
+const raftProtocol = "equeue-raft/3"
 
-// raftProofLabel names the proof's version and the exported keying
-// material.
+// raftProofLabel names the proof and the exported keying material; the
+// same in equeue-raft/2 and /3, whose proofs differ only in their frame.
 const raftProofLabel = "equeue raft v2"
 
 // raftKeySalt is PBKDF2's salt for a cluster without a salt of its own,
@@ -139,7 +140,7 @@ func isText(b []byte) bool {
 
 // errRaftVersion is the error of a connection whose other end does not
 // offer this version of the handshake.
-var errRaftVersion = fmt.Errorf("cluster: raft connection: the peer does not speak this version of the handshake (%s): every node of a cluster must run an equeue whose Raft handshake is the same", raftProtocol)
+var errRaftVersion = fmt.Errorf("cluster: raft connection: the peer does not speak this version of the handshake (%s or %s): every node of a cluster must run an equeue whose Raft handshake is the same", raftProtocol, raftProtocolV2)
 
 // errRaftProof is the error of a connection whose other end did not prove
 // that it holds the cluster's secret.
@@ -156,10 +157,23 @@ var raftRefusal = sha256.Sum256([]byte("equeue raft v2 proof refused"))
 // proof: the listener holds another secret.
 var errProofRefused = fmt.Errorf("%w: it refused this node's proof (another secret, or another cluster salt?)", errRaftProof)
 
-// raftProof is the proof of role for the TLS session of c.
+// proofLen is the length of a proof.
+const proofLen = sha256.Size
+
+// raftProof is what an end sends on c to prove role for its TLS session:
+// the proof in a hello, or bare with a node of equeue-raft/2.
 func raftProof(key []byte, role string, c *tls.Conn) ([]byte, error) {
+	p, err := bareProof(key, role, c)
+	if err != nil || !framed(c) {
+		return p, err
+	}
+	return helloOf(helloProof, p), nil
+}
+
+// bareProof is the proof of role for the TLS session of c.
+func bareProof(key []byte, role string, c *tls.Conn) ([]byte, error) {
 	cs := c.ConnectionState()
-	km, err := cs.ExportKeyingMaterial(raftProofLabel, nil, sha256.Size)
+	km, err := cs.ExportKeyingMaterial(raftProofLabel, nil, proofLen)
 	if err != nil {
 		return nil, err
 	}
@@ -187,9 +201,23 @@ func sendProof(key []byte, role string, c *tls.Conn) error {
 
 // checkProof reads the other end's proof of role from c and checks it.
 func checkProof(key []byte, role string, c *tls.Conn) error {
-	want, err := raftProof(key, role, c)
+	want, err := bareProof(key, role, c)
 	if err != nil {
 		return err
+	}
+	if framed(c) {
+		kind, got, err := readHello(c)
+		switch {
+		case err != nil:
+			return err
+		case kind == helloRefusal && role == roleListener:
+			return errProofRefused
+		case kind != helloProof:
+			return fmt.Errorf("%w: a refusal from a dialler", errMalformedHello)
+		case !hmac.Equal(got, want):
+			return errWrongProof
+		}
+		return nil
 	}
 	got := make([]byte, len(want))
 	if _, err := io.ReadFull(c, got); err != nil {
@@ -199,7 +227,7 @@ func checkProof(key []byte, role string, c *tls.Conn) error {
 		if role == roleListener && hmac.Equal(got, raftRefusal[:]) {
 			return errProofRefused
 		}
-		return errWrongProof
+		return errWrongBareProof
 	}
 	return nil
 }
@@ -218,7 +246,7 @@ func proveDialler(key []byte, c *tls.Conn) error {
 func proveListener(key []byte, c *tls.Conn) error {
 	if err := checkProof(key, roleDialler, c); err != nil {
 		if errors.Is(err, errWrongProof) {
-			_, _ = c.Write(raftRefusal[:]) // the dialler learns the secret was refused
+			_, _ = c.Write(refusalOn(c)) // the dialler learns the secret was refused
 		}
 		return err
 	}
@@ -243,26 +271,30 @@ func handshake(c net.Conn, conf *tls.Config, key []byte, dial bool) (*tls.Conn, 
 }
 
 // agree runs the TLS handshake of c and checks that both ends agreed on
-// raftProtocol.
+// one of raftProtocols.
 func agree(c *tls.Conn) error {
 	if err := c.Handshake(); err != nil {
 		return err
 	}
-	if c.ConnectionState().NegotiatedProtocol != raftProtocol {
+	if !slices.Contains(raftProtocols, c.ConnectionState().NegotiatedProtocol) {
 		return errRaftVersion
 	}
 	return nil
 }
 
 // serverConfig is the listener's TLS configuration with cert. It offers
-// raftProtocol; to a dialler that does not offer it, it offers none, so
-// that TLS is set up all the same and agree refuses the dialler with
-// errRaftVersion rather than TLS with an alert.
-func serverConfig(cert tls.Certificate) *tls.Config {
-	conf := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, NextProtos: []string{raftProtocol}}
+// raftProtocols, and TLS picks the first of them the dialler offers too;
+// to a dialler that offers none, it offers none, so that TLS is set up
+// all the same and agree refuses the dialler with errRaftVersion rather
+// than TLS with an alert.
+func serverConfig(cert tls.Certificate) *tls.Config { return serverConfigOf(cert, raftProtocols...) }
+
+// serverConfigOf is serverConfig offering protos.
+func serverConfigOf(cert tls.Certificate, protos ...string) *tls.Config {
+	conf := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, NextProtos: protos}
 	other := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}
 	conf.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
-		if slices.Contains(h.SupportedProtos, raftProtocol) {
+		if slices.ContainsFunc(h.SupportedProtos, func(p string) bool { return slices.Contains(protos, p) }) {
 			return nil, nil
 		}
 		return other, nil

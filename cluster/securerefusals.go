@@ -28,9 +28,13 @@ const (
 // The reasons a refused handshake is logged with.
 const (
 	reasonWrongSecret = "wrong secret"
-	reasonBadVersion  = "bad version"
-	reasonTimeout     = "timeout"
-	reasonOther       = "failed handshake"
+	// reasonBareProof is a bare proof of a node of equeue-raft/2 that
+	// does not verify: another secret, or random bytes.
+	reasonBareProof  = "unverified bare proof"
+	reasonMalformed  = "malformed hello"
+	reasonBadVersion = "bad version"
+	reasonTimeout    = "timeout"
+	reasonOther      = "failed handshake"
 )
 
 // errWrongProof is the error of a connection whose other end sent a proof
@@ -46,7 +50,7 @@ type refusalLog struct {
 
 func newRefusalLog() *refusalLog {
 	r := &refusalLog{now: time.Now, windows: map[string]*logwindow.Limiter{}}
-	for _, reason := range []string{reasonWrongSecret, reasonBadVersion, reasonTimeout, reasonOther} {
+	for _, reason := range []string{reasonWrongSecret, reasonBareProof, reasonMalformed, reasonBadVersion, reasonTimeout, reasonOther} {
 		r.windows[reason] = &logwindow.Limiter{Window: refusalWindow, Burst: refusalBurst}
 	}
 	return r
@@ -87,6 +91,10 @@ func refusalReason(err error) string {
 		return reasonTimeout
 	case errors.Is(err, errRaftVersion):
 		return reasonBadVersion
+	case errors.Is(err, errMalformedHello):
+		return reasonMalformed
+	case errors.Is(err, errWrongBareProof):
+		return reasonBareProof
 	case errors.Is(err, errWrongProof):
 		return reasonWrongSecret
 	}

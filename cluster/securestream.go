@@ -106,9 +106,11 @@ type pendingConn struct {
 // nil means lis's address. The stream owns lis from then on, closing it
 // on Close, but not when it returns an error. A node opened on it logs
 // each handshake of an accepted connection it refuses to Options.Logger,
-// at warn, with the dialler's address and the reason (wrong secret, bad
-// version, timeout, failed handshake), at most 10 lines of each reason in
-// 10 seconds.
+// at warn, with the dialler's address and the reason (wrong secret,
+// malformed hello, unverified bare proof, bad version, timeout, failed
+// handshake), at most 10 lines of each reason in 10 seconds. It speaks
+// the handshake's versions equeue-raft/3 and, with older nodes,
+// equeue-raft/2.
 func NewSecureStream(lis net.Listener, advertise net.Addr, secret []byte) (raft.StreamLayer, error) {
 	return newSecureStream(lis, advertise, secret, nil, secureHandshakeTimeout, nil)
 }
@@ -151,7 +153,7 @@ func newSecureStream(lis net.Listener, advertise net.Addr, secret, salt []byte, 
 		server: serverConfig(cert),
 		// The certificate is one the other node made up at its start: the
 		// proofs of the secret authenticate the session instead.
-		client:   &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, NextProtos: []string{raftProtocol}}, //nolint:gosec // see above
+		client:   &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true, NextProtos: raftProtocols}, //nolint:gosec // see above
 		timeout:  timeout,
 		refused:  refused,
 		refusals: newRefusalLog(),

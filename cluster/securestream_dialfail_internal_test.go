@@ -62,6 +62,6 @@ func TestSecureStream_DialClosedMidProofIsNoRefusal(t *testing.T) {
 	before := time.Now()
 	_, err := a.Dial(addr, time.Minute)
 	require.ErrorIs(t, err, errRaftProof)
-	require.Len(t, <-proved, 32, "the dialler proved")
+	require.Len(t, <-proved, raftHelloHeaderLen+proofLen, "the dialler proved")
 	assert.NoError(t, a.authFailure(string(addr), before), "a connection closed mid-proof is taken for a refusal")
 }

@@ -107,14 +107,15 @@ func assertClosedByPeer(t *testing.T, c net.Conn) {
 }
 
 // assertRefusedByPeer checks that the other end refused the proof sent on
-// c: it sends raftRefusal, nothing else, and closes c.
-func assertRefusedByPeer(t *testing.T, c net.Conn) {
+// c: it sends its refusal (refusalOn), nothing else, and closes c.
+func assertRefusedByPeer(t *testing.T, c *tls.Conn) {
 	t.Helper()
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
-	got := make([]byte, len(raftRefusal))
+	want := refusalOn(c)
+	got := make([]byte, len(want))
 	_, err := io.ReadFull(c, got)
 	require.NoError(t, err)
-	assert.Equal(t, raftRefusal[:], got, "the refusal")
+	assert.Equal(t, want, got, "the refusal")
 	assertClosedByPeer(t, c)
 }
 

@@ -104,6 +104,8 @@ func TestRefusalReason(t *testing.T) {
 	}{
 		{errWrongProof, "wrong secret"},
 		{errRaftVersion, "bad version"},
+		{fmt.Errorf("%w: magic", errMalformedHello), "malformed hello"},
+		{errWrongBareProof, "unverified bare proof"},
 		{fmt.Errorf("%w: %w", errRaftProof, timeoutError{}), "timeout"},
 		{timeoutError{}, "timeout"},
 		{fmt.Errorf("%w: %w", errRaftProof, net.ErrClosed), "failed handshake"},

@@ -33,8 +33,8 @@ func rawHMACProof(t *testing.T, secret []byte, label, role string, cs tls.Connec
 }
 
 // fakeListener accepts one connection on a loopback port, runs TLS on it
-// with conf, and hands the session's state and the first 32 bytes the
-// dialler sent (none when it sent none) to serve, whose answer it writes
+// with conf, and hands the session's state and the hello the dialler
+// sent (its first raftHelloHeaderLen+proofLen bytes) (none when it sent none) to serve, whose answer it writes
 // back before closing the connection.
 func fakeListener(t *testing.T, conf *tls.Config, serve func(cs tls.ConnectionState, proof []byte) []byte) raft.ServerAddress {
 	t.Helper()
@@ -57,7 +57,7 @@ func fakeListener(t *testing.T, conf *tls.Config, serve func(cs tls.ConnectionSt
 		if tc.Handshake() != nil {
 			return
 		}
-		p := make([]byte, sha256.Size)
+		p := make([]byte, raftHelloHeaderLen+proofLen)
 		n, _ := io.ReadFull(tc, p)
 		if answer := serve(tc.ConnectionState(), p[:n]); answer != nil {
 			_, _ = tc.Write(answer)
@@ -81,8 +81,10 @@ func TestSecureStream_ProofIsNotKeyedWithTheRawSecret(t *testing.T) {
 	a, _ := secureOnLoopback(t, testSecret)
 	_, err := a.Dial(addr, time.Minute)
 	require.Error(t, err, "the fake listener proves nothing")
-	proof := <-got
-	require.Len(t, proof, sha256.Size, "the dialler proves first")
+	hello := <-got
+	require.Len(t, hello, raftHelloHeaderLen+proofLen, "the dialler proves first")
+	assert.Equal(t, helloOf(helloProof, nil)[:raftHelloHeaderLen-1], hello[:raftHelloHeaderLen-1], "the hello's header")
+	proof := hello[raftHelloHeaderLen:]
 	for _, label := range []string{raftProofLabelV1, raftProofLabel} {
 		assert.NotEqual(t, rawHMACProof(t, testSecret, label, roleDialler, state), proof,
 			"the proof is an HMAC keyed with the raw secret (label %q)", label)
