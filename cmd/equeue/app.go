@@ -241,6 +241,9 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	if (a.tlsCert == "") != (a.tlsKey == "") {
 		return usageErrorf("--tls-cert and --tls-key go together")
 	}
+	if err := a.checkUnusedFlags(cmd); err != nil {
+		return err
+	}
 	level := a.logLevel
 	if level == "" {
 		level = "warn"
