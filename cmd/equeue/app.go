@@ -306,18 +306,8 @@ func (a *app) where() string {
 // missing directory is most likely a typo.
 func (a *app) connect(mode openMode) (*conn, error) {
 	switch {
-	case strings.Contains(a.server, ","):
-		c, err := a.dialCluster() // cluster.go
-		if err != nil {
-			return nil, err
-		}
-		return &conn{broker: c, close: c.Close}, nil
 	case a.server != "":
-		c, err := a.dial()
-		if err != nil {
-			return nil, err
-		}
-		return &conn{broker: c, close: c.Close}, nil
+		return a.dialServer()
 	case a.dir != "":
 		if err := checkDir(a.dir, mode); err != nil {
 			return nil, err
@@ -389,6 +379,23 @@ func (e *lockedError) Error() string {
 }
 
 func (e *lockedError) Unwrap() error { return e.err }
+
+// dialServer connects to --server: one broker, or a cluster's
+// comma-separated nodes whose leader it follows.
+func (a *app) dialServer() (*conn, error) {
+	if strings.Contains(a.server, ",") {
+		c, err := a.dialCluster() // cluster.go
+		if err != nil {
+			return nil, err
+		}
+		return &conn{broker: c, close: c.Close}, nil
+	}
+	c, err := a.dial()
+	if err != nil {
+		return nil, err
+	}
+	return &conn{broker: c, close: c.Close}, nil
+}
 
 // dial connects to --server with the TLS and token flags.
 func (a *app) dial() (*remote.Client, error) {

@@ -223,7 +223,7 @@ func (a *app) bench(ctx context.Context, c benchConfig) (err error) {
 	)
 	switch {
 	case a.server != "":
-		cl, err := a.dial()
+		cl, err := a.dialServer()
 		if err != nil {
 			return err
 		}
