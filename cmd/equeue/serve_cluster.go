@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,7 +49,7 @@ func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP) on, for \"equeue cluster\"; with --token it needs a token (admin right to change the cluster)")
 	f.StringVar(&c.secretFile, "cluster-secret-file", "", "read the secret every node of the cluster shares from `FILE` (at least 16 bytes, 32 characters if it is text, not one byte repeated; one trailing newline dropped): the Raft transport then runs TLS and takes only peers that prove the secret; needed with --token or --tls-cert")
 	f.BoolVar(&c.insecureRaft, "cluster-insecure-raft", false, "with --token or --tls-cert, serve the Raft transport without --cluster-secret-file: no authentication, no encryption (a network only the cluster's nodes reach)")
-	f.StringVar(&c.salt, "cluster-salt", "", "with --cluster-secret-file, the cluster's own `SALT` (its name, or random text made once for it; no secret), the same on every node: keys computed ahead from guessed secrets for other clusters serve nothing against it; a node with another salt, or none, is refused as one with another secret is")
+	f.StringVar(&c.salt, "cluster-salt", "", "with --cluster-secret-file, the cluster's own `SALT` (its name, or random text made once for it; no secret), the same on every node: keys computed ahead from guessed secrets for other clusters serve nothing against it; a node with another salt, or none, is refused as one with another secret is; the node keeps it in its directory from its first start, so later starts may leave it out, and refuse another")
 	f.StringVar(&c.logStore, "cluster-log-store", "", "Raft log store of a new directory: wal (raft-wal, the default: one fsync per append) or bolt (raft-boltdb: two); a directory keeps the one it was created with")
 }
 
@@ -104,8 +105,17 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
+	var salt []byte
+	storeSaltAfter := false
 	if secret != nil {
 		warnSecretFile(a.log, cf.secretFile, secretPerm)
+		// serve_saltkept.go
+		if salt, storeSaltAfter, err = keptSalt(a.dir, []byte(cf.salt), cf.saltSet); err != nil {
+			return err
+		}
+		if !cf.saltSet && len(salt) > 0 {
+			a.log.Info("proving the Raft secret with the cluster salt this node keeps", "file", filepath.Join(a.dir, saltFile), "fingerprint", saltFingerprint(salt))
+		}
 	}
 	// Take the ports before the node creates its directory, so a busy
 	// port leaves nothing behind.
@@ -152,7 +162,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	rs := newRaftStream(ports.take("cluster-raft"), cf.raft)
 	copts.RaftStream = rs
 	if secret != nil {
-		ss, serr := cluster.NewSaltedSecureStream(rs.Listener, rs.Addr(), secret, []byte(cf.salt))
+		ss, serr := cluster.NewSaltedSecureStream(rs.Listener, rs.Addr(), secret, salt)
 		if serr != nil {
 			_ = rs.Close()
 			return serr
@@ -169,6 +179,11 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	}
 	var closeAbort context.Context // set once the server stopped (stopServer)
 	defer func() { err = joinCloseError(err, a.closeEngine(ctx, closeAbort, node.CloseContext), "cluster node") }()
+	if storeSaltAfter {
+		if err := storeSalt(a.dir, salt); err != nil {
+			return err
+		}
+	}
 	srv, err := remote.NewBackendServer(node, c.server)
 	if err != nil {
 		return err
