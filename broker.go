@@ -305,6 +305,13 @@ type CommitRequest struct {
 	Member string
 	// Offsets are the queues' new committed offsets, stored in one write.
 	Offsets []OffsetCommit
+	// Incarnation is the token the member joined with
+	// (JoinRequest.Incarnation): a commit of another incarnation of the
+	// member ID (one that expired or left, its ID taken by a new Start)
+	// gets ErrNotMember and stores nothing, so that it cannot move that
+	// incarnation's offsets. Empty means no check (clients that predate
+	// it).
+	Incarnation string
 }
 
 // compareRefs orders queue refs by topic, then queue.

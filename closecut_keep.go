@@ -1,6 +1,9 @@
 package equeue
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // A close cut by its own context before its final commit or leave were
 // done leaves them to Engine.Close (closeForEngine), which keeps the
@@ -8,11 +11,17 @@ import "time"
 // runs (memberGate.sessionEnds): the engine cannot expire a member before
 // its last heartbeat's sending plus its session timeout, as it counts
 // from the receipt. Past that, the member may have expired and another
-// incarnation of its ID joined: a broadcasting member's commit done again
-// would move that incarnation's offsets back, and a commit of a member
-// gone fails Engine.Close. So the consumer is forgotten then, its redo
-// dropped, and a redo Engine.Close reaches later is not done: the engine
-// keeps no more consumers than the closes cut within a session timeout.
+// incarnation of its ID joined, and a commit of a member gone fails
+// Engine.Close. So the consumer is forgotten then, its redo dropped, and a
+// redo Engine.Close reaches later is not done: the engine keeps no more
+// consumers than the closes cut within a session timeout.
+//
+// The check of the session and the redo's commit are not one step: a new
+// incarnation may still join between them. The commit carries the
+// consumer's incarnation (CommitRequest.Incarnation), which the broker
+// refuses (ErrNotMember) once another one holds the member ID, so that a
+// broadcasting member's late commit never moves the new incarnation's
+// offsets back; Engine.Close reports that refusal.
 
 // keepCutUntil runs forget once end has passed (at once when it has); a
 // zero end (the session unknown) runs it never: Engine.Close does the
@@ -32,4 +41,15 @@ func keepCutUntil(end time.Time, forget func()) {
 // (memberGate.sessionEnds), has passed: the engine may have expired it.
 func sessionLapsed(end time.Time) bool {
 	return !end.IsZero() && !time.Now().Before(end)
+}
+
+// cutRedoHook, when set by a test, runs in closeForEngine's redo once the
+// member's session was found running, before the redo.
+var cutRedoHook atomic.Pointer[func()]
+
+// runCutRedoHook runs cutRedoHook when set.
+func runCutRedoHook() {
+	if h := cutRedoHook.Load(); h != nil {
+		(*h)()
+	}
 }

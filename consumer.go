@@ -880,7 +880,10 @@ func (c *Consumer) commit(ctx context.Context, rs []*runner) error {
 	if c.crashed.Load() {
 		return nil
 	}
-	req := &CommitRequest{Group: c.o.Group, Member: c.o.ID}
+	c.mu.Lock()
+	inc := c.incarnation // the one that joined: Start changes it no more
+	c.mu.Unlock()
+	req := &CommitRequest{Group: c.o.Group, Member: c.o.ID, Incarnation: inc}
 	var sent []*runner
 	for _, r := range rs {
 		if r.abandoned.Load() {
@@ -988,6 +991,7 @@ func (c *Consumer) closeForEngine() error {
 	if sessionLapsed(c.gate.sessionEnds()) {
 		return err // the member may be gone, its ID another's (closecut_keep.go)
 	}
+	runCutRedoHook()
 	ctx, cancel := closeLeaveBound()
 	defer cancel()
 	return redo(ctx)

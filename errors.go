@@ -50,8 +50,10 @@ var (
 	// ErrGroupNotFound is returned by admin calls on a group the engine does not know.
 	ErrGroupNotFound = errors.New("equeue: group not found")
 	// ErrNotMember is returned when a consumer ID is not (or no longer) a member of its group,
-	// for example after its session expired, and to a join of an incarnation
-	// that left its group (a join sent before its leave, arriving after it).
+	// for example after its session expired, to a join of an incarnation
+	// that left its group (a join sent before its leave, arriving after it),
+	// and to a heartbeat, leave or commit of an incarnation that another
+	// one of the member ID replaced (its commit stores nothing).
 	ErrNotMember = errors.New("equeue: not a group member")
 	// ErrMemberIDInUse is returned when a consumer joins with the member ID of
 	// another live incarnation (another Start); that incarnation is gone, and

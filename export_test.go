@@ -199,3 +199,14 @@ func OnDelayMoveQueued(e *Engine, f func()) {
 	}
 	e.sched.queueHook.Store(&f)
 }
+
+// OnCutCloseRedo has f run in Engine.Close's redo of a consumer's cut
+// close, once it found the member's session running and before it
+// commits again (nil: nothing).
+func OnCutCloseRedo(f func()) {
+	if f == nil {
+		cutRedoHook.Store(nil)
+		return
+	}
+	cutRedoHook.Store(&f)
+}

@@ -97,7 +97,8 @@ func (g *group) ofModel(k offsetKey) bool { return (k.member != "") == (g.model 
 // only after the store write returned. A nil request or a member ID
 // JoinGroup would refuse gets ErrInvalidArgument and a bad group name
 // ErrInvalidName, whether or not the group exists; then an unknown group gets ErrGroupNotFound and a member not in
-// it ErrNotMember.
+// it ErrNotMember, as does a commit naming an incarnation other than the
+// live member's (CommitRequest.Incarnation), which stores nothing.
 //
 // Broker seam: Consumers commit through it (PullConsumer.Commit for
 // programs that run their own loop); to move a group's offsets as an
@@ -166,6 +167,11 @@ func (e *Engine) commitOffsets(g *group, req *CommitRequest, fenced bool) (again
 	g.commitMu.Lock()
 	g.mu.Lock()
 	if err := e.groups.stillMember(g, req.Member); err != nil {
+		g.mu.Unlock()
+		g.commitMu.Unlock()
+		return false, err
+	}
+	if err := g.sameIncarnation(req); err != nil {
 		g.mu.Unlock()
 		g.commitMu.Unlock()
 		return false, err

@@ -541,6 +541,7 @@ func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) er
 	closed := pc.closed
 	g, ok := pc.grants[q]
 	pos := pc.positions[q]
+	inc := pc.join.Incarnation
 	pc.mu.Unlock()
 	if closed {
 		return ErrClosed
@@ -554,7 +555,7 @@ func (pc *PullConsumer) Commit(ctx context.Context, q QueueRef, offset int64) er
 	if offset > pos {
 		return fmt.Errorf("%w: %s offset %d is past the consumer's position %d under its grant", ErrFenced, q, offset, pos)
 	}
-	return pc.b.CommitOffsets(ctx, &CommitRequest{Group: pc.join.Group, Member: pc.join.Member,
+	return pc.b.CommitOffsets(ctx, &CommitRequest{Group: pc.join.Group, Member: pc.join.Member, Incarnation: inc,
 		Offsets: []OffsetCommit{{Grant: g, Offset: offset}}})
 }
 

@@ -649,7 +649,7 @@ func (c *Client) CommitOffsets(ctx context.Context, req *equeue.CommitRequest) e
 			}
 		}
 	}
-	in := &pb.CommitOffsetsRequest{Group: req.Group, Member: req.Member, Offsets: make([]*pb.OffsetCommit, len(req.Offsets))}
+	in := &pb.CommitOffsetsRequest{Group: req.Group, Member: req.Member, Incarnation: req.Incarnation, Offsets: make([]*pb.OffsetCommit, len(req.Offsets))}
 	for i, o := range req.Offsets {
 		in.Offsets[i] = &pb.OffsetCommit{Grant: &pb.Grant{Topic: o.Topic, Queue: toInt32(o.Queue), Epoch: o.Epoch}, Offset: o.Offset, Attempts: attemptsToPB(o.Attempts)}
 	}

@@ -234,7 +234,8 @@ func (v *service) ReleaseQueues(ctx context.Context, req *pb.ReleaseQueuesReques
 }
 
 func (v *service) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsRequest) (*pb.CommitOffsetsResponse, error) {
-	cr := &equeue.CommitRequest{Group: req.GetGroup(), Member: req.GetMember(), Offsets: make([]equeue.OffsetCommit, len(req.GetOffsets()))}
+	cr := &equeue.CommitRequest{Group: req.GetGroup(), Member: req.GetMember(), Incarnation: req.GetIncarnation(),
+		Offsets: make([]equeue.OffsetCommit, len(req.GetOffsets()))}
 	for i, o := range req.GetOffsets() {
 		if o.GetGrant() == nil {
 			return nil, fmt.Errorf("%w: offset %d has no grant", equeue.ErrInvalidArgument, i)

@@ -2033,10 +2033,15 @@ func (x *FetchedAttempts) GetAttempts() *MessageAttempts {
 }
 
 type CommitOffsetsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	Member        string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
-	Offsets       []*OffsetCommit        `protobuf:"bytes,3,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Group   string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Member  string                 `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
+	Offsets []*OffsetCommit        `protobuf:"bytes,3,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	// The incarnation the member joined with; a commit of another
+	// incarnation of the member ID than the live member's (one that expired
+	// or left) is refused (NotMember) and stores nothing. Empty means no
+	// check.
+	Incarnation   string `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2090,6 +2095,13 @@ func (x *CommitOffsetsRequest) GetOffsets() []*OffsetCommit {
 		return x.Offsets
 	}
 	return nil
+}
+
+func (x *CommitOffsetsRequest) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
 }
 
 type CommitOffsetsResponse struct {
@@ -5314,11 +5326,12 @@ const file_equeue_v1_equeue_proto_rawDesc = "" +
 	"\x0fFetchedAttempts\x12\x1f\n" +
 	"\vqueue_index\x18\x01 \x01(\x05R\n" +
 	"queueIndex\x126\n" +
-	"\battempts\x18\x02 \x01(\v2\x1a.equeue.v1.MessageAttemptsR\battempts\"w\n" +
+	"\battempts\x18\x02 \x01(\v2\x1a.equeue.v1.MessageAttemptsR\battempts\"\x99\x01\n" +
 	"\x14CommitOffsetsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x121\n" +
-	"\aoffsets\x18\x03 \x03(\v2\x17.equeue.v1.OffsetCommitR\aoffsets\"\x17\n" +
+	"\aoffsets\x18\x03 \x03(\v2\x17.equeue.v1.OffsetCommitR\aoffsets\x12 \n" +
+	"\vincarnation\x18\x04 \x01(\tR\vincarnation\"\x17\n" +
 	"\x15CommitOffsetsResponse\"m\n" +
 	"\x13FetchOffsetsRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
