@@ -138,9 +138,13 @@ func (n *Node) PullStored(ctx context.Context, req *equeue.PullRequest) (equeue.
 	return p.res, p.stored, err
 }
 
-// JoinGroup adds a member to a group coordinated by the leader.
+// JoinGroup adds a member to a group coordinated by the leader. Every
+// refusal matches equeue.ErrJoinRefused, beside the error that says why:
+// a *NotLeaderError when this node does not lead (or its tenure ended
+// before the engine took the join), the engine's own sentinel otherwise.
 func (n *Node) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
-	return call(n, func(e *equeue.Engine) (equeue.Assignment, error) { return e.JoinGroup(ctx, req) })
+	a, err := call(n, func(e *equeue.Engine) (equeue.Assignment, error) { return e.JoinGroup(ctx, req) })
+	return a, joinRefused(err)
 }
 
 // Heartbeat keeps a member alive.
