@@ -48,7 +48,10 @@
 // Engine errors keep their sentinel across the wire: errors.Is(err,
 // equeue.ErrTopicNotFound) holds on the client as in-process. The status
 // carries a google.rpc.ErrorInfo detail (domain "equeue") naming the
-// sentinel, so other gRPC clients can read it too. The exception is
+// sentinel, so other gRPC clients can read it too. A refused join's mark
+// (equeue.ErrJoinRefused, reason JOIN_REFUSED) rides beside the error that
+// says why, whose code the status takes; alone, it takes the code of the
+// failure no sentinel names (Internal, or the context's). The exception is
 // equeue.ErrClosed: a broker that is unreachable, stopping or whose engine is
 // closed gives ErrUnavailable, which is retryable, because a Consumer stops
 // for good on equeue.ErrClosed. The client returns equeue.ErrClosed only after

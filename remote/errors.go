@@ -106,8 +106,11 @@ var sentinels = []sentinel{
 	{"BUSY", ErrBusy, codes.ResourceExhausted},
 	{"UNAVAILABLE", ErrUnavailable, codes.Unavailable},
 	{"GROUP_HAS_MEMBERS", equeue.ErrGroupHasMembers, codes.FailedPrecondition},
-	// Last: it rides beside the error that says why, whose code stands.
-	{"JOIN_REFUSED", equeue.ErrJoinRefused, codes.FailedPrecondition},
+	// Last: it rides beside the error that says why, whose code stands;
+	// alone (a refusal for a failure no sentinel names) it takes the code
+	// of that failure (uncodedCode), Internal unless its context ended,
+	// never that of a refusal by the broker's state.
+	{"JOIN_REFUSED", equeue.ErrJoinRefused, codes.Internal},
 }
 
 // toStatus turns an engine (or this package's) error into a gRPC status error whose ErrorInfo
@@ -133,23 +136,22 @@ func toStatus(err error) error {
 		return err
 	}
 	var reasons []string
-	code := codes.Unknown
+	code, coded := codes.Unknown, false
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
-			if len(reasons) == 0 {
-				code = s.code
+			// A refused join's mark says no member was added, not why:
+			// the code is that of the error it rides beside.
+			if !coded && s.err != equeue.ErrJoinRefused {
+				code, coded = s.code, true
 			}
 			reasons = append(reasons, s.reason)
 		}
 	}
+	if !coded {
+		code = uncodedCode(err)
+	}
 	if len(reasons) == 0 {
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			return status.Error(codes.DeadlineExceeded, err.Error())
-		case errors.Is(err, context.Canceled):
-			return status.Error(codes.Canceled, err.Error())
-		}
-		return status.Error(codes.Internal, err.Error())
+		return status.Error(code, err.Error())
 	}
 	st := status.New(code, err.Error())
 	info := &errdetails.ErrorInfo{Reason: reasons[0], Domain: errorDomain,
@@ -163,6 +165,19 @@ func toStatus(err error) error {
 		st = withInfo
 	}
 	return st.Err()
+}
+
+// uncodedCode is the status code of an error that matches no sentinel
+// but maybe ErrJoinRefused: the context's own, or Internal, never a
+// refusal's (FailedPrecondition) for a failure that was none.
+func uncodedCode(err error) codes.Code {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	}
+	return codes.Internal
 }
 
 // Error is an error returned through the wire. Its Error text is the
@@ -232,34 +247,36 @@ func fromStatus(err error) error {
 	if len(e.errs) == 0 && streamReset(st) && st.Code() != codes.DeadlineExceeded {
 		e.errs = []error{ErrUnavailable}
 	}
-	if len(e.errs) == 0 {
+	if len(e.errs) == 0 || (len(e.errs) == 1 && e.errs[0] == equeue.ErrJoinRefused) {
+		// Nothing but maybe a refused join's mark, which says no why:
+		// the code does.
 		switch st.Code() {
 		case codes.Unavailable:
-			e.errs = []error{ErrUnavailable}
+			e.errs = append(e.errs, ErrUnavailable)
 		case codes.Unauthenticated:
-			e.errs = []error{ErrUnauthenticated}
+			e.errs = append(e.errs, ErrUnauthenticated)
 		case codes.PermissionDenied:
-			e.errs = []error{ErrPermissionDenied}
+			e.errs = append(e.errs, ErrPermissionDenied)
 		case codes.ResourceExhausted:
 			// gRPC's own limit on message size (MaxMessageBytes) says
 			// "larger than max"; anything else exhausted on the way (a
 			// proxy's rate limit, say) is a busy server, which a caller
 			// retries, not a message it should give up on.
 			if strings.Contains(st.Message(), "larger than max") {
-				e.errs = []error{equeue.ErrMessageTooLarge}
+				e.errs = append(e.errs, equeue.ErrMessageTooLarge)
 			} else {
-				e.errs = []error{ErrBusy}
+				e.errs = append(e.errs, ErrBusy)
 			}
 		case codes.Internal:
 			if headersRefused(err) {
 				// Refused by the client's transport before it left:
 				// nothing was done, and sent again it is refused again.
-				e.errs = []error{ErrMetadataTooLarge}
+				e.errs = append(e.errs, ErrMetadataTooLarge)
 			}
 		case codes.Canceled:
-			e.errs = []error{context.Canceled}
+			e.errs = append(e.errs, context.Canceled)
 		case codes.DeadlineExceeded:
-			e.errs = []error{context.DeadlineExceeded}
+			e.errs = append(e.errs, context.DeadlineExceeded)
 		}
 	}
 	return e

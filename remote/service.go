@@ -164,7 +164,7 @@ func (v *service) SendBack(ctx context.Context, req *pb.SendBackRequest) (*pb.Se
 func (v *service) JoinGroup(ctx context.Context, req *pb.JoinGroupRequest) (*pb.JoinGroupResponse, error) {
 	subs := subsFromPB(req.GetSubscriptions())
 	if err := v.joinCreatesNothing(ctx, req.GetGroup(), subs); err != nil {
-		return nil, err
+		return nil, refusedJoin(err) // as the engine's own refusals are
 	}
 	a, err := v.e.JoinGroup(ctx, &equeue.JoinRequest{
 		Group: req.GetGroup(), Member: req.GetMember(), Model: equeue.MessageModel(req.GetModel()),
