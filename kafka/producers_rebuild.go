@@ -122,6 +122,14 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	if err != nil {
 		return -1, err
 	}
+	if st.known {
+		// The state names the topic it was learned on, as one learned by
+		// storing a batch does (seqState.topicID): once the topic is
+		// deleted and made again, a retry it takes for stored, or
+		// refuses, is the new topic's first batch (topicReplaced), not
+		// acknowledged for records the new topic does not hold.
+		st.topicID = id
+	}
 	delete(sc.last, pid)
 	return sc.floor, nil
 }
