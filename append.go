@@ -387,11 +387,10 @@ func (e *Engine) prepareInto(ctx context.Context, req *AppendRequest, r *command
 		var rec []byte
 		if id == "" {
 			raw, at := e.ids.nextRaw(now)
-			id = formatEngineID(raw)
 			if born.IsZero() {
 				born = at // the record format then keeps the ID's counter in no space
 			}
-			rec = encodeRecordID(m, id, raw, true, born)
+			rec, id = encodeRecordNewID(m, raw, born)
 		} else {
 			if born.IsZero() {
 				born = now

@@ -197,6 +197,35 @@ func encodeRecord(m *Message, id string, born time.Time) []byte {
 // that the ID is not parsed again. The record is allocated at its exact
 // length.
 func encodeRecordID(m *Message, id string, raw [engineIDLen / 2]byte, engineShaped bool, born time.Time) []byte {
+	return encodeRecordSpare(m, id, raw, engineShaped, born, 0)
+}
+
+// sharedIDMaxRecord is the largest record whose allocation also holds its
+// new engine ID's text (encodeRecordNewID). An ID kept by the application
+// keeps the whole allocation alive: the bound keeps that to at most about
+// ten times the ID's own allocation, while the small records of most
+// sends save one.
+const sharedIDMaxRecord = 256
+
+// encodeRecordNewID encodes m under raw, an engine ID just generated, and
+// returns the record and the ID's text. For a record of at most
+// sharedIDMaxRecord bytes both are one allocation: the text follows the
+// record's bytes, past its capacity (appending to the record copies it),
+// and nothing writes it again. Sealing writes only the record's own bytes.
+func encodeRecordNewID(m *Message, raw [engineIDLen / 2]byte, born time.Time) ([]byte, string) {
+	b := encodeRecordSpare(m, "", raw, true, born, engineIDLen)
+	n := len(b)
+	if n > sharedIDMaxRecord || cap(b)-n < engineIDLen {
+		return b[:n:n], formatEngineID(raw)
+	}
+	text := b[n : n+engineIDLen]
+	hex.Encode(text, raw[:])
+	return b[:n:n], unsafe.String(unsafe.SliceData(text), engineIDLen)
+}
+
+// encodeRecordSpare is encodeRecordID with room for spare more bytes
+// after the record when it is at most sharedIDMaxRecord bytes.
+func encodeRecordSpare(m *Message, id string, raw [engineIDLen / 2]byte, engineShaped bool, born time.Time, spare int) []byte {
 	var flags, flags2 byte
 	bornNs := nanos(born)
 	size := recordFixedSize + len(m.Body)
@@ -211,8 +240,7 @@ func encodeRecordID(m *Message, id string, raw [engineIDLen / 2]byte, engineShap
 	}
 	var idDelta uint64 // zigzag of the ID counter's difference to born-at
 	switch {
-	case id == "":
-	case engineShaped:
+	case engineShaped: // before id == "": encodeRecordNewID passes no text
 		counter := int64(binary.BigEndian.Uint64(raw[engineIDPrefixLen:]))
 		size += engineIDPrefixLen
 		if d := int64(uint64(counter) - uint64(bornNs)); d == 0 {
@@ -222,6 +250,7 @@ func encodeRecordID(m *Message, id string, raw [engineIDLen / 2]byte, engineShap
 			idDelta = zigzag(d)
 			size += uvarintLen(idDelta)
 		}
+	case id == "":
 	default:
 		flags |= flagIDString
 		size += stringLen(id)
@@ -265,7 +294,11 @@ func encodeRecordID(m *Message, id string, raw [engineIDLen / 2]byte, engineShap
 		size++
 	}
 
-	b := make([]byte, recordFixedSize, size)
+	room := size
+	if size <= sharedIDMaxRecord {
+		room += spare
+	}
+	b := make([]byte, recordFixedSize, room)
 	b[0] = recordV2Mark | flags
 	binary.BigEndian.PutUint64(b[5:], uint64(bornNs))
 	if flags&flagStoredDelta != 0 {
