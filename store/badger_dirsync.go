@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -35,11 +34,13 @@ func (w *walSync) vlogPath(fid int) string {
 	return filepath.Join(w.dir, fmt.Sprintf("%06d%s", fid, vlogSuffix))
 }
 
-// listVlogs returns the fids of the value-log files in dir, ascending.
+// listVlogs returns the fids of the value-log files in dir, ascending. Its
+// error is the listing's own: a Sync's look wraps it with
+// ErrSyncIncomplete (seeVlog), an Open's names the open (newWALSync).
 func (w *walSync) listVlogs() ([]int, error) {
-	entries, err := os.ReadDir(w.dir)
+	entries, err := readLogDir(w.dir)
 	if err != nil {
-		return nil, syncIncomplete(err)
+		return nil, err
 	}
 	var fids []int
 	for _, e := range entries {
@@ -73,7 +74,7 @@ func (w *walSync) seeVlog() error {
 	if next || !last || w.vlogFid == 0 {
 		fids, err := w.listVlogs()
 		if err != nil {
-			return err
+			return syncIncomplete(err)
 		}
 		if len(fids) > 0 {
 			w.vlogFid = fids[len(fids)-1]

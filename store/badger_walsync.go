@@ -109,9 +109,14 @@ func newWALSync(dir string, memTableSize int64) (*walSync, error) {
 	return w, nil
 }
 
+// readLogDir lists the directory holding Badger's logs for the walSync's
+// look-ups (its listings of the memtable logs and value-log files); tests
+// replace it to make a listing fail.
+var readLogDir = os.ReadDir
+
 // list returns the fids of the memtable logs in dir, ascending.
 func (w *walSync) list() ([]int, error) {
-	entries, err := os.ReadDir(w.dir)
+	entries, err := readLogDir(w.dir)
 	if err != nil {
 		return nil, err
 	}
