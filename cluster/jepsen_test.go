@@ -39,6 +39,7 @@ func TestCluster_Jepsen(t *testing.T) { runJepsen(t, jepsenConfig{}) }
 // EQUEUE_CLUSTER_ROUNDS; EQUEUE_CLUSTER_NEMESIS names the kinds of round
 // to cycle through (kill, pause, cut; default all three, in that order).
 func runJepsen(t *testing.T, cfg jepsenConfig) {
+	needPauseSignals(t)
 	if testing.Short() {
 		t.Skip("multi-process test")
 	}
@@ -149,7 +150,7 @@ func startJepsen(t testing.TB, n int, cfg jepsenConfig) *jepsen {
 	t.Cleanup(func() {
 		for _, p := range j.procs {
 			if p.cmd != nil {
-				_ = p.cmd.Process.Signal(syscall.SIGCONT)
+				_ = p.cmd.Process.Signal(sigResume)
 				_ = p.cmd.Process.Kill()
 				<-p.done
 			}
@@ -325,12 +326,12 @@ func (j *jepsen) run(rounds int) {
 			j.launch(l)
 		case 1:
 			j.note("SIGSTOP leader %s", l.id)
-			require.NoError(t, l.cmd.Process.Signal(syscall.SIGSTOP))
+			require.NoError(t, l.cmd.Process.Signal(sigPause))
 			l.paused = true
 			j.waitLeader(l)
 			j.waitProgress(50)
 			j.note("SIGCONT %s", l.id)
-			require.NoError(t, l.cmd.Process.Signal(syscall.SIGCONT))
+			require.NoError(t, l.cmd.Process.Signal(sigResume))
 			l.paused = false
 			if r+1 < rounds && j.kinds[(r+1)%len(j.kinds)] == 2 {
 				// The partition round follows at once: the woken node may

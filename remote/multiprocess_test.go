@@ -52,7 +52,7 @@ func TestMultiProcessChild(t *testing.T) {
 		if role == "bench-broker" {
 			opts = &equeue.Options{InMemory: os.Getenv("EQUEUE_MP_DIR") == ""} // else defaults throughout
 			usr1 := make(chan os.Signal, 1)
-			signal.Notify(usr1, syscall.SIGUSR1)
+			signal.Notify(usr1, sigGoroutines)
 			go func() {
 				for range usr1 {
 					say("GOROUTINES %d", runtime.NumGoroutine())

@@ -23,6 +23,7 @@ import (
 // handled successfully in the end: none is skipped, neither one waiting
 // in the retry topic nor one whose send-back was cut off.
 func TestMultiProcess_ConsumerWithRetriesAcrossBrokerKills(t *testing.T) {
+	needChildSignals(t)
 	if testing.Short() {
 		t.Skip("starts broker processes")
 	}
@@ -75,9 +76,9 @@ func TestMultiProcess_ConsumerWithRetriesAcrossBrokerKills(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, cons.Start(ctx))
 		eventually(t, 60*time.Second, func() bool { return count() > n/5 }, "handling begins")
-		require.NoError(t, broker.cmd.Process.Signal(syscall.SIGSTOP))
+		require.NoError(t, broker.cmd.Process.Signal(sigPause))
 		time.Sleep(1500 * time.Millisecond) // past the session timeout
-		require.NoError(t, broker.cmd.Process.Signal(syscall.SIGCONT))
+		require.NoError(t, broker.cmd.Process.Signal(sigResume))
 		for k := range 2 {
 			at := count()
 			eventually(t, 60*time.Second, func() bool { return count() > at+n/5 }, "handling goes on")

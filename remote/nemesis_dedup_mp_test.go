@@ -75,6 +75,7 @@ func resendUntilStored(p *equeue.Producer, msgs []*equeue.Message, async bool, s
 // senders' contexts, and killed (SIGKILL) and started again on its
 // directory. Every message answered stored is stored exactly once.
 func TestMultiProcess_DedupResendsAcrossBrokerKills(t *testing.T) {
+	needChildSignals(t)
 	if testing.Short() {
 		t.Skip("starts broker processes")
 	}
@@ -125,9 +126,9 @@ func TestMultiProcess_DedupResendsAcrossBrokerKills(t *testing.T) {
 				func() any { return sent.Load() })
 		}
 		progress(200)
-		require.NoError(t, broker.cmd.Process.Signal(syscall.SIGSTOP))
+		require.NoError(t, broker.cmd.Process.Signal(sigPause))
 		time.Sleep(400 * time.Millisecond) // past every sender's context
-		require.NoError(t, broker.cmd.Process.Signal(syscall.SIGCONT))
+		require.NoError(t, broker.cmd.Process.Signal(sigResume))
 		progress(sent.Load() + 200)
 		broker.stop(t, syscall.SIGKILL)
 		broker = startChild(t, "broker", fmt.Sprintf("broker-%d-again", round), env...)

@@ -117,6 +117,7 @@ func rand50(seq *atomic.Int64) int { return int(seq.Load()*7919) % 50 }
 // stored once, none answered not stored, and each of unknown outcome at
 // most once.
 func TestMultiProcess_BrokerKilledOrPausedMidStream(t *testing.T) {
+	needChildSignals(t)
 	if testing.Short() {
 		t.Skip("starts a broker process")
 	}
@@ -150,9 +151,9 @@ func TestMultiProcess_BrokerKilledOrPausedMidStream(t *testing.T) {
 			eventually(t, 30*time.Second, func() bool { return seq.Load() >= min }, "senders progress")
 		}
 		progress(300)
-		require.NoError(t, broker.cmd.Process.Signal(syscall.SIGSTOP))
+		require.NoError(t, broker.cmd.Process.Signal(sigPause))
 		time.Sleep(300 * time.Millisecond) // past every sender's context
-		require.NoError(t, broker.cmd.Process.Signal(syscall.SIGCONT))
+		require.NoError(t, broker.cmd.Process.Signal(sigResume))
 		progress(seq.Load() + 300)
 		broker.stop(t, syscall.SIGKILL)
 		refused := func() int {

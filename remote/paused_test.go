@@ -27,6 +27,7 @@ import (
 // serves on. Every acknowledged message must be handled, and the group
 // must end with its three members.
 func TestMultiProcess_PausedConsumerAndBroker(t *testing.T) {
+	needChildSignals(t)
 	if testing.Short() {
 		t.Skip("starts five processes")
 	}
@@ -87,18 +88,18 @@ func TestMultiProcess_PausedConsumerAndBroker(t *testing.T) {
 
 	time.Sleep(300 * time.Millisecond)
 	c1 := consumers[0]
-	require.NoError(t, c1.cmd.Process.Signal(syscall.SIGSTOP))
+	require.NoError(t, c1.cmd.Process.Signal(sigPause))
 	eventually(t, 30*time.Second, func() bool { return memberIDs() == "c2,c3" }, "the paused consumer's session expires")
 	time.Sleep(300 * time.Millisecond) // the others take its queues and commit there
 	before := handledBy(c1)
-	require.NoError(t, c1.cmd.Process.Signal(syscall.SIGCONT))
+	require.NoError(t, c1.cmd.Process.Signal(sigResume))
 	eventually(t, 30*time.Second, func() bool { return memberIDs() == "c1,c2,c3" }, "the woken consumer rejoins")
 	eventually(t, 30*time.Second, func() bool { return handledBy(c1) > before }, "the woken consumer handles messages again")
 
-	require.NoError(t, broker.cmd.Process.Signal(syscall.SIGSTOP))
+	require.NoError(t, broker.cmd.Process.Signal(sigPause))
 	paused := time.Now()
 	time.Sleep(2500 * time.Millisecond) // past the 1 s session timeout and the producer's 2 s send timeout
-	require.NoError(t, broker.cmd.Process.Signal(syscall.SIGCONT))
+	require.NoError(t, broker.cmd.Process.Signal(sigResume))
 	waitProducer(t, producer, "pause", paused, 60*time.Second)
 	acked := map[string]bool{}
 	for _, id := range producer.ids("ACK") {

@@ -6,7 +6,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -23,7 +22,7 @@ func profileOnSignal(dir string) {
 		return
 	}
 	usr2 := make(chan os.Signal, 1)
-	signal.Notify(usr2, syscall.SIGUSR2)
+	signal.Notify(usr2, sigProfile)
 	go func() {
 		var f *os.File
 		for range usr2 {
@@ -53,7 +52,7 @@ func brokerProfile(b *testing.B, br *mpChild) {
 	if os.Getenv(benchProfileEnv) == "" {
 		return
 	}
-	if err := br.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+	if err := br.cmd.Process.Signal(sigProfile); err != nil {
 		b.Log(err)
 	}
 	time.Sleep(100 * time.Millisecond) // let the child act on it before the phase starts

@@ -59,7 +59,7 @@ func procStat(b *testing.B, pid int) (cpu time.Duration, rssKiB int64) {
 func brokerGoroutines(b *testing.B, br *mpChild) int {
 	b.Helper()
 	before := len(br.ids("GOROUTINES"))
-	require.NoError(b, br.cmd.Process.Signal(syscall.SIGUSR1))
+	require.NoError(b, br.cmd.Process.Signal(sigGoroutines))
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if ids := br.ids("GOROUTINES"); len(ids) > before {
@@ -168,7 +168,7 @@ func runBenchConsumers(addr string, say func(string, ...any), term <-chan os.Sig
 		os.Exit(3)
 	}
 	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
+	signal.Notify(usr1, sigGoroutines)
 	go func() {
 		for range usr1 {
 			say("GOROUTINES %d", (runtime.NumGoroutine()-before)*1000/n)
@@ -211,6 +211,7 @@ func waitLine(b *testing.B, ch *mpChild, prefix, rest string, within time.Durati
 //
 //	go test -run '^$' -bench ThousandConsumers -benchtime=1x ./remote
 func BenchmarkThousandConsumers(b *testing.B) {
+	needChildSignals(b)
 	n := benchConsumers(b)
 	addr := freeAddr(b)
 	dir := b.TempDir()
@@ -256,7 +257,7 @@ func BenchmarkThousandConsumers(b *testing.B) {
 	b.ReportMetric(float64(g-idleGoroutines)/float64(n), "broker-goroutines/consumer")
 	// Their own side: the consumers, their clients and connections.
 	before := len(cons.ids("GOROUTINES"))
-	require.NoError(b, cons.cmd.Process.Signal(syscall.SIGUSR1))
+	require.NoError(b, cons.cmd.Process.Signal(sigGoroutines))
 	for len(cons.ids("GOROUTINES")) == before {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -100,6 +100,7 @@ func gcStore(t *testing.T, o BadgerOptions, rounds, perRound, size int) (*Badger
 // Such a Sync waits for the round's commits (rotating, which keeps Badger's
 // Sync away from a failed memtable rotation), and is Badger's then too.
 func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
+	needDirtyPageCounts(t)
 	useShortcut(t)
 	o := DefaultBadgerOptions()
 	o.MemTableSize = 1 << 20
@@ -173,6 +174,7 @@ func TestBadgerSync_DuringAGCRoundIsBadgers(t *testing.T) {
 // and flushes the active one (the first version flushed F only, leaving
 // the active log dirty).
 func TestBadgerSync_FindsTheActiveLogAfterAGCRound(t *testing.T) {
+	needDirtyPageCounts(t)
 	useShortcut(t)
 	o := DefaultBadgerOptions()
 	o.MemTableSize = 1 << 20

@@ -58,6 +58,7 @@ func TestBadgerSync_ListsWhileUncountedWorkRuns(t *testing.T) {
 // rotations hide behind a log held by a reader, and the shortcut flushes
 // F's log only.
 func TestBadgerSync_CountsTheSegmentsAnOverwriteRewrites(t *testing.T) {
+	needDirtyPageCounts(t)
 	useShortcut(t)
 	o := DefaultBadgerOptions()
 	o.MemTableSize = 1 << 20
