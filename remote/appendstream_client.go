@@ -29,9 +29,12 @@ func (c *Client) FastPathOwner() any { return c }
 // caller: equeue.Producer.SendAsync calls it. The appends of a Client travel
 // pipelined on one AppendStream call, several per message, at most
 // streamWindow unanswered; AppendAsync waits (bounded by ctx) while the
-// window is full. cb runs exactly once, on the caller's goroutine or the
+// window is full: backpressure, which equeue.Producer.SendAsync passes on
+// to its caller. cb runs exactly once, on the caller's goroutine or the
 // client's, and must not block; it runs before Client.Close returns, never
-// after.
+// after: an AppendAsync waiting for a window slot when Close starts
+// reports equeue.ErrClosed (not sent) before Close returns, and one called
+// once Close has begun reports it before AppendAsync returns.
 //
 // Outcomes are those of Append: an error from the broker means what it
 // means there; ErrBusy is retried, backing off, until ctx ends. An append
@@ -76,6 +79,11 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 		cb(equeue.AppendResult{}, err)
 		return
 	}
+	if !c.calls.enter() {
+		cb(equeue.AppendResult{}, equeue.ErrClosed)
+		return
+	}
+	defer c.calls.leave()
 	if err := checkAppend(req); err != nil {
 		cb(equeue.AppendResult{}, err)
 		return

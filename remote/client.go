@@ -99,6 +99,9 @@ type Client struct {
 	mux *pullMux
 	// pipe carries AppendAsync calls, pipelined on one stream.
 	pipe *appendPipe
+	// calls counts the AppendAsync calls in progress, for Close to wait
+	// for (one may wait for a window slot).
+	calls *callGate
 	// ahead serves consumers' pulls from answers fetched ahead.
 	ahead *readAhead
 	// replyKey tags the names of its producers' reply topics, for its
@@ -171,7 +174,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token),
-		closeDone: make(chan struct{}), told: told}
+		closeDone: make(chan struct{}), told: told, calls: newCallGate()}
 	c.slack.Store(int64(longPollSlack))
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
@@ -203,9 +206,10 @@ func (c *Client) waitReady(timeout time.Duration) error {
 
 // Close closes the connection; calls in progress and later calls return
 // equeue.ErrClosed. It completes every AppendAsync not answered yet before
-// it returns (an append waiting to retry after ErrBusy with
-// equeue.ErrClosed, one in flight as equeue.ErrIndeterminate): once Close
-// has returned, no callback of the client runs any more. Idempotent: a
+// it returns (an append waiting for a window slot, or to retry after
+// ErrBusy, with equeue.ErrClosed: not sent; one in flight as
+// equeue.ErrIndeterminate): once Close has returned, no callback of the
+// client runs any more. Idempotent: a
 // later or concurrent Close returns nil once the first is done.
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
@@ -213,9 +217,16 @@ func (c *Client) Close() error {
 		return nil
 	}
 	defer close(c.closeDone)
+	c.calls.close()
 	c.ahead.close()
 	c.mux.close()
 	c.pipe.close()
+	// The calls waiting for a window slot woke when the pipe closed: they
+	// report equeue.ErrClosed now, before Close returns.
+	if hook := testHookCloseDrains.Load(); hook != nil {
+		(*hook)()
+	}
+	c.calls.wait()
 	err := c.conn.Close()
 	c.pipe.waitUnary() // the closed connection ends their calls
 	return err
@@ -740,3 +751,8 @@ func (c *Client) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equ
 	}
 	return equeue.SendBackResult{Topic: resp.GetTopic(), Attempts: int(resp.GetAttempts()), Duplicate: resp.GetDuplicate()}, nil
 }
+
+// testHookCloseDrains, when set by a test, runs in Client.Close once the
+// pipe is closed, before Close waits for the AppendAsync calls in
+// progress (atomic as testHookBeforeBatch).
+var testHookCloseDrains atomic.Pointer[func()]
