@@ -61,8 +61,8 @@ type ClusterClient struct {
 
 	closed atomic.Bool
 	// async counts AppendAsync calls retried as Append on goroutines of
-	// their own: Close waits for them (added to under mu, never after
-	// Close set closed).
+	// their own (at most the window's size): Close waits for them (added
+	// to under mu, never after Close set closed).
 	async sync.WaitGroup
 	// closing counts the forgotten nodes' clients being closed (retire):
 	// Close waits for them (added to under mu, never after Close set
@@ -71,11 +71,26 @@ type ClusterClient struct {
 	// closeDone is closed once the first Close is done: a later or
 	// concurrent Close waits for it.
 	closeDone chan struct{}
+
+	// window holds a slot per AppendAsync call not yet reported, as a
+	// Client's append window does: while it is full, AppendAsync waits.
+	window chan struct{}
+	// stopping is closed when Close begins: AppendAsync calls waiting for
+	// a slot give up. calls counts the AppendAsync calls in progress, for
+	// Close to wait for.
+	stopping chan struct{}
+	calls    *callGate
+	// asideNow counts the appends running as Append aside (appendAside),
+	// asidePeak the most at once.
+	asideNow, asidePeak atomic.Int64
 }
 
 // FailoverWait bounds how long a ClusterClient call retries through an
 // election when its context has no deadline.
 const FailoverWait = 30 * time.Second
+
+// failoverWait is FailoverWait; tests shorten it.
+var failoverWait = FailoverWait
 
 var _ equeue.Broker = (*ClusterClient)(nil)
 
@@ -86,7 +101,8 @@ func DialCluster(addrs []string, opts *ClientOptions) (*ClusterClient, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: no addresses", equeue.ErrInvalidArgument)
 	}
-	cc := &ClusterClient{clients: map[string]*node{}, retiring: map[*node]struct{}{}, closeDone: make(chan struct{})}
+	cc := &ClusterClient{clients: map[string]*node{}, retiring: map[*node]struct{}{}, closeDone: make(chan struct{}),
+		window: make(chan struct{}, streamWindow), stopping: make(chan struct{}), calls: newCallGate()}
 	if opts != nil {
 		cc.opts = *opts
 	}
@@ -138,7 +154,9 @@ func (cc *ClusterClient) Leader() string {
 }
 
 // Close closes the connections to every node, after which no AppendAsync
-// callback runs any more. Idempotent: a later or concurrent Close returns
+// callback runs any more: the appends waiting for a window slot or for the
+// leader are reported (equeue.ErrClosed: not stored, or
+// equeue.ErrIndeterminate for one sent) before it returns. Idempotent: a later or concurrent Close returns
 // nil once the first is done.
 //
 // The node clients are closed without cc.mu held: closing one waits for its
@@ -153,6 +171,8 @@ func (cc *ClusterClient) Close() error {
 		return nil
 	}
 	defer close(cc.closeDone)
+	close(cc.stopping)
+	cc.calls.close()
 	clients := make([]*Client, 0, len(cc.clients)+len(cc.retiring))
 	for _, n := range cc.clients {
 		clients = append(clients, n.c)
@@ -165,7 +185,10 @@ func (cc *ClusterClient) Close() error {
 	for _, c := range clients {
 		errs = append(errs, c.Close())
 	}
-	// The appends retried as Append end now: the client is closed.
+	// The AppendAsync calls waiting for a slot gave up: they report
+	// equeue.ErrClosed now. The appends retried as Append end now: the
+	// client is closed.
+	cc.calls.wait()
 	cc.async.Wait()
 	cc.closing.Wait()
 	return errors.Join(errs...)
@@ -180,7 +203,7 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 	if ctx == nil {
 		return zero, fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument)
 	}
-	giveUp := time.Now().Add(FailoverWait)
+	giveUp := time.Now().Add(failoverWait)
 	if d, ok := ctx.Deadline(); ok {
 		giveUp = d
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"google.golang.org/grpc/connectivity"
 
@@ -32,12 +33,35 @@ func (cc *ClusterClient) FastPathOwner() any { return cc }
 // stream broke with its connection also matches) or is too slow, the
 // client forgets that leader: the next call looks for it among the nodes.
 // While the leader is unknown or unreachable, the call runs as Append on a
-// goroutine of its own. cb runs exactly once and must not block; once
-// Close has returned, no cb runs any more.
+// goroutine of its own, which looks for the leader (up to FailoverWait or
+// ctx's deadline, then it reports the last error, equeue.ErrNotLeader,
+// ErrBusy or ErrUnavailable: nothing was stored).
+//
+// Window: the client holds at most streamWindow (4,096) appends not yet
+// reported, whether the leader is known or not, so a burst of sends during
+// a failover starts no more goroutines than that. While the window is
+// full, AppendAsync waits for a slot, as a Client's does: until an append
+// is reported, ctx ends (cb gets ctx's error: not sent) or Close begins
+// (equeue.ErrClosed: not sent). cb runs exactly once and must not block;
+// once Close has returned, no cb runs any more: Close reports each append
+// waiting for a slot or for the leader before it returns.
 func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	if ctx == nil {
 		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument))
 		return
+	}
+	if !cc.calls.enter() {
+		cb(equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
+		return
+	}
+	defer cc.calls.leave()
+	if !cc.takeSlot(ctx, cb) {
+		return
+	}
+	report := cb
+	cb = func(res equeue.AppendResult, err error) {
+		<-cc.window
+		report(res, err)
 	}
 	addr, n := cc.knownLeader()
 	if n == nil {
@@ -78,9 +102,33 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 	})
 }
 
-// appendAside runs req as Append on a goroutine of its own, which Close
-// waits for, and reports to cb; once Close has begun, cb gets
-// equeue.ErrClosed at once (nothing was stored).
+// takeSlot takes a slot of cc's window, waiting while it is full; false
+// when ctx ended or Close began first (cb is then called: nothing was
+// sent).
+func (cc *ClusterClient) takeSlot(ctx context.Context, cb func(equeue.AppendResult, error)) bool {
+	select {
+	case cc.window <- struct{}{}:
+		return true
+	default:
+	}
+	if hook := testHookClusterSlotWait.Load(); hook != nil {
+		(*hook)()
+	}
+	select {
+	case cc.window <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		cb(equeue.AppendResult{}, ctx.Err())
+	case <-cc.stopping:
+		cb(equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
+	}
+	return false
+}
+
+// appendAside runs req, which holds a slot of cc's window (cb frees it),
+// as Append on a goroutine of its own, which Close waits for, and reports
+// to cb; once Close has begun, cb gets equeue.ErrClosed at once (nothing
+// was stored). The window bounds these goroutines.
 func (cc *ClusterClient) appendAside(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	cc.mu.Lock()
 	if cc.closed.Load() {
@@ -92,7 +140,10 @@ func (cc *ClusterClient) appendAside(ctx context.Context, req *equeue.AppendRequ
 	cc.mu.Unlock()
 	go func() {
 		defer cc.async.Done()
-		cb(cc.Append(ctx, req))
+		cc.asideStarted()
+		res, err := cc.Append(ctx, req)
+		cc.asideNow.Add(-1)
+		cb(res, err)
 	}()
 }
 
@@ -114,3 +165,19 @@ func (cc *ClusterClient) knownLeader() (string, *node) {
 	}
 	return addr, n
 }
+
+// asideStarted counts an append running aside, and the most at once.
+func (cc *ClusterClient) asideStarted() {
+	n := cc.asideNow.Add(1)
+	for {
+		peak := cc.asidePeak.Load()
+		if n <= peak || cc.asidePeak.CompareAndSwap(peak, n) {
+			return
+		}
+	}
+}
+
+// testHookClusterSlotWait, when set by a test, runs when a ClusterClient's
+// AppendAsync finds its window full and waits for a slot (atomic as
+// testHookBeforeBatch).
+var testHookClusterSlotWait atomic.Pointer[func()]
