@@ -252,9 +252,7 @@ func (a *appendStream) slotAnswer(seq uint64) func(equeue.AppendResult, error) {
 func (a *appendStream) done(seq uint64, res equeue.AppendResult, err error) {
 	r := streamOut{seq: seq}
 	if err != nil {
-		if c := status.Code(toStatus(err)); c == codes.Internal || c == codes.Unknown || c == codes.DataLoss {
-			a.v.s.log.Warn("call failed", "method", pb.Broker_AppendStream_FullMethodName, "err", err)
-		}
+		a.v.s.failures.failed(pb.Broker_AppendStream_FullMethodName, status.Code(toStatus(err)), err)
 		r.err = pullError(err)
 	} else {
 		r.res = res

@@ -192,6 +192,7 @@ type Server struct {
 	stopTimeout      time.Duration // of GracefulStop; negative: none
 	log              *slog.Logger
 	refusals         *refusalLog
+	failures         *failureLog
 
 	// stopping is cancelled by Stop and GracefulStop to end long-polls.
 	stopping context.Context
@@ -256,7 +257,7 @@ func newServer(e Backend, opts *ServerOptions) (*Server, error) {
 		longPollBytes:   newHeldBytes(o.MaxLongPollBytes, o.MaxMessageBytes),
 		streamShare:     newConnShare(int64(o.MaxAppendStreams), o.MaxAppendStreamsPerConn, 1, "append streams", "MaxAppendStreamsPerConn"),
 		streamSlots:     newStreamSlots(int64(o.MaxInFlight), o.MaxStreamAppendsPerConn),
-		maxMessageBytes: o.MaxMessageBytes, maxMetadataBytes: uint32(min(int64(o.MaxMetadataBytes), math.MaxUint32)), stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), health: health.NewServer()}
+		maxMessageBytes: o.MaxMessageBytes, maxMetadataBytes: uint32(min(int64(o.MaxMetadataBytes), math.MaxUint32)), stopTimeout: o.GracefulStopTimeout, log: o.Logger, refusals: newRefusalLog(o.Logger), failures: newFailureLog(o.Logger), health: health.NewServer()}
 	s.svc = newService(e, s)
 	if s.spaces, err = s.namespaceServices(o.TokenNamespaces); err != nil {
 		return nil, err
@@ -521,12 +522,7 @@ func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	resp, err = handler(ctx, req)
 	if err != nil {
 		err = toStatus(err)
-		switch status.Code(err) {
-		case codes.Internal, codes.Unknown, codes.DataLoss:
-			s.log.Warn("call failed", "method", info.FullMethod, "err", err)
-		default:
-			s.log.Debug("call failed", "method", info.FullMethod, "err", err)
-		}
+		s.failures.failed(info.FullMethod, status.Code(err), err)
 	}
 	return resp, err
 }
