@@ -394,8 +394,19 @@ type asyncAppender interface {
 	AppendAsync(ctx context.Context, req *AppendRequest, cb func(AppendResult, error))
 }
 
-// SendAsync starts sending m and returns at once; many sends in flight let
-// the engine batch them into one write and one fsync. The future completes
+// SendAsync starts sending m and returns once the send is queued, without
+// waiting for its outcome; many sends in flight let the engine batch them
+// into one write and one fsync. The queue is bounded, as a producer's
+// buffer is: the in-process Engine's writer queue (1,024 appends), a
+// remote Client's or ClusterClient's append window (4,096 appends not yet
+// answered, also while a ClusterClient looks for the leader). While the
+// broker has room SendAsync returns at once; while it is full SendAsync
+// blocks, as backpressure, until room frees or ctx ends: a send whose ctx
+// ends while it waits is not sent, and its future fails with ctx's error.
+// A sender that must never block gives ctx a deadline. (On a broker
+// without an AppendAsync of its own, a wrapper of the Engine that
+// overrides Append, each send runs as Send on a goroutine of its own.)
+// The future completes
 // when the send would have returned (on a topic with an OverflowDropOldest
 // limit, once the topic is trimmed back to it, as Send returns). m must not
 // be modified until then. Its AfterSend hooks (and trace end) run once

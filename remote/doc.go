@@ -41,7 +41,11 @@
 // several per request, answered in any order, within a window. An append
 // whose context carries outgoing metadata of the caller's goes as a unary
 // call, which carries that metadata (the stream carries only its own), on
-// a goroutine of its own and in no order with other appends.
+// a goroutine of its own and in no order with other appends. The window
+// (4,096 appends not yet answered, on the stream or as unary calls;
+// a ClusterClient's likewise, while it looks for the leader too) is the
+// client's backpressure: AppendAsync, and so SendAsync, waits for a slot
+// while it is full, until one frees, its context ends or Close begins.
 //
 // # Errors
 //
