@@ -109,7 +109,11 @@ func TestCrash_ParkedMovesKillAndReopen(t *testing.T) {
 	e, err = crashAdminOpen(dir, false, nil)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
-	eventually(t, waitLong, func() bool { return len(queueBodies(t, e, crashParkedTopic, 0)) >= 4 }, "moved after the reopen")
+	// The moves are visible before the pass that made them has taken them
+	// off the pending count: wait for both.
+	eventually(t, waitLong, func() bool {
+		return len(queueBodies(t, e, crashParkedTopic, 0)) >= 4 && pendingDelayed(t, e) == 0
+	}, "moved after the reopen")
 	got := queueBodies(t, e, crashParkedTopic, 0)
 	assert.Equal(t, []string{"A", "C", "1", "2"}, short(got))
 	if assert.Len(t, got, 4) {
