@@ -23,7 +23,8 @@ import (
 // saltFile is the file of a node's directory that keeps its salt.
 const saltFile = "cluster-salt"
 
-// maxSaltFileBytes bounds what serve reads of saltFile.
+// maxSaltFileBytes bounds what serve reads of saltFile, and so the
+// --cluster-salt it takes (raftSecret).
 const maxSaltFileBytes = 4096
 
 // saltFingerprint is a short name of salt for messages: the first 8
