@@ -86,8 +86,12 @@ func storeSalt(dir string, salt []byte) error {
 		return fmt.Errorf("keep the cluster salt: %w", err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := syncSaltDir(d); err != nil {
 		return fmt.Errorf("keep the cluster salt: %w", err)
 	}
 	return nil
 }
+
+// syncSaltDir syncs the directory storeSalt renamed the salt into. A
+// variable so that tests can fail it.
+var syncSaltDir = (*os.File).Sync
