@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // A node keeps the cluster's salt (--cluster-salt) in its directory, in
@@ -59,7 +60,8 @@ func keptSalt(dir string, flag []byte, given bool) (salt []byte, store bool, err
 
 // storeSalt keeps salt in dir, which exists, for the node's next starts:
 // written to a temporary file, synced, renamed into place and the
-// directory synced, so that a crash leaves the file whole or absent.
+// directory synced (where the file system can sync one), so that a crash
+// leaves the file whole or absent.
 func storeSalt(dir string, salt []byte) error {
 	path := filepath.Join(dir, saltFile)
 	tmp, err := os.CreateTemp(dir, saltFile+".tmp*")
@@ -86,10 +88,17 @@ func storeSalt(dir string, salt []byte) error {
 		return fmt.Errorf("keep the cluster salt: %w", err)
 	}
 	defer d.Close()
-	if err := syncSaltDir(d); err != nil {
+	if err := syncSaltDir(d); err != nil && !dirSyncUnsupported(err) {
 		return fmt.Errorf("keep the cluster salt: %w", err)
 	}
 	return nil
+}
+
+// dirSyncUnsupported reports whether err says that the platform or file
+// system cannot sync a directory (EINVAL, ENOTSUP): there is nothing
+// more to do there, as the cluster package and Go's own code hold.
+func dirSyncUnsupported(err error) bool {
+	return errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, errors.ErrUnsupported)
 }
 
 // syncSaltDir syncs the directory storeSalt renamed the salt into. A
