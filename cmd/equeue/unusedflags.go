@@ -17,11 +17,16 @@ import (
 var clientFlags = []string{"tls-ca", "tls-cert", "tls-key", "insecure-skip-verify", "token", "connect-timeout"}
 
 // checkUnusedFlags returns a usage error for the first flag given on the
-// command line that cmd does not use with the global flags as they are
-// (a.dir and a.server set).
+// command line, at another value than its default, that cmd does not use
+// with the global flags as they are (a.dir and a.server set).
 func (a *app) checkUnusedFlags(cmd *cobra.Command) error {
 	flags := cmd.Flags()
-	given := func(name string) bool { return flags.Lookup(name) != nil && flags.Changed(name) }
+	// A flag given at its default value (a wrapper script's
+	// --insecure-skip-verify=false) changes nothing and is let through.
+	given := func(name string) bool {
+		f := flags.Lookup(name)
+		return f != nil && f.Changed && f.Value.String() != f.DefValue
+	}
 	switch topCommand(cmd) {
 	case "serve":
 		// --tls-cert and --tls-key are the server's certificate; --token

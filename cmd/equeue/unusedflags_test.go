@@ -42,3 +42,13 @@ func TestUnusedFlags_AreUsageErrors(t *testing.T) {
 		assert.NoDirExists(t, dir, "%q: the command ran before refusing", c.args)
 	}
 }
+
+// A client flag given at its default value changes nothing, so a wrapper
+// script that always passes it keeps working where the flag is unused.
+func TestUnusedFlags_AtTheirDefaultAreLetThrough(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	r := runBounded(t, nil, "--dir", dir, "topic", "create", "t", "--insecure-skip-verify=false")
+	assert.Equal(t, 0, r.code, "%v", r)
+	assert.NotContains(t, r.stderr, "insecure-skip-verify")
+}
