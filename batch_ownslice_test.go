@@ -62,6 +62,18 @@ func testBatch_HandlerMayRewriteItsSlice(t *testing.T, tr string) {
 					}
 					return nil
 				}})
+			// The failed messages go to the retry topic, delayed: the lag
+			// can read 0 before they are due, so wait for their retries too.
+			eventually(t, 30*time.Second, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				for i := range n {
+					if len(seen[strconv.Itoa(i)]) < 2 {
+						return false
+					}
+				}
+				return true
+			}, "every message handled again")
 			eventually(t, 10*time.Second, func() bool { return groupLag(t, e, "g") == 0 }, "the group has no lag")
 			mu.Lock()
 			defer mu.Unlock()
