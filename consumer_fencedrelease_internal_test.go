@@ -70,6 +70,12 @@ func newFencedStartRig(t *testing.T, ctx context.Context) *fencedStartRig {
 	}
 	g.c.loopCancel()
 	waitFor(t, func() bool { return !stackHas("equeue.(*Consumer).membershipLoop(") }, "the membership loop stops")
+	// No heartbeat confirms the membership any more: without this, the
+	// gate's lease (two heartbeat intervals) ran out on a slow machine
+	// and held the queue's next runner before its first message.
+	g.c.gate.mu.Lock()
+	g.c.gate.lease, g.c.gate.failed = 0, false
+	g.c.gate.mu.Unlock()
 	r := g.runner()
 	require.NotNil(t, r)
 	g.grant = r.grant
