@@ -52,6 +52,9 @@ func abandonedCutRun(t *testing.T, dir string, lateSuccess bool) (userErr, engin
 		require.NoError(t, err)
 	}
 	<-handling
+	// Read before the user's close takes the runner from the consumer.
+	committable := equeue.CommittableOf(c, equeue.QueueRef{Topic: "t", Queue: 0})
+	require.EqualValues(t, 1, committable(), "m0 handled, m1 running")
 
 	userCtx, cancelUser := context.WithCancel(ctx)
 	defer cancelUser()
@@ -65,6 +68,11 @@ func abandonedCutRun(t *testing.T, dir string, lateSuccess bool) (userErr, engin
 	if lateSuccess {
 		close(release)
 		<-returned
+		// The handler's own defer runs before the runner records its
+		// success: cut the user's close only once it is recorded, or the
+		// engine's commit may run before it (a test race, not a lost
+		// success).
+		eventually(t, waitLong, func() bool { return committable() == 2 }, "m1's success is recorded")
 	}
 	cancelUser()
 	userErr = <-userClose

@@ -210,3 +210,19 @@ func OnCutCloseRedo(f func()) {
 	}
 	cutRedoHook.Store(&f)
 }
+
+// CommittableOf returns a reader of the offset c's runner of q, as it is
+// now, would commit: it stays readable after Close took the runner (0
+// when c runs no such queue now).
+func CommittableOf(c *Consumer, q QueueRef) func() int64 {
+	c.mu.Lock()
+	r := c.runners[q]
+	c.mu.Unlock()
+	return func() int64 {
+		if r == nil {
+			return 0
+		}
+		off, _ := r.pq.committableState()
+		return off
+	}
+}
