@@ -23,6 +23,15 @@ type ProducerOptions struct {
 	RouteTTL time.Duration
 	// Hooks observe every send.
 	Hooks []Hooks
+	// AsyncWindow bounds the SendAsync calls in flight on a broker without
+	// an AppendAsync of its own (see OwnsFastPaths: a wrapper of the Engine
+	// that overrides Append, a Broker with Append alone), each of which runs
+	// as Send on a goroutine: while that many have not completed, SendAsync
+	// waits (see SendAsync). Zero means DefaultAsyncWindow (1,024); negative
+	// is refused with ErrInvalidOptions. On a broker with its own
+	// AppendAsync (the Engine, a remote client) the broker's queue bounds
+	// SendAsync instead, and AsyncWindow is not used.
+	AsyncWindow int
 }
 
 // SendResult says where a message was stored.
@@ -99,6 +108,13 @@ type Producer struct {
 	// with Close, so that none starts once Close waits for them.
 	asyncMu sync.RWMutex
 	async   sync.WaitGroup
+	// closing is closed when Close begins: SendAsync calls waiting for a
+	// slot of window then fail with ErrClosed.
+	closing chan struct{}
+	// window holds a slot per SendAsync running on a goroutine of its own,
+	// on a broker without an AppendAsync of its own (aa nil;
+	// producer_asyncwindow.go).
+	window chan struct{}
 	// completions runs the hooks of completed SendAsync calls off the
 	// goroutine that completed them (producer_completions.go).
 	completions completions
@@ -132,6 +148,12 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	if o.RouteTTL < 0 {
 		return nil, fmt.Errorf("%w: negative RouteTTL", ErrInvalidOptions)
 	}
+	if o.AsyncWindow < 0 {
+		return nil, fmt.Errorf("%w: negative AsyncWindow", ErrInvalidOptions)
+	}
+	if o.AsyncWindow == 0 {
+		o.AsyncWindow = DefaultAsyncWindow
+	}
 	if o.Sync != nil {
 		if err := o.Sync.validate(); err != nil {
 			return nil, err
@@ -146,9 +168,11 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	if o.Selector == nil {
 		o.Selector = KeyHashSelector()
 	}
-	p := &Producer{b: b, eng: engineOf(b), sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks}
+	p := &Producer{b: b, eng: engineOf(b), sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks, closing: make(chan struct{})}
 	if aa, ok := b.(asyncAppender); ok && OwnsFastPaths(b) {
 		p.aa = aa
+	} else {
+		p.window = make(chan struct{}, o.AsyncWindow)
 	}
 	if e := trackerOf(b); e != nil {
 		e.clients.addProducer(p) // Engine.Close closes it first
@@ -157,12 +181,17 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 	return p, nil
 }
 
-// Close stops the producer after its pending SendAsync calls complete. It
-// fails waiting Requests with ErrClosed and deletes the reply topic.
+// Close stops the producer after its pending SendAsync calls complete; on
+// a broker without an AppendAsync of its own, those still waiting for a
+// slot of the producer's window (see ProducerOptions.AsyncWindow) fail at
+// once with ErrClosed, not sent, and Close waits for the sends in flight.
+// It fails waiting Requests with ErrClosed and deletes the reply topic.
 // Idempotent.
 func (p *Producer) Close() error {
 	p.asyncMu.Lock()
-	p.closed.Store(true)
+	if !p.closed.Swap(true) {
+		close(p.closing)
+	}
 	p.asyncMu.Unlock()
 	p.stopRequester()
 	p.async.Wait()
@@ -399,15 +428,18 @@ type asyncAppender interface {
 // into one write and one fsync. The queue is bounded, as a producer's
 // buffer is: the in-process Engine's writer queue (1,024 appends), a
 // remote Client's or ClusterClient's append window (4,096 appends not yet
-// answered, also while a ClusterClient looks for the leader). While the
-// broker has room SendAsync returns at once; while it is full SendAsync
-// blocks, as backpressure, until room frees or ctx ends: a send whose ctx
-// ends while it waits is not sent, and its future fails with ctx's error.
-// A sender that must never block gives ctx a deadline. (On a broker
-// without an AppendAsync of its own, a wrapper of the Engine that
-// overrides Append, each send runs as Send on a goroutine of its own.)
-// The future completes
-// when the send would have returned (on a topic with an OverflowDropOldest
+// answered, also while a ClusterClient looks for the leader). On a broker
+// without an AppendAsync of its own (a wrapper of the Engine that
+// overrides Append, a Broker with Append alone) each send runs as Send on
+// a goroutine of its own, and the producer's window bounds them
+// (ProducerOptions.AsyncWindow, 1,024 sends not yet completed by
+// default). While the broker or window has room SendAsync returns at
+// once; while it is full SendAsync blocks, as backpressure, until room
+// frees or ctx ends: a send whose ctx ends while it waits is not sent, and
+// its future fails with ctx's error (with ErrClosed if Close begins while
+// it waits for the producer's window). A sender that must never block
+// gives ctx a deadline. The future completes when the send would have
+// returned (on a topic with an OverflowDropOldest
 // limit, once the topic is trimmed back to it, as Send returns). m must not
 // be modified until then. Its AfterSend hooks (and trace end) run once
 // the send completes, on a goroutine of the producer's, never on one of the
@@ -474,8 +506,13 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		// selector twice per message (a round robin would skip every other
 		// queue).
 		passed = true
+		if err := p.takeAsyncSlot(ctx); err != nil {
+			p.completeAsync(finish, SendResult{}, err)
+			return f
+		}
 		go func() {
 			defer p.async.Done()
+			defer p.freeAsyncSlot()
 			var res SendResult
 			err := p.send(ctx, m, &res)
 			finish(res, err)
