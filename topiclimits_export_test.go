@@ -37,3 +37,14 @@ func RetentionOwed(e *Engine, name string, q int) (owed, uncounted int64) {
 	defer t.retain.mu.Unlock()
 	return t.retain.owedOf(q)
 }
+
+// StoredWatermarks counts the low watermarks s holds: one for each queue
+// that retention or a drop-oldest trim cut.
+func StoredWatermarks(s Store) (int, error) {
+	n := 0
+	err := s.ScanMeta(keyWatermark, func(_, _ []byte) error {
+		n++
+		return nil
+	})
+	return n, err
+}

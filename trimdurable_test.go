@@ -15,42 +15,73 @@ import (
 )
 
 // copyOnSyncStore copies the store's directory once, after the first Sync
-// that succeeds once armed: the copy holds what that fsync made durable and
-// nothing written after it, what a power loss right after it leaves.
+// that succeeds once armed. The copy reads the page cache, so it holds
+// every write made until then, synced or not: it is what a power loss
+// right after that Sync leaves only when nothing was written unsynced
+// before it, which the test checks of what it relies on (the trim).
+// Sync runs on the engine's goroutine, so the copy's error is kept for
+// the test to check, not failed there.
 type copyOnSyncStore struct {
 	equeue.Store
 	dir, to string
 	armed   atomic.Bool
 	copied  atomic.Bool
-	t       *testing.T
+	copyErr error // set before copied
 }
 
 func (s *copyOnSyncStore) Sync() error {
 	err := s.Store.Sync()
 	if err == nil && s.armed.CompareAndSwap(true, false) {
-		copyFlatDir(s.t, s.dir, s.to)
+		s.copyErr = copyFlatDir(s.dir, s.to)
 		s.copied.Store(true)
 	}
 	return err
 }
 
 // copyFlatDir copies the regular files of from into to.
-func copyFlatDir(t *testing.T, from, to string) {
+func copyFlatDir(from, to string) error {
 	entries, err := os.ReadDir(from)
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	for _, e := range entries {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		src, err := os.Open(filepath.Join(from, e.Name()))
-		require.NoError(t, err)
-		dst, err := os.Create(filepath.Join(to, e.Name()))
-		require.NoError(t, err)
-		_, err = io.Copy(dst, src)
-		require.NoError(t, err)
-		require.NoError(t, dst.Close())
-		require.NoError(t, src.Close())
+		if err := copyFile(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// copyFile copies the file from to a new file to.
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		_ = dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
+// storedWatermarks counts the low watermarks of the Badger store in dir.
+func storedWatermarks(t *testing.T, dir string, bo *store.BadgerOptions) int {
+	t.Helper()
+	st, err := store.OpenBadger(dir, bo)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.Close()) }()
+	n, err := equeue.StoredWatermarks(st)
+	require.NoError(t, err)
+	return n
 }
 
 // A drop-oldest trim that follows a durable (SyncAlways) send on an engine
@@ -67,7 +98,7 @@ func TestTopicLimits_DropOldestAfterADurableSendSurvivesAPowerLoss(t *testing.T)
 	bo.MemTableSize, bo.ValueLogFileSize = 1<<20, 1<<20 // small files to copy
 	st, err := store.OpenBadger(dir, &bo)
 	require.NoError(t, err)
-	cs := &copyOnSyncStore{Store: st, dir: dir, to: crashed, t: t}
+	cs := &copyOnSyncStore{Store: st, dir: dir, to: crashed}
 	e, err := equeue.Open("", &equeue.Options{Store: cs, Sync: equeue.SyncNever})
 	require.NoError(t, err)
 	closed := false
@@ -88,6 +119,7 @@ func TestTopicLimits_DropOldestAfterADurableSendSurvivesAPowerLoss(t *testing.T)
 	_, err = durable.Send(ctx, &equeue.Message{Topic: "t", ID: "d1", Body: []byte("d1")})
 	require.NoError(t, err)
 	require.True(t, cs.copied.Load(), "the durable send fsynced")
+	require.NoError(t, cs.copyErr, "copying the directory at the fsync")
 
 	want := map[string][]crashPos{"a2": {{0, 1}}, "a3": {{0, 2}}, "d1": {{0, 3}}}
 	require.Equal(t, want, crashReadTopic(t, ctx, e, "t"), "the send trimmed a1 before it returned")
@@ -99,7 +131,10 @@ func TestTopicLimits_DropOldestAfterADurableSendSurvivesAPowerLoss(t *testing.T)
 	require.NoError(t, e.Close())
 	closed = true
 
-	// The copy lacks the trim: its watermark write came after the fsync.
+	// The trim stored a1's queue's watermark, and the copy lacks it: its
+	// write came after the fsync.
+	assert.Equal(t, 1, storedWatermarks(t, dir, &bo), "the trim stored a watermark")
+	require.Equal(t, 0, storedWatermarks(t, crashed, &bo), "the power loss lost the trim")
 	st2, err := store.OpenBadger(crashed, &bo)
 	require.NoError(t, err)
 	e2, err := equeue.Open("", &equeue.Options{Store: st2, Sync: equeue.SyncNever})
