@@ -49,5 +49,13 @@ func (g *callGate) close() {
 
 // wait returns once close ran and no call is in progress.
 func (g *callGate) wait() {
+	if hook := testHookGateWait.Load(); hook != nil {
+		(*hook)(g)
+	}
 	<-g.drained
 }
+
+// testHookGateWait, when set by a test, runs when a wait for g's calls
+// begins (atomic as testHookBeforeBatch): a callback that blocks until
+// then, or until Close returned, tells whether Close waits for it.
+var testHookGateWait atomic.Pointer[func(g *callGate)]

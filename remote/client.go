@@ -223,9 +223,6 @@ func (c *Client) Close() error {
 	c.pipe.close()
 	// The calls waiting for a window slot woke when the pipe closed: they
 	// report equeue.ErrClosed now, before Close returns.
-	if hook := testHookCloseDrains.Load(); hook != nil {
-		(*hook)()
-	}
 	c.calls.wait()
 	err := c.conn.Close()
 	c.pipe.waitUnary() // the closed connection ends their calls
@@ -751,8 +748,3 @@ func (c *Client) SendBack(ctx context.Context, req *equeue.SendBackRequest) (equ
 	}
 	return equeue.SendBackResult{Topic: resp.GetTopic(), Attempts: int(resp.GetAttempts()), Duplicate: resp.GetDuplicate()}, nil
 }
-
-// testHookCloseDrains, when set by a test, runs in Client.Close once the
-// pipe is closed, before Close waits for the AppendAsync calls in
-// progress (atomic as testHookBeforeBatch).
-var testHookCloseDrains atomic.Pointer[func()]

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -41,10 +42,26 @@ func serveHolding(t *testing.T) string {
 	return lis.Addr().String()
 }
 
+// gateWaitBegins returns a channel closed once a wait for g's calls
+// begins (Close waits for them), until the test ends.
+func gateWaitBegins(t *testing.T, g *callGate) <-chan struct{} {
+	began := make(chan struct{})
+	var once sync.Once
+	hook := func(w *callGate) {
+		if w == g {
+			once.Do(func() { close(began) })
+		}
+	}
+	testHookGateWait.Store(&hook)
+	t.Cleanup(func() { testHookGateWait.Store(nil) })
+	return began
+}
+
 // An AppendAsync waiting for a slot of a full window when Close starts is
 // over before Close returns: its callback runs with equeue.ErrClosed, and
 // not after Close returned. Its callback waits until either Close has
-// returned (the late callback) or Close waits for the calls in progress.
+// returned (the late callback) or Close waits for the calls in progress:
+// a Close that did not wait for them would return first.
 func TestClient_CloseCompletesAnAppendWaitingForTheWindow(t *testing.T) {
 	c, err := Dial(serveHolding(t), nil)
 	require.NoError(t, err)
@@ -59,10 +76,7 @@ func TestClient_CloseCompletesAnAppendWaitingForTheWindow(t *testing.T) {
 	hook := func() { close(waiting) }
 	testHookSlotWait.Store(&hook)
 	defer testHookSlotWait.Store(nil)
-	draining := make(chan struct{})
-	drainHook := func() { close(draining) }
-	testHookCloseDrains.Store(&drainHook)
-	defer testHookCloseDrains.Store(nil)
+	draining := gateWaitBegins(t, c.calls)
 
 	closeReturned := make(chan struct{})
 	late := make(chan bool, 1)

@@ -170,25 +170,42 @@ func TestClusterClient_CloseCompletesAppendsWaitingForALeader(t *testing.T) {
 	cc.window = make(chan struct{}, window)
 	waits := countSlotWaits(t)
 
-	var ran, after atomic.Int64
-	var closed atomic.Bool
+	// The callback of a call still in AppendAsync (waiting for a slot)
+	// waits until Close waits for the calls in progress, or has returned
+	// (a late callback): a Close that did not wait for them would return
+	// first. Those of the appends running aside, which Close waits for
+	// otherwise, do not wait.
+	waiting := gateWaitBegins(t, cc.calls)
+	closeReturned := make(chan struct{})
+	var ran, after, returned atomic.Int64
 	errs := make(chan error, n)
 	for range n {
-		go cc.AppendAsync(context.Background(), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}},
-			func(_ equeue.AppendResult, err error) {
-				if closed.Load() {
-					after.Add(1)
-				}
-				ran.Add(1)
-				errs <- err
-			})
+		go func() {
+			var in atomic.Bool
+			in.Store(true)
+			cc.AppendAsync(context.Background(), &equeue.AppendRequest{Topic: "t", Messages: []*equeue.Message{{Body: []byte("x")}}},
+				func(_ equeue.AppendResult, err error) {
+					if in.Load() {
+						select {
+						case <-waiting:
+						case <-closeReturned:
+							after.Add(1)
+						}
+					}
+					ran.Add(1)
+					errs <- err
+				})
+			in.Store(false)
+			returned.Add(1)
+		}()
 	}
-	require.Eventually(t, func() bool { return cc.asideNow.Load() == window && waits.Load() == n-window }, time.Minute, time.Millisecond,
-		"a window of appends runs aside, the others wait for a slot")
+	require.Eventually(t, func() bool {
+		return cc.asideNow.Load() == window && waits.Load() == n-window && returned.Load() == window
+	}, time.Minute, time.Millisecond, "a window of appends runs aside, the others wait for a slot")
 	require.Eventually(t, func() bool { return l.refused.Load() >= window }, time.Minute, time.Millisecond, "the node refuses them")
 	require.NoError(t, cc.Close())
-	closed.Store(true)
 	assert.Equal(t, int64(n), ran.Load(), "every callback ran before Close returned")
+	close(closeReturned)
 	assert.Zero(t, after.Load(), "no callback after Close returned")
 	closedErrs := 0
 	for range n {
