@@ -690,7 +690,9 @@ func (p *appendPipe) openFailed(err error) {
 			p.finishUnary(s)
 			continue
 		}
-		p.finish(s, equeue.AppendResult{}, ferr)
+		// Queued, s never left the client (one refused as busy ran
+		// nothing): another node may take it.
+		p.finish(s, equeue.AppendResult{}, unsentUnavailable(ferr))
 	}
 }
 

@@ -399,6 +399,9 @@ func (c *Client) appendUnary(ctx context.Context, req *equeue.AppendRequest) (eq
 			// The request left the client: the broker may have stored it.
 			return equeue.AppendResult{}, fmt.Errorf("%w: remote: append sent and not answered: %w", equeue.ErrIndeterminate, ferr)
 		}
+		if !m.sent.Load() {
+			return equeue.AppendResult{}, unsentUnavailable(ferr)
+		}
 		return equeue.AppendResult{}, ferr
 	}
 	return resp.a.result(len(req.Messages))

@@ -35,7 +35,9 @@ import (
 // leadership during the write) is returned; the client then forgets that
 // leader, or, when the leader lost its leadership and its answer names
 // the new one, takes that one for the leader, without sending the append
-// again. Send again with the same message IDs on a topic
+// again. A call that never left the client, the node refusing the
+// connection (ErrUnavailable, nothing sent), goes to the next node,
+// Append and the admin changes included. Send again with the same message IDs on a topic
 // with a dedup window to store it at most once.
 // Retries stop when the call's context ends, or after FailoverWait.
 //
@@ -278,7 +280,10 @@ func onCluster[T any](ctx context.Context, cc *ClusterClient, repeatable bool, f
 			if errors.Is(err, context.DeadlineExceeded) {
 				cc.redirect(addr, "")
 			}
-		case errors.Is(err, ErrUnavailable) && repeatable:
+		case errors.Is(err, ErrUnavailable) && (repeatable || neverSent(err)):
+			// A call that changes the engine goes to another node only
+			// when it never left the client (connection refused): no
+			// broker saw it.
 			hops = 0
 			cc.redirect(addr, "")
 		default:

@@ -24,5 +24,8 @@ func (c *Client) change(ctx context.Context, call func(ctx context.Context) erro
 	if m.sent.Load() && !brokerAnswer(err) {
 		return fmt.Errorf("%w: remote: call sent and not answered: %w", equeue.ErrIndeterminate, ferr)
 	}
+	if !m.sent.Load() {
+		return unsentUnavailable(ferr)
+	}
 	return ferr
 }
