@@ -31,7 +31,9 @@ func (c *Client) FastPathOwner() any { return c }
 // streamWindow unanswered; AppendAsync waits (bounded by ctx) while the
 // window is full: backpressure, which equeue.Producer.SendAsync passes on
 // to its caller. cb runs exactly once, on the caller's goroutine or the
-// client's, and must not block; it runs before Client.Close returns, never
+// client's, and must not block nor call Close (Close waits for the
+// AppendAsync calls in progress, the one running cb among them); it runs
+// before Client.Close returns, never
 // after: an AppendAsync waiting for a window slot when Close starts
 // reports equeue.ErrClosed (not sent) before Close returns, and one called
 // once Close has begun reports it before AppendAsync returns.

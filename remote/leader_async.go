@@ -42,7 +42,8 @@ func (cc *ClusterClient) FastPathOwner() any { return cc }
 // a failover starts no more goroutines than that. While the window is
 // full, AppendAsync waits for a slot, as a Client's does: until an append
 // is reported, ctx ends (cb gets ctx's error: not sent) or Close begins
-// (equeue.ErrClosed: not sent). cb runs exactly once and must not block;
+// (equeue.ErrClosed: not sent). cb runs exactly once and must not block
+// nor call Close (Close waits for the AppendAsync calls in progress);
 // once Close has returned, no cb runs any more: Close reports each append
 // waiting for a slot or for the leader before it returns.
 func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
