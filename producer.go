@@ -510,13 +510,7 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 			p.completeAsync(finish, SendResult{}, err)
 			return f
 		}
-		go func() {
-			defer p.async.Done()
-			defer p.freeAsyncSlot()
-			var res SendResult
-			err := p.send(ctx, m, &res)
-			finish(res, err)
-		}()
+		go p.sendInWindow(ctx, m, finish)
 		return f
 	}
 	q, err := p.pick(ctx, m, false, time.Now())

@@ -41,3 +41,24 @@ func (p *Producer) takeAsyncSlot(ctx context.Context) error {
 
 // freeAsyncSlot frees a slot taken by takeAsyncSlot.
 func (p *Producer) freeAsyncSlot() { <-p.window }
+
+// sendInWindow sends m for a SendAsync holding a slot of p's window, on a
+// goroutine of its own. The slot is freed once the send returns, before
+// its AfterSend hooks run, which run as on the other paths: on the
+// producer's completions goroutine (completeAsync, which also ends the
+// send's count in p.async). A hook may thus call SendAsync while the
+// window is full: it waits for a send to end, not for its own hooks.
+func (p *Producer) sendInWindow(ctx context.Context, m *Message, finish func(SendResult, error)) {
+	handed := false
+	defer func() {
+		if !handed { // the broker's Append called runtime.Goexit
+			p.freeAsyncSlot()
+			p.async.Done()
+		}
+	}()
+	var res SendResult
+	err := p.send(ctx, m, &res)
+	handed = true
+	p.freeAsyncSlot()
+	p.completeAsync(finish, res, err)
+}
