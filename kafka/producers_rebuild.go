@@ -116,7 +116,10 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 				lowest = seq
 			}
 		}
-		st.back = &readBack{floor: own, from: lo, lowest: lowest}
+		// A floor at the partition's first offset, none of its records
+		// deleted or lost, reaches every record the partition held.
+		whole := own == 0 && q.Messages == q.MaxOffset
+		st.back = &readBack{floor: own, from: lo, lowest: lowest, whole: whole}
 		err = c.readBackTo(topic, part, b, st)
 	}
 	if err != nil {
@@ -142,9 +145,13 @@ const inFlightBatches = 5
 // readBack is where rebuild's read of a producer's records stopped: it
 // may read down to floor, read from offset from, and the sequence number
 // of the producer's epoch it found furthest back (seqBelow) is lowest.
+// whole says floor is the partition's first offset, 0, and none of its
+// records was deleted (retention) or lost: read down to floor, the read
+// has seen every record the partition held.
 type readBack struct {
 	floor, from int64
 	lowest      int32
+	whole       bool
 }
 
 // seqAhead is how far behind a producer's last sequence number a batch's
@@ -408,10 +415,14 @@ func (p *producers) expireScans(now time.Time, idle time.Duration, term uint64) 
 // OUT_OF_ORDER_SEQUENCE_NUMBER, franz-go sent every batch in flight again
 // under a new epoch, storing them twice. A batch read but holding other
 // records (loggedBatch), or one whose last records are not stored, is
-// not one.
+// not one; nor is one behind records read down to the partition's first
+// (readBack.whole): the partition provably never held it, which happens
+// only when the producer's sequence numbers have a gap (a first batch
+// taken as it came), and it is refused OUT_OF_ORDER_SEQUENCE_NUMBER, as
+// Kafka refuses a batch its producer state does not hold.
 func (st *seqState) storedBeyondRead(b *producedBatch) bool {
 	r := st.back
-	if r == nil || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 {
+	if r == nil || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 || (r.whole && r.from <= r.floor) {
 		return false
 	}
 	first, last := seqBelow(st.lastSeq, b.firstSeq), seqBelow(st.lastSeq, b.lastSeq())
