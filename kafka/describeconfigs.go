@@ -63,7 +63,7 @@ func brokerDefault(name, value string, typ kmsg.ConfigType) describedConfig {
 func (c *conn) topicConfigs(ti equeue.TopicInfo) []describedConfig {
 	configs := []describedConfig{
 		topicDefault("cleanup.policy", "log.cleanup.policy", "delete", kmsg.ConfigTypeList),
-		topicDefault("message.timestamp.type", "log.message.timestamp.type", c.timestampType(), kmsg.ConfigTypeString),
+		c.timestampConfig("message.timestamp.type"),
 		topicDefault("compression.type", "compression.type", "producer", kmsg.ConfigTypeString),
 	}
 	if s, ok := c.s.b.(maxMessageSizer); ok {
@@ -96,16 +96,34 @@ func retentionBytes(l equeue.TopicLimits) describedConfig {
 }
 
 // brokerConfigs are the configs DescribeConfigs gives this broker, whose
-// ID is self: one replica, and message.max.bytes when the Broker tells the
+// ID is self: one replica, its topics' timestamp type, and message.max.bytes when the Broker tells the
 // engine's message size limit.
 func (c *conn) brokerConfigs(self string) []describedConfig {
 	configs := []describedConfig{
 		brokerDefault("broker.id", self, kmsg.ConfigTypeInt),
 		brokerDefault("default.replication.factor", "1", kmsg.ConfigTypeInt),
 		brokerDefault("min.insync.replicas", "1", kmsg.ConfigTypeInt),
+		c.timestampConfig("log.message.timestamp.type"),
 	}
 	if s, ok := c.s.b.(maxMessageSizer); ok {
 		configs = append(configs, brokerDefault("message.max.bytes", strconv.Itoa(s.MaxMessageSize()), kmsg.ConfigTypeInt))
 	}
 	return configs
+}
+
+// timestampConfig is the config name (a topic's message.timestamp.type,
+// or the broker's log.message.timestamp.type) of the listener's
+// timestamp type. Options.LogAppendTime is set where the listener
+// starts, as a Kafka broker's server.properties sets
+// log.message.timestamp.type: then STATIC_BROKER_CONFIG, over Kafka's
+// default, CreateTime; without it, that default.
+func (c *conn) timestampConfig(name string) describedConfig {
+	const broker, def = "log.message.timestamp.type", "CreateTime"
+	if !c.s.o.LogAppendTime {
+		return describedConfig{name: name, value: def, typ: kmsg.ConfigTypeString, source: kmsg.ConfigSourceDefaultConfig,
+			synonyms: []configSynonym{{broker, def, kmsg.ConfigSourceDefaultConfig}}}
+	}
+	v := c.timestampType()
+	return describedConfig{name: name, value: v, typ: kmsg.ConfigTypeString, source: kmsg.ConfigSourceStaticBrokerConfig,
+		synonyms: []configSynonym{{broker, v, kmsg.ConfigSourceStaticBrokerConfig}, {broker, def, kmsg.ConfigSourceDefaultConfig}}}
 }
