@@ -167,7 +167,8 @@ func queuesToAdd(ti equeue.TopicInfo, count int) (int, string) {
 
 // describeConfigs answers the few topic and broker settings clients ask
 // about, read-only (no AlterConfigs is served), with their types, and
-// their synonyms when the request asks for them.
+// their synonyms and documentation (configDocs) when the request asks
+// for them.
 func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	for _, r := range req.Resources {
@@ -209,6 +210,9 @@ func (c *conn) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeC
 			rc.Name, rc.Value, rc.ReadOnly = dc.name, kmsg.StringPtr(dc.value), true
 			rc.Source, rc.ConfigType = dc.source, dc.typ
 			rc.IsDefault = dc.source == kmsg.ConfigSourceDefaultConfig // v0's
+			if doc, ok := configDocs[dc.name]; ok && req.IncludeDocumentation {
+				rc.Documentation = &doc
+			}
 			if req.IncludeSynonyms {
 				for _, syn := range dc.synonyms {
 					s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
