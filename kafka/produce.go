@@ -338,16 +338,26 @@ func (c *conn) topicIDAndEnd(topic string, part int32) (uint32, int64) {
 // setLogStarts gives each stored partition of a produce answer its log
 // start offset: the queue's low watermark, what retention left, read once
 // the request's appends are done; -1, Kafka's "not known", when it cannot
-// be read. A topic is described once for all its partitions: each
-// description reads every partition of the topic, so a read per
-// partition would cost a request writing all of them their count squared.
+// be read. With a Broker that describes one queue at that queue's cost
+// (queueDescriber), each partition is read alone: a description of the
+// topic reads every partition of it, so a request writing one partition
+// of a topic of many cost them all. Else a topic is described once for
+// all its partitions, not once a partition, which would cost a request
+// writing all of them their count squared.
 func (c *conn) setLogStarts(resp *kmsg.ProduceResponse) {
+	_, perQueue := c.s.b.(queueDescriber)
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		var ti *equeue.TopicInfo
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			if rp.ErrorCode != errNone || rp.BaseOffset < 0 {
+				continue
+			}
+			if perQueue {
+				if q, err := c.queueInfo(rt.Topic, rp.Partition); err == nil {
+					rp.LogStartOffset = q.MinOffset
+				}
 				continue
 			}
 			if ti == nil {
@@ -369,14 +379,29 @@ func (c *conn) setLogStarts(resp *kmsg.ProduceResponse) {
 // has another ID (deleted and made again under its name). With id 0 (not
 // known), or when the topic cannot be read, it reports false: the state is
 // kept. It is asked only when the state refuses a batch or takes it for a
-// duplicate, so batches in order cost no lookup.
+// duplicate, so batches in order cost no lookup; with a Broker that tells
+// its topics' version, the topic's ID read while the version stays
+// (topicIDCache) answers it, so a retry storm of duplicates, or batches
+// refused, costs no description of the topic each, which reads all its
+// partitions.
 func (c *conn) topicReplaced(topic string, id uint32) bool {
 	if id == 0 {
 		return false
 	}
+	v, versioned := c.s.topicsVersion()
+	if versioned {
+		if now, ok := c.s.topicIDs.get(topic, v); ok {
+			return now != id
+		}
+	}
 	ti, err := c.s.b.Topic(c.ctx, topic)
 	if err != nil {
 		return errors.Is(err, equeue.ErrTopicNotFound)
+	}
+	if now, _ := c.s.topicsVersion(); versioned && now == v {
+		// No topic created or deleted during the read: the ID is the
+		// topic's at v.
+		c.s.topicIDs.put(topic, v, ti.ID)
 	}
 	return ti.ID != id
 }

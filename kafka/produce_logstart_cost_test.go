@@ -24,11 +24,12 @@ func (b *topicCounting) Topic(ctx context.Context, name string) (equeue.TopicInf
 }
 
 // TestProduce_LogStartOffsetReadOncePerTopic: a Produce answer gives each
-// stored partition its log start offset (the queue's low watermark), read
-// once per topic of the request, not once per partition: each read
-// describes every partition of the topic, so a request that writes all of
-// a topic's partitions, as a producer's to its only broker does, cost the
-// square of their count.
+// stored partition its log start offset (the queue's low watermark), with
+// at most one description of each topic of the request, not one per
+// partition (an engine's are read a partition at a time, with none): each
+// description reads every partition of the topic, so a request that
+// writes all of a topic's partitions, as a producer's to its only broker
+// does, cost the square of their count.
 func TestProduce_LogStartOffsetReadOncePerTopic(t *testing.T) {
 	const parts = 32
 	e := openEngine(t, nil)
