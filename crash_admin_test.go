@@ -1,7 +1,6 @@
 package equeue_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,11 +8,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,28 +39,15 @@ import (
 // drawn from a seed (EQUEUE_CRASH_SEED, logged); EQUEUE_CRASH_ROUNDS sets
 // the rounds (default 3).
 func TestCrash_AdminKillAndReopen(t *testing.T) {
-	rounds := 3
-	if v := os.Getenv("EQUEUE_CRASH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err)
-		rounds = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("EQUEUE_CRASH_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err)
-		seed = n
-	}
-	t.Logf("EQUEUE_CRASH_SEED=%d", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rounds := crashRounds(t, 3)
+	rng := crashRand(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	h := &crashAdmin{acked: map[string]crashPos{}, sent: map[string]bool{}, dacked: map[string]bool{}, floor: map[int]int64{}}
 	for round := range rounds {
 		h.runChild(t, dir, round, rng)
-		e, err := crashAdminOpen(dir, false, nil)
-		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
+		e := crashReopen(t, dir, round, crashAdminReopen)
 		h.check(t, ctx, e, round)
 		require.NoError(t, e.Close())
 	}
@@ -91,7 +75,6 @@ func TestCrash_AdminKillAndReopen(t *testing.T) {
 }
 
 const (
-	crashAdminEnv        = "EQUEUE_CRASH_ADMIN_DIR"
 	crashAdminTopic      = "at"
 	crashAdminDelayTopic = "ad"
 	crashAdminGroup      = "ag"
@@ -125,6 +108,9 @@ func crashAdminOpen(dir string, small bool, log func(string, ...any)) (*equeue.E
 	return equeue.Open("", o)
 }
 
+// crashAdminReopen opens dir as the parent does after a kill.
+func crashAdminReopen(dir string) (*equeue.Engine, error) { return crashAdminOpen(dir, false, nil) }
+
 // crashAdminParks is a log writer that tells say of each report of a
 // parked move.
 type crashAdminParks func(string, ...any)
@@ -139,11 +125,8 @@ func (say crashAdminParks) Write(p []byte) (int, error) {
 // TestCrashAdminChild is the child's workload; it does nothing unless
 // started by TestCrash_AdminKillAndReopen.
 func TestCrashAdminChild(t *testing.T) {
-	dir := os.Getenv(crashAdminEnv)
-	if dir == "" {
-		t.Skip("child process of TestCrash_AdminKillAndReopen")
-	}
-	round, _ := strconv.Atoi(os.Getenv("EQUEUE_CRASH_ROUND"))
+	dir := crashChildDir(t)
+	round := crashChildRound()
 	seed, _ := strconv.ParseUint(os.Getenv("EQUEUE_CRASH_SEED"), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	ctx := context.Background()
@@ -321,28 +304,14 @@ type crashAdmin struct {
 
 func (h *crashAdmin) runChild(t *testing.T, dir string, round int, rng *rand.Rand) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashAdminChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashAdminEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round),
-		fmt.Sprintf("EQUEUE_CRASH_SEED=%d", rng.Uint64()))
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	ready := make(chan struct{})
-	parsed := make(chan struct{})
-	var parseErr []string
 	h.pending = nil
-	go func() {
-		defer close(parsed)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			l := sc.Text()
+	c := startCrashChild(t, crashChildSpec{Test: "TestCrashAdminChild", Dir: dir, Round: round,
+		Env: []string{fmt.Sprintf("EQUEUE_CRASH_SEED=%d", rng.Uint64())}, Line: func(l string) error {
 			f := strings.Fields(l)
 			if len(f) == 0 {
-				continue
+				return nil
 			}
 			switch f[0] {
-			case "READY":
-				close(ready)
 			case "SENDING":
 				h.sent[f[1]] = true
 			case "ACK":
@@ -394,22 +363,11 @@ func (h *crashAdmin) runChild(t *testing.T, dir string, round int, rng *rand.Ran
 				h.dlqDeletes++
 			case "PARKED":
 				h.parks++
-			case "ERROR":
-				parseErr = append(parseErr, l)
 			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("round %d: child never became ready", round)
-	}
-	time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
-	<-parsed
-	require.Empty(t, parseErr, "round %d", round)
+			return nil
+		}})
+	c.awaitReady()
+	c.killAtRandom(rng, 200*time.Millisecond, 800*time.Millisecond)
 }
 
 func (h *crashAdmin) check(t *testing.T, ctx context.Context, e *equeue.Engine, round int) {

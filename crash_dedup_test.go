@@ -1,18 +1,15 @@
 package equeue_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,8 +26,6 @@ import (
 // delayed) to a topic with a dedup window on a Badger store whose writes of
 // an ID marked "f" fail, and kills it with SIGKILL at a random moment,
 // round after round.
-
-const crashDedupChildEnv = "EQUEUE_CRASH_DEDUP_CHILD_DIR"
 
 const crashDedupTopicName = "dd"
 
@@ -59,6 +54,9 @@ func openCrashDedup(dir string, failing bool) (*equeue.Engine, error) {
 	return e, err
 }
 
+// openCrashDedupPlain opens dir as openCrashDedup does, failing nothing.
+func openCrashDedupPlain(dir string) (*equeue.Engine, error) { return openCrashDedup(dir, false) }
+
 // crashDedupDelayed is the sender of the dedup crash child that sends
 // delayed messages: its IDs are "r<round>-g4-...".
 const crashDedupDelayed = 4
@@ -72,11 +70,8 @@ func isCrashDedupDelayed(id string) bool {
 // TestCrashDedupChild is the child's workload; it does nothing unless
 // started by TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill.
 func TestCrashDedupChild(t *testing.T) {
-	dir := os.Getenv(crashDedupChildEnv)
-	if dir == "" {
-		t.Skip("child process of TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill")
-	}
-	round := os.Getenv("EQUEUE_CRASH_ROUND")
+	dir := crashChildDir(t)
+	round := crashChildRound()
 	ctx := context.Background()
 	say := childSay()
 	e, err := openCrashDedup(dir, true)
@@ -100,7 +95,7 @@ func TestCrashDedupChild(t *testing.T) {
 					delay = time.Duration(20+rand.IntN(200)) * time.Millisecond
 				}
 				for k := range ms {
-					ids[k] = fmt.Sprintf("r%s-g%d-%d-%d", round, g, i, k)
+					ids[k] = fmt.Sprintf("r%d-g%d-%d-%d", round, g, i, k)
 					if i%10 == 7 {
 						ids[k] += "#f" // its write fails
 					}
@@ -142,67 +137,46 @@ func TestCrashDedupChild(t *testing.T) {
 // its ID is answered as its send was (a duplicate, Delayed, offset -1), in
 // that round and the next.
 func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
+	rng := crashRand(t)
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	acked := map[string]crashPos{}
 	delayed := map[string]crashPos{} // where each delayed send stored was delivered
 	for round := range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashDedupChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashDedupChildEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round))
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
 		going := make(chan struct{}) // some sends acknowledged and some failed
 		failed := map[string]bool{}
 		sent := map[string]bool{}  // every ID the child sent, answered or not
 		dacked := map[string]int{} // acknowledged delayed sends, by queue
-		var parseErr []string
-		parsed := make(chan struct{})
-		go func() {
-			defer close(parsed)
-			sc := bufio.NewScanner(out)
-			goingOnce, acks := false, 0
-			for sc.Scan() {
-				if !goingOnce && acks >= 20 && len(dacked) >= 6 && len(failed) > 0 {
-					goingOnce = true
-					close(going)
-				}
-				f := strings.Fields(sc.Text())
-				switch {
-				case len(f) == 4 && f[0] == "ACK":
-					q, _ := strconv.Atoi(f[2])
-					off, _ := strconv.ParseInt(f[3], 10, 64)
-					acked[f[1]] = crashPos{q, off}
-					acks++
-				case len(f) == 3 && f[0] == "DACK":
-					q, _ := strconv.Atoi(f[2])
-					dacked[f[1]] = q
-				case len(f) == 2 && f[0] == "FAIL":
-					failed[f[1]] = true
-				case len(f) > 1 && f[0] == "SEND":
-					for _, id := range f[1:] {
-						sent[id] = true
-					}
-				case len(f) > 0 && f[0] == "ERROR":
-					parseErr = append(parseErr, sc.Text())
+		goingOnce, acks := false, 0
+		c := startCrashChild(t, crashChildSpec{Test: "TestCrashDedupChild", Dir: dir, Round: round, Line: func(l string) error {
+			if !goingOnce && acks >= 20 && len(dacked) >= 6 && len(failed) > 0 {
+				goingOnce = true
+				close(going)
+			}
+			f := strings.Fields(l)
+			switch {
+			case len(f) == 4 && f[0] == "ACK":
+				q, _ := strconv.Atoi(f[2])
+				off, _ := strconv.ParseInt(f[3], 10, 64)
+				acked[f[1]] = crashPos{q, off}
+				acks++
+			case len(f) == 3 && f[0] == "DACK":
+				q, _ := strconv.Atoi(f[2])
+				dacked[f[1]] = q
+			case len(f) == 2 && f[0] == "FAIL":
+				failed[f[1]] = true
+			case len(f) > 1 && f[0] == "SEND":
+				for _, id := range f[1:] {
+					sent[id] = true
 				}
 			}
-		}()
-		select {
-		case <-going:
-		case <-time.After(60 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatalf("round %d: child never acknowledged and failed sends", round)
-		}
-		time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		_ = cmd.Wait()
-		<-parsed
-		require.Empty(t, parseErr)
+			return nil
+		}})
+		c.await(going, "acknowledged and failed sends")
+		c.killAtRandom(rng, 0, 200*time.Millisecond)
 		require.NotEmpty(t, failed, "round %d: no write failed", round)
 
-		e, err := openCrashDedup(dir, false)
-		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
+		e := crashReopen(t, dir, round, openCrashDedupPlain)
 		eventually(t, waitLong, func() bool {
 			info, err := e.Delayed(ctx, 0)
 			require.NoError(t, err)
@@ -210,7 +184,7 @@ func TestCrash_DedupWindowAgreesWithTheQueuesAfterAKill(t *testing.T) {
 		}, "round %d: the delayed messages come due", round)
 		// A move stored is visible once the writer published it: a synced
 		// write queued after it is published after it.
-		err = e.CreateTopic(ctx, "flush", 1)
+		err := e.CreateTopic(ctx, "flush", 1)
 		if !errors.Is(err, equeue.ErrTopicExists) {
 			require.NoError(t, err)
 		}

@@ -1,19 +1,16 @@
 package equeue_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,12 +53,8 @@ import (
 // the priority topic handled or dead-lettered by the batch group.
 // EQUEUE_CRASH_ROUNDS sets the rounds (default 3).
 func TestCrash_FeaturesKillAndReopen(t *testing.T) {
-	rounds := 3
-	if v := os.Getenv("EQUEUE_CRASH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err)
-		rounds = n
-	}
+	rounds := crashRounds(t, 3)
+	rng := crashRand(t)
 	dir := t.TempDir()
 	redoFile := filepath.Join(t.TempDir(), "redo")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -74,9 +67,8 @@ func TestCrash_FeaturesKillAndReopen(t *testing.T) {
 	h.prio.nextLife(t, ctx, e, "0")
 	require.NoError(t, e.Close())
 	for round := range rounds {
-		h.runChild(t, dir, redoFile, round)
-		e, err := equeue.Open(dir, nil)
-		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
+		h.runChild(t, dir, redoFile, round, rng)
+		e := crashReopen(t, dir, round, nil)
 		found := crashReadTopic(t, ctx, e, crashDedupTopic)
 		for id, pos := range h.acked {
 			require.Equal(t, []crashPos{pos}, found[id], "round %d: acknowledged %s must be stored exactly once where its first Send said", round, id)
@@ -103,7 +95,6 @@ func TestCrash_FeaturesKillAndReopen(t *testing.T) {
 }
 
 const (
-	crashFeaturesEnv = "EQUEUE_CRASH_FEATURES_DIR"
 	crashDedupTopic  = "fdedup"
 	crashDelayTopic  = "fdelay"
 	crashCappedTopic = "fcapped"
@@ -194,11 +185,8 @@ func crashDelayHandler(say func(string, ...any)) equeue.Handler {
 // TestCrashFeaturesChild is the child's workload; it does nothing unless
 // started by TestCrash_FeaturesKillAndReopen.
 func TestCrashFeaturesChild(t *testing.T) {
-	dir := os.Getenv(crashFeaturesEnv)
-	if dir == "" {
-		t.Skip("child process of TestCrash_FeaturesKillAndReopen")
-	}
-	round := os.Getenv("EQUEUE_CRASH_ROUND")
+	dir := crashChildDir(t)
+	round := strconv.Itoa(crashChildRound())
 	ctx := context.Background()
 	say := childSay()
 	fail := func(format string, args ...any) {
@@ -414,43 +402,12 @@ func (h *crashFeatures) line(l string) error {
 }
 
 // runChild runs one round's child and kills it at a random moment.
-func (h *crashFeatures) runChild(t *testing.T, dir, redoFile string, round int) {
+func (h *crashFeatures) runChild(t *testing.T, dir, redoFile string, round int, rng *rand.Rand) {
 	h.orderly = map[int]int64{}
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashFeaturesChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashFeaturesEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round), "EQUEUE_CRASH_REDO="+redoFile)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	ready := make(chan struct{})
-	var (
-		readyOnce sync.Once
-		lineErrs  []error
-	)
-	parsed := make(chan struct{})
-	go func() {
-		defer close(parsed)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "READY" {
-				readyOnce.Do(func() { close(ready) })
-				continue
-			}
-			if err := h.line(sc.Text()); err != nil {
-				lineErrs = appendFirst(lineErrs, fmt.Errorf("round %d: %w", round, err))
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("round %d: child never became ready", round)
-	}
-	time.Sleep(time.Duration(300+rand.IntN(900)) * time.Millisecond)
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
-	<-parsed
-	require.Empty(t, lineErrs)
+	c := startCrashChild(t, crashChildSpec{Test: "TestCrashFeaturesChild", Dir: dir, Round: round,
+		Env: []string{"EQUEUE_CRASH_REDO=" + redoFile}, Line: h.line})
+	c.awaitReady()
+	c.killAtRandom(rng, 300*time.Millisecond, 900*time.Millisecond)
 }
 
 // finish runs both groups in the parent until everything acknowledged is

@@ -1,12 +1,9 @@
 package equeue_test
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,10 +13,7 @@ import (
 	"github.com/equeue-go/equeue"
 )
 
-const (
-	crashParkedEnv   = "EQUEUE_CRASH_PARKED_DIR"
-	crashParkedTopic = "pk"
-)
+const crashParkedTopic = "pk"
 
 // crashParkedBodies are the bodies sent, due together, in their order:
 // the large ones' moves fit no write of crashAdminOpen's small store.
@@ -48,41 +42,9 @@ func TestCrash_ParkedMovesKillAndReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
 
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashParkedChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashParkedEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	parked := make(chan struct{})
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(out)
-		closed := false
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-			if strings.HasPrefix(sc.Text(), "ALLPARKED") && !closed {
-				closed = true
-				close(parked)
-			}
-		}
-	}()
-	select {
-	case <-parked:
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		close(lines)
-		var got []string
-		for l := range lines {
-			got = append(got, l)
-		}
-		t.Fatalf("the child never parked both moves: %v", got)
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
+	c := startCrashChild(t, crashChildSpec{Test: "TestCrashParkedChild", Dir: dir, Ready: "ALLPARKED"})
+	c.await(c.ready, "both moves parked")
+	c.kill()
 
 	bodies := crashParkedBodies()
 	short := func(bs []string) []string {
@@ -127,10 +89,7 @@ func TestCrash_ParkedMovesKillAndReopen(t *testing.T) {
 // it opens the directory on the small store, waits until both large moves
 // are parked, says so and waits to be killed.
 func TestCrashParkedChild(t *testing.T) {
-	dir := os.Getenv(crashParkedEnv)
-	if dir == "" {
-		t.Skip("child process of TestCrash_ParkedMovesKillAndReopen")
-	}
+	dir := crashChildDir(t)
 	say := childSay()
 	e, err := crashAdminOpen(dir, true, nil)
 	if err != nil {

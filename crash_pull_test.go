@@ -1,16 +1,12 @@
 package equeue_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,8 +22,6 @@ import (
 // SIGKILL while it does, round after round (EQUEUE_CRASH_ROUNDS, default
 // 3). Each round the parent sends more messages first.
 
-const crashPullEnv = "EQUEUE_CRASH_PULL_DIR"
-
 // Topics of the pull-and-priority crash test: crashPullTopic is read by a
 // PullConsumer, crashLanesTopic (two lanes) by a Consumer.
 const (
@@ -38,10 +32,7 @@ const (
 // TestCrashPullChild is the child's workload; it does nothing unless
 // started by TestCrash_PullAndPriorityConsumersLoseNothing.
 func TestCrashPullChild(t *testing.T) {
-	dir := os.Getenv(crashPullEnv)
-	if dir == "" {
-		t.Skip("child process of TestCrash_PullAndPriorityConsumersLoseNothing")
-	}
+	dir := crashChildDir(t)
 	ctx := context.Background()
 	say := childSay()
 	fail := func(what string, err error) {
@@ -98,12 +89,8 @@ func TestCrashPullChild(t *testing.T) {
 // and no commit of the PullConsumer that returned was lost: no message
 // below it is fetched again.
 func TestCrash_PullAndPriorityConsumersLoseNothing(t *testing.T) {
-	rounds := 3
-	if v := os.Getenv("EQUEUE_CRASH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err)
-		rounds = n
-	}
+	rounds := crashRounds(t, 3)
+	rng := crashRand(t)
 	const perRound = 150
 	ctx := ctxT(t)
 	dir := t.TempDir()
@@ -130,52 +117,23 @@ func TestCrash_PullAndPriorityConsumersLoseNothing(t *testing.T) {
 		require.NoError(t, p.Close())
 		require.NoError(t, e.Close())
 
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashPullChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashPullEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		ready := make(chan struct{})
-		var readyOnce sync.Once
-		var errs []string
-		parsed := make(chan struct{})
-		go func() {
-			defer close(parsed)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				switch {
-				case len(f) == 1 && f[0] == "READY":
-					readyOnce.Do(func() { close(ready) })
-				case len(f) == 2 && f[0] == "HANDLED":
-					handled[f[1]]++
-				case len(f) == 3 && f[0] == "COMMITTED":
-					q, _ := strconv.Atoi(f[1])
-					off, _ := strconv.ParseInt(f[2], 10, 64)
-					committed[q] = max(committed[q], off)
-				case len(f) > 0 && f[0] == "ERROR":
-					errs = append(errs, sc.Text())
-				}
+		c := startCrashChild(t, crashChildSpec{Test: "TestCrashPullChild", Dir: dir, Round: round, Line: func(l string) error {
+			f := strings.Fields(l)
+			switch {
+			case len(f) == 2 && f[0] == "HANDLED":
+				handled[f[1]]++
+			case len(f) == 3 && f[0] == "COMMITTED":
+				q, _ := strconv.Atoi(f[1])
+				off, _ := strconv.ParseInt(f[2], 10, 64)
+				committed[q] = max(committed[q], off)
 			}
-		}()
-		select {
-		case <-ready:
-		case <-parsed:
-			_ = cmd.Wait()
-			t.Fatalf("round %d: child ended before it was ready: %v", round, errs)
-		case <-time.After(60 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatalf("round %d: child never became ready", round)
-		}
-		time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond) // a random moment, not a bound
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		_ = cmd.Wait()
-		<-parsed
-		require.Empty(t, errs, "round %d", round)
+			return nil
+		}})
+		c.awaitReady()
+		c.killAtRandom(rng, 50*time.Millisecond, 200*time.Millisecond)
 		t.Logf("round %d: killed with %d of %d messages handled", round, len(handled), len(sent))
 
-		e, err = equeue.Open(dir, nil)
-		require.NoError(t, err)
+		e = crashReopen(t, dir, round, nil)
 		gi, err := e.Group(ctx, "gpull")
 		require.NoError(t, err)
 		for _, q := range gi.Queues {

@@ -1,16 +1,13 @@
 package equeue_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,16 +23,11 @@ import (
 //
 // EQUEUE_CRASH_ROUNDS sets the number of rounds (default 3; the long run uses 20+).
 
-const crashChildEnv = "EQUEUE_CRASH_CHILD_DIR"
-
 // TestCrashChild is the child's workload; it does nothing unless started by
 // TestCrash_KillAndReopen.
 func TestCrashChild(t *testing.T) {
-	dir := os.Getenv(crashChildEnv)
-	if dir == "" {
-		t.Skip("child process of TestCrash_KillAndReopen")
-	}
-	round := os.Getenv("EQUEUE_CRASH_ROUND")
+	dir := crashChildDir(t)
+	round := crashChildRound()
 	ctx := context.Background()
 	say := childSay()
 	e, err := openCrashChild(dir) // SyncAlways
@@ -67,7 +59,7 @@ func TestCrashChild(t *testing.T) {
 	for g := range 4 {
 		go func() {
 			for i := 0; ; i++ {
-				id := fmt.Sprintf("r%s-g%d-%d", round, g, i)
+				id := fmt.Sprintf("r%d-g%d-%d", round, g, i)
 				r, err := p.Send(ctx, &equeue.Message{Topic: "t", ID: id, Keys: []string{fmt.Sprint(i % 7)}, Body: []byte(id)})
 				if err != nil {
 					say("ERROR send %v", err)
@@ -100,29 +92,14 @@ func TestCrashChild(t *testing.T) {
 	}
 }
 
-// childSay returns a child process's printer of output lines, safe for
-// its goroutines.
-func childSay() func(format string, args ...any) {
-	var mu sync.Mutex
-	return func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		_, _ = fmt.Fprintf(os.Stdout, format+"\n", args...)
-	}
-}
-
 type crashPos struct {
 	queue  int
 	offset int64
 }
 
 func TestCrash_KillAndReopen(t *testing.T) {
-	rounds := 3
-	if v := os.Getenv("EQUEUE_CRASH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err)
-		rounds = n
-	}
+	rounds := crashRounds(t, 3)
+	rng := crashRand(t)
 	dir := t.TempDir()
 	ctx := ctxT(t)
 	acked := map[string]crashPos{}
@@ -130,71 +107,39 @@ func TestCrash_KillAndReopen(t *testing.T) {
 	handled := map[string]bool{}
 	committedAtStart := map[int]int64{}
 	for round := range rounds {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("EQUEUE_CRASH_ROUND=%d", round))
-		if round%2 == 1 {
-			cmd.Env = append(cmd.Env, crashIncompleteEnv+"=1")
-		}
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		lines := make(chan string, 1024)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
-		ready := make(chan struct{})
-		var readyOnce sync.Once
 		lastCommit := map[int]int64{}
-		var parseErr []string
-		parsed := make(chan struct{})
-		go func() {
-			defer close(parsed)
-			for l := range lines {
-				f := strings.Fields(l)
-				switch {
-				case len(f) == 1 && f[0] == "READY":
-					readyOnce.Do(func() { close(ready) })
-				case len(f) == 4 && f[0] == "ACK":
-					q, _ := strconv.Atoi(f[2])
-					off, _ := strconv.ParseInt(f[3], 10, 64)
-					acked[f[1]] = crashPos{q, off}
-				case len(f) == 2 && f[0] == "DACK":
-					delayed[f[1]] = true
-				case len(f) == 4 && f[0] == "HANDLED":
-					q, _ := strconv.Atoi(f[2])
-					off, _ := strconv.ParseInt(f[3], 10, 64)
-					if off < committedAtStart[q] {
-						parseErr = append(parseErr, fmt.Sprintf("round %d: committed message %d/%d delivered again", round, q, off))
-					}
-					handled[f[1]] = true
-				case len(f) == 3 && f[0] == "COMMITTED":
-					q, _ := strconv.Atoi(f[1])
-					off, _ := strconv.ParseInt(f[2], 10, 64)
-					lastCommit[q] = max(lastCommit[q], off)
-				case strings.HasPrefix(l, "ERROR"):
-					parseErr = append(parseErr, l)
-				}
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(60 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatalf("round %d: child never became ready", round)
+		var env []string
+		if round%2 == 1 {
+			env = append(env, crashIncompleteEnv+"=1")
 		}
-		time.Sleep(time.Duration(100+rand.IntN(500)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		_ = cmd.Wait()
-		<-parsed
-		require.Empty(t, parseErr)
+		c := startCrashChild(t, crashChildSpec{Test: "TestCrashChild", Dir: dir, Round: round, Env: env, Line: func(l string) error {
+			f := strings.Fields(l)
+			switch {
+			case len(f) == 4 && f[0] == "ACK":
+				q, _ := strconv.Atoi(f[2])
+				off, _ := strconv.ParseInt(f[3], 10, 64)
+				acked[f[1]] = crashPos{q, off}
+			case len(f) == 2 && f[0] == "DACK":
+				delayed[f[1]] = true
+			case len(f) == 4 && f[0] == "HANDLED":
+				q, _ := strconv.Atoi(f[2])
+				off, _ := strconv.ParseInt(f[3], 10, 64)
+				handled[f[1]] = true
+				if off < committedAtStart[q] {
+					return fmt.Errorf("committed message %d/%d delivered again", q, off)
+				}
+			case len(f) == 3 && f[0] == "COMMITTED":
+				q, _ := strconv.Atoi(f[1])
+				off, _ := strconv.ParseInt(f[2], 10, 64)
+				lastCommit[q] = max(lastCommit[q], off)
+			}
+			return nil
+		}})
+		c.awaitReady()
+		c.killAtRandom(rng, 100*time.Millisecond, 500*time.Millisecond)
 
 		// Reopen and check what the store holds.
-		e, err := equeue.Open(dir, nil)
-		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
+		e := crashReopen(t, dir, round, nil)
 		found := crashReadTopic(t, ctx, e, "t")
 		for id, pos := range acked {
 			require.Equal(t, []crashPos{pos}, found[id], "round %d: acknowledged %s must be stored exactly once where its Send said", round, id)

@@ -3,7 +3,6 @@
 package equeue_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -80,33 +79,15 @@ func TestDiskFull_SendsRefusedNotCrashed(t *testing.T) {
 	t.Logf("%d acknowledged before the disk filled; %s; %s", len(acked), refused, opened)
 }
 
-const diskFullEnv = "EQUEUE_DISKFULL_DIR"
-
 // diskFullChild runs TestDiskFullChild in step and returns its output
 // lines; the child must exit cleanly.
 func diskFullChild(t *testing.T, dir, step string) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestDiskFullChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), diskFullEnv+"="+dir, "EQUEUE_DISKFULL_STEP="+step)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	tail := stderr.String()
-	if len(tail) > 2000 {
-		tail = tail[:2000]
-	}
-	require.NoError(t, err, "the %s process must exit cleanly; its output:\n%s\n%s", step, lastLines(out, 5), tail)
 	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
+	c := startCrashChild(t, crashChildSpec{Test: "TestDiskFullChild", Dir: dir, Env: []string{"EQUEUE_DISKFULL_STEP=" + step},
+		Line: func(l string) error { lines = append(lines, l); return nil }})
+	c.exit()
 	return lines
-}
-
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // diskFullOptions keep Badger's memtables small, so the reserve the store
@@ -117,10 +98,7 @@ func diskFullOptions() *equeue.Options {
 
 // TestDiskFullChild is the child of TestDiskFull_SendsRefusedNotCrashed.
 func TestDiskFullChild(t *testing.T) {
-	dir := os.Getenv(diskFullEnv)
-	if dir == "" {
-		t.Skip("child process of TestDiskFull_SendsRefusedNotCrashed")
-	}
+	dir := crashChildDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	say := childSay()

@@ -1,15 +1,11 @@
 package equeue_test
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,16 +22,11 @@ import (
 // nothing the OS was given, so every acknowledgement must hold after the
 // reopen, whatever its policy.
 
-const huntIntervalChildEnv = "EQUEUE_SYNCINTERVAL_CHILD_DIR"
-
 // TestHuntSyncIntervalCrashChild is the child's workload; it does nothing
 // unless started by TestHuntSyncInterval_KillMidRunKeepsEveryAnswer.
 func TestHuntSyncIntervalCrashChild(t *testing.T) {
-	dir := os.Getenv(huntIntervalChildEnv)
-	if dir == "" {
-		t.Skip("child process of TestHuntSyncInterval_KillMidRunKeepsEveryAnswer")
-	}
-	round := os.Getenv("EQUEUE_SYNCINTERVAL_ROUND")
+	dir := crashChildDir(t)
+	round := crashChildRound()
 	say := childSay()
 	e, err := equeue.Open(dir, &equeue.Options{Sync: equeue.SyncInterval(3 * time.Millisecond)})
 	if err != nil {
@@ -65,13 +56,13 @@ func TestHuntSyncIntervalCrashChild(t *testing.T) {
 				var m *equeue.Message
 				switch i % 4 {
 				case 0:
-					m = &equeue.Message{Topic: "t", ID: fmt.Sprintf("p%s-%d-%d", round, g, i)}
+					m = &equeue.Message{Topic: "t", ID: fmt.Sprintf("p%d-%d-%d", round, g, i)}
 				case 1:
-					m = &equeue.Message{Topic: "dd", ID: fmt.Sprintf("d%s-%d-%d", round, g, i/8)}
+					m = &equeue.Message{Topic: "dd", ID: fmt.Sprintf("d%d-%d-%d", round, g, i/8)}
 				case 2:
-					m = &equeue.Message{Topic: "t", ID: fmt.Sprintf("l%s-%d-%d", round, g, i), Delay: time.Duration(10+rand.IntN(300)) * time.Millisecond}
+					m = &equeue.Message{Topic: "t", ID: fmt.Sprintf("l%d-%d-%d", round, g, i), Delay: time.Duration(10+rand.IntN(300)) * time.Millisecond}
 				default:
-					m = &equeue.Message{Topic: "cap", ID: fmt.Sprintf("c%s-%d-%d", round, g, i)}
+					m = &equeue.Message{Topic: "cap", ID: fmt.Sprintf("c%d-%d-%d", round, g, i)}
 				}
 				m.Body = []byte(m.ID)
 				say("SENDING %s", m.ID)
@@ -93,63 +84,32 @@ type huntAck struct {
 }
 
 func TestHuntSyncInterval_KillMidRunKeepsEveryAnswer(t *testing.T) {
-	rounds := 2
-	if v := os.Getenv("EQUEUE_CRASH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(t, err)
-		rounds = n
-	}
+	rounds := crashRounds(t, 2)
+	rng := crashRand(t)
 	dir := t.TempDir()
 	acked := map[string]huntAck{}
 	attempted := map[string]bool{}
 	for round := range rounds {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestHuntSyncIntervalCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), huntIntervalChildEnv+"="+dir, fmt.Sprintf("EQUEUE_SYNCINTERVAL_ROUND=%d", round))
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		ready := make(chan struct{})
-		var readyOnce sync.Once
-		var problems []string
-		parsed := make(chan struct{})
-		go func() {
-			defer close(parsed)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				l := sc.Text()
-				f := strings.Fields(l)
-				switch {
-				case len(f) == 1 && f[0] == "READY":
-					readyOnce.Do(func() { close(ready) })
-				case len(f) == 2 && f[0] == "SENDING":
-					attempted[f[1]] = true
-				case len(f) == 5 && f[0] == "ACK":
-					q, _ := strconv.Atoi(f[3])
-					off, _ := strconv.ParseInt(f[4], 10, 64)
-					a := huntAck{f[2], crashPos{q, off}}
-					if prev, ok := acked[f[1]]; ok && prev != a {
-						problems = append(problems, fmt.Sprintf("%s answered at %v, then at %v", f[1], prev, a))
-					}
-					acked[f[1]] = a
-				case strings.HasPrefix(l, "ERROR"):
-					problems = append(problems, l)
+		c := startCrashChild(t, crashChildSpec{Test: "TestHuntSyncIntervalCrashChild", Dir: dir, Round: round, Line: func(l string) error {
+			f := strings.Fields(l)
+			switch {
+			case len(f) == 2 && f[0] == "SENDING":
+				attempted[f[1]] = true
+			case len(f) == 5 && f[0] == "ACK":
+				q, _ := strconv.Atoi(f[3])
+				off, _ := strconv.ParseInt(f[4], 10, 64)
+				a := huntAck{f[2], crashPos{q, off}}
+				if prev, ok := acked[f[1]]; ok && prev != a {
+					return fmt.Errorf("%s answered at %v, then at %v", f[1], prev, a)
 				}
+				acked[f[1]] = a
 			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(60 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatalf("round %d: child never became ready", round)
-		}
-		time.Sleep(time.Duration(150+rand.IntN(400)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		_ = cmd.Wait()
-		<-parsed
-		require.Empty(t, problems, "round %d", round)
+			return nil
+		}})
+		c.awaitReady()
+		c.killAtRandom(rng, 150*time.Millisecond, 400*time.Millisecond)
 
-		e, err := equeue.Open(dir, nil)
-		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
+		e := crashReopen(t, dir, round, nil)
 		eventually(t, waitLong, func() bool {
 			info, err := e.Delayed(ctxBG, 1)
 			return err == nil && info.Pending == 0
