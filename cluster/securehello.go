@@ -11,7 +11,9 @@ import (
 // refusal, go in a frame whose header a listener checks before the proof,
 // so that bytes of no equeue node (a scanner, another protocol, a
 // corrupted stream) are refused as a malformed hello, logged apart from a
-// node whose proof does not verify (another secret or salt).
+// node whose proof does not verify (another secret or salt). So is part
+// of a header, the other end closing or stalling after it: a node writes
+// its hello in one TLS record, which arrives whole or not at all.
 //
 // A hello is raftHelloMagic, the version (raftHelloVersion), the kind (helloProof
 // or helloRefusal), the payload's length in one byte, and the payload:
@@ -66,10 +68,16 @@ func helloOf(kind byte, payload []byte) []byte {
 }
 
 // readHello reads a hello from c: its kind and payload, errMalformedHello
-// when what c sent is none.
+// when what c sent is none, or part of a header only.
 func readHello(c io.Reader) (byte, []byte, error) {
 	h := make([]byte, raftHelloHeaderLen)
-	if _, err := io.ReadFull(c, h); err != nil {
+	if n, err := io.ReadFull(c, h); err != nil {
+		if n > 0 {
+			// A node writes its hello in one TLS record, which arrives
+			// whole or not at all: part of a header, the other end
+			// closing or stalling after it, comes from no node.
+			return 0, nil, fmt.Errorf("%w: %d of %d bytes of a header: %w", errMalformedHello, n, raftHelloHeaderLen, err)
+		}
 		return 0, nil, fmt.Errorf("%w: %w", errRaftProof, err)
 	}
 	kind, n := h[len(raftHelloMagic)+1], int(h[len(raftHelloMagic)+2])

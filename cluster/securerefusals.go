@@ -87,12 +87,14 @@ func (r *refusalLog) refused(remote net.Addr, err error) {
 func refusalReason(err error) string {
 	var ne net.Error
 	switch {
+	case errors.Is(err, errMalformedHello):
+		// Before a timeout: part of a hello's header, then nothing until
+		// the deadline, is a malformed hello.
+		return reasonMalformed
 	case errors.As(err, &ne) && ne.Timeout():
 		return reasonTimeout
 	case errors.Is(err, errRaftVersion):
 		return reasonBadVersion
-	case errors.Is(err, errMalformedHello):
-		return reasonMalformed
 	case errors.Is(err, errWrongBareProof):
 		return reasonBareProof
 	case errors.Is(err, errWrongProof):
