@@ -7,19 +7,20 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
-
-	"github.com/equeue-go/equeue/internal/logwindow"
 )
 
 // The listener of a secure stream logs the handshakes it refuses, at warn,
 // with the dialler's address and a reason an operator acts on (a node
 // with another secret, one of another version, one too slow, or none of
 // these). A node that keeps retrying, or a flood, must not flood the log:
-// at most refusalBurst lines of each reason per refusalWindow, and the
-// next line of a reason logged says how many of that reason were left out
-// meanwhile. Each reason has its own lines, so that a flood of
-// connections that are no equeue nodes does not hide the one line saying
-// that a node holds another secret.
+// at most refusalBurst lines of each reason per refusalWindow, and past
+// them the first line of each address with none in the window yet, for
+// up to refusalBurst more addresses (refusallines.go); the next line of a
+// reason logged says how many of that reason were left out meanwhile.
+// Each reason has its own lines, so that a flood of connections that are
+// no equeue nodes does not hide the one line saying that a node holds
+// another secret, and a flood of wrong proofs from one address (or a few)
+// does not hide that of a node elsewhere.
 const (
 	refusalWindow = 10 * time.Second
 	refusalBurst  = 10
@@ -45,13 +46,13 @@ var errWrongProof = fmt.Errorf("%w: its proof does not match (another secret, or
 type refusalLog struct {
 	log     atomic.Pointer[slog.Logger] // nil: silent
 	now     func() time.Time
-	windows map[string]*logwindow.Limiter // per reason; set at start, then only read
+	windows map[string]*reasonLines // per reason; set at start, then only read
 }
 
 func newRefusalLog() *refusalLog {
-	r := &refusalLog{now: time.Now, windows: map[string]*logwindow.Limiter{}}
+	r := &refusalLog{now: time.Now, windows: map[string]*reasonLines{}}
 	for _, reason := range []string{reasonWrongSecret, reasonBareProof, reasonMalformed, reasonBadVersion, reasonTimeout, reasonOther} {
-		r.windows[reason] = &logwindow.Limiter{Window: refusalWindow, Burst: refusalBurst}
+		r.windows[reason] = &reasonLines{}
 	}
 	return r
 }
@@ -60,14 +61,14 @@ func newRefusalLog() *refusalLog {
 func (r *refusalLog) setLogger(log *slog.Logger) { r.log.Store(log) }
 
 // refused logs the handshake with remote refused with err, unless this
-// window's lines of its reason are used up.
+// window's lines of its reason are used up (reasonLines).
 func (r *refusalLog) refused(remote net.Addr, err error) {
 	log := r.log.Load()
 	if log == nil {
 		return
 	}
 	reason := refusalReason(err)
-	ok, left := r.windows[reason].Allow(r.now())
+	ok, left := r.windows[reason].allow(r.now(), refusalSource(remote))
 	if !ok {
 		return
 	}

@@ -108,7 +108,9 @@ type pendingConn struct {
 // each handshake of an accepted connection it refuses to Options.Logger,
 // at warn, with the dialler's address and the reason (wrong secret,
 // malformed hello, unverified bare proof, bad version, timeout, failed
-// handshake), at most 10 lines of each reason in 10 seconds. It speaks
+// handshake), at most 10 lines of each reason in 10 seconds, and past
+// them the first line of each address with none in those 10 seconds yet,
+// for up to 10 more addresses. It speaks
 // the handshake's versions equeue-raft/3 and, with older nodes,
 // equeue-raft/2.
 func NewSecureStream(lis net.Listener, advertise net.Addr, secret []byte) (raft.StreamLayer, error) {
