@@ -106,11 +106,11 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		return err
 	}
 	var salt []byte
-	storeSaltAfter := false
+	keepSalt := false
 	if secret != nil {
 		warnSecretFile(a.log, cf.secretFile, secretPerm)
 		// serve_saltkept.go
-		if salt, storeSaltAfter, err = keptSalt(a.dir, []byte(cf.salt), cf.saltSet); err != nil {
+		if salt, keepSalt, err = keptSalt(a.dir, []byte(cf.salt), cf.saltSet); err != nil {
 			return err
 		}
 		if !cf.saltSet && len(salt) > 0 {
@@ -156,6 +156,20 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 			}
 		}
 	}
+	opened := false // the node opened: the salt kept is its own
+	if keepSalt {
+		// Before the node opens anything: a failure or a crash from here
+		// on leaves the salt it was started with (serve_saltfirst.go).
+		undo, err := keepSaltFirst(a.dir, salt)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if !opened {
+				undo()
+			}
+		}()
+	}
 	warnRaft(a.log, ports["cluster-raft"].Addr(), guarded && secret == nil)
 	// The node owns its Raft listener from here, and closes it when Open
 	// fails.
@@ -177,13 +191,9 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		}
 		return err
 	}
+	opened = true
 	var closeAbort context.Context // set once the server stopped (stopServer)
 	defer func() { err = joinCloseError(err, a.closeEngine(ctx, closeAbort, node.CloseContext), "cluster node") }()
-	if storeSaltAfter {
-		if err := storeSalt(a.dir, salt); err != nil {
-			return err
-		}
-	}
 	srv, err := remote.NewBackendServer(node, c.server)
 	if err != nil {
 		return err

@@ -17,9 +17,11 @@ import (
 // it proves the secret with the salt it keeps, as its peers expect;
 // restarted with another it refuses to start, a usage error naming both
 // salts' fingerprints, rather than prove another key and be refused by
-// every peer with only a line of their logs. The salt is no secret (it
-// is on the command line): the file holds it as given. To change a
-// node's salt, stop it and remove the file.
+// every peer with only a line of their logs. It writes the file, synced
+// with its directory, before it opens or serves anything, so that a
+// failure or a crash after leaves the salt it was started with. The salt
+// is no secret (it is on the command line): the file holds it as given.
+// To change a node's salt, stop it and remove the file.
 
 // saltFile is the file of a node's directory that keeps its salt.
 const saltFile = "cluster-salt"
@@ -37,8 +39,7 @@ func saltFingerprint(salt []byte) string {
 
 // keptSalt returns the salt the node on dir proves the secret with: the
 // flag's (given says it was) or the one dir keeps. store says the flag's
-// is to be kept once the node's directory exists (storeSalt). It reads
-// nothing of a directory that does not exist, and creates nothing.
+// is to be kept (keepSaltFirst). It creates nothing.
 func keptSalt(dir string, flag []byte, given bool) (salt []byte, store bool, err error) {
 	path := filepath.Join(dir, saltFile)
 	kept, err := os.ReadFile(path)
@@ -58,7 +59,7 @@ func keptSalt(dir string, flag []byte, given bool) (salt []byte, store bool, err
 	return kept, false, nil
 }
 
-// storeSalt keeps salt in dir, which exists, for the node's next starts:
+// storeSalt keeps salt in dir for the node's next starts:
 // written to a temporary file, synced, renamed into place and the
 // directory synced (where the file system can sync one), so that a crash
 // leaves the file whole or absent.
