@@ -12,15 +12,19 @@ import (
 	"syscall"
 )
 
-// A node keeps the cluster's salt (--cluster-salt) in its directory, in
-// saltFile, from its first start with one: restarted without the flag
-// it proves the secret with the salt it keeps, as its peers expect;
-// restarted with another it refuses to start, a usage error naming both
-// salts' fingerprints, rather than prove another key and be refused by
-// every peer with only a line of their logs. It writes the file, synced
-// with its directory, before it opens or serves anything, so that a
-// failure or a crash after leaves the salt it was started with. The salt
-// is no secret (it is on the command line): the file holds it as given.
+// A node started with --cluster-secret-file keeps, in its directory, in
+// saltFile, the cluster's salt (--cluster-salt) from its first start with
+// one, or, from its first start without one, a record that it runs
+// unsalted (noSaltRecord). It writes the file, synced with its directory,
+// before it opens or serves anything, so that a failure or a crash after
+// leaves the salt it was started with. Restarted without the flag it
+// proves the secret with the salt it keeps, as its peers expect;
+// restarted with another salt, or with one when it runs unsalted, it
+// refuses to start, a usage error, rather than prove another key and be
+// refused by every peer with only a line of their logs. The salt is no
+// secret (it is on the command line): the file holds it as given. A
+// directory without the file (a node of an equeue before it, or never
+// started with a secret) takes the flag's salt, or none, and keeps it.
 // To change a node's salt, stop it and remove the file.
 
 // saltFile is the file of a node's directory that keeps its salt.
@@ -30,6 +34,14 @@ const saltFile = "cluster-salt"
 // --cluster-salt it takes (raftSecret).
 const maxSaltFileBytes = 4096
 
+// saltRecordVersion is the version of the records of saltFile that are
+// no salt: a NUL byte, which no salt of a command line holds, then this
+// version, then the record (none: noSaltRecord).
+const saltRecordVersion = 1
+
+// noSaltRecord is what saltFile holds for a node that runs unsalted.
+var noSaltRecord = []byte{0, saltRecordVersion}
+
 // saltFingerprint is a short name of salt for messages: the first 8
 // bytes of its SHA-256, in hexadecimal.
 func saltFingerprint(salt []byte) string {
@@ -38,39 +50,73 @@ func saltFingerprint(salt []byte) string {
 }
 
 // keptSalt returns the salt the node on dir proves the secret with: the
-// flag's (given says it was) or the one dir keeps. store says the flag's
-// is to be kept (keepSaltFirst). It creates nothing.
+// flag's (given says it was) or the one dir keeps (none when dir records
+// that the node runs unsalted). store says the salt returned, or that
+// there is none, is to be kept (keepSaltFirst): dir keeps nothing yet.
+// It creates nothing.
 func keptSalt(dir string, flag []byte, given bool) (salt []byte, store bool, err error) {
 	path := filepath.Join(dir, saltFile)
-	kept, err := os.ReadFile(path)
+	content, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return flag, given, nil
+		if !given {
+			flag = nil
+		}
+		return flag, true, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("read the cluster salt the node keeps: %w", err)
-	case len(kept) == 0 || len(kept) > maxSaltFileBytes:
-		return nil, false, fmt.Errorf("%s: not a cluster salt (%d bytes): remove it and start the node with the cluster's --cluster-salt", path, len(kept))
+	}
+	kept, unsalted, err := parseSaltFile(path, content)
+	switch {
+	case err != nil:
+		return nil, false, err
 	case !given:
 		return kept, false, nil
+	case unsalted:
+		return nil, false, usageErrorf("--cluster-salt (fingerprint %s): this node runs without a cluster salt, as %s records: a node with a salt is refused by its unsalted peers; leave the flag out, or, to give the cluster a salt, stop every node, remove that file on each, and start every node with the same --cluster-salt",
+			saltFingerprint(flag), path)
 	case !bytes.Equal(kept, flag):
-		return nil, false, usageErrorf("--cluster-salt (fingerprint %s) is not the salt this node keeps in %s (fingerprint %s): a node with another salt is refused by its peers; leave the flag out to use the kept one, or, to change the cluster's salt, stop the node and remove that file",
+		return nil, false, usageErrorf("--cluster-salt (fingerprint %s) is not the salt this node keeps in %s (fingerprint %s): a node with another salt is refused by its peers; leave the flag out to use the kept one, or, to change the cluster's salt, stop every node, remove that file on each, and start every node with the same --cluster-salt",
 			saltFingerprint(flag), path, saltFingerprint(kept))
 	}
 	return kept, false, nil
 }
 
-// storeSalt keeps salt in dir for the node's next starts:
-// written to a temporary file, synced, renamed into place and the
-// directory synced (where the file system can sync one), so that a crash
-// leaves the file whole or absent.
+// parseSaltFile returns the salt that content, read from path, holds, or
+// unsalted when it records that the node runs without one.
+func parseSaltFile(path string, content []byte) (salt []byte, unsalted bool, err error) {
+	if len(content) > 0 && content[0] == 0 {
+		switch {
+		case bytes.Equal(content, noSaltRecord):
+			return nil, true, nil
+		case len(content) >= 2 && content[1] > saltRecordVersion:
+			return nil, false, fmt.Errorf("%s: a record of version %d, from a later equeue: run that equeue, or remove the file and start the node with the cluster's --cluster-salt (none if it has none)", path, content[1])
+		}
+		return nil, false, fmt.Errorf("%s: not a cluster salt (a damaged record): remove it and start the node with the cluster's --cluster-salt (none if it has none)", path)
+	}
+	salt = content
+	if len(salt) == 0 || len(salt) > maxSaltFileBytes {
+		return nil, false, fmt.Errorf("%s: not a cluster salt (%d bytes): remove it and start the node with the cluster's --cluster-salt", path, len(salt))
+	}
+	return salt, false, nil
+}
+
+// storeSalt keeps salt in dir for the node's next starts, noSaltRecord
+// when salt is empty: written to a temporary file, synced, renamed into
+// place and the directory synced (where the file system can sync one),
+// so that a crash leaves the file whole or absent.
 func storeSalt(dir string, salt []byte) error {
+	record := salt
+	if len(salt) == 0 {
+		record = noSaltRecord
+	}
 	path := filepath.Join(dir, saltFile)
 	tmp, err := os.CreateTemp(dir, saltFile+".tmp*")
 	if err != nil {
 		return fmt.Errorf("keep the cluster salt: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // nothing once renamed
-	if _, err := tmp.Write(salt); err != nil {
+	if _, err := tmp.Write(record); err != nil {
 		_ = tmp.Close()
 		return fmt.Errorf("keep the cluster salt: %w", err)
 	}
