@@ -22,8 +22,9 @@ import (
 // restarted with another salt, or with one when it runs unsalted, it
 // refuses to start, a usage error, rather than prove another key and be
 // refused by every peer with only a line of their logs. The salt is no
-// secret (it is on the command line): the file holds it as given. A
-// directory without the file (a node of an equeue before it, or never
+// secret (it is on the command line): the file holds it as given, and a
+// file written by hand may end with one newline (\n or \r\n), which is
+// not part of the salt. A directory without the file (a node of an equeue before it, or never
 // started with a secret) takes the flag's salt, or none, and keeps it.
 // To change a node's salt, stop it and remove the file.
 
@@ -94,7 +95,13 @@ func parseSaltFile(path string, content []byte) (salt []byte, unsalted bool, err
 		}
 		return nil, false, fmt.Errorf("%s: not a cluster salt (a damaged record): remove it and start the node with the cluster's --cluster-salt (none if it has none)", path)
 	}
-	salt = content
+	// Written by hand (echo SALT > FILE, an editor): one newline at the
+	// end is none of the salt, as with --cluster-secret-file, and no
+	// --cluster-salt ends with one (raftSecret).
+	salt = bytes.TrimSuffix(content, []byte("\n"))
+	if len(salt) < len(content) {
+		salt = bytes.TrimSuffix(salt, []byte("\r"))
+	}
 	if len(salt) == 0 || len(salt) > maxSaltFileBytes {
 		return nil, false, fmt.Errorf("%s: not a cluster salt (%d bytes): remove it and start the node with the cluster's --cluster-salt", path, len(salt))
 	}
