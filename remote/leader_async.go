@@ -32,6 +32,9 @@ func (cc *ClusterClient) FastPathOwner() any { return cc }
 // When the leader cannot be reached (ErrUnavailable, which an append whose
 // stream broke with its connection also matches) or is too slow, the
 // client forgets that leader: the next call looks for it among the nodes.
+// An append that never left the client (the leader's stream or connection
+// could not be opened) looks for it too, as Append does, and goes to the
+// next node; one that may have left it is not sent again.
 // While the leader is unknown or unreachable, the call runs as Append on a
 // goroutine of its own, which looks for the leader (up to FailoverWait or
 // ctx's deadline, then it reports the last error, equeue.ErrNotLeader,
@@ -88,6 +91,14 @@ func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequ
 			// the next call goes to the leader the answer names.
 			cc.redirect(addr, namedLeader(err, addr))
 		case errors.Is(err, ErrBusy) && ctx.Err() == nil:
+			cc.appendAside(ctx, req, cb)
+			return
+		case neverSent(err) && ctx.Err() == nil:
+			// The leader's stream (or connection) could not open: the
+			// append never left the client, so the next node may take it,
+			// as Append sends it there.
+			cc.redirect(addr, "")
+			cc.unreachable(n)
 			cc.appendAside(ctx, req, cb)
 			return
 		case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
