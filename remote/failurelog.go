@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -22,32 +23,49 @@ const (
 	failureBurst  = 10
 )
 
-// failureLog logs failed calls at Warn level, rate-limited per kind, and
-// the others at Debug level.
+// The other failures are refusals (not the leader, busy, a topic not
+// found, ...), logged at Debug level: a client sending 10k appends a
+// follower refuses, on a stream or as unary calls, must not make 10k lines
+// either. They are bounded as the failures are, each status code on its
+// own, so a flood of one refusal does not hide another.
+
+// failureLog logs failed calls at Warn level and refused ones at Debug
+// level, rate-limited per kind.
 type failureLog struct {
 	log *slog.Logger
 	now func() time.Time
 	// unknown counts the lines of unknown outcomes, internal the others.
 	unknown, internal logwindow.Limiter
+	// refused counts the Debug lines of refusals, per status code (the
+	// last one for a code past those gRPC defines).
+	refused [codes.Unauthenticated + 2]logwindow.Limiter
 }
 
 func newFailureLog(log *slog.Logger) *failureLog {
-	return &failureLog{log: log, now: time.Now,
+	f := &failureLog{log: log, now: time.Now,
 		unknown:  logwindow.Limiter{Window: failureWindow, Burst: failureBurst},
 		internal: logwindow.Limiter{Window: failureWindow, Burst: failureBurst}}
+	for i := range f.refused {
+		f.refused[i] = logwindow.Limiter{Window: failureWindow, Burst: failureBurst}
+	}
+	return f
 }
 
 // failed logs one failed call of method whose status code is code.
 func (f *failureLog) failed(method string, code codes.Code, err error) {
 	var l *logwindow.Limiter
+	level := slog.LevelWarn
 	switch code {
 	case codes.Unknown:
 		l = &f.unknown
 	case codes.Internal, codes.DataLoss:
 		l = &f.internal
 	default:
-		f.log.Debug("call failed", "method", method, "err", err)
-		return
+		if !f.log.Enabled(context.Background(), slog.LevelDebug) {
+			return // nothing to log: no lock taken per refused append
+		}
+		level = slog.LevelDebug
+		l = &f.refused[min(int(code), len(f.refused)-1)]
 	}
 	ok, left := l.Allow(f.now())
 	if !ok {
@@ -57,5 +75,5 @@ func (f *failureLog) failed(method string, code codes.Code, err error) {
 	if left > 0 {
 		attrs = append(attrs, "suppressed", left)
 	}
-	f.log.Warn("call failed", attrs...)
+	f.log.Log(context.Background(), level, "call failed", attrs...)
 }
