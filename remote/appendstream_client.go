@@ -31,12 +31,16 @@ func (c *Client) FastPathOwner() any { return c }
 // streamWindow unanswered; AppendAsync waits (bounded by ctx) while the
 // window is full: backpressure, which equeue.Producer.SendAsync passes on
 // to its caller. cb runs exactly once, on the caller's goroutine or the
-// client's, and must not block nor call Close (Close waits for the
-// AppendAsync calls in progress, the one running cb among them); it runs
-// before Client.Close returns, never
+// client's (the one reading the stream's answers, say), and must not
+// block; it runs before Client.Close returns, never
 // after: an AppendAsync waiting for a window slot when Close starts
 // reports equeue.ErrClosed (not sent) before Close returns, and one called
 // once Close has begun reports it before AppendAsync returns.
+//
+// cb may append: an AppendAsync called from a callback of the client that
+// finds the window full does not wait for a slot, since its goroutine may
+// be the one whose answers would free it: it reports ErrWindowFull at once
+// (not sent). cb may call Close, which then does not wait (see Close).
 //
 // Outcomes are those of Append: an error from the broker means what it
 // means there; ErrBusy is retried, backing off, until ctx ends. An append
@@ -78,24 +82,24 @@ func (c *Client) FastPathOwner() any { return c }
 // goroutine, and a call held at the broker, per message.
 func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	if err := c.enter(ctx); err != nil {
-		cb(equeue.AppendResult{}, err)
+		c.runners.report(cb, equeue.AppendResult{}, err)
 		return
 	}
 	if !c.calls.enter() {
-		cb(equeue.AppendResult{}, equeue.ErrClosed)
+		c.runners.report(cb, equeue.AppendResult{}, equeue.ErrClosed)
 		return
 	}
 	defer c.calls.leave()
 	if err := checkAppend(req); err != nil {
-		cb(equeue.AppendResult{}, err)
+		c.runners.report(cb, equeue.AppendResult{}, err)
 		return
 	}
 	if err := ctx.Err(); err != nil {
-		cb(equeue.AppendResult{}, err) // never sent, as the engine takes none
+		c.runners.report(cb, equeue.AppendResult{}, err) // never sent, as the engine takes none
 		return
 	}
 	if err := c.answerFits(req); err != nil {
-		cb(equeue.AppendResult{}, err)
+		c.runners.report(cb, equeue.AppendResult{}, err)
 		return
 	}
 	if c.pipe.unary.Load() || callerMetadata(ctx) {
@@ -111,7 +115,7 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 		}
 	}
 	if err != nil {
-		cb(equeue.AppendResult{}, err)
+		c.runners.report(cb, equeue.AppendResult{}, err)
 		return
 	}
 	c.pipe.send(ctx, s)
@@ -328,14 +332,14 @@ func (p *appendPipe) send(ctx context.Context, s *pipeSend) {
 	if p.closed {
 		p.mu.Unlock()
 		<-p.slots
-		s.cb(equeue.AppendResult{}, equeue.ErrClosed)
+		p.c.runners.report(s.cb, equeue.AppendResult{}, equeue.ErrClosed)
 		return
 	}
 	if err := ctx.Err(); err != nil {
 		// It ended while s waited for a slot: s is not sent.
 		p.mu.Unlock()
 		<-p.slots
-		s.cb(equeue.AppendResult{}, err)
+		p.c.runners.report(s.cb, equeue.AppendResult{}, err)
 		return
 	}
 	s.state = sendQueued
@@ -363,6 +367,12 @@ func (p *appendPipe) takeSlot(ctx context.Context, cb func(equeue.AppendResult, 
 		default:
 		}
 	}
+	if p.c.runners.current() {
+		// A callback's append: its goroutine may be the reader whose
+		// answers would free a slot.
+		cb(equeue.AppendResult{}, ErrWindowFull)
+		return false
+	}
 	if hook := testHookSlotWait.Load(); hook != nil {
 		(*hook)()
 	}
@@ -370,9 +380,9 @@ func (p *appendPipe) takeSlot(ctx context.Context, cb func(equeue.AppendResult, 
 	case p.slots <- struct{}{}:
 		return true
 	case <-ctx.Done():
-		cb(equeue.AppendResult{}, ctx.Err())
+		p.c.runners.report(cb, equeue.AppendResult{}, ctx.Err())
 	case <-p.base.Done():
-		cb(equeue.AppendResult{}, equeue.ErrClosed)
+		p.c.runners.report(cb, equeue.AppendResult{}, equeue.ErrClosed)
 	}
 	return false
 }
@@ -385,6 +395,8 @@ var testHookSlotWait atomic.Pointer[func()]
 // cancelled handles s's context ending: a send not on the wire is dropped
 // (not stored); one in flight is reported unknown, its answer ignored.
 func (p *appendPipe) cancelled(s *pipeSend) {
+	id := p.c.runners.enter()
+	defer p.c.runners.exit(id)
 	err := s.ctx.Err()
 	p.mu.Lock()
 	switch s.state {
@@ -438,6 +450,8 @@ func (p *appendPipe) finish(s *pipeSend, res equeue.AppendResult, err error) {
 // sender sends what is queued, opening a stream when there is none.
 func (p *appendPipe) sender() {
 	defer p.wg.Done()
+	id := p.c.runners.enter()
+	defer p.c.runners.exit(id)
 	for {
 		select {
 		case <-p.kick:
@@ -751,13 +765,15 @@ func (p *appendPipe) runUnary(ctx context.Context, req *equeue.AppendRequest, cb
 	if p.closed {
 		p.mu.Unlock()
 		<-p.slots
-		cb(equeue.AppendResult{}, equeue.ErrClosed)
+		p.c.runners.report(cb, equeue.AppendResult{}, equeue.ErrClosed)
 		return
 	}
 	p.unaries.Add(1)
 	p.mu.Unlock()
 	go func() {
 		defer p.unaries.Done()
+		id := p.c.runners.enter()
+		defer p.c.runners.exit(id)
 		res, err := p.c.appendUnary(ctx, req)
 		<-p.slots
 		cb(res, err)
@@ -774,6 +790,8 @@ func (p *appendPipe) waitUnary() {
 // still in flight on it as unknown.
 func (p *appendPipe) reader(ps *pipeStream) {
 	defer p.wg.Done()
+	id := p.c.runners.enter()
+	defer p.c.runners.exit(id)
 	defer ps.cancel()
 	var sends []*pipeSend // the sends of one answer
 	for {
@@ -884,6 +902,8 @@ func (p *appendPipe) backoff(s *pipeSend) bool {
 		}
 		if p.closed {
 			p.mu.Unlock()
+			id := p.c.runners.enter()
+			defer p.c.runners.exit(id)
 			p.finish(s, equeue.AppendResult{}, equeue.ErrClosed)
 			return
 		}

@@ -102,6 +102,8 @@ type Client struct {
 	// calls counts the AppendAsync calls in progress, for Close to wait
 	// for (one may wait for a window slot).
 	calls *callGate
+	// runners records the goroutines running its callbacks, or its close.
+	runners *callbackRunners
 	// ahead serves consumers' pulls from answers fetched ahead.
 	ahead *readAhead
 	// replyKey tags the names of its producers' reply topics, for its
@@ -174,7 +176,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token),
-		closeDone: make(chan struct{}), told: told, calls: newCallGate()}
+		closeDone: make(chan struct{}), told: told, calls: newCallGate(), runners: newCallbackRunners()}
 	c.slack.Store(int64(longPollSlack))
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
@@ -211,11 +213,33 @@ func (c *Client) waitReady(timeout time.Duration) error {
 // equeue.ErrIndeterminate): once Close has returned, no callback of the
 // client runs any more. Idempotent: a
 // later or concurrent Close returns nil once the first is done.
+//
+// Close called from an AppendAsync callback of the client (or from one
+// that Close itself runs, reporting an append) cannot wait for the
+// callbacks in progress, its own among them: it refuses later calls,
+// begins the close, which a goroutine of the client completes once those
+// callbacks have returned, and returns nil at once. Callbacks of other
+// appends may then still run after it returned; a Close called from
+// elsewhere waits for the close to be done, after which none runs.
 func (c *Client) Close() error {
+	if c.runners.current() {
+		if c.closed.CompareAndSwap(false, true) {
+			go func() { _ = c.shutdown() }()
+		}
+		return nil
+	}
 	if !c.closed.CompareAndSwap(false, true) {
 		<-c.closeDone
 		return nil
 	}
+	return c.shutdown()
+}
+
+// shutdown is the work of the first Close: it reports what is pending,
+// on the current goroutine (recorded as running callbacks meanwhile).
+func (c *Client) shutdown() error {
+	id := c.runners.enter()
+	defer c.runners.exit(id)
 	defer close(c.closeDone)
 	c.calls.close()
 	c.ahead.close()

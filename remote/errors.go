@@ -43,6 +43,12 @@ var (
 	// before the call left the client: nothing was done, and sent again it
 	// is refused again. It matches equeue.ErrInvalidArgument.
 	ErrMetadataTooLarge = fmt.Errorf("remote: call metadata over the broker's bound: %w", equeue.ErrInvalidArgument)
+	// ErrWindowFull is what an AppendAsync called from an AppendAsync
+	// callback of the same client reports at once when the append window
+	// is full, instead of waiting for a slot: the callback may run on the
+	// goroutine that reads the answers that free the window. Nothing was
+	// sent.
+	ErrWindowFull = errors.New("remote: append window full in a callback")
 )
 
 // errorDomain is the ErrorInfo domain of engine errors.

@@ -82,6 +82,10 @@ type ClusterClient struct {
 	// Close to wait for.
 	stopping chan struct{}
 	calls    *callGate
+	// runners records the goroutines running its callbacks (those of
+	// appends aside, or reported at once), or its close; each node's
+	// client records its own.
+	runners *callbackRunners
 	// asideNow counts the appends running as Append aside (appendAside),
 	// asidePeak the most at once.
 	asideNow, asidePeak atomic.Int64
@@ -104,7 +108,7 @@ func DialCluster(addrs []string, opts *ClientOptions) (*ClusterClient, error) {
 		return nil, fmt.Errorf("%w: no addresses", equeue.ErrInvalidArgument)
 	}
 	cc := &ClusterClient{clients: map[string]*node{}, retiring: map[*node]struct{}{}, closeDone: make(chan struct{}),
-		window: make(chan struct{}, streamWindow), stopping: make(chan struct{}), calls: newCallGate()}
+		window: make(chan struct{}, streamWindow), stopping: make(chan struct{}), calls: newCallGate(), runners: newCallbackRunners()}
 	if opts != nil {
 		cc.opts = *opts
 	}
@@ -165,13 +169,59 @@ func (cc *ClusterClient) Leader() string {
 // append stream's reader, whose AppendAsync callbacks take cc.mu (redirect).
 // Once closed is set, acquire adds no node and retire closes none, so the
 // nodes are Close's alone.
+//
+// Close called from an AppendAsync callback (or from one that Close
+// itself runs) does not wait, as a Client's (see Client.Close): it begins
+// the close, which a goroutine of the client completes once the callbacks
+// in progress have returned, and returns nil.
 func (cc *ClusterClient) Close() error {
+	if cc.inCallback() {
+		cc.mu.Lock()
+		if cc.closed.CompareAndSwap(false, true) {
+			go func() {
+				cc.mu.Lock()
+				_ = cc.shutdown()
+			}()
+		}
+		cc.mu.Unlock()
+		return nil
+	}
 	cc.mu.Lock()
 	if !cc.closed.CompareAndSwap(false, true) {
 		cc.mu.Unlock()
 		<-cc.closeDone
 		return nil
 	}
+	return cc.shutdown()
+}
+
+// inCallback reports whether the current goroutine runs a callback of cc
+// or of one of its nodes' clients, or cc's close.
+func (cc *ClusterClient) inCallback() bool {
+	id := goroutineID()
+	if cc.runners.has(id) {
+		return true
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for _, n := range cc.clients {
+		if n.c.runners.has(id) {
+			return true
+		}
+	}
+	for n := range cc.retiring {
+		if n.c.runners.has(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// shutdown is the work of the first Close, which set closed with cc.mu
+// held: it unlocks cc.mu.
+func (cc *ClusterClient) shutdown() error {
+	id := cc.runners.enter()
+	defer cc.runners.exit(id)
 	defer close(cc.closeDone)
 	close(cc.stopping)
 	cc.calls.close()

@@ -45,17 +45,19 @@ func (cc *ClusterClient) FastPathOwner() any { return cc }
 // a failover starts no more goroutines than that. While the window is
 // full, AppendAsync waits for a slot, as a Client's does: until an append
 // is reported, ctx ends (cb gets ctx's error: not sent) or Close begins
-// (equeue.ErrClosed: not sent). cb runs exactly once and must not block
-// nor call Close (Close waits for the AppendAsync calls in progress);
+// (equeue.ErrClosed: not sent). cb runs exactly once and must not block;
 // once Close has returned, no cb runs any more: Close reports each append
-// waiting for a slot or for the leader before it returns.
+// waiting for a slot or for the leader before it returns. As a Client's,
+// an AppendAsync called from a callback that finds either window full
+// reports ErrWindowFull at once (not sent), and a Close called from a
+// callback begins the close without waiting (see Close).
 func (cc *ClusterClient) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb func(equeue.AppendResult, error)) {
 	if ctx == nil {
-		cb(equeue.AppendResult{}, fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument))
+		cc.runners.report(cb, equeue.AppendResult{}, fmt.Errorf("%w: nil context", equeue.ErrInvalidArgument))
 		return
 	}
 	if !cc.calls.enter() {
-		cb(equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
+		cc.runners.report(cb, equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
 		return
 	}
 	defer cc.calls.leave()
@@ -123,6 +125,12 @@ func (cc *ClusterClient) takeSlot(ctx context.Context, cb func(equeue.AppendResu
 		return true
 	default:
 	}
+	if cc.inCallback() {
+		// A callback's append: its goroutine may be a node's reader,
+		// whose answers would free a slot.
+		cb(equeue.AppendResult{}, ErrWindowFull)
+		return false
+	}
 	if hook := testHookClusterSlotWait.Load(); hook != nil {
 		(*hook)()
 	}
@@ -130,9 +138,9 @@ func (cc *ClusterClient) takeSlot(ctx context.Context, cb func(equeue.AppendResu
 	case cc.window <- struct{}{}:
 		return true
 	case <-ctx.Done():
-		cb(equeue.AppendResult{}, ctx.Err())
+		cc.runners.report(cb, equeue.AppendResult{}, ctx.Err())
 	case <-cc.stopping:
-		cb(equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
+		cc.runners.report(cb, equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
 	}
 	return false
 }
@@ -145,13 +153,15 @@ func (cc *ClusterClient) appendAside(ctx context.Context, req *equeue.AppendRequ
 	cc.mu.Lock()
 	if cc.closed.Load() {
 		cc.mu.Unlock()
-		cb(equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
+		cc.runners.report(cb, equeue.AppendResult{}, fmt.Errorf("%w: cluster client closed", equeue.ErrClosed))
 		return
 	}
 	cc.async.Add(1)
 	cc.mu.Unlock()
 	go func() {
 		defer cc.async.Done()
+		id := cc.runners.enter()
+		defer cc.runners.exit(id)
 		cc.asideStarted()
 		res, err := cc.Append(ctx, req)
 		cc.asideNow.Add(-1)
