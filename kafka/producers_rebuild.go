@@ -117,9 +117,10 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 			}
 		}
 		// A floor at the partition's first offset, none of its records
-		// deleted or lost, reaches every record the partition held.
-		whole := own == 0 && q.Messages == q.MaxOffset
-		st.back = &readBack{floor: own, from: lo, lowest: lowest, whole: whole}
+		// deleted or lost, reaches every record the partition held, if
+		// it still is once the read reached it (confirmWhole).
+		fromFirst := own == 0 && q.Messages == q.MaxOffset
+		st.back = &readBack{floor: own, from: lo, lowest: lowest, fromFirst: fromFirst}
 		err = c.readBackTo(topic, part, b, st)
 	}
 	if err != nil {
@@ -145,12 +146,16 @@ const inFlightBatches = 5
 // readBack is where rebuild's read of a producer's records stopped: it
 // may read down to floor, read from offset from, and the sequence number
 // of the producer's epoch it found furthest back (seqBelow) is lowest.
-// whole says floor is the partition's first offset, 0, and none of its
-// records was deleted (retention) or lost: read down to floor, the read
-// has seen every record the partition held.
+// fromFirst says floor was the partition's first offset, 0, and none of
+// its records was deleted (retention, a topic limit) or lost, when rebuild
+// read the partition's bounds, before it read its records; whole says the
+// read reached floor and the bounds, read again after it, still showed
+// none deleted or lost (confirmWhole): the read has seen every record the
+// partition held.
 type readBack struct {
 	floor, from int64
 	lowest      int32
+	fromFirst   bool
 	whole       bool
 }
 
@@ -187,9 +192,13 @@ func seqBelow(last, seq int32) int64 {
 // records), or inFlightBatches times b's size below the producer's last
 // record when that is further back, which bounds what rebuild costs; a
 // batch stored further back is not found.
+//
+// When b still lies behind the records read, and the read reached the
+// partition's first offset, confirmWhole tells whether the partition may
+// have held b (see storedBeyondRead).
 func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqState) error {
 	r := st.back
-	if r == nil || st.logged == nil || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 {
+	if r == nil || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 {
 		return nil
 	}
 	prefix := "kafka-" + strconv.FormatInt(b.producerID, 10) + "-"
@@ -198,7 +207,7 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 	if want >= seqAhead {
 		return nil // ahead of the last record: no retry
 	}
-	for seqBelow(last, r.lowest) < want && r.from > r.floor {
+	for st.logged != nil && seqBelow(last, r.lowest) < want && r.from > r.floor {
 		hi := r.from
 		lo := max(r.floor, hi-(want-seqBelow(last, r.lowest)))
 		err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
@@ -218,6 +227,32 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 		}
 		r.from = lo
 	}
+	if seqBelow(last, r.lowest) < want {
+		return c.confirmWhole(topic, part, r)
+	}
+	return nil
+}
+
+// confirmWhole sets r.whole when r's read reached the partition's first
+// offset (r.floor, r.fromFirst) and the partition's bounds, read now,
+// still show none of its records deleted or lost: they were not, before
+// or while the read went down to it (a low watermark never goes back), so
+// the read saw every record the partition held. Read before the read
+// alone, the bounds did not show records deleted since (retention, a
+// topic limit): a batch stored, then deleted, was taken for one the
+// partition never held, refused OUT_OF_ORDER_SEQUENCE_NUMBER, and
+// franz-go stored it again under a new epoch. Once the bounds show
+// records deleted or lost, they are not read again.
+func (c *conn) confirmWhole(topic string, part int32, r *readBack) error {
+	if !r.fromFirst || r.whole || r.from > r.floor {
+		return nil
+	}
+	q, err := c.queueInfo(topic, part)
+	if err != nil {
+		return err
+	}
+	r.whole = q.MinOffset == 0 && q.Messages == q.MaxOffset
+	r.fromFirst = r.whole
 	return nil
 }
 
@@ -422,7 +457,7 @@ func (p *producers) expireScans(now time.Time, idle time.Duration, term uint64) 
 // Kafka refuses a batch its producer state does not hold.
 func (st *seqState) storedBeyondRead(b *producedBatch) bool {
 	r := st.back
-	if r == nil || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 || (r.whole && r.from <= r.floor) {
+	if r == nil || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 || r.whole {
 		return false
 	}
 	first, last := seqBelow(st.lastSeq, b.firstSeq), seqBelow(st.lastSeq, b.lastSeq())
