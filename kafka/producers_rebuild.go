@@ -92,9 +92,14 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	own := max(q.MinOffset, min(sc.floor, off+1-inFlightBatches*back))
 	lo := max(own, off+1-back)
 	lowest := int32(-1) // the sequence number read furthest back in st's epoch
+	unshaped := false   // a record named as the producer's that the listener did not store so
 	err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
 		epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
-		if !ok || !listenerShaped(m) {
+		if !ok {
+			return
+		}
+		if !listenerShaped(m) {
+			unshaped = true
 			return
 		}
 		l := loggedOf(m)
@@ -119,7 +124,7 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 		// A floor at the partition's first offset, none of its records
 		// deleted or lost, reaches every record the partition held, if
 		// it still is once the read reached it (confirmWhole).
-		fromFirst := own == 0 && q.Messages == q.MaxOffset
+		fromFirst := own == 0 && q.Messages == q.MaxOffset && !unshaped
 		st.back = &readBack{floor: own, from: lo, lowest: lowest, fromFirst: fromFirst}
 		err = c.readBackTo(topic, part, b, st)
 	}
@@ -148,10 +153,13 @@ const inFlightBatches = 5
 // of the producer's epoch it found furthest back (seqBelow) is lowest.
 // fromFirst says floor was the partition's first offset, 0, and none of
 // its records was deleted (retention, a topic limit) or lost, when rebuild
-// read the partition's bounds, before it read its records; whole says the
-// read reached floor and the bounds, read again after it, still showed
-// none deleted or lost (confirmWhole): the read has seen every record the
-// partition held.
+// read the partition's bounds, before it read its records, and that the
+// read met no record named as the producer's that it does not take for
+// one (listenerShaped: the engine gave the producer's records an expiry,
+// a topic's DefaultTTL, say): the partition may hold its batches so.
+// whole says the read reached floor and the bounds, read again after
+// it, still showed none deleted or lost (confirmWhole): the read has seen
+// every record the partition held, and each of the producer's.
 type readBack struct {
 	floor, from int64
 	lowest      int32
@@ -212,7 +220,14 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 		lo := max(r.floor, hi-(want-seqBelow(last, r.lowest)))
 		err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
 			epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
-			if !ok || epoch != st.epoch || !listenerShaped(m) {
+			if !ok {
+				return
+			}
+			if !listenerShaped(m) {
+				r.fromFirst = false // see readBack
+				return
+			}
+			if epoch != st.epoch {
 				return
 			}
 			if _, seen := st.logged[seq]; !seen {
