@@ -70,7 +70,7 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	if sc.last == nil {
 		last := map[int64]int64{}
 		floor := max(q.MinOffset, q.MaxOffset-rebuildScan)
-		err := c.readRecords(topic, q.ID, floor, q.MaxOffset, func(m *equeue.Message) {
+		_, err := c.readRecords(topic, q.ID, floor, q.MaxOffset, func(m *equeue.Message) {
 			if p, ok := producerOf(m.ID, part); ok && listenerShaped(m) {
 				last[p] = m.Offset
 			}
@@ -93,7 +93,8 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	lo := max(own, off+1-back)
 	lowest := int32(-1) // the sequence number read furthest back in st's epoch
 	unshaped := false   // a record named as the producer's that the listener did not store so
-	err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
+	var passed int64    // offsets the read passed by: see readBack
+	passed, err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
 		epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
 		if !ok {
 			return
@@ -124,7 +125,7 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 		// A floor at the partition's first offset, none of its records
 		// deleted or lost, reaches every record the partition held, if
 		// it still is once the read reached it (confirmWhole).
-		fromFirst := own == 0 && q.Messages == q.MaxOffset && !unshaped
+		fromFirst := own == 0 && q.Messages == q.MaxOffset && !unshaped && passed == 0
 		st.back = &readBack{floor: own, from: lo, lowest: lowest, fromFirst: fromFirst}
 		err = c.readBackTo(topic, part, b, st)
 	}
@@ -156,7 +157,9 @@ const inFlightBatches = 5
 // read the partition's bounds, before it read its records, and that the
 // read met no record named as the producer's that it does not take for
 // one (listenerShaped: the engine gave the producer's records an expiry,
-// a topic's DefaultTTL, say): the partition may hold its batches so.
+// a topic's DefaultTTL, say), nor passed any offset by (readRecords: an
+// expired record, a corrupt one, one the store did not give): the
+// partition may hold the producer's batches there.
 // whole says the read reached floor and the bounds, read again after
 // it, still showed none deleted or lost (confirmWhole): the read has seen
 // every record the partition held, and each of the producer's.
@@ -218,7 +221,7 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 	for st.logged != nil && seqBelow(last, r.lowest) < want && r.from > r.floor {
 		hi := r.from
 		lo := max(r.floor, hi-(want-seqBelow(last, r.lowest)))
-		err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
+		passed, err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
 			epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
 			if !ok {
 				return
@@ -239,6 +242,9 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 		})
 		if err != nil {
 			return err
+		}
+		if passed > 0 {
+			r.fromFirst = false // see readBack
 		}
 		r.from = lo
 	}
@@ -272,26 +278,31 @@ func (c *conn) confirmWhole(topic string, part int32, r *readBack) error {
 }
 
 // readRecords calls fn with each record of the queue from offset lo to
-// hi, hi excluded, in offset order. It stops at the first failed read
-// and returns its error.
-func (c *conn) readRecords(topic string, queue int, lo, hi int64, fn func(*equeue.Message)) error {
+// hi, hi excluded, in offset order, and returns how many offsets of the
+// range it passed by, giving fn no record: those a pull passes by (below
+// the queue's low watermark, expired, corrupt, not given by the store),
+// and those above where a pull stopped short. It stops at the first
+// failed read and returns its error.
+func (c *conn) readRecords(topic string, queue int, lo, hi int64, fn func(*equeue.Message)) (passed int64, err error) {
+	given := int64(0)
 	for off := lo; off < hi; {
 		res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: int(min(hi-off, equeue.MaxPullBatch))})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if res.NextOffset <= off {
-			return nil
+			break
 		}
 		for _, m := range res.Messages {
 			if m.Offset >= hi {
-				return nil
+				break
 			}
 			fn(m)
+			given++
 		}
 		off = res.NextOffset
 	}
-	return nil
+	return max(hi-lo, 0) - given, nil
 }
 
 // producerOf parses a message ID that setIDs gave a record on part: the
