@@ -226,3 +226,11 @@ func CommittableOf(c *Consumer, q QueueRef) func() int64 {
 		return off
 	}
 }
+
+// RouteRetriesWaiting reports how many SendAsync calls of p that met a
+// stale route wait for a goroutine to retry them.
+func RouteRetriesWaiting(p *Producer) int {
+	p.retries.mu.Lock()
+	defer p.retries.mu.Unlock()
+	return len(p.retries.queue) - p.retries.head
+}

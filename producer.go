@@ -30,7 +30,10 @@ type ProducerOptions struct {
 	// waits (see SendAsync). Zero means DefaultAsyncWindow (1,024); negative
 	// is refused with ErrInvalidOptions. On a broker with its own
 	// AppendAsync (the Engine, a remote client) the broker's queue bounds
-	// SendAsync instead, and AsyncWindow is not used.
+	// SendAsync instead, and AsyncWindow bounds only the goroutines that
+	// retry, on a fresh route, the sends that met a stale one (a topic
+	// whose queues changed under the producer's cached route); the others
+	// wait in a queue for them.
 	AsyncWindow int
 }
 
@@ -115,6 +118,9 @@ type Producer struct {
 	// on a broker without an AppendAsync of its own (aa nil;
 	// producer_asyncwindow.go).
 	window chan struct{}
+	// retries retries the SendAsync calls whose append met a stale route,
+	// on at most AsyncWindow goroutines (producer_routeretry.go).
+	retries routeRetries
 	// completions runs the hooks of completed SendAsync calls off the
 	// goroutine that completed them (producer_completions.go).
 	completions completions
@@ -169,6 +175,7 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 		o.Selector = KeyHashSelector()
 	}
 	p := &Producer{b: b, eng: engineOf(b), sel: o.Selector, sync: o.Sync, ttl: o.RouteTTL, hooks: o.Hooks, closing: make(chan struct{})}
+	p.retries.limit = o.AsyncWindow
 	if aa, ok := b.(asyncAppender); ok && OwnsFastPaths(b) {
 		p.aa = aa
 	} else {
@@ -555,19 +562,15 @@ func (p *Producer) hookGoexited(gerr error, res SendResult, err, perr error, lef
 
 // failedAsync completes a SendAsync of m whose first attempt failed with
 // err through finish, and ends its count in p.async. A stale route is
-// retried as Send retries it: once, on a fresh route, on a goroutine of
-// its own (the engine's callback must not block).
+// retried as Send retries it: once, on a fresh route, by one of the
+// producer's goroutines that retry such sends (retryStale: the engine's
+// callback must not block).
 func (p *Producer) failedAsync(ctx context.Context, m *Message, err error, finish func(SendResult, error)) {
 	if !routeRetryable(err) {
 		p.completeAsync(finish, SendResult{}, err)
 		return
 	}
-	go func() {
-		defer p.async.Done()
-		var res SendResult
-		err := p.sendOnce(ctx, m, true, &res)
-		finish(res, err)
-	}()
+	p.retryStale(ctx, m, finish)
 }
 
 // beginAsync counts a SendAsync call as pending, for Close to wait for,
