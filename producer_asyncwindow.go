@@ -47,13 +47,15 @@ func (p *Producer) freeAsyncSlot() { <-p.window }
 // its AfterSend hooks run, which run as on the other paths: on the
 // producer's completions goroutine (completeAsync, which also ends the
 // send's count in p.async). A hook may thus call SendAsync while the
-// window is full: it waits for a send to end, not for its own hooks.
+// window is full: it waits for a send to end, not for its own hooks. A
+// broker whose Append never returns to it (runtime.Goexit) frees the slot
+// too, and the future fails (brokerCallEnded).
 func (p *Producer) sendInWindow(ctx context.Context, m *Message, finish func(SendResult, error)) {
 	handed := false
 	defer func() {
 		if !handed { // the broker's Append called runtime.Goexit
 			p.freeAsyncSlot()
-			p.async.Done()
+			p.completeAsync(finish, SendResult{}, p.brokerCallEnded(m))
 		}
 	}()
 	var res SendResult
