@@ -194,12 +194,20 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 // once with ErrClosed, not sent, and Close waits for the sends in flight.
 // It fails waiting Requests with ErrClosed and deletes the reply topic.
 // Idempotent.
+//
+// Called from an AfterSend hook (or trace end) of a SendAsync, Close does
+// not wait for the send whose hook calls it, which completes once the
+// hook returns, but it waits for the others in flight, whose hooks run
+// meanwhile on another goroutine of the producer's. It must not be called
+// from a SendAsync's BeforeSend hook or from the producer's
+// QueueSelector: it would wait for ever for the send that called them.
 func (p *Producer) Close() error {
 	p.asyncMu.Lock()
 	if !p.closed.Swap(true) {
 		close(p.closing)
 	}
 	p.asyncMu.Unlock()
+	p.closeFromHook()
 	p.stopRequester()
 	p.async.Wait()
 	if e := trackerOf(p.b); e != nil {

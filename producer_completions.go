@@ -1,6 +1,11 @@
 package equeue
 
-import "sync"
+import (
+	"bytes"
+	"runtime"
+	"strconv"
+	"sync"
+)
 
 // A SendAsync completes on whatever goroutine answers its append: in
 // process, one of the engine's (the one completing its writes, or the one
@@ -28,6 +33,18 @@ type completions struct {
 	queue   []completion
 	head    int  // queue[head:] are waiting
 	running bool // a runCompletions goroutine serves the queue
+	// cur is the runner running a completion's hooks, nil between two.
+	cur *completionRunner
+}
+
+// completionRunner is one runCompletions goroutine.
+type completionRunner struct {
+	gid uint64 // its goroutine's ID (goroutineID)
+	// detached is set, under completions.mu, when a hook it runs called
+	// Producer.Close, which ended that send's count in p.async and handed
+	// the queue to another goroutine (closeFromHook): it ends once the
+	// hook returns.
+	detached bool
 }
 
 // completeAsync runs finish(res, err), the end of a SendAsync, and then
@@ -54,12 +71,14 @@ func (p *Producer) completeAsync(finish func(SendResult, error), res SendResult,
 // runCompletions runs the queued completions until the queue is empty.
 // A hook that calls runtime.Goexit ends this goroutine: finish has
 // completed that send's future by then (Producer.hookGoexited), and a new
-// goroutine goes on with the rest of the queue.
+// goroutine goes on with the rest of the queue. One that calls
+// Producer.Close hands the queue to a new goroutine (closeFromHook).
 func (p *Producer) runCompletions() {
 	c := &p.completions
+	me := &completionRunner{gid: goroutineID()}
 	inFinish := false
 	defer func() {
-		if inFinish { // not a panic (finish recovers every one): runtime.Goexit
+		if inFinish && !c.leave(me) { // not a panic (finish recovers every one): runtime.Goexit
 			p.async.Done()
 			go p.runCompletions()
 		}
@@ -74,10 +93,69 @@ func (p *Producer) runCompletions() {
 		w := c.queue[c.head]
 		c.queue[c.head] = completion{}
 		c.head++
+		c.cur = me
 		c.mu.Unlock()
 		inFinish = true
 		w.finish(w.res, w.err)
 		inFinish = false
+		if c.leave(me) {
+			return
+		}
 		p.async.Done()
 	}
+}
+
+// leave ends me's run of a completion's hooks and reports whether a hook
+// detached it (closeFromHook): it must then touch neither the queue nor
+// the send's count.
+func (c *completions) leave(me *completionRunner) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !me.detached {
+		c.cur = nil
+	}
+	return me.detached
+}
+
+// closeFromHook is the part of Close called from a hook of one of p's
+// SendAsync calls that runs on p's completions goroutine: the send
+// whose hook runs completes only once the hook returns, and the sends
+// completed after it wait behind it for that goroutine, so a Close that
+// waited for them there would wait for ever. It ends that send's count
+// in p.async, hands the queue to a new goroutine, and reports true; the
+// hook's goroutine ends once the hook returns. Called elsewhere, it
+// changes nothing and reports false.
+func (p *Producer) closeFromHook() bool {
+	c := &p.completions
+	c.mu.Lock()
+	cur := c.cur
+	if cur == nil || cur.gid == 0 || cur.gid != goroutineID() {
+		c.mu.Unlock()
+		return false
+	}
+	cur.detached = true
+	c.cur = nil
+	start := c.head < len(c.queue)
+	c.running = start
+	c.mu.Unlock()
+	if start {
+		go p.runCompletions()
+	}
+	p.async.Done()
+	return true
+}
+
+// goroutineID returns the calling goroutine's ID, as its stack trace
+// names it ("goroutine 7 [running]:"); 0 if that cannot be read. Only a
+// completions goroutine's start and Close ask for it: it is no part of a
+// send's path.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := bytes.TrimPrefix(buf[:runtime.Stack(buf[:], false)], []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		if id, err := strconv.ParseUint(string(b[:i]), 10, 64); err == nil {
+			return id
+		}
+	}
+	return 0
 }
