@@ -75,11 +75,20 @@ func recordSum(m *equeue.Message) [sha256.Size]byte {
 }
 
 // listenerShaped reports whether m, read from a partition, may be a
-// record the listener stored: those carry no delivery time, expiry,
-// attempt or system property (toMessage sets none). A message that does
-// was stored by a native producer, whatever its ID says.
+// record the listener stored: those carry no delivery time, attempt or
+// system property (toMessage sets none). A message that does was stored
+// by a native producer, whatever its ID says. An expiry does not tell:
+// the engine gives every message sent to a topic with a DefaultTTL one,
+// the listener's records too (the time of their append plus the topic's
+// default then, which may have been taken off since), and a record keeps
+// no mark of where its expiry came from. Taken for not the listener's,
+// the records of a producer on such a topic were never read back, and
+// the retry of a batch stored there was stored again. A native
+// producer's message with an expiry, named as the producer's, is told
+// from the producer's record by what it holds (loggedRecord.matches), as
+// one without is.
 func listenerShaped(m *equeue.Message) bool {
-	return m.DeliverAt.IsZero() && m.ExpiresAt.IsZero() && m.Attempt == 0 && len(m.SysProperties()) == 0
+	return m.DeliverAt.IsZero() && m.Attempt == 0 && len(m.SysProperties()) == 0
 }
 
 // seqAt is the sequence number of b's record i: b's first plus i,

@@ -34,8 +34,10 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // does (loggedRecord): a native producer may give its message an ID that
 // reads as the producer's, and a batch at that sequence number is then
 // not taken for stored. Records a Kafka record cannot make (a delivery
-// time, an expiry, an attempt, system properties) are not read as the
-// producer's at all (listenerShaped). When none of the records read is
+// time, an attempt, system properties) are not read as the producer's at
+// all (listenerShaped); an expiry, which the engine gives the listener's
+// records on a topic with a DefaultTTL, does not keep a record from
+// being read as the producer's. When none of the records read is
 // the producer's (or they cannot be read), st is left as it was and the
 // batch is taken as it comes, unless a first batch of the producer failed
 // in an earlier term (keepFailedFirst).
@@ -156,8 +158,8 @@ const inFlightBatches = 5
 // its records was deleted (retention, a topic limit) or lost, when rebuild
 // read the partition's bounds, before it read its records, and that the
 // read met no record named as the producer's that it does not take for
-// one (listenerShaped: the engine gave the producer's records an expiry,
-// a topic's DefaultTTL, say), nor passed any offset by (readRecords: an
+// one (listenerShaped: a native producer's message with a delivery time,
+// an attempt or system properties), nor passed any offset by (readRecords: an
 // expired record, a corrupt one, one the store did not give): the
 // partition may hold the producer's batches there.
 // whole says the read reached floor and the bounds, read again after
