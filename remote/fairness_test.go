@@ -169,6 +169,7 @@ func TestFairness_PerConnOptions(t *testing.T) {
 // holds every long-poll and none is refused, and the consumers, whose
 // long-polls are then refused as busy, receive nothing.
 func TestFairness_ManyConsumersBesideAHog(t *testing.T) {
+	t.Parallel() // its calls wait on each other's backoffs, not on this process
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	e := openEngine(t, &equeue.Options{MaxPullWait: time.Hour})

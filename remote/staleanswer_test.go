@@ -49,7 +49,10 @@ func (b *heldJoin) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (eque
 // Unix socket the stale answer counted).
 func TestClient_AnswerOfAConnectionBeforeTheLatestTellsNoCap(t *testing.T) {
 	for _, network := range []string{"tcp", "unix"} {
-		t.Run(network, func(t *testing.T) { answerOfAConnectionBeforeTheLatest(t, network) })
+		t.Run(network, func(t *testing.T) {
+			t.Parallel() // each waits out a long-poll of its own server
+			answerOfAConnectionBeforeTheLatest(t, network)
+		})
 	}
 }
 

@@ -64,6 +64,7 @@ func TestClient_AnswerWithoutACapForgetsTheToldOne(t *testing.T) {
 		{"outside a group", false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits out a long-poll of its own server
 			ctx := ctxT(t)
 			b := &toldCap{Engine: openEngine(t, &equeue.Options{MaxPullWait: staleWait})}
 			require.NoError(t, b.CreateTopic(ctx, "t", 1))
