@@ -13,7 +13,8 @@ import (
 // then hides no other address's first refusal: a node of the cluster
 // with a mistyped secret is reported at once, whatever else is refused.
 // A flood from many addresses logs at most twice refusalBurst lines a
-// window. It is safe for concurrent use.
+// window, and sources holds at most as many addresses. It is safe for
+// concurrent use.
 type reasonLines struct {
 	mu         sync.Mutex
 	from       time.Time           // the window's start
@@ -34,8 +35,10 @@ func (l *reasonLines) allow(now time.Time, source string) (ok bool, suppressed i
 	_, seen := l.sources[source]
 	switch {
 	case l.logged < refusalBurst:
-	case !seen && len(l.sources) < 2*refusalBurst:
-		// The address's first line in this window.
+	case !seen && l.logged < 2*refusalBurst:
+		// The address's first line in this window, within the lines
+		// past the burst: counted by lines, not by addresses, since the
+		// burst's may all be of one address.
 	default:
 		l.suppressed++
 		return false, 0

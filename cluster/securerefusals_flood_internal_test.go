@@ -62,3 +62,27 @@ func TestRefusalLog_FloodFromManyAddressesIsBounded(t *testing.T) {
 	r.refused(&net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 5001}, errWrongProof)
 	assert.Equal(t, 1, h.countOf("WARN", "reason=wrong secret", fmt.Sprintf("suppressed=%d", sources-logged)), "%v", h.lines())
 }
+
+// A flood from one address that used the window's refusalBurst lines,
+// then from many others, logs the first lines of refusalBurst more
+// addresses, not more: a window logs at most twice refusalBurst lines of
+// a reason, whoever used its first ones. Before, the addresses past the
+// burst were counted with the flooder's, so 2*refusalBurst-1 more were
+// logged.
+func TestRefusalLog_OneFlooderThenManyAddressesIsBounded(t *testing.T) {
+	h := newLoggedRecords()
+	r := newRefusalLog()
+	r.setLogger(loggedOn(h))
+	now := time.Unix(1_000_000, 0)
+	r.now = func() time.Time { return now }
+	flooder := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 4242}
+	for range 5 * refusalBurst {
+		r.refused(flooder, errWrongProof)
+	}
+	for i := range 100 {
+		r.refused(&net.TCPAddr{IP: net.IPv4(198, 51, 100, byte(i)), Port: 5000}, errWrongProof)
+	}
+	assert.Equal(t, refusalBurst, h.countOf("WARN", "reason=wrong secret", "remote=192.0.2.7:"), "%v", h.lines())
+	assert.Equal(t, refusalBurst, h.countOf("WARN", "reason=wrong secret", "remote=198.51.100."), "%v", h.lines())
+	assert.Equal(t, 2*refusalBurst, h.countOf("WARN", "reason=wrong secret"), "%v", h.lines())
+}
