@@ -44,3 +44,26 @@ func TestCluster_RefusedStartLeavesNoParentDirectory(t *testing.T) {
 	assert.Equal(t, exitUsage, waitExit(t, srv), "%s", srv.stderr)
 	assert.NoDirExists(t, filepath.Join(base, "nodes"), "a refused node leaves no directory: %s", srv.stderr)
 }
+
+// Two first starts of a node on one directory, at once, both read no
+// salt there (keptSalt); the one that keeps its salt first is the one
+// whose salt the directory holds: the other is refused rather than
+// replace it, and its failure (the node's store is the first's) leaves
+// the first's file. Before, the second replaced it, and the node that
+// ran with the first salt restarted with the second, refused by its
+// peers.
+func TestKeepSaltFirst_DoesNotReplaceASaltKeptMeanwhile(t *testing.T) {
+	dir := t.TempDir()
+	_, store, err := keptSalt(dir, []byte("orders-ue"), true)
+	require.NoError(t, err)
+	require.True(t, store, "nothing kept yet")
+	_, err = keepSaltFirst(dir, []byte("orders-eu")) // the other start
+	require.NoError(t, err)
+
+	undo, err := keepSaltFirst(dir, []byte("orders-ue"))
+	require.ErrorIs(t, err, errSaltKeptMeanwhile)
+	assert.Nil(t, undo)
+	kept, rerr := os.ReadFile(filepath.Join(dir, saltFile))
+	require.NoError(t, rerr)
+	assert.Equal(t, "orders-eu", string(kept), "the first start's salt stays")
+}

@@ -17,7 +17,8 @@ import (
 // node refused before it wrote anything leaves no trace, and its next
 // start is not held to a salt it never ran with; one that failed later,
 // or a directory that held anything else, keeps the salt it was started
-// with.
+// with. It replaces no file another start of the node kept meanwhile
+// (errSaltKeptMeanwhile).
 func keepSaltFirst(dir string, salt []byte) (undo func(), err error) {
 	made, err := makeDirs(dir)
 	undoDirs := func() {
@@ -39,7 +40,11 @@ func keepSaltFirst(dir string, salt []byte) (undo func(), err error) {
 		undoDirs()
 	}
 	if err := storeSalt(dir, salt); err != nil {
-		undo()
+		if errors.Is(err, errSaltKeptMeanwhile) {
+			undoDirs() // the file is the other start's
+		} else {
+			undo()
+		}
 		return nil, err
 	}
 	return undo, nil

@@ -108,10 +108,16 @@ func parseSaltFile(path string, content []byte) (salt []byte, unsalted bool, err
 	return salt, false, nil
 }
 
+// errSaltKeptMeanwhile is storeSalt's error when dir came to keep a salt
+// file after keptSalt read none: another start of the node on the same
+// directory kept its own first.
+var errSaltKeptMeanwhile = errors.New("another start of this node kept its cluster salt in its directory meanwhile: start the node once")
+
 // storeSalt keeps salt in dir for the node's next starts, noSaltRecord
-// when salt is empty: written to a temporary file, synced, renamed into
-// place and the directory synced (where the file system can sync one),
-// so that a crash leaves the file whole or absent.
+// when salt is empty: written to a temporary file, synced, put in place
+// (placeSalt) and the directory synced (where the file system can sync
+// one), so that a crash leaves the file whole or absent. It replaces no
+// file: one there is errSaltKeptMeanwhile.
 func storeSalt(dir string, salt []byte) error {
 	record := salt
 	if len(salt) == 0 {
@@ -134,7 +140,7 @@ func storeSalt(dir string, salt []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("keep the cluster salt: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := placeSalt(tmp.Name(), path); err != nil {
 		return fmt.Errorf("keep the cluster salt: %w", err)
 	}
 	d, err := os.Open(dir)
@@ -158,3 +164,21 @@ func dirSyncUnsupported(err error) bool {
 // syncSaltDir syncs the directory storeSalt renamed the salt into. A
 // variable so that tests can fail it.
 var syncSaltDir = (*os.File).Sync
+
+// placeSalt puts the written file tmp at path unless a file is there: a
+// hard link, which fails on one, then tmp removed. Where the file system
+// has no hard links, a rename, which replaces one that came between the
+// check and it.
+func placeSalt(tmp, path string) error {
+	err := os.Link(tmp, path)
+	switch {
+	case err == nil:
+		return os.Remove(tmp)
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s: %w", path, errSaltKeptMeanwhile)
+	}
+	if _, serr := os.Lstat(path); serr == nil {
+		return fmt.Errorf("%s: %w", path, errSaltKeptMeanwhile)
+	}
+	return os.Rename(tmp, path)
+}
