@@ -74,11 +74,11 @@ func keptSalt(dir string, flag []byte, given bool) (salt []byte, store bool, err
 	case !given:
 		return kept, false, nil
 	case unsalted:
-		return nil, false, usageErrorf("--cluster-salt (fingerprint %s): this node runs without a cluster salt, as %s records: a node with a salt is refused by its unsalted peers; leave the flag out, or, to give the cluster a salt, stop every node, remove that file on each, and start every node with the same --cluster-salt",
-			saltFingerprint(flag), path)
+		return nil, false, usageErrorf("--cluster-salt (fingerprint %s): this node runs without a cluster salt, as %s records: a node with a salt is refused by its unsalted peers; leave the flag out; or, if only this node is wrong (first started without the salt of the cluster it joins), stop it, remove %s and start it with the cluster's --cluster-salt; or, to give the cluster a salt, stop every node, remove that file on each, and start every node with the same --cluster-salt",
+			saltFingerprint(flag), path, path)
 	case !bytes.Equal(kept, flag):
-		return nil, false, usageErrorf("--cluster-salt (fingerprint %s) is not the salt this node keeps in %s (fingerprint %s): a node with another salt is refused by its peers; leave the flag out to use the kept one, or, to change the cluster's salt, stop every node, remove that file on each, and start every node with the same --cluster-salt",
-			saltFingerprint(flag), path, saltFingerprint(kept))
+		return nil, false, usageErrorf("--cluster-salt (fingerprint %s) is not the salt this node keeps in %s (fingerprint %s): a node with another salt is refused by its peers; leave the flag out to use the kept one; or, if only this node is wrong (first started with a mistyped salt), stop it, remove %s and start it with the cluster's --cluster-salt; or, to change the cluster's salt, stop every node, remove that file on each, and start every node with the same --cluster-salt",
+			saltFingerprint(flag), path, saltFingerprint(kept), path)
 	}
 	return kept, false, nil
 }
