@@ -1,9 +1,6 @@
 package equeue
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // A close cut by its own context before its final commit or leave were
 // done leaves them to Engine.Close (closeForEngine), which keeps the
@@ -43,13 +40,12 @@ func sessionLapsed(end time.Time) bool {
 	return !end.IsZero() && !time.Now().Before(end)
 }
 
-// cutRedoHook, when set by a test, runs in closeForEngine's redo once the
-// member's session was found running, before the redo.
-var cutRedoHook atomic.Pointer[func()]
-
-// runCutRedoHook runs cutRedoHook when set.
-func runCutRedoHook() {
-	if h := cutRedoHook.Load(); h != nil {
+// runCutRedoHook runs e's cutRedoHook when a test set it (e nil: none).
+func runCutRedoHook(e *Engine) {
+	if e == nil {
+		return
+	}
+	if h := e.cutRedoHook.Load(); h != nil {
 		(*h)()
 	}
 }

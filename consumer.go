@@ -985,13 +985,14 @@ func (c *Consumer) closeForEngine() error {
 	if redo == nil {
 		return err
 	}
-	if e := trackerOf(c.b); e != nil {
+	e := trackerOf(c.b)
+	if e != nil {
 		defer e.clients.removeConsumer(c) // kept for this redo alone
 	}
 	if sessionLapsed(c.gate.sessionEnds()) {
 		return err // the member may be gone, its ID another's (closecut_keep.go)
 	}
-	runCutRedoHook()
+	runCutRedoHook(e)
 	ctx, cancel := closeLeaveBound()
 	defer cancel()
 	return redo(ctx)

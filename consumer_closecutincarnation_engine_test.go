@@ -61,7 +61,7 @@ func TestEngineClose_CutCloseRedoOfAReplacedIncarnationCommitsNothing(t *testing
 	// and a new incarnation of its ID joins and commits all five.
 	// The hook runs on a goroutine of Engine.Close: it reports with assert.
 	ran := false
-	equeue.OnCutCloseRedo(func() {
+	equeue.OnCutCloseRedo(e, func() {
 		ran = true
 		if !assert.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "a"})) {
 			return
@@ -75,7 +75,7 @@ func TestEngineClose_CutCloseRedoOfAReplacedIncarnationCommitsNothing(t *testing
 			Offsets: []equeue.OffsetCommit{{Grant: a.Queues[0], Offset: 5}}}))
 		assert.Equal(t, int64(5), committedOf(t, e, "g", "a"))
 	})
-	t.Cleanup(func() { equeue.OnCutCloseRedo(nil) })
+	t.Cleanup(func() { equeue.OnCutCloseRedo(e, nil) })
 
 	closed = true
 	err = e.Close()

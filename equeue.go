@@ -153,6 +153,10 @@ type Engine struct {
 	// redrivenRewrites numbers the sound marks written over lost ones
 	// (rewroteRedriven).
 	redrivenRewrites atomic.Uint64
+	// cutRedoHook, set by tests, runs in the redo of a consumer's cut
+	// close (Consumer.closeForEngine) once the member's session was found
+	// running, before the redo.
+	cutRedoHook atomic.Pointer[func()]
 	// redrivenRewriteHook, set by tests, runs when rewroteRedriven has
 	// found the note of a lost mark, before it updates it.
 	redrivenRewriteHook atomic.Pointer[func()]

@@ -200,15 +200,15 @@ func OnDelayMoveQueued(e *Engine, f func()) {
 	e.sched.queueHook.Store(&f)
 }
 
-// OnCutCloseRedo has f run in Engine.Close's redo of a consumer's cut
-// close, once it found the member's session running and before it
-// commits again (nil: nothing).
-func OnCutCloseRedo(f func()) {
+// OnCutCloseRedo has f run in e.Close's redo of a consumer's cut close,
+// once it found the member's session running and before it commits again
+// (nil: nothing). Other engines' redos do not run it.
+func OnCutCloseRedo(e *Engine, f func()) {
 	if f == nil {
-		cutRedoHook.Store(nil)
+		e.cutRedoHook.Store(nil)
 		return
 	}
-	cutRedoHook.Store(&f)
+	e.cutRedoHook.Store(&f)
 }
 
 // CommittableOf returns a reader of the offset c's runner of q, as it is
