@@ -594,6 +594,10 @@ func pullResultFromPB(resp *pb.PullResponse) (equeue.PullResult, error) {
 }
 
 // JoinGroup adds a member to a consumer group and returns its assignment.
+// A join that provably added no member (refused by the broker, or before
+// its request left the client: ErrUnauthenticated, ErrPermissionDenied,
+// ErrBusy, ErrMetadataTooLarge) matches equeue.ErrJoinRefused beside the
+// error that says why; one sent and not answered does not.
 func (c *Client) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
 	if err := c.enter(ctx); err != nil {
 		return equeue.Assignment{}, err
@@ -602,13 +606,14 @@ func (c *Client) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue
 		return equeue.Assignment{}, fmt.Errorf("%w: nil join request", equeue.ErrInvalidArgument)
 	}
 	var over peer.Peer
-	resp, err := c.api.JoinGroup(ctx, &pb.JoinGroupRequest{
+	m := new(sentMarker)
+	resp, err := c.api.JoinGroup(context.WithValue(ctx, sentKey{}, m), &pb.JoinGroupRequest{
 		Group: req.Group, Member: req.Member, Model: pb.MessageModel(req.Model), Subscriptions: subsToPB(req.Subscriptions),
 		From: consumeFromToPB(req.From), FromTimeUnixNano: startNanos(req.FromTime), Strategy: req.Strategy,
 		Incarnation: req.Incarnation,
 	}, grpc.Peer(&over))
 	if err != nil {
-		return equeue.Assignment{}, c.fail(err)
+		return equeue.Assignment{}, joinFailure(c.fail(err), m.sent.Load())
 	}
 	return c.learnLimits(over.LocalAddr, assignmentFromPB(resp.GetAssignment())), nil
 }

@@ -68,3 +68,15 @@ func HeartbeatSlack(c *Client) time.Duration { return c.heartbeatSlack() }
 // SetLongPollSlack sets how long past its wait c lets a long-poll take
 // (30 s), so that tests of a hung connection are short.
 func SetLongPollSlack(c *Client, d time.Duration) { c.slack.Store(int64(d)) }
+
+// OnBusyRetry has f run in the client's retry of a call the server
+// refused as busy, once its backoff is over and before it is sent again
+// (nil: nothing). It is the package's: tests that set it do not run in
+// parallel.
+func OnBusyRetry(f func()) {
+	if f == nil {
+		testHookBusyRetry.Store(nil)
+		return
+	}
+	testHookBusyRetry.Store(&f)
+}

@@ -21,3 +21,30 @@ func refusedJoin(err error) error {
 	}
 	return &joinRefusal{err: err}
 }
+
+// joinFailure is the error of a join that failed with err (as fail maps
+// it), marked as a refusal (equeue.ErrJoinRefused, beside its own
+// sentinel) when the join provably added no member: its request never
+// left the client (sent false: refused by the client's transport, as
+// ErrMetadataTooLarge is, or its context ended before a retry of a busy
+// refusal was sent), or the server refused it before running its handler
+// (ErrUnauthenticated, ErrPermissionDenied, ErrBusy). A join sent and not
+// answered (a connection cut after sending, its context ended meanwhile)
+// may have added the member: it is left as it is, and so is one that
+// matches equeue.ErrIndeterminate.
+func joinFailure(err error, sent bool) error {
+	if err == nil || errors.Is(err, equeue.ErrIndeterminate) {
+		return err
+	}
+	if !sent || refusedBeforeHandler(err) {
+		return refusedJoin(err)
+	}
+	return err
+}
+
+// refusedBeforeHandler reports whether err is a refusal the server (or
+// the client's transport) makes before the call's handler runs.
+func refusedBeforeHandler(err error) bool {
+	return errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrPermissionDenied) ||
+		errors.Is(err, ErrBusy) || errors.Is(err, ErrMetadataTooLarge)
+}
