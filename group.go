@@ -644,7 +644,10 @@ func (c *coordinator) normalizeSubs(ctx context.Context, subs []Subscription) ([
 // arrived after it (departures.go).
 //
 // Every error it returns matches ErrJoinRefused: no member was added (a
-// member an earlier join of the same incarnation made stays).
+// member an earlier join of the same incarnation made stays). The one
+// exception is an error matching ErrIndeterminate (a write of the join,
+// its group's configuration or a topic it made, may be stored but is not
+// known durable), which is unknown and matches no refusal.
 //
 // Broker seam: Consumers and PullConsumers call it on Start;
 // applications do not.

@@ -13,9 +13,12 @@ type joinRefusal struct{ err error }
 func (r *joinRefusal) Error() string   { return r.err.Error() }
 func (r *joinRefusal) Unwrap() []error { return []error{r.err, ErrJoinRefused} }
 
-// refusedJoin marks err, a join's, as a refusal (ErrJoinRefused).
+// refusedJoin marks err, a join's, as a refusal (ErrJoinRefused), unless
+// it matches ErrIndeterminate: a join that wrote what may be stored (its
+// group's configuration, not known durable) is unknown, not refused, and
+// unknown wins, so that a Start leaves for it.
 func refusedJoin(err error) error {
-	if err == nil || errors.Is(err, ErrJoinRefused) {
+	if err == nil || errors.Is(err, ErrJoinRefused) || errors.Is(err, ErrIndeterminate) {
 		return err
 	}
 	return &joinRefusal{err: err}

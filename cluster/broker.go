@@ -142,9 +142,12 @@ func (n *Node) PullStored(ctx context.Context, req *equeue.PullRequest) (equeue.
 // refusal matches equeue.ErrJoinRefused, beside the error that says why:
 // a *NotLeaderError when this node does not lead (or its tenure ended
 // before the engine took the join), the engine's own sentinel otherwise.
+// A join cut short by the end of the tenure after the engine's topics
+// changed (it may have created some) matches equeue.ErrIndeterminate
+// instead, and is no refusal.
 func (n *Node) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
 	a, err := call(n, func(e *equeue.Engine) (equeue.Assignment, error) { return e.JoinGroup(ctx, req) })
-	return a, joinRefused(err)
+	return a, joinRefused(unknownJoin(err))
 }
 
 // Heartbeat keeps a member alive.
