@@ -1,6 +1,7 @@
 package equeue_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -156,4 +157,58 @@ func staleCommitBelowTheRetainedStart(t *testing.T, kind string) {
 	assert.Equal(t, "6", string(res.Messages[len(res.Messages)-1].Body))
 	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "a", Incarnation: "new",
 		Offsets: []equeue.OffsetCommit{{Grant: fresh.Queues[0], Offset: res.NextOffset}}}), "the new incarnation commits on")
+}
+
+// A replaced incarnation's late commit that would move an offset back (a
+// broadcasting member's: its grants stay valid across incarnations) is
+// refused (ErrNotMember) at once, even while a send-back of the group is
+// on its way: it does not first fence the group's send-backs, which
+// would hold up the live incarnation's for a commit that stores nothing.
+// Before, it waited for the send-back to finish, and with the send-back
+// held it ended with its context's error instead of ErrNotMember.
+func TestCommitIncarnation_StaleCommitMovingBackWaitsForNoSendBack(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) { staleCommitMovingBackDuringASendBack(t, kind) })
+	}
+}
+
+func staleCommitMovingBackDuringASendBack(t *testing.T, kind string) {
+	e, _ := openEngine(t, kind, &equeue.Options{SessionTimeout: time.Hour})
+	ctx := ctxT(t)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Messages: msgs("1", "2", "3")})
+	require.NoError(t, err)
+	subs := []equeue.Subscription{{Topic: "t"}}
+	old, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "a", Model: equeue.Broadcasting, Subscriptions: subs, Incarnation: "old"})
+	require.NoError(t, err)
+	tg := grantIn(t, old, "t")
+	require.NoError(t, e.LeaveGroup(ctx, &equeue.LeaveRequest{Group: "g", Member: "a"}))
+	fresh, err := e.JoinGroup(ctx, &equeue.JoinRequest{Group: "g", Member: "a", Model: equeue.Broadcasting, Subscriptions: subs, Incarnation: "new"})
+	require.NoError(t, err)
+	ntg := grantIn(t, fresh, "t")
+	res, err := e.Pull(ctx, &equeue.PullRequest{Topic: "t", Offset: 0, Max: 3, Group: "g", Member: "a", Epoch: ntg.Epoch})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 3)
+	require.NoError(t, e.CommitOffsets(ctx, &equeue.CommitRequest{Group: "g", Member: "a", Incarnation: "new",
+		Offsets: []equeue.OffsetCommit{{Grant: ntg, Offset: 2}}}))
+
+	// While the new incarnation's send-back holds the group's gates, the
+	// old one commits offset 1: back from 2. The bound is generous: the
+	// refusal needs no wait at all.
+	var stale error
+	ran := false
+	equeue.OnSendBackHeld(e, func(string) {
+		ran = true
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		stale = e.CommitOffsets(cctx, &equeue.CommitRequest{Group: "g", Member: "a", Incarnation: "old",
+			Offsets: []equeue.OffsetCommit{{Grant: tg, Offset: 1}}})
+	})
+	_, err = e.SendBack(ctx, &equeue.SendBackRequest{Group: "g", Member: "a", Grant: ntg, Offset: 2, DeadLetter: true})
+	equeue.OnSendBackHeld(e, nil)
+	require.NoError(t, err)
+	require.True(t, ran, "the old incarnation committed during the send-back")
+	assert.ErrorIs(t, stale, equeue.ErrNotMember)
+	assert.NotErrorIs(t, stale, context.DeadlineExceeded)
+	assert.Equal(t, int64(2), offsetsOf(t, e, "a", fresh.Queues)["t"], "the new incarnation's offset stayed")
 }

@@ -121,6 +121,14 @@ func (e *Engine) CommitOffsets(ctx context.Context, req *CommitRequest) error {
 	if err != nil {
 		return err
 	}
+	// Another incarnation's commit is refused before it fences anything:
+	// it would hold up the live one's send-backs for a commit that stores
+	// nothing, and end with its context's error while one is on its way
+	// (checked again under the commit's locks: commitincarnation.go).
+	if err := g.sameIncarnation(req); err != nil {
+		g.mu.Unlock()
+		return err
+	}
 	// A commit that moves an offset back deletes every mark of its queue
 	// (sendbackmark.go): like a reset, it first fences the group's
 	// send-backs in progress, so that none leaves a mark behind it.
