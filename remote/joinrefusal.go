@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/equeue-go/equeue"
 )
@@ -47,4 +48,23 @@ func joinFailure(err error, sent bool) error {
 func refusedBeforeHandler(err error) bool {
 	return errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrPermissionDenied) ||
 		errors.Is(err, ErrBusy) || errors.Is(err, ErrMetadataTooLarge)
+}
+
+// unrefused is err, a join's, without the refusal marks this package puts
+// on it (a joinRefusal, equeue.ErrJoinRefused among an *Error's
+// sentinels), every other sentinel and type kept: for a join that failed
+// on one attempt but may have added a member on an earlier one.
+func unrefused(err error) error {
+	switch x := err.(type) {
+	case *joinRefusal:
+		return unrefused(x.err)
+	case *Error:
+		if !slices.Contains(x.errs, equeue.ErrJoinRefused) {
+			return err
+		}
+		out := *x
+		out.errs = slices.DeleteFunc(slices.Clone(x.errs), func(s error) bool { return s == equeue.ErrJoinRefused })
+		return &out
+	}
+	return err
 }

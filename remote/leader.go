@@ -392,9 +392,23 @@ func (cc *ClusterClient) Pull(ctx context.Context, req *equeue.PullRequest) (equ
 	return onCluster(ctx, cc, true, func(c *Client) (equeue.PullResult, error) { return c.Pull(ctx, req) })
 }
 
-// JoinGroup joins a group coordinated by the leader.
+// JoinGroup joins a group coordinated by the leader. Its error matches
+// equeue.ErrJoinRefused only when no attempt may have added the member:
+// a refusal after an attempt whose outcome is unknown (sent and not
+// answered) is not one.
 func (cc *ClusterClient) JoinGroup(ctx context.Context, req *equeue.JoinRequest) (equeue.Assignment, error) {
-	return onCluster(ctx, cc, true, func(c *Client) (equeue.Assignment, error) { return c.JoinGroup(ctx, req) })
+	mayHaveJoined := false
+	a, err := onCluster(ctx, cc, true, func(c *Client) (equeue.Assignment, error) {
+		a, err := c.JoinGroup(ctx, req)
+		if err != nil && !errors.Is(err, equeue.ErrJoinRefused) {
+			mayHaveJoined = true
+		}
+		return a, err
+	})
+	if err != nil && mayHaveJoined {
+		err = unrefused(err)
+	}
+	return a, err
 }
 
 // Heartbeat keeps a member alive on the leader.
