@@ -253,6 +253,9 @@ type appendPipe struct {
 	retries  sync.WaitGroup
 	retrying map[*pipeSend]struct{} // the sends waiting for a busy retry
 	unaries  sync.WaitGroup         // the goroutines of unary appends (goUnary)
+	// The reports of sends whose context ended (cancelled), counted
+	// under mu while the send is not done: close waits for them.
+	cancels sync.WaitGroup
 	// Streams that broke before answering any append, in a row, and the
 	// time before which no new stream is opened: a server (or a proxy)
 	// that ends every stream at once must not be called again in a tight
@@ -314,6 +317,12 @@ func (p *appendPipe) close() {
 	for _, s := range q {
 		p.finish(s, equeue.AppendResult{}, equeue.ErrClosed)
 	}
+	// Every send is done now: a cancellation that had not taken one
+	// before reports nothing, and those that took one are counted.
+	if hook := testHookCloseWaitsCancelled.Load(); hook != nil {
+		(*hook)()
+	}
+	p.cancels.Wait()
 }
 
 func (p *appendPipe) poke() {
@@ -394,11 +403,19 @@ var testHookSlotWait atomic.Pointer[func()]
 
 // cancelled handles s's context ending: a send not on the wire is dropped
 // (not stored); one in flight is reported unknown, its answer ignored.
+// It runs on a goroutine of its own (context.AfterFunc): a report it
+// takes on is counted in p.cancels, which close waits for.
 func (p *appendPipe) cancelled(s *pipeSend) {
 	id := p.c.runners.enter()
 	defer p.c.runners.exit(id)
 	err := s.ctx.Err()
 	p.mu.Lock()
+	if s.state == sendDone || s.reported {
+		p.mu.Unlock()
+		return
+	}
+	p.cancels.Add(1)
+	defer p.cancels.Done()
 	switch s.state {
 	case sendQueued:
 		for i, q := range p.queue {
@@ -981,3 +998,8 @@ func (p *appendPipe) broke(ps *pipeStream, err error) {
 func jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
+
+// testHookCloseWaitsCancelled, when set by a test, runs in close before
+// it waits for the reports of sends whose context ended (atomic as
+// testHookBeforeBatch).
+var testHookCloseWaitsCancelled atomic.Pointer[func()]
