@@ -376,7 +376,9 @@ func (c *Client) Route(ctx context.Context, topic string) (equeue.Route, error) 
 // are AppendAsync's; the broker counts it against MaxInFlight and refuses
 // it as busy alike, and the client retries that. A broker without
 // AppendStream gets a unary Append call, and so does an append whose ctx
-// carries outgoing metadata of the caller's (see AppendAsync).
+// carries outgoing metadata of the caller's (see AppendAsync), and one
+// called from an AppendAsync callback of the client: that callback may run
+// on the goroutine that reads the stream's answers, its own among them.
 func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.AppendResult, error) {
 	if err := c.enter(ctx); err != nil {
 		return equeue.AppendResult{}, err
@@ -387,7 +389,7 @@ func (c *Client) Append(ctx context.Context, req *equeue.AppendRequest) (equeue.
 	if err := ctx.Err(); err != nil {
 		return equeue.AppendResult{}, err // never sent, as the engine takes none
 	}
-	if !c.pipe.unary.Load() && !callerMetadata(ctx) {
+	if !c.pipe.unary.Load() && !callerMetadata(ctx) && !c.runners.current() {
 		// AppendAsync checks that the answer fits.
 		done := make(chan struct{})
 		var (
