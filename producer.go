@@ -453,7 +453,10 @@ type asyncAppender interface {
 // frees or ctx ends: a send whose ctx ends while it waits is not sent, and
 // its future fails with ctx's error (with ErrClosed if Close begins while
 // it waits for the producer's window). A sender that must never block
-// gives ctx a deadline. The future completes when the send would have
+// gives ctx a deadline. Called on a goroutine running the broker's
+// callbacks (CallbackRunner: a remote client's AppendAsync callback),
+// SendAsync does not wait for room: its future fails at once with
+// ErrWindowFull, not sent. The future completes when the send would have
 // returned (on a topic with an OverflowDropOldest
 // limit, once the topic is trimmed back to it, as Send returns). m must not
 // be modified until then. Its AfterSend hooks (and trace end) run once

@@ -1,6 +1,9 @@
 package equeue
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // DefaultAsyncWindow is the number of SendAsync calls a producer runs at
 // once on a broker without an AppendAsync of its own when
@@ -22,12 +25,19 @@ const DefaultAsyncWindow = 1024
 // takeAsyncSlot takes a slot of p's window for a SendAsync that runs on a
 // goroutine of its own, waiting while the window is full. It fails with
 // ctx's error when ctx ends first and with ErrClosed when Close begins
-// first: the send is then not sent.
+// first: the send is then not sent. Called from a goroutine running the
+// broker's callbacks (CallbackRunner), it fails with ErrWindowFull at once
+// instead of waiting.
 func (p *Producer) takeAsyncSlot(ctx context.Context) error {
 	select {
 	case p.window <- struct{}{}:
 		return nil
 	default:
+	}
+	if r, ok := p.b.(CallbackRunner); ok && r.RunsCallback() {
+		// The sends holding the slots may wait for answers this
+		// goroutine reads.
+		return ErrWindowFull
 	}
 	select {
 	case p.window <- struct{}{}:
@@ -63,4 +73,22 @@ func (p *Producer) sendInWindow(ctx context.Context, m *Message, finish func(Sen
 	handed = true
 	p.freeAsyncSlot()
 	p.completeAsync(finish, res, err)
+}
+
+// ErrWindowFull is what SendAsync reports at once, the message not sent,
+// when the window it would wait for a slot of is full and it is called
+// from a goroutine running the broker's callbacks (see CallbackRunner):
+// the answers that would free a slot may be that goroutine's to read. A
+// remote client's AppendAsync reports an error matching it in that case.
+var ErrWindowFull = errors.New("equeue: window full in a broker's callback")
+
+// CallbackRunner is implemented by a broker whose AppendAsync callbacks
+// may run on a goroutine that the broker's calls wait for (a remote
+// client's, which reads the answers of its append stream on it):
+// RunsCallback reports whether the current goroutine is one of those. A
+// producer over such a broker, or over a wrapper of it that has the
+// method (one that embeds it), does not wait for a slot of its full
+// AsyncWindow on such a goroutine: SendAsync reports ErrWindowFull at once.
+type CallbackRunner interface {
+	RunsCallback() bool
 }

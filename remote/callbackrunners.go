@@ -80,3 +80,13 @@ func goroutineID() uint64 {
 	id, _ := strconv.ParseUint(string(b), 10, 64)
 	return id
 }
+
+// RunsCallback reports whether the current goroutine runs an AppendAsync
+// callback of c, or its Close (equeue.CallbackRunner): a call from it
+// that would wait for the stream's answers may wait for itself.
+func (c *Client) RunsCallback() bool { return c.runners.current() }
+
+// RunsCallback reports whether the current goroutine runs an AppendAsync
+// callback of cc or of one of its nodes' clients, or its Close
+// (equeue.CallbackRunner).
+func (cc *ClusterClient) RunsCallback() bool { return cc.inCallback() }

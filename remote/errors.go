@@ -47,8 +47,8 @@ var (
 	// callback of the same client reports at once when the append window
 	// is full, instead of waiting for a slot: the callback may run on the
 	// goroutine that reads the answers that free the window. Nothing was
-	// sent.
-	ErrWindowFull = errors.New("remote: append window full in a callback")
+	// sent. It matches equeue.ErrWindowFull.
+	ErrWindowFull = fmt.Errorf("remote: append window full in a callback: %w", equeue.ErrWindowFull)
 )
 
 // errorDomain is the ErrorInfo domain of engine errors.

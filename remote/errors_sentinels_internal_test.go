@@ -24,8 +24,9 @@ import (
 // handler), never a broker's answer; ErrCloseAbandoned
 // and ErrCloseUnfinished, which only an engine's or a cluster node's own
 // Close or CloseContext returns to its caller (no call closes a broker's
-// engine); and ErrBusy, which crosses as this package's ErrBusy that wraps it.
-var clientSideErrors = map[string]bool{"ErrCloseAbandoned": true, "ErrCloseUnfinished": true, "ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true, "ErrHandlerAbandoned": true}
+// engine); ErrBusy, which crosses as this package's ErrBusy that wraps it;
+// and ErrWindowFull, which a client reports before sending anything.
+var clientSideErrors = map[string]bool{"ErrCloseAbandoned": true, "ErrCloseUnfinished": true, "ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true, "ErrHandlerAbandoned": true, "ErrWindowFull": true}
 
 // Every sentinel error package equeue declares crosses the wire: the
 // sentinels table names it, so errors.Is matches it on the client as
