@@ -41,7 +41,12 @@ func TestRemote_RetriesDelaysAndDeadLettersAcrossAServerRestart(t *testing.T) {
 
 func testRetriesAcrossRestart(t *testing.T, restart, kind string) {
 	const n, maxAttempts = 200, 3
-	ctx := ctxT(t)
+	// Under CPU starvation (a -race run beside a busy test) an orderly
+	// queue takes several times as long per message; the bounds below are
+	// generous for that, and the test's own context outlasts them.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	log := newTimeline(t)
 	sd := openServedDir(t)
 	engine, s := sd.engine, sd.s
 	client := dial(t, s.addr, &remote.ClientOptions{MaxReconnectDelay: 200 * time.Millisecond})
@@ -87,9 +92,12 @@ func testRetriesAcrossRestart(t *testing.T, restart, kind string) {
 	case "broadcast":
 		o.Model = equeue.Broadcasting
 	}
-	c := startConsumer(t, dial(t, s.addr, &remote.ClientOptions{MaxReconnectDelay: 200 * time.Millisecond}), o)
-	eventually(t, 30*time.Second, func() bool { return done.Load() >= n/4 }, "a third handled")
+	o.Logger = log.With("who", "consumer")
+	c := startConsumer(t, dial(t, s.addr, &remote.ClientOptions{MaxReconnectDelay: 200 * time.Millisecond, Logger: log.With("who", "client")}), o)
+	eventually(t, 2*time.Minute, func() bool { return done.Load() >= n/4 }, "a quarter handled: %d", func() any { return done.Load() })
+	log.Info("test: restart", "handled", done.Load())
 	sd.restartWith(true, restart == "engine")
+	log.Info("test: restarted", "handled", done.Load())
 
 	dead := func() map[int][]equeue.DLQEntry {
 		entries, err := engine().ListDeadLetters(ctx, "g", equeue.ListDeadLettersRequest{Max: 1000})
@@ -102,12 +110,18 @@ func testRetriesAcrossRestart(t *testing.T, restart, kind string) {
 		}
 		return out
 	}
-	eventually(t, 30*time.Second, func() bool {
+	eventually(t, 2*time.Minute, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(succeeded) == n-n/4 && len(dead()) == n/4
-	}, "every message handled or dead-lettered")
-	eventually(t, 30*time.Second, func() bool { return committedLag(t, engine(), "g") == 0 }, "everything committed")
+	}, "every message handled or dead-lettered: %d handled, %d dead-lettered", func() any {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(succeeded)
+	}, func() any { return len(dead()) })
+	log.Info("test: all handled or dead-lettered")
+	eventually(t, 2*time.Minute, func() bool { return committedLag(t, engine(), "g") == 0 }, "everything committed: lag %d",
+		func() any { return committedLag(t, engine(), "g") })
 	require.NoError(t, c.Close())
 
 	mu.Lock()
