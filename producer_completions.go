@@ -1,10 +1,9 @@
 package equeue
 
 import (
-	"bytes"
-	"runtime"
-	"strconv"
 	"sync"
+
+	"github.com/equeue-go/equeue/internal/goid"
 )
 
 // A SendAsync completes on whatever goroutine answers its append: in
@@ -39,7 +38,7 @@ type completions struct {
 
 // completionRunner is one runCompletions goroutine.
 type completionRunner struct {
-	gid uint64 // its goroutine's ID (goroutineID)
+	gid uint64 // its goroutine's ID (goid.ID)
 	// detached is set, under completions.mu, when a hook it runs called
 	// Producer.Close, which ended that send's count in p.async and handed
 	// the queue to another goroutine (closeFromHook): it ends once the
@@ -75,7 +74,7 @@ func (p *Producer) completeAsync(finish func(SendResult, error), res SendResult,
 // Producer.Close hands the queue to a new goroutine (closeFromHook).
 func (p *Producer) runCompletions() {
 	c := &p.completions
-	me := &completionRunner{gid: goroutineID()}
+	me := &completionRunner{gid: goid.ID()}
 	inFinish := false
 	defer func() {
 		if inFinish && !c.leave(me) { // not a panic (finish recovers every one): runtime.Goexit
@@ -129,7 +128,7 @@ func (p *Producer) closeFromHook() bool {
 	c := &p.completions
 	c.mu.Lock()
 	cur := c.cur
-	if cur == nil || cur.gid == 0 || cur.gid != goroutineID() {
+	if cur == nil || cur.gid == 0 || cur.gid != goid.ID() {
 		c.mu.Unlock()
 		return false
 	}
@@ -143,19 +142,4 @@ func (p *Producer) closeFromHook() bool {
 	}
 	p.async.Done()
 	return true
-}
-
-// goroutineID returns the calling goroutine's ID, as its stack trace
-// names it ("goroutine 7 [running]:"); 0 if that cannot be read. Only a
-// completions goroutine's start and Close ask for it: it is no part of a
-// send's path.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := bytes.TrimPrefix(buf[:runtime.Stack(buf[:], false)], []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		if id, err := strconv.ParseUint(string(b[:i]), 10, 64); err == nil {
-			return id
-		}
-	}
-	return 0
 }

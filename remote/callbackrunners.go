@@ -1,12 +1,10 @@
 package remote
 
 import (
-	"bytes"
-	"runtime"
-	"strconv"
 	"sync"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/goid"
 )
 
 // callbackRunners records the goroutines that run a client's AppendAsync
@@ -31,7 +29,7 @@ func newCallbackRunners() *callbackRunners {
 
 // enter records the current goroutine, whose number it returns for exit.
 func (r *callbackRunners) enter() uint64 {
-	id := goroutineID()
+	id := goid.ID()
 	r.mu.Lock()
 	r.ids[id]++
 	r.mu.Unlock()
@@ -49,7 +47,7 @@ func (r *callbackRunners) exit(id uint64) {
 
 // current reports whether the current goroutine is recorded.
 func (r *callbackRunners) current() bool {
-	return r.has(goroutineID())
+	return r.has(goid.ID())
 }
 
 // has reports whether goroutine id is recorded.
@@ -64,21 +62,6 @@ func (r *callbackRunners) report(cb func(equeue.AppendResult, error), res equeue
 	id := r.enter()
 	defer r.exit(id)
 	cb(res, err)
-}
-
-// goroutineID is the current goroutine's number, read from the first line
-// of its stack trace ("goroutine 7 [running]:"): Go offers no other way to
-// tell a goroutine from another. Costly (a stack trace), so taken once
-// per goroutine the client starts, and only on slow paths otherwise.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i >= 0 {
-		b = b[:i]
-	}
-	id, _ := strconv.ParseUint(string(b), 10, 64)
-	return id
 }
 
 // RunsCallback reports whether the current goroutine runs an AppendAsync

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/goid"
 )
 
 // ClusterClient is a client of a replicated cluster (package cluster). It
@@ -198,7 +199,7 @@ func (cc *ClusterClient) Close() error {
 // inCallback reports whether the current goroutine runs a callback of cc
 // or of one of its nodes' clients, or cc's close.
 func (cc *ClusterClient) inCallback() bool {
-	id := goroutineID()
+	id := goid.ID()
 	if cc.runners.has(id) {
 		return true
 	}
