@@ -198,7 +198,8 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 // Called from an AfterSend hook (or trace end) of a SendAsync, Close does
 // not wait for the send whose hook calls it, which completes once the
 // hook returns, but it waits for the others in flight, whose hooks run
-// meanwhile on another goroutine of the producer's. It must not be called
+// meanwhile on another goroutine of the producer's. A Close from outside
+// waits for every send, that one's hooks too. It must not be called
 // from a SendAsync's BeforeSend hook or from the producer's
 // QueueSelector: it would wait for ever for the send that called them.
 func (p *Producer) Close() error {
@@ -207,9 +208,12 @@ func (p *Producer) Close() error {
 		close(p.closing)
 	}
 	p.asyncMu.Unlock()
-	p.closeFromHook()
+	fromHook := p.closeFromHook()
 	p.stopRequester()
 	p.async.Wait()
+	if !fromHook { // a Close from outside waits for the hooks that closed too
+		p.completions.hooksLeft.Wait()
+	}
 	if e := trackerOf(p.b); e != nil {
 		e.clients.removeProducer(p)
 	}

@@ -125,3 +125,55 @@ func TestProducer_CloseFromAnAfterSendHook(t *testing.T) {
 		})
 	}
 }
+
+// A Close from outside, after a SendAsync's AfterSend hook called Close,
+// waits for that hook to return and for its send's future, as Close
+// waits for every send in flight; the hook may call Close again, which
+// returns. Before, the Close from the hook had ended its send's count, so
+// a Close from outside returned while the hook still ran and its future
+// had not completed.
+func TestProducer_CloseFromOutsideWaitsForAHookThatClosed(t *testing.T) {
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	inHook := make(chan error, 2)
+	release := make(chan struct{})
+	var p *equeue.Producer
+	hook := equeue.Hooks{AfterSend: func(context.Context, *equeue.Message, equeue.SendResult, error) {
+		inHook <- p.Close()
+		inHook <- p.Close() // again, from the same hook
+		<-release
+	}}
+	p = newProducer(t, e, &equeue.ProducerOptions{Hooks: []equeue.Hooks{hook}})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+
+	f := p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte("closer")})
+	require.NoError(t, waitOrDeadlock(t, inHook, "Close from the AfterSend hook never returned"))
+	require.NoError(t, waitOrDeadlock(t, inHook, "a second Close from the same hook never returned"))
+	outside := make(chan error, 1)
+	go func() { outside <- p.Close() }()
+	eventually(t, time.Minute, func() bool { return len(outside) > 0 || closeWaiting() },
+		"Close from outside returns or waits")
+	select {
+	case <-outside:
+		t.Fatal("Close from outside returned while the AfterSend hook that called Close still ran")
+	case <-f.Done():
+		t.Fatal("the future completed before its AfterSend hook returned")
+	default:
+	}
+	close(release)
+	released = true
+	require.NoError(t, waitOrDeadlock(t, outside, "Close from outside never returned"))
+	select {
+	case <-f.Done():
+	default:
+		t.Fatal("Close from outside returned before the hook's send completed")
+	}
+	_, err := f.Result(ctx)
+	require.NoError(t, err)
+}

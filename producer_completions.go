@@ -1,6 +1,7 @@
 package equeue
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/equeue-go/equeue/internal/goid"
@@ -34,6 +35,11 @@ type completions struct {
 	running bool // a runCompletions goroutine serves the queue
 	// cur is the runner running a completion's hooks, nil between two.
 	cur *completionRunner
+	// detached are the runners a hook detached (closeFromHook) whose hook
+	// has not returned yet; hooksLeft counts them, for a Close from
+	// outside to wait for (Producer.Close).
+	detached  []*completionRunner
+	hooksLeft sync.WaitGroup
 }
 
 // completionRunner is one runCompletions goroutine.
@@ -106,14 +112,18 @@ func (p *Producer) runCompletions() {
 
 // leave ends me's run of a completion's hooks and reports whether a hook
 // detached it (closeFromHook): it must then touch neither the queue nor
-// the send's count.
+// the send's count, and its hook having returned, a Close from outside
+// no longer waits for it.
 func (c *completions) leave(me *completionRunner) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !me.detached {
 		c.cur = nil
+		return false
 	}
-	return me.detached
+	c.detached = slices.DeleteFunc(c.detached, func(r *completionRunner) bool { return r == me })
+	c.hooksLeft.Done()
+	return true
 }
 
 // closeFromHook is the part of Close called from a hook of one of p's
@@ -122,17 +132,27 @@ func (c *completions) leave(me *completionRunner) bool {
 // completed after it wait behind it for that goroutine, so a Close that
 // waited for them there would wait for ever. It ends that send's count
 // in p.async, hands the queue to a new goroutine, and reports true; the
-// hook's goroutine ends once the hook returns. Called elsewhere, it
-// changes nothing and reports false.
+// hook's goroutine ends once the hook returns, and until then a Close
+// from outside waits for it (hooksLeft). Called again from a hook so
+// detached, it changes nothing and reports true: that Close must not
+// wait for its own hook either. Called elsewhere, it changes nothing and
+// reports false.
 func (p *Producer) closeFromHook() bool {
 	c := &p.completions
+	gid := goid.ID()
 	c.mu.Lock()
+	if gid != 0 && slices.ContainsFunc(c.detached, func(r *completionRunner) bool { return r.gid == gid }) {
+		c.mu.Unlock()
+		return true
+	}
 	cur := c.cur
-	if cur == nil || cur.gid == 0 || cur.gid != goid.ID() {
+	if cur == nil || cur.gid == 0 || cur.gid != gid {
 		c.mu.Unlock()
 		return false
 	}
 	cur.detached = true
+	c.detached = append(c.detached, cur)
+	c.hooksLeft.Add(1) // before its count in p.async ends: a Close that waited for it waits for this
 	c.cur = nil
 	start := c.head < len(c.queue)
 	c.running = start
