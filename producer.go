@@ -32,8 +32,9 @@ type ProducerOptions struct {
 	// AppendAsync (the Engine, a remote client) the broker's queue bounds
 	// SendAsync instead, and AsyncWindow bounds only the goroutines that
 	// retry, on a fresh route, the sends that met a stale one (a topic
-	// whose queues changed under the producer's cached route); the others
-	// wait in a queue for them.
+	// whose queues changed under the producer's cached route), and the
+	// queue of those waiting for them: while AsyncWindow wait, SendAsync
+	// waits for room before it appends.
 	AsyncWindow int
 }
 
@@ -456,8 +457,9 @@ type asyncAppender interface {
 // once; while it is full SendAsync blocks, as backpressure, until room
 // frees or ctx ends: a send whose ctx ends while it waits is not sent, and
 // its future fails with ctx's error (with ErrClosed if Close begins while
-// it waits for the producer's window). A sender that must never block
-// gives ctx a deadline. Called on a goroutine running the broker's
+// it waits for the producer's window, or for room in its queue of sends
+// to retry on a fresh route: see ProducerOptions.AsyncWindow). A sender
+// that must never block gives ctx a deadline. Called on a goroutine running the broker's
 // callbacks (CallbackRunner: a remote client's AppendAsync callback),
 // SendAsync does not wait for room: its future fails at once with
 // ErrWindowFull, not sent. The future completes when the send would have
@@ -533,6 +535,11 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 			return f
 		}
 		go p.sendInWindow(ctx, m, finish)
+		return f
+	}
+	if err := p.waitRetryRoom(ctx); err != nil {
+		passed = true
+		p.completeAsync(finish, SendResult{}, err)
 		return f
 	}
 	q, err := p.pick(ctx, m, false, time.Now())

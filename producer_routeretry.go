@@ -3,6 +3,7 @@ package equeue
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // A SendAsync on a broker with an AppendAsync of its own (the Engine, a
@@ -15,7 +16,13 @@ import (
 // Send does, so it runs on a goroutine of the producer's. A change of a
 // busy topic's queues fails a burst of sends at once: they wait in one
 // queue, drained by at most the producer's AsyncWindow of goroutines, so
-// the burst makes no goroutine per send.
+// the burst makes no goroutine per send. The queue is bounded too: the
+// broker's queue has room again once it answered, so nothing else would
+// stop senders from filling it for as long as the retries are slow. While
+// AsyncWindow sends wait in it, SendAsync waits for room before it
+// appends (waitRetryRoom), as it waits for room in the broker's queue:
+// at most AsyncWindow, plus the appends then in the broker's queue and
+// the SendAsync calls passing the check at that moment, wait.
 
 // routeRetry is a SendAsync of m whose first append met a stale route;
 // finish completes it.
@@ -35,6 +42,41 @@ type routeRetries struct {
 	head    int // queue[head:] are waiting
 	running int // runRouteRetries goroutines serving the queue
 	limit   int
+	// waiting is len(queue)-head, read without mu by waitRetryRoom.
+	waiting atomic.Int64
+	// room, when not nil, is closed once fewer than limit wait: SendAsync
+	// calls waiting for room wait for it.
+	room chan struct{}
+}
+
+// waitRetryRoom waits, for a SendAsync about to append, while limit
+// sends wait in p's queue of stale-route retries. It fails with ctx's
+// error when ctx ends first and with ErrClosed when Close begins first:
+// the send is then not sent.
+func (p *Producer) waitRetryRoom(ctx context.Context) error {
+	r := &p.retries
+	if r.waiting.Load() < int64(r.limit) {
+		return nil
+	}
+	for {
+		r.mu.Lock()
+		if len(r.queue)-r.head < r.limit {
+			r.mu.Unlock()
+			return nil
+		}
+		if r.room == nil {
+			r.room = make(chan struct{})
+		}
+		room := r.room
+		r.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.closing:
+			return ErrClosed
+		}
+	}
 }
 
 // retryStale queues a SendAsync of m that met a stale route for a retry
@@ -45,6 +87,7 @@ func (p *Producer) retryStale(ctx context.Context, m *Message, finish func(SendR
 	r := &p.retries
 	r.mu.Lock()
 	r.queue = append(r.queue, routeRetry{ctx: ctx, m: m, finish: finish})
+	r.waiting.Add(1)
 	start := r.running < r.limit
 	if start {
 		r.running++
@@ -79,6 +122,10 @@ func (p *Producer) runRouteRetries() {
 		w := r.queue[r.head]
 		r.queue[r.head] = routeRetry{}
 		r.head++
+		if r.waiting.Add(-1) < int64(r.limit) && r.room != nil {
+			close(r.room)
+			r.room = nil
+		}
 		r.mu.Unlock()
 		cur = &w
 		var res SendResult

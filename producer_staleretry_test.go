@@ -3,6 +3,8 @@ package equeue_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +39,8 @@ func (b *staleBroker) AppendAsync(_ context.Context, _ *equeue.AppendRequest, cb
 // with the retry's outcome, each message stored once. Before, each
 // failure started a goroutine of its own, without a bound.
 func TestProducer_StaleRouteRetriesAreBoundedByTheWindow(t *testing.T) {
-	const window, n = 4, 64
+	const window = 4
+	const n = 2 * window // as many as run and wait: none blocks
 	ctx := ctxT(t)
 	e, _ := openEngine(t, "memory", nil)
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
@@ -67,3 +70,67 @@ func TestProducer_StaleRouteRetriesAreBoundedByTheWindow(t *testing.T) {
 	require.LessOrEqual(t, b.most.Load(), int64(window), "retries running at once")
 	require.Equal(t, 0, equeue.RouteRetriesWaiting(p))
 }
+
+// sendersWaitingForRetryRoom counts the SendAsync calls parked while
+// their producer's queue of stale-route retries is full.
+func sendersWaitingForRetryRoom() int {
+	buf := make([]byte, 1<<24)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		parked := strings.Contains(header, "[select") || strings.Contains(header, "[chan receive")
+		if parked && strings.Contains(g, "equeue.(*Producer).waitRetryRoom(") && strings.Contains(g, "equeue.(*Producer).SendAsync(") {
+			n++
+		}
+	}
+	return n
+}
+
+// The queue of SendAsync calls waiting to be retried on a fresh route is
+// bounded: once the producer's window of them wait, SendAsync waits for
+// room, as backpressure, before it appends, and every send is then
+// retried and stored once. Before, the queue grew by one per send while
+// the retries were held: nothing bounded it, the broker's queue having
+// room again as soon as it answered.
+func TestProducer_StaleRouteRetryQueueIsBounded(t *testing.T) {
+	const window, n = 4, 64
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	b := &staleBroker{heldBroker: newHeldBroker(e)}
+	p := newProducer(t, b, &equeue.ProducerOptions{AsyncWindow: window})
+	released := false
+	defer func() {
+		if !released {
+			close(b.release)
+		}
+	}()
+
+	fed := make(chan []*equeue.SendFuture, 1)
+	go func() {
+		fs := make([]*equeue.SendFuture, n)
+		for i := range fs {
+			fs[i] = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
+		}
+		fed <- fs
+	}()
+	eventually(t, time.Minute, func() bool {
+		return equeue.RouteRetriesWaiting(p) > window || len(fed) > 0 ||
+			(b.started.Load() == window && sendersWaitingForRetryRoom() == 1)
+	}, "the retries fill the window and a send waits for room")
+	require.LessOrEqual(t, equeue.RouteRetriesWaiting(p), window, "retries waiting")
+	require.Empty(t, fed, "SendAsync returned with the retry queue full")
+	require.Equal(t, int64(2*window), b.stale.Load(), "the waiting send has not appended")
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := p.SendAsync(cctx, &equeue.Message{Topic: "t", Body: []byte("gave up")}).Result(ctx)
+	require.ErrorIs(t, err, context.Canceled, "a send whose ctx ends while it waits for room")
+	require.Equal(t, int64(2*window), b.stale.Load(), "the send whose ctx ended was not sent")
+
+	close(b.release)
+	released = true
+	futures := waitOrDeadlock(t, fed, "SendAsync never got room")
+	checkStoredOnce(t, ctx, e, futures)
+	require.Equal(t, int64(n), b.started.Load(), "one retry per send")
+}
+
