@@ -52,10 +52,23 @@ type routeRetries struct {
 // waitRetryRoom waits, for a SendAsync about to append, while limit
 // sends wait in p's queue of stale-route retries. It fails with ctx's
 // error when ctx ends first and with ErrClosed when Close begins first:
-// the send is then not sent.
+// the send is then not sent. Called on a goroutine running the broker's
+// callbacks (CallbackRunner), it does not wait: the retries may wait for
+// answers that goroutine reads, so it fails with ErrWindowFull at once.
 func (p *Producer) waitRetryRoom(ctx context.Context) error {
 	r := &p.retries
 	if r.waiting.Load() < int64(r.limit) {
+		return nil
+	}
+	if cr, ok := p.b.(CallbackRunner); ok && cr.RunsCallback() {
+		// The retries may wait for answers this goroutine reads, as
+		// takeAsyncSlot's sends do.
+		r.mu.Lock()
+		full := len(r.queue)-r.head >= r.limit
+		r.mu.Unlock()
+		if full {
+			return ErrWindowFull
+		}
 		return nil
 	}
 	for {

@@ -134,3 +134,55 @@ func TestProducer_StaleRouteRetryQueueIsBounded(t *testing.T) {
 	require.Equal(t, int64(n), b.started.Load(), "one retry per send")
 }
 
+// callbackStaleBroker is a staleBroker whose every goroutine counts as
+// one running its callbacks (equeue.CallbackRunner), as a remote
+// client's stream reader does inside an AppendAsync callback.
+type callbackStaleBroker struct {
+	*staleBroker
+	inCallback atomic.Bool
+}
+
+func (b *callbackStaleBroker) RunsCallback() bool { return b.inCallback.Load() }
+
+func (b *callbackStaleBroker) FastPathOwner() any { return b }
+
+// A SendAsync called from a goroutine running the broker's callbacks
+// while the queue of stale-route retries is full does not wait for room
+// (the held retries may wait for answers that goroutine reads): its
+// future fails at once with ErrWindowFull and nothing is sent. Before,
+// it waited for room until its ctx ended.
+func TestProducer_StaleRouteRetryQueueFullFromACallbackFailsAtOnce(t *testing.T) {
+	const window = 2
+	ctx := ctxT(t)
+	e, _ := openEngine(t, "memory", nil)
+	require.NoError(t, e.CreateTopic(ctx, "t", 1))
+	b := &callbackStaleBroker{staleBroker: &staleBroker{heldBroker: newHeldBroker(e)}}
+	p := newProducer(t, b, &equeue.ProducerOptions{AsyncWindow: window})
+	released := false
+	defer func() {
+		if !released {
+			close(b.release)
+		}
+	}()
+	futures := make([]*equeue.SendFuture, 2*window)
+	for i := range futures {
+		futures[i] = p.SendAsync(ctx, &equeue.Message{Topic: "t", Body: []byte(fmt.Sprint(i))})
+	}
+	eventually(t, time.Minute, func() bool {
+		return b.started.Load() == window && equeue.RouteRetriesWaiting(p) == window
+	}, "the retries fill the window and the queue")
+
+	b.inCallback.Store(true)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	f := p.SendAsync(cctx, &equeue.Message{Topic: "t", Body: []byte("from a callback")})
+	_, err := f.Result(ctx)
+	require.ErrorIs(t, err, equeue.ErrWindowFull, "a callback's send on a full retry queue")
+	require.NoError(t, cctx.Err(), "it failed at once, not when its ctx ended")
+	require.Equal(t, int64(2*window), b.stale.Load(), "the callback's send was not sent")
+	b.inCallback.Store(false)
+
+	close(b.release)
+	released = true
+	checkStoredOnce(t, ctx, e, futures)
+}
