@@ -90,5 +90,7 @@ var ErrWindowFull = errors.New("equeue: window full in a broker's callback")
 // method (one that embeds it), does not wait for a slot of its full
 // AsyncWindow on such a goroutine: SendAsync reports ErrWindowFull at once.
 type CallbackRunner interface {
+	// RunsCallback reports whether the current goroutine runs the
+	// broker's AppendAsync callbacks.
 	RunsCallback() bool
 }
