@@ -1,6 +1,9 @@
 package kafka
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // BrokerID is brokerID, for tests outside the package.
 var BrokerID = brokerID
@@ -103,4 +106,13 @@ func SetAppendSettle(t interface{ Cleanup(func()) }, d time.Duration) {
 	old := appendSettle
 	appendSettle = d
 	t.Cleanup(func() { appendSettle = old })
+}
+
+// ProducerRecordID is the message ID the listener, under the key built
+// in, gives record seq of an idempotent producer's epoch on a partition
+// of topic: for tests that store such records as a listener before a
+// restart did.
+func ProducerRecordID(topic string, pid int64, epoch int16, part, seq int32) string {
+	k := newRecordMarks(nil)
+	return mark(k.mac(), topic, fmt.Sprintf("kafka-%d-%d-%d-%d", pid, epoch, part, seq))
 }

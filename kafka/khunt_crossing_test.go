@@ -121,6 +121,7 @@ type restartable struct {
 	t    *testing.T
 	dir  string
 	addr string
+	opts *kafka.Options // the listener's, nil for the defaults
 	mu   sync.Mutex
 	e    *equeue.Engine
 	s    *kafka.Server
@@ -131,7 +132,7 @@ func (r *restartable) start() {
 	r.t.Helper()
 	e, err := equeue.Open(r.dir, nil)
 	require.NoError(r.t, err)
-	s, err := kafka.NewServer(e, nil)
+	s, err := kafka.NewServer(e, r.opts)
 	require.NoError(r.t, err)
 	addr := r.addr
 	if addr == "" {

@@ -302,7 +302,7 @@ func (c *conn) storeBatch(topic string, part int32, b *producedBatch) (storedAt,
 			// records of a failed try may be (failedBatch.end).
 			id, end = c.topicIDAndEnd(topic, part)
 		}
-		setIDs(b, part)
+		c.s.marks.setIDs(b, topic, part)
 		done, prior := st.storedPart(b)
 		at, err := c.appendRest(topic, part, b.msgs, done, prior)
 		if err == nil {
@@ -427,16 +427,19 @@ func (c *conn) appendRest(topic string, part int32, msgs []*equeue.Message, done
 }
 
 // setIDs names an idempotent producer's records by producer, epoch,
-// partition and sequence number. On a topic with a dedup window the engine
-// then recognizes a batch sent again after an unknown outcome (a failed
-// fsync, a lost connection mid-append), which the listener's own sequence
-// check cannot: it only remembers batches it saw stored.
-func setIDs(b *producedBatch, part int32) {
+// partition and sequence number, each ID ending with its mark
+// (recordMarks), by which rebuild tells them from native messages. On a
+// topic with a dedup window the engine then recognizes a batch sent again
+// after an unknown outcome (a failed fsync, a lost connection
+// mid-append), which the listener's own sequence check cannot: it only
+// remembers batches it saw stored.
+func (k recordMarks) setIDs(b *producedBatch, topic string, part int32) {
 	prefix := "kafka-" + strconv.FormatInt(b.producerID, 10) + "-" + strconv.Itoa(int(b.producerEpoch)) + "-" + strconv.Itoa(int(part)) + "-"
+	h := k.mac()
 	for i, m := range b.msgs {
 		// The number wraps around as the producer's do (seqAt), so the
 		// read back (producerSeqOf) finds a batch across the wrap whole.
-		m.ID = prefix + strconv.Itoa(int(seqAt(b, i)))
+		m.ID = mark(h, topic, prefix+strconv.Itoa(int(seqAt(b, i))))
 	}
 }
 

@@ -21,7 +21,10 @@ const rebuildScan = 16 * equeue.MaxPullBatch
 // producer's state there, which knows nothing: the listener restarted, or
 // forgot the state, while the producer went on. Its records carry message
 // IDs naming the producer, its epoch and their sequence numbers (setIDs),
-// so, as Kafka rebuilds its producers' state from its log, st then knows
+// each with the mark by which only records the listener stored are read
+// as the producer's (recordMarks: a native message named like them moved
+// the state to its sequence number or epoch, and the producer's next
+// batch was refused), so, as Kafka rebuilds its producers' state from its log, st then knows
 // the producer's epoch and last sequence number, and where each of the
 // producer's records of that epoch read is stored (seqState.logged). A batch the producer sent
 // ahead of one that was not stored is then refused
@@ -69,11 +72,12 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	}
 	sc := c.s.pids.scanOf(topic, part, c.s.term(), id)
 	defer sc.mu.Unlock()
+	h := c.s.marks.mac()
 	if sc.last == nil {
 		last := map[int64]int64{}
 		floor := max(q.MinOffset, q.MaxOffset-rebuildScan)
 		_, err := c.readRecords(topic, q.ID, floor, q.MaxOffset, func(m *equeue.Message) {
-			if p, ok := producerOf(m.ID, part); ok && listenerShaped(m) {
+			if p, ok := ownProducer(h, topic, part, m); ok {
 				last[p] = m.Offset
 			}
 		})
@@ -94,14 +98,14 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	own := max(q.MinOffset, min(sc.floor, off+1-inFlightBatches*back))
 	lo := max(own, off+1-back)
 	lowest := int32(-1) // the sequence number read furthest back in st's epoch
-	unshaped := false   // a record named as the producer's that the listener did not store so
+	unshaped := false   // a record named as the producer's that the listener did not store
 	var passed int64    // offsets the read passed by: see readBack
 	passed, err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
-		epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
-		if !ok {
+		epoch, seq, named, own := producerRecord(h, topic, prefix, part, m)
+		if !named {
 			return
 		}
-		if !listenerShaped(m) {
+		if !own {
 			unshaped = true
 			return
 		}
@@ -158,8 +162,9 @@ const inFlightBatches = 5
 // its records was deleted (retention, a topic limit) or lost, when rebuild
 // read the partition's bounds, before it read its records, and that the
 // read met no record named as the producer's that it does not take for
-// one (listenerShaped: a native producer's message with a delivery time,
-// an attempt or system properties), nor passed any offset by (readRecords: an
+// one (producerRecord: a native producer's message without the
+// listener's mark, or with a delivery time, an attempt or system
+// properties), nor passed any offset by (readRecords: an
 // expired record, a corrupt one, one the store did not give): the
 // partition may hold the producer's batches there.
 // whole says the read reached floor and the bounds, read again after
@@ -220,15 +225,16 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 	if want >= seqAhead {
 		return nil // ahead of the last record: no retry
 	}
+	h := c.s.marks.mac()
 	for st.logged != nil && seqBelow(last, r.lowest) < want && r.from > r.floor {
 		hi := r.from
 		lo := max(r.floor, hi-(want-seqBelow(last, r.lowest)))
 		passed, err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
-			epoch, seq, ok := producerSeqOf(m.ID, prefix, part)
-			if !ok {
+			epoch, seq, named, own := producerRecord(h, topic, prefix, part, m)
+			if !named {
 				return
 			}
-			if !listenerShaped(m) {
+			if !own {
 				r.fromFirst = false // see readBack
 				return
 			}
@@ -307,8 +313,9 @@ func (c *conn) readRecords(topic string, queue int, lo, hi int64, fn func(*equeu
 	return max(hi-lo, 0) - given, nil
 }
 
-// producerOf parses a message ID that setIDs gave a record on part: the
-// ID of its producer; ok is false for any other ID.
+// producerOf parses a message ID that setIDs gave a record on part,
+// without its mark (unmark): the ID of its producer; ok is false for any
+// other ID.
 func producerOf(id string, part int32) (pid int64, ok bool) {
 	rest, ok := strings.CutPrefix(id, "kafka-")
 	if !ok {
@@ -329,8 +336,8 @@ func producerOf(id string, part int32) (pid int64, ok bool) {
 }
 
 // producerSeqOf parses a message ID that setIDs gave a record of the
-// producer whose IDs start with prefix, on part: its epoch and sequence
-// number; ok is false for any other ID.
+// producer whose IDs start with prefix, on part, without its mark
+// (unmark): its epoch and sequence number; ok is false for any other ID.
 func producerSeqOf(id, prefix string, part int32) (epoch int16, seq int32, ok bool) {
 	rest, ok := strings.CutPrefix(id, prefix)
 	if !ok {

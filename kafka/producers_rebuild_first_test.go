@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
 )
 
 // TestProduce_RebuiltStateResumesAFirstBatchCutOffByARestart: a
@@ -33,7 +34,7 @@ func TestProduce_RebuiltStateResumesAFirstBatchCutOffByARestart(t *testing.T) {
 		// sequences 0-4.
 		var msgs []*equeue.Message
 		for seq, body := range []string{"a", "b", "c"} {
-			msgs = append(msgs, &equeue.Message{ID: fmt.Sprintf("kafka-%d-%d-0-%d", pid, epoch, seq), Body: []byte(body), BornAt: time.UnixMilli(1_700_000_000_000)})
+			msgs = append(msgs, &equeue.Message{ID: kafka.ProducerRecordID("t", pid, epoch, 0, int32(seq)), Body: []byte(body), BornAt: time.UnixMilli(1_700_000_000_000)})
 		}
 		_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: msgs})
 		require.NoError(t, err)

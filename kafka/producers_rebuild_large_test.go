@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
 )
 
 // TestProduce_RebuiltStateResumesALargeBatchCutOffByARestart: a batch of
@@ -33,7 +34,7 @@ func TestProduce_RebuiltStateResumesALargeBatchCutOffByARestart(t *testing.T) {
 	// sequences 2-3001, as the listener stored them.
 	var msgs []*equeue.Message
 	for seq, body := range append([]string{"p0", "p1"}, values[:cut]...) {
-		msgs = append(msgs, &equeue.Message{ID: fmt.Sprintf("kafka-%d-%d-0-%d", pid, epoch, seq), Body: []byte(body), BornAt: time.UnixMilli(1_700_000_000_000)})
+		msgs = append(msgs, &equeue.Message{ID: kafka.ProducerRecordID("t", pid, epoch, 0, int32(seq)), Body: []byte(body), BornAt: time.UnixMilli(1_700_000_000_000)})
 	}
 	for len(msgs) > 0 {
 		n := min(len(msgs), 500)

@@ -1,7 +1,6 @@
 package kafka_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
 )
 
 // TestProduce_RebuiltStateResumesABatchCutOffByARestart: a batch too
@@ -38,7 +38,7 @@ func TestProduce_RebuiltStateResumesABatchCutOffByARestart(t *testing.T) {
 			// three records of a batch of sequences 2-6.
 			var msgs []*equeue.Message
 			for seq, body := range []string{"a", "b", "c", "d", "e"} {
-				msgs = append(msgs, &equeue.Message{ID: fmt.Sprintf("kafka-%d-%d-0-%d", pid, epoch, seq), Body: []byte(body), BornAt: time.UnixMilli(1_700_000_000_000)})
+				msgs = append(msgs, &equeue.Message{ID: kafka.ProducerRecordID("t", pid, epoch, 0, int32(seq)), Body: []byte(body), BornAt: time.UnixMilli(1_700_000_000_000)})
 			}
 			_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: msgs})
 			require.NoError(t, err)

@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/kafka"
 )
 
 // failingPulls is an engine whose pulls fail while fail is set.
@@ -43,7 +43,7 @@ func TestProduce_RebuildThatCannotReadRefusesTheBatch(t *testing.T) {
 	values := []string{"a", "b", "c"}
 	var msgs []*equeue.Message
 	for seq, v := range values {
-		msgs = append(msgs, &equeue.Message{ID: fmt.Sprintf("kafka-%d-%d-0-%d", pid, epoch, seq), Body: []byte(v), BornAt: time.UnixMilli(1_700_000_000_000)})
+		msgs = append(msgs, &equeue.Message{ID: kafka.ProducerRecordID("t", pid, epoch, 0, int32(seq)), Body: []byte(v), BornAt: time.UnixMilli(1_700_000_000_000)})
 	}
 	_, err := e.Append(ctx, &equeue.AppendRequest{Topic: "t", Queue: 0, Messages: msgs})
 	require.NoError(t, err)

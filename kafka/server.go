@@ -122,6 +122,16 @@ type Options struct {
 	// that long since its last answer (or since it was accepted), as
 	// Kafka's connections.max.idle.ms does. Zero means 10 minutes.
 	ConnectionsMaxIdle time.Duration
+	// ProducerRecordKey keys the mark that ends the message ID of each
+	// record an idempotent producer stores (see the README's Kafka
+	// clients), by which the listener, after a restart, reads back its
+	// own records only: a native producer's message given an ID of that
+	// form does not move the producer's state. Empty means a key built
+	// in, which keeps out IDs given by chance but not one made on
+	// purpose by a native producer that knows the form; set a secret to
+	// keep those out too, the same across restarts and on every node of
+	// a cluster: records marked under another key are not read back.
+	ProducerRecordKey []byte
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -142,6 +152,8 @@ type Server struct {
 	tokens map[[sha256.Size]byte]Rights
 	groups *coordinator
 	pids   *producers
+	// marks marks and checks idempotent producers' records (Options.ProducerRecordKey).
+	marks recordMarks
 	// inflate bounds the memory compressed batches take.
 	inflate *inflateGate
 	// queued bounds the memory request frames take (queued.go).
@@ -245,7 +257,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), maxTS: newMaxTimestamps(), inflate: newInflateGate(o.MaxInflating, o.MaxInflatedBytes), queued: newQueuedBudget(o.MaxQueuedRequestBytes), parts: map[equeue.QueueRef]*partLock{}}
+	s := &Server{b: b, o: o, log: log, lis: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}, pids: newProducers(), marks: newRecordMarks(o.ProducerRecordKey), maxTS: newMaxTimestamps(), inflate: newInflateGate(o.MaxInflating, o.MaxInflatedBytes), queued: newQueuedBudget(o.MaxQueuedRequestBytes), parts: map[equeue.QueueRef]*partLock{}}
 	s.node, _ = b.(ClusterNode)
 	if len(o.Tokens) > 0 {
 		s.tokens = make(map[[sha256.Size]byte]Rights, len(o.Tokens))

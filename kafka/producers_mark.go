@@ -1,0 +1,101 @@
+package kafka
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/equeue-go/equeue"
+)
+
+// recordMarks makes and checks the marks that end the message IDs of an
+// idempotent producer's records (setIDs): an HMAC-SHA256 of the topic
+// and the ID before it, keyed with Options.ProducerRecordKey. The engine
+// keeps a native producer's message ID as given, so the ID alone does not
+// tell the listener's records from a native message named like them;
+// taken for the producer's, such a message moved the state rebuilt after
+// a restart (conn.rebuild) to a later sequence number or epoch, and the
+// producer's next batch was refused. A message without a valid mark is
+// not read as the producer's record.
+type recordMarks struct {
+	key []byte
+}
+
+// defaultRecordKey keys the marks when Options.ProducerRecordKey is empty.
+// It is no secret: a mark then keeps out IDs given by chance, or in the
+// form listeners before marks gave, not one made on purpose.
+var defaultRecordKey = []byte("equeue kafka listener: idempotent producer records")
+
+// markLen is how many bytes of the HMAC a mark holds (twice as many hex
+// digits in the ID).
+const markLen = 8
+
+func newRecordMarks(key []byte) recordMarks {
+	if len(key) == 0 {
+		key = defaultRecordKey
+	}
+	return recordMarks{key: slices.Clone(key)}
+}
+
+// mac returns a keyed hash for mark and valid, for one goroutine.
+func (k recordMarks) mac() hash.Hash { return hmac.New(sha256.New, k.key) }
+
+// sum is the HMAC of the record named name (an ID without its mark) in
+// topic, cut to markLen bytes.
+func sum(h hash.Hash, topic, name string) []byte {
+	h.Reset()
+	var buf [10]byte
+	h.Write(strconv.AppendInt(buf[:0], int64(len(topic)), 10))
+	h.Write([]byte{':'})
+	h.Write([]byte(topic))
+	h.Write([]byte(name))
+	var out [sha256.Size]byte
+	return h.Sum(out[:0])[:markLen]
+}
+
+// mark returns name, a record's ID in topic, with its mark.
+func mark(h hash.Hash, topic, name string) string {
+	return name + "-" + hex.EncodeToString(sum(h, topic, name))
+}
+
+// unmark returns id, read from topic, without its mark, and whether the
+// mark is the one the listener gives it: the listener stored the record.
+// An ID without a mark is returned whole.
+func unmark(h hash.Hash, topic, id string) (name string, marked bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 || len(id)-i-1 != 2*markLen {
+		return id, false
+	}
+	got, err := hex.DecodeString(id[i+1:])
+	if err != nil {
+		return id, false
+	}
+	name = id[:i]
+	return name, hmac.Equal(got, sum(h, topic, name))
+}
+
+// producerRecord parses m, read from partition part of topic, as a record
+// of the producer whose IDs start with prefix: named says its ID (its
+// mark aside) reads as one of the producer's, of that epoch and sequence
+// number; own says the listener stored it (a valid mark, and nothing a
+// Kafka record cannot carry: listenerShaped), so that it can be trusted.
+func producerRecord(h hash.Hash, topic, prefix string, part int32, m *equeue.Message) (epoch int16, seq int32, named, own bool) {
+	name, marked := unmark(h, topic, m.ID)
+	epoch, seq, named = producerSeqOf(name, prefix, part)
+	return epoch, seq, named, named && marked && listenerShaped(m)
+}
+
+// ownProducer returns the producer of m, read from partition part of
+// topic, when the listener stored it for an idempotent producer
+// (producerRecord).
+func ownProducer(h hash.Hash, topic string, part int32, m *equeue.Message) (int64, bool) {
+	name, marked := unmark(h, topic, m.ID)
+	if !marked || !listenerShaped(m) {
+		return 0, false
+	}
+	return producerOf(name, part)
+}
