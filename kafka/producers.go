@@ -308,7 +308,9 @@ func (p *producers) forgetDeleted(live map[string]uint32, listed time.Time) {
 // producer's first batch is taken at any sequence number (its state may
 // have been forgotten, and rebuild found none of its records), unless one
 // before it failed (checkAfterFailedFirst); a retry of
-// records rebuild read is a duplicate too (loggedBatch); its first batch in a new epoch must start at 0, as
+// records rebuild read is a duplicate too (loggedBatch), and one that
+// records rebuild read corrupt may hide is refused KAFKA_STORAGE_ERROR
+// (hiddenByCorrupt); its first batch in a new epoch must start at 0, as
 // in Kafka (ProducerAppendInfo.checkSequence): a batch the producer sent
 // after a failed one is then refused too, and not stored ahead of it.
 func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int16) {
@@ -332,6 +334,9 @@ func (st *seqState) check(b *producedBatch) (first storedAt, dup bool, code int1
 	}
 	if at, ok := st.loggedBatch(b); ok {
 		return at, true, errNone
+	}
+	if st.hiddenByCorrupt(b) {
+		return storedAt{}, false, errKafkaStorageError
 	}
 	if st.storedBeyondRead(b) {
 		return storedAt{}, false, errDuplicateSequence

@@ -76,7 +76,7 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	if sc.last == nil {
 		last := map[int64]int64{}
 		floor := max(q.MinOffset, q.MaxOffset-rebuildScan)
-		_, err := c.readRecords(topic, q.ID, floor, q.MaxOffset, func(m *equeue.Message) {
+		_, _, err := c.readRecords(topic, q.ID, floor, q.MaxOffset, func(m *equeue.Message) {
 			if p, ok := ownProducer(h, topic, part, m); ok {
 				last[p] = m.Offset
 			}
@@ -100,7 +100,8 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	lowest := int32(-1) // the sequence number read furthest back in st's epoch
 	unshaped := false   // a record named as the producer's that the listener did not store
 	var passed int64    // offsets the read passed by: see readBack
-	passed, err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
+	var corrupt bool    // whether some of them were corrupt
+	passed, corrupt, err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
 		epoch, seq, named, own := producerRecord(h, topic, prefix, part, m)
 		if !named {
 			return
@@ -132,8 +133,13 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 		// deleted or lost, reaches every record the partition held, if
 		// it still is once the read reached it (confirmWhole).
 		fromFirst := own == 0 && q.Messages == q.MaxOffset && !unshaped && passed == 0
-		st.back = &readBack{floor: own, from: lo, lowest: lowest, fromFirst: fromFirst}
+		st.back = &readBack{floor: own, from: lo, lowest: lowest, fromFirst: fromFirst, corrupt: corrupt}
 		err = c.readBackTo(topic, part, b, st)
+	}
+	if err == nil && st.hiddenByCorrupt(b) {
+		// Refused as a failed read is, the producer left to read again:
+		// its next try reads the records afresh.
+		err = errCorruptRead
 	}
 	if err != nil {
 		return -1, err
@@ -170,11 +176,15 @@ const inFlightBatches = 5
 // whole says the read reached floor and the bounds, read again after
 // it, still showed none deleted or lost (confirmWhole): the read has seen
 // every record the partition held, and each of the producer's.
+// corrupt says the read passed by records the engine found corrupt
+// (equeue.PullResult.Corrupt): any of them may be one of the producer's
+// (hiddenByCorrupt).
 type readBack struct {
 	floor, from int64
 	lowest      int32
 	fromFirst   bool
 	whole       bool
+	corrupt     bool
 }
 
 // seqAhead is how far behind a producer's last sequence number a batch's
@@ -229,7 +239,7 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 	for st.logged != nil && seqBelow(last, r.lowest) < want && r.from > r.floor {
 		hi := r.from
 		lo := max(r.floor, hi-(want-seqBelow(last, r.lowest)))
-		passed, err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
+		passed, corrupt, err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
 			epoch, seq, named, own := producerRecord(h, topic, prefix, part, m)
 			if !named {
 				return
@@ -254,6 +264,7 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 		if passed > 0 {
 			r.fromFirst = false // see readBack
 		}
+		r.corrupt = r.corrupt || corrupt
 		r.from = lo
 	}
 	if seqBelow(last, r.lowest) < want {
@@ -289,14 +300,18 @@ func (c *conn) confirmWhole(topic string, part int32, r *readBack) error {
 // hi, hi excluded, in offset order, and returns how many offsets of the
 // range it passed by, giving fn no record: those a pull passes by (below
 // the queue's low watermark, expired, corrupt, not given by the store),
-// and those above where a pull stopped short. It stops at the first
-// failed read and returns its error.
-func (c *conn) readRecords(topic string, queue int, lo, hi int64, fn func(*equeue.Message)) (passed int64, err error) {
+// and those above where a pull stopped short; corrupt says some of them
+// were records the engine found corrupt. It stops at the first failed
+// read and returns its error.
+func (c *conn) readRecords(topic string, queue int, lo, hi int64, fn func(*equeue.Message)) (passed int64, corrupt bool, err error) {
 	given := int64(0)
 	for off := lo; off < hi; {
 		res, err := c.s.b.Pull(c.ctx, &equeue.PullRequest{Topic: topic, Queue: queue, Offset: off, Max: int(min(hi-off, equeue.MaxPullBatch))})
 		if err != nil {
-			return 0, err
+			return 0, false, err
+		}
+		for _, o := range res.Corrupt {
+			corrupt = corrupt || o >= lo && o < hi
 		}
 		if res.NextOffset <= off {
 			break
@@ -310,7 +325,7 @@ func (c *conn) readRecords(topic string, queue int, lo, hi int64, fn func(*equeu
 		}
 		off = res.NextOffset
 	}
-	return max(hi-lo, 0) - given, nil
+	return max(hi-lo, 0) - given, corrupt, nil
 }
 
 // producerOf parses a message ID that setIDs gave a record on part,
@@ -497,4 +512,29 @@ func (st *seqState) storedBeyondRead(b *producedBatch) bool {
 	}
 	first, last := seqBelow(st.lastSeq, b.firstSeq), seqBelow(st.lastSeq, b.lastSeq())
 	return first < seqAhead && last <= first && first > seqBelow(st.lastSeq, r.lowest)
+}
+
+// errCorruptRead refuses a batch hiddenByCorrupt: KAFKA_STORAGE_ERROR
+// (errorCode), which clients retry, taking it neither for stored nor for
+// not stored.
+var errCorruptRead = errors.New("kafka: the producer's records read back include corrupt ones: not known whether the batch is stored")
+
+// hiddenByCorrupt reports whether b, a batch of st's epoch whose first
+// sequence number lies behind the producer's last one read, or at it
+// (a retry), is not among the records rebuild read (loggedBatch) while
+// that read passed by corrupt records (readBack.corrupt): they may be
+// b's, so whether b is stored cannot be told. Answered
+// DUPLICATE_SEQUENCE_NUMBER (storedBeyondRead), the client took it for
+// stored; OUT_OF_ORDER_SEQUENCE_NUMBER, franz-go sent it again under a
+// new epoch, storing it twice when it was.
+func (st *seqState) hiddenByCorrupt(b *producedBatch) bool {
+	r := st.back
+	if r == nil || !r.corrupt || !st.known || b.producerEpoch != st.epoch || b.firstSeq < 0 {
+		return false
+	}
+	if seqBelow(st.lastSeq, b.firstSeq) >= seqAhead {
+		return false // ahead of the last record read: no retry
+	}
+	_, found := st.loggedBatch(b)
+	return !found
 }
