@@ -58,10 +58,14 @@
 // That state is kept in memory only, so it does not cover a restart of the
 // listener, nor a batch whose append had an unknown outcome, unless the
 // topic has a dedup window: an idempotent producer's records are given the
-// message IDs kafka-<producer>-<epoch>-<partition>-<sequence>, which the
-// window recognizes. After a restart the state is learned from the
-// partition's last records; the retry of a batch stored before those read
-// is answered DUPLICATE_SEQUENCE_NUMBER, which clients take for stored.
+// message IDs kafka-<producer>-<epoch>-<partition>-<sequence>-<mark>,
+// which the window recognizes; the mark, keyed with
+// Options.ProducerRecordKey, tells them from native messages named alike.
+// After a restart the state is learned from the partition's last records
+// the listener marked; the retry of a batch stored before those read is
+// answered DUPLICATE_SEQUENCE_NUMBER, which clients take for stored, and
+// one that records read corrupt may hide KAFKA_STORAGE_ERROR, which they
+// retry.
 // Transactions are not offered.
 //
 // # Clusters
