@@ -105,6 +105,11 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	if err != nil {
 		return err
 	}
+	// A crash of an earlier start may have left the salt's temporary
+	// file (serve_salttemp.go).
+	if err := removeSaltTemps(a.dir); err != nil {
+		return err
+	}
 	var salt []byte
 	keepSalt := false
 	if secret != nil {
