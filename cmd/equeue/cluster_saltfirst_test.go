@@ -43,7 +43,7 @@ func TestCluster_SaltIsKeptBeforeTheNodeOpens(t *testing.T) {
 	}
 	failed := start("--cluster-salt", "orders-eu")
 	assert.Equal(t, exitFailure, waitExit(t, failed), "the node cannot open: %s", failed.stderr)
-	kept, err := os.ReadFile(filepath.Join(n.dir, saltFile))
+	kept, _, err := keptSalt(n.dir, nil, false)
 	require.NoError(t, err, "the salt is kept although the node failed to open: %s", failed.stderr)
 	assert.Equal(t, "orders-eu", string(kept))
 

@@ -59,7 +59,7 @@ func TestKeptSalt_NoSaltRecord(t *testing.T) {
 	salt, store, err := keptSalt(dir, nil, false)
 	require.NoError(t, err)
 	assert.Empty(t, salt, "the node runs unsalted")
-	assert.False(t, store)
+	assert.Equal(t, saltKept, store)
 	_, _, err = keptSalt(dir, []byte("orders-eu"), true)
 	var ce *cliError
 	require.ErrorAs(t, err, &ce)

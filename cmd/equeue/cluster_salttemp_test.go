@@ -63,7 +63,7 @@ func TestCluster_LeftoverSaltTempFilesGoAtTheNextStart(t *testing.T) {
 	assert.DirExists(t, filepath.Join(n.dir, saltFile+".tmp99"), "a directory stays")
 	salt, store, err := keptSalt(n.dir, nil, false)
 	require.NoError(t, err)
-	assert.False(t, store)
+	assert.Equal(t, saltKept, store)
 	assert.Equal(t, "orders-eu", string(salt))
 
 	// The salt is present: it is used, the leftovers go.

@@ -56,14 +56,14 @@ func TestKeepSaltFirst_DoesNotReplaceASaltKeptMeanwhile(t *testing.T) {
 	dir := t.TempDir()
 	_, store, err := keptSalt(dir, []byte("orders-ue"), true)
 	require.NoError(t, err)
-	require.True(t, store, "nothing kept yet")
+	require.Equal(t, saltFirst, store, "nothing kept yet")
 	_, err = keepSaltFirst(dir, []byte("orders-eu")) // the other start
 	require.NoError(t, err)
 
 	undo, err := keepSaltFirst(dir, []byte("orders-ue"))
 	require.ErrorIs(t, err, errSaltKeptMeanwhile)
 	assert.Nil(t, undo)
-	kept, rerr := os.ReadFile(filepath.Join(dir, saltFile))
+	kept, _, rerr := keptSalt(dir, nil, false)
 	require.NoError(t, rerr)
 	assert.Equal(t, "orders-eu", string(kept), "the first start's salt stays")
 }

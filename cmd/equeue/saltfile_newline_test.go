@@ -10,18 +10,24 @@ import (
 )
 
 // A cluster-salt file written by hand (echo SALT > cluster-salt, or an
-// editor) ends with a newline that no --cluster-salt carries: one
-// trailing newline (\n or \r\n) is dropped, as from a
-// --cluster-secret-file, so the file holds the salt of the flag. Before,
+// editor) ends with a newline that no --cluster-salt carries: it holds
+// the salt of the flag less one trailing newline (\n or \r\n), as a
+// --cluster-secret-file does, and the start keeps it so, with a record,
+// for the next starts without the flag. Before the newline was dropped,
 // the file was taken byte for byte: the flag was refused as another
-// salt, and a start without it proved another key than its peers.
+// salt, and a start without it proved another key than its peers. A
+// start without the flag on such a file is refused: an earlier equeue
+// kept a salt ending with a newline so too
+// (TestKeptSalt_NewlineOfAFileWithoutARecordIsTheFlagsToTell).
 func TestKeptSalt_HandWrittenFileDropsOneTrailingNewline(t *testing.T) {
 	for _, content := range []string{"orders-eu\n", "orders-eu\r\n"} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, saltFile), []byte(content), 0o600))
-		salt, _, err := keptSalt(dir, []byte("orders-eu"), true)
+		salt, keep, err := keptSalt(dir, []byte("orders-eu"), true)
 		require.NoError(t, err, "%q", content)
 		assert.Equal(t, "orders-eu", string(salt))
+		assert.Equal(t, saltRewrite, keep)
+		require.NoError(t, replaceSalt(dir, salt))
 		salt, _, err = keptSalt(dir, nil, false)
 		require.NoError(t, err, "%q", content)
 		assert.Equal(t, "orders-eu", string(salt), "%q", content)
@@ -33,16 +39,27 @@ func TestKeptSalt_HandWrittenFileDropsOneTrailingNewline(t *testing.T) {
 	assert.ErrorContains(t, err, "not a cluster salt")
 }
 
-// A --cluster-salt that ends with a newline would not read back from the
-// node's file as given: it is a usage error.
-func TestRaftSecret_SaltEndingWithANewlineIsAUsageError(t *testing.T) {
-	secretFile := writeSecret(t, t.TempDir(), "secret")
+// A --cluster-salt that ends with a newline is a usage error unless the
+// node keeps that very salt (an earlier equeue kept it so): a shell's or
+// a configuration's newline taken for part of the salt would split the
+// cluster.
+func TestKeptSalt_SaltEndingWithANewlineIsAUsageError(t *testing.T) {
 	for _, salt := range []string{"orders-eu\n", "orders-eu\r\n"} {
-		c := &clusterFlags{secretFile: secretFile, salt: salt, saltSet: true}
-		_, _, err := c.raftSecret(false)
-		var ce *cliError
-		require.ErrorAs(t, err, &ce, "%q", salt)
-		assert.Equal(t, exitUsage, ce.code)
-		assert.Contains(t, err.Error(), "newline")
+		for _, kept := range []string{"", "orders-eu"} {
+			dir := t.TempDir()
+			if kept != "" {
+				require.NoError(t, storeSalt(dir, []byte(kept)))
+			}
+			_, _, err := keptSalt(dir, []byte(salt), true)
+			var ce *cliError
+			require.ErrorAs(t, err, &ce, "%q kept %q", salt, kept)
+			assert.Equal(t, exitUsage, ce.code)
+			assert.Contains(t, err.Error(), "newline")
+		}
+		dir := t.TempDir()
+		require.NoError(t, storeSalt(dir, []byte(salt)))
+		got, _, err := keptSalt(dir, []byte(salt), true)
+		require.NoError(t, err, "the salt the node keeps, %q", salt)
+		assert.Equal(t, salt, string(got))
 	}
 }

@@ -49,7 +49,7 @@ func (c *clusterFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&c.admin, "cluster-admin", "", "HOST:PORT to serve cluster administration (HTTP) on, for \"equeue cluster\"; with --token it needs a token (admin right to change the cluster)")
 	f.StringVar(&c.secretFile, "cluster-secret-file", "", "read the secret every node of the cluster shares from `FILE` (at least 16 bytes, 32 characters if it is text, not one byte repeated; one trailing newline dropped): the Raft transport then runs TLS and takes only peers that prove the secret; needed with --token or --tls-cert")
 	f.BoolVar(&c.insecureRaft, "cluster-insecure-raft", false, "with --token or --tls-cert, serve the Raft transport without --cluster-secret-file: no authentication, no encryption (a network only the cluster's nodes reach)")
-	f.StringVar(&c.salt, "cluster-salt", "", "with --cluster-secret-file, the cluster's own `SALT` (its name, or random text made once for it; no secret), the same on every node: keys computed ahead from guessed secrets for other clusters serve nothing against it; a node with another salt, or none, is refused as one with another secret is; the node keeps it in its directory from its first start, so later starts may leave it out, and refuse another; a node first started without one refuses it (stop every node, remove the file cluster-salt on each, start all with it); it must not end with a newline")
+	f.StringVar(&c.salt, "cluster-salt", "", "with --cluster-secret-file, the cluster's own `SALT` (its name, or random text made once for it; no secret), the same on every node: keys computed ahead from guessed secrets for other clusters serve nothing against it; a node with another salt, or none, is refused as one with another secret is; the node keeps it in its directory from its first start, so later starts may leave it out, and refuse another; a node first started without one refuses it (stop every node, remove the file cluster-salt on each, start all with it); it must not end with a newline, unless the node keeps it so from an earlier equeue")
 	f.StringVar(&c.logStore, "cluster-log-store", "", "Raft log store of a new directory: wal (raft-wal, the default: one fsync per append) or bolt (raft-boltdb: two); a directory keeps the one it was created with")
 }
 
@@ -111,7 +111,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		return err
 	}
 	var salt []byte
-	keepSalt := false
+	keepSalt := saltKept
 	if secret != nil {
 		warnSecretFile(a.log, cf.secretFile, secretPerm)
 		// serve_saltkept.go
@@ -162,7 +162,15 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		}
 	}
 	opened := false // the node opened: the salt kept is its own
-	if keepSalt {
+	switch keepSalt {
+	case saltRewrite:
+		// A file of an earlier equeue, or written by hand, read as the
+		// flag told: kept so, with a record, for the next starts
+		// (serve_saltkept.go).
+		if err := replaceSalt(a.dir, salt); err != nil {
+			return err
+		}
+	case saltFirst:
 		// Before the node opens anything: a failure or a crash from here
 		// on leaves the salt it was started with (serve_saltfirst.go).
 		undo, err := keepSaltFirst(a.dir, salt)

@@ -26,17 +26,15 @@ const maxSecretFileBytes = 4096
 //
 // It returns the file's permission bits too (warnSecretFile). A file it
 // cannot read or use is a usage error, and so is --cluster-salt without
-// a secret file, empty, ending with a newline, or longer than the node
-// keeps in its directory (maxSaltFileBytes).
+// a secret file, empty, or longer than the node keeps in its directory
+// (maxSaltFileBytes); one ending with a newline is refused unless the
+// node keeps it so (keptSalt).
 func (c *clusterFlags) raftSecret(guarded bool) ([]byte, fs.FileMode, error) {
 	switch {
 	case c.saltSet && c.secretFile == "":
 		return nil, 0, usageErrorf("--cluster-salt needs --cluster-secret-file: it salts the key the secret is proved with")
 	case c.saltSet && c.salt == "":
 		return nil, 0, usageErrorf("--cluster-salt is empty: give the cluster's salt, or leave the flag out")
-	case c.saltSet && strings.HasSuffix(c.salt, "\n"):
-		// The node's file drops one newline at its end (serve_saltkept.go).
-		return nil, 0, usageErrorf("--cluster-salt ends with a newline, which the node does not keep as part of its salt: give the salt without it")
 	case c.saltSet && len(c.salt) > maxSaltFileBytes:
 		return nil, 0, usageErrorf("--cluster-salt has %d bytes: a node keeps at most %d of it in its directory; give a shorter one (the cluster's name, or a few random bytes)", len(c.salt), maxSaltFileBytes)
 	case c.secretFile != "" && c.insecureRaft:
