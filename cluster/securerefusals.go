@@ -15,15 +15,22 @@ import (
 // these). A node that keeps retrying, or a flood, must not flood the log:
 // at most refusalBurst lines of each reason per refusalWindow, and past
 // them the first line of each address with none in the window yet, for
-// up to refusalBurst more addresses (refusallines.go); the next line of a
-// reason logged says how many of that reason were left out meanwhile.
+// up to refusalAddresses more addresses, then, at the window's end, one
+// line saying how many more addresses were refused (refusallines.go);
+// the next line of a reason logged says how many of that reason were
+// left out meanwhile.
 // Each reason has its own lines, so that a flood of connections that are
 // no equeue nodes does not hide the one line saying that a node holds
 // another secret, and a flood of wrong proofs from one address (or a few)
-// does not hide that of a node elsewhere.
+// does not hide that of a node elsewhere, unless it comes from more than
+// refusalAddresses addresses.
 const (
-	refusalWindow = 10 * time.Second
-	refusalBurst  = 10
+	refusalWindow    = 10 * time.Second
+	refusalBurst     = 10
+	refusalAddresses = 100
+	// maxUnnamedAddresses bounds the addresses past refusalAddresses a
+	// window's summary line tells apart; past it, it says "at least".
+	maxUnnamedAddresses = 4096
 )
 
 // The reasons a refused handshake is logged with.
@@ -46,11 +53,13 @@ var errWrongProof = fmt.Errorf("%w: its proof does not match (another secret, or
 type refusalLog struct {
 	log     atomic.Pointer[slog.Logger] // nil: silent
 	now     func() time.Time
-	windows map[string]*reasonLines // per reason; set at start, then only read
+	after   func(time.Duration, func()) // runs f after d (tests: when they say)
+	windows map[string]*reasonLines     // per reason; set at start, then only read
 }
 
 func newRefusalLog() *refusalLog {
-	r := &refusalLog{now: time.Now, windows: map[string]*reasonLines{}}
+	r := &refusalLog{now: time.Now, windows: map[string]*reasonLines{},
+		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 	for _, reason := range []string{reasonWrongSecret, reasonBareProof, reasonMalformed, reasonBadVersion, reasonTimeout, reasonOther} {
 		r.windows[reason] = &reasonLines{}
 	}
@@ -68,10 +77,25 @@ func (r *refusalLog) refused(remote net.Addr, err error) {
 		return
 	}
 	reason := refusalReason(err)
-	ok, left := r.windows[reason].allow(r.now(), refusalSource(remote))
-	if !ok {
+	lines := r.windows[reason]
+	turn := lines.allow(r.now(), refusalSource(remote))
+	if turn.ended != nil {
+		r.sum(log, reason, turn.ended)
+	}
+	if turn.arm != 0 {
+		window := turn.arm
+		r.after(turn.armIn, func() {
+			if sum := lines.windowEnded(window); sum != nil {
+				if log := r.log.Load(); log != nil {
+					r.sum(log, reason, sum)
+				}
+			}
+		})
+	}
+	if !turn.log {
 		return
 	}
+	left := turn.suppressed
 	addr := "unknown"
 	if remote != nil {
 		addr = remote.String()
@@ -81,6 +105,16 @@ func (r *refusalLog) refused(remote net.Addr, err error) {
 		attrs = append(attrs, "suppressed", left)
 	}
 	log.Warn("cluster: refused a Raft connection", attrs...)
+}
+
+// sum logs the line of a window that refused more addresses of reason
+// than it logged lines for.
+func (r *refusalLog) sum(log *slog.Logger, reason string, s *refusalSum) {
+	attrs := []any{"reason", reason, "addresses", s.addresses, "refusals", s.refusals, "window", refusalWindow}
+	if s.atLeast {
+		attrs = append(attrs, "addresses_at_least", true)
+	}
+	log.Warn("cluster: refused Raft connections from more addresses, with no line of their own", attrs...)
 }
 
 // refusalReason is the reason a handshake that failed with err is logged

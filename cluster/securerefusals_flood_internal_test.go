@@ -20,6 +20,7 @@ func TestRefusalLog_FloodDoesNotHideAnotherAddressesWrongSecret(t *testing.T) {
 	h := newLoggedRecords()
 	r := newRefusalLog()
 	r.setLogger(loggedOn(h))
+	holdTimers(r)
 	now := time.Unix(1_000_000, 0) // one window for the whole test
 	r.now = func() time.Time { return now }
 	flooder := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 4242}
@@ -43,46 +44,48 @@ func TestRefusalLog_FloodDoesNotHideAnotherAddressesWrongSecret(t *testing.T) {
 
 // A flood from many addresses does not fill the log either: a window
 // logs refusalBurst lines of a reason, and the first lines of at most
-// refusalBurst more addresses; the next window's first line says how
-// many were left out.
+// refusalAddresses more addresses; the next window's first line says
+// how many were left out.
 func TestRefusalLog_FloodFromManyAddressesIsBounded(t *testing.T) {
 	h := newLoggedRecords()
 	r := newRefusalLog()
 	r.setLogger(loggedOn(h))
+	holdTimers(r)
 	now := time.Unix(1_000_000, 0)
 	r.now = func() time.Time { return now }
 	const sources = 1000
 	for i := range sources {
 		r.refused(&net.TCPAddr{IP: net.IPv4(10, 0, byte(i/256), byte(i%256)), Port: 5000}, errWrongProof)
 	}
-	logged := h.countOf("WARN", "reason=wrong secret")
-	assert.Equal(t, 2*refusalBurst, logged, "%v", h.lines())
+	logged := h.countOf("WARN", "refused a Raft connection", "reason=wrong secret")
+	assert.Equal(t, refusalBurst+refusalAddresses, logged, "%v", h.lines())
 
 	now = now.Add(refusalWindow)
 	r.refused(&net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 5001}, errWrongProof)
-	assert.Equal(t, 1, h.countOf("WARN", "reason=wrong secret", fmt.Sprintf("suppressed=%d", sources-logged)), "%v", h.lines())
+	assert.Equal(t, 1, h.countOf("WARN", "refused a Raft connection", "reason=wrong secret", fmt.Sprintf("suppressed=%d", sources-logged)), "%v", h.lines())
 }
 
 // A flood from one address that used the window's refusalBurst lines,
-// then from many others, logs the first lines of refusalBurst more
-// addresses, not more: a window logs at most twice refusalBurst lines of
-// a reason, whoever used its first ones. Before, the addresses past the
-// burst were counted with the flooder's, so 2*refusalBurst-1 more were
-// logged.
+// then from many others, logs the first lines of refusalAddresses more
+// addresses, not more: a window logs at most refusalBurst+refusalAddresses
+// lines of a reason (and its sum), whoever used its first ones. Before,
+// the addresses past the burst were counted with the flooder's, so
+// refusalBurst-1 more were logged.
 func TestRefusalLog_OneFlooderThenManyAddressesIsBounded(t *testing.T) {
 	h := newLoggedRecords()
 	r := newRefusalLog()
 	r.setLogger(loggedOn(h))
+	holdTimers(r)
 	now := time.Unix(1_000_000, 0)
 	r.now = func() time.Time { return now }
 	flooder := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 4242}
 	for range 5 * refusalBurst {
 		r.refused(flooder, errWrongProof)
 	}
-	for i := range 100 {
-		r.refused(&net.TCPAddr{IP: net.IPv4(198, 51, 100, byte(i)), Port: 5000}, errWrongProof)
+	for i := range 2 * refusalAddresses {
+		r.refused(&net.TCPAddr{IP: net.IPv4(198, 51, byte(i/256), byte(i%256)), Port: 5000}, errWrongProof)
 	}
 	assert.Equal(t, refusalBurst, h.countOf("WARN", "reason=wrong secret", "remote=192.0.2.7:"), "%v", h.lines())
-	assert.Equal(t, refusalBurst, h.countOf("WARN", "reason=wrong secret", "remote=198.51.100."), "%v", h.lines())
-	assert.Equal(t, 2*refusalBurst, h.countOf("WARN", "reason=wrong secret"), "%v", h.lines())
+	assert.Equal(t, refusalAddresses, h.countOf("WARN", "reason=wrong secret", "remote=198.51."), "%v", h.lines())
+	assert.Equal(t, refusalBurst+refusalAddresses, h.countOf("WARN", "reason=wrong secret"), "%v", h.lines())
 }

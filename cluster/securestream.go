@@ -110,8 +110,9 @@ type pendingConn struct {
 // malformed hello, unverified bare proof, bad version, timeout, failed
 // handshake), at most 10 lines of each reason in 10 seconds, and past
 // them the first line of each address with none in those 10 seconds yet,
-// for up to 10 more addresses. It speaks
-// the handshake's versions equeue-raft/3 and, with older nodes,
+// for up to 100 more addresses, then one line at the end of the 10
+// seconds saying how many more addresses it refused. It speaks the
+// handshake's versions equeue-raft/3 and, with older nodes,
 // equeue-raft/2.
 func NewSecureStream(lis net.Listener, advertise net.Addr, secret []byte) (raft.StreamLayer, error) {
 	return newSecureStream(lis, advertise, secret, nil, secureHandshakeTimeout, nil)
