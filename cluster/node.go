@@ -249,6 +249,13 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: read raft state: %w", err)
 	}
+	cutShort := false // a bootstrap to finish (bootstrapcut.go)
+	if o.Bootstrap && restarted {
+		if cutShort, err = bootstrapCutShort(n.logs, snaps); err != nil {
+			return nil, fmt.Errorf("cluster: read raft state: %w", err)
+		}
+		restarted = !cutShort
+	}
 	if restarted {
 		// A member that ran before may have answered a leader's call just
 		// before it stopped; it must not vote for another node before
@@ -297,7 +304,16 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		}
 	}
 	if o.Bootstrap && !restarted {
-		if err := raft.BootstrapCluster(conf, cache, n.logs, snaps, n.ptrans, n.bootConfig()); err != nil {
+		var boot raft.LogStore = cache
+		if o.bootstrapLogHook != nil {
+			boot = o.bootstrapLogHook(cache)
+		}
+		if cutShort {
+			n.log.Warn("finishing a bootstrap cut short: the directory holds its term and not its configuration entry")
+			if err := finishBootstrap(boot, n.bootConfig()); err != nil {
+				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+			}
+		} else if err := raft.BootstrapCluster(conf, boot, n.logs, snaps, n.ptrans, n.bootConfig()); err != nil {
 			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 		}
 	}

@@ -150,6 +150,10 @@ type Options struct {
 	// logStoreHook, when set, wraps the Raft log store under leaderLog
 	// (tests: a slow or failing disk).
 	logStoreHook func(raft.LogStore) raft.LogStore
+	// bootstrapLogHook, when set, wraps the Raft log store a bootstrap
+	// writes its first entry to (tests: a failing disk, or a crash,
+	// between the bootstrap's writes).
+	bootstrapLogHook func(raft.LogStore) raft.LogStore
 	// admitHook, when set, is asked after the leader's own admission of
 	// a write (replicatedStore.AdmitWrite; tests).
 	admitHook func(*store.Batch) error
