@@ -87,6 +87,15 @@ var ErrInvalidDelay = errors.New("equeue: invalid delay")
 // error alone, and nothing was stored.
 var ErrIndeterminate = errors.New("equeue: outcome unknown")
 
+// ErrGoexit is returned (by a SendAsync's future) when a call the
+// producer made for the send on a goroutine of its own, to the broker's
+// Route or to the QueueSelector, never returned: it called
+// runtime.Goexit, as testing's t.FailNow does, which recover cannot stop.
+// The message had not gone to the broker: nothing was stored. One in the
+// broker's Append or AppendAsync may have stored it: its error matches
+// ErrIndeterminate too.
+var ErrGoexit = errors.New("equeue: a call for the send did not return (runtime.Goexit)")
+
 // queuedUnknown is the error of a write whose caller's context ended
 // (ctxErr) after the engine took it: see ErrIndeterminate.
 func queuedUnknown(ctxErr error) error {

@@ -108,10 +108,14 @@ type Producer struct {
 	// recovered (hookpanics.go); nil behind a remote broker.
 	hookPanics *atomic.Uint64
 	closed     atomic.Bool
-	// async counts pending SendAsync calls; asyncMu orders their start
-	// with Close, so that none starts once Close waits for them.
+	// async counts pending SendAsync calls, until their hooks returned;
+	// pending counts them until the broker answered them (a Close from a
+	// hook waits for that alone: producer_closeinside.go). asyncMu orders
+	// their start with Close, so that none starts once Close waits for
+	// them.
 	asyncMu sync.RWMutex
 	async   sync.WaitGroup
+	pending sync.WaitGroup
 	// closing is closed when Close begins: SendAsync calls waiting for a
 	// slot of window then fail with ErrClosed.
 	closing chan struct{}
@@ -125,6 +129,9 @@ type Producer struct {
 	// completions runs the hooks of completed SendAsync calls off the
 	// goroutine that completed them (producer_completions.go).
 	completions completions
+	// pickers are the producer's goroutines picking a queue for a send
+	// (producer_closeinside.go).
+	pickers pickers
 
 	routes sync.Map // topic -> *cachedRoute; read on every send, so lock-free
 	// lastRoute is the route a send used last: most producers send to one
@@ -196,24 +203,32 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 // It fails waiting Requests with ErrClosed and deletes the reply topic.
 // Idempotent.
 //
-// Called from an AfterSend hook (or trace end) of a SendAsync, Close does
-// not wait for the send whose hook calls it, which completes once the
-// hook returns, but it waits for the others in flight, whose hooks run
-// meanwhile on another goroutine of the producer's. A Close from outside
-// waits for every send, that one's hooks too. It must not be called
-// from a SendAsync's BeforeSend hook or from the producer's
-// QueueSelector: it would wait for ever for the send that called them.
+// A send (Send, SendBatch, SendAsync) whose BeforeSend hooks, trace
+// StartSend or QueueSelector are running when Close begins is not sent:
+// it ends with ErrClosed, nothing stored, and its AfterSend hooks see
+// that. Close does not wait for such a send: its hooks and selector run
+// on the goroutine that called it, where it ends (a SendAsync's AfterSend
+// hooks too, before SendAsync returns), except a selector asked again on
+// a goroutine of the producer's, for a SendAsync retried on a fresh route,
+// which a Close from outside waits for.
+//
+// Called from a send's hook or QueueSelector, Close returns without
+// waiting for that send, nor for the hooks of the others: it waits until
+// the broker answered every SendAsync in flight, whose AfterSend hooks
+// then run one send after another once the calling hook returns (see
+// Hooks). A Close from outside waits for every send and its hooks.
 func (p *Producer) Close() error {
 	p.asyncMu.Lock()
 	if !p.closed.Swap(true) {
 		close(p.closing)
 	}
 	p.asyncMu.Unlock()
-	fromHook := p.closeFromHook()
+	inside := p.closeFromInside()
 	p.stopRequester()
-	p.async.Wait()
-	if !fromHook { // a Close from outside waits for the hooks that closed too
-		p.completions.hooksLeft.Wait()
+	if inside {
+		p.pending.Wait()
+	} else {
+		p.async.Wait()
 	}
 	if e := trackerOf(p.b); e != nil {
 		e.clients.removeProducer(p)
@@ -343,13 +358,23 @@ func (p *Producer) send(ctx context.Context, m *Message, res *SendResult) error 
 	return err
 }
 
-// sendOnce routes m (on a freshly read route when fresh) and appends it.
+// sendOnce routes m (on a freshly read route when fresh) and appends it,
+// on the caller's goroutine: once Close began (from the BeforeSend hooks
+// or the selector, or from outside) it fails with ErrClosed, not sent.
 func (p *Producer) sendOnce(ctx context.Context, m *Message, fresh bool, res *SendResult) error {
 	now := time.Now() // one reading serves the route's expiry and the engine
 	q, err := p.pick(ctx, m, fresh, now)
 	if err != nil {
 		return err
 	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	return p.appendOne(ctx, m, q, now, res)
+}
+
+// appendOne appends m to queue q as of now and sets *res where it landed.
+func (p *Producer) appendOne(ctx context.Context, m *Message, q int, now time.Time, res *SendResult) error {
 	if p.eng != nil {
 		return p.sendEngine(ctx, m, q, now, res)
 	}
@@ -387,6 +412,10 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (BatchResult,
 		if q, err = p.pick(ctx, msgs[0], attempt > 0, time.Now()); err != nil {
 			break
 		}
+		if p.closed.Load() { // Close began, from a BeforeSend hook, the selector or outside
+			err = ErrClosed
+			break
+		}
 		ar, err = p.append(ctx, &AppendRequest{Topic: msgs[0].Topic, Queue: q, Messages: msgs, Sync: p.sync})
 		if err == nil || !routeRetryable(err) {
 			break
@@ -415,6 +444,9 @@ type SendFuture struct {
 	done chan struct{}
 	res  SendResult
 	err  error
+	// answered is set once the broker's AppendAsync answered the send, or
+	// ended without returning (Producer.appendAsync).
+	answered atomic.Bool
 }
 
 // Done is closed when the result is ready.
@@ -469,24 +501,12 @@ type asyncAppender interface {
 // the send completes, on a goroutine of the producer's, never on one of the
 // broker's: one that panics there fails the future with ErrHookPanic, its
 // SendResult unchanged, and is counted in Stats.ConsumerHookPanics (see
-// Hooks).
+// Hooks). A send whose BeforeSend hooks or selector run when Close
+// begins (or call it) is not sent: its future fails with ErrClosed, and
+// its AfterSend hooks run on the calling goroutine before SendAsync
+// returns (see Close).
 func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 	f := &SendFuture{done: make(chan struct{})}
-	if err := p.beginAsync(); err != nil {
-		f.err = err
-		close(f.done)
-		return f
-	}
-	// passed is set once the send's count in p.async is handed to what
-	// completes it. Until then SendAsync gives it back itself, also when a
-	// hook or the selector panics: the caller may recover the panic, and
-	// Close must not wait for a send that never started.
-	passed := false
-	defer func() {
-		if !passed {
-			p.async.Done()
-		}
-	}()
 	if err := p.check(ctx, m); err != nil {
 		f.err = err
 		close(f.done)
@@ -520,43 +540,84 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 		f.res, f.err = res, withHookErr(err, perr)
 		close(f.done)
 	}
-	finishEnds := false // once BeforeSend returned, finish ends the send
+	finishEnds := false // once the user's code before the append returned, finish ends the send
 	defer end.endIfPanicking(&finishEnds, p.hookPanics)
 	p.hooks.beforeSend(ctx, m)
+	// The queue is picked here, on the caller's goroutine, before the
+	// send is counted for Close to wait for: a hook or selector that
+	// calls Close must not wait for its own send (see Close).
+	q, perr := p.pick(ctx, m, false, time.Now())
 	finishEnds = true
-	aa := p.aa
-	if aa == nil {
-		// Send picks the queue itself: picking one here too would ask the
-		// selector twice per message (a round robin would skip every other
-		// queue).
+	if err := p.beginAsync(); err != nil {
+		// Close began meanwhile: nothing counts the send, so it ends here.
+		finish(SendResult{}, err)
+		return f
+	}
+	// passed is set once the send's count is handed to what completes
+	// it. Until then SendAsync gives it back itself, also when the
+	// broker's RunsCallback panics: the caller may recover the panic, and
+	// Close must not wait for a send that never started.
+	passed := false
+	defer func() {
+		if !passed {
+			p.pending.Done()
+			p.async.Done()
+		}
+	}()
+	if p.aa == nil {
+		if perr != nil && !routeRetryable(perr) {
+			passed = true
+			p.completeAsync(finish, SendResult{}, perr)
+			return f
+		}
+		err := p.takeAsyncSlot(ctx)
 		passed = true
-		if err := p.takeAsyncSlot(ctx); err != nil {
+		if err != nil {
 			p.completeAsync(finish, SendResult{}, err)
 			return f
 		}
-		go p.sendInWindow(ctx, m, finish)
+		go p.sendInWindow(ctx, m, q, perr, finish)
 		return f
 	}
-	if err := p.waitRetryRoom(ctx); err != nil {
-		passed = true
+	err := p.waitRetryRoom(ctx)
+	passed = true
+	if err != nil {
 		p.completeAsync(finish, SendResult{}, err)
 		return f
 	}
-	q, err := p.pick(ctx, m, false, time.Now())
-	passed = true
-	if err != nil {
-		p.failedAsync(ctx, m, err, finish)
+	if perr != nil {
+		p.failedAsync(ctx, m, perr, finish)
 		return f
 	}
-	aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync, detached: true},
+	p.appendAsync(ctx, m, q, f, finish)
+	return f
+}
+
+// appendAsync appends m to queue q through the broker's AppendAsync and
+// completes the send through finish when it answers. A broker that never
+// answers because its AppendAsync did not return (it called
+// runtime.Goexit on this goroutine, or panics) completes it all the same,
+// with an error matching ErrIndeterminate: it may have taken the message.
+// An answer that comes after that is dropped.
+func (p *Producer) appendAsync(ctx context.Context, m *Message, q int, f *SendFuture, finish func(SendResult, error)) {
+	returned := false
+	defer func() {
+		if !returned && f.answered.CompareAndSwap(false, true) {
+			p.completeAsync(finish, SendResult{}, p.brokerCallEnded(m, true))
+		}
+	}()
+	p.aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync, detached: true},
 		func(ar AppendResult, err error) {
+			if !f.answered.CompareAndSwap(false, true) {
+				return // after its AppendAsync ended without returning
+			}
 			if err != nil {
 				p.failedAsync(ctx, m, err, finish)
 				return
 			}
 			p.completeAsync(finish, sendResult(m.Topic, ar, 0), nil)
 		})
-	return f
+	returned = true
 }
 
 // hookGoexited completes f, the future of a SendAsync whose send ended
@@ -604,6 +665,7 @@ func (p *Producer) beginAsync() error {
 		return ErrClosed
 	}
 	p.async.Add(1)
+	p.pending.Add(1)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package equeue
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // DefaultAsyncWindow is the number of SendAsync calls a producer runs at
@@ -26,17 +27,15 @@ const DefaultAsyncWindow = 1024
 // goroutine of its own, waiting while the window is full. It fails with
 // ctx's error when ctx ends first and with ErrClosed when Close begins
 // first: the send is then not sent. Called from a goroutine running the
-// broker's callbacks (CallbackRunner), it fails with ErrWindowFull at once
-// instead of waiting.
+// broker's callbacks (inBrokerCallback), it fails with ErrWindowFull at
+// once instead of waiting.
 func (p *Producer) takeAsyncSlot(ctx context.Context) error {
 	select {
 	case p.window <- struct{}{}:
 		return nil
 	default:
 	}
-	if r, ok := p.b.(CallbackRunner); ok && r.RunsCallback() {
-		// The sends holding the slots may wait for answers this
-		// goroutine reads.
+	if p.inBrokerCallback() {
 		return ErrWindowFull
 	}
 	select {
@@ -49,30 +48,75 @@ func (p *Producer) takeAsyncSlot(ctx context.Context) error {
 	}
 }
 
+// inBrokerCallback reports whether the current goroutine runs the
+// broker's callbacks (CallbackRunner). A SendAsync there must not wait
+// for room, in the producer's window or in its queue of stale-route
+// retries: the sends holding that room may wait for answers that this
+// goroutine reads.
+func (p *Producer) inBrokerCallback() bool {
+	cr, ok := p.b.(CallbackRunner)
+	return ok && cr.RunsCallback()
+}
+
 // freeAsyncSlot frees a slot taken by takeAsyncSlot.
 func (p *Producer) freeAsyncSlot() { <-p.window }
 
 // sendInWindow sends m for a SendAsync holding a slot of p's window, on a
-// goroutine of its own. The slot is freed once the send returns, before
-// its AfterSend hooks run, which run as on the other paths: on the
-// producer's completions goroutine (completeAsync, which also ends the
-// send's count in p.async). A hook may thus call SendAsync while the
-// window is full: it waits for a send to end, not for its own hooks. A
-// broker whose Append never returns to it (runtime.Goexit) frees the slot
-// too, and the future fails (brokerCallEnded).
-func (p *Producer) sendInWindow(ctx context.Context, m *Message, finish func(SendResult, error)) {
-	handed := false
+// goroutine of its own, to queue q, which SendAsync picked (or the
+// retryable error perr it met picking one). A stale route is retried once
+// on a fresh one, as Send retries it, the selector asked again on this
+// goroutine: a Close it calls detaches the send (closeFromPicker), which
+// then ends with ErrClosed, not sent. The slot is freed once the send
+// returns, before its AfterSend hooks run, which run as on the other
+// paths: on the producer's completions goroutine (completeAsync, which
+// also ends the send's count in p.async). A hook may thus call SendAsync
+// while the window is full: it waits for a send to end, not for its own
+// hooks. A broker whose Route or Append never returns to it
+// (runtime.Goexit) frees the slot too, and the future fails
+// (brokerCallEnded).
+func (p *Producer) sendInWindow(ctx context.Context, m *Message, q int, perr error, finish func(SendResult, error)) {
+	var (
+		res       SendResult
+		err       = perr
+		pk        *picker // set while the selector is asked again
+		appending bool
+		detached  bool
+		handed    bool
+	)
 	defer func() {
-		if !handed { // the broker's Append called runtime.Goexit
-			p.freeAsyncSlot()
-			p.completeAsync(finish, SendResult{}, p.brokerCallEnded(m))
+		if handed {
+			return
 		}
+		// The broker's Route or Append, or the selector, called
+		// runtime.Goexit.
+		if pk != nil {
+			detached = p.pickers.leave(pk)
+		}
+		p.freeAsyncSlot()
+		p.finishAsync(finish, SendResult{}, p.brokerCallEnded(m, appending), detached)
 	}()
-	var res SendResult
-	err := p.send(ctx, m, &res)
+	if err == nil {
+		appending = true
+		err = p.appendOne(ctx, m, q, time.Now(), &res)
+		appending = false
+	}
+	if err != nil && routeRetryable(err) {
+		pk = p.pickers.enter(&picker{}) // a stale route is rare: its goroutine ID's cost is paid here alone
+		now := time.Now()
+		q, err = p.pick(ctx, m, true, now)
+		detached = p.pickers.leave(pk)
+		pk = nil
+		if detached {
+			err = ErrClosed
+		} else if err == nil {
+			appending = true
+			err = p.appendOne(ctx, m, q, now, &res)
+			appending = false
+		}
+	}
 	handed = true
 	p.freeAsyncSlot()
-	p.completeAsync(finish, res, err)
+	p.finishAsync(finish, res, err, detached)
 }
 
 // ErrWindowFull is what SendAsync reports at once, the message not sent,

@@ -1,7 +1,6 @@
 package equeue
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/equeue-go/equeue/internal/goid"
@@ -33,30 +32,27 @@ type completions struct {
 	queue   []completion
 	head    int  // queue[head:] are waiting
 	running bool // a runCompletions goroutine serves the queue
-	// cur is the runner running a completion's hooks, nil between two.
-	cur *completionRunner
-	// detached are the runners a hook detached (closeFromHook) whose hook
-	// has not returned yet; hooksLeft counts them, for a Close from
-	// outside to wait for (Producer.Close).
-	detached  []*completionRunner
-	hooksLeft sync.WaitGroup
+	// cur is the ID of the goroutine running a completion's hooks, 0
+	// between two: a Close called there is a hook's (closeFromInside).
+	cur uint64
 }
 
-// completionRunner is one runCompletions goroutine.
-type completionRunner struct {
-	gid uint64 // its goroutine's ID (goid.ID)
-	// detached is set, under completions.mu, when a hook it runs called
-	// Producer.Close, which ended that send's count in p.async and handed
-	// the queue to another goroutine (closeFromHook): it ends once the
-	// hook returns.
-	detached bool
-}
-
-// completeAsync runs finish(res, err), the end of a SendAsync, and then
-// ends the send's count in p.async: at once when p has no hooks, else on
-// p's completion goroutine. It never blocks, so an engine's callback may
-// call it.
+// completeAsync is finishAsync for a send whose count in p.pending has
+// not ended.
 func (p *Producer) completeAsync(finish func(SendResult, error), res SendResult, err error) {
+	p.finishAsync(finish, res, err, false)
+}
+
+// finishAsync runs finish(res, err), the end of a SendAsync, once the
+// broker answered it: it ends the send's count in p.pending, unless
+// detached (a Close from its selector ended it: closeFromPicker), and
+// then its count in p.async: at once when p has no hooks, else on p's
+// completion goroutine. It never blocks, so an engine's callback may call
+// it.
+func (p *Producer) finishAsync(finish func(SendResult, error), res SendResult, err error, detached bool) {
+	if !detached {
+		p.pending.Done()
+	}
 	if len(p.hooks) == 0 { // no user code to run: complete here
 		defer p.async.Done()
 		finish(res, err)
@@ -73,23 +69,28 @@ func (p *Producer) completeAsync(finish func(SendResult, error), res SendResult,
 	}
 }
 
-// runCompletions runs the queued completions until the queue is empty.
-// A hook that calls runtime.Goexit ends this goroutine: finish has
-// completed that send's future by then (Producer.hookGoexited), and a new
-// goroutine goes on with the rest of the queue. One that calls
-// Producer.Close hands the queue to a new goroutine (closeFromHook).
+// runCompletions runs the queued completions until the queue is empty,
+// one after another, also when a hook calls Producer.Close (which then
+// does not wait for them: closeFromInside). A hook that calls
+// runtime.Goexit ends this goroutine: finish has completed that send's
+// future by then (Producer.hookGoexited), and a new goroutine goes on
+// with the rest of the queue.
 func (p *Producer) runCompletions() {
 	c := &p.completions
-	me := &completionRunner{gid: goid.ID()}
+	gid := goid.ID()
 	inFinish := false
 	defer func() {
-		if inFinish && !c.leave(me) { // not a panic (finish recovers every one): runtime.Goexit
+		if inFinish { // not a panic (finish recovers every one): runtime.Goexit
+			c.mu.Lock()
+			c.cur = 0
+			c.mu.Unlock()
 			p.async.Done()
 			go p.runCompletions()
 		}
 	}()
 	for {
 		c.mu.Lock()
+		c.cur = 0
 		if c.head == len(c.queue) {
 			c.queue, c.head, c.running = c.queue[:0], 0, false
 			c.mu.Unlock()
@@ -98,68 +99,18 @@ func (p *Producer) runCompletions() {
 		w := c.queue[c.head]
 		c.queue[c.head] = completion{}
 		c.head++
-		c.cur = me
+		c.cur = gid
 		c.mu.Unlock()
 		inFinish = true
 		w.finish(w.res, w.err)
 		inFinish = false
-		if c.leave(me) {
-			return
-		}
 		p.async.Done()
 	}
 }
 
-// leave ends me's run of a completion's hooks and reports whether a hook
-// detached it (closeFromHook): it must then touch neither the queue nor
-// the send's count, and its hook having returned, a Close from outside
-// no longer waits for it.
-func (c *completions) leave(me *completionRunner) bool {
+// runs reports whether goroutine gid runs a completion's hooks.
+func (c *completions) runs(gid uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !me.detached {
-		c.cur = nil
-		return false
-	}
-	c.detached = slices.DeleteFunc(c.detached, func(r *completionRunner) bool { return r == me })
-	c.hooksLeft.Done()
-	return true
-}
-
-// closeFromHook is the part of Close called from a hook of one of p's
-// SendAsync calls that runs on p's completions goroutine: the send
-// whose hook runs completes only once the hook returns, and the sends
-// completed after it wait behind it for that goroutine, so a Close that
-// waited for them there would wait for ever. It ends that send's count
-// in p.async, hands the queue to a new goroutine, and reports true; the
-// hook's goroutine ends once the hook returns, and until then a Close
-// from outside waits for it (hooksLeft). Called again from a hook so
-// detached, it changes nothing and reports true: that Close must not
-// wait for its own hook either. Called elsewhere, it changes nothing and
-// reports false.
-func (p *Producer) closeFromHook() bool {
-	c := &p.completions
-	gid := goid.ID()
-	c.mu.Lock()
-	if gid != 0 && slices.ContainsFunc(c.detached, func(r *completionRunner) bool { return r.gid == gid }) {
-		c.mu.Unlock()
-		return true
-	}
-	cur := c.cur
-	if cur == nil || cur.gid == 0 || cur.gid != gid {
-		c.mu.Unlock()
-		return false
-	}
-	cur.detached = true
-	c.detached = append(c.detached, cur)
-	c.hooksLeft.Add(1) // before its count in p.async ends: a Close that waited for it waits for this
-	c.cur = nil
-	start := c.head < len(c.queue)
-	c.running = start
-	c.mu.Unlock()
-	if start {
-		go p.runCompletions()
-	}
-	p.async.Done()
-	return true
+	return c.cur != 0 && c.cur == gid
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A SendAsync on a broker with an AppendAsync of its own (the Engine, a
@@ -54,15 +55,14 @@ type routeRetries struct {
 // error when ctx ends first and with ErrClosed when Close begins first:
 // the send is then not sent. Called on a goroutine running the broker's
 // callbacks (CallbackRunner), it does not wait: the retries may wait for
-// answers that goroutine reads, so it fails with ErrWindowFull at once.
+// answers that goroutine reads, so it fails with ErrWindowFull at once
+// (inBrokerCallback).
 func (p *Producer) waitRetryRoom(ctx context.Context) error {
 	r := &p.retries
 	if r.waiting.Load() < int64(r.limit) {
 		return nil
 	}
-	if cr, ok := p.b.(CallbackRunner); ok && cr.RunsCallback() {
-		// The retries may wait for answers this goroutine reads, as
-		// takeAsyncSlot's sends do.
+	if p.inBrokerCallback() {
 		r.mu.Lock()
 		full := len(r.queue)-r.head >= r.limit
 		r.mu.Unlock()
@@ -112,16 +112,32 @@ func (p *Producer) retryStale(ctx context.Context, m *Message, finish func(SendR
 }
 
 // runRouteRetries retries the queued sends until the queue is empty. A
-// broker whose Route or Append calls runtime.Goexit ends this goroutine:
-// that send's future fails (brokerCallEnded), and a new goroutine goes on
-// with the rest of the queue.
+// broker whose Route or Append, or a selector, calls runtime.Goexit ends
+// this goroutine: that send's future fails (brokerCallEnded), and a new
+// goroutine goes on with the rest of the queue. A selector that calls
+// Close detaches this goroutine (closeFromPicker), which hands the queue
+// to a new one: the send it was picking a queue for ends with ErrClosed,
+// not sent, and the goroutine with it.
 func (p *Producer) runRouteRetries() {
 	r := &p.retries
-	var cur *routeRetry // the retry whose broker calls have not returned
+	pk := &picker{retry: true}
+	var (
+		cur       *routeRetry // the retry whose calls have not returned
+		picking   bool
+		appending bool
+		detached  bool
+	)
 	defer func() {
-		if cur != nil { // not returned: runtime.Goexit, or a panic going on
-			p.completeAsync(cur.finish, SendResult{}, p.brokerCallEnded(cur.m))
-			go p.runRouteRetries() // in this goroutine's place
+		if cur == nil {
+			return
+		}
+		// Not returned: runtime.Goexit, or a panic going on.
+		if picking {
+			detached = p.pickers.leave(pk)
+		}
+		p.finishAsync(cur.finish, SendResult{}, p.brokerCallEnded(cur.m, appending), detached)
+		if !detached { // a detached goroutine's place was taken already
+			go p.runRouteRetries()
 		}
 	}()
 	for {
@@ -142,8 +158,39 @@ func (p *Producer) runRouteRetries() {
 		r.mu.Unlock()
 		cur = &w
 		var res SendResult
-		err := p.sendOnce(w.ctx, w.m, true, &res)
+		now := time.Now()
+		picking = true
+		p.pickers.enter(pk)
+		q, err := p.pick(w.ctx, w.m, true, now)
+		detached = p.pickers.leave(pk)
+		picking = false
+		if detached {
+			err = ErrClosed
+		} else if err == nil {
+			appending = true
+			err = p.appendOne(w.ctx, w.m, q, now, &res)
+			appending = false
+		}
 		cur = nil
-		p.completeAsync(w.finish, res, err)
+		p.finishAsync(w.finish, res, err, detached)
+		if detached {
+			return
+		}
+	}
+}
+
+// handOffRetries starts a goroutine in the place of a runRouteRetries one
+// that a Close from its selector detached, if sends wait for it.
+func (p *Producer) handOffRetries() {
+	r := &p.retries
+	r.mu.Lock()
+	r.running--
+	start := r.head < len(r.queue)
+	if start {
+		r.running++
+	}
+	r.mu.Unlock()
+	if start {
+		go p.runRouteRetries()
 	}
 }
