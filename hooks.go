@@ -12,8 +12,9 @@ import (
 // optional. Hooks must be fast and safe for concurrent use: a send's run on
 // the caller's goroutine, except a SendAsync's AfterSend (and its trace's
 // end), which runs once the send completes on a goroutine of the
-// producer's, one send after another (a slow hook holds up the futures of
-// that producer's later sends, not the engine); a Consumer's run on the
+// producer's, one send after another, also when one calls
+// Producer.Close (a slow hook holds up the futures of that producer's
+// later sends, not the engine); a Consumer's run on the
 // consumer's goroutines. Sends the producer refuses before routing (a
 // closed producer, a bad topic name, an internal topic, a nil message or
 // context) reach no hook.
