@@ -104,8 +104,13 @@ func setup(t testing.TB, eopts *equeue.Options) (*equeue.Engine, *remote.Client)
 	return e, dial(t, s.addr, nil)
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+func ctxT(t testing.TB) context.Context { return ctxWithin(t, 60*time.Second) }
+
+// ctxWithin is a context that ends after d or at the end of the test, for
+// a test whose calls, many or large, outlast ctxT's minute on a machine
+// loaded with the race detector and other test runs.
+func ctxWithin(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
