@@ -220,7 +220,9 @@ func (a *appendStream) run(it *streamIn, draining bool) {
 		return
 	}
 	// At most streamWindow of these per call: the reader waits for room.
-	go func() {
+	// cb is passed, not captured: a captured cb would be moved to the heap
+	// on every call, the asynchronous backend's too.
+	go func(cb func(equeue.AppendResult, error)) {
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("panic in call", "method", pb.Broker_AppendStream_FullMethodName, "panic", p, "stack", string(debug.Stack()))
@@ -228,7 +230,7 @@ func (a *appendStream) run(it *streamIn, draining bool) {
 			}
 		}()
 		cb(a.v.e.Append(a.ctx, req))
-	}()
+	}(cb)
 }
 
 // slotAnswer returns the callback of append seq, which holds a slot of
