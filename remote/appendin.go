@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
@@ -218,6 +219,9 @@ type streamIn struct {
 	present bool              // the request has an append
 	d       directAppend      // decoded directly; when not, only its topic
 	in      *pb.AppendRequest // decoded by protobuf
+	// answered: the append's slot was given back and its answer queued
+	// (appendStream.slotAnswer).
+	answered atomic.Bool
 }
 
 // request is the append, or appendFromPB's refusal of it.
