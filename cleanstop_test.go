@@ -184,11 +184,25 @@ func testCleanStopMidStream(t *testing.T, tr, restart string, k cleanStopKind) {
 	require.NoError(t, e.CreateTopicWith(ctx, "t", equeue.TopicOptions{Queues: 2, Priorities: k.priorities}))
 	log := newHandledLog()
 	// From a third of the messages on, the first run's handlers wait at
-	// release, so the stop comes while they run.
-	var holding atomic.Bool
+	// release (in the cancelled kinds, for the stop to cancel them), so
+	// the stop comes while they run. unheld counts the handlers running
+	// that are not held: the stop waits until none is.
+	var (
+		holdMu   sync.Mutex
+		holding  bool
+		unheld   int
+		setHeld  = func(h bool) { holdMu.Lock(); holding = h; holdMu.Unlock() }
+		noUnheld = func() bool { holdMu.Lock(); defer holdMu.Unlock(); return unheld == 0 }
+	)
 	held, release := make(chan struct{}, 1), make(chan struct{})
 	handle := func(ctx context.Context, m *equeue.Message) error {
-		if holding.Load() {
+		holdMu.Lock()
+		h := holding
+		if !h {
+			unheld++
+		}
+		holdMu.Unlock()
+		if h {
 			select {
 			case held <- struct{}{}:
 			default:
@@ -198,6 +212,8 @@ func testCleanStopMidStream(t *testing.T, tr, restart string, k cleanStopKind) {
 				return ctx.Err()
 			}
 			<-release
+		} else {
+			defer func() { holdMu.Lock(); unheld--; holdMu.Unlock() }()
 		}
 		var i int
 		_, _ = fmt.Sscanf(string(m.Body), "m-%d", &i)
@@ -219,11 +235,14 @@ func testCleanStopMidStream(t *testing.T, tr, restart string, k cleanStopKind) {
 			RetryDelays: []time.Duration{10 * time.Millisecond}, LocalRetryDelay: 10 * time.Millisecond,
 			Handler: handle}
 		if k.cancelled {
-			// Short enough that the held handlers are cancelled soon, long
-			// enough (against a millisecond of work) that a handler not
-			// held finishes within the drain: one that outlived it would
-			// be abandoned, its success ignored and its message delivered
-			// again, as documented (a loaded machine ran past 5 ms).
+			// Short, so that the held handlers are cancelled soon. Every
+			// handler running in the stop is held (the stop waits until
+			// the others have returned, and none starts unheld before it
+			// ends): none has work to finish within the drain, where one
+			// that outlived it would be abandoned, its success ignored
+			// and its message delivered again, as documented. The bound
+			// leaves a cancelled handler room to return on a loaded
+			// machine.
 			o.ShutdownTimeout = 500 * time.Millisecond
 		}
 		if k.batch {
@@ -257,16 +276,20 @@ func testCleanStopMidStream(t *testing.T, tr, restart string, k cleanStopKind) {
 	}
 	m := start(b)
 	eventually(t, 30*time.Second, func() bool { _, runs := log.count(); return runs >= n/3 }, "a third handled")
-	holding.Store(true)
+	setHeld(true)
 	select {
 	case <-held:
 	case <-ctx.Done():
 		t.Fatal("no handler running to stop under")
 	}
-	time.AfterFunc(20*time.Millisecond, func() { // let the stop begin, then the held handlers finish
-		holding.Store(false)
-		close(release)
-	})
+	// The handlers that started before the hold finish their work first:
+	// from here on, every handler running is held until the stop.
+	eventually(t, 30*time.Second, noUnheld, "the handlers not held returned")
+	if !k.cancelled {
+		// Let the stop begin, then the held handlers finish (whenever
+		// this runs, the stop waits for them: the default drain is 30 s).
+		time.AfterFunc(20*time.Millisecond, func() { close(release) })
+	}
 	switch restart {
 	case "consumer":
 		m.stop(t) // while handlers run
@@ -276,7 +299,7 @@ func testCleanStopMidStream(t *testing.T, tr, restart string, k cleanStopKind) {
 	case "engineclose":
 		e, b = reopen() // Engine.Close closes the running consumer first
 	}
-	holding.Store(false) // the next run's handlers are not held
+	setHeld(false) // the next run's handlers are not held
 	distinct, runs := log.count()
 	require.Less(t, distinct, n, "stopped mid-stream (%d runs)", runs)
 	m = start(b)
