@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"os"
 	"syscall"
 	"testing"
 
@@ -36,17 +35,12 @@ func TestHuntStore_CloseWithAHeldRoundAfterAFailedRotation(t *testing.T) {
 	assert.Len(t, keptRecords(t, s), 400, "kept records after a reopen")
 }
 
-// loseMemtable leaves s without a memtable: with the open-files limit
-// lowered to the files open, it writes until a memtable rotation fails.
+// loseMemtable leaves s without a memtable: with no file descriptor left
+// to open, it writes until a memtable rotation fails.
 func loseMemtable(t *testing.T, s *Badger) {
 	t.Helper()
 	var limit syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	fds, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	low := limit
-	low.Cur = uint64(len(fds))
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
 	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
 	// Metadata of small values, kept out of the value log (whose own
 	// rotation would fail first): a memtable rotation within a few
@@ -57,6 +51,10 @@ func loseMemtable(t *testing.T, s *Badger) {
 		for k := i; k < i+100; k++ {
 			b.Meta = append(b.Meta, MetaOp{Key: fmt.Appendf(nil, "fill/%08d", k), Value: make([]byte, 40)})
 		}
+		// Shut again before each Write: a descriptor that Badger's
+		// flushes and compactions closed meanwhile would let the
+		// rotation through.
+		shutFileLimit(t)
 		werr = s.Write(b)
 	}
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit))
