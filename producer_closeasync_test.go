@@ -19,6 +19,10 @@ func TestProducer_NothingStoredAfterCloseReturns(t *testing.T) {
 	e, _ := openEngine(t, "memory", &equeue.Options{Sync: equeue.SyncNever})
 	require.NoError(t, e.CreateTopic(ctx, "t", 1))
 	for round := range 100 {
+		// A bound of its own for each round: the hundred rounds took
+		// longer than one ctxT on a loaded machine, and the sends then
+		// failed with the context's error instead of ErrClosed.
+		ctx := ctxT(t)
 		p, err := equeue.NewProducer(e, nil)
 		require.NoError(t, err)
 		var (
