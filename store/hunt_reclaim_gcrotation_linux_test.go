@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"syscall"
 	"testing"
@@ -50,11 +49,7 @@ func lowerFileLimit(t *testing.T) (restore func()) {
 	var limit syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
 	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
-	fds, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	low := limit
-	low.Cur = uint64(len(fds) - 1) // the listing's own descriptor is closed again
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
+	shutFileLimit(t)
 	return func() { require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit)) }
 }
 
