@@ -25,8 +25,10 @@ import (
 // and ErrCloseUnfinished, which only an engine's or a cluster node's own
 // Close or CloseContext returns to its caller (no call closes a broker's
 // engine); ErrBusy, which crosses as this package's ErrBusy that wraps it;
-// and ErrWindowFull, which a client reports before sending anything.
-var clientSideErrors = map[string]bool{"ErrCloseAbandoned": true, "ErrCloseUnfinished": true, "ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true, "ErrHandlerAbandoned": true, "ErrWindowFull": true}
+// ErrWindowFull, which a client reports before sending anything; and
+// ErrGoexit, which a Producer reports when a call it made (a broker's,
+// a selector's) ended its goroutine.
+var clientSideErrors = map[string]bool{"ErrCloseAbandoned": true, "ErrCloseUnfinished": true, "ErrRequestTimeout": true, "ErrNotRequest": true, "ErrDuplicateRequest": true, "ErrRequestNotStored": true, "ErrDeadLetter": true, "ErrNotHandled": true, "ErrBusy": true, "ErrSelectorPanic": true, "ErrHookPanic": true, "ErrHandlerAbandoned": true, "ErrWindowFull": true, "ErrGoexit": true}
 
 // Every sentinel error package equeue declares crosses the wire: the
 // sentinels table names it, so errors.Is matches it on the client as
