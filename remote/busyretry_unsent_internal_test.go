@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -9,8 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/equeue-go/equeue"
 	pb "github.com/equeue-go/equeue/remote/equeuepb"
@@ -25,14 +24,14 @@ type busyOnceBroker struct {
 
 func (b *busyOnceBroker) CreateTopic(context.Context, *pb.CreateTopicRequest) (*pb.CreateTopicResponse, error) {
 	if b.creates.Add(1) == 1 {
-		return nil, status.Error(codes.ResourceExhausted, "injected: busy")
+		return nil, toStatus(fmt.Errorf("%w: injected", ErrBusy))
 	}
 	return &pb.CreateTopicResponse{}, nil
 }
 
 func (b *busyOnceBroker) SendBack(context.Context, *pb.SendBackRequest) (*pb.SendBackResponse, error) {
 	if b.sendBacks.Add(1) == 1 {
-		return nil, status.Error(codes.ResourceExhausted, "injected: busy")
+		return nil, toStatus(fmt.Errorf("%w: injected", ErrBusy))
 	}
 	return &pb.SendBackResponse{}, nil
 }

@@ -511,6 +511,12 @@ func brokerAnswer(err error) bool {
 	switch st.Code() {
 	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.Internal, codes.Unknown:
 		return false
+	case codes.ResourceExhausted:
+		// Without the server's details, only gRPC's own size limit is
+		// known to refuse a call before it runs; another (a proxy's rate
+		// limit, which may answer so after forwarding the call) is no
+		// answer of the broker's.
+		return sizeLimit(st)
 	}
 	return true
 }

@@ -53,16 +53,16 @@ func TestErrorTable_PlainErrors(t *testing.T) {
 	assert.Nil(t, fromStatus(nil))
 	// Statuses without our detail map by code.
 	for code, want := range map[codes.Code]error{
-		codes.Unavailable:       ErrUnavailable,
-		codes.Unauthenticated:   ErrUnauthenticated,
-		codes.PermissionDenied:  ErrPermissionDenied,
-		codes.ResourceExhausted: ErrBusy,
+		codes.Unavailable:      ErrUnavailable,
+		codes.Unauthenticated:  ErrUnauthenticated,
+		codes.PermissionDenied: ErrPermissionDenied,
 	} {
 		assert.ErrorIs(t, fromStatus(status.Error(code, "x")), want, "code %s", code)
 	}
 	// gRPC's own size limits, whichever way the message went, and only they,
-	// are a message too large: another ResourceExhausted (a proxy's rate
-	// limit) is retryable.
+	// are a message too large: another ResourceExhausted without the
+	// server's details (a proxy's rate limit) is no refusal of the
+	// server's either.
 	for _, msg := range []string{
 		"grpc: received message larger than max (5000000 vs. 4194304)",
 		"grpc: trying to send message larger than max (5000000 vs. 4194304)",
@@ -73,7 +73,7 @@ func TestErrorTable_PlainErrors(t *testing.T) {
 		assert.NotErrorIs(t, err, equeue.ErrBusy, msg)
 	}
 	rate := fromStatus(status.Error(codes.ResourceExhausted, "rate limited"))
-	assert.ErrorIs(t, rate, equeue.ErrBusy)
+	assert.NotErrorIs(t, rate, equeue.ErrBusy)
 	assert.NotErrorIs(t, rate, equeue.ErrMessageTooLarge)
 }
 

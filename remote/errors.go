@@ -34,8 +34,13 @@ var (
 	// ErrBusy is returned when the server already runs its MaxInFlight calls,
 	// MaxLongPolls long-polls or MaxAppendStreams AppendStream calls, or the
 	// call's connection holds its share of them (MaxLongPollsPerConn,
-	// MaxAppendStreamsPerConn) (gRPC code ResourceExhausted), before the call ran: nothing was stored. It is retryable, and the Client retries
-	// it itself until the call's context ends. It matches equeue.ErrBusy.
+	// MaxAppendStreamsPerConn) (gRPC code ResourceExhausted, with the
+	// server's BUSY reason in its details), before the call ran: nothing
+	// was stored. It is retryable, and the Client retries it itself until
+	// the call's context ends. It matches equeue.ErrBusy. A
+	// ResourceExhausted without those details (a proxy's rate limit, which
+	// may come after the proxy forwarded the call) is not ErrBusy: an
+	// append or a change so answered is equeue.ErrIndeterminate.
 	ErrBusy = fmt.Errorf("remote: server busy: %w", equeue.ErrBusy)
 	// ErrMetadataTooLarge is returned when the client's gRPC transport
 	// refused a call whose metadata (its token, the caller's own entries)
@@ -173,6 +178,13 @@ func toStatus(err error) error {
 	return st.Err()
 }
 
+// sizeLimit reports whether st, ResourceExhausted, is gRPC's own refusal
+// of a message over its size limit (MaxMessageBytes), which says "larger
+// than max".
+func sizeLimit(st *status.Status) bool {
+	return strings.Contains(st.Message(), "larger than max")
+}
+
 // uncodedCode is the status code of an error that matches no sentinel
 // but maybe ErrJoinRefused: the context's own, or Internal, never a
 // refusal's (FailedPrecondition) for a failure that was none.
@@ -265,13 +277,13 @@ func fromStatus(err error) error {
 			e.errs = append(e.errs, ErrPermissionDenied)
 		case codes.ResourceExhausted:
 			// gRPC's own limit on message size (MaxMessageBytes) says
-			// "larger than max"; anything else exhausted on the way (a
-			// proxy's rate limit, say) is a busy server, which a caller
-			// retries, not a message it should give up on.
-			if strings.Contains(st.Message(), "larger than max") {
+			// "larger than max". Anything else exhausted without the
+			// server's details (a proxy's rate limit, say) is no ErrBusy:
+			// the server's refusals carry its BUSY reason, and a proxy
+			// may have answered so after forwarding the call, which the
+			// broker may have run (see brokerAnswer).
+			if sizeLimit(st) {
 				e.errs = append(e.errs, equeue.ErrMessageTooLarge)
-			} else {
-				e.errs = append(e.errs, ErrBusy)
 			}
 		case codes.Internal:
 			if headersRefused(err) {
