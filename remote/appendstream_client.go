@@ -379,7 +379,7 @@ func (p *appendPipe) takeSlot(ctx context.Context, cb func(equeue.AppendResult, 
 	if p.c.runners.current() {
 		// A callback's append: its goroutine may be the reader whose
 		// answers would free a slot.
-		cb(equeue.AppendResult{}, ErrWindowFull)
+		p.c.runners.call(cb, equeue.AppendResult{}, ErrWindowFull)
 		return false
 	}
 	if hook := testHookSlotWait.Load(); hook != nil {
@@ -436,7 +436,7 @@ func (p *appendPipe) cancelled(s *pipeSend) {
 		if !s.reported {
 			s.reported = true
 			p.mu.Unlock()
-			s.cb(equeue.AppendResult{}, fmt.Errorf("%w: context ended with the append sent and not answered: %w", equeue.ErrIndeterminate, err))
+			p.c.runners.call(s.cb, equeue.AppendResult{}, fmt.Errorf("%w: context ended with the append sent and not answered: %w", equeue.ErrIndeterminate, err))
 			return
 		}
 	}
@@ -460,7 +460,7 @@ func (p *appendPipe) finish(s *pipeSend, res equeue.AppendResult, err error) {
 	p.mu.Unlock()
 	<-p.slots
 	if !reported {
-		s.cb(res, err)
+		p.c.runners.call(s.cb, res, err)
 	}
 }
 
@@ -793,7 +793,7 @@ func (p *appendPipe) runUnary(ctx context.Context, req *equeue.AppendRequest, cb
 		defer p.c.runners.exit(id)
 		res, err := p.c.appendUnary(ctx, req)
 		<-p.slots
-		cb(res, err)
+		p.c.runners.call(cb, res, err)
 	}()
 }
 

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/equeue-go/equeue"
 	"github.com/equeue-go/equeue/internal/goid"
@@ -17,36 +18,79 @@ import (
 // The goroutines the client starts (a stream's reader, the sender, a
 // unary append's) are recorded for their whole life, once each; a
 // callback on the caller's goroutine (an append refused at once) is
-// recorded while it runs.
+// recorded while it runs. Besides, running counts the callbacks in
+// progress, each while it runs (call): while none runs, which is the
+// common case, current answers without reading the goroutine's number,
+// which costs a stack trace. Every callback must therefore run through
+// call (or report), on a recorded goroutine.
+//
+// The runners of a ClusterClient's node client have the ClusterClient's
+// as parent: what they record and count, the parent does too, so that the
+// ClusterClient asks one set and not one per node.
 type callbackRunners struct {
+	parent  *callbackRunners
+	running atomic.Int64 // callbacks in progress, nested ones included
+
 	mu  sync.Mutex
 	ids map[uint64]int // goroutine -> how many times recorded (nested)
 }
 
-func newCallbackRunners() *callbackRunners {
-	return &callbackRunners{ids: map[uint64]int{}}
+func newCallbackRunners(parent *callbackRunners) *callbackRunners {
+	return &callbackRunners{parent: parent, ids: map[uint64]int{}}
 }
 
 // enter records the current goroutine, whose number it returns for exit.
 func (r *callbackRunners) enter() uint64 {
 	id := goid.ID()
-	r.mu.Lock()
-	r.ids[id]++
-	r.mu.Unlock()
+	for x := r; x != nil; x = x.parent {
+		x.mu.Lock()
+		x.ids[id]++
+		x.mu.Unlock()
+	}
 	return id
 }
 
 // exit ends a record of enter.
 func (r *callbackRunners) exit(id uint64) {
-	r.mu.Lock()
-	if r.ids[id]--; r.ids[id] <= 0 {
-		delete(r.ids, id)
+	for x := r; x != nil; x = x.parent {
+		x.mu.Lock()
+		if x.ids[id]--; x.ids[id] <= 0 {
+			delete(x.ids, id)
+		}
+		x.mu.Unlock()
 	}
-	r.mu.Unlock()
 }
 
-// current reports whether the current goroutine is recorded.
+// begin counts a callback (or a close) in progress on the current
+// goroutine, which is recorded (enter), until end.
+func (r *callbackRunners) begin() {
+	for x := r; x != nil; x = x.parent {
+		x.running.Add(1)
+	}
+}
+
+// end ends a count of begin.
+func (r *callbackRunners) end() {
+	for x := r; x != nil; x = x.parent {
+		x.running.Add(-1)
+	}
+}
+
+// call runs cb, counted as a callback in progress; the current goroutine
+// is recorded (enter).
+func (r *callbackRunners) call(cb func(equeue.AppendResult, error), res equeue.AppendResult, err error) {
+	r.begin()
+	defer r.end()
+	cb(res, err)
+}
+
+// current reports whether the current goroutine runs a callback (or a
+// close) recorded here. While no callback runs, it reads no goroutine
+// number.
 func (r *callbackRunners) current() bool {
+	if r.running.Load() == 0 {
+		return false
+	}
 	return r.has(goid.ID())
 }
 
@@ -57,11 +101,12 @@ func (r *callbackRunners) has(id uint64) bool {
 	return r.ids[id] > 0
 }
 
-// report runs cb on the current goroutine, recorded while it runs.
+// report runs cb on the current goroutine, recorded and counted while it
+// runs.
 func (r *callbackRunners) report(cb func(equeue.AppendResult, error), res equeue.AppendResult, err error) {
 	id := r.enter()
 	defer r.exit(id)
-	cb(res, err)
+	r.call(cb, res, err)
 }
 
 // RunsCallback reports whether the current goroutine runs an AppendAsync

@@ -104,6 +104,8 @@ type Client struct {
 	calls *callGate
 	// runners records the goroutines running its callbacks, or its close.
 	runners *callbackRunners
+	// owed keeps the error of a close begun from a callback.
+	owed owedErr
 	// ahead serves consumers' pulls from answers fetched ahead.
 	ahead *readAhead
 	// replyKey tags the names of its producers' reply topics, for its
@@ -121,6 +123,12 @@ var _ equeue.Broker = (*Client)(nil)
 
 // Dial returns a client of the broker at addr ("host:port").
 func Dial(addr string, opts *ClientOptions) (*Client, error) {
+	return dial(addr, opts, nil)
+}
+
+// dial is Dial; the client's callback runners have parent (those of the
+// ClusterClient whose node it is), or none.
+func dial(addr string, opts *ClientOptions, parent *callbackRunners) (*Client, error) {
 	var o ClientOptions
 	if opts != nil {
 		o = *opts
@@ -176,7 +184,7 @@ func Dial(addr string, opts *ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token),
-		closeDone: make(chan struct{}), told: told, calls: newCallGate(), runners: newCallbackRunners()}
+		closeDone: make(chan struct{}), told: told, calls: newCallGate(), runners: newCallbackRunners(parent)}
 	c.slack.Store(int64(longPollSlack))
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
@@ -212,7 +220,8 @@ func (c *Client) waitReady(timeout time.Duration) error {
 // ErrBusy, with equeue.ErrClosed: not sent; one in flight as
 // equeue.ErrIndeterminate): once Close has returned, no callback of the
 // client runs any more. Idempotent: a
-// later or concurrent Close returns nil once the first is done.
+// later or concurrent Close returns nil once the first is done
+// (but see a Close from a callback, below).
 //
 // Close called from an AppendAsync callback of the client (or from one
 // that Close itself runs, reporting an append) cannot wait for the
@@ -220,27 +229,30 @@ func (c *Client) waitReady(timeout time.Duration) error {
 // begins the close, which a goroutine of the client completes once those
 // callbacks have returned, and returns nil at once. Callbacks of other
 // appends may then still run after it returned; a Close called from
-// elsewhere waits for the close to be done, after which none runs.
+// elsewhere waits for the close to be done, after which none runs. As
+// the close's error (the connection's) comes after that Close returned,
+// the first Close called from elsewhere afterwards returns it.
 func (c *Client) Close() error {
 	if c.runners.current() {
 		if c.closed.CompareAndSwap(false, true) {
-			go func() { _ = c.shutdown() }()
+			go func() { _ = c.shutdown(true) }()
 		}
 		return nil
 	}
 	if !c.closed.CompareAndSwap(false, true) {
 		<-c.closeDone
-		return nil
+		return c.owed.take()
 	}
-	return c.shutdown()
+	return c.shutdown(false)
 }
 
 // shutdown is the work of the first Close: it reports what is pending,
 // on the current goroutine (recorded as running callbacks meanwhile).
-func (c *Client) shutdown() error {
+// owe says that the Close that began it has returned: its error is kept
+// for the next Close.
+func (c *Client) shutdown(owe bool) error {
 	id := c.runners.enter()
 	defer c.runners.exit(id)
-	defer close(c.closeDone)
 	c.calls.close()
 	c.ahead.close()
 	c.mux.close()
@@ -250,6 +262,10 @@ func (c *Client) shutdown() error {
 	c.calls.wait()
 	err := c.conn.Close()
 	c.pipe.waitUnary() // the closed connection ends their calls
+	if owe {
+		c.owed.owe(err)
+	}
+	close(c.closeDone)
 	return err
 }
 

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/equeue-go/equeue"
-	"github.com/equeue-go/equeue/internal/goid"
 )
 
 // ClusterClient is a client of a replicated cluster (package cluster). It
@@ -87,6 +86,8 @@ type ClusterClient struct {
 	// appends aside, or reported at once), or its close; each node's
 	// client records its own.
 	runners *callbackRunners
+	// owed keeps the error of a close begun from a callback.
+	owed owedErr
 	// asideNow counts the appends running as Append aside (appendAside),
 	// asidePeak the most at once.
 	asideNow, asidePeak atomic.Int64
@@ -109,7 +110,7 @@ func DialCluster(addrs []string, opts *ClientOptions) (*ClusterClient, error) {
 		return nil, fmt.Errorf("%w: no addresses", equeue.ErrInvalidArgument)
 	}
 	cc := &ClusterClient{clients: map[string]*node{}, retiring: map[*node]struct{}{}, closeDone: make(chan struct{}),
-		window: make(chan struct{}, streamWindow), stopping: make(chan struct{}), calls: newCallGate(), runners: newCallbackRunners()}
+		window: make(chan struct{}, streamWindow), stopping: make(chan struct{}), calls: newCallGate(), runners: newCallbackRunners(nil)}
 	if opts != nil {
 		cc.opts = *opts
 	}
@@ -164,7 +165,8 @@ func (cc *ClusterClient) Leader() string {
 // callback runs any more: the appends waiting for a window slot or for the
 // leader are reported (equeue.ErrClosed: not stored, or
 // equeue.ErrIndeterminate for one sent) before it returns. Idempotent: a later or concurrent Close returns
-// nil once the first is done.
+// nil once the first is done
+// (but see a Close from a callback, below).
 //
 // The node clients are closed without cc.mu held: closing one waits for its
 // append stream's reader, whose AppendAsync callbacks take cc.mu (redirect).
@@ -174,14 +176,15 @@ func (cc *ClusterClient) Leader() string {
 // Close called from an AppendAsync callback (or from one that Close
 // itself runs) does not wait, as a Client's (see Client.Close): it begins
 // the close, which a goroutine of the client completes once the callbacks
-// in progress have returned, and returns nil.
+// in progress have returned, and returns nil; the first Close called from
+// elsewhere afterwards returns the close's error.
 func (cc *ClusterClient) Close() error {
 	if cc.inCallback() {
 		cc.mu.Lock()
 		if cc.closed.CompareAndSwap(false, true) {
 			go func() {
 				cc.mu.Lock()
-				_ = cc.shutdown()
+				_ = cc.shutdown(true)
 			}()
 		}
 		cc.mu.Unlock()
@@ -191,39 +194,25 @@ func (cc *ClusterClient) Close() error {
 	if !cc.closed.CompareAndSwap(false, true) {
 		cc.mu.Unlock()
 		<-cc.closeDone
-		return nil
+		return cc.owed.take()
 	}
-	return cc.shutdown()
+	return cc.shutdown(false)
 }
 
 // inCallback reports whether the current goroutine runs a callback of cc
-// or of one of its nodes' clients, or cc's close.
+// or of one of its nodes' clients, or cc's close. The nodes' clients
+// record their callbacks in cc.runners too (their runners' parent): it
+// takes no cc.mu and looks at no node, which may come and go meanwhile.
 func (cc *ClusterClient) inCallback() bool {
-	id := goid.ID()
-	if cc.runners.has(id) {
-		return true
-	}
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	for _, n := range cc.clients {
-		if n.c.runners.has(id) {
-			return true
-		}
-	}
-	for n := range cc.retiring {
-		if n.c.runners.has(id) {
-			return true
-		}
-	}
-	return false
+	return cc.runners.current()
 }
 
 // shutdown is the work of the first Close, which set closed with cc.mu
-// held: it unlocks cc.mu.
-func (cc *ClusterClient) shutdown() error {
+// held: it unlocks cc.mu. owe says that the Close that began it has
+// returned: its error is kept for the next Close.
+func (cc *ClusterClient) shutdown(owe bool) error {
 	id := cc.runners.enter()
 	defer cc.runners.exit(id)
-	defer close(cc.closeDone)
 	close(cc.stopping)
 	cc.calls.close()
 	clients := make([]*Client, 0, len(cc.clients)+len(cc.retiring))
@@ -244,7 +233,12 @@ func (cc *ClusterClient) shutdown() error {
 	cc.calls.wait()
 	cc.async.Wait()
 	cc.closing.Wait()
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if owe {
+		cc.owed.owe(err)
+	}
+	close(cc.closeDone)
+	return err
 }
 
 // onCluster runs f on the leader's client until it succeeds, fails with an

@@ -128,7 +128,7 @@ func (cc *ClusterClient) takeSlot(ctx context.Context, cb func(equeue.AppendResu
 	if cc.inCallback() {
 		// A callback's append: its goroutine may be a node's reader,
 		// whose answers would free a slot.
-		cb(equeue.AppendResult{}, ErrWindowFull)
+		cc.runners.call(cb, equeue.AppendResult{}, ErrWindowFull)
 		return false
 	}
 	if hook := testHookClusterSlotWait.Load(); hook != nil {
@@ -165,7 +165,7 @@ func (cc *ClusterClient) appendAside(ctx context.Context, req *equeue.AppendRequ
 		cc.asideStarted()
 		res, err := cc.Append(ctx, req)
 		cc.asideNow.Add(-1)
-		cb(res, err)
+		cc.runners.call(cb, res, err)
 	}()
 }
 

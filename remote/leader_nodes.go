@@ -50,7 +50,7 @@ func (cc *ClusterClient) acquire(addr string) (*node, error) {
 	}
 	n := cc.clients[addr]
 	if n == nil {
-		c, err := Dial(addr, &cc.opts)
+		c, err := dial(addr, &cc.opts, cc.runners)
 		if err != nil {
 			return nil, err
 		}
