@@ -20,14 +20,15 @@ import (
 // taken for the producer's, such a message moved the state rebuilt after
 // a restart (conn.rebuild) to a later sequence number or epoch, and the
 // producer's next batch was refused. A message without a valid mark is
-// not read as the producer's record.
+// not read as the producer's record, unless it is one a listener before
+// marks stored (legacyRecord).
 type recordMarks struct {
 	key []byte
 }
 
 // defaultRecordKey keys the marks when Options.ProducerRecordKey is empty.
-// It is no secret: a mark then keeps out IDs given by chance, or in the
-// form listeners before marks gave, not one made on purpose.
+// It is no secret: a mark then keeps out IDs given by chance, not one
+// made on purpose.
 var defaultRecordKey = []byte("equeue kafka listener: idempotent producer records")
 
 // markLen is how many bytes of the HMAC a mark holds (twice as many hex
@@ -81,21 +82,46 @@ func unmark(h hash.Hash, topic, id string) (name string, marked bool) {
 // producerRecord parses m, read from partition part of topic, as a record
 // of the producer whose IDs start with prefix: named says its ID (its
 // mark aside) reads as one of the producer's, of that epoch and sequence
-// number; own says the listener stored it (a valid mark, and nothing a
-// Kafka record cannot carry: listenerShaped), so that it can be trusted.
-func producerRecord(h hash.Hash, topic, prefix string, part int32, m *equeue.Message) (epoch int16, seq int32, named, own bool) {
+// number; own says the listener stored it (a valid mark, or none below
+// legacyBelow: legacyRecord; and nothing a Kafka record cannot carry:
+// listenerShaped), so that it can be trusted.
+func producerRecord(h hash.Hash, topic, prefix string, part int32, m *equeue.Message, legacyBelow int64) (epoch int16, seq int32, named, own bool) {
 	name, marked := unmark(h, topic, m.ID)
 	epoch, seq, named = producerSeqOf(name, prefix, part)
-	return epoch, seq, named, named && marked && listenerShaped(m)
+	if !named && !marked {
+		// Named as a listener before marks named its records?
+		epoch, seq, named = producerSeqOf(m.ID, prefix, part)
+		name = m.ID
+	}
+	trusted := marked || legacyRecord(name, m, legacyBelow)
+	return epoch, seq, named, named && trusted && listenerShaped(m)
 }
 
 // ownProducer returns the producer of m, read from partition part of
 // topic, when the listener stored it for an idempotent producer
-// (producerRecord).
-func ownProducer(h hash.Hash, topic string, part int32, m *equeue.Message) (int64, bool) {
+// (producerRecord), and whether its ID carries a mark.
+func ownProducer(h hash.Hash, topic string, part int32, m *equeue.Message, legacyBelow int64) (pid int64, marked, ok bool) {
 	name, marked := unmark(h, topic, m.ID)
-	if !marked || !listenerShaped(m) {
-		return 0, false
+	if !marked {
+		name = m.ID
 	}
-	return producerOf(name, part)
+	if !listenerShaped(m) || !marked && !legacyRecord(name, m, legacyBelow) {
+		return 0, false, false
+	}
+	pid, ok = producerOf(name, part)
+	return pid, marked, ok
+}
+
+// legacyRecord reports whether m, whose ID is name, is a record a
+// listener before marks stored: its ID has no mark (name is m's ID
+// whole), and m lies below legacyBelow, the partition's first record
+// marked, or where the listener found none, the end of the partition
+// when it first read it (partScan.legacyBelow). Such a listener's
+// records are read back, so that the retry of a batch it stored, whose
+// answer the restart into marks lost, is acknowledged where it is, not
+// stored again; a record without a mark stored after a marked one, or
+// after the listener read the partition, is a native message, and is
+// not.
+func legacyRecord(name string, m *equeue.Message, legacyBelow int64) bool {
+	return name == m.ID && m.Offset < legacyBelow
 }

@@ -76,15 +76,21 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	if sc.last == nil {
 		last := map[int64]int64{}
 		floor := max(q.MinOffset, q.MaxOffset-rebuildScan)
+		legacyBelow := q.MaxOffset
 		_, _, err := c.readRecords(topic, q.ID, floor, q.MaxOffset, func(m *equeue.Message) {
-			if p, ok := ownProducer(h, topic, part, m); ok {
-				last[p] = m.Offset
+			p, marked, ok := ownProducer(h, topic, part, m, legacyBelow)
+			if !ok {
+				return
 			}
+			if marked {
+				legacyBelow = min(legacyBelow, m.Offset)
+			}
+			last[p] = m.Offset
 		})
 		if err != nil {
 			return -1, err
 		}
-		sc.floor, sc.last = floor, last
+		sc.floor, sc.last, sc.legacyBelow = floor, last, legacyBelow
 	}
 	off, ok := sc.last[pid]
 	if !ok {
@@ -102,7 +108,7 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 	var passed int64    // offsets the read passed by: see readBack
 	var corrupt bool    // whether some of them were corrupt
 	passed, corrupt, err = c.readRecords(topic, q.ID, lo, off+1, func(m *equeue.Message) {
-		epoch, seq, named, own := producerRecord(h, topic, prefix, part, m)
+		epoch, seq, named, own := producerRecord(h, topic, prefix, part, m, sc.legacyBelow)
 		if !named {
 			return
 		}
@@ -133,7 +139,7 @@ func (c *conn) rebuild(topic string, part int32, b *producedBatch, st *seqState)
 		// deleted or lost, reaches every record the partition held, if
 		// it still is once the read reached it (confirmWhole).
 		fromFirst := own == 0 && q.Messages == q.MaxOffset && !unshaped && passed == 0
-		st.back = &readBack{floor: own, from: lo, lowest: lowest, fromFirst: fromFirst, corrupt: corrupt}
+		st.back = &readBack{floor: own, from: lo, lowest: lowest, fromFirst: fromFirst, corrupt: corrupt, legacyBelow: sc.legacyBelow}
 		err = c.readBackTo(topic, part, b, st)
 	}
 	if err == nil && st.hiddenByCorrupt(b) {
@@ -179,12 +185,15 @@ const inFlightBatches = 5
 // corrupt says the read passed by records the engine found corrupt
 // (equeue.PullResult.Corrupt): any of them may be one of the producer's
 // (hiddenByCorrupt).
+// legacyBelow is partScan.legacyBelow: records without a mark below it
+// are read as the producer's (legacyRecord).
 type readBack struct {
 	floor, from int64
 	lowest      int32
 	fromFirst   bool
 	whole       bool
 	corrupt     bool
+	legacyBelow int64
 }
 
 // seqAhead is how far behind a producer's last sequence number a batch's
@@ -240,7 +249,7 @@ func (c *conn) readBackTo(topic string, part int32, b *producedBatch, st *seqSta
 		hi := r.from
 		lo := max(r.floor, hi-(want-seqBelow(last, r.lowest)))
 		passed, corrupt, err := c.readRecords(topic, int(part), lo, hi, func(m *equeue.Message) {
-			epoch, seq, named, own := producerRecord(h, topic, prefix, part, m)
+			epoch, seq, named, own := producerRecord(h, topic, prefix, part, m, r.legacyBelow)
 			if !named {
 				return
 			}
@@ -442,6 +451,11 @@ type partScan struct {
 	made    time.Time
 	// floor is the first offset read.
 	floor int64
+	// legacyBelow is the offset of the first record read that the
+	// listener marked, or, when it read none, the end of the partition
+	// when it read it: records without a mark below it are a listener's
+	// before marks (legacyRecord).
+	legacyBelow int64
 	// last is the offset of each producer's last record read, by
 	// producer ID; a producer's entry goes once rebuild read its
 	// records. Nil until the records were read.
