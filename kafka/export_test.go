@@ -1,8 +1,9 @@
 package kafka
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/equeue-go/equeue"
 )
 
 // BrokerID is brokerID, for tests outside the package.
@@ -113,6 +114,7 @@ func SetAppendSettle(t interface{ Cleanup(func()) }, d time.Duration) {
 // of topic: for tests that store such records as a listener before a
 // restart did.
 func ProducerRecordID(topic string, pid int64, epoch int16, part, seq int32) string {
-	k := newRecordMarks(nil)
-	return mark(k.mac(), topic, fmt.Sprintf("kafka-%d-%d-%d-%d", pid, epoch, part, seq))
+	b := &producedBatch{producerID: pid, producerEpoch: epoch, firstSeq: seq, msgs: []*equeue.Message{{}}}
+	newRecordMarks(nil).setIDs(b, topic, part)
+	return b.msgs[0].ID
 }

@@ -435,11 +435,15 @@ func (c *conn) appendRest(topic string, part int32, msgs []*equeue.Message, done
 // remembers batches it saw stored.
 func (k recordMarks) setIDs(b *producedBatch, topic string, part int32) {
 	prefix := "kafka-" + strconv.FormatInt(b.producerID, 10) + "-" + strconv.Itoa(int(b.producerEpoch)) + "-" + strconv.Itoa(int(part)) + "-"
-	h := k.mac()
+	mk := k.mac()
 	for i, m := range b.msgs {
+		msg := mk.named(topic)
+		start := len(msg)
+		msg = append(msg, prefix...)
 		// The number wraps around as the producer's do (seqAt), so the
 		// read back (producerSeqOf) finds a batch across the wrap whole.
-		m.ID = mark(h, topic, prefix+strconv.Itoa(int(seqAt(b, i))))
+		msg = strconv.AppendInt(msg, int64(seqAt(b, i)), 10)
+		m.ID = marked(msg[start:], mk.sum(msg))
 	}
 }
 

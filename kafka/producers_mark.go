@@ -42,41 +42,62 @@ func newRecordMarks(key []byte) recordMarks {
 	return recordMarks{key: slices.Clone(key)}
 }
 
-// mac returns a keyed hash for mark and valid, for one goroutine.
-func (k recordMarks) mac() hash.Hash { return hmac.New(sha256.New, k.key) }
-
-// sum is the HMAC of the record named name (an ID without its mark) in
-// topic, cut to markLen bytes.
-func sum(h hash.Hash, topic, name string) []byte {
-	h.Reset()
-	var buf [10]byte
-	h.Write(strconv.AppendInt(buf[:0], int64(len(topic)), 10))
-	h.Write([]byte{':'})
-	h.Write([]byte(topic))
-	h.Write([]byte(name))
-	var out [sha256.Size]byte
-	return h.Sum(out[:0])[:markLen]
+// marker makes and checks marks under one key, for one goroutine: it
+// keeps its hash and buffers from one record to the next, so that a mark
+// costs no allocation (setIDs allocates only each ID).
+type marker struct {
+	h   hash.Hash
+	buf []byte
+	out [sha256.Size]byte
 }
 
-// mark returns name, a record's ID in topic, with its mark.
-func mark(h hash.Hash, topic, name string) string {
-	return name + "-" + hex.EncodeToString(sum(h, topic, name))
+// mac returns a marker of k's key, for one goroutine.
+func (k recordMarks) mac() *marker { return &marker{h: hmac.New(sha256.New, k.key)} }
+
+// named returns the start of what sum hashes for a record of topic: the
+// caller appends the record's name (an ID without its mark) to it.
+func (mk *marker) named(topic string) []byte {
+	buf := strconv.AppendInt(mk.buf[:0], int64(len(topic)), 10)
+	buf = append(buf, ':')
+	return append(buf, topic...)
+}
+
+// sum is the HMAC of msg (named, then the record's name), cut to markLen
+// bytes; it holds until the marker's next use.
+func (mk *marker) sum(msg []byte) []byte {
+	mk.buf = msg[:0] // its room is kept for the next record
+	mk.h.Reset()
+	mk.h.Write(msg)
+	return mk.h.Sum(mk.out[:0])[:markLen]
+}
+
+// marked returns name, a record's ID without its mark, with its mark,
+// sum, in one allocation.
+func marked(name, sum []byte) string {
+	var hexed [2 * markLen]byte
+	hex.Encode(hexed[:], sum)
+	var id strings.Builder
+	id.Grow(len(name) + 1 + len(hexed))
+	id.Write(name)
+	id.WriteByte('-')
+	id.Write(hexed[:])
+	return id.String()
 }
 
 // unmark returns id, read from topic, without its mark, and whether the
 // mark is the one the listener gives it: the listener stored the record.
 // An ID without a mark is returned whole.
-func unmark(h hash.Hash, topic, id string) (name string, marked bool) {
+func (mk *marker) unmark(topic, id string) (name string, marked bool) {
 	i := strings.LastIndexByte(id, '-')
 	if i < 0 || len(id)-i-1 != 2*markLen {
 		return id, false
 	}
-	got, err := hex.DecodeString(id[i+1:])
-	if err != nil {
+	var got [markLen]byte
+	if _, err := hex.Decode(got[:], []byte(id[i+1:])); err != nil {
 		return id, false
 	}
 	name = id[:i]
-	return name, hmac.Equal(got, sum(h, topic, name))
+	return name, hmac.Equal(got[:], mk.sum(append(mk.named(topic), name...)))
 }
 
 // producerRecord parses m, read from partition part of topic, as a record
@@ -85,8 +106,8 @@ func unmark(h hash.Hash, topic, id string) (name string, marked bool) {
 // number; own says the listener stored it (a valid mark, or none below
 // legacyBelow: legacyRecord; and nothing a Kafka record cannot carry:
 // listenerShaped), so that it can be trusted.
-func producerRecord(h hash.Hash, topic, prefix string, part int32, m *equeue.Message, legacyBelow int64) (epoch int16, seq int32, named, own bool) {
-	name, marked := unmark(h, topic, m.ID)
+func producerRecord(mk *marker, topic, prefix string, part int32, m *equeue.Message, legacyBelow int64) (epoch int16, seq int32, named, own bool) {
+	name, marked := mk.unmark(topic, m.ID)
 	epoch, seq, named = producerSeqOf(name, prefix, part)
 	if !named && !marked {
 		// Named as a listener before marks named its records?
@@ -100,8 +121,8 @@ func producerRecord(h hash.Hash, topic, prefix string, part int32, m *equeue.Mes
 // ownProducer returns the producer of m, read from partition part of
 // topic, when the listener stored it for an idempotent producer
 // (producerRecord), and whether its ID carries a mark.
-func ownProducer(h hash.Hash, topic string, part int32, m *equeue.Message, legacyBelow int64) (pid int64, marked, ok bool) {
-	name, marked := unmark(h, topic, m.ID)
+func ownProducer(mk *marker, topic string, part int32, m *equeue.Message, legacyBelow int64) (pid int64, marked, ok bool) {
+	name, marked := mk.unmark(topic, m.ID)
 	if !marked {
 		name = m.ID
 	}
