@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -51,15 +52,23 @@ var errWrongProof = fmt.Errorf("%w: its proof does not match (another secret, or
 
 // refusalLog logs refused handshakes, rate-limited per reason.
 type refusalLog struct {
-	log     atomic.Pointer[slog.Logger] // nil: silent
-	now     func() time.Time
-	after   func(time.Duration, func()) // runs f after d (tests: when they say)
-	windows map[string]*reasonLines     // per reason; set at start, then only read
+	log   atomic.Pointer[slog.Logger] // nil: silent
+	now   func() time.Time
+	after func(time.Duration, func()) (stop func() bool) // runs f after d (tests: when they say)
+	// windows is per reason; set at start, then only read.
+	windows map[string]*reasonLines
+	// timers holds the window-end timers armed and not yet run, and
+	// stopped says the stream closed: a timer that runs after that logs
+	// nothing (stop).
+	timersMu sync.Mutex
+	timers   map[uint64]func() bool
+	nextID   uint64
+	stopped  bool
 }
 
 func newRefusalLog() *refusalLog {
-	r := &refusalLog{now: time.Now, windows: map[string]*reasonLines{},
-		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
+	r := &refusalLog{now: time.Now, windows: map[string]*reasonLines{}, timers: map[uint64]func() bool{},
+		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }}
 	for _, reason := range []string{reasonWrongSecret, reasonBareProof, reasonMalformed, reasonBadVersion, reasonTimeout, reasonOther} {
 		r.windows[reason] = &reasonLines{}
 	}
@@ -83,14 +92,7 @@ func (r *refusalLog) refused(remote net.Addr, err error) {
 		r.sum(log, reason, turn.ended)
 	}
 	if turn.arm != 0 {
-		window := turn.arm
-		r.after(turn.armIn, func() {
-			if sum := lines.windowEnded(window); sum != nil {
-				if log := r.log.Load(); log != nil {
-					r.sum(log, reason, sum)
-				}
-			}
-		})
+		r.armWindowEnd(lines, reason, turn.arm, turn.armIn)
 	}
 	if !turn.log {
 		return
@@ -105,6 +107,44 @@ func (r *refusalLog) refused(remote net.Addr, err error) {
 		attrs = append(attrs, "suppressed", left)
 	}
 	log.Warn("cluster: refused a Raft connection", attrs...)
+}
+
+// armWindowEnd arms the timer that says the sum of window of lines
+// (reason) at its end, in d, unless the stream closed by then (stop).
+func (r *refusalLog) armWindowEnd(lines *reasonLines, reason string, window uint64, d time.Duration) {
+	r.timersMu.Lock()
+	defer r.timersMu.Unlock()
+	if r.stopped {
+		return
+	}
+	r.nextID++
+	id := r.nextID
+	r.timers[id] = r.after(d, func() {
+		// Held while it logs: stop waits for a line under way.
+		r.timersMu.Lock()
+		defer r.timersMu.Unlock()
+		delete(r.timers, id)
+		if r.stopped {
+			return
+		}
+		if sum := lines.windowEnded(window); sum != nil {
+			if log := r.log.Load(); log != nil {
+				r.sum(log, reason, sum)
+			}
+		}
+	})
+}
+
+// stop stops the window-end timers armed: none logs once it returned
+// (the stream's Close).
+func (r *refusalLog) stop() {
+	r.timersMu.Lock()
+	defer r.timersMu.Unlock()
+	r.stopped = true
+	for id, stop := range r.timers {
+		stop()
+		delete(r.timers, id)
+	}
 }
 
 // sum logs the line of a window that refused more addresses of reason

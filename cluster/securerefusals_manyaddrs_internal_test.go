@@ -20,10 +20,11 @@ type heldTimers struct {
 
 func holdTimers(r *refusalLog) *heldTimers {
 	h := &heldTimers{}
-	r.after = func(_ time.Duration, f func()) {
+	r.after = func(_ time.Duration, f func()) func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.armed = append(h.armed, f)
+		return func() bool { return false } // fired by the test alone
 	}
 	return h
 }

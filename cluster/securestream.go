@@ -431,6 +431,8 @@ func (s *secureStream) Close() error {
 			_ = c.Close()
 		}
 		s.wg.Wait()
+		// After the handshakes ended: none arms a timer any more.
+		s.refusals.stop()
 	})
 	return s.closeErr
 }
