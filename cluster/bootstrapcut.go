@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"bytes"
+	"errors"
+
 	"github.com/hashicorp/raft"
 )
 
@@ -12,7 +15,7 @@ import (
 // No node that ran holds that: a joiner's first term is an election's
 // (2 or more), and a bootstrap's entry is written before the node runs.
 // So a node opened with Bootstrap on such a directory finishes the
-// bootstrap (finishBootstrap).
+// bootstrap (cutShortTerm).
 
 // keyCurrentTerm is the stable store's key of the current term, as
 // hashicorp/raft names it.
@@ -37,9 +40,18 @@ func bootstrapCutShort(logs raftLogStore, snaps raft.SnapshotStore) (bool, error
 	return len(list) == 0, nil
 }
 
-// finishBootstrap writes the first entry of a bootstrap cut short: the
-// configuration, at index 1 of term 1, as raft.BootstrapCluster writes
-// it.
-func finishBootstrap(logs raft.LogStore, conf raft.Configuration) error {
-	return logs.StoreLog(&raft.Log{Index: 1, Term: 1, Type: raft.LogConfiguration, Data: raft.EncodeConfiguration(conf)})
+// cutShortTerm is the stable store of a bootstrap cut short as
+// raft.BootstrapCluster is to see it, that of a new node: its current
+// term, the 1 the cut bootstrap wrote, reads as none ("not found", as
+// Raft's stores say). The bootstrap then runs again whole: it checks the
+// configuration (a bootstrap of a new node refuses one naming an ID or an
+// address twice, say, and so must this one), writes the term, 1 again,
+// and the configuration entry.
+type cutShortTerm struct{ raft.StableStore }
+
+func (s cutShortTerm) GetUint64(key []byte) (uint64, error) {
+	if bytes.Equal(key, keyCurrentTerm) {
+		return 0, errors.New("not found")
+	}
+	return s.StableStore.GetUint64(key)
 }

@@ -308,12 +308,12 @@ func Open(dir string, opts *Options) (n *Node, err error) {
 		if o.bootstrapLogHook != nil {
 			boot = o.bootstrapLogHook(cache)
 		}
+		var stable raft.StableStore = n.logs
 		if cutShort {
 			n.log.Warn("finishing a bootstrap cut short: the directory holds its term and not its configuration entry")
-			if err := finishBootstrap(boot, n.bootConfig()); err != nil {
-				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
-			}
-		} else if err := raft.BootstrapCluster(conf, boot, n.logs, snaps, n.ptrans, n.bootConfig()); err != nil {
+			stable = cutShortTerm{n.logs}
+		}
+		if err := raft.BootstrapCluster(conf, boot, stable, snaps, n.ptrans, n.bootConfig()); err != nil {
 			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 		}
 	}
