@@ -88,12 +88,14 @@ var ErrInvalidDelay = errors.New("equeue: invalid delay")
 var ErrIndeterminate = errors.New("equeue: outcome unknown")
 
 // ErrGoexit is returned (by a SendAsync's future) when a call the
-// producer made for the send on a goroutine of its own, to the broker's
-// Route or to the QueueSelector, never returned: it called
+// producer made for the send never returned because it called
 // runtime.Goexit, as testing's t.FailNow does, which recover cannot stop.
-// The message had not gone to the broker: nothing was stored. One in the
-// broker's Append or AppendAsync may have stored it: its error matches
-// ErrIndeterminate too.
+// One to the broker's Route or to the QueueSelector, on a goroutine of
+// the producer's, had not sent the message: nothing was stored. One in
+// the broker's Append (on a goroutine of the producer's) or AppendAsync
+// (also on the caller's) may have stored it: its error matches
+// ErrIndeterminate too. An AppendAsync that panics on the caller's
+// goroutine gives ErrIndeterminate alone.
 var ErrGoexit = errors.New("equeue: a call for the send did not return (runtime.Goexit)")
 
 // queuedUnknown is the error of a write whose caller's context ended

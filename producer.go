@@ -595,15 +595,27 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message) *SendFuture {
 
 // appendAsync appends m to queue q through the broker's AppendAsync and
 // completes the send through finish when it answers. A broker that never
-// answers because its AppendAsync did not return (it called
-// runtime.Goexit on this goroutine, or panics) completes it all the same,
-// with an error matching ErrIndeterminate: it may have taken the message.
+// answers because its AppendAsync did not return completes it all the
+// same, with an error matching ErrIndeterminate (it may have taken the
+// message): and ErrGoexit when it called runtime.Goexit on this
+// goroutine; when it panics, the panic goes on to the caller, unchanged.
 // An answer that comes after that is dropped.
 func (p *Producer) appendAsync(ctx context.Context, m *Message, q int, f *SendFuture, finish func(SendResult, error)) {
 	returned := false
 	defer func() {
-		if !returned && f.answered.CompareAndSwap(false, true) {
-			p.completeAsync(finish, SendResult{}, p.brokerCallEnded(m, true))
+		if returned {
+			return
+		}
+		r := recover() // nil on runtime.Goexit, which recover cannot stop
+		if f.answered.CompareAndSwap(false, true) {
+			err := p.brokerCallEnded(m, true)
+			if r != nil {
+				err = fmt.Errorf("%w: the broker's AppendAsync for a SendAsync to topic %q panicked: %v", ErrIndeterminate, m.Topic, r)
+			}
+			p.completeAsync(finish, SendResult{}, err)
+		}
+		if r != nil {
+			panic(r)
 		}
 	}()
 	p.aa.AppendAsync(ctx, &AppendRequest{Topic: m.Topic, Queue: q, Messages: []*Message{m}, Sync: p.sync, detached: true},
