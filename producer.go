@@ -216,7 +216,9 @@ func NewProducer(b Broker, opts *ProducerOptions) (*Producer, error) {
 // waiting for that send, nor for the hooks of the others: it waits until
 // the broker answered every SendAsync in flight, whose AfterSend hooks
 // then run one send after another once the calling hook returns (see
-// Hooks). A Close from outside waits for every send and its hooks.
+// Hooks). A Close from outside waits for every send that was past its
+// BeforeSend hooks and first queue pick when Close began, and for that
+// send's AfterSend hooks.
 func (p *Producer) Close() error {
 	p.asyncMu.Lock()
 	if !p.closed.Swap(true) {
