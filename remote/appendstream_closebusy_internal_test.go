@@ -47,6 +47,16 @@ func (busyStreamBroker) AppendStream(st pb.Broker_AppendStreamServer) error {
 // be due. The broker stops when the test ends.
 func busyClient(t *testing.T) (c *Client, longPause <-chan struct{}) {
 	t.Helper()
+	addr, longPause := serveBusyStream(t)
+	c, err := Dial(addr, nil)
+	require.NoError(t, err)
+	return c, longPause
+}
+
+// serveBusyStream serves a broker that refuses every stream append as
+// busy, and returns its address and longPause (see busyClient).
+func serveBusyStream(t *testing.T) (addr string, longPause <-chan struct{}) {
+	t.Helper()
 	gs := grpc.NewServer()
 	pb.RegisterBrokerServer(gs, busyStreamBroker{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,8 +67,6 @@ func busyClient(t *testing.T) (c *Client, longPause <-chan struct{}) {
 		gs.Stop()
 		<-served
 	})
-	c, err = Dial(lis.Addr().String(), nil)
-	require.NoError(t, err)
 	paused := make(chan struct{})
 	var signalled atomic.Bool
 	hook := func(wait time.Duration) {
@@ -68,7 +76,7 @@ func busyClient(t *testing.T) (c *Client, longPause <-chan struct{}) {
 	}
 	testHookBusyBackoff.Store(&hook)
 	t.Cleanup(func() { testHookBusyBackoff.Store(nil) })
-	return c, paused
+	return lis.Addr().String(), paused
 }
 
 // An append refused as busy waits for its retry on a timer; Close did not

@@ -249,10 +249,17 @@ func (c *Client) Close() error {
 // shutdown is the work of the first Close: it reports what is pending,
 // on the current goroutine (recorded as running callbacks meanwhile).
 // owe says that the Close that began it has returned: its error is kept
-// for the next Close.
-func (c *Client) shutdown(owe bool) error {
+// for the next Close. The close is marked done even when a callback it
+// runs panics, so that a later Close does not wait for ever.
+func (c *Client) shutdown(owe bool) (err error) {
 	id := c.runners.enter()
 	defer c.runners.exit(id)
+	defer func() {
+		if owe {
+			c.owed.owe(err)
+		}
+		close(c.closeDone)
+	}()
 	c.calls.close()
 	c.ahead.close()
 	c.mux.close()
@@ -260,12 +267,8 @@ func (c *Client) shutdown(owe bool) error {
 	// The calls waiting for a window slot woke when the pipe closed: they
 	// report equeue.ErrClosed now, before Close returns.
 	c.calls.wait()
-	err := c.conn.Close()
+	err = c.conn.Close()
 	c.pipe.waitUnary() // the closed connection ends their calls
-	if owe {
-		c.owed.owe(err)
-	}
-	close(c.closeDone)
 	return err
 }
 

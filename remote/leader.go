@@ -209,10 +209,18 @@ func (cc *ClusterClient) inCallback() bool {
 
 // shutdown is the work of the first Close, which set closed with cc.mu
 // held: it unlocks cc.mu. owe says that the Close that began it has
-// returned: its error is kept for the next Close.
-func (cc *ClusterClient) shutdown(owe bool) error {
+// returned: its error is kept for the next Close. The close is marked
+// done even when a callback it runs panics, so that a later Close does
+// not wait for ever.
+func (cc *ClusterClient) shutdown(owe bool) (err error) {
 	id := cc.runners.enter()
 	defer cc.runners.exit(id)
+	defer func() {
+		if owe {
+			cc.owed.owe(err)
+		}
+		close(cc.closeDone)
+	}()
 	close(cc.stopping)
 	cc.calls.close()
 	clients := make([]*Client, 0, len(cc.clients)+len(cc.retiring))
@@ -233,12 +241,7 @@ func (cc *ClusterClient) shutdown(owe bool) error {
 	cc.calls.wait()
 	cc.async.Wait()
 	cc.closing.Wait()
-	err := errors.Join(errs...)
-	if owe {
-		cc.owed.owe(err)
-	}
-	close(cc.closeDone)
-	return err
+	return errors.Join(errs...)
 }
 
 // onCluster runs f on the leader's client until it succeeds, fails with an
