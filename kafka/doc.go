@@ -62,7 +62,9 @@
 // which the window recognizes; the mark, keyed with
 // Options.ProducerRecordKey, tells them from native messages named alike.
 // After a restart the state is learned from the partition's last records
-// the listener marked; the retry of a batch stored before those read is
+// the listener marked (and, below the first of them, from records without
+// a mark or with the built-in key's, which a listener before marks, or
+// before the key, stored); the retry of a batch stored before those read is
 // answered DUPLICATE_SEQUENCE_NUMBER, which clients take for stored, and
 // one that records read corrupt may hide KAFKA_STORAGE_ERROR, which they
 // retry.

@@ -130,7 +130,11 @@ type Options struct {
 	// in, which keeps out IDs given by chance but not one made on
 	// purpose by a native producer that knows the form; set a secret to
 	// keep those out too, the same across restarts and on every node of
-	// a cluster: records marked under another key are not read back.
+	// a cluster: records marked under another key are not read back,
+	// except those marked with the built-in key, which a listener given
+	// a key reads as it reads records stored before marks (below the
+	// partition's first record marked with the key), so that retries
+	// across the restart that sets a key are not stored twice.
 	ProducerRecordKey []byte
 	// Logger receives the listener's logs. Nil means silent.
 	Logger *slog.Logger
