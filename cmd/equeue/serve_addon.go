@@ -99,6 +99,9 @@ type serveEnv struct {
 	// ports are the listeners serve took, by flag (see serveAddon.ports);
 	// serve closes them when it stops.
 	ports servePorts
+	// clusterSecret is the secret of --cluster-secret-file in cluster
+	// mode, nil without one.
+	clusterSecret []byte
 }
 
 // serveAddons holds one constructor per add-on; each serve command gets fresh

@@ -268,7 +268,7 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 		}
 	}()
 	for _, ad := range addons {
-		stop, aerr := ad.start(ctx, serveEnv{backend: node, grpc: srv, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc, ports: ports})
+		stop, aerr := ad.start(ctx, serveEnv{backend: node, grpc: srv, tokens: c.addonTokens, tls: c.tlsConf, log: a.log, errc: errc, ports: ports, clusterSecret: secret})
 		if aerr != nil {
 			srv.Stop() // it served nothing yet; this stops its workers
 			return aerr

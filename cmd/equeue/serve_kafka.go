@@ -32,6 +32,10 @@ type kafkaAddon struct {
 	// connectionsMaxIdle is kafka.Options.ConnectionsMaxIdle; the flag's
 	// default is the listener's, and checkFlags refuses zero or less.
 	connectionsMaxIdle time.Duration
+	// keyFile is --kafka-record-key-file; app gives the directory that
+	// keeps the key otherwise (serve_kafkakey.go).
+	keyFile string
+	app     *app
 }
 
 // defaultKafkaConnectionsMaxIdle is --kafka-connections-max-idle's
@@ -39,7 +43,7 @@ type kafkaAddon struct {
 const defaultKafkaConnectionsMaxIdle = 10 * time.Minute
 
 func init() {
-	serveAddons = append(serveAddons, func(*app) serveAddon { return &kafkaAddon{} })
+	serveAddons = append(serveAddons, func(a *app) serveAddon { return &kafkaAddon{app: a} })
 }
 
 func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
@@ -51,6 +55,7 @@ func (k *kafkaAddon) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&k.maxQueuedRequestBytes, "kafka-max-queued-request-bytes", 0, "most bytes of Kafka request frames read and not yet answered, over all connections (0: the default, 268435456)")
 	f.IntVar(&k.maxConnections, "kafka-max-connections", 0, "most Kafka connections served at once; one past it is closed (0: no bound)")
 	f.DurationVar(&k.requestReadTimeout, "kafka-request-read-timeout", 0, "longest wait for each 64 KiB of a Kafka request frame's body, and for a client to take each 64 KiB of an answer; past it the connection is closed (0: the default, 30s)")
+	f.StringVar(&k.keyFile, "kafka-record-key-file", "", "read the key that marks idempotent producers' records from `FILE` (at least 16 bytes; one trailing newline dropped), the same on every start and node (default: a random key kept in the directory, file kafka-record-key; in cluster mode one derived from --cluster-secret-file, or without it a built-in key)")
 	f.DurationVar(&k.connectionsMaxIdle, "kafka-connections-max-idle", defaultKafkaConnectionsMaxIdle, "close a Kafka connection that sent no request for this long (must be positive)")
 }
 
@@ -175,7 +180,11 @@ func (k *kafkaAddon) start(_ context.Context, env serveEnv) (func(context.Contex
 	if !ok {
 		return nil, fmt.Errorf("--kafka: this broker cannot serve the Kafka protocol")
 	}
-	srv, err := kafka.NewServer(b, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log,
+	key, err := k.recordKey(env) // serve_kafkakey.go
+	if err != nil {
+		return nil, err
+	}
+	srv, err := kafka.NewServer(b, &kafka.Options{AdvertisedAddr: k.advertise, TLS: env.tls, Tokens: tokens, Logger: env.log, ProducerRecordKey: key,
 		MaxInflating: k.maxInflating, MaxInflatedBytes: k.maxInflatedBytes,
 		MaxQueuedRequestBytes: k.maxQueuedRequestBytes, MaxConnections: k.maxConnections, RequestReadTimeout: k.requestReadTimeout,
 		ConnectionsMaxIdle: k.connectionsMaxIdle})
