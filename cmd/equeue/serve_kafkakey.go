@@ -94,9 +94,9 @@ func readBounded(path string) ([]byte, error) {
 // makes it when there is none: kafkaRecordKeyLen random bytes, written to
 // a temporary file, synced, renamed into place and the directory synced,
 // so that a crash leaves the file whole or absent. A file that is there
-// but cannot be read, or is not a key, refuses the start: another key
-// would leave the records marked with the kept one unread, and a retry
-// across the restart stored twice.
+// but cannot be read (a link to a file not there too), or is not a key,
+// refuses the start: another key would leave the records marked with the
+// kept one unread, and a retry across the restart stored twice.
 func keptKafkaRecordKey(dir string) ([]byte, error) {
 	path := filepath.Join(dir, kafkaRecordKeyFile)
 	data, err := readBounded(path)
@@ -107,6 +107,11 @@ func keptKafkaRecordKey(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("--kafka: the record key file %s: %d bytes, a key has %d: restore the file this directory kept (remove it only if no idempotent Kafka producer is to retry across this restart)", path, len(data), kafkaRecordKeyLen)
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("--kafka: the record key file %s: %w", path, pathErr(err))
+	}
+	// Not there to read, but there: a link to a file not there (a volume
+	// not mounted yet?). The key is the link's; a new one would replace it.
+	if _, lerr := os.Lstat(path); !errors.Is(lerr, fs.ErrNotExist) {
+		return nil, fmt.Errorf("--kafka: the record key file %s: %w (a link to a file not there? restore its target)", path, pathErr(err))
 	}
 	key := make([]byte, kafkaRecordKeyLen)
 	if _, err := rand.Read(key); err != nil {

@@ -250,3 +250,22 @@ func TestClusterRecordKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []byte("an operator's own key, managed"), flagged, "the flag overrides the secret")
 }
+
+// TestServe_KafkaRecordKeyDanglingLinkRefusesTheStart: a kafka-record-key
+// that is a link to a file not there (a volume not mounted yet) is a key
+// the directory keeps that cannot be read: the start is refused, naming
+// the file, and the link is left as it was, not replaced by a new key.
+func TestServe_KafkaRecordKeyDanglingLinkRefusesTheStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ok(t, "--dir", dir, "topic", "create", "t")
+	path := filepath.Join(dir, kafkaRecordKeyFile)
+	target := filepath.Join(t.TempDir(), "not-mounted", "key")
+	require.NoError(t, os.Symlink(target, path))
+	r := cli(t, "--dir", dir, "serve", "--listen", freePort(t), "--kafka", freePort(t))
+	assert.NotEqual(t, 0, r.code, "%v", r)
+	assert.Contains(t, r.stderr, path)
+	got, err := os.Readlink(path)
+	require.NoError(t, err, "the link is left as it was")
+	assert.Equal(t, target, got)
+}
