@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // saltTempPrefix starts the names of the temporary files storeSalt
@@ -34,11 +35,12 @@ func isSaltTemp(name string) bool {
 // its naming (isSaltTemp). Left there, they would outlive every start,
 // and make a directory that holds nothing else look like one that holds
 // a node's files (keepSaltFirst). A directory that does not exist holds
-// none.
+// none, nor does a path that is no directory: the node's open refuses
+// it later, after serve built its exporters, which it then shuts down.
 func removeSaltTemps(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return nil
 	case err != nil:
 		return fmt.Errorf("look for leftovers of the cluster salt's write: %w", err)
