@@ -2,14 +2,13 @@ package equeue_test
 
 import (
 	"fmt"
-	"os"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/equeue-go/equeue"
+	"github.com/equeue-go/equeue/internal/fdlimit"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -41,28 +40,25 @@ func TestHuntStore_EngineSurvivesAFailedMemtableRotation(t *testing.T) {
 		return err
 	}
 
-	var limit syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	fds, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	low := limit
-	low.Cur = uint64(len(fds))
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
-	// Raised again below; on a failure in between too, so that the tests
+	// Given back below; on a failure in between too, so that the tests
 	// after this one get their descriptors back.
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
+	restore := fdlimit.Save(t)
 	acked := 0
 	var failed error
 	for i := 0; i < 10_000 && failed == nil; i++ {
+		// No descriptor left to open, shut again before each send: one
+		// that Badger's flushes and compactions closed meanwhile would
+		// let the rotation through.
+		fdlimit.Shut(t)
 		if failed = send(i); failed == nil {
 			acked++
 		}
 	}
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit))
+	restore()
 	require.Error(t, failed)
 	assert.NotErrorIs(t, failed, equeue.ErrIndeterminate, "the failed write stored nothing")
 
-	_, err = e.Pull(ctxBG, &equeue.PullRequest{Topic: "t", Max: 10})
+	_, err := e.Pull(ctxBG, &equeue.PullRequest{Topic: "t", Max: 10})
 	require.ErrorIs(t, err, store.ErrUnusable, "a pull fails, the process goes on")
 	err = send(-1)
 	require.ErrorIs(t, err, store.ErrUnusable)

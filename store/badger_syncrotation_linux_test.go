@@ -3,15 +3,15 @@ package store
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue/internal/fdlimit"
 )
 
 // A commit whose memtable rotation fails (no file descriptor left for the
@@ -60,38 +60,13 @@ func TestBadgerSync_BesideAFailedRotationFailsInsteadOfCrashing(t *testing.T) {
 	gated := make(chan struct{}, 16)
 	s.syncGated = func() { gated <- struct{}{} }
 
-	var limit syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
+	restore := fdlimit.Save(t)
 	syncErr := make(chan error, 1)
 	failed := false
 	s.loadCommit = func(txn *badger.Txn) error {
-		fds, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			return err
-		}
-		low := limit
-		low.Cur = uint64(len(fds)) // the listing's own descriptor is closed again
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-			return err
-		}
-		// Descriptors below the limit left free by closed files are
-		// taken too: no file can be opened during the commit.
-		var fillers []*os.File
-		for {
-			f, err := os.Open(os.DevNull)
-			if err != nil {
-				break
-			}
-			fillers = append(fillers, f)
-		}
+		fdlimit.Shut(t) // no file can be opened during the commit
 		cerr := txn.Commit()
-		for _, f := range fillers {
-			_ = f.Close()
-		}
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
-			return err
-		}
+		restore()
 		if cerr == nil || failed {
 			return cerr
 		}

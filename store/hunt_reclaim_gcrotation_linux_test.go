@@ -3,10 +3,11 @@ package store
 import (
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue/internal/fdlimit"
 )
 
 // gcRotationStore opens a store whose first value-log file holds a
@@ -46,11 +47,9 @@ func gcRotationOptions() *BadgerOptions {
 // back in a cleanup too) and returns what gives it back.
 func lowerFileLimit(t *testing.T) (restore func()) {
 	t.Helper()
-	var limit syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
-	shutFileLimit(t)
-	return func() { require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit)) }
+	restore = fdlimit.Save(t)
+	fdlimit.Shut(t)
+	return restore
 }
 
 // TestHuntStore_GCRoundThatLosesTheMemtableMakesTheStoreUnusable: a

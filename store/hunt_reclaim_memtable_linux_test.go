@@ -1,11 +1,11 @@
 package store
 
 import (
-	"os"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/equeue-go/equeue/internal/fdlimit"
 )
 
 // TestHuntStore_ReclaimAfterAFailedRotationFailsInsteadOfCrashing: a
@@ -30,9 +30,7 @@ func TestHuntStore_ReclaimAfterAFailedRotationFailsInsteadOfCrashing(t *testing.
 	}
 	require.NoError(t, s.Write(batch(0)))
 
-	var limit syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
+	restore := fdlimit.Save(t)
 	var werr error
 	// The first GC round (always rewriting something here) starts; a
 	// Write then loses the memtable before the next one.
@@ -42,17 +40,15 @@ func TestHuntStore_ReclaimAfterAFailedRotationFailsInsteadOfCrashing(t *testing.
 		if rounds != 1 {
 			return
 		}
-		fds, err := os.ReadDir("/proc/self/fd")
-		require.NoError(t, err)
-		low := limit
-		low.Cur = uint64(len(fds))
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
 		for off := uint64(10); off < 100_000; off += 10 {
+			// No descriptor left to open, shut again before each
+			// Write: one closed since would let the rotation through.
+			fdlimit.Shut(t)
 			if werr = s.Write(batch(off)); werr != nil {
 				break
 			}
 		}
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit))
+		restore()
 	}
 	s.runGC = func(float64) error { return nil }
 	rerr := s.ReclaimContext(t.Context())

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/equeue-go/equeue/internal/fdlimit"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -43,23 +42,19 @@ func TestHuntStore_RestoreLoadThatLosesTheMemtable(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, src.Close())
 
-	var limit syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
+	restore := fdlimit.Save(t)
 	lost := 0
-	// From fewer descriptors than the store holds (the drop closes some)
-	// to a few more: the load runs out of them at one rotation or another.
+	// From a limit below descriptors the store holds (the drop closes
+	// some) to a few free: the load runs out of them at one rotation or
+	// another. Room counts the free descriptors below the limit, holes
+	// that earlier closes left included.
 	for room := -6; room <= 8; room++ {
 		s, err := store.OpenBadger(t.TempDir(), opts)
 		require.NoError(t, err)
 		require.NoError(t, s.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("m"), Value: []byte("v")}}}))
-		fds, err := os.ReadDir("/proc/self/fd")
-		require.NoError(t, err)
-		low := limit
-		low.Cur = uint64(max(len(fds)-1+room, 0)) // the listing's own descriptor is closed again
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
+		fdlimit.Leave(t, room)
 		rerr := s.Restore(bytes.NewReader(snapshot.Bytes()))
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit))
+		restore()
 
 		werr := s.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("m"), Value: []byte("w")}}})
 		if errors.Is(rerr, store.ErrUnusable) {

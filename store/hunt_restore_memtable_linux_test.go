@@ -3,12 +3,11 @@ package store_test
 import (
 	"bytes"
 	"errors"
-	"os"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/equeue-go/equeue/internal/fdlimit"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -19,12 +18,12 @@ import (
 // commit, which ended the process ("Assert failed"). Such a Restore now
 // fails with ErrUnusable, and so does every later call but Close.
 func TestHuntStore_RestoreThatLosesTheMemtableMakesTheStoreUnusable(t *testing.T) {
-	var limit syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
+	restore := fdlimit.Save(t)
 	lost := 0
-	// Fewer and fewer descriptors left: the drop fails at one step or
-	// another of it, the new memtable's log among them.
+	// The limit lower and lower below the lowest free descriptor (every
+	// one under it taken): the drop, which closes files before it opens
+	// others, fails at one step or another of it, the new memtable's log
+	// among them.
 	for short := 1; short <= 12; short++ {
 		s, err := store.OpenBadger(t.TempDir(), &store.BadgerOptions{MemTableSize: 1 << 20})
 		require.NoError(t, err)
@@ -40,13 +39,9 @@ func TestHuntStore_RestoreThatLosesTheMemtableMakesTheStoreUnusable(t *testing.T
 		sn.Release()
 		require.NoError(t, err)
 
-		fds, err := os.ReadDir("/proc/self/fd")
-		require.NoError(t, err)
-		low := limit
-		low.Cur = uint64(max(len(fds)-short, 0))
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
+		fdlimit.Leave(t, -short)
 		rerr := s.Restore(bytes.NewReader(snapshot.Bytes()))
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit))
+		restore()
 
 		werr := s.Write(&store.Batch{Meta: []store.MetaOp{{Key: []byte("m"), Value: []byte("w")}}})
 		if errors.Is(rerr, store.ErrUnusable) {

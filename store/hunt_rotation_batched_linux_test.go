@@ -2,13 +2,12 @@ package store_test
 
 import (
 	"fmt"
-	"os"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/equeue-go/equeue/internal/fdlimit"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -28,14 +27,7 @@ func TestHuntStore_FailedRotationAmongConcurrentWrites(t *testing.T) {
 		s, err := store.OpenBadger(dir, &store.BadgerOptions{MemTableSize: 1 << 20})
 		require.NoError(t, err)
 
-		var limit syscall.Rlimit
-		require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-		fds, err := os.ReadDir("/proc/self/fd")
-		require.NoError(t, err)
-		low := limit
-		low.Cur = uint64(len(fds))
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
-		t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
+		restore := fdlimit.Save(t)
 
 		const writers = 8
 		var (
@@ -49,6 +41,10 @@ func TestHuntStore_FailedRotationAmongConcurrentWrites(t *testing.T) {
 				defer wg.Done()
 				for i := 0; i < 20_000; i++ {
 					key := fmt.Appendf(nil, "k-%d-%d", w, i)
+					// No descriptor left to open, shut again before
+					// each Write: one closed since would let a
+					// rotation through.
+					fdlimit.Shut(t)
 					err := s.Write(&store.Batch{Meta: []store.MetaOp{{Key: key, Value: val}}})
 					if err == nil {
 						continue
@@ -61,7 +57,7 @@ func TestHuntStore_FailedRotationAmongConcurrentWrites(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit))
+		restore()
 		_, err = s.GetMeta([]byte("k-0-0"))
 		require.ErrorIs(t, err, store.ErrUnusable, "attempt %d", attempt)
 		require.NoError(t, s.Close())

@@ -1,12 +1,11 @@
 package store_test
 
 import (
-	"os"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/equeue-go/equeue/internal/fdlimit"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -32,21 +31,17 @@ func TestHuntStore_FailedMemtableRotationLeavesTheStoreClosable(t *testing.T) {
 		return b
 	}
 
-	var limit syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	fds, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	low := limit
-	low.Cur = uint64(len(fds))
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
-	restore := func() { require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit)) }
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) }) // on a failure before restore too
+	restore := fdlimit.Save(t)
 	var (
 		failedAt uint64
 		werr     error
 	)
 	// 1 MiB memtables of 5 KB writes: a rotation within a few hundred.
 	for off := uint64(0); off < 100_000; off += 10 {
+		// No descriptor left to open, shut again before each Write: one
+		// that Badger's flushes and compactions closed meanwhile would
+		// let the rotation through.
+		fdlimit.Shut(t)
 		if werr = s.Write(batch(off)); werr != nil {
 			failedAt = off
 			break

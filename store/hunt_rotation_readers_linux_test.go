@@ -1,14 +1,13 @@
 package store_test
 
 import (
-	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/equeue-go/equeue/internal/fdlimit"
 	"github.com/equeue-go/equeue/store"
 )
 
@@ -27,14 +26,7 @@ func TestHuntStore_ReadsDuringAFailedRotationFailInsteadOfCrashing(t *testing.T)
 		Meta:    []store.MetaOp{{Key: []byte("m"), Value: []byte("v")}},
 	}))
 
-	var limit syscall.Rlimit
-	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit))
-	fds, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	low := limit
-	low.Cur = uint64(len(fds))
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
-	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit) })
+	restore := fdlimit.Save(t)
 
 	var (
 		done    atomic.Bool
@@ -73,11 +65,12 @@ func TestHuntStore_ReadsDuringAFailedRotationFailInsteadOfCrashing(t *testing.T)
 		for o := off; o < off+10; o++ {
 			b.Entries = append(b.Entries, store.Entry{Queue: q, Offset: o, Value: val})
 		}
+		fdlimit.Shut(t) // before each Write: closes since free descriptors
 		werr = s.Write(b)
 	}
 	done.Store(true)
 	wg.Wait()
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit))
+	restore()
 	require.ErrorIs(t, werr, store.ErrUnusable)
 	for _, err := range readErr {
 		if err != nil {
