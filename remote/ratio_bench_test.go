@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,11 +22,16 @@ import (
 
 // BenchmarkRemoteRatio measures a path over remote against the same path
 // in-process on one Badger engine, alternating the two in rounds within
-// one run, so a shared machine's load changes hit both alike. It reports
-// both rates and remote/inproc, and each side's CPU time (client and broker
-// together) and allocations per message; Consume also reports each side's
-// mean Start per round (start-us), which its time includes. One op is one
-// message of each side.
+// one run (the side that goes first alternates too), so a shared machine's
+// load changes hit both alike. Every round of a side moves the same number
+// of messages. It reports each side's rate over all its rounds
+// (inproc-msgs/s, remote-msgs/s) and their quotient (ratio), each side's
+// median round rate (inproc-med-msgs/s, remote-med-msgs/s), the median of
+// the rounds' own remote/inproc quotients (med-ratio: a round's two sides
+// ran next to each other, so a load change between rounds moves both), and
+// each side's CPU time (client and broker together) and allocations per
+// message; Consume also reports each side's mean Start per round
+// (start-us), which its time includes. One op is one message of each side.
 //
 //	go test -run '^$' -bench RemoteRatio -benchtime 200000x ./remote
 //
@@ -45,6 +51,7 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		name   string
 		br     equeue.Broker
 		took   time.Duration
+		rounds []time.Duration // each round's took
 		cpu    time.Duration
 		allocs uint64
 		start  time.Duration // Consume: the consumers' Start calls, within took
@@ -72,6 +79,20 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		b.ReportMetric(rate(sides[0]), "inproc-msgs/s")
 		b.ReportMetric(rate(sides[1]), "remote-msgs/s")
 		b.ReportMetric(rate(sides[1])/rate(sides[0]), "ratio")
+		perRound := msgs / rounds
+		ratios := make([]float64, rounds)
+		for i := range ratios {
+			// remote's rate over inproc's is inproc's time over remote's.
+			ratios[i] = sides[0].rounds[i].Seconds() / sides[1].rounds[i].Seconds()
+		}
+		for _, sd := range sides {
+			rates := make([]float64, len(sd.rounds))
+			for i, t := range sd.rounds {
+				rates[i] = float64(perRound) / t.Seconds()
+			}
+			b.ReportMetric(median(rates), sd.name+"-med-msgs/s")
+		}
+		b.ReportMetric(median(ratios), "med-ratio")
 		if _, ok := benchProcessCPU(); ok {
 			for _, sd := range sides {
 				b.ReportMetric(float64(sd.cpu.Microseconds())/float64(msgs), sd.name+"-cpu-µs/msg")
@@ -101,13 +122,23 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		cpu0, _ := benchProcessCPU()
 		start := time.Now()
 		f()
-		sd.took += time.Since(start)
+		took := time.Since(start)
+		sd.took += took
+		sd.rounds = append(sd.rounds, took)
 		cpu1, _ := benchProcessCPU()
 		sd.cpu += cpu1 - cpu0
 		runtime.ReadMemStats(&ms)
 		sd.allocs += ms.Mallocs - allocs
 	}
 	chunk := func(b *testing.B) int { return max(b.N/rounds, 1) }
+	// order gives round r's sides, in-process first in even rounds and
+	// remote first in odd ones.
+	order := func(sides []*side, r int) []*side {
+		if r%2 == 1 {
+			return []*side{sides[1], sides[0]}
+		}
+		return sides
+	}
 
 	// SendBatch: 4 senders, batches of 100.
 	b.Run("SendBatch", func(b *testing.B) {
@@ -122,7 +153,7 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		batches := int64((n + batch - 1) / batch)
 		b.ResetTimer()
 		for r := range rounds {
-			for _, sd := range sides {
+			for _, sd := range order(sides, r) {
 				p := newProducer(b, sd.br)
 				var next atomic.Int64
 				var wg sync.WaitGroup
@@ -155,7 +186,7 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		n := chunk(b)
 		b.ResetTimer()
 		for r := range rounds {
-			for _, sd := range sides {
+			for _, sd := range order(sides, r) {
 				p := newProducer(b, sd.br)
 				ring := make([]*equeue.SendFuture, window)
 				timed(b, sd, r, func() {
@@ -203,7 +234,7 @@ func BenchmarkRemoteRatio(b *testing.B) {
 		settle()
 		b.ResetTimer()
 		for r := range rounds {
-			for _, sd := range sides {
+			for _, sd := range order(sides, r) {
 				var handled atomic.Int64
 				done := make(chan struct{})
 				topic := fmt.Sprintf("%s-%d", sd.name, r)
@@ -236,4 +267,15 @@ func BenchmarkRemoteRatio(b *testing.B) {
 			b.ReportMetric(float64(sd.start.Microseconds())/rounds, sd.name+"-start-us")
 		}
 	})
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count); it sorts xs.
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
