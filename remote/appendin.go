@@ -51,7 +51,7 @@ var _ wireDecoder = (*appendIn)(nil)
 
 func (in *appendIn) decodeWire(b []byte) error {
 	if in.direct {
-		if d, ok := decodeAppendFast(append([]byte(nil), b...), nil); ok {
+		if d, ok := decodeAppendFast(append([]byte(nil), b...), nil, nil); ok {
 			in.decoded, in.d = true, d
 			// authorize and the refusal log read the topic from here.
 			in.AppendRequest.Topic = d.topic
@@ -108,8 +108,9 @@ func (v *service) appendDirect(ctx context.Context, d directAppend) (any, error)
 // request's own copy: the bodies point into it. topic, when not nil, is
 // the topic of the request's previous append, whose string is reused when
 // this one's is the same (the appends of a stream are mostly to one
-// topic); it is set to this one's.
-func decodeAppendFast(b []byte, topic *string) (directAppend, bool) {
+// topic); it is set to this one's. ones, when not nil, gives an append of
+// one message its request and message.
+func decodeAppendFast(b []byte, topic *string, ones *oneAppends) (directAppend, bool) {
 	var d directAppend
 	var name []byte
 	var queue int32
@@ -167,7 +168,7 @@ func decodeAppendFast(b []byte, topic *string) (directAppend, bool) {
 	switch {
 	case n == 1:
 		// The usual async send: one allocation for the request and its message.
-		one := new(oneAppend)
+		one := ones.next()
 		req, msgs, ptrs = &one.req, one.msg[:], one.ptr[:]
 	case n > 1:
 		req, msgs, ptrs = new(equeue.AppendRequest), make([]equeue.Message, n), make([]*equeue.Message, n)
@@ -211,6 +212,31 @@ type oneAppend struct {
 	req equeue.AppendRequest
 	msg [1]equeue.Message
 	ptr [1]*equeue.Message
+}
+
+// oneAppends hands out the oneAppends of a request's appends of one
+// message, allocated together: one allocation per request instead of one
+// per append (per message of every SendAsync). They live as long as the
+// longest-lived of them, as the request's copy, which their bodies share,
+// does already.
+type oneAppends struct {
+	free []oneAppend
+	left int // appends of the request not decoded yet, this one included
+}
+
+// next returns a oneAppend for the request's next append; a nil o
+// allocates one of its own.
+func (o *oneAppends) next() *oneAppend {
+	if o == nil {
+		return new(oneAppend)
+	}
+	if len(o.free) == 0 {
+		// For this append and every later one that may have one message.
+		o.free = make([]oneAppend, max(o.left, 1))
+	}
+	one := &o.free[0]
+	o.free = o.free[1:]
+	return one
 }
 
 // streamIn is one append of an AppendStream request.
@@ -283,20 +309,23 @@ func decodeAppendsFast(b []byte) ([]streamIn, bool) {
 	}
 	items := make([]streamIn, n) // not nil: an empty request has no appends
 	var topic string
+	var ones oneAppends
 	for i, p := 0, b; len(p) > 0; i++ {
 		_, _, k := protowire.ConsumeTag(p)
 		p = p[k:]
 		v, k := protowire.ConsumeBytes(p)
 		p = p[k:]
-		if !decodeItemFast(&items[i], v, &topic) {
+		ones.left = n - i
+		if !decodeItemFast(&items[i], v, &topic, &ones) {
 			return nil, false
 		}
 	}
 	return items, true
 }
 
-// decodeItemFast decodes one StreamAppend of the usual shape into it.
-func decodeItemFast(it *streamIn, b []byte, topic *string) bool {
+// decodeItemFast decodes one StreamAppend of the usual shape into it,
+// with ones giving an append of one message its request and message.
+func decodeItemFast(it *streamIn, b []byte, topic *string, ones *oneAppends) bool {
 	for len(b) > 0 {
 		num, typ, k := protowire.ConsumeTag(b)
 		if k < 0 {
@@ -316,7 +345,7 @@ func decodeItemFast(it *streamIn, b []byte, topic *string) bool {
 			if k < 0 {
 				return false
 			}
-			d, ok := decodeAppendFast(v, topic)
+			d, ok := decodeAppendFast(v, topic, ones)
 			if !ok {
 				return false
 			}

@@ -69,11 +69,11 @@ func appendFromBoth(t testing.TB, b []byte) (got, want *equeue.AppendRequest, go
 func TestAppendIn_SameAsProtobuf(t *testing.T) {
 	usual, other := appendRequestSeeds(t)
 	for i, b := range usual {
-		_, ok := decodeAppendFast(bytes.Clone(b), nil)
+		_, ok := decodeAppendFast(bytes.Clone(b), nil, nil)
 		assert.True(t, ok, "usual request %d left to protobuf", i)
 	}
 	for i, b := range other {
-		_, ok := decodeAppendFast(bytes.Clone(b), nil)
+		_, ok := decodeAppendFast(bytes.Clone(b), nil, nil)
 		assert.False(t, ok, "request %d of another shape decoded directly", i)
 	}
 	for i, b := range append(usual, other...) {
