@@ -109,7 +109,7 @@ func (c *Client) AppendAsync(ctx context.Context, req *equeue.AppendRequest, cb 
 	s := &pipeSend{ctx: ctx, orig: req, cb: cb}
 	var ok bool
 	var err error
-	if s.wire, ok, err = encodeAppend(req); err == nil && !ok {
+	if s.wire, ok, err = encodeAppendIn(req, &c.wires); err == nil && !ok {
 		if s.in, err = appendToWire(req); err == nil {
 			err = encodes(s.in)
 		}

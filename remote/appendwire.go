@@ -65,6 +65,12 @@ const (
 // protobuf must (a string is not UTF-8). Its errors are messagesToPB's and
 // syncToPB's, in their order.
 func encodeAppend(req *equeue.AppendRequest) (wire []byte, ok bool, err error) {
+	return encodeAppendIn(req, nil)
+}
+
+// encodeAppendIn is encodeAppend with the bytes in a buffer of slab
+// (a nil slab allocates them).
+func encodeAppendIn(req *equeue.AppendRequest, slab *wireSlab) (wire []byte, ok bool, err error) {
 	for i, m := range req.Messages {
 		if m == nil {
 			return nil, false, fmt.Errorf("%w: message %d is nil", equeue.ErrInvalidArgument, i)
@@ -103,7 +109,7 @@ func encodeAppend(req *equeue.AppendRequest) (wire []byte, ok bool, err error) {
 		parts = append(parts, sized{n, sys})
 		size += protowire.SizeTag(appendMessages) + protowire.SizeBytes(n)
 	}
-	b := make([]byte, 0, size)
+	b := slab.take(size)
 	b = appendString(b, appendTopic, req.Topic)
 	b = appendVarint(b, appendQueue, int64(toInt32(req.Queue)))
 	for i, m := range req.Messages {

@@ -99,6 +99,8 @@ type Client struct {
 	mux *pullMux
 	// pipe carries AppendAsync calls, pipelined on one stream.
 	pipe *appendPipe
+	// wires holds the encoded appends of AppendAsync calls (wireslab.go).
+	wires wireSlab
 	// calls counts the AppendAsync calls in progress, for Close to wait
 	// for (one may wait for a window slot).
 	calls *callGate
