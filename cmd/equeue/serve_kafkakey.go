@@ -34,6 +34,11 @@ import (
 // a standalone serve.
 const kafkaRecordKeyFile = "kafka-record-key"
 
+// kafkaRecordKeyTempPrefix starts the names of the temporary files
+// putKafkaRecordKey writes a key to before it renames it into place:
+// os.CreateTemp adds decimal digits.
+const kafkaRecordKeyTempPrefix = kafkaRecordKeyFile + ".tmp-"
+
 // kafkaRecordKeyLen is the length of the key serve makes.
 const kafkaRecordKeyLen = 32
 
@@ -126,7 +131,7 @@ func keptKafkaRecordKey(dir string) ([]byte, error) {
 // putKafkaRecordKey writes key to a temporary file of dir, syncs it,
 // renames it to path and syncs dir.
 func putKafkaRecordKey(dir, path string, key []byte) error {
-	tmp, err := os.CreateTemp(dir, kafkaRecordKeyFile+".tmp-*")
+	tmp, err := os.CreateTemp(dir, kafkaRecordKeyTempPrefix+"*")
 	if err != nil {
 		return err
 	}
@@ -159,8 +164,17 @@ func putKafkaRecordKey(dir, path string, key []byte) error {
 // recordKey returns the key of the listener's marks: --kafka-record-key-file's;
 // in cluster mode (env.eng nil) the one derived from the cluster secret,
 // or nil (the built-in key) without one; otherwise the one the directory
-// keeps, made now when there is none, before the listener starts.
+// keeps, made now when there is none, before the listener starts. A
+// standalone serve first removes the temporary files of the key's write
+// that a crash before their rename left in the directory, which its
+// engine holds now, as a cluster start removes the salt's
+// (removeSaltTemps): left there, they would outlive every start.
 func (k *kafkaAddon) recordKey(env serveEnv) ([]byte, error) {
+	if env.eng != nil {
+		if err := removeTempFiles(k.app.dir, kafkaRecordKeyTempPrefix, "the Kafka record key's write"); err != nil {
+			return nil, fmt.Errorf("--kafka: %w", err)
+		}
+	}
 	switch {
 	case k.keyFile != "":
 		return readKafkaRecordKeyFile(k.keyFile)
