@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,7 +67,7 @@ func clusterRecordKey(secret []byte) []byte {
 func readKafkaRecordKeyFile(path string) ([]byte, error) {
 	data, err := readBounded(path)
 	if err != nil {
-		return nil, usageErrorf("--kafka-record-key-file %s: %v", path, pathErr(err))
+		return nil, usageErrorf("--kafka-record-key-file %s: %w", path, pathErr(err))
 	}
 	s := strings.TrimSuffix(string(data), "\n")
 	s = strings.TrimSuffix(s, "\r")
@@ -78,14 +77,11 @@ func readKafkaRecordKeyFile(path string) ([]byte, error) {
 	return []byte(s), nil
 }
 
-// readBounded reads path, refusing one larger than maxKafkaRecordKeyFileBytes.
+// readBounded reads path, a regular file (readRegular: a named pipe is
+// refused rather than waited for), refusing one larger than
+// maxKafkaRecordKeyFileBytes.
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKafkaRecordKeyFileBytes+1))
+	data, err := readRegular(path, maxKafkaRecordKeyFileBytes)
 	if err != nil {
 		return nil, err
 	}

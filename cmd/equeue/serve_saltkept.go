@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -83,7 +84,9 @@ func saltFingerprint(salt []byte) string {
 // the salt dir keeps (an earlier equeue kept one so). It creates nothing.
 func keptSalt(dir string, flag []byte, given bool) (salt []byte, keep saltKeep, err error) {
 	path := filepath.Join(dir, saltFile)
-	content, err := os.ReadFile(path)
+	// Not a named pipe, which would hold the start for ever: a regular
+	// file, links followed.
+	content, err := readSaltFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if !given {
@@ -94,7 +97,7 @@ func keptSalt(dir string, flag []byte, given bool) (salt []byte, keep saltKeep, 
 		}
 		return flag, saltFirst, nil
 	case err != nil:
-		return nil, saltKept, fmt.Errorf("read the cluster salt the node keeps: %w", err)
+		return nil, saltKept, fmt.Errorf("read the cluster salt the node keeps in %s: %w", path, pathErr(err))
 	}
 	f, err := parseSaltFile(path, content)
 	switch {
@@ -124,6 +127,16 @@ func keptSalt(dir string, flag []byte, given bool) (salt []byte, keep saltKeep, 
 		return nil, saltKept, err
 	}
 	return nil, saltKept, otherSaltError(flag, path, fmt.Sprintf("%s, or %s without its last newline", saltFingerprint(f.salt), saltFingerprint(f.byHand)))
+}
+
+// readSaltFile reads path whole if it is a regular file (openRegular).
+func readSaltFile(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // newlineFlag refuses a --cluster-salt that ends with a newline, which a
