@@ -10,29 +10,30 @@ import (
 )
 
 // A cluster-salt file written by hand (echo SALT > cluster-salt, or an
-// editor) ends with a newline that no --cluster-salt carries: it holds
-// the salt of the flag less one trailing newline (\n or \r\n), as a
-// --cluster-secret-file does, and the start keeps it so, with a record,
-// for the next starts without the flag. Before the newline was dropped,
-// the file was taken byte for byte: the flag was refused as another
-// salt, and a start without it proved another key than its peers. A
-// start without the flag on such a file is refused: an earlier equeue
-// kept a salt ending with a newline so too
-// (TestKeptSalt_NewlineOfAFileWithoutARecordIsTheFlagsToTell).
+// editor) ends with a newline that no --cluster-salt carries; an earlier
+// equeue kept a salt ending with one so too, whole, and a file of no
+// record does not say which wrote it. Written again without the newline
+// (printf %s SALT > FILE), as the refusal of the flag less the newline
+// says (TestKeptSalt_FlagLessTheNewlineOfALegacyFileChangesNoSalt), it
+// holds the salt of the flag, and keeps it with a record for the next
+// starts without the flag. A file of a newline alone holds no salt.
 func TestKeptSalt_HandWrittenFileDropsOneTrailingNewline(t *testing.T) {
 	for _, content := range []string{"orders-eu\n", "orders-eu\r\n"} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, saltFile), []byte(content), 0o600))
+		_, _, err := keptSalt(dir, []byte("orders-eu"), true)
+		require.Error(t, err, "%q: the flag less the newline tells nothing", content)
+		assert.Contains(t, err.Error(), "printf %s SALT > FILE", "%q", content)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, saltFile), []byte("orders-eu"), 0o600))
 		salt, keep, err := keptSalt(dir, []byte("orders-eu"), true)
 		require.NoError(t, err, "%q", content)
 		assert.Equal(t, "orders-eu", string(salt))
-		assert.Equal(t, saltRewrite, keep)
-		require.NoError(t, replaceSalt(dir, salt))
+		assert.Equal(t, saltKept, keep)
 		salt, _, err = keptSalt(dir, nil, false)
 		require.NoError(t, err, "%q", content)
 		assert.Equal(t, "orders-eu", string(salt), "%q", content)
 	}
-	// Only one is dropped; a file of a newline alone holds no salt.
+	// A file of a newline alone holds no salt.
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, saltFile), []byte("\n"), 0o600))
 	_, _, err := keptSalt(dir, nil, false)

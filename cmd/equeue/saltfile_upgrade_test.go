@@ -78,34 +78,34 @@ func TestCluster_SaltKeptByAnOlderEquequeWithANewlineStaysWhole(t *testing.T) {
 // a newline cannot tell a salt an older equeue kept whole from one
 // written by hand (echo SALT > FILE): it refuses to start, a usage error
 // naming both, rather than prove a key one of its peers' may refuse.
-// Given the flag, either reading is taken as the flag says, and the file
-// is written again as this equeue keeps a salt, so later starts need no
-// flag. Before, the newline was dropped whatever wrote it.
+// Given the salt whole, newline included, it takes it, and the file is
+// written again as this equeue keeps a salt, so later starts need no
+// flag; given the salt less the newline, it refuses to start
+// (TestKeptSalt_FlagLessTheNewlineOfALegacyFileChangesNoSalt). Before,
+// the newline was dropped whatever wrote it.
 func TestKeptSalt_NewlineOfAFileWithoutARecordIsTheFlagsToTell(t *testing.T) {
-	for _, flag := range []string{oldSalt, strings.TrimSuffix(oldSalt, "\n")} {
-		dir := t.TempDir()
-		writeOldSaltFile(t, dir, oldSalt)
-		_, _, err := keptSalt(dir, nil, false)
-		var ce *cliError
-		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, exitUsage, ce.code)
-		assert.Contains(t, err.Error(), saltFingerprint([]byte(oldSalt)), "%v", err)
-		assert.Contains(t, err.Error(), saltFingerprint([]byte("orders-eu")), "%v", err)
-		assert.Contains(t, err.Error(), "--cluster-salt", "%v", err)
+	dir := t.TempDir()
+	writeOldSaltFile(t, dir, oldSalt)
+	_, _, err := keptSalt(dir, nil, false)
+	var ce *cliError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, exitUsage, ce.code)
+	assert.Contains(t, err.Error(), saltFingerprint([]byte(oldSalt)), "%v", err)
+	assert.Contains(t, err.Error(), saltFingerprint([]byte("orders-eu")), "%v", err)
+	assert.Contains(t, err.Error(), "--cluster-salt", "%v", err)
 
-		salt, keep, err := keptSalt(dir, []byte(flag), true)
-		require.NoError(t, err, "%q", flag)
-		assert.Equal(t, flag, string(salt))
-		assert.Equal(t, saltRewrite, keep, "%q", flag)
-		require.NoError(t, replaceSalt(dir, salt))
-		salt, keep, err = keptSalt(dir, nil, false)
-		require.NoError(t, err, "%q", flag)
-		assert.Equal(t, flag, string(salt), "the salt the flag told, whole")
-		assert.Equal(t, saltKept, keep)
+	salt, keep, err := keptSalt(dir, []byte(oldSalt), true)
+	require.NoError(t, err)
+	assert.Equal(t, oldSalt, string(salt))
+	assert.Equal(t, saltRewrite, keep)
+	require.NoError(t, replaceSalt(dir, salt))
+	salt, keep, err = keptSalt(dir, nil, false)
+	require.NoError(t, err)
+	assert.Equal(t, oldSalt, string(salt), "the salt the flag told, whole")
+	assert.Equal(t, saltKept, keep)
 
-		_, _, err = keptSalt(dir, []byte("orders-ue"), true)
-		require.ErrorAs(t, err, &ce, "another salt is refused")
-	}
+	_, _, err = keptSalt(dir, []byte("orders-ue"), true)
+	require.ErrorAs(t, err, &ce, "another salt is refused")
 }
 
 // What this equeue keeps reads back byte for byte, a newline at the end

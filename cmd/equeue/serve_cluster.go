@@ -164,8 +164,8 @@ func (a *app) serveCluster(ctx context.Context, c serveConfig) (err error) {
 	opened := false // the node opened: the salt kept is its own
 	switch keepSalt {
 	case saltRewrite:
-		// A file of an earlier equeue, or written by hand, read as the
-		// flag told: kept so, with a record, for the next starts
+		// A file of an earlier equeue, taken whole as the flag told:
+		// kept so, with a record, for the next starts
 		// (serve_saltkept.go).
 		if err := replaceSalt(a.dir, salt); err != nil {
 			return err

@@ -27,12 +27,14 @@ import (
 // for byte, after a record's head (saltRecordHead). A file without a
 // record was kept by an earlier equeue, as given too, or written by hand,
 // when one newline (\n or \r\n) at its end is not part of the salt: one
-// that ends with a newline is read as the flag tells (it must be one of
-// the two readings), and written again with a record; without the flag
-// the node refuses to start (keptSalt). A directory without the file (a
-// node of an equeue before it, or never started with a secret) takes the
-// flag's salt, or none, and keeps it. To change a node's salt, stop it
-// and remove the file.
+// that ends with a newline is taken with the flag that is its content
+// whole, as an earlier equeue kept it, and written again with a record;
+// with the flag less the newline, which tells the two readings no more
+// than no flag does, or without the flag, the node refuses to start
+// rather than change the salt it used (keptSalt). A directory without
+// the file (a node of an equeue before it, or never started with a
+// secret) takes the flag's salt, or none, and keeps it. To change a
+// node's salt, stop it and remove the file.
 
 // saltFile is the file of a node's directory that keeps its salt.
 const saltFile = "cluster-salt"
@@ -81,7 +83,9 @@ func saltFingerprint(salt []byte) string {
 // flag's (given says it was) or the one dir keeps (none when dir records
 // that the node runs unsalted), and what the start is to do with it
 // (saltKeep). A flag that ends with a newline is refused unless it is
-// the salt dir keeps (an earlier equeue kept one so). It creates nothing.
+// the salt dir keeps (an earlier equeue kept one so); one that is the
+// salt of a file of no record less its last newline is refused too: the
+// file may hold the salt whole, the node's. It creates nothing.
 func keptSalt(dir string, flag []byte, given bool) (salt []byte, keep saltKeep, err error) {
 	path := filepath.Join(dir, saltFile)
 	// Not a named pipe, which would hold the start for ever: a regular
@@ -118,10 +122,16 @@ func keptSalt(dir string, flag []byte, given bool) (salt []byte, keep saltKeep, 
 		}
 		return nil, saltKept, otherSaltError(flag, path, saltFingerprint(f.salt))
 	case !given:
-		return nil, saltKept, usageErrorf("%s ends with a newline and holds no record of this equeue: it holds the salt of fingerprint %s, newline included, if an earlier equeue kept it, or that of fingerprint %s, newline left out, if it was written by hand; start the node once with the --cluster-salt of its peers, which it then keeps, or write the file again without the newline (printf %%s SALT > FILE)",
+		return nil, saltKept, usageErrorf("%s ends with a newline and holds no record of this equeue: it holds the salt of fingerprint %s, newline included, if an earlier equeue kept it, or that of fingerprint %s, newline left out, if it was written by hand; if an earlier equeue kept it, start the node once with that salt, newline included, as its peers prove it, in --cluster-salt, which it then keeps; if it was written by hand, write it again without the newline (printf %%s SALT > FILE)",
 			path, saltFingerprint(f.salt), saltFingerprint(f.byHand))
-	case bytes.Equal(f.salt, flag) || bytes.Equal(f.byHand, flag):
+	case bytes.Equal(f.salt, flag):
 		return flag, saltRewrite, nil
+	case bytes.Equal(f.byHand, flag):
+		// The flag agrees with the file up to its newline, and tells
+		// nothing: an earlier equeue kept the salt whole, and the node
+		// proved it so; taking the flag's would change the node's salt.
+		return nil, saltKept, usageErrorf("--cluster-salt (fingerprint %s) is the salt %s holds less its last newline, and the file holds no record of this equeue: if an earlier equeue kept it, the node's salt is the whole of it, newline included (fingerprint %s), as its peers prove it, and taking the flag's would change it; give that salt, newline included, or leave the flag out once the node kept it; if the file was written by hand, write it again without the newline (printf %%s SALT > FILE), and start the node with the flag",
+			saltFingerprint(flag), path, saltFingerprint(f.salt))
 	}
 	if err := newlineFlag(flag); err != nil {
 		return nil, saltKept, err
