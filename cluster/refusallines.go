@@ -15,7 +15,10 @@ import (
 // cluster with a mistyped secret is reported at once, whatever else is
 // refused. Past them, the addresses refused without a line are counted
 // (up to maxUnnamedAddresses of them told apart) and summed up in one
-// line at the window's end (unnamed). A window then logs at most
+// line at the window's end (unnamed). A refusal past the bound that
+// comes after that line (the timer ran at the window's end by its own
+// clock, the refusal read the time just before) is only counted with the
+// lines left out (saidSum). A window then logs at most
 // refusalBurst+refusalAddresses+1 lines of a reason, and its maps hold
 // at most as many addresses as they count. It is safe for concurrent
 // use.
@@ -27,6 +30,9 @@ type reasonLines struct {
 	sources    map[string]struct{} // the addresses with a line in this window
 	suppressed int                 // lines left out since the last logged one
 	unnamed    unnamedAddresses    // addresses refused past the bound, not yet summed up
+	// saidSum says that the window's timer said its sum: the window
+	// has no line left, not even a second sum.
+	saidSum bool
 }
 
 // unnamedAddresses counts, in a window, the addresses refused with no
@@ -64,7 +70,7 @@ func (l *reasonLines) allow(now time.Time, source string) (turn refusalTurn) {
 	if l.sources == nil || now.Sub(l.from) >= refusalWindow {
 		turn.ended = l.takeSum()
 		l.window++
-		l.from, l.logged, l.sources = now, 0, map[string]struct{}{}
+		l.from, l.logged, l.sources, l.saidSum = now, 0, map[string]struct{}{}, false
 	}
 	_, seen := l.sources[source]
 	switch {
@@ -73,6 +79,11 @@ func (l *reasonLines) allow(now time.Time, source string) (turn refusalTurn) {
 		// The address's first line in this window, within the lines
 		// past the burst: counted by lines, not by addresses, since the
 		// burst's may all be of one address.
+	case !seen && l.saidSum:
+		// Past the bound, after the window's summary line: only left
+		// out, said with the next line logged.
+		l.suppressed++
+		return turn
 	case !seen:
 		// Past the bound: counted for the window's summary line.
 		if l.unnamed.addrs == nil {
@@ -101,14 +112,18 @@ func (l *reasonLines) allow(now time.Time, source string) (turn refusalTurn) {
 }
 
 // windowEnded returns the sum of window, once its end came, unless it was
-// said already (nil).
+// said already (nil). The window says no other sum (saidSum).
 func (l *reasonLines) windowEnded(window uint64) *refusalSum {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if window != l.window {
 		return nil // rolled over by a refusal, which took the sum
 	}
-	return l.takeSum()
+	sum := l.takeSum()
+	if sum != nil {
+		l.saidSum = true
+	}
+	return sum
 }
 
 // takeSum returns the sum of the addresses refused past the bound since
