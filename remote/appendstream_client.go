@@ -221,6 +221,10 @@ type pipeStream struct {
 	// sawReady: the connection's state was seen ready since ps opened
 	// (connLeft).
 	sawReady bool
+	// departures is the count of the connection's departures (connWatch)
+	// when ps began to open, and began the count of connections begun
+	// once it opened (connLeft).
+	departures, began uint64
 	// writing is the first seq of the batch the sender is writing on it (0:
 	// none): broke leaves that batch to the sender, which alone knows
 	// whether it left the client; endErr is the error broke reported.
@@ -650,6 +654,9 @@ func (p *appendPipe) pause(d time.Duration) bool {
 
 // open starts an AppendStream call and its reader.
 func (p *appendPipe) open() (*pipeStream, error) {
+	// Noted before the call: a departure from now on may be the
+	// connection the call goes on.
+	departures := p.c.watch.departures()
 	ctx, cancel := context.WithCancel(p.base)
 	// The broker splits its answers within the client's limit.
 	st, err := p.c.api.AppendStream(metadata.AppendToOutgoingContext(ctx, mdMaxAnswerBytes, strconv.Itoa(p.c.maxAnswer)))
@@ -680,7 +687,9 @@ func (p *appendPipe) open() (*pipeStream, error) {
 		}
 	}
 	ps := &pipeStream{st: st, cancel: cancel, maxBytes: min(limit, p.c.maxAnswer), window: window, inFlight: map[uint64]*pipeSend{},
-		sawReady: p.connState() == connectivity.Ready}
+		sawReady: p.connState() == connectivity.Ready, departures: departures,
+		// Its connection began before its header came.
+		began: p.c.watch.began()}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

@@ -74,13 +74,19 @@ func (p *appendPipe) wrote(ps *pipeStream, sends []*pipeSend, err error) {
 	}
 }
 
-// connLeft reports whether ps's connection is no longer ready: gRPC says
-// so as soon as it sees the connection end (the server went away, perhaps
-// while the client was idle), before it ends the calls on it, and when
-// the server sends GOAWAY. The sender then writes nothing more on ps (it
+// connLeft reports whether ps's connection may be gone: gRPC says so as
+// soon as it sees the connection end (the server went away, perhaps while
+// the client was idle), before it ends the calls on it, and when the
+// server sends GOAWAY. The sender then writes nothing more on ps (it
 // drains, its reader reading what is answered) and opens a new stream,
 // which connects again: an append written on a connection already gone
 // would be reported unknown although the broker never read it.
+//
+// The connection left when its departures (connWatch) moved since ps
+// began to open, or another connection began since ps opened, whatever
+// its state says now: another call may have connected again meanwhile
+// (READY), and a stream that never saw the state ready could not tell
+// that from the lag below.
 //
 // gRPC gives calls a new connection before its state says ready, so a
 // stream can open, and be answered, while the state still says
@@ -88,8 +94,11 @@ func (p *appendPipe) wrote(ps *pipeStream, sends []*pipeSend, err error) {
 // ready before (a reconnect under way). A connection that went shows as
 // IDLE or TRANSIENT_FAILURE (or SHUTDOWN once the client closed), never
 // as that lag's CONNECTING: those mean it left whether or not ps saw it
-// ready. p.mu is held.
+// ready, even before the count shows it. p.mu is held.
 func (p *appendPipe) connLeft(ps *pipeStream) bool {
+	if w := p.c.watch; w.departures() != ps.departures || w.began() != ps.began {
+		return true
+	}
 	switch p.connState() {
 	case connectivity.Ready:
 		ps.sawReady = true

@@ -119,6 +119,8 @@ type Client struct {
 	told *toldLimits
 	// slack is longPollSlack, in nanoseconds; tests shorten it.
 	slack atomic.Int64
+	// watch counts conn's departures, for the append stream (connLeft).
+	watch *connWatch
 }
 
 var _ equeue.Broker = (*Client)(nil)
@@ -152,6 +154,7 @@ func dial(addr string, opts *ClientOptions, parent *callbackRunners) (*Client, e
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	told := new(toldLimits)
+	watch := newConnWatch()
 	creds := insecure.NewCredentials()
 	if o.TLS != nil {
 		creds = credentials.NewTLS(o.TLS)
@@ -176,7 +179,7 @@ func dial(addr string, opts *ClientOptions, parent *callbackRunners) (*Client, e
 		// transport (headersRefused) is of the call's latest attempt.
 		grpc.WithDisableRetry(),
 		experimental.WithBufferPool(bufferPool),
-		grpc.WithStatsHandler(sentStats{told: told}),
+		grpc.WithStatsHandler(sentStats{told: told, watch: watch}),
 	}
 	if o.Token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(newTokenCreds(o.Token)))
@@ -185,8 +188,9 @@ func dial(addr string, opts *ClientOptions, parent *callbackRunners) (*Client, e
 	if err != nil {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
-	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token),
+	c := &Client{conn: conn, api: pb.NewBrokerClient(conn), watch: watch, log: o.Logger, maxAnswer: o.MaxMessageBytes, replyKey: replyKey(o.Token),
 		closeDone: make(chan struct{}), told: told, calls: newCallGate(), runners: newCallbackRunners(parent)}
+	watch.start(conn)
 	c.slack.Store(int64(longPollSlack))
 	c.mux = newPullMux(c)
 	c.pipe = newAppendPipe(c, o.MaxReconnectDelay)
@@ -194,6 +198,7 @@ func dial(addr string, opts *ClientOptions, parent *callbackRunners) (*Client, e
 	if o.DialTimeout > 0 {
 		if err := c.waitReady(o.DialTimeout); err != nil {
 			_ = conn.Close()
+			c.watch.close()
 			return nil, fmt.Errorf("%w: dial %s: %v", ErrUnavailable, addr, err)
 		}
 	}
@@ -270,6 +275,7 @@ func (c *Client) shutdown(owe bool) (err error) {
 	// report equeue.ErrClosed now, before Close returns.
 	c.calls.wait()
 	err = c.conn.Close()
+	c.watch.close()
 	c.pipe.waitUnary() // the closed connection ends their calls
 	return err
 }
@@ -465,8 +471,12 @@ type sentMarker struct{ sent atomic.Bool }
 // written, and those that carry an openedMarker once the stream of their
 // current attempt opened (gRPC reports its headers sent), and forgets the
 // limits told (told) when a new connection begins: they were told by the
-// broker of the connection before.
-type sentStats struct{ told *toldLimits }
+// broker of the connection before. It counts the connections begun in
+// watch.
+type sentStats struct {
+	told  *toldLimits
+	watch *connWatch
+}
 
 // connLocalKey is the context key of a connection's local address, which
 // sentStats.TagConn puts in the connection's context.
@@ -502,6 +512,7 @@ func (h sentStats) HandleConn(ctx context.Context, s stats.ConnStats) {
 	if _, ok := s.(*stats.ConnBegin); ok {
 		local, _ := ctx.Value(connLocalKey{}).(net.Addr)
 		h.told.forget(local)
+		h.watch.connBegan()
 	}
 }
 
