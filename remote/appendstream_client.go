@@ -310,23 +310,38 @@ func (p *appendPipe) close() {
 	}
 	p.retries.Add(-len(waiting))
 	p.mu.Unlock()
-	for _, s := range waiting {
-		p.finish(s, equeue.AppendResult{}, equeue.ErrClosed)
-	}
+	// A callback that panics here, on the Close's goroutine, does not stop
+	// the close: the rest runs still (closeQueue), then the panic goes on.
+	defer p.closeQueue()
+	forEach(waiting, p.closedSend)
+}
+
+// closeQueue ends close: it waits for the busy retries, fails what is
+// queued with ErrClosed, and waits for the reports of sends whose context
+// ended.
+func (p *appendPipe) closeQueue() {
 	p.retries.Wait()
 	p.mu.Lock()
 	q := p.queue
 	p.queue = nil
 	p.mu.Unlock()
-	for _, s := range q {
-		p.finish(s, equeue.AppendResult{}, equeue.ErrClosed)
-	}
-	// Every send is done now: a cancellation that had not taken one
-	// before reports nothing, and those that took one are counted.
+	defer p.waitCancelled()
+	forEach(q, p.closedSend)
+}
+
+// waitCancelled waits for the reports of sends whose context ended. Every
+// send is done now: a cancellation that had not taken one before reports
+// nothing, and those that took one are counted.
+func (p *appendPipe) waitCancelled() {
 	if hook := testHookCloseWaitsCancelled.Load(); hook != nil {
 		(*hook)()
 	}
 	p.cancels.Wait()
+}
+
+// closedSend fails s, which never left the client, as the client closed.
+func (p *appendPipe) closedSend(s *pipeSend) {
+	p.finish(s, equeue.AppendResult{}, equeue.ErrClosed)
 }
 
 func (p *appendPipe) poke() {

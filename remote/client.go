@@ -256,8 +256,9 @@ func (c *Client) Close() error {
 // shutdown is the work of the first Close: it reports what is pending,
 // on the current goroutine (recorded as running callbacks meanwhile).
 // owe says that the Close that began it has returned: its error is kept
-// for the next Close. The close is marked done even when a callback it
-// runs panics, so that a later Close does not wait for ever.
+// for the next Close. A callback it runs that panics does not stop it:
+// it closes the connection and waits for the client's goroutines all the
+// same, marks the close done, and then lets the panic go on.
 func (c *Client) shutdown(owe bool) (err error) {
 	id := c.runners.enter()
 	defer c.runners.exit(id)
@@ -270,14 +271,16 @@ func (c *Client) shutdown(owe bool) (err error) {
 	c.calls.close()
 	c.ahead.close()
 	c.mux.close()
+	defer func() {
+		// The calls waiting for a window slot woke when the pipe closed:
+		// they report equeue.ErrClosed now, before Close returns.
+		c.calls.wait()
+		err = c.conn.Close()
+		c.watch.close()
+		c.pipe.waitUnary() // the closed connection ends their calls
+	}()
 	c.pipe.close()
-	// The calls waiting for a window slot woke when the pipe closed: they
-	// report equeue.ErrClosed now, before Close returns.
-	c.calls.wait()
-	err = c.conn.Close()
-	c.watch.close()
-	c.pipe.waitUnary() // the closed connection ends their calls
-	return err
+	return nil // the connection's error, set above
 }
 
 // enter refuses calls on a closed client or with a nil context.

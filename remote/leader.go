@@ -209,9 +209,10 @@ func (cc *ClusterClient) inCallback() bool {
 
 // shutdown is the work of the first Close, which set closed with cc.mu
 // held: it unlocks cc.mu. owe says that the Close that began it has
-// returned: its error is kept for the next Close. The close is marked
-// done even when a callback it runs panics, so that a later Close does
-// not wait for ever.
+// returned: its error is kept for the next Close. A callback it runs
+// (a node's Close reports that node's appends) that panics does not stop
+// it: it closes every node and waits all the same, marks the close done,
+// and then lets the panic go on.
 func (cc *ClusterClient) shutdown(owe bool) (err error) {
 	id := cc.runners.enter()
 	defer cc.runners.exit(id)
@@ -232,16 +233,17 @@ func (cc *ClusterClient) shutdown(owe bool) (err error) {
 	}
 	cc.mu.Unlock()
 	var errs []error
-	for _, c := range clients {
-		errs = append(errs, c.Close())
-	}
-	// The AppendAsync calls waiting for a slot gave up: they report
-	// equeue.ErrClosed now. The appends retried as Append end now: the
-	// client is closed.
-	cc.calls.wait()
-	cc.async.Wait()
-	cc.closing.Wait()
-	return errors.Join(errs...)
+	defer func() {
+		// The AppendAsync calls waiting for a slot gave up: they report
+		// equeue.ErrClosed now. The appends retried as Append end now: the
+		// client is closed.
+		cc.calls.wait()
+		cc.async.Wait()
+		cc.closing.Wait()
+		err = errors.Join(errs...)
+	}()
+	forEach(clients, func(c *Client) { errs = append(errs, c.Close()) })
+	return nil // the nodes' errors, joined above
 }
 
 // onCluster runs f on the leader's client until it succeeds, fails with an
