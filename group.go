@@ -82,6 +82,10 @@ type group struct {
 	lanes      map[string]int // priority lanes of subscribed topics with priorities; replaced, never changed
 	shared     sharedView     // what every member was last given alike (groupwake.go)
 	offsets    map[offsetKey]int64
+	// answer is what every member's answer carries alike, and index the
+	// members by ID, for heartbeats answered without mu (groupanswer.go).
+	answer atomic.Pointer[groupAnswer]
+	index  sync.Map // member ID -> *member; changed under mu
 	// fz lets listings and heartbeats read the group while g.mu is held
 	// across a store write or read (groupfreeze.go).
 	fz groupFreeze
@@ -128,13 +132,18 @@ type member struct {
 	// lastSeen is when the member last joined or heartbeated, in Unix
 	// nanoseconds: a heartbeat of a frozen group sets it without g.mu.
 	lastSeen atomic.Int64
-	waiting  int // heartbeats in progress
+	// waiting counts the member's heartbeats in progress, from their
+	// arrival (before any lock) to their answer.
+	waiting atomic.Int32
 	// version is the Assignment.Version of the member's current answer:
 	// the group's version at the last change of that answer (groupwake.go).
 	version int64
-	// wake is closed when the answer changes or the member is removed;
-	// nil while no heartbeat waits.
-	wake chan struct{}
+	// answer is the member's own part of its answer, as last published
+	// (groupanswer.go).
+	answer atomic.Pointer[memberAnswer]
+	// wk holds the channel closed when the answer changes or the member
+	// is removed, and whether it was (groupanswer.go).
+	wk memberWake
 	// view is the member's answer in a clustering group, next the buffer
 	// the following change computes into.
 	view, next memberView
@@ -472,7 +481,8 @@ func (g *group) removeMember(id string) {
 		}
 	}
 	if m := g.members[id]; m != nil {
-		m.wakeUp() // its held heartbeat answers that it is no member
+		m.remove() // its held heartbeat answers that it is no member
+		g.index.CompareAndDelete(id, m)
 	}
 	delete(g.members, id)
 	for q, o := range g.owners {
@@ -484,10 +494,20 @@ func (g *group) removeMember(id string) {
 
 // rebalance recomputes the group's queues and allocation under a new epoch
 // and grants free queues. g.mu must be held.
-func (c *coordinator) rebalance(g *group) {
+func (c *coordinator) rebalance(g *group) { c.rebalanceFencing(g, false) }
+
+// rebalanceFencing is rebalance; with fence, every grant is renewed under
+// the new epoch too (the held queues regranted to their holders, see
+// regrantOwned, and a broadcasting group's reset epoch raised), before the
+// members are told: the answers published (groupanswer.go) carry it at
+// once. g.mu must be held.
+func (c *coordinator) rebalanceFencing(g *group, fence bool) {
 	c.subscribers.set(g)
 	c.floors.set(g)
 	g.epoch++
+	if fence {
+		g.resetEpoch = g.epoch
+	}
 	g.queues = c.subscribedQueues(g, g.queues[:0])
 	if !slices.IsSortedFunc(g.queues, compareRefs) {
 		sortRefs(g.queues) // checkGrant searches it; subscriptions are kept sorted, so it is already
@@ -520,6 +540,9 @@ func (c *coordinator) rebalance(g *group) {
 		if _, ok := g.target[q]; !ok && !hasRef(g.queues, q) {
 			delete(g.owners, q) // the queue is gone
 		}
+	}
+	if fence {
+		g.regrantOwned()
 	}
 	g.grantFree()
 	g.notify()
@@ -766,12 +789,9 @@ func (e *Engine) joinGroup(ctx context.Context, req *JoinRequest) (Assignment, e
 			return Assignment{}, notDurable(err, "save group %q", g.name)
 		}
 	}
-	if old := g.members[req.Member]; old != nil {
-		old.wakeUp() // a heartbeat of the member it replaces answers that it is no member
-	}
 	joined := &member{id: req.Member, incarnation: req.Incarnation}
 	joined.seen(time.Now())
-	g.members[req.Member] = joined
+	g.addMember(joined)
 	delete(g.left, req.Member)
 	if !rejoin {
 		e.log.Info("group member joined", "group", g.name, "member", req.Member)
@@ -840,11 +860,28 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	if err != nil {
 		return Assignment{}, err
 	}
+	deadline := time.Now().Add(min(req.Wait, e.opts.SessionTimeout/2))
+	// The member is seen, and its heartbeat in progress, before any lock
+	// is waited for; it is answered from what its group published
+	// (groupanswer.go), under g.mu only while that is being published.
+	if m := g.indexed(req.Member); m != nil {
+		if req.Incarnation != "" && m.incarnation != "" && m.incarnation != req.Incarnation {
+			return Assignment{}, fmt.Errorf("%w: %q in group %q belongs to another incarnation", ErrNotMember, req.Member, req.Group)
+		}
+		m.seen(time.Now())
+		m.waiting.Add(1)
+		defer func() {
+			m.seen(time.Now()) // before the heartbeat ends: an expiry sweep sees one or the other
+			m.waiting.Add(-1)
+		}()
+		if a, done, err := e.publishedHeartbeat(ctx, g, m, req, deadline); done {
+			return a, err
+		}
+	}
 	// While the group's lock is held across a store write (a reset, the
 	// group's deletion), the heartbeat is answered from the frozen group
 	// (groupfreeze.go): a member whose heartbeats waited for the disk
 	// would be expired once it came back.
-	deadline := time.Now().Add(min(req.Wait, e.opts.SessionTimeout/2))
 	for g.readLock() {
 		a, done, err := e.frozenHeartbeat(ctx, g, req, deadline)
 		if done {
@@ -866,7 +903,7 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 		defer g.mu.Unlock()
 		return g.assignment(req.Member, &e.opts), nil
 	}
-	m.waiting++
+	m.waiting.Add(1)
 	changed := m.waitChange() // only a change of this member's answer
 	g.mu.Unlock()
 	t := time.NewTimer(wait)
@@ -882,8 +919,8 @@ func (e *Engine) Heartbeat(ctx context.Context, req *HeartbeatRequest) (Assignme
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	m.waiting--
 	m.seen(time.Now())
+	m.waiting.Add(-1)
 	if stop != nil {
 		return Assignment{}, stop
 	}
@@ -1010,10 +1047,7 @@ func (c *coordinator) topicChanged(name string, deleted bool) {
 	for _, g := range c.subscribers.of(name) {
 		g.mu.Lock()
 		if slices.ContainsFunc(g.subs, func(s Subscription) bool { return s.Topic == name }) && len(g.members) > 0 {
-			c.rebalance(g)
-			if deleted && g.model == Broadcasting {
-				g.resetEpoch = g.epoch
-			}
+			c.rebalanceFencing(g, deleted && g.model == Broadcasting)
 		}
 		g.mu.Unlock()
 	}

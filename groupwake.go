@@ -43,19 +43,28 @@ type sharedView struct {
 
 // wakeUp answers the member's held heartbeats. g.mu must be held.
 func (m *member) wakeUp() {
-	if m.wake != nil {
-		close(m.wake)
-		m.wake = nil
+	m.wk.mu.Lock()
+	defer m.wk.mu.Unlock()
+	if m.wk.ch != nil {
+		close(m.wk.ch)
+		m.wk.ch = nil
 	}
 }
 
 // waitChange returns the channel closed at the next change of the
 // member's answer, or at its removal. g.mu must be held.
 func (m *member) waitChange() <-chan struct{} {
-	if m.wake == nil {
-		m.wake = make(chan struct{})
+	m.wk.mu.Lock()
+	defer m.wk.mu.Unlock()
+	if m.wk.gone { // removed already: answers at once
+		gone := make(chan struct{})
+		close(gone)
+		return gone
 	}
-	return m.wake
+	if m.wk.ch == nil {
+		m.wk.ch = make(chan struct{})
+	}
+	return m.wk.ch
 }
 
 // notify takes a new group version and gives it, waking their held
@@ -76,9 +85,11 @@ func (g *group) notify() {
 		}
 		if changed {
 			m.version = g.version
+			m.publishAnswer(clustering)
 			m.wakeUp()
 		}
 	}
+	g.publish() // last: see groupanswer.go
 }
 
 // sharedChanged records what every member's answer carries alike and

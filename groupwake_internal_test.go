@@ -31,7 +31,7 @@ func holdHeartbeat(t *testing.T, e *Engine, group, member string, known int64) <
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		m := g.members[member]
-		return m != nil && m.waiting > 0
+		return m != nil && m.waiting.Load() > 0
 	}, 10*time.Second, time.Millisecond, "heartbeat of %s held", member)
 	return ch
 }

@@ -20,7 +20,7 @@ func newIncarnation() string {
 // expired reports whether m is gone for good: no heartbeat in progress and
 // none for longer than the session timeout.
 func (m *member) expired(now time.Time, session time.Duration) bool {
-	return m.waiting == 0 && now.Sub(time.Unix(0, m.lastSeen.Load())) > session
+	return m.waiting.Load() == 0 && now.Sub(time.Unix(0, m.lastSeen.Load())) > session
 }
 
 // seen records a heartbeat of m at now; a heartbeat of a frozen group

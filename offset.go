@@ -932,10 +932,7 @@ func (e *Engine) ResetOffsets(ctx context.Context, groupName string, req ResetRe
 		g.forgetMarks(s.k, s.marks)
 	}
 	// Fence every current grant: owners must drop what they hold and refetch.
-	e.groups.rebalance(g)
-	g.regrantOwned()
-	g.resetEpoch = g.epoch
-	g.notify()
+	e.groups.rebalanceFencing(g, true)
 	e.log.Info("group offsets reset", "group", groupName, "queues", len(targets))
 	return notDurable(err, "reset offsets of %q", groupName)
 }

@@ -66,7 +66,7 @@ func BenchmarkScale_HeldHeartbeats(b *testing.B) {
 			held = 0
 			g.mu.Lock()
 			for _, id := range ids {
-				if g.members[id].waiting > 0 {
+				if g.members[id].waiting.Load() > 0 {
 					held++
 				}
 			}
