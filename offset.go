@@ -529,13 +529,22 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 	}
 	gate := e.gateTopics(topicsOfGrants(queues))
 	defer gate.release()
-	g, err := e.groups.memberGroup(groupName, memberID)
+	g, err := e.groups.group(groupName)
 	if err != nil {
 		return nil, err
 	}
-	// Starts from a time are searched for in the store before the group's
-	// locks are taken: its other members' commits and pulls do not wait for
-	// those reads. Whatever changed meanwhile is checked again under them.
+	// The group's locks are taken once: a group's members fetch their
+	// offsets at every handover, and a crowd of them took g.mu twice each.
+	g.commitMu.Lock()
+	defer g.commitMu.Unlock()
+	g.mu.Lock()
+	if _, ok := g.members[memberID]; !ok {
+		g.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q in group %q", ErrNotMember, memberID, groupName)
+	}
+	// Starts from a time are searched for in the store without the group's
+	// locks: its other members' commits and pulls do not wait for those
+	// reads. Whatever changed meanwhile is checked again under them.
 	var search []timeStart
 	for _, q := range queues {
 		if g.checkGrant(memberID, q) != nil || g.startFrom(q.Topic) != ConsumeFromTimestamp {
@@ -545,11 +554,14 @@ func (e *Engine) FetchOffsets(ctx context.Context, groupName, memberID string, q
 			search = append(search, timeStart{ref: q.QueueRef, at: g.fromTime})
 		}
 	}
-	g.mu.Unlock()
-	found := e.searchTimeStarts(search)
-	g.commitMu.Lock()
-	defer g.commitMu.Unlock()
-	g.mu.Lock()
+	var found timeStarts
+	if len(search) > 0 {
+		g.mu.Unlock()
+		g.commitMu.Unlock()
+		found = e.searchTimeStarts(search)
+		g.commitMu.Lock()
+		g.mu.Lock()
+	}
 	if err := e.groups.stillMember(g, memberID); err != nil {
 		g.mu.Unlock()
 		return nil, err
