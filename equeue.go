@@ -52,7 +52,9 @@ type Engine struct {
 	// topicsVersion counts the topics created and deleted since Open
 	// (TopicsVersion); it is raised under mu, with the change to topics.
 	topicsVersion atomic.Uint64
-	adminMu       sync.Mutex // serializes topic changes
+	// lastTopic is the topic lookupTopic found last (topiclookup.go).
+	lastTopic atomic.Pointer[topic]
+	adminMu   sync.Mutex // serializes topic changes
 	// viewIDs is the key Namespace views encipher topic IDs with
 	// (namespace_topicid.go).
 	viewIDs viewIDKey

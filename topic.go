@@ -99,6 +99,9 @@ type topic struct {
 	// minMoves is odd while a queue's low watermark moves, and counts the
 	// moves, so that a count over the queues can tell it read no move.
 	minMoves atomic.Uint64
+	// foundAt is one more than the TopicsVersion at which lookupTopic
+	// last found the topic in the engine's map (topiclookup.go).
+	foundAt atomic.Uint64
 }
 
 func (t *topic) queueList() []*queue { return *t.queues.Load() }
@@ -785,13 +788,6 @@ func (e *Engine) listTopics(ctx context.Context, keep func(name string) bool) ([
 	e.mu.RUnlock()
 	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-func (e *Engine) lookupTopic(name string) (*topic, bool) {
-	e.mu.RLock()
-	t, ok := e.topics[name]
-	e.mu.RUnlock()
-	return t, ok
 }
 
 // topicFor returns the topic, creating it when auto-create allows.

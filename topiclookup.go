@@ -1,0 +1,29 @@
+package equeue
+
+// lookupTopic returns the topic named name, if the engine holds it.
+//
+// Sends look their topic up once each, and most go to the topic the
+// previous one did: the engine remembers the topic it found last
+// (lastTopic) and, in the topic, the TopicsVersion it was found at
+// (topic.foundAt). While the version has not moved since, no topic was
+// created or deleted, so the map would answer the same: the lookup then
+// takes neither mu nor the map.
+func (e *Engine) lookupTopic(name string) (*topic, bool) {
+	if t := e.lastTopic.Load(); t != nil && t.name == name && t.foundAt.Load() == e.topicsVersion.Load()+1 {
+		return t, true
+	}
+	e.mu.RLock()
+	t, ok := e.topics[name]
+	v := e.topicsVersion.Load() // raised under mu with the map: this map's version
+	e.mu.RUnlock()
+	if ok {
+		// A lookup racing this one may store an older version: it was
+		// found in the map at that version too, and an older one only
+		// matches nothing.
+		t.foundAt.Store(v + 1) // + 1: the zero value matches no version
+		if e.lastTopic.Load() != t {
+			e.lastTopic.Store(t)
+		}
+	}
+	return t, ok
+}
