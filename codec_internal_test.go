@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,4 +191,22 @@ func TestValidateMessage_Limits(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, v.ExpiresAt.IsZero(), "an expiry after 2262 means never")
 	assert.Equal(t, year(3000), far.ExpiresAt, "the caller's message is not modified")
+}
+
+// TestValidateMessage_Plain: a message with no times and no attempt (most
+// sends) is stored as it is, without a copy, and its ID is still held to
+// MaxIDBytes unless it is a stored message sent again.
+func TestValidateMessage_Plain(t *testing.T) {
+	m := &Message{Body: []byte("b"), Keys: []string{"k"}, ID: strings.Repeat("i", MaxIDBytes)}
+	v, err := validateMessage(0, m, false)
+	require.NoError(t, err)
+	assert.Same(t, m, v)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = validateMessage(0, m, false) }))
+
+	long := &Message{ID: strings.Repeat("i", MaxIDBytes+1)}
+	_, err = validateMessage(0, long, false)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	v, err = validateMessage(0, long, true)
+	require.NoError(t, err)
+	assert.Same(t, long, v)
 }

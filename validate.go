@@ -17,6 +17,10 @@ import (
 // (DeliverAt then also matches ErrInvalidDelay), or any of them exactly at
 // the Unix epoch. The BornAt the engine fills in when it is zero is always valid.
 func validateMessage(i int, m *Message, storedAgain bool) (*Message, error) {
+	if m.Attempt == 0 && m.BornAt.IsZero() && m.DeliverAt.IsZero() && m.ExpiresAt.IsZero() &&
+		(len(m.ID) <= MaxIDBytes || storedAgain) {
+		return m, nil // most sends: no time and no attempt to check
+	}
 	if m.ExpiresAt.After(maxRecordTime) {
 		cp := *m
 		cp.ExpiresAt = time.Time{}
