@@ -312,6 +312,10 @@ type batchState struct {
 	expiredOrder []expiredPrefix
 	groups       []dedupGroupBuild // dedup groups this batch writes
 	dropIdx      []uint32          // deleted topics' dedup indexes found empty
+
+	// queuesBuf backs queues for the first few queues of a batch: most
+	// batches touch few, and would otherwise grow the slice twice.
+	queuesBuf [4]touched
 }
 
 // touched is a queue the batch appends to: its next offset after the batch.
@@ -437,6 +441,7 @@ func (e *Engine) runBatch(batch []*command, waiting int, now time.Time, roomOps,
 	// send's StoredAt is the same value whether it comes from this write,
 	// from the dedup window answering a duplicate, or after a reopen.
 	b := &batchState{now: now.Round(0)}
+	b.queues = b.queuesBuf[:0]
 	e.apply(b, batch)
 	expiring = e.planExpiry(b, roomOps, roomBytes)
 	if len(batch) == 0 && len(b.meta) == 0 && len(b.expiredOrder) == 0 {

@@ -259,7 +259,8 @@ func (e *Engine) complete(f *flight, syncErr error) {
 			// The store refuses every later write: memory, which already
 			// counts this batch, is never used to write again.
 			e.log.Error("write failed", "messages", len(f.b.entries), "err", err)
-			e.pipe.asyncFailed.CompareAndSwap(nil, &err)
+			failed := err // on the heap only here, not for every batch
+			e.pipe.asyncFailed.CompareAndSwap(nil, &failed)
 		}
 	} else if err == nil {
 		err = e.asyncFailedOutcome()
