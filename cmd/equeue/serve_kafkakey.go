@@ -63,11 +63,13 @@ func clusterRecordKey(secret []byte) []byte {
 
 // readKafkaRecordKeyFile reads --kafka-record-key-file: the key is its
 // content, one trailing newline dropped, at least minKafkaRecordKeyLen
-// bytes.
+// bytes. It takes a pipe a program writes the key to (<(cmd), a named
+// pipe), as --token-file and --cluster-secret-file do, and gives one up
+// as they do once tokenFileWait has passed (readKeyFileWaiting).
 func readKafkaRecordKeyFile(path string) ([]byte, error) {
-	data, err := readBounded(path)
+	data, err := readKeyFileWaiting(path)
 	if err != nil {
-		return nil, usageErrorf("--kafka-record-key-file %s: %w", path, pathErr(err))
+		return nil, usageErrorf("--kafka-record-key-file %s: %w", path, err)
 	}
 	s := strings.TrimSuffix(string(data), "\n")
 	s = strings.TrimSuffix(s, "\r")
@@ -79,7 +81,8 @@ func readKafkaRecordKeyFile(path string) ([]byte, error) {
 
 // readBounded reads path, a regular file (readRegular: a named pipe is
 // refused rather than waited for), refusing one larger than
-// maxKafkaRecordKeyFileBytes.
+// maxKafkaRecordKeyFileBytes: the directory's kafkaRecordKeyFile, which
+// serve writes itself.
 func readBounded(path string) ([]byte, error) {
 	data, err := readRegular(path, maxKafkaRecordKeyFileBytes)
 	if err != nil {

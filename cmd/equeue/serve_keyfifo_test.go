@@ -80,9 +80,13 @@ func TestKeptKafkaRecordKey_NamedPipeIsRefusedAtOnce(t *testing.T) {
 	}
 }
 
-// --kafka-record-key-file naming a named pipe, or a link to one, is a
-// usage error at once, naming the file. Before, serve's start waited for
-// a writer for ever.
+// --kafka-record-key-file naming a named pipe, or a link to one, that no
+// program writes to is a usage error once tokenFileWait has passed,
+// naming the file, as a --token-file's, and serve's open of it is
+// released: the pipe has no reader left. Before the pipe was read as
+// --token-file's, serve's start waited for a writer for ever; a pipe a
+// program writes to gives the key
+// (TestReadKafkaRecordKeyFile_PipeOfAProgramGivesTheKey).
 func TestReadKafkaRecordKeyFile_NamedPipeIsAUsageError(t *testing.T) {
 	for _, link := range []bool{false, true} {
 		fifo := filepath.Join(t.TempDir(), "key")
@@ -92,14 +96,18 @@ func TestReadKafkaRecordKeyFile_NamedPipeIsAUsageError(t *testing.T) {
 			path = filepath.Join(t.TempDir(), "link")
 			require.NoError(t, os.Symlink(fifo, path))
 		}
-		err := readsWithin(t, fifo, func() error {
-			_, err := readKafkaRecordKeyFile(path)
-			return err
-		})
-		refusedAsNoRegularFile(t, err, path)
+		_, err := readKeyFileWithin(t, path, 100*time.Millisecond)
+		require.Error(t, err)
 		var ce *cliError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, exitUsage, ce.code)
+		assert.Contains(t, err.Error(), "--kafka-record-key-file "+path+":")
+		assert.Contains(t, err.Error(), "nothing to read")
+		w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			_ = w.Close()
+		}
+		require.ErrorIs(t, err, syscall.ENXIO, "the pipe still has a reader: serve's open of it was not released")
 	}
 }
 
