@@ -26,8 +26,9 @@ import (
 // secret (it is on the command line): the file holds it as given, byte
 // for byte, after a record's head (saltRecordHead). A file without a
 // record was kept by an earlier equeue, as given too, or written by hand,
-// when one newline (\n or \r\n) at its end is not part of the salt: one
-// that ends with a newline is taken with the flag that is its content
+// and holds its content; one that ends with a newline (\n or \r\n), which
+// a file written by hand (echo SALT > FILE) does without it being part
+// of the salt, is taken with the flag that is its content
 // whole, as an earlier equeue kept it, and written again with a record;
 // with the flag less the newline, which tells the two readings no more
 // than no flag does, or without the flag, the node refuses to start
@@ -193,7 +194,8 @@ func parseSaltFile(path string, content []byte) (saltFileContent, error) {
 	}
 	// No record: kept by an earlier equeue, the salt as given, or written
 	// by hand (echo SALT > FILE, an editor), where one newline at the end
-	// is none of the salt, as with --cluster-secret-file.
+	// would be none of the salt: the file does not say which, and keptSalt
+	// takes no reading but the content whole (byHand names the other).
 	byHand := bytes.TrimSuffix(content, []byte("\n"))
 	if len(byHand) < len(content) {
 		byHand = bytes.TrimSuffix(byHand, []byte("\r"))
