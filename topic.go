@@ -697,6 +697,7 @@ func (e *Engine) dropTopicMeta(t *topic) (applied bool, err error) {
 	delete(e.topicIDs, t.id)
 	e.topicsVersion.Add(1)
 	e.mu.Unlock()
+	e.forgetLastTopic(t)
 	t.deleted.Store(true)
 	e.groups.forgetOffsets(t.name)
 	e.deleteMarksOf(t.name)

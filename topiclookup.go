@@ -23,7 +23,20 @@ func (e *Engine) lookupTopic(name string) (*topic, bool) {
 		t.foundAt.Store(v + 1) // + 1: the zero value matches no version
 		if e.lastTopic.Load() != t {
 			e.lastTopic.Store(t)
+			if e.topicsVersion.Load() != v {
+				// A delete may have cleared lastTopic before this store
+				// (forgetLastTopic): t is kept by no stale entry.
+				e.lastTopic.CompareAndSwap(t, nil)
+			}
 		}
 	}
 	return t, ok
+}
+
+// forgetLastTopic drops t, just deleted, from lastTopic, which would
+// otherwise keep it in memory until another topic is looked up. The
+// version was raised before: a lookup storing t after this sees it, and
+// drops t itself.
+func (e *Engine) forgetLastTopic(t *topic) {
+	e.lastTopic.CompareAndSwap(t, nil)
 }
