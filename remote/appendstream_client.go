@@ -289,7 +289,8 @@ func newAppendPipe(c *Client, maxReopen time.Duration) *appendPipe {
 // close fails what is queued or waiting for a busy retry with ErrClosed,
 // and what is in flight as indeterminate, and waits for the pipe's
 // goroutines and retry timers: once it returns, no send's callback runs.
-func (p *appendPipe) close() {
+// The callbacks it runs itself have their panics followed by cp.
+func (p *appendPipe) close(cp *closePanics) {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
@@ -312,21 +313,21 @@ func (p *appendPipe) close() {
 	p.mu.Unlock()
 	// A callback that panics here, on the Close's goroutine, does not stop
 	// the close: the rest runs still (closeQueue), then the panic goes on.
-	defer p.closeQueue()
-	forEach(waiting, p.closedSend)
+	defer p.closeQueue(cp)
+	forEach(cp, waiting, p.closedSend)
 }
 
 // closeQueue ends close: it waits for the busy retries, fails what is
 // queued with ErrClosed, and waits for the reports of sends whose context
 // ended.
-func (p *appendPipe) closeQueue() {
+func (p *appendPipe) closeQueue(cp *closePanics) {
 	p.retries.Wait()
 	p.mu.Lock()
 	q := p.queue
 	p.queue = nil
 	p.mu.Unlock()
 	defer p.waitCancelled()
-	forEach(q, p.closedSend)
+	forEach(cp, q, p.closedSend)
 }
 
 // waitCancelled waits for the reports of sends whose context ended. Every

@@ -258,7 +258,8 @@ func (c *Client) Close() error {
 // owe says that the Close that began it has returned: its error is kept
 // for the next Close. A callback it runs that panics does not stop it:
 // it closes the connection and waits for the client's goroutines all the
-// same, marks the close done, and then lets the panic go on.
+// same, marks the close done, and then lets the panic go on (the first
+// one; later ones are logged, closePanics).
 func (c *Client) shutdown(owe bool) (err error) {
 	id := c.runners.enter()
 	defer c.runners.exit(id)
@@ -279,7 +280,7 @@ func (c *Client) shutdown(owe bool) (err error) {
 		c.watch.close()
 		c.pipe.waitUnary() // the closed connection ends their calls
 	}()
-	c.pipe.close()
+	c.pipe.close(newClosePanics(c.log))
 	return nil // the connection's error, set above
 }
 

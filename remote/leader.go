@@ -242,7 +242,7 @@ func (cc *ClusterClient) shutdown(owe bool) (err error) {
 		cc.closing.Wait()
 		err = errors.Join(errs...)
 	}()
-	forEach(clients, func(c *Client) { errs = append(errs, c.Close()) })
+	forEach(newClosePanics(cc.opts.Logger), clients, func(c *Client) { errs = append(errs, c.Close()) })
 	return nil // the nodes' errors, joined above
 }
 
