@@ -109,6 +109,10 @@ type Engine struct {
 	// that order it with the deletion of its group and of the group's
 	// topics, before it queues its copy and mark (sendback.go).
 	sendBackHeldHook atomic.Pointer[func(group string)]
+	// heartbeatWokenHook, set by tests, runs when a heartbeat held without
+	// the group's lock is woken (or its wait is over), before it reads the
+	// answer it gives (groupanswer.go).
+	heartbeatWokenHook atomic.Pointer[func(member string)]
 
 	groups *coordinator
 	marks  pullMarks // what each member pulled: the bound of SendBack (sendback.go)

@@ -202,10 +202,17 @@ func (e *Engine) publishedHeartbeat(ctx context.Context, g *group, m *member, re
 			return Assignment{}, true, ErrClosed
 		}
 		t.Stop()
+		if h := e.heartbeatWokenHook.Load(); h != nil {
+			(*h)(req.Member)
+		}
+		// Read, then checked: a removal before the read is seen. Checked
+		// first, a removal between the two gave the member's last answer
+		// beside the group's part after its removal: queues now granted
+		// to others, under the new epoch.
+		a, ok = g.publishedAnswer(m, &e.opts)
 		if m.removed() {
 			return notMember()
 		}
-		a, ok = g.publishedAnswer(m, &e.opts)
 		return a, ok, nil
 	}
 }
