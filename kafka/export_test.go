@@ -99,7 +99,7 @@ func APIRights() map[int16]Rights {
 
 // Closing is closed once s's Close has ended the calls of its
 // connections (their context).
-func Closing(s *Server) <-chan struct{} { return s.ctx.Done() }
+func Closing(s *Server) <-chan struct{} { return s.cancelled }
 
 // SetAppendSettle sets how long an append in flight is still waited for
 // once its connection ended, until the test ends.

@@ -175,11 +175,15 @@ type Server struct {
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
-	mu     sync.Mutex
-	lis    map[net.Listener]struct{}
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	// cancelled is closed once Close cancelled ctx, and with it every
+	// connection's context (ctx's Done is closed before its children are
+	// cancelled).
+	cancelled chan struct{}
+	mu        sync.Mutex
+	lis       map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
 	// refused counts the connections closed past Options.MaxConnections
 	// since refusedLogged, when refuseConn last logged.
 	refused       int
@@ -273,6 +277,7 @@ func NewServer(b Broker, opts *Options) (*Server, error) {
 		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.cancelled = make(chan struct{})
 	s.groups = newCoordinator(s)
 	s.wg.Add(1)
 	go func() {
@@ -361,6 +366,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	close(s.cancelled)
 	s.wg.Wait()
 	return errors.Join(errs...)
 }
